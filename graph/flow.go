@@ -1,0 +1,284 @@
+package graph
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+
+	"github.com/flowebm/flowebm/layers"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Flow is a normalizing flow λ = T#ρ: a RealNVP map T and a Gaussian base ρ.
+// Its density is log λ(x) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|.
+type Flow struct {
+	Net    layers.RealNVP
+	Base   layers.Gaussian
+	Params *Params
+
+	forward, inverse, ml programs[int]
+	rkl                  programs[targetKey]
+	zbuf                 []float64
+}
+
+type targetKey struct {
+	n int
+	t LogDensityBuilder
+}
+
+// NewFlow allocates and initialises the flow's parameters (near identity) in
+// dtype (the zero Dtype means float64) with rng.
+func NewFlow(net layers.RealNVP, base layers.Gaussian, dtype tensor.Dtype, rng *rand.Rand) (*Flow, error) {
+	if dtype == (tensor.Dtype{}) {
+		dtype = tensor.Float64
+	}
+	if err := base.Validate(); err != nil {
+		return nil, err
+	}
+	if base.Dim() != net.Dim {
+		return nil, fmt.Errorf("graph: flow base has dimension %d, flow %d", base.Dim(), net.Dim)
+	}
+	specs, err := net.ParamSpecs()
+	if err != nil {
+		return nil, err
+	}
+	p, err := NewParams(specs, dtype, rng)
+	if err != nil {
+		return nil, err
+	}
+	return &Flow{Net: net, Base: base, Params: p}, nil
+}
+
+// Dim is the dimension.
+func (f *Flow) Dim() int { return f.Net.Dim }
+
+func (f *Flow) pass(c *programs[int], n int, inverse bool) (*program, error) {
+	return c.get(n, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+		s := newScope(g, f.Params)
+		var y, ld *G.Node
+		var err error
+		if inverse {
+			y, ld, err = f.Net.Inverse(s, in[0])
+		} else {
+			y, ld, err = f.Net.Forward(s, in[0])
+		}
+		return []*G.Node{y, ld}, err
+	})
+}
+
+func (f *Flow) run(c *programs[int], inverse bool, in mat.Matrix, out *mat.Dense, logdet []float64) error {
+	n, err := checkBatch("input", in, f.Dim())
+	if err != nil {
+		return err
+	}
+	if err := checkDims("output", out, n, f.Dim()); err != nil {
+		return err
+	}
+	if err := checkLen("logdet", logdet, n); err != nil {
+		return err
+	}
+	p, err := f.pass(c, n, inverse)
+	if err != nil {
+		return err
+	}
+	p.setMatrix(0, in)
+	if err := p.run(); err != nil {
+		return err
+	}
+	p.matrix(0, out)
+	p.vector(1, logdet)
+	return nil
+}
+
+// Forward writes x = T(z) and log|det J_T(z)| for each row of z.
+func (f *Flow) Forward(z mat.Matrix, x *mat.Dense, logdet []float64) error {
+	return f.run(&f.forward, false, z, x, logdet)
+}
+
+// Inverse writes z = T⁻¹(x) and log|det J_{T⁻¹}(x)| for each row of x.
+func (f *Flow) Inverse(x mat.Matrix, z *mat.Dense, logdet []float64) error {
+	return f.run(&f.inverse, true, x, z, logdet)
+}
+
+// LogDensity writes log λ(x) for each row of x.
+func (f *Flow) LogDensity(x mat.Matrix, logq []float64) error {
+	n, _ := x.Dims()
+	z := mat.NewDense(max(n, 1), f.Dim(), nil)
+	if err := f.Inverse(x, z, logq); err != nil {
+		return err
+	}
+	for i := range logq {
+		logq[i] += f.Base.LogProb(z.RawRowView(i))
+	}
+	return nil
+}
+
+// Sample draws z ~ ρ with rng into z, writes x = T(z) and log λ(x) for each
+// row. z may be nil when the caller does not need the latent draws.
+func (f *Flow) Sample(rng *rand.Rand, z, x *mat.Dense, logq []float64) error {
+	n, _ := x.Dims()
+	if z == nil {
+		z = mat.NewDense(n, f.Dim(), nil)
+	} else if err := checkDims("z", z, n, f.Dim()); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		f.Base.Sample(rng, z.RawRowView(i))
+	}
+	if err := f.Forward(z, x, logq); err != nil {
+		return err
+	}
+	for i := range logq {
+		logq[i] = f.Base.LogProb(z.RawRowView(i)) - logq[i]
+	}
+	return nil
+}
+
+// BuildLogDensity adds log λ(x) to x's graph.
+func (f *Flow) BuildLogDensity(x *G.Node) (*G.Node, error) {
+	if x.Dtype() != f.Params.dtype {
+		return nil, fmt.Errorf("graph: flow is %v, graph input is %v", f.Params.dtype, x.Dtype())
+	}
+	s := newScope(x.Graph(), f.Params)
+	return f.logDensity(s, x)
+}
+
+func (f *Flow) logDensity(s *scope, x *G.Node) (*G.Node, error) {
+	z, ld, err := f.Net.Inverse(s, x)
+	if err != nil {
+		return nil, err
+	}
+	lr, err := f.Base.Apply(s, z)
+	if err != nil {
+		return nil, err
+	}
+	return G.Add(lr, ld)
+}
+
+// MLGrad writes into grad (len Params.Count()) the gradient of
+// mean_i log λ(x_i) with respect to the flow parameters (maximum likelihood
+// on the rows of x; ascend it) and returns the mean log-likelihood.
+func (f *Flow) MLGrad(x mat.Matrix, grad []float64) (float64, error) {
+	n, err := checkBatch("x", x, f.Dim())
+	if err != nil {
+		return 0, err
+	}
+	if err := checkLen("grad", grad, f.Params.Count()); err != nil {
+		return 0, err
+	}
+	p, err := f.ml.get(n, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+		s := newScope(g, f.Params)
+		lq, err := f.logDensity(s, in[0])
+		if err != nil {
+			return nil, err
+		}
+		cost, err := G.Mean(lq)
+		if err != nil {
+			return nil, err
+		}
+		gs, err := paramGrads(cost, s)
+		if err != nil {
+			return nil, err
+		}
+		return append([]*G.Node{lq}, gs...), nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	p.setMatrix(0, x)
+	if err := p.run(); err != nil {
+		return 0, err
+	}
+	if cap(f.zbuf) < n {
+		f.zbuf = make([]float64, n)
+	}
+	lq := f.zbuf[:n]
+	p.vector(0, lq)
+	p.readFlat(1, grad)
+	return mean(lq), nil
+}
+
+// ReverseKLGrad writes into grad the gradient with respect to the flow
+// parameters of the Monte Carlo reverse KL
+//
+//	KL(λ‖π) ≈ mean_i [log λ(T(z_i)) − log π(T(z_i))],  z_i the rows of z (draws from ρ),
+//
+// for an unnormalised differentiable target π, and returns the estimate
+// (KL up to the target's log normaliser). The target must be comparable (a
+// pointer, typically): compiled graphs are cached per target.
+func (f *Flow) ReverseKLGrad(z mat.Matrix, target LogDensityBuilder, grad []float64) (float64, error) {
+	n, err := checkBatch("z", z, f.Dim())
+	if err != nil {
+		return 0, err
+	}
+	if err := checkLen("grad", grad, f.Params.Count()); err != nil {
+		return 0, err
+	}
+	if target == nil || !reflect.TypeOf(target).Comparable() {
+		return 0, fmt.Errorf("graph: reverse-KL target %T must be non-nil and comparable (use a pointer)", target)
+	}
+	if target.Dim() != f.Dim() {
+		return 0, fmt.Errorf("graph: target has dimension %d, flow %d", target.Dim(), f.Dim())
+	}
+	p, err := f.rkl.get(targetKey{n, target}, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+		s := newScope(g, f.Params)
+		x, ld, err := f.Net.Forward(s, in[0])
+		if err != nil {
+			return nil, err
+		}
+		lr, err := f.Base.Apply(s, in[0])
+		if err != nil {
+			return nil, err
+		}
+		lq, err := G.Sub(lr, ld)
+		if err != nil {
+			return nil, err
+		}
+		lp, err := target.BuildLogDensity(x)
+		if err != nil {
+			return nil, err
+		}
+		diff, err := G.Sub(lq, lp)
+		if err != nil {
+			return nil, err
+		}
+		cost, err := G.Mean(diff)
+		if err != nil {
+			return nil, err
+		}
+		gs, err := paramGrads(cost, s)
+		if err != nil {
+			return nil, err
+		}
+		return append([]*G.Node{diff}, gs...), nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	p.setMatrix(0, z)
+	if err := p.run(); err != nil {
+		return 0, err
+	}
+	diff := make([]float64, n)
+	p.vector(0, diff)
+	p.readFlat(1, grad)
+	return mean(diff), nil
+}
+
+// Invalidate drops the compiled graphs.
+func (f *Flow) Invalidate() {
+	f.forward.reset()
+	f.inverse.reset()
+	f.ml.reset()
+	f.rkl.reset()
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}

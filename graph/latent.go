@@ -1,0 +1,91 @@
+package graph
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Latent is the NeuTra target in the flow's latent space: for a target π on
+// x-space and the flow's map T,
+//
+//	log π_T(z) = log π(T(z)) + log|det J_T(z)|,
+//
+// one graph composing the flow and the target, with its z-gradient.
+type Latent struct {
+	Flow   *Flow
+	Target LogDensityBuilder
+
+	grad programs[int]
+}
+
+// NewLatent pairs a flow with a target of the same dimension.
+func NewLatent(f *Flow, target LogDensityBuilder) (*Latent, error) {
+	if f == nil || target == nil {
+		return nil, fmt.Errorf("graph: latent target needs a flow and a target")
+	}
+	if target.Dim() != f.Dim() {
+		return nil, fmt.Errorf("graph: target has dimension %d, flow %d", target.Dim(), f.Dim())
+	}
+	return &Latent{Flow: f, Target: target}, nil
+}
+
+// Dim is the dimension.
+func (l *Latent) Dim() int { return l.Flow.Dim() }
+
+// LogDensityGrad writes log π_T(z) and ∇_z log π_T(z) for each row of z.
+func (l *Latent) LogDensityGrad(z mat.Matrix, logp []float64, grad *mat.Dense) error {
+	n, err := checkBatch("z", z, l.Dim())
+	if err != nil {
+		return err
+	}
+	if err := checkLen("logp", logp, n); err != nil {
+		return err
+	}
+	if err := checkDims("grad", grad, n, l.Dim()); err != nil {
+		return err
+	}
+	p, err := l.grad.get(n, l.Flow.Params.dtype, [][]int{{n, l.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+		x, ld, err := l.Flow.Net.Forward(newScope(g, l.Flow.Params), in[0])
+		if err != nil {
+			return nil, err
+		}
+		lp, err := l.Target.BuildLogDensity(x)
+		if err != nil {
+			return nil, err
+		}
+		tot, err := G.Add(lp, ld)
+		if err != nil {
+			return nil, err
+		}
+		cost, err := sumOf(tot)
+		if err != nil {
+			return nil, err
+		}
+		dz, err := G.Grad(cost, in[0])
+		if err != nil {
+			return nil, err
+		}
+		return []*G.Node{tot, dz[0]}, nil
+	})
+	if err != nil {
+		return err
+	}
+	p.setMatrix(0, z)
+	if err := p.run(); err != nil {
+		return err
+	}
+	p.vector(0, logp)
+	p.matrix(1, grad)
+	return nil
+}
+
+// Push writes x = T(z) for each row of z (the NeuTra state in x-space).
+func (l *Latent) Push(z mat.Matrix, x *mat.Dense) error {
+	n, _ := z.Dims()
+	return l.Flow.Forward(z, x, make([]float64, max(n, 1)))
+}
+
+// Invalidate drops the compiled graphs.
+func (l *Latent) Invalidate() { l.grad.reset() }

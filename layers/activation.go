@@ -1,0 +1,124 @@
+package layers
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// Activation is an elementwise non-linearity. Its zero value is the
+// identity. Kind is one of "identity", "relu", "leaky_relu", "silu",
+// "softplus", "tanh", "elu"; Slope is LeakyReLU's negative slope.
+type Activation struct {
+	Kind  string  `json:"kind"`
+	Slope float64 `json:"slope,omitempty"`
+}
+
+// Activations, as their PyTorch namesakes (ELU with α = 1, Softplus with β = 1).
+var (
+	Identity = Activation{Kind: "identity"}
+	ReLU     = Activation{Kind: "relu"}
+	SiLU     = Activation{Kind: "silu"}
+	Softplus = Activation{Kind: "softplus"}
+	Tanh     = Activation{Kind: "tanh"}
+	ELU      = Activation{Kind: "elu"}
+)
+
+// LeakyReLU returns x ↦ max(x, 0) + slope·min(x, 0).
+func LeakyReLU(slope float64) Activation { return Activation{Kind: "leaky_relu", Slope: slope} }
+
+// String writes the activation as ParseActivation reads it, e.g. "leaky_relu(0.05)".
+func (a Activation) String() string {
+	if a.Kind == "leaky_relu" {
+		return "leaky_relu(" + strconv.FormatFloat(a.Slope, 'g', -1, 64) + ")"
+	}
+	if a.Kind == "" {
+		return "identity"
+	}
+	return a.Kind
+}
+
+// ParseActivation reads the form String writes.
+func ParseActivation(s string) (Activation, error) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	if rest, ok := strings.CutPrefix(s, "leaky_relu"); ok {
+		slope := 0.01 // PyTorch's default
+		if rest != "" {
+			if !strings.HasPrefix(rest, "(") || !strings.HasSuffix(rest, ")") {
+				return Activation{}, fmt.Errorf("activation %q: want leaky_relu(slope)", s)
+			}
+			v, err := strconv.ParseFloat(rest[1:len(rest)-1], 64)
+			if err != nil {
+				return Activation{}, fmt.Errorf("activation %q: bad slope: %v", s, err)
+			}
+			slope = v
+		}
+		return LeakyReLU(slope), nil
+	}
+	switch s {
+	case "", "identity", "relu", "silu", "softplus", "tanh", "elu":
+		if s == "" {
+			s = "identity"
+		}
+		return Activation{Kind: s}, nil
+	}
+	return Activation{}, fmt.Errorf("activation %q: want one of identity, relu, leaky_relu(slope), silu, softplus, tanh, elu", s)
+}
+
+// Apply adds the activation of x to x's graph. Every activation is built from
+// differentiable Gorgonia operations.
+func (a Activation) Apply(b Binder, x *G.Node) (*G.Node, error) {
+	switch a.Kind {
+	case "", "identity":
+		return x, nil
+	case "relu":
+		return G.Rectify(x)
+	case "leaky_relu":
+		// max(x,0) − slope·max(−x,0)
+		pos, err := G.Rectify(x)
+		if err != nil {
+			return nil, err
+		}
+		nx, err := G.Neg(x)
+		if err != nil {
+			return nil, err
+		}
+		neg, err := G.Rectify(nx)
+		if err != nil {
+			return nil, err
+		}
+		sneg, err := G.HadamardProd(neg, Scalar(b, a.Slope))
+		if err != nil {
+			return nil, err
+		}
+		return G.Sub(pos, sneg)
+	case "silu":
+		s, err := G.Sigmoid(x)
+		if err != nil {
+			return nil, err
+		}
+		return G.HadamardProd(x, s)
+	case "softplus":
+		return G.Softplus(x)
+	case "tanh":
+		return G.Tanh(x)
+	case "elu":
+		// max(x,0) + expm1(min(x,0)), with min(x,0) = x − max(x,0): no overflow for large x.
+		pos, err := G.Rectify(x)
+		if err != nil {
+			return nil, err
+		}
+		mn, err := G.Sub(x, pos)
+		if err != nil {
+			return nil, err
+		}
+		em, err := G.Expm1(mn)
+		if err != nil {
+			return nil, err
+		}
+		return G.Add(pos, em)
+	}
+	return nil, fmt.Errorf("layers: unknown activation %q", a.Kind)
+}

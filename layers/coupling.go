@@ -1,0 +1,290 @@
+package layers
+
+import (
+	"fmt"
+	"strconv"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// Coupling is the residual affine coupling of h2o64/flow_mcmc. With mask m
+// (1 where coordinates are transformed) and x_c = x⊙(1−m):
+//
+//	s = tanh(S(x_c))⊙m·dt,  t = T(x_c)⊙m·dt,
+//	y = (x + t)⊙exp(s),     log|det ∂y/∂x| = Σ_j s_j,
+//
+// and the inverse is x = y⊙exp(−s) − t with s, t computed from y⊙(1−m) = x_c.
+// S and T map the full dimension to itself; their input is the masked x.
+type Coupling struct {
+	Mask []float64
+	S, T MLP
+	Dt   float64
+}
+
+// ParamSpecs lists S's then T's parameters.
+func (c Coupling) ParamSpecs() []ParamSpec {
+	return append(c.S.ParamSpecs(), c.T.ParamSpecs()...)
+}
+
+func (c Coupling) shiftScale(b Binder, xc *G.Node, bsz int) (s, t *G.Node, err error) {
+	d := len(c.Mask)
+	mdt := make([]float64, bsz*d)
+	for i := 0; i < bsz; i++ {
+		for j, m := range c.Mask {
+			mdt[i*d+j] = m * c.Dt
+		}
+	}
+	mdtN := Constant(b, "mask·dt", mdt, bsz, d)
+	sRaw, err := c.S.Apply(b, xc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sRaw, err = G.Tanh(sRaw); err != nil {
+		return nil, nil, err
+	}
+	if s, err = G.HadamardProd(sRaw, mdtN); err != nil {
+		return nil, nil, err
+	}
+	tRaw, err := c.T.Apply(b, xc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t, err = G.HadamardProd(tRaw, mdtN); err != nil {
+		return nil, nil, err
+	}
+	return s, t, nil
+}
+
+func (c Coupling) conditioner(b Binder, x *G.Node) (xc *G.Node, bsz int, err error) {
+	bsz, d, err := batchOf(x)
+	if err != nil {
+		return nil, 0, err
+	}
+	if d != len(c.Mask) {
+		return nil, 0, fmt.Errorf("layers: coupling %s has dimension %d, input has %d", c.S.Name, len(c.Mask), d)
+	}
+	keep := make([]float64, bsz*d)
+	for i := 0; i < bsz; i++ {
+		for j, m := range c.Mask {
+			keep[i*d+j] = 1 - m
+		}
+	}
+	xc, err = G.HadamardProd(x, Constant(b, "1−mask", keep, bsz, d))
+	return xc, bsz, err
+}
+
+// Forward returns y and log|det ∂y/∂x| (B).
+func (c Coupling) Forward(b Binder, x *G.Node) (y, logdet *G.Node, err error) {
+	xc, bsz, err := c.conditioner(b, x)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, t, err := c.shiftScale(b, xc, bsz)
+	if err != nil {
+		return nil, nil, err
+	}
+	xt, err := G.Add(x, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	es, err := G.Exp(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if y, err = G.HadamardProd(xt, es); err != nil {
+		return nil, nil, err
+	}
+	logdet, err = G.Sum(s, 1)
+	return y, logdet, err
+}
+
+// Inverse returns x = Forward⁻¹(y) and log|det ∂x/∂y| (B).
+func (c Coupling) Inverse(b Binder, y *G.Node) (x, logdet *G.Node, err error) {
+	yc, bsz, err := c.conditioner(b, y)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, t, err := c.shiftScale(b, yc, bsz)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := G.Neg(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	ens, err := G.Exp(ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	ye, err := G.HadamardProd(y, ens)
+	if err != nil {
+		return nil, nil, err
+	}
+	if x, err = G.Sub(ye, t); err != nil {
+		return nil, nil, err
+	}
+	logdet, err = G.Sum(ns, 1)
+	return x, logdet, err
+}
+
+// Mask kinds of RealNVP.
+const (
+	MaskHalf           = "half"           // the first ⌊d/2⌋ coordinates, then the rest
+	MaskCheckerboard   = "checkerboard"   // even, then odd coordinates
+	MaskCheckerboard2D = "checkerboard2d" // (row+col) even, then odd, on a grid of MaskWidth columns
+)
+
+// RealNVP is the flow of h2o64/flow_mcmc: Blocks blocks of two couplings with
+// complementary masks, each block applied BlockDepth times with shared
+// weights, dt = 2/(Blocks·2·BlockDepth), every layer initialised
+// N(0, (InitScale/√fan_in)²) with zero biases so that the flow starts at the
+// identity. Coupling k (k = 2·block + j) has parameters
+// Name.k.s.i.{weight,bias} and Name.k.t.i.{weight,bias}.
+type RealNVP struct {
+	Dim        int
+	Blocks     int
+	BlockDepth int        // 0 means 1
+	Hidden     []int      // hidden widths of the s and t MLPs: Dim→Hidden…→Dim
+	Activation Activation // hidden activation of s and t; zero value means ReLU (the reference's default)
+	Mask       string     // MaskHalf (default), MaskCheckerboard or MaskCheckerboard2D
+	MaskWidth  int        // grid width for MaskCheckerboard2D
+	InitScale  float64    // 0 means 1e-6
+	Name       string     // parameter prefix; "" means "couplings"
+}
+
+func (r RealNVP) depth() int {
+	if r.BlockDepth <= 0 {
+		return 1
+	}
+	return r.BlockDepth
+}
+
+// BaseMask returns the mask of the odd couplings (1 = transformed); even
+// couplings use its complement.
+func (r RealNVP) BaseMask() ([]float64, error) {
+	m := make([]float64, r.Dim)
+	switch r.Mask {
+	case "", MaskHalf:
+		for i := r.Dim / 2; i < r.Dim; i++ {
+			m[i] = 1
+		}
+	case MaskCheckerboard:
+		for i := 1; i < r.Dim; i += 2 {
+			m[i] = 1
+		}
+	case MaskCheckerboard2D:
+		w := r.MaskWidth
+		if w <= 0 || r.Dim%w != 0 {
+			return nil, fmt.Errorf("layers: checkerboard2d mask needs a width dividing %d, have %d", r.Dim, w)
+		}
+		for i := range m {
+			if (i/w+i%w)%2 == 1 {
+				m[i] = 1
+			}
+		}
+	default:
+		return nil, fmt.Errorf("layers: unknown mask %q (want %s, %s or %s)", r.Mask, MaskHalf, MaskCheckerboard, MaskCheckerboard2D)
+	}
+	return m, nil
+}
+
+// Couplings returns the 2·Blocks distinct couplings in forward order of one pass.
+func (r RealNVP) Couplings() ([]Coupling, error) {
+	if r.Dim < 2 || r.Blocks < 1 {
+		return nil, fmt.Errorf("layers: RealNVP needs Dim ≥ 2 and Blocks ≥ 1, have %d and %d", r.Dim, r.Blocks)
+	}
+	base, err := r.BaseMask()
+	if err != nil {
+		return nil, err
+	}
+	act := r.Activation
+	if act.Kind == "" {
+		act = ReLU
+	}
+	scale := r.InitScale
+	if scale == 0 {
+		scale = 1e-6
+	}
+	prefix := r.Name
+	if prefix == "" {
+		prefix = "couplings"
+	}
+	sizes := append(append([]int{r.Dim}, r.Hidden...), r.Dim)
+	dt := 2 / float64(r.Blocks*2*r.depth())
+	cs := make([]Coupling, 2*r.Blocks)
+	for k := range cs {
+		mask := make([]float64, r.Dim)
+		for i, m := range base {
+			if k%2 == 0 {
+				mask[i] = 1 - m
+			} else {
+				mask[i] = m
+			}
+		}
+		name := prefix + "." + strconv.Itoa(k)
+		mlp := func(n string) MLP {
+			return MLP{Name: name + "." + n, Sizes: sizes, Hidden: act, WeightInit: ScaledNormal(scale), BiasInit: Zeros}
+		}
+		cs[k] = Coupling{Mask: mask, S: mlp("s"), T: mlp("t"), Dt: dt}
+	}
+	return cs, nil
+}
+
+// ParamSpecs lists the parameters of every coupling.
+func (r RealNVP) ParamSpecs() ([]ParamSpec, error) {
+	cs, err := r.Couplings()
+	if err != nil {
+		return nil, err
+	}
+	var s []ParamSpec
+	for _, c := range cs {
+		s = append(s, c.ParamSpecs()...)
+	}
+	return s, nil
+}
+
+// Forward returns x = T(z) and log|det J_T(z)| (B).
+func (r RealNVP) Forward(b Binder, z *G.Node) (x, logdet *G.Node, err error) {
+	return r.pass(b, z, false)
+}
+
+// Inverse returns z = T⁻¹(x) and log|det J_{T⁻¹}(x)| (B).
+func (r RealNVP) Inverse(b Binder, x *G.Node) (z, logdet *G.Node, err error) {
+	return r.pass(b, x, true)
+}
+
+func (r RealNVP) pass(b Binder, x *G.Node, inverse bool) (*G.Node, *G.Node, error) {
+	cs, err := r.Couplings()
+	if err != nil {
+		return nil, nil, err
+	}
+	var order []int
+	for blk := 0; blk < r.Blocks; blk++ {
+		for rep := 0; rep < r.depth(); rep++ {
+			order = append(order, 2*blk, 2*blk+1)
+		}
+	}
+	if inverse {
+		for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+			order[i], order[j] = order[j], order[i]
+		}
+	}
+	var total *G.Node
+	for _, k := range order {
+		var ld *G.Node
+		if inverse {
+			x, ld, err = cs[k].Inverse(b, x)
+		} else {
+			x, ld, err = cs[k].Forward(b, x)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if total == nil {
+			total = ld
+		} else if total, err = G.Add(total, ld); err != nil {
+			return nil, nil, err
+		}
+	}
+	return x, total, nil
+}
