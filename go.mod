@@ -3,6 +3,7 @@ module github.com/flowebm/flowebm
 go 1.26
 
 require (
+	github.com/spf13/cobra v1.8.1
 	gonum.org/v1/gonum v0.16.0
 	gorgonia.org/gorgonia v0.9.18
 	gorgonia.org/tensor v0.9.23
@@ -18,15 +19,18 @@ require (
 	github.com/golang/protobuf v1.5.2 // indirect
 	github.com/google/flatbuffers v2.0.6+incompatible // indirect
 	github.com/google/uuid v1.3.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/leesper/go_rng v0.0.0-20190531154944-a612b043e353 // indirect
 	github.com/nlpodyssey/gopickle v0.3.0 // indirect
 	github.com/owulveryck/onnx-go v0.5.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/sbinet/npyio v0.9.0 // indirect
+	github.com/spf13/pflag v1.0.5 // indirect
 	github.com/xtgo/set v1.0.0 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
 	golang.org/x/text v0.23.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 	google.golang.org/protobuf v1.28.0 // indirect
 	gorgonia.org/cu v0.9.4 // indirect

@@ -5,9 +5,9 @@ import (
 	"slices"
 
 	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-	"gonum.org/v1/gonum/mat"
 )
 
 // scope binds one parameter set into one graph; it implements layers.Binder.

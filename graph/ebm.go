@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 
 	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-	"gonum.org/v1/gonum/mat"
 )
 
 // EnergyNet is an energy architecture: it maps a batch x (B, Dim) to

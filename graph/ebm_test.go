@@ -248,6 +248,7 @@ func TestRepeatedCallsAndBatchSizes(t *testing.T) {
 	e := mustEBM(t, ToyEnergyNet(2, false), nil, tensor.Float64, 13)
 	x := randMatrix(newRNG(14), 33, 2, 2)
 	x0 := mat.DenseCopyOf(x)
+	theta := e.Params.Flatten(nil)
 	first := make([]float64, 33)
 	if err := e.Energy(x, first); err != nil {
 		t.Fatal(err)
@@ -268,7 +269,13 @@ func TestRepeatedCallsAndBatchSizes(t *testing.T) {
 	if !mat.Equal(x, x0) {
 		t.Fatal("evaluation modified its input")
 	}
-	theta := e.Params.Flatten(nil)
+	g := mat.NewDense(33, 2, nil)
+	if err := e.EnergyGrad(x, first, g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.LossGrad(x, x, 0.5, make([]float64, e.Params.Count())); err != nil {
+		t.Fatal(err)
+	}
 	again := e.Params.Flatten(nil)
 	for i := range theta {
 		if theta[i] != again[i] {

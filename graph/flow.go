@@ -6,9 +6,9 @@ import (
 	"reflect"
 
 	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-	"gonum.org/v1/gonum/mat"
 )
 
 // Flow is a normalizing flow λ = T#ρ: a RealNVP map T and a Gaussian base ρ.

@@ -3,8 +3,8 @@ package graph
 import (
 	"fmt"
 
-	G "gorgonia.org/gorgonia"
 	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
 )
 
 // Latent is the NeuTra target in the flow's latent space: for a target π on

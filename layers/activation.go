@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -49,9 +50,9 @@ func ParseActivation(s string) (Activation, error) {
 			if !strings.HasPrefix(rest, "(") || !strings.HasSuffix(rest, ")") {
 				return Activation{}, fmt.Errorf("activation %q: want leaky_relu(slope)", s)
 			}
-			v, err := strconv.ParseFloat(rest[1:len(rest)-1], 64)
-			if err != nil {
-				return Activation{}, fmt.Errorf("activation %q: bad slope: %v", s, err)
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest[1:len(rest)-1]), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return Activation{}, fmt.Errorf("activation %q: slope must be a finite number", s)
 			}
 			slope = v
 		}
