@@ -1,0 +1,180 @@
+package diagnostics
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func normalChains(rng *rand.Rand, m, n int, mu func(c int) float64) [][]float64 {
+	x := make([][]float64, m)
+	for c := range x {
+		x[c] = make([]float64, n)
+		for i := range x[c] {
+			x[c][i] = mu(c) + rng.NormFloat64()
+		}
+	}
+	return x
+}
+
+func ar1(rng *rand.Rand, m, n int, rho float64) [][]float64 {
+	x := make([][]float64, m)
+	s := math.Sqrt(1 - rho*rho)
+	for c := range x {
+		x[c] = make([]float64, n)
+		v := rng.NormFloat64() // stationary start
+		for i := range x[c] {
+			x[c][i] = v
+			v = rho*v + s*rng.NormFloat64()
+		}
+	}
+	return x
+}
+
+func TestAutocovMatchesDirectSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := ar1(rng, 1, 37, 0.7)[0]
+	got := autocov(x)
+	mu := 0.0
+	for _, v := range x {
+		mu += v / 37
+	}
+	for lag := 0; lag < 37; lag++ {
+		want := 0.0
+		for i := 0; i+lag < 37; i++ {
+			want += (x[i] - mu) * (x[i+lag] - mu) / 37
+		}
+		if math.Abs(got[lag]-want) > 1e-12 {
+			t.Fatalf("lag %d: FFT %v, direct %v", lag, got[lag], want)
+		}
+	}
+}
+
+func TestQuantileIsType7(t *testing.T) {
+	v := []float64{4, 1, 3, 2}
+	for _, c := range []struct{ p, want float64 }{{0.5, 2.5}, {0.05, 1.15}, {0.95, 3.85}, {0, 1}, {1, 4}} {
+		if got := quantile(v, c.p); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("quantile(%v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+}
+
+func TestRankNormalizeTies(t *testing.T) {
+	z := RankNormalize([][]float64{{1, 2, 2}, {3, 2, 0}})
+	// Ranks: 0→1, 1→2, 2→(3+4+5)/3 = 4, 3→6; S = 6.
+	if z[0][1] != z[0][2] || z[0][1] != z[1][1] {
+		t.Errorf("tied values got different scores: %v", z)
+	}
+	if want := -z[0][1]; math.Abs(z[0][0]+z[1][0]-0) > 1e-12 && want == 0 {
+		t.Errorf("unexpected symmetry: %v", z)
+	}
+	// rank 4 of 6: Φ⁻¹((4 − 3/8)/6.25) = Φ⁻¹(0.58)
+	if math.Abs(z[0][1]-0.2018934791418508) > 1e-9 {
+		t.Errorf("score of rank 4 of 6 = %v, want Φ⁻¹(0.58) ≈ 0.20189", z[0][1])
+	}
+}
+
+// For independent chains from one law, B/W of the 8 split chains is about
+// χ²₇/7, whose 99.9% quantile is 3.5, so R-hat − 1 ≈ (B/W − 1)/(2N) stays
+// below 2.5/(2·500) = 0.0025 with probability 0.999; the bound 1.01 leaves
+// room for the fold (tail) R-hat as well.
+func TestRHatNearOneForIndependentChains(t *testing.T) {
+	x := normalChains(rand.New(rand.NewPCG(2, 2)), 4, 1000, func(int) float64 { return 0 })
+	for name, r := range map[string]float64{"rank split": RHat(x), "classic": ClassicRHat(x)} {
+		if !(r > 0.99 && r < 1.01) {
+			t.Errorf("%s R-hat = %v for iid chains, want 1 ± 0.01", name, r)
+		}
+	}
+}
+
+// Ranks bound the rank-normalised R-hat: for chains split into two fully
+// separated equal groups, the group means of the normal scores are ±0.798 and
+// the within-group variance 1 − 0.637 = 0.363, so the bulk R-hat tends to
+// √(1 + 0.637/0.363) ≈ 1.66, far above the 1.01 convergence threshold. The
+// classic R-hat is unbounded (√(1 + 9/1) ≈ 3.2 here): that is why the paper's
+// Table 2 can show values of 20–90.
+func TestRHatLargeForChainsInDifferentModes(t *testing.T) {
+	x := normalChains(rand.New(rand.NewPCG(3, 3)), 4, 500, func(c int) float64 { return 6 * float64(c%2) })
+	if r := RHat(x); !(r > 1.5) {
+		t.Errorf("rank R-hat = %v for chains stuck 6σ apart, want ≈ 1.66 (> 1.5)", r)
+	}
+	if r := ClassicRHat(x); !(r > 2) {
+		t.Errorf("classic R-hat = %v for chains stuck 6σ apart, want > 2", r)
+	}
+	// A chain that drifts within itself is caught by splitting but not by
+	// the classic R-hat when all chains drift alike.
+	drift := make([][]float64, 4)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for c := range drift {
+		drift[c] = make([]float64, 400)
+		for i := range drift[c] {
+			drift[c][i] = float64(i)/40 + rng.NormFloat64()
+		}
+	}
+	if r := RHat(drift); !(r > 1.5) {
+		t.Errorf("rank split R-hat = %v on drifting chains, want > 1.5", r)
+	}
+	if r := ClassicRHat(drift); !(r < 1.05) {
+		t.Errorf("classic R-hat = %v on identically drifting chains, want ≈ 1", r)
+	}
+}
+
+// For iid draws the Geyer estimate of τ = 1 + 2Σρ̂ sums a few autocorrelations
+// each with standard error 1/√S (S = 4,000 draws, 0.016), so τ̂ has a
+// standard error of about 0.06; 20% is over three standard errors.
+func TestESSOfIndependentDraws(t *testing.T) {
+	x := normalChains(rand.New(rand.NewPCG(5, 5)), 4, 1000, func(int) float64 { return 0 })
+	for name, e := range map[string]float64{"ESS": ESS(x), "bulk": BulkESS(x), "tail": TailESS(x)} {
+		if r := e / 4000; !(r > 0.8 && r < 1.2) {
+			t.Errorf("%s = %v for 4,000 iid draws, want 4,000 ± 20%%", name, e)
+		}
+	}
+}
+
+// AR(1) with ρ = 0.95 has τ = (1+ρ)/(1−ρ) = 39. Sokal's approximation of the
+// variance of τ̂ with a window of about 5τ, 2(2·195+1)/S with S = 200,000
+// draws, gives a relative standard error of 6%; the bound 20% is over three.
+func TestESSOfAR1(t *testing.T) {
+	x := ar1(rand.New(rand.NewPCG(6, 6)), 4, 50000, 0.95)
+	want := 200000.0 / 39
+	for name, e := range map[string]float64{"ESS": ESS(x), "bulk": BulkESS(x)} {
+		if r := e / want; !(r > 0.8 && r < 1.2) {
+			t.Errorf("%s = %.0f for AR(1) ρ = 0.95, closed form %.0f (ratio %.3f)", name, e, want, r)
+		}
+	}
+	if e := TailESS(x); !(e < 0.2*200000) {
+		t.Errorf("tail ESS = %.0f, want ≪ 200,000 draws", e)
+	}
+}
+
+func TestUndefinedCasesAreNaN(t *testing.T) {
+	good := normalChains(rand.New(rand.NewPCG(7, 7)), 3, 10, func(int) float64 { return 0 })
+	withNaN := normalChains(rand.New(rand.NewPCG(7, 7)), 3, 10, func(int) float64 { return 0 })
+	withNaN[1][4] = math.NaN()
+	withInf := normalChains(rand.New(rand.NewPCG(7, 7)), 3, 10, func(int) float64 { return 0 })
+	withInf[2][0] = math.Inf(1)
+	constant := [][]float64{{1, 1, 1, 1}, {1, 1, 1, 1}}
+	cases := map[string][][]float64{
+		"NaN draw":   withNaN,
+		"Inf draw":   withInf,
+		"3 draws":    {good[0][:3], good[1][:3]},
+		"ragged":     {good[0], good[1][:9]},
+		"constant":   constant,
+		"no chains":  nil,
+		"one chain*": {good[0]},
+	}
+	for name, x := range cases {
+		fns := map[string]func([][]float64) float64{"RHat": RHat, "ClassicRHat": ClassicRHat, "ESS": ESS, "BulkESS": BulkESS, "TailESS": TailESS}
+		for fname, f := range fns {
+			if name == "one chain*" && fname != "RHat" && fname != "ClassicRHat" {
+				continue // ESS is defined for one chain
+			}
+			if v := f(x); !math.IsNaN(v) {
+				t.Errorf("%s of %s = %v, want NaN", fname, name, v)
+			}
+		}
+	}
+	if v := RHat(good); math.IsNaN(v) {
+		t.Error("R-hat of valid chains is NaN")
+	}
+}

@@ -1,0 +1,159 @@
+// Package diagnostics computes MCMC convergence diagnostics on chains from
+// any source: rank-normalised split R-hat and classic R-hat, bulk and tail
+// effective sample sizes, with the definitions of ArviZ 0.21 and Stan's
+// posterior package (Vehtari et al. 2021), and mode weights of samples.
+//
+// Chains are given as x[c][n]: chain c, draw n, one scalar quantity. Every
+// function returns NaN where the diagnostic is undefined: a NaN or infinite
+// draw, fewer than 2 chains (R-hat) or 1 chain (ESS), fewer than 4 draws, or
+// zero variance.
+package diagnostics
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// valid reports whether x is rectangular with at least minChains chains of
+// at least 4 finite draws.
+func valid(x [][]float64, minChains int) bool {
+	if len(x) < minChains || len(x) == 0 {
+		return false
+	}
+	n := len(x[0])
+	if n < 4 {
+		return false
+	}
+	for _, c := range x {
+		if len(c) != n {
+			return false
+		}
+		for _, v := range c {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Split halves each chain: chain c gives x[c][0:h] and x[c][n−h:n] with
+// h = ⌊n/2⌋ (an odd n drops the middle draw). The halves share x's memory.
+func Split(x [][]float64) [][]float64 {
+	out := make([][]float64, 0, 2*len(x))
+	for _, c := range x {
+		h := len(c) / 2
+		out = append(out, c[:h], c[len(c)-h:])
+	}
+	return out
+}
+
+// RankNormalize replaces every value by Φ⁻¹((r − 3/8)/(S + 1/4)), r its rank
+// among all S values (ties get their average rank).
+func RankNormalize(x [][]float64) [][]float64 {
+	type item struct {
+		v    float64
+		c, n int
+	}
+	var all []item
+	for c, ch := range x {
+		for n, v := range ch {
+			all = append(all, item{v, c, n})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
+	out := make([][]float64, len(x))
+	for c, ch := range x {
+		out[c] = make([]float64, len(ch))
+	}
+	s := float64(len(all))
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].v == all[i].v {
+			j++
+		}
+		rank := float64(i+j+1) / 2 // average of ranks i+1 … j
+		z := distuv.UnitNormal.Quantile((rank - 0.375) / (s + 0.25))
+		for k := i; k < j; k++ {
+			out[all[k].c][all[k].n] = z
+		}
+		i = j
+	}
+	return out
+}
+
+// rhat is the potential scale reduction √((B/W + N − 1)/N) of y[M][N].
+func rhat(y [][]float64) float64 {
+	m, n := len(y), len(y[0])
+	means := make([]float64, m)
+	w := 0.0
+	for c, ch := range y {
+		mu, v := stat.MeanVariance(ch, nil)
+		means[c] = mu
+		w += v / float64(m)
+	}
+	b := float64(n) * stat.Variance(means, nil)
+	r := math.Sqrt((b/w + float64(n) - 1) / float64(n))
+	if math.IsInf(r, 0) {
+		return math.NaN()
+	}
+	return r
+}
+
+// ClassicRHat is the Gelman–Rubin R-hat on the raw, unsplit chains (what the
+// paper's companion code reports).
+func ClassicRHat(x [][]float64) float64 {
+	if !valid(x, 2) {
+		return math.NaN()
+	}
+	return rhat(x)
+}
+
+// RHat is the rank-normalised split R-hat of Vehtari et al. (2021): the
+// larger of the R-hats of the rank-normalised split chains and of their
+// rank-normalised absolute deviations from the median.
+func RHat(x [][]float64) float64 {
+	if !valid(x, 2) {
+		return math.NaN()
+	}
+	sp := Split(x)
+	bulk := rhat(RankNormalize(sp))
+	all := flatten(sp)
+	med := quantile(all, 0.5)
+	fold := make([][]float64, len(sp))
+	for c, ch := range sp {
+		fold[c] = make([]float64, len(ch))
+		for n, v := range ch {
+			fold[c][n] = math.Abs(v - med)
+		}
+	}
+	tail := rhat(RankNormalize(fold))
+	if math.IsNaN(bulk) || math.IsNaN(tail) {
+		return math.NaN()
+	}
+	return math.Max(bulk, tail)
+}
+
+func flatten(x [][]float64) []float64 {
+	var all []float64
+	for _, c := range x {
+		all = append(all, c...)
+	}
+	return all
+}
+
+// quantile is the type-7 (linear interpolation) sample quantile, NumPy's default.
+func quantile(v []float64, p float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	h := p * float64(len(s)-1)
+	lo := math.Floor(h)
+	i := int(lo)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (h-lo)*(s[i+1]-s[i])
+}
