@@ -93,13 +93,13 @@ func BenchmarkFlowSample(b *testing.B) {
 				f := randomFlow(b, net, 1, dt, 7)
 				rng := newRNG(8)
 				z, x, lq := mat.NewDense(1024, net.Dim, nil), mat.NewDense(1024, net.Dim, nil), make([]float64, 1024)
-				if err := f.Sample(rng, z, x, lq); err != nil {
+				if err := f.SampleLatent(rng, z, x, lq); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if err := f.Sample(rng, z, x, lq); err != nil {
+					if err := f.SampleLatent(rng, z, x, lq); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -214,7 +214,7 @@ func TestNoGradientAccumulation(t *testing.T) {
 		if err := e.LogDensityGrad(neg, lp, g); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.Sample(rng, nil, x, lp); err != nil {
+		if err := f.Sample(rng, x, lp); err != nil {
 			t.Fatal(err)
 		}
 		if err := lat.LogDensityGrad(x, lp, g); err != nil {

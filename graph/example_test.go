@@ -45,7 +45,7 @@ func ExampleNewFlow() {
 	}
 	x := mat.NewDense(3, 2, nil)
 	logq := make([]float64, 3)
-	if err := flow.Sample(rng, nil, x, logq); err != nil {
+	if err := flow.Sample(rng, x, logq); err != nil {
 		panic(err)
 	}
 	check := make([]float64, 3)

@@ -115,9 +115,15 @@ func (f *Flow) LogDensity(x mat.Matrix, logq []float64) error {
 	return nil
 }
 
-// Sample draws z ~ ρ with rng into z, writes x = T(z) and log λ(x) for each
-// row. z may be nil when the caller does not need the latent draws.
-func (f *Flow) Sample(rng *rand.Rand, z, x *mat.Dense, logq []float64) error {
+// Sample draws z ~ ρ with rng, writes x = T(z) and log λ(x) for each row of
+// x (it implements samplers.Proposal).
+func (f *Flow) Sample(rng *rand.Rand, x *mat.Dense, logq []float64) error {
+	return f.SampleLatent(rng, nil, x, logq)
+}
+
+// SampleLatent is Sample that also returns the latent draws in z (nil: not
+// needed).
+func (f *Flow) SampleLatent(rng *rand.Rand, z, x *mat.Dense, logq []float64) error {
 	n, _ := x.Dims()
 	if z == nil {
 		z = mat.NewDense(n, f.Dim(), nil)

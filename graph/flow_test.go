@@ -174,7 +174,7 @@ func TestFlowSampleDensityConsistent(t *testing.T) {
 	const n = 40
 	x, z := mat.NewDense(n, 3, nil), mat.NewDense(n, 3, nil)
 	lq, lq2 := make([]float64, n), make([]float64, n)
-	if err := f.Sample(newRNG(10), z, x, lq); err != nil {
+	if err := f.SampleLatent(newRNG(10), z, x, lq); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.LogDensity(x, lq2); err != nil {

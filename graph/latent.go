@@ -81,6 +81,18 @@ func (l *Latent) LogDensityGrad(z mat.Matrix, logp []float64, grad *mat.Dense) e
 	return nil
 }
 
+// LogDensity writes log π_T(z) for each row of z.
+func (l *Latent) LogDensity(z mat.Matrix, logp []float64) error {
+	n, _ := z.Dims()
+	return l.LogDensityGrad(z, logp, mat.NewDense(max(n, 1), l.Dim(), nil))
+}
+
+// Pull writes z = T⁻¹(x) for each row of x.
+func (l *Latent) Pull(x mat.Matrix, z *mat.Dense) error {
+	n, _ := x.Dims()
+	return l.Flow.Inverse(x, z, make([]float64, max(n, 1)))
+}
+
 // Push writes x = T(z) for each row of z (the NeuTra state in x-space).
 func (l *Latent) Push(z mat.Matrix, x *mat.Dense) error {
 	n, _ := z.Dims()

@@ -64,7 +64,7 @@ func runGradcheck(cmd *cobra.Command, seed uint64, tol float64) error {
 		return err
 	}
 	z, x, ld := mat.NewDense(256, 2, nil), mat.NewDense(256, 2, nil), make([]float64, 256)
-	if err := flow.Sample(rng, z, x, ld); err != nil {
+	if err := flow.SampleLatent(rng, z, x, ld); err != nil {
 		return err
 	}
 	x.Sub(x, z)
@@ -119,7 +119,7 @@ func runGradcheck(cmd *cobra.Command, seed uint64, tol float64) error {
 		}
 		fmt.Fprintf(out, "  toy EBM log p̃ + ∇ₓ, B = %-5d %8.3f ms\n", n, d.Seconds()*1e3)
 		xs, lq := mat.NewDense(n, 2, nil), make([]float64, n)
-		d, err = medianTime(20, func() error { return flow.Sample(rng, nil, xs, lq) })
+		d, err = medianTime(20, func() error { return flow.Sample(rng, xs, lq) })
 		if err != nil {
 			return err
 		}

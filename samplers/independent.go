@@ -1,0 +1,178 @@
+package samplers
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// IMH is independent Metropolis–Hastings with proposal λ (paper Alg. 5,
+// steps 1.a–1.b): y ~ λ is accepted with probability
+// min(1, [π(y)/λ(y)] / [π(x)/λ(x)]).
+type IMH struct {
+	Target   Target
+	Proposal Proposal
+
+	y   *mat.Dense
+	lpy []float64
+	lqy []float64
+}
+
+// Step proposes one independent draw per chain.
+func (k *IMH) Step(rng *rand.Rand, s *State) (Stats, error) {
+	if err := checkIndependent(k.Target, k.Proposal, s); err != nil {
+		return noStats(), err
+	}
+	if err := s.ensureLogP(k.Target); err != nil {
+		return noStats(), err
+	}
+	if err := s.ensureLogQ(k.Proposal); err != nil {
+		return noStats(), err
+	}
+	m, d := s.Chains(), s.Dim()
+	k.y = reuse(k.y, m, d)
+	if len(k.lpy) != m {
+		k.lpy, k.lqy = make([]float64, m), make([]float64, m)
+	}
+	if err := k.Proposal.Sample(rng, k.y, k.lqy); err != nil {
+		return noStats(), err
+	}
+	if err := k.Target.LogDensity(k.y, k.lpy); err != nil {
+		return noStats(), err
+	}
+	acc := 0
+	for i := 0; i < m; i++ {
+		la := (k.lpy[i] - k.lqy[i]) - (s.LogP[i] - s.LogQ[i])
+		if accept(rng, la) {
+			acc++
+			copy(s.X.RawRowView(i), k.y.RawRowView(i))
+			s.LogP[i], s.LogQ[i] = k.lpy[i], k.lqy[i]
+		}
+	}
+	s.HasGrad = s.HasGrad && acc == 0
+	st := noStats()
+	st.Global = float64(acc) / float64(m)
+	return st, nil
+}
+
+// ISIR is iterated sampling importance resampling with N particles (paper
+// Alg. 6): slot 0 holds the current state, slots 1…N−1 fresh draws from λ;
+// one slot is picked with probability ∝ π/λ (weights normalised by
+// log-sum-exp; NaN weights count as 0). All M·(N−1) proposals are drawn and
+// evaluated as one batch.
+type ISIR struct {
+	Target    Target
+	Proposal  Proposal
+	Particles int // N ≥ 2
+
+	y    *mat.Dense
+	lpy  []float64
+	lqy  []float64
+	logw []float64
+}
+
+// Step performs one i-SIR move per chain; Global is the fraction of chains
+// whose pick is not slot 0.
+func (k *ISIR) Step(rng *rand.Rand, s *State) (Stats, error) {
+	if k.Particles < 2 {
+		return noStats(), fmt.Errorf("samplers: i-SIR needs at least 2 particles, have %d", k.Particles)
+	}
+	if err := checkIndependent(k.Target, k.Proposal, s); err != nil {
+		return noStats(), err
+	}
+	if err := s.ensureLogP(k.Target); err != nil {
+		return noStats(), err
+	}
+	if err := s.ensureLogQ(k.Proposal); err != nil {
+		return noStats(), err
+	}
+	m, d, n := s.Chains(), s.Dim(), k.Particles
+	total := m * (n - 1)
+	k.y = reuse(k.y, total, d)
+	if len(k.lpy) != total {
+		k.lpy, k.lqy = make([]float64, total), make([]float64, total)
+	}
+	if len(k.logw) != n {
+		k.logw = make([]float64, n)
+	}
+	if err := k.Proposal.Sample(rng, k.y, k.lqy); err != nil {
+		return noStats(), err
+	}
+	if err := k.Target.LogDensity(k.y, k.lpy); err != nil {
+		return noStats(), err
+	}
+	moved := 0
+	for i := 0; i < m; i++ {
+		k.logw[0] = s.LogP[i] - s.LogQ[i]
+		for j := 1; j < n; j++ {
+			r := i*(n-1) + j - 1
+			k.logw[j] = k.lpy[r] - k.lqy[r]
+		}
+		pick := categoricalLog(rng, k.logw)
+		if pick > 0 {
+			moved++
+			r := i*(n-1) + pick - 1
+			copy(s.X.RawRowView(i), k.y.RawRowView(r))
+			s.LogP[i], s.LogQ[i] = k.lpy[r], k.lqy[r]
+		}
+	}
+	s.HasGrad = s.HasGrad && moved == 0
+	st := noStats()
+	st.Global = float64(moved) / float64(m)
+	return st, nil
+}
+
+// categoricalLog draws an index with probability ∝ exp(logw[i]); NaN
+// weights count as 0; if every weight is 0 it returns 0 (stay).
+func categoricalLog(rng *rand.Rand, logw []float64) int {
+	mx := math.Inf(-1)
+	for _, w := range logw {
+		if !math.IsNaN(w) && w > mx {
+			mx = w
+		}
+	}
+	if math.IsInf(mx, -1) {
+		return 0
+	}
+	if math.IsInf(mx, 1) {
+		for i, w := range logw { // an infinite weight takes all the mass
+			if math.IsInf(w, 1) {
+				return i
+			}
+		}
+	}
+	sum := 0.0
+	for _, w := range logw {
+		if !math.IsNaN(w) {
+			sum += math.Exp(w - mx)
+		}
+	}
+	u := rng.Float64() * sum
+	last := 0
+	for i, w := range logw {
+		if math.IsNaN(w) {
+			continue
+		}
+		p := math.Exp(w - mx)
+		if u < p {
+			return i
+		}
+		u -= p
+		if p > 0 {
+			last = i
+		}
+	}
+	return last // round-off
+}
+
+func checkIndependent(t Target, p Proposal, s *State) error {
+	if t == nil || p == nil {
+		return fmt.Errorf("samplers: independent proposals need a target and a proposal")
+	}
+	if err := checkDim("target", t.Dim(), s.Dim()); err != nil {
+		return err
+	}
+	return checkDim("proposal", p.Dim(), s.Dim())
+}

@@ -1,0 +1,83 @@
+package samplers
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Store keeps the last Capacity recorded draws of M chains in d dimensions
+// (a ring buffer), recording every Thin-th call, so memory stays bounded
+// however long the chains run.
+type Store struct {
+	m, d, capacity, thin int
+	buf                  []float64 // capacity × m × d
+	calls, n             int       // Record calls, draws recorded
+}
+
+// NewStore makes a store for m chains in d dimensions keeping capacity
+// draws; thin ≤ 1 records every call.
+func NewStore(m, d, capacity, thin int) (*Store, error) {
+	if m < 1 || d < 1 || capacity < 1 {
+		return nil, fmt.Errorf("samplers: store needs positive chains, dimension and capacity, have %d, %d, %d", m, d, capacity)
+	}
+	return &Store{m: m, d: d, capacity: capacity, thin: max(thin, 1), buf: make([]float64, capacity*m*d)}, nil
+}
+
+// Record stores x (M × d) if this call is a multiple of the thinning.
+func (st *Store) Record(x mat.Matrix) {
+	r, c := x.Dims()
+	if r != st.m || c != st.d {
+		panic(fmt.Sprintf("samplers: Store.Record of %d×%d, store is %d×%d", r, c, st.m, st.d))
+	}
+	st.calls++
+	if (st.calls-1)%st.thin != 0 {
+		return
+	}
+	slot := st.n % st.capacity
+	off := slot * st.m * st.d
+	for i := 0; i < st.m; i++ {
+		for j := 0; j < st.d; j++ {
+			st.buf[off+i*st.d+j] = x.At(i, j)
+		}
+	}
+	st.n++
+}
+
+// Len is the number of draws held (at most the capacity).
+func (st *Store) Len() int { return min(st.n, st.capacity) }
+
+// slot returns the ring slot of the t-th held draw in chronological order.
+func (st *Store) slot(t int) int {
+	if st.n <= st.capacity {
+		return t
+	}
+	return (st.n + t) % st.capacity
+}
+
+// Chains returns dimension j of the held draws as x[chain][draw],
+// chronological, ready for the diagnostics package.
+func (st *Store) Chains(j int) [][]float64 {
+	out := make([][]float64, st.m)
+	for i := range out {
+		out[i] = make([]float64, st.Len())
+		for t := range out[i] {
+			out[i][t] = st.buf[st.slot(t)*st.m*st.d+i*st.d+j]
+		}
+	}
+	return out
+}
+
+// Draws returns the held draws as a chains × draws × d row-major array (the
+// layout `flowebm diagnose` reads).
+func (st *Store) Draws() []float64 {
+	t := st.Len()
+	out := make([]float64, st.m*t*st.d)
+	for i := 0; i < st.m; i++ {
+		for k := 0; k < t; k++ {
+			src := st.buf[st.slot(k)*st.m*st.d+i*st.d:][:st.d]
+			copy(out[(i*t+k)*st.d:], src)
+		}
+	}
+	return out
+}
