@@ -41,7 +41,10 @@ func (s *scope) Param(name string, shape ...int) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := G.NewTensor(s.g, s.dtype, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(v))
+	// Gorgonia merges nodes of equal name, type and shape: qualify the name
+	// by the parameter set so that two models with the same parameter names
+	// (two flows, an imported EBM) stay distinct in one graph.
+	n := G.NewTensor(s.g, s.dtype, len(shape), G.WithShape(shape...), G.WithName(fmt.Sprintf("%s@%p", name, s.params)), G.WithValue(v))
 	s.nodes[name] = n
 	return n, nil
 }

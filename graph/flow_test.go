@@ -337,3 +337,31 @@ func TestFlowFloat32MatchesFloat64(t *testing.T) {
 		t.Errorf("float32 flow gradient rel. error %.2g", e)
 	}
 }
+
+// TestLatentWithFlowTarget composes two flows with identical parameter names
+// in one graph (NeuTra on a flow target); they must stay distinct.
+func TestLatentWithFlowTarget(t *testing.T) {
+	r := layers.RealNVP{Dim: 2, Blocks: 2, Hidden: []int{8}, Activation: layers.Tanh}
+	pre, target := randomFlow(t, r, 1, tensor.Float64, 30), randomFlow(t, r, 1, tensor.Float64, 31)
+	lat, err := NewLatent(pre, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := randMatrix(newRNG(32), 6, 2, 1)
+	lp := make([]float64, 6)
+	if err := lat.LogDensity(z, lp); err != nil {
+		t.Fatal(err)
+	}
+	x, ld, lt := mat.NewDense(6, 2, nil), make([]float64, 6), make([]float64, 6)
+	if err := pre.Forward(z, x, ld); err != nil {
+		t.Fatal(err)
+	}
+	if err := target.LogDensity(x, lt); err != nil {
+		t.Fatal(err)
+	}
+	for i := range lp {
+		if math.Abs(lp[i]-(lt[i]+ld[i])) > 1e-10 {
+			t.Fatalf("row %d: latent log-density %v, want log λ_target(T(z)) + log|J| = %v", i, lp[i], lt[i]+ld[i])
+		}
+	}
+}

@@ -179,34 +179,3 @@ func (m *Mixture) Sample(rng *rand.Rand, x *mat.Dense, logq []float64) error {
 	}
 	return m.LogDensity(x, logq)
 }
-
-// ModeWeights returns the fraction of rows of x whose nearest mean (Euclidean) is
-// each of means: the paper's zone histogram (App. C.3).
-func ModeWeights(x mat.Matrix, means [][]float64) []float64 {
-	r, _ := x.Dims()
-	w := make([]float64, len(means))
-	row := make([]float64, len(means[0]))
-	for i := 0; i < r; i++ {
-		mat.Row(row, i, x)
-		best, bd := 0, math.Inf(1)
-		for k, mu := range means {
-			if d := floats.Distance(row, mu, 2); d < bd {
-				best, bd = k, d
-			}
-		}
-		w[best]++
-	}
-	for k := range w {
-		w[k] /= float64(r)
-	}
-	return w
-}
-
-// WeightMSE is the mean squared error between estimated and reference weights.
-func WeightMSE(est, ref []float64) float64 {
-	s := 0.0
-	for k := range est {
-		s += (est[k] - ref[k]) * (est[k] - ref[k])
-	}
-	return s / float64(len(est))
-}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/samplers"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 )
@@ -151,7 +152,7 @@ func TestGlobalMovesRecoverModeWeights(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		top := samplers.ModeWeights(s.X, target.Means)[1]
+		top := diagnostics.ModeWeights(s.X, target.Means)[1]
 		if c.mixes {
 			if se := math.Sqrt(2.0 / 9 / m); math.Abs(top-2.0/3) > 4.5*se {
 				t.Errorf("%s: top-mode weight %.4f, want 2/3 ± %.3f", c.name, top, 4.5*se)

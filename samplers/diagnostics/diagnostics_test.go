@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 func normalChains(rng *rand.Rand, m, n int, mu func(c int) float64) [][]float64 {
@@ -176,5 +178,17 @@ func TestUndefinedCasesAreNaN(t *testing.T) {
 	}
 	if v := RHat(good); math.IsNaN(v) {
 		t.Error("R-hat of valid chains is NaN")
+	}
+}
+
+func TestModeWeights(t *testing.T) {
+	x := mat.NewDense(5, 2, []float64{-1, -1, 1, 1, 0.9, 1.2, -0.2, 0.1, 3, 3})
+	w := ModeWeights(x, [][]float64{{-1, -1}, {1, 1}})
+	// (−0.2, 0.1) is nearer (−1,−1)? distances √(0.64+1.21)=1.36 and √(1.44+0.81)=1.5: yes.
+	if w[0] != 0.4 || w[1] != 0.6 {
+		t.Errorf("weights %v, want [0.4 0.6]", w)
+	}
+	if e := WeightMSE([]float64{0.4, 0.6}, []float64{1.0 / 3, 2.0 / 3}); math.Abs(e-(1.0/15)*(1.0/15)) > 1e-15 {
+		t.Errorf("MSE %v, want (1/15)²", e)
 	}
 }
