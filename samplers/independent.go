@@ -22,13 +22,7 @@ type IMH struct {
 
 // Step proposes one independent draw per chain.
 func (k *IMH) Step(rng *rand.Rand, s *State) (Stats, error) {
-	if err := checkIndependent(k.Target, k.Proposal, s); err != nil {
-		return noStats(), err
-	}
-	if err := s.ensureLogP(k.Target); err != nil {
-		return noStats(), err
-	}
-	if err := s.ensureLogQ(k.Proposal); err != nil {
+	if err := prepareIndependent(k.Target, k.Proposal, s); err != nil {
 		return noStats(), err
 	}
 	m, d := s.Chains(), s.Dim()
@@ -79,13 +73,7 @@ func (k *ISIR) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if k.Particles < 2 {
 		return noStats(), fmt.Errorf("samplers: i-SIR needs at least 2 particles, have %d", k.Particles)
 	}
-	if err := checkIndependent(k.Target, k.Proposal, s); err != nil {
-		return noStats(), err
-	}
-	if err := s.ensureLogP(k.Target); err != nil {
-		return noStats(), err
-	}
-	if err := s.ensureLogQ(k.Proposal); err != nil {
+	if err := prepareIndependent(k.Target, k.Proposal, s); err != nil {
 		return noStats(), err
 	}
 	m, d, n := s.Chains(), s.Dim(), k.Particles
@@ -167,12 +155,20 @@ func categoricalLog(rng *rand.Rand, logw []float64) int {
 	return last // round-off
 }
 
-func checkIndependent(t Target, p Proposal, s *State) error {
+// prepareIndependent validates an independent-proposal kernel against the
+// chains and makes log π and log λ at the current points available.
+func prepareIndependent(t Target, p Proposal, s *State) error {
 	if t == nil || p == nil {
 		return fmt.Errorf("samplers: independent proposals need a target and a proposal")
 	}
 	if err := checkDim("target", t.Dim(), s.Dim()); err != nil {
 		return err
 	}
-	return checkDim("proposal", p.Dim(), s.Dim())
+	if err := checkDim("proposal", p.Dim(), s.Dim()); err != nil {
+		return err
+	}
+	if err := s.ensureLogP(t); err != nil {
+		return err
+	}
+	return s.ensureLogQ(p)
 }
