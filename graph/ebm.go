@@ -79,6 +79,8 @@ type EBM struct {
 	energy, energyGrad programs[int]
 	loss               programs[int]
 	buf                []float64
+	lossX              *mat.Dense // LossGrad's stacked batch
+	lossW              []float64  // LossGrad's weights (2n) and energies (n)
 }
 
 // NewEBM allocates and initialises the parameters of net in dtype
@@ -290,10 +292,13 @@ func (e *EBM) LossGrad(pos, neg mat.Matrix, l2 float64, grad []float64) (float64
 	if err != nil {
 		return 0, err
 	}
-	x := mat.NewDense(n, e.Dim(), nil)
+	if r, _ := dimsOf(e.lossX); r != n {
+		e.lossX, e.lossW = mat.NewDense(n, e.Dim(), nil), make([]float64, 3*n)
+	}
+	x := e.lossX
 	x.Slice(0, np, 0, e.Dim()).(*mat.Dense).Copy(pos)
 	x.Slice(np, n, 0, e.Dim()).(*mat.Dense).Copy(neg)
-	w1, w2 := make([]float64, n), make([]float64, n)
+	w1, w2, en := e.lossW[:n], e.lossW[n:2*n], e.lossW[2*n:]
 	for i := range w1 {
 		if i < np {
 			w1[i], w2[i] = 1/float64(np), l2/float64(np)
@@ -307,7 +312,6 @@ func (e *EBM) LossGrad(pos, neg mat.Matrix, l2 float64, grad []float64) (float64
 	if err := p.run(); err != nil {
 		return 0, err
 	}
-	en := make([]float64, n)
 	p.vector(0, en)
 	loss := 0.0
 	for i, v := range en {

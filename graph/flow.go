@@ -20,7 +20,8 @@ type Flow struct {
 
 	forward, inverse, ml programs[int]
 	rkl                  programs[targetKey]
-	zbuf                 []float64
+	z                    *mat.Dense // LogDensity's latent buffer
+	vals                 []float64  // per-sample values of MLGrad and ReverseKLGrad
 }
 
 type targetKey struct {
@@ -105,12 +106,17 @@ func (f *Flow) Inverse(x mat.Matrix, z *mat.Dense, logdet []float64) error {
 // LogDensity writes log λ(x) for each row of x.
 func (f *Flow) LogDensity(x mat.Matrix, logq []float64) error {
 	n, _ := x.Dims()
-	z := mat.NewDense(max(n, 1), f.Dim(), nil)
-	if err := f.Inverse(x, z, logq); err != nil {
+	if n == 0 {
+		return f.Inverse(x, nil, logq) // reports the empty batch
+	}
+	if r, _ := dimsOf(f.z); r != n {
+		f.z = mat.NewDense(n, f.Dim(), nil)
+	}
+	if err := f.Inverse(x, f.z, logq); err != nil {
 		return err
 	}
 	for i := range logq {
-		logq[i] += f.Base.LogProb(z.RawRowView(i))
+		logq[i] += f.Base.LogProb(f.z.RawRowView(i))
 	}
 	return nil
 }
@@ -197,10 +203,7 @@ func (f *Flow) MLGrad(x mat.Matrix, grad []float64) (float64, error) {
 	if err := p.run(); err != nil {
 		return 0, err
 	}
-	if cap(f.zbuf) < n {
-		f.zbuf = make([]float64, n)
-	}
-	lq := f.zbuf[:n]
+	lq := f.values(n)
 	p.vector(0, lq)
 	p.readFlat(1, grad)
 	return mean(lq), nil
@@ -267,10 +270,24 @@ func (f *Flow) ReverseKLGrad(z mat.Matrix, target LogDensityBuilder, grad []floa
 	if err := p.run(); err != nil {
 		return 0, err
 	}
-	diff := make([]float64, n)
+	diff := f.values(n)
 	p.vector(0, diff)
 	p.readFlat(1, grad)
 	return mean(diff), nil
+}
+
+func (f *Flow) values(n int) []float64 {
+	if cap(f.vals) < n {
+		f.vals = make([]float64, n)
+	}
+	return f.vals[:n]
+}
+
+func dimsOf(m *mat.Dense) (int, int) {
+	if m == nil {
+		return 0, 0
+	}
+	return m.Dims()
 }
 
 // Invalidate drops the compiled graphs.

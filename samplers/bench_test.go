@@ -37,19 +37,7 @@ func benchState(b *testing.B, f *graph.Flow, m int) *samplers.State {
 func BenchmarkMALAStep(b *testing.B) {
 	e, f := benchModels(b)
 	s := benchState(b, f, 1024)
-	k := &samplers.MALA{Target: e, StepSize: 0.01}
-	r := rng(4)
-	if _, err := k.Step(r, s); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := k.Step(r, s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+	benchSteps(b, &samplers.MALA{Target: e, StepSize: 0.01}, s, 4)
 }
 
 // BenchmarkISIRStep: one i-SIR step with N = 64 particles for 1,024 chains
@@ -57,8 +45,12 @@ func BenchmarkMALAStep(b *testing.B) {
 func BenchmarkISIRStep(b *testing.B) {
 	e, f := benchModels(b)
 	s := benchState(b, f, 1024)
-	k := &samplers.ISIR{Target: e, Proposal: f, Particles: 64}
-	r := rng(5)
+	benchSteps(b, &samplers.ISIR{Target: e, Proposal: f, Particles: 64}, s, 5)
+}
+
+// benchSteps times k.Step after one untimed step (which compiles the graphs).
+func benchSteps(b *testing.B, k samplers.Kernel, s *samplers.State, seed uint64) {
+	r := rng(seed)
 	if _, err := k.Step(r, s); err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ type HMC struct {
 	Leapfrog int     // L ≥ 1
 
 	q, p, g *mat.Dense
-	lp      []float64
+	lp, h0  []float64
 }
 
 // Step runs one trajectory per chain (L gradient evaluations).
@@ -33,10 +33,9 @@ func (k *HMC) Step(rng *rand.Rand, s *State) (Stats, error) {
 	m, d := s.Chains(), s.Dim()
 	k.q, k.p, k.g = reuse(k.q, m, d), reuse(k.p, m, d), reuse(k.g, m, d)
 	if len(k.lp) != m {
-		k.lp = make([]float64, m)
+		k.lp, k.h0 = make([]float64, m), make([]float64, m)
 	}
-	eps := k.StepSize
-	h0 := make([]float64, m)
+	eps, h0 := k.StepSize, k.h0
 	k.q.Copy(s.X)
 	k.g.Copy(s.Grad)
 	for i := 0; i < m; i++ {
