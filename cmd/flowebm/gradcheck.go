@@ -24,7 +24,7 @@ LeakyReLU 0.05) and the App. C.2 RealNVP flow, verifies that the EBM is 0 at
 initialisation, and compares the x-gradient, the training-loss gradient and the
 flow's maximum-likelihood gradient with central finite differences. For the
 gradient checks the last EBM layer and the flow get random (non-identity)
-weights, so that every term is exercised. It exits with status 1 if a relative
+weights, so that every term is exercised. It exits with status 2 if a relative
 error exceeds --tol.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGradcheck(cmd, seed, tol)

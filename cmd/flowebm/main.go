@@ -5,21 +5,32 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit status: 0 on
+// success, 2 on any error, which is printed to stderr as one line.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "flowebm",
 		Short:         "Train and sample energy-based models with flow-assisted MCMC",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(gradcheckCmd())
+	root.AddCommand(gradcheckCmd(), diagnoseCmd())
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "flowebm:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "flowebm:", err)
+		return 2
 	}
+	return 0
 }

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func runCLI(args ...string) (stdout, stderr string, status int) {
+	var o, e bytes.Buffer
+	status = run(args, &o, &e)
+	return o.String(), e.String(), status
+}
+
+func TestDiagnoseTableAndJSON(t *testing.T) {
+	for _, file := range []string{"iid_4x500_f4", "mixed_4x500x4_f8"} {
+		path := filepath.Join("testdata", "diagnose", file+".npy")
+		out, errOut, status := runCLI("diagnose", path)
+		if status != 0 {
+			t.Fatalf("%s: status %d, stderr %s", file, status, errOut)
+		}
+		golden(t, filepath.Join("diagnose", file+".txt"), []byte(out))
+		js, errOut, status := runCLI("diagnose", "--json", path)
+		if status != 0 {
+			t.Fatalf("%s --json: status %d, stderr %s", file, status, errOut)
+		}
+		golden(t, filepath.Join("diagnose", file+".json"), []byte(js))
+
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(js), &rows); err != nil {
+			t.Fatalf("%s: invalid JSON: %v", file, err)
+		}
+		for i, r := range rows {
+			if len(r) != 7 {
+				t.Errorf("%s row %d has keys %v, want exactly dim rhat rhat_classic ess_bulk ess_tail mean sd", file, i, r)
+			}
+			for _, k := range []string{"dim", "rhat", "rhat_classic", "ess_bulk", "ess_tail", "mean", "sd"} {
+				if _, ok := r[k]; !ok {
+					t.Errorf("%s row %d lacks %q", file, i, k)
+				}
+			}
+			if r["dim"] != float64(i) {
+				t.Errorf("%s row %d has dim %v", file, i, r["dim"])
+			}
+		}
+	}
+}
+
+// The mixed file holds four dimensions built to differ (gen.py): iid draws,
+// an AR(1) chain with ρ = 0.95, chains stuck 6σ apart in two modes, and a
+// constant. The bounds are those of the diagnostics package's own tests.
+func TestDiagnoseSeparatesMixingFromStuckChains(t *testing.T) {
+	js, _, status := runCLI("diagnose", "--json", filepath.Join("testdata", "diagnose", "mixed_4x500x4_f8.npy"))
+	if status != 0 {
+		t.Fatal(status)
+	}
+	var rows []struct {
+		RHat, RHatClassic, ESSBulk *float64
+	}
+	dec := json.NewDecoder(strings.NewReader(strings.NewReplacer(`"rhat"`, `"RHat"`, `"rhat_classic"`, `"RHatClassic"`, `"ess_bulk"`, `"ESSBulk"`).Replace(js)))
+	if err := dec.Decode(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if r := *rows[0].RHat; math.Abs(r-1) > 0.01 {
+		t.Errorf("iid dimension: rhat %v, want 1 ± 0.01", r)
+	}
+	// AR(1) ρ = 0.95: τ = (1 + ρ)/(1 − ρ) = 39, so about 2000/39 ≈ 51 effective draws.
+	if e := *rows[1].ESSBulk; e < 20 || e > 150 {
+		t.Errorf("AR(1) dimension: ess_bulk %v, want ≈ 51 (20..150)", e)
+	}
+	if r := *rows[2].RHat; r < 1.5 {
+		t.Errorf("stuck dimension: rhat %v, want ≈ 1.66", r)
+	}
+	if r := *rows[2].RHatClassic; r < 2 {
+		t.Errorf("stuck dimension: rhat_classic %v, want > 2", r)
+	}
+	if rows[3].RHat != nil || rows[3].ESSBulk != nil {
+		t.Errorf("constant dimension: rhat %v ess_bulk %v, want null", rows[3].RHat, rows[3].ESSBulk)
+	}
+}
+
+func TestDiagnoseRejectsBadFiles(t *testing.T) {
+	cases := map[string]string{
+		"bad_rank1.npy":       "shape (10,) has rank 1, want (chains, draws) or (chains, draws, dims)",
+		"bad_rank4.npy":       "shape (2, 4, 1, 1) has rank 4",
+		"bad_one_chain.npy":   "1 chain(s), need at least 2",
+		"bad_three_draws.npy": "3 draws per chain, need at least 4",
+		"bad_nan.npy":         "non-finite value NaN at chain 2, draw 7, dim 1",
+		"bad_int.npy":         `dtype "<i8", want float32 ('<f4') or float64 ('<f8')`,
+		"bad_f16.npy":         "float16 is not supported",
+		"bad_not_npy.npy":     "not a .npy file",
+		"does_not_exist.npy":  "no such file",
+	}
+	for file, msg := range cases {
+		path := filepath.Join("testdata", "diagnose", file)
+		out, errOut, status := runCLI("diagnose", path)
+		if status != 2 {
+			t.Errorf("%s: exit status %d, want 2", file, status)
+		}
+		if out != "" {
+			t.Errorf("%s: printed %q to stdout", file, out)
+		}
+		if strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, path) || !strings.Contains(errOut, msg) {
+			t.Errorf("%s: stderr %q, want one line naming the file and %q", file, errOut, msg)
+		}
+	}
+}
+
+// FuzzDiagnose feeds arbitrary bytes through the .npy reader and the
+// diagnostics, as "flowebm diagnose" does: any input must give output or an
+// error, never a panic. Seeds: the files under testdata/diagnose and the
+// committed corpus under testdata/fuzz/FuzzDiagnose.
+func FuzzDiagnose(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "diagnose", "*.npy"))
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, asJSON bool) {
+		var out bytes.Buffer
+		err := diagnose(bytes.NewReader(b), "fuzz.npy", &out, asJSON)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.npy: ") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q is not one line naming the file", err)
+			}
+			return
+		}
+		if asJSON && !json.Valid(out.Bytes()) {
+			t.Fatalf("invalid JSON output %q", out.String())
+		}
+	})
+}

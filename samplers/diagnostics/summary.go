@@ -1,0 +1,107 @@
+package diagnostics
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Summary holds the convergence diagnostics of one scalar quantity.
+type Summary struct {
+	// Dim is the index of the quantity (the last axis of the draws).
+	Dim int
+	// RHat is the rank-normalised split R-hat (RHat).
+	RHat float64
+	// RHatClassic is the unsplit Gelman–Rubin R-hat (ClassicRHat).
+	RHatClassic float64
+	// ESSBulk and ESSTail are BulkESS and TailESS.
+	ESSBulk float64
+	ESSTail float64
+	// Mean and SD are the mean and standard deviation (divisor n − 1) of
+	// all draws pooled over chains.
+	Mean float64
+	SD   float64
+}
+
+// Summarize computes the Summary of each of dims quantities from draws laid
+// out chains × draws × dims in row-major order (the layout of a NumPy array
+// of that shape, and of samplers.Store.Draws). It returns an error, rather
+// than NaN diagnostics, for fewer than 2 chains or 4 draws, a data length
+// that does not match the shape, or a NaN or infinite draw (reporting the
+// first one's position).
+func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
+	switch {
+	case chains < 2:
+		return nil, fmt.Errorf("diagnostics: %d chain(s), need at least 2", chains)
+	case draws < 4:
+		return nil, fmt.Errorf("diagnostics: %d draws per chain, need at least 4", draws)
+	case dims < 1:
+		return nil, fmt.Errorf("diagnostics: %d dimensions, need at least 1", dims)
+	case len(data) != chains*draws*dims:
+		return nil, fmt.Errorf("diagnostics: %d values for %d chains × %d draws × %d dims", len(data), chains, draws, dims)
+	}
+	for i, v := range data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			c, rest := i/(draws*dims), i%(draws*dims)
+			return nil, fmt.Errorf("diagnostics: non-finite value %v at chain %d, draw %d, dim %d", v, c, rest/dims, rest%dims)
+		}
+	}
+	out := make([]Summary, dims)
+	x := make([][]float64, chains)
+	for c := range x {
+		x[c] = make([]float64, draws)
+	}
+	for d := range out {
+		var sum float64
+		for c := range x {
+			for n := range x[c] {
+				v := data[(c*draws+n)*dims+d]
+				x[c][n] = v
+				sum += v
+			}
+		}
+		total := float64(chains * draws)
+		mean := sum / total
+		var ss float64
+		for _, ch := range x {
+			for _, v := range ch {
+				ss += (v - mean) * (v - mean)
+			}
+		}
+		out[d] = Summary{
+			Dim:         d,
+			RHat:        RHat(x),
+			RHatClassic: ClassicRHat(x),
+			ESSBulk:     BulkESS(x),
+			ESSTail:     TailESS(x),
+			Mean:        mean,
+			SD:          math.Sqrt(ss / (total - 1)),
+		}
+	}
+	return out, nil
+}
+
+// finite encodes NaN and ±Inf as JSON null, which JSON has no numbers for.
+type finite float64
+
+func (v finite) MarshalJSON() ([]byte, error) {
+	f := float64(v)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// MarshalJSON encodes s as an object with the keys dim, rhat, rhat_classic,
+// ess_bulk, ess_tail, mean and sd; undefined (NaN) values become null.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Dim         int    `json:"dim"`
+		RHat        finite `json:"rhat"`
+		RHatClassic finite `json:"rhat_classic"`
+		ESSBulk     finite `json:"ess_bulk"`
+		ESSTail     finite `json:"ess_tail"`
+		Mean        finite `json:"mean"`
+		SD          finite `json:"sd"`
+	}{s.Dim, finite(s.RHat), finite(s.RHatClassic), finite(s.ESSBulk), finite(s.ESSTail), finite(s.Mean), finite(s.SD)})
+}
