@@ -1,0 +1,211 @@
+package algorithms
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Two Adam steps against torch.optim.Adam's update rule written out by hand
+// (defaults β = (0.9, 0.999), ε = 1e-8, bias-corrected moments): the first
+// step moves each coordinate by lr·g/(|g| + ε), the second by
+// lr·m̂/(√v̂ + ε).
+func TestAdamMatchesHandComputedSteps(t *testing.T) {
+	opt, err := OptimConfig{Name: "adam", LR: 0.1}.New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := []float64{1, -2}
+	g1, g2 := []float64{0.5, -1}, []float64{0.25, 2}
+	opt.Step(p, g1)
+	opt.Step(p, g2)
+	want := make([]float64, 2)
+	for i := range want {
+		m := 0.9*(0.1*g1[i]) + 0.1*g2[i]
+		v := 0.999*(0.001*g1[i]*g1[i]) + 0.001*g2[i]*g2[i]
+		mh, vh := m/(1-0.81), v/(1-0.999*0.999)
+		step1 := 0.1 * g1[i] / (math.Abs(g1[i]) + 1e-8)
+		want[i] = []float64{1, -2}[i] - step1 - 0.1*mh/(math.Sqrt(vh)+1e-8)
+	}
+	for i := range p {
+		if math.Abs(p[i]-want[i]) > 1e-12 {
+			t.Errorf("Adam p[%d] = %.15g, want %.15g", i, p[i], want[i])
+		}
+	}
+}
+
+func TestSGDMomentumAndDecay(t *testing.T) {
+	opt, err := OptimConfig{Name: "sgd", LR: 0.5, Momentum: 0.9}.New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := []float64{0}
+	opt.Step(p, []float64{1}) // buf 1, p −0.5
+	opt.Step(p, []float64{1}) // buf 1.9, p −1.45
+	if math.Abs(p[0]+1.45) > 1e-15 {
+		t.Errorf("SGD with momentum: p = %v, want -1.45", p[0])
+	}
+	c := OptimConfig{LR: 0.01, Decay: 0.5, DecayEvery: 10}
+	if lr := c.scheduledLR(25); math.Abs(lr-0.0025) > 1e-15 {
+		t.Errorf("decayed lr after 25 steps = %v, want 0.0025", lr)
+	}
+	if _, err := (OptimConfig{Name: "rmsprop"}).New(1); err == nil {
+		t.Error("unknown optimiser accepted")
+	}
+}
+
+// The grid quadrature of an exact mixture recovers its weights; the
+// misassignment between zones of the two-modes target is below 1e-6 and the
+// 200² grid's quadrature error of the order of 1e-4, so 1e-3 is safe.
+func TestGridWeightsOfExactTargets(t *testing.T) {
+	for _, exp := range []*experiments.Experiment{experiments.TwoModes(), experiments.FourModes(), experiments.EightGaussians()} {
+		g := NewGrid(exp.Box, 200)
+		if err := g.Fill(exp.Target.LogDensity); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(g.LogZ) > 1e-3 {
+			t.Errorf("%s: normalised target has log Z = %v on the grid, want 0 ± 1e-3", exp.Name, g.LogZ)
+		}
+		w := g.ZoneWeights(exp.Modes)
+		for k := range w {
+			if math.Abs(w[k]-exp.Weights[k]) > 1e-3 {
+				t.Errorf("%s: zone %d weight %v, want %v", exp.Name, k, w[k], exp.Weights[k])
+			}
+		}
+	}
+}
+
+// The rings density p_r(|x|)/(2π|x|) integrates to 1 (quadrature 1e-3 on a
+// 400² grid of [−5, 5]², where the outer ring's mass beyond 5 is 1e-9).
+func TestRingsDensityIsNormalised(t *testing.T) {
+	g := NewGrid(5, 400)
+	if err := g.Fill(experiments.Rings{}.LogDensity); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(g.LogZ) > 1e-3 {
+		t.Errorf("rings: log ∫p = %v, want 0 ± 1e-3", g.LogZ)
+	}
+}
+
+func TestMedianSquaredError(t *testing.T) {
+	if m := MedianSquaredError([]float64{1, 2, 3, math.NaN()}, []float64{0, 0, 0, 0}); m != 4 {
+		t.Errorf("median of {1, 4, 9} = %v", m)
+	}
+}
+
+func smallRun(t *testing.T, alg string, iters int, dir string) *Run {
+	t.Helper()
+	cfg, _, err := Defaults("two-modes", alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seed = 5
+	cfg.DataSize = 512
+	cfg.GridSize = 40
+	cfg.Train.Iterations = iters
+	cfg.Train.BatchSize, cfg.Train.Persistent = 16, 64
+	cfg.Train.Sampler.Particles = 8
+	cfg.Model.EBMHidden = []int{16, 16}
+	cfg.Model.FlowBlocks = 2
+	r, err := NewRun(cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func stepN(t *testing.T, r *Run, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		st, err := r.Trainer.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Evaluate(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A run interrupted by a checkpoint and resumed ends bit for bit where an
+// uninterrupted run with the same seed ends: parameters, bank, step size.
+func TestResumeReproducesUninterruptedRun(t *testing.T) {
+	for _, alg := range Algorithms {
+		t.Run(alg, func(t *testing.T) {
+			straight := smallRun(t, alg, 12, t.TempDir())
+			stepN(t, straight, 12)
+
+			dir := t.TempDir()
+			first := smallRun(t, alg, 12, dir)
+			stepN(t, first, 5)
+			if err := first.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			resumed, err := Resume(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resumed.Trainer.Iter != 5 || len(resumed.Evals) != 5 {
+				t.Fatalf("resumed at iteration %d with %d evaluations, want 5 and 5", resumed.Trainer.Iter, len(resumed.Evals))
+			}
+			stepN(t, resumed, 7)
+
+			a, b := straight.Trainer.EBM.Params.Flatten(nil), resumed.Trainer.EBM.Params.Flatten(nil)
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("EBM parameter %d: %v uninterrupted, %v resumed", i, a[i], b[i])
+				}
+			}
+			if straight.Trainer.Flow != nil {
+				a, b = straight.Trainer.Flow.Params.Flatten(nil), resumed.Trainer.Flow.Params.Flatten(nil)
+				for i := range a {
+					if a[i] != b[i] {
+						t.Fatalf("flow parameter %d differs after resume", i)
+					}
+				}
+			}
+			if !mat.Equal(straight.Trainer.Bank, resumed.Trainer.Bank) {
+				t.Error("persistent bank differs after resume")
+			}
+			ea, eb := straight.Evals[11], resumed.Evals[11]
+			if ea.Stats.Loss != eb.Stats.Loss || ea.Stats.StepSize != eb.Stats.StepSize {
+				t.Errorf("last evaluation differs: %+v vs %+v", ea.Stats, eb.Stats)
+			}
+		})
+	}
+}
+
+// Training must not leave E ≡ 0: after a few iterations the data are given
+// lower energy than the persistent chains' starts in the gap between modes.
+func TestTrainingLowersDataEnergy(t *testing.T) {
+	r := smallRun(t, FlowMC, 30, t.TempDir())
+	stepN(t, r, 30)
+	pts := mat.NewDense(2, 2, []float64{1.5, 1.5, 0, 0})
+	e := make([]float64, 2)
+	if err := r.Trainer.EBM.Energy(pts, e); err != nil {
+		t.Fatal(err)
+	}
+	if !(e[0] < e[1]) {
+		t.Errorf("E(mode) = %v, E(gap) = %v after 30 iterations: the data should have lower energy", e[0], e[1])
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	cases := map[string]Config{
+		"algorithm":         {Algorithm: "cd", Iterations: 1},
+		"iterations":        {},
+		"sampler.negatives": {Iterations: 1, Sampler: SamplerConfig{Negatives: "some"}},
+		"sampler.subsample": {Iterations: 1, BatchSize: 10, Sampler: SamplerConfig{Negatives: "subsample", Subsample: 3}},
+		"persistent":        {Iterations: 1, BatchSize: 10, Persistent: 5},
+		"start":             {Iterations: 1, Start: "zero"},
+	}
+	for field, c := range cases {
+		_, err := c.withDefaults(2, 1)
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: error %v does not name the field", field, err)
+		}
+	}
+}

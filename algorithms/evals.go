@@ -1,0 +1,160 @@
+package algorithms
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/flowebm/flowebm/io/safefile"
+)
+
+// jsonSafe returns v with every NaN or infinite float replaced by nil (JSON
+// null), structs turned into maps keyed by their json tags.
+func jsonSafe(v any) any { return safeValue(reflect.ValueOf(v)) }
+
+func safeValue(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil
+		}
+		return f
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			return nil
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return v.Interface()
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = safeValue(v.Index(i))
+		}
+		return out
+	case reflect.Map:
+		out := map[string]any{}
+		for _, k := range v.MapKeys() {
+			out[fmt.Sprint(k.Interface())] = safeValue(v.MapIndex(k))
+		}
+		return out
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return safeValue(v.Elem())
+	case reflect.Struct:
+		out := map[string]any{}
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			fv := v.Field(i)
+			if strings.Contains(opts, "omitempty") && fv.IsZero() {
+				continue
+			}
+			out[name] = safeValue(fv)
+		}
+		return out
+	}
+	return v.Interface()
+}
+
+// evalColumns are the scalar columns of metrics.csv, before the per-mode
+// weight columns.
+var evalColumns = []string{"iter", "loss", "flow_ll", "local_accept", "global_accept", "step_size",
+	"ebm_weight_mse", "neg_mse", "start_mse", "log_density_med_se"}
+
+// WriteEvalsCSV writes evaluations as CSV: the columns of evalColumns, then
+// ebm_w<k>, neg_w<k>, start_w<k> for each of k modes. NaN is written "NaN".
+func WriteEvalsCSV(path string, evals []Eval, modes int) error {
+	return safefile.Write(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		head := append([]string(nil), evalColumns...)
+		for _, p := range []string{"ebm_w", "neg_w", "start_w"} {
+			for k := 0; k < modes; k++ {
+				head = append(head, p+strconv.Itoa(k))
+			}
+		}
+		cw.Write(head)
+		for _, e := range evals {
+			s := e.Stats
+			row := []string{strconv.Itoa(e.Iter)}
+			for _, v := range []float64{s.Loss, s.FlowLL, s.LocalAccept, s.GlobalAccept, s.StepSize, e.EBMWeightMSE, e.NegMSE, e.StartMSE, e.LogDensityMedSE} {
+				row = append(row, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+			for _, ws := range [][]float64{e.EBMWeights, e.NegWeights, e.StartWeights} {
+				for k := 0; k < modes; k++ {
+					v := math.NaN()
+					if k < len(ws) {
+						v = ws[k]
+					}
+					row = append(row, strconv.FormatFloat(v, 'g', -1, 64))
+				}
+			}
+			cw.Write(row)
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+}
+
+// ReadEvalsCSV reads what WriteEvalsCSV wrote.
+func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	want := len(evalColumns) + 3*modes
+	var evals []Eval
+	for i, row := range rows {
+		if i == 0 {
+			continue
+		}
+		if len(row) != want {
+			return nil, fmt.Errorf("%s: line %d has %d fields, want %d", path, i+1, len(row), want)
+		}
+		v := make([]float64, len(row))
+		for j, s := range row {
+			if v[j], err = strconv.ParseFloat(s, 64); err != nil {
+				return nil, fmt.Errorf("%s: line %d, column %d: %w", path, i+1, j+1, err)
+			}
+		}
+		e := Eval{Iter: int(v[0]), EBMWeightMSE: v[6], NegMSE: v[7], StartMSE: v[8], LogDensityMedSE: v[9]}
+		e.Stats = IterStats{Iter: int(v[0]), Loss: v[1], FlowLL: v[2], LocalAccept: v[3], GlobalAccept: v[4], StepSize: v[5]}
+		if modes > 0 {
+			w := v[len(evalColumns):]
+			e.EBMWeights, e.NegWeights, e.StartWeights = nanNil(w[:modes]), nanNil(w[modes:2*modes]), nanNil(w[2*modes:])
+		}
+		evals = append(evals, e)
+	}
+	return evals, nil
+}
+
+func nanNil(w []float64) []float64 {
+	for _, v := range w {
+		if !math.IsNaN(v) {
+			return append([]float64(nil), w...)
+		}
+	}
+	return nil
+}

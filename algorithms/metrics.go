@@ -1,0 +1,131 @@
+package algorithms
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/flowebm/flowebm/samplers/diagnostics"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Grid is a square 2D grid of cell centres on [−Box, Box]² holding a
+// normalised log-density.
+type Grid struct {
+	Box float64
+	N   int
+	// Points are the N² cell centres, row-major (y outer, x inner).
+	Points *mat.Dense
+	// LogDensity is the log-density at each point, normalised so that
+	// Σ exp(LogDensity)·cell area = 1 over the grid.
+	LogDensity []float64
+	// LogZ is the log normaliser that was subtracted.
+	LogZ float64
+}
+
+// NewGrid returns the cell centres of an n × n grid on [−box, box]².
+func NewGrid(box float64, n int) *Grid {
+	g := &Grid{Box: box, N: n, Points: mat.NewDense(n*n, 2, nil), LogDensity: make([]float64, n*n)}
+	h := 2 * box / float64(n)
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			g.Points.Set(i*n+j, 0, -box+(float64(j)+0.5)*h)
+			g.Points.Set(i*n+j, 1, -box+(float64(i)+0.5)*h)
+		}
+	}
+	return g
+}
+
+// CellArea is the area of one cell.
+func (g *Grid) CellArea() float64 { h := 2 * g.Box / float64(g.N); return h * h }
+
+// Fill evaluates an unnormalised log-density on the grid (in batches of at
+// most 8192 points) and normalises it by quadrature.
+func (g *Grid) Fill(logp func(x mat.Matrix, out []float64) error) error {
+	n := g.N * g.N
+	for lo := 0; lo < n; lo += 8192 {
+		hi := min(lo+8192, n)
+		if err := logp(g.Points.Slice(lo, hi, 0, 2), g.LogDensity[lo:hi]); err != nil {
+			return err
+		}
+	}
+	g.LogZ = floats.LogSumExp(g.LogDensity) + math.Log(g.CellArea())
+	if math.IsNaN(g.LogZ) || math.IsInf(g.LogZ, 0) {
+		return fmt.Errorf("algorithms: log-density on the grid has normaliser %v", g.LogZ)
+	}
+	for i := range g.LogDensity {
+		g.LogDensity[i] -= g.LogZ
+	}
+	return nil
+}
+
+// ZoneWeights returns the mass of the normalised grid density in each
+// nearest-mode zone (the paper's App. C.3 quadrature).
+func (g *Grid) ZoneWeights(modes [][]float64) []float64 {
+	w := make([]float64, len(modes))
+	area := g.CellArea()
+	for i := range g.LogDensity {
+		w[nearest(g.Points.RawRowView(i), modes)] += math.Exp(g.LogDensity[i]) * area
+	}
+	s := floats.Sum(w)
+	floats.Scale(1/s, w)
+	return w
+}
+
+func nearest(x []float64, modes [][]float64) int {
+	best, bd := 0, math.Inf(1)
+	for k, m := range modes {
+		d := 0.0
+		for j := range x {
+			d += (x[j] - m[j]) * (x[j] - m[j])
+		}
+		if d < bd {
+			best, bd = k, d
+		}
+	}
+	return best
+}
+
+// LogDensityAt interpolates nothing: it returns the grid's normalised
+// log-density of the cell holding each point (NaN outside the box).
+func (g *Grid) LogDensityAt(x mat.Matrix) []float64 {
+	r, _ := x.Dims()
+	out := make([]float64, r)
+	h := 2 * g.Box / float64(g.N)
+	for i := range out {
+		cx := int(math.Floor((x.At(i, 0) + g.Box) / h))
+		cy := int(math.Floor((x.At(i, 1) + g.Box) / h))
+		if cx < 0 || cy < 0 || cx >= g.N || cy >= g.N {
+			out[i] = math.NaN()
+			continue
+		}
+		out[i] = g.LogDensity[cy*g.N+cx]
+	}
+	return out
+}
+
+// MedianSquaredError returns median_i (a_i − b_i)² over the pairs where
+// both are finite (the paper's Table 1 metric on log-densities).
+func MedianSquaredError(a, b []float64) float64 {
+	var d []float64
+	for i := range a {
+		if v := a[i] - b[i]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+			d = append(d, v*v)
+		}
+	}
+	if len(d) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(d)
+	if len(d)%2 == 1 {
+		return d[len(d)/2]
+	}
+	return (d[len(d)/2-1] + d[len(d)/2]) / 2
+}
+
+// SampleWeights returns the fraction of the rows of x in each
+// nearest-mode zone.
+func SampleWeights(x mat.Matrix, modes [][]float64) []float64 {
+	return diagnostics.ModeWeights(x, modes)
+}

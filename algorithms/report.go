@@ -1,0 +1,133 @@
+package algorithms
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/flowebm/flowebm/io/safefile"
+	"io"
+)
+
+// Metrics is metrics.json: the final evaluation with the run's context.
+type Metrics struct {
+	Experiment  string    `json:"experiment"`
+	Algorithm   string    `json:"algorithm"`
+	Seed        uint64    `json:"seed"`
+	Iterations  int       `json:"iterations"`
+	Seconds     float64   `json:"seconds"`
+	TrueWeights []float64 `json:"true_weights,omitempty"`
+	Final       Eval      `json:"final"`
+}
+
+// WriteMetrics writes dir/metrics.json for the run's last evaluation.
+func WriteMetrics(path string, r *Run, elapsed time.Duration) error {
+	if len(r.Evals) == 0 {
+		return fmt.Errorf("algorithms: no evaluation to report")
+	}
+	return writeJSON(path, Metrics{Experiment: r.Experiment.Name, Algorithm: r.Config.Train.Algorithm, Seed: r.Config.Seed,
+		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, Final: r.Evals[len(r.Evals)-1]})
+}
+
+// gridXYZ adapts a Grid to plotter.GridXYZ.
+type gridXYZ struct{ g *Grid }
+
+func (p gridXYZ) Dims() (c, r int)   { return p.g.N, p.g.N }
+func (p gridXYZ) Z(c, r int) float64 { return math.Exp(p.g.LogDensity[r*p.g.N+c]) }
+func (p gridXYZ) X(c int) float64    { return -p.g.Box + (float64(c)+0.5)*2*p.g.Box/float64(p.g.N) }
+func (p gridXYZ) Y(r int) float64    { return p.X(r) }
+
+func scatter(x mat.Matrix, max int, c color.Color) (*plotter.Scatter, error) {
+	r, _ := x.Dims()
+	n := min(r, max)
+	pts := make(plotter.XYs, n)
+	for i := range pts {
+		pts[i].X, pts[i].Y = x.At(i, 0), x.At(i, 1)
+	}
+	s, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, err
+	}
+	s.GlyphStyle.Color = c
+	s.GlyphStyle.Radius = vg.Points(1)
+	s.GlyphStyle.Shape = draw.CircleGlyph{}
+	return s, nil
+}
+
+func savePNG(p *plot.Plot, path string, w, h vg.Length) error {
+	c := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	p.Draw(draw.New(c))
+	return safefile.Write(path, func(wr io.Writer) error { _, err := c.WriteTo(wr); return err })
+}
+
+// WritePlots writes the run's PNG plots into its folder: density.png (the
+// EBM's normalised density with data and negatives, 2D only) and
+// weights.png (mode weights over training, when the target has modes).
+func WritePlots(r *Run) error {
+	if g := r.grid; g != nil && len(r.Evals) > 0 {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
+		hm := plotter.NewHeatMap(gridXYZ{g}, moreland.SmoothBlueRed().Palette(255))
+		p.Add(hm)
+		if s, err := scatter(r.Trainer.Positives(), 500, color.RGBA{0, 160, 0, 255}); err == nil {
+			s.GlyphStyle.Shape = draw.CrossGlyph{}
+			p.Add(s)
+			p.Legend.Add("data", s)
+		}
+		if s, err := scatter(r.Trainer.Bank, 500, color.Black); err == nil {
+			p.Add(s)
+			p.Legend.Add("persistent chains", s)
+		}
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -g.Box, g.Box, -g.Box, g.Box
+		if err := savePNG(p, filepath.Join(r.Dir, "density.png"), 6*vg.Inch, 6*vg.Inch); err != nil {
+			return err
+		}
+	}
+	if r.Experiment.Modes == nil || len(r.Evals) == 0 || r.Evals[0].EBMWeights == nil {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s, %s: EBM mode weights (grid quadrature) over training", r.Experiment.Name, r.Config.Train.Algorithm)
+	p.X.Label.Text = "iteration"
+	p.Y.Label.Text = "weight"
+	p.Y.Min, p.Y.Max = 0, 1
+	for k := range r.Experiment.Modes {
+		pts := make(plotter.XYs, 0, len(r.Evals))
+		for _, e := range r.Evals {
+			if k < len(e.EBMWeights) {
+				pts = append(pts, plotter.XY{X: float64(e.Iter), Y: e.EBMWeights[k]})
+			}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = plotColor(k)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("mode %d (truth %.2f)", k+1, r.Experiment.Weights[k]), l)
+		truth := plotter.NewFunction(func(float64) float64 { return r.Experiment.Weights[k] })
+		truth.Color = plotColor(k)
+		truth.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(truth)
+	}
+	p.Legend.Top = true
+	return savePNG(p, filepath.Join(r.Dir, "weights.png"), 7*vg.Inch, 4*vg.Inch)
+}
+
+func plotColor(k int) color.Color {
+	cs := []color.Color{color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+		color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+		color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}}
+	return cs[k%len(cs)]
+}

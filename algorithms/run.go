@@ -1,0 +1,341 @@
+package algorithms
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/safefile"
+	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+	"gorgonia.org/tensor"
+)
+
+// ModelConfig describes the EBM and flow of a run.
+type ModelConfig struct {
+	// EBMHidden are the hidden widths of the energy MLP (default the toy
+	// EBM's 32, 64, 64, 64) with LeakyReLU(EBMSlope) (default 0.05).
+	EBMHidden []int   `json:"ebm_hidden,omitempty"`
+	EBMSlope  float64 `json:"ebm_slope,omitempty"`
+	// FlowBlocks and FlowHidden size the RealNVP (defaults 4 blocks of
+	// [d, 16, d] couplings: App. C.2).
+	FlowBlocks int   `json:"flow_blocks,omitempty"`
+	FlowHidden []int `json:"flow_hidden,omitempty"`
+	// BaseSigma is σ of the base ρ = N(0, σ²I); 0 means App. C.5's rule:
+	// σ² = the largest per-dimension variance of the training data.
+	BaseSigma float64 `json:"base_sigma,omitempty"`
+	// Float32 builds float32 models (default float64).
+	Float32 bool `json:"float32,omitempty"`
+}
+
+// RunConfig is a whole training job: experiment, seed, models, training and
+// evaluation settings. It is what config files hold (JSON).
+type RunConfig struct {
+	Experiment string      `json:"experiment"`
+	Seed       uint64      `json:"seed"`
+	DataSize   int         `json:"data_size,omitempty"` // training points (default 16384)
+	Model      ModelConfig `json:"model"`
+	Train      Config      `json:"train"`
+	// EvalEvery is the number of iterations between evaluations (default
+	// Iterations/50); CheckpointEvery between checkpoints (default
+	// Iterations/10).
+	EvalEvery       int `json:"eval_every,omitempty"`
+	CheckpointEvery int `json:"checkpoint_every,omitempty"`
+	// GridSize is the 2D quadrature grid's points per side (default 200).
+	GridSize int `json:"grid_size,omitempty"`
+}
+
+// Defaults returns the run configuration for an experiment and algorithm:
+// the paper's App. C settings, scaled where they exceed 2 CPU cores within
+// minutes (each scaling is stated in the returned Notes).
+func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
+	exp, err := experiments.ByName(experiment)
+	if err != nil {
+		return RunConfig{}, nil, err
+	}
+	if algorithm == "" {
+		algorithm = FlowMC
+	}
+	rc := RunConfig{Experiment: exp.Name, Seed: 1}
+	var notes []string
+	t := &rc.Train
+	t.Algorithm = algorithm
+	switch exp.Name {
+	case "two-modes":
+		// App. C.2: 75 epochs of 16384 points, batch 64, persistent 1024,
+		// lr 0.01 for both, i-SIR 32 particles, Langevin step 0.01, 10
+		// steps (flowMC: 2 cycles of 1 global + 4 local).
+		rc.DataSize = 16384
+		t.Iterations = 2000
+		t.BatchSize, t.Persistent = 64, 1024
+		t.EBMOptim = OptimConfig{LR: 0.01, Decay: 0.9, DecayEvery: 100}
+		t.FlowOptim = t.EBMOptim
+		t.Sampler = SamplerConfig{Steps: 10, Particles: 32, GlobalSteps: 1, LocalSteps: 4, StepSize: 0.01}
+		notes = append(notes, "two-modes: 2,000 iterations (about 8 epochs) instead of 75 epochs (19,200 iterations), with the learning rate decayed ×0.9 every 100 iterations (0.01 → 0.0012) so that the final weights settle")
+	default:
+		return RunConfig{}, nil, fmt.Errorf("algorithms: no default configuration yet for experiment %q", exp.Name)
+	}
+	return rc, notes, nil
+}
+
+// Eval is one evaluation during training.
+type Eval struct {
+	Iter int `json:"iter"`
+	// EBMWeights are the EBM's mode weights by grid quadrature (2D), and
+	// NegWeights / StartWeights those of the last negatives and chain
+	// starts by nearest-mode zones; nil without modes.
+	EBMWeights   []float64 `json:"ebm_weights,omitempty"`
+	NegWeights   []float64 `json:"neg_weights,omitempty"`
+	StartWeights []float64 `json:"start_weights,omitempty"`
+	// EBMWeightMSE is the MSE of EBMWeights against the truth; NegMSE and
+	// StartMSE are the MSEs of the negatives' and starts' weights against
+	// the EBM's (paper Table 3).
+	EBMWeightMSE float64 `json:"ebm_weight_mse"`
+	NegMSE       float64 `json:"neg_mse"`
+	StartMSE     float64 `json:"start_mse"`
+	// LogDensityMedSE is median over held-out data of the squared error of
+	// the EBM's normalised log-density (by grid quadrature) against the
+	// exact one (paper Table 1; 2D only).
+	LogDensityMedSE float64   `json:"log_density_med_se"`
+	Stats           IterStats `json:"stats"`
+}
+
+// Run is a training job on one of the paper's experiments, with its output
+// folder.
+type Run struct {
+	Config     RunConfig
+	Experiment *experiments.Experiment
+	Trainer    *Trainer
+	Dir        string
+	Evals      []Eval
+
+	heldOut *mat.Dense
+	grid    *Grid
+}
+
+// NewRun builds the data, models and trainer of cfg, writing into dir.
+func NewRun(cfg RunConfig, dir string) (*Run, error) {
+	r, err := prepare(cfg, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Trainer.Init(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error) {
+	exp, err := experiments.ByName(cfg.Experiment)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DataSize == 0 {
+		cfg.DataSize = 16384
+	}
+	if cfg.GridSize == 0 {
+		cfg.GridSize = 200
+	}
+	if cfg.Train.Iterations <= 0 {
+		return nil, fmt.Errorf("algorithms: train.iterations %d, want > 0", cfg.Train.Iterations)
+	}
+	if cfg.EvalEvery == 0 {
+		cfg.EvalEvery = max(1, cfg.Train.Iterations/50)
+	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = max(1, cfg.Train.Iterations/10)
+	}
+	// The data come from their own stream so that the same seed gives the
+	// same data whatever the algorithm.
+	dataRNG := rand.New(rand.NewPCG(cfg.Seed, 0xda7a5e7))
+	data := exp.Data(dataRNG, cfg.DataSize)
+	held := exp.Data(dataRNG, 4096)
+	d := exp.Dim()
+	m := cfg.Model
+	if models == nil {
+		sigma := m.BaseSigma
+		if sigma == 0 {
+			v := 0.0
+			for j := 0; j < d; j++ {
+				v = max(v, stat.Variance(mat.Col(nil, j, data), nil))
+			}
+			sigma = math.Sqrt(v)
+		}
+		base := layers.NewIsotropic(d, sigma)
+		hidden := m.EBMHidden
+		if hidden == nil {
+			hidden = []int{32, 64, 64, 64}
+		}
+		slope := m.EBMSlope
+		if slope == 0 {
+			slope = 0.05
+		}
+		net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: append(append([]int{d}, hidden...), 1),
+			Hidden: layers.LeakyReLU(slope), Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
+		dt := tensor.Float64
+		if m.Float32 {
+			dt = tensor.Float32
+		}
+		initRNG := rand.New(rand.NewPCG(cfg.Seed, 0x3d31))
+		ebm, err := graph.NewEBM(net, &base, dt, initRNG)
+		if err != nil {
+			return nil, err
+		}
+		blocks, fh := m.FlowBlocks, m.FlowHidden
+		if blocks == 0 {
+			blocks = 4
+		}
+		if fh == nil {
+			fh = []int{16}
+		}
+		flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: blocks, Hidden: fh}, base, dt, initRNG)
+		if err != nil {
+			return nil, err
+		}
+		models = &checkpoint.Models{EBM: ebm, Flow: flow}
+	}
+	tr, err := NewTrainer(cfg.Train, models.EBM, models.Flow, data, NewStreams(cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Config: cfg, Experiment: exp, Trainer: tr, Dir: dir, heldOut: held}
+	r.Config.Train = tr.Config
+	if exp.Box > 0 && d == 2 {
+		r.grid = NewGrid(exp.Box, cfg.GridSize)
+	}
+	return r, nil
+}
+
+// Grid returns the last evaluation's normalised EBM density grid (nil in
+// more than 2 dimensions or before the first evaluation).
+func (r *Run) Grid() *Grid { return r.grid }
+
+// Evaluate computes the metrics at the current iteration and appends them
+// to Evals.
+func (r *Run) Evaluate(st IterStats) (Eval, error) {
+	ev := Eval{Iter: r.Trainer.Iter, Stats: st, EBMWeightMSE: math.NaN(), NegMSE: math.NaN(), StartMSE: math.NaN(), LogDensityMedSE: math.NaN()}
+	exp := r.Experiment
+	if r.grid != nil {
+		if err := r.grid.Fill(r.Trainer.EBM.LogDensity); err != nil {
+			return ev, err
+		}
+		truth := make([]float64, r.heldOut.RawMatrix().Rows)
+		if err := exp.Target.LogDensity(r.heldOut, truth); err != nil {
+			return ev, err
+		}
+		ev.LogDensityMedSE = MedianSquaredError(r.grid.LogDensityAt(r.heldOut), truth)
+	}
+	if exp.Modes != nil {
+		if r.grid != nil {
+			ev.EBMWeights = r.grid.ZoneWeights(exp.Modes)
+			ev.EBMWeightMSE = mse(ev.EBMWeights, exp.Weights)
+		}
+		if neg := r.Trainer.Negatives(); neg != nil {
+			ev.NegWeights = SampleWeights(neg, exp.Modes)
+			ev.StartWeights = SampleWeights(r.Trainer.Starts(), exp.Modes)
+			if ev.EBMWeights != nil {
+				ev.NegMSE = mse(ev.NegWeights, ev.EBMWeights)
+				ev.StartMSE = mse(ev.StartWeights, ev.EBMWeights)
+			}
+		}
+	}
+	r.Evals = append(r.Evals, ev)
+	return ev, nil
+}
+
+func mse(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += (a[i] - b[i]) * (a[i] - b[i])
+	}
+	return s / float64(len(a))
+}
+
+// Checkpoint writes dir/checkpoint (models and trainer state), replacing the
+// previous one only once the new one is complete, plus config.json and the
+// evaluations so far.
+func (r *Run) Checkpoint() error {
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return err
+	}
+	final := filepath.Join(r.Dir, "checkpoint")
+	tmp := final + ".new"
+	os.RemoveAll(tmp)
+	if err := checkpoint.Save(tmp, checkpoint.Models{EBM: r.Trainer.EBM, Flow: r.Trainer.Flow}); err != nil {
+		return err
+	}
+	if err := r.Trainer.SaveState(tmp); err != nil {
+		return err
+	}
+	if err := WriteEvalsCSV(filepath.Join(tmp, "evals.csv"), r.Evals, len(r.Experiment.Modes)); err != nil {
+		return err
+	}
+	old := final + ".old"
+	os.RemoveAll(old)
+	if _, err := os.Stat(final); err == nil {
+		if err := os.Rename(final, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	os.RemoveAll(old)
+	return writeJSON(filepath.Join(r.Dir, "config.json"), r.Config)
+}
+
+// Resume reopens the run in dir from its last checkpoint.
+func Resume(dir string) (*Run, error) {
+	var cfg RunConfig
+	if err := readJSON(filepath.Join(dir, "config.json"), &cfg, true); err != nil {
+		return nil, err
+	}
+	ck := filepath.Join(dir, "checkpoint")
+	models, _, err := checkpoint.Load(ck)
+	if err != nil {
+		return nil, err
+	}
+	r, err := prepare(cfg, dir, &models)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Trainer.Restore(ck); err != nil {
+		return nil, err
+	}
+	if r.Evals, err = ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.Experiment.Modes)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func writeJSON(path string, v any) error {
+	return safefile.Write(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(jsonSafe(v))
+	})
+}
+
+func readJSON(path string, v any, strict bool) error { // strict: unknown fields are errors
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,660 @@
+// Package algorithms trains energy-based models by maximum likelihood with
+// one training loop (Trainer) and four negative-sample strategies, the
+// paper's flowMC-EBM (Alg. 1) and its baselines ULA-EBM (Alg. 3), NT-EBM and
+// CoopFlow (App. C.1).
+//
+// Every iteration draws a batch of data (positives), runs MCMC chains to get
+// negatives, takes an EBM step on mean E(x⁺) − mean E(x⁻) (+ the optional L2
+// term of App. C.6) and, for the flow-based algorithms, a maximum-likelihood
+// step of the companion flow on the negatives. The strategies differ only in
+// where chains start and which kernel moves them:
+//
+//	flowmc    persistent chains; flowMC: i-SIR (or IMH) global moves proposed
+//	          by the flow, MALA local moves; flow fitted on the negatives
+//	ula       persistent chains; unadjusted Langevin; no flow
+//	nt        persistent chains; MALA in the flow's latent space (NeuTra);
+//	          flow fitted on the negatives
+//	coopflow  fresh flow samples every iteration; noise-free Langevin, as
+//	          the CoopFlow authors advise; flow pretrained on data, frozen
+//	          for the first iterations, then fitted on the negatives
+//
+// The EBM is always the tilted model p(x) ∝ exp(−E(x))ρ(x) of Eq. 6, ρ the
+// flow's base (the tilt changes no gradient, App. B); the ULA baseline
+// samples the same tilted model.
+package algorithms
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/samplers"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Algorithm names.
+const (
+	FlowMC   = "flowmc"
+	ULA      = "ula"
+	NT       = "nt"
+	CoopFlow = "coopflow"
+)
+
+// Algorithms lists the known algorithm names.
+var Algorithms = []string{FlowMC, ULA, NT, CoopFlow}
+
+// SamplerConfig configures the negative-sample MCMC. Zero values mean the
+// defaults given per field.
+type SamplerConfig struct {
+	// Steps is the number of MCMC steps per iteration (default 10).
+	Steps int `json:"steps,omitempty"`
+	// Negatives is "last" (default: the chains' final states), "all" (every
+	// state of every step) or "subsample" (Subsample states per chain,
+	// evenly spaced, from BatchSize/Subsample chains: App. C.4's
+	// "subsampling by k").
+	Negatives string `json:"negatives,omitempty"`
+	Subsample int    `json:"subsample,omitempty"`
+	// Global is flowMC's global kernel: "isir" (default) or "imh".
+	Global string `json:"global,omitempty"`
+	// Particles is i-SIR's number of particles N (default 32).
+	Particles int `json:"particles,omitempty"`
+	// GlobalSteps and LocalSteps make one flowMC cycle (defaults 1 and 4).
+	GlobalSteps int `json:"global_steps,omitempty"`
+	LocalSteps  int `json:"local_steps,omitempty"`
+	// Stacked counts a whole flowMC cycle as one step (App. C.5).
+	Stacked bool `json:"stacked,omitempty"`
+	// StepSize is the initial MALA step η, or ULA's η (default 0.01).
+	StepSize float64 `json:"step_size,omitempty"`
+	// TargetAccept is MALA's target acceptance (default 0.75); FixedStep
+	// turns the adaptation off.
+	TargetAccept float64 `json:"target_accept,omitempty"`
+	FixedStep    bool    `json:"fixed_step,omitempty"`
+}
+
+// PretrainConfig configures flow pretraining before EBM training.
+type PretrainConfig struct {
+	// Steps is the number of pretraining steps (0: none).
+	Steps int `json:"steps,omitempty"`
+	// Objective is "data" (maximum likelihood on the training data, as
+	// CoopFlow; the default for coopflow) or "reverse-kl" (against the
+	// initial EBM; the default otherwise).
+	Objective string `json:"objective,omitempty"`
+	// LR is the pretraining learning rate of an Adam optimiser (default 1e-2).
+	LR float64 `json:"lr,omitempty"`
+	// BatchSize is the pretraining batch (default the training batch).
+	BatchSize int `json:"batch_size,omitempty"`
+}
+
+// Config configures a training run. Zero values mean the defaults given per
+// field.
+type Config struct {
+	// Algorithm is flowmc (default), ula, nt or coopflow.
+	Algorithm string `json:"algorithm,omitempty"`
+	// Iterations is the number of training iterations (required).
+	Iterations int `json:"iterations"`
+	// BatchSize is the number of positives and of chains per iteration
+	// (default 64).
+	BatchSize int `json:"batch_size,omitempty"`
+	// Persistent is the size of the persistent bank of chains (default
+	// 16·BatchSize); each iteration continues BatchSize chains picked at
+	// random from it.
+	Persistent int `json:"persistent,omitempty"`
+	// Start initialises the bank: "flow" (default for the flow
+	// algorithms: samples of the initial flow, i.e. of ρ), "uniform" (on
+	// [−StartScale, StartScale]^d, default for ula) or "gaussian"
+	// (N(0, StartScale² I)). StartScale defaults to 1 (uniform) or the
+	// base σ (gaussian).
+	Start      string  `json:"start,omitempty"`
+	StartScale float64 `json:"start_scale,omitempty"`
+	// EBMOptim and FlowOptim configure the two optimisers (default Adam,
+	// learning rate 1e-3).
+	EBMOptim  OptimConfig `json:"ebm_optim"`
+	FlowOptim OptimConfig `json:"flow_optim"`
+	// L2 is the coefficient of the energy regularisation of App. C.6.
+	L2 float64 `json:"l2,omitempty"`
+	// Sampler configures the negatives' MCMC.
+	Sampler SamplerConfig `json:"sampler"`
+	// Pretrain configures flow pretraining.
+	Pretrain PretrainConfig `json:"pretrain"`
+	// FreezeFlow is the number of initial iterations during which the flow
+	// is not updated (CoopFlow: default 4% of Iterations; App. C.1 says
+	// "less than 5%").
+	FreezeFlow int `json:"freeze_flow,omitempty"`
+	// MaxEnergy stops training when a mean energy exceeds it in absolute
+	// value (default 1e6): the divergence guard.
+	MaxEnergy float64 `json:"max_energy,omitempty"`
+}
+
+// withDefaults returns c with every zero field replaced by its default, or
+// an error naming the first invalid field.
+func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
+	if c.Algorithm == "" {
+		c.Algorithm = FlowMC
+	}
+	known := false
+	for _, a := range Algorithms {
+		known = known || a == c.Algorithm
+	}
+	if !known {
+		return c, fmt.Errorf("algorithms: algorithm %q, want one of %v", c.Algorithm, Algorithms)
+	}
+	if c.Iterations <= 0 {
+		return c, fmt.Errorf("algorithms: iterations %d, want > 0", c.Iterations)
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 64
+	}
+	if c.BatchSize < 1 {
+		return c, fmt.Errorf("algorithms: batch_size %d, want > 0", c.BatchSize)
+	}
+	s := &c.Sampler
+	if s.Steps == 0 {
+		s.Steps = 10
+	}
+	if s.Negatives == "" {
+		s.Negatives = "last"
+	}
+	switch s.Negatives {
+	case "last", "all":
+	case "subsample":
+		if s.Subsample < 1 || c.BatchSize%s.Subsample != 0 || s.Steps%s.Subsample != 0 {
+			return c, fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
+		}
+	default:
+		return c, fmt.Errorf("algorithms: sampler.negatives %q, want \"last\", \"all\" or \"subsample\"", s.Negatives)
+	}
+	if c.Persistent == 0 {
+		c.Persistent = 16 * c.BatchSize
+	}
+	if c.Persistent < c.chains() {
+		return c, fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.chains())
+	}
+	if s.Global == "" {
+		s.Global = "isir"
+	}
+	if s.Global != "isir" && s.Global != "imh" {
+		return c, fmt.Errorf("algorithms: sampler.global %q, want \"isir\" or \"imh\"", s.Global)
+	}
+	if s.Particles == 0 {
+		s.Particles = 32
+	}
+	if s.Particles < 2 {
+		return c, fmt.Errorf("algorithms: sampler.particles %d, want ≥ 2", s.Particles)
+	}
+	if s.GlobalSteps == 0 && s.LocalSteps == 0 {
+		s.GlobalSteps, s.LocalSteps = 1, 4
+	}
+	if s.StepSize == 0 {
+		s.StepSize = 0.01
+	}
+	if !(s.StepSize > 0) || s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
+		return c, fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
+	}
+	if s.TargetAccept == 0 {
+		s.TargetAccept = 0.75
+	}
+	if c.Start == "" {
+		c.Start = "flow"
+		if c.Algorithm == ULA {
+			c.Start = "uniform"
+		}
+	}
+	switch c.Start {
+	case "flow":
+	case "uniform":
+		if c.StartScale == 0 {
+			c.StartScale = 1
+		}
+	case "gaussian":
+		if c.StartScale == 0 {
+			c.StartScale = sigma
+		}
+	default:
+		return c, fmt.Errorf("algorithms: start %q, want \"flow\", \"uniform\" or \"gaussian\"", c.Start)
+	}
+	p := &c.Pretrain
+	if p.Objective == "" {
+		p.Objective = "reverse-kl"
+		if c.Algorithm == CoopFlow {
+			p.Objective = "data"
+		}
+	}
+	if p.Objective != "data" && p.Objective != "reverse-kl" {
+		return c, fmt.Errorf("algorithms: pretrain.objective %q, want \"data\" or \"reverse-kl\"", p.Objective)
+	}
+	if p.LR == 0 {
+		p.LR = 1e-2
+	}
+	if p.BatchSize == 0 {
+		p.BatchSize = c.BatchSize
+	}
+	if c.FreezeFlow == 0 && c.Algorithm == CoopFlow {
+		c.FreezeFlow = c.Iterations * 4 / 100
+	}
+	if c.MaxEnergy == 0 {
+		c.MaxEnergy = 1e6
+	}
+	return c, nil
+}
+
+// chains is the number of chains run per iteration.
+func (c Config) chains() int {
+	if c.Sampler.Negatives == "subsample" {
+		return c.BatchSize / c.Sampler.Subsample
+	}
+	return c.BatchSize
+}
+
+// usesFlow reports whether the algorithm has a companion flow.
+func (c Config) usesFlow() bool { return c.Algorithm != ULA }
+
+// persistent reports whether chains continue from the bank.
+func (c Config) persistent() bool { return c.Algorithm != CoopFlow }
+
+// IterStats are the statistics of one training iteration.
+type IterStats struct {
+	Iter int `json:"iter"`
+	// Loss is mean E(x⁺) − mean E(x⁻) (+ L2 term).
+	Loss float64 `json:"loss"`
+	// FlowLL is the flow's mean log-likelihood of the negatives before
+	// its update (NaN without a flow update).
+	FlowLL float64 `json:"flow_ll"`
+	// LocalAccept, GlobalAccept are mean acceptances over the iteration's
+	// MCMC steps (NaN where the kernel has none); StepSize is the local
+	// step size after the iteration.
+	LocalAccept  float64 `json:"local_accept"`
+	GlobalAccept float64 `json:"global_accept"`
+	StepSize     float64 `json:"step_size"`
+}
+
+// ErrDiverged is wrapped by the error Step returns when training diverges
+// (a NaN loss, NaN parameters or energies beyond Config.MaxEnergy).
+var ErrDiverged = errors.New("training diverged")
+
+// Trainer runs the training loop. Build it with NewTrainer; it is not safe
+// for concurrent use.
+type Trainer struct {
+	// Config is the configuration with defaults filled in.
+	Config Config
+	EBM    *graph.EBM
+	// Flow is the companion flow (nil for ula).
+	Flow *graph.Flow
+	// Bank is the persistent bank of chains (Persistent × d).
+	Bank *mat.Dense
+	// Iter is the number of completed iterations.
+	Iter int
+
+	data    *mat.Dense
+	order   []int
+	dataPos int
+
+	rngs             Streams
+	optEBM, optFlow  Optimizer
+	thetaE, thetaF   []float64
+	gradE, gradF     []float64
+	kernel           samplers.Kernel
+	local            *samplers.MALA
+	neutra           *samplers.NeuTra
+	flowmc           *samplers.FlowMC
+	pos, neg, starts *mat.Dense
+	lastStarts       *mat.Dense
+}
+
+// Streams are the independent random streams of a run, one per component,
+// so that changing one component does not shift the others' draws.
+type Streams struct {
+	Data, Chains, Bank, Init *rand.PCG
+}
+
+// NewStreams derives the streams of a run from one seed.
+func NewStreams(seed uint64) Streams {
+	return Streams{
+		Data:   rand.NewPCG(seed, 0xda7a),
+		Chains: rand.NewPCG(seed, 0xc4a1),
+		Bank:   rand.NewPCG(seed, 0xba4c),
+		Init:   rand.NewPCG(seed, 0x1417),
+	}
+}
+
+// NewTrainer prepares a run on data (n × d, the training set) with the given
+// EBM and flow (flow may be nil only for ula; for the other algorithms the
+// flow's base is the EBM's tilt). Call Init (new run) or Restore (resumed
+// run) before the first Step. The models are trained in place.
+func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
+	n, d := data.Dims()
+	if d != ebm.Dim() {
+		return nil, fmt.Errorf("algorithms: data have %d columns, the EBM %d dimensions", d, ebm.Dim())
+	}
+	sigma := 1.0
+	if ebm.Tilt != nil {
+		sigma = maxOf(ebm.Tilt.Sigma)
+	}
+	cfg, err := cfg.withDefaults(d, sigma)
+	if err != nil {
+		return nil, err
+	}
+	if n < cfg.BatchSize {
+		return nil, fmt.Errorf("algorithms: %d data rows, fewer than batch_size %d", n, cfg.BatchSize)
+	}
+	if cfg.usesFlow() && flow == nil {
+		return nil, fmt.Errorf("algorithms: %s needs a flow", cfg.Algorithm)
+	}
+	if flow != nil && flow.Dim() != d {
+		return nil, fmt.Errorf("algorithms: flow has %d dimensions, the data %d", flow.Dim(), d)
+	}
+	if !cfg.usesFlow() {
+		flow = nil
+	}
+	t := &Trainer{Config: cfg, EBM: ebm, Flow: flow, data: data, rngs: streams}
+	if t.optEBM, err = cfg.EBMOptim.New(ebm.Params.Count()); err != nil {
+		return nil, fmt.Errorf("ebm_optim: %w", err)
+	}
+	t.thetaE = ebm.Params.Flatten(nil)
+	t.gradE = make([]float64, len(t.thetaE))
+	if flow != nil {
+		if t.optFlow, err = cfg.FlowOptim.New(flow.Params.Count()); err != nil {
+			return nil, fmt.Errorf("flow_optim: %w", err)
+		}
+		t.thetaF = flow.Params.Flatten(nil)
+		t.gradF = make([]float64, len(t.thetaF))
+	}
+	t.buildKernel()
+	t.Bank = mat.NewDense(cfg.Persistent, d, nil)
+	t.pos = mat.NewDense(cfg.BatchSize, d, nil)
+	t.starts = mat.NewDense(cfg.chains(), d, nil)
+	return t, nil
+}
+
+// Init pretrains the flow if configured and fills the persistent bank by
+// the configured start strategy. Call it once before the first Step of a new
+// run (not after Restore).
+func (t *Trainer) Init() error {
+	if err := t.pretrain(); err != nil {
+		return err
+	}
+	return t.initChains(rand.New(t.rngs.Init), t.Bank, t.Config.Start)
+}
+
+func maxOf(v []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}
+
+// initChains fills x with starting points.
+func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how string) error {
+	raw := x.RawMatrix().Data
+	switch how {
+	case "flow":
+		if t.Flow == nil {
+			return fmt.Errorf("algorithms: start \"flow\" needs a flow (algorithm %s has none)", t.Config.Algorithm)
+		}
+		r, _ := x.Dims()
+		return t.Flow.Sample(rng, x, make([]float64, r))
+	case "uniform":
+		for i := range raw {
+			raw[i] = t.Config.StartScale * (2*rng.Float64() - 1)
+		}
+	case "gaussian":
+		for i := range raw {
+			raw[i] = t.Config.StartScale * rng.NormFloat64()
+		}
+	}
+	return nil
+}
+
+func (t *Trainer) buildKernel() {
+	s := t.Config.Sampler
+	mala := &samplers.MALA{Target: t.EBM, StepSize: s.StepSize, TargetAccept: s.TargetAccept, Frozen: s.FixedStep}
+	switch t.Config.Algorithm {
+	case FlowMC:
+		var global samplers.Kernel = &samplers.ISIR{Target: t.EBM, Proposal: t.Flow, Particles: s.Particles}
+		if s.Global == "imh" {
+			global = &samplers.IMH{Target: t.EBM, Proposal: t.Flow}
+		}
+		t.local = mala
+		t.flowmc = &samplers.FlowMC{Global: global, Local: mala, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps, Stacked: s.Stacked}
+		t.kernel = t.flowmc
+	case NT:
+		lat, err := graph.NewLatent(t.Flow, t.EBM)
+		if err != nil {
+			panic(err) // dimensions were checked in NewTrainer
+		}
+		t.neutra = &samplers.NeuTra{Latent: lat, Local: *mala}
+		t.local = &t.neutra.Local
+		t.kernel = t.neutra
+	case ULA:
+		t.kernel = &samplers.ULA{Target: t.EBM, StepSize: s.StepSize}
+	case CoopFlow:
+		t.kernel = &samplers.ULA{Target: t.EBM, StepSize: s.StepSize, NoiseFree: true}
+	}
+}
+
+// pretrain fits the flow before training: by maximum likelihood on the data
+// or by reverse KL against the initial EBM.
+func (t *Trainer) pretrain() error {
+	p := t.Config.Pretrain
+	if p.Steps == 0 || t.Flow == nil {
+		return nil
+	}
+	opt, err := OptimConfig{LR: p.LR}.New(len(t.thetaF))
+	if err != nil {
+		return err
+	}
+	rng := rand.New(t.rngs.Init)
+	d := t.EBM.Dim()
+	batch := mat.NewDense(p.BatchSize, d, nil)
+	nData, _ := t.data.Dims()
+	for i := 0; i < p.Steps; i++ {
+		switch p.Objective {
+		case "data":
+			for r := 0; r < p.BatchSize; r++ {
+				batch.SetRow(r, t.data.RawRowView(rng.IntN(nData)))
+			}
+			if _, err := t.Flow.MLGrad(batch, t.gradF); err != nil {
+				return err
+			}
+			negate(t.gradF)
+		case "reverse-kl":
+			raw := batch.RawMatrix().Data
+			for j := range raw {
+				raw[j] = rng.NormFloat64()
+			}
+			if _, err := t.Flow.ReverseKLGrad(batch, t.EBM, t.gradF); err != nil {
+				return err
+			}
+		}
+		opt.Step(t.thetaF, t.gradF)
+		t.Flow.Params.SetFlat(t.thetaF)
+	}
+	return nil
+}
+
+func negate(v []float64) {
+	for i := range v {
+		v[i] = -v[i]
+	}
+}
+
+// nextBatch fills t.pos with the next data rows, reshuffling every epoch.
+func (t *Trainer) nextBatch() {
+	n, _ := t.data.Dims()
+	rng := rand.New(t.rngs.Data)
+	for r := 0; r < t.Config.BatchSize; r++ {
+		if t.dataPos == len(t.order) {
+			t.order = rng.Perm(n)
+			t.dataPos = 0
+		}
+		t.pos.SetRow(r, t.data.RawRowView(t.order[t.dataPos]))
+		t.dataPos++
+	}
+}
+
+// Positives returns the last positive batch (valid until the next Step).
+func (t *Trainer) Positives() *mat.Dense { return t.pos }
+
+// Negatives returns the last negatives (valid until the next Step).
+func (t *Trainer) Negatives() *mat.Dense { return t.neg }
+
+// Starts returns the chain starts of the last iteration.
+func (t *Trainer) Starts() *mat.Dense { return t.lastStarts }
+
+// Step runs one training iteration.
+func (t *Trainer) Step() (IterStats, error) {
+	cfg := t.Config
+	st := IterStats{Iter: t.Iter + 1, FlowLL: math.NaN()}
+	t.nextBatch()
+
+	// Chain starts: from the bank, or fresh flow samples for CoopFlow.
+	m, d := cfg.chains(), t.EBM.Dim()
+	var idx []int
+	if cfg.persistent() {
+		idx = rand.New(t.rngs.Bank).Perm(cfg.Persistent)[:m]
+		for r, i := range idx {
+			t.starts.SetRow(r, t.Bank.RawRowView(i))
+		}
+	} else if err := t.Flow.Sample(rand.New(t.rngs.Chains), t.starts, make([]float64, m)); err != nil {
+		return st, err
+	}
+	if t.lastStarts == nil {
+		t.lastStarts = mat.NewDense(m, d, nil)
+	}
+	t.lastStarts.Copy(t.starts)
+
+	// MCMC.
+	if t.flowmc != nil {
+		t.flowmc.Reset()
+	}
+	if t.neutra != nil {
+		t.neutra.Reset()
+	}
+	state := samplers.NewState(t.starts)
+	rng := rand.New(t.rngs.Chains)
+	var all []float64
+	var subs *mat.Dense
+	s := cfg.Sampler
+	switch s.Negatives {
+	case "all":
+		all = make([]float64, 0, s.Steps*m*d)
+	case "subsample":
+		subs = mat.NewDense(cfg.BatchSize, d, nil)
+	}
+	var loc, glob accum
+	for k := 0; k < s.Steps; k++ {
+		ks, err := t.kernel.Step(rng, state)
+		if err != nil {
+			return st, fmt.Errorf("iteration %d, MCMC step %d: %w", st.Iter, k+1, err)
+		}
+		loc.add(ks.Local)
+		glob.add(ks.Global)
+		st.StepSize = ks.StepSize
+		switch s.Negatives {
+		case "all":
+			all = append(all, state.X.RawMatrix().Data...)
+		case "subsample":
+			every := s.Steps / s.Subsample
+			if (k+1)%every == 0 {
+				j := (k+1)/every - 1
+				for r := 0; r < m; r++ {
+					subs.SetRow(j*m+r, state.X.RawRowView(r))
+				}
+			}
+		}
+	}
+	st.LocalAccept, st.GlobalAccept = loc.mean(), glob.mean()
+	if t.local != nil {
+		st.StepSize = t.local.StepSize
+	}
+	for r, i := range idx {
+		t.Bank.SetRow(i, state.X.RawRowView(r))
+	}
+	switch s.Negatives {
+	case "last":
+		t.neg = state.X
+	case "all":
+		t.neg = mat.NewDense(len(all)/d, d, all)
+	case "subsample":
+		t.neg = subs
+	}
+
+	// EBM step.
+	t.optEBM.SetLR(cfg.EBMOptim.scheduledLR(t.Iter))
+	loss, err := t.EBM.LossGrad(t.pos, t.neg, cfg.L2, t.gradE)
+	if err != nil {
+		return st, err
+	}
+	st.Loss = loss
+	if math.IsNaN(loss) || math.IsInf(loss, 0) || hasNaN(t.gradE) {
+		return st, fmt.Errorf("iteration %d: loss %v: %w", st.Iter, loss, ErrDiverged)
+	}
+	t.optEBM.Step(t.thetaE, t.gradE)
+	t.EBM.Params.SetFlat(t.thetaE)
+
+	// Flow step: maximum likelihood on the negatives.
+	if t.Flow != nil && t.Iter >= cfg.FreezeFlow {
+		t.optFlow.SetLR(cfg.FlowOptim.scheduledLR(t.Iter - cfg.FreezeFlow))
+		ll, err := t.Flow.MLGrad(t.neg, t.gradF)
+		if err != nil {
+			return st, err
+		}
+		st.FlowLL = ll
+		if math.IsNaN(ll) || hasNaN(t.gradF) {
+			return st, fmt.Errorf("iteration %d: flow log-likelihood %v: %w", st.Iter, ll, ErrDiverged)
+		}
+		negate(t.gradF)
+		t.optFlow.Step(t.thetaF, t.gradF)
+		t.Flow.Params.SetFlat(t.thetaF)
+	}
+	if err := t.checkEnergies(st.Iter); err != nil {
+		return st, err
+	}
+	t.Iter++
+	return st, nil
+}
+
+// checkEnergies is the divergence guard: the energies of the positives must
+// stay finite and below MaxEnergy in absolute value.
+func (t *Trainer) checkEnergies(iter int) error {
+	e := make([]float64, t.Config.BatchSize)
+	if err := t.EBM.Energy(t.pos, e); err != nil {
+		return err
+	}
+	for _, v := range e {
+		if math.IsNaN(v) || math.Abs(v) > t.Config.MaxEnergy {
+			return fmt.Errorf("iteration %d: energy %v of a data point (limit %g): %w", iter, v, t.Config.MaxEnergy, ErrDiverged)
+		}
+	}
+	return nil
+}
+
+func hasNaN(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+type accum struct {
+	sum float64
+	n   int
+}
+
+func (a *accum) add(v float64) {
+	if !math.IsNaN(v) {
+		a.sum += v
+		a.n++
+	}
+}
+
+func (a *accum) mean() float64 {
+	if a.n == 0 {
+		return math.NaN()
+	}
+	return a.sum / float64(a.n)
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+type trainFlags struct {
+	experiment, algorithm, config, out, resume string
+	iterations                                 int
+	seed                                       uint64
+	quiet                                      bool
+}
+
+func trainCmd() *cobra.Command {
+	var f trainFlags
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Train an EBM on one of the paper's experiments (default: flowMC-EBM on two-modes)",
+		Long: `train runs one of the paper's experiments with one of the four algorithms:
+
+  flowmc    flowMC-EBM (Alg. 1): i-SIR global moves from the companion flow, MALA local moves
+  ula       ULA-EBM: persistent contrastive divergence with unadjusted Langevin
+  nt        NT-EBM: MALA in the flow's latent space (NeuTra)
+  coopflow  CoopFlow: flow pretrained on data starts short noise-free Langevin chains
+
+Defaults follow the paper's App. C for each experiment, scaled where the
+paper's settings exceed 2 CPU cores (the scaling is printed). --config takes a
+JSON file with the fields of config.json (written into every run folder); flags
+given explicitly override it.
+
+DIR receives config.json, metrics.csv (evaluations over training),
+metrics.json (the final evaluation) and checkpoint/ (spec.json, weights.npz,
+state.json, state.npz), rewritten atomically every checkpoint_every
+iterations. --resume DIR continues an interrupted run from its checkpoint and
+reaches the same result as an uninterrupted run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTrain(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.experiment, "experiment", "two-modes", "experiment name")
+	fl.StringVar(&f.algorithm, "algorithm", "flowmc", "flowmc, ula, nt or coopflow")
+	fl.StringVar(&f.config, "config", "", "JSON run configuration (overrides the defaults)")
+	fl.IntVar(&f.iterations, "iterations", 0, "training iterations (0: the experiment's default)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fl.StringVar(&f.out, "out", "", "output folder (default runs/EXPERIMENT-ALGORITHM-sSEED)")
+	fl.StringVar(&f.resume, "resume", "", "continue the run in this folder from its checkpoint")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	return cmd
+}
+
+func runTrain(cmd *cobra.Command, f trainFlags) error {
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var run *algorithms.Run
+	var err error
+	if f.resume != "" {
+		if run, err = algorithms.Resume(f.resume); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
+	} else {
+		cfg, notes, err := algorithms.Defaults(f.experiment, f.algorithm)
+		if err != nil {
+			return err
+		}
+		if f.config != "" {
+			if err := readConfig(f.config, &cfg); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("experiment") {
+				cfg.Experiment = f.experiment
+			}
+			if cmd.Flags().Changed("algorithm") {
+				cfg.Train.Algorithm = f.algorithm
+			}
+		}
+		if cmd.Flags().Changed("seed") || f.config == "" {
+			cfg.Seed = f.seed
+		}
+		if f.iterations > 0 {
+			cfg.Train.Iterations = f.iterations
+		}
+		dir := f.out
+		if dir == "" {
+			dir = filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", cfg.Experiment, cfg.Train.Algorithm, cfg.Seed))
+		}
+		for _, n := range notes {
+			fmt.Fprintln(out, "note:", n)
+		}
+		t0 := time.Now()
+		if run, err = algorithms.NewRun(cfg, dir); err != nil {
+			return err
+		}
+		ebm, flow := run.Trainer.EBM.Params.Count(), 0
+		if run.Trainer.Flow != nil {
+			flow = run.Trainer.Flow.Params.Count()
+		}
+		fmt.Fprintf(out, "%s with %s, seed %d: %d iterations, batch %d, persistent %d; EBM %d parameters, flow %d; set up in %.1fs; writing %s\n",
+			cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
+			ebm, flow, time.Since(t0).Seconds(), dir)
+	}
+	return train(run, out, errOut, f.quiet)
+}
+
+func readConfig(path string, cfg *algorithms.RunConfig) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
+	cfg := run.Config
+	total := cfg.Train.Iterations
+	var bar *progressbar.ProgressBar
+	var lines *progressLines
+	if f, ok := errOut.(*os.File); !quiet && (!ok || !term.IsTerminal(int(f.Fd()))) {
+		// Not a terminal (CI logs, files): periodic lines instead of a bar.
+		lines = &progressLines{w: errOut, total: total, start: run.Trainer.Iter, t0: time.Now()}
+	} else if !quiet {
+		bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(errOut),
+			progressbar.OptionSetDescription("training"),
+			progressbar.OptionShowIts(),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("it"),
+			progressbar.OptionThrottle(500*time.Millisecond),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionFullWidth(),
+			progressbar.OptionClearOnFinish(),
+		)
+		bar.Set(run.Trainer.Iter)
+	}
+	t0 := time.Now()
+	start := run.Trainer.Iter
+	for run.Trainer.Iter < total {
+		st, err := run.Trainer.Step()
+		if err != nil {
+			if errors.Is(err, algorithms.ErrDiverged) {
+				return fmt.Errorf("%w; the last good checkpoint is in %s", err, filepath.Join(run.Dir, "checkpoint"))
+			}
+			return err
+		}
+		it := run.Trainer.Iter
+		if it%cfg.EvalEvery == 0 || it == total {
+			if _, err := run.Evaluate(st); err != nil {
+				return err
+			}
+		}
+		if it%cfg.CheckpointEvery == 0 || it == total {
+			if err := run.Checkpoint(); err != nil {
+				return err
+			}
+			if err := algorithms.WriteEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), run.Evals, len(run.Experiment.Modes)); err != nil {
+				return err
+			}
+		}
+		if bar != nil {
+			bar.Set(it)
+		}
+		if lines != nil {
+			lines.update(it)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	elapsed := time.Since(t0)
+	final := run.Evals[len(run.Evals)-1]
+	if err := algorithms.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
+		return err
+	}
+	if err := algorithms.WritePlots(run); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "trained %d iterations in %s (%.1f ms/iteration)\n", total-start, elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(max(1, total-start)))
+	exp := run.Experiment
+	if exp.Modes != nil && final.EBMWeights != nil {
+		fmt.Fprintf(out, "\nmode weights (EBM by grid quadrature; negatives by nearest-mode zones):\n")
+		for k, m := range exp.Modes {
+			fmt.Fprintf(out, "  mode %d at %s: EBM %.3f, negatives %.3f, truth %.3f\n", k+1, fmtPoint(m), final.EBMWeights[k], final.NegWeights[k], exp.Weights[k])
+		}
+		fmt.Fprintf(out, "  weight MSE of the EBM against the truth: %.2e\n", final.EBMWeightMSE)
+	}
+	if !isNaN(final.LogDensityMedSE) {
+		fmt.Fprintf(out, "median squared log-density error over held-out data: %.3f\n", final.LogDensityMedSE)
+	}
+	fmt.Fprintf(out, "acceptance: local %.2f, global %.2f\n", final.Stats.LocalAccept, final.Stats.GlobalAccept)
+	fmt.Fprintf(out, "outputs in %s\n", run.Dir)
+	return nil
+}
+
+func isNaN(v float64) bool { return v != v }
+
+func fmtPoint(x []float64) string {
+	if len(x) > 4 {
+		return fmt.Sprintf("(%.2f, %.2f, …)", x[0], x[1])
+	}
+	parts := make([]string, len(x))
+	for i, v := range x {
+		parts[i] = fmt.Sprintf("%.2f", v)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// progressLines prints a progress line with rate and ETA every 10% of the
+// run (for output that is not a terminal).
+type progressLines struct {
+	w            io.Writer
+	total, start int
+	t0           time.Time
+	next         int
+}
+
+func (p *progressLines) update(it int) {
+	if p.next == 0 {
+		p.next = p.start + max(1, (p.total-p.start)/10)
+	}
+	if it < p.next && it != p.total {
+		return
+	}
+	p.next += max(1, (p.total-p.start)/10)
+	el := time.Since(p.t0)
+	rate := float64(it-p.start) / el.Seconds()
+	eta := time.Duration(float64(p.total-it) / rate * float64(time.Second))
+	fmt.Fprintf(p.w, "iteration %d/%d (%.0f%%), %.1f it/s, elapsed %s, ETA %s\n", it, p.total, 100*float64(it)/float64(p.total), rate, el.Round(time.Second), eta.Round(time.Second))
+}
