@@ -1,0 +1,109 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// misassigned draws n points from the first component and returns the
+// fraction nearer another mean.
+func misassigned(e *Experiment, n int) float64 {
+	rng := rand.New(rand.NewPCG(9, 9))
+	d := e.Dim()
+	bad := 0
+	x := make([]float64, d)
+	for i := 0; i < n; i++ {
+		for j := range x {
+			x[j] = e.Modes[0][j] + rng.NormFloat64()
+		}
+		best, bd := 0, math.Inf(1)
+		for k, m := range e.Modes {
+			s := 0.0
+			for j := range x {
+				s += (x[j] - m[j]) * (x[j] - m[j])
+			}
+			if s < bd {
+				best, bd = k, s
+			}
+		}
+		if best != 0 {
+			bad++
+		}
+	}
+	return float64(bad) / float64(n)
+}
+
+// REFERENCE §2: with the paper's a = 0.5919 the misassignment probability
+// per neighbouring pair is Φ̄(a√(d/2)) = 4.7e-2 at d = 16, far from the
+// claimed 1e-10; the companion code's 0.5910·√(2 ln d) gives 4.1e-5. With
+// 20,000 draws the first rate is measured to ±0.003 (≥ 0.06 expected from two
+// neighbours), the second gives ~2 misassigned points; the bounds leave
+// 5 standard errors.
+func TestFourGaussiansMeanScalings(t *testing.T) {
+	paper, err := FourGaussians(16, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	companion, _ := FourGaussians(16, false)
+	if p := misassigned(paper, 20000); p < 0.05 {
+		t.Errorf("paper scaling: misassignment %v, want ≈ 0.09 (two neighbours at 4.7e-2)", p)
+	}
+	if p := misassigned(companion, 20000); p > 1e-3 {
+		t.Errorf("companion scaling: misassignment %v, want ≈ 8e-5", p)
+	}
+	if _, err := FourGaussians(15, false); err == nil {
+		t.Error("odd dimension accepted")
+	}
+}
+
+func TestByName(t *testing.T) {
+	for _, n := range Names() {
+		e, err := ByName(n)
+		if err != nil || e.Name != n {
+			t.Errorf("ByName(%q) = %v, %v", n, e, err)
+		}
+	}
+	if _, err := ByName("moons"); err == nil || !strings.Contains(err.Error(), "two-modes") {
+		t.Errorf("unknown name: error %v does not list the known ones", err)
+	}
+	if _, err := ByName("four-gaussians-16x"); err == nil {
+		t.Error("four-gaussians-16x accepted")
+	}
+}
+
+// Draws put a quarter of the mass on each ring, and the density at a ring's
+// centre line is the hand-computed p_r(r)/(2πr).
+func TestRingsSamplesMatchRadialLaw(t *testing.T) {
+	e := RingsExperiment()
+	x := e.Data(rand.New(rand.NewPCG(3, 3)), 20000)
+	counts := make([]int, 4)
+	for i := 0; i < 20000; i++ {
+		r := math.Hypot(x.At(i, 0), x.At(i, 1))
+		counts[min(max(int(math.Round(r)), 1), 4)-1]++
+	}
+	for k, c := range counts {
+		// Binomial(20000, 1/4): sd 61; 5 sd = 306.
+		if math.Abs(float64(c)-5000) > 306 {
+			t.Errorf("ring %d holds %d of 20000 draws, want 5000 ± 306", k+1, c)
+		}
+	}
+	lp := make([]float64, 1)
+	e.Target.LogDensity(mat.NewDense(1, 2, []float64{2, 0}), lp)
+	// At r = 2 on the second ring: p_r(2) = ¼·N(0; 0, 0.15²), divided by 2π·2.
+	want := math.Log(0.25/(0.15*math.Sqrt(2*math.Pi))) - math.Log(4*math.Pi)
+	if math.Abs(lp[0]-want) > 1e-9 {
+		t.Errorf("log p(2, 0) = %v, want %v", lp[0], want)
+	}
+}
+
+func Example() {
+	e, _ := ByName("four-modes")
+	fmt.Println(e.Dim(), e.Weights, e.Modes)
+	// Output:
+	// 2 [0.1 0.2 0.3 0.4] [[-3 0] [-1 0] [1 0] [3 0]]
+}
