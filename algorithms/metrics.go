@@ -66,25 +66,11 @@ func (g *Grid) ZoneWeights(modes [][]float64) []float64 {
 	w := make([]float64, len(modes))
 	area := g.CellArea()
 	for i := range g.LogDensity {
-		w[nearest(g.Points.RawRowView(i), modes)] += math.Exp(g.LogDensity[i]) * area
+		w[diagnostics.NearestMode(g.Points.RawRowView(i), modes)] += math.Exp(g.LogDensity[i]) * area
 	}
 	s := floats.Sum(w)
 	floats.Scale(1/s, w)
 	return w
-}
-
-func nearest(x []float64, modes [][]float64) int {
-	best, bd := 0, math.Inf(1)
-	for k, m := range modes {
-		d := 0.0
-		for j := range x {
-			d += (x[j] - m[j]) * (x[j] - m[j])
-		}
-		if d < bd {
-			best, bd = k, d
-		}
-	}
-	return best
 }
 
 // LogDensityAt interpolates nothing: it returns the grid's normalised
@@ -122,10 +108,4 @@ func MedianSquaredError(a, b []float64) float64 {
 		return d[len(d)/2]
 	}
 	return (d[len(d)/2-1] + d[len(d)/2]) / 2
-}
-
-// SampleWeights returns the fraction of the rows of x in each
-// nearest-mode zone.
-func SampleWeights(x mat.Matrix, modes [][]float64) []float64 {
-	return diagnostics.ModeWeights(x, modes)
 }

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"path/filepath"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/flowebm/flowebm/io/safefile"
-	"io"
 )
 
 // Metrics is metrics.json: the final evaluation with the run's context.

@@ -15,6 +15,7 @@ import (
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 	"gorgonia.org/tensor"
@@ -237,27 +238,19 @@ func (r *Run) Evaluate(st IterStats) (Eval, error) {
 	if exp.Modes != nil {
 		if r.grid != nil {
 			ev.EBMWeights = r.grid.ZoneWeights(exp.Modes)
-			ev.EBMWeightMSE = mse(ev.EBMWeights, exp.Weights)
+			ev.EBMWeightMSE = diagnostics.WeightMSE(ev.EBMWeights, exp.Weights)
 		}
 		if neg := r.Trainer.Negatives(); neg != nil {
-			ev.NegWeights = SampleWeights(neg, exp.Modes)
-			ev.StartWeights = SampleWeights(r.Trainer.Starts(), exp.Modes)
+			ev.NegWeights = diagnostics.ModeWeights(neg, exp.Modes)
+			ev.StartWeights = diagnostics.ModeWeights(r.Trainer.Starts(), exp.Modes)
 			if ev.EBMWeights != nil {
-				ev.NegMSE = mse(ev.NegWeights, ev.EBMWeights)
-				ev.StartMSE = mse(ev.StartWeights, ev.EBMWeights)
+				ev.NegMSE = diagnostics.WeightMSE(ev.NegWeights, ev.EBMWeights)
+				ev.StartMSE = diagnostics.WeightMSE(ev.StartWeights, ev.EBMWeights)
 			}
 		}
 	}
 	r.Evals = append(r.Evals, ev)
 	return ev, nil
-}
-
-func mse(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += (a[i] - b[i]) * (a[i] - b[i])
-	}
-	return s / float64(len(a))
 }
 
 // Checkpoint writes dir/checkpoint (models and trainer state), replacing the

@@ -300,6 +300,7 @@ type Trainer struct {
 	flowmc           *samplers.FlowMC
 	pos, neg, starts *mat.Dense
 	lastStarts       *mat.Dense
+	posEnergy        []float64
 }
 
 // Streams are the independent random streams of a run, one per component,
@@ -619,7 +620,10 @@ func (t *Trainer) Step() (IterStats, error) {
 // checkEnergies is the divergence guard: the energies of the positives must
 // stay finite and below MaxEnergy in absolute value.
 func (t *Trainer) checkEnergies(iter int) error {
-	e := make([]float64, t.Config.BatchSize)
+	if t.posEnergy == nil {
+		t.posEnergy = make([]float64, t.Config.BatchSize)
+	}
+	e := t.posEnergy
 	if err := t.EBM.Energy(t.pos, e); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -21,17 +22,7 @@ func misassigned(e *Experiment, n int) float64 {
 		for j := range x {
 			x[j] = e.Modes[0][j] + rng.NormFloat64()
 		}
-		best, bd := 0, math.Inf(1)
-		for k, m := range e.Modes {
-			s := 0.0
-			for j := range x {
-				s += (x[j] - m[j]) * (x[j] - m[j])
-			}
-			if s < bd {
-				best, bd = k, s
-			}
-		}
-		if best != 0 {
+		if diagnostics.NearestMode(x, e.Modes) != 0 {
 			bad++
 		}
 	}

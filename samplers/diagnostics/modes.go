@@ -14,19 +14,24 @@ func ModeWeights(x mat.Matrix, means [][]float64) []float64 {
 	w := make([]float64, len(means))
 	row := make([]float64, len(means[0]))
 	for i := 0; i < r; i++ {
-		mat.Row(row, i, x)
-		best, bd := 0, math.Inf(1)
-		for k, mu := range means {
-			if d := floats.Distance(row, mu, 2); d < bd {
-				best, bd = k, d
-			}
-		}
-		w[best]++
+		w[NearestMode(mat.Row(row, i, x), means)]++
 	}
 	for k := range w {
 		w[k] /= float64(r)
 	}
 	return w
+}
+
+// NearestMode returns the index of the mean nearest to x (Euclidean; the
+// first on ties): the zone x belongs to.
+func NearestMode(x []float64, means [][]float64) int {
+	best, bd := 0, math.Inf(1)
+	for k, mu := range means {
+		if d := floats.Distance(x, mu, 2); d < bd {
+			best, bd = k, d
+		}
+	}
+	return best
 }
 
 // WeightMSE is the mean squared error between estimated and reference weights.
