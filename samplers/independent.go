@@ -30,10 +30,7 @@ func (k *IMH) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if len(k.lpy) != m {
 		k.lpy, k.lqy = make([]float64, m), make([]float64, m)
 	}
-	if err := k.Proposal.Sample(rng, k.y, k.lqy); err != nil {
-		return noStats(), err
-	}
-	if err := k.Target.LogDensity(k.y, k.lpy); err != nil {
+	if err := drawProposals(rng, k.Target, k.Proposal, k.y, k.lqy, k.lpy); err != nil {
 		return noStats(), err
 	}
 	acc := 0
@@ -85,10 +82,7 @@ func (k *ISIR) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if len(k.logw) != n {
 		k.logw = make([]float64, n)
 	}
-	if err := k.Proposal.Sample(rng, k.y, k.lqy); err != nil {
-		return noStats(), err
-	}
-	if err := k.Target.LogDensity(k.y, k.lpy); err != nil {
+	if err := drawProposals(rng, k.Target, k.Proposal, k.y, k.lqy, k.lpy); err != nil {
 		return noStats(), err
 	}
 	moved := 0
@@ -171,4 +165,13 @@ func prepareIndependent(t Target, p Proposal, s *State) error {
 		return err
 	}
 	return s.ensureLogQ(p)
+}
+
+// drawProposals fills y with independent proposals, lq with their proposal
+// log-densities and lp with their target log-densities (IMH and i-SIR).
+func drawProposals(rng *rand.Rand, t Target, p Proposal, y *mat.Dense, lq, lp []float64) error {
+	if err := p.Sample(rng, y, lq); err != nil {
+		return err
+	}
+	return t.LogDensity(y, lp)
 }
