@@ -74,17 +74,25 @@ func safeValue(v reflect.Value) any {
 	return v.Interface()
 }
 
-// evalColumns are the scalar columns of metrics.csv, before the per-mode
-// weight columns.
-var evalColumns = []string{"iter", "loss", "flow_ll", "local_accept", "global_accept", "step_size",
-	"ebm_weight_mse", "neg_mse", "start_mse", "log_density_med_se"}
+// evalColumns are the scalar columns of metrics.csv after iter, before the
+// per-mode weight columns; evalScalars points at the fields they hold.
+var evalColumns = []string{"loss", "flow_ll", "local_accept", "global_accept", "step_size",
+	"ebm_weight_mse", "neg_mse", "start_mse", "log_density_med_se",
+	"max_rhat", "max_rhat_classic", "held_out_ll", "log_z", "log_z_se", "is_ess"}
+
+func evalScalars(e *Eval) []*float64 {
+	s := &e.Stats
+	return []*float64{&s.Loss, &s.FlowLL, &s.LocalAccept, &s.GlobalAccept, &s.StepSize,
+		&e.EBMWeightMSE, &e.NegMSE, &e.StartMSE, &e.LogDensityMedSE,
+		&e.MaxRHat, &e.MaxRHatClassic, &e.HeldOutLL, &e.LogZ.LogZ, &e.LogZ.SE, &e.LogZ.ESS}
+}
 
 // WriteEvalsCSV writes evaluations as CSV: the columns of evalColumns, then
 // ebm_w<k>, neg_w<k>, start_w<k> for each of k modes. NaN is written "NaN".
 func WriteEvalsCSV(path string, evals []Eval, modes int) error {
 	return safefile.Write(path, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		head := append([]string(nil), evalColumns...)
+		head := append([]string{"iter"}, evalColumns...)
 		for _, p := range []string{"ebm_w", "neg_w", "start_w"} {
 			for k := 0; k < modes; k++ {
 				head = append(head, p+strconv.Itoa(k))
@@ -92,10 +100,9 @@ func WriteEvalsCSV(path string, evals []Eval, modes int) error {
 		}
 		cw.Write(head)
 		for _, e := range evals {
-			s := e.Stats
 			row := []string{strconv.Itoa(e.Iter)}
-			for _, v := range []float64{s.Loss, s.FlowLL, s.LocalAccept, s.GlobalAccept, s.StepSize, e.EBMWeightMSE, e.NegMSE, e.StartMSE, e.LogDensityMedSE} {
-				row = append(row, strconv.FormatFloat(v, 'g', -1, 64))
+			for _, v := range evalScalars(&e) {
+				row = append(row, strconv.FormatFloat(*v, 'g', -1, 64))
 			}
 			for _, ws := range [][]float64{e.EBMWeights, e.NegWeights, e.StartWeights} {
 				for k := 0; k < modes; k++ {
@@ -124,7 +131,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	want := len(evalColumns) + 3*modes
+	want := 1 + len(evalColumns) + 3*modes
 	var evals []Eval
 	for i, row := range rows {
 		if i == 0 {
@@ -139,10 +146,12 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 				return nil, fmt.Errorf("%s: line %d, column %d: %w", path, i+1, j+1, err)
 			}
 		}
-		e := Eval{Iter: int(v[0]), EBMWeightMSE: v[6], NegMSE: v[7], StartMSE: v[8], LogDensityMedSE: v[9]}
-		e.Stats = IterStats{Iter: int(v[0]), Loss: v[1], FlowLL: v[2], LocalAccept: v[3], GlobalAccept: v[4], StepSize: v[5]}
+		e := Eval{Iter: int(v[0]), Stats: IterStats{Iter: int(v[0])}}
+		for j, p := range evalScalars(&e) {
+			*p = v[1+j]
+		}
 		if modes > 0 {
-			w := v[len(evalColumns):]
+			w := v[1+len(evalColumns):]
 			e.EBMWeights, e.NegWeights, e.StartWeights = nanNil(w[:modes]), nanNil(w[modes:2*modes]), nanNil(w[2*modes:])
 		}
 		evals = append(evals, e)

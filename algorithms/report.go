@@ -27,7 +27,10 @@ type Metrics struct {
 	Iterations  int       `json:"iterations"`
 	Seconds     float64   `json:"seconds"`
 	TrueWeights []float64 `json:"true_weights,omitempty"`
-	Final       Eval      `json:"final"`
+	// TrueHeldOutLL is the held-out data's mean exact log-density, the
+	// reference for Final.HeldOutLL.
+	TrueHeldOutLL float64 `json:"true_held_out_ll"`
+	Final         Eval    `json:"final"`
 }
 
 // WriteMetrics writes dir/metrics.json for the run's last evaluation.
@@ -36,7 +39,7 @@ func WriteMetrics(path string, r *Run, elapsed time.Duration) error {
 		return fmt.Errorf("algorithms: no evaluation to report")
 	}
 	return writeJSON(path, Metrics{Experiment: r.Experiment.Name, Algorithm: r.Config.Train.Algorithm, Seed: r.Config.Seed,
-		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, Final: r.Evals[len(r.Evals)-1]})
+		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1]})
 }
 
 // gridXYZ adapts a Grid to plotter.GridXYZ.
@@ -93,6 +96,23 @@ func WritePlots(r *Run) error {
 			return err
 		}
 	}
+	if r.grid == nil && len(r.Evals) > 0 {
+		var rhat []Eval
+		for _, e := range r.Evals {
+			if !math.IsNaN(e.MaxRHat) {
+				rhat = append(rhat, e)
+			}
+		}
+		err := PlotCurves(filepath.Join(r.Dir, "rhat.png"),
+			fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", r.Experiment.Name, r.Config.Train.Algorithm, r.Config.RHatChains),
+			"iteration", "max R-hat", true, 1, []Curve{
+				{"rank-normalised split R-hat", EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHat })},
+				{"classic R-hat", EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHatClassic })},
+			})
+		if err != nil {
+			return err
+		}
+	}
 	if r.Experiment.Modes == nil || len(r.Evals) == 0 || r.Evals[0].EBMWeights == nil {
 		return nil
 	}
@@ -130,4 +150,60 @@ func plotColor(k int) color.Color {
 		color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
 		color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}}
 	return cs[k%len(cs)]
+}
+
+// Curve is one named line of a PlotCurves figure.
+type Curve struct {
+	Name   string
+	Points plotter.XYs
+}
+
+// PlotCurves writes a line plot of curves as a PNG at path, with an
+// optional dashed horizontal reference line (ref, NaN for none) and a
+// logarithmic y axis if logY. Points with non-finite y are left out.
+func PlotCurves(path, title, xLabel, yLabel string, logY bool, ref float64, curves []Curve) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	for k, c := range curves {
+		pts := make(plotter.XYs, 0, len(c.Points))
+		for _, q := range c.Points {
+			if !math.IsNaN(q.Y) && !math.IsInf(q.Y, 0) && (!logY || q.Y > 0) {
+				pts = append(pts, q)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = plotColor(k)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(c.Name, l)
+	}
+	if !math.IsNaN(ref) {
+		f := plotter.NewFunction(func(float64) float64 { return ref })
+		f.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(f)
+	}
+	p.Legend.Top = true
+	return savePNG(p, path, 7*vg.Inch, 4*vg.Inch)
+}
+
+// EvalCurve extracts one quantity of every evaluation as a curve over
+// iterations.
+func EvalCurve(evals []Eval, f func(Eval) float64) plotter.XYs {
+	pts := make(plotter.XYs, len(evals))
+	for i, e := range evals {
+		pts[i] = plotter.XY{X: float64(e.Iter), Y: f(e)}
+	}
+	return pts
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
+	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
@@ -53,39 +54,16 @@ type RunConfig struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 	// GridSize is the 2D quadrature grid's points per side (default 200).
 	GridSize int `json:"grid_size,omitempty"`
-}
-
-// Defaults returns the run configuration for an experiment and algorithm:
-// the paper's App. C settings, scaled where they exceed 2 CPU cores within
-// minutes (each scaling is stated in the returned Notes).
-func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
-	exp, err := experiments.ByName(experiment)
-	if err != nil {
-		return RunConfig{}, nil, err
-	}
-	if algorithm == "" {
-		algorithm = FlowMC
-	}
-	rc := RunConfig{Experiment: exp.Name, Seed: 1}
-	var notes []string
-	t := &rc.Train
-	t.Algorithm = algorithm
-	switch exp.Name {
-	case "two-modes":
-		// App. C.2: 75 epochs of 16384 points, batch 64, persistent 1024,
-		// lr 0.01 for both, i-SIR 32 particles, Langevin step 0.01, 10
-		// steps (flowMC: 2 cycles of 1 global + 4 local).
-		rc.DataSize = 16384
-		t.Iterations = 2000
-		t.BatchSize, t.Persistent = 64, 1024
-		t.EBMOptim = OptimConfig{LR: 0.01, Decay: 0.9, DecayEvery: 100}
-		t.FlowOptim = t.EBMOptim
-		t.Sampler = SamplerConfig{Steps: 10, Particles: 32, GlobalSteps: 1, LocalSteps: 4, StepSize: 0.01}
-		notes = append(notes, "two-modes: 2,000 iterations (about 8 epochs) instead of 75 epochs (19,200 iterations), with the learning rate decayed ×0.9 every 100 iterations (0.01 → 0.0012) so that the final weights settle")
-	default:
-		return RunConfig{}, nil, fmt.Errorf("algorithms: no default configuration yet for experiment %q", exp.Name)
-	}
-	return rc, notes, nil
+	// RHatChains chains (default 128, or the bank's size if smaller) of the negative-sample kernel run
+	// for RHatSteps steps (default the iteration's MCMC steps, at least 8)
+	// from the persistent bank give the mixing diagnostic of paper Table 2,
+	// every RHatEvery iterations (default Iterations/10) and at the end.
+	RHatChains int `json:"rhat_chains,omitempty"`
+	RHatSteps  int `json:"rhat_steps,omitempty"`
+	RHatEvery  int `json:"rhat_every,omitempty"`
+	// LogZSamples is the number of draws of the importance-sampling
+	// estimate of log Z behind the held-out log-likelihood (default 4096).
+	LogZSamples int `json:"log_z_samples,omitempty"`
 }
 
 // Eval is one evaluation during training.
@@ -106,8 +84,21 @@ type Eval struct {
 	// LogDensityMedSE is median over held-out data of the squared error of
 	// the EBM's normalised log-density (by grid quadrature) against the
 	// exact one (paper Table 1; 2D only).
-	LogDensityMedSE float64   `json:"log_density_med_se"`
-	Stats           IterStats `json:"stats"`
+	LogDensityMedSE float64 `json:"log_density_med_se"`
+	// MaxRHat and MaxRHatClassic are the largest rank-normalised split
+	// R-hat and classic R-hat over dimensions of RHatChains fresh chains
+	// started from the persistent bank (paper Table 2); NaN at evaluations
+	// without the diagnostic.
+	MaxRHat        float64 `json:"max_rhat"`
+	MaxRHatClassic float64 `json:"max_rhat_classic"`
+	// HeldOutLL is the mean log-likelihood of held-out data under the
+	// normalised EBM, log Z estimated by importance sampling with the
+	// companion flow as proposal (the tilt ρ for ula): not in the paper.
+	// Compare with Run.TrueHeldOutLL, the same mean under the exact
+	// density.
+	HeldOutLL float64      `json:"held_out_ll"`
+	LogZ      LogZEstimate `json:"log_z"`
+	Stats     IterStats    `json:"stats"`
 }
 
 // Run is a training job on one of the paper's experiments, with its output
@@ -118,6 +109,9 @@ type Run struct {
 	Trainer    *Trainer
 	Dir        string
 	Evals      []Eval
+	// TrueHeldOutLL is the mean exact log-density of the held-out data
+	// (the best HeldOutLL can be, up to Monte Carlo error).
+	TrueHeldOutLL float64
 
 	heldOut *mat.Dense
 	grid    *Grid
@@ -154,6 +148,24 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	}
 	if cfg.CheckpointEvery == 0 {
 		cfg.CheckpointEvery = max(1, cfg.Train.Iterations/10)
+	}
+	if cfg.RHatChains == 0 {
+		cfg.RHatChains = 128
+		if cfg.Train.Persistent > 0 {
+			cfg.RHatChains = min(128, cfg.Train.Persistent)
+		}
+	}
+	if cfg.RHatSteps == 0 {
+		cfg.RHatSteps = max(8, cfg.Train.Sampler.Steps)
+	}
+	if cfg.RHatEvery == 0 {
+		cfg.RHatEvery = max(1, cfg.Train.Iterations/10)
+	}
+	if cfg.LogZSamples == 0 {
+		cfg.LogZSamples = 4096
+	}
+	if cfg.RHatChains < 2 || cfg.RHatSteps < 4 || cfg.LogZSamples < 2 {
+		return nil, fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
 	}
 	// The data come from their own stream so that the same seed gives the
 	// same data whatever the algorithm.
@@ -210,6 +222,14 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	}
 	r := &Run{Config: cfg, Experiment: exp, Trainer: tr, Dir: dir, heldOut: held}
 	r.Config.Train = tr.Config
+	if r.Config.RHatChains > r.Config.Train.Persistent && tr.Config.persistent() {
+		return nil, fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", r.Config.RHatChains, r.Config.Train.Persistent)
+	}
+	truth := make([]float64, held.RawMatrix().Rows)
+	if err := exp.Target.LogDensity(held, truth); err != nil {
+		return nil, err
+	}
+	r.TrueHeldOutLL = stat.Mean(truth, nil)
 	if exp.Box > 0 && d == 2 {
 		r.grid = NewGrid(exp.Box, cfg.GridSize)
 	}
@@ -223,8 +243,21 @@ func (r *Run) Grid() *Grid { return r.grid }
 // Evaluate computes the metrics at the current iteration and appends them
 // to Evals.
 func (r *Run) Evaluate(st IterStats) (Eval, error) {
-	ev := Eval{Iter: r.Trainer.Iter, Stats: st, EBMWeightMSE: math.NaN(), NegMSE: math.NaN(), StartMSE: math.NaN(), LogDensityMedSE: math.NaN()}
+	ev := Eval{Iter: r.Trainer.Iter, Stats: st, EBMWeightMSE: math.NaN(), NegMSE: math.NaN(), StartMSE: math.NaN(), LogDensityMedSE: math.NaN(),
+		MaxRHat: math.NaN(), MaxRHatClassic: math.NaN()}
 	exp := r.Experiment
+	// The diagnostics draw from their own stream, keyed by the iteration,
+	// so that they change nothing in training and a resumed run repeats
+	// them exactly.
+	rng := rand.New(rand.NewPCG(r.Config.Seed^0xe7a1, uint64(ev.Iter)))
+	if ev.Iter%r.Config.RHatEvery == 0 || ev.Iter == r.Config.Train.Iterations {
+		if err := r.mixing(rng, &ev); err != nil {
+			return ev, err
+		}
+	}
+	if err := r.heldOutLL(rng, &ev); err != nil {
+		return ev, err
+	}
 	if r.grid != nil {
 		if err := r.grid.Fill(r.Trainer.EBM.LogDensity); err != nil {
 			return ev, err
@@ -251,6 +284,64 @@ func (r *Run) Evaluate(st IterStats) (Eval, error) {
 	}
 	r.Evals = append(r.Evals, ev)
 	return ev, nil
+}
+
+// mixing fills the R-hat diagnostics of ev. Chains that left the reals
+// (a diverging sampler) give +Inf.
+func (r *Run) mixing(rng *rand.Rand, ev *Eval) error {
+	c := r.Config
+	d := r.Experiment.Dim()
+	draws, err := r.Trainer.SampleChains(rng, c.RHatChains, c.RHatSteps)
+	if err != nil {
+		return err
+	}
+	sum, err := diagnostics.Summarize(draws, c.RHatChains, c.RHatSteps, d)
+	if err != nil {
+		ev.MaxRHat, ev.MaxRHatClassic = math.Inf(1), math.Inf(1)
+		return nil
+	}
+	ev.MaxRHat, ev.MaxRHatClassic = math.Inf(-1), math.Inf(-1)
+	for _, s := range sum {
+		ev.MaxRHat = max(ev.MaxRHat, s.RHat)
+		ev.MaxRHatClassic = max(ev.MaxRHatClassic, s.RHatClassic)
+	}
+	return nil
+}
+
+// heldOutLL fills the held-out log-likelihood of ev.
+func (r *Run) heldOutLL(rng *rand.Rand, ev *Eval) error {
+	ebm := r.Trainer.EBM
+	var q samplers.Proposal = r.Trainer.Flow
+	if r.Trainer.Flow == nil {
+		if ebm.Tilt == nil {
+			ev.HeldOutLL, ev.LogZ = math.NaN(), LogZEstimate{LogZ: math.NaN(), SE: math.NaN(), ESS: math.NaN()}
+			return nil
+		}
+		g, err := samplers.NewGaussian(make([]float64, ebm.Dim()), diagCov(ebm.Tilt.Sigma))
+		if err != nil {
+			return err
+		}
+		q = g
+	}
+	est, err := EstimateLogZ(ebm.LogDensity, q, rng, r.Config.LogZSamples)
+	if err != nil {
+		return err
+	}
+	logp := make([]float64, r.heldOut.RawMatrix().Rows)
+	if err := ebm.LogDensity(r.heldOut, logp); err != nil {
+		return err
+	}
+	ev.LogZ = est
+	ev.HeldOutLL = stat.Mean(logp, nil) - est.LogZ
+	return nil
+}
+
+func diagCov(sigma []float64) *mat.SymDense {
+	c := mat.NewSymDense(len(sigma), nil)
+	for i, s := range sigma {
+		c.SetSym(i, i, s*s)
+	}
+	return c
 }
 
 // Checkpoint writes dir/checkpoint (models and trainer state), replacing the

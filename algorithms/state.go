@@ -27,8 +27,8 @@ type trainerState struct {
 // enough for Restore to continue exactly as an uninterrupted run.
 func (t *Trainer) SaveState(dir string) error {
 	st := trainerState{Iter: t.Iter, DataPos: t.dataPos, RNG: map[string][]byte{}}
-	if t.local != nil {
-		st.StepSize = t.local.StepSize
+	if t.kernels.local != nil {
+		st.StepSize = t.kernels.local.StepSize
 	}
 	for name, src := range t.streams() {
 		b, err := src.MarshalBinary()
@@ -142,8 +142,8 @@ func (t *Trainer) Restore(dir string) error {
 			return err
 		}
 	}
-	if t.local != nil && st.StepSize > 0 {
-		t.local.StepSize = st.StepSize
+	if t.kernels.local != nil && st.StepSize > 0 {
+		t.kernels.local.StepSize = st.StepSize
 	}
 	t.Iter = st.Iter
 	// The models' parameters were loaded from the checkpoint: re-read the

@@ -294,10 +294,7 @@ type Trainer struct {
 	optEBM, optFlow  Optimizer
 	thetaE, thetaF   []float64
 	gradE, gradF     []float64
-	kernel           samplers.Kernel
-	local            *samplers.MALA
-	neutra           *samplers.NeuTra
-	flowmc           *samplers.FlowMC
+	kernels          kernelSet
 	pos, neg, starts *mat.Dense
 	lastStarts       *mat.Dense
 	posEnergy        []float64
@@ -361,7 +358,7 @@ func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, s
 		t.thetaF = flow.Params.Flatten(nil)
 		t.gradF = make([]float64, len(t.thetaF))
 	}
-	t.buildKernel()
+	t.kernels = t.newKernels(cfg.Sampler.StepSize, cfg.Sampler.FixedStep)
 	t.Bank = mat.NewDense(cfg.Persistent, d, nil)
 	t.pos = mat.NewDense(cfg.BatchSize, d, nil)
 	t.starts = mat.NewDense(cfg.chains(), d, nil)
@@ -408,31 +405,97 @@ func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how string) error {
 	return nil
 }
 
-func (t *Trainer) buildKernel() {
+// kernelSet is the negative-sample kernel of an algorithm with handles on
+// its parts: the MALA whose step adapts, and the kernels with per-iteration
+// state to reset.
+type kernelSet struct {
+	kernel samplers.Kernel
+	local  *samplers.MALA
+	flowmc *samplers.FlowMC
+	neutra *samplers.NeuTra
+}
+
+// reset forgets per-chain state (flowMC's position in its cycle, NeuTra's
+// latent chains) before a new set of chains.
+func (k kernelSet) reset() {
+	if k.flowmc != nil {
+		k.flowmc.Reset()
+	}
+	if k.neutra != nil {
+		k.neutra.Reset()
+	}
+}
+
+// newKernels builds the algorithm's kernel with MALA step size step (frozen:
+// no adaptation).
+func (t *Trainer) newKernels(step float64, frozen bool) kernelSet {
 	s := t.Config.Sampler
-	mala := &samplers.MALA{Target: t.EBM, StepSize: s.StepSize, TargetAccept: s.TargetAccept, Frozen: s.FixedStep}
+	mala := &samplers.MALA{Target: t.EBM, StepSize: step, TargetAccept: s.TargetAccept, Frozen: frozen}
+	var k kernelSet
 	switch t.Config.Algorithm {
 	case FlowMC:
 		var global samplers.Kernel = &samplers.ISIR{Target: t.EBM, Proposal: t.Flow, Particles: s.Particles}
 		if s.Global == "imh" {
 			global = &samplers.IMH{Target: t.EBM, Proposal: t.Flow}
 		}
-		t.local = mala
-		t.flowmc = &samplers.FlowMC{Global: global, Local: mala, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps, Stacked: s.Stacked}
-		t.kernel = t.flowmc
+		k.local = mala
+		k.flowmc = &samplers.FlowMC{Global: global, Local: mala, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps, Stacked: s.Stacked}
+		k.kernel = k.flowmc
 	case NT:
 		lat, err := graph.NewLatent(t.Flow, t.EBM)
 		if err != nil {
 			panic(err) // dimensions were checked in NewTrainer
 		}
-		t.neutra = &samplers.NeuTra{Latent: lat, Local: *mala}
-		t.local = &t.neutra.Local
-		t.kernel = t.neutra
+		k.neutra = &samplers.NeuTra{Latent: lat, Local: *mala}
+		k.local = &k.neutra.Local
+		k.kernel = k.neutra
 	case ULA:
-		t.kernel = &samplers.ULA{Target: t.EBM, StepSize: s.StepSize}
+		k.kernel = &samplers.ULA{Target: t.EBM, StepSize: step}
 	case CoopFlow:
-		t.kernel = &samplers.ULA{Target: t.EBM, StepSize: s.StepSize, NoiseFree: true}
+		k.kernel = &samplers.ULA{Target: t.EBM, StepSize: step, NoiseFree: true}
 	}
+	return k
+}
+
+// stepSize is the local kernel's current step size.
+func (t *Trainer) stepSize() float64 {
+	if t.kernels.local != nil {
+		return t.kernels.local.StepSize
+	}
+	return t.Config.Sampler.StepSize
+}
+
+// SampleChains runs m fresh chains of the algorithm's negative-sample kernel
+// for steps steps, with the local step size frozen at its current value, and
+// returns every state laid out m × steps × d (the layout
+// diagnostics.Summarize takes). Chains start from m distinct rows of the
+// persistent bank, or from fresh flow samples for CoopFlow, as the paper's
+// Table 2 does. Training is not affected.
+func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) {
+	d := t.EBM.Dim()
+	x := mat.NewDense(m, d, nil)
+	if t.Config.persistent() {
+		if m > t.Config.Persistent {
+			return nil, fmt.Errorf("algorithms: %d chains requested from a bank of %d", m, t.Config.Persistent)
+		}
+		for r, i := range rng.Perm(t.Config.Persistent)[:m] {
+			x.SetRow(r, t.Bank.RawRowView(i))
+		}
+	} else if err := t.Flow.Sample(rng, x, make([]float64, m)); err != nil {
+		return nil, err
+	}
+	k := t.newKernels(t.stepSize(), true)
+	state := samplers.NewState(x)
+	draws := make([]float64, m*steps*d)
+	for s := 0; s < steps; s++ {
+		if _, err := k.kernel.Step(rng, state); err != nil {
+			return nil, err
+		}
+		for c := 0; c < m; c++ {
+			copy(draws[(c*steps+s)*d:(c*steps+s+1)*d], state.X.RawRowView(c))
+		}
+	}
+	return draws, nil
 }
 
 // pretrain fits the flow before training: by maximum likelihood on the data
@@ -527,12 +590,7 @@ func (t *Trainer) Step() (IterStats, error) {
 	t.lastStarts.Copy(t.starts)
 
 	// MCMC.
-	if t.flowmc != nil {
-		t.flowmc.Reset()
-	}
-	if t.neutra != nil {
-		t.neutra.Reset()
-	}
+	t.kernels.reset()
 	state := samplers.NewState(t.starts)
 	rng := rand.New(t.rngs.Chains)
 	var all []float64
@@ -546,7 +604,7 @@ func (t *Trainer) Step() (IterStats, error) {
 	}
 	var loc, glob accum
 	for k := 0; k < s.Steps; k++ {
-		ks, err := t.kernel.Step(rng, state)
+		ks, err := t.kernels.kernel.Step(rng, state)
 		if err != nil {
 			return st, fmt.Errorf("iteration %d, MCMC step %d: %w", st.Iter, k+1, err)
 		}
@@ -567,8 +625,8 @@ func (t *Trainer) Step() (IterStats, error) {
 		}
 	}
 	st.LocalAccept, st.GlobalAccept = loc.mean(), glob.mean()
-	if t.local != nil {
-		st.StepSize = t.local.StepSize
+	if t.kernels.local != nil {
+		st.StepSize = t.kernels.local.StepSize
 	}
 	for r, i := range idx {
 		t.Bank.SetRow(i, state.X.RawRowView(r))

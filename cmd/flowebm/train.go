@@ -204,6 +204,10 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 	if !isNaN(final.LogDensityMedSE) {
 		fmt.Fprintf(out, "median squared log-density error over held-out data: %.3f\n", final.LogDensityMedSE)
 	}
+	fmt.Fprintf(out, "held-out log-likelihood: %.3f (exact density: %.3f; log Z by importance sampling %.3f ± %.3f, ESS %.0f%%)\n",
+		final.HeldOutLL, run.TrueHeldOutLL, final.LogZ.LogZ, final.LogZ.SE, 100*final.LogZ.ESS)
+	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
+		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
 	fmt.Fprintf(out, "acceptance: local %.2f, global %.2f\n", final.Stats.LocalAccept, final.Stats.GlobalAccept)
 	fmt.Fprintf(out, "outputs in %s\n", run.Dir)
 	return nil
