@@ -18,7 +18,7 @@ import (
 
 type trainFlags struct {
 	experiment, algorithm, config, out, resume string
-	iterations                                 int
+	iterations, epochs                         int
 	seed                                       uint64
 	quiet                                      bool
 }
@@ -37,8 +37,11 @@ func trainCmd() *cobra.Command {
 
 Defaults follow the paper's App. C for each experiment, scaled where the
 paper's settings exceed 2 CPU cores (the scaling is printed). --config takes a
-JSON file with the fields of config.json (written into every run folder); flags
-given explicitly override it.
+JSON file with the fields of config.json (written into every run folder) and
+replaces the defaults entirely: fields it leaves out take the trainer's
+generic defaults. The paper's unscaled settings for every experiment and
+algorithm are in algorithms/configs/. Flags given explicitly override the
+file.
 
 DIR receives config.json, metrics.csv (evaluations over training),
 metrics.json (the final evaluation) and checkpoint/ (spec.json, weights.npz,
@@ -54,7 +57,8 @@ reaches the same result as an uninterrupted run.`,
 	fl.StringVar(&f.experiment, "experiment", "two-modes", "experiment name")
 	fl.StringVar(&f.algorithm, "algorithm", "flowmc", "flowmc, ula, nt or coopflow")
 	fl.StringVar(&f.config, "config", "", "JSON run configuration (overrides the defaults)")
-	fl.IntVar(&f.iterations, "iterations", 0, "training iterations (0: the experiment's default)")
+	fl.IntVar(&f.iterations, "iterations", 0, "training iterations (0: the experiment's default); learning-rate decay is stretched to match")
+	fl.IntVar(&f.epochs, "epochs", 0, "training epochs (passes over the training data), instead of --iterations")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fl.StringVar(&f.out, "out", "", "output folder (default runs/EXPERIMENT-ALGORITHM-sSEED)")
 	fl.StringVar(&f.resume, "resume", "", "continue the run in this folder from its checkpoint")
@@ -72,26 +76,34 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 		}
 		fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
 	} else {
-		cfg, notes, err := algorithms.Defaults(f.experiment, f.algorithm)
-		if err != nil {
-			return err
-		}
+		var cfg algorithms.RunConfig
+		var notes []string
 		if f.config != "" {
+			// The file is the whole configuration: fields it leaves out
+			// take the trainer's generic defaults, not the experiment's.
 			if err := readConfig(f.config, &cfg); err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("experiment") {
+			if cmd.Flags().Changed("experiment") || cfg.Experiment == "" {
 				cfg.Experiment = f.experiment
 			}
-			if cmd.Flags().Changed("algorithm") {
+			if cmd.Flags().Changed("algorithm") || cfg.Train.Algorithm == "" {
 				cfg.Train.Algorithm = f.algorithm
 			}
+		} else if cfg, notes, err = algorithms.Defaults(f.experiment, f.algorithm); err != nil {
+			return err
 		}
 		if cmd.Flags().Changed("seed") || f.config == "" {
 			cfg.Seed = f.seed
 		}
+		if f.iterations > 0 && f.epochs > 0 {
+			return fmt.Errorf("give --iterations or --epochs, not both")
+		}
+		if f.epochs > 0 {
+			f.iterations = max(1, f.epochs*cfg.DataSize/max(1, cfg.Train.BatchSize))
+		}
 		if f.iterations > 0 {
-			cfg.Train.Iterations = f.iterations
+			cfg.SetIterations(f.iterations)
 		}
 		dir := f.out
 		if dir == "" {

@@ -1,0 +1,101 @@
+package algorithms
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the paper configurations under configs/")
+
+// paperExperiments are the experiments whose paper settings are checked in.
+var paperExperiments = []string{"two-modes", "four-modes", "8-gaussians", "rings",
+	"four-gaussians-16", "four-gaussians-32", "four-gaussians-64"}
+
+// TestPaperConfigFiles checks that configs/EXPERIMENT-ALGORITHM.json hold
+// exactly PaperConfig's settings (go test -update rewrites them) and that
+// each is a valid configuration.
+func TestPaperConfigFiles(t *testing.T) {
+	for _, e := range paperExperiments {
+		for _, a := range Algorithms {
+			rc, _, err := PaperConfig(e, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(jsonSafe(rc)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("configs", e+"-"+a+".json")
+			if *update {
+				if err := writeJSON(path, rc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, buf.Bytes()) {
+				t.Errorf("%s differs from PaperConfig(%q, %q); run go test -update if the change is intended", path, e, a)
+			}
+			var back RunConfig
+			if err := readJSON(path, &back, true); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := back.Train.withDefaults(2, 1); err != nil {
+				t.Errorf("%s: %v", path, err)
+			}
+		}
+	}
+}
+
+// TestDefaultsScaleThePaper checks what Defaults keeps from the paper and
+// what it shrinks.
+func TestDefaultsScaleThePaper(t *testing.T) {
+	for _, e := range paperExperiments {
+		for _, a := range Algorithms {
+			p, _, err := PaperConfig(e, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, notes, err := Defaults(e, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Train.Iterations >= p.Train.Iterations {
+				t.Errorf("%s %s: %d iterations, not fewer than the paper's %d", e, a, d.Train.Iterations, p.Train.Iterations)
+			}
+			if d.Train.EBMOptim.LR != p.Train.EBMOptim.LR || d.Train.Algorithm != a || d.Train.Sampler.StepSize != p.Train.Sampler.StepSize {
+				t.Errorf("%s %s: learning rate, algorithm or step size changed by scaling", e, a)
+			}
+			if len(notes) == 0 || !strings.Contains(strings.Join(notes, " "), "scaled") {
+				t.Errorf("%s %s: no scaling note", e, a)
+			}
+			if _, err := d.Train.withDefaults(2, 1); err != nil {
+				t.Errorf("%s %s: %v", e, a, err)
+			}
+		}
+	}
+	if _, _, err := Defaults("two-modes", "sgld"); err == nil {
+		t.Error("unknown algorithm accepted")
+	}
+}
+
+func TestSetIterationsStretchesDecay(t *testing.T) {
+	rc, _, err := Defaults("two-modes", FlowMC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	every := rc.Train.EBMOptim.DecayEvery
+	rc.SetIterations(rc.Train.Iterations / 10)
+	if rc.Train.EBMOptim.DecayEvery != every/10 || rc.Train.FlowOptim.DecayEvery != every/10 {
+		t.Errorf("decay every %d and %d after shrinking ×10, want %d", rc.Train.EBMOptim.DecayEvery, rc.Train.FlowOptim.DecayEvery, every/10)
+	}
+}
