@@ -156,10 +156,10 @@ type scaling struct {
 
 var scalings = map[string]scaling{
 	"two-modes":      {iterations: 2000},
-	"four-modes":     {iterations: 1500, stepsDiv: 4},
-	"8-gaussians":    {iterations: 1500, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
-	"rings":          {iterations: 1500, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
-	"four-gaussians": {iterations: 600, dataSize: 16384, stepsDiv: 4, persistent: 2048, particles: 64},
+	"four-modes":     {iterations: 1000, stepsDiv: 4},
+	"8-gaussians":    {iterations: 1000, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
+	"rings":          {iterations: 1000, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
+	"four-gaussians": {iterations: 400, dataSize: 16384, stepsDiv: 4, persistent: 2048, particles: 64},
 }
 
 // Defaults returns the run configuration for an experiment and algorithm:

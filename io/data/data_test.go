@@ -1,0 +1,273 @@
+package data
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cifarRecords builds n CIFAR-10 records whose pixel (c, i, j) of record k is
+// (k + 3c + 5i + 7j) mod 256 and whose label is k mod 10.
+func cifarRecords(n int) []byte {
+	var b []byte
+	for k := 0; k < n; k++ {
+		b = append(b, byte(k%10))
+		for c := 0; c < 3; c++ {
+			for i := 0; i < 32; i++ {
+				for j := 0; j < 32; j++ {
+					b = append(b, byte((k+3*c+5*i+7*j)%256))
+				}
+			}
+		}
+	}
+	return b
+}
+
+func gz(b []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+func TestReadCIFAR10Layout(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		raw := cifarRecords(3)
+		if compress {
+			raw = gz(raw)
+		}
+		im, err := ReadCIFAR10(bytes.NewReader(raw), "batch.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, c := im.X.Dims(); r != 3 || c != 3072 || im.Channels != 3 || im.Height != 32 || im.Width != 32 {
+			t.Fatalf("shape %d×%d, %d×%d×%d", r, c, im.Channels, im.Height, im.Width)
+		}
+		for k := 0; k < 3; k++ {
+			if im.Labels[k] != k {
+				t.Errorf("record %d label %d", k, im.Labels[k])
+			}
+			for _, p := range [][3]int{{0, 0, 0}, {1, 2, 3}, {2, 31, 31}, {2, 0, 17}} {
+				c, i, j := p[0], p[1], p[2]
+				want := float64((k + 3*c + 5*i + 7*j) % 256)
+				if got := im.X.At(k, c*1024+i*32+j); got != want {
+					t.Errorf("record %d pixel %v = %v, want %v", k, p, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestReadCIFAR10Dir(t *testing.T) {
+	dir := t.TempDir()
+	for b := 1; b <= 5; b++ {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("data_batch_%d.bin", b)), cifarRecords(b), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "test_batch.bin"), cifarRecords(4), 0o644)
+	train, err := ReadCIFAR10Dir(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := train.X.Dims(); r != 15 || len(train.Labels) != 15 {
+		t.Errorf("training set has %d images, want 1+2+3+4+5 = 15", r)
+	}
+	// Batch 3's first record follows batches 1 and 2 (3 records).
+	if train.X.At(3, 0) != 0 || train.Labels[3] != 0 || train.X.At(4, 0) != 1 {
+		t.Error("batches not stacked in order")
+	}
+	test, err := ReadCIFAR10Dir(dir, true)
+	if err != nil || len(test.Labels) != 4 {
+		t.Fatalf("test set: %v, %v", test, err)
+	}
+	os.Remove(filepath.Join(dir, "data_batch_4.bin"))
+	if _, err := ReadCIFAR10Dir(dir, false); err == nil || !strings.Contains(err.Error(), "data_batch_4.bin") {
+		t.Errorf("missing batch: %v", err)
+	}
+}
+
+func TestReadCIFAR10Errors(t *testing.T) {
+	bad := cifarRecords(2)
+	bad[cifarRecord] = 11 // second record's label
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		field string
+	}{
+		{"truncated", cifarRecords(2)[:cifarRecord+100], "record 1"},
+		{"label", bad, "record 1 label"},
+		{"empty", nil, "records"},
+		{"bad gzip", []byte{0x1f, 0x8b, 0, 0}, "gzip header"},
+	} {
+		_, err := ReadCIFAR10(bytes.NewReader(c.data), "x.bin")
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.File != "x.bin" || fe.Field != c.field {
+			t.Errorf("%s: error %v, want a FormatError on field %q of x.bin", c.name, err, c.field)
+		}
+	}
+}
+
+// idxFiles builds an IDX image file of n rows×cols images with pixel
+// (k, p) = (k·7 + p) mod 256 and its label file with labels k mod 10.
+func idxFiles(n, rows, cols int) (images, labels []byte) {
+	var ib, lb bytes.Buffer
+	binary.Write(&ib, binary.BigEndian, [4]uint32{idxImages, uint32(n), uint32(rows), uint32(cols)})
+	binary.Write(&lb, binary.BigEndian, [2]uint32{idxLabels, uint32(n)})
+	for k := 0; k < n; k++ {
+		for p := 0; p < rows*cols; p++ {
+			ib.WriteByte(byte((k*7 + p) % 256))
+		}
+		lb.WriteByte(byte(k % 10))
+	}
+	return ib.Bytes(), lb.Bytes()
+}
+
+func TestReadIDX(t *testing.T) {
+	ib, lb := idxFiles(5, 3, 4)
+	for _, compress := range []bool{false, true} {
+		i, l := ib, lb
+		if compress {
+			i, l = gz(ib), gz(lb)
+		}
+		im, err := ReadIDX(bytes.NewReader(i), "img", bytes.NewReader(l), "lab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, c := im.X.Dims(); r != 5 || c != 12 || im.Height != 3 || im.Width != 4 || im.Levels != 256 {
+			t.Fatalf("shape %d×%d", r, c)
+		}
+		if im.X.At(4, 11) != float64((4*7+11)%256) || im.Labels[4] != 4 {
+			t.Error("wrong pixel or label")
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), gz(ib), 0o644)
+	os.WriteFile(filepath.Join(dir, "t10k-labels-idx1-ubyte"), lb, 0o644)
+	if im, err := ReadMNIST(dir, true); err != nil || len(im.Labels) != 5 {
+		t.Errorf("ReadMNIST: %v", err)
+	}
+	if _, err := ReadMNIST(dir, false); err == nil || !strings.Contains(err.Error(), "train-images-idx3-ubyte") {
+		t.Errorf("missing training files: %v", err)
+	}
+}
+
+func TestReadIDXErrors(t *testing.T) {
+	ib, lb := idxFiles(5, 3, 4)
+	badMagic := append([]byte{0, 0, 8, 1}, ib[4:]...)
+	_, shortLabels := idxFiles(4, 3, 4)
+	for _, c := range []struct {
+		name     string
+		img, lab []byte
+		file     string
+		field    string
+	}{
+		{"magic", badMagic, lb, "img", "magic number"},
+		{"truncated images", ib[:len(ib)-1], lb, "img", "image 4"},
+		{"short header", ib[:10], lb, "img", "header"},
+		{"count", ib, shortLabels, "lab", "label count"},
+		{"huge", append([]byte{0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff}, ib[8:]...), lb, "img", "dimensions"},
+	} {
+		_, err := ReadIDX(bytes.NewReader(c.img), "img", bytes.NewReader(c.lab), "lab")
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.File != c.file || fe.Field != c.field {
+			t.Errorf("%s: error %v, want a FormatError on field %q of %s", c.name, err, c.field, c.file)
+		}
+	}
+}
+
+func TestReadDigits(t *testing.T) {
+	line := func(v, label int) string {
+		f := make([]string, 65)
+		for j := 0; j < 64; j++ {
+			f[j] = fmt.Sprintf("%d.0", (v+j)%17)
+		}
+		f[64] = fmt.Sprint(label)
+		return strings.Join(f, ",")
+	}
+	csv := line(0, 3) + "\n" + line(5, 9) + "\n"
+	im, err := ReadDigits(bytes.NewReader(gz([]byte(csv))), "digits.csv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, c := im.X.Dims(); r != 2 || c != 64 || im.Labels[1] != 9 || im.X.At(1, 63) != float64((5+63)%17) || im.Levels != 17 {
+		t.Errorf("read %d×%d, labels %v", r, c, im.Labels)
+	}
+	for _, c := range []struct{ name, data, field string }{
+		{"fields", "1,2,3\n", "line 1"},
+		{"pixel", strings.Replace(line(0, 3), "0.0", "17", 1) + "\n", "line 1, pixel 0"},
+		{"label", line(0, 3) + "\n" + line(1, 3)[:len(line(1, 3))-1] + "10\n", "line 2, label"},
+		{"empty", "", "lines"},
+		{"quote", "\"1,2\n", "line 1"},
+	} {
+		_, err := ReadDigits(strings.NewReader(c.data), "d.csv")
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.File != "d.csv" || fe.Field != c.field {
+			t.Errorf("%s: error %v, want a FormatError on field %q", c.name, err, c.field)
+		}
+	}
+}
+
+// TestDebianDigits reads the real file when python3-sklearn is installed.
+func TestDebianDigits(t *testing.T) {
+	if _, err := os.Stat(DigitsPath); err != nil {
+		t.Skip("python3-sklearn's digits.csv.gz not installed")
+	}
+	im, err := ReadDigitsFile(DigitsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, c := im.X.Dims(); r != 1797 || c != 64 {
+		t.Fatalf("%d×%d, want 1797×64", r, c)
+	}
+	for k, w := range im.ClassWeights() {
+		if math.Abs(w-0.1) > 0.005 { // the classes hold 174 to 183 images each
+			t.Errorf("class %d weight %.4f", k, w)
+		}
+	}
+}
+
+// TestDequantize checks the range and the mean of dequantised pixels: a
+// pixel of value v becomes lo + (hi−lo)(v + U)/Levels, of mean
+// lo + (hi−lo)(v + 1/2)/Levels.
+func TestDequantize(t *testing.T) {
+	im, err := ReadCIFAR10(bytes.NewReader(cifarRecords(200)), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := im.Dequantize(rand.New(rand.NewPCG(1, 2)), -1, 1)
+	var sum, want float64
+	for i, v := range x.RawMatrix().Data {
+		p := im.X.RawMatrix().Data[i]
+		lo, hi := -1+2*p/256, -1+2*(p+1)/256
+		if v < lo || v >= hi {
+			t.Fatalf("pixel %v dequantised to %v, outside [%v, %v)", p, v, lo, hi)
+		}
+		sum += v
+		want += -1 + 2*(p+0.5)/256
+	}
+	n := float64(len(x.RawMatrix().Data))
+	// Each value's noise has sd (2/256)/√12; the mean's is that over √n.
+	if se := 2.0 / 256 / math.Sqrt(12*n); math.Abs(sum/n-want/n) > 4.5*se {
+		t.Errorf("mean %v, want %v ± %v", sum/n, want/n, 4.5*se)
+	}
+}
+
+func TestSubsetAndWeights(t *testing.T) {
+	im, _ := ReadCIFAR10(bytes.NewReader(cifarRecords(20)), "b")
+	s := im.Subset([]int{3, 13, 5})
+	if len(s.Labels) != 3 || s.Labels[1] != 3 || s.X.At(2, 0) != im.X.At(5, 0) {
+		t.Errorf("subset labels %v", s.Labels)
+	}
+	w := s.ClassWeights()
+	if w[3] != 2.0/3 || w[5] != 1.0/3 {
+		t.Errorf("weights %v", w)
+	}
+}

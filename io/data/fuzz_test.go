@@ -1,0 +1,64 @@
+package data
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// The fuzz targets check that no input makes a reader panic, and that what
+// a reader accepts is consistent.
+
+func FuzzReadCIFAR10(f *testing.F) {
+	f.Add(cifarRecords(1))
+	f.Add(gz(cifarRecords(2)))
+	f.Add([]byte{0x1f, 0x8b, 8, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		im, err := ReadCIFAR10(bytes.NewReader(b), "f")
+		if err != nil {
+			return
+		}
+		if r, c := im.X.Dims(); r != len(im.Labels) || c != 3072 {
+			t.Fatalf("%d×%d for %d labels", r, c, len(im.Labels))
+		}
+	})
+}
+
+func FuzzReadIDX(f *testing.F) {
+	ib, lb := idxFiles(2, 2, 3)
+	f.Add(ib, lb)
+	f.Add(gz(ib), gz(lb))
+	f.Add(ib[:9], lb[:3])
+	f.Fuzz(func(t *testing.T, ib, lb []byte) {
+		im, err := ReadIDX(bytes.NewReader(ib), "i", bytes.NewReader(lb), "l")
+		if err != nil {
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is not a FormatError", err)
+			}
+			return
+		}
+		if r, c := im.X.Dims(); r != len(im.Labels) || c != im.Height*im.Width {
+			t.Fatalf("%d×%d for %d labels of %d×%d", r, c, len(im.Labels), im.Height, im.Width)
+		}
+	})
+}
+
+func FuzzReadDigits(f *testing.F) {
+	f.Add([]byte("0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,0,1,2,3,4,5,6,7,8,9,10,11,12,7\n"))
+	f.Add([]byte("1,2\n\"x"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		im, err := ReadDigits(bytes.NewReader(b), "d")
+		if err != nil {
+			return
+		}
+		if r, _ := im.X.Dims(); r != len(im.Labels) {
+			t.Fatal("rows and labels differ")
+		}
+		for _, v := range im.X.RawMatrix().Data {
+			if v < 0 || v > 16 {
+				t.Fatalf("pixel %v", v)
+			}
+		}
+	})
+}
