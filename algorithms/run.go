@@ -54,10 +54,12 @@ type RunConfig struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 	// GridSize is the 2D quadrature grid's points per side (default 200).
 	GridSize int `json:"grid_size,omitempty"`
-	// RHatChains chains (default 128, or the bank's size if smaller) of the negative-sample kernel run
-	// for RHatSteps steps (default the iteration's MCMC steps, at least 8)
-	// from the persistent bank give the mixing diagnostic of paper Table 2,
-	// every RHatEvery iterations (default Iterations/10) and at the end.
+	// RHatChains chains (default 128, or the bank's size if smaller) of
+	// the negative-sample kernel, run for RHatSteps steps (default the
+	// iteration's MCMC steps, at least 8; for flowMC a step is a whole
+	// cycle, see Trainer.SampleChains) from the persistent bank, give the
+	// mixing diagnostic of paper Table 2 every RHatEvery iterations
+	// (default Iterations/10) and at the end.
 	RHatChains int `json:"rhat_chains,omitempty"`
 	RHatSteps  int `json:"rhat_steps,omitempty"`
 	RHatEvery  int `json:"rhat_every,omitempty"`
@@ -157,6 +159,14 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	}
 	if cfg.RHatSteps == 0 {
 		cfg.RHatSteps = max(8, cfg.Train.Sampler.Steps)
+		if s := cfg.Train.Sampler; (cfg.Train.Algorithm == FlowMC || cfg.Train.Algorithm == "") && !s.Stacked {
+			// flowMC's diagnostic chains step whole cycles.
+			cycle := max(1, s.GlobalSteps+s.LocalSteps)
+			if s.GlobalSteps == 0 && s.LocalSteps == 0 {
+				cycle = 5
+			}
+			cfg.RHatSteps = max(8, s.Steps/cycle)
+		}
 	}
 	if cfg.RHatEvery == 0 {
 		cfg.RHatEvery = max(1, cfg.Train.Iterations/10)

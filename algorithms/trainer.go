@@ -467,10 +467,12 @@ func (t *Trainer) stepSize() float64 {
 
 // SampleChains runs m fresh chains of the algorithm's negative-sample kernel
 // for steps steps, with the local step size frozen at its current value, and
-// returns every state laid out m × steps × d (the layout
-// diagnostics.Summarize takes). Chains start from m distinct rows of the
-// persistent bank, or from fresh flow samples for CoopFlow, as the paper's
-// Table 2 does. Training is not affected.
+// returns the state after every step laid out m × steps × d (the layout
+// diagnostics.Summarize takes). For flowMC one step is one whole cycle of
+// global and local moves (App. C.5's "stacked" step), so that every draw
+// follows a global move. Chains start from m distinct rows of the persistent
+// bank, or from fresh flow samples for CoopFlow, as the paper's Table 2 does.
+// Training is not affected.
 func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) {
 	d := t.EBM.Dim()
 	x := mat.NewDense(m, d, nil)
@@ -485,6 +487,9 @@ func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) 
 		return nil, err
 	}
 	k := t.newKernels(t.stepSize(), true)
+	if k.flowmc != nil {
+		k.flowmc.Stacked = true
+	}
 	state := samplers.NewState(x)
 	draws := make([]float64, m*steps*d)
 	for s := 0; s < steps; s++ {

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReproduceReport trains two short runs in-process, marks a third as
+// diverged, and checks that reproduce keeps them (no retraining) and writes
+// a report with their numbers, the paper's, and the plots.
+func TestReproduceReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two short runs")
+	}
+	dir := t.TempDir()
+	for _, a := range []string{"flowmc", "ula"} {
+		var out, errb bytes.Buffer
+		args := []string{"train", "--algorithm", a, "--iterations", "20", "--quiet", "--out", filepath.Join(dir, "runs", "two-modes-"+a)}
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("train %s: %s", a, errb.String())
+		}
+	}
+	nt := filepath.Join(dir, "runs", "two-modes-nt")
+	os.MkdirAll(nt, 0o755)
+	os.WriteFile(filepath.Join(nt, "error.txt"), []byte("flowebm: iteration 7: loss NaN: training diverged\n"), 0o644)
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula,nt", "--out", dir}, &out, &errb); code != 0 {
+		t.Fatalf("reproduce: %s", errb.String())
+	}
+	if got := strings.Count(out.String(), "already done"); got != 2 {
+		t.Errorf("%d runs kept, want 2:\n%s", got, out.String())
+	}
+	if !strings.Contains(out.String(), "two-modes-nt: failed before") {
+		t.Errorf("the failed run was not reported as such:\n%s", out.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(b)
+	for _, want := range []string{"## Motivating example", "| flowMC-EBM | 0.", "| ULA-EBM | 0.", "| NT-EBM | diverged", "![two-modes weights](two-modes-weights.png)",
+		"two-modes, flowMC-EBM: top-right weight", "| two-modes-flowmc | -", "| two-modes-nt | diverged"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "two-modes-weights.png")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestReproduceBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reproduce", "--jobs", "0"}, "--jobs 0"},
+		{[]string{"reproduce", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
+		{[]string{"reproduce", "--algorithms", "sgld"}, `algorithm "sgld"`},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
