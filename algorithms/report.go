@@ -103,46 +103,37 @@ func WritePlots(r *Run) error {
 				rhat = append(rhat, e)
 			}
 		}
-		err := PlotCurves(filepath.Join(r.Dir, "rhat.png"),
-			fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", r.Experiment.Name, r.Config.Train.Algorithm, r.Config.RHatChains),
-			"iteration", "max R-hat", true, 1, []Curve{
-				{"rank-normalised split R-hat", EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHat })},
-				{"classic R-hat", EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHatClassic })},
-			})
-		if err != nil {
+		fig := Figure{
+			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", r.Experiment.Name, r.Config.Train.Algorithm, r.Config.RHatChains),
+			XLabel: "iteration", YLabel: "max R-hat", LogY: true,
+			Curves: []Curve{
+				{Name: "rank-normalised split R-hat", Points: EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHat }), Ref: 1, HasRef: true},
+				{Name: "classic R-hat", Points: EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHatClassic })},
+			},
+		}
+		if err := fig.WritePNG(filepath.Join(r.Dir, "rhat.png")); err != nil {
 			return err
 		}
 	}
 	if r.Experiment.Modes == nil || len(r.Evals) == 0 || r.Evals[0].EBMWeights == nil {
 		return nil
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, %s: EBM mode weights (grid quadrature) over training", r.Experiment.Name, r.Config.Train.Algorithm)
-	p.X.Label.Text = "iteration"
-	p.Y.Label.Text = "weight"
-	p.Y.Min, p.Y.Max = 0, 1
-	for k := range r.Experiment.Modes {
-		pts := make(plotter.XYs, 0, len(r.Evals))
-		for _, e := range r.Evals {
-			if k < len(e.EBMWeights) {
-				pts = append(pts, plotter.XY{X: float64(e.Iter), Y: e.EBMWeights[k]})
-			}
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		l.Color = plotColor(k)
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("mode %d (truth %.2f)", k+1, r.Experiment.Weights[k]), l)
-		truth := plotter.NewFunction(func(float64) float64 { return r.Experiment.Weights[k] })
-		truth.Color = plotColor(k)
-		truth.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(truth)
+	fig := Figure{
+		Title:  fmt.Sprintf("%s, %s: EBM mode weights (grid quadrature) over training", r.Experiment.Name, r.Config.Train.Algorithm),
+		XLabel: "iteration", YLabel: "weight", YMin: 0, YMax: 1,
 	}
-	p.Legend.Top = true
-	return savePNG(p, filepath.Join(r.Dir, "weights.png"), 7*vg.Inch, 4*vg.Inch)
+	for k, w := range r.Experiment.Weights {
+		fig.Curves = append(fig.Curves, Curve{Name: fmt.Sprintf("mode %d (truth %.2f)", k+1, w),
+			Points: EvalCurve(r.Evals, func(e Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
+	}
+	return fig.WritePNG(filepath.Join(r.Dir, "weights.png"))
+}
+
+func at(v []float64, k int) float64 {
+	if k < len(v) {
+		return v[k]
+	}
+	return math.NaN()
 }
 
 func plotColor(k int) color.Color {
@@ -152,47 +143,62 @@ func plotColor(k int) color.Color {
 	return cs[k%len(cs)]
 }
 
-// Curve is one named line of a PlotCurves figure.
+// Figure is a line plot of curves over a common x axis.
+type Figure struct {
+	Title, XLabel, YLabel string
+	// LogY makes the y axis logarithmic (non-positive points are left out).
+	LogY bool
+	// YMin and YMax fix the y range when YMax > YMin.
+	YMin, YMax float64
+	Curves     []Curve
+}
+
+// Curve is one named line of a Figure; with HasRef, Ref is drawn as a
+// dashed horizontal line in the curve's colour (a true value, a threshold).
 type Curve struct {
 	Name   string
 	Points plotter.XYs
+	Ref    float64
+	HasRef bool
 }
 
-// PlotCurves writes a line plot of curves as a PNG at path, with an
-// optional dashed horizontal reference line (ref, NaN for none) and a
-// logarithmic y axis if logY. Points with non-finite y are left out.
-func PlotCurves(path, title, xLabel, yLabel string, logY bool, ref float64, curves []Curve) error {
+// WritePNG draws the figure into a PNG file at path (atomically). Points
+// with non-finite y are left out.
+func (f Figure) WritePNG(path string) error {
 	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
-	if logY {
+	p.Title.Text = f.Title
+	p.X.Label.Text = f.XLabel
+	p.Y.Label.Text = f.YLabel
+	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
-	for k, c := range curves {
+	if f.YMax > f.YMin {
+		p.Y.Min, p.Y.Max = f.YMin, f.YMax
+	}
+	for k, c := range f.Curves {
 		pts := make(plotter.XYs, 0, len(c.Points))
 		for _, q := range c.Points {
-			if !math.IsNaN(q.Y) && !math.IsInf(q.Y, 0) && (!logY || q.Y > 0) {
+			if !math.IsNaN(q.Y) && !math.IsInf(q.Y, 0) && (!f.LogY || q.Y > 0) {
 				pts = append(pts, q)
 			}
 		}
-		if len(pts) == 0 {
-			continue
+		if len(pts) > 0 {
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			l.Color = plotColor(k)
+			l.Width = vg.Points(1.5)
+			p.Add(l)
+			p.Legend.Add(c.Name, l)
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
+		if c.HasRef {
+			ref := plotter.NewFunction(func(float64) float64 { return c.Ref })
+			ref.Color = plotColor(k)
+			ref.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(ref)
 		}
-		l.Color = plotColor(k)
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(c.Name, l)
-	}
-	if !math.IsNaN(ref) {
-		f := plotter.NewFunction(func(float64) float64 { return ref })
-		f.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(f)
 	}
 	p.Legend.Top = true
 	return savePNG(p, path, 7*vg.Inch, 4*vg.Inch)

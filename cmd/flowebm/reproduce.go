@@ -335,27 +335,9 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 	if len(t1) > 0 {
 		p("## 2D targets (paper Table 1)\n\n")
 		p("Median over 4,096 held-out data points of (log p_θ(x) − log p⋆(x))², the EBM normalised by quadrature on a 200² grid. Ours / paper.\n\n")
-		p("| algorithm |")
-		for _, e := range t1 {
-			p(" %s |", e)
-		}
-		p("\n|---|%s\n", strings.Repeat("---|", len(t1)))
-		for _, a := range algorithms.Algorithms {
-			p("| %s |", algorithmNames[a])
-			for _, e := range t1 {
-				r := get(e, a)
-				if r == nil {
-					p(" |")
-					continue
-				}
-				if ev := r.final(); ev != nil && r.err == "" {
-					p(" %.2f / %.2f |", ev.LogDensityMedSE, paperNumbers.table1[e][a])
-				} else {
-					p(" %s / %.2f |", r.status(), paperNumbers.table1[e][a])
-				}
-			}
-			p("\n")
-		}
+		crossTable(&b, t1, get, func(e string) string { return e }, func(ev *algorithms.Eval, e, a string) string {
+			return fmt.Sprintf("%.2f / %.2f", ev.LogDensityMedSE, paperNumbers.table1[e][a])
+		}, func(e, a string) float64 { return paperNumbers.table1[e][a] })
 		p("\nDensities (each run's `density.png`):\n\n")
 		for _, e := range t1 {
 			for _, r := range present(runs, e) {
@@ -377,27 +359,9 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 	if len(t2) > 0 {
 		p("## High-dimensional mixture of four Gaussians (paper Table 2)\n\n")
 		p("Max over dimensions of R-hat of 128 chains started from the persistent state (from the flow for CoopFlow), run with the training kernel for the iteration's number of steps (at least 8). Rank-normalised split R-hat (Vehtari et al. 2021) / classic R-hat / paper. The rank-normalised R-hat is bounded (about 1.66 for fully separated halves), which is why the paper's large values can only be compared with the classic one.\n\n")
-		p("| algorithm |")
-		for _, e := range t2 {
-			p(" d = %s |", strings.TrimPrefix(e, "four-gaussians-"))
-		}
-		p("\n|---|%s\n", strings.Repeat("---|", len(t2)))
-		for _, a := range algorithms.Algorithms {
-			p("| %s |", algorithmNames[a])
-			for _, e := range t2 {
-				r := get(e, a)
-				if r == nil {
-					p(" |")
-					continue
-				}
-				if ev := r.final(); ev != nil && r.err == "" {
-					p(" %.2f / %.2f / %.2f |", ev.MaxRHat, ev.MaxRHatClassic, paperNumbers.table2[e][a])
-				} else {
-					p(" %s / %.2f |", r.status(), paperNumbers.table2[e][a])
-				}
-			}
-			p("\n")
-		}
+		crossTable(&b, t2, get, func(e string) string { return "d = " + strings.TrimPrefix(e, "four-gaussians-") }, func(ev *algorithms.Eval, e, a string) string {
+			return fmt.Sprintf("%.2f / %.2f / %.2f", ev.MaxRHat, ev.MaxRHatClassic, paperNumbers.table2[e][a])
+		}, func(e, a string) float64 { return paperNumbers.table2[e][a] })
 		p("\n")
 		for _, e := range t2 {
 			name := "rhat-" + e + ".png"
@@ -430,6 +394,32 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		p("- %s\n", c)
 	}
 	return safefile.Write(filepath.Join(f.out, "report.md"), func(w io.Writer) error { _, err := io.WriteString(w, b.String()); return err })
+}
+
+// crossTable writes a Markdown table with one row per algorithm and one
+// column per experiment; cell formats a finished run's final evaluation, and
+// a failed run shows its status beside the paper's number.
+func crossTable(b *strings.Builder, exps []string, get func(e, a string) *reproRun, head func(string) string,
+	cell func(ev *algorithms.Eval, e, a string) string, paper func(e, a string) float64) {
+	fmt.Fprint(b, "| algorithm |")
+	for _, e := range exps {
+		fmt.Fprintf(b, " %s |", head(e))
+	}
+	fmt.Fprintf(b, "\n|---|%s\n", strings.Repeat("---|", len(exps)))
+	for _, a := range algorithms.Algorithms {
+		fmt.Fprintf(b, "| %s |", algorithmNames[a])
+		for _, e := range exps {
+			switch r := get(e, a); {
+			case r == nil:
+				fmt.Fprint(b, " |")
+			case r.final() != nil && r.err == "":
+				fmt.Fprintf(b, " %s |", cell(r.final(), e, a))
+			default:
+				fmt.Fprintf(b, " %s / %.2f |", r.status(), paper(e, a))
+			}
+		}
+		fmt.Fprintln(b)
+	}
 }
 
 // acceptanceChecks states, for the single seed of this report, each
@@ -548,9 +538,9 @@ func fmtRate(v float64) string {
 }
 
 // plotAcross plots one evaluation quantity over training for several runs
-// of one experiment.
+// of one experiment, with an optional reference line (ref, NaN for none).
 func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, runs []*reproRun, f func(algorithms.Eval) float64) error {
-	var curves []algorithms.Curve
+	fig := algorithms.Figure{Title: title, XLabel: "iteration", YLabel: yLabel, LogY: logY}
 	for _, r := range runs {
 		var evals []algorithms.Eval
 		for _, e := range r.evals {
@@ -558,9 +548,12 @@ func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, runs []
 				evals = append(evals, e)
 			}
 		}
-		curves = append(curves, algorithms.Curve{Name: algorithmNames[r.algorithm], Points: algorithms.EvalCurve(evals, f)})
+		fig.Curves = append(fig.Curves, algorithms.Curve{Name: algorithmNames[r.algorithm], Points: algorithms.EvalCurve(evals, f)})
 	}
-	return algorithms.PlotCurves(filepath.Join(dir, name), title, "iteration", yLabel, logY, ref, curves)
+	if !math.IsNaN(ref) && len(fig.Curves) > 0 {
+		fig.Curves[0].Ref, fig.Curves[0].HasRef = ref, true
+	}
+	return fig.WritePNG(filepath.Join(dir, name))
 }
 
 // vcsRevision is the commit the binary was built from, if recorded.
