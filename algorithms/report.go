@@ -2,7 +2,9 @@ package algorithms
 
 import (
 	"fmt"
+	"image"
 	"image/color"
+	"image/png"
 	"io"
 	"math"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -74,8 +77,10 @@ func savePNG(p *plot.Plot, path string, w, h vg.Length) error {
 }
 
 // WritePlots writes the run's PNG plots into its folder: density.png (the
-// EBM's normalised density with data and negatives, 2D only) and
-// weights.png (mode weights over training, when the target has modes).
+// EBM's normalised density with data and negatives, 2D only), rhat.png (max
+// R-hat over training, beyond 2D), samples.png (the first 64 chains of the
+// persistent bank, for image experiments) and weights.png (mode or class
+// weights over training).
 func WritePlots(r *Run) error {
 	if g := r.grid; g != nil && len(r.Evals) > 0 {
 		p := plot.New()
@@ -93,6 +98,11 @@ func WritePlots(r *Run) error {
 		}
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -g.Box, g.Box, -g.Box, g.Box
 		if err := savePNG(p, filepath.Join(r.Dir, "density.png"), 6*vg.Inch, 6*vg.Inch); err != nil {
+			return err
+		}
+	}
+	if im := r.Experiment.Image; im != nil {
+		if err := writeImageGrid(filepath.Join(r.Dir, "samples.png"), r.Trainer.Bank, *im, 8, 6); err != nil {
 			return err
 		}
 	}
@@ -115,15 +125,23 @@ func WritePlots(r *Run) error {
 			return err
 		}
 	}
-	if r.Experiment.Modes == nil || len(r.Evals) == 0 || r.Evals[0].EBMWeights == nil {
+	hasWeights := false
+	for _, e := range r.Evals {
+		hasWeights = hasWeights || e.EBMWeights != nil
+	}
+	if !hasWeights {
 		return nil
 	}
 	fig := Figure{
-		Title:  fmt.Sprintf("%s, %s: EBM mode weights (grid quadrature) over training", r.Experiment.Name, r.Config.Train.Algorithm),
+		Title:  fmt.Sprintf("%s, %s: EBM weights over training", r.Experiment.Name, r.Config.Train.Algorithm),
 		XLabel: "iteration", YLabel: "weight", YMin: 0, YMax: 1,
 	}
 	for k, w := range r.Experiment.Weights {
-		fig.Curves = append(fig.Curves, Curve{Name: fmt.Sprintf("mode %d (truth %.2f)", k+1, w),
+		name := fmt.Sprintf("mode %d (truth %.2f)", k+1, w)
+		if r.Experiment.ClassNames != nil {
+			name = fmt.Sprintf("class %s (truth %.3f)", r.Experiment.ClassNames[k], w)
+		}
+		fig.Curves = append(fig.Curves, Curve{Name: name,
 			Points: EvalCurve(r.Evals, func(e Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
 	}
 	return fig.WritePNG(filepath.Join(r.Dir, "weights.png"))
@@ -212,4 +230,27 @@ func EvalCurve(evals []Eval, f func(Eval) float64) plotter.XYs {
 		pts[i] = plotter.XY{X: float64(e.Iter), Y: f(e)}
 	}
 	return pts
+}
+
+// writeImageGrid writes the first side² rows of x as a side × side grid of
+// grey images (values in [−1, 1], first channel), each pixel scale × scale.
+func writeImageGrid(path string, x *mat.Dense, shape experiments.ImageShape, side, scale int) error {
+	n, _ := x.Dims()
+	h, w := shape.Height*scale, shape.Width*scale
+	const gap = 2
+	img := image.NewGray(image.Rect(0, 0, side*(w+gap)+gap, side*(h+gap)+gap))
+	for i := range img.Pix {
+		img.Pix[i] = 128
+	}
+	for k := 0; k < min(n, side*side); k++ {
+		row := x.RawRowView(k)
+		ox, oy := gap+(k%side)*(w+gap), gap+(k/side)*(h+gap)
+		for i := 0; i < h; i++ {
+			for j := 0; j < w; j++ {
+				v := row[(i/scale)*shape.Width+j/scale]
+				img.SetGray(ox+j, oy+i, color.Gray{Y: uint8(math.Round(255 * min(1, max(0, (v+1)/2))))})
+			}
+		}
+	}
+	return safefile.Write(path, func(wr io.Writer) error { return png.Encode(wr, img) })
 }

@@ -71,9 +71,11 @@ type RunConfig struct {
 // Eval is one evaluation during training.
 type Eval struct {
 	Iter int `json:"iter"`
-	// EBMWeights are the EBM's mode weights by grid quadrature (2D), and
-	// NegWeights / StartWeights those of the last negatives and chain
-	// starts by nearest-mode zones; nil without modes.
+	// EBMWeights are the EBM's mode (or class) weights: by grid quadrature
+	// in 2D, otherwise from the final states of the R-hat chains (so only
+	// at evaluations with R-hat); NegWeights / StartWeights are those of
+	// the last negatives and chain starts, by nearest-mode zones or the
+	// experiment's classifier; nil without modes or classes.
 	EBMWeights   []float64 `json:"ebm_weights,omitempty"`
 	NegWeights   []float64 `json:"neg_weights,omitempty"`
 	StartWeights []float64 `json:"start_weights,omitempty"`
@@ -180,8 +182,7 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	// The data come from their own stream so that the same seed gives the
 	// same data whatever the algorithm.
 	dataRNG := rand.New(rand.NewPCG(cfg.Seed, 0xda7a5e7))
-	data := exp.Data(dataRNG, cfg.DataSize)
-	held := exp.Data(dataRNG, 4096)
+	data, held := exp.Split(dataRNG, cfg.DataSize, 4096)
 	d := exp.Dim()
 	m := cfg.Model
 	if models == nil {
@@ -235,11 +236,14 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	if r.Config.RHatChains > r.Config.Train.Persistent && tr.Config.persistent() {
 		return nil, fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", r.Config.RHatChains, r.Config.Train.Persistent)
 	}
-	truth := make([]float64, held.RawMatrix().Rows)
-	if err := exp.Target.LogDensity(held, truth); err != nil {
-		return nil, err
+	r.TrueHeldOutLL = math.NaN()
+	if exp.Target != nil {
+		truth := make([]float64, held.RawMatrix().Rows)
+		if err := exp.Target.LogDensity(held, truth); err != nil {
+			return nil, err
+		}
+		r.TrueHeldOutLL = stat.Mean(truth, nil)
 	}
-	r.TrueHeldOutLL = stat.Mean(truth, nil)
 	if exp.Box > 0 && d == 2 {
 		r.grid = NewGrid(exp.Box, cfg.GridSize)
 	}
@@ -278,14 +282,14 @@ func (r *Run) Evaluate(st IterStats) (Eval, error) {
 		}
 		ev.LogDensityMedSE = MedianSquaredError(r.grid.LogDensityAt(r.heldOut), truth)
 	}
-	if exp.Modes != nil {
-		if r.grid != nil {
+	if exp.Weights != nil {
+		if r.grid != nil && exp.Modes != nil {
 			ev.EBMWeights = r.grid.ZoneWeights(exp.Modes)
 			ev.EBMWeightMSE = diagnostics.WeightMSE(ev.EBMWeights, exp.Weights)
 		}
 		if neg := r.Trainer.Negatives(); neg != nil {
-			ev.NegWeights = diagnostics.ModeWeights(neg, exp.Modes)
-			ev.StartWeights = diagnostics.ModeWeights(r.Trainer.Starts(), exp.Modes)
+			ev.NegWeights = exp.Weigh(neg)
+			ev.StartWeights = exp.Weigh(r.Trainer.Starts())
 			if ev.EBMWeights != nil {
 				ev.NegMSE = diagnostics.WeightMSE(ev.NegWeights, ev.EBMWeights)
 				ev.StartMSE = diagnostics.WeightMSE(ev.StartWeights, ev.EBMWeights)
@@ -304,6 +308,16 @@ func (r *Run) mixing(rng *rand.Rand, ev *Eval) error {
 	draws, err := r.Trainer.SampleChains(rng, c.RHatChains, c.RHatSteps)
 	if err != nil {
 		return err
+	}
+	if r.grid == nil && r.Experiment.Weights != nil {
+		// Without a grid, the EBM's weights are estimated from the final
+		// states of these chains.
+		last := mat.NewDense(c.RHatChains, d, nil)
+		for ch := 0; ch < c.RHatChains; ch++ {
+			last.SetRow(ch, draws[((ch+1)*c.RHatSteps-1)*d:(ch+1)*c.RHatSteps*d])
+		}
+		ev.EBMWeights = r.Experiment.Weigh(last)
+		ev.EBMWeightMSE = diagnostics.WeightMSE(ev.EBMWeights, r.Experiment.Weights)
 	}
 	sum, err := diagnostics.Summarize(draws, c.RHatChains, c.RHatSteps, d)
 	if err != nil {
@@ -370,7 +384,7 @@ func (r *Run) Checkpoint() error {
 	if err := r.Trainer.SaveState(tmp); err != nil {
 		return err
 	}
-	if err := WriteEvalsCSV(filepath.Join(tmp, "evals.csv"), r.Evals, len(r.Experiment.Modes)); err != nil {
+	if err := WriteEvalsCSV(filepath.Join(tmp, "evals.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
 		return err
 	}
 	old := final + ".old"
@@ -405,7 +419,7 @@ func Resume(dir string) (*Run, error) {
 	if err := r.Trainer.Restore(ck); err != nil {
 		return nil, err
 	}
-	if r.Evals, err = ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.Experiment.Modes)); err != nil {
+	if r.Evals, err = ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.Experiment.Weights)); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/samplers"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -36,10 +37,65 @@ type Experiment struct {
 	// Box is the square [−Box, Box]^2 used for plots and grid quadrature
 	// in 2D (0 in higher dimensions).
 	Box float64
+
+	// Data-set experiments have no exact density: Target is nil, TrainSet
+	// and HeldOutSet hold the data (HeldOutLabels the held-out classes,
+	// to calibrate the classifier), Classify assigns points to the classes
+	// whose true weights are Weights (named by ClassNames), and Image is
+	// the shape of one data point seen as an image (nil otherwise).
+	TrainSet, HeldOutSet *mat.Dense
+	HeldOutLabels        []int
+	Classify             func(x mat.Matrix) []int
+	ClassNames           []string
+	Image                *ImageShape
 }
 
+// ImageShape is the shape of a data point laid out channel-major.
+type ImageShape struct{ Channels, Height, Width int }
+
 // Dim returns the dimension of the data.
-func (e *Experiment) Dim() int { return e.Target.Dim() }
+func (e *Experiment) Dim() int {
+	if e.Target == nil {
+		_, c := e.TrainSet.Dims()
+		return c
+	}
+	return e.Target.Dim()
+}
+
+// Split returns n training points and held held-out points: fresh draws
+// from the target, or for a data set its first n training rows (all if
+// fewer) and first held held-out rows (the sets are shuffled once when the
+// experiment is built).
+func (e *Experiment) Split(rng *rand.Rand, n, held int) (train, heldOut *mat.Dense) {
+	if e.Target != nil {
+		return e.Data(rng, n), e.Data(rng, held)
+	}
+	rows := func(m *mat.Dense, k int) *mat.Dense {
+		r, c := m.Dims()
+		return mat.DenseCopyOf(m.Slice(0, min(r, k), 0, c))
+	}
+	return rows(e.TrainSet, n), rows(e.HeldOutSet, held)
+}
+
+// Weigh returns the fraction of the rows of x in each mode (nearest-mode
+// zones) or class (Classify), or nil if the experiment has neither.
+func (e *Experiment) Weigh(x mat.Matrix) []float64 {
+	switch {
+	case e.Classify != nil:
+		w := make([]float64, len(e.Weights))
+		labels := e.Classify(x)
+		for _, l := range labels {
+			w[l]++
+		}
+		for k := range w {
+			w[k] /= float64(max(1, len(labels)))
+		}
+		return w
+	case e.Modes != nil:
+		return diagnostics.ModeWeights(x, e.Modes)
+	}
+	return nil
+}
 
 func mixture(name, desc string, w []float64, means [][]float64, sigma []float64, box float64) *Experiment {
 	m, err := samplers.NewMixture(w, means, sigma)
@@ -167,7 +223,7 @@ func RingsExperiment() *Experiment {
 
 // Names lists the experiments ByName knows.
 func Names() []string {
-	n := []string{"two-modes", "four-modes", "8-gaussians", "rings",
+	n := []string{"two-modes", "four-modes", "8-gaussians", "rings", "mnist",
 		"four-gaussians-16", "four-gaussians-32", "four-gaussians-64",
 		"four-gaussians-16-paper", "four-gaussians-32-paper", "four-gaussians-64-paper"}
 	sort.Strings(n)
@@ -185,6 +241,8 @@ func ByName(name string) (*Experiment, error) {
 		return EightGaussians(), nil
 	case "rings":
 		return RingsExperiment(), nil
+	case "mnist":
+		return MNIST("", 4)
 	}
 	if rest, ok := strings.CutPrefix(name, "four-gaussians-"); ok {
 		paper := false

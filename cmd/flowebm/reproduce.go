@@ -218,7 +218,7 @@ func (r *reproRun) load() error {
 	exp, _ := experiments.ByName(r.experiment)
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
 		r.err = strings.TrimSpace(string(b))
-		r.evals, _ = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Modes))
+		r.evals, _ = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
 		return nil
 	}
 	b, err := os.ReadFile(filepath.Join(r.dir, "metrics.json"))
@@ -229,7 +229,7 @@ func (r *reproRun) load() error {
 	if err := json.Unmarshal(b, &r.metrics); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(r.dir, "metrics.json"), err)
 	}
-	if r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "metrics.csv"), len(exp.Modes)); err != nil {
+	if r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "metrics.csv"), len(exp.Weights)); err != nil {
 		return err
 	}
 	return nil

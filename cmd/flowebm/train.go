@@ -182,7 +182,7 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 			if err := run.Checkpoint(); err != nil {
 				return err
 			}
-			if err := algorithms.WriteEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), run.Evals, len(run.Experiment.Modes)); err != nil {
+			if err := algorithms.WriteEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), run.Evals, len(run.Experiment.Weights)); err != nil {
 				return err
 			}
 		}
@@ -206,18 +206,37 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 	}
 	fmt.Fprintf(out, "trained %d iterations in %s (%.1f ms/iteration)\n", total-start, elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(max(1, total-start)))
 	exp := run.Experiment
-	if exp.Modes != nil && final.EBMWeights != nil {
-		fmt.Fprintf(out, "\nmode weights (EBM by grid quadrature; negatives by nearest-mode zones):\n")
-		for k, m := range exp.Modes {
-			fmt.Fprintf(out, "  mode %d at %s: EBM %.3f, negatives %.3f, truth %.3f\n", k+1, fmtPoint(m), final.EBMWeights[k], final.NegWeights[k], exp.Weights[k])
+	if exp.Weights != nil && final.EBMWeights != nil {
+		how := "EBM by grid quadrature"
+		if run.Grid() == nil {
+			how = fmt.Sprintf("EBM from the final states of %d chains of %d steps", run.Config.RHatChains, run.Config.RHatSteps)
+		}
+		kind := "mode"
+		if exp.Classify != nil {
+			kind = "class"
+		}
+		fmt.Fprintf(out, "\n%s weights (%s; negatives by nearest %s):\n", kind, how, map[string]string{"mode": "mode", "class": "neighbours"}[kind])
+		for k := range exp.Weights {
+			where := ""
+			switch {
+			case exp.ClassNames != nil:
+				where = " " + exp.ClassNames[k]
+			case exp.Modes != nil:
+				where = fmt.Sprintf(" %d at %s", k+1, fmtPoint(exp.Modes[k]))
+			}
+			fmt.Fprintf(out, "  %s%s: EBM %.3f, negatives %.3f, truth %.3f\n", kind, where, final.EBMWeights[k], final.NegWeights[k], exp.Weights[k])
 		}
 		fmt.Fprintf(out, "  weight MSE of the EBM against the truth: %.2e\n", final.EBMWeightMSE)
 	}
 	if !isNaN(final.LogDensityMedSE) {
 		fmt.Fprintf(out, "median squared log-density error over held-out data: %.3f\n", final.LogDensityMedSE)
 	}
-	fmt.Fprintf(out, "held-out log-likelihood: %.3f (exact density: %.3f; log Z by importance sampling %.3f ± %.3f, ESS %.0f%%)\n",
-		final.HeldOutLL, run.TrueHeldOutLL, final.LogZ.LogZ, final.LogZ.SE, 100*final.LogZ.ESS)
+	exact := "unknown"
+	if !isNaN(run.TrueHeldOutLL) {
+		exact = fmt.Sprintf("%.3f", run.TrueHeldOutLL)
+	}
+	fmt.Fprintf(out, "held-out log-likelihood: %.3f (exact density: %s; log Z by importance sampling %.3f ± %.3f, ESS %.0f%%)\n",
+		final.HeldOutLL, exact, final.LogZ.LogZ, final.LogZ.SE, 100*final.LogZ.ESS)
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
 	fmt.Fprintf(out, "acceptance: local %.2f, global %.2f\n", final.Stats.LocalAccept, final.Stats.GlobalAccept)
