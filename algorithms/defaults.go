@@ -53,8 +53,7 @@ func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
 		// learning rate are C.2's.
 		rc.DataSize, epochs, t.BatchSize, t.Persistent = 16384, 75, 64, 1024
 		lr(0.01)
-		t.Sampler = table4to6(algorithm, 24, 128, "all", 0.125*0.125/2, 5e-4)
-		t.Sampler.Particles = 32
+		t.Sampler = samplerTable{local: 24, steps: 128, negatives: "all", ulaStep: 0.125 * 0.125 / 2, coopStep: 5e-4, particles: 32}.config(algorithm)
 		notes = append(notes, "four-modes: App. C.3 states only Table 4; data size, epochs, batch, persistent size, learning rate and i-SIR particles are taken from C.2")
 	case exp.Name == "8-gaussians" || exp.Name == "rings":
 		// App. C.4 and Table 5.
@@ -64,8 +63,7 @@ func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
 		} else {
 			lr(1e-2)
 		}
-		t.Sampler = table4to6(algorithm, 127, 128, "subsample", 0.125*0.125/2, 5e-4)
-		t.Sampler.Particles = 64
+		t.Sampler = samplerTable{local: 127, steps: 128, negatives: "subsample", ulaStep: 0.125 * 0.125 / 2, coopStep: 5e-4, particles: 64}.config(algorithm)
 		if algorithm == CoopFlow {
 			t.Pretrain = PretrainConfig{Steps: 1024, LR: 1e-2}
 		}
@@ -77,14 +75,8 @@ func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
 		} else {
 			lr(1e-2)
 		}
-		t.Sampler = table4to6(algorithm, 8, 16, "all", 1e-3, 1e-4)
-		t.Sampler.Particles = 128
-		if algorithm == FlowMC {
-			t.Sampler.Stacked = true
-		}
-		if algorithm == ULA {
-			t.Start = "gaussian"
-		}
+		t.Sampler = samplerTable{local: 8, steps: 16, negatives: "all", ulaStep: 1e-3, coopStep: 1e-4, particles: 128, stacked: true}.config(algorithm)
+		t.Start = gaussianForULA(algorithm)
 		if algorithm == CoopFlow {
 			t.Pretrain = PretrainConfig{Steps: 512, LR: 1e-2}
 		}
@@ -105,14 +97,8 @@ func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
 		t.EBMOptim = OptimConfig{LR: 1e-4, Decay: 0.99, DecayEvery: 50}
 		t.FlowOptim = t.EBMOptim
 		t.L2 = 1e-4
-		t.Sampler = table4to6(algorithm, 32, 3, "last", 1e-3, 1e-4)
-		t.Sampler.Particles = 128
-		if algorithm == FlowMC {
-			t.Sampler.Stacked = true
-		}
-		if algorithm == ULA {
-			t.Start = "gaussian"
-		}
+		t.Sampler = samplerTable{local: 32, steps: 3, negatives: "last", ulaStep: 1e-3, coopStep: 1e-4, particles: 128, stacked: true}.config(algorithm)
+		t.Start = gaussianForULA(algorithm)
 		rc.Model.EBMHidden = []int{128, 128, 128}
 		rc.Model.FlowBlocks, rc.Model.FlowHidden = 4, []int{64, 64}
 		notes = append(notes, exp.Name+": App. C.6's settings with small models (MLP EBM "+fmt.Sprint(d)+"→128→128→128→1, RealNVP of 4 blocks [64, 64]) instead of its convolutional networks; the baselines' samplers follow Table 6")
@@ -134,25 +120,42 @@ func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
 	return rc, notes, nil
 }
 
-// table4to6 returns the sampler rows of Tables 4–6: the flowMC cycle of 1
-// global and local MALA steps (steps in all, negatives as given), NT-EBM's
-// 128 MALA steps, CoopFlow's 256 noise-free ULA steps and ULA-EBM's 512
-// steps, last state only for the baselines.
-func table4to6(algorithm string, local, steps int, negatives string, ulaStep, coopStep float64) SamplerConfig {
+// samplerTable is one of Tables 4–6: flowMC's cycle of 1 global and local
+// MALA steps (steps in all, stacked or not, negatives as given, i-SIR with
+// particles), NT-EBM's 128 MALA steps, CoopFlow's 256 noise-free ULA steps
+// and ULA-EBM's 512 steps, last state only for the baselines.
+type samplerTable struct {
+	local, steps      int
+	negatives         string
+	ulaStep, coopStep float64
+	particles         int
+	stacked           bool
+}
+
+func (tb samplerTable) config(algorithm string) SamplerConfig {
+	s := SamplerConfig{Particles: tb.particles}
 	switch algorithm {
 	case FlowMC:
-		s := SamplerConfig{Steps: steps, GlobalSteps: 1, LocalSteps: local, StepSize: 0.01, Negatives: negatives}
-		if negatives == "subsample" {
+		s.Steps, s.GlobalSteps, s.LocalSteps, s.StepSize, s.Negatives, s.Stacked = tb.steps, 1, tb.local, 0.01, tb.negatives, tb.stacked
+		if tb.negatives == "subsample" {
 			s.Subsample = 4
 		}
-		return s
 	case NT:
-		return SamplerConfig{Steps: 128, StepSize: 0.01}
+		s.Steps, s.StepSize = 128, 0.01
 	case CoopFlow:
-		return SamplerConfig{Steps: 256, StepSize: coopStep}
+		s.Steps, s.StepSize = 256, tb.coopStep
 	default:
-		return SamplerConfig{Steps: 512, StepSize: ulaStep}
+		s.Steps, s.StepSize = 512, tb.ulaStep
 	}
+	return s
+}
+
+// gaussianForULA is Table 6's "gaussian" start of ULA-EBM ("" otherwise).
+func gaussianForULA(algorithm string) string {
+	if algorithm == ULA {
+		return "gaussian"
+	}
+	return ""
 }
 
 func isAlgorithm(a string) bool {

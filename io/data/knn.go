@@ -75,16 +75,3 @@ func (c *KNN) Classify(x mat.Matrix) []int {
 	}
 	return out
 }
-
-// Weights returns the fraction of rows of x assigned to each class.
-func (c *KNN) Weights(x mat.Matrix) []float64 {
-	w := make([]float64, c.Classes)
-	labels := c.Classify(x)
-	for _, l := range labels {
-		w[l]++
-	}
-	for k := range w {
-		w[k] /= float64(max(1, len(labels)))
-	}
-	return w
-}
