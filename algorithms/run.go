@@ -260,16 +260,15 @@ func (r *Run) Evaluate(st IterStats) (Eval, error) {
 	ev := Eval{Iter: r.Trainer.Iter, Stats: st, EBMWeightMSE: math.NaN(), NegMSE: math.NaN(), StartMSE: math.NaN(), LogDensityMedSE: math.NaN(),
 		MaxRHat: math.NaN(), MaxRHatClassic: math.NaN()}
 	exp := r.Experiment
-	// The diagnostics draw from their own stream, keyed by the iteration,
-	// so that they change nothing in training and a resumed run repeats
-	// them exactly.
-	rng := rand.New(rand.NewPCG(r.Config.Seed^0xe7a1, uint64(ev.Iter)))
+	// The diagnostics draw from their own streams (one each), keyed by the
+	// iteration, so that they change nothing in training, do not depend on
+	// each other, and a resumed run repeats them exactly.
 	if ev.Iter%r.Config.RHatEvery == 0 || ev.Iter == r.Config.Train.Iterations {
-		if err := r.mixing(rng, &ev); err != nil {
+		if err := r.mixing(rand.New(rand.NewPCG(r.Config.Seed^0xe7a1, uint64(ev.Iter))), &ev); err != nil {
 			return ev, err
 		}
 	}
-	if err := r.heldOutLL(rng, &ev); err != nil {
+	if err := r.heldOutLL(rand.New(rand.NewPCG(r.Config.Seed^0x11e1, uint64(ev.Iter))), &ev); err != nil {
 		return ev, err
 	}
 	if r.grid != nil {
