@@ -159,24 +159,13 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 			cfg.RHatChains = min(128, cfg.Train.Persistent)
 		}
 	}
-	if cfg.RHatSteps == 0 {
-		cfg.RHatSteps = max(8, cfg.Train.Sampler.Steps)
-		if s := cfg.Train.Sampler; (cfg.Train.Algorithm == FlowMC || cfg.Train.Algorithm == "") && !s.Stacked {
-			// flowMC's diagnostic chains step whole cycles.
-			cycle := max(1, s.GlobalSteps+s.LocalSteps)
-			if s.GlobalSteps == 0 && s.LocalSteps == 0 {
-				cycle = 5
-			}
-			cfg.RHatSteps = max(8, s.Steps/cycle)
-		}
-	}
 	if cfg.RHatEvery == 0 {
 		cfg.RHatEvery = max(1, cfg.Train.Iterations/10)
 	}
 	if cfg.LogZSamples == 0 {
 		cfg.LogZSamples = 4096
 	}
-	if cfg.RHatChains < 2 || cfg.RHatSteps < 4 || cfg.LogZSamples < 2 {
+	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
 		return nil, fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
 	}
 	// The data come from their own stream so that the same seed gives the
@@ -233,6 +222,16 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	}
 	r := &Run{Config: cfg, Experiment: exp, Trainer: tr, Dir: dir, heldOut: held}
 	r.Config.Train = tr.Config
+	if r.Config.RHatSteps == 0 {
+		// As many steps as an iteration runs, where a flowMC step is a
+		// whole cycle (Trainer.SampleChains), and at least 8.
+		s := tr.Config.Sampler
+		steps := s.Steps
+		if tr.Config.Algorithm == FlowMC && !s.Stacked {
+			steps /= max(1, s.GlobalSteps+s.LocalSteps)
+		}
+		r.Config.RHatSteps = max(8, steps)
+	}
 	if r.Config.RHatChains > r.Config.Train.Persistent && tr.Config.persistent() {
 		return nil, fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", r.Config.RHatChains, r.Config.Train.Persistent)
 	}
