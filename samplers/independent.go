@@ -15,9 +15,7 @@ type IMH struct {
 	Target   Target
 	Proposal Proposal
 
-	y   *mat.Dense
-	lpy []float64
-	lqy []float64
+	props proposals
 }
 
 // Step proposes one independent draw per chain.
@@ -25,27 +23,19 @@ func (k *IMH) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if err := prepareIndependent(k.Target, k.Proposal, s); err != nil {
 		return noStats(), err
 	}
-	m, d := s.Chains(), s.Dim()
-	k.y = reuse(k.y, m, d)
-	if len(k.lpy) != m {
-		k.lpy, k.lqy = make([]float64, m), make([]float64, m)
-	}
-	if err := drawProposals(rng, k.Target, k.Proposal, k.y, k.lqy, k.lpy); err != nil {
+	m := s.Chains()
+	if err := k.props.draw(rng, k.Target, k.Proposal, m, s.Dim()); err != nil {
 		return noStats(), err
 	}
 	acc := 0
 	for i := 0; i < m; i++ {
-		la := (k.lpy[i] - k.lqy[i]) - (s.LogP[i] - s.LogQ[i])
+		la := (k.props.lp[i] - k.props.lq[i]) - (s.LogP[i] - s.LogQ[i])
 		if accept(rng, la) {
 			acc++
-			copy(s.X.RawRowView(i), k.y.RawRowView(i))
-			s.LogP[i], s.LogQ[i] = k.lpy[i], k.lqy[i]
+			k.props.moveTo(s, i, i)
 		}
 	}
-	s.HasGrad = s.HasGrad && acc == 0
-	st := noStats()
-	st.Global = float64(acc) / float64(m)
-	return st, nil
+	return globalStats(s, acc), nil
 }
 
 // ISIR is iterated sampling importance resampling with N particles (paper
@@ -58,10 +48,8 @@ type ISIR struct {
 	Proposal  Proposal
 	Particles int // N ≥ 2
 
-	y    *mat.Dense
-	lpy  []float64
-	lqy  []float64
-	logw []float64
+	props proposals
+	logw  []float64
 }
 
 // Step performs one i-SIR move per chain; Global is the fraction of chains
@@ -73,16 +61,11 @@ func (k *ISIR) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if err := prepareIndependent(k.Target, k.Proposal, s); err != nil {
 		return noStats(), err
 	}
-	m, d, n := s.Chains(), s.Dim(), k.Particles
-	total := m * (n - 1)
-	k.y = reuse(k.y, total, d)
-	if len(k.lpy) != total {
-		k.lpy, k.lqy = make([]float64, total), make([]float64, total)
-	}
+	m, n := s.Chains(), k.Particles
 	if len(k.logw) != n {
 		k.logw = make([]float64, n)
 	}
-	if err := drawProposals(rng, k.Target, k.Proposal, k.y, k.lqy, k.lpy); err != nil {
+	if err := k.props.draw(rng, k.Target, k.Proposal, m*(n-1), s.Dim()); err != nil {
 		return noStats(), err
 	}
 	moved := 0
@@ -90,20 +73,14 @@ func (k *ISIR) Step(rng *rand.Rand, s *State) (Stats, error) {
 		k.logw[0] = s.LogP[i] - s.LogQ[i]
 		for j := 1; j < n; j++ {
 			r := i*(n-1) + j - 1
-			k.logw[j] = k.lpy[r] - k.lqy[r]
+			k.logw[j] = k.props.lp[r] - k.props.lq[r]
 		}
-		pick := categoricalLog(rng, k.logw)
-		if pick > 0 {
+		if pick := categoricalLog(rng, k.logw); pick > 0 {
 			moved++
-			r := i*(n-1) + pick - 1
-			copy(s.X.RawRowView(i), k.y.RawRowView(r))
-			s.LogP[i], s.LogQ[i] = k.lpy[r], k.lqy[r]
+			k.props.moveTo(s, i, i*(n-1)+pick-1)
 		}
 	}
-	s.HasGrad = s.HasGrad && moved == 0
-	st := noStats()
-	st.Global = float64(moved) / float64(m)
-	return st, nil
+	return globalStats(s, moved), nil
 }
 
 // categoricalLog draws an index with probability ∝ exp(logw[i]); NaN
@@ -167,11 +144,36 @@ func prepareIndependent(t Target, p Proposal, s *State) error {
 	return s.ensureLogQ(p)
 }
 
-// drawProposals fills y with independent proposals, lq with their proposal
-// log-densities and lp with their target log-densities (IMH and i-SIR).
-func drawProposals(rng *rand.Rand, t Target, p Proposal, y *mat.Dense, lq, lp []float64) error {
-	if err := p.Sample(rng, y, lq); err != nil {
+// proposals is the buffer of independent proposals of IMH and i-SIR: the
+// points y with their target (lp) and proposal (lq) log-densities.
+type proposals struct {
+	y      *mat.Dense
+	lp, lq []float64
+}
+
+// draw fills the buffer with rows independent proposals of dimension d.
+func (b *proposals) draw(rng *rand.Rand, t Target, p Proposal, rows, d int) error {
+	b.y = reuse(b.y, rows, d)
+	if len(b.lp) != rows {
+		b.lp, b.lq = make([]float64, rows), make([]float64, rows)
+	}
+	if err := p.Sample(rng, b.y, b.lq); err != nil {
 		return err
 	}
-	return t.LogDensity(y, lp)
+	return t.LogDensity(b.y, b.lp)
+}
+
+// moveTo moves chain i of s to proposal r, with its cached densities.
+func (b *proposals) moveTo(s *State, i, r int) {
+	copy(s.X.RawRowView(i), b.y.RawRowView(r))
+	s.LogP[i], s.LogQ[i] = b.lp[r], b.lq[r]
+}
+
+// globalStats are the statistics of a global step in which moved chains
+// moved; their gradients are stale unless none moved.
+func globalStats(s *State, moved int) Stats {
+	s.HasGrad = s.HasGrad && moved == 0
+	st := noStats()
+	st.Global = float64(moved) / float64(s.Chains())
+	return st
 }

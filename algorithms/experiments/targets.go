@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/floats"
@@ -82,15 +83,7 @@ func (e *Experiment) Split(rng *rand.Rand, n, held int) (train, heldOut *mat.Den
 func (e *Experiment) Weigh(x mat.Matrix) []float64 {
 	switch {
 	case e.Classify != nil:
-		w := make([]float64, len(e.Weights))
-		labels := e.Classify(x)
-		for _, l := range labels {
-			w[l]++
-		}
-		for k := range w {
-			w[k] /= float64(max(1, len(labels)))
-		}
-		return w
+		return data.LabelWeights(e.Classify(x), len(e.Weights))
 	case e.Modes != nil:
 		return diagnostics.ModeWeights(x, e.Modes)
 	}

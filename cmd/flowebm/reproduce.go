@@ -75,6 +75,7 @@ paper's.`,
 type reproRun struct {
 	experiment, algorithm string
 	dir                   string
+	exactDensity          bool // the experiment has an exact log-density
 	// Filled after the run:
 	evals   []algorithms.Eval
 	metrics algorithms.Metrics
@@ -220,6 +221,7 @@ func lastLine(path string) string {
 // evaluations.
 func (r *reproRun) load() error {
 	exp, _ := experiments.ByName(r.experiment)
+	r.exactDensity = exp.Target != nil
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
 		r.err = strings.TrimSpace(string(b))
 		r.evals, _ = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
@@ -417,7 +419,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 			continue
 		}
 		exact := "—"
-		if r.metrics.TrueHeldOutLL != 0 {
+		if r.exactDensity {
 			exact = fmt.Sprintf("%.3f", r.metrics.TrueHeldOutLL)
 		}
 		ms := 1000 * r.metrics.Seconds / float64(max(1, r.metrics.Iterations))

@@ -104,13 +104,17 @@ func (im *Images) Subset(idx []int) *Images {
 }
 
 // ClassWeights returns the fraction of images of each class.
-func (im *Images) ClassWeights() []float64 {
-	w := make([]float64, im.Classes)
-	for _, l := range im.Labels {
+func (im *Images) ClassWeights() []float64 { return LabelWeights(im.Labels, im.Classes) }
+
+// LabelWeights returns the fraction of labels equal to each class
+// 0..classes−1.
+func LabelWeights(labels []int, classes int) []float64 {
+	w := make([]float64, classes)
+	for _, l := range labels {
 		w[l]++
 	}
 	for k := range w {
-		w[k] /= float64(max(1, len(im.Labels)))
+		w[k] /= float64(max(1, len(labels)))
 	}
 	return w
 }
