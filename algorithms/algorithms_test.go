@@ -69,7 +69,7 @@ func TestGridWeightsOfExactTargets(t *testing.T) {
 		if math.Abs(g.LogZ) > 1e-3 {
 			t.Errorf("%s: normalised target has log Z = %v on the grid, want 0 ± 1e-3", exp.Name, g.LogZ)
 		}
-		w := g.ZoneWeights(exp.Modes)
+		w := g.ZoneWeights(exp.Zones(g.Points), len(exp.Weights))
 		for k := range w {
 			if math.Abs(w[k]-exp.Weights[k]) > 1e-3 {
 				t.Errorf("%s: zone %d weight %v, want %v", exp.Name, k, w[k], exp.Weights[k])
@@ -167,6 +167,15 @@ func TestResumeReproducesUninterruptedRun(t *testing.T) {
 					}
 				}
 			}
+			if straight.Trainer.Config.AverageWindow == 0 {
+				t.Fatal("the defaults should average the EBM, so that resuming is tested with averaging")
+			}
+			a, b = averaged(t, straight), averaged(t, resumed)
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("averaged EBM parameter %d: %v uninterrupted, %v resumed", i, a[i], b[i])
+				}
+			}
 			if !mat.Equal(straight.Trainer.Bank, resumed.Trainer.Bank) {
 				t.Error("persistent bank differs after resume")
 			}
@@ -175,6 +184,52 @@ func TestResumeReproducesUninterruptedRun(t *testing.T) {
 				t.Errorf("last evaluation differs: %+v vs %+v", ea.Stats, eb.Stats)
 			}
 		})
+	}
+}
+
+func averaged(t *testing.T, r *Run) []float64 {
+	t.Helper()
+	var v []float64
+	if err := r.Trainer.WithAveraged(func() error { v = r.Trainer.EBM.Params.Flatten(nil); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// The averaged EBM is the exponential moving average of the iterates,
+// computed here by hand from the parameters after each step; outside
+// WithAveraged the EBM holds the current iterate.
+func TestAverageWindowIsMovingAverage(t *testing.T) {
+	r := smallRun(t, FlowMC, 10, t.TempDir())
+	r.Trainer.Config.AverageWindow = 4
+	r.Trainer.thetaAvg = r.Trainer.EBM.Params.Flatten(nil)
+	want := r.Trainer.EBM.Params.Flatten(nil)
+	for i := 0; i < 10; i++ {
+		if _, err := r.Trainer.Step(); err != nil {
+			t.Fatal(err)
+		}
+		cur := r.Trainer.EBM.Params.Flatten(nil)
+		for j := range want {
+			want[j] = 0.75*want[j] + 0.25*cur[j]
+		}
+	}
+	cur := r.Trainer.EBM.Params.Flatten(nil)
+	got := averaged(t, r)
+	differs := false
+	for j := range want {
+		if math.Abs(got[j]-want[j]) > 1e-12*(1+math.Abs(want[j])) {
+			t.Fatalf("averaged parameter %d = %v, want %v", j, got[j], want[j])
+		}
+		differs = differs || got[j] != cur[j]
+	}
+	if !differs {
+		t.Error("the averaged parameters equal the current ones")
+	}
+	after := r.Trainer.EBM.Params.Flatten(nil)
+	for j := range cur {
+		if after[j] != cur[j] {
+			t.Fatalf("WithAveraged left parameter %d at %v, want the current %v", j, after[j], cur[j])
+		}
 	}
 }
 
@@ -201,6 +256,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"sampler.subsample": {Iterations: 1, BatchSize: 10, Sampler: SamplerConfig{Negatives: "subsample", Subsample: 3}},
 		"persistent":        {Iterations: 1, BatchSize: 10, Persistent: 5},
 		"start":             {Iterations: 1, Start: "zero"},
+		"average_window":    {Iterations: 1, AverageWindow: -1},
 	}
 	for field, c := range cases {
 		_, err := c.withDefaults(2, 1)

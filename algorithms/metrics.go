@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/flowebm/flowebm/samplers"
-	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -62,13 +61,14 @@ func (g *Grid) Fill(logp func(x mat.Matrix, out []float64) error) error {
 	return nil
 }
 
-// ZoneWeights returns the mass of the normalised grid density in each
-// nearest-mode zone (the paper's App. C.3 quadrature).
-func (g *Grid) ZoneWeights(modes [][]float64) []float64 {
-	w := make([]float64, len(modes))
+// ZoneWeights returns the mass of the normalised grid density in each of k
+// zones, zones[i] being the zone of grid point i (the paper's App. C.3
+// quadrature with nearest-mode zones; see experiments.Experiment.Zones).
+func (g *Grid) ZoneWeights(zones []int, k int) []float64 {
+	w := make([]float64, k)
 	area := g.CellArea()
 	for i := range g.LogDensity {
-		w[diagnostics.NearestMode(g.Points.RawRowView(i), modes)] += math.Exp(g.LogDensity[i]) * area
+		w[zones[i]] += math.Exp(g.LogDensity[i]) * area
 	}
 	s := floats.Sum(w)
 	floats.Scale(1/s, w)

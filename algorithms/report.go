@@ -19,6 +19,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/io/data"
+	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -45,13 +47,33 @@ func WriteMetrics(path string, r *Run, elapsed time.Duration) error {
 		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1]})
 }
 
-// gridXYZ adapts a Grid to plotter.GridXYZ.
-type gridXYZ struct{ g *Grid }
+// gridXYZ adapts a Grid to plotter.GridXYZ, in the data's units when sc is
+// not nil (the colour scale is the density in the models' coordinates,
+// which differs from the data's by a constant factor).
+type gridXYZ struct {
+	g  *Grid
+	sc *data.Scaling
+}
 
 func (p gridXYZ) Dims() (c, r int)   { return p.g.N, p.g.N }
 func (p gridXYZ) Z(c, r int) float64 { return math.Exp(p.g.LogDensity[r*p.g.N+c]) }
-func (p gridXYZ) X(c int) float64    { return -p.g.Box + (float64(c)+0.5)*2*p.g.Box/float64(p.g.N) }
-func (p gridXYZ) Y(r int) float64    { return p.X(r) }
+func (p gridXYZ) X(c int) float64    { return p.unit(0, p.at(c)) }
+func (p gridXYZ) Y(r int) float64    { return p.unit(1, p.at(r)) }
+func (p gridXYZ) at(i int) float64   { return -p.g.Box + (float64(i)+0.5)*2*p.g.Box/float64(p.g.N) }
+func (p gridXYZ) unit(j int, z float64) float64 {
+	if p.sc == nil {
+		return z
+	}
+	return p.sc.Shift[j] + p.sc.Scale[j]*z
+}
+
+// inDataUnits returns x mapped to the experiment's data units.
+func inDataUnits(exp *experiments.Experiment, x mat.Matrix) mat.Matrix {
+	if exp.Scaling == nil {
+		return x
+	}
+	return exp.Scaling.ToData(x)
+}
 
 func scatter(x mat.Matrix, max int, c color.Color) (*plotter.Scatter, error) {
 	r, _ := x.Dims()
@@ -85,18 +107,20 @@ func WritePlots(r *Run) error {
 	if g := r.grid; g != nil && len(r.Evals) > 0 {
 		p := plot.New()
 		p.Title.Text = fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
-		hm := plotter.NewHeatMap(gridXYZ{g}, moreland.SmoothBlueRed().Palette(255))
+		xyz := gridXYZ{g, r.Experiment.Scaling}
+		hm := plotter.NewHeatMap(xyz, moreland.SmoothBlueRed().Palette(255))
 		p.Add(hm)
-		if s, err := scatter(r.Trainer.Positives(), 500, color.RGBA{0, 160, 0, 255}); err == nil {
+		if s, err := scatter(inDataUnits(r.Experiment, r.Trainer.Positives()), 500, color.RGBA{0, 160, 0, 255}); err == nil {
 			s.GlyphStyle.Shape = draw.CrossGlyph{}
 			p.Add(s)
 			p.Legend.Add("data", s)
 		}
-		if s, err := scatter(r.Trainer.Bank, 500, color.Black); err == nil {
+		if s, err := scatter(inDataUnits(r.Experiment, r.Trainer.Bank), 500, color.Black); err == nil {
 			p.Add(s)
 			p.Legend.Add("persistent chains", s)
 		}
-		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -g.Box, g.Box, -g.Box, g.Box
+		p.X.Min, p.X.Max = xyz.unit(0, -g.Box), xyz.unit(0, g.Box)
+		p.Y.Min, p.Y.Max = xyz.unit(1, -g.Box), xyz.unit(1, g.Box)
 		if err := savePNG(p, filepath.Join(r.Dir, "density.png"), 6*vg.Inch, 6*vg.Inch); err != nil {
 			return err
 		}
@@ -253,4 +277,18 @@ func writeImageGrid(path string, x *mat.Dense, shape experiments.ImageShape, sid
 		}
 	}
 	return safefile.Write(path, func(wr io.Writer) error { return png.Encode(wr, img) })
+}
+
+// WriteSamples writes the model's samples in the data's units to
+// dir/samples.npy (float64, rows × d), atomically: the persistent chains'
+// current states, or for CoopFlow, whose chains start afresh every
+// iteration, the last iteration's negatives.
+func WriteSamples(r *Run) error {
+	src := r.Trainer.Bank
+	if !r.Trainer.Config.persistent() && r.Trainer.Negatives() != nil {
+		src = r.Trainer.Negatives()
+	}
+	x := mat.DenseCopyOf(inDataUnits(r.Experiment, src))
+	n, d := x.Dims()
+	return npy.WriteFile(filepath.Join(r.Dir, "samples.npy"), &npy.Array{Shape: []int{n, d}, Data: x.RawMatrix().Data}, npy.Float64)
 }

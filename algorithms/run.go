@@ -13,6 +13,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
@@ -39,12 +40,66 @@ type ModelConfig struct {
 	Float32 bool `json:"float32,omitempty"`
 }
 
+// DataConfig names a user's data set to train on instead of one of the
+// paper's experiments (see experiments.DataSet).
+type DataConfig struct {
+	// File is the data: .npy (n, d), .npz (member Key, or the first) or
+	// .csv (numeric columns, optional header row).
+	File string `json:"file"`
+	Key  string `json:"key,omitempty"`
+	// HoldOut is the held-out fraction (default 0.1).
+	HoldOut float64 `json:"holdout,omitempty"`
+	// Standardize is "dimension" (default: each coordinate centred and
+	// scaled to unit variance), "global" (centred, one common scale) or
+	// "none".
+	Standardize string `json:"standardize,omitempty"`
+	// Modes optionally names a .npy/.npz/.csv file of k mode centres
+	// (k, d) in the data's units, whose nearest-centre zones give mode
+	// weights.
+	Modes string `json:"modes,omitempty"`
+	// DropNonFinite drops rows with NaN or Inf instead of refusing them.
+	DropNonFinite bool `json:"drop_nonfinite,omitempty"`
+}
+
+// Load reads the data set and builds its experiment; rng shuffles the rows
+// before the held-out split.
+func (c DataConfig) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
+	x, err := data.ReadMatrix(c.File, c.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite}
+	if c.Modes != "" {
+		if opt.Modes, err = data.ReadMatrix(c.Modes, ""); err != nil {
+			return nil, nil, err
+		}
+	}
+	return experiments.DataSet(c.File, x, opt, rng)
+}
+
+// TrainingRows returns the number of training rows of the data set dc
+// with the held-out split of a run with this seed.
+func TrainingRows(dc DataConfig, seed uint64) (int, error) {
+	exp, _, err := dc.Load(rand.New(rand.NewPCG(seed, dataStream)))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := exp.TrainSet.Dims()
+	return n, nil
+}
+
+// dataStream keys the random stream that draws or shuffles a run's data.
+const dataStream = 0xda7a5e7
+
 // RunConfig is a whole training job: experiment, seed, models, training and
 // evaluation settings. It is what config files hold (JSON).
 type RunConfig struct {
+	// Experiment names one of the paper's experiments
+	// (experiments.Names), or is "data" with Data set.
 	Experiment string      `json:"experiment"`
+	Data       *DataConfig `json:"data,omitempty"`
 	Seed       uint64      `json:"seed"`
-	DataSize   int         `json:"data_size,omitempty"` // training points (default 16384)
+	DataSize   int         `json:"data_size,omitempty"` // training points (default 16384; for Data, all)
 	Model      ModelConfig `json:"model"`
 	Train      Config      `json:"train"`
 	// EvalEvery is the number of iterations between evaluations (default
@@ -99,7 +154,7 @@ type Eval struct {
 	// normalised EBM, log Z estimated by importance sampling with the
 	// companion flow as proposal (the tilt ρ for ula): not in the paper.
 	// Compare with Run.TrueHeldOutLL, the same mean under the exact
-	// density.
+	// density. For a user's data set it is in the data's units.
 	HeldOutLL float64      `json:"held_out_ll"`
 	LogZ      LogZEstimate `json:"log_z"`
 	Stats     IterStats    `json:"stats"`
@@ -117,8 +172,13 @@ type Run struct {
 	// (the best HeldOutLL can be, up to Monte Carlo error).
 	TrueHeldOutLL float64
 
-	heldOut *mat.Dense
-	grid    *Grid
+	// Notes say what was done to a user's data set (rows dropped,
+	// standardisation).
+	Notes []string
+
+	heldOut   *mat.Dense
+	grid      *Grid
+	gridZones []int // the experiment's zone of each grid point
 }
 
 // NewRun builds the data, models and trainer of cfg, writing into dir.
@@ -134,9 +194,41 @@ func NewRun(cfg RunConfig, dir string) (*Run, error) {
 }
 
 func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error) {
-	exp, err := experiments.ByName(cfg.Experiment)
-	if err != nil {
+	// The data come from their own stream so that the same seed gives the
+	// same data whatever the algorithm.
+	dataRNG := rand.New(rand.NewPCG(cfg.Seed, dataStream))
+	var exp *experiments.Experiment
+	var err error
+	var notes []string
+	if cfg.Data != nil {
+		if cfg.Experiment != "data" && cfg.Experiment != "" {
+			return nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
+		}
+		cfg.Experiment = "data"
+		if exp, notes, err = cfg.Data.Load(dataRNG); err != nil {
+			return nil, err
+		}
+		n, _ := exp.TrainSet.Dims()
+		if cfg.DataSize == 0 {
+			cfg.DataSize = n
+		}
+		b := cfg.Train.BatchSize
+		if b == 0 {
+			b = 64 // the trainer's default
+		}
+		if n < b {
+			return nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
+				cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
+		}
+	} else if exp, err = experiments.ByName(cfg.Experiment); err != nil {
 		return nil, err
+	}
+	if models != nil && models.EBM.Dim() != exp.Dim() {
+		what := "experiment " + exp.Name
+		if cfg.Data != nil {
+			what = "data file " + cfg.Data.File
+		}
+		return nil, fmt.Errorf("algorithms: %s has %d dimensions, the checkpoint's models %d", what, exp.Dim(), models.EBM.Dim())
 	}
 	if cfg.DataSize == 0 {
 		cfg.DataSize = 16384
@@ -168,10 +260,7 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
 		return nil, fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
 	}
-	// The data come from their own stream so that the same seed gives the
-	// same data whatever the algorithm.
-	dataRNG := rand.New(rand.NewPCG(cfg.Seed, 0xda7a5e7))
-	data, held := exp.Split(dataRNG, cfg.DataSize, 4096)
+	train, held := exp.Split(dataRNG, cfg.DataSize, 4096)
 	d := exp.Dim()
 	m := cfg.Model
 	if models == nil {
@@ -179,7 +268,7 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 		if sigma == 0 {
 			v := 0.0
 			for j := 0; j < d; j++ {
-				v = max(v, stat.Variance(mat.Col(nil, j, data), nil))
+				v = max(v, stat.Variance(mat.Col(nil, j, train), nil))
 			}
 			sigma = math.Sqrt(v)
 		}
@@ -216,11 +305,11 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 		}
 		models = &checkpoint.Models{EBM: ebm, Flow: flow}
 	}
-	tr, err := NewTrainer(cfg.Train, models.EBM, models.Flow, data, NewStreams(cfg.Seed))
+	tr, err := NewTrainer(cfg.Train, models.EBM, models.Flow, train, NewStreams(cfg.Seed))
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Config: cfg, Experiment: exp, Trainer: tr, Dir: dir, heldOut: held}
+	r := &Run{Config: cfg, Experiment: exp, Trainer: tr, Dir: dir, heldOut: held, Notes: notes}
 	r.Config.Train = tr.Config
 	if r.Config.RHatSteps == 0 {
 		// As many steps as an iteration runs, where a flowMC step is a
@@ -255,7 +344,16 @@ func (r *Run) Grid() *Grid { return r.grid }
 
 // Evaluate computes the metrics at the current iteration and appends them
 // to Evals.
-func (r *Run) Evaluate(st IterStats) (Eval, error) {
+// With Train.AverageWindow set, the averaged EBM is evaluated.
+func (r *Run) Evaluate(st IterStats) (ev Eval, err error) {
+	err = r.Trainer.WithAveraged(func() error {
+		ev, err = r.evaluate(st)
+		return err
+	})
+	return ev, err
+}
+
+func (r *Run) evaluate(st IterStats) (Eval, error) {
 	ev := Eval{Iter: r.Trainer.Iter, Stats: st, EBMWeightMSE: math.NaN(), NegMSE: math.NaN(), StartMSE: math.NaN(), LogDensityMedSE: math.NaN(),
 		MaxRHat: math.NaN(), MaxRHatClassic: math.NaN()}
 	exp := r.Experiment
@@ -274,15 +372,20 @@ func (r *Run) Evaluate(st IterStats) (Eval, error) {
 		if err := r.grid.Fill(r.Trainer.EBM.LogDensity); err != nil {
 			return ev, err
 		}
-		truth := make([]float64, r.heldOut.RawMatrix().Rows)
-		if err := exp.Target.LogDensity(r.heldOut, truth); err != nil {
-			return ev, err
+		if exp.Target != nil {
+			truth := make([]float64, r.heldOut.RawMatrix().Rows)
+			if err := exp.Target.LogDensity(r.heldOut, truth); err != nil {
+				return ev, err
+			}
+			ev.LogDensityMedSE = MedianSquaredError(r.grid.LogDensityAt(r.heldOut), truth)
 		}
-		ev.LogDensityMedSE = MedianSquaredError(r.grid.LogDensityAt(r.heldOut), truth)
 	}
 	if exp.Weights != nil {
 		if r.grid != nil && exp.Modes != nil {
-			ev.EBMWeights = r.grid.ZoneWeights(exp.Modes)
+			if r.gridZones == nil {
+				r.gridZones = exp.Zones(r.grid.Points)
+			}
+			ev.EBMWeights = r.grid.ZoneWeights(r.gridZones, len(exp.Weights))
 			ev.EBMWeightMSE = diagnostics.WeightMSE(ev.EBMWeights, exp.Weights)
 		}
 		if neg := r.Trainer.Negatives(); neg != nil {
@@ -355,6 +458,10 @@ func (r *Run) heldOutLL(rng *rand.Rand, ev *Eval) error {
 	}
 	ev.LogZ = est
 	ev.HeldOutLL = stat.Mean(logp, nil) - est.LogZ
+	if sc := r.Experiment.Scaling; sc != nil {
+		// In the data's units: p_x(x) = p_z(z) / Π scale.
+		ev.HeldOutLL -= sc.LogDet()
+	}
 	return nil
 }
 
@@ -376,7 +483,10 @@ func (r *Run) Checkpoint() error {
 	final := filepath.Join(r.Dir, "checkpoint")
 	tmp := final + ".new"
 	os.RemoveAll(tmp)
-	if err := checkpoint.Save(tmp, checkpoint.Models{EBM: r.Trainer.EBM, Flow: r.Trainer.Flow}); err != nil {
+	err := r.Trainer.WithAveraged(func() error {
+		return checkpoint.Save(tmp, checkpoint.Models{EBM: r.Trainer.EBM, Flow: r.Trainer.Flow, Scaling: r.Experiment.Scaling})
+	})
+	if err != nil {
 		return err
 	}
 	if err := r.Trainer.SaveState(tmp); err != nil {
@@ -400,10 +510,22 @@ func (r *Run) Checkpoint() error {
 }
 
 // Resume reopens the run in dir from its last checkpoint.
-func Resume(dir string) (*Run, error) {
+func Resume(dir string) (*Run, error) { return resume(dir, nil) }
+
+// ResumeOn reopens the run in dir from its last checkpoint, training from
+// now on on the data set dc instead of the one in its configuration (a
+// moved or updated file). Its dimension must match the checkpoint's; the
+// run continues exactly as an uninterrupted one only if the data are the
+// same.
+func ResumeOn(dir string, dc DataConfig) (*Run, error) { return resume(dir, &dc) }
+
+func resume(dir string, dc *DataConfig) (*Run, error) {
 	var cfg RunConfig
 	if err := readJSON(filepath.Join(dir, "config.json"), &cfg, true); err != nil {
 		return nil, err
+	}
+	if dc != nil {
+		cfg.Data, cfg.Experiment = dc, "data"
 	}
 	ck := filepath.Join(dir, "checkpoint")
 	models, _, err := checkpoint.Load(ck)

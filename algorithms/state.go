@@ -44,6 +44,11 @@ func (t *Trainer) SaveState(dir string) error {
 		order[i] = float64(v)
 	}
 	arrays["data_order"] = &npy.Array{Shape: []int{len(order)}, Data: order}
+	if t.thetaAvg != nil {
+		// The checkpoint's EBM is the averaged one; the current iterate,
+		// which training continues from, is kept here.
+		arrays["ebm_current"] = &npy.Array{Shape: []int{len(t.thetaE)}, Data: t.thetaE}
+	}
 	addOpt := func(prefix string, o Optimizer) {
 		for k, v := range o.State() {
 			arrays[prefix+k] = &npy.Array{Shape: []int{len(v)}, Data: v}
@@ -149,6 +154,18 @@ func (t *Trainer) Restore(dir string) error {
 	// The models' parameters were loaded from the checkpoint: re-read the
 	// flat copies the optimisers update.
 	t.EBM.Params.Flatten(t.thetaE)
+	if t.thetaAvg != nil {
+		copy(t.thetaAvg, t.thetaE)
+		cur, err := arc.Get("ebm_current")
+		if err != nil {
+			return fmt.Errorf("%s: %w (the run averages the EBM: average_window %d)", dir, err, t.Config.AverageWindow)
+		}
+		if len(cur.Data) != len(t.thetaE) {
+			return fmt.Errorf("%s: state.npz member \"ebm_current\" has %d values, want %d (the EBM's parameter count)", dir, len(cur.Data), len(t.thetaE))
+		}
+		copy(t.thetaE, cur.Data)
+		t.EBM.Params.SetFlat(t.thetaE)
+	}
 	if t.Flow != nil {
 		t.Flow.Params.Flatten(t.thetaF)
 	}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/samplers"
@@ -122,6 +123,12 @@ type Config struct {
 	// is not updated (CoopFlow: default 4% of Iterations; App. C.1 says
 	// "less than 5%").
 	FreezeFlow int `json:"freeze_flow,omitempty"`
+	// AverageWindow, when positive, keeps an exponential moving average of
+	// the EBM's parameters with decay 1 − 1/AverageWindow (a window of
+	// about that many iterations): the model that is evaluated and saved.
+	// Training itself, and so the negatives, use the current parameters.
+	// Zero (the paper's choice) evaluates the last iterate.
+	AverageWindow int `json:"average_window,omitempty"`
 	// MaxEnergy stops training when a mean energy exceeds it in absolute
 	// value (default 1e6): the divergence guard.
 	MaxEnergy float64 `json:"max_energy,omitempty"`
@@ -236,6 +243,9 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 	if c.MaxEnergy == 0 {
 		c.MaxEnergy = 1e6
 	}
+	if c.AverageWindow < 0 {
+		return c, fmt.Errorf("algorithms: average_window %d, want ≥ 0 (0: no averaging)", c.AverageWindow)
+	}
 	return c, nil
 }
 
@@ -293,6 +303,7 @@ type Trainer struct {
 	rngs             Streams
 	optEBM, optFlow  Optimizer
 	thetaE, thetaF   []float64
+	thetaAvg         []float64 // moving average of thetaE (nil: AverageWindow 0)
 	gradE, gradF     []float64
 	kernels          kernelSet
 	pos, neg, starts *mat.Dense
@@ -351,6 +362,9 @@ func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, s
 	}
 	t.thetaE = ebm.Params.Flatten(nil)
 	t.gradE = make([]float64, len(t.thetaE))
+	if cfg.AverageWindow > 0 {
+		t.thetaAvg = slices.Clone(t.thetaE)
+	}
 	if flow != nil {
 		if t.optFlow, err = cfg.FlowOptim.New(flow.Params.Count()); err != nil {
 			return nil, fmt.Errorf("flow_optim: %w", err)
@@ -657,6 +671,12 @@ func (t *Trainer) Step() (IterStats, error) {
 	}
 	t.optEBM.Step(t.thetaE, t.gradE)
 	t.EBM.Params.SetFlat(t.thetaE)
+	if t.thetaAvg != nil {
+		b := 1 / float64(cfg.AverageWindow)
+		for i, v := range t.thetaE {
+			t.thetaAvg[i] += b * (v - t.thetaAvg[i])
+		}
+	}
 
 	// Flow step: maximum likelihood on the negatives.
 	if t.Flow != nil && t.Iter >= cfg.FreezeFlow {
@@ -678,6 +698,18 @@ func (t *Trainer) Step() (IterStats, error) {
 	}
 	t.Iter++
 	return st, nil
+}
+
+// WithAveraged runs fn with the EBM's parameters set to their moving
+// average (Config.AverageWindow), then restores the current ones. Without
+// averaging it just runs fn. Evaluations and saved models go through it.
+func (t *Trainer) WithAveraged(fn func() error) error {
+	if t.thetaAvg == nil {
+		return fn()
+	}
+	t.EBM.Params.SetFlat(t.thetaAvg)
+	defer t.EBM.Params.SetFlat(t.thetaE)
+	return fn()
 }
 
 // checkEnergies is the divergence guard: the energies of the positives must

@@ -49,6 +49,10 @@ type Experiment struct {
 	Classify             func(x mat.Matrix) []int
 	ClassNames           []string
 	Image                *ImageShape
+	// Scaling, for a user's data set, maps the standardised coordinates
+	// in which TrainSet, HeldOutSet and the models live to the data's
+	// units; Modes are then in the data's units (nil: no scaling).
+	Scaling *data.Scaling
 }
 
 // ImageShape is the shape of a data point laid out channel-major.
@@ -78,14 +82,33 @@ func (e *Experiment) Split(rng *rand.Rand, n, held int) (train, heldOut *mat.Den
 	return rows(e.TrainSet, n), rows(e.HeldOutSet, held)
 }
 
-// Weigh returns the fraction of the rows of x in each mode (nearest-mode
-// zones) or class (Classify), or nil if the experiment has neither.
-func (e *Experiment) Weigh(x mat.Matrix) []float64 {
+// Zones returns, for every row of x (in the models' coordinates), its class
+// (Classify) or the index of its nearest mode (measured in the data's
+// units), or nil if the experiment has neither.
+func (e *Experiment) Zones(x mat.Matrix) []int {
 	switch {
 	case e.Classify != nil:
-		return data.LabelWeights(e.Classify(x), len(e.Weights))
+		return e.Classify(x)
 	case e.Modes != nil:
-		return diagnostics.ModeWeights(x, e.Modes)
+		if e.Scaling != nil {
+			x = e.Scaling.ToData(x)
+		}
+		r, c := x.Dims()
+		zones := make([]int, r)
+		row := make([]float64, c)
+		for i := range zones {
+			zones[i] = diagnostics.NearestMode(mat.Row(row, i, x), e.Modes)
+		}
+		return zones
+	}
+	return nil
+}
+
+// Weigh returns the fraction of the rows of x in each zone (see Zones), or
+// nil if the experiment has no zones.
+func (e *Experiment) Weigh(x mat.Matrix) []float64 {
+	if z := e.Zones(x); z != nil {
+		return data.LabelWeights(z, len(e.Weights))
 	}
 	return nil
 }

@@ -14,8 +14,13 @@
 //	          "layout": "sequential",           // names net.0, net.2, … ("modulelist": net.0, net.1, …)
 //	          "name": "net"},
 //	  "flow": {"dim": 2, "blocks": 4, "block_depth": 1, "hidden": [16],
-//	           "activation": "relu", "mask": "half", "name": "couplings"}
+//	           "activation": "relu", "mask": "half", "name": "couplings"},
+//	  "standardization": {"shift": [..], "scale": [..]}  // optional, see below
 //	}
+//
+// Models trained on a user's data set live in standardised coordinates
+// z = (x − shift) / scale; "standardization" then gives the map to the
+// data's units x, and Models.Energy evaluates the model there.
 //
 // weights.npz holds "ebm.<name>" and "flow.<name>" members, e.g.
 // "ebm.net.0.weight" (32, 2) and "flow.couplings.0.s.0.weight" (16, 2), in
@@ -32,10 +37,12 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/mat"
 	"gorgonia.org/tensor"
 )
 
@@ -69,12 +76,42 @@ type Spec struct {
 	BaseSigma []float64 `json:"base_sigma"`
 	EBM       EBMSpec   `json:"ebm"`
 	Flow      *FlowSpec `json:"flow,omitempty"`
+	// Standardization maps the models' coordinates to the data's units
+	// (absent: they are the data's units).
+	Standardization *data.Scaling `json:"standardization,omitempty"`
 }
 
 // Models are the models a checkpoint holds.
 type Models struct {
 	EBM  *graph.EBM
 	Flow *graph.Flow // may be nil
+	// Scaling maps the models' coordinates to the data's units (nil: the
+	// identity).
+	Scaling *data.Scaling
+}
+
+// Energy writes, for every row of x (in the data's units), minus the log of
+// the learned unnormalised density there, tilt and standardisation
+// included: E(z) − log ρ(z) + Σ log scale with z the standardised x and ρ
+// the normalised base N(0, diag σ²). exp(−energy) thus integrates over the
+// data space to the EBM's normaliser Z = ∫ exp(−E) ρ (1 at
+// initialisation), and sums over a grid to the model's mass there (× Z).
+func (m Models) Energy(x mat.Matrix, energy []float64) error {
+	z := x
+	if m.Scaling != nil {
+		z = m.Scaling.FromData(x)
+	}
+	if err := m.EBM.LogDensity(z, energy); err != nil {
+		return err
+	}
+	logdet := 0.0
+	if m.Scaling != nil {
+		logdet = m.Scaling.LogDet()
+	}
+	for i := range energy {
+		energy[i] = logdet - energy[i]
+	}
+	return nil
 }
 
 // SpecOf describes m. The EBM's network must be a graph.MLPEnergy.
@@ -87,6 +124,15 @@ func SpecOf(m Models) (Spec, error) {
 		EBM: EBMSpec{Sizes: net.Sizes, Activation: net.Hidden.String(), Layout: layoutName(net.Layout), Name: net.Name}}
 	if m.EBM.Tilt != nil {
 		s.BaseSigma = m.EBM.Tilt.Sigma
+	}
+	if m.Scaling != nil {
+		if err := m.Scaling.Validate(); err != nil {
+			return Spec{}, fmt.Errorf("checkpoint: standardization: %w", err)
+		}
+		if m.Scaling.Dim() != m.EBM.Dim() {
+			return Spec{}, fmt.Errorf("checkpoint: standardization has %d coordinates, the EBM %d", m.Scaling.Dim(), m.EBM.Dim())
+		}
+		s.Standardization = m.Scaling
 	}
 	if m.Flow != nil {
 		n := m.Flow.Net
@@ -167,6 +213,15 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 		return Models{}, fmt.Errorf("spec.json: ebm: %w", err)
 	}
 	m := Models{EBM: ebm}
+	if sc := s.Standardization; sc != nil {
+		if err := sc.Validate(); err != nil {
+			return Models{}, fmt.Errorf("spec.json: field \"standardization\": %w", err)
+		}
+		if sc.Dim() != d {
+			return Models{}, fmt.Errorf("spec.json: field \"standardization\" has %d coordinates, want %d (the dimension)", sc.Dim(), d)
+		}
+		m.Scaling = sc
+	}
 	if f := s.Flow; f != nil {
 		if f.Dim != d {
 			return Models{}, fmt.Errorf("spec.json: field \"flow.dim\" is %d, want %d (the EBM's)", f.Dim, d)

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/mat"
 	"gorgonia.org/tensor"
@@ -86,5 +88,58 @@ func TestLoadErrorsNameFileAndField(t *testing.T) {
 	os.WriteFile(filepath.Join(bad, "weights.npz"), b, 0o644)
 	if _, _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "ebm.net.0.weight") {
 		t.Errorf("mismatched shapes: error %v", err)
+	}
+}
+
+// A standardisation is saved and loaded with the models, and Energy is
+// E(z) − log ρ(z) + Σ log scale at z = (x − shift)/scale, computed here from
+// the EBM directly; without a scaling it is −log p̃(x).
+func TestStandardizationAndEnergy(t *testing.T) {
+	m := models(t, tensor.Float64)
+	x := mat.NewDense(3, 2, []float64{10, -3, 12, 0, 14, -2})
+	plain := make([]float64, 3)
+	if err := m.Energy(x, plain); err != nil {
+		t.Fatal(err)
+	}
+	logp := make([]float64, 3)
+	m.EBM.LogDensity(x, logp)
+	for i := range plain {
+		if plain[i] != -logp[i] {
+			t.Errorf("no scaling, row %d: energy %v, want %v", i, plain[i], -logp[i])
+		}
+	}
+
+	m.Scaling = &data.Scaling{Shift: []float64{12, -1.5}, Scale: []float64{2, 0.5}}
+	dir := filepath.Join(t.TempDir(), "ck")
+	if err := Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	got, spec, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Standardization == nil || got.Scaling == nil || got.Scaling.Scale[1] != 0.5 {
+		t.Fatalf("standardization not loaded: %+v", spec.Standardization)
+	}
+	e := make([]float64, 3)
+	if err := got.Energy(x, e); err != nil {
+		t.Fatal(err)
+	}
+	z := mat.NewDense(3, 2, nil)
+	for i := 0; i < 3; i++ {
+		z.Set(i, 0, (x.At(i, 0)-12)/2)
+		z.Set(i, 1, (x.At(i, 1)+1.5)/0.5)
+	}
+	m.EBM.LogDensity(z, logp)
+	for i := range e {
+		if want := -logp[i] + math.Log(2*0.5); math.Abs(e[i]-want) > 1e-12 {
+			t.Errorf("row %d: energy %v, want %v", i, e[i], want)
+		}
+	}
+
+	spec.Standardization.Scale = []float64{1}
+	bad := Models{EBM: m.EBM, Scaling: spec.Standardization}
+	if err := Save(t.TempDir(), bad); err == nil || !strings.Contains(err.Error(), "standardization") {
+		t.Errorf("a scaling of the wrong length saved: %v", err)
 	}
 }

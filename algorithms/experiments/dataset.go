@@ -1,0 +1,122 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/flowebm/flowebm/io/data"
+	"gonum.org/v1/gonum/mat"
+)
+
+// DataSetOptions configure an experiment on a user's data set. The zero
+// value means the defaults given per field.
+type DataSetOptions struct {
+	// HoldOut is the fraction of the rows held out for the held-out
+	// log-likelihood (default 0.1; at least one row).
+	HoldOut float64
+	// Standardize is data.PerDimension (default), data.Global or
+	// data.NoScaling. The scaling is computed on the training rows.
+	Standardize string
+	// Modes, if not nil, are k mode centres (k × d, in the data's units):
+	// mode weights are then measured by nearest-centre zones, and the
+	// reference weights are the fractions of the data in each zone.
+	Modes *mat.Dense
+	// DropNonFinite drops rows holding NaN or Inf instead of refusing the
+	// data.
+	DropNonFinite bool
+}
+
+// DataSet builds an experiment on the rows of x (n points × d), a user's
+// data set named name (the file, in errors): the rows are shuffled with
+// rng, split into training and held-out sets and standardised. It returns
+// notes on what was done (rows dropped, the scaling). Data that cannot be
+// trained on are an error naming the problem: non-finite values (unless
+// DropNonFinite), constant columns, fewer than two rows, modes whose
+// dimension differs.
+func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Experiment, []string, error) {
+	var notes []string
+	n, d := x.Dims()
+	finite, dropped := data.Finite(x)
+	if dropped > 0 {
+		if !opt.DropNonFinite {
+			return nil, nil, fmt.Errorf("%s: %d of %d rows hold NaN or Inf values (the first is row %d); drop them with --drop-nonfinite (drop_nonfinite in a config) or fix the file",
+				name, dropped, n, firstNonFinite(x)+1)
+		}
+		if finite == nil {
+			return nil, nil, fmt.Errorf("%s: all %d rows hold NaN or Inf values", name, n)
+		}
+		notes = append(notes, fmt.Sprintf("%s: dropped %d of %d rows holding NaN or Inf", name, dropped, n))
+		x = finite
+		n, _ = x.Dims()
+	}
+	h := opt.HoldOut
+	if h == 0 {
+		h = 0.1
+	}
+	if !(h > 0 && h < 1) {
+		return nil, nil, fmt.Errorf("%s: holdout %v, want a fraction in (0, 1)", name, opt.HoldOut)
+	}
+	held := max(1, int(math.Round(h*float64(n))))
+	if n-held < 2 {
+		return nil, nil, fmt.Errorf("%s: %d rows leave %d for training after holding out %d, want at least 2", name, n, n-held, held)
+	}
+	perm := rng.Perm(n)
+	rows := func(idx []int) *mat.Dense {
+		m := mat.NewDense(len(idx), d, nil)
+		for i, k := range idx {
+			m.SetRow(i, x.RawRowView(k))
+		}
+		return m
+	}
+	trainX, heldX := rows(perm[held:]), rows(perm[:held])
+	sc, err := data.Standardize(trainX, opt.Standardize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	kind := opt.Standardize
+	if kind == "" {
+		kind = data.PerDimension
+	}
+	notes = append(notes, fmt.Sprintf("%s: %d training and %d held-out rows in %d dimensions, standardised (%s) on the training rows", name, n-held, held, d, kind))
+	e := &Experiment{
+		Name:        "data",
+		Description: fmt.Sprintf("the data set %s (%d points in %d dimensions)", name, n, d),
+		TrainSet:    sc.FromData(trainX),
+		HeldOutSet:  sc.FromData(heldX),
+		Scaling:     &sc,
+	}
+	if d == 2 {
+		// The plot and quadrature box holds every training point with a
+		// margin, in standardised units, rounded up to a half.
+		b := 0.0
+		for _, v := range e.TrainSet.RawMatrix().Data {
+			b = max(b, math.Abs(v))
+		}
+		e.Box = math.Ceil(2*1.15*b) / 2
+	}
+	if opt.Modes != nil {
+		k, c := opt.Modes.Dims()
+		if c != d {
+			return nil, nil, fmt.Errorf("modes: %d centres in %d dimensions, want the data's %d", k, c, d)
+		}
+		for i := 0; i < k; i++ {
+			e.Modes = append(e.Modes, mat.Row(nil, i, opt.Modes))
+		}
+		// Reference weights: the data's own fractions in the zones.
+		e.Weights = make([]float64, k)
+		all := mat.NewDense(n, d, nil)
+		all.Stack(e.TrainSet, e.HeldOutSet)
+		e.Weights = e.Weigh(all)
+	}
+	return e, notes, nil
+}
+
+func firstNonFinite(x *mat.Dense) int {
+	for i, v := range x.RawMatrix().Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return i / x.RawMatrix().Stride
+		}
+	}
+	return -1
+}

@@ -1,0 +1,116 @@
+package experiments
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/io/data"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+)
+
+// points draws n rows from a 2D mixture of three Gaussians in units far
+// from standard (centres near (12, −2), spreads 0.3–0.5).
+func points(rng *rand.Rand, n int, w []float64) (*mat.Dense, *mat.Dense) {
+	modes := mat.NewDense(3, 2, []float64{10, -3, 14, -3, 12, 0})
+	x := mat.NewDense(n, 2, nil)
+	for i := 0; i < n; i++ {
+		u, k := rng.Float64(), 0
+		for k < 2 && u > w[k] {
+			u -= w[k]
+			k++
+		}
+		x.Set(i, 0, modes.At(k, 0)+0.5*rng.NormFloat64())
+		x.Set(i, 1, modes.At(k, 1)+0.3*rng.NormFloat64())
+	}
+	return x, modes
+}
+
+func TestDataSetSplitsStandardisesAndWeighs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, modes := points(rng, 2000, []float64{0.2, 0.3, 0.5})
+	e, notes, err := DataSet("mix.npy", x, DataSetOptions{Modes: modes}, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "1800 training and 200 held-out rows") {
+		t.Errorf("notes %q", notes)
+	}
+	if e.Dim() != 2 || e.Box <= 0 || e.Scaling == nil {
+		t.Fatalf("dim %d, box %v, scaling %v", e.Dim(), e.Box, e.Scaling)
+	}
+	// Standardised on the training rows: mean 0, variance 1 per column.
+	for j := 0; j < 2; j++ {
+		m, v := stat.MeanVariance(mat.Col(nil, j, e.TrainSet), nil)
+		if math.Abs(m) > 1e-9 || math.Abs(v-1) > 1e-9 {
+			t.Errorf("column %d: mean %v, variance %v after standardising", j, m, v)
+		}
+	}
+	// The reference weights are the data's own fractions in the zones of
+	// the modes, computed here in the data's units; Weigh measures zones
+	// in the data's units too, from standardised input.
+	want := data.LabelWeights(nearest(x, modes), 3)
+	for k := range want {
+		if math.Abs(e.Weights[k]-want[k]) > 1e-12 {
+			t.Errorf("weights %v, want %v", e.Weights, want)
+		}
+	}
+	if got := e.Weigh(e.Scaling.FromData(x)); math.Abs(got[2]-want[2]) > 1e-12 {
+		t.Errorf("Weigh on standardised data %v, want %v", got, want)
+	}
+}
+
+func nearest(x, modes *mat.Dense) []int {
+	r, _ := x.Dims()
+	k, _ := modes.Dims()
+	z := make([]int, r)
+	for i := range z {
+		best := math.Inf(1)
+		for m := 0; m < k; m++ {
+			dx, dy := x.At(i, 0)-modes.At(m, 0), x.At(i, 1)-modes.At(m, 1)
+			if d := dx*dx + dy*dy; d < best {
+				best, z[i] = d, m
+			}
+		}
+	}
+	return z
+}
+
+func TestDataSetRefusesBadData(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	x, modes := points(rng, 100, []float64{0.2, 0.3, 0.5})
+	nan := mat.DenseCopyOf(x)
+	nan.Set(7, 1, math.NaN())
+	nan.Set(42, 0, math.Inf(1))
+	constant := mat.DenseCopyOf(x)
+	for i := 0; i < 100; i++ {
+		constant.Set(i, 1, 4)
+	}
+	cases := []struct {
+		name string
+		x    *mat.Dense
+		opt  DataSetOptions
+		want string
+	}{
+		{"nan", nan, DataSetOptions{}, "f: 2 of 100 rows hold NaN or Inf values (the first is row 8); drop them with --drop-nonfinite"},
+		{"constant", constant, DataSetOptions{}, "f: column 2 is constant (every value 4)"},
+		{"holdout", x, DataSetOptions{HoldOut: 1.5}, "f: holdout 1.5, want a fraction in (0, 1)"},
+		{"rows", mat.NewDense(2, 2, []float64{1, 2, 3, 4}), DataSetOptions{}, "f: 2 rows leave 1 for training"},
+		{"modes", x, DataSetOptions{Modes: mat.NewDense(1, 3, nil)}, "modes: 1 centres in 3 dimensions, want the data's 2"},
+	}
+	for _, c := range cases {
+		_, _, err := DataSet("f", c.x, c.opt, rng)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+	e, notes, err := DataSet("f", nan, DataSetOptions{DropNonFinite: true, Modes: modes}, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := e.TrainSet.Dims(); r+e.HeldOutSet.RawMatrix().Rows != 98 || !strings.Contains(notes[0], "dropped 2 of 100 rows") {
+		t.Errorf("dropping: %d training rows, notes %q", r, notes)
+	}
+}

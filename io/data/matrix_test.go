@@ -1,0 +1,147 @@
+package data
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
+	"gonum.org/v1/gonum/mat"
+)
+
+func TestReadMatrixFormats(t *testing.T) {
+	dir := t.TempDir()
+	want := []float64{1, 2, 3, 4, 5, 6}
+	a := &npy.Array{Shape: []int{3, 2}, Data: want}
+	if err := npy.WriteFile(filepath.Join(dir, "x.npy"), a, npy.Float32); err != nil {
+		t.Fatal(err)
+	}
+	other := &npy.Array{Shape: []int{1, 1}, Data: []float64{9}}
+	if err := npz.WriteFile(filepath.Join(dir, "x.npz"), map[string]*npy.Array{"a": a, "b": other}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("header.csv", "x,y\n1,2\n3,4\n\n5, 6\n")
+	write("plain.csv", "1,2\n3,4\n5,6\n")
+	for _, c := range []struct{ file, key string }{{"x.npy", ""}, {"x.npz", ""}, {"x.npz", "a"}, {"header.csv", ""}, {"plain.csv", ""}} {
+		x, err := ReadMatrix(filepath.Join(dir, c.file), c.key)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		if r, cols := x.Dims(); r != 3 || cols != 2 || !sameValues(x.RawMatrix().Data, want) {
+			t.Errorf("%s %q: got %v", c.file, c.key, mat.Formatted(x))
+		}
+	}
+	x, err := ReadMatrix(filepath.Join(dir, "x.npz"), "b")
+	if err != nil || x.At(0, 0) != 9 {
+		t.Errorf("member b: %v, %v", x, err)
+	}
+}
+
+func TestReadMatrixErrors(t *testing.T) {
+	dir := t.TempDir()
+	vec := &npy.Array{Shape: []int{4}, Data: []float64{1, 2, 3, 4}}
+	if err := npy.WriteFile(filepath.Join(dir, "vec.npy"), vec, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if err := npz.WriteFile(filepath.Join(dir, "a.npz"), map[string]*npy.Array{"x": vec}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ragged.csv", "1,2\n3\n")
+	write("word.csv", "1,2\n3,abc\n")
+	write("empty.csv", "x,y\n")
+	write("data.txt", "1 2\n")
+	cases := []struct{ file, key, want string }{
+		{"vec.npy", "", "vec.npy: array shape is [4], want 2 dimensions"},
+		{"a.npz", "y", `no member "y"`},
+		{"vec.npy", "k", "selects a member of an .npz"},
+		{"ragged.csv", "", "ragged.csv: line 2 is 1 fields, want 2"},
+		{"word.csv", "", `word.csv: line 2, column 2 is "abc", want a number`},
+		{"empty.csv", "", "empty.csv: rows is none, want at least one row of numbers"},
+		{"data.txt", "", `unknown data format ".txt"`},
+	}
+	for _, c := range cases {
+		_, err := ReadMatrix(filepath.Join(dir, c.file), c.key)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.file, err, c.want)
+		}
+	}
+}
+
+func TestFinite(t *testing.T) {
+	x := mat.NewDense(4, 2, []float64{1, 2, math.NaN(), 0, 3, math.Inf(-1), 5, 6})
+	y, dropped := Finite(x)
+	if dropped != 2 || !sameValues(y.RawMatrix().Data, []float64{1, 2, 5, 6}) {
+		t.Errorf("kept %v, dropped %d; want [1 2 5 6] and 2", y.RawMatrix().Data, dropped)
+	}
+	if y, dropped := Finite(mat.NewDense(1, 1, []float64{math.NaN()})); y != nil || dropped != 1 {
+		t.Errorf("all non-finite: %v, %d", y, dropped)
+	}
+}
+
+func TestStandardize(t *testing.T) {
+	// Columns with means 1 and 10, standard deviations 2 and 6 (n − 1
+	// denominator, gonum's stat.Variance).
+	x := mat.NewDense(3, 2, []float64{-1, 4, 1, 10, 3, 16})
+	s, err := Standardize(x, PerDimension)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameValues(s.Shift, []float64{1, 10}) || !sameValues(s.Scale, []float64{2, 6}) {
+		t.Fatalf("per dimension: %+v", s)
+	}
+	z := s.FromData(x)
+	if !sameValues(z.RawMatrix().Data, []float64{-1, -1, 0, 0, 1, 1}) {
+		t.Errorf("standardised %v", z.RawMatrix().Data)
+	}
+	if back := s.ToData(z); !mat.EqualApprox(back, x, 1e-12) {
+		t.Errorf("ToData(FromData(x)) = %v", mat.Formatted(back))
+	}
+	if got, want := s.LogDet(), math.Log(12); math.Abs(got-want) > 1e-12 {
+		t.Errorf("LogDet %v, want %v", got, want)
+	}
+	g, err := Standardize(x, Global)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := math.Sqrt((4 + 36) / 2.0); math.Abs(g.Scale[0]-want) > 1e-12 || g.Scale[1] != g.Scale[0] {
+		t.Errorf("global scale %v, want %v in both", g.Scale, want)
+	}
+	n, err := Standardize(x, NoScaling)
+	if err != nil || !sameValues(n.Shift, []float64{0, 0}) || !sameValues(n.Scale, []float64{1, 1}) {
+		t.Errorf("none: %+v, %v", n, err)
+	}
+	if _, err := Standardize(x, "robust"); err == nil || !strings.Contains(err.Error(), `standardize "robust"`) {
+		t.Errorf("unknown kind: %v", err)
+	}
+	c := mat.NewDense(3, 2, []float64{1, 7, 2, 7, 3, 7})
+	if _, err := Standardize(c, PerDimension); err == nil || !strings.Contains(err.Error(), "column 2 is constant") {
+		t.Errorf("constant column: %v", err)
+	}
+	if err := (Scaling{Shift: []float64{0}, Scale: []float64{0}}).Validate(); err == nil {
+		t.Error("a zero scale validates")
+	}
+}
+
+func TestFormatErrorIsTyped(t *testing.T) {
+	_, err := ReadCSV(strings.NewReader("1,x\n2,y\n"), "f.csv")
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.File != "f.csv" || fe.Field != "line 2, column 2" {
+		t.Errorf("error %#v", err)
+	}
+}

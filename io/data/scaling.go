@@ -1,0 +1,111 @@
+package data
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+)
+
+// Scaling is an affine map between standardised coordinates z, in which
+// models are trained, and the data's own units x: x = Shift + Scale ⊙ z,
+// coordinate by coordinate.
+type Scaling struct {
+	Shift []float64 `json:"shift"`
+	Scale []float64 `json:"scale"`
+}
+
+// Standardization kinds for Standardize.
+const (
+	PerDimension = "dimension" // each coordinate centred and divided by its own standard deviation
+	Global       = "global"    // each coordinate centred, all divided by one standard deviation (the root mean variance)
+	NoScaling    = "none"      // identity
+)
+
+// Standardize returns the scaling that standardises the rows of x: centred
+// on the mean, and divided per dimension by each coordinate's standard
+// deviation (PerDimension), or by the square root of the mean variance
+// (Global, which keeps the data's shape). A coordinate that does not vary
+// is an error naming it: the data have no extent there, and standardising
+// would divide by zero.
+func Standardize(x *mat.Dense, kind string) (Scaling, error) {
+	n, d := x.Dims()
+	s := Scaling{Shift: make([]float64, d), Scale: make([]float64, d)}
+	col := make([]float64, n)
+	meanVar := 0.0
+	for j := 0; j < d; j++ {
+		mat.Col(col, j, x)
+		m, v := stat.MeanVariance(col, nil)
+		if !(v > 0) || math.IsInf(v, 0) {
+			return s, fmt.Errorf("column %d is constant (every value %v): remove it, the model cannot learn a density that does not extend there", j+1, col[0])
+		}
+		s.Shift[j], s.Scale[j] = m, math.Sqrt(v)
+		meanVar += v / float64(d)
+	}
+	switch kind {
+	case PerDimension, "":
+	case Global:
+		for j := range s.Scale {
+			s.Scale[j] = math.Sqrt(meanVar)
+		}
+	case NoScaling:
+		for j := range s.Scale {
+			s.Shift[j], s.Scale[j] = 0, 1
+		}
+	default:
+		return s, fmt.Errorf("standardize %q, want %q, %q or %q", kind, PerDimension, Global, NoScaling)
+	}
+	return s, nil
+}
+
+// Dim returns the number of coordinates.
+func (s Scaling) Dim() int { return len(s.Scale) }
+
+// Validate reports a scaling whose lengths differ or whose scales are not
+// positive and finite.
+func (s Scaling) Validate() error {
+	if len(s.Shift) != len(s.Scale) || len(s.Scale) == 0 {
+		return fmt.Errorf("shift has %d values and scale %d, want the same positive number", len(s.Shift), len(s.Scale))
+	}
+	for j, v := range s.Scale {
+		if !(v > 0) || math.IsInf(v, 0) || math.IsNaN(s.Shift[j]) || math.IsInf(s.Shift[j], 0) {
+			return fmt.Errorf("coordinate %d: shift %v, scale %v, want a finite shift and a positive finite scale", j+1, s.Shift[j], v)
+		}
+	}
+	return nil
+}
+
+// ToData returns x = Shift + Scale ⊙ z for every row of z.
+func (s Scaling) ToData(z mat.Matrix) *mat.Dense {
+	r, c := z.Dims()
+	x := mat.NewDense(r, c, nil)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			x.Set(i, j, s.Shift[j]+s.Scale[j]*z.At(i, j))
+		}
+	}
+	return x
+}
+
+// FromData returns z = (x − Shift) / Scale for every row of x.
+func (s Scaling) FromData(x mat.Matrix) *mat.Dense {
+	r, c := x.Dims()
+	z := mat.NewDense(r, c, nil)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			z.Set(i, j, (x.At(i, j)-s.Shift[j])/s.Scale[j])
+		}
+	}
+	return z
+}
+
+// LogDet returns Σ log Scale: a density in z becomes one in x by
+// subtracting it (p_x(x) = p_z(z) / Π Scale).
+func (s Scaling) LogDet() float64 {
+	v := 0.0
+	for _, c := range s.Scale {
+		v += math.Log(c)
+	}
+	return v
+}
