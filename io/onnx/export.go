@@ -137,8 +137,10 @@ func (b *builder) linear(l layers.Linear, x string) (string, error) {
 // written with elementary ops:
 //
 //	LeakyRelu(x) = Relu(x) − α·Relu(−x)
-//	Softplus(x)  = Relu(x) + log(1 + exp(−|x|))
-//	Elu(x)       = Relu(x) + exp(min(x, 0)) − 1
+//	Softplus(x)  = Relu(x) + log(1 + exp(−Relu(x) − Relu(−x)))
+//	Elu(x)       = Relu(x) + exp(−Relu(−x)) − 1
+//
+// (only operators that Net imports).
 func (b *builder) activation(a layers.Activation, x string) (string, error) {
 	double := b.dtype == typeDouble
 	relu := func(v string) string { return b.node("Relu", []string{v}) }
@@ -157,13 +159,14 @@ func (b *builder) activation(a layers.Activation, x string) (string, error) {
 		return b.node("Tanh", []string{x}), nil
 	case "softplus":
 		if double {
-			e := b.node("Exp", []string{b.node("Neg", []string{b.node("Abs", []string{x})})})
+			abs := b.node("Add", []string{relu(x), relu(b.node("Neg", []string{x}))})
+			e := b.node("Exp", []string{b.node("Neg", []string{abs})})
 			return b.node("Add", []string{relu(x), b.node("Log", []string{b.node("Add", []string{e, b.scalar(1)})})}), nil
 		}
 		return b.node("Softplus", []string{x}), nil
 	case "elu":
 		if double {
-			e := b.node("Exp", []string{b.node("Min", []string{x, b.scalar(0)})})
+			e := b.node("Exp", []string{b.node("Neg", []string{relu(b.node("Neg", []string{x}))})})
 			return b.node("Add", []string{relu(x), b.node("Sub", []string{e, b.scalar(1)})}), nil
 		}
 		return b.node("Elu", []string{x}, floatAttr("alpha", 1)), nil
