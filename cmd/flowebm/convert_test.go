@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // convert exports each model kind of a trained run, and refuses what it
@@ -47,5 +50,38 @@ func TestConvertExportsCheckpoint(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			t.Errorf("%s written despite the error", f)
 		}
+	}
+}
+
+// energy on PyTorch's export of the toy EBM gives PyTorch's energies and
+// gradients (1e-10 relative).
+func TestEnergyOnONNXModel(t *testing.T) {
+	dir := t.TempDir()
+	fx := "../../io/onnx/testdata/torch/toy_f64"
+	var out, errb bytes.Buffer
+	args := []string{"energy", "--model", fx + ".onnx", "--points", fx + "_x.npy", "--out", filepath.Join(dir, "e.npy"), "--grad", filepath.Join(dir, "g.npy")}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("energy: %s", errb.String())
+	}
+	for _, c := range []struct{ got, want string }{{"e.npy", "_energy.npy"}, {"g.npy", "_grad.npy"}} {
+		got, err := npy.ReadFile(filepath.Join(dir, c.got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := npy.ReadFile(fx + c.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want.Data {
+			if d := math.Abs(got.Data[i]-w) / math.Max(1, math.Abs(w)); d > 1e-10 {
+				t.Fatalf("%s[%d] = %v, PyTorch %v", c.got, i, got.Data[i], w)
+			}
+		}
+	}
+	errb.Reset()
+	three := filepath.Join(dir, "three.csv")
+	os.WriteFile(three, []byte("1,2,3\n"), 0o644)
+	if code := run([]string{"energy", "--model", fx + ".onnx", "--points", three}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "points have 3 columns, the model "+fx+".onnx has 2 dimensions") {
+		t.Errorf("wrong dimension: exit %d, %q", code, errb.String())
 	}
 }

@@ -4,62 +4,120 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
 )
 
 func energyCmd() *cobra.Command {
-	var ckpt, key, out string
+	var model, points, key, out, gradOut string
 	cmd := &cobra.Command{
-		Use:   "energy --checkpoint DIR POINTS",
-		Short: "Evaluate a trained model's energy at given points, in the data's units",
-		Long: `energy reads points (n, d) from POINTS (.npy, .npz with --key, or .csv with an
-optional header) and writes, for each, minus the log of the learned
-unnormalised density there: E(z) − log ρ(z) + Σ log scale, with z the point
-standardised as in training (identity for the built-in experiments) and ρ the
-normalised base N(0, diag σ²). exp(−energy) summed over a grid, times the cell
-volume, is the model's mass there up to the EBM's normaliser Z (1 at
-initialisation).
+		Use:   "energy --model FILE --points X [--out E.npy] [--grad G.npy]",
+		Short: "Evaluate an energy (and its gradient) at given points",
+		Long: `energy reads points (n, d) from X (.npy float32/float64, .npz with --key, or
+.csv with an optional header) and writes their energies E (n,) as float64,
+and with --grad the gradients ∇ₓE (n, d).
 
-DIR is a checkpoint folder (spec.json, weights.npz) or a run folder holding
-checkpoint/. --out FILE writes .npy (float64, shape (n,)) or .csv; without it
-the energies are printed one per line.`,
-		Args: cobra.ExactArgs(1),
+MODEL is an .onnx energy network (PyTorch's torch.onnx.export of an
+nn.Module mapping (n, d) to (n, 1) or (n); E is its output, squeezed), or a
+flowebm checkpoint (a folder with spec.json and weights.npz, or a run folder
+holding checkpoint/). For a checkpoint, E is the model's whole energy in the
+data's original units: minus the log of its unnormalised density,
+E(z) − log ρ(z) + Σ log scale with z the point standardised as in training
+(identity for the built-in experiments) and ρ the normalised base
+N(0, diag σ²), so that exp(−E) is proportional to the learned density;
+summed over a grid times the cell volume it is the model's mass there times
+the EBM's normaliser Z (1 at initialisation).
+
+--out and --grad take .npy (float64) or .csv; without --out the energies are
+printed one per line. A positional X is the same as --points X.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if ckpt == "" {
-				return fmt.Errorf("give --checkpoint DIR")
+			if len(args) == 1 {
+				if points != "" {
+					return fmt.Errorf("give the points once: --points or an argument")
+				}
+				points = args[0]
 			}
-			m, err := loadCheckpoint(ckpt)
+			if model == "" || points == "" {
+				return fmt.Errorf("give --model FILE and --points X")
+			}
+			m, err := loadModel(model)
 			if err != nil {
 				return err
 			}
-			x, err := data.ReadMatrix(args[0], key)
+			x, err := data.ReadMatrix(points, key)
 			if err != nil {
 				return err
 			}
 			n, d := x.Dims()
 			if d != m.EBM.Dim() {
-				return fmt.Errorf("%s: points have %d columns, the model in %s has %d dimensions", args[0], d, ckpt, m.EBM.Dim())
+				return fmt.Errorf("%s: points have %d columns, the model %s has %d dimensions", points, d, model, m.EBM.Dim())
 			}
 			e := make([]float64, n)
-			if err := m.Energy(x, e); err != nil {
+			var g *mat.Dense
+			if gradOut != "" {
+				g = mat.NewDense(n, d, nil)
+			}
+			if err := m.EnergyGrad(x, e, g); err != nil {
 				return err
+			}
+			if g != nil {
+				if err := writeMatrix(gradOut, g); err != nil {
+					return err
+				}
 			}
 			return writeVector(cmd, out, e, "energy")
 		},
 	}
-	cmd.Flags().StringVar(&ckpt, "checkpoint", "", "checkpoint folder, or a run folder holding checkpoint/")
-	cmd.Flags().StringVar(&key, "key", "", "member of an .npz points file (default the first)")
-	cmd.Flags().StringVar(&out, "out", "", "output file (.npy or .csv); default: print")
+	fl := cmd.Flags()
+	fl.StringVar(&model, "model", "", "an .onnx energy network, or a checkpoint or run folder")
+	fl.StringVar(&model, "checkpoint", "", "same as --model")
+	fl.StringVar(&points, "points", "", "points (n, d): .npy, .npz or .csv")
+	fl.StringVar(&key, "key", "", "member of an .npz points file (default the first)")
+	fl.StringVar(&out, "out", "", "energies: .npy or .csv (default: print)")
+	fl.StringVar(&gradOut, "grad", "", "also write ∇ₓE (n, d): .npy or .csv")
 	return cmd
+}
+
+// loadModel loads an .onnx energy network (as an EBM without tilt) or a
+// flowebm checkpoint.
+func loadModel(path string) (checkpoint.Models, error) {
+	if strings.ToLower(filepath.Ext(path)) == ".onnx" {
+		net, err := onnx.ReadFile(path)
+		if err != nil {
+			return checkpoint.Models{}, err
+		}
+		ebm, err := graph.NewEBM(net, nil, net.Dtype, rand.New(rand.NewPCG(0, 0)))
+		if err != nil {
+			return checkpoint.Models{}, fmt.Errorf("%s: %w", path, err)
+		}
+		return checkpoint.Models{EBM: ebm}, nil
+	}
+	return loadCheckpoint(path)
+}
+
+// writeMatrix writes x to path (.npy float64, or .csv) atomically.
+func writeMatrix(path string, x *mat.Dense) error {
+	r, c := x.Dims()
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		return npy.WriteFile(path, &npy.Array{Shape: []int{r, c}, Data: mat.DenseCopyOf(x).RawMatrix().Data}, npy.Float64)
+	case ".csv":
+		return safefile.Write(path, func(w io.Writer) error { return data.WriteCSV(w, x) })
+	}
+	return fmt.Errorf("%s: want a .npy or .csv file", path)
 }
 
 // loadCheckpoint loads the models of a checkpoint folder or of a run

@@ -97,11 +97,23 @@ type Models struct {
 // data space to the EBM's normaliser Z = ∫ exp(−E) ρ (1 at
 // initialisation), and sums over a grid to the model's mass there (× Z).
 func (m Models) Energy(x mat.Matrix, energy []float64) error {
+	return m.EnergyGrad(x, energy, nil)
+}
+
+// EnergyGrad is Energy that also writes ∇ₓ of the energy (in the data's
+// units) into grad, unless grad is nil.
+func (m Models) EnergyGrad(x mat.Matrix, energy []float64, grad *mat.Dense) error {
 	z := x
 	if m.Scaling != nil {
 		z = m.Scaling.FromData(x)
 	}
-	if err := m.EBM.LogDensity(z, energy); err != nil {
+	var err error
+	if grad == nil {
+		err = m.EBM.LogDensity(z, energy)
+	} else {
+		err = m.EBM.LogDensityGrad(z, energy, grad)
+	}
+	if err != nil {
 		return err
 	}
 	logdet := 0.0
@@ -110,6 +122,19 @@ func (m Models) Energy(x mat.Matrix, energy []float64) error {
 	}
 	for i := range energy {
 		energy[i] = logdet - energy[i]
+	}
+	if grad != nil {
+		// ∇ₓ = −∇_z log p̃ / scale, coordinate by coordinate.
+		r, c := grad.Dims()
+		for i := 0; i < r; i++ {
+			for j := 0; j < c; j++ {
+				s := 1.0
+				if m.Scaling != nil {
+					s = m.Scaling.Scale[j]
+				}
+				grad.Set(i, j, -grad.At(i, j)/s)
+			}
+		}
 	}
 	return nil
 }

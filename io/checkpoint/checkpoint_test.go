@@ -11,6 +11,7 @@ import (
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/diff/fd"
 	"gonum.org/v1/gonum/mat"
 	"gorgonia.org/tensor"
 )
@@ -141,5 +142,33 @@ func TestStandardizationAndEnergy(t *testing.T) {
 	bad := Models{EBM: m.EBM, Scaling: spec.Standardization}
 	if err := Save(t.TempDir(), bad); err == nil || !strings.Contains(err.Error(), "standardization") {
 		t.Errorf("a scaling of the wrong length saved: %v", err)
+	}
+}
+
+// EnergyGrad's gradient in the data's units matches central finite
+// differences of Energy (gonum diff/fd), with a standardisation.
+func TestEnergyGradFiniteDifferences(t *testing.T) {
+	m := models(t, tensor.Float64)
+	m.Scaling = &data.Scaling{Shift: []float64{12, -1.5}, Scale: []float64{2, 0.5}}
+	pts := [][]float64{{10, -3}, {12.5, 0.2}, {14, -1}}
+	for _, p := range pts {
+		x := mat.NewDense(1, 2, append([]float64(nil), p...))
+		e, g := make([]float64, 1), mat.NewDense(1, 2, nil)
+		if err := m.EnergyGrad(x, e, g); err != nil {
+			t.Fatal(err)
+		}
+		f := func(v []float64) float64 {
+			out := make([]float64, 1)
+			if err := m.Energy(mat.NewDense(1, 2, append([]float64(nil), v...)), out); err != nil {
+				t.Fatal(err)
+			}
+			return out[0]
+		}
+		want := fd.Gradient(nil, f, p, &fd.Settings{Formula: fd.Central, Step: 1e-6})
+		for j := range want {
+			if d := math.Abs(g.At(0, j) - want[j]); d > 1e-6*(1+math.Abs(want[j])) {
+				t.Errorf("at %v, ∂E/∂x%d = %v, finite differences %v", p, j+1, g.At(0, j), want[j])
+			}
+		}
 	}
 }
