@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/data"
+	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/diff/fd"
 	"gonum.org/v1/gonum/mat"
@@ -168,6 +169,45 @@ func TestEnergyGradFiniteDifferences(t *testing.T) {
 		for j := range want {
 			if d := math.Abs(g.At(0, j) - want[j]); d > 1e-6*(1+math.Abs(want[j])) {
 				t.Errorf("at %v, ∂E/∂x%d = %v, finite differences %v", p, j+1, g.At(0, j), want[j])
+			}
+		}
+	}
+}
+
+// A RealNVP trained in PyTorch with the reference module
+// (io/onnx/crosscheck/realnvp.py; regenerate with make_torch_flow.py) and
+// saved with its save_checkpoint loads here, and T(z), log|det J_T(z)| and
+// log λ(x) agree with PyTorch's within 1e-10 relative (float64).
+func TestLoadPyTorchFlow(t *testing.T) {
+	dir := "testdata/torch_flow"
+	m, _, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) *npy.Array {
+		a, err := npy.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	z, x, ld, pts, lq := read("z.npy"), read("x.npy"), read("logdet.npy"), read("points.npy"), read("logq.npy")
+	n, d := z.Shape[0], z.Shape[1]
+	gotX, gotLD := mat.NewDense(n, d, nil), make([]float64, n)
+	if err := m.Flow.Forward(mat.NewDense(n, d, z.Data), gotX, gotLD); err != nil {
+		t.Fatal(err)
+	}
+	gotLQ := make([]float64, n)
+	if err := m.Flow.LogDensity(mat.NewDense(n, d, pts.Data), gotLQ); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want []float64
+	}{{"T(z)", gotX.RawMatrix().Data, x.Data}, {"log|det J|", gotLD, ld.Data}, {"log λ", gotLQ, lq.Data}} {
+		for i := range c.want {
+			if r := math.Abs(c.got[i]-c.want[i]) / math.Max(1, math.Abs(c.want[i])); r > 1e-10 {
+				t.Errorf("%s[%d] = %v, PyTorch %v", c.name, i, c.got[i], c.want[i])
 			}
 		}
 	}
