@@ -2,19 +2,25 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/layers"
 	"github.com/spf13/cobra"
 )
 
 func convertCmd() *cobra.Command {
 	var what string
 	var f32, f64 bool
+	var base float64
 	cmd := &cobra.Command{
-		Use:   "convert CHECKPOINT OUT.onnx",
-		Short: "Export a flowebm checkpoint's EBM or flow as ONNX (IR 7, opset 13)",
+		Use:   "convert CHECKPOINT OUT.onnx | convert IN.onnx CHECKPOINT",
+		Short: "Convert between flowebm checkpoints and ONNX (IR 7, opset 13)",
 		Long: `convert writes one model of a checkpoint (a folder with spec.json and
 weights.npz, or a run folder holding checkpoint/) as an ONNX file with a
 dynamic batch dimension, in the checkpoint's dtype unless --float32 or
@@ -33,12 +39,19 @@ In float64, LeakyRelu, Softplus and Elu are written with elementary ops (ONNX
 Runtime's CPU provider has no double kernels for them). Every export passes
 onnx.checker.check_model(full_check=True) and runs in ONNX Runtime 1.30 with
 outputs within 1e-10 (float64) and 1e-5 (float32) of flowebm's (tested).
-Importing ONNX into a checkpoint is not available yet.`,
+
+The other direction, IN.onnx → CHECKPOINT (a folder), takes an energy network
+that is a chain of Linears (Gemm with transB = 1) and one hidden activation
+(relu, leaky_relu, tanh, softplus, elu), as torch.onnx.export writes an
+nn.Sequential MLP, and writes it as the EBM of a checkpoint with the tilt
+N(0, σ² I), σ = --base (default 1). Other architectures are refused with the
+node that does not fit: use them directly with "flowebm energy" and
+"flowebm sample", which run any supported ONNX graph.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, out := args[0], args[1]
 			if strings.ToLower(filepath.Ext(in)) == ".onnx" {
-				return fmt.Errorf("%s: importing ONNX models is not available yet; convert exports checkpoints to ONNX", in)
+				return onnxToCheckpoint(cmd, in, out, base)
 			}
 			if strings.ToLower(filepath.Ext(out)) != ".onnx" {
 				return fmt.Errorf("%s: want an output file ending in .onnx", out)
@@ -80,5 +93,37 @@ Importing ONNX into a checkpoint is not available yet.`,
 	cmd.Flags().StringVar(&what, "what", "ebm", "ebm, energy, flow-sample or flow-density")
 	cmd.Flags().BoolVar(&f32, "float32", false, "write float32")
 	cmd.Flags().BoolVar(&f64, "float64", false, "write float64")
+	cmd.Flags().Float64Var(&base, "base", 1, "σ of the tilt N(0, σ² I) of a checkpoint made from ONNX")
 	return cmd
+}
+
+// onnxToCheckpoint writes the MLP energy network of in as the EBM of a
+// checkpoint in the folder out.
+func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64) error {
+	if !(sigma > 0) || math.IsInf(sigma, 0) {
+		return fmt.Errorf("--base %v, want a positive σ", sigma)
+	}
+	net, err := onnx.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	mlp, vals, err := net.MLP()
+	if err != nil {
+		return err
+	}
+	base := layers.NewIsotropic(net.Dim(), sigma)
+	ebm, err := graph.NewEBM(graph.MLPEnergy{MLP: mlp}, &base, net.Dtype, rand.New(rand.NewPCG(0, 0)))
+	if err != nil {
+		return err
+	}
+	for i, q := range ebm.Params.List() {
+		if err := q.SetFloat64s(vals[i]); err != nil {
+			return fmt.Errorf("%s: %s: %w", in, q.Name, err)
+		}
+	}
+	if err := checkpoint.Save(out, checkpoint.Models{EBM: ebm}); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: EBM %v with %s, %s, tilt N(0, %g² I)\n", out, mlp.Sizes, mlp.Hidden, net.Dtype, sigma)
+	return nil
 }

@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 	"gorgonia.org/tensor"
 )
@@ -42,7 +44,8 @@ func TestConvertExportsCheckpoint(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"convert", filepath.Join(dir, "ebm.onnx"), filepath.Join(dir, "ck")}, "importing ONNX models is not available yet"},
+		{[]string{"convert", filepath.Join(dir, "flow-density.onnx"), filepath.Join(dir, "ck")}, "ReduceSum is not supported"},
+		{[]string{"convert", "--base", "0", filepath.Join(dir, "ebm.onnx"), filepath.Join(dir, "ck")}, "--base 0, want a positive σ"},
 		{[]string{"convert", run0, filepath.Join(dir, "x.npz")}, "want an output file ending in .onnx"},
 		{[]string{"convert", "--what", "grad", run0, filepath.Join(dir, "y.onnx")}, `--what "grad", want ebm, energy, flow-sample or flow-density`},
 		{[]string{"convert", "--float32", "--float64", run0, filepath.Join(dir, "z.onnx")}, "Float32 and Float64 both set"},
@@ -57,6 +60,48 @@ func TestConvertExportsCheckpoint(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			t.Errorf("%s written despite the error", f)
 		}
+	}
+}
+
+// PyTorch's export of the paper's toy EBM converts to a checkpoint whose
+// network energies equal PyTorch's, and the checkpoint converts back to an
+// ONNX file that flowebm reads with the same energies; a SiLU network
+// (Sigmoid·x) is refused with the node that does not fit.
+func TestConvertONNXToCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	fx := "../../io/onnx/testdata/torch/toy_f64"
+	var out, errb bytes.Buffer
+	ck := filepath.Join(dir, "ck")
+	if code := run([]string{"convert", "--base", "1.5", fx + ".onnx", ck}, &out, &errb); code != 0 {
+		t.Fatalf("convert: %s", errb.String())
+	}
+	if !strings.Contains(out.String(), "EBM [2 32 64 64 64 1] with leaky_relu(0.05), float64, tilt N(0, 1.5² I)") {
+		t.Errorf("convert said %q", out.String())
+	}
+	m, _, err := checkpoint.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xa, _ := npy.ReadFile(fx + "_x.npy")
+	ea, _ := npy.ReadFile(fx + "_energy.npy")
+	n := xa.Shape[0]
+	e := make([]float64, n)
+	if err := m.EBM.Energy(mat.NewDense(n, 2, xa.Data), e); err != nil {
+		t.Fatal(err)
+	}
+	for i := range e {
+		if d := math.Abs(e[i]-ea.Data[i]) / math.Max(1, math.Abs(ea.Data[i])); d > 1e-12 {
+			t.Fatalf("energy %d: %v, PyTorch %v", i, e[i], ea.Data[i])
+		}
+	}
+	back := filepath.Join(dir, "back.onnx")
+	if code := run([]string{"convert", ck, back}, &out, &errb); code != 0 {
+		t.Fatalf("convert back: %s", errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"convert", "../../io/onnx/testdata/torch/silu_f64.onnx", filepath.Join(dir, "silu")}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "Sigmoid") {
+		t.Errorf("SiLU network: exit %d, %q", code, errb.String())
 	}
 }
 

@@ -821,3 +821,83 @@ func walk(b []byte, path []protowire.Number, fn func(uint64) error, name *string
 		return walk(v, path[1:], fn, nil)
 	})
 }
+
+// MLP recognises the network as a chain of Gemm (transB = 1, α = β = 1,
+// with bias) layers with one elementwise activation between them, as
+// PyTorch exports an nn.Sequential of Linears and activations, and returns
+// it as a layers.MLP named "net" with a Sequential layout together with its
+// parameter values in the MLP's order (weight, bias per layer). Anything
+// else is an error naming the node that does not fit.
+func (n *Net) MLP() (layers.MLP, [][]float64, error) {
+	values := map[string][]float64{}
+	shapes := map[string][]int{}
+	for _, s := range n.specs {
+		v := make([]float64, s.Size())
+		s.Init(nil, 0, v)
+		values[s.Name], shapes[s.Name] = v, s.Shape
+	}
+	mlp := layers.MLP{Name: "net", Sizes: []int{n.dim}, Layout: layers.Sequential}
+	var vals [][]float64
+	cur := n.input
+	var hidden *layers.Activation
+	pendingAct := false
+	for _, o := range n.nodes {
+		if len(o.inputs) == 0 || o.inputs[0] != cur {
+			return mlp, nil, fmt.Errorf("%s: node %q (%s) does not continue a chain of layers from %q", n.File, o.name, o.op, cur)
+		}
+		switch o.op {
+		case "Gemm":
+			if intAttrOf(o, "transA", 0) != 0 || intAttrOf(o, "transB", 0) != 1 || floatAttrOf(o, "alpha", 1) != 1 || floatAttrOf(o, "beta", 1) != 1 || len(o.inputs) != 3 {
+				return mlp, nil, fmt.Errorf("%s: node %q: only Gemm(x, W, b) with transB = 1 (nn.Linear) converts", n.File, o.name)
+			}
+			w, b := o.inputs[1], o.inputs[2]
+			ws, bs := shapes[w], shapes[b]
+			last := mlp.Sizes[len(mlp.Sizes)-1]
+			if len(ws) != 2 || ws[1] != last || len(bs) != 1 || bs[0] != ws[0] {
+				return mlp, nil, fmt.Errorf("%s: node %q: weight %v and bias %v do not follow a layer of width %d", n.File, o.name, ws, bs, last)
+			}
+			if len(mlp.Sizes) > 1 && !pendingAct && hidden != nil {
+				return mlp, nil, fmt.Errorf("%s: node %q: two Linears without an activation between them", n.File, o.name)
+			}
+			mlp.Sizes = append(mlp.Sizes, ws[0])
+			vals = append(vals, values[w], values[b])
+			pendingAct = false
+		case "Relu", "LeakyRelu", "Tanh", "Softplus", "Elu", "Sigmoid":
+			a, ok := activationOf(o)
+			if !ok || pendingAct || len(mlp.Sizes) < 2 {
+				return mlp, nil, fmt.Errorf("%s: node %q: activation %s cannot be part of an MLP here", n.File, o.name, o.op)
+			}
+			if hidden != nil && *hidden != a {
+				return mlp, nil, fmt.Errorf("%s: node %q: activation %v differs from the first hidden one, %v", n.File, o.name, a, *hidden)
+			}
+			hidden, pendingAct = &a, true
+		case "Identity":
+		default:
+			return mlp, nil, fmt.Errorf("%s: node %q: %s does not fit an MLP of Linears and activations", n.File, o.name, o.op)
+		}
+		cur = o.name
+	}
+	if pendingAct || len(mlp.Sizes) < 2 || mlp.Sizes[len(mlp.Sizes)-1] != 1 || cur != n.output {
+		return mlp, nil, fmt.Errorf("%s: the network does not end in a Linear with one output", n.File)
+	}
+	if hidden != nil {
+		mlp.Hidden = *hidden
+	}
+	return mlp, vals, nil
+}
+
+func activationOf(o opNode) (layers.Activation, bool) {
+	switch o.op {
+	case "Relu":
+		return layers.ReLU, true
+	case "LeakyRelu":
+		return layers.LeakyReLU(floatAttrOf(o, "alpha", 0.01)), true
+	case "Tanh":
+		return layers.Tanh, true
+	case "Softplus":
+		return layers.Softplus, true
+	case "Elu":
+		return layers.ELU, floatAttrOf(o, "alpha", 1) == 1
+	}
+	return layers.Activation{}, false // Sigmoid is not a layers.Activation
+}
