@@ -47,6 +47,16 @@ func WriteMetrics(path string, r *Run, elapsed time.Duration) error {
 		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1]})
 }
 
+// ReadMetrics reads a metrics.json that WriteMetrics wrote. Values written
+// as null (NaN or infinite) read as 0.
+func ReadMetrics(path string) (Metrics, error) {
+	var m Metrics
+	if err := readJSON(path, &m, false); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
 // gridXYZ adapts a Grid to plotter.GridXYZ, in the data's units when sc is
 // not nil (the colour scale is the density in the models' coordinates,
 // which differs from the data's by a constant factor).
@@ -105,23 +115,14 @@ func savePNG(p *plot.Plot, path string, w, h vg.Length) error {
 // weights over training).
 func WritePlots(r *Run) error {
 	if g := r.grid; g != nil && len(r.Evals) > 0 {
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
-		xyz := gridXYZ{g, r.Experiment.Scaling}
-		hm := plotter.NewHeatMap(xyz, moreland.SmoothBlueRed().Palette(255))
-		p.Add(hm)
-		if s, err := scatter(inDataUnits(r.Experiment, r.Trainer.Positives()), 500, color.RGBA{0, 160, 0, 255}); err == nil {
-			s.GlyphStyle.Shape = draw.CrossGlyph{}
-			p.Add(s)
-			p.Legend.Add("data", s)
+		dp := DensityPlot{
+			Title:   fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter),
+			Grid:    g,
+			Scaling: r.Experiment.Scaling,
+			Data:    r.Trainer.Positives(),
+			Samples: r.Trainer.Bank,
 		}
-		if s, err := scatter(inDataUnits(r.Experiment, r.Trainer.Bank), 500, color.Black); err == nil {
-			p.Add(s)
-			p.Legend.Add("persistent chains", s)
-		}
-		p.X.Min, p.X.Max = xyz.unit(0, -g.Box), xyz.unit(0, g.Box)
-		p.Y.Min, p.Y.Max = xyz.unit(1, -g.Box), xyz.unit(1, g.Box)
-		if err := savePNG(p, filepath.Join(r.Dir, "density.png"), 6*vg.Inch, 6*vg.Inch); err != nil {
+		if err := dp.WritePNG(filepath.Join(r.Dir, "density.png")); err != nil {
 			return err
 		}
 	}
@@ -277,6 +278,49 @@ func writeImageGrid(path string, x *mat.Dense, shape experiments.ImageShape, sid
 		}
 	}
 	return safefile.Write(path, func(wr io.Writer) error { return png.Encode(wr, img) })
+}
+
+// DensityPlot is a 2D density drawn as a heat map, with data (green
+// crosses) and samples (black dots) over it, at most 500 of each.
+type DensityPlot struct {
+	Title string
+	// Grid holds the density (Grid.Fill).
+	Grid *Grid
+	// Scaling, if not nil, maps the grid's and the points' coordinates to
+	// the data's units for the axes.
+	Scaling       *data.Scaling
+	Data, Samples mat.Matrix // either may be nil
+}
+
+// WritePNG draws the plot into a 6 × 6 inch PNG file at path, atomically.
+func (d DensityPlot) WritePNG(path string) error {
+	g := d.Grid
+	p := plot.New()
+	p.Title.Text = d.Title
+	xyz := gridXYZ{g, d.Scaling}
+	p.Add(plotter.NewHeatMap(xyz, moreland.SmoothBlueRed().Palette(255)))
+	unit := func(x mat.Matrix) mat.Matrix {
+		if d.Scaling == nil {
+			return x
+		}
+		return d.Scaling.ToData(x)
+	}
+	if d.Data != nil {
+		if s, err := scatter(unit(d.Data), 500, color.RGBA{0, 160, 0, 255}); err == nil {
+			s.GlyphStyle.Shape = draw.CrossGlyph{}
+			p.Add(s)
+			p.Legend.Add("data", s)
+		}
+	}
+	if d.Samples != nil {
+		if s, err := scatter(unit(d.Samples), 500, color.Black); err == nil {
+			p.Add(s)
+			p.Legend.Add("samples", s)
+		}
+	}
+	p.X.Min, p.X.Max = xyz.unit(0, -g.Box), xyz.unit(0, g.Box)
+	p.Y.Min, p.Y.Max = xyz.unit(1, -g.Box), xyz.unit(1, g.Box)
+	return savePNG(p, path, 6*vg.Inch, 6*vg.Inch)
 }
 
 // WriteSamples writes the model's samples in the data's units to

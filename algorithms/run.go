@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -471,6 +472,44 @@ func diagCov(sigma []float64) *mat.SymDense {
 		c.SetSym(i, i, s*s)
 	}
 	return c
+}
+
+// Train runs the remaining iterations: it evaluates every EvalEvery
+// iterations and at the end, and every CheckpointEvery iterations and at
+// the end writes the checkpoint and metrics.csv. progress, if not nil, is
+// called after every iteration with the iteration count. A diverged run
+// returns an error wrapping ErrDiverged that names the last good
+// checkpoint.
+func (r *Run) Train(progress func(iter int)) error {
+	cfg := r.Config
+	total := cfg.Train.Iterations
+	for r.Trainer.Iter < total {
+		st, err := r.Trainer.Step()
+		if err != nil {
+			if errors.Is(err, ErrDiverged) {
+				return fmt.Errorf("%w; the last good checkpoint is in %s", err, filepath.Join(r.Dir, "checkpoint"))
+			}
+			return err
+		}
+		it := r.Trainer.Iter
+		if it%cfg.EvalEvery == 0 || it == total {
+			if _, err := r.Evaluate(st); err != nil {
+				return err
+			}
+		}
+		if it%cfg.CheckpointEvery == 0 || it == total {
+			if err := r.Checkpoint(); err != nil {
+				return err
+			}
+			if err := WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
+				return err
+			}
+		}
+		if progress != nil {
+			progress(it)
+		}
+	}
+	return nil
 }
 
 // Checkpoint writes dir/checkpoint (models and trainer state), replacing the

@@ -183,3 +183,10 @@ func writeFrom(t tensor.Tensor, src []float64) {
 		panic(fmt.Sprintf("graph: unsupported tensor data %T", d))
 	}
 }
+
+// The float types models are built in (tensor.Float64 and tensor.Float32),
+// for callers that do not import gorgonia.org/tensor.
+var (
+	Float64 = tensor.Float64
+	Float32 = tensor.Float32
+)

@@ -135,3 +135,17 @@ func accept(rng *rand.Rand, logAlpha float64) bool {
 	}
 	return logAlpha >= 0 || math.Log(rng.Float64()) < logAlpha
 }
+
+// NewRand returns a random generator seeded with seed (PCG, stream fixed):
+// for notebooks on the gophernotes kernel, whose interpreter cannot import
+// math/rand/v2 itself but can hold the generator and pass it on.
+func NewRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6e62)) }
+
+// Draw returns m fresh draws (m × d) of p, e.g. chain starts from a flow.
+func Draw(rng *rand.Rand, p Proposal, m int) (*mat.Dense, error) {
+	x := mat.NewDense(m, p.Dim(), nil)
+	if err := p.Sample(rng, x, make([]float64, m)); err != nil {
+		return nil, err
+	}
+	return x, nil
+}

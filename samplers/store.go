@@ -2,6 +2,7 @@ package samplers
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -80,4 +81,40 @@ func (st *Store) Draws() []float64 {
 		}
 	}
 	return out
+}
+
+// RunChains runs kernel on the chains of x0 (m × d, moved in place): warmup
+// steps first, then afterWarmup (if not nil; e.g. to freeze a step size),
+// then steps more whose states are returned laid out chains × steps × d
+// (the layout of Store.Draws and `flowebm diagnose`), with the mean local
+// and global acceptance over the kept steps (NaN where the kernel has no
+// such moves).
+func RunChains(rng *rand.Rand, kernel Kernel, x0 *mat.Dense, warmup, steps int, afterWarmup func()) (draws []float64, local, global float64, err error) {
+	m, d := x0.Dims()
+	if steps < 1 || warmup < 0 {
+		return nil, 0, 0, fmt.Errorf("samplers: %d steps after %d of warm-up, want ≥ 1 and ≥ 0", steps, warmup)
+	}
+	st := NewState(x0)
+	for k := 0; k < warmup; k++ {
+		if _, err := kernel.Step(rng, st); err != nil {
+			return nil, 0, 0, fmt.Errorf("warm-up step %d: %w", k+1, err)
+		}
+	}
+	if afterWarmup != nil {
+		afterWarmup()
+	}
+	store, err := NewStore(m, d, steps, 1)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for k := 0; k < steps; k++ {
+		s, err := kernel.Step(rng, st)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("step %d: %w", k+1, err)
+		}
+		local += s.Local / float64(steps)
+		global += s.Global / float64(steps)
+		store.Record(st.X)
+	}
+	return store.Draws(), local, global, nil
 }

@@ -17,20 +17,15 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Target is a data distribution with an exact density: it draws training
-// data and evaluates log p⋆. samplers.Mixture implements it.
-type Target interface {
-	samplers.Proposal
-}
-
 // Experiment is one of the paper's data distributions.
 type Experiment struct {
 	// Name is the command-line name ("two-modes", "four-gaussians-16", ...).
 	Name string
 	// Description says where in the paper the experiment comes from.
 	Description string
-	// Target draws data and evaluates the exact log-density.
-	Target Target
+	// Target draws data and evaluates the exact log-density (nil for a
+	// data set); samplers.Mixture and Rings implement it.
+	Target samplers.Proposal
 	// Modes are the centres whose nearest-centre zones define mode
 	// weights, and Weights their true weights; both nil for the rings.
 	Modes   [][]float64

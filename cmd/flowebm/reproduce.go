@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -227,13 +226,14 @@ func (r *reproRun) load() error {
 		r.evals, _ = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(r.dir, "metrics.json"))
-	if err != nil {
+	path := filepath.Join(r.dir, "metrics.json")
+	if _, err := os.Stat(path); err != nil {
 		r.err = "no metrics.json"
 		return nil
 	}
-	if err := json.Unmarshal(b, &r.metrics); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(r.dir, "metrics.json"), err)
+	var err error
+	if r.metrics, err = algorithms.ReadMetrics(path); err != nil {
+		return err
 	}
 	if r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "metrics.csv"), len(exp.Weights)); err != nil {
 		return err

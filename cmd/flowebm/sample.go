@@ -111,30 +111,14 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	st := samplers.NewState(x)
-	for k := 0; k < f.warmup; k++ {
-		if _, err := kernel.Step(rng, st); err != nil {
-			return fmt.Errorf("warm-up step %d: %w", k+1, err)
-		}
-	}
+	var freeze func()
 	if mala != nil {
-		mala.Frozen = true
+		freeze = func() { mala.Frozen = true }
 	}
-	store, err := samplers.NewStore(f.chains, d, f.steps, 1)
+	draws, loc, glob, err := samplers.RunChains(rng, kernel, x, f.warmup, f.steps, freeze)
 	if err != nil {
 		return err
 	}
-	var loc, glob float64
-	for k := 0; k < f.steps; k++ {
-		s, err := kernel.Step(rng, st)
-		if err != nil {
-			return fmt.Errorf("step %d: %w", k+1, err)
-		}
-		loc += s.Local / float64(f.steps)
-		glob += s.Global / float64(f.steps)
-		store.Record(st.X)
-	}
-	draws := store.Draws()
 	if sc := m.Scaling; sc != nil {
 		for i := range draws {
 			j := i % d

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -219,34 +218,16 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 	}
 	t0 := time.Now()
 	start := run.Trainer.Iter
-	for run.Trainer.Iter < total {
-		st, err := run.Trainer.Step()
-		if err != nil {
-			if errors.Is(err, algorithms.ErrDiverged) {
-				return fmt.Errorf("%w; the last good checkpoint is in %s", err, filepath.Join(run.Dir, "checkpoint"))
-			}
-			return err
-		}
-		it := run.Trainer.Iter
-		if it%cfg.EvalEvery == 0 || it == total {
-			if _, err := run.Evaluate(st); err != nil {
-				return err
-			}
-		}
-		if it%cfg.CheckpointEvery == 0 || it == total {
-			if err := run.Checkpoint(); err != nil {
-				return err
-			}
-			if err := algorithms.WriteEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), run.Evals, len(run.Experiment.Weights)); err != nil {
-				return err
-			}
-		}
+	err := run.Train(func(it int) {
 		if bar != nil {
 			bar.Set(it)
 		}
 		if lines != nil {
 			lines.update(it)
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if bar != nil {
 		bar.Finish()
