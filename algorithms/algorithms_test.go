@@ -120,7 +120,7 @@ func smallRun(t *testing.T, alg string, iters int, dir string) *Run {
 func stepN(t *testing.T, r *Run, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		st, err := r.Trainer.Step()
+		st, err := r.Step()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,6 +184,69 @@ func TestResumeReproducesUninterruptedRun(t *testing.T) {
 				t.Errorf("last evaluation differs: %+v vs %+v", ea.Stats, eb.Stats)
 			}
 		})
+	}
+}
+
+// The negatives' and starts' weights of an evaluation pool every iteration
+// since the previous one, also across a checkpoint and resume.
+func TestModeWeightsPoolIterationsSinceLastEvaluation(t *testing.T) {
+	straight := smallRun(t, "flowmc", 6, t.TempDir())
+	exp := straight.Experiment
+	neg, start := make([]float64, 2), make([]float64, 2)
+	var last []float64
+	for i := 0; i < 6; i++ {
+		if _, err := straight.Step(); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range exp.Zones(straight.Trainer.Negatives()) {
+			neg[k]++
+		}
+		for _, k := range exp.Zones(straight.Trainer.Starts()) {
+			start[k]++
+		}
+		last = exp.Weigh(straight.Trainer.Negatives())
+	}
+	ev, err := straight.Evaluate(IterStats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := float64(straight.Trainer.Negatives().RawMatrix().Rows)
+	for k := range neg {
+		if want := neg[k] / (6 * rows); ev.NegWeights[k] != want {
+			t.Errorf("negatives' weight %d: %v, want %v pooled over 6 iterations (last batch alone %v)", k, ev.NegWeights[k], want, last[k])
+		}
+		if want := start[k] / (6 * rows); ev.StartWeights[k] != want {
+			t.Errorf("starts' weight %d: %v, want %v", k, ev.StartWeights[k], want)
+		}
+	}
+
+	dir := t.TempDir()
+	first := smallRun(t, "flowmc", 6, dir)
+	for i := 0; i < 3; i++ {
+		if _, err := first.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := resumed.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev2, err := resumed.Evaluate(IterStats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range neg {
+		if ev2.NegWeights[k] != ev.NegWeights[k] || ev2.StartWeights[k] != ev.StartWeights[k] {
+			t.Errorf("resumed run's pooled weights %v, %v; uninterrupted %v, %v", ev2.NegWeights, ev2.StartWeights, ev.NegWeights, ev.StartWeights)
+		}
 	}
 }
 

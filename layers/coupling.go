@@ -134,6 +134,12 @@ const (
 	MaskCheckerboard2D = "checkerboard2d" // (row+col) even, then odd, on a grid of MaskWidth columns
 )
 
+// RealNVP initialisations (RealNVP.Init).
+const (
+	InitSmall     = "small"
+	InitSmallLast = "small-last"
+)
+
 // RealNVP is the flow of h2o64/flow_mcmc: Blocks blocks of two couplings with
 // complementary masks, each block applied BlockDepth times with shared
 // weights, dt = 2/(Blocks·2·BlockDepth), every layer initialised
@@ -150,6 +156,14 @@ type RealNVP struct {
 	MaskWidth  int        // grid width for MaskCheckerboard2D
 	InitScale  float64    // 0 means 1e-6
 	Name       string     // parameter prefix; "" means "couplings"
+	// Init is InitSmall (default: every layer of s and t drawn at
+	// InitScale, as h2o64/flow_mcmc) or InitSmallLast (hidden layers
+	// PyTorch's default, only the output layers at InitScale). Both start
+	// at the identity up to about InitScale; with InitSmall the gradients
+	// of the hidden layers are products of InitScale-sized weights, far
+	// below Adam's ε, so the couplings take thousands of steps to become
+	// more than affine maps.
+	Init string
 }
 
 func (r RealNVP) depth() int {
@@ -197,6 +211,9 @@ func (r RealNVP) Couplings() ([]Coupling, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.Init != "" && r.Init != InitSmall && r.Init != InitSmallLast {
+		return nil, fmt.Errorf("layers: RealNVP init %q, want %q or %q", r.Init, InitSmall, InitSmallLast)
+	}
 	act := r.Activation
 	if act.Kind == "" {
 		act = ReLU
@@ -223,7 +240,12 @@ func (r RealNVP) Couplings() ([]Coupling, error) {
 		}
 		name := prefix + "." + strconv.Itoa(k)
 		mlp := func(n string) MLP {
-			return MLP{Name: name + "." + n, Sizes: sizes, Hidden: act, WeightInit: ScaledNormal(scale), BiasInit: Zeros}
+			m := MLP{Name: name + "." + n, Sizes: sizes, Hidden: act, WeightInit: ScaledNormal(scale), BiasInit: Zeros}
+			if r.Init == InitSmallLast {
+				m.WeightInit, m.BiasInit = TorchUniform, TorchUniform
+				m.LastWeightInit, m.LastBiasInit = ScaledNormal(scale), Zeros
+			}
+			return m
 		}
 		cs[k] = Coupling{Mask: mask, S: mlp("s"), T: mlp("t"), Dt: dt}
 	}

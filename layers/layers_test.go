@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/diff/fd"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distmv"
@@ -147,5 +149,39 @@ func TestInitialisers(t *testing.T) {
 	layers.ScaledNormal(1e-6)(rng, 4, v)
 	if sd := stat.StdDev(v, nil); math.Abs(sd/5e-7-1) > 0.02 {
 		t.Errorf("ScaledNormal(1e-6), fan_in 4: sd %v, want 5e-7", sd)
+	}
+}
+
+// InitSmallLast draws the hidden layers of s and t at PyTorch's scale and only
+// the output layers at InitScale; InitSmall (the default) draws all at
+// InitScale; anything else is an error.
+func TestRealNVPInit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, init := range []string{"", layers.InitSmall, layers.InitSmallLast} {
+		specs, err := layers.RealNVP{Dim: 4, Blocks: 1, Hidden: []int{8}, Init: init}.ParamSpecs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range specs {
+			v := make([]float64, p.Size())
+			f := p.Init
+			if f == nil {
+				f = layers.TorchUniform
+			}
+			f(rng, p.FanIn, v)
+			big := floats.Norm(v, math.Inf(1))
+			// [4, 8, 4] MLPs: layer 1 is the output layer.
+			output := strings.HasSuffix(p.Name, ".1.weight") || strings.HasSuffix(p.Name, ".1.bias")
+			wantBig := init == layers.InitSmallLast && !output
+			if wantBig && big < 0.05 {
+				t.Errorf("init %q: %s has largest |value| %v, want PyTorch's scale (≈ 1/√fan_in)", init, p.Name, big)
+			}
+			if !wantBig && big > 1e-5 {
+				t.Errorf("init %q: %s has largest |value| %v, want ≤ 1e-5", init, p.Name, big)
+			}
+		}
+	}
+	if _, err := (layers.RealNVP{Dim: 4, Blocks: 1, Hidden: []int{8}, Init: "xavier"}).ParamSpecs(); err == nil || !strings.Contains(err.Error(), "xavier") {
+		t.Errorf("unknown init: error %v, want one naming it", err)
 	}
 }
