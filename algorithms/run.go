@@ -655,10 +655,12 @@ func resume(dir string, dc *DataConfig) (*Run, error) {
 		return nil, err
 	}
 	// Checkpoints written before the pooled mode weights have no window.
-	if w := filepath.Join(ck, "window.json"); exists(w) {
-		if err := readJSON(w, &r.window, true); err != nil {
-			return nil, err
-		}
+	w := filepath.Join(ck, "window.json")
+	switch err := readJSON(w, &r.window, true); {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
 		if k := len(r.Experiment.Weights); (r.window.Neg != nil && len(r.window.Neg) != k) || (r.window.Start != nil && len(r.window.Start) != k) {
 			return nil, fmt.Errorf("%s: neg and start: want %d counts (the experiment's modes), have %d and %d", w, k, len(r.window.Neg), len(r.window.Start))
 		}
@@ -687,10 +689,4 @@ func readJSON(path string, v any, strict bool) error { // strict: unknown fields
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-// exists reports whether path names an existing file.
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

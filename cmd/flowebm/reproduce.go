@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -226,13 +227,13 @@ func (r *reproRun) load() error {
 		r.evals, _ = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
 		return nil
 	}
-	path := filepath.Join(r.dir, "metrics.json")
-	if _, err := os.Stat(path); err != nil {
+	var err error
+	r.metrics, err = algorithms.ReadMetrics(filepath.Join(r.dir, "metrics.json"))
+	if errors.Is(err, os.ErrNotExist) {
 		r.err = "no metrics.json"
 		return nil
 	}
-	var err error
-	if r.metrics, err = algorithms.ReadMetrics(path); err != nil {
+	if err != nil {
 		return err
 	}
 	if r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "metrics.csv"), len(exp.Weights)); err != nil {
