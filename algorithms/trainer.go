@@ -577,6 +577,9 @@ func (t *Trainer) nextBatch() {
 	}
 }
 
+// Data returns the training set (not a copy).
+func (t *Trainer) Data() *mat.Dense { return t.data }
+
 // Positives returns the last positive batch (valid until the next Step).
 func (t *Trainer) Positives() *mat.Dense { return t.pos }
 

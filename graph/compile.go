@@ -65,17 +65,24 @@ func (s *scope) wrt() (G.Nodes, error) {
 }
 
 // program is a compiled graph for fixed input shapes: inputs are bound
-// tensors that run() reads, outputs are preallocated values that run() fills
-// through gorgonia.Read.
+// tensors that run() reads; run() leaves the outputs' values in the
+// executor, where the accessors copy them from.
 type program struct {
 	inputs  []*tensor.Dense
-	outputs []G.Value
+	outs    []*G.Node
+	exec    *executor
+	tape    bool // run on Gorgonia's TapeMachine instead (tests compare the two)
 	vm      G.VM
+	outVals []G.Value
 }
 
 // buildFunc adds a computation to g given its input nodes and returns the
 // output nodes (none of them scalars).
 type buildFunc func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error)
+
+// useTapeMachine makes compile build programs that run on Gorgonia's
+// TapeMachine (set by tests that compare it with the executor).
+var useTapeMachine = false
 
 // compile builds a program; inputs are (rows, cols) matrices or, for a
 // one-element shape, vectors.
@@ -86,7 +93,7 @@ func compile(dtype tensor.Dtype, shapes [][]int, build buildFunc) (p *program, e
 		}
 	}()
 	g := G.NewGraph()
-	p = &program{}
+	p = &program{tape: useTapeMachine}
 	in := make([]*G.Node, len(shapes))
 	for i, s := range shapes {
 		t := tensor.New(tensor.WithShape(s...), tensor.Of(dtype))
@@ -97,14 +104,21 @@ func compile(dtype tensor.Dtype, shapes [][]int, build buildFunc) (p *program, e
 	if err != nil {
 		return nil, err
 	}
-	reads := make(G.Nodes, len(outs))
-	p.outputs = make([]G.Value, len(outs))
-	for i, o := range outs {
+	for _, o := range outs {
 		if o.IsScalar() {
 			return nil, fmt.Errorf("graph: internal error: scalar output %v", o)
 		}
-		p.outputs[i] = tensor.New(tensor.WithShape(o.Shape()...), tensor.Of(dtype))
-		reads[i] = G.Read(o, &p.outputs[i])
+	}
+	p.outs = outs
+	if !p.tape {
+		p.exec = newExecutor(g, outs)
+		return p, nil
+	}
+	reads := make(G.Nodes, len(outs))
+	p.outVals = make([]G.Value, len(outs))
+	for i, o := range outs {
+		p.outVals[i] = tensor.New(tensor.WithShape(o.Shape()...), tensor.Of(dtype))
+		reads[i] = G.Read(o, &p.outVals[i])
 	}
 	p.vm = G.NewTapeMachine(g.ExactSubgraphRoots(reads...))
 	return p, nil
@@ -117,8 +131,19 @@ func (p *program) run() (err error) {
 			err = fmt.Errorf("graph: evaluation failed: %v", r)
 		}
 	}()
+	if !p.tape {
+		return p.exec.run()
+	}
 	p.vm.Reset()
 	return p.vm.RunAll()
+}
+
+// output returns output i's value after the last run.
+func (p *program) output(i int) tensor.Tensor {
+	if !p.tape {
+		return p.exec.value(p.outs[i]).(tensor.Tensor)
+	}
+	return p.outVals[i].(tensor.Tensor)
 }
 
 // setMatrix copies the rows of x into input i.
@@ -149,12 +174,12 @@ func (p *program) setMatrix(i int, x mat.Matrix) {
 func (p *program) setVector(i int, v []float64) { writeFrom(p.inputs[i], v) }
 
 // vector copies output i into dst.
-func (p *program) vector(i int, dst []float64) { readInto(dst, p.outputs[i].(tensor.Tensor)) }
+func (p *program) vector(i int, dst []float64) { readInto(dst, p.output(i)) }
 
 // matrix copies output i into dst, which has the output's shape.
 func (p *program) matrix(i int, dst *mat.Dense) {
 	raw := dst.RawMatrix()
-	t := p.outputs[i].(tensor.Tensor)
+	t := p.output(i)
 	if raw.Stride == raw.Cols {
 		readInto(raw.Data[:raw.Rows*raw.Cols], t)
 		return
@@ -236,8 +261,8 @@ func paramGrads(cost *G.Node, s *scope) (G.Nodes, error) {
 // readFlat copies outputs[from:] (one per parameter, in order) into a flat gradient.
 func (p *program) readFlat(from int, dst []float64) {
 	off := 0
-	for _, v := range p.outputs[from:] {
-		t := v.(tensor.Tensor)
+	for i := from; i < len(p.outs); i++ {
+		t := p.output(i)
 		n := t.Shape().TotalSize()
 		readInto(dst[off:off+n], t)
 		off += n

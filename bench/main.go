@@ -1,0 +1,530 @@
+// Command bench times flowebm's flowMC-EBM training iteration side by side
+// with an equivalent PyTorch implementation (bench/peer/flowmc_ebm.py) on the
+// same machine, in one run.
+//
+//	go run ./bench [-experiments two-modes,four-modes,four-gaussians-64]
+//	               [-dtypes float64,float32] [-threads 1,2] [-rounds 7]
+//	               [-seconds 0.5] [-python /usr/bin/python3] [-out FILE.md]
+//
+// For every experiment, dtype and thread count it builds the experiment's
+// default flowMC-EBM run (algorithms.Defaults) and starts the PyTorch peer on
+// the same architectures, sampler settings, batch, bank and training data.
+// Both are warmed up, then timed alternately, flowebm then PyTorch, for
+// -rounds rounds of about -seconds each; the table gives the median time per
+// training iteration of each and their ratio. Two primitives are timed the
+// same way: MALA steps on 1024 chains and i-SIR steps with 64 particles on
+// 128 chains, with the experiment's EBM and flow. Each side's distance to the
+// machine's limit is the matrix-product FLOPs of one iteration divided by its
+// time, against the measured GEMM rate of its own BLAS (1024 × 1024).
+//
+// Threads: flowebm runs with GOMAXPROCS set to the thread count, PyTorch
+// with torch.set_num_threads.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/safefile"
+	"github.com/flowebm/flowebm/samplers"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Sizes of the primitive benchmarks.
+const (
+	malaChains    = 1024
+	isirChains    = 128
+	isirParticles = 64
+	gemmSize      = 1024
+)
+
+func main() {
+	exps := flag.String("experiments", "two-modes,four-modes,four-gaussians-64", "comma-separated experiments")
+	dtypes := flag.String("dtypes", "float64,float32", "comma-separated float types")
+	threads := flag.String("threads", "1,2", "comma-separated thread counts")
+	rounds := flag.Int("rounds", 7, "alternating rounds per measurement")
+	seconds := flag.Float64("seconds", 0.5, "target duration of one timed run")
+	python := flag.String("python", "/usr/bin/python3", "Python with PyTorch")
+	out := flag.String("out", "", "also write the report (Markdown) to this file")
+	flag.Parse()
+	b := &bench{python: *python, rounds: *rounds, seconds: *seconds}
+	var ts []int
+	for _, s := range strings.Split(*threads, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-threads: %q is not a positive integer", s))
+		}
+		ts = append(ts, n)
+	}
+	var rows []row
+	for _, dt := range strings.Split(*dtypes, ",") {
+		if dt != "float64" && dt != "float32" {
+			fail(fmt.Errorf("-dtypes: %q, want float64 or float32", dt))
+		}
+		for _, th := range ts {
+			for _, e := range strings.Split(*exps, ",") {
+				r, err := b.measure(e, dt, th)
+				if err != nil {
+					fail(err)
+				}
+				rows = append(rows, r)
+			}
+		}
+	}
+	rep := report(rows, *rounds)
+	fmt.Print(rep)
+	if *out != "" {
+		if err := safefile.Write(*out, func(w io.Writer) error { _, err := io.WriteString(w, rep); return err }); err != nil {
+			fail(err)
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+type bench struct {
+	python  string
+	rounds  int
+	seconds float64
+}
+
+// row is one experiment × dtype × threads measurement: median seconds per
+// unit (iteration or step) of each side.
+type row struct {
+	experiment, dtype string
+	threads           int
+	goIter, pyIter    float64
+	goMALA, pyMALA    float64
+	goISIR, pyISIR    float64
+	iterFLOPs         float64
+	goGemm, pyGemm    float64 // FLOP/s
+	torch             string
+}
+
+// side is one implementation that can run n units of a task and say how
+// long they took.
+type side func(task string, n int) (float64, error)
+
+func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
+	r := row{experiment: experiment, dtype: dtype, threads: threads}
+	prev := runtime.GOMAXPROCS(threads)
+	defer runtime.GOMAXPROCS(prev)
+	fmt.Fprintf(os.Stderr, "bench: %s, %s, %d thread(s)\n", experiment, dtype, threads)
+
+	cfg, _, err := algorithms.Defaults(experiment, algorithms.FlowMC)
+	if err != nil {
+		return r, err
+	}
+	cfg.Model.Float32 = dtype == "float32"
+	run, err := algorithms.NewRun(cfg, "")
+	if err != nil {
+		return r, err
+	}
+	tr := run.Trainer
+	dir, err := os.MkdirTemp("", "flowebm-bench-")
+	if err != nil {
+		return r, err
+	}
+	defer os.RemoveAll(dir)
+	sp, err := peerSpec(tr)
+	if err != nil {
+		return r, err
+	}
+	r.iterFLOPs = iterationFLOPs(sp)
+	if err := writeInputs(dir, sp, tr.Data()); err != nil {
+		return r, err
+	}
+	py, err := startPeer(b.python, dir, dtype, threads)
+	if err != nil {
+		return r, err
+	}
+	defer py.close()
+	r.torch = py.version
+
+	goSide, err := goRunner(tr, dtype == "float32")
+	if err != nil {
+		return r, err
+	}
+	pySide := py.run
+	for _, t := range []struct {
+		task     string
+		goT, pyT *float64
+	}{{"iter", &r.goIter, &r.pyIter}, {"mala", &r.goMALA, &r.pyMALA}, {"isir", &r.goISIR, &r.pyISIR}} {
+		g, p, err := b.alternate(t.task, goSide, pySide)
+		if err != nil {
+			return r, fmt.Errorf("%s %s: %w", experiment, t.task, err)
+		}
+		*t.goT, *t.pyT = g, p
+	}
+	flops := 2 * float64(gemmSize*gemmSize*gemmSize)
+	g, p, err := b.alternate("gemm", goSide, pySide)
+	if err != nil {
+		return r, err
+	}
+	r.goGemm, r.pyGemm = flops/g, flops/p
+	return r, nil
+}
+
+// alternate warms both sides up, sizes one timed run to about b.seconds,
+// then times them in turn, A B A B, and returns each side's median seconds
+// per unit.
+func (b *bench) alternate(task string, a, c side) (float64, float64, error) {
+	var med [2]float64
+	var n [2]int
+	sides := [2]side{a, c}
+	for i, s := range sides {
+		// Warm up (compiles graphs, fills caches), then calibrate.
+		if _, err := s(task, 2); err != nil {
+			return 0, 0, err
+		}
+		t, err := s(task, 3)
+		if err != nil {
+			return 0, 0, err
+		}
+		n[i] = max(1, int(b.seconds/(t/3)))
+	}
+	times := [2][]float64{}
+	for k := 0; k < b.rounds; k++ {
+		for i, s := range sides {
+			t, err := s(task, n[i])
+			if err != nil {
+				return 0, 0, err
+			}
+			times[i] = append(times[i], t/float64(n[i]))
+		}
+	}
+	for i := range times {
+		slices.Sort(times[i])
+		med[i] = times[i][len(times[i])/2]
+	}
+	return med[0], med[1], nil
+}
+
+// goRunner returns flowebm's side: training iterations of tr, MALA and
+// i-SIR steps with tr's models, and GEMMs of gonum's BLAS (Gorgonia's).
+func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	chains := func(m int) (*samplers.State, error) {
+		x := mat.NewDense(m, tr.EBM.Dim(), nil)
+		if err := tr.Flow.Sample(rng, x, make([]float64, m)); err != nil {
+			return nil, err
+		}
+		return samplers.NewState(x), nil
+	}
+	malaState, err := chains(malaChains)
+	if err != nil {
+		return nil, err
+	}
+	isirState, err := chains(isirChains)
+	if err != nil {
+		return nil, err
+	}
+	mala := &samplers.MALA{Target: tr.EBM, StepSize: tr.Config.Sampler.StepSize, TargetAccept: tr.Config.Sampler.TargetAccept}
+	isir := &samplers.ISIR{Target: tr.EBM, Proposal: tr.Flow, Particles: isirParticles}
+	n := gemmSize
+	a64, b64, c64 := randGeneral64(rng, n), randGeneral64(rng, n), randGeneral64(rng, n)
+	a32, b32, c32 := randGeneral32(rng, n), randGeneral32(rng, n), randGeneral32(rng, n)
+	return func(task string, k int) (float64, error) {
+		start := time.Now()
+		for i := 0; i < k; i++ {
+			var err error
+			switch task {
+			case "iter":
+				_, err = tr.Step()
+			case "mala":
+				_, err = mala.Step(rng, malaState)
+			case "isir":
+				_, err = isir.Step(rng, isirState)
+			case "gemm":
+				if f32 {
+					blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a32, b32, 0, c32)
+				} else {
+					blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a64, b64, 0, c64)
+				}
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(start).Seconds(), nil
+	}, nil
+}
+
+func randGeneral64(rng *rand.Rand, n int) blas64.General {
+	g := blas64.General{Rows: n, Cols: n, Stride: n, Data: make([]float64, n*n)}
+	for i := range g.Data {
+		g.Data[i] = rng.NormFloat64()
+	}
+	return g
+}
+
+func randGeneral32(rng *rand.Rand, n int) blas32.General {
+	g := blas32.General{Rows: n, Cols: n, Stride: n, Data: make([]float32, n*n)}
+	for i := range g.Data {
+		g.Data[i] = float32(rng.NormFloat64())
+	}
+	return g
+}
+
+// spec is what the PyTorch peer needs to build the same iteration.
+type spec struct {
+	Dim           int         `json:"dim"`
+	Sigma         float64     `json:"sigma"`
+	EBMSizes      []int       `json:"ebm_sizes"`
+	EBMSlope      float64     `json:"ebm_slope"`
+	FlowHidden    []int       `json:"flow_hidden"`
+	FlowMasks     [][]float64 `json:"flow_masks"`
+	FlowDt        float64     `json:"flow_dt"`
+	FlowInit      string      `json:"flow_init"`
+	Batch         int         `json:"batch"`
+	Persistent    int         `json:"persistent"`
+	Steps         int         `json:"steps"`
+	GlobalSteps   int         `json:"global_steps"`
+	LocalSteps    int         `json:"local_steps"`
+	Stacked       bool        `json:"stacked"`
+	Particles     int         `json:"particles"`
+	StepSize      float64     `json:"step_size"`
+	TargetAccept  float64     `json:"target_accept"`
+	Negatives     string      `json:"negatives"`
+	EBMLR         float64     `json:"ebm_lr"`
+	FlowLR        float64     `json:"flow_lr"`
+	AverageWindow int         `json:"average_window"`
+	MALAChains    int         `json:"mala_chains"`
+	ISIRChains    int         `json:"isir_chains"`
+	ISIRParticles int         `json:"isir_particles"`
+}
+
+func peerSpec(tr *algorithms.Trainer) (spec, error) {
+	c := tr.Config
+	s := c.Sampler
+	net, ok := tr.EBM.Net.(graph.MLPEnergy)
+	if !ok || net.Hidden.Kind != "leaky_relu" {
+		return spec{}, fmt.Errorf("bench: the peer implements LeakyReLU MLP energies only, have %T", tr.EBM.Net)
+	}
+	if c.L2 != 0 || s.Global != "isir" || (s.Negatives != "last" && s.Negatives != "all") || tr.Flow.Net.BlockDepth > 1 {
+		return spec{}, fmt.Errorf("bench: the peer implements i-SIR, negatives last or all, no L2 term and block depth 1")
+	}
+	cs, err := tr.Flow.Net.Couplings()
+	if err != nil {
+		return spec{}, err
+	}
+	sp := spec{
+		Dim: tr.EBM.Dim(), Sigma: tr.Flow.Base.Sigma[0], EBMSizes: net.Sizes, EBMSlope: net.Hidden.Slope,
+		FlowHidden: tr.Flow.Net.Hidden, FlowDt: cs[0].Dt, FlowInit: tr.Flow.Net.Init,
+		Batch: c.BatchSize, Persistent: c.Persistent, Steps: s.Steps, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps,
+		Stacked: s.Stacked, Particles: s.Particles, StepSize: s.StepSize, TargetAccept: s.TargetAccept, Negatives: s.Negatives,
+		EBMLR: c.EBMOptim.LR, FlowLR: c.FlowOptim.LR, AverageWindow: max(1, c.AverageWindow),
+		MALAChains: malaChains, ISIRChains: isirChains, ISIRParticles: isirParticles,
+	}
+	if sp.FlowInit == "" {
+		sp.FlowInit = "small"
+	}
+	for _, cp := range cs {
+		sp.FlowMasks = append(sp.FlowMasks, cp.Mask)
+	}
+	return sp, nil
+}
+
+func writeInputs(dir string, sp spec, data *mat.Dense) error {
+	js, err := json.Marshal(sp)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "spec.json"), js, 0o644); err != nil {
+		return err
+	}
+	r, c := data.Dims()
+	a := &npy.Array{Shape: []int{r, c}, Data: mat.DenseCopyOf(data).RawMatrix().Data}
+	return npy.WriteFile(filepath.Join(dir, "data.npy"), a, npy.Float64)
+}
+
+// iterationFLOPs counts the multiply-adds (×2) of the matrix products in one
+// flowMC-EBM iteration, following the trainer's caching: log π, ∇log π and
+// log λ of the current points are computed only when stale. A backward pass
+// for the x-gradient costs one forward pass; for the parameter gradient two.
+func iterationFLOPs(sp spec) float64 {
+	mlp := func(sizes []int, rows int) float64 {
+		f := 0.0
+		for i := 0; i+1 < len(sizes); i++ {
+			f += 2 * float64(rows*sizes[i]*sizes[i+1])
+		}
+		return f
+	}
+	flowSizes := append(append([]int{sp.Dim}, sp.FlowHidden...), sp.Dim)
+	ebm := func(rows int) float64 { return mlp(sp.EBMSizes, rows) }
+	flow := func(rows int) float64 { return float64(2*len(sp.FlowMasks)) * mlp(flowSizes, rows) }
+	m := sp.Batch
+	cycle := sp.GlobalSteps + sp.LocalSteps
+	moves := sp.Steps
+	if sp.Stacked {
+		moves *= cycle
+	}
+	total, negs := 0.0, m
+	if sp.Negatives == "all" {
+		negs = m * sp.Steps
+	}
+	lp, grad, lq := false, false, false
+	for k := 0; k < moves; k++ {
+		if k%cycle < sp.GlobalSteps {
+			if !lp {
+				total += ebm(m)
+			}
+			if !lq {
+				total += flow(m)
+			}
+			p := m * (sp.Particles - 1)
+			total += flow(p) + ebm(p)
+			lp, lq, grad = true, true, false
+			continue
+		}
+		if !grad {
+			total += 2 * ebm(m)
+		}
+		total += 2 * ebm(m)
+		lp, grad, lq = true, true, false
+	}
+	total += 3*ebm(sp.Batch+negs) + 3*flow(negs) + ebm(sp.Batch)
+	return total
+}
+
+// peer is the PyTorch process.
+type peer struct {
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	version string
+}
+
+func startPeer(python, dir, dtype string, threads int) (*peer, error) {
+	script, err := peerScript()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(python, script, filepath.Join(dir, "spec.json"), filepath.Join(dir, "data.npy"), dtype, strconv.Itoa(threads))
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the PyTorch peer with %s: %w", python, err)
+	}
+	p := &peer{cmd: cmd, in: in, out: bufio.NewScanner(outPipe)}
+	var ready struct {
+		Ready bool   `json:"ready"`
+		Torch string `json:"torch"`
+	}
+	if err := p.read(&ready); err != nil {
+		p.close()
+		return nil, fmt.Errorf("the PyTorch peer did not start (is python3-torch installed for %s?): %w", python, err)
+	}
+	p.version = ready.Torch
+	return p, nil
+}
+
+// peerScript finds bench/peer/flowmc_ebm.py from the working directory or
+// the module root above it.
+func peerScript() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "bench", "peer", "flowmc_ebm.py")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("bench/peer/flowmc_ebm.py not found above the working directory: run from the repository")
+		}
+		dir = up
+	}
+}
+
+func (p *peer) read(v any) error {
+	if !p.out.Scan() {
+		if err := p.out.Err(); err != nil {
+			return err
+		}
+		return io.ErrUnexpectedEOF
+	}
+	return json.Unmarshal(p.out.Bytes(), v)
+}
+
+func (p *peer) run(task string, n int) (float64, error) {
+	line := fmt.Sprintf("%s %d\n", task, n)
+	if task == "gemm" {
+		line = fmt.Sprintf("gemm %d %d\n", gemmSize, n)
+	}
+	if _, err := io.WriteString(p.in, line); err != nil {
+		return 0, err
+	}
+	var res struct {
+		Seconds float64 `json:"seconds"`
+		Error   string  `json:"error"`
+	}
+	if err := p.read(&res); err != nil {
+		return 0, fmt.Errorf("PyTorch peer: %w", err)
+	}
+	if res.Error != "" {
+		return 0, fmt.Errorf("PyTorch peer: %s", res.Error)
+	}
+	return res.Seconds, nil
+}
+
+func (p *peer) close() {
+	io.WriteString(p.in, "quit\n")
+	p.in.Close()
+	p.cmd.Wait()
+}
+
+func report(rows []row, rounds int) string {
+	var w strings.Builder
+	p := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
+	torch := ""
+	if len(rows) > 0 {
+		torch = rows[0].torch
+	}
+	p("## flowebm against PyTorch %s, flowMC-EBM training (%s, %s/%s, %d CPUs)\n\n", torch, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	p("Median over %d alternating rounds. Ratio = flowebm / PyTorch time (below 1: flowebm faster). GFLOP/s counts the matrix products of one iteration; %% is of the same side's measured %d×%d GEMM rate.\n\n", rounds, gemmSize, gemmSize)
+	p("| experiment | dtype | threads | flowebm ms/it | PyTorch ms/it | ratio | flowebm GFLOP/s (%% of GEMM) | PyTorch GFLOP/s (%% of GEMM) |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		gf, pf := r.iterFLOPs/r.goIter/1e9, r.iterFLOPs/r.pyIter/1e9
+		p("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f (%.1f%%) | %.2f (%.1f%%) |\n", r.experiment, r.dtype, r.threads, 1e3*r.goIter, 1e3*r.pyIter, r.goIter/r.pyIter,
+			gf, 100*gf/(r.goGemm/1e9), pf, 100*pf/(r.pyGemm/1e9))
+	}
+	p("\nPrimitives with each experiment's models: MALA on %d chains, i-SIR with %d particles on %d chains (steps per second), and the GEMM rates.\n\n", malaChains, isirParticles, isirChains)
+	p("| experiment | dtype | threads | MALA flowebm | MALA PyTorch | ratio | i-SIR flowebm | i-SIR PyTorch | ratio | GEMM GFLOP/s flowebm | GEMM GFLOP/s PyTorch |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		p("| %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.1f | %.1f |\n", r.experiment, r.dtype, r.threads,
+			1/r.goMALA, 1/r.pyMALA, r.goMALA/r.pyMALA, 1/r.goISIR, 1/r.pyISIR, r.goISIR/r.pyISIR, r.goGemm/1e9, r.pyGemm/1e9)
+	}
+	return w.String()
+}
