@@ -68,33 +68,16 @@ func ParseActivation(s string) (Activation, error) {
 	return Activation{}, fmt.Errorf("activation %q: want one of identity, relu, leaky_relu(slope), silu, softplus, tanh, elu", s)
 }
 
-// Apply adds the activation of x to x's graph. Every activation is built from
-// differentiable Gorgonia operations.
+// Apply adds the activation of x to x's graph, as differentiable Gorgonia
+// operations; ReLU and LeakyReLU are one fused operation each (leakyReLU).
 func (a Activation) Apply(b Binder, x *G.Node) (*G.Node, error) {
 	switch a.Kind {
 	case "", "identity":
 		return x, nil
 	case "relu":
-		return G.Rectify(x)
+		return applyLeakyReLU(x, 0)
 	case "leaky_relu":
-		// max(x,0) − slope·max(−x,0)
-		pos, err := G.Rectify(x)
-		if err != nil {
-			return nil, err
-		}
-		nx, err := G.Neg(x)
-		if err != nil {
-			return nil, err
-		}
-		neg, err := G.Rectify(nx)
-		if err != nil {
-			return nil, err
-		}
-		sneg, err := G.HadamardProd(neg, Scalar(b, a.Slope))
-		if err != nil {
-			return nil, err
-		}
-		return G.Sub(pos, sneg)
+		return applyLeakyReLU(x, a.Slope)
 	case "silu":
 		s, err := G.Sigmoid(x)
 		if err != nil {

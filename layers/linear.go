@@ -52,7 +52,20 @@ func (l Linear) Apply(b Binder, x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.BroadcastAdd(y, bias, nil, []byte{0})
+	// The bias row repeated over the batch as the product of a column of
+	// ones with it: one small matrix product, whose gradient (onesᵀ·g) is
+	// another, instead of BroadcastAdd's repeat, which copies element by
+	// element through an iterator both ways.
+	bsz, _, _ := batchOf(x)
+	ones := make([]float64, bsz)
+	for i := range ones {
+		ones[i] = 1
+	}
+	rows, err := G.Mul(Constant(b, "ones", ones, bsz, 1), bias)
+	if err != nil {
+		return nil, err
+	}
+	return G.Add(y, rows)
 }
 
 // Layout says how an MLP numbers its Linear layers.
