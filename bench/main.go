@@ -17,8 +17,9 @@
 // machine's limit is the matrix-product FLOPs of one iteration divided by its
 // time, against the measured GEMM rate of its own BLAS (1024 × 1024).
 //
-// Threads: flowebm runs with GOMAXPROCS set to the thread count, PyTorch
-// with torch.set_num_threads.
+// Threads: flowebm runs with GOMAXPROCS and OpenBLAS's thread count set to
+// the thread count, PyTorch with torch.set_num_threads. FLOWEBM_BLAS=go
+// times flowebm's pure-Go build (gonum's BLAS) instead of OpenBLAS.
 package main
 
 import (
@@ -129,7 +130,11 @@ type side func(task string, n int) (float64, error)
 func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 	r := row{experiment: experiment, dtype: dtype, threads: threads}
 	prev := runtime.GOMAXPROCS(threads)
-	defer runtime.GOMAXPROCS(prev)
+	graph.SetBLASThreads(threads)
+	defer func() {
+		runtime.GOMAXPROCS(prev)
+		graph.SetBLASThreads(prev)
+	}()
 	fmt.Fprintf(os.Stderr, "bench: %s, %s, %d thread(s)\n", experiment, dtype, threads)
 
 	cfg, _, err := algorithms.Defaults(experiment, algorithms.FlowMC)
@@ -513,6 +518,7 @@ func report(rows []row, rounds int) string {
 		torch = rows[0].torch
 	}
 	p("## flowebm against PyTorch %s, flowMC-EBM training (%s, %s/%s, %d CPUs)\n\n", torch, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	p("flowebm's BLAS: %s.\n\n", graph.BLAS())
 	p("Median over %d alternating rounds. Ratio = flowebm / PyTorch time (below 1: flowebm faster). GFLOP/s counts the matrix products of one iteration; %% is of the same side's measured %d×%d GEMM rate.\n\n", rounds, gemmSize, gemmSize)
 	p("| experiment | dtype | threads | flowebm ms/it | PyTorch ms/it | ratio | flowebm GFLOP/s (%% of GEMM) | PyTorch GFLOP/s (%% of GEMM) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {

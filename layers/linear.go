@@ -37,35 +37,18 @@ func (l Linear) Apply(b Binder, x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !l.NoBias {
+		bias, err := b.Param(l.Name+".bias", 1, l.Out)
+		if err != nil {
+			return nil, err
+		}
+		return applyLinear(x, w, bias) // one fused node: x·Wᵀ + b
+	}
 	wt, err := G.Transpose(w)
 	if err != nil {
 		return nil, err
 	}
-	y, err := G.Mul(x, wt)
-	if err != nil {
-		return nil, err
-	}
-	if l.NoBias {
-		return y, nil
-	}
-	bias, err := b.Param(l.Name+".bias", 1, l.Out)
-	if err != nil {
-		return nil, err
-	}
-	// The bias row repeated over the batch as the product of a column of
-	// ones with it: one small matrix product, whose gradient (onesᵀ·g) is
-	// another, instead of BroadcastAdd's repeat, which copies element by
-	// element through an iterator both ways.
-	bsz, _, _ := batchOf(x)
-	ones := make([]float64, bsz)
-	for i := range ones {
-		ones[i] = 1
-	}
-	rows, err := G.Mul(Constant(b, "ones", ones, bsz, 1), bias)
-	if err != nil {
-		return nil, err
-	}
-	return G.Add(y, rows)
+	return G.Mul(x, wt)
 }
 
 // Layout says how an MLP numbers its Linear layers.
