@@ -17,8 +17,9 @@
 // machine's limit is the matrix-product FLOPs of one iteration divided by its
 // time, against the measured GEMM rate of its own BLAS (1024 × 1024).
 //
-// Threads: flowebm runs with GOMAXPROCS and OpenBLAS's thread count set to
-// the thread count, PyTorch with torch.set_num_threads. FLOWEBM_BLAS=go
+// Threads: flowebm runs with GOMAXPROCS set to the thread count (OpenBLAS
+// stays at its one thread, see graph.BLAS), PyTorch with
+// torch.set_num_threads. FLOWEBM_BLAS=go
 // times flowebm's pure-Go build (gonum's BLAS) instead of OpenBLAS.
 package main
 
@@ -65,7 +66,14 @@ func main() {
 	seconds := flag.Float64("seconds", 0.5, "target duration of one timed run")
 	python := flag.String("python", "/usr/bin/python3", "Python with PyTorch")
 	out := flag.String("out", "", "also write the report (Markdown) to this file")
+	inputs := flag.String("inputs", "", "only write the PyTorch peer's inputs (spec.json, data.npy) for the first experiment into this folder")
 	flag.Parse()
+	if *inputs != "" {
+		if err := peerInputs(strings.Split(*exps, ",")[0], *inputs); err != nil {
+			fail(err)
+		}
+		return
+	}
 	b := &bench{python: *python, rounds: *rounds, seconds: *seconds}
 	var ts []int
 	for _, s := range strings.Split(*threads, ",") {
@@ -130,11 +138,7 @@ type side func(task string, n int) (float64, error)
 func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 	r := row{experiment: experiment, dtype: dtype, threads: threads}
 	prev := runtime.GOMAXPROCS(threads)
-	graph.SetBLASThreads(threads)
-	defer func() {
-		runtime.GOMAXPROCS(prev)
-		graph.SetBLASThreads(prev)
-	}()
+	defer runtime.GOMAXPROCS(prev)
 	fmt.Fprintf(os.Stderr, "bench: %s, %s, %d thread(s)\n", experiment, dtype, threads)
 
 	cfg, _, err := algorithms.Defaults(experiment, algorithms.FlowMC)
@@ -349,6 +353,27 @@ func peerSpec(tr *algorithms.Trainer) (spec, error) {
 		sp.FlowMasks = append(sp.FlowMasks, cp.Mask)
 	}
 	return sp, nil
+}
+
+// peerInputs writes the peer's inputs for an experiment's float64 default
+// run into dir, for running the peer by hand.
+func peerInputs(experiment, dir string) error {
+	cfg, _, err := algorithms.Defaults(experiment, algorithms.FlowMC)
+	if err != nil {
+		return err
+	}
+	run, err := algorithms.NewRun(cfg, "")
+	if err != nil {
+		return err
+	}
+	sp, err := peerSpec(run.Trainer)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return writeInputs(dir, sp, run.Trainer.Data())
 }
 
 func writeInputs(dir string, sp spec, data *mat.Dense) error {

@@ -204,9 +204,10 @@ func (e *EBM) addTilt(x mat.Matrix, logp []float64, grad *mat.Dense) {
 		e.buf = make([]float64, 2*d)
 	}
 	row, g := e.buf[:d], e.buf[d:2*d]
+	c := e.Tilt.LogNorm()
 	for i := range logp {
 		mat.Row(row, i, x)
-		logp[i] += e.Tilt.LogProb(row)
+		logp[i] += e.Tilt.LogProbNormed(c, row)
 		if grad != nil {
 			e.Tilt.GradLogProb(row, g)
 			for j, v := range g {

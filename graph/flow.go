@@ -115,8 +115,9 @@ func (f *Flow) LogDensity(x mat.Matrix, logq []float64) error {
 	if err := f.Inverse(x, f.z, logq); err != nil {
 		return err
 	}
+	c := f.Base.LogNorm()
 	for i := range logq {
-		logq[i] += f.Base.LogProb(f.z.RawRowView(i))
+		logq[i] += f.Base.LogProbNormed(c, f.z.RawRowView(i))
 	}
 	return nil
 }
@@ -142,8 +143,9 @@ func (f *Flow) SampleLatent(rng *rand.Rand, z, x *mat.Dense, logq []float64) err
 	if err := f.Forward(z, x, logq); err != nil {
 		return err
 	}
+	c := f.Base.LogNorm()
 	for i := range logq {
-		logq[i] = f.Base.LogProb(z.RawRowView(i)) - logq[i]
+		logq[i] = f.Base.LogProbNormed(c, z.RawRowView(i)) - logq[i]
 	}
 	return nil
 }

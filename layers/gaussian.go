@@ -44,7 +44,8 @@ func (g Gaussian) Validate() error {
 	return nil
 }
 
-func (g Gaussian) logNorm() float64 {
+// LogNorm is log ρ's normalising term, −(d/2)·log 2π − Σᵢ log σᵢ.
+func (g Gaussian) LogNorm() float64 {
 	c := -0.5 * float64(len(g.Sigma)) * math.Log(2*math.Pi)
 	for _, s := range g.Sigma {
 		c -= math.Log(s)
@@ -53,13 +54,17 @@ func (g Gaussian) logNorm() float64 {
 }
 
 // LogProb returns log ρ(x).
-func (g Gaussian) LogProb(x []float64) float64 {
+func (g Gaussian) LogProb(x []float64) float64 { return g.LogProbNormed(g.LogNorm(), x) }
+
+// LogProbNormed returns log ρ(x) given c = LogNorm(), so that a loop over
+// many points takes the d logarithms once.
+func (g Gaussian) LogProbNormed(c float64, x []float64) float64 {
 	q := 0.0
 	for i, s := range g.Sigma {
 		v := x[i] / s
 		q += v * v
 	}
-	return g.logNorm() - 0.5*q
+	return c - 0.5*q
 }
 
 // GradLogProb writes ∇ log ρ(x) = −x/σ² into dst.
@@ -103,5 +108,5 @@ func (g Gaussian) Apply(b Binder, x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.Add(q, Scalar(b, g.logNorm()))
+	return G.Add(q, Scalar(b, g.LogNorm()))
 }

@@ -28,6 +28,8 @@ one per line, and answers one JSON line per command:
   mala K       K MALA steps on the MALA chains  -> {"seconds": t}
   isir K       K i-SIR steps on the i-SIR chains -> {"seconds": t}
   gemm N K     K products of two N x N matrices -> {"seconds": t}
+  stats        the bank's fraction with a positive coordinate sum, MALA's
+               step size, and the mean global acceptance so far
   quit
 
 Usage: flowmc_ebm.py SPEC.json DATA.npy DTYPE THREADS
@@ -148,6 +150,7 @@ class Sampler:
         self.eta = spec["step_size"]
         self.target = spec["target_accept"]
         self.n = spec["particles"]
+        self.moves, self.moved = 0, 0.0
 
     def isir(self, c):
         with torch.no_grad():
@@ -164,6 +167,8 @@ class Sampler:
             pick = torch.argmax(logw + gumbel, 1)
             moved = pick > 0
             r = torch.arange(m) * (n - 1) + (pick - 1).clamp(min=0)
+            self.moves += 1
+            self.moved += float(moved.double().mean())
             c.x = torch.where(moved[:, None], y[r], c.x)
             c.lp = torch.where(moved, lpy[r], c.lp)
             c.lq = torch.where(moved, lqy[r], c.lq)
@@ -270,6 +275,11 @@ def main():
         cmd = line.split()
         if not cmd or cmd[0] == "quit":
             break
+        if cmd[0] == "stats":
+            s = tr.sampler
+            print(json.dumps({"bank_positive": float((tr.bank.sum(1) > 0).double().mean()), "step_size": s.eta,
+                              "global_accept": s.moved / max(1, s.moves)}), flush=True)
+            continue
         k = int(cmd[-1])
         t0 = time.perf_counter()
         if cmd[0] == "iter":
