@@ -39,7 +39,7 @@ func (c Coupling) shiftScale(b Binder, xc *G.Node, bsz int) (s, t *G.Node, err e
 	if err != nil {
 		return nil, nil, err
 	}
-	if sRaw, err = G.Tanh(sRaw); err != nil {
+	if sRaw, err = G.ApplyOp(tanhOp{}, sRaw); err != nil {
 		return nil, nil, err
 	}
 	if s, err = G.HadamardProd(sRaw, mdtN); err != nil {
@@ -87,7 +87,7 @@ func (c Coupling) Forward(b Binder, x *G.Node) (y, logdet *G.Node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	es, err := G.Exp(s)
+	es, err := G.ApplyOp(expOp{}, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,11 +108,7 @@ func (c Coupling) Inverse(b Binder, y *G.Node) (x, logdet *G.Node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ns, err := G.Neg(s)
-	if err != nil {
-		return nil, nil, err
-	}
-	ens, err := G.Exp(ns)
+	ens, err := G.ApplyOp(expOp{Neg: true}, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -123,7 +119,10 @@ func (c Coupling) Inverse(b Binder, y *G.Node) (x, logdet *G.Node, err error) {
 	if x, err = G.Sub(ye, t); err != nil {
 		return nil, nil, err
 	}
-	logdet, err = G.Sum(ns, 1)
+	if logdet, err = G.Sum(s, 1); err != nil {
+		return nil, nil, err
+	}
+	logdet, err = G.Neg(logdet)
 	return x, logdet, err
 }
 
