@@ -70,7 +70,7 @@ func ParseActivation(s string) (Activation, error) {
 
 // Apply adds the activation of x to x's graph, as differentiable Gorgonia
 // operations; ReLU, LeakyReLU and tanh are one fused operation each
-// (leakyReLU, tanhOp).
+// (leakyReLU, mathOp).
 func (a Activation) Apply(b Binder, x *G.Node) (*G.Node, error) {
 	switch a.Kind {
 	case "", "identity":
@@ -88,7 +88,7 @@ func (a Activation) Apply(b Binder, x *G.Node) (*G.Node, error) {
 	case "softplus":
 		return G.Softplus(x)
 	case "tanh":
-		return G.ApplyOp(tanhOp{}, x)
+		return applyMath(fnTanh, x)
 	case "elu":
 		// max(x,0) + expm1(min(x,0)), with min(x,0) = x − max(x,0): no overflow for large x.
 		pos, err := G.Rectify(x)

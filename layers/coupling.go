@@ -39,7 +39,7 @@ func (c Coupling) shiftScale(b Binder, xc *G.Node, bsz int) (s, t *G.Node, err e
 	if err != nil {
 		return nil, nil, err
 	}
-	if sRaw, err = G.ApplyOp(tanhOp{}, sRaw); err != nil {
+	if sRaw, err = applyMath(fnTanh, sRaw); err != nil {
 		return nil, nil, err
 	}
 	if s, err = G.HadamardProd(sRaw, mdtN); err != nil {
@@ -87,7 +87,7 @@ func (c Coupling) Forward(b Binder, x *G.Node) (y, logdet *G.Node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	es, err := G.ApplyOp(expOp{}, s)
+	es, err := applyMath(fnExp, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,7 +108,7 @@ func (c Coupling) Inverse(b Binder, y *G.Node) (x, logdet *G.Node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ens, err := G.ApplyOp(expOp{Neg: true}, s)
+	ens, err := applyMath(fnExpNeg, s)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,23 +17,14 @@ import (
 // layer is four nodes (the transpose, copied on every call; the product;
 // the ones·b product; the sum). Its gradients are Gorgonia graphs too:
 // ∂x = g·W (a plain product), ∂W = gᵀ·x and ∂b = 1ᵀ·g (matMulTN).
-type linearOp struct{}
+type linearOp struct{ pure }
 
 // matMulTN is aᵀ·b for a (k, m) and b (k, n), the transpose taken by the
 // BLAS. It is used for gradients only and not differentiated further.
-type matMulTN struct{}
+type matMulTN struct{ pure }
 
 // applyLinear adds x·Wᵀ + 1·b to x's graph.
 func applyLinear(x, w, b *G.Node) (*G.Node, error) { return G.ApplyOp(linearOp{}, x, w, b) }
-
-func matrixType(arity int) hm.Type {
-	a := G.TensorType{Dims: 2, Of: hm.TypeVariable('a')}
-	ts := make([]hm.Type, arity+1)
-	for i := range ts {
-		ts[i] = a
-	}
-	return hm.NewFnType(ts...)
-}
 
 func shapes(in []G.DimSizer, n int) ([]tensor.Shape, error) {
 	if len(in) != n {
@@ -51,7 +42,7 @@ func shapes(in []G.DimSizer, n int) ([]tensor.Shape, error) {
 }
 
 func (op linearOp) Arity() int    { return 3 }
-func (op linearOp) Type() hm.Type { return matrixType(3) }
+func (op linearOp) Type() hm.Type { return fnType(3) }
 func (op linearOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	s, err := shapes(in, 3)
 	if err != nil {
@@ -62,9 +53,6 @@ func (op linearOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	}
 	return tensor.Shape{s[0][0], s[1][0]}, nil
 }
-func (op linearOp) ReturnsPtr() bool      { return false }
-func (op linearOp) CallsExtern() bool     { return false }
-func (op linearOp) OverwritesInput() int  { return -1 }
 func (op linearOp) WriteHash(h hash.Hash) { fmt.Fprint(h, "linear") }
 func (op linearOp) Hashcode() uint32      { return hashOf(op) }
 func (op linearOp) String() string        { return "Linear" }
@@ -136,7 +124,7 @@ func (op linearOp) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, erro
 }
 
 func (op matMulTN) Arity() int    { return 2 }
-func (op matMulTN) Type() hm.Type { return matrixType(2) }
+func (op matMulTN) Type() hm.Type { return fnType(2) }
 func (op matMulTN) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	s, err := shapes(in, 2)
 	if err != nil {
@@ -147,9 +135,6 @@ func (op matMulTN) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	}
 	return tensor.Shape{s[0][1], s[1][1]}, nil
 }
-func (op matMulTN) ReturnsPtr() bool      { return false }
-func (op matMulTN) CallsExtern() bool     { return false }
-func (op matMulTN) OverwritesInput() int  { return -1 }
 func (op matMulTN) WriteHash(h hash.Hash) { fmt.Fprint(h, "matmul_tn") }
 func (op matMulTN) Hashcode() uint32      { return hashOf(op) }
 func (op matMulTN) String() string        { return "MatMulTN" }
@@ -182,12 +167,12 @@ func denseInputs(op fmt.Stringer, in []G.Value, n int) ([]*tensor.Dense, error) 
 	}
 	ts := make([]*tensor.Dense, n)
 	for i, v := range in {
-		t, ok := v.(*tensor.Dense)
-		if !ok || t.Dims() != 2 || (t.Dtype() != tensor.Float64 && t.Dtype() != tensor.Float32) || t.Dtype() != in[0].Dtype() {
-			return nil, fmt.Errorf("layers: %v input %d is %v, want a float64 or float32 matrix of one type", op, i, v)
+		t, err := contiguous(op, v)
+		if err != nil {
+			return nil, err
 		}
-		if t.IsMaterializable() {
-			t = t.Materialize().(*tensor.Dense)
+		if t.Dims() != 2 || t.Dtype() != in[0].Dtype() {
+			return nil, fmt.Errorf("layers: %v input %d is %v %v, want a matrix of %v", op, i, t.Dtype(), t.Shape(), in[0].Dtype())
 		}
 		ts[i] = t
 	}

@@ -47,11 +47,11 @@ func TestLeakyReLUValues(t *testing.T) {
 					x.Data().([]float64)[i], g.Data().([]float64)[i] = v, float64(i+1)
 				}
 			}
-			y, err := leakyReLU{slope}.Do(x)
+			y, err := leakyReLU{slope: slope}.Do(x)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dy, err := leakyReLUGrad{slope}.Do(x, g)
+			dy, err := leakyReLUGrad{slope: slope}.Do(x, g)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,9 +108,9 @@ func TestExpTanhOps(t *testing.T) {
 			}
 			f func(float64) float64
 		}{
-			{"exp", expOp{}, math.Exp},
-			{"exp(−x)", expOp{Neg: true}, func(v float64) float64 { return math.Exp(-v) }},
-			{"tanh", tanhOp{}, math.Tanh},
+			{"exp", mathOp{fn: fnExp}, math.Exp},
+			{"exp(−x)", mathOp{fn: fnExpNeg}, func(v float64) float64 { return math.Exp(-v) }},
+			{"tanh", mathOp{fn: fnTanh}, math.Tanh},
 		} {
 			y, err := c.op.Do(x)
 			if err != nil {
