@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 )
 
 // Two Adam steps against torch.optim.Adam's update rule written out by hand
@@ -320,11 +321,38 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"persistent":        {Iterations: 1, BatchSize: 10, Persistent: 5},
 		"start":             {Iterations: 1, Start: "zero"},
 		"average_window":    {Iterations: 1, AverageWindow: -1},
+		"flow_steps":        {Iterations: 1, FlowSteps: -2},
 	}
 	for field, c := range cases {
 		_, err := c.withDefaults(2, 1)
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: error %v does not name the field", field, err)
+		}
+	}
+}
+
+// FlowSteps makes that many maximum-likelihood steps of the flow on one
+// iteration's negatives: Adam's step count says how many were taken, and
+// each step raises the flow's likelihood of those negatives (a small step
+// of Adam on a fixed batch of 64 points; the flow starts at the identity,
+// far from them).
+func TestFlowStepsPerIteration(t *testing.T) {
+	for _, k := range []int{1, 3} {
+		r := smallRun(t, FlowMC, 4, t.TempDir())
+		r.Trainer.Config.FlowSteps = k
+		st, err := r.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Trainer.optFlow.State()["t"][0]; got != float64(k) {
+			t.Errorf("flow_steps %d: Adam took %v steps", k, got)
+		}
+		ll := make([]float64, r.Trainer.neg.RawMatrix().Rows)
+		if err := r.Trainer.Flow.LogDensity(r.Trainer.neg, ll); err != nil {
+			t.Fatal(err)
+		}
+		if after := stat.Mean(ll, nil); !(after > st.FlowLL) {
+			t.Errorf("flow_steps %d: log-likelihood of the negatives %v before, %v after", k, st.FlowLL, after)
 		}
 	}
 }

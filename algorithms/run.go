@@ -123,7 +123,8 @@ type RunConfig struct {
 	// RHatChains chains (default 128, or the bank's size if smaller) of
 	// the negative-sample kernel, run for RHatSteps steps (default the
 	// iteration's MCMC steps, at least 8; for flowMC a step is a whole
-	// cycle, see Trainer.SampleChains) from the persistent bank, give the
+	// cycle, see Trainer.SampleChains; Defaults keeps the paper's length
+	// where it shortens the training chains) from the persistent bank, give the
 	// mixing diagnostic of paper Table 2 every RHatEvery iterations
 	// (default Iterations/10) and at the end.
 	RHatChains int `json:"rhat_chains,omitempty"`
@@ -363,14 +364,7 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	r := &Run{Config: cfg, Experiment: exp, Trainer: tr, Dir: dir, heldOut: held, Notes: notes}
 	r.Config.Train = tr.Config
 	if r.Config.RHatSteps == 0 {
-		// As many steps as an iteration runs, where a flowMC step is a
-		// whole cycle (Trainer.SampleChains), and at least 8.
-		s := tr.Config.Sampler
-		steps := s.Steps
-		if tr.Config.Algorithm == FlowMC && !s.Stacked {
-			steps /= max(1, s.GlobalSteps+s.LocalSteps)
-		}
-		r.Config.RHatSteps = max(8, steps)
+		r.Config.RHatSteps = tr.Config.rhatSteps()
 	}
 	if r.Config.RHatChains > r.Config.Train.Persistent && tr.Config.persistent() {
 		return nil, fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", r.Config.RHatChains, r.Config.Train.Persistent)

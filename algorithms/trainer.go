@@ -123,6 +123,12 @@ type Config struct {
 	// is not updated (CoopFlow: default 4% of Iterations; App. C.1 says
 	// "less than 5%").
 	FreezeFlow int `json:"freeze_flow,omitempty"`
+	// FlowSteps is the number of maximum-likelihood steps the flow takes on
+	// each iteration's negatives (default 1, Algorithm 1's single step).
+	// More steps let the flow follow the EBM when a run has far fewer
+	// iterations than the paper's; each costs one flow gradient, far less
+	// than the i-SIR proposals of one MCMC step.
+	FlowSteps int `json:"flow_steps,omitempty"`
 	// AverageWindow, when positive, keeps an exponential moving average of
 	// the EBM's parameters with decay 1 − 1/AverageWindow (a window of
 	// about that many iterations): the model that is evaluated and saved.
@@ -243,6 +249,12 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 	if c.MaxEnergy == 0 {
 		c.MaxEnergy = 1e6
 	}
+	if c.FlowSteps == 0 {
+		c.FlowSteps = 1
+	}
+	if c.FlowSteps < 0 {
+		return c, fmt.Errorf("algorithms: flow_steps %d, want ≥ 1 (0: the default 1)", c.FlowSteps)
+	}
 	if c.AverageWindow < 0 {
 		return c, fmt.Errorf("algorithms: average_window %d, want ≥ 0 (0: no averaging)", c.AverageWindow)
 	}
@@ -255,6 +267,18 @@ func (c Config) chains() int {
 		return c.BatchSize / c.Sampler.Subsample
 	}
 	return c.BatchSize
+}
+
+// rhatSteps is the default length of the mixing diagnostic's chains: as
+// many steps as an iteration runs, where a flowMC step is a whole cycle
+// (Trainer.SampleChains), and at least 8.
+func (c Config) rhatSteps() int {
+	s := c.Sampler
+	steps := s.Steps
+	if c.Algorithm == FlowMC && !s.Stacked {
+		steps /= max(1, s.GlobalSteps+s.LocalSteps)
+	}
+	return max(8, steps)
 }
 
 // usesFlow reports whether the algorithm has a companion flow.
@@ -681,20 +705,24 @@ func (t *Trainer) Step() (IterStats, error) {
 		}
 	}
 
-	// Flow step: maximum likelihood on the negatives.
+	// Flow steps: maximum likelihood on the negatives.
 	if t.Flow != nil && t.Iter >= cfg.FreezeFlow {
 		t.optFlow.SetLR(cfg.FlowOptim.scheduledLR(t.Iter - cfg.FreezeFlow))
-		ll, err := t.Flow.MLGrad(t.neg, t.gradF)
-		if err != nil {
-			return st, err
+		for j := 0; j < cfg.FlowSteps; j++ {
+			ll, err := t.Flow.MLGrad(t.neg, t.gradF)
+			if err != nil {
+				return st, err
+			}
+			if j == 0 {
+				st.FlowLL = ll
+			}
+			if math.IsNaN(ll) || hasNaN(t.gradF) {
+				return st, fmt.Errorf("iteration %d: flow log-likelihood %v: %w", st.Iter, ll, ErrDiverged)
+			}
+			negate(t.gradF)
+			t.optFlow.Step(t.thetaF, t.gradF)
+			t.Flow.Params.SetFlat(t.thetaF)
 		}
-		st.FlowLL = ll
-		if math.IsNaN(ll) || hasNaN(t.gradF) {
-			return st, fmt.Errorf("iteration %d: flow log-likelihood %v: %w", st.Iter, ll, ErrDiverged)
-		}
-		negate(t.gradF)
-		t.optFlow.Step(t.thetaF, t.gradF)
-		t.Flow.Params.SetFlat(t.thetaF)
 	}
 	if err := t.checkEnergies(st.Iter); err != nil {
 		return st, err
