@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -354,5 +355,47 @@ func TestFlowStepsPerIteration(t *testing.T) {
 		if after := stat.Mean(ll, nil); !(after > st.FlowLL) {
 			t.Errorf("flow_steps %d: log-likelihood of the negatives %v before, %v after", k, st.FlowLL, after)
 		}
+	}
+}
+
+// The divergence guard stops training on a data energy beyond MaxEnergy,
+// and on a loss beyond it (the negatives' energies exploding while the
+// data's stay bounded), with ErrDiverged.
+func TestDivergenceGuard(t *testing.T) {
+	r := smallRun(t, ULA, 10, t.TempDir())
+	stepN(t, r, 3)
+	tr := r.Trainer
+	e := make([]float64, tr.Data().RawMatrix().Rows)
+	if err := tr.EBM.Energy(tr.Data(), e); err != nil {
+		t.Fatal(err)
+	}
+	maxData := 0.0
+	for _, v := range e {
+		maxData = max(maxData, math.Abs(v))
+	}
+	if maxData == 0 {
+		t.Fatal("the EBM is still zero after 3 iterations")
+	}
+
+	// Chains far out, where the piecewise-linear energy is huge: the loss
+	// exceeds a limit that every data energy respects.
+	far := mat.DenseCopyOf(tr.Bank)
+	for i := range far.RawMatrix().Data {
+		far.RawMatrix().Data[i] = 1e6
+	}
+	tr.Bank.Copy(far)
+	tr.Config.MaxEnergy = 10 * maxData
+	_, err := r.Step()
+	if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "negatives' energies exploded") {
+		t.Fatalf("negatives at 1e6: error %v, want the loss guard's ErrDiverged", err)
+	}
+
+	// A limit below every energy stops training as well.
+	r = smallRun(t, ULA, 10, t.TempDir())
+	stepN(t, r, 3)
+	r.Trainer.Config.MaxEnergy = 1e-12
+	_, err = r.Step()
+	if !errors.Is(err, ErrDiverged) {
+		t.Fatalf("limit 1e-12: error %v, want ErrDiverged", err)
 	}
 }

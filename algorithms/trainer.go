@@ -135,8 +135,9 @@ type Config struct {
 	// Training itself, and so the negatives, use the current parameters.
 	// Zero (the paper's choice) evaluates the last iterate.
 	AverageWindow int `json:"average_window,omitempty"`
-	// MaxEnergy stops training when a mean energy exceeds it in absolute
-	// value (default 1e6): the divergence guard.
+	// MaxEnergy stops training when a data point's energy or the loss
+	// (the gap between the data's and the negatives' mean energies)
+	// exceeds it in absolute value (default 1e6): the divergence guard.
 	MaxEnergy float64 `json:"max_energy,omitempty"`
 }
 
@@ -695,6 +696,11 @@ func (t *Trainer) Step() (IterStats, error) {
 	st.Loss = loss
 	if math.IsNaN(loss) || math.IsInf(loss, 0) || hasNaN(t.gradE) {
 		return st, fmt.Errorf("iteration %d: loss %v: %w", st.Iter, loss, ErrDiverged)
+	}
+	if math.Abs(loss) > cfg.MaxEnergy {
+		// The data's energies are held to MaxEnergy by checkEnergies, so
+		// a loss this large means the negatives' energies exploded.
+		return st, fmt.Errorf("iteration %d: loss %v beyond the energy limit %g (the negatives' energies exploded): %w", st.Iter, loss, cfg.MaxEnergy, ErrDiverged)
 	}
 	t.optEBM.Step(t.thetaE, t.gradE)
 	t.EBM.Params.SetFlat(t.thetaE)
