@@ -7,6 +7,9 @@
 #   notebooks/run-notebooks.sh             # execute into a temporary folder
 #   notebooks/run-notebooks.sh --inplace   # also save the outputs into the
 #                                          # notebooks (to commit them)
+#   FLOWEBM_NOTEBOOK_OUT=DIR notebooks/run-notebooks.sh
+#                                          # keep the executed copies and
+#                                          # logs in DIR
 #
 # About 11 minutes on 2 cores, of which about a minute per notebook is the
 # kernel compiling the notebook's imports into a plugin.
@@ -25,8 +28,12 @@ fi
 "$here/install-kernel.sh" || exit 1
 export JUPYTER_PATH="${FLOWEBM_JUPYTER_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/flowebm-jupyter}${JUPYTER_PATH:+:$JUPYTER_PATH}"
 
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+if [ -n "${FLOWEBM_NOTEBOOK_OUT:-}" ]; then
+  out="$FLOWEBM_NOTEBOOK_OUT"; mkdir -p "$out" || exit 1
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 pass=0; fail=0; failed=""
 for nb in "$here"/[0-9]*.ipynb; do
   name=$(basename "$nb" .ipynb)
