@@ -317,11 +317,13 @@ func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
 		// (iteration 1316) diverge too; with it ULA-EBM completes and
 		// shows the baseline's weight instability instead. The baselines
 		// get it; flowMC-EBM trains without it, as in the paper. Not on
-		// four-gaussians: there the baselines train without it, and with
-		// it their EBMs cannot leave the base (d = 64, seed 1: NT-EBM's
-		// held-out log-likelihood −124.5 with it, −108 without, exact
-		// −92.2; its chains then mix trivially, R-hat 1.09, against 4.5
-		// without).
+		// four-gaussians, where the paper has none: with it the baselines'
+		// EBMs cannot leave the base (d = 64, seed 1: NT-EBM's held-out
+		// log-likelihood stays at −124.5, exact −92.2) and their chains
+		// mix trivially (R-hat 1.09). Without it NT-EBM's EBM reaches −108
+		// by iteration 200, then its chains stop mixing (R-hat 27 at the
+		// end), and CoopFlow's negatives' energies explode (the divergence
+		// guard stops it at d = 32 and 64).
 		t.L2 = 0.1
 		what = append(what, "the L2 energy term of App. C.6 with coefficient 0.1 (stabilises the baselines, which otherwise diverge; flowMC-EBM runs without it)")
 	}
