@@ -296,7 +296,7 @@ type IterStats struct {
 	// Loss is mean E(x⁺) − mean E(x⁻) (+ L2 term).
 	Loss float64 `json:"loss"`
 	// FlowLL is the flow's mean log-likelihood of the negatives before
-	// its update (NaN without a flow update).
+	// this iteration's first flow update (NaN without a flow update).
 	FlowLL float64 `json:"flow_ll"`
 	// LocalAccept, GlobalAccept are mean acceptances over the iteration's
 	// MCMC steps (NaN where the kernel has none); StepSize is the local
