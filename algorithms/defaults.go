@@ -262,7 +262,7 @@ func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
 		// On mnist (7×7, an odd width, so these masks are the image's
 		// checkerboard) the paper's flow stays nearly affine: flowMC-EBM's
 		// global acceptance falls to 0 by iteration 160 and the flow's
-		// log-likelihood of the data ends at −20; with these masks and
+		// log-likelihood of the negatives ends at −20; with these masks and
 		// initialisation it ends at 1.6 (global acceptance still 0 at lr
 		// 1e-3, 0.07 with flowLR 1e-2, seed 1).
 		rc.Model.FlowMask, rc.Model.FlowInit = layers.MaskCheckerboard, layers.InitSmallLast
@@ -290,8 +290,8 @@ func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
 		// 128, 1.26 and 0.51 (400 iterations; 1,000 iterations with 64
 		// particles gave 1.36 and 0.42). On mnist (seed 1, with fastFlow)
 		// 1e-3 → 1e-2 gives global acceptance 0 → 0.07 at the end
-		// (0.07–0.12 over the second half; App. C.6 reports 5–10% on
-		// CIFAR-10), flow log-likelihood of the data 1.6 → 5.0, class-
+		// (0.04–0.18 over the second half; App. C.6 reports 5–10% on
+		// CIFAR-10), flow log-likelihood of the negatives 1.6 → 5.0, class-
 		// weight MSE 5.9e-3 → 1.8e-3 (2.7e-3 with the paper's flow).
 		what = append(what, fmt.Sprintf("flow learning rate %g instead of %g", sc.flowLR, t.FlowOptim.LR))
 		t.FlowOptim.LR = sc.flowLR
