@@ -17,6 +17,12 @@ func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
 	if err != nil {
 		return RunConfig{}, nil, err
 	}
+	return paperConfig(exp, algorithm)
+}
+
+// paperConfig is PaperConfig for an experiment already looked up (mnist's
+// lookup loads and pools the images).
+func paperConfig(exp *experiments.Experiment, algorithm string) (RunConfig, []string, error) {
 	if algorithm == "" {
 		algorithm = FlowMC
 	}
@@ -207,7 +213,11 @@ var scalings = map[string]scaling{
 // PaperConfig's settings scaled to run in minutes on 2 CPU cores. Every
 // scaling is stated in the returned notes.
 func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
-	rc, notes, err := PaperConfig(experiment, algorithm)
+	exp, err := experiments.ByName(experiment)
+	if err != nil {
+		return RunConfig{}, nil, err
+	}
+	rc, notes, err := paperConfig(exp, algorithm)
 	if err != nil {
 		return rc, nil, err
 	}
@@ -218,10 +228,6 @@ func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
 	sc, ok := scalings[key]
 	if !ok {
 		return rc, notes, nil
-	}
-	exp, err := experiments.ByName(rc.Experiment)
-	if err != nil {
-		return rc, nil, err
 	}
 	t := &rc.Train
 	var what []string
