@@ -334,7 +334,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 
 // FlowSteps makes that many maximum-likelihood steps of the flow on one
 // iteration's negatives: Adam's step count says how many were taken, and
-// each step raises the flow's likelihood of those negatives (a small step
+// the steps raise the flow's likelihood of those negatives (a small step
 // of Adam on a fixed batch of 64 points; the flow starts at the identity,
 // far from them).
 func TestFlowStepsPerIteration(t *testing.T) {
