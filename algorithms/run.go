@@ -73,9 +73,10 @@ type DataConfig struct {
 }
 
 // Load reads the data set and builds its experiment; rng shuffles the rows
-// before the held-out split.
+// before the held-out split. Arrays of images (n, C, H, W) are read as
+// their flattened rows (n, C·H·W), the layout imported image models take.
 func (c DataConfig) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
-	x, err := data.ReadMatrix(c.File, c.Key)
+	x, _, err := data.ReadPoints(c.File, c.Key)
 	if err != nil {
 		return nil, nil, err
 	}

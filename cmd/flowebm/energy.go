@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,17 +23,24 @@ import (
 
 func energyCmd() *cobra.Command {
 	var model, points, key, out, gradOut string
+	var oc onnx.Config
 	cmd := &cobra.Command{
 		Use:   "energy --model FILE --points X [--out E.npy] [--grad G.npy]",
 		Short: "Evaluate an energy (and its gradient) at given points",
 		Long: `energy reads points (n, d) from X (.npy float32/float64, .npz with --key, or
 .csv with an optional header) and writes their energies E (n,) as float64,
-and with --grad the gradients ∇ₓE (n, d).
+and with --grad the gradients ∇ₓE in the points' shape.
 
 MODEL is an .onnx energy network (PyTorch's torch.onnx.export of an
-nn.Module mapping (n, d) to (n, 1) or (n); E is its output, squeezed), or a
-flowebm checkpoint (a folder with spec.json and weights.npz, or a run folder
-holding checkpoint/). For a checkpoint, E is the model's whole energy in the
+nn.Module mapping a batch (n, …) to (n, 1) or (n); E is its output,
+squeezed), or a flowebm checkpoint. An ONNX model's input may have any
+shape: an image EBM exported with input (n, C, H, W) takes points as an
+(n, C, H, W) array, or flat (n, C·H·W). A graph with several outputs needs
+--output NAME; --log-density reads the output as a log density (a flow's
+log_prob) and writes its negative as the energy.
+
+A flowebm checkpoint is a folder with spec.json and weights.npz, or a run
+folder holding checkpoint/. For a checkpoint, E is the model's whole energy in the
 data's original units: minus the log of its unnormalised density,
 E(z) − log ρ(z) + Σ log scale with z the point standardised as in training
 (identity for the built-in experiments) and ρ the normalised base
@@ -53,18 +61,18 @@ printed one per line. A positional X is the same as --points X.`,
 			if model == "" || points == "" {
 				return fmt.Errorf("give --model FILE and --points X")
 			}
-			m, err := loadModel(model)
+			m, err := loadModel(model, oc)
 			if err != nil {
 				return err
 			}
-			x, err := data.ReadMatrix(points, key)
+			x, shape, err := data.ReadPoints(points, key)
 			if err != nil {
+				return err
+			}
+			if err := checkPointShape(points, shape, model, m); err != nil {
 				return err
 			}
 			n, d := x.Dims()
-			if d != m.EBM.Dim() {
-				return fmt.Errorf("%s: points have %d columns, the model %s has %d dimensions", points, d, model, m.EBM.Dim())
-			}
 			e := make([]float64, n)
 			var g *mat.Dense
 			if gradOut != "" {
@@ -74,7 +82,7 @@ printed one per line. A positional X is the same as --points X.`,
 				return err
 			}
 			if g != nil {
-				if err := writeMatrix(gradOut, g); err != nil {
+				if err := writeArray(gradOut, g, shape); err != nil {
 					return err
 				}
 			}
@@ -87,15 +95,34 @@ printed one per line. A positional X is the same as --points X.`,
 	fl.StringVar(&points, "points", "", "points (n, d): .npy, .npz or .csv")
 	fl.StringVar(&key, "key", "", "member of an .npz points file (default the first)")
 	fl.StringVar(&out, "out", "", "energies: .npy or .csv (default: print)")
-	fl.StringVar(&gradOut, "grad", "", "also write ∇ₓE (n, d): .npy or .csv")
+	fl.StringVar(&gradOut, "grad", "", "also write ∇ₓE in the points' shape: .npy or .csv")
+	fl.StringVar(&oc.Output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
+	fl.BoolVar(&oc.LogDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
 	return cmd
+}
+
+// checkPointShape checks that points of per-point shape fit the model:
+// the model's input shape, or flat with as many values.
+func checkPointShape(file string, shape []int, model string, m checkpoint.Models) error {
+	want := []int{m.EBM.Dim()}
+	if net, ok := m.EBM.Net.(*onnx.Net); ok {
+		want = net.InputShape()
+	}
+	d := 1
+	for _, s := range shape {
+		d *= s
+	}
+	if slices.Equal(shape, want) || (len(shape) == 1 && d == m.EBM.Dim()) {
+		return nil
+	}
+	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v (or %d values flat)", file, shape, model, want, m.EBM.Dim())
 }
 
 // loadModel loads an .onnx energy network (as an EBM without tilt) or a
 // flowebm checkpoint.
-func loadModel(path string) (checkpoint.Models, error) {
+func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
 	if strings.ToLower(filepath.Ext(path)) == ".onnx" {
-		net, err := onnx.ReadFile(path)
+		net, err := onnx.ReadFileConfig(path, oc)
 		if err != nil {
 			return checkpoint.Models{}, err
 		}
@@ -110,10 +137,17 @@ func loadModel(path string) (checkpoint.Models, error) {
 
 // writeMatrix writes x to path (.npy float64, or .csv) atomically.
 func writeMatrix(path string, x *mat.Dense) error {
-	r, c := x.Dims()
+	_, c := x.Dims()
+	return writeArray(path, x, []int{c})
+}
+
+// writeArray writes the rows of x, each of the given shape, to path
+// (.npy float64 of shape (rows, shape…), or .csv of the flat rows).
+func writeArray(path string, x *mat.Dense, shape []int) error {
+	r, _ := x.Dims()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
-		return npy.WriteFile(path, &npy.Array{Shape: []int{r, c}, Data: mat.DenseCopyOf(x).RawMatrix().Data}, npy.Float64)
+		return npy.WriteFile(path, &npy.Array{Shape: append([]int{r}, shape...), Data: mat.DenseCopyOf(x).RawMatrix().Data}, npy.Float64)
 	case ".csv":
 		return safefile.Write(path, func(w io.Writer) error { return data.WriteCSV(w, x) })
 	}

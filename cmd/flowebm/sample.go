@@ -8,6 +8,7 @@ import (
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
@@ -17,6 +18,8 @@ import (
 
 type sampleFlags struct {
 	model, flow, sampler, out  string
+	output                     string // ONNX: the energy output
+	logDensity                 bool   // ONNX: the output is log π
 	chains, steps, warmup      int
 	step, base                 float64
 	leapfrog, particles, local int
@@ -60,6 +63,8 @@ or 1).`,
 	fl.IntVar(&f.particles, "particles", 32, "i-SIR particles (flowmc)")
 	fl.IntVar(&f.local, "local", 4, "MALA moves per flowmc cycle")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fl.StringVar(&f.output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
+	fl.BoolVar(&f.logDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
 	return cmd
 }
 
@@ -70,7 +75,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if f.chains < 2 || f.steps < 4 || f.warmup < 0 {
 		return fmt.Errorf("--chains %d (want ≥ 2), --steps %d (want ≥ 4), --warmup %d (want ≥ 0)", f.chains, f.steps, f.warmup)
 	}
-	m, err := loadModel(f.model)
+	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
 	if err != nil {
 		return err
 	}

@@ -35,21 +35,11 @@ func ReadMatrix(path, key string) (*mat.Dense, error) {
 		}
 		return arrayMatrix(path, "array", a)
 	case ".npz":
-		arc, err := npz.ReadFile(path)
+		a, field, err := npzMember(path, key)
 		if err != nil {
 			return nil, err
 		}
-		if len(arc.Names) == 0 {
-			return nil, &FormatError{File: path, Field: "members", Got: "none", Want: "at least one array"}
-		}
-		if key == "" {
-			key = arc.Names[0]
-		}
-		a, err := arc.Get(key)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return arrayMatrix(path, fmt.Sprintf("member %q", key), a)
+		return arrayMatrix(path, field, a)
 	case ".csv":
 		f, err := os.Open(path)
 		if err != nil {
@@ -59,6 +49,66 @@ func ReadMatrix(path, key string) (*mat.Dense, error) {
 		return ReadCSV(f, path)
 	}
 	return nil, fmt.Errorf("%s: unknown data format %q, want .npy, .npz or .csv", path, ext)
+}
+
+// ReadPoints is ReadMatrix for points of any shape: an .npy or .npz array
+// of shape (n, d₁, …, d_k), k ≥ 1 (images (n, C, H, W), say), is read as
+// the matrix (n, d₁⋯d_k) of its flattened points, and shape is
+// (d₁, …, d_k). CSV files give (n, d) and shape (d).
+func ReadPoints(path, key string) (x *mat.Dense, shape []int, err error) {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext == ".csv" {
+		x, err := ReadMatrix(path, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, d := x.Dims()
+		return x, []int{d}, nil
+	}
+	var a *npy.Array
+	field := "array"
+	switch ext {
+	case ".npy":
+		a, err = npy.ReadFile(path)
+	case ".npz":
+		a, field, err = npzMember(path, key)
+	default:
+		return nil, nil, fmt.Errorf("%s: unknown data format %q, want .npy, .npz or .csv", path, ext)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(a.Shape) < 2 {
+		return nil, nil, &FormatError{File: path, Field: field + " shape", Got: fmt.Sprint(a.Shape), Want: "(points, dimensions…): at least 2 dimensions"}
+	}
+	d := 1
+	for _, s := range a.Shape[1:] {
+		d *= s
+	}
+	if a.Shape[0] < 1 || d < 1 {
+		return nil, nil, &FormatError{File: path, Field: field + " shape", Got: fmt.Sprint(a.Shape), Want: "at least one point and one dimension"}
+	}
+	return mat.NewDense(a.Shape[0], d, a.Data), append([]int(nil), a.Shape[1:]...), nil
+}
+
+// npzMember reads the member key of an .npz archive (the first if key is
+// empty) and names it for errors.
+func npzMember(path, key string) (*npy.Array, string, error) {
+	arc, err := npz.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(arc.Names) == 0 {
+		return nil, "", &FormatError{File: path, Field: "members", Got: "none", Want: "at least one array"}
+	}
+	if key == "" {
+		key = arc.Names[0]
+	}
+	a, err := arc.Get(key)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	return a, fmt.Sprintf("member %q", key), nil
 }
 
 func arrayMatrix(file, field string, a *npy.Array) (*mat.Dense, error) {

@@ -2,6 +2,7 @@ package data
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -143,5 +144,34 @@ func TestFormatErrorIsTyped(t *testing.T) {
 	var fe *FormatError
 	if !errors.As(err, &fe) || fe.File != "f.csv" || fe.Field != "line 2, column 2" {
 		t.Errorf("error %#v", err)
+	}
+}
+
+// ReadPoints flattens arrays of any rank ≥ 2 to rows and reports the
+// per-point shape; ReadMatrix keeps refusing them.
+func TestReadPointsImages(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "img.npy")
+	v := make([]float64, 3*1*2*2)
+	for i := range v {
+		v[i] = float64(i)
+	}
+	if err := npy.WriteFile(p, &npy.Array{Shape: []int{3, 1, 2, 2}, Data: v}, npy.Float32); err != nil {
+		t.Fatal(err)
+	}
+	x, shape, err := ReadPoints(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, c := x.Dims(); r != 3 || c != 4 || fmt.Sprint(shape) != "[1 2 2]" || x.At(2, 3) != 11 {
+		t.Errorf("read %d×%d, shape %v, x[2,3] = %v", r, c, shape, x.At(2, 3))
+	}
+	if _, err := ReadMatrix(p, ""); err == nil {
+		t.Error("ReadMatrix accepted a 4-D array")
+	}
+	one := filepath.Join(dir, "one.npy")
+	npy.WriteFile(one, &npy.Array{Shape: []int{4}, Data: v[:4]}, npy.Float64)
+	if _, _, err := ReadPoints(one, ""); err == nil || !strings.Contains(err.Error(), "at least 2 dimensions") {
+		t.Errorf("1-D array: %v", err)
 	}
 }

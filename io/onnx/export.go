@@ -102,8 +102,26 @@ func (b *builder) int64s(name string, v ...int) string {
 	return name
 }
 
+// scalar adds a 0-d Constant node holding v, as PyTorch writes a Python
+// float in forward (a Constant node, not an initializer: importers take
+// float initializers for parameters).
 func (b *builder) scalar(v float64) string {
-	return b.constant("const_"+strconv.FormatFloat(v, 'g', -1, 64), nil, []float64{v})
+	name := "const_" + strconv.FormatFloat(v, 'g', -1, 64)
+	if b.names[name] {
+		return name
+	}
+	b.names[name] = true
+	var a msg
+	a.str(1, "value")
+	a.bytes(5, tensorProto(name, nil, b.dtype, []float64{v}))
+	a.varint(20, 4) // TENSOR
+	var m msg
+	m.str(2, name)
+	m.str(3, name)
+	m.str(4, "Constant")
+	m.bytes(5, a)
+	b.nodes = append(b.nodes, m)
+	return name
 }
 
 // param adds the named model parameter as an initializer.

@@ -1,0 +1,455 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/flowebm/flowebm/layers"
+	"github.com/flowebm/flowebm/layers/nd"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// val is one ONNX value during instantiation: its ONNX shape and element
+// type, and either a constant (folded at build time, float64 values in a
+// tensor of the physical shape) or a graph node. Physical shapes equal
+// ONNX shapes except that rank-0 values are held with shape (1) (see
+// package nd).
+type val struct {
+	shape []int
+	elem  DataType
+	c     *tensor.Dense
+	n     *G.Node
+	src   string // the initializer a parameter node (or its Identity) reads
+	err   error  // set for outputs the importer does not compute
+}
+
+func (v *val) isConst() bool { return v.c != nil }
+
+// phys is the physical shape of an ONNX shape.
+func phys(shape []int) []int {
+	if len(shape) == 0 {
+		return []int{1}
+	}
+	return shape
+}
+
+func sizeOf(shape []int) int {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	return n
+}
+
+// constVal makes a constant from float64 values (copied). An empty
+// tensor (a dimension 0, as x.shape[2:] of a matrix) is held as a
+// one-element placeholder: Shape, Size, Reshape and Concat (which drops
+// it) accept it, every other operation refuses it.
+func constVal(shape []int, elem DataType, data []float64) *val {
+	if len(shape) > 0 && sizeOf(shape) == 0 {
+		t := tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{0}))
+		return &val{shape: append([]int(nil), shape...), elem: elem, c: t}
+	}
+	t := tensor.New(tensor.WithShape(phys(shape)...), tensor.WithBacking(append([]float64(nil), data...)))
+	return &val{shape: append([]int(nil), shape...), elem: elem, c: t}
+}
+
+func isFloat(t DataType) bool {
+	return t == TypeFloat || t == TypeDouble || t == TypeFloat16 || t == TypeBFloat16
+}
+
+// instance builds a Net's graph for one batch size.
+type instance struct {
+	net    *Net
+	b      layers.Binder
+	batch  int
+	env    map[string]*val
+	consts map[*val]*G.Node
+	// foldParams reads float initializers as constants (MLP recognition).
+	foldParams bool
+}
+
+func newInstance(n *Net, b layers.Binder, batch int) *instance {
+	return &instance{net: n, b: b, batch: batch, env: map[string]*val{}, consts: map[*val]*G.Node{}}
+}
+
+// run builds every node and returns the energies (B).
+func (in *instance) run(x *G.Node) (*G.Node, error) {
+	shape := append([]int{in.batch}, in.net.inShape...)
+	xi := x
+	if len(shape) != 2 {
+		var err error
+		if xi, err = G.Reshape(x, tensor.Shape(shape)); err != nil {
+			return nil, err
+		}
+	}
+	in.env[in.net.input] = &val{shape: shape, elem: in.floatType(), n: xi}
+	for _, node := range in.net.nodes {
+		if err := in.apply(node); err != nil {
+			return nil, in.nodeError(node, err)
+		}
+	}
+	return in.energy()
+}
+
+func (in *instance) floatType() DataType {
+	if in.net.Dtype == tensor.Float32 {
+		return TypeFloat
+	}
+	return TypeDouble
+}
+
+// nodeError names the node and, when the build fails at a batch size other
+// than the declared one, says which node pins the batch.
+func (in *instance) nodeError(node *Node, err error) error {
+	msg := fmt.Sprintf("node %q (%s): %v", nodeName(node), node.OpType, err)
+	if d := in.net.batch; d > 0 && d != in.batch {
+		msg += fmt.Sprintf(" (the model's input is declared with batch %d and this node cannot run at batch %d: export with dynamic_axes={%q: {0: \"batch\"}} or evaluate batches of %d)", d, in.batch, in.net.input, d)
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// energy reads the output as energies (B).
+func (in *instance) energy() (*G.Node, error) {
+	name := in.net.outputName
+	v, ok := in.env[name]
+	if !ok {
+		if _, init := in.net.inits[name]; init {
+			return nil, fmt.Errorf("output %q is an initializer, not computed from the input", name)
+		}
+		return nil, fmt.Errorf("output %q is not computed by any node", name)
+	}
+	if v.err != nil {
+		return nil, fmt.Errorf("output %q: %w", name, v.err)
+	}
+	if v.isConst() {
+		return nil, fmt.Errorf("output %q does not depend on the input %q", name, in.net.input)
+	}
+	if !isFloat(v.elem) {
+		return nil, fmt.Errorf("output %q is %v, want a float energy", name, v.elem)
+	}
+	s := v.shape
+	if !(len(s) == 1 && s[0] == in.batch) && !(len(s) == 2 && s[0] == in.batch && s[1] == 1) {
+		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want one value per sample: (%d) or (%d, 1)", name, s, in.batch, in.batch, in.batch)
+	}
+	y := v.n
+	if len(s) == 2 {
+		var err error
+		if y, err = G.Reshape(y, tensor.Shape{in.batch}); err != nil {
+			return nil, err
+		}
+	}
+	if in.net.cfg.LogDensity {
+		return nd.Apply(nd.Unary{Fn: nd.Neg}, y)
+	}
+	return y, nil
+}
+
+// apply builds one node and binds its outputs.
+func (in *instance) apply(node *Node) error {
+	if node.Domain != "" && node.Domain != "ai.onnx" {
+		return fmt.Errorf("operator of domain %q is not supported (only the default ONNX domain)", node.Domain)
+	}
+	h, ok := handlers[node.OpType]
+	if !ok {
+		return unsupported(node.OpType)
+	}
+	outs, err := h(in, node)
+	if err != nil {
+		return err
+	}
+	for i, name := range node.Outputs {
+		if name == "" {
+			continue
+		}
+		if i < len(outs) && outs[i] != nil {
+			in.env[name] = outs[i]
+			continue
+		}
+		in.env[name] = &val{err: fmt.Errorf("output %d of node %q (%s) is not supported", i, nodeName(node), node.OpType)}
+	}
+	return nil
+}
+
+// unsupported is the error for an operator the importer does not have.
+func unsupported(op string) error {
+	if msg, ok := refusals[op]; ok {
+		return fmt.Errorf("operator %s is not supported: %s", op, msg)
+	}
+	return fmt.Errorf("operator %s is not supported (supported: %s)", op, strings.Join(Supported(), ", "))
+}
+
+// refusals explain the operators refused on purpose.
+var refusals = map[string]string{
+	"NonZero": "it has a data-dependent output shape; PyTorch writes boolean-mask indexing (y[mask] = f(x[mask])) " +
+		"as NonZero → GatherND → … → ScatterND: rewrite it as masked whole-tensor operations " +
+		"(torch.where(mask, f(x), y)) before exporting",
+	"Loop": "control flow is not supported: trace the model with a fixed number of iterations",
+	"Scan": "control flow is not supported",
+}
+
+// input returns node's input i (required).
+func (in *instance) input(node *Node, i int) (*val, error) {
+	if i >= len(node.Inputs) || node.Inputs[i] == "" {
+		return nil, fmt.Errorf("input %d is missing", i)
+	}
+	return in.lookup(node.Inputs[i], false)
+}
+
+// optInput returns node's input i, or nil if it is omitted.
+func (in *instance) optInput(node *Node, i int) (*val, error) {
+	if i >= len(node.Inputs) || node.Inputs[i] == "" {
+		return nil, nil
+	}
+	return in.lookup(node.Inputs[i], false)
+}
+
+// constInput returns node's input i as a constant: a float initializer
+// is read as its file values, not as a parameter.
+func (in *instance) constInput(node *Node, i int) (*val, error) {
+	if i >= len(node.Inputs) || node.Inputs[i] == "" {
+		return nil, fmt.Errorf("input %d is missing", i)
+	}
+	v, err := in.lookup(node.Inputs[i], true)
+	if err != nil {
+		return nil, err
+	}
+	if !v.isConst() && v.src != "" { // PyTorch merges equal initializers into Identity nodes
+		return tensorVal(in.net.inits[v.src]), nil
+	}
+	if !v.isConst() {
+		return nil, fmt.Errorf("input %d (%q) must be a constant, but it depends on the input or on parameters", i, node.Inputs[i])
+	}
+	return v, nil
+}
+
+// lookup finds a value by name: computed, or an initializer (a parameter
+// for float initializers the computation reads, else a constant).
+func (in *instance) lookup(name string, asConst bool) (*val, error) {
+	if t, ok := in.net.inits[name]; ok && asConst {
+		return tensorVal(t), nil
+	}
+	if v, ok := in.env[name]; ok {
+		if v.err != nil {
+			return nil, v.err
+		}
+		return v, nil
+	}
+	t, ok := in.net.inits[name]
+	if !ok {
+		return nil, fmt.Errorf("value %q is not computed before it is used", name)
+	}
+	shape := make([]int, len(t.Dims))
+	for i, d := range t.Dims {
+		shape[i] = int(d)
+	}
+	if !isFloat(t.DataType) {
+		return constVal(shape, t.DataType, int64sToFloats(t.Int)), nil
+	}
+	if asConst || in.foldParams || (in.net.trainable != nil && !in.net.trainable[name]) {
+		return constVal(shape, t.DataType, t.Float), nil
+	}
+	p, err := in.b.Param(name, phys(shape)...)
+	if err != nil {
+		return nil, err
+	}
+	v := &val{shape: shape, elem: in.floatType(), n: p, src: name}
+	in.env[name] = v
+	return v, nil
+}
+
+func int64sToFloats(v []int64) []float64 {
+	f := make([]float64, len(v))
+	for i, x := range v {
+		f[i] = float64(x)
+	}
+	return f
+}
+
+// node returns v as a graph node, making a graph constant of a folded value.
+func (in *instance) node(v *val) *G.Node {
+	if v.n != nil {
+		return v.n
+	}
+	if n, ok := in.consts[v]; ok {
+		return n
+	}
+	n := layers.Constant(in.b, "onnx_const", v.c.Data().([]float64), phys(v.shape)...)
+	in.consts[v] = n
+	return n
+}
+
+// opInferred is op with the operation's inferred shape as the result's
+// (for operations whose results have rank ≥ 1).
+func (in *instance) opInferred(o nd.Op, elem DataType, args ...*val) (*val, error) {
+	return in.build(o, nil, true, elem, args)
+}
+
+// op applies an nd operation to args: folded when every argument is a
+// constant, else added to the graph. shape is the ONNX shape of the
+// result (nil or empty: a scalar).
+func (in *instance) op(o nd.Op, shape []int, elem DataType, args ...*val) (*val, error) {
+	return in.build(o, shape, false, elem, args)
+}
+
+func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args []*val) (*val, error) {
+	allConst := true
+	for _, a := range args {
+		if len(a.shape) > 0 && sizeOf(a.shape) == 0 {
+			return nil, fmt.Errorf("an operand is empty (shape %v): only Shape, Size, Reshape and Concat take empty tensors", a.shape)
+		}
+		if !a.isConst() {
+			allConst = false
+		}
+	}
+	dims := make([]G.DimSizer, len(args))
+	shapes := make([]tensor.Shape, len(args))
+	for i, a := range args {
+		shapes[i] = tensor.Shape(phys(a.shape))
+		dims[i] = shapes[i]
+	}
+	o = nd.Ranked(o, shapes...)
+	inferred, err := o.InferShape(dims...)
+	if err != nil {
+		return nil, err
+	}
+	if infer {
+		shape = append([]int(nil), inferred...)
+	} else if sizeOf(phys(shape)) != sizeOf(phys(inferred)) {
+		return nil, fmt.Errorf("internal error: %v gives shape %v, expected %v", o, inferred, shape)
+	}
+	if sizeOf(phys(shape)) > maxElements {
+		return nil, fmt.Errorf("result of shape %v has more than %d values", shape, maxElements)
+	}
+	if allConst {
+		ts := make([]*tensor.Dense, len(args))
+		for i, a := range args {
+			ts[i] = a.c
+		}
+		t, err := nd.Eval(o, ts...)
+		if err != nil {
+			return nil, err
+		}
+		return constVal(shape, elem, t.Data().([]float64)), nil
+	}
+	nodes := make([]*G.Node, len(args))
+	for i, a := range args {
+		nodes[i] = in.node(a)
+	}
+	n, err := nd.Apply(o, nodes...)
+	if err != nil {
+		return nil, err
+	}
+	if !equalInts(phys(shape), n.Shape()) {
+		if n, err = G.Reshape(n, tensor.Shape(phys(shape))); err != nil {
+			return nil, err
+		}
+	}
+	return &val{shape: shape, elem: elem, n: n}, nil
+}
+
+// reshape gives v a new ONNX shape with the same number of values.
+func (in *instance) reshape(v *val, shape []int) (*val, error) {
+	if sizeOf(shape) != sizeOf(v.shape) {
+		return nil, fmt.Errorf("cannot reshape %v (%d values) to %v", v.shape, sizeOf(v.shape), shape)
+	}
+	if v.isConst() {
+		if sizeOf(shape) == 0 {
+			return constVal(shape, v.elem, nil), nil
+		}
+		return constVal(shape, v.elem, v.c.Data().([]float64)), nil
+	}
+	n := v.n
+	if !equalInts(phys(shape), n.Shape()) {
+		var err error
+		if n, err = G.Reshape(n, tensor.Shape(append([]int(nil), phys(shape)...))); err != nil {
+			return nil, err
+		}
+	}
+	return &val{shape: append([]int(nil), shape...), elem: v.elem, n: n}, nil
+}
+
+// ints reads a constant as integers.
+func ints(v *val) ([]int64, error) {
+	if !v.isConst() {
+		return nil, fmt.Errorf("want a constant integer tensor, have a value that depends on the input")
+	}
+	d := v.c.Data().([]float64)
+	out := make([]int64, len(d))
+	for i, x := range d {
+		if math.IsNaN(x) {
+			return nil, fmt.Errorf("NaN where an integer is expected")
+		}
+		out[i] = clampInt(x)
+	}
+	return out, nil
+}
+
+// clampInt converts a float holding an integer to int64, clamping the
+// ±2⁶³ sentinels ONNX uses for "to the end" into ±2⁶².
+func clampInt(x float64) int64 {
+	const lim = 1 << 62
+	switch {
+	case x >= lim:
+		return lim
+	case x <= -lim:
+		return -lim
+	}
+	return int64(x)
+}
+
+// Attribute readers.
+
+func nodeInt(node *Node, name string, def int64) int64 {
+	if a, ok := node.Attrs[name]; ok && (a.Type == AttrInt) {
+		return a.I
+	}
+	return def
+}
+
+func nodeInts(node *Node, name string) ([]int64, bool) {
+	if a, ok := node.Attrs[name]; ok && a.Type == AttrInts {
+		return a.Ints, true
+	}
+	return nil, false
+}
+
+func nodeString(node *Node, name, def string) string {
+	if a, ok := node.Attrs[name]; ok && a.Type == AttrString {
+		return string(a.S)
+	}
+	return def
+}
+
+// attrFloat reads a float attribute. ONNX stores them as float32; the
+// value is taken as the shortest decimal that rounds to that float32 (the
+// 0.05 a PyTorch module was written with, not 0.0500000007…), which makes
+// float64 imports agree with PyTorch to round-off.
+func nodeFloat(node *Node, name string, def float64) float64 {
+	if a, ok := node.Attrs[name]; ok && a.Type == AttrFloat {
+		return shortest(a.F)
+	}
+	return def
+}
+
+func shortest(v float32) float64 {
+	f, err := strconv.ParseFloat(strconv.FormatFloat(float64(v), 'g', -1, 32), 64)
+	if err != nil {
+		return float64(v)
+	}
+	return f
+}
+
+// axis normalises a possibly negative axis for a rank.
+func axis(a int64, rank int) (int, error) {
+	if a < 0 {
+		a += int64(rank)
+	}
+	if a < 0 || a >= int64(rank) {
+		return 0, fmt.Errorf("axis %d out of range for rank %d", a, rank)
+	}
+	return int(a), nil
+}

@@ -1,0 +1,187 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flowebm/flowebm/layers"
+	G "gorgonia.org/gorgonia"
+)
+
+// MLP recognises the network as a chain of linear layers (Gemm with
+// transB = 1, α = β = 1 and a bias, as PyTorch exports nn.Linear) with one
+// elementwise activation between them, and returns it as a layers.MLP
+// named "net" with a Sequential layout, together with its parameter values
+// in the MLP's order (weight, bias per layer). The activation between two
+// layers may be written with any operators (flowebm's float64 exports
+// write LeakyReLU with Relu and Neg): it is recognised by evaluating it on
+// probe points and comparing with ReLU, LeakyReLU, tanh, softplus, ELU and
+// SiLU. Anything else is an error naming what does not fit.
+func (n *Net) MLP() (layers.MLP, [][]float64, error) {
+	mlp := layers.MLP{Name: "net", Sizes: []int{n.dim}, Layout: layers.Sequential}
+	if len(n.inShape) != 1 {
+		return mlp, nil, fmt.Errorf("%s: input of shape %v per sample: an MLP takes vectors", n.File, n.inShape)
+	}
+	gemms, err := n.linearChain()
+	if err != nil {
+		return mlp, nil, fmt.Errorf("%s: %w", n.File, err)
+	}
+	var vals [][]float64
+	var hidden *layers.Activation
+	for k, g := range gemms {
+		w, b := n.inits[g.Inputs[1]], n.inits[g.Inputs[2]]
+		last := mlp.Sizes[len(mlp.Sizes)-1]
+		if len(w.Dims) != 2 || int(w.Dims[1]) != last || b.Len() != int(w.Dims[0]) {
+			return mlp, nil, fmt.Errorf("%s: node %q: weight %v and bias %v do not follow a layer of width %d", n.File, nodeName(g), w.Dims, b.Dims, last)
+		}
+		mlp.Sizes = append(mlp.Sizes, int(w.Dims[0]))
+		vals = append(vals, append([]float64(nil), w.Float...), append([]float64(nil), b.Float...))
+		if k == len(gemms)-1 {
+			break
+		}
+		a, err := n.activationBetween(g, gemms[k+1])
+		if err != nil {
+			return mlp, nil, fmt.Errorf("%s: %w", n.File, err)
+		}
+		if hidden != nil && *hidden != a {
+			return mlp, nil, fmt.Errorf("%s: node %q: activation %v differs from the first hidden one, %v", n.File, nodeName(gemms[k+1]), a, *hidden)
+		}
+		hidden = &a
+	}
+	if mlp.Sizes[len(mlp.Sizes)-1] != 1 {
+		return mlp, nil, fmt.Errorf("%s: the network does not end in a Linear with one output", n.File)
+	}
+	if hidden != nil {
+		mlp.Hidden = *hidden
+	}
+	return mlp, vals, nil
+}
+
+// linearChain returns the Gemm nodes in order, checking that each is an
+// nn.Linear, that the first reads the input and that the last gives the
+// output (through Identity, Squeeze or Reshape at most).
+func (n *Net) linearChain() ([]*Node, error) {
+	var gemms []*Node
+	for _, node := range n.nodes {
+		if node.OpType != "Gemm" {
+			continue
+		}
+		ok := len(node.Inputs) == 3 && nodeInt(node, "transA", 0) == 0 && nodeInt(node, "transB", 0) == 1 &&
+			nodeFloat(node, "alpha", 1) == 1 && nodeFloat(node, "beta", 1) == 1
+		for _, p := range node.Inputs[1:] {
+			if t, init := n.inits[p]; !init || !isFloat(t.DataType) {
+				ok = false
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("node %q: only Gemm(x, W, b) with transB = 1 and initializers W, b (nn.Linear) converts", nodeName(node))
+		}
+		gemms = append(gemms, node)
+	}
+	if len(gemms) == 0 {
+		return nil, fmt.Errorf("no Gemm (nn.Linear) node: not an MLP")
+	}
+	if gemms[0].Inputs[0] != n.input {
+		return nil, fmt.Errorf("node %q: the first Linear does not read the input %q", nodeName(gemms[0]), n.input)
+	}
+	cur := gemms[len(gemms)-1].Outputs[0]
+	for _, node := range n.nodes {
+		switch node.OpType {
+		case "Identity", "Squeeze", "Reshape", "Flatten":
+			if node.Inputs[0] == cur {
+				cur = node.Outputs[0]
+			}
+		}
+	}
+	if cur != n.outputName {
+		return nil, fmt.Errorf("the output %q is not the last Linear's (node %q) output", n.outputName, nodeName(gemms[len(gemms)-1]))
+	}
+	return gemms, nil
+}
+
+// activationBetween evaluates the nodes between two Gemms on probe points
+// and names the activation they compute.
+func (n *Net) activationBetween(from, to *Node) (layers.Activation, error) {
+	probe := make([]float64, 0, 81)
+	for i := 0; i <= 80; i++ {
+		probe = append(probe, -4+0.1*float64(i))
+	}
+	g := G.NewGraph()
+	in := newInstance(n, &recordingBinder{g: g, dtype: n.Dtype, inits: n.inits, used: map[string]bool{}}, 1)
+	in.foldParams = true
+	in.env[from.Outputs[0]] = constVal([]int{1, len(probe)}, in.floatType(), probe)
+	start, end := -1, -1
+	for i, node := range n.nodes {
+		switch node {
+		case from:
+			start = i
+		case to:
+			end = i
+		}
+	}
+	for _, node := range n.nodes { // constants may be shared between layers
+		if node.OpType == "Constant" {
+			if err := in.apply(node); err != nil {
+				return layers.Activation{}, fmt.Errorf("node %q (Constant): %w", nodeName(node), err)
+			}
+		}
+	}
+	for _, node := range n.nodes[start+1 : end] {
+		if err := in.apply(node); err != nil {
+			return layers.Activation{}, fmt.Errorf("node %q (%s) between two Linears: %w", nodeName(node), node.OpType, err)
+		}
+	}
+	y, ok := in.env[to.Inputs[0]]
+	if !ok || !y.isConst() || sizeOf(y.shape) != len(probe) {
+		return layers.Activation{}, fmt.Errorf("node %q: its input is not an elementwise function of the previous Linear's output", nodeName(to))
+	}
+	return recognise(y.c.Data().([]float64), probe, n.Dtype.Name() == "float32")
+}
+
+// recognise names the activation whose values at probe are got.
+func recognise(got, probe []float64, f32 bool) (layers.Activation, error) {
+	slope := -got[30] // f(−1) = −slope for LeakyReLU
+	if f32 {
+		slope = shortest(float32(slope))
+	}
+	cands := []layers.Activation{layers.ReLU, layers.LeakyReLU(slope), layers.Tanh, layers.Softplus, layers.ELU, layers.SiLU}
+	tol := 1e-12
+	if f32 {
+		tol = 1e-6
+	}
+	for _, a := range cands {
+		ok := true
+		for i, x := range probe {
+			if math.Abs(scalarActivation(a, x)-got[i]) > tol*math.Max(1, math.Abs(got[i])) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return a, nil
+		}
+	}
+	return layers.Activation{}, fmt.Errorf("the activation between two Linears is none of relu, leaky_relu, tanh, softplus, elu, silu")
+}
+
+// scalarActivation evaluates an activation at x.
+func scalarActivation(a layers.Activation, x float64) float64 {
+	switch a.Kind {
+	case "relu":
+		return math.Max(x, 0)
+	case "leaky_relu":
+		return math.Max(x, 0) + a.Slope*math.Min(x, 0)
+	case "tanh":
+		return math.Tanh(x)
+	case "softplus":
+		return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
+	case "elu":
+		if x > 0 {
+			return x
+		}
+		return math.Expm1(x)
+	case "silu":
+		return x / (1 + math.Exp(-x))
+	}
+	return x
+}

@@ -1,0 +1,402 @@
+package onnx
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/flowebm/flowebm/layers"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Opsets supported by the importer (the default domain, ai.onnx).
+const (
+	MinImportOpset = 9
+	MaxImportOpset = 18
+)
+
+// Config selects what Decode reads from a model. The zero value reads the
+// graph's only output as the energy.
+type Config struct {
+	// Output names the graph output that holds the energy (or the log
+	// density, with LogDensity). Empty: the graph must have one output.
+	Output string
+	// LogDensity says the output is a log density log p(x) (a flow's
+	// log_prob): the energy is its negative.
+	LogDensity bool
+}
+
+// Net is a network read from an ONNX file, as an energy: it implements
+// graph.EnergyNet, so an EBM built on it evaluates E and ∇ₓE, samples
+// with flowebm's kernels and trains further.
+//
+// The graph is instantiated for each batch size when flowebm compiles its
+// programs: every shape is inferred statically and every subgraph that
+// depends only on initializers, constants and input shapes (Shape, Gather
+// on shapes, Concat, ConstantOfShape, Range, …) is folded at build time,
+// so PyTorch's dynamic-batch idioms (x.view(x.size(0), −1)) work at every
+// batch size. What remains is built from differentiable operations
+// (package layers/nd), in float32 or float64.
+//
+// The model's input may have any rank: Net takes flat points (B, Dim) and
+// reshapes them to the declared per-sample shape (for an image model
+// (B, C, H, W), Dim = C·H·W). Float initializers that the computation
+// reads are the EBM's parameters, under their ONNX names (for a PyTorch
+// export, the state_dict's: "net.0.weight", …), initialised to the
+// file's values; other initializers (integers, BatchNormalization's
+// running statistics, values only used to compute shapes) are constants.
+type Net struct {
+	// File names the source, for errors.
+	File string
+	// Dtype is the input's float type (tensor.Float32 or tensor.Float64).
+	Dtype tensor.Dtype
+	// Opset is the model's ai.onnx opset.
+	Opset int64
+
+	model      *Model
+	cfg        Config
+	input      string
+	inShape    []int // per sample
+	dim        int
+	batch      int // declared batch size; 0 if symbolic or unknown
+	nodes      []*Node
+	inits      map[string]*Tensor
+	trainable  map[string]bool
+	specs      []layers.ParamSpec
+	outputName string
+}
+
+// ReadFile reads an ONNX energy network with the zero Config.
+func ReadFile(path string) (*Net, error) { return ReadFileConfig(path, Config{}) }
+
+// ReadFileConfig reads an ONNX network from path.
+func ReadFileConfig(path string, cfg Config) (*Net, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeConfig(b, path, cfg)
+}
+
+// Decode reads an ONNX energy network from b with the zero Config; file
+// names it in errors.
+func Decode(b []byte, file string) (*Net, error) { return DecodeConfig(b, file, Config{}) }
+
+// DecodeConfig reads an ONNX network from b; file names it in errors.
+// The graph is checked by building it once, at its declared batch size
+// (or 2 if the batch is symbolic), before it is returned.
+func DecodeConfig(b []byte, file string, cfg Config) (n *Net, err error) {
+	defer func() {
+		if r := recover(); r != nil { // a bug, not a user error: say so
+			n, err = nil, fmt.Errorf("%s: internal error importing the model (please report): %v", file, r)
+		}
+	}()
+	m, err := DecodeModel(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	n = &Net{File: file, model: m, cfg: cfg}
+	if err := n.init(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := n.check(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// init reads the opset, input, output, initializers and node order.
+func (n *Net) init() error {
+	n.Opset = n.model.Opsets[""]
+	if n.Opset < MinImportOpset || n.Opset > MaxImportOpset {
+		return fmt.Errorf("opset %d (ai.onnx): supported opsets are %d to %d; re-export with torch.onnx.export(..., opset_version=14)", n.Opset, MinImportOpset, MaxImportOpset)
+	}
+	for d := range n.model.Opsets {
+		if d != "" && d != "ai.onnx.ml" {
+			// Custom domains are refused when a node uses them.
+			continue
+		}
+	}
+	g := n.model.Graph
+	n.inits = map[string]*Tensor{}
+	for _, t := range g.Initializers {
+		n.inits[t.Name] = t
+	}
+	if err := n.pickInput(g); err != nil {
+		return err
+	}
+	if err := n.pickOutput(g); err != nil {
+		return err
+	}
+	nodes, err := topoSort(g, n.inits, n.input)
+	if err != nil {
+		return err
+	}
+	n.nodes = nodes
+	return nil
+}
+
+// pickInput finds the one graph input that is not an initializer.
+func (n *Net) pickInput(g *Graph) error {
+	var ins []*ValueInfo
+	for _, v := range g.Inputs {
+		if _, ok := n.inits[v.Name]; !ok {
+			ins = append(ins, v)
+		}
+	}
+	if len(ins) != 1 {
+		var names []string
+		for _, v := range ins {
+			names = append(names, fmt.Sprintf("%q", v.Name))
+		}
+		return fmt.Errorf("graph has %d inputs (not counting initializers): %s; want one input x (batch, ...)", len(ins), strings.Join(names, ", "))
+	}
+	in := ins[0]
+	n.input = in.Name
+	switch in.ElemType {
+	case TypeFloat:
+		n.Dtype = tensor.Float32
+	case TypeDouble:
+		n.Dtype = tensor.Float64
+	default:
+		return fmt.Errorf("input %q is %v, want float or double", in.Name, in.ElemType)
+	}
+	if !in.HasShape || len(in.Shape) < 2 {
+		return fmt.Errorf("input %q has shape %s, want (batch, d) or (batch, C, H, W, ...) with every dimension after the batch known", in.Name, dimsString(in))
+	}
+	n.dim = 1
+	for i, d := range in.Shape[1:] {
+		if d.Value < 1 {
+			return fmt.Errorf("input %q has shape %s: dimension %d is not a known positive size", in.Name, dimsString(in), i+1)
+		}
+		if d.Value > maxElements || int64(n.dim)*d.Value > maxElements {
+			return fmt.Errorf("input %q has shape %s: more than %d values per sample", in.Name, dimsString(in), maxElements)
+		}
+		n.inShape = append(n.inShape, int(d.Value))
+		n.dim *= int(d.Value)
+	}
+	if d := in.Shape[0]; d.Value > 0 && d.Param == "" {
+		if d.Value > maxElements || d.Value*int64(n.dim) > maxElements {
+			return fmt.Errorf("input %q has shape %s: more than %d values", in.Name, dimsString(in), maxElements)
+		}
+		n.batch = int(d.Value)
+	}
+	return nil
+}
+
+// maxElements bounds the values of any one tensor the importer builds.
+const maxElements = 1 << 28
+
+func dimsString(v *ValueInfo) string {
+	if !v.HasShape {
+		return "unknown"
+	}
+	parts := make([]string, len(v.Shape))
+	for i, d := range v.Shape {
+		switch {
+		case d.Param != "":
+			parts[i] = d.Param
+		case d.Value >= 0:
+			parts[i] = fmt.Sprint(d.Value)
+		default:
+			parts[i] = "?"
+		}
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// pickOutput chooses the energy output.
+func (n *Net) pickOutput(g *Graph) error {
+	var names []string
+	for _, v := range g.Outputs {
+		names = append(names, v.Name)
+	}
+	if n.cfg.Output != "" {
+		for _, v := range names {
+			if v == n.cfg.Output {
+				n.outputName = v
+				return nil
+			}
+		}
+		return fmt.Errorf("no graph output named %q (outputs: %s)", n.cfg.Output, quoteAll(names))
+	}
+	if len(names) != 1 {
+		return fmt.Errorf("graph has %d outputs (%s): choose the energy with --output NAME (Config.Output)", len(names), quoteAll(names))
+	}
+	n.outputName = names[0]
+	return nil
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, s := range names {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// topoSort orders the nodes so that each comes after the producers of its
+// inputs, and reports cycles and inputs nothing produces.
+func topoSort(g *Graph, inits map[string]*Tensor, input string) ([]*Node, error) {
+	producer := map[string]*Node{}
+	for _, nd := range g.Nodes {
+		for _, o := range nd.Outputs {
+			if o == "" {
+				continue
+			}
+			if p, ok := producer[o]; ok {
+				return nil, fmt.Errorf("node %q and node %q both produce %q", p.Name, nd.Name, o)
+			}
+			producer[o] = nd
+		}
+	}
+	state := map[*Node]int{} // 1 visiting, 2 done
+	var order []*Node
+	var visit func(nd *Node, depth int) error
+	visit = func(nd *Node, depth int) error {
+		switch state[nd] {
+		case 1:
+			return fmt.Errorf("node %q (%s) is part of a cycle", nodeName(nd), nd.OpType)
+		case 2:
+			return nil
+		}
+		if depth > len(g.Nodes) {
+			return fmt.Errorf("node %q (%s): graph too deep", nodeName(nd), nd.OpType)
+		}
+		state[nd] = 1
+		for _, in := range nd.Inputs {
+			if in == "" || in == input {
+				continue
+			}
+			if _, ok := inits[in]; ok {
+				continue
+			}
+			p, ok := producer[in]
+			if !ok {
+				return fmt.Errorf("node %q (%s): input %q is not a graph input, an initializer or any node's output", nodeName(nd), nd.OpType, in)
+			}
+			if err := visit(p, depth+1); err != nil {
+				return err
+			}
+		}
+		state[nd] = 2
+		order = append(order, nd)
+		return nil
+	}
+	// Visit in file order so the result is the file order when it is valid.
+	for _, nd := range g.Nodes {
+		if err := visit(nd, 0); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}
+
+// nodeName is a node's name, or its first output's when it has none.
+func nodeName(nd *Node) string {
+	if nd.Name != "" {
+		return nd.Name
+	}
+	if len(nd.Outputs) > 0 {
+		return nd.Outputs[0]
+	}
+	return fmt.Sprintf("#%d", nd.Index)
+}
+
+// Dim is the number of values per sample (the product of the input's
+// dimensions after the batch).
+func (n *Net) Dim() int { return n.dim }
+
+// InputShape is the model's input shape per sample (without the batch).
+func (n *Net) InputShape() []int { return append([]int(nil), n.inShape...) }
+
+// InputName and OutputName name the graph input and the energy output.
+func (n *Net) InputName() string  { return n.input }
+func (n *Net) OutputName() string { return n.outputName }
+
+// DeclaredBatch is the input's fixed batch size, or 0 if it is symbolic.
+func (n *Net) DeclaredBatch() int { return n.batch }
+
+// Model is the decoded ONNX model.
+func (n *Net) Model() *Model { return n.model }
+
+// ParamSpecs lists the trainable float initializers, initialised to the
+// file's values.
+func (n *Net) ParamSpecs() []layers.ParamSpec { return n.specs }
+
+// check builds the graph once, at the declared batch size (2 when it is
+// symbolic), to find every error before anyone uses the network, and to
+// find the float initializers the computation reads (the parameters).
+func (n *Net) check() error {
+	bsz := n.batch
+	if bsz == 0 {
+		bsz = 2
+	}
+	g := G.NewGraph()
+	rec := &recordingBinder{g: g, dtype: n.Dtype, inits: n.inits, used: map[string]bool{}}
+	x := G.NewMatrix(g, n.Dtype, G.WithShape(bsz, n.dim), G.WithName("x"))
+	n.trainable = nil // every float initializer may be bound while recording
+	if _, err := n.Energy(rec, x); err != nil {
+		return err
+	}
+	n.trainable = rec.used
+	var names []string
+	for name := range rec.used {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	n.specs = nil
+	for _, name := range names {
+		t := n.inits[name]
+		shape := make([]int, len(t.Dims))
+		for i, d := range t.Dims {
+			shape[i] = int(d)
+		}
+		if len(shape) == 0 {
+			shape = []int{1}
+		}
+		n.specs = append(n.specs, layers.ParamSpec{Name: name, Shape: shape, FanIn: 1, Init: copyInit(t.Float)})
+	}
+	return nil
+}
+
+func copyInit(v []float64) layers.Init {
+	return func(_ *rand.Rand, _ int, dst []float64) { copy(dst, v) }
+}
+
+// recordingBinder binds every float initializer as a parameter and
+// records which ones the graph reads.
+type recordingBinder struct {
+	g     *G.ExprGraph
+	dtype tensor.Dtype
+	inits map[string]*Tensor
+	used  map[string]bool
+}
+
+func (r *recordingBinder) Graph() *G.ExprGraph { return r.g }
+func (r *recordingBinder) Dtype() tensor.Dtype { return r.dtype }
+func (r *recordingBinder) Param(name string, shape ...int) (*G.Node, error) {
+	if _, ok := r.inits[name]; !ok {
+		return nil, fmt.Errorf("no initializer %q", name)
+	}
+	r.used[name] = true
+	return G.NewTensor(r.g, r.dtype, len(shape), G.WithShape(shape...), G.WithName(name)), nil
+}
+
+// Energy adds the network to b's graph for the batch x (B, Dim) and
+// returns the energies (B).
+func (n *Net) Energy(b layers.Binder, x *G.Node) (*G.Node, error) {
+	s := x.Shape()
+	if len(s) != 2 || s[1] != n.dim {
+		return nil, fmt.Errorf("%s: input of shape %v, want (batch, %d)", n.File, s, n.dim)
+	}
+	in := newInstance(n, b, s[0])
+	y, err := in.run(x)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.File, err)
+	}
+	return y, nil
+}

@@ -1,0 +1,699 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/flowebm/flowebm/layers/nd"
+	"gorgonia.org/tensor"
+)
+
+// handler builds one ONNX node and returns its outputs.
+type handler func(in *instance, node *Node) ([]*val, error)
+
+// handlers maps every supported operator to its builder.
+var handlers = map[string]handler{}
+
+func init() {
+	for op := range unaryOps {
+		handlers[op] = unaryHandler
+	}
+	for op := range binaryOps {
+		handlers[op] = binaryHandler
+	}
+	for op, h := range map[string]handler{
+		"Identity": passThrough, "Dropout": passThrough,
+		"Constant": constantHandler, "Cast": castHandler, "CastLike": castLikeHandler,
+		"Shape": shapeHandler, "Size": sizeHandler, "ConstantOfShape": constantOfShape, "Range": rangeHandler,
+		"Clip": clipHandler, "Where": whereHandler,
+		"Min": variadic(nd.Min), "Max": variadic(nd.Max), "Sum": variadic(nd.Add), "Mean": meanHandler,
+		"Softmax": softmaxHandler(false), "LogSoftmax": softmaxHandler(true),
+		"CumSum": cumSumHandler, "If": ifHandler,
+	} {
+		handlers[op] = h
+	}
+	for op := range reduceOps {
+		handlers[op] = reduceHandler
+	}
+}
+
+// Supported lists the operators the importer builds, sorted.
+func Supported() []string {
+	ops := make([]string, 0, len(handlers))
+	for op := range handlers {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+func passThrough(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	if node.OpType == "Dropout" && nodeInt(node, "training_mode", 0) != 0 {
+		return nil, fmt.Errorf("training_mode 1: only inference Dropout is supported")
+	}
+	return []*val{x}, nil
+}
+
+// unaryOps maps elementwise operators to nd.Unary with their attributes.
+var unaryOps = map[string]func(node *Node) nd.Unary{
+	"Neg": fixed(nd.Neg), "Abs": fixed(nd.Abs), "Sqrt": fixed(nd.Sqrt), "Reciprocal": fixed(nd.Reciprocal),
+	"Exp": fixed(nd.Exp), "Log": fixed(nd.Log), "Erf": fixed(nd.Erf), "Tanh": fixed(nd.Tanh),
+	"Sigmoid": fixed(nd.Sigmoid), "Relu": fixed(nd.Relu), "Softplus": fixed(nd.Softplus),
+	"Softsign": fixed(nd.Softsign), "HardSwish": fixed(nd.HardSwish), "Sin": fixed(nd.Sin), "Cos": fixed(nd.Cos),
+	"Floor": fixed(nd.Floor), "Ceil": fixed(nd.Ceil), "Round": fixed(nd.Round), "Sign": fixed(nd.Sign),
+	"Not": fixed(nd.Not), "IsNaN": fixed(nd.IsNaN),
+	"LeakyRelu": func(n *Node) nd.Unary { return nd.Unary{Fn: nd.LeakyRelu, A: nodeFloat(n, "alpha", 0.01)} },
+	"Elu":       func(n *Node) nd.Unary { return nd.Unary{Fn: nd.Elu, A: nodeFloat(n, "alpha", 1)} },
+	"Celu":      func(n *Node) nd.Unary { return nd.Unary{Fn: nd.Celu, A: nodeFloat(n, "alpha", 1)} },
+	"Selu": func(n *Node) nd.Unary {
+		return nd.Unary{Fn: nd.Selu, A: seluConstant(n, "alpha", seluAlpha), B: seluConstant(n, "gamma", seluGamma)}
+	},
+	"HardSigmoid": func(n *Node) nd.Unary {
+		return nd.Unary{Fn: nd.HardSigmoid, A: nodeFloat(n, "alpha", 0.2), B: nodeFloat(n, "beta", 0.5)}
+	},
+	"IsInf": func(n *Node) nd.Unary {
+		return nd.Unary{Fn: nd.IsInf, A: float64(nodeInt(n, "detect_positive", 1)), B: float64(nodeInt(n, "detect_negative", 1))}
+	},
+}
+
+// SELU's constants in double precision (Klambauer et al. 2017), as
+// PyTorch uses them; ONNX stores them as float32 attributes.
+const (
+	seluAlpha = 1.6732632423543772848170429916717
+	seluGamma = 1.0507009873554804934193349852946
+)
+
+// seluConstant reads a SELU attribute, taking the double-precision
+// constant when the attribute is its float32 rounding (PyTorch's export),
+// so float64 imports agree with PyTorch to round-off.
+func seluConstant(n *Node, name string, exact float64) float64 {
+	a, ok := n.Attrs[name]
+	if !ok || a.Type != AttrFloat || a.F == float32(exact) {
+		return exact
+	}
+	return shortest(a.F)
+}
+
+func fixed(fn nd.UnaryFn) func(*Node) nd.Unary {
+	return func(*Node) nd.Unary { return nd.Unary{Fn: fn} }
+}
+
+// boolResult lists the operators whose result is boolean.
+var boolResult = map[string]bool{"Not": true, "IsNaN": true, "IsInf": true, "Equal": true, "Less": true,
+	"LessOrEqual": true, "Greater": true, "GreaterOrEqual": true, "And": true, "Or": true, "Xor": true}
+
+func unaryHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	elem := x.elem
+	if boolResult[node.OpType] {
+		elem = TypeBool
+	}
+	y, err := in.op(unaryOps[node.OpType](node), x.shape, elem, x)
+	return []*val{y}, err
+}
+
+var binaryOps = map[string]nd.BinaryKind{
+	"Add": nd.Add, "Sub": nd.Sub, "Mul": nd.Mul, "Div": nd.Div, "Pow": nd.Pow, "Mod": nd.Mod,
+	"Equal": nd.Equal, "Less": nd.Less, "LessOrEqual": nd.LessOrEqual, "Greater": nd.Greater,
+	"GreaterOrEqual": nd.GreaterOrEqual, "And": nd.And, "Or": nd.Or, "Xor": nd.Xor,
+}
+
+func binaryHandler(in *instance, node *Node) ([]*val, error) {
+	a, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := in.input(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	if node.OpType == "Mod" && nodeInt(node, "fmod", 0) == 0 && isFloat(a.elem) {
+		return nil, fmt.Errorf("Mod with fmod 0 on floats is not valid ONNX")
+	}
+	kind := binaryOps[node.OpType]
+	if node.OpType == "Mod" && nodeInt(node, "fmod", 0) != 0 {
+		kind = nd.Fmod
+	}
+	y, err := in.binary(kind, a, b)
+	if err != nil {
+		return nil, err
+	}
+	if boolResult[node.OpType] {
+		y.elem = TypeBool
+	}
+	return []*val{y}, nil
+}
+
+// binary applies a broadcasting binary operation. Integer division
+// truncates as ONNX specifies. A constant that holds one repeated value
+// (torch.zeros(len(x)) traced at the export's batch size) broadcasts as
+// that value when its shape does not fit.
+func (in *instance) binary(kind nd.BinaryKind, a, b *val) (*val, error) {
+	shape, err := broadcastShapes(a.shape, b.shape)
+	if err != nil {
+		if a2, b2, ok := uniformFallback(a, b); ok {
+			return in.binary(kind, a2, b2)
+		}
+		return nil, fmt.Errorf("%v%s", err, constantHint(a, b))
+	}
+	elem := a.elem
+	if isFloat(b.elem) {
+		elem = b.elem
+	}
+	y, err := in.op(nd.Binary{Kind: kind}, shape, elem, a, b)
+	if err != nil {
+		return nil, err
+	}
+	if kind == nd.Div && !isFloat(elem) && y.isConst() {
+		d := y.c.Data().([]float64)
+		for i := range d {
+			d[i] = math.Trunc(d[i])
+		}
+	}
+	return y, nil
+}
+
+// uniformFallback replaces a constant whose values are all equal by a
+// scalar of that value.
+func uniformFallback(a, b *val) (*val, *val, bool) {
+	if u, ok := uniform(a); ok {
+		return u, b, true
+	}
+	if u, ok := uniform(b); ok {
+		return a, u, true
+	}
+	return nil, nil, false
+}
+
+func uniform(v *val) (*val, bool) {
+	if !v.isConst() || len(v.shape) == 0 {
+		return nil, false
+	}
+	d := v.c.Data().([]float64)
+	for _, x := range d[1:] {
+		if x != d[0] {
+			return nil, false
+		}
+	}
+	return constVal(nil, v.elem, d[:1]), len(d) > 0
+}
+
+func constantHint(a, b *val) string {
+	for _, v := range []*val{a, b} {
+		if v.isConst() {
+			return fmt.Sprintf("; the operand of shape %v is a constant: if it holds the batch size the model was exported at (torch.zeros(len(x)) and the like are traced as constants), compute it from x.shape or export at the batch size you evaluate", v.shape)
+		}
+	}
+	return ""
+}
+
+// broadcastShapes is NumPy's broadcast of two shapes.
+func broadcastShapes(a, b []int) ([]int, error) {
+	n := max(len(a), len(b))
+	out := make([]int, n)
+	for i := 0; i < n; i++ {
+		da, db := 1, 1
+		if k := len(a) - n + i; k >= 0 {
+			da = a[k]
+		}
+		if k := len(b) - n + i; k >= 0 {
+			db = b[k]
+		}
+		switch {
+		case da == db, db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return nil, fmt.Errorf("cannot broadcast shapes %v and %v", a, b)
+		}
+	}
+	return out, nil
+}
+
+func variadic(kind nd.BinaryKind) handler {
+	return func(in *instance, node *Node) ([]*val, error) {
+		acc, err := in.input(node, 0)
+		if err != nil {
+			return nil, err
+		}
+		for i := 1; i < len(node.Inputs); i++ {
+			v, err := in.input(node, i)
+			if err != nil {
+				return nil, err
+			}
+			if acc, err = in.binary(kind, acc, v); err != nil {
+				return nil, err
+			}
+		}
+		return []*val{acc}, nil
+	}
+}
+
+func meanHandler(in *instance, node *Node) ([]*val, error) {
+	s, err := variadic(nd.Add)(in, node)
+	if err != nil {
+		return nil, err
+	}
+	y, err := in.binary(nd.Div, s[0], constVal(nil, TypeDouble, []float64{float64(len(node.Inputs))}))
+	return []*val{y}, err
+}
+
+func clipHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if in.net.Opset < 11 {
+		lo, hi = nodeFloat(node, "min", lo), nodeFloat(node, "max", hi)
+	} else {
+		for i, dst := range []*float64{&lo, &hi} {
+			v, err := in.optInput(node, i+1)
+			if err != nil {
+				return nil, err
+			}
+			if v == nil {
+				continue
+			}
+			if !v.isConst() {
+				return nil, fmt.Errorf("bound %d depends on the input: only constant bounds are supported", i+1)
+			}
+			*dst = v.c.Data().([]float64)[0]
+		}
+	}
+	y, err := in.op(nd.Unary{Fn: nd.Clip, A: lo, B: hi}, x.shape, x.elem, x)
+	return []*val{y}, err
+}
+
+func whereHandler(in *instance, node *Node) ([]*val, error) {
+	var v [3]*val
+	for i := range v {
+		var err error
+		if v[i], err = in.input(node, i); err != nil {
+			return nil, err
+		}
+	}
+	shape, err := broadcastShapes(v[0].shape, v[1].shape)
+	if err == nil {
+		shape, err = broadcastShapes(shape, v[2].shape)
+	}
+	if err != nil {
+		return nil, err
+	}
+	elem := v[1].elem
+	if isFloat(v[2].elem) {
+		elem = v[2].elem
+	}
+	y, err := in.op(nd.Where{}, shape, elem, v[0], v[1], v[2])
+	return []*val{y}, err
+}
+
+func constantHandler(in *instance, node *Node) ([]*val, error) {
+	for name, a := range node.Attrs {
+		switch name {
+		case "value":
+			if a.T == nil {
+				return nil, fmt.Errorf("attribute \"value\" holds no tensor")
+			}
+			return []*val{tensorVal(a.T)}, nil
+		case "value_float":
+			return []*val{constVal(nil, TypeFloat, []float64{shortest(a.F)})}, nil
+		case "value_floats":
+			f := make([]float64, len(a.Floats))
+			for i, x := range a.Floats {
+				f[i] = shortest(x)
+			}
+			return []*val{constVal([]int{len(f)}, TypeFloat, f)}, nil
+		case "value_int":
+			return []*val{constVal(nil, TypeInt64, []float64{float64(a.I)})}, nil
+		case "value_ints":
+			return []*val{constVal([]int{len(a.Ints)}, TypeInt64, int64sToFloats(a.Ints))}, nil
+		}
+	}
+	return nil, fmt.Errorf("no value, value_float(s) or value_int(s) attribute (sparse and string constants are not supported)")
+}
+
+// tensorVal makes a constant of a decoded tensor.
+func tensorVal(t *Tensor) *val {
+	shape := make([]int, len(t.Dims))
+	for i, d := range t.Dims {
+		shape[i] = int(d)
+	}
+	if isFloat(t.DataType) {
+		return constVal(shape, t.DataType, t.Float)
+	}
+	return constVal(shape, t.DataType, int64sToFloats(t.Int))
+}
+
+func castHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	y, err := in.cast(x, DataType(nodeInt(node, "to", int64(TypeFloat))))
+	return []*val{y}, err
+}
+
+func castLikeHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	like, err := in.input(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	y, err := in.cast(x, like.elem)
+	return []*val{y}, err
+}
+
+// cast converts to a float, integer or boolean type: floats to integers
+// truncate toward zero, anything to bool tests for nonzero.
+func (in *instance) cast(x *val, to DataType) (*val, error) {
+	switch {
+	case isFloat(to):
+		if x.isConst() && to == TypeFloat && isFloat(x.elem) {
+			d := x.c.Data().([]float64)
+			f := make([]float64, len(d))
+			for i, v := range d {
+				f[i] = float64(float32(v))
+			}
+			return constVal(x.shape, to, f), nil
+		}
+		return &val{shape: x.shape, elem: to, c: x.c, n: x.n}, nil
+	case to == TypeBool:
+		y, err := in.op(nd.Unary{Fn: nd.Not}, x.shape, TypeBool, x)
+		if err != nil {
+			return nil, err
+		}
+		return in.op(nd.Unary{Fn: nd.Not}, x.shape, TypeBool, y)
+	case to == TypeString || to == TypeComplex64 || to == TypeComplex128 || to == TypeUndefined:
+		return nil, fmt.Errorf("cast to %v is not supported", to)
+	}
+	if !isFloat(x.elem) { // integer to integer
+		return &val{shape: x.shape, elem: to, c: x.c, n: x.n}, nil
+	}
+	// Truncate toward zero: where(x < 0, ceil(x), floor(x)).
+	neg, err := in.binary(nd.Less, x, constVal(nil, x.elem, []float64{0}))
+	if err != nil {
+		return nil, err
+	}
+	c, err := in.op(nd.Unary{Fn: nd.Ceil}, x.shape, to, x)
+	if err != nil {
+		return nil, err
+	}
+	f, err := in.op(nd.Unary{Fn: nd.Floor}, x.shape, to, x)
+	if err != nil {
+		return nil, err
+	}
+	return in.op(nd.Where{}, x.shape, to, neg, c, f)
+}
+
+func shapeHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := int64(len(x.shape))
+	start, end := nodeInt(node, "start", 0), nodeInt(node, "end", r)
+	start, end = clampRange(start, r), clampRange(end, r)
+	var s []float64
+	for i := start; i < end; i++ {
+		s = append(s, float64(x.shape[i]))
+	}
+	return []*val{constVal([]int{len(s)}, TypeInt64, s)}, nil
+}
+
+func clampRange(i, r int64) int64 {
+	if i < 0 {
+		i += r
+	}
+	return min(max(i, 0), r)
+}
+
+func sizeHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	return []*val{constVal(nil, TypeInt64, []float64{float64(sizeOf(x.shape))})}, nil
+}
+
+func constantOfShape(in *instance, node *Node) ([]*val, error) {
+	s, err := in.constInput(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	dims, err := ints(s)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := checkedShape(dims)
+	if err != nil {
+		return nil, err
+	}
+	fill, elem := 0.0, TypeFloat
+	if a, ok := node.Attrs["value"]; ok && a.T != nil && a.T.Len() == 1 {
+		v := tensorVal(a.T)
+		fill, elem = v.c.Data().([]float64)[0], v.elem
+	}
+	d := make([]float64, sizeOf(shape))
+	for i := range d {
+		d[i] = fill
+	}
+	return []*val{constVal(shape, elem, d)}, nil
+}
+
+// checkedShape converts dimensions, refusing negative ones and sizes over
+// maxElements before anything is allocated.
+func checkedShape(dims []int64) ([]int, error) {
+	shape := make([]int, len(dims))
+	total := int64(1)
+	for i, d := range dims {
+		if d < 0 {
+			return nil, fmt.Errorf("negative dimension %d in shape %v", d, dims)
+		}
+		if d > maxElements || total*d > maxElements {
+			return nil, fmt.Errorf("shape %v has more than %d values", dims, maxElements)
+		}
+		total *= d
+		shape[i] = int(d)
+	}
+	return shape, nil
+}
+
+func rangeHandler(in *instance, node *Node) ([]*val, error) {
+	var v [3]float64
+	elem := TypeInt64
+	for i := range v {
+		c, err := in.constInput(node, i)
+		if err != nil {
+			return nil, err
+		}
+		if c.c.Shape().TotalSize() != 1 {
+			return nil, fmt.Errorf("input %d has shape %v, want a scalar", i, c.shape)
+		}
+		v[i] = c.c.Data().([]float64)[0]
+		elem = c.elem
+	}
+	if v[2] == 0 {
+		return nil, fmt.Errorf("delta is 0")
+	}
+	n := math.Max(math.Ceil((v[1]-v[0])/v[2]), 0)
+	if n > maxElements {
+		return nil, fmt.Errorf("range of %g values", n)
+	}
+	d := make([]float64, int(n))
+	for i := range d {
+		d[i] = v[0] + float64(i)*v[2]
+	}
+	return []*val{constVal([]int{len(d)}, elem, d)}, nil
+}
+
+func softmaxHandler(log bool) handler {
+	return func(in *instance, node *Node) ([]*val, error) {
+		x, err := in.input(node, 0)
+		if err != nil {
+			return nil, err
+		}
+		r := len(x.shape)
+		if r == 0 {
+			return nil, fmt.Errorf("softmax of a scalar")
+		}
+		if in.net.Opset >= 13 {
+			ax, err := axis(nodeInt(node, "axis", -1), r)
+			if err != nil {
+				return nil, err
+			}
+			y, err := in.op(nd.Softmax{Axis: ax, Log: log}, x.shape, x.elem, x)
+			return []*val{y}, err
+		}
+		// Before opset 13: the input is coerced to 2-D at axis.
+		ax, err := axis(nodeInt(node, "axis", 1), r)
+		if err != nil {
+			return nil, err
+		}
+		flat, err := in.reshape(x, []int{sizeOf(x.shape[:ax]), sizeOf(x.shape[ax:])})
+		if err != nil {
+			return nil, err
+		}
+		y, err := in.op(nd.Softmax{Axis: 1, Log: log}, flat.shape, x.elem, flat)
+		if err != nil {
+			return nil, err
+		}
+		y, err = in.reshape(y, x.shape)
+		return []*val{y}, err
+	}
+}
+
+func cumSumHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	a, err := in.constInput(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	ai, err := ints(a)
+	if err != nil || len(ai) != 1 {
+		return nil, fmt.Errorf("axis must be one constant integer")
+	}
+	ax, err := axis(ai[0], len(x.shape))
+	if err != nil {
+		return nil, err
+	}
+	o := nd.CumSum{Axis: ax, Exclusive: nodeInt(node, "exclusive", 0) != 0, Reverse: nodeInt(node, "reverse", 0) != 0}
+	y, err := in.op(o, x.shape, x.elem, x)
+	return []*val{y}, err
+}
+
+var reduceOps = map[string]nd.ReduceKind{
+	"ReduceSum": nd.ReduceSum, "ReduceMean": nd.ReduceMean, "ReduceMax": nd.ReduceMax, "ReduceMin": nd.ReduceMin,
+	"ReduceProd": nd.ReduceProd, "ReduceLogSumExp": nd.ReduceLogSumExp, "ReduceSumSquare": nd.ReduceSumSquare,
+	"ReduceL1": nd.ReduceL1, "ReduceL2": nd.ReduceL2, "ReduceLogSum": nd.ReduceLogSum,
+}
+
+func reduceHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	axes, ok := nodeInts(node, "axes")
+	axesAsInput := in.net.Opset >= 18 || (node.OpType == "ReduceSum" && in.net.Opset >= 13)
+	if axesAsInput {
+		v, err := in.optInput(node, 1)
+		if err != nil {
+			return nil, err
+		}
+		ok = v != nil
+		if ok {
+			if axes, err = ints(v); err != nil {
+				return nil, fmt.Errorf("axes: %w", err)
+			}
+		}
+	}
+	if !ok || len(axes) == 0 {
+		if nodeInt(node, "noop_with_empty_axes", 0) != 0 {
+			return []*val{x}, nil
+		}
+		axes = nil
+	}
+	keep := nodeInt(node, "keepdims", 1) != 0
+	y, err := in.reduce(reduceOps[node.OpType], x, axes, keep)
+	return []*val{y}, err
+}
+
+// reduce reduces x over axes (nil: all) with ONNX's output shape.
+func (in *instance) reduce(kind nd.ReduceKind, x *val, axes []int64, keep bool) (*val, error) {
+	r := len(x.shape)
+	set := map[int]bool{}
+	for _, a := range axes {
+		ax, err := axis(a, r)
+		if err != nil {
+			return nil, err
+		}
+		if set[ax] {
+			return nil, fmt.Errorf("axis %d given twice", ax)
+		}
+		set[ax] = true
+	}
+	if len(axes) == 0 {
+		for i := 0; i < r; i++ {
+			set[i] = true
+		}
+	}
+	var norm []int
+	var shape []int
+	for i := 0; i < r; i++ {
+		switch {
+		case set[i]:
+			norm = append(norm, i)
+			if keep {
+				shape = append(shape, 1)
+			}
+		default:
+			shape = append(shape, x.shape[i])
+		}
+	}
+	if r == 0 {
+		norm = []int{0}
+		shape = nil
+	}
+	return in.op(nd.Reduce{Kind: kind, Axes: norm, KeepDims: keep}, shape, x.elem, x)
+}
+
+// scalar is a float constant of the graph's type.
+func scalar(v float64) *val { return constVal(nil, TypeDouble, []float64{v}) }
+
+var _ = tensor.Float64
+
+// ifHandler builds an If whose condition folds to a constant (flow
+// libraries branch on shapes: zuko's "if x.shape[-1] == 1"), by building
+// the branch taken in place; its nodes see the outer graph's values. An
+// If on data is refused.
+func ifHandler(in *instance, node *Node) ([]*val, error) {
+	c, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !c.isConst() || sizeOf(c.shape) != 1 {
+		return nil, fmt.Errorf("the condition depends on the input: control flow on data is not supported (trace the model so that it has no data-dependent branches)")
+	}
+	branch := "else_branch"
+	if c.c.Data().([]float64)[0] != 0 {
+		branch = "then_branch"
+	}
+	a, ok := node.Attrs[branch]
+	if !ok || a.G == nil {
+		return nil, fmt.Errorf("no %s graph", branch)
+	}
+	g := a.G
+	for _, t := range g.Initializers {
+		in.env[t.Name] = tensorVal(t)
+	}
+	for _, sub := range g.Nodes {
+		if err := in.apply(sub); err != nil {
+			return nil, fmt.Errorf("%s node %q (%s): %w", branch, nodeName(sub), sub.OpType, err)
+		}
+	}
+	if len(g.Outputs) != len(node.Outputs) {
+		return nil, fmt.Errorf("%s has %d outputs, the node %d", branch, len(g.Outputs), len(node.Outputs))
+	}
+	outs := make([]*val, len(g.Outputs))
+	for i, o := range g.Outputs {
+		if outs[i], err = in.lookup(o.Name, false); err != nil {
+			return nil, fmt.Errorf("%s output %q: %w", branch, o.Name, err)
+		}
+	}
+	return outs, nil
+}

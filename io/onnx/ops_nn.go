@@ -1,0 +1,536 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flowebm/flowebm/layers/nd"
+)
+
+func init() {
+	for op, h := range map[string]handler{
+		"Conv": convHandler, "ConvTranspose": convTransposeHandler,
+		"AveragePool": poolHandler(nd.AvgPool), "MaxPool": poolHandler(nd.MaxPool),
+		"GlobalAveragePool": globalPool(nd.ReduceMean), "GlobalMaxPool": globalPool(nd.ReduceMax),
+		"BatchNormalization": batchNormHandler, "InstanceNormalization": instanceNormHandler,
+		"LayerNormalization": layerNormHandler, "Resize": resizeHandler, "Upsample": resizeHandler,
+	} {
+		handlers[op] = h
+	}
+}
+
+// window holds the spatial attributes shared by Conv and the pools.
+type window struct {
+	kernel, strides, dilations, padsBegin, padsEnd []int
+}
+
+// windowOf reads kernel_shape (or the weight's), strides, dilations, pads
+// and auto_pad for spatial dims in (of the input).
+func windowOf(node *Node, in []int, kernel []int) (window, error) {
+	n := len(in)
+	w := window{kernel: kernel, strides: ones(n), dilations: ones(n), padsBegin: make([]int, n), padsEnd: make([]int, n)}
+	if k, ok := nodeInts(node, "kernel_shape"); ok {
+		if len(k) != n {
+			return w, fmt.Errorf("kernel_shape %v for %d spatial dimensions", k, n)
+		}
+		w.kernel = toInts(k)
+	}
+	if len(w.kernel) != n {
+		return w, fmt.Errorf("no kernel_shape for %d spatial dimensions", n)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]int
+		want int
+	}{{"strides", &w.strides, n}, {"dilations", &w.dilations, n}} {
+		if v, ok := nodeInts(node, f.name); ok {
+			if len(v) != f.want {
+				return w, fmt.Errorf("%s %v for %d spatial dimensions", f.name, v, n)
+			}
+			*f.dst = toInts(v)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1 {
+			return w, fmt.Errorf("kernel %v, strides %v, dilations %v: want positive sizes", w.kernel, w.strides, w.dilations)
+		}
+	}
+	return w, w.pads(node, in)
+}
+
+// pads reads explicit pads or computes auto_pad's.
+func (w *window) pads(node *Node, in []int) error {
+	n := len(in)
+	switch ap := nodeString(node, "auto_pad", "NOTSET"); ap {
+	case "NOTSET":
+		if p, ok := nodeInts(node, "pads"); ok {
+			if len(p) != 2*n {
+				return fmt.Errorf("pads %v for %d spatial dimensions", p, n)
+			}
+			for i := 0; i < n; i++ {
+				w.padsBegin[i], w.padsEnd[i] = int(p[i]), int(p[i+n])
+				if w.padsBegin[i] < 0 || w.padsEnd[i] < 0 {
+					return fmt.Errorf("negative pads %v", p)
+				}
+			}
+		}
+	case "VALID":
+	case "SAME_UPPER", "SAME_LOWER":
+		for i := 0; i < n; i++ {
+			out := (in[i] + w.strides[i] - 1) / w.strides[i]
+			total := max((out-1)*w.strides[i]+(w.kernel[i]-1)*w.dilations[i]+1-in[i], 0)
+			small, big := total/2, total-total/2
+			if ap == "SAME_UPPER" {
+				w.padsBegin[i], w.padsEnd[i] = small, big
+			} else {
+				w.padsBegin[i], w.padsEnd[i] = big, small
+			}
+		}
+	default:
+		return fmt.Errorf("auto_pad %q", ap)
+	}
+	return nil
+}
+
+func ones(n int) []int {
+	v := make([]int, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}
+
+func toInts(v []int64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+func convHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := in.input(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.shape) < 3 || len(w.shape) != len(x.shape) {
+		return nil, fmt.Errorf("input %v and weight %v: want (N, C, spatial…) and (M, C/group, kernel…)", x.shape, w.shape)
+	}
+	win, err := windowOf(node, x.shape[2:], w.shape[2:])
+	if err != nil {
+		return nil, err
+	}
+	group := int(nodeInt(node, "group", 1))
+	if group < 1 || x.shape[1] != w.shape[1]*group || w.shape[0]%group != 0 {
+		return nil, fmt.Errorf("group %d with input channels %d and weight %v", group, x.shape[1], w.shape)
+	}
+	o := nd.Conv{Strides: win.strides, Dilations: win.dilations, PadsBegin: win.padsBegin, PadsEnd: win.padsEnd, Group: group}
+	args := []*val{x, w}
+	if b, err := in.optInput(node, 2); err != nil {
+		return nil, err
+	} else if b != nil {
+		args = append(args, b)
+	}
+	y, err := in.opInferred(o, x.elem, args...)
+	return []*val{y}, err
+}
+
+func convTransposeHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := in.input(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.shape) < 3 || len(w.shape) != len(x.shape) {
+		return nil, fmt.Errorf("input %v and weight %v: want (N, C, spatial…) and (C, M/group, kernel…)", x.shape, w.shape)
+	}
+	if _, ok := nodeInts(node, "output_shape"); ok {
+		return nil, fmt.Errorf("the output_shape attribute is not supported: export with explicit pads")
+	}
+	if ap := nodeString(node, "auto_pad", "NOTSET"); ap != "NOTSET" && ap != "VALID" {
+		return nil, fmt.Errorf("auto_pad %s is not supported for ConvTranspose: export with explicit pads", ap)
+	}
+	win, err := windowOf(node, x.shape[2:], w.shape[2:])
+	if err != nil {
+		return nil, err
+	}
+	group := int(nodeInt(node, "group", 1))
+	if group < 1 || x.shape[1] != w.shape[0] || w.shape[0]%group != 0 {
+		return nil, fmt.Errorf("group %d with input channels %d and weight %v", group, x.shape[1], w.shape)
+	}
+	outPad := make([]int, len(win.kernel))
+	if p, ok := nodeInts(node, "output_padding"); ok {
+		if len(p) != len(outPad) {
+			return nil, fmt.Errorf("output_padding %v", p)
+		}
+		outPad = toInts(p)
+	}
+	o := nd.ConvTranspose{Strides: win.strides, Dilations: win.dilations, PadsBegin: win.padsBegin, PadsEnd: win.padsEnd, OutputPadding: outPad, Group: group}
+	args := []*val{x, w}
+	if b, err := in.optInput(node, 2); err != nil {
+		return nil, err
+	} else if b != nil {
+		args = append(args, b)
+	}
+	y, err := in.opInferred(o, x.elem, args...)
+	return []*val{y}, err
+}
+
+func poolHandler(kind nd.PoolKind) handler {
+	return func(in *instance, node *Node) ([]*val, error) {
+		x, err := in.input(node, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(x.shape) < 3 {
+			return nil, fmt.Errorf("input %v, want (N, C, spatial…)", x.shape)
+		}
+		if len(node.Outputs) > 1 && node.Outputs[1] != "" {
+			return nil, fmt.Errorf("the Indices output of MaxPool is not supported")
+		}
+		win, err := windowOf(node, x.shape[2:], nil)
+		if err != nil {
+			return nil, err
+		}
+		o := nd.Pool{Kind: kind, Kernel: win.kernel, Strides: win.strides, Dilations: win.dilations,
+			PadsBegin: win.padsBegin, PadsEnd: win.padsEnd,
+			CountIncludePad: nodeInt(node, "count_include_pad", 0) != 0, CeilMode: nodeInt(node, "ceil_mode", 0) != 0}
+		y, err := in.opInferred(o, x.elem, x)
+		return []*val{y}, err
+	}
+}
+
+func globalPool(kind nd.ReduceKind) handler {
+	return func(in *instance, node *Node) ([]*val, error) {
+		x, err := in.input(node, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(x.shape) < 3 {
+			return nil, fmt.Errorf("input %v, want (N, C, spatial…)", x.shape)
+		}
+		var axes []int64
+		for i := 2; i < len(x.shape); i++ {
+			axes = append(axes, int64(i))
+		}
+		y, err := in.reduce(kind, x, axes, true)
+		return []*val{y}, err
+	}
+}
+
+// channelShape is the shape that broadcasts a per-channel vector over
+// (N, C, spatial…).
+func channelShape(x *val) []int {
+	s := make([]int, len(x.shape)-1)
+	for i := range s {
+		s[i] = 1
+	}
+	s[0] = x.shape[1]
+	return s
+}
+
+// affine is y·scale + bias with per-channel (C) scale and bias.
+func (in *instance) affine(y *val, scale, bias *val, shape []int) (*val, error) {
+	var err error
+	for i, p := range []*val{scale, bias} {
+		if p == nil {
+			continue
+		}
+		if sizeOf(p.shape) != sizeOf(shape) {
+			return nil, fmt.Errorf("parameter of shape %v for %v channels", p.shape, shape)
+		}
+		if p, err = in.reshape(p, shape); err != nil {
+			return nil, err
+		}
+		kind := nd.Mul
+		if i == 1 {
+			kind = nd.Add
+		}
+		if y, err = in.binary(kind, y, p); err != nil {
+			return nil, err
+		}
+	}
+	return y, nil
+}
+
+// batchNormHandler is BatchNormalization in inference mode: the running
+// mean and variance are constants (not parameters), scale and bias are
+// parameters.
+func batchNormHandler(in *instance, node *Node) ([]*val, error) {
+	if nodeInt(node, "training_mode", 0) != 0 {
+		return nil, fmt.Errorf("training_mode 1: export the model in eval() mode")
+	}
+	for i := 1; i < len(node.Outputs); i++ {
+		if node.Outputs[i] != "" && in.net.Opset >= 14 {
+			return nil, fmt.Errorf("the running-statistics outputs are not supported: export in eval() mode")
+		}
+	}
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.shape) < 2 {
+		return nil, fmt.Errorf("input %v, want (N, C, …)", x.shape)
+	}
+	scale, err := in.input(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	bias, err := in.input(node, 2)
+	if err != nil {
+		return nil, err
+	}
+	mean, err := in.constInput(node, 3)
+	if err != nil {
+		return nil, err
+	}
+	variance, err := in.constInput(node, 4)
+	if err != nil {
+		return nil, err
+	}
+	c := x.shape[1]
+	if sizeOf(mean.shape) != c || sizeOf(variance.shape) != c {
+		return nil, fmt.Errorf("mean %v and variance %v for %d channels", mean.shape, variance.shape, c)
+	}
+	eps := nodeFloat(node, "epsilon", 1e-5)
+	inv := make([]float64, c)
+	for i, v := range variance.c.Data().([]float64) {
+		inv[i] = 1 / math.Sqrt(v+eps)
+	}
+	shape := channelShape(x)
+	y, err := in.binary(nd.Sub, x, constVal(shape, TypeDouble, mean.c.Data().([]float64)))
+	if err != nil {
+		return nil, err
+	}
+	if y, err = in.binary(nd.Mul, y, constVal(shape, TypeDouble, inv)); err != nil {
+		return nil, err
+	}
+	y, err = in.affine(y, scale, bias, shape)
+	return []*val{y}, err
+}
+
+// normalize is (x − mean)/√(var + ε) over axes, with the biased variance.
+func (in *instance) normalize(x *val, axes []int64, eps float64) (*val, error) {
+	mean, err := in.reduce(nd.ReduceMean, x, axes, true)
+	if err != nil {
+		return nil, err
+	}
+	d, err := in.binary(nd.Sub, x, mean)
+	if err != nil {
+		return nil, err
+	}
+	sq, err := in.binary(nd.Mul, d, d)
+	if err != nil {
+		return nil, err
+	}
+	v, err := in.reduce(nd.ReduceMean, sq, axes, true)
+	if err != nil {
+		return nil, err
+	}
+	if v, err = in.binary(nd.Add, v, scalar(eps)); err != nil {
+		return nil, err
+	}
+	if v, err = in.op(nd.Unary{Fn: nd.Sqrt}, v.shape, v.elem, v); err != nil {
+		return nil, err
+	}
+	return in.binary(nd.Div, d, v)
+}
+
+func instanceNormHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.shape) < 3 {
+		return nil, fmt.Errorf("input %v, want (N, C, spatial…)", x.shape)
+	}
+	scale, err := in.input(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	bias, err := in.input(node, 2)
+	if err != nil {
+		return nil, err
+	}
+	var axes []int64
+	for i := 2; i < len(x.shape); i++ {
+		axes = append(axes, int64(i))
+	}
+	y, err := in.normalize(x, axes, nodeFloat(node, "epsilon", 1e-5))
+	if err != nil {
+		return nil, err
+	}
+	y, err = in.affine(y, scale, bias, channelShape(x))
+	return []*val{y}, err
+}
+
+// layerNormHandler is LayerNormalization (opset 17): normalisation over
+// the axes from axis on, then Scale and optional B broadcast.
+func layerNormHandler(in *instance, node *Node) ([]*val, error) {
+	for i := 1; i < len(node.Outputs); i++ {
+		if node.Outputs[i] != "" {
+			return nil, fmt.Errorf("the Mean and InvStdDev outputs are not supported")
+		}
+	}
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	ax, err := axis(nodeInt(node, "axis", -1), len(x.shape))
+	if err != nil {
+		return nil, err
+	}
+	var axes []int64
+	for i := ax; i < len(x.shape); i++ {
+		axes = append(axes, int64(i))
+	}
+	y, err := in.normalize(x, axes, nodeFloat(node, "epsilon", 1e-5))
+	if err != nil {
+		return nil, err
+	}
+	scale, err := in.input(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = in.binary(nd.Mul, y, scale); err != nil {
+		return nil, err
+	}
+	if b, err := in.optInput(node, 2); err != nil {
+		return nil, err
+	} else if b != nil {
+		y, err = in.binary(nd.Add, y, b)
+		return []*val{y}, err
+	}
+	return []*val{y}, nil
+}
+
+// resizeHandler is Resize in "nearest" mode (nn.Upsample's default): each
+// resized axis is a Gather of the input indices that ONNX's coordinate
+// transformation and nearest_mode pick, so any scale and either direction
+// works and the gradient is the Gather's. Linear and cubic modes are
+// refused.
+func resizeHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	if m := nodeString(node, "mode", "nearest"); m != "nearest" {
+		return nil, fmt.Errorf("mode %q: only \"nearest\" is supported", m)
+	}
+	scales, sizes, err := in.resizeTargets(node, x.shape)
+	if err != nil {
+		return nil, err
+	}
+	for ax := range x.shape {
+		if sizes[ax] == x.shape[ax] && scales[ax] == 1 {
+			continue
+		}
+		idx, err := nearestIndices(node, x.shape[ax], sizes[ax], scales[ax])
+		if err != nil {
+			return nil, err
+		}
+		shape := append([]int(nil), x.shape...)
+		shape[ax] = len(idx)
+		o := nd.Gather{Axis: ax, Indices: idx, IndicesShape: []int{len(idx)}}
+		if x, err = in.op(o, shape, x.elem, x); err != nil {
+			return nil, err
+		}
+	}
+	return []*val{x}, nil
+}
+
+// resizeTargets reads Resize's scales or sizes (inputs 2 and 3 from opset
+// 11, input 1 "scales" before) as per-axis scales and output sizes.
+func (in *instance) resizeTargets(node *Node, shape []int) ([]float64, []int, error) {
+	r := len(shape)
+	scales, sizes := make([]float64, r), make([]int, r)
+	si, zi := 2, 3
+	if in.net.Opset < 11 {
+		si, zi = 1, -1
+	}
+	if v, err := in.optInput(node, si); err != nil {
+		return nil, nil, err
+	} else if v != nil && sizeOf(v.shape) > 0 {
+		if !v.isConst() || sizeOf(v.shape) != r {
+			return nil, nil, fmt.Errorf("scales must be %d constants", r)
+		}
+		for i, s := range v.c.Data().([]float64) {
+			if !(s > 0) || float64(shape[i])*s > maxElements {
+				return nil, nil, fmt.Errorf("scale %v", s)
+			}
+			scales[i], sizes[i] = s, int(math.Floor(float64(shape[i])*s))
+		}
+		return scales, sizes, nil
+	}
+	if zi < 0 {
+		return nil, nil, fmt.Errorf("no scales")
+	}
+	v, err := in.constInput(node, zi)
+	if err != nil {
+		return nil, nil, fmt.Errorf("neither scales nor sizes: %w", err)
+	}
+	z, err := ints(v)
+	if err != nil || len(z) != r {
+		return nil, nil, fmt.Errorf("sizes must be %d constant integers", r)
+	}
+	out, err := checkedShape(z)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range out {
+		sizes[i], scales[i] = out[i], float64(out[i])/float64(shape[i])
+	}
+	return scales, sizes, nil
+}
+
+// nearestIndices maps each resized index to an input index as ONNX's
+// Resize does in nearest mode.
+func nearestIndices(node *Node, in, out int, scale float64) ([]int, error) {
+	ctm := nodeString(node, "coordinate_transformation_mode", "half_pixel")
+	if _, ok := node.Attrs["coordinate_transformation_mode"]; !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2) {
+		ctm = "asymmetric" // opset 10's Resize and Upsample
+	}
+	mode := nodeString(node, "nearest_mode", "round_prefer_floor")
+	idx := make([]int, out)
+	for i := range idx {
+		var x float64
+		switch ctm {
+		case "half_pixel":
+			x = (float64(i)+0.5)/scale - 0.5
+		case "pytorch_half_pixel":
+			if out > 1 {
+				x = (float64(i)+0.5)/scale - 0.5
+			}
+		case "align_corners":
+			if out > 1 {
+				x = float64(i) * float64(in-1) / float64(out-1)
+			}
+		case "asymmetric":
+			x = float64(i) / scale
+		default:
+			return nil, fmt.Errorf("coordinate_transformation_mode %q is not supported", ctm)
+		}
+		var k float64
+		switch mode {
+		case "round_prefer_floor":
+			k = math.Ceil(x - 0.5)
+		case "round_prefer_ceil":
+			k = math.Floor(x + 0.5)
+		case "floor":
+			k = math.Floor(x)
+		case "ceil":
+			k = math.Ceil(x)
+		default:
+			return nil, fmt.Errorf("nearest_mode %q", mode)
+		}
+		idx[i] = min(max(int(k), 0), in-1)
+	}
+	return idx, nil
+}
