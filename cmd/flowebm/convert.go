@@ -42,8 +42,9 @@ outputs within 1e-10 (float64) and 1e-5 (float32) of flowebm's (tested).
 
 The other direction, IN.onnx → CHECKPOINT (a folder), takes an energy network
 that is a chain of Linears (Gemm with transB = 1) and one hidden activation
-(relu, leaky_relu, tanh, softplus, elu), as torch.onnx.export writes an
-nn.Sequential MLP, and writes it as the EBM of a checkpoint with the tilt
+(relu, leaky_relu, tanh, softplus, elu, silu, recognised by its values
+however the file writes it), as torch.onnx.export writes an nn.Sequential
+MLP, and writes it as the EBM of a checkpoint with the tilt
 N(0, σ² I), σ = --base (default 1). Other architectures are refused with the
 node that does not fit: use them directly with "flowebm energy" and
 "flowebm sample", which run any supported ONNX graph.`,

@@ -369,3 +369,80 @@ func TestExportsImportBack(t *testing.T) {
 		}
 	}
 }
+
+// modelWithOpset encodes a one-graph model at the given opset.
+func modelWithOpset(g msg, opset int64) []byte {
+	var os msg
+	os.str(1, "")
+	os.varint(2, opset)
+	var m msg
+	m.varint(1, 8)
+	m.bytes(7, g)
+	m.bytes(8, os)
+	return m
+}
+
+// Malformed and unsupported models are refused with the file, the node,
+// and what was expected; none panics.
+func TestImportRefusals(t *testing.T) {
+	in := []msg{valueInfo("x", typeDouble, "batch", 3)}
+	out := []msg{valueInfo("energy", typeDouble, "batch")}
+	graphOf := func(build func(b *builder) string) msg {
+		b := newBuilder(typeDouble, nil)
+		b.rename(build(b), "energy")
+		return b.graph("g", in, out)
+	}
+	sum := func(b *builder, x string) string {
+		return b.node("ReduceSum", []string{x, b.int64s("axes", 1)}, intAttr("keepdims", 0))
+	}
+	ok := graphOf(func(b *builder) string { return sum(b, "x") })
+	cycle := func() msg {
+		b := newBuilder(typeDouble, nil)
+		var a, c msg
+		a.str(1, "x")
+		a.str(1, "c_out")
+		a.str(2, "a_out")
+		a.str(3, "A")
+		a.str(4, "Add")
+		c.str(1, "a_out")
+		c.str(2, "c_out")
+		c.str(3, "C")
+		c.str(4, "Neg")
+		b.nodes = append(b.nodes, a, c)
+		b.rename(sum(b, "a_out"), "energy")
+		return b.graph("g", in, out)
+	}()
+	cases := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"opset 8", modelWithOpset(ok, 8), "opset 8 (ai.onnx): supported opsets are 9 to 18"},
+		{"opset 19", modelWithOpset(ok, 19), "opset 19 (ai.onnx): supported opsets are 9 to 18"},
+		{"unsupported", modelWithOpset(graphOf(func(b *builder) string { return sum(b, b.node("Einsum", []string{"x"})) }), 14),
+			`node "Einsum_1" (Einsum): operator Einsum is not supported (supported: Abs, Add`},
+		{"mask indexing", modelWithOpset(graphOf(func(b *builder) string { return sum(b, b.node("NonZero", []string{"x"})) }), 14),
+			"data-dependent output shape"},
+		{"missing input", modelWithOpset(graphOf(func(b *builder) string { return sum(b, b.node("Neg", []string{"nowhere"})) }), 14),
+			`node "Neg_1" (Neg): input "nowhere" is not a graph input, an initializer or any node's output`},
+		{"cycle", modelWithOpset(cycle, 14), "is part of a cycle"},
+		{"huge ConstantOfShape", modelWithOpset(graphOf(func(b *builder) string {
+			c := b.node("ConstantOfShape", []string{b.int64s("big", 1<<20, 1<<20)})
+			return sum(b, b.node("Add", []string{"x", c}))
+		}), 14), "has more than 268435456 values"},
+		{"bad reshape", modelWithOpset(graphOf(func(b *builder) string {
+			return b.node("Reshape", []string{"x", b.int64s("s", 7, -1)})
+		}), 14), `node "Reshape_1" (Reshape): cannot reshape [2 3] to [7 -1]`},
+		{"output not per sample", modelWithOpset(graphOf(func(b *builder) string { return b.node("Neg", []string{"x"}) }), 14),
+			`output "energy" has shape [2 3] for a batch of 2, want one value per sample`},
+	}
+	for _, c := range cases {
+		_, err := Decode(c.b, c.name+".onnx")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), c.name+".onnx: ") {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+	if _, err := Decode(modelWithOpset(ok, 14), "ok.onnx"); err != nil {
+		t.Errorf("the valid model: %v", err)
+	}
+}

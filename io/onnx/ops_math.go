@@ -66,7 +66,7 @@ var unaryOps = map[string]func(node *Node) nd.Unary{
 	"Sigmoid": fixed(nd.Sigmoid), "Relu": fixed(nd.Relu), "Softplus": fixed(nd.Softplus),
 	"Softsign": fixed(nd.Softsign), "HardSwish": fixed(nd.HardSwish), "Sin": fixed(nd.Sin), "Cos": fixed(nd.Cos),
 	"Floor": fixed(nd.Floor), "Ceil": fixed(nd.Ceil), "Round": fixed(nd.Round), "Sign": fixed(nd.Sign),
-	"Not": fixed(nd.Not), "IsNaN": fixed(nd.IsNaN),
+	"Not": fixed(nd.Not), "IsNaN": fixed(nd.IsNaN), "Mish": fixed(nd.Mish),
 	"LeakyRelu": func(n *Node) nd.Unary { return nd.Unary{Fn: nd.LeakyRelu, A: nodeFloat(n, "alpha", 0.01)} },
 	"Elu":       func(n *Node) nd.Unary { return nd.Unary{Fn: nd.Elu, A: nodeFloat(n, "alpha", 1)} },
 	"Celu":      func(n *Node) nd.Unary { return nd.Unary{Fn: nd.Celu, A: nodeFloat(n, "alpha", 1)} },

@@ -169,6 +169,7 @@ func checkZooModel(t *testing.T, z zooEntry, net *Net) {
 	if err := ebm.EnergyGrad(x, e, g); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("errors %s: energy %.1e x-gradient %.1e", z.Dtype, relInf(e, arrays["energy"]), relInf(g.RawMatrix().Data, arrays["grad"]))
 	if r := relInf(e, arrays["energy"]); !(r <= tol) {
 		t.Errorf("energy: rel. error %.2e > %.0e\n got  %v\n want %v", r, tol, e, arrays["energy"])
 	}
@@ -200,13 +201,17 @@ func checkZooModel(t *testing.T, z zooEntry, net *Net) {
 			scale = math.Max(scale, math.Abs(g))
 		}
 	}
+	worst := 0.0
+	defer func() { t.Logf("errors %s: parameter gradients %.1e", z.Dtype, worst) }()
 	for name, v := range want {
 		got, ok := pg[name]
 		if !ok {
 			t.Errorf("PyTorch parameter %q is not a parameter of the import", name)
 			continue
 		}
-		if r := relScaled(got, v, scale); !(r <= tol) {
+		r := relScaled(got, v, scale)
+		worst = math.Max(worst, r)
+		if !(r <= tol) {
 			t.Errorf("parameter gradient %s: rel. error %.2e > %.0e", name, r, tol)
 		}
 	}

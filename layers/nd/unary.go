@@ -250,16 +250,34 @@ func (op Unary) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, error) 
 	}
 	out := output(prealloc, ts[0].Dtype(), shapeOf(ts[0]), ts...)
 	if out.Dtype() == tensor.Float32 {
-		mapUnary(data[float32](out), data[float32](ts[0]), d.f, op.A, op.B)
+		mapUnary(op.Fn, data[float32](out), data[float32](ts[0]), d.f, op.A, op.B)
 	} else {
-		mapUnary(data[float64](out), data[float64](ts[0]), d.f, op.A, op.B)
+		mapUnary(op.Fn, data[float64](out), data[float64](ts[0]), d.f, op.A, op.B)
 	}
 	return out, nil
 }
 
-// mapUnary sets out = f(x).
-func mapUnary[T fp](out, x []T, f func(x, a, b float64) float64, a, b float64) {
+// mapUnary sets out = f(x), with ReLU and LeakyReLU in a loop of their
+// own (see unaryBack).
+func mapUnary[T fp](fn UnaryFn, out, x []T, f func(x, a, b float64) float64, a, b float64) {
 	out = out[:len(x)]
+	if fn == Relu || fn == LeakyRelu {
+		slope := T(a)
+		if fn == Relu {
+			slope = 0
+		}
+		for i, v := range x {
+			switch {
+			case v > 0:
+				out[i] = v
+			case fn == Relu && v == v: // ReLU(−∞) = 0, NaN stays NaN
+				out[i] = 0
+			default:
+				out[i] = v * slope
+			}
+		}
+		return
+	}
 	for i, v := range x {
 		out[i] = T(f(float64(v), a, b))
 	}
@@ -325,16 +343,32 @@ func (op unaryGrad) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, err
 	d := unaryDefs[op.op.Fn].d
 	out := output(prealloc, ts[0].Dtype(), shapeOf(ts[0]), ts...)
 	if out.Dtype() == tensor.Float32 {
-		unaryBack(data[float32](out), data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), d, op.op.A, op.op.B)
+		unaryBack(op.op.Fn, data[float32](out), data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), d, op.op.A, op.op.B)
 	} else {
-		unaryBack(data[float64](out), data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), d, op.op.A, op.op.B)
+		unaryBack(op.op.Fn, data[float64](out), data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), d, op.op.A, op.op.B)
 	}
 	return out, nil
 }
 
-// unaryBack sets out = g⊙d(x, y).
-func unaryBack[T fp](out, x, y, g []T, d func(x, y, a, b float64) float64, a, b float64) {
+// unaryBack sets out = g⊙d(x, y). ReLU and LeakyReLU, the activations
+// of convolutional energies, have a branch-free loop of their own (a
+// function call per element costs several times the arithmetic there).
+func unaryBack[T fp](fn UnaryFn, out, x, y, g []T, d func(x, y, a, b float64) float64, a, b float64) {
 	out, y, g = out[:len(x)], y[:len(x)], g[:len(x)]
+	if fn == Relu || fn == LeakyRelu {
+		slope := T(a)
+		if fn == Relu {
+			slope = 0
+		}
+		for i, v := range x {
+			s := slope
+			if v > 0 {
+				s = 1
+			}
+			out[i] = g[i] * s
+		}
+		return
+	}
 	for i, v := range x {
 		out[i] = T(float64(g[i]) * d(float64(v), float64(y[i]), a, b))
 	}

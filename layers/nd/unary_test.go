@@ -148,3 +148,27 @@ func benchUnary(b *testing.B, fn UnaryFn) {
 
 func BenchmarkUnaryRelu(b *testing.B)    { benchUnary(b, Relu) }
 func BenchmarkUnarySigmoid(b *testing.B) { benchUnary(b, Sigmoid) }
+
+// The ReLU/LeakyReLU fast loops keep the special values of the general
+// definitions: ReLU(−∞) = 0, LeakyReLU(−∞) = −∞, NaN propagates.
+func TestReluSpecialValues(t *testing.T) {
+	x := []float64{math.Inf(-1), math.Inf(1), math.NaN(), -2, 0, 3}
+	in := input{shape: []int{len(x)}, vals: x}
+	for _, c := range []struct {
+		op   Unary
+		want []float64
+	}{
+		{Unary{Fn: Relu}, []float64{0, math.Inf(1), math.NaN(), 0, 0, 3}},
+		{Unary{Fn: LeakyRelu, A: 0.1}, []float64{math.Inf(-1), math.Inf(1), math.NaN(), -0.2, 0, 3}},
+	} {
+		y, err := Eval(c.op, dense64(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range y.Data().([]float64) {
+			if w := c.want[i]; v != w && !(math.IsNaN(v) && math.IsNaN(w)) {
+				t.Errorf("%v(%v) = %v, want %v", c.op, x[i], v, w)
+			}
+		}
+	}
+}
