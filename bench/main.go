@@ -2,9 +2,10 @@
 // with an equivalent PyTorch implementation (bench/peer/flowmc_ebm.py) on the
 // same machine, in one run.
 //
-//	go run ./bench [-experiments two-modes,four-modes,four-gaussians-64]
+//	go run ./bench [-experiments two-modes,four-modes,four-gaussians-64,conv-ebm-28]
 //	               [-dtypes float64,float32] [-threads 1,2] [-rounds 7]
 //	               [-seconds 0.5] [-python /usr/bin/python3] [-out FILE.md]
+//	               [-cpuprofile FILE]
 //
 // For every experiment, dtype and thread count it builds the experiment's
 // default flowMC-EBM run (algorithms.Defaults) and starts the PyTorch peer on
@@ -16,6 +17,10 @@
 // 128 chains, with the experiment's EBM and flow. Each side's distance to the
 // machine's limit is the matrix-product FLOPs of one iteration divided by its
 // time, against the measured GEMM rate of its own BLAS (1024 × 1024).
+//
+// The experiment conv-ebm-28 (not run by default) times E + ∇ₓE of an
+// IGEBM-size convolutional EBM instead, imported from PyTorch's ONNX export
+// (see conv.go and bench/peer/conv_ebm.py).
 //
 // Threads: flowebm runs with GOMAXPROCS set to the thread count (OpenBLAS
 // stays at its one thread, see graph.BLAS), PyTorch with
@@ -34,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +73,15 @@ func main() {
 	python := flag.String("python", "/usr/bin/python3", "Python with PyTorch")
 	out := flag.String("out", "", "also write the report (Markdown) to this file")
 	inputs := flag.String("inputs", "", "only write the PyTorch peer's inputs (spec.json, data.npy) for the first experiment into this folder")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (flowebm's side; PyTorch runs in its own) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		stop, err := startProfile(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		defer stop()
+	}
 	if *inputs != "" {
 		if err := peerInputs(strings.Split(*exps, ",")[0], *inputs); err != nil {
 			fail(err)
@@ -107,6 +121,19 @@ func main() {
 	}
 }
 
+// startProfile starts a CPU profile written to path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)
 	os.Exit(1)
@@ -129,6 +156,11 @@ type row struct {
 	iterFLOPs         float64
 	goGemm, pyGemm    float64 // FLOP/s
 	torch             string
+	// conv-ebm-28 rows: goIter, pyIter and iterFLOPs are one E + ∇ₓE call's;
+	// relEnergy and relGrad compare flowebm's E and ∇ₓE with PyTorch's.
+	conv               bool
+	params             int
+	relEnergy, relGrad float64
 }
 
 // side is one implementation that can run n units of a task and say how
@@ -140,6 +172,9 @@ func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 	prev := runtime.GOMAXPROCS(threads)
 	defer runtime.GOMAXPROCS(prev)
 	fmt.Fprintf(os.Stderr, "bench: %s, %s, %d thread(s)\n", experiment, dtype, threads)
+	if experiment == convExperiment {
+		return b.measureConv(dtype, threads)
+	}
 
 	cfg, _, err := algorithms.Defaults(experiment, algorithms.FlowMC)
 	if err != nil {
@@ -186,13 +221,19 @@ func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 		}
 		*t.goT, *t.pyT = g, p
 	}
+	r.goGemm, r.pyGemm, err = b.gemmRates(goSide, pySide)
+	return r, err
+}
+
+// gemmRates times gemmSize × gemmSize products on both sides and returns
+// their FLOP/s.
+func (b *bench) gemmRates(goSide, pySide side) (float64, float64, error) {
 	flops := 2 * float64(gemmSize*gemmSize*gemmSize)
 	g, p, err := b.alternate("gemm", goSide, pySide)
 	if err != nil {
-		return r, err
+		return 0, 0, err
 	}
-	r.goGemm, r.pyGemm = flops/g, flops/p
-	return r, nil
+	return flops / g, flops / p, nil
 }
 
 // alternate warms both sides up, sizes one timed run to about b.seconds,
@@ -251,9 +292,7 @@ func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
 	}
 	mala := &samplers.MALA{Target: tr.EBM, StepSize: tr.Config.Sampler.StepSize, TargetAccept: tr.Config.Sampler.TargetAccept}
 	isir := &samplers.ISIR{Target: tr.EBM, Proposal: tr.Flow, Particles: isirParticles}
-	n := gemmSize
-	a64, b64, c64 := randGeneral64(rng, n), randGeneral64(rng, n), randGeneral64(rng, n)
-	a32, b32, c32 := randGeneral32(rng, n), randGeneral32(rng, n), randGeneral32(rng, n)
+	gemm := gemmRunner(rng, f32)
 	return func(task string, k int) (float64, error) {
 		start := time.Now()
 		for i := 0; i < k; i++ {
@@ -266,11 +305,7 @@ func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
 			case "isir":
 				_, err = isir.Step(rng, isirState)
 			case "gemm":
-				if f32 {
-					blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a32, b32, 0, c32)
-				} else {
-					blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a64, b64, 0, c64)
-				}
+				gemm()
 			}
 			if err != nil {
 				return 0, err
@@ -278,6 +313,18 @@ func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
 		}
 		return time.Since(start).Seconds(), nil
 	}, nil
+}
+
+// gemmRunner returns one gemmSize × gemmSize product with flowebm's BLAS
+// (gonum's interface: OpenBLAS or pure Go).
+func gemmRunner(rng *rand.Rand, f32 bool) func() {
+	n := gemmSize
+	if f32 {
+		a, b, c := randGeneral32(rng, n), randGeneral32(rng, n), randGeneral32(rng, n)
+		return func() { blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
+	}
+	a, b, c := randGeneral64(rng, n), randGeneral64(rng, n), randGeneral64(rng, n)
+	return func() { blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
 }
 
 func randGeneral64(rng *rand.Rand, n int) blas64.General {
@@ -447,11 +494,17 @@ type peer struct {
 }
 
 func startPeer(python, dir, dtype string, threads int) (*peer, error) {
-	script, err := peerScript()
+	return launch(python, threads, "flowmc_ebm.py", filepath.Join(dir, "spec.json"), filepath.Join(dir, "data.npy"), dtype, strconv.Itoa(threads))
+}
+
+// launch starts bench/peer/script with args, limited to threads OpenMP
+// threads, and waits for its ready line.
+func launch(python string, threads int, script string, args ...string) (*peer, error) {
+	path, err := peerScript(script)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(python, script, filepath.Join(dir, "spec.json"), filepath.Join(dir, "data.npy"), dtype, strconv.Itoa(threads))
+	cmd := exec.Command(python, append([]string{path}, args...)...)
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads))
 	in, err := cmd.StdinPipe()
@@ -478,21 +531,21 @@ func startPeer(python, dir, dtype string, threads int) (*peer, error) {
 	return p, nil
 }
 
-// peerScript finds bench/peer/flowmc_ebm.py from the working directory or
-// the module root above it.
-func peerScript() (string, error) {
+// peerScript finds bench/peer/name from the working directory or the module
+// root above it.
+func peerScript(name string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		p := filepath.Join(dir, "bench", "peer", "flowmc_ebm.py")
+		p := filepath.Join(dir, "bench", "peer", name)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			return "", fmt.Errorf("bench/peer/flowmc_ebm.py not found above the working directory: run from the repository")
+			return "", fmt.Errorf("bench/peer/%s not found above the working directory: run from the repository", name)
 		}
 		dir = up
 	}
@@ -538,18 +591,52 @@ func (p *peer) close() {
 func report(rows []row, rounds int) string {
 	var w strings.Builder
 	p := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
-	torch := ""
+	var flow, conv []row
+	for _, r := range rows {
+		if r.conv {
+			conv = append(conv, r)
+		} else {
+			flow = append(flow, r)
+		}
+	}
+	torch, what := "", []string{}
 	if len(rows) > 0 {
 		torch = rows[0].torch
 	}
-	p("## flowebm against PyTorch %s, flowMC-EBM training (%s, %s/%s, %d CPUs)\n\n", torch, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if len(flow) > 0 {
+		what = append(what, "flowMC-EBM training")
+	}
+	if len(conv) > 0 {
+		what = append(what, "E + ∇ₓE of a convolutional EBM")
+	}
+	p("## flowebm against PyTorch %s, %s (%s, %s/%s, %d CPUs)\n\n", torch, strings.Join(what, "; "), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	p("flowebm's BLAS: %s.\n\n", graph.BLAS())
+	if len(flow) > 0 {
+		flowTables(&w, flow, rounds)
+	}
+	if len(conv) > 0 {
+		if len(flow) > 0 {
+			p("\n")
+		}
+		convTable(&w, conv, rounds)
+	}
+	return w.String()
+}
+
+// timing formats the columns every table shares: each side's milliseconds
+// per unit, their ratio, and each side's GFLOP/s (% of its GEMM rate).
+func timing(r row) string {
+	gf, pf := r.iterFLOPs/r.goIter/1e9, r.iterFLOPs/r.pyIter/1e9
+	return fmt.Sprintf("%.2f | %.2f | %.2f | %.2f (%.1f%%) | %.2f (%.1f%%)", 1e3*r.goIter, 1e3*r.pyIter, r.goIter/r.pyIter,
+		gf, 100*gf/(r.goGemm/1e9), pf, 100*pf/(r.pyGemm/1e9))
+}
+
+func flowTables(w io.Writer, rows []row, rounds int) {
+	p := func(f string, a ...any) { fmt.Fprintf(w, f, a...) }
 	p("Median over %d alternating rounds. Ratio = flowebm / PyTorch time (below 1: flowebm faster). GFLOP/s counts the matrix products of one iteration; %% is of the same side's measured %d×%d GEMM rate.\n\n", rounds, gemmSize, gemmSize)
 	p("| experiment | dtype | threads | flowebm ms/it | PyTorch ms/it | ratio | flowebm GFLOP/s (%% of GEMM) | PyTorch GFLOP/s (%% of GEMM) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		gf, pf := r.iterFLOPs/r.goIter/1e9, r.iterFLOPs/r.pyIter/1e9
-		p("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f (%.1f%%) | %.2f (%.1f%%) |\n", r.experiment, r.dtype, r.threads, 1e3*r.goIter, 1e3*r.pyIter, r.goIter/r.pyIter,
-			gf, 100*gf/(r.goGemm/1e9), pf, 100*pf/(r.pyGemm/1e9))
+		p("| %s | %s | %d | %s |\n", r.experiment, r.dtype, r.threads, timing(r))
 	}
 	p("\nPrimitives with each experiment's models: MALA on %d chains, i-SIR with %d particles on %d chains (steps per second), and the GEMM rates.\n\n", malaChains, isirParticles, isirChains)
 	p("| experiment | dtype | threads | MALA flowebm | MALA PyTorch | ratio | i-SIR flowebm | i-SIR PyTorch | ratio | GEMM GFLOP/s flowebm | GEMM GFLOP/s PyTorch |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -557,5 +644,4 @@ func report(rows []row, rounds int) string {
 		p("| %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.1f | %.1f |\n", r.experiment, r.dtype, r.threads,
 			1/r.goMALA, 1/r.pyMALA, r.goMALA/r.pyMALA, 1/r.goISIR, 1/r.pyISIR, r.goISIR/r.pyISIR, r.goGemm/1e9, r.pyGemm/1e9)
 	}
-	return w.String()
 }
