@@ -210,8 +210,8 @@ func TestDecodeTensors(t *testing.T) {
 // No input makes DecodeModel panic or return a tensor whose values do
 // not match its dimensions.
 func FuzzDecodeModel(f *testing.F) {
-	files, _ := filepath.Glob("testdata/zoo/*_f32.onnx")
-	for _, p := range files[:min(len(files), 8)] {
+	files, _ := filepath.Glob("testdata/torch/*_f32.onnx")
+	for _, p := range files[:min(len(files), 4)] {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
