@@ -16,7 +16,7 @@ import (
 
 func convertCmd() *cobra.Command {
 	var what string
-	var f32, f64 bool
+	var f32, f64, force bool
 	var base float64
 	cmd := &cobra.Command{
 		Use:   "convert CHECKPOINT OUT.onnx | convert IN.onnx CHECKPOINT",
@@ -52,10 +52,16 @@ node that does not fit: use them directly with "flowebm energy" and
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, out := args[0], args[1]
 			if strings.ToLower(filepath.Ext(in)) == ".onnx" {
+				if isRun(out) && !force {
+					return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
+				}
 				return onnxToCheckpoint(cmd, in, out, base)
 			}
 			if strings.ToLower(filepath.Ext(out)) != ".onnx" {
 				return fmt.Errorf("%s: want an output file ending in .onnx", out)
+			}
+			if err := checkOutput("OUT.onnx", out, in); err != nil {
+				return err
 			}
 			m, err := loadCheckpoint(in)
 			if err != nil {
@@ -95,6 +101,7 @@ node that does not fit: use them directly with "flowebm energy" and
 	cmd.Flags().BoolVar(&f32, "float32", false, "write float32")
 	cmd.Flags().BoolVar(&f64, "float64", false, "write float64")
 	cmd.Flags().Float64Var(&base, "base", 1, "σ of the tilt N(0, σ² I) of a checkpoint made from ONNX")
+	cmd.Flags().BoolVar(&force, "force", false, "replace the checkpoint already in CHECKPOINT")
 	return cmd
 }
 

@@ -61,6 +61,12 @@ printed one per line. A positional X is the same as --points X.`,
 			if model == "" || points == "" {
 				return fmt.Errorf("give --model FILE and --points X")
 			}
+			if err := checkOutput("--out", out, points, model); err != nil {
+				return err
+			}
+			if err := checkOutput("--grad", gradOut, points, model, out); err != nil {
+				return err
+			}
 			m, err := loadModel(model, oc)
 			if err != nil {
 				return err

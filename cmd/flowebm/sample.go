@@ -75,6 +75,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if f.chains < 2 || f.steps < 4 || f.warmup < 0 {
 		return fmt.Errorf("--chains %d (want ≥ 2), --steps %d (want ≥ 4), --warmup %d (want ≥ 0)", f.chains, f.steps, f.warmup)
 	}
+	if err := checkOutput("--out", f.out, f.model, f.flow); err != nil {
+		return err
+	}
 	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ type trainFlags struct {
 	experiment, algorithm, config, out, resume string
 	iterations, epochs                         int
 	seed                                       uint64
-	quiet                                      bool
+	quiet, force                               bool
 	data                                       algorithms.DataConfig
 }
 
@@ -77,6 +77,7 @@ fewer rows than the batch are refused before training starts.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fl.StringVar(&f.out, "out", "", "output folder (default runs/EXPERIMENT-ALGORITHM-sSEED)")
 	fl.StringVar(&f.resume, "resume", "", "continue the run in this folder from its checkpoint")
+	fl.BoolVar(&f.force, "force", false, "replace the run already in --out")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fl.StringVar(&f.data.File, "data", "", "train on this data file (.npy, .npz or .csv) instead of an experiment")
 	fl.StringVar(&f.data.Key, "key", "", "member of an .npz data file (default the first)")
@@ -101,6 +102,11 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 		return fmt.Errorf("give --experiment or --data, not both")
 	}
 	if f.resume != "" {
+		release, err := lockRun(f.resume)
+		if err != nil {
+			return err
+		}
+		defer release()
 		if f.data.File != "" {
 			run, err = algorithms.ResumeOn(f.resume, f.data)
 		} else {
@@ -160,6 +166,14 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 			}
 			dir = filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", name, cfg.Train.Algorithm, cfg.Seed))
 		}
+		if isRun(dir) && !f.force {
+			return fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
+		}
+		release, err := lockRun(dir)
+		if err != nil {
+			return err
+		}
+		defer release()
 		for _, n := range notes {
 			fmt.Fprintln(out, "note:", n)
 		}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// checkOutput checks, before any work, that the output file out of flag
+// can be written: its folder exists, it is not a folder itself, and it is
+// none of the inputs (a command never overwrites what it reads).
+func checkOutput(flag, out string, inputs ...string) error {
+	if out == "" {
+		return nil
+	}
+	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
+	}
+	dir := filepath.Dir(out)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s %s: the folder %s does not exist", flag, out, dir)
+	}
+	for _, in := range inputs {
+		if in != "" && sameFile(out, in) {
+			return fmt.Errorf("%s %s is also an input (%s): write the output elsewhere", flag, out, in)
+		}
+	}
+	return nil
+}
+
+// sameFile reports whether a and b name the same file: the same inode
+// when both exist, else the same absolute path.
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(fa, fb)
+	}
+	pa, err1 := filepath.Abs(a)
+	pb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && pa == pb
+}
+
+// isRun reports whether dir holds a training run or a checkpoint (what a
+// new run or a conversion would replace).
+func isRun(dir string) bool {
+	for _, f := range []string{"config.json", "spec.json", filepath.Join("checkpoint", "spec.json"), "metrics.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// lockRun takes an exclusive lock on the run folder dir (creating it), so
+// that two processes never train in one folder; the lock lasts until the
+// process exits or release is called.
+func lockRun(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, ".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: another flowebm process is training in this folder (it holds %s)", dir, path)
+		}
+		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// No command writes over its inputs or over another run without --force,
+// and two processes never train in one folder (issue 18's data-loss
+// cases; each fails without its check).
+func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/torch/toy_f64.onnx"
+	pts := filepath.Join(dir, "x.csv")
+	os.WriteFile(pts, []byte("0.5,1\n-1,2\n"), 0o644)
+	modelCopy := filepath.Join(dir, "m.onnx")
+	b, _ := os.ReadFile(model)
+	os.WriteFile(modelCopy, b, 0o644)
+	run0 := trainedRun(t)
+	ck := filepath.Join(dir, "ck")
+	var out, errb bytes.Buffer
+	if code := run([]string{"convert", model, ck}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"energy", "--model", model, "--points", pts, "--out", pts}, "--out " + pts + " is also an input"},
+		{[]string{"energy", "--model", model, "--points", pts, "--grad", pts}, "--grad " + pts + " is also an input"},
+		{[]string{"sample", "--model", modelCopy, "--out", modelCopy}, "is also an input"},
+		{[]string{"sample", "--model", modelCopy, "--out", dir}, "is a folder: give a file name in it"},
+		{[]string{"sample", "--model", modelCopy, "--out", filepath.Join(dir, "nope", "c.npy")}, "does not exist"},
+		{[]string{"convert", model, ck}, ck + " already holds a checkpoint or run"},
+		{[]string{"train", "--iterations", "2", "--quiet", "--out", run0}, run0 + " already holds a run: continue it with --resume " + run0},
+	}
+	for _, c := range cases {
+		errb.Reset()
+		if code := run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want %q", c.args, code, errb.String(), c.want)
+		}
+	}
+	if got, _ := os.ReadFile(pts); string(got) != "0.5,1\n-1,2\n" {
+		t.Errorf("the points were overwritten: %q", got)
+	}
+	if got, _ := os.ReadFile(modelCopy); !bytes.Equal(got, b) {
+		t.Error("the model was overwritten")
+	}
+	// --force replaces.
+	errb.Reset()
+	if code := run([]string{"convert", "--force", model, ck}, &out, &errb); code != 0 {
+		t.Errorf("convert --force: %s", errb.String())
+	}
+	// A second process on a run folder being trained in is refused.
+	release, err := lockRun(run0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	if code := run([]string{"train", "--resume", run0, "--quiet"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "another flowebm process is training in this folder") {
+		t.Errorf("resume while locked: exit %d, %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"train", "--force", "--iterations", "2", "--quiet", "--out", run0}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "another flowebm process") {
+		t.Errorf("train --force while locked: exit %d, %q", code, errb.String())
+	}
+	release()
+	errb.Reset()
+	if code := run([]string{"train", "--force", "--iterations", "2", "--quiet", "--out", run0}, &out, &errb); code != 0 {
+		t.Errorf("train --force after the lock is released: %s", errb.String())
+	}
+}
