@@ -73,3 +73,41 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 		t.Errorf("train --force after the lock is released: %s", errb.String())
 	}
 }
+
+// Flag and configuration values that cannot work are refused before any
+// work, with the flag and what is wanted.
+func TestValuesRefused(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/torch/toy_f64.onnx"
+	cfg := filepath.Join(dir, "c.json")
+	os.WriteFile(cfg, []byte(`{"experiment": "two-modes"} trailing`), 0o644)
+	run0 := trainedRun(t)
+	out := filepath.Join(dir, "c.npy")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--iterations", "-3", "--out", filepath.Join(dir, "a")}, "--iterations -3, --epochs 0: want counts ≥ 0"},
+		{[]string{"train", "--epochs", "-1", "--out", filepath.Join(dir, "a")}, "want counts ≥ 0"},
+		{[]string{"train", "--holdout", "0", "--data", "x.csv", "--out", filepath.Join(dir, "a")}, "--holdout 0: want a fraction strictly between 0 and 1"},
+		{[]string{"train", "--resume", run0, "--iterations", "50", "--seed", "3"}, "--iterations, --seed would be ignored"},
+		{[]string{"train", "--config", cfg, "--out", filepath.Join(dir, "b")}, "data after the configuration's JSON object"},
+		{[]string{"sample", "--model", model, "--out", out, "--step", "NaN"}, "--step NaN: want a finite step size > 0"},
+		{[]string{"sample", "--model", model, "--out", out, "--step", "-1"}, "--step -1"},
+		{[]string{"sample", "--model", model, "--out", out, "--step", "Inf"}, "--step +Inf"},
+		{[]string{"sample", "--model", model, "--out", out, "--base", "-1"}, "--base -1: want a finite σ > 0, or 0"},
+		{[]string{"sample", "--model", model, "--out", out, "--base", "NaN"}, "--base NaN"},
+		{[]string{"sample", "--model", model, "--out", out, "--steps", "1000000000000"}, "GB of draws"},
+		{[]string{"sample", "--model", model, "--out", out, "--chains", "100000000"}, "GB of draws"},
+	}
+	var so, se bytes.Buffer
+	for _, c := range cases {
+		se.Reset()
+		if code := run(c.args, &so, &se); code != 2 || !strings.Contains(se.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want %q", c.args, code, se.String(), c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("sample wrote its output despite the error")
+	}
+}

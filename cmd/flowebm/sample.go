@@ -72,14 +72,17 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if f.model == "" || f.out == "" {
 		return fmt.Errorf("give --model FILE and --out CHAINS.npy")
 	}
-	if f.chains < 2 || f.steps < 4 || f.warmup < 0 {
-		return fmt.Errorf("--chains %d (want ≥ 2), --steps %d (want ≥ 4), --warmup %d (want ≥ 0)", f.chains, f.steps, f.warmup)
+	if err := f.validate(); err != nil {
+		return err
 	}
 	if err := checkOutput("--out", f.out, f.model, f.flow); err != nil {
 		return err
 	}
 	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
 	if err != nil {
+		return err
+	}
+	if err := f.checkMemory(m.EBM.Dim()); err != nil {
 		return err
 	}
 	if f.base > 0 {
@@ -150,6 +153,34 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f\n", worst)
 	} else {
 		fmt.Fprintf(out, "no R-hat: %v\n", err)
+	}
+	return nil
+}
+
+// validate checks the flags' values before anything is loaded.
+func (f sampleFlags) validate() error {
+	switch {
+	case f.chains < 2 || f.steps < 4 || f.warmup < 0:
+		return fmt.Errorf("--chains %d (want ≥ 2), --steps %d (want ≥ 4), --warmup %d (want ≥ 0)", f.chains, f.steps, f.warmup)
+	case !(f.step > 0) || math.IsInf(f.step, 0):
+		return fmt.Errorf("--step %v: want a finite step size > 0", f.step)
+	case !(f.base >= 0) || math.IsInf(f.base, 0):
+		return fmt.Errorf("--base %v: want a finite σ > 0, or 0 for no tilt", f.base)
+	case f.leapfrog < 1 || f.particles < 2 || f.local < 0:
+		return fmt.Errorf("--leapfrog %d (want ≥ 1), --particles %d (want ≥ 2), --local %d (want ≥ 0)", f.leapfrog, f.particles, f.local)
+	}
+	return nil
+}
+
+// maxDrawBytes bounds the draws sample keeps in memory (and writes).
+const maxDrawBytes = 4 << 30
+
+// checkMemory refuses runs whose draws (chains × steps × d float64s)
+// would not fit, with the estimate, before anything is allocated.
+func (f sampleFlags) checkMemory(d int) error {
+	need := float64(f.chains) * float64(f.steps) * float64(d) * 8
+	if need > maxDrawBytes {
+		return fmt.Errorf("--chains %d × --steps %d × %d dimensions would keep %.3g GB of draws (the limit is %d GB): use fewer chains or steps", f.chains, f.steps, d, need/1e9, maxDrawBytes>>30)
 	}
 	return nil
 }

@@ -101,6 +101,9 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 	} else if cmd.Flags().Changed("experiment") {
 		return fmt.Errorf("give --experiment or --data, not both")
 	}
+	if err := f.validate(cmd); err != nil {
+		return err
+	}
 	if f.resume != "" {
 		release, err := lockRun(f.resume)
 		if err != nil {
@@ -195,6 +198,30 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 	return train(run, out, errOut, f.quiet)
 }
 
+// validate checks the flags' values, and that none given with --resume
+// would be ignored (a resumed run keeps its own configuration).
+func (f trainFlags) validate(cmd *cobra.Command) error {
+	switch {
+	case f.iterations < 0 || f.epochs < 0:
+		return fmt.Errorf("--iterations %d, --epochs %d: want counts ≥ 0 (0: the default)", f.iterations, f.epochs)
+	case !(f.data.HoldOut > 0 && f.data.HoldOut < 1):
+		return fmt.Errorf("--holdout %v: want a fraction strictly between 0 and 1", f.data.HoldOut)
+	}
+	if f.resume == "" {
+		return nil
+	}
+	var ignored []string
+	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force"} {
+		if cmd.Flags().Changed(name) {
+			ignored = append(ignored, "--"+name)
+		}
+	}
+	if len(ignored) > 0 {
+		return fmt.Errorf("--resume continues the run with the configuration it was started with; %s would be ignored: drop them", strings.Join(ignored, ", "))
+	}
+	return nil
+}
+
 func readConfig(path string, cfg *algorithms.RunConfig) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -204,6 +231,9 @@ func readConfig(path string, cfg *algorithms.RunConfig) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(cfg); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%s: data after the configuration's JSON object (at byte %d): want one object", path, dec.InputOffset())
 	}
 	return nil
 }
