@@ -111,3 +111,30 @@ func TestValuesRefused(t *testing.T) {
 		t.Error("sample wrote its output despite the error")
 	}
 }
+
+// Small outputs a newcomer reads: --version names the BLAS, train --help
+// the experiments, and mode centres of four-gaussians print apart.
+func TestNewcomerOutputs(t *testing.T) {
+	var so, se bytes.Buffer
+	if code := run([]string{"--version"}, &so, &se); code != 0 || !strings.Contains(so.String(), "BLAS: ") || !strings.Contains(so.String(), "vector math: ") {
+		t.Errorf("--version: %q", so.String())
+	}
+	so.Reset()
+	if code := run([]string{"train", "--help"}, &so, &se); code != 0 || !strings.Contains(so.String(), "four-gaussians-64-paper") || !strings.Contains(so.String(), "8-gaussians") {
+		t.Errorf("train --help lists no experiments: %q", so.String())
+	}
+	a := make([]float64, 16)
+	b := make([]float64, 16)
+	for i := range a {
+		a[i], b[i] = 1.39, 1.39
+		if i >= 8 {
+			b[i] = -1.39
+		}
+	}
+	if fa, fb := fmtPoint(a), fmtPoint(b); fa == fb || fa != "(1.39×16)" || fb != "(1.39×8, -1.39×8)" {
+		t.Errorf("mode labels %q and %q", fa, fb)
+	}
+	if f := fmtPoint([]float64{-1.5, -1.5}); f != "(-1.50, -1.50)" {
+		t.Errorf("2D label %q", f)
+	}
+}

@@ -7,6 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/layers"
 
 	"github.com/spf13/cobra"
 )
@@ -21,9 +26,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "flowebm",
 		Short:         "Train and sample energy-based models with flow-assisted MCMC",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("flowebm {{.Version}}\n")
 	root.AddCommand(gradcheckCmd(), diagnoseCmd(), trainCmd(), reproduceCmd(), energyCmd(), convertCmd(), sampleCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -33,4 +40,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// version describes the build: the module version or VCS revision, Go,
+// the BLAS for matrix products and the vector math library, which decide
+// the rounding of every result (and so the exact chains of a seed).
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %s %s/%s; BLAS: %s; vector math: %s", v, runtime.Version(), runtime.GOOS, runtime.GOARCH, graph.BLAS(), layers.VectorMath())
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -62,14 +63,16 @@ centres (k, d) in your units: mode weights by nearest-centre zones are then
 tracked against the data's own fractions. In 2D the density plot and the
 EBM's weights by grid quadrature are made as for the built-in targets. Rows
 with NaN or Inf are refused unless --drop-nonfinite; constant columns and
-fewer rows than the batch are refused before training starts.`,
+fewer rows than the batch are refused before training starts.
+
+Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrain(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.experiment, "experiment", "two-modes", "experiment name")
+	fl.StringVar(&f.experiment, "experiment", "two-modes", "experiment: "+strings.Join(experiments.Names(), ", "))
 	fl.StringVar(&f.algorithm, "algorithm", "flowmc", "flowmc, ula, nt or coopflow")
 	fl.StringVar(&f.config, "config", "", "JSON run configuration (overrides the defaults)")
 	fl.IntVar(&f.iterations, "iterations", 0, "training iterations (0: the experiment's default); learning-rate decay is stretched to match")
@@ -329,13 +332,25 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 
 func isNaN(v float64) bool { return v != v }
 
+// fmtPoint writes a mode centre; runs of equal coordinates are written
+// once with their count ("1.39×8, −1.39×8"), so that the long centres of
+// four-gaussians stay short and distinguishable.
 func fmtPoint(x []float64) string {
-	if len(x) > 4 {
-		return fmt.Sprintf("(%.2f, %.2f, …)", x[0], x[1])
-	}
-	parts := make([]string, len(x))
-	for i, v := range x {
-		parts[i] = fmt.Sprintf("%.2f", v)
+	var parts []string
+	for i := 0; i < len(x); {
+		v := fmt.Sprintf("%.2f", x[i])
+		j := i + 1
+		for j < len(x) && fmt.Sprintf("%.2f", x[j]) == v {
+			j++
+		}
+		if j-i > 2 {
+			parts = append(parts, fmt.Sprintf("%s×%d", v, j-i))
+		} else {
+			for k := i; k < j; k++ {
+				parts = append(parts, v)
+			}
+		}
+		i = j
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }
