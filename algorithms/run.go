@@ -196,6 +196,9 @@ type Run struct {
 	grid      *Grid
 	gridZones []int // the experiment's zone of each grid point
 	window    modeWindow
+	// checkpointed: dir/checkpoint holds one of this run's checkpoints
+	// (written by Checkpoint or resumed from).
+	checkpointed bool
 }
 
 // modeWindow pools the zone counts of the negatives and chain starts over
@@ -538,7 +541,10 @@ func (r *Run) Train(progress func(iter int)) error {
 		st, err := r.Step()
 		if err != nil {
 			if errors.Is(err, ErrDiverged) {
-				return fmt.Errorf("%w; the last good checkpoint is in %s", err, filepath.Join(r.Dir, "checkpoint"))
+				if !r.checkpointed {
+					return fmt.Errorf("%w; no checkpoint was written yet (the first is due at iteration %d)", err, min(cfg.CheckpointEvery, total))
+				}
+				return fmt.Errorf("%w; the last good checkpoint is in %s", err, filepath.Join(r.Dir, checkpointName))
 			}
 			return err
 		}
@@ -579,18 +585,31 @@ func (r *Run) Step() (IterStats, error) {
 
 // Checkpoint writes dir/checkpoint (models and trainer state), replacing the
 // previous one only once the new one is complete, plus config.json and the
-// evaluations so far.
+// evaluations so far. It first recovers from an interrupted earlier
+// replacement (recoverCheckpoint); a crash at any point of this one leaves
+// the newest complete checkpoint for Resume to find (see LatestCheckpoint).
 func (r *Run) Checkpoint() error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err
 	}
-	final := filepath.Join(r.Dir, "checkpoint")
-	tmp := final + ".new"
-	os.RemoveAll(tmp)
+	if _, err := recoverCheckpoint(r.Dir); err != nil {
+		return err
+	}
+	final := filepath.Join(r.Dir, checkpointName)
+	tmp := final + newSuffix
+	if err := removeIfExists(tmp); err != nil {
+		return err
+	}
+	if err := crashPoint("begin"); err != nil {
+		return err
+	}
 	err := r.Trainer.WithAveraged(func() error {
 		return checkpoint.Save(tmp, checkpoint.Models{EBM: r.Trainer.EBM, Flow: r.Trainer.Flow, Scaling: r.Experiment.Scaling})
 	})
 	if err != nil {
+		return err
+	}
+	if err := crashPoint("models"); err != nil {
 		return err
 	}
 	if err := r.Trainer.SaveState(tmp); err != nil {
@@ -602,18 +621,41 @@ func (r *Run) Checkpoint() error {
 	if err := writeJSON(filepath.Join(tmp, "window.json"), r.window); err != nil {
 		return err
 	}
-	old := final + ".old"
-	os.RemoveAll(old)
-	if _, err := os.Stat(final); err == nil {
+	if err := crashPoint("unmarked"); err != nil {
+		return err
+	}
+	if err := writeComplete(tmp); err != nil {
+		return err
+	}
+	syncDir(tmp)
+	// config.json before the renames, so that a first checkpoint
+	// interrupted from here on can be resumed.
+	if err := writeJSON(filepath.Join(r.Dir, "config.json"), r.Config); err != nil {
+		return err
+	}
+	if err := crashPoint("complete"); err != nil {
+		return err
+	}
+	old := final + oldSuffix
+	if exists(final) {
 		if err := os.Rename(final, old); err != nil {
 			return err
 		}
 	}
+	if err := crashPoint("moved-old"); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
-	os.RemoveAll(old)
-	return writeJSON(filepath.Join(r.Dir, "config.json"), r.Config)
+	syncDir(r.Dir)
+	r.checkpointed = true
+	if err := crashPoint("moved-new"); err != nil {
+		return err
+	}
+	// A leftover checkpoint.old/ is harmless: the next recovery removes it.
+	removeIfExists(old)
+	return nil
 }
 
 // Resume reopens the run in dir from its last checkpoint.
@@ -634,7 +676,15 @@ func resume(dir string, dc *DataConfig) (*Run, error) {
 	if dc != nil {
 		cfg.Data, cfg.Experiment = dc, "data"
 	}
-	ck := filepath.Join(dir, "checkpoint")
+	// Finish or undo a replacement that a crash interrupted, so that
+	// dir/checkpoint is the newest complete checkpoint.
+	switch ok, err := recoverCheckpoint(dir); {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, noCheckpointError{dir}
+	}
+	ck := filepath.Join(dir, checkpointName)
 	models, _, err := checkpoint.Load(ck)
 	if err != nil {
 		return nil, err
@@ -643,6 +693,7 @@ func resume(dir string, dc *DataConfig) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.checkpointed = true
 	if err := r.Trainer.Restore(ck); err != nil {
 		return nil, err
 	}

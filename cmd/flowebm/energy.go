@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
@@ -164,8 +165,10 @@ func writeArray(path string, x *mat.Dense, shape []int) error {
 // folder's checkpoint/.
 func loadCheckpoint(dir string) (checkpoint.Models, error) {
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err != nil {
-		if _, err2 := os.Stat(filepath.Join(dir, "checkpoint", "spec.json")); err2 == nil {
-			dir = filepath.Join(dir, "checkpoint")
+		// A run folder: its newest complete checkpoint, also after a
+		// checkpoint replacement was interrupted.
+		if latest, err2 := algorithms.LatestCheckpoint(dir); err2 == nil {
+			dir = latest
 		}
 	}
 	m, _, err := checkpoint.Load(dir)

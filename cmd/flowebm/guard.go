@@ -46,7 +46,7 @@ func sameFile(a, b string) bool {
 // isRun reports whether dir holds a training run or a checkpoint (what a
 // new run or a conversion would replace).
 func isRun(dir string) bool {
-	for _, f := range []string{"config.json", "spec.json", filepath.Join("checkpoint", "spec.json"), "metrics.csv"} {
+	for _, f := range []string{"config.json", "spec.json", "checkpoint", "checkpoint.new", "checkpoint.old", "metrics.csv"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}

@@ -1,0 +1,220 @@
+package algorithms
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/npz"
+	"github.com/flowebm/flowebm/io/safefile"
+)
+
+// A run's checkpoint is replaced in steps (Run.Checkpoint):
+//
+//  1. write checkpoint.new/ (models, state, evaluations, window), and last
+//     the marker checkpoint.new/COMPLETE;
+//  2. rename checkpoint/ to checkpoint.old/;
+//  3. rename checkpoint.new/ to checkpoint/;
+//  4. remove checkpoint.old/.
+//
+// A process killed anywhere in between leaves at most these three folders,
+// and the newest complete checkpoint among them is, in this order of
+// preference: checkpoint.new/ if it holds the marker and all its files
+// load (it was finished after checkpoint/ was); else checkpoint/ if all
+// its files load; else checkpoint.old/ if all its files load. Resume and
+// the next Checkpoint first move that one into checkpoint/ (recoverCheckpoint)
+// by steps whose own interruption the same rule resolves the same way.
+const (
+	checkpointName = "checkpoint"
+	newSuffix      = ".new"
+	oldSuffix      = ".old"
+	// completeMarker is written into a new checkpoint folder after all its
+	// other files: a checkpoint.new/ without it was interrupted.
+	completeMarker = "COMPLETE"
+)
+
+// ErrNoCheckpoint is returned (wrapped, with fs.ErrNotExist) when a run
+// folder holds no complete checkpoint.
+var ErrNoCheckpoint = errors.New("no complete checkpoint")
+
+type noCheckpointError struct{ dir string }
+
+func (e noCheckpointError) Error() string {
+	return fmt.Sprintf("%s: no complete checkpoint (looked for %s/, %s/ and %s/)", e.dir,
+		checkpointName, checkpointName+newSuffix, checkpointName+oldSuffix)
+}
+
+func (e noCheckpointError) Is(target error) bool {
+	return target == ErrNoCheckpoint || target == fs.ErrNotExist
+}
+
+// crashHook, if not nil, is called at each step of Run.Checkpoint's
+// replacement with the step's name; an error from it stops Checkpoint
+// there as a kill would. Tests use it to simulate crashes.
+var crashHook func(point string) error
+
+func crashPoint(point string) error {
+	if crashHook != nil {
+		return crashHook(point)
+	}
+	return nil
+}
+
+// LatestCheckpoint returns the folder of the newest complete checkpoint of
+// the run in dir: normally dir/checkpoint, but dir/checkpoint.new or
+// dir/checkpoint.old after a replacement was interrupted (see the rule
+// above). It changes nothing on disk. With no complete checkpoint the error
+// matches ErrNoCheckpoint and fs.ErrNotExist.
+func LatestCheckpoint(dir string) (string, error) {
+	final := filepath.Join(dir, checkpointName)
+	if checkComplete(final+newSuffix, true) == nil {
+		return final + newSuffix, nil
+	}
+	if checkComplete(final, false) == nil {
+		return final, nil
+	}
+	if checkComplete(final+oldSuffix, false) == nil {
+		return final + oldSuffix, nil
+	}
+	return "", noCheckpointError{dir}
+}
+
+// checkComplete returns nil if the checkpoint folder dir holds all the
+// files Resume reads and they parse. strict (for checkpoint.new/, which an
+// interrupted write leaves half written) also wants the marker and
+// window.json, which checkpoints written by earlier versions lack.
+func checkComplete(dir string, strict bool) error {
+	if strict {
+		if _, err := os.Stat(filepath.Join(dir, completeMarker)); err != nil {
+			return err
+		}
+	}
+	if _, _, err := checkpoint.Load(dir); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "state.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var st trainerState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := npz.ReadFile(filepath.Join(dir, "state.npz")); err != nil {
+		return err
+	}
+	path = filepath.Join(dir, "evals.csv")
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	_, err = csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	path = filepath.Join(dir, "window.json")
+	var w modeWindow
+	switch err := readJSON(path, &w, false); {
+	case errors.Is(err, fs.ErrNotExist) && !strict:
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// recoverCheckpoint finishes or undoes an interrupted checkpoint
+// replacement in the run folder dir: it moves the newest complete
+// checkpoint (LatestCheckpoint) into dir/checkpoint and removes
+// dir/checkpoint.new and dir/checkpoint.old. It reports whether dir has a
+// complete checkpoint; without one it removes only a half-written
+// checkpoint.new. Every step leaves a state that LatestCheckpoint resolves
+// to the same checkpoint, so recoverCheckpoint may itself be interrupted.
+func recoverCheckpoint(dir string) (bool, error) {
+	final := filepath.Join(dir, checkpointName)
+	tmp, old := final+newSuffix, final+oldSuffix
+	best, err := LatestCheckpoint(dir)
+	if errors.Is(err, ErrNoCheckpoint) {
+		// Nothing to recover; keep a damaged checkpoint/ or
+		// checkpoint.old/ for inspection.
+		return false, removeIfExists(tmp)
+	}
+	if err != nil {
+		return false, err
+	}
+	switch best {
+	case tmp: // finish the replacement
+		if exists(final) {
+			if err := removeIfExists(old); err != nil {
+				return true, err
+			}
+			if err := os.Rename(final, old); err != nil {
+				return true, err
+			}
+		}
+		if err := os.Rename(tmp, final); err != nil {
+			return true, err
+		}
+		syncDir(dir)
+		return true, removeIfExists(old)
+	case final:
+		if err := removeIfExists(tmp); err != nil {
+			return true, err
+		}
+		return true, removeIfExists(old)
+	default: // old: undo the replacement
+		if err := removeIfExists(tmp); err != nil {
+			return true, err
+		}
+		if exists(final) {
+			// Damaged (not complete). Renamed, not removed, so that a
+			// half-removed folder never looks like a complete old-style
+			// checkpoint/: as checkpoint.new/ it lacks the marker or
+			// does not load.
+			if err := os.Rename(final, tmp); err != nil {
+				return true, err
+			}
+		}
+		if err := os.Rename(old, final); err != nil {
+			return true, err
+		}
+		syncDir(dir)
+		return true, removeIfExists(tmp)
+	}
+}
+
+// writeComplete writes the marker of a finished checkpoint folder.
+func writeComplete(dir string) error {
+	return safefile.Write(filepath.Join(dir, completeMarker), func(w io.Writer) error {
+		_, err := io.WriteString(w, checkpoint.Format+"\n")
+		return err
+	})
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func removeIfExists(path string) error {
+	if !exists(path) {
+		return nil
+	}
+	return os.RemoveAll(path)
+}
+
+// syncDir flushes dir's entries (renames) to disk, where the system
+// allows; failures are ignored (some file systems cannot sync a folder).
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+}

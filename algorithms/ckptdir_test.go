@@ -1,0 +1,369 @@
+package algorithms
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var errCrash = errors.New("simulated crash")
+
+// crashAt makes the next Checkpoint stop at point as a kill would; the
+// hook is removed when the test ends.
+func crashAt(t *testing.T, point string) {
+	t.Helper()
+	crashHook = func(p string) error {
+		if p == point {
+			return errCrash
+		}
+		return nil
+	}
+	t.Cleanup(func() { crashHook = nil })
+}
+
+// wantOnly fails unless, of checkpoint/, checkpoint.new/ and
+// checkpoint.old/, exactly those named exist in dir.
+func wantOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, n := range []string{"checkpoint", "checkpoint.new", "checkpoint.old"} {
+		want := false
+		for _, m := range names {
+			want = want || m == n
+		}
+		if got := exists(filepath.Join(dir, n)); got != want {
+			t.Errorf("%s exists: %v, want %v", n, got, want)
+		}
+	}
+}
+
+func sameParams(t *testing.T, a, b *Run) {
+	t.Helper()
+	x, y := a.Trainer.EBM.Params.Flatten(nil), b.Trainer.EBM.Params.Flatten(nil)
+	for i := range x {
+		if x[i] != y[i] {
+			t.Fatalf("EBM parameter %d: %v uninterrupted, %v resumed", i, x[i], y[i])
+		}
+	}
+	x, y = averaged(t, a), averaged(t, b)
+	for i := range x {
+		if x[i] != y[i] {
+			t.Fatalf("averaged EBM parameter %d: %v uninterrupted, %v resumed", i, x[i], y[i])
+		}
+	}
+}
+
+// crashPoints are the steps of a checkpoint replacement a kill can fall
+// between, with where the newest complete checkpoint then is (relative to
+// the run folder) and whether it is the interrupted write's.
+var crashPoints = []struct {
+	point  string
+	latest string
+	isNew  bool
+}{
+	{"begin", "checkpoint", false},        // before writing checkpoint.new/
+	{"models", "checkpoint", false},       // checkpoint.new/ half written (models only)
+	{"unmarked", "checkpoint", false},     // all files but the marker
+	{"complete", "checkpoint.new", true},  // complete, before the first rename
+	{"moved-old", "checkpoint.new", true}, // between the two renames
+	{"moved-new", "checkpoint", true},     // before removing checkpoint.old/
+}
+
+// A kill at any step of a checkpoint replacement leaves a run that resumes
+// from the newest complete checkpoint, continues bit for bit as an
+// uninterrupted run, and checkpoints again.
+func TestResumeAfterCrashInCheckpoint(t *testing.T) {
+	const alg, total = FlowMC, 12
+	straight := smallRun(t, alg, total, t.TempDir())
+	stepN(t, straight, total)
+	for _, c := range crashPoints {
+		t.Run(c.point, func(t *testing.T) {
+			dir := t.TempDir()
+			first := smallRun(t, alg, total, dir)
+			stepN(t, first, 4)
+			if err := first.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			stepN(t, first, 3)
+			crashAt(t, c.point)
+			if err := first.Checkpoint(); !errors.Is(err, errCrash) {
+				t.Fatalf("Checkpoint: %v, want the simulated crash", err)
+			}
+			crashHook = nil
+			switch c.point {
+			case "begin":
+				wantOnly(t, dir, "checkpoint")
+			case "models", "unmarked", "complete":
+				wantOnly(t, dir, "checkpoint", "checkpoint.new")
+			case "moved-old":
+				wantOnly(t, dir, "checkpoint.old", "checkpoint.new")
+			case "moved-new":
+				wantOnly(t, dir, "checkpoint", "checkpoint.old")
+			}
+			latest, err := LatestCheckpoint(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join(dir, c.latest); latest != want {
+				t.Errorf("LatestCheckpoint: %s, want %s", latest, want)
+			}
+
+			resumed, err := Resume(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 4
+			if c.isNew {
+				want = 7
+			}
+			if resumed.Trainer.Iter != want || len(resumed.Evals) != want {
+				t.Fatalf("resumed at iteration %d with %d evaluations, want %d", resumed.Trainer.Iter, len(resumed.Evals), want)
+			}
+			wantOnly(t, dir, "checkpoint")
+			if _, err := os.Stat(filepath.Join(dir, "checkpoint", completeMarker)); err != nil {
+				t.Error(err)
+			}
+
+			stepN(t, resumed, total-want)
+			sameParams(t, straight, resumed)
+			if err := resumed.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			wantOnly(t, dir, "checkpoint")
+			again, err := Resume(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Trainer.Iter != total {
+				t.Fatalf("resumed the last checkpoint at iteration %d, want %d", again.Trainer.Iter, total)
+			}
+			sameParams(t, straight, again)
+		})
+	}
+}
+
+// The next checkpoint after a crash (without a resume in between, e.g. a
+// new process that retrains) recovers first and keeps a checkpoint on disk
+// throughout.
+func TestCheckpointAfterCrashInCheckpoint(t *testing.T) {
+	for _, c := range crashPoints {
+		t.Run(c.point, func(t *testing.T) {
+			dir := t.TempDir()
+			r := smallRun(t, FlowMC, 12, dir)
+			stepN(t, r, 4)
+			if err := r.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			stepN(t, r, 3)
+			crashAt(t, c.point)
+			if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+				t.Fatalf("Checkpoint: %v, want the simulated crash", err)
+			}
+			crashHook = nil
+			stepN(t, r, 2)
+			// A crash early in this write still finds the recovered
+			// checkpoint.
+			crashAt(t, "models")
+			if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+				t.Fatalf("Checkpoint: %v, want the simulated crash", err)
+			}
+			crashHook = nil
+			wantOnly(t, dir, "checkpoint", "checkpoint.new")
+			resumed, err := Resume(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 4
+			if c.isNew {
+				want = 7
+			}
+			if resumed.Trainer.Iter != want {
+				t.Fatalf("resumed at iteration %d, want %d", resumed.Trainer.Iter, want)
+			}
+			if err := r.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			wantOnly(t, dir, "checkpoint")
+			if resumed, err = Resume(dir); err != nil {
+				t.Fatal(err)
+			}
+			if resumed.Trainer.Iter != 9 {
+				t.Fatalf("resumed at iteration %d, want 9", resumed.Trainer.Iter)
+			}
+		})
+	}
+}
+
+// A crash in a run's first checkpoint: before checkpoint.new/ is complete
+// there is nothing to resume (and a clear error); from then on the run
+// resumes from it.
+func TestCrashInFirstCheckpoint(t *testing.T) {
+	for _, c := range crashPoints {
+		t.Run(c.point, func(t *testing.T) {
+			dir := t.TempDir()
+			r := smallRun(t, FlowMC, 12, dir)
+			stepN(t, r, 3)
+			crashAt(t, c.point)
+			if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+				t.Fatalf("Checkpoint: %v, want the simulated crash", err)
+			}
+			crashHook = nil
+			resumed, err := Resume(dir)
+			if !c.isNew {
+				if err == nil {
+					t.Fatalf("resumed at iteration %d from an incomplete checkpoint", resumed.Trainer.Iter)
+				}
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("Resume: %v, want a missing-file error", err)
+				}
+				// Training again from the start writes a checkpoint.
+				r = smallRun(t, FlowMC, 12, dir)
+				stepN(t, r, 2)
+				if err := r.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+				wantOnly(t, dir, "checkpoint")
+				if resumed, err = Resume(dir); err != nil {
+					t.Fatal(err)
+				}
+				if resumed.Trainer.Iter != 2 {
+					t.Fatalf("resumed at iteration %d, want 2", resumed.Trainer.Iter)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resumed.Trainer.Iter != 3 {
+				t.Fatalf("resumed at iteration %d, want 3", resumed.Trainer.Iter)
+			}
+			wantOnly(t, dir, "checkpoint")
+			stepN(t, resumed, 1)
+			if err := resumed.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			wantOnly(t, dir, "checkpoint")
+		})
+	}
+}
+
+// Folder states no crash of the replacement makes, built by hand: a
+// damaged checkpoint/ falls back to checkpoint.old/; a checkpoint.new/
+// without the marker is never used; a checkpoint/ without the marker
+// (written by an earlier version) is; with nothing complete, Resume fails
+// and removes nothing but a half-written checkpoint.new/.
+func TestCheckpointFolderStates(t *testing.T) {
+	build := func(t *testing.T) (string, *Run) {
+		dir := t.TempDir()
+		r := smallRun(t, FlowMC, 12, dir)
+		stepN(t, r, 2)
+		if err := r.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		return dir, r
+	}
+	ck := func(dir, name string) string { return filepath.Join(dir, name) }
+	resumeAt := func(t *testing.T, dir string, want int) {
+		t.Helper()
+		r, err := Resume(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Trainer.Iter != want {
+			t.Fatalf("resumed at iteration %d, want %d", r.Trainer.Iter, want)
+		}
+		wantOnly(t, dir, "checkpoint")
+	}
+
+	t.Run("damaged checkpoint, complete old", func(t *testing.T) {
+		dir, r := build(t)
+		stepN(t, r, 1)
+		crashAt(t, "moved-new") // checkpoint/ at 3, checkpoint.old/ at 2
+		if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+			t.Fatal(err)
+		}
+		crashHook = nil
+		if err := os.Remove(ck(dir, "checkpoint/weights.npz")); err != nil {
+			t.Fatal(err)
+		}
+		resumeAt(t, dir, 2)
+	})
+	t.Run("unmarked new", func(t *testing.T) {
+		dir, r := build(t)
+		stepN(t, r, 1)
+		crashAt(t, "complete")
+		if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+			t.Fatal(err)
+		}
+		crashHook = nil
+		if err := os.Remove(ck(dir, "checkpoint.new/"+completeMarker)); err != nil {
+			t.Fatal(err)
+		}
+		resumeAt(t, dir, 2)
+	})
+	t.Run("legacy checkpoint without marker", func(t *testing.T) {
+		dir, _ := build(t)
+		if err := os.Remove(ck(dir, "checkpoint/"+completeMarker)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(ck(dir, "checkpoint/window.json")); err != nil {
+			t.Fatal(err)
+		}
+		resumeAt(t, dir, 2)
+	})
+	t.Run("nothing complete", func(t *testing.T) {
+		dir, r := build(t)
+		stepN(t, r, 1)
+		crashAt(t, "models")
+		if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+			t.Fatal(err)
+		}
+		crashHook = nil
+		if err := os.Remove(ck(dir, "checkpoint/spec.json")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Resume(dir)
+		if !errors.Is(err, ErrNoCheckpoint) || !strings.Contains(err.Error(), "no complete checkpoint") {
+			t.Fatalf("Resume: %v, want no complete checkpoint", err)
+		}
+		wantOnly(t, dir, "checkpoint")
+		if _, err := os.Stat(ck(dir, "checkpoint/weights.npz")); err != nil {
+			t.Errorf("the damaged checkpoint was removed: %v", err)
+		}
+	})
+}
+
+// A divergence names the last good checkpoint only once one was written.
+func TestDivergedMessageNamesCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, FlowMC, 12, dir)
+	r.Trainer.Config.MaxEnergy = 1e-300
+	err := r.Train(nil)
+	if !errors.Is(err, ErrDiverged) {
+		t.Fatalf("Train: %v, want divergence", err)
+	}
+	if !strings.Contains(err.Error(), "no checkpoint was written yet") || strings.Contains(err.Error(), filepath.Join(dir, "checkpoint")) {
+		t.Errorf("divergence before the first checkpoint: %q", err)
+	}
+
+	dir = t.TempDir()
+	r = smallRun(t, FlowMC, 12, dir)
+	r.Config.CheckpointEvery = 2
+	err = r.Train(func(it int) {
+		if it == 2 {
+			r.Trainer.Config.MaxEnergy = 1e-300
+		}
+	})
+	if !errors.Is(err, ErrDiverged) {
+		t.Fatalf("Train: %v, want divergence", err)
+	}
+	ck := filepath.Join(dir, "checkpoint")
+	if !strings.Contains(err.Error(), "the last good checkpoint is in "+ck) {
+		t.Errorf("divergence after a checkpoint: %q", err)
+	}
+	if _, err := os.Stat(filepath.Join(ck, "spec.json")); err != nil {
+		t.Error(err)
+	}
+}
