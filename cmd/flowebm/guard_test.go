@@ -138,3 +138,18 @@ func TestNewcomerOutputs(t *testing.T) {
 		t.Errorf("2D label %q", f)
 	}
 }
+
+// A ULA step too large for the energy makes the chains diverge: sample
+// says so and writes nothing.
+func TestSampleRefusesDivergedChains(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.npy")
+	var so, se bytes.Buffer
+	args := []string{"sample", "--model", "../../io/onnx/testdata/torch/toy_f64.onnx", "--base", "0.5", "--sampler", "ula", "--step", "50", "--chains", "4", "--steps", "200", "--warmup", "0", "--out", out}
+	if code := run(args, &so, &se); code != 2 || !strings.Contains(se.String(), "the chains diverged, nothing was written; lower --step (50) or use an adjusted sampler") {
+		t.Errorf("exit %d, %q", code, se.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("diverged draws were written")
+	}
+}

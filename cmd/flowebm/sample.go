@@ -130,6 +130,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkFinite(draws, f, d); err != nil {
+		return err
+	}
 	if sc := m.Scaling; sc != nil {
 		for i := range draws {
 			j := i % d
@@ -153,6 +156,20 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f\n", worst)
 	} else {
 		fmt.Fprintf(out, "no R-hat: %v\n", err)
+	}
+	return nil
+}
+
+// checkFinite refuses draws holding NaN or Inf (an unadjusted step too
+// large for the energy makes chains diverge), naming the first chain and
+// draw, so that nothing is written.
+func checkFinite(draws []float64, f sampleFlags, d int) error {
+	for i, v := range draws {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			c, t := i/(f.steps*d), (i/d)%f.steps
+			return fmt.Errorf("chain %d reached %v at draw %d of %d (after %d warm-up steps): the chains diverged, nothing was written; lower --step (%v)%s",
+				c, v, t, f.steps, f.warmup, f.step, map[bool]string{true: " or use an adjusted sampler (mala, hmc)", false: ""}[f.sampler == "ula"])
+		}
 	}
 	return nil
 }
