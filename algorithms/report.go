@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -142,9 +143,10 @@ func WritePlots(r *Run) error {
 			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", r.Experiment.Name, r.Config.Train.Algorithm, r.Config.RHatChains),
 			XLabel: "iteration", YLabel: "max R-hat", LogY: true,
 			Curves: []Curve{
-				{Name: "rank-normalised split R-hat", Points: EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHat }), Ref: 1, HasRef: true},
+				{Name: "rank-normalised split R-hat", Points: EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHat })},
 				{Name: "classic R-hat", Points: EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHatClassic })},
 			},
+			Thresholds: RHatThresholds,
 		}
 		if err := fig.WritePNG(filepath.Join(r.Dir, "rhat.png")); err != nil {
 			return err
@@ -194,7 +196,19 @@ type Figure struct {
 	// YMin and YMax fix the y range when YMax > YMin.
 	YMin, YMax float64
 	Curves     []Curve
+	// Thresholds are drawn as grey dashed lines, each named in the legend.
+	Thresholds []Threshold
 }
+
+// Threshold is a named horizontal line of a Figure.
+type Threshold struct {
+	Value float64
+	Label string
+}
+
+// RHatThresholds are the usual R-hat criteria: 1.01 (Vehtari et al. 2021)
+// and the paper's 1.1.
+var RHatThresholds = []Threshold{{1.01, "R-hat 1.01 (Vehtari et al. 2021)"}, {1.1, "R-hat 1.1 (the paper)"}}
 
 // Curve is one named line of a Figure; with HasRef, Ref is drawn as a
 // dashed horizontal line in the curve's colour (a true value, a threshold).
@@ -214,7 +228,7 @@ func (f Figure) WritePNG(path string) error {
 	p.Y.Label.Text = f.YLabel
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 	}
 	if f.YMax > f.YMin {
 		p.Y.Min, p.Y.Max = f.YMin, f.YMax
@@ -243,8 +257,67 @@ func (f Figure) WritePNG(path string) error {
 			p.Add(ref)
 		}
 	}
+	for _, th := range f.Thresholds {
+		v := th.Value
+		l := plotter.NewFunction(func(float64) float64 { return v })
+		l.Color = color.Gray{Y: 110}
+		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(l)
+		p.Legend.Add(th.Label, l)
+		// Keep every threshold in view.
+		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, v/1.003), math.Max(p.Y.Max, v*1.003)
+	}
 	p.Legend.Top = true
 	return savePNG(p, path, 7*vg.Inch, 4*vg.Inch)
+}
+
+// logTicks labels a logarithmic axis at 1-2-5 steps of every decade and,
+// close to 1 (R-hat), at 1.01, 1.02, 1.05, 1.1, 1.2 and 1.5, so that
+// values between 1 and 10 are readable; other decades get unlabelled
+// minor ticks.
+type logTicks struct{}
+
+// Ticks returns the ticks between min and max.
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	near1 := []float64{1.01, 1.02, 1.05, 1.1, 1.2, 1.5}
+	add := func(v float64, label bool) {
+		if v < min || v > max {
+			return
+		}
+		t := plot.Tick{Value: v}
+		if label {
+			t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		ticks = append(ticks, t)
+	}
+	switch r := max / min; {
+	case r < 3:
+		for _, v := range near1 {
+			add(v, true)
+		}
+	case r < 30:
+		add(1.1, true)
+		add(1.5, true)
+	default:
+		add(1.1, true)
+	}
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		d := math.Pow(10, e)
+		for m := 1; m < 10; m++ {
+			add(float64(m)*d, m == 1 || m == 2 || m == 5)
+		}
+	}
+	labelled := 0
+	for _, t := range ticks {
+		if t.Label != "" {
+			labelled++
+		}
+	}
+	if labelled < 2 { // a narrow range inside one decade
+		ticks = append(ticks, plot.Tick{Value: min, Label: strconv.FormatFloat(min, 'g', 3, 64)}, plot.Tick{Value: max, Label: strconv.FormatFloat(max, 'g', 3, 64)})
+	}
+	return ticks
 }
 
 // EvalCurve extracts one quantity of every evaluation as a curve over

@@ -309,7 +309,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 			p("| %s%s | %.3f | %.3f | %.2e | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, fmtWeights(ev.NegWeights), lo, hi)
 		}
 		p("\nTruth: 0.333, 0.667. ")
-		if err := plotAcross(f.out, "two-modes-weights.png", "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, rs,
+		if err := plotAcross(f.out, "two-modes-weights.png", "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
 			func(e algorithms.Eval) float64 { return at(e.EBMWeights, 1) }); err != nil {
 			return err
 		}
@@ -330,7 +330,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 			}
 			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights))
 		}
-		if err := plotAcross(f.out, "four-modes-mse.png", "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), rs,
+		if err := plotAcross(f.out, "four-modes-mse.png", "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
 			func(e algorithms.Eval) float64 { return e.EBMWeightMSE }); err != nil {
 			return err
 		}
@@ -377,7 +377,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		p("\n")
 		for _, e := range t2 {
 			name := "rhat-" + e + ".png"
-			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, 1, present(runs, e),
+			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), algorithms.RHatThresholds, present(runs, e),
 				func(e algorithms.Eval) float64 { return e.MaxRHat }); err != nil {
 				return err
 			}
@@ -585,9 +585,10 @@ func fmtRate(v float64) string {
 }
 
 // plotAcross plots one evaluation quantity over training for several runs
-// of one experiment, with an optional reference line (ref, NaN for none).
-func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, runs []*reproRun, f func(algorithms.Eval) float64) error {
-	fig := algorithms.Figure{Title: title, XLabel: "iteration", YLabel: yLabel, LogY: logY}
+// of one experiment, with an optional reference line (ref, NaN for none)
+// and threshold lines.
+func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []algorithms.Threshold, runs []*reproRun, f func(algorithms.Eval) float64) error {
+	fig := algorithms.Figure{Title: title, XLabel: "iteration", YLabel: yLabel, LogY: logY, Thresholds: thresholds}
 	for _, r := range runs {
 		var evals []algorithms.Eval
 		for _, e := range r.evals {
