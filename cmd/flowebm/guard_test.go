@@ -153,3 +153,23 @@ func TestSampleRefusesDivergedChains(t *testing.T) {
 		t.Error("diverged draws were written")
 	}
 }
+
+// The scaling note printed at the start of a run quotes the run's own
+// iterations, decay interval and averaging window when --iterations
+// changed them, not the defaults'.
+func TestScalingNoteFollowsIterations(t *testing.T) {
+	var so, se bytes.Buffer
+	out := filepath.Join(t.TempDir(), "r")
+	if code := run([]string{"train", "--iterations", "40", "--quiet", "--out", out}, &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	note := so.String()
+	for _, want := range []string{"40 iterations instead of 19200", "decayed ×0.9 every 2 iterations", "moving average of its parameters over 2 iterations"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the note does not say %q:\n%s", want, note)
+		}
+	}
+	if strings.Contains(note, "2000 iterations instead of") || strings.Contains(note, "every 100 iterations") {
+		t.Errorf("the note quotes the defaults:\n%s", note)
+	}
+}

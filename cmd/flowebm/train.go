@@ -162,7 +162,9 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 			f.iterations = max(1, f.epochs*n/max(1, cfg.Train.BatchSize))
 		}
 		if f.iterations > 0 {
+			before := cfg.Train
 			cfg.SetIterations(f.iterations)
+			notes = retimeNotes(notes, before, cfg.Train)
 		}
 		dir := f.out
 		if dir == "" {
@@ -331,6 +333,30 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 }
 
 func isNaN(v float64) bool { return v != v }
+
+// retimeNotes rewrites the scaling note's iteration count, decay interval
+// and averaging window after --iterations changed them (the note was
+// written for the defaults).
+func retimeNotes(notes []string, before, after algorithms.Config) []string {
+	type swap struct{ format, then, now string }
+	var swaps []swap
+	add := func(format string, then, now int) {
+		if then != now {
+			swaps = append(swaps, swap{format, fmt.Sprintf(format, then), fmt.Sprintf(format, now)})
+		}
+	}
+	add("%d iterations instead of", before.Iterations, after.Iterations)
+	add("decayed ×0.9 every %d iterations", before.EBMOptim.DecayEvery, after.EBMOptim.DecayEvery)
+	add("moving average of its parameters over %d iterations", before.AverageWindow, after.AverageWindow)
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		for _, s := range swaps {
+			n = strings.Replace(n, s.then, s.now, 1)
+		}
+		out[i] = n
+	}
+	return out
+}
 
 // fmtPoint writes a mode centre; runs of equal coordinates are written
 // once with their count ("1.39×8, −1.39×8"), so that the long centres of
