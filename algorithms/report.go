@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"math"
 	"path/filepath"
@@ -128,7 +127,8 @@ func WritePlots(r *Run) error {
 		}
 	}
 	if im := r.Experiment.Image; im != nil {
-		if err := writeImageGrid(filepath.Join(r.Dir, "samples.png"), r.Trainer.Bank, *im, 8, 6); err != nil {
+		title := fmt.Sprintf("%s, %s: the first 64 persistent chains at iteration %d", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
+		if err := writeImageGrid(filepath.Join(r.Dir, "samples.png"), title, r.Trainer.Bank, *im, 8, 6); err != nil {
 			return err
 		}
 	}
@@ -161,17 +161,45 @@ func WritePlots(r *Run) error {
 	}
 	fig := Figure{
 		Title:  fmt.Sprintf("%s, %s: EBM weights over training", r.Experiment.Name, r.Config.Train.Algorithm),
-		XLabel: "iteration", YLabel: "weight", YMin: 0, YMax: 1,
+		XLabel: "iteration", YLabel: "weight",
 	}
+	fig.YMin, fig.YMax = weightRange(r.Experiment.Weights, r.Evals)
 	for k, w := range r.Experiment.Weights {
-		name := fmt.Sprintf("mode %d (truth %.2f)", k+1, w)
+		truth := strconv.FormatFloat(w, 'g', 4, 64)
+		name := fmt.Sprintf("mode %d (truth %s)", k+1, truth)
 		if r.Experiment.ClassNames != nil {
-			name = fmt.Sprintf("class %s (truth %.3f)", r.Experiment.ClassNames[k], w)
+			name = fmt.Sprintf("class %s (truth %s)", r.Experiment.ClassNames[k], truth)
 		}
 		fig.Curves = append(fig.Curves, Curve{Name: name,
 			Points: EvalCurve(r.Evals, func(e Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
 	}
 	return fig.WritePNG(filepath.Join(r.Dir, "weights.png"))
+}
+
+// weightRange is the y range of a weights plot: the truths and every
+// finite weight over training, padded by a tenth of their spread (at
+// least 0.02), within [0, 1], so that close truths (eight at 0.125) read
+// apart.
+func weightRange(truths []float64, evals []Eval) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	see := func(v float64) {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	for _, w := range truths {
+		see(w)
+	}
+	for _, e := range evals {
+		for _, w := range e.EBMWeights {
+			see(w)
+		}
+	}
+	if lo > hi {
+		return 0, 1
+	}
+	pad := math.Max(0.1*(hi-lo), 0.02)
+	return math.Max(0, lo-pad), math.Min(1, hi+pad)
 }
 
 func at(v []float64, k int) float64 {
@@ -182,9 +210,11 @@ func at(v []float64, k int) float64 {
 }
 
 func plotColor(k int) color.Color {
+	// Matplotlib's tab10: ten colours, so ten classes never share one.
 	cs := []color.Color{color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
 		color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
-		color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}}
+		color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
+		color.RGBA{23, 190, 207, 255}}
 	return cs[k%len(cs)]
 }
 
@@ -268,7 +298,25 @@ func (f Figure) WritePNG(path string) error {
 		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, v/1.003), math.Max(p.Y.Max, v*1.003)
 	}
 	p.Legend.Top = true
+	if len(f.Curves)+len(f.Thresholds) > 3 {
+		return saveWithSideLegend(p, path, 9*vg.Inch, 4.5*vg.Inch)
+	}
 	return savePNG(p, path, 7*vg.Inch, 4*vg.Inch)
+}
+
+// saveWithSideLegend draws p with its legend in a column right of the
+// plot area, where it cannot cover a curve (many curves: ten classes).
+func saveWithSideLegend(p *plot.Plot, path string, w, h vg.Length) error {
+	c := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	dc := draw.New(c)
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	r := legend.Rectangle(dc)
+	lw := r.Max.X - r.Min.X + vg.Points(12)
+	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	legend.Draw(draw.Crop(dc, w-lw+vg.Points(6), 0, 0, -vg.Points(20)))
+	return safefile.Write(path, func(wr io.Writer) error { _, err := c.WriteTo(wr); return err })
 }
 
 // logTicks labels a logarithmic axis at 1-2-5 steps of every decade and,
@@ -332,7 +380,7 @@ func EvalCurve(evals []Eval, f func(Eval) float64) plotter.XYs {
 
 // writeImageGrid writes the first side² rows of x as a side × side grid of
 // grey images (values in [−1, 1], first channel), each pixel scale × scale.
-func writeImageGrid(path string, x *mat.Dense, shape experiments.ImageShape, side, scale int) error {
+func writeImageGrid(path, title string, x *mat.Dense, shape experiments.ImageShape, side, scale int) error {
 	n, _ := x.Dims()
 	h, w := shape.Height*scale, shape.Width*scale
 	const gap = 2
@@ -350,7 +398,13 @@ func writeImageGrid(path string, x *mat.Dense, shape experiments.ImageShape, sid
 			}
 		}
 	}
-	return safefile.Write(path, func(wr io.Writer) error { return png.Encode(wr, img) })
+	// The grid as an image plot, for its title.
+	p := plot.New()
+	p.Title.Text = title
+	p.HideAxes()
+	b := img.Bounds()
+	p.Add(plotter.NewImage(img, 0, 0, float64(b.Dx()), float64(b.Dy())))
+	return savePNG(p, path, vg.Length(b.Dx())+vg.Points(20), vg.Length(b.Dy())+vg.Points(40))
 }
 
 // DensityPlot is a 2D density drawn as a heat map, with data (green

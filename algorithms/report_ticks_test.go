@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -31,6 +32,32 @@ func TestLogTicksReadable(t *testing.T) {
 	fig := Figure{Title: "R-hat", XLabel: "iteration", YLabel: "max R-hat", LogY: true, Thresholds: RHatThresholds,
 		Curves: []Curve{{Name: "rank-normalised", Points: plotter.XYs{{X: 0, Y: 30}, {X: 20, Y: 1.3}, {X: 40, Y: 1.2}}}}}
 	if err := fig.WritePNG(filepath.Join(t.TempDir(), "rhat.png")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Weights plots: the y range follows the truths and the weights (eight
+// truths at 0.125 are not squeezed into [0, 1]), ten classes get ten
+// colours, and a figure with many curves writes its legend beside the plot.
+func TestWeightsPlotReadable(t *testing.T) {
+	truths := []float64{0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125}
+	evals := []Eval{{Iter: 0, EBMWeights: []float64{0.1, 0.15, 0.12, 0.13, 0.125, 0.125, 0.11, 0.135}}}
+	lo, hi := weightRange(truths, evals)
+	if !(lo > 0.05 && lo < 0.1 && hi > 0.15 && hi < 0.2) {
+		t.Errorf("weight range [%v, %v], want about [0.08, 0.17]", lo, hi)
+	}
+	seen := map[any]bool{}
+	for k := 0; k < 10; k++ {
+		seen[plotColor(k)] = true
+	}
+	if len(seen) != 10 {
+		t.Errorf("%d distinct colours for ten classes", len(seen))
+	}
+	fig := Figure{Title: "weights", XLabel: "iteration", YLabel: "weight", YMin: lo, YMax: hi}
+	for k, w := range truths {
+		fig.Curves = append(fig.Curves, Curve{Name: fmt.Sprintf("mode %d", k+1), Points: plotter.XYs{{X: 0, Y: evals[0].EBMWeights[k]}, {X: 1, Y: w}}, Ref: w, HasRef: true})
+	}
+	if err := fig.WritePNG(filepath.Join(t.TempDir(), "w.png")); err != nil {
 		t.Fatal(err)
 	}
 }
