@@ -207,6 +207,11 @@ type Run struct {
 type modeWindow struct {
 	Neg   []float64 `json:"neg"`
 	Start []float64 `json:"start"`
+	// Evals is the number of evaluations in the checkpoint's evals.csv
+	// (written by Checkpoint; absent from earlier checkpoints), so that
+	// Resume can tell a truncated evals.csv from a run that has not
+	// evaluated yet.
+	Evals *int `json:"evals,omitempty"`
 }
 
 // countZones adds the zone counts of x to counts (allocated on first use).
@@ -250,6 +255,9 @@ func NewRun(cfg RunConfig, dir string) (*Run, error) {
 }
 
 func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	// The data come from their own stream so that the same seed gives the
 	// same data whatever the algorithm.
 	dataRNG := rand.New(rand.NewPCG(cfg.Seed, dataStream))
@@ -316,8 +324,25 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
 		return nil, fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
 	}
-	train, held := exp.Split(dataRNG, cfg.DataSize, 4096)
 	d := exp.Dim()
+	// The trainer's configuration with its defaults (NewTrainer checks it
+	// again), to bound the run's memory before anything is allocated.
+	tc, err := cfg.Train.withDefaults(d, 1)
+	if err != nil {
+		return nil, err
+	}
+	est := cfg
+	if exp.Target == nil && exp.TrainSet != nil {
+		// A data set's run trains on its rows, at most data_size.
+		est.DataSize = min(est.DataSize, exp.TrainSet.RawMatrix().Rows)
+	}
+	if est.RHatSteps == 0 {
+		est.RHatSteps = tc.rhatSteps()
+	}
+	if err := checkMemory(est.memTerms(tc, d)); err != nil {
+		return nil, err
+	}
+	train, held := exp.Split(dataRNG, cfg.DataSize, 4096)
 	m := cfg.Model
 	if models == nil {
 		sigma := m.BaseSigma
@@ -618,7 +643,10 @@ func (r *Run) Checkpoint() error {
 	if err := WriteEvalsCSV(filepath.Join(tmp, "evals.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(tmp, "window.json"), r.window); err != nil {
+	win := r.window
+	nEvals := len(r.Evals)
+	win.Evals = &nEvals
+	if err := writeJSON(filepath.Join(tmp, "window.json"), win); err != nil {
 		return err
 	}
 	if err := crashPoint("unmarked"); err != nil {
@@ -697,7 +725,8 @@ func resume(dir string, dc *DataConfig) (*Run, error) {
 	if err := r.Trainer.Restore(ck); err != nil {
 		return nil, err
 	}
-	if r.Evals, err = ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.Experiment.Weights)); err != nil {
+	evalsPath := filepath.Join(ck, "evals.csv")
+	if r.Evals, err = ReadEvalsCSV(evalsPath, len(r.Experiment.Weights)); err != nil {
 		return nil, err
 	}
 	// Checkpoints written before the pooled mode weights have no window.
@@ -711,6 +740,18 @@ func resume(dir string, dc *DataConfig) (*Run, error) {
 			return nil, fmt.Errorf("%s: neg and start: want %d counts (the experiment's modes), have %d and %d", w, k, len(r.window.Neg), len(r.window.Start))
 		}
 	}
+	// A truncated evals.csv would silently drop the metrics history (and
+	// metrics.csv, rewritten from it at the next checkpoint).
+	if n := r.window.Evals; n != nil {
+		if *n != len(r.Evals) {
+			return nil, fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s): the checkpoint's metrics history is incomplete", evalsPath, len(r.Evals), *n, w)
+		}
+	} else if first := min(r.Config.EvalEvery, r.Config.Train.Iterations); r.Trainer.Iter >= first && len(r.Evals) == 0 {
+		// An earlier checkpoint, without the count: one past the first
+		// evaluation (iteration eval_every) must hold it.
+		return nil, fmt.Errorf("%s: no evaluations, want at least 1: the checkpoint is at iteration %d, past the first evaluation (iteration %d, eval_every %d)", evalsPath, r.Trainer.Iter, first, r.Config.EvalEvery)
+	}
+	r.window.Evals = nil
 	return r, nil
 }
 

@@ -91,6 +91,9 @@ func (t *Trainer) Restore(dir string) error {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if st.Iter < 0 || st.Iter > t.Config.Iterations {
+		return fmt.Errorf("%s: field \"iter\" is %d, want 0..%d (the run's train.iterations)", path, st.Iter, t.Config.Iterations)
+	}
 	for name, src := range t.streams() {
 		if err := src.UnmarshalBinary(st.RNG[name]); err != nil {
 			return fmt.Errorf("%s: field \"rng.%s\": %w", path, name, err)

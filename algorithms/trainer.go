@@ -205,11 +205,31 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 	if s.StepSize == 0 {
 		s.StepSize = 0.01
 	}
+	if !(s.StepSize > 0) || math.IsInf(s.StepSize, 0) {
+		return c, fmt.Errorf("algorithms: sampler.step_size %v, want a finite value > 0 (0: the default 0.01)", s.StepSize)
+	}
 	if !(s.StepSize > 0) || s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
 		return c, fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
 	}
 	if s.TargetAccept == 0 {
 		s.TargetAccept = 0.75
+	}
+	if !(s.TargetAccept > 0 && s.TargetAccept < 1) {
+		return c, fmt.Errorf("algorithms: sampler.target_accept %v, want in (0, 1) (0: the default 0.75)", s.TargetAccept)
+	}
+	if math.IsNaN(c.StartScale) || math.IsInf(c.StartScale, 0) || c.StartScale < 0 {
+		return c, fmt.Errorf("algorithms: start_scale %v, want a finite value > 0 (0: the default)", c.StartScale)
+	}
+	if err := c.EBMOptim.validate("ebm_optim"); err != nil {
+		return c, err
+	}
+	if c.Algorithm != ULA {
+		if err := c.FlowOptim.validate("flow_optim"); err != nil {
+			return c, err
+		}
+	}
+	if math.IsNaN(c.L2) || math.IsInf(c.L2, 0) || c.L2 < 0 {
+		return c, fmt.Errorf("algorithms: l2 %v, want a finite value ≥ 0", c.L2)
 	}
 	if c.Start == "" {
 		c.Start = "flow"
@@ -240,17 +260,32 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 	if p.Objective != "data" && p.Objective != "reverse-kl" {
 		return c, fmt.Errorf("algorithms: pretrain.objective %q, want \"data\" or \"reverse-kl\"", p.Objective)
 	}
+	if p.Steps < 0 {
+		return c, fmt.Errorf("algorithms: pretrain.steps %d, want ≥ 0 (0: no pretraining)", p.Steps)
+	}
 	if p.LR == 0 {
 		p.LR = 1e-2
 	}
+	if !(p.LR > 0) || math.IsInf(p.LR, 0) {
+		return c, fmt.Errorf("algorithms: pretrain.lr %v, want a finite value > 0 (0: the default 1e-2)", p.LR)
+	}
 	if p.BatchSize == 0 {
 		p.BatchSize = c.BatchSize
+	}
+	if p.BatchSize < 1 {
+		return c, fmt.Errorf("algorithms: pretrain.batch_size %d, want > 0 (0: the training batch_size)", p.BatchSize)
+	}
+	if c.FreezeFlow < 0 {
+		return c, fmt.Errorf("algorithms: freeze_flow %d, want ≥ 0", c.FreezeFlow)
 	}
 	if c.FreezeFlow == 0 && c.Algorithm == CoopFlow {
 		c.FreezeFlow = c.Iterations * 4 / 100
 	}
 	if c.MaxEnergy == 0 {
 		c.MaxEnergy = 1e6
+	}
+	if !(c.MaxEnergy > 0) {
+		return c, fmt.Errorf("algorithms: max_energy %v, want > 0 (0: the default 1e6)", c.MaxEnergy)
 	}
 	if c.FlowSteps == 0 {
 		c.FlowSteps = 1
@@ -373,6 +408,9 @@ func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, s
 	}
 	if n < cfg.BatchSize {
 		return nil, fmt.Errorf("algorithms: %d data rows, fewer than batch_size %d", n, cfg.BatchSize)
+	}
+	if err := checkMemory(cfg.memTerms(d)); err != nil {
+		return nil, err
 	}
 	if cfg.usesFlow() && flow == nil {
 		return nil, fmt.Errorf("algorithms: %s needs a flow", cfg.Algorithm)

@@ -1,0 +1,237 @@
+package algorithms
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// MaxGridSize is the largest grid_size a run accepts: a 4096 × 4096 grid
+// holds 16.8 M points (about 400 MB of points and densities), already far
+// finer than any density plot or quadrature needs. The smallest is 2.
+const MaxGridSize = 4096
+
+// DefaultMemoryLimit is the most memory (bytes) the largest buffers of a
+// run may need, as estimated from its configuration (see checkMemory),
+// unless the machine has less: then half of /proc/meminfo's MemTotal.
+const DefaultMemoryLimit = 8 << 30
+
+// memoryLimit is the limit checkMemory applies (a variable for tests).
+var memoryLimit = func() float64 {
+	limit := float64(DefaultMemoryLimit)
+	if total, ok := memTotal(); ok && total/2 < limit {
+		limit = total / 2
+	}
+	return limit
+}
+
+// memTotal reads MemTotal (bytes) from /proc/meminfo, where there is one.
+func memTotal() (float64, bool) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseFloat(fields[1], 64)
+			if err != nil || kb <= 0 {
+				return 0, false
+			}
+			return kb * 1024, true
+		}
+	}
+	return 0, false
+}
+
+// memTerm is one buffer of a memory estimate: the fields that size it and
+// its size in bytes (a float, so that absurd configurations do not
+// overflow).
+type memTerm struct {
+	what  string
+	bytes float64
+}
+
+// checkMemory refuses a configuration whose buffers (terms, summed) need
+// more than memoryLimit(), naming the largest, before any is allocated.
+func checkMemory(terms []memTerm) error {
+	total := 0.0
+	for _, t := range terms {
+		total += t.bytes
+	}
+	limit := memoryLimit()
+	if !(total > limit) {
+		return nil
+	}
+	sort.SliceStable(terms, func(i, j int) bool { return terms[i].bytes > terms[j].bytes })
+	var names []string
+	sum := 0.0
+	for _, t := range terms {
+		// The terms that make up most of the estimate.
+		names = append(names, fmt.Sprintf("%s = %s", t.what, bytesString(t.bytes)))
+		sum += t.bytes
+		if sum >= total/2 || len(names) == 3 {
+			break
+		}
+	}
+	return fmt.Errorf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s, or half the machine's memory if less): %s; lower these fields",
+		bytesString(total), bytesString(limit), bytesString(DefaultMemoryLimit), strings.Join(names, "; "))
+}
+
+func bytesString(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.3g %s", b, units[i])
+}
+
+// memTerms estimates the trainer's largest buffers for c (with defaults)
+// in d dimensions: 8-byte floats.
+func (c Config) memTerms(d int) []memTerm {
+	fd := float64(d)
+	s := c.Sampler
+	chains := float64(c.chains())
+	chainsOf := fmt.Sprintf("batch_size %d chains", c.chains())
+	if s.Negatives == "subsample" {
+		chainsOf = fmt.Sprintf("batch_size/sampler.subsample %d chains", c.chains())
+	}
+	terms := []memTerm{
+		{fmt.Sprintf("persistent %d × %d dims × 8 B", c.Persistent, d), float64(c.Persistent) * fd * 8},
+		// positives, starts, negatives and the last starts
+		{fmt.Sprintf("batch_size %d × %d dims × 4 buffers × 8 B", c.BatchSize, d), float64(c.BatchSize) * fd * 8 * 4},
+	}
+	if s.Negatives == "all" {
+		terms = append(terms, memTerm{fmt.Sprintf("sampler.steps %d × %s × %d dims × 8 B (sampler.negatives \"all\")", s.Steps, chainsOf, d),
+			float64(s.Steps) * chains * fd * 8})
+	}
+	if c.Algorithm == FlowMC && s.Global == "isir" {
+		terms = append(terms, memTerm{fmt.Sprintf("sampler.particles %d × %s × %d dims × 8 B", s.Particles, chainsOf, d),
+			float64(s.Particles) * chains * (fd + 2) * 8})
+	}
+	if c.Pretrain.Steps > 0 {
+		terms = append(terms, memTerm{fmt.Sprintf("pretrain.batch_size %d × %d dims × 8 B", c.Pretrain.BatchSize, d),
+			float64(c.Pretrain.BatchSize) * (fd + 1) * 8})
+	}
+	return terms
+}
+
+// validate checks the fields of an optimiser's configuration that New does
+// not (the decay schedule); prefix names it (ebm_optim, flow_optim).
+func (c OptimConfig) validate(prefix string) error {
+	if math.IsNaN(c.Decay) || c.Decay < 0 || c.Decay > 1 {
+		return fmt.Errorf("algorithms: %s.decay %v, want in (0, 1] (0 or 1: no decay)", prefix, c.Decay)
+	}
+	if c.DecayEvery < 0 {
+		return fmt.Errorf("algorithms: %s.decay_every %d, want ≥ 1 (0 only without decay)", prefix, c.DecayEvery)
+	}
+	if c.DecayEvery == 0 && c.Decay > 0 && c.Decay < 1 {
+		return fmt.Errorf("algorithms: %s.decay_every 0 with %s.decay %v: want decay_every ≥ 1 (the decay would never apply)", prefix, prefix, c.Decay)
+	}
+	if math.IsInf(c.LR, 0) || math.IsNaN(c.LR) || c.LR < 0 {
+		return fmt.Errorf("algorithms: %s.lr %v, want a finite value > 0 (0: the default 1e-3)", prefix, c.LR)
+	}
+	return nil
+}
+
+// validate checks the fields of a run's configuration that are its own (not
+// train's), before anything is loaded or allocated. Zero values mean the
+// documented defaults; negative ones are refused.
+func (c RunConfig) validate() error {
+	if c.DataSize < 0 {
+		return fmt.Errorf("algorithms: data_size %d, want > 0 (0: the default)", c.DataSize)
+	}
+	if c.GridSize != 0 && (c.GridSize < 2 || c.GridSize > MaxGridSize) {
+		return fmt.Errorf("algorithms: grid_size %d, want 2..%d (0: the default 200)", c.GridSize, MaxGridSize)
+	}
+	if c.Train.Iterations <= 0 {
+		return fmt.Errorf("algorithms: train.iterations %d, want > 0", c.Train.Iterations)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"eval_every", c.EvalEvery}, {"checkpoint_every", c.CheckpointEvery}, {"rhat_every", c.RHatEvery},
+		{"rhat_chains", c.RHatChains}, {"rhat_steps", c.RHatSteps}, {"log_z_samples", c.LogZSamples}} {
+		if f.v < 0 {
+			return fmt.Errorf("algorithms: %s %d, want > 0 (0: the default)", f.name, f.v)
+		}
+	}
+	m := c.Model
+	if m.FlowBlocks < 0 {
+		return fmt.Errorf("algorithms: model.flow_blocks %d, want > 0 (0: the default 4)", m.FlowBlocks)
+	}
+	for _, h := range []struct {
+		name string
+		v    []int
+	}{{"model.ebm_hidden", m.EBMHidden}, {"model.flow_hidden", m.FlowHidden}} {
+		for _, w := range h.v {
+			if w < 1 {
+				return fmt.Errorf("algorithms: %s holds %d, want widths ≥ 1", h.name, w)
+			}
+		}
+	}
+	if math.IsNaN(m.BaseSigma) || math.IsInf(m.BaseSigma, 0) || m.BaseSigma < 0 {
+		return fmt.Errorf("algorithms: model.base_sigma %v, want a finite value ≥ 0 (0: from the data)", m.BaseSigma)
+	}
+	return nil
+}
+
+// memTerms estimates the run's largest buffers in d dimensions: the data,
+// the evaluation's draws and grid, the models' parameters (with gradients
+// and optimiser moments) and the trainer's (tc, with defaults).
+func (c RunConfig) memTerms(tc Config, d int) []memTerm {
+	fd := float64(d)
+	terms := []memTerm{
+		// rows and their shuffled order
+		{fmt.Sprintf("data_size %d × %d dims × 8 B", c.DataSize, d), float64(c.DataSize) * (fd + 2) * 8},
+		{fmt.Sprintf("log_z_samples %d × %d dims × 8 B", c.LogZSamples, d), float64(c.LogZSamples) * (fd + 3) * 8},
+		{fmt.Sprintf("rhat_chains %d × rhat_steps %d × %d dims × 8 B", c.RHatChains, c.RHatSteps, d),
+			float64(c.RHatChains) * float64(c.RHatSteps) * fd * 8},
+	}
+	if d == 2 {
+		terms = append(terms, memTerm{fmt.Sprintf("grid_size %d² × 3 × 8 B", c.GridSize), float64(c.GridSize) * float64(c.GridSize) * 3 * 8})
+	}
+	// Parameters, gradients, two optimiser moments and the averaged copy.
+	const copies = 5
+	params := func(sizes []float64) float64 {
+		p := 0.0
+		for i := 0; i+1 < len(sizes); i++ {
+			p += (sizes[i] + 1) * sizes[i+1]
+		}
+		return p
+	}
+	ebmHidden, flowHidden := c.Model.EBMHidden, c.Model.FlowHidden
+	if ebmHidden == nil {
+		ebmHidden = []int{32, 64, 64, 64}
+	}
+	if flowHidden == nil {
+		flowHidden = []int{16}
+	}
+	ebm := []float64{fd}
+	for _, w := range ebmHidden {
+		ebm = append(ebm, float64(w))
+	}
+	terms = append(terms, memTerm{fmt.Sprintf("model.ebm_hidden %v parameters × 8 B × %d", ebmHidden, copies), params(append(ebm, 1)) * 8 * copies})
+	if tc.usesFlow() {
+		flow := []float64{fd}
+		for _, w := range flowHidden {
+			flow = append(flow, float64(w))
+		}
+		// Each block: two couplings of a scale and a translation net.
+		blocks := c.Model.FlowBlocks
+		if blocks == 0 {
+			blocks = 4
+		}
+		terms = append(terms, memTerm{fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, flowHidden, copies),
+			float64(blocks) * 4 * params(append(flow, fd)) * 8 * copies})
+	}
+	return append(terms, tc.memTerms(d)...)
+}

@@ -1,0 +1,256 @@
+package algorithms
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// smallConfig is smallRun's configuration.
+func smallConfig(t *testing.T, alg string, iters int) RunConfig {
+	t.Helper()
+	cfg, _, err := Defaults("two-modes", alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seed = 5
+	cfg.DataSize = 512
+	cfg.GridSize = 40
+	cfg.Train.Iterations = iters
+	cfg.Train.BatchSize, cfg.Train.Persistent = 16, 64
+	cfg.Train.Sampler.Particles = 8
+	cfg.Model.EBMHidden = []int{16, 16}
+	cfg.Model.FlowBlocks = 2
+	return cfg
+}
+
+// wantRefused builds a run of cfg and wants an error naming every one of
+// want (no panic, no run folder content).
+func wantRefused(t *testing.T, cfg RunConfig, want ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := NewRun(cfg, dir)
+	if err == nil {
+		t.Fatalf("NewRun accepted the configuration (%+v), want an error naming %q", r.Config, want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("NewRun: %v, want it to name %q", err, w)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Errorf("a refused run left %d files in its folder", len(ents))
+	}
+}
+
+func TestGridSizeIsBounded(t *testing.T) {
+	for _, n := range []int{10_000_000, 4097, 1, -5} {
+		cfg := smallConfig(t, FlowMC, 4)
+		cfg.GridSize = n
+		wantRefused(t, cfg, "grid_size", "2..4096")
+	}
+	for _, n := range []int{2, 4096} {
+		cfg := smallConfig(t, FlowMC, 4)
+		cfg.GridSize = n
+		if err := cfg.validate(); err != nil {
+			t.Errorf("grid_size %d: %v", n, err)
+		}
+	}
+}
+
+// Configurations whose buffers cannot fit are refused with the estimate,
+// naming the field, before anything is allocated (these would abort the
+// test binary out of memory otherwise).
+func TestMemoryEstimateRefusesHugeBuffers(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		set   func(*RunConfig)
+	}{
+		{"persistent", func(c *RunConfig) { c.Train.Persistent = 1e11 }},
+		{"sampler.particles", func(c *RunConfig) { c.Train.Sampler.Particles = 1e9 }},
+		{"log_z_samples", func(c *RunConfig) { c.LogZSamples = 1e12 }},
+		{"data_size", func(c *RunConfig) { c.DataSize = 1e12 }},
+		{"batch_size", func(c *RunConfig) { c.Train.BatchSize, c.Train.Persistent = 1e11, 1e11 }},
+		{"rhat_chains", func(c *RunConfig) { c.RHatChains, c.RHatSteps = 64, 1e10 }},
+		{"sampler.steps", func(c *RunConfig) { c.Train.Sampler.Negatives, c.Train.Sampler.Steps = "all", 1e10 }},
+		{"model.ebm_hidden", func(c *RunConfig) { c.Model.EBMHidden = []int{1e6, 1e6} }},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			cfg := smallConfig(t, FlowMC, 4)
+			c.set(&cfg)
+			wantRefused(t, cfg, c.field, "memory", "GiB")
+		})
+	}
+	// The trainer alone checks too.
+	cfg := smallConfig(t, FlowMC, 4)
+	r, err := NewRun(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := r.Trainer.Config
+	tc.Persistent = 1e11
+	if _, err := NewTrainer(tc, r.Trainer.EBM, r.Trainer.Flow, r.Trainer.data, NewStreams(1)); err == nil || !strings.Contains(err.Error(), "persistent") {
+		t.Errorf("NewTrainer with persistent 1e11: %v, want the memory estimate naming persistent", err)
+	}
+}
+
+func TestMemoryLimitFollowsMachine(t *testing.T) {
+	l := memoryLimit()
+	if !(l > 0 && l <= DefaultMemoryLimit) {
+		t.Errorf("memory limit %v, want in (0, %d]", l, DefaultMemoryLimit)
+	}
+}
+
+func TestInvalidValuesAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		set   func(*RunConfig)
+	}{
+		{"sampler.step_size", func(c *RunConfig) { c.Train.Sampler.StepSize = -0.1 }},
+		{"sampler.step_size", func(c *RunConfig) { c.Train.Sampler.StepSize = math.NaN() }},
+		{"sampler.step_size", func(c *RunConfig) { c.Train.Sampler.StepSize = math.Inf(1) }},
+		{"ebm_optim.decay", func(c *RunConfig) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = -0.5, 10 }},
+		{"flow_optim.decay", func(c *RunConfig) { c.Train.FlowOptim.Decay, c.Train.FlowOptim.DecayEvery = 1.5, 10 }},
+		{"ebm_optim.decay_every", func(c *RunConfig) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = 0.99, -1 }},
+		{"ebm_optim.decay_every", func(c *RunConfig) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = 0.99, 0 }},
+		{"eval_every", func(c *RunConfig) { c.EvalEvery = -1 }},
+		{"checkpoint_every", func(c *RunConfig) { c.CheckpointEvery = -3 }},
+		{"rhat_every", func(c *RunConfig) { c.RHatEvery = -3 }},
+		{"data_size", func(c *RunConfig) { c.DataSize = -10 }},
+		{"pretrain.batch_size", func(c *RunConfig) { c.Train.Pretrain.BatchSize = -1 }},
+		{"pretrain.steps", func(c *RunConfig) { c.Train.Pretrain.Steps = -1 }},
+		{"pretrain.lr", func(c *RunConfig) { c.Train.Pretrain.LR = -1 }},
+		{"train.iterations", func(c *RunConfig) { c.Train.Iterations = -5 }},
+		{"sampler.target_accept", func(c *RunConfig) { c.Train.Sampler.TargetAccept = 1.5 }},
+		{"start_scale", func(c *RunConfig) { c.Train.StartScale = -1 }},
+		{"freeze_flow", func(c *RunConfig) { c.Train.FreezeFlow = -1 }},
+		{"max_energy", func(c *RunConfig) { c.Train.MaxEnergy = -1 }},
+		{"l2", func(c *RunConfig) { c.Train.L2 = -1 }},
+		{"model.ebm_hidden", func(c *RunConfig) { c.Model.EBMHidden = []int{16, -4} }},
+		{"model.base_sigma", func(c *RunConfig) { c.Model.BaseSigma = -1 }},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			cfg := smallConfig(t, FlowMC, 4)
+			c.set(&cfg)
+			wantRefused(t, cfg, c.field, "want")
+		})
+	}
+	// Documented zero values still mean the defaults.
+	cfg := smallConfig(t, FlowMC, 4)
+	cfg.EvalEvery, cfg.CheckpointEvery, cfg.RHatEvery, cfg.Train.Sampler.StepSize = 0, 0, 0, 0
+	cfg.Train.EBMOptim.Decay, cfg.Train.EBMOptim.DecayEvery = 1, 0
+	if _, err := NewRun(cfg, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkpointAt builds a run of iters iterations in a new folder, steps it
+// n times (evaluating when eval) and checkpoints it.
+func checkpointAt(t *testing.T, iters, evalEvery, n int, eval bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := smallConfig(t, FlowMC, iters)
+	cfg.EvalEvery = evalEvery
+	r, err := NewRun(cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		st, err := r.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eval && r.Trainer.Iter%evalEvery == 0 {
+			if _, err := r.Evaluate(st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func editJSON(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantResumeError(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	_, err := Resume(dir)
+	if err == nil {
+		t.Fatalf("Resume succeeded, want an error naming %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Resume: %v, want it to name %q", err, w)
+		}
+	}
+}
+
+func TestResumeRefusesIterOutOfRange(t *testing.T) {
+	for _, iter := range []int{-5, 13, 1 << 40} {
+		dir := checkpointAt(t, 12, 2, 4, true)
+		state := filepath.Join(dir, checkpointName, "state.json")
+		editJSON(t, state, func(m map[string]any) { m["iter"] = iter })
+		wantResumeError(t, dir, "state.json", `"iter"`, "0..12")
+	}
+}
+
+func TestResumeRefusesTruncatedEvals(t *testing.T) {
+	const header = "iter,loss\n"
+	for _, content := range []string{"", header} {
+		// Past the first evaluation (iteration 2): 2 evaluations lost.
+		dir := checkpointAt(t, 12, 2, 4, true)
+		evals := filepath.Join(dir, checkpointName, "evals.csv")
+		if err := os.WriteFile(evals, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wantResumeError(t, dir, "evals.csv", "2", `"evals"`)
+
+		// An earlier checkpoint, without the count in window.json.
+		editJSON(t, filepath.Join(dir, checkpointName, "window.json"), func(m map[string]any) { delete(m, "evals") })
+		wantResumeError(t, dir, "evals.csv", "no evaluations", "eval_every 2")
+	}
+}
+
+// A checkpoint before the first evaluation has no evaluations, and resumes.
+func TestResumeBeforeFirstEvaluation(t *testing.T) {
+	dir := checkpointAt(t, 12, 4, 3, true)
+	r, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Trainer.Iter != 3 || len(r.Evals) != 0 {
+		t.Fatalf("resumed at iteration %d with %d evaluations, want 3 and 0", r.Trainer.Iter, len(r.Evals))
+	}
+	// Also without the count (an earlier version's checkpoint).
+	editJSON(t, filepath.Join(dir, checkpointName, "window.json"), func(m map[string]any) { delete(m, "evals") })
+	if _, err := Resume(dir); err != nil {
+		t.Fatal(err)
+	}
+	// And a run stepped without evaluating, with the count.
+	dir = checkpointAt(t, 12, 2, 5, false)
+	if _, err := Resume(dir); err != nil {
+		t.Fatal(err)
+	}
+}
