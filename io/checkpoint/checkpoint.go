@@ -28,12 +28,19 @@
 package checkpoint
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flowebm/flowebm/graph"
@@ -188,28 +195,176 @@ func layoutName(l layers.Layout) string {
 	return "modulelist"
 }
 
-// Build constructs untrained models from a spec (weights initialised with
-// rng, as a fresh model would be). Errors name the offending field.
-func (s Spec) Build(rng *rand.Rand) (Models, error) {
-	if s.Format != Format {
-		return Models{}, fmt.Errorf("spec.json: field \"format\" is %q, want %q", s.Format, Format)
+// Limits on what spec.json may describe, checked before anything is
+// allocated, so that a corrupt or hostile spec is refused with the field at
+// fault rather than exhausting memory.
+const (
+	maxSize      = 1 << 20 // one layer width, flow.dim
+	maxLayers    = 1024    // linear layers of the EBM, of one s or t MLP
+	maxBlocks    = 1024    // flow.blocks, flow.block_depth
+	maxArrays    = 1 << 16 // parameter arrays in all
+	maxUnrolled  = 1 << 16 // linear layers of one flow pass (blocks·depth·4·layers)
+	maxStringLen = 256     // activation, layout, mask, names
+	maxSpecBytes = 256 << 20
+)
+
+// maxParams bounds the parameter count a spec may imply (2^28: 2 GiB of
+// float64). A variable so that the fuzz tests can lower it.
+var maxParams int64 = 1 << 28
+
+// countParams returns the number of parameters (weights and biases) and
+// parameter arrays of an MLP with the given widths, exactly.
+func countParams(sizes []int) (*big.Int, int) {
+	n := new(big.Int)
+	for i := 0; i+1 < len(sizes); i++ {
+		in, out := big.NewInt(int64(sizes[i])), big.NewInt(int64(sizes[i+1]))
+		n.Add(n, in.Mul(in, out))
+		n.Add(n, out)
 	}
-	var dt tensor.Dtype
-	switch s.Dtype {
-	case "float64":
-		dt = tensor.Float64
-	case "float32":
-		dt = tensor.Float32
-	default:
-		return Models{}, fmt.Errorf("spec.json: field \"dtype\" is %q, want \"float32\" or \"float64\"", s.Dtype)
+	return n, 2 * (len(sizes) - 1)
+}
+
+func checkString(field, v string) error {
+	if len(v) > maxStringLen {
+		return fmt.Errorf("spec.json: field %q is %d bytes long (%q…), want at most %d", field, len(v), v[:32], maxStringLen)
+	}
+	return nil
+}
+
+func checkSizes(field string, sizes []int) error {
+	for i, v := range sizes {
+		if v < 1 || v > maxSize {
+			return fmt.Errorf("spec.json: field %q has %d at index %d, want sizes in 1..2^20", field, v, i)
+		}
+	}
+	return nil
+}
+
+// validate checks every field of s and the parameter count it implies,
+// allocating nothing in proportion to the sizes it describes.
+func (s Spec) validate() error {
+	if s.Format != Format {
+		return fmt.Errorf("spec.json: field \"format\" is %q, want %q", clip(s.Format), Format)
+	}
+	if s.Dtype != "float64" && s.Dtype != "float32" {
+		return fmt.Errorf("spec.json: field \"dtype\" is %q, want \"float32\" or \"float64\"", clip(s.Dtype))
+	}
+	for _, c := range []struct{ field, v string }{{"ebm.activation", s.EBM.Activation}, {"ebm.layout", s.EBM.Layout}, {"ebm.name", s.EBM.Name}} {
+		if err := checkString(c.field, c.v); err != nil {
+			return err
+		}
 	}
 	if len(s.EBM.Sizes) < 2 || s.EBM.Sizes[len(s.EBM.Sizes)-1] != 1 {
-		return Models{}, fmt.Errorf("spec.json: field \"ebm.sizes\" is %v, want at least [d, 1] ending in 1", s.EBM.Sizes)
+		return fmt.Errorf("spec.json: field \"ebm.sizes\" is %v, want at least [d, 1] ending in 1", clipInts(s.EBM.Sizes))
 	}
-	for _, v := range s.EBM.Sizes {
-		if v < 1 || v > 1<<20 {
-			return Models{}, fmt.Errorf("spec.json: field \"ebm.sizes\" has %d, want sizes in 1..2^20", v)
+	if l := len(s.EBM.Sizes) - 1; l > maxLayers {
+		return fmt.Errorf("spec.json: field \"ebm.sizes\" describes %d layers, want at most %d", l, maxLayers)
+	}
+	if err := checkSizes("ebm.sizes", s.EBM.Sizes); err != nil {
+		return err
+	}
+	total, arrays := countParams(s.EBM.Sizes)
+	if total.Cmp(big.NewInt(maxParams)) > 0 {
+		return fmt.Errorf("spec.json: field \"ebm.sizes\" %v implies %v parameters, want at most %d (2^%d)", clipInts(s.EBM.Sizes), total, maxParams, bits.Len64(uint64(maxParams))-1)
+	}
+	d := s.EBM.Sizes[0]
+	if len(s.BaseSigma) != d {
+		return fmt.Errorf("spec.json: field \"base_sigma\" has %d values, want %d (the dimension, ebm.sizes[0])", len(s.BaseSigma), d)
+	}
+	f := s.Flow
+	if f == nil {
+		return nil
+	}
+	for _, c := range []struct{ field, v string }{{"flow.activation", f.Activation}, {"flow.mask", f.Mask}, {"flow.name", f.Name}} {
+		if err := checkString(c.field, c.v); err != nil {
+			return err
 		}
+	}
+	if f.Dim != d {
+		return fmt.Errorf("spec.json: field \"flow.dim\" is %d, want %d (the EBM's, ebm.sizes[0])", f.Dim, d)
+	}
+	if f.Dim < 2 {
+		return fmt.Errorf("spec.json: field \"flow.dim\" is %d, want at least 2 (a coupling flow needs two coordinates)", f.Dim)
+	}
+	if f.Blocks < 1 || f.Blocks > maxBlocks {
+		return fmt.Errorf("spec.json: field \"flow.blocks\" is %d, want 1..%d", f.Blocks, maxBlocks)
+	}
+	if f.BlockDepth < 0 || f.BlockDepth > maxBlocks {
+		return fmt.Errorf("spec.json: field \"flow.block_depth\" is %d, want 0..%d (0 means 1)", f.BlockDepth, maxBlocks)
+	}
+	if len(f.Hidden) >= maxLayers {
+		return fmt.Errorf("spec.json: field \"flow.hidden\" has %d widths, want at most %d", len(f.Hidden), maxLayers-1)
+	}
+	if err := checkSizes("flow.hidden", f.Hidden); err != nil {
+		return err
+	}
+	if f.Mask == layers.MaskCheckerboard2D && (f.MaskWidth <= 0 || f.MaskWidth > f.Dim || f.Dim%f.MaskWidth != 0) {
+		return fmt.Errorf("spec.json: field \"flow.mask_width\" is %d, want a width dividing flow.dim %d", f.MaskWidth, f.Dim)
+	}
+	layersPerMLP := len(f.Hidden) + 1
+	if u := int64(f.Blocks) * int64(max(f.BlockDepth, 1)) * 4 * int64(layersPerMLP); u > maxUnrolled {
+		return fmt.Errorf("spec.json: fields \"flow.blocks\" %d, \"flow.block_depth\" %d and \"flow.hidden\" (%d widths) imply %d linear layers per pass, want at most %d",
+			f.Blocks, f.BlockDepth, len(f.Hidden), u, maxUnrolled)
+	}
+	sizes := append(append([]int{f.Dim}, f.Hidden...), f.Dim)
+	perMLP, perArrays := countParams(sizes)
+	couplings := big.NewInt(4 * int64(f.Blocks)) // 2·blocks couplings, each an s and a t MLP
+	flowN := new(big.Int).Mul(perMLP, couplings)
+	if flowN.Cmp(big.NewInt(maxParams)) > 0 {
+		return fmt.Errorf("spec.json: fields \"flow.dim\" %d, \"flow.hidden\" %v and \"flow.blocks\" %d imply %v flow parameters, want at most %d (2^%d)",
+			f.Dim, clipInts(f.Hidden), f.Blocks, flowN, maxParams, bits.Len64(uint64(maxParams))-1)
+	}
+	total.Add(total, flowN)
+	if total.Cmp(big.NewInt(maxParams)) > 0 {
+		return fmt.Errorf("spec.json: fields \"ebm\" and \"flow\" imply %v parameters in all, want at most %d (2^%d)", total, maxParams, bits.Len64(uint64(maxParams))-1)
+	}
+	if arrays += 4 * f.Blocks * perArrays; arrays > maxArrays {
+		return fmt.Errorf("spec.json: fields \"ebm.sizes\", \"flow.blocks\" and \"flow.hidden\" imply %d parameter arrays, want at most %d", arrays, maxArrays)
+	}
+	return nil
+}
+
+// clip shortens a string quoted in an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// clipInts shortens a list of sizes quoted in an error.
+func clipInts(v []int) string {
+	if len(v) > 16 {
+		return fmt.Sprintf("%v… (%d values)", v[:16], len(v))
+	}
+	return fmt.Sprint(v)
+}
+
+// ParamCount returns the number of parameters the spec's models have,
+// after checking the spec as Build does.
+func (s Spec) ParamCount() (int, error) {
+	if err := s.validate(); err != nil {
+		return 0, err
+	}
+	n, _ := countParams(s.EBM.Sizes)
+	if f := s.Flow; f != nil {
+		m, _ := countParams(append(append([]int{f.Dim}, f.Hidden...), f.Dim))
+		n.Add(n, m.Mul(m, big.NewInt(4*int64(f.Blocks))))
+	}
+	return int(n.Int64()), nil
+}
+
+// Build constructs untrained models from a spec (weights initialised with
+// rng, as a fresh model would be). Errors name the offending field. Every
+// field is checked, and the parameter count bounded (2^28), before anything
+// is allocated.
+func (s Spec) Build(rng *rand.Rand) (Models, error) {
+	if err := s.validate(); err != nil {
+		return Models{}, err
+	}
+	dt := tensor.Float64
+	if s.Dtype == "float32" {
+		dt = tensor.Float32
 	}
 	act, err := layers.ParseActivation(s.EBM.Activation)
 	if err != nil {
@@ -225,19 +380,10 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 		return Models{}, fmt.Errorf("spec.json: field \"ebm.layout\" is %q, want \"sequential\" or \"modulelist\"", s.EBM.Layout)
 	}
 	d := s.EBM.Sizes[0]
-	if len(s.BaseSigma) != d {
-		return Models{}, fmt.Errorf("spec.json: field \"base_sigma\" has %d values, want %d (the dimension)", len(s.BaseSigma), d)
-	}
 	base := layers.NewDiagonal(s.BaseSigma)
 	if err := base.Validate(); err != nil {
 		return Models{}, fmt.Errorf("spec.json: field \"base_sigma\": %w", err)
 	}
-	net := graph.MLPEnergy{MLP: layers.MLP{Name: or(s.EBM.Name, "net"), Sizes: s.EBM.Sizes, Hidden: act, Layout: layout}}
-	ebm, err := graph.NewEBM(net, &base, dt, rng)
-	if err != nil {
-		return Models{}, fmt.Errorf("spec.json: ebm: %w", err)
-	}
-	m := Models{EBM: ebm}
 	if sc := s.Standardization; sc != nil {
 		if err := sc.Validate(); err != nil {
 			return Models{}, fmt.Errorf("spec.json: field \"standardization\": %w", err)
@@ -245,25 +391,25 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 		if sc.Dim() != d {
 			return Models{}, fmt.Errorf("spec.json: field \"standardization\" has %d coordinates, want %d (the dimension)", sc.Dim(), d)
 		}
-		m.Scaling = sc
 	}
+	var nvp layers.RealNVP
 	if f := s.Flow; f != nil {
-		if f.Dim != d {
-			return Models{}, fmt.Errorf("spec.json: field \"flow.dim\" is %d, want %d (the EBM's)", f.Dim, d)
-		}
-		if f.Blocks < 1 || f.Blocks > 1024 || f.BlockDepth < 0 || f.BlockDepth > 1024 {
-			return Models{}, fmt.Errorf("spec.json: fields \"flow.blocks\" %d and \"flow.block_depth\" %d, want 1..1024", f.Blocks, f.BlockDepth)
-		}
-		for _, v := range f.Hidden {
-			if v < 1 || v > 1<<20 {
-				return Models{}, fmt.Errorf("spec.json: field \"flow.hidden\" has %d, want sizes in 1..2^20", v)
-			}
-		}
 		fa, err := layers.ParseActivation(f.Activation)
 		if err != nil {
 			return Models{}, fmt.Errorf("spec.json: field \"flow.activation\": %w", err)
 		}
-		nvp := layers.RealNVP{Dim: f.Dim, Blocks: f.Blocks, BlockDepth: f.BlockDepth, Hidden: f.Hidden, Activation: fa, Mask: f.Mask, MaskWidth: f.MaskWidth, Name: f.Name}
+		nvp = layers.RealNVP{Dim: f.Dim, Blocks: f.Blocks, BlockDepth: f.BlockDepth, Hidden: f.Hidden, Activation: fa, Mask: f.Mask, MaskWidth: f.MaskWidth, Name: f.Name}
+		if _, err := nvp.BaseMask(); err != nil {
+			return Models{}, fmt.Errorf("spec.json: field \"flow.mask\": %w", err)
+		}
+	}
+	net := graph.MLPEnergy{MLP: layers.MLP{Name: or(s.EBM.Name, "net"), Sizes: s.EBM.Sizes, Hidden: act, Layout: layout}}
+	ebm, err := graph.NewEBM(net, &base, dt, rng)
+	if err != nil {
+		return Models{}, fmt.Errorf("spec.json: ebm: %w", err)
+	}
+	m := Models{EBM: ebm, Scaling: s.Standardization}
+	if s.Flow != nil {
 		if m.Flow, err = graph.NewFlow(nvp, base, dt, rng); err != nil {
 			return Models{}, fmt.Errorf("spec.json: flow: %w", err)
 		}
@@ -306,50 +452,193 @@ func Save(dir string, m Models) error {
 }
 
 // Load rebuilds the models of dir/spec.json and sets their weights from
-// dir/weights.npz. Every parameter must be present with its shape.
+// dir/weights.npz. Every parameter must be present with its shape, in the
+// spec's dtype and finite, and weights.npz must hold nothing else. spec.json
+// is checked in full (the parameter count included) before anything is
+// allocated, and a member of weights.npz is read only once its header
+// matches the parameter it sets.
 func Load(dir string) (Models, Spec, error) {
 	specPath := filepath.Join(dir, "spec.json")
-	b, err := os.ReadFile(specPath)
+	spec, err := readSpec(specPath)
 	if err != nil {
 		return Models{}, Spec{}, err
-	}
-	var spec Spec
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		return Models{}, Spec{}, fmt.Errorf("%s: %w", specPath, err)
 	}
 	m, err := spec.Build(rand.New(rand.NewPCG(0, 0)))
 	if err != nil {
-		return Models{}, Spec{}, fmt.Errorf("%s: %w", dir, err)
+		// Build's errors start "spec.json: ": name the file in full.
+		return Models{}, Spec{}, fmt.Errorf("%s%c%w", dir, filepath.Separator, err)
 	}
-	wPath := filepath.Join(dir, "weights.npz")
-	arc, err := npz.ReadFile(wPath)
-	if err != nil {
-		return Models{}, Spec{}, err
-	}
-	set := func(prefix string, p *graph.Params) error {
+	params := map[string]*graph.Param{}
+	var order []string
+	add := func(prefix string, p *graph.Params) {
 		for _, q := range p.List() {
-			a, err := arc.Get(prefix + q.Name)
-			if err != nil {
-				return fmt.Errorf("%s: %w", wPath, err)
-			}
-			if fmt.Sprint(a.Shape) != fmt.Sprint(q.Shape) {
-				return fmt.Errorf("%s: member %q has shape %v, want %v", wPath, prefix+q.Name, a.Shape, q.Shape)
-			}
-			if err := q.SetFloat64s(a.Data); err != nil {
-				return fmt.Errorf("%s: member %q: %w", wPath, prefix+q.Name, err)
-			}
+			params[prefix+q.Name] = q
+			order = append(order, prefix+q.Name)
 		}
-		return nil
 	}
-	if err := set("ebm.", m.EBM.Params); err != nil {
-		return Models{}, Spec{}, err
-	}
+	add("ebm.", m.EBM.Params)
 	if m.Flow != nil {
-		if err := set("flow.", m.Flow.Params); err != nil {
-			return Models{}, Spec{}, err
-		}
+		add("flow.", m.Flow.Params)
+	}
+	if err := readWeights(filepath.Join(dir, "weights.npz"), spec.Dtype, params, order); err != nil {
+		return Models{}, Spec{}, err
 	}
 	return m, spec, nil
+}
+
+// readSpec reads and decodes spec.json: one JSON object, no unknown fields,
+// nothing after it.
+func readSpec(path string) (Spec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Spec{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSpecBytes+1))
+	if err != nil {
+		return Spec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxSpecBytes {
+		return Spec{}, fmt.Errorf("%s: more than %d bytes, want a spec of at most %d (256 MiB)", path, maxSpecBytes, maxSpecBytes)
+	}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		what := "nothing"
+		if len(t) > 0 {
+			what = fmt.Sprintf("%q", clip(string(t)))
+		}
+		return Spec{}, fmt.Errorf("%s: want a JSON object {\"format\": %q, …}, found %s", path, Format, what)
+	}
+	var spec Spec
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return Spec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if off := dec.InputOffset(); len(bytes.TrimRight(b[off:], " \t\r\n")) != 0 {
+		return Spec{}, fmt.Errorf("%s: unexpected %q after the JSON object (byte %d), want nothing", path, clip(string(bytes.TrimSpace(b[off:]))), off)
+	}
+	return spec, nil
+}
+
+// readWeights sets params (named "ebm.…"/"flow.…", listed in order) from
+// the .npz archive at path. A member is decoded only after its .npy header
+// has the parameter's shape and dtype, so that no more is allocated than
+// the parameters need; members not in params are refused unread.
+func readWeights(path, dtype string, params map[string]*graph.Param, order []string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	z, err := zip.NewReader(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("%s: not a zip (.npz) archive: %w", path, err)
+	}
+	members := map[string]*zip.File{}
+	var names, extra []string
+	for _, zf := range z.File {
+		name := strings.TrimSuffix(zf.Name, ".npy")
+		if _, dup := members[name]; dup {
+			return fmt.Errorf("%s: member %q appears twice", path, clip(name))
+		}
+		members[name] = zf
+		names = append(names, name)
+		if params[name] == nil {
+			extra = append(extra, name)
+		}
+	}
+	for _, name := range order {
+		zf := members[name]
+		if zf == nil {
+			return fmt.Errorf("%s: no member %q, which spec.json's model needs (have %s)", path, name, list(names))
+		}
+		if err := readParam(path, name, zf, dtype, params[name]); err != nil {
+			return err
+		}
+	}
+	if len(extra) > 0 {
+		return fmt.Errorf("%s: member(s) %s are not parameters of spec.json's model (spec.json and weights.npz disagree)", path, list(extra))
+	}
+	return nil
+}
+
+// list quotes up to 8 names.
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	q := make([]string, 0, 9)
+	for i, n := range names {
+		if i == 8 {
+			q = append(q, fmt.Sprintf("… (%d in all)", len(names)))
+			break
+		}
+		q = append(q, strconv.Quote(clip(n)))
+	}
+	return strings.Join(q, ", ")
+}
+
+func readParam(path, name string, zf *zip.File, dtype string, q *graph.Param) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s: member %q: %s", path, name, fmt.Sprintf(format, args...))
+	}
+	rc, err := zf.Open()
+	if err != nil {
+		return fail("%v", err)
+	}
+	h, err := npy.ReadHeader(rc)
+	rc.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+	want := "f8"
+	if dtype == "float32" {
+		want = "f4"
+	}
+	if len(h.Dtype) != 3 || !strings.ContainsRune("<>=|", rune(h.Dtype[0])) || h.Dtype[1:] != want {
+		return fail("dtype %q, want %q (spec.json's dtype %s)", clip(h.Dtype), "<"+want, dtype)
+	}
+	if !slices.Equal(h.Shape, q.Shape) {
+		return fail("shape %v, want %v", clipInts(h.Shape), q.Shape)
+	}
+	if rc, err = zf.Open(); err != nil {
+		return fail("%v", err)
+	}
+	defer rc.Close()
+	a, err := npy.Read(rc)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if n, err := io.ReadFull(rc, make([]byte, 1)); n != 0 {
+		return fail("data after the %d values of shape %v, want nothing", len(a.Data), q.Shape)
+	} else if err != io.EOF {
+		return fail("%v", err) // e.g. a zip checksum error, reported at the member's end
+	}
+	for i, v := range a.Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fail("value %v at index %d%s, want finite weights", v, i, position(i, q.Shape))
+		}
+	}
+	if err := q.SetFloat64s(a.Data); err != nil {
+		return fail("%v", err)
+	}
+	return nil
+}
+
+// position gives the multi-index of flat (C-order) index i in shape, for
+// arrays of more than one dimension.
+func position(i int, shape []int) string {
+	if len(shape) < 2 {
+		return ""
+	}
+	idx := make([]string, len(shape))
+	for k := len(shape) - 1; k >= 0; k-- {
+		idx[k] = strconv.Itoa(i % shape[k])
+		i /= shape[k]
+	}
+	return " [" + strings.Join(idx, ", ") + "]"
 }
