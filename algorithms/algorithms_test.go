@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -397,5 +398,38 @@ func TestDivergenceGuard(t *testing.T) {
 	_, err = r.Step()
 	if !errors.Is(err, ErrDiverged) {
 		t.Fatalf("limit 1e-12: error %v, want ErrDiverged", err)
+	}
+}
+
+// An interrupted run (its context cancelled mid-run) stops between
+// iterations with a checkpoint, and resuming from it reaches the same
+// parameters as an uninterrupted run.
+func TestInterruptedRunResumes(t *testing.T) {
+	straight := smallRun(t, "flowmc", 8, t.TempDir())
+	stepN(t, straight, 8)
+	dir := t.TempDir()
+	first := smallRun(t, "flowmc", 8, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := first.TrainContext(ctx, func(it int) {
+		if it == 3 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "at iteration 3 of 8; checkpoint written to") {
+		t.Fatalf("error %v", err)
+	}
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Trainer.Iter != 3 {
+		t.Fatalf("resumed at iteration %d, want 3", resumed.Trainer.Iter)
+	}
+	stepN(t, resumed, 5)
+	a, b := straight.Trainer.EBM.Params.Flatten(nil), resumed.Trainer.EBM.Params.Flatten(nil)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("EBM parameter %d: %v uninterrupted, %v after the interruption", i, a[i], b[i])
+		}
 	}
 }

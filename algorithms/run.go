@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -560,9 +561,24 @@ func diagCov(sigma []float64) *mat.SymDense {
 // returns an error wrapping ErrDiverged that names the last good
 // checkpoint.
 func (r *Run) Train(progress func(iter int)) error {
+	return r.TrainContext(context.Background(), progress)
+}
+
+// ErrInterrupted is returned (wrapped) by TrainContext when its context
+// ends before the run does.
+var ErrInterrupted = errors.New("training interrupted")
+
+// TrainContext is Train that stops between iterations when ctx ends (the
+// command line's SIGINT/SIGTERM): the iteration under way finishes, a
+// checkpoint of the run so far is written (resuming from it reaches the
+// same result as an uninterrupted run) and the error wraps ErrInterrupted.
+func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 	cfg := r.Config
 	total := cfg.Train.Iterations
 	for r.Trainer.Iter < total {
+		if ctx.Err() != nil {
+			return r.interrupted()
+		}
 		st, err := r.Step()
 		if err != nil {
 			if errors.Is(err, ErrDiverged) {
@@ -592,6 +608,17 @@ func (r *Run) Train(progress func(iter int)) error {
 		}
 	}
 	return nil
+}
+
+// interrupted checkpoints the run where it stopped.
+func (r *Run) interrupted() error {
+	if err := r.Checkpoint(); err != nil {
+		return fmt.Errorf("%w at iteration %d, and writing its checkpoint failed: %v", ErrInterrupted, r.Trainer.Iter, err)
+	}
+	if err := WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w at iteration %d of %d; checkpoint written to %s", ErrInterrupted, r.Trainer.Iter, r.Config.Train.Iterations, filepath.Join(r.Dir, checkpointName))
 }
 
 // Step runs one training iteration and counts its negatives and chain

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -267,7 +271,10 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 	}
 	t0 := time.Now()
 	start := run.Trainer.Iter
-	err := run.Train(func(it int) {
+	// SIGINT or SIGTERM: finish the iteration, checkpoint, say how to go on.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run.TrainContext(ctx, func(it int) {
 		if bar != nil {
 			bar.Set(it)
 		}
@@ -275,6 +282,12 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 			lines.update(it)
 		}
 	})
+	if errors.Is(err, algorithms.ErrInterrupted) {
+		if bar != nil {
+			bar.Exit()
+		}
+		return fmt.Errorf("%w; continue with: flowebm train --resume %s", err, run.Dir)
+	}
 	if err != nil {
 		return err
 	}
