@@ -2,11 +2,14 @@ package algorithms
 
 import (
 	"fmt"
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/layers"
 	"image"
 	"image/color"
 	"io"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -36,6 +39,21 @@ type Metrics struct {
 	// reference for Final.HeldOutLL.
 	TrueHeldOutLL float64 `json:"true_held_out_ll"`
 	Final         Eval    `json:"final"`
+	// Build names what decides the results' rounding (the same seed gives
+	// the same numbers only with the same Go, BLAS and vector math).
+	Build Build `json:"build"`
+}
+
+// Build describes the build that computed a run.
+type Build struct {
+	Go         string `json:"go"`
+	BLAS       string `json:"blas"`
+	VectorMath string `json:"vector_math"`
+}
+
+// CurrentBuild is the build of this process.
+func CurrentBuild() Build {
+	return Build{Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, BLAS: graph.BLAS(), VectorMath: layers.VectorMath()}
 }
 
 // WriteMetrics writes dir/metrics.json for the run's last evaluation.
@@ -44,7 +62,8 @@ func WriteMetrics(path string, r *Run, elapsed time.Duration) error {
 		return fmt.Errorf("algorithms: no evaluation to report")
 	}
 	return writeJSON(path, Metrics{Experiment: r.Experiment.Name, Algorithm: r.Config.Train.Algorithm, Seed: r.Config.Seed,
-		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1]})
+		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1],
+		Build: CurrentBuild()})
 }
 
 // ReadMetrics reads a metrics.json that WriteMetrics wrote. Values written

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot/plotter"
@@ -59,5 +60,23 @@ func TestWeightsPlotReadable(t *testing.T) {
 	}
 	if err := fig.WritePNG(filepath.Join(t.TempDir(), "w.png")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// metrics.json names the build that computed the run: Go, BLAS and vector
+// math, which decide the rounding of a seed's numbers.
+func TestMetricsNameTheBuild(t *testing.T) {
+	r := smallRun(t, "flowmc", 2, t.TempDir())
+	stepN(t, r, 2)
+	path := filepath.Join(t.TempDir(), "metrics.json")
+	if err := WriteMetrics(path, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMetrics(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Build.BLAS == "" || m.Build.VectorMath == "" || !strings.HasPrefix(m.Build.Go, "go") {
+		t.Errorf("build %+v", m.Build)
 	}
 }
