@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -125,7 +126,14 @@ func arrayMatrix(file, field string, a *npy.Array) (*mat.Dense, error) {
 // A first row that is not all numbers is taken as a header and skipped.
 // Every row must have as many fields as the first data row.
 func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
-	cr := csv.NewReader(r)
+	// A UTF-8 byte-order mark (Excel's "CSV UTF-8") is not part of the
+	// first field: left in, it made a header-less file's first row look
+	// like a header and lose it.
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
+		br.Discard(3)
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true

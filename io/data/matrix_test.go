@@ -175,3 +175,18 @@ func TestReadPointsImages(t *testing.T) {
 		t.Errorf("1-D array: %v", err)
 	}
 }
+
+// A UTF-8 byte-order mark before a header-less CSV does not cost the
+// first row (it made the row look like a header); with a header it is
+// skipped too.
+func TestReadCSVByteOrderMark(t *testing.T) {
+	for _, c := range []struct{ in string }{{"\uFEFF1,2\n3,4\n"}, {"\uFEFFa,b\n1,2\n3,4\n"}} {
+		x, err := ReadCSV(strings.NewReader(c.in), "bom.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := x.Dims(); r != 2 || x.At(0, 0) != 1 || x.At(1, 1) != 4 {
+			t.Errorf("%q: %d rows, first %v", c.in, r, x.RawRowView(0))
+		}
+	}
+}

@@ -95,6 +95,24 @@ type Header struct {
 	Shape   []int
 }
 
+// DataBytes is the size of the data the header announces (elements ×
+// element size); ok is false for an unsupported dtype or a size that
+// overflows.
+func (h Header) DataBytes() (n uint64, ok bool) {
+	dt, err := parseDtype(h.Dtype)
+	if err != nil {
+		return 0, false
+	}
+	n = uint64(dt.size)
+	for _, d := range h.Shape {
+		if d < 0 || (d > 0 && n > math.MaxUint64/uint64(d)) {
+			return 0, false
+		}
+		n *= uint64(d)
+	}
+	return n, true
+}
+
 type dtype struct {
 	kind  byte // 'f', 'i', 'u', 'b'
 	size  int

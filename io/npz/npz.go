@@ -9,6 +9,7 @@ package npz
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,9 +20,20 @@ import (
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
-// maxMember bounds the uncompressed size of one member (8 GiB), so that a
-// corrupt archive cannot ask for unbounded memory before failing.
-const maxMember = 8 << 30
+// maxMember bounds the uncompressed size of one member (4 GiB, decoded to
+// at most 32 GiB of float64 for a uint8 array), so that a corrupt archive
+// cannot ask for unbounded memory before failing.
+const maxMember = 4 << 30
+
+// maxDecoded bounds one member's values once decoded to float64 (8 GiB).
+const maxDecoded = 8 << 30
+
+// elemSize is the byte size of a NumPy type string's elements ("<f4": 4).
+func elemSize(dtype string) uint64 {
+	h := npy.Header{Dtype: dtype, Shape: []int{1}}
+	n, _ := h.DataBytes()
+	return n
+}
 
 // Archive is the content of an .npz file: arrays by name, in file order.
 type Archive struct {
@@ -50,15 +62,7 @@ func Read(r io.ReaderAt, size int64) (*Archive, error) {
 		if _, dup := a.Arrays[name]; dup {
 			return nil, fmt.Errorf("npz: member %q appears twice", name)
 		}
-		if f.UncompressedSize64 > maxMember {
-			return nil, fmt.Errorf("npz: member %q is %d bytes, more than the %d supported", f.Name, f.UncompressedSize64, maxMember)
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
-		}
-		arr, err := npy.Read(io.LimitReader(rc, maxMember))
-		rc.Close()
+		arr, err := readMember(f)
 		if err != nil {
 			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
 		}
@@ -66,6 +70,55 @@ func Read(r io.ReaderAt, size int64) (*Archive, error) {
 		a.Arrays[name] = arr
 	}
 	return a, nil
+}
+
+// readMember decodes one member. Its .npy header is read first: the data
+// it announces must fit in the member's declared uncompressed size, and
+// that size must be at most maxMember, before anything is decoded; the
+// decompressed stream may not run past the declared size; and the member
+// is read to its end so that archive/zip checks its CRC-32.
+func readMember(f *zip.File) (*npy.Array, error) {
+	declared := f.UncompressedSize64
+	if declared > maxMember {
+		return nil, fmt.Errorf("declared uncompressed size %d bytes, more than the %d supported", declared, uint64(maxMember))
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	h, err := npy.ReadHeader(rc)
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	need, ok := h.DataBytes()
+	if !ok || need > declared {
+		return nil, fmt.Errorf("header announces shape %v of %s, more data than the member's declared %d bytes", h.Shape, h.Dtype, declared)
+	}
+	if elems := need / max(1, elemSize(h.Dtype)); elems*8 > maxDecoded {
+		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %d supported", h.Shape, elems*8, uint64(maxDecoded))
+	}
+	if rc, err = f.Open(); err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	lr := &io.LimitedReader{R: rc, N: int64(declared) + 1}
+	arr, err := npy.Read(lr)
+	if err != nil {
+		return nil, err
+	}
+	// The rest (npy padding, nothing more) up to the end, where archive/zip
+	// checks the size and CRC-32.
+	if _, err := io.Copy(io.Discard, lr); err != nil {
+		if errors.Is(err, zip.ErrChecksum) {
+			return nil, fmt.Errorf("CRC-32 does not match (the file is corrupt; NumPy refuses it too): %w", err)
+		}
+		return nil, err
+	}
+	if lr.N == 0 {
+		return nil, fmt.Errorf("decompresses to more than its declared %d bytes", declared)
+	}
+	return arr, nil
 }
 
 // ReadFile reads the .npz file at path; errors name the file.

@@ -1,7 +1,9 @@
 package npz
 
 import (
+	"archive/zip"
 	"bytes"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,4 +103,67 @@ func FuzzRead(f *testing.F) {
 			t.Fatal("names and arrays disagree")
 		}
 	})
+}
+
+// A bit flip in a member's data is caught by its CRC-32, as NumPy catches
+// it ("Bad CRC-32"); before, it loaded silently.
+func TestReadChecksCRC(t *testing.T) {
+	var buf bytes.Buffer
+	a := &npy.Array{Shape: []int{4}, Data: []float64{1, 2, 3, 4}}
+	if err := Write(&buf, map[string]*npy.Array{"w": a}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	i := bytes.Index(b, []byte{0, 0, 0, 0, 0, 0, 0x08, 0x40}) // 3.0 in little-endian float64
+	if i < 0 {
+		t.Fatal("value not found")
+	}
+	b[i+7] ^= 0x01
+	_, err := Read(bytes.NewReader(b), int64(len(b)))
+	if err == nil || !strings.Contains(err.Error(), `member "w.npy": CRC-32 does not match`) {
+		t.Errorf("flipped bit: %v", err)
+	}
+}
+
+// rawMember writes one stored member with the given content and declared
+// uncompressed size (which may lie).
+func rawMember(t *testing.T, content []byte, declared uint64) []byte {
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	w, err := z.CreateRaw(&zip.FileHeader{Name: "x.npy", Method: zip.Store, CRC32: crc32.ChecksumIEEE(content),
+		CompressedSize64: uint64(len(content)), UncompressedSize64: declared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(content)
+	z.Close()
+	return buf.Bytes()
+}
+
+// Decompression is bounded by the declared and the actual sizes: a header
+// announcing more data than the member declares, a declared size over the
+// limit, and a stream longer than declared are refused before the data
+// are decoded.
+func TestReadBoundsMembers(t *testing.T) {
+	var hdr bytes.Buffer
+	if err := npy.Write(&hdr, &npy.Array{Shape: []int{2}, Data: []float64{1, 2}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	small := hdr.Bytes()
+	huge := bytes.Replace(small, []byte("(2,)"), []byte("(268435456, 1024)"), 1)
+	cases := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"header lies", rawMember(t, huge, uint64(len(huge))), "more data than the member's declared"},
+		{"declared too large", rawMember(t, small, 5<<30), "declared uncompressed size 5368709120 bytes, more than the"},
+		{"stream longer than declared", rawMember(t, append(append([]byte(nil), small...), make([]byte, 64)...), uint64(len(small))), "zip"},
+	}
+	for _, c := range cases {
+		_, err := Read(bytes.NewReader(c.b), int64(len(c.b)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
 }
