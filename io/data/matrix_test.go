@@ -190,3 +190,35 @@ func TestReadCSVByteOrderMark(t *testing.T) {
 		}
 	}
 }
+
+// Standardising columns at the edge of float64's range or with one huge
+// outlier computes the spread without overflow; a constant column and one
+// whose spread overflows say which is the case.
+func TestStandardizeExtremeColumns(t *testing.T) {
+	x := mat.NewDense(4, 3, []float64{
+		1e300, 1, 1e-300,
+		-1e300, 2, 3e-300,
+		5e299, 1e200, 2e-300,
+		-5e299, 3, 4e-300,
+	})
+	s, err := Standardize(x, PerDimension)
+	if err != nil {
+		t.Fatalf("extreme but usable columns refused: %v", err)
+	}
+	for j, sc := range s.Scale {
+		if !(sc > 0) || math.IsInf(sc, 0) {
+			t.Errorf("column %d: scale %v", j+1, sc)
+		}
+	}
+	if want := 5e199; math.Abs(s.Scale[1]-want)/want > 0.01 {
+		t.Errorf("outlier column: scale %v, want about %v", s.Scale[1], want)
+	}
+	_, err = Standardize(mat.NewDense(2, 1, []float64{4, 4}), PerDimension)
+	if err == nil || !strings.Contains(err.Error(), "column 1 is constant (every value 4)") {
+		t.Errorf("constant column: %v", err)
+	}
+	_, err = Standardize(mat.NewDense(2, 1, []float64{1.7e308, -1.7e308}), PerDimension)
+	if err == nil || !strings.Contains(err.Error(), "column 1 spreads beyond what float64 can standardise") {
+		t.Errorf("overflowing spread: %v", err)
+	}
+}

@@ -36,12 +36,12 @@ func Standardize(x *mat.Dense, kind string) (Scaling, error) {
 	meanVar := 0.0
 	for j := 0; j < d; j++ {
 		mat.Col(col, j, x)
-		m, v := stat.MeanVariance(col, nil)
-		if !(v > 0) || math.IsInf(v, 0) {
-			return s, fmt.Errorf("column %d is constant (every value %v): remove it, the model cannot learn a density that does not extend there", j+1, col[0])
+		m, sd, err := meanSD(col)
+		if err != nil {
+			return s, fmt.Errorf("column %d %w", j+1, err)
 		}
-		s.Shift[j], s.Scale[j] = m, math.Sqrt(v)
-		meanVar += v / float64(d)
+		s.Shift[j], s.Scale[j] = m, sd
+		meanVar += sd / float64(d) * sd
 	}
 	switch kind {
 	case PerDimension, "":
@@ -57,6 +57,42 @@ func Standardize(x *mat.Dense, kind string) (Scaling, error) {
 		return s, fmt.Errorf("standardize %q, want %q, %q or %q", kind, PerDimension, Global, NoScaling)
 	}
 	return s, nil
+}
+
+// meanSD returns the mean and standard deviation of v. When the direct
+// computation overflows (values near the float64 range, 1e300, or one
+// outlier, 1e200, among small values) it works on v divided by its
+// largest magnitude; it says what is wrong when they cannot be used.
+func meanSD(v []float64) (mean, sd float64, err error) {
+	// The direct computation, when it is finite (every ordinary column:
+	// results stay bit for bit what they were).
+	if m, variance := stat.MeanVariance(v, nil); variance > 0 && !math.IsInf(variance, 0) && !math.IsInf(m, 0) {
+		return m, math.Sqrt(variance), nil
+	}
+	big := 0.0
+	for _, x := range v {
+		big = math.Max(big, math.Abs(x))
+	}
+	if big == 0 || math.IsInf(big, 0) || math.IsNaN(big) {
+		if big == 0 {
+			return 0, 0, fmt.Errorf("is constant (every value 0): remove it, the model cannot learn a density that does not extend there")
+		}
+		return 0, 0, fmt.Errorf("holds %v", big)
+	}
+	scaled := make([]float64, len(v))
+	for i, x := range v {
+		scaled[i] = x / big
+	}
+	m, variance := stat.MeanVariance(scaled, nil)
+	sd = math.Sqrt(variance) * big
+	mean = m * big
+	switch {
+	case !(variance > 0) || sd == 0:
+		return 0, 0, fmt.Errorf("is constant (every value %v): remove it, the model cannot learn a density that does not extend there", v[0])
+	case math.IsInf(sd, 0) || math.IsInf(mean, 0):
+		return 0, 0, fmt.Errorf("spreads beyond what float64 can standardise (largest magnitude %g): rescale the column", big)
+	}
+	return mean, sd, nil
 }
 
 // Dim returns the number of coordinates.
