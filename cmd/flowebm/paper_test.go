@@ -106,8 +106,8 @@ func agrees(quote string, paper float64) bool {
 	return v == paper || math.Abs(v-math.Round(paper*p)/p) < 0.5/p/10
 }
 
-// Every paper number that README.md, the notebooks and the reproduce
-// report quote equals the paper's table (as written, or rounded to the
+// Every paper number that README.md, docs/, the notebooks and the
+// reproduce report quote equals the paper's table (as written, or rounded to the
 // decimals shown): quotes after "paper" of the forms "NAME a / b / c"
 // (Table 2) and "NAME a / b" (Table 1), the notebooks' `"name": {a, b}`
 // maps, and the report's "ours / paper" table cells.
@@ -115,7 +115,8 @@ func TestPaperQuotes(t *testing.T) {
 	t1, t2, _ := paperTables(t)
 	files := []string{"../../README.md", "../../algorithms/results/REPORT.md"}
 	nbs, _ := filepath.Glob("../../notebooks/*.ipynb")
-	files = append(files, nbs...)
+	docs, _ := filepath.Glob("../../docs/*.md")
+	files = append(append(files, nbs...), docs...)
 	names := `(flowMC-EBM|NT-EBM|ULA-EBM|CoopFlow|flowMC|flowmc|NT|nt|ULA|ula|coopflow)`
 	num := `(\d+\.\d+)`
 	triple := regexp.MustCompile(names + `"?:?\s+\{?` + num + `\s*[/,]\s*` + num + `(?:\s*/\s*` + num + `)?`)
