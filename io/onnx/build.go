@@ -199,6 +199,18 @@ func (in *instance) input(node *Node, i int) (*val, error) {
 	return in.lookup(node.Inputs[i], false)
 }
 
+// inputs returns node's first n inputs (all required).
+func (in *instance) inputs(node *Node, n int) ([]*val, error) {
+	vs := make([]*val, n)
+	for i := range vs {
+		var err error
+		if vs[i], err = in.input(node, i); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
+}
+
 // optInput returns node's input i, or nil if it is omitted.
 func (in *instance) optInput(node *Node, i int) (*val, error) {
 	if i >= len(node.Inputs) || node.Inputs[i] == "" {

@@ -127,14 +127,11 @@ var binaryOps = map[string]nd.BinaryKind{
 }
 
 func binaryHandler(in *instance, node *Node) ([]*val, error) {
-	a, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	b, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	a, b := ins[0], ins[1]
 	if node.OpType == "Mod" && nodeInt(node, "fmod", 0) == 0 && isFloat(a.elem) {
 		return nil, fmt.Errorf("Mod with fmod 0 on floats is not valid ONNX")
 	}
@@ -295,12 +292,9 @@ func clipHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 func whereHandler(in *instance, node *Node) ([]*val, error) {
-	var v [3]*val
-	for i := range v {
-		var err error
-		if v[i], err = in.input(node, i); err != nil {
-			return nil, err
-		}
+	v, err := in.inputs(node, 3)
+	if err != nil {
+		return nil, err
 	}
 	shape, err := broadcastShapes(v[0].shape, v[1].shape)
 	if err == nil {
@@ -364,14 +358,11 @@ func castHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 func castLikeHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	like, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, like := ins[0], ins[1]
 	y, err := in.cast(x, like.elem)
 	return []*val{y}, err
 }

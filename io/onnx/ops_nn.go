@@ -109,14 +109,11 @@ func toInts(v []int64) []int {
 }
 
 func convHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	w, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, w := ins[0], ins[1]
 	if len(x.shape) < 3 || len(w.shape) != len(x.shape) {
 		return nil, fmt.Errorf("input %v and weight %v: want (N, C, spatial…) and (M, C/group, kernel…)", x.shape, w.shape)
 	}
@@ -140,14 +137,11 @@ func convHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 func convTransposeHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	w, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, w := ins[0], ins[1]
 	if len(x.shape) < 3 || len(w.shape) != len(x.shape) {
 		return nil, fmt.Errorf("input %v and weight %v: want (N, C, spatial…) and (C, M/group, kernel…)", x.shape, w.shape)
 	}
@@ -272,20 +266,13 @@ func batchNormHandler(in *instance, node *Node) ([]*val, error) {
 			return nil, fmt.Errorf("the running-statistics outputs are not supported: export in eval() mode")
 		}
 	}
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 3)
 	if err != nil {
 		return nil, err
 	}
+	x, scale, bias := ins[0], ins[1], ins[2]
 	if len(x.shape) < 2 {
 		return nil, fmt.Errorf("input %v, want (N, C, …)", x.shape)
-	}
-	scale, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
-	bias, err := in.input(node, 2)
-	if err != nil {
-		return nil, err
 	}
 	mean, err := in.constInput(node, 3)
 	if err != nil {
@@ -344,20 +331,13 @@ func (in *instance) normalize(x *val, axes []int64, eps float64) (*val, error) {
 }
 
 func instanceNormHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 3)
 	if err != nil {
 		return nil, err
 	}
+	x, scale, bias := ins[0], ins[1], ins[2]
 	if len(x.shape) < 3 {
 		return nil, fmt.Errorf("input %v, want (N, C, spatial…)", x.shape)
-	}
-	scale, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
-	bias, err := in.input(node, 2)
-	if err != nil {
-		return nil, err
 	}
 	var axes []int64
 	for i := 2; i < len(x.shape); i++ {

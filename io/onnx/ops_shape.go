@@ -443,14 +443,11 @@ func concatHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 func gatherHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	iv, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, iv := ins[0], ins[1]
 	if !iv.isConst() {
 		return nil, fmt.Errorf("indices depend on the input: Gather with data-dependent indices is not supported (GatherElements is)")
 	}
@@ -479,14 +476,11 @@ func gatherHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 func gatherElementsHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, idx := ins[0], ins[1]
 	if len(idx.shape) != len(x.shape) {
 		return nil, fmt.Errorf("indices of rank %d for data of rank %d", len(idx.shape), len(x.shape))
 	}
@@ -499,25 +493,19 @@ func gatherElementsHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 func gatherNDHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	x, idx := ins[0], ins[1]
 	y, err := in.opInferred(nd.GatherND{BatchDims: int(nodeInt(node, "batch_dims", 0))}, x.elem, x, idx)
 	return []*val{y}, err
 }
 
 func scatterNDHandler(in *instance, node *Node) ([]*val, error) {
-	var v [3]*val
-	for i := range v {
-		var err error
-		if v[i], err = in.input(node, i); err != nil {
-			return nil, err
-		}
+	v, err := in.inputs(node, 3)
+	if err != nil {
+		return nil, err
 	}
 	if r := nodeString(node, "reduction", "none"); r != "none" {
 		return nil, fmt.Errorf("reduction %q: only \"none\" is supported", r)
@@ -691,14 +679,11 @@ func (in *instance) padArgs(node *Node, r int) ([]int64, float64, []int64, error
 }
 
 func matMulHandler(in *instance, node *Node) ([]*val, error) {
-	a, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	b, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	a, b := ins[0], ins[1]
 	y, err := in.matMul(a, b, false, false)
 	return []*val{y}, err
 }
@@ -757,14 +742,11 @@ func (in *instance) matMul(a, b *val, ta, tb bool) (*val, error) {
 }
 
 func gemmHandler(in *instance, node *Node) ([]*val, error) {
-	a, err := in.input(node, 0)
+	ins, err := in.inputs(node, 2)
 	if err != nil {
 		return nil, err
 	}
-	b, err := in.input(node, 1)
-	if err != nil {
-		return nil, err
-	}
+	a, b := ins[0], ins[1]
 	if len(a.shape) != 2 || len(b.shape) != 2 {
 		return nil, fmt.Errorf("inputs of shapes %v and %v, want matrices", a.shape, b.shape)
 	}
