@@ -101,22 +101,11 @@ func convShapes(in []tensor.Shape) (x, w, b tensor.Shape, err error) {
 }
 
 // Arity is 2, or 3 with a bias.
-func (op Conv) Arity() int {
-	if op.Bias {
-		return 3
-	}
-	return 2
-}
+func (op Conv) Arity() int { return convArity(op.Bias) }
 
 // Type is a function from x and w of rank len(Strides) + 2 (and a bias of
 // rank 1) to a tensor of that rank.
-func (op Conv) Type() hm.Type {
-	r := len(op.Strides) + 2
-	if op.Bias {
-		return fnType(r, r, r, 1)
-	}
-	return fnType(r, r, r)
-}
+func (op Conv) Type() hm.Type { return convType(len(op.Strides), op.Bias) }
 
 // InferShape returns (N, M, out…).
 func (op Conv) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
@@ -127,11 +116,7 @@ func (op Conv) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	if err := checkFields(op, s, []int{op.Arity()}, []int{len(s)}); err != nil {
 		return nil, err
 	}
-	x, w, b, err := convShapes(s)
-	if err != nil {
-		return nil, fmt.Errorf("nd: %v: %w", op, err)
-	}
-	c, err := op.dims(x, w, b)
+	c, err := convDimsOf(op, s)
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +136,7 @@ func (op Conv) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, error) {
 	for i, t := range ts {
 		ss[i] = shapeOf(t)
 	}
-	xs, ws, bs, err := convShapes(ss)
-	if err != nil {
-		return nil, fmt.Errorf("nd: %v: %w", op, err)
-	}
-	c, err := op.dims(xs, ws, bs)
+	c, err := convDimsOf(op, ss)
 	if err != nil {
 		return nil, err
 	}
@@ -334,4 +315,39 @@ func (op convGrad) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%v%+v", op, op.dims)
 func (op convGrad) Hashcode() uint32      { return hashOf(op) }
 func (op convGrad) String() string {
 	return fmt.Sprintf("%sGrad%d", op.name, op.kind)
+}
+
+// convOp is what Conv and ConvTranspose share: their geometry from the
+// operands' shapes.
+type convOp interface {
+	fmt.Stringer
+	dims(x, w, b tensor.Shape) (convDims, error)
+}
+
+// convDimsOf checks a Conv's or ConvTranspose's operand shapes (x, w and
+// maybe a bias) and returns its geometry.
+func convDimsOf(op convOp, s []tensor.Shape) (convDims, error) {
+	x, w, b, err := convShapes(s)
+	if err != nil {
+		return convDims{}, fmt.Errorf("nd: %v: %w", op, err)
+	}
+	return op.dims(x, w, b)
+}
+
+// convArity is 2 inputs, or 3 with a bias.
+func convArity(bias bool) int {
+	if bias {
+		return 3
+	}
+	return 2
+}
+
+// convType is a function from x and w of rank spatial + 2 (and a bias of
+// rank 1) to a tensor of that rank.
+func convType(spatial int, bias bool) hm.Type {
+	r := spatial + 2
+	if bias {
+		return fnType(r, r, r, 1)
+	}
+	return fnType(r, r, r)
 }

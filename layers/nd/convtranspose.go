@@ -55,22 +55,11 @@ func (op ConvTranspose) dims(x, w, b tensor.Shape) (convDims, error) {
 }
 
 // Arity is 2, or 3 with a bias.
-func (op ConvTranspose) Arity() int {
-	if op.Bias {
-		return 3
-	}
-	return 2
-}
+func (op ConvTranspose) Arity() int { return convArity(op.Bias) }
 
 // Type is a function from x and w of rank len(Strides) + 2 (and a bias of
 // rank 1) to a tensor of that rank.
-func (op ConvTranspose) Type() hm.Type {
-	r := len(op.Strides) + 2
-	if op.Bias {
-		return fnType(r, r, r, 1)
-	}
-	return fnType(r, r, r)
-}
+func (op ConvTranspose) Type() hm.Type { return convType(len(op.Strides), op.Bias) }
 
 // InferShape returns (N, M, out…).
 func (op ConvTranspose) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
@@ -81,11 +70,7 @@ func (op ConvTranspose) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	if err := checkFields(op, s, []int{op.Arity()}, []int{len(s)}); err != nil {
 		return nil, err
 	}
-	x, w, b, err := convShapes(s)
-	if err != nil {
-		return nil, fmt.Errorf("nd: %v: %w", op, err)
-	}
-	c, err := op.dims(x, w, b)
+	c, err := convDimsOf(op, s)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +90,7 @@ func (op ConvTranspose) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value,
 	for i, t := range ts {
 		ss[i] = shapeOf(t)
 	}
-	xs, ws, bs, err := convShapes(ss)
-	if err != nil {
-		return nil, fmt.Errorf("nd: %v: %w", op, err)
-	}
-	c, err := op.dims(xs, ws, bs)
+	c, err := convDimsOf(op, ss)
 	if err != nil {
 		return nil, err
 	}

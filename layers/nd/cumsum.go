@@ -29,14 +29,7 @@ func (op CumSum) Type() hm.Type { return fnType(0, 0) }
 
 // InferShape returns the input's shape after checking the axis.
 func (op CumSum) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := inShapes(op, in, 1)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, _, err := axisSplit(op, s[0], op.Axis); err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return alongAxisShape(op, in, op.Axis)
 }
 
 // Do computes the sums.

@@ -55,14 +55,7 @@ func (op Softmax) Type() hm.Type { return fnType(0, 0) }
 
 // InferShape returns the input's shape after checking the axis.
 func (op Softmax) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	s, err := inShapes(op, in, 1)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, _, err := axisSplit(op, s[0], op.Axis); err != nil {
-		return nil, err
-	}
-	return s[0].Clone(), nil
+	return alongAxisShape(op, in, op.Axis)
 }
 
 // Do computes the softmax.
@@ -201,3 +194,16 @@ func (op softmaxGrad) Hashcode() uint32 { return hashOf(op) }
 
 // String names the gradient.
 func (op softmaxGrad) String() string { return fmt.Sprintf("%vGrad", op.op) }
+
+// alongAxisShape is the InferShape of a one-input operation along an axis
+// (Softmax, CumSum): the input's shape, once the axis is checked.
+func alongAxisShape(op fmt.Stringer, in []G.DimSizer, axis int) (tensor.Shape, error) {
+	s, err := inShapes(op, in, 1)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, _, err := axisSplit(op, s[0], axis); err != nil {
+		return nil, err
+	}
+	return s[0].Clone(), nil
+}
