@@ -586,12 +586,7 @@ func readParam(path, name string, zf *zip.File, dtype string, q *graph.Param) er
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: member %q: %s", path, name, fmt.Sprintf(format, args...))
 	}
-	rc, err := zf.Open()
-	if err != nil {
-		return fail("%v", err)
-	}
-	h, err := npy.ReadHeader(rc)
-	rc.Close()
+	h, err := npz.MemberHeader(zf)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -605,18 +600,9 @@ func readParam(path, name string, zf *zip.File, dtype string, q *graph.Param) er
 	if !slices.Equal(h.Shape, q.Shape) {
 		return fail("shape %v, want %v", clipInts(h.Shape), q.Shape)
 	}
-	if rc, err = zf.Open(); err != nil {
-		return fail("%v", err)
-	}
-	defer rc.Close()
-	a, err := npy.Read(rc)
+	a, err := npz.ReadMember(zf)
 	if err != nil {
 		return fail("%v", err)
-	}
-	if n, err := io.ReadFull(rc, make([]byte, 1)); n != 0 {
-		return fail("data after the %d values of shape %v, want nothing", len(a.Data), q.Shape)
-	} else if err != io.EOF {
-		return fail("%v", err) // e.g. a zip checksum error, reported at the member's end
 	}
 	for i, v := range a.Data {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -62,7 +62,7 @@ func Read(r io.ReaderAt, size int64) (*Archive, error) {
 		if _, dup := a.Arrays[name]; dup {
 			return nil, fmt.Errorf("npz: member %q appears twice", name)
 		}
-		arr, err := readMember(f)
+		arr, err := ReadMember(f)
 		if err != nil {
 			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
 		}
@@ -72,22 +72,29 @@ func Read(r io.ReaderAt, size int64) (*Archive, error) {
 	return a, nil
 }
 
-// readMember decodes one member. Its .npy header is read first: the data
-// it announces must fit in the member's declared uncompressed size, and
-// that size must be at most maxMember, before anything is decoded; the
-// decompressed stream may not run past the declared size; and the member
-// is read to its end so that archive/zip checks its CRC-32.
-func readMember(f *zip.File) (*npy.Array, error) {
+// MemberHeader reads the .npy header of an archive member without
+// decoding its data (callers check shape and dtype before ReadMember).
+func MemberHeader(f *zip.File) (npy.Header, error) {
+	rc, err := f.Open()
+	if err != nil {
+		return npy.Header{}, err
+	}
+	defer rc.Close()
+	return npy.ReadHeader(rc)
+}
+
+// ReadMember decodes one member of an archive. Its .npy header is read
+// first: the data it announces must fit in the member's declared
+// uncompressed size, and that size must be at most maxMember, before
+// anything is decoded; the decompressed stream may not run past the
+// declared size; and the member is read to its end so that archive/zip
+// checks its CRC-32.
+func ReadMember(f *zip.File) (*npy.Array, error) {
 	declared := f.UncompressedSize64
 	if declared > maxMember {
 		return nil, fmt.Errorf("declared uncompressed size %d bytes, more than the %d supported", declared, uint64(maxMember))
 	}
-	rc, err := f.Open()
-	if err != nil {
-		return nil, err
-	}
-	h, err := npy.ReadHeader(rc)
-	rc.Close()
+	h, err := MemberHeader(f)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +105,8 @@ func readMember(f *zip.File) (*npy.Array, error) {
 	if elems := need / max(1, elemSize(h.Dtype)); elems*8 > maxDecoded {
 		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %d supported", h.Shape, elems*8, uint64(maxDecoded))
 	}
-	if rc, err = f.Open(); err != nil {
+	rc, err := f.Open()
+	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
@@ -107,16 +115,18 @@ func readMember(f *zip.File) (*npy.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The rest (npy padding, nothing more) up to the end, where archive/zip
-	// checks the size and CRC-32.
-	if _, err := io.Copy(io.Discard, lr); err != nil {
-		if errors.Is(err, zip.ErrChecksum) {
-			return nil, fmt.Errorf("CRC-32 does not match (the file is corrupt; NumPy refuses it too): %w", err)
-		}
+	// Nothing may follow the data; reading to the end lets archive/zip
+	// check the size and the CRC-32.
+	n, err := io.Copy(io.Discard, lr)
+	switch {
+	case errors.Is(err, zip.ErrChecksum):
+		return nil, fmt.Errorf("CRC-32 does not match, a checksum error (the file is corrupt; NumPy refuses it too): %w", err)
+	case err != nil:
 		return nil, err
-	}
-	if lr.N == 0 {
+	case lr.N == 0:
 		return nil, fmt.Errorf("decompresses to more than its declared %d bytes", declared)
+	case n > 0:
+		return nil, fmt.Errorf("data after the %d values of shape %v, want nothing", len(arr.Data), h.Shape)
 	}
 	return arr, nil
 }
