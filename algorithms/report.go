@@ -6,7 +6,6 @@ import (
 	"github.com/flowebm/flowebm/layers"
 	"image"
 	"image/color"
-	"io"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -19,12 +18,10 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
-	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // Metrics is metrics.json: the final evaluation with the run's context.
@@ -77,18 +74,24 @@ func ReadMetrics(path string) (Metrics, error) {
 }
 
 // gridXYZ adapts a Grid to plotter.GridXYZ, in the data's units when sc is
-// not nil (the colour scale is the density in the models' coordinates,
-// which differs from the data's by a constant factor).
+// not nil (coordinates and density: the density in the models' coordinates
+// divided by the scaling's Jacobian).
 type gridXYZ struct {
 	g  *Grid
 	sc *data.Scaling
 }
 
-func (p gridXYZ) Dims() (c, r int)   { return p.g.N, p.g.N }
-func (p gridXYZ) Z(c, r int) float64 { return math.Exp(p.g.LogDensity[r*p.g.N+c]) }
-func (p gridXYZ) X(c int) float64    { return p.unit(0, p.at(c)) }
-func (p gridXYZ) Y(r int) float64    { return p.unit(1, p.at(r)) }
-func (p gridXYZ) at(i int) float64   { return -p.g.Box + (float64(i)+0.5)*2*p.g.Box/float64(p.g.N) }
+func (p gridXYZ) Dims() (c, r int) { return p.g.N, p.g.N }
+func (p gridXYZ) Z(c, r int) float64 {
+	z := math.Exp(p.g.LogDensity[r*p.g.N+c])
+	if p.sc != nil {
+		z /= math.Abs(p.sc.Scale[0] * p.sc.Scale[1])
+	}
+	return z
+}
+func (p gridXYZ) X(c int) float64  { return p.unit(0, p.at(c)) }
+func (p gridXYZ) Y(r int) float64  { return p.unit(1, p.at(r)) }
+func (p gridXYZ) at(i int) float64 { return -p.g.Box + (float64(i)+0.5)*2*p.g.Box/float64(p.g.N) }
 func (p gridXYZ) unit(j int, z float64) float64 {
 	if p.sc == nil {
 		return z
@@ -121,33 +124,32 @@ func scatter(x mat.Matrix, max int, c color.Color) (*plotter.Scatter, error) {
 	return s, nil
 }
 
-func savePNG(p *plot.Plot, path string, w, h vg.Length) error {
-	c := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
-	p.Draw(draw.New(c))
-	return safefile.Write(path, func(wr io.Writer) error { _, err := c.WriteTo(wr); return err })
-}
-
-// WritePlots writes the run's PNG plots into its folder: density.png (the
-// EBM's normalised density with data and negatives, 2D only), rhat.png (max
-// R-hat over training, beyond 2D), samples.png (the first 64 chains of the
-// persistent bank, for image experiments) and weights.png (mode or class
-// weights over training).
-func WritePlots(r *Run) error {
+// WritePlots writes the run's plots into its folder in format f:
+// density.png (the EBM's normalised density with the data and the chains,
+// 2D only), rhat.png (max R-hat over training, beyond 2D), samples.png (the
+// first 64 chains of the persistent bank, for image experiments) and
+// weights.png (mode or class weights over training); .svg or .pdf for
+// those formats.
+func WritePlots(r *Run, f PlotFormat) error {
 	if g := r.grid; g != nil && len(r.Evals) > 0 {
 		dp := DensityPlot{
 			Title:   fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter),
 			Grid:    g,
 			Scaling: r.Experiment.Scaling,
-			Data:    r.Trainer.Positives(),
-			Samples: r.Trainer.Bank,
+			Axes:    r.Experiment.Columns,
+			Data:    r.Trainer.Data(),
 		}
-		if err := dp.WritePNG(filepath.Join(r.Dir, "density.png")); err != nil {
+		dp.Samples, dp.SamplesName = r.Trainer.Bank, "persistent chains"
+		if !r.Trainer.Config.persistent() && r.Trainer.Negatives() != nil {
+			dp.Samples, dp.SamplesName = r.Trainer.Negatives(), "last negatives"
+		}
+		if err := dp.Save(filepath.Join(r.Dir, "density"+f.Ext())); err != nil {
 			return err
 		}
 	}
 	if im := r.Experiment.Image; im != nil {
 		title := fmt.Sprintf("%s, %s: the first 64 persistent chains at iteration %d", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
-		if err := writeImageGrid(filepath.Join(r.Dir, "samples.png"), title, r.Trainer.Bank, *im, 8, 6); err != nil {
+		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *im, 8, 6); err != nil {
 			return err
 		}
 	}
@@ -167,7 +169,7 @@ func WritePlots(r *Run) error {
 			},
 			Thresholds: RHatThresholds,
 		}
-		if err := fig.WritePNG(filepath.Join(r.Dir, "rhat.png")); err != nil {
+		if err := fig.Save(filepath.Join(r.Dir, "rhat"+f.Ext())); err != nil {
 			return err
 		}
 	}
@@ -192,7 +194,7 @@ func WritePlots(r *Run) error {
 		fig.Curves = append(fig.Curves, Curve{Name: name,
 			Points: EvalCurve(r.Evals, func(e Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
 	}
-	return fig.WritePNG(filepath.Join(r.Dir, "weights.png"))
+	return fig.Save(filepath.Join(r.Dir, "weights"+f.Ext()))
 }
 
 // weightRange is the y range of a weights plot: the truths and every
@@ -268,9 +270,10 @@ type Curve struct {
 	HasRef bool
 }
 
-// WritePNG draws the figure into a PNG file at path (atomically). Points
-// with non-finite y are left out.
-func (f Figure) WritePNG(path string) error {
+// Save draws the figure into a file at path, atomically, in the format its
+// extension names (.png, .svg or .pdf). Points with non-finite y are left
+// out.
+func (f Figure) Save(path string) error {
 	p := plot.New()
 	p.Title.Text = f.Title
 	p.X.Label.Text = f.XLabel
@@ -318,16 +321,15 @@ func (f Figure) WritePNG(path string) error {
 	}
 	p.Legend.Top = true
 	if len(f.Curves)+len(f.Thresholds) > 3 {
-		return saveWithSideLegend(p, path, 9*vg.Inch, 4.5*vg.Inch)
+		w, h := 9*vg.Inch, 4.5*vg.Inch
+		return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, w) })
 	}
-	return savePNG(p, path, 7*vg.Inch, 4*vg.Inch)
+	return writePlotFile(path, 7*vg.Inch, 4*vg.Inch, p.Draw)
 }
 
-// saveWithSideLegend draws p with its legend in a column right of the
+// drawWithSideLegend draws p with its legend in a column right of the
 // plot area, where it cannot cover a curve (many curves: ten classes).
-func saveWithSideLegend(p *plot.Plot, path string, w, h vg.Length) error {
-	c := vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
-	dc := draw.New(c)
+func drawWithSideLegend(dc draw.Canvas, p *plot.Plot, w vg.Length) {
 	legend := p.Legend
 	p.Legend = plot.NewLegend()
 	legend.Top, legend.Left = true, true
@@ -335,7 +337,6 @@ func saveWithSideLegend(p *plot.Plot, path string, w, h vg.Length) error {
 	lw := r.Max.X - r.Min.X + vg.Points(12)
 	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
 	legend.Draw(draw.Crop(dc, w-lw+vg.Points(6), 0, 0, -vg.Points(20)))
-	return safefile.Write(path, func(wr io.Writer) error { _, err := c.WriteTo(wr); return err })
 }
 
 // logTicks labels a logarithmic axis at 1-2-5 steps of every decade and,
@@ -423,51 +424,129 @@ func writeImageGrid(path, title string, x *mat.Dense, shape experiments.ImageSha
 	p.HideAxes()
 	b := img.Bounds()
 	p.Add(plotter.NewImage(img, 0, 0, float64(b.Dx()), float64(b.Dy())))
-	return savePNG(p, path, vg.Length(b.Dx())+vg.Points(20), vg.Length(b.Dy())+vg.Points(40))
+	return writePlotFile(path, vg.Length(b.Dx())+vg.Points(20), vg.Length(b.Dy())+vg.Points(40), p.Draw)
 }
 
-// DensityPlot is a 2D density drawn as a heat map, with data (green
-// crosses) and samples (black dots) over it, at most 500 of each.
+// DensityPlot is a 2D density drawn as a heat map with a colour bar, with
+// samples (black dots) and data (green crosses) over it, at most 500 of
+// each (the first rows); the legend, right of the plot, says how many are
+// drawn.
 type DensityPlot struct {
 	Title string
 	// Grid holds the density (Grid.Fill).
 	Grid *Grid
 	// Scaling, if not nil, maps the grid's and the points' coordinates to
-	// the data's units for the axes.
-	Scaling       *data.Scaling
+	// the data's units for the axes (and the density to those units).
+	Scaling *data.Scaling
+	// Axes names the two coordinates (default "x1", "x2").
+	Axes          []string
 	Data, Samples mat.Matrix // either may be nil
+	// SamplesName names the samples in the legend (default "samples").
+	SamplesName string
 }
 
-// WritePNG draws the plot into a 6 × 6 inch PNG file at path, atomically.
-func (d DensityPlot) WritePNG(path string) error {
+// densityMarks is the most points of each kind a density plot draws.
+const densityMarks = 500
+
+// Save draws the plot into a file at path, atomically, in the format its
+// extension names (.png, .svg or .pdf).
+func (d DensityPlot) Save(path string) error {
+	const w, h = 8 * vg.Inch, 6 * vg.Inch
+	fig := d.layout()
+	return writePlotFile(path, w, h, func(dc draw.Canvas) { fig.draw(dc, w, h) })
+}
+
+// densityFigure is a DensityPlot's parts: the heat map with the points,
+// its colour bar and the legend.
+type densityFigure struct {
+	main, bar *plot.Plot
+	heat      *plotter.HeatMap
+	legend    []legendEntry
+}
+
+// legendEntry is a legend's line: a glyph and what it marks.
+type legendEntry struct {
+	text  string
+	glyph draw.GlyphStyle
+}
+
+// draw lays the parts out on a w × h canvas: the colour bar and, under
+// it, the legend in a column right of the plot, where they hide no data.
+func (f densityFigure) draw(dc draw.Canvas, w, h vg.Length) {
+	legend := plot.NewLegend()
+	for _, e := range f.legend {
+		legend.Add(e.text, glyphThumb(e.glyph))
+	}
+	legend.Top, legend.Left = true, true
+	r := legend.Rectangle(dc)
+	col := max(r.Max.X-r.Min.X, 1.2*vg.Inch) + vg.Points(12)
+	f.main.Draw(draw.Crop(dc, 0, -col, 0, 0))
+	right := draw.Crop(dc, w-col+vg.Points(6), 0, 0, 0)
+	f.bar.Draw(draw.Crop(right, 0, -col/2, h*0.35, -vg.Points(24)))
+	legend.Draw(draw.Crop(right, 0, 0, 0, -(h*0.65 + vg.Points(12))))
+}
+
+func (d DensityPlot) layout() densityFigure {
 	g := d.Grid
 	p := plot.New()
 	p.Title.Text = d.Title
+	p.X.Label.Text, p.Y.Label.Text = "x1", "x2"
+	if len(d.Axes) == 2 {
+		p.X.Label.Text, p.Y.Label.Text = d.Axes[0], d.Axes[1]
+	}
 	xyz := gridXYZ{g, d.Scaling}
-	p.Add(plotter.NewHeatMap(xyz, moreland.SmoothBlueRed().Palette(255)))
+	cm := moreland.SmoothBlueRed()
+	heat := plotter.NewHeatMap(xyz, cm.Palette(255))
+	heat.Rasterized = true // no seams between the cells
+	if !(heat.Max > heat.Min) {
+		heat.Max = heat.Min + math.Max(1e-300, 1e-9*math.Abs(heat.Min))
+	}
+	p.Add(heat)
+	cm.SetMin(heat.Min)
+	cm.SetMax(heat.Max)
 	unit := func(x mat.Matrix) mat.Matrix {
 		if d.Scaling == nil {
 			return x
 		}
 		return d.Scaling.ToData(x)
 	}
-	if d.Data != nil {
-		if s, err := scatter(unit(d.Data), 500, color.RGBA{0, 160, 0, 255}); err == nil {
-			s.GlyphStyle.Shape = draw.CrossGlyph{}
-			p.Add(s)
-			p.Legend.Add("data", s)
+	var legend []legendEntry
+	mark := func(x mat.Matrix, name string, sty draw.GlyphStyle) {
+		if x == nil {
+			return
 		}
-	}
-	if d.Samples != nil {
-		if s, err := scatter(unit(d.Samples), 500, color.Black); err == nil {
-			p.Add(s)
-			p.Legend.Add("samples", s)
+		s, err := scatter(unit(x), densityMarks, sty.Color)
+		if err != nil {
+			return
 		}
+		s.GlyphStyle.Shape, s.GlyphStyle.Radius = sty.Shape, sty.Radius
+		p.Add(s)
+		n, _ := x.Dims()
+		sty.Radius = vg.Points(3.5) // the legend's glyphs larger than the plot's
+		legend = append(legend, legendEntry{fmt.Sprintf("%s (%d of %d)", name, min(n, densityMarks), n), sty})
 	}
+	name := d.SamplesName
+	if name == "" {
+		name = "samples"
+	}
+	// The data over the samples: they are the reference to read against.
+	mark(d.Samples, name, draw.GlyphStyle{Color: color.Black, Shape: draw.CircleGlyph{}, Radius: vg.Points(1.2)})
+	mark(d.Data, "data", draw.GlyphStyle{Color: color.RGBA{0, 200, 0, 255}, Shape: draw.CrossGlyph{}, Radius: vg.Points(2)})
 	p.X.Min, p.X.Max = xyz.unit(0, -g.Box), xyz.unit(0, g.Box)
 	p.Y.Min, p.Y.Max = xyz.unit(1, -g.Box), xyz.unit(1, g.Box)
-	return savePNG(p, path, 6*vg.Inch, 6*vg.Inch)
+
+	bar := plot.New()
+	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
+	bar.HideX()
+	bar.Y.Label.Text = "EBM density"
+	return densityFigure{main: p, bar: bar, heat: heat, legend: legend}
 }
+
+// glyphThumb draws a glyph style as a legend entry's thumbnail.
+type glyphThumb draw.GlyphStyle
+
+// Thumbnail implements plot.Thumbnailer.
+func (g glyphThumb) Thumbnail(c *draw.Canvas) { c.DrawGlyph(draw.GlyphStyle(g), c.Center()) }
 
 // WriteSamples writes the model's samples in the data's units to
 // dir/samples.npy (float64, rows × d), atomically: the persistent chains'

@@ -32,7 +32,7 @@ func TestLogTicksReadable(t *testing.T) {
 	}
 	fig := Figure{Title: "R-hat", XLabel: "iteration", YLabel: "max R-hat", LogY: true, Thresholds: RHatThresholds,
 		Curves: []Curve{{Name: "rank-normalised", Points: plotter.XYs{{X: 0, Y: 30}, {X: 20, Y: 1.3}, {X: 40, Y: 1.2}}}}}
-	if err := fig.WritePNG(filepath.Join(t.TempDir(), "rhat.png")); err != nil {
+	if err := fig.Save(filepath.Join(t.TempDir(), "rhat.png")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -58,7 +58,7 @@ func TestWeightsPlotReadable(t *testing.T) {
 	for k, w := range truths {
 		fig.Curves = append(fig.Curves, Curve{Name: fmt.Sprintf("mode %d", k+1), Points: plotter.XYs{{X: 0, Y: evals[0].EBMWeights[k]}, {X: 1, Y: w}}, Ref: w, HasRef: true})
 	}
-	if err := fig.WritePNG(filepath.Join(t.TempDir(), "w.png")); err != nil {
+	if err := fig.Save(filepath.Join(t.TempDir(), "w.png")); err != nil {
 		t.Fatal(err)
 	}
 }

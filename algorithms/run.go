@@ -82,12 +82,33 @@ func (c DataConfig) Load(rng *rand.Rand) (*experiments.Experiment, []string, err
 		return nil, nil, err
 	}
 	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite}
+	if opt.Columns, err = csvColumns(c.File); err != nil {
+		return nil, nil, err
+	}
 	if c.Modes != "" {
 		if opt.Modes, err = data.ReadMatrix(c.Modes, ""); err != nil {
 			return nil, nil, err
 		}
 	}
 	return experiments.DataSet(c.File, x, opt, rng)
+}
+
+// csvColumns returns the header's column names of a .csv file (nil for
+// other formats or no header).
+func csvColumns(path string) ([]string, error) {
+	if !strings.EqualFold(filepath.Ext(path), ".csv") {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := data.CSVColumns(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	return names, nil
 }
 
 // TrainingRows returns the number of training rows of the data set dc

@@ -25,6 +25,9 @@ type DataSetOptions struct {
 	// DropNonFinite drops rows holding NaN or Inf instead of refusing the
 	// data.
 	DropNonFinite bool
+	// Columns names the data's d columns (a CSV header), for plots; other
+	// lengths are ignored.
+	Columns []string
 }
 
 // DataSet builds an experiment on the rows of x (n points × d), a user's
@@ -85,6 +88,9 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 		TrainSet:    sc.FromData(trainX),
 		HeldOutSet:  sc.FromData(heldX),
 		Scaling:     &sc,
+	}
+	if len(opt.Columns) == d {
+		e.Columns = opt.Columns
 	}
 	if d == 2 {
 		// The plot and quadrature box holds every training point with a

@@ -48,6 +48,9 @@ type Experiment struct {
 	// in which TrainSet, HeldOutSet and the models live to the data's
 	// units; Modes are then in the data's units (nil: no scaling).
 	Scaling *data.Scaling
+	// Columns names the data's coordinates (from a CSV header) for plot
+	// axes; nil: x1, x2, ….
+	Columns []string
 }
 
 // ImageShape is the shape of a data point laid out channel-major.

@@ -199,3 +199,29 @@ func TestTrainOnDataRefusesBadData(t *testing.T) {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// --plot-format writes every plot of a run in that format, and an unknown
+// format is refused before training.
+func TestTrainPlotFormat(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"train", "--iterations", "4", "--quiet", "--plot-format", "pdf", "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("train: %s", stderr.String())
+	}
+	for _, f := range []string{"density.pdf", "weights.pdf"} {
+		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || !bytes.HasPrefix(b, []byte("%PDF-")) {
+			t.Errorf("%s: %.5q, %v", f, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "density.png")); err == nil {
+		t.Error("density.png written besides density.pdf")
+	}
+	out2 := filepath.Join(t.TempDir(), "run")
+	stderr.Reset()
+	if code := run([]string{"train", "--iterations", "4", "--plot-format", "gif", "--out", out2}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "png, svg or pdf") {
+		t.Errorf("--plot-format gif: status %d, %s", code, stderr.String())
+	}
+	if _, err := os.Stat(out2); err == nil {
+		t.Error("refused run created its folder")
+	}
+}

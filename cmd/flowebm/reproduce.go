@@ -24,6 +24,7 @@ import (
 type reproduceFlags struct {
 	out, experiments, algorithms string
 	quick                        bool
+	plotFormat                   algorithms.PlotFormat
 	jobs                         int
 	seed                         uint64
 }
@@ -46,7 +47,7 @@ four-gaussians in d = 16, 32, 64, and the image experiment on MNIST) with the
 scaled defaults of "flowebm train",
 then writes DIR/report.md: the paper's Tables 1–3 beside our numbers, the
 motivating example's weights, held-out log-likelihoods, acceptance rates and
-timings, with PNG plots (each run's own plots are in DIR/runs/NAME).
+timings, with plots (PNG, or --plot-format svg|pdf; each run's own plots are in DIR/runs/NAME).
 
 Each run is a "flowebm train" process writing DIR/runs/EXPERIMENT-ALGORITHM;
 --jobs of them run at once. Interrupted, reproduce can be started again with
@@ -66,6 +67,7 @@ paper's.`,
 	fl.BoolVar(&f.quick, "quick", false, "a tenth of the iterations, for a check in minutes")
 	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "training processes run at once")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of every run")
+	fl.Var(&f.plotFormat, "plot-format", "file format of the plots (the report's and every run's): png, svg or pdf")
 	fl.StringVar(&f.experiments, "experiments", strings.Join(reproduceExperiments, ","), "comma-separated experiments")
 	fl.StringVar(&f.algorithms, "algorithms", strings.Join(algorithms.Algorithms, ","), "comma-separated algorithms")
 	return cmd
@@ -177,7 +179,7 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 	if _, err := os.Stat(filepath.Join(r.dir, "error.txt")); err == nil {
 		return "failed before (see error.txt)"
 	}
-	args := []string{"train"}
+	args := []string{"train", "--plot-format", f.plotFormat.String()}
 	if _, err := os.Stat(filepath.Join(r.dir, "checkpoint", "state.json")); err == nil {
 		args = append(args, "--resume", r.dir)
 	} else {
@@ -269,6 +271,7 @@ var paperNumbers = struct {
 var algorithmNames = map[string]string{algorithms.FlowMC: "flowMC-EBM", algorithms.ULA: "ULA-EBM", algorithms.NT: "NT-EBM", algorithms.CoopFlow: "CoopFlow"}
 
 func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) error {
+	ext := f.plotFormat.Ext()
 	byKey := map[string]*reproRun{}
 	for _, r := range runs {
 		byKey[r.name()] = r
@@ -309,11 +312,11 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 			p("| %s%s | %.3f | %.3f | %.2e | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, fmtWeights(ev.NegWeights), lo, hi)
 		}
 		p("\nTruth: 0.333, 0.667. ")
-		if err := plotAcross(f.out, "two-modes-weights.png", "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
+		if err := plotAcross(f.out, "two-modes-weights"+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
 			func(e algorithms.Eval) float64 { return at(e.EBMWeights, 1) }); err != nil {
 			return err
 		}
-		p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](two-modes-weights.png)\n\n")
+		p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](two-modes-weights%s)\n\n", ext)
 	}
 
 	// Table 3.
@@ -330,11 +333,11 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 			}
 			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights))
 		}
-		if err := plotAcross(f.out, "four-modes-mse.png", "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
+		if err := plotAcross(f.out, "four-modes-mse"+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
 			func(e algorithms.Eval) float64 { return e.EBMWeightMSE }); err != nil {
 			return err
 		}
-		p("\n![four-modes MSE](four-modes-mse.png)\n\n")
+		p("\n![four-modes MSE](four-modes-mse%s)\n\n", ext)
 	}
 
 	// Table 1.
@@ -350,11 +353,11 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		crossTable(&b, t1, get, func(e string) string { return e }, func(ev *algorithms.Eval, e, a string) string {
 			return fmt.Sprintf("%.2f / %.2f", ev.LogDensityMedSE, paperNumbers.table1[e][a])
 		}, func(e, a string) float64 { return paperNumbers.table1[e][a] })
-		p("\nDensities (each run's `density.png`):\n\n")
+		p("\nDensities (each run's `density%s`):\n\n", ext)
 		for _, e := range t1 {
 			for _, r := range present(runs, e) {
-				if _, err := os.Stat(filepath.Join(r.dir, "density.png")); err == nil {
-					p("![%s](runs/%s/density.png) ", r.name(), r.name())
+				if _, err := os.Stat(filepath.Join(r.dir, "density"+ext)); err == nil {
+					p("![%s](runs/%s/density%s) ", r.name(), r.name(), ext)
 				}
 			}
 			p("\n\n")
@@ -376,7 +379,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		}, func(e, a string) float64 { return paperNumbers.table2[e][a] })
 		p("\n")
 		for _, e := range t2 {
-			name := "rhat-" + e + ".png"
+			name := "rhat-" + e + ext
 			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), algorithms.RHatThresholds, present(runs, e),
 				func(e algorithms.Eval) float64 { return e.MaxRHat }); err != nil {
 				return err
@@ -401,8 +404,8 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		}
 		p("\nPersistent chains after training (first 64 of the bank), flowMC-EBM, ULA-EBM, NT-EBM, CoopFlow:\n\n")
 		for _, r := range rs {
-			if _, err := os.Stat(filepath.Join(r.dir, "samples.png")); err == nil {
-				p("![%s](runs/%s/samples.png) ", r.name(), r.name())
+			if _, err := os.Stat(filepath.Join(r.dir, "samples"+ext)); err == nil {
+				p("![%s](runs/%s/samples%s) ", r.name(), r.name(), ext)
 			}
 		}
 		p("\n\n")
@@ -601,7 +604,7 @@ func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresho
 	if !math.IsNaN(ref) && len(fig.Curves) > 0 {
 		fig.Curves[0].Ref, fig.Curves[0].HasRef = ref, true
 	}
-	return fig.WritePNG(filepath.Join(dir, name))
+	return fig.Save(filepath.Join(dir, name))
 }
 
 // vcsRevision is the commit the binary was built from, if recorded.

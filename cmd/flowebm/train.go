@@ -26,6 +26,7 @@ type trainFlags struct {
 	seed                                       uint64
 	quiet, force                               bool
 	data                                       algorithms.DataConfig
+	plotFormat                                 algorithms.PlotFormat
 }
 
 func trainCmd() *cobra.Command {
@@ -86,6 +87,7 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.StringVar(&f.resume, "resume", "", "continue the run in this folder from its checkpoint")
 	fl.BoolVar(&f.force, "force", false, "replace the run already in --out")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fl.Var(&f.plotFormat, "plot-format", "file format of the plots: png, svg or pdf")
 	fl.StringVar(&f.data.File, "data", "", "train on this data file (.npy, .npz or .csv) instead of an experiment")
 	fl.StringVar(&f.data.Key, "key", "", "member of an .npz data file (default the first)")
 	fl.Float64Var(&f.data.HoldOut, "holdout", 0.1, "fraction of the data held out for the held-out log-likelihood")
@@ -204,7 +206,7 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 			cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
 			ebm, flow, time.Since(t0).Seconds(), dir)
 	}
-	return train(run, out, errOut, f.quiet)
+	return train(run, out, errOut, f.quiet, f.plotFormat)
 }
 
 // validate checks the flags' values, and that none given with --resume
@@ -247,7 +249,7 @@ func readConfig(path string, cfg *algorithms.RunConfig) error {
 	return nil
 }
 
-func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
+func train(run *algorithms.Run, out, errOut io.Writer, quiet bool, plots algorithms.PlotFormat) error {
 	cfg := run.Config
 	total := cfg.Train.Iterations
 	var bar *progressbar.ProgressBar
@@ -299,7 +301,7 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool) error {
 	if err := algorithms.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
 		return err
 	}
-	if err := algorithms.WritePlots(run); err != nil {
+	if err := algorithms.WritePlots(run, plots); err != nil {
 		return err
 	}
 	if err := algorithms.WriteSamples(run); err != nil {

@@ -271,3 +271,24 @@ func TestSubsetAndWeights(t *testing.T) {
 		t.Errorf("weights %v", w)
 	}
 }
+
+// CSVColumns gives a header's names (trimmed, without a byte-order mark)
+// and nil for a file whose first row is data.
+func TestCSVColumns(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"\uFEFFheight, weight\n1,2\n", []string{"height", "weight"}},
+		{"\n\na,b,c\n", []string{"a", "b", "c"}},
+		{"1,2\n3,4\n", nil},
+		{"\uFEFF1,2\n", nil},
+		{"", nil},
+		{"1,x\n", []string{"1", "x"}},
+	} {
+		got, err := CSVColumns(strings.NewReader(c.in))
+		if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") || (got == nil) != (c.want == nil) {
+			t.Errorf("CSVColumns(%q) = %q, %v, want %q", c.in, got, err, c.want)
+		}
+	}
+}

@@ -71,7 +71,12 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add([]byte("1, NaN\n\n2,Inf\n"))
 	f.Add([]byte("\"1\",\"x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		names, nerr := CSVColumns(bytes.NewReader(b))
 		x, err := ReadCSV(bytes.NewReader(b), "f.csv")
+		if err == nil && nerr != nil {
+			t.Fatalf("ReadCSV reads the file, CSVColumns fails: %v", nerr)
+		}
+		_ = names
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
@@ -82,6 +87,9 @@ func FuzzReadCSV(f *testing.F) {
 		var buf bytes.Buffer
 		if err := WriteCSV(&buf, x); err != nil {
 			t.Fatal(err)
+		}
+		if cols, err := CSVColumns(bytes.NewReader(buf.Bytes())); err != nil || len(cols) != x.RawMatrix().Cols || cols[0] != "x1" {
+			t.Fatalf("CSVColumns of WriteCSV's output: %q, %v", cols, err)
 		}
 		y, err := ReadCSV(&buf, "again.csv")
 		if err != nil {

@@ -184,6 +184,43 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 	return mat.NewDense(rows, d, vals), nil
 }
 
+// CSVColumns returns the column names of a CSV file's header row, or nil
+// when its first row is data (all numbers) or the file has no rows. The
+// names are trimmed; a UTF-8 byte-order mark is dropped.
+func CSVColumns(r io.Reader) ([]string, error) {
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
+		br.Discard(3)
+	}
+	cr := csv.NewReader(br)
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue // blank line
+		}
+		names := make([]string, len(rec))
+		header := false
+		for j, f := range rec {
+			names[j] = strings.TrimSpace(f)
+			if _, err := strconv.ParseFloat(names[j], 64); err != nil {
+				header = true
+			}
+		}
+		if !header {
+			return nil, nil
+		}
+		return names, nil
+	}
+}
+
 func clip(s string) string {
 	if len(s) > 40 {
 		return s[:40] + "…"

@@ -1,0 +1,144 @@
+package algorithms
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/io/data"
+)
+
+// Every plot is written in the format --plot-format names: the files
+// WritePlots writes carry that extension and that format's signature, and
+// unknown formats are refused by name.
+func TestPlotFormats(t *testing.T) {
+	magic := map[PlotFormat]string{PNG: "\x89PNG", SVG: "<?xml", PDF: "%PDF-"}
+	r := smallRun(t, "flowmc", 2, t.TempDir())
+	stepN(t, r, 2)
+	for _, f := range []PlotFormat{PNG, SVG, PDF} {
+		var g PlotFormat
+		if err := g.Set(strings.ToUpper(f.String())); err != nil || g != f {
+			t.Errorf("Set(%q) = %v, %v", strings.ToUpper(f.String()), g, err)
+		}
+		r.Dir = t.TempDir()
+		if err := WritePlots(r, f); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"density", "weights"} {
+			b, err := os.ReadFile(filepath.Join(r.Dir, name+f.Ext()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(b, []byte(magic[f])) {
+				t.Errorf("%s%s starts %q, want %q", name, f.Ext(), b[:min(8, len(b))], magic[f])
+			}
+		}
+	}
+	var g PlotFormat
+	if err := g.Set("jpeg"); err == nil || !strings.Contains(err.Error(), "png, svg or pdf") {
+		t.Errorf("Set(jpeg): %v", err)
+	}
+	if err := (Figure{}).Save(filepath.Join(t.TempDir(), "x.gif")); err == nil || !strings.Contains(err.Error(), ".png, .svg or .pdf") {
+		t.Errorf("Save(x.gif): %v", err)
+	}
+}
+
+// The density plot is readable: axes named after the data's columns (x1,
+// x2 without names), a colour bar labelled with what it measures, legend
+// entries that say what the points are and how many are drawn (the
+// persistent chains named as such), glyphs large enough to see in the
+// legend, and a heat map drawn as one image (no seams between cells).
+func TestDensityPlotParts(t *testing.T) {
+	g := NewGrid(3, 20)
+	if err := g.Fill(func(x mat.Matrix, out []float64) error {
+		for i := range out {
+			out[i] = -0.5 * (x.At(i, 0)*x.At(i, 0) + x.At(i, 1)*x.At(i, 1))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	pts := func(n int) *mat.Dense {
+		m := mat.NewDense(n, 2, nil)
+		for i := range m.RawMatrix().Data {
+			m.RawMatrix().Data[i] = rng.NormFloat64()
+		}
+		return m
+	}
+	d := DensityPlot{Title: "t", Grid: g, Data: pts(800), Samples: pts(64), SamplesName: "persistent chains"}
+	fig := d.layout()
+	if fig.main.X.Label.Text != "x1" || fig.main.Y.Label.Text != "x2" {
+		t.Errorf("default axes %q, %q", fig.main.X.Label.Text, fig.main.Y.Label.Text)
+	}
+	if fig.bar == nil || fig.bar.Y.Label.Text == "" {
+		t.Error("no labelled colour bar")
+	}
+	if !fig.heat.Rasterized {
+		t.Error("heat map drawn cell by cell (seams between cells)")
+	}
+	var names []string
+	for _, e := range fig.legend {
+		names = append(names, e.text)
+		if e.glyph.Radius < 3 {
+			t.Errorf("legend entry %q: glyph radius %v, want ≥ 3 pt", e.text, e.glyph.Radius)
+		}
+	}
+	want := []string{"persistent chains (64 of 64)", "data (500 of 800)"}
+	if strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("legend %q, want %q", names, want)
+	}
+	d.Axes = []string{"height", "weight"}
+	if fig := d.layout(); fig.main.X.Label.Text != "height" || fig.main.Y.Label.Text != "weight" {
+		t.Errorf("named axes %q, %q", fig.main.X.Label.Text, fig.main.Y.Label.Text)
+	}
+	// Data units: the colour scale is the density of the data's units, so
+	// it integrates to one over the plotted box whatever the scaling.
+	for _, sc := range []*data.Scaling{nil, {Shift: []float64{10, -3}, Scale: []float64{4, 0.5}}} {
+		xyz := gridXYZ{g, sc}
+		c, r := xyz.Dims()
+		dx, dy := xyz.X(1)-xyz.X(0), xyz.Y(1)-xyz.Y(0)
+		sum := 0.0
+		for i := 0; i < c; i++ {
+			for j := 0; j < r; j++ {
+				sum += xyz.Z(i, j) * dx * dy
+			}
+		}
+		if sum < 0.97 || sum > 1.0001 { // the box [−3, 3]² holds 0.9946 of N(0, I)
+			t.Errorf("scaling %v: density integrates to %v over the box", sc, sum)
+		}
+	}
+	if err := d.Save(filepath.Join(t.TempDir(), "density.svg")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A run on a CSV file with a header names its plot's axes after the
+// columns.
+func TestDataColumnsNameAxes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.csv")
+	var b strings.Builder
+	b.WriteString("\uFEFFheight, weight\n")
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := 0; i < 200; i++ {
+		b.WriteString(strings.Join([]string{ftoa(170 + 10*rng.NormFloat64()), ftoa(70 + 8*rng.NormFloat64())}, ",") + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp, _, err := DataConfig{File: path}.Load(rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(exp.Columns, ",") != "height,weight" {
+		t.Errorf("columns %q", exp.Columns)
+	}
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
