@@ -40,6 +40,10 @@ type DataSetOptions struct {
 func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Experiment, []string, error) {
 	var notes []string
 	n, d := x.Dims()
+	if d < 2 {
+		return nil, nil, fmt.Errorf("%s: %d column, want at least 2: every algorithm uses a RealNVP flow (for its negatives, or to estimate log Z), and its couplings need 2 dimensions or more. "+
+			"For 1-D data, add a second column of independent N(0, 1) noise: the EBM then learns your density times N(0, 1), whose first coordinate is your data's", name, d)
+	}
 	finite, dropped := data.Finite(x)
 	if dropped > 0 {
 		if !opt.DropNonFinite {
