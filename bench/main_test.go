@@ -63,7 +63,7 @@ func TestPeerRuns(t *testing.T) {
 func skipWithoutTorch(t *testing.T) {
 	t.Helper()
 	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
-		t.Skip("PyTorch not installed for /usr/bin/python3 (Debian python3-torch)")
+		cross.Skip(t, t.Name()+" against PyTorch", "PyTorch not installed for /usr/bin/python3 (apt-get install python3-torch)")
 	}
 }
 

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // terms of unit size; 1e-4 in float32).
 func TestOpenBLASMatchesGonum(t *testing.T) {
 	if !strings.HasPrefix(BLAS(), "OpenBLAS") {
-		t.Skipf("BLAS in use: %s (install libopenblas0 and build with cgo to test OpenBLAS)", BLAS())
+		cross.Skip(t, "OpenBLAS against gonum", fmt.Sprintf("BLAS in use: %s (FLOWEBM_BLAS=go, or no OpenBLAS: install libopenblas0 and build with cgo)", BLAS()))
 	}
 	impl, ref := G.WhichBLAS(), gonum.Implementation{}
 	rng := newRNG(11)

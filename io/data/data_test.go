@@ -218,7 +218,7 @@ func TestReadDigits(t *testing.T) {
 // TestDebianDigits reads the real file when python3-sklearn is installed.
 func TestDebianDigits(t *testing.T) {
 	if _, err := os.Stat(DigitsPath); err != nil {
-		t.Skip("python3-sklearn's digits.csv.gz not installed")
+		cross.Skip(t, "Debian's digits file", "python3-sklearn's digits.csv.gz not installed (apt-get install python3-sklearn)")
 	}
 	im, err := ReadDigitsFile(DigitsPath)
 	if err != nil {

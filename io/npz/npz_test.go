@@ -54,7 +54,7 @@ func TestRoundTrip(t *testing.T) {
 // numpy.savez_compressed's. Skipped without NumPy under /usr/bin/python3.
 func TestNumPyInterop(t *testing.T) {
 	if exec.Command("/usr/bin/python3", "-c", "import numpy").Run() != nil {
-		t.Skip("no NumPy under /usr/bin/python3")
+		cross.Skip(t, "NumPy interop", "no NumPy under /usr/bin/python3 (apt-get install python3-numpy)")
 	}
 	dir := t.TempDir()
 	ours := filepath.Join(dir, "ours.npz")
