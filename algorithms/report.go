@@ -153,15 +153,32 @@ func WritePlots(r *Run, f PlotFormat) error {
 			return err
 		}
 	}
-	if r.grid == nil && len(r.Evals) > 0 {
+	return EvalPlots{Experiment: r.Experiment, Algorithm: r.Config.Train.Algorithm, RHatChains: r.Config.RHatChains, Evals: r.Evals}.Write(r.Dir, f)
+}
+
+// EvalPlots are the plots of a run's evaluations over training, drawn from
+// its metrics alone: rhat.png (max R-hat, beyond 2D) and weights.png (mode
+// or class weights, when the experiment has them). "flowebm reproduce"
+// redraws them for runs it keeps.
+type EvalPlots struct {
+	Experiment *experiments.Experiment
+	Algorithm  string
+	RHatChains int
+	Evals      []Eval
+}
+
+// Write writes the plots into dir in format f.
+func (p EvalPlots) Write(dir string, f PlotFormat) error {
+	exp := p.Experiment
+	if len(p.Evals) > 0 && !(exp.Box > 0 && exp.Dim() == 2) {
 		var rhat []Eval
-		for _, e := range r.Evals {
+		for _, e := range p.Evals {
 			if !math.IsNaN(e.MaxRHat) {
 				rhat = append(rhat, e)
 			}
 		}
 		fig := Figure{
-			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", r.Experiment.Name, r.Config.Train.Algorithm, r.Config.RHatChains),
+			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", exp.Name, p.Algorithm, p.RHatChains),
 			XLabel: "iteration", YLabel: "max R-hat", LogY: true,
 			Curves: []Curve{
 				{Name: "rank-normalised split R-hat", Points: EvalCurve(rhat, func(e Eval) float64 { return e.MaxRHat })},
@@ -169,32 +186,32 @@ func WritePlots(r *Run, f PlotFormat) error {
 			},
 			Thresholds: RHatThresholds,
 		}
-		if err := fig.Save(filepath.Join(r.Dir, "rhat"+f.Ext())); err != nil {
+		if err := fig.Save(filepath.Join(dir, "rhat"+f.Ext())); err != nil {
 			return err
 		}
 	}
 	hasWeights := false
-	for _, e := range r.Evals {
+	for _, e := range p.Evals {
 		hasWeights = hasWeights || e.EBMWeights != nil
 	}
 	if !hasWeights {
 		return nil
 	}
 	fig := Figure{
-		Title:  fmt.Sprintf("%s, %s: EBM weights over training", r.Experiment.Name, r.Config.Train.Algorithm),
+		Title:  fmt.Sprintf("%s, %s: EBM weights over training", exp.Name, p.Algorithm),
 		XLabel: "iteration", YLabel: "weight",
 	}
-	fig.YMin, fig.YMax = weightRange(r.Experiment.Weights, r.Evals)
-	for k, w := range r.Experiment.Weights {
+	fig.YMin, fig.YMax = weightRange(exp.Weights, p.Evals)
+	for k, w := range exp.Weights {
 		truth := strconv.FormatFloat(w, 'g', 4, 64)
 		name := fmt.Sprintf("mode %d (truth %s)", k+1, truth)
-		if r.Experiment.ClassNames != nil {
-			name = fmt.Sprintf("class %s (truth %s)", r.Experiment.ClassNames[k], truth)
+		if exp.ClassNames != nil {
+			name = fmt.Sprintf("class %s (truth %s)", exp.ClassNames[k], truth)
 		}
 		fig.Curves = append(fig.Curves, Curve{Name: name,
-			Points: EvalCurve(r.Evals, func(e Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
+			Points: EvalCurve(p.Evals, func(e Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
 	}
-	return fig.Save(filepath.Join(r.Dir, "weights"+f.Ext()))
+	return fig.Save(filepath.Join(dir, "weights"+f.Ext()))
 }
 
 // weightRange is the y range of a weights plot: the truths and every

@@ -744,6 +744,14 @@ func Resume(dir string) (*Run, error) { return resume(dir, nil) }
 // same.
 func ResumeOn(dir string, dc DataConfig) (*Run, error) { return resume(dir, &dc) }
 
+// ReadRunConfig reads the configuration of the run in dir (its
+// config.json).
+func ReadRunConfig(dir string) (RunConfig, error) {
+	var cfg RunConfig
+	err := readJSON(filepath.Join(dir, "config.json"), &cfg, true)
+	return cfg, err
+}
+
 func resume(dir string, dc *DataConfig) (*Run, error) {
 	var cfg RunConfig
 	if err := readJSON(filepath.Join(dir, "config.json"), &cfg, true); err != nil {

@@ -149,7 +149,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	wg.Wait()
 	for _, r := range runs {
-		if err := r.load(); err != nil {
+		if err := r.load(f.plotFormat); err != nil {
 			return err
 		}
 	}
@@ -220,8 +220,9 @@ func lastLine(path string) string {
 }
 
 // load reads a finished run's metrics, or its error and last checkpoint's
-// evaluations.
-func (r *reproRun) load() error {
+// evaluations, and redraws a finished run's evaluation plots in format
+// plots (a kept run's plots then follow the current code and format).
+func (r *reproRun) load(plots algorithms.PlotFormat) error {
 	exp, _ := experiments.ByName(r.experiment)
 	r.exactDensity = exp.Target != nil
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
@@ -241,7 +242,11 @@ func (r *reproRun) load() error {
 	if r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "metrics.csv"), len(exp.Weights)); err != nil {
 		return err
 	}
-	return nil
+	cfg, err := algorithms.ReadRunConfig(r.dir)
+	if err != nil {
+		return err
+	}
+	return algorithms.EvalPlots{Experiment: exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: r.evals}.Write(r.dir, plots)
 }
 
 // paperNumbers are the paper's Tables 1–3 (and Table 2's R-hat), keyed by

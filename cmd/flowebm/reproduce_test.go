@@ -51,6 +51,21 @@ func TestReproduceReport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "two-modes-weights.png")); err != nil {
 		t.Error(err)
 	}
+
+	// Again in SVG: the report's plots and the kept runs' evaluation plots
+	// are redrawn in that format without retraining.
+	out.Reset()
+	if code := run([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula", "--plot-format", "svg", "--out", dir}, &out, &errb); code != 0 {
+		t.Fatalf("reproduce --plot-format svg: %s", errb.String())
+	}
+	for _, f := range []string{"two-modes-weights.svg", "runs/two-modes-flowmc/weights.svg", "runs/two-modes-ula/weights.svg"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || !bytes.HasPrefix(b, []byte("<?xml")) {
+			t.Errorf("%s: %.5q, %v", f, b, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(b), "![two-modes weights](two-modes-weights.svg)") {
+		t.Error("report does not show the SVG plot")
+	}
 }
 
 func TestReproduceBadFlags(t *testing.T) {
