@@ -417,7 +417,7 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	if r.Config.RHatSteps == 0 {
 		r.Config.RHatSteps = tr.Config.rhatSteps()
 	}
-	if r.Config.RHatChains > r.Config.Train.Persistent && tr.Config.persistent() {
+	if r.Config.RHatChains > r.Config.Train.Persistent && tr.Config.PersistentChains() {
 		return nil, fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", r.Config.RHatChains, r.Config.Train.Persistent)
 	}
 	r.TrueHeldOutLL = math.NaN()

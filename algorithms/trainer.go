@@ -322,8 +322,9 @@ func (c Config) rhatSteps() int {
 // usesFlow reports whether the algorithm has a companion flow.
 func (c Config) usesFlow() bool { return c.Algorithm != ULA }
 
-// persistent reports whether chains continue from the bank.
-func (c Config) persistent() bool { return c.Algorithm != CoopFlow }
+// PersistentChains reports whether chains continue from the bank (all but
+// CoopFlow).
+func (c Config) PersistentChains() bool { return c.Algorithm != CoopFlow }
 
 // IterStats are the statistics of one training iteration.
 type IterStats struct {
@@ -555,7 +556,7 @@ func (t *Trainer) stepSize() float64 {
 func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) {
 	d := t.EBM.Dim()
 	x := mat.NewDense(m, d, nil)
-	if t.Config.persistent() {
+	if t.Config.PersistentChains() {
 		if m > t.Config.Persistent {
 			return nil, fmt.Errorf("algorithms: %d chains requested from a bank of %d", m, t.Config.Persistent)
 		}
@@ -648,6 +649,16 @@ func (t *Trainer) Data() *mat.Dense { return t.data }
 // Positives returns the last positive batch (valid until the next Step).
 func (t *Trainer) Positives() *mat.Dense { return t.pos }
 
+// Samples returns the model's samples: the persistent chains' states, or,
+// for CoopFlow, whose chains start afresh every iteration, the last
+// negatives (valid until the next Step).
+func (t *Trainer) Samples() *mat.Dense {
+	if !t.Config.PersistentChains() && t.neg != nil {
+		return t.neg
+	}
+	return t.Bank
+}
+
 // Negatives returns the last negatives (valid until the next Step).
 func (t *Trainer) Negatives() *mat.Dense { return t.neg }
 
@@ -663,7 +674,7 @@ func (t *Trainer) Step() (IterStats, error) {
 	// Chain starts: from the bank, or fresh flow samples for CoopFlow.
 	m, d := cfg.chains(), t.EBM.Dim()
 	var idx []int
-	if cfg.persistent() {
+	if cfg.PersistentChains() {
 		idx = rand.New(t.rngs.Bank).Perm(cfg.Persistent)[:m]
 		for r, i := range idx {
 			t.starts.SetRow(r, t.Bank.RawRowView(i))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ import (
 type reproduceFlags struct {
 	out, experiments, algorithms string
 	quick                        bool
-	plotFormat                   algorithms.PlotFormat
+	plotFormat                   plots.Format
 	jobs                         int
 	seed                         uint64
 }
@@ -221,8 +222,8 @@ func lastLine(path string) string {
 
 // load reads a finished run's metrics, or its error and last checkpoint's
 // evaluations, and redraws a finished run's evaluation plots in format
-// plots (a kept run's plots then follow the current code and format).
-func (r *reproRun) load(plots algorithms.PlotFormat) error {
+// format (a kept run's plots then follow the current code and format).
+func (r *reproRun) load(format plots.Format) error {
 	exp, _ := experiments.ByName(r.experiment)
 	r.exactDensity = exp.Target != nil
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
@@ -246,7 +247,7 @@ func (r *reproRun) load(plots algorithms.PlotFormat) error {
 	if err != nil {
 		return err
 	}
-	return algorithms.EvalPlots{Experiment: exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: r.evals}.Write(r.dir, plots)
+	return plots.History{Experiment: exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: r.evals}.Write(r.dir, format)
 }
 
 // paperNumbers are the paper's Tables 1–3 (and Table 2's R-hat), keyed by
@@ -385,7 +386,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		p("\n")
 		for _, e := range t2 {
 			name := "rhat-" + e + ext
-			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), algorithms.RHatThresholds, present(runs, e),
+			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), plots.RHatThresholds, present(runs, e),
 				func(e algorithms.Eval) float64 { return e.MaxRHat }); err != nil {
 				return err
 			}
@@ -595,8 +596,8 @@ func fmtRate(v float64) string {
 // plotAcross plots one evaluation quantity over training for several runs
 // of one experiment, with an optional reference line (ref, NaN for none)
 // and threshold lines.
-func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []algorithms.Threshold, runs []*reproRun, f func(algorithms.Eval) float64) error {
-	fig := algorithms.Figure{Title: title, XLabel: "iteration", YLabel: yLabel, LogY: logY, Thresholds: thresholds}
+func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []plots.Threshold, runs []*reproRun, f func(algorithms.Eval) float64) error {
+	fig := plots.Figure{Title: title, XLabel: "iteration", YLabel: yLabel, LogY: logY, Thresholds: thresholds}
 	for _, r := range runs {
 		var evals []algorithms.Eval
 		for _, e := range r.evals {
@@ -604,7 +605,7 @@ func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresho
 				evals = append(evals, e)
 			}
 		}
-		fig.Curves = append(fig.Curves, algorithms.Curve{Name: algorithmNames[r.algorithm], Points: algorithms.EvalCurve(evals, f)})
+		fig.Curves = append(fig.Curves, plots.Curve{Name: algorithmNames[r.algorithm], Points: plots.EvalCurve(evals, f)})
 	}
 	if !math.IsNaN(ref) && len(fig.Curves) > 0 {
 		fig.Curves[0].Ref, fig.Curves[0].HasRef = ref, true

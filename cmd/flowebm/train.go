@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -26,7 +27,7 @@ type trainFlags struct {
 	seed                                       uint64
 	quiet, force                               bool
 	data                                       algorithms.DataConfig
-	plotFormat                                 algorithms.PlotFormat
+	plotFormat                                 plots.Format
 }
 
 func trainCmd() *cobra.Command {
@@ -249,7 +250,7 @@ func readConfig(path string, cfg *algorithms.RunConfig) error {
 	return nil
 }
 
-func train(run *algorithms.Run, out, errOut io.Writer, quiet bool, plots algorithms.PlotFormat) error {
+func train(run *algorithms.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
 	cfg := run.Config
 	total := cfg.Train.Iterations
 	var bar *progressbar.ProgressBar
@@ -301,7 +302,7 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool, plots algorit
 	if err := algorithms.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
 		return err
 	}
-	if err := algorithms.WritePlots(run, plots); err != nil {
+	if err := plots.WriteRun(run, format); err != nil {
 		return err
 	}
 	if err := algorithms.WriteSamples(run); err != nil {

@@ -1,33 +1,32 @@
-package algorithms
+package plots
 
 import (
 	"bytes"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/data"
 )
 
 // Every plot is written in the format --plot-format names: the files
 // WritePlots writes carry that extension and that format's signature, and
 // unknown formats are refused by name.
-func TestPlotFormats(t *testing.T) {
-	magic := map[PlotFormat]string{PNG: "\x89PNG", SVG: "<?xml", PDF: "%PDF-"}
-	r := smallRun(t, "flowmc", 2, t.TempDir())
-	stepN(t, r, 2)
-	for _, f := range []PlotFormat{PNG, SVG, PDF} {
-		var g PlotFormat
+func TestFormats(t *testing.T) {
+	magic := map[Format]string{PNG: "\x89PNG", SVG: "<?xml", PDF: "%PDF-"}
+	r := smallRun(t)
+	for _, f := range []Format{PNG, SVG, PDF} {
+		var g Format
 		if err := g.Set(strings.ToUpper(f.String())); err != nil || g != f {
 			t.Errorf("Set(%q) = %v, %v", strings.ToUpper(f.String()), g, err)
 		}
 		r.Dir = t.TempDir()
-		if err := WritePlots(r, f); err != nil {
+		if err := WriteRun(r, f); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"density", "weights"} {
@@ -40,7 +39,7 @@ func TestPlotFormats(t *testing.T) {
 			}
 		}
 	}
-	var g PlotFormat
+	var g Format
 	if err := g.Set("jpeg"); err == nil || !strings.Contains(err.Error(), "png, svg or pdf") {
 		t.Errorf("Set(jpeg): %v", err)
 	}
@@ -55,7 +54,7 @@ func TestPlotFormats(t *testing.T) {
 // persistent chains named as such), glyphs large enough to see in the
 // legend, and a heat map drawn as one image (no seams between cells).
 func TestDensityPlotParts(t *testing.T) {
-	g := NewGrid(3, 20)
+	g := algorithms.NewGrid(3, 20)
 	if err := g.Fill(func(x mat.Matrix, out []float64) error {
 		for i := range out {
 			out[i] = -0.5 * (x.At(i, 0)*x.At(i, 0) + x.At(i, 1)*x.At(i, 1))
@@ -72,7 +71,7 @@ func TestDensityPlotParts(t *testing.T) {
 		}
 		return m
 	}
-	d := DensityPlot{Title: "t", Grid: g, Data: pts(800), Samples: pts(64), SamplesName: "persistent chains"}
+	d := Density{Title: "t", Grid: g, Data: pts(800), Samples: pts(64), SamplesName: "persistent chains"}
 	fig := d.layout()
 	if fig.main.X.Label.Text != "x1" || fig.main.Y.Label.Text != "x2" {
 		t.Errorf("default axes %q, %q", fig.main.X.Label.Text, fig.main.Y.Label.Text)
@@ -119,26 +118,32 @@ func TestDensityPlotParts(t *testing.T) {
 	}
 }
 
-// A run on a CSV file with a header names its plot's axes after the
-// columns.
-func TestDataColumnsNameAxes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "d.csv")
-	var b strings.Builder
-	b.WriteString("\uFEFFheight, weight\n")
-	rng := rand.New(rand.NewPCG(2, 2))
-	for i := 0; i < 200; i++ {
-		b.WriteString(strings.Join([]string{ftoa(170 + 10*rng.NormFloat64()), ftoa(70 + 8*rng.NormFloat64())}, ",") + "\n")
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exp, _, err := DataConfig{File: path}.Load(rand.New(rand.NewPCG(1, 1)))
+// smallRun is two-modes' flowMC-EBM shrunk to train and evaluate twice in
+// a fraction of a second.
+func smallRun(t *testing.T) *algorithms.Run {
+	t.Helper()
+	cfg, _, err := algorithms.Defaults("two-modes", algorithms.FlowMC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(exp.Columns, ",") != "height,weight" {
-		t.Errorf("columns %q", exp.Columns)
+	cfg.Seed, cfg.DataSize, cfg.GridSize = 5, 512, 40
+	cfg.Train.Iterations = 2
+	cfg.Train.BatchSize, cfg.Train.Persistent = 16, 64
+	cfg.Train.Sampler.Particles = 8
+	cfg.Model.EBMHidden = []int{16, 16}
+	cfg.Model.FlowBlocks = 2
+	r, err := algorithms.NewRun(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
+	for i := 0; i < 2; i++ {
+		st, err := r.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Evaluate(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
 }
-
-func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

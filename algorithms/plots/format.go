@@ -1,4 +1,4 @@
-package algorithms
+package plots
 
 import (
 	"fmt"
@@ -15,34 +15,34 @@ import (
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
-// PlotFormat is the file format of a plot. The zero value is PNG.
-type PlotFormat int
+// Format is the file format of a plot. The zero value is PNG.
+type Format int
 
 // The plot formats gonum/plot writes.
 const (
-	PNG PlotFormat = iota // raster, 96 dpi
-	SVG                   // vector
-	PDF                   // vector
+	PNG Format = iota // raster, 96 dpi
+	SVG               // vector
+	PDF               // vector
 )
 
-var plotFormatNames = []string{PNG: "png", SVG: "svg", PDF: "pdf"}
+var formatNames = []string{PNG: "png", SVG: "svg", PDF: "pdf"}
 
 // String returns the format's name: "png", "svg" or "pdf".
-func (f PlotFormat) String() string {
-	if f < 0 || int(f) >= len(plotFormatNames) {
-		return fmt.Sprintf("PlotFormat(%d)", int(f))
+func (f Format) String() string {
+	if f < 0 || int(f) >= len(formatNames) {
+		return fmt.Sprintf("Format(%d)", int(f))
 	}
-	return plotFormatNames[f]
+	return formatNames[f]
 }
 
 // Ext returns the format's file extension with its dot (".png").
-func (f PlotFormat) Ext() string { return "." + f.String() }
+func (f Format) Ext() string { return "." + f.String() }
 
 // Set parses a format name, case-insensitively (it implements flag.Value).
-func (f *PlotFormat) Set(s string) error {
-	for k, n := range plotFormatNames {
+func (f *Format) Set(s string) error {
+	for k, n := range formatNames {
 		if strings.EqualFold(s, n) {
-			*f = PlotFormat(k)
+			*f = Format(k)
 			return nil
 		}
 	}
@@ -50,17 +50,17 @@ func (f *PlotFormat) Set(s string) error {
 }
 
 // Type names the flag's value type in help texts.
-func (f *PlotFormat) Type() string { return "png|svg|pdf" }
+func (f *Format) Type() string { return "png|svg|pdf" }
 
 // UnmarshalText is Set for encoding packages.
-func (f *PlotFormat) UnmarshalText(b []byte) error { return f.Set(string(b)) }
+func (f *Format) UnmarshalText(b []byte) error { return f.Set(string(b)) }
 
 // MarshalText writes the format's name.
-func (f PlotFormat) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+func (f Format) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
 
 // plotFormatOf returns the format that path's extension names.
-func plotFormatOf(path string) (PlotFormat, error) {
-	var f PlotFormat
+func formatOf(path string) (Format, error) {
+	var f Format
 	ext := strings.TrimPrefix(filepath.Ext(path), ".")
 	if err := f.Set(ext); err != nil {
 		return 0, fmt.Errorf("%s: extension %q, want .png, .svg or .pdf", path, filepath.Ext(path))
@@ -69,7 +69,7 @@ func plotFormatOf(path string) (PlotFormat, error) {
 }
 
 // newCanvas returns a w × h canvas of format f.
-func newCanvas(f PlotFormat, w, h vg.Length) vg.CanvasWriterTo {
+func newCanvas(f Format, w, h vg.Length) vg.CanvasWriterTo {
 	switch f {
 	case SVG:
 		return vgsvg.New(w, h)
@@ -82,7 +82,7 @@ func newCanvas(f PlotFormat, w, h vg.Length) vg.CanvasWriterTo {
 // writePlotFile draws a w × h figure with paint and writes it to path
 // atomically, in the format that path's extension names.
 func writePlotFile(path string, w, h vg.Length, paint func(draw.Canvas)) error {
-	f, err := plotFormatOf(path)
+	f, err := formatOf(path)
 	if err != nil {
 		return err
 	}

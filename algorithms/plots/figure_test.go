@@ -1,11 +1,11 @@
-package algorithms
+package plots
 
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"gonum.org/v1/plot/plotter"
 )
 
@@ -42,7 +42,7 @@ func TestLogTicksReadable(t *testing.T) {
 // colours, and a figure with many curves writes its legend beside the plot.
 func TestWeightsPlotReadable(t *testing.T) {
 	truths := []float64{0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125}
-	evals := []Eval{{Iter: 0, EBMWeights: []float64{0.1, 0.15, 0.12, 0.13, 0.125, 0.125, 0.11, 0.135}}}
+	evals := []algorithms.Eval{{Iter: 0, EBMWeights: []float64{0.1, 0.15, 0.12, 0.13, 0.125, 0.125, 0.11, 0.135}}}
 	lo, hi := weightRange(truths, evals)
 	if !(lo > 0.05 && lo < 0.1 && hi > 0.15 && hi < 0.2) {
 		t.Errorf("weight range [%v, %v], want about [0.08, 0.17]", lo, hi)
@@ -60,23 +60,5 @@ func TestWeightsPlotReadable(t *testing.T) {
 	}
 	if err := fig.Save(filepath.Join(t.TempDir(), "w.png")); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// metrics.json names the build that computed the run: Go, BLAS and vector
-// math, which decide the rounding of a seed's numbers.
-func TestMetricsNameTheBuild(t *testing.T) {
-	r := smallRun(t, "flowmc", 2, t.TempDir())
-	stepN(t, r, 2)
-	path := filepath.Join(t.TempDir(), "metrics.json")
-	if err := WriteMetrics(path, r, 0); err != nil {
-		t.Fatal(err)
-	}
-	m, err := ReadMetrics(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Build.BLAS == "" || m.Build.VectorMath == "" || !strings.HasPrefix(m.Build.Go, "go") {
-		t.Errorf("build %+v", m.Build)
 	}
 }

@@ -1,0 +1,52 @@
+package algorithms
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// metrics.json names the build that computed the run: Go, BLAS and vector
+// math, which decide the rounding of a seed's numbers.
+func TestMetricsNameTheBuild(t *testing.T) {
+	r := smallRun(t, "flowmc", 2, t.TempDir())
+	stepN(t, r, 2)
+	path := filepath.Join(t.TempDir(), "metrics.json")
+	if err := WriteMetrics(path, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMetrics(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Build.BLAS == "" || m.Build.VectorMath == "" || !strings.HasPrefix(m.Build.Go, "go") {
+		t.Errorf("build %+v", m.Build)
+	}
+}
+
+// A run on a CSV file with a header names its plot's axes after the
+// columns.
+func TestDataColumnsNameAxes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.csv")
+	var b strings.Builder
+	b.WriteString("\uFEFFheight, weight\n")
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := 0; i < 200; i++ {
+		b.WriteString(strings.Join([]string{ftoa(170 + 10*rng.NormFloat64()), ftoa(70 + 8*rng.NormFloat64())}, ",") + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp, _, err := DataConfig{File: path}.Load(rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(exp.Columns, ",") != "height,weight" {
+		t.Errorf("columns %q", exp.Columns)
+	}
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -1,0 +1,181 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/io/data"
+)
+
+// gridXYZ adapts an algorithms.Grid to plotter.GridXYZ, in the data's units when sc is
+// not nil (coordinates and density: the density in the models' coordinates
+// divided by the scaling's Jacobian).
+type gridXYZ struct {
+	g  *algorithms.Grid
+	sc *data.Scaling
+}
+
+func (p gridXYZ) Dims() (c, r int) { return p.g.N, p.g.N }
+func (p gridXYZ) Z(c, r int) float64 {
+	z := math.Exp(p.g.LogDensity[r*p.g.N+c])
+	if p.sc != nil {
+		z /= math.Abs(p.sc.Scale[0] * p.sc.Scale[1])
+	}
+	return z
+}
+func (p gridXYZ) X(c int) float64  { return p.unit(0, p.at(c)) }
+func (p gridXYZ) Y(r int) float64  { return p.unit(1, p.at(r)) }
+func (p gridXYZ) at(i int) float64 { return -p.g.Box + (float64(i)+0.5)*2*p.g.Box/float64(p.g.N) }
+func (p gridXYZ) unit(j int, z float64) float64 {
+	if p.sc == nil {
+		return z
+	}
+	return p.sc.Shift[j] + p.sc.Scale[j]*z
+}
+
+func scatter(x mat.Matrix, max int, c color.Color) (*plotter.Scatter, error) {
+	r, _ := x.Dims()
+	n := min(r, max)
+	pts := make(plotter.XYs, n)
+	for i := range pts {
+		pts[i].X, pts[i].Y = x.At(i, 0), x.At(i, 1)
+	}
+	s, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, err
+	}
+	s.GlyphStyle.Color = c
+	s.GlyphStyle.Radius = vg.Points(1)
+	s.GlyphStyle.Shape = draw.CircleGlyph{}
+	return s, nil
+}
+
+// Density is a 2D density drawn as a heat map with a colour bar, with
+// samples (black dots) and data (green crosses) over it, at most 500 of
+// each (the first rows); the legend, right of the plot, says how many are
+// drawn.
+type Density struct {
+	Title string
+	// Grid holds the density (algorithms.Grid.Fill).
+	Grid *algorithms.Grid
+	// Scaling, if not nil, maps the grid's and the points' coordinates to
+	// the data's units for the axes (and the density to those units).
+	Scaling *data.Scaling
+	// Axes names the two coordinates (default "x1", "x2").
+	Axes          []string
+	Data, Samples mat.Matrix // either may be nil
+	// SamplesName names the samples in the legend (default "samples").
+	SamplesName string
+}
+
+// densityMarks is the most points of each kind a density plot draws.
+const densityMarks = 500
+
+// Save draws the plot into a file at path, atomically, in the format its
+// extension names (.png, .svg or .pdf).
+func (d Density) Save(path string) error {
+	const w, h = 8 * vg.Inch, 6 * vg.Inch
+	fig := d.layout()
+	return writePlotFile(path, w, h, func(dc draw.Canvas) { fig.draw(dc, w, h) })
+}
+
+// densityFigure is a Density's parts: the heat map with the points,
+// its colour bar and the legend.
+type densityFigure struct {
+	main, bar *plot.Plot
+	heat      *plotter.HeatMap
+	legend    []legendEntry
+}
+
+// legendEntry is a legend's line: a glyph and what it marks.
+type legendEntry struct {
+	text  string
+	glyph draw.GlyphStyle
+}
+
+// draw lays the parts out on a w × h canvas: the colour bar and, under
+// it, the legend in a column right of the plot, where they hide no data.
+func (f densityFigure) draw(dc draw.Canvas, w, h vg.Length) {
+	legend := plot.NewLegend()
+	for _, e := range f.legend {
+		legend.Add(e.text, glyphThumb(e.glyph))
+	}
+	legend.Top, legend.Left = true, true
+	r := legend.Rectangle(dc)
+	col := max(r.Max.X-r.Min.X, 1.2*vg.Inch) + vg.Points(12)
+	f.main.Draw(draw.Crop(dc, 0, -col, 0, 0))
+	right := draw.Crop(dc, w-col+vg.Points(6), 0, 0, 0)
+	f.bar.Draw(draw.Crop(right, 0, -col/2, h*0.35, -vg.Points(24)))
+	legend.Draw(draw.Crop(right, 0, 0, 0, -(h*0.65 + vg.Points(12))))
+}
+
+func (d Density) layout() densityFigure {
+	g := d.Grid
+	p := plot.New()
+	p.Title.Text = d.Title
+	p.X.Label.Text, p.Y.Label.Text = "x1", "x2"
+	if len(d.Axes) == 2 {
+		p.X.Label.Text, p.Y.Label.Text = d.Axes[0], d.Axes[1]
+	}
+	xyz := gridXYZ{g, d.Scaling}
+	cm := moreland.SmoothBlueRed()
+	heat := plotter.NewHeatMap(xyz, cm.Palette(255))
+	heat.Rasterized = true // no seams between the cells
+	if !(heat.Max > heat.Min) {
+		heat.Max = heat.Min + math.Max(1e-300, 1e-9*math.Abs(heat.Min))
+	}
+	p.Add(heat)
+	cm.SetMin(heat.Min)
+	cm.SetMax(heat.Max)
+	unit := func(x mat.Matrix) mat.Matrix {
+		if d.Scaling == nil {
+			return x
+		}
+		return d.Scaling.ToData(x)
+	}
+	var legend []legendEntry
+	mark := func(x mat.Matrix, name string, sty draw.GlyphStyle) {
+		if x == nil {
+			return
+		}
+		s, err := scatter(unit(x), densityMarks, sty.Color)
+		if err != nil {
+			return
+		}
+		s.GlyphStyle.Shape, s.GlyphStyle.Radius = sty.Shape, sty.Radius
+		p.Add(s)
+		n, _ := x.Dims()
+		sty.Radius = vg.Points(3.5) // the legend's glyphs larger than the plot's
+		legend = append(legend, legendEntry{fmt.Sprintf("%s (%d of %d)", name, min(n, densityMarks), n), sty})
+	}
+	name := d.SamplesName
+	if name == "" {
+		name = "samples"
+	}
+	// The data over the samples: they are the reference to read against.
+	mark(d.Samples, name, draw.GlyphStyle{Color: color.Black, Shape: draw.CircleGlyph{}, Radius: vg.Points(1.2)})
+	mark(d.Data, "data", draw.GlyphStyle{Color: color.RGBA{0, 200, 0, 255}, Shape: draw.CrossGlyph{}, Radius: vg.Points(2)})
+	p.X.Min, p.X.Max = xyz.unit(0, -g.Box), xyz.unit(0, g.Box)
+	p.Y.Min, p.Y.Max = xyz.unit(1, -g.Box), xyz.unit(1, g.Box)
+
+	bar := plot.New()
+	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
+	bar.HideX()
+	bar.Y.Label.Text = "EBM density"
+	return densityFigure{main: p, bar: bar, heat: heat, legend: legend}
+}
+
+// glyphThumb draws a glyph style as a legend entry's thumbnail.
+type glyphThumb draw.GlyphStyle
+
+// Thumbnail implements plot.Thumbnailer.
+func (g glyphThumb) Thumbnail(c *draw.Canvas) { c.DrawGlyph(draw.GlyphStyle(g), c.Center()) }

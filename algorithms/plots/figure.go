@@ -1,0 +1,182 @@
+package plots
+
+import (
+	"image/color"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/flowebm/flowebm/algorithms"
+)
+
+func plotColor(k int) color.Color {
+	// Matplotlib's tab10: ten colours, so ten classes never share one.
+	cs := []color.Color{color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+		color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+		color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
+		color.RGBA{23, 190, 207, 255}}
+	return cs[k%len(cs)]
+}
+
+// Figure is a line plot of curves over a common x axis.
+type Figure struct {
+	Title, XLabel, YLabel string
+	// LogY makes the y axis logarithmic (non-positive points are left out).
+	LogY bool
+	// YMin and YMax fix the y range when YMax > YMin.
+	YMin, YMax float64
+	Curves     []Curve
+	// Thresholds are drawn as grey dashed lines, each named in the legend.
+	Thresholds []Threshold
+}
+
+// Threshold is a named horizontal line of a Figure.
+type Threshold struct {
+	Value float64
+	Label string
+}
+
+// RHatThresholds are the usual R-hat criteria: 1.01 (Vehtari et al. 2021)
+// and the paper's 1.1.
+var RHatThresholds = []Threshold{{1.01, "R-hat 1.01 (Vehtari et al. 2021)"}, {1.1, "R-hat 1.1 (the paper)"}}
+
+// Curve is one named line of a Figure; with HasRef, Ref is drawn as a
+// dashed horizontal line in the curve's colour (a true value, a threshold).
+type Curve struct {
+	Name   string
+	Points plotter.XYs
+	Ref    float64
+	HasRef bool
+}
+
+// Save draws the figure into a file at path, atomically, in the format its
+// extension names (.png, .svg or .pdf). Points with non-finite y are left
+// out.
+func (f Figure) Save(path string) error {
+	p := plot.New()
+	p.Title.Text = f.Title
+	p.X.Label.Text = f.XLabel
+	p.Y.Label.Text = f.YLabel
+	if f.LogY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+	}
+	if f.YMax > f.YMin {
+		p.Y.Min, p.Y.Max = f.YMin, f.YMax
+	}
+	for k, c := range f.Curves {
+		pts := make(plotter.XYs, 0, len(c.Points))
+		for _, q := range c.Points {
+			if !math.IsNaN(q.Y) && !math.IsInf(q.Y, 0) && (!f.LogY || q.Y > 0) {
+				pts = append(pts, q)
+			}
+		}
+		if len(pts) > 0 {
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return err
+			}
+			l.Color = plotColor(k)
+			l.Width = vg.Points(1.5)
+			p.Add(l)
+			p.Legend.Add(c.Name, l)
+		}
+		if c.HasRef {
+			ref := plotter.NewFunction(func(float64) float64 { return c.Ref })
+			ref.Color = plotColor(k)
+			ref.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(ref)
+		}
+	}
+	for _, th := range f.Thresholds {
+		v := th.Value
+		l := plotter.NewFunction(func(float64) float64 { return v })
+		l.Color = color.Gray{Y: 110}
+		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(l)
+		p.Legend.Add(th.Label, l)
+		// Keep every threshold in view.
+		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, v/1.003), math.Max(p.Y.Max, v*1.003)
+	}
+	p.Legend.Top = true
+	if len(f.Curves)+len(f.Thresholds) > 3 {
+		w, h := 9*vg.Inch, 4.5*vg.Inch
+		return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, w) })
+	}
+	return writePlotFile(path, 7*vg.Inch, 4*vg.Inch, p.Draw)
+}
+
+// drawWithSideLegend draws p with its legend in a column right of the
+// plot area, where it cannot cover a curve (many curves: ten classes).
+func drawWithSideLegend(dc draw.Canvas, p *plot.Plot, w vg.Length) {
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	r := legend.Rectangle(dc)
+	lw := r.Max.X - r.Min.X + vg.Points(12)
+	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+	legend.Draw(draw.Crop(dc, w-lw+vg.Points(6), 0, 0, -vg.Points(20)))
+}
+
+// logTicks labels a logarithmic axis at 1-2-5 steps of every decade and,
+// close to 1 (R-hat), at 1.01, 1.02, 1.05, 1.1, 1.2 and 1.5, so that
+// values between 1 and 10 are readable; other decades get unlabelled
+// minor ticks.
+type logTicks struct{}
+
+// Ticks returns the ticks between min and max.
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	near1 := []float64{1.01, 1.02, 1.05, 1.1, 1.2, 1.5}
+	add := func(v float64, label bool) {
+		if v < min || v > max {
+			return
+		}
+		t := plot.Tick{Value: v}
+		if label {
+			t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		ticks = append(ticks, t)
+	}
+	switch r := max / min; {
+	case r < 3:
+		for _, v := range near1 {
+			add(v, true)
+		}
+	case r < 30:
+		add(1.1, true)
+		add(1.5, true)
+	default:
+		add(1.1, true)
+	}
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		d := math.Pow(10, e)
+		for m := 1; m < 10; m++ {
+			add(float64(m)*d, m == 1 || m == 2 || m == 5)
+		}
+	}
+	labelled := 0
+	for _, t := range ticks {
+		if t.Label != "" {
+			labelled++
+		}
+	}
+	if labelled < 2 { // a narrow range inside one decade
+		ticks = append(ticks, plot.Tick{Value: min, Label: strconv.FormatFloat(min, 'g', 3, 64)}, plot.Tick{Value: max, Label: strconv.FormatFloat(max, 'g', 3, 64)})
+	}
+	return ticks
+}
+
+// EvalCurve extracts one quantity of every evaluation as a curve over
+// iterations.
+func EvalCurve(evals []algorithms.Eval, f func(algorithms.Eval) float64) plotter.XYs {
+	pts := make(plotter.XYs, len(evals))
+	for i, e := range evals {
+		pts[i] = plotter.XY{X: float64(e.Iter), Y: f(e)}
+	}
+	return pts
+}

@@ -1,0 +1,170 @@
+package plots
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"math"
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
+)
+
+// WriteRun writes the run's plots into its folder in format f:
+// density.png (the EBM's normalised density with the data and the chains,
+// 2D only), rhat.png (max R-hat over training, beyond 2D), samples.png (the
+// first 64 chains of the persistent bank, for image experiments) and
+// weights.png (mode or class weights over training); .svg or .pdf for
+// those formats.
+func WriteRun(r *algorithms.Run, f Format) error {
+	if g := r.Grid(); g != nil && len(r.Evals) > 0 {
+		dp := Density{
+			Title:   fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter),
+			Grid:    g,
+			Scaling: r.Experiment.Scaling,
+			Axes:    r.Experiment.Columns,
+			Data:    r.Trainer.Data(),
+		}
+		dp.Samples, dp.SamplesName = r.Trainer.Samples(), "persistent chains"
+		if !r.Trainer.Config.PersistentChains() {
+			dp.SamplesName = "last negatives"
+		}
+		if err := dp.Save(filepath.Join(r.Dir, "density"+f.Ext())); err != nil {
+			return err
+		}
+	}
+	if im := r.Experiment.Image; im != nil {
+		title := fmt.Sprintf("%s, %s: the first 64 persistent chains at iteration %d", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
+		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *im, 8, 6); err != nil {
+			return err
+		}
+	}
+	return History{Experiment: r.Experiment, Algorithm: r.Config.Train.Algorithm, RHatChains: r.Config.RHatChains, Evals: r.Evals}.Write(r.Dir, f)
+}
+
+// History is the plots of a run's evaluations over training, drawn from
+// its metrics alone: rhat.png (max R-hat, beyond 2D) and weights.png (mode
+// or class weights, when the experiment has them). "flowebm reproduce"
+// redraws them for runs it keeps.
+type History struct {
+	Experiment *experiments.Experiment
+	Algorithm  string
+	RHatChains int
+	Evals      []algorithms.Eval
+}
+
+// Write writes the plots into dir in format f.
+func (p History) Write(dir string, f Format) error {
+	exp := p.Experiment
+	if len(p.Evals) > 0 && !(exp.Box > 0 && exp.Dim() == 2) {
+		var rhat []algorithms.Eval
+		for _, e := range p.Evals {
+			if !math.IsNaN(e.MaxRHat) {
+				rhat = append(rhat, e)
+			}
+		}
+		fig := Figure{
+			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", exp.Name, p.Algorithm, p.RHatChains),
+			XLabel: "iteration", YLabel: "max R-hat", LogY: true,
+			Curves: []Curve{
+				{Name: "rank-normalised split R-hat", Points: EvalCurve(rhat, func(e algorithms.Eval) float64 { return e.MaxRHat })},
+				{Name: "classic R-hat", Points: EvalCurve(rhat, func(e algorithms.Eval) float64 { return e.MaxRHatClassic })},
+			},
+			Thresholds: RHatThresholds,
+		}
+		if err := fig.Save(filepath.Join(dir, "rhat"+f.Ext())); err != nil {
+			return err
+		}
+	}
+	hasWeights := false
+	for _, e := range p.Evals {
+		hasWeights = hasWeights || e.EBMWeights != nil
+	}
+	if !hasWeights {
+		return nil
+	}
+	fig := Figure{
+		Title:  fmt.Sprintf("%s, %s: EBM weights over training", exp.Name, p.Algorithm),
+		XLabel: "iteration", YLabel: "weight",
+	}
+	fig.YMin, fig.YMax = weightRange(exp.Weights, p.Evals)
+	for k, w := range exp.Weights {
+		truth := strconv.FormatFloat(w, 'g', 4, 64)
+		name := fmt.Sprintf("mode %d (truth %s)", k+1, truth)
+		if exp.ClassNames != nil {
+			name = fmt.Sprintf("class %s (truth %s)", exp.ClassNames[k], truth)
+		}
+		fig.Curves = append(fig.Curves, Curve{Name: name,
+			Points: EvalCurve(p.Evals, func(e algorithms.Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
+	}
+	return fig.Save(filepath.Join(dir, "weights"+f.Ext()))
+}
+
+// weightRange is the y range of a weights plot: the truths and every
+// finite weight over training, padded by a tenth of their spread (at
+// least 0.02), within [0, 1], so that close truths (eight at 0.125) read
+// apart.
+func weightRange(truths []float64, evals []algorithms.Eval) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	see := func(v float64) {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	for _, w := range truths {
+		see(w)
+	}
+	for _, e := range evals {
+		for _, w := range e.EBMWeights {
+			see(w)
+		}
+	}
+	if lo > hi {
+		return 0, 1
+	}
+	pad := math.Max(0.1*(hi-lo), 0.02)
+	return math.Max(0, lo-pad), math.Min(1, hi+pad)
+}
+
+func at(v []float64, k int) float64 {
+	if k < len(v) {
+		return v[k]
+	}
+	return math.NaN()
+}
+
+// writeImageGrid writes the first side² rows of x as a side × side grid of
+// grey images (values in [−1, 1], first channel), each pixel scale × scale.
+func writeImageGrid(path, title string, x *mat.Dense, shape experiments.ImageShape, side, scale int) error {
+	n, _ := x.Dims()
+	h, w := shape.Height*scale, shape.Width*scale
+	const gap = 2
+	img := image.NewGray(image.Rect(0, 0, side*(w+gap)+gap, side*(h+gap)+gap))
+	for i := range img.Pix {
+		img.Pix[i] = 128
+	}
+	for k := 0; k < min(n, side*side); k++ {
+		row := x.RawRowView(k)
+		ox, oy := gap+(k%side)*(w+gap), gap+(k/side)*(h+gap)
+		for i := 0; i < h; i++ {
+			for j := 0; j < w; j++ {
+				v := row[(i/scale)*shape.Width+j/scale]
+				img.SetGray(ox+j, oy+i, color.Gray{Y: uint8(math.Round(255 * min(1, max(0, (v+1)/2))))})
+			}
+		}
+	}
+	// The grid as an image plot, for its title.
+	p := plot.New()
+	p.Title.Text = title
+	p.HideAxes()
+	b := img.Bounds()
+	p.Add(plotter.NewImage(img, 0, 0, float64(b.Dx()), float64(b.Dy())))
+	return writePlotFile(path, vg.Length(b.Dx())+vg.Points(20), vg.Length(b.Dy())+vg.Points(40), p.Draw)
+}
