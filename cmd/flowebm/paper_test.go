@@ -113,7 +113,7 @@ func agrees(quote string, paper float64) bool {
 // maps, and the report's "ours / paper" table cells.
 func TestPaperQuotes(t *testing.T) {
 	t1, t2, _ := paperTables(t)
-	files := []string{"../../README.md", "../../algorithms/results/REPORT.md"}
+	files := []string{"../../README.md", "../../docs/results/REPORT.md"}
 	nbs, _ := filepath.Glob("../../notebooks/*.ipynb")
 	docs, _ := filepath.Glob("../../docs/*.md")
 	files = append(append(files, nbs...), docs...)
