@@ -737,12 +737,22 @@ func (r *Run) Checkpoint() error {
 // Resume reopens the run in dir from its last checkpoint.
 func Resume(dir string) (*Run, error) { return resume(dir, nil) }
 
-// ResumeOn reopens the run in dir from its last checkpoint, training from
-// now on on the data set dc instead of the one in its configuration (a
-// moved or updated file). Its dimension must match the checkpoint's; the
-// run continues exactly as an uninterrupted one only if the data are the
-// same.
-func ResumeOn(dir string, dc DataConfig) (*Run, error) { return resume(dir, &dc) }
+// ResumeOn reopens the run in dir, trained on a data set, from its last
+// checkpoint, reading the data from now on from file (the .npz member key,
+// if not empty) instead of the file in its configuration: a moved or
+// updated copy. Every other data setting (held-out fraction,
+// standardisation, modes) stays as recorded. Its dimension must match the
+// checkpoint's; the run continues exactly as an uninterrupted one only if
+// the data are the same.
+func ResumeOn(dir, file, key string) (*Run, error) {
+	return resume(dir, func(cfg *RunConfig) error {
+		if cfg.Data == nil {
+			return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without --data", dir, cfg.Experiment)
+		}
+		cfg.Data.File, cfg.Data.Key = file, key
+		return nil
+	})
+}
 
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
@@ -752,13 +762,15 @@ func ReadRunConfig(dir string) (RunConfig, error) {
 	return cfg, err
 }
 
-func resume(dir string, dc *DataConfig) (*Run, error) {
+func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 	var cfg RunConfig
 	if err := readJSON(filepath.Join(dir, "config.json"), &cfg, true); err != nil {
 		return nil, err
 	}
-	if dc != nil {
-		cfg.Data, cfg.Experiment = dc, "data"
+	if amend != nil {
+		if err := amend(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	// Finish or undo a replacement that a crash interrupted, so that
 	// dir/checkpoint is the newest complete checkpoint.
@@ -808,6 +820,13 @@ func resume(dir string, dc *DataConfig) (*Run, error) {
 		return nil, fmt.Errorf("%s: no evaluations, want at least 1: the checkpoint is at iteration %d, past the first evaluation (iteration %d, eval_every %d)", evalsPath, r.Trainer.Iter, first, r.Config.EvalEvery)
 	}
 	r.window.Evals = nil
+	if amend != nil {
+		// The record says where the data now come from, even if nothing
+		// is left to train.
+		if err := writeJSON(filepath.Join(dir, "config.json"), r.Config); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 

@@ -225,3 +225,36 @@ func TestTrainPlotFormat(t *testing.T) {
 		t.Error("refused run created its folder")
 	}
 }
+
+// --resume with --data reads the data from a moved copy and keeps every
+// other recorded data setting; data flags that would change them are
+// refused by name.
+func TestResumeOnMovedDataKeepsSettings(t *testing.T) {
+	dir := t.TempDir()
+	threeModes(t, dir, 400, []float64{0.2, 0.3, 0.5}, 1)
+	out := filepath.Join(dir, "run")
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--data", filepath.Join(dir, "mix.npy"), "--holdout", "0.3", "--standardize", "global", "--iterations", "4", "--quiet", "--out", out}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("train: %s", stderr.String())
+	}
+	moved := filepath.Join(dir, "moved.npy")
+	b, _ := os.ReadFile(filepath.Join(dir, "mix.npy"))
+	os.WriteFile(moved, b, 0o644)
+	stderr.Reset()
+	if code := run([]string{"train", "--resume", out, "--data", moved, "--holdout", "0.2"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--holdout would be ignored") {
+		t.Errorf("--resume --holdout: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"train", "--resume", out, "--data", moved, "--quiet"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("resume on the moved data: %s", stderr.String())
+	}
+	var cfg algorithms.RunConfig
+	b, _ = os.ReadFile(filepath.Join(out, "config.json"))
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d := cfg.Data; d == nil || d.File != moved || d.HoldOut != 0.3 || d.Standardize != "global" {
+		t.Errorf("config.json's data after resuming: %+v", d)
+	}
+}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
 // checkOutput checks, before any work, that the output file out of flag
 // can be written: its folder exists, it is not a folder itself, and it is
-// none of the inputs (a command never overwrites what it reads).
+// none of the inputs and inside no input folder (a model or run folder):
+// a command never overwrites what it reads.
 func checkOutput(flag, out string, inputs ...string) error {
 	if out == "" {
 		return nil
@@ -26,8 +28,28 @@ func checkOutput(flag, out string, inputs ...string) error {
 		if in != "" && sameFile(out, in) {
 			return fmt.Errorf("%s %s is also an input (%s): write the output elsewhere", flag, out, in)
 		}
+		if fi, err := os.Stat(in); err == nil && fi.IsDir() && within(dir, in) {
+			return fmt.Errorf("%s %s is inside the input folder %s (a model or run): write the output elsewhere", flag, out, in)
+		}
 	}
 	return nil
+}
+
+// within reports whether the existing folder dir is folder or inside it,
+// symbolic links resolved.
+func within(dir, folder string) bool {
+	d, err1 := filepath.EvalSymlinks(dir)
+	f, err2 := filepath.EvalSymlinks(folder)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	d, err1 = filepath.Abs(d)
+	f, err2 = filepath.Abs(f)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(f, d)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // sameFile reports whether a and b name the same file: the same inode

@@ -36,6 +36,10 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 		{[]string{"sample", "--model", modelCopy, "--out", filepath.Join(dir, "nope", "c.npy")}, "does not exist"},
 		{[]string{"convert", model, ck}, ck + " already holds a checkpoint or run"},
 		{[]string{"train", "--iterations", "2", "--quiet", "--out", run0}, run0 + " already holds a run: continue it with --resume " + run0},
+		// Outputs inside the model's folder: its weights, its metrics.
+		{[]string{"sample", "--model", run0, "--out", filepath.Join(run0, "checkpoint", "weights.npz")}, "is inside the input folder " + run0},
+		{[]string{"energy", "--model", run0, "--points", pts, "--out", filepath.Join(run0, "checkpoint", "evals.csv")}, "is inside the input folder " + run0},
+		{[]string{"convert", ck, filepath.Join(ck, "m.onnx")}, "is inside the input folder " + ck},
 	}
 	for _, c := range cases {
 		errb.Reset()
@@ -48,6 +52,9 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(modelCopy); !bytes.Equal(got, b) {
 		t.Error("the model was overwritten")
+	}
+	if _, err := os.Stat(filepath.Join(ck, "m.onnx")); err == nil {
+		t.Error("convert wrote into its input checkpoint")
 	}
 	// --force replaces.
 	errb.Reset()

@@ -121,7 +121,7 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 		}
 		defer release()
 		if f.data.File != "" {
-			run, err = algorithms.ResumeOn(f.resume, f.data)
+			run, err = algorithms.ResumeOn(f.resume, f.data.File, f.data.Key)
 		} else {
 			run, err = algorithms.Resume(f.resume)
 		}
@@ -181,14 +181,18 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 			}
 			dir = filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", name, cfg.Train.Algorithm, cfg.Seed))
 		}
+		alreadyRun := fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
 		if isRun(dir) && !f.force {
-			return fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
+			return alreadyRun
 		}
 		release, err := lockRun(dir)
 		if err != nil {
 			return err
 		}
 		defer release()
+		if isRun(dir) && !f.force { // a process that held the lock may have finished a run here since
+			return alreadyRun
+		}
 		for _, n := range notes {
 			fmt.Fprintln(out, "note:", n)
 		}
@@ -223,7 +227,7 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 		return nil
 	}
 	var ignored []string
-	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force"} {
+	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force", "holdout", "standardize", "modes", "drop-nonfinite"} {
 		if cmd.Flags().Changed(name) {
 			ignored = append(ignored, "--"+name)
 		}
