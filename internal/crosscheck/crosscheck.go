@@ -34,14 +34,21 @@ import (
 type Recorder struct {
 	mu    sync.Mutex
 	skips []string
+	log   string // LogEnv's value, read by Skip
 }
 
 // Skip records that the cross-check what did not run, and why (what to
 // install), and skips t.
 func (r *Recorder) Skip(t testing.TB, what, why string) {
 	t.Helper()
+	// Read while the tests run: go test's cache keys on the environment
+	// variables a test reads, so a package that skips runs again (and
+	// reports again) when the log file changes; one that skips nothing
+	// has nothing to report and may stay cached.
+	log := os.Getenv(LogEnv)
 	r.mu.Lock()
 	r.skips = append(r.skips, what+": "+why)
+	r.log = log
 	r.mu.Unlock()
 	t.Skipf("%s skipped: %s", what, why)
 }
@@ -50,13 +57,13 @@ func (r *Recorder) Skip(t testing.TB, what, why string) {
 // skipped, and exits with the tests' status.
 func (r *Recorder) Main(m *testing.M) {
 	code := m.Run()
-	// Read whether or not anything was skipped: go test's cache then
-	// keys on the variable, so a run with a new log file runs again.
-	log := os.Getenv(LogEnv)
 	if line := r.Summary(packageName()); line != "" {
 		w, closeW := terminal()
 		fmt.Fprintln(w, line)
 		closeW()
+		r.mu.Lock()
+		log := r.log
+		r.mu.Unlock()
 		if log != "" {
 			appendLine(log, line)
 		}
