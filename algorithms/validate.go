@@ -1,13 +1,12 @@
 package algorithms
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/flowebm/flowebm/internal/sysmem"
 )
 
 // MaxGridSize is the largest grid_size a run accepts: a 4096 × 4096 grid
@@ -21,34 +20,7 @@ const MaxGridSize = 4096
 const DefaultMemoryLimit = 8 << 30
 
 // memoryLimit is the limit checkMemory applies (a variable for tests).
-var memoryLimit = func() float64 {
-	limit := float64(DefaultMemoryLimit)
-	if total, ok := memTotal(); ok && total/2 < limit {
-		limit = total / 2
-	}
-	return limit
-}
-
-// memTotal reads MemTotal (bytes) from /proc/meminfo, where there is one.
-func memTotal() (float64, bool) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseFloat(fields[1], 64)
-			if err != nil || kb <= 0 {
-				return 0, false
-			}
-			return kb * 1024, true
-		}
-	}
-	return 0, false
-}
+var memoryLimit = func() float64 { return sysmem.Limit(DefaultMemoryLimit) }
 
 // memTerm is one buffer of a memory estimate: the fields that size it and
 // its size in bytes (a float, so that absurd configurations do not

@@ -3,10 +3,14 @@ package algorithms
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // smallConfig is smallRun's configuration.
@@ -252,5 +256,36 @@ func TestResumeBeforeFirstEvaluation(t *testing.T) {
 	dir = checkpointAt(t, 12, 2, 5, false)
 	if _, err := Resume(dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A data set whose copies would not fit is refused from its file's header,
+// naming the file, its shape and the estimate: an .npz of a few megabytes
+// can hold gigabytes (a 3 GiB member peaked at 14.7 GB before).
+func TestDataSetMemoryIsBounded(t *testing.T) {
+	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
+	memoryLimit = func() float64 { return 1 << 20 }
+	dir := t.TempDir()
+	x := make([]float64, 2*50000) // 800 kB of float64: 4 MB with its copies
+	for i := range x {
+		x[i] = float64(i % 7)
+	}
+	a := &npy.Array{Shape: []int{50000, 2}, Data: x}
+	npyPath, npzPath := filepath.Join(dir, "x.npy"), filepath.Join(dir, "x.npz")
+	if err := npy.WriteFile(npyPath, a, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if err := npz.WriteFile(npzPath, map[string]*npy.Array{"points": a}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{npyPath, npzPath} {
+		_, _, err := DataConfig{File: p}.Load(rand.New(rand.NewPCG(1, 1)))
+		if err == nil || !strings.Contains(err.Error(), p+": the data set of shape [50000 2] needs about 3.81 MiB of memory") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	memoryLimit = func() float64 { return 1 << 30 }
+	if _, _, err := (DataConfig{File: npzPath}).Load(rand.New(rand.NewPCG(1, 1))); err != nil {
+		t.Errorf("within the limit: %v", err)
 	}
 }

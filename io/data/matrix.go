@@ -1,6 +1,7 @@
 package data
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"encoding/csv"
@@ -90,6 +91,44 @@ func ReadPoints(path, key string) (x *mat.Dense, shape []int, err error) {
 		return nil, nil, &FormatError{File: path, Field: field + " shape", Got: fmt.Sprint(a.Shape), Want: "at least one point and one dimension"}
 	}
 	return mat.NewDense(a.Shape[0], d, a.Data), append([]int(nil), a.Shape[1:]...), nil
+}
+
+// PointsShape returns the shape of the array ReadPoints would read from an
+// .npy or .npz file, from its header alone (nothing is decoded), so that
+// callers can check the memory a data set needs first; nil for a .csv,
+// whose size its text bounds.
+func PointsShape(path, key string) ([]int, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		h, err := npy.ReadHeader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return h.Shape, nil
+	case ".npz":
+		zr, err := zip.OpenReader(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		for _, f := range zr.File {
+			name := strings.TrimSuffix(f.Name, ".npy")
+			if key == "" || name == key {
+				h, err := npz.MemberHeader(f)
+				if err != nil {
+					return nil, fmt.Errorf("%s: member %q: %w", path, name, err)
+				}
+				return h.Shape, nil
+			}
+		}
+		return nil, nil // ReadPoints names the missing member
+	}
+	return nil, nil
 }
 
 // npzMember reads the member key of an .npz archive (the first if key is

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -25,7 +26,8 @@ import (
 // cannot ask for unbounded memory before failing.
 const maxMember = 4 << 30
 
-// maxDecoded bounds one member's values once decoded to float64 (8 GiB).
+// maxDecoded bounds one member's values once decoded to float64 (8 GiB,
+// or half the machine's memory if less).
 const maxDecoded = 8 << 30
 
 // elemSize is the byte size of a NumPy type string's elements ("<f4": 4).
@@ -102,8 +104,8 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 	if !ok || need > declared {
 		return nil, fmt.Errorf("header announces shape %v of %s, more data than the member's declared %d bytes", h.Shape, h.Dtype, declared)
 	}
-	if elems := need / max(1, elemSize(h.Dtype)); elems*8 > maxDecoded {
-		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %d supported", h.Shape, elems*8, uint64(maxDecoded))
+	if elems, limit := need/max(1, elemSize(h.Dtype)), sysmem.Limit(maxDecoded); float64(elems*8) > limit {
+		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %.0f supported (8 GiB, or half the machine's memory if less)", h.Shape, elems*8, limit)
 	}
 	rc, err := f.Open()
 	if err != nil {
