@@ -38,6 +38,11 @@ type Build struct {
 	VectorMath string `json:"vector_math"`
 }
 
+// String names the build in one line.
+func (b Build) String() string {
+	return fmt.Sprintf("%s, BLAS %s, vector math %s", b.Go, b.BLAS, b.VectorMath)
+}
+
 // CurrentBuild is the build of this process.
 func CurrentBuild() Build {
 	return Build{Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, BLAS: graph.BLAS(), VectorMath: layers.VectorMath()}

@@ -50,3 +50,34 @@ func TestDataColumnsNameAxes(t *testing.T) {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// config.json records the build that started the run, and a run resumed
+// on another build says so.
+func TestConfigRecordsTheBuild(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, "flowmc", 2, dir)
+	stepN(t, r, 1)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadRunConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Build == nil || *cfg.Build != CurrentBuild() {
+		t.Fatalf("config.json build %v, want %v", cfg.Build, CurrentBuild())
+	}
+	other := *cfg.Build
+	other.BLAS = "some other BLAS"
+	cfg.Build = &other
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r2.Notes) == 0 || !strings.Contains(r2.Notes[len(r2.Notes)-1], "started with go") || !strings.Contains(r2.Notes[len(r2.Notes)-1], "some other BLAS") {
+		t.Errorf("notes %q", r2.Notes)
+	}
+}

@@ -185,6 +185,11 @@ type RunConfig struct {
 	// LogZSamples is the number of draws of the importance-sampling
 	// estimate of log Z behind the held-out log-likelihood (default 4096).
 	LogZSamples int `json:"log_z_samples,omitempty"`
+	// Build is the build that started the run (Go, BLAS, vector math: the
+	// same seed gives the same numbers only with the same build). NewRun
+	// sets it; it is recorded in the run's config.json, and a run resumed
+	// on another build says so.
+	Build *Build `json:"build,omitempty"`
 }
 
 // Eval is one evaluation during training.
@@ -295,6 +300,8 @@ func weights(counts []float64) []float64 {
 
 // NewRun builds the data, models and trainer of cfg, writing into dir.
 func NewRun(cfg RunConfig, dir string) (*Run, error) {
+	b := CurrentBuild()
+	cfg.Build = &b
 	r, err := prepare(cfg, dir, nil)
 	if err != nil {
 		return nil, err
@@ -849,6 +856,9 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 		return nil, fmt.Errorf("%s: no evaluations, want at least 1: the checkpoint is at iteration %d, past the first evaluation (iteration %d, eval_every %d)", evalsPath, r.Trainer.Iter, first, r.Config.EvalEvery)
 	}
 	r.window.Evals = nil
+	if b := CurrentBuild(); cfg.Build != nil && *cfg.Build != b {
+		r.Notes = append(r.Notes, fmt.Sprintf("the run was started with %s; resumed with %s: it will differ from an uninterrupted run at round-off", cfg.Build, b))
+	}
 	if amend != nil {
 		// The record says where the data now come from, even if nothing
 		// is left to train.

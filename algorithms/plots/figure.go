@@ -54,9 +54,30 @@ type Curve struct {
 }
 
 // Save draws the figure into a file at path, atomically, in the format its
-// extension names (.png, .svg or .pdf). Points with non-finite y are left
+// extension names (.png, .svg or .pdf), with the legend in a column right
+// of the plot, where it hides no curve. Points with non-finite y are left
 // out.
 func (f Figure) Save(path string) error {
+	p, entries, err := f.layout()
+	if err != nil {
+		return err
+	}
+	legend := plot.NewLegend()
+	for _, e := range entries {
+		legend.Add(e.text, e.thumb)
+	}
+	w, h := 9*vg.Inch, 4.5*vg.Inch
+	return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, legend, w) })
+}
+
+// figureEntry is a line of a Figure's legend.
+type figureEntry struct {
+	text  string
+	thumb plot.Thumbnailer
+}
+
+// layout builds the figure's plot (without legend) and its legend lines.
+func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 	p := plot.New()
 	p.Title.Text = f.Title
 	p.X.Label.Text = f.XLabel
@@ -68,6 +89,7 @@ func (f Figure) Save(path string) error {
 	if f.YMax > f.YMin {
 		p.Y.Min, p.Y.Max = f.YMin, f.YMax
 	}
+	var entries []figureEntry
 	for k, c := range f.Curves {
 		pts := make(plotter.XYs, 0, len(c.Points))
 		for _, q := range c.Points {
@@ -78,12 +100,12 @@ func (f Figure) Save(path string) error {
 		if len(pts) > 0 {
 			l, err := plotter.NewLine(pts)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			l.Color = plotColor(k)
 			l.Width = vg.Points(1.5)
 			p.Add(l)
-			p.Legend.Add(c.Name, l)
+			entries = append(entries, figureEntry{c.Name, l})
 		}
 		if c.HasRef {
 			ref := plotter.NewFunction(func(float64) float64 { return c.Ref })
@@ -98,23 +120,16 @@ func (f Figure) Save(path string) error {
 		l.Color = color.Gray{Y: 110}
 		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(l)
-		p.Legend.Add(th.Label, l)
+		entries = append(entries, figureEntry{th.Label, l})
 		// Keep every threshold in view.
 		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, v/1.003), math.Max(p.Y.Max, v*1.003)
 	}
-	p.Legend.Top = true
-	if len(f.Curves)+len(f.Thresholds) > 3 {
-		w, h := 9*vg.Inch, 4.5*vg.Inch
-		return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, w) })
-	}
-	return writePlotFile(path, 7*vg.Inch, 4*vg.Inch, p.Draw)
+	return p, entries, nil
 }
 
-// drawWithSideLegend draws p with its legend in a column right of the
-// plot area, where it cannot cover a curve (many curves: ten classes).
-func drawWithSideLegend(dc draw.Canvas, p *plot.Plot, w vg.Length) {
-	legend := p.Legend
-	p.Legend = plot.NewLegend()
+// drawWithSideLegend draws p with legend in a column right of the plot
+// area, where it cannot cover a curve.
+func drawWithSideLegend(dc draw.Canvas, p *plot.Plot, legend plot.Legend, w vg.Length) {
 	legend.Top, legend.Left = true, true
 	r := legend.Rectangle(dc)
 	lw := r.Max.X - r.Min.X + vg.Points(12)

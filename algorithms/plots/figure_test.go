@@ -2,10 +2,15 @@ package plots
 
 import (
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot/plotter"
 )
 
@@ -60,5 +65,76 @@ func TestWeightsPlotReadable(t *testing.T) {
 	}
 	if err := fig.Save(filepath.Join(t.TempDir(), "w.png")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A figure's legend names every curve and the threshold lines, which stay
+// in view whatever the data's range.
+func TestFigureLegendAndThresholds(t *testing.T) {
+	fig := Figure{Title: "R-hat", LogY: true, Thresholds: RHatThresholds, Curves: []Curve{
+		{Name: "a", Points: plotter.XYs{{X: 0, Y: 30}, {X: 1, Y: 2}}},
+		{Name: "b", Points: plotter.XYs{{X: 0, Y: 20}, {X: 1, Y: 3}}},
+	}}
+	p, entries, err := fig.layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.text)
+	}
+	want := []string{"a", "b", RHatThresholds[0].Label, RHatThresholds[1].Label}
+	if strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("legend %q, want %q", names, want)
+	}
+	if !(p.Y.Min <= 1.01 && p.Y.Max >= 30) {
+		t.Errorf("y range [%v, %v] leaves out the threshold 1.01 or the data", p.Y.Min, p.Y.Max)
+	}
+}
+
+// The weights figure of a run labels each curve with its exact truth and
+// draws it as the curve's reference line; beyond 2D an R-hat figure on a
+// log axis with the threshold lines comes with it.
+func TestHistoryFigures(t *testing.T) {
+	exp, err := experiments.ByName("four-modes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evals := []algorithms.Eval{{Iter: 10, EBMWeights: []float64{0.12, 0.18, 0.3, 0.4}, MaxRHat: math.NaN()}}
+	rhat, weights := History{Experiment: exp, Algorithm: "flowmc", Evals: evals}.figures()
+	if rhat != nil {
+		t.Error("R-hat figure for a 2D experiment")
+	}
+	if weights == nil || len(weights.Curves) != 4 {
+		t.Fatalf("weights figure %+v", weights)
+	}
+	for k, c := range weights.Curves {
+		want := fmt.Sprintf("mode %d (truth %g)", k+1, exp.Weights[k])
+		if c.Name != want || !c.HasRef || c.Ref != exp.Weights[k] {
+			t.Errorf("curve %d: %q, ref %v (%v), want %q", k, c.Name, c.Ref, c.HasRef, want)
+		}
+	}
+	hd, err := experiments.ByName("four-gaussians-16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evals[0].MaxRHat, evals[0].MaxRHatClassic = 1.3, 1.2
+	rhat, _ = History{Experiment: hd, Algorithm: "nt", RHatChains: 128, Evals: evals}.figures()
+	if rhat == nil || !rhat.LogY || len(rhat.Thresholds) != 2 || len(rhat.Curves) != 2 {
+		t.Errorf("R-hat figure %+v", rhat)
+	}
+}
+
+// The grid of persistent chains carries its title.
+func TestImageGridTitle(t *testing.T) {
+	x := mat.NewDense(4, 4, []float64{-1, 0, 1, 0.5, 0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1})
+	path := filepath.Join(t.TempDir(), "samples.svg")
+	title := "mnist, flowmc: the first 64 persistent chains at iteration 7"
+	if err := writeImageGrid(path, title, x, experiments.ImageShape{Channels: 1, Height: 2, Width: 2}, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), "iteration 7") {
+		t.Errorf("no title in the SVG (%v)", err)
 	}
 }

@@ -62,25 +62,37 @@ type History struct {
 
 // Write writes the plots into dir in format f.
 func (p History) Write(dir string, f Format) error {
+	rhat, weights := p.figures()
+	if rhat != nil {
+		if err := rhat.Save(filepath.Join(dir, "rhat"+f.Ext())); err != nil {
+			return err
+		}
+	}
+	if weights != nil {
+		return weights.Save(filepath.Join(dir, "weights"+f.Ext()))
+	}
+	return nil
+}
+
+// figures returns the R-hat figure (nil in 2D or without evaluations) and
+// the weights figure (nil without weights).
+func (p History) figures() (rhat, weights *Figure) {
 	exp := p.Experiment
 	if len(p.Evals) > 0 && !(exp.Box > 0 && exp.Dim() == 2) {
-		var rhat []algorithms.Eval
+		var evals []algorithms.Eval
 		for _, e := range p.Evals {
 			if !math.IsNaN(e.MaxRHat) {
-				rhat = append(rhat, e)
+				evals = append(evals, e)
 			}
 		}
-		fig := Figure{
+		rhat = &Figure{
 			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", exp.Name, p.Algorithm, p.RHatChains),
 			XLabel: "iteration", YLabel: "max R-hat", LogY: true,
 			Curves: []Curve{
-				{Name: "rank-normalised split R-hat", Points: EvalCurve(rhat, func(e algorithms.Eval) float64 { return e.MaxRHat })},
-				{Name: "classic R-hat", Points: EvalCurve(rhat, func(e algorithms.Eval) float64 { return e.MaxRHatClassic })},
+				{Name: "rank-normalised split R-hat", Points: EvalCurve(evals, func(e algorithms.Eval) float64 { return e.MaxRHat })},
+				{Name: "classic R-hat", Points: EvalCurve(evals, func(e algorithms.Eval) float64 { return e.MaxRHatClassic })},
 			},
 			Thresholds: RHatThresholds,
-		}
-		if err := fig.Save(filepath.Join(dir, "rhat"+f.Ext())); err != nil {
-			return err
 		}
 	}
 	hasWeights := false
@@ -88,23 +100,23 @@ func (p History) Write(dir string, f Format) error {
 		hasWeights = hasWeights || e.EBMWeights != nil
 	}
 	if !hasWeights {
-		return nil
+		return rhat, nil
 	}
-	fig := Figure{
+	weights = &Figure{
 		Title:  fmt.Sprintf("%s, %s: EBM weights over training", exp.Name, p.Algorithm),
 		XLabel: "iteration", YLabel: "weight",
 	}
-	fig.YMin, fig.YMax = weightRange(exp.Weights, p.Evals)
+	weights.YMin, weights.YMax = weightRange(exp.Weights, p.Evals)
 	for k, w := range exp.Weights {
 		truth := strconv.FormatFloat(w, 'g', 4, 64)
 		name := fmt.Sprintf("mode %d (truth %s)", k+1, truth)
 		if exp.ClassNames != nil {
 			name = fmt.Sprintf("class %s (truth %s)", exp.ClassNames[k], truth)
 		}
-		fig.Curves = append(fig.Curves, Curve{Name: name,
+		weights.Curves = append(weights.Curves, Curve{Name: name,
 			Points: EvalCurve(p.Evals, func(e algorithms.Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
 	}
-	return fig.Save(filepath.Join(dir, "weights"+f.Ext()))
+	return rhat, weights
 }
 
 // weightRange is the y range of a weights plot: the truths and every
@@ -160,11 +172,15 @@ func writeImageGrid(path, title string, x *mat.Dense, shape experiments.ImageSha
 			}
 		}
 	}
-	// The grid as an image plot, for its title.
+	return writePlotFile(path, vg.Length(img.Bounds().Dx())+vg.Points(20), vg.Length(img.Bounds().Dy())+vg.Points(40), imagePlot(img, title).Draw)
+}
+
+// imagePlot shows img under title, without axes.
+func imagePlot(img image.Image, title string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.HideAxes()
 	b := img.Bounds()
 	p.Add(plotter.NewImage(img, 0, 0, float64(b.Dx()), float64(b.Dy())))
-	return writePlotFile(path, vg.Length(b.Dx())+vg.Points(20), vg.Length(b.Dy())+vg.Points(40), p.Draw)
+	return p
 }

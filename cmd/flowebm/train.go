@@ -129,6 +129,9 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 			return err
 		}
 		fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
+		for _, n := range run.Notes {
+			fmt.Fprintln(out, "note:", n)
+		}
 	} else {
 		var cfg algorithms.RunConfig
 		var notes []string
