@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // No command writes over its inputs or over another run without --force,
@@ -179,4 +182,63 @@ func TestScalingNoteFollowsIterations(t *testing.T) {
 	if strings.Contains(note, "2000 iterations instead of") || strings.Contains(note, "every 100 iterations") {
 		t.Errorf("the note quotes the defaults:\n%s", note)
 	}
+}
+
+// SIGINT during training: the command finishes the iteration, writes a
+// checkpoint and names the command that continues the run, which then
+// completes.
+func TestInterruptedTrainSaysHowToResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains until interrupted")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() { done <- run([]string{"train", "--iterations", "400", "--quiet", "--out", dir}, &out, &errb) }()
+	// The first checkpoint (iteration 40) exists: training is under way
+	// and the signal handler is installed.
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "checkpoint", "state.json")); err == nil {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("train ended (%d) before its first checkpoint: %s", code, errb.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := <-done
+	want := "continue with: flowebm train --resume " + dir
+	if code == 0 || !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("exit %d, stderr %q; want %q", code, errb.String(), want)
+	}
+	var out2, errb2 bytes.Buffer
+	if code := run([]string{"train", "--resume", dir, "--quiet"}, &out2, &errb2); code != 0 {
+		t.Fatalf("resume: %s", errb2.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

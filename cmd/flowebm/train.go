@@ -114,6 +114,20 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
+	// SIGINT or SIGTERM: during setup, stop before training (a second
+	// signal quits at once); during training, finish the iteration,
+	// checkpoint and say how to go on.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	setupDone := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(errOut, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
+			stop()
+		case <-setupDone:
+		}
+	}()
 	if f.resume != "" {
 		release, err := lockRun(f.resume)
 		if err != nil {
@@ -214,7 +228,11 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 			cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
 			ebm, flow, time.Since(t0).Seconds(), dir)
 	}
-	return train(run, out, errOut, f.quiet, f.plotFormat)
+	close(setupDone)
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted before training started: nothing was trained")
+	}
+	return train(ctx, run, out, errOut, f.quiet, f.plotFormat)
 }
 
 // validate checks the flags' values, and that none given with --resume
@@ -257,7 +275,7 @@ func readConfig(path string, cfg *algorithms.RunConfig) error {
 	return nil
 }
 
-func train(run *algorithms.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
+func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
 	cfg := run.Config
 	total := cfg.Train.Iterations
 	var bar *progressbar.ProgressBar
@@ -281,9 +299,6 @@ func train(run *algorithms.Run, out, errOut io.Writer, quiet bool, format plots.
 	}
 	t0 := time.Now()
 	start := run.Trainer.Iter
-	// SIGINT or SIGTERM: finish the iteration, checkpoint, say how to go on.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run.TrainContext(ctx, func(it int) {
 		if bar != nil {
 			bar.Set(it)
