@@ -99,3 +99,17 @@ func TestSetIterationsStretchesDecay(t *testing.T) {
 		t.Errorf("decay every %d and %d after shrinking ×10, want %d", rc.Train.EBMOptim.DecayEvery, rc.Train.FlowOptim.DecayEvery, every/10)
 	}
 }
+
+// Every shipped configuration reads back through ReadConfig (what
+// "flowebm train --config" uses), strict checks included.
+func TestPaperConfigFilesRead(t *testing.T) {
+	files, err := filepath.Glob("configs/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("configs: %v, %v", files, err)
+	}
+	for _, f := range files {
+		if _, err := ReadConfig(f); err != nil {
+			t.Error(err)
+		}
+	}
+}

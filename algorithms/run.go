@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -888,6 +889,57 @@ func readJSON(path string, v any, strict bool) error { // strict: unknown fields
 	}
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%s: data after the JSON object (at byte %d): want one object", path, dec.InputOffset())
+	}
+	return nil
+}
+
+// ReadConfig reads a run configuration file (the fields of config.json),
+// strictly: unknown fields, data after the object, and an explicit 0 for a
+// field where 0 only stands for "the default" (leave the field out
+// instead) are errors naming the file and field.
+func ReadConfig(path string) (RunConfig, error) {
+	var cfg RunConfig
+	if err := readJSON(path, &cfg, true); err != nil {
+		return cfg, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, explicitZeros(path, b)
+}
+
+// zeroMeansDefault are the fields whose zero value stands for a default:
+// written out as 0 they are a mistake (a batch of 0 points).
+var zeroMeansDefault = [][]string{
+	{"train", "batch_size"}, {"train", "sampler", "step_size"}, {"eval_every"}, {"checkpoint_every"},
+}
+
+func explicitZeros(path string, b []byte) error {
+	var raw map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, field := range zeroMeansDefault {
+		var v any = raw
+		for _, k := range field {
+			m, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = m[k]
+		}
+		if n, ok := v.(json.Number); ok {
+			if f, err := n.Float64(); err == nil && f == 0 {
+				return fmt.Errorf("%s: %s 0: want a value > 0 (leave the field out for the default)", path, strings.Join(field, "."))
+			}
+		}
 	}
 	return nil
 }

@@ -91,6 +91,17 @@ func TestValuesRefused(t *testing.T) {
 	model := "../../io/onnx/testdata/torch/toy_f64.onnx"
 	cfg := filepath.Join(dir, "c.json")
 	os.WriteFile(cfg, []byte(`{"experiment": "two-modes"} trailing`), 0o644)
+	zeros := map[string]string{}
+	for _, c := range []struct{ field, json string }{
+		{"train.batch_size", `{"train": {"iterations": 5, "batch_size": 0}}`},
+		{"train.sampler.step_size", `{"train": {"iterations": 5, "sampler": {"step_size": 0.0}}}`},
+		{"eval_every", `{"eval_every": 0, "train": {"iterations": 5}}`},
+		{"checkpoint_every", `{"checkpoint_every": 0, "train": {"iterations": 5}}`},
+	} {
+		p := filepath.Join(dir, c.field+".json")
+		os.WriteFile(p, []byte(c.json), 0o644)
+		zeros[c.field] = p
+	}
 	run0 := trainedRun(t)
 	out := filepath.Join(dir, "c.npy")
 	cases := []struct {
@@ -101,7 +112,11 @@ func TestValuesRefused(t *testing.T) {
 		{[]string{"train", "--epochs", "-1", "--out", filepath.Join(dir, "a")}, "want counts ≥ 0"},
 		{[]string{"train", "--holdout", "0", "--data", "x.csv", "--out", filepath.Join(dir, "a")}, "--holdout 0: want a fraction strictly between 0 and 1"},
 		{[]string{"train", "--resume", run0, "--iterations", "50", "--seed", "3"}, "--iterations, --seed would be ignored"},
-		{[]string{"train", "--config", cfg, "--out", filepath.Join(dir, "b")}, "data after the configuration's JSON object"},
+		{[]string{"train", "--config", cfg, "--out", filepath.Join(dir, "b")}, "data after the JSON object"},
+		{[]string{"train", "--config", zeros["train.batch_size"], "--out", filepath.Join(dir, "b")}, "train.batch_size 0: want a value > 0 (leave the field out for the default)"},
+		{[]string{"train", "--config", zeros["train.sampler.step_size"], "--out", filepath.Join(dir, "b")}, "train.sampler.step_size 0: want a value > 0"},
+		{[]string{"train", "--config", zeros["eval_every"], "--out", filepath.Join(dir, "b")}, "eval_every 0: want a value > 0"},
+		{[]string{"train", "--config", zeros["checkpoint_every"], "--out", filepath.Join(dir, "b")}, "checkpoint_every 0: want a value > 0"},
 		{[]string{"sample", "--model", model, "--out", out, "--step", "NaN"}, "--step NaN: want a finite step size > 0"},
 		{[]string{"sample", "--model", model, "--out", out, "--step", "-1"}, "--step -1"},
 		{[]string{"sample", "--model", model, "--out", out, "--step", "Inf"}, "--step +Inf"},

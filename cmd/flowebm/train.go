@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,7 +151,7 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 		if f.config != "" {
 			// The file is the whole configuration: fields it leaves out
 			// take the trainer's generic defaults, not the experiment's.
-			if err := readConfig(f.config, &cfg); err != nil {
+			if cfg, err = algorithms.ReadConfig(f.config); err != nil {
 				return err
 			}
 			if f.data.File != "" {
@@ -255,22 +254,6 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	}
 	if len(ignored) > 0 {
 		return fmt.Errorf("--resume continues the run with the configuration it was started with; %s would be ignored: drop them", strings.Join(ignored, ", "))
-	}
-	return nil
-}
-
-func readConfig(path string, cfg *algorithms.RunConfig) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%s: data after the configuration's JSON object (at byte %d): want one object", path, dec.InputOffset())
 	}
 	return nil
 }
