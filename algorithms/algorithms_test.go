@@ -99,7 +99,7 @@ func TestMedianSquaredError(t *testing.T) {
 	}
 }
 
-func smallRun(t *testing.T, alg string, iters int, dir string) *Run {
+func smallRun(t *testing.T, alg Algorithm, iters int, dir string) *Run {
 	t.Helper()
 	cfg, _, err := Defaults("two-modes", alg)
 	if err != nil {
@@ -137,7 +137,7 @@ func stepN(t *testing.T, r *Run, n int) {
 // uninterrupted run with the same seed ends: parameters, bank, step size.
 func TestResumeReproducesUninterruptedRun(t *testing.T) {
 	for _, alg := range Algorithms {
-		t.Run(alg, func(t *testing.T) {
+		t.Run(string(alg), func(t *testing.T) {
 			straight := smallRun(t, alg, 12, t.TempDir())
 			stepN(t, straight, 12)
 

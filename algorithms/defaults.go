@@ -12,7 +12,7 @@ import (
 // experiment and algorithm, unscaled. Where the paper is silent the choice
 // made is stated in the returned notes. Training at these settings takes
 // hours to days on 2 CPU cores; Defaults scales them down.
-func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
+func PaperConfig(experiment string, algorithm Algorithm) (RunConfig, []string, error) {
 	exp, err := experiments.ByName(experiment)
 	if err != nil {
 		return RunConfig{}, nil, err
@@ -22,12 +22,12 @@ func PaperConfig(experiment, algorithm string) (RunConfig, []string, error) {
 
 // paperConfig is PaperConfig for an experiment already looked up (mnist's
 // lookup loads and pools the images).
-func paperConfig(exp *experiments.Experiment, algorithm string) (RunConfig, []string, error) {
+func paperConfig(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, []string, error) {
 	if algorithm == "" {
 		algorithm = FlowMC
 	}
-	if !isAlgorithm(algorithm) {
-		return RunConfig{}, nil, fmt.Errorf("algorithms: algorithm %q, want one of %v", algorithm, Algorithms)
+	if err := checkOption("algorithm", string(algorithm)); err != nil {
+		return RunConfig{}, nil, err
 	}
 	rc := RunConfig{Experiment: exp.Name, Seed: 1}
 	t := &rc.Train
@@ -133,18 +133,18 @@ func paperConfig(exp *experiments.Experiment, algorithm string) (RunConfig, []st
 // and ULA-EBM's 512 steps, last state only for the baselines.
 type samplerTable struct {
 	local, steps      int
-	negatives         string
+	negatives         NegativeSelection
 	ulaStep, coopStep float64
 	particles         int
 	stacked           bool
 }
 
-func (tb samplerTable) config(algorithm string) SamplerConfig {
+func (tb samplerTable) config(algorithm Algorithm) SamplerConfig {
 	s := SamplerConfig{Particles: tb.particles}
 	switch algorithm {
 	case FlowMC:
 		s.Steps, s.GlobalSteps, s.LocalSteps, s.StepSize, s.Negatives, s.Stacked = tb.steps, 1, tb.local, 0.01, tb.negatives, tb.stacked
-		if tb.negatives == "subsample" {
+		if tb.negatives == NegativesSubsample {
 			s.Subsample = 4
 		}
 	case NT:
@@ -158,20 +158,11 @@ func (tb samplerTable) config(algorithm string) SamplerConfig {
 }
 
 // gaussianForULA is Table 6's "gaussian" start of ULA-EBM ("" otherwise).
-func gaussianForULA(algorithm string) string {
+func gaussianForULA(algorithm Algorithm) StartStrategy {
 	if algorithm == ULA {
-		return "gaussian"
+		return StartGaussian
 	}
 	return ""
-}
-
-func isAlgorithm(a string) bool {
-	for _, b := range Algorithms {
-		if a == b {
-			return true
-		}
-	}
-	return false
 }
 
 // scaling is how Defaults shrinks an experiment's paper settings to fit 2
@@ -212,7 +203,7 @@ var scalings = map[string]scaling{
 // Defaults returns the run configuration for an experiment and algorithm:
 // PaperConfig's settings scaled to run in minutes on 2 CPU cores. Every
 // scaling is stated in the returned notes.
-func Defaults(experiment, algorithm string) (RunConfig, []string, error) {
+func Defaults(experiment string, algorithm Algorithm) (RunConfig, []string, error) {
 	exp, err := experiments.ByName(experiment)
 	if err != nil {
 		return RunConfig{}, nil, err
@@ -388,7 +379,7 @@ func (rc *RunConfig) SetIterations(n int) {
 // a user's data set: the two-modes settings (App. C.2, scaled as Defaults
 // scales them), which suit standardised data of unit scale, and every
 // training row (DataSize 0). The notes say so.
-func DataDefaults(dc DataConfig, algorithm string) (RunConfig, []string, error) {
+func DataDefaults(dc DataConfig, algorithm Algorithm) (RunConfig, []string, error) {
 	rc, notes, err := Defaults("two-modes", algorithm)
 	if err != nil {
 		return rc, nil, err

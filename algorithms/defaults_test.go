@@ -32,7 +32,7 @@ func TestPaperConfigFiles(t *testing.T) {
 			if err := enc.Encode(jsonSafe(rc)); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("configs", e+"-"+a+".json")
+			path := filepath.Join("configs", e+"-"+string(a)+".json")
 			if *update {
 				if err := writeJSON(path, rc); err != nil {
 					t.Fatal(err)

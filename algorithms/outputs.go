@@ -17,7 +17,7 @@ import (
 // Metrics is metrics.json: the final evaluation with the run's context.
 type Metrics struct {
 	Experiment  string    `json:"experiment"`
-	Algorithm   string    `json:"algorithm"`
+	Algorithm   Algorithm `json:"algorithm"`
 	Seed        uint64    `json:"seed"`
 	Iterations  int       `json:"iterations"`
 	Seconds     float64   `json:"seconds"`

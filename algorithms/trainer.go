@@ -35,17 +35,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Algorithm names.
-const (
-	FlowMC   = "flowmc"
-	ULA      = "ula"
-	NT       = "nt"
-	CoopFlow = "coopflow"
-)
-
-// Algorithms lists the known algorithm names.
-var Algorithms = []string{FlowMC, ULA, NT, CoopFlow}
-
 // SamplerConfig configures the negative-sample MCMC. Zero values mean the
 // defaults given per field.
 type SamplerConfig struct {
@@ -55,10 +44,10 @@ type SamplerConfig struct {
 	// state of every step) or "subsample" (Subsample states per chain,
 	// evenly spaced, from BatchSize/Subsample chains: App. C.4's
 	// "subsampling by k").
-	Negatives string `json:"negatives,omitempty"`
+	Negatives NegativeSelection `json:"negatives,omitempty"`
 	Subsample int    `json:"subsample,omitempty"`
 	// Global is flowMC's global kernel: "isir" (default) or "imh".
-	Global string `json:"global,omitempty"`
+	Global GlobalKernel `json:"global,omitempty"`
 	// Particles is i-SIR's number of particles N (default 32).
 	Particles int `json:"particles,omitempty"`
 	// GlobalSteps and LocalSteps make one flowMC cycle (defaults 1 and 4).
@@ -81,7 +70,7 @@ type PretrainConfig struct {
 	// Objective is "data" (maximum likelihood on the training data, as
 	// CoopFlow; the default for coopflow) or "reverse-kl" (against the
 	// initial EBM; the default otherwise).
-	Objective string `json:"objective,omitempty"`
+	Objective PretrainObjective `json:"objective,omitempty"`
 	// LR is the pretraining learning rate of an Adam optimiser (default 1e-2).
 	LR float64 `json:"lr,omitempty"`
 	// BatchSize is the pretraining batch (default the training batch).
@@ -92,7 +81,7 @@ type PretrainConfig struct {
 // field.
 type Config struct {
 	// Algorithm is flowmc (default), ula, nt or coopflow.
-	Algorithm string `json:"algorithm,omitempty"`
+	Algorithm Algorithm `json:"algorithm,omitempty"`
 	// Iterations is the number of training iterations (required).
 	Iterations int `json:"iterations"`
 	// BatchSize is the number of positives and of chains per iteration
@@ -107,7 +96,7 @@ type Config struct {
 	// [−StartScale, StartScale]^d, default for ula) or "gaussian"
 	// (N(0, StartScale² I)). StartScale defaults to 1 (uniform) or the
 	// base σ (gaussian).
-	Start      string  `json:"start,omitempty"`
+	Start      StartStrategy `json:"start,omitempty"`
 	StartScale float64 `json:"start_scale,omitempty"`
 	// EBMOptim and FlowOptim configure the two optimisers (default Adam,
 	// learning rate 1e-3).
@@ -149,12 +138,8 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 	if c.Algorithm == "" {
 		c.Algorithm = FlowMC
 	}
-	known := false
-	for _, a := range Algorithms {
-		known = known || a == c.Algorithm
-	}
-	if !known {
-		return c, fmt.Errorf("algorithms: algorithm %q, want one of %v", c.Algorithm, Algorithms)
+	if err := checkOption("algorithm", string(c.Algorithm)); err != nil {
+		return c, err
 	}
 	if c.Iterations <= 0 {
 		return c, fmt.Errorf("algorithms: iterations %d, want > 0", c.Iterations)
@@ -170,16 +155,15 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		s.Steps = 10
 	}
 	if s.Negatives == "" {
-		s.Negatives = "last"
+		s.Negatives = NegativesLast
 	}
-	switch s.Negatives {
-	case "last", "all":
-	case "subsample":
+	if err := checkOption("sampler.negatives", string(s.Negatives)); err != nil {
+		return c, err
+	}
+	if s.Negatives == NegativesSubsample {
 		if s.Subsample < 1 || c.BatchSize%s.Subsample != 0 || s.Steps%s.Subsample != 0 {
 			return c, fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
 		}
-	default:
-		return c, fmt.Errorf("algorithms: sampler.negatives %q, want \"last\", \"all\" or \"subsample\"", s.Negatives)
 	}
 	if c.Persistent == 0 {
 		c.Persistent = 16 * c.BatchSize
@@ -188,10 +172,10 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		return c, fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.chains())
 	}
 	if s.Global == "" {
-		s.Global = "isir"
+		s.Global = ISIR
 	}
-	if s.Global != "isir" && s.Global != "imh" {
-		return c, fmt.Errorf("algorithms: sampler.global %q, want \"isir\" or \"imh\"", s.Global)
+	if err := checkOption("sampler.global", string(s.Global)); err != nil {
+		return c, err
 	}
 	if s.Particles == 0 {
 		s.Particles = 32
@@ -232,33 +216,29 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		return c, fmt.Errorf("algorithms: l2 %v, want a finite value ≥ 0", c.L2)
 	}
 	if c.Start == "" {
-		c.Start = "flow"
+		c.Start = StartFlow
 		if c.Algorithm == ULA {
-			c.Start = "uniform"
+			c.Start = StartUniform
 		}
 	}
-	switch c.Start {
-	case "flow":
-	case "uniform":
-		if c.StartScale == 0 {
-			c.StartScale = 1
-		}
-	case "gaussian":
-		if c.StartScale == 0 {
-			c.StartScale = sigma
-		}
-	default:
-		return c, fmt.Errorf("algorithms: start %q, want \"flow\", \"uniform\" or \"gaussian\"", c.Start)
+	if err := checkOption("start", string(c.Start)); err != nil {
+		return c, err
+	}
+	switch {
+	case c.Start == StartUniform && c.StartScale == 0:
+		c.StartScale = 1
+	case c.Start == StartGaussian && c.StartScale == 0:
+		c.StartScale = sigma
 	}
 	p := &c.Pretrain
 	if p.Objective == "" {
-		p.Objective = "reverse-kl"
+		p.Objective = ObjectiveReverseKL
 		if c.Algorithm == CoopFlow {
-			p.Objective = "data"
+			p.Objective = ObjectiveData
 		}
 	}
-	if p.Objective != "data" && p.Objective != "reverse-kl" {
-		return c, fmt.Errorf("algorithms: pretrain.objective %q, want \"data\" or \"reverse-kl\"", p.Objective)
+	if err := checkOption("pretrain.objective", string(p.Objective)); err != nil {
+		return c, err
 	}
 	if p.Steps < 0 {
 		return c, fmt.Errorf("algorithms: pretrain.steps %d, want ≥ 0 (0: no pretraining)", p.Steps)
@@ -301,7 +281,7 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 
 // chains is the number of chains run per iteration.
 func (c Config) chains() int {
-	if c.Sampler.Negatives == "subsample" {
+	if c.Sampler.Negatives == NegativesSubsample {
 		return c.BatchSize / c.Sampler.Subsample
 	}
 	return c.BatchSize
@@ -464,20 +444,20 @@ func maxOf(v []float64) float64 {
 }
 
 // initChains fills x with starting points.
-func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how string) error {
+func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how StartStrategy) error {
 	raw := x.RawMatrix().Data
 	switch how {
-	case "flow":
+	case StartFlow:
 		if t.Flow == nil {
 			return fmt.Errorf("algorithms: start \"flow\" needs a flow (algorithm %s has none)", t.Config.Algorithm)
 		}
 		r, _ := x.Dims()
 		return t.Flow.Sample(rng, x, make([]float64, r))
-	case "uniform":
+	case StartUniform:
 		for i := range raw {
 			raw[i] = t.Config.StartScale * (2*rng.Float64() - 1)
 		}
-	case "gaussian":
+	case StartGaussian:
 		for i := range raw {
 			raw[i] = t.Config.StartScale * rng.NormFloat64()
 		}
@@ -515,7 +495,7 @@ func (t *Trainer) newKernels(step float64, frozen bool) kernelSet {
 	switch t.Config.Algorithm {
 	case FlowMC:
 		var global samplers.Kernel = &samplers.ISIR{Target: t.EBM, Proposal: t.Flow, Particles: s.Particles}
-		if s.Global == "imh" {
+		if s.Global == IMH {
 			global = &samplers.IMH{Target: t.EBM, Proposal: t.Flow}
 		}
 		k.local = mala
@@ -600,7 +580,7 @@ func (t *Trainer) pretrain() error {
 	nData, _ := t.data.Dims()
 	for i := 0; i < p.Steps; i++ {
 		switch p.Objective {
-		case "data":
+		case ObjectiveData:
 			for r := 0; r < p.BatchSize; r++ {
 				batch.SetRow(r, t.data.RawRowView(rng.IntN(nData)))
 			}
@@ -608,7 +588,7 @@ func (t *Trainer) pretrain() error {
 				return err
 			}
 			negate(t.gradF)
-		case "reverse-kl":
+		case ObjectiveReverseKL:
 			raw := batch.RawMatrix().Data
 			for j := range raw {
 				raw[j] = rng.NormFloat64()
@@ -695,9 +675,9 @@ func (t *Trainer) Step() (IterStats, error) {
 	var subs *mat.Dense
 	s := cfg.Sampler
 	switch s.Negatives {
-	case "all":
+	case NegativesAll:
 		all = make([]float64, 0, s.Steps*m*d)
-	case "subsample":
+	case NegativesSubsample:
 		subs = mat.NewDense(cfg.BatchSize, d, nil)
 	}
 	var loc, glob accum
@@ -710,9 +690,9 @@ func (t *Trainer) Step() (IterStats, error) {
 		glob.add(ks.Global)
 		st.StepSize = ks.StepSize
 		switch s.Negatives {
-		case "all":
+		case NegativesAll:
 			all = append(all, state.X.RawMatrix().Data...)
-		case "subsample":
+		case NegativesSubsample:
 			every := s.Steps / s.Subsample
 			if (k+1)%every == 0 {
 				j := (k+1)/every - 1
@@ -730,11 +710,11 @@ func (t *Trainer) Step() (IterStats, error) {
 		t.Bank.SetRow(i, state.X.RawRowView(r))
 	}
 	switch s.Negatives {
-	case "last":
+	case NegativesLast:
 		t.neg = state.X
-	case "all":
+	case NegativesAll:
 		t.neg = mat.NewDense(len(all)/d, d, all)
-	case "subsample":
+	case NegativesSubsample:
 		t.neg = subs
 	}
 

@@ -73,7 +73,7 @@ func (c Config) memTerms(d int) []memTerm {
 	s := c.Sampler
 	chains := float64(c.chains())
 	chainsOf := fmt.Sprintf("batch_size %d chains", c.chains())
-	if s.Negatives == "subsample" {
+	if s.Negatives == NegativesSubsample {
 		chainsOf = fmt.Sprintf("batch_size/sampler.subsample %d chains", c.chains())
 	}
 	terms := []memTerm{

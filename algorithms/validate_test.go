@@ -14,7 +14,7 @@ import (
 )
 
 // smallConfig is smallRun's configuration.
-func smallConfig(t *testing.T, alg string, iters int) RunConfig {
+func smallConfig(t *testing.T, alg Algorithm, iters int) RunConfig {
 	t.Helper()
 	cfg, _, err := Defaults("two-modes", alg)
 	if err != nil {

@@ -345,30 +345,30 @@ func randGeneral32(rng *rand.Rand, n int) blas32.General {
 
 // spec is what the PyTorch peer needs to build the same iteration.
 type spec struct {
-	Dim           int         `json:"dim"`
-	Sigma         float64     `json:"sigma"`
-	EBMSizes      []int       `json:"ebm_sizes"`
-	EBMSlope      float64     `json:"ebm_slope"`
-	FlowHidden    []int       `json:"flow_hidden"`
-	FlowMasks     [][]float64 `json:"flow_masks"`
-	FlowDt        float64     `json:"flow_dt"`
-	FlowInit      string      `json:"flow_init"`
-	Batch         int         `json:"batch"`
-	Persistent    int         `json:"persistent"`
-	Steps         int         `json:"steps"`
-	GlobalSteps   int         `json:"global_steps"`
-	LocalSteps    int         `json:"local_steps"`
-	Stacked       bool        `json:"stacked"`
-	Particles     int         `json:"particles"`
-	StepSize      float64     `json:"step_size"`
-	TargetAccept  float64     `json:"target_accept"`
-	Negatives     string      `json:"negatives"`
-	EBMLR         float64     `json:"ebm_lr"`
-	FlowLR        float64     `json:"flow_lr"`
-	AverageWindow int         `json:"average_window"`
-	MALAChains    int         `json:"mala_chains"`
-	ISIRChains    int         `json:"isir_chains"`
-	ISIRParticles int         `json:"isir_particles"`
+	Dim           int                          `json:"dim"`
+	Sigma         float64                      `json:"sigma"`
+	EBMSizes      []int                        `json:"ebm_sizes"`
+	EBMSlope      float64                      `json:"ebm_slope"`
+	FlowHidden    []int                        `json:"flow_hidden"`
+	FlowMasks     [][]float64                  `json:"flow_masks"`
+	FlowDt        float64                      `json:"flow_dt"`
+	FlowInit      string                       `json:"flow_init"`
+	Batch         int                          `json:"batch"`
+	Persistent    int                          `json:"persistent"`
+	Steps         int                          `json:"steps"`
+	GlobalSteps   int                          `json:"global_steps"`
+	LocalSteps    int                          `json:"local_steps"`
+	Stacked       bool                         `json:"stacked"`
+	Particles     int                          `json:"particles"`
+	StepSize      float64                      `json:"step_size"`
+	TargetAccept  float64                      `json:"target_accept"`
+	Negatives     algorithms.NegativeSelection `json:"negatives"`
+	EBMLR         float64                      `json:"ebm_lr"`
+	FlowLR        float64                      `json:"flow_lr"`
+	AverageWindow int                          `json:"average_window"`
+	MALAChains    int                          `json:"mala_chains"`
+	ISIRChains    int                          `json:"isir_chains"`
+	ISIRParticles int                          `json:"isir_particles"`
 }
 
 func peerSpec(tr *algorithms.Trainer) (spec, error) {
@@ -378,7 +378,7 @@ func peerSpec(tr *algorithms.Trainer) (spec, error) {
 	if !ok || net.Hidden.Kind != "leaky_relu" {
 		return spec{}, fmt.Errorf("bench: the peer implements LeakyReLU MLP energies only, have %T", tr.EBM.Net)
 	}
-	if c.L2 != 0 || s.Global != "isir" || (s.Negatives != "last" && s.Negatives != "all") || tr.Flow.Net.BlockDepth > 1 {
+	if c.L2 != 0 || s.Global != algorithms.ISIR || (s.Negatives != algorithms.NegativesLast && s.Negatives != algorithms.NegativesAll) || tr.Flow.Net.BlockDepth > 1 {
 		return spec{}, fmt.Errorf("bench: the peer implements i-SIR, negatives last or all, no L2 term and block depth 1")
 	}
 	cs, err := tr.Flow.Net.Couplings()
@@ -458,7 +458,7 @@ func iterationFLOPs(sp spec) float64 {
 		moves *= cycle
 	}
 	total, negs := 0.0, m
-	if sp.Negatives == "all" {
+	if sp.Negatives == algorithms.NegativesAll {
 		negs = m * sp.Steps
 	}
 	lp, grad, lq := false, false, false

@@ -55,7 +55,7 @@ func WriteRun(r *algorithms.Run, f Format) error {
 // redraws them for runs it keeps.
 type History struct {
 	Experiment *experiments.Experiment
-	Algorithm  string
+	Algorithm  algorithms.Algorithm
 	RHatChains int
 	Evals      []algorithms.Eval
 }

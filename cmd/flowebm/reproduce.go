@@ -70,22 +70,23 @@ paper's.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of every run")
 	fl.Var(&f.plotFormat, "plot-format", "file format of the plots (the report's and every run's): png, svg or pdf")
 	fl.StringVar(&f.experiments, "experiments", strings.Join(reproduceExperiments, ","), "comma-separated experiments")
-	fl.StringVar(&f.algorithms, "algorithms", strings.Join(algorithms.Algorithms, ","), "comma-separated algorithms")
+	fl.StringVar(&f.algorithms, "algorithms", "flowmc,ula,nt,coopflow", "comma-separated algorithms")
 	return cmd
 }
 
 // reproRun is one training run of the reproduction.
 type reproRun struct {
-	experiment, algorithm string
-	dir                   string
-	exactDensity          bool // the experiment has an exact log-density
+	experiment   string
+	algorithm    algorithms.Algorithm
+	dir          string
+	exactDensity bool // the experiment has an exact log-density
 	// Filled after the run:
 	evals   []algorithms.Eval
 	metrics algorithms.Metrics
 	err     string // the run's error (e.g. divergence), "" if it finished
 }
 
-func (r *reproRun) name() string { return r.experiment + "-" + r.algorithm }
+func (r *reproRun) name() string { return r.experiment + "-" + string(r.algorithm) }
 
 func (r *reproRun) final() *algorithms.Eval {
 	if len(r.evals) == 0 {
@@ -109,7 +110,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		if _, err := experiments.ByName(e); err != nil {
 			return err
 		}
-		for _, a := range splitList(f.algorithms) {
+		for _, name := range splitList(f.algorithms) {
+			var a algorithms.Algorithm
+			if err := a.Set(name); err != nil {
+				return err
+			}
 			if _, _, err := algorithms.Defaults(e, a); err != nil {
 				return err
 			}
@@ -184,7 +189,7 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 	if _, err := os.Stat(filepath.Join(r.dir, "checkpoint", "state.json")); err == nil {
 		args = append(args, "--resume", r.dir)
 	} else {
-		args = append(args, "--experiment", r.experiment, "--algorithm", r.algorithm,
+		args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
 			"--seed", strconv.FormatUint(f.seed, 10), "--out", r.dir)
 		if f.quick {
 			cfg, _, _ := algorithms.Defaults(r.experiment, r.algorithm)
@@ -253,20 +258,20 @@ func (r *reproRun) load(format plots.Format) error {
 // paperNumbers are the paper's Tables 1–3 (and Table 2's R-hat), keyed by
 // experiment, then algorithm.
 var paperNumbers = struct {
-	table1 map[string]map[string]float64 // med. squared log-density error
-	table2 map[string]map[string]float64 // max R-hat
-	table3 map[string][3]float64         // four-modes: init MSE, neg MSE, EBM MSE
+	table1 map[string]map[algorithms.Algorithm]float64 // med. squared log-density error
+	table2 map[string]map[algorithms.Algorithm]float64 // max R-hat
+	table3 map[algorithms.Algorithm][3]float64         // four-modes: init MSE, neg MSE, EBM MSE
 }{
-	table1: map[string]map[string]float64{
+	table1: map[string]map[algorithms.Algorithm]float64{
 		"8-gaussians": {algorithms.ULA: 1.86, algorithms.NT: 0.97, algorithms.CoopFlow: 58.75, algorithms.FlowMC: 0.94},
 		"rings":       {algorithms.ULA: 5.39, algorithms.NT: 0.62, algorithms.CoopFlow: 7.78, algorithms.FlowMC: 0.40},
 	},
-	table2: map[string]map[string]float64{
+	table2: map[string]map[algorithms.Algorithm]float64{
 		"four-gaussians-16": {algorithms.CoopFlow: 20.52, algorithms.NT: 2.02, algorithms.ULA: 7.30, algorithms.FlowMC: 1.01},
 		"four-gaussians-32": {algorithms.CoopFlow: 44.12, algorithms.NT: 2.50, algorithms.ULA: 9.29, algorithms.FlowMC: 1.01},
 		"four-gaussians-64": {algorithms.CoopFlow: 51.66, algorithms.NT: 3.10, algorithms.ULA: 90.90, algorithms.FlowMC: 1.05},
 	},
-	table3: map[string][3]float64{
+	table3: map[algorithms.Algorithm][3]float64{
 		algorithms.ULA:      {1.19e-3, 1.79e-3, 1.24e-3},
 		algorithms.CoopFlow: {1.21e-1, 1.11e-1, 1.24e-1},
 		algorithms.NT:       {9.27e-4, 3.85e-4, 9.87e-4},
@@ -274,7 +279,7 @@ var paperNumbers = struct {
 	},
 }
 
-var algorithmNames = map[string]string{algorithms.FlowMC: "flowMC-EBM", algorithms.ULA: "ULA-EBM", algorithms.NT: "NT-EBM", algorithms.CoopFlow: "CoopFlow"}
+var algorithmNames = map[algorithms.Algorithm]string{algorithms.FlowMC: "flowMC-EBM", algorithms.ULA: "ULA-EBM", algorithms.NT: "NT-EBM", algorithms.CoopFlow: "CoopFlow"}
 
 func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) error {
 	ext := f.plotFormat.Ext()
@@ -282,7 +287,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 	for _, r := range runs {
 		byKey[r.name()] = r
 	}
-	get := func(e, a string) *reproRun { return byKey[e+"-"+a] }
+	get := func(e string, a algorithms.Algorithm) *reproRun { return byKey[e+"-"+string(a)] }
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	mode := "full"
@@ -356,9 +361,9 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 	if len(t1) > 0 {
 		p("## 2D targets (paper Table 1)\n\n")
 		p("Median over 4,096 held-out data points of (log p_θ(x) − log p⋆(x))², the EBM normalised by quadrature on a 200² grid. Ours / paper.\n\n")
-		crossTable(&b, t1, get, func(e string) string { return e }, func(ev *algorithms.Eval, e, a string) string {
+		crossTable(&b, t1, get, func(e string) string { return e }, func(ev *algorithms.Eval, e string, a algorithms.Algorithm) string {
 			return fmt.Sprintf("%.2f / %.2f", ev.LogDensityMedSE, paperNumbers.table1[e][a])
-		}, func(e, a string) float64 { return paperNumbers.table1[e][a] })
+		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table1[e][a] })
 		p("\nDensities (each run's `density%s`):\n\n", ext)
 		for _, e := range t1 {
 			for _, r := range present(runs, e) {
@@ -380,9 +385,9 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 	if len(t2) > 0 {
 		p("## High-dimensional mixture of four Gaussians (paper Table 2)\n\n")
 		p("Max over dimensions of R-hat of 128 chains started from the persistent state (from the flow for CoopFlow), run with the training kernel for the paper's number of steps of that algorithm (at least 8; a flowMC step is a whole global + local cycle), not the scaled training chains' length: R-hat falls as chains grow. Rank-normalised split R-hat (Vehtari et al. 2021) / classic R-hat / paper. Both are large when chains barely move; for well-mixed chains stuck in separate modes the rank-normalised R-hat saturates (about 1.66 for two equal groups) while the classic one grows with the separation, so the paper's large values compare with the classic column.\n\n")
-		crossTable(&b, t2, get, func(e string) string { return "d = " + strings.TrimPrefix(e, "four-gaussians-") }, func(ev *algorithms.Eval, e, a string) string {
+		crossTable(&b, t2, get, func(e string) string { return "d = " + strings.TrimPrefix(e, "four-gaussians-") }, func(ev *algorithms.Eval, e string, a algorithms.Algorithm) string {
 			return fmt.Sprintf("%.2f / %.2f / %.2f", ev.MaxRHat, ev.MaxRHatClassic, paperNumbers.table2[e][a])
-		}, func(e, a string) float64 { return paperNumbers.table2[e][a] })
+		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table2[e][a] })
 		p("\n")
 		for _, e := range t2 {
 			name := "rhat-" + e + ext
@@ -451,8 +456,8 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 // crossTable writes a Markdown table with one row per algorithm and one
 // column per experiment; cell formats a finished run's final evaluation, and
 // a failed run shows its status beside the paper's number.
-func crossTable(b *strings.Builder, exps []string, get func(e, a string) *reproRun, head func(string) string,
-	cell func(ev *algorithms.Eval, e, a string) string, paper func(e, a string) float64) {
+func crossTable(b *strings.Builder, exps []string, get func(e string, a algorithms.Algorithm) *reproRun, head func(string) string,
+	cell func(ev *algorithms.Eval, e string, a algorithms.Algorithm) string, paper func(e string, a algorithms.Algorithm) float64) {
 	fmt.Fprint(b, "| algorithm |")
 	for _, e := range exps {
 		fmt.Fprintf(b, " %s |", head(e))
@@ -476,7 +481,7 @@ func crossTable(b *strings.Builder, exps []string, get func(e, a string) *reproR
 
 // acceptanceChecks states, for the single seed of this report, each
 // measurable acceptance criterion of the issue and whether it holds.
-func acceptanceChecks(get func(e, a string) *reproRun) []string {
+func acceptanceChecks(get func(e string, a algorithms.Algorithm) *reproRun) []string {
 	var out []string
 	verdict := func(ok bool) string {
 		if ok {

@@ -21,12 +21,13 @@ import (
 )
 
 type trainFlags struct {
-	experiment, algorithm, config, out, resume string
-	iterations, epochs                         int
-	seed                                       uint64
-	quiet, force                               bool
-	data                                       algorithms.DataConfig
-	plotFormat                                 plots.Format
+	experiment, config, out, resume string
+	algorithm                       algorithms.Algorithm
+	iterations, epochs              int
+	seed                            uint64
+	quiet, force                    bool
+	data                            algorithms.DataConfig
+	plotFormat                      plots.Format
 }
 
 func trainCmd() *cobra.Command {
@@ -78,7 +79,8 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.experiment, "experiment", "two-modes", "experiment: "+strings.Join(experiments.Names(), ", "))
-	fl.StringVar(&f.algorithm, "algorithm", "flowmc", "flowmc, ula, nt or coopflow")
+	f.algorithm = algorithms.FlowMC
+	fl.Var(&f.algorithm, "algorithm", "flowmc, ula, nt or coopflow")
 	fl.StringVar(&f.config, "config", "", "JSON run configuration (overrides the defaults)")
 	fl.IntVar(&f.iterations, "iterations", 0, "training iterations (0: the experiment's default); learning-rate decay is stretched to match")
 	fl.IntVar(&f.epochs, "epochs", 0, "training epochs (passes over the training data), instead of --iterations")
