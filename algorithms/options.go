@@ -119,7 +119,9 @@ func (n *NegativeSelection) UnmarshalText(b []byte) error {
 }
 
 // UnmarshalText accepts a kernel's name ("" for the default).
-func (g *GlobalKernel) UnmarshalText(b []byte) error { return setOption("sampler.global", string(b), g) }
+func (g *GlobalKernel) UnmarshalText(b []byte) error {
+	return setOption("sampler.global", string(b), g)
+}
 
 // UnmarshalText accepts a strategy's name ("" for the default).
 func (s *StartStrategy) UnmarshalText(b []byte) error { return setOption("start", string(b), s) }

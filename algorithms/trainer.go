@@ -45,7 +45,7 @@ type SamplerConfig struct {
 	// evenly spaced, from BatchSize/Subsample chains: App. C.4's
 	// "subsampling by k").
 	Negatives NegativeSelection `json:"negatives,omitempty"`
-	Subsample int    `json:"subsample,omitempty"`
+	Subsample int               `json:"subsample,omitempty"`
 	// Global is flowMC's global kernel: "isir" (default) or "imh".
 	Global GlobalKernel `json:"global,omitempty"`
 	// Particles is i-SIR's number of particles N (default 32).
@@ -97,7 +97,7 @@ type Config struct {
 	// (N(0, StartScale² I)). StartScale defaults to 1 (uniform) or the
 	// base σ (gaussian).
 	Start      StartStrategy `json:"start,omitempty"`
-	StartScale float64 `json:"start_scale,omitempty"`
+	StartScale float64       `json:"start_scale,omitempty"`
 	// EBMOptim and FlowOptim configure the two optimisers (default Adam,
 	// learning rate 1e-3).
 	EBMOptim  OptimConfig `json:"ebm_optim"`
