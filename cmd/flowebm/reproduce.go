@@ -55,9 +55,9 @@ Each run is a "flowebm train" process writing DIR/runs/EXPERIMENT-ALGORITHM;
 the same DIR: finished runs are kept, interrupted ones resume from their
 checkpoint, failed ones (e.g. a diverged baseline) are reported, not retried.
 
---quick trains a tenth of the iterations (at least 50): about 10 minutes
-instead of about an hour on 2 cores; its numbers are not comparable with the
-paper's.`,
+--quick trains a tenth of the iterations (at least 50): about 11 minutes
+instead of about 40 on 2 cores (docs/reproducing.md says how each was
+measured); its numbers are not comparable with the paper's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReproduce(cmd.OutOrStdout(), f)
