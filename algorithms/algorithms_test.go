@@ -99,21 +99,10 @@ func TestMedianSquaredError(t *testing.T) {
 	}
 }
 
+// smallRun is two-modes shrunk to train in milliseconds (smallConfig).
 func smallRun(t *testing.T, alg Algorithm, iters int, dir string) *Run {
 	t.Helper()
-	cfg, _, err := Defaults("two-modes", alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Seed = 5
-	cfg.DataSize = 512
-	cfg.GridSize = 40
-	cfg.Train.Iterations = iters
-	cfg.Train.BatchSize, cfg.Train.Persistent = 16, 64
-	cfg.Train.Sampler.Particles = 8
-	cfg.Model.EBMHidden = []int{16, 16}
-	cfg.Model.FlowBlocks = 2
-	r, err := NewRun(cfg, dir)
+	r, err := NewRun(smallConfig(t, alg, iters), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

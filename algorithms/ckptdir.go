@@ -2,7 +2,6 @@ package algorithms
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,13 +98,9 @@ func checkComplete(dir string, strict bool) error {
 		return err
 	}
 	path := filepath.Join(dir, "state.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var st trainerState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := readJSON(path, &st, false); err != nil {
+		return err
 	}
 	if _, err := npz.ReadFile(filepath.Join(dir, "state.npz")); err != nil {
 		return err

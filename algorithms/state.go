@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/flowebm/flowebm/io/npy"
@@ -83,13 +82,9 @@ func (t *Trainer) streams() map[string]interface {
 // the same checkpoint.
 func (t *Trainer) Restore(dir string) error {
 	path := filepath.Join(dir, "state.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
 	var st trainerState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := readJSON(path, &st, false); err != nil {
+		return err
 	}
 	if st.Iter < 0 || st.Iter > t.Config.Iterations {
 		return fmt.Errorf("%s: field \"iter\" is %d, want 0..%d (the run's train.iterations)", path, st.Iter, t.Config.Iterations)
