@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,4 +257,27 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A train that fails during setup, with no signal sent, says nothing about
+// an interruption (it did, on every error, when the signal context's
+// cancellation was taken for a signal).
+func TestSetupErrorIsNotAnInterruption(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	os.WriteFile(file, nil, 0o644)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	var out, errb bytes.Buffer
+	code := run([]string{"train", "--iterations", "2", "--out", file}, &out, &errb)
+	time.Sleep(100 * time.Millisecond) // let a stray goroutine print, if any
+	os.Stderr = stderr
+	w.Close()
+	direct, _ := io.ReadAll(r)
+	if code == 0 || strings.Contains(errb.String()+string(direct), "interrupted") {
+		t.Errorf("exit %d, stderr %q %q", code, errb.String(), direct)
+	}
 }

@@ -118,15 +118,24 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 	// SIGINT or SIGTERM: during setup, stop before training (a second
 	// signal quits at once); during training, finish the iteration,
 	// checkpoint and say how to go on.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	setupDone := make(chan struct{})
 	go func() {
 		select {
-		case <-ctx.Done():
-			fmt.Fprintln(errOut, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
-			stop()
-		case <-setupDone:
+		case <-sigs:
+		case <-ctx.Done(): // returned before training
+			return
+		}
+		cancel()
+		select {
+		case <-setupDone: // training stops at the end of its iteration
+		default:
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
+			signal.Stop(sigs) // a second signal quits at once
 		}
 	}()
 	if f.resume != "" {
