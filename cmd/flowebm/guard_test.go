@@ -124,6 +124,8 @@ func TestValuesRefused(t *testing.T) {
 		{[]string{"sample", "--model", model, "--out", out, "--base", "-1"}, "--base -1: want a finite σ > 0, or 0"},
 		{[]string{"sample", "--model", model, "--out", out, "--base", "NaN"}, "--base NaN"},
 		{[]string{"sample", "--model", model, "--out", out, "--steps", "1000000000000"}, "GB of draws"},
+		{[]string{"sample", "--model", model, "--base", "1", "--out", out, "--chains", "30000000", "--steps", "4"}, "GB of working memory"},
+		{[]string{"sample", "--model", run0, "--sampler", "flowmc", "--out", out, "--particles", "1000000000000"}, "--particles 1000000000000 × --chains 64"},
 		{[]string{"sample", "--model", model, "--out", out, "--chains", "100000000"}, "GB of draws"},
 	}
 	var so, se bytes.Buffer

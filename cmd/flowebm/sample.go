@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
@@ -192,15 +193,35 @@ func (f sampleFlags) validate() error {
 // maxDrawBytes bounds the draws sample keeps in memory (and writes).
 const maxDrawBytes = 4 << 30
 
-// checkMemory refuses runs whose draws (chains × steps × d float64s)
-// would not fit, with the estimate, before anything is allocated.
+// checkMemory refuses runs whose draws (chains × steps × d float64s), or
+// whose working buffers, would not fit, with the estimate, before anything
+// is allocated.
 func (f sampleFlags) checkMemory(d int) error {
 	need := float64(f.chains) * float64(f.steps) * float64(d) * 8
 	if need > maxDrawBytes {
 		return fmt.Errorf("--chains %d × --steps %d × %d dimensions would keep %.3g GB of draws (the limit is %d GB): use fewer chains or steps", f.chains, f.steps, d, need/1e9, maxDrawBytes>>30)
 	}
+	// The kernels hold a few dozen (chains × d) buffers (states,
+	// proposals, gradients, the models' values); i-SIR holds particles
+	// proposals per chain, each with its log-densities.
+	work := float64(f.chains) * float64(d) * 8 * workBuffers
+	what := fmt.Sprintf("--chains %d × %d dimensions × %d buffers", f.chains, d, workBuffers)
+	if f.sampler == "flowmc" {
+		work += float64(f.particles) * float64(f.chains) * float64(d+2) * 8 * 2
+		what += fmt.Sprintf(" + --particles %d × --chains %d × %d dimensions × 2", f.particles, f.chains, d)
+	}
+	if limit := sysmem.Limit(maxWorkBytes); need+work > limit {
+		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: 8 GiB, or half the machine's memory if less): use fewer chains or particles", what, work/1e9, need/1e9, limit/1e9)
+	}
 	return nil
 }
+
+// workBuffers is about how many (chains × d) float64 buffers the kernels
+// and models hold at once; maxWorkBytes bounds draws and buffers together.
+const (
+	workBuffers  = 32
+	maxWorkBytes = 8 << 30
+)
 
 func pct(v float64) string {
 	if math.IsNaN(v) {
