@@ -156,6 +156,12 @@ func (c RunConfig) validate() error {
 	return nil
 }
 
+// flowValuesPerBlock is about how many float64 values per point and
+// dimension a RealNVP block's graph holds while it is evaluated and
+// differentiated: measured peak resident memory 2.24 GB at d = 250 and
+// 4.81 GB at d = 500 (200 rows, 4 blocks, 4,096 log Z draws), 73 each.
+const flowValuesPerBlock = 75
+
 // memTerms estimates the run's largest buffers in d dimensions: the data,
 // the evaluation's draws and grid, the models' parameters (with gradients
 // and optimiser moments) and the trainer's (tc, with defaults).
@@ -204,6 +210,19 @@ func (c RunConfig) memTerms(tc Config, d int) []memTerm {
 		}
 		terms = append(terms, memTerm{fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, flowHidden, copies),
 			float64(blocks) * 4 * params(append(flow, fd)) * 8 * copies})
+		// The flow's graph holds about flowValuesPerBlock values per point,
+		// dimension and block, with their gradients, for the largest batch
+		// it evaluates: the log Z draws or i-SIR's proposals.
+		rows, of := c.LogZSamples, fmt.Sprintf("log_z_samples %d", c.LogZSamples)
+		if p := tc.Sampler.Particles * tc.chains(); tc.Algorithm == FlowMC && p > rows {
+			chains := "batch_size"
+			if tc.Sampler.Negatives == NegativesSubsample {
+				chains = "batch_size/sampler.subsample"
+			}
+			rows, of = p, fmt.Sprintf("sampler.particles %d × %s %d", tc.Sampler.Particles, chains, tc.chains())
+		}
+		terms = append(terms, memTerm{fmt.Sprintf("the flow's intermediate values for %s points × %d dims × model.flow_blocks %d × %d × 8 B", of, d, blocks, flowValuesPerBlock),
+			float64(rows) * fd * float64(blocks) * flowValuesPerBlock * 8})
 	}
 	return append(terms, tc.memTerms(d)...)
 }

@@ -289,3 +289,31 @@ func TestDataSetMemoryIsBounded(t *testing.T) {
 		t.Errorf("within the limit: %v", err)
 	}
 }
+
+// Wide data: the flow's graph over the log Z draws grows with the
+// dimension (200 rows × 5,000 columns reached 19 GB and was killed); the
+// estimate refuses it before anything is built, and every shipped default
+// stays within the limit.
+func TestFlowValuesBoundWideData(t *testing.T) {
+	cfg := smallConfig(t, FlowMC, 10)
+	cfg.LogZSamples = 4096
+	tc, err := cfg.Train.withDefaults(5000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = checkMemory(cfg.memTerms(tc, 5000))
+	if err == nil || !strings.Contains(err.Error(), "the flow's intermediate values for log_z_samples 4096 points × 5000 dims") {
+		t.Errorf("d = 5000: %v", err)
+	}
+	for _, e := range paperExperiments {
+		for _, a := range Algorithms {
+			rc, _, err := Defaults(e, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := NewRun(rc, t.TempDir()); err != nil && strings.Contains(err.Error(), "memory") {
+				t.Errorf("%s %s: %v", e, a, err)
+			}
+		}
+	}
+}
