@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"github.com/spf13/cobra"
@@ -41,6 +43,9 @@ draw, or a dtype other than float32/float64 are refused with a one-line error
 and exit status 2.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkDiagnoseMemory(args[0]); err != nil {
+				return err
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
@@ -55,6 +60,32 @@ and exit status 2.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
 	return cmd
+}
+
+// diagnoseCopies is about how many float64 copies of a dimension's draws
+// the diagnostics hold at once (rank normalisation, folding, the FFT's
+// padded buffers): measured peak 1 GB for a 64 MB file.
+const diagnoseCopies = 16
+
+// checkDiagnoseMemory refuses, from its header, a chains file whose
+// diagnostics would need more memory than 8 GiB or half the machine's,
+// and a folder given as the file.
+func checkDiagnoseMemory(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a folder: give a .npy file of chains", path)
+	}
+	shape, err := data.PointsShape(path, "")
+	if err != nil || len(shape) == 0 {
+		return nil // the reader reports what is wrong
+	}
+	n := 1.0
+	for _, s := range shape {
+		n *= float64(max(s, 0))
+	}
+	if need, limit := n*8*diagnoseCopies, sysmem.Limit(8<<30); need > limit {
+		return fmt.Errorf("%s: draws of shape %v need about %.3g GB to diagnose (about %d float64 copies), over the limit of %.3g GB (8 GiB, or half the machine's memory if less): thin the chains or split the dimensions", path, shape, need/1e9, diagnoseCopies, limit/1e9)
+	}
+	return nil
 }
 
 // diagnose reads a chains array in .npy format from r and writes its

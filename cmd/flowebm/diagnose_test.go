@@ -159,3 +159,20 @@ func FuzzDiagnose(f *testing.F) {
 		}
 	})
 }
+
+// diagnose refuses a folder and, from its header alone, a chains file
+// whose diagnostics would not fit in memory (a 64 MB file peaked at 1 GB).
+func TestDiagnoseRefusesFoldersAndHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	if _, stderr, status := runCLI("diagnose", dir); status != 2 || !strings.Contains(stderr, "is a folder") {
+		t.Errorf("folder: status %d, %q", status, stderr)
+	}
+	h := "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 100000000, 10), }"
+	h += strings.Repeat(" ", 118-len(h)) + "\n"
+	b := append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), 0)
+	path := filepath.Join(dir, "huge.npy")
+	os.WriteFile(path, append(b, h...), 0o644)
+	if _, stderr, status := runCLI("diagnose", path); status != 2 || !strings.Contains(stderr, "need about 512 GB to diagnose") {
+		t.Errorf("huge: status %d, %q", status, stderr)
+	}
+}
