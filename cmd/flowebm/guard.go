@@ -66,9 +66,11 @@ func sameFile(a, b string) bool {
 }
 
 // isRun reports whether dir holds a training run or a checkpoint (what a
-// new run or a conversion would replace).
+// new run or a conversion would replace). A checkpoint.new alone is not
+// one: a run stopped before its first checkpoint was complete (config.json
+// is written before a first checkpoint is put in place).
 func isRun(dir string) bool {
-	for _, f := range []string{"config.json", "spec.json", "checkpoint", "checkpoint.new", "checkpoint.old", "metrics.csv"} {
+	for _, f := range []string{"config.json", "spec.json", "checkpoint", "checkpoint.old", "metrics.csv"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}
@@ -96,4 +98,21 @@ func lockRun(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
 	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// checkResumable says why dir holds no run to resume, or returns nil.
+func checkResumable(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--resume %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("--resume %s is not a folder: give a run folder", dir)
+	case isRun(dir):
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
+		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)
+	}
+	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint)", dir)
 }

@@ -283,3 +283,38 @@ func TestSetupErrorIsNotAnInterruption(t *testing.T) {
 		t.Errorf("exit %d, stderr %q %q", code, errb.String(), direct)
 	}
 }
+
+// A run killed before its first checkpoint was complete leaves only
+// checkpoint.new/: --resume says there is nothing to resume and the same
+// command starts it again (it was a dead end: "open config.json" on
+// resume, "already holds a run" on a new start). --resume on a path that
+// holds no run writes nothing there.
+func TestRunKilledBeforeFirstCheckpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "k9")
+	os.MkdirAll(filepath.Join(dir, "checkpoint.new"), 0o755)
+	os.WriteFile(filepath.Join(dir, "checkpoint.new", "spec.json"), []byte(`{"dty`), 0o644)
+	os.WriteFile(filepath.Join(dir, ".lock"), nil, 0o644)
+	var out, errb bytes.Buffer
+	if code := run([]string{"train", "--resume", dir}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "stopped before its first checkpoint was complete") {
+		t.Errorf("resume: exit %d, %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"train", "--iterations", "4", "--quiet", "--out", dir}, &out, &errb); code != 0 {
+		t.Fatalf("starting again: %s", errb.String())
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.Mkdir(empty, 0o755)
+	file := filepath.Join(t.TempDir(), "afile")
+	os.WriteFile(file, nil, 0o644)
+	for _, c := range []struct{ path, want string }{
+		{empty, "holds no run"}, {file, "is not a folder"}, {filepath.Join(empty, "nope"), "no such file"},
+	} {
+		errb.Reset()
+		if code := run([]string{"train", "--resume", c.path}, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("--resume %s: exit %d, %q, want %q", c.path, code, errb.String(), c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Errorf("--resume wrote into a folder without a run: %v", entries)
+	}
+}

@@ -139,6 +139,9 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 		}
 	}()
 	if f.resume != "" {
+		if err := checkResumable(f.resume); err != nil {
+			return err
+		}
 		release, err := lockRun(f.resume)
 		if err != nil {
 			return err
