@@ -52,15 +52,29 @@ node that does not fit: use them directly with "flowebm energy" and
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, out := args[0], args[1]
 			if strings.ToLower(filepath.Ext(in)) == ".onnx" {
+				if isTrainingRun(out) {
+					return fmt.Errorf("%s holds a training run: convert into another folder (--force replaces only a checkpoint that convert wrote)", out)
+				}
 				if isRun(out) && !force {
 					return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
 				}
+				release, err := lockRun(out)
+				if err != nil {
+					return err
+				}
+				defer release()
 				return onnxToCheckpoint(cmd, in, out, base)
 			}
 			if strings.ToLower(filepath.Ext(out)) != ".onnx" {
 				return fmt.Errorf("%s: want an output file ending in .onnx", out)
 			}
+			if cmd.Flags().Changed("base") {
+				return fmt.Errorf("--base applies to IN.onnx → CHECKPOINT (the tilt of the checkpoint made); a checkpoint's ONNX export keeps its own")
+			}
 			if err := checkOutput("OUT.onnx", out, in); err != nil {
+				return err
+			}
+			if err := checkNew("OUT.onnx", out, force); err != nil {
 				return err
 			}
 			m, err := loadCheckpoint(in)
@@ -101,7 +115,7 @@ node that does not fit: use them directly with "flowebm energy" and
 	cmd.Flags().BoolVar(&f32, "float32", false, "write float32")
 	cmd.Flags().BoolVar(&f64, "float64", false, "write float64")
 	cmd.Flags().Float64Var(&base, "base", 1, "σ of the tilt N(0, σ² I) of a checkpoint made from ONNX")
-	cmd.Flags().BoolVar(&force, "force", false, "replace the checkpoint already in CHECKPOINT")
+	cmd.Flags().BoolVar(&force, "force", false, "replace the checkpoint already in CHECKPOINT, or the file OUT.onnx")
 	return cmd
 }
 

@@ -24,6 +24,7 @@ import (
 
 func energyCmd() *cobra.Command {
 	var model, points, key, out, gradOut string
+	var force bool
 	var oc onnx.Config
 	cmd := &cobra.Command{
 		Use:   "energy --model FILE --points X [--out E.npy] [--grad G.npy]",
@@ -68,6 +69,12 @@ printed one per line. A positional X is the same as --points X.`,
 			if err := checkOutput("--grad", gradOut, points, model, out); err != nil {
 				return err
 			}
+			if err := checkNew("--out", out, force); err != nil {
+				return err
+			}
+			if err := checkNew("--grad", gradOut, force); err != nil {
+				return err
+			}
 			m, err := loadModel(model, oc)
 			if err != nil {
 				return err
@@ -103,6 +110,7 @@ printed one per line. A positional X is the same as --points X.`,
 	fl.StringVar(&key, "key", "", "member of an .npz points file (default the first)")
 	fl.StringVar(&out, "out", "", "energies: .npy or .csv (default: print)")
 	fl.StringVar(&gradOut, "grad", "", "also write ∇ₓE in the points' shape: .npy or .csv")
+	fl.BoolVar(&force, "force", false, "replace the files --out and --grad if they exist")
 	fl.StringVar(&oc.Output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
 	fl.BoolVar(&oc.LogDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
 	return cmd

@@ -100,6 +100,28 @@ func lockRun(dir string) (release func(), err error) {
 	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
+// isTrainingRun reports whether dir holds a training run (not only a
+// checkpoint that convert wrote).
+func isTrainingRun(dir string) bool {
+	for _, f := range []string{"config.json", "checkpoint", "checkpoint.old", "metrics.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNew refuses to replace an existing output file unless force.
+func checkNew(flag, out string, force bool) error {
+	if out == "" || force {
+		return nil
+	}
+	if _, err := os.Stat(out); err == nil {
+		return fmt.Errorf("%s %s exists: give another name, or replace it with --force", flag, out)
+	}
+	return nil
+}
+
 // checkResumable says why dir holds no run to resume, or returns nil.
 func checkResumable(dir string) error {
 	fi, err := os.Stat(dir)

@@ -20,6 +20,7 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 	model := "../../io/onnx/testdata/torch/toy_f64.onnx"
 	pts := filepath.Join(dir, "x.csv")
 	os.WriteFile(pts, []byte("0.5,1\n-1,2\n"), 0o644)
+	os.WriteFile(pts+".npy", []byte("not to be replaced"), 0o644)
 	modelCopy := filepath.Join(dir, "m.onnx")
 	b, _ := os.ReadFile(model)
 	os.WriteFile(modelCopy, b, 0o644)
@@ -44,6 +45,14 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 		{[]string{"sample", "--model", run0, "--out", filepath.Join(run0, "checkpoint", "weights.npz")}, "is inside the input folder " + run0},
 		{[]string{"energy", "--model", run0, "--points", pts, "--out", filepath.Join(run0, "checkpoint", "evals.csv")}, "is inside the input folder " + run0},
 		{[]string{"convert", ck, filepath.Join(ck, "m.onnx")}, "is inside the input folder " + ck},
+		// A training run is never replaced by a conversion, even with
+		// --force; existing output files need --force.
+		{[]string{"convert", "--force", model, run0}, run0 + " holds a training run"},
+		{[]string{"convert", "--base", "2", ck, filepath.Join(dir, "new.onnx")}, "--base applies to IN.onnx → CHECKPOINT"},
+		{[]string{"convert", ck, modelCopy}, "OUT.onnx " + modelCopy + " exists: give another name, or replace it with --force"},
+		{[]string{"sample", "--model", modelCopy, "--base", "1", "--out", pts + ".npy"}, "--out " + pts + ".npy exists"},
+		{[]string{"sample", "--model", modelCopy, "--base", "1", "--out", filepath.Join(dir, "s.txt")}, "want a .npy file"},
+		{[]string{"energy", "--model", model, "--points", pts, "--out", pts + ".npy"}, "--out " + pts + ".npy exists"},
 	}
 	for _, c := range cases {
 		errb.Reset()
@@ -59,6 +68,12 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ck, "m.onnx")); err == nil {
 		t.Error("convert wrote into its input checkpoint")
+	}
+	if got, _ := os.ReadFile(pts + ".npy"); string(got) != "not to be replaced" {
+		t.Error("an existing output file was replaced without --force")
+	}
+	if _, err := os.Stat(filepath.Join(run0, "spec.json")); err == nil {
+		t.Error("convert --force wrote a checkpoint beside a training run's")
 	}
 	// --force replaces.
 	errb.Reset()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
@@ -25,6 +27,7 @@ type sampleFlags struct {
 	step, base                 float64
 	leapfrog, particles, local int
 	seed                       uint64
+	force                      bool
 }
 
 func sampleCmd() *cobra.Command {
@@ -55,6 +58,7 @@ or 1).`,
 	fl.StringVar(&f.flow, "flow", "", "checkpoint whose flow proposes (flowmc, neutra); default the model's own")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")
+	fl.BoolVar(&f.force, "force", false, "replace the file --out if it exists")
 	fl.IntVar(&f.chains, "chains", 64, "parallel chains")
 	fl.IntVar(&f.steps, "steps", 1000, "draws kept per chain")
 	fl.IntVar(&f.warmup, "warmup", 200, "steps run before the kept draws (MALA adapts its step here)")
@@ -77,6 +81,12 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return err
 	}
 	if err := checkOutput("--out", f.out, f.model, f.flow); err != nil {
+		return err
+	}
+	if strings.ToLower(filepath.Ext(f.out)) != ".npy" {
+		return fmt.Errorf("--out %s: want a .npy file (the chains are written as a NumPy array)", f.out)
+	}
+	if err := checkNew("--out", f.out, f.force); err != nil {
 		return err
 	}
 	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
