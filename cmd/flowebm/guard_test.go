@@ -48,6 +48,7 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 		// A training run is never replaced by a conversion, even with
 		// --force; existing output files need --force.
 		{[]string{"convert", "--force", model, run0}, run0 + " holds a training run"},
+		{[]string{"train", "--force", "--data", filepath.Join(run0, "samples.npy"), "--iterations", "2", "--out", run0}, "--data " + filepath.Join(run0, "samples.npy") + " is inside the run folder " + run0},
 		{[]string{"convert", "--base", "2", ck, filepath.Join(dir, "new.onnx")}, "--base applies to IN.onnx → CHECKPOINT"},
 		{[]string{"convert", ck, modelCopy}, "OUT.onnx " + modelCopy + " exists: give another name, or replace it with --force"},
 		{[]string{"sample", "--model", modelCopy, "--base", "1", "--out", pts + ".npy"}, "--out " + pts + ".npy exists"},

@@ -211,6 +211,14 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 			}
 			dir = filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", name, cfg.Train.Algorithm, cfg.Seed))
 		}
+		for _, in := range []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}} {
+			if in.path == "" {
+				continue
+			}
+			if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(filepath.Dir(in.path), dir) {
+				return fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
+			}
+		}
 		alreadyRun := fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
 		if isRun(dir) && !f.force {
 			return alreadyRun
