@@ -318,3 +318,22 @@ func TestEnergyInBatches(t *testing.T) {
 		}
 	}
 }
+
+// A model that overflows (a spec.json activation leaky_relu(-1e308)) gives
+// an error and no output, not a file of NaN energies with status 0.
+func TestEnergyRefusesNonFiniteResults(t *testing.T) {
+	dir := trainedRun(t)
+	spec := filepath.Join(dir, "checkpoint", "spec.json")
+	b, _ := os.ReadFile(spec)
+	os.WriteFile(spec, bytes.Replace(b, []byte(`"activation": "leaky_relu(0.05)"`), []byte(`"activation": "leaky_relu(-1e308)"`), 1), 0o644)
+	pts := filepath.Join(t.TempDir(), "p.csv")
+	os.WriteFile(pts, []byte("3,-2\n1,1\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "e.npy")
+	var o, e bytes.Buffer
+	if code := run([]string{"energy", "--model", dir, "--points", pts, "--out", out}, &o, &e); code != 2 || !strings.Contains(e.String(), "the model overflows there") {
+		t.Errorf("exit %d, %q", code, e.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("energies written")
+	}
+}

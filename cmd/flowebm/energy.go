@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -133,6 +134,18 @@ func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dens
 		}
 		if err := m.EnergyGrad(x.Slice(i, j, 0, d), e[i:j], gb); err != nil {
 			return err
+		}
+	}
+	for i, v := range e {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("the energy of point %d is %v: the model overflows there (check its weights and activation); nothing was written", i, v)
+		}
+	}
+	if g != nil {
+		for k, v := range g.RawMatrix().Data {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("the gradient at point %d is %v: the model overflows there; nothing was written", k/d, v)
+			}
 		}
 	}
 	return nil

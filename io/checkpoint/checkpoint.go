@@ -267,6 +267,9 @@ func (s Spec) validate() error {
 	if total.Cmp(big.NewInt(maxParams)) > 0 {
 		return fmt.Errorf("spec.json: field \"ebm.sizes\" %v implies %v parameters, want at most %d (2^%d)", clipInts(s.EBM.Sizes), total, maxParams, bits.Len64(uint64(maxParams))-1)
 	}
+	if s.EBM.Activation == "" {
+		return fmt.Errorf("spec.json: field \"ebm.activation\" is missing or empty, want the hidden layers' activation (\"leaky_relu(0.05)\", \"relu\", \"identity\", …)")
+	}
 	d := s.EBM.Sizes[0]
 	if len(s.BaseSigma) != d {
 		return fmt.Errorf("spec.json: field \"base_sigma\" has %d values, want %d (the dimension, ebm.sizes[0])", len(s.BaseSigma), d)
@@ -279,6 +282,9 @@ func (s Spec) validate() error {
 		if err := checkString(c.field, c.v); err != nil {
 			return err
 		}
+	}
+	if f.Activation == "" {
+		return fmt.Errorf("spec.json: field \"flow.activation\" is missing or empty, want the coupling networks' activation (\"relu\", …)")
 	}
 	if f.Dim != d {
 		return fmt.Errorf("spec.json: field \"flow.dim\" is %d, want %d (the EBM's, ebm.sizes[0])", f.Dim, d)

@@ -72,6 +72,9 @@ func TestLoadErrorsNameFileAndField(t *testing.T) {
 		`"dtype": "float64"`:               `"dtype": "float16"`,
 		`"layout": "sequential"`:           `"layout": "dict"`,
 		`"format": "flowebm-checkpoint/1"`: `"format": "other/2"`,
+		// A missing activation loaded as the identity (energies off by
+		// up to 1.3 from the trained model's).
+		`"activation": "leaky_relu(0.05)"`: `"activation": null`,
 	}
 	for from, to := range cases {
 		bad := t.TempDir()
