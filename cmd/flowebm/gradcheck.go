@@ -36,6 +36,9 @@ error exceeds --tol.`,
 }
 
 func runGradcheck(cmd *cobra.Command, seed uint64, tol float64) error {
+	if !(tol > 0) || math.IsInf(tol, 0) {
+		return fmt.Errorf("--tol %v, want a finite tolerance > 0", tol)
+	}
 	out := cmd.OutOrStdout()
 	rng := rand.New(rand.NewPCG(seed, 0x666c6f77))
 	base := layers.NewIsotropic(2, 1)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,12 +106,20 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			f.out += "-quick"
 		}
 	}
+	exps, err := splitList("experiments", f.experiments)
+	if err != nil {
+		return err
+	}
+	algs, err := splitList("algorithms", f.algorithms)
+	if err != nil {
+		return err
+	}
 	var runs []*reproRun
-	for _, e := range splitList(f.experiments) {
+	for _, e := range exps {
 		if _, err := experiments.ByName(e); err != nil {
 			return err
 		}
-		for _, name := range splitList(f.algorithms) {
+		for _, name := range algs {
 			var a algorithms.Algorithm
 			if err := a.Set(name); err != nil {
 				return err
@@ -166,14 +175,23 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	return nil
 }
 
-func splitList(s string) []string {
+// splitList splits the comma-separated list of flag, refusing an empty
+// list and repeated names (two processes would train the same run).
+func splitList(flag, s string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+		if p = strings.TrimSpace(p); p == "" {
+			continue
 		}
+		if slices.Contains(out, p) {
+			return nil, fmt.Errorf("--%s %q names %s twice", flag, s, p)
+		}
+		out = append(out, p)
 	}
-	return out
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--%s %q names nothing to run", flag, s)
+	}
+	return out, nil
 }
 
 // trainOne runs (or resumes, or skips) one training process and returns a

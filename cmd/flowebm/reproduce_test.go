@@ -76,6 +76,11 @@ func TestReproduceBadFlags(t *testing.T) {
 		{[]string{"reproduce", "--jobs", "0"}, "--jobs 0"},
 		{[]string{"reproduce", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
 		{[]string{"reproduce", "--algorithms", "sgld"}, `algorithm "sgld"`},
+		{[]string{"reproduce", "--experiments", ""}, `--experiments "" names nothing to run`},
+		{[]string{"reproduce", "--algorithms", " , "}, `--algorithms " , " names nothing to run`},
+		{[]string{"reproduce", "--experiments", "two-modes,two-modes"}, "names two-modes twice"},
+		{[]string{"gradcheck", "--tol", "NaN"}, "--tol NaN, want a finite tolerance > 0"},
+		{[]string{"gradcheck", "--tol", "0"}, "--tol 0"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
