@@ -61,8 +61,11 @@ func (w *reportWriter) get(e string, a algorithms.Algorithm) *reproRun {
 func (w *reportWriter) header(elapsed time.Duration) {
 	p, f, runs := w.p, w.f, w.runs
 	mode := "full"
-	if f.quick {
+	switch {
+	case f.quick:
 		mode = "quick (a tenth of the iterations: not comparable with the paper)"
+	case f.iters > 0:
+		mode = fmt.Sprintf("%d iterations per run (not comparable with the paper)", f.iters)
 	}
 	p("# flowebm reproduce: our numbers beside the paper's\n\n")
 	var trainSeconds float64

@@ -26,6 +26,7 @@ import (
 type reproduceFlags struct {
 	out, experiments, algorithms string
 	quick                        bool
+	iters                        int
 	plotFormat                   plots.Format
 	jobs                         int
 	seed                         uint64
@@ -67,6 +68,7 @@ measured); its numbers are not comparable with the paper's.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "", "output folder (default runs/reproduce or runs/reproduce-quick)")
 	fl.BoolVar(&f.quick, "quick", false, "a tenth of the iterations, for a check in minutes")
+	fl.IntVar(&f.iters, "iterations", 0, "train every run for this many iterations instead (a check in seconds; not comparable with the paper)")
 	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "training processes run at once")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of every run")
 	fl.Var(&f.plotFormat, "plot-format", "file format of the plots (the report's and every run's): png, svg or pdf")
@@ -100,6 +102,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if f.jobs < 1 {
 		return fmt.Errorf("--jobs %d, want ≥ 1", f.jobs)
 	}
+	if f.iters < 0 || (f.iters > 0 && f.quick) {
+		return fmt.Errorf("--iterations %d: want a count > 0, and not with --quick", f.iters)
+	}
 	if f.out == "" {
 		f.out = filepath.Join("runs", "reproduce")
 		if f.quick {
@@ -129,6 +134,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			}
 			runs = append(runs, &reproRun{experiment: e, algorithm: a})
 		}
+	}
+	if err := checkKeptRuns(runs, f); err != nil {
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -194,6 +202,39 @@ func splitList(flag, s string) ([]string, error) {
 	return out, nil
 }
 
+// iterations is the number of iterations reproduce trains run r for.
+func (f reproduceFlags) iterations(r *reproRun) int {
+	if f.iters > 0 {
+		return f.iters
+	}
+	cfg, _, _ := algorithms.Defaults(r.experiment, r.algorithm)
+	if f.quick {
+		return max(50, cfg.Train.Iterations/10)
+	}
+	return cfg.Train.Iterations
+}
+
+// checkKeptRuns refuses an output folder holding runs of another seed or
+// length than this invocation trains: they would be kept and reported as
+// its own (a full reproduce into a --quick folder, or --seed 2 over seed 1).
+func checkKeptRuns(runs []*reproRun, f reproduceFlags) error {
+	for _, r := range runs {
+		dir := filepath.Join(f.out, "runs", r.name())
+		cfg, err := algorithms.ReadRunConfig(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if want := f.iterations(r); cfg.Seed != f.seed || cfg.Train.Iterations != want {
+			return fmt.Errorf("%s holds a run with seed %d and %d iterations; this reproduce trains seed %d for %d: give another --out (or the flags that run was made with)",
+				dir, cfg.Seed, cfg.Train.Iterations, f.seed, want)
+		}
+	}
+	return nil
+}
+
 // trainOne runs (or resumes, or skips) one training process and returns a
 // short status.
 func trainOne(exe string, r *reproRun, f reproduceFlags) string {
@@ -209,9 +250,8 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 	} else {
 		args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
 			"--seed", strconv.FormatUint(f.seed, 10), "--out", r.dir)
-		if f.quick {
-			cfg, _, _ := algorithms.Defaults(r.experiment, r.algorithm)
-			args = append(args, "--iterations", strconv.Itoa(max(50, cfg.Train.Iterations/10)))
+		if f.quick || f.iters > 0 {
+			args = append(args, "--iterations", strconv.Itoa(f.iterations(r)))
 		}
 	}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {

@@ -28,7 +28,7 @@ func TestReproduceReport(t *testing.T) {
 	os.WriteFile(filepath.Join(nt, "error.txt"), []byte("flowebm: iteration 7: loss NaN: training diverged\n"), 0o644)
 
 	var out, errb bytes.Buffer
-	if code := run([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula,nt", "--out", dir}, &out, &errb); code != 0 {
+	if code := run([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula,nt", "--iterations", "20", "--out", dir}, &out, &errb); code != 0 {
 		t.Fatalf("reproduce: %s", errb.String())
 	}
 	if got := strings.Count(out.String(), "already done"); got != 2 {
@@ -55,7 +55,7 @@ func TestReproduceReport(t *testing.T) {
 	// Again in SVG: the report's plots and the kept runs' evaluation plots
 	// are redrawn in that format without retraining.
 	out.Reset()
-	if code := run([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula", "--plot-format", "svg", "--out", dir}, &out, &errb); code != 0 {
+	if code := run([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula", "--iterations", "20", "--plot-format", "svg", "--out", dir}, &out, &errb); code != 0 {
 		t.Fatalf("reproduce --plot-format svg: %s", errb.String())
 	}
 	for _, f := range []string{"two-modes-weights.svg", "runs/two-modes-flowmc/weights.svg", "runs/two-modes-ula/weights.svg"} {
@@ -65,6 +65,16 @@ func TestReproduceReport(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(b), "![two-modes weights](two-modes-weights.svg)") {
 		t.Error("report does not show the SVG plot")
+	}
+
+	// Runs of another seed or length are not passed off as this
+	// invocation's.
+	errb.Reset()
+	for _, args := range [][]string{{"--seed", "2", "--iterations", "20"}, {"--quick"}} {
+		a := append([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula", "--out", dir}, args...)
+		if code := run(a, &out, &errb); code != 2 || !strings.Contains(errb.String(), "holds a run with seed 1 and 20 iterations") {
+			t.Errorf("%v: exit %d, %q", args, code, errb.String())
+		}
 	}
 }
 
