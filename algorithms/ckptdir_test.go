@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -365,5 +366,22 @@ func TestDivergedMessageNamesCheckpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ck, "spec.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// Resume checks config.json as --config files are checked: an explicit 0
+// where 0 only means the default is refused naming the field.
+func TestResumeChecksConfigLikeConfigFiles(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, FlowMC, 4, dir)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "config.json")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte(`"batch_size": 16`), []byte(`"batch_size": 0`), 1), 0o644)
+	if _, err := Resume(dir); err == nil || !strings.Contains(err.Error(), "train.batch_size 0") {
+		t.Errorf("resume with batch_size 0: %v", err)
 	}
 }

@@ -794,14 +794,14 @@ func ResumeOn(dir, file, key string) (*Run, error) {
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (RunConfig, error) {
-	var cfg RunConfig
-	err := readJSON(filepath.Join(dir, "config.json"), &cfg, true)
-	return cfg, err
+	return ReadConfig(filepath.Join(dir, "config.json"))
 }
 
 func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
-	var cfg RunConfig
-	if err := readJSON(filepath.Join(dir, "config.json"), &cfg, true); err != nil {
+	// Checked as --config files are (an edited config.json with
+	// batch_size 0 was accepted on resume).
+	cfg, err := ReadRunConfig(dir)
+	if err != nil {
 		return nil, err
 	}
 	if amend != nil {
