@@ -111,7 +111,13 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 			return nil, nil, fmt.Errorf("modes: %d centres in %d dimensions, want the data's %d", k, c, d)
 		}
 		for i := 0; i < k; i++ {
-			e.Modes = append(e.Modes, mat.Row(nil, i, opt.Modes))
+			row := mat.Row(nil, i, opt.Modes)
+			for j, v := range row {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, nil, fmt.Errorf("modes: centre %d, coordinate %d is %v, want finite coordinates", i+1, j+1, v)
+				}
+			}
+			e.Modes = append(e.Modes, row)
 		}
 		// Reference weights: the data's own fractions in the zones.
 		e.Weights = make([]float64, k)
