@@ -64,6 +64,9 @@ printed one per line. A positional X is the same as --points X.`,
 			if model == "" || points == "" {
 				return fmt.Errorf("give --model FILE and --points X")
 			}
+			if err := checkEnergyFlags(cmd, model, points, key); err != nil {
+				return err
+			}
 			if err := checkOutput("--out", out, points, model); err != nil {
 				return err
 			}
@@ -115,6 +118,27 @@ printed one per line. A positional X is the same as --points X.`,
 	fl.StringVar(&oc.Output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
 	fl.BoolVar(&oc.LogDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
 	return cmd
+}
+
+// checkEnergyFlags refuses flags that would be ignored: --model and
+// --checkpoint both, --key without an .npz, the ONNX-only flags with a
+// checkpoint.
+func checkEnergyFlags(cmd *cobra.Command, model, points, key string) error {
+	fl := cmd.Flags()
+	if fl.Changed("model") && fl.Changed("checkpoint") {
+		return fmt.Errorf("give --model or --checkpoint (the same flag), not both")
+	}
+	if key != "" && strings.ToLower(filepath.Ext(points)) != ".npz" {
+		return fmt.Errorf("--key %q selects a member of an .npz file; %s is not one", key, points)
+	}
+	if strings.ToLower(filepath.Ext(model)) != ".onnx" {
+		for _, name := range []string{"output", "log-density"} {
+			if fl.Changed(name) {
+				return fmt.Errorf("--%s applies to an ONNX model; %s is a checkpoint", name, model)
+			}
+		}
+	}
+	return nil
 }
 
 // energyBatch is how many points energy evaluates at once: the models'

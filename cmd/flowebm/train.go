@@ -111,6 +111,8 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 		}
 	} else if cmd.Flags().Changed("experiment") {
 		return fmt.Errorf("give --experiment or --data, not both")
+	} else if f.data.Key != "" && strings.ToLower(filepath.Ext(f.data.File)) != ".npz" {
+		return fmt.Errorf("--key %q selects a member of an .npz file; --data %s is not one", f.data.Key, f.data.File)
 	}
 	if err := f.validate(cmd); err != nil {
 		return err

@@ -107,7 +107,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"garbage", []byte("not a model"), "garbage:"},
 		{"huge", huge, `input "x" has shape (1048576, 1048576): more than 268435456 values`},
-		{"two outputs", sample, `graph has 2 outputs ("x", "log_density"): choose the energy with --output NAME`},
+		{"two outputs", sample, `graph has 2 outputs ("x", "log_density"): choose the energy output by name (flowebm energy and sample: --output NAME`},
 		{"no such output", density, `no graph output named "energy"`},
 	}
 	for _, c := range cases {

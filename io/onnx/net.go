@@ -224,7 +224,7 @@ func (n *Net) pickOutput(g *Graph) error {
 		return fmt.Errorf("no graph output named %q (outputs: %s)", n.cfg.Output, quoteAll(names))
 	}
 	if len(names) != 1 {
-		return fmt.Errorf("graph has %d outputs (%s): choose the energy with --output NAME (Config.Output)", len(names), quoteAll(names))
+		return fmt.Errorf("graph has %d outputs (%s): choose the energy output by name (flowebm energy and sample: --output NAME; the Go API: Config.Output)", len(names), quoteAll(names))
 	}
 	n.outputName = names[0]
 	return nil
