@@ -22,6 +22,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -211,6 +212,16 @@ func parseHeader(s string) (Header, error) {
 	if !ok {
 		return Header{}, &FormatError{Field: "header", Want: "a Python dictionary"}
 	}
+	var extra []string
+	for k := range d {
+		if k != "descr" && k != "fortran_order" && k != "shape" {
+			extra = append(extra, strconv.Quote(clip(k)))
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return Header{}, &FormatError{Field: "header", Got: "keys " + strings.Join(extra, ", "), Want: "exactly 'descr', 'fortran_order' and 'shape' (NumPy refuses others)"}
+	}
 	var h Header
 	switch t := d["descr"].(type) {
 	case string:
@@ -337,8 +348,11 @@ func (p *lit) dict() (any, error) {
 	}
 }
 
-// sequence parses a tuple or list. A sequence of integers is returned as
-// []int, anything else as []any.
+// intList is a Python list of integers: NumPy's shape must be a tuple.
+type intList []int
+
+// sequence parses a tuple or list. A tuple of integers is returned as
+// []int, a list of integers as intList, anything else as []any.
 func (p *lit) sequence() (any, error) {
 	closer := byte(')')
 	if p.s[p.i] == '[' {
@@ -353,6 +367,9 @@ func (p *lit) sequence() (any, error) {
 		if p.i < len(p.s) && p.s[p.i] == closer {
 			p.i++
 			if allInts {
+				if closer == ']' {
+					return intList(ints), nil
+				}
 				return ints, nil
 			}
 			return items, nil
@@ -525,9 +542,13 @@ func ReadFile(path string) (*Array, error) {
 		return nil, err
 	}
 	defer f.Close()
-	a, err := Read(bufio.NewReader(f))
+	br := bufio.NewReader(f)
+	a, err := Read(br)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := br.Peek(1); err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", path, &FormatError{Field: "data", Got: "more bytes after the header's shape " + fmt.Sprint(a.Shape), Want: "the file to end there"})
 	}
 	return a, nil
 }

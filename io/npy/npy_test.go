@@ -210,3 +210,26 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// What NumPy refuses is refused: a list as the shape, keys besides the
+// three, and (reading a file) bytes after the data the shape announces.
+func TestRefusesWhatNumPyRefuses(t *testing.T) {
+	header := func(dict string) []byte {
+		h := dict + strings.Repeat(" ", 118-len(dict)) + "\n"
+		return append([]byte("\x93NUMPY\x01\x00"), append([]byte{byte(len(h)), 0}, h...)...)
+	}
+	for _, c := range []struct{ dict, want string }{
+		{"{'descr': '<f8', 'fortran_order': False, 'shape': [2], }", "header field 'shape'"},
+		{"{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'extra': 1, }", `keys "extra"`},
+	} {
+		b := append(header(c.dict), make([]byte, 16)...)
+		if _, err := Read(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.dict, err, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "long.npy")
+	os.WriteFile(path, append(header("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }"), make([]byte, 32)...), 0o644)
+	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "more bytes after the header's shape [2]") {
+		t.Errorf("trailing data: %v", err)
+	}
+}
