@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npz"
@@ -42,11 +43,19 @@ const (
 // folder holds no complete checkpoint.
 var ErrNoCheckpoint = errors.New("no complete checkpoint")
 
-type noCheckpointError struct{ dir string }
+type noCheckpointError struct {
+	dir string
+	// why each folder that exists is not a complete checkpoint
+	why []string
+}
 
 func (e noCheckpointError) Error() string {
-	return fmt.Sprintf("%s: no complete checkpoint (looked for %s/, %s/ and %s/)", e.dir,
+	msg := fmt.Sprintf("%s: no complete checkpoint (looked for %s/, %s/ and %s/)", e.dir,
 		checkpointName, checkpointName+newSuffix, checkpointName+oldSuffix)
+	if len(e.why) > 0 {
+		msg += ": " + strings.Join(e.why, "; ")
+	}
+	return msg
 }
 
 func (e noCheckpointError) Is(target error) bool {
@@ -72,16 +81,20 @@ func crashPoint(point string) error {
 // matches ErrNoCheckpoint and fs.ErrNotExist.
 func LatestCheckpoint(dir string) (string, error) {
 	final := filepath.Join(dir, checkpointName)
-	if checkComplete(final+newSuffix, true) == nil {
-		return final + newSuffix, nil
+	e := noCheckpointError{dir: dir}
+	for _, c := range []struct {
+		path   string
+		strict bool
+	}{{final + newSuffix, true}, {final, false}, {final + oldSuffix, false}} {
+		err := checkComplete(c.path, c.strict)
+		if err == nil {
+			return c.path, nil
+		}
+		if _, statErr := os.Stat(c.path); statErr == nil {
+			e.why = append(e.why, fmt.Sprintf("%s/ is incomplete (%v)", filepath.Base(c.path), err))
+		}
 	}
-	if checkComplete(final, false) == nil {
-		return final, nil
-	}
-	if checkComplete(final+oldSuffix, false) == nil {
-		return final + oldSuffix, nil
-	}
-	return "", noCheckpointError{dir}
+	return "", e
 }
 
 // checkComplete returns nil if the checkpoint folder dir holds all the

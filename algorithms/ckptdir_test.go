@@ -385,3 +385,19 @@ func TestResumeChecksConfigLikeConfigFiles(t *testing.T) {
 		t.Errorf("resume with batch_size 0: %v", err)
 	}
 }
+
+// A corrupt checkpoint is named with what is wrong in it, not only "no
+// complete checkpoint".
+func TestCorruptCheckpointSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, FlowMC, 4, dir)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), []byte(`{"iter": "x"}`), 0o644)
+	_, err := Resume(dir)
+	if err == nil || !strings.Contains(err.Error(), "checkpoint/ is incomplete") || !strings.Contains(err.Error(), "state.json") {
+		t.Errorf("%v", err)
+	}
+}

@@ -815,7 +815,10 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 	case err != nil:
 		return nil, err
 	case !ok:
-		return nil, noCheckpointError{dir}
+		if _, err := LatestCheckpoint(dir); err != nil {
+			return nil, err // says why each folder is incomplete
+		}
+		return nil, noCheckpointError{dir: dir}
 	}
 	ck := filepath.Join(dir, checkpointName)
 	models, _, err := checkpoint.Load(ck)
