@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -399,5 +400,71 @@ func TestCorruptCheckpointSaysWhy(t *testing.T) {
 	_, err := Resume(dir)
 	if err == nil || !strings.Contains(err.Error(), "checkpoint/ is incomplete") || !strings.Contains(err.Error(), "state.json") {
 		t.Errorf("%v", err)
+	}
+}
+
+// Absurd state values are refused on resume, each naming its field: they
+// were taken as given (a step of 1e308, iteration 0 with the state of
+// iteration 2, a NaN chain, a negative Adam moment).
+func TestResumeRefusesAbsurdState(t *testing.T) {
+	base := t.TempDir()
+	r := smallRun(t, FlowMC, 4, base)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	state, _ := os.ReadFile(filepath.Join(base, "checkpoint", "state.json"))
+	var st map[string]any
+	json.Unmarshal(state, &st)
+	edit := func(k string, v any) []byte {
+		m := map[string]any{}
+		for a, b := range st {
+			m[a] = b
+		}
+		m[k] = v
+		if v == "delete" {
+			delete(m, k)
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		state []byte
+		want  string
+	}{
+		{"huge step", edit("step_size", 1e308), `field "step_size" is 1e+308`},
+		{"negative step", edit("step_size", -1), `field "step_size" is -1`},
+		{"null iter", edit("iter", nil), `field "iter" is missing or null`},
+		{"iter 0", edit("iter", 0), "holds an evaluation at iteration 2"},
+		{"unknown key", edit("extra", 1), `unknown field "extra"`},
+	} {
+		dir := filepath.Join(t.TempDir(), "run")
+		copyDir(t, base, dir)
+		os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), c.state, 0o644)
+		if _, err := Resume(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

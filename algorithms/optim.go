@@ -123,10 +123,31 @@ func (a *Adam) SetState(s map[string][]float64) error {
 	if len(s["m"]) != len(a.m) || len(s["v"]) != len(a.v) || len(s["t"]) != 1 {
 		return fmt.Errorf("algorithms: Adam state has %d/%d/%d values, want %d/%d/1", len(s["m"]), len(s["v"]), len(s["t"]), len(a.m), len(a.v))
 	}
+	t := s["t"][0]
+	if !(t >= 0) || t != math.Trunc(t) || math.IsInf(t, 0) {
+		return fmt.Errorf("algorithms: Adam state t is %v, want a step count ≥ 0", t)
+	}
+	if i := firstBad(s["m"], false); i >= 0 {
+		return fmt.Errorf("algorithms: Adam state m[%d] is %v, want finite", i, s["m"][i])
+	}
+	if i := firstBad(s["v"], true); i >= 0 {
+		return fmt.Errorf("algorithms: Adam state v[%d] is %v, want finite and ≥ 0 (a mean of squares)", i, s["v"][i])
+	}
 	copy(a.m, s["m"])
 	copy(a.v, s["v"])
-	a.t = s["t"][0]
+	a.t = t
 	return nil
+}
+
+// firstBad returns the index of the first value of v that is not finite
+// (or negative, if nonNegative), or −1.
+func firstBad(v []float64, nonNegative bool) int {
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) || (nonNegative && x < 0) {
+			return i
+		}
+	}
+	return -1
 }
 
 // SGD is stochastic gradient descent with optional momentum, as
@@ -162,6 +183,9 @@ func (s *SGD) State() map[string][]float64 { return map[string][]float64{"moment
 func (s *SGD) SetState(st map[string][]float64) error {
 	if len(st["momentum_buffer"]) != len(s.buf) {
 		return fmt.Errorf("algorithms: SGD state has %d values, want %d", len(st["momentum_buffer"]), len(s.buf))
+	}
+	if i := firstBad(st["momentum_buffer"], false); i >= 0 {
+		return fmt.Errorf("algorithms: SGD state momentum_buffer[%d] is %v, want finite", i, st["momentum_buffer"][i])
 	}
 	copy(s.buf, st["momentum_buffer"])
 	return nil

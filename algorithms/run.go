@@ -837,6 +837,9 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 	if r.Evals, err = ReadEvalsCSV(evalsPath, len(r.Experiment.Weights)); err != nil {
 		return nil, err
 	}
+	if n := len(r.Evals); n > 0 && r.Evals[n-1].Iter > r.Trainer.Iter {
+		return nil, fmt.Errorf("%s: field \"iter\" is %d, but %s holds an evaluation at iteration %d: the checkpoint is inconsistent", filepath.Join(ck, "state.json"), r.Trainer.Iter, evalsPath, r.Evals[n-1].Iter)
+	}
 	// Checkpoints written before the pooled mode weights have no window.
 	w := filepath.Join(ck, "window.json")
 	switch err := readJSON(w, &r.window, true); {

@@ -13,6 +13,25 @@ import (
 )
 
 // trainerState is state.json: everything of a Trainer that is not an array.
+// maxStepSize bounds a restored MALA step: larger steps are corruption
+// (the adaptation never reaches them on any target flowebm trains).
+const maxStepSize = 1e6
+
+// requireFields refuses a JSON object file lacking any of names, or
+// holding null for one (which decodes as zero and would pass as a value).
+func requireFields(path string, names ...string) error {
+	var raw map[string]json.RawMessage
+	if err := readJSON(path, &raw, false); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if v, ok := raw[n]; !ok || string(v) == "null" {
+			return fmt.Errorf("%s: field %q is missing or null", path, n)
+		}
+	}
+	return nil
+}
+
 type trainerState struct {
 	Iter     int               `json:"iter"`
 	DataPos  int               `json:"data_pos"`
@@ -83,7 +102,10 @@ func (t *Trainer) streams() map[string]interface {
 func (t *Trainer) Restore(dir string) error {
 	path := filepath.Join(dir, "state.json")
 	var st trainerState
-	if err := readJSON(path, &st, false); err != nil {
+	if err := readJSON(path, &st, true); err != nil {
+		return err
+	}
+	if err := requireFields(path, "iter", "data_pos", "rng"); err != nil {
 		return err
 	}
 	if st.Iter < 0 || st.Iter > t.Config.Iterations {
@@ -105,6 +127,9 @@ func (t *Trainer) Restore(dir string) error {
 	r, d := t.Bank.Dims()
 	if len(bank.Shape) != 2 || bank.Shape[0] != r || bank.Shape[1] != d {
 		return fmt.Errorf("%s: state.npz member \"bank\" has shape %v, want [%d %d] (persistent × dim)", dir, bank.Shape, r, d)
+	}
+	if i := firstBad(bank.Data, false); i >= 0 {
+		return fmt.Errorf("%s: state.npz member \"bank\" holds %v at chain %d, want finite states", dir, bank.Data[i], i/d)
 	}
 	t.Bank = mat.NewDense(r, d, bank.Data)
 	order, err := arc.Get("data_order")
@@ -145,7 +170,10 @@ func (t *Trainer) Restore(dir string) error {
 			return err
 		}
 	}
-	if t.kernels.local != nil && st.StepSize > 0 {
+	if t.kernels.local != nil {
+		if !(st.StepSize > 0 && st.StepSize <= maxStepSize) {
+			return fmt.Errorf("%s: field \"step_size\" is %v, want the MALA step in (0, %g]", path, st.StepSize, maxStepSize)
+		}
 		t.kernels.local.StepSize = st.StepSize
 	}
 	t.Iter = st.Iter
