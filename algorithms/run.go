@@ -3,6 +3,8 @@ package algorithms
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +74,29 @@ type DataConfig struct {
 	Modes string `json:"modes,omitempty"`
 	// DropNonFinite drops rows with NaN or Inf instead of refusing them.
 	DropNonFinite bool `json:"drop_nonfinite,omitempty"`
+	// SHA256 is the file's checksum, recorded when a run starts; a run
+	// resumed on a file with another checksum (other data) is refused.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// checkSum records the data file's SHA-256, or checks it against the
+// recorded one.
+func (c *DataConfig) checkSum() error {
+	f, err := os.Open(c.File)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if c.SHA256 != "" && c.SHA256 != sum {
+		return fmt.Errorf("%s: SHA-256 %s, but the run was started on a file with %s (field data.sha256 of config.json): other data would not continue the run; give the original file, or start a new run", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…")
+	}
+	c.SHA256 = sum
+	return nil
 }
 
 // Load reads the data set and builds its experiment; rng shuffles the rows
@@ -328,6 +353,9 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 			return nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
 		}
 		cfg.Experiment = "data"
+		if err := cfg.Data.checkSum(); err != nil {
+			return nil, err
+		}
 		if exp, notes, err = cfg.Data.Load(dataRNG); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,8 +190,19 @@ func TestTrainOnDataRefusesBadData(t *testing.T) {
 		t.Errorf("the drop is not reported:\n%s", out.String())
 	}
 
-	// Resuming that run on a data set of another dimension is refused.
+	// Resuming that run on another data set (of another dimension) is
+	// refused: its checksum differs from the recorded one; without a
+	// recorded checksum (config.json of earlier versions) the dimension
+	// check refuses it.
 	three := write("three.csv", strings.Repeat("1,2,3\n4,5,7\n", 100))
+	errb.Reset()
+	if code := run([]string{"train", "--quiet", "--resume", filepath.Join(dir, "dropped"), "--data", three}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "but the run was started on a file with") {
+		t.Errorf("resume with other data: exit %d, %q", code, errb.String())
+	}
+	cfgPath := filepath.Join(dir, "dropped", "config.json")
+	b, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, regexp.MustCompile(`(?m)^\s*"sha256": "[0-9a-f]+",?\n`).ReplaceAll(b, nil), 0o644)
 	errb.Reset()
 	if code := run([]string{"train", "--quiet", "--resume", filepath.Join(dir, "dropped"), "--data", three}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "data file "+three+" has 3 dimensions, the checkpoint's models 2") {
@@ -256,5 +268,22 @@ func TestResumeOnMovedDataKeepsSettings(t *testing.T) {
 	}
 	if d := cfg.Data; d == nil || d.File != moved || d.HoldOut != 0.3 || d.Standardize != "global" {
 		t.Errorf("config.json's data after resuming: %+v", d)
+	}
+}
+
+// A data run resumed on a file whose contents changed is refused (it
+// trained on the new data without a word): config.json records the file's
+// SHA-256.
+func TestResumeRefusesChangedData(t *testing.T) {
+	dir := t.TempDir()
+	threeModes(t, dir, 400, []float64{0.2, 0.3, 0.5}, 1)
+	out := filepath.Join(dir, "run")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"train", "--data", filepath.Join(dir, "mix.npy"), "--iterations", "4", "--quiet", "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("train: %s", stderr.String())
+	}
+	threeModes(t, dir, 400, []float64{0.2, 0.3, 0.5}, 2) // other draws, same file
+	if code := run([]string{"train", "--resume", out, "--quiet"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "but the run was started on a file with") {
+		t.Errorf("resume on changed data: exit %d, %q", code, stderr.String())
 	}
 }
