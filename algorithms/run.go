@@ -218,6 +218,15 @@ type RunConfig struct {
 	Build *Build `json:"build,omitempty"`
 }
 
+// EBMWeight returns the EBM's weight of mode (or class) k, NaN where the
+// evaluation has none.
+func (e Eval) EBMWeight(k int) float64 {
+	if k < len(e.EBMWeights) {
+		return e.EBMWeights[k]
+	}
+	return math.NaN()
+}
+
 // Eval is one evaluation during training.
 type Eval struct {
 	Iter int `json:"iter"`

@@ -114,7 +114,7 @@ func (p History) figures() (rhat, weights *Figure) {
 			name = fmt.Sprintf("class %s (truth %s)", exp.ClassNames[k], truth)
 		}
 		weights.Curves = append(weights.Curves, Curve{Name: name,
-			Points: EvalCurve(p.Evals, func(e algorithms.Eval) float64 { return at(e.EBMWeights, k) }), Ref: w, HasRef: true})
+			Points: EvalCurve(p.Evals, func(e algorithms.Eval) float64 { return e.EBMWeight(k) }), Ref: w, HasRef: true})
 	}
 	return rhat, weights
 }
@@ -143,13 +143,6 @@ func weightRange(truths []float64, evals []algorithms.Eval) (lo, hi float64) {
 	}
 	pad := math.Max(0.1*(hi-lo), 0.02)
 	return math.Max(0, lo-pad), math.Min(1, hi+pad)
-}
-
-func at(v []float64, k int) float64 {
-	if k < len(v) {
-		return v[k]
-	}
-	return math.NaN()
 }
 
 // writeImageGrid writes the first side² rows of x as a side × side grid of

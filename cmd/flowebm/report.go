@@ -100,7 +100,7 @@ func (w *reportWriter) twoModes() error {
 		}
 		p("\nTruth: 0.333, 0.667. ")
 		if err := plotAcross(f.out, "two-modes-weights"+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
-			func(e algorithms.Eval) float64 { return at(e.EBMWeights, 1) }); err != nil {
+			func(e algorithms.Eval) float64 { return e.EBMWeight(1) }); err != nil {
 			return err
 		}
 		p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](two-modes-weights%s)\n\n", ext)

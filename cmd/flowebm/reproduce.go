@@ -444,13 +444,6 @@ func (r *reproRun) mark() string {
 	return ""
 }
 
-func at(w []float64, k int) float64 {
-	if k < len(w) {
-		return w[k]
-	}
-	return math.NaN()
-}
-
 // weightRange is the range of mode k's EBM weight over the second half of
 // training.
 func weightRange(evals []algorithms.Eval, k int) (lo, hi float64) {
@@ -458,7 +451,7 @@ func weightRange(evals []algorithms.Eval, k int) (lo, hi float64) {
 	last := evals[len(evals)-1].Iter
 	for _, e := range evals {
 		if 2*e.Iter >= last {
-			if v := at(e.EBMWeights, k); !math.IsNaN(v) {
+			if v := e.EBMWeight(k); !math.IsNaN(v) {
 				lo, hi = min(lo, v), max(hi, v)
 			}
 		}

@@ -144,11 +144,8 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
 	}
-	if sc := m.Scaling; sc != nil {
-		for i := range draws {
-			j := i % d
-			draws[i] = sc.Shift[j] + sc.Scale[j]*draws[i]
-		}
+	if m.Scaling != nil {
+		m.Scaling.ToDataInPlace(draws)
 	}
 	if err := npy.WriteFile(f.out, &npy.Array{Shape: []int{f.chains, f.steps, d}, Data: draws}, npy.Float64); err != nil {
 		return err

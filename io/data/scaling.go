@@ -114,14 +114,19 @@ func (s Scaling) Validate() error {
 
 // ToData returns x = Shift + Scale ⊙ z for every row of z.
 func (s Scaling) ToData(z mat.Matrix) *mat.Dense {
-	r, c := z.Dims()
-	x := mat.NewDense(r, c, nil)
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			x.Set(i, j, s.Shift[j]+s.Scale[j]*z.At(i, j))
-		}
-	}
+	x := mat.DenseCopyOf(z)
+	s.ToDataInPlace(x.RawMatrix().Data)
 	return x
+}
+
+// ToDataInPlace maps the consecutive points of v (len(Shift) values each,
+// as a row-major array of draws) to the data's units, in place.
+func (s Scaling) ToDataInPlace(v []float64) {
+	d := len(s.Shift)
+	for i := range v {
+		j := i % d
+		v[i] = s.Shift[j] + s.Scale[j]*v[i]
+	}
 }
 
 // FromData returns z = (x − Shift) / Scale for every row of x.
