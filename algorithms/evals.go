@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,6 +119,25 @@ func WriteEvalsCSV(path string, evals []Eval, modes int) error {
 		cw.Flush()
 		return cw.Error()
 	})
+}
+
+// ReadEvalsCSVModes reads what WriteEvalsCSV wrote, the number of modes
+// taken from the header (whose columns it checks).
+func ReadEvalsCSVModes(path string) ([]Eval, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	head, err := csv.NewReader(f).Read()
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	extra := len(head) - 1 - len(evalColumns)
+	if extra < 0 || extra%3 != 0 || head[0] != "iter" || !slices.Equal(head[1:1+len(evalColumns)], evalColumns) {
+		return nil, fmt.Errorf("%s: header %q, want flowebm's metrics.csv columns (iter, %s, then the modes' weights)", path, strings.Join(head[:min(len(head), 4)], ","), strings.Join(evalColumns[:3], ", "))
+	}
+	return ReadEvalsCSV(path, extra/3)
 }
 
 // ReadEvalsCSV reads what WriteEvalsCSV wrote.

@@ -31,7 +31,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("flowebm {{.Version}}\n")
-	root.AddCommand(gradcheckCmd(), diagnoseCmd(), trainCmd(), reproduceCmd(), energyCmd(), convertCmd(), sampleCmd())
+	root.AddCommand(gradcheckCmd(), diagnoseCmd(), trainCmd(), reproduceCmd(), energyCmd(), convertCmd(), sampleCmd(), compareCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

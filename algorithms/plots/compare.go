@@ -1,0 +1,60 @@
+package plots
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/flowebm/flowebm/algorithms"
+)
+
+// Named is one run's evaluations over training, named for a legend.
+type Named struct {
+	Name  string
+	Evals []algorithms.Eval
+}
+
+// comparison is one quantity plotted for several runs.
+type comparison struct {
+	file, title, yLabel string
+	logY                bool
+	thresholds          []Threshold
+	value               func(algorithms.Eval) float64
+}
+
+var comparisons = []comparison{
+	{"ebm-weight-mse", "MSE of the EBM's mode weights against the truth", "MSE", true, nil, func(e algorithms.Eval) float64 { return e.EBMWeightMSE }},
+	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e algorithms.Eval) float64 { return e.MaxRHat }},
+	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e algorithms.Eval) float64 { return e.LogDensityMedSE }},
+	{"held-out-ll", "held-out log-likelihood (log Z by importance sampling)", "mean log-likelihood", false, nil, func(e algorithms.Eval) float64 { return e.HeldOutLL }},
+	{"global-accept", "global (flow) acceptance of the negatives' chains", "acceptance", false, nil, func(e algorithms.Eval) float64 { return e.Stats.GlobalAccept }},
+}
+
+// Compare draws, for each quantity some run has, one figure with a curve
+// per run into dir in format f, and returns the files written.
+func Compare(runs []Named, dir string, f Format) ([]string, error) {
+	var written []string
+	for _, c := range comparisons {
+		fig := Figure{Title: c.title, XLabel: "iteration", YLabel: c.yLabel, LogY: c.logY, Thresholds: c.thresholds}
+		any := false
+		for _, r := range runs {
+			var pts []algorithms.Eval
+			for _, e := range r.Evals {
+				if v := c.value(e); !math.IsNaN(v) && !math.IsInf(v, 0) && (!c.logY || v > 0) {
+					pts = append(pts, e)
+				}
+			}
+			any = any || len(pts) > 0
+			fig.Curves = append(fig.Curves, Curve{Name: r.Name, Points: EvalCurve(pts, c.value)})
+		}
+		if !any {
+			continue
+		}
+		path := filepath.Join(dir, c.file+f.Ext())
+		if err := fig.Save(path); err != nil {
+			return written, fmt.Errorf("%s: %w", path, err)
+		}
+		written = append(written, path)
+	}
+	return written, nil
+}

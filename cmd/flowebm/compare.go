@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/plots"
+)
+
+func compareCmd() *cobra.Command {
+	var out string
+	var format plots.Format
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "compare RUN... --out DIR",
+		Short: "Overlay the metrics of several runs over training, one figure per quantity",
+		Long: `compare reads the evaluations of each run folder (its metrics.csv, or the
+checkpoint's evaluations for a run still training or interrupted) and draws
+into DIR one figure per quantity that some run has, with a curve per run
+named after its folder: the EBM's mode-weight MSE, max R-hat, the median
+squared log-density error, the held-out log-likelihood and the global
+acceptance. Nothing is trained; runs of any experiment, algorithm or seed
+can be overlaid. Existing figures in DIR are replaced only with --force.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("give --out DIR for the figures")
+			}
+			var runs []plots.Named
+			for _, dir := range args {
+				evals, err := runEvals(dir)
+				if err != nil {
+					return err
+				}
+				runs = append(runs, plots.Named{Name: filepath.Base(filepath.Clean(dir)), Evals: evals})
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return err
+			}
+			if !force {
+				if existing, _ := filepath.Glob(filepath.Join(out, "*"+format.Ext())); len(existing) > 0 {
+					return fmt.Errorf("--out %s already holds figures (%s): give another folder, or replace them with --force", out, filepath.Base(existing[0]))
+				}
+			}
+			files, err := plots.Compare(runs, out, format)
+			if err != nil {
+				return err
+			}
+			if len(files) == 0 {
+				return fmt.Errorf("the runs have no evaluations to plot")
+			}
+			for _, f := range files {
+				fmt.Fprintln(cmd.OutOrStdout(), "wrote", f)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "folder for the figures")
+	cmd.Flags().Var(&format, "plot-format", "file format of the figures: png, svg or pdf")
+	cmd.Flags().BoolVar(&force, "force", false, "replace figures already in --out")
+	return cmd
+}
+
+// runEvals reads a run folder's evaluations: metrics.csv, or for a run
+// that has not finished, its newest checkpoint's evals.csv.
+func runEvals(dir string) ([]algorithms.Eval, error) {
+	evals, err := algorithms.ReadEvalsCSVModes(filepath.Join(dir, "metrics.csv"))
+	if !errors.Is(err, os.ErrNotExist) {
+		return evals, err
+	}
+	ck, err := algorithms.LatestCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: no metrics.csv and %w", dir, err)
+	}
+	return algorithms.ReadEvalsCSVModes(filepath.Join(ck, "evals.csv"))
+}
