@@ -28,6 +28,8 @@ type trainFlags struct {
 	quiet, force                    bool
 	data                            algorithms.DataConfig
 	plotFormat                      plots.Format
+	seeds                           string
+	forceSeed                       bool // set by --seeds for each run
 }
 
 func trainCmd() *cobra.Command {
@@ -85,6 +87,7 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.IntVar(&f.iterations, "iterations", 0, "training iterations (0: the experiment's default); learning-rate decay is stretched to match")
 	fl.IntVar(&f.epochs, "epochs", 0, "training epochs (passes over the training data), instead of --iterations")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
+	fl.StringVar(&f.seeds, "seeds", "", "train one run per seed (a range 1-5 or a list 1,3,7) into --out/sSEED and write the spread over seeds to --out/seeds.json")
 	fl.StringVar(&f.out, "out", "", "output folder (default runs/EXPERIMENT-ALGORITHM-sSEED)")
 	fl.StringVar(&f.resume, "resume", "", "continue the run in this folder from its checkpoint")
 	fl.BoolVar(&f.force, "force", false, "replace the run already in --out")
@@ -100,6 +103,53 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 }
 
 func runTrain(cmd *cobra.Command, f trainFlags) error {
+	if f.seeds != "" {
+		return trainSeeds(cmd, f)
+	}
+	return trainOneRun(cmd, f)
+}
+
+// trainSeeds trains one run per seed of --seeds into --out/sSEED (keeping
+// those already finished with that seed) and writes the spread of their
+// final metrics to --out/seeds.json.
+func trainSeeds(cmd *cobra.Command, f trainFlags) error {
+	if f.resume != "" || cmd.Flags().Changed("seed") {
+		return fmt.Errorf("--seeds trains several runs: give it without --resume or --seed (resume one seed's run with --resume OUT/sSEED, then run --seeds again)")
+	}
+	seeds, err := parseSeeds(f.seeds)
+	if err != nil {
+		return err
+	}
+	base := f.out
+	if base == "" {
+		name := f.experiment
+		if f.data.File != "" {
+			name = strings.TrimSuffix(filepath.Base(f.data.File), filepath.Ext(f.data.File))
+		}
+		base = filepath.Join("runs", fmt.Sprintf("%s-%s-seeds%s", name, f.algorithm, strings.NewReplacer(",", "_", " ", "").Replace(f.seeds)))
+	}
+	out := cmd.OutOrStdout()
+	var dirs []string
+	for _, seed := range seeds {
+		dir := filepath.Join(base, fmt.Sprintf("s%d", seed))
+		dirs = append(dirs, dir)
+		if cfg, err := algorithms.ReadRunConfig(dir); err == nil && cfg.Seed == seed && !f.force {
+			if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err == nil {
+				fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dir)
+				continue
+			}
+		}
+		fmt.Fprintf(out, "== seed %d → %s\n", seed, dir)
+		g := f
+		g.seeds, g.seed, g.forceSeed, g.out = "", seed, true, dir
+		if err := trainOneRun(cmd, g); err != nil {
+			return fmt.Errorf("seed %d: %w", seed, err)
+		}
+	}
+	return writeSeedsSummary(base, seeds, dirs, out)
+}
+
+func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	var run *algorithms.Run
 	var err error
@@ -185,7 +235,7 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 		} else if cfg, notes, err = algorithms.Defaults(f.experiment, f.algorithm); err != nil {
 			return err
 		}
-		if cmd.Flags().Changed("seed") || f.config == "" {
+		if cmd.Flags().Changed("seed") || f.config == "" || f.forceSeed {
 			cfg.Seed = f.seed
 		}
 		if f.iterations > 0 && f.epochs > 0 {
