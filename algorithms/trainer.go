@@ -133,23 +133,42 @@ type Config struct {
 }
 
 // withDefaults returns c with every zero field replaced by its default, or
-// an error naming the first invalid field.
+// an error naming the first invalid field, section by section.
 func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
+	steps := []func(*Config) error{
+		(*Config).coreDefaults, (*Config).samplerDefaults, (*Config).checkScales,
+		func(c *Config) error { return c.startDefaults(sigma) }, (*Config).pretrainDefaults, (*Config).guardDefaults,
+	}
+	for _, step := range steps {
+		if err := step(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// coreDefaults fills and checks the algorithm, iterations and batch size.
+func (c *Config) coreDefaults() error {
 	if c.Algorithm == "" {
 		c.Algorithm = FlowMC
 	}
 	if err := checkOption("algorithm", string(c.Algorithm)); err != nil {
-		return c, err
+		return err
 	}
 	if c.Iterations <= 0 {
-		return c, fmt.Errorf("algorithms: iterations %d, want > 0", c.Iterations)
+		return fmt.Errorf("algorithms: iterations %d, want > 0", c.Iterations)
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 64
 	}
 	if c.BatchSize < 1 {
-		return c, fmt.Errorf("algorithms: batch_size %d, want > 0", c.BatchSize)
+		return fmt.Errorf("algorithms: batch_size %d, want > 0", c.BatchSize)
 	}
+	return nil
+}
+
+// samplerDefaults fills and checks the negatives' MCMC and the bank size.
+func (c *Config) samplerDefaults() error {
 	s := &c.Sampler
 	if s.Steps == 0 {
 		s.Steps = 10
@@ -158,30 +177,30 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		s.Negatives = NegativesLast
 	}
 	if err := checkOption("sampler.negatives", string(s.Negatives)); err != nil {
-		return c, err
+		return err
 	}
 	if s.Negatives == NegativesSubsample {
 		if s.Subsample < 1 || c.BatchSize%s.Subsample != 0 || s.Steps%s.Subsample != 0 {
-			return c, fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
+			return fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
 		}
 	}
 	if c.Persistent == 0 {
 		c.Persistent = 16 * c.BatchSize
 	}
 	if c.Persistent < c.chains() {
-		return c, fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.chains())
+		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.chains())
 	}
 	if s.Global == "" {
 		s.Global = ISIR
 	}
 	if err := checkOption("sampler.global", string(s.Global)); err != nil {
-		return c, err
+		return err
 	}
 	if s.Particles == 0 {
 		s.Particles = 32
 	}
 	if s.Particles < 2 {
-		return c, fmt.Errorf("algorithms: sampler.particles %d, want ≥ 2", s.Particles)
+		return fmt.Errorf("algorithms: sampler.particles %d, want ≥ 2", s.Particles)
 	}
 	if s.GlobalSteps == 0 && s.LocalSteps == 0 {
 		s.GlobalSteps, s.LocalSteps = 1, 4
@@ -190,31 +209,41 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		s.StepSize = 0.01
 	}
 	if !(s.StepSize > 0) || math.IsInf(s.StepSize, 0) {
-		return c, fmt.Errorf("algorithms: sampler.step_size %v, want a finite value > 0 (0: the default 0.01)", s.StepSize)
+		return fmt.Errorf("algorithms: sampler.step_size %v, want a finite value > 0 (0: the default 0.01)", s.StepSize)
 	}
 	if !(s.StepSize > 0) || s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
-		return c, fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
+		return fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
 	}
 	if s.TargetAccept == 0 {
 		s.TargetAccept = 0.75
 	}
 	if !(s.TargetAccept > 0 && s.TargetAccept < 1) {
-		return c, fmt.Errorf("algorithms: sampler.target_accept %v, want in (0, 1) (0: the default 0.75)", s.TargetAccept)
+		return fmt.Errorf("algorithms: sampler.target_accept %v, want in (0, 1) (0: the default 0.75)", s.TargetAccept)
 	}
+	return nil
+}
+
+// checkScales checks the start scale, the optimisers and the L2 term.
+func (c *Config) checkScales() error {
 	if math.IsNaN(c.StartScale) || math.IsInf(c.StartScale, 0) || c.StartScale < 0 {
-		return c, fmt.Errorf("algorithms: start_scale %v, want a finite value > 0 (0: the default)", c.StartScale)
+		return fmt.Errorf("algorithms: start_scale %v, want a finite value > 0 (0: the default)", c.StartScale)
 	}
 	if err := c.EBMOptim.validate("ebm_optim"); err != nil {
-		return c, err
+		return err
 	}
 	if c.Algorithm != ULA {
 		if err := c.FlowOptim.validate("flow_optim"); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if math.IsNaN(c.L2) || math.IsInf(c.L2, 0) || c.L2 < 0 {
-		return c, fmt.Errorf("algorithms: l2 %v, want a finite value ≥ 0", c.L2)
+		return fmt.Errorf("algorithms: l2 %v, want a finite value ≥ 0", c.L2)
 	}
+	return nil
+}
+
+// startDefaults fills and checks how the bank starts (σ: the base's).
+func (c *Config) startDefaults(sigma float64) error {
 	if c.Start == "" {
 		c.Start = StartFlow
 		if c.Algorithm == ULA {
@@ -222,7 +251,7 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		}
 	}
 	if err := checkOption("start", string(c.Start)); err != nil {
-		return c, err
+		return err
 	}
 	switch {
 	case c.Start == StartUniform && c.StartScale == 0:
@@ -230,6 +259,11 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 	case c.Start == StartGaussian && c.StartScale == 0:
 		c.StartScale = sigma
 	}
+	return nil
+}
+
+// pretrainDefaults fills and checks flow pretraining.
+func (c *Config) pretrainDefaults() error {
 	p := &c.Pretrain
 	if p.Objective == "" {
 		p.Objective = ObjectiveReverseKL
@@ -238,25 +272,31 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		}
 	}
 	if err := checkOption("pretrain.objective", string(p.Objective)); err != nil {
-		return c, err
+		return err
 	}
 	if p.Steps < 0 {
-		return c, fmt.Errorf("algorithms: pretrain.steps %d, want ≥ 0 (0: no pretraining)", p.Steps)
+		return fmt.Errorf("algorithms: pretrain.steps %d, want ≥ 0 (0: no pretraining)", p.Steps)
 	}
 	if p.LR == 0 {
 		p.LR = 1e-2
 	}
 	if !(p.LR > 0) || math.IsInf(p.LR, 0) {
-		return c, fmt.Errorf("algorithms: pretrain.lr %v, want a finite value > 0 (0: the default 1e-2)", p.LR)
+		return fmt.Errorf("algorithms: pretrain.lr %v, want a finite value > 0 (0: the default 1e-2)", p.LR)
 	}
 	if p.BatchSize == 0 {
 		p.BatchSize = c.BatchSize
 	}
 	if p.BatchSize < 1 {
-		return c, fmt.Errorf("algorithms: pretrain.batch_size %d, want > 0 (0: the training batch_size)", p.BatchSize)
+		return fmt.Errorf("algorithms: pretrain.batch_size %d, want > 0 (0: the training batch_size)", p.BatchSize)
 	}
+	return nil
+}
+
+// guardDefaults fills and checks CoopFlow's frozen start, the divergence
+// guard, the flow's steps and the EBM's averaging.
+func (c *Config) guardDefaults() error {
 	if c.FreezeFlow < 0 {
-		return c, fmt.Errorf("algorithms: freeze_flow %d, want ≥ 0", c.FreezeFlow)
+		return fmt.Errorf("algorithms: freeze_flow %d, want ≥ 0", c.FreezeFlow)
 	}
 	if c.FreezeFlow == 0 && c.Algorithm == CoopFlow {
 		c.FreezeFlow = c.Iterations * 4 / 100
@@ -265,18 +305,18 @@ func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
 		c.MaxEnergy = 1e6
 	}
 	if !(c.MaxEnergy > 0) {
-		return c, fmt.Errorf("algorithms: max_energy %v, want > 0 (0: the default 1e6)", c.MaxEnergy)
+		return fmt.Errorf("algorithms: max_energy %v, want > 0 (0: the default 1e6)", c.MaxEnergy)
 	}
 	if c.FlowSteps == 0 {
 		c.FlowSteps = 1
 	}
 	if c.FlowSteps < 0 {
-		return c, fmt.Errorf("algorithms: flow_steps %d, want ≥ 1 (0: the default 1)", c.FlowSteps)
+		return fmt.Errorf("algorithms: flow_steps %d, want ≥ 1 (0: the default 1)", c.FlowSteps)
 	}
 	if c.AverageWindow < 0 {
-		return c, fmt.Errorf("algorithms: average_window %d, want ≥ 0 (0: no averaging)", c.AverageWindow)
+		return fmt.Errorf("algorithms: average_window %d, want ≥ 0 (0: no averaging)", c.AverageWindow)
 	}
-	return c, nil
+	return nil
 }
 
 // chains is the number of chains run per iteration.
