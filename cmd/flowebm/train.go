@@ -151,31 +151,61 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 
 func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if err := checkDataFlags(cmd, f); err != nil {
+		return err
+	}
+	if err := f.validate(cmd); err != nil {
+		return err
+	}
+	ctx, setupDone, stop := watchSignals()
+	defer stop()
 	var run *algorithms.Run
+	var release func()
 	var err error
-	if f.data.File == "" {
+	if f.resume != "" {
+		run, release, err = resumeRun(f, out)
+	} else {
+		run, release, err = startRun(cmd, f, out)
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	setupDone()
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted before training started: nothing was trained")
+	}
+	return train(ctx, run, out, errOut, f.quiet, f.plotFormat)
+}
+
+// checkDataFlags refuses data-set flags without --data, --data with
+// --experiment, and --key without an .npz.
+func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
+	switch {
+	case f.data.File == "":
 		for _, name := range []string{"key", "holdout", "standardize", "modes", "drop-nonfinite"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--%s applies to a data set: give --data FILE", name)
 			}
 		}
-	} else if cmd.Flags().Changed("experiment") {
+	case cmd.Flags().Changed("experiment"):
 		return fmt.Errorf("give --experiment or --data, not both")
-	} else if f.data.Key != "" && strings.ToLower(filepath.Ext(f.data.File)) != ".npz" {
+	case f.data.Key != "" && strings.ToLower(filepath.Ext(f.data.File)) != ".npz":
 		return fmt.Errorf("--key %q selects a member of an .npz file; --data %s is not one", f.data.Key, f.data.File)
 	}
-	if err := f.validate(cmd); err != nil {
-		return err
-	}
-	// SIGINT or SIGTERM: during setup, stop before training (a second
-	// signal quits at once); during training, finish the iteration,
-	// checkpoint and say how to go on.
+	return nil
+}
+
+// watchSignals turns SIGINT and SIGTERM into ctx's cancellation: during
+// setup (until setupDone is called) training does not start and a second
+// signal quits at once; during training, the iteration under way finishes,
+// a checkpoint is written and the command says how to go on. stop undoes
+// it.
+func watchSignals() (ctx context.Context, setupDone, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	setupDone := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
 		select {
 		case <-sigs:
@@ -184,128 +214,153 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 		}
 		cancel()
 		select {
-		case <-setupDone: // training stops at the end of its iteration
+		case <-done: // training stops at the end of its iteration
 		default:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
 			signal.Stop(sigs) // a second signal quits at once
 		}
 	}()
-	if f.resume != "" {
-		if err := checkResumable(f.resume); err != nil {
-			return err
-		}
-		release, err := lockRun(f.resume)
-		if err != nil {
-			return err
-		}
-		defer release()
-		if f.data.File != "" {
-			run, err = algorithms.ResumeOn(f.resume, f.data.File, f.data.Key)
-		} else {
-			run, err = algorithms.Resume(f.resume)
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
-		for _, n := range run.Notes {
-			fmt.Fprintln(out, "note:", n)
-		}
+	return ctx, func() { close(done) }, func() { signal.Stop(sigs); cancel() }
+}
+
+// resumeRun reopens the run of --resume (on a moved data file with
+// --data), locked.
+func resumeRun(f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
+	if err := checkResumable(f.resume); err != nil {
+		return nil, nil, err
+	}
+	release, err := lockRun(f.resume)
+	if err != nil {
+		return nil, nil, err
+	}
+	var run *algorithms.Run
+	if f.data.File != "" {
+		run, err = algorithms.ResumeOn(f.resume, f.data.File, f.data.Key)
 	} else {
-		var cfg algorithms.RunConfig
-		var notes []string
-		if f.config != "" {
-			// The file is the whole configuration: fields it leaves out
-			// take the trainer's generic defaults, not the experiment's.
-			if cfg, err = algorithms.ReadConfig(f.config); err != nil {
-				return err
-			}
-			if f.data.File != "" {
-				cfg.Experiment, cfg.Data = "data", &f.data
-			} else if cmd.Flags().Changed("experiment") || (cfg.Experiment == "" && cfg.Data == nil) {
-				cfg.Experiment = f.experiment
-			}
-			if cmd.Flags().Changed("algorithm") || cfg.Train.Algorithm == "" {
-				cfg.Train.Algorithm = f.algorithm
-			}
-		} else if f.data.File != "" {
-			if cfg, notes, err = algorithms.DataDefaults(f.data, f.algorithm); err != nil {
-				return err
-			}
-		} else if cfg, notes, err = algorithms.Defaults(f.experiment, f.algorithm); err != nil {
-			return err
-		}
-		if cmd.Flags().Changed("seed") || f.config == "" || f.forceSeed {
-			cfg.Seed = f.seed
-		}
-		if f.iterations > 0 && f.epochs > 0 {
-			return fmt.Errorf("give --iterations or --epochs, not both")
-		}
-		if f.epochs > 0 {
-			n := cfg.DataSize
-			if cfg.Data != nil && n == 0 {
-				if n, err = algorithms.TrainingRows(*cfg.Data, cfg.Seed); err != nil {
-					return err
-				}
-			}
-			f.iterations = max(1, f.epochs*n/max(1, cfg.Train.BatchSize))
-		}
-		if f.iterations > 0 {
-			before := cfg.Train
-			cfg.SetIterations(f.iterations)
-			notes = retimeNotes(notes, before, cfg.Train)
-		}
-		dir := f.out
-		if dir == "" {
-			name := cfg.Experiment
-			if cfg.Data != nil {
-				name = strings.TrimSuffix(filepath.Base(cfg.Data.File), filepath.Ext(cfg.Data.File))
-			}
-			dir = filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", name, cfg.Train.Algorithm, cfg.Seed))
-		}
-		for _, in := range []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}} {
-			if in.path == "" {
-				continue
-			}
-			if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(filepath.Dir(in.path), dir) {
-				return fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
-			}
-		}
-		alreadyRun := fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
-		if isRun(dir) && !f.force {
-			return alreadyRun
-		}
-		release, err := lockRun(dir)
-		if err != nil {
-			return err
-		}
-		defer release()
-		if isRun(dir) && !f.force { // a process that held the lock may have finished a run here since
-			return alreadyRun
-		}
-		for _, n := range notes {
-			fmt.Fprintln(out, "note:", n)
-		}
-		t0 := time.Now()
-		if run, err = algorithms.NewRun(cfg, dir); err != nil {
-			return err
-		}
-		for _, n := range run.Notes {
-			fmt.Fprintln(out, "note:", n)
-		}
-		ebm, flow := run.Trainer.EBM.Params.Count(), 0
-		if run.Trainer.Flow != nil {
-			flow = run.Trainer.Flow.Params.Count()
-		}
-		fmt.Fprintf(out, "%s with %s, seed %d: %d iterations, batch %d, persistent %d; EBM %d parameters, flow %d; set up in %.1fs; writing %s\n",
-			cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
-			ebm, flow, time.Since(t0).Seconds(), dir)
+		run, err = algorithms.Resume(f.resume)
 	}
-	close(setupDone)
-	if ctx.Err() != nil {
-		return fmt.Errorf("interrupted before training started: nothing was trained")
+	if err != nil {
+		release()
+		return nil, nil, err
 	}
-	return train(ctx, run, out, errOut, f.quiet, f.plotFormat)
+	fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
+	for _, n := range run.Notes {
+		fmt.Fprintln(out, "note:", n)
+	}
+	return run, release, nil
+}
+
+// resolveConfig builds a new run's configuration from --config or the
+// defaults, then the flags that override it, and returns the notes that
+// say how the defaults were scaled.
+func resolveConfig(cmd *cobra.Command, f trainFlags) (cfg algorithms.RunConfig, notes []string, err error) {
+	switch {
+	case f.config != "":
+		// The file is the whole configuration: fields it leaves out
+		// take the trainer's generic defaults, not the experiment's.
+		if cfg, err = algorithms.ReadConfig(f.config); err != nil {
+			return cfg, nil, err
+		}
+		if f.data.File != "" {
+			cfg.Experiment, cfg.Data = "data", &f.data
+		} else if cmd.Flags().Changed("experiment") || (cfg.Experiment == "" && cfg.Data == nil) {
+			cfg.Experiment = f.experiment
+		}
+		if cmd.Flags().Changed("algorithm") || cfg.Train.Algorithm == "" {
+			cfg.Train.Algorithm = f.algorithm
+		}
+	case f.data.File != "":
+		cfg, notes, err = algorithms.DataDefaults(f.data, f.algorithm)
+	default:
+		cfg, notes, err = algorithms.Defaults(f.experiment, f.algorithm)
+	}
+	if err != nil {
+		return cfg, nil, err
+	}
+	if cmd.Flags().Changed("seed") || f.config == "" || f.forceSeed {
+		cfg.Seed = f.seed
+	}
+	if f.iterations > 0 && f.epochs > 0 {
+		return cfg, nil, fmt.Errorf("give --iterations or --epochs, not both")
+	}
+	iterations := f.iterations
+	if f.epochs > 0 {
+		n := cfg.DataSize
+		if cfg.Data != nil && n == 0 {
+			if n, err = algorithms.TrainingRows(*cfg.Data, cfg.Seed); err != nil {
+				return cfg, nil, err
+			}
+		}
+		iterations = max(1, f.epochs*n/max(1, cfg.Train.BatchSize))
+	}
+	if iterations > 0 {
+		before := cfg.Train
+		cfg.SetIterations(iterations)
+		notes = retimeNotes(notes, before, cfg.Train)
+	}
+	return cfg, notes, nil
+}
+
+// runFolder is --out, or runs/EXPERIMENT-ALGORITHM-sSEED.
+func runFolder(f trainFlags, cfg algorithms.RunConfig) string {
+	if f.out != "" {
+		return f.out
+	}
+	name := cfg.Experiment
+	if cfg.Data != nil {
+		name = strings.TrimSuffix(filepath.Base(cfg.Data.File), filepath.Ext(cfg.Data.File))
+	}
+	return filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", name, cfg.Train.Algorithm, cfg.Seed))
+}
+
+// startRun builds a new run in its folder, locked, refusing to replace a
+// run without --force or to write where its inputs are.
+func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
+	cfg, notes, err := resolveConfig(cmd, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := runFolder(f, cfg)
+	for _, in := range []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}} {
+		if in.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(filepath.Dir(in.path), dir) {
+			return nil, nil, fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
+		}
+	}
+	alreadyRun := fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
+	if isRun(dir) && !f.force {
+		return nil, nil, alreadyRun
+	}
+	release, err := lockRun(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if isRun(dir) && !f.force { // a process that held the lock may have finished a run here since
+		release()
+		return nil, nil, alreadyRun
+	}
+	for _, n := range notes {
+		fmt.Fprintln(out, "note:", n)
+	}
+	t0 := time.Now()
+	run, err := algorithms.NewRun(cfg, dir)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	for _, n := range run.Notes {
+		fmt.Fprintln(out, "note:", n)
+	}
+	ebm, flow := run.Trainer.EBM.Params.Count(), 0
+	if run.Trainer.Flow != nil {
+		flow = run.Trainer.Flow.Params.Count()
+	}
+	fmt.Fprintf(out, "%s with %s, seed %d: %d iterations, batch %d, persistent %d; EBM %d parameters, flow %d; set up in %.1fs; writing %s\n",
+		cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
+		ebm, flow, time.Since(t0).Seconds(), dir)
+	return run, release, nil
 }
 
 // validate checks the flags' values, and that none given with --resume
