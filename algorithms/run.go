@@ -354,33 +354,8 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 	// The data come from their own stream so that the same seed gives the
 	// same data whatever the algorithm.
 	dataRNG := rand.New(rand.NewPCG(cfg.Seed, dataStream))
-	var exp *experiments.Experiment
-	var err error
-	var notes []string
-	if cfg.Data != nil {
-		if cfg.Experiment != "data" && cfg.Experiment != "" {
-			return nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
-		}
-		cfg.Experiment = "data"
-		if err := cfg.Data.checkSum(); err != nil {
-			return nil, err
-		}
-		if exp, notes, err = cfg.Data.Load(dataRNG); err != nil {
-			return nil, err
-		}
-		n, _ := exp.TrainSet.Dims()
-		if cfg.DataSize == 0 {
-			cfg.DataSize = n
-		}
-		b := cfg.Train.BatchSize
-		if b == 0 {
-			b = 64 // the trainer's default
-		}
-		if n < b {
-			return nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
-				cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
-		}
-	} else if exp, err = experiments.ByName(cfg.Experiment); err != nil {
+	exp, notes, err := cfg.loadExperiment(dataRNG)
+	if err != nil {
 		return nil, err
 	}
 	if models != nil && models.EBM.Dim() != exp.Dim() {
@@ -390,97 +365,18 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 		}
 		return nil, fmt.Errorf("algorithms: %s has %d dimensions, the checkpoint's models %d", what, exp.Dim(), models.EBM.Dim())
 	}
-	if cfg.DataSize == 0 {
-		cfg.DataSize = 16384
-	}
-	if cfg.GridSize == 0 {
-		cfg.GridSize = 200
-	}
-	if cfg.Train.Iterations <= 0 {
-		return nil, fmt.Errorf("algorithms: train.iterations %d, want > 0", cfg.Train.Iterations)
-	}
-	if cfg.EvalEvery == 0 {
-		cfg.EvalEvery = max(1, cfg.Train.Iterations/50)
-	}
-	if cfg.CheckpointEvery == 0 {
-		cfg.CheckpointEvery = max(1, cfg.Train.Iterations/10)
-	}
-	if cfg.RHatChains == 0 {
-		cfg.RHatChains = 128
-		if cfg.Train.Persistent > 0 {
-			cfg.RHatChains = min(128, cfg.Train.Persistent)
-		}
-	}
-	if cfg.RHatEvery == 0 {
-		cfg.RHatEvery = max(1, cfg.Train.Iterations/10)
-	}
-	if cfg.LogZSamples == 0 {
-		cfg.LogZSamples = 4096
-	}
-	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
-		return nil, fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
-	}
-	d := exp.Dim()
-	// The trainer's configuration with its defaults (NewTrainer checks it
-	// again), to bound the run's memory before anything is allocated.
-	tc, err := cfg.Train.withDefaults(d, 1)
-	if err != nil {
+	if err := cfg.fillDefaults(); err != nil {
 		return nil, err
 	}
-	est := cfg
-	if exp.Target == nil && exp.TrainSet != nil {
-		// A data set's run trains on its rows, at most data_size.
-		est.DataSize = min(est.DataSize, exp.TrainSet.RawMatrix().Rows)
-	}
-	if est.RHatSteps == 0 {
-		est.RHatSteps = tc.rhatSteps()
-	}
-	if err := checkMemory(est.memTerms(tc, d)); err != nil {
+	d := exp.Dim()
+	if err := cfg.checkRunMemory(exp); err != nil {
 		return nil, err
 	}
 	train, held := exp.Split(dataRNG, cfg.DataSize, 4096)
-	m := cfg.Model
 	if models == nil {
-		sigma := m.BaseSigma
-		if sigma == 0 {
-			v := 0.0
-			for j := 0; j < d; j++ {
-				v = max(v, stat.Variance(mat.Col(nil, j, train), nil))
-			}
-			sigma = math.Sqrt(v)
-		}
-		base := layers.NewIsotropic(d, sigma)
-		hidden := m.EBMHidden
-		if hidden == nil {
-			hidden = []int{32, 64, 64, 64}
-		}
-		slope := m.EBMSlope
-		if slope == 0 {
-			slope = 0.05
-		}
-		net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: append(append([]int{d}, hidden...), 1),
-			Hidden: layers.LeakyReLU(slope), Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
-		dt := tensor.Float64
-		if m.Float32 {
-			dt = tensor.Float32
-		}
-		initRNG := rand.New(rand.NewPCG(cfg.Seed, 0x3d31))
-		ebm, err := graph.NewEBM(net, &base, dt, initRNG)
-		if err != nil {
+		if models, err = cfg.newModels(d, train); err != nil {
 			return nil, err
 		}
-		blocks, fh := m.FlowBlocks, m.FlowHidden
-		if blocks == 0 {
-			blocks = 4
-		}
-		if fh == nil {
-			fh = []int{16}
-		}
-		flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: blocks, Hidden: fh, Init: cfg.Model.FlowInit, Mask: cfg.Model.FlowMask}, base, dt, initRNG)
-		if err != nil {
-			return nil, err
-		}
-		models = &checkpoint.Models{EBM: ebm, Flow: flow}
 	}
 	tr, err := NewTrainer(cfg.Train, models.EBM, models.Flow, train, NewStreams(cfg.Seed))
 	if err != nil {
@@ -506,6 +402,145 @@ func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error)
 		r.grid = NewGrid(exp.Box, cfg.GridSize)
 	}
 	return r, nil
+}
+
+// loadExperiment reads the run's data set (checking its checksum and
+// that it has a batch's rows) or looks up its experiment; it sets
+// cfg.Experiment and, for a data set, cfg.DataSize.
+func (cfg *RunConfig) loadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []string, error) {
+	var exp *experiments.Experiment
+	var err error
+	var notes []string
+	if cfg.Data != nil {
+		if cfg.Experiment != "data" && cfg.Experiment != "" {
+			return nil, nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
+		}
+		cfg.Experiment = "data"
+		if err := cfg.Data.checkSum(); err != nil {
+			return nil, nil, err
+		}
+		if exp, notes, err = cfg.Data.Load(dataRNG); err != nil {
+			return nil, nil, err
+		}
+		n, _ := exp.TrainSet.Dims()
+		if cfg.DataSize == 0 {
+			cfg.DataSize = n
+		}
+		b := cfg.Train.BatchSize
+		if b == 0 {
+			b = 64 // the trainer's default
+		}
+		if n < b {
+			return nil, nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
+				cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
+		}
+	} else if exp, err = experiments.ByName(cfg.Experiment); err != nil {
+		return nil, nil, err
+	}
+	return exp, notes, nil
+}
+
+// fillDefaults fills the run's own fields (data size, grid, evaluation
+// schedule, R-hat and log Z sizes) and checks them.
+func (cfg *RunConfig) fillDefaults() error {
+	if cfg.DataSize == 0 {
+		cfg.DataSize = 16384
+	}
+	if cfg.GridSize == 0 {
+		cfg.GridSize = 200
+	}
+	if cfg.Train.Iterations <= 0 {
+		return fmt.Errorf("algorithms: train.iterations %d, want > 0", cfg.Train.Iterations)
+	}
+	if cfg.EvalEvery == 0 {
+		cfg.EvalEvery = max(1, cfg.Train.Iterations/50)
+	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = max(1, cfg.Train.Iterations/10)
+	}
+	if cfg.RHatChains == 0 {
+		cfg.RHatChains = 128
+		if cfg.Train.Persistent > 0 {
+			cfg.RHatChains = min(128, cfg.Train.Persistent)
+		}
+	}
+	if cfg.RHatEvery == 0 {
+		cfg.RHatEvery = max(1, cfg.Train.Iterations/10)
+	}
+	if cfg.LogZSamples == 0 {
+		cfg.LogZSamples = 4096
+	}
+	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
+		return fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
+	}
+	return nil
+}
+
+// checkRunMemory bounds the run's memory from its configuration (the
+// trainer's with its defaults; NewTrainer checks it again) before anything
+// is allocated.
+func (cfg RunConfig) checkRunMemory(exp *experiments.Experiment) error {
+	d := exp.Dim()
+	tc, err := cfg.Train.withDefaults(d, 1)
+	if err != nil {
+		return err
+	}
+	est := cfg
+	if exp.Target == nil && exp.TrainSet != nil {
+		// A data set's run trains on its rows, at most data_size.
+		est.DataSize = min(est.DataSize, exp.TrainSet.RawMatrix().Rows)
+	}
+	if est.RHatSteps == 0 {
+		est.RHatSteps = tc.rhatSteps()
+	}
+	return checkMemory(est.memTerms(tc, d))
+}
+
+// newModels builds the run's untrained EBM (E ≡ 0, the base N(0, σ² I)
+// with σ from the model configuration or App. C.5's rule on the training
+// data) and flow (the identity RealNVP).
+func (cfg RunConfig) newModels(d int, train *mat.Dense) (*checkpoint.Models, error) {
+	m := cfg.Model
+	sigma := m.BaseSigma
+	if sigma == 0 {
+		v := 0.0
+		for j := 0; j < d; j++ {
+			v = max(v, stat.Variance(mat.Col(nil, j, train), nil))
+		}
+		sigma = math.Sqrt(v)
+	}
+	base := layers.NewIsotropic(d, sigma)
+	hidden := m.EBMHidden
+	if hidden == nil {
+		hidden = []int{32, 64, 64, 64}
+	}
+	slope := m.EBMSlope
+	if slope == 0 {
+		slope = 0.05
+	}
+	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: append(append([]int{d}, hidden...), 1),
+		Hidden: layers.LeakyReLU(slope), Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
+	dt := tensor.Float64
+	if m.Float32 {
+		dt = tensor.Float32
+	}
+	initRNG := rand.New(rand.NewPCG(cfg.Seed, 0x3d31))
+	ebm, err := graph.NewEBM(net, &base, dt, initRNG)
+	if err != nil {
+		return nil, err
+	}
+	blocks, fh := m.FlowBlocks, m.FlowHidden
+	if blocks == 0 {
+		blocks = 4
+	}
+	if fh == nil {
+		fh = []int{16}
+	}
+	flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: blocks, Hidden: fh, Init: cfg.Model.FlowInit, Mask: cfg.Model.FlowMask}, base, dt, initRNG)
+	if err != nil {
+		return nil, err
+	}
+	return &checkpoint.Models{EBM: ebm, Flow: flow}, nil
 }
 
 // Grid returns the last evaluation's normalised EBM density grid (nil in
