@@ -966,6 +966,9 @@ func readJSON(path string, v any, strict bool) error { // strict: unknown fields
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: empty, want a JSON object", path)
+		}
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {

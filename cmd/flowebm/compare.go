@@ -69,6 +69,9 @@ can be overlaid. Existing figures in DIR are replaced only with --force.`,
 // runEvals reads a run folder's evaluations: metrics.csv, or for a run
 // that has not finished, its newest checkpoint's evals.csv.
 func runEvals(dir string) ([]algorithms.Eval, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a run folder", dir)
+	}
 	evals, err := algorithms.ReadEvalsCSVModes(filepath.Join(dir, "metrics.csv"))
 	if !errors.Is(err, os.ErrNotExist) {
 		return evals, err

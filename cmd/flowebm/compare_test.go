@@ -30,6 +30,10 @@ func TestCompareRuns(t *testing.T) {
 	if code := run([]string{"compare", a, "--out", out, "--plot-format", "svg"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "already holds figures") {
 		t.Errorf("again without --force: exit %d, %q", code, stderr.String())
 	}
+	stderr.Reset()
+	if code := run([]string{"compare", filepath.Join(t.TempDir(), "nothing"), "--out", filepath.Join(t.TempDir(), "c")}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "not a run folder") {
+		t.Errorf("missing run: exit %d, %q", code, stderr.String())
+	}
 	bad := t.TempDir()
 	os.WriteFile(filepath.Join(bad, "metrics.csv"), []byte("a,b\n1,2\n"), 0o644)
 	stderr.Reset()
