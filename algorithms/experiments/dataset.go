@@ -110,6 +110,12 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 		if c != d {
 			return nil, nil, fmt.Errorf("modes: %d centres in %d dimensions, want the data's %d", k, c, d)
 		}
+		if k > n {
+			// The reference weights are the data's fractions in the
+			// zones: more zones than points leaves most empty, and every
+			// iteration pays for each zone.
+			return nil, nil, fmt.Errorf("modes: %d centres for %d data rows, want at most one centre per row", k, n)
+		}
 		for i := 0; i < k; i++ {
 			row := mat.Row(nil, i, opt.Modes)
 			for j, v := range row {
