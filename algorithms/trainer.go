@@ -687,11 +687,33 @@ func (t *Trainer) Starts() *mat.Dense { return t.lastStarts }
 
 // Step runs one training iteration.
 func (t *Trainer) Step() (IterStats, error) {
-	cfg := t.Config
 	st := IterStats{Iter: t.Iter + 1, FlowLL: math.NaN()}
 	t.nextBatch()
+	idx, err := t.chainStarts()
+	if err != nil {
+		return st, err
+	}
+	if t.neg, err = t.runChains(&st, idx); err != nil {
+		return st, err
+	}
+	if err := t.ebmStep(&st); err != nil {
+		return st, err
+	}
+	if err := t.flowSteps(&st); err != nil {
+		return st, err
+	}
+	if err := t.checkEnergies(st.Iter); err != nil {
+		return st, err
+	}
+	t.Iter++
+	return st, nil
+}
 
-	// Chain starts: from the bank, or fresh flow samples for CoopFlow.
+// chainStarts fills t.starts with the iteration's chain starts: chains
+// picked from the bank (their bank rows are returned), or fresh flow
+// samples for CoopFlow.
+func (t *Trainer) chainStarts() ([]int, error) {
+	cfg := t.Config
 	m, d := cfg.chains(), t.EBM.Dim()
 	var idx []int
 	if cfg.PersistentChains() {
@@ -700,47 +722,34 @@ func (t *Trainer) Step() (IterStats, error) {
 			t.starts.SetRow(r, t.Bank.RawRowView(i))
 		}
 	} else if err := t.Flow.Sample(rand.New(t.rngs.Chains), t.starts, make([]float64, m)); err != nil {
-		return st, err
+		return nil, err
 	}
 	if t.lastStarts == nil {
 		t.lastStarts = mat.NewDense(m, d, nil)
 	}
 	t.lastStarts.Copy(t.starts)
+	return idx, nil
+}
 
-	// MCMC.
+// runChains runs the negatives' MCMC from t.starts, writes the chains back
+// to their bank rows idx, records acceptance and step size in st, and
+// returns the negatives the configuration's selection collects.
+func (t *Trainer) runChains(st *IterStats, idx []int) (*mat.Dense, error) {
+	s := t.Config.Sampler
 	t.kernels.reset()
 	state := samplers.NewState(t.starts)
 	rng := rand.New(t.rngs.Chains)
-	var all []float64
-	var subs *mat.Dense
-	s := cfg.Sampler
-	switch s.Negatives {
-	case NegativesAll:
-		all = make([]float64, 0, s.Steps*m*d)
-	case NegativesSubsample:
-		subs = mat.NewDense(cfg.BatchSize, d, nil)
-	}
+	col := newCollector(s, t.Config.BatchSize, t.Config.chains(), t.EBM.Dim())
 	var loc, glob accum
 	for k := 0; k < s.Steps; k++ {
 		ks, err := t.kernels.kernel.Step(rng, state)
 		if err != nil {
-			return st, fmt.Errorf("iteration %d, MCMC step %d: %w", st.Iter, k+1, err)
+			return nil, fmt.Errorf("iteration %d, MCMC step %d: %w", st.Iter, k+1, err)
 		}
 		loc.add(ks.Local)
 		glob.add(ks.Global)
 		st.StepSize = ks.StepSize
-		switch s.Negatives {
-		case NegativesAll:
-			all = append(all, state.X.RawMatrix().Data...)
-		case NegativesSubsample:
-			every := s.Steps / s.Subsample
-			if (k+1)%every == 0 {
-				j := (k+1)/every - 1
-				for r := 0; r < m; r++ {
-					subs.SetRow(j*m+r, state.X.RawRowView(r))
-				}
-			}
-		}
+		col.observe(k, state.X)
 	}
 	st.LocalAccept, st.GlobalAccept = loc.mean(), glob.mean()
 	if t.kernels.local != nil {
@@ -749,29 +758,26 @@ func (t *Trainer) Step() (IterStats, error) {
 	for r, i := range idx {
 		t.Bank.SetRow(i, state.X.RawRowView(r))
 	}
-	switch s.Negatives {
-	case NegativesLast:
-		t.neg = state.X
-	case NegativesAll:
-		t.neg = mat.NewDense(len(all)/d, d, all)
-	case NegativesSubsample:
-		t.neg = subs
-	}
+	return col.negatives(state.X), nil
+}
 
-	// EBM step.
+// ebmStep takes the EBM's gradient step on the batch's positives and the
+// negatives, stopping on divergence, and updates the parameters' average.
+func (t *Trainer) ebmStep(st *IterStats) error {
+	cfg := t.Config
 	t.optEBM.SetLR(cfg.EBMOptim.scheduledLR(t.Iter))
 	loss, err := t.EBM.LossGrad(t.pos, t.neg, cfg.L2, t.gradE)
 	if err != nil {
-		return st, err
+		return err
 	}
 	st.Loss = loss
 	if math.IsNaN(loss) || math.IsInf(loss, 0) || hasNaN(t.gradE) {
-		return st, fmt.Errorf("iteration %d: loss %v: %w", st.Iter, loss, ErrDiverged)
+		return fmt.Errorf("iteration %d: loss %v: %w", st.Iter, loss, ErrDiverged)
 	}
 	if math.Abs(loss) > cfg.MaxEnergy {
 		// The data's energies are held to MaxEnergy by checkEnergies, so
 		// a loss this large means the negatives' energies exploded.
-		return st, fmt.Errorf("iteration %d: loss %v beyond the energy limit %g (the negatives' energies exploded): %w", st.Iter, loss, cfg.MaxEnergy, ErrDiverged)
+		return fmt.Errorf("iteration %d: loss %v beyond the energy limit %g (the negatives' energies exploded): %w", st.Iter, loss, cfg.MaxEnergy, ErrDiverged)
 	}
 	t.optEBM.Step(t.thetaE, t.gradE)
 	t.EBM.Params.SetFlat(t.thetaE)
@@ -781,32 +787,86 @@ func (t *Trainer) Step() (IterStats, error) {
 			t.thetaAvg[i] += b * (v - t.thetaAvg[i])
 		}
 	}
+	return nil
+}
 
-	// Flow steps: maximum likelihood on the negatives.
-	if t.Flow != nil && t.Iter >= cfg.FreezeFlow {
-		t.optFlow.SetLR(cfg.FlowOptim.scheduledLR(t.Iter - cfg.FreezeFlow))
-		for j := 0; j < cfg.FlowSteps; j++ {
-			ll, err := t.Flow.MLGrad(t.neg, t.gradF)
-			if err != nil {
-				return st, err
-			}
-			if j == 0 {
-				st.FlowLL = ll
-			}
-			if math.IsNaN(ll) || hasNaN(t.gradF) {
-				return st, fmt.Errorf("iteration %d: flow log-likelihood %v: %w", st.Iter, ll, ErrDiverged)
-			}
-			negate(t.gradF)
-			t.optFlow.Step(t.thetaF, t.gradF)
-			t.Flow.Params.SetFlat(t.thetaF)
+// flowSteps takes the flow's maximum-likelihood steps on the negatives
+// (none while the flow is frozen, or without a flow).
+func (t *Trainer) flowSteps(st *IterStats) error {
+	cfg := t.Config
+	if t.Flow == nil || t.Iter < cfg.FreezeFlow {
+		return nil
+	}
+	t.optFlow.SetLR(cfg.FlowOptim.scheduledLR(t.Iter - cfg.FreezeFlow))
+	for j := 0; j < cfg.FlowSteps; j++ {
+		ll, err := t.Flow.MLGrad(t.neg, t.gradF)
+		if err != nil {
+			return err
+		}
+		if j == 0 {
+			st.FlowLL = ll
+		}
+		if math.IsNaN(ll) || hasNaN(t.gradF) {
+			return fmt.Errorf("iteration %d: flow log-likelihood %v: %w", st.Iter, ll, ErrDiverged)
+		}
+		negate(t.gradF)
+		t.optFlow.Step(t.thetaF, t.gradF)
+		t.Flow.Params.SetFlat(t.thetaF)
+	}
+	return nil
+}
+
+// collector gathers an iteration's negatives from its chains (the
+// configuration's sampler.negatives).
+type collector interface {
+	// observe sees the chains' states after MCMC step k (from 0).
+	observe(k int, x *mat.Dense)
+	// negatives returns the negatives, given the final states.
+	negatives(final *mat.Dense) *mat.Dense
+}
+
+func newCollector(s SamplerConfig, batch, chains, d int) collector {
+	switch s.Negatives {
+	case NegativesAll:
+		return &allStates{d: d, all: make([]float64, 0, s.Steps*chains*d)}
+	case NegativesSubsample:
+		return &subsampledStates{every: s.Steps / s.Subsample, chains: chains, x: mat.NewDense(batch, d, nil)}
+	}
+	return lastStates{}
+}
+
+// lastStates keeps the chains' final states.
+type lastStates struct{}
+
+func (lastStates) observe(int, *mat.Dense)               {}
+func (lastStates) negatives(final *mat.Dense) *mat.Dense { return final }
+
+// allStates keeps every state of every step.
+type allStates struct {
+	d   int
+	all []float64
+}
+
+func (a *allStates) observe(_ int, x *mat.Dense)     { a.all = append(a.all, x.RawMatrix().Data...) }
+func (a *allStates) negatives(*mat.Dense) *mat.Dense { return mat.NewDense(len(a.all)/a.d, a.d, a.all) }
+
+// subsampledStates keeps the states of every every-th step (App. C.4's
+// subsampling by k).
+type subsampledStates struct {
+	every, chains int
+	x             *mat.Dense
+}
+
+func (s *subsampledStates) observe(k int, x *mat.Dense) {
+	if (k+1)%s.every == 0 {
+		j := (k+1)/s.every - 1
+		for r := 0; r < s.chains; r++ {
+			s.x.SetRow(j*s.chains+r, x.RawRowView(r))
 		}
 	}
-	if err := t.checkEnergies(st.Iter); err != nil {
-		return st, err
-	}
-	t.Iter++
-	return st, nil
 }
+
+func (s *subsampledStates) negatives(*mat.Dense) *mat.Dense { return s.x }
 
 // WithAveraged runs fn with the EBM's parameters set to their moving
 // average (Config.AverageWindow), then restores the current ones. Without
