@@ -45,8 +45,8 @@ type trainerState struct {
 // enough for Restore to continue exactly as an uninterrupted run.
 func (t *Trainer) SaveState(dir string) error {
 	st := trainerState{Iter: t.Iter, DataPos: t.dataPos, RNG: map[string][]byte{}}
-	if t.kernels.local != nil {
-		st.StepSize = t.kernels.local.StepSize
+	if t.kernels.Local != nil {
+		st.StepSize = t.kernels.Local.StepSize
 	}
 	for name, src := range t.streams() {
 		b, err := src.MarshalBinary()
@@ -170,11 +170,11 @@ func (t *Trainer) Restore(dir string) error {
 			return err
 		}
 	}
-	if t.kernels.local != nil {
+	if t.kernels.Local != nil {
 		if !(st.StepSize > 0 && st.StepSize <= maxStepSize) {
 			return fmt.Errorf("%s: field \"step_size\" is %v, want the MALA step in (0, %g]", path, st.StepSize, maxStepSize)
 		}
-		t.kernels.local.StepSize = st.StepSize
+		t.kernels.Local.StepSize = st.StepSize
 	}
 	t.Iter = st.Iter
 	// The models' parameters were loaded from the checkpoint: re-read the

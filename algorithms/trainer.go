@@ -388,7 +388,7 @@ type Trainer struct {
 	thetaE, thetaF   []float64
 	thetaAvg         []float64 // moving average of thetaE (nil: AverageWindow 0)
 	gradE, gradF     []float64
-	kernels          kernelSet
+	kernels          Kernels
 	pos, neg, starts *mat.Dense
 	lastStarts       *mat.Dense
 	posEnergy        []float64
@@ -458,7 +458,9 @@ func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, s
 		t.thetaF = flow.Params.Flatten(nil)
 		t.gradF = make([]float64, len(t.thetaF))
 	}
-	t.kernels = t.newKernels(cfg.Sampler.StepSize, cfg.Sampler.FixedStep)
+	if t.kernels, err = t.newKernels(cfg.Sampler.StepSize, cfg.Sampler.FixedStep); err != nil {
+		return nil, err
+	}
 	t.Bank = mat.NewDense(cfg.Persistent, d, nil)
 	t.pos = mat.NewDense(cfg.BatchSize, d, nil)
 	t.starts = mat.NewDense(cfg.chains(), d, nil)
@@ -505,62 +507,16 @@ func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how StartStrategy) er
 	return nil
 }
 
-// kernelSet is the negative-sample kernel of an algorithm with handles on
-// its parts: the MALA whose step adapts, and the kernels with per-iteration
-// state to reset.
-type kernelSet struct {
-	kernel samplers.Kernel
-	local  *samplers.MALA
-	flowmc *samplers.FlowMC
-	neutra *samplers.NeuTra
-}
-
-// reset forgets per-chain state (flowMC's position in its cycle, NeuTra's
-// latent chains) before a new set of chains.
-func (k kernelSet) reset() {
-	if k.flowmc != nil {
-		k.flowmc.Reset()
-	}
-	if k.neutra != nil {
-		k.neutra.Reset()
-	}
-}
-
-// newKernels builds the algorithm's kernel with MALA step size step (frozen:
-// no adaptation).
-func (t *Trainer) newKernels(step float64, frozen bool) kernelSet {
-	s := t.Config.Sampler
-	mala := &samplers.MALA{Target: t.EBM, StepSize: step, TargetAccept: s.TargetAccept, Frozen: frozen}
-	var k kernelSet
-	switch t.Config.Algorithm {
-	case FlowMC:
-		var global samplers.Kernel = &samplers.ISIR{Target: t.EBM, Proposal: t.Flow, Particles: s.Particles}
-		if s.Global == IMH {
-			global = &samplers.IMH{Target: t.EBM, Proposal: t.Flow}
-		}
-		k.local = mala
-		k.flowmc = &samplers.FlowMC{Global: global, Local: mala, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps, Stacked: s.Stacked}
-		k.kernel = k.flowmc
-	case NT:
-		lat, err := graph.NewLatent(t.Flow, t.EBM)
-		if err != nil {
-			panic(err) // dimensions were checked in NewTrainer
-		}
-		k.neutra = &samplers.NeuTra{Latent: lat, Local: *mala}
-		k.local = &k.neutra.Local
-		k.kernel = k.neutra
-	case ULA:
-		k.kernel = &samplers.ULA{Target: t.EBM, StepSize: step}
-	case CoopFlow:
-		k.kernel = &samplers.ULA{Target: t.EBM, StepSize: step, NoiseFree: true}
-	}
-	return k
+// newKernels builds the algorithm's kernel with MALA step size step
+// (frozen: no adaptation); NewTrainer has checked the models' dimensions.
+func (t *Trainer) newKernels(step float64, frozen bool) (Kernels, error) {
+	return NewKernels(t.Config.kernelConfig(step, frozen), t.EBM, t.Flow)
 }
 
 // stepSize is the local kernel's current step size.
 func (t *Trainer) stepSize() float64 {
-	if t.kernels.local != nil {
-		return t.kernels.local.StepSize
+	if t.kernels.Local != nil {
+		return t.kernels.Local.StepSize
 	}
 	return t.Config.Sampler.StepSize
 }
@@ -586,14 +542,17 @@ func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) 
 	} else if err := t.Flow.Sample(rng, x, make([]float64, m)); err != nil {
 		return nil, err
 	}
-	k := t.newKernels(t.stepSize(), true)
+	k, err := t.newKernels(t.stepSize(), true)
+	if err != nil {
+		return nil, err
+	}
 	if k.flowmc != nil {
 		k.flowmc.Stacked = true
 	}
 	state := samplers.NewState(x)
 	draws := make([]float64, m*steps*d)
 	for s := 0; s < steps; s++ {
-		if _, err := k.kernel.Step(rng, state); err != nil {
+		if _, err := k.Kernel.Step(rng, state); err != nil {
 			return nil, err
 		}
 		for c := 0; c < m; c++ {
@@ -736,13 +695,13 @@ func (t *Trainer) chainStarts() ([]int, error) {
 // returns the negatives the configuration's selection collects.
 func (t *Trainer) runChains(st *IterStats, idx []int) (*mat.Dense, error) {
 	s := t.Config.Sampler
-	t.kernels.reset()
+	t.kernels.Reset()
 	state := samplers.NewState(t.starts)
 	rng := rand.New(t.rngs.Chains)
 	col := newCollector(s, t.Config.BatchSize, t.Config.chains(), t.EBM.Dim())
 	var loc, glob accum
 	for k := 0; k < s.Steps; k++ {
-		ks, err := t.kernels.kernel.Step(rng, state)
+		ks, err := t.kernels.Kernel.Step(rng, state)
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d, MCMC step %d: %w", st.Iter, k+1, err)
 		}
@@ -752,8 +711,8 @@ func (t *Trainer) runChains(st *IterStats, idx []int) (*mat.Dense, error) {
 		col.observe(k, state.X)
 	}
 	st.LocalAccept, st.GlobalAccept = loc.mean(), glob.mean()
-	if t.kernels.local != nil {
-		st.StepSize = t.kernels.local.StepSize
+	if t.kernels.Local != nil {
+		st.StepSize = t.kernels.Local.StepSize
 	}
 	for r, i := range idx {
 		t.Bank.SetRow(i, state.X.RawRowView(r))

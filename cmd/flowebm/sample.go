@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
@@ -243,42 +243,26 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (samplers.Kernel, *samplers
 	if !(f.step > 0) {
 		return nil, nil, fmt.Errorf("--step %v, want > 0", f.step)
 	}
-	mala := &samplers.MALA{Target: m.EBM, StepSize: f.step}
-	needFlow := func() error {
+	kind := algorithms.KernelKind(f.sampler)
+	switch kind {
+	case algorithms.KernelMALA, algorithms.KernelULA, algorithms.KernelHMC:
+	case algorithms.KernelFlowMC, algorithms.KernelNeuTra:
 		if m.Flow == nil {
-			return fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
+			return nil, nil, fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
 		}
-		return nil
+	default:
+		return nil, nil, fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)
 	}
-	switch f.sampler {
-	case "mala":
-		return mala, mala, nil
-	case "ula":
-		return &samplers.ULA{Target: m.EBM, StepSize: f.step}, nil, nil
-	case "hmc":
-		if f.leapfrog < 1 {
-			return nil, nil, fmt.Errorf("--leapfrog %d, want ≥ 1", f.leapfrog)
-		}
-		return &samplers.HMC{Target: m.EBM, StepSize: f.step, Leapfrog: f.leapfrog}, nil, nil
-	case "flowmc":
-		if err := needFlow(); err != nil {
-			return nil, nil, err
-		}
-		if f.particles < 2 || f.local < 0 {
-			return nil, nil, fmt.Errorf("--particles %d (want ≥ 2), --local %d (want ≥ 0)", f.particles, f.local)
-		}
-		global := &samplers.ISIR{Target: m.EBM, Proposal: m.Flow, Particles: f.particles}
-		return &samplers.FlowMC{Global: global, Local: mala, GlobalSteps: 1, LocalSteps: f.local, Stacked: true}, mala, nil
-	case "neutra":
-		if err := needFlow(); err != nil {
-			return nil, nil, err
-		}
-		lat, err := graph.NewLatent(m.Flow, m.EBM)
-		if err != nil {
-			return nil, nil, err
-		}
-		k := &samplers.NeuTra{Latent: lat, Local: *mala}
-		return k, &k.Local, nil
+	if kind == algorithms.KernelHMC && f.leapfrog < 1 {
+		return nil, nil, fmt.Errorf("--leapfrog %d, want ≥ 1", f.leapfrog)
 	}
-	return nil, nil, fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)
+	if kind == algorithms.KernelFlowMC && (f.particles < 2 || f.local < 0) {
+		return nil, nil, fmt.Errorf("--particles %d (want ≥ 2), --local %d (want ≥ 0)", f.particles, f.local)
+	}
+	k, err := algorithms.NewKernels(algorithms.KernelConfig{Kind: kind, StepSize: f.step, Leapfrog: f.leapfrog,
+		Particles: f.particles, GlobalSteps: 1, LocalSteps: f.local, Stacked: true}, m.EBM, m.Flow)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k.Kernel, k.Local, nil
 }
