@@ -2,7 +2,6 @@ package layers
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -36,40 +35,31 @@ func TestVectorMathDependsOnValueAlone(t *testing.T) {
 		"tanh64":   tanh64,
 	}
 	for name, f := range fns32 {
-		// Reference: each element alone, in its own buffers.
-		ref := make([]float32, n)
-		for i := range src32 {
-			one := []float32{src32[i]}
-			out := make([]float32, 1)
-			f(out, one)
-			ref[i] = out[0]
-		}
-		for _, c := range layouts(n) {
-			buf := make([]float32, c.size)
-			copy(buf[c.src:], src32)
-			f(buf[c.dst:c.dst+n], buf[c.src:c.src+n])
-			for i := 0; i < n; i++ {
-				if got := buf[c.dst+i]; got != ref[i] {
-					t.Fatalf("%s %s: element %d = %v, alone %v", name, c.name, i, got, ref[i])
-				}
-			}
-		}
+		checkValueAlone(t, name, f, src32)
 	}
 	for name, f := range fns64 {
-		ref := make([]float64, n)
-		for i := range src64 {
-			out := make([]float64, 1)
-			f(out, src64[i:i+1])
-			ref[i] = out[0]
-		}
-		for _, c := range layouts(n) {
-			buf := make([]float64, c.size)
-			copy(buf[c.src:], src64)
-			f(buf[c.dst:c.dst+n], buf[c.src:c.src+n])
-			for i := 0; i < n; i++ {
-				if got := buf[c.dst+i]; got != ref[i] && !(math.IsNaN(got) && math.IsNaN(ref[i])) {
-					t.Fatalf("%s %s: element %d = %v, alone %v", name, c.name, i, got, ref[i])
-				}
+		checkValueAlone(t, name, f, src64)
+	}
+}
+
+// checkValueAlone checks f(src) element by element against f applied to
+// each element alone, in every buffer layout.
+func checkValueAlone[T float32 | float64](t *testing.T, name string, f func(dst, src []T), src []T) {
+	t.Helper()
+	n := len(src)
+	ref := make([]T, n)
+	for i := range src {
+		out := make([]T, 1)
+		f(out, src[i:i+1])
+		ref[i] = out[0]
+	}
+	for _, c := range layouts(n) {
+		buf := make([]T, c.size)
+		copy(buf[c.src:], src)
+		f(buf[c.dst:c.dst+n], buf[c.src:c.src+n])
+		for i := 0; i < n; i++ {
+			if got := buf[c.dst+i]; got != ref[i] && !(got != got && ref[i] != ref[i]) {
+				t.Fatalf("%s %s: element %d = %v, alone %v", name, c.name, i, got, ref[i])
 			}
 		}
 	}
