@@ -140,21 +140,7 @@ type samplerTable struct {
 }
 
 func (tb samplerTable) config(algorithm Algorithm) SamplerConfig {
-	s := SamplerConfig{Particles: tb.particles}
-	switch algorithm {
-	case FlowMC:
-		s.Steps, s.GlobalSteps, s.LocalSteps, s.StepSize, s.Negatives, s.Stacked = tb.steps, 1, tb.local, 0.01, tb.negatives, tb.stacked
-		if tb.negatives == NegativesSubsample {
-			s.Subsample = 4
-		}
-	case NT:
-		s.Steps, s.StepSize = 128, 0.01
-	case CoopFlow:
-		s.Steps, s.StepSize = 256, tb.coopStep
-	default:
-		s.Steps, s.StepSize = 512, tb.ulaStep
-	}
-	return s
+	return algorithm.strategy().paperSampler(tb)
 }
 
 // gaussianForULA is Table 6's "gaussian" start of ULA-EBM ("" otherwise).
@@ -245,7 +231,7 @@ func Defaults(experiment string, algorithm Algorithm) (RunConfig, []string, erro
 		what = append(what, fmt.Sprintf("learning rates %g instead of %g", sc.lr, t.EBMOptim.LR))
 		t.EBMOptim.LR, t.FlowOptim.LR = sc.lr, sc.lr
 	}
-	if sc.fastFlow && t.Algorithm != ULA {
+	if sc.fastFlow && t.usesFlow() {
 		// The mixture's two coordinate halves are independent (µ2 flips the
 		// first half, µ3 = −µ2), so the reference's half masks condition
 		// each half on a variable that says nothing about its mode: the
@@ -265,7 +251,7 @@ func Defaults(experiment string, algorithm Algorithm) (RunConfig, []string, erro
 		rc.Model.FlowMask, rc.Model.FlowInit = layers.MaskCheckerboard, layers.InitSmallLast
 		what = append(what, "RealNVP with checkerboard masks and only its output layers initialised at 1e-6 (the paper's half masks and all-1e-6 layers do not learn this target in the scaled budget)")
 	}
-	if b := sc.flowBlocks[exp.Dim()]; b > 0 && t.Algorithm != ULA && b != rc.Model.FlowBlocks {
+	if b := sc.flowBlocks[exp.Dim()]; b > 0 && t.usesFlow() && b != rc.Model.FlowBlocks {
 		// d = 64 with flowMC-EBM, max rank R-hat over the paper's 16
 		// cycles and global acceptance after 400 iterations, seeds 1, 2,
 		// 3: Table 7's 2 blocks 1.163, 1.116, 1.243 (0.51, 0.62, 0.36);
@@ -274,7 +260,7 @@ func Defaults(experiment string, algorithm Algorithm) (RunConfig, []string, erro
 		what = append(what, fmt.Sprintf("RealNVP of %d blocks instead of %d (a deeper flow follows the EBM better in the scaled budget)", b, rc.Model.FlowBlocks))
 		rc.Model.FlowBlocks = b
 	}
-	if sc.flowLR > 0 && t.Algorithm != ULA && t.FlowOptim.LR != sc.flowLR {
+	if sc.flowLR > 0 && t.usesFlow() && t.FlowOptim.LR != sc.flowLR {
 		// With 400 iterations instead of the paper's 58,600 the flow must
 		// follow the EBM faster than Adam at 1e-3 lets it. Measured with
 		// flowMC-EBM, seed 1, flow learning rate 1e-3 → 1e-2 (EBM's
@@ -303,19 +289,7 @@ func Defaults(experiment string, algorithm Algorithm) (RunConfig, []string, erro
 		// diagnostic seeds: max rank R-hat 1.25–1.32 over 8 cycles,
 		// 1.15 over 16 (the paper's), 1.07 over 32.
 		rc.RHatSteps = t.rhatSteps()
-		switch {
-		case t.Algorithm == FlowMC && s.Stacked:
-			s.Steps = max(min(4, s.Steps), s.Steps/k)
-		case t.Algorithm == FlowMC:
-			// Keep whole cycles: shorten the local runs.
-			s.LocalSteps = max(1, (s.LocalSteps+1)/k-1)
-			s.Steps = max(s.GlobalSteps+s.LocalSteps, s.Steps/k)
-			if s.Negatives == "subsample" && s.Steps%s.Subsample != 0 {
-				s.Steps -= s.Steps % s.Subsample
-			}
-		default:
-			s.Steps = max(1, s.Steps/k)
-		}
+		t.Algorithm.strategy().shorten(s, k)
 		if s.Steps != old {
 			what = append(what, fmt.Sprintf("%d MCMC steps per iteration instead of %d (the R-hat diagnostic's chains keep the paper's %d)", s.Steps, old, rc.RHatSteps))
 		}

@@ -98,15 +98,6 @@ func (c Config) kernelConfig(step float64, frozen bool) KernelConfig {
 	s := c.Sampler
 	k := KernelConfig{StepSize: step, TargetAccept: s.TargetAccept, Frozen: frozen,
 		Global: s.Global, Particles: s.Particles, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps, Stacked: s.Stacked}
-	switch c.Algorithm {
-	case FlowMC:
-		k.Kind = KernelFlowMC
-	case NT:
-		k.Kind = KernelNeuTra
-	case ULA:
-		k.Kind = KernelULA
-	case CoopFlow:
-		k.Kind = KernelLangevinNoiseFree
-	}
+	k.Kind = c.Algorithm.strategy().kernel()
 	return k
 }

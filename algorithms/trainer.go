@@ -158,6 +158,7 @@ func (c *Config) coreDefaults() error {
 	if c.Iterations <= 0 {
 		return fmt.Errorf("algorithms: iterations %d, want > 0", c.Iterations)
 	}
+	c.Algorithm.strategy().defaults(c)
 	if c.BatchSize == 0 {
 		c.BatchSize = 64
 	}
@@ -231,7 +232,7 @@ func (c *Config) checkScales() error {
 	if err := c.EBMOptim.validate("ebm_optim"); err != nil {
 		return err
 	}
-	if c.Algorithm != ULA {
+	if c.usesFlow() {
 		if err := c.FlowOptim.validate("flow_optim"); err != nil {
 			return err
 		}
@@ -246,9 +247,6 @@ func (c *Config) checkScales() error {
 func (c *Config) startDefaults(sigma float64) error {
 	if c.Start == "" {
 		c.Start = StartFlow
-		if c.Algorithm == ULA {
-			c.Start = StartUniform
-		}
 	}
 	if err := checkOption("start", string(c.Start)); err != nil {
 		return err
@@ -267,9 +265,6 @@ func (c *Config) pretrainDefaults() error {
 	p := &c.Pretrain
 	if p.Objective == "" {
 		p.Objective = ObjectiveReverseKL
-		if c.Algorithm == CoopFlow {
-			p.Objective = ObjectiveData
-		}
 	}
 	if err := checkOption("pretrain.objective", string(p.Objective)); err != nil {
 		return err
@@ -297,9 +292,6 @@ func (c *Config) pretrainDefaults() error {
 func (c *Config) guardDefaults() error {
 	if c.FreezeFlow < 0 {
 		return fmt.Errorf("algorithms: freeze_flow %d, want ≥ 0", c.FreezeFlow)
-	}
-	if c.FreezeFlow == 0 && c.Algorithm == CoopFlow {
-		c.FreezeFlow = c.Iterations * 4 / 100
 	}
 	if c.MaxEnergy == 0 {
 		c.MaxEnergy = 1e6
@@ -331,20 +323,15 @@ func (c Config) chains() int {
 // many steps as an iteration runs, where a flowMC step is a whole cycle
 // (Trainer.SampleChains), and at least 8.
 func (c Config) rhatSteps() int {
-	s := c.Sampler
-	steps := s.Steps
-	if c.Algorithm == FlowMC && !s.Stacked {
-		steps /= max(1, s.GlobalSteps+s.LocalSteps)
-	}
-	return max(8, steps)
+	return max(8, c.Sampler.Steps/c.Algorithm.strategy().stepsPerDraw(c.Sampler))
 }
 
 // usesFlow reports whether the algorithm has a companion flow.
-func (c Config) usesFlow() bool { return c.Algorithm != ULA }
+func (c Config) usesFlow() bool { return c.Algorithm.strategy().trainsFlow() }
 
 // PersistentChains reports whether chains continue from the bank (all but
 // CoopFlow).
-func (c Config) PersistentChains() bool { return c.Algorithm != CoopFlow }
+func (c Config) PersistentChains() bool { return c.Algorithm.strategy().persistentChains() }
 
 // IterStats are the statistics of one training iteration.
 type IterStats struct {

@@ -85,7 +85,7 @@ func (c Config) memTerms(d int) []memTerm {
 		terms = append(terms, memTerm{fmt.Sprintf("sampler.steps %d × %s × %d dims × 8 B (sampler.negatives \"all\")", s.Steps, chainsOf, d),
 			float64(s.Steps) * chains * fd * 8})
 	}
-	if c.Algorithm == FlowMC && s.Global == "isir" {
+	if c.Algorithm.strategy().kernel() == KernelFlowMC && s.Global == ISIR {
 		terms = append(terms, memTerm{fmt.Sprintf("sampler.particles %d × %s × %d dims × 8 B", s.Particles, chainsOf, d),
 			float64(s.Particles) * chains * (fd + 2) * 8})
 	}
@@ -214,7 +214,7 @@ func (c RunConfig) memTerms(tc Config, d int) []memTerm {
 		// dimension and block, with their gradients, for the largest batch
 		// it evaluates: the log Z draws or i-SIR's proposals.
 		rows, of := c.LogZSamples, fmt.Sprintf("log_z_samples %d", c.LogZSamples)
-		if p := tc.Sampler.Particles * tc.chains(); tc.Algorithm == FlowMC && p > rows {
+		if p := tc.Sampler.Particles * tc.chains(); tc.Algorithm.strategy().kernel() == KernelFlowMC && p > rows {
 			chains := "batch_size"
 			if tc.Sampler.Negatives == NegativesSubsample {
 				chains = "batch_size/sampler.subsample"

@@ -1,0 +1,50 @@
+package algorithms
+
+// strategy is what sets one of the paper's four algorithms apart in
+// training: the kernel the negatives' chains run, where those chains start,
+// whether a flow is trained beside the EBM, the algorithm's own defaults,
+// and its column of the paper's sampler tables. Everything else (the data
+// batches, the EBM's and the flow's gradient steps, the negatives'
+// selection, checkpoints, evaluation) is common to all four. Each
+// algorithm's implementation sits in a file of its own.
+type strategy interface {
+	// kernel is the kind of kernel the negatives' chains run.
+	kernel() KernelKind
+	// trainsFlow reports whether a companion flow is trained beside the
+	// EBM.
+	trainsFlow() bool
+	// persistentChains reports whether an iteration's chains continue
+	// from the persistent bank; otherwise they start afresh from the flow.
+	persistentChains() bool
+	// defaults fills the algorithm's own defaults into c's zero fields
+	// where they differ from the common ones (the bank starts from the
+	// flow, which is pretrained, if at all, by reverse KL, and never
+	// frozen). c.Iterations is known.
+	defaults(c *Config)
+	// stepsPerDraw is how many of the sampler's steps make one draw of the
+	// mixing diagnostic's chains.
+	stepsPerDraw(s SamplerConfig) int
+	// shorten divides the length of the sampler's chains by k (Defaults'
+	// scaling for 2 CPU cores).
+	shorten(s *SamplerConfig, k int)
+	// paperSampler is the algorithm's column of one of the paper's
+	// Tables 4–6.
+	paperSampler(tb samplerTable) SamplerConfig
+}
+
+// strategy returns the algorithm's implementation; a (checked) empty name
+// is flowMC-EBM, the default.
+func (a Algorithm) strategy() strategy {
+	switch a {
+	case ULA:
+		return ulaEBM{}
+	case NT:
+		return ntEBM{}
+	case CoopFlow:
+		return coopFlow{}
+	}
+	return flowMCEBM{}
+}
+
+// baselineSteps shortens a baseline's chains by k (at least one step).
+func baselineSteps(s *SamplerConfig, k int) { s.Steps = max(1, s.Steps/k) }
