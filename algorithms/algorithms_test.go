@@ -315,7 +315,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"flow_steps":        {Iterations: 1, FlowSteps: -2},
 	}
 	for field, c := range cases {
-		_, err := c.withDefaults(2, 1)
+		_, err := c.withDefaults()
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: error %v does not name the field", field, err)
 		}

@@ -49,7 +49,7 @@ func TestPaperConfigFiles(t *testing.T) {
 			if err := readJSON(path, &back, true); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := back.Train.withDefaults(2, 1); err != nil {
+			if _, err := back.Train.withDefaults(); err != nil {
 				t.Errorf("%s: %v", path, err)
 			}
 		}
@@ -78,7 +78,7 @@ func TestDefaultsScaleThePaper(t *testing.T) {
 			if len(notes) == 0 || !strings.Contains(strings.Join(notes, " "), "scaled") {
 				t.Errorf("%s %s: no scaling note", e, a)
 			}
-			if _, err := d.Train.withDefaults(2, 1); err != nil {
+			if _, err := d.Train.withDefaults(); err != nil {
 				t.Errorf("%s %s: %v", e, a, err)
 			}
 		}

@@ -166,17 +166,6 @@ func csvColumns(path string) ([]string, error) {
 	return names, nil
 }
 
-// TrainingRows returns the number of training rows of the data set dc
-// with the held-out split of a run with this seed.
-func TrainingRows(dc DataConfig, seed uint64) (int, error) {
-	exp, _, err := dc.Load(rand.New(rand.NewPCG(seed, dataStream)))
-	if err != nil {
-		return 0, err
-	}
-	n, _ := exp.TrainSet.Dims()
-	return n, nil
-}
-
 // dataStream keys the random stream that draws or shuffles a run's data.
 const dataStream = 0xda7a5e7
 
@@ -189,8 +178,12 @@ type RunConfig struct {
 	Data       *DataConfig `json:"data,omitempty"`
 	Seed       uint64      `json:"seed"`
 	DataSize   int         `json:"data_size,omitempty"` // training points (default 16384; for Data, all)
-	Model      ModelConfig `json:"model"`
-	Train      Config      `json:"train"`
+	// Epochs, when positive, sets train.iterations to this many passes
+	// over the training points at train.batch_size (the schedules are
+	// stretched as SetIterations does) once the data are loaded.
+	Epochs int         `json:"epochs,omitempty"`
+	Model  ModelConfig `json:"model"`
+	Train  Config      `json:"train"`
 	// EvalEvery is the number of iterations between evaluations (default
 	// Iterations/50); CheckpointEvery between checkpoints (default
 	// Iterations/10).
@@ -333,75 +326,109 @@ func weights(counts []float64) []float64 {
 	return w
 }
 
-// NewRun builds the data, models and trainer of cfg, writing into dir.
+// NewRun builds the data, models and trainer of cfg, writing into dir (a
+// plan without notes).
 func NewRun(cfg RunConfig, dir string) (*Run, error) {
-	b := CurrentBuild()
-	cfg.Build = &b
-	r, err := prepare(cfg, dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Trainer.Init(); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return (&Plan{Config: cfg}).Start(dir)
 }
 
-func prepare(cfg RunConfig, dir string, models *checkpoint.Models) (*Run, error) {
+// prepare loads the data of cfg, resolves its configuration into the one
+// value that the run and its trainer share, checks the memory it needs,
+// and builds the models (or takes those given) and the trainer. notes are
+// the resolution's notes so far, retimed if --epochs changes the length.
+func prepare(cfg RunConfig, dir string, models *checkpoint.Models, notes []string) (*Run, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	// The data come from their own stream so that the same seed gives the
 	// same data whatever the algorithm.
 	dataRNG := rand.New(rand.NewPCG(cfg.Seed, dataStream))
-	exp, notes, err := cfg.loadExperiment(dataRNG)
+	exp, dataNotes, err := cfg.loadExperiment(dataRNG)
 	if err != nil {
 		return nil, err
 	}
 	if models != nil && models.EBM.Dim() != exp.Dim() {
-		what := "experiment " + exp.Name
-		if cfg.Data != nil {
-			what = "data file " + cfg.Data.File
+		return nil, fmt.Errorf("algorithms: %s has %d dimensions, the checkpoint's models %d", cfg.source(), exp.Dim(), models.EBM.Dim())
+	}
+	before := cfg.Train
+	if err := cfg.resolve(exp); err != nil {
+		return nil, err
+	}
+	r := &Run{Config: cfg, Experiment: exp, Dir: dir, Notes: append(retime(notes, before, cfg.Train), dataNotes...)}
+	if err := r.build(dataRNG, models); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// source names the run's data: its experiment or its data file.
+func (cfg RunConfig) source() string {
+	if cfg.Data != nil {
+		return "data file " + cfg.Data.File
+	}
+	return "experiment " + cfg.Experiment
+}
+
+// resolve turns --epochs into iterations and fills every default of the
+// run and its trainer (but the σ of a gaussian start, which the trainer
+// takes from the models), checking each field and the memory the run needs.
+func (cfg *RunConfig) resolve(exp *experiments.Experiment) error {
+	if cfg.DataSize == 0 {
+		cfg.DataSize = 16384
+	}
+	if cfg.Epochs > 0 {
+		rows := cfg.DataSize
+		if exp.Target == nil && exp.TrainSet != nil {
+			rows = min(rows, exp.TrainSet.RawMatrix().Rows)
 		}
-		return nil, fmt.Errorf("algorithms: %s has %d dimensions, the checkpoint's models %d", what, exp.Dim(), models.EBM.Dim())
+		batch := cfg.Train.BatchSize
+		if batch == 0 {
+			batch = 64 // the trainer's default
+		}
+		cfg.SetIterations(max(1, cfg.Epochs*rows/max(1, batch)))
 	}
+	tc, err := cfg.Train.withDefaults()
+	if err != nil {
+		return err
+	}
+	cfg.Train = tc
 	if err := cfg.fillDefaults(); err != nil {
-		return nil, err
+		return err
 	}
+	if cfg.RHatChains > cfg.Train.Persistent && cfg.Train.PersistentChains() {
+		return fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", cfg.RHatChains, cfg.Train.Persistent)
+	}
+	return cfg.checkRunMemory(exp)
+}
+
+// build splits the data, builds the models (unless given) and the trainer
+// on r.Config.Train, and the evaluation's references.
+func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
+	cfg, exp := &r.Config, r.Experiment
 	d := exp.Dim()
-	if err := cfg.checkRunMemory(exp); err != nil {
-		return nil, err
-	}
 	train, held := exp.Split(dataRNG, cfg.DataSize, 4096)
+	var err error
 	if models == nil {
 		if models, err = cfg.newModels(d, train); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	tr, err := NewTrainer(cfg.Train, models.EBM, models.Flow, train, NewStreams(cfg.Seed))
-	if err != nil {
-		return nil, err
+	if r.Trainer, err = newTrainer(&cfg.Train, models.EBM, models.Flow, train, NewStreams(cfg.Seed)); err != nil {
+		return err
 	}
-	r := &Run{Config: cfg, Experiment: exp, Trainer: tr, Dir: dir, heldOut: held, Notes: notes}
-	r.Config.Train = tr.Config
-	if r.Config.RHatSteps == 0 {
-		r.Config.RHatSteps = tr.Config.rhatSteps()
-	}
-	if r.Config.RHatChains > r.Config.Train.Persistent && tr.Config.PersistentChains() {
-		return nil, fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", r.Config.RHatChains, r.Config.Train.Persistent)
-	}
+	r.heldOut = held
 	r.TrueHeldOutLL = math.NaN()
 	if exp.Target != nil {
 		truth := make([]float64, held.RawMatrix().Rows)
 		if err := exp.Target.LogDensity(held, truth); err != nil {
-			return nil, err
+			return err
 		}
 		r.TrueHeldOutLL = stat.Mean(truth, nil)
 	}
 	if exp.Box > 0 && d == 2 {
 		r.grid = NewGrid(exp.Box, cfg.GridSize)
 	}
-	return r, nil
+	return nil
 }
 
 // loadExperiment reads the run's data set (checking its checksum and
@@ -440,12 +467,9 @@ func (cfg *RunConfig) loadExperiment(dataRNG *rand.Rand) (*experiments.Experimen
 	return exp, notes, nil
 }
 
-// fillDefaults fills the run's own fields (data size, grid, evaluation
-// schedule, R-hat and log Z sizes) and checks them.
+// fillDefaults fills the run's own fields (grid, evaluation schedule,
+// R-hat and log Z sizes) and checks them; the trainer's are filled.
 func (cfg *RunConfig) fillDefaults() error {
-	if cfg.DataSize == 0 {
-		cfg.DataSize = 16384
-	}
 	if cfg.GridSize == 0 {
 		cfg.GridSize = 200
 	}
@@ -470,30 +494,24 @@ func (cfg *RunConfig) fillDefaults() error {
 	if cfg.LogZSamples == 0 {
 		cfg.LogZSamples = 4096
 	}
+	if cfg.RHatSteps == 0 {
+		cfg.RHatSteps = cfg.Train.rhatSteps()
+	}
 	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
 		return fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
 	}
 	return nil
 }
 
-// checkRunMemory bounds the run's memory from its configuration (the
-// trainer's with its defaults; NewTrainer checks it again) before anything
+// checkRunMemory bounds the memory of the resolved run cfg before anything
 // is allocated.
 func (cfg RunConfig) checkRunMemory(exp *experiments.Experiment) error {
-	d := exp.Dim()
-	tc, err := cfg.Train.withDefaults(d, 1)
-	if err != nil {
-		return err
-	}
 	est := cfg
 	if exp.Target == nil && exp.TrainSet != nil {
 		// A data set's run trains on its rows, at most data_size.
 		est.DataSize = min(est.DataSize, exp.TrainSet.RawMatrix().Rows)
 	}
-	if est.RHatSteps == 0 {
-		est.RHatSteps = tc.rhatSteps()
-	}
-	return checkMemory(est.memTerms(tc, d))
+	return checkMemory(est.memTerms(cfg.Train, exp.Dim()))
 }
 
 // newModels builds the run's untrained EBM (E ≡ 0, the base N(0, σ² I)
@@ -897,7 +915,7 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := prepare(cfg, dir, &models)
+	r, err := prepare(cfg, dir, &models, nil)
 	if err != nil {
 		return nil, err
 	}

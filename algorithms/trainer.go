@@ -133,11 +133,13 @@ type Config struct {
 }
 
 // withDefaults returns c with every zero field replaced by its default, or
-// an error naming the first invalid field, section by section.
-func (c Config) withDefaults(dim int, sigma float64) (Config, error) {
+// an error naming the first invalid field, section by section. Filling an
+// already filled configuration changes nothing. A gaussian start's scale
+// is the base's σ, which only the models know: NewTrainer sets it.
+func (c Config) withDefaults() (Config, error) {
 	steps := []func(*Config) error{
 		(*Config).coreDefaults, (*Config).samplerDefaults, (*Config).checkScales,
-		func(c *Config) error { return c.startDefaults(sigma) }, (*Config).pretrainDefaults, (*Config).guardDefaults,
+		(*Config).startDefaults, (*Config).pretrainDefaults, (*Config).guardDefaults,
 	}
 	for _, step := range steps {
 		if err := step(&c); err != nil {
@@ -243,19 +245,16 @@ func (c *Config) checkScales() error {
 	return nil
 }
 
-// startDefaults fills and checks how the bank starts (σ: the base's).
-func (c *Config) startDefaults(sigma float64) error {
+// startDefaults fills and checks how the bank starts.
+func (c *Config) startDefaults() error {
 	if c.Start == "" {
 		c.Start = StartFlow
 	}
 	if err := checkOption("start", string(c.Start)); err != nil {
 		return err
 	}
-	switch {
-	case c.Start == StartUniform && c.StartScale == 0:
+	if c.Start == StartUniform && c.StartScale == 0 {
 		c.StartScale = 1
-	case c.Start == StartGaussian && c.StartScale == 0:
-		c.StartScale = sigma
 	}
 	return nil
 }
@@ -356,8 +355,9 @@ var ErrDiverged = errors.New("training diverged")
 // Trainer runs the training loop. Build it with NewTrainer; it is not safe
 // for concurrent use.
 type Trainer struct {
-	// Config is the configuration with defaults filled in.
-	Config Config
+	// Config is the configuration with defaults filled in (in a Run, the
+	// one value that is also the Run's Config.Train).
+	Config *Config
 	EBM    *graph.EBM
 	// Flow is the companion flow (nil for ula).
 	Flow *graph.Flow
@@ -402,17 +402,25 @@ func NewStreams(seed uint64) Streams {
 // flow's base is the EBM's tilt). Call Init (new run) or Restore (resumed
 // run) before the first Step. The models are trained in place.
 func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
+	return newTrainer(&cfg, ebm, flow, data, streams)
+}
+
+// newTrainer is NewTrainer on the configuration *c, which it fills with
+// the defaults and keeps (a Run passes its own Config.Train).
+func newTrainer(c *Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
 	n, d := data.Dims()
 	if d != ebm.Dim() {
 		return nil, fmt.Errorf("algorithms: data have %d columns, the EBM %d dimensions", d, ebm.Dim())
 	}
-	sigma := 1.0
-	if ebm.Tilt != nil {
-		sigma = maxOf(ebm.Tilt.Sigma)
-	}
-	cfg, err := cfg.withDefaults(d, sigma)
+	cfg, err := c.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Start == StartGaussian && cfg.StartScale == 0 {
+		cfg.StartScale = 1
+		if ebm.Tilt != nil {
+			cfg.StartScale = maxOf(ebm.Tilt.Sigma)
+		}
 	}
 	if n < cfg.BatchSize {
 		return nil, fmt.Errorf("algorithms: %d data rows, fewer than batch_size %d", n, cfg.BatchSize)
@@ -429,7 +437,8 @@ func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, s
 	if !cfg.usesFlow() {
 		flow = nil
 	}
-	t := &Trainer{Config: cfg, EBM: ebm, Flow: flow, data: data, rngs: streams}
+	*c = cfg
+	t := &Trainer{Config: c, EBM: ebm, Flow: flow, data: data, rngs: streams}
 	if t.optEBM, err = cfg.EBMOptim.New(ebm.Params.Count()); err != nil {
 		return nil, fmt.Errorf("ebm_optim: %w", err)
 	}

@@ -94,7 +94,7 @@ func TestMemoryEstimateRefusesHugeBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := r.Trainer.Config
+	tc := *r.Trainer.Config
 	tc.Persistent = 1e11
 	if _, err := NewTrainer(tc, r.Trainer.EBM, r.Trainer.Flow, r.Trainer.data, NewStreams(1)); err == nil || !strings.Contains(err.Error(), "persistent") {
 		t.Errorf("NewTrainer with persistent 1e11: %v, want the memory estimate naming persistent", err)
@@ -297,7 +297,7 @@ func TestDataSetMemoryIsBounded(t *testing.T) {
 func TestFlowValuesBoundWideData(t *testing.T) {
 	cfg := smallConfig(t, FlowMC, 10)
 	cfg.LogZSamples = 4096
-	tc, err := cfg.Train.withDefaults(5000, 1)
+	tc, err := cfg.Train.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}

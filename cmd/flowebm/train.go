@@ -250,55 +250,25 @@ func resumeRun(f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
 	return run, release, nil
 }
 
-// resolveConfig builds a new run's configuration from --config or the
-// defaults, then the flags that override it, and returns the notes that
-// say how the defaults were scaled.
-func resolveConfig(cmd *cobra.Command, f trainFlags) (cfg algorithms.RunConfig, notes []string, err error) {
-	switch {
-	case f.config != "":
-		// The file is the whole configuration: fields it leaves out
-		// take the trainer's generic defaults, not the experiment's.
-		if cfg, err = algorithms.ReadConfig(f.config); err != nil {
-			return cfg, nil, err
-		}
-		if f.data.File != "" {
-			cfg.Experiment, cfg.Data = "data", &f.data
-		} else if cmd.Flags().Changed("experiment") || (cfg.Experiment == "" && cfg.Data == nil) {
-			cfg.Experiment = f.experiment
-		}
-		if cmd.Flags().Changed("algorithm") || cfg.Train.Algorithm == "" {
-			cfg.Train.Algorithm = f.algorithm
-		}
-	case f.data.File != "":
-		cfg, notes, err = algorithms.DataDefaults(f.data, f.algorithm)
-	default:
-		cfg, notes, err = algorithms.Defaults(f.experiment, f.algorithm)
+// request is what the flags ask of a new run: only the flags given (and
+// --seed under --seeds) override a --config file.
+func (f trainFlags) request(cmd *cobra.Command) algorithms.Request {
+	req := algorithms.Request{ConfigFile: f.config, Iterations: f.iterations, Epochs: f.epochs}
+	changed := cmd.Flags().Changed
+	if f.data.File != "" {
+		data := f.data
+		req.Data = &data
+	} else if changed("experiment") || f.config == "" {
+		req.Experiment = f.experiment
 	}
-	if err != nil {
-		return cfg, nil, err
+	if changed("algorithm") || f.config == "" {
+		req.Algorithm = f.algorithm
 	}
-	if cmd.Flags().Changed("seed") || f.config == "" || f.forceSeed {
-		cfg.Seed = f.seed
+	if changed("seed") || f.config == "" || f.forceSeed {
+		seed := f.seed
+		req.Seed = &seed
 	}
-	if f.iterations > 0 && f.epochs > 0 {
-		return cfg, nil, fmt.Errorf("give --iterations or --epochs, not both")
-	}
-	iterations := f.iterations
-	if f.epochs > 0 {
-		n := cfg.DataSize
-		if cfg.Data != nil && n == 0 {
-			if n, err = algorithms.TrainingRows(*cfg.Data, cfg.Seed); err != nil {
-				return cfg, nil, err
-			}
-		}
-		iterations = max(1, f.epochs*n/max(1, cfg.Train.BatchSize))
-	}
-	if iterations > 0 {
-		before := cfg.Train
-		cfg.SetIterations(iterations)
-		notes = retimeNotes(notes, before, cfg.Train)
-	}
-	return cfg, notes, nil
+	return req
 }
 
 // runFolder is --out, or runs/EXPERIMENT-ALGORITHM-sSEED.
@@ -316,10 +286,11 @@ func runFolder(f trainFlags, cfg algorithms.RunConfig) string {
 // startRun builds a new run in its folder, locked, refusing to replace a
 // run without --force or to write where its inputs are.
 func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
-	cfg, notes, err := resolveConfig(cmd, f)
+	plan, err := algorithms.NewPlan(f.request(cmd))
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg := plan.Config
 	dir := runFolder(f, cfg)
 	for _, in := range []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}} {
 		if in.path == "" {
@@ -341,11 +312,8 @@ func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run,
 		release()
 		return nil, nil, alreadyRun
 	}
-	for _, n := range notes {
-		fmt.Fprintln(out, "note:", n)
-	}
 	t0 := time.Now()
-	run, err := algorithms.NewRun(cfg, dir)
+	run, err := plan.Start(dir)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -358,7 +326,7 @@ func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run,
 		flow = run.Trainer.Flow.Params.Count()
 	}
 	fmt.Fprintf(out, "%s with %s, seed %d: %d iterations, batch %d, persistent %d; EBM %d parameters, flow %d; set up in %.1fs; writing %s\n",
-		cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
+		cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, run.Config.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
 		ebm, flow, time.Since(t0).Seconds(), dir)
 	return run, release, nil
 }
@@ -369,6 +337,8 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	switch {
 	case f.iterations < 0 || f.epochs < 0:
 		return fmt.Errorf("--iterations %d, --epochs %d: want counts ≥ 0 (0: the default)", f.iterations, f.epochs)
+	case f.iterations > 0 && f.epochs > 0:
+		return fmt.Errorf("give --iterations or --epochs, not both")
 	case !(f.data.HoldOut > 0 && f.data.HoldOut < 1):
 		return fmt.Errorf("--holdout %v: want a fraction strictly between 0 and 1", f.data.HoldOut)
 	}
@@ -483,30 +453,6 @@ func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quie
 }
 
 func isNaN(v float64) bool { return v != v }
-
-// retimeNotes rewrites the scaling note's iteration count, decay interval
-// and averaging window after --iterations changed them (the note was
-// written for the defaults).
-func retimeNotes(notes []string, before, after algorithms.Config) []string {
-	type swap struct{ format, then, now string }
-	var swaps []swap
-	add := func(format string, then, now int) {
-		if then != now {
-			swaps = append(swaps, swap{format, fmt.Sprintf(format, then), fmt.Sprintf(format, now)})
-		}
-	}
-	add("%d iterations instead of", before.Iterations, after.Iterations)
-	add("decayed ×0.9 every %d iterations", before.EBMOptim.DecayEvery, after.EBMOptim.DecayEvery)
-	add("moving average of its parameters over %d iterations", before.AverageWindow, after.AverageWindow)
-	out := make([]string, len(notes))
-	for i, n := range notes {
-		for _, s := range swaps {
-			n = strings.Replace(n, s.then, s.now, 1)
-		}
-		out[i] = n
-	}
-	return out
-}
 
 // fmtPoint writes a mode centre; runs of equal coordinates are written
 // once with their count ("1.39×8, −1.39×8"), so that the long centres of

@@ -1,0 +1,145 @@
+package algorithms
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+)
+
+// Request is what a user asks of a new run (what the command line's flags
+// say): an experiment or a data set, an algorithm, optionally a
+// configuration file that replaces the defaults, and values that override
+// both. A zero field is not given.
+type Request struct {
+	// Experiment names a built-in experiment (default two-modes); Data a
+	// user's data set instead.
+	Experiment string
+	Data       *DataConfig
+	// Algorithm is one of the four (default flowmc).
+	Algorithm Algorithm
+	// ConfigFile, when set, holds the whole configuration: fields it
+	// leaves out take the trainer's generic defaults, not the
+	// experiment's. Experiment, Data and Algorithm given replace its own.
+	ConfigFile string
+	// Seed, when set, replaces the configuration's seed.
+	Seed *uint64
+	// Iterations, or Epochs (passes over the training rows), when
+	// positive, set the run's length, stretching the learning-rate decay,
+	// the averaging window and CoopFlow's frozen start in proportion.
+	Iterations, Epochs int
+}
+
+// Plan is a new run's configuration resolved from a Request, with the
+// notes that say where the paper's settings were scaled or completed.
+type Plan struct {
+	Config RunConfig
+	Notes  []string
+}
+
+// NewPlan resolves a request: the configuration file, or the paper's
+// settings scaled for 2 CPU cores (Defaults, DataDefaults), then the
+// request's overrides. The data are not read: Start does that once.
+func NewPlan(req Request) (*Plan, error) {
+	if req.Iterations < 0 || req.Epochs < 0 {
+		return nil, fmt.Errorf("algorithms: iterations %d, epochs %d: want counts ≥ 0 (0: the default)", req.Iterations, req.Epochs)
+	}
+	if req.Iterations > 0 && req.Epochs > 0 {
+		return nil, fmt.Errorf("algorithms: give iterations or epochs, not both")
+	}
+	if req.Data != nil && req.Experiment != "" {
+		return nil, fmt.Errorf("algorithms: give an experiment or a data set, not both")
+	}
+	p, err := req.base()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &p.Config
+	if req.Seed != nil {
+		cfg.Seed = *req.Seed
+	}
+	if req.Iterations > 0 {
+		before := cfg.Train
+		cfg.SetIterations(req.Iterations)
+		p.Notes = retime(p.Notes, before, cfg.Train)
+	}
+	if req.Epochs > 0 {
+		cfg.Epochs = req.Epochs
+	}
+	return p, nil
+}
+
+// base is the request's configuration file, with the request's
+// experiment, data and algorithm, or the defaults for them.
+func (req Request) base() (*Plan, error) {
+	alg := req.Algorithm
+	if req.ConfigFile == "" {
+		if alg == "" {
+			alg = FlowMC
+		}
+		var p Plan
+		var err error
+		if req.Data != nil {
+			p.Config, p.Notes, err = DataDefaults(*req.Data, alg)
+		} else {
+			p.Config, p.Notes, err = Defaults(cmp.Or(req.Experiment, "two-modes"), alg)
+		}
+		return &p, err
+	}
+	cfg, err := ReadConfig(req.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Data != nil:
+		cfg.Experiment, cfg.Data = "data", req.Data
+	case req.Experiment != "":
+		cfg.Experiment, cfg.Data = req.Experiment, nil
+	case cfg.Experiment == "" && cfg.Data == nil:
+		cfg.Experiment = "two-modes"
+	}
+	if alg != "" || cfg.Train.Algorithm == "" {
+		cfg.Train.Algorithm = cmp.Or(alg, FlowMC)
+	}
+	return &Plan{Config: cfg}, nil
+}
+
+// Start builds the planned run, writing into dir: it loads the data once,
+// turns epochs into iterations, fills every default and builds the models
+// and the trainer. The run's Notes are the plan's (retimed where epochs
+// changed the length) and the data's.
+func (p *Plan) Start(dir string) (*Run, error) {
+	cfg := p.Config
+	b := CurrentBuild()
+	cfg.Build = &b
+	r, err := prepare(cfg, dir, nil, p.Notes)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Trainer.Init(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// retime rewrites the scaling note's iteration count, decay interval and
+// averaging window after the run's length changed from before to after.
+func retime(notes []string, before, after Config) []string {
+	type swap struct{ then, now string }
+	var swaps []swap
+	add := func(format string, then, now int) {
+		if then != now {
+			swaps = append(swaps, swap{fmt.Sprintf(format, then), fmt.Sprintf(format, now)})
+		}
+	}
+	add("%d iterations instead of", before.Iterations, after.Iterations)
+	add("decayed ×0.9 every %d iterations", before.EBMOptim.DecayEvery, after.EBMOptim.DecayEvery)
+	add("moving average of its parameters over %d iterations", before.AverageWindow, after.AverageWindow)
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		for _, s := range swaps {
+			n = strings.Replace(n, s.then, s.now, 1)
+		}
+		out[i] = n
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package algorithms
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Epochs become iterations once the data are loaded: passes over the
+// training rows (after the held-out split) at the batch size, with the
+// decay schedule stretched and the scaling note retimed to match.
+func TestPlanEpochsOnDataFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "d.csv")
+	var b strings.Builder
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := 0; i < 1000; i++ {
+		b.WriteString(ftoa(rng.NormFloat64()) + "," + ftoa(2*rng.NormFloat64()) + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := NewPlan(Request{Data: &DataConfig{File: path, HoldOut: 0.1}, Epochs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Config.Epochs != 3 {
+		t.Fatalf("plan epochs %d, want 3", plan.Config.Epochs)
+	}
+	r, err := plan.Start(filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := r.Trainer.Data().RawMatrix().Rows
+	want := 3 * rows / r.Config.Train.BatchSize
+	if rows != 900 || r.Config.Train.Iterations != want {
+		t.Errorf("%d training rows, %d iterations; want 900 rows and 3 × 900 / %d = %d iterations", rows, r.Config.Train.Iterations, r.Config.Train.BatchSize, want)
+	}
+	// Defaults decays every iterations/20: 2000/20 = 100, stretched.
+	if got, w := r.Config.Train.EBMOptim.DecayEvery, 100*want/2000; got != w {
+		t.Errorf("decay every %d, want %d", got, w)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	if !strings.Contains(notes, ftoa(float64(want))+" iterations instead of") || strings.Contains(notes, "2000 iterations instead of") {
+		t.Errorf("notes not retimed to %d iterations:\n%s", want, notes)
+	}
+	// The run and its trainer share one configuration value.
+	r.Trainer.Config.FlowSteps = 7
+	if r.Config.Train.FlowSteps != 7 {
+		t.Error("the trainer's configuration is a copy of the run's")
+	}
+}
+
+// A request's experiment, algorithm and seed replace a configuration
+// file's; what it leaves out keeps the file's.
+func TestPlanOverridesConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(path, []byte(`{"experiment": "rings", "seed": 9, "train": {"algorithm": "ula", "iterations": 40}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(Request{ConfigFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Config; c.Experiment != "rings" || c.Seed != 9 || c.Train.Algorithm != ULA || c.Train.Iterations != 40 {
+		t.Errorf("file alone: %s %d %s %d, want rings 9 ula 40", c.Experiment, c.Seed, c.Train.Algorithm, c.Train.Iterations)
+	}
+	seed := uint64(4)
+	p, err = NewPlan(Request{ConfigFile: path, Experiment: "two-modes", Algorithm: NT, Seed: &seed, Iterations: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Config; c.Experiment != "two-modes" || c.Seed != 4 || c.Train.Algorithm != NT || c.Train.Iterations != 80 {
+		t.Errorf("overridden: %s %d %s %d, want two-modes 4 nt 80", c.Experiment, c.Seed, c.Train.Algorithm, c.Train.Iterations)
+	}
+	for _, req := range []Request{{Iterations: 5, Epochs: 2}, {Epochs: -1}, {Experiment: "rings", Data: &DataConfig{File: path}}} {
+		if _, err := NewPlan(req); err == nil {
+			t.Errorf("%+v accepted", req)
+		}
+	}
+}
