@@ -93,7 +93,7 @@ func paperConfig(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 			notes = append(notes, fmt.Sprintf("%s: Table 7 has no d = %d; flow hidden width %d interpolated", exp.Name, d, h))
 		}
 		rc.Model.FlowBlocks, rc.Model.FlowHidden = 2, []int{h, h, h}
-	case exp.Image != nil:
+	case exp.Kind == experiments.KindImages:
 		// App. C.6 (CIFAR-10): batch 128, 70 epochs, persistent 1024,
 		// learning rate 1e-4 for both decayed ×0.99 every 50 batches, L2
 		// 1e-4, negatives from 3 stacked cycles of 1 i-SIR (128 particles)
@@ -194,6 +194,12 @@ func Defaults(experiment string, algorithm Algorithm) (RunConfig, []string, erro
 	if err != nil {
 		return RunConfig{}, nil, err
 	}
+	return DefaultsFor(exp, algorithm)
+}
+
+// DefaultsFor is Defaults for an experiment already looked up (mnist's
+// lookup loads and pools the images).
+func DefaultsFor(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, []string, error) {
 	rc, notes, err := paperConfig(exp, algorithm)
 	if err != nil {
 		return rc, nil, err

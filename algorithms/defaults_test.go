@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
 )
 
 var update = flag.Bool("update", false, "rewrite the paper configurations under configs/")
@@ -21,8 +23,9 @@ var paperExperiments = []string{"two-modes", "four-modes", "8-gaussians", "rings
 // each is a valid configuration.
 func TestPaperConfigFiles(t *testing.T) {
 	for _, e := range paperExperiments {
+		exp := lookUp(t, e)
 		for _, a := range Algorithms {
-			rc, _, err := PaperConfig(e, a)
+			rc, _, err := paperConfig(exp, a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,12 +63,13 @@ func TestPaperConfigFiles(t *testing.T) {
 // what it shrinks.
 func TestDefaultsScaleThePaper(t *testing.T) {
 	for _, e := range paperExperiments {
+		exp := lookUp(t, e)
 		for _, a := range Algorithms {
-			p, _, err := PaperConfig(e, a)
+			p, _, err := paperConfig(exp, a)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, notes, err := Defaults(e, a)
+			d, notes, err := DefaultsFor(exp, a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,6 +90,16 @@ func TestDefaultsScaleThePaper(t *testing.T) {
 	if _, _, err := Defaults("two-modes", "sgld"); err == nil {
 		t.Error("unknown algorithm accepted")
 	}
+}
+
+// lookUp looks an experiment up once (mnist's lookup loads the images).
+func lookUp(t *testing.T, name string) *experiments.Experiment {
+	t.Helper()
+	exp, err := experiments.ByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp
 }
 
 func TestSetIterationsStretchesDecay(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
 )
 
 // Request is what a user asks of a new run (what the command line's flags
@@ -34,6 +36,8 @@ type Request struct {
 type Plan struct {
 	Config RunConfig
 	Notes  []string
+
+	exp *experiments.Experiment // the experiment the defaults were taken from, loaded
 }
 
 // NewPlan resolves a request: the configuration file, or the paper's
@@ -80,9 +84,12 @@ func (req Request) base() (*Plan, error) {
 		var err error
 		if req.Data != nil {
 			p.Config, p.Notes, err = DataDefaults(*req.Data, alg)
-		} else {
-			p.Config, p.Notes, err = Defaults(cmp.Or(req.Experiment, "two-modes"), alg)
+			return &p, err
 		}
+		if p.exp, err = experiments.ByName(cmp.Or(req.Experiment, "two-modes")); err != nil {
+			return nil, err
+		}
+		p.Config, p.Notes, err = DefaultsFor(p.exp, alg)
 		return &p, err
 	}
 	cfg, err := ReadConfig(req.ConfigFile)
@@ -111,7 +118,11 @@ func (p *Plan) Start(dir string) (*Run, error) {
 	cfg := p.Config
 	b := CurrentBuild()
 	cfg.Build = &b
-	r, err := prepare(cfg, dir, nil, p.Notes)
+	exp := p.exp
+	if exp != nil && (cfg.Data != nil || cfg.Experiment != exp.Name) {
+		exp = nil // the configuration was changed since
+	}
+	r, err := prepare(cfg, dir, from{exp: exp, notes: p.Notes})
 	if err != nil {
 		return nil, err
 	}

@@ -332,21 +332,34 @@ func NewRun(cfg RunConfig, dir string) (*Run, error) {
 	return (&Plan{Config: cfg}).Start(dir)
 }
 
-// prepare loads the data of cfg, resolves its configuration into the one
-// value that the run and its trainer share, checks the memory it needs,
-// and builds the models (or takes those given) and the trainer. notes are
-// the resolution's notes so far, retimed if --epochs changes the length.
-func prepare(cfg RunConfig, dir string, models *checkpoint.Models, notes []string) (*Run, error) {
+// from is what a run is prepared from besides its configuration, each
+// optional: its experiment already loaded, a checkpoint's models, and the
+// notes of its configuration's resolution so far.
+type from struct {
+	exp    *experiments.Experiment
+	models *checkpoint.Models
+	notes  []string
+}
+
+// prepare loads the data of cfg (unless given), resolves its configuration
+// into the one value that the run and its trainer share, checks the memory
+// it needs, and builds the models (or takes those given) and the trainer.
+// The notes given are retimed if epochs change the run's length.
+func prepare(cfg RunConfig, dir string, given from) (*Run, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	// The data come from their own stream so that the same seed gives the
 	// same data whatever the algorithm.
 	dataRNG := rand.New(rand.NewPCG(cfg.Seed, dataStream))
-	exp, dataNotes, err := cfg.loadExperiment(dataRNG)
-	if err != nil {
-		return nil, err
+	exp, dataNotes := given.exp, []string(nil)
+	if exp == nil {
+		var err error
+		if exp, dataNotes, err = cfg.loadExperiment(dataRNG); err != nil {
+			return nil, err
+		}
 	}
+	models, notes := given.models, given.notes
 	if models != nil && models.EBM.Dim() != exp.Dim() {
 		return nil, fmt.Errorf("algorithms: %s has %d dimensions, the checkpoint's models %d", cfg.source(), exp.Dim(), models.EBM.Dim())
 	}
@@ -378,7 +391,7 @@ func (cfg *RunConfig) resolve(exp *experiments.Experiment) error {
 	}
 	if cfg.Epochs > 0 {
 		rows := cfg.DataSize
-		if exp.Target == nil && exp.TrainSet != nil {
+		if exp.Kind != experiments.KindDensity {
 			rows = min(rows, exp.TrainSet.RawMatrix().Rows)
 		}
 		batch := cfg.Train.BatchSize
@@ -418,7 +431,7 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 	}
 	r.heldOut = held
 	r.TrueHeldOutLL = math.NaN()
-	if exp.Target != nil {
+	if exp.Kind == experiments.KindDensity {
 		truth := make([]float64, held.RawMatrix().Rows)
 		if err := exp.Target.LogDensity(held, truth); err != nil {
 			return err
@@ -507,7 +520,7 @@ func (cfg *RunConfig) fillDefaults() error {
 // is allocated.
 func (cfg RunConfig) checkRunMemory(exp *experiments.Experiment) error {
 	est := cfg
-	if exp.Target == nil && exp.TrainSet != nil {
+	if exp.Kind != experiments.KindDensity {
 		// A data set's run trains on its rows, at most data_size.
 		est.DataSize = min(est.DataSize, exp.TrainSet.RawMatrix().Rows)
 	}
@@ -595,7 +608,7 @@ func (r *Run) evaluate(st IterStats) (Eval, error) {
 		if err := r.grid.Fill(r.Trainer.EBM.LogDensity); err != nil {
 			return ev, err
 		}
-		if exp.Target != nil {
+		if exp.Kind == experiments.KindDensity {
 			truth := make([]float64, r.heldOut.RawMatrix().Rows)
 			if err := exp.Target.LogDensity(r.heldOut, truth); err != nil {
 				return ev, err
@@ -915,7 +928,7 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := prepare(cfg, dir, &models, nil)
+	r, err := prepare(cfg, dir, from{models: &models})
 	if err != nil {
 		return nil, err
 	}

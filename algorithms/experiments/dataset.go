@@ -88,6 +88,7 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 	notes = append(notes, fmt.Sprintf("%s: %d training and %d held-out rows in %d dimensions, standardised (%s) on the training rows", name, n-held, held, d, kind))
 	e := &Experiment{
 		Name:        "data",
+		Kind:        KindDataSet,
 		Description: fmt.Sprintf("the data set %s (%d points in %d dimensions)", name, n, d),
 		TrainSet:    sc.FromData(trainX),
 		HeldOutSet:  sc.FromData(heldX),

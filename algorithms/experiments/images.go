@@ -3,15 +3,10 @@ package experiments
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/flowebm/flowebm/io/data"
 	"gonum.org/v1/gonum/mat"
 )
-
-// mnistCache keeps loaded MNIST experiments: reading and pooling the 70,000
-// images takes a few seconds.
-var mnistCache sync.Map
 
 // MNIST is the image experiment at a scale 2 CPU cores can train (App. C.6
 // trains on CIFAR-10 with models of millions of parameters): MNIST's
@@ -21,17 +16,14 @@ var mnistCache sync.Map
 // digits, with MNIST's own unequal frequencies (0.090 to 0.112) as true
 // weights; generated images are classified by 5 nearest neighbours among
 // 10,000 training images. dir holds the IDX files ("" finds them with
-// data.MNISTDir).
+// MNISTDir). Reading and pooling the 70,000 images takes a few seconds:
+// keep the experiment rather than looking it up again.
 func MNIST(dir string, pool int) (*Experiment, error) {
 	if dir == "" {
 		var err error
-		if dir, err = data.MNISTDir(); err != nil {
+		if dir, err = MNISTDir(); err != nil {
 			return nil, err
 		}
-	}
-	key := fmt.Sprintf("%s|%d", dir, pool)
-	if e, ok := mnistCache.Load(key); ok {
-		return e.(*Experiment), nil
 	}
 	train, err := data.ReadMNIST(dir, false)
 	if err != nil {
@@ -45,7 +37,6 @@ func MNIST(dir string, pool int) (*Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
-	mnistCache.Store(key, e)
 	return e, nil
 }
 
@@ -79,7 +70,7 @@ func imageExperiment(name, desc string, train, test *data.Images, pool int) (*Ex
 	for k := range names {
 		names[k] = fmt.Sprint(k)
 	}
-	return &Experiment{Name: name, Description: desc, Weights: tr.ClassWeights(),
+	return &Experiment{Name: name, Kind: KindImages, Description: desc, Weights: tr.ClassWeights(),
 		TrainSet: x, HeldOutSet: hx, HeldOutLabels: te.Labels, Classify: knn.Classify, ClassNames: names,
 		Image: &ImageShape{Channels: tr.Channels, Height: tr.Height, Width: tr.Width}}, nil
 }

@@ -21,6 +21,8 @@ import (
 type Experiment struct {
 	// Name is the command-line name ("two-modes", "four-gaussians-16", ...).
 	Name string
+	// Kind says which of the fields below the experiment has.
+	Kind Kind
 	// Description says where in the paper the experiment comes from.
 	Description string
 	// Target draws data and evaluates the exact log-density (nil for a
@@ -53,12 +55,28 @@ type Experiment struct {
 	Columns []string
 }
 
+// Kind is what an experiment is made of.
+type Kind int
+
+// The kinds of experiments.
+const (
+	// KindDensity: a target with an exact density (Target), which draws
+	// the data; mode weights are counted in the zones of Modes (if any).
+	KindDensity Kind = iota
+	// KindDataSet: a user's data set (TrainSet, HeldOutSet) in
+	// standardised coordinates (Scaling), with optional mode centres.
+	KindDataSet
+	// KindImages: labelled images (TrainSet, HeldOutSet, Image), whose
+	// classes (Classify) have the true weights Weights.
+	KindImages
+)
+
 // ImageShape is the shape of a data point laid out channel-major.
 type ImageShape struct{ Channels, Height, Width int }
 
 // Dim returns the dimension of the data.
 func (e *Experiment) Dim() int {
-	if e.Target == nil {
+	if e.Kind != KindDensity {
 		_, c := e.TrainSet.Dims()
 		return c
 	}
@@ -70,7 +88,7 @@ func (e *Experiment) Dim() int {
 // fewer) and first held held-out rows (the sets are shuffled once when the
 // experiment is built).
 func (e *Experiment) Split(rng *rand.Rand, n, held int) (train, heldOut *mat.Dense) {
-	if e.Target != nil {
+	if e.Kind == KindDensity {
 		return e.Data(rng, n), e.Data(rng, held)
 	}
 	rows := func(m *mat.Dense, k int) *mat.Dense {
@@ -85,7 +103,7 @@ func (e *Experiment) Split(rng *rand.Rand, n, held int) (train, heldOut *mat.Den
 // units), or nil if the experiment has neither.
 func (e *Experiment) Zones(x mat.Matrix) []int {
 	switch {
-	case e.Classify != nil:
+	case e.Kind == KindImages:
 		return e.Classify(x)
 	case e.Modes != nil:
 		if e.Scaling != nil {

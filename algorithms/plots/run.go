@@ -40,9 +40,9 @@ func WriteRun(r *algorithms.Run, f Format) error {
 			return err
 		}
 	}
-	if im := r.Experiment.Image; im != nil {
+	if e := r.Experiment; e.Kind == experiments.KindImages {
 		title := fmt.Sprintf("%s, %s: the first 64 persistent chains at iteration %d", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
-		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *im, 8, 6); err != nil {
+		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *e.Image, 8, 6); err != nil {
 			return err
 		}
 	}

@@ -80,6 +80,7 @@ measured); its numbers are not comparable with the paper's.`,
 // reproRun is one training run of the reproduction.
 type reproRun struct {
 	experiment   string
+	exp          *experiments.Experiment
 	algorithm    algorithms.Algorithm
 	dir          string
 	exactDensity bool // the experiment has an exact log-density
@@ -121,7 +122,8 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	var runs []*reproRun
 	for _, e := range exps {
-		if _, err := experiments.ByName(e); err != nil {
+		exp, err := experiments.ByName(e) // once: mnist's loads the images
+		if err != nil {
 			return err
 		}
 		for _, name := range algs {
@@ -129,10 +131,10 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			if err := a.Set(name); err != nil {
 				return err
 			}
-			if _, _, err := algorithms.Defaults(e, a); err != nil {
+			if _, _, err := algorithms.DefaultsFor(exp, a); err != nil {
 				return err
 			}
-			runs = append(runs, &reproRun{experiment: e, algorithm: a})
+			runs = append(runs, &reproRun{experiment: e, exp: exp, algorithm: a})
 		}
 	}
 	if err := checkKeptRuns(runs, f); err != nil {
@@ -287,8 +289,8 @@ func lastLine(path string) string {
 // evaluations, and redraws a finished run's evaluation plots in format
 // format (a kept run's plots then follow the current code and format).
 func (r *reproRun) load(format plots.Format) error {
-	exp, _ := experiments.ByName(r.experiment)
-	r.exactDensity = exp.Target != nil
+	exp := r.exp
+	r.exactDensity = exp.Kind == experiments.KindDensity
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
 		r.err = strings.TrimSpace(string(b))
 		r.evals, _ = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))

