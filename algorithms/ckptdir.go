@@ -118,15 +118,15 @@ func checkComplete(dir string, strict bool) error {
 	if _, err := npz.ReadFile(filepath.Join(dir, "state.npz")); err != nil {
 		return err
 	}
-	path = filepath.Join(dir, "evals.csv")
-	f, err := os.Open(path)
+	evals := filepath.Join(dir, "evals.csv")
+	f, err := os.Open(evals)
 	if err != nil {
 		return err
 	}
-	_, err = csv.NewReader(f).ReadAll()
+	rows, err := csv.NewReader(f).ReadAll()
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", evals, err)
 	}
 	path = filepath.Join(dir, "window.json")
 	var w modeWindow
@@ -134,6 +134,8 @@ func checkComplete(dir string, strict bool) error {
 	case errors.Is(err, fs.ErrNotExist) && !strict:
 	case err != nil:
 		return err
+	case w.Evals != nil && *w.Evals != max(0, len(rows)-1):
+		return fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s)", evals, max(0, len(rows)-1), *w.Evals, path)
 	}
 	return nil
 }

@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -466,5 +471,168 @@ func copyDir(t *testing.T, from, to string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Absurd arrays in state.npz, a malformed random stream and a key given
+// twice in state.json are refused on resume, each naming the member or
+// field: a NaN or fractional data_order index panicked or was truncated,
+// a NaN current EBM was blamed on training as a divergence.
+func TestResumeRefusesAbsurdStateArrays(t *testing.T) {
+	base := t.TempDir()
+	r := smallRun(t, FlowMC, 4, base)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.Train.AverageWindow == 0 {
+		t.Fatal("the run does not average: ebm_current is not saved")
+	}
+	ck := filepath.Join(base, "checkpoint")
+	setMember := func(dir, name string, edit func([]float64)) {
+		arc, err := npz.ReadFile(filepath.Join(dir, "checkpoint", "state.npz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrays := map[string]*npy.Array{}
+		for _, n := range arc.Names {
+			a, err := arc.Get(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arrays[n] = a
+		}
+		edit(arrays[name].Data)
+		if err := npz.WriteFile(filepath.Join(dir, "checkpoint", "state.npz"), arrays, npy.Float64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state, err := os.ReadFile(filepath.Join(ck, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(dir string)
+		want string
+	}{
+		{"NaN order", func(dir string) { setMember(dir, "data_order", func(v []float64) { v[3] = math.NaN() }) }, `"data_order" holds NaN at index 3`},
+		{"fractional order", func(dir string) { setMember(dir, "data_order", func(v []float64) { v[0] = 2.5 }) }, `"data_order" holds 2.5 at index 0, want a permutation`},
+		{"repeated row", func(dir string) { setMember(dir, "data_order", func(v []float64) { v[1] = v[0] }) }, "each row once"},
+		{"NaN current EBM", func(dir string) { setMember(dir, "ebm_current", func(v []float64) { v[0] = math.NaN() }) }, `"ebm_current" holds NaN at index 0`},
+		{"bad base64", func(dir string) {
+			var m map[string]any
+			json.Unmarshal(state, &m)
+			m["rng"].(map[string]any)["bank"] = "@@@"
+			b, _ := json.Marshal(m)
+			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), b, 0o644)
+		}, `field "rng.bank": illegal base64`},
+		{"key twice", func(dir string) {
+			s := strings.Replace(string(state), `"iter": 2`, `"iter": 2, "iter": 1`, 1)
+			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), []byte(s), 0o644)
+		}, `field "iter" given twice`},
+	} {
+		dir := filepath.Join(t.TempDir(), "run")
+		copyDir(t, base, dir)
+		c.edit(dir)
+		if _, err := Resume(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A new run's first checkpoint never promotes the checkpoint of a run it
+// replaces: killed while writing config.json after its checkpoint.new/
+// was complete, then started again and killed in its own first
+// checkpoint, the folder held the first run's checkpoint/ without a
+// config.json, which neither --resume nor a fresh start could use.
+func TestFirstCheckpointDropsReplacedRunsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, FlowMC, 12, dir)
+	stepN(t, r, 3)
+	crashAt(t, "complete")
+	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+		t.Fatalf("Checkpoint: %v, want the simulated crash", err)
+	}
+	os.Remove(filepath.Join(dir, "config.json")) // the kill came during its rename
+	wantOnly(t, dir, "checkpoint.new")
+	r = smallRun(t, FlowMC, 12, dir)
+	stepN(t, r, 2)
+	crashAt(t, "models")
+	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+		t.Fatalf("Checkpoint: %v, want the simulated crash", err)
+	}
+	if ck, err := LatestCheckpoint(dir); err == nil {
+		t.Fatalf("the second run left %s, a complete checkpoint that is not its own", ck)
+	}
+	crashHook = nil
+	r = smallRun(t, FlowMC, 12, dir)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if resumed, err := Resume(dir); err != nil || resumed.Trainer.Iter != 2 {
+		t.Fatalf("Resume: %v, want the third run at iteration 2", err)
+	}
+}
+
+// A run resumed from its final checkpoint trains nothing but completes
+// what a kill after that checkpoint left undone: metrics.csv is written
+// again and the density grid is the final model's (it was left empty, and
+// density.png blank).
+func TestResumeFinishedRunCompletesOutputs(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, FlowMC, 4, dir)
+	if err := r.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	metrics := filepath.Join(dir, "metrics.csv")
+	want, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(metrics)
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(metrics); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("metrics.csv after resuming the finished run: %v, equal to the original: %v", err, bytes.Equal(got, want))
+	}
+	if !slices.Equal(resumed.Grid().LogDensity, r.Grid().LogDensity) {
+		t.Error("the resumed run's density grid differs from the final model's")
+	}
+}
+
+// A checkpoint/ whose evaluations fall short of window.json's count is
+// incomplete: the run resumes from checkpoint.old/ rather than deleting it
+// and failing.
+func TestShortEvalsFallBackToOldCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, FlowMC, 12, dir)
+	stepN(t, r, 2) // evaluated at iterations 1 and 2
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, filepath.Join(dir, "checkpoint"), filepath.Join(dir, "checkpoint.old"))
+	stepN(t, r, 2)
+	copyDir(t, filepath.Join(dir, "checkpoint.old"), filepath.Join(dir, "checkpoint.keep"))
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	os.Rename(filepath.Join(dir, "checkpoint.keep"), filepath.Join(dir, "checkpoint.old"))
+	evals := filepath.Join(dir, "checkpoint", "evals.csv")
+	b, _ := os.ReadFile(evals)
+	lines := strings.SplitAfter(string(b), "\n")
+	os.WriteFile(evals, []byte(strings.Join(lines[:2], "")), 0o644) // one of two evaluations
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatalf("Resume: %v, want checkpoint.old/", err)
+	}
+	if resumed.Trainer.Iter != 2 || len(resumed.Evals) != 2 {
+		t.Errorf("resumed at iteration %d with %d evaluations, want checkpoint.old's 2 and 2", resumed.Trainer.Iter, len(resumed.Evals))
 	}
 }

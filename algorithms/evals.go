@@ -93,13 +93,7 @@ func evalScalars(e *Eval) []*float64 {
 func WriteEvalsCSV(path string, evals []Eval, modes int) error {
 	return safefile.Write(path, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		head := append([]string{"iter"}, evalColumns...)
-		for _, p := range []string{"ebm_w", "neg_w", "start_w"} {
-			for k := 0; k < modes; k++ {
-				head = append(head, p+strconv.Itoa(k))
-			}
-		}
-		cw.Write(head)
+		cw.Write(evalsHeader(modes))
 		for _, e := range evals {
 			row := []string{strconv.Itoa(e.Iter)}
 			for _, v := range evalScalars(&e) {
@@ -119,6 +113,17 @@ func WriteEvalsCSV(path string, evals []Eval, modes int) error {
 		cw.Flush()
 		return cw.Error()
 	})
+}
+
+// evalsHeader is the header of an evaluations CSV with modes modes.
+func evalsHeader(modes int) []string {
+	head := append([]string{"iter"}, evalColumns...)
+	for _, p := range []string{"ebm_w", "neg_w", "start_w"} {
+		for k := 0; k < modes; k++ {
+			head = append(head, p+strconv.Itoa(k))
+		}
+	}
+	return head
 }
 
 // ReadEvalsCSVModes reads what WriteEvalsCSV wrote, the number of modes
@@ -151,22 +156,33 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	want := 1 + len(evalColumns) + 3*modes
+	head := evalsHeader(modes)
+	if len(rows) == 0 {
+		return nil, nil // no header, no evaluations (resume checks the count)
+	}
+	if !slices.Equal(rows[0], head) {
+		got := fmt.Sprintf("%d columns %q…", len(rows[0]), strings.Join(rows[0][:min(len(rows[0]), 4)], ","))
+		return nil, fmt.Errorf("%s: header has %s, want flowebm's %d columns (iter, %s, …) for %d modes", path, got, len(head), strings.Join(evalColumns[:3], ", "), modes)
+	}
 	var evals []Eval
-	for i, row := range rows {
-		if i == 0 {
-			continue
+	last := 0
+	for i, row := range rows[1:] {
+		line := i + 2
+		if len(row) != len(head) {
+			return nil, fmt.Errorf("%s: line %d has %d fields, want %d", path, line, len(row), len(head))
 		}
-		if len(row) != want {
-			return nil, fmt.Errorf("%s: line %d has %d fields, want %d", path, i+1, len(row), want)
+		iter, err := strconv.Atoi(row[0])
+		if err != nil || iter <= last {
+			return nil, fmt.Errorf("%s: line %d: iter %q, want an integer iteration after %d", path, line, row[0], last)
 		}
+		last = iter
 		v := make([]float64, len(row))
-		for j, s := range row {
-			if v[j], err = strconv.ParseFloat(s, 64); err != nil {
-				return nil, fmt.Errorf("%s: line %d, column %d: %w", path, i+1, j+1, err)
+		for j, s := range row[1:] {
+			if v[j+1], err = strconv.ParseFloat(s, 64); err != nil {
+				return nil, fmt.Errorf("%s: line %d, column %d (%s): %w", path, line, j+2, head[j+1], err)
 			}
 		}
-		e := Eval{Iter: int(v[0]), Stats: IterStats{Iter: int(v[0])}}
+		e := Eval{Iter: iter, Stats: IterStats{Iter: iter}}
 		for j, p := range evalScalars(&e) {
 			*p = v[1+j]
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -110,7 +111,7 @@ func (c DataConfig) Load(rng *rand.Rand) (*experiments.Experiment, []string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite}
+	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite, ModesName: c.Modes}
 	if opt.Columns, err = csvColumns(c.File); err != nil {
 		return nil, nil, err
 	}
@@ -736,6 +737,9 @@ var ErrInterrupted = errors.New("training interrupted")
 func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 	cfg := r.Config
 	total := cfg.Train.Iterations
+	if r.Trainer.Iter >= total {
+		return r.finishResumed()
+	}
 	for r.Trainer.Iter < total {
 		if ctx.Err() != nil {
 			return r.interrupted()
@@ -769,6 +773,39 @@ func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 		}
 	}
 	return nil
+}
+
+// clearOrRecover prepares the run folder for a checkpoint: a resumed
+// run (or one that checkpointed already) finishes or undoes an interrupted
+// replacement; a new run's first checkpoint removes the checkpoint folders
+// of a run it replaces (--force, or one killed before its first
+// checkpoint), which are not its own: promoting them would give the folder
+// another run's checkpoint.
+func (r *Run) clearOrRecover() error {
+	if r.checkpointed {
+		_, err := recoverCheckpoint(r.Dir)
+		return err
+	}
+	final := filepath.Join(r.Dir, checkpointName)
+	for _, p := range []string{final + newSuffix, final + oldSuffix, final} {
+		if err := removeIfExists(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishResumed completes the outputs of a run resumed from its final
+// checkpoint, which trains nothing: the density grid is filled from the
+// final model (as its last evaluation did) and metrics.csv, which a kill
+// after that checkpoint may have left unwritten or stale, is rewritten.
+func (r *Run) finishResumed() error {
+	if r.grid != nil {
+		if err := r.Trainer.WithAveraged(func() error { return r.grid.Fill(r.Trainer.EBM.LogDensity) }); err != nil {
+			return err
+		}
+	}
+	return WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights))
 }
 
 // interrupted checkpoints the run where it stopped.
@@ -805,11 +842,11 @@ func (r *Run) Checkpoint() error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err
 	}
-	if _, err := recoverCheckpoint(r.Dir); err != nil {
-		return err
-	}
 	final := filepath.Join(r.Dir, checkpointName)
 	tmp := final + newSuffix
+	if err := r.clearOrRecover(); err != nil {
+		return err
+	}
 	if err := removeIfExists(tmp); err != nil {
 		return err
 	}
@@ -894,6 +931,65 @@ func ResumeOn(dir, file, key string) (*Run, error) {
 	})
 }
 
+// restoreHistory reads the checkpoint's evaluations (evals.csv) and the
+// mode counts pooled since the last one (window.json), checking that the
+// history is whole.
+func (r *Run) restoreHistory(ck string) error {
+	evalsPath := filepath.Join(ck, "evals.csv")
+	var err error
+	if r.Evals, err = ReadEvalsCSV(evalsPath, len(r.Experiment.Weights)); err != nil {
+		return err
+	}
+	if n := len(r.Evals); n > 0 && r.Evals[n-1].Iter > r.Trainer.Iter {
+		return fmt.Errorf("%s: field \"iter\" is %d, but %s holds an evaluation at iteration %d: the checkpoint is inconsistent", filepath.Join(ck, "state.json"), r.Trainer.Iter, evalsPath, r.Evals[n-1].Iter)
+	}
+	w := filepath.Join(ck, "window.json")
+	if err := r.readWindow(w); err != nil {
+		return err
+	}
+	// A truncated evals.csv would silently drop the metrics history (and
+	// metrics.csv, rewritten from it at the next checkpoint).
+	if n := r.window.Evals; n != nil {
+		if *n != len(r.Evals) {
+			return fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s): the checkpoint's metrics history is incomplete", evalsPath, len(r.Evals), *n, w)
+		}
+		return nil
+	}
+	// An earlier checkpoint, without the count: one past the first
+	// evaluation (iteration eval_every, or the last) must hold it.
+	if first := min(r.Config.EvalEvery, r.Config.Train.Iterations); r.Trainer.Iter >= first && len(r.Evals) == 0 {
+		return fmt.Errorf("%s: no evaluations, want at least 1: the checkpoint is at iteration %d, past the first evaluation (iteration %d, eval_every %d)", evalsPath, r.Trainer.Iter, first, r.Config.EvalEvery)
+	}
+	return nil
+}
+
+// readWindow reads the mode counts pooled since the last evaluation
+// (checkpoints written before the pooled weights have none).
+func (r *Run) readWindow(path string) error {
+	switch err := readJSON(path, &r.window, true); {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	k := len(r.Experiment.Weights)
+	for _, c := range []struct {
+		name   string
+		counts []float64
+	}{{"neg", r.window.Neg}, {"start", r.window.Start}} {
+		if c.counts != nil && len(c.counts) != k {
+			return fmt.Errorf("%s: field %q has %d counts, want %d (the experiment's modes)", path, c.name, len(c.counts), k)
+		}
+		if i := firstBad(c.counts, true); i >= 0 {
+			return fmt.Errorf("%s: field %q holds %v at mode %d, want finite counts ≥ 0", path, c.name, c.counts[i], i+1)
+		}
+	}
+	if n := r.window.Evals; n != nil && *n < 0 {
+		return fmt.Errorf("%s: field \"evals\" is %d, want ≥ 0", path, *n)
+	}
+	return nil
+}
+
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (RunConfig, error) {
@@ -936,34 +1032,8 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 	if err := r.Trainer.Restore(ck); err != nil {
 		return nil, err
 	}
-	evalsPath := filepath.Join(ck, "evals.csv")
-	if r.Evals, err = ReadEvalsCSV(evalsPath, len(r.Experiment.Weights)); err != nil {
+	if err := r.restoreHistory(ck); err != nil {
 		return nil, err
-	}
-	if n := len(r.Evals); n > 0 && r.Evals[n-1].Iter > r.Trainer.Iter {
-		return nil, fmt.Errorf("%s: field \"iter\" is %d, but %s holds an evaluation at iteration %d: the checkpoint is inconsistent", filepath.Join(ck, "state.json"), r.Trainer.Iter, evalsPath, r.Evals[n-1].Iter)
-	}
-	// Checkpoints written before the pooled mode weights have no window.
-	w := filepath.Join(ck, "window.json")
-	switch err := readJSON(w, &r.window, true); {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return nil, err
-	default:
-		if k := len(r.Experiment.Weights); (r.window.Neg != nil && len(r.window.Neg) != k) || (r.window.Start != nil && len(r.window.Start) != k) {
-			return nil, fmt.Errorf("%s: neg and start: want %d counts (the experiment's modes), have %d and %d", w, k, len(r.window.Neg), len(r.window.Start))
-		}
-	}
-	// A truncated evals.csv would silently drop the metrics history (and
-	// metrics.csv, rewritten from it at the next checkpoint).
-	if n := r.window.Evals; n != nil {
-		if *n != len(r.Evals) {
-			return nil, fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s): the checkpoint's metrics history is incomplete", evalsPath, len(r.Evals), *n, w)
-		}
-	} else if first := min(r.Config.EvalEvery, r.Config.Train.Iterations); r.Trainer.Iter >= first && len(r.Evals) == 0 {
-		// An earlier checkpoint, without the count: one past the first
-		// evaluation (iteration eval_every) must hold it.
-		return nil, fmt.Errorf("%s: no evaluations, want at least 1: the checkpoint is at iteration %d, past the first evaluation (iteration %d, eval_every %d)", evalsPath, r.Trainer.Iter, first, r.Config.EvalEvery)
 	}
 	r.window.Evals = nil
 	if b := CurrentBuild(); cfg.Build != nil && *cfg.Build != b {
@@ -988,24 +1058,7 @@ func writeJSON(path string, v any) error {
 }
 
 func readJSON(path string, v any, strict bool) error { // strict: unknown fields are errors
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: empty, want a JSON object", path)
-		}
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%s: data after the JSON object (at byte %d): want one object", path, dec.InputOffset())
-	}
-	return nil
+	return jsonfile.Read(path, v, jsonfile.Options{AllowUnknown: !strict})
 }
 
 // ReadConfig reads a run configuration file (the fields of config.json),

@@ -1,9 +1,11 @@
 package algorithms
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 
 	"github.com/flowebm/flowebm/io/npy"
@@ -36,7 +38,7 @@ type trainerState struct {
 	Iter     int               `json:"iter"`
 	DataPos  int               `json:"data_pos"`
 	StepSize float64           `json:"step_size,omitempty"`
-	RNG      map[string][]byte `json:"rng"`
+	RNG      map[string]string `json:"rng"` // each stream's state, base64
 }
 
 // SaveState writes the trainer's state (iteration, persistent bank, data
@@ -44,7 +46,7 @@ type trainerState struct {
 // and dir/state.npz, each atomically. With the models' checkpoint it is
 // enough for Restore to continue exactly as an uninterrupted run.
 func (t *Trainer) SaveState(dir string) error {
-	st := trainerState{Iter: t.Iter, DataPos: t.dataPos, RNG: map[string][]byte{}}
+	st := trainerState{Iter: t.Iter, DataPos: t.dataPos, RNG: map[string]string{}}
 	if t.kernels.Local != nil {
 		st.StepSize = t.kernels.Local.StepSize
 	}
@@ -53,7 +55,7 @@ func (t *Trainer) SaveState(dir string) error {
 		if err != nil {
 			return err
 		}
-		st.RNG[name] = b
+		st.RNG[name] = base64.StdEncoding.EncodeToString(b)
 	}
 	r, d := t.Bank.Dims()
 	arrays := map[string]*npy.Array{"bank": {Shape: []int{r, d}, Data: t.Bank.RawMatrix().Data}}
@@ -98,102 +100,165 @@ func (t *Trainer) streams() map[string]interface {
 
 // Restore loads what SaveState wrote in dir. The trainer must have been
 // built with the same configuration and data, and its models loaded from
-// the same checkpoint.
+// the same checkpoint. Every value is checked before it is used.
 func (t *Trainer) Restore(dir string) error {
 	path := filepath.Join(dir, "state.json")
-	var st trainerState
-	if err := readJSON(path, &st, true); err != nil {
+	st, err := t.readState(path)
+	if err != nil {
 		return err
-	}
-	if err := requireFields(path, "iter", "data_pos", "rng"); err != nil {
-		return err
-	}
-	if st.Iter < 0 || st.Iter > t.Config.Iterations {
-		return fmt.Errorf("%s: field \"iter\" is %d, want 0..%d (the run's train.iterations)", path, st.Iter, t.Config.Iterations)
-	}
-	for name, src := range t.streams() {
-		if err := src.UnmarshalBinary(st.RNG[name]); err != nil {
-			return fmt.Errorf("%s: field \"rng.%s\": %w", path, name, err)
-		}
 	}
 	arc, err := npz.ReadFile(filepath.Join(dir, "state.npz"))
 	if err != nil {
 		return err
 	}
-	bank, err := arc.Get("bank")
-	if err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
+	ck := stateArchive{dir: dir, arc: arc}
+	if err := t.restoreBank(ck); err != nil {
+		return err
 	}
-	r, d := t.Bank.Dims()
-	if len(bank.Shape) != 2 || bank.Shape[0] != r || bank.Shape[1] != d {
-		return fmt.Errorf("%s: state.npz member \"bank\" has shape %v, want [%d %d] (persistent × dim)", dir, bank.Shape, r, d)
+	if err := t.restoreOrder(ck, path, st.DataPos); err != nil {
+		return err
 	}
-	if i := firstBad(bank.Data, false); i >= 0 {
-		return fmt.Errorf("%s: state.npz member \"bank\" holds %v at chain %d, want finite states", dir, bank.Data[i], i/d)
-	}
-	t.Bank = mat.NewDense(r, d, bank.Data)
-	order, err := arc.Get("data_order")
-	if err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
-	n, _ := t.data.Dims()
-	t.order = make([]int, len(order.Data))
-	for i, v := range order.Data {
-		if v < 0 || int(v) >= n {
-			return fmt.Errorf("%s: state.npz member \"data_order\" holds %v, want indices below %d", dir, v, n)
-		}
-		t.order[i] = int(v)
-	}
-	if st.DataPos < 0 || st.DataPos > len(t.order) {
-		return fmt.Errorf("%s: field \"data_pos\" is %d, want 0..%d", path, st.DataPos, len(t.order))
-	}
-	t.dataPos = st.DataPos
-	getOpt := func(prefix string, o Optimizer) error {
-		m := map[string][]float64{}
-		for k := range o.State() {
-			a, err := arc.Get(prefix + k)
-			if err != nil {
-				return fmt.Errorf("%s: %w", dir, err)
-			}
-			m[k] = a.Data
-		}
-		if err := o.SetState(m); err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
-		}
-		return nil
-	}
-	if err := getOpt("ebm_optim.", t.optEBM); err != nil {
+	if err := ck.optimiser("ebm_optim.", t.optEBM); err != nil {
 		return err
 	}
 	if t.optFlow != nil {
-		if err := getOpt("flow_optim.", t.optFlow); err != nil {
+		if err := ck.optimiser("flow_optim.", t.optFlow); err != nil {
 			return err
 		}
 	}
 	if t.kernels.Local != nil {
-		if !(st.StepSize > 0 && st.StepSize <= maxStepSize) {
-			return fmt.Errorf("%s: field \"step_size\" is %v, want the MALA step in (0, %g]", path, st.StepSize, maxStepSize)
-		}
 		t.kernels.Local.StepSize = st.StepSize
 	}
 	t.Iter = st.Iter
 	// The models' parameters were loaded from the checkpoint: re-read the
 	// flat copies the optimisers update.
 	t.EBM.Params.Flatten(t.thetaE)
-	if t.thetaAvg != nil {
-		copy(t.thetaAvg, t.thetaE)
-		cur, err := arc.Get("ebm_current")
-		if err != nil {
-			return fmt.Errorf("%s: %w (the run averages the EBM: average_window %d)", dir, err, t.Config.AverageWindow)
-		}
-		if len(cur.Data) != len(t.thetaE) {
-			return fmt.Errorf("%s: state.npz member \"ebm_current\" has %d values, want %d (the EBM's parameter count)", dir, len(cur.Data), len(t.thetaE))
-		}
-		copy(t.thetaE, cur.Data)
-		t.EBM.Params.SetFlat(t.thetaE)
-	}
 	if t.Flow != nil {
 		t.Flow.Params.Flatten(t.thetaF)
 	}
+	return t.restoreAveraged(ck)
+}
+
+// readState reads state.json, checks its fields and restores the random
+// streams.
+func (t *Trainer) readState(path string) (trainerState, error) {
+	var st trainerState
+	if err := readJSON(path, &st, true); err != nil {
+		return st, err
+	}
+	if err := requireFields(path, "iter", "data_pos", "rng"); err != nil {
+		return st, err
+	}
+	if st.Iter < 0 || st.Iter > t.Config.Iterations {
+		return st, fmt.Errorf("%s: field \"iter\" is %d, want 0..%d (the run's train.iterations)", path, st.Iter, t.Config.Iterations)
+	}
+	if t.kernels.Local != nil && !(st.StepSize > 0 && st.StepSize <= maxStepSize) {
+		return st, fmt.Errorf("%s: field \"step_size\" is %v, want the MALA step in (0, %g]", path, st.StepSize, maxStepSize)
+	}
+	for name, src := range t.streams() {
+		b, err := base64.StdEncoding.DecodeString(st.RNG[name])
+		if err == nil {
+			err = src.UnmarshalBinary(b)
+		}
+		if err != nil {
+			return st, fmt.Errorf("%s: field \"rng.%s\": %w", path, name, err)
+		}
+	}
+	return st, nil
+}
+
+// stateArchive is a checkpoint's state.npz.
+type stateArchive struct {
+	dir string
+	arc *npz.Archive
+}
+
+// get returns member name, which must hold n finite values (n < 0: any
+// number); what is the member's meaning in messages.
+func (s stateArchive) get(name string, n int, what string) ([]float64, []int, error) {
+	a, err := s.arc.Get(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", s.dir, err)
+	}
+	if n >= 0 && len(a.Data) != n {
+		return nil, nil, fmt.Errorf("%s: state.npz member %q has %d values, want %d (%s)", s.dir, name, len(a.Data), n, what)
+	}
+	if i := firstBad(a.Data, false); i >= 0 {
+		return nil, nil, fmt.Errorf("%s: state.npz member %q holds %v at index %d, want finite values (%s)", s.dir, name, a.Data[i], i, what)
+	}
+	return a.Data, a.Shape, nil
+}
+
+// optimiser restores an optimiser's state from the members prefix+key.
+func (s stateArchive) optimiser(prefix string, o Optimizer) error {
+	m := map[string][]float64{}
+	for k := range o.State() {
+		a, err := s.arc.Get(prefix + k)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.dir, err)
+		}
+		m[k] = a.Data
+	}
+	if err := o.SetState(m); err != nil {
+		return fmt.Errorf("%s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// restoreBank restores the persistent chains.
+func (t *Trainer) restoreBank(s stateArchive) error {
+	r, d := t.Bank.Dims()
+	bank, shape, err := s.get("bank", r*d, "persistent × dim")
+	if err != nil {
+		return err
+	}
+	if len(shape) != 2 || shape[0] != r || shape[1] != d {
+		return fmt.Errorf("%s: state.npz member \"bank\" has shape %v, want [%d %d] (persistent × dim)", s.dir, shape, r, d)
+	}
+	t.Bank = mat.NewDense(r, d, bank)
+	return nil
+}
+
+// restoreOrder restores the epoch's shuffled order of the training rows
+// (empty before the first batch, else a permutation of them) and the
+// position in it.
+func (t *Trainer) restoreOrder(s stateArchive, path string, pos int) error {
+	n, _ := t.data.Dims()
+	order, _, err := s.get("data_order", -1, "the epoch's order of the training rows")
+	if err != nil {
+		return err
+	}
+	if len(order) != 0 && len(order) != n {
+		return fmt.Errorf("%s: state.npz member \"data_order\" has %d values, want %d (a permutation of the training rows)", s.dir, len(order), n)
+	}
+	seen := make([]bool, n)
+	t.order = make([]int, len(order))
+	for i, v := range order {
+		if v < 0 || v >= float64(n) || v != math.Trunc(v) || seen[int(v)] {
+			return fmt.Errorf("%s: state.npz member \"data_order\" holds %v at index %d, want a permutation of 0..%d (each row once)", s.dir, v, i, n-1)
+		}
+		seen[int(v)] = true
+		t.order[i] = int(v)
+	}
+	if pos < 0 || pos > len(t.order) {
+		return fmt.Errorf("%s: field \"data_pos\" is %d, want 0..%d", path, pos, len(t.order))
+	}
+	t.dataPos = pos
+	return nil
+}
+
+// restoreAveraged restores the EBM's current parameters where the run
+// averages them (the checkpoint's weights are the average).
+func (t *Trainer) restoreAveraged(s stateArchive) error {
+	if t.thetaAvg == nil {
+		return nil
+	}
+	copy(t.thetaAvg, t.thetaE)
+	cur, _, err := s.get("ebm_current", len(t.thetaE), fmt.Sprintf("the EBM's parameters; the run averages them over average_window %d", t.Config.AverageWindow))
+	if err != nil {
+		return err
+	}
+	copy(t.thetaE, cur)
+	t.EBM.Params.SetFlat(t.thetaE)
 	return nil
 }

@@ -221,7 +221,7 @@ func TestResumeRefusesIterOutOfRange(t *testing.T) {
 }
 
 func TestResumeRefusesTruncatedEvals(t *testing.T) {
-	const header = "iter,loss\n"
+	header := strings.Join(evalsHeader(2), ",") + "\n"
 	for _, content := range []string{"", header} {
 		// Past the first evaluation (iteration 2): 2 evaluations lost.
 		dir := checkpointAt(t, 12, 2, 4, true)

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -22,6 +23,9 @@ type DataSetOptions struct {
 	// mode weights are then measured by nearest-centre zones, and the
 	// reference weights are the fractions of the data in each zone.
 	Modes *mat.Dense
+	// ModesName names the centres in messages (their file; default
+	// "modes").
+	ModesName string
 	// DropNonFinite drops rows holding NaN or Inf instead of refusing the
 	// data.
 	DropNonFinite bool
@@ -81,6 +85,14 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
+	for j, v := range sc.Scale {
+		// Densities are reported per unit of the data: at scales beyond
+		// 1e±150 they leave float64's range (and the density plot with
+		// them).
+		if v < 1e-150 || v > 1e150 {
+			return nil, nil, fmt.Errorf("%s: column %d has scale %g: densities in the data's units would leave float64's range; rescale it to within 1e-150..1e150 first", name, j+1, v)
+		}
+	}
 	kind := opt.Standardize
 	if kind == "" {
 		kind = data.PerDimension
@@ -107,32 +119,47 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 		e.Box = math.Ceil(2*1.15*b) / 2
 	}
 	if opt.Modes != nil {
-		k, c := opt.Modes.Dims()
-		if c != d {
-			return nil, nil, fmt.Errorf("modes: %d centres in %d dimensions, want the data's %d", k, c, d)
+		if err := e.setModes(opt, n); err != nil {
+			return nil, nil, err
 		}
-		if k > n {
-			// The reference weights are the data's fractions in the
-			// zones: more zones than points leaves most empty, and every
-			// iteration pays for each zone.
-			return nil, nil, fmt.Errorf("modes: %d centres for %d data rows, want at most one centre per row", k, n)
-		}
-		for i := 0; i < k; i++ {
-			row := mat.Row(nil, i, opt.Modes)
-			for j, v := range row {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, nil, fmt.Errorf("modes: centre %d, coordinate %d is %v, want finite coordinates", i+1, j+1, v)
-				}
-			}
-			e.Modes = append(e.Modes, row)
-		}
-		// Reference weights: the data's own fractions in the zones.
-		e.Weights = make([]float64, k)
-		all := mat.NewDense(n, d, nil)
-		all.Stack(e.TrainSet, e.HeldOutSet)
-		e.Weights = e.Weigh(all)
 	}
 	return e, notes, nil
+}
+
+// setModes checks the mode centres of opt (finite, distinct, the data's
+// dimension, no more than the n rows) and sets them with their reference
+// weights: the data's own fractions in their zones.
+func (e *Experiment) setModes(opt DataSetOptions, n int) error {
+	name := cmp.Or(opt.ModesName, "modes")
+	k, c := opt.Modes.Dims()
+	if d := e.Dim(); c != d {
+		return fmt.Errorf("%s: %d centres in %d dimensions, want the data's %d", name, k, c, d)
+	}
+	if k > n {
+		// More zones than points leaves most empty, and every iteration
+		// pays for each zone.
+		return fmt.Errorf("%s: %d centres for %d data rows, want at most one centre per row", name, k, n)
+	}
+	seen := map[string]int{}
+	for i := 0; i < k; i++ {
+		row := mat.Row(nil, i, opt.Modes)
+		for j, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s: centre %d, coordinate %d is %v, want finite coordinates", name, i+1, j+1, v)
+			}
+		}
+		key := fmt.Sprint(row)
+		if first, ok := seen[key]; ok {
+			return fmt.Errorf("%s: centres %d and %d are equal, want distinct centres (their zones would be one)", name, first+1, i+1)
+		}
+		seen[key] = i
+		e.Modes = append(e.Modes, row)
+	}
+	e.Weights = make([]float64, k) // Weigh counts in as many zones
+	all := mat.NewDense(n, c, nil)
+	all.Stack(e.TrainSet, e.HeldOutSet)
+	e.Weights = e.Weigh(all)
+	return nil
 }
 
 func firstNonFinite(x *mat.Dense) int {

@@ -25,19 +25,53 @@ func MNIST(dir string, pool int) (*Experiment, error) {
 			return nil, err
 		}
 	}
-	train, err := data.ReadMNIST(dir, false)
+	train, trainFile, err := readMNIST(dir, false)
 	if err != nil {
 		return nil, err
 	}
-	test, err := data.ReadMNIST(dir, true)
+	test, testFile, err := readMNIST(dir, true)
 	if err != nil {
 		return nil, err
 	}
-	e, err := imageExperiment("mnist", fmt.Sprintf("App. C.6 scaled: MNIST pooled %d×%d to %d×%d, dequantised to [-1, 1]", pool, pool, 28/pool, 28/pool), train, test, pool)
-	if err != nil {
+	if err := checkImages(train, test, trainFile, testFile, pool); err != nil {
 		return nil, err
 	}
-	return e, nil
+	desc := fmt.Sprintf("App. C.6 scaled: MNIST pooled %d×%d to %d×%d, dequantised to [-1, 1]", pool, pool, train.Height/pool, train.Width/pool)
+	return imageExperiment("mnist", desc, train, test, pool)
+}
+
+// readMNIST reads MNIST's training or test set from dir, and returns the
+// path of its image file too.
+func readMNIST(dir string, test bool) (*data.Images, string, error) {
+	images, labels, err := data.MNISTFiles(dir, test)
+	if err != nil {
+		return nil, "", err
+	}
+	im, err := data.ReadIDXFiles(images, labels)
+	return im, images, err
+}
+
+// knnNeighbours is the k of the k-NN classifier of generated images.
+const knnNeighbours = 5
+
+// checkImages checks, as the files are read, that the training and test
+// images fit the experiment: pool divides the sides of the images, the
+// test images are the size of the training images, and there are enough
+// training images for the k-NN classifier. Errors name the image files.
+func checkImages(train, test *data.Images, trainFile, testFile string, pool int) error {
+	if pool < 1 {
+		return fmt.Errorf("experiments: pooling by %d×%d blocks: want a block side of at least 1", pool, pool)
+	}
+	if train.Height%pool != 0 || train.Width%pool != 0 {
+		return fmt.Errorf("%s: images are %d×%d, want sides divisible by %d to pool them by %d×%d blocks (MNIST's are 28×28)", trainFile, train.Height, train.Width, pool, pool, pool)
+	}
+	if test.Channels != train.Channels || test.Height != train.Height || test.Width != train.Width {
+		return fmt.Errorf("%s: images are %d×%d, the training images (%s) %d×%d", testFile, test.Height, test.Width, trainFile, train.Height, train.Width)
+	}
+	if n := len(train.Labels); n < knnNeighbours {
+		return fmt.Errorf("%s: %d images, want at least %d: generated images are classified by their %d nearest training images", trainFile, n, knnNeighbours, knnNeighbours)
+	}
+	return nil
 }
 
 // imageExperiment builds a data-set experiment from labelled images.
@@ -62,7 +96,7 @@ func imageExperiment(name, desc string, train, test *data.Images, pool int) (*Ex
 	}
 	nRef := min(10000, len(tr.Labels))
 	_, c := x.Dims()
-	knn, err := data.NewKNN(5, mat.DenseCopyOf(x.Slice(0, nRef, 0, c)), tr.Labels[:nRef], tr.Classes)
+	knn, err := data.NewKNN(knnNeighbours, mat.DenseCopyOf(x.Slice(0, nRef, 0, c)), tr.Labels[:nRef], tr.Classes)
 	if err != nil {
 		return nil, err
 	}

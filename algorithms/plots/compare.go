@@ -33,7 +33,8 @@ var comparisons = []comparison{
 // Compare draws, for each quantity some run has, one figure with a curve
 // per run into dir in format f, and returns the files written.
 func Compare(runs []Named, dir string, f Format) ([]string, error) {
-	var written []string
+	var figs []Figure
+	var paths []string
 	for _, c := range comparisons {
 		fig := Figure{Title: c.title, XLabel: "iteration", YLabel: c.yLabel, LogY: c.logY, Thresholds: c.thresholds}
 		any := false
@@ -50,11 +51,18 @@ func Compare(runs []Named, dir string, f Format) ([]string, error) {
 		if !any {
 			continue
 		}
-		path := filepath.Join(dir, c.file+f.Ext())
-		if err := fig.Save(path); err != nil {
-			return written, fmt.Errorf("%s: %w", path, err)
+		// Every figure is laid out before any is written, so that data
+		// no plot can show leave no partial set of figures.
+		if _, _, err := fig.layout(); err != nil {
+			return nil, err
 		}
-		written = append(written, path)
+		figs = append(figs, fig)
+		paths = append(paths, filepath.Join(dir, c.file+f.Ext()))
 	}
-	return written, nil
+	for i, fig := range figs {
+		if err := fig.Save(paths[i]); err != nil {
+			return paths[:i], fmt.Errorf("%s: %w", paths[i], err)
+		}
+	}
+	return paths, nil
 }

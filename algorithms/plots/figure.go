@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"strconv"
@@ -89,6 +90,9 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 	if f.YMax > f.YMin {
 		p.Y.Min, p.Y.Max = f.YMin, f.YMax
 	}
+	if err := f.fitY(p); err != nil {
+		return nil, nil, err
+	}
 	var entries []figureEntry
 	for k, c := range f.Curves {
 		pts := make(plotter.XYs, 0, len(c.Points))
@@ -125,6 +129,32 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, v/1.003), math.Max(p.Y.Max, v*1.003)
 	}
 	return p, entries, nil
+}
+
+// fitY checks that the curves' values fit in a plot (gonum/plot's ticks
+// do not end over a range that overflows) and widens a logarithmic axis
+// whose values are all equal (gonum pads an empty range by ±1, which
+// crosses 0).
+func (f Figure) fitY(p *plot.Plot) error {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, c := range f.Curves {
+		for _, q := range c.Points {
+			if !math.IsNaN(q.Y) && !math.IsInf(q.Y, 0) && (!f.LogY || q.Y > 0) {
+				lo, hi = math.Min(lo, q.Y), math.Max(hi, q.Y)
+			}
+			if math.IsNaN(q.X) || math.IsInf(q.X, 0) || math.Abs(q.X) > 1e15 {
+				return fmt.Errorf("%s: curve %q has x = %v, want an iteration", f.Title, c.Name, q.X)
+			}
+		}
+	}
+	switch {
+	case lo > hi: // no points
+	case math.IsInf(hi-lo, 0):
+		return fmt.Errorf("%s: values from %g to %g, a range beyond what a plot can show", f.Title, lo, hi)
+	case f.LogY && f.YMax <= f.YMin && hi <= lo*(1+1e-9):
+		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+	}
+	return nil
 }
 
 // drawWithSideLegend draws p with legend in a column right of the plot

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -28,42 +29,87 @@ acceptance. Nothing is trained; runs of any experiment, algorithm or seed
 can be overlaid. Existing figures in DIR are replaced only with --force.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return fmt.Errorf("give --out DIR for the figures")
-			}
-			var runs []plots.Named
-			for _, dir := range args {
-				evals, err := runEvals(dir)
-				if err != nil {
-					return err
-				}
-				runs = append(runs, plots.Named{Name: filepath.Base(filepath.Clean(dir)), Evals: evals})
-			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return err
-			}
-			if !force {
-				if existing, _ := filepath.Glob(filepath.Join(out, "*"+format.Ext())); len(existing) > 0 {
-					return fmt.Errorf("--out %s already holds figures (%s): give another folder, or replace them with --force", out, filepath.Base(existing[0]))
-				}
-			}
-			files, err := plots.Compare(runs, out, format)
-			if err != nil {
-				return err
-			}
-			if len(files) == 0 {
-				return fmt.Errorf("the runs have no evaluations to plot")
-			}
-			for _, f := range files {
-				fmt.Fprintln(cmd.OutOrStdout(), "wrote", f)
-			}
-			return nil
+			return runCompare(cmd.OutOrStdout(), args, out, format, force)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "folder for the figures")
 	cmd.Flags().Var(&format, "plot-format", "file format of the figures: png, svg or pdf")
 	cmd.Flags().BoolVar(&force, "force", false, "replace figures already in --out")
 	return cmd
+}
+
+// runCompare draws the figures of the run folders dirs into out.
+func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format, force bool) error {
+	if out == "" {
+		return fmt.Errorf("give --out DIR for the figures")
+	}
+	var runs []plots.Named
+	for _, dir := range dirs {
+		evals, err := runEvals(dir)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, plots.Named{Name: filepath.Base(filepath.Clean(dir)), Evals: evals})
+	}
+	if err := checkCompareOut(out, dirs); err != nil {
+		return err
+	}
+	if !force {
+		if existing, _ := filepath.Glob(filepath.Join(out, "*"+format.Ext())); len(existing) > 0 {
+			return fmt.Errorf("--out %s already holds figures (%s): give another folder, or replace them with --force", out, filepath.Base(existing[0]))
+		}
+	}
+	files, err := drawFigures(runs, out, format)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		fmt.Fprintln(stdout, "wrote", f)
+	}
+	return nil
+}
+
+// drawFigures writes the runs' figures into out (creating it) and returns
+// their files: all of them, or on an error none (those written are
+// removed, and out if made here).
+func drawFigures(runs []plots.Named, out string, format plots.Format) ([]string, error) {
+	_, statErr := os.Stat(out)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	files, err := plots.Compare(runs, out, format)
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("the runs have no evaluations to plot")
+	}
+	if err != nil {
+		for _, f := range files {
+			os.Remove(f) // leave no partial set of figures
+		}
+		if os.IsNotExist(statErr) {
+			os.Remove(out) // made here and left empty: leave nothing
+		}
+		return nil, err
+	}
+	return files, nil
+}
+
+// checkCompareOut refuses an --out that is one of the input runs or inside
+// one: the figures would be mixed with the run's own files (or, in a
+// checkpoint folder, deleted by the next checkpoint).
+func checkCompareOut(out string, runs []string) error {
+	dir := out // the nearest folder of out that exists
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	for _, r := range runs {
+		if within(dir, r) {
+			return fmt.Errorf("--out %s is inside the input run %s: give another folder", out, r)
+		}
+	}
+	return nil
 }
 
 // runEvals reads a run folder's evaluations: metrics.csv, or for a run

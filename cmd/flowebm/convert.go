@@ -55,6 +55,9 @@ node that does not fit: use them directly with "flowebm energy" and
 				if isTrainingRun(out) {
 					return fmt.Errorf("%s holds a training run: convert into another folder (--force replaces only a checkpoint that convert wrote)", out)
 				}
+				if run := trainingRunAbove(out); run != "" {
+					return fmt.Errorf("%s is inside the training run %s, whose checkpoints it would replace: convert into another folder", out, run)
+				}
 				if isRun(out) && !force {
 					return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
 				}

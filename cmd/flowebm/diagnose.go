@@ -88,10 +88,11 @@ func checkDiagnoseMemory(path string) error {
 	return nil
 }
 
-// diagnose reads a chains array in .npy format from r and writes its
+// diagnose reads a chains array in .npy format from r, which must end with
+// the array's data (as npy.ReadFile requires), and writes its
 // per-dimension diagnostics to w. Errors name the file.
 func diagnose(r io.Reader, name string, w io.Writer, asJSON bool) error {
-	a, err := npy.Read(r)
+	a, err := npy.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -116,6 +116,7 @@ func TestDiagnoseRejectsBadFiles(t *testing.T) {
 		"bad_f16.npy":         "float16 is not supported",
 		"bad_not_npy.npy":     "not a .npy file",
 		"does_not_exist.npy":  "no such file",
+		"bad_trailing.npy":    "want the file to end there",
 	}
 	for file, msg := range cases {
 		path := filepath.Join("testdata", "diagnose", file)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
@@ -229,17 +232,30 @@ func writeArray(path string, x *mat.Dense, shape []int) error {
 }
 
 // loadCheckpoint loads the models of a checkpoint folder or of a run
-// folder's checkpoint/.
+// folder's newest complete checkpoint. A run being trained replaces its
+// checkpoint by renames: a folder that vanishes while it is read is looked
+// up again (three tries).
 func loadCheckpoint(dir string) (checkpoint.Models, error) {
-	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err != nil {
-		// A run folder: its newest complete checkpoint, also after a
-		// checkpoint replacement was interrupted.
-		if latest, err2 := algorithms.LatestCheckpoint(dir); err2 == nil {
-			dir = latest
-		}
+	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
+		m, _, err := checkpoint.Load(dir)
+		return m, err
 	}
-	m, _, err := checkpoint.Load(dir)
-	return m, err
+	var err error
+	for try := 0; try < 3; try++ {
+		var latest string
+		if latest, err = algorithms.LatestCheckpoint(dir); err != nil {
+			if _, statErr := os.Stat(dir); statErr == nil && !isTrainingRun(dir) {
+				return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
+			}
+			return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
+		}
+		var m checkpoint.Models
+		if m, _, err = checkpoint.Load(latest); !errors.Is(err, fs.ErrNotExist) {
+			return m, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return checkpoint.Models{}, err
 }
 
 // writeVector writes v to path (.npy or .csv), or prints it one value per

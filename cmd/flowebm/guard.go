@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -80,8 +81,11 @@ func isRun(dir string) bool {
 
 // lockRun takes an exclusive lock on the run folder dir (creating it), so
 // that two processes never train in one folder; the lock lasts until the
-// process exits or release is called.
+// process exits or release is called. A folder that lockRun made and that
+// holds nothing but the lock at release (the command failed) is removed.
 func lockRun(dir string) (release func(), err error) {
+	_, statErr := os.Stat(dir)
+	made := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -97,7 +101,14 @@ func lockRun(dir string) (release func(), err error) {
 		}
 		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
-	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	return func() {
+		if entries, err := os.ReadDir(dir); made && err == nil && len(entries) == 1 {
+			os.Remove(path)
+			os.Remove(dir)
+		}
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // isTrainingRun reports whether dir holds a training run (not only a
@@ -109,6 +120,63 @@ func isTrainingRun(dir string) bool {
 		}
 	}
 	return false
+}
+
+// trainingRunAbove returns the training run that dir is inside (dir itself
+// excluded), or "".
+func trainingRunAbove(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for p := filepath.Dir(abs); p != filepath.Dir(p); p = filepath.Dir(p) {
+		if isTrainingRun(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// runOutputs are what a training run writes into its folder; plotNames
+// its figures, in any plot format.
+var (
+	runOutputs = []string{"config.json", "metrics.json", "metrics.csv", "samples.npy", "error.txt",
+		"checkpoint", "checkpoint.new", "checkpoint.old"}
+	plotNames = []string{"density", "samples", "weights", "rhat"}
+)
+
+// clearRun removes the outputs of the run in dir, which --force replaces:
+// left in place, a replacement killed early (or writing fewer figures)
+// would sit beside the old run's metrics and plots.
+func clearRun(dir string) error {
+	names := slices.Clone(runOutputs)
+	for _, p := range plotNames {
+		for _, ext := range []string{".png", ".svg", ".pdf"} {
+			names = append(names, p+ext)
+		}
+	}
+	for _, n := range names {
+		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return removeStaleTemps(dir)
+}
+
+// removeStaleTemps removes the temporary files (.NAME.tmpN) that a killed
+// process left while writing a file atomically; the caller holds dir's
+// lock, so no other process is writing them.
+func removeStaleTemps(dir string) error {
+	tmps, err := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+	if err != nil {
+		return err
+	}
+	for _, t := range tmps {
+		if err := os.Remove(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkNew refuses to replace an existing output file unless force.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -134,7 +135,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			if _, _, err := algorithms.DefaultsFor(exp, a); err != nil {
 				return err
 			}
-			runs = append(runs, &reproRun{experiment: e, exp: exp, algorithm: a})
+			r := &reproRun{experiment: e, exp: exp, algorithm: a}
+			r.dir = filepath.Join(f.out, "runs", r.name())
+			runs = append(runs, r)
 		}
 	}
 	if err := checkKeptRuns(runs, f); err != nil {
@@ -144,6 +147,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if err != nil {
 		return err
 	}
+	release, err := lockOut(f.out)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := os.MkdirAll(filepath.Join(f.out, "runs"), 0o755); err != nil {
 		return err
 	}
@@ -155,7 +163,6 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	// The high-dimensional runs are the longest: start them first.
 	for i := len(runs) - 1; i >= 0; i-- {
 		r := runs[i]
-		r.dir = filepath.Join(f.out, "runs", r.name())
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -216,25 +223,75 @@ func (f reproduceFlags) iterations(r *reproRun) int {
 	return cfg.Train.Iterations
 }
 
-// checkKeptRuns refuses an output folder holding runs of another seed or
-// length than this invocation trains: they would be kept and reported as
-// its own (a full reproduce into a --quick folder, or --seed 2 over seed 1).
+// checkKeptRuns refuses an output folder holding runs of another
+// experiment, algorithm, seed or length than this invocation trains: they
+// would be kept and reported as its own (a run copied there, a full
+// reproduce into a --quick folder, or --seed 2 over seed 1); and finished
+// runs whose evaluations cannot be read.
 func checkKeptRuns(runs []*reproRun, f reproduceFlags) error {
 	for _, r := range runs {
-		dir := filepath.Join(f.out, "runs", r.name())
-		cfg, err := algorithms.ReadRunConfig(dir)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
+		if err := checkKept(r, f); err != nil {
 			return err
-		}
-		if want := f.iterations(r); cfg.Seed != f.seed || cfg.Train.Iterations != want {
-			return fmt.Errorf("%s holds a run with seed %d and %d iterations; this reproduce trains seed %d for %d: give another --out (or the flags that run was made with)",
-				dir, cfg.Seed, cfg.Train.Iterations, f.seed, want)
 		}
 	}
 	return nil
+}
+
+// checkKept checks the run that r.dir may hold (see checkKeptRuns).
+func checkKept(r *reproRun, f reproduceFlags) error {
+	cfg, err := algorithms.ReadRunConfig(r.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm {
+		return fmt.Errorf("%s holds a run of experiment %q with algorithm %q (its config.json), not %s with %s: move it away, or give another --out",
+			r.dir, cfg.Experiment, cfg.Train.Algorithm, r.experiment, r.algorithm)
+	}
+	if want := f.iterations(r); cfg.Seed != f.seed || cfg.Train.Iterations != want {
+		return fmt.Errorf("%s holds a run with seed %d and %d iterations; this reproduce trains seed %d for %d: give another --out (or the flags that run was made with)",
+			r.dir, cfg.Seed, cfg.Train.Iterations, f.seed, want)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "metrics.json")); err != nil {
+		return nil // not finished: trained or resumed
+	}
+	_, err = r.finishedEvals()
+	return err
+}
+
+// finishedEvals reads a finished run's evaluations (metrics.csv), refusing
+// a file without any.
+func (r *reproRun) finishedEvals() ([]algorithms.Eval, error) {
+	path := filepath.Join(r.dir, "metrics.csv")
+	evals, err := algorithms.ReadEvalsCSV(path, len(r.exp.Weights))
+	if err == nil && len(evals) == 0 {
+		err = fmt.Errorf("%s holds no evaluations, yet the run finished (it has metrics.json): the file is damaged; move the run folder away to train it again", path)
+	}
+	return evals, err
+}
+
+// lockOut takes an exclusive lock on the output folder out (creating it),
+// so that two reproduce processes never train, log and report into one
+// folder; the lock lasts until release is called or the process exits.
+func lockOut(out string) (release func(), err error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(out, ".lock")
+	lf, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lf.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("--out %s: another flowebm process is writing into this folder (it holds %s): wait for it to end, or give another --out", out, path)
+		}
+		return nil, fmt.Errorf("--out %s: locking %s: %w", out, path, err)
+	}
+	return func() { lf.Close() }, nil
 }
 
 // trainOne runs (or resumes, or skips) one training process and returns a
@@ -246,25 +303,19 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 	if _, err := os.Stat(filepath.Join(r.dir, "error.txt")); err == nil {
 		return "failed before (see error.txt)"
 	}
-	args := []string{"train", "--plot-format", f.plotFormat.String()}
-	if _, err := os.Stat(filepath.Join(r.dir, "checkpoint", "state.json")); err == nil {
-		args = append(args, "--resume", r.dir)
-	} else {
-		args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
-			"--seed", strconv.FormatUint(f.seed, 10), "--out", r.dir)
-		if f.quick || f.iters > 0 {
-			args = append(args, "--iterations", strconv.Itoa(f.iterations(r)))
-		}
+	// Another process (a train --resume) training in r.dir is not a
+	// failure of the run: leave it, its log and no error.txt.
+	release, err := lockRun(r.dir)
+	if err != nil {
+		return "skipped: " + err.Error()
 	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return err.Error()
-	}
+	release()
 	logf, err := os.Create(filepath.Join(r.dir, "log.txt"))
 	if err != nil {
 		return err.Error()
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, args...)
+	cmd := exec.Command(exe, trainArgs(r, f)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
@@ -273,10 +324,28 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 		if msg == "" {
 			msg = err.Error()
 		}
+		if strings.Contains(msg, "another flowebm process is training in this folder") {
+			return "skipped: " + msg // it took the lock after the check above
+		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		return "FAILED: " + msg
 	}
 	return "done"
+}
+
+// trainArgs is the train command line of run r: a new run, or the
+// resumption of an interrupted one.
+func trainArgs(r *reproRun, f reproduceFlags) []string {
+	args := []string{"train", "--plot-format", f.plotFormat.String()}
+	if _, err := os.Stat(filepath.Join(r.dir, "checkpoint", "state.json")); err == nil {
+		return append(args, "--resume", r.dir)
+	}
+	args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
+		"--seed", strconv.FormatUint(f.seed, 10), "--out", r.dir)
+	if f.quick || f.iters > 0 {
+		args = append(args, "--iterations", strconv.Itoa(f.iterations(r)))
+	}
+	return args
 }
 
 func lastLine(path string) string {
@@ -293,8 +362,12 @@ func (r *reproRun) load(format plots.Format) error {
 	r.exactDensity = exp.Kind == experiments.KindDensity
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
 		r.err = strings.TrimSpace(string(b))
-		r.evals, _ = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
-		return nil
+		var err error
+		r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // failed before its first checkpoint
+		}
+		return err
 	}
 	var err error
 	r.metrics, err = algorithms.ReadMetrics(filepath.Join(r.dir, "metrics.json"))
@@ -305,7 +378,11 @@ func (r *reproRun) load(format plots.Format) error {
 	if err != nil {
 		return err
 	}
-	if r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "metrics.csv"), len(exp.Weights)); err != nil {
+	if m := r.metrics; m.Experiment != r.experiment || m.Algorithm != r.algorithm {
+		return fmt.Errorf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away, or give another --out",
+			filepath.Join(r.dir, "metrics.json"), m.Experiment, m.Algorithm, r.experiment, r.algorithm)
+	}
+	if r.evals, err = r.finishedEvals(); err != nil {
 		return err
 	}
 	cfg, err := algorithms.ReadRunConfig(r.dir)

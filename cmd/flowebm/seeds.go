@@ -83,69 +83,115 @@ type seedsSummary struct {
 	Scalars    map[string]seedSpread `json:"summary"`
 }
 
-// runFinal is what the summary reads of a run's metrics.json: null (a
-// quantity the run does not have) stays nil.
+// runFinal is what the summary reads of a run's metrics.json.
 type runFinal struct {
-	Experiment string          `json:"experiment"`
-	Algorithm  string          `json:"algorithm"`
-	Final      json.RawMessage `json:"final"`
+	Experiment  string          `json:"experiment"`
+	Algorithm   string          `json:"algorithm"`
+	Seed        uint64          `json:"seed"`
+	Iterations  int             `json:"iterations"`
+	TrueWeights []float64       `json:"true_weights"`
+	Final       json.RawMessage `json:"final"`
+}
+
+// seedRun is one run's metrics.json, checked: its summary quantities
+// (null, a quantity the run does not have, is left out) and EBM weights
+// (a null weight reads as NaN).
+type seedRun struct {
+	path string
+	runFinal
+	scalars map[string]float64
+	weights []float64
 }
 
 // summaryScalars are the final quantities summarised over seeds.
 var summaryScalars = []string{"ebm_weight_mse", "held_out_ll", "max_rhat", "log_density_med_se"}
 
+// readSeedRun reads and checks the metrics.json of the run of seed in dir.
+func readSeedRun(dir string, seed uint64) (seedRun, error) {
+	r := seedRun{path: filepath.Join(dir, "metrics.json"), scalars: map[string]float64{}}
+	b, err := os.ReadFile(r.path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r.runFinal); err != nil {
+		return r, fmt.Errorf("%s: %w", r.path, err)
+	}
+	var final map[string]json.RawMessage
+	if err := json.Unmarshal(r.Final, &final); err != nil || final == nil {
+		return r, fmt.Errorf("%s: field \"final\" is %.40s, want the run's final evaluation (an object)", r.path, r.Final)
+	}
+	if r.Seed != seed {
+		return r, fmt.Errorf("%s: field \"seed\" is %d, want %d (the seed of this folder)", r.path, r.Seed, seed)
+	}
+	for _, name := range summaryScalars {
+		var v *float64
+		if err := json.Unmarshal(final[name], &v); final[name] != nil && err != nil {
+			return r, fmt.Errorf("%s: field \"final.%s\" is %.40s, want a finite number or null", r.path, name, final[name])
+		}
+		if v != nil {
+			r.scalars[name] = *v
+		}
+	}
+	return r, r.readWeights(final["ebm_weights"])
+}
+
+// readWeights reads final.ebm_weights (absent or null: none), which must
+// have a weight per mode of the experiment.
+func (r *seedRun) readWeights(raw json.RawMessage) error {
+	var w []*float64
+	if raw != nil && json.Unmarshal(raw, &w) != nil {
+		return fmt.Errorf("%s: field \"final.ebm_weights\" is %.40s, want a list of finite numbers or null", r.path, raw)
+	}
+	if n := len(r.TrueWeights); w != nil && n > 0 && len(w) != n {
+		return fmt.Errorf("%s: field \"final.ebm_weights\" has %d weights, want %d (one per mode, as \"true_weights\")", r.path, len(w), n)
+	}
+	for _, v := range w {
+		if v == nil {
+			r.weights = append(r.weights, math.NaN())
+		} else {
+			r.weights = append(r.weights, *v)
+		}
+	}
+	return nil
+}
+
+// sameRuns refuses to summarise r with first unless both are runs of one
+// experiment and algorithm, of one length and one number of modes.
+func sameRuns(first, r seedRun) error {
+	for _, c := range []struct {
+		field string
+		a, b  any
+	}{
+		{"experiment", first.Experiment, r.Experiment},
+		{"algorithm", first.Algorithm, r.Algorithm},
+		{"iterations", first.Iterations, r.Iterations},
+	} {
+		if c.a != c.b {
+			return fmt.Errorf("%s: field %q is %v, but %v in %s: a summary over seeds needs runs of one experiment, algorithm and length", r.path, c.field, c.b, c.a, first.path)
+		}
+	}
+	if first.weights != nil && r.weights != nil && len(first.weights) != len(r.weights) {
+		return fmt.Errorf("%s: field \"final.ebm_weights\" has %d modes, but %d in %s: a summary over seeds needs runs with the same modes", r.path, len(r.weights), len(first.weights), first.path)
+	}
+	return nil
+}
+
 // writeSeedsSummary reads the runs' metrics.json and writes seeds.json in
 // dir, printing the spread of the EBM's weights.
 func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer) error {
-	sum := seedsSummary{Seeds: seeds, Runs: runs, Scalars: map[string]seedSpread{}}
-	scalars := map[string][]float64{}
-	var weights [][]float64
-	for _, r := range runs {
-		path := filepath.Join(r, "metrics.json")
-		b, err := os.ReadFile(path)
+	var rs []seedRun
+	for i, d := range runs {
+		r, err := readSeedRun(d, seeds[i])
+		if err == nil && len(rs) > 0 {
+			err = sameRuns(rs[0], r)
+		}
 		if err != nil {
 			return err
 		}
-		var m runFinal
-		var final map[string]*json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if err := json.Unmarshal(m.Final, &final); err != nil {
-			return fmt.Errorf("%s: field \"final\": %w", path, err)
-		}
-		sum.Experiment, sum.Algorithm = m.Experiment, m.Algorithm
-		sum.PerSeed = append(sum.PerSeed, m.Final)
-		for _, name := range summaryScalars {
-			var v *float64
-			if raw := final[name]; raw != nil && json.Unmarshal(*raw, &v) == nil && v != nil {
-				scalars[name] = append(scalars[name], *v)
-			}
-		}
-		var w []float64
-		if raw := final["ebm_weights"]; raw != nil {
-			json.Unmarshal(*raw, &w)
-		}
-		for k, x := range w {
-			if k == len(weights) {
-				weights = append(weights, nil)
-			}
-			weights[k] = append(weights[k], x)
-		}
+		rs = append(rs, r)
 	}
-	for name, v := range scalars {
-		if len(v) == len(runs) {
-			sum.Scalars[name] = spreadOf(v)
-		}
-	}
-	for k, w := range weights {
-		if len(w) != len(runs) {
-			break
-		}
-		s := spreadOf(w)
-		sum.Weights = append(sum.Weights, s)
-		fmt.Fprintf(out, "mode %d: EBM weight over %d seeds %.3f ± %.3f (min %.3f, max %.3f)\n", k+1, len(w), s.Mean, s.SD, s.Min, s.Max)
-	}
+	sum := summarise(rs, out)
+	sum.Seeds, sum.Runs = seeds, runs
 	path := filepath.Join(dir, "seeds.json")
 	if err := safefile.Write(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
@@ -156,4 +202,39 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 	}
 	fmt.Fprintln(out, "summary in", path)
 	return nil
+}
+
+// summarise gives the spread over the runs rs (checked alike) of each
+// quantity every run has, printing the EBM weights'.
+func summarise(rs []seedRun, out io.Writer) seedsSummary {
+	sum := seedsSummary{Experiment: rs[0].Experiment, Algorithm: rs[0].Algorithm, Scalars: map[string]seedSpread{}}
+	for _, name := range summaryScalars {
+		var v []float64
+		for _, r := range rs {
+			if x, ok := r.scalars[name]; ok {
+				v = append(v, x)
+			}
+		}
+		if len(v) == len(rs) {
+			sum.Scalars[name] = spreadOf(v)
+		}
+	}
+	for _, r := range rs {
+		sum.PerSeed = append(sum.PerSeed, r.Final)
+	}
+	for k := range rs[0].weights {
+		var w []float64
+		for _, r := range rs {
+			if k < len(r.weights) && !math.IsNaN(r.weights[k]) {
+				w = append(w, r.weights[k])
+			}
+		}
+		if len(w) != len(rs) {
+			break
+		}
+		s := spreadOf(w)
+		sum.Weights = append(sum.Weights, s)
+		fmt.Fprintf(out, "mode %d: EBM weight over %d seeds %.3f ± %.3f (min %.3f, max %.3f)\n", k+1, len(w), s.Mean, s.SD, s.Min, s.Max)
+	}
+	return sum
 }

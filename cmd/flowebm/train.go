@@ -226,11 +226,21 @@ func watchSignals() (ctx context.Context, setupDone, stop func()) {
 // resumeRun reopens the run of --resume (on a moved data file with
 // --data), locked.
 func resumeRun(f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
-	if err := checkResumable(f.resume); err != nil {
-		return nil, nil, err
+	if fi, err := os.Stat(f.resume); err != nil || !fi.IsDir() {
+		return nil, nil, checkResumable(f.resume)
 	}
+	// The lock first: a run still training before its first checkpoint
+	// is busy, not missing.
 	release, err := lockRun(f.resume)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkResumable(f.resume); err != nil {
+		release()
+		return nil, nil, err
+	}
+	if err := removeStaleTemps(f.resume); err != nil {
+		release()
 		return nil, nil, err
 	}
 	var run *algorithms.Run
@@ -296,6 +306,9 @@ func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run,
 		if in.path == "" {
 			continue
 		}
+		if p, err := filepath.EvalSymlinks(in.path); err == nil {
+			in.path = p // a link outside the run to a file inside it
+		}
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(filepath.Dir(in.path), dir) {
 			return nil, nil, fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
 		}
@@ -311,6 +324,10 @@ func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run,
 	if isRun(dir) && !f.force { // a process that held the lock may have finished a run here since
 		release()
 		return nil, nil, alreadyRun
+	}
+	if err := clearRun(dir); err != nil { // what --force replaces, or debris
+		release()
+		return nil, nil, err
 	}
 	t0 := time.Now()
 	run, err := plan.Start(dir)
@@ -402,6 +419,9 @@ func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quie
 		bar.Finish()
 	}
 	elapsed := time.Since(t0)
+	if len(run.Evals) == 0 {
+		return fmt.Errorf("%s: the run ended with no evaluation to report (its checkpoint's evals.csv holds none): train it again with --force", run.Dir)
+	}
 	final := run.Evals[len(run.Evals)-1]
 	if err := algorithms.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
 		return err

@@ -44,6 +44,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -507,7 +508,7 @@ func readSpec(path string) (Spec, error) {
 	if len(b) > maxSpecBytes {
 		return Spec{}, fmt.Errorf("%s: more than %d bytes, want a spec of at most %d (256 MiB)", path, maxSpecBytes, maxSpecBytes)
 	}
-	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+	if t := bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\uFEFF")), " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		what := "nothing"
 		if len(t) > 0 {
 			what = fmt.Sprintf("%q", clip(string(t)))
@@ -515,13 +516,8 @@ func readSpec(path string) (Spec, error) {
 		return Spec{}, fmt.Errorf("%s: want a JSON object {\"format\": %q, …}, found %s", path, Format, what)
 	}
 	var spec Spec
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	if err := jsonfile.Decode(b, &spec, jsonfile.Options{}); err != nil {
 		return Spec{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if off := dec.InputOffset(); len(bytes.TrimRight(b[off:], " \t\r\n")) != 0 {
-		return Spec{}, fmt.Errorf("%s: unexpected %q after the JSON object (byte %d), want nothing", path, clip(string(bytes.TrimSpace(b[off:]))), off)
 	}
 	return spec, nil
 }

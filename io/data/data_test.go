@@ -284,11 +284,54 @@ func TestCSVColumns(t *testing.T) {
 		{"1,2\n3,4\n", nil},
 		{"\uFEFF1,2\n", nil},
 		{"", nil},
-		{"1,x\n", []string{"1", "x"}},
+		{"1,x\n", nil}, // data with a bad field, which ReadCSV refuses
+		{"x,1e400\n", nil},
+		{"  \n\t\nx,y\n", []string{"x", "y"}},
 	} {
 		got, err := CSVColumns(strings.NewReader(c.in))
 		if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") || (got == nil) != (c.want == nil) {
 			t.Errorf("CSVColumns(%q) = %q, %v, want %q", c.in, got, err, c.want)
 		}
+	}
+}
+
+// A corrupt or truncated gzip stream is refused: ReadIDX reads each file
+// to its end, which verifies the gzip checksum (I1); and so is anything
+// after the declared images or labels, or after the gzip member (I2).
+func TestReadIDXEnd(t *testing.T) {
+	ib, lb := idxFiles(5, 3, 4)
+	badCRC := gz(lb)
+	badCRC[len(badCRC)-8] ^= 0xff // the CRC-32 of the trailer
+	badImgCRC := gz(ib)
+	badImgCRC[len(badImgCRC)-5] ^= 0x01
+	_, more := idxFiles(6, 3, 4) // a sixth label, and a sixth image below
+	extraLabels := append(append([]byte(nil), lb...), make([]byte, 50)...)
+	cat := func(a, b []byte) []byte { return append(append([]byte(nil), a...), b...) }
+	for _, c := range []struct {
+		name, want string
+		img, lab   []byte
+	}{
+		{"label CRC", "lab: gzip stream is gzip: invalid checksum", gz(ib), badCRC},
+		{"image CRC", "img: gzip stream is gzip: invalid checksum", badImgCRC, gz(lb)},
+		{"truncated trailer", "lab: gzip stream is unexpected EOF", gz(ib), gz(lb)[:len(gz(lb))-4]},
+		{"label bytes", "lab: data is 50 more bytes after the 5 labels of the header, want the file to end there", ib, extraLabels},
+		{"gzipped label bytes", "lab: data is 50 more bytes after the 5 labels", ib, gz(extraLabels)},
+		{"label count", "lab: label count is 6", ib, more},
+		{"extra image", "img: data is 12 more bytes after the 5 images of the header", cat(ib, ib[16:28]), lb},
+		{"garbage after gzip", "lab: gzip stream is gzip: invalid header", ib, cat(gz(lb), []byte("garbage after the member"))},
+		{"short garbage", "lab: gzip stream is unexpected EOF", ib, cat(gz(lb), []byte{0})},
+	} {
+		_, err := ReadIDX(bytes.NewReader(c.img), "img", bytes.NewReader(c.lab), "lab")
+		var fe *FormatError
+		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want a FormatError starting %q", c.name, err, c.want)
+		}
+	}
+	// ReadMNIST names the file at fault.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "train-images-idx3-ubyte"), ib, 0o644)
+	os.WriteFile(filepath.Join(dir, "train-labels-idx1-ubyte.gz"), badCRC, 0o644)
+	if _, err := ReadMNIST(dir, false); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "train-labels-idx1-ubyte.gz")+": gzip stream") {
+		t.Errorf("ReadMNIST: %v", err)
 	}
 }

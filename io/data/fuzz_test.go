@@ -29,6 +29,8 @@ func FuzzReadIDX(f *testing.F) {
 	f.Add(ib, lb)
 	f.Add(gz(ib), gz(lb))
 	f.Add(ib[:9], lb[:3])
+	f.Add(ib, append(gz(lb), 0x1f, 0x8b))
+	f.Add(append(ib, 1), lb)
 	f.Fuzz(func(t *testing.T, ib, lb []byte) {
 		im, err := ReadIDX(bytes.NewReader(ib), "i", bytes.NewReader(lb), "l")
 		if err != nil {
@@ -70,19 +72,24 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add([]byte("1,2\n3\n"))
 	f.Add([]byte("1, NaN\n\n2,Inf\n"))
 	f.Add([]byte("\"1\",\"x\n"))
+	f.Add([]byte("1.5,2.O\n3,4\n"))
+	f.Add([]byte("  \n\nx,y,z\n1,2\n"))
+	f.Add([]byte("x,y\r1,2\r"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		names, nerr := CSVColumns(bytes.NewReader(b))
 		x, err := ReadCSV(bytes.NewReader(b), "f.csv")
 		if err == nil && nerr != nil {
 			t.Fatalf("ReadCSV reads the file, CSVColumns fails: %v", nerr)
 		}
-		_ = names
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
 				t.Fatalf("error %v is not a FormatError", err)
 			}
 			return
+		}
+		if names != nil && len(names) != x.RawMatrix().Cols {
+			t.Fatalf("header of %d names %q for %d columns", len(names), names, x.RawMatrix().Cols)
 		}
 		var buf bytes.Buffer
 		if err := WriteCSV(&buf, x); err != nil {

@@ -1,7 +1,9 @@
 package data
 
 import (
+	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,13 +49,16 @@ func ReadIDX(images io.Reader, imagesName string, labels io.Reader, labelsName s
 	buf := make([]byte, rows*cols)
 	for i := 0; i < n; i++ {
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, &FormatError{File: imagesName, Field: fmt.Sprintf("image %d", i), Want: fmt.Sprintf("%d bytes (file truncated: %v)", rows*cols, err)}
+			return nil, &FormatError{File: imagesName, Field: fmt.Sprintf("image %d", i), Want: fmt.Sprintf("%d bytes (%s)", rows*cols, readProblem(err))}
 		}
 		for _, b := range buf {
 			x = append(x, float64(b))
 		}
 	}
 	im.X = mat.NewDense(n, rows*cols, x)
+	if err := checkEnd(r, imagesName, fmt.Sprintf("the %d images of the header", n)); err != nil {
+		return nil, err
+	}
 
 	lr, err := maybeGzip(labels, labelsName)
 	if err != nil {
@@ -71,7 +76,10 @@ func ReadIDX(images io.Reader, imagesName string, labels io.Reader, labelsName s
 	}
 	lb := make([]byte, n)
 	if _, err := io.ReadFull(lr, lb); err != nil {
-		return nil, &FormatError{File: labelsName, Field: "labels", Want: fmt.Sprintf("%d bytes (file truncated: %v)", n, err)}
+		return nil, &FormatError{File: labelsName, Field: "labels", Want: fmt.Sprintf("%d bytes (%s)", n, readProblem(err))}
+	}
+	if err := checkEnd(lr, labelsName, fmt.Sprintf("the %d labels of the header", n)); err != nil {
+		return nil, err
 	}
 	im.Labels = make([]int, n)
 	for i, b := range lb {
@@ -84,10 +92,54 @@ func ReadIDX(images io.Reader, imagesName string, labels io.Reader, labelsName s
 	return im, nil
 }
 
+// readProblem describes err, met while reading the content of a file.
+func readProblem(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "file truncated: " + err.Error()
+	}
+	return "corrupt or unreadable file: " + err.Error()
+}
+
+// maxTrailing bounds how much trailing data checkEnd reads to count it.
+const maxTrailing = 1 << 20
+
+// checkEnd checks that nothing follows the declared content of an IDX
+// file in r (content names it for errors). Reading a gzip stream to its
+// end also verifies the checksum and length in its trailer and refuses
+// bytes after the gzip member.
+func checkEnd(r io.Reader, name, content string) error {
+	n, err := io.Copy(io.Discard, io.LimitReader(r, maxTrailing+1))
+	if err != nil {
+		if _, ok := r.(*gzip.Reader); ok {
+			return &FormatError{File: name, Field: "gzip stream", Got: err.Error(), Want: "a gzip stream that ends with its checksum and nothing after it (the file is corrupt or truncated)"}
+		}
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if n > 0 {
+		more := fmt.Sprintf("%d more bytes", n)
+		if n > maxTrailing {
+			more = fmt.Sprintf("more than %d bytes", maxTrailing)
+		}
+		return &FormatError{File: name, Field: "data", Got: more + " after " + content, Want: "the file to end there"}
+	}
+	return nil
+}
+
 // ReadMNIST reads MNIST or Fashion-MNIST from dir, which holds the canonical
 // files train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] and the
 // t10k-* pair (test set).
 func ReadMNIST(dir string, test bool) (*Images, error) {
+	ip, lp, err := MNISTFiles(dir, test)
+	if err != nil {
+		return nil, err
+	}
+	return ReadIDXFiles(ip, lp)
+}
+
+// MNISTFiles returns the paths of the image and label files of MNIST's
+// training or test set in dir (see ReadMNIST), the compressed ones if both
+// are there.
+func MNISTFiles(dir string, test bool) (images, labels string, err error) {
 	prefix := "train"
 	if test {
 		prefix = "t10k"
@@ -100,17 +152,21 @@ func ReadMNIST(dir string, test bool) (*Images, error) {
 		}
 		return "", fmt.Errorf("data: neither %s nor %s.gz in %s", base, base, dir)
 	}
-	ip, err := find(prefix + "-images-idx3-ubyte")
-	if err != nil {
-		return nil, err
+	if images, err = find(prefix + "-images-idx3-ubyte"); err != nil {
+		return "", "", err
 	}
-	lp, err := find(prefix + "-labels-idx1-ubyte")
-	if err != nil {
-		return nil, err
+	if labels, err = find(prefix + "-labels-idx1-ubyte"); err != nil {
+		return "", "", err
 	}
+	return images, labels, nil
+}
+
+// ReadIDXFiles is ReadIDX on the image and label files at the given paths;
+// errors name them.
+func ReadIDXFiles(images, labels string) (*Images, error) {
 	var im *Images
-	err = openFile(ip, func(ir io.Reader, iname string) error {
-		return openFile(lp, func(lr io.Reader, lname string) error {
+	err := openFile(images, func(ir io.Reader, iname string) error {
+		return openFile(labels, func(lr io.Reader, lname string) error {
 			var err error
 			im, err = ReadIDX(ir, iname, lr, lname)
 			return err

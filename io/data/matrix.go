@@ -134,19 +134,21 @@ func PointsShape(path, key string) ([]int, error) {
 // npzMember reads the member key of an .npz archive (the first if key is
 // empty) and names it for errors.
 func npzMember(path, key string) (*npy.Array, string, error) {
-	arc, err := npz.ReadFile(path)
+	// Only the member asked for is decoded: the others may be large.
+	zr, err := npz.OpenReader(path)
 	if err != nil {
 		return nil, "", err
 	}
-	if len(arc.Names) == 0 {
+	defer zr.Close()
+	if len(zr.Names) == 0 {
 		return nil, "", &FormatError{File: path, Field: "members", Got: "none", Want: "at least one array"}
 	}
 	if key == "" {
-		key = arc.Names[0]
+		key = zr.Names[0]
 	}
-	a, err := arc.Get(key)
+	a, err := zr.Get(key)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, "", err
 	}
 	return a, fmt.Sprintf("member %q", key), nil
 }
@@ -162,55 +164,51 @@ func arrayMatrix(file, field string, a *npy.Array) (*mat.Dense, error) {
 }
 
 // ReadCSV reads numeric comma-separated rows from r (name labels errors).
-// A first row that is not all numbers is taken as a header and skipped.
-// Every row must have as many fields as the first data row.
+// The first row is a header of column names, skipped, when none of its
+// fields is a number; a first row with any number in it is data, and a
+// field of it that is not a number is an error, like anywhere else. A
+// header must have one name per column, and every row as many fields as
+// the first data row. Blank and whitespace-only lines are skipped; lines
+// end in \n or \r\n (a bare \r, classic Mac OS's line ending, is refused).
+// Errors give the file's line numbers.
 func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
-	// A UTF-8 byte-order mark (Excel's "CSV UTF-8") is not part of the
-	// first field: left in, it made a header-less file's first row look
-	// like a header and lose it.
-	br := bufio.NewReader(r)
-	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
-		br.Discard(3)
-	}
-	cr := csv.NewReader(br)
-	cr.FieldsPerRecord = -1
+	cr := newCSVReader(r)
 	cr.ReuseRecord = true
-	cr.TrimLeadingSpace = true
 	var vals []float64
+	first := true
+	header, headerLine := 0, 0 // names in the header row, and its line
 	d, rows := 0, 0
-	for line := 1; ; line++ {
+	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", pe.Line), Got: pe.Err.Error(), Want: "valid CSV"}
-			}
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, csvError(name, err)
 		}
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
-			continue // blank line
+		if blankRecord(rec) {
+			continue
 		}
-		row := make([]float64, len(rec))
-		bad := -1
-		for j, s := range rec {
-			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err != nil {
-				bad = j
-				break
-			}
-			row[j] = v
+		if err := checkCR(cr, rec, name); err != nil {
+			return nil, err
 		}
-		if bad >= 0 {
-			if rows == 0 && line == 1 {
-				continue // header
+		line, _ := cr.FieldPos(0)
+		if first {
+			first = false
+			if isHeader(rec) {
+				header, headerLine = len(rec), line
+				continue
 			}
-			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d, column %d", line, bad+1), Got: strconv.Quote(clip(rec[bad])), Want: "a number"}
+		}
+		row, err := parseRow(cr, rec, name)
+		if err != nil {
+			return nil, err
 		}
 		if rows == 0 {
 			d = len(row)
+			if header > 0 && header != d {
+				return nil, &FormatError{File: name, Field: fmt.Sprintf("header (line %d)", headerLine), Want: fmt.Sprintf("one name per column: the header has %d names, the data %d columns", header, d)}
+			}
 		} else if len(row) != d {
 			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", line), Got: fmt.Sprintf("%d fields", len(row)), Want: fmt.Sprintf("%d (as in the first data row)", d)}
 		}
@@ -223,10 +221,11 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 	return mat.NewDense(rows, d, vals), nil
 }
 
-// CSVColumns returns the column names of a CSV file's header row, or nil
-// when its first row is data (all numbers) or the file has no rows. The
-// names are trimmed; a UTF-8 byte-order mark is dropped.
-func CSVColumns(r io.Reader) ([]string, error) {
+// newCSVReader returns a reader of r's comma-separated records of any
+// length, with leading spaces trimmed from the fields. A UTF-8 byte-order
+// mark (Excel's "CSV UTF-8") is dropped: left in the first field, it made a
+// header-less file's first row look like a header and lose it.
+func newCSVReader(r io.Reader) *csv.Reader {
 	br := bufio.NewReader(r)
 	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
 		br.Discard(3)
@@ -234,6 +233,72 @@ func CSVColumns(r io.Reader) ([]string, error) {
 	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
+	return cr
+}
+
+// csvError reports an error of encoding/csv's reader on the file name.
+func csvError(name string, err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &FormatError{File: name, Field: fmt.Sprintf("line %d", pe.Line), Got: pe.Err.Error(), Want: "valid CSV"}
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// blankRecord reports whether rec is a blank or whitespace-only line.
+func blankRecord(rec []string) bool {
+	return len(rec) == 1 && strings.TrimSpace(rec[0]) == ""
+}
+
+// isHeader reports whether rec, a file's first record, is a header: none
+// of its fields is a number. A number out of float64's range (1e400) is a
+// number here, so that its row is refused rather than dropped.
+func isHeader(rec []string) bool {
+	for _, s := range rec {
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCR refuses a record with a carriage return in a field: encoding/csv
+// ends lines at \n (dropping the \r of \r\n), so a file whose lines end in
+// a bare \r reads as one long record with \r inside its fields.
+func checkCR(cr *csv.Reader, rec []string, name string) error {
+	for j, s := range rec {
+		if strings.ContainsRune(s, '\r') {
+			line, _ := cr.FieldPos(j)
+			return &FormatError{File: name, Field: fmt.Sprintf("line %d, column %d", line, j+1), Got: strconv.Quote(clip(s)) + ", with a bare carriage return",
+				Want: `lines ending in \n or \r\n, not in \r alone (classic Mac OS line endings: convert them, with tr '\r' '\n' say)`}
+		}
+	}
+	return nil
+}
+
+// parseRow returns the numbers of the data record rec.
+func parseRow(cr *csv.Reader, rec []string, name string) ([]float64, error) {
+	row := make([]float64, len(rec))
+	for j, s := range rec {
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			line, _ := cr.FieldPos(j)
+			want := "a number"
+			if errors.Is(err, strconv.ErrRange) {
+				want = "a number within float64's range (magnitude below 1.8e308)"
+			}
+			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d, column %d", line, j+1), Got: strconv.Quote(clip(s)), Want: want}
+		}
+		row[j] = v
+	}
+	return row, nil
+}
+
+// CSVColumns returns the column names of a CSV file's header row, or nil
+// when its first row is data (has a number in it, see ReadCSV) or the file
+// has no rows. The names are trimmed; a UTF-8 byte-order mark is dropped.
+func CSVColumns(r io.Reader) ([]string, error) {
+	cr := newCSVReader(r)
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -242,19 +307,15 @@ func CSVColumns(r io.Reader) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
-			continue // blank line
+		if blankRecord(rec) {
+			continue
+		}
+		if !isHeader(rec) {
+			return nil, nil
 		}
 		names := make([]string, len(rec))
-		header := false
 		for j, f := range rec {
 			names[j] = strings.TrimSpace(f)
-			if _, err := strconv.ParseFloat(names[j], 64); err != nil {
-				header = true
-			}
-		}
-		if !header {
-			return nil, nil
 		}
 		return names, nil
 	}

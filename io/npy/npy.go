@@ -36,6 +36,18 @@ const Magic = "\x93NUMPY"
 // a corrupt shape cannot overflow size computations.
 const maxElements = 1 << 40
 
+// maxRank is the most dimensions a shape may have (NumPy's NPY_MAXDIMS).
+const maxRank = 64
+
+// maxDepth bounds the nesting of brackets in a header, so that a hostile
+// header cannot exhaust the stack; NumPy's own headers nest at most 3 deep
+// (a structured dtype's list of tuples within the dictionary).
+const maxDepth = 32
+
+// maxListed is how many keys or names an error message lists before it
+// gives only their count.
+const maxListed = 8
+
 // Array is a numeric n-dimensional array in C (row-major) order.
 type Array struct {
 	// Shape is the extent of each dimension; nil or empty for a scalar.
@@ -96,6 +108,13 @@ type Header struct {
 	Shape   []int
 }
 
+// Check returns nil if Read can decode the header's dtype, or a
+// *FormatError naming the dtype and those supported.
+func (h Header) Check() error {
+	_, err := parseDtype(h.Dtype)
+	return err
+}
+
 // DataBytes is the size of the data the header announces (elements ×
 // element size); ok is false for an unsupported dtype or a size that
 // overflows.
@@ -122,7 +141,7 @@ type dtype struct {
 
 func parseDtype(s string) (dtype, error) {
 	bad := func(want string) error {
-		return &FormatError{Field: "header field 'descr'", Got: strconv.Quote(s), Want: want}
+		return &FormatError{Field: "header field 'descr'", Got: strconv.Quote(clip(s)), Want: want}
 	}
 	if len(s) < 3 {
 		return dtype{}, bad("a NumPy type string such as '<f8'")
@@ -138,7 +157,7 @@ func parseDtype(s string) (dtype, error) {
 	}
 	d.kind = s[1]
 	size, err := strconv.Atoi(s[2:])
-	if err != nil {
+	if err != nil || strings.Trim(s[2:], "0123456789") != "" {
 		return dtype{}, bad("a type string such as '<f8'")
 	}
 	d.size = size
@@ -155,7 +174,7 @@ func parseDtype(s string) (dtype, error) {
 		ok = size == 1
 	}
 	if !ok {
-		return dtype{}, bad("a float32, float64, integer or bool dtype")
+		return dtype{}, bad("float32 or float64 ('<f4', '<f8'), a signed or unsigned integer of 1, 2, 4 or 8 bytes ('<i8', '|u1'), or bool ('|b1')")
 	}
 	return d, nil
 }
@@ -215,12 +234,12 @@ func parseHeader(s string) (Header, error) {
 	var extra []string
 	for k := range d {
 		if k != "descr" && k != "fortran_order" && k != "shape" {
-			extra = append(extra, strconv.Quote(clip(k)))
+			extra = append(extra, k)
 		}
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return Header{}, &FormatError{Field: "header", Got: "keys " + strings.Join(extra, ", "), Want: "exactly 'descr', 'fortran_order' and 'shape' (NumPy refuses others)"}
+		return Header{}, &FormatError{Field: "header", Got: "keys " + quoteList(extra), Want: "exactly 'descr', 'fortran_order' and 'shape' (NumPy refuses others)"}
 	}
 	var h Header
 	switch t := d["descr"].(type) {
@@ -238,6 +257,9 @@ func parseHeader(s string) (Header, error) {
 		return Header{}, &FormatError{Field: "header field 'fortran_order'", Want: "present"}
 	default:
 		return Header{}, &FormatError{Field: "header field 'fortran_order'", Want: "True or False"}
+	}
+	if n, ok := d["shape"].(longSeq); ok {
+		return Header{}, &FormatError{Field: "header field 'shape'", Got: fmt.Sprintf("a sequence of %d items", n), Want: fmt.Sprintf("at most %d dimensions (NumPy's limit)", maxRank)}
 	}
 	sh, ok := d["shape"].([]int)
 	if !ok {
@@ -264,13 +286,41 @@ func clip(s string) string {
 	return s
 }
 
+// quoteList quotes the first few of names, each clipped, for an error message,
+// and gives the count of a longer list: "a", "b", … (600000 in all).
+func quoteList(names []string) string {
+	q := make([]string, 0, maxListed+1)
+	for i, n := range names {
+		if i == maxListed {
+			q = append(q, fmt.Sprintf("… (%d in all)", len(names)))
+			break
+		}
+		q = append(q, strconv.Quote(clip(n)))
+	}
+	return strings.Join(q, ", ")
+}
+
 // lit parses the subset of Python literals a .npy header uses: dicts with
 // string keys, strings, True/False, and tuples of integers (lists are parsed
-// so that structured dtypes get a clear error).
+// so that structured dtypes get a clear error). Brackets may nest at most
+// maxDepth deep.
 type lit struct {
-	s string
-	i int
+	s     string
+	i     int
+	depth int
 }
+
+// enter notes one more level of brackets, failing past maxDepth; leave
+// undoes it.
+func (p *lit) enter() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return &FormatError{Field: fmt.Sprintf("header nested too deep at byte %d", p.i), Want: fmt.Sprintf("at most %d levels of '{', '(' and '['", maxDepth)}
+	}
+	return nil
+}
+
+func (p *lit) leave() { p.depth-- }
 
 func (p *lit) space() {
 	for p.i < len(p.s) && strings.IndexByte(" \t\n\r", p.s[p.i]) >= 0 {
@@ -311,6 +361,10 @@ func (p *lit) value() (any, error) {
 }
 
 func (p *lit) dict() (any, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	p.i++ // '{'
 	d := map[string]any{}
 	for {
@@ -333,7 +387,7 @@ func (p *lit) dict() (any, error) {
 			return nil, err
 		}
 		if _, dup := d[k]; dup {
-			return nil, &FormatError{Field: "header key " + strconv.Quote(k), Want: "given once"}
+			return nil, &FormatError{Field: "header key " + strconv.Quote(clip(k)), Want: "given once"}
 		}
 		d[k] = v
 		p.space()
@@ -351,9 +405,18 @@ func (p *lit) dict() (any, error) {
 // intList is a Python list of integers: NumPy's shape must be a tuple.
 type intList []int
 
+// longSeq is the length of a tuple or list of more than maxRank items,
+// which no header NumPy reads holds; the items are parsed but not kept.
+type longSeq int
+
 // sequence parses a tuple or list. A tuple of integers is returned as
-// []int, a list of integers as intList, anything else as []any.
+// []int, a list of integers as intList, a sequence of more than maxRank
+// items as longSeq, anything else as []any.
 func (p *lit) sequence() (any, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	closer := byte(')')
 	if p.s[p.i] == '[' {
 		closer = ']'
@@ -362,10 +425,14 @@ func (p *lit) sequence() (any, error) {
 	var items []any
 	ints := []int{}
 	allInts := true
+	count := 0
 	for {
 		p.space()
 		if p.i < len(p.s) && p.s[p.i] == closer {
 			p.i++
+			if count > maxRank {
+				return longSeq(count), nil
+			}
 			if allInts {
 				if closer == ']' {
 					return intList(ints), nil
@@ -378,11 +445,13 @@ func (p *lit) sequence() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, v)
-		if n, ok := v.(int); ok {
-			ints = append(ints, n)
-		} else {
-			allInts = false
+		if count++; count <= maxRank {
+			items = append(items, v)
+			if n, ok := v.(int); ok {
+				ints = append(ints, n)
+			} else {
+				allInts = false
+			}
 		}
 		p.space()
 		if p.i < len(p.s) && p.s[p.i] == ',' {
@@ -430,7 +499,7 @@ func (p *lit) integer() (any, error) {
 	return n, nil
 }
 
-// Read reads one array from a .npy stream.
+// Read reads one array from a .npy stream, leaving r after its data.
 func Read(r io.Reader) (*Array, error) {
 	h, err := ReadHeader(r)
 	if err != nil {
@@ -534,21 +603,35 @@ func fortranToC(f []float64, shape []int) []float64 {
 	return c
 }
 
-// ReadFile reads the array stored in the .npy file at path. Errors name the
-// file.
+// ReadAll reads one array from a .npy stream that must end with the
+// array's data, as a file does: bytes after the data are refused (NumPy
+// ignores them, but they are a sign of a corrupt or wrongly named file).
+func ReadAll(r io.Reader) (*Array, error) {
+	a, err := Read(r)
+	if err != nil {
+		return nil, err
+	}
+	var b [1]byte
+	switch n, err := io.ReadFull(r, b[:]); {
+	case n > 0:
+		return nil, &FormatError{Field: "data", Got: "more bytes after the header's shape " + fmt.Sprint(a.Shape), Want: "the file to end there"}
+	case err != io.EOF:
+		return nil, fmt.Errorf("npy: reading past the data: %w", err)
+	}
+	return a, nil
+}
+
+// ReadFile reads the array stored in the .npy file at path, which must end
+// with the array's data (see ReadAll). Errors name the file.
 func ReadFile(path string) (*Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
-	a, err := Read(br)
+	a, err := ReadAll(bufio.NewReader(f))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if _, err := br.Peek(1); err != io.EOF {
-		return nil, fmt.Errorf("%s: %w", path, &FormatError{Field: "data", Got: "more bytes after the header's shape " + fmt.Sprint(a.Shape), Want: "the file to end there"})
 	}
 	return a, nil
 }

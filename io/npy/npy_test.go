@@ -2,13 +2,16 @@ package npy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // want is the array gen.py stores: arange(24).reshape(2,3,4)/8 − 1.
@@ -231,5 +234,79 @@ func TestRefusesWhatNumPyRefuses(t *testing.T) {
 	os.WriteFile(path, append(header("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }"), make([]byte, 32)...), 0o644)
 	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "more bytes after the header's shape [2]") {
 		t.Errorf("trailing data: %v", err)
+	}
+}
+
+// v2 builds a version 2.0 .npy header around dict, followed by data.
+func v2(dict string, data []byte) []byte {
+	b := []byte(Magic + "\x02\x00")
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(dict)+1))
+	b = append(b, dict...)
+	b = append(b, '\n')
+	return append(b, data...)
+}
+
+// Hostile headers give a short, clear error: deep nesting (before, it
+// overflowed the stack), a rank over NumPy's 64, and many extra keys (a
+// 6.5 MB message for 600,000 keys before) or a long key or dtype.
+func TestRefusesHostileHeaders(t *testing.T) {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("'k%d': 0", i)
+	}
+	const ok = "'descr': '<f8', 'fortran_order': False"
+	for _, c := range []struct{ name, dict, want string }{
+		{"deep shape", "{" + ok + ", 'shape': " + strings.Repeat("(", 8000000) + "}", "npy: header nested too deep at byte 81: want at most 32 levels"},
+		{"deep list", "{" + ok + ", 'shape': (1,), 'x': " + strings.Repeat("[{'a': ", 20) + "}", "header nested too deep"},
+		{"rank 65", "{" + ok + ", 'shape': (" + strings.Repeat("1, ", 65) + "), }", "'shape' is a sequence of 65 items, want at most 64 dimensions"},
+		{"rank 1e6", "{" + ok + ", 'shape': (" + strings.Repeat("1,", 1000000) + "), }", "'shape' is a sequence of 1000000 items, want at most 64 dimensions"},
+		{"1000 keys", "{" + ok + ", 'shape': (1,), " + strings.Join(keys, ", ") + "}", `keys "k0", "k1", "k10", "k100", "k101", "k102", "k103", "k104", … (1000 in all), want exactly`},
+		{"long key", "{" + ok + ", 'shape': (1,), " + "'" + strings.Repeat("k", 1<<20) + "': 0, '" + strings.Repeat("k", 1<<20) + "': 0}", `key "kkkkkkkkkkkkkkkkkkkk…": want given once`},
+		{"long descr", "{'descr': '<f" + strings.Repeat("8", 1<<20) + "', 'fortran_order': False, 'shape': (1,)}", `'descr' is "<f888888888888888888…", want`},
+	} {
+		_, err := Read(bytes.NewReader(v2(c.dict, make([]byte, 8))))
+		if err == nil || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 300 {
+			t.Errorf("%s: %.400v, want %q in at most 300 bytes", c.name, err, c.want)
+		}
+	}
+	// 64 dimensions is NumPy's limit, and allowed.
+	a, err := Read(bytes.NewReader(v2("{"+ok+", 'shape': ("+strings.Repeat("1, ", 64)+"), }", make([]byte, 8))))
+	if err != nil || len(a.Shape) != 64 {
+		t.Errorf("rank 64: %v", err)
+	}
+}
+
+// Unsupported dtypes are named with the supported ones; a size with a sign
+// or other non-digits is not a size.
+func TestHeaderCheck(t *testing.T) {
+	for _, s := range []string{"<c16", "<U1", "|O", "<f+8", "<i 4"} {
+		err := Header{Dtype: s, Shape: []int{2}}.Check()
+		if err == nil || !strings.Contains(err.Error(), "want float32 or float64") && !strings.Contains(err.Error(), "type string") {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	for _, s := range []string{"<f4", ">f8", "|u1", "<i8", "|b1"} {
+		if err := (Header{Dtype: s}).Check(); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+}
+
+// ReadAll refuses bytes after the data, as ReadFile does ("flowebm
+// diagnose" read with Read and accepted them).
+func TestReadAllRefusesTrailingBytes(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, &Array{Shape: []int{2}, Data: []float64{1, 2}}, Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadAll(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Errorf("exact file: %v", err)
+	}
+	b := append(buf.Bytes(), 0)
+	if _, err := ReadAll(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), "more bytes after the header's shape [2], want the file to end there") {
+		t.Errorf("trailing byte: %v", err)
+	}
+	if _, err := ReadAll(iotest.DataErrReader(bytes.NewReader(buf.Bytes()))); err != nil {
+		t.Errorf("EOF with the last data: %v", err)
 	}
 }

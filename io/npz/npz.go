@@ -4,16 +4,20 @@
 // Member names are given without the ".npy" suffix, as NumPy shows them
 // (numpy.load("w.npz")["net.0.weight"]); the suffix is added on writing and
 // removed on reading. Arrays are exchanged as npy.Array (float64, C order).
+//
+// ReadFile decodes every member; OpenReader decodes only those asked for,
+// as numpy.load does, so that one array can be read from an archive whose
+// other members are large or broken.
 package npz
 
 import (
 	"archive/zip"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
@@ -49,29 +53,154 @@ func (a *Archive) Get(name string) (*npy.Array, error) {
 	if v, ok := a.Arrays[name]; ok {
 		return v, nil
 	}
-	return nil, fmt.Errorf("npz: no member %q (have %s)", name, strings.Join(a.Names, ", "))
+	return nil, fmt.Errorf("npz: no member %q (have %s)", name, quoteList(a.Names))
 }
 
-// Read reads an .npz archive of size bytes from r.
+// Read reads an .npz archive of size bytes from r, decoding every member.
 func Read(r io.ReaderAt, size int64) (*Archive, error) {
+	zr, err := NewReader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	return zr.readAll()
+}
+
+// readAll decodes every member of r in file order.
+func (r *Reader) readAll() (*Archive, error) {
+	a := &Archive{Names: r.Names, Arrays: make(map[string]*npy.Array, len(r.Names))}
+	for _, name := range r.Names {
+		v, err := r.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		a.Arrays[name] = v
+	}
+	return a, nil
+}
+
+// Reader gives the members of an .npz archive by name and decodes only
+// those asked for: a member that is not, however large it claims to be,
+// costs nothing but its directory entry.
+type Reader struct {
+	// Names are the member names without ".npy", in file order.
+	Names []string
+
+	files map[string]*zip.File
+	path  string    // named in errors; empty for NewReader
+	c     io.Closer // the file OpenReader opened
+}
+
+// NewReader reads the directory of an .npz archive of size bytes from r;
+// no member is decoded. Errors do not name the archive.
+func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	z, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("npz: not a zip archive: %w", err)
 	}
-	a := &Archive{Arrays: map[string]*npy.Array{}}
+	zr := &Reader{files: make(map[string]*zip.File, len(z.File))}
 	for _, f := range z.File {
 		name := strings.TrimSuffix(f.Name, ".npy")
-		if _, dup := a.Arrays[name]; dup {
+		if _, dup := zr.files[name]; dup {
 			return nil, fmt.Errorf("npz: member %q appears twice", name)
 		}
-		arr, err := ReadMember(f)
-		if err != nil {
-			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
-		}
-		a.Names = append(a.Names, name)
-		a.Arrays[name] = arr
+		zr.Names = append(zr.Names, name)
+		zr.files[name] = f
+	}
+	return zr, nil
+}
+
+// OpenReader opens the .npz file at path and reads its directory; no
+// member is decoded. Errors, and those of the Reader's methods, name the
+// file. The Reader must be closed.
+func OpenReader(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	zr, err := NewReader(f, fi.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	zr.path, zr.c = path, f
+	return zr, nil
+}
+
+// Close closes the file OpenReader opened; it does nothing for a Reader
+// from NewReader.
+func (r *Reader) Close() error {
+	if r.c == nil {
+		return nil
+	}
+	return r.c.Close()
+}
+
+// member returns the zip entry of the named member, or an error naming the
+// missing member and listing those present.
+func (r *Reader) member(name string) (*zip.File, error) {
+	if f, ok := r.files[name]; ok {
+		return f, nil
+	}
+	return nil, r.wrap(fmt.Errorf("npz: no member %q (have %s)", name, quoteList(r.Names)))
+}
+
+// Header reads the .npy header of the named member without decoding its
+// data, so that callers can check its shape and dtype first.
+func (r *Reader) Header(name string) (npy.Header, error) {
+	f, err := r.member(name)
+	if err != nil {
+		return npy.Header{}, err
+	}
+	h, err := MemberHeader(f)
+	if err != nil {
+		return npy.Header{}, r.wrap(fmt.Errorf("npz: member %q: %w", f.Name, err))
+	}
+	return h, nil
+}
+
+// Get decodes the named member (see ReadMember), or returns an error
+// naming the missing member and listing those present.
+func (r *Reader) Get(name string) (*npy.Array, error) {
+	f, err := r.member(name)
+	if err != nil {
+		return nil, err
+	}
+	a, err := ReadMember(f)
+	if err != nil {
+		return nil, r.wrap(fmt.Errorf("npz: member %q: %w", f.Name, err))
 	}
 	return a, nil
+}
+
+// wrap prefixes err with the archive's path, if known.
+func (r *Reader) wrap(err error) error {
+	if r.path == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", r.path, err)
+}
+
+// quoteList quotes the first few names for an error message and gives the
+// count of a longer list: "a", "b", … (600000 in all).
+func quoteList(names []string) string {
+	const listed = 8
+	q := make([]string, 0, listed+1)
+	for i, n := range names {
+		if i == listed {
+			q = append(q, fmt.Sprintf("… (%d in all)", len(names)))
+			break
+		}
+		if len(n) > 40 {
+			n = n[:40] + "…"
+		}
+		q = append(q, strconv.Quote(n))
+	}
+	return strings.Join(q, ", ")
 }
 
 // MemberHeader reads the .npy header of an archive member without
@@ -86,11 +215,11 @@ func MemberHeader(f *zip.File) (npy.Header, error) {
 }
 
 // ReadMember decodes one member of an archive. Its .npy header is read
-// first: the data it announces must fit in the member's declared
-// uncompressed size, and that size must be at most maxMember, before
-// anything is decoded; the decompressed stream may not run past the
-// declared size; and the member is read to its end so that archive/zip
-// checks its CRC-32.
+// first: its dtype must be one npy reads, the data it announces must fit
+// in the member's declared uncompressed size, and that size must be at
+// most maxMember, before anything is decoded; the decompressed stream may
+// not run past the declared size, nor end before it; and the member is
+// read to its end so that archive/zip checks its CRC-32.
 func ReadMember(f *zip.File) (*npy.Array, error) {
 	declared := f.UncompressedSize64
 	if declared > maxMember {
@@ -98,6 +227,9 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 	}
 	h, err := MemberHeader(f)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.Check(); err != nil {
 		return nil, err
 	}
 	need, ok := h.DataBytes()
@@ -112,10 +244,11 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	lr := &io.LimitedReader{R: rc, N: int64(declared) + 1}
+	cr := &counter{r: rc}
+	lr := &io.LimitedReader{R: cr, N: int64(declared) + 1}
 	arr, err := npy.Read(lr)
 	if err != nil {
-		return nil, err
+		return nil, sizeError(err, cr.n, declared)
 	}
 	// Nothing may follow the data; reading to the end lets archive/zip
 	// check the size and the CRC-32.
@@ -124,7 +257,7 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 	case errors.Is(err, zip.ErrChecksum):
 		return nil, fmt.Errorf("CRC-32 does not match, a checksum error (the file is corrupt; NumPy refuses it too): %w", err)
 	case err != nil:
-		return nil, err
+		return nil, sizeError(err, cr.n, declared)
 	case lr.N == 0:
 		return nil, fmt.Errorf("decompresses to more than its declared %d bytes", declared)
 	case n > 0:
@@ -133,17 +266,40 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 	return arr, nil
 }
 
-// ReadFile reads the .npz file at path; errors name the file.
+// counter counts the bytes read through it.
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// sizeError explains the errors archive/zip gives when a member's data,
+// of which got bytes were read, and its declared uncompressed size
+// disagree; other errors are returned as they are.
+func sizeError(err error, got int64, declared uint64) error {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("data end after %d bytes, shorter than the member's declared uncompressed size of %d bytes (the archive is corrupt): %w", got, declared, err)
+	case errors.Is(err, zip.ErrFormat):
+		return fmt.Errorf("decompresses to more than its declared %d bytes: %w", declared, err)
+	}
+	return err
+}
+
+// ReadFile reads the .npz file at path, decoding every member (OpenReader
+// decodes only those asked for); errors name the file.
 func ReadFile(path string) (*Archive, error) {
-	b, err := os.ReadFile(path)
+	zr, err := OpenReader(path)
 	if err != nil {
 		return nil, err
 	}
-	a, err := Read(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return a, nil
+	defer zr.Close()
+	return zr.readAll()
 }
 
 // Write writes arrays as an uncompressed .npz archive (numpy.savez), members

@@ -3,6 +3,8 @@ package npz
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"os/exec"
@@ -128,15 +130,41 @@ func TestReadChecksCRC(t *testing.T) {
 // rawMember writes one stored member with the given content and declared
 // uncompressed size (which may lie).
 func rawMember(t *testing.T, content []byte, declared uint64) []byte {
+	return rawArchive(t, raw{"x.npy", zip.Store, content, declared})
+}
+
+// raw is a member as stored: data is written as it is (already
+// compressed for Deflate), with the given declared uncompressed size.
+type raw struct {
+	name     string
+	method   uint16
+	data     []byte
+	declared uint64
+}
+
+// rawArchive writes the members into a zip archive; the CRC-32 is that of
+// the data (right for stored members only).
+func rawArchive(t *testing.T, members ...raw) []byte {
 	var buf bytes.Buffer
 	z := zip.NewWriter(&buf)
-	w, err := z.CreateRaw(&zip.FileHeader{Name: "x.npy", Method: zip.Store, CRC32: crc32.ChecksumIEEE(content),
-		CompressedSize64: uint64(len(content)), UncompressedSize64: declared})
-	if err != nil {
+	for _, m := range members {
+		w, err := z.CreateRaw(&zip.FileHeader{Name: m.name, Method: m.method, CRC32: crc32.ChecksumIEEE(m.data),
+			CompressedSize64: uint64(len(m.data)), UncompressedSize64: m.declared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(m.data)
+	}
+	z.Close()
+	return buf.Bytes()
+}
+
+// npyBytes is a as a .npy stream of float64.
+func npyBytes(t *testing.T, a *npy.Array) []byte {
+	var buf bytes.Buffer
+	if err := npy.Write(&buf, a, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	w.Write(content)
-	z.Close()
 	return buf.Bytes()
 }
 
@@ -165,5 +193,116 @@ func TestReadBoundsMembers(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// A Reader decodes only the members asked for: reading 'a' from an archive
+// whose 'b' declares 1.6 GB of zeros (a zip bomb, cut short here) does not
+// touch 'b', where Read decoded every member (5.5 GB for the real bomb).
+func TestReaderDecodesOnlyWhatIsAsked(t *testing.T) {
+	a := npyBytes(t, &npy.Array{Shape: []int{2, 2}, Data: []float64{1, 2, 3, 4}})
+	bomb := bytes.Replace(npyBytes(t, &npy.Array{Shape: []int{2}, Data: []float64{0, 0}}), []byte("(2,), }        "), []byte("(200000000,), }"), 1)
+	var def bytes.Buffer
+	fw, _ := flate.NewWriter(&def, flate.BestCompression)
+	fw.Write(append(bomb, make([]byte, 1<<16)...)) // the first 64 KiB of 1.6 GB of zeros
+	fw.Close()
+	b := rawArchive(t, raw{"a.npy", zip.Store, a, uint64(len(a))}, raw{"b.npy", zip.Deflate, def.Bytes(), 1600000128})
+	path := filepath.Join(t.TempDir(), "bomb.npz")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	if !reflect.DeepEqual(zr.Names, []string{"a", "b"}) {
+		t.Errorf("names %v", zr.Names)
+	}
+	h, err := zr.Header("a")
+	if err != nil || !reflect.DeepEqual(h.Shape, []int{2, 2}) {
+		t.Errorf("header of a: %+v, %v", h, err)
+	}
+	got, err := zr.Get("a")
+	if err != nil || !reflect.DeepEqual(got.Data, []float64{1, 2, 3, 4}) {
+		t.Errorf("a: %+v, %v", got, err)
+	}
+	if _, err := zr.Get("b"); err == nil || !strings.HasPrefix(err.Error(), path+`: npz: member "b.npy": data end after`) {
+		t.Errorf("b: %v, want an error naming the file and member", err)
+	}
+	if _, err := zr.Get("c"); err == nil || !strings.Contains(err.Error(), path+`: npz: no member "c" (have "a", "b")`) {
+		t.Errorf("c: %v", err)
+	}
+	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), `member "b.npy"`) {
+		t.Errorf("ReadFile decodes every member: %v", err)
+	}
+}
+
+// Decompression stops at the declared size: a deflated member that
+// inflates to 1 MB but declares 200 bytes is refused.
+func TestReadBoundsInflation(t *testing.T) {
+	content := append(npyBytes(t, &npy.Array{Shape: []int{2}, Data: []float64{1, 2}}), make([]byte, 1<<20)...)
+	var def bytes.Buffer
+	fw, _ := flate.NewWriter(&def, flate.BestCompression)
+	fw.Write(content)
+	fw.Close()
+	b := rawArchive(t, raw{"x.npy", zip.Deflate, def.Bytes(), 200})
+	_, err := Read(bytes.NewReader(b), int64(len(b)))
+	if err == nil || !strings.Contains(err.Error(), `member "x.npy": decompresses to more than its declared 200 bytes`) {
+		t.Errorf("%v", err)
+	}
+}
+
+// An unsupported dtype is reported as such, not as a size mismatch.
+func TestReadNamesUnsupportedDtype(t *testing.T) {
+	for _, descr := range []string{"<c16", "<U1"} {
+		content := bytes.Replace(npyBytes(t, &npy.Array{Shape: []int{5, 2}, Data: make([]float64, 10)}), []byte("'<f8'"), []byte("'"+descr+"'"), 1)
+		content = content[:len(content)-16] // as much data as the file has
+		b := rawMember(t, content, uint64(len(content)))
+		_, err := Read(bytes.NewReader(b), int64(len(b)))
+		want := `member "x.npy": npy: header field 'descr' is "` + descr + `", want float32 or float64`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", descr, err, want)
+		}
+	}
+}
+
+// A member whose data end before its declared size says so (before:
+// "unexpected EOF"), whether the data or the check after them meet the end.
+func TestReadNamesShortMember(t *testing.T) {
+	content := npyBytes(t, &npy.Array{Shape: []int{2}, Data: []float64{1, 2}})
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"after the data", content, "data end after 144 bytes, shorter than the member's declared uncompressed size of 4294967280 bytes"},
+		{"within the data", content[:136], "data end after 136 bytes, shorter than the member's declared uncompressed size of 4294967280 bytes"},
+	} {
+		b := rawMember(t, c.data, 0xFFFFFFF0)
+		_, err := Read(bytes.NewReader(b), int64(len(b)))
+		if err == nil || !strings.Contains(err.Error(), `member "x.npy": `+c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A missing member's error lists the first few members and their count.
+func TestGetClipsMemberList(t *testing.T) {
+	arrays := map[string]*npy.Array{}
+	for i := range 20 {
+		arrays[fmt.Sprintf("m%02d", i)] = &npy.Array{Shape: []int{1}, Data: []float64{0}}
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, arrays, npy.Float32); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `npz: no member "x" (have "m00", "m01", "m02", "m03", "m04", "m05", "m06", "m07", … (20 in all))`
+	if _, err := a.Get("x"); err == nil || err.Error() != want {
+		t.Errorf("%v, want %s", err, want)
 	}
 }

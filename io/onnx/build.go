@@ -53,7 +53,16 @@ func constVal(shape []int, elem DataType, data []float64) *val {
 		t := tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{0}))
 		return &val{shape: append([]int(nil), shape...), elem: elem, c: t}
 	}
-	t := tensor.New(tensor.WithShape(phys(shape)...), tensor.WithBacking(append([]float64(nil), data...)))
+	return ownConst(shape, elem, append([]float64(nil), data...))
+}
+
+// ownConst is constVal without the copy: the constant takes data, which
+// the caller must not use again.
+func ownConst(shape []int, elem DataType, data []float64) *val {
+	if len(shape) > 0 && sizeOf(shape) == 0 {
+		return constVal(shape, elem, nil)
+	}
+	t := tensor.New(tensor.WithShape(phys(shape)...), tensor.WithBacking(data))
 	return &val{shape: append([]int(nil), shape...), elem: elem, c: t}
 }
 
@@ -68,12 +77,14 @@ type instance struct {
 	batch  int
 	env    map[string]*val
 	consts map[*val]*G.Node
+	mem    memory
 	// foldParams reads float initializers as constants (MLP recognition).
 	foldParams bool
 }
 
 func newInstance(n *Net, b layers.Binder, batch int) *instance {
-	return &instance{net: n, b: b, batch: batch, env: map[string]*val{}, consts: map[*val]*G.Node{}}
+	return &instance{net: n, b: b, batch: batch, env: map[string]*val{}, consts: map[*val]*G.Node{},
+		mem: memory{constLimit: constBudget()}}
 }
 
 // run builds every node and returns the energies (B).
@@ -230,7 +241,7 @@ func (in *instance) constInput(node *Node, i int) (*val, error) {
 		return nil, err
 	}
 	if !v.isConst() && v.src != "" { // PyTorch merges equal initializers into Identity nodes
-		return tensorVal(in.net.inits[v.src]), nil
+		return in.tensorConst(in.net.inits[v.src])
 	}
 	if !v.isConst() {
 		return nil, fmt.Errorf("input %d (%q) must be a constant, but it depends on the input or on parameters", i, node.Inputs[i])
@@ -242,7 +253,7 @@ func (in *instance) constInput(node *Node, i int) (*val, error) {
 // for float initializers the computation reads, else a constant).
 func (in *instance) lookup(name string, asConst bool) (*val, error) {
 	if t, ok := in.net.inits[name]; ok && asConst {
-		return tensorVal(t), nil
+		return in.tensorConst(t)
 	}
 	if v, ok := in.env[name]; ok {
 		if v.err != nil {
@@ -254,15 +265,12 @@ func (in *instance) lookup(name string, asConst bool) (*val, error) {
 	if !ok {
 		return nil, fmt.Errorf("value %q is not computed before it is used", name)
 	}
+	if !isFloat(t.DataType) || in.foldParams || (in.net.trainable != nil && !in.net.trainable[name]) {
+		return in.tensorConst(t)
+	}
 	shape := make([]int, len(t.Dims))
 	for i, d := range t.Dims {
 		shape[i] = int(d)
-	}
-	if !isFloat(t.DataType) {
-		return constVal(shape, t.DataType, int64sToFloats(t.Int)), nil
-	}
-	if asConst || in.foldParams || (in.net.trainable != nil && !in.net.trainable[name]) {
-		return constVal(shape, t.DataType, t.Float), nil
 	}
 	p, err := in.b.Param(name, phys(shape)...)
 	if err != nil {
@@ -333,8 +341,8 @@ func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args 
 	} else if sizeOf(phys(shape)) != sizeOf(phys(inferred)) {
 		return nil, fmt.Errorf("internal error: %v gives shape %v, expected %v", o, inferred, shape)
 	}
-	if sizeOf(phys(shape)) > maxElements {
-		return nil, fmt.Errorf("result of shape %v has more than %d values", shape, maxElements)
+	if err := in.reserve(shape, allConst); err != nil {
+		return nil, err
 	}
 	if allConst {
 		ts := make([]*tensor.Dense, len(args))
@@ -371,6 +379,9 @@ func (in *instance) reshape(v *val, shape []int) (*val, error) {
 	if v.isConst() {
 		if sizeOf(shape) == 0 {
 			return constVal(shape, v.elem, nil), nil
+		}
+		if err := in.reserveConst(sizeOf(shape)); err != nil {
+			return nil, err
 		}
 		return constVal(shape, v.elem, v.c.Data().([]float64)), nil
 	}

@@ -121,6 +121,9 @@ func (n *Net) init() error {
 		}
 	}
 	g := n.model.Graph
+	if err := checkGraph(g); err != nil {
+		return err
+	}
 	n.inits = map[string]*Tensor{}
 	for _, t := range g.Initializers {
 		n.inits[t.Name] = t
@@ -187,9 +190,6 @@ func (n *Net) pickInput(g *Graph) error {
 	return nil
 }
 
-// maxElements bounds the values of any one tensor the importer builds.
-const maxElements = 1 << 28
-
 func dimsString(v *ValueInfo) string {
 	if !v.HasShape {
 		return "unknown"
@@ -221,7 +221,13 @@ func (n *Net) pickOutput(g *Graph) error {
 				return nil
 			}
 		}
+		if len(names) == 0 {
+			return fmt.Errorf("no graph output named %q: the graph has no outputs", n.cfg.Output)
+		}
 		return fmt.Errorf("no graph output named %q (outputs: %s)", n.cfg.Output, quoteAll(names))
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("graph has no outputs: it must declare the energy (or log density) as an output")
 	}
 	if len(names) != 1 {
 		return fmt.Errorf("graph has %d outputs (%s): choose the energy output by name (flowebm energy and sample: --output NAME; the Go API: Config.Output)", len(names), quoteAll(names))

@@ -318,7 +318,8 @@ func constantHandler(in *instance, node *Node) ([]*val, error) {
 			if a.T == nil {
 				return nil, fmt.Errorf("attribute \"value\" holds no tensor")
 			}
-			return []*val{tensorVal(a.T)}, nil
+			v, err := in.tensorConst(a.T)
+			return []*val{v}, err
 		case "value_float":
 			return []*val{constVal(nil, TypeFloat, []float64{shortest(a.F)})}, nil
 		case "value_floats":
@@ -374,11 +375,14 @@ func (in *instance) cast(x *val, to DataType) (*val, error) {
 	case isFloat(to):
 		if x.isConst() && to == TypeFloat && isFloat(x.elem) {
 			d := x.c.Data().([]float64)
+			if err := in.reserveConst(len(d)); err != nil {
+				return nil, err
+			}
 			f := make([]float64, len(d))
 			for i, v := range d {
 				f[i] = float64(float32(v))
 			}
-			return constVal(x.shape, to, f), nil
+			return ownConst(x.shape, to, f), nil
 		}
 		return &val{shape: x.shape, elem: to, c: x.c, n: x.n}, nil
 	case to == TypeBool:
@@ -457,11 +461,14 @@ func constantOfShape(in *instance, node *Node) ([]*val, error) {
 		v := tensorVal(a.T)
 		fill, elem = v.c.Data().([]float64)[0], v.elem
 	}
+	if err := in.reserveConst(sizeOf(phys(shape))); err != nil {
+		return nil, err
+	}
 	d := make([]float64, sizeOf(shape))
 	for i := range d {
 		d[i] = fill
 	}
-	return []*val{constVal(shape, elem, d)}, nil
+	return []*val{ownConst(shape, elem, d)}, nil
 }
 
 // checkedShape converts dimensions, refusing negative ones and sizes over
@@ -474,12 +481,25 @@ func checkedShape(dims []int64) ([]int, error) {
 			return nil, fmt.Errorf("negative dimension %d in shape %v", d, dims)
 		}
 		if d > maxElements || total*d > maxElements {
-			return nil, fmt.Errorf("shape %v has more than %d values", dims, maxElements)
+			return nil, tooManyValues(dims)
 		}
 		total *= d
 		shape[i] = int(d)
 	}
 	return shape, nil
+}
+
+// tooManyValues is checkedShape's error for a shape over maxElements.
+func tooManyValues(dims []int64) error {
+	n := 1.0
+	for _, d := range dims {
+		n *= float64(d)
+	}
+	if n <= maxElements { // a dimension 0 beside huge ones
+		return fmt.Errorf("shape %v has a dimension over the %d values one tensor may hold", dims, maxElements)
+	}
+	return fmt.Errorf("shape %v has %.4g values (%s as float64), more than the %d (%s) one tensor may hold",
+		dims, n, byteSize(8*n), maxElements, byteSize(maxTensorBytes))
 }
 
 func rangeHandler(in *instance, node *Node) ([]*val, error) {
@@ -501,13 +521,16 @@ func rangeHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	n := math.Max(math.Ceil((v[1]-v[0])/v[2]), 0)
 	if n > maxElements {
-		return nil, fmt.Errorf("range of %g values", n)
+		return nil, fmt.Errorf("range of %g values, more than the %d (%s of float64) one tensor may hold", n, maxElements, byteSize(maxTensorBytes))
+	}
+	if err := in.reserveConst(int(n)); err != nil {
+		return nil, err
 	}
 	d := make([]float64, int(n))
 	for i := range d {
 		d[i] = v[0] + float64(i)*v[2]
 	}
-	return []*val{constVal([]int{len(d)}, elem, d)}, nil
+	return []*val{ownConst([]int{len(d)}, elem, d)}, nil
 }
 
 func softmaxHandler(log bool) handler {
@@ -670,7 +693,9 @@ func ifHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	g := a.G
 	for _, t := range g.Initializers {
-		in.env[t.Name] = tensorVal(t)
+		if in.env[t.Name], err = in.tensorConst(t); err != nil {
+			return nil, fmt.Errorf("%s initializer %q: %w", branch, t.Name, err)
+		}
 	}
 	for _, sub := range g.Nodes {
 		if err := in.apply(sub); err != nil {

@@ -1,0 +1,140 @@
+// Package jsonfile decodes JSON files that people write and edit by hand
+// (configurations, checkpoints' state) strictly: one object, no unknown
+// fields, no key given twice, nothing after it, with errors that name the
+// file. A UTF-8 byte-order mark, which some editors write, is skipped.
+package jsonfile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Options relax the checks; the zero value is strict.
+type Options struct {
+	// AllowUnknown accepts fields that v has no place for.
+	AllowUnknown bool
+	// MaxBytes refuses larger files before reading them (0: no limit).
+	MaxBytes int64
+}
+
+// Read decodes the JSON object in the file at path into v.
+func Read(path string, v any, opt Options) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := io.Reader(f)
+	if opt.MaxBytes > 0 {
+		r = io.LimitReader(f, opt.MaxBytes+1)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if opt.MaxBytes > 0 && int64(len(b)) > opt.MaxBytes {
+		return fmt.Errorf("%s: more than %d bytes, want at most %d", path, opt.MaxBytes, opt.MaxBytes)
+	}
+	if err := Decode(b, v, opt); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// Decode decodes the JSON object b into v.
+func Decode(b []byte, v any, opt Options) error {
+	b = bytes.TrimPrefix(b, []byte("\uFEFF"))
+	switch t := bytes.TrimSpace(b); {
+	case len(t) == 0:
+		return errors.New("empty, want a JSON object")
+	case t[0] != '{':
+		return fmt.Errorf("starts with %q, want a JSON object {…}", clip(t))
+	}
+	if err := noDuplicateKeys(b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if !opt.AllowUnknown {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
+		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
+	}
+	return nil
+}
+
+// noDuplicateKeys refuses an object that gives a key twice, at any depth
+// (encoding/json would keep the last silently).
+func noDuplicateKeys(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	_, err := walk(dec, "", 0)
+	return err
+}
+
+// maxDepth bounds the nesting of objects and arrays (encoding/json's own
+// limit), so that a hostile file cannot exhaust the stack.
+const maxDepth = 10000
+
+// walk reads one value from dec (path names it in messages) and reports
+// whether the input ended.
+func walk(dec *json.Decoder, path string, depth int) (bool, error) {
+	if depth > maxDepth {
+		return false, fmt.Errorf("nested more than %d deep, want at most %d", maxDepth, maxDepth)
+	}
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return true, nil
+	}
+	if err != nil {
+		return false, nil // malformed: json.Decoder.Decode says where
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return false, nil
+			}
+			key, _ := k.(string)
+			if seen[key] {
+				return false, fmt.Errorf("field %q given twice, want each field once", join(path, key))
+			}
+			seen[key] = true
+			if _, err := walk(dec, join(path, key), depth+1); err != nil {
+				return false, err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if _, err := walk(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				return false, err
+			}
+		}
+		_, err = dec.Token()
+	}
+	return false, nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,51 @@
+package jsonfile
+
+import (
+	"strings"
+	"testing"
+)
+
+type cfg struct {
+	Seed  int `json:"seed"`
+	Train struct {
+		Steps int `json:"steps"`
+	} `json:"train"`
+}
+
+// Each refusal names what is wrong; a byte-order mark is skipped.
+func TestDecode(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"seed": 1, "train": {"steps": 2}}`, ""},
+		{"\uFEFF{\"seed\": 1}", ""},
+		{`{"seed": 1, "seed": 2}`, `field "seed" given twice`},
+		{`{"train": {"steps": 1, "steps": 2}}`, `field "train.steps" given twice`},
+		{`{"seed": 1} {}`, "after the JSON object"},
+		{``, "empty"},
+		{`null`, `starts with "null", want a JSON object`},
+		{`[1]`, "want a JSON object"},
+		{`{"seeds": 1}`, `unknown field "seeds"`},
+		{`{"seed": "x"}`, "cannot unmarshal"},
+		{`{"seed": 1`, "unexpected EOF"},
+		{`{"a": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, "nested more than"},
+	} {
+		var v cfg
+		err := Decode([]byte(c.in), &v, Options{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%.30q: %v", c.in, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%.30q: error %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"seed": 1, "train": {"steps": 2}}`))
+	f.Add([]byte(`{"seed": 1, "seed": 2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v cfg
+		_ = Decode(b, &v, Options{})
+		var m map[string]any
+		_ = Decode(b, &m, Options{AllowUnknown: true})
+	})
+}

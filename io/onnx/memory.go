@@ -1,0 +1,110 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/flowebm/flowebm/internal/sysmem"
+)
+
+// maxTensorBytes bounds the memory of any one tensor the importer builds:
+// 1 GiB. Folding an operation on constants holds its operands, its result
+// and the result's copy at once, and the graph keeps its own copy of the
+// constants it reads, so one operation on tensors this size already needs
+// a few GiB: a sensible share of a 24 GiB machine that also holds the
+// sampler's chains and buffers. At 2 GiB per tensor, the Add of two
+// ConstantOfShape results in a 482-byte model exhausted the machine.
+const maxTensorBytes = 1 << 30
+
+// maxElements bounds the values of any one tensor the importer builds:
+// 2^27, 1 GiB as the float64s constants are folded in.
+const maxElements = maxTensorBytes / 8
+
+// constBudget is the memory the constants one build of the graph folds at
+// load time (ConstantOfShape, Expand, Tile, Range, Reshape, arithmetic on
+// constants, initializers read as constants) may take together: 4 GiB, or
+// half the machine's memory if less. It is a variable for tests.
+var constBudget = func() float64 { return sysmem.Limit(4 << 30) }
+
+// maxPointBytes bounds the memory of the values the graph computes from
+// the input, per point of a batch: 256 MiB. Evaluating a batch holds them
+// for every point and the gradient as much again, so a model past this
+// could only be sampled a handful of chains at a time on a 24 GiB
+// machine. It is a variable for tests.
+var maxPointBytes float64 = 256 << 20
+
+// memory tallies what one build of the graph materialises, so that a
+// model asking for too much is refused before the allocation, naming the
+// node that crosses a limit.
+type memory struct {
+	constLimit float64 // constBudget(), read once per build
+	constBytes float64 // bytes of the constants folded so far
+	pointBytes float64 // bytes per point of the values computed so far
+}
+
+// reserveConst accounts for a constant of n values (held as float64)
+// before it is allocated, and refuses it when it is over maxTensorBytes
+// or takes the constants past the build's budget.
+func (in *instance) reserveConst(n int) error {
+	b := 8 * float64(n)
+	if b > maxTensorBytes {
+		return fmt.Errorf("a constant of %d values takes %s as float64, more than the %s one tensor may hold", n, byteSize(b), byteSize(maxTensorBytes))
+	}
+	in.mem.constBytes += b
+	if in.mem.constBytes > in.mem.constLimit {
+		return fmt.Errorf("the constants folded at load time would take about %s with this node's %s, more than the %s allowed (4 GiB, or half the machine's memory if less)",
+			byteSize(in.mem.constBytes), byteSize(b), byteSize(in.mem.constLimit))
+	}
+	return nil
+}
+
+// reservePoint accounts for a value of the given shape computed from the
+// input (at the build's batch size), before it is added to the graph.
+func (in *instance) reservePoint(shape []int) error {
+	b := float64(sizeOf(phys(shape))) * in.elemBytes()
+	if b > maxTensorBytes {
+		return fmt.Errorf("result of shape %v takes %s, more than the %s one tensor may hold", shape, byteSize(b), byteSize(maxTensorBytes))
+	}
+	in.mem.pointBytes += b / float64(max(in.batch, 1))
+	if in.mem.pointBytes > maxPointBytes {
+		return fmt.Errorf("the values computed from the input would take about %s per point with this node's, more than the %s allowed: the model is too large to evaluate",
+			byteSize(in.mem.pointBytes), byteSize(maxPointBytes))
+	}
+	return nil
+}
+
+// reserve accounts for the result of shape of an operation: a constant
+// when allConst, else a value computed from the input.
+func (in *instance) reserve(shape []int, allConst bool) error {
+	if allConst {
+		return in.reserveConst(sizeOf(phys(shape)))
+	}
+	return in.reservePoint(shape)
+}
+
+// tensorConst is tensorVal, accounted for: an initializer or a node's
+// tensor attribute read as a constant is copied each time.
+func (in *instance) tensorConst(t *Tensor) (*val, error) {
+	if err := in.reserveConst(max(t.Len(), 1)); err != nil {
+		return nil, err
+	}
+	return tensorVal(t), nil
+}
+
+// elemBytes is the size of a value in the network's float type.
+func (in *instance) elemBytes() float64 {
+	if in.floatType() == TypeFloat {
+		return 4
+	}
+	return 8
+}
+
+// byteSize writes a memory size in GiB, MiB or KiB (3 digits).
+func byteSize(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.3g GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.3g MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.3g KiB", b/(1<<10))
+}
