@@ -3,6 +3,7 @@ package algorithms
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
@@ -17,6 +18,10 @@ type Request struct {
 	// user's data set instead.
 	Experiment string
 	Data       *DataConfig
+	// DataGiven names the settings of Data given explicitly ("holdout",
+	// "standardize", "modes", "drop_nonfinite"): with a configuration
+	// file, the file's data section keeps the others.
+	DataGiven []string
 	// Algorithm is one of the four (default flowmc).
 	Algorithm Algorithm
 	// ConfigFile, when set, holds the whole configuration: fields it
@@ -37,7 +42,8 @@ type Plan struct {
 	Config RunConfig
 	Notes  []string
 
-	exp *experiments.Experiment // the experiment the defaults were taken from, loaded
+	exp    *experiments.Experiment // the experiment the defaults were taken from, loaded
+	source string                  // the configuration file, if any
 }
 
 // NewPlan resolves a request: the configuration file, or the paper's
@@ -46,6 +52,9 @@ type Plan struct {
 func NewPlan(req Request) (*Plan, error) {
 	if req.Iterations < 0 || req.Epochs < 0 {
 		return nil, fmt.Errorf("algorithms: iterations %d, epochs %d: want counts ≥ 0 (0: the default)", req.Iterations, req.Epochs)
+	}
+	if req.Iterations > MaxIterations {
+		return nil, fmt.Errorf("algorithms: iterations %d, want at most %d", req.Iterations, MaxIterations)
 	}
 	if req.Iterations > 0 && req.Epochs > 0 {
 		return nil, fmt.Errorf("algorithms: give iterations or epochs, not both")
@@ -98,7 +107,7 @@ func (req Request) base() (*Plan, error) {
 	}
 	switch {
 	case req.Data != nil:
-		cfg.Experiment, cfg.Data = "data", req.Data
+		cfg.Experiment, cfg.Data = "data", req.mergeData(cfg.Data)
 	case req.Experiment != "":
 		cfg.Experiment, cfg.Data = req.Experiment, nil
 	case cfg.Experiment == "" && cfg.Data == nil:
@@ -107,7 +116,30 @@ func (req Request) base() (*Plan, error) {
 	if alg != "" || cfg.Train.Algorithm == "" {
 		cfg.Train.Algorithm = cmp.Or(alg, FlowMC)
 	}
-	return &Plan{Config: cfg}, nil
+	return &Plan{Config: cfg, source: req.ConfigFile}, nil
+}
+
+// mergeData is the request's data set with the settings it does not give
+// taken from the configuration file's (file nil: none).
+func (req Request) mergeData(file *DataConfig) *DataConfig {
+	d := *req.Data
+	if file == nil {
+		return &d
+	}
+	given := func(s string) bool { return slices.Contains(req.DataGiven, s) }
+	if !given("holdout") {
+		d.HoldOut = file.HoldOut
+	}
+	if !given("standardize") {
+		d.Standardize = file.Standardize
+	}
+	if !given("modes") {
+		d.Modes = file.Modes
+	}
+	if !given("drop_nonfinite") {
+		d.DropNonFinite = file.DropNonFinite
+	}
+	return &d
 }
 
 // Start builds the planned run, writing into dir: it loads the data once,
@@ -122,7 +154,7 @@ func (p *Plan) Start(dir string) (*Run, error) {
 	if exp != nil && (cfg.Data != nil || cfg.Experiment != exp.Name) {
 		exp = nil // the configuration was changed since
 	}
-	r, err := prepare(cfg, dir, from{exp: exp, notes: p.Notes})
+	r, err := prepare(cfg, dir, from{exp: exp, notes: p.Notes, source: p.source})
 	if err != nil {
 		return nil, err
 	}

@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
@@ -83,6 +86,12 @@ type DataConfig struct {
 // checkSum records the data file's SHA-256, or checks it against the
 // recorded one.
 func (c *DataConfig) checkSum() error {
+	if c.File == "" {
+		return fmt.Errorf("data.file is empty: want the data file's path")
+	}
+	if c.SHA256 != "" && !sha256Hex.MatchString(c.SHA256) {
+		return fmt.Errorf("data.sha256 %q: want 64 hexadecimal digits (the SHA-256 flowebm recorded), or leave it out", c.SHA256)
+	}
 	f, err := os.Open(c.File)
 	if err != nil {
 		return err
@@ -166,6 +175,8 @@ func csvColumns(path string) ([]string, error) {
 	}
 	return names, nil
 }
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // dataStream keys the random stream that draws or shuffles a run's data.
 const dataStream = 0xda7a5e7
@@ -340,6 +351,7 @@ type from struct {
 	exp    *experiments.Experiment
 	models *checkpoint.Models
 	notes  []string
+	source string // the configuration's file, named in its errors ("": none)
 }
 
 // prepare loads the data of cfg (unless given), resolves its configuration
@@ -347,8 +359,14 @@ type from struct {
 // it needs, and builds the models (or takes those given) and the trainer.
 // The notes given are retimed if epochs change the run's length.
 func prepare(cfg RunConfig, dir string, given from) (*Run, error) {
+	inFile := func(err error) error {
+		if given.source == "" {
+			return err
+		}
+		return fmt.Errorf("%s: %w", given.source, err)
+	}
 	if err := cfg.validate(); err != nil {
-		return nil, err
+		return nil, inFile(err)
 	}
 	// The data come from their own stream so that the same seed gives the
 	// same data whatever the algorithm.
@@ -366,7 +384,7 @@ func prepare(cfg RunConfig, dir string, given from) (*Run, error) {
 	}
 	before := cfg.Train
 	if err := cfg.resolve(exp); err != nil {
-		return nil, err
+		return nil, inFile(err)
 	}
 	r := &Run{Config: cfg, Experiment: exp, Dir: dir, Notes: append(retime(notes, before, cfg.Train), dataNotes...)}
 	if err := r.build(dataRNG, models); err != nil {
@@ -399,7 +417,11 @@ func (cfg *RunConfig) resolve(exp *experiments.Experiment) error {
 		if batch == 0 {
 			batch = 64 // the trainer's default
 		}
-		cfg.SetIterations(max(1, cfg.Epochs*rows/max(1, batch)))
+		it := float64(cfg.Epochs) * float64(rows) / float64(max(1, batch))
+		if it > MaxIterations {
+			return fmt.Errorf("algorithms: epochs %d of %d rows at batch %d make %.3g iterations, want at most %d", cfg.Epochs, rows, batch, it, MaxIterations)
+		}
+		cfg.SetIterations(max(1, int(it)))
 	}
 	tc, err := cfg.Train.withDefaults()
 	if err != nil {
@@ -467,6 +489,9 @@ func (cfg *RunConfig) loadExperiment(dataRNG *rand.Rand) (*experiments.Experimen
 		if cfg.DataSize == 0 {
 			cfg.DataSize = n
 		}
+		if cfg.DataSize > n {
+			return nil, nil, fmt.Errorf("data_size %d, but %s has %d training rows (after holding out %d): want at most %d, or 0 for all", cfg.DataSize, cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, n)
+		}
 		b := cfg.Train.BatchSize
 		if b == 0 {
 			b = 64 // the trainer's default
@@ -475,6 +500,8 @@ func (cfg *RunConfig) loadExperiment(dataRNG *rand.Rand) (*experiments.Experimen
 			return nil, nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
 				cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
 		}
+	} else if cfg.Experiment == "data" {
+		return nil, nil, fmt.Errorf("algorithms: experiment \"data\" without a data section: give data.file (or --data FILE)")
 	} else if exp, err = experiments.ByName(cfg.Experiment); err != nil {
 		return nil, nil, err
 	}
@@ -868,6 +895,11 @@ func (r *Run) Checkpoint() error {
 	if err := WriteEvalsCSV(filepath.Join(tmp, "evals.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
 		return err
 	}
+	// The configuration the checkpoint belongs to: resume refuses a
+	// config.json edited since.
+	if err := writeJSON(filepath.Join(tmp, runConfigName), r.Config); err != nil {
+		return err
+	}
 	win := r.window
 	nEvals := len(r.Evals)
 	win.Evals = &nEvals
@@ -990,6 +1022,73 @@ func (r *Run) readWindow(path string) error {
 	return nil
 }
 
+// runConfigName is the copy of the run's configuration in each checkpoint
+// folder.
+const runConfigName = "run-config.json"
+
+// sameConfig refuses a run configuration cfg (read from path) that differs
+// from the one its checkpoint was written with (ckPath; checkpoints written
+// before it was kept have none), but for where the data file now is and
+// the build.
+func sameConfig(path string, cfg RunConfig, ckPath string) error {
+	var then RunConfig
+	switch err := readJSON(ckPath, &then, true); {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	comparable := func(c RunConfig) map[string]any {
+		c.Build = nil
+		if c.Data != nil {
+			d := *c.Data
+			d.File, d.Key = "", ""
+			c.Data = &d
+		}
+		b, _ := json.Marshal(c)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		return m
+	}
+	if field, now, was := firstDiff(comparable(cfg), comparable(then), ""); field != "" {
+		return fmt.Errorf("%s: field %q is %s, but the checkpoint was written with %s (%s): the run cannot continue under another configuration; undo the edit, or start a new run", path, field, now, was, ckPath)
+	}
+	return nil
+}
+
+// firstDiff returns the first field (a dotted path) where the decoded JSON
+// values a and b differ, with both values, or "" if they are equal.
+func firstDiff(a, b any, path string) (field, va, vb string) {
+	ma, okA := a.(map[string]any)
+	mb, okB := b.(map[string]any)
+	if okA && okB {
+		keys := slices.Sorted(maps.Keys(ma))
+		for k := range mb {
+			if _, ok := ma[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			if f, x, y := firstDiff(ma[k], mb[k], strings.TrimPrefix(path+"."+k, ".")); f != "" {
+				return f, x, y
+			}
+		}
+		return "", "", ""
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		if a == nil {
+			ja = []byte("absent")
+		}
+		if b == nil {
+			jb = []byte("absent")
+		}
+		return path, string(ja), string(jb)
+	}
+	return "", "", ""
+}
+
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (RunConfig, error) {
@@ -1020,11 +1119,14 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 		return nil, noCheckpointError{dir: dir}
 	}
 	ck := filepath.Join(dir, checkpointName)
+	if err := sameConfig(filepath.Join(dir, "config.json"), cfg, filepath.Join(ck, runConfigName)); err != nil {
+		return nil, err
+	}
 	models, _, err := checkpoint.Load(ck)
 	if err != nil {
 		return nil, err
 	}
-	r, err := prepare(cfg, dir, from{models: &models})
+	r, err := prepare(cfg, dir, from{models: &models, source: filepath.Join(dir, "config.json")})
 	if err != nil {
 		return nil, err
 	}

@@ -149,6 +149,15 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// Bounds on counts that a run repeats: far beyond any useful value, they
+// keep a mistyped number from making a run that never ends (and integer
+// arithmetic on them from overflowing).
+const (
+	MaxIterations = 1_000_000_000 // train.iterations, pretrain.steps
+	MaxChainSteps = 1_000_000     // sampler.steps, global_steps, local_steps
+	MaxFlowSteps  = 10_000        // flow_steps
+)
+
 // coreDefaults fills and checks the algorithm, iterations and batch size.
 func (c *Config) coreDefaults() error {
 	if c.Algorithm == "" {
@@ -157,8 +166,8 @@ func (c *Config) coreDefaults() error {
 	if err := checkOption("algorithm", string(c.Algorithm)); err != nil {
 		return err
 	}
-	if c.Iterations <= 0 {
-		return fmt.Errorf("algorithms: iterations %d, want > 0", c.Iterations)
+	if c.Iterations <= 0 || c.Iterations > MaxIterations {
+		return fmt.Errorf("algorithms: iterations %d, want 1..%d", c.Iterations, MaxIterations)
 	}
 	c.Algorithm.strategy().defaults(c)
 	if c.BatchSize == 0 {
@@ -217,6 +226,9 @@ func (c *Config) samplerDefaults() error {
 	if !(s.StepSize > 0) || s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
 		return fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
 	}
+	if s.Steps > MaxChainSteps || s.GlobalSteps > MaxChainSteps || s.LocalSteps > MaxChainSteps {
+		return fmt.Errorf("algorithms: sampler steps %d, global_steps %d, local_steps %d: want at most %d each (every iteration runs them)", s.Steps, s.GlobalSteps, s.LocalSteps, MaxChainSteps)
+	}
 	if s.TargetAccept == 0 {
 		s.TargetAccept = 0.75
 	}
@@ -268,8 +280,8 @@ func (c *Config) pretrainDefaults() error {
 	if err := checkOption("pretrain.objective", string(p.Objective)); err != nil {
 		return err
 	}
-	if p.Steps < 0 {
-		return fmt.Errorf("algorithms: pretrain.steps %d, want ≥ 0 (0: no pretraining)", p.Steps)
+	if p.Steps < 0 || p.Steps > MaxIterations {
+		return fmt.Errorf("algorithms: pretrain.steps %d, want 0..%d (0: no pretraining)", p.Steps, MaxIterations)
 	}
 	if p.LR == 0 {
 		p.LR = 1e-2
@@ -301,8 +313,8 @@ func (c *Config) guardDefaults() error {
 	if c.FlowSteps == 0 {
 		c.FlowSteps = 1
 	}
-	if c.FlowSteps < 0 {
-		return fmt.Errorf("algorithms: flow_steps %d, want ≥ 1 (0: the default 1)", c.FlowSteps)
+	if c.FlowSteps < 0 || c.FlowSteps > MaxFlowSteps {
+		return fmt.Errorf("algorithms: flow_steps %d, want 1..%d (0: the default 1)", c.FlowSteps, MaxFlowSteps)
 	}
 	if c.AverageWindow < 0 {
 		return fmt.Errorf("algorithms: average_window %d, want ≥ 0 (0: no averaging)", c.AverageWindow)

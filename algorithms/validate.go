@@ -124,8 +124,11 @@ func (c RunConfig) validate() error {
 	if c.GridSize != 0 && (c.GridSize < 2 || c.GridSize > MaxGridSize) {
 		return fmt.Errorf("algorithms: grid_size %d, want 2..%d (0: the default 200)", c.GridSize, MaxGridSize)
 	}
-	if c.Train.Iterations <= 0 {
-		return fmt.Errorf("algorithms: train.iterations %d, want > 0", c.Train.Iterations)
+	if c.Epochs < 0 {
+		return fmt.Errorf("algorithms: epochs %d, want ≥ 0 (0: train.iterations gives the length)", c.Epochs)
+	}
+	if (c.Train.Iterations <= 0 && c.Epochs == 0) || c.Train.Iterations > MaxIterations {
+		return fmt.Errorf("algorithms: train.iterations %d, want 1..%d", c.Train.Iterations, MaxIterations)
 	}
 	for _, f := range []struct {
 		name string
@@ -150,8 +153,11 @@ func (c RunConfig) validate() error {
 			}
 		}
 	}
-	if math.IsNaN(m.BaseSigma) || math.IsInf(m.BaseSigma, 0) || m.BaseSigma < 0 {
-		return fmt.Errorf("algorithms: model.base_sigma %v, want a finite value ≥ 0 (0: from the data)", m.BaseSigma)
+	if m.BaseSigma != 0 && !(m.BaseSigma >= 1e-150 && m.BaseSigma <= 1e150) {
+		return fmt.Errorf("algorithms: model.base_sigma %v, want σ in [1e-150, 1e150] (0: from the data)", m.BaseSigma)
+	}
+	if m.EBMSlope != 0 && !(m.EBMSlope > 0 && m.EBMSlope <= 1) {
+		return fmt.Errorf("algorithms: model.ebm_slope %v, want the LeakyReLU's negative slope in (0, 1] (0: the default 0.05)", m.EBMSlope)
 	}
 	return nil
 }

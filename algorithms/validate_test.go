@@ -79,7 +79,9 @@ func TestMemoryEstimateRefusesHugeBuffers(t *testing.T) {
 		{"data_size", func(c *RunConfig) { c.DataSize = 1e12 }},
 		{"batch_size", func(c *RunConfig) { c.Train.BatchSize, c.Train.Persistent = 1e11, 1e11 }},
 		{"rhat_chains", func(c *RunConfig) { c.RHatChains, c.RHatSteps = 64, 1e10 }},
-		{"sampler.steps", func(c *RunConfig) { c.Train.Sampler.Negatives, c.Train.Sampler.Steps = "all", 1e10 }},
+		{"sampler.steps", func(c *RunConfig) {
+			c.Train.Sampler.Negatives, c.Train.Sampler.Steps, c.Train.BatchSize, c.Train.Persistent = "all", MaxChainSteps, 2e4, 2e4
+		}},
 		{"model.ebm_hidden", func(c *RunConfig) { c.Model.EBMHidden = []int{1e6, 1e6} }},
 	} {
 		t.Run(c.field, func(t *testing.T) {
@@ -88,8 +90,12 @@ func TestMemoryEstimateRefusesHugeBuffers(t *testing.T) {
 			wantRefused(t, cfg, c.field, "memory", "GiB")
 		})
 	}
-	// The trainer alone checks too.
+	// Counts beyond any useful value are refused before the estimate.
 	cfg := smallConfig(t, FlowMC, 4)
+	cfg.Train.Sampler.Steps = 1e10
+	wantRefused(t, cfg, "sampler steps 10000000000", "want at most 1000000")
+	// The trainer alone checks too.
+	cfg = smallConfig(t, FlowMC, 4)
 	r, err := NewRun(cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

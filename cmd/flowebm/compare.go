@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,18 +39,46 @@ can be overlaid. Existing figures in DIR are replaced only with --force.`,
 	return cmd
 }
 
+// curveNames names each run folder's curve by as many trailing path
+// elements as tell the folders apart (x/s1 and y/s1, not s1 twice); the
+// same folder given twice is an error later (a single curve each).
+func curveNames(dirs []string) []string {
+	names := make([]string, len(dirs))
+	for k := 1; ; k++ {
+		seen, clash, whole := map[string]bool{}, false, true
+		for i, d := range dirs {
+			parts := strings.Split(filepath.ToSlash(filepath.Clean(d)), "/")
+			names[i] = strings.Join(parts[max(0, len(parts)-k):], "/")
+			clash = clash || seen[names[i]]
+			seen[names[i]] = true
+			whole = whole && k >= len(parts)
+		}
+		if !clash || whole {
+			return names
+		}
+	}
+}
+
 // runCompare draws the figures of the run folders dirs into out.
 func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format, force bool) error {
 	if out == "" {
 		return fmt.Errorf("give --out DIR for the figures")
 	}
+	for i, a := range dirs {
+		for _, b := range dirs[:i] {
+			if sameFile(a, b) {
+				return fmt.Errorf("run %s given twice (as %s): give each run once", a, b)
+			}
+		}
+	}
 	var runs []plots.Named
-	for _, dir := range dirs {
+	names := curveNames(dirs)
+	for i, dir := range dirs {
 		evals, err := runEvals(dir)
 		if err != nil {
 			return err
 		}
-		runs = append(runs, plots.Named{Name: filepath.Base(filepath.Clean(dir)), Evals: evals})
+		runs = append(runs, plots.Named{Name: names[i], Evals: evals})
 	}
 	if err := checkCompareOut(out, dirs); err != nil {
 		return err

@@ -82,6 +82,11 @@ printed one per line. A positional X is the same as --points X.`,
 			if err := checkNew("--grad", gradOut, force); err != nil {
 				return err
 			}
+			for _, o := range []struct{ flag, path string }{{"--out", out}, {"--grad", gradOut}} {
+				if ext := strings.ToLower(filepath.Ext(o.path)); o.path != "" && ext != ".npy" && ext != ".csv" {
+					return fmt.Errorf("%s %s: want a .npy or .csv file", o.flag, o.path)
+				}
+			}
 			m, err := loadModel(model, oc)
 			if err != nil {
 				return err
@@ -91,6 +96,9 @@ printed one per line. A positional X is the same as --points X.`,
 				return err
 			}
 			if err := checkPointShape(points, shape, model, m); err != nil {
+				return err
+			}
+			if err := checkFinitePoints(points, x, shape); err != nil {
 				return err
 			}
 			n, d := x.Dims()
@@ -195,6 +203,18 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v (or %d values flat)", file, shape, model, want, m.EBM.Dim())
 }
 
+// checkFinitePoints refuses points holding NaN or Inf, naming the first
+// (its non-finite energy would otherwise be blamed on the model).
+func checkFinitePoints(file string, x *mat.Dense, shape []int) error {
+	_, d := x.Dims()
+	for i, v := range x.RawMatrix().Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: point %d, value %d (of %d, shape %v each) is %v: want finite points", file, i/d+1, i%d+1, d, shape, v)
+		}
+	}
+	return nil
+}
+
 // loadModel loads an .onnx energy network (as an EBM without tilt) or a
 // flowebm checkpoint.
 func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
@@ -240,11 +260,14 @@ func loadCheckpoint(dir string) (checkpoint.Models, error) {
 		m, _, err := checkpoint.Load(dir)
 		return m, err
 	}
+	if _, err := os.Stat(dir); err != nil {
+		return checkpoint.Models{}, fmt.Errorf("%s: want a checkpoint folder (spec.json, weights.npz) or a run folder: %w", dir, err)
+	}
 	var err error
 	for try := 0; try < 3; try++ {
 		var latest string
 		if latest, err = algorithms.LatestCheckpoint(dir); err != nil {
-			if _, statErr := os.Stat(dir); statErr == nil && !isTrainingRun(dir) {
+			if !isTrainingRun(dir) {
 				return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
 			}
 			return checkpoint.Models{}, err // says why each checkpoint folder is incomplete

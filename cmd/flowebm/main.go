@@ -9,11 +9,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/layers"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func main() {
@@ -29,6 +31,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A flag given an empty value (--data '') would silently mean its
+		// default: refuse it in every command.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			var empty []string
+			cmd.Flags().Visit(func(f *pflag.Flag) {
+				if f.Value.String() == "" {
+					empty = append(empty, "--"+f.Name)
+				}
+			})
+			if len(empty) > 0 {
+				return fmt.Errorf("%s given an empty value: give a value, or leave the flag out for its default", strings.Join(empty, ", "))
+			}
+			return nil
+		},
 	}
 	root.SetVersionTemplate("flowebm {{.Version}}\n")
 	root.AddCommand(gradcheckCmd(), diagnoseCmd(), trainCmd(), reproduceCmd(), energyCmd(), convertCmd(), sampleCmd(), compareCmd())

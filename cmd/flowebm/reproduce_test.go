@@ -86,7 +86,7 @@ func TestReproduceBadFlags(t *testing.T) {
 		{[]string{"reproduce", "--jobs", "0"}, "--jobs 0"},
 		{[]string{"reproduce", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
 		{[]string{"reproduce", "--algorithms", "sgld"}, `algorithm "sgld"`},
-		{[]string{"reproduce", "--experiments", ""}, `--experiments "" names nothing to run`},
+		{[]string{"reproduce", "--experiments", ""}, `--experiments given an empty value`},
 		{[]string{"reproduce", "--algorithms", " , "}, `--algorithms " , " names nothing to run`},
 		{[]string{"reproduce", "--experiments", "two-modes,two-modes"}, "names two-modes twice"},
 		{[]string{"gradcheck", "--tol", "NaN"}, "--tol NaN, want a finite tolerance > 0"},

@@ -77,7 +77,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if f.model == "" || f.out == "" {
 		return fmt.Errorf("give --model FILE and --out CHAINS.npy")
 	}
-	if err := f.validate(); err != nil {
+	if err := f.validate(cmd); err != nil {
 		return err
 	}
 	if err := checkOutput("--out", f.out, f.model, f.flow); err != nil {
@@ -182,20 +182,40 @@ func checkFinite(draws []float64, f sampleFlags, d int) error {
 	return nil
 }
 
-// validate checks the flags' values before anything is loaded.
-func (f sampleFlags) validate() error {
+// validate checks the flags' values before anything is loaded, and that
+// none is given that the sampler or model would ignore.
+func (f sampleFlags) validate(cmd *cobra.Command) error {
 	switch {
-	case f.chains < 2 || f.steps < 4 || f.warmup < 0:
-		return fmt.Errorf("--chains %d (want ≥ 2), --steps %d (want ≥ 4), --warmup %d (want ≥ 0)", f.chains, f.steps, f.warmup)
-	case !(f.step > 0) || math.IsInf(f.step, 0):
-		return fmt.Errorf("--step %v: want a finite step size > 0", f.step)
-	case !(f.base >= 0) || math.IsInf(f.base, 0):
-		return fmt.Errorf("--base %v: want a finite σ > 0, or 0 for no tilt", f.base)
-	case f.leapfrog < 1 || f.particles < 2 || f.local < 0:
-		return fmt.Errorf("--leapfrog %d (want ≥ 1), --particles %d (want ≥ 2), --local %d (want ≥ 0)", f.leapfrog, f.particles, f.local)
+	case f.chains < 2 || f.steps < 4 || f.warmup < 0 || f.warmup > maxWarmup:
+		return fmt.Errorf("--chains %d (want ≥ 2), --steps %d (want ≥ 4), --warmup %d (want 0..%d)", f.chains, f.steps, f.warmup, maxWarmup)
+	case !(f.step >= 1e-12 && f.step <= 1e6):
+		return fmt.Errorf("--step %v: want a step size in [1e-12, 1e6]", f.step)
+	case f.base != 0 && !(f.base >= 1e-150 && f.base <= 1e150):
+		return fmt.Errorf("--base %v: want σ in [1e-150, 1e150], or 0 for no tilt", f.base)
+	case f.leapfrog < 1 || f.leapfrog > 10_000 || f.particles < 2 || f.particles > 1_000_000 || f.local < 0 || f.local > algorithms.MaxChainSteps:
+		return fmt.Errorf("--leapfrog %d (want 1..10000), --particles %d (want 2..1000000), --local %d (want 0..%d)", f.leapfrog, f.particles, f.local, algorithms.MaxChainSteps)
+	}
+	onnxModel := strings.ToLower(filepath.Ext(f.model)) == ".onnx"
+	for _, g := range []struct {
+		flag    string
+		applies bool
+		to      string
+	}{
+		{"particles", f.sampler == "flowmc", "--sampler flowmc"},
+		{"local", f.sampler == "flowmc", "--sampler flowmc"},
+		{"leapfrog", f.sampler == "hmc", "--sampler hmc"},
+		{"output", onnxModel, "an .onnx --model"},
+		{"log-density", onnxModel, "an .onnx --model"},
+	} {
+		if cmd.Flags().Changed(g.flag) && !g.applies {
+			return fmt.Errorf("--%s applies to %s only; with --sampler %s and --model %s it would be ignored: drop it", g.flag, g.to, f.sampler, f.model)
+		}
 	}
 	return nil
 }
+
+// maxWarmup bounds the warm-up steps (they are run, not kept).
+const maxWarmup = 10_000_000
 
 // maxDrawBytes bounds the draws sample keeps in memory (and writes).
 const maxDrawBytes = 4 << 30

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,16 +18,16 @@ import (
 
 // parseSeeds parses --seeds: a range "1-5" or a list "1,3,7".
 func parseSeeds(s string) ([]uint64, error) {
-	bad := fmt.Errorf("--seeds %q: want a range such as 1-5 or a list such as 1,3,7", s)
+	bad := fmt.Errorf("--seeds %q: want a range such as 1-5 or a list such as 1,3,7, of at most %d seeds", s, maxSeeds)
 	if lo, hi, ok := strings.Cut(s, "-"); ok {
 		a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
 		b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
 		if err1 != nil || err2 != nil || b < a || b-a >= maxSeeds {
 			return nil, bad
 		}
-		var out []uint64
-		for v := a; v <= b; v++ {
-			out = append(out, v)
+		out := make([]uint64, 0, b-a+1)
+		for i := uint64(0); i <= b-a; i++ { // a counter from a would wrap at the largest uint64
+			out = append(out, a+i)
 		}
 		return out, nil
 	}
@@ -117,8 +118,8 @@ func readSeedRun(dir string, seed uint64) (seedRun, error) {
 		return r, fmt.Errorf("%s: %w", r.path, err)
 	}
 	var final map[string]json.RawMessage
-	if err := json.Unmarshal(r.Final, &final); err != nil || final == nil {
-		return r, fmt.Errorf("%s: field \"final\" is %.40s, want the run's final evaluation (an object)", r.path, r.Final)
+	if err := json.Unmarshal(r.Final, &final); err != nil || final["iter"] == nil {
+		return r, fmt.Errorf("%s: field \"final\" is %.40s, want the run's final evaluation (an object with \"iter\")", r.path, cmp.Or(string(r.Final), "missing"))
 	}
 	if r.Seed != seed {
 		return r, fmt.Errorf("%s: field \"seed\" is %d, want %d (the seed of this folder)", r.path, r.Seed, seed)

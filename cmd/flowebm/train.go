@@ -128,20 +128,25 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		}
 		base = filepath.Join("runs", fmt.Sprintf("%s-%s-seeds%s", name, f.algorithm, strings.NewReplacer(",", "_", " ", "").Replace(f.seeds)))
 	}
+	if isTrainingRun(base) {
+		return fmt.Errorf("--out %s holds a training run: --seeds writes OUT/sSEED and OUT/seeds.json; give another folder", base)
+	}
 	out := cmd.OutOrStdout()
 	var dirs []string
 	for _, seed := range seeds {
 		dir := filepath.Join(base, fmt.Sprintf("s%d", seed))
 		dirs = append(dirs, dir)
-		if cfg, err := algorithms.ReadRunConfig(dir); err == nil && cfg.Seed == seed && !f.force {
-			if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err == nil {
-				fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dir)
-				continue
-			}
-		}
-		fmt.Fprintf(out, "== seed %d → %s\n", seed, dir)
 		g := f
 		g.seeds, g.seed, g.forceSeed, g.out = "", seed, true, dir
+		kept, err := keptSeedRun(cmd, g, dir)
+		if err != nil {
+			return err
+		}
+		if kept {
+			fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dir)
+			continue
+		}
+		fmt.Fprintf(out, "== seed %d → %s\n", seed, dir)
 		if err := trainOneRun(cmd, g); err != nil {
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
@@ -171,11 +176,70 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 		return err
 	}
 	defer release()
+	if f.resume != "" && finished(run) {
+		setupDone()
+		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
+		return nil
+	}
 	setupDone()
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted before training started: nothing was trained")
 	}
 	return train(ctx, run, out, errOut, f.quiet, f.plotFormat)
+}
+
+// keptSeedRun reports whether dir holds a finished run of what g asks
+// (the same experiment or data file, algorithm, seed and length), which
+// --seeds keeps; a finished run of anything else there is an error
+// (without --force, which trains it again).
+func keptSeedRun(cmd *cobra.Command, g trainFlags, dir string) (bool, error) {
+	have, err := algorithms.ReadRunConfig(dir)
+	if err != nil || g.force {
+		return false, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err != nil {
+		return false, nil
+	}
+	plan, err := algorithms.NewPlan(g.request(cmd))
+	if err != nil {
+		return false, err
+	}
+	want := plan.Config
+	if want.Epochs > 0 && have.Epochs == want.Epochs {
+		want.Train.Iterations = have.Train.Iterations // resolved from the rows when trained
+	}
+	dataOf := func(c algorithms.RunConfig) string {
+		if c.Data == nil {
+			return ""
+		}
+		return c.Data.File
+	}
+	for _, c := range []struct{ field, have, want string }{
+		{"experiment", have.Experiment, want.Experiment},
+		{"data.file", dataOf(have), dataOf(want)},
+		{"train.algorithm", string(have.Train.Algorithm), string(want.Train.Algorithm)},
+		{"seed", fmt.Sprint(have.Seed), fmt.Sprint(want.Seed)},
+		{"train.iterations", fmt.Sprint(have.Train.Iterations), fmt.Sprint(want.Train.Iterations)},
+	} {
+		if c.have != c.want {
+			return false, fmt.Errorf("%s holds a finished run with %s %q, this command asks for %q: give another --out, or train it again with --force", dir, c.field, c.have, c.want)
+		}
+	}
+	return true, nil
+}
+
+// finished reports whether run is at its last iteration with the outputs
+// written after it (metrics.json, then the plots, then samples.npy, last).
+func finished(run *algorithms.Run) bool {
+	if run.Trainer.Iter < run.Config.Train.Iterations {
+		return false
+	}
+	for _, f := range []string{"metrics.csv", "metrics.json", "samples.npy"} {
+		if _, err := os.Stat(filepath.Join(run.Dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // checkDataFlags refuses data-set flags without --data, --data with
@@ -205,7 +269,7 @@ func watchSignals() (ctx context.Context, setupDone, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
+	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		select {
 		case <-sigs:
@@ -215,12 +279,19 @@ func watchSignals() (ctx context.Context, setupDone, stop func()) {
 		cancel()
 		select {
 		case <-done: // training stops at the end of its iteration
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (interrupt again to quit at once: the run then resumes from its last checkpoint)")
+			select {
+			case <-sigs:
+				fmt.Fprintln(os.Stderr, "flowebm: interrupted again: quitting without a checkpoint")
+				os.Exit(130)
+			case <-stopped:
+			}
 		default:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
 			signal.Stop(sigs) // a second signal quits at once
 		}
 	}()
-	return ctx, func() { close(done) }, func() { signal.Stop(sigs); cancel() }
+	return ctx, func() { close(done) }, func() { signal.Stop(sigs); cancel(); close(stopped) }
 }
 
 // resumeRun reopens the run of --resume (on a moved data file with
@@ -230,12 +301,18 @@ func resumeRun(f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
 		return nil, nil, checkResumable(f.resume)
 	}
 	// The lock first: a run still training before its first checkpoint
-	// is busy, not missing.
+	// is busy, not missing. A lock file made here for a folder that holds
+	// no run is removed again.
+	lock := filepath.Join(f.resume, ".lock")
+	_, statErr := os.Stat(lock)
 	release, err := lockRun(f.resume)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := checkResumable(f.resume); err != nil {
+		if errors.Is(statErr, os.ErrNotExist) {
+			os.Remove(lock)
+		}
 		release()
 		return nil, nil, err
 	}
@@ -268,6 +345,11 @@ func (f trainFlags) request(cmd *cobra.Command) algorithms.Request {
 	if f.data.File != "" {
 		data := f.data
 		req.Data = &data
+		for flag, setting := range map[string]string{"holdout": "holdout", "standardize": "standardize", "modes": "modes", "drop-nonfinite": "drop_nonfinite"} {
+			if changed(flag) {
+				req.DataGiven = append(req.DataGiven, setting)
+			}
+		}
 	} else if changed("experiment") || f.config == "" {
 		req.Experiment = f.experiment
 	}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Regressions of issue 18's second probe: each case failed (a panic, a
+// value accepted, a file written or a folder left) before its fix.
+
+// wantErr runs the CLI and wants exit status 2 with msg in stderr.
+func wantErr(t *testing.T, msg string, args ...string) {
+	t.Helper()
+	_, stderr, status := runCLI(args...)
+	if status != 2 || !strings.Contains(stderr, msg) {
+		t.Errorf("%v: status %d, stderr %q; want 2 and %q", args, status, stderr, msg)
+	}
+}
+
+func TestProbeRefusals(t *testing.T) {
+	dir := t.TempDir()
+	run0 := trainedRun(t)
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("1,2\nNaN,4\n"), 0o644)
+	good := filepath.Join(dir, "g.csv")
+	os.WriteFile(good, []byte("1,2\n3,4\n"), 0o644)
+	cfg := filepath.Join(dir, "c.json")
+	os.WriteFile(cfg, []byte(`{"experiment": "two-modes", "train": {"iterations": 2, "batch_size": -1}}`), 0o644)
+	steps := filepath.Join(dir, "steps.json")
+	os.WriteFile(steps, []byte(`{"experiment": "two-modes", "train": {"iterations": 2, "sampler": {"steps": 1000000000000}}}`), 0o644)
+	for _, c := range []struct {
+		msg  string
+		args []string
+	}{
+		{"p.csv: point 2, value 1 (of 2, shape [2] each) is NaN", []string{"energy", "--model", run0, "--points", pts}},
+		{"--out " + filepath.Join(dir, "e.txt") + ": want a .npy or .csv file", []string{"energy", "--model", run0, "--points", good, "--out", filepath.Join(dir, "e.txt"), "--grad", filepath.Join(dir, "g.npy")}},
+		{"--particles applies to --sampler flowmc only", []string{"sample", "--model", run0, "--out", filepath.Join(dir, "s.npy"), "--particles", "9"}},
+		{"--log-density applies to an .onnx --model only", []string{"sample", "--model", run0, "--out", filepath.Join(dir, "s.npy"), "--log-density"}},
+		{"--warmup 9223372036854775807 (want 0..", []string{"sample", "--model", run0, "--out", filepath.Join(dir, "s.npy"), "--warmup", "9223372036854775807"}},
+		{"--data given an empty value", []string{"train", "--data", "", "--out", filepath.Join(dir, "r1")}},
+		{"of at most 100 seeds", []string{"train", "--seeds", "1-1000000", "--out", filepath.Join(dir, "r2")}},
+		{"c.json: algorithms: batch_size -1", []string{"train", "--config", cfg, "--out", filepath.Join(dir, "r3")}},
+		{"sampler steps 1000000000000", []string{"train", "--config", steps, "--out", filepath.Join(dir, "r4")}},
+		{"iterations 9223372036854775807, want at most", []string{"train", "--iterations", "9223372036854775807", "--out", filepath.Join(dir, "r5")}},
+		{"make 2.56e+17 iterations, want at most", []string{"train", "--epochs", "1000000000000000", "--out", filepath.Join(dir, "r6")}},
+		{"is inside the training run " + run0, []string{"convert", "../../io/onnx/testdata/torch/toy_f64.onnx", filepath.Join(run0, "checkpoint"), "--force"}},
+		{"--out " + run0 + " holds a training run", []string{"train", "--seeds", "1", "--iterations", "2", "--out", run0}},
+	} {
+		wantErr(t, c.msg, c.args...)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "g.npy")); err == nil {
+		t.Error("energy wrote --grad before refusing --out")
+	}
+	// A refused command leaves no folder behind (a run folder holding
+	// only its lock was left before).
+	for _, r := range []string{"r1", "r2", "r3", "r4", "r5", "r6"} {
+		if _, err := os.Stat(filepath.Join(dir, r)); err == nil {
+			t.Errorf("%s left behind by a refused train", r)
+		}
+	}
+}
+
+// The seeds' range ending at the largest seed parses (it wrapped round).
+func TestParseSeedsAtTheTop(t *testing.T) {
+	s, err := parseSeeds("18446744073709551614-18446744073709551615")
+	if err != nil || len(s) != 2 || s[1] != 18446744073709551615 {
+		t.Errorf("%v, %v; want the two largest seeds", s, err)
+	}
+}
+
+// A run resumed after its last iteration, outputs written, does nothing
+// and rewrites nothing; an edited config.json is refused on resume.
+func TestResumeFinishedAndEditedRuns(t *testing.T) {
+	run0 := trainedRun(t)
+	metrics := filepath.Join(run0, "metrics.json")
+	before, _ := os.ReadFile(metrics)
+	stdout, stderr, status := runCLI("train", "--resume", run0, "--quiet")
+	if status != 0 || !strings.Contains(stdout, "nothing to do") {
+		t.Fatalf("resume of a finished run: status %d, %q %q", status, stdout, stderr)
+	}
+	if after, _ := os.ReadFile(metrics); string(after) != string(before) {
+		t.Error("metrics.json rewritten by resuming a finished run")
+	}
+	cfgPath := filepath.Join(run0, "config.json")
+	b, _ := os.ReadFile(cfgPath)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m["train"].(map[string]any)["algorithm"] = "ula"
+	b, _ = json.Marshal(m)
+	os.WriteFile(cfgPath, b, 0o644)
+	wantErr(t, `field "train.algorithm" is "ula", but the checkpoint was written with "flowmc"`, "train", "--resume", run0)
+}
+
+// --force replaces a run's outputs: none of the old run's stay beside the
+// new one's.
+func TestForceClearsReplacedRun(t *testing.T) {
+	run0 := trainedRun(t)
+	stale := filepath.Join(run0, "rhat.svg")
+	os.WriteFile(stale, []byte("<svg/>"), 0o644)
+	tmp := filepath.Join(run0, ".metrics.csv.tmp123")
+	os.WriteFile(tmp, nil, 0o644)
+	if _, stderr, status := runCLI("train", "--iterations", "1", "--quiet", "--force", "--out", run0); status != 0 {
+		t.Fatal(stderr)
+	}
+	for _, p := range []string{stale, tmp} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s kept after --force", p)
+		}
+	}
+}
+
+// A data file reached through a link outside the run folder is inside it
+// all the same (training would overwrite its own data).
+func TestSymlinkedDataInsideRunRefused(t *testing.T) {
+	run0 := trainedRun(t)
+	link := filepath.Join(t.TempDir(), "d.npy")
+	if err := os.Symlink(filepath.Join(run0, "samples.npy"), link); err != nil {
+		t.Skip(err)
+	}
+	wantErr(t, "is inside the run folder", "train", "--iterations", "2", "--data", link, "--out", run0, "--force")
+}
+
+// --data with --config keeps the file's data settings that no flag gives.
+func TestDataFlagKeepsConfigDataSettings(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.csv")
+	var b strings.Builder
+	for i := 0; i < 300; i++ {
+		b.WriteString(ftoa(float64(i%17)) + "," + ftoa(float64(i%13)*0.5) + "\n")
+	}
+	os.WriteFile(data, []byte(b.String()), 0o644)
+	cfg := filepath.Join(dir, "c.json")
+	os.WriteFile(cfg, []byte(`{"data": {"file": "elsewhere.csv", "holdout": 0.5, "standardize": "none"}, "train": {"iterations": 1, "batch_size": 16, "persistent": 256}}`), 0o644)
+	out := filepath.Join(dir, "run")
+	if _, stderr, status := runCLI("train", "--config", cfg, "--data", data, "--quiet", "--out", out); status != 0 {
+		t.Fatal(stderr)
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, "config.json"))
+	var got struct {
+		Data struct {
+			File        string  `json:"file"`
+			HoldOut     float64 `json:"holdout"`
+			Standardize string  `json:"standardize"`
+		} `json:"data"`
+	}
+	json.Unmarshal(raw, &got)
+	if got.Data.File != data || got.Data.HoldOut != 0.5 || got.Data.Standardize != "none" {
+		t.Errorf("data settings %+v, want the flag's file with the config's holdout 0.5 and standardize none", got.Data)
+	}
+}
+
+// Curves are named by as much of their folders' paths as tells them
+// apart.
+func TestCurveNames(t *testing.T) {
+	got := curveNames([]string{"a/x/s1", "b/x/s1", "c/s2"})
+	want := []string{"a/x/s1", "b/x/s1", "c/s2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got := curveNames([]string{"runs/one", "runs/two"}); got[0] != "one" || got[1] != "two" {
+		t.Errorf("%q, want the folders' names alone", got)
+	}
+}
+
+// Data settings that cannot describe the run are refused, naming them.
+func TestDataSettingsRefused(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.csv")
+	var b strings.Builder
+	for i := 0; i < 200; i++ {
+		b.WriteString(ftoa(float64(i%17)) + "," + ftoa(float64(i%13)) + "\n")
+	}
+	os.WriteFile(data, []byte(b.String()), 0o644)
+	for name, c := range map[string]struct{ json, want string }{
+		"data_size": {`{"data": {"file": "` + data + `"}, "data_size": 100000, "train": {"iterations": 1}}`, "data_size 100000, but " + data + " has 180 training rows"},
+		"sha256":    {`{"data": {"file": "` + data + `", "sha256": "abc"}, "train": {"iterations": 1}}`, `data.sha256 "abc": want 64 hexadecimal digits`},
+		"null data": {`{"experiment": "data", "data": null, "train": {"iterations": 1}}`, `experiment "data" without a data section`},
+		"no file":   {`{"data": {"file": ""}, "train": {"iterations": 1}}`, "data.file is empty"},
+	} {
+		cfg := filepath.Join(dir, name+".json")
+		os.WriteFile(cfg, []byte(c.json), 0o644)
+		wantErr(t, c.want, "train", "--config", cfg, "--out", filepath.Join(dir, "run-"+name))
+	}
+}
