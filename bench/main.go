@@ -75,6 +75,9 @@ func main() {
 	inputs := flag.String("inputs", "", "only write the PyTorch peer's inputs (spec.json, data.npy) for the first experiment into this folder")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (flowebm's side; PyTorch runs in its own) to this file")
 	flag.Parse()
+	if _, err := graph.UseBLASFromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: warning:", err)
+	}
 	if *cpuprofile != "" {
 		stop, err := startProfile(*cpuprofile)
 		if err != nil {

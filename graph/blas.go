@@ -4,34 +4,52 @@ import (
 	"fmt"
 	"os"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/blas/gonum"
 	G "gorgonia.org/gorgonia"
 )
 
-// BLASEnv is the environment variable that chooses the BLAS: "go" forces
-// gonum's pure-Go implementation; unset or "openblas" uses OpenBLAS when
-// the program was built with cgo and libopenblas is installed (Debian:
-// libopenblas0), and falls back to pure Go otherwise.
+// BLASEnv is the environment variable UseBLASFromEnv reads: "go" for
+// gonum's pure-Go BLAS; unset, or "openblas", for OpenBLAS when the
+// program was built with cgo and libopenblas is installed (Debian:
+// libopenblas0), pure Go otherwise (unset) or an error ("openblas").
 const BLASEnv = "FLOWEBM_BLAS"
 
 var blasName = "gonum (pure Go)"
 
-// The matrix products of every Gorgonia graph (and of gonum's mat) go
-// through the BLAS chosen here, once, at start-up. OpenBLAS is loaded with
-// dlopen, so a machine without it runs the same binary on pure Go.
-func init() {
-	switch v := os.Getenv(BLASEnv); v {
-	case "go":
-		return
-	case "", "openblas":
+// BLASChoice picks the BLAS of matrix products.
+type BLASChoice string
+
+// The choices: OpenBLAS where it can be loaded (a cgo build on a machine
+// with libopenblas), else gonum's pure Go; or either one.
+const (
+	BLASAuto     BLASChoice = ""
+	BLASGo       BLASChoice = "go"
+	BLASOpenBLAS BLASChoice = "openblas"
+)
+
+// UseBLAS makes the matrix products of every Gorgonia graph and of gonum's
+// mat go through the BLAS c, for the whole process (gonum's blas64.Use is
+// process-wide): call it once at start, before building models. Nothing
+// changes until it is called: importing graph leaves gonum's pure-Go BLAS
+// in place. It returns the name of the BLAS in use (see BLAS); OpenBLAS
+// asked for and not loadable is an error, with pure Go left in place.
+// OpenBLAS is loaded with dlopen, so a machine without it runs the same
+// binary on pure Go.
+func UseBLAS(c BLASChoice) (string, error) {
+	switch c {
+	case BLASGo:
+		use(gonum.Implementation{})
+		blasName = "gonum (pure Go)"
+	case BLASAuto, BLASOpenBLAS:
 		name, ok := loadOpenBLAS()
 		if !ok {
-			if v == "openblas" {
-				fmt.Fprintf(os.Stderr, "flowebm: %s=openblas but no OpenBLAS could be loaded (cgo build with libopenblas installed needed); using pure Go\n", BLASEnv)
+			if c == BLASOpenBLAS {
+				return blasName, fmt.Errorf("graph: no OpenBLAS could be loaded (a cgo build with libopenblas installed is needed); using %s", blasName)
 			}
-			return
+			return blasName, nil
 		}
 		// One thread: the models' products are small (batch × a few dozen
 		// to a few hundred), where waking and waiting for a second
@@ -40,14 +58,30 @@ func init() {
 		// (measured: a two-modes iteration 10 ms on the CPU, 127 ms wall,
 		// next to two other training processes).
 		setOpenBLASThreads(1)
-		impl := openBLAS{gonum.Implementation{}}
-		G.Use(impl)
-		blas64.Use(impl)
-		blas32.Use(impl)
+		use(openBLAS{gonum.Implementation{}})
 		blasName = "OpenBLAS (" + name + ") for matrix products, gonum for the rest"
 	default:
-		fmt.Fprintf(os.Stderr, "flowebm: %s=%q, want go or openblas; using the default\n", BLASEnv, v)
+		return blasName, fmt.Errorf("graph: BLAS %q, want %q or %q (or empty: OpenBLAS where it loads)", c, BLASGo, BLASOpenBLAS)
 	}
+	return blasName, nil
+}
+
+// UseBLASFromEnv is UseBLAS with the choice of the environment variable
+// BLASEnv (unset: BLASAuto): the default of the command line and the
+// notebooks.
+func UseBLASFromEnv() (string, error) {
+	return UseBLAS(BLASChoice(os.Getenv(BLASEnv)))
+}
+
+// use installs impl for Gorgonia's and gonum's products.
+func use(impl interface {
+	G.BLAS
+	blas.Float64
+	blas.Float32
+}) {
+	G.Use(impl)
+	blas64.Use(impl)
+	blas32.Use(impl)
 }
 
 // BLAS names the BLAS in use for matrix products.

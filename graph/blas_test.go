@@ -77,3 +77,19 @@ func to64(v []float32) []float64 {
 	}
 	return f
 }
+
+// The BLAS is chosen by a call, never by importing the package: pure Go
+// on request, an unknown choice refused; the test's choice is put back.
+func TestUseBLAS(t *testing.T) {
+	defer UseBLASFromEnv()
+	name, err := UseBLAS(BLASGo)
+	if err != nil || name != "gonum (pure Go)" || BLAS() != name {
+		t.Fatalf("UseBLAS(go): %q, %v", name, err)
+	}
+	if _, ok := G.WhichBLAS().(gonum.Implementation); !ok {
+		t.Errorf("Gorgonia uses %T after UseBLAS(go), want gonum's", G.WhichBLAS())
+	}
+	if _, err := UseBLAS("mkl"); err == nil || !strings.Contains(err.Error(), `BLAS "mkl"`) {
+		t.Errorf("UseBLAS(mkl): %v, want a refusal", err)
+	}
+}

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/flowebm/flowebm/internal/crosscheck"
@@ -10,4 +12,11 @@ import (
 // line when the tests end.
 var cross crosscheck.Recorder
 
-func TestMain(m *testing.M) { cross.Main(m) }
+// TestMain runs the tests on the BLAS FLOWEBM_BLAS selects (as the
+// command line does): OpenBLAS where it loads, unless "go".
+func TestMain(m *testing.M) {
+	if _, err := UseBLASFromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	cross.Main(m)
+}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/layers"
@@ -18,6 +19,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// blasOnce selects the BLAS (FLOWEBM_BLAS, default OpenBLAS where it
+// loads) once per process, before any model is built.
+var blasOnce sync.Once
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -25,6 +30,11 @@ func main() {
 // run executes the command line args and returns the exit status: 0 on
 // success, 2 on any error, which is printed to stderr as one line.
 func run(args []string, stdout, stderr io.Writer) int {
+	blasOnce.Do(func() {
+		if _, err := graph.UseBLASFromEnv(); err != nil {
+			fmt.Fprintln(stderr, "flowebm: warning:", err)
+		}
+	})
 	root := &cobra.Command{
 		Use:           "flowebm",
 		Short:         "Train and sample energy-based models with flow-assisted MCMC",
