@@ -304,7 +304,7 @@ func TestTrainingLowersDataEnergy(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
-	cases := map[string]Config{
+	cases := map[string]TrainConfig{
 		"algorithm":         {Algorithm: "cd", Iterations: 1},
 		"iterations":        {},
 		"sampler.negatives": {Iterations: 1, Sampler: SamplerConfig{Negatives: "some"}},

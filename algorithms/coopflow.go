@@ -12,7 +12,7 @@ func (coopFlow) persistentChains() bool { return false }
 
 // defaults pretrains the flow on the data and freezes it for the first 4%
 // of the iterations.
-func (coopFlow) defaults(c *Config) {
+func (coopFlow) defaults(c *TrainConfig) {
 	if c.Pretrain.Objective == "" {
 		c.Pretrain.Objective = ObjectiveData
 	}

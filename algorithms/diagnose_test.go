@@ -22,7 +22,7 @@ func TestEstimateLogZ(t *testing.T) {
 		}
 		return nil
 	}
-	q, err := samplers.NewGaussian([]float64{0, 0}, mat.NewSymDense(2, []float64{2.25, 0, 0, 2.25}))
+	q, err := samplers.NewNormal([]float64{0, 0}, mat.NewSymDense(2, []float64{2.25, 0, 0, 2.25}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ func (flowMCEBM) kernel() KernelKind     { return KernelFlowMC }
 func (flowMCEBM) trainsFlow() bool       { return true }
 func (flowMCEBM) persistentChains() bool { return true }
 
-func (flowMCEBM) defaults(*Config) {}
+func (flowMCEBM) defaults(*TrainConfig) {}
 
 // stepsPerDraw is a whole cycle of global and local moves unless the
 // cycles are stacked (one step is then already a cycle).

@@ -94,7 +94,7 @@ func NewKernels(c KernelConfig, target *graph.EBM, flow *graph.Flow) (Kernels, e
 
 // kernelConfig is the negatives' kernel of the training configuration c,
 // with MALA step size step (frozen: no adaptation).
-func (c Config) kernelConfig(step float64, frozen bool) KernelConfig {
+func (c TrainConfig) kernelConfig(step float64, frozen bool) KernelConfig {
 	s := c.Sampler
 	k := KernelConfig{StepSize: step, TargetAccept: s.TargetAccept, Frozen: frozen,
 		Global: s.Global, Particles: s.Particles, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps, Stacked: s.Stacked}

@@ -9,7 +9,7 @@ func (ntEBM) kernel() KernelKind     { return KernelNeuTra }
 func (ntEBM) trainsFlow() bool       { return true }
 func (ntEBM) persistentChains() bool { return true }
 
-func (ntEBM) defaults(*Config) {}
+func (ntEBM) defaults(*TrainConfig) {}
 
 func (ntEBM) stepsPerDraw(SamplerConfig) int  { return 1 }
 func (ntEBM) shorten(s *SamplerConfig, k int) { baselineSteps(s, k) }

@@ -166,7 +166,7 @@ func (p *Plan) Start(dir string) (*Run, error) {
 
 // retime rewrites the scaling note's iteration count, decay interval and
 // averaging window after the run's length changed from before to after.
-func retime(notes []string, before, after Config) []string {
+func retime(notes []string, before, after TrainConfig) []string {
 	type swap struct{ then, now string }
 	var swaps []swap
 	add := func(format string, then, now int) {

@@ -195,7 +195,7 @@ type RunConfig struct {
 	// stretched as SetIterations does) once the data are loaded.
 	Epochs int         `json:"epochs,omitempty"`
 	Model  ModelConfig `json:"model"`
-	Train  Config      `json:"train"`
+	Train  TrainConfig `json:"train"`
 	// EvalEvery is the number of iterations between evaluations (default
 	// Iterations/50); CheckpointEvery between checkpoints (default
 	// Iterations/10).
@@ -712,7 +712,7 @@ func (r *Run) heldOutLL(rng *rand.Rand, ev *Eval) error {
 			ev.HeldOutLL, ev.LogZ = math.NaN(), LogZEstimate{LogZ: math.NaN(), SE: math.NaN(), ESS: math.NaN()}
 			return nil
 		}
-		g, err := samplers.NewGaussian(make([]float64, ebm.Dim()), diagCov(ebm.Tilt.Sigma))
+		g, err := samplers.NewNormal(make([]float64, ebm.Dim()), diagCov(ebm.Tilt.Sigma))
 		if err != nil {
 			return err
 		}

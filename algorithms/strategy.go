@@ -20,7 +20,7 @@ type strategy interface {
 	// where they differ from the common ones (the bank starts from the
 	// flow, which is pretrained, if at all, by reverse KL, and never
 	// frozen). c.Iterations is known.
-	defaults(c *Config)
+	defaults(c *TrainConfig)
 	// stepsPerDraw is how many of the sampler's steps make one draw of the
 	// mixing diagnostic's chains.
 	stepsPerDraw(s SamplerConfig) int

@@ -77,9 +77,9 @@ type PretrainConfig struct {
 	BatchSize int `json:"batch_size,omitempty"`
 }
 
-// Config configures a training run. Zero values mean the defaults given per
+// TrainConfig configures a training run. Zero values mean the defaults given per
 // field.
-type Config struct {
+type TrainConfig struct {
 	// Algorithm is flowmc (default), ula, nt or coopflow.
 	Algorithm Algorithm `json:"algorithm,omitempty"`
 	// Iterations is the number of training iterations (required).
@@ -136,10 +136,10 @@ type Config struct {
 // an error naming the first invalid field, section by section. Filling an
 // already filled configuration changes nothing. A gaussian start's scale
 // is the base's σ, which only the models know: NewTrainer sets it.
-func (c Config) withDefaults() (Config, error) {
-	steps := []func(*Config) error{
-		(*Config).coreDefaults, (*Config).samplerDefaults, (*Config).checkScales,
-		(*Config).startDefaults, (*Config).pretrainDefaults, (*Config).guardDefaults,
+func (c TrainConfig) withDefaults() (TrainConfig, error) {
+	steps := []func(*TrainConfig) error{
+		(*TrainConfig).coreDefaults, (*TrainConfig).samplerDefaults, (*TrainConfig).checkScales,
+		(*TrainConfig).startDefaults, (*TrainConfig).pretrainDefaults, (*TrainConfig).guardDefaults,
 	}
 	for _, step := range steps {
 		if err := step(&c); err != nil {
@@ -159,7 +159,7 @@ const (
 )
 
 // coreDefaults fills and checks the algorithm, iterations and batch size.
-func (c *Config) coreDefaults() error {
+func (c *TrainConfig) coreDefaults() error {
 	if c.Algorithm == "" {
 		c.Algorithm = FlowMC
 	}
@@ -180,7 +180,7 @@ func (c *Config) coreDefaults() error {
 }
 
 // samplerDefaults fills and checks the negatives' MCMC and the bank size.
-func (c *Config) samplerDefaults() error {
+func (c *TrainConfig) samplerDefaults() error {
 	s := &c.Sampler
 	if s.Steps == 0 {
 		s.Steps = 10
@@ -239,7 +239,7 @@ func (c *Config) samplerDefaults() error {
 }
 
 // checkScales checks the start scale, the optimisers and the L2 term.
-func (c *Config) checkScales() error {
+func (c *TrainConfig) checkScales() error {
 	if math.IsNaN(c.StartScale) || math.IsInf(c.StartScale, 0) || c.StartScale < 0 {
 		return fmt.Errorf("algorithms: start_scale %v, want a finite value > 0 (0: the default)", c.StartScale)
 	}
@@ -258,7 +258,7 @@ func (c *Config) checkScales() error {
 }
 
 // startDefaults fills and checks how the bank starts.
-func (c *Config) startDefaults() error {
+func (c *TrainConfig) startDefaults() error {
 	if c.Start == "" {
 		c.Start = StartFlow
 	}
@@ -272,7 +272,7 @@ func (c *Config) startDefaults() error {
 }
 
 // pretrainDefaults fills and checks flow pretraining.
-func (c *Config) pretrainDefaults() error {
+func (c *TrainConfig) pretrainDefaults() error {
 	p := &c.Pretrain
 	if p.Objective == "" {
 		p.Objective = ObjectiveReverseKL
@@ -300,7 +300,7 @@ func (c *Config) pretrainDefaults() error {
 
 // guardDefaults fills and checks CoopFlow's frozen start, the divergence
 // guard, the flow's steps and the EBM's averaging.
-func (c *Config) guardDefaults() error {
+func (c *TrainConfig) guardDefaults() error {
 	if c.FreezeFlow < 0 {
 		return fmt.Errorf("algorithms: freeze_flow %d, want ≥ 0", c.FreezeFlow)
 	}
@@ -323,7 +323,7 @@ func (c *Config) guardDefaults() error {
 }
 
 // chains is the number of chains run per iteration.
-func (c Config) chains() int {
+func (c TrainConfig) chains() int {
 	if c.Sampler.Negatives == NegativesSubsample {
 		return c.BatchSize / c.Sampler.Subsample
 	}
@@ -333,16 +333,16 @@ func (c Config) chains() int {
 // rhatSteps is the default length of the mixing diagnostic's chains: as
 // many steps as an iteration runs, where a flowMC step is a whole cycle
 // (Trainer.SampleChains), and at least 8.
-func (c Config) rhatSteps() int {
+func (c TrainConfig) rhatSteps() int {
 	return max(8, c.Sampler.Steps/c.Algorithm.strategy().stepsPerDraw(c.Sampler))
 }
 
 // usesFlow reports whether the algorithm has a companion flow.
-func (c Config) usesFlow() bool { return c.Algorithm.strategy().trainsFlow() }
+func (c TrainConfig) usesFlow() bool { return c.Algorithm.strategy().trainsFlow() }
 
 // PersistentChains reports whether chains continue from the bank (all but
 // CoopFlow).
-func (c Config) PersistentChains() bool { return c.Algorithm.strategy().persistentChains() }
+func (c TrainConfig) PersistentChains() bool { return c.Algorithm.strategy().persistentChains() }
 
 // IterStats are the statistics of one training iteration.
 type IterStats struct {
@@ -369,7 +369,7 @@ var ErrDiverged = errors.New("training diverged")
 type Trainer struct {
 	// Config is the configuration with defaults filled in (in a Run, the
 	// one value that is also the Run's Config.Train).
-	Config *Config
+	Config *TrainConfig
 	EBM    *graph.EBM
 	// Flow is the companion flow (nil for ula).
 	Flow *graph.Flow
@@ -413,13 +413,13 @@ func NewStreams(seed uint64) Streams {
 // EBM and flow (flow may be nil only for ula; for the other algorithms the
 // flow's base is the EBM's tilt). Call Init (new run) or Restore (resumed
 // run) before the first Step. The models are trained in place.
-func NewTrainer(cfg Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
+func NewTrainer(cfg TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
 	return newTrainer(&cfg, ebm, flow, data, streams)
 }
 
 // newTrainer is NewTrainer on the configuration *c, which it fills with
 // the defaults and keeps (a Run passes its own Config.Train).
-func newTrainer(c *Config, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
+func newTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
 	n, d := data.Dims()
 	if d != ebm.Dim() {
 		return nil, fmt.Errorf("algorithms: data have %d columns, the EBM %d dimensions", d, ebm.Dim())

@@ -11,7 +11,7 @@ func (ulaEBM) persistentChains() bool { return true }
 
 // defaults starts the bank uniformly (ebm-anatomy's start): there is no
 // flow to start from.
-func (ulaEBM) defaults(c *Config) {
+func (ulaEBM) defaults(c *TrainConfig) {
 	if c.Start == "" {
 		c.Start = StartUniform
 	}

@@ -68,7 +68,7 @@ func bytesString(b float64) string {
 
 // memTerms estimates the trainer's largest buffers for c (with defaults)
 // in d dimensions: 8-byte floats.
-func (c Config) memTerms(d int) []memTerm {
+func (c TrainConfig) memTerms(d int) []memTerm {
 	fd := float64(d)
 	s := c.Sampler
 	chains := float64(c.chains())
@@ -171,7 +171,7 @@ const flowValuesPerBlock = 75
 // memTerms estimates the run's largest buffers in d dimensions: the data,
 // the evaluation's draws and grid, the models' parameters (with gradients
 // and optimiser moments) and the trainer's (tc, with defaults).
-func (c RunConfig) memTerms(tc Config, d int) []memTerm {
+func (c RunConfig) memTerms(tc TrainConfig, d int) []memTerm {
 	fd := float64(d)
 	terms := []memTerm{
 		// rows and their shuffled order

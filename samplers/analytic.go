@@ -10,15 +10,15 @@ import (
 	"gonum.org/v1/gonum/stat/distmv"
 )
 
-// Gaussian is the target and proposal N(mean, cov).
-type Gaussian struct {
+// Normal is the target and proposal N(mean, cov).
+type Normal struct {
 	dist *distmv.Normal
 	prec *mat.SymDense
 	mean []float64
 }
 
-// NewGaussian returns N(mean, cov); cov must be positive definite.
-func NewGaussian(mean []float64, cov mat.Symmetric) (*Gaussian, error) {
+// NewNormal returns N(mean, cov); cov must be positive definite.
+func NewNormal(mean []float64, cov mat.Symmetric) (*Normal, error) {
 	dist, ok := distmv.NewNormal(mean, cov, nil)
 	if !ok {
 		return nil, fmt.Errorf("samplers: covariance is not positive definite")
@@ -29,14 +29,14 @@ func NewGaussian(mean []float64, cov mat.Symmetric) (*Gaussian, error) {
 	if err := chol.InverseTo(prec); err != nil {
 		return nil, err
 	}
-	return &Gaussian{dist: dist, prec: prec, mean: append([]float64(nil), mean...)}, nil
+	return &Normal{dist: dist, prec: prec, mean: append([]float64(nil), mean...)}, nil
 }
 
 // Dim is the dimension.
-func (g *Gaussian) Dim() int { return len(g.mean) }
+func (g *Normal) Dim() int { return len(g.mean) }
 
 // LogDensity writes the normalised log-density of each row.
-func (g *Gaussian) LogDensity(x mat.Matrix, logp []float64) error {
+func (g *Normal) LogDensity(x mat.Matrix, logp []float64) error {
 	r, _ := x.Dims()
 	row := make([]float64, g.Dim())
 	for i := 0; i < r; i++ {
@@ -46,7 +46,7 @@ func (g *Gaussian) LogDensity(x mat.Matrix, logp []float64) error {
 }
 
 // LogDensityGrad adds ∇ log π(x) = −Σ⁻¹(x − μ).
-func (g *Gaussian) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense) error {
+func (g *Normal) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense) error {
 	if err := g.LogDensity(x, logp); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (g *Gaussian) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense)
 }
 
 // Sample draws rows from N(mean, cov) using rng.
-func (g *Gaussian) Sample(rng *rand.Rand, x *mat.Dense, logq []float64) error {
+func (g *Normal) Sample(rng *rand.Rand, x *mat.Dense, logq []float64) error {
 	r, _ := x.Dims()
 	cov := mat.NewSymDense(g.Dim(), nil)
 	g.dist.CovarianceMatrix(cov)

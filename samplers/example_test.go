@@ -16,7 +16,7 @@ import (
 // R-hat of 400 recorded draws per chain is near 1.
 func ExampleFlowMC() {
 	target, _ := samplers.NewMixture([]float64{1, 2}, [][]float64{{-1.5, -1.5}, {1.5, 1.5}}, []float64{math.Sqrt(0.05), math.Sqrt(0.1)})
-	proposal, _ := samplers.NewGaussian([]float64{0, 0}, mat.NewSymDense(2, []float64{4, 0, 0, 4}))
+	proposal, _ := samplers.NewNormal([]float64{0, 0}, mat.NewSymDense(2, []float64{4, 0, 0, 4}))
 	rng := rand.New(rand.NewPCG(7, 7))
 
 	const chains = 1000

@@ -14,7 +14,7 @@ import (
 func rng(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed+99)) }
 
 // correlated returns N(μ, Σ) in d = 5 with a dense covariance.
-func correlated(t *testing.T) (*samplers.Gaussian, []float64, *mat.SymDense) {
+func correlated(t *testing.T) (*samplers.Normal, []float64, *mat.SymDense) {
 	r := rng(1)
 	a := mat.NewDense(5, 5, nil)
 	for i := range a.RawMatrix().Data {
@@ -26,7 +26,7 @@ func correlated(t *testing.T) (*samplers.Gaussian, []float64, *mat.SymDense) {
 		cov.SetSym(i, i, cov.At(i, i)+0.3)
 	}
 	mu := []float64{1, -2, 0.5, 0, 3}
-	g, err := samplers.NewGaussian(mu, cov)
+	g, err := samplers.NewNormal(mu, cov)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestKernelsLeaveCorrelatedGaussianInvariant(t *testing.T) {
 	target, mu, cov := correlated(t)
 	inflated := mat.NewSymDense(5, nil)
 	inflated.ScaleSym(2.25, cov)
-	prop, err := samplers.NewGaussian(mu, inflated)
+	prop, err := samplers.NewNormal(mu, inflated)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func twoModes(t *testing.T) *samplers.Mixture {
 func TestGlobalMovesRecoverModeWeights(t *testing.T) {
 	target := twoModes(t)
 	broadCov := mat.NewSymDense(2, []float64{4, 0, 0, 4})
-	prop, err := samplers.NewGaussian([]float64{0, 0}, broadCov)
+	prop, err := samplers.NewNormal([]float64{0, 0}, broadCov)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestISIRAcceptanceDefinition(t *testing.T) {
 // is 1/(1 − η/2): ULA is biased, and the test shows it. The sample variance
 // of M = 20,000 chains has standard error √(2/M)·v = 0.011.
 func TestULAStationaryVariance(t *testing.T) {
-	target, err := samplers.NewGaussian([]float64{0}, mat.NewSymDense(1, []float64{1}))
+	target, err := samplers.NewNormal([]float64{0}, mat.NewSymDense(1, []float64{1}))
 	if err != nil {
 		t.Fatal(err)
 	}
