@@ -181,6 +181,17 @@ func (c *TrainConfig) coreDefaults() error {
 
 // samplerDefaults fills and checks the negatives' MCMC and the bank size.
 func (c *TrainConfig) samplerDefaults() error {
+	for _, step := range []func() error{c.chainDefaults, c.Sampler.globalDefaults, c.Sampler.stepDefaults} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chainDefaults fills and checks the chains' length, the negatives'
+// selection and the persistent bank.
+func (c *TrainConfig) chainDefaults() error {
 	s := &c.Sampler
 	if s.Steps == 0 {
 		s.Steps = 10
@@ -202,6 +213,11 @@ func (c *TrainConfig) samplerDefaults() error {
 	if c.Persistent < c.chains() {
 		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.chains())
 	}
+	return nil
+}
+
+// globalDefaults fills and checks flowMC's global moves and cycle.
+func (s *SamplerConfig) globalDefaults() error {
 	if s.Global == "" {
 		s.Global = ISIR
 	}
@@ -217,13 +233,19 @@ func (c *TrainConfig) samplerDefaults() error {
 	if s.GlobalSteps == 0 && s.LocalSteps == 0 {
 		s.GlobalSteps, s.LocalSteps = 1, 4
 	}
+	return nil
+}
+
+// stepDefaults fills and checks the step size, the counts' bounds and
+// MALA's target acceptance.
+func (s *SamplerConfig) stepDefaults() error {
 	if s.StepSize == 0 {
 		s.StepSize = 0.01
 	}
 	if !(s.StepSize > 0) || math.IsInf(s.StepSize, 0) {
 		return fmt.Errorf("algorithms: sampler.step_size %v, want a finite value > 0 (0: the default 0.01)", s.StepSize)
 	}
-	if !(s.StepSize > 0) || s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
+	if s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
 		return fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
 	}
 	if s.Steps > MaxChainSteps || s.GlobalSteps > MaxChainSteps || s.LocalSteps > MaxChainSteps {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -74,60 +75,18 @@ or 1).`,
 }
 
 func runSample(cmd *cobra.Command, f sampleFlags) error {
-	if f.model == "" || f.out == "" {
-		return fmt.Errorf("give --model FILE and --out CHAINS.npy")
-	}
-	if err := f.validate(cmd); err != nil {
+	if err := f.checkOutputs(cmd); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", f.out, f.model, f.flow); err != nil {
-		return err
-	}
-	if strings.ToLower(filepath.Ext(f.out)) != ".npy" {
-		return fmt.Errorf("--out %s: want a .npy file (the chains are written as a NumPy array)", f.out)
-	}
-	if err := checkNew("--out", f.out, f.force); err != nil {
-		return err
-	}
-	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
+	m, err := f.models()
 	if err != nil {
 		return err
 	}
-	if err := f.checkMemory(m.EBM.Dim()); err != nil {
-		return err
-	}
-	if f.base > 0 {
-		if m.EBM.Tilt != nil {
-			return fmt.Errorf("--base: the checkpoint %s has its own base", f.model)
-		}
-		g := layers.NewIsotropic(m.EBM.Dim(), f.base)
-		m.EBM.Tilt = &g
-	}
-	if f.flow != "" {
-		fm, err := loadCheckpoint(f.flow)
-		if err != nil {
-			return err
-		}
-		if fm.Flow == nil || fm.Flow.Dim() != m.EBM.Dim() {
-			return fmt.Errorf("--flow %s: no flow of dimension %d there", f.flow, m.EBM.Dim())
-		}
-		m.Flow = fm.Flow
-	}
 	rng := rand.New(rand.NewPCG(f.seed, 0x5a3))
 	d := m.EBM.Dim()
-	x := mat.NewDense(f.chains, d, nil)
-	if m.Flow != nil {
-		if err := m.Flow.Sample(rng, x, make([]float64, f.chains)); err != nil {
-			return err
-		}
-	} else {
-		sigma := 1.0
-		if m.EBM.Tilt != nil {
-			sigma = m.EBM.Tilt.Sigma[0]
-		}
-		for i := range x.RawMatrix().Data {
-			x.RawMatrix().Data[i] = sigma * rng.NormFloat64()
-		}
+	x, err := chainStarts(rng, m, f.chains)
+	if err != nil {
+		return err
 	}
 	kernel, mala, err := buildKernel(f, m)
 	if err != nil {
@@ -156,16 +115,87 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		fmt.Fprintf(out, "MALA step size %.4g after warm-up\n", mala.StepSize)
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", pct(loc), pct(glob))
-	if sum, err := diagnostics.Summarize(draws, f.chains, f.steps, d); err == nil {
-		worst := math.Inf(-1)
-		for _, s := range sum {
-			worst = math.Max(worst, s.RHat)
-		}
-		fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f\n", worst)
-	} else {
-		fmt.Fprintf(out, "no R-hat: %v\n", err)
-	}
+	printRHat(out, draws, f.chains, f.steps, d)
 	return nil
+}
+
+// checkOutputs checks the flags and the output file before any work.
+func (f sampleFlags) checkOutputs(cmd *cobra.Command) error {
+	if f.model == "" || f.out == "" {
+		return fmt.Errorf("give --model FILE and --out CHAINS.npy")
+	}
+	if err := f.validate(cmd); err != nil {
+		return err
+	}
+	if err := checkOutput("--out", f.out, f.model, f.flow); err != nil {
+		return err
+	}
+	if strings.ToLower(filepath.Ext(f.out)) != ".npy" {
+		return fmt.Errorf("--out %s: want a .npy file (the chains are written as a NumPy array)", f.out)
+	}
+	return checkNew("--out", f.out, f.force)
+}
+
+// models loads the energy (with the --base tilt for an ONNX model) and the
+// flow of --flow, checking the memory the chains need.
+func (f sampleFlags) models() (checkpoint.Models, error) {
+	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
+	if err != nil {
+		return m, err
+	}
+	if err := f.checkMemory(m.EBM.Dim()); err != nil {
+		return m, err
+	}
+	if f.base > 0 {
+		if m.EBM.Tilt != nil {
+			return m, fmt.Errorf("--base: the checkpoint %s has its own base", f.model)
+		}
+		g := layers.NewIsotropic(m.EBM.Dim(), f.base)
+		m.EBM.Tilt = &g
+	}
+	if f.flow != "" {
+		fm, err := loadCheckpoint(f.flow)
+		if err != nil {
+			return m, err
+		}
+		if fm.Flow == nil || fm.Flow.Dim() != m.EBM.Dim() {
+			return m, fmt.Errorf("--flow %s: no flow of dimension %d there", f.flow, m.EBM.Dim())
+		}
+		m.Flow = fm.Flow
+	}
+	return m, nil
+}
+
+// chainStarts draws n chain starts from the flow, or from the base (N(0, 1)
+// without one).
+func chainStarts(rng *rand.Rand, m checkpoint.Models, n int) (*mat.Dense, error) {
+	x := mat.NewDense(n, m.EBM.Dim(), nil)
+	if m.Flow != nil {
+		return x, m.Flow.Sample(rng, x, make([]float64, n))
+	}
+	sigma := 1.0
+	if m.EBM.Tilt != nil {
+		sigma = m.EBM.Tilt.Sigma[0]
+	}
+	raw := x.RawMatrix().Data
+	for i := range raw {
+		raw[i] = sigma * rng.NormFloat64()
+	}
+	return x, nil
+}
+
+// printRHat prints the worst rank-normalised R-hat over dimensions.
+func printRHat(out io.Writer, draws []float64, chains, steps, d int) {
+	sum, err := diagnostics.Summarize(draws, chains, steps, d)
+	if err != nil {
+		fmt.Fprintf(out, "no R-hat: %v\n", err)
+		return
+	}
+	worst := math.Inf(-1)
+	for _, s := range sum {
+		worst = math.Max(worst, s.RHat)
+	}
+	fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f\n", worst)
 }
 
 // checkFinite refuses draws holding NaN or Inf (an unadjusted step too
