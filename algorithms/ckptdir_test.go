@@ -62,14 +62,25 @@ func sameParams(t *testing.T, a, b *Run) {
 	}
 }
 
-// crashPoints are the steps of a checkpoint replacement a kill can fall
-// between, with where the newest complete checkpoint then is (relative to
-// the run folder) and whether it is the interrupted write's.
-var crashPoints = []struct {
+type crashCase struct {
 	point  string
 	latest string
 	isNew  bool
-}{
+}
+
+// resumedAt is the iteration a run checkpointed at 4 and crashed at the
+// point of its checkpoint at 7 (crashedRun) resumes at.
+func (c crashCase) resumedAt() int {
+	if c.isNew {
+		return 7
+	}
+	return 4
+}
+
+// crashPoints are the steps of a checkpoint replacement a kill can fall
+// between, with where the newest complete checkpoint then is (relative to
+// the run folder) and whether it is the interrupted write's.
+var crashPoints = []crashCase{
 	{"begin", "checkpoint", false},        // before writing checkpoint.new/
 	{"models", "checkpoint", false},       // checkpoint.new/ half written (models only)
 	{"unmarked", "checkpoint", false},     // all files but the marker
@@ -87,18 +98,7 @@ func TestResumeAfterCrashInCheckpoint(t *testing.T) {
 	stepN(t, straight, total)
 	for _, c := range crashPoints {
 		t.Run(c.point, func(t *testing.T) {
-			dir := t.TempDir()
-			first := smallRun(t, alg, total, dir)
-			stepN(t, first, 4)
-			if err := first.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			stepN(t, first, 3)
-			crashAt(t, c.point)
-			if err := first.Checkpoint(); !errors.Is(err, errCrash) {
-				t.Fatalf("Checkpoint: %v, want the simulated crash", err)
-			}
-			crashHook = nil
+			dir, _ := crashedRun(t, alg, total, c.point)
 			switch c.point {
 			case "begin":
 				wantOnly(t, dir, "checkpoint")
@@ -121,10 +121,7 @@ func TestResumeAfterCrashInCheckpoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := 4
-			if c.isNew {
-				want = 7
-			}
+			want := c.resumedAt()
 			if resumed.Trainer.Iter != want || len(resumed.Evals) != want {
 				t.Fatalf("resumed at iteration %d with %d evaluations, want %d", resumed.Trainer.Iter, len(resumed.Evals), want)
 			}
@@ -135,18 +132,7 @@ func TestResumeAfterCrashInCheckpoint(t *testing.T) {
 
 			stepN(t, resumed, total-want)
 			sameParams(t, straight, resumed)
-			if err := resumed.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			wantOnly(t, dir, "checkpoint")
-			again, err := Resume(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if again.Trainer.Iter != total {
-				t.Fatalf("resumed the last checkpoint at iteration %d, want %d", again.Trainer.Iter, total)
-			}
-			sameParams(t, straight, again)
+			sameParams(t, straight, checkpointAndResume(t, resumed, dir, total))
 		})
 	}
 }
@@ -157,18 +143,7 @@ func TestResumeAfterCrashInCheckpoint(t *testing.T) {
 func TestCheckpointAfterCrashInCheckpoint(t *testing.T) {
 	for _, c := range crashPoints {
 		t.Run(c.point, func(t *testing.T) {
-			dir := t.TempDir()
-			r := smallRun(t, FlowMC, 12, dir)
-			stepN(t, r, 4)
-			if err := r.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			stepN(t, r, 3)
-			crashAt(t, c.point)
-			if err := r.Checkpoint(); !errors.Is(err, errCrash) {
-				t.Fatalf("Checkpoint: %v, want the simulated crash", err)
-			}
-			crashHook = nil
+			dir, r := crashedRun(t, FlowMC, 12, c.point)
 			stepN(t, r, 2)
 			// A crash early in this write still finds the recovered
 			// checkpoint.
@@ -182,23 +157,11 @@ func TestCheckpointAfterCrashInCheckpoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := 4
-			if c.isNew {
-				want = 7
-			}
+			want := c.resumedAt()
 			if resumed.Trainer.Iter != want {
 				t.Fatalf("resumed at iteration %d, want %d", resumed.Trainer.Iter, want)
 			}
-			if err := r.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			wantOnly(t, dir, "checkpoint")
-			if resumed, err = Resume(dir); err != nil {
-				t.Fatal(err)
-			}
-			if resumed.Trainer.Iter != 9 {
-				t.Fatalf("resumed at iteration %d, want 9", resumed.Trainer.Iter)
-			}
+			checkpointAndResume(t, r, dir, 9)
 		})
 	}
 }
@@ -228,16 +191,7 @@ func TestCrashInFirstCheckpoint(t *testing.T) {
 				// Training again from the start writes a checkpoint.
 				r = smallRun(t, FlowMC, 12, dir)
 				stepN(t, r, 2)
-				if err := r.Checkpoint(); err != nil {
-					t.Fatal(err)
-				}
-				wantOnly(t, dir, "checkpoint")
-				if resumed, err = Resume(dir); err != nil {
-					t.Fatal(err)
-				}
-				if resumed.Trainer.Iter != 2 {
-					t.Fatalf("resumed at iteration %d, want 2", resumed.Trainer.Iter)
-				}
+				checkpointAndResume(t, r, dir, 2)
 				return
 			}
 			if err != nil {
@@ -285,29 +239,11 @@ func TestCheckpointFolderStates(t *testing.T) {
 	}
 
 	t.Run("damaged checkpoint, complete old", func(t *testing.T) {
-		dir, r := build(t)
-		stepN(t, r, 1)
-		crashAt(t, "moved-new") // checkpoint/ at 3, checkpoint.old/ at 2
-		if err := r.Checkpoint(); !errors.Is(err, errCrash) {
-			t.Fatal(err)
-		}
-		crashHook = nil
-		if err := os.Remove(ck(dir, "checkpoint/weights.npz")); err != nil {
-			t.Fatal(err)
-		}
+		dir := crashThenRemove(t, build, "moved-new", "checkpoint/weights.npz") // checkpoint/ at 3, checkpoint.old/ at 2
 		resumeAt(t, dir, 2)
 	})
 	t.Run("unmarked new", func(t *testing.T) {
-		dir, r := build(t)
-		stepN(t, r, 1)
-		crashAt(t, "complete")
-		if err := r.Checkpoint(); !errors.Is(err, errCrash) {
-			t.Fatal(err)
-		}
-		crashHook = nil
-		if err := os.Remove(ck(dir, "checkpoint.new/"+completeMarker)); err != nil {
-			t.Fatal(err)
-		}
+		dir := crashThenRemove(t, build, "complete", "checkpoint.new/"+completeMarker)
 		resumeAt(t, dir, 2)
 	})
 	t.Run("legacy checkpoint without marker", func(t *testing.T) {
@@ -321,16 +257,7 @@ func TestCheckpointFolderStates(t *testing.T) {
 		resumeAt(t, dir, 2)
 	})
 	t.Run("nothing complete", func(t *testing.T) {
-		dir, r := build(t)
-		stepN(t, r, 1)
-		crashAt(t, "models")
-		if err := r.Checkpoint(); !errors.Is(err, errCrash) {
-			t.Fatal(err)
-		}
-		crashHook = nil
-		if err := os.Remove(ck(dir, "checkpoint/spec.json")); err != nil {
-			t.Fatal(err)
-		}
+		dir := crashThenRemove(t, build, "models", "checkpoint/spec.json")
 		_, err := Resume(dir)
 		if !errors.Is(err, ErrNoCheckpoint) || !strings.Contains(err.Error(), "no complete checkpoint") {
 			t.Fatalf("Resume: %v, want no complete checkpoint", err)
@@ -378,12 +305,7 @@ func TestDivergedMessageNamesCheckpoint(t *testing.T) {
 // Resume checks config.json as --config files are checked: an explicit 0
 // where 0 only means the default is refused naming the field.
 func TestResumeChecksConfigLikeConfigFiles(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, FlowMC, 4, dir)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := checkpointedRun(t, 4, 2)
 	path := filepath.Join(dir, "config.json")
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, bytes.Replace(b, []byte(`"batch_size": 16`), []byte(`"batch_size": 0`), 1), 0o644)
@@ -395,12 +317,7 @@ func TestResumeChecksConfigLikeConfigFiles(t *testing.T) {
 // A corrupt checkpoint is named with what is wrong in it, not only "no
 // complete checkpoint".
 func TestCorruptCheckpointSaysWhy(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, FlowMC, 4, dir)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := checkpointedRun(t, 4, 2)
 	os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), []byte(`{"iter": "x"}`), 0o644)
 	_, err := Resume(dir)
 	if err == nil || !strings.Contains(err.Error(), "checkpoint/ is incomplete") || !strings.Contains(err.Error(), "state.json") {
@@ -412,12 +329,7 @@ func TestCorruptCheckpointSaysWhy(t *testing.T) {
 // were taken as given (a step of 1e308, iteration 0 with the state of
 // iteration 2, a NaN chain, a negative Adam moment).
 func TestResumeRefusesAbsurdState(t *testing.T) {
-	base := t.TempDir()
-	r := smallRun(t, FlowMC, 4, base)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	base, _ := checkpointedRun(t, 4, 2)
 	state, _ := os.ReadFile(filepath.Join(base, "checkpoint", "state.json"))
 	var st map[string]any
 	json.Unmarshal(state, &st)
@@ -453,6 +365,75 @@ func TestResumeRefusesAbsurdState(t *testing.T) {
 	}
 }
 
+// crashedRun is a run of algorithm alg and total iterations in a new
+// folder, checkpointed at iteration 4, stepped to 7 and crashed at point
+// of its next checkpoint.
+func crashedRun(t *testing.T, alg Algorithm, total int, point string) (string, *Run) {
+	t.Helper()
+	dir := t.TempDir()
+	r := smallRun(t, alg, total, dir)
+	stepN(t, r, 4)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	stepN(t, r, 3)
+	crashAt(t, point)
+	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+		t.Fatalf("Checkpoint: %v, want the simulated crash", err)
+	}
+	crashHook = nil
+	return dir, r
+}
+
+// checkpointAndResume checkpoints r in dir, wants a clean folder and a
+// resume at iteration want, and returns the resumed run.
+func checkpointAndResume(t *testing.T, r *Run, dir string, want int) *Run {
+	t.Helper()
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	wantOnly(t, dir, "checkpoint")
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Trainer.Iter != want {
+		t.Fatalf("resumed at iteration %d, want %d", resumed.Trainer.Iter, want)
+	}
+	return resumed
+}
+
+// checkpointedRun is a flowMC-EBM run of iters iterations in a new
+// folder, stepped steps times (each evaluated) and checkpointed.
+func checkpointedRun(t *testing.T, iters, steps int) (string, *Run) {
+	t.Helper()
+	dir := t.TempDir()
+	r := smallRun(t, FlowMC, iters, dir)
+	stepN(t, r, steps)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+// crashThenRemove builds a run checkpointed at iteration 2, steps it once,
+// crashes its next checkpoint at point and removes the file rel of the
+// run folder; it returns the folder.
+func crashThenRemove(t *testing.T, build func(*testing.T) (string, *Run), point, rel string) string {
+	t.Helper()
+	dir, r := build(t)
+	stepN(t, r, 1)
+	crashAt(t, point)
+	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+		t.Fatal(err)
+	}
+	crashHook = nil
+	if err := os.Remove(filepath.Join(dir, rel)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func copyDir(t *testing.T, from, to string) {
 	t.Helper()
 	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
@@ -479,12 +460,7 @@ func copyDir(t *testing.T, from, to string) {
 // field: a NaN or fractional data_order index panicked or was truncated,
 // a NaN current EBM was blamed on training as a divergence.
 func TestResumeRefusesAbsurdStateArrays(t *testing.T) {
-	base := t.TempDir()
-	r := smallRun(t, FlowMC, 4, base)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	base, r := checkpointedRun(t, 4, 2)
 	if r.Config.Train.AverageWindow == 0 {
 		t.Fatal("the run does not average: ebm_current is not saved")
 	}

@@ -82,6 +82,18 @@ func (w *reportWriter) header(elapsed time.Duration) {
 	p("- Every run folder `runs/EXPERIMENT-ALGORITHM/` holds its metrics over training (`metrics.csv`), final metrics (`metrics.json`), checkpoint and plots.\n\n")
 }
 
+// rows writes a table row per run: row for a run whose final evaluation
+// has what ok asks, else the run's status in a row of cols cells.
+func (w *reportWriter) rows(rs []*reproRun, cols int, ok func(*algorithms.Eval) bool, row func(*reproRun, *algorithms.Eval)) {
+	for _, r := range rs {
+		if ev := r.final(); ev != nil && ok(ev) {
+			row(r, ev)
+			continue
+		}
+		w.p("| %s | %s |%s\n", algorithmNames[r.algorithm], r.status(), strings.Repeat(" |", cols-2))
+	}
+}
+
 // twoModes writes the motivating example (paper Fig. 1).
 func (w *reportWriter) twoModes() error {
 	p, ext, runs, f := w.p, w.ext, w.runs, w.f
@@ -89,15 +101,10 @@ func (w *reportWriter) twoModes() error {
 		p("## Motivating example: two modes with weights 1/3, 2/3 (paper Fig. 1)\n\n")
 		p("EBM mode weights by grid quadrature (200² grid on [−3.5, 3.5]²); negatives' weights by nearest-mode zones, pooled over the iterations since the previous evaluation (a single batch of 64 has a standard error near 0.06 per weight).\n\n")
 		p("| algorithm | EBM weight, mode (−1.5, −1.5) | EBM weight, mode (1.5, 1.5) | weight MSE | negatives' weights | spread of the top-right weight over the last half of training |\n|---|---|---|---|---|---|\n")
-		for _, r := range rs {
-			ev := r.final()
-			if ev == nil || ev.EBMWeights == nil {
-				p("| %s | %s | | | | |\n", algorithmNames[r.algorithm], r.status())
-				continue
-			}
+		w.rows(rs, 6, func(ev *algorithms.Eval) bool { return ev.EBMWeights != nil }, func(r *reproRun, ev *algorithms.Eval) {
 			lo, hi := weightRange(r.evals, 1)
 			p("| %s%s | %.3f | %.3f | %.2e | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, fmtWeights(ev.NegWeights), lo, hi)
-		}
+		})
 		p("\nTruth: 0.333, 0.667. ")
 		if err := plotAcross(f.out, "two-modes-weights"+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
 			func(e algorithms.Eval) float64 { return e.EBMWeight(1) }); err != nil {
@@ -115,15 +122,10 @@ func (w *reportWriter) fourModes() error {
 		p("## Extended motivating example: four modes with weights 0.1, 0.2, 0.3, 0.4 (paper Table 3)\n\n")
 		p("MSEs of mode weights: chain starts and negatives (each pooled over the iterations since the previous evaluation) against the EBM, the EBM against the truth. Ours / paper.\n\n")
 		p("| algorithm | init. wrt EBM | neg. samples wrt EBM | EBM wrt truth | EBM weights |\n|---|---|---|---|---|\n")
-		for _, r := range rs {
-			ev := r.final()
+		w.rows(rs, 5, func(*algorithms.Eval) bool { return true }, func(r *reproRun, ev *algorithms.Eval) {
 			pp := paperNumbers.table3[r.algorithm]
-			if ev == nil {
-				p("| %s | %s | | | |\n", algorithmNames[r.algorithm], r.status())
-				continue
-			}
 			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights))
-		}
+		})
 		if err := plotAcross(f.out, "four-modes-mse"+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
 			func(e algorithms.Eval) float64 { return e.EBMWeightMSE }); err != nil {
 			return err
