@@ -827,12 +827,20 @@ func (r *Run) clearOrRecover() error {
 // final model (as its last evaluation did) and metrics.csv, which a kill
 // after that checkpoint may have left unwritten or stale, is rewritten.
 func (r *Run) finishResumed() error {
-	if r.grid != nil {
-		if err := r.Trainer.WithAveraged(func() error { return r.grid.Fill(r.Trainer.EBM.LogDensity) }); err != nil {
-			return err
-		}
+	if err := r.FillGrid(); err != nil {
+		return err
 	}
 	return WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights))
+}
+
+// FillGrid fills the 2D density grid (Grid) from the EBM as it is saved
+// (its averaged parameters), as an evaluation does; a resumed run's grid
+// is empty until then. Without a grid it does nothing.
+func (r *Run) FillGrid() error {
+	if r.grid == nil {
+		return nil
+	}
+	return r.Trainer.WithAveraged(func() error { return r.grid.Fill(r.Trainer.EBM.LogDensity) })
 }
 
 // interrupted checkpoints the run where it stopped.

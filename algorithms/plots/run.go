@@ -34,7 +34,12 @@ func WriteRun(r *algorithms.Run, f Format) error {
 		}
 		dp.Samples, dp.SamplesName = r.Trainer.Samples(), "persistent chains"
 		if !r.Trainer.Config.PersistentChains() {
-			dp.SamplesName = "last negatives"
+			// CoopFlow's chains start afresh: its last negatives, which a
+			// resumed run no longer has (its bank is not its samples).
+			dp.Samples, dp.SamplesName = nil, "last negatives"
+			if neg := r.Trainer.Negatives(); neg != nil {
+				dp.Samples = neg
+			}
 		}
 		if err := dp.Save(filepath.Join(r.Dir, "density"+f.Ext())); err != nil {
 			return err

@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		},
 	}
 	root.SetVersionTemplate("flowebm {{.Version}}\n")
-	root.AddCommand(gradcheckCmd(), diagnoseCmd(), trainCmd(), reproduceCmd(), energyCmd(), convertCmd(), sampleCmd(), compareCmd())
+	root.AddCommand(gradcheckCmd(), diagnoseCmd(), trainCmd(), reproduceCmd(), energyCmd(), convertCmd(), sampleCmd(), compareCmd(), plotCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

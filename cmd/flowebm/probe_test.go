@@ -185,3 +185,37 @@ func TestDataSettingsRefused(t *testing.T) {
 		wantErr(t, c.want, "train", "--config", cfg, "--out", filepath.Join(dir, "run-"+name))
 	}
 }
+
+// plot redraws a run's figures from its checkpoint and metrics: the same
+// bytes as training drew, and in another format on request.
+func TestPlotRedrawsRun(t *testing.T) {
+	run0 := trainedRun(t)
+	names, _ := filepath.Glob(filepath.Join(run0, "*.png"))
+	if len(names) < 2 {
+		t.Fatalf("the run drew %q, want the density and the weights at least", names)
+	}
+	before := map[string][]byte{}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[n] = b
+		os.Remove(n)
+	}
+	if _, stderr, status := runCLI("plot", run0); status != 0 {
+		t.Fatal(stderr)
+	}
+	for _, n := range names {
+		if b, err := os.ReadFile(n); err != nil || string(b) != string(before[n]) {
+			t.Errorf("%s redrawn: %v, identical to training's: %v", n, err, string(b) == string(before[n]))
+		}
+	}
+	if _, stderr, status := runCLI("plot", "--plot-format", "svg", run0); status != 0 {
+		t.Fatal(stderr)
+	}
+	if _, err := os.Stat(filepath.Join(run0, "density.svg")); err != nil {
+		t.Error(err)
+	}
+	wantErr(t, "is not a run folder", "plot", t.TempDir())
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/spf13/cobra"
+)
+
+func plotCmd() *cobra.Command {
+	var format plots.Format
+	cmd := &cobra.Command{
+		Use:   "plot RUN...",
+		Short: "Redraw a run's figures from its checkpoint and metrics (in another format, or after an upgrade)",
+		Long: `plot redraws the figures of each run folder in place from what the run saved:
+its metrics over training (rhat, weights), and from its last checkpoint the
+EBM's density with the persistent chains and the data (2D) or the chains as
+images. Nothing is trained and only the figures are written (in
+--plot-format; figures in other formats are left as they are). A run being
+trained is refused (its folder is locked). To overlay several runs, use
+"flowebm compare".`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, dir := range args {
+				if err := redraw(dir, format); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "redrew the %s figures of %s\n", format, dir)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Var(&format, "plot-format", "file format of the figures: png, svg or pdf")
+	return cmd
+}
+
+// redraw draws the figures of the run in dir from its checkpoint.
+func redraw(dir string, format plots.Format) error {
+	if !isTrainingRun(dir) {
+		return fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
+	}
+	release, err := lockRun(dir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	run, err := algorithms.Resume(dir)
+	if err != nil {
+		return err
+	}
+	if len(run.Evals) == 0 {
+		return fmt.Errorf("%s: no evaluations yet: nothing to draw", dir)
+	}
+	if err := run.FillGrid(); err != nil {
+		return err
+	}
+	return plots.WriteRun(run, format)
+}
