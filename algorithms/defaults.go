@@ -33,82 +33,18 @@ func paperConfig(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 	t := &rc.Train
 	t.Algorithm = algorithm
 	var notes []string
-	lr := func(v float64) { t.EBMOptim, t.FlowOptim = OptimConfig{LR: v}, OptimConfig{LR: v} }
-	epochs := 0
-	d := exp.Dim()
+	var epochs int
 	switch {
 	case exp.Name == "two-modes":
-		// App. C.2: 75 epochs of 16,384 points, batch 64, persistent 1024,
-		// learning rate 0.01 for both models, i-SIR with 32 particles,
-		// Langevin step 0.01, 10 MCMC steps (flowMC: 2 × (1 global + 4
-		// local)).
-		rc.DataSize, epochs, t.BatchSize, t.Persistent = 16384, 75, 64, 1024
-		lr(0.01)
-		s := SamplerConfig{Steps: 10, Particles: 32, StepSize: 0.01}
-		switch algorithm {
-		case FlowMC:
-			s.GlobalSteps, s.LocalSteps = 1, 4
-		case CoopFlow:
-			s.StepSize = 5e-4
-			notes = append(notes, "two-modes: App. C.2 runs only ULA-EBM and flowMC-EBM; coopflow uses App. C.3's noise-free step 5e-4 with 10 steps")
-		case NT:
-			notes = append(notes, "two-modes: App. C.2 runs only ULA-EBM and flowMC-EBM; nt uses MALA (target 0.75) with 10 steps")
-		}
-		t.Sampler = s
+		epochs, notes = twoModesPaper(exp, algorithm, &rc)
 	case exp.Name == "four-modes":
-		// App. C.3 gives Table 4's samplers only; data, batch, bank and
-		// learning rate are C.2's.
-		rc.DataSize, epochs, t.BatchSize, t.Persistent = 16384, 75, 64, 1024
-		lr(0.01)
-		t.Sampler = samplerTable{local: 24, steps: 128, negatives: "all", ulaStep: 0.125 * 0.125 / 2, coopStep: 5e-4, particles: 32}.config(algorithm)
-		notes = append(notes, "four-modes: App. C.3 states only Table 4; data size, epochs, batch, persistent size, learning rate and i-SIR particles are taken from C.2")
+		epochs, notes = fourModesPaper(exp, algorithm, &rc)
 	case exp.Name == "8-gaussians" || exp.Name == "rings":
-		// App. C.4 and Table 5.
-		rc.DataSize, epochs, t.BatchSize, t.Persistent = 60000, 100, 256, 8192
-		if algorithm == CoopFlow || algorithm == FlowMC {
-			lr(1e-3)
-		} else {
-			lr(1e-2)
-		}
-		t.Sampler = samplerTable{local: 127, steps: 128, negatives: "subsample", ulaStep: 0.125 * 0.125 / 2, coopStep: 5e-4, particles: 64}.config(algorithm)
-		if algorithm == CoopFlow {
-			t.Pretrain = PretrainConfig{Steps: 1024, LR: 1e-2}
-		}
+		epochs, notes = gaussianRingsPaper(exp, algorithm, &rc)
 	case strings.HasPrefix(exp.Name, "four-gaussians-"):
-		// App. C.5, Tables 6 and 7.
-		rc.DataSize, epochs, t.BatchSize, t.Persistent = 50000, 150, 128, 8192
-		if algorithm == CoopFlow || algorithm == FlowMC {
-			lr(1e-3)
-		} else {
-			lr(1e-2)
-		}
-		t.Sampler = samplerTable{local: 8, steps: 16, negatives: "all", ulaStep: 1e-3, coopStep: 1e-4, particles: 128, stacked: true}.config(algorithm)
-		t.Start = gaussianForULA(algorithm)
-		if algorithm == CoopFlow {
-			t.Pretrain = PretrainConfig{Steps: 512, LR: 1e-2}
-		}
-		h := map[int]int{16: 32, 32: 39, 64: 51}[d]
-		if h == 0 {
-			h = 32 + (d-16)*19/48 // interpolates Table 7 between d = 16 and 64
-			notes = append(notes, fmt.Sprintf("%s: Table 7 has no d = %d; flow hidden width %d interpolated", exp.Name, d, h))
-		}
-		rc.Model.FlowBlocks, rc.Model.FlowHidden = 2, []int{h, h, h}
+		epochs, notes = fourGaussiansPaper(exp, algorithm, &rc)
 	case exp.Kind == experiments.KindImages:
-		// App. C.6 (CIFAR-10): batch 128, 70 epochs, persistent 1024,
-		// learning rate 1e-4 for both decayed ×0.99 every 50 batches, L2
-		// 1e-4, negatives from 3 stacked cycles of 1 i-SIR (128 particles)
-		// + 32 MALA steps. Its conv EBM (4.5M parameters) and RealNVP (4M)
-		// are beyond 2 CPU cores: an MLP EBM and a 4-block RealNVP instead.
-		n, _ := exp.TrainSet.Dims()
-		rc.DataSize, epochs, t.BatchSize, t.Persistent = n, 70, 128, 1024
-		t.EBMOptim = OptimConfig{LR: 1e-4, Decay: 0.99, DecayEvery: 50}
-		t.FlowOptim = t.EBMOptim
-		t.L2 = 1e-4
-		t.Sampler = samplerTable{local: 32, steps: 3, negatives: "last", ulaStep: 1e-3, coopStep: 1e-4, particles: 128, stacked: true}.config(algorithm)
-		t.Start = gaussianForULA(algorithm)
-		rc.Model.EBMHidden = []int{128, 128, 128}
-		rc.Model.FlowBlocks, rc.Model.FlowHidden = 4, []int{64, 64}
-		notes = append(notes, exp.Name+": App. C.6's settings with small models (MLP EBM "+fmt.Sprint(d)+"→128→128→128→1, RealNVP of 4 blocks [64, 64]) instead of its convolutional networks; the baselines' samplers follow Table 6")
+		epochs, notes = imagesPaper(exp, algorithm, &rc)
 	default:
 		return RunConfig{}, nil, fmt.Errorf("algorithms: no configuration for experiment %q", exp.Name)
 	}
@@ -125,6 +61,110 @@ func paperConfig(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 	}
 	t.Iterations = epochs * rc.DataSize / t.BatchSize
 	return rc, notes, nil
+}
+
+// twoModesPaper sets the paper's settings of two-modes.
+func twoModesPaper(exp *experiments.Experiment, algorithm Algorithm, rc *RunConfig) (epochs int, notes []string) {
+	t := &rc.Train
+	// App. C.2: 75 epochs of 16,384 points, batch 64, persistent 1024,
+	// learning rate 0.01 for both models, i-SIR with 32 particles,
+	// Langevin step 0.01, 10 MCMC steps (flowMC: 2 × (1 global + 4
+	// local)).
+	rc.DataSize, epochs, t.BatchSize, t.Persistent = 16384, 75, 64, 1024
+	t.setLR(0.01)
+	s := SamplerConfig{Steps: 10, Particles: 32, StepSize: 0.01}
+	switch algorithm {
+	case FlowMC:
+		s.GlobalSteps, s.LocalSteps = 1, 4
+	case CoopFlow:
+		s.StepSize = 5e-4
+		notes = append(notes, "two-modes: App. C.2 runs only ULA-EBM and flowMC-EBM; coopflow uses App. C.3's noise-free step 5e-4 with 10 steps")
+	case NT:
+		notes = append(notes, "two-modes: App. C.2 runs only ULA-EBM and flowMC-EBM; nt uses MALA (target 0.75) with 10 steps")
+	}
+	t.Sampler = s
+	return epochs, notes
+}
+
+// fourModesPaper sets the paper's settings of four-modes.
+func fourModesPaper(exp *experiments.Experiment, algorithm Algorithm, rc *RunConfig) (epochs int, notes []string) {
+	t := &rc.Train
+	// App. C.3 gives Table 4's samplers only; data, batch, bank and
+	// learning rate are C.2's.
+	rc.DataSize, epochs, t.BatchSize, t.Persistent = 16384, 75, 64, 1024
+	t.setLR(0.01)
+	t.Sampler = samplerTable{local: 24, steps: 128, negatives: "all", ulaStep: 0.125 * 0.125 / 2, coopStep: 5e-4, particles: 32}.config(algorithm)
+	notes = append(notes, "four-modes: App. C.3 states only Table 4; data size, epochs, batch, persistent size, learning rate and i-SIR particles are taken from C.2")
+	return epochs, notes
+}
+
+// gaussianRingsPaper sets the paper's settings of 8-gaussians and rings.
+func gaussianRingsPaper(exp *experiments.Experiment, algorithm Algorithm, rc *RunConfig) (epochs int, notes []string) {
+	t := &rc.Train
+	// App. C.4 and Table 5.
+	rc.DataSize, epochs, t.BatchSize, t.Persistent = 60000, 100, 256, 8192
+	if algorithm == CoopFlow || algorithm == FlowMC {
+		t.setLR(1e-3)
+	} else {
+		t.setLR(1e-2)
+	}
+	t.Sampler = samplerTable{local: 127, steps: 128, negatives: "subsample", ulaStep: 0.125 * 0.125 / 2, coopStep: 5e-4, particles: 64}.config(algorithm)
+	if algorithm == CoopFlow {
+		t.Pretrain = PretrainConfig{Steps: 1024, LR: 1e-2}
+	}
+	return epochs, notes
+}
+
+// fourGaussiansPaper sets the paper's settings of four-gaussians-D (App. C.5, Tables 6 and 7).
+func fourGaussiansPaper(exp *experiments.Experiment, algorithm Algorithm, rc *RunConfig) (epochs int, notes []string) {
+	t := &rc.Train
+	d := exp.Dim()
+	// App. C.5, Tables 6 and 7.
+	rc.DataSize, epochs, t.BatchSize, t.Persistent = 50000, 150, 128, 8192
+	if algorithm == CoopFlow || algorithm == FlowMC {
+		t.setLR(1e-3)
+	} else {
+		t.setLR(1e-2)
+	}
+	t.Sampler = samplerTable{local: 8, steps: 16, negatives: "all", ulaStep: 1e-3, coopStep: 1e-4, particles: 128, stacked: true}.config(algorithm)
+	t.Start = gaussianForULA(algorithm)
+	if algorithm == CoopFlow {
+		t.Pretrain = PretrainConfig{Steps: 512, LR: 1e-2}
+	}
+	h := map[int]int{16: 32, 32: 39, 64: 51}[d]
+	if h == 0 {
+		h = 32 + (d-16)*19/48 // interpolates Table 7 between d = 16 and 64
+		notes = append(notes, fmt.Sprintf("%s: Table 7 has no d = %d; flow hidden width %d interpolated", exp.Name, d, h))
+	}
+	rc.Model.FlowBlocks, rc.Model.FlowHidden = 2, []int{h, h, h}
+	return epochs, notes
+}
+
+// imagesPaper sets the paper's settings of the image experiment.
+func imagesPaper(exp *experiments.Experiment, algorithm Algorithm, rc *RunConfig) (epochs int, notes []string) {
+	t := &rc.Train
+	d := exp.Dim()
+	// App. C.6 (CIFAR-10): batch 128, 70 epochs, persistent 1024,
+	// learning rate 1e-4 for both decayed ×0.99 every 50 batches, L2
+	// 1e-4, negatives from 3 stacked cycles of 1 i-SIR (128 particles)
+	// + 32 MALA steps. Its conv EBM (4.5M parameters) and RealNVP (4M)
+	// are beyond 2 CPU cores: an MLP EBM and a 4-block RealNVP instead.
+	n, _ := exp.TrainSet.Dims()
+	rc.DataSize, epochs, t.BatchSize, t.Persistent = n, 70, 128, 1024
+	t.EBMOptim = OptimConfig{LR: 1e-4, Decay: 0.99, DecayEvery: 50}
+	t.FlowOptim = t.EBMOptim
+	t.L2 = 1e-4
+	t.Sampler = samplerTable{local: 32, steps: 3, negatives: "last", ulaStep: 1e-3, coopStep: 1e-4, particles: 128, stacked: true}.config(algorithm)
+	t.Start = gaussianForULA(algorithm)
+	rc.Model.EBMHidden = []int{128, 128, 128}
+	rc.Model.FlowBlocks, rc.Model.FlowHidden = 4, []int{64, 64}
+	notes = append(notes, exp.Name+": App. C.6's settings with small models (MLP EBM "+fmt.Sprint(d)+"→128→128→128→1, RealNVP of 4 blocks [64, 64]) instead of its convolutional networks; the baselines' samplers follow Table 6")
+	return epochs, notes
+}
+
+// setLR gives both models the learning rate v, without decay.
+func (t *TrainConfig) setLR(v float64) {
+	t.EBMOptim, t.FlowOptim = OptimConfig{LR: v}, OptimConfig{LR: v}
 }
 
 // samplerTable is one of Tables 4–6: flowMC's cycle of 1 global and local
@@ -212,8 +252,17 @@ func DefaultsFor(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 	if !ok {
 		return rc, notes, nil
 	}
+	what := sc.sizes(&rc)
+	what = append(what, sc.flow(&rc, exp.Dim())...)
+	what = append(what, sc.chains(&rc)...)
+	what = append(what, sc.schedule(&rc)...)
+	notes = append(notes, fmt.Sprintf("%s scaled for 2 CPU cores: %s", rc.Experiment, strings.Join(what, "; ")))
+	return rc, notes, nil
+}
+
+// sizes scales the run's length, data, batch, bank, i-SIR particles and learning rates.
+func (sc scaling) sizes(rc *RunConfig) (what []string) {
 	t := &rc.Train
-	var what []string
 	paperIters := t.Iterations
 	t.Iterations = sc.iterations
 	what = append(what, fmt.Sprintf("%d iterations instead of %d", sc.iterations, paperIters))
@@ -237,6 +286,12 @@ func DefaultsFor(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 		what = append(what, fmt.Sprintf("learning rates %g instead of %g", sc.lr, t.EBMOptim.LR))
 		t.EBMOptim.LR, t.FlowOptim.LR = sc.lr, sc.lr
 	}
+	return what
+}
+
+// flow changes the RealNVP and its learning rate where the scaled budget needs it (d: the data's dimension).
+func (sc scaling) flow(rc *RunConfig, d int) (what []string) {
+	t := &rc.Train
 	if sc.fastFlow && t.usesFlow() {
 		// The mixture's two coordinate halves are independent (µ2 flips the
 		// first half, µ3 = −µ2), so the reference's half masks condition
@@ -257,7 +312,7 @@ func DefaultsFor(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 		rc.Model.FlowMask, rc.Model.FlowInit = layers.MaskCheckerboard, layers.InitSmallLast
 		what = append(what, "RealNVP with checkerboard masks and only its output layers initialised at 1e-6 (the paper's half masks and all-1e-6 layers do not learn this target in the scaled budget)")
 	}
-	if b := sc.flowBlocks[exp.Dim()]; b > 0 && t.usesFlow() && b != rc.Model.FlowBlocks {
+	if b := sc.flowBlocks[d]; b > 0 && t.usesFlow() && b != rc.Model.FlowBlocks {
 		// d = 64 with flowMC-EBM, max rank R-hat over the paper's 16
 		// cycles and global acceptance after 400 iterations, seeds 1, 2,
 		// 3: Table 7's 2 blocks 1.163, 1.116, 1.243 (0.51, 0.62, 0.36);
@@ -285,6 +340,12 @@ func DefaultsFor(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 		what = append(what, fmt.Sprintf("flow learning rate %g instead of %g", sc.flowLR, t.FlowOptim.LR))
 		t.FlowOptim.LR = sc.flowLR
 	}
+	return what
+}
+
+// chains shortens the MCMC chains, keeping the diagnostic's length.
+func (sc scaling) chains(rc *RunConfig) (what []string) {
+	t := &rc.Train
 	if k := sc.stepsDiv; k > 1 {
 		s := &t.Sampler
 		old := s.Steps
@@ -300,6 +361,12 @@ func DefaultsFor(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 			what = append(what, fmt.Sprintf("%d MCMC steps per iteration instead of %d (the R-hat diagnostic's chains keep the paper's %d)", s.Steps, old, rc.RHatSteps))
 		}
 	}
+	return what
+}
+
+// schedule decays the learning rates, averages the EBM and gives the baselines the L2 term.
+func (sc scaling) schedule(rc *RunConfig) (what []string) {
+	t := &rc.Train
 	// Far fewer iterations than the paper: decay the learning rates ×0.9
 	// twenty times over the run (to 12% of the start) so that the final
 	// model settles.
@@ -330,8 +397,7 @@ func DefaultsFor(exp *experiments.Experiment, algorithm Algorithm) (RunConfig, [
 		t.L2 = 0.1
 		what = append(what, "the L2 energy term of App. C.6 with coefficient 0.1 (stabilises the baselines, which otherwise diverge; flowMC-EBM runs without it)")
 	}
-	notes = append(notes, fmt.Sprintf("%s scaled for 2 CPU cores: %s", rc.Experiment, strings.Join(what, "; ")))
-	return rc, notes, nil
+	return what
 }
 
 // SetIterations changes the number of training iterations, stretching the
