@@ -27,9 +27,7 @@ import (
 )
 
 func energyCmd() *cobra.Command {
-	var model, points, key, out, gradOut string
-	var force bool
-	var oc onnx.Config
+	var f energyFlags
 	cmd := &cobra.Command{
 		Use:   "energy --model FILE --points X [--out E.npy] [--grad G.npy]",
 		Short: "Evaluate an energy (and its gradient) at given points",
@@ -59,76 +57,88 @@ printed one per line. A positional X is the same as --points X.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if points != "" {
+				if f.points != "" {
 					return fmt.Errorf("give the points once: --points or an argument")
 				}
-				points = args[0]
+				f.points = args[0]
 			}
-			if model == "" || points == "" {
-				return fmt.Errorf("give --model FILE and --points X")
-			}
-			if err := checkEnergyFlags(cmd, model, points, key); err != nil {
-				return err
-			}
-			if err := checkOutput("--out", out, points, model); err != nil {
-				return err
-			}
-			if err := checkOutput("--grad", gradOut, points, model, out); err != nil {
-				return err
-			}
-			if err := checkNew("--out", out, force); err != nil {
-				return err
-			}
-			if err := checkNew("--grad", gradOut, force); err != nil {
-				return err
-			}
-			for _, o := range []struct{ flag, path string }{{"--out", out}, {"--grad", gradOut}} {
-				if ext := strings.ToLower(filepath.Ext(o.path)); o.path != "" && ext != ".npy" && ext != ".csv" {
-					return fmt.Errorf("%s %s: want a .npy or .csv file", o.flag, o.path)
-				}
-			}
-			m, err := loadModel(model, oc)
-			if err != nil {
-				return err
-			}
-			x, shape, err := data.ReadPoints(points, key)
-			if err != nil {
-				return err
-			}
-			if err := checkPointShape(points, shape, model, m); err != nil {
-				return err
-			}
-			if err := checkFinitePoints(points, x, shape); err != nil {
-				return err
-			}
-			n, d := x.Dims()
-			e := make([]float64, n)
-			var g *mat.Dense
-			if gradOut != "" {
-				g = mat.NewDense(n, d, nil)
-			}
-			if err := energyInBatches(m, x, e, g); err != nil {
-				return err
-			}
-			if g != nil {
-				if err := writeArray(gradOut, g, shape); err != nil {
-					return err
-				}
-			}
-			return writeVector(cmd, out, e, "energy")
+			return runEnergy(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&model, "model", "", "an .onnx energy network, or a checkpoint or run folder")
-	fl.StringVar(&model, "checkpoint", "", "same as --model")
-	fl.StringVar(&points, "points", "", "points (n, d): .npy, .npz or .csv")
-	fl.StringVar(&key, "key", "", "member of an .npz points file (default the first)")
-	fl.StringVar(&out, "out", "", "energies: .npy or .csv (default: print)")
-	fl.StringVar(&gradOut, "grad", "", "also write ∇ₓE in the points' shape: .npy or .csv")
-	fl.BoolVar(&force, "force", false, "replace the files --out and --grad if they exist")
-	fl.StringVar(&oc.Output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
-	fl.BoolVar(&oc.LogDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
+	fl.StringVar(&f.model, "model", "", "an .onnx energy network, or a checkpoint or run folder")
+	fl.StringVar(&f.model, "checkpoint", "", "same as --model")
+	fl.StringVar(&f.points, "points", "", "points (n, d): .npy, .npz or .csv")
+	fl.StringVar(&f.key, "key", "", "member of an .npz points file (default the first)")
+	fl.StringVar(&f.out, "out", "", "energies: .npy or .csv (default: print)")
+	fl.StringVar(&f.gradOut, "grad", "", "also write ∇ₓE in the points' shape: .npy or .csv")
+	fl.BoolVar(&f.force, "force", false, "replace the files --out and --grad if they exist")
+	fl.StringVar(&f.oc.Output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
+	fl.BoolVar(&f.oc.LogDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
 	return cmd
+}
+
+// energyFlags are energy's flags.
+type energyFlags struct {
+	model, points, key, out, gradOut string
+	force                            bool
+	oc                               onnx.Config
+}
+
+// runEnergy evaluates the model's energy (and gradient) at the points.
+func runEnergy(cmd *cobra.Command, f energyFlags) error {
+	if f.model == "" || f.points == "" {
+		return fmt.Errorf("give --model FILE and --points X")
+	}
+	if err := checkEnergyFlags(cmd, f.model, f.points, f.key); err != nil {
+		return err
+	}
+	if err := checkOutput("--out", f.out, f.points, f.model); err != nil {
+		return err
+	}
+	if err := checkOutput("--grad", f.gradOut, f.points, f.model, f.out); err != nil {
+		return err
+	}
+	if err := checkNew("--out", f.out, f.force); err != nil {
+		return err
+	}
+	if err := checkNew("--grad", f.gradOut, f.force); err != nil {
+		return err
+	}
+	for _, o := range []struct{ flag, path string }{{"--out", f.out}, {"--grad", f.gradOut}} {
+		if ext := strings.ToLower(filepath.Ext(o.path)); o.path != "" && ext != ".npy" && ext != ".csv" {
+			return fmt.Errorf("%s %s: want a .npy or .csv file", o.flag, o.path)
+		}
+	}
+	m, err := loadModel(f.model, f.oc)
+	if err != nil {
+		return err
+	}
+	x, shape, err := data.ReadPoints(f.points, f.key)
+	if err != nil {
+		return err
+	}
+	if err := checkPointShape(f.points, shape, f.model, m); err != nil {
+		return err
+	}
+	if err := checkFinitePoints(f.points, x, shape); err != nil {
+		return err
+	}
+	n, d := x.Dims()
+	e := make([]float64, n)
+	var g *mat.Dense
+	if f.gradOut != "" {
+		g = mat.NewDense(n, d, nil)
+	}
+	if err := energyInBatches(m, x, e, g); err != nil {
+		return err
+	}
+	if g != nil {
+		if err := writeArray(f.gradOut, g, shape); err != nil {
+			return err
+		}
+	}
+	return writeVector(cmd, f.out, e, "energy")
 }
 
 // checkEnergyFlags refuses flags that would be ignored: --model and
