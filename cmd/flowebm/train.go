@@ -459,25 +459,7 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
 	cfg := run.Config
 	total := cfg.Train.Iterations
-	var bar *progressbar.ProgressBar
-	var lines *progressLines
-	if f, ok := errOut.(*os.File); !quiet && (!ok || !term.IsTerminal(int(f.Fd()))) {
-		// Not a terminal (CI logs, files): periodic lines instead of a bar.
-		lines = &progressLines{w: errOut, total: total, start: run.Trainer.Iter, t0: time.Now()}
-	} else if !quiet {
-		bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(errOut),
-			progressbar.OptionSetDescription("training"),
-			progressbar.OptionShowIts(),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetItsString("it"),
-			progressbar.OptionThrottle(500*time.Millisecond),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionFullWidth(),
-			progressbar.OptionClearOnFinish(),
-		)
-		bar.Set(run.Trainer.Iter)
-	}
+	bar, lines := newProgress(run, errOut, quiet)
 	t0 := time.Now()
 	start := run.Trainer.Iter
 	err := run.TrainContext(ctx, func(it int) {
@@ -514,7 +496,41 @@ func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quie
 	if err := algorithms.WriteSamples(run); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "trained %d iterations in %s (%.1f ms/iteration)\n", total-start, elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(max(1, total-start)))
+	printSummary(out, run, final, total-start, elapsed)
+	return nil
+}
+
+// newProgress shows training's progress on errOut: a bar on a terminal,
+// periodic lines elsewhere (CI logs, files), nothing when quiet.
+func newProgress(run *algorithms.Run, errOut io.Writer, quiet bool) (*progressbar.ProgressBar, *progressLines) {
+	total := run.Config.Train.Iterations
+	var bar *progressbar.ProgressBar
+	var lines *progressLines
+	if f, ok := errOut.(*os.File); !quiet && (!ok || !term.IsTerminal(int(f.Fd()))) {
+		// Not a terminal (CI logs, files): periodic lines instead of a bar.
+		lines = &progressLines{w: errOut, total: total, start: run.Trainer.Iter, t0: time.Now()}
+	} else if !quiet {
+		bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(errOut),
+			progressbar.OptionSetDescription("training"),
+			progressbar.OptionShowIts(),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("it"),
+			progressbar.OptionThrottle(500*time.Millisecond),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionFullWidth(),
+			progressbar.OptionClearOnFinish(),
+		)
+		bar.Set(run.Trainer.Iter)
+	}
+	return bar, lines
+}
+
+// printSummary prints what the run reached: the time per iteration, the
+// weights against the truth, the density error, the held-out
+// log-likelihood, R-hat and acceptance.
+func printSummary(out io.Writer, run *algorithms.Run, final algorithms.Eval, trained int, elapsed time.Duration) {
+	fmt.Fprintf(out, "trained %d iterations in %s (%.1f ms/iteration)\n", trained, elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(max(1, trained)))
 	exp := run.Experiment
 	if exp.Weights != nil && final.EBMWeights != nil {
 		how := "EBM by grid quadrature"
@@ -551,7 +567,6 @@ func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quie
 		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
 	fmt.Fprintf(out, "acceptance: local %.2f, global %.2f\n", final.Stats.LocalAccept, final.Stats.GlobalAccept)
 	fmt.Fprintf(out, "outputs in %s\n", run.Dir)
-	return nil
 }
 
 func isNaN(v float64) bool { return v != v }
