@@ -52,66 +52,20 @@ node that does not fit: use them directly with "flowebm energy" and
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, out := args[0], args[1]
 			if strings.ToLower(filepath.Ext(in)) == ".onnx" {
-				if isTrainingRun(out) {
-					return fmt.Errorf("%s holds a training run: convert into another folder (--force replaces only a checkpoint that convert wrote)", out)
+				for _, flag := range []string{"what", "float32", "float64"} {
+					if cmd.Flags().Changed(flag) {
+						return fmt.Errorf("--%s applies to CHECKPOINT → OUT.onnx; converting %s into a checkpoint would ignore it: drop it", flag, in)
+					}
 				}
-				if run := trainingRunAbove(out); run != "" {
-					return fmt.Errorf("%s is inside the training run %s, whose checkpoints it would replace: convert into another folder", out, run)
-				}
-				if isRun(out) && !force {
-					return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
-				}
-				release, err := lockRun(out)
-				if err != nil {
-					return err
-				}
-				defer release()
-				return onnxToCheckpoint(cmd, in, out, base)
-			}
-			if strings.ToLower(filepath.Ext(out)) != ".onnx" {
-				return fmt.Errorf("%s: want an output file ending in .onnx", out)
+				return onnxToCheckpointIn(cmd, in, out, base, force)
 			}
 			if cmd.Flags().Changed("base") {
 				return fmt.Errorf("--base applies to IN.onnx → CHECKPOINT (the tilt of the checkpoint made); a checkpoint's ONNX export keeps its own")
 			}
-			if err := checkOutput("OUT.onnx", out, in); err != nil {
-				return err
+			if f32 && f64 {
+				return fmt.Errorf("--float32 and --float64: give one")
 			}
-			if err := checkNew("OUT.onnx", out, force); err != nil {
-				return err
-			}
-			m, err := loadCheckpoint(in)
-			if err != nil {
-				return err
-			}
-			o := onnx.Options{Float32: f32, Float64: f64}
-			var b []byte
-			switch what {
-			case "ebm":
-				b, err = onnx.EBM(m.EBM, o)
-			case "energy":
-				o.Full, o.Scaling = true, m.Scaling
-				b, err = onnx.EBM(m.EBM, o)
-			case "flow-sample", "flow-density":
-				if m.Flow == nil {
-					return fmt.Errorf("%s: the checkpoint has no flow", in)
-				}
-				if what == "flow-sample" {
-					b, err = onnx.FlowSample(m.Flow, o)
-				} else {
-					b, err = onnx.FlowDensity(m.Flow, o)
-				}
-			default:
-				return fmt.Errorf("--what %q, want ebm, energy, flow-sample or flow-density", what)
-			}
-			if err != nil {
-				return err
-			}
-			if err := onnx.WriteFile(out, b); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))
-			return nil
+			return checkpointToONNX(cmd, in, out, what, onnx.Options{Float32: f32, Float64: f64}, force)
 		},
 	}
 	cmd.Flags().StringVar(&what, "what", "ebm", "ebm, energy, flow-sample or flow-density")
@@ -150,5 +104,70 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64) error {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: EBM %v with %s, %s, tilt N(0, %g² I)\n", out, mlp.Sizes, mlp.Hidden, net.Dtype, sigma)
+	return nil
+}
+
+// onnxToCheckpointIn converts the ONNX energy in into a checkpoint folder
+// out, locked, never inside or over a training run.
+func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force bool) error {
+	if isTrainingRun(out) {
+		return fmt.Errorf("%s holds a training run: convert into another folder (--force replaces only a checkpoint that convert wrote)", out)
+	}
+	if run := trainingRunAbove(out); run != "" {
+		return fmt.Errorf("%s is inside the training run %s, whose checkpoints it would replace: convert into another folder", out, run)
+	}
+	if isRun(out) && !force {
+		return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
+	}
+	release, err := lockRun(out)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return onnxToCheckpoint(cmd, in, out, base)
+}
+
+// checkpointToONNX exports what of the checkpoint (or run) in as the ONNX
+// file out.
+func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, force bool) error {
+	if strings.ToLower(filepath.Ext(out)) != ".onnx" {
+		return fmt.Errorf("%s: want an output file ending in .onnx", out)
+	}
+	if err := checkOutput("OUT.onnx", out, in); err != nil {
+		return err
+	}
+	if err := checkNew("OUT.onnx", out, force); err != nil {
+		return err
+	}
+	m, err := loadCheckpoint(in)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	switch what {
+	case "ebm":
+		b, err = onnx.EBM(m.EBM, o)
+	case "energy":
+		o.Full, o.Scaling = true, m.Scaling
+		b, err = onnx.EBM(m.EBM, o)
+	case "flow-sample", "flow-density":
+		if m.Flow == nil {
+			return fmt.Errorf("%s: the checkpoint has no flow", in)
+		}
+		if what == "flow-sample" {
+			b, err = onnx.FlowSample(m.Flow, o)
+		} else {
+			b, err = onnx.FlowDensity(m.Flow, o)
+		}
+	default:
+		return fmt.Errorf("--what %q, want ebm, energy, flow-sample or flow-density", what)
+	}
+	if err != nil {
+		return err
+	}
+	if err := onnx.WriteFile(out, b); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))
 	return nil
 }

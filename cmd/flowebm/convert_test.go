@@ -48,7 +48,7 @@ func TestConvertExportsCheckpoint(t *testing.T) {
 		{[]string{"convert", "--base", "0", filepath.Join(dir, "ebm.onnx"), filepath.Join(dir, "ck")}, "--base 0, want a positive σ"},
 		{[]string{"convert", run0, filepath.Join(dir, "x.npz")}, "want an output file ending in .onnx"},
 		{[]string{"convert", "--what", "grad", run0, filepath.Join(dir, "y.onnx")}, `--what "grad", want ebm, energy, flow-sample or flow-density`},
-		{[]string{"convert", "--float32", "--float64", run0, filepath.Join(dir, "z.onnx")}, "Float32 and Float64 both set"},
+		{[]string{"convert", "--float32", "--float64", run0, filepath.Join(dir, "z.onnx")}, "--float32 and --float64: give one"},
 		{[]string{"convert", filepath.Join(dir, "nothing"), filepath.Join(dir, "w.onnx")}, "spec.json"},
 	} {
 		errb.Reset()
