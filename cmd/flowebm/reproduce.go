@@ -116,32 +116,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			f.out += "-quick"
 		}
 	}
-	exps, err := splitList("experiments", f.experiments)
+	runs, err := planRuns(f)
 	if err != nil {
 		return err
-	}
-	algs, err := splitList("algorithms", f.algorithms)
-	if err != nil {
-		return err
-	}
-	var runs []*reproRun
-	for _, e := range exps {
-		exp, err := experiments.ByName(e) // once: mnist's loads the images
-		if err != nil {
-			return err
-		}
-		for _, name := range algs {
-			var a algorithms.Algorithm
-			if err := a.Set(name); err != nil {
-				return err
-			}
-			if _, _, err := algorithms.DefaultsFor(exp, a); err != nil {
-				return err
-			}
-			r := &reproRun{experiment: e, exp: exp, algorithm: a}
-			r.dir = filepath.Join(f.out, "runs", r.name())
-			runs = append(runs, r)
-		}
 	}
 	if err := checkKeptRuns(runs, f); err != nil {
 		return err
@@ -158,6 +135,56 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if err := os.MkdirAll(filepath.Join(f.out, "runs"), 0o755); err != nil {
 		return err
 	}
+	t0 := time.Now()
+	trainAll(out, exe, runs, f)
+	for _, r := range runs {
+		if err := r.load(f.plotFormat); err != nil {
+			return err
+		}
+	}
+	if err := writeReport(f, runs, time.Since(t0)); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "report: %s\n", filepath.Join(f.out, "report.md"))
+	return nil
+}
+
+// planRuns lists the runs of --experiments × --algorithms, each checked to
+// have defaults, in OUT/runs/EXPERIMENT-ALGORITHM.
+func planRuns(f reproduceFlags) ([]*reproRun, error) {
+	exps, err := splitList("experiments", f.experiments)
+	if err != nil {
+		return nil, err
+	}
+	algs, err := splitList("algorithms", f.algorithms)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*reproRun
+	for _, e := range exps {
+		exp, err := experiments.ByName(e) // once: mnist's loads the images
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range algs {
+			var a algorithms.Algorithm
+			if err := a.Set(name); err != nil {
+				return nil, err
+			}
+			if _, _, err := algorithms.DefaultsFor(exp, a); err != nil {
+				return nil, err
+			}
+			r := &reproRun{experiment: e, exp: exp, algorithm: a}
+			r.dir = filepath.Join(f.out, "runs", r.name())
+			runs = append(runs, r)
+		}
+	}
+	return runs, nil
+}
+
+// trainAll trains the runs, --jobs at a time, longest first, printing
+// each one's status with the elapsed time and an ETA.
+func trainAll(out io.Writer, exe string, runs []*reproRun, f reproduceFlags) {
 	t0 := time.Now()
 	var mu sync.Mutex
 	done := 0
@@ -183,16 +210,6 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		}()
 	}
 	wg.Wait()
-	for _, r := range runs {
-		if err := r.load(f.plotFormat); err != nil {
-			return err
-		}
-	}
-	if err := writeReport(f, runs, time.Since(t0)); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "report: %s\n", filepath.Join(f.out, "report.md"))
-	return nil
 }
 
 // splitList splits the comma-separated list of flag, refusing an empty
