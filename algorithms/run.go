@@ -888,6 +888,43 @@ func (r *Run) Checkpoint() error {
 	if err := crashPoint("begin"); err != nil {
 		return err
 	}
+	if err := r.writeCheckpoint(tmp); err != nil {
+		return err
+	}
+	// config.json before the renames, so that a first checkpoint
+	// interrupted from here on can be resumed.
+	if err := writeJSON(filepath.Join(r.Dir, "config.json"), r.Config); err != nil {
+		return err
+	}
+	if err := crashPoint("complete"); err != nil {
+		return err
+	}
+	old := final + oldSuffix
+	if exists(final) {
+		if err := os.Rename(final, old); err != nil {
+			return err
+		}
+	}
+	if err := crashPoint("moved-old"); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	syncDir(r.Dir)
+	r.checkpointed = true
+	if err := crashPoint("moved-new"); err != nil {
+		return err
+	}
+	// A leftover checkpoint.old/ is harmless: the next recovery removes it.
+	removeIfExists(old)
+	return nil
+}
+
+// writeCheckpoint writes the complete checkpoint folder tmp: models,
+// trainer state, evaluations, mode counts, the run's configuration and,
+// last, the marker.
+func (r *Run) writeCheckpoint(tmp string) error {
 	err := r.Trainer.WithAveraged(func() error {
 		return checkpoint.Save(tmp, checkpoint.Models{EBM: r.Trainer.EBM, Flow: r.Trainer.Flow, Scaling: r.Experiment.Scaling})
 	})
@@ -921,33 +958,6 @@ func (r *Run) Checkpoint() error {
 		return err
 	}
 	syncDir(tmp)
-	// config.json before the renames, so that a first checkpoint
-	// interrupted from here on can be resumed.
-	if err := writeJSON(filepath.Join(r.Dir, "config.json"), r.Config); err != nil {
-		return err
-	}
-	if err := crashPoint("complete"); err != nil {
-		return err
-	}
-	old := final + oldSuffix
-	if exists(final) {
-		if err := os.Rename(final, old); err != nil {
-			return err
-		}
-	}
-	if err := crashPoint("moved-old"); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return err
-	}
-	syncDir(r.Dir)
-	r.checkpointed = true
-	if err := crashPoint("moved-new"); err != nil {
-		return err
-	}
-	// A leftover checkpoint.old/ is harmless: the next recovery removes it.
-	removeIfExists(old)
 	return nil
 }
 
