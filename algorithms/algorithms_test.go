@@ -313,6 +313,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"start":             {Iterations: 1, Start: "zero"},
 		"average_window":    {Iterations: 1, AverageWindow: -1},
 		"flow_steps":        {Iterations: 1, FlowSteps: -2},
+		// Values that would be ignored, refused (issue 18's probe):
+		"flow_optim.lr":               {Algorithm: ULA, Iterations: 1, FlowOptim: OptimConfig{LR: -1}},
+		"ebm_optim.momentum":          {Iterations: 1, EBMOptim: OptimConfig{Momentum: 0.9}},
+		"flow_optim.beta1":            {Iterations: 1, FlowOptim: OptimConfig{Name: "sgd", Beta1: 0.5}},
+		"sampler.subsample 4 applies": {Iterations: 1, Sampler: SamplerConfig{Subsample: 4}},
 	}
 	for field, c := range cases {
 		_, err := c.withDefaults()

@@ -202,6 +202,9 @@ func (c *TrainConfig) chainDefaults() error {
 	if err := checkOption("sampler.negatives", string(s.Negatives)); err != nil {
 		return err
 	}
+	if s.Negatives != NegativesSubsample && s.Subsample != 0 {
+		return fmt.Errorf("algorithms: sampler.subsample %d applies to sampler.negatives \"subsample\" only (it is %q): drop it", s.Subsample, s.Negatives)
+	}
 	if s.Negatives == NegativesSubsample {
 		if s.Subsample < 1 || c.BatchSize%s.Subsample != 0 || s.Steps%s.Subsample != 0 {
 			return fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
@@ -268,7 +271,7 @@ func (c *TrainConfig) checkScales() error {
 	if err := c.EBMOptim.validate("ebm_optim"); err != nil {
 		return err
 	}
-	if c.usesFlow() {
+	if c.usesFlow() || c.FlowOptim != (OptimConfig{}) { // ula has no flow, but a wrong value is still wrong
 		if err := c.FlowOptim.validate("flow_optim"); err != nil {
 			return err
 		}

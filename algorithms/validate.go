@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -110,6 +111,13 @@ func (c OptimConfig) validate(prefix string) error {
 	}
 	if math.IsInf(c.LR, 0) || math.IsNaN(c.LR) || c.LR < 0 {
 		return fmt.Errorf("algorithms: %s.lr %v, want a finite value > 0 (0: the default 1e-3)", prefix, c.LR)
+	}
+	// Fields of the other optimiser would be ignored.
+	switch {
+	case c.Name != "sgd" && c.Momentum != 0:
+		return fmt.Errorf("algorithms: %s.momentum %v is SGD's; %s.name is %q: drop it, or set name \"sgd\"", prefix, c.Momentum, prefix, cmp.Or(c.Name, "adam"))
+	case c.Name == "sgd" && (c.Beta1 != 0 || c.Beta2 != 0 || c.Eps != 0):
+		return fmt.Errorf("algorithms: %s.beta1, beta2 and eps are Adam's; %s.name is \"sgd\": drop them", prefix, prefix)
 	}
 	return nil
 }
