@@ -98,26 +98,41 @@ func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format
 	return nil
 }
 
-// drawFigures writes the runs' figures into out (creating it) and returns
-// their files: all of them, or on an error none (those written are
-// removed, and out if made here).
+// drawFigures writes the runs' figures into out (creating it, locked
+// against another compare) and returns their files: all of them, or on an
+// error none. They are drawn into a temporary folder inside out and moved
+// into place only when all are drawn, so that a failure (a full disk)
+// leaves the figures out held before.
 func drawFigures(runs []plots.Named, out string, format plots.Format) ([]string, error) {
-	_, statErr := os.Stat(out)
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	release, err := lockRun(out)
+	if err != nil {
 		return nil, err
 	}
-	files, err := plots.Compare(runs, out, format)
-	if err == nil && len(files) == 0 {
+	defer release()
+	tmp, err := os.MkdirTemp(out, ".compare-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	drawn, err := plots.Compare(runs, tmp, format)
+	if err == nil && len(drawn) == 0 {
 		err = fmt.Errorf("the runs have no evaluations to plot")
 	}
 	if err != nil {
-		for _, f := range files {
-			os.Remove(f) // leave no partial set of figures
-		}
-		if os.IsNotExist(statErr) {
-			os.Remove(out) // made here and left empty: leave nothing
-		}
 		return nil, err
+	}
+	for _, d := range drawn {
+		if fi, err := os.Stat(filepath.Join(out, filepath.Base(d))); err == nil && fi.IsDir() {
+			return nil, fmt.Errorf("%s is a folder: the figure %s cannot replace it", filepath.Join(out, filepath.Base(d)), filepath.Base(d))
+		}
+	}
+	var files []string
+	for _, d := range drawn {
+		f := filepath.Join(out, filepath.Base(d))
+		if err := os.Rename(d, f); err != nil {
+			return files, err
+		}
+		files = append(files, f)
 	}
 	return files, nil
 }
@@ -137,6 +152,9 @@ func checkCompareOut(out string, runs []string) error {
 		if within(dir, r) {
 			return fmt.Errorf("--out %s is inside the input run %s: give another folder", out, r)
 		}
+	}
+	if run := inRunCheckpoint(dir); run != "" {
+		return fmt.Errorf("--out %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: give another folder", out, run)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,15 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64) error {
 	for i, q := range ebm.Params.List() {
 		if err := q.SetFloat64s(vals[i]); err != nil {
 			return fmt.Errorf("%s: %s: %w", in, q.Name, err)
+		}
+	}
+	// The checkpoint replaced (--force) goes before the new one is
+	// written, its spec.json first: a kill in between then leaves a folder
+	// that does not load (no spec.json, or no weights.npz), never the new
+	// weights under the old spec.
+	for _, name := range []string{"spec.json", "weights.npz"} {
+		if err := os.Remove(filepath.Join(out, name)); err != nil && !os.IsNotExist(err) {
+			return err
 		}
 	}
 	if err := checkpoint.Save(out, checkpoint.Models{EBM: ebm}); err != nil {

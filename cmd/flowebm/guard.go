@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 )
@@ -32,6 +31,9 @@ func checkOutput(flag, out string, inputs ...string) error {
 		if fi, err := os.Stat(in); err == nil && fi.IsDir() && within(dir, in) {
 			return fmt.Errorf("%s %s is inside the input folder %s (a model or run): write the output elsewhere", flag, out, in)
 		}
+	}
+	if run := inRunCheckpoint(dir); run != "" {
+		return fmt.Errorf("%s %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: write the output elsewhere", flag, out, run)
 	}
 	return nil
 }
@@ -125,6 +127,9 @@ func isTrainingRun(dir string) bool {
 // trainingRunAbove returns the training run that dir is inside (dir itself
 // excluded), or "".
 func trainingRunAbove(dir string) string {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r // a link to a run's checkpoint is inside the run
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return ""
@@ -140,8 +145,10 @@ func trainingRunAbove(dir string) string {
 // runOutputs are what a training run writes into its folder; plotNames
 // its figures, in any plot format.
 var (
-	runOutputs = []string{"config.json", "metrics.json", "metrics.csv", "samples.npy", "error.txt",
-		"checkpoint", "checkpoint.new", "checkpoint.old"}
+	// config.json last: a kill while clearing leaves a folder that
+	// --resume says has no checkpoint, and --force clears again.
+	runOutputs = []string{"checkpoint", "checkpoint.new", "checkpoint.old", "metrics.json", "metrics.csv",
+		"samples.npy", "error.txt", "config.json"}
 	plotNames = []string{"density", "samples", "weights", "rhat"}
 )
 
@@ -149,12 +156,13 @@ var (
 // left in place, a replacement killed early (or writing fewer figures)
 // would sit beside the old run's metrics and plots.
 func clearRun(dir string) error {
-	names := slices.Clone(runOutputs)
+	var names []string
 	for _, p := range plotNames {
 		for _, ext := range []string{".png", ".svg", ".pdf"} {
 			names = append(names, p+ext)
 		}
 	}
+	names = append(names, runOutputs...)
 	for _, n := range names {
 		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
 			return err
@@ -178,6 +186,30 @@ func removeStaleTemps(dir string) error {
 	}
 	return nil
 }
+
+// inRunCheckpoint returns the training run whose checkpoint folders
+// (checkpoint/, .new, .old) the existing folder dir is inside, or "": a
+// file written there is deleted by the run's next checkpoint replacement.
+func inRunCheckpoint(dir string) string {
+	run := trainingRunAbove(dir)
+	if run == "" {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(run, abs)
+	if err != nil || !strings.HasPrefix(strings.Split(rel, string(filepath.Separator))[0], checkpointPrefix) {
+		return ""
+	}
+	return run
+}
+
+const checkpointPrefix = "checkpoint"
 
 // checkNew refuses to replace an existing output file unless force.
 func checkNew(flag, out string, force bool) error {

@@ -219,3 +219,65 @@ func TestPlotRedrawsRun(t *testing.T) {
 	}
 	wantErr(t, "is not a run folder", "plot", t.TempDir())
 }
+
+// --seeds continues a seed's run that a kill stopped while it wrote its
+// outputs (it kept it as trained before), and refuses a seed folder
+// holding a run of other settings.
+func TestSeedsContinueInterruptedRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "S")
+	args := []string{"train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out}
+	if _, stderr, status := runCLI(args...); status != 0 {
+		t.Fatal(stderr)
+	}
+	samples := filepath.Join(out, "s1", "samples.npy")
+	os.Remove(samples) // as a kill before its write
+	stdout, stderr, status := runCLI(args...)
+	if status != 0 || !strings.Contains(stdout, "continuing") {
+		t.Fatalf("rerun: status %d, %q %q; want the seed's run continued", status, stdout, stderr)
+	}
+	if _, err := os.Stat(samples); err != nil {
+		t.Errorf("samples.npy not written by the continued run: %v", err)
+	}
+	wantErr(t, `holds a run with train.algorithm "flowmc", this command asks for "ula"`, "train", "--seeds", "1", "--iterations", "2", "--algorithm", "ula", "--out", out)
+}
+
+// Outputs inside a run's checkpoint folders are refused (the next
+// checkpoint would delete them); so is a run trained there.
+func TestNoOutputsInRunCheckpoints(t *testing.T) {
+	run0 := trainedRun(t)
+	pts := filepath.Join(t.TempDir(), "p.csv")
+	os.WriteFile(pts, []byte("1,2\n"), 0o644)
+	model := "../../io/onnx/testdata/torch/toy_f64.onnx"
+	wantErr(t, "inside the checkpoint folders of the run", "energy", "--model", model, "--points", pts, "--out", filepath.Join(run0, "checkpoint", "e.npy"))
+	wantErr(t, "is inside the training run", "train", "--iterations", "2", "--out", filepath.Join(run0, "checkpoint.new"))
+	link := filepath.Join(t.TempDir(), "lnk")
+	os.Symlink(filepath.Join(run0, "checkpoint"), link)
+	wantErr(t, "is inside the training run", "convert", model, link, "--force")
+}
+
+// --force replaces a run only once the new one can start: a refused
+// configuration leaves the old run whole.
+func TestForceKeepsRunWhenNewOneIsRefused(t *testing.T) {
+	run0 := trainedRun(t)
+	cfg := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(cfg, []byte(`{"experiment": "two-modes", "rhat_chains": 5000, "train": {"iterations": 2, "persistent": 1024}}`), 0o644)
+	wantErr(t, "rhat_chains 5000 exceeds", "train", "--config", cfg, "--out", run0, "--force")
+	for _, f := range []string{"config.json", "metrics.json", "samples.npy", "checkpoint/spec.json"} {
+		if _, err := os.Stat(filepath.Join(run0, f)); err != nil {
+			t.Errorf("%s of the old run lost: %v", f, err)
+		}
+	}
+}
+
+// reproduce into a folder that does not exist yet trains its runs (the
+// lock check removed the run folder it had just made, and nothing
+// trained).
+func TestReproduceIntoNewFolder(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "new", "rp")
+	if _, stderr, status := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "2", "--jobs", "1", "--out", out); status != 0 {
+		t.Fatal(stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "runs", "two-modes-flowmc", "samples.npy")); err != nil {
+		t.Errorf("the run did not train: %v", err)
+	}
+}

@@ -132,6 +132,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	defer release()
+	if err := removeStaleTemps(f.out); err != nil { // a killed report.md write
+		return err
+	}
 	if err := os.MkdirAll(filepath.Join(f.out, "runs"), 0o755); err != nil {
 		return err
 	}
@@ -317,7 +320,7 @@ func lockOut(out string) (release func(), err error) {
 // trainOne runs (or resumes, or skips) one training process and returns a
 // short status.
 func trainOne(exe string, r *reproRun, f reproduceFlags) string {
-	if _, err := os.Stat(filepath.Join(r.dir, "metrics.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(r.dir, "samples.npy")); err == nil { // written last
 		return "already done"
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, "error.txt")); err == nil {
@@ -325,12 +328,16 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return err.Error()
+	}
 	release, err := lockRun(r.dir)
 	if err != nil {
 		return "skipped: " + err.Error()
 	}
 	release()
-	logf, err := os.Create(filepath.Join(r.dir, "log.txt"))
+	// Appended: a resumed run keeps the notes its start wrote at the top.
+	logf, err := os.OpenFile(filepath.Join(r.dir, "log.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err.Error()
 	}
@@ -347,6 +354,9 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 		if strings.Contains(msg, "another flowebm process is training in this folder") {
 			return "skipped: " + msg // it took the lock after the check above
 		}
+		if strings.Contains(msg, "continue with: flowebm train --resume") {
+			return "interrupted (run reproduce again to continue it): " + msg
+		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		return "FAILED: " + msg
 	}
@@ -357,7 +367,7 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 // resumption of an interrupted one.
 func trainArgs(r *reproRun, f reproduceFlags) []string {
 	args := []string{"train", "--plot-format", f.plotFormat.String()}
-	if _, err := os.Stat(filepath.Join(r.dir, "checkpoint", "state.json")); err == nil {
+	if isRun(r.dir) { // also one killed during a checkpoint replacement
 		return append(args, "--resume", r.dir)
 	}
 	args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),

@@ -138,15 +138,21 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		dirs = append(dirs, dir)
 		g := f
 		g.seeds, g.seed, g.forceSeed, g.out = "", seed, true, dir
-		kept, err := keptSeedRun(cmd, g, dir)
-		if err != nil {
+		state, err := seedRunState(cmd, g, dir)
+		switch {
+		case err != nil:
 			return err
-		}
-		if kept {
+		case state == seedFinished:
 			fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dir)
 			continue
+		case state == seedInterrupted:
+			// Continue it (its outputs too, if a kill stopped their
+			// writing): resume it as --resume would.
+			fmt.Fprintf(out, "== seed %d: continuing %s\n", seed, dir)
+			g = trainFlags{resume: dir, quiet: f.quiet, plotFormat: f.plotFormat, data: f.data, forceSeed: true}
+		default:
+			fmt.Fprintf(out, "== seed %d → %s\n", seed, dir)
 		}
-		fmt.Fprintf(out, "== seed %d → %s\n", seed, dir)
 		if err := trainOneRun(cmd, g); err != nil {
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
@@ -188,21 +194,26 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	return train(ctx, run, out, errOut, f.quiet, f.plotFormat)
 }
 
-// keptSeedRun reports whether dir holds a finished run of what g asks
-// (the same experiment or data file, algorithm, seed and length), which
-// --seeds keeps; a finished run of anything else there is an error
-// (without --force, which trains it again).
-func keptSeedRun(cmd *cobra.Command, g trainFlags, dir string) (bool, error) {
+// The states of a seed's run folder for --seeds.
+const (
+	seedNew         = iota // nothing there (or --force): train it
+	seedInterrupted        // a run of what is asked, unfinished: continue it
+	seedFinished           // a run of what is asked with all its outputs: keep it
+)
+
+// seedRunState says what dir holds for --seeds: a run of what g asks (the
+// same experiment or data file, algorithm, seed and length), finished
+// (samples.npy, written last, is there) or not, or nothing; a run of
+// anything else there is an error (without --force, which trains it
+// again).
+func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 	have, err := algorithms.ReadRunConfig(dir)
 	if err != nil || g.force {
-		return false, nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err != nil {
-		return false, nil
+		return seedNew, nil
 	}
 	plan, err := algorithms.NewPlan(g.request(cmd))
 	if err != nil {
-		return false, err
+		return seedNew, err
 	}
 	want := plan.Config
 	if want.Epochs > 0 && have.Epochs == want.Epochs {
@@ -222,10 +233,13 @@ func keptSeedRun(cmd *cobra.Command, g trainFlags, dir string) (bool, error) {
 		{"train.iterations", fmt.Sprint(have.Train.Iterations), fmt.Sprint(want.Train.Iterations)},
 	} {
 		if c.have != c.want {
-			return false, fmt.Errorf("%s holds a finished run with %s %q, this command asks for %q: give another --out, or train it again with --force", dir, c.field, c.have, c.want)
+			return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: give another --out, or train it again with --force", dir, c.field, c.have, c.want)
 		}
 	}
-	return true, nil
+	if _, err := os.Stat(filepath.Join(dir, "samples.npy")); err != nil {
+		return seedInterrupted, nil
+	}
+	return seedFinished, nil
 }
 
 // finished reports whether run is at its last iteration with the outputs
@@ -395,24 +409,25 @@ func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run,
 			return nil, nil, fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
 		}
 	}
-	alreadyRun := fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
-	if isRun(dir) && !f.force {
-		return nil, nil, alreadyRun
+	if run := trainingRunAbove(dir); run != "" {
+		return nil, nil, fmt.Errorf("--out %s is inside the training run %s, whose checkpoints would replace it: give another folder", dir, run)
 	}
+	// The lock first: a folder another process trains in is busy.
 	release, err := lockRun(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if isRun(dir) && !f.force { // a process that held the lock may have finished a run here since
+	if isRun(dir) && !f.force {
 		release()
-		return nil, nil, alreadyRun
-	}
-	if err := clearRun(dir); err != nil { // what --force replaces, or debris
-		release()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
 	}
 	t0 := time.Now()
-	run, err := plan.Start(dir)
+	run, err := plan.Start(dir) // writes nothing yet
+	if err == nil {
+		// Only a run that can start replaces the old one (--force), or
+		// removes debris.
+		err = clearRun(dir)
+	}
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -441,7 +456,7 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	case !(f.data.HoldOut > 0 && f.data.HoldOut < 1):
 		return fmt.Errorf("--holdout %v: want a fraction strictly between 0 and 1", f.data.HoldOut)
 	}
-	if f.resume == "" {
+	if f.resume == "" || f.forceSeed { // --seeds continues a seed's run with its own flags checked
 		return nil
 	}
 	var ignored []string
@@ -530,7 +545,11 @@ func newProgress(run *algorithms.Run, errOut io.Writer, quiet bool) (*progressba
 // weights against the truth, the density error, the held-out
 // log-likelihood, R-hat and acceptance.
 func printSummary(out io.Writer, run *algorithms.Run, final algorithms.Eval, trained int, elapsed time.Duration) {
-	fmt.Fprintf(out, "trained %d iterations in %s (%.1f ms/iteration)\n", trained, elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(max(1, trained)))
+	if trained == 0 {
+		fmt.Fprintf(out, "the run had finished training; its outputs are now complete\n")
+	} else {
+		fmt.Fprintf(out, "trained %d iterations in %s (%.1f ms/iteration)\n", trained, elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(trained))
+	}
 	exp := run.Experiment
 	if exp.Weights != nil && final.EBMWeights != nil {
 		how := "EBM by grid quadrature"
