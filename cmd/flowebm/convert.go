@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 
