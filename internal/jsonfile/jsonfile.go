@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Options relax the checks; the zero value is strict.
@@ -70,59 +71,65 @@ func Decode(b []byte, v any, opt Options) error {
 	return nil
 }
 
-// noDuplicateKeys refuses an object that gives a key twice, at any depth
-// (encoding/json would keep the last silently).
+// noDuplicateKeys refuses an object that gives a key twice, at any depth,
+// also in another case (encoding/json would keep the last silently, and
+// matches field names without regard to case).
 func noDuplicateKeys(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	_, err := walk(dec, "", 0)
-	return err
+	if err := walk(dec, "", 0); err != nil && !errors.Is(err, errMalformed) {
+		return err
+	}
+	return nil // malformed input: json.Decoder.Decode says where
 }
+
+// errMalformed stops the walk at a syntax error.
+var errMalformed = errors.New("malformed JSON")
 
 // maxDepth bounds the nesting of objects and arrays (encoding/json's own
 // limit), so that a hostile file cannot exhaust the stack.
 const maxDepth = 10000
 
-// walk reads one value from dec (path names it in messages) and reports
-// whether the input ended.
-func walk(dec *json.Decoder, path string, depth int) (bool, error) {
+// walk reads one value from dec (path names it in messages).
+func walk(dec *json.Decoder, path string, depth int) error {
 	if depth > maxDepth {
-		return false, fmt.Errorf("nested more than %d deep, want at most %d", maxDepth, maxDepth)
+		return fmt.Errorf("nested more than %d deep, want at most %d", maxDepth, maxDepth)
 	}
 	tok, err := dec.Token()
-	if err == io.EOF {
-		return true, nil
-	}
 	if err != nil {
-		return false, nil // malformed: json.Decoder.Decode says where
+		return errMalformed
 	}
 	switch tok {
 	case json.Delim('{'):
-		seen := map[string]bool{}
+		seen := map[string]string{}
 		for dec.More() {
 			k, err := dec.Token()
 			if err != nil {
-				return false, nil
+				return errMalformed
 			}
 			key, _ := k.(string)
-			if seen[key] {
-				return false, fmt.Errorf("field %q given twice, want each field once", join(path, key))
+			if first, ok := seen[strings.ToLower(key)]; ok {
+				return fmt.Errorf("field %q given twice (as %q and %q), want each field once", join(path, key), first, key)
 			}
-			seen[key] = true
-			if _, err := walk(dec, join(path, key), depth+1); err != nil {
-				return false, err
+			seen[strings.ToLower(key)] = key
+			if err := walk(dec, join(path, key), depth+1); err != nil {
+				return err
 			}
 		}
-		_, err = dec.Token()
+		if _, err := dec.Token(); err != nil {
+			return errMalformed
+		}
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			if _, err := walk(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
-				return false, err
+			if err := walk(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				return err
 			}
 		}
-		_, err = dec.Token()
+		if _, err := dec.Token(); err != nil {
+			return errMalformed
+		}
 	}
-	return false, nil
+	return nil
 }
 
 func join(path, key string) string {

@@ -26,6 +26,9 @@ func TestDecode(t *testing.T) {
 		{`{"seeds": 1}`, `unknown field "seeds"`},
 		{`{"seed": "x"}`, "cannot unmarshal"},
 		{`{"seed": 1`, "unexpected EOF"},
+		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
+		{`{"a": [x]}`, "invalid character 'x'"},
+		{`{"train": {"steps": [1, oops]}}`, "invalid character 'o'"},
 		{`{"a": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, "nested more than"},
 	} {
 		var v cfg

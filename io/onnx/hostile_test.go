@@ -75,14 +75,14 @@ func TestRefuseMemoryHogs(t *testing.T) {
 	shape := func(d ...int64) msg { return hgInt64s("shape", []int64{int64(len(d))}, d...) }
 	cos := mdNode("c", "ConstantOfShape", []string{"shape"}, []string{"c"})
 	scalar := func(name string, v int64) msg { return hgInt64s(name, nil, v) }
-	big := []int64{1, 3, 1 << 23}
+	big := []int64{1, 3, 5 << 20} // one tensor under the 2^25 values of maxElements
 	cases := []struct {
 		name string
 		b    []byte
 		want string
 	}{
 		{"probe O1", hgModel("cc", []msg{shape(16384, 16384)}, cos, mdNode("cc", "Add", []string{"c", "c"}, []string{"cc"})),
-			`node "c" (ConstantOfShape): shape [16384 16384] has 2.684e+08 values (2 GiB as float64), more than the 134217728 (1 GiB) one tensor may hold`},
+			`node "c" (ConstantOfShape): shape [16384 16384] has 2.684e+08 values (2 GiB as float64), more than the 33554432 (256 MiB) one tensor may hold`},
 		{"constant budget", hgModel("a2", []msg{shape(256, 256)}, cos,
 			mdNode("a1", "Add", []string{"c", "c"}, []string{"a1"}),
 			mdNode("a2", "Add", []string{"a1", "c"}, []string{"a2"})),
@@ -92,13 +92,15 @@ func TestRefuseMemoryHogs(t *testing.T) {
 			`node "r" (Range): the constants folded at load time would take about 1.53 MiB with this node's 1.53 MiB, more than the 1.25 MiB allowed`},
 		{"tile", hgModel("t", []msg{shape(16384, 1), hgInt64s("reps", []int64{2}, 1, 16384)}, cos,
 			mdNode("t", "Tile", []string{"c", "reps"}, []string{"t"})),
-			`node "t" (Tile): shape [16384 16384] has 2.684e+08 values (2 GiB as float64), more than the 134217728 (1 GiB) one tensor may hold`},
-		{"per point", hgModel("n2", []msg{hgInt64s("ax2", []int64{1}, 2), hgInt64s("big", []int64{3}, big...)},
+			`node "t" (Tile): shape [16384 16384] has 2.684e+08 values (2 GiB as float64), more than the 33554432 (256 MiB) one tensor may hold`},
+		{"per point", hgModel("n4", []msg{hgInt64s("ax2", []int64{1}, 2), hgInt64s("big", []int64{3}, big...)},
 			mdNode("u", "Unsqueeze", []string{"x", "ax2"}, []string{"u"}),
 			mdNode("e", "Expand", []string{"u", "big"}, []string{"e"}),
 			mdNode("n1", "Neg", []string{"e"}, []string{"n1"}),
-			mdNode("n2", "Neg", []string{"n1"}, []string{"n2"})),
-			`node "n2" (Neg): the values computed from the input would take about 288 MiB per point with this node's, more than the 256 MiB allowed`},
+			mdNode("n2", "Neg", []string{"n1"}, []string{"n2"}),
+			mdNode("n3", "Neg", []string{"n2"}, []string{"n3"}),
+			mdNode("n4", "Neg", []string{"n3"}, []string{"n4"})),
+			`node "n4" (Neg): the values computed from the input would take about`},
 	}
 	for _, c := range cases {
 		hgRefused(t, c.name, c.b, Config{}, c.want)

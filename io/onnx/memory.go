@@ -7,23 +7,24 @@ import (
 )
 
 // maxTensorBytes bounds the memory of any one tensor the importer builds:
-// 1 GiB. Folding an operation on constants holds its operands, its result
-// and the result's copy at once, and the graph keeps its own copy of the
-// constants it reads, so one operation on tensors this size already needs
-// a few GiB: a sensible share of a 24 GiB machine that also holds the
-// sampler's chains and buffers. At 2 GiB per tensor, the Add of two
-// ConstantOfShape results in a 482-byte model exhausted the machine.
-const maxTensorBytes = 1 << 30
+// 256 MiB (2^25 values as float64, 8 times the largest weight of the
+// convolutional EBMs and flows of the zoo). Folding an operation on
+// constants holds its operands, its result and the result's copy at once,
+// and the graph keeps its own copy of the constants it reads: at 1 GiB per
+// tensor, a 280-byte model (ConstantOfShape, Add, Mul, ReduceSum) took
+// 5.3 GB; at 2 GiB, the Add of two ConstantOfShape results exhausted the
+// machine.
+const maxTensorBytes = 1 << 28
 
 // maxElements bounds the values of any one tensor the importer builds:
-// 2^27, 1 GiB as the float64s constants are folded in.
+// 2^25, 256 MiB as the float64s constants are folded in.
 const maxElements = maxTensorBytes / 8
 
 // constBudget is the memory the constants one build of the graph folds at
 // load time (ConstantOfShape, Expand, Tile, Range, Reshape, arithmetic on
-// constants, initializers read as constants) may take together: 4 GiB, or
+// constants, initializers read as constants) may take together: 1 GiB, or
 // half the machine's memory if less. It is a variable for tests.
-var constBudget = func() float64 { return sysmem.Limit(4 << 30) }
+var constBudget = func() float64 { return sysmem.Limit(1 << 30) }
 
 // maxPointBytes bounds the memory of the values the graph computes from
 // the input, per point of a batch: 256 MiB. Evaluating a batch holds them
