@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
@@ -408,17 +409,28 @@ func (rc *RunConfig) SetIterations(n int) {
 	if old := t.Iterations; old > 0 && n > 0 {
 		for _, o := range []*OptimConfig{&t.EBMOptim, &t.FlowOptim} {
 			if o.DecayEvery > 0 {
-				o.DecayEvery = max(1, o.DecayEvery*n/old)
+				o.DecayEvery = max(1, scaleCount(o.DecayEvery, n, old))
 			}
 		}
 		if t.FreezeFlow > 0 {
-			t.FreezeFlow = t.FreezeFlow * n / old
+			t.FreezeFlow = scaleCount(t.FreezeFlow, n, old)
 		}
 		if t.AverageWindow > 0 {
-			t.AverageWindow = max(1, t.AverageWindow*n/old)
+			t.AverageWindow = max(1, scaleCount(t.AverageWindow, n, old))
 		}
 	}
 	t.Iterations = n
+}
+
+// scaleCount is x·n/old rounded down, without overflow; beyond
+// MaxIterations it is MaxIterations+1, which validation refuses.
+func scaleCount(x, n, old int) int {
+	if float64(x)*float64(n)/float64(old) > MaxIterations {
+		return MaxIterations + 1
+	}
+	hi, lo := bits.Mul64(uint64(x), uint64(n))
+	q, _ := bits.Div64(hi, lo, uint64(old))
+	return int(q)
 }
 
 // DataDefaults returns the run configuration for training an algorithm on

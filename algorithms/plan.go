@@ -71,6 +71,7 @@ func NewPlan(req Request) (*Plan, error) {
 		cfg.Seed = *req.Seed
 	}
 	if req.Iterations > 0 {
+		cfg.Epochs = 0 // the flag replaces the file's length
 		before := cfg.Train
 		cfg.SetIterations(req.Iterations)
 		p.Notes = retime(p.Notes, before, cfg.Train)
@@ -104,6 +105,9 @@ func (req Request) base() (*Plan, error) {
 	cfg, err := ReadConfig(req.ConfigFile)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Data != nil {
+		cfg.Data.SHA256 = "" // a run's record of its data; a new run records its own
 	}
 	switch {
 	case req.Data != nil:

@@ -1203,9 +1203,20 @@ var zeroMeansDefault = [][]string{
 	{"train", "batch_size"}, {"train", "sampler", "step_size"}, {"eval_every"}, {"checkpoint_every"},
 }
 
+// lookupFold is m[k], matched without regard to case as encoding/json
+// matches field names.
+func lookupFold(m map[string]any, k string) any {
+	for key, v := range m {
+		if strings.EqualFold(key, k) {
+			return v
+		}
+	}
+	return nil
+}
+
 func explicitZeros(path string, b []byte) error {
 	var raw map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\uFEFF"))))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -1218,7 +1229,7 @@ func explicitZeros(path string, b []byte) error {
 				v = nil
 				break
 			}
-			v = m[k]
+			v = lookupFold(m, k)
 		}
 		if n, ok := v.(json.Number); ok {
 			if f, err := n.Float64(); err == nil && f == 0 {

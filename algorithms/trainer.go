@@ -245,8 +245,8 @@ func (s *SamplerConfig) stepDefaults() error {
 	if s.StepSize == 0 {
 		s.StepSize = 0.01
 	}
-	if !(s.StepSize > 0) || math.IsInf(s.StepSize, 0) {
-		return fmt.Errorf("algorithms: sampler.step_size %v, want a finite value > 0 (0: the default 0.01)", s.StepSize)
+	if !(s.StepSize >= 1e-12 && s.StepSize <= maxStepSize) {
+		return fmt.Errorf("algorithms: sampler.step_size %v, want a value in [1e-12, %g] (0: the default 0.01)", s.StepSize, maxStepSize)
 	}
 	if s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
 		return fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
@@ -265,8 +265,8 @@ func (s *SamplerConfig) stepDefaults() error {
 
 // checkScales checks the start scale, the optimisers and the L2 term.
 func (c *TrainConfig) checkScales() error {
-	if math.IsNaN(c.StartScale) || math.IsInf(c.StartScale, 0) || c.StartScale < 0 {
-		return fmt.Errorf("algorithms: start_scale %v, want a finite value > 0 (0: the default)", c.StartScale)
+	if c.StartScale != 0 && !(c.StartScale >= 1e-150 && c.StartScale <= 1e150) {
+		return fmt.Errorf("algorithms: start_scale %v, want a value in [1e-150, 1e150] (0: the default)", c.StartScale)
 	}
 	if err := c.EBMOptim.validate("ebm_optim"); err != nil {
 		return err
@@ -340,6 +340,14 @@ func (c *TrainConfig) guardDefaults() error {
 	}
 	if c.FlowSteps < 0 || c.FlowSteps > MaxFlowSteps {
 		return fmt.Errorf("algorithms: flow_steps %d, want 1..%d (0: the default 1)", c.FlowSteps, MaxFlowSteps)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"ebm_optim.decay_every", c.EBMOptim.DecayEvery}, {"flow_optim.decay_every", c.FlowOptim.DecayEvery}, {"average_window", c.AverageWindow}, {"freeze_flow", c.FreezeFlow}} {
+		if f.v > MaxIterations {
+			return fmt.Errorf("algorithms: %s %d, want at most %d", f.name, f.v, MaxIterations)
+		}
 	}
 	if c.AverageWindow < 0 {
 		return fmt.Errorf("algorithms: average_window %d, want ≥ 0 (0: no averaging)", c.AverageWindow)

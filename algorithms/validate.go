@@ -10,10 +10,15 @@ import (
 	"github.com/flowebm/flowebm/internal/sysmem"
 )
 
-// MaxGridSize is the largest grid_size a run accepts: a 4096 × 4096 grid
-// holds 16.8 M points (about 400 MB of points and densities), already far
-// finer than any density plot or quadrature needs. The smallest is 2.
-const MaxGridSize = 4096
+// MaxGridSize is the largest grid_size a run accepts: a 1000 × 1000 grid
+// holds 1 M points, already far finer than any density plot or quadrature
+// needs (the paper's is 200²); at 4096², the zones, plot and copies of its
+// 16.8 M points took 5.9 GB. The smallest is 2.
+const MaxGridSize = 1000
+
+// MaxRHatSteps bounds rhat_steps: the diagnostic keeps every draw of its
+// chains, and summarises them with copies of their own.
+const MaxRHatSteps = 100_000
 
 // DefaultMemoryLimit is the most memory (bytes) the largest buffers of a
 // run may need, as estimated from its configuration (see checkMemory),
@@ -129,6 +134,9 @@ func (c RunConfig) validate() error {
 	if c.DataSize < 0 {
 		return fmt.Errorf("algorithms: data_size %d, want > 0 (0: the default)", c.DataSize)
 	}
+	if c.RHatSteps > MaxRHatSteps {
+		return fmt.Errorf("algorithms: rhat_steps %d, want at most %d (0: the default)", c.RHatSteps, MaxRHatSteps)
+	}
 	if c.GridSize != 0 && (c.GridSize < 2 || c.GridSize > MaxGridSize) {
 		return fmt.Errorf("algorithms: grid_size %d, want 2..%d (0: the default 200)", c.GridSize, MaxGridSize)
 	}
@@ -212,6 +220,16 @@ func (c RunConfig) memTerms(tc TrainConfig, d int) []memTerm {
 		ebm = append(ebm, float64(w))
 	}
 	terms = append(terms, memTerm{fmt.Sprintf("model.ebm_hidden %v parameters × 8 B × %d", ebmHidden, copies), params(append(ebm, 1)) * 8 * copies})
+	// The EBM's activations and their gradients for the largest batch it
+	// evaluates: the grid's chunks of 8192 points (2D) or the log Z draws.
+	rows, sum := float64(c.LogZSamples), 0.0
+	if d == 2 {
+		rows = max(rows, 8192)
+	}
+	for _, w := range ebmHidden {
+		sum += float64(w)
+	}
+	terms = append(terms, memTerm{fmt.Sprintf("the EBM's activations for %.0f points × model.ebm_hidden %v × 8 B × 4", rows, ebmHidden), rows * sum * 8 * 4})
 	if tc.usesFlow() {
 		flow := []float64{fd}
 		for _, w := range flowHidden {

@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -51,12 +52,12 @@ func wantRefused(t *testing.T, cfg RunConfig, want ...string) {
 }
 
 func TestGridSizeIsBounded(t *testing.T) {
-	for _, n := range []int{10_000_000, 4097, 1, -5} {
+	for _, n := range []int{10_000_000, MaxGridSize + 1, 1, -5} {
 		cfg := smallConfig(t, FlowMC, 4)
 		cfg.GridSize = n
-		wantRefused(t, cfg, "grid_size", "2..4096")
+		wantRefused(t, cfg, "grid_size", fmt.Sprintf("2..%d", MaxGridSize))
 	}
-	for _, n := range []int{2, 4096} {
+	for _, n := range []int{2, MaxGridSize} {
 		cfg := smallConfig(t, FlowMC, 4)
 		cfg.GridSize = n
 		if err := cfg.validate(); err != nil {
@@ -78,7 +79,7 @@ func TestMemoryEstimateRefusesHugeBuffers(t *testing.T) {
 		{"log_z_samples", func(c *RunConfig) { c.LogZSamples = 1e12 }},
 		{"data_size", func(c *RunConfig) { c.DataSize = 1e12 }},
 		{"batch_size", func(c *RunConfig) { c.Train.BatchSize, c.Train.Persistent = 1e11, 1e11 }},
-		{"rhat_chains", func(c *RunConfig) { c.RHatChains, c.RHatSteps = 64, 1e10 }},
+		{"rhat_chains", func(c *RunConfig) { c.RHatChains, c.RHatSteps, c.Train.Persistent = 1e7, MaxRHatSteps, 1e7 }},
 		{"sampler.steps", func(c *RunConfig) {
 			c.Train.Sampler.Negatives, c.Train.Sampler.Steps, c.Train.BatchSize, c.Train.Persistent = "all", MaxChainSteps, 2e4, 2e4
 		}},

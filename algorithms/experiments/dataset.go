@@ -144,9 +144,10 @@ func (e *Experiment) setModes(opt DataSetOptions, n int) error {
 	for i := 0; i < k; i++ {
 		row := mat.Row(nil, i, opt.Modes)
 		for j, v := range row {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s: centre %d, coordinate %d is %v, want finite coordinates", name, i+1, j+1, v)
+			if !(math.Abs(v) <= 1e150) {
+				return fmt.Errorf("%s: centre %d, coordinate %d is %v, want a finite coordinate within ±1e150", name, i+1, j+1, v)
 			}
+			row[j] = v + 0 // −0 is 0
 		}
 		key := fmt.Sprint(row)
 		if first, ok := seen[key]; ok {

@@ -100,7 +100,7 @@ func TestDataSetRefusesBadData(t *testing.T) {
 		{"rows", mat.NewDense(2, 2, []float64{1, 2, 3, 4}), DataSetOptions{}, "f: 2 rows leave 1 for training"},
 		{"modes", x, DataSetOptions{Modes: mat.NewDense(1, 3, nil)}, "modes: 1 centres in 3 dimensions, want the data's 2"},
 		{"1-D", mat.NewDense(10, 1, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}), DataSetOptions{}, "f: 1 column, want at least 2"},
-		{"NaN mode", x, DataSetOptions{Modes: mat.NewDense(1, 2, []float64{0, math.NaN()})}, "modes: centre 1, coordinate 2 is NaN, want finite coordinates"},
+		{"NaN mode", x, DataSetOptions{Modes: mat.NewDense(1, 2, []float64{0, math.NaN()})}, "modes: centre 1, coordinate 2 is NaN, want a finite coordinate within ±1e150"},
 		{"too many modes", x, DataSetOptions{Modes: mat.NewDense(101, 2, nil)}, "modes: 101 centres for 100 data rows"},
 	}
 	for _, c := range cases {

@@ -156,6 +156,12 @@ func checkCompareOut(out string, runs []string) error {
 	if run := inRunCheckpoint(dir); run != "" {
 		return fmt.Errorf("--out %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: give another folder", out, run)
 	}
+	if isTrainingRun(dir) {
+		return fmt.Errorf("--out %s is the training run %s: its figures would mix with the run's own; give another folder", out, dir)
+	}
+	if run := trainingRunAbove(dir); run != "" {
+		return fmt.Errorf("--out %s is inside the training run %s: give another folder", out, run)
+	}
 	return nil
 }
 

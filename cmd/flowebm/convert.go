@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -80,8 +79,8 @@ node that does not fit: use them directly with "flowebm energy" and
 // onnxToCheckpoint writes the MLP energy network of in as the EBM of a
 // checkpoint in the folder out.
 func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64) error {
-	if !(sigma > 0) || math.IsInf(sigma, 0) {
-		return fmt.Errorf("--base %v, want a positive σ", sigma)
+	if !(sigma >= 1e-150 && sigma <= 1e150) {
+		return fmt.Errorf("--base %v, want σ in [1e-150, 1e150]", sigma)
 	}
 	net, err := onnx.ReadFile(in)
 	if err != nil {

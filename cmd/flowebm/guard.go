@@ -86,8 +86,8 @@ func isRun(dir string) bool {
 // process exits or release is called. A folder that lockRun made and that
 // holds nothing but the lock at release (the command failed) is removed.
 func lockRun(dir string) (release func(), err error) {
-	_, statErr := os.Stat(dir)
-	made := errors.Is(statErr, os.ErrNotExist)
+	top := firstMissing(dir) // "" when dir exists
+	made := top != ""
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -106,7 +106,10 @@ func lockRun(dir string) (release func(), err error) {
 	return func() {
 		if entries, err := os.ReadDir(dir); made && err == nil && len(entries) == 1 {
 			os.Remove(path)
-			os.Remove(dir)
+			// The folders made for it, up to the first that was missing,
+			// while they are empty.
+			for d := dir; os.Remove(d) == nil && d != top; d = filepath.Dir(d) {
+			}
 		}
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
@@ -122,6 +125,21 @@ func isTrainingRun(dir string) bool {
 		}
 	}
 	return false
+}
+
+// firstMissing returns the outermost folder of path that does not exist
+// (path itself when only it is missing), or "" when path exists.
+func firstMissing(path string) string {
+	missing := ""
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			return missing
+		}
+		missing = p
+		if filepath.Dir(p) == p {
+			return missing
+		}
+	}
 }
 
 // trainingRunAbove returns the training run that dir is inside (dir itself
@@ -230,6 +248,8 @@ func checkResumable(dir string) error {
 		return fmt.Errorf("--resume %s: %w", dir, err)
 	case !fi.IsDir():
 		return fmt.Errorf("--resume %s is not a folder: give a run folder", dir)
+	case exists(filepath.Join(dir, "spec.json")) && !exists(filepath.Join(dir, "config.json")):
+		return fmt.Errorf("--resume %s is a checkpoint folder, not a run: give the run folder that holds it", dir)
 	case isRun(dir):
 		return nil
 	}
@@ -237,4 +257,9 @@ func checkResumable(dir string) error {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)
 	}
 	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint)", dir)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

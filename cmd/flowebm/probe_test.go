@@ -47,7 +47,7 @@ func TestProbeRefusals(t *testing.T) {
 		{"iterations 9223372036854775807, want at most", []string{"train", "--iterations", "9223372036854775807", "--out", filepath.Join(dir, "r5")}},
 		{"make 2.56e+17 iterations, want at most", []string{"train", "--epochs", "1000000000000000", "--out", filepath.Join(dir, "r6")}},
 		{"is inside the training run " + run0, []string{"convert", "../../io/onnx/testdata/torch/toy_f64.onnx", filepath.Join(run0, "checkpoint"), "--force"}},
-		{"--out " + run0 + " holds a training run", []string{"train", "--seeds", "1", "--iterations", "2", "--out", run0}},
+		{"--out " + run0 + " is or is inside a training run", []string{"train", "--seeds", "1", "--iterations", "2", "--out", run0}},
 	} {
 		wantErr(t, c.msg, c.args...)
 	}
@@ -279,5 +279,25 @@ func TestReproduceIntoNewFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "runs", "two-modes-flowmc", "samples.npy")); err != nil {
 		t.Errorf("the run did not train: %v", err)
+	}
+}
+
+// Mode centres that are equal as numbers (0 and −0), or beyond ±1e150,
+// are refused naming the file.
+func TestModesRefused(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.csv")
+	var b strings.Builder
+	for i := 0; i < 200; i++ {
+		b.WriteString(ftoa(float64(i%17)) + "," + ftoa(float64(i%13)) + "\n")
+	}
+	os.WriteFile(data, []byte(b.String()), 0o644)
+	for want, modes := range map[string]string{
+		"centres 1 and 2 are equal":              "0,0\n-0,-0\n",
+		"want a finite coordinate within ±1e150": "1e308,1e308\n-1e308,-1e308\n",
+	} {
+		m := filepath.Join(dir, "m.csv")
+		os.WriteFile(m, []byte(modes), 0o644)
+		wantErr(t, want, "train", "--data", data, "--modes", m, "--iterations", "1", "--out", filepath.Join(dir, "r"))
 	}
 }

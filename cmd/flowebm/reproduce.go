@@ -107,6 +107,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if f.iters < 0 || (f.iters > 0 && f.quick) {
 		return fmt.Errorf("--iterations %d: want a count > 0, and not with --quick", f.iters)
 	}
+	if fi, err := os.Stat(f.out); f.out != "" && err == nil && !fi.IsDir() {
+		return fmt.Errorf("--out %s is a file: give a folder", f.out)
+	}
 	if f.out != "" && (isTrainingRun(f.out) || trainingRunAbove(f.out) != "") {
 		return fmt.Errorf("--out %s is or is inside a training run: reproduce writes OUT/runs and OUT/report.md; give another folder", f.out)
 	}

@@ -236,6 +236,7 @@ func (f sampleFlags) validate(cmd *cobra.Command) error {
 		{"leapfrog", f.sampler == "hmc", "--sampler hmc"},
 		{"output", onnxModel, "an .onnx --model"},
 		{"log-density", onnxModel, "an .onnx --model"},
+		{"base", onnxModel, "an .onnx --model (a checkpoint has its own base)"},
 	} {
 		if cmd.Flags().Changed(g.flag) && !g.applies {
 			return fmt.Errorf("--%s applies to %s only; with --sampler %s and --model %s it would be ignored: drop it", g.flag, g.to, f.sampler, f.model)

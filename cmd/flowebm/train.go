@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,44 +121,63 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	if err != nil {
 		return err
 	}
-	base := f.out
-	if base == "" {
-		name := f.experiment
-		if f.data.File != "" {
-			name = strings.TrimSuffix(filepath.Base(f.data.File), filepath.Ext(f.data.File))
-		}
-		base = filepath.Join("runs", fmt.Sprintf("%s-%s-seeds%s", name, f.algorithm, strings.NewReplacer(",", "_", " ", "").Replace(f.seeds)))
+	base, err := seedsFolder(cmd, f)
+	if err != nil {
+		return err
 	}
-	if isTrainingRun(base) {
-		return fmt.Errorf("--out %s holds a training run: --seeds writes OUT/sSEED and OUT/seeds.json; give another folder", base)
+	if isTrainingRun(base) || trainingRunAbove(base) != "" {
+		return fmt.Errorf("--out %s is or is inside a training run: --seeds writes OUT/sSEED and OUT/seeds.json; give another folder", base)
 	}
-	out := cmd.OutOrStdout()
+	// Every seed's folder is checked before any trains.
 	var dirs []string
-	for _, seed := range seeds {
+	runs := make([]trainFlags, len(seeds))
+	states := make([]int, len(seeds))
+	for i, seed := range seeds {
 		dir := filepath.Join(base, fmt.Sprintf("s%d", seed))
 		dirs = append(dirs, dir)
-		g := f
-		g.seeds, g.seed, g.forceSeed, g.out = "", seed, true, dir
-		state, err := seedRunState(cmd, g, dir)
-		switch {
-		case err != nil:
+		runs[i] = f
+		runs[i].seeds, runs[i].seed, runs[i].forceSeed, runs[i].out = "", seed, true, dir
+		if states[i], err = seedRunState(cmd, runs[i], dir); err != nil {
 			return err
-		case state == seedFinished:
-			fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dir)
+		}
+	}
+	out := cmd.OutOrStdout()
+	for i, seed := range seeds {
+		g := runs[i]
+		switch states[i] {
+		case seedFinished:
+			fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dirs[i])
 			continue
-		case state == seedInterrupted:
+		case seedInterrupted:
 			// Continue it (its outputs too, if a kill stopped their
 			// writing): resume it as --resume would.
-			fmt.Fprintf(out, "== seed %d: continuing %s\n", seed, dir)
-			g = trainFlags{resume: dir, quiet: f.quiet, plotFormat: f.plotFormat, data: f.data, forceSeed: true}
+			fmt.Fprintf(out, "== seed %d: continuing %s\n", seed, dirs[i])
+			g = trainFlags{resume: dirs[i], quiet: f.quiet, plotFormat: f.plotFormat, data: f.data, forceSeed: true}
 		default:
-			fmt.Fprintf(out, "== seed %d → %s\n", seed, dir)
+			fmt.Fprintf(out, "== seed %d → %s\n", seed, dirs[i])
 		}
 		if err := trainOneRun(cmd, g); err != nil {
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
 	}
 	return writeSeedsSummary(base, seeds, dirs, out)
+}
+
+// seedsFolder is --out, or runs/NAME-ALGORITHM-seedsLIST named after the
+// experiment (or data file) and algorithm the flags and --config ask for.
+func seedsFolder(cmd *cobra.Command, f trainFlags) (string, error) {
+	if f.out != "" {
+		return f.out, nil
+	}
+	plan, err := algorithms.NewPlan(f.request(cmd))
+	if err != nil {
+		return "", err
+	}
+	name := plan.Config.Experiment
+	if d := plan.Config.Data; d != nil {
+		name = strings.TrimSuffix(filepath.Base(d.File), filepath.Ext(d.File))
+	}
+	return filepath.Join("runs", fmt.Sprintf("%s-%s-seeds%s", name, cmp.Or(plan.Config.Train.Algorithm, algorithms.FlowMC), strings.NewReplacer(",", "_", " ", "").Replace(f.seeds))), nil
 }
 
 func trainOneRun(cmd *cobra.Command, f trainFlags) error {

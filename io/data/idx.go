@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -41,6 +42,12 @@ func ReadIDX(images io.Reader, imagesName string, labels io.Reader, labelsName s
 	n, rows, cols := int(h[1]), int(h[2]), int(h[3])
 	if n < 1 || n > maxIDXItems || rows < 1 || cols < 1 || rows > 1<<20 || cols > 1<<20 || rows*cols > 1<<20 {
 		return nil, &FormatError{File: imagesName, Field: "dimensions", Got: fmt.Sprintf("%d × %d × %d", n, rows, cols), Want: fmt.Sprintf("1 to %d images of at most 2^20 pixels", maxIDXItems)}
+	}
+	// Decoded as float64, with the copies that pooling and dequantising
+	// make: a small gzip of zeros can declare gigabytes.
+	if need, limit := float64(n)*float64(rows*cols)*8*3, sysmem.Limit(8<<30); need > limit {
+		return nil, &FormatError{File: imagesName, Field: "dimensions", Got: fmt.Sprintf("%d × %d × %d (%.3g GB as float64, with copies)", n, rows, cols, need/1e9),
+			Want: fmt.Sprintf("at most %.3g GB (8 GiB, or half the machine's memory if less)", limit/1e9)}
 	}
 	im := &Images{Channels: 1, Height: rows, Width: cols, Levels: 256}
 	// The slice grows as data arrive: a header that lies about the count
