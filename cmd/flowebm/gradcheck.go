@@ -18,7 +18,7 @@ func gradcheckCmd() *cobra.Command {
 	var seed uint64
 	var tol float64
 	cmd := &cobra.Command{
-		Args: cobra.NoArgs,
+		Args:  cobra.NoArgs,
 		Use:   "gradcheck",
 		Short: "Build the paper's toy EBM and flow, check every gradient against finite differences, time them",
 		Long: `gradcheck builds the toy EBM of the paper (Nijkamp et al. 2020, 2→32→64→64→64→1,
