@@ -102,6 +102,9 @@ func LatestCheckpoint(dir string) (string, error) {
 // interrupted write leaves half written) also wants the marker and
 // window.json, which checkpoints written by earlier versions lack.
 func checkComplete(dir string, strict bool) error {
+	if err := belongsToRun(dir); err != nil {
+		return err
+	}
 	if strict {
 		if _, err := os.Stat(filepath.Join(dir, completeMarker)); err != nil {
 			return err
@@ -115,9 +118,11 @@ func checkComplete(dir string, strict bool) error {
 	if err := readJSON(path, &st, false); err != nil {
 		return err
 	}
-	if _, err := npz.ReadFile(filepath.Join(dir, "state.npz")); err != nil {
+	zr, err := npz.OpenReader(filepath.Join(dir, "state.npz")) // its directory: members are checked on resume
+	if err != nil {
 		return err
 	}
+	zr.Close()
 	evals := filepath.Join(dir, "evals.csv")
 	f, err := os.Open(evals)
 	if err != nil {
@@ -138,6 +143,19 @@ func checkComplete(dir string, strict bool) error {
 		return fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s)", evals, max(0, len(rows)-1), *w.Evals, path)
 	}
 	return nil
+}
+
+// belongsToRun refuses a checkpoint folder written under a configuration
+// other than its run's config.json (a checkpoint.new/ copied in from
+// another run would otherwise replace the run's own checkpoint). Folders
+// or runs without the records pass.
+func belongsToRun(dir string) error {
+	path := filepath.Join(filepath.Dir(dir), "config.json")
+	cfg, err := ReadConfig(path)
+	if err != nil {
+		return nil // a first checkpoint, or a config.json resume reports on
+	}
+	return sameConfig(path, cfg, filepath.Join(dir, runConfigName))
 }
 
 // recoverCheckpoint finishes or undoes an interrupted checkpoint

@@ -478,6 +478,9 @@ func TestResumeRefusesAbsurdStateArrays(t *testing.T) {
 			}
 			arrays[n] = a
 		}
+		if arrays[name] == nil {
+			arrays[name] = &npy.Array{Shape: []int{1}, Data: []float64{0}}
+		}
 		edit(arrays[name].Data)
 		if err := npz.WriteFile(filepath.Join(dir, "checkpoint", "state.npz"), arrays, npy.Float64); err != nil {
 			t.Fatal(err)
@@ -496,6 +499,7 @@ func TestResumeRefusesAbsurdStateArrays(t *testing.T) {
 		{"fractional order", func(dir string) { setMember(dir, "data_order", func(v []float64) { v[0] = 2.5 }) }, `"data_order" holds 2.5 at index 0, want a permutation`},
 		{"repeated row", func(dir string) { setMember(dir, "data_order", func(v []float64) { v[1] = v[0] }) }, "each row once"},
 		{"NaN current EBM", func(dir string) { setMember(dir, "ebm_current", func(v []float64) { v[0] = math.NaN() }) }, `"ebm_current" holds NaN at index 0`},
+		{"extra member", func(dir string) { setMember(dir, "zz", func([]float64) {}) }, `state.npz holds the member "zz"`},
 		{"bad base64", func(dir string) {
 			var m map[string]any
 			json.Unmarshal(state, &m)
@@ -610,5 +614,26 @@ func TestShortEvalsFallBackToOldCheckpoint(t *testing.T) {
 	}
 	if resumed.Trainer.Iter != 2 || len(resumed.Evals) != 2 {
 		t.Errorf("resumed at iteration %d with %d evaluations, want checkpoint.old's 2 and 2", resumed.Trainer.Iter, len(resumed.Evals))
+	}
+}
+
+// A checkpoint.new/ of another run (another configuration) is never
+// promoted over the run's own checkpoint: a failed resume had replaced the
+// run's checkpoint with it.
+func TestForeignCheckpointNewIgnored(t *testing.T) {
+	dir, _ := checkpointedRun(t, 12, 2)
+	other := t.TempDir()
+	r := smallRun(t, FlowMC, 8, other) // another length: another configuration
+	stepN(t, r, 3)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, filepath.Join(other, "checkpoint"), filepath.Join(dir, "checkpoint.new"))
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatalf("Resume: %v, want the run's own checkpoint", err)
+	}
+	if resumed.Trainer.Iter != 2 {
+		t.Errorf("resumed at iteration %d, want the run's own 2", resumed.Trainer.Iter)
 	}
 }

@@ -107,11 +107,15 @@ func (t *Trainer) Restore(dir string) error {
 	if err != nil {
 		return err
 	}
-	arc, err := npz.ReadFile(filepath.Join(dir, "state.npz"))
+	arc, err := npz.OpenReader(filepath.Join(dir, "state.npz"))
 	if err != nil {
 		return err
 	}
+	defer arc.Close()
 	ck := stateArchive{dir: dir, arc: arc}
+	if err := t.checkStateMembers(ck); err != nil {
+		return err
+	}
 	if err := t.restoreBank(ck); err != nil {
 		return err
 	}
@@ -170,7 +174,7 @@ func (t *Trainer) readState(path string) (trainerState, error) {
 // stateArchive is a checkpoint's state.npz.
 type stateArchive struct {
 	dir string
-	arc *npz.Archive
+	arc *npz.Reader // members are decoded when asked for
 }
 
 // get returns member name, which must hold n finite values (n < 0: any
@@ -187,6 +191,26 @@ func (s stateArchive) get(name string, n int, what string) ([]float64, []int, er
 		return nil, nil, fmt.Errorf("%s: state.npz member %q holds %v at index %d, want finite values (%s)", s.dir, name, a.Data[i], i, what)
 	}
 	return a.Data, a.Shape, nil
+}
+
+// checkStateMembers refuses members state.npz should not hold (they are
+// never decoded: one could be large).
+func (t *Trainer) checkStateMembers(s stateArchive) error {
+	want := map[string]bool{"bank": true, "data_order": true, "ebm_current": t.thetaAvg != nil}
+	for prefix, o := range map[string]Optimizer{"ebm_optim.": t.optEBM, "flow_optim.": t.optFlow} {
+		if o == nil {
+			continue
+		}
+		for k := range o.State() {
+			want[prefix+k] = true
+		}
+	}
+	for _, n := range s.arc.Names {
+		if !want[n] {
+			return fmt.Errorf("%s: state.npz holds the member %q, which this run's state has no place for", s.dir, n)
+		}
+	}
+	return nil
 }
 
 // optimiser restores an optimiser's state from the members prefix+key.
