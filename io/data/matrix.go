@@ -146,6 +146,11 @@ func npzMember(path, key string) (*npy.Array, string, error) {
 	if key == "" {
 		key = zr.Names[0]
 	}
+	// Points and matrices have 2 dimensions or more: a member with fewer
+	// is refused from its header, undecoded (it may be large).
+	if h, err := zr.Header(key); err == nil && len(h.Shape) < 2 {
+		return nil, "", &FormatError{File: path, Field: fmt.Sprintf("member %q shape", key), Got: fmt.Sprint(h.Shape), Want: "(points, dimensions…): at least 2 dimensions"}
+	}
 	a, err := zr.Get(key)
 	if err != nil {
 		return nil, "", err

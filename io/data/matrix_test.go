@@ -294,3 +294,25 @@ func TestReadMatrixDecodesOnlyItsMember(t *testing.T) {
 		t.Error("the damaged member b read without error")
 	}
 }
+
+// A member of fewer than 2 dimensions is refused from its header before
+// it is decoded (a 1-D member of 200 million values was decoded first,
+// taking 4 GB, then refused).
+func TestReadMatrixRefusesFlatMemberUndecoded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flat.npz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zip.NewWriter(f)
+	w, _ := z.Create("b.npy")
+	h := "{'descr': '<f8', 'fortran_order': False, 'shape': (200000000,), }"
+	h += strings.Repeat(" ", 64-10-len(h)%64-1) + "\n"
+	w.Write(append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), byte(len(h)>>8)))
+	w.Write([]byte(h)) // and no data: decoding would fail on their absence
+	z.Close()
+	f.Close()
+	if _, err := ReadMatrix(path, "b"); err == nil || !strings.Contains(err.Error(), "at least 2 dimensions") {
+		t.Errorf("error %v, want the shape refused", err)
+	}
+}
