@@ -81,3 +81,23 @@ func TestPlanOverridesConfigFile(t *testing.T) {
 		}
 	}
 }
+
+// A recorded checksum must be a SHA-256; a new run from a configuration
+// file records its own (the file's is another run's record).
+func TestDataChecksumRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.csv")
+	os.WriteFile(path, []byte("1,2\n3,4\n"), 0o644)
+	dc := DataConfig{File: path, SHA256: "abc"}
+	if err := dc.checkSum(); err == nil || !strings.Contains(err.Error(), `data.sha256 "abc": want 64 hexadecimal digits`) {
+		t.Errorf("checkSum with %q: %v", "abc", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(cfg, []byte(`{"data": {"file": "`+path+`", "sha256": "`+strings.Repeat("0", 64)+`"}, "train": {"iterations": 1}}`), 0o644)
+	p, err := NewPlan(Request{ConfigFile: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Config.Data.SHA256 != "" {
+		t.Errorf("a new run kept the file's recorded checksum %q", p.Config.Data.SHA256)
+	}
+}

@@ -176,7 +176,6 @@ func TestDataSettingsRefused(t *testing.T) {
 	os.WriteFile(data, []byte(b.String()), 0o644)
 	for name, c := range map[string]struct{ json, want string }{
 		"data_size": {`{"data": {"file": "` + data + `"}, "data_size": 100000, "train": {"iterations": 1}}`, "data_size 100000, but " + data + " has 180 training rows"},
-		"sha256":    {`{"data": {"file": "` + data + `", "sha256": "abc"}, "train": {"iterations": 1}}`, `data.sha256 "abc": want 64 hexadecimal digits`},
 		"null data": {`{"experiment": "data", "data": null, "train": {"iterations": 1}}`, `experiment "data" without a data section`},
 		"no file":   {`{"data": {"file": ""}, "train": {"iterations": 1}}`, "data.file is empty"},
 	} {
