@@ -113,6 +113,9 @@ func (c *DataConfig) checkSum() error {
 // before the held-out split. Arrays of images (n, C, H, W) are read as
 // their flattened rows (n, C·H·W), the layout imported image models take.
 func (c DataConfig) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
+	if c.Key != "" && strings.ToLower(filepath.Ext(c.File)) != ".npz" {
+		return nil, nil, fmt.Errorf("data.key %q selects a member of an .npz file; %s is not one", c.Key, c.File)
+	}
 	if err := c.checkMemory(); err != nil {
 		return nil, nil, err
 	}

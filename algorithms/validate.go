@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/layers"
 )
 
 // MaxGridSize is the largest grid_size a run accepts: a 1000 × 1000 grid
@@ -156,6 +158,12 @@ func (c RunConfig) validate() error {
 		}
 	}
 	m := c.Model
+	if !slices.Contains([]string{"", layers.MaskHalf, layers.MaskCheckerboard}, m.FlowMask) {
+		return fmt.Errorf("algorithms: model.flow_mask %q, want %q or %q (\"\": %s)", m.FlowMask, layers.MaskHalf, layers.MaskCheckerboard, layers.MaskHalf)
+	}
+	if !slices.Contains([]string{"", layers.InitSmall, layers.InitSmallLast}, m.FlowInit) {
+		return fmt.Errorf("algorithms: model.flow_init %q, want %q or %q (\"\": %s)", m.FlowInit, layers.InitSmall, layers.InitSmallLast, layers.InitSmall)
+	}
 	if m.FlowBlocks < 0 {
 		return fmt.Errorf("algorithms: model.flow_blocks %d, want > 0 (0: the default 4)", m.FlowBlocks)
 	}

@@ -116,7 +116,11 @@ func drawFigures(runs []plots.Named, out string, format plots.Format) ([]string,
 	defer os.RemoveAll(tmp)
 	drawn, err := plots.Compare(runs, tmp, format)
 	if err == nil && len(drawn) == 0 {
-		err = fmt.Errorf("the runs have no evaluations to plot")
+		var names []string
+		for _, r := range runs {
+			names = append(names, r.Name)
+		}
+		err = fmt.Errorf("the runs %s have no evaluations to plot yet (a run evaluates every eval_every iterations)", strings.Join(names, ", "))
 	}
 	if err != nil {
 		return nil, err

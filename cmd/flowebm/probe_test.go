@@ -300,3 +300,16 @@ func TestModesRefused(t *testing.T) {
 		wantErr(t, want, "train", "--data", data, "--modes", m, "--iterations", "1", "--out", filepath.Join(dir, "r"))
 	}
 }
+
+// Model and data fields that a run cannot use are refused naming them.
+func TestModelFieldsNamed(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.csv")
+	os.WriteFile(data, []byte(strings.Repeat("1,2\n3,5\n", 100)), 0o644)
+	os.WriteFile(filepath.Join(dir, "c1.json"), []byte(`{"experiment": "two-modes", "model": {"flow_mask": "bogus"}, "train": {"iterations": 1}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "c2.json"), []byte(`{"experiment": "two-modes", "model": {"flow_init": "bogus"}, "train": {"iterations": 1}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "c3.json"), []byte(`{"data": {"file": "`+data+`", "key": "a"}, "train": {"iterations": 1}}`), 0o644)
+	wantErr(t, `model.flow_mask "bogus"`, "train", "--config", filepath.Join(dir, "c1.json"), "--out", filepath.Join(dir, "r"))
+	wantErr(t, `model.flow_init "bogus"`, "train", "--config", filepath.Join(dir, "c2.json"), "--out", filepath.Join(dir, "r"))
+	wantErr(t, `data.key "a" selects a member of an .npz file`, "train", "--config", filepath.Join(dir, "c3.json"), "--out", filepath.Join(dir, "r"))
+}
