@@ -892,6 +892,9 @@ func (r *Run) Checkpoint() error {
 		return err
 	}
 	if err := r.writeCheckpoint(tmp); err != nil {
+		if crashHook == nil { // a real failure (a full disk), not a simulated kill
+			removeIfExists(tmp) // its space back; the last checkpoint stands
+		}
 		return err
 	}
 	// config.json before the renames, so that a first checkpoint
