@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if len(empty) > 0 {
 				return fmt.Errorf("%s given an empty value: give a value, or leave the flag out for its default", strings.Join(empty, ", "))
 			}
-			return nil
+			return noOctal(cmd, args)
 		},
 	}
 	root.SetVersionTemplate("flowebm {{.Version}}\n")
@@ -66,6 +66,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// noOctal refuses an integer flag written with a leading 0 ("010"), which
+// the flag parser reads as octal (8), unlike --seeds and every config file.
+func noOctal(cmd *cobra.Command, args []string) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !strings.Contains(f.Value.Type(), "int") || err != nil {
+			return
+		}
+		for i, a := range args {
+			v, ok := strings.CutPrefix(a, "--"+f.Name+"=")
+			if !ok && a == "--"+f.Name && i+1 < len(args) {
+				v, ok = args[i+1], true
+			}
+			if ok && len(strings.TrimLeft(v, "+-")) > 1 && strings.TrimLeft(v, "+-")[0] == '0' {
+				err = fmt.Errorf("--%s %s: write the number in decimal without leading zeros (a leading 0 would read it as octal)", f.Name, v)
+				return
+			}
+		}
+	})
+	return err
 }
 
 // version describes the build: the module version or VCS revision, Go,

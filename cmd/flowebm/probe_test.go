@@ -42,6 +42,8 @@ func TestProbeRefusals(t *testing.T) {
 		{"--warmup 9223372036854775807 (want 0..", []string{"sample", "--model", run0, "--out", filepath.Join(dir, "s.npy"), "--warmup", "9223372036854775807"}},
 		{"--data given an empty value", []string{"train", "--data", "", "--out", filepath.Join(dir, "r1")}},
 		{"of at most 100 seeds", []string{"train", "--seeds", "1-1000000", "--out", filepath.Join(dir, "r2")}},
+		{"--iterations 010: write the number in decimal", []string{"train", "--iterations", "010", "--out", filepath.Join(dir, "r2")}},
+		{"--chains 010: write the number in decimal", []string{"sample", "--model", run0, "--chains=010", "--out", filepath.Join(dir, "s.npy")}},
 		{"c.json: algorithms: batch_size -1", []string{"train", "--config", cfg, "--out", filepath.Join(dir, "r3")}},
 		{"sampler steps 1000000000000", []string{"train", "--config", steps, "--out", filepath.Join(dir, "r4")}},
 		{"iterations 9223372036854775807, want at most", []string{"train", "--iterations", "9223372036854775807", "--out", filepath.Join(dir, "r5")}},
