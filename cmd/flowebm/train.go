@@ -313,7 +313,7 @@ func watchSignals() (ctx context.Context, setupDone, stop func()) {
 		cancel()
 		select {
 		case <-done: // training stops at the end of its iteration
-			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (interrupt again to quit at once: the run then resumes from its last checkpoint)")
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
 			select {
 			case <-sigs:
 				fmt.Fprintln(os.Stderr, "flowebm: interrupted again: quitting without a checkpoint")
