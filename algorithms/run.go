@@ -1131,6 +1131,13 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 			return nil, err
 		}
 	}
+	// An edited config.json is named as such, before the recovery below
+	// (which would only find no checkpoint of this configuration).
+	if ck := filepath.Join(dir, checkpointName); exists(filepath.Join(ck, runConfigName)) {
+		if err := sameConfig(filepath.Join(dir, "config.json"), cfg, filepath.Join(ck, runConfigName)); err != nil {
+			return nil, err
+		}
+	}
 	// Finish or undo a replacement that a crash interrupted, so that
 	// dir/checkpoint is the newest complete checkpoint.
 	switch ok, err := recoverCheckpoint(dir); {

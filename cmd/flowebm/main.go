@@ -81,8 +81,8 @@ func noOctal(cmd *cobra.Command, args []string) error {
 			if !ok && a == "--"+f.Name && i+1 < len(args) {
 				v, ok = args[i+1], true
 			}
-			if ok && len(strings.TrimLeft(v, "+-")) > 1 && strings.TrimLeft(v, "+-")[0] == '0' {
-				err = fmt.Errorf("--%s %s: write the number in decimal without leading zeros (a leading 0 would read it as octal)", f.Name, v)
+			if ok && (strings.Contains(v, "_") || len(strings.TrimLeft(v, "+-")) > 1 && strings.TrimLeft(v, "+-")[0] == '0') {
+				err = fmt.Errorf("--%s %s: write the number in decimal, without leading zeros or underscores (a leading 0 would read it as octal)", f.Name, v)
 				return
 			}
 		}

@@ -43,6 +43,7 @@ func TestProbeRefusals(t *testing.T) {
 		{"--data given an empty value", []string{"train", "--data", "", "--out", filepath.Join(dir, "r1")}},
 		{"of at most 100 seeds", []string{"train", "--seeds", "1-1000000", "--out", filepath.Join(dir, "r2")}},
 		{"--iterations 010: write the number in decimal", []string{"train", "--iterations", "010", "--out", filepath.Join(dir, "r2")}},
+		{"--iterations 2_0: write the number in decimal", []string{"train", "--iterations", "2_0", "--out", filepath.Join(dir, "r2")}},
 		{"--chains 010: write the number in decimal", []string{"sample", "--model", run0, "--chains=010", "--out", filepath.Join(dir, "s.npy")}},
 		{"c.json: algorithms: batch_size -1", []string{"train", "--config", cfg, "--out", filepath.Join(dir, "r3")}},
 		{"sampler steps 1000000000000", []string{"train", "--config", steps, "--out", filepath.Join(dir, "r4")}},
@@ -94,6 +95,9 @@ func TestResumeFinishedAndEditedRuns(t *testing.T) {
 	b, _ = json.Marshal(m)
 	os.WriteFile(cfgPath, b, 0o644)
 	wantErr(t, `field "train.algorithm" is "ula", but the checkpoint was written with "flowmc"`, "train", "--resume", run0)
+	if _, stderr, _ := runCLI("train", "--resume", run0); strings.Contains(stderr, "no complete checkpoint") {
+		t.Errorf("an edited config.json is reported as a missing checkpoint: %s", stderr)
+	}
 }
 
 // --force replaces a run's outputs: none of the old run's stay beside the

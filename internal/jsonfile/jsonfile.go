@@ -108,10 +108,12 @@ func walk(dec *json.Decoder, path string, depth int) error {
 				return errMalformed
 			}
 			key, _ := k.(string)
-			if first, ok := seen[strings.ToLower(key)]; ok {
+			// Folded as encoding/json matches names ("ſeed" is "seed").
+			folded := strings.ToLower(strings.ToUpper(key))
+			if first, ok := seen[folded]; ok {
 				return fmt.Errorf("field %q given twice (as %q and %q), want each field once", join(path, key), first, key)
 			}
-			seen[strings.ToLower(key)] = key
+			seen[folded] = key
 			if err := walk(dec, join(path, key), depth+1); err != nil {
 				return err
 			}

@@ -27,6 +27,7 @@ func TestDecode(t *testing.T) {
 		{`{"seed": "x"}`, "cannot unmarshal"},
 		{`{"seed": 1`, "unexpected EOF"},
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
+		{`{"seed": 1, "ſeed": 7}`, `given twice (as "seed" and "ſeed")`},
 		{`{"a": [x]}`, "invalid character 'x'"},
 		{`{"train": {"steps": [1, oops]}}`, "invalid character 'o'"},
 		{`{"a": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, "nested more than"},
