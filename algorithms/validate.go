@@ -157,7 +157,11 @@ func (c RunConfig) validate() error {
 			return fmt.Errorf("algorithms: %s %d, want > 0 (0: the default)", f.name, f.v)
 		}
 	}
-	m := c.Model
+	return c.Model.validate()
+}
+
+// validate checks the model's fields (zero values mean the defaults).
+func (m ModelConfig) validate() error {
 	if !slices.Contains([]string{"", layers.MaskHalf, layers.MaskCheckerboard}, m.FlowMask) {
 		return fmt.Errorf("algorithms: model.flow_mask %q, want %q or %q (\"\": %s)", m.FlowMask, layers.MaskHalf, layers.MaskCheckerboard, layers.MaskHalf)
 	}

@@ -174,12 +174,7 @@ func TestCurveNames(t *testing.T) {
 // Data settings that cannot describe the run are refused, naming them.
 func TestDataSettingsRefused(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "d.csv")
-	var b strings.Builder
-	for i := 0; i < 200; i++ {
-		b.WriteString(ftoa(float64(i%17)) + "," + ftoa(float64(i%13)) + "\n")
-	}
-	os.WriteFile(data, []byte(b.String()), 0o644)
+	data := gridCSV(t, dir)
 	for name, c := range map[string]struct{ json, want string }{
 		"data_size": {`{"data": {"file": "` + data + `"}, "data_size": 100000, "train": {"iterations": 1}}`, "data_size 100000, but " + data + " has 180 training rows"},
 		"null data": {`{"experiment": "data", "data": null, "train": {"iterations": 1}}`, `experiment "data" without a data section`},
@@ -291,12 +286,7 @@ func TestReproduceIntoNewFolder(t *testing.T) {
 // are refused naming the file.
 func TestModesRefused(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "d.csv")
-	var b strings.Builder
-	for i := 0; i < 200; i++ {
-		b.WriteString(ftoa(float64(i%17)) + "," + ftoa(float64(i%13)) + "\n")
-	}
-	os.WriteFile(data, []byte(b.String()), 0o644)
+	data := gridCSV(t, dir)
 	for want, modes := range map[string]string{
 		"centres 1 and 2 are equal":              "0,0\n-0,-0\n",
 		"want a finite coordinate within ±1e150": "1e308,1e308\n-1e308,-1e308\n",
@@ -318,4 +308,18 @@ func TestModelFieldsNamed(t *testing.T) {
 	wantErr(t, `model.flow_mask "bogus"`, "train", "--config", filepath.Join(dir, "c1.json"), "--out", filepath.Join(dir, "r"))
 	wantErr(t, `model.flow_init "bogus"`, "train", "--config", filepath.Join(dir, "c2.json"), "--out", filepath.Join(dir, "r"))
 	wantErr(t, `data.key "a" selects a member of an .npz file`, "train", "--config", filepath.Join(dir, "c3.json"), "--out", filepath.Join(dir, "r"))
+}
+
+// gridCSV writes 200 rows of two columns on a grid into dir/d.csv.
+func gridCSV(t *testing.T, dir string) string {
+	t.Helper()
+	data := filepath.Join(dir, "d.csv")
+	var b strings.Builder
+	for i := 0; i < 200; i++ {
+		b.WriteString(ftoa(float64(i%17)) + "," + ftoa(float64(i%13)) + "\n")
+	}
+	if err := os.WriteFile(data, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
