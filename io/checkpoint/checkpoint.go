@@ -347,6 +347,39 @@ func clipInts(v []int) string {
 	return fmt.Sprint(v)
 }
 
+// checkDeclaredSize refuses a spec whose models would take more than
+// 64 MiB when weights.npz does not hold that many values (read from its
+// members' headers), before the models are built: a spec.json edited to
+// huge layers made Load allocate gigabytes before it found that the
+// weights did not fit. Smaller models get readWeights' precise messages.
+func checkDeclaredSize(path string, spec Spec) error {
+	pc, err := spec.ParamCount()
+	if err != nil || pc*8 <= 64<<20 {
+		return nil // Build reports a bad spec
+	}
+	zr, err := npz.OpenReader(path)
+	if err != nil {
+		return nil // readWeights reports it
+	}
+	defer zr.Close()
+	total := 0
+	for _, name := range zr.Names {
+		h, err := zr.Header(name)
+		if err != nil {
+			return nil
+		}
+		n := 1
+		for _, k := range h.Shape {
+			n *= k
+		}
+		total += n
+	}
+	if total < pc {
+		return fmt.Errorf("%s: its members hold %d values, but spec.json's models have %d parameters: the two files do not belong together", path, total, pc)
+	}
+	return nil
+}
+
 // ParamCount returns the number of parameters the spec's models have,
 // after checking the spec as Build does.
 func (s Spec) ParamCount() (int, error) {
@@ -468,6 +501,9 @@ func Load(dir string) (Models, Spec, error) {
 	specPath := filepath.Join(dir, "spec.json")
 	spec, err := readSpec(specPath)
 	if err != nil {
+		return Models{}, Spec{}, err
+	}
+	if err := checkDeclaredSize(filepath.Join(dir, "weights.npz"), spec); err != nil {
 		return Models{}, Spec{}, err
 	}
 	m, err := spec.Build(rand.New(rand.NewPCG(0, 0)))

@@ -466,3 +466,15 @@ func FuzzLoadWeights(f *testing.F) {
 		}
 	})
 }
+
+// A spec.json edited to huge layers is refused from weights.npz's headers
+// before the models are built (Load allocated 4 GB first).
+func TestHugeSpecRefusedBeforeBuild(t *testing.T) {
+	_, spec, weights := saved(t, tensor.Float64)
+	dir := writeCk(t, editSpec(t, spec, func(m map[string]any) {
+		m["ebm"].(map[string]any)["sizes"] = []any{2, 16000, 16000, 1}
+		delete(m, "flow")
+	}), weights)
+	msg := loadErr(t, "huge spec", dir)
+	wantIn(t, "huge spec", msg, "its members hold", "the two files do not belong together")
+}
