@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -150,7 +151,11 @@ func (req Request) mergeData(file *DataConfig) *DataConfig {
 // turns epochs into iterations, fills every default and builds the models
 // and the trainer. The run's Notes are the plan's (retimed where epochs
 // changed the length) and the data's.
-func (p *Plan) Start(dir string) (*Run, error) {
+func (p *Plan) Start(dir string) (*Run, error) { return p.StartContext(context.Background(), dir) }
+
+// StartContext is Start that stops the flow's pretraining when ctx ends
+// (the error wraps ErrInterrupted).
+func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 	cfg := p.Config
 	b := CurrentBuild()
 	cfg.Build = &b
@@ -162,7 +167,7 @@ func (p *Plan) Start(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.Trainer.Init(); err != nil {
+	if err := r.Trainer.InitContext(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -1,6 +1,8 @@
 package algorithms
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -99,5 +101,18 @@ func TestDataChecksumRecord(t *testing.T) {
 	}
 	if p.Config.Data.SHA256 != "" {
 		t.Errorf("a new run kept the file's recorded checksum %q", p.Config.Data.SHA256)
+	}
+}
+
+// A run's start stops its flow pretraining when its context ends (a
+// SIGINT during 1e9 pretraining steps was not honoured).
+func TestStartStopsPretraining(t *testing.T) {
+	cfg := smallConfig(t, CoopFlow, 4)
+	cfg.Train.Pretrain = PretrainConfig{Steps: MaxIterations, LR: 1e-2}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := (&Plan{Config: cfg}).StartContext(ctx, t.TempDir())
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "pretraining, at step 0 of") {
+		t.Errorf("StartContext with an ended context: %v, want an interruption at step 0", err)
 	}
 }

@@ -24,6 +24,7 @@
 package algorithms
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -511,8 +512,13 @@ func newTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dens
 // Init pretrains the flow if configured and fills the persistent bank by
 // the configured start strategy. Call it once before the first Step of a new
 // run (not after Restore).
-func (t *Trainer) Init() error {
-	if err := t.pretrain(); err != nil {
+func (t *Trainer) Init() error { return t.InitContext(context.Background()) }
+
+// InitContext is Init that stops between pretraining steps when ctx ends
+// (the command line's SIGINT): the error wraps ErrInterrupted, and the
+// trainer cannot be used.
+func (t *Trainer) InitContext(ctx context.Context) error {
+	if err := t.pretrain(ctx); err != nil {
 		return err
 	}
 	return t.initChains(rand.New(t.rngs.Init), t.Bank, t.Config.Start)
@@ -605,7 +611,7 @@ func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) 
 
 // pretrain fits the flow before training: by maximum likelihood on the data
 // or by reverse KL against the initial EBM.
-func (t *Trainer) pretrain() error {
+func (t *Trainer) pretrain(ctx context.Context) error {
 	p := t.Config.Pretrain
 	if p.Steps == 0 || t.Flow == nil {
 		return nil
@@ -619,6 +625,9 @@ func (t *Trainer) pretrain() error {
 	batch := mat.NewDense(p.BatchSize, d, nil)
 	nData, _ := t.data.Dims()
 	for i := 0; i < p.Steps; i++ {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w during the flow's pretraining, at step %d of %d: nothing was trained", ErrInterrupted, i, p.Steps)
+		}
 		switch p.Objective {
 		case ObjectiveData:
 			for r := 0; r < p.BatchSize; r++ {

@@ -196,7 +196,7 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	if f.resume != "" {
 		run, release, err = resumeRun(f, out)
 	} else {
-		run, release, err = startRun(cmd, f, out)
+		run, release, err = startRun(ctx, cmd, f, out)
 	}
 	if err != nil {
 		return err
@@ -411,7 +411,7 @@ func runFolder(f trainFlags, cfg algorithms.RunConfig) string {
 
 // startRun builds a new run in its folder, locked, refusing to replace a
 // run without --force or to write where its inputs are.
-func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
+func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
 	plan, err := algorithms.NewPlan(f.request(cmd))
 	if err != nil {
 		return nil, nil, err
@@ -442,7 +442,7 @@ func startRun(cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run,
 		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
 	}
 	t0 := time.Now()
-	run, err := plan.Start(dir) // writes nothing yet
+	run, err := plan.StartContext(ctx, dir) // writes nothing yet; a signal stops pretraining
 	if err == nil {
 		// Only a run that can start replaces the old one (--force), or
 		// removes debris.
