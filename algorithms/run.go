@@ -1149,10 +1149,9 @@ func resume(dir string, amend func(*RunConfig) error) (*Run, error) {
 		}
 		return nil, noCheckpointError{dir: dir}
 	}
+	// The checkpoint recovered belongs to config.json (LatestCheckpoint
+	// passes over those that do not).
 	ck := filepath.Join(dir, checkpointName)
-	if err := sameConfig(filepath.Join(dir, "config.json"), cfg, filepath.Join(ck, runConfigName)); err != nil {
-		return nil, err
-	}
 	models, _, err := checkpoint.Load(ck)
 	if err != nil {
 		return nil, err

@@ -99,7 +99,7 @@ func lockRun(dir string) (release func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s: another flowebm process is training in this folder (it holds %s)", dir, path)
+			return nil, folderBusyError{dir: dir, lock: path}
 		}
 		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
@@ -114,6 +114,13 @@ func lockRun(dir string) (release func(), err error) {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// folderBusyError is lockRun's error when another process holds the lock.
+type folderBusyError struct{ dir, lock string }
+
+func (e folderBusyError) Error() string {
+	return fmt.Sprintf("%s: another flowebm process is training in this folder (it holds %s)", e.dir, e.lock)
 }
 
 // isTrainingRun reports whether dir holds a training run (not only a

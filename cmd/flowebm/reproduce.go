@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -298,26 +297,16 @@ func (r *reproRun) finishedEvals() ([]algorithms.Eval, error) {
 	return evals, err
 }
 
-// lockOut takes an exclusive lock on the output folder out (creating it),
-// so that two reproduce processes never train, log and report into one
-// folder; the lock lasts until release is called or the process exits.
+// lockOut takes lockRun's lock on the output folder out, so that two
+// reproduce processes never train, log and report into one folder, with a
+// message that names --out.
 func lockOut(out string) (release func(), err error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
+	release, err = lockRun(out)
+	var busy folderBusyError
+	if errors.As(err, &busy) {
+		return nil, fmt.Errorf("--out %s: another flowebm process is writing into this folder (it holds %s): wait for it to end, or give another --out", out, busy.lock)
 	}
-	path := filepath.Join(out, ".lock")
-	lf, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lf.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("--out %s: another flowebm process is writing into this folder (it holds %s): wait for it to end, or give another --out", out, path)
-		}
-		return nil, fmt.Errorf("--out %s: locking %s: %w", out, path, err)
-	}
-	return func() { lf.Close() }, nil
+	return release, err
 }
 
 // trainOne runs (or resumes, or skips) one training process and returns a

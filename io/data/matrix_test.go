@@ -2,6 +2,7 @@ package data
 
 import (
 	"archive/zip"
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -267,22 +268,11 @@ func TestReadCSVRows(t *testing.T) {
 // or large (a zip bomb), is not read at all. Decoding every member made a
 // 1.5 MB file with a 1.6 GB member take 5.5 GB.
 func TestReadMatrixDecodesOnlyItsMember(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "two.npz")
-	f, err := os.Create(path)
-	if err != nil {
+	var a bytes.Buffer
+	if err := npy.Write(&a, &npy.Array{Shape: []int{3, 2}, Data: []float64{1, 2, 3, 4, 5, 6}}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	z := zip.NewWriter(f)
-	w, _ := z.Create("a.npy")
-	if err := npy.Write(w, &npy.Array{Shape: []int{3, 2}, Data: []float64{1, 2, 3, 4, 5, 6}}, npy.Float64); err != nil {
-		t.Fatal(err)
-	}
-	w, _ = z.Create("b.npy")
-	w.Write([]byte("\x93NUMPY garbage that is no header"))
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	path := writeZip(t, "two.npz", "a.npy", a.Bytes(), "b.npy", []byte("\x93NUMPY garbage that is no header"))
 	m, err := ReadMatrix(path, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -299,20 +289,35 @@ func TestReadMatrixDecodesOnlyItsMember(t *testing.T) {
 // it is decoded (a 1-D member of 200 million values was decoded first,
 // taking 4 GB, then refused).
 func TestReadMatrixRefusesFlatMemberUndecoded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "flat.npz")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	z := zip.NewWriter(f)
-	w, _ := z.Create("b.npy")
 	h := "{'descr': '<f8', 'fortran_order': False, 'shape': (200000000,), }"
 	h += strings.Repeat(" ", 64-10-len(h)%64-1) + "\n"
-	w.Write(append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), byte(len(h)>>8)))
-	w.Write([]byte(h)) // and no data: decoding would fail on their absence
-	z.Close()
-	f.Close()
+	// The header and no data: decoding would fail on their absence.
+	member := append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), byte(len(h)>>8))
+	path := writeZip(t, "flat.npz", "b.npy", append(member, h...))
 	if _, err := ReadMatrix(path, "b"); err == nil || !strings.Contains(err.Error(), "at least 2 dimensions") {
 		t.Errorf("error %v, want the shape refused", err)
 	}
+}
+
+// writeZip writes a zip archive of the members given as name, content
+// pairs into a new folder and returns its path.
+func writeZip(t *testing.T, name string, members ...any) string {
+	t.Helper()
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	for i := 0; i+1 < len(members); i += 2 {
+		w, err := z.Create(members[i].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(members[i+1].([]byte))
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

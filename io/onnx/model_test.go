@@ -511,19 +511,7 @@ func mdNode(name, op string, ins, outs []string, attrs ...msg) msg {
 
 // mdGraph encodes a GraphProto of nodes and initializers, with input x
 // (N, 3) and output y.
-func mdGraph(nodes []msg, inits ...msg) msg {
-	var g msg
-	for _, n := range nodes {
-		g.bytes(1, n)
-	}
-	g.str(2, "g")
-	for _, t := range inits {
-		g.bytes(5, t)
-	}
-	g.bytes(11, valueInfo("x", typeFloat, "N", 3))
-	g.bytes(12, valueInfo("y", typeFloat, "N"))
-	return g
-}
+func mdGraph(nodes []msg, inits ...msg) msg { return hgGraph(nodes, inits, "y") }
 
 // mdModel encodes a ModelProto around a graph, importing opset 13.
 func mdModel(g msg) []byte {
