@@ -102,14 +102,12 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 			}
 		}
 		if len(pts) > 0 {
-			l, err := plotter.NewLine(pts)
+			drawn, err := curvePlotters(pts, plotColor(k))
 			if err != nil {
 				return nil, nil, err
 			}
-			l.Color = plotColor(k)
-			l.Width = vg.Points(1.5)
-			p.Add(l)
-			entries = append(entries, figureEntry{c.Name, l})
+			p.Add(drawn...)
+			entries = append(entries, figureEntry{c.Name, drawn[0].(*plotter.Line)})
 		}
 		if c.HasRef {
 			ref := plotter.NewFunction(func(float64) float64 { return c.Ref })
@@ -155,6 +153,26 @@ func (f Figure) fitY(p *plot.Plot) error {
 		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
 	}
 	return nil
+}
+
+// curvePlotters draws the points pts as a line in colour c, and a single
+// point also as a dot (a line of one point draws nothing).
+func curvePlotters(pts plotter.XYs, c color.Color) ([]plot.Plotter, error) {
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return nil, err
+	}
+	l.Color, l.Width = c, vg.Points(1.5)
+	drawn := []plot.Plotter{l}
+	if len(pts) == 1 {
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(3)
+		drawn = append(drawn, sc)
+	}
+	return drawn, nil
 }
 
 // drawWithSideLegend draws p with legend in a column right of the plot

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -136,5 +137,20 @@ func TestImageGridTitle(t *testing.T) {
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(b), "iteration 7") {
 		t.Errorf("no title in the SVG (%v)", err)
+	}
+}
+
+// A curve of one point (a run evaluated once) is drawn as a dot: a line
+// of one point draws nothing, and compare's figure came out empty.
+func TestSinglePointCurveIsMarked(t *testing.T) {
+	for n, want := range map[int]int{1: 2, 3: 1} {
+		pts := make(plotter.XYs, n)
+		for i := range pts {
+			pts[i] = plotter.XY{X: float64(i + 1), Y: 1.05}
+		}
+		drawn, err := curvePlotters(pts, color.Black)
+		if err != nil || len(drawn) != want {
+			t.Errorf("%d points: %d plotters, %v; want %d", n, len(drawn), err, want)
+		}
 	}
 }
