@@ -25,6 +25,6 @@ func (coopFlow) stepsPerDraw(SamplerConfig) int  { return 1 }
 func (coopFlow) shorten(s *SamplerConfig, k int) { baselineSteps(s, k) }
 
 // paperSampler is 256 noise-free Langevin steps at the table's step size.
-func (coopFlow) paperSampler(tb samplerTable) SamplerConfig {
-	return SamplerConfig{Particles: tb.particles, Steps: 256, StepSize: tb.coopStep}
+func (coopFlow) paperSampler(tb SamplerTable) SamplerConfig {
+	return SamplerConfig{Particles: tb.Particles, Steps: 256, StepSize: tb.CoopStep}
 }

@@ -38,10 +38,10 @@ func (flowMCEBM) shorten(s *SamplerConfig, k int) {
 
 // paperSampler is one global move and the table's local steps per cycle,
 // MALA at step 0.01, with the table's selection of negatives.
-func (flowMCEBM) paperSampler(tb samplerTable) SamplerConfig {
-	s := SamplerConfig{Particles: tb.particles, Steps: tb.steps, GlobalSteps: 1, LocalSteps: tb.local,
-		StepSize: 0.01, Negatives: tb.negatives, Stacked: tb.stacked}
-	if tb.negatives == NegativesSubsample {
+func (flowMCEBM) paperSampler(tb SamplerTable) SamplerConfig {
+	s := SamplerConfig{Particles: tb.Particles, Steps: tb.Steps, GlobalSteps: 1, LocalSteps: tb.Local,
+		StepSize: 0.01, Negatives: tb.Negatives, Stacked: tb.Stacked}
+	if tb.Negatives == NegativesSubsample {
 		s.Subsample = 4
 	}
 	return s

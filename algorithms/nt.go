@@ -15,6 +15,6 @@ func (ntEBM) stepsPerDraw(SamplerConfig) int  { return 1 }
 func (ntEBM) shorten(s *SamplerConfig, k int) { baselineSteps(s, k) }
 
 // paperSampler is 128 MALA steps at 0.01.
-func (ntEBM) paperSampler(tb samplerTable) SamplerConfig {
-	return SamplerConfig{Particles: tb.particles, Steps: 128, StepSize: 0.01}
+func (ntEBM) paperSampler(tb SamplerTable) SamplerConfig {
+	return SamplerConfig{Particles: tb.Particles, Steps: 128, StepSize: 0.01}
 }

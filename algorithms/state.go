@@ -8,13 +8,14 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/flowebm/flowebm/internal/jsonfile"
+
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/safefile"
 	"gonum.org/v1/gonum/mat"
 )
 
-// trainerState is state.json: everything of a Trainer that is not an array.
 // maxStepSize bounds a restored MALA step: larger steps are corruption
 // (the adaptation never reaches them on any target flowebm trains).
 const maxStepSize = 1e6
@@ -23,7 +24,7 @@ const maxStepSize = 1e6
 // holding null for one (which decodes as zero and would pass as a value).
 func requireFields(path string, names ...string) error {
 	var raw map[string]json.RawMessage
-	if err := readJSON(path, &raw, false); err != nil {
+	if err := jsonfile.Read(path, &raw, jsonfile.Options{AllowUnknown: true}); err != nil {
 		return err
 	}
 	for _, n := range names {
@@ -34,11 +35,27 @@ func requireFields(path string, names ...string) error {
 	return nil
 }
 
+// trainerState is state.json: everything of a Trainer that is not an array.
 type trainerState struct {
 	Iter     int               `json:"iter"`
 	DataPos  int               `json:"data_pos"`
 	StepSize float64           `json:"step_size,omitempty"`
 	RNG      map[string]string `json:"rng"` // each stream's state, base64
+}
+
+// CheckStateFiles reports an error if dir's state.json does not decode or
+// its state.npz is not a readable archive: a quick check of a checkpoint's
+// completeness that reads no array (Restore checks every member).
+func CheckStateFiles(dir string) error {
+	var st trainerState
+	if err := jsonfile.Read(filepath.Join(dir, "state.json"), &st, jsonfile.Options{AllowUnknown: true}); err != nil {
+		return err
+	}
+	zr, err := npz.OpenReader(filepath.Join(dir, "state.npz"))
+	if err != nil {
+		return err
+	}
+	return zr.Close()
 }
 
 // SaveState writes the trainer's state (iteration, persistent bank, data
@@ -147,7 +164,7 @@ func (t *Trainer) Restore(dir string) error {
 // streams.
 func (t *Trainer) readState(path string) (trainerState, error) {
 	var st trainerState
-	if err := readJSON(path, &st, true); err != nil {
+	if err := jsonfile.Read(path, &st, jsonfile.Options{}); err != nil {
 		return st, err
 	}
 	if err := requireFields(path, "iter", "data_pos", "rng"); err != nil {

@@ -29,7 +29,7 @@ type strategy interface {
 	shorten(s *SamplerConfig, k int)
 	// paperSampler is the algorithm's column of one of the paper's
 	// Tables 4–6.
-	paperSampler(tb samplerTable) SamplerConfig
+	paperSampler(tb SamplerTable) SamplerConfig
 }
 
 // strategy returns the algorithm's implementation; a (checked) empty name
@@ -45,6 +45,34 @@ func (a Algorithm) strategy() strategy {
 	}
 	return flowMCEBM{}
 }
+
+// Kernel is the kind of kernel the algorithm's negatives' chains run.
+func (a Algorithm) Kernel() KernelKind { return a.strategy().kernel() }
+
+// TrainsFlow reports whether the algorithm trains a companion flow beside
+// the EBM (all but ULA-EBM).
+func (a Algorithm) TrainsFlow() bool { return a.strategy().trainsFlow() }
+
+// Shorten divides the length of the algorithm's chains in s by k, keeping
+// what the algorithm needs whole (flowMC-EBM's cycles): the scaling of
+// the paper's settings to 2 CPU cores.
+func (a Algorithm) Shorten(s *SamplerConfig, k int) { a.strategy().shorten(s, k) }
+
+// SamplerTable is one row of the paper's Tables 4–6: flowMC's cycle of
+// one global and Local MALA steps (Steps in all, Stacked or not, the
+// Negatives selected, i-SIR with Particles), NT-EBM's 128 MALA steps,
+// CoopFlow's 256 noise-free Langevin steps at CoopStep and ULA-EBM's 512
+// steps at ULAStep, the baselines keeping the last state only.
+type SamplerTable struct {
+	Local, Steps      int
+	Negatives         NegativeSelection
+	ULAStep, CoopStep float64
+	Particles         int
+	Stacked           bool
+}
+
+// PaperSampler is the algorithm's sampler in the paper's table row tb.
+func (a Algorithm) PaperSampler(tb SamplerTable) SamplerConfig { return a.strategy().paperSampler(tb) }
 
 // baselineSteps shortens a baseline's chains by k (at least one step).
 func baselineSteps(s *SamplerConfig, k int) { s.Steps = max(1, s.Steps/k) }

@@ -21,6 +21,11 @@
 // The EBM is always the tilted model p(x) ∝ exp(−E(x))ρ(x) of Eq. 6, ρ the
 // flow's base (the tilt changes no gradient, App. B); the ULA baseline
 // samples the same tilted model.
+//
+// The packages below this one do the rest of a training run: config (the
+// run's configuration), settings (the paper's and the scaled defaults),
+// training (a run with its evaluations, checkpoints and outputs), metrics
+// (evaluation measures), plots (figures) and experiments (targets and data).
 package algorithms
 
 import (
@@ -28,8 +33,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/flowebm/flowebm/internal/sysmem"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/samplers"
@@ -133,11 +141,11 @@ type TrainConfig struct {
 	MaxEnergy float64 `json:"max_energy,omitempty"`
 }
 
-// withDefaults returns c with every zero field replaced by its default, or
+// Resolved returns c with every zero field replaced by its default, or
 // an error naming the first invalid field, section by section. Filling an
 // already filled configuration changes nothing. A gaussian start's scale
 // is the base's σ, which only the models know: NewTrainer sets it.
-func (c TrainConfig) withDefaults() (TrainConfig, error) {
+func (c TrainConfig) Resolved() (TrainConfig, error) {
 	steps := []func(*TrainConfig) error{
 		(*TrainConfig).coreDefaults, (*TrainConfig).samplerDefaults, (*TrainConfig).checkScales,
 		(*TrainConfig).startDefaults, (*TrainConfig).pretrainDefaults, (*TrainConfig).guardDefaults,
@@ -214,8 +222,8 @@ func (c *TrainConfig) chainDefaults() error {
 	if c.Persistent == 0 {
 		c.Persistent = 16 * c.BatchSize
 	}
-	if c.Persistent < c.chains() {
-		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.chains())
+	if c.Persistent < c.Chains() {
+		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.Chains())
 	}
 	return nil
 }
@@ -356,23 +364,23 @@ func (c *TrainConfig) guardDefaults() error {
 	return nil
 }
 
-// chains is the number of chains run per iteration.
-func (c TrainConfig) chains() int {
+// Chains is the number of chains run per iteration.
+func (c TrainConfig) Chains() int {
 	if c.Sampler.Negatives == NegativesSubsample {
 		return c.BatchSize / c.Sampler.Subsample
 	}
 	return c.BatchSize
 }
 
-// rhatSteps is the default length of the mixing diagnostic's chains: as
+// DiagnosticSteps is the default length of the mixing diagnostic's chains: as
 // many steps as an iteration runs, where a flowMC step is a whole cycle
 // (Trainer.SampleChains), and at least 8.
-func (c TrainConfig) rhatSteps() int {
+func (c TrainConfig) DiagnosticSteps() int {
 	return max(8, c.Sampler.Steps/c.Algorithm.strategy().stepsPerDraw(c.Sampler))
 }
 
 // usesFlow reports whether the algorithm has a companion flow.
-func (c TrainConfig) usesFlow() bool { return c.Algorithm.strategy().trainsFlow() }
+func (c TrainConfig) usesFlow() bool { return c.Algorithm.TrainsFlow() }
 
 // PersistentChains reports whether chains continue from the bank (all but
 // CoopFlow).
@@ -393,6 +401,11 @@ type IterStats struct {
 	GlobalAccept float64 `json:"global_accept"`
 	StepSize     float64 `json:"step_size"`
 }
+
+// ErrInterrupted is returned (wrapped) when a context ends before the work
+// does: training.Run.TrainContext's run, or Trainer.InitContext's
+// pretraining.
+var ErrInterrupted = errors.New("training interrupted")
 
 // ErrDiverged is wrapped by the error Step returns when training diverges
 // (a NaN loss, NaN parameters or energies beyond Config.MaxEnergy).
@@ -445,20 +458,17 @@ func NewStreams(seed uint64) Streams {
 
 // NewTrainer prepares a run on data (n × d, the training set) with the given
 // EBM and flow (flow may be nil only for ula; for the other algorithms the
-// flow's base is the EBM's tilt). Call Init (new run) or Restore (resumed
-// run) before the first Step. The models are trained in place.
-func NewTrainer(cfg TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
-	return newTrainer(&cfg, ebm, flow, data, streams)
-}
-
-// newTrainer is NewTrainer on the configuration *c, which it fills with
-// the defaults and keeps (a Run passes its own Config.Train).
-func newTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
+// flow's base is the EBM's tilt). It fills *c's zero fields with their
+// defaults and keeps c as the trainer's Config: a caller that shares it
+// (a training run's configuration) sees what the trainer runs. Call Init
+// (new run) or Restore (resumed run) before the first Step. The models are
+// trained in place.
+func NewTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dense, streams Streams) (*Trainer, error) {
 	n, d := data.Dims()
 	if d != ebm.Dim() {
 		return nil, fmt.Errorf("algorithms: data have %d columns, the EBM %d dimensions", d, ebm.Dim())
 	}
-	cfg, err := c.withDefaults()
+	cfg, err := c.Resolved()
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +481,7 @@ func newTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dens
 	if n < cfg.BatchSize {
 		return nil, fmt.Errorf("algorithms: %d data rows, fewer than batch_size %d", n, cfg.BatchSize)
 	}
-	if err := checkMemory(cfg.memTerms(d)); err != nil {
+	if err := sysmem.Check(cfg.MemoryTerms(d), sysmem.Limit(sysmem.DefaultLimit)); err != nil {
 		return nil, err
 	}
 	if cfg.usesFlow() && flow == nil {
@@ -505,7 +515,7 @@ func newTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dens
 	}
 	t.Bank = mat.NewDense(cfg.Persistent, d, nil)
 	t.pos = mat.NewDense(cfg.BatchSize, d, nil)
-	t.starts = mat.NewDense(cfg.chains(), d, nil)
+	t.starts = mat.NewDense(cfg.Chains(), d, nil)
 	return t, nil
 }
 
@@ -560,8 +570,9 @@ func (t *Trainer) newKernels(step float64, frozen bool) (Kernels, error) {
 	return NewKernels(t.Config.kernelConfig(step, frozen), t.EBM, t.Flow)
 }
 
-// stepSize is the local kernel's current step size.
-func (t *Trainer) stepSize() float64 {
+// StepSize is the local kernel's current step size (adapted during
+// training), or the configured one before the kernels are built.
+func (t *Trainer) StepSize() float64 {
 	if t.kernels.Local != nil {
 		return t.kernels.Local.StepSize
 	}
@@ -589,7 +600,7 @@ func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) 
 	} else if err := t.Flow.Sample(rng, x, make([]float64, m)); err != nil {
 		return nil, err
 	}
-	k, err := t.newKernels(t.stepSize(), true)
+	k, err := t.newKernels(t.StepSize(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -723,7 +734,7 @@ func (t *Trainer) Step() (IterStats, error) {
 // samples for CoopFlow.
 func (t *Trainer) chainStarts() ([]int, error) {
 	cfg := t.Config
-	m, d := cfg.chains(), t.EBM.Dim()
+	m, d := cfg.Chains(), t.EBM.Dim()
 	var idx []int
 	if cfg.PersistentChains() {
 		idx = rand.New(t.rngs.Bank).Perm(cfg.Persistent)[:m]
@@ -748,7 +759,7 @@ func (t *Trainer) runChains(st *IterStats, idx []int) (*mat.Dense, error) {
 	t.kernels.Reset()
 	state := samplers.NewState(t.starts)
 	rng := rand.New(t.rngs.Chains)
-	col := newCollector(s, t.Config.BatchSize, t.Config.chains(), t.EBM.Dim())
+	col := newCollector(s, t.Config.BatchSize, t.Config.Chains(), t.EBM.Dim())
 	var loc, glob accum
 	for k := 0; k < s.Steps; k++ {
 		ks, err := t.kernels.Kernel.Step(rng, state)
@@ -933,4 +944,35 @@ func (a *accum) mean() float64 {
 		return math.NaN()
 	}
 	return a.sum / float64(a.n)
+}
+
+// SetIterations changes the number of training iterations, stretching the
+// learning-rate decay schedules in proportion so that the total decay over
+// the run stays the same.
+func (t *TrainConfig) SetIterations(n int) {
+	if old := t.Iterations; old > 0 && n > 0 {
+		for _, o := range []*OptimConfig{&t.EBMOptim, &t.FlowOptim} {
+			if o.DecayEvery > 0 {
+				o.DecayEvery = max(1, scaleCount(o.DecayEvery, n, old))
+			}
+		}
+		if t.FreezeFlow > 0 {
+			t.FreezeFlow = scaleCount(t.FreezeFlow, n, old)
+		}
+		if t.AverageWindow > 0 {
+			t.AverageWindow = max(1, scaleCount(t.AverageWindow, n, old))
+		}
+	}
+	t.Iterations = n
+}
+
+// scaleCount is x·n/old rounded down, without overflow; beyond
+// MaxIterations it is MaxIterations+1, which validation refuses.
+func scaleCount(x, n, old int) int {
+	if float64(x)*float64(n)/float64(old) > MaxIterations {
+		return MaxIterations + 1
+	}
+	hi, lo := bits.Mul64(uint64(x), uint64(n))
+	q, _ := bits.Div64(hi, lo, uint64(old))
+	return int(q)
 }

@@ -21,6 +21,6 @@ func (ulaEBM) stepsPerDraw(SamplerConfig) int  { return 1 }
 func (ulaEBM) shorten(s *SamplerConfig, k int) { baselineSteps(s, k) }
 
 // paperSampler is 512 Langevin steps at the table's ULA step size.
-func (ulaEBM) paperSampler(tb samplerTable) SamplerConfig {
-	return SamplerConfig{Particles: tb.particles, Steps: 512, StepSize: tb.ulaStep}
+func (ulaEBM) paperSampler(tb SamplerTable) SamplerConfig {
+	return SamplerConfig{Particles: tb.Particles, Steps: 512, StepSize: tb.ULAStep}
 }

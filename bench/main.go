@@ -8,7 +8,7 @@
 //	               [-cpuprofile FILE]
 //
 // For every experiment, dtype and thread count it builds the experiment's
-// default flowMC-EBM run (algorithms.Defaults) and starts the PyTorch peer on
+// default flowMC-EBM run (settings.Defaults) and starts the PyTorch peer on
 // the same architectures, sampler settings, batch, bank and training data.
 // Both are warmed up, then timed alternately, flowebm then PyTorch, for
 // -rounds rounds of about -seconds each; the table gives the median time per
@@ -46,6 +46,8 @@ import (
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/settings"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -179,12 +181,12 @@ func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 		return b.measureConv(dtype, threads)
 	}
 
-	cfg, _, err := algorithms.Defaults(experiment, algorithms.FlowMC)
+	cfg, _, err := settings.Defaults(experiment, algorithms.FlowMC)
 	if err != nil {
 		return r, err
 	}
 	cfg.Model.Float32 = dtype == "float32"
-	run, err := algorithms.NewRun(cfg, "")
+	run, err := training.NewRun(cfg, "")
 	if err != nil {
 		return r, err
 	}
@@ -408,11 +410,11 @@ func peerSpec(tr *algorithms.Trainer) (spec, error) {
 // peerInputs writes the peer's inputs for an experiment's float64 default
 // run into dir, for running the peer by hand.
 func peerInputs(experiment, dir string) error {
-	cfg, _, err := algorithms.Defaults(experiment, algorithms.FlowMC)
+	cfg, _, err := settings.Defaults(experiment, algorithms.FlowMC)
 	if err != nil {
 		return err
 	}
-	run, err := algorithms.NewRun(cfg, "")
+	run, err := training.NewRun(cfg, "")
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/settings"
+	"github.com/flowebm/flowebm/algorithms/training"
 )
 
 // TestIterationFLOPs counts two-modes' matrix-product FLOPs by hand: d = 2,
@@ -13,11 +15,11 @@ import (
 // 64, 2 cycles of 1 i-SIR (32 particles) + 4 MALA, negatives the last
 // states.
 func TestIterationFLOPs(t *testing.T) {
-	cfg, _, err := algorithms.Defaults("two-modes", algorithms.FlowMC)
+	cfg, _, err := settings.Defaults("two-modes", algorithms.FlowMC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := algorithms.NewRun(cfg, "")
+	run, err := training.NewRun(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"math"
 	"path/filepath"
 
-	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/training"
 )
 
 // Named is one run's evaluations over training, named for a legend.
 type Named struct {
 	Name  string
-	Evals []algorithms.Eval
+	Evals []training.Eval
 }
 
 // comparison is one quantity plotted for several runs.
@@ -19,15 +19,15 @@ type comparison struct {
 	file, title, yLabel string
 	logY                bool
 	thresholds          []Threshold
-	value               func(algorithms.Eval) float64
+	value               func(training.Eval) float64
 }
 
 var comparisons = []comparison{
-	{"ebm-weight-mse", "MSE of the EBM's mode weights against the truth", "MSE", true, nil, func(e algorithms.Eval) float64 { return e.EBMWeightMSE }},
-	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e algorithms.Eval) float64 { return e.MaxRHat }},
-	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e algorithms.Eval) float64 { return e.LogDensityMedSE }},
-	{"held-out-ll", "held-out log-likelihood (log Z by importance sampling)", "mean log-likelihood", false, nil, func(e algorithms.Eval) float64 { return e.HeldOutLL }},
-	{"global-accept", "global (flow) acceptance of the negatives' chains", "acceptance", false, nil, func(e algorithms.Eval) float64 { return e.Stats.GlobalAccept }},
+	{"ebm-weight-mse", "MSE of the EBM's mode weights against the truth", "MSE", true, nil, func(e training.Eval) float64 { return e.EBMWeightMSE }},
+	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e training.Eval) float64 { return e.MaxRHat }},
+	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e training.Eval) float64 { return e.LogDensityMedSE }},
+	{"held-out-ll", "held-out log-likelihood (log Z by importance sampling)", "mean log-likelihood", false, nil, func(e training.Eval) float64 { return e.HeldOutLL }},
+	{"global-accept", "global (flow) acceptance of the negatives' chains", "acceptance", false, nil, func(e training.Eval) float64 { return e.Stats.GlobalAccept }},
 }
 
 // Compare draws, for each quantity some run has, one figure with a curve
@@ -39,7 +39,7 @@ func Compare(runs []Named, dir string, f Format) ([]string, error) {
 		fig := Figure{Title: c.title, XLabel: "iteration", YLabel: c.yLabel, LogY: c.logY, Thresholds: c.thresholds}
 		any := false
 		for _, r := range runs {
-			var pts []algorithms.Eval
+			var pts []training.Eval
 			for _, e := range r.Evals {
 				if v := c.value(e); !math.IsNaN(v) && !math.IsInf(v, 0) && (!c.logY || v > 0) {
 					pts = append(pts, e)

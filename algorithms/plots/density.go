@@ -12,15 +12,15 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/io/data"
 )
 
-// gridXYZ adapts an algorithms.Grid to plotter.GridXYZ, in the data's units when sc is
+// gridXYZ adapts an metrics.Grid to plotter.GridXYZ, in the data's units when sc is
 // not nil (coordinates and density: the density in the models' coordinates
 // divided by the scaling's Jacobian).
 type gridXYZ struct {
-	g  *algorithms.Grid
+	g  *metrics.Grid
 	sc *data.Scaling
 }
 
@@ -65,8 +65,8 @@ func scatter(x mat.Matrix, max int, c color.Color) (*plotter.Scatter, error) {
 // drawn.
 type Density struct {
 	Title string
-	// Grid holds the density (algorithms.Grid.Fill).
-	Grid *algorithms.Grid
+	// Grid holds the density (metrics.Grid.Fill).
+	Grid *metrics.Grid
 	// Scaling, if not nil, maps the grid's and the points' coordinates to
 	// the data's units for the axes (and the density to those units).
 	Scaling *data.Scaling

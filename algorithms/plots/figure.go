@@ -6,12 +6,11 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/flowebm/flowebm/algorithms/training"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/flowebm/flowebm/algorithms"
 )
 
 func plotColor(k int) color.Color {
@@ -236,7 +235,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 
 // EvalCurve extracts one quantity of every evaluation as a curve over
 // iterations.
-func EvalCurve(evals []algorithms.Eval, f func(algorithms.Eval) float64) plotter.XYs {
+func EvalCurve(evals []training.Eval, f func(training.Eval) float64) plotter.XYs {
 	pts := make(plotter.XYs, len(evals))
 	for i, e := range evals {
 		pts[i] = plotter.XY{X: float64(e.Iter), Y: f(e)}

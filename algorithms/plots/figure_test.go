@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot/plotter"
 )
@@ -48,7 +48,7 @@ func TestLogTicksReadable(t *testing.T) {
 // colours, and a figure with many curves writes its legend beside the plot.
 func TestWeightsPlotReadable(t *testing.T) {
 	truths := []float64{0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125}
-	evals := []algorithms.Eval{{Iter: 0, EBMWeights: []float64{0.1, 0.15, 0.12, 0.13, 0.125, 0.125, 0.11, 0.135}}}
+	evals := []training.Eval{{Iter: 0, EBMWeights: []float64{0.1, 0.15, 0.12, 0.13, 0.125, 0.125, 0.11, 0.135}}}
 	lo, hi := weightRange(truths, evals)
 	if !(lo > 0.05 && lo < 0.1 && hi > 0.15 && hi < 0.2) {
 		t.Errorf("weight range [%v, %v], want about [0.08, 0.17]", lo, hi)
@@ -101,7 +101,7 @@ func TestHistoryFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evals := []algorithms.Eval{{Iter: 10, EBMWeights: []float64{0.12, 0.18, 0.3, 0.4}, MaxRHat: math.NaN()}}
+	evals := []training.Eval{{Iter: 10, EBMWeights: []float64{0.12, 0.18, 0.3, 0.4}, MaxRHat: math.NaN()}}
 	rhat, weights := History{Experiment: exp, Algorithm: "flowmc", Evals: evals}.figures()
 	if rhat != nil {
 		t.Error("R-hat figure for a 2D experiment")

@@ -11,6 +11,9 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/metrics"
+	"github.com/flowebm/flowebm/algorithms/settings"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/data"
 )
 
@@ -54,7 +57,7 @@ func TestFormats(t *testing.T) {
 // persistent chains named as such), glyphs large enough to see in the
 // legend, and a heat map drawn as one image (no seams between cells).
 func TestDensityPlotParts(t *testing.T) {
-	g := algorithms.NewGrid(3, 20)
+	g := metrics.NewGrid(3, 20)
 	if err := g.Fill(func(x mat.Matrix, out []float64) error {
 		for i := range out {
 			out[i] = -0.5 * (x.At(i, 0)*x.At(i, 0) + x.At(i, 1)*x.At(i, 1))
@@ -120,9 +123,9 @@ func TestDensityPlotParts(t *testing.T) {
 
 // smallRun is two-modes' flowMC-EBM shrunk to train and evaluate twice in
 // a fraction of a second.
-func smallRun(t *testing.T) *algorithms.Run {
+func smallRun(t *testing.T) *training.Run {
 	t.Helper()
-	cfg, _, err := algorithms.Defaults("two-modes", algorithms.FlowMC)
+	cfg, _, err := settings.Defaults("two-modes", algorithms.FlowMC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +135,7 @@ func smallRun(t *testing.T) *algorithms.Run {
 	cfg.Train.Sampler.Particles = 8
 	cfg.Model.EBMHidden = []int{16, 16}
 	cfg.Model.FlowBlocks = 2
-	r, err := algorithms.NewRun(cfg, t.TempDir())
+	r, err := training.NewRun(cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

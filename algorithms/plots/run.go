@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/training"
 )
 
 // WriteRun writes the run's plots into its folder in format f:
@@ -23,7 +24,7 @@ import (
 // first 64 chains of the persistent bank, for image experiments) and
 // weights.png (mode or class weights over training); .svg or .pdf for
 // those formats.
-func WriteRun(r *algorithms.Run, f Format) error {
+func WriteRun(r *training.Run, f Format) error {
 	if g := r.Grid(); g != nil && len(r.Evals) > 0 {
 		dp := Density{
 			Title:   fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter),
@@ -62,7 +63,7 @@ type History struct {
 	Experiment *experiments.Experiment
 	Algorithm  algorithms.Algorithm
 	RHatChains int
-	Evals      []algorithms.Eval
+	Evals      []training.Eval
 }
 
 // Write writes the plots into dir in format f.
@@ -84,7 +85,7 @@ func (p History) Write(dir string, f Format) error {
 func (p History) figures() (rhat, weights *Figure) {
 	exp := p.Experiment
 	if len(p.Evals) > 0 && !(exp.Box > 0 && exp.Dim() == 2) {
-		var evals []algorithms.Eval
+		var evals []training.Eval
 		for _, e := range p.Evals {
 			if !math.IsNaN(e.MaxRHat) {
 				evals = append(evals, e)
@@ -94,8 +95,8 @@ func (p History) figures() (rhat, weights *Figure) {
 			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", exp.Name, p.Algorithm, p.RHatChains),
 			XLabel: "iteration", YLabel: "max R-hat", LogY: true,
 			Curves: []Curve{
-				{Name: "rank-normalised split R-hat", Points: EvalCurve(evals, func(e algorithms.Eval) float64 { return e.MaxRHat })},
-				{Name: "classic R-hat", Points: EvalCurve(evals, func(e algorithms.Eval) float64 { return e.MaxRHatClassic })},
+				{Name: "rank-normalised split R-hat", Points: EvalCurve(evals, func(e training.Eval) float64 { return e.MaxRHat })},
+				{Name: "classic R-hat", Points: EvalCurve(evals, func(e training.Eval) float64 { return e.MaxRHatClassic })},
 			},
 			Thresholds: RHatThresholds,
 		}
@@ -119,7 +120,7 @@ func (p History) figures() (rhat, weights *Figure) {
 			name = fmt.Sprintf("class %s (truth %s)", exp.ClassNames[k], truth)
 		}
 		weights.Curves = append(weights.Curves, Curve{Name: name,
-			Points: EvalCurve(p.Evals, func(e algorithms.Eval) float64 { return e.EBMWeight(k) }), Ref: w, HasRef: true})
+			Points: EvalCurve(p.Evals, func(e training.Eval) float64 { return e.EBMWeight(k) }), Ref: w, HasRef: true})
 	}
 	return rhat, weights
 }
@@ -128,7 +129,7 @@ func (p History) figures() (rhat, weights *Figure) {
 // finite weight over training, padded by a tenth of their spread (at
 // least 0.02), within [0, 1], so that close truths (eight at 0.125) read
 // apart.
-func weightRange(truths []float64, evals []algorithms.Eval) (lo, hi float64) {
+func weightRange(truths []float64, evals []training.Eval) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	see := func(v float64) {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
 )
 
 func compareCmd() *cobra.Command {
@@ -171,17 +171,17 @@ func checkCompareOut(out string, runs []string) error {
 
 // runEvals reads a run folder's evaluations: metrics.csv, or for a run
 // that has not finished, its newest checkpoint's evals.csv.
-func runEvals(dir string) ([]algorithms.Eval, error) {
+func runEvals(dir string) ([]training.Eval, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a run folder", dir)
 	}
-	evals, err := algorithms.ReadEvalsCSVModes(filepath.Join(dir, "metrics.csv"))
+	evals, err := training.ReadEvalsCSVModes(filepath.Join(dir, "metrics.csv"))
 	if !errors.Is(err, os.ErrNotExist) {
 		return evals, err
 	}
-	ck, err := algorithms.LatestCheckpoint(dir)
+	ck, err := training.LatestCheckpoint(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no metrics.csv and %w", dir, err)
 	}
-	return algorithms.ReadEvalsCSVModes(filepath.Join(ck, "evals.csv"))
+	return training.ReadEvalsCSVModes(filepath.Join(ck, "evals.csv"))
 }

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/npy"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
@@ -67,7 +68,7 @@ func TestTrainOnDataRecoversWeights(t *testing.T) {
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("train: %s", stderr.String())
 	}
-	var m algorithms.Metrics
+	var m training.Metrics
 	b, err := os.ReadFile(filepath.Join(out, "metrics.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +264,7 @@ func TestResumeOnMovedDataKeepsSettings(t *testing.T) {
 	if code := run([]string{"train", "--resume", out, "--data", moved, "--quiet"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("resume on the moved data: %s", stderr.String())
 	}
-	var cfg algorithms.RunConfig
+	var cfg config.Run
 	b, _ = os.ReadFile(filepath.Join(out, "config.json"))
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
@@ -276,7 +276,7 @@ func loadCheckpoint(dir string) (checkpoint.Models, error) {
 	var err error
 	for try := 0; try < 3; try++ {
 		var latest string
-		if latest, err = algorithms.LatestCheckpoint(dir); err != nil {
+		if latest, err = training.LatestCheckpoint(dir); err != nil {
 			if !isTrainingRun(dir) {
 				return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
 			}

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
-	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/spf13/cobra"
 )
 
@@ -45,7 +45,7 @@ func redraw(dir string, format plots.Format) error {
 		return err
 	}
 	defer release()
-	run, err := algorithms.Resume(dir)
+	run, err := training.Resume(dir)
 	if err != nil {
 		return err
 	}

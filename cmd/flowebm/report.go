@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -84,7 +85,7 @@ func (w *reportWriter) header(elapsed time.Duration) {
 
 // rows writes a table row per run: row for a run whose final evaluation
 // has what ok asks, else the run's status in a row of cols cells.
-func (w *reportWriter) rows(rs []*reproRun, cols int, ok func(*algorithms.Eval) bool, row func(*reproRun, *algorithms.Eval)) {
+func (w *reportWriter) rows(rs []*reproRun, cols int, ok func(*training.Eval) bool, row func(*reproRun, *training.Eval)) {
 	for _, r := range rs {
 		if ev := r.final(); ev != nil && ok(ev) {
 			row(r, ev)
@@ -101,13 +102,13 @@ func (w *reportWriter) twoModes() error {
 		p("## Motivating example: two modes with weights 1/3, 2/3 (paper Fig. 1)\n\n")
 		p("EBM mode weights by grid quadrature (200² grid on [−3.5, 3.5]²); negatives' weights by nearest-mode zones, pooled over the iterations since the previous evaluation (a single batch of 64 has a standard error near 0.06 per weight).\n\n")
 		p("| algorithm | EBM weight, mode (−1.5, −1.5) | EBM weight, mode (1.5, 1.5) | weight MSE | negatives' weights | spread of the top-right weight over the last half of training |\n|---|---|---|---|---|---|\n")
-		w.rows(rs, 6, func(ev *algorithms.Eval) bool { return ev.EBMWeights != nil }, func(r *reproRun, ev *algorithms.Eval) {
+		w.rows(rs, 6, func(ev *training.Eval) bool { return ev.EBMWeights != nil }, func(r *reproRun, ev *training.Eval) {
 			lo, hi := weightRange(r.evals, 1)
 			p("| %s%s | %.3f | %.3f | %.2e | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, fmtWeights(ev.NegWeights), lo, hi)
 		})
 		p("\nTruth: 0.333, 0.667. ")
 		if err := plotAcross(f.out, "two-modes-weights"+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
-			func(e algorithms.Eval) float64 { return e.EBMWeight(1) }); err != nil {
+			func(e training.Eval) float64 { return e.EBMWeight(1) }); err != nil {
 			return err
 		}
 		p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](two-modes-weights%s)\n\n", ext)
@@ -122,12 +123,12 @@ func (w *reportWriter) fourModes() error {
 		p("## Extended motivating example: four modes with weights 0.1, 0.2, 0.3, 0.4 (paper Table 3)\n\n")
 		p("MSEs of mode weights: chain starts and negatives (each pooled over the iterations since the previous evaluation) against the EBM, the EBM against the truth. Ours / paper.\n\n")
 		p("| algorithm | init. wrt EBM | neg. samples wrt EBM | EBM wrt truth | EBM weights |\n|---|---|---|---|---|\n")
-		w.rows(rs, 5, func(*algorithms.Eval) bool { return true }, func(r *reproRun, ev *algorithms.Eval) {
+		w.rows(rs, 5, func(*training.Eval) bool { return true }, func(r *reproRun, ev *training.Eval) {
 			pp := paperNumbers.table3[r.algorithm]
 			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights))
 		})
 		if err := plotAcross(f.out, "four-modes-mse"+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
-			func(e algorithms.Eval) float64 { return e.EBMWeightMSE }); err != nil {
+			func(e training.Eval) float64 { return e.EBMWeightMSE }); err != nil {
 			return err
 		}
 		p("\n![four-modes MSE](four-modes-mse%s)\n\n", ext)
@@ -147,7 +148,7 @@ func (w *reportWriter) table1() error {
 	if len(t1) > 0 {
 		p("## 2D targets (paper Table 1)\n\n")
 		p("Median over 4,096 held-out data points of (log p_θ(x) − log p⋆(x))², the EBM normalised by quadrature on a 200² grid. Ours / paper.\n\n")
-		crossTable(&w.b, t1, get, func(e string) string { return e }, func(ev *algorithms.Eval, e string, a algorithms.Algorithm) string {
+		crossTable(&w.b, t1, get, func(e string) string { return e }, func(ev *training.Eval, e string, a algorithms.Algorithm) string {
 			return fmt.Sprintf("%.2f / %.2f", ev.LogDensityMedSE, paperNumbers.table1[e][a])
 		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table1[e][a] })
 		p("\nDensities (each run's `density%s`):\n\n", ext)
@@ -175,14 +176,14 @@ func (w *reportWriter) table2() error {
 	if len(t2) > 0 {
 		p("## High-dimensional mixture of four Gaussians (paper Table 2)\n\n")
 		p("Max over dimensions of R-hat of 128 chains started from the persistent state (from the flow for CoopFlow), run with the training kernel for the paper's number of steps of that algorithm (at least 8; a flowMC step is a whole global + local cycle), not the scaled training chains' length: R-hat falls as chains grow. Rank-normalised split R-hat (Vehtari et al. 2021) / classic R-hat / paper. Both are large when chains barely move; for well-mixed chains stuck in separate modes the rank-normalised R-hat saturates (about 1.66 for two equal groups) while the classic one grows with the separation, so the paper's large values compare with the classic column.\n\n")
-		crossTable(&w.b, t2, get, func(e string) string { return "d = " + strings.TrimPrefix(e, "four-gaussians-") }, func(ev *algorithms.Eval, e string, a algorithms.Algorithm) string {
+		crossTable(&w.b, t2, get, func(e string) string { return "d = " + strings.TrimPrefix(e, "four-gaussians-") }, func(ev *training.Eval, e string, a algorithms.Algorithm) string {
 			return fmt.Sprintf("%.2f / %.2f / %.2f", ev.MaxRHat, ev.MaxRHatClassic, paperNumbers.table2[e][a])
 		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table2[e][a] })
 		p("\n")
 		for _, e := range t2 {
 			name := "rhat-" + e + ext
 			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), plots.RHatThresholds, present(runs, e),
-				func(e algorithms.Eval) float64 { return e.MaxRHat }); err != nil {
+				func(e training.Eval) float64 { return e.MaxRHat }); err != nil {
 				return err
 			}
 			p("![%s](%s)\n", name, name)

@@ -19,6 +19,8 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/settings"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/spf13/cobra"
 )
@@ -85,14 +87,14 @@ type reproRun struct {
 	dir          string
 	exactDensity bool // the experiment has an exact log-density
 	// Filled after the run:
-	evals   []algorithms.Eval
-	metrics algorithms.Metrics
+	evals   []training.Eval
+	metrics training.Metrics
 	err     string // the run's error (e.g. divergence), "" if it finished
 }
 
 func (r *reproRun) name() string { return r.experiment + "-" + string(r.algorithm) }
 
-func (r *reproRun) final() *algorithms.Eval {
+func (r *reproRun) final() *training.Eval {
 	if len(r.evals) == 0 {
 		return nil
 	}
@@ -176,7 +178,7 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 			if err := a.Set(name); err != nil {
 				return nil, err
 			}
-			if _, _, err := algorithms.DefaultsFor(exp, a); err != nil {
+			if _, _, err := settings.DefaultsFor(exp, a); err != nil {
 				return nil, err
 			}
 			r := &reproRun{experiment: e, exp: exp, algorithm: a}
@@ -241,7 +243,7 @@ func (f reproduceFlags) iterations(r *reproRun) int {
 	if f.iters > 0 {
 		return f.iters
 	}
-	cfg, _, _ := algorithms.Defaults(r.experiment, r.algorithm)
+	cfg, _, _ := settings.Defaults(r.experiment, r.algorithm)
 	if f.quick {
 		return max(50, cfg.Train.Iterations/10)
 	}
@@ -264,7 +266,7 @@ func checkKeptRuns(runs []*reproRun, f reproduceFlags) error {
 
 // checkKept checks the run that r.dir may hold (see checkKeptRuns).
 func checkKept(r *reproRun, f reproduceFlags) error {
-	cfg, err := algorithms.ReadRunConfig(r.dir)
+	cfg, err := training.ReadRunConfig(r.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -288,9 +290,9 @@ func checkKept(r *reproRun, f reproduceFlags) error {
 
 // finishedEvals reads a finished run's evaluations (metrics.csv), refusing
 // a file without any.
-func (r *reproRun) finishedEvals() ([]algorithms.Eval, error) {
+func (r *reproRun) finishedEvals() ([]training.Eval, error) {
 	path := filepath.Join(r.dir, "metrics.csv")
-	evals, err := algorithms.ReadEvalsCSV(path, len(r.exp.Weights))
+	evals, err := training.ReadEvalsCSV(path, len(r.exp.Weights))
 	if err == nil && len(evals) == 0 {
 		err = fmt.Errorf("%s holds no evaluations, yet the run finished (it has metrics.json): the file is damaged; move the run folder away to train it again", path)
 	}
@@ -385,14 +387,14 @@ func (r *reproRun) load(format plots.Format) error {
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
 		r.err = strings.TrimSpace(string(b))
 		var err error
-		r.evals, err = algorithms.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
+		r.evals, err = training.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil // failed before its first checkpoint
 		}
 		return err
 	}
 	var err error
-	r.metrics, err = algorithms.ReadMetrics(filepath.Join(r.dir, "metrics.json"))
+	r.metrics, err = training.ReadMetrics(filepath.Join(r.dir, "metrics.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		r.err = "no metrics.json"
 		return nil
@@ -407,7 +409,7 @@ func (r *reproRun) load(format plots.Format) error {
 	if r.evals, err = r.finishedEvals(); err != nil {
 		return err
 	}
-	cfg, err := algorithms.ReadRunConfig(r.dir)
+	cfg, err := training.ReadRunConfig(r.dir)
 	if err != nil {
 		return err
 	}
@@ -444,7 +446,7 @@ var algorithmNames = map[algorithms.Algorithm]string{algorithms.FlowMC: "flowMC-
 // column per experiment; cell formats a finished run's final evaluation, and
 // a failed run shows its status beside the paper's number.
 func crossTable(b *strings.Builder, exps []string, get func(e string, a algorithms.Algorithm) *reproRun, head func(string) string,
-	cell func(ev *algorithms.Eval, e string, a algorithms.Algorithm) string, paper func(e string, a algorithms.Algorithm) float64) {
+	cell func(ev *training.Eval, e string, a algorithms.Algorithm) string, paper func(e string, a algorithms.Algorithm) float64) {
 	fmt.Fprint(b, "| algorithm |")
 	for _, e := range exps {
 		fmt.Fprintf(b, " %s |", head(e))
@@ -547,7 +549,7 @@ func (r *reproRun) mark() string {
 
 // weightRange is the range of mode k's EBM weight over the second half of
 // training.
-func weightRange(evals []algorithms.Eval, k int) (lo, hi float64) {
+func weightRange(evals []training.Eval, k int) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	last := evals[len(evals)-1].Iter
 	for _, e := range evals {
@@ -581,10 +583,10 @@ func fmtRate(v float64) string {
 // plotAcross plots one evaluation quantity over training for several runs
 // of one experiment, with an optional reference line (ref, NaN for none)
 // and threshold lines.
-func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []plots.Threshold, runs []*reproRun, f func(algorithms.Eval) float64) error {
+func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []plots.Threshold, runs []*reproRun, f func(training.Eval) float64) error {
 	fig := plots.Figure{Title: title, XLabel: "iteration", YLabel: yLabel, LogY: logY, Thresholds: thresholds}
 	for _, r := range runs {
-		var evals []algorithms.Eval
+		var evals []training.Eval
 		for _, e := range r.evals {
 			if !math.IsNaN(f(e)) {
 				evals = append(evals, e)

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -27,7 +29,7 @@ type trainFlags struct {
 	iterations, epochs              int
 	seed                            uint64
 	quiet, force                    bool
-	data                            algorithms.DataConfig
+	data                            config.Data
 	plotFormat                      plots.Format
 	seeds                           string
 	forceSeed                       bool // set by --seeds for each run
@@ -169,7 +171,7 @@ func seedsFolder(cmd *cobra.Command, f trainFlags) (string, error) {
 	if f.out != "" {
 		return f.out, nil
 	}
-	plan, err := algorithms.NewPlan(f.request(cmd))
+	plan, err := training.NewPlan(f.request(cmd))
 	if err != nil {
 		return "", err
 	}
@@ -190,7 +192,7 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	}
 	ctx, setupDone, stop := watchSignals()
 	defer stop()
-	var run *algorithms.Run
+	var run *training.Run
 	var release func()
 	var err error
 	if f.resume != "" {
@@ -227,11 +229,11 @@ const (
 // anything else there is an error (without --force, which trains it
 // again).
 func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
-	have, err := algorithms.ReadRunConfig(dir)
+	have, err := training.ReadRunConfig(dir)
 	if err != nil || g.force {
 		return seedNew, nil
 	}
-	plan, err := algorithms.NewPlan(g.request(cmd))
+	plan, err := training.NewPlan(g.request(cmd))
 	if err != nil {
 		return seedNew, err
 	}
@@ -239,7 +241,7 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 	if want.Epochs > 0 && have.Epochs == want.Epochs {
 		want.Train.Iterations = have.Train.Iterations // resolved from the rows when trained
 	}
-	dataOf := func(c algorithms.RunConfig) string {
+	dataOf := func(c config.Run) string {
 		if c.Data == nil {
 			return ""
 		}
@@ -264,7 +266,7 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 
 // finished reports whether run is at its last iteration with the outputs
 // written after it (metrics.json, then the plots, then samples.npy, last).
-func finished(run *algorithms.Run) bool {
+func finished(run *training.Run) bool {
 	if run.Trainer.Iter < run.Config.Train.Iterations {
 		return false
 	}
@@ -330,7 +332,7 @@ func watchSignals() (ctx context.Context, setupDone, stop func()) {
 
 // resumeRun reopens the run of --resume (on a moved data file with
 // --data), locked.
-func resumeRun(f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
+func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 	if fi, err := os.Stat(f.resume); err != nil || !fi.IsDir() {
 		return nil, nil, checkResumable(f.resume)
 	}
@@ -354,11 +356,11 @@ func resumeRun(f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
 		release()
 		return nil, nil, err
 	}
-	var run *algorithms.Run
+	var run *training.Run
 	if f.data.File != "" {
-		run, err = algorithms.ResumeOn(f.resume, f.data.File, f.data.Key)
+		run, err = training.ResumeOn(f.resume, f.data.File, f.data.Key)
 	} else {
-		run, err = algorithms.Resume(f.resume)
+		run, err = training.Resume(f.resume)
 	}
 	if err != nil {
 		release()
@@ -373,8 +375,8 @@ func resumeRun(f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
 
 // request is what the flags ask of a new run: only the flags given (and
 // --seed under --seeds) override a --config file.
-func (f trainFlags) request(cmd *cobra.Command) algorithms.Request {
-	req := algorithms.Request{ConfigFile: f.config, Iterations: f.iterations, Epochs: f.epochs}
+func (f trainFlags) request(cmd *cobra.Command) training.Request {
+	req := training.Request{ConfigFile: f.config, Iterations: f.iterations, Epochs: f.epochs}
 	changed := cmd.Flags().Changed
 	if f.data.File != "" {
 		data := f.data
@@ -398,7 +400,7 @@ func (f trainFlags) request(cmd *cobra.Command) algorithms.Request {
 }
 
 // runFolder is --out, or runs/EXPERIMENT-ALGORITHM-sSEED.
-func runFolder(f trainFlags, cfg algorithms.RunConfig) string {
+func runFolder(f trainFlags, cfg config.Run) string {
 	if f.out != "" {
 		return f.out
 	}
@@ -411,8 +413,8 @@ func runFolder(f trainFlags, cfg algorithms.RunConfig) string {
 
 // startRun builds a new run in its folder, locked, refusing to replace a
 // run without --force or to write where its inputs are.
-func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writer) (*algorithms.Run, func(), error) {
-	plan, err := algorithms.NewPlan(f.request(cmd))
+func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writer) (*training.Run, func(), error) {
+	plan, err := training.NewPlan(f.request(cmd))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -491,7 +493,7 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	return nil
 }
 
-func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
+func train(ctx context.Context, run *training.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
 	cfg := run.Config
 	total := cfg.Train.Iterations
 	bar, lines := newProgress(run, errOut, quiet)
@@ -522,13 +524,13 @@ func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quie
 		return fmt.Errorf("%s: the run ended with no evaluation to report (its checkpoint's evals.csv holds none): train it again with --force", run.Dir)
 	}
 	final := run.Evals[len(run.Evals)-1]
-	if err := algorithms.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
+	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
 		return err
 	}
 	if err := plots.WriteRun(run, format); err != nil {
 		return err
 	}
-	if err := algorithms.WriteSamples(run); err != nil {
+	if err := training.WriteSamples(run); err != nil {
 		return err
 	}
 	printSummary(out, run, final, total-start, elapsed)
@@ -537,7 +539,7 @@ func train(ctx context.Context, run *algorithms.Run, out, errOut io.Writer, quie
 
 // newProgress shows training's progress on errOut: a bar on a terminal,
 // periodic lines elsewhere (CI logs, files), nothing when quiet.
-func newProgress(run *algorithms.Run, errOut io.Writer, quiet bool) (*progressbar.ProgressBar, *progressLines) {
+func newProgress(run *training.Run, errOut io.Writer, quiet bool) (*progressbar.ProgressBar, *progressLines) {
 	total := run.Config.Train.Iterations
 	var bar *progressbar.ProgressBar
 	var lines *progressLines
@@ -564,7 +566,7 @@ func newProgress(run *algorithms.Run, errOut io.Writer, quiet bool) (*progressba
 // printSummary prints what the run reached: the time per iteration, the
 // weights against the truth, the density error, the held-out
 // log-likelihood, R-hat and acceptance.
-func printSummary(out io.Writer, run *algorithms.Run, final algorithms.Eval, trained int, elapsed time.Duration) {
+func printSummary(out io.Writer, run *training.Run, final training.Eval, trained int, elapsed time.Duration) {
 	if trained == 0 {
 		fmt.Fprintf(out, "the run had finished training; its outputs are now complete\n")
 	} else {

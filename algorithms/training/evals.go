@@ -1,4 +1,4 @@
-package algorithms
+package training
 
 import (
 	"encoding/csv"
@@ -6,74 +6,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/safefile"
 )
-
-// jsonSafe returns v with every NaN or infinite float replaced by nil (JSON
-// null), structs turned into maps keyed by their json tags.
-func jsonSafe(v any) any { return safeValue(reflect.ValueOf(v)) }
-
-func safeValue(v reflect.Value) any {
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil
-		}
-		return f
-	case reflect.Slice, reflect.Array:
-		if v.Kind() == reflect.Slice && v.IsNil() {
-			return nil
-		}
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return v.Interface()
-		}
-		out := make([]any, v.Len())
-		for i := range out {
-			out[i] = safeValue(v.Index(i))
-		}
-		return out
-	case reflect.Map:
-		out := map[string]any{}
-		for _, k := range v.MapKeys() {
-			out[fmt.Sprint(k.Interface())] = safeValue(v.MapIndex(k))
-		}
-		return out
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return nil
-		}
-		return safeValue(v.Elem())
-	case reflect.Struct:
-		out := map[string]any{}
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			fv := v.Field(i)
-			if strings.Contains(opts, "omitempty") && fv.IsZero() {
-				continue
-			}
-			out[name] = safeValue(fv)
-		}
-		return out
-	}
-	return v.Interface()
-}
 
 // evalColumns are the scalar columns of metrics.csv after iter, before the
 // per-mode weight columns; evalScalars points at the fields they hold.
@@ -182,7 +121,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 				return nil, fmt.Errorf("%s: line %d, column %d (%s): %w", path, line, j+2, head[j+1], err)
 			}
 		}
-		e := Eval{Iter: iter, Stats: IterStats{Iter: iter}}
+		e := Eval{Iter: iter, Stats: algorithms.IterStats{Iter: iter}}
 		for j, p := range evalScalars(&e) {
 			*p = v[1+j]
 		}

@@ -1,4 +1,4 @@
-package algorithms
+package training
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 )
@@ -93,7 +94,7 @@ var crashPoints = []crashCase{
 // from the newest complete checkpoint, continues bit for bit as an
 // uninterrupted run, and checkpoints again.
 func TestResumeAfterCrashInCheckpoint(t *testing.T) {
-	const alg, total = FlowMC, 12
+	const alg, total = algorithms.FlowMC, 12
 	straight := smallRun(t, alg, total, t.TempDir())
 	stepN(t, straight, total)
 	for _, c := range crashPoints {
@@ -143,7 +144,7 @@ func TestResumeAfterCrashInCheckpoint(t *testing.T) {
 func TestCheckpointAfterCrashInCheckpoint(t *testing.T) {
 	for _, c := range crashPoints {
 		t.Run(c.point, func(t *testing.T) {
-			dir, r := crashedRun(t, FlowMC, 12, c.point)
+			dir, r := crashedRun(t, algorithms.FlowMC, 12, c.point)
 			stepN(t, r, 2)
 			// A crash early in this write still finds the recovered
 			// checkpoint.
@@ -173,7 +174,7 @@ func TestCrashInFirstCheckpoint(t *testing.T) {
 	for _, c := range crashPoints {
 		t.Run(c.point, func(t *testing.T) {
 			dir := t.TempDir()
-			r := smallRun(t, FlowMC, 12, dir)
+			r := smallRun(t, algorithms.FlowMC, 12, dir)
 			stepN(t, r, 3)
 			crashAt(t, c.point)
 			if err := r.Checkpoint(); !errors.Is(err, errCrash) {
@@ -189,7 +190,7 @@ func TestCrashInFirstCheckpoint(t *testing.T) {
 					t.Errorf("Resume: %v, want a missing-file error", err)
 				}
 				// Training again from the start writes a checkpoint.
-				r = smallRun(t, FlowMC, 12, dir)
+				r = smallRun(t, algorithms.FlowMC, 12, dir)
 				stepN(t, r, 2)
 				checkpointAndResume(t, r, dir, 2)
 				return
@@ -218,7 +219,7 @@ func TestCrashInFirstCheckpoint(t *testing.T) {
 func TestCheckpointFolderStates(t *testing.T) {
 	build := func(t *testing.T) (string, *Run) {
 		dir := t.TempDir()
-		r := smallRun(t, FlowMC, 12, dir)
+		r := smallRun(t, algorithms.FlowMC, 12, dir)
 		stepN(t, r, 2)
 		if err := r.Checkpoint(); err != nil {
 			t.Fatal(err)
@@ -272,10 +273,10 @@ func TestCheckpointFolderStates(t *testing.T) {
 // A divergence names the last good checkpoint only once one was written.
 func TestDivergedMessageNamesCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	r := smallRun(t, FlowMC, 12, dir)
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
 	r.Trainer.Config.MaxEnergy = 1e-300
 	err := r.Train(nil)
-	if !errors.Is(err, ErrDiverged) {
+	if !errors.Is(err, algorithms.ErrDiverged) {
 		t.Fatalf("Train: %v, want divergence", err)
 	}
 	if !strings.Contains(err.Error(), "no checkpoint was written yet") || strings.Contains(err.Error(), filepath.Join(dir, "checkpoint")) {
@@ -283,14 +284,14 @@ func TestDivergedMessageNamesCheckpoint(t *testing.T) {
 	}
 
 	dir = t.TempDir()
-	r = smallRun(t, FlowMC, 12, dir)
+	r = smallRun(t, algorithms.FlowMC, 12, dir)
 	r.Config.CheckpointEvery = 2
 	err = r.Train(func(it int) {
 		if it == 2 {
 			r.Trainer.Config.MaxEnergy = 1e-300
 		}
 	})
-	if !errors.Is(err, ErrDiverged) {
+	if !errors.Is(err, algorithms.ErrDiverged) {
 		t.Fatalf("Train: %v, want divergence", err)
 	}
 	ck := filepath.Join(dir, "checkpoint")
@@ -327,7 +328,7 @@ func TestCorruptCheckpointSaysWhy(t *testing.T) {
 
 // Absurd state values are refused on resume, each naming its field: they
 // were taken as given (a step of 1e308, iteration 0 with the state of
-// iteration 2, a NaN chain, a negative Adam moment).
+// iteration 2, a NaN chain, a negative algorithms.Adam moment).
 func TestResumeRefusesAbsurdState(t *testing.T) {
 	base, _ := checkpointedRun(t, 4, 2)
 	state, _ := os.ReadFile(filepath.Join(base, "checkpoint", "state.json"))
@@ -368,7 +369,7 @@ func TestResumeRefusesAbsurdState(t *testing.T) {
 // crashedRun is a run of algorithm alg and total iterations in a new
 // folder, checkpointed at iteration 4, stepped to 7 and crashed at point
 // of its next checkpoint.
-func crashedRun(t *testing.T, alg Algorithm, total int, point string) (string, *Run) {
+func crashedRun(t *testing.T, alg algorithms.Algorithm, total int, point string) (string, *Run) {
 	t.Helper()
 	dir := t.TempDir()
 	r := smallRun(t, alg, total, dir)
@@ -408,7 +409,7 @@ func checkpointAndResume(t *testing.T, r *Run, dir string, want int) *Run {
 func checkpointedRun(t *testing.T, iters, steps int) (string, *Run) {
 	t.Helper()
 	dir := t.TempDir()
-	r := smallRun(t, FlowMC, iters, dir)
+	r := smallRun(t, algorithms.FlowMC, iters, dir)
 	stepN(t, r, steps)
 	if err := r.Checkpoint(); err != nil {
 		t.Fatal(err)
@@ -528,7 +529,7 @@ func TestResumeRefusesAbsurdStateArrays(t *testing.T) {
 // config.json, which neither --resume nor a fresh start could use.
 func TestFirstCheckpointDropsReplacedRunsCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	r := smallRun(t, FlowMC, 12, dir)
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
 	stepN(t, r, 3)
 	crashAt(t, "complete")
 	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
@@ -536,7 +537,7 @@ func TestFirstCheckpointDropsReplacedRunsCheckpoint(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, "config.json")) // the kill came during its rename
 	wantOnly(t, dir, "checkpoint.new")
-	r = smallRun(t, FlowMC, 12, dir)
+	r = smallRun(t, algorithms.FlowMC, 12, dir)
 	stepN(t, r, 2)
 	crashAt(t, "models")
 	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
@@ -546,7 +547,7 @@ func TestFirstCheckpointDropsReplacedRunsCheckpoint(t *testing.T) {
 		t.Fatalf("the second run left %s, a complete checkpoint that is not its own", ck)
 	}
 	crashHook = nil
-	r = smallRun(t, FlowMC, 12, dir)
+	r = smallRun(t, algorithms.FlowMC, 12, dir)
 	stepN(t, r, 2)
 	if err := r.Checkpoint(); err != nil {
 		t.Fatal(err)
@@ -562,7 +563,7 @@ func TestFirstCheckpointDropsReplacedRunsCheckpoint(t *testing.T) {
 // density.png blank).
 func TestResumeFinishedRunCompletesOutputs(t *testing.T) {
 	dir := t.TempDir()
-	r := smallRun(t, FlowMC, 4, dir)
+	r := smallRun(t, algorithms.FlowMC, 4, dir)
 	if err := r.Train(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +593,7 @@ func TestResumeFinishedRunCompletesOutputs(t *testing.T) {
 // and failing.
 func TestShortEvalsFallBackToOldCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	r := smallRun(t, FlowMC, 12, dir)
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
 	stepN(t, r, 2) // evaluated at iterations 1 and 2
 	if err := r.Checkpoint(); err != nil {
 		t.Fatal(err)
@@ -623,7 +624,7 @@ func TestShortEvalsFallBackToOldCheckpoint(t *testing.T) {
 func TestForeignCheckpointNewIgnored(t *testing.T) {
 	dir, _ := checkpointedRun(t, 12, 2)
 	other := t.TempDir()
-	r := smallRun(t, FlowMC, 8, other) // another length: another configuration
+	r := smallRun(t, algorithms.FlowMC, 8, other) // another length: another configuration
 	stepN(t, r, 3)
 	if err := r.Checkpoint(); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package algorithms
+package settings
 
 import (
 	"bytes"
@@ -9,22 +9,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 )
 
-var update = flag.Bool("update", false, "rewrite the paper configurations under configs/")
+var update = flag.Bool("update", false, "rewrite the paper configurations under algorithms/configs/")
 
 // paperExperiments are the experiments whose paper settings are checked in.
 var paperExperiments = []string{"two-modes", "four-modes", "8-gaussians", "rings",
 	"four-gaussians-16", "four-gaussians-32", "four-gaussians-64", "mnist"}
 
-// TestPaperConfigFiles checks that configs/EXPERIMENT-ALGORITHM.json hold
+// TestPaperConfigFiles checks that algorithms/configs/EXPERIMENT-ALGORITHM.json hold
 // exactly PaperConfig's settings (go test -update rewrites them) and that
 // each is a valid configuration.
 func TestPaperConfigFiles(t *testing.T) {
 	for _, e := range paperExperiments {
 		exp := lookUp(t, e)
-		for _, a := range Algorithms {
+		for _, a := range algorithms.Algorithms {
 			rc, _, err := paperConfig(exp, a)
 			if err != nil {
 				t.Fatal(err)
@@ -32,12 +35,12 @@ func TestPaperConfigFiles(t *testing.T) {
 			var buf bytes.Buffer
 			enc := json.NewEncoder(&buf)
 			enc.SetIndent("", "  ")
-			if err := enc.Encode(jsonSafe(rc)); err != nil {
+			if err := enc.Encode(jsonfile.Safe(rc)); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("configs", e+"-"+string(a)+".json")
+			path := filepath.Join("..", "configs", e+"-"+string(a)+".json")
 			if *update {
-				if err := writeJSON(path, rc); err != nil {
+				if err := jsonfile.Write(path, rc); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -48,11 +51,11 @@ func TestPaperConfigFiles(t *testing.T) {
 			if !bytes.Equal(got, buf.Bytes()) {
 				t.Errorf("%s differs from PaperConfig(%q, %q); run go test -update if the change is intended", path, e, a)
 			}
-			var back RunConfig
-			if err := readJSON(path, &back, true); err != nil {
+			var back config.Run
+			if err := jsonfile.Read(path, &back, jsonfile.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := back.Train.withDefaults(); err != nil {
+			if _, err := back.Train.Resolved(); err != nil {
 				t.Errorf("%s: %v", path, err)
 			}
 		}
@@ -64,7 +67,7 @@ func TestPaperConfigFiles(t *testing.T) {
 func TestDefaultsScaleThePaper(t *testing.T) {
 	for _, e := range paperExperiments {
 		exp := lookUp(t, e)
-		for _, a := range Algorithms {
+		for _, a := range algorithms.Algorithms {
 			p, _, err := paperConfig(exp, a)
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +85,7 @@ func TestDefaultsScaleThePaper(t *testing.T) {
 			if len(notes) == 0 || !strings.Contains(strings.Join(notes, " "), "scaled") {
 				t.Errorf("%s %s: no scaling note", e, a)
 			}
-			if _, err := d.Train.withDefaults(); err != nil {
+			if _, err := d.Train.Resolved(); err != nil {
 				t.Errorf("%s %s: %v", e, a, err)
 			}
 		}
@@ -103,26 +106,26 @@ func lookUp(t *testing.T, name string) *experiments.Experiment {
 }
 
 func TestSetIterationsStretchesDecay(t *testing.T) {
-	rc, _, err := Defaults("two-modes", FlowMC)
+	rc, _, err := Defaults("two-modes", algorithms.FlowMC)
 	if err != nil {
 		t.Fatal(err)
 	}
 	every := rc.Train.EBMOptim.DecayEvery
-	rc.SetIterations(rc.Train.Iterations / 10)
+	rc.Train.SetIterations(rc.Train.Iterations / 10)
 	if rc.Train.EBMOptim.DecayEvery != every/10 || rc.Train.FlowOptim.DecayEvery != every/10 {
 		t.Errorf("decay every %d and %d after shrinking ×10, want %d", rc.Train.EBMOptim.DecayEvery, rc.Train.FlowOptim.DecayEvery, every/10)
 	}
 }
 
-// Every shipped configuration reads back through ReadConfig (what
+// Every shipped configuration reads back through config.Read (what
 // "flowebm train --config" uses), strict checks included.
 func TestPaperConfigFilesRead(t *testing.T) {
-	files, err := filepath.Glob("configs/*.json")
+	files, err := filepath.Glob("../configs/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("configs: %v, %v", files, err)
 	}
 	for _, f := range files {
-		if _, err := ReadConfig(f); err != nil {
+		if _, err := config.Read(f); err != nil {
 			t.Error(err)
 		}
 	}

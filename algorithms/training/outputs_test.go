@@ -1,4 +1,4 @@
-package algorithms
+package training
 
 import (
 	"math/rand/v2"
@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 )
 
 // metrics.json names the build that computed the run: Go, BLAS and vector
@@ -40,7 +43,7 @@ func TestDataColumnsNameAxes(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exp, _, err := DataConfig{File: path}.Load(rand.New(rand.NewPCG(1, 1)))
+	exp, _, err := config.Data{File: path}.Load(rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +67,13 @@ func TestConfigRecordsTheBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Build == nil || *cfg.Build != CurrentBuild() {
-		t.Fatalf("config.json build %v, want %v", cfg.Build, CurrentBuild())
+	if cfg.Build == nil || *cfg.Build != config.CurrentBuild() {
+		t.Fatalf("config.json build %v, want %v", cfg.Build, config.CurrentBuild())
 	}
 	other := *cfg.Build
 	other.BLAS = "some other BLAS"
 	cfg.Build = &other
-	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+	if err := jsonfile.Write(filepath.Join(dir, "config.json"), cfg); err != nil {
 		t.Fatal(err)
 	}
 	r2, err := Resume(dir)

@@ -1,4 +1,4 @@
-package algorithms
+package training
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 )
 
 // Epochs become iterations once the data are loaded: passes over the
@@ -24,7 +27,7 @@ func TestPlanEpochsOnDataFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := NewPlan(Request{Data: &DataConfig{File: path, HoldOut: 0.1}, Epochs: 3})
+	plan, err := NewPlan(Request{Data: &config.Data{File: path, HoldOut: 0.1}, Epochs: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestPlanEpochsOnDataFile(t *testing.T) {
 	if rows != 900 || r.Config.Train.Iterations != want {
 		t.Errorf("%d training rows, %d iterations; want 900 rows and 3 × 900 / %d = %d iterations", rows, r.Config.Train.Iterations, r.Config.Train.BatchSize, want)
 	}
-	// Defaults decays every iterations/20: 2000/20 = 100, stretched.
+	// settings.Defaults decays every iterations/20: 2000/20 = 100, stretched.
 	if got, w := r.Config.Train.EBMOptim.DecayEvery, 100*want/2000; got != w {
 		t.Errorf("decay every %d, want %d", got, w)
 	}
@@ -66,18 +69,18 @@ func TestPlanOverridesConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := p.Config; c.Experiment != "rings" || c.Seed != 9 || c.Train.Algorithm != ULA || c.Train.Iterations != 40 {
+	if c := p.Config; c.Experiment != "rings" || c.Seed != 9 || c.Train.Algorithm != algorithms.ULA || c.Train.Iterations != 40 {
 		t.Errorf("file alone: %s %d %s %d, want rings 9 ula 40", c.Experiment, c.Seed, c.Train.Algorithm, c.Train.Iterations)
 	}
 	seed := uint64(4)
-	p, err = NewPlan(Request{ConfigFile: path, Experiment: "two-modes", Algorithm: NT, Seed: &seed, Iterations: 80})
+	p, err = NewPlan(Request{ConfigFile: path, Experiment: "two-modes", Algorithm: algorithms.NT, Seed: &seed, Iterations: 80})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := p.Config; c.Experiment != "two-modes" || c.Seed != 4 || c.Train.Algorithm != NT || c.Train.Iterations != 80 {
+	if c := p.Config; c.Experiment != "two-modes" || c.Seed != 4 || c.Train.Algorithm != algorithms.NT || c.Train.Iterations != 80 {
 		t.Errorf("overridden: %s %d %s %d, want two-modes 4 nt 80", c.Experiment, c.Seed, c.Train.Algorithm, c.Train.Iterations)
 	}
-	for _, req := range []Request{{Iterations: 5, Epochs: 2}, {Epochs: -1}, {Experiment: "rings", Data: &DataConfig{File: path}}} {
+	for _, req := range []Request{{Iterations: 5, Epochs: 2}, {Epochs: -1}, {Experiment: "rings", Data: &config.Data{File: path}}} {
 		if _, err := NewPlan(req); err == nil {
 			t.Errorf("%+v accepted", req)
 		}
@@ -89,9 +92,9 @@ func TestPlanOverridesConfigFile(t *testing.T) {
 func TestDataChecksumRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "d.csv")
 	os.WriteFile(path, []byte("1,2\n3,4\n"), 0o644)
-	dc := DataConfig{File: path, SHA256: "abc"}
-	if err := dc.checkSum(); err == nil || !strings.Contains(err.Error(), `data.sha256 "abc": want 64 hexadecimal digits`) {
-		t.Errorf("checkSum with %q: %v", "abc", err)
+	dc := config.Data{File: path, SHA256: "abc"}
+	if _, _, err := (&config.Run{Data: &dc}).LoadExperiment(rand.New(rand.NewPCG(1, 1))); err == nil || !strings.Contains(err.Error(), `data.sha256 "abc": want 64 hexadecimal digits`) {
+		t.Errorf("data.sha256 %q: %v", "abc", err)
 	}
 	cfg := filepath.Join(t.TempDir(), "c.json")
 	os.WriteFile(cfg, []byte(`{"data": {"file": "`+path+`", "sha256": "`+strings.Repeat("0", 64)+`"}, "train": {"iterations": 1}}`), 0o644)
@@ -107,12 +110,12 @@ func TestDataChecksumRecord(t *testing.T) {
 // A run's start stops its flow pretraining when its context ends (a
 // SIGINT during 1e9 pretraining steps was not honoured).
 func TestStartStopsPretraining(t *testing.T) {
-	cfg := smallConfig(t, CoopFlow, 4)
-	cfg.Train.Pretrain = PretrainConfig{Steps: MaxIterations, LR: 1e-2}
+	cfg := smallConfig(t, algorithms.CoopFlow, 4)
+	cfg.Train.Pretrain = algorithms.PretrainConfig{Steps: algorithms.MaxIterations, LR: 1e-2}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := (&Plan{Config: cfg}).StartContext(ctx, t.TempDir())
-	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "pretraining, at step 0 of") {
+	if !errors.Is(err, algorithms.ErrInterrupted) || !strings.Contains(err.Error(), "pretraining, at step 0 of") {
 		t.Errorf("StartContext with an ended context: %v, want an interruption at step 0", err)
 	}
 }

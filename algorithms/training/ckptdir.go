@@ -1,4 +1,4 @@
-package algorithms
+package training
 
 import (
 	"encoding/csv"
@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
-	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -113,16 +115,9 @@ func checkComplete(dir string, strict bool) error {
 	if _, _, err := checkpoint.Load(dir); err != nil {
 		return err
 	}
-	path := filepath.Join(dir, "state.json")
-	var st trainerState
-	if err := readJSON(path, &st, false); err != nil {
+	if err := algorithms.CheckStateFiles(dir); err != nil {
 		return err
 	}
-	zr, err := npz.OpenReader(filepath.Join(dir, "state.npz")) // its directory: members are checked on resume
-	if err != nil {
-		return err
-	}
-	zr.Close()
 	evals := filepath.Join(dir, "evals.csv")
 	f, err := os.Open(evals)
 	if err != nil {
@@ -133,9 +128,9 @@ func checkComplete(dir string, strict bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", evals, err)
 	}
-	path = filepath.Join(dir, "window.json")
+	path := filepath.Join(dir, "window.json")
 	var w modeWindow
-	switch err := readJSON(path, &w, false); {
+	switch err := jsonfile.Read(path, &w, jsonfile.Options{AllowUnknown: true}); {
 	case errors.Is(err, fs.ErrNotExist) && !strict:
 	case err != nil:
 		return err
@@ -151,7 +146,7 @@ func checkComplete(dir string, strict bool) error {
 // or runs without the records pass.
 func belongsToRun(dir string) error {
 	path := filepath.Join(filepath.Dir(dir), "config.json")
-	cfg, err := ReadConfig(path)
+	cfg, err := config.Read(path)
 	if err != nil {
 		return nil // a first checkpoint, or a config.json resume reports on
 	}

@@ -1,4 +1,4 @@
-package algorithms
+package training
 
 import (
 	"cmp"
@@ -7,7 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/settings"
 )
 
 // Request is what a user asks of a new run (what the command line's flags
@@ -18,29 +21,29 @@ type Request struct {
 	// Experiment names a built-in experiment (default two-modes); Data a
 	// user's data set instead.
 	Experiment string
-	Data       *DataConfig
+	Data       *config.Data
 	// DataGiven names the settings of Data given explicitly ("holdout",
 	// "standardize", "modes", "drop_nonfinite"): with a configuration
 	// file, the file's data section keeps the others.
 	DataGiven []string
-	// Algorithm is one of the four (default flowmc).
-	Algorithm Algorithm
+	// algorithms.Algorithm is one of the four (default flowmc).
+	Algorithm algorithms.Algorithm
 	// ConfigFile, when set, holds the whole configuration: fields it
 	// leaves out take the trainer's generic defaults, not the
-	// experiment's. Experiment, Data and Algorithm given replace its own.
+	// experiment's. Experiment, Data and algorithms.Algorithm given replace its own.
 	ConfigFile string
 	// Seed, when set, replaces the configuration's seed.
 	Seed *uint64
 	// Iterations, or Epochs (passes over the training rows), when
 	// positive, set the run's length, stretching the learning-rate decay,
-	// the averaging window and CoopFlow's frozen start in proportion.
+	// the averaging window and algorithms.CoopFlow's frozen start in proportion.
 	Iterations, Epochs int
 }
 
 // Plan is a new run's configuration resolved from a Request, with the
 // notes that say where the paper's settings were scaled or completed.
 type Plan struct {
-	Config RunConfig
+	Config config.Run
 	Notes  []string
 
 	exp    *experiments.Experiment // the experiment the defaults were taken from, loaded
@@ -54,8 +57,8 @@ func NewPlan(req Request) (*Plan, error) {
 	if req.Iterations < 0 || req.Epochs < 0 {
 		return nil, fmt.Errorf("algorithms: iterations %d, epochs %d: want counts ≥ 0 (0: the default)", req.Iterations, req.Epochs)
 	}
-	if req.Iterations > MaxIterations {
-		return nil, fmt.Errorf("algorithms: iterations %d, want at most %d", req.Iterations, MaxIterations)
+	if req.Iterations > algorithms.MaxIterations {
+		return nil, fmt.Errorf("algorithms: iterations %d, want at most %d", req.Iterations, algorithms.MaxIterations)
 	}
 	if req.Iterations > 0 && req.Epochs > 0 {
 		return nil, fmt.Errorf("algorithms: give iterations or epochs, not both")
@@ -74,7 +77,7 @@ func NewPlan(req Request) (*Plan, error) {
 	if req.Iterations > 0 {
 		cfg.Epochs = 0 // the flag replaces the file's length
 		before := cfg.Train
-		cfg.SetIterations(req.Iterations)
+		cfg.Train.SetIterations(req.Iterations)
 		p.Notes = retime(p.Notes, before, cfg.Train)
 	}
 	if req.Epochs > 0 {
@@ -89,21 +92,21 @@ func (req Request) base() (*Plan, error) {
 	alg := req.Algorithm
 	if req.ConfigFile == "" {
 		if alg == "" {
-			alg = FlowMC
+			alg = algorithms.FlowMC
 		}
 		var p Plan
 		var err error
 		if req.Data != nil {
-			p.Config, p.Notes, err = DataDefaults(*req.Data, alg)
+			p.Config, p.Notes, err = settings.DataDefaults(*req.Data, alg)
 			return &p, err
 		}
 		if p.exp, err = experiments.ByName(cmp.Or(req.Experiment, "two-modes")); err != nil {
 			return nil, err
 		}
-		p.Config, p.Notes, err = DefaultsFor(p.exp, alg)
+		p.Config, p.Notes, err = settings.DefaultsFor(p.exp, alg)
 		return &p, err
 	}
-	cfg, err := ReadConfig(req.ConfigFile)
+	cfg, err := config.Read(req.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +122,14 @@ func (req Request) base() (*Plan, error) {
 		cfg.Experiment = "two-modes"
 	}
 	if alg != "" || cfg.Train.Algorithm == "" {
-		cfg.Train.Algorithm = cmp.Or(alg, FlowMC)
+		cfg.Train.Algorithm = cmp.Or(alg, algorithms.FlowMC)
 	}
 	return &Plan{Config: cfg, source: req.ConfigFile}, nil
 }
 
 // mergeData is the request's data set with the settings it does not give
 // taken from the configuration file's (file nil: none).
-func (req Request) mergeData(file *DataConfig) *DataConfig {
+func (req Request) mergeData(file *config.Data) *config.Data {
 	d := *req.Data
 	if file == nil {
 		return &d
@@ -154,10 +157,10 @@ func (req Request) mergeData(file *DataConfig) *DataConfig {
 func (p *Plan) Start(dir string) (*Run, error) { return p.StartContext(context.Background(), dir) }
 
 // StartContext is Start that stops the flow's pretraining when ctx ends
-// (the error wraps ErrInterrupted).
+// (the error wraps algorithms.ErrInterrupted).
 func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 	cfg := p.Config
-	b := CurrentBuild()
+	b := config.CurrentBuild()
 	cfg.Build = &b
 	exp := p.exp
 	if exp != nil && (cfg.Data != nil || cfg.Experiment != exp.Name) {
@@ -175,7 +178,7 @@ func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 
 // retime rewrites the scaling note's iteration count, decay interval and
 // averaging window after the run's length changed from before to after.
-func retime(notes []string, before, after TrainConfig) []string {
+func retime(notes []string, before, after algorithms.TrainConfig) []string {
 	type swap struct{ then, now string }
 	var swaps []swap
 	add := func(format string, then, now int) {

@@ -1,7 +1,10 @@
-package algorithms
+package training
 
 import (
 	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/settings"
 )
 
 // BenchmarkTrainStep times one flowMC-EBM training iteration with each
@@ -15,7 +18,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				name = exp + "/float32"
 			}
 			b.Run(name, func(b *testing.B) {
-				cfg, _, err := Defaults(exp, FlowMC)
+				cfg, _, err := settings.Defaults(exp, algorithms.FlowMC)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,23 +1,23 @@
-package algorithms
+package training
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/flowebm/flowebm/io/npy"
-	"github.com/flowebm/flowebm/io/npz"
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/algorithms/settings"
 )
 
 // smallConfig is smallRun's configuration.
-func smallConfig(t *testing.T, alg Algorithm, iters int) RunConfig {
+func smallConfig(t *testing.T, alg algorithms.Algorithm, iters int) config.Run {
 	t.Helper()
-	cfg, _, err := Defaults("two-modes", alg)
+	cfg, _, err := settings.Defaults("two-modes", alg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func smallConfig(t *testing.T, alg Algorithm, iters int) RunConfig {
 
 // wantRefused builds a run of cfg and wants an error naming every one of
 // want (no panic, no run folder content).
-func wantRefused(t *testing.T, cfg RunConfig, want ...string) {
+func wantRefused(t *testing.T, cfg config.Run, want ...string) {
 	t.Helper()
 	dir := t.TempDir()
 	r, err := NewRun(cfg, dir)
@@ -52,15 +52,15 @@ func wantRefused(t *testing.T, cfg RunConfig, want ...string) {
 }
 
 func TestGridSizeIsBounded(t *testing.T) {
-	for _, n := range []int{10_000_000, MaxGridSize + 1, 1, -5} {
-		cfg := smallConfig(t, FlowMC, 4)
+	for _, n := range []int{10_000_000, config.MaxGridSize + 1, 1, -5} {
+		cfg := smallConfig(t, algorithms.FlowMC, 4)
 		cfg.GridSize = n
-		wantRefused(t, cfg, "grid_size", fmt.Sprintf("2..%d", MaxGridSize))
+		wantRefused(t, cfg, "grid_size", fmt.Sprintf("2..%d", config.MaxGridSize))
 	}
-	for _, n := range []int{2, MaxGridSize} {
-		cfg := smallConfig(t, FlowMC, 4)
+	for _, n := range []int{2, config.MaxGridSize} {
+		cfg := smallConfig(t, algorithms.FlowMC, 4)
 		cfg.GridSize = n
-		if err := cfg.validate(); err != nil {
+		if err := cfg.Validate(); err != nil {
 			t.Errorf("grid_size %d: %v", n, err)
 		}
 	}
@@ -72,85 +72,78 @@ func TestGridSizeIsBounded(t *testing.T) {
 func TestMemoryEstimateRefusesHugeBuffers(t *testing.T) {
 	for _, c := range []struct {
 		field string
-		set   func(*RunConfig)
+		set   func(*config.Run)
 	}{
-		{"persistent", func(c *RunConfig) { c.Train.Persistent = 1e11 }},
-		{"sampler.particles", func(c *RunConfig) { c.Train.Sampler.Particles = 1e9 }},
-		{"log_z_samples", func(c *RunConfig) { c.LogZSamples = 1e12 }},
-		{"data_size", func(c *RunConfig) { c.DataSize = 1e12 }},
-		{"batch_size", func(c *RunConfig) { c.Train.BatchSize, c.Train.Persistent = 1e11, 1e11 }},
-		{"rhat_chains", func(c *RunConfig) { c.RHatChains, c.RHatSteps, c.Train.Persistent = 1e7, MaxRHatSteps, 1e7 }},
-		{"sampler.steps", func(c *RunConfig) {
-			c.Train.Sampler.Negatives, c.Train.Sampler.Steps, c.Train.BatchSize, c.Train.Persistent = "all", MaxChainSteps, 2e4, 2e4
+		{"persistent", func(c *config.Run) { c.Train.Persistent = 1e11 }},
+		{"sampler.particles", func(c *config.Run) { c.Train.Sampler.Particles = 1e9 }},
+		{"log_z_samples", func(c *config.Run) { c.LogZSamples = 1e12 }},
+		{"data_size", func(c *config.Run) { c.DataSize = 1e12 }},
+		{"batch_size", func(c *config.Run) { c.Train.BatchSize, c.Train.Persistent = 1e11, 1e11 }},
+		{"rhat_chains", func(c *config.Run) { c.RHatChains, c.RHatSteps, c.Train.Persistent = 1e7, config.MaxRHatSteps, 1e7 }},
+		{"sampler.steps", func(c *config.Run) {
+			c.Train.Sampler.Negatives, c.Train.Sampler.Steps, c.Train.BatchSize, c.Train.Persistent = "all", algorithms.MaxChainSteps, 2e4, 2e4
 		}},
-		{"model.ebm_hidden", func(c *RunConfig) { c.Model.EBMHidden = []int{1e6, 1e6} }},
+		{"model.ebm_hidden", func(c *config.Run) { c.Model.EBMHidden = []int{1e6, 1e6} }},
 	} {
 		t.Run(c.field, func(t *testing.T) {
-			cfg := smallConfig(t, FlowMC, 4)
+			cfg := smallConfig(t, algorithms.FlowMC, 4)
 			c.set(&cfg)
 			wantRefused(t, cfg, c.field, "memory", "GiB")
 		})
 	}
 	// Counts beyond any useful value are refused before the estimate.
-	cfg := smallConfig(t, FlowMC, 4)
+	cfg := smallConfig(t, algorithms.FlowMC, 4)
 	cfg.Train.Sampler.Steps = 1e10
 	wantRefused(t, cfg, "sampler steps 10000000000", "want at most 1000000")
 	// The trainer alone checks too.
-	cfg = smallConfig(t, FlowMC, 4)
+	cfg = smallConfig(t, algorithms.FlowMC, 4)
 	r, err := NewRun(cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc := *r.Trainer.Config
 	tc.Persistent = 1e11
-	if _, err := NewTrainer(tc, r.Trainer.EBM, r.Trainer.Flow, r.Trainer.data, NewStreams(1)); err == nil || !strings.Contains(err.Error(), "persistent") {
+	if _, err := algorithms.NewTrainer(&tc, r.Trainer.EBM, r.Trainer.Flow, r.Trainer.Data(), algorithms.NewStreams(1)); err == nil || !strings.Contains(err.Error(), "persistent") {
 		t.Errorf("NewTrainer with persistent 1e11: %v, want the memory estimate naming persistent", err)
-	}
-}
-
-func TestMemoryLimitFollowsMachine(t *testing.T) {
-	l := memoryLimit()
-	if !(l > 0 && l <= DefaultMemoryLimit) {
-		t.Errorf("memory limit %v, want in (0, %d]", l, DefaultMemoryLimit)
 	}
 }
 
 func TestInvalidValuesAreRefused(t *testing.T) {
 	for _, c := range []struct {
 		field string
-		set   func(*RunConfig)
+		set   func(*config.Run)
 	}{
-		{"sampler.step_size", func(c *RunConfig) { c.Train.Sampler.StepSize = -0.1 }},
-		{"sampler.step_size", func(c *RunConfig) { c.Train.Sampler.StepSize = math.NaN() }},
-		{"sampler.step_size", func(c *RunConfig) { c.Train.Sampler.StepSize = math.Inf(1) }},
-		{"ebm_optim.decay", func(c *RunConfig) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = -0.5, 10 }},
-		{"flow_optim.decay", func(c *RunConfig) { c.Train.FlowOptim.Decay, c.Train.FlowOptim.DecayEvery = 1.5, 10 }},
-		{"ebm_optim.decay_every", func(c *RunConfig) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = 0.99, -1 }},
-		{"ebm_optim.decay_every", func(c *RunConfig) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = 0.99, 0 }},
-		{"eval_every", func(c *RunConfig) { c.EvalEvery = -1 }},
-		{"checkpoint_every", func(c *RunConfig) { c.CheckpointEvery = -3 }},
-		{"rhat_every", func(c *RunConfig) { c.RHatEvery = -3 }},
-		{"data_size", func(c *RunConfig) { c.DataSize = -10 }},
-		{"pretrain.batch_size", func(c *RunConfig) { c.Train.Pretrain.BatchSize = -1 }},
-		{"pretrain.steps", func(c *RunConfig) { c.Train.Pretrain.Steps = -1 }},
-		{"pretrain.lr", func(c *RunConfig) { c.Train.Pretrain.LR = -1 }},
-		{"train.iterations", func(c *RunConfig) { c.Train.Iterations = -5 }},
-		{"sampler.target_accept", func(c *RunConfig) { c.Train.Sampler.TargetAccept = 1.5 }},
-		{"start_scale", func(c *RunConfig) { c.Train.StartScale = -1 }},
-		{"freeze_flow", func(c *RunConfig) { c.Train.FreezeFlow = -1 }},
-		{"max_energy", func(c *RunConfig) { c.Train.MaxEnergy = -1 }},
-		{"l2", func(c *RunConfig) { c.Train.L2 = -1 }},
-		{"model.ebm_hidden", func(c *RunConfig) { c.Model.EBMHidden = []int{16, -4} }},
-		{"model.base_sigma", func(c *RunConfig) { c.Model.BaseSigma = -1 }},
+		{"sampler.step_size", func(c *config.Run) { c.Train.Sampler.StepSize = -0.1 }},
+		{"sampler.step_size", func(c *config.Run) { c.Train.Sampler.StepSize = math.NaN() }},
+		{"sampler.step_size", func(c *config.Run) { c.Train.Sampler.StepSize = math.Inf(1) }},
+		{"ebm_optim.decay", func(c *config.Run) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = -0.5, 10 }},
+		{"flow_optim.decay", func(c *config.Run) { c.Train.FlowOptim.Decay, c.Train.FlowOptim.DecayEvery = 1.5, 10 }},
+		{"ebm_optim.decay_every", func(c *config.Run) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = 0.99, -1 }},
+		{"ebm_optim.decay_every", func(c *config.Run) { c.Train.EBMOptim.Decay, c.Train.EBMOptim.DecayEvery = 0.99, 0 }},
+		{"eval_every", func(c *config.Run) { c.EvalEvery = -1 }},
+		{"checkpoint_every", func(c *config.Run) { c.CheckpointEvery = -3 }},
+		{"rhat_every", func(c *config.Run) { c.RHatEvery = -3 }},
+		{"data_size", func(c *config.Run) { c.DataSize = -10 }},
+		{"pretrain.batch_size", func(c *config.Run) { c.Train.Pretrain.BatchSize = -1 }},
+		{"pretrain.steps", func(c *config.Run) { c.Train.Pretrain.Steps = -1 }},
+		{"pretrain.lr", func(c *config.Run) { c.Train.Pretrain.LR = -1 }},
+		{"train.iterations", func(c *config.Run) { c.Train.Iterations = -5 }},
+		{"sampler.target_accept", func(c *config.Run) { c.Train.Sampler.TargetAccept = 1.5 }},
+		{"start_scale", func(c *config.Run) { c.Train.StartScale = -1 }},
+		{"freeze_flow", func(c *config.Run) { c.Train.FreezeFlow = -1 }},
+		{"max_energy", func(c *config.Run) { c.Train.MaxEnergy = -1 }},
+		{"l2", func(c *config.Run) { c.Train.L2 = -1 }},
+		{"model.ebm_hidden", func(c *config.Run) { c.Model.EBMHidden = []int{16, -4} }},
+		{"model.base_sigma", func(c *config.Run) { c.Model.BaseSigma = -1 }},
 	} {
 		t.Run(c.field, func(t *testing.T) {
-			cfg := smallConfig(t, FlowMC, 4)
+			cfg := smallConfig(t, algorithms.FlowMC, 4)
 			c.set(&cfg)
 			wantRefused(t, cfg, c.field, "want")
 		})
 	}
 	// Documented zero values still mean the defaults.
-	cfg := smallConfig(t, FlowMC, 4)
+	cfg := smallConfig(t, algorithms.FlowMC, 4)
 	cfg.EvalEvery, cfg.CheckpointEvery, cfg.RHatEvery, cfg.Train.Sampler.StepSize = 0, 0, 0, 0
 	cfg.Train.EBMOptim.Decay, cfg.Train.EBMOptim.DecayEvery = 1, 0
 	if _, err := NewRun(cfg, t.TempDir()); err != nil {
@@ -163,7 +156,7 @@ func TestInvalidValuesAreRefused(t *testing.T) {
 func checkpointAt(t *testing.T, iters, evalEvery, n int, eval bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := smallConfig(t, FlowMC, iters)
+	cfg := smallConfig(t, algorithms.FlowMC, iters)
 	cfg.EvalEvery = evalEvery
 	r, err := NewRun(cfg, dir)
 	if err != nil {
@@ -266,55 +259,12 @@ func TestResumeBeforeFirstEvaluation(t *testing.T) {
 	}
 }
 
-// A data set whose copies would not fit is refused from its file's header,
-// naming the file, its shape and the estimate: an .npz of a few megabytes
-// can hold gigabytes (a 3 GiB member peaked at 14.7 GB before).
-func TestDataSetMemoryIsBounded(t *testing.T) {
-	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
-	memoryLimit = func() float64 { return 1 << 20 }
-	dir := t.TempDir()
-	x := make([]float64, 2*50000) // 800 kB of float64: 4 MB with its copies
-	for i := range x {
-		x[i] = float64(i % 7)
-	}
-	a := &npy.Array{Shape: []int{50000, 2}, Data: x}
-	npyPath, npzPath := filepath.Join(dir, "x.npy"), filepath.Join(dir, "x.npz")
-	if err := npy.WriteFile(npyPath, a, npy.Float64); err != nil {
-		t.Fatal(err)
-	}
-	if err := npz.WriteFile(npzPath, map[string]*npy.Array{"points": a}, npy.Float64); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{npyPath, npzPath} {
-		_, _, err := DataConfig{File: p}.Load(rand.New(rand.NewPCG(1, 1)))
-		if err == nil || !strings.Contains(err.Error(), p+": the data set of shape [50000 2] needs about 3.81 MiB of memory") {
-			t.Errorf("%s: %v", p, err)
-		}
-	}
-	memoryLimit = func() float64 { return 1 << 30 }
-	if _, _, err := (DataConfig{File: npzPath}).Load(rand.New(rand.NewPCG(1, 1))); err != nil {
-		t.Errorf("within the limit: %v", err)
-	}
-}
-
-// Wide data: the flow's graph over the log Z draws grows with the
-// dimension (200 rows × 5,000 columns reached 19 GB and was killed); the
-// estimate refuses it before anything is built, and every shipped default
-// stays within the limit.
-func TestFlowValuesBoundWideData(t *testing.T) {
-	cfg := smallConfig(t, FlowMC, 10)
-	cfg.LogZSamples = 4096
-	tc, err := cfg.Train.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = checkMemory(cfg.memTerms(tc, 5000))
-	if err == nil || !strings.Contains(err.Error(), "the flow's intermediate values for log_z_samples 4096 points × 5000 dims") {
-		t.Errorf("d = 5000: %v", err)
-	}
-	for _, e := range paperExperiments {
-		for _, a := range Algorithms {
-			rc, _, err := Defaults(e, a)
+// Every shipped default stays within the memory limit (the estimate for
+// wide data is tested in package config).
+func TestDefaultsWithinMemoryLimit(t *testing.T) {
+	for _, e := range []string{"two-modes", "four-modes", "8-gaussians", "rings", "four-gaussians-16", "four-gaussians-32", "four-gaussians-64", "mnist"} {
+		for _, a := range algorithms.Algorithms {
+			rc, _, err := settings.Defaults(e, a)
 			if err != nil {
 				t.Fatal(err)
 			}

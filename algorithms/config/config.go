@@ -1,0 +1,432 @@
+// Package config is the schema of a training run's configuration (what
+// config files and a run's config.json hold): the experiment or data set,
+// seed, models, training and evaluation settings. It reads configuration
+// files strictly, validates every field, resolves the defaults once into
+// the value a run and its trainer share, and bounds the memory a run will
+// need before anything is allocated. The paper's settings, and their
+// scaling to 2 CPU cores, are in package settings.
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/io/data"
+	"github.com/flowebm/flowebm/layers"
+)
+
+// Model describes the EBM and flow of a run.
+type Model struct {
+	// EBMHidden are the hidden widths of the energy MLP (default the toy
+	// EBM's 32, 64, 64, 64) with LeakyReLU(EBMSlope) (default 0.05).
+	EBMHidden []int   `json:"ebm_hidden,omitempty"`
+	EBMSlope  float64 `json:"ebm_slope,omitempty"`
+	// FlowBlocks and FlowHidden size the RealNVP (defaults 4 blocks of
+	// [d, 16, d] couplings: App. C.2).
+	FlowBlocks int   `json:"flow_blocks,omitempty"`
+	FlowHidden []int `json:"flow_hidden,omitempty"`
+	// FlowInit is the RealNVP's initialisation: "small" (default, the
+	// paper's: every layer ~1e-6) or "small-last" (only the output layers
+	// ~1e-6, hidden layers PyTorch's default). Both start at the identity;
+	// see layers.RealNVP.Init.
+	FlowInit string `json:"flow_init,omitempty"`
+	// FlowMask is the couplings' mask: "half" (default, the reference
+	// code's: first half of the coordinates, then the second) or
+	// "checkerboard" (even, then odd coordinates); see layers.RealNVP.
+	FlowMask string `json:"flow_mask,omitempty"`
+	// BaseSigma is σ of the base ρ = N(0, σ²I); 0 means App. C.5's rule:
+	// σ² = the largest per-dimension variance of the training data.
+	BaseSigma float64 `json:"base_sigma,omitempty"`
+	// Float32 builds float32 models (default float64).
+	Float32 bool `json:"float32,omitempty"`
+}
+
+// Data names a user's data set to train on instead of one of the
+// paper's experiments (see experiments.DataSet).
+type Data struct {
+	// File is the data: .npy (n, d), .npz (member Key, or the first) or
+	// .csv (numeric columns, optional header row).
+	File string `json:"file"`
+	Key  string `json:"key,omitempty"`
+	// HoldOut is the held-out fraction (default 0.1).
+	HoldOut float64 `json:"holdout,omitempty"`
+	// Standardize is "dimension" (default: each coordinate centred and
+	// scaled to unit variance), "global" (centred, one common scale) or
+	// "none".
+	Standardize string `json:"standardize,omitempty"`
+	// Modes optionally names a .npy/.npz/.csv file of k mode centres
+	// (k, d) in the data's units, whose nearest-centre zones give mode
+	// weights.
+	Modes string `json:"modes,omitempty"`
+	// DropNonFinite drops rows with NaN or Inf instead of refusing them.
+	DropNonFinite bool `json:"drop_nonfinite,omitempty"`
+	// SHA256 is the file's checksum, recorded when a run starts; a run
+	// resumed on a file with another checksum (other data) is refused.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// checkSum records the data file's SHA-256, or checks it against the
+// recorded one.
+func (c *Data) checkSum() error {
+	if c.File == "" {
+		return fmt.Errorf("data.file is empty: want the data file's path")
+	}
+	if c.SHA256 != "" && !sha256Hex.MatchString(c.SHA256) {
+		return fmt.Errorf("data.sha256 %q: want 64 hexadecimal digits (the SHA-256 flowebm recorded), or leave it out", c.SHA256)
+	}
+	f, err := os.Open(c.File)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("%s: %w", c.File, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if c.SHA256 != "" && c.SHA256 != sum {
+		return fmt.Errorf("%s: SHA-256 %s, but the run was started on a file with %s (field data.sha256 of config.json): other data would not continue the run; give the original file, or start a new run", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…")
+	}
+	c.SHA256 = sum
+	return nil
+}
+
+// Load reads the data set and builds its experiment; rng shuffles the rows
+// before the held-out split. Arrays of images (n, C, H, W) are read as
+// their flattened rows (n, C·H·W), the layout imported image models take.
+func (c Data) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
+	if c.Key != "" && strings.ToLower(filepath.Ext(c.File)) != ".npz" {
+		return nil, nil, fmt.Errorf("data.key %q selects a member of an .npz file; %s is not one", c.Key, c.File)
+	}
+	if err := c.checkMemory(); err != nil {
+		return nil, nil, err
+	}
+	x, _, err := data.ReadPoints(c.File, c.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite, ModesName: c.Modes}
+	if opt.Columns, err = csvColumns(c.File); err != nil {
+		return nil, nil, err
+	}
+	if c.Modes != "" {
+		if opt.Modes, err = data.ReadMatrix(c.Modes, ""); err != nil {
+			return nil, nil, err
+		}
+	}
+	return experiments.DataSet(c.File, x, opt, rng)
+}
+
+// dataCopies is about how many float64 copies of a data set a run holds
+// while it reads, splits and standardises it, with the garbage collector's
+// headroom: measured peak resident memory above a run without data, 3.4×
+// the data's float64 size for 4,000,000 × 4 and 4.8× for a 3 GiB array.
+const dataCopies = 5
+
+// checkMemory refuses, from the file's header alone, a data set whose
+// copies would need more memory than a run may use (an .npz of a few
+// megabytes can hold gigabytes).
+func (c Data) checkMemory() error {
+	shape, err := data.PointsShape(c.File, c.Key)
+	if err != nil || len(shape) == 0 {
+		return err
+	}
+	n := 1.0
+	for _, s := range shape {
+		n *= float64(max(s, 0))
+	}
+	need, limit := n*8*dataCopies, memoryLimit()
+	if need > limit {
+		return fmt.Errorf("%s: the data set of shape %v needs about %s of memory (its float64 values held about %d times while it is read, split and standardised), over the limit of %s (%s, or half the machine's memory if less): train on a subset of the rows",
+			c.File, shape, sysmem.Bytes(need), dataCopies, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
+	}
+	return nil
+}
+
+// csvColumns returns the header's column names of a .csv file (nil for
+// other formats or no header).
+func csvColumns(path string) ([]string, error) {
+	if !strings.EqualFold(filepath.Ext(path), ".csv") {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := data.CSVColumns(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	return names, nil
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Run is a whole training job: experiment, seed, models, training and
+// evaluation settings. It is what config files hold (JSON).
+type Run struct {
+	// Experiment names one of the paper's experiments
+	// (experiments.Names), or is "data" with Data set.
+	Experiment string `json:"experiment"`
+	Data       *Data  `json:"data,omitempty"`
+	Seed       uint64 `json:"seed"`
+	DataSize   int    `json:"data_size,omitempty"` // training points (default 16384; for Data, all)
+	// Epochs, when positive, sets train.iterations to this many passes
+	// over the training points at train.batch_size (the schedules are
+	// stretched as SetIterations does) once the data are loaded.
+	Epochs int                    `json:"epochs,omitempty"`
+	Model  Model                  `json:"model"`
+	Train  algorithms.TrainConfig `json:"train"`
+	// EvalEvery is the number of iterations between evaluations (default
+	// Iterations/50); CheckpointEvery between checkpoints (default
+	// Iterations/10).
+	EvalEvery       int `json:"eval_every,omitempty"`
+	CheckpointEvery int `json:"checkpoint_every,omitempty"`
+	// GridSize is the 2D quadrature grid's points per side (default 200).
+	GridSize int `json:"grid_size,omitempty"`
+	// RHatChains chains (default 128, or the bank's size if smaller) of
+	// the negative-sample kernel, run for RHatSteps steps (default the
+	// iteration's MCMC steps, at least 8; for flowMC a step is a whole
+	// cycle, see Trainer.SampleChains; Defaults keeps the paper's length
+	// where it shortens the training chains) from the persistent bank, give the
+	// mixing diagnostic of paper Table 2 every RHatEvery iterations
+	// (default Iterations/10) and at the end.
+	RHatChains int `json:"rhat_chains,omitempty"`
+	RHatSteps  int `json:"rhat_steps,omitempty"`
+	RHatEvery  int `json:"rhat_every,omitempty"`
+	// LogZSamples is the number of draws of the importance-sampling
+	// estimate of log Z behind the held-out log-likelihood (default 4096).
+	LogZSamples int `json:"log_z_samples,omitempty"`
+	// Build is the build that started the run (Go, BLAS, vector math: the
+	// same seed gives the same numbers only with the same build). NewRun
+	// sets it; it is recorded in the run's config.json, and a run resumed
+	// on another build says so.
+	Build *Build `json:"build,omitempty"`
+}
+
+// EBMWeight returns the EBM's weight of mode (or class) k, NaN where the
+// Source names the run's data: its experiment or its data file.
+func (cfg Run) Source() string {
+	if cfg.Data != nil {
+		return "data file " + cfg.Data.File
+	}
+	return "experiment " + cfg.Experiment
+}
+
+// Resolve turns --epochs into iterations and fills every default of the
+// run and its trainer (but the σ of a gaussian start, which the trainer
+// takes from the models), checking each field and the memory the run needs.
+func (cfg *Run) Resolve(exp *experiments.Experiment) error {
+	if cfg.DataSize == 0 {
+		cfg.DataSize = 16384
+	}
+	if cfg.Epochs > 0 {
+		rows := cfg.DataSize
+		if exp.Kind != experiments.KindDensity {
+			rows = min(rows, exp.TrainSet.RawMatrix().Rows)
+		}
+		batch := cfg.Train.BatchSize
+		if batch == 0 {
+			batch = 64 // the trainer's default
+		}
+		it := float64(cfg.Epochs) * float64(rows) / float64(max(1, batch))
+		if it > algorithms.MaxIterations {
+			return fmt.Errorf("algorithms: epochs %d of %d rows at batch %d make %.3g iterations, want at most %d", cfg.Epochs, rows, batch, it, algorithms.MaxIterations)
+		}
+		cfg.Train.SetIterations(max(1, int(it)))
+	}
+	tc, err := cfg.Train.Resolved()
+	if err != nil {
+		return err
+	}
+	cfg.Train = tc
+	if err := cfg.fillDefaults(); err != nil {
+		return err
+	}
+	if cfg.RHatChains > cfg.Train.Persistent && cfg.Train.PersistentChains() {
+		return fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", cfg.RHatChains, cfg.Train.Persistent)
+	}
+	return cfg.checkRunMemory(exp)
+}
+
+// build splits the data, builds the models (unless given) and the trainer
+// that it has a batch's rows) or looks up its experiment; it sets
+// cfg.Experiment and, for a data set, cfg.DataSize.
+func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []string, error) {
+	var exp *experiments.Experiment
+	var err error
+	var notes []string
+	if cfg.Data != nil {
+		if cfg.Experiment != "data" && cfg.Experiment != "" {
+			return nil, nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
+		}
+		cfg.Experiment = "data"
+		if err := cfg.Data.checkSum(); err != nil {
+			return nil, nil, err
+		}
+		if exp, notes, err = cfg.Data.Load(dataRNG); err != nil {
+			return nil, nil, err
+		}
+		n, _ := exp.TrainSet.Dims()
+		if cfg.DataSize == 0 {
+			cfg.DataSize = n
+		}
+		if cfg.DataSize > n {
+			return nil, nil, fmt.Errorf("data_size %d, but %s has %d training rows (after holding out %d): want at most %d, or 0 for all", cfg.DataSize, cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, n)
+		}
+		b := cfg.Train.BatchSize
+		if b == 0 {
+			b = 64 // the trainer's default
+		}
+		if n < b {
+			return nil, nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
+				cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
+		}
+	} else if cfg.Experiment == "data" {
+		return nil, nil, fmt.Errorf("algorithms: experiment \"data\" without a data section: give data.file (or --data FILE)")
+	} else if exp, err = experiments.ByName(cfg.Experiment); err != nil {
+		return nil, nil, err
+	}
+	return exp, notes, nil
+}
+
+// fillDefaults fills the run's own fields (grid, evaluation schedule,
+// R-hat and log Z sizes) and checks them; the trainer's are filled.
+func (cfg *Run) fillDefaults() error {
+	if cfg.GridSize == 0 {
+		cfg.GridSize = 200
+	}
+	if cfg.Train.Iterations <= 0 {
+		return fmt.Errorf("algorithms: train.iterations %d, want > 0", cfg.Train.Iterations)
+	}
+	if cfg.EvalEvery == 0 {
+		cfg.EvalEvery = max(1, cfg.Train.Iterations/50)
+	}
+	if cfg.CheckpointEvery == 0 {
+		cfg.CheckpointEvery = max(1, cfg.Train.Iterations/10)
+	}
+	if cfg.RHatChains == 0 {
+		cfg.RHatChains = 128
+		if cfg.Train.Persistent > 0 {
+			cfg.RHatChains = min(128, cfg.Train.Persistent)
+		}
+	}
+	if cfg.RHatEvery == 0 {
+		cfg.RHatEvery = max(1, cfg.Train.Iterations/10)
+	}
+	if cfg.LogZSamples == 0 {
+		cfg.LogZSamples = 4096
+	}
+	if cfg.RHatSteps == 0 {
+		cfg.RHatSteps = cfg.Train.DiagnosticSteps()
+	}
+	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
+		return fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
+	}
+	return nil
+}
+
+// checkRunMemory bounds the memory of the resolved run cfg before anything
+// is allocated.
+func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
+	est := cfg
+	if exp.Kind != experiments.KindDensity {
+		// A data set's run trains on its rows, at most data_size.
+		est.DataSize = min(est.DataSize, exp.TrainSet.RawMatrix().Rows)
+	}
+	return sysmem.Check(est.memoryTerms(cfg.Train, exp.Dim()), memoryLimit())
+}
+
+// newModels builds the run's untrained EBM (E ≡ 0, the base N(0, σ² I)
+// with σ from the model configuration or App. C.5's rule on the training
+// Read reads a run configuration file (the fields of config.json),
+// strictly: unknown fields, data after the object, and an explicit 0 for a
+// field where 0 only stands for "the default" (leave the field out
+// instead) are errors naming the file and field.
+func Read(path string) (Run, error) {
+	var cfg Run
+	if err := jsonfile.Read(path, &cfg, jsonfile.Options{}); err != nil {
+		return cfg, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, explicitZeros(path, b)
+}
+
+// zeroMeansDefault are the fields whose zero value stands for a default:
+// written out as 0 they are a mistake (a batch of 0 points).
+var zeroMeansDefault = [][]string{
+	{"train", "batch_size"}, {"train", "sampler", "step_size"}, {"eval_every"}, {"checkpoint_every"},
+}
+
+// lookupFold is m[k], matched without regard to case as encoding/json
+// matches field names.
+func lookupFold(m map[string]any, k string) any {
+	for key, v := range m {
+		if strings.EqualFold(key, k) {
+			return v
+		}
+	}
+	return nil
+}
+
+func explicitZeros(path string, b []byte) error {
+	var raw map[string]any
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\uFEFF"))))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, field := range zeroMeansDefault {
+		var v any = raw
+		for _, k := range field {
+			m, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = lookupFold(m, k)
+		}
+		if n, ok := v.(json.Number); ok {
+			if f, err := n.Float64(); err == nil && f == 0 {
+				return fmt.Errorf("%s: %s 0: want a value > 0 (leave the field out for the default)", path, strings.Join(field, "."))
+			}
+		}
+	}
+	return nil
+}
+
+// Build describes the build that computed a run.
+type Build struct {
+	Go         string `json:"go"`
+	BLAS       string `json:"blas"`
+	VectorMath string `json:"vector_math"`
+}
+
+// String names the build in one line.
+func (b Build) String() string {
+	return fmt.Sprintf("%s, BLAS %s, vector math %s", b.Go, b.BLAS, b.VectorMath)
+}
+
+// CurrentBuild is the build of this process.
+func CurrentBuild() Build {
+	return Build{Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, BLAS: graph.BLAS(), VectorMath: layers.VectorMath()}
+}

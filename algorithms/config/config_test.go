@@ -1,0 +1,104 @@
+package config
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
+)
+
+func TestMemoryLimitFollowsMachine(t *testing.T) {
+	l := memoryLimit()
+	if !(l > 0 && l <= sysmem.DefaultLimit) {
+		t.Errorf("memory limit %v, want in (0, %d]", l, sysmem.DefaultLimit)
+	}
+}
+
+// A data set whose copies would not fit is refused from its file's header,
+// naming the file, its shape and the estimate: an .npz of a few megabytes
+// can hold gigabytes (a 3 GiB member peaked at 14.7 GB before).
+func TestDataSetMemoryIsBounded(t *testing.T) {
+	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
+	memoryLimit = func() float64 { return 1 << 20 }
+	dir := t.TempDir()
+	x := make([]float64, 2*50000) // 800 kB of float64: 4 MB with its copies
+	for i := range x {
+		x[i] = float64(i % 7)
+	}
+	a := &npy.Array{Shape: []int{50000, 2}, Data: x}
+	npyPath, npzPath := filepath.Join(dir, "x.npy"), filepath.Join(dir, "x.npz")
+	if err := npy.WriteFile(npyPath, a, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if err := npz.WriteFile(npzPath, map[string]*npy.Array{"points": a}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{npyPath, npzPath} {
+		_, _, err := Data{File: p}.Load(rand.New(rand.NewPCG(1, 1)))
+		if err == nil || !strings.Contains(err.Error(), p+": the data set of shape [50000 2] needs about 3.81 MiB of memory") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	memoryLimit = func() float64 { return 1 << 30 }
+	if _, _, err := (Data{File: npzPath}).Load(rand.New(rand.NewPCG(1, 1))); err != nil {
+		t.Errorf("within the limit: %v", err)
+	}
+}
+
+// Each option type reads its values from JSON unchanged and refuses
+// others when the file is read, naming the field and the values.
+func TestOptionsUnmarshal(t *testing.T) {
+	good := `{"train": {"algorithm": "nt", "start": "gaussian", "sampler": {"negatives": "subsample", "global": "imh"}, "pretrain": {"objective": "data"}}}`
+	var cfg Run
+	if err := json.Unmarshal([]byte(good), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	tr := cfg.Train
+	if tr.Algorithm != algorithms.NT || tr.Start != algorithms.StartGaussian || tr.Sampler.Negatives != algorithms.NegativesSubsample || tr.Sampler.Global != algorithms.IMH || tr.Pretrain.Objective != algorithms.ObjectiveData {
+		t.Errorf("decoded %+v", tr)
+	}
+	b, err := json.Marshal(cfg.Train)
+	if err != nil || !strings.Contains(string(b), `"algorithm":"nt"`) || !strings.Contains(string(b), `"negatives":"subsample"`) {
+		t.Errorf("encoded %s, %v", b, err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct{ json, want string }{
+		{`{"train": {"algorithm": "sgld"}}`, `algorithm "sgld", want "flowmc", "ula", "nt" or "coopflow"`},
+		{`{"train": {"start": "zeros"}}`, `start "zeros", want "flow", "uniform" or "gaussian"`},
+		{`{"train": {"sampler": {"negatives": "first"}}}`, `sampler.negatives "first", want "last", "all" or "subsample"`},
+		{`{"train": {"sampler": {"global": "mh"}}}`, `sampler.global "mh", want "isir" or "imh"`},
+		{`{"train": {"pretrain": {"objective": "kl"}}}`, `pretrain.objective "kl", want "data" or "reverse-kl"`},
+	} {
+		path := filepath.Join(dir, "c.json")
+		os.WriteFile(path, []byte(c.json), 0o644)
+		if _, err := Read(path); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want %q", c.json, err, c.want)
+		}
+	}
+	var a algorithms.Algorithm
+	if err := a.Set("ula"); err != nil || a != algorithms.ULA {
+		t.Errorf("Set(ula) = %v, %v", a, err)
+	}
+}
+
+// Wide data: the flow's graph over the log Z draws grows with the
+// dimension (200 rows × 5,000 columns reached 19 GB and was killed); the
+// estimate refuses it before anything is built.
+func TestFlowValuesBoundWideData(t *testing.T) {
+	cfg := Run{Experiment: "two-modes", LogZSamples: 4096, Train: algorithms.TrainConfig{Algorithm: algorithms.FlowMC, Iterations: 10}}
+	tc, err := cfg.Train.Resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sysmem.Check(cfg.memoryTerms(tc, 5000), memoryLimit())
+	if err == nil || !strings.Contains(err.Error(), "the flow's intermediate values for log_z_samples 4096 points × 5000 dims") {
+		t.Errorf("d = 5000: %v", err)
+	}
+}
