@@ -58,6 +58,8 @@ Each run is a "flowebm train" process writing DIR/runs/EXPERIMENT-ALGORITHM;
 --jobs of them run at once. Interrupted, reproduce can be started again with
 the same DIR: finished runs are kept, interrupted ones resume from their
 checkpoint, failed ones (e.g. a diverged baseline) are reported, not retried.
+A diverged run is a result; any other failure, or a run left unfinished,
+makes reproduce exit with an error after writing the report.
 
 --quick trains a tenth of the iterations (at least 50): about 11 minutes
 instead of about 40 on 2 cores (docs/reproducing.md says how each was
@@ -153,7 +155,29 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	fmt.Fprintf(out, "report: %s\n", filepath.Join(f.out, "report.md"))
-	return nil
+	return failedRuns(runs)
+}
+
+// failedRuns is an error naming the runs that failed for a reason other
+// than divergence (a result the report shows, as the paper's tables do):
+// reproduce then exits with an error status, after writing the report.
+func failedRuns(runs []*reproRun) error {
+	var failed []string
+	for _, r := range runs {
+		if r.status() != "failed" {
+			continue
+		}
+		why := filepath.Join(r.dir, "error.txt")
+		if _, err := os.Stat(why); err != nil {
+			why = r.err // not finished: e.g. another process trains it
+		}
+		failed = append(failed, fmt.Sprintf("%s (%s)", r.name(), why))
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d runs failed or did not finish: %s; the report marks them; start reproduce again with the same --out to finish them (a failed run is retried once its error.txt is deleted)",
+		len(failed), len(runs), strings.Join(failed, ", "))
 }
 
 // planRuns lists the runs of --experiments × --algorithms, each checked to

@@ -67,6 +67,21 @@ func TestReproduceReport(t *testing.T) {
 		t.Error("report does not show the SVG plot")
 	}
 
+	// A run that failed for another reason than divergence makes reproduce
+	// exit with an error, naming it, after writing the report that marks it; a
+	// diverged one (nt) is a result, not a failure.
+	cf := filepath.Join(dir, "runs", "two-modes-coopflow")
+	os.MkdirAll(cf, 0o755)
+	os.WriteFile(filepath.Join(cf, "error.txt"), []byte("flowebm: write checkpoint.new/state.npz: no space left on device\n"), 0o644)
+	errb.Reset()
+	if code := run([]string{"reproduce", "--experiments", "two-modes", "--iterations", "20", "--out", dir}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow ("+filepath.Join(cf, "error.txt")+")") {
+		t.Errorf("a failed run: exit %d, %q, want 2 and the run named", code, errb.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(b), "| two-modes-coopflow | failed") {
+		t.Errorf("the report does not mark the failed run:\n%s", b)
+	}
+
 	// Runs of another seed or length are not passed off as this
 	// invocation's.
 	errb.Reset()

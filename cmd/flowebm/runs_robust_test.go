@@ -187,7 +187,7 @@ func TestReproduceRobust(t *testing.T) {
 		}
 		defer release()
 		code, stdout, stderr := reproduceInto(out, "two-modes", "flowmc")
-		if code != 0 || !strings.Contains(stdout, "two-modes-flowmc: skipped: ") {
+		if code != 2 || !strings.Contains(stdout, "two-modes-flowmc: skipped: ") || !strings.Contains(stderr, "1 of 1 runs failed or did not finish: two-modes-flowmc (no metrics.json)") {
 			t.Errorf("exit %d, %q, %q", code, stdout, stderr)
 		}
 		for _, f := range []string{"error.txt", "log.txt"} {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -260,7 +261,7 @@ func blankRecord(rec []string) bool {
 // number here, so that its row is refused rather than dropped.
 func isHeader(rec []string) bool {
 	for _, s := range rec {
-		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if _, err := parseNumber(s); err == nil || errors.Is(err, strconv.ErrRange) {
 			return false
 		}
 	}
@@ -281,14 +282,29 @@ func checkCR(cr *csv.Reader, rec []string, name string) error {
 	return nil
 }
 
+// decimal is the number syntax of CSV data: decimal digits with an
+// optional fraction and exponent, or nan, inf, infinity (any case), as
+// NumPy's loadtxt reads them; Go's own hexadecimal floats (0x1p3) and
+// digit separators (0x_1) are not data other programs would read alike.
+var decimal = regexp.MustCompile(`^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))$`)
+
+// parseNumber parses the CSV field s (trimmed) in the decimal syntax.
+func parseNumber(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if !decimal.MatchString(s) {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
 // parseRow returns the numbers of the data record rec.
 func parseRow(cr *csv.Reader, rec []string, name string) ([]float64, error) {
 	row := make([]float64, len(rec))
 	for j, s := range rec {
-		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		v, err := parseNumber(s)
 		if err != nil {
 			line, _ := cr.FieldPos(j)
-			want := "a number"
+			want := "a decimal number (as NumPy's loadtxt reads: 1, -2.5, 3e-4, nan, inf)"
 			if errors.Is(err, strconv.ErrRange) {
 				want = "a number within float64's range (magnitude below 1.8e308)"
 			}

@@ -74,7 +74,7 @@ func TestReadMatrixErrors(t *testing.T) {
 		{"a.npz", "y", `no member "y"`},
 		{"vec.npy", "k", "selects a member of an .npz"},
 		{"ragged.csv", "", "ragged.csv: line 2 is 1 fields, want 2"},
-		{"word.csv", "", `word.csv: line 2, column 2 is "abc", want a number`},
+		{"word.csv", "", `word.csv: line 2, column 2 is "abc", want a decimal number`},
 		{"empty.csv", "", "empty.csv: rows is none, want at least one row of numbers"},
 		{"data.txt", "", `unknown data format ".txt"`},
 	}
@@ -232,8 +232,12 @@ func TestStandardizeExtremeColumns(t *testing.T) {
 // header must name every column (C4).
 func TestReadCSVRows(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"1.5,2.O\n3,4\n", `f.csv: line 1, column 2 is "2.O", want a number`},
-		{"1.5,abc\n3,4\n", `f.csv: line 1, column 2 is "abc", want a number`},
+		{"1.5,2.O\n3,4\n", `f.csv: line 1, column 2 is "2.O", want a decimal number`},
+		{"1.5,abc\n3,4\n", `f.csv: line 1, column 2 is "abc", want a decimal number`},
+		// Go's hexadecimal floats and digit separators are not CSV data.
+		{"1,2\n0x1p3,4\n", `f.csv: line 2, column 1 is "0x1p3", want a decimal number`},
+		{"1,2\n3,0x_1\n", `f.csv: line 2, column 2 is "0x_1", want a decimal number`},
+		{"1,2\n3,1_000\n", `f.csv: line 2, column 2 is "1_000", want a decimal number`},
 		{"1e400,2\n3,4\n", `f.csv: line 1, column 1 is "1e400", want a number within float64's range`},
 		{"x,y\n1,2\n-1e400,2\n", `f.csv: line 3, column 1 is "-1e400", want a number within`},
 		{"1,2\n\n\n  \n\n3,x\n", `f.csv: line 6, column 2 is "x"`},
@@ -250,9 +254,9 @@ func TestReadCSVRows(t *testing.T) {
 			t.Errorf("%q: error %v, want a FormatError containing %q", c.in, err, c.want)
 		}
 	}
-	// Whitespace-only lines before a header are skipped, and \r\n line
-	// endings are fine.
-	for _, in := range []string{"   \nx,y\n1,2\n3,4\n", "\t\n\n x , y \r\n1,2\r\n3,4\r\n", "1,2\r\n3,4"} {
+	// Whitespace-only lines before a header are skipped, \r\n line
+	// endings are fine, and so are signs, bare points and exponents.
+	for _, in := range []string{"   \nx,y\n1,2\n3,4\n", "+1.,2.0e+0\n.3E1,4\n", "\t\n\n x , y \r\n1,2\r\n3,4\r\n", "1,2\r\n3,4"} {
 		x, err := ReadCSV(strings.NewReader(in), "f.csv")
 		if err != nil {
 			t.Errorf("%q: %v", in, err)

@@ -189,6 +189,9 @@ func ReadHeader(r io.Reader) (Header, error) {
 	if string(pre[:6]) != Magic {
 		return Header{}, &FormatError{Field: "magic string", Got: strconv.Quote(string(pre[:6])), Want: `"\x93NUMPY" (not a .npy file)`}
 	}
+	if pre[7] != 0 { // NumPy knows 1.0, 2.0 and 3.0 only
+		return Header{}, &FormatError{Field: "format version", Got: fmt.Sprintf("%d.%d", pre[6], pre[7]), Want: "1.0, 2.0 or 3.0"}
+	}
 	var hlen int
 	switch pre[6] {
 	case 1:

@@ -230,6 +230,13 @@ func TestRefusesWhatNumPyRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.dict, err, c.want)
 		}
 	}
+	// NumPy refuses a minor version other than 0 ("we only support format
+	// version (1,0), (2,0), and (3,0)").
+	b := append(header("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }"), make([]byte, 16)...)
+	b[7] = 1
+	if _, err := Read(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), "1.1") {
+		t.Errorf("version 1.1: %v", err)
+	}
 	path := filepath.Join(t.TempDir(), "long.npy")
 	os.WriteFile(path, append(header("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }"), make([]byte, 32)...), 0o644)
 	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "more bytes after the header's shape [2]") {

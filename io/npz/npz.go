@@ -12,6 +12,7 @@ package npz
 
 import (
 	"archive/zip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -99,6 +100,9 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	}
 	zr := &Reader{files: make(map[string]*zip.File, len(z.File))}
 	for _, f := range z.File {
+		if err := checkEntry(r, f); err != nil {
+			return nil, err
+		}
 		name := strings.TrimSuffix(f.Name, ".npy")
 		if _, dup := zr.files[name]; dup {
 			return nil, fmt.Errorf("npz: member %q appears twice", name)
@@ -107,6 +111,40 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 		zr.files[name] = f
 	}
 	return zr, nil
+}
+
+// checkEntry refuses what Python's zipfile (and so NumPy) refuses in a
+// member's headers: an encrypted member, and a local header whose name
+// differs from the central directory's (a file assembled from two). The
+// local header is found just before the member's data; one beyond the
+// 4 KiB searched (extra fields of that size) is not compared.
+func checkEntry(r io.ReaderAt, f *zip.File) error {
+	if f.Flags&0x1 != 0 {
+		return fmt.Errorf("npz: member %q is encrypted (general purpose flag bit 0): NumPy cannot read it either", f.Name)
+	}
+	end, err := f.DataOffset()
+	if err != nil {
+		return fmt.Errorf("npz: member %q: %w", f.Name, err)
+	}
+	start := max(0, end-4096)
+	buf := make([]byte, end-start)
+	if _, err := r.ReadAt(buf, start); err != nil {
+		return fmt.Errorf("npz: member %q: local header: %w", f.Name, err)
+	}
+	for i := len(buf) - 30; i >= 0; i-- {
+		if string(buf[i:i+4]) != "PK\x03\x04" {
+			continue
+		}
+		n, m := int(binary.LittleEndian.Uint16(buf[i+26:])), int(binary.LittleEndian.Uint16(buf[i+28:]))
+		if i+30+n+m != len(buf) {
+			continue
+		}
+		if local := string(buf[i+30 : i+30+n]); local != f.Name {
+			return fmt.Errorf("npz: member %q: its local header names it %q: the archive is damaged or assembled from two (Python's zipfile refuses it too)", f.Name, local)
+		}
+		return nil
+	}
+	return nil
 }
 
 // OpenReader opens the .npz file at path and reads its directory; no

@@ -127,6 +127,27 @@ func TestReadChecksCRC(t *testing.T) {
 	}
 }
 
+// An encrypted member, and a local header naming another member than the
+// central directory does, are refused as Python's zipfile refuses them.
+func TestReadRefusesWhatZipfileRefuses(t *testing.T) {
+	content := npyBytes(t, &npy.Array{Shape: []int{2}, Data: []float64{1, 2}})
+	b := rawArchive(t, raw{"a.npy", zip.Store, content, uint64(len(content))})
+	if _, err := Read(bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	renamed := bytes.Clone(b)
+	renamed[30] = 'b' // the local header's name: "b.npy"
+	if _, err := Read(bytes.NewReader(renamed), int64(len(renamed))); err == nil || !strings.Contains(err.Error(), `member "a.npy": its local header names it "b.npy"`) {
+		t.Errorf("renamed local header: %v", err)
+	}
+	encrypted := bytes.Clone(b)
+	cd := bytes.LastIndex(encrypted, []byte("PK\x01\x02"))
+	encrypted[cd+8] |= 1 // the central directory's flags
+	if _, err := Read(bytes.NewReader(encrypted), int64(len(encrypted))); err == nil || !strings.Contains(err.Error(), `member "a.npy" is encrypted`) {
+		t.Errorf("encrypted flag: %v", err)
+	}
+}
+
 // rawMember writes one stored member with the given content and declared
 // uncompressed size (which may lie).
 func rawMember(t *testing.T, content []byte, declared uint64) []byte {
