@@ -1,6 +1,7 @@
 package training
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -198,8 +199,14 @@ func editJSON(t *testing.T, path string, edit func(map[string]any)) {
 	}
 }
 
+// wantResumeError resumes the run in dir, whose checkpoint a test edited,
+// and wants an error naming every one of want. The checkpoint's marker is
+// written again first, as if flowebm had written the edited files: what is
+// tested is the readers' own checks (an edit against the marker is refused
+// before, see TestResumeRefusesEditedCheckpoint).
 func wantResumeError(t *testing.T, dir string, want ...string) {
 	t.Helper()
+	resign(t, dir)
 	_, err := Resume(dir)
 	if err == nil {
 		t.Fatalf("Resume succeeded, want an error naming %q", want)
@@ -249,6 +256,7 @@ func TestResumeBeforeFirstEvaluation(t *testing.T) {
 	}
 	// Also without the count (an earlier version's checkpoint).
 	editJSON(t, filepath.Join(dir, checkpointName, "window.json"), func(m map[string]any) { delete(m, "evals") })
+	resign(t, dir)
 	if _, err := Resume(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +279,47 @@ func TestDefaultsWithinMemoryLimit(t *testing.T) {
 			if _, err := NewRun(rc, t.TempDir()); err != nil && strings.Contains(err.Error(), "memory") {
 				t.Errorf("%s %s: %v", e, a, err)
 			}
+		}
+	}
+}
+
+// resign writes the marker of the run dir's checkpoint again, with the
+// SHA-256 of its files as they are now.
+func resign(t *testing.T, dir string) {
+	t.Helper()
+	if err := writeComplete(filepath.Join(dir, checkpointName)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A checkpoint's files edited, emptied or removed after flowebm wrote them
+// are refused, naming the file: a spec.json whose slope was changed and a
+// state.json pushed to the last iteration resumed before, with results
+// that config.json did not describe; a removed run-config.json and an
+// evals.csv emptied with its count in window.json passed every check.
+func TestResumeRefusesEditedCheckpoint(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		edit       func(path string)
+		want       string
+	}{
+		{"slope", "spec.json", func(p string) {
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte("leaky_relu(0.05)"), []byte("leaky_relu(0.5)"), 1), 0o644)
+		}, "spec.json was changed after flowebm wrote it"},
+		{"iter", "state.json", func(p string) { editJSON(t, p, func(m map[string]any) { m["iter"] = 12 }) }, "state.json was changed after flowebm wrote it"},
+		{"removed", "run-config.json", func(p string) { os.Remove(p) }, "run-config.json, listed in"},
+		{"emptied history", "evals.csv", func(p string) {
+			os.WriteFile(p, []byte(strings.Join(evalsHeader(2), ",")+"\n"), 0o644)
+			editJSON(t, filepath.Join(filepath.Dir(p), "window.json"), func(m map[string]any) { m["evals"] = 0 })
+		}, "evals.csv was changed after flowebm wrote it"},
+	} {
+		dir := checkpointAt(t, 12, 2, 4, true)
+		path := filepath.Join(dir, checkpointName, c.file)
+		c.edit(path)
+		_, err := Resume(dir)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
 }
