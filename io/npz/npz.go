@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"sort"
@@ -282,7 +283,8 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	cr := &counter{r: rc}
+	crc := crc32.NewIEEE() // archive/zip skips its check when the stored CRC-32 is 0
+	cr := &counter{r: io.TeeReader(rc, crc)}
 	lr := &io.LimitedReader{R: cr, N: int64(declared) + 1}
 	arr, err := npy.Read(lr)
 	if err != nil {
@@ -300,6 +302,8 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 		return nil, fmt.Errorf("decompresses to more than its declared %d bytes", declared)
 	case n > 0:
 		return nil, fmt.Errorf("data after the %d values of shape %v, want nothing", len(arr.Data), h.Shape)
+	case crc.Sum32() != f.CRC32:
+		return nil, fmt.Errorf("CRC-32 does not match (stored %08x, data %08x), a checksum error (the file is corrupt; NumPy refuses it too)", f.CRC32, crc.Sum32())
 	}
 	return arr, nil
 }

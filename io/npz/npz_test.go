@@ -148,6 +148,25 @@ func TestReadRefusesWhatZipfileRefuses(t *testing.T) {
 	}
 }
 
+// A stored CRC-32 of 0 is checked too (archive/zip skips its own check
+// then; Python's zipfile refuses the file: "Bad CRC-32").
+func TestReadChecksZeroCRC(t *testing.T) {
+	content := npyBytes(t, &npy.Array{Shape: []int{2}, Data: []float64{1, 2}})
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	w, err := z.CreateRaw(&zip.FileHeader{Name: "x.npy", Method: zip.Store, CRC32: 0,
+		CompressedSize64: uint64(len(content)), UncompressedSize64: uint64(len(content))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(content)
+	z.Close()
+	b := buf.Bytes()
+	if _, err := Read(bytes.NewReader(b), int64(len(b))); err == nil || !strings.Contains(err.Error(), "CRC-32 does not match (stored 00000000") {
+		t.Errorf("stored CRC-32 0: %v", err)
+	}
+}
+
 // rawMember writes one stored member with the given content and declared
 // uncompressed size (which may lie).
 func rawMember(t *testing.T, content []byte, declared uint64) []byte {
