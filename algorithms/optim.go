@@ -46,28 +46,15 @@ type OptimConfig struct {
 
 // New builds the optimiser for n parameters.
 func (c OptimConfig) New(n int) (Optimizer, error) {
-	lr := c.LR
-	if lr == 0 {
-		lr = 1e-3
+	if err := c.validate("optimiser"); err != nil {
+		return nil, err
 	}
-	if !(lr > 0) || math.IsInf(lr, 0) {
-		return nil, fmt.Errorf("algorithms: learning rate %v, want > 0", c.LR)
-	}
-	switch c.Name {
-	case "", "adam":
-		a := &Adam{lr: lr, Beta1: or(c.Beta1, 0.9), Beta2: or(c.Beta2, 0.999), Eps: or(c.Eps, 1e-8),
-			m: make([]float64, n), v: make([]float64, n)}
-		if !(a.Beta1 >= 0 && a.Beta1 < 1 && a.Beta2 >= 0 && a.Beta2 < 1 && a.Eps > 0) {
-			return nil, fmt.Errorf("algorithms: Adam betas (%v, %v) must lie in [0, 1) and eps (%v) be > 0", a.Beta1, a.Beta2, a.Eps)
-		}
-		return a, nil
-	case "sgd":
-		if c.Momentum < 0 || c.Momentum >= 1 {
-			return nil, fmt.Errorf("algorithms: SGD momentum %v, want [0, 1)", c.Momentum)
-		}
+	lr := or(c.LR, 1e-3)
+	if c.Name == "sgd" {
 		return &SGD{lr: lr, Momentum: c.Momentum, buf: make([]float64, n)}, nil
 	}
-	return nil, fmt.Errorf("algorithms: optimizer %q, want \"adam\" or \"sgd\"", c.Name)
+	return &Adam{lr: lr, Beta1: or(c.Beta1, 0.9), Beta2: or(c.Beta2, 0.999), Eps: or(c.Eps, 1e-8),
+		m: make([]float64, n), v: make([]float64, n)}, nil
 }
 
 // scheduledLR returns the learning rate after step steps of c's decay.

@@ -38,9 +38,22 @@ func (c TrainConfig) MemoryTerms(d int) []sysmem.Term {
 	return terms
 }
 
-// validate checks the fields of an optimiser's configuration that New does
-// not (the decay schedule); prefix names it (ebm_optim, flow_optim).
+// validate checks every field of an optimiser's configuration, naming
+// the field under prefix (ebm_optim, flow_optim) and its file's value.
 func (c OptimConfig) validate(prefix string) error {
+	switch c.Name {
+	case "", "adam":
+		b1, b2, eps := or(c.Beta1, 0.9), or(c.Beta2, 0.999), or(c.Eps, 1e-8)
+		if !(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 && eps > 0 && !math.IsInf(eps, 1)) {
+			return fmt.Errorf("algorithms: %s.beta1 %v, beta2 %v, eps %v: want betas in [0, 1) and a finite eps > 0 (0: the defaults 0.9, 0.999, 1e-8)", prefix, c.Beta1, c.Beta2, c.Eps)
+		}
+	case "sgd":
+		if !(c.Momentum >= 0 && c.Momentum < 1) {
+			return fmt.Errorf("algorithms: %s.momentum %v, want [0, 1)", prefix, c.Momentum)
+		}
+	default:
+		return fmt.Errorf("algorithms: %s.name %q, want \"adam\" or \"sgd\"", prefix, c.Name)
+	}
 	if math.IsNaN(c.Decay) || c.Decay < 0 || c.Decay > 1 {
 		return fmt.Errorf("algorithms: %s.decay %v, want in (0, 1] (0 or 1: no decay)", prefix, c.Decay)
 	}

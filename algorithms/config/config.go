@@ -9,6 +9,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -236,15 +237,12 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	if cfg.DataSize == 0 {
 		cfg.DataSize = 16384
 	}
+	rows := cfg.DataSize
+	if exp.Kind != experiments.KindDensity {
+		rows = min(rows, exp.TrainSet.RawMatrix().Rows)
+	}
+	batch := cmp.Or(cfg.Train.BatchSize, 64) // the trainer's default
 	if cfg.Epochs > 0 {
-		rows := cfg.DataSize
-		if exp.Kind != experiments.KindDensity {
-			rows = min(rows, exp.TrainSet.RawMatrix().Rows)
-		}
-		batch := cfg.Train.BatchSize
-		if batch == 0 {
-			batch = 64 // the trainer's default
-		}
 		it := float64(cfg.Epochs) * float64(rows) / float64(max(1, batch))
 		if it > algorithms.MaxIterations {
 			return fmt.Errorf("algorithms: epochs %d of %d rows at batch %d make %.3g iterations, want at most %d", cfg.Epochs, rows, batch, it, algorithms.MaxIterations)
@@ -262,7 +260,13 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	if cfg.RHatChains > cfg.Train.Persistent && cfg.Train.PersistentChains() {
 		return fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", cfg.RHatChains, cfg.Train.Persistent)
 	}
-	return cfg.checkRunMemory(exp)
+	if err := cfg.checkRunMemory(exp); err != nil {
+		return err
+	}
+	if rows < max(2, batch) {
+		return fmt.Errorf("algorithms: %s gives %d training rows (data_size %d), fewer than train.batch_size %d: want at least the batch size, and 2", cfg.Source(), rows, cfg.DataSize, batch)
+	}
+	return nil
 }
 
 // build splits the data, builds the models (unless given) and the trainer

@@ -102,3 +102,22 @@ func TestFlowValuesBoundWideData(t *testing.T) {
 		t.Errorf("d = 5000: %v", err)
 	}
 }
+
+// The fields an algorithm does not use are named: ULA-EBM has no flow and
+// no global moves, and a flow start has no scale.
+func TestUnused(t *testing.T) {
+	c := Run{Train: algorithms.TrainConfig{Algorithm: algorithms.ULA, Iterations: 10, FlowOptim: algorithms.OptimConfig{Name: "sgd"},
+		Sampler: algorithms.SamplerConfig{Particles: 500, GlobalSteps: 3}, Pretrain: algorithms.PretrainConfig{Steps: 5}}, Model: Model{FlowBlocks: 7}}
+	want := "train.flow_optim train.pretrain model.flow_blocks train.sampler.particles train.sampler.global_steps"
+	if got := strings.Join(c.Unused(), " "); got != want {
+		t.Errorf("ula: %q, want %q", got, want)
+	}
+	c = Run{Train: algorithms.TrainConfig{Algorithm: algorithms.FlowMC, Iterations: 10, StartScale: 5, Sampler: algorithms.SamplerConfig{Particles: 8}}}
+	if got := strings.Join(c.Unused(), " "); got != "train.start_scale" {
+		t.Errorf("flowmc with a flow start: %q, want train.start_scale", got)
+	}
+	c.Train.Start = algorithms.StartGaussian
+	if got := c.Unused(); got != nil {
+		t.Errorf("a gaussian start's scale: %q, want none", got)
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 )
 
-// gridXYZ adapts an metrics.Grid to plotter.GridXYZ, in the data's units when sc is
+// gridXYZ adapts a metrics.Grid to plotter.GridXYZ, in the data's units when sc is
 // not nil (coordinates and density: the density in the models' coordinates
 // divided by the scaling's Jacobian).
 type gridXYZ struct {

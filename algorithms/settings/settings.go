@@ -173,7 +173,7 @@ func setLR(t *algorithms.TrainConfig, v float64) {
 	t.EBMOptim, t.FlowOptim = algorithms.OptimConfig{LR: v}, algorithms.OptimConfig{LR: v}
 }
 
-// gaussianForULA is Table 6's "gaussian" start of algorithms.ULA-EBM ("" otherwise).
+// gaussianForULA is Table 6's "gaussian" start of ULA-EBM ("" otherwise).
 func gaussianForULA(algorithm algorithms.Algorithm) algorithms.StartStrategy {
 	if algorithm == algorithms.ULA {
 		return algorithms.StartGaussian
@@ -317,8 +317,8 @@ func (sc scaling) flow(rc *config.Run, d int) (what []string) {
 		// flowMC-EBM, seed 1, flow learning rate 1e-3 → 1e-2 (EBM's
 		// unchanged): max rank R-hat 1.05 → 1.04 (d = 16), 1.22 → 1.09
 		// (d = 32), 1.83 → 1.46 (d = 64); global acceptance 0.88 → 0.95,
-		// 0.51 → 0.79, 0.12 → 0.37. algorithms.NT-EBM's flow already has 1e-2
-		// (Table 6); algorithms.CoopFlow's gets it too, so that every flow learns at
+		// 0.51 → 0.79, 0.12 → 0.37. NT-EBM's flow already has 1e-2
+		// (Table 6); CoopFlow's gets it too, so that every flow learns at
 		// the same rate. flowMC-EBM keeps Table 6's 128 i-SIR particles:
 		// with 64, d = 64 gave R-hat 1.46 and global acceptance 0.37; with
 		// 128, 1.26 and 0.51 (400 iterations; 1,000 iterations with 64
@@ -372,17 +372,17 @@ func (sc scaling) schedule(rc *config.Run) (what []string) {
 	what = append(what, fmt.Sprintf("the EBM evaluated and saved as a moving average of its parameters over %d iterations", every))
 	if t.Algorithm != algorithms.FlowMC && !sc.noBaselineL2 {
 		// Measured on two-modes at the paper's learning rate: without it,
-		// algorithms.ULA-EBM's negatives and energies blow up (training diverges by
-		// iteration ~110), and algorithms.NT-EBM (iteration 113) and algorithms.CoopFlow
-		// (iteration 1316) diverge too; with it algorithms.ULA-EBM completes and
+		// ULA-EBM's negatives and energies blow up (training diverges by
+		// iteration ~110), and NT-EBM (iteration 113) and CoopFlow
+		// (iteration 1316) diverge too; with it ULA-EBM completes and
 		// shows the baseline's weight instability instead. The baselines
 		// get it; flowMC-EBM trains without it, as in the paper. Not on
 		// four-gaussians, where the paper has none: with it the baselines'
-		// EBMs cannot leave the base (d = 64, seed 1: algorithms.NT-EBM's held-out
+		// EBMs cannot leave the base (d = 64, seed 1: NT-EBM's held-out
 		// log-likelihood stays at −124.5, exact −92.2) and their chains
-		// mix trivially (R-hat 1.09). Without it algorithms.NT-EBM's EBM reaches −108
+		// mix trivially (R-hat 1.09). Without it NT-EBM's EBM reaches −108
 		// by iteration 200, then its chains stop mixing (R-hat 27 at the
-		// end), and algorithms.CoopFlow's negatives' energies explode (the divergence
+		// end), and CoopFlow's negatives' energies explode (the divergence
 		// guard stops it at d = 32 and 64).
 		t.L2 = 0.1
 		what = append(what, "the L2 energy term of App. C.6 with coefficient 0.1 (stabilises the baselines, which otherwise diverge; flowMC-EBM runs without it)")

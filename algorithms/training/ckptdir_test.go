@@ -328,7 +328,7 @@ func TestCorruptCheckpointSaysWhy(t *testing.T) {
 
 // Absurd state values are refused on resume, each naming its field: they
 // were taken as given (a step of 1e308, iteration 0 with the state of
-// iteration 2, a NaN chain, a negative algorithms.Adam moment).
+// iteration 2, a NaN chain, a negative Adam moment).
 func TestResumeRefusesAbsurdState(t *testing.T) {
 	base, _ := checkpointedRun(t, 4, 2)
 	state, _ := os.ReadFile(filepath.Join(base, "checkpoint", "state.json"))

@@ -26,7 +26,7 @@ type Metrics struct {
 	// reference for Final.HeldOutLL.
 	TrueHeldOutLL float64 `json:"true_held_out_ll"`
 	Final         Eval    `json:"final"`
-	// config.Build names what decides the results' rounding (the same seed gives
+	// Build names what decides the results' rounding (the same seed gives
 	// the same numbers only with the same Go, BLAS and vector math).
 	Build config.Build `json:"build"`
 }
@@ -61,7 +61,7 @@ func inDataUnits(exp *experiments.Experiment, x mat.Matrix) mat.Matrix {
 
 // WriteSamples writes the model's samples in the data's units to
 // dir/samples.npy (float64, rows × d), atomically: the persistent chains'
-// current states, or for algorithms.CoopFlow, whose chains start afresh every
+// current states, or for CoopFlow, whose chains start afresh every
 // iteration, the last iteration's negatives.
 func WriteSamples(r *Run) error {
 	x := mat.DenseCopyOf(inDataUnits(r.Experiment, r.Trainer.Samples()))

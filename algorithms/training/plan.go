@@ -26,17 +26,17 @@ type Request struct {
 	// "standardize", "modes", "drop_nonfinite"): with a configuration
 	// file, the file's data section keeps the others.
 	DataGiven []string
-	// algorithms.Algorithm is one of the four (default flowmc).
+	// Algorithm is one of the four (default flowmc).
 	Algorithm algorithms.Algorithm
 	// ConfigFile, when set, holds the whole configuration: fields it
 	// leaves out take the trainer's generic defaults, not the
-	// experiment's. Experiment, Data and algorithms.Algorithm given replace its own.
+	// experiment's. Experiment, Data and Algorithm given replace its own.
 	ConfigFile string
 	// Seed, when set, replaces the configuration's seed.
 	Seed *uint64
 	// Iterations, or Epochs (passes over the training rows), when
 	// positive, set the run's length, stretching the learning-rate decay,
-	// the averaging window and algorithms.CoopFlow's frozen start in proportion.
+	// the averaging window and CoopFlow's frozen start in proportion.
 	Iterations, Epochs int
 }
 
@@ -110,10 +110,17 @@ func (req Request) base() (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Data != nil {
-		cfg.Data.SHA256 = "" // a run's record of its data; a new run records its own
+	if cfg.Epochs > 0 && cfg.Train.Iterations > 0 && cfg.Build == nil { // a run's config.json records both
+		return nil, fmt.Errorf("%s: epochs %d and train.iterations %d: give one (epochs sets the iterations)", req.ConfigFile, cfg.Epochs, cfg.Train.Iterations)
 	}
 	switch {
+	case req.Data != nil && req.Data.File == "": // settings for the file's data
+		if cfg.Data == nil {
+			return nil, fmt.Errorf("%s has no data section for %s to adjust: give --data FILE", req.ConfigFile, strings.Join(req.DataGiven, ", "))
+		}
+		d := req.mergeData(cfg.Data)
+		d.File, d.Key, d.SHA256 = cfg.Data.File, cfg.Data.Key, cfg.Data.SHA256
+		cfg.Data = d
 	case req.Data != nil:
 		cfg.Experiment, cfg.Data = "data", req.mergeData(cfg.Data)
 	case req.Experiment != "":
@@ -124,11 +131,17 @@ func (req Request) base() (*Plan, error) {
 	if alg != "" || cfg.Train.Algorithm == "" {
 		cfg.Train.Algorithm = cmp.Or(alg, algorithms.FlowMC)
 	}
-	return &Plan{Config: cfg, source: req.ConfigFile}, nil
+	p := &Plan{Config: cfg, source: req.ConfigFile}
+	if unused := cfg.Unused(); len(unused) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s: %s not used by %s: ignored", req.ConfigFile, strings.Join(unused, ", "), cfg.Train.Algorithm))
+	}
+	return p, nil
 }
 
 // mergeData is the request's data set with the settings it does not give
-// taken from the configuration file's (file nil: none).
+// taken from the configuration file's (file nil: none). The file's
+// checksum of its data stays only with the same file, where Start checks
+// it.
 func (req Request) mergeData(file *config.Data) *config.Data {
 	d := *req.Data
 	if file == nil {
@@ -146,6 +159,9 @@ func (req Request) mergeData(file *config.Data) *config.Data {
 	}
 	if !given("drop_nonfinite") {
 		d.DropNonFinite = file.DropNonFinite
+	}
+	if d.File == file.File && d.Key == file.Key {
+		d.SHA256 = file.SHA256
 	}
 	return &d
 }

@@ -87,8 +87,9 @@ func TestPlanOverridesConfigFile(t *testing.T) {
 	}
 }
 
-// A recorded checksum must be a SHA-256; a new run from a configuration
-// file records its own (the file's is another run's record).
+// A recorded checksum must be a SHA-256, and a configuration file's
+// checksum is checked against its data file when the run starts (it was
+// dropped before: a file's "abc" or another file's sum trained silently).
 func TestDataChecksumRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "d.csv")
 	os.WriteFile(path, []byte("1,2\n3,4\n"), 0o644)
@@ -102,8 +103,52 @@ func TestDataChecksumRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Config.Data.SHA256 != "" {
-		t.Errorf("a new run kept the file's recorded checksum %q", p.Config.Data.SHA256)
+	if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), "but the run was started on a file with 0000") {
+		t.Errorf("another file's checksum: %v", err)
+	}
+	// --data naming another file drops the checksum of the file's data.
+	other := filepath.Join(t.TempDir(), "e.csv")
+	os.WriteFile(other, []byte("1,2\n3,4\n"), 0o644)
+	if p, err = NewPlan(Request{ConfigFile: cfg, Data: &config.Data{File: other}}); err != nil || p.Config.Data.SHA256 != "" {
+		t.Errorf("--data with another file: checksum %q, %v", p.Config.Data.SHA256, err)
+	}
+}
+
+// A configuration file that gives both epochs and train.iterations is
+// refused (epochs won silently); data settings given without a data file
+// adjust the file's data section; fields the algorithm does not use are
+// named in the notes; too few training rows for a batch name data_size.
+func TestPlanConfigFileChecks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	both := write("both.json", `{"epochs": 1, "train": {"iterations": 2}}`)
+	if _, err := NewPlan(Request{ConfigFile: both}); err == nil || !strings.Contains(err.Error(), both+": epochs 1 and train.iterations 2: give one") {
+		t.Errorf("epochs and iterations: %v", err)
+	}
+	data := write("d.csv", "1,2\n3,4\n")
+	withData := write("data.json", `{"data": {"file": "`+data+`", "holdout": 0.2}, "train": {"iterations": 2}}`)
+	p, err := NewPlan(Request{ConfigFile: withData, Data: &config.Data{HoldOut: 0.3}, DataGiven: []string{"holdout"}})
+	if err != nil || p.Config.Data.File != data || p.Config.Data.HoldOut != 0.3 {
+		t.Errorf("--holdout on the file's data: %+v, %v", p.Config.Data, err)
+	}
+	if _, err := NewPlan(Request{ConfigFile: write("nodata.json", `{"train": {"iterations": 2}}`), Data: &config.Data{HoldOut: 0.3}, DataGiven: []string{"holdout"}}); err == nil || !strings.Contains(err.Error(), "has no data section for holdout to adjust") {
+		t.Errorf("--holdout without a data section: %v", err)
+	}
+	ula := write("ula.json", `{"train": {"algorithm": "ula", "iterations": 2, "flow_optim": {"lr": 0.1}}}`)
+	if p, err := NewPlan(Request{ConfigFile: ula}); err != nil || !strings.Contains(strings.Join(p.Notes, "\n"), ula+": train.flow_optim not used by ula: ignored") {
+		t.Errorf("unused fields: %v, %v", p.Notes, err)
+	}
+	small := write("small.json", `{"data_size": 10, "train": {"iterations": 2}}`)
+	p, err = NewPlan(Request{ConfigFile: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), small+": algorithms: experiment two-modes gives 10 training rows (data_size 10), fewer than train.batch_size 64") {
+		t.Errorf("data_size 10: %v", err)
 	}
 }
 

@@ -284,7 +284,7 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 	return &checkpoint.Models{EBM: ebm, Flow: flow}, nil
 }
 
-// metrics.Grid returns the last evaluation's normalised EBM density grid (nil in
+// Grid returns the last evaluation's normalised EBM density grid (nil in
 // more than 2 dimensions or before the first evaluation).
 func (r *Run) Grid() *metrics.Grid { return r.grid }
 

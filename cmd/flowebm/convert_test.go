@@ -322,8 +322,17 @@ func TestEnergyInBatches(t *testing.T) {
 // A model that overflows (a spec.json activation leaky_relu(-1e308)) gives
 // an error and no output, not a file of NaN energies with status 0.
 func TestEnergyRefusesNonFiniteResults(t *testing.T) {
-	dir := trainedRun(t)
-	spec := filepath.Join(dir, "checkpoint", "spec.json")
+	// A model folder (spec.json and weights.npz, as convert writes them)
+	// whose slope makes the energy overflow; a run's own checkpoint
+	// edited so is refused before (its COMPLETE marker's checksums).
+	trained := trainedRun(t)
+	dir := filepath.Join(t.TempDir(), "model")
+	os.Mkdir(dir, 0o755)
+	for _, f := range []string{"spec.json", "weights.npz"} {
+		b, _ := os.ReadFile(filepath.Join(trained, "checkpoint", f))
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	spec := filepath.Join(dir, "spec.json")
 	b, _ := os.ReadFile(spec)
 	os.WriteFile(spec, bytes.Replace(b, []byte(`"activation": "leaky_relu(0.05)"`), []byte(`"activation": "leaky_relu(-1e308)"`), 1), 0o644)
 	pts := filepath.Join(t.TempDir(), "p.csv")

@@ -284,8 +284,8 @@ func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
 	switch {
 	case f.data.File == "":
 		for _, name := range []string{"key", "holdout", "standardize", "modes", "drop-nonfinite"} {
-			if cmd.Flags().Changed(name) {
-				return fmt.Errorf("--%s applies to a data set: give --data FILE", name)
+			if cmd.Flags().Changed(name) && (f.config == "" || name == "key") {
+				return fmt.Errorf("--%s applies to a data set: give --data FILE (or a --config with a data section)", name)
 			}
 		}
 	case cmd.Flags().Changed("experiment"):
@@ -378,14 +378,14 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 func (f trainFlags) request(cmd *cobra.Command) training.Request {
 	req := training.Request{ConfigFile: f.config, Iterations: f.iterations, Epochs: f.epochs}
 	changed := cmd.Flags().Changed
-	if f.data.File != "" {
+	for _, flag := range []string{"holdout", "standardize", "modes", "drop-nonfinite"} {
+		if changed(flag) {
+			req.DataGiven = append(req.DataGiven, strings.ReplaceAll(flag, "-", "_"))
+		}
+	}
+	if f.data.File != "" || len(req.DataGiven) > 0 { // without --data: the --config file's data
 		data := f.data
 		req.Data = &data
-		for flag, setting := range map[string]string{"holdout": "holdout", "standardize": "standardize", "modes": "modes", "drop-nonfinite": "drop_nonfinite"} {
-			if changed(flag) {
-				req.DataGiven = append(req.DataGiven, setting)
-			}
-		}
 	} else if changed("experiment") || f.config == "" {
 		req.Experiment = f.experiment
 	}

@@ -1,0 +1,41 @@
+package config
+
+import (
+	"github.com/flowebm/flowebm/algorithms"
+)
+
+// Unused names the fields of c, as given (before defaults are filled),
+// that its algorithm does not use: a run ignores them. A configuration
+// file's run reports them in its notes.
+func (c Run) Unused() []string {
+	t, m := c.Train, c.Model
+	var out []string
+	add := func(given bool, field string) {
+		if given {
+			out = append(out, field)
+		}
+	}
+	alg := t.Algorithm
+	if !alg.TrainsFlow() {
+		add(t.FlowOptim != (algorithms.OptimConfig{}), "train.flow_optim")
+		add(t.Pretrain != (algorithms.PretrainConfig{}), "train.pretrain")
+		add(t.FlowSteps != 0, "train.flow_steps")
+		add(t.FreezeFlow != 0, "train.freeze_flow")
+		add(m.FlowBlocks != 0, "model.flow_blocks")
+		add(m.FlowHidden != nil, "model.flow_hidden")
+		add(m.FlowInit != "", "model.flow_init")
+		add(m.FlowMask != "", "model.flow_mask")
+	}
+	if alg.Kernel() != algorithms.KernelFlowMC {
+		s := t.Sampler
+		add(s.Global != "", "train.sampler.global")
+		add(s.Particles != 0, "train.sampler.particles")
+		add(s.GlobalSteps != 0, "train.sampler.global_steps")
+		add(s.LocalSteps != 0, "train.sampler.local_steps")
+		add(s.Stacked, "train.sampler.stacked")
+	}
+	if rt, err := t.Resolved(); err == nil && rt.Start == algorithms.StartFlow {
+		add(t.StartScale != 0, "train.start_scale")
+	}
+	return out
+}
