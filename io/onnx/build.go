@@ -36,14 +36,6 @@ func phys(shape []int) []int {
 	return shape
 }
 
-func sizeOf(shape []int) int {
-	n := 1
-	for _, s := range shape {
-		n *= s
-	}
-	return n
-}
-
 // constVal makes a constant from float64 values (copied). An empty
 // tensor (a dimension 0, as x.shape[2:] of a matrix) is held as a
 // one-element placeholder: Shape, Size, Reshape and Concat (which drops
@@ -167,6 +159,9 @@ func (in *instance) apply(node *Node) error {
 	h, ok := handlers[node.OpType]
 	if !ok {
 		return unsupported(node.OpType)
+	}
+	if err := checkAttrs(node, in.net.Opset); err != nil {
+		return err
 	}
 	outs, err := h(in, node)
 	if err != nil {

@@ -169,17 +169,8 @@ type Tensor struct {
 }
 
 // Len is the number of elements: the product of Dims, 1 for a 0-d tensor
-// (0 if a dimension is 0 or negative).
-func (t *Tensor) Len() int {
-	n := 1
-	for _, d := range t.Dims {
-		if d <= 0 {
-			return 0
-		}
-		n *= int(d)
-	}
-	return n
-}
+// (0 if a dimension is 0 or negative), saturated at math.MaxInt.
+func (t *Tensor) Len() int { return sizeOf(toInts(t.Dims)) }
 
 // ValueInfo is a decoded ValueInfoProto. Values that are not tensors
 // (sequences, maps, optionals) have ElemType 0 and no shape.

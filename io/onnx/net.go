@@ -18,6 +18,15 @@ const (
 	MaxImportOpset = 18
 )
 
+// IR versions (ModelProto.ir_version) the importer reads: 3 (ONNX 1.0,
+// the first with opset_import; PyTorch 1.13 writes 7 or 8) to 10 (ONNX
+// 1.16 and 1.17; onnx.helper and newer exporters write 9 or 10). A later
+// version may change what the decoder reads; 0 means the field is missing.
+const (
+	MinImportIRVersion = 3
+	MaxImportIRVersion = 10
+)
+
 // Config selects what Decode reads from a model. The zero value reads the
 // graph's only output as the energy.
 type Config struct {
@@ -108,8 +117,12 @@ func DecodeConfig(b []byte, file string, cfg Config) (n *Net, err error) {
 	return n, nil
 }
 
-// init reads the opset, input, output, initializers and node order.
+// init reads the IR version, opset, input, output, initializers and node
+// order.
 func (n *Net) init() error {
+	if v := n.model.IRVersion; v < MinImportIRVersion || v > MaxImportIRVersion {
+		return fmt.Errorf("ir_version %d: supported IR versions are %d to %d (ModelProto field ir_version; 0 if it is missing)", v, MinImportIRVersion, MaxImportIRVersion)
+	}
 	n.Opset = n.model.Opsets[""]
 	if n.Opset < MinImportOpset || n.Opset > MaxImportOpset {
 		return fmt.Errorf("opset %d (ai.onnx): supported opsets are %d to %d; re-export with torch.onnx.export(..., opset_version=14)", n.Opset, MinImportOpset, MaxImportOpset)

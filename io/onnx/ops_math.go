@@ -53,8 +53,16 @@ func passThrough(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if node.OpType == "Dropout" && nodeInt(node, "training_mode", 0) != 0 {
-		return nil, fmt.Errorf("training_mode 1: only inference Dropout is supported")
+	if node.OpType != "Dropout" {
+		return []*val{x}, nil
+	}
+	// training_mode is input 2 from opset 12 (no attribute ever had it).
+	t, err := in.optInput(node, 2)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil && (!t.isConst() || sizeOf(t.shape) != 1 || t.c.Data().([]float64)[0] != 0) {
+		return nil, fmt.Errorf("training_mode (input 2) must be a constant false: only inference Dropout is supported")
 	}
 	return []*val{x}, nil
 }
@@ -312,6 +320,9 @@ func whereHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 func constantHandler(in *instance, node *Node) ([]*val, error) {
+	if len(node.Attrs) > 1 {
+		return nil, fmt.Errorf("%d attributes: a Constant has exactly one value attribute", len(node.Attrs))
+	}
 	for name, a := range node.Attrs {
 		switch name {
 		case "value":
@@ -469,37 +480,6 @@ func constantOfShape(in *instance, node *Node) ([]*val, error) {
 		d[i] = fill
 	}
 	return []*val{ownConst(shape, elem, d)}, nil
-}
-
-// checkedShape converts dimensions, refusing negative ones and sizes over
-// maxElements before anything is allocated.
-func checkedShape(dims []int64) ([]int, error) {
-	shape := make([]int, len(dims))
-	total := int64(1)
-	for i, d := range dims {
-		if d < 0 {
-			return nil, fmt.Errorf("negative dimension %d in shape %v", d, dims)
-		}
-		if d > maxElements || total*d > maxElements {
-			return nil, tooManyValues(dims)
-		}
-		total *= d
-		shape[i] = int(d)
-	}
-	return shape, nil
-}
-
-// tooManyValues is checkedShape's error for a shape over maxElements.
-func tooManyValues(dims []int64) error {
-	n := 1.0
-	for _, d := range dims {
-		n *= float64(d)
-	}
-	if n <= maxElements { // a dimension 0 beside huge ones
-		return fmt.Errorf("shape %v has a dimension over the %d values one tensor may hold", dims, maxElements)
-	}
-	return fmt.Errorf("shape %v has %.4g values (%s as float64), more than the %d (%s) one tensor may hold",
-		dims, n, byteSize(8*n), maxElements, byteSize(maxTensorBytes))
 }
 
 func rangeHandler(in *instance, node *Node) ([]*val, error) {

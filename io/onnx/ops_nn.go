@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/flowebm/flowebm/layers/nd"
 )
@@ -51,8 +52,8 @@ func windowOf(node *Node, in []int, kernel []int) (window, error) {
 		}
 	}
 	for i := 0; i < n; i++ {
-		if w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1 {
-			return w, fmt.Errorf("kernel %v, strides %v, dilations %v: want positive sizes", w.kernel, w.strides, w.dilations)
+		if min(w.kernel[i], w.strides[i], w.dilations[i]) < 1 || max(w.kernel[i], w.strides[i], w.dilations[i]) > maxElements {
+			return w, fmt.Errorf("kernel %v, strides %v, dilations %v: want sizes from 1 to %d", w.kernel, w.strides, w.dilations, maxElements)
 		}
 	}
 	return w, w.pads(node, in)
@@ -69,8 +70,8 @@ func (w *window) pads(node *Node, in []int) error {
 			}
 			for i := 0; i < n; i++ {
 				w.padsBegin[i], w.padsEnd[i] = int(p[i]), int(p[i+n])
-				if w.padsBegin[i] < 0 || w.padsEnd[i] < 0 {
-					return fmt.Errorf("negative pads %v", p)
+				if min(p[i], p[i+n]) < 0 || max(p[i], p[i+n]) > maxElements {
+					return fmt.Errorf("pads %v: want sizes from 0 to %d", p, maxElements)
 				}
 			}
 		}
@@ -161,8 +162,8 @@ func convTransposeHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	outPad := make([]int, len(win.kernel))
 	if p, ok := nodeInts(node, "output_padding"); ok {
-		if len(p) != len(outPad) {
-			return nil, fmt.Errorf("output_padding %v", p)
+		if len(p) != len(outPad) || slices.Min(p) < 0 || slices.Max(p) > maxElements {
+			return nil, fmt.Errorf("output_padding %v: want %d sizes from 0 to %d", p, len(outPad), maxElements)
 		}
 		outPad = toInts(p)
 	}
@@ -403,6 +404,12 @@ func resizeHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	if m := nodeString(node, "mode", "nearest"); m != "nearest" {
 		return nil, fmt.Errorf("mode %q: only \"nearest\" is supported", m)
+	}
+	if p := nodeString(node, "keep_aspect_ratio_policy", "stretch"); p != "stretch" {
+		return nil, fmt.Errorf("keep_aspect_ratio_policy %q: only \"stretch\" is supported", p)
+	}
+	if _, ok := node.Attrs["axes"]; ok {
+		return nil, fmt.Errorf("the axes attribute is not supported: give scales or sizes for every axis")
 	}
 	scales, sizes, err := in.resizeTargets(node, x.shape)
 	if err != nil {

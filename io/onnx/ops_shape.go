@@ -59,31 +59,32 @@ func reshapeHandler(in *instance, node *Node) ([]*val, error) {
 }
 
 // reshapeTo resolves an ONNX Reshape target (0 copies a dimension unless
-// allowzero, −1 is inferred).
+// allowzero, −1 is inferred). The target's size is checked by shapeSize
+// before anything is multiplied, so a product past int64 is refused, not
+// wrapped.
 func reshapeTo(from []int, spec []int64, allowZero bool) ([]int, error) {
-	total := sizeOf(from)
-	out := make([]int, len(spec))
-	infer, known := -1, 1
+	dims := make([]int64, len(spec))
+	infer := -1
 	for i, v := range spec {
 		switch {
 		case v == 0 && !allowZero:
 			if i >= len(from) {
 				return nil, fmt.Errorf("shape %v copies dimension %d of %v", spec, i, from)
 			}
-			out[i] = from[i]
+			dims[i] = int64(from[i])
+		case v == -1 && infer >= 0:
+			return nil, fmt.Errorf("shape %v has two −1", spec)
 		case v == -1:
-			if infer >= 0 {
-				return nil, fmt.Errorf("shape %v has two −1", spec)
-			}
-			infer = i
-			continue
-		case v < 0 || v > maxElements:
-			return nil, fmt.Errorf("shape %v has %d", spec, v)
+			infer, dims[i] = i, 1
 		default:
-			out[i] = int(v)
+			dims[i] = v
 		}
-		known *= out[i]
 	}
+	known, err := shapeSize(spec, dims)
+	if err != nil {
+		return nil, err
+	}
+	out, total := toInts(dims), sizeOf(from)
 	if infer >= 0 {
 		if known == 0 || total%known != 0 {
 			return nil, fmt.Errorf("cannot reshape %v to %v", from, spec)
@@ -362,8 +363,8 @@ func (in *instance) splitSizes(node *Node, dim int) ([]int, error) {
 	if split != nil {
 		out, total := make([]int, len(split)), 0
 		for i, s := range split {
-			if s < 0 {
-				return nil, fmt.Errorf("split %v has a negative size", split)
+			if s < 0 || s > int64(dim) {
+				return nil, fmt.Errorf("split %v has a size outside 0 to %d, the axis's", split, dim)
 			}
 			out[i] = int(s)
 			total += int(s)
@@ -573,17 +574,18 @@ func tileHandler(in *instance, node *Node) ([]*val, error) {
 	if len(reps) != len(x.shape) {
 		return nil, fmt.Errorf("repeats %v for rank %d", reps, len(x.shape))
 	}
-	shape := make([]int, len(reps))
-	rep := make([]int, len(reps))
+	dims := make([]int64, len(reps))
 	for i, k := range reps {
-		if k < 0 {
-			return nil, fmt.Errorf("negative repeat %d", k)
+		if k < 0 || k > maxElements {
+			return nil, fmt.Errorf("repeats %v: %d is not a count from 0 to %d", reps, k, maxElements)
 		}
-		rep[i], shape[i] = int(k), x.shape[i]*int(k)
+		dims[i] = int64(x.shape[i]) * k // both ≤ maxElements: no overflow
 	}
-	if _, err := checkedShape(int64s(shape)); err != nil {
+	shape, err := checkedShape(dims)
+	if err != nil {
 		return nil, err
 	}
+	rep := toInts(reps)
 	y, err := in.op(nd.Tile{Repeats: rep}, shape, x.elem, x)
 	return []*val{y}, err
 }
@@ -619,6 +621,11 @@ func padHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	if len(pads) != 2*len(axes) {
 		return nil, fmt.Errorf("%d pads for %d axes", len(pads), len(axes))
+	}
+	for _, p := range pads {
+		if p > maxElements || p < -maxElements {
+			return nil, fmt.Errorf("pads %v: %d is over the %d values one tensor may hold", pads, p, maxElements)
+		}
 	}
 	shape := append([]int(nil), x.shape...)
 	for i, a := range axes {
