@@ -129,9 +129,9 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 }
 
 // fitY checks that the curves' values fit in a plot (gonum/plot's ticks
-// do not end over a range that overflows) and widens a logarithmic axis
-// whose values are all equal (gonum pads an empty range by ±1, which
-// crosses 0).
+// do not end over a range that overflows) and widens an axis whose values
+// are all equal (gonum pads an empty range by ±1, which crosses 0 on a
+// logarithmic axis and is lost to rounding far from 0).
 func (f Figure) fitY(p *plot.Plot) error {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range f.Curves {
@@ -150,6 +150,11 @@ func (f Figure) fitY(p *plot.Plot) error {
 		return fmt.Errorf("%s: values from %g to %g, a range beyond what a plot can show", f.Title, lo, hi)
 	case f.LogY && f.YMax <= f.YMin && hi <= lo*(1+1e-9):
 		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+	case !f.LogY && f.YMax <= f.YMin && hi-lo <= 1e-9*math.Max(math.Abs(lo), math.Abs(hi)):
+		// Equal values far from 0: gonum's ±1 padding is lost to
+		// rounding at 1e16 and its ticks then panic.
+		pad := math.Max(1, 1e-3*math.Max(math.Abs(lo), math.Abs(hi)))
+		p.Y.Min, p.Y.Max = lo-pad, hi+pad
 	}
 	return nil
 }

@@ -154,3 +154,16 @@ func TestSinglePointCurveIsMarked(t *testing.T) {
 		}
 	}
 }
+
+// A curve of equal values far from 0 (one evaluation with a held-out
+// log-likelihood of −1e16) draws: gonum/plot's ±1 padding of an empty
+// range is lost to rounding there and its ticks panicked.
+func TestEqualValuesFarFromZeroDraw(t *testing.T) {
+	for _, y := range []float64{-1e16, 3e200, 1e-300} {
+		f := Figure{Title: "t", XLabel: "iteration", YLabel: "y",
+			Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 10, Y: y}}}}}
+		if err := f.Save(filepath.Join(t.TempDir(), "f.png")); err != nil {
+			t.Errorf("y = %g: %v", y, err)
+		}
+	}
+}
