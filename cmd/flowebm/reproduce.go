@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -57,9 +60,10 @@ timings, with plots (PNG, or --plot-format svg|pdf; each run's own plots are in 
 Each run is a "flowebm train" process writing DIR/runs/EXPERIMENT-ALGORITHM;
 --jobs of them run at once. Interrupted, reproduce can be started again with
 the same DIR: finished runs are kept, interrupted ones resume from their
-checkpoint, failed ones (e.g. a diverged baseline) are reported, not retried.
-A diverged run is a result; any other failure, or a run left unfinished,
-makes reproduce exit with an error after writing the report.
+checkpoint; a diverged run (a result, as in the paper's tables) is reported,
+not retried, and a run that failed otherwise (a full disk, say) is retried.
+A failure other than divergence, or a run left unfinished, makes reproduce
+exit with an error after writing the report.
 
 --quick trains a tenth of the iterations (at least 50): about 11 minutes
 instead of about 40 on 2 cores (docs/reproducing.md says how each was
@@ -145,7 +149,12 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	t0 := time.Now()
-	trainAll(out, exe, runs, f)
+	soft, hard, stop := reproduceSignals()
+	defer stop()
+	trainAll(soft, hard, out, exe, runs, f)
+	if soft.Err() != nil {
+		return fmt.Errorf("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")
+	}
 	for _, r := range runs {
 		if err := r.load(f.plotFormat); err != nil {
 			return err
@@ -176,7 +185,7 @@ func failedRuns(runs []*reproRun) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%d of %d runs failed or did not finish: %s; the report marks them; start reproduce again with the same --out to finish them (a failed run is retried once its error.txt is deleted)",
+	return fmt.Errorf("%d of %d runs failed or did not finish: %s; the report marks them; start the same reproduce command again to retry them once their cause is fixed",
 		len(failed), len(runs), strings.Join(failed, ", "))
 }
 
@@ -215,7 +224,28 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 
 // trainAll trains the runs, --jobs at a time, longest first, printing
 // each one's status with the elapsed time and an ETA.
-func trainAll(out io.Writer, exe string, runs []*reproRun, f reproduceFlags) {
+// reproduceSignals returns a context that a first SIGINT or SIGTERM ends
+// (the runs under way are asked to stop at a checkpoint, none is started)
+// and one that a second ends (they are killed).
+func reproduceSignals() (soft, hard context.Context, stop func()) {
+	soft, cancelSoft := context.WithCancel(context.Background())
+	hard, cancelHard := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "flowebm: interrupted; the runs under way stop at their next checkpoint (interrupt again to kill them: each then resumes from its last checkpoint)")
+		cancelSoft()
+		if _, ok := <-sigs; ok {
+			cancelHard()
+		}
+	}()
+	return soft, hard, func() { signal.Stop(sigs); close(sigs); cancelSoft(); cancelHard() }
+}
+
+func trainAll(soft, hard context.Context, out io.Writer, exe string, runs []*reproRun, f reproduceFlags) {
 	t0 := time.Now()
 	var mu sync.Mutex
 	done := 0
@@ -224,13 +254,17 @@ func trainAll(out io.Writer, exe string, runs []*reproRun, f reproduceFlags) {
 	// The high-dimensional runs are the longest: start them first.
 	for i := len(runs) - 1; i >= 0; i-- {
 		r := runs[i]
-		wg.Add(1)
 		sem <- struct{}{}
+		if soft.Err() != nil {
+			<-sem
+			break // interrupted: start no more runs
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			start := time.Now()
-			status := trainOne(exe, r, f)
+			status := trainOne(soft, hard, exe, r, f)
 			mu.Lock()
 			defer mu.Unlock()
 			done++
@@ -337,12 +371,14 @@ func lockOut(out string) (release func(), err error) {
 
 // trainOne runs (or resumes, or skips) one training process and returns a
 // short status.
-func trainOne(exe string, r *reproRun, f reproduceFlags) string {
+func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFlags) string {
 	if _, err := os.Stat(filepath.Join(r.dir, "samples.npy")); err == nil { // written last
 		return "already done"
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, "error.txt")); err == nil {
-		return "failed before (see error.txt)"
+	errPath := filepath.Join(r.dir, "error.txt")
+	earlier, err := os.ReadFile(errPath)
+	if err == nil && strings.Contains(string(earlier), "diverged") {
+		return "diverged before (see error.txt)" // a result, not retried
 	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
@@ -354,6 +390,13 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 		return "skipped: " + err.Error()
 	}
 	release()
+	// Another failure (a full disk, say) is retried: from the run's last
+	// checkpoint where it has one.
+	if earlier != nil {
+		if err := os.Remove(errPath); err != nil {
+			return err.Error()
+		}
+	}
 	// Appended: a resumed run keeps the notes its start wrote at the top.
 	logf, err := os.OpenFile(filepath.Join(r.dir, "log.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -364,12 +407,12 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
-	if err := cmd.Run(); err != nil {
+	if err := runChild(soft, hard, cmd); err != nil {
 		msg := lastLine(filepath.Join(r.dir, "log.txt"))
 		if msg == "" {
 			msg = err.Error()
 		}
-		if strings.Contains(msg, "another flowebm process is training in this folder") {
+		if strings.Contains(msg, "another flowebm process is") {
 			return "skipped: " + msg // it took the lock after the check above
 		}
 		if strings.Contains(msg, "continue with: flowebm train --resume") {
@@ -379,6 +422,33 @@ func trainOne(exe string, r *reproRun, f reproduceFlags) string {
 		return "FAILED: " + msg
 	}
 	return "done"
+}
+
+// runChild runs cmd in a process group of its own (a terminal's Ctrl-C
+// reaches reproduce only), asking it to stop at a checkpoint (SIGINT, as
+// Ctrl-C asks train) when soft ends and killing it when hard ends.
+func runChild(soft, hard context.Context, cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-soft.Done():
+			cmd.Process.Signal(os.Interrupt)
+		case <-exited:
+			return
+		}
+		select {
+		case <-hard.Done():
+			cmd.Process.Kill()
+		case <-exited:
+		}
+	}()
+	err := cmd.Wait()
+	close(exited)
+	return err
 }
 
 // trainArgs is the train command line of run r: a new run, or the
@@ -411,11 +481,12 @@ func (r *reproRun) load(format plots.Format) error {
 	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
 		r.err = strings.TrimSpace(string(b))
 		var err error
-		r.evals, err = training.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil // failed before its first checkpoint
+		// The last checkpoint's evaluations, where it has them, for the
+		// report (a run may have failed before, or on, its checkpoint).
+		if r.evals, err = training.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights)); err != nil {
+			r.evals = nil
 		}
-		return err
+		return nil
 	}
 	var err error
 	r.metrics, err = training.ReadMetrics(filepath.Join(r.dir, "metrics.json"))

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReproduceReport trains two short runs in-process, marks a third as
@@ -34,7 +36,7 @@ func TestReproduceReport(t *testing.T) {
 	if got := strings.Count(out.String(), "already done"); got != 2 {
 		t.Errorf("%d runs kept, want 2:\n%s", got, out.String())
 	}
-	if !strings.Contains(out.String(), "two-modes-nt: failed before") {
+	if !strings.Contains(out.String(), "two-modes-nt: diverged before") {
 		t.Errorf("the failed run was not reported as such:\n%s", out.String())
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "report.md"))
@@ -72,7 +74,7 @@ func TestReproduceReport(t *testing.T) {
 	// diverged one (nt) is a result, not a failure.
 	cf := filepath.Join(dir, "runs", "two-modes-coopflow")
 	os.MkdirAll(cf, 0o755)
-	os.WriteFile(filepath.Join(cf, "error.txt"), []byte("flowebm: write checkpoint.new/state.npz: no space left on device\n"), 0o644)
+	os.WriteFile(filepath.Join(cf, "checkpoint"), []byte("a file"), 0o644) // its resume fails
 	errb.Reset()
 	if code := run([]string{"reproduce", "--experiments", "two-modes", "--iterations", "20", "--out", dir}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow ("+filepath.Join(cf, "error.txt")+")") {
@@ -111,5 +113,75 @@ func TestReproduceBadFlags(t *testing.T) {
 		if code := run(c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, errb.String(), c.want)
 		}
+	}
+}
+
+// A SIGINT to reproduce stops its train processes at a checkpoint and
+// waits for them: none is left running (a prompt rerun reported the
+// orphan's run as failed), the run resumes, and the rerun finishes it.
+func TestReproduceInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a run")
+	}
+	out := t.TempDir()
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "3000", "--jobs", "1", "--out", out}
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var o, e bytes.Buffer
+		code := run(args, &o, &e)
+		done <- result{code, e.String()}
+	}()
+	dir := filepath.Join(out, "runs", "two-modes-flowmc")
+	for i := 0; !exists(filepath.Join(dir, "checkpoint")); i++ {
+		if i == 600 {
+			t.Fatal("no checkpoint after 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("reproduce did not stop")
+	}
+	if r.code != 2 || !strings.Contains(r.stderr, "interrupted: the runs under way stopped at their last checkpoint") {
+		t.Errorf("exit %d, %q", r.code, r.stderr)
+	}
+	release, err := lockRun(dir)
+	if err != nil {
+		t.Fatalf("the train process still holds its run: %v", err)
+	}
+	release()
+	if _, err := os.Stat(filepath.Join(dir, "error.txt")); err == nil {
+		t.Error("the interrupted run was marked failed")
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.md")); err == nil {
+		t.Error("a report was written for an interrupted reproduce")
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "log.txt"))
+	if !strings.Contains(string(log), "continue with: flowebm train --resume") {
+		t.Errorf("the run's log does not say it stopped at a checkpoint:\n%s", log)
+	}
+}
+
+// A run that failed for another reason than divergence (a full disk) is
+// retried by the next reproduce, which finishes it; it was reported as
+// failed forever.
+func TestReproduceRetriesFailedRun(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "runs", "two-modes-flowmc")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "error.txt"), []byte("flowebm: write checkpoint.new/state.npz: no space left on device\n"), 0o644)
+	code, stdout, stderr := reproduceInto(out, "two-modes", "flowmc")
+	if code != 0 || !strings.Contains(stdout, "two-modes-flowmc: done") {
+		t.Errorf("exit %d, %q, %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "error.txt")); err == nil {
+		t.Error("error.txt kept after the retry succeeded")
 	}
 }
