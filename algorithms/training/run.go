@@ -453,7 +453,7 @@ func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 		if err != nil {
 			if errors.Is(err, algorithms.ErrDiverged) {
 				if !r.checkpointed {
-					return fmt.Errorf("%w; no checkpoint was written yet (the first is due at iteration %d)", err, min(cfg.CheckpointEvery, total))
+					return fmt.Errorf("%w; it diverged before its first checkpoint (due after iteration %d): nothing to resume, start it again with other settings", err, min(cfg.CheckpointEvery, total))
 				}
 				return fmt.Errorf("%w; the last good checkpoint is in %s", err, filepath.Join(r.Dir, checkpointName))
 			}

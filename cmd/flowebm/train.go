@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -159,6 +161,9 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 			fmt.Fprintf(out, "== seed %d → %s\n", seed, dirs[i])
 		}
 		if err := trainOneRun(cmd, g); err != nil {
+			if errors.Is(err, algorithms.ErrInterrupted) {
+				return fmt.Errorf("seed %d: %w (or give the same --seeds command again: it continues this seed's run, then trains the others and writes seeds.json)", seed, err)
+			}
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
 	}
@@ -190,8 +195,9 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	ctx, setupDone, stop := watchSignals()
-	defer stop()
+	sig := watchSignals()
+	defer sig.stop()
+	ctx := sig.ctx
 	var run *training.Run
 	var release func()
 	var err error
@@ -205,15 +211,14 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	}
 	defer release()
 	if f.resume != "" && finished(run) {
-		setupDone()
 		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
 		return nil
 	}
-	setupDone()
+	sig.enter(phaseTraining)
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted before training started: nothing was trained")
 	}
-	return train(ctx, run, out, errOut, f.quiet, f.plotFormat)
+	return train(sig, run, out, errOut, f.quiet, f.plotFormat)
 }
 
 // The states of a seed's run folder for --seeds.
@@ -296,39 +301,59 @@ func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
 	return nil
 }
 
-// watchSignals turns SIGINT and SIGTERM into ctx's cancellation: during
-// setup (until setupDone is called) training does not start and a second
-// signal quits at once; during training, the iteration under way finishes,
-// a checkpoint is written and the command says how to go on. stop undoes
-// it.
-func watchSignals() (ctx context.Context, setupDone, stop func()) {
+// runSignals turns SIGINT and SIGTERM into ctx's cancellation, with what
+// the run does about it by phase: during setup training does not start and
+// a second signal quits at once; during training the iteration under way
+// finishes, a checkpoint is written and the command says how to go on;
+// while the outputs are written they are finished (a second signal quits:
+// --resume writes them again).
+type runSignals struct {
+	ctx   context.Context
+	phase atomic.Int32 // phaseSetup, phaseTraining, phaseOutputs
+	stop  func()
+}
+
+const (
+	phaseSetup = iota
+	phaseTraining
+	phaseOutputs
+)
+
+func watchSignals() *runSignals {
 	ctx, cancel := context.WithCancel(context.Background())
+	rs := &runSignals{ctx: ctx}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done, stopped := make(chan struct{}), make(chan struct{})
+	stopped := make(chan struct{})
 	go func() {
 		select {
 		case <-sigs:
-		case <-ctx.Done(): // returned before training
+		case <-stopped:
 			return
 		}
 		cancel()
-		select {
-		case <-done: // training stops at the end of its iteration
-			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
-			select {
-			case <-sigs:
-				fmt.Fprintln(os.Stderr, "flowebm: interrupted again: quitting without a checkpoint")
-				os.Exit(130)
-			case <-stopped:
-			}
-		default:
+		switch rs.phase.Load() {
+		case phaseSetup:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
 			signal.Stop(sigs) // a second signal quits at once
+			return
+		case phaseTraining:
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
+		default:
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted while the outputs are written; finishing them (interrupt again to quit at once: --resume writes them again)")
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted again: quitting without a checkpoint")
+			os.Exit(130)
+		case <-stopped:
 		}
 	}()
-	return ctx, func() { close(done) }, func() { signal.Stop(sigs); cancel(); close(stopped) }
+	rs.stop = func() { signal.Stop(sigs); cancel(); close(stopped) }
+	return rs
 }
+
+func (rs *runSignals) enter(phase int32) { rs.phase.Store(phase) }
 
 // resumeRun reopens the run of --resume (on a moved data file with
 // --data), locked.
@@ -364,13 +389,27 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 	}
 	if err != nil {
 		release()
-		return nil, nil, err
+		return nil, nil, movedDataHint(f.resume, err)
 	}
 	fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}
 	return run, release, nil
+}
+
+// movedDataHint adds to err, when the run in dir was trained on a data
+// file that is no longer where its configuration says, how to resume on
+// the file where it is now.
+func movedDataHint(dir string, err error) error {
+	cfg, cfgErr := training.ReadRunConfig(dir)
+	if cfgErr != nil || cfg.Data == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, statErr := os.Stat(cfg.Data.File); !errors.Is(statErr, fs.ErrNotExist) {
+		return err
+	}
+	return fmt.Errorf("%w: the run's data file %s is gone; if it was moved, resume with --resume %s --data NEWPATH (its SHA-256 is checked)", err, cfg.Data.File, dir)
 }
 
 // request is what the flags ask of a new run: only the flags given (and
@@ -444,12 +483,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
 	}
 	t0 := time.Now()
-	run, err := plan.StartContext(ctx, dir) // writes nothing yet; a signal stops pretraining
-	if err == nil {
-		// Only a run that can start replaces the old one (--force), or
-		// removes debris.
-		err = clearRun(dir)
-	}
+	run, err := startReplacing(ctx, plan, dir)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -465,6 +499,20 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, run.Config.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
 		ebm, flow, time.Since(t0).Seconds(), dir)
 	return run, release, nil
+}
+
+// startReplacing starts the planned run in dir, then clears what dir
+// held (a run --force replaces, or debris): only a run that could start,
+// and was not interrupted meanwhile, replaces the old one.
+func startReplacing(ctx context.Context, plan *training.Plan, dir string) (*training.Run, error) {
+	run, err := plan.StartContext(ctx, dir) // writes nothing yet; a signal stops pretraining
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted before training started: nothing was trained, and %s was left as it was", dir)
+	}
+	return run, clearRun(dir)
 }
 
 // validate checks the flags' values, and that none given with --resume
@@ -493,13 +541,13 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	return nil
 }
 
-func train(ctx context.Context, run *training.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
+func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
 	cfg := run.Config
 	total := cfg.Train.Iterations
 	bar, lines := newProgress(run, errOut, quiet)
 	t0 := time.Now()
 	start := run.Trainer.Iter
-	err := run.TrainContext(ctx, func(it int) {
+	err := run.TrainContext(sig.ctx, func(it int) {
 		if bar != nil {
 			bar.Set(it)
 		}
@@ -514,8 +562,9 @@ func train(ctx context.Context, run *training.Run, out, errOut io.Writer, quiet 
 		return fmt.Errorf("%w; continue with: flowebm train --resume %s", err, run.Dir)
 	}
 	if err != nil {
-		return err
+		return trainingFailed(run, err)
 	}
+	sig.enter(phaseOutputs)
 	if bar != nil {
 		bar.Finish()
 	}
@@ -524,17 +573,36 @@ func train(ctx context.Context, run *training.Run, out, errOut io.Writer, quiet 
 		return fmt.Errorf("%s: the run ended with no evaluation to report (its checkpoint's evals.csv holds none): train it again with --force", run.Dir)
 	}
 	final := run.Evals[len(run.Evals)-1]
+	if err := writeOutputs(run, elapsed, format); err != nil {
+		return fmt.Errorf("training finished, but writing its outputs failed: %w; once the cause is fixed, flowebm train --resume %s writes them again", err, run.Dir)
+	}
+	printSummary(out, run, final, total-start, elapsed)
+	return nil
+}
+
+// writeOutputs writes a finished run's metrics.json, plots and, last,
+// samples.npy.
+func writeOutputs(run *training.Run, elapsed time.Duration, format plots.Format) error {
 	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
 		return err
 	}
 	if err := plots.WriteRun(run, format); err != nil {
 		return err
 	}
-	if err := training.WriteSamples(run); err != nil {
+	return training.WriteSamples(run)
+}
+
+// trainingFailed adds to a training error other than an interruption
+// what is left and how to go on (a divergence's error says so already).
+func trainingFailed(run *training.Run, err error) error {
+	if errors.Is(err, algorithms.ErrDiverged) {
 		return err
 	}
-	printSummary(out, run, final, total-start, elapsed)
-	return nil
+	ck, ckErr := training.LatestCheckpoint(run.Dir)
+	if ckErr != nil {
+		return fmt.Errorf("%w; no complete checkpoint was written: start the run again with --force once the cause is fixed", err)
+	}
+	return fmt.Errorf("%w; the last complete checkpoint, %s, stands: continue with: flowebm train --resume %s once the cause is fixed", err, ck, run.Dir)
 }
 
 // newProgress shows training's progress on errOut: a bar on a terminal,
@@ -606,11 +674,20 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 		final.HeldOutLL, exact, final.LogZ.LogZ, final.LogZ.SE, 100*final.LogZ.ESS)
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
-	fmt.Fprintf(out, "acceptance: local %.2f, global %.2f\n", final.Stats.LocalAccept, final.Stats.GlobalAccept)
+	fmt.Fprintf(out, "acceptance: local %s, global %s\n", fmtAccept(final.Stats.LocalAccept), fmtAccept(final.Stats.GlobalAccept))
 	fmt.Fprintf(out, "outputs in %s\n", run.Dir)
 }
 
 func isNaN(v float64) bool { return v != v }
+
+// fmtAccept writes an acceptance rate, n/a (as sample writes it) for a
+// kernel without such moves.
+func fmtAccept(v float64) string {
+	if isNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
 
 // fmtPoint writes a mode centre; runs of equal coordinates are written
 // once with their count ("1.39×8, −1.39×8"), so that the long centres of

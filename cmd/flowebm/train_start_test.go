@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/training"
+)
+
+// A run interrupted while it is set up does not replace the run it was
+// to replace (--force): a Ctrl-C 15 ms after train --force started
+// deleted the finished run and said nothing had happened.
+func TestInterruptedStartKeepsOldRun(t *testing.T) {
+	dir := trainedRun(t)
+	before, err := os.ReadFile(filepath.Join(dir, "samples.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := training.NewPlan(training.Request{Iterations: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := startReplacing(ctx, plan, dir); err == nil || !strings.Contains(err.Error(), dir+" was left as it was") {
+		t.Errorf("interrupted start: %v", err)
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, "samples.npy")); err != nil || string(after) != string(before) {
+		t.Errorf("the old run's samples.npy changed: %v", err)
+	}
+}
+
+// A training error other than an interruption or a divergence (a full
+// disk) says which checkpoint stands and how to go on; it named only the
+// temporary file.
+func TestTrainingFailedSaysWhatStands(t *testing.T) {
+	plan, err := training.NewPlan(training.Request{Iterations: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	run, err := plan.Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New("write checkpoint.new/.state.npz.tmp1: no space left on device")
+	if err := trainingFailed(run, cause); !errors.Is(err, cause) || !strings.Contains(err.Error(), "no complete checkpoint was written: start the run again with --force") {
+		t.Errorf("before a checkpoint: %v", err)
+	}
+	if err := run.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	want := "the last complete checkpoint, " + filepath.Join(dir, "checkpoint") + ", stands: continue with: flowebm train --resume " + dir
+	if err := trainingFailed(run, cause); !strings.Contains(err.Error(), want) {
+		t.Errorf("after a checkpoint: %v, want %q", err, want)
+	}
+}
+
+// Resuming a run whose data file was moved says how to give its new place.
+func TestResumeMovedDataSaysHow(t *testing.T) {
+	tmp := t.TempDir()
+	data := filepath.Join(tmp, "d.csv")
+	var rows strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&rows, "%d,%d\n", i%7, i%5)
+	}
+	os.WriteFile(data, []byte(rows.String()), 0o644)
+	dir := filepath.Join(tmp, "run")
+	var o, e bytes.Buffer
+	if code := run([]string{"train", "--data", data, "--iterations", "2", "--quiet", "--out", dir}, &o, &e); code != 0 {
+		t.Fatalf("train: %s", e.String())
+	}
+	os.Remove(filepath.Join(dir, "samples.npy")) // unfinished outputs: resume reads the data
+	os.Rename(data, data+".moved")
+	e.Reset()
+	if code := run([]string{"train", "--resume", dir}, &o, &e); code != 2 || !strings.Contains(e.String(), "resume with --resume "+dir+" --data NEWPATH") {
+		t.Errorf("exit %d, %q", code, e.String())
+	}
+}
