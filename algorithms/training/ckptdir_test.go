@@ -640,3 +640,26 @@ func TestForeignCheckpointNewIgnored(t *testing.T) {
 		t.Errorf("resumed at iteration %d, want the run's own 2", resumed.Trainer.Iter)
 	}
 }
+
+// A checkpoint whose writing really fails (config.json cannot be
+// replaced; a full disk is the same) leaves no half-written folder and no
+// complete checkpoint.new/ beside a missing config.json (resume said the
+// run had stopped before its first checkpoint); written again once the
+// cause is gone, it resumes.
+func TestFailedCheckpointWriteLeavesNoMess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	r := smallRun(t, algorithms.FlowMC, 8, dir)
+	stepN(t, r, 2)
+	os.MkdirAll(filepath.Join(dir, "config.json", "x"), 0o755) // a folder in its place
+	if err := r.Checkpoint(); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Fatalf("Checkpoint: %v, want an error naming config.json", err)
+	}
+	wantOnly(t, dir, "config.json")
+	os.RemoveAll(filepath.Join(dir, "config.json"))
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(dir); err != nil {
+		t.Fatal(err)
+	}
+}

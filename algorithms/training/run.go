@@ -566,15 +566,17 @@ func (r *Run) Checkpoint() error {
 	if err := crashPoint("begin"); err != nil {
 		return err
 	}
+	// config.json before the checkpoint, so that a first checkpoint
+	// interrupted after its folder is complete can be resumed (written
+	// after it, a failure left a complete checkpoint.new/ that resume
+	// could not use).
+	if err := jsonfile.Write(filepath.Join(r.Dir, "config.json"), r.Config); err != nil {
+		return err
+	}
 	if err := r.writeCheckpoint(tmp); err != nil {
 		if crashHook == nil { // a real failure (a full disk), not a simulated kill
 			removeIfExists(tmp) // its space back; the last checkpoint stands
 		}
-		return err
-	}
-	// config.json before the renames, so that a first checkpoint
-	// interrupted from here on can be resumed.
-	if err := jsonfile.Write(filepath.Join(r.Dir, "config.json"), r.Config); err != nil {
 		return err
 	}
 	if err := crashPoint("complete"); err != nil {
