@@ -277,21 +277,19 @@ func trainAll(soft, hard context.Context, out io.Writer, exe string, runs []*rep
 	wg.Wait()
 }
 
-// splitList splits the comma-separated list of flag, refusing an empty
-// list and repeated names (two processes would train the same run).
+// splitList splits the comma-separated list of flag, refusing empty and
+// repeated names (two processes would train the same run); an empty flag
+// is refused before.
 func splitList(flag, s string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p == "" {
-			continue
+			return nil, fmt.Errorf("--%s %q has an empty name (a stray comma?): want names separated by single commas", flag, s)
 		}
 		if slices.Contains(out, p) {
 			return nil, fmt.Errorf("--%s %q names %s twice", flag, s, p)
 		}
 		out = append(out, p)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--%s %q names nothing to run", flag, s)
 	}
 	return out, nil
 }

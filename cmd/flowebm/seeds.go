@@ -19,6 +19,11 @@ import (
 // parseSeeds parses --seeds: a range "1-5" or a list "1,3,7".
 func parseSeeds(s string) ([]uint64, error) {
 	bad := fmt.Errorf("--seeds %q: want a range such as 1-5 or a list such as 1,3,7, of at most %d seeds", s, maxSeeds)
+	for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '-' }) {
+		if p = strings.TrimSpace(p); len(p) > 1 && p[0] == '0' {
+			return nil, fmt.Errorf("--seeds %q: write seed %s in decimal, without leading zeros (as --seed)", s, p)
+		}
+	}
 	if lo, hi, ok := strings.Cut(s, "-"); ok {
 		a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
 		b, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
