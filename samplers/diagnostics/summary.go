@@ -52,22 +52,12 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 		x[c] = make([]float64, draws)
 	}
 	for d := range out {
-		var sum float64
 		for c := range x {
 			for n := range x[c] {
-				v := data[(c*draws+n)*dims+d]
-				x[c][n] = v
-				sum += v
+				x[c][n] = data[(c*draws+n)*dims+d]
 			}
 		}
-		total := float64(chains * draws)
-		mean := sum / total
-		var ss float64
-		for _, ch := range x {
-			for _, v := range ch {
-				ss += (v - mean) * (v - mean)
-			}
-		}
+		mean, sd := meanSD(x, float64(chains*draws))
 		out[d] = Summary{
 			Dim:         d,
 			RHat:        RHat(x),
@@ -75,10 +65,45 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 			ESSBulk:     BulkESS(x),
 			ESSTail:     TailESS(x),
 			Mean:        mean,
-			SD:          math.Sqrt(ss / (total - 1)),
+			SD:          sd,
 		}
 	}
 	return out, nil
+}
+
+// meanSD returns the mean and standard deviation (divisor n − 1) of the
+// n draws of x; draws whose plain sums overflow (finite values near ±1e308)
+// are summed scaled by their largest magnitude.
+func meanSD(x [][]float64, n float64) (mean, sd float64) {
+	scale := 1.0
+	for pass := 0; pass < 2; pass++ {
+		var sum, ss float64
+		for _, ch := range x {
+			for _, v := range ch {
+				sum += v / scale
+			}
+		}
+		mean = sum / n
+		for _, ch := range x {
+			for _, v := range ch {
+				ss += (v/scale - mean) * (v/scale - mean)
+			}
+		}
+		mean, sd = mean*scale, scale*math.Sqrt(ss/(n-1))
+		if !math.IsInf(sum, 0) && !math.IsInf(ss, 0) {
+			return mean, sd
+		}
+		scale = 0
+		for _, ch := range x {
+			for _, v := range ch {
+				scale = math.Max(scale, math.Abs(v))
+			}
+		}
+		if scale == 0 || math.IsInf(scale, 0) || math.IsNaN(scale) {
+			return mean, sd // infinite draws: infinite or NaN moments
+		}
+	}
+	return mean, sd
 }
 
 // finite encodes NaN and ±Inf as JSON null, which JSON has no numbers for.

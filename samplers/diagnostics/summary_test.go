@@ -103,3 +103,35 @@ func ExampleSummarize() {
 	// Output:
 	// R-hat 1.02, bulk ESS 382 of 8000 draws
 }
+
+// The mean and standard deviation of finite draws near ±1e308 are finite:
+// their plain sum overflowed and diagnose printed "mean": null.
+func TestSummaryOfHugeDraws(t *testing.T) {
+	const chains, draws = 2, 50
+	for _, sign := range []int{0, 1} { // one sign (the sum overflows), alternating (the squares do)
+		data := make([]float64, chains*draws)
+		for i := range data {
+			data[i] = 1e308 * float64(1-2*(i%2*sign)) * (0.5 + 0.01*float64(i%7))
+		}
+		checkHugeSummary(t, data, chains, draws)
+	}
+}
+
+func checkHugeSummary(t *testing.T, data []float64, chains, draws int) {
+	t.Helper()
+	s, err := Summarize(data, chains, draws, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean, sd := 0.0, 0.0
+	for _, v := range data {
+		mean += v / float64(len(data))
+	}
+	for _, v := range data {
+		sd += (v/1e308 - mean/1e308) * (v/1e308 - mean/1e308)
+	}
+	sd = 1e308 * math.Sqrt(sd/float64(len(data)-1))
+	if math.IsInf(s[0].Mean, 0) || math.IsNaN(s[0].Mean) || math.Abs(s[0].Mean-mean) > 1e-12*math.Abs(sd) || math.Abs(s[0].SD-sd) > 1e-12*sd {
+		t.Errorf("mean %v, sd %v; want %v, %v", s[0].Mean, s[0].SD, mean, sd)
+	}
+}
