@@ -63,12 +63,33 @@ func Decode(b []byte, v any, opt Options) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		return err
+		return at(b, err)
 	}
 	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
 		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
 	}
 	return nil
+}
+
+// at adds to a syntax or type error of encoding/json the line and column
+// where it occurred in b (encoding/json's offset is at or just after the
+// character at fault).
+func at(b []byte, err error) error {
+	var off int64
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	default:
+		return err
+	}
+	off = min(max(off, 0), int64(len(b)))
+	line := 1 + bytes.Count(b[:off], []byte("\n"))
+	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
+	return fmt.Errorf("near line %d, column %d: %w", line, col, err)
 }
 
 // noDuplicateKeys refuses an object that gives a key twice, at any depth,

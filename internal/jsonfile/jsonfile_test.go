@@ -29,7 +29,9 @@ func TestDecode(t *testing.T) {
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
 		{`{"seed": 1, "ſeed": 7}`, `given twice (as "seed" and "ſeed")`},
 		{`{"a": [x]}`, "invalid character 'x'"},
-		{`{"train": {"steps": [1, oops]}}`, "invalid character 'o'"},
+		{`{"train": {"steps": [1, oops]}}`, "near line 1, column 26: invalid character 'o'"},
+		{"{\n  \"seed\": 1,\n  \"data_size\": NaN\n}", "near line 3, column 17: invalid character 'N'"},
+		{"{\n  \"seed\": \"x\"\n}", "near line 2, column 14: json: cannot unmarshal string"},
 		{`{"a": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, "nested more than"},
 	} {
 		var v cfg
