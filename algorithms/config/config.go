@@ -15,11 +15,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -360,9 +363,9 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
 // newModels builds the run's untrained EBM (E ≡ 0, the base N(0, σ² I)
 // with σ from the model configuration or App. C.5's rule on the training
 // Read reads a run configuration file (the fields of config.json),
-// strictly: unknown fields, data after the object, and an explicit 0 for a
-// field where 0 only stands for "the default" (leave the field out
-// instead) are errors naming the file and field.
+// strictly: unknown fields and data after the object are errors naming
+// the file and field; an explicit 0 for a field whose default is not 0 is
+// refused when the run is resolved (Resolve), 0 standing for the default.
 func Read(path string) (Run, error) {
 	var cfg Run
 	if err := jsonfile.Read(path, &cfg, jsonfile.Options{}); err != nil {
@@ -372,13 +375,76 @@ func Read(path string) (Run, error) {
 	if err != nil {
 		return cfg, err
 	}
-	return cfg, explicitZeros(path, b)
+	var raw map[string]any
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\uFEFF"))))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cfg.checkZeros(zeroPaths(raw, "")); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
 }
 
-// zeroMeansDefault are the fields whose zero value stands for a default:
-// written out as 0 they are a mistake (a batch of 0 points).
-var zeroMeansDefault = [][]string{
-	{"train", "batch_size"}, {"train", "sampler", "step_size"}, {"eval_every"}, {"checkpoint_every"},
+// zeroPaths lists the dotted paths of the numbers written as 0 in the
+// decoded JSON object m, sorted.
+func zeroPaths(m map[string]any, prefix string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch v := m[k].(type) {
+		case map[string]any:
+			out = append(out, zeroPaths(v, prefix+k+".")...)
+		case json.Number:
+			if f, err := v.Float64(); err == nil && f == 0 {
+				out = append(out, prefix+k)
+			}
+		}
+	}
+	return out
+}
+
+// checkZeros refuses the fields written as 0 in a configuration file
+// (paths) whose default is not 0: 0 stands for the default there, which is
+// rarely what "0" meant (a batch of 0 points). The defaults are those that
+// need no data; a configuration whose fields do not resolve is left to
+// Validate and Resolve to explain.
+func (cfg Run) checkZeros(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	if cfg.Train.Iterations <= 0 && cfg.Epochs > 0 {
+		cfg.Train.Iterations = 1 // epochs set it later; the defaults' zeros do not change
+	}
+	tc, err := cfg.Train.Resolved()
+	if err != nil || cfg.Train.Iterations <= 0 {
+		return nil
+	}
+	cfg.Train = tc
+	cfg.DataSize = cmp.Or(cfg.DataSize, 16384)
+	if cfg.fillDefaults() != nil {
+		return nil
+	}
+	if cfg.Data != nil {
+		d := *cfg.Data
+		d.HoldOut = cmp.Or(d.HoldOut, 0.1) // experiments.DataSet's default
+		cfg.Data = &d
+	}
+	resolved, _ := jsonfile.Safe(cfg).(map[string]any)
+	for _, path := range paths {
+		var v any = resolved
+		for _, k := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = lookupFold(m, k)
+		}
+		switch rv := reflect.ValueOf(v); rv.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+			if !rv.IsZero() {
+				return fmt.Errorf("algorithms: %s 0: want a value > 0 (leave the field out for the default); the default here is %v", path, v)
+			}
+		}
+	}
+	return nil
 }
 
 // lookupFold is m[k], matched without regard to case as encoding/json
@@ -387,32 +453,6 @@ func lookupFold(m map[string]any, k string) any {
 	for key, v := range m {
 		if strings.EqualFold(key, k) {
 			return v
-		}
-	}
-	return nil
-}
-
-func explicitZeros(path string, b []byte) error {
-	var raw map[string]any
-	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\uFEFF"))))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	for _, field := range zeroMeansDefault {
-		var v any = raw
-		for _, k := range field {
-			m, ok := v.(map[string]any)
-			if !ok {
-				v = nil
-				break
-			}
-			v = lookupFold(m, k)
-		}
-		if n, ok := v.(json.Number); ok {
-			if f, err := n.Float64(); err == nil && f == 0 {
-				return fmt.Errorf("%s: %s 0: want a value > 0 (leave the field out for the default)", path, strings.Join(field, "."))
-			}
 		}
 	}
 	return nil

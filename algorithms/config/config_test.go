@@ -121,3 +121,31 @@ func TestUnused(t *testing.T) {
 		t.Errorf("a gaussian start's scale: %q, want none", got)
 	}
 }
+
+// A field written as 0 whose default is not 0 is refused, naming the
+// default (only four fields were, and a particles 0 trained with 32);
+// a 0 that is the default, or a value, is accepted.
+func TestExplicitZeros(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ json, want string }{
+		{`{"train": {"iterations": 5, "batch_size": 0}}`, "train.batch_size 0: want a value > 0 (leave the field out for the default); the default here is 64"},
+		{`{"train": {"iterations": 5, "sampler": {"particles": 0}}}`, "train.sampler.particles 0"},
+		{`{"train": {"iterations": 5, "persistent": 0}}`, "train.persistent 0"},
+		{`{"grid_size": 0, "train": {"iterations": 5}}`, "grid_size 0: want a value > 0 (leave the field out for the default); the default here is 200"},
+		{`{"rhat_chains": 0, "train": {"iterations": 5}}`, "rhat_chains 0"},
+		{`{"data_size": 0, "train": {"iterations": 5}}`, "data_size 0"},
+		{`{"epochs": 2, "train": {"max_energy": 0}}`, "train.max_energy 0"},
+		{`{"data": {"file": "x.csv", "holdout": 0}, "train": {"iterations": 5}}`, "data.holdout 0"},
+		{`{"seed": 0, "epochs": 0, "train": {"iterations": 5, "l2": 0, "ebm_optim": {"decay": 0}}}`, ""},
+	} {
+		path := filepath.Join(dir, "c.json")
+		os.WriteFile(path, []byte(c.json), 0o644)
+		_, err := Read(path)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.json, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), path+": algorithms: "+c.want)):
+			t.Errorf("%s: %v, want %q", c.json, err, c.want)
+		}
+	}
+}
