@@ -142,6 +142,12 @@ func TestPlanConfigFileChecks(t *testing.T) {
 	if p, err := NewPlan(Request{ConfigFile: ula}); err != nil || !strings.Contains(strings.Join(p.Notes, "\n"), ula+": train.flow_optim not used by ula: ignored") {
 		t.Errorf("unused fields: %v, %v", p.Notes, err)
 	}
+	keyed := write("key.json", `{"data": {"file": "`+data+`", "key": "x"}, "train": {"iterations": 2}}`)
+	if p, err := NewPlan(Request{ConfigFile: keyed}); err != nil {
+		t.Fatal(err)
+	} else if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), keyed+`: data.key "x" selects a member of an .npz file`) {
+		t.Errorf("data.key on a CSV: %v, want the configuration file named", err)
+	}
 	small := write("small.json", `{"data_size": 10, "train": {"iterations": 2}}`)
 	p, err = NewPlan(Request{ConfigFile: small})
 	if err != nil {

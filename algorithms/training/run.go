@@ -191,7 +191,7 @@ func prepare(cfg config.Run, dir string, given from) (*Run, error) {
 	if exp == nil {
 		var err error
 		if exp, dataNotes, err = cfg.LoadExperiment(dataRNG); err != nil {
-			return nil, err
+			return nil, inFile(err) // data.* fields come from the file
 		}
 	}
 	models, notes := given.models, given.notes
