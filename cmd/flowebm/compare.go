@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 func compareCmd() *cobra.Command {
@@ -83,12 +85,11 @@ func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format
 	if err := checkCompareOut(out, dirs); err != nil {
 		return err
 	}
-	if !force {
-		if existing, _ := filepath.Glob(filepath.Join(out, "*"+format.Ext())); len(existing) > 0 {
-			return fmt.Errorf("--out %s already holds figures (%s): give another folder, or replace them with --force", out, filepath.Base(existing[0]))
-		}
+	if err := checkFiguresNew(out, format, force); err != nil {
+		return err
 	}
-	files, err := drawFigures(runs, out, format)
+	defer removeTempsOnSignal()()
+	files, err := drawFigures(runs, out, format, force)
 	if err != nil {
 		return err
 	}
@@ -98,21 +99,46 @@ func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format
 	return nil
 }
 
+// checkFiguresNew refuses, unless force, an --out holding figures.
+func checkFiguresNew(out string, format plots.Format, force bool) error {
+	if force {
+		return nil
+	}
+	if existing, _ := filepath.Glob(filepath.Join(out, "*"+format.Ext())); len(existing) > 0 {
+		return fmt.Errorf("--out %s already holds figures (%s): give another folder, or replace them with --force", out, filepath.Base(existing[0]))
+	}
+	return nil
+}
+
 // drawFigures writes the runs' figures into out (creating it, locked
 // against another compare) and returns their files: all of them, or on an
 // error none. They are drawn into a temporary folder inside out and moved
 // into place only when all are drawn, so that a failure (a full disk)
 // leaves the figures out held before.
-func drawFigures(runs []plots.Named, out string, format plots.Format) ([]string, error) {
-	release, err := lockRun(out)
+func drawFigures(runs []plots.Named, out string, format plots.Format, force bool) ([]string, error) {
+	made := firstMissing(out)
+	release, err := lockRunAs(out, "compare")
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	tmp, err := os.MkdirTemp(out, ".compare-")
+	untrackOut := func() {}
+	if made != "" { // a signal removes the folders made for the figures
+		untrackOut = safefile.Track(made)
+		defer untrackOut()
+	}
+	// Again, locked: another compare may have drawn into out meanwhile.
+	if err := checkFiguresNew(out, format, force); err != nil {
+		return nil, err
+	}
+	if err := removeStaleStaging(out); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(out, stagingPrefix)
 	if err != nil {
 		return nil, err
 	}
+	defer safefile.Track(tmp)()
 	defer os.RemoveAll(tmp)
 	drawn, err := plots.Compare(runs, tmp, format)
 	if err == nil && len(drawn) == 0 {
@@ -123,28 +149,79 @@ func drawFigures(runs []plots.Named, out string, format plots.Format) ([]string,
 		err = fmt.Errorf("the runs %s have no evaluations to plot yet (a run evaluates every eval_every iterations)", strings.Join(names, ", "))
 	}
 	if err != nil {
-		return nil, err
+		return nil, stagedError(err, tmp, out)
 	}
+	hook("compare-drawn")
+	return moveFigures(drawn, out, untrackOut)
+}
+
+// stagingPrefix names the temporary folders that compare draws in.
+const stagingPrefix = ".compare-"
+
+// removeStaleStaging removes the temporary folders that a killed compare
+// left in out (whose lock the caller holds).
+func removeStaleStaging(out string) error {
+	left, err := filepath.Glob(filepath.Join(out, stagingPrefix+"*"))
+	if err != nil {
+		return err
+	}
+	for _, l := range left {
+		if err := os.RemoveAll(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveFigures moves the drawn figures into out, all of them before a
+// signal's cleanup runs, then calls placed, and returns their paths.
+func moveFigures(drawn []string, out string, placed func()) ([]string, error) {
 	for _, d := range drawn {
 		if fi, err := os.Stat(filepath.Join(out, filepath.Base(d))); err == nil && fi.IsDir() {
 			return nil, fmt.Errorf("%s is a folder: the figure %s cannot replace it", filepath.Join(out, filepath.Base(d)), filepath.Base(d))
 		}
 	}
 	var files []string
-	for _, d := range drawn {
-		f := filepath.Join(out, filepath.Base(d))
-		if err := os.Rename(d, f); err != nil {
-			return files, err
+	err := safefile.Hold(func() error {
+		for _, d := range drawn {
+			f := filepath.Join(out, filepath.Base(d))
+			if err := os.Rename(d, f); err != nil {
+				return err
+			}
+			files = append(files, f)
 		}
-		files = append(files, f)
+		placed()
+		return nil
+	})
+	return files, err
+}
+
+// stagedError says err, an error writing a figure into the staging folder
+// tmp, once and of the figure in out: "OUT/NAME: no space left on device",
+// not the staging and temporary paths (twice).
+func stagedError(err error, tmp, out string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Path, tmp+string(filepath.Separator)) {
+		name := strings.TrimPrefix(filepath.Base(pe.Path), ".")
+		if i := strings.LastIndex(name, ".tmp"); i > 0 {
+			name = name[:i]
+		}
+		return fmt.Errorf("%s: %s: %w (the figures in %s are unchanged)", filepath.Join(out, name), pe.Op, pe.Err, out)
 	}
-	return files, nil
+	msg := strings.ReplaceAll(err.Error(), tmp, out)
+	if first, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(rest, first+": ") {
+		msg = rest
+	}
+	return errors.New(msg)
 }
 
 // checkCompareOut refuses an --out that is one of the input runs or inside
 // one: the figures would be mixed with the run's own files (or, in a
 // checkpoint folder, deleted by the next checkpoint).
 func checkCompareOut(out string, runs []string) error {
+	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
+		return fmt.Errorf("--out %s is a file: give a folder for the figures", out)
+	}
 	dir := out // the nearest folder of out that exists
 	for {
 		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
@@ -181,7 +258,23 @@ func runEvals(dir string) ([]training.Eval, error) {
 	}
 	ck, err := training.LatestCheckpoint(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: no metrics.csv and %w", dir, err)
+		return nil, noEvalsError(dir, err)
 	}
 	return training.ReadEvalsCSVModes(filepath.Join(ck, "evals.csv"))
+}
+
+// noEvalsError says why the folder dir, without metrics.csv, has no
+// evaluations to compare: a checkpoint folder, a run being trained or one
+// stopped before its first checkpoint; err is LatestCheckpoint's.
+func noEvalsError(dir string, err error) error {
+	switch {
+	case exists(filepath.Join(dir, "spec.json")) && !isTrainingRun(dir):
+		return fmt.Errorf("%s is a checkpoint (model) folder, not a training run: compare wants run folders that flowebm train wrote", dir)
+	case lockedByOther(dir):
+		return fmt.Errorf("%s: the run has no evaluations yet: it is being trained (another flowebm process holds %s); compare it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"))
+	case !isTrainingRun(dir) && !exists(filepath.Join(dir, "checkpoint.new")):
+		return fmt.Errorf("%s: not a run folder (no metrics.csv, config.json or checkpoint/)", dir)
+	}
+	why, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), dir+": "), "; nothing to resume")
+	return fmt.Errorf("the run %s has no evaluations yet (no metrics.csv and no complete checkpoint): %s", dir, why)
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/spf13/cobra"
 )
@@ -77,8 +80,8 @@ node that does not fit: use them directly with "flowebm energy" and
 }
 
 // onnxToCheckpoint writes the MLP energy network of in as the EBM of a
-// checkpoint in the folder out.
-func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64) error {
+// checkpoint in the folder out, calling placed once it is in place.
+func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed func()) error {
 	if !(sigma >= 1e-150 && sigma <= 1e150) {
 		return fmt.Errorf("--base %v, want σ in [1e-150, 1e150]", sigma)
 	}
@@ -100,16 +103,7 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64) error {
 			return fmt.Errorf("%s: %s: %w", in, q.Name, err)
 		}
 	}
-	// The checkpoint replaced (--force) goes before the new one is
-	// written, its spec.json first: a kill in between then leaves a folder
-	// that does not load (no spec.json, or no weights.npz), never the new
-	// weights under the old spec.
-	for _, name := range []string{"spec.json", "weights.npz"} {
-		if err := os.Remove(filepath.Join(out, name)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	if err := checkpoint.Save(out, checkpoint.Models{EBM: ebm}); err != nil {
+	if err := replaceCheckpoint(out, checkpoint.Models{EBM: ebm}, placed); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: EBM %v with %s, %s, tilt N(0, %g² I)\n", out, mlp.Sizes, mlp.Hidden, net.Dtype, sigma)
@@ -117,8 +111,40 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64) error {
 }
 
 // onnxToCheckpointIn converts the ONNX energy in into a checkpoint folder
-// out, locked, never inside or over a training run.
+// out, locked, never inside or over a training run. A checkpoint replaced
+// (--force) stays whole until the new one is: see replaceCheckpoint.
 func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force bool) error {
+	if err := checkConvertTarget(out, force); err != nil {
+		return err
+	}
+	made := firstMissing(out)
+	release, err := lockRunAs(out, "convert")
+	if err != nil {
+		return err
+	}
+	defer release()
+	untrackOut := func() {}
+	if made != "" { // a signal removes the folders made for the lock
+		untrackOut = safefile.Track(made)
+		defer untrackOut()
+	}
+	defer removeTempsOnSignal()()
+	if err := cleanSwapLeftovers(out); err != nil {
+		return err
+	}
+	// Again, locked: another convert may have written out meanwhile.
+	if err := checkConvertTarget(out, force); err != nil {
+		return err
+	}
+	return onnxToCheckpoint(cmd, in, out, base, untrackOut)
+}
+
+// checkConvertTarget refuses a CHECKPOINT that is a file, a training run
+// or inside one, or (without --force) that holds a checkpoint.
+func checkConvertTarget(out string, force bool) error {
+	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
+		return fmt.Errorf("CHECKPOINT %s is a file: give a folder for the checkpoint (convert IN.onnx CHECKPOINT writes a folder)", out)
+	}
 	if isTrainingRun(out) {
 		return fmt.Errorf("%s holds a training run: convert into another folder (--force replaces only a checkpoint that convert wrote)", out)
 	}
@@ -128,12 +154,67 @@ func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force 
 	if isRun(out) && !force {
 		return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
 	}
-	release, err := lockRun(out)
+	return nil
+}
+
+// replaceCheckpoint writes m into a temporary folder beside out (.OUT.new-N)
+// and, once complete, swaps it with out (safefile.ReplaceDir), then
+// removes the old checkpoint: a kill at any point leaves out holding the
+// old checkpoint or the new one, whole, and leftovers that the next
+// convert removes (cleanSwapLeftovers). placed is called in the swap's
+// Hold, so that a signal never removes the folder once it holds the new
+// checkpoint.
+func replaceCheckpoint(out string, m checkpoint.Models, placed func()) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".new-")
 	if err != nil {
 		return err
 	}
-	defer release()
-	return onnxToCheckpoint(cmd, in, out, base)
+	untrack := safefile.Track(tmp)
+	defer untrack()
+	defer os.RemoveAll(tmp)
+	if err := checkpoint.Save(tmp, m); err != nil {
+		return errors.New(strings.ReplaceAll(err.Error(), tmp, out))
+	}
+	hook("convert-written")
+	aside := filepath.Join(filepath.Dir(tmp), strings.Replace(filepath.Base(tmp), ".new-", ".old-", 1))
+	err = safefile.Hold(func() error {
+		if err := safefile.ReplaceDir(tmp, out, aside); err != nil {
+			return err
+		}
+		placed()
+		return nil
+	})
+	hook("convert-swapped")
+	return err
+}
+
+// cleanSwapLeftovers removes what a killed replaceCheckpoint left beside
+// out, first putting back the old checkpoint where the kill came between
+// the two renames of a swap without atomic exchange.
+func cleanSwapLeftovers(out string) error {
+	entries, err := os.ReadDir(filepath.Dir(out))
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, e := range entries {
+		for _, kind := range []string{".new-", ".old-"} {
+			if strings.HasPrefix(e.Name(), "."+filepath.Base(out)+kind) {
+				left = append(left, filepath.Join(filepath.Dir(out), e.Name()))
+			}
+		}
+	}
+	for _, l := range left {
+		if strings.Contains(filepath.Base(l), ".old-") && !exists(filepath.Join(out, "spec.json")) && exists(filepath.Join(l, "spec.json")) {
+			if err := safefile.RestoreAside(l, out, "spec.json", ".lock"); err != nil {
+				return err
+			}
+		}
+		if err := os.RemoveAll(l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkpointToONNX exports what of the checkpoint (or run) in as the ONNX
@@ -148,6 +229,7 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 	if err := checkNew("OUT.onnx", out, force); err != nil {
 		return err
 	}
+	defer removeTempsOnSignal()()
 	m, err := loadCheckpoint(in)
 	if err != nil {
 		return err
@@ -174,7 +256,7 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 	if err != nil {
 		return err
 	}
-	if err := onnx.WriteFile(out, b); err != nil {
+	if err := writeOutput("OUT.onnx", out, force, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))

@@ -21,7 +21,6 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
-	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 )
@@ -93,23 +92,10 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err := checkEnergyFlags(cmd, f.model, f.points, f.key); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", f.out, f.points, f.model); err != nil {
+	if err := checkEnergyOutputs(f); err != nil {
 		return err
 	}
-	if err := checkOutput("--grad", f.gradOut, f.points, f.model, f.out); err != nil {
-		return err
-	}
-	if err := checkNew("--out", f.out, f.force); err != nil {
-		return err
-	}
-	if err := checkNew("--grad", f.gradOut, f.force); err != nil {
-		return err
-	}
-	for _, o := range []struct{ flag, path string }{{"--out", f.out}, {"--grad", f.gradOut}} {
-		if ext := strings.ToLower(filepath.Ext(o.path)); o.path != "" && ext != ".npy" && ext != ".csv" {
-			return fmt.Errorf("%s %s: want a .npy or .csv file", o.flag, o.path)
-		}
-	}
+	defer removeTempsOnSignal()()
 	m, err := loadModel(f.model, f.oc)
 	if err != nil {
 		return err
@@ -134,11 +120,35 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return err
 	}
 	if g != nil {
-		if err := writeArray(f.gradOut, g, shape); err != nil {
+		if err := writeArray(f.gradOut, f.force, g, shape); err != nil {
 			return err
 		}
 	}
-	return writeVector(cmd, f.out, e, "energy")
+	return writeVector(cmd, f.out, f.force, e, "energy")
+}
+
+// checkEnergyOutputs checks the files --out and --grad before any work:
+// their kind first, then that they are two, write no input and replace
+// nothing without --force.
+func checkEnergyOutputs(f energyFlags) error {
+	for _, o := range []struct{ flag, path string }{{"--out", f.out}, {"--grad", f.gradOut}} {
+		if ext := strings.ToLower(filepath.Ext(o.path)); o.path != "" && ext != ".npy" && ext != ".csv" {
+			return fmt.Errorf("%s %s: want a .npy or .csv file", o.flag, o.path)
+		}
+	}
+	if f.out != "" && f.gradOut != "" && sameFile(f.out, f.gradOut) {
+		return fmt.Errorf("--grad and --out name the same file (%s): give two files", f.out)
+	}
+	if err := checkOutput("--out", f.out, f.points, f.model); err != nil {
+		return err
+	}
+	if err := checkOutput("--grad", f.gradOut, f.points, f.model); err != nil {
+		return err
+	}
+	if err := checkNew("--out", f.out, f.force); err != nil {
+		return err
+	}
+	return checkNew("--grad", f.gradOut, f.force)
 }
 
 // checkEnergyFlags refuses flags that would be ignored: --model and
@@ -242,37 +252,60 @@ func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
 	return loadCheckpoint(path)
 }
 
-// writeMatrix writes x to path (.npy float64, or .csv) atomically.
-func writeMatrix(path string, x *mat.Dense) error {
-	_, c := x.Dims()
-	return writeArray(path, x, []int{c})
-}
-
-// writeArray writes the rows of x, each of the given shape, to path
-// (.npy float64 of shape (rows, shape…), or .csv of the flat rows).
-func writeArray(path string, x *mat.Dense, shape []int) error {
+// writeArray writes the rows of x, each of the given shape, to the --grad
+// file path (.npy float64 of shape (rows, shape…), or .csv of the flat
+// rows), replacing a file only with force.
+func writeArray(path string, force bool, x *mat.Dense, shape []int) error {
 	r, _ := x.Dims()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
-		return npy.WriteFile(path, &npy.Array{Shape: append([]int{r}, shape...), Data: mat.DenseCopyOf(x).RawMatrix().Data}, npy.Float64)
+		a := &npy.Array{Shape: append([]int{r}, shape...), Data: mat.DenseCopyOf(x).RawMatrix().Data}
+		return writeOutput("--grad", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
 	case ".csv":
-		return safefile.Write(path, func(w io.Writer) error { return data.WriteCSV(w, x) })
+		return writeOutput("--grad", path, force, func(w io.Writer) error { return data.WriteCSV(w, x) })
 	}
-	return fmt.Errorf("%s: want a .npy or .csv file", path)
+	return fmt.Errorf("--grad %s: want a .npy or .csv file", path)
 }
 
 // loadCheckpoint loads the models of a checkpoint folder or of a run
 // folder's newest complete checkpoint. A run being trained replaces its
-// checkpoint by renames: a folder that vanishes while it is read is looked
-// up again (three tries).
+// checkpoint by renames: RUN/checkpoint missing for that instant, or
+// vanishing while it is read, is loaded as RUN; a run's folder is looked up
+// again (three tries).
 func loadCheckpoint(dir string) (checkpoint.Models, error) {
+	run := runOfCheckpoint(dir)
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
 		m, _, err := checkpoint.Load(dir)
+		if run != "" && errors.Is(err, fs.ErrNotExist) {
+			return loadRun(run)
+		}
 		return m, err
 	}
-	if _, err := os.Stat(dir); err != nil {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil && run != "":
+		return loadRun(run)
+	case err != nil:
 		return checkpoint.Models{}, fmt.Errorf("%s: want a checkpoint folder (spec.json, weights.npz) or a run folder: %w", dir, err)
+	case !fi.IsDir() && slices.Contains([]string{"spec.json", "weights.npz"}, filepath.Base(dir)):
+		return checkpoint.Models{}, fmt.Errorf("%s is a file of a checkpoint: give its folder, %s", dir, filepath.Dir(dir))
+	case !fi.IsDir():
+		return checkpoint.Models{}, fmt.Errorf("%s is a file, not a checkpoint or run folder (or an .onnx model)", dir)
 	}
+	return loadRun(dir)
+}
+
+// runOfCheckpoint returns the training run whose checkpoint folder dir
+// (RUN/checkpoint) is, or "".
+func runOfCheckpoint(dir string) string {
+	if parent := filepath.Dir(filepath.Clean(dir)); filepath.Base(filepath.Clean(dir)) == checkpointPrefix && isTrainingRun(parent) {
+		return parent
+	}
+	return ""
+}
+
+// loadRun loads the newest complete checkpoint of the run folder dir.
+func loadRun(dir string) (checkpoint.Models, error) {
 	var err error
 	for try := 0; try < 3; try++ {
 		var latest string
@@ -291,9 +324,10 @@ func loadCheckpoint(dir string) (checkpoint.Models, error) {
 	return checkpoint.Models{}, err
 }
 
-// writeVector writes v to path (.npy or .csv), or prints it one value per
-// line when path is empty.
-func writeVector(cmd *cobra.Command, path string, v []float64, name string) error {
+// writeVector writes v to the --out file path (.npy or .csv), replacing a
+// file only with force, or prints it one value per line when path is
+// empty.
+func writeVector(cmd *cobra.Command, path string, force bool, v []float64, name string) error {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case "":
 		if path != "" {
@@ -306,9 +340,10 @@ func writeVector(cmd *cobra.Command, path string, v []float64, name string) erro
 		}
 		return w.Flush()
 	case ".npy":
-		return npy.WriteFile(path, &npy.Array{Shape: []int{len(v)}, Data: v}, npy.Float64)
+		a := &npy.Array{Shape: []int{len(v)}, Data: v}
+		return writeOutput("--out", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
 	case ".csv":
-		return safefile.Write(path, func(w0 io.Writer) error {
+		return writeOutput("--out", path, force, func(w0 io.Writer) error {
 			w := bufio.NewWriter(w0)
 			w.WriteString(name + "\n")
 			for _, x := range v {

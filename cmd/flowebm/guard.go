@@ -3,10 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // checkOutput checks, before any work, that the output file out of flag
@@ -35,7 +40,75 @@ func checkOutput(flag, out string, inputs ...string) error {
 	if run := inRunCheckpoint(dir); run != "" {
 		return fmt.Errorf("%s %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: write the output elsewhere", flag, out, run)
 	}
+	return checkNotInRun(flag, out, dir)
+}
+
+// checkNotInRun refuses an output out (in the existing folder dir) inside
+// a training run, whose files are the run's own (another command's file
+// there would mix with them, or replace one: compare and plot read them
+// back), or inside a folder that another process holds locked.
+func checkNotInRun(flag, out, dir string) error {
+	if isTrainingRun(dir) {
+		return fmt.Errorf("%s %s is in the training run %s: its files are the run's own; write the output elsewhere", flag, out, dir)
+	}
+	if run := trainingRunAbove(dir); run != "" {
+		return fmt.Errorf("%s %s is inside the training run %s: its files are the run's own; write the output elsewhere", flag, out, run)
+	}
+	if lockedByOther(dir) {
+		return fmt.Errorf("%s %s: another flowebm process is writing into the folder %s (it holds %s): write the output elsewhere", flag, out, dir, filepath.Join(dir, ".lock"))
+	}
 	return nil
+}
+
+// writeOutput writes the output file out of flag atomically (removing the
+// temporary files of an earlier, killed write first). Unless force, it
+// never replaces a file: one that another process wrote since checkNew
+// makes it fail and write nothing.
+func writeOutput(flag, out string, force bool, write func(io.Writer) error) error {
+	if err := safefile.RemoveStale(out); err != nil {
+		return err
+	}
+	err := safefile.WriteOptions(out, safefile.Options{NoReplace: !force}, func(w io.Writer) error {
+		hook("output-writing")
+		return write(w)
+	})
+	if ex := (*safefile.ExistsError)(nil); errors.As(err, &ex) {
+		return fmt.Errorf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", flag, out)
+	}
+	return err
+}
+
+// testHook, if not nil, is called at points of the commands' writes:
+// "output-writing" (an output's temporary file exists), "convert-written"
+// (a new checkpoint complete beside the one it replaces),
+// "convert-swapped" (in place, the old one beside it), "compare-drawn"
+// (the figures drawn in their staging folder). Tests signal or kill the
+// process there.
+var testHook func(point string)
+
+func hook(point string) {
+	if testHook != nil {
+		testHook(point)
+	}
+}
+
+// removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files
+// and folders being written (safefile.Track) and exit with status 130 or
+// 143, saying so; stop undoes it.
+func removeTempsOnSignal() (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			safefile.RemoveTemps()
+			fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete\n", s)
+			os.Exit(map[bool]int{true: 143, false: 130}[s == syscall.SIGTERM])
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
 }
 
 // within reports whether the existing folder dir is folder or inside it,
@@ -85,7 +158,23 @@ func isRun(dir string) bool {
 // that two processes never train in one folder; the lock lasts until the
 // process exits or release is called. A folder that lockRun made and that
 // holds nothing but the lock at release (the command failed) is removed.
+// The lock file names the command holding it (this process's subcommand).
 func lockRun(dir string) (release func(), err error) {
+	return lockRunAs(dir, commandName())
+}
+
+// commandName is the flowebm subcommand this process runs ("train" when
+// it is not one, as in tests).
+func commandName() string {
+	if len(os.Args) > 1 && slices.Contains([]string{"reproduce", "compare", "convert", "plot", "sample", "energy"}, os.Args[1]) {
+		return os.Args[1]
+	}
+	return "train"
+}
+
+// lockRunAs is lockRun recording command as the lock's holder, which the
+// folderBusyError of another process names.
+func lockRunAs(dir, command string) (release func(), err error) {
 	top := firstMissing(dir) // "" when dir exists
 	made := top != ""
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -99,9 +188,13 @@ func lockRun(dir string) (release func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, folderBusyError{dir: dir, lock: path}
+			holder, _ := os.ReadFile(path)
+			return nil, folderBusyError{dir: dir, lock: path, holder: strings.TrimSpace(string(holder))}
 		}
 		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
+	}
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(command+"\n"), 0)
 	}
 	return func() {
 		if entries, err := os.ReadDir(dir); made && err == nil && len(entries) == 1 {
@@ -116,11 +209,29 @@ func lockRun(dir string) (release func(), err error) {
 	}, nil
 }
 
-// folderBusyError is lockRun's error when another process holds the lock.
-type folderBusyError struct{ dir, lock string }
+// folderBusyError is lockRun's error when another process holds the lock;
+// holder is the command that the lock file names ("" if none).
+type folderBusyError struct{ dir, lock, holder string }
 
 func (e folderBusyError) Error() string {
-	return fmt.Sprintf("%s: another flowebm process is training in this folder (it holds %s)", e.dir, e.lock)
+	if e.holder == "train" {
+		return fmt.Sprintf("%s: another flowebm process is training in this folder (it holds %s)", e.dir, e.lock)
+	}
+	by := ""
+	if e.holder != "" {
+		by = " (flowebm " + e.holder + ")"
+	}
+	return fmt.Sprintf("%s: another flowebm process%s is writing into this folder (it holds %s)", e.dir, by, e.lock)
+}
+
+// lockedByOther reports whether another process holds the lock of dir.
+func lockedByOther(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }
 
 // isTrainingRun reports whether dir holds a training run (not only a

@@ -22,6 +22,7 @@ trained is refused (its folder is locked). To overlay several runs, use
 "flowebm compare".`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defer removeTempsOnSignal()()
 			for _, dir := range args {
 				if err := redraw(dir, format); err != nil {
 					return err
@@ -40,11 +41,15 @@ func redraw(dir string, format plots.Format) error {
 	if !isTrainingRun(dir) {
 		return fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
 	}
-	release, err := lockRun(dir)
+	release, err := lockRunAs(dir, "plot")
 	if err != nil {
 		return err
 	}
 	defer release()
+	// The figures' temporary files that a killed plot (or train) left.
+	if err := removeStaleTemps(dir); err != nil {
+		return err
+	}
 	run, err := training.Resume(dir)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -49,14 +50,14 @@ frozen), ula, hmc (--leapfrog steps), flowmc (one draw = one cycle of an
 i-SIR move with --particles proposals from the flow, then --local MALA
 moves) and neutra (MALA in the flow's latent space). flowmc and neutra need
 a flow: the checkpoint's own, or --flow CHECKPOINT. Chains start from the
-flow's samples when there is a flow, otherwise from N(0, σ² I) (σ the base's,
-or 1).`,
+flow's samples when there is a flow (with mala, ula and hmc too, so --flow
+sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSample(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "an .onnx energy network, or a checkpoint or run folder")
-	fl.StringVar(&f.flow, "flow", "", "checkpoint whose flow proposes (flowmc, neutra); default the model's own")
+	fl.StringVar(&f.flow, "flow", "", "checkpoint whose flow proposes (flowmc, neutra) and, for every sampler, draws the chains' starts; default the model's own")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")
 	fl.BoolVar(&f.force, "force", false, "replace the file --out if it exists")
@@ -78,6 +79,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := f.checkOutputs(cmd); err != nil {
 		return err
 	}
+	defer removeTempsOnSignal()()
 	m, err := f.models()
 	if err != nil {
 		return err
@@ -106,7 +108,8 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if m.Scaling != nil {
 		m.Scaling.ToDataInPlace(draws)
 	}
-	if err := npy.WriteFile(f.out, &npy.Array{Shape: []int{f.chains, f.steps, d}, Data: draws}, npy.Float64); err != nil {
+	arr := &npy.Array{Shape: []int{f.chains, f.steps, d}, Data: draws}
+	if err := writeOutput("--out", f.out, f.force, func(w io.Writer) error { return npy.Write(w, arr, npy.Float64) }); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -215,15 +218,8 @@ func checkFinite(draws []float64, f sampleFlags, d int) error {
 // validate checks the flags' values before anything is loaded, and that
 // none is given that the sampler or model would ignore.
 func (f sampleFlags) validate(cmd *cobra.Command) error {
-	switch {
-	case f.chains < 2 || f.steps < 4 || f.warmup < 0 || f.warmup > maxWarmup:
-		return fmt.Errorf("--chains %d (want ≥ 2), --steps %d (want ≥ 4), --warmup %d (want 0..%d)", f.chains, f.steps, f.warmup, maxWarmup)
-	case !(f.step >= 1e-12 && f.step <= 1e6):
-		return fmt.Errorf("--step %v: want a step size in [1e-12, 1e6]", f.step)
-	case f.base != 0 && !(f.base >= 1e-150 && f.base <= 1e150):
-		return fmt.Errorf("--base %v: want σ in [1e-150, 1e150], or 0 for no tilt", f.base)
-	case f.leapfrog < 1 || f.leapfrog > 10_000 || f.particles < 2 || f.particles > 1_000_000 || f.local < 0 || f.local > algorithms.MaxChainSteps:
-		return fmt.Errorf("--leapfrog %d (want 1..10000), --particles %d (want 2..1000000), --local %d (want 0..%d)", f.leapfrog, f.particles, f.local, algorithms.MaxChainSteps)
+	if err := checkRanges(f); err != nil {
+		return err
 	}
 	onnxModel := strings.ToLower(filepath.Ext(f.model)) == ".onnx"
 	for _, g := range []struct {
@@ -237,10 +233,38 @@ func (f sampleFlags) validate(cmd *cobra.Command) error {
 		{"output", onnxModel, "an .onnx --model"},
 		{"log-density", onnxModel, "an .onnx --model"},
 		{"base", onnxModel, "an .onnx --model (a checkpoint has its own base)"},
+		{"step", f.sampler != "flowmc" || f.local > 0, "a sampler that takes local steps (not flowmc with --local 0)"},
 	} {
 		if cmd.Flags().Changed(g.flag) && !g.applies {
 			return fmt.Errorf("--%s applies to %s only; with --sampler %s and --model %s it would be ignored: drop it", g.flag, g.to, f.sampler, f.model)
 		}
+	}
+	return nil
+}
+
+// checkRanges refuses the flags whose values are out of range, naming
+// only those.
+func checkRanges(f sampleFlags) error {
+	var bad []string
+	for _, c := range []struct {
+		ok   bool
+		what string
+	}{
+		{f.chains >= 2, fmt.Sprintf("--chains %d (want ≥ 2)", f.chains)},
+		{f.steps >= 4, fmt.Sprintf("--steps %d (want ≥ 4)", f.steps)},
+		{f.warmup >= 0 && f.warmup <= maxWarmup, fmt.Sprintf("--warmup %d (want 0..%d)", f.warmup, maxWarmup)},
+		{f.step >= 1e-12 && f.step <= 1e6, fmt.Sprintf("--step %v: want a step size in [1e-12, 1e6]", f.step)},
+		{f.base == 0 || f.base >= 1e-150 && f.base <= 1e150, fmt.Sprintf("--base %v: want σ in [1e-150, 1e150], or 0 for no tilt", f.base)},
+		{f.leapfrog >= 1 && f.leapfrog <= 10_000, fmt.Sprintf("--leapfrog %d (want 1..10000)", f.leapfrog)},
+		{f.particles >= 2 && f.particles <= 1_000_000, fmt.Sprintf("--particles %d (want 2..1000000)", f.particles)},
+		{f.local >= 0 && f.local <= algorithms.MaxChainSteps, fmt.Sprintf("--local %d (want 0..%d)", f.local, algorithms.MaxChainSteps)},
+	} {
+		if !c.ok {
+			bad = append(bad, c.what)
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
 	}
 	return nil
 }

@@ -3,9 +3,13 @@ package safefile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestWriteReplacesOnlyOnSuccess(t *testing.T) {
@@ -29,5 +33,132 @@ func TestWriteReplacesOnlyOnSuccess(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Fatalf("temporary files left behind: %v", entries)
+	}
+}
+
+// WriteNew never replaces a file that exists by its final step (another
+// process wrote it meanwhile): it fails with an *ExistsError, leaves the
+// file and no temporary file; Write replaces.
+func TestWriteNewDoesNotReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.txt")
+	os.WriteFile(path, []byte("theirs"), 0o644)
+	err := WriteNew(path, func(w io.Writer) error { _, err := io.WriteString(w, "mine"); return err })
+	var ex *ExistsError
+	if !errors.As(err, &ex) || !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "another process wrote it meanwhile") {
+		t.Fatalf("WriteNew over an existing file: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "theirs" {
+		t.Errorf("WriteNew replaced the file: %q", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+	if err := WriteNew(filepath.Join(dir, "new.txt"), func(w io.Writer) error { return nil }); err != nil {
+		t.Error(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "new.txt")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("new file: %v %v", fi, err)
+	}
+}
+
+// RemoveStale removes the temporary files that a killed writer left, and
+// keeps those whose writer lives (it holds their lock).
+func TestRemoveStaleKeepsLiveWrites(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.npy")
+	stale := filepath.Join(dir, ".a.npy.tmp123")
+	os.WriteFile(stale, []byte("half"), 0o600)
+	other := filepath.Join(dir, ".b.npy.tmp1")
+	os.WriteFile(other, nil, 0o600)
+	live := filepath.Join(dir, ".a.npy.tmp456")
+	f, _ := os.Create(live)
+	defer f.Close()
+	syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	if err := RemoveStale(path); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{stale: false, live: true, other: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", p, err == nil, want)
+		}
+	}
+}
+
+// RemoveTemps (a signal's cleanup) removes the files and folders being
+// written, and after it a newly tracked one at once; Hold delays it.
+func TestRemoveTemps(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	os.Mkdir(a, 0o755)
+	os.WriteFile(filepath.Join(a, "x"), nil, 0o644)
+	os.WriteFile(b, nil, 0o644)
+	Track(a)
+	Track(b)()
+	held := make(chan struct{})
+	go Hold(func() error { close(held); time.Sleep(50 * time.Millisecond); os.WriteFile(b, nil, 0o644); return nil })
+	<-held
+	RemoveTemps()
+	if _, err := os.Stat(a); err == nil {
+		t.Error("RemoveTemps kept a tracked folder")
+	}
+	if _, err := os.Stat(b); err != nil {
+		t.Error("RemoveTemps removed an untracked file, or ran during Hold")
+	}
+	c := filepath.Join(dir, "c")
+	os.WriteFile(c, nil, 0o644)
+	Track(c)
+	if _, err := os.Stat(c); err == nil {
+		t.Error("a file tracked after RemoveTemps was kept")
+	}
+	temps.mu.Lock()
+	temps.closed = false
+	temps.mu.Unlock()
+}
+
+// ReplaceDir swaps a complete folder in, with or without an atomic
+// exchange; RestoreAside puts back a folder that a swap without one left
+// aside.
+func TestReplaceDir(t *testing.T) {
+	for _, atomic := range []bool{true, false} {
+		dir := t.TempDir()
+		ck, tmp, aside := filepath.Join(dir, "ck"), filepath.Join(dir, ".ck.new-1"), filepath.Join(dir, ".ck.old-1")
+		os.Mkdir(ck, 0o755)
+		os.WriteFile(filepath.Join(ck, "spec.json"), []byte("old"), 0o644)
+		os.Mkdir(tmp, 0o755)
+		os.WriteFile(filepath.Join(tmp, "spec.json"), []byte("new"), 0o644)
+		if !atomic {
+			saved := exchange
+			exchange = func(a, b string) error { return errNoExchange }
+			defer func() { exchange = saved }()
+		}
+		if err := ReplaceDir(tmp, ck, aside); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ck, "spec.json")); string(b) != "new" {
+			t.Errorf("atomic %v: ck holds %q", atomic, b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(tmp, "spec.json")); string(b) != "old" {
+			t.Errorf("atomic %v: the old folder is not at tmp: %q", atomic, b)
+		}
+	}
+	dir := t.TempDir()
+	ck, aside := filepath.Join(dir, "ck"), filepath.Join(dir, ".ck.old-1")
+	os.Mkdir(ck, 0o755)
+	os.WriteFile(filepath.Join(ck, ".lock"), []byte("mine"), 0o644)
+	os.Mkdir(aside, 0o755)
+	for _, n := range []string{"spec.json", "weights.npz", ".lock"} {
+		os.WriteFile(filepath.Join(aside, n), []byte("old"), 0o644)
+	}
+	if err := RestoreAside(aside, ck, "spec.json", ".lock"); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[string]string{"spec.json": "old", "weights.npz": "old", ".lock": "mine"} {
+		if b, _ := os.ReadFile(filepath.Join(ck, n)); string(b) != want {
+			t.Errorf("restored %s holds %q, want %q", n, b, want)
+		}
+	}
+	if _, err := os.Stat(aside); err == nil {
+		t.Error("aside left")
 	}
 }

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Regressions of the outputs probe (issue 20): interrupted, concurrent and
+// misplaced outputs of sample, energy, convert, compare and plot. Each
+// case failed before its fix.
+
+const toyONNX = "../../io/onnx/testdata/torch/toy_f64.onnx"
+
+// TestOutputsChild is the flowebm process that outputsChild starts: it
+// runs the command line FLOWEBM_CHILD_ARGS and sends itself the signal
+// FLOWEBM_CHILD_SIGNAL at the testHook point FLOWEBM_CHILD_POINT.
+func TestOutputsChild(t *testing.T) {
+	args := os.Getenv("FLOWEBM_CHILD_ARGS")
+	if args == "" {
+		t.Skip("the process that outputsChild starts")
+	}
+	sig := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[os.Getenv("FLOWEBM_CHILD_SIGNAL")]
+	testHook = func(p string) {
+		if p == os.Getenv("FLOWEBM_CHILD_POINT") {
+			syscall.Kill(os.Getpid(), sig)
+			time.Sleep(10 * time.Second)
+		}
+	}
+	os.Exit(run(strings.Split(args, "\x1f"), io.Discard, os.Stderr))
+}
+
+// outputsChild runs flowebm args in a process that gets the signal sig
+// (INT, TERM or KILL) at the testHook point, and returns its exit status
+// (-1 when killed) and stderr.
+func outputsChild(t *testing.T, point, sig string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(args, "\x1f"), "FLOWEBM_CHILD_POINT="+point, "FLOWEBM_CHILD_SIGNAL="+sig)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// hidden lists the hidden entries of dir (temporary files and folders)
+// other than .lock.
+func hidden(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var h []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") && e.Name() != ".lock" {
+			h = append(h, e.Name())
+		}
+	}
+	return h
+}
+
+// energies runs energy on the points pts with model and returns stdout.
+func energies(t *testing.T, model, pts string) string {
+	t.Helper()
+	out, stderr, code := runCLI("energy", "--model", model, pts)
+	if code != 0 {
+		t.Fatalf("energy --model %s: %s", model, stderr)
+	}
+	return out
+}
+
+// D4: SIGINT or SIGTERM while sample or energy writes its output removes
+// the temporary file and exits 130 or 143; a temporary file that a killed
+// process left is removed by the next write of the same output, even with
+// --force.
+func TestInterruptedOutputLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
+	for _, c := range []struct {
+		sig  string
+		code int
+		args []string
+	}{
+		{"INT", 130, []string{"sample", "--model", toyONNX, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy")}},
+		{"TERM", 143, []string{"energy", "--model", toyONNX, pts, "--out", filepath.Join(dir, "e.csv")}},
+	} {
+		code, stderr := outputsChild(t, "output-writing", c.sig, c.args...)
+		if code != c.code || !strings.Contains(stderr, "interrupted") {
+			t.Errorf("%s on SIG%s: exit %d, %q; want %d", c.args[0], c.sig, code, stderr, c.code)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("interrupted writes left %v", entries)
+	}
+	code, _ := outputsChild(t, "output-writing", "KILL", "sample", "--model", toyONNX, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"))
+	if h := hidden(dir); code != -1 || len(h) != 1 {
+		t.Fatalf("SIGKILL: exit %d, left %v; want a temporary file", code, h)
+	}
+	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"), "--force"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if h := hidden(dir); len(h) != 0 {
+		t.Errorf("the next sample left the killed one's %v", h)
+	}
+}
+
+// D2: a convert --force killed or interrupted at any step leaves CK
+// holding the old checkpoint or the new one, whole (it left CK holding
+// only .lock and a temporary file); the next convert removes the
+// leftovers. An interrupted convert into a new folder leaves no folder.
+func TestConvertForceKilledKeepsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.5,-1\n2,0.25\n"), 0o644)
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
+		t.Fatal(stderr)
+	}
+	old := energies(t, ck, pts)
+	for _, c := range []struct {
+		point, sig string
+		code       int
+		keepsOld   bool
+	}{
+		{"convert-written", "KILL", -1, true},
+		{"convert-swapped", "KILL", -1, false},
+		{"convert-written", "INT", 130, true},
+		{"convert-swapped", "TERM", 143, false},
+	} {
+		code, stderr := outputsChild(t, c.point, c.sig, "convert", toyONNX, ck, "--base", "5", "--force")
+		if code != c.code {
+			t.Fatalf("SIG%s at %s: exit %d, %s", c.sig, c.point, code, stderr)
+		}
+		if got := energies(t, ck, pts); (got == old) != c.keepsOld {
+			t.Errorf("SIG%s at %s: energies %q, old %q: want the old checkpoint %v", c.sig, c.point, got, old, c.keepsOld)
+		}
+		if h := hidden(dir); (c.sig == "KILL") != (len(h) > 0) {
+			t.Errorf("SIG%s at %s: leftovers %v", c.sig, c.point, h)
+		}
+		if _, stderr, code := runCLI("convert", toyONNX, ck, "--force"); code != 0 {
+			t.Fatal(stderr)
+		}
+		if h := hidden(dir); len(h) != 0 {
+			t.Errorf("the next convert kept %v", h)
+		}
+		if got := energies(t, ck, pts); got != old {
+			t.Errorf("convert --force again: energies %q, want %q", got, old)
+		}
+	}
+	fresh := filepath.Join(dir, "fresh", "ck")
+	if code, stderr := outputsChild(t, "convert-written", "INT", "convert", toyONNX, fresh); code != 130 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fresh")); err == nil || len(hidden(dir)) != 0 {
+		t.Errorf("an interrupted convert into a new folder left it (%v) or %v", err, hidden(dir))
+	}
+}
+
+// D4, D9b: compare interrupted leaves no staging folder, and a staging
+// folder a killed compare left is removed by the next one; a folder that
+// another compare holds is "written into", not "trained in".
+func TestCompareInterruptedAndBusy(t *testing.T) {
+	runDir := trainedRun(t)
+	out := filepath.Join(t.TempDir(), "cmp")
+	if code, stderr := outputsChild(t, "compare-drawn", "TERM", "compare", runDir, "--out", out); code != 143 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("interrupted compare left %s (%v)", out, hidden(out))
+	}
+	os.MkdirAll(filepath.Join(out, ".compare-123", "x"), 0o755)
+	if _, stderr, code := runCLI("compare", runDir, "--out", out, "--force"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if h := hidden(out); len(h) != 0 {
+		t.Errorf("compare kept a killed compare's %v", h)
+	}
+	release, err := lockRunAs(out, "compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	wantErr(t, "another flowebm process (flowebm compare) is writing into this folder", "compare", runDir, "--out", out, "--force")
+}
+
+// D3: without --force an output that appeared since the start (another
+// process wrote it) is not replaced; with --force it is.
+func TestOutputNotReplacedMeanwhile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e.csv")
+	os.WriteFile(path, []byte("theirs"), 0o644)
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "mine"); return err }
+	err := writeOutput("--out", path, false, write)
+	if err == nil || !strings.Contains(err.Error(), "--out "+path+" exists (another process wrote it meanwhile?)") || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("got %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "theirs" {
+		t.Errorf("replaced without --force: %q", b)
+	}
+	if err := writeOutput("--out", path, true, write); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "mine" {
+		t.Errorf("--force did not replace: %q", b)
+	}
+}
+
+// D6: no sample, energy or convert output goes into a training run
+// folder, --force or not, nor into a folder another process holds locked
+// (a run being trained before its first files).
+func TestOutputsRefusedInRuns(t *testing.T) {
+	run0 := trainedRun(t)
+	other := t.TempDir()
+	pts := filepath.Join(other, "p.csv")
+	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
+	ck := filepath.Join(run0, "checkpoint")
+	wantErr(t, "--out "+filepath.Join(run0, "metrics.csv")+" is in the training run "+run0, "energy", "--model", ck, pts, "--out", filepath.Join(run0, "metrics.csv"), "--force")
+	wantErr(t, "is in the training run "+run0, "sample", "--model", toyONNX, "--chains", "4", "--steps", "8", "--out", filepath.Join(run0, "samples.npy"), "--force")
+	os.Mkdir(filepath.Join(run0, "figs"), 0o755)
+	wantErr(t, "is inside the training run "+run0, "convert", toyONNX, filepath.Join(run0, "figs", "m.ck"))
+	wantErr(t, "is inside the training run "+run0, "sample", "--model", toyONNX, "--chains", "4", "--steps", "8", "--out", filepath.Join(run0, "figs", "s.npy"))
+	busy := filepath.Join(other, "busy")
+	release, err := lockRunAs(busy, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	wantErr(t, "another flowebm process is writing into the folder "+busy, "energy", "--model", toyONNX, pts, "--out", filepath.Join(busy, "e.csv"))
+	if _, err := os.Stat(filepath.Join(run0, "figs", "s.npy")); err == nil {
+		t.Error("sample wrote into the run")
+	}
+}
+
+// D9, A11, A14, A16: messages that name the right flag, file or fault.
+func TestOutputMessages(t *testing.T) {
+	run0 := trainedRun(t)
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
+	cfg := filepath.Join(dir, "cfg.json")
+	os.WriteFile(cfg, []byte("{}"), 0o644)
+	onnxCopy := filepath.Join(dir, "m.onnx")
+	b, _ := os.ReadFile(toyONNX)
+	os.WriteFile(onnxCopy, b, 0o644)
+	ck := filepath.Join(dir, "ck")
+	os.Mkdir(ck, 0o755)
+	for _, n := range []string{"spec.json", "weights.npz"} {
+		b, _ := os.ReadFile(filepath.Join(run0, "checkpoint", n))
+		os.WriteFile(filepath.Join(ck, n), b, 0o644)
+	}
+	s := filepath.Join(dir, "s.npy")
+	for _, c := range []struct {
+		msg, not string
+		args     []string
+	}{
+		{"--out " + cfg + ": want a .npy or .csv file", "exists", []string{"energy", "--model", run0, pts, "--out", cfg}},
+		{"--out " + pts + " is a file: give a folder for the figures", "mkdir", []string{"compare", run0, "--out", pts}},
+		{"CHECKPOINT " + onnxCopy + " is a file: give a folder", "mkdir", []string{"convert", onnxCopy, onnxCopy}},
+		{"--chains 1 (want ≥ 2)", "--steps", []string{"sample", "--model", run0, "--chains", "1", "--out", s}},
+		{"--steps 1 (want ≥ 4)", "--warmup", []string{"sample", "--model", run0, "--steps", "1", "--out", s}},
+		{"--leapfrog 0 (want 1..10000)", "--particles", []string{"sample", "--model", run0, "--sampler", "hmc", "--leapfrog", "0", "--out", s}},
+		{"--step applies to a sampler that takes local steps", "", []string{"sample", "--model", run0, "--sampler", "flowmc", "--local", "0", "--step", "0.1", "--out", s}},
+		{"--grad and --out name the same file", "also an input", []string{"energy", "--model", run0, pts, "--out", filepath.Join(dir, "e.npy"), "--grad", filepath.Join(dir, "e.npy")}},
+		{"is a file of a checkpoint: give its folder, " + filepath.Join(run0, "checkpoint"), "neither", []string{"energy", "--model", filepath.Join(run0, "checkpoint", "spec.json"), pts}},
+		{ck + " is a checkpoint (model) folder, not a training run", "nothing to resume", []string{"compare", ck, "--out", filepath.Join(dir, "c1")}},
+	} {
+		_, stderr, code := runCLI(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.msg) || c.not != "" && strings.Contains(stderr, c.not) {
+			t.Errorf("%v: exit %d, %q; want %q without %q", c.args, code, stderr, c.msg, c.not)
+		}
+	}
+}
+
+// D9a: compare on a run being trained before its first checkpoint says
+// it has no evaluations yet and is being trained, not "start the run
+// again".
+func TestCompareRunBeforeFirstCheckpoint(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live")
+	release, err := lockRunAs(live, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.WriteFile(filepath.Join(live, "config.json"), []byte("{}"), 0o644)
+	os.MkdirAll(filepath.Join(live, "checkpoint.new"), 0o755)
+	_, stderr, code := runCLI("compare", live, "--out", filepath.Join(t.TempDir(), "c"))
+	if code != 2 || !strings.Contains(stderr, "no evaluations yet: it is being trained") || strings.Contains(stderr, "start the run again") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+}
+
+// D10: RUN/checkpoint, missing for the instant of a checkpoint
+// replacement (only checkpoint.old/ there), loads like RUN.
+func TestModelCheckpointDuringReplacement(t *testing.T) {
+	run0 := trainedRun(t)
+	pts := filepath.Join(t.TempDir(), "p.csv")
+	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
+	want := energies(t, run0, pts)
+	if err := os.Rename(filepath.Join(run0, "checkpoint"), filepath.Join(run0, "checkpoint.old")); err != nil {
+		t.Fatal(err)
+	}
+	if got := energies(t, filepath.Join(run0, "checkpoint"), pts); got != want {
+		t.Errorf("energies %q, want %q", got, want)
+	}
+}
+
+// D9i: a figure that fails to write (a full disk) is named once, in the
+// output folder, not by its staging and temporary paths twice.
+func TestStagedErrorNamesFigureOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cmp")
+	tmp := filepath.Join(out, ".compare-1847587815")
+	fig := filepath.Join(tmp, "ebm-weight-mse.png")
+	inner := &fs.PathError{Op: "write", Path: filepath.Join(tmp, ".ebm-weight-mse.png.tmp42"), Err: syscall.ENOSPC}
+	err := stagedError(fmt.Errorf("%s: %w", fig, fmt.Errorf("%s: %w", fig, inner)), tmp, out)
+	want := filepath.Join(out, "ebm-weight-mse.png") + ": write: no space left on device"
+	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), ".compare-") || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("got %q, want %q…", err, want)
+	}
+	err = stagedError(fmt.Errorf("%s: %s: boom", fig, fig), tmp, out)
+	if err.Error() != filepath.Join(out, "ebm-weight-mse.png")+": boom" {
+		t.Errorf("got %q", err)
+	}
+}
+
+// D4: plot removes the figures' temporary files that a killed plot left.
+func TestPlotRemovesStaleTemps(t *testing.T) {
+	run0 := trainedRun(t)
+	stale := filepath.Join(run0, ".density.svg.tmp123")
+	os.WriteFile(stale, []byte("<svg"), 0o644)
+	if _, stderr, code := runCLI("plot", run0, "--plot-format", "svg"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("plot kept a stale temporary file")
+	}
+}
+
+// D2: a convert killed between the two renames of a swap without atomic
+// exchange left the old checkpoint aside (.CK.old-N) and CK without it:
+// the next convert puts it back before anything else.
+func TestConvertRestoresCheckpointLeftAside(t *testing.T) {
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.5,-1\n"), 0o644)
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck, "--base", "3"); code != 0 {
+		t.Fatal(stderr)
+	}
+	want := energies(t, ck, pts)
+	aside := filepath.Join(dir, ".ck.old-7")
+	if err := os.Rename(ck, aside); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(ck, 0o755)
+	wantErr(t, "already holds a checkpoint", "convert", toyONNX, ck)
+	if got := energies(t, ck, pts); got != want || len(hidden(dir)) != 0 {
+		t.Errorf("energies %q, want %q; left %v", got, want, hidden(dir))
+	}
+}

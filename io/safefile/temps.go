@@ -1,0 +1,121 @@
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// temps are the temporary files and folders being written, which
+// RemoveTemps removes; hold holds RemoveTemps off while Hold runs.
+var temps = struct {
+	hold   sync.Mutex
+	mu     sync.Mutex
+	paths  map[int]string
+	next   int
+	closed bool // RemoveTemps ran: the process is exiting
+}{paths: map[int]string{}}
+
+// Track registers the temporary file or folder path for RemoveTemps until
+// untrack is called. After RemoveTemps has run, path is removed at once.
+func Track(path string) (untrack func()) {
+	temps.mu.Lock()
+	defer temps.mu.Unlock()
+	if temps.closed {
+		os.RemoveAll(path)
+		return func() {}
+	}
+	id := temps.next
+	temps.next++
+	temps.paths[id] = path
+	return func() {
+		temps.mu.Lock()
+		delete(temps.paths, id)
+		temps.mu.Unlock()
+	}
+}
+
+// RemoveTemps removes every tracked temporary file and folder, after the
+// Hold under way if any; a signal handler calls it before the process
+// exits. It returns the paths removed.
+func RemoveTemps() []string {
+	temps.hold.Lock()
+	defer temps.hold.Unlock()
+	temps.mu.Lock()
+	defer temps.mu.Unlock()
+	temps.closed = true
+	var removed []string
+	for id, p := range temps.paths {
+		if _, err := os.Lstat(p); err == nil && os.RemoveAll(p) == nil {
+			removed = append(removed, p)
+		}
+		delete(temps.paths, id)
+	}
+	return removed
+}
+
+// Hold runs f while RemoveTemps waits: steps that must not be cut in two
+// (a folder swap and the untracking of what it put in place) run in f.
+func Hold(f func() error) error {
+	temps.hold.Lock()
+	defer temps.hold.Unlock()
+	return f()
+}
+
+// errNoExchange is exchange's error where the system cannot swap two
+// paths atomically.
+var errNoExchange = errors.New("atomic exchange not supported")
+
+// ReplaceDir puts the complete folder tmp in place of the folder dir,
+// which must exist; tmp then holds the old folder, which the caller
+// removes. Where the system can, the two are exchanged atomically, so
+// that dir always holds one or the other complete. Elsewhere dir is first
+// renamed to aside, then tmp to dir: a kill in between leaves the old
+// folder at aside (RestoreAside puts it back). Run it in Hold, so that a
+// signal's RemoveTemps waits for it.
+func ReplaceDir(tmp, dir, aside string) error {
+	err := exchange(tmp, dir)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, errNoExchange) {
+		return fmt.Errorf("replacing %s: %w", dir, err)
+	}
+	if err := os.Rename(dir, aside); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.Rename(aside, dir)
+		return err
+	}
+	return os.Rename(aside, tmp)
+}
+
+// RestoreAside moves the files of the folder aside (that ReplaceDir moved
+// there and was killed before finishing) back into dir, the file last
+// after the others (it marks the folder complete), and removes aside; the
+// files named in skip stay behind and go with aside.
+func RestoreAside(aside, dir, last string, skip ...string) error {
+	entries, err := os.ReadDir(aside)
+	if err != nil {
+		return err
+	}
+	names := []string{}
+	for _, e := range entries {
+		if e.Name() != last && !slices.Contains(skip, e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(aside, last)); err == nil {
+		names = append(names, last)
+	}
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(aside, n), filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(aside)
+}
