@@ -193,13 +193,13 @@ func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dens
 	}
 	for i, v := range e {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("the energy of point %d is %v: the model overflows there (check its weights and activation); nothing was written", i, v)
+			return fmt.Errorf("the energy of point %d (counting from 1) is %v: the model overflows there (check its weights and activation); nothing was written", i+1, v)
 		}
 	}
 	if g != nil {
 		for k, v := range g.RawMatrix().Data {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("the gradient at point %d is %v: the model overflows there; nothing was written", k/d, v)
+				return fmt.Errorf("the gradient at point %d (counting from 1) is %v: the model overflows there; nothing was written", k/d+1, v)
 			}
 		}
 	}

@@ -374,7 +374,7 @@ func checkResumable(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)
 	}
-	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint)", dir)
+	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint; a run killed as it started leaves only its lock): start a run there with flowebm train --out %s (--force if the folder is not empty)", dir, dir)
 }
 
 func exists(path string) bool {
