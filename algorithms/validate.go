@@ -41,18 +41,8 @@ func (c TrainConfig) MemoryTerms(d int) []sysmem.Term {
 // validate checks every field of an optimiser's configuration, naming
 // the field under prefix (ebm_optim, flow_optim) and its file's value.
 func (c OptimConfig) validate(prefix string) error {
-	switch c.Name {
-	case "", "adam":
-		b1, b2, eps := or(c.Beta1, 0.9), or(c.Beta2, 0.999), or(c.Eps, 1e-8)
-		if !(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 && eps > 0 && !math.IsInf(eps, 1)) {
-			return fmt.Errorf("algorithms: %s.beta1 %v, beta2 %v, eps %v: want betas in [0, 1) and a finite eps > 0 (0: the defaults 0.9, 0.999, 1e-8)", prefix, c.Beta1, c.Beta2, c.Eps)
-		}
-	case "sgd":
-		if !(c.Momentum >= 0 && c.Momentum < 1) {
-			return fmt.Errorf("algorithms: %s.momentum %v, want [0, 1)", prefix, c.Momentum)
-		}
-	default:
-		return fmt.Errorf("algorithms: %s.name %q, want \"adam\" or \"sgd\"", prefix, c.Name)
+	if err := c.validateKind(prefix); err != nil {
+		return err
 	}
 	if math.IsNaN(c.Decay) || c.Decay < 0 || c.Decay > 1 {
 		return fmt.Errorf("algorithms: %s.decay %v, want in (0, 1] (0 or 1: no decay)", prefix, c.Decay)
@@ -66,12 +56,30 @@ func (c OptimConfig) validate(prefix string) error {
 	if math.IsInf(c.LR, 0) || math.IsNaN(c.LR) || c.LR < 0 {
 		return fmt.Errorf("algorithms: %s.lr %v, want a finite value > 0 (0: the default 1e-3)", prefix, c.LR)
 	}
-	// Fields of the other optimiser would be ignored.
-	switch {
-	case c.Name != "sgd" && c.Momentum != 0:
-		return fmt.Errorf("algorithms: %s.momentum %v is SGD's; %s.name is %q: drop it, or set name \"sgd\"", prefix, c.Momentum, prefix, cmp.Or(c.Name, "adam"))
-	case c.Name == "sgd" && (c.Beta1 != 0 || c.Beta2 != 0 || c.Eps != 0):
-		return fmt.Errorf("algorithms: %s.beta1, beta2 and eps are Adam's; %s.name is \"sgd\": drop them", prefix, prefix)
+	return nil
+}
+
+// validateKind checks the optimiser's name and its own fields, refusing
+// the other optimiser's (they would be ignored).
+func (c OptimConfig) validateKind(prefix string) error {
+	switch c.Name {
+	case "", "adam":
+		b1, b2, eps := or(c.Beta1, 0.9), or(c.Beta2, 0.999), or(c.Eps, 1e-8)
+		if !(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 && eps > 0 && !math.IsInf(eps, 1)) {
+			return fmt.Errorf("algorithms: %s.beta1 %v, beta2 %v, eps %v: want betas in [0, 1) and a finite eps > 0 (0: the defaults 0.9, 0.999, 1e-8)", prefix, c.Beta1, c.Beta2, c.Eps)
+		}
+		if c.Momentum != 0 {
+			return fmt.Errorf("algorithms: %s.momentum %v is SGD's; %s.name is %q: drop it, or set name \"sgd\"", prefix, c.Momentum, prefix, cmp.Or(c.Name, "adam"))
+		}
+	case "sgd":
+		if !(c.Momentum >= 0 && c.Momentum < 1) {
+			return fmt.Errorf("algorithms: %s.momentum %v, want [0, 1)", prefix, c.Momentum)
+		}
+		if c.Beta1 != 0 || c.Beta2 != 0 || c.Eps != 0 {
+			return fmt.Errorf("algorithms: %s.beta1, beta2 and eps are Adam's; %s.name is \"sgd\": drop them", prefix, prefix)
+		}
+	default:
+		return fmt.Errorf("algorithms: %s.name %q, want \"adam\" or \"sgd\"", prefix, c.Name)
 	}
 	return nil
 }

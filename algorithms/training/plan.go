@@ -106,6 +106,12 @@ func (req Request) base() (*Plan, error) {
 		p.Config, p.Notes, err = settings.DefaultsFor(p.exp, alg)
 		return &p, err
 	}
+	return req.fromFile()
+}
+
+// fromFile is the request's configuration file with the request's
+// experiment, data and algorithm.
+func (req Request) fromFile() (*Plan, error) {
 	cfg, err := config.Read(req.ConfigFile)
 	if err != nil {
 		return nil, err
@@ -128,8 +134,8 @@ func (req Request) base() (*Plan, error) {
 	case cfg.Experiment == "" && cfg.Data == nil:
 		cfg.Experiment = "two-modes"
 	}
-	if alg != "" || cfg.Train.Algorithm == "" {
-		cfg.Train.Algorithm = cmp.Or(alg, algorithms.FlowMC)
+	if req.Algorithm != "" || cfg.Train.Algorithm == "" {
+		cfg.Train.Algorithm = cmp.Or(req.Algorithm, algorithms.FlowMC)
 	}
 	p := &Plan{Config: cfg, source: req.ConfigFile}
 	if unused := cfg.Unused(); len(unused) > 0 {

@@ -107,7 +107,9 @@ func (r *reproRun) final() *training.Eval {
 	return &r.evals[len(r.evals)-1]
 }
 
-func runReproduce(out io.Writer, f reproduceFlags) error {
+// check refuses flags out of range and an --out that is a file or a
+// training run, and sets --out's default.
+func (f *reproduceFlags) check() error {
 	if f.jobs < 1 {
 		return fmt.Errorf("--jobs %d, want ≥ 1", f.jobs)
 	}
@@ -125,6 +127,13 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		if f.quick {
 			f.out += "-quick"
 		}
+	}
+	return nil
+}
+
+func runReproduce(out io.Writer, f reproduceFlags) error {
+	if err := f.check(); err != nil {
+		return err
 	}
 	runs, err := planRuns(f)
 	if err != nil {
