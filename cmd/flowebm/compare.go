@@ -161,16 +161,7 @@ const stagingPrefix = ".compare-"
 // removeStaleStaging removes the temporary folders that a killed compare
 // left in out (whose lock the caller holds).
 func removeStaleStaging(out string) error {
-	left, err := filepath.Glob(filepath.Join(out, stagingPrefix+"*"))
-	if err != nil {
-		return err
-	}
-	for _, l := range left {
-		if err := os.RemoveAll(l); err != nil {
-			return err
-		}
-	}
-	return nil
+	return removeMatching(filepath.Join(out, stagingPrefix+"*"))
 }
 
 // moveFigures moves the drawn figures into out, all of them before a

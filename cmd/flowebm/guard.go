@@ -311,12 +311,17 @@ func clearRun(dir string) error {
 // process left while writing a file atomically; the caller holds dir's
 // lock, so no other process is writing them.
 func removeStaleTemps(dir string) error {
-	tmps, err := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+	return removeMatching(filepath.Join(dir, ".*.tmp*"))
+}
+
+// removeMatching removes the files and folders that match pattern.
+func removeMatching(pattern string) error {
+	left, err := filepath.Glob(pattern)
 	if err != nil {
 		return err
 	}
-	for _, t := range tmps {
-		if err := os.Remove(t); err != nil {
+	for _, l := range left {
+		if err := os.RemoveAll(l); err != nil {
 			return err
 		}
 	}
