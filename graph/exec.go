@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"reflect"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -85,7 +86,7 @@ func (e *executor) run() error {
 		for k, a := range e.args[i] {
 			in[k] = e.vals[a]
 		}
-		if prev := e.vals[i]; prev != nil && !e.noReuse[i] {
+		if prev := e.vals[i]; prev != nil && !e.noReuse[i] && !incrementsPrealloc(op) {
 			if pd, ok := op.(G.UsePreallocDoer); ok {
 				if v, err := pd.UsePreallocDo(prev, in...); err == nil {
 					e.vals[i] = v
@@ -104,6 +105,15 @@ func (e *executor) run() error {
 		e.markViews()
 	}
 	return nil
+}
+
+// incrementsPrealloc reports whether op's UsePreallocDo adds into the
+// buffer it is given instead of overwriting it: Gorgonia's sliceIncrOp
+// (the gradient of Slice) does, so reusing last run's value would
+// accumulate gradients across runs (an expression slicing its input
+// twice had ∇ 4, 12, 24 on three calls).
+func incrementsPrealloc(op G.Op) bool {
+	return reflect.TypeOf(op).Name() == "sliceIncrOp"
 }
 
 // markViews flags the nodes whose value shares memory with another node's
