@@ -413,25 +413,17 @@ func (cfg Run) checkZeros(paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	if cfg.Train.Iterations <= 0 && cfg.Epochs > 0 {
-		cfg.Train.Iterations = 1 // epochs set it later; the defaults' zeros do not change
-	}
-	tc, err := cfg.Train.Resolved()
-	if err != nil || cfg.Train.Iterations <= 0 {
+	resolved, ok := cfg.withUseDefaults()
+	if !ok {
 		return nil
 	}
-	cfg.Train = tc
-	cfg.DataSize = cmp.Or(cfg.DataSize, 16384)
-	if cfg.fillDefaults() != nil {
-		return nil
-	}
-	if cfg.Data != nil {
-		d := *cfg.Data
-		d.HoldOut = cmp.Or(d.HoldOut, 0.1) // experiments.DataSet's default
-		cfg.Data = &d
-	}
-	resolved, _ := jsonfile.Safe(cfg).(map[string]any)
 	for _, path := range paths {
+		switch {
+		case strings.EqualFold(path, "train.iterations"): // Validate explains a 0 (epochs, or none)
+			continue
+		case strings.EqualFold(path, "data_size") && cfg.Data != nil: // 0: every row of the data
+			continue
+		}
 		var v any = resolved
 		for _, k := range strings.Split(path, ".") {
 			m, _ := v.(map[string]any)
@@ -440,11 +432,45 @@ func (cfg Run) checkZeros(paths []string) error {
 		switch rv := reflect.ValueOf(v); rv.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
 			if !rv.IsZero() {
-				return fmt.Errorf("algorithms: %s 0: want a value > 0 (leave the field out for the default); the default here is %v", path, v)
+				return fmt.Errorf("algorithms: %s 0: 0 stands for the default here, %v: leave the field out for the default, or give another value", path, v)
 			}
 		}
 	}
 	return nil
+}
+
+// withUseDefaults is cfg, as JSON, with every default that needs no data
+// filled in: the trainer's and the run's, and those the models and
+// optimisers take where they are built (false if cfg does not resolve).
+func (cfg Run) withUseDefaults() (map[string]any, bool) {
+	cfg.Train.Iterations = max(cfg.Train.Iterations, 1) // epochs set it later; no default depends on it being 0
+	tc, err := cfg.Train.Resolved()
+	if err != nil {
+		return nil, false
+	}
+	cfg.Train = tc
+	cfg.DataSize = cmp.Or(cfg.DataSize, 16384)
+	if cfg.fillDefaults() != nil {
+		return nil, false
+	}
+	if cfg.Data != nil {
+		d := *cfg.Data
+		d.HoldOut = cmp.Or(d.HoldOut, 0.1) // experiments.DataSet's default
+		cfg.Data = &d
+	}
+	for _, o := range []*algorithms.OptimConfig{&cfg.Train.EBMOptim, &cfg.Train.FlowOptim} {
+		o.LR = cmp.Or(o.LR, 1e-3)
+		if o.Name != "sgd" {
+			o.Beta1, o.Beta2, o.Eps = cmp.Or(o.Beta1, 0.9), cmp.Or(o.Beta2, 0.999), cmp.Or(o.Eps, 1e-8)
+		}
+	}
+	if t := &cfg.Train; t.Start == algorithms.StartGaussian && t.StartScale == 0 {
+		t.StartScale = 1 // the base's σ, known once the models are
+	}
+	m := &cfg.Model
+	m.EBMSlope, m.FlowBlocks = cmp.Or(m.EBMSlope, 0.05), cmp.Or(m.FlowBlocks, 4)
+	resolved, _ := jsonfile.Safe(cfg).(map[string]any)
+	return resolved, true
 }
 
 // lookupFold is m[k], matched without regard to case as encoding/json

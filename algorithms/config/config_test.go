@@ -128,14 +128,22 @@ func TestUnused(t *testing.T) {
 func TestExplicitZeros(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ json, want string }{
-		{`{"train": {"iterations": 5, "batch_size": 0}}`, "train.batch_size 0: want a value > 0 (leave the field out for the default); the default here is 64"},
+		{`{"train": {"iterations": 5, "batch_size": 0}}`, "train.batch_size 0: 0 stands for the default here, 64: leave the field out for the default, or give another value"},
 		{`{"train": {"iterations": 5, "sampler": {"particles": 0}}}`, "train.sampler.particles 0"},
 		{`{"train": {"iterations": 5, "persistent": 0}}`, "train.persistent 0"},
-		{`{"grid_size": 0, "train": {"iterations": 5}}`, "grid_size 0: want a value > 0 (leave the field out for the default); the default here is 200"},
+		{`{"grid_size": 0, "train": {"iterations": 5}}`, "grid_size 0: 0 stands for the default here, 200"},
 		{`{"rhat_chains": 0, "train": {"iterations": 5}}`, "rhat_chains 0"},
 		{`{"data_size": 0, "train": {"iterations": 5}}`, "data_size 0"},
 		{`{"epochs": 2, "train": {"max_energy": 0}}`, "train.max_energy 0"},
 		{`{"data": {"file": "x.csv", "holdout": 0}, "train": {"iterations": 5}}`, "data.holdout 0"},
+		{`{"train": {"batch_size": 0}}`, "train.batch_size 0"}, // no iterations: the check ran not
+		{`{"train": {"iterations": 5, "ebm_optim": {"lr": 0}}}`, "train.ebm_optim.lr 0: 0 stands for the default here, 0.001"},
+		{`{"train": {"iterations": 5, "flow_optim": {"eps": 0, "beta2": 0}}}`, "train.flow_optim.beta2 0"},
+		{`{"model": {"ebm_slope": 0}, "train": {"iterations": 5}}`, "model.ebm_slope 0: 0 stands for the default here, 0.05"},
+		{`{"model": {"flow_blocks": 0}, "train": {"iterations": 5}}`, "model.flow_blocks 0"},
+		{`{"train": {"iterations": 5, "start": "gaussian", "start_scale": 0}}`, "train.start_scale 0"},
+		{`{"data": {"file": "x.csv"}, "data_size": 0, "train": {"iterations": 5}}`, ""}, // 0: every row
+		{`{"epochs": 1, "train": {"iterations": 0}}`, ""}, // epochs give the length
 		{`{"seed": 0, "epochs": 0, "train": {"iterations": 5, "l2": 0, "ebm_optim": {"decay": 0}}}`, ""},
 	} {
 		path := filepath.Join(dir, "c.json")

@@ -240,7 +240,7 @@ func reproduceSignals() (soft, hard context.Context, stop func()) {
 	soft, cancelSoft := context.WithCancel(context.Background())
 	hard, cancelHard := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		if _, ok := <-sigs; !ok {
 			return
@@ -422,10 +422,13 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		if strings.Contains(msg, "another flowebm process is") {
 			return "skipped: " + msg // it took the lock after the check above
 		}
-		if strings.Contains(msg, "continue with: flowebm train --resume") {
-			return "interrupted (run reproduce again to continue it): " + msg
+		if soft.Err() != nil { // stopped (or killed) because reproduce was interrupted
+			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
+		if !strings.Contains(msg, "diverged") {
+			return "FAILED (retried by the next reproduce): " + msg
+		}
 		return "FAILED: " + msg
 	}
 	return "done"
@@ -433,9 +436,15 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 
 // runChild runs cmd in a process group of its own (a terminal's Ctrl-C
 // reaches reproduce only), asking it to stop at a checkpoint (SIGINT, as
-// Ctrl-C asks train) when soft ends and killing it when hard ends.
+// Ctrl-C asks train) when soft ends or reproduce dies, and killing it when
+// hard ends.
 func runChild(soft, hard context.Context, cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The child is asked to stop at a checkpoint if reproduce dies (a
+	// SIGKILL, a closed terminal): Pdeathsig fires when the thread that
+	// started it ends, so that thread stays locked to this goroutine.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGINT}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

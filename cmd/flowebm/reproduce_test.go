@@ -126,6 +126,12 @@ func TestReproduceInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a run")
 	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} { // SIGHUP: its terminal closed
+		t.Run(sig.String(), func(t *testing.T) { reproduceInterrupted(t, sig) })
+	}
+}
+
+func reproduceInterrupted(t *testing.T, sig syscall.Signal) {
 	out := t.TempDir()
 	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "3000", "--jobs", "1", "--out", out}
 	type result struct {
@@ -145,7 +151,7 @@ func TestReproduceInterrupted(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	syscall.Kill(os.Getpid(), sig)
 	var r result
 	select {
 	case r = <-done:

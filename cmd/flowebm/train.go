@@ -323,7 +323,7 @@ func watchSignals() *runSignals {
 	ctx, cancel := context.WithCancel(context.Background())
 	rs := &runSignals{ctx: ctx}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: the terminal closed
 	stopped := make(chan struct{})
 	go func() {
 		select {
