@@ -154,6 +154,24 @@ func checkConvertTarget(out string, force bool) error {
 	if isRun(out) && !force {
 		return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
 	}
+	return checkOnlyCheckpoint(out)
+}
+
+// checkOnlyCheckpoint refuses to replace a folder that holds files other
+// than a checkpoint's (spec.json, weights.npz, COMPLETE, the lock):
+// --force replaces the whole folder, which would delete them.
+func checkOnlyCheckpoint(out string) error {
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		return nil // no folder yet
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case "spec.json", "weights.npz", "COMPLETE", ".lock":
+			continue
+		}
+		return fmt.Errorf("%s holds %s, which is not part of a checkpoint: convert --force replaces the whole folder and would delete it; move it out first, or convert into another folder", out, e.Name())
+	}
 	return nil
 }
 

@@ -57,6 +57,9 @@ func checkNotInRun(flag, out, dir string) error {
 	if lockedByOther(dir) {
 		return fmt.Errorf("%s %s: another flowebm process is writing into the folder %s (it holds %s): write the output elsewhere", flag, out, dir, filepath.Join(dir, ".lock"))
 	}
+	if exists(filepath.Join(dir, "spec.json")) {
+		return fmt.Errorf("%s %s is in the model folder %s (spec.json, weights.npz), which convert --force replaces whole: write the output elsewhere", flag, out, dir)
+	}
 	return nil
 }
 

@@ -367,3 +367,23 @@ func TestConvertRestoresCheckpointLeftAside(t *testing.T) {
 		t.Errorf("energies %q, want %q; left %v", got, want, hidden(dir))
 	}
 }
+
+// convert --force replaces a model folder whole: a folder holding other
+// files is refused (the swap deleted a user's notes), and no output is
+// written into a model folder in the first place.
+func TestConvertKeepsOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, status := runCLI("convert", toyONNX, ck); status != 0 {
+		t.Fatal(stderr)
+	}
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
+	wantErr(t, "is in the model folder "+ck, "energy", "--model", toyONNX, pts, "--out", filepath.Join(ck, "e.csv"))
+	os.MkdirAll(filepath.Join(ck, "mydata"), 0o755)
+	os.WriteFile(filepath.Join(ck, "mydata", "notes.txt"), []byte("keep"), 0o644)
+	wantErr(t, ck+" holds mydata, which is not part of a checkpoint", "convert", toyONNX, ck, "--force")
+	if b, err := os.ReadFile(filepath.Join(ck, "mydata", "notes.txt")); err != nil || string(b) != "keep" {
+		t.Errorf("the user's file: %q, %v", b, err)
+	}
+}

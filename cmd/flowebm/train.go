@@ -473,6 +473,12 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	if run := trainingRunAbove(dir); run != "" {
 		return nil, nil, fmt.Errorf("--out %s is inside the training run %s, whose checkpoints would replace it: give another folder", dir, run)
 	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, nil, fmt.Errorf("--out %s is a file: give a folder for the run", dir)
+	}
+	if exists(filepath.Join(dir, "spec.json")) && !exists(filepath.Join(dir, "config.json")) {
+		return nil, nil, fmt.Errorf("--out %s is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", dir)
+	}
 	// The lock first: a folder another process trains in is busy.
 	release, err := lockRun(dir)
 	if err != nil {
@@ -600,7 +606,7 @@ func trainingFailed(run *training.Run, err error) error {
 	}
 	ck, ckErr := training.LatestCheckpoint(run.Dir)
 	if ckErr != nil {
-		return fmt.Errorf("%w; no complete checkpoint was written: start the run again with --force once the cause is fixed", err)
+		return fmt.Errorf("%w; no complete checkpoint was written: start the run again once the cause is fixed (with --force if its folder is left)", err)
 	}
 	return fmt.Errorf("%w; the last complete checkpoint, %s, stands: continue with: flowebm train --resume %s once the cause is fixed", err, ck, run.Dir)
 }

@@ -50,7 +50,7 @@ func TestTrainingFailedSaysWhatStands(t *testing.T) {
 		t.Fatal(err)
 	}
 	cause := errors.New("write checkpoint.new/.state.npz.tmp1: no space left on device")
-	if err := trainingFailed(run, cause); !errors.Is(err, cause) || !strings.Contains(err.Error(), "no complete checkpoint was written: start the run again with --force") {
+	if err := trainingFailed(run, cause); !errors.Is(err, cause) || !strings.Contains(err.Error(), "no complete checkpoint was written: start the run again once the cause is fixed") {
 		t.Errorf("before a checkpoint: %v", err)
 	}
 	if err := run.Checkpoint(); err != nil {
@@ -82,4 +82,19 @@ func TestResumeMovedDataSaysHow(t *testing.T) {
 	if code := run([]string{"train", "--resume", dir}, &o, &e); code != 2 || !strings.Contains(e.String(), "resume with --resume "+dir+" --data NEWPATH") {
 		t.Errorf("exit %d, %q", code, e.String())
 	}
+}
+
+// train --out names a file or a model folder: said so (it said "mkdir:
+// not a directory", and "already holds a run" for convert's folder, whose
+// --resume then said it is not a run).
+func TestTrainOutIsFileOrModel(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.csv")
+	os.WriteFile(file, []byte("1,2\n"), 0o644)
+	wantErr(t, "--out "+file+" is a file: give a folder for the run", "train", "--iterations", "2", "--out", file)
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, status := runCLI("convert", toyONNX, ck); status != 0 {
+		t.Fatal(stderr)
+	}
+	wantErr(t, "--out "+ck+" is a model folder", "train", "--iterations", "2", "--out", ck, "--force")
 }
