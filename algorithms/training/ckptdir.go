@@ -1,12 +1,9 @@
 package training
 
 import (
-	"crypto/sha256"
 	"encoding/csv"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,7 +13,6 @@ import (
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
-	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // A run's checkpoint is replaced in steps (Run.Checkpoint):
@@ -40,7 +36,7 @@ const (
 	oldSuffix      = ".old"
 	// completeMarker is written into a new checkpoint folder after all its
 	// other files: a checkpoint.new/ without it was interrupted.
-	completeMarker = "COMPLETE"
+	completeMarker = checkpoint.ManifestName
 )
 
 // ErrNoCheckpoint is returned (wrapped, with fs.ErrNotExist) when a run
@@ -109,15 +105,12 @@ func checkComplete(dir string, strict bool) error {
 	if err := belongsToRun(dir); err != nil {
 		return err
 	}
-	marker := filepath.Join(dir, completeMarker)
-	switch _, err := os.Stat(marker); {
-	case err != nil && (strict || !errors.Is(err, fs.ErrNotExist)):
+	switch err := checkpoint.CheckManifest(dir, checkpointFiles...); {
+	case errors.Is(err, fs.ErrNotExist) && !strict:
+		// an old-style checkpoint/, written before the marker existed
+	case err != nil:
 		return err
-	case err == nil:
-		if err := checkManifest(marker); err != nil {
-			return err
-		}
-	} // else an old-style checkpoint/, written before the marker existed
+	}
 	if _, _, err := checkpoint.Load(dir); err != nil {
 		return err
 	}
@@ -219,83 +212,13 @@ func recoverCheckpoint(dir string) (bool, error) {
 	}
 }
 
-// writeComplete writes the marker of a finished checkpoint folder: the
-// checkpoint format on its first line, then the SHA-256 of every other
-// file in the folder as sha256sum writes them ("HEX  NAME"), so that a
-// file changed, emptied or removed after the checkpoint was written is
-// found (checkManifest) rather than resumed from.
-func writeComplete(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	lines := []string{checkpoint.Format}
-	for _, e := range entries {
-		if e.Name() == completeMarker || !e.Type().IsRegular() {
-			continue
-		}
-		sum, err := fileSHA256(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return err
-		}
-		lines = append(lines, sum+"  "+e.Name())
-	}
-	return safefile.Write(filepath.Join(dir, completeMarker), func(w io.Writer) error {
-		_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
-		return err
-	})
-}
+// writeComplete writes the marker of a finished checkpoint folder, with
+// the SHA-256 of its files (checkpoint.WriteManifest).
+func writeComplete(dir string) error { return checkpoint.WriteManifest(dir) }
 
-// checkManifest checks the files of a checkpoint folder against the
-// SHA-256 sums its marker lists; a marker of an earlier version lists
-// none.
-func checkManifest(marker string) error {
-	dir := filepath.Dir(marker)
-	b, err := os.ReadFile(marker)
-	if err != nil {
-		return err
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if lines[0] != checkpoint.Format {
-		return fmt.Errorf("%s: first line %q, want %q", marker, clipLine(lines[0]), checkpoint.Format)
-	}
-	for i, l := range lines[1:] {
-		sum, name, ok := strings.Cut(l, "  ")
-		if !ok || len(sum) != 64 || name == "" || strings.ContainsAny(name, "/\\") {
-			return fmt.Errorf("%s: line %d %q, want a SHA-256 and a file name as sha256sum writes them", marker, i+2, clipLine(l))
-		}
-		got, err := fileSHA256(filepath.Join(dir, name))
-		if err != nil {
-			return fmt.Errorf("%s, listed in %s: %w", name, marker, err)
-		}
-		if got != sum {
-			return fmt.Errorf("%s was changed after flowebm wrote it (its SHA-256 is not the one %s records): restore it, or start a new run", filepath.Join(dir, name), marker)
-		}
-	}
-	return nil
-}
-
-// fileSHA256 is the hexadecimal SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// clipLine shortens a line quoted in an error.
-func clipLine(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+// checkpointFiles are the files of a checkpoint that Resume reads, which
+// its marker must list.
+var checkpointFiles = []string{"spec.json", "weights.npz", "state.json", "state.npz", "evals.csv", "window.json", runConfigName}
 
 func exists(path string) bool {
 	_, err := os.Lstat(path)

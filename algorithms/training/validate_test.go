@@ -306,13 +306,23 @@ func TestResumeRefusesEditedCheckpoint(t *testing.T) {
 		{"slope", "spec.json", func(p string) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, bytes.Replace(b, []byte("leaky_relu(0.05)"), []byte("leaky_relu(0.5)"), 1), 0o644)
-		}, "spec.json was changed after flowebm wrote it"},
-		{"iter", "state.json", func(p string) { editJSON(t, p, func(m map[string]any) { m["iter"] = 12 }) }, "state.json was changed after flowebm wrote it"},
+		}, "spec.json does not match the SHA-256 that"},
+		{"iter", "state.json", func(p string) { editJSON(t, p, func(m map[string]any) { m["iter"] = 12 }) }, "state.json does not match the SHA-256 that"},
 		{"removed", "run-config.json", func(p string) { os.Remove(p) }, "run-config.json, listed in"},
+		{"unlisted", "COMPLETE", func(p string) { // spec.json edited, its line dropped from the marker
+			b, _ := os.ReadFile(p)
+			var keep []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if !strings.HasSuffix(l, "  spec.json") {
+					keep = append(keep, l)
+				}
+			}
+			os.WriteFile(p, []byte(strings.Join(keep, "\n")), 0o644)
+		}, "does not list spec.json"},
 		{"emptied history", "evals.csv", func(p string) {
 			os.WriteFile(p, []byte(strings.Join(evalsHeader(2), ",")+"\n"), 0o644)
 			editJSON(t, filepath.Join(filepath.Dir(p), "window.json"), func(m map[string]any) { m["evals"] = 0 })
-		}, "evals.csv was changed after flowebm wrote it"},
+		}, "evals.csv does not match the SHA-256 that"},
 	} {
 		dir := checkpointAt(t, 12, 2, 4, true)
 		path := filepath.Join(dir, checkpointName, c.file)

@@ -498,6 +498,9 @@ func Save(dir string, m Models) error {
 // allocated, and a member of weights.npz is read only once its header
 // matches the parameter it sets.
 func Load(dir string) (Models, Spec, error) {
+	if err := checkModelFiles(dir); err != nil {
+		return Models{}, Spec{}, err
+	}
 	specPath := filepath.Join(dir, "spec.json")
 	spec, err := readSpec(specPath)
 	if err != nil {

@@ -215,3 +215,35 @@ func TestLoadPyTorchFlow(t *testing.T) {
 		}
 	}
 }
+
+// A model folder with a manifest (a training run's checkpoint) is checked
+// against it when loaded as a model: energy --model RUN/checkpoint used a
+// spec.json edited after the checkpoint was written, which --model RUN
+// refused. The sums' hexadecimal case does not matter.
+func TestLoadChecksManifest(t *testing.T) {
+	dir := t.TempDir()
+	if err := Save(dir, models(t, tensor.Float64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteManifest(dir); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, ManifestName)
+	b, _ := os.ReadFile(marker)
+	lines := strings.Split(string(b), "\n")
+	for i := 1; i < len(lines); i++ {
+		if sum, name, ok := strings.Cut(lines[i], "  "); ok {
+			lines[i] = strings.ToUpper(sum) + "  " + name
+		}
+	}
+	os.WriteFile(marker, []byte(strings.Join(lines, "\n")), 0o644)
+	if _, _, err := Load(dir); err != nil {
+		t.Fatalf("upper-case sums: %v", err)
+	}
+	spec := filepath.Join(dir, "spec.json")
+	sb, _ := os.ReadFile(spec)
+	os.WriteFile(spec, append(sb, ' '), 0o644)
+	if _, _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "spec.json does not match the SHA-256 that") {
+		t.Errorf("edited spec.json: %v", err)
+	}
+}

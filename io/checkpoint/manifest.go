@@ -1,0 +1,117 @@
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowebm/flowebm/io/safefile"
+)
+
+// ManifestName is the file that marks a checkpoint folder complete: the
+// checkpoint format on its first line, then the SHA-256 of every other
+// file in the folder as sha256sum writes them ("HEX  NAME"), so that a
+// file changed, emptied or removed after the checkpoint was written is
+// found rather than used (tail -n +2 COMPLETE | sha256sum -c checks them
+// by hand).
+const ManifestName = "COMPLETE"
+
+// WriteManifest writes dir's manifest, last, over the files now in it.
+func WriteManifest(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	lines := []string{Format}
+	for _, e := range entries {
+		if e.Name() == ManifestName || !e.Type().IsRegular() {
+			continue
+		}
+		sum, err := fileSHA256(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		lines = append(lines, sum+"  "+e.Name())
+	}
+	return safefile.Write(filepath.Join(dir, ManifestName), func(w io.Writer) error {
+		_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
+		return err
+	})
+}
+
+// CheckManifest checks the files of checkpoint folder dir against the
+// SHA-256 sums its manifest lists, and that it lists each of required. A
+// manifest of an earlier version (its format line only) lists nothing and
+// passes; a missing manifest matches fs.ErrNotExist.
+func CheckManifest(dir string, required ...string) error {
+	marker := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(marker)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if lines[0] != Format {
+		return fmt.Errorf("%s: first line %q, want %q", marker, clipLine(lines[0]), Format)
+	}
+	if len(lines) == 1 {
+		return nil // an earlier version's marker
+	}
+	listed := map[string]bool{}
+	for i, l := range lines[1:] {
+		sum, name, ok := strings.Cut(l, "  ")
+		if !ok || len(sum) != 64 || name == "" || strings.ContainsAny(name, "/\\") {
+			return fmt.Errorf("%s: line %d %q, want a SHA-256 and a file name as sha256sum writes them", marker, i+2, clipLine(l))
+		}
+		listed[name] = true
+		got, err := fileSHA256(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("%s, listed in %s: %v", name, marker, err) // not a missing marker
+		}
+		if !strings.EqualFold(got, sum) {
+			return fmt.Errorf("%s does not match the SHA-256 that %s records for it: one of them was changed after flowebm wrote them; restore it, or start a new run", filepath.Join(dir, name), marker)
+		}
+	}
+	for _, name := range required {
+		if !listed[name] {
+			return fmt.Errorf("%s does not list %s: the marker was edited after flowebm wrote it; restore it, or start a new run", marker, name)
+		}
+	}
+	return nil
+}
+
+// checkModelFiles checks spec.json and weights.npz against dir's
+// manifest, where it has one.
+func checkModelFiles(dir string) error {
+	if err := CheckManifest(dir, "spec.json", "weights.npz"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// fileSHA256 is the hexadecimal SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// clipLine shortens a line quoted in an error.
+func clipLine(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
