@@ -143,7 +143,7 @@ func TestExplicitZeros(t *testing.T) {
 		{`{"model": {"flow_blocks": 0}, "train": {"iterations": 5}}`, "model.flow_blocks 0"},
 		{`{"train": {"iterations": 5, "start": "gaussian", "start_scale": 0}}`, "train.start_scale 0"},
 		{`{"data": {"file": "x.csv"}, "data_size": 0, "train": {"iterations": 5}}`, ""}, // 0: every row
-		{`{"epochs": 1, "train": {"iterations": 0}}`, ""}, // epochs give the length
+		{`{"epochs": 1, "train": {"iterations": 0}}`, ""},                               // epochs give the length
 		{`{"seed": 0, "epochs": 0, "train": {"iterations": 5, "l2": 0, "ebm_optim": {"decay": 0}}}`, ""},
 	} {
 		path := filepath.Join(dir, "c.json")
