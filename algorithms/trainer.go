@@ -255,7 +255,7 @@ func (s *SamplerConfig) stepDefaults() error {
 		s.StepSize = 0.01
 	}
 	if !(s.StepSize >= 1e-12 && s.StepSize <= maxStepSize) {
-		return fmt.Errorf("algorithms: sampler.step_size %v, want a value in [1e-12, %g] (0: the default 0.01)", s.StepSize, maxStepSize)
+		return fmt.Errorf("algorithms: sampler.step_size %v, want a value in [1e-12, %g] (unset: the default 0.01)", s.StepSize, maxStepSize)
 	}
 	if s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
 		return fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
@@ -267,7 +267,7 @@ func (s *SamplerConfig) stepDefaults() error {
 		s.TargetAccept = 0.75
 	}
 	if !(s.TargetAccept > 0 && s.TargetAccept < 1) {
-		return fmt.Errorf("algorithms: sampler.target_accept %v, want in (0, 1) (0: the default 0.75)", s.TargetAccept)
+		return fmt.Errorf("algorithms: sampler.target_accept %v, want in (0, 1) (unset: the default 0.75)", s.TargetAccept)
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (s *SamplerConfig) stepDefaults() error {
 // checkScales checks the start scale, the optimisers and the L2 term.
 func (c *TrainConfig) checkScales() error {
 	if c.StartScale != 0 && !(c.StartScale >= 1e-150 && c.StartScale <= 1e150) {
-		return fmt.Errorf("algorithms: start_scale %v, want a value in [1e-150, 1e150] (0: the default)", c.StartScale)
+		return fmt.Errorf("algorithms: start_scale %v, want a value in [1e-150, 1e150] (unset: the default)", c.StartScale)
 	}
 	if err := c.EBMOptim.validate("ebm_optim"); err != nil {
 		return err
@@ -321,7 +321,7 @@ func (c *TrainConfig) pretrainDefaults() error {
 		p.LR = 1e-2
 	}
 	if !(p.LR > 0) || math.IsInf(p.LR, 0) {
-		return fmt.Errorf("algorithms: pretrain.lr %v, want a finite value > 0 (0: the default 1e-2)", p.LR)
+		return fmt.Errorf("algorithms: pretrain.lr %v, want a finite value > 0 (unset: the default 1e-2)", p.LR)
 	}
 	if p.BatchSize == 0 {
 		p.BatchSize = c.BatchSize
@@ -342,13 +342,13 @@ func (c *TrainConfig) guardDefaults() error {
 		c.MaxEnergy = 1e6
 	}
 	if !(c.MaxEnergy > 0) {
-		return fmt.Errorf("algorithms: max_energy %v, want > 0 (0: the default 1e6)", c.MaxEnergy)
+		return fmt.Errorf("algorithms: max_energy %v, want > 0 (unset: the default 1e6)", c.MaxEnergy)
 	}
 	if c.FlowSteps == 0 {
 		c.FlowSteps = 1
 	}
 	if c.FlowSteps < 0 || c.FlowSteps > MaxFlowSteps {
-		return fmt.Errorf("algorithms: flow_steps %d, want 1..%d (0: the default 1)", c.FlowSteps, MaxFlowSteps)
+		return fmt.Errorf("algorithms: flow_steps %d, want 1..%d (unset: the default 1)", c.FlowSteps, MaxFlowSteps)
 	}
 	for _, f := range []struct {
 		name string

@@ -90,6 +90,7 @@ func (c *Data) checkSum() error {
 	if c.File == "" {
 		return fmt.Errorf("data.file is empty: want the data file's path")
 	}
+	c.SHA256 = strings.ToLower(c.SHA256) // hexadecimal digits of either case
 	if c.SHA256 != "" && !sha256Hex.MatchString(c.SHA256) {
 		return fmt.Errorf("data.sha256 %q: want 64 hexadecimal digits (the SHA-256 flowebm recorded), or leave it out", c.SHA256)
 	}
@@ -104,7 +105,7 @@ func (c *Data) checkSum() error {
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if c.SHA256 != "" && c.SHA256 != sum {
-		return fmt.Errorf("%s: SHA-256 %s, but the run was started on a file with %s (field data.sha256 of config.json): other data would not continue the run; give the original file, or start a new run", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…")
+		return fmt.Errorf("%s: SHA-256 %s, but data.sha256 records %s, the file the run (or configuration) was made with: other data would not continue it; give that file, or leave data.sha256 out to start a new run on this one", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…")
 	}
 	c.SHA256 = sum
 	return nil

@@ -28,13 +28,13 @@ var memoryLimit = func() float64 { return sysmem.Limit(sysmem.DefaultLimit) }
 // documented defaults; negative ones are refused.
 func (c Run) Validate() error {
 	if c.DataSize < 0 {
-		return fmt.Errorf("algorithms: data_size %d, want > 0 (0: the default)", c.DataSize)
+		return fmt.Errorf("algorithms: data_size %d, want > 0 (unset: the default)", c.DataSize)
 	}
 	if c.RHatSteps > MaxRHatSteps {
-		return fmt.Errorf("algorithms: rhat_steps %d, want at most %d (0: the default)", c.RHatSteps, MaxRHatSteps)
+		return fmt.Errorf("algorithms: rhat_steps %d, want at most %d (unset: the default)", c.RHatSteps, MaxRHatSteps)
 	}
 	if c.GridSize != 0 && (c.GridSize < 2 || c.GridSize > MaxGridSize) {
-		return fmt.Errorf("algorithms: grid_size %d, want 2..%d (0: the default 200)", c.GridSize, MaxGridSize)
+		return fmt.Errorf("algorithms: grid_size %d, want 2..%d (unset: the default 200)", c.GridSize, MaxGridSize)
 	}
 	if c.Epochs < 0 {
 		return fmt.Errorf("algorithms: epochs %d, want ≥ 0 (0: train.iterations gives the length)", c.Epochs)
@@ -48,7 +48,7 @@ func (c Run) Validate() error {
 	}{{"eval_every", c.EvalEvery}, {"checkpoint_every", c.CheckpointEvery}, {"rhat_every", c.RHatEvery},
 		{"rhat_chains", c.RHatChains}, {"rhat_steps", c.RHatSteps}, {"log_z_samples", c.LogZSamples}} {
 		if f.v < 0 {
-			return fmt.Errorf("algorithms: %s %d, want > 0 (0: the default)", f.name, f.v)
+			return fmt.Errorf("algorithms: %s %d, want > 0 (unset: the default)", f.name, f.v)
 		}
 	}
 	return c.Model.validate()
@@ -63,7 +63,7 @@ func (m Model) validate() error {
 		return fmt.Errorf("algorithms: model.flow_init %q, want %q or %q (\"\": %s)", m.FlowInit, layers.InitSmall, layers.InitSmallLast, layers.InitSmall)
 	}
 	if m.FlowBlocks < 0 {
-		return fmt.Errorf("algorithms: model.flow_blocks %d, want > 0 (0: the default 4)", m.FlowBlocks)
+		return fmt.Errorf("algorithms: model.flow_blocks %d, want > 0 (unset: the default 4)", m.FlowBlocks)
 	}
 	for _, h := range []struct {
 		name string
@@ -79,7 +79,7 @@ func (m Model) validate() error {
 		return fmt.Errorf("algorithms: model.base_sigma %v, want σ in [1e-150, 1e150] (0: from the data)", m.BaseSigma)
 	}
 	if m.EBMSlope != 0 && !(m.EBMSlope > 0 && m.EBMSlope <= 1) {
-		return fmt.Errorf("algorithms: model.ebm_slope %v, want the LeakyReLU's negative slope in (0, 1] (0: the default 0.05)", m.EBMSlope)
+		return fmt.Errorf("algorithms: model.ebm_slope %v, want the LeakyReLU's negative slope in (0, 1] (unset: the default 0.05)", m.EBMSlope)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ type Plan struct {
 // request's overrides. The data are not read: Start does that once.
 func NewPlan(req Request) (*Plan, error) {
 	if req.Iterations < 0 || req.Epochs < 0 {
-		return nil, fmt.Errorf("algorithms: iterations %d, epochs %d: want counts ≥ 0 (0: the default)", req.Iterations, req.Epochs)
+		return nil, fmt.Errorf("algorithms: iterations %d, epochs %d: want counts ≥ 0 (unset: the default)", req.Iterations, req.Epochs)
 	}
 	if req.Iterations > algorithms.MaxIterations {
 		return nil, fmt.Errorf("algorithms: iterations %d, want at most %d", req.Iterations, algorithms.MaxIterations)

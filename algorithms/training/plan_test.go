@@ -2,6 +2,8 @@ package training
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -103,8 +105,16 @@ func TestDataChecksumRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), "but the run was started on a file with 0000") {
+	if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), "but data.sha256 records 0000") {
 		t.Errorf("another file's checksum: %v", err)
+	}
+	// Upper-case hexadecimal digits are the same checksum.
+	up := filepath.Join(t.TempDir(), "up.json")
+	os.WriteFile(up, []byte(`{"data": {"file": "`+path+`", "sha256": "`+strings.ToUpper(sha256Of(t, path))+`"}, "train": {"iterations": 1}}`), 0o644)
+	if p, err := NewPlan(Request{ConfigFile: up}); err != nil {
+		t.Fatal(err)
+	} else if _, err := p.Start(t.TempDir()); err != nil && strings.Contains(err.Error(), "sha256") {
+		t.Errorf("upper-case checksum: %v", err)
 	}
 	// --data naming another file drops the checksum of the file's data.
 	other := filepath.Join(t.TempDir(), "e.csv")
@@ -169,4 +179,14 @@ func TestStartStopsPretraining(t *testing.T) {
 	if !errors.Is(err, algorithms.ErrInterrupted) || !strings.Contains(err.Error(), "pretraining, at step 0 of") {
 		t.Errorf("StartContext with an ended context: %v, want an interruption at step 0", err)
 	}
+}
+
+// sha256Of is the hexadecimal SHA-256 of the file at path.
+func sha256Of(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

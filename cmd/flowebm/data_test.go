@@ -198,7 +198,7 @@ func TestTrainOnDataRefusesBadData(t *testing.T) {
 	three := write("three.csv", strings.Repeat("1,2,3\n4,5,7\n", 100))
 	errb.Reset()
 	if code := run([]string{"train", "--quiet", "--resume", filepath.Join(dir, "dropped"), "--data", three}, &out, &errb); code != 2 ||
-		!strings.Contains(errb.String(), "but the run was started on a file with") {
+		!strings.Contains(errb.String(), "but data.sha256 records") {
 		t.Errorf("resume with other data: exit %d, %q", code, errb.String())
 	}
 	cfgPath := filepath.Join(dir, "dropped", "config.json")
@@ -286,7 +286,7 @@ func TestResumeRefusesChangedData(t *testing.T) {
 		t.Fatalf("train: %s", stderr.String())
 	}
 	threeModes(t, dir, 400, []float64{0.2, 0.3, 0.5}, 2) // other draws, same file
-	if code := run([]string{"train", "--resume", out, "--quiet"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "but the run was started on a file with") {
+	if code := run([]string{"train", "--resume", out, "--quiet"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "but data.sha256 records") {
 		t.Errorf("resume on changed data: exit %d, %q", code, stderr.String())
 	}
 }

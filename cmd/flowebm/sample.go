@@ -114,7 +114,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "%s: %d chains × %d draws × %d dims written to %s\n", f.sampler, f.chains, f.steps, d, f.out)
-	if mala != nil {
+	if mala != nil && !math.IsNaN(loc) { // flowMC without local moves has a MALA it never ran
 		fmt.Fprintf(out, "MALA step size %.4g after warm-up\n", mala.StepSize)
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", pct(loc), pct(glob))

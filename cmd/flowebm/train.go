@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -526,11 +527,13 @@ func startReplacing(ctx context.Context, plan *training.Plan, dir string) (*trai
 func (f trainFlags) validate(cmd *cobra.Command) error {
 	switch {
 	case f.iterations < 0 || f.epochs < 0:
-		return fmt.Errorf("--iterations %d, --epochs %d: want counts ≥ 0 (0: the default)", f.iterations, f.epochs)
+		return fmt.Errorf("--iterations %d, --epochs %d: want counts ≥ 0 (unset: the default)", f.iterations, f.epochs)
 	case f.iterations > 0 && f.epochs > 0:
 		return fmt.Errorf("give --iterations or --epochs, not both")
 	case !(f.data.HoldOut > 0 && f.data.HoldOut < 1):
 		return fmt.Errorf("--holdout %v: want a fraction strictly between 0 and 1", f.data.HoldOut)
+	case !slices.Contains([]string{"dimension", "global", "none"}, f.data.Standardize):
+		return fmt.Errorf("--standardize %q: want dimension, global or none", f.data.Standardize)
 	}
 	if f.resume == "" || f.forceSeed { // --seeds continues a seed's run with its own flags checked
 		return nil

@@ -98,3 +98,9 @@ func TestTrainOutIsFileOrModel(t *testing.T) {
 	}
 	wantErr(t, "--out "+ck+" is a model folder", "train", "--iterations", "2", "--out", ck, "--force")
 }
+
+// A bad --standardize value is the flag's fault, named as such before
+// anything is read (with a --config it was blamed on the file).
+func TestStandardizeFlagChecked(t *testing.T) {
+	wantErr(t, `--standardize "Global": want dimension, global or none`, "train", "--data", "x.csv", "--standardize", "Global", "--out", filepath.Join(t.TempDir(), "r"))
+}

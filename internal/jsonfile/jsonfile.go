@@ -83,6 +83,8 @@ func at(b []byte, err error) error {
 		off = syn.Offset
 	case errors.As(err, &typ):
 		off = typ.Offset
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("the file ends at line %d inside an object or array: a } or ] is missing (%w)", 1+bytes.Count(b, []byte("\n")), err)
 	default:
 		return err
 	}

@@ -25,7 +25,7 @@ func TestDecode(t *testing.T) {
 		{`[1]`, "want a JSON object"},
 		{`{"seeds": 1}`, `unknown field "seeds"`},
 		{`{"seed": "x"}`, "cannot unmarshal"},
-		{`{"seed": 1`, "unexpected EOF"},
+		{`{"seed": 1`, "the file ends at line 1 inside an object or array: a } or ] is missing (unexpected EOF)"},
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
 		{`{"seed": 1, "ſeed": 7}`, `given twice (as "seed" and "ſeed")`},
 		{`{"a": [x]}`, "invalid character 'x'"},

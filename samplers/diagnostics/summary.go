@@ -72,8 +72,9 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 }
 
 // meanSD returns the mean and standard deviation (divisor n − 1) of the
-// n draws of x; draws whose plain sums overflow (finite values near ±1e308)
-// are summed scaled by their largest magnitude.
+// n draws of x; draws whose plain sums overflow (finite values near
+// ±1e308) or whose squares underflow (subnormal values) are summed scaled
+// by their largest magnitude.
 func meanSD(x [][]float64, n float64) (mean, sd float64) {
 	scale := 1.0
 	for pass := 0; pass < 2; pass++ {
@@ -90,7 +91,7 @@ func meanSD(x [][]float64, n float64) (mean, sd float64) {
 			}
 		}
 		mean, sd = mean*scale, scale*math.Sqrt(ss/(n-1))
-		if !math.IsInf(sum, 0) && !math.IsInf(ss, 0) {
+		if !math.IsInf(sum, 0) && !math.IsInf(ss, 0) && (ss > 0 || !spread(x)) {
 			return mean, sd
 		}
 		scale = 0
@@ -104,6 +105,20 @@ func meanSD(x [][]float64, n float64) (mean, sd float64) {
 		}
 	}
 	return mean, sd
+}
+
+// spread reports whether the draws of x are not all equal (squares of
+// subnormal differences underflow to 0: a standard deviation of 0 must
+// mean equal draws).
+func spread(x [][]float64) bool {
+	for _, ch := range x {
+		for _, v := range ch {
+			if v != x[0][0] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // finite encodes NaN and ±Inf as JSON null, which JSON has no numbers for.

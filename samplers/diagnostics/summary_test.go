@@ -108,30 +108,43 @@ func ExampleSummarize() {
 // their plain sum overflowed and diagnose printed "mean": null.
 func TestSummaryOfHugeDraws(t *testing.T) {
 	const chains, draws = 2, 50
-	for _, sign := range []int{0, 1} { // one sign (the sum overflows), alternating (the squares do)
-		data := make([]float64, chains*draws)
-		for i := range data {
-			data[i] = 1e308 * float64(1-2*(i%2*sign)) * (0.5 + 0.01*float64(i%7))
+	for _, size := range []float64{1e308, 2e-320} { // overflowing sums, underflowing squares
+		for _, sign := range []int{0, 1} { // one sign (the sum overflows), alternating (the squares do)
+			data := make([]float64, chains*draws)
+			for i := range data {
+				data[i] = size * float64(1-2*(i%2*sign)) * (0.5 + 0.01*float64(i%7))
+			}
+			checkHugeSummary(t, data, chains, draws)
 		}
-		checkHugeSummary(t, data, chains, draws)
 	}
 }
 
+// checkHugeSummary checks the mean and sd of data against sums scaled by
+// its largest magnitude, to 1e-12 relative, or 1e-2 for subnormal draws
+// (they hold about 12 significant bits at 2e-320).
 func checkHugeSummary(t *testing.T, data []float64, chains, draws int) {
 	t.Helper()
 	s, err := Summarize(data, chains, draws, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	scale := 0.0
+	for _, v := range data {
+		scale = math.Max(scale, math.Abs(v))
+	}
 	mean, sd := 0.0, 0.0
 	for _, v := range data {
-		mean += v / float64(len(data))
+		mean += v / scale / float64(len(data))
 	}
 	for _, v := range data {
-		sd += (v/1e308 - mean/1e308) * (v/1e308 - mean/1e308)
+		sd += (v/scale - mean) * (v/scale - mean)
 	}
-	sd = 1e308 * math.Sqrt(sd/float64(len(data)-1))
-	if math.IsInf(s[0].Mean, 0) || math.IsNaN(s[0].Mean) || math.Abs(s[0].Mean-mean) > 1e-12*math.Abs(sd) || math.Abs(s[0].SD-sd) > 1e-12*sd {
+	mean, sd = scale*mean, scale*math.Sqrt(sd/float64(len(data)-1))
+	tol := 1e-12
+	if scale < 1e-300 {
+		tol = 1e-2
+	}
+	if math.IsInf(s[0].Mean, 0) || math.IsNaN(s[0].Mean) || math.Abs(s[0].Mean-mean) > tol*sd || math.Abs(s[0].SD-sd) > tol*sd {
 		t.Errorf("mean %v, sd %v; want %v, %v", s[0].Mean, s[0].SD, mean, sd)
 	}
 }
