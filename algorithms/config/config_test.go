@@ -120,6 +120,15 @@ func TestUnused(t *testing.T) {
 	if got := c.Unused(); got != nil {
 		t.Errorf("a gaussian start's scale: %q, want none", got)
 	}
+	c = Run{Train: algorithms.TrainConfig{Algorithm: algorithms.CoopFlow, Iterations: 10, Persistent: 5000, Start: algorithms.StartUniform, StartScale: 3,
+		Sampler: algorithms.SamplerConfig{TargetAccept: 0.6}}}
+	if got, want := strings.Join(c.Unused(), " "), "train.persistent train.start train.start_scale train.sampler.target_accept"; got != want {
+		t.Errorf("coopflow: %q, want %q", got, want)
+	}
+	c = Run{Train: algorithms.TrainConfig{Algorithm: algorithms.FlowMC, Iterations: 10, Sampler: algorithms.SamplerConfig{FixedStep: true, TargetAccept: 0.6}}}
+	if got := strings.Join(c.Unused(), " "); got != "train.sampler.target_accept" {
+		t.Errorf("a fixed step's target acceptance: %q", got)
+	}
 }
 
 // A field written as 0 whose default is not 0 is refused, naming the

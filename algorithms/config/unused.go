@@ -34,8 +34,19 @@ func (c Run) Unused() []string {
 		add(s.LocalSteps != 0, "train.sampler.local_steps")
 		add(s.Stacked, "train.sampler.stacked")
 	}
-	if rt, err := t.Resolved(); err == nil && rt.Start == algorithms.StartFlow {
+	if !t.PersistentChains() { // CoopFlow's chains start afresh from the flow
+		add(t.Persistent != 0, "train.persistent")
+		add(t.Start != "", "train.start")
 		add(t.StartScale != 0, "train.start_scale")
+	} else if rt, err := t.Resolved(); err == nil && rt.Start == algorithms.StartFlow {
+		add(t.StartScale != 0, "train.start_scale")
+	}
+	switch k := alg.Kernel(); {
+	case k == algorithms.KernelULA || k == algorithms.KernelLangevinNoiseFree: // no accept/reject step
+		add(t.Sampler.TargetAccept != 0, "train.sampler.target_accept")
+		add(t.Sampler.FixedStep, "train.sampler.fixed_step")
+	case t.Sampler.FixedStep:
+		add(t.Sampler.TargetAccept != 0, "train.sampler.target_accept")
 	}
 	return out
 }

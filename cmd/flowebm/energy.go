@@ -21,6 +21,7 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 )
@@ -119,12 +120,17 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err := energyInBatches(m, x, e, g); err != nil {
 		return err
 	}
-	if g != nil {
-		if err := writeArray(f.gradOut, f.force, g, shape); err != nil {
-			return err
+	// Both outputs or neither on a signal: its cleanup waits for the pair
+	// (a Ctrl-C between them left gradients of one model beside the
+	// energies of another).
+	return safefile.Hold(func() error {
+		if g != nil {
+			if err := writeArray(f.gradOut, f.force, g, shape); err != nil {
+				return err
+			}
 		}
-	}
-	return writeVector(cmd, f.out, f.force, e, "energy")
+		return writeVector(cmd, f.out, f.force, e, "energy")
+	})
 }
 
 // checkEnergyOutputs checks the files --out and --grad before any work:

@@ -100,8 +100,16 @@ func TestInterruptedOutputLeavesNoTemp(t *testing.T) {
 			t.Errorf("%s on SIG%s: exit %d, %q; want %d", c.args[0], c.sig, code, stderr, c.code)
 		}
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("interrupted writes left %v", entries)
+	// energy finishes its outputs once it writes them (both or neither of
+	// --out and --grad): e.csv is whole; sample's s.npy is not there.
+	if h := hidden(dir); len(h) != 0 {
+		t.Errorf("interrupted writes left %v", h)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s.npy")); err == nil {
+		t.Error("the interrupted sample wrote s.npy")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "e.csv")); err == nil && strings.Count(string(b), "\n") != 3 { // header and two energies
+		t.Errorf("energy's output after the interrupt: %q", b)
 	}
 	code, _ := outputsChild(t, "output-writing", "KILL", "sample", "--model", toyONNX, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"))
 	if h := hidden(dir); code != -1 || len(h) != 1 {
