@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -63,7 +65,7 @@ func Decode(b []byte, v any, opt Options) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		return at(b, err)
+		return unknownAt(b, at(b, err))
 	}
 	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
 		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
@@ -92,6 +94,38 @@ func at(b []byte, err error) error {
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
 	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
 	return fmt.Errorf("near line %d, column %d: %w", line, col, err)
+}
+
+// unknownAt adds to encoding/json's "unknown field" error, which names
+// the key only, where the key stands (train.epochs).
+func unknownAt(b []byte, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`)
+	if !ok {
+		return err
+	}
+	name = strings.TrimSuffix(name, `"`)
+	var raw map[string]any
+	if json.Unmarshal(b, &raw) != nil {
+		return err
+	}
+	if paths := keyPaths(raw, name, ""); len(paths) > 0 {
+		return fmt.Errorf("unknown field %q (at %s)", name, strings.Join(paths, ", "))
+	}
+	return err
+}
+
+// keyPaths are the dotted paths of the key name in the object m.
+func keyPaths(m map[string]any, name, prefix string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k == name {
+			out = append(out, prefix+k)
+		}
+		if sub, ok := m[k].(map[string]any); ok {
+			out = append(out, keyPaths(sub, name, prefix+k+".")...)
+		}
+	}
+	return out
 }
 
 // noDuplicateKeys refuses an object that gives a key twice, at any depth,
