@@ -283,8 +283,14 @@ func TestSampleCommand(t *testing.T) {
 		}
 	}
 	se.Reset()
-	if code := run([]string{"sample", "--model", zero, "--sampler", "flowmc", "--out", filepath.Join(dir, "x.npy")}, &so, &se); code != 2 || !strings.Contains(se.String(), "needs a flow") {
-		t.Errorf("flowmc without a flow: exit %d, %q", code, se.String())
+	if code := run([]string{"sample", "--model", zero, "--sampler", "neutra", "--out", filepath.Join(dir, "x.npy")}, &so, &se); code != 2 || !strings.Contains(se.String(), "needs a flow") {
+		t.Errorf("neutra without a flow: exit %d, %q", code, se.String())
+	}
+	// flowmc without a flow trains one during the warm-up (adaptive).
+	so.Reset()
+	if code := run([]string{"sample", "--model", zero, "--base", "1", "--sampler", "flowmc", "--chains", "8", "--steps", "10", "--warmup", "20", "--out", filepath.Join(dir, "a.npy")}, &so, &se); code != 0 ||
+		!strings.Contains(so.String(), "no flow given: training a RealNVP (4 blocks of [2, 16, 2]) over N(0, 1² I)") || !strings.Contains(so.String(), "8 chains × 10 draws × 2 dims") {
+		t.Errorf("adaptive flowmc: exit %d, %q, %q", code, so.String(), se.String())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
@@ -18,7 +19,9 @@ import (
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gorgonia.org/tensor"
 )
 
 type sampleFlags struct {
@@ -48,8 +51,12 @@ written in the data's units when it was trained on standardised data).
 Samplers: mala (step adapted towards acceptance 0.75 during --warmup, then
 frozen), ula, hmc (--leapfrog steps), flowmc (one draw = one cycle of an
 i-SIR move with --particles proposals from the flow, then --local MALA
-moves) and neutra (MALA in the flow's latent space). flowmc and neutra need
-a flow: the checkpoint's own, or --flow CHECKPOINT. Chains start from the
+moves) and neutra (MALA in the flow's latent space). neutra needs a flow:
+the checkpoint's own, or --flow CHECKPOINT. flowmc without one is adaptive
+(the paper's Alg. 5): a RealNVP at the identity over the chains' starting
+Gaussian is trained on the chains' states during the --warmup cycles (a
+maximum-likelihood step per cycle), then frozen for the draws kept; give
+enough warm-up cycles for it to learn the modes. Chains start from the
 flow's samples when there is a flow (with mala, ula and hmc too, so --flow
 sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
 		Args: cobra.NoArgs,
@@ -90,15 +97,14 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	kernel, mala, err := buildKernel(f, m)
-	if err != nil {
-		return err
+	var draws []float64
+	var loc, glob float64
+	var mala *samplers.MALA
+	if f.sampler == "flowmc" && m.Flow == nil {
+		draws, loc, glob, err = sampleAdaptive(rng, f, m, x, cmd.OutOrStdout())
+	} else {
+		draws, loc, glob, mala, err = sampleWith(rng, f, m, x)
 	}
-	var freeze func()
-	if mala != nil {
-		freeze = func() { mala.Frozen = true }
-	}
-	draws, loc, glob, err := samplers.RunChains(rng, kernel, x, f.warmup, f.steps, freeze)
 	if err != nil {
 		return err
 	}
@@ -312,6 +318,42 @@ func pct(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// sampleWith runs the sampler f asks for on the chains x: warm-up steps
+// (the MALA step size adapted), then the draws kept.
+func sampleWith(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.Dense) ([]float64, float64, float64, *samplers.MALA, error) {
+	kernel, mala, err := buildKernel(f, m)
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
+	var freeze func()
+	if mala != nil {
+		freeze = func() { mala.Frozen = true }
+	}
+	draws, loc, glob, err := samplers.RunChains(rng, kernel, x, f.warmup, f.steps, freeze)
+	return draws, loc, glob, mala, err
+}
+
+// sampleAdaptive is flowMC for a model without a flow (paper Alg. 5): a
+// RealNVP at the identity over the chains' starting Gaussian is trained on
+// the chains' states during the warm-up cycles, then frozen for the draws
+// kept (algorithms.AdaptiveFlowMC).
+func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.Dense, out io.Writer) ([]float64, float64, float64, error) {
+	d := m.EBM.Dim()
+	sigma := 1.0
+	if m.EBM.Tilt != nil {
+		sigma = floats.Max(m.EBM.Tilt.Sigma)
+	}
+	hidden := max(16, 2*d)
+	flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: 4, Hidden: []int{hidden}}, layers.NewIsotropic(d, sigma), tensor.Float64, rng)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	fmt.Fprintf(out, "no flow given: training a RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) on the chains' states during the %d warm-up cycles\n", d, hidden, d, sigma, f.warmup)
+	a := algorithms.AdaptiveFlowMC{Target: m.EBM, Flow: flow, TrainingCycles: f.warmup, Particles: f.particles,
+		LocalSteps: f.local, StepSize: f.step}
+	return a.Sample(rng, x, f.steps)
+}
+
 // buildKernel returns the sampler f asks for, and its MALA if it has one
 // (to freeze after warm-up).
 func buildKernel(f sampleFlags, m checkpoint.Models) (samplers.Kernel, *samplers.MALA, error) {
@@ -321,7 +363,8 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (samplers.Kernel, *samplers
 	kind := algorithms.KernelKind(f.sampler)
 	switch kind {
 	case algorithms.KernelMALA, algorithms.KernelULA, algorithms.KernelHMC:
-	case algorithms.KernelFlowMC, algorithms.KernelNeuTra:
+	case algorithms.KernelFlowMC: // without a flow: sampleAdaptive
+	case algorithms.KernelNeuTra:
 		if m.Flow == nil {
 			return nil, nil, fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
 		}
