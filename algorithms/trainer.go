@@ -548,7 +548,7 @@ func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how StartStrategy) er
 	switch how {
 	case StartFlow:
 		if t.Flow == nil {
-			return fmt.Errorf("algorithms: start \"flow\" needs a flow (algorithm %s has none)", t.Config.Algorithm)
+			return fmt.Errorf("algorithms: train.start \"flow\" needs a flow, and %s has none: want \"uniform\" or \"gaussian\"", t.Config.Algorithm)
 		}
 		r, _ := x.Dims()
 		return t.Flow.Sample(rng, x, make([]float64, r))

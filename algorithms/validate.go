@@ -66,7 +66,7 @@ func (c OptimConfig) validateKind(prefix string) error {
 	case "", "adam":
 		b1, b2, eps := or(c.Beta1, 0.9), or(c.Beta2, 0.999), or(c.Eps, 1e-8)
 		if !(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 && eps > 0 && !math.IsInf(eps, 1)) {
-			return fmt.Errorf("algorithms: %s.beta1 %v, beta2 %v, eps %v: want betas in [0, 1) and a finite eps > 0 (unset: the defaults 0.9, 0.999, 1e-8)", prefix, c.Beta1, c.Beta2, c.Eps)
+			return fmt.Errorf("algorithms: %s.beta1 %v, beta2 %v, eps %v (unset ones at their defaults 0.9, 0.999, 1e-8): want betas in [0, 1) and a finite eps > 0", prefix, b1, b2, eps)
 		}
 		if c.Momentum != 0 {
 			return fmt.Errorf("algorithms: %s.momentum %v is SGD's; %s.name is %q: drop it, or set name \"sgd\"", prefix, c.Momentum, prefix, cmp.Or(c.Name, "adam"))

@@ -418,8 +418,13 @@ func (cfg Run) checkZeros(paths []string) error {
 	if !ok {
 		return nil
 	}
+	unused := cfg.unused(true) // a zero there is ignored, as the run's notes say
 	for _, path := range paths {
 		switch {
+		case slices.ContainsFunc(unused, func(u string) bool {
+			return strings.EqualFold(u, path) || strings.HasPrefix(strings.ToLower(path), strings.ToLower(u)+".")
+		}):
+			continue
 		case strings.EqualFold(path, "train.iterations"): // Validate explains a 0 (epochs, or none)
 			continue
 		case strings.EqualFold(path, "data_size") && cfg.Data != nil: // 0: every row of the data
@@ -444,7 +449,9 @@ func (cfg Run) checkZeros(paths []string) error {
 // filled in: the trainer's and the run's, and those the models and
 // optimisers take where they are built (false if cfg does not resolve).
 func (cfg Run) withUseDefaults() (map[string]any, bool) {
-	cfg.Train.Iterations = max(cfg.Train.Iterations, 1) // epochs set it later; no default depends on it being 0
+	if cfg.Train.Iterations <= 0 { // epochs or a flag set it later: defaults as for a run of 1000
+		cfg.Train.Iterations = 1000
+	}
 	tc, err := cfg.Train.Resolved()
 	if err != nil {
 		return nil, false

@@ -145,7 +145,9 @@ func TestExplicitZeros(t *testing.T) {
 		{`{"data_size": 0, "train": {"iterations": 5}}`, "data_size 0"},
 		{`{"epochs": 2, "train": {"max_energy": 0}}`, "train.max_energy 0"},
 		{`{"data": {"file": "x.csv", "holdout": 0}, "train": {"iterations": 5}}`, "data.holdout 0"},
-		{`{"train": {"batch_size": 0}}`, "train.batch_size 0"}, // no iterations: the check ran not
+		{`{"train": {"batch_size": 0}}`, "train.batch_size 0"},                            // no iterations: the check ran not
+		{`{"train": {"algorithm": "coopflow", "freeze_flow": 0}}`, "train.freeze_flow 0"}, // iterations from a flag
+		{`{"train": {"algorithm": "ula", "iterations": 5, "flow_optim": {"lr": 0}}}`, ""}, // unused by ula: a note says so
 		{`{"train": {"iterations": 5, "ebm_optim": {"lr": 0}}}`, "train.ebm_optim.lr 0: 0 stands for the default here, 0.001"},
 		{`{"train": {"iterations": 5, "flow_optim": {"eps": 0, "beta2": 0}}}`, "train.flow_optim.beta2 0"},
 		{`{"model": {"ebm_slope": 0}, "train": {"iterations": 5}}`, "model.ebm_slope 0: 0 stands for the default here, 0.05"},

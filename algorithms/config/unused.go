@@ -7,11 +7,15 @@ import (
 // Unused names the fields of c, as given (before defaults are filled),
 // that its algorithm does not use: a run ignores them. A configuration
 // file's run reports them in its notes.
-func (c Run) Unused() []string {
+func (c Run) Unused() []string { return c.unused(false) }
+
+// unused lists the fields of c that its algorithm does not use: those
+// given, or all of them.
+func (c Run) unused(all bool) []string {
 	t, m := c.Train, c.Model
 	var out []string
 	add := func(given bool, field string) {
-		if given {
+		if given || all {
 			out = append(out, field)
 		}
 	}

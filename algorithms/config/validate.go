@@ -39,7 +39,10 @@ func (c Run) Validate() error {
 	if c.Epochs < 0 {
 		return fmt.Errorf("algorithms: epochs %d, want ≥ 0 (0: train.iterations gives the length)", c.Epochs)
 	}
-	if (c.Train.Iterations <= 0 && c.Epochs == 0) || c.Train.Iterations > algorithms.MaxIterations {
+	if c.Train.Iterations == 0 && c.Epochs == 0 {
+		return fmt.Errorf("algorithms: train.iterations is not given: give it, or epochs (--iterations or --epochs on the command line)")
+	}
+	if c.Train.Iterations < 0 || c.Train.Iterations > algorithms.MaxIterations {
 		return fmt.Errorf("algorithms: train.iterations %d, want 1..%d", c.Train.Iterations, algorithms.MaxIterations)
 	}
 	for _, f := range []struct {

@@ -55,7 +55,7 @@ func (e noCheckpointError) Error() string {
 	if len(e.why) > 0 {
 		msg += ": " + strings.Join(e.why, "; ")
 	}
-	return msg + "; nothing to resume: start the run again (with --force on the command line)"
+	return msg
 }
 
 func (e noCheckpointError) Is(target error) bool {

@@ -663,3 +663,20 @@ func TestFailedCheckpointWriteLeavesNoMess(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A damaged checkpoint/ beside a complete checkpoint.old/ resumes from the
+// latter, and the run's notes say so (it was silent).
+func TestResumeFallbackIsNoted(t *testing.T) {
+	dir := checkpointAt(t, 12, 2, 4, true)
+	copyDir(t, filepath.Join(dir, checkpointName), filepath.Join(dir, checkpointName+oldSuffix))
+	spec := filepath.Join(dir, checkpointName, "spec.json")
+	b, _ := os.ReadFile(spec)
+	os.WriteFile(spec, append(b, ' '), 0o644)
+	r, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "resumed from the previous checkpoint, checkpoint.old") {
+		t.Errorf("notes %q", notes)
+	}
+}

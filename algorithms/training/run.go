@@ -816,15 +816,23 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 		}
 	}
 	// Finish or undo a replacement that a crash interrupted, so that
-	// dir/checkpoint is the newest complete checkpoint.
+	// dir/checkpoint is the newest complete checkpoint; say so where
+	// checkpoint/ itself is passed over for the previous one.
+	var fallback string
+	if best, err := LatestCheckpoint(dir); err == nil && strings.HasSuffix(best, oldSuffix) {
+		if why := checkComplete(filepath.Join(dir, checkpointName), false); why != nil && exists(filepath.Join(dir, checkpointName)) {
+			fallback = fmt.Sprintf("%s is incomplete or damaged (%v): resumed from the previous checkpoint, %s", filepath.Join(dir, checkpointName), why, filepath.Base(best))
+		}
+	}
 	switch ok, err := recoverCheckpoint(dir); {
 	case err != nil:
 		return nil, err
 	case !ok:
+		const advice = "nothing to resume: start the run again (with --force on the command line)"
 		if _, err := LatestCheckpoint(dir); err != nil {
-			return nil, err // says why each folder is incomplete
+			return nil, fmt.Errorf("%w; %s", err, advice) // says why each folder is incomplete
 		}
-		return nil, noCheckpointError{dir: dir}
+		return nil, fmt.Errorf("%w; %s", noCheckpointError{dir: dir}, advice)
 	}
 	// The checkpoint recovered belongs to config.json (LatestCheckpoint
 	// passes over those that do not).
@@ -845,6 +853,9 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 		return nil, err
 	}
 	r.window.Evals = nil
+	if fallback != "" {
+		r.Notes = append(r.Notes, fallback)
+	}
 	if b := config.CurrentBuild(); cfg.Build != nil && *cfg.Build != b {
 		r.Notes = append(r.Notes, fmt.Sprintf("the run was started with %s; resumed with %s: it will differ from an uninterrupted run at round-off", cfg.Build, b))
 	}

@@ -321,6 +321,9 @@ func loadRun(dir string) (checkpoint.Models, error) {
 			}
 			return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
 		}
+		if final := filepath.Join(dir, "checkpoint"); latest != final && exists(final) {
+			fmt.Fprintf(os.Stderr, "flowebm: note: %s is incomplete or damaged; using %s\n", final, latest)
+		}
 		var m checkpoint.Models
 		if m, _, err = checkpoint.Load(latest); !errors.Is(err, fs.ErrNotExist) {
 			return m, err

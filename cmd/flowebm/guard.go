@@ -95,23 +95,37 @@ func hook(point string) {
 	}
 }
 
-// removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files
-// and folders being written (safefile.Track) and exit with status 130 or
-// 143, saying so; stop undoes it.
+// removeTempsOnSignal makes SIGINT, SIGTERM and SIGHUP remove the
+// temporary files and folders being written (safefile.Track) and exit
+// with status 130, 143 or 129, saying so; stop undoes it.
 func removeTempsOnSignal() (stop func()) {
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: the terminal closed
+	done, got := make(chan struct{}), make(chan struct{})
+	handle := func(s os.Signal) {
+		safefile.RemoveTemps() // after a Hold under way (energy's pair of outputs)
+		fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete\n", s)
+		os.Exit(128 + int(s.(syscall.Signal))) // 130, 143, 129 as the shell reports them
+	}
 	go func() {
 		select {
 		case s := <-sigs:
-			safefile.RemoveTemps()
-			fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete\n", s)
-			os.Exit(map[bool]int{true: 143, false: 130}[s == syscall.SIGTERM])
+			close(got)
+			handle(s)
 		case <-done:
 		}
 	}()
-	return func() { signal.Stop(sigs); close(done) }
+	return func() {
+		signal.Stop(sigs)
+		select {
+		case <-got: // the handler exits the process: the command's end must not exit 0 first
+			select {}
+		case s := <-sigs:
+			handle(s)
+		default:
+		}
+		close(done)
+	}
 }
 
 // within reports whether the existing folder dir is folder or inside it,
@@ -375,7 +389,7 @@ func checkResumable(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("--resume %s is not a folder: give a run folder", dir)
 	case exists(filepath.Join(dir, "spec.json")) && !exists(filepath.Join(dir, "config.json")):
-		return fmt.Errorf("--resume %s is a checkpoint folder, not a run: give the run folder that holds it", dir)
+		return fmt.Errorf("--resume %s is a checkpoint folder (a model, or a run's checkpoint/), not a run: give a run folder", dir)
 	case isRun(dir):
 		return nil
 	}

@@ -32,6 +32,7 @@ type reproduceFlags struct {
 	out, experiments, algorithms string
 	quick                        bool
 	iters                        int
+	itersGiven                   bool // --iterations given (0 is then refused)
 	plotFormat                   plots.Format
 	jobs                         int
 	seed                         uint64
@@ -70,6 +71,7 @@ instead of about 40 on 2 cores (docs/reproducing.md says how each was
 measured); its numbers are not comparable with the paper's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.itersGiven = cmd.Flags().Changed("iterations")
 			return runReproduce(cmd.OutOrStdout(), f)
 		},
 	}
@@ -113,8 +115,8 @@ func (f *reproduceFlags) check() error {
 	if f.jobs < 1 {
 		return fmt.Errorf("--jobs %d, want ≥ 1", f.jobs)
 	}
-	if f.iters < 0 || (f.iters > 0 && f.quick) {
-		return fmt.Errorf("--iterations %d: want a count > 0, and not with --quick", f.iters)
+	if f.iters < 0 || (f.itersGiven && f.iters == 0) || (f.iters > 0 && f.quick) {
+		return fmt.Errorf("--iterations %d: want a count > 0 (leave it out for the full runs), and not with --quick", f.iters)
 	}
 	if fi, err := os.Stat(f.out); f.out != "" && err == nil && !fi.IsDir() {
 		return fmt.Errorf("--out %s is a file: give a folder", f.out)
@@ -471,11 +473,14 @@ func runChild(soft, hard context.Context, cmd *exec.Cmd) error {
 // resumption of an interrupted one.
 func trainArgs(r *reproRun, f reproduceFlags) []string {
 	args := []string{"train", "--plot-format", f.plotFormat.String()}
-	if isRun(r.dir) { // also one killed during a checkpoint replacement
+	if _, err := training.LatestCheckpoint(r.dir); err == nil { // also one killed during a checkpoint replacement
 		return append(args, "--resume", r.dir)
 	}
 	args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
 		"--seed", strconv.FormatUint(f.seed, 10), "--out", r.dir)
+	if isRun(r.dir) { // a run that stopped before its first checkpoint: start it again
+		args = append(args, "--force")
+	}
 	if f.quick || f.iters > 0 {
 		args = append(args, "--iterations", strconv.Itoa(f.iterations(r)))
 	}

@@ -74,10 +74,10 @@ func TestReproduceReport(t *testing.T) {
 	// diverged one (nt) is a result, not a failure.
 	cf := filepath.Join(dir, "runs", "two-modes-coopflow")
 	os.MkdirAll(cf, 0o755)
-	os.WriteFile(filepath.Join(cf, "checkpoint"), []byte("a file"), 0o644) // its resume fails
+	os.MkdirAll(filepath.Join(cf, "log.txt"), 0o755) // a folder in its log's place: the run cannot start
 	errb.Reset()
 	if code := run([]string{"reproduce", "--experiments", "two-modes", "--iterations", "20", "--out", dir}, &out, &errb); code != 2 ||
-		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow ("+filepath.Join(cf, "error.txt")+")") {
+		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow (no metrics.json)") {
 		t.Errorf("a failed run: exit %d, %q, want 2 and the run named", code, errb.String())
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(b), "| two-modes-coopflow | failed") {
@@ -106,6 +106,7 @@ func TestReproduceBadFlags(t *testing.T) {
 		{[]string{"reproduce", "--experiments", ""}, `--experiments given an empty value`},
 		{[]string{"reproduce", "--algorithms", " , "}, `--algorithms " , " has an empty name (a stray comma?)`},
 		{[]string{"reproduce", "--experiments", "two-modes,"}, `--experiments "two-modes," has an empty name`},
+		{[]string{"reproduce", "--iterations", "0"}, `--iterations 0: want a count > 0 (leave it out for the full runs)`},
 		{[]string{"train", "--seeds", "01,2"}, `--seeds "01,2": write seed 01 in decimal`},
 		{[]string{"train", "--seeds", "1-05"}, `--seeds "1-05": write seed 05 in decimal`},
 		{[]string{"reproduce", "--experiments", "two-modes,two-modes"}, "names two-modes twice"},
@@ -186,6 +187,9 @@ func TestReproduceRetriesFailedRun(t *testing.T) {
 	dir := filepath.Join(out, "runs", "two-modes-flowmc")
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "error.txt"), []byte("flowebm: write checkpoint.new/state.npz: no space left on device\n"), 0o644)
+	// It stopped before its first checkpoint: its config.json is all there
+	// is (the retry said "no complete checkpoint" forever).
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"experiment": "two-modes", "seed": 1, "train": {"algorithm": "flowmc", "iterations": 2}}`), 0o644)
 	code, stdout, stderr := reproduceInto(out, "two-modes", "flowmc")
 	if code != 0 || !strings.Contains(stdout, "two-modes-flowmc: done") {
 		t.Errorf("exit %d, %q, %q", code, stdout, stderr)

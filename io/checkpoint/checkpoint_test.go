@@ -240,6 +240,11 @@ func TestLoadChecksManifest(t *testing.T) {
 	if _, _, err := Load(dir); err != nil {
 		t.Fatalf("upper-case sums: %v", err)
 	}
+	// sha256sum -b's "HEX *NAME" lines read too.
+	os.WriteFile(marker, []byte(strings.ReplaceAll(strings.Join(lines, "\n"), "  ", " *")), 0o644)
+	if _, _, err := Load(dir); err != nil {
+		t.Fatalf("sha256sum -b lines: %v", err)
+	}
 	spec := filepath.Join(dir, "spec.json")
 	sb, _ := os.ReadFile(spec)
 	os.WriteFile(spec, append(sb, ' '), 0o644)

@@ -65,6 +65,9 @@ func CheckManifest(dir string, required ...string) error {
 	listed := map[string]bool{}
 	for i, l := range lines[1:] {
 		sum, name, ok := strings.Cut(l, "  ")
+		if !ok { // sha256sum -b writes "HEX *NAME"
+			sum, name, ok = strings.Cut(l, " *")
+		}
 		if !ok || len(sum) != 64 || name == "" || strings.ContainsAny(name, "/\\") {
 			return fmt.Errorf("%s: line %d %q, want a SHA-256 and a file name as sha256sum writes them", marker, i+2, clipLine(l))
 		}

@@ -294,6 +294,9 @@ func parseNumber(s string) (float64, error) {
 	if !decimal.MatchString(s) {
 		return 0, strconv.ErrSyntax
 	}
+	if strings.EqualFold(strings.TrimLeft(s, "+-"), "nan") { // -nan, as loadtxt reads it
+		return math.NaN(), nil
+	}
 	return strconv.ParseFloat(s, 64)
 }
 

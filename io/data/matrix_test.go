@@ -325,3 +325,16 @@ func writeZip(t *testing.T, name string, members ...any) string {
 	}
 	return path
 }
+
+// nan with a sign reads as NaN, as NumPy's loadtxt reads "-nan" (refused
+// as not a number before; the data's NaN rows are then dropped or refused
+// as NaN).
+func TestReadCSVSignedNaN(t *testing.T) {
+	x, err := ReadCSV(strings.NewReader("1,-nan\n+NaN,4\n"), "f.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := x.RawMatrix().Data; !math.IsNaN(d[1]) || !math.IsNaN(d[2]) || d[0] != 1 || d[3] != 4 {
+		t.Errorf("read %v", d)
+	}
+}

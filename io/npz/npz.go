@@ -120,8 +120,8 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 // local header is found just before the member's data; one beyond the
 // 4 KiB searched (extra fields of that size) is not compared.
 func checkEntry(r io.ReaderAt, f *zip.File) error {
-	if f.Flags&0x1 != 0 {
-		return fmt.Errorf("npz: member %q is encrypted (general purpose flag bit 0): NumPy cannot read it either", f.Name)
+	if f.Flags&0x41 != 0 {
+		return fmt.Errorf("npz: member %q is encrypted (general purpose flag bit 0 or 6): NumPy cannot read it either", f.Name)
 	}
 	end, err := f.DataOffset()
 	if err != nil {

@@ -140,11 +140,13 @@ func TestReadRefusesWhatZipfileRefuses(t *testing.T) {
 	if _, err := Read(bytes.NewReader(renamed), int64(len(renamed))); err == nil || !strings.Contains(err.Error(), `member "a.npy": its local header names it "b.npy"`) {
 		t.Errorf("renamed local header: %v", err)
 	}
-	encrypted := bytes.Clone(b)
-	cd := bytes.LastIndex(encrypted, []byte("PK\x01\x02"))
-	encrypted[cd+8] |= 1 // the central directory's flags
-	if _, err := Read(bytes.NewReader(encrypted), int64(len(encrypted))); err == nil || !strings.Contains(err.Error(), `member "a.npy" is encrypted`) {
-		t.Errorf("encrypted flag: %v", err)
+	cd := bytes.LastIndex(b, []byte("PK\x01\x02"))
+	for _, bit := range []byte{1, 0x40} { // traditional, strong encryption
+		encrypted := bytes.Clone(b)
+		encrypted[cd+8] |= bit // the central directory's flags
+		if _, err := Read(bytes.NewReader(encrypted), int64(len(encrypted))); err == nil || !strings.Contains(err.Error(), `member "a.npy" is encrypted`) {
+			t.Errorf("encrypted flag %#x: %v", bit, err)
+		}
 	}
 }
 

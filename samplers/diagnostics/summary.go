@@ -58,6 +58,7 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 			}
 		}
 		mean, sd := meanSD(x, float64(chains*draws))
+		rescale(x)
 		out[d] = Summary{
 			Dim:         d,
 			RHat:        RHat(x),
@@ -105,6 +106,27 @@ func meanSD(x [][]float64, n float64) (mean, sd float64) {
 		}
 	}
 	return mean, sd
+}
+
+// rescale divides the draws of x by their largest magnitude where it is
+// beyond 1e±150: R-hat and ESS do not depend on the scale, but their sums
+// of squares overflow near 1e308 and underflow among subnormals (R-hat
+// came out NaN, and diagnose called such draws all equal).
+func rescale(x [][]float64) {
+	scale := 0.0
+	for _, ch := range x {
+		for _, v := range ch {
+			scale = math.Max(scale, math.Abs(v))
+		}
+	}
+	if scale == 0 || math.IsInf(scale, 0) || math.IsNaN(scale) || (scale < 1e150 && scale > 1e-150) {
+		return
+	}
+	for _, ch := range x {
+		for i := range ch {
+			ch[i] /= scale
+		}
+	}
 }
 
 // spread reports whether the draws of x are not all equal (squares of

@@ -147,4 +147,17 @@ func checkHugeSummary(t *testing.T, data []float64, chains, draws int) {
 	if math.IsInf(s[0].Mean, 0) || math.IsNaN(s[0].Mean) || math.Abs(s[0].Mean-mean) > tol*sd || math.Abs(s[0].SD-sd) > tol*sd {
 		t.Errorf("mean %v, sd %v; want %v, %v", s[0].Mean, s[0].SD, mean, sd)
 	}
+	// R-hat and ESS do not depend on the scale: those of the draws
+	// divided by their largest magnitude.
+	scaled := make([]float64, len(data))
+	for i, v := range data {
+		scaled[i] = v / scale
+	}
+	ref, err := Summarize(scaled, chains, draws, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.IsNaN(s[0].RHat) || math.Abs(s[0].RHat-ref[0].RHat) > 1e-9 || math.Abs(s[0].RHatClassic-ref[0].RHatClassic) > 1e-9 || math.Abs(s[0].ESSBulk-ref[0].ESSBulk) > 1e-6 {
+		t.Errorf("R-hat %v, classic %v, bulk ESS %v; scaled draws give %v, %v, %v", s[0].RHat, s[0].RHatClassic, s[0].ESSBulk, ref[0].RHat, ref[0].RHatClassic, ref[0].ESSBulk)
+	}
 }
