@@ -223,7 +223,7 @@ func (c *TrainConfig) chainDefaults() error {
 		c.Persistent = 16 * c.BatchSize
 	}
 	if c.Persistent < c.Chains() {
-		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration", c.Persistent, c.Chains())
+		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration (batch_size %d, sampler.negatives %q): want persistent ≥ the chains, or a smaller batch_size", c.Persistent, c.Chains(), c.BatchSize, c.Sampler.Negatives)
 	}
 	return nil
 }

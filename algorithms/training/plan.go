@@ -3,6 +3,7 @@ package training
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -193,6 +194,9 @@ func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 		return nil, err
 	}
 	if err := r.Trainer.InitContext(ctx); err != nil {
+		if p.source != "" && !errors.Is(err, algorithms.ErrInterrupted) {
+			return nil, fmt.Errorf("%s: %w", p.source, err) // the start's fields come from the file
+		}
 		return nil, err
 	}
 	return r, nil

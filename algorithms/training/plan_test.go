@@ -158,6 +158,12 @@ func TestPlanConfigFileChecks(t *testing.T) {
 	} else if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), keyed+`: data.key "x" selects a member of an .npz file`) {
 		t.Errorf("data.key on a CSV: %v, want the configuration file named", err)
 	}
+	ulaFlow := write("ulaflow.json", `{"train": {"algorithm": "ula", "iterations": 2, "start": "flow"}}`)
+	if p, err := NewPlan(Request{ConfigFile: ulaFlow}); err != nil {
+		t.Fatal(err)
+	} else if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), ulaFlow+`: algorithms: train.start "flow" needs a flow`) {
+		t.Errorf("ula with a flow start: %v, want the file and train.start named", err)
+	}
 	small := write("small.json", `{"data_size": 10, "train": {"iterations": 2}}`)
 	p, err = NewPlan(Request{ConfigFile: small})
 	if err != nil {

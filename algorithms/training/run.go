@@ -204,7 +204,7 @@ func prepare(cfg config.Run, dir string, given from) (*Run, error) {
 	}
 	r := &Run{Config: cfg, Experiment: exp, Dir: dir, Notes: append(retime(notes, before, cfg.Train), dataNotes...)}
 	if err := r.build(dataRNG, models); err != nil {
-		return nil, err
+		return nil, inFile(err) // the trainer's checks of its fields
 	}
 	return r, nil
 }

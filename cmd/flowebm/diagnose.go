@@ -131,7 +131,7 @@ func diagnose(r io.Reader, name string, w io.Writer, asJSON bool) error {
 		return err
 	}
 	if undefined > 0 {
-		fmt.Fprintf(w, "\n%d dim(s) without rhat: every draw equal (zero variance)\n", undefined)
+		fmt.Fprintf(w, "\n%d dim(s) without rhat: the draws, or their distances to the median, do not vary (every draw equal, or two values symmetric about the median)\n", undefined)
 	}
 	if undefined == len(s) {
 		return nil

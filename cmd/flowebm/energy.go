@@ -120,17 +120,21 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err := energyInBatches(m, x, e, g); err != nil {
 		return err
 	}
-	// Both outputs or neither on a signal: its cleanup waits for the pair
-	// (a Ctrl-C between them left gradients of one model beside the
-	// energies of another).
-	return safefile.Hold(func() error {
-		if g != nil {
-			if err := writeArray(f.gradOut, f.force, g, shape); err != nil {
-				return err
-			}
+	// Both outputs or neither: each is written whole beside its place
+	// first, then both are put in place while a signal's cleanup waits (a
+	// full disk or a Ctrl-C between them left gradients of one model
+	// beside the energies of another).
+	var pair stagedOutputs
+	defer pair.discard()
+	if g != nil {
+		if err := writeArray(pair.stage, f.gradOut, f.force, g, shape); err != nil {
+			return err
 		}
-		return writeVector(cmd, f.out, f.force, e, "energy")
-	})
+	}
+	if err := writeVector(pair.stage, cmd, f.out, f.force, e, "energy"); err != nil {
+		return err
+	}
+	return pair.place()
 }
 
 // checkEnergyOutputs checks the files --out and --grad before any work:
@@ -226,7 +230,7 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 	if slices.Equal(shape, want) || (len(shape) == 1 && d == m.EBM.Dim()) {
 		return nil
 	}
-	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v (or %d values flat)", file, shape, model, want, m.EBM.Dim())
+	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", file, shape, model, want, m.EBM.Dim(), m.EBM.Dim())
 }
 
 // checkFinitePoints refuses points holding NaN or Inf, naming the first
@@ -261,14 +265,14 @@ func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
 // writeArray writes the rows of x, each of the given shape, to the --grad
 // file path (.npy float64 of shape (rows, shape…), or .csv of the flat
 // rows), replacing a file only with force.
-func writeArray(path string, force bool, x *mat.Dense, shape []int) error {
+func writeArray(put outputWriter, path string, force bool, x *mat.Dense, shape []int) error {
 	r, _ := x.Dims()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
 		a := &npy.Array{Shape: append([]int{r}, shape...), Data: mat.DenseCopyOf(x).RawMatrix().Data}
-		return writeOutput("--grad", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
+		return put("--grad", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
 	case ".csv":
-		return writeOutput("--grad", path, force, func(w io.Writer) error { return data.WriteCSV(w, x) })
+		return put("--grad", path, force, func(w io.Writer) error { return data.WriteCSV(w, x) })
 	}
 	return fmt.Errorf("--grad %s: want a .npy or .csv file", path)
 }
@@ -336,7 +340,7 @@ func loadRun(dir string) (checkpoint.Models, error) {
 // writeVector writes v to the --out file path (.npy or .csv), replacing a
 // file only with force, or prints it one value per line when path is
 // empty.
-func writeVector(cmd *cobra.Command, path string, force bool, v []float64, name string) error {
+func writeVector(put outputWriter, cmd *cobra.Command, path string, force bool, v []float64, name string) error {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case "":
 		if path != "" {
@@ -350,9 +354,9 @@ func writeVector(cmd *cobra.Command, path string, force bool, v []float64, name 
 		return w.Flush()
 	case ".npy":
 		a := &npy.Array{Shape: []int{len(v)}, Data: v}
-		return writeOutput("--out", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
+		return put("--out", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
 	case ".csv":
-		return writeOutput("--out", path, force, func(w0 io.Writer) error {
+		return put("--out", path, force, func(w0 io.Writer) error {
 			w := bufio.NewWriter(w0)
 			w.WriteString(name + "\n")
 			for _, x := range v {
@@ -363,4 +367,63 @@ func writeVector(cmd *cobra.Command, path string, force bool, v []float64, name 
 		})
 	}
 	return fmt.Errorf("--out %s: want a .npy or .csv file", path)
+}
+
+// outputWriter writes the output file path of flag (writeOutput, or a
+// stagedOutputs' stage).
+type outputWriter func(flag, path string, force bool, write func(io.Writer) error) error
+
+// stagedOutputs are output files written whole beside their places
+// (.NAME.tmp-staged), to be put in place together.
+type stagedOutputs struct {
+	files []stagedFile
+}
+
+type stagedFile struct {
+	flag, path, tmp string
+	force           bool
+	untrack         func()
+}
+
+// stage writes path's content into its staging file.
+func (s *stagedOutputs) stage(flag, path string, force bool, write func(io.Writer) error) error {
+	if err := safefile.RemoveStale(path); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-staged")
+	untrack := safefile.Track(tmp)
+	if err := safefile.Write(tmp, func(w io.Writer) error { hook("output-writing"); return write(w) }); err != nil {
+		untrack()
+		os.Remove(tmp)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	s.files = append(s.files, stagedFile{flag, path, tmp, force, untrack})
+	return nil
+}
+
+// place puts every staged file in place while a signal's cleanup waits;
+// without force an output written meanwhile by another process stops it
+// before anything is replaced.
+func (s *stagedOutputs) place() error {
+	return safefile.Hold(func() error {
+		for _, f := range s.files {
+			if !f.force && exists(f.path) {
+				return fmt.Errorf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", f.flag, f.path)
+			}
+		}
+		for _, f := range s.files {
+			if err := safefile.Place(f.tmp, f.path, f.force); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// discard removes the staging files not put in place.
+func (s *stagedOutputs) discard() {
+	for _, f := range s.files {
+		os.Remove(f.tmp)
+		f.untrack()
+	}
 }

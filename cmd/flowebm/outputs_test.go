@@ -395,3 +395,21 @@ func TestConvertKeepsOtherFiles(t *testing.T) {
 		t.Errorf("the user's file: %q, %v", b, err)
 	}
 }
+
+// A failure writing --out after --grad (a full disk) leaves neither: the
+// gradients were in place already before.
+func TestEnergyPairWholeOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
+	e, g := filepath.Join(dir, "e.npy"), filepath.Join(dir, "g.npy")
+	os.MkdirAll(filepath.Join(dir, ".e.npy.tmp-staged", "x"), 0o755) // --out's staging file cannot be written
+	if _, stderr, code := runCLI("energy", "--model", toyONNX, pts, "--out", e, "--grad", g); code != 2 {
+		t.Fatalf("exit %d, %q; want a failure", code, stderr)
+	}
+	for _, p := range []string{e, g} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s written though the pair failed", p)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
@@ -51,8 +53,16 @@ func redraw(dir string, format plots.Format) error {
 		return err
 	}
 	run, err := training.Resume(dir)
+	if errors.Is(err, training.ErrNoCheckpoint) {
+		if _, why := training.LatestCheckpoint(dir); why != nil {
+			return fmt.Errorf("%w: nothing to draw from", why) // without resume's advice
+		}
+	}
 	if err != nil {
 		return err
+	}
+	for _, n := range run.Notes { // a checkpoint passed over, another build
+		fmt.Fprintln(os.Stderr, "flowebm: note:", n)
 	}
 	if len(run.Evals) == 0 {
 		return fmt.Errorf("%s: no evaluations yet: nothing to draw", dir)

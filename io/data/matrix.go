@@ -307,7 +307,7 @@ func parseRow(cr *csv.Reader, rec []string, name string) ([]float64, error) {
 		v, err := parseNumber(s)
 		if err != nil {
 			line, _ := cr.FieldPos(j)
-			want := "a decimal number (as NumPy's loadtxt reads: 1, -2.5, 3e-4, nan, inf)"
+			want := "a decimal number (1, -2.5, 3e-4, nan, inf; no comments or hexadecimal)"
 			if errors.Is(err, strconv.ErrRange) {
 				want = "a number within float64's range (magnitude below 1.8e308)"
 			}

@@ -96,11 +96,13 @@ func rhat(y [][]float64) float64 {
 		w += v / float64(m)
 	}
 	b := float64(n) * stat.Variance(means, nil)
-	r := math.Sqrt((b/w + float64(n) - 1) / float64(n))
-	if math.IsInf(r, 0) {
+	if w == 0 { // chains each constant: apart (b > 0) they have not mixed at all
+		if b > 0 {
+			return math.Inf(1) // as ArviZ gives
+		}
 		return math.NaN()
 	}
-	return r
+	return math.Sqrt((b/w + float64(n) - 1) / float64(n))
 }
 
 // ClassicRHat is the Gelman–Rubin R-hat on the raw, unsplit chains (what the

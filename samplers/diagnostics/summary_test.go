@@ -161,3 +161,18 @@ func checkHugeSummary(t *testing.T, data []float64, chains, draws int) {
 		t.Errorf("R-hat %v, classic %v, bulk ESS %v; scaled draws give %v, %v, %v", s[0].RHat, s[0].RHatClassic, s[0].ESSBulk, ref[0].RHat, ref[0].RHatClassic, ref[0].ESSBulk)
 	}
 }
+
+// Chains each constant but apart have not mixed at all: R-hat is +Inf, as
+// ArviZ gives (it was NaN, which diagnose called "every draw equal").
+func TestRHatOfConstantChainsApart(t *testing.T) {
+	x := [][]float64{{1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}}
+	if r := ClassicRHat(x); !math.IsInf(r, 1) {
+		t.Errorf("classic R-hat %v, want +Inf", r)
+	}
+	if r := RHat(x); !math.IsInf(r, 1) {
+		t.Errorf("rank-normalised R-hat %v, want +Inf", r)
+	}
+	if r := RHat([][]float64{{1, 1, 1, 1}, {1, 1, 1, 1}}); !math.IsNaN(r) {
+		t.Errorf("all equal: R-hat %v, want NaN", r)
+	}
+}
