@@ -676,7 +676,7 @@ func TestResumeFallbackIsNoted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "resumed from the previous checkpoint, checkpoint.old") {
+	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "using the previous checkpoint, checkpoint.old") {
 		t.Errorf("notes %q", notes)
 	}
 }

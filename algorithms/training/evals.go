@@ -2,6 +2,7 @@ package training
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -74,6 +75,9 @@ func ReadEvalsCSVModes(path string) ([]Eval, error) {
 	}
 	head, err := csv.NewReader(f).Read()
 	f.Close()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s is empty: want flowebm's metrics.csv (a header iter, %s, … and a row per evaluation)", path, strings.Join(evalColumns[:3], ", "))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", path, err)
 	}

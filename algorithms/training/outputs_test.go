@@ -84,3 +84,12 @@ func TestConfigRecordsTheBuild(t *testing.T) {
 		t.Errorf("notes %q", r2.Notes)
 	}
 }
+
+// An empty metrics.csv says so (it said "header: EOF").
+func TestEmptyEvalsCSV(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.csv")
+	os.WriteFile(path, nil, 0o644)
+	if _, err := ReadEvalsCSVModes(path); err == nil || !strings.Contains(err.Error(), path+" is empty: want flowebm's metrics.csv") {
+		t.Errorf("empty file: %v", err)
+	}
+}

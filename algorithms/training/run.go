@@ -821,7 +821,7 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 	var fallback string
 	if best, err := LatestCheckpoint(dir); err == nil && strings.HasSuffix(best, oldSuffix) {
 		if why := checkComplete(filepath.Join(dir, checkpointName), false); why != nil && exists(filepath.Join(dir, checkpointName)) {
-			fallback = fmt.Sprintf("%s is incomplete or damaged (%v): resumed from the previous checkpoint, %s", filepath.Join(dir, checkpointName), why, filepath.Base(best))
+			fallback = fmt.Sprintf("%s is incomplete or damaged; using the previous checkpoint, %s", filepath.Join(dir, checkpointName), filepath.Base(best))
 		}
 	}
 	switch ok, err := recoverCheckpoint(dir); {

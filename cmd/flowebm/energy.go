@@ -300,7 +300,7 @@ func loadCheckpoint(dir string) (checkpoint.Models, error) {
 	case !fi.IsDir() && slices.Contains([]string{"spec.json", "weights.npz"}, filepath.Base(dir)):
 		return checkpoint.Models{}, fmt.Errorf("%s is a file of a checkpoint: give its folder, %s", dir, filepath.Dir(dir))
 	case !fi.IsDir():
-		return checkpoint.Models{}, fmt.Errorf("%s is a file, not a checkpoint or run folder (or an .onnx model)", dir)
+		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)", dir)
 	}
 	return loadRun(dir)
 }
@@ -411,10 +411,34 @@ func (s *stagedOutputs) place() error {
 				return fmt.Errorf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", f.flag, f.path)
 			}
 		}
-		for _, f := range s.files {
-			if err := safefile.Place(f.tmp, f.path, f.force); err != nil {
-				return err
+		// The files replaced are kept aside (hard links) until every new
+		// one is in place, and put back if one fails.
+		var placed []stagedFile
+		undo := func(cause error) error {
+			for _, f := range placed {
+				if exists(f.path + ".replaced") {
+					os.Rename(f.path+".replaced", f.path)
+				} else {
+					os.Remove(f.path)
+				}
 			}
+			return fmt.Errorf("%w; nothing was replaced", cause)
+		}
+		for _, f := range s.files {
+			if exists(f.path) {
+				os.Remove(f.path + ".replaced")
+				if err := os.Link(f.path, f.path+".replaced"); err != nil {
+					return undo(err)
+				}
+			}
+			if err := safefile.Place(f.tmp, f.path, f.force); err != nil {
+				os.Remove(f.path + ".replaced")
+				return undo(err)
+			}
+			placed = append(placed, f)
+		}
+		for _, f := range placed {
+			os.Remove(f.path + ".replaced")
 		}
 		return nil
 	})

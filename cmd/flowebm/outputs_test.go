@@ -413,3 +413,34 @@ func TestEnergyPairWholeOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// A failure putting the second of energy's outputs in place (an I/O
+// error) puts the first back: the old pair stays whole (the new
+// gradients stood beside the old energies).
+func TestEnergyPairPlacementFailure(t *testing.T) {
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
+	e, g := filepath.Join(dir, "e.npy"), filepath.Join(dir, "g.npy")
+	os.WriteFile(e, []byte("old e"), 0o644)
+	os.WriteFile(g, []byte("old g"), 0o644)
+	defer func() { testHook = nil }()
+	staged := 0
+	testHook = func(point string) {
+		if point == "output-writing" {
+			if staged++; staged == 2 { // --out is being staged: its place becomes a folder
+				os.Remove(e)
+				os.MkdirAll(filepath.Join(e, "x"), 0o755)
+			}
+		}
+	}
+	if _, stderr, code := runCLI("energy", "--model", toyONNX, pts, "--out", e, "--grad", g, "--force"); code != 2 || !strings.Contains(stderr, "nothing was replaced") {
+		t.Fatalf("exit %d, %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(g); string(b) != "old g" {
+		t.Errorf("g.npy: %.20q, want the old file back", b)
+	}
+	if _, err := os.Stat(g + ".replaced"); err == nil {
+		t.Error("the kept-aside file was left")
+	}
+}

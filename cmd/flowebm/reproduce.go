@@ -115,8 +115,11 @@ func (f *reproduceFlags) check() error {
 	if f.jobs < 1 {
 		return fmt.Errorf("--jobs %d, want ≥ 1", f.jobs)
 	}
-	if f.iters < 0 || (f.itersGiven && f.iters == 0) || (f.iters > 0 && f.quick) {
-		return fmt.Errorf("--iterations %d: want a count > 0 (leave it out for the full runs), and not with --quick", f.iters)
+	if f.iters < 0 || (f.itersGiven && f.iters == 0) {
+		return fmt.Errorf("--iterations %d: want a count > 0 (leave it out for the full runs)", f.iters)
+	}
+	if f.iters > 0 && f.quick {
+		return fmt.Errorf("--iterations and --quick both set the runs' length: give one")
 	}
 	if fi, err := os.Stat(f.out); f.out != "" && err == nil && !fi.IsDir() {
 		return fmt.Errorf("--out %s is a file: give a folder", f.out)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -93,6 +94,9 @@ func at(b []byte, err error) error {
 	off = min(max(off, 0), int64(len(b)))
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
 	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
+	if typ != nil && typ.Field != "" { // say it in the file's terms, not Go's
+		return fmt.Errorf("near line %d, column %d: field %s: %s, want %s", line, col, typ.Field, typ.Value, kindOf(typ.Type))
+	}
 	return fmt.Errorf("near line %d, column %d: %w", line, col, err)
 }
 
@@ -203,4 +207,27 @@ func clip(b []byte) string {
 		return string(b[:40]) + "…"
 	}
 	return string(b)
+}
+
+// kindOf names a Go type as a JSON value.
+func kindOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer ≥ 0"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return kindOf(t.Elem())
+	}
+	return t.String()
 }

@@ -25,14 +25,15 @@ func TestDecode(t *testing.T) {
 		{`[1]`, "want a JSON object"},
 		{`{"seeds": 1}`, `unknown field "seeds" (at seeds)`},
 		{`{"train": {"epochs": 1}}`, `unknown field "epochs" (at train.epochs)`},
-		{`{"seed": "x"}`, "cannot unmarshal"},
+		{`{"seed": "x"}`, "field seed: string, want an integer"},
+		{`{"train": {"steps": 1.5}}`, "field train.steps: number 1.5, want an integer"},
 		{`{"seed": 1`, "the file ends at line 1 inside an object or array: a } or ] is missing (unexpected EOF)"},
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
 		{`{"seed": 1, "ſeed": 7}`, `given twice (as "seed" and "ſeed")`},
 		{`{"a": [x]}`, "invalid character 'x'"},
 		{`{"train": {"steps": [1, oops]}}`, "near line 1, column 26: invalid character 'o'"},
 		{"{\n  \"seed\": 1,\n  \"data_size\": NaN\n}", "near line 3, column 17: invalid character 'N'"},
-		{"{\n  \"seed\": \"x\"\n}", "near line 2, column 14: json: cannot unmarshal string"},
+		{"{\n  \"seed\": \"x\"\n}", "near line 2, column 14: field seed: string, want an integer"},
 		{`{"a": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, "nested more than"},
 	} {
 		var v cfg

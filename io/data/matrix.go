@@ -199,6 +199,9 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 			return nil, err
 		}
 		line, _ := cr.FieldPos(0)
+		if strings.HasPrefix(strings.TrimSpace(rec[0]), "#") {
+			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", line), Got: strconv.Quote(clip(strings.Join(rec, ","))), Want: "data or a header row: comment lines (#) are not read; remove them"}
+		}
 		if first {
 			first = false
 			if isHeader(rec) {
@@ -235,6 +238,8 @@ func newCSVReader(r io.Reader) *csv.Reader {
 	br := bufio.NewReader(r)
 	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
 		br.Discard(3)
+	} else if b, err := br.Peek(2); err == nil && (string(b) == "\xff\xfe" || string(b) == "\xfe\xff") {
+		return csv.NewReader(&errReader{errUTF16})
 	}
 	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
@@ -244,6 +249,9 @@ func newCSVReader(r io.Reader) *csv.Reader {
 
 // csvError reports an error of encoding/csv's reader on the file name.
 func csvError(name string, err error) error {
+	if errors.Is(err, errUTF16) {
+		return &FormatError{File: name, Field: "encoding", Got: "UTF-16 (byte-order mark FF FE or FE FF)", Want: "UTF-8; convert it, with iconv -f UTF-16 -t UTF-8 say"}
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		return &FormatError{File: name, Field: fmt.Sprintf("line %d", pe.Line), Got: pe.Err.Error(), Want: "valid CSV"}
@@ -409,3 +417,12 @@ func Finite(x *mat.Dense) (*mat.Dense, int) {
 	}
 	return mat.NewDense(len(keep)/c, c, keep), dropped
 }
+
+// errUTF16 is the error of a CSV file that starts with a UTF-16
+// byte-order mark.
+var errUTF16 = errors.New("UTF-16 byte-order mark")
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e *errReader) Read([]byte) (int, error) { return 0, e.err }
