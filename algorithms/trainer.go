@@ -219,6 +219,9 @@ func (c *TrainConfig) chainDefaults() error {
 			return fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
 		}
 	}
+	if c.Persistent < 0 {
+		return fmt.Errorf("algorithms: persistent %d, want > 0 (unset: the default 16 × batch_size)", c.Persistent)
+	}
 	if c.Persistent == 0 {
 		c.Persistent = 16 * c.BatchSize
 	}

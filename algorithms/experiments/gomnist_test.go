@@ -2,6 +2,9 @@ package experiments
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/flowebm/flowebm/io/data"
@@ -48,6 +51,18 @@ func TestGoMNIST(t *testing.T) {
 		}
 		if math.Abs(a-b) > 1e-9 {
 			t.Errorf("image %d: mean %v before pooling, %v after", i, a, b)
+		}
+	}
+}
+
+// FLOWEBM_MNIST naming a file or nothing says so, naming the variable.
+func TestMNISTDirNotAFolder(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, d := range []string{file, filepath.Join(t.TempDir(), "none")} {
+		t.Setenv("FLOWEBM_MNIST", d)
+		if _, err := MNISTDir(); err == nil || !strings.Contains(err.Error(), "FLOWEBM_MNIST="+d+" is not a folder") {
+			t.Errorf("%s: %v", d, err)
 		}
 	}
 }

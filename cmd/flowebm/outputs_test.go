@@ -29,10 +29,15 @@ func TestOutputsChild(t *testing.T) {
 	if args == "" {
 		t.Skip("the process that outputsChild starts")
 	}
-	sig := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[os.Getenv("FLOWEBM_CHILD_SIGNAL")]
+	name := os.Getenv("FLOWEBM_CHILD_SIGNAL")
+	sig := map[string]syscall.Signal{"INT": syscall.SIGINT, "INT2": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[name]
 	testHook = func(p string) {
 		if p == os.Getenv("FLOWEBM_CHILD_POINT") {
 			syscall.Kill(os.Getpid(), sig)
+			if name == "INT2" { // a second interrupt: quit at once
+				time.Sleep(200 * time.Millisecond)
+				syscall.Kill(os.Getpid(), sig)
+			}
 			time.Sleep(10 * time.Second)
 		}
 	}
@@ -442,5 +447,23 @@ func TestEnergyPairPlacementFailure(t *testing.T) {
 	}
 	if _, err := os.Stat(g + ".replaced"); err == nil {
 		t.Error("the kept-aside file was left")
+	}
+}
+
+// A second interrupt while train writes its outputs quits at once with
+// the signal's status, removing the files being written and saying the
+// last checkpoint stands (it said "without a checkpoint" and left a
+// plot's temporary file); the run then finishes with --resume.
+func TestTrainSecondInterruptInOutputs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	code, stderr := outputsChild(t, "train-outputs", "INT2", "train", "--iterations", "2", "--quiet", "--out", dir)
+	if code != 130 || !strings.Contains(stderr, "the run's last complete checkpoint stands") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+	if h := hidden(dir); len(h) != 0 {
+		t.Errorf("left %v", h)
+	}
+	if _, stderr, code := runCLI("train", "--resume", dir, "--quiet"); code != 0 {
+		t.Errorf("resume: %s", stderr)
 	}
 }

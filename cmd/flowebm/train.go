@@ -21,6 +21,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -339,14 +340,15 @@ func watchSignals() *runSignals {
 			signal.Stop(sigs) // a second signal quits at once
 			return
 		case phaseTraining:
-			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (if that iteration was the last, the run's outputs are written instead; interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
 		default:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted while the outputs are written; finishing them (interrupt again to quit at once: --resume writes them again)")
 		}
 		select {
-		case <-sigs:
-			fmt.Fprintln(os.Stderr, "flowebm: interrupted again: quitting without a checkpoint")
-			os.Exit(130)
+		case s := <-sigs:
+			safefile.RemoveTemps() // the file being written, if any
+			fmt.Fprintf(os.Stderr, "flowebm: interrupted again (%v): quitting now; the run's last complete checkpoint stands (flowebm train --resume continues from it)\n", s)
+			os.Exit(128 + int(s.(syscall.Signal)))
 		case <-stopped:
 		}
 	}()
@@ -592,6 +594,7 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 // writeOutputs writes a finished run's metrics.json, plots and, last,
 // samples.npy.
 func writeOutputs(run *training.Run, elapsed time.Duration, format plots.Format) error {
+	hook("train-outputs")
 	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
 		return err
 	}
