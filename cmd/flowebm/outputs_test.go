@@ -467,3 +467,25 @@ func TestTrainSecondInterruptInOutputs(t *testing.T) {
 		t.Errorf("resume: %s", stderr)
 	}
 }
+
+// A signal while train --seeds writes seeds.json removes its temporary
+// file and exits with the signal's status (it was killed outright, leaving
+// the file for good); a temporary file left by a kill goes on the next run.
+func TestSeedsSummaryInterrupted(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "seeds")
+	code, stderr := outputsChild(t, "seeds-summary", "TERM", "train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out)
+	if code != 143 || !strings.Contains(stderr, "interrupted") {
+		t.Errorf("exit %d, %q; want 143", code, stderr)
+	}
+	if h := hidden(out); len(h) != 0 {
+		t.Errorf("left %v", h)
+	}
+	stale := filepath.Join(out, ".seeds.json.tmp123")
+	os.WriteFile(stale, []byte("{"), 0o600)
+	if _, stderr, code := runCLI("train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out); code != 0 {
+		t.Fatalf("rerun: %s", stderr)
+	}
+	if h := hidden(out); len(h) != 0 {
+		t.Errorf("the rerun left %v", h)
+	}
+}

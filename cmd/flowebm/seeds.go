@@ -200,6 +200,7 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 	sum.Seeds, sum.Runs = seeds, runs
 	path := filepath.Join(dir, "seeds.json")
 	if err := safefile.Write(path, func(w io.Writer) error {
+		hook("seeds-summary")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(sum)

@@ -169,6 +169,12 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
 	}
+	// The summary is written as the other outputs are: a signal removes
+	// its temporary file and says so, and one left by a kill is removed.
+	defer removeTempsOnSignal()()
+	if err := removeStaleTemps(base); err != nil {
+		return err
+	}
 	return writeSeedsSummary(base, seeds, dirs, out)
 }
 
