@@ -790,6 +790,18 @@ func firstDiff(a, b any, path string) (field, va, vb string) {
 	return "", "", ""
 }
 
+// fallbackNote says, when the run in dir will resume from
+// checkpoint.old/ because checkpoint/ is incomplete or damaged, so ("" when
+// it will not).
+func fallbackNote(dir string) string {
+	best, err := LatestCheckpoint(dir)
+	final := filepath.Join(dir, checkpointName)
+	if err != nil || !strings.HasSuffix(best, oldSuffix) || !exists(final) || checkComplete(final, false) == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s is incomplete or damaged; using the previous checkpoint, %s", final, filepath.Base(best))
+}
+
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (config.Run, error) {
@@ -818,12 +830,7 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 	// Finish or undo a replacement that a crash interrupted, so that
 	// dir/checkpoint is the newest complete checkpoint; say so where
 	// checkpoint/ itself is passed over for the previous one.
-	var fallback string
-	if best, err := LatestCheckpoint(dir); err == nil && strings.HasSuffix(best, oldSuffix) {
-		if why := checkComplete(filepath.Join(dir, checkpointName), false); why != nil && exists(filepath.Join(dir, checkpointName)) {
-			fallback = fmt.Sprintf("%s is incomplete or damaged; using the previous checkpoint, %s", filepath.Join(dir, checkpointName), filepath.Base(best))
-		}
-	}
+	fallback := fallbackNote(dir)
 	switch ok, err := recoverCheckpoint(dir); {
 	case err != nil:
 		return nil, err
