@@ -341,6 +341,9 @@ func (c *TrainConfig) guardDefaults() error {
 	if c.FreezeFlow < 0 {
 		return fmt.Errorf("algorithms: freeze_flow %d, want ≥ 0", c.FreezeFlow)
 	}
+	if c.FreezeFlow > 0 && c.FreezeFlow >= c.Iterations && c.usesFlow() {
+		return fmt.Errorf("algorithms: freeze_flow %d, want fewer than the %d iterations: the flow would never be trained", c.FreezeFlow, c.Iterations)
+	}
 	if c.MaxEnergy == 0 {
 		c.MaxEnergy = 1e6
 	}

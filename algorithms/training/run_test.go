@@ -179,6 +179,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"sampler.subsample": {Iterations: 1, BatchSize: 10, Sampler: algorithms.SamplerConfig{Negatives: "subsample", Subsample: 3}},
 		"persistent":        {Iterations: 1, BatchSize: 10, Persistent: 5},
 		"persistent -1":     {Iterations: 1, Persistent: -1},
+		"freeze_flow 100":   {Algorithm: algorithms.CoopFlow, Iterations: 3, FreezeFlow: 100},
 		"start":             {Iterations: 1, Start: "zero"},
 		"average_window":    {Iterations: 1, AverageWindow: -1},
 		"flow_steps":        {Iterations: 1, FlowSteps: -2},
