@@ -11,7 +11,7 @@
 #                                          # keep the executed copies and
 #                                          # logs in DIR
 #
-# 2 min 10 s for the four (19, 58, 40 and 13 s), measured 2026-11-25 on a
+# 2 min 17 s for the four (22, 59, 44 and 12 s), measured 2026-11-25 on a
 # 2-core AMD EPYC VM with OpenBLAS and a warm Go build cache; on a first run
 # the kernel also compiles each notebook's imports into a plugin first.
 set -uo pipefail
