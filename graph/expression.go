@@ -54,7 +54,10 @@ func (e Expression) Energy(_ layers.Binder, x *G.Node) (*G.Node, error) {
 // gradient for batches of points, a samplers.Target.
 type Target struct {
 	ebm *EBM
-	one *mat.Dense // a batch of one point, evaluated as two
+	// A batch of one point is evaluated as two: its rows, values and
+	// gradients (allocated once; a sampler with one chain calls every step).
+	one, oneGrad *mat.Dense
+	oneLogp      []float64
 }
 
 // NewTarget builds the target of expression e in dtype (the zero Dtype
@@ -67,7 +70,7 @@ func NewTarget(e Expression, dtype tensor.Dtype) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Target{ebm: ebm, one: mat.NewDense(2, e.D, nil)}, nil
+	return &Target{ebm: ebm, one: mat.NewDense(2, e.D, nil), oneGrad: mat.NewDense(2, e.D, nil), oneLogp: make([]float64, 2)}, nil
 }
 
 // Dim is the dimension of the target.
@@ -89,21 +92,27 @@ func (t *Target) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense) e
 		}
 		return t.ebm.LogDensityGrad(x, logp, grad)
 	}
-	if len(logp) != 1 {
-		return fmt.Errorf("graph: logp has length %d for one point, want 1", len(logp))
-	}
-	for i := range 2 {
-		t.one.SetRow(i, mat.Row(nil, 0, x))
-	}
-	lp := make([]float64, 2)
-	var g *mat.Dense
-	if grad != nil {
-		g = mat.NewDense(2, t.Dim(), nil)
-	}
-	if err := t.LogDensityGrad(t.one, lp, g); err != nil {
+	if _, err := checkBatch("x", x, t.Dim()); err != nil {
 		return err
 	}
-	logp[0] = lp[0]
+	if err := checkLen("logp", logp, 1); err != nil {
+		return err
+	}
+	if grad != nil {
+		if _, err := checkBatch("grad", grad, t.Dim()); err != nil {
+			return err
+		}
+	}
+	mat.Row(t.one.RawRowView(0), 0, x)
+	t.one.SetRow(1, t.one.RawRowView(0))
+	var g *mat.Dense
+	if grad != nil {
+		g = t.oneGrad
+	}
+	if err := t.LogDensityGrad(t.one, t.oneLogp, g); err != nil {
+		return err
+	}
+	logp[0] = t.oneLogp[0]
 	if grad != nil {
 		grad.SetRow(0, g.RawRowView(0))
 	}

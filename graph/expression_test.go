@@ -94,6 +94,11 @@ func TestExpressionTargetShape(t *testing.T) {
 	if err := target.LogDensity(mat.NewDense(3, 2, nil), make([]float64, 3)); err == nil {
 		t.Error("a (3, 2) log-density accepted")
 	}
+	// A single point of the wrong width is an error, not a panic.
+	bt, _ := NewTarget(Expression{D: 2, LogDensity: banana}, tensor.Float64)
+	if err := bt.LogDensityGrad(mat.NewDense(1, 3, nil), make([]float64, 1), mat.NewDense(1, 3, nil)); err == nil {
+		t.Error("a point of 3 coordinates accepted by a target of 2")
+	}
 }
 
 // Evaluated again, the expression's gradient is the same: the gradient of

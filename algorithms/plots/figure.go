@@ -153,7 +153,7 @@ func (f Figure) fitY(p *plot.Plot) error {
 	case !f.LogY && f.YMax <= f.YMin && hi-lo <= 1e-9*math.Max(math.Abs(lo), math.Abs(hi)):
 		// Equal values far from 0: gonum's ±1 padding is lost to
 		// rounding at 1e16 and its ticks then panic.
-		pad := math.Max(1, 1e-3*math.Max(math.Abs(lo), math.Abs(hi)))
+		pad := math.Max(1, 0.5*math.Max(math.Abs(lo), math.Abs(hi))) // ticks that read apart (gonum writes 1 or 2 digits)
 		p.Y.Min, p.Y.Max = lo-pad, hi+pad
 	}
 	return nil

@@ -292,6 +292,10 @@ func TestSampleCommand(t *testing.T) {
 		!strings.Contains(so.String(), "no flow given: training a RealNVP (4 blocks of [2, 16, 2]) over N(0, 1² I)") || !strings.Contains(so.String(), "8 chains × 10 draws × 2 dims") {
 		t.Errorf("adaptive flowmc: exit %d, %q, %q", code, so.String(), se.String())
 	}
+	se.Reset()
+	if code := run([]string{"sample", "--model", zero, "--base", "1", "--sampler", "flowmc", "--warmup", "0", "--out", filepath.Join(dir, "w0.npy")}, &so, &se); code != 2 || !strings.Contains(se.String(), "--warmup 0: flowmc without a flow trains one during the warm-up") {
+		t.Errorf("adaptive flowmc without warm-up: exit %d, %q", code, se.String())
+	}
 }
 
 // energy evaluates a checkpoint in batches of energyBatch points (all at

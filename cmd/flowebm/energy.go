@@ -408,7 +408,7 @@ func (s *stagedOutputs) place() error {
 	return safefile.Hold(func() error {
 		for _, f := range s.files {
 			if !f.force && exists(f.path) {
-				return fmt.Errorf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", f.flag, f.path)
+				return existsMeanwhile(f.flag, f.path)
 			}
 		}
 		// The files replaced are kept aside (hard links) until every new

@@ -76,9 +76,15 @@ func writeOutput(flag, out string, force bool, write func(io.Writer) error) erro
 		return write(w)
 	})
 	if ex := (*safefile.ExistsError)(nil); errors.As(err, &ex) {
-		return fmt.Errorf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", flag, out)
+		return existsMeanwhile(flag, out)
 	}
 	return err
+}
+
+// existsMeanwhile is the error of an output that was absent when the
+// command started and exists when it is to be put in place.
+func existsMeanwhile(flag, out string) error {
+	return fmt.Errorf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", flag, out)
 }
 
 // testHook, if not nil, is called at points of the commands' writes:

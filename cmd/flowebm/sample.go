@@ -338,6 +338,9 @@ func sampleWith(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.Dense
 // the chains' states during the warm-up cycles, then frozen for the draws
 // kept (algorithms.AdaptiveFlowMC).
 func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.Dense, out io.Writer) ([]float64, float64, float64, error) {
+	if f.warmup < 1 { // AdaptiveFlowMC would take 0 for its default length
+		return nil, 0, 0, fmt.Errorf("--warmup %d: flowmc without a flow trains one during the warm-up: want ≥ 1 cycles (a hundred or more to learn the modes)", f.warmup)
+	}
 	d := m.EBM.Dim()
 	sigma := 1.0
 	if m.EBM.Tilt != nil {
