@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -44,33 +45,35 @@ type OptimConfig struct {
 	DecayEvery int     `json:"decay_every,omitempty"`
 }
 
+// WithDefaults is c with its unset fields at their defaults: learning
+// rate 1e-3 and, for Adam, betas 0.9, 0.999 and eps 1e-8.
+func (c OptimConfig) WithDefaults() OptimConfig {
+	c.LR = cmp.Or(c.LR, 1e-3)
+	if c.Name != "sgd" {
+		c.Beta1, c.Beta2, c.Eps = cmp.Or(c.Beta1, 0.9), cmp.Or(c.Beta2, 0.999), cmp.Or(c.Eps, 1e-8)
+	}
+	return c
+}
+
 // New builds the optimiser for n parameters.
 func (c OptimConfig) New(n int) (Optimizer, error) {
 	if err := c.validate("optimiser"); err != nil {
 		return nil, err
 	}
-	lr := or(c.LR, 1e-3)
+	c = c.WithDefaults()
 	if c.Name == "sgd" {
-		return &SGD{lr: lr, Momentum: c.Momentum, buf: make([]float64, n)}, nil
+		return &SGD{lr: c.LR, Momentum: c.Momentum, buf: make([]float64, n)}, nil
 	}
-	return &Adam{lr: lr, Beta1: or(c.Beta1, 0.9), Beta2: or(c.Beta2, 0.999), Eps: or(c.Eps, 1e-8),
-		m: make([]float64, n), v: make([]float64, n)}, nil
+	return &Adam{lr: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, m: make([]float64, n), v: make([]float64, n)}, nil
 }
 
 // scheduledLR returns the learning rate after step steps of c's decay.
 func (c OptimConfig) scheduledLR(step int) float64 {
-	lr := or(c.LR, 1e-3)
+	lr := c.WithDefaults().LR
 	if c.Decay > 0 && c.Decay != 1 && c.DecayEvery > 0 {
 		lr *= math.Pow(c.Decay, float64(step/c.DecayEvery))
 	}
 	return lr
-}
-
-func or(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Adam is Kingma & Ba's optimiser with bias correction, as torch.optim.Adam.

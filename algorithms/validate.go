@@ -64,7 +64,8 @@ func (c OptimConfig) validate(prefix string) error {
 func (c OptimConfig) validateKind(prefix string) error {
 	switch c.Name {
 	case "", "adam":
-		b1, b2, eps := or(c.Beta1, 0.9), or(c.Beta2, 0.999), or(c.Eps, 1e-8)
+		d := c.WithDefaults()
+		b1, b2, eps := d.Beta1, d.Beta2, d.Eps
 		if !(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1 && eps > 0 && !math.IsInf(eps, 1)) {
 			return fmt.Errorf("algorithms: %s.beta1 %v, beta2 %v, eps %v (unset ones at their defaults 0.9, 0.999, 1e-8): want betas in [0, 1) and a finite eps > 0", prefix, b1, b2, eps)
 		}

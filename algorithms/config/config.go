@@ -60,6 +60,20 @@ type Model struct {
 	Float32 bool `json:"float32,omitempty"`
 }
 
+// WithDefaults is m with its unset fields at their defaults: the toy
+// EBM's hidden widths 32, 64, 64, 64 with LeakyReLU slope 0.05, and 4
+// RealNVP blocks of couplings with hidden width 16 (App. C.2).
+func (m Model) WithDefaults() Model {
+	if m.EBMHidden == nil {
+		m.EBMHidden = []int{32, 64, 64, 64}
+	}
+	if m.FlowHidden == nil {
+		m.FlowHidden = []int{16}
+	}
+	m.EBMSlope, m.FlowBlocks = cmp.Or(m.EBMSlope, 0.05), cmp.Or(m.FlowBlocks, 4)
+	return m
+}
+
 // Data names a user's data set to train on instead of one of the
 // paper's experiments (see experiments.DataSet).
 type Data struct {
@@ -466,17 +480,11 @@ func (cfg Run) withUseDefaults() (map[string]any, bool) {
 		d.HoldOut = cmp.Or(d.HoldOut, 0.1) // experiments.DataSet's default
 		cfg.Data = &d
 	}
-	for _, o := range []*algorithms.OptimConfig{&cfg.Train.EBMOptim, &cfg.Train.FlowOptim} {
-		o.LR = cmp.Or(o.LR, 1e-3)
-		if o.Name != "sgd" {
-			o.Beta1, o.Beta2, o.Eps = cmp.Or(o.Beta1, 0.9), cmp.Or(o.Beta2, 0.999), cmp.Or(o.Eps, 1e-8)
-		}
-	}
+	cfg.Train.EBMOptim, cfg.Train.FlowOptim = cfg.Train.EBMOptim.WithDefaults(), cfg.Train.FlowOptim.WithDefaults()
 	if t := &cfg.Train; t.Start == algorithms.StartGaussian && t.StartScale == 0 {
 		t.StartScale = 1 // the base's σ, known once the models are
 	}
-	m := &cfg.Model
-	m.EBMSlope, m.FlowBlocks = cmp.Or(m.EBMSlope, 0.05), cmp.Or(m.FlowBlocks, 4)
+	cfg.Model = cfg.Model.WithDefaults()
 	resolved, _ := jsonfile.Safe(cfg).(map[string]any)
 	return resolved, true
 }

@@ -117,13 +117,8 @@ func (c Run) memoryTerms(tc algorithms.TrainConfig, d int) []sysmem.Term {
 		}
 		return p
 	}
-	ebmHidden, flowHidden := c.Model.EBMHidden, c.Model.FlowHidden
-	if ebmHidden == nil {
-		ebmHidden = []int{32, 64, 64, 64}
-	}
-	if flowHidden == nil {
-		flowHidden = []int{16}
-	}
+	model := c.Model.WithDefaults()
+	ebmHidden, flowHidden := model.EBMHidden, model.FlowHidden
 	ebm := []float64{fd}
 	for _, w := range ebmHidden {
 		ebm = append(ebm, float64(w))
@@ -145,10 +140,7 @@ func (c Run) memoryTerms(tc algorithms.TrainConfig, d int) []sysmem.Term {
 			flow = append(flow, float64(w))
 		}
 		// Each block: two couplings of a scale and a translation net.
-		blocks := c.Model.FlowBlocks
-		if blocks == 0 {
-			blocks = 4
-		}
+		blocks := model.FlowBlocks
 		terms = append(terms, term(fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, flowHidden, copies),
 			float64(blocks)*4*params(append(flow, fd))*8*copies))
 		// The flow's graph holds about flowValuesPerBlock values per point,

@@ -251,16 +251,9 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 		sigma = math.Sqrt(v)
 	}
 	base := layers.NewIsotropic(d, sigma)
-	hidden := m.EBMHidden
-	if hidden == nil {
-		hidden = []int{32, 64, 64, 64}
-	}
-	slope := m.EBMSlope
-	if slope == 0 {
-		slope = 0.05
-	}
-	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: append(append([]int{d}, hidden...), 1),
-		Hidden: layers.LeakyReLU(slope), Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
+	m = m.WithDefaults()
+	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: append(append([]int{d}, m.EBMHidden...), 1),
+		Hidden: layers.LeakyReLU(m.EBMSlope), Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
 	dt := tensor.Float64
 	if m.Float32 {
 		dt = tensor.Float32
@@ -270,14 +263,7 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 	if err != nil {
 		return nil, err
 	}
-	blocks, fh := m.FlowBlocks, m.FlowHidden
-	if blocks == 0 {
-		blocks = 4
-	}
-	if fh == nil {
-		fh = []int{16}
-	}
-	flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: blocks, Hidden: fh, Init: cfg.Model.FlowInit, Mask: cfg.Model.FlowMask}, base, dt, initRNG)
+	flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: m.FlowBlocks, Hidden: m.FlowHidden, Init: m.FlowInit, Mask: m.FlowMask}, base, dt, initRNG)
 	if err != nil {
 		return nil, err
 	}
