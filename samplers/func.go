@@ -27,14 +27,19 @@ func (f Func) Target() (Target, error) {
 	case f.LogDensity == nil && f.Grad == nil:
 		return nil, fmt.Errorf("samplers: Func has neither LogDensity nor Grad")
 	}
-	return funcTarget{f}, nil
+	return &funcTarget{f: f, row: make([]float64, f.D), g: make([]float64, f.D)}, nil
 }
 
-type funcTarget struct{ f Func }
+// funcTarget evaluates a Func row by row in buffers of its own (a
+// sampler calls it every step; not for concurrent use).
+type funcTarget struct {
+	f      Func
+	row, g []float64
+}
 
-func (t funcTarget) Dim() int { return t.f.D }
+func (t *funcTarget) Dim() int { return t.f.D }
 
-func (t funcTarget) LogDensity(x mat.Matrix, logp []float64) error {
+func (t *funcTarget) LogDensity(x mat.Matrix, logp []float64) error {
 	if t.f.LogDensity == nil {
 		return t.LogDensityGrad(x, logp, nil)
 	}
@@ -42,10 +47,9 @@ func (t funcTarget) LogDensity(x mat.Matrix, logp []float64) error {
 	if err != nil {
 		return err
 	}
-	row := make([]float64, t.f.D)
 	for i := range r {
-		mat.Row(row, i, x)
-		logp[i] = t.f.LogDensity(row)
+		mat.Row(t.row, i, x)
+		logp[i] = t.f.LogDensity(t.row)
 	}
 	return nil
 }
@@ -53,7 +57,7 @@ func (t funcTarget) LogDensity(x mat.Matrix, logp []float64) error {
 // LogDensityGrad writes log π and, where grad is not nil, its gradient;
 // a gradient that is not finite where log π is finite is an error (a
 // hand-written gradient with a bug).
-func (t funcTarget) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense) error {
+func (t *funcTarget) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense) error {
 	if t.f.Grad == nil {
 		return fmt.Errorf("samplers: Func has no Grad: gradient-based kernels (MALA, HMC) need it")
 	}
@@ -61,7 +65,7 @@ func (t funcTarget) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense
 	if err != nil {
 		return err
 	}
-	row, g := make([]float64, t.f.D), make([]float64, t.f.D)
+	row, g := t.row, t.g
 	for i := range r {
 		mat.Row(row, i, x)
 		logp[i] = t.f.Grad(row, g)
@@ -77,7 +81,7 @@ func (t funcTarget) LogDensityGrad(x mat.Matrix, logp []float64, grad *mat.Dense
 	return nil
 }
 
-func (t funcTarget) check(x mat.Matrix, logp []float64) (int, error) {
+func (t *funcTarget) check(x mat.Matrix, logp []float64) (int, error) {
 	r, c := x.Dims()
 	if c != t.f.D {
 		return 0, fmt.Errorf("samplers: points have %d coordinates, the Func %d", c, t.f.D)
