@@ -49,6 +49,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/samplers"
@@ -383,16 +384,20 @@ func peerSpec(tr *algorithms.Trainer) (spec, error) {
 	if !ok || net.Hidden.Kind != "leaky_relu" {
 		return spec{}, fmt.Errorf("bench: the peer implements LeakyReLU MLP energies only, have %T", tr.EBM.Net)
 	}
-	if c.L2 != 0 || s.Global != algorithms.ISIR || (s.Negatives != algorithms.NegativesLast && s.Negatives != algorithms.NegativesAll) || tr.Flow.Net.BlockDepth > 1 {
+	nvp, ok := tr.Flow.Net.(layers.RealNVP)
+	if !ok {
+		return spec{}, fmt.Errorf("bench: the peer implements RealNVP flows only, have %T", tr.Flow.Net)
+	}
+	if c.L2 != 0 || s.Global != algorithms.ISIR || (s.Negatives != algorithms.NegativesLast && s.Negatives != algorithms.NegativesAll) || nvp.BlockDepth > 1 {
 		return spec{}, fmt.Errorf("bench: the peer implements i-SIR, negatives last or all, no L2 term and block depth 1")
 	}
-	cs, err := tr.Flow.Net.Couplings()
+	cs, err := nvp.Couplings()
 	if err != nil {
 		return spec{}, err
 	}
 	sp := spec{
 		Dim: tr.EBM.Dim(), Sigma: tr.Flow.Base.Sigma[0], EBMSizes: net.Sizes, EBMSlope: net.Hidden.Slope,
-		FlowHidden: tr.Flow.Net.Hidden, FlowDt: cs[0].Dt, FlowInit: tr.Flow.Net.Init,
+		FlowHidden: nvp.Hidden, FlowDt: cs[0].Dt, FlowInit: nvp.Init,
 		Batch: c.BatchSize, Persistent: c.Persistent, Steps: s.Steps, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps,
 		Stacked: s.Stacked, Particles: s.Particles, StepSize: s.StepSize, TargetAccept: s.TargetAccept, Negatives: s.Negatives,
 		EBMLR: c.EBMOptim.LR, FlowLR: c.FlowOptim.LR, AverageWindow: max(1, c.AverageWindow),

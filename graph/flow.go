@@ -11,14 +11,37 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// Flow is a normalizing flow λ = T#ρ: a RealNVP map T and a Gaussian base ρ.
-// Its density is log λ(x) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|.
+// FlowNet is a flow's map T inside a graph: flowebm's layers.RealNVP, or a
+// flow read from ONNX (package io/onnx). Parameters are bound through the
+// Binder by name, so that both directions share them.
+type FlowNet interface {
+	// Dimension is d, the dimension of both z and x.
+	Dimension() int
+	ParamSpecs() ([]layers.ParamSpec, error)
+	// Forward adds x = T(z) and log|det J_T(z)| (B) to z's graph.
+	Forward(b layers.Binder, z *G.Node) (x, logdet *G.Node, err error)
+	// Inverse adds z = T⁻¹(x) and log|det J_{T⁻¹}(x)| (B) to x's graph.
+	Inverse(b layers.Binder, x *G.Node) (z, logdet *G.Node, err error)
+}
+
+// DensityNet is implemented by a FlowNet that computes log λ(x) directly
+// (a density graph read from ONNX) rather than as log ρ(T⁻¹(x)) +
+// log|det J_{T⁻¹}(x)|; Flow uses it for LogDensity and MLGrad.
+type DensityNet interface {
+	// LogDensity adds log λ(x) (B) to x's graph.
+	LogDensity(b layers.Binder, x *G.Node) (*G.Node, error)
+}
+
+// Flow is a normalizing flow λ = T#ρ: a map T (a RealNVP, or a flow read
+// from ONNX) and a Gaussian base ρ. Its density is
+// log λ(x) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|.
 type Flow struct {
-	Net    layers.RealNVP
+	Net    FlowNet
 	Base   layers.Gaussian
 	Params *Params
 
 	forward, inverse, ml programs[int]
+	density              programs[int] // a DensityNet's log λ
 	rkl                  programs[targetKey]
 	z                    *mat.Dense // LogDensity's latent buffer
 	vals                 []float64  // per-sample values of MLGrad and ReverseKLGrad
@@ -29,17 +52,21 @@ type targetKey struct {
 	t LogDensityBuilder
 }
 
-// NewFlow allocates and initialises the flow's parameters (near identity) in
-// dtype (the zero Dtype means float64) with rng.
-func NewFlow(net layers.RealNVP, base layers.Gaussian, dtype tensor.Dtype, rng *rand.Rand) (*Flow, error) {
+// NewFlow allocates and initialises the flow's parameters (a RealNVP near
+// the identity; an imported flow at the file's values) in dtype (the zero
+// Dtype means float64) with rng.
+func NewFlow(net FlowNet, base layers.Gaussian, dtype tensor.Dtype, rng *rand.Rand) (*Flow, error) {
 	if dtype == (tensor.Dtype{}) {
 		dtype = tensor.Float64
 	}
 	if err := base.Validate(); err != nil {
 		return nil, err
 	}
-	if base.Dim() != net.Dim {
-		return nil, fmt.Errorf("graph: flow base has dimension %d, flow %d", base.Dim(), net.Dim)
+	if net == nil {
+		return nil, fmt.Errorf("graph: flow needs a FlowNet")
+	}
+	if base.Dim() != net.Dimension() {
+		return nil, fmt.Errorf("graph: flow base has dimension %d, flow %d", base.Dim(), net.Dimension())
 	}
 	specs, err := net.ParamSpecs()
 	if err != nil {
@@ -53,7 +80,7 @@ func NewFlow(net layers.RealNVP, base layers.Gaussian, dtype tensor.Dtype, rng *
 }
 
 // Dim is the dimension.
-func (f *Flow) Dim() int { return f.Net.Dim }
+func (f *Flow) Dim() int { return f.Net.Dimension() }
 
 func (f *Flow) pass(c *programs[int], n int, inverse bool) (*program, error) {
 	return c.get(n, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
@@ -105,6 +132,9 @@ func (f *Flow) Inverse(x mat.Matrix, z *mat.Dense, logdet []float64) error {
 
 // LogDensity writes log λ(x) for each row of x.
 func (f *Flow) LogDensity(x mat.Matrix, logq []float64) error {
+	if d, ok := f.Net.(DensityNet); ok {
+		return f.directDensity(d, x, logq)
+	}
 	n, _ := x.Dims()
 	if n == 0 {
 		return f.Inverse(x, nil, logq) // reports the empty batch
@@ -119,6 +149,29 @@ func (f *Flow) LogDensity(x mat.Matrix, logq []float64) error {
 	for i := range logq {
 		logq[i] += f.Base.LogProbNormed(c, f.z.RawRowView(i))
 	}
+	return nil
+}
+
+func (f *Flow) directDensity(d DensityNet, x mat.Matrix, logq []float64) error {
+	n, err := checkBatch("x", x, f.Dim())
+	if err != nil {
+		return err
+	}
+	if err := checkLen("logq", logq, n); err != nil {
+		return err
+	}
+	p, err := f.density.get(n, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+		lq, err := d.LogDensity(newScope(g, f.Params), in[0])
+		return []*G.Node{lq}, err
+	})
+	if err != nil {
+		return err
+	}
+	p.setMatrix(0, x)
+	if err := p.run(); err != nil {
+		return err
+	}
+	p.vector(0, logq)
 	return nil
 }
 
@@ -160,6 +213,9 @@ func (f *Flow) BuildLogDensity(x *G.Node) (*G.Node, error) {
 }
 
 func (f *Flow) logDensity(s *scope, x *G.Node) (*G.Node, error) {
+	if d, ok := f.Net.(DensityNet); ok {
+		return d.LogDensity(s, x)
+	}
 	z, ld, err := f.Net.Inverse(s, x)
 	if err != nil {
 		return nil, err
@@ -298,6 +354,7 @@ func (f *Flow) Invalidate() {
 	f.inverse.reset()
 	f.ml.reset()
 	f.rkl.reset()
+	f.density.reset()
 }
 
 func mean(v []float64) float64 {

@@ -309,3 +309,6 @@ func (r RealNVP) pass(b Binder, x *G.Node, inverse bool) (*G.Node, *G.Node, erro
 	}
 	return x, total, nil
 }
+
+// Dimension is Dim: the dimension of z and x (graph.FlowNet).
+func (r RealNVP) Dimension() int { return r.Dim }

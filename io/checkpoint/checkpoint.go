@@ -168,7 +168,10 @@ func SpecOf(m Models) (Spec, error) {
 		s.Standardization = m.Scaling
 	}
 	if m.Flow != nil {
-		n := m.Flow.Net
+		n, ok := m.Flow.Net.(layers.RealNVP)
+		if !ok {
+			return Spec{}, fmt.Errorf("checkpoint: the flow is %T; a checkpoint stores flowebm's RealNVP (an imported ONNX flow keeps its weights in its ONNX files: onnx.Flow.WriteWeights)", m.Flow.Net)
+		}
 		act := n.Activation
 		if act == (layers.Activation{}) {
 			act = layers.ReLU

@@ -66,6 +66,7 @@ var opAttrs = map[string][]attrRule{
 	"Clip":            rules(at("min", AttrFloat).until(11), at("max", AttrFloat).until(11)),
 	"Softmax":         intAttrs("axis"), "LogSoftmax": intAttrs("axis"),
 	"CumSum":    intAttrs("exclusive", "reverse"),
+	"TopK":      intAttrs("axis", "largest", "sorted"),
 	"If":        rules(at("then_branch", AttrGraph).needed(), at("else_branch", AttrGraph).needed()),
 	"Reshape":   rules(at("allowzero", AttrInt).since(14)),
 	"Flatten":   intAttrs("axis"),

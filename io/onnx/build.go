@@ -81,21 +81,29 @@ func newInstance(n *Net, b layers.Binder, batch int) *instance {
 
 // run builds every node and returns the energies (B).
 func (in *instance) run(x *G.Node) (*G.Node, error) {
+	if err := in.buildAll(x); err != nil {
+		return nil, err
+	}
+	return in.energy()
+}
+
+// buildAll binds the input x (B, Dim) and builds every node.
+func (in *instance) buildAll(x *G.Node) error {
 	shape := append([]int{in.batch}, in.net.inShape...)
 	xi := x
 	if len(shape) != 2 {
 		var err error
 		if xi, err = G.Reshape(x, tensor.Shape(shape)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	in.env[in.net.input] = &val{shape: shape, elem: in.floatType(), n: xi}
 	for _, node := range in.net.nodes {
 		if err := in.apply(node); err != nil {
-			return nil, in.nodeError(node, err)
+			return in.nodeError(node, err)
 		}
 	}
-	return in.energy()
+	return nil
 }
 
 func (in *instance) floatType() DataType {
@@ -118,6 +126,46 @@ func (in *instance) nodeError(node *Node, err error) error {
 // energy reads the output as energies (B).
 func (in *instance) energy() (*G.Node, error) {
 	name := in.net.outputName
+	v, err := in.computed(name)
+	if err != nil {
+		return nil, err
+	}
+	s := v.shape
+	if !(len(s) == 1 && s[0] == in.batch) && !(len(s) == 2 && s[0] == in.batch && s[1] == 1) {
+		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want one value per sample: (%d) or (%d, 1)", name, s, in.batch, in.batch, in.batch)
+	}
+	y := v.n
+	if len(s) == 2 {
+		if y, err = G.Reshape(y, tensor.Shape{in.batch}); err != nil {
+			return nil, err
+		}
+	}
+	if in.net.cfg.LogDensity {
+		return nd.Apply(nd.Unary{Fn: nd.Neg}, y)
+	}
+	return y, nil
+}
+
+// perSample reads the output name as (B, k): k values per sample, flat
+// (an output of shape (B, C, H, W) is reshaped to (B, C·H·W)).
+func (in *instance) perSample(name string) (*G.Node, error) {
+	v, err := in.computed(name)
+	if err != nil {
+		return nil, err
+	}
+	s := v.shape
+	if len(s) < 1 || s[0] != in.batch {
+		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want the batch first", name, s, in.batch)
+	}
+	k := sizeOf(s[1:])
+	if len(s) == 2 {
+		return v.n, nil
+	}
+	return G.Reshape(v.n, tensor.Shape{in.batch, k})
+}
+
+// computed returns the output name: computed from the input, float.
+func (in *instance) computed(name string) (*val, error) {
 	v, ok := in.env[name]
 	if !ok {
 		if _, init := in.net.inits[name]; init {
@@ -132,23 +180,9 @@ func (in *instance) energy() (*G.Node, error) {
 		return nil, fmt.Errorf("output %q does not depend on the input %q", name, in.net.input)
 	}
 	if !isFloat(v.elem) {
-		return nil, fmt.Errorf("output %q is %v, want a float energy", name, v.elem)
+		return nil, fmt.Errorf("output %q is %v, want float values", name, v.elem)
 	}
-	s := v.shape
-	if !(len(s) == 1 && s[0] == in.batch) && !(len(s) == 2 && s[0] == in.batch && s[1] == 1) {
-		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want one value per sample: (%d) or (%d, 1)", name, s, in.batch, in.batch, in.batch)
-	}
-	y := v.n
-	if len(s) == 2 {
-		var err error
-		if y, err = G.Reshape(y, tensor.Shape{in.batch}); err != nil {
-			return nil, err
-		}
-	}
-	if in.net.cfg.LogDensity {
-		return nd.Apply(nd.Unary{Fn: nd.Neg}, y)
-	}
-	return y, nil
+	return v, nil
 }
 
 // apply builds one node and binds its outputs.

@@ -1,10 +1,12 @@
 package onnx
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/data"
@@ -371,7 +373,24 @@ func EBM(e *graph.EBM, o Options) ([]byte, error) {
 		doc = "flowebm EBM: whole energy in the data's units, E(z) − log ρ(z) + Σ log scale"
 	}
 	g := b.graph("ebm", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo("energy", dt, "batch", 1)})
-	return model(g, doc), nil
+	return model(g, doc, parametersEntry(e.Params)), nil
+}
+
+// parametersEntry lists p's names under ParametersKey, so that an import
+// trains them and not the constants the export adds (a tilt's or a base's
+// σ, a standardization).
+func parametersEntry(p *graph.Params) [2]string {
+	b, _ := json.Marshal(p.Names()) // strings always marshal
+	return [2]string{ParametersKey, string(b)}
+}
+
+// baseEntry declares a flow's base σ under BaseSigmaKey.
+func baseEntry(g layers.Gaussian) [2]string {
+	parts := make([]string, len(g.Sigma))
+	for i, s := range g.Sigma {
+		parts[i] = strconv.FormatFloat(s, 'g', -1, 64)
+	}
+	return [2]string{BaseSigmaKey, "[" + strings.Join(parts, ", ") + "]"}
 }
 
 // FlowSample returns the ONNX model of f's sampling direction: input "z"
@@ -383,15 +402,19 @@ func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
 		return nil, err
 	}
 	d := f.Dim()
+	nvp, err := realNVPOf(f)
+	if err != nil {
+		return nil, err
+	}
 	b := newBuilder(dt, f.Params)
-	x, ld, err := b.realNVP(f.Net, "z", false)
+	x, ld, err := b.realNVP(nvp, "z", false)
 	if err != nil {
 		return nil, err
 	}
 	b.rename(x, "x")
 	b.rename(b.node("Sub", []string{b.gaussianLogProb(f.Base, "z"), ld}), "log_density")
 	g := b.graph("flow_sample", []msg{valueInfo("z", dt, "batch", d)}, []msg{valueInfo("x", dt, "batch", d), valueInfo("log_density", dt, "batch")})
-	return model(g, "flowebm flow: z ↦ (x = T(z), log λ(x))"), nil
+	return model(g, "flowebm flow: z ↦ (x = T(z), log λ(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
 }
 
 // FlowDensity returns the ONNX model of f's density: input "x" (batch, d),
@@ -402,14 +425,28 @@ func FlowDensity(f *graph.Flow, o Options) ([]byte, error) {
 		return nil, err
 	}
 	d := f.Dim()
+	nvp, err := realNVPOf(f)
+	if err != nil {
+		return nil, err
+	}
 	b := newBuilder(dt, f.Params)
-	z, ld, err := b.realNVP(f.Net, "x", true)
+	z, ld, err := b.realNVP(nvp, "x", true)
 	if err != nil {
 		return nil, err
 	}
 	b.rename(b.node("Add", []string{b.gaussianLogProb(f.Base, z), ld}), "log_density")
 	g := b.graph("flow_density", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo("log_density", dt, "batch")})
-	return model(g, "flowebm flow: x ↦ log λ(x)"), nil
+	return model(g, "flowebm flow: x ↦ log λ(x)", parametersEntry(f.Params), baseEntry(f.Base)), nil
+}
+
+// realNVPOf is f's map as a RealNVP: the only flow the exporter writes
+// (an imported flow is written back with Flow.WriteWeights).
+func realNVPOf(f *graph.Flow) (layers.RealNVP, error) {
+	nvp, ok := f.Net.(layers.RealNVP)
+	if !ok {
+		return layers.RealNVP{}, fmt.Errorf("onnx: the exporter writes flowebm's RealNVP, not %T (write an imported flow's trained weights back into its files with Flow.WriteWeights)", f.Net)
+	}
+	return nvp, nil
 }
 
 // WriteFile writes an encoded model to path atomically.

@@ -27,6 +27,9 @@ type Model struct {
 	ProducerName    string
 	ProducerVersion string
 	Graph           *Graph
+	// Metadata is metadata_props (key → value; a repeated key keeps its
+	// last value).
+	Metadata map[string]string
 }
 
 // Graph is a decoded GraphProto.
@@ -211,6 +214,8 @@ func DecodeModel(b []byte) (*Model, error) {
 			m.Graph, err = decodeGraph(f.b, 0)
 		case fModelOpsetImport:
 			err = decodeOpset(f.b, m.Opsets)
+		case fModelMetadataProps:
+			err = decodeEntry(f.b, m)
 		}
 		return err
 	})
@@ -221,6 +226,27 @@ func DecodeModel(b []byte) (*Model, error) {
 		return nil, errors.New("model has no graph")
 	}
 	return m, nil
+}
+
+// decodeEntry adds a StringStringEntryProto to m.Metadata.
+func decodeEntry(b []byte, m *Model) error {
+	var key, value string
+	err := readFields(&entrySpec, b, func(f pbField) error {
+		if f.num == fEntryKey {
+			key = string(f.b)
+		} else {
+			value = string(f.b)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if m.Metadata == nil {
+		m.Metadata = map[string]string{}
+	}
+	m.Metadata[key] = value
+	return nil
 }
 
 // decodeOpset adds an OperatorSetIdProto to opsets.
@@ -928,6 +954,10 @@ const (
 	fModelProducerVersion = 3
 	fModelGraph           = 7
 	fModelOpsetImport     = 8
+	fModelMetadataProps   = 14
+	// StringStringEntryProto
+	fEntryKey   = 1
+	fEntryValue = 2
 	// OperatorSetIdProto
 	fOpsetDomain  = 1
 	fOpsetVersion = 2
@@ -995,7 +1025,9 @@ var (
 	modelSpec = msgSpec{"ModelProto", map[protowire.Number]fieldSpec{
 		fModelIRVersion: {"ir_version", wireVarint}, fModelProducerName: {"producer_name", wireBytes},
 		fModelProducerVersion: {"producer_version", wireBytes}, fModelGraph: {"graph", wireBytes},
-		fModelOpsetImport: {"opset_import", wireBytes}}}
+		fModelOpsetImport: {"opset_import", wireBytes}, fModelMetadataProps: {"metadata_props", wireBytes}}}
+	entrySpec = msgSpec{"StringStringEntryProto", map[protowire.Number]fieldSpec{
+		fEntryKey: {"key", wireBytes}, fEntryValue: {"value", wireBytes}}}
 	opsetSpec = msgSpec{"OperatorSetIdProto", map[protowire.Number]fieldSpec{
 		fOpsetDomain: {"domain", wireBytes}, fOpsetVersion: {"version", wireVarint}}}
 	graphSpec = msgSpec{"GraphProto", map[protowire.Number]fieldSpec{

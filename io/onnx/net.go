@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -362,8 +363,11 @@ func (n *Net) check() error {
 		return err
 	}
 	n.trainable = rec.used
+	if err := n.restrictParameters(); err != nil {
+		return fmt.Errorf("%s: %w", n.File, err)
+	}
 	var names []string
-	for name := range rec.used {
+	for name := range n.trainable {
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -379,6 +383,38 @@ func (n *Net) check() error {
 		}
 		n.specs = append(n.specs, layers.ParamSpec{Name: name, Shape: shape, FanIn: 1, Init: copyInit(t.Float)})
 	}
+	return nil
+}
+
+// ParametersKey is the metadata_props key that lists a model's trainable
+// parameters, as a JSON array of initializer names (io/onnx/crosscheck's
+// export helper writes the module's named_parameters()). Without it every
+// float initializer the computation reads is trainable; with it the others
+// (a coupling's mask, a MADE's masks: PyTorch buffers) are constants.
+const ParametersKey = "flowebm.parameters"
+
+// restrictParameters keeps as trainable only the initializers that the
+// model's metadata lists under ParametersKey, if it has that key.
+func (n *Net) restrictParameters() error {
+	list, ok := n.model.Metadata[ParametersKey]
+	if !ok {
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(list), &names); err != nil {
+		return fmt.Errorf("metadata_props %q: %v; want a JSON array of initializer names", ParametersKey, err)
+	}
+	keep := map[string]bool{}
+	for _, name := range names {
+		t, ok := n.inits[name]
+		if !ok || !isFloat(t.DataType) {
+			return fmt.Errorf("metadata_props %q lists %q, which is not a float initializer of the graph (PyTorch's constant folding may have merged it into another value: export with do_constant_folding=False)", ParametersKey, name)
+		}
+		if n.trainable[name] {
+			keep[name] = true
+		}
+	}
+	n.trainable = keep
 	return nil
 }
 
@@ -403,6 +439,50 @@ func (r *recordingBinder) Param(name string, shape ...int) (*G.Node, error) {
 	}
 	r.used[name] = true
 	return G.NewTensor(r.g, r.dtype, len(shape), G.WithShape(shape...), G.WithName(name)), nil
+}
+
+// Outputs adds the network to b's graph for the batch x (B, Dim) and
+// returns the named graph outputs, each as (B, k): k values per sample,
+// flattened.
+func (n *Net) Outputs(b layers.Binder, x *G.Node, names ...string) ([]*G.Node, error) {
+	s := x.Shape()
+	if len(s) != 2 || s[1] != n.dim {
+		return nil, fmt.Errorf("%s: input of shape %v, want (batch, %d)", n.File, s, n.dim)
+	}
+	in := newInstance(n, b, s[0])
+	if err := in.buildAll(x); err != nil {
+		return nil, fmt.Errorf("%s: %w", n.File, err)
+	}
+	out := make([]*G.Node, len(names))
+	for i, name := range names {
+		if !n.hasOutput(name) {
+			return nil, fmt.Errorf("%s: no graph output named %q (outputs: %s)", n.File, name, quoteAll(n.OutputNames()))
+		}
+		y, err := in.perSample(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.File, err)
+		}
+		out[i] = y
+	}
+	return out, nil
+}
+
+// OutputNames lists the graph's outputs.
+func (n *Net) OutputNames() []string {
+	var names []string
+	for _, v := range n.model.Graph.Outputs {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
+func (n *Net) hasOutput(name string) bool {
+	for _, v := range n.model.Graph.Outputs {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Energy adds the network to b's graph for the batch x (B, Dim) and

@@ -29,7 +29,7 @@ func init() {
 		"Clip": clipHandler, "Where": whereHandler,
 		"Min": variadic(nd.Min), "Max": variadic(nd.Max), "Sum": variadic(nd.Add), "Mean": meanHandler,
 		"Softmax": softmaxHandler(false), "LogSoftmax": softmaxHandler(true),
-		"CumSum": cumSumHandler, "If": ifHandler,
+		"CumSum": cumSumHandler, "If": ifHandler, "TopK": topKHandler,
 	} {
 		handlers[op] = h
 	}
@@ -692,4 +692,62 @@ func ifHandler(in *instance, node *Node) ([]*val, error) {
 		}
 	}
 	return outs, nil
+}
+
+// topKHandler folds TopK of a constant (torch.argsort of a permutation
+// buffer, as flow libraries invert their permutations): the k largest (or
+// smallest) values along axis and their int64 indices, ties in index
+// order as ONNX specifies. TopK of values computed from the input has no
+// gradient here and is refused.
+func topKHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.constInput(node, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w (TopK is supported on constants only, e.g. argsort of a buffer)", err)
+	}
+	kv, err := in.constInput(node, 1)
+	if err != nil {
+		return nil, err
+	}
+	if kv.c.Shape().TotalSize() != 1 {
+		return nil, fmt.Errorf("K has shape %v, want one value", kv.shape)
+	}
+	r := len(x.shape)
+	if r == 0 {
+		return nil, fmt.Errorf("TopK of a scalar")
+	}
+	ax, err := axis(nodeInt(node, "axis", -1), r)
+	if err != nil {
+		return nil, err
+	}
+	k, n := int(kv.c.Data().([]float64)[0]), x.shape[ax]
+	if k < 0 || k > n {
+		return nil, fmt.Errorf("K = %d, want 0 to %d (the size of axis %d)", k, n, ax)
+	}
+	largest := nodeInt(node, "largest", 1) != 0
+	outer, inner := sizeOf(x.shape[:ax]), sizeOf(x.shape[ax+1:])
+	shape := append(append(append([]int(nil), x.shape[:ax]...), k), x.shape[ax+1:]...)
+	if err := in.reserveConst(2 * sizeOf(shape)); err != nil {
+		return nil, err
+	}
+	src := x.c.Data().([]float64)
+	vals, idx := make([]float64, sizeOf(shape)), make([]float64, sizeOf(shape))
+	order := make([]int, n)
+	for o := 0; o < outer; o++ {
+		for i := 0; i < inner; i++ {
+			at := func(j int) float64 { return src[(o*n+j)*inner+i] }
+			for j := range order {
+				order[j] = j
+			}
+			sort.SliceStable(order, func(a, b int) bool {
+				if largest {
+					return at(order[a]) > at(order[b])
+				}
+				return at(order[a]) < at(order[b])
+			})
+			for j := 0; j < k; j++ {
+				vals[(o*k+j)*inner+i], idx[(o*k+j)*inner+i] = at(order[j]), float64(order[j])
+			}
+		}
+	}
+	return []*val{ownConst(shape, x.elem, vals), ownConst(shape, TypeInt64, idx)}, nil
 }

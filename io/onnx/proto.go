@@ -130,7 +130,9 @@ func valueInfo(name string, dtype int, dims ...any) msg {
 }
 
 // model encodes a ModelProto around a graph.
-func model(graph msg, doc string) []byte {
+// model wraps a graph in a ModelProto; meta are metadata_props entries
+// (key, value).
+func model(graph msg, doc string, meta ...[2]string) []byte {
 	var opset msg
 	opset.str(1, "")
 	opset.varint(2, Opset)
@@ -141,5 +143,11 @@ func model(graph msg, doc string) []byte {
 	m.str(6, doc)
 	m.bytes(7, graph)
 	m.bytes(8, opset)
+	for _, kv := range meta {
+		var e msg
+		e.str(1, kv[0])
+		e.str(2, kv[1])
+		m.bytes(14, e)
+	}
 	return m
 }

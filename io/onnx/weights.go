@@ -17,6 +17,12 @@ func UpdateWeights(b []byte, p *graph.Params) ([]byte, error) {
 	for _, q := range p.List() {
 		params[q.Name] = q
 	}
+	return updateWeights(b, params)
+}
+
+// updateWeights is UpdateWeights for the parameters in params, each of
+// which must be an initializer of b.
+func updateWeights(b []byte, params map[string]*graph.Param) ([]byte, error) {
 	found := map[string]bool{}
 	var out msg
 	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, raw []byte) error {

@@ -62,7 +62,7 @@ class RealNVP(nn.Module):
             [Coupling(d, hidden, 1 - base if k % 2 == 0 else base, dt) for k in range(2 * blocks)])
         self.order = [k for b in range(blocks) for _ in range(depth) for k in (2 * b, 2 * b + 1)]
         self.d, self.blocks, self.depth, self.hidden = d, blocks, depth, list(hidden)
-        self.sigma = torch.full((d,), float(sigma))
+        self.sigma = torch.full((d,), float(sigma), dtype=torch.float64)
 
     def base_log_prob(self, z):
         s = self.sigma.to(z.dtype)
@@ -75,6 +75,12 @@ class RealNVP(nn.Module):
             z, l = self.couplings[k](z)
             ld = ld + l
         return z, ld
+
+    def inverse(self, x):
+        """z = T⁻¹(x)."""
+        for k in reversed(self.order):
+            x, _ = self.couplings[k].inverse(x)
+        return x
 
     def log_prob(self, x):
         """log λ(x) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|."""

@@ -1,0 +1,537 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/layers"
+	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// A flow in ONNX is two graphs, as FlowSample and FlowDensity write them
+// and as io/onnx/crosscheck/export_flow.py exports any PyTorch flow:
+//
+//   - the sampling graph: input z (batch, d), draws of the base ρ; outputs
+//     "x" (batch, d) = T(z) and either "log_density" (batch) = log λ(x) or
+//     "logdet" (batch) = log|det J_T(z)|;
+//   - the density graph: input x (batch, d); output "log_density" (batch)
+//     = log λ(x) and, optionally, "z" (batch, d) = T⁻¹(x), which NeuTra
+//     needs.
+//
+// The base ρ is a Gaussian N(0, diag σ²): FlowConfig.BaseSigma, else the
+// metadata_props key BaseSigmaKey of either file, else σ = 1.
+const (
+	FlowX          = "x"
+	FlowLogDensity = "log_density"
+	FlowLogDet     = "logdet"
+	FlowLatent     = "z"
+	// BaseSigmaKey is the metadata_props key giving the base's σ: one
+	// number, or a JSON-style list of d numbers.
+	BaseSigmaKey = "flowebm.base_sigma"
+)
+
+// FlowConfig selects the outputs of a flow's two graphs. The zero value
+// follows the convention above.
+type FlowConfig struct {
+	// SampleX names the sampling graph's x output ("" means "x").
+	SampleX string
+	// SampleLogDensity names its log λ(x) output, or SampleLogDet its
+	// log|det J_T(z)| output; both empty means whichever of
+	// "log_density" and "logdet" the graph has.
+	SampleLogDensity, SampleLogDet string
+	// DensityOutput names the density graph's log λ(x) output ("" means
+	// "log_density", or the graph's only output).
+	DensityOutput string
+	// DensityLatent names its z = T⁻¹(x) output ("" means "z" if the graph
+	// has one; without it the flow has no inverse and NeuTra refuses it).
+	DensityLatent string
+	// BaseSigma is the base's σ: one value for every coordinate or d
+	// values. Nil: the files' metadata, else 1.
+	BaseSigma []float64
+	// Frozen loads the flow for sampling only: it may then have weights in
+	// its sampling graph that its density graph does not read (a flow
+	// exported with constant folding), which training could not keep tied.
+	Frozen bool
+}
+
+// FlowNet is a flow read from ONNX: a graph.FlowNet and graph.DensityNet
+// whose two graphs share their parameters by initializer name, so that a
+// maximum-likelihood step on the density moves the sampling map with it.
+// ReadFlow returns it inside a graph.Flow.
+type FlowNet struct {
+	Sample, Density *Net
+
+	sampleX, sampleScalar string
+	scalarIsLogDet        bool
+	densityOut, latent    string
+	base                  layers.Gaussian
+	specs                 []layers.ParamSpec
+}
+
+// ReadFlow reads a flow from its sampling and density graphs, checks that
+// they are one flow (same dimension, type and shared weights; the density
+// of the sampling graph's draws agrees with the density graph's; z is
+// recovered where the density graph gives it) and returns it as a
+// graph.Flow whose parameters are the files' weights.
+func ReadFlow(samplePath, densityPath string, cfg FlowConfig) (*graph.Flow, error) {
+	sb, err := os.ReadFile(samplePath)
+	if err != nil {
+		return nil, err
+	}
+	db, err := os.ReadFile(densityPath)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeFlow(sb, db, samplePath, densityPath, cfg)
+}
+
+// DecodeFlow is ReadFlow for encoded models; the file names are for errors.
+func DecodeFlow(sample, density []byte, sampleFile, densityFile string, cfg FlowConfig) (*graph.Flow, error) {
+	fn, err := decodeFlowNet(sample, density, sampleFile, densityFile, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := graph.NewFlow(fn, fn.base, fn.Density.Dtype, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := fn.check(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg FlowConfig) (*FlowNet, error) {
+	fn := &FlowNet{sampleX: or(cfg.SampleX, FlowX)}
+	if cfg.SampleLogDensity != "" && cfg.SampleLogDet != "" {
+		return nil, fmt.Errorf("%s: give the sampling graph's log-density output or its log-determinant output, not both", sampleFile)
+	}
+	m, err := DecodeModel(sample)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sampleFile, err)
+	}
+	if fn.sampleScalar, fn.scalarIsLogDet, err = sampleScalar(m.Graph, cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", sampleFile, err)
+	}
+	if fn.Sample, err = DecodeConfig(sample, sampleFile, Config{Output: fn.sampleScalar}); err != nil {
+		return nil, err
+	}
+	if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: cfg.DensityOutput, LogDensity: true}); err != nil {
+		if cfg.DensityOutput != "" || !strings.Contains(err.Error(), "choose the energy output") {
+			return nil, err
+		}
+		cfg.DensityOutput = FlowLogDensity
+		if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: FlowLogDensity, LogDensity: true}); err != nil {
+			return nil, err
+		}
+	}
+	fn.densityOut = fn.Density.OutputName()
+	fn.latent = cfg.DensityLatent
+	if fn.latent == "" && fn.Density.hasOutput(FlowLatent) {
+		fn.latent = FlowLatent
+	}
+	if fn.latent != "" && !fn.Density.hasOutput(fn.latent) {
+		return nil, fmt.Errorf("%s: no graph output named %q for z = T⁻¹(x) (outputs: %s)", densityFile, fn.latent, quoteAll(fn.Density.OutputNames()))
+	}
+	if err := fn.agree(); err != nil {
+		return nil, err
+	}
+	if fn.base, err = flowBase(cfg.BaseSigma, fn.Sample, fn.Density); err != nil {
+		return nil, err
+	}
+	if err := fn.tie(cfg.Frozen); err != nil {
+		return nil, err
+	}
+	return fn, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// sampleScalar picks the sampling graph's log λ or log-determinant output.
+func sampleScalar(g *Graph, cfg FlowConfig) (name string, logdet bool, err error) {
+	if cfg.SampleLogDensity != "" {
+		return cfg.SampleLogDensity, false, nil
+	}
+	if cfg.SampleLogDet != "" {
+		return cfg.SampleLogDet, true, nil
+	}
+	var names []string
+	for _, v := range g.Outputs {
+		names = append(names, v.Name)
+	}
+	hasLD, hasDet := slices.Contains(names, FlowLogDensity), slices.Contains(names, FlowLogDet)
+	switch {
+	case hasLD && hasDet:
+		return "", false, fmt.Errorf("the sampling graph has both %q and %q: choose one (FlowConfig.SampleLogDensity or SampleLogDet)", FlowLogDensity, FlowLogDet)
+	case hasLD:
+		return FlowLogDensity, false, nil
+	case hasDet:
+		return FlowLogDet, true, nil
+	}
+	return "", false, fmt.Errorf("the sampling graph has no output %q (log λ(x)) or %q (log|det J_T(z)|) (outputs: %s): it has no log-density; name it with FlowConfig.SampleLogDensity or SampleLogDet", FlowLogDensity, FlowLogDet, quoteAll(names))
+}
+
+// agree checks that the two graphs have one dimension and float type.
+func (fn *FlowNet) agree() error {
+	s, d := fn.Sample, fn.Density
+	if s.Dim() != d.Dim() {
+		return fmt.Errorf("%s: the sampling graph's z has dimension %d, the density graph's x (%s) %d: not the same flow", s.File, s.Dim(), d.File, d.Dim())
+	}
+	if s.Dtype != d.Dtype {
+		return fmt.Errorf("%s: the sampling graph is %v, the density graph (%s) %v: export both in one float type", s.File, s.Dtype, d.File, d.Dtype)
+	}
+	if !s.hasOutput(fn.sampleX) {
+		return fmt.Errorf("%s: no graph output named %q for x = T(z) (outputs: %s)", s.File, fn.sampleX, quoteAll(s.OutputNames()))
+	}
+	return nil
+}
+
+// tie merges the two graphs' parameters by name: a name in both must have
+// one shape and one value. Unless frozen, every weight of the sampling
+// graph must be read by the density graph, which training updates.
+func (fn *FlowNet) tie(frozen bool) error {
+	byName := map[string]layers.ParamSpec{}
+	for _, p := range fn.Density.ParamSpecs() {
+		byName[p.Name] = p
+	}
+	fn.specs = slices.Clone(fn.Density.ParamSpecs())
+	for _, p := range fn.Sample.ParamSpecs() {
+		q, ok := byName[p.Name]
+		if !ok {
+			if !frozen {
+				return fmt.Errorf("%s: weight %q of the sampling graph is not read by the density graph (%s), so training could not keep the two tied: export both from one module with do_constant_folding=False (io/onnx/crosscheck/export_flow.py does), or load the flow frozen for sampling only", fn.Sample.File, p.Name, fn.Density.File)
+			}
+			fn.specs = append(fn.specs, p)
+			continue
+		}
+		if !slices.Equal(p.Shape, q.Shape) {
+			return fmt.Errorf("%s: weight %q has shape %v, in %s %v: the two graphs are not the same flow", fn.Sample.File, p.Name, p.Shape, fn.Density.File, q.Shape)
+		}
+		if !slices.Equal(fn.Sample.inits[p.Name].Float, fn.Density.inits[p.Name].Float) {
+			return fmt.Errorf("%s: weight %q differs from the one in %s: the two graphs are not the same flow (export both from one module after training)", fn.Sample.File, p.Name, fn.Density.File)
+		}
+	}
+	return nil
+}
+
+// flowBase is the Gaussian base: sigma, else the files' metadata, else 1.
+func flowBase(sigma []float64, s, d *Net) (layers.Gaussian, error) {
+	dim := s.Dim()
+	if sigma == nil {
+		var err error
+		if sigma, err = metadataSigma(s, d); err != nil {
+			return layers.Gaussian{}, err
+		}
+	}
+	var g layers.Gaussian
+	switch len(sigma) {
+	case 0:
+		g = layers.NewIsotropic(dim, 1)
+	case 1:
+		g = layers.NewIsotropic(dim, sigma[0])
+	case dim:
+		g = layers.NewDiagonal(slices.Clone(sigma))
+	default:
+		return layers.Gaussian{}, fmt.Errorf("%s: base σ has %d values, want 1 or %d", s.File, len(sigma), dim)
+	}
+	if err := g.Validate(); err != nil {
+		return layers.Gaussian{}, fmt.Errorf("%s: base σ: %w", s.File, err)
+	}
+	return g, nil
+}
+
+// metadataSigma reads BaseSigmaKey from either file; the two must agree.
+func metadataSigma(nets ...*Net) ([]float64, error) {
+	var sigma []float64
+	var from string
+	for _, n := range nets {
+		v, ok := n.model.Metadata[BaseSigmaKey]
+		if !ok {
+			continue
+		}
+		s, err := parseSigma(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: metadata_props %q = %q: %v", n.File, BaseSigmaKey, v, err)
+		}
+		if sigma != nil && !slices.Equal(s, sigma) {
+			return nil, fmt.Errorf("%s: metadata_props %q is %v, in %s %v: the two files declare different bases", n.File, BaseSigmaKey, s, from, sigma)
+		}
+		sigma, from = s, n.File
+	}
+	return sigma, nil
+}
+
+func parseSigma(v string) ([]float64, error) {
+	v = strings.TrimSpace(v)
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+	var out []float64
+	for _, f := range strings.Split(v, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(x > 0) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("want one positive number or a list [σ1, ..., σd]")
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// Dimension is d (graph.FlowNet).
+func (fn *FlowNet) Dimension() int { return fn.Density.Dim() }
+
+// Base is the flow's Gaussian base ρ.
+func (fn *FlowNet) Base() layers.Gaussian { return fn.base }
+
+// ParamSpecs lists the weights of both graphs, once each, at the files'
+// values.
+func (fn *FlowNet) ParamSpecs() ([]layers.ParamSpec, error) { return fn.specs, nil }
+
+// Invertible says whether the density graph gives z = T⁻¹(x).
+func (fn *FlowNet) Invertible() bool { return fn.latent != "" }
+
+// Forward adds x = T(z) and log|det J_T(z)| from the sampling graph.
+func (fn *FlowNet) Forward(b layers.Binder, z *G.Node) (x, logdet *G.Node, err error) {
+	out, err := fn.Sample.Outputs(b, z, fn.sampleX, fn.sampleScalar)
+	if err != nil {
+		return nil, nil, err
+	}
+	if out[0].Shape()[1] != fn.Dimension() {
+		return nil, nil, fmt.Errorf("%s: output %q has %d values per sample, want d = %d", fn.Sample.File, fn.sampleX, out[0].Shape()[1], fn.Dimension())
+	}
+	s, err := flat(out[1])
+	if err != nil {
+		return nil, nil, err
+	}
+	if fn.scalarIsLogDet {
+		return out[0], s, nil
+	}
+	lr, err := fn.base.Apply(b, z) // log|det J_T(z)| = log ρ(z) − log λ(T(z))
+	if err != nil {
+		return nil, nil, err
+	}
+	ld, err := G.Sub(lr, s)
+	return out[0], ld, err
+}
+
+// Inverse adds z = T⁻¹(x) and log|det J_{T⁻¹}(x)| = log λ(x) − log ρ(z)
+// from the density graph; it fails if that graph does not give z.
+func (fn *FlowNet) Inverse(b layers.Binder, x *G.Node) (z, logdet *G.Node, err error) {
+	if fn.latent == "" {
+		return nil, nil, fmt.Errorf("%s: the density graph has no output z = T⁻¹(x) (outputs: %s), and this sampler needs the inverse map (NeuTra); export the flow with its inverse as output %q", fn.Density.File, quoteAll(fn.Density.OutputNames()), FlowLatent)
+	}
+	out, err := fn.Density.Outputs(b, x, fn.densityOut, fn.latent)
+	if err != nil {
+		return nil, nil, err
+	}
+	if out[1].Shape()[1] != fn.Dimension() {
+		return nil, nil, fmt.Errorf("%s: output %q has %d values per sample, want d = %d", fn.Density.File, fn.latent, out[1].Shape()[1], fn.Dimension())
+	}
+	lq, err := flat(out[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	lr, err := fn.base.Apply(b, out[1])
+	if err != nil {
+		return nil, nil, err
+	}
+	ld, err := G.Sub(lq, lr)
+	return out[1], ld, err
+}
+
+// LogDensity adds log λ(x) from the density graph (graph.DensityNet).
+func (fn *FlowNet) LogDensity(b layers.Binder, x *G.Node) (*G.Node, error) {
+	out, err := fn.Density.Outputs(b, x, fn.densityOut)
+	if err != nil {
+		return nil, err
+	}
+	if out[0].Shape()[1] != 1 {
+		return nil, fmt.Errorf("%s: output %q has %d values per sample, want one log-density", fn.Density.File, fn.densityOut, out[0].Shape()[1])
+	}
+	return flat(out[0])
+}
+
+// flat reshapes (B, 1) to (B).
+func flat(n *G.Node) (*G.Node, error) {
+	s := n.Shape()
+	if len(s) != 2 || s[1] != 1 {
+		return nil, fmt.Errorf("want one value per sample, have shape %v", s)
+	}
+	return G.Reshape(n, tensor.Shape{s[0]})
+}
+
+// Flow-check tolerances: relative differences of log λ between the two
+// graphs, and of z against T⁻¹(T(z)), at the files' float type. A float32
+// flow of a few couplings accumulates a few 1e-6; real disagreements (a
+// different weight, a different base) are of order 1.
+const (
+	flowCheckTol64 = 1e-8
+	flowCheckTol32 = 1e-3
+	flowCheckRows  = 16
+)
+
+// check runs both graphs on draws of the base: log λ(T(z)) from the
+// sampling graph must equal the density graph's at x = T(z), and the
+// density graph's z (if any) must be the z drawn.
+func (fn *FlowNet) check(f *graph.Flow) error {
+	tol := flowCheckTol64
+	if fn.Density.Dtype == tensor.Float32 {
+		tol = flowCheckTol32
+	}
+	n, d := flowCheckRows, fn.Dimension()
+	rng := rand.New(rand.NewPCG(1, 2)) // a fixed check, not a draw of the run
+	z, x := mat.NewDense(n, d, nil), mat.NewDense(n, d, nil)
+	ls, ld := make([]float64, n), make([]float64, n)
+	if err := f.SampleLatent(rng, z, x, ls); err != nil {
+		return err
+	}
+	if err := f.LogDensity(x, ld); err != nil {
+		return err
+	}
+	for i := range ls {
+		if bad(ls[i], ld[i], tol) {
+			return fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])
+		}
+	}
+	if err := fn.checkJacobian(f, z); err != nil {
+		return err
+	}
+	if !fn.Invertible() {
+		return nil
+	}
+	z2 := mat.NewDense(n, d, nil)
+	if err := f.Inverse(x, z2, ld); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < d; j++ {
+			if bad(z.At(i, j), z2.At(i, j), tol) {
+				return fmt.Errorf("%s: output %q is not the inverse of %s's map: z = %.9g gives T⁻¹(T(z)) = %.9g (row %d, coordinate %d)", fn.Density.File, fn.latent, fn.Sample.File, z.At(i, j), z2.At(i, j), i, j)
+			}
+		}
+	}
+	return nil
+}
+
+// Finite-difference check of log|det J_T|: central differences with step
+// h in float64 (error O(h²) ≈ 1e-8 on smooth maps) and in float32 (where
+// round-off of about 1e-7/h dominates); the tolerances are absolute on
+// log|det|, far below what a wrong base declares (d·log σ-sized).
+const (
+	jacobianRows           = 2
+	jacobianStep64         = 1e-4
+	jacobianStep32         = 1e-2
+	jacobianTol64          = 1e-4
+	jacobianTol32          = 5e-2
+	jacobianMaxFlowDim     = 256
+	jacobianSingularLogDet = -300
+)
+
+// checkJacobian compares the log-determinant the sampling graph implies
+// (its logdet output, or log ρ(z) − its log λ) with log|det ∂x/∂z| by
+// finite differences of its map at the first rows of z: this catches a
+// base declared other than the one the graph was exported with, a
+// log-density output that is not the map's, and a map that is not
+// invertible (det J = 0).
+func (fn *FlowNet) checkJacobian(f *graph.Flow, z *mat.Dense) error {
+	d := fn.Dimension()
+	if d > jacobianMaxFlowDim {
+		return nil // 2·d·rows evaluations; the log-density check above still runs
+	}
+	h, tol := jacobianStep64, jacobianTol64
+	if fn.Density.Dtype == tensor.Float32 {
+		h, tol = jacobianStep32, jacobianTol32
+	}
+	k := jacobianRows
+	rows := mat.NewDense(k*(2*d+1), d, nil)
+	for i := 0; i < k; i++ {
+		for j := 0; j <= 2*d; j++ {
+			r := rows.RawRowView(i*(2*d+1) + j)
+			copy(r, z.RawRowView(i))
+			if j < 2*d {
+				r[j/2] += h * float64(1-2*(j%2))
+			}
+		}
+	}
+	nr, _ := rows.Dims()
+	x, ld := mat.NewDense(nr, d, nil), make([]float64, nr)
+	if err := f.Forward(rows, x, ld); err != nil {
+		return err
+	}
+	jac := mat.NewDense(d, d, nil)
+	for i := 0; i < k; i++ {
+		at := i * (2*d + 1)
+		for j := 0; j < d; j++ {
+			xp, xm := x.RawRowView(at+2*j), x.RawRowView(at+2*j+1)
+			for r := 0; r < d; r++ {
+				jac.Set(r, j, (xp[r]-xm[r])/(2*h))
+			}
+		}
+		var lu mat.LU
+		lu.Factorize(jac)
+		fd, _ := lu.LogDet()
+		got := ld[at+2*d]
+		if fd < jacobianSingularLogDet {
+			return fmt.Errorf("%s: the map z ↦ x is not invertible at a base draw (∂x/∂z is singular): not a flow", fn.Sample.File)
+		}
+		if !(math.Abs(fd-got) <= tol*math.Max(1, math.Abs(fd))) {
+			return fmt.Errorf("%s: at a draw z of the base N(0, σ²), σ = %v, the graph's log-density implies log|det ∂x/∂z| = %.6g but its map has %.6g (finite differences): the base declared is not the one it was exported with (FlowConfig.BaseSigma, --flow-base-sigma, metadata %q), or its log-density is not its map's", fn.Sample.File, fn.base.Sigma, got, fd, BaseSigmaKey)
+		}
+	}
+	return nil
+}
+
+func bad(a, b, tol float64) bool {
+	return !(math.Abs(a-b) <= tol*math.Max(1, math.Abs(a)))
+}
+
+// WriteFlowWeights writes f's current weights into copies of the files f
+// was read from: samplePath and densityPath get the sampling and density
+// graphs with every initializer the flow trains replaced and everything
+// else byte for byte (UpdateWeights). Each write is atomic.
+func WriteFlowWeights(f *graph.Flow, samplePath, densityPath string) error {
+	fn, ok := f.Net.(*FlowNet)
+	if !ok {
+		return fmt.Errorf("onnx: WriteFlowWeights writes a flow read with ReadFlow, not %T (export flowebm's RealNVP with FlowSample and FlowDensity)", f.Net)
+	}
+	sb, err := os.ReadFile(fn.Sample.File)
+	if err != nil {
+		return fmt.Errorf("re-reading the sampling graph: %w", err)
+	}
+	db, err := os.ReadFile(fn.Density.File)
+	if err != nil {
+		return fmt.Errorf("re-reading the density graph: %w", err)
+	}
+	if sb, err = updateWeights(sb, paramsOf(f.Params, fn.Sample)); err != nil {
+		return fmt.Errorf("%s: %w", fn.Sample.File, err)
+	}
+	if db, err = updateWeights(db, paramsOf(f.Params, fn.Density)); err != nil {
+		return fmt.Errorf("%s: %w", fn.Density.File, err)
+	}
+	if err := WriteFile(samplePath, sb); err != nil {
+		return err
+	}
+	return WriteFile(densityPath, db)
+}
+
+// paramsOf is the parameters of p that n reads.
+func paramsOf(p *graph.Params, n *Net) map[string]*graph.Param {
+	m := map[string]*graph.Param{}
+	for _, s := range n.ParamSpecs() {
+		if q := p.Get(s.Name); q != nil {
+			m[s.Name] = q
+		}
+	}
+	return m
+}

@@ -1,0 +1,398 @@
+package onnx
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/layers"
+	"github.com/flowebm/flowebm/samplers"
+	gfloats "gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+	"gorgonia.org/tensor"
+)
+
+type flowFixture struct {
+	Name  string  `json:"name"`
+	Dtype string  `json:"dtype"`
+	Dim   int     `json:"dim"`
+	Sigma float64 `json:"base_sigma"`
+}
+
+func flowFixtures(t *testing.T) []flowFixture {
+	t.Helper()
+	var m []flowFixture
+	b, err := os.ReadFile("testdata/flows/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func readFixtureFlow(t *testing.T, name string, cfg FlowConfig) *graph.Flow {
+	t.Helper()
+	f, err := ReadFlow("testdata/flows/"+name+"_sample.onnx", "testdata/flows/"+name+"_density.onnx", cfg)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return f
+}
+
+func fixtureMatrix(t *testing.T, name, what string, d int) *mat.Dense {
+	t.Helper()
+	a, err := npy.ReadFile("testdata/flows/" + name + "_" + what + ".npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mat.NewDense(len(a.Data)/d, d, a.Data)
+}
+
+func fixtureVector(t *testing.T, name, what string) []float64 {
+	t.Helper()
+	a, err := npy.ReadFile("testdata/flows/" + name + "_" + what + ".npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Data
+}
+
+// Flows trained in PyTorch (flowebm's reference RealNVP, and nflows' MAF
+// and RealNVP, exported by crosscheck/export_flow.py) give PyTorch's
+// x = T(z), log|det J_T(z)|, log q(x) and T⁻¹(x): to 1e-10 in float64 and
+// 1e-5 in float32 (relative to max(1, |value|); the import computes in
+// another order), with the base read from the files' metadata.
+func TestImportedFlowsMatchPyTorch(t *testing.T) {
+	for _, m := range flowFixtures(t) {
+		f := readFixtureFlow(t, m.Name, FlowConfig{})
+		if s := f.Base.Sigma[0]; s != m.Sigma {
+			t.Errorf("%s: base σ %v, want %v (metadata)", m.Name, s, m.Sigma)
+		}
+		tol := 1e-10
+		if m.Dtype == "f32" {
+			tol = 1e-5
+		}
+		d := m.Dim
+		z := fixtureMatrix(t, m.Name, "z", d)
+		n, _ := z.Dims()
+		x, ld := mat.NewDense(n, d, nil), make([]float64, n)
+		if err := f.Forward(z, x, ld); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		pts := fixtureMatrix(t, m.Name, "points", d)
+		lq, zp := make([]float64, n), mat.NewDense(n, d, nil)
+		if err := f.LogDensity(pts, lq); err != nil {
+			t.Fatal(err)
+		}
+		ldInv := make([]float64, n)
+		if err := f.Inverse(pts, zp, ldInv); err != nil {
+			t.Fatal(err)
+		}
+		lqx := make([]float64, n)
+		if err := f.LogDensity(x, lqx); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			what      string
+			got, want []float64
+		}{
+			{"x", x.RawMatrix().Data, fixtureMatrix(t, m.Name, "x", d).RawMatrix().Data},
+			{"logdet", ld, fixtureVector(t, m.Name, "logdet")},
+			{"log q(T(z))", lqx, fixtureVector(t, m.Name, "logq_x")},
+			{"log q(points)", lq, fixtureVector(t, m.Name, "logq_points")},
+			{"T⁻¹(points)", zp.RawMatrix().Data, fixtureMatrix(t, m.Name, "z_points", d).RawMatrix().Data},
+		} {
+			if r := relDiff(c.got, c.want); !(r <= tol) {
+				t.Errorf("%s: %s differs from PyTorch's by %.2g (tolerance %g)", m.Name, c.what, r, tol)
+			}
+		}
+	}
+}
+
+// modeWeight is the fraction of rows nearer to mean a than to mean b.
+func modeWeight(x *mat.Dense, a, b []float64) float64 {
+	n, _ := x.Dims()
+	c := 0
+	for i := 0; i < n; i++ {
+		if gfloats.Distance(x.RawRowView(i), a, 2) < gfloats.Distance(x.RawRowView(i), b, 2) {
+			c++
+		}
+	}
+	return float64(c) / float64(n)
+}
+
+// nflows' MAF, imported, drives i-SIR and IMH as their proposal, and both
+// leave an unequal two-component mixture invariant: 3000 chains started
+// at exact draws, after 20 steps, have the mixture's mode weight and
+// coordinate means. The chains are independent and each is exactly
+// π-distributed under a correct kernel, so the tolerance is 4.5 standard
+// errors of the difference with 200,000 exact draws (false alarm ≈ 7e-6
+// per comparison).
+func TestImportedFlowProposalLeavesMixtureInvariant(t *testing.T) {
+	flow := readFixtureFlow(t, "maf_f64", FlowConfig{})
+	means := [][]float64{{-1, 0, 0.5}, {1.5, 1, 0.5}}
+	target, err := samplers.NewMixture([]float64{0.3, 0.7}, means, []float64{0.6, 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const m, nRef = 3000, 200000
+	ref := mat.NewDense(nRef, 3, nil)
+	if err := target.Sample(rng, ref, make([]float64, nRef)); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name   string
+		kernel samplers.Kernel
+	}{
+		{"i-SIR", &samplers.ISIR{Target: target, Proposal: flow, Particles: 8}},
+		{"IMH", &samplers.IMH{Target: target, Proposal: flow}},
+	} {
+		x0 := mat.NewDense(m, 3, nil)
+		if err := target.Sample(rng, x0, make([]float64, m)); err != nil {
+			t.Fatal(err)
+		}
+		s := samplers.NewState(x0)
+		acc := 0.0
+		for step := 0; step < 20; step++ {
+			st, err := k.kernel.Step(rng, s)
+			if err != nil {
+				t.Fatalf("%s: %v", k.name, err)
+			}
+			acc += st.Global / 20
+		}
+		if acc < 0.05 {
+			t.Fatalf("%s: global acceptance %.3f too low to exercise the kernel", k.name, acc)
+		}
+		w, wRef := modeWeight(s.X, means[0], means[1]), modeWeight(ref, means[0], means[1])
+		if se := math.Sqrt(wRef * (1 - wRef) * (1.0/m + 1.0/nRef)); math.Abs(w-wRef) > 4.5*se {
+			t.Errorf("%s: weight of the first mode %.4f, target %.4f ± %.4f", k.name, w, wRef, 4.5*se)
+		}
+		for j := 0; j < 3; j++ {
+			got, sd := stat.MeanStdDev(mat.Col(nil, j, s.X), nil)
+			want, sdRef := stat.MeanStdDev(mat.Col(nil, j, ref), nil)
+			if se := math.Hypot(sd/math.Sqrt(m), sdRef/math.Sqrt(nRef)); math.Abs(got-want) > 4.5*se {
+				t.Errorf("%s: coordinate %d mean %.4f, target %.4f ± %.4f", k.name, j, got, want, 4.5*se)
+			}
+		}
+		t.Logf("%s with nflows' MAF: global acceptance %.3f, first-mode weight %.4f (target %.4f)", k.name, acc, w, wRef)
+	}
+}
+
+// trainImported takes 30 steps of gradient ascent on the mean
+// log-likelihood (graph.Flow.MLGrad) of draws from N((1, −1, …), 1.5²)
+// with the imported flow name and returns it with the likelihood before
+// and after.
+func trainImported(t *testing.T, name string) (f *graph.Flow, before, after float64) {
+	t.Helper()
+	f = readFixtureFlow(t, name, FlowConfig{})
+	d := f.Dim()
+	rng := rand.New(rand.NewPCG(8, 9))
+	x := mat.NewDense(256, d, nil)
+	for i := 0; i < 256; i++ {
+		for j := 0; j < d; j++ {
+			x.Set(i, j, 1.5*rng.NormFloat64()+1-2*float64(j%2))
+		}
+	}
+	grad, theta := make([]float64, f.Params.Count()), f.Params.Flatten(nil)
+	for step := 0; step <= 30; step++ {
+		ll, err := f.MLGrad(x, grad)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if step == 0 {
+			before = ll
+		}
+		after = ll
+		gfloats.AddScaled(theta, 0.02, grad)
+		f.Params.SetFlat(theta)
+	}
+	return f, before, after
+}
+
+// An imported flow trains further in flowebm: maximum-likelihood steps on
+// its density graph raise the likelihood; only the module's parameters move
+// (not RealNVP's masks, MADE's masks and degrees or the permutations, which
+// PyTorch keeps as buffers); the sampling graph moves with the density
+// graph (tied by initializer name); and the trained weights written back
+// into the two files read again as the same flow, with the files'
+// other bytes unchanged.
+func TestImportedFlowTrainsAndWritesBack(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"realnvp_f64", "maf_f64", "nvp_f32"} {
+		f, before, after := trainImported(t, name)
+		if !(after > before+0.05) {
+			t.Errorf("%s: log-likelihood %.4f → %.4f after 30 steps, want an increase", name, before, after)
+		}
+		for _, p := range f.Params.Names() {
+			if strings.Contains(p, "mask") || strings.Contains(p, "degrees") || strings.Contains(p, "permutation") {
+				t.Errorf("%s: buffer %q is trained", name, p)
+			}
+		}
+		sp, dp := filepath.Join(dir, name+"_sample.onnx"), filepath.Join(dir, name+"_density.onnx")
+		if err := WriteFlowWeights(f, sp, dp); err != nil {
+			t.Fatal(err)
+		}
+		g, err := ReadFlow(sp, dp, FlowConfig{}) // checks that the two graphs still agree
+		if err != nil {
+			t.Fatalf("%s written back: %v", name, err)
+		}
+		pts := fixtureMatrix(t, name, "points", f.Dim())
+		n, _ := pts.Dims()
+		a, b := make([]float64, n), make([]float64, n)
+		if err := f.LogDensity(pts, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.LogDensity(pts, b); err != nil {
+			t.Fatal(err)
+		}
+		if r := relDiff(b, a); r != 0 {
+			t.Errorf("%s: the written-back flow's log q differs from the trained one by %.2g", name, r)
+		}
+		for _, which := range []string{"sample", "density"} {
+			orig, _ := os.ReadFile("testdata/flows/" + name + "_" + which + ".onnx")
+			back, _ := os.ReadFile(filepath.Join(dir, name+"_"+which+".onnx"))
+			if len(orig) != len(back) {
+				t.Errorf("%s %s: written back with %d bytes, the original has %d", name, which, len(back), len(orig))
+			}
+		}
+		t.Logf("%s: log-likelihood %.4f → %.4f", name, before, after)
+	}
+}
+
+// trainedFlowFixtures trains PyTorch-exported flows further in flowebm,
+// writes their weights back into dir and lists flowebm's outputs of both
+// graphs for exportFixtures' checks (ONNX Runtime, onnx.checker). The MAF
+// runs in float32: ONNX Runtime has no float64 Softplus kernel.
+func trainedFlowFixtures(t *testing.T, dir string) []fixture {
+	var fx []fixture
+	for _, name := range []string{"realnvp_f64", "maf_f32", "nvp_f64"} {
+		f, _, _ := trainImported(t, name)
+		sp, dp := name+"_trained_sample.onnx", name+"_trained_density.onnx"
+		if err := WriteFlowWeights(f, filepath.Join(dir, sp), filepath.Join(dir, dp)); err != nil {
+			t.Fatal(err)
+		}
+		tag, ndt := "f64", npy.Float64
+		if strings.HasSuffix(name, "f32") {
+			tag, ndt = "f32", npy.Float32
+		}
+		d := f.Dim()
+		z, pts := fixtureMatrix(t, name, "z", d), fixtureMatrix(t, name, "points", d)
+		n, _ := z.Dims()
+		x, lq := mat.NewDense(n, d, nil), make([]float64, n)
+		if err := f.Forward(z, x, lq); err != nil {
+			t.Fatal(err)
+		}
+		for i := range lq {
+			lq[i] = f.Base.LogProb(z.RawRowView(i)) - lq[i]
+		}
+		lp, zp, ld := make([]float64, n), mat.NewDense(n, d, nil), make([]float64, n)
+		if err := f.LogDensity(pts, lp); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Inverse(pts, zp, ld); err != nil {
+			t.Fatal(err)
+		}
+		w := func(file string, shape []int, v []float64, dt npy.Dtype) string {
+			return writeNpy(t, filepath.Join(dir, name+"_"+file+".npy"), shape, v, dt)
+		}
+		fx = append(fx,
+			fixture{Model: sp, Dtype: tag, Inputs: map[string]string{"z": w("z", []int{n, d}, z.RawMatrix().Data, ndt)},
+				Outputs: map[string]string{"x": w("x", []int{n, d}, x.RawMatrix().Data, npy.Float64), "log_density": w("logq_x", []int{n}, lq, npy.Float64)}, WrittenBack: true},
+			fixture{Model: dp, Dtype: tag, Inputs: map[string]string{"x": w("points", []int{n, d}, pts.RawMatrix().Data, ndt)},
+				Outputs: map[string]string{"log_density": w("logq_points", []int{n}, lp, npy.Float64), "z": w("z_points", []int{n, d}, zp.RawMatrix().Data, npy.Float64)}, WrittenBack: true})
+	}
+	return fx
+}
+
+// Two files that are not one flow, a sampling graph with no log-density, or
+// a flow without its inverse where the inverse is needed are refused with
+// an error that names the file and what differs.
+func TestReadFlowRefusals(t *testing.T) {
+	dir := t.TempDir()
+	tr, _, _ := trainImported(t, "realnvp_f64")
+	if err := WriteFlowWeights(tr, filepath.Join(dir, "s.onnx"), filepath.Join(dir, "d.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	fx := func(name string) string { return "testdata/flows/" + name + ".onnx" }
+	for _, c := range []struct {
+		name, sample, density string
+		cfg                   FlowConfig
+		want                  string
+	}{
+		{"dimensions", fx("realnvp_f64_sample"), fx("nvp_f64_density"), FlowConfig{}, "dimension 3, the density graph's x"},
+		{"float types", fx("realnvp_f64_sample"), fx("realnvp_f32_density"), FlowConfig{}, "export both in one float type"},
+		{"weights", fx("realnvp_f64_sample"), filepath.Join(dir, "d.onnx"), FlowConfig{}, "differs from the one in"},
+		{"base", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{BaseSigma: []float64{2}}, "the base declared is not the one it was exported with"},
+		{"base length", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{BaseSigma: []float64{1, 2}}, "base σ has 2 values, want 1 or 3"},
+		{"no log-density", "testdata/torch/tanh_f64.onnx", fx("realnvp_f64_density"), FlowConfig{}, `no output "log_density"`},
+		{"no x", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{SampleX: "y"}, `no graph output named "y"`},
+		{"no latent", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{DensityLatent: "u"}, `no graph output named "u" for z`},
+	} {
+		_, err := ReadFlow(c.sample, c.density, c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	// flowebm's own export has no z output: it samples and gives densities,
+	// and refuses the inverse with the reason.
+	rng := rand.New(rand.NewPCG(2, 3))
+	own, err := graph.NewFlow(layers.RealNVP{Dim: 2, Blocks: 2, Hidden: []int{8}, InitScale: 1}, layers.NewIsotropic(2, 1), tensor.Float64, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err1 := FlowSample(own, Options{})
+	db, err2 := FlowDensity(own, Options{})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	f, err := DecodeFlow(sb, db, "own_sample.onnx", "own_density.onnx", FlowConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := mat.NewDense(3, 2, []float64{0.1, 0.2, -1, 0.5, 2, -0.3})
+	a, b := make([]float64, 3), make([]float64, 3)
+	if err := own.LogDensity(x, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.LogDensity(x, b); err != nil {
+		t.Fatal(err)
+	}
+	if r := relDiff(b, a); r > 1e-12 {
+		t.Errorf("flowebm's exported flow read back: log q differs by %.2g", r)
+	}
+	if err := f.Inverse(x, mat.NewDense(3, 2, nil), a); err == nil || !strings.Contains(err.Error(), "needs the inverse map") {
+		t.Errorf("inverse of a flow without z output: %v", err)
+	}
+}
+
+// No pair of inputs makes DecodeFlow panic, and a flow it accepts samples
+// and gives densities without error.
+func FuzzDecodeFlow(f *testing.F) {
+	for _, name := range []string{"realnvp_f64", "maf_f32"} {
+		s, err1 := os.ReadFile("testdata/flows/" + name + "_sample.onnx")
+		d, err2 := os.ReadFile("testdata/flows/" + name + "_density.onnx")
+		if err1 == nil && err2 == nil {
+			f.Add(s, d)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s, d []byte) {
+		fl, err := DecodeFlow(s, d, "s.onnx", "d.onnx", FlowConfig{})
+		if err != nil {
+			return
+		}
+		x := mat.NewDense(2, fl.Dim(), nil)
+		lq := make([]float64, 2)
+		_ = fl.Sample(rand.New(rand.NewPCG(1, 2)), x, lq)
+		_ = fl.LogDensity(x, lq)
+	})
+}
