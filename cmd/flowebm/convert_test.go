@@ -356,3 +356,67 @@ func TestEnergyRefusesNonFiniteResults(t *testing.T) {
 		t.Error("energies written")
 	}
 }
+
+// flowebm sample --sampler flowmc, given an ONNX energy it has never seen
+// (two modes of weights 1/4 and 3/4 at x₁ = ∓2.5, σ = 0.6, written in
+// PyTorch with Python floats in forward) and no flow, trains a RealNVP
+// during the warm-up and recovers the weight of the left mode: 0.25
+// within 4 standard errors of the chains' mean (the chains are
+// independent, so the standard error is the spread of the 32 per-chain
+// weights over √32). MALA alone keeps each chain in the mode it started
+// in (starts from N(0, 1), about half on each side): its weight is off by
+// more than 0.1. The trained flow, written with --flow-out, is read back
+// as an ONNX flow: frozen it proposes as well, and with --train-flow it
+// trains further; neutra refuses it (its density graph has no inverse).
+func TestSampleAdaptiveRecoversModeWeights(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	leftWeight := func(path string) (w, se float64) {
+		a, err := npy.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, n := a.Shape[0], a.Shape[1]
+		per := make([]float64, m)
+		for c := 0; c < m; c++ {
+			for s := 0; s < n; s++ {
+				if a.Data[(c*n+s)*2] < 0 {
+					per[c] += 1 / float64(n)
+				}
+			}
+		}
+		mean, sd := stat.MeanStdDev(per, nil)
+		return mean, sd / math.Sqrt(float64(m))
+	}
+	flowArgs := []string{"--flow", filepath.Join(dir, "flow", "flow_sample.onnx"), "--flow-density", filepath.Join(dir, "flow", "flow_density.onnx")}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		close bool
+	}{
+		{"adaptive", []string{"--sampler", "flowmc", "--warmup", "200", "--flow-out", filepath.Join(dir, "flow")}, true},
+		{"mala", []string{"--sampler", "mala", "--warmup", "200"}, false},
+		{"onnx flow, frozen", append([]string{"--sampler", "flowmc", "--warmup", "20"}, flowArgs...), true},
+		{"onnx flow, trained", append([]string{"--sampler", "flowmc", "--warmup", "50", "--train-flow"}, flowArgs...), true},
+	} {
+		out := filepath.Join(dir, strings.NewReplacer(" ", "_", ",", "").Replace(c.name)+".npy")
+		args := append([]string{"sample", "--model", model, "--chains", "32", "--steps", "200", "--out", out}, c.args...)
+		var so, se bytes.Buffer
+		if code := run(args, &so, &se); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, se.String())
+		}
+		w, se1 := leftWeight(out)
+		if ok := math.Abs(w-0.25) <= 4*se1; c.close && !ok {
+			t.Errorf("%s: left-mode weight %.4f ± %.4f, want 0.25\n%s", c.name, w, se1, so.String())
+		}
+		if !c.close && !(math.Abs(w-0.25) > 0.1) {
+			t.Errorf("%s: left-mode weight %.4f: MALA alone was expected to stay in its starting modes", c.name, w)
+		}
+		t.Logf("%s: left-mode weight %.4f ± %.4f; %s", c.name, w, se1, strings.ReplaceAll(strings.TrimSpace(so.String()), "\n", "; "))
+	}
+	var so, se bytes.Buffer
+	args := append([]string{"sample", "--model", model, "--sampler", "neutra", "--out", filepath.Join(dir, "n.npy")}, flowArgs...)
+	if code := run(args, &so, &se); code != 2 || !strings.Contains(se.String(), "needs z = T⁻¹(x)") {
+		t.Errorf("neutra with a flow without inverse: exit %d, %q", code, se.String())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -26,6 +27,9 @@ import (
 
 type sampleFlags struct {
 	model, flow, sampler, out  string
+	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
+	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
+	trainFlow                  bool    // flowmc: train the --flow given during the warm-up
 	output                     string // ONNX: the energy output
 	logDensity                 bool   // ONNX: the output is log π
 	chains, steps, warmup      int
@@ -56,7 +60,14 @@ the checkpoint's own, or --flow CHECKPOINT. flowmc without one is adaptive
 (the paper's Alg. 5): a RealNVP at the identity over the chains' starting
 Gaussian is trained on the chains' states during the --warmup cycles (a
 maximum-likelihood step per cycle), then frozen for the draws kept; give
-enough warm-up cycles for it to learn the modes. Chains start from the
+enough warm-up cycles for it to learn the modes. With --train-flow, the
+flow of --flow is trained that way instead; --flow-out DIR writes the
+trained flow as DIR/flow_sample.onnx and DIR/flow_density.onnx.
+
+A flow exported from PyTorch is two ONNX files (docs/models-and-samplers.md,
+io/onnx/crosscheck/export_flow.py): --flow SAMPLE.onnx (z → x, log q(x))
+and --flow-density DENSITY.onnx (x → log q(x) [, z]); its base N(0, σ²) is
+the files' metadata, or --flow-base-sigma σ. Chains start from the
 flow's samples when there is a flow (with mala, ula and hmc too, so --flow
 sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
 		Args: cobra.NoArgs,
@@ -64,7 +75,11 @@ sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "an .onnx energy network, or a checkpoint or run folder")
-	fl.StringVar(&f.flow, "flow", "", "checkpoint whose flow proposes (flowmc, neutra) and, for every sampler, draws the chains' starts; default the model's own")
+	fl.StringVar(&f.flow, "flow", "", "checkpoint whose flow proposes (flowmc, neutra) and, for every sampler, draws the chains' starts, or a flow's ONNX sampling graph (with --flow-density); default the model's own")
+	fl.StringVar(&f.flowDensity, "flow-density", "", "the ONNX density graph of the flow whose sampling graph --flow gives")
+	fl.Float64Var(&f.flowBase, "flow-base-sigma", 0, "σ of an ONNX flow's base N(0, σ² I) (0: the files' metadata, else 1)")
+	fl.BoolVar(&f.trainFlow, "train-flow", false, "flowmc: train the flow of --flow on the chains' states during the warm-up, as without one")
+	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")
 	fl.BoolVar(&f.force, "force", false, "replace the file --out if it exists")
@@ -100,7 +115,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	var draws []float64
 	var loc, glob float64
 	var mala *samplers.MALA
-	if f.sampler == "flowmc" && m.Flow == nil {
+	if f.adaptive(m) {
 		draws, loc, glob, err = sampleAdaptive(rng, f, m, x, cmd.OutOrStdout())
 	} else {
 		draws, loc, glob, mala, err = sampleWith(rng, f, m, x)
@@ -136,13 +151,64 @@ func (f sampleFlags) checkOutputs(cmd *cobra.Command) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", f.out, f.model, f.flow); err != nil {
+	if err := checkOutput("--out", f.out, f.model, f.flow, f.flowDensity); err != nil {
 		return err
 	}
 	if strings.ToLower(filepath.Ext(f.out)) != ".npy" {
 		return fmt.Errorf("--out %s: want a .npy file (the chains are written as a NumPy array)", f.out)
 	}
-	return checkNew("--out", f.out, f.force)
+	if err := checkNew("--out", f.out, f.force); err != nil {
+		return err
+	}
+	if f.flowOut != "" && !exists(f.flowOut) { // created after the run
+		return checkOutput("--flow-out", f.flowOut, f.model, f.flow, f.flowDensity)
+	}
+	for _, p := range f.flowOutputs() {
+		if sameFile(p, f.out) {
+			return fmt.Errorf("--flow-out %s: %s is also --out", f.flowOut, p)
+		}
+		if err := checkOutput("--flow-out", p, f.model, f.flow, f.flowDensity); err != nil {
+			return err
+		}
+		if err := checkNew("--flow-out", p, f.force); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flowOutputs are the files --flow-out asks for: the trained flow's
+// sampling and density graphs.
+func (f sampleFlags) flowOutputs() []string {
+	if f.flowOut == "" {
+		return nil
+	}
+	return []string{filepath.Join(f.flowOut, "flow_sample.onnx"), filepath.Join(f.flowOut, "flow_density.onnx")}
+}
+
+// writeFlow writes the trained flow to the files of --flow-out: an ONNX
+// flow with its weights replaced, flowebm's RealNVP exported.
+func (f sampleFlags) writeFlow(flow *graph.Flow) error {
+	var sb, db []byte
+	var err error
+	if _, ok := flow.Net.(*onnx.FlowNet); ok {
+		sb, db, err = onnx.EncodeFlowWeights(flow)
+	} else if sb, err = onnx.FlowSample(flow, onnx.Options{}); err == nil {
+		db, err = onnx.FlowDensity(flow, onnx.Options{})
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.flowOut, 0o755); err != nil {
+		return err
+	}
+	for i, b := range [][]byte{sb, db} {
+		err := writeOutput("--flow-out", f.flowOutputs()[i], f.force, func(w io.Writer) error { _, err := w.Write(b); return err })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the
@@ -163,17 +229,53 @@ func (f sampleFlags) models() (checkpoint.Models, error) {
 		m.EBM.Tilt = &g
 	}
 	if f.flow != "" {
-		fm, err := loadCheckpoint(f.flow)
+		flow, err := f.readFlow()
 		if err != nil {
 			return m, err
 		}
-		if fm.Flow == nil || fm.Flow.Dim() != m.EBM.Dim() {
-			return m, fmt.Errorf("--flow %s: no flow of dimension %d there", f.flow, m.EBM.Dim())
+		if flow.Dim() != m.EBM.Dim() {
+			return m, fmt.Errorf("--flow %s: the flow has dimension %d, the model %d", f.flow, flow.Dim(), m.EBM.Dim())
 		}
-		m.Flow = fm.Flow
+		m.Flow = flow
+	}
+	if f.flowOut != "" && !f.adaptive(m) {
+		return m, fmt.Errorf("--flow-out %s: only flowmc trains a flow (without --flow, or with --train-flow)", f.flowOut)
 	}
 	return m, nil
 }
+
+// adaptive says whether the run trains its flow during the warm-up.
+func (f sampleFlags) adaptive(m checkpoint.Models) bool {
+	return f.sampler == "flowmc" && (m.Flow == nil || f.trainFlow)
+}
+
+// readFlow reads the flow of --flow: a checkpoint's, or an ONNX flow's two
+// graphs.
+func (f sampleFlags) readFlow() (*graph.Flow, error) {
+	if !isONNX(f.flow) {
+		if f.flowDensity != "" || f.flowBase != 0 {
+			return nil, fmt.Errorf("--flow-density and --flow-base-sigma are for a flow in ONNX (--flow SAMPLE.onnx), not the checkpoint %s", f.flow)
+		}
+		fm, err := loadCheckpoint(f.flow)
+		if err != nil {
+			return nil, err
+		}
+		if fm.Flow == nil {
+			return nil, fmt.Errorf("--flow %s: the checkpoint has no flow", f.flow)
+		}
+		return fm.Flow, nil
+	}
+	if f.flowDensity == "" {
+		return nil, fmt.Errorf("--flow %s is a flow's sampling graph: give its density graph with --flow-density DENSITY.onnx (see io/onnx/crosscheck/export_flow.py)", f.flow)
+	}
+	var sigma []float64
+	if f.flowBase > 0 {
+		sigma = []float64{f.flowBase}
+	}
+	return onnx.ReadFlow(f.flow, f.flowDensity, onnx.FlowConfig{BaseSigma: sigma, Frozen: !f.trainFlow})
+}
+
+func isONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
 
 // chainStarts draws n chain starts from the flow, or from the base (N(0, 1)
 // without one).
@@ -240,6 +342,10 @@ func (f sampleFlags) validate(cmd *cobra.Command) error {
 		{"log-density", onnxModel, "an .onnx --model"},
 		{"base", onnxModel, "an .onnx --model (a checkpoint has its own base)"},
 		{"step", f.sampler != "flowmc" || f.local > 0, "a sampler that takes local steps (not flowmc with --local 0)"},
+		{"flow-density", isONNX(f.flow), "a flow in ONNX (--flow SAMPLE.onnx)"},
+		{"flow-base-sigma", isONNX(f.flow), "a flow in ONNX (--flow SAMPLE.onnx)"},
+		{"train-flow", f.sampler == "flowmc" && f.flow != "", "--sampler flowmc with --flow (without --flow, flowmc always trains its flow)"},
+		{"flow-out", f.sampler == "flowmc", "--sampler flowmc, which trains its flow during the warm-up"},
 	} {
 		if cmd.Flags().Changed(g.flag) && !g.applies {
 			return fmt.Errorf("--%s applies to %s only; with --sampler %s and --model %s it would be ignored: drop it", g.flag, g.to, f.sampler, f.model)
@@ -261,6 +367,7 @@ func checkRanges(f sampleFlags) error {
 		{f.warmup >= 0 && f.warmup <= maxWarmup, fmt.Sprintf("--warmup %d (want 0..%d)", f.warmup, maxWarmup)},
 		{f.step >= 1e-12 && f.step <= 1e6, fmt.Sprintf("--step %v: want a step size in [1e-12, 1e6]", f.step)},
 		{f.base == 0 || f.base >= 1e-150 && f.base <= 1e150, fmt.Sprintf("--base %v: want σ in [1e-150, 1e150], or 0 for no tilt", f.base)},
+		{f.flowBase == 0 || f.flowBase >= 1e-150 && f.flowBase <= 1e150, fmt.Sprintf("--flow-base-sigma %v: want σ in [1e-150, 1e150], or 0 for the files' metadata", f.flowBase)},
 		{f.leapfrog >= 1 && f.leapfrog <= 10_000, fmt.Sprintf("--leapfrog %d (want 1..10000)", f.leapfrog)},
 		{f.particles >= 2 && f.particles <= 1_000_000, fmt.Sprintf("--particles %d (want 2..1000000)", f.particles)},
 		{f.local >= 0 && f.local <= algorithms.MaxChainSteps, fmt.Sprintf("--local %d (want 0..%d)", f.local, algorithms.MaxChainSteps)},
@@ -341,20 +448,33 @@ func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.D
 	if f.warmup < 1 { // AdaptiveFlowMC would take 0 for its default length
 		return nil, 0, 0, fmt.Errorf("--warmup %d: flowmc without a flow trains one during the warm-up: want ≥ 1 cycles (a hundred or more to learn the modes)", f.warmup)
 	}
-	d := m.EBM.Dim()
-	sigma := 1.0
-	if m.EBM.Tilt != nil {
-		sigma = floats.Max(m.EBM.Tilt.Sigma)
+	flow := m.Flow
+	if flow == nil {
+		d := m.EBM.Dim()
+		sigma := 1.0
+		if m.EBM.Tilt != nil {
+			sigma = floats.Max(m.EBM.Tilt.Sigma)
+		}
+		hidden := max(16, 2*d)
+		var err error
+		if flow, err = graph.NewFlow(layers.RealNVP{Dim: d, Blocks: 4, Hidden: []int{hidden}}, layers.NewIsotropic(d, sigma), tensor.Float64, rng); err != nil {
+			return nil, 0, 0, err
+		}
+		fmt.Fprintf(out, "no flow given: training a RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) on the chains' states during the %d warm-up cycles\n", d, hidden, d, sigma, f.warmup)
+	} else {
+		fmt.Fprintf(out, "training the flow of %s (%d parameters) on the chains' states during the %d warm-up cycles\n", f.flow, flow.Params.Count(), f.warmup)
 	}
-	hidden := max(16, 2*d)
-	flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: 4, Hidden: []int{hidden}}, layers.NewIsotropic(d, sigma), tensor.Float64, rng)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	fmt.Fprintf(out, "no flow given: training a RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) on the chains' states during the %d warm-up cycles\n", d, hidden, d, sigma, f.warmup)
 	a := algorithms.AdaptiveFlowMC{Target: m.EBM, Flow: flow, TrainingCycles: f.warmup, Particles: f.particles,
 		LocalSteps: f.local, StepSize: f.step}
-	return a.Sample(rng, x, f.steps)
+	draws, loc, glob, err := a.Sample(rng, x, f.steps)
+	if err != nil || f.flowOut == "" {
+		return draws, loc, glob, err
+	}
+	if err := f.writeFlow(flow); err != nil {
+		return nil, 0, 0, err
+	}
+	fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
+	return draws, loc, glob, nil
 }
 
 // buildKernel returns the sampler f asks for, and its MALA if it has one
@@ -370,6 +490,9 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (samplers.Kernel, *samplers
 	case algorithms.KernelNeuTra:
 		if m.Flow == nil {
 			return nil, nil, fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
+		}
+		if fn, ok := m.Flow.Net.(*onnx.FlowNet); ok && !fn.Invertible() {
+			return nil, nil, fmt.Errorf("--sampler neutra runs MALA in the flow's latent space and needs z = T⁻¹(x): the density graph %s has no output %q (export the flow with its inverse, as io/onnx/crosscheck/export_flow.py does with inverse=...)", f.flowDensity, onnx.FlowLatent)
 		}
 	default:
 		return nil, nil, fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)

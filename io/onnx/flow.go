@@ -74,6 +74,7 @@ type FlowNet struct {
 	densityOut, latent    string
 	base                  layers.Gaussian
 	specs                 []layers.ParamSpec
+	encoded               [2][]byte // the sampling and density models as read
 }
 
 // ReadFlow reads a flow from its sampling and density graphs, checks that
@@ -110,7 +111,7 @@ func DecodeFlow(sample, density []byte, sampleFile, densityFile string, cfg Flow
 }
 
 func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg FlowConfig) (*FlowNet, error) {
-	fn := &FlowNet{sampleX: or(cfg.SampleX, FlowX)}
+	fn := &FlowNet{sampleX: or(cfg.SampleX, FlowX), encoded: [2][]byte{sample, density}}
 	if cfg.SampleLogDensity != "" && cfg.SampleLogDet != "" {
 		return nil, fmt.Errorf("%s: give the sampling graph's log-density output or its log-determinant output, not both", sampleFile)
 	}
@@ -501,28 +502,31 @@ func bad(a, b, tol float64) bool {
 // graphs with every initializer the flow trains replaced and everything
 // else byte for byte (UpdateWeights). Each write is atomic.
 func WriteFlowWeights(f *graph.Flow, samplePath, densityPath string) error {
-	fn, ok := f.Net.(*FlowNet)
-	if !ok {
-		return fmt.Errorf("onnx: WriteFlowWeights writes a flow read with ReadFlow, not %T (export flowebm's RealNVP with FlowSample and FlowDensity)", f.Net)
-	}
-	sb, err := os.ReadFile(fn.Sample.File)
+	sb, db, err := EncodeFlowWeights(f)
 	if err != nil {
-		return fmt.Errorf("re-reading the sampling graph: %w", err)
-	}
-	db, err := os.ReadFile(fn.Density.File)
-	if err != nil {
-		return fmt.Errorf("re-reading the density graph: %w", err)
-	}
-	if sb, err = updateWeights(sb, paramsOf(f.Params, fn.Sample)); err != nil {
-		return fmt.Errorf("%s: %w", fn.Sample.File, err)
-	}
-	if db, err = updateWeights(db, paramsOf(f.Params, fn.Density)); err != nil {
-		return fmt.Errorf("%s: %w", fn.Density.File, err)
+		return err
 	}
 	if err := WriteFile(samplePath, sb); err != nil {
 		return err
 	}
 	return WriteFile(densityPath, db)
+}
+
+// EncodeFlowWeights is WriteFlowWeights that returns the two encoded models.
+func EncodeFlowWeights(f *graph.Flow) (sample, density []byte, err error) {
+	fn, ok := f.Net.(*FlowNet)
+	if !ok {
+		return nil, nil, fmt.Errorf("onnx: EncodeFlowWeights writes a flow read with ReadFlow, not %T (export flowebm's RealNVP with FlowSample and FlowDensity)", f.Net)
+	}
+	sb, err := updateWeights(fn.encoded[0], paramsOf(f.Params, fn.Sample))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", fn.Sample.File, err)
+	}
+	db, err := updateWeights(fn.encoded[1], paramsOf(f.Params, fn.Density))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", fn.Density.File, err)
+	}
+	return sb, db, nil
 }
 
 // paramsOf is the parameters of p that n reads.

@@ -9,6 +9,8 @@ no PyTorch). The flows:
            permutations), d = 3
   nvp      nflows' SimpleRealNVP (residual nets), d = 4
 
+and bimodal_energy.onnx, an energy with two modes of weights 1/4 and 3/4.
+
 nflows is not packaged by Debian: pass a checkout of bayesiains/nflows
 (the fixtures were made at 5d22344436a4a5f4c3b93a3b99322a6bfe374c08). Its
 UMNN transform needs a pip package that is stubbed here (not used).
@@ -16,6 +18,7 @@ UMNN transform needs a pip package that is stubbed here (not used).
 Run: /usr/bin/python3 make_flow_fixtures.py OUTDIR NFLOWS_CHECKOUT
 """
 import json
+import math
 import os
 import sys
 import types
@@ -79,6 +82,21 @@ def make(name, d, build, sigma):
         manifest.append({"name": f"{name}_{tag}", "dtype": tag, "dim": d, "base_sigma": sigma,
                          "params": sum(p.numel() for p in f.parameters()), "final_loss": loss})
 
+
+class Bimodal(torch.nn.Module):
+    """An energy as people write one: two Gaussian modes of weights 0.25 and
+    0.75 at (-2.5, 0) and (2.5, 0), sigma 0.6, with Python floats in
+    forward; exported with torch.onnx's defaults (for flowebm sample's
+    adaptive flowMC test)."""
+
+    def forward(self, x):
+        a = -((x[:, 0] + 2.5) ** 2 + x[:, 1] ** 2) / (2 * 0.6 ** 2) + math.log(0.25)
+        b = -((x[:, 0] - 2.5) ** 2 + x[:, 1] ** 2) / (2 * 0.6 ** 2) + math.log(0.75)
+        return -torch.logsumexp(torch.stack([a, b], 1), 1)
+
+
+torch.onnx.export(Bimodal(), torch.randn(3, 2, dtype=torch.float64), f"{out}/bimodal_energy.onnx",
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
 
 manifest = []
 make("realnvp", 3, lambda: RealNVP(d=3, blocks=2, hidden=[8], depth=1, sigma=1.3), 1.3)
