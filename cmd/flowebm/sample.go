@@ -30,8 +30,8 @@ type sampleFlags struct {
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
 	trainFlow                  bool    // flowmc: train the --flow given during the warm-up
-	output                     string // ONNX: the energy output
-	logDensity                 bool   // ONNX: the output is log π
+	output                     string  // ONNX: the energy output
+	logDensity                 bool    // ONNX: the output is log π
 	chains, steps, warmup      int
 	step, base                 float64
 	leapfrog, particles, local int
