@@ -57,11 +57,13 @@ func TestAdaptiveFlowMCRecoversWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := AdaptiveFlowMC{Target: target, Flow: flow, TrainingCycles: 200}
+	var reports []AdaptiveReport
+	a := AdaptiveFlowMC{Target: target, Flow: flow, TrainingCycles: 2000, Report: func(r AdaptiveReport) { reports = append(reports, r) }}
 	out, local, global, err := a.Sample(rng, starts(rng), draws)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkEarlyStop(t, reports, 2000)
 	w, se := modeWeight(out, m, draws, 2)
 	t.Logf("adaptive flowMC: weight %.3f ± %.3f, acceptance local %.2f, global %.2f", w, se, local, global)
 	if se > 0.03 || math.Abs(w-1./3) > 4.5*se {
@@ -75,4 +77,30 @@ func TestAdaptiveFlowMCRecoversWeights(t *testing.T) {
 	if w, _ := modeWeight(out, m, draws, 2); w > 0.01 {
 		t.Errorf("MALA alone reached the small mode: weight %.3f", w)
 	}
+}
+
+// checkEarlyStop checks that training stopped before its length, once the
+// windows' global acceptance had not risen by 0.01 above its best for the
+// default 5 windows, and only then.
+func checkEarlyStop(t *testing.T, reports []AdaptiveReport, cycles int) {
+	t.Helper()
+	last := reports[len(reports)-1]
+	if !last.Stopped || last.Cycle >= cycles {
+		t.Fatalf("training ran %d of %d cycles without stopping early (last window: global acceptance %.3f)", last.Cycle, cycles, last.Global)
+	}
+	best, stale := math.Inf(-1), 0
+	for i, r := range reports {
+		if r.Cycle != 10*(i+1) {
+			t.Fatalf("report %d at cycle %d, want %d", i, r.Cycle, 10*(i+1))
+		}
+		if r.Global > best+0.01 {
+			best, stale = r.Global, 0
+		} else {
+			stale++
+		}
+		if want := stale >= 5; r.Stopped != want {
+			t.Fatalf("window ending at cycle %d: stopped %v, want %v (%d windows without progress)", r.Cycle, r.Stopped, want, stale)
+		}
+	}
+	t.Logf("training stopped after %d of %d cycles at global acceptance %.2f, R-hat %.3f, flow log-likelihood %.3f", last.Cycle, cycles, last.Global, last.RHat, last.LogLikelihood)
 }

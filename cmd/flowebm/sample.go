@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
@@ -30,6 +31,7 @@ type sampleFlags struct {
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
 	trainFlow                  bool    // flowmc: train the --flow given during the warm-up
+	patience                   int     // adaptive flowmc: windows without progress before the warm-up stops
 	output                     string  // ONNX: the energy output
 	logDensity                 bool    // ONNX: the output is log π
 	chains, steps, warmup      int
@@ -79,6 +81,7 @@ sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
 	fl.StringVar(&f.flowDensity, "flow-density", "", "the ONNX density graph of the flow whose sampling graph --flow gives")
 	fl.Float64Var(&f.flowBase, "flow-base-sigma", 0, "σ of an ONNX flow's base N(0, σ² I) (0: the files' metadata, else 1)")
 	fl.BoolVar(&f.trainFlow, "train-flow", false, "flowmc: train the flow of --flow on the chains' states during the warm-up, as without one")
+	fl.IntVar(&f.patience, "patience", 5, "flowmc training its flow: stop the warm-up once global acceptance has not risen by 0.01 for this many windows of 10 cycles (0: never stop early)")
 	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")
@@ -346,6 +349,7 @@ func (f sampleFlags) validate(cmd *cobra.Command) error {
 		{"flow-base-sigma", isONNX(f.flow), "a flow in ONNX (--flow SAMPLE.onnx)"},
 		{"train-flow", f.sampler == "flowmc" && f.flow != "", "--sampler flowmc with --flow (without --flow, flowmc always trains its flow)"},
 		{"flow-out", f.sampler == "flowmc", "--sampler flowmc, which trains its flow during the warm-up"},
+		{"patience", f.sampler == "flowmc", "--sampler flowmc, which trains its flow during the warm-up"},
 	} {
 		if cmd.Flags().Changed(g.flag) && !g.applies {
 			return fmt.Errorf("--%s applies to %s only; with --sampler %s and --model %s it would be ignored: drop it", g.flag, g.to, f.sampler, f.model)
@@ -368,6 +372,7 @@ func checkRanges(f sampleFlags) error {
 		{f.step >= 1e-12 && f.step <= 1e6, fmt.Sprintf("--step %v: want a step size in [1e-12, 1e6]", f.step)},
 		{f.base == 0 || f.base >= 1e-150 && f.base <= 1e150, fmt.Sprintf("--base %v: want σ in [1e-150, 1e150], or 0 for no tilt", f.base)},
 		{f.flowBase == 0 || f.flowBase >= 1e-150 && f.flowBase <= 1e150, fmt.Sprintf("--flow-base-sigma %v: want σ in [1e-150, 1e150], or 0 for the files' metadata", f.flowBase)},
+		{f.patience >= 0 && f.patience <= maxWarmup, fmt.Sprintf("--patience %d (want 0..%d; 0: never stop the warm-up early)", f.patience, maxWarmup)},
 		{f.leapfrog >= 1 && f.leapfrog <= 10_000, fmt.Sprintf("--leapfrog %d (want 1..10000)", f.leapfrog)},
 		{f.particles >= 2 && f.particles <= 1_000_000, fmt.Sprintf("--particles %d (want 2..1000000)", f.particles)},
 		{f.local >= 0 && f.local <= algorithms.MaxChainSteps, fmt.Sprintf("--local %d (want 0..%d)", f.local, algorithms.MaxChainSteps)},
@@ -464,8 +469,12 @@ func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.D
 	} else {
 		fmt.Fprintf(out, "training the flow of %s (%d parameters) on the chains' states during the %d warm-up cycles\n", f.flow, flow.Params.Count(), f.warmup)
 	}
+	patience := f.patience
+	if patience == 0 {
+		patience = -1 // never
+	}
 	a := algorithms.AdaptiveFlowMC{Target: m.EBM, Flow: flow, TrainingCycles: f.warmup, Particles: f.particles,
-		LocalSteps: f.local, StepSize: f.step}
+		LocalSteps: f.local, StepSize: f.step, Patience: patience, Report: adaptiveProgress(out, time.Now(), f.patience)}
 	draws, loc, glob, err := a.Sample(rng, x, f.steps)
 	if err != nil || f.flowOut == "" {
 		return draws, loc, glob, err
@@ -475,6 +484,28 @@ func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.D
 	}
 	fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
 	return draws, loc, glob, nil
+}
+
+// adaptiveProgress prints each window of the training phase: acceptances,
+// the flow's log-likelihood, R-hat, rate and time left, and why it stops
+// early.
+func adaptiveProgress(out io.Writer, start time.Time, patience int) func(algorithms.AdaptiveReport) {
+	var last time.Time
+	return func(r algorithms.AdaptiveReport) {
+		if now := time.Now(); now.Sub(last) >= time.Second || r.Stopped || r.Cycle == r.Cycles {
+			last = now
+		} else {
+			return // at most a line a second
+		}
+		el := time.Since(start).Seconds()
+		rate := float64(r.Cycle) / max(el, 1e-9)
+		eta := time.Duration(float64(r.Cycles-r.Cycle) / rate * float64(time.Second)).Round(time.Second)
+		fmt.Fprintf(out, "warm-up cycle %d/%d: global acceptance %s, local %s, flow log-likelihood %.4g, R-hat %.3g; %.3g cycles/s, %v left\n",
+			r.Cycle, r.Cycles, pct(r.Global), pct(r.Local), r.LogLikelihood, r.RHat, rate, eta)
+		if r.Stopped {
+			fmt.Fprintf(out, "global acceptance has not risen by 0.01 in %d windows of 10 cycles (--patience %d): training stops, the flow is frozen after %d of %d warm-up cycles\n", patience, patience, r.Cycle, r.Cycles)
+		}
+	}
 }
 
 // buildKernel returns the sampler f asks for, and its MALA if it has one
