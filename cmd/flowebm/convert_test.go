@@ -420,3 +420,55 @@ func TestSampleAdaptiveRecoversModeWeights(t *testing.T) {
 		t.Errorf("neutra with a flow without inverse: exit %d, %q", code, se.String())
 	}
 }
+
+// sample refuses, before any work, an unknown sampler (even with flags of
+// another sampler) and neutra on a flow and a model of different float
+// types, which it cannot compose in one graph (round-8 probe: it failed at
+// the first warm-up step with graph's internal message).
+func TestSampleRefusesBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(4, 4))
+	ebm, err := graph.NewEBM(graph.ToyEnergyNet(2, false), nil, tensor.Float32, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow, err := graph.NewFlow(layers.RealNVP{Dim: 2, Blocks: 2, Hidden: []int{8}}, layers.NewIsotropic(2, 1), tensor.Float64, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := onnx.EBM(ebm, onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err1 := onnx.FlowSample(flow, onnx.Options{})
+	db, err2 := onnx.FlowDensity(flow, onnx.Options{})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	for name, data := range map[string][]byte{"e32.onnx": b, "s.onnx": sb, "d.onnx": db} {
+		if err := onnx.WriteFile(filepath.Join(dir, name), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := func(n string) string { return filepath.Join(dir, n) }
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sampler", "bogus", "--particles", "3"}, `--sampler "bogus", want mala, ula, hmc, flowmc or neutra`},
+		{[]string{"--sampler", "neutra", "--flow", p("s.onnx"), "--flow-density", p("d.onnx")}, "needs one float type: the flow"},
+		{[]string{"--sampler", "mala", "--flow-density", p("d.onnx")}, "--flow-density applies to a flow in ONNX"},
+		{[]string{"--sampler", "flowmc", "--flow", p("s.onnx")}, "give its density graph with --flow-density"},
+		{[]string{"--sampler", "mala", "--flow-out", p("fo")}, "--flow-out applies to --sampler flowmc"},
+		{[]string{"--sampler", "flowmc", "--flow", p("s.onnx"), "--flow-density", p("d.onnx"), "--flow-out", p("fo")}, "only flowmc trains a flow (without --flow, or with --train-flow)"},
+	} {
+		var so, se bytes.Buffer
+		args := append([]string{"sample", "--model", p("e32.onnx"), "--out", p("x.npy")}, c.args...)
+		if code := run(args, &so, &se); code != 2 || !strings.Contains(se.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want a refusal containing %q", c.args, code, se.String(), c.want)
+		}
+		if exists(p("x.npy")) || exists(p("fo")) {
+			t.Fatalf("%v: an output was written", c.args)
+		}
+	}
+}

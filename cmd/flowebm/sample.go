@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -332,6 +333,11 @@ func (f sampleFlags) validate(cmd *cobra.Command) error {
 	if err := checkRanges(f); err != nil {
 		return err
 	}
+	switch algorithms.KernelKind(f.sampler) {
+	case algorithms.KernelMALA, algorithms.KernelULA, algorithms.KernelHMC, algorithms.KernelFlowMC, algorithms.KernelNeuTra:
+	default:
+		return fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)
+	}
 	onnxModel := strings.ToLower(filepath.Ext(f.model)) == ".onnx"
 	for _, g := range []struct {
 		flag    string
@@ -521,6 +527,9 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (samplers.Kernel, *samplers
 	case algorithms.KernelNeuTra:
 		if m.Flow == nil {
 			return nil, nil, fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
+		}
+		if fd, ed := m.Flow.Params.Dtype(), m.EBM.Params.Dtype(); fd != ed {
+			return nil, nil, fmt.Errorf("--sampler neutra composes the flow and the model in one graph, which needs one float type: the flow (%s) is %v, the model (%s) %v: use flowmc, or a flow and a model of one type", cmp.Or(f.flow, f.model), fd, f.model, ed)
 		}
 		if fn, ok := m.Flow.Net.(*onnx.FlowNet); ok && !fn.Invertible() {
 			return nil, nil, fmt.Errorf("--sampler neutra runs MALA in the flow's latent space and needs z = T⁻¹(x): the density graph %s has no output %q (export the flow with its inverse, as io/onnx/crosscheck/export_flow.py does with inverse=...)", f.flowDensity, onnx.FlowLatent)
