@@ -78,7 +78,9 @@ func (m Model) WithDefaults() Model {
 // paper's experiments (see experiments.DataSet).
 type Data struct {
 	// File is the data: .npy (n, d), .npz (member Key, or the first) or
-	// .csv (numeric columns, optional header row).
+	// .csv (numeric columns, optional header row). A relative path in a
+	// configuration file is relative to that file's folder (see Read); a
+	// run records the absolute path in its config.json.
 	File string `json:"file"`
 	Key  string `json:"key,omitempty"`
 	// HoldOut is the held-out fraction (default 0.1).
@@ -89,7 +91,7 @@ type Data struct {
 	Standardize string `json:"standardize,omitempty"`
 	// Modes optionally names a .npy/.npz/.csv file of k mode centres
 	// (k, d) in the data's units, whose nearest-centre zones give mode
-	// weights.
+	// weights (a relative path as File's).
 	Modes string `json:"modes,omitempty"`
 	// DropNonFinite drops rows with NaN or Inf instead of refusing them.
 	DropNonFinite bool `json:"drop_nonfinite,omitempty"`
@@ -295,10 +297,16 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 	var err error
 	var notes []string
 	if cfg.Data != nil {
+		if cfg.Data.File == "" {
+			return nil, nil, fmt.Errorf("algorithms: the data section has no file: give data.file (or --data FILE), or leave the data section out to train on an experiment")
+		}
 		if cfg.Experiment != "data" && cfg.Experiment != "" {
 			return nil, nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
 		}
 		cfg.Experiment = "data"
+		if err := cfg.Data.absolute(); err != nil {
+			return nil, nil, err
+		}
 		if err := cfg.Data.checkSum(); err != nil {
 			return nil, nil, err
 		}
@@ -358,8 +366,23 @@ func (cfg *Run) fillDefaults() error {
 	if cfg.RHatSteps == 0 {
 		cfg.RHatSteps = cfg.Train.DiagnosticSteps()
 	}
-	if cfg.RHatChains < 2 || (cfg.RHatSteps != 0 && cfg.RHatSteps < 4) || cfg.LogZSamples < 2 {
-		return fmt.Errorf("algorithms: rhat_chains %d (want ≥ 2), rhat_steps %d (want ≥ 4), log_z_samples %d (want ≥ 2)", cfg.RHatChains, cfg.RHatSteps, cfg.LogZSamples)
+	return cfg.checkDiagnostics()
+}
+
+// checkDiagnostics refuses R-hat and log Z sizes too small to estimate
+// anything, naming only the fields at fault.
+func (cfg Run) checkDiagnostics() error {
+	var bad []string
+	for _, f := range []struct {
+		name     string
+		v, least int
+	}{{"rhat_chains", cfg.RHatChains, 2}, {"rhat_steps", cfg.RHatSteps, 4}, {"log_z_samples", cfg.LogZSamples, 2}} {
+		if f.v < f.least {
+			bad = append(bad, fmt.Sprintf("%s %d (want ≥ %d)", f.name, f.v, f.least))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("algorithms: %s", strings.Join(bad, ", "))
 	}
 	return nil
 }
@@ -381,6 +404,8 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
 // strictly: unknown fields and data after the object are errors naming
 // the file and field; an explicit 0 for a field whose default is not 0 is
 // refused when the run is resolved (Resolve), 0 standing for the default.
+// Relative data.file and data.modes paths are taken relative to the
+// file's folder (ResolvePaths).
 func Read(path string) (Run, error) {
 	var cfg Run
 	if err := jsonfile.Read(path, &cfg, jsonfile.Options{}); err != nil {
@@ -399,7 +424,40 @@ func Read(path string) (Run, error) {
 	if err := cfg.checkZeros(zeroPaths(raw, "")); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
+	cfg.ResolvePaths(filepath.Dir(path))
 	return cfg, nil
+}
+
+// ResolvePaths takes the data section's relative file paths (data.file,
+// data.modes) as relative to the folder dir, that of the configuration
+// file that names them, rather than to the working directory.
+func (cfg *Run) ResolvePaths(dir string) {
+	if cfg.Data == nil {
+		return
+	}
+	d := *cfg.Data
+	for _, p := range []*string{&d.File, &d.Modes} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	cfg.Data = &d
+}
+
+// absolute makes the data's file paths absolute, so that the run's
+// config.json names them from any working directory.
+func (c *Data) absolute() error {
+	for _, p := range []*string{&c.File, &c.Modes} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *p, err)
+		}
+		*p = abs
+	}
+	return nil
 }
 
 // zeroPaths lists the dotted paths of the numbers written as 0 in the

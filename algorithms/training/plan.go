@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -167,7 +168,7 @@ func (req Request) mergeData(file *config.Data) *config.Data {
 	if !given("drop_nonfinite") {
 		d.DropNonFinite = file.DropNonFinite
 	}
-	if d.File == file.File && d.Key == file.Key {
+	if samePath(d.File, file.File) && d.Key == file.Key {
 		d.SHA256 = file.SHA256
 	}
 	return &d
@@ -223,4 +224,12 @@ func retime(notes []string, before, after algorithms.TrainConfig) []string {
 		out[i] = n
 	}
 	return out
+}
+
+// samePath reports whether the paths a and b (relative ones to the working
+// directory) name the same file path.
+func samePath(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }

@@ -725,6 +725,7 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 	case err != nil:
 		return err
 	}
+	then.ResolvePaths(filepath.Dir(path)) // as config.Read does for cfg
 	comparable := func(c config.Run) map[string]any {
 		c.Build = nil
 		if c.Data != nil {

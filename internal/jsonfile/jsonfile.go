@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -95,7 +97,7 @@ func at(b []byte, err error) error {
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
 	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
 	if typ != nil && typ.Field != "" { // say it in the file's terms, not Go's
-		return fmt.Errorf("near line %d, column %d: field %s: %s, want %s", line, col, typ.Field, typ.Value, kindOf(typ.Type))
+		return fmt.Errorf("near line %d, column %d: field %s: %s", line, col, typ.Field, mismatch(typ))
 	}
 	return fmt.Errorf("near line %d, column %d: %w", line, col, err)
 }
@@ -207,6 +209,50 @@ func clip(b []byte) string {
 		return string(b[:40]) + "…"
 	}
 	return string(b)
+}
+
+// mismatch says why a JSON value does not fit its field: a number outside
+// the range of the field's type is named as such (encoding/json reports
+// 1e400 as "number 1e400" for a float64), others by the kind wanted.
+func mismatch(typ *json.UnmarshalTypeError) string {
+	want := kindOf(typ.Type)
+	num, ok := strings.CutPrefix(typ.Value, "number ")
+	if !ok {
+		return fmt.Sprintf("%s, want %s", typ.Value, want)
+	}
+	t := typ.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	switch k := t.Kind(); {
+	case (k == reflect.Float64 || k == reflect.Float32) && errors.Is(err, strconv.ErrRange):
+		return fmt.Sprintf("%s is outside %s's range, want %s of magnitude at most %.4g", typ.Value, k, want, maxFloat(k))
+	case isInt(k) && err == nil && f == math.Trunc(f):
+		return fmt.Sprintf("%s is outside the field's range, want %s, at most %d", typ.Value, want, maxInt(t))
+	}
+	return fmt.Sprintf("%s, want %s", typ.Value, want)
+}
+
+// maxFloat is the largest finite value of a float kind.
+func maxFloat(k reflect.Kind) float64 {
+	if k == reflect.Float32 {
+		return math.MaxFloat32
+	}
+	return math.MaxFloat64
+}
+
+// isInt reports whether k is a signed or unsigned integer kind.
+func isInt(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Uint64
+}
+
+// maxInt is the largest value of the integer type t.
+func maxInt(t reflect.Type) uint64 {
+	if t.Kind() >= reflect.Uint {
+		return math.MaxUint64 >> (64 - t.Bits())
+	}
+	return math.MaxInt64 >> (64 - t.Bits())
 }
 
 // kindOf names a Go type as a JSON value.

@@ -6,7 +6,9 @@ import (
 )
 
 type cfg struct {
-	Seed  int `json:"seed"`
+	Seed  int     `json:"seed"`
+	Step  float64 `json:"step"`
+	Count uint8   `json:"count"`
 	Train struct {
 		Steps int `json:"steps"`
 	} `json:"train"`
@@ -27,6 +29,11 @@ func TestDecode(t *testing.T) {
 		{`{"train": {"epochs": 1}}`, `unknown field "epochs" (at train.epochs)`},
 		{`{"seed": "x"}`, "field seed: string, want an integer"},
 		{`{"train": {"steps": 1.5}}`, "field train.steps: number 1.5, want an integer"},
+		{`{"step": 1e400}`, "field step: number 1e400 is outside float64's range, want a number of magnitude at most 1.798e+308"},
+		{`{"step": -1e309}`, "field step: number -1e309 is outside float64's range"},
+		{`{"seed": 1e30}`, "field seed: number 1e30 is outside the field's range, want an integer, at most 9223372036854775807"},
+		{`{"count": 300}`, "field count: number 300 is outside the field's range, want an integer ≥ 0, at most 255"},
+		{`{"step": 1e300}`, ""},
 		{`{"seed": 1`, "the file ends at line 1 inside an object or array: a } or ] is missing (unexpected EOF)"},
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
 		{`{"seed": 1, "ſeed": 7}`, `given twice (as "seed" and "ſeed")`},

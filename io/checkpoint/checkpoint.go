@@ -77,6 +77,21 @@ type FlowSpec struct {
 	Name       string `json:"name"`
 }
 
+// MinBaseSigma and MaxBaseSigma bound the σ of a base ρ = N(0, σ²I), in a
+// checkpoint as in a run's configuration (model.base_sigma): beyond them
+// the base's density and energies of data leave float64's range.
+const (
+	MinBaseSigma = 1e-150
+	MaxBaseSigma = 1e150
+)
+
+// BaseSigmaRange names [MinBaseSigma, MaxBaseSigma] in messages.
+const BaseSigmaRange = "[1e-150, 1e150]"
+
+// ValidBaseSigma reports whether σ lies in [MinBaseSigma, MaxBaseSigma]
+// (false for NaN).
+func ValidBaseSigma(sigma float64) bool { return sigma >= MinBaseSigma && sigma <= MaxBaseSigma }
+
 // Spec is the content of spec.json.
 type Spec struct {
 	Format    string    `json:"format"`
@@ -277,6 +292,11 @@ func (s Spec) validate() error {
 	d := s.EBM.Sizes[0]
 	if len(s.BaseSigma) != d {
 		return fmt.Errorf("spec.json: field \"base_sigma\" has %d values, want %d (the dimension, ebm.sizes[0])", len(s.BaseSigma), d)
+	}
+	for i, v := range s.BaseSigma {
+		if !ValidBaseSigma(v) {
+			return fmt.Errorf("spec.json: field \"base_sigma\" has %g at index %d, want σ in %s", v, i, BaseSigmaRange)
+		}
 	}
 	f := s.Flow
 	if f == nil {

@@ -213,6 +213,8 @@ func TestLoadRefusesAbsurdSpecs(t *testing.T) {
 		{"base_sigma short", func(m map[string]any) { m["base_sigma"] = []float64{1} }, []string{`"base_sigma"`, "want 2"}},
 		{"base_sigma zero", func(m map[string]any) { m["base_sigma"] = []float64{1, 0} }, []string{`"base_sigma"`}},
 		{"base_sigma negative", func(m map[string]any) { m["base_sigma"] = []float64{-1, 1} }, []string{`"base_sigma"`}},
+		{"base_sigma subnormal", func(m map[string]any) { m["base_sigma"] = []float64{5e-324, 5e-324} }, []string{`"base_sigma" has 5e-324 at index 0`, "want σ in [1e-150, 1e150]"}},
+		{"base_sigma 1e151", func(m map[string]any) { m["base_sigma"] = []float64{1, 1e151} }, []string{`"base_sigma" has 1e+151 at index 1`}},
 		{"dtype", func(m map[string]any) { m["dtype"] = "int8" }, []string{`"dtype"`, "int8"}},
 		{"format 1 MiB", func(m map[string]any) { m["format"] = long }, []string{`"format"`, "…"}},
 		{"standardization scale 0", func(m map[string]any) {
