@@ -472,3 +472,16 @@ func TestSampleRefusesBeforeWork(t *testing.T) {
 		}
 	}
 }
+
+// fixed3 keeps train's 3-decimal numbers and prints an astronomically
+// large one in %g form instead of 300 digits (round-8 probe).
+func TestFixed3(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{-2.34567, "-2.346"}, {123456.0, "123456.000"}, {-2.3e300, "-2.3e+300"}, {math.Inf(-1), "-Inf"}, {math.NaN(), "NaN"}} {
+		if got := fixed3(c.v); got != c.want {
+			t.Errorf("fixed3(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -686,10 +687,10 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	}
 	exact := "unknown"
 	if !isNaN(run.TrueHeldOutLL) {
-		exact = fmt.Sprintf("%.3f", run.TrueHeldOutLL)
+		exact = fixed3(run.TrueHeldOutLL)
 	}
-	fmt.Fprintf(out, "held-out log-likelihood: %.3f (exact density: %s; log Z by importance sampling %.3f ± %.3f, ESS %.0f%%)\n",
-		final.HeldOutLL, exact, final.LogZ.LogZ, final.LogZ.SE, 100*final.LogZ.ESS)
+	fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s ± %s, ESS %.0f%%)\n",
+		fixed3(final.HeldOutLL), exact, fixed3(final.LogZ.LogZ), fixed3(final.LogZ.SE), 100*final.LogZ.ESS)
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", fmtAccept(final.Stats.LocalAccept), fmtAccept(final.Stats.GlobalAccept))
@@ -751,4 +752,13 @@ func (p *progressLines) update(it int) {
 	rate := float64(it-p.start) / el.Seconds()
 	eta := time.Duration(float64(p.total-it) / rate * float64(time.Second))
 	fmt.Fprintf(p.w, "iteration %d/%d (%.0f%%), %.1f it/s, elapsed %s, ETA %s\n", it, p.total, 100*float64(it)/float64(p.total), rate, el.Round(time.Second), eta.Round(time.Second))
+}
+
+// fixed3 prints v with 3 decimals, or in %g form when that would take more
+// than a dozen digits (a diverged model's log-likelihood of −2e300).
+func fixed3(v float64) string {
+	if math.Abs(v) < 1e9 || math.IsNaN(v) {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.4g", v)
 }
