@@ -142,17 +142,28 @@ func drawFigures(runs []plots.Named, out string, format plots.Format, force bool
 	defer os.RemoveAll(tmp)
 	drawn, err := plots.Compare(runs, tmp, format)
 	if err == nil && len(drawn) == 0 {
-		var names []string
-		for _, r := range runs {
-			names = append(names, r.Name)
-		}
-		err = fmt.Errorf("the runs %s have no evaluations to plot yet (a run evaluates every eval_every iterations)", strings.Join(names, ", "))
+		err = nothingToPlot(runs)
 	}
 	if err != nil {
 		return nil, stagedError(err, tmp, out)
 	}
 	hook("compare-drawn")
 	return moveFigures(drawn, out, untrackOut)
+}
+
+// nothingToPlot says why the runs gave no figure: they have no
+// evaluations yet, or none with a value a figure shows.
+func nothingToPlot(runs []plots.Named) error {
+	var names []string
+	evals := 0
+	for _, r := range runs {
+		names = append(names, r.Name)
+		evals += len(r.Evals)
+	}
+	if evals > 0 {
+		return fmt.Errorf("the runs %s have %d evaluations, but no value to plot: their MSE, R-hat, log-density error, held-out log-likelihood and global acceptance are all NaN (or infinite, or not positive on a logarithmic axis)", strings.Join(names, ", "), evals)
+	}
+	return fmt.Errorf("the runs %s have no evaluations to plot yet (a run evaluates every eval_every iterations)", strings.Join(names, ", "))
 }
 
 // stagingPrefix names the temporary folders that compare draws in.
@@ -243,15 +254,35 @@ func runEvals(dir string) ([]training.Eval, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a run folder", dir)
 	}
-	evals, err := training.ReadEvalsCSVModes(filepath.Join(dir, "metrics.csv"))
-	if !errors.Is(err, os.ErrNotExist) {
-		return evals, err
+	path := filepath.Join(dir, "metrics.csv")
+	evals, err := training.ReadEvalsCSVModes(path)
+	if errors.Is(err, os.ErrNotExist) {
+		ck, ckErr := training.LatestCheckpoint(dir)
+		if ckErr != nil {
+			return nil, noEvalsError(dir, ckErr)
+		}
+		path = filepath.Join(ck, "evals.csv")
+		evals, err = training.ReadEvalsCSVModes(path)
 	}
-	ck, err := training.LatestCheckpoint(dir)
 	if err != nil {
-		return nil, noEvalsError(dir, err)
+		return nil, err
 	}
-	return training.ReadEvalsCSVModes(filepath.Join(ck, "evals.csv"))
+	return evals, checkPlotIters(path, evals)
+}
+
+// maxPlotIter is the largest iteration a figure's axis shows
+// (algorithms/plots refuses larger x).
+const maxPlotIter = 1e15
+
+// checkPlotIters refuses evaluations (of the file path, a row per line
+// after the header) at iterations no figure can show, naming the line.
+func checkPlotIters(path string, evals []training.Eval) error {
+	for i, e := range evals {
+		if float64(e.Iter) > maxPlotIter {
+			return fmt.Errorf("%s: line %d: iter %d, want at most %g to plot (the file is not flowebm's, or was edited)", path, i+2, e.Iter, float64(maxPlotIter))
+		}
+	}
+	return nil
 }
 
 // noEvalsError says why the folder dir, without metrics.csv, has no

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flowebm/flowebm/graph"
@@ -54,7 +56,10 @@ node that does not fit: use them directly with "flowebm energy" and
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, out := args[0], args[1]
-			if strings.ToLower(filepath.Ext(in)) == ".onnx" {
+			if err := checkConvertArgs(in, out); err != nil {
+				return err
+			}
+			if isONNXFile(in) {
 				for _, flag := range []string{"what", "float32", "float64"} {
 					if cmd.Flags().Changed(flag) {
 						return fmt.Errorf("--%s applies to CHECKPOINT → OUT.onnx; converting %s into a checkpoint would ignore it: drop it", flag, in)
@@ -77,6 +82,17 @@ node that does not fit: use them directly with "flowebm energy" and
 	cmd.Flags().Float64Var(&base, "base", 1, "σ of the tilt N(0, σ² I) of a checkpoint made from ONNX")
 	cmd.Flags().BoolVar(&force, "force", false, "replace the checkpoint already in CHECKPOINT, or the file OUT.onnx")
 	return cmd
+}
+
+// checkConvertArgs refuses empty arguments.
+func checkConvertArgs(in, out string) error {
+	switch {
+	case in == "":
+		return fmt.Errorf("the first argument (CHECKPOINT, or IN.onnx) is empty: give the model to convert")
+	case out == "":
+		return fmt.Errorf("the second argument (OUT.onnx, or CHECKPOINT) is empty: give the file or folder to write")
+	}
+	return nil
 }
 
 // onnxToCheckpoint writes the MLP energy network of in as the EBM of a
@@ -139,11 +155,16 @@ func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force 
 	return onnxToCheckpoint(cmd, in, out, base, untrackOut)
 }
 
-// checkConvertTarget refuses a CHECKPOINT that is a file, a training run
-// or inside one, or (without --force) that holds a checkpoint.
+// checkConvertTarget refuses a CHECKPOINT that is a file, a new folder
+// named .onnx (which the commands would take for an ONNX file), a
+// training run or inside one, or (without --force) that holds a
+// checkpoint.
 func checkConvertTarget(out string, force bool) error {
 	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
 		return fmt.Errorf("CHECKPOINT %s is a file: give a folder for the checkpoint (convert IN.onnx CHECKPOINT writes a folder)", out)
+	}
+	if strings.ToLower(filepath.Ext(out)) == ".onnx" && !exists(filepath.Join(out, "spec.json")) {
+		return fmt.Errorf("CHECKPOINT %s ends in .onnx, but convert IN.onnx CHECKPOINT writes a checkpoint folder (spec.json, weights.npz), which the commands would take for an ONNX file: give a folder name without .onnx (to re-export as ONNX, convert that checkpoint to OUT.onnx next)", out)
 	}
 	if isTrainingRun(out) {
 		return fmt.Errorf("%s holds a training run: convert into another folder (--force replaces only a checkpoint that convert wrote)", out)
@@ -238,6 +259,9 @@ func cleanSwapLeftovers(out string) error {
 // checkpointToONNX exports what of the checkpoint (or run) in as the ONNX
 // file out.
 func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, force bool) error {
+	if fi, err := os.Stat(in); err == nil && !fi.IsDir() && !slices.Contains(checkpointFiles, filepath.Base(in)) {
+		return fmt.Errorf("CHECKPOINT %s is a file: convert CHECKPOINT OUT.onnx reads a checkpoint folder (spec.json, weights.npz) or a run folder, and convert IN.onnx CHECKPOINT an .onnx file", in)
+	}
 	if strings.ToLower(filepath.Ext(out)) != ".onnx" {
 		return fmt.Errorf("%s: want an output file ending in .onnx", out)
 	}
@@ -271,6 +295,9 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 	default:
 		return fmt.Errorf("--what %q, want ebm, energy, flow-sample or flow-density", what)
 	}
+	if err == nil {
+		err = checkExportFinite(b, in, out, what)
+	}
 	if err != nil {
 		return err
 	}
@@ -279,4 +306,38 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))
 	return nil
+}
+
+// checkExportFinite refuses an export b (of --what of the checkpoint in, to
+// out) holding a NaN or infinite constant, which flowebm and ONNX Runtime
+// refuse to read: a value of the checkpoint that overflows in the export
+// (1/σ² of a base_sigma of 5e-324, a float64 weight beyond float32's range
+// with --float32).
+func checkExportFinite(b []byte, in, out, what string) error {
+	m, err := onnx.DecodeModel(b)
+	if err != nil {
+		return fmt.Errorf("OUT.onnx %s: the export does not decode: %w", out, err)
+	}
+	for _, t := range exportConstants(m.Graph) {
+		for i, v := range t.Float {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("OUT.onnx %s: the export of %s (--what %s) would hold %v in %q (element %d of %v): a value of the checkpoint overflows there (check its spec.json base_sigma and its weights; with --float32, a value beyond float32's range); nothing was written", out, in, what, v, t.Name, i, t.Dims)
+			}
+		}
+	}
+	return nil
+}
+
+// exportConstants are the initializers of g and the tensors of its
+// Constant nodes.
+func exportConstants(g *onnx.Graph) []*onnx.Tensor {
+	ts := append([]*onnx.Tensor(nil), g.Initializers...)
+	for _, nd := range g.Nodes {
+		for _, a := range nd.Attrs {
+			if a.T != nil {
+				ts = append(ts, a.T)
+			}
+		}
+	}
+	return ts
 }

@@ -36,7 +36,8 @@ func diagnoseCmd() *cobra.Command {
 with the definitions of ArviZ 0.21 and Stan's posterior package. With --json
 it prints a JSON array with one object per dimension holding exactly the keys
 dim, rhat, rhat_classic, ess_bulk, ess_tail, mean and sd (null where a value
-is undefined, e.g. ESS of a constant chain).
+is undefined, e.g. ESS of a constant chain, or infinite: the R-hat of chains
+each constant but differing from one another, +Inf in the table).
 
 Files with another rank, fewer than 2 chains or 4 draws, a NaN or infinite
 draw, or a dtype other than float32/float64 are refused with a one-line error
@@ -118,17 +119,33 @@ func diagnose(r io.Reader, name string, w io.Writer, asJSON bool) error {
 	fmt.Fprintf(w, "%s: %d chains × %d draws × %d dims (%s)\n\n", name, chains, draws, dims, a.Dtype)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "dim\trhat\trhat_classic\tess_bulk\tess_tail\tmean\tsd\t")
-	worst, undefined := math.Inf(-1), 0
 	for _, d := range s {
 		fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.0f\t%.0f\t%.4g\t%.4g\t\n", d.Dim, d.RHat, d.RHatClassic, d.ESSBulk, d.ESSTail, d.Mean, d.SD)
-		if math.IsNaN(d.RHat) {
-			undefined++
-		} else {
-			worst = max(worst, d.RHat)
-		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	return writeVerdict(w, s)
+}
+
+// writeVerdict writes what the table's R-hats say: the dimensions whose
+// chains are each constant but apart (not mixed at all: R-hat infinite),
+// those without R-hat (the draws do not vary), and the largest R-hat.
+func writeVerdict(w io.Writer, s []diagnostics.Summary) error {
+	worst, undefined, apart := math.Inf(-1), 0, 0
+	for _, d := range s {
+		switch {
+		case math.IsInf(d.RHatClassic, 1): // within-chain variance 0, between > 0
+			apart++
+			worst = math.Inf(1)
+		case math.IsNaN(d.RHat):
+			undefined++
+		default:
+			worst = max(worst, d.RHat)
+		}
+	}
+	if apart > 0 {
+		fmt.Fprintf(w, "\n%d dim(s) whose chains are each constant but differ from one another: not mixed at all (R-hat infinite: +Inf in the table, null in --json)\n", apart)
 	}
 	if undefined > 0 {
 		fmt.Fprintf(w, "\n%d dim(s) without rhat: the draws, or their distances to the median, do not vary (every draw equal, or two values symmetric about the median)\n", undefined)
@@ -140,7 +157,7 @@ func diagnose(r io.Reader, name string, w io.Writer, asJSON bool) error {
 	if worst >= 1.01 {
 		verdict = "not below 1.01: the chains have not mixed"
 	}
-	_, err = fmt.Fprintf(w, "\nmax rhat %.4f, %s (Vehtari et al. 2021)\n", worst, verdict)
+	_, err := fmt.Fprintf(w, "\nmax rhat %.4f, %s (Vehtari et al. 2021)\n", worst, verdict)
 	return err
 }
 

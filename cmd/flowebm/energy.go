@@ -13,10 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
@@ -96,6 +98,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err := checkEnergyOutputs(f); err != nil {
 		return err
 	}
+	if err := checkEnergyMemory(f); err != nil {
+		return err
+	}
 	defer removeTempsOnSignal()()
 	m, err := loadModel(f.model, f.oc)
 	if err != nil {
@@ -172,7 +177,7 @@ func checkEnergyFlags(cmd *cobra.Command, model, points, key string) error {
 	if key != "" && strings.ToLower(filepath.Ext(points)) != ".npz" {
 		return fmt.Errorf("--key %q selects a member of an .npz file; %s is not one", key, points)
 	}
-	if strings.ToLower(filepath.Ext(model)) != ".onnx" {
+	if !isONNXFile(model) {
 		for _, name := range []string{"output", "log-density"} {
 			if fl.Changed(name) {
 				return fmt.Errorf("--%s applies to an ONNX model; %s is a checkpoint", name, model)
@@ -180,6 +185,42 @@ func checkEnergyFlags(cmd *cobra.Command, model, points, key string) error {
 		}
 	}
 	return nil
+}
+
+// checkEnergyMemory refuses, from its header, a points file whose
+// points, energies and gradients would not fit in memory, before any is
+// read (a 1.5 MB .npz of shape (1e8, 2), all zeros, crashed the process).
+func checkEnergyMemory(f energyFlags) error {
+	shape, err := data.PointsShape(f.points, f.key)
+	if err != nil || len(shape) < 2 {
+		return nil // the reader says what is wrong (a .csv: its text bounds it)
+	}
+	n, d := float64(max(shape[0], 0)), 1.0
+	for _, s := range shape[1:] {
+		d *= float64(max(s, 0))
+	}
+	// The read holds up to twice the points (an .npz member's raw bytes,
+	// or a Fortran-order file's transposition).
+	need, what := 2*n*d*8+n*8, "points (read and kept), energies"
+	if f.gradOut != "" {
+		need, what = need+n*d*8, what+", gradients"
+	}
+	if limit := memoryLimit(maxWorkBytes); need > limit {
+		return fmt.Errorf("--points %s: %d points of shape %v need about %.3g GB (%s), over the limit of %.3g GB (8 GiB, or half the machine's memory or of ulimit -v if less): split the points into smaller files", f.points, shape[0], shape[1:], need/1e9, what, limit/1e9)
+	}
+	return nil
+}
+
+// memoryLimit is sysmem.Limit(def), lowered to half the process's address
+// space limit (ulimit -v) where one is set: past it the Go runtime stops
+// the process with a fatal "out of memory".
+func memoryLimit(def float64) float64 {
+	limit := sysmem.Limit(def)
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &r) == nil && r.Cur != ^uint64(0) { // RLIM_INFINITY
+		limit = min(limit, float64(r.Cur)/2)
+	}
+	return limit
 }
 
 // energyBatch is how many points energy evaluates at once: the models'
@@ -248,7 +289,7 @@ func checkFinitePoints(file string, x *mat.Dense, shape []int) error {
 // loadModel loads an .onnx energy network (as an EBM without tilt) or a
 // flowebm checkpoint.
 func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
-	if strings.ToLower(filepath.Ext(path)) == ".onnx" {
+	if isONNXFile(path) {
 		net, err := onnx.ReadFileConfig(path, oc)
 		if err != nil {
 			return checkpoint.Models{}, err
@@ -262,6 +303,17 @@ func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
 	return loadCheckpoint(path)
 }
 
+// isONNXFile reports whether path names an ONNX model: a name ending in
+// .onnx that is not a folder (a checkpoint folder so named is read as the
+// checkpoint it is).
+func isONNXFile(path string) bool {
+	if strings.ToLower(filepath.Ext(path)) != ".onnx" {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err != nil || !fi.IsDir()
+}
+
 // writeArray writes the rows of x, each of the given shape, to the --grad
 // file path (.npy float64 of shape (rows, shape…), or .csv of the flat
 // rows), replacing a file only with force.
@@ -269,12 +321,23 @@ func writeArray(put outputWriter, path string, force bool, x *mat.Dense, shape [
 	r, _ := x.Dims()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
-		a := &npy.Array{Shape: append([]int{r}, shape...), Data: mat.DenseCopyOf(x).RawMatrix().Data}
+		a := &npy.Array{Shape: append([]int{r}, shape...), Data: denseData(x)}
 		return put("--grad", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
 	case ".csv":
 		return put("--grad", path, force, func(w io.Writer) error { return data.WriteCSV(w, x) })
 	}
 	return fmt.Errorf("--grad %s: want a .npy or .csv file", path)
+}
+
+// denseData is the values of x row by row: its own when they are
+// contiguous (the gradients, as energy makes them: a copy doubled the
+// memory they need), else a copy.
+func denseData(x *mat.Dense) []float64 {
+	raw := x.RawMatrix()
+	if raw.Stride == raw.Cols && len(raw.Data) == raw.Rows*raw.Cols {
+		return raw.Data
+	}
+	return mat.DenseCopyOf(x).RawMatrix().Data
 }
 
 // loadCheckpoint loads the models of a checkpoint folder or of a run
@@ -297,13 +360,16 @@ func loadCheckpoint(dir string) (checkpoint.Models, error) {
 		return loadRun(run)
 	case err != nil:
 		return checkpoint.Models{}, fmt.Errorf("%s: want a checkpoint folder (spec.json, weights.npz) or a run folder: %w", dir, err)
-	case !fi.IsDir() && slices.Contains([]string{"spec.json", "weights.npz"}, filepath.Base(dir)):
+	case !fi.IsDir() && slices.Contains(checkpointFiles, filepath.Base(dir)):
 		return checkpoint.Models{}, fmt.Errorf("%s is a file of a checkpoint: give its folder, %s", dir, filepath.Dir(dir))
 	case !fi.IsDir():
 		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)", dir)
 	}
 	return loadRun(dir)
 }
+
+// checkpointFiles are the files of a checkpoint folder.
+var checkpointFiles = []string{"spec.json", "weights.npz"}
 
 // runOfCheckpoint returns the training run whose checkpoint folder dir
 // (RUN/checkpoint) is, or "".

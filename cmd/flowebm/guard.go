@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -199,11 +200,12 @@ func commandName() string {
 // folderBusyError of another process names.
 func lockRunAs(dir, command string) (release func(), err error) {
 	top := firstMissing(dir) // "" when dir exists
-	made := top != ""
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, ".lock")
+	_, statErr := os.Lstat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
@@ -220,16 +222,28 @@ func lockRunAs(dir, command string) (release func(), err error) {
 		f.WriteAt([]byte(command+"\n"), 0)
 	}
 	return func() {
-		if entries, err := os.ReadDir(dir); made && err == nil && len(entries) == 1 {
-			os.Remove(path)
-			// The folders made for it, up to the first that was missing,
-			// while they are empty.
-			for d := dir; os.Remove(d) == nil && d != top; d = filepath.Dir(d) {
-			}
+		if created || top != "" {
+			removeLoneLock(dir, path, top)
 		}
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// removeLoneLock removes the lock file path that a command made in dir
+// when dir holds nothing else (the command failed, or wrote nothing), and
+// then, while they are empty, the folders made for it: dir up to top, the
+// first that was missing ("" when dir existed, which stays).
+func removeLoneLock(dir, path, top string) {
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		return
+	}
+	os.Remove(path)
+	if top == "" {
+		return
+	}
+	for d := dir; os.Remove(d) == nil && d != top; d = filepath.Dir(d) {
+	}
 }
 
 // folderBusyError is lockRun's error when another process holds the lock;
@@ -380,10 +394,15 @@ func checkNew(flag, out string, force bool) error {
 	if out == "" || force {
 		return nil
 	}
-	if _, err := os.Stat(out); err == nil {
-		return fmt.Errorf("%s %s exists: give another name, or replace it with --force", flag, out)
+	fi, err := os.Lstat(out) // a link, even to nothing, is not replaced unasked
+	switch {
+	case err != nil:
+		return nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(out)
+		return fmt.Errorf("%s %s is a symbolic link (to %s): give another name, or --force (which replaces the link, not what it points to)", flag, out, target)
 	}
-	return nil
+	return fmt.Errorf("%s %s exists: give another name, or replace it with --force", flag, out)
 }
 
 // checkResumable says why dir holds no run to resume, or returns nil.

@@ -178,7 +178,7 @@ func TestDataSettingsRefused(t *testing.T) {
 	for name, c := range map[string]struct{ json, want string }{
 		"data_size": {`{"data": {"file": "` + data + `"}, "data_size": 100000, "train": {"iterations": 1}}`, "data_size 100000, but " + data + " has 180 training rows"},
 		"null data": {`{"experiment": "data", "data": null, "train": {"iterations": 1}}`, `experiment "data" without a data section`},
-		"no file":   {`{"data": {"file": ""}, "train": {"iterations": 1}}`, "data.file is empty"},
+		"no file":   {`{"data": {"file": ""}, "train": {"iterations": 1}}`, "the data section has no file: give data.file"},
 	} {
 		cfg := filepath.Join(dir, name+".json")
 		os.WriteFile(cfg, []byte(c.json), 0o644)

@@ -58,18 +58,20 @@ func parseSeeds(s string) ([]uint64, error) {
 // maxSeeds bounds the runs one --seeds starts.
 const maxSeeds = 100
 
-// seedSpread summarises one quantity over seeds.
+// seedSpread summarises one quantity over seeds; SD is nil (null) for a
+// single seed, whose spread is undefined.
 type seedSpread struct {
-	Mean float64 `json:"mean"`
-	SD   float64 `json:"sd"`
-	Min  float64 `json:"min"`
-	Max  float64 `json:"max"`
+	Mean float64  `json:"mean"`
+	SD   *float64 `json:"sd"`
+	Min  float64  `json:"min"`
+	Max  float64  `json:"max"`
 }
 
 func spreadOf(v []float64) seedSpread {
 	s := seedSpread{Mean: stat.Mean(v, nil), Min: math.Inf(1), Max: math.Inf(-1)}
 	if len(v) > 1 {
-		s.SD = stat.StdDev(v, nil)
+		sd := stat.StdDev(v, nil)
+		s.SD = &sd
 	}
 	for _, x := range v {
 		s.Min, s.Max = math.Min(s.Min, x), math.Max(s.Max, x)
@@ -241,7 +243,11 @@ func summarise(rs []seedRun, out io.Writer) seedsSummary {
 		}
 		s := spreadOf(w)
 		sum.Weights = append(sum.Weights, s)
-		fmt.Fprintf(out, "mode %d: EBM weight over %d seeds %.3f ± %.3f (min %.3f, max %.3f)\n", k+1, len(w), s.Mean, s.SD, s.Min, s.Max)
+		if s.SD == nil {
+			fmt.Fprintf(out, "mode %d: EBM weight %.3f (1 seed: no spread)\n", k+1, s.Mean)
+			continue
+		}
+		fmt.Fprintf(out, "mode %d: EBM weight over %d seeds %.3f ± %.3f (min %.3f, max %.3f)\n", k+1, len(w), s.Mean, *s.SD, s.Min, s.Max)
 	}
 	return sum
 }

@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -503,8 +504,20 @@ func (p *lit) integer() (any, error) {
 }
 
 // Read reads one array from a .npy stream, leaving r after its data.
-func Read(r io.Reader) (*Array, error) {
-	h, err := ReadHeader(r)
+func Read(r io.Reader) (*Array, error) { return ReadSized(r, -1) }
+
+// ReadSized is Read for a stream known to hold size bytes in all (header
+// and data: a file's size, an archive member's checked declared size), or
+// -1 if unknown. When the stream holds the data the header announces, the
+// values are allocated at once and decoded as they are read, in chunks:
+// the memory needed is the values', without a copy of the raw bytes (a
+// (10⁸, 2) float64 file took 3.2 GB to read, not 1.6). Otherwise (the
+// size unknown, or too small: the stream is truncated) the raw bytes are
+// read first, so that a header announcing more data than there is fails
+// without allocating for it.
+func ReadSized(r io.Reader, size int64) (*Array, error) {
+	cr := &countingReader{r: r}
+	h, err := ReadHeader(cr)
 	if err != nil {
 		return nil, err
 	}
@@ -515,20 +528,72 @@ func Read(r io.Reader) (*Array, error) {
 	a := &Array{Shape: h.Shape, Dtype: h.Dtype}
 	n := a.Len()
 	want := int64(n) * int64(dt.size)
+	if size >= 0 && size-cr.n >= want {
+		a.Data, err = readValues(r, n, dt, h)
+	} else {
+		a.Data, err = readRaw(r, want, n, dt, h)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if h.Fortran && len(h.Shape) > 1 {
+		a.Data = fortranToC(a.Data, h.Shape)
+	}
+	return a, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// readChunk is how many values readValues decodes at a time.
+const readChunk = 1 << 16
+
+// readValues decodes the n values of h from r, allocated at once, a chunk
+// of raw bytes at a time.
+func readValues(r io.Reader, n int, dt dtype, h Header) ([]float64, error) {
+	data := make([]float64, n)
+	buf := make([]byte, min(n, readChunk)*dt.size)
+	for i := 0; i < n; i += readChunk {
+		k := min(readChunk, n-i)
+		got, err := io.ReadFull(r, buf[:k*dt.size])
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, truncatedError(int64(i*dt.size+got), int64(n)*int64(dt.size), h)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("npy: reading data: %w", err)
+		}
+		decode(data[i:i+k], buf[:k*dt.size], dt)
+	}
+	return data, nil
+}
+
+// readRaw reads the want bytes of h's n values whole, then decodes them.
+func readRaw(r io.Reader, want int64, n int, dt dtype, h Header) ([]float64, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, want))
 	if err != nil {
 		return nil, fmt.Errorf("npy: reading data: %w", err)
 	}
 	if int64(len(raw)) != want {
-		return nil, &FormatError{Field: "data", Got: fmt.Sprintf("%d bytes", len(raw)),
-			Want: fmt.Sprintf("%d bytes for shape %v of %s (file truncated)", want, h.Shape, h.Dtype)}
+		return nil, truncatedError(int64(len(raw)), want, h)
 	}
-	a.Data = make([]float64, n)
-	decode(a.Data, raw, dt)
-	if h.Fortran && len(h.Shape) > 1 {
-		a.Data = fortranToC(a.Data, h.Shape)
-	}
-	return a, nil
+	data := make([]float64, n)
+	decode(data, raw, dt)
+	return data, nil
+}
+
+// truncatedError says that the data of h end after got of its want bytes.
+func truncatedError(got, want int64, h Header) error {
+	return &FormatError{Field: "data", Got: fmt.Sprintf("%d bytes", got),
+		Want: fmt.Sprintf("%d bytes for shape %v of %s (file truncated)", want, h.Shape, h.Dtype)}
 }
 
 func decode(dst []float64, raw []byte, dt dtype) {
@@ -609,8 +674,11 @@ func fortranToC(f []float64, shape []int) []float64 {
 // ReadAll reads one array from a .npy stream that must end with the
 // array's data, as a file does: bytes after the data are refused (NumPy
 // ignores them, but they are a sign of a corrupt or wrongly named file).
-func ReadAll(r io.Reader) (*Array, error) {
-	a, err := Read(r)
+func ReadAll(r io.Reader) (*Array, error) { return readAllSized(r, -1) }
+
+// readAllSized is ReadAll of a stream of size bytes (see ReadSized).
+func readAllSized(r io.Reader, size int64) (*Array, error) {
+	a, err := ReadSized(r, size)
 	if err != nil {
 		return nil, err
 	}
@@ -632,7 +700,11 @@ func ReadFile(path string) (*Array, error) {
 		return nil, err
 	}
 	defer f.Close()
-	a, err := ReadAll(bufio.NewReader(f))
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	a, err := readAllSized(bufio.NewReader(f), size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
