@@ -66,77 +66,138 @@ type AdaptiveReport struct {
 // Sample trains the flow from the chains' starts x (m × d, moved in
 // place), then returns draws production cycles of every chain, laid out
 // chains × draws × d, with the production phase's mean local and global
-// acceptance.
+// acceptance. Start is the same a cycle at a time.
 func (a AdaptiveFlowMC) Sample(rng *rand.Rand, x *mat.Dense, draws int) (out []float64, local, global float64, err error) {
-	if a.Target == nil || a.Flow == nil {
-		return nil, 0, 0, fmt.Errorf("algorithms: adaptive flowMC needs a target and a flow")
-	}
-	if _, d := x.Dims(); d != a.Target.Dim() || d != a.Flow.Dim() {
-		return nil, 0, 0, fmt.Errorf("algorithms: chains of dimension %d, target %d, flow %d", d, a.Target.Dim(), a.Flow.Dim())
-	}
-	opt, err := a.Optim.New(a.Flow.Params.Count())
+	r, err := a.Start(x, draws)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	mala := &samplers.MALA{Target: a.Target, StepSize: cmp.Or(a.StepSize, 0.01)}
-	k := &samplers.FlowMC{
+	for !r.Finished() {
+		if err := r.Step(rng); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	out, local, global = r.Result()
+	return out, local, global, nil
+}
+
+// AdaptiveRun is a run of AdaptiveFlowMC a cycle at a time, so that a
+// caller can show progress and checkpoint between cycles. Its exported
+// fields (with the flow's parameters and the optimiser's state) are the
+// whole of its progress: restore them into a run made by the same Start
+// to continue it bit for bit.
+type AdaptiveRun struct {
+	// Training is the training phase's state: Cycle cycles done, the best
+	// windowed global acceptance and the windows since it rose.
+	Training  *samplers.State
+	Cycle     int
+	Best      float64
+	Stale     int
+	Optimizer Optimizer
+	MALA      *samplers.MALA
+	// Production is the production phase (nil during training).
+	Production *samplers.ChainRun
+
+	a      AdaptiveFlowMC
+	kernel *samplers.FlowMC
+	win    *window
+	ll     float64
+	draws  int
+}
+
+// Start prepares the run from the chains' starts x (m × d, moved in
+// place) for draws production cycles.
+func (a AdaptiveFlowMC) Start(x *mat.Dense, draws int) (*AdaptiveRun, error) {
+	if a.Target == nil || a.Flow == nil {
+		return nil, fmt.Errorf("algorithms: adaptive flowMC needs a target and a flow")
+	}
+	m, d := x.Dims()
+	if d != a.Target.Dim() || d != a.Flow.Dim() {
+		return nil, fmt.Errorf("algorithms: chains of dimension %d, target %d, flow %d", d, a.Target.Dim(), a.Flow.Dim())
+	}
+	if every := cmp.Or(a.ReportEvery, 10); every < 1 || a.MinImprovement < 0 || math.IsNaN(a.MinImprovement) || draws < 1 {
+		return nil, fmt.Errorf("algorithms: adaptive flowMC: ReportEvery %d (want ≥ 1), MinImprovement %v (want ≥ 0), %d draws (want ≥ 1)", every, a.MinImprovement, draws)
+	}
+	opt, err := a.Optim.New(a.Flow.Params.Count())
+	if err != nil {
+		return nil, err
+	}
+	r := &AdaptiveRun{Training: samplers.NewState(x), Best: math.Inf(-1), Optimizer: opt, a: a, draws: draws,
+		MALA: &samplers.MALA{Target: a.Target, StepSize: cmp.Or(a.StepSize, 0.01)}, win: newWindow(m, d, cmp.Or(a.ReportEvery, 10))}
+	r.kernel = &samplers.FlowMC{
 		Global:      &samplers.ISIR{Target: a.Target, Proposal: a.Flow, Particles: cmp.Or(a.Particles, 32)},
-		Local:       mala,
+		Local:       r.MALA,
 		GlobalSteps: cmp.Or(a.GlobalSteps, 1), LocalSteps: cmp.Or(a.LocalSteps, 4),
 		Stacked: true, // one step is one cycle
 	}
-	var ll float64
-	k.Adapt = a.flowStep(opt, &ll)
-	if err := a.train(rng, k, x, &ll); err != nil {
-		return nil, 0, 0, err
-	}
-	k.Adapt, mala.Frozen = nil, true
-	return samplers.RunChains(rng, k, x, 0, draws, nil)
+	r.kernel.Adapt = a.flowStep(opt, &r.ll)
+	return r, nil
 }
 
-// train runs the training phase on the chains x, window by window.
-func (a AdaptiveFlowMC) train(rng *rand.Rand, k samplers.Kernel, x *mat.Dense, ll *float64) error {
-	m, d := x.Dims()
-	cycles, every := cmp.Or(a.TrainingCycles, 100), cmp.Or(a.ReportEvery, 10)
-	if every < 1 || a.MinImprovement < 0 || math.IsNaN(a.MinImprovement) {
-		return fmt.Errorf("algorithms: adaptive flowMC: ReportEvery %d (want ≥ 1), MinImprovement %v (want ≥ 0)", every, a.MinImprovement)
+// Finished says whether the production phase has run all its cycles.
+func (r *AdaptiveRun) Finished() bool { return r.Production != nil && r.Production.Finished() }
+
+// Step runs the next cycle: of training (with a report at the end of each
+// window, and the switch to production when training ends), or of
+// production.
+func (r *AdaptiveRun) Step(rng *rand.Rand) error {
+	if r.Production != nil {
+		return r.Production.Step(rng)
 	}
-	st := samplers.NewState(x)
-	win := newWindow(m, d, every)
-	best, stale := math.Inf(-1), 0
-	for c := 1; c <= cycles; c++ {
-		s, err := k.Step(rng, st)
-		if err != nil {
-			return fmt.Errorf("training cycle %d: %w", c, err)
+	cycles, every := cmp.Or(r.a.TrainingCycles, 100), cmp.Or(r.a.ReportEvery, 10)
+	s, err := r.kernel.Step(rng, r.Training)
+	if err != nil {
+		return fmt.Errorf("training cycle %d: %w", r.Cycle+1, err)
+	}
+	r.Cycle++
+	r.win.add(r.Training.X, s, r.ll)
+	if r.Cycle%every != 0 && r.Cycle != cycles {
+		return nil
+	}
+	rep := r.win.report(r.Cycle, cycles)
+	if r.a.Patience >= 0 {
+		if rep.Global > r.Best+cmp.Or(r.a.MinImprovement, 0.01) {
+			r.Best, r.Stale = rep.Global, 0
+		} else if r.Stale++; r.Stale >= cmp.Or(r.a.Patience, 5) && r.Cycle < cycles {
+			rep.Stopped = true
 		}
-		win.add(st.X, s, *ll)
-		if c%every != 0 && c != cycles {
-			continue
-		}
-		r := win.report(c, cycles)
-		if a.Patience >= 0 {
-			if r.Global > best+cmp.Or(a.MinImprovement, 0.01) {
-				best, stale = r.Global, 0
-			} else if stale++; stale >= cmp.Or(a.Patience, 5) && c < cycles {
-				r.Stopped = true
-			}
-		}
-		if a.Report != nil {
-			a.Report(r)
-		}
-		if r.Stopped {
-			break
-		}
-		win.reset()
+	}
+	if r.a.Report != nil {
+		r.a.Report(rep)
+	}
+	r.win.reset()
+	if rep.Stopped || r.Cycle == cycles {
+		return r.produce()
 	}
 	return nil
 }
+
+// AtWindowEnd says whether the run is between windows (or in production):
+// where a checkpoint loses nothing.
+func (r *AdaptiveRun) AtWindowEnd() bool { return r.Production != nil || r.win.n == 0 }
+
+// produce freezes the flow and the step size and starts the production
+// phase on the training phase's chains.
+func (r *AdaptiveRun) produce() error {
+	r.kernel.Adapt, r.MALA.Frozen = nil, true
+	var err error
+	r.Production, err = samplers.NewChainRun(r.kernel, r.Training.X, 0, r.draws, nil)
+	return err
+}
+
+// StartProduction moves a run restored from a checkpoint taken in its
+// production phase there (freezing the flow and the step size).
+func (r *AdaptiveRun) StartProduction() error { return r.produce() }
+
+// Result returns the production draws (chains × draws × d) and the mean
+// local and global acceptance.
+func (r *AdaptiveRun) Result() (draws []float64, local, global float64) { return r.Production.Result() }
 
 // window accumulates one window of training cycles.
 type window struct {
 	states            [][][]float64 // per dimension, per chain, the cycles' values
 	global, local, ll stats1
-	m, d, n, cap      int
+	m, d, n           int
 }
 
 // stats1 is a running mean that skips NaNs.
@@ -203,6 +264,9 @@ func (a AdaptiveFlowMC) flowStep(opt Optimizer, last *float64) func(*mat.Dense) 
 	theta := a.Flow.Params.Flatten(nil)
 	grad := make([]float64, len(theta))
 	return func(visited *mat.Dense) error {
+		// The parameters are the truth (a checkpoint restores them), not a
+		// copy kept here.
+		theta = a.Flow.Params.Flatten(theta)
 		for range cmp.Or(a.FlowSteps, 1) {
 			ll, err := a.Flow.MLGrad(visited, grad)
 			if err != nil {

@@ -48,6 +48,9 @@ type Kernels struct {
 	neutra *samplers.NeuTra
 }
 
+// NeuTra is the NeuTra kernel, or nil for other kinds.
+func (k Kernels) NeuTra() *samplers.NeuTra { return k.neutra }
+
 // Reset forgets per-chain state (flowMC's position in its cycle, NeuTra's
 // latent chains) before a new set of chains.
 func (k Kernels) Reset() {

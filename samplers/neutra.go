@@ -31,8 +31,12 @@ type NeuTra struct {
 // Reset makes the next step restart the latent chains from the State.
 func (k *NeuTra) Reset() { k.z = nil }
 
-// Latent returns the latent chains' state (nil before the first step).
+// LatentState returns the latent chains' state (nil before the first step).
 func (k *NeuTra) LatentState() *State { return k.z }
+
+// SetLatentState makes z the latent chains' state (as LatentState returned
+// it, e.g. restored from a checkpoint); nil is Reset.
+func (k *NeuTra) SetLatentState(z *State) { k.z = z }
 
 // Step moves every chain by one latent MALA step.
 func (k *NeuTra) Step(rng *rand.Rand, s *State) (Stats, error) {

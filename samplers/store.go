@@ -88,33 +88,84 @@ func (st *Store) Draws() []float64 {
 // then steps more whose states are returned laid out chains × steps × d
 // (the layout of Store.Draws and `flowebm diagnose`), with the mean local
 // and global acceptance over the kept steps (NaN where the kernel has no
-// such moves).
+// such moves). ChainRun is the same, a step at a time.
 func RunChains(rng *rand.Rand, kernel Kernel, x0 *mat.Dense, warmup, steps int, afterWarmup func()) (draws []float64, local, global float64, err error) {
-	m, d := x0.Dims()
-	if steps < 1 || warmup < 0 {
-		return nil, 0, 0, fmt.Errorf("samplers: %d steps after %d of warm-up, want ≥ 1 and ≥ 0", steps, warmup)
-	}
-	st := NewState(x0)
-	for k := 0; k < warmup; k++ {
-		if _, err := kernel.Step(rng, st); err != nil {
-			return nil, 0, 0, fmt.Errorf("warm-up step %d: %w", k+1, err)
-		}
-	}
-	if afterWarmup != nil {
-		afterWarmup()
-	}
-	store, err := NewStore(m, d, steps, 1)
+	r, err := NewChainRun(kernel, x0, warmup, steps, afterWarmup)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	for k := 0; k < steps; k++ {
-		s, err := kernel.Step(rng, st)
-		if err != nil {
-			return nil, 0, 0, fmt.Errorf("step %d: %w", k+1, err)
+	for !r.Finished() {
+		if err := r.Step(rng); err != nil {
+			return nil, 0, 0, err
 		}
-		local += s.Local / float64(steps)
-		global += s.Global / float64(steps)
-		store.Record(st.X)
 	}
-	return store.Draws(), local, global, nil
+	draws, local, global = r.Result()
+	return draws, local, global, nil
+}
+
+// ChainRun is RunChains one step at a time, so that a caller can show
+// progress and checkpoint between steps: State, Done and the draws kept so
+// far (Store) are the whole of its progress.
+type ChainRun struct {
+	Kernel        Kernel
+	State         *State
+	Warmup, Steps int
+	// Done counts the steps run, warm-up first.
+	Done int
+	// Store holds the kept steps' states.
+	Store *Store
+	// Local and Global accumulate the kept steps' mean acceptances (each
+	// step's divided by Steps).
+	Local, Global float64
+	afterWarmup   func()
+}
+
+// NewChainRun prepares RunChains' run of kernel on x0.
+func NewChainRun(kernel Kernel, x0 *mat.Dense, warmup, steps int, afterWarmup func()) (*ChainRun, error) {
+	m, d := x0.Dims()
+	if steps < 1 || warmup < 0 {
+		return nil, fmt.Errorf("samplers: %d steps after %d of warm-up, want ≥ 1 and ≥ 0", steps, warmup)
+	}
+	store, err := NewStore(m, d, steps, 1)
+	if err != nil {
+		return nil, err
+	}
+	if warmup == 0 && afterWarmup != nil {
+		afterWarmup()
+	}
+	return &ChainRun{Kernel: kernel, State: NewState(x0), Warmup: warmup, Steps: steps, Store: store, afterWarmup: afterWarmup}, nil
+}
+
+// Finished says whether every step has run.
+func (r *ChainRun) Finished() bool { return r.Done >= r.Warmup+r.Steps }
+
+// Step runs the next step (after the last warm-up step, afterWarmup).
+func (r *ChainRun) Step(rng *rand.Rand) error {
+	if r.Finished() {
+		return fmt.Errorf("samplers: the run has finished its %d steps", r.Warmup+r.Steps)
+	}
+	s, err := r.Kernel.Step(rng, r.State)
+	if r.Done < r.Warmup {
+		if err != nil {
+			return fmt.Errorf("warm-up step %d: %w", r.Done+1, err)
+		}
+		if r.Done++; r.Done == r.Warmup && r.afterWarmup != nil {
+			r.afterWarmup()
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("step %d: %w", r.Done-r.Warmup+1, err)
+	}
+	r.Local += s.Local / float64(r.Steps)
+	r.Global += s.Global / float64(r.Steps)
+	r.Store.Record(r.State.X)
+	r.Done++
+	return nil
+}
+
+// Result returns the kept draws (chains × steps × d) and the mean local
+// and global acceptance over the kept steps.
+func (r *ChainRun) Result() (draws []float64, local, global float64) {
+	return r.Store.Draws(), r.Local, r.Global
 }

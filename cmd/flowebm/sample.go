@@ -17,11 +17,13 @@ import (
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 	"gorgonia.org/tensor"
@@ -40,6 +42,10 @@ type sampleFlags struct {
 	leapfrog, particles, local int
 	seed                       uint64
 	force                      bool
+	checkpoint, resume         string // the run's checkpoint file; a checkpoint to continue
+	checkpointEvery            int
+	changed                    func(name string) bool // whether a flag was given
+	args                       []string               // the flags given, for a checkpoint
 }
 
 func sampleCmd() *cobra.Command {
@@ -76,7 +82,12 @@ sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSample(cmd, f) },
 	}
-	fl := cmd.Flags()
+	bindSampleFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// bindSampleFlags defines sample's flags on fl, into f.
+func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.StringVar(&f.model, "model", "", "an .onnx energy network, or a checkpoint or run folder")
 	fl.StringVar(&f.flow, "flow", "", "checkpoint whose flow proposes (flowmc, neutra) and, for every sampler, draws the chains' starts, or a flow's ONNX sampling graph (with --flow-density); default the model's own")
 	fl.StringVar(&f.flowDensity, "flow-density", "", "the ONNX density graph of the flow whose sampling graph --flow gives")
@@ -98,11 +109,28 @@ sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fl.StringVar(&f.output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
 	fl.BoolVar(&f.logDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
-	return cmd
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "write the run's state to this .npz every --checkpoint-every steps (atomically), to continue it with --resume after an interruption")
+	fl.IntVar(&f.checkpointEvery, "checkpoint-every", 100, "steps (or training cycles, at the end of a window of 10) between checkpoints")
+	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint this is (give no other flag but --force), bit for bit")
 }
 
 func runSample(cmd *cobra.Command, f sampleFlags) error {
-	if err := f.checkOutputs(cmd); err != nil {
+	f.changed = cmd.Flags().Changed
+	var meta *sampleMeta
+	var arch *npz.Archive
+	if f.resume != "" {
+		var err error
+		if f, meta, arch, err = resumeFlags(cmd, f); err != nil {
+			return err
+		}
+	} else {
+		cmd.Flags().Visit(func(fl *pflag.Flag) {
+			if fl.Name != "force" {
+				f.args = append(f.args, "--"+fl.Name+"="+fl.Value.String())
+			}
+		})
+	}
+	if err := f.checkOutputs(); err != nil {
 		return err
 	}
 	defer removeTempsOnSignal()()
@@ -110,23 +138,62 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	rng := rand.New(rand.NewPCG(f.seed, 0x5a3))
-	d := m.EBM.Dim()
+	inputs, err := inputHashes(f.model, f.flow, f.flowDensity)
+	if err != nil {
+		return err
+	}
+	pcg := rand.NewPCG(f.seed, 0x5a3)
+	rng := rand.New(pcg)
 	x, err := chainStarts(rng, m, f.chains)
 	if err != nil {
 		return err
 	}
-	var draws []float64
-	var loc, glob float64
-	var mala *samplers.MALA
-	if f.adaptive(m) {
-		draws, loc, glob, err = sampleAdaptive(rng, f, m, x, cmd.OutOrStdout())
-	} else {
-		draws, loc, glob, mala, err = sampleWith(rng, f, m, x)
-	}
+	out := cmd.OutOrStdout()
+	run, mala, err := f.newRun(rng, m, x, out)
 	if err != nil {
 		return err
 	}
+	if meta != nil {
+		if err := restoreRun(f, meta, arch, inputs, pcg, run); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "resumed from %s\n", f.resume)
+	}
+	if err := f.drive(rng, pcg, run, inputs); err != nil {
+		return err
+	}
+	if ar, ok := run.(*adaptiveRun); ok && f.flowOut != "" {
+		if err := f.writeFlow(ar.flow); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
+	}
+	draws, loc, glob := run.Result()
+	return f.finish(out, m, draws, loc, glob, mala)
+}
+
+// drive runs the steps left, writing a checkpoint every --checkpoint-every
+// steps (where that loses nothing) if --checkpoint is given.
+func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs map[string]string) error {
+	since := 0
+	for !run.Finished() {
+		if err := run.Step(rng); err != nil {
+			return err
+		}
+		if since++; f.checkpoint != "" && since >= f.checkpointEvery && run.safe() && !run.Finished() {
+			if err := writeSampleCheckpoint(f.checkpoint, f.args, inputs, pcg, run); err != nil {
+				return err
+			}
+			hook("sample-checkpoint")
+			since = 0
+		}
+	}
+	return nil
+}
+
+// finish checks and writes the draws, and prints the summary.
+func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64, loc, glob float64, mala *samplers.MALA) error {
+	d := m.EBM.Dim()
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
 	}
@@ -137,7 +204,6 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := writeOutput("--out", f.out, f.force, func(w io.Writer) error { return npy.Write(w, arr, npy.Float64) }); err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "%s: %d chains × %d draws × %d dims written to %s\n", f.sampler, f.chains, f.steps, d, f.out)
 	if mala != nil && !math.IsNaN(loc) { // flowMC without local moves has a MALA it never ran
 		fmt.Fprintf(out, "MALA step size %.4g after warm-up\n", mala.StepSize)
@@ -147,12 +213,84 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	return nil
 }
 
+// resumeFlags reads the checkpoint of --resume and the flags it was
+// started with; --force is the only other flag allowed.
+func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMeta, *npz.Archive, error) {
+	var other []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if fl.Name != "resume" && fl.Name != "force" {
+			other = append(other, "--"+fl.Name)
+		}
+	})
+	if len(other) > 0 {
+		return given, nil, nil, fmt.Errorf("--resume continues the run as its checkpoint records it: drop %s (only --force may be added)", strings.Join(other, ", "))
+	}
+	meta, arch, err := readSampleCheckpoint(given.resume)
+	if err != nil {
+		return given, nil, nil, err
+	}
+	var f sampleFlags
+	fs := pflag.NewFlagSet("sample", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	bindSampleFlags(fs, &f)
+	if err := fs.Parse(meta.Args); err != nil {
+		return given, nil, nil, fmt.Errorf("%s: the flags it records: %w", given.resume, err)
+	}
+	f.changed, f.args, f.resume, f.force = fs.Changed, meta.Args, given.resume, given.force
+	if f.checkpoint == "" {
+		f.checkpoint = given.resume
+	}
+	return f, meta, arch, nil
+}
+
+// restoreRun checks that the inputs are those the checkpoint was taken
+// with, and sets the run and the generator back to it.
+func restoreRun(f sampleFlags, meta *sampleMeta, arch *npz.Archive, inputs map[string]string, pcg *rand.PCG, run sampleRun) error {
+	for p, h := range inputs {
+		if meta.Inputs[p] != h {
+			return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on another model", f.resume, p)
+		}
+	}
+	if err := run.restore(meta, arch); err != nil {
+		return fmt.Errorf("--resume %s: %w", f.resume, err)
+	}
+	if err := pcg.UnmarshalBinary(meta.RNG); err != nil {
+		return fmt.Errorf("--resume %s: generator state: %w", f.resume, err)
+	}
+	return nil
+}
+
+// newRun builds the run f asks for on the chains x, and its MALA if it
+// has one.
+func (f sampleFlags) newRun(rng *rand.Rand, m checkpoint.Models, x *mat.Dense, out io.Writer) (sampleRun, *samplers.MALA, error) {
+	if f.adaptive(m) {
+		r, err := f.adaptiveRun(rng, m, x, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, r.MALA, nil
+	}
+	k, err := buildKernel(f, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	var freeze func()
+	if k.Local != nil {
+		freeze = func() { k.Local.Frozen = true }
+	}
+	cr, err := samplers.NewChainRun(k.Kernel, x, f.warmup, f.steps, freeze)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &chainRun{ChainRun: cr, mala: k.Local, neutra: k.NeuTra()}, k.Local, nil
+}
+
 // checkOutputs checks the flags and the output file before any work.
-func (f sampleFlags) checkOutputs(cmd *cobra.Command) error {
+func (f sampleFlags) checkOutputs() error {
 	if f.model == "" || f.out == "" {
 		return fmt.Errorf("give --model FILE and --out CHAINS.npy")
 	}
-	if err := f.validate(cmd); err != nil {
+	if err := f.validate(); err != nil {
 		return err
 	}
 	if err := checkOutput("--out", f.out, f.model, f.flow, f.flowDensity); err != nil {
@@ -162,6 +300,9 @@ func (f sampleFlags) checkOutputs(cmd *cobra.Command) error {
 		return fmt.Errorf("--out %s: want a .npy file (the chains are written as a NumPy array)", f.out)
 	}
 	if err := checkNew("--out", f.out, f.force); err != nil {
+		return err
+	}
+	if err := f.checkCheckpoint(); err != nil {
 		return err
 	}
 	if f.flowOut != "" && !exists(f.flowOut) { // created after the run
@@ -179,6 +320,27 @@ func (f sampleFlags) checkOutputs(cmd *cobra.Command) error {
 		}
 	}
 	return nil
+}
+
+// checkCheckpoint checks the file of --checkpoint: an .npz that is none
+// of the inputs and outputs, new unless --force or it is the one resumed.
+func (f sampleFlags) checkCheckpoint() error {
+	if f.checkpoint == "" {
+		return nil
+	}
+	if strings.ToLower(filepath.Ext(f.checkpoint)) != ".npz" {
+		return fmt.Errorf("--checkpoint %s: want a .npz file (the run's state is written as NumPy arrays)", f.checkpoint)
+	}
+	if sameFile(f.checkpoint, f.out) || f.checkpoint == f.out {
+		return fmt.Errorf("--checkpoint %s is also --out", f.checkpoint)
+	}
+	if err := checkOutput("--checkpoint", f.checkpoint, f.model, f.flow, f.flowDensity); err != nil {
+		return err
+	}
+	if f.resume != "" && sameFile(f.checkpoint, f.resume) {
+		return nil
+	}
+	return checkNew("--checkpoint", f.checkpoint, f.force)
 }
 
 // flowOutputs are the files --flow-out asks for: the trained flow's
@@ -256,7 +418,7 @@ func (f sampleFlags) adaptive(m checkpoint.Models) bool {
 // readFlow reads the flow of --flow: a checkpoint's, or an ONNX flow's two
 // graphs.
 func (f sampleFlags) readFlow() (*graph.Flow, error) {
-	if !isONNX(f.flow) {
+	if !isONNXFile(f.flow) {
 		if f.flowDensity != "" || f.flowBase != 0 {
 			return nil, fmt.Errorf("--flow-density and --flow-base-sigma are for a flow in ONNX (--flow SAMPLE.onnx), not the checkpoint %s", f.flow)
 		}
@@ -278,8 +440,6 @@ func (f sampleFlags) readFlow() (*graph.Flow, error) {
 	}
 	return onnx.ReadFlow(f.flow, f.flowDensity, onnx.FlowConfig{BaseSigma: sigma, Frozen: !f.trainFlow})
 }
-
-func isONNX(path string) bool { return strings.EqualFold(filepath.Ext(path), ".onnx") }
 
 // chainStarts draws n chain starts from the flow, or from the base (N(0, 1)
 // without one).
@@ -329,7 +489,7 @@ func checkFinite(draws []float64, f sampleFlags, d int) error {
 
 // validate checks the flags' values before anything is loaded, and that
 // none is given that the sampler or model would ignore.
-func (f sampleFlags) validate(cmd *cobra.Command) error {
+func (f sampleFlags) validate() error {
 	if err := checkRanges(f); err != nil {
 		return err
 	}
@@ -338,7 +498,7 @@ func (f sampleFlags) validate(cmd *cobra.Command) error {
 	default:
 		return fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)
 	}
-	onnxModel := strings.ToLower(filepath.Ext(f.model)) == ".onnx"
+	onnxModel := isONNXFile(f.model)
 	for _, g := range []struct {
 		flag    string
 		applies bool
@@ -351,13 +511,14 @@ func (f sampleFlags) validate(cmd *cobra.Command) error {
 		{"log-density", onnxModel, "an .onnx --model"},
 		{"base", onnxModel, "an .onnx --model (a checkpoint has its own base)"},
 		{"step", f.sampler != "flowmc" || f.local > 0, "a sampler that takes local steps (not flowmc with --local 0)"},
-		{"flow-density", isONNX(f.flow), "a flow in ONNX (--flow SAMPLE.onnx)"},
-		{"flow-base-sigma", isONNX(f.flow), "a flow in ONNX (--flow SAMPLE.onnx)"},
+		{"flow-density", isONNXFile(f.flow), "a flow in ONNX (--flow SAMPLE.onnx)"},
+		{"flow-base-sigma", isONNXFile(f.flow), "a flow in ONNX (--flow SAMPLE.onnx)"},
 		{"train-flow", f.sampler == "flowmc" && f.flow != "", "--sampler flowmc with --flow (without --flow, flowmc always trains its flow)"},
 		{"flow-out", f.sampler == "flowmc", "--sampler flowmc, which trains its flow during the warm-up"},
 		{"patience", f.sampler == "flowmc", "--sampler flowmc, which trains its flow during the warm-up"},
+		{"checkpoint-every", f.checkpoint != "", "a run with --checkpoint FILE"},
 	} {
-		if cmd.Flags().Changed(g.flag) && !g.applies {
+		if f.changed(g.flag) && !g.applies {
 			return fmt.Errorf("--%s applies to %s only; with --sampler %s and --model %s it would be ignored: drop it", g.flag, g.to, f.sampler, f.model)
 		}
 	}
@@ -378,6 +539,7 @@ func checkRanges(f sampleFlags) error {
 		{f.step >= 1e-12 && f.step <= 1e6, fmt.Sprintf("--step %v: want a step size in [1e-12, 1e6]", f.step)},
 		{f.base == 0 || f.base >= 1e-150 && f.base <= 1e150, fmt.Sprintf("--base %v: want σ in [1e-150, 1e150], or 0 for no tilt", f.base)},
 		{f.flowBase == 0 || f.flowBase >= 1e-150 && f.flowBase <= 1e150, fmt.Sprintf("--flow-base-sigma %v: want σ in [1e-150, 1e150], or 0 for the files' metadata", f.flowBase)},
+		{f.checkpointEvery >= 1 && f.checkpointEvery <= algorithms.MaxChainSteps, fmt.Sprintf("--checkpoint-every %d (want 1..%d)", f.checkpointEvery, algorithms.MaxChainSteps)},
 		{f.patience >= 0 && f.patience <= maxWarmup, fmt.Sprintf("--patience %d (want 0..%d; 0: never stop the warm-up early)", f.patience, maxWarmup)},
 		{f.leapfrog >= 1 && f.leapfrog <= 10_000, fmt.Sprintf("--leapfrog %d (want 1..10000)", f.leapfrog)},
 		{f.particles >= 2 && f.particles <= 1_000_000, fmt.Sprintf("--particles %d (want 2..1000000)", f.particles)},
@@ -436,28 +598,13 @@ func pct(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// sampleWith runs the sampler f asks for on the chains x: warm-up steps
-// (the MALA step size adapted), then the draws kept.
-func sampleWith(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.Dense) ([]float64, float64, float64, *samplers.MALA, error) {
-	kernel, mala, err := buildKernel(f, m)
-	if err != nil {
-		return nil, 0, 0, nil, err
-	}
-	var freeze func()
-	if mala != nil {
-		freeze = func() { mala.Frozen = true }
-	}
-	draws, loc, glob, err := samplers.RunChains(rng, kernel, x, f.warmup, f.steps, freeze)
-	return draws, loc, glob, mala, err
-}
-
-// sampleAdaptive is flowMC for a model without a flow (paper Alg. 5): a
-// RealNVP at the identity over the chains' starting Gaussian is trained on
-// the chains' states during the warm-up cycles, then frozen for the draws
-// kept (algorithms.AdaptiveFlowMC).
-func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.Dense, out io.Writer) ([]float64, float64, float64, error) {
+// adaptiveRun is flowMC training its flow during the warm-up (paper
+// Alg. 5): the flow of --flow, or a RealNVP at the identity over the
+// chains' starting Gaussian, is trained on the chains' states during the
+// warm-up cycles, then frozen for the draws kept (algorithms.AdaptiveFlowMC).
+func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Dense, out io.Writer) (*adaptiveRun, error) {
 	if f.warmup < 1 { // AdaptiveFlowMC would take 0 for its default length
-		return nil, 0, 0, fmt.Errorf("--warmup %d: flowmc without a flow trains one during the warm-up: want ≥ 1 cycles (a hundred or more to learn the modes)", f.warmup)
+		return nil, fmt.Errorf("--warmup %d: flowmc without a flow trains one during the warm-up: want ≥ 1 cycles (a hundred or more to learn the modes)", f.warmup)
 	}
 	flow := m.Flow
 	if flow == nil {
@@ -469,7 +616,7 @@ func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.D
 		hidden := max(16, 2*d)
 		var err error
 		if flow, err = graph.NewFlow(layers.RealNVP{Dim: d, Blocks: 4, Hidden: []int{hidden}}, layers.NewIsotropic(d, sigma), tensor.Float64, rng); err != nil {
-			return nil, 0, 0, err
+			return nil, err
 		}
 		fmt.Fprintf(out, "no flow given: training a RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) on the chains' states during the %d warm-up cycles\n", d, hidden, d, sigma, f.warmup)
 	} else {
@@ -481,15 +628,11 @@ func sampleAdaptive(rng *rand.Rand, f sampleFlags, m checkpoint.Models, x *mat.D
 	}
 	a := algorithms.AdaptiveFlowMC{Target: m.EBM, Flow: flow, TrainingCycles: f.warmup, Particles: f.particles,
 		LocalSteps: f.local, StepSize: f.step, Patience: patience, Report: adaptiveProgress(out, time.Now(), f.patience)}
-	draws, loc, glob, err := a.Sample(rng, x, f.steps)
-	if err != nil || f.flowOut == "" {
-		return draws, loc, glob, err
+	r, err := a.Start(x, f.steps)
+	if err != nil {
+		return nil, err
 	}
-	if err := f.writeFlow(flow); err != nil {
-		return nil, 0, 0, err
-	}
-	fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
-	return draws, loc, glob, nil
+	return &adaptiveRun{AdaptiveRun: r, flow: flow}, nil
 }
 
 // adaptiveProgress prints each window of the training phase: acceptances,
@@ -516,9 +659,9 @@ func adaptiveProgress(out io.Writer, start time.Time, patience int) func(algorit
 
 // buildKernel returns the sampler f asks for, and its MALA if it has one
 // (to freeze after warm-up).
-func buildKernel(f sampleFlags, m checkpoint.Models) (samplers.Kernel, *samplers.MALA, error) {
+func buildKernel(f sampleFlags, m checkpoint.Models) (algorithms.Kernels, error) {
 	if !(f.step > 0) {
-		return nil, nil, fmt.Errorf("--step %v, want > 0", f.step)
+		return algorithms.Kernels{}, fmt.Errorf("--step %v, want > 0", f.step)
 	}
 	kind := algorithms.KernelKind(f.sampler)
 	switch kind {
@@ -526,27 +669,24 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (samplers.Kernel, *samplers
 	case algorithms.KernelFlowMC: // without a flow: sampleAdaptive
 	case algorithms.KernelNeuTra:
 		if m.Flow == nil {
-			return nil, nil, fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
+			return algorithms.Kernels{}, fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
 		}
 		if fd, ed := m.Flow.Params.Dtype(), m.EBM.Params.Dtype(); fd != ed {
-			return nil, nil, fmt.Errorf("--sampler neutra composes the flow and the model in one graph, which needs one float type: the flow (%s) is %v, the model (%s) %v: use flowmc, or a flow and a model of one type", cmp.Or(f.flow, f.model), fd, f.model, ed)
+			return algorithms.Kernels{}, fmt.Errorf("--sampler neutra composes the flow and the model in one graph, which needs one float type: the flow (%s) is %v, the model (%s) %v: use flowmc, or a flow and a model of one type", cmp.Or(f.flow, f.model), fd, f.model, ed)
 		}
 		if fn, ok := m.Flow.Net.(*onnx.FlowNet); ok && !fn.Invertible() {
-			return nil, nil, fmt.Errorf("--sampler neutra runs MALA in the flow's latent space and needs z = T⁻¹(x): the density graph %s has no output %q (export the flow with its inverse, as io/onnx/crosscheck/export_flow.py does with inverse=...)", f.flowDensity, onnx.FlowLatent)
+			return algorithms.Kernels{}, fmt.Errorf("--sampler neutra runs MALA in the flow's latent space and needs z = T⁻¹(x): the density graph %s has no output %q (export the flow with its inverse, as io/onnx/crosscheck/export_flow.py does with inverse=...)", f.flowDensity, onnx.FlowLatent)
 		}
 	default:
-		return nil, nil, fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)
+		return algorithms.Kernels{}, fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)
 	}
 	if kind == algorithms.KernelHMC && f.leapfrog < 1 {
-		return nil, nil, fmt.Errorf("--leapfrog %d, want ≥ 1", f.leapfrog)
+		return algorithms.Kernels{}, fmt.Errorf("--leapfrog %d, want ≥ 1", f.leapfrog)
 	}
 	if kind == algorithms.KernelFlowMC && (f.particles < 2 || f.local < 0) {
-		return nil, nil, fmt.Errorf("--particles %d (want ≥ 2), --local %d (want ≥ 0)", f.particles, f.local)
+		return algorithms.Kernels{}, fmt.Errorf("--particles %d (want ≥ 2), --local %d (want ≥ 0)", f.particles, f.local)
 	}
 	k, err := algorithms.NewKernels(algorithms.KernelConfig{Kind: kind, StepSize: f.step, Leapfrog: f.leapfrog,
 		Particles: f.particles, GlobalSteps: 1, LocalSteps: f.local, Stacked: true}, m.EBM, m.Flow)
-	if err != nil {
-		return nil, nil, err
-	}
-	return k.Kernel, k.Local, nil
+	return k, err
 }

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
+	"github.com/flowebm/flowebm/samplers"
+	"gonum.org/v1/gonum/mat"
+)
+
+// A sample checkpoint is one .npz file, written atomically every
+// --checkpoint-every steps and when the run is interrupted: the run's
+// state as arrays (chains, their cached densities and gradients, the draws
+// kept so far, a trained flow's parameters and optimiser) and "meta", a
+// JSON document stored as a uint8 array (NumPy reads it with
+// bytes(a).decode()). `sample --resume FILE` continues the run bit for bit.
+
+// sampleCkptFormat names the checkpoint's layout.
+const sampleCkptFormat = "flowebm-sample-checkpoint/1"
+
+// sampleMeta is the checkpoint's JSON part.
+type sampleMeta struct {
+	Format string `json:"format"`
+	// Args are the flags that defined the run, as given.
+	Args []string `json:"args"`
+	// Inputs are the SHA-256 of the model and flow files read.
+	Inputs map[string]string `json:"inputs"`
+	// RNG is the PCG generator's state.
+	RNG []byte `json:"rng"`
+	// Training: adaptive flowMC's training phase (Cycle cycles done).
+	Training bool     `json:"training"`
+	Cycle    int      `json:"cycle"`
+	Best     *float64 `json:"best,omitempty"` // nil: −∞
+	Stale    int      `json:"stale"`
+	// Done steps of the chains' run, with its acceptance sums.
+	Done          int     `json:"done"`
+	Local, Global float64 `json:"-"`
+	LocalSum      string  `json:"local_sum"` // exact: strconv of the float64 bits
+	GlobalSum     string  `json:"global_sum"`
+	StepSize      float64 `json:"step_size"`
+	Frozen        bool    `json:"frozen"`
+	// Has* say which cached values of the state (and of NeuTra's latent
+	// state) are valid.
+	Has       [3]bool  `json:"has"`
+	LatentHas *[3]bool `json:"latent_has,omitempty"`
+}
+
+// sampleRun is a sampling run a step at a time, with its checkpoint.
+type sampleRun interface {
+	Step(rng *rand.Rand) error
+	Finished() bool
+	Result() (draws []float64, local, global float64)
+	// save fills the checkpoint's meta and arrays; restore sets them back.
+	save(meta *sampleMeta, arrays map[string]*npy.Array)
+	restore(meta *sampleMeta, arrays *npz.Archive) error
+	// safe says whether a checkpoint now loses nothing.
+	safe() bool
+}
+
+// chainRun is a run of a kernel (mala, ula, hmc, flowmc with a frozen
+// flow, neutra).
+type chainRun struct {
+	*samplers.ChainRun
+	mala   *samplers.MALA
+	neutra *samplers.NeuTra
+}
+
+func (r *chainRun) safe() bool { return true }
+
+func (r *chainRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
+	meta.Done = r.Done
+	meta.Local, meta.Global = r.Local, r.Global
+	saveState("", r.State, &meta.Has, arrays)
+	saveDraws(r.Store, arrays)
+	if r.mala != nil {
+		meta.StepSize, meta.Frozen = r.mala.StepSize, r.mala.Frozen
+	}
+	if r.neutra != nil && r.neutra.LatentState() != nil {
+		meta.LatentHas = new([3]bool)
+		saveState("latent_", r.neutra.LatentState(), meta.LatentHas, arrays)
+	}
+}
+
+func (r *chainRun) restore(meta *sampleMeta, arrays *npz.Archive) error {
+	if err := restoreState("", r.State, meta.Has, arrays); err != nil {
+		return err
+	}
+	if err := restoreDraws(r.Store, arrays); err != nil {
+		return err
+	}
+	r.Done, r.Local, r.Global = meta.Done, meta.Local, meta.Global
+	if r.mala != nil {
+		r.mala.StepSize, r.mala.Frozen = meta.StepSize, meta.Frozen
+	}
+	if r.neutra != nil && meta.LatentHas != nil {
+		z := samplers.NewState(mat.NewDense(r.State.Chains(), r.State.Dim(), nil))
+		if err := restoreState("latent_", z, *meta.LatentHas, arrays); err != nil {
+			return err
+		}
+		r.neutra.SetLatentState(z)
+	}
+	return nil
+}
+
+// adaptiveRun is adaptive flowMC with its flow.
+type adaptiveRun struct {
+	*algorithms.AdaptiveRun
+	flow *graph.Flow
+}
+
+func (r *adaptiveRun) safe() bool { return r.AtWindowEnd() }
+
+func (r *adaptiveRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
+	meta.Training = r.Production == nil
+	meta.Cycle, meta.Stale = r.Cycle, r.Stale
+	if !math.IsInf(r.Best, -1) {
+		b := r.Best
+		meta.Best = &b
+	}
+	meta.StepSize, meta.Frozen = r.MALA.StepSize, r.MALA.Frozen
+	arrays["flow"] = &npy.Array{Shape: []int{r.flow.Params.Count()}, Data: r.flow.Params.Flatten(nil)}
+	for k, v := range r.Optimizer.State() {
+		arrays["optim_"+k] = &npy.Array{Shape: []int{len(v)}, Data: append([]float64(nil), v...)}
+	}
+	if meta.Training {
+		saveState("", r.Training, &meta.Has, arrays)
+		return
+	}
+	(&chainRun{ChainRun: r.Production}).save(meta, arrays)
+}
+
+func (r *adaptiveRun) restore(meta *sampleMeta, arrays *npz.Archive) error {
+	a, err := arrays.Get("flow")
+	if err != nil || len(a.Data) != r.flow.Params.Count() {
+		return fmt.Errorf("flow parameters: %v (want %d values)", err, r.flow.Params.Count())
+	}
+	r.flow.Params.SetFlat(a.Data)
+	st := map[string][]float64{}
+	for k := range r.Optimizer.State() {
+		v, err := arrays.Get("optim_" + k)
+		if err != nil {
+			return err
+		}
+		st[k] = v.Data
+	}
+	if err := r.Optimizer.SetState(st); err != nil {
+		return err
+	}
+	r.Cycle, r.Stale, r.Best = meta.Cycle, meta.Stale, math.Inf(-1)
+	if meta.Best != nil {
+		r.Best = *meta.Best
+	}
+	r.MALA.StepSize, r.MALA.Frozen = meta.StepSize, meta.Frozen
+	if err := restoreState("", r.Training, meta.Has, arrays); err != nil || meta.Training {
+		return err
+	}
+	if err := r.StartProduction(); err != nil {
+		return err
+	}
+	return (&chainRun{ChainRun: r.Production}).restore(meta, arrays)
+}
+
+// saveState stores a State's points and the cached values it holds.
+func saveState(prefix string, s *samplers.State, has *[3]bool, arrays map[string]*npy.Array) {
+	m, d := s.X.Dims()
+	arrays[prefix+"x"] = &npy.Array{Shape: []int{m, d}, Data: mat.DenseCopyOf(s.X).RawMatrix().Data}
+	*has = [3]bool{s.HasLogP, s.HasGrad, s.HasLogQ}
+	if s.HasLogP {
+		arrays[prefix+"logp"] = &npy.Array{Shape: []int{m}, Data: append([]float64(nil), s.LogP...)}
+	}
+	if s.HasGrad {
+		arrays[prefix+"grad"] = &npy.Array{Shape: []int{m, d}, Data: mat.DenseCopyOf(s.Grad).RawMatrix().Data}
+	}
+	if s.HasLogQ {
+		arrays[prefix+"logq"] = &npy.Array{Shape: []int{m}, Data: append([]float64(nil), s.LogQ...)}
+	}
+}
+
+// restoreState sets a State (of the checkpoint's shape) back.
+func restoreState(prefix string, s *samplers.State, has [3]bool, arrays *npz.Archive) error {
+	m, d := s.X.Dims()
+	get := func(name string, n int) ([]float64, error) {
+		a, err := arrays.Get(prefix + name)
+		if err != nil {
+			return nil, err
+		}
+		if len(a.Data) != n {
+			return nil, fmt.Errorf("%s%s has %d values, want %d", prefix, name, len(a.Data), n)
+		}
+		return a.Data, nil
+	}
+	x, err := get("x", m*d)
+	if err != nil {
+		return err
+	}
+	s.X.Copy(mat.NewDense(m, d, x))
+	s.Invalidate()
+	if has[0] {
+		if s.LogP, err = get("logp", m); err != nil {
+			return err
+		}
+	}
+	if has[1] {
+		g, err := get("grad", m*d)
+		if err != nil {
+			return err
+		}
+		s.Grad = mat.NewDense(m, d, g)
+	}
+	if has[2] {
+		if s.LogQ, err = get("logq", m); err != nil {
+			return err
+		}
+	}
+	s.HasLogP, s.HasGrad, s.HasLogQ = has[0], has[1], has[2]
+	return nil
+}
+
+// saveDraws stores the draws kept so far (chains × draws × d).
+func saveDraws(st *samplers.Store, arrays map[string]*npy.Array) {
+	n := st.Len()
+	if n == 0 {
+		return
+	}
+	m := len(st.Chains(0))
+	draws := st.Draws()
+	arrays["draws"] = &npy.Array{Shape: []int{m, n, len(draws) / (m * n)}, Data: draws}
+}
+
+// restoreDraws records the saved draws into st, in order.
+func restoreDraws(st *samplers.Store, arrays *npz.Archive) error {
+	a, err := arrays.Get("draws")
+	if err != nil {
+		return nil // no draws kept yet
+	}
+	if len(a.Shape) != 3 || a.Shape[0] != len(st.Chains(0)) {
+		return fmt.Errorf("draws of shape %v, want (%d, draws, d)", a.Shape, len(st.Chains(0)))
+	}
+	m, n, d := a.Shape[0], a.Shape[1], a.Shape[2]
+	x := mat.NewDense(m, d, nil)
+	for k := 0; k < n; k++ {
+		for i := 0; i < m; i++ {
+			x.SetRow(i, a.Data[(i*n+k)*d:(i*n+k+1)*d])
+		}
+		st.Record(x)
+	}
+	return nil
+}
+
+// inputHashes are the SHA-256 of the files a run reads (a checkpoint or
+// run folder: every spec.json and weights.npz in it), so that a resume can
+// refuse changed inputs.
+func inputHashes(paths ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		files, err := modelFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			h.Write(b)
+		}
+		out[p] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out, nil
+}
+
+// modelFiles is p, or for a folder the checkpoint files in it, sorted.
+func modelFiles(p string) ([]string, error) {
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		return []string{p}, err
+	}
+	var files []string
+	err := filepath.WalkDir(p, func(path string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && slices.Contains(checkpointFiles, e.Name()) {
+			files = append(files, path)
+		}
+		return err
+	})
+	return files, err
+}
+
+// writeSampleCheckpoint writes the run's checkpoint to path, atomically.
+func writeSampleCheckpoint(path string, args []string, inputs map[string]string, pcg *rand.PCG, r sampleRun) error {
+	meta := sampleMeta{Format: sampleCkptFormat, Args: args, Inputs: inputs}
+	var err error
+	if meta.RNG, err = pcg.MarshalBinary(); err != nil {
+		return err
+	}
+	arrays := map[string]*npy.Array{}
+	r.save(&meta, arrays)
+	meta.LocalSum = strconv.FormatFloat(meta.Local, 'g', -1, 64)
+	meta.GlobalSum = strconv.FormatFloat(meta.Global, 'g', -1, 64)
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	raw := make([]float64, len(b))
+	for i, c := range b {
+		raw[i] = float64(c)
+	}
+	arrays["meta"] = &npy.Array{Shape: []int{len(raw)}, Data: raw}
+	return writeOutput("--checkpoint", path, true, func(w io.Writer) error { return npz.Write(w, arrays, npy.Float64) })
+}
+
+// readSampleCheckpoint reads a checkpoint written by writeSampleCheckpoint.
+func readSampleCheckpoint(path string) (*sampleMeta, *npz.Archive, error) {
+	arch, err := npz.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := arch.Get("meta")
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: not a sample checkpoint (no member meta): %w", path, err)
+	}
+	b := make([]byte, len(a.Data))
+	for i, v := range a.Data {
+		if v < 0 || v > 255 || v != math.Trunc(v) {
+			return nil, nil, fmt.Errorf("%s: member meta is not text", path)
+		}
+		b[i] = byte(v)
+	}
+	var meta sampleMeta
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, nil, fmt.Errorf("%s: meta: %w", path, err)
+	}
+	if meta.Format != sampleCkptFormat {
+		return nil, nil, fmt.Errorf("%s: format %q, want %q", path, meta.Format, sampleCkptFormat)
+	}
+	if meta.Local, err = strconv.ParseFloat(meta.LocalSum, 64); err != nil {
+		return nil, nil, fmt.Errorf("%s: meta local_sum %q: %w", path, meta.LocalSum, err)
+	}
+	if meta.Global, err = strconv.ParseFloat(meta.GlobalSum, 64); err != nil {
+		return nil, nil, fmt.Errorf("%s: meta global_sum %q: %w", path, meta.GlobalSum, err)
+	}
+	return &meta, arch, nil
+}
