@@ -214,6 +214,9 @@ func (c *TrainConfig) chainDefaults() error {
 	if s.Negatives != NegativesSubsample && s.Subsample != 0 {
 		return fmt.Errorf("algorithms: sampler.subsample %d applies to sampler.negatives \"subsample\" only (it is %q): drop it", s.Subsample, s.Negatives)
 	}
+	if err := c.CheckSubsampleGiven(""); err != nil {
+		return err
+	}
 	if s.Negatives == NegativesSubsample {
 		if s.Subsample < 1 || c.BatchSize%s.Subsample != 0 || s.Steps%s.Subsample != 0 {
 			return fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
@@ -227,6 +230,16 @@ func (c *TrainConfig) chainDefaults() error {
 	}
 	if c.Persistent < c.Chains() {
 		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration (batch_size %d, sampler.negatives %q): want persistent ≥ the chains, or a smaller batch_size", c.Persistent, c.Chains(), c.BatchSize, c.Sampler.Negatives)
+	}
+	return nil
+}
+
+// CheckSubsampleGiven refuses sampler.negatives "subsample" without
+// sampler.subsample, naming the fields under prefix ("", or "train." in a
+// run's configuration): its check before defaults would call it 0.
+func (c TrainConfig) CheckSubsampleGiven(prefix string) error {
+	if c.Sampler.Negatives == NegativesSubsample && c.Sampler.Subsample == 0 {
+		return fmt.Errorf("algorithms: %[1]ssampler.negatives \"subsample\" without %[1]ssampler.subsample: give it, k, the states kept of each of %[1]sbatch_size/k chains (k must divide %[1]sbatch_size and %[1]ssampler.steps)", prefix)
 	}
 	return nil
 }
@@ -487,14 +500,14 @@ func NewTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dens
 	if n < cfg.BatchSize {
 		return nil, fmt.Errorf("algorithms: %d data rows, fewer than batch_size %d", n, cfg.BatchSize)
 	}
-	if err := sysmem.Check(cfg.MemoryTerms(d), sysmem.Limit(sysmem.DefaultLimit)); err != nil {
-		return nil, err
-	}
 	if cfg.usesFlow() && flow == nil {
 		return nil, fmt.Errorf("algorithms: %s needs a flow", cfg.Algorithm)
 	}
 	if flow != nil && flow.Dim() != d {
 		return nil, fmt.Errorf("algorithms: flow has %d dimensions, the data %d", flow.Dim(), d)
+	}
+	if err := sysmem.Check(cfg.MemoryTerms(d, SizesOf(ebm, flow)), sysmem.Limit(sysmem.DefaultLimit)); err != nil {
+		return nil, err
 	}
 	if !cfg.usesFlow() {
 		flow = nil

@@ -19,17 +19,9 @@ func smallTrainer(t *testing.T, alg Algorithm) *Trainer {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(5, 1))
 	train, _ := experiments.TwoModes().Split(rng, 512, 64)
-	base := layers.NewIsotropic(2, 1)
 	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: []int{2, 16, 16, 1}, Hidden: layers.LeakyReLU(0.05),
 		Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
-	ebm, err := graph.NewEBM(net, &base, tensor.Float64, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flow, err := graph.NewFlow(layers.RealNVP{Dim: 2, Blocks: 2, Hidden: []int{16}}, base, tensor.Float64, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ebm, flow := newModels(t, rng, net, layers.RealNVP{Dim: 2, Blocks: 2, Hidden: []int{16}})
 	c := TrainConfig{Algorithm: alg, Iterations: 10, BatchSize: 16, Persistent: 64, Sampler: SamplerConfig{Particles: 8}}
 	tr, err := NewTrainer(&c, ebm, flow, train, NewStreams(5))
 	if err != nil {
@@ -39,6 +31,22 @@ func smallTrainer(t *testing.T, alg Algorithm) *Trainer {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// newModels builds an EBM of net tilted by N(0, I) and a flow of nvp on
+// that base, in two dimensions.
+func newModels(t *testing.T, rng *rand.Rand, net graph.EnergyNet, nvp layers.RealNVP) (*graph.EBM, *graph.Flow) {
+	t.Helper()
+	base := layers.NewIsotropic(2, 1)
+	ebm, err := graph.NewEBM(net, &base, tensor.Float64, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow, err := graph.NewFlow(nvp, base, tensor.Float64, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ebm, flow
 }
 
 // averagedParams are the averaged EBM's parameters.

@@ -137,6 +137,9 @@ func (c Data) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
 	if err := c.checkMemory(); err != nil {
 		return nil, nil, err
 	}
+	if err := c.checkModes(); err != nil {
+		return nil, nil, err
+	}
 	x, _, err := data.ReadPoints(c.File, c.Key)
 	if err != nil {
 		return nil, nil, err
@@ -167,14 +170,43 @@ func (c Data) checkMemory() error {
 	if err != nil || len(shape) == 0 {
 		return err
 	}
+	need, limit := arrayMemory(shape), memoryLimit()
+	if need > limit {
+		return fmt.Errorf("%s: the data set of shape %v needs about %s of memory (its float64 values held about %d times while it is read, split and standardised), over the limit of %s (%s, or half the machine's memory if less): train on a subset of the rows",
+			c.File, shape, sysmem.Bytes(need), dataCopies, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
+	}
+	return nil
+}
+
+// arrayMemory is the memory (bytes) an array of the shape needs, its
+// float64 values held dataCopies times.
+func arrayMemory(shape []int) float64 {
 	n := 1.0
 	for _, s := range shape {
 		n *= float64(max(s, 0))
 	}
-	need, limit := n*8*dataCopies, memoryLimit()
-	if need > limit {
-		return fmt.Errorf("%s: the data set of shape %v needs about %s of memory (its float64 values held about %d times while it is read, split and standardised), over the limit of %s (%s, or half the machine's memory if less): train on a subset of the rows",
-			c.File, shape, sysmem.Bytes(need), dataCopies, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
+	return n * 8 * dataCopies
+}
+
+// MaxModes bounds the centres of data.modes: far more than any mixture's
+// modes (a run has at most as many as training rows).
+const MaxModes = 1_000_000
+
+// checkModes refuses, from the header of data.modes alone, more than
+// MaxModes centres or more memory than a run may use (a small .npz can
+// declare 1e8 rows); a .csv's text bounds its size.
+func (c Data) checkModes() error {
+	if c.Modes == "" {
+		return nil
+	}
+	shape, err := data.PointsShape(c.Modes, "")
+	if err != nil || len(shape) == 0 {
+		return err
+	}
+	need, limit := arrayMemory(shape), memoryLimit()
+	if shape[0] > MaxModes || need > limit {
+		return fmt.Errorf("%s: data.modes of shape %v (%d centres, about %s of memory): want at most %d centres and %s (%s, or half the machine's memory if less)",
+			c.Modes, shape, shape[0], sysmem.Bytes(need), MaxModes, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
 	}
 	return nil
 }

@@ -56,8 +56,8 @@ func (c Run) Validate() error {
 			return fmt.Errorf("algorithms: %s %d, want > 0 (unset: the default)", f.name, f.v)
 		}
 	}
-	if s := c.Train.Sampler; s.Negatives == algorithms.NegativesSubsample && s.Subsample == 0 {
-		return fmt.Errorf("algorithms: train.sampler.negatives \"subsample\" without train.sampler.subsample: give it, k, the states kept of each of batch_size/k chains (k must divide train.batch_size and train.sampler.steps)")
+	if err := c.Train.CheckSubsampleGiven("train."); err != nil {
+		return err
 	}
 	return c.Model.validate()
 }
@@ -92,44 +92,9 @@ func (m Model) validate() error {
 	return nil
 }
 
-// flowValuesPerBlock is about how many float64 values per point and
-// dimension a RealNVP block's graph holds while it is evaluated and
-// differentiated: measured peak resident memory 2.24 GB at d = 250 and
-// 4.81 GB at d = 500 (200 rows, 4 blocks, 4,096 log Z draws), 73 each.
-// flowValuesPerHidden is the same per point and hidden unit of a block's
-// coupling networks, which dominate in few dimensions: coopflow
-// pretraining in d = 2 (4 blocks, 2 steps) measured 12.1 KB per
-// pretrain.batch_size row with flow_hidden [16] and 69.5 KB with [128]
-// (peak resident memory at batches 2,000 and 50,000 or 20,000), 61 values
-// per dimension and 16 per hidden unit, per block.
-const (
-	flowValuesPerBlock  = 75
-	flowValuesPerHidden = 16
-)
-
-// ebmValuesPerUnit is about how many float64 values per row and unit (the
-// input's dimensions and model.ebm_hidden's widths) the EBM's graph holds
-// while the trainer differentiates it on a batch of positives and
-// negatives: ULA in d = 2 measured 25.9 KB per batch_size row (batch =
-// persistent 2,000 and 50,000: peak resident memory 110 MB and 1.29 GB) with
-// ebm_hidden [32 64 64 64], and 62.2 KB with [256 256], 15 values per unit;
-// the bank (persistent) and sampler.steps barely count. Evaluating it
-// without training (the grid, the log Z draws) holds ebmEvalValuesPerUnit.
-const (
-	ebmValuesPerUnit     = 16
-	ebmEvalValuesPerUnit = 4
-)
-
-// neutraFlowPasses is how many ML-gradient passes of the flow one NT-EBM
-// chain's step costs (MALA differentiates the EBM through the flow): NT
-// measured 62 KB per batch_size row in d = 2 (batch = persistent 2,000 and
-// 20,000), 33 KB of it beyond the EBM's, 2.5 times the flow's 13 KB.
-const neutraFlowPasses = 3
-
 // memoryTerms estimates the run's largest buffers in d dimensions: the
-// data, the evaluation's draws and grid, the models' parameters (with
-// gradients and optimiser moments), their graphs' intermediate values and
-// the trainer's buffers (tc, with defaults).
+// data, the evaluation's draws and grid, and the trainer's and the models'
+// (tc, with defaults; see algorithms.TrainConfig.MemoryTerms).
 func (c Run) memoryTerms(tc algorithms.TrainConfig, d int) []sysmem.Term {
 	fd := float64(d)
 	terms := []sysmem.Term{
@@ -142,125 +107,20 @@ func (c Run) memoryTerms(tc algorithms.TrainConfig, d int) []sysmem.Term {
 	if d == 2 {
 		terms = append(terms, term(fmt.Sprintf("grid_size %d² × 3 × 8 B", c.GridSize), float64(c.GridSize)*float64(c.GridSize)*3*8))
 	}
+	return append(terms, tc.MemoryTerms(d, c.modelSizes(d))...)
+}
+
+// modelSizes are the models' sizes (with defaults) and the largest batches
+// the evaluation runs them on: the log Z draws and, in 2D, the grid's
+// chunks of 8192 points (the EBM's).
+func (c Run) modelSizes(d int) algorithms.ModelSizes {
 	model := c.Model.WithDefaults()
-	terms = append(terms, c.ebmTerms(tc, d, model)...)
-	if tc.Algorithm.TrainsFlow() {
-		terms = append(terms, c.flowTerms(tc, d, model)...)
-	}
-	return append(terms, tc.MemoryTerms(d)...)
-}
-
-// paramCopies are the parameters, their gradients, two optimiser moments
-// and the averaged copy.
-const paramCopies = 5
-
-// mlpParams is the number of parameters of an MLP of the layer sizes.
-func mlpParams(sizes ...int) float64 {
-	p := 0.0
-	for i := 0; i+1 < len(sizes); i++ {
-		p += float64(sizes[i]+1) * float64(sizes[i+1])
-	}
-	return p
-}
-
-// ebmTerms are the EBM's parameters and its graph's values for the largest
-// batch it evaluates (the grid's chunks of 8192 points in 2D, the log Z
-// draws) or is trained on (tc's positives and negatives).
-func (c Run) ebmTerms(tc algorithms.TrainConfig, d int, model Model) []sysmem.Term {
-	units := float64(d)
-	for _, w := range model.EBMHidden {
-		units += float64(w)
-	}
-	sizes := append(append([]int{d}, model.EBMHidden...), 1)
-	params := term(fmt.Sprintf("model.ebm_hidden %v parameters × 8 B × %d", model.EBMHidden, paramCopies), mlpParams(sizes...)*8*paramCopies)
-	eval := rows{float64(c.LogZSamples), fmt.Sprintf("log_z_samples %d", c.LogZSamples)}
+	logZ := algorithms.Rows{N: float64(c.LogZSamples), Of: fmt.Sprintf("log_z_samples %d", c.LogZSamples)}
+	m := algorithms.ModelSizes{EBMHidden: model.EBMHidden, FlowBlocks: model.FlowBlocks, FlowHidden: model.FlowHidden, EBMEval: logZ, FlowEval: logZ}
 	if d == 2 {
-		eval = eval.max(rows{8192, "the grid's chunks of 8192"})
+		m.EBMEval = logZ.Max(algorithms.Rows{N: 8192, Of: "the grid's chunks of 8192"})
 	}
-	train := rows{float64(tc.BatchSize), fmt.Sprintf("batch_size %d", tc.BatchSize)}.max(negatives(tc))
-	if p := tc.Pretrain; p.Steps > 0 && p.Objective == algorithms.ObjectiveReverseKL {
-		train = train.max(rows{float64(p.BatchSize), fmt.Sprintf("pretrain.batch_size %d", p.BatchSize)})
-	}
-	values := func(r rows, perUnit float64) sysmem.Term {
-		return term(fmt.Sprintf("the EBM's intermediate values for %s points × (%d dims + model.ebm_hidden %v) × %g × 8 B", r.of, d, model.EBMHidden, perUnit),
-			r.n*units*perUnit*8)
-	}
-	act := values(train, ebmValuesPerUnit)
-	if e := values(eval, ebmEvalValuesPerUnit); e.Bytes > act.Bytes {
-		act = e
-	}
-	return []sysmem.Term{params, act}
-}
-
-// flowTerms are the flow's parameters and its graph's values for the
-// largest batch it evaluates: the log Z draws, i-SIR's proposals, NT-EBM's
-// chains, the negatives it is trained on or the pretraining batch.
-func (c Run) flowTerms(tc algorithms.TrainConfig, d int, model Model) []sysmem.Term {
-	hidden := 0.0
-	for _, w := range model.FlowHidden {
-		hidden += float64(w)
-	}
-	blocks := model.FlowBlocks
-	// Each block: two couplings of a scale and a translation net.
-	sizes := append(append([]int{d}, model.FlowHidden...), d)
-	params := term(fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, model.FlowHidden, paramCopies),
-		float64(blocks)*4*mlpParams(sizes...)*8*paramCopies)
-	r := c.flowRows(tc)
-	perRow := float64(blocks) * (float64(d)*flowValuesPerBlock + hidden*flowValuesPerHidden) * 8
-	values := term(fmt.Sprintf("the flow's intermediate values for %s points × (%d dims × %d + model.flow_hidden %v × %d) × model.flow_blocks %d × 8 B",
-		r.of, d, flowValuesPerBlock, model.FlowHidden, flowValuesPerHidden, blocks), r.n*perRow)
-	return []sysmem.Term{params, values}
-}
-
-// flowRows is the largest batch the flow's graph holds (see flowTerms).
-func (c Run) flowRows(tc algorithms.TrainConfig) rows {
-	r := rows{float64(c.LogZSamples), fmt.Sprintf("log_z_samples %d", c.LogZSamples)}.max(negatives(tc))
-	chains := chainsOf(tc)
-	switch tc.Algorithm.Kernel() {
-	case algorithms.KernelFlowMC:
-		r = r.max(rows{float64(tc.Sampler.Particles) * float64(tc.Chains()), fmt.Sprintf("sampler.particles %d × %s", tc.Sampler.Particles, chains)})
-	case algorithms.KernelNeuTra:
-		r = r.max(rows{neutraFlowPasses * float64(tc.Chains()), fmt.Sprintf("%d × %s (NT-EBM's MALA through the flow)", neutraFlowPasses, chains)})
-	}
-	if p := tc.Pretrain; p.Steps > 0 {
-		r = r.max(rows{float64(p.BatchSize), fmt.Sprintf("pretrain.batch_size %d", p.BatchSize)})
-	}
-	return r
-}
-
-// negatives is how many negatives an iteration trains on: the chains'
-// last states, all their states or the subsampled ones.
-func negatives(tc algorithms.TrainConfig) rows {
-	n, chains := float64(tc.Chains()), chainsOf(tc)
-	switch tc.Sampler.Negatives {
-	case algorithms.NegativesAll:
-		return rows{float64(tc.Sampler.Steps) * n, fmt.Sprintf("sampler.steps %d × %s (sampler.negatives \"all\")", tc.Sampler.Steps, chains)}
-	case algorithms.NegativesSubsample:
-		return rows{n * float64(tc.Sampler.Subsample), fmt.Sprintf("%s × sampler.subsample %d", chains, tc.Sampler.Subsample)}
-	}
-	return rows{n, chains}
-}
-
-// chainsOf names the chains an iteration runs and the fields that set them.
-func chainsOf(tc algorithms.TrainConfig) string {
-	if tc.Sampler.Negatives == algorithms.NegativesSubsample {
-		return fmt.Sprintf("batch_size/sampler.subsample %d chains", tc.Chains())
-	}
-	return fmt.Sprintf("batch_size %d chains", tc.Chains())
-}
-
-// rows is a number of rows a graph holds and the fields that set it.
-type rows struct {
-	n  float64
-	of string
-}
-
-// max is the larger of r and o (r if equal).
-func (r rows) max(o rows) rows {
-	if o.n > r.n {
-		return o
-	}
-	return r
+	return m
 }
 
 // term is a memory estimate's term.
