@@ -34,7 +34,13 @@ func autocov(x []float64) []float64 {
 }
 
 // ess is the effective sample size of y[M][N] with Geyer's initial positive
-// and initial monotone sequences, as ArviZ's _ess.
+// and initial monotone sequences, as ArviZ's _ess. Two details follow
+// ArviZ rather than posterior's .ess, and matter only for short or
+// strongly autocorrelated chains: the positive sequence reads the pair of
+// lags (2k, 2k+1) while 2k + 2 < N, where posterior stops at 2k + 3 < N
+// (a different ESS when N is odd and the pair sums stay positive to the
+// end); and N = 2 (split chains of 4 or 5 draws) gives a number (τ̂ = 0,
+// capped), where posterior gives NA.
 func ess(y [][]float64) float64 {
 	m, n := len(y), len(y[0])
 	acov := make([][]float64, m)
@@ -93,7 +99,9 @@ func ess(y [][]float64) float64 {
 	return total / tau
 }
 
-// ESS is the effective sample size of the raw chains (no split, no ranks).
+// ESS is the effective sample size of the raw chains, unsplit and on their
+// own scale: ess_raw, ArviZ's method "identity" and posterior's
+// ess_basic(x, split = FALSE).
 func ESS(x [][]float64) float64 {
 	if !valid(x, 1) {
 		return math.NaN()
@@ -109,30 +117,16 @@ func BulkESS(x [][]float64) float64 {
 	return ess(RankNormalize(Split(x)))
 }
 
-// TailESS is the smaller ESS of the split indicators 1[x ≤ q₀.₀₅] and
-// 1[x ≤ q₀.₉₅] (type-7 quantiles over all draws).
+// TailESS is the smaller of ESSQuantile at 0.05 and 0.95: the ESS of the
+// split indicators 1[x ≤ q₀.₀₅] and 1[x ≤ q₀.₉₅] (type-7 quantiles over all
+// draws).
 func TailESS(x [][]float64) float64 {
 	if !valid(x, 1) {
 		return math.NaN()
 	}
-	all := flatten(x)
-	res := math.Inf(1)
-	for _, p := range []float64{0.05, 0.95} {
-		q := quantile(all, p)
-		ind := make([][]float64, len(x))
-		for c, ch := range x {
-			ind[c] = make([]float64, len(ch))
-			for n, v := range ch {
-				if v <= q {
-					ind[c][n] = 1
-				}
-			}
-		}
-		e := ess(Split(ind))
-		if math.IsNaN(e) {
-			return math.NaN()
-		}
-		res = math.Min(res, e)
+	lo, hi := essQuantile(x, 0.05), essQuantile(x, 0.95)
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return math.NaN()
 	}
-	return res
+	return math.Min(lo, hi)
 }

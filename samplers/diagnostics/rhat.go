@@ -1,12 +1,15 @@
 // Package diagnostics computes MCMC convergence diagnostics on chains from
 // any source: rank-normalised split R-hat and classic R-hat, bulk and tail
 // effective sample sizes, with the definitions of ArviZ 0.21 and Stan's
-// posterior package (Vehtari et al. 2021), and mode weights of samples.
+// posterior package (Vehtari et al. 2021); the ESS of the mean, the SD and
+// quantiles and the Monte Carlo standard errors of those estimates (as
+// posterior 1.7, see mcse.go); nested R-hat for many short chains
+// (Margossian et al. 2024); and mode weights of samples.
 //
 // Chains are given as x[c][n]: chain c, draw n, one scalar quantity. Every
 // function returns NaN where the diagnostic is undefined: a NaN or infinite
-// draw, fewer than 2 chains (R-hat) or 1 chain (ESS), fewer than 4 draws, or
-// zero variance.
+// draw, fewer than 2 chains (R-hat) or 1 chain (ESS), fewer than 4 draws
+// (NestedRHat takes chains of any length), or zero variance.
 package diagnostics
 
 import (

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Summary holds the convergence diagnostics of one scalar quantity.
@@ -21,6 +23,18 @@ type Summary struct {
 	// all draws pooled over chains.
 	Mean float64
 	SD   float64
+	// ESSMean, ESSSD, ESSMedian and ESSRaw are ESSMean, ESSSD, ESSMedian
+	// and ESS (unsplit, on the draws' own scale).
+	ESSMean   float64
+	ESSSD     float64
+	ESSMedian float64
+	ESSRaw    float64
+	// MCSEMean, MCSESD and MCSEMedian are the Monte Carlo standard errors
+	// of Mean, SD and the median (MCSEMean, MCSESD, MCSEMedian), in the
+	// units of the draws.
+	MCSEMean   float64
+	MCSESD     float64
+	MCSEMedian float64
 }
 
 // Summarize computes the Summary of each of dims quantities from draws laid
@@ -58,7 +72,7 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 			}
 		}
 		mean, sd := meanSD(x, float64(chains*draws))
-		rescale(x)
+		scale := rescale(x)
 		out[d] = Summary{
 			Dim:         d,
 			RHat:        RHat(x),
@@ -68,8 +82,22 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 			Mean:        mean,
 			SD:          sd,
 		}
+		addEfficiency(&out[d], x, scale)
 	}
 	return out, nil
+}
+
+// addEfficiency fills in the ESS and MCSE fields of s from x, the draws
+// divided by scale (MCSEs are multiplied back), computing each ESS once.
+func addEfficiency(s *Summary, x [][]float64, scale float64) {
+	sq := centredSquares(x)
+	s.ESSMean = ess(Split(x))
+	s.ESSSD = ess(Split(sq))
+	s.ESSMedian = essQuantile(x, 0.5)
+	s.ESSRaw = ess(x)
+	s.MCSEMean = scale * stat.StdDev(flatten(x), nil) / math.Sqrt(s.ESSMean)
+	s.MCSESD = scale * mcseSD(sq, s.ESSSD)
+	s.MCSEMedian = scale * mcseQuantile(x, 0.5, s.ESSMedian)
 }
 
 // meanSD returns the mean and standard deviation (divisor n − 1) of the
@@ -111,8 +139,9 @@ func meanSD(x [][]float64, n float64) (mean, sd float64) {
 // rescale divides the draws of x by their largest magnitude where it is
 // beyond 1e±150: R-hat and ESS do not depend on the scale, but their sums
 // of squares overflow near 1e308 and underflow among subnormals (R-hat
-// came out NaN, and diagnose called such draws all equal).
-func rescale(x [][]float64) {
+// came out NaN, and diagnose called such draws all equal). It returns the
+// divisor, 1 where it left x alone.
+func rescale(x [][]float64) float64 {
 	scale := 0.0
 	for _, ch := range x {
 		for _, v := range ch {
@@ -120,13 +149,14 @@ func rescale(x [][]float64) {
 		}
 	}
 	if scale == 0 || math.IsInf(scale, 0) || math.IsNaN(scale) || (scale < 1e150 && scale > 1e-150) {
-		return
+		return 1
 	}
 	for _, ch := range x {
 		for i := range ch {
 			ch[i] /= scale
 		}
 	}
+	return scale
 }
 
 // spread reports whether the draws of x are not all equal (squares of
@@ -156,6 +186,7 @@ func (v finite) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON encodes s as an object with the keys dim, rhat, rhat_classic,
 // ess_bulk, ess_tail, mean and sd; undefined (NaN) values become null.
+// Detailed encodes the ESS and MCSE fields as well.
 func (s Summary) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Dim         int    `json:"dim"`
@@ -166,4 +197,31 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		Mean        finite `json:"mean"`
 		SD          finite `json:"sd"`
 	}{s.Dim, finite(s.RHat), finite(s.RHatClassic), finite(s.ESSBulk), finite(s.ESSTail), finite(s.Mean), finite(s.SD)})
+}
+
+// Detailed is a Summary whose JSON encoding has every field: Summary's
+// seven keys and ess_mean, ess_sd, ess_median, ess_raw, mcse_mean, mcse_sd
+// and mcse_median (null where undefined). Summary's own encoding keeps the
+// seven keys that existing readers (diagnose --json) expect.
+type Detailed Summary
+
+// MarshalJSON encodes d with all fourteen keys.
+func (d Detailed) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Dim         int    `json:"dim"`
+		RHat        finite `json:"rhat"`
+		RHatClassic finite `json:"rhat_classic"`
+		ESSBulk     finite `json:"ess_bulk"`
+		ESSTail     finite `json:"ess_tail"`
+		Mean        finite `json:"mean"`
+		SD          finite `json:"sd"`
+		ESSMean     finite `json:"ess_mean"`
+		ESSSD       finite `json:"ess_sd"`
+		ESSMedian   finite `json:"ess_median"`
+		ESSRaw      finite `json:"ess_raw"`
+		MCSEMean    finite `json:"mcse_mean"`
+		MCSESD      finite `json:"mcse_sd"`
+		MCSEMedian  finite `json:"mcse_median"`
+	}{d.Dim, finite(d.RHat), finite(d.RHatClassic), finite(d.ESSBulk), finite(d.ESSTail), finite(d.Mean), finite(d.SD),
+		finite(d.ESSMean), finite(d.ESSSD), finite(d.ESSMedian), finite(d.ESSRaw), finite(d.MCSEMean), finite(d.MCSESD), finite(d.MCSEMedian)})
 }
