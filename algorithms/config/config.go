@@ -58,6 +58,24 @@ type Model struct {
 	BaseSigma float64 `json:"base_sigma,omitempty"`
 	// Float32 builds float32 models (default float64).
 	Float32 bool `json:"float32,omitempty"`
+	// FlowONNX starts the flow from one exported as ONNX (its sampling and
+	// density graphs; io/onnx.ReadFlow, io/onnx/crosscheck/export_flow.py)
+	// instead of the identity RealNVP, for the algorithms that have a flow.
+	// The flow's base is then the tilt ρ of the EBM: base_sigma and the
+	// RealNVP's fields (flow_blocks, flow_hidden, flow_init, flow_mask) do
+	// not apply. The flow works in the EBM's coordinates: the data
+	// standardised, if data.standardize.
+	FlowONNX *FlowFiles `json:"flow_onnx,omitempty"`
+}
+
+// FlowFiles are the two ONNX graphs of a flow; relative paths are taken
+// from the configuration file's folder.
+type FlowFiles struct {
+	Sample  string `json:"sample"`
+	Density string `json:"density"`
+	// BaseSigma is the flow's base σ, when its files do not declare it
+	// (metadata flowebm.base_sigma); 0: theirs, else 1.
+	BaseSigma float64 `json:"base_sigma,omitempty"`
 }
 
 // WithDefaults is m with its unset fields at their defaults: the toy
@@ -328,6 +346,9 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 	var exp *experiments.Experiment
 	var err error
 	var notes []string
+	if err := cfg.Model.absoluteFlow(); err != nil {
+		return nil, nil, err
+	}
 	if cfg.Data != nil {
 		if cfg.Data.File == "" {
 			return nil, nil, fmt.Errorf("algorithms: the data section has no file: give data.file (or --data FILE), or leave the data section out to train on an experiment")
@@ -460,10 +481,19 @@ func Read(path string) (Run, error) {
 	return cfg, nil
 }
 
-// ResolvePaths takes the data section's relative file paths (data.file,
-// data.modes) as relative to the folder dir, that of the configuration
+// ResolvePaths takes the relative file paths (data.file, data.modes,
+// model.flow_onnx's) as relative to the folder dir, that of the configuration
 // file that names them, rather than to the working directory.
 func (cfg *Run) ResolvePaths(dir string) {
+	if f := cfg.Model.FlowONNX; f != nil {
+		g := *f
+		for _, p := range []*string{&g.Sample, &g.Density} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(dir, *p)
+			}
+		}
+		cfg.Model.FlowONNX = &g
+	}
 	if cfg.Data == nil {
 		return
 	}
@@ -478,6 +508,24 @@ func (cfg *Run) ResolvePaths(dir string) {
 
 // absolute makes the data's file paths absolute, so that the run's
 // config.json names them from any working directory.
+// absoluteFlow makes model.flow_onnx's paths absolute, for the run's
+// config.json.
+func (m *Model) absoluteFlow() error {
+	if m.FlowONNX == nil {
+		return nil
+	}
+	g := *m.FlowONNX
+	for _, p := range []*string{&g.Sample, &g.Density} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("model.flow_onnx: %s: %w", *p, err)
+		}
+		*p = abs
+	}
+	m.FlowONNX = &g
+	return nil
+}
+
 func (c *Data) absolute() error {
 	for _, p := range []*string{&c.File, &c.Modes} {
 		if *p == "" {

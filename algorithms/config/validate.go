@@ -59,6 +59,9 @@ func (c Run) Validate() error {
 	if err := c.Train.CheckSubsampleGiven("train."); err != nil {
 		return err
 	}
+	if c.Model.FlowONNX != nil && !c.Train.Algorithm.TrainsFlow() {
+		return fmt.Errorf("algorithms: model.flow_onnx with algorithm %q, which has no flow: drop it, or choose flowmc, nt or coopflow", c.Train.Algorithm)
+	}
 	return c.Model.validate()
 }
 
@@ -88,6 +91,30 @@ func (m Model) validate() error {
 	}
 	if m.EBMSlope != 0 && !(m.EBMSlope > 0 && m.EBMSlope <= 1) {
 		return fmt.Errorf("algorithms: model.ebm_slope %v, want the LeakyReLU's negative slope in (0, 1] (unset: the default 0.05)", m.EBMSlope)
+	}
+	return m.validateFlowONNX()
+}
+
+// validateFlowONNX checks model.flow_onnx: both files named, and none of
+// the fields it replaces given.
+func (m Model) validateFlowONNX() error {
+	f := m.FlowONNX
+	if f == nil {
+		return nil
+	}
+	if f.Sample == "" || f.Density == "" {
+		return fmt.Errorf("algorithms: model.flow_onnx needs sample and density (the flow's two ONNX graphs), have %q and %q", f.Sample, f.Density)
+	}
+	if f.BaseSigma != 0 && !checkpoint.ValidBaseSigma(f.BaseSigma) {
+		return fmt.Errorf("algorithms: model.flow_onnx.base_sigma %v, want σ in %s (0: the files' metadata, else 1)", f.BaseSigma, checkpoint.BaseSigmaRange)
+	}
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{{"base_sigma", m.BaseSigma != 0}, {"flow_blocks", m.FlowBlocks != 0}, {"flow_hidden", m.FlowHidden != nil}, {"flow_init", m.FlowInit != ""}, {"flow_mask", m.FlowMask != ""}} {
+		if c.set {
+			return fmt.Errorf("algorithms: model.%s and model.flow_onnx: the flow read from ONNX has its own architecture and base (model.flow_onnx.base_sigma): drop model.%s", c.name, c.name)
+		}
 	}
 	return nil
 }

@@ -40,6 +40,10 @@ type Request struct {
 	// positive, set the run's length, stretching the learning-rate decay,
 	// the averaging window and CoopFlow's frozen start in proportion.
 	Iterations, Epochs int
+	// FlowONNX, when set, starts the flow from one exported as ONNX
+	// (config.Model.FlowONNX), replacing the RealNVP's settings and the
+	// base σ of the defaults or the configuration file.
+	FlowONNX *config.FlowFiles
 }
 
 // Plan is a new run's configuration resolved from a Request, with the
@@ -85,7 +89,21 @@ func NewPlan(req Request) (*Plan, error) {
 	if req.Epochs > 0 {
 		cfg.Epochs = req.Epochs
 	}
+	if req.FlowONNX != nil {
+		p.useFlow(*req.FlowONNX)
+	}
 	return p, nil
+}
+
+// useFlow starts the run's flow from ONNX files, dropping the settings
+// they replace (with a note of those that were set).
+func (p *Plan) useFlow(f config.FlowFiles) {
+	m := &p.Config.Model
+	if m.BaseSigma != 0 || m.FlowBlocks != 0 || m.FlowHidden != nil || m.FlowInit != "" || m.FlowMask != "" {
+		p.Notes = append(p.Notes, fmt.Sprintf("the flow is read from %s: its architecture and base replace model.base_sigma and the RealNVP's settings", f.Sample))
+	}
+	m.BaseSigma, m.FlowBlocks, m.FlowHidden, m.FlowInit, m.FlowMask = 0, 0, nil, "", ""
+	m.FlowONNX = &f
 }
 
 // base is the request's configuration file, with the request's

@@ -28,6 +28,7 @@ import (
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
@@ -238,10 +239,18 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 	return nil
 }
 
-// loadExperiment reads the run's data set (checking its checksum and
-// data) and flow (the identity RealNVP).
+// newModels builds the run's EBM at zero energy, tilted by the base ρ, and
+// its flow: the identity RealNVP over ρ, or the flow of model.flow_onnx,
+// whose base is then ρ.
 func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, error) {
 	m := cfg.Model
+	var flow *graph.Flow
+	if f := m.FlowONNX; f != nil {
+		var err error
+		if flow, err = importedFlow(*f, d, m.Float32); err != nil {
+			return nil, err
+		}
+	}
 	sigma := m.BaseSigma
 	if sigma == 0 {
 		v := 0.0
@@ -251,6 +260,9 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 		sigma = math.Sqrt(v)
 	}
 	base := layers.NewIsotropic(d, sigma)
+	if flow != nil {
+		base = flow.Base
+	}
 	m = m.WithDefaults()
 	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: append(append([]int{d}, m.EBMHidden...), 1),
 		Hidden: layers.LeakyReLU(m.EBMSlope), Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
@@ -263,11 +275,33 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 	if err != nil {
 		return nil, err
 	}
-	flow, err := graph.NewFlow(layers.RealNVP{Dim: d, Blocks: m.FlowBlocks, Hidden: m.FlowHidden, Init: m.FlowInit, Mask: m.FlowMask}, base, dt, initRNG)
-	if err != nil {
-		return nil, err
+	if flow == nil {
+		if flow, err = graph.NewFlow(layers.RealNVP{Dim: d, Blocks: m.FlowBlocks, Hidden: m.FlowHidden, Init: m.FlowInit, Mask: m.FlowMask}, base, dt, initRNG); err != nil {
+			return nil, err
+		}
 	}
 	return &checkpoint.Models{EBM: ebm, Flow: flow}, nil
+}
+
+// importedFlow reads model.flow_onnx, checking its dimension and float
+// type against the run's.
+func importedFlow(f config.FlowFiles, d int, float32 bool) (*graph.Flow, error) {
+	var sigma []float64
+	if f.BaseSigma != 0 {
+		sigma = []float64{f.BaseSigma}
+	}
+	flow, err := onnx.ReadFlow(f.Sample, f.Density, onnx.FlowConfig{BaseSigma: sigma})
+	if err != nil {
+		return nil, fmt.Errorf("model.flow_onnx: %w", err)
+	}
+	want := tensor.Float64
+	if float32 {
+		want = tensor.Float32
+	}
+	if flow.Dim() != d || flow.Params.Dtype() != want {
+		return nil, fmt.Errorf("model.flow_onnx: the flow of %s is %v in dimension %d, the run's models %v in dimension %d (model.float32 sets the type)", f.Sample, flow.Params.Dtype(), flow.Dim(), want, d)
+	}
+	return flow, nil
 }
 
 // Grid returns the last evaluation's normalised EBM density grid (nil in

@@ -48,6 +48,7 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
+	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/mat"
@@ -77,6 +78,18 @@ type FlowSpec struct {
 	Name       string `json:"name"`
 }
 
+// ONNXFlowSpec names the files of a flow kept as ONNX.
+type ONNXFlowSpec struct {
+	Sample  string `json:"sample"`
+	Density string `json:"density"`
+}
+
+// The files of an ONNX flow in a checkpoint folder.
+const (
+	FlowSampleFile  = "flow_sample.onnx"
+	FlowDensityFile = "flow_density.onnx"
+)
+
 // MinBaseSigma and MaxBaseSigma bound the σ of a base ρ = N(0, σ²I), in a
 // checkpoint as in a run's configuration (model.base_sigma): beyond them
 // the base's density and energies of data leave float64's range.
@@ -99,6 +112,10 @@ type Spec struct {
 	BaseSigma []float64 `json:"base_sigma"`
 	EBM       EBMSpec   `json:"ebm"`
 	Flow      *FlowSpec `json:"flow,omitempty"`
+	// FlowONNX, instead of Flow, is a flow read from ONNX (io/onnx.ReadFlow),
+	// kept in the checkpoint folder as FlowSampleFile and FlowDensityFile
+	// with the checkpoint's weights.
+	FlowONNX *ONNXFlowSpec `json:"flow_onnx,omitempty"`
 	// Standardization maps the models' coordinates to the data's units
 	// (absent: they are the data's units).
 	Standardization *data.Scaling `json:"standardization,omitempty"`
@@ -182,22 +199,31 @@ func SpecOf(m Models) (Spec, error) {
 		}
 		s.Standardization = m.Scaling
 	}
-	if m.Flow != nil {
-		n, ok := m.Flow.Net.(layers.RealNVP)
-		if !ok {
-			return Spec{}, fmt.Errorf("checkpoint: the flow is %T; a checkpoint stores flowebm's RealNVP (an imported ONNX flow keeps its weights in its ONNX files: onnx.Flow.WriteWeights)", m.Flow.Net)
-		}
-		act := n.Activation
-		if act == (layers.Activation{}) {
-			act = layers.ReLU
-		}
-		s.Flow = &FlowSpec{Dim: n.Dim, Blocks: n.Blocks, BlockDepth: max(n.BlockDepth, 1), Hidden: n.Hidden,
-			Activation: act.String(), Mask: or(n.Mask, layers.MaskHalf), MaskWidth: n.MaskWidth, Name: or(n.Name, "couplings")}
-		if s.BaseSigma == nil {
-			s.BaseSigma = m.Flow.Base.Sigma
-		}
+	if m.Flow != nil && s.BaseSigma == nil {
+		s.BaseSigma = m.Flow.Base.Sigma
+	}
+	if m.Flow == nil {
+		return s, nil
+	}
+	switch n := m.Flow.Net.(type) {
+	case *onnx.FlowNet:
+		s.FlowONNX = &ONNXFlowSpec{Sample: FlowSampleFile, Density: FlowDensityFile}
+	case layers.RealNVP:
+		s.Flow = realNVPSpec(n)
+	default:
+		return Spec{}, fmt.Errorf("checkpoint: the flow is %T; a checkpoint stores flowebm's RealNVP or a flow read from ONNX", m.Flow.Net)
 	}
 	return s, nil
+}
+
+// realNVPSpec describes a RealNVP.
+func realNVPSpec(n layers.RealNVP) *FlowSpec {
+	act := n.Activation
+	if act == (layers.Activation{}) {
+		act = layers.ReLU
+	}
+	return &FlowSpec{Dim: n.Dim, Blocks: n.Blocks, BlockDepth: max(n.BlockDepth, 1), Hidden: n.Hidden,
+		Activation: act.String(), Mask: or(n.Mask, layers.MaskHalf), MaskWidth: n.MaskWidth, Name: or(n.Name, "couplings")}
 }
 
 func or(s, def string) string {
@@ -296,6 +322,14 @@ func (s Spec) validate() error {
 	for i, v := range s.BaseSigma {
 		if !ValidBaseSigma(v) {
 			return fmt.Errorf("spec.json: field \"base_sigma\" has %g at index %d, want σ in %s", v, i, BaseSigmaRange)
+		}
+	}
+	if o := s.FlowONNX; o != nil {
+		if s.Flow != nil {
+			return fmt.Errorf("spec.json: fields \"flow\" and \"flow_onnx\" both given, want one flow")
+		}
+		if o.Sample != FlowSampleFile || o.Density != FlowDensityFile {
+			return fmt.Errorf("spec.json: field \"flow_onnx\" names %q and %q, want %q and %q", clip(o.Sample), clip(o.Density), FlowSampleFile, FlowDensityFile)
 		}
 	}
 	f := s.Flow
@@ -507,11 +541,41 @@ func Save(dir string, m Models) error {
 	if err := npz.WriteFile(filepath.Join(dir, "weights.npz"), arrays, dt); err != nil {
 		return err
 	}
+	if spec.FlowONNX != nil {
+		if err := saveONNXFlow(dir, m.Flow); err != nil {
+			return err
+		}
+	}
 	return safefile.Write(filepath.Join(dir, "spec.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(spec)
 	})
+}
+
+// saveONNXFlow writes an ONNX flow's two graphs with its current weights.
+func saveONNXFlow(dir string, f *graph.Flow) error {
+	sb, db, err := onnx.EncodeFlowWeights(f)
+	if err != nil {
+		return err
+	}
+	if err := onnx.WriteFile(filepath.Join(dir, FlowSampleFile), sb); err != nil {
+		return err
+	}
+	return onnx.WriteFile(filepath.Join(dir, FlowDensityFile), db)
+}
+
+// loadONNXFlow reads the ONNX flow of a checkpoint folder, in the spec's
+// float type and base.
+func loadONNXFlow(dir string, spec Spec) (*graph.Flow, error) {
+	f, err := onnx.ReadFlow(filepath.Join(dir, FlowSampleFile), filepath.Join(dir, FlowDensityFile), onnx.FlowConfig{BaseSigma: spec.BaseSigma})
+	if err != nil {
+		return nil, err
+	}
+	if f.Params.Dtype().String() != spec.Dtype || f.Dim() != spec.EBM.Sizes[0] {
+		return nil, fmt.Errorf("%s: the flow is %v in dimension %d, spec.json says %s in dimension %d", dir, f.Params.Dtype(), f.Dim(), spec.Dtype, spec.EBM.Sizes[0])
+	}
+	return f, nil
 }
 
 // Load rebuilds the models of dir/spec.json and sets their weights from
@@ -536,6 +600,11 @@ func Load(dir string) (Models, Spec, error) {
 	if err != nil {
 		// Build's errors start "spec.json: ": name the file in full.
 		return Models{}, Spec{}, fmt.Errorf("%s%c%w", dir, filepath.Separator, err)
+	}
+	if spec.FlowONNX != nil {
+		if m.Flow, err = loadONNXFlow(dir, spec); err != nil {
+			return Models{}, Spec{}, err
+		}
 	}
 	params := map[string]*graph.Param{}
 	var order []string

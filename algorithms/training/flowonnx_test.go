@@ -1,0 +1,83 @@
+package training
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/io/onnx"
+)
+
+// pretrained is the RealNVP trained in PyTorch on the two-modes data
+// (io/onnx/testdata/flows/realnvp2_*, base σ 1.5).
+func pretrained() config.FlowFiles {
+	return config.FlowFiles{Sample: "../../io/onnx/testdata/flows/realnvp2_f64_sample.onnx", Density: "../../io/onnx/testdata/flows/realnvp2_f64_density.onnx"}
+}
+
+// flowMC-EBM starts from a flow trained in PyTorch (model.flow_onnx): the
+// run's flow is that flow (base σ 1.5, the EBM's tilt), it is trained
+// further, its checkpoint keeps it as ONNX, and a run checkpointed and
+// resumed ends bit for bit where the uninterrupted run ends, flow
+// included.
+func TestRunStartsFromONNXFlow(t *testing.T) {
+	cfg := smallConfig(t, algorithms.FlowMC, 6)
+	cfg.Model.FlowBlocks = 0
+	f := pretrained()
+	cfg.Model.FlowONNX = &f
+	straight, err := NewRun(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow := straight.Trainer.Flow
+	if _, ok := flow.Net.(*onnx.FlowNet); !ok || flow.Base.Sigma[0] != 1.5 || straight.Trainer.EBM.Tilt.Sigma[0] != 1.5 {
+		t.Fatalf("flow %T with base σ %v, EBM tilt σ %v; want the ONNX flow, 1.5 and 1.5", flow.Net, flow.Base.Sigma, straight.Trainer.EBM.Tilt.Sigma)
+	}
+	before := flow.Params.Flatten(nil)
+	stepN(t, straight, 6)
+	moved := false
+	for i, v := range flow.Params.Flatten(nil) {
+		moved = moved || v != before[i]
+	}
+	if !moved {
+		t.Error("the imported flow was not trained")
+	}
+	dir := t.TempDir()
+	r, err := NewRun(cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepN(t, r, 3)
+	resumed := checkpointAndResume(t, r, dir, 3)
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint", "flow_density.onnx")); err != nil {
+		t.Errorf("the checkpoint does not keep the flow as ONNX: %v", err)
+	}
+	stepN(t, resumed, 3)
+	sameParams(t, straight, resumed)
+	a, b := straight.Trainer.Flow.Params.Flatten(nil), resumed.Trainer.Flow.Params.Flatten(nil)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("flow parameter %d: %v uninterrupted, %v resumed", i, a[i], b[i])
+		}
+	}
+}
+
+// model.flow_onnx is refused with ULA-EBM (no flow), beside the RealNVP's
+// settings, and in another dimension or float type than the run's.
+func TestONNXFlowRefusals(t *testing.T) {
+	f := pretrained()
+	cfg := smallConfig(t, algorithms.ULA, 2)
+	cfg.Model.FlowBlocks, cfg.Model.FlowONNX = 0, &f
+	wantRefused(t, cfg, "which has no flow")
+	cfg = smallConfig(t, algorithms.FlowMC, 2)
+	cfg.Model.FlowONNX = &f
+	wantRefused(t, cfg, "model.flow_blocks and model.flow_onnx")
+	cfg.Model.FlowBlocks = 0
+	cfg.Model.Float32 = true
+	wantRefused(t, cfg, "model.flow_onnx", "float32")
+	g := config.FlowFiles{Sample: strings.ReplaceAll(f.Sample, "realnvp2", "realnvp"), Density: strings.ReplaceAll(f.Density, "realnvp2", "realnvp")}
+	cfg.Model.Float32, cfg.Model.FlowONNX = false, &g
+	wantRefused(t, cfg, "model.flow_onnx", "dimension 3")
+}
