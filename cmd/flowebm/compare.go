@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,9 @@ into DIR one figure per quantity that some run has, with a curve per run
 named after its folder: the EBM's mode-weight MSE, max R-hat, the median
 squared log-density error, the held-out log-likelihood and the global
 acceptance. Nothing is trained; runs of any experiment, algorithm or seed
-can be overlaid. Existing figures in DIR are replaced only with --force.`,
+can be overlaid. Existing figures in DIR are replaced only with --force,
+which also removes the figures of an earlier comparison that this one does
+not draw.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCompare(cmd.OutOrStdout(), args, out, format, force)
@@ -148,7 +151,13 @@ func drawFigures(runs []plots.Named, out string, format plots.Format, force bool
 		return nil, stagedError(err, tmp, out)
 	}
 	hook("compare-drawn")
-	return moveFigures(drawn, out, untrackOut)
+	return moveFigures(drawn, out, func() error {
+		untrackOut()
+		if force {
+			return removeOldFigures(out, drawn)
+		}
+		return nil
+	})
 }
 
 // nothingToPlot says why the runs gave no figure: they have no
@@ -169,15 +178,46 @@ func nothingToPlot(runs []plots.Named) error {
 // stagingPrefix names the temporary folders that compare draws in.
 const stagingPrefix = ".compare-"
 
-// removeStaleStaging removes the temporary folders that a killed compare
-// left in out (whose lock the caller holds).
+// removeStaleStaging removes the temporary folders (.compare-N) that a
+// killed compare left in out (whose lock the caller holds). The folder's
+// entries are listed: no character of out is read as a pattern.
 func removeStaleStaging(out string) error {
-	return removeMatching(filepath.Join(out, stagingPrefix+"*"))
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() && safefile.IsTemp(e.Name(), stagingPrefix) {
+			if err := os.RemoveAll(filepath.Join(out, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compareFigures are the figures that compare draws (plots.Compare), one
+// per quantity.
+var compareFigures = []string{"ebm-weight-mse", "max-rhat", "log-density-error", "held-out-ll", "global-accept"}
+
+// removeOldFigures removes from out the figures of compare, in any plot
+// format, other than those drawn: with --force, what an earlier
+// comparison drew and this one does not would stand beside the new set.
+func removeOldFigures(out string, drawn []string) error {
+	for _, n := range figureNames(compareFigures...) {
+		if slices.ContainsFunc(drawn, func(d string) bool { return filepath.Base(d) == n }) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(out, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // moveFigures moves the drawn figures into out, all of them before a
 // signal's cleanup runs, then calls placed, and returns their paths.
-func moveFigures(drawn []string, out string, placed func()) ([]string, error) {
+func moveFigures(drawn []string, out string, placed func() error) ([]string, error) {
 	for _, d := range drawn {
 		if fi, err := os.Stat(filepath.Join(out, filepath.Base(d))); err == nil && fi.IsDir() {
 			return nil, fmt.Errorf("%s is a folder: the figure %s cannot replace it", filepath.Join(out, filepath.Base(d)), filepath.Base(d))
@@ -192,8 +232,7 @@ func moveFigures(drawn []string, out string, placed func()) ([]string, error) {
 			}
 			files = append(files, f)
 		}
-		placed()
-		return nil
+		return placed()
 	})
 	return files, err
 }

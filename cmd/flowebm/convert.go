@@ -65,7 +65,7 @@ node that does not fit: use them directly with "flowebm energy" and
 						return fmt.Errorf("--%s applies to CHECKPOINT → OUT.onnx; converting %s into a checkpoint would ignore it: drop it", flag, in)
 					}
 				}
-				return onnxToCheckpointIn(cmd, in, out, base, force)
+				return onnxToCheckpointIn(cmd, in, filepath.Clean(out), base, force)
 			}
 			if cmd.Flags().Changed("base") {
 				return fmt.Errorf("--base applies to IN.onnx → CHECKPOINT (the tilt of the checkpoint made); a checkpoint's ONNX export keeps its own")
@@ -98,8 +98,8 @@ func checkConvertArgs(in, out string) error {
 // onnxToCheckpoint writes the MLP energy network of in as the EBM of a
 // checkpoint in the folder out, calling placed once it is in place.
 func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed func()) error {
-	if !(sigma >= 1e-150 && sigma <= 1e150) {
-		return fmt.Errorf("--base %v, want σ in [1e-150, 1e150]", sigma)
+	if !checkpoint.ValidBaseSigma(sigma) {
+		return fmt.Errorf("--base %v, want σ in %s", sigma, checkpoint.BaseSigmaRange)
 	}
 	net, err := onnx.ReadFile(in)
 	if err != nil {
@@ -155,11 +155,15 @@ func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force 
 	return onnxToCheckpoint(cmd, in, out, base, untrackOut)
 }
 
-// checkConvertTarget refuses a CHECKPOINT that is a file, a new folder
+// checkConvertTarget refuses a CHECKPOINT that is the working folder or
+// holds it (no folder is replaced from inside), a file, a new folder
 // named .onnx (which the commands would take for an ONNX file), a
 // training run or inside one, or (without --force) that holds a
 // checkpoint.
 func checkConvertTarget(out string, force bool) error {
+	if wd, err := os.Getwd(); err == nil && within(wd, out) {
+		return fmt.Errorf("CHECKPOINT %s is the working folder or holds it: convert writes a checkpoint by replacing its whole folder; give a folder below it (such as %s), or run convert from elsewhere", out, filepath.Join(out, "model"))
+	}
 	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
 		return fmt.Errorf("CHECKPOINT %s is a file: give a folder for the checkpoint (convert IN.onnx CHECKPOINT writes a folder)", out)
 	}

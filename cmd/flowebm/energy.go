@@ -23,7 +23,6 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
-	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 )
@@ -160,10 +159,15 @@ func checkEnergyOutputs(f energyFlags) error {
 	if err := checkOutput("--grad", f.gradOut, f.points, f.model); err != nil {
 		return err
 	}
-	if err := checkNew("--out", f.out, f.force); err != nil {
-		return err
+	for _, o := range []struct{ flag, path string }{{"--out", f.out}, {"--grad", f.gradOut}} {
+		if err := checkNew(o.flag, o.path, f.force); err != nil {
+			return err
+		}
+		if err := checkNoReplacedLeft(o.flag, o.path); err != nil {
+			return err
+		}
 	}
-	return checkNew("--grad", f.gradOut, f.force)
+	return nil
 }
 
 // checkEnergyFlags refuses flags that would be ignored: --model and
@@ -438,82 +442,3 @@ func writeVector(put outputWriter, cmd *cobra.Command, path string, force bool, 
 // outputWriter writes the output file path of flag (writeOutput, or a
 // stagedOutputs' stage).
 type outputWriter func(flag, path string, force bool, write func(io.Writer) error) error
-
-// stagedOutputs are output files written whole beside their places
-// (.NAME.tmp-staged), to be put in place together.
-type stagedOutputs struct {
-	files []stagedFile
-}
-
-type stagedFile struct {
-	flag, path, tmp string
-	force           bool
-	untrack         func()
-}
-
-// stage writes path's content into its staging file.
-func (s *stagedOutputs) stage(flag, path string, force bool, write func(io.Writer) error) error {
-	if err := safefile.RemoveStale(path); err != nil {
-		return err
-	}
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-staged")
-	untrack := safefile.Track(tmp)
-	if err := safefile.Write(tmp, func(w io.Writer) error { hook("output-writing"); return write(w) }); err != nil {
-		untrack()
-		os.Remove(tmp)
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	s.files = append(s.files, stagedFile{flag, path, tmp, force, untrack})
-	return nil
-}
-
-// place puts every staged file in place while a signal's cleanup waits;
-// without force an output written meanwhile by another process stops it
-// before anything is replaced.
-func (s *stagedOutputs) place() error {
-	return safefile.Hold(func() error {
-		for _, f := range s.files {
-			if !f.force && exists(f.path) {
-				return existsMeanwhile(f.flag, f.path)
-			}
-		}
-		// The files replaced are kept aside (hard links) until every new
-		// one is in place, and put back if one fails.
-		var placed []stagedFile
-		undo := func(cause error) error {
-			for _, f := range placed {
-				if exists(f.path + ".replaced") {
-					os.Rename(f.path+".replaced", f.path)
-				} else {
-					os.Remove(f.path)
-				}
-			}
-			return fmt.Errorf("%w; nothing was replaced", cause)
-		}
-		for _, f := range s.files {
-			if exists(f.path) {
-				os.Remove(f.path + ".replaced")
-				if err := os.Link(f.path, f.path+".replaced"); err != nil {
-					return undo(err)
-				}
-			}
-			if err := safefile.Place(f.tmp, f.path, f.force); err != nil {
-				os.Remove(f.path + ".replaced")
-				return undo(err)
-			}
-			placed = append(placed, f)
-		}
-		for _, f := range placed {
-			os.Remove(f.path + ".replaced")
-		}
-		return nil
-	})
-}
-
-// discard removes the staging files not put in place.
-func (s *stagedOutputs) discard() {
-	for _, f := range s.files {
-		os.Remove(f.tmp)
-		f.untrack()
-	}
-}

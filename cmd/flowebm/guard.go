@@ -325,42 +325,65 @@ var (
 	plotNames = []string{"density", "samples", "weights", "rhat"}
 )
 
+// runNames are the files and folders that a training run writes into its
+// folder, its figures in every plot format.
+func runNames() []string {
+	return append(figureNames(plotNames...), runOutputs...)
+}
+
+// figureNames are the files of the figures names in every plot format.
+func figureNames(names ...string) []string {
+	var files []string
+	for _, n := range names {
+		for _, ext := range []string{".png", ".svg", ".pdf"} {
+			files = append(files, n+ext)
+		}
+	}
+	return files
+}
+
 // clearRun removes the outputs of the run in dir, which --force replaces:
 // left in place, a replacement killed early (or writing fewer figures)
 // would sit beside the old run's metrics and plots.
 func clearRun(dir string) error {
-	var names []string
-	for _, p := range plotNames {
-		for _, ext := range []string{".png", ".svg", ".pdf"} {
-			names = append(names, p+ext)
-		}
-	}
-	names = append(names, runOutputs...)
-	for _, n := range names {
+	for _, n := range runNames() {
 		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
 			return err
 		}
 	}
-	return removeStaleTemps(dir)
+	return removeStaleTemps(dir, runNames()...)
 }
 
 // removeStaleTemps removes the temporary files (.NAME.tmpN) that a killed
-// process left while writing a file atomically; the caller holds dir's
-// lock, so no other process is writing them.
-func removeStaleTemps(dir string) error {
-	return removeMatching(filepath.Join(dir, ".*.tmp*"))
+// process left in dir while writing one of the files names atomically;
+// those whose writer lives (it holds their lock) are kept.
+func removeStaleTemps(dir string, names ...string) error {
+	return safefile.RemoveStaleIn(dir, names...)
 }
 
-// removeMatching removes the files and folders that match pattern.
-func removeMatching(pattern string) error {
-	left, err := filepath.Glob(pattern)
-	if err != nil {
-		return err
-	}
-	for _, l := range left {
-		if err := os.RemoveAll(l); err != nil {
-			return err
+// presentIn returns those of names that exist in dir.
+func presentIn(dir string, names []string) []string {
+	var found []string
+	for _, n := range names {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			found = append(found, n)
 		}
+	}
+	return found
+}
+
+// checkNoRunFiles refuses, unless force, a folder dir of flag that is not
+// a run but holds files that a run writes there (which it would replace
+// or, starting, delete): results of sample, a user's error.txt. A
+// checkpoint.new/ alone is a run's, killed before its first checkpoint
+// was complete, which the same command starts again.
+func checkNoRunFiles(flag, dir string, force bool) error {
+	if force || isRun(dir) {
+		return nil
+	}
+	names := slices.DeleteFunc(runNames(), func(n string) bool { return n == checkpointPrefix+".new" })
+	if found := presentIn(dir, names); len(found) > 0 {
+		return fmt.Errorf("%s %s is not a run but holds %s, which a run writes there: give another folder, or replace them with --force", flag, dir, strings.Join(found, ", "))
 	}
 	return nil
 }

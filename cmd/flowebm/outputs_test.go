@@ -407,8 +407,14 @@ func TestEnergyPairWholeOrNothing(t *testing.T) {
 	dir := t.TempDir()
 	pts := filepath.Join(dir, "p.csv")
 	os.WriteFile(pts, []byte("1,2\n3,4\n"), 0o644)
-	e, g := filepath.Join(dir, "e.npy"), filepath.Join(dir, "g.npy")
-	os.MkdirAll(filepath.Join(dir, ".e.npy.tmp-staged", "x"), 0o755) // --out's staging file cannot be written
+	e, g := filepath.Join(dir, "eo", "e.npy"), filepath.Join(dir, "g.npy")
+	os.Mkdir(filepath.Join(dir, "eo"), 0o755)
+	defer func() { testHook = nil }()
+	testHook = func(point string) { // --out's staging file cannot be written: its folder is gone
+		if point == "output-writing" {
+			os.RemoveAll(filepath.Dir(e))
+		}
+	}
 	if _, stderr, code := runCLI("energy", "--model", toyONNX, pts, "--out", e, "--grad", g); code != 2 {
 		t.Fatalf("exit %d, %q; want a failure", code, stderr)
 	}

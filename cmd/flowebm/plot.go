@@ -49,7 +49,7 @@ func redraw(dir string, format plots.Format) error {
 	}
 	defer release()
 	// The figures' temporary files that a killed plot (or train) left.
-	if err := removeStaleTemps(dir); err != nil {
+	if err := removeStaleTemps(dir, runNames()...); err != nil {
 		return err
 	}
 	run, err := training.Resume(dir)

@@ -33,6 +33,26 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 	return safefile.Write(filepath.Join(f.out, "report.md"), func(out io.Writer) error { _, err := io.WriteString(out, w.b.String()); return err })
 }
 
+// The report's figures, beside report.md (in the plot format's
+// extension).
+const (
+	twoModesFigure  = "two-modes-weights"
+	fourModesFigure = "four-modes-mse"
+)
+
+// rhatFigure is the report's figure of max R-hat for experiment e.
+func rhatFigure(e string) string { return "rhat-" + e }
+
+// reportNames are the files that reproduce writes into its folder beside
+// runs/: report.md and its figures in every plot format.
+func reportNames() []string {
+	names := []string{twoModesFigure, fourModesFigure}
+	for _, e := range highDim {
+		names = append(names, rhatFigure(e))
+	}
+	return append(figureNames(names...), "report.md")
+}
+
 // reportWriter builds report.md.
 type reportWriter struct {
 	f     reproduceFlags
@@ -107,11 +127,11 @@ func (w *reportWriter) twoModes() error {
 			p("| %s%s | %.3f | %.3f | %.2e | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, fmtWeights(ev.NegWeights), lo, hi)
 		})
 		p("\nTruth: 0.333, 0.667. ")
-		if err := plotAcross(f.out, "two-modes-weights"+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
+		if err := plotAcross(f.out, twoModesFigure+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
 			func(e training.Eval) float64 { return e.EBMWeight(1) }); err != nil {
 			return err
 		}
-		p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](two-modes-weights%s)\n\n", ext)
+		p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](%s%s)\n\n", twoModesFigure, ext)
 	}
 	return nil
 }
@@ -127,11 +147,11 @@ func (w *reportWriter) fourModes() error {
 			pp := paperNumbers.table3[r.algorithm]
 			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights))
 		})
-		if err := plotAcross(f.out, "four-modes-mse"+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
+		if err := plotAcross(f.out, fourModesFigure+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
 			func(e training.Eval) float64 { return e.EBMWeightMSE }); err != nil {
 			return err
 		}
-		p("\n![four-modes MSE](four-modes-mse%s)\n\n", ext)
+		p("\n![four-modes MSE](%s%s)\n\n", fourModesFigure, ext)
 	}
 	return nil
 }
@@ -181,7 +201,7 @@ func (w *reportWriter) table2() error {
 		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table2[e][a] })
 		p("\n")
 		for _, e := range t2 {
-			name := "rhat-" + e + ext
+			name := rhatFigure(e) + ext
 			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), plots.RHatThresholds, present(runs, e),
 				func(e training.Eval) float64 { return e.MaxRHat }); err != nil {
 				return err
@@ -234,15 +254,15 @@ func (w *reportWriter) heldOut() error {
 		}
 		exact := "—"
 		if r.exactDensity {
-			exact = fmt.Sprintf("%.3f", r.metrics.TrueHeldOutLL)
+			exact = fixed3(r.metrics.TrueHeldOutLL)
 		}
 		ms := 1000 * r.metrics.Seconds / float64(max(1, r.metrics.Iterations))
 		local := ev.Stats.LocalAccept
 		if r.algorithm == algorithms.ULA || r.algorithm == algorithms.CoopFlow {
 			local = math.NaN() // unadjusted Langevin: no accept step
 		}
-		p("| %s | %.3f | %s | %.3f ± %.3f | %.1f%% | %s | %s | %d | %.0f |\n", r.name(), ev.HeldOutLL, exact,
-			ev.LogZ.LogZ, ev.LogZ.SE, 100*ev.LogZ.ESS, fmtRate(local), fmtRate(ev.Stats.GlobalAccept), r.metrics.Iterations, ms)
+		p("| %s | %s | %s | %s ± %s | %.1f%% | %s | %s | %d | %.0f |\n", r.name(), fixed3(ev.HeldOutLL), exact,
+			fixed3(ev.LogZ.LogZ), fixed3(ev.LogZ.SE), 100*ev.LogZ.ESS, fmtRate(local), fmtRate(ev.Stats.GlobalAccept), r.metrics.Iterations, ms)
 	}
 	p("\n")
 	return nil

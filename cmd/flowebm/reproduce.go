@@ -36,6 +36,7 @@ type reproduceFlags struct {
 	plotFormat                   plots.Format
 	jobs                         int
 	seed                         uint64
+	force                        bool // replace a report.md and figures that no reproduce wrote
 }
 
 // reproduceExperiments are the paper's experiments, in report order.
@@ -64,7 +65,10 @@ the same DIR: finished runs are kept, interrupted ones resume from their
 checkpoint; a diverged run (a result, as in the paper's tables) is reported,
 not retried, and a run that failed otherwise (a full disk, say) is retried.
 A failure other than divergence, or a run left unfinished, makes reproduce
-exit with an error after writing the report.
+exit with an error after writing the report; so does a run whose checkpoint
+train --resume refuses (edited or damaged), which is kept, not restarted.
+A DIR holding a report.md or report figures but no runs/ of an earlier
+reproduce is refused unless --force.
 
 --quick trains a tenth of the iterations (at least 50): about 11 minutes
 instead of about 40 on 2 cores (docs/reproducing.md says how each was
@@ -81,6 +85,7 @@ measured); its numbers are not comparable with the paper's.`,
 	fl.IntVar(&f.iters, "iterations", 0, "train every run for this many iterations instead (a check in seconds; not comparable with the paper)")
 	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "training processes run at once")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of every run")
+	fl.BoolVar(&f.force, "force", false, "write the report into an --out that holds a report.md or report figures but no runs/ of an earlier reproduce (replacing them)")
 	fl.Var(&f.plotFormat, "plot-format", "file format of the plots (the report's and every run's): png, svg or pdf")
 	fl.StringVar(&f.experiments, "experiments", strings.Join(reproduceExperiments, ","), "comma-separated experiments")
 	fl.StringVar(&f.algorithms, "algorithms", "flowmc,ula,nt,coopflow", "comma-separated algorithms")
@@ -133,6 +138,19 @@ func (f *reproduceFlags) check() error {
 			f.out += "-quick"
 		}
 	}
+	return checkReportFolder(f.out, f.force)
+}
+
+// checkReportFolder refuses, unless force, an output folder holding
+// report.md or a report figure but no runs/ of an earlier reproduce:
+// files that reproduce did not write, which the report would replace.
+func checkReportFolder(out string, force bool) error {
+	if fi, err := os.Stat(filepath.Join(out, "runs")); force || (err == nil && fi.IsDir()) {
+		return nil
+	}
+	if found := presentIn(out, reportNames()); len(found) > 0 {
+		return fmt.Errorf("--out %s holds %s but no runs/ of an earlier reproduce: the report would replace it; give another folder, or replace it with --force", out, strings.Join(found, ", "))
+	}
 	return nil
 }
 
@@ -156,7 +174,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	defer release()
-	if err := removeStaleTemps(f.out); err != nil { // a killed report.md write
+	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(f.out, "runs"), 0o755); err != nil {
@@ -476,7 +494,10 @@ func runChild(soft, hard context.Context, cmd *exec.Cmd) error {
 // resumption of an interrupted one.
 func trainArgs(r *reproRun, f reproduceFlags) []string {
 	args := []string{"train", "--plot-format", f.plotFormat.String()}
-	if _, err := training.LatestCheckpoint(r.dir); err == nil { // also one killed during a checkpoint replacement
+	// Also one killed during a checkpoint replacement; and a damaged
+	// checkpoint, which train --resume refuses saying why (the run is then
+	// reported failed, its checkpoint kept: --force would delete it).
+	if _, err := training.LatestCheckpoint(r.dir); err == nil || hasCheckpoint(r.dir) {
 		return append(args, "--resume", r.dir)
 	}
 	args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
@@ -488,6 +509,13 @@ func trainArgs(r *reproRun, f reproduceFlags) []string {
 		args = append(args, "--iterations", strconv.Itoa(f.iterations(r)))
 	}
 	return args
+}
+
+// hasCheckpoint reports whether the run folder dir holds a checkpoint
+// folder, complete or not, other than a first one being written
+// (checkpoint.new alone).
+func hasCheckpoint(dir string) bool {
+	return exists(filepath.Join(dir, checkpointPrefix)) || exists(filepath.Join(dir, checkpointPrefix+".old"))
 }
 
 func lastLine(path string) string {

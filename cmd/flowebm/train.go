@@ -135,6 +135,13 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	if isTrainingRun(base) || trainingRunAbove(base) != "" {
 		return fmt.Errorf("--out %s is or is inside a training run: --seeds writes OUT/sSEED and OUT/seeds.json; give another folder", base)
 	}
+	// Locked: another --seeds into base would train the same runs and
+	// write the same summary.
+	release, err := lockRun(base)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Every seed's folder is checked before any trains.
 	var dirs []string
 	runs := make([]trainFlags, len(seeds))
@@ -173,7 +180,7 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	// The summary is written as the other outputs are: a signal removes
 	// its temporary file and says so, and one left by a kill is removed.
 	defer removeTempsOnSignal()()
-	if err := removeStaleTemps(base); err != nil {
+	if err := removeStaleTemps(base, "seeds.json"); err != nil {
 		return err
 	}
 	return writeSeedsSummary(base, seeds, dirs, out)
@@ -387,7 +394,7 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 		release()
 		return nil, nil, err
 	}
-	if err := removeStaleTemps(f.resume); err != nil {
+	if err := removeStaleTemps(f.resume, runNames()...); err != nil {
 		release()
 		return nil, nil, err
 	}
@@ -488,6 +495,9 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	}
 	if exists(filepath.Join(dir, "spec.json")) && !exists(filepath.Join(dir, "config.json")) {
 		return nil, nil, fmt.Errorf("--out %s is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", dir)
+	}
+	if err := checkNoRunFiles("--out", dir, f.force); err != nil {
+		return nil, nil, err
 	}
 	// The lock first: a folder another process trains in is busy.
 	release, err := lockRun(dir)

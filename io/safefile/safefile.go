@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -51,37 +52,82 @@ func WriteNew(path string, write func(io.Writer) error) error {
 }
 
 // WriteOptions is Write with options.
-func WriteOptions(path string, o Options, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+func WriteOptions(path string, o Options, write func(io.Writer) error) error {
+	s, err := Stage(path, write)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
+	return s.Place(!o.NoReplace)
+}
+
+// Staged is a complete file written beside its place (.NAME.tmpN, as
+// Write makes them), not yet put there. It stays locked until Close, so
+// that RemoveStale of another process keeps it: each process stages
+// under a name of its own, which no other one removes or replaces.
+type Staged struct {
+	f       *os.File
+	path    string
+	untrack func()
+	placed  bool
+}
+
+// Stage calls write with a buffered writer on a temporary file in path's
+// folder, then flushes and syncs it; on an error the file is removed.
+// Errors from write are prefixed with path. Call Close when done.
+func Stage(path string, write func(io.Writer) error) (*Staged, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
 	// The lock tells RemoveStale that the file's writer lives; it lasts
-	// until the file is in place (closed last).
+	// until Close.
 	syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	untrack := Track(f.Name())
-	defer untrack()
-	defer func() {
-		f.Close()
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriter(f)
-	if err = write(bw); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	s := &Staged{f: f, path: path, untrack: Track(f.Name())}
+	if err := s.fill(write); err != nil {
+		s.Close()
+		return nil, err
 	}
-	if err = bw.Flush(); err != nil {
+	return s, nil
+}
+
+// fill writes the content, syncs it and gives the file the usual mode
+// (CreateTemp makes it 0600).
+func (s *Staged) fill(write func(io.Writer) error) error {
+	bw := bufio.NewWriter(s.f)
+	if err := write(bw); err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	if err := bw.Flush(); err != nil {
 		return err
 	}
-	if err = f.Sync(); err != nil {
+	if err := s.f.Sync(); err != nil {
 		return err
 	}
-	// CreateTemp makes the file 0600; give it the usual mode.
-	if err = f.Chmod(0o644); err != nil {
+	return s.f.Chmod(0o644)
+}
+
+// Name is the staged file's temporary path.
+func (s *Staged) Name() string { return s.f.Name() }
+
+// Place puts the staged file at its path (see the function Place).
+func (s *Staged) Place(replace bool) error {
+	if err := Place(s.f.Name(), s.path, replace); err != nil {
 		return err
 	}
-	return Place(f.Name(), path, !o.NoReplace)
+	s.placed = true
+	s.untrack()
+	return nil
+}
+
+// Close removes the staged file unless it was put in place, and unlocks
+// it.
+func (s *Staged) Close() {
+	if !s.placed {
+		os.Remove(s.f.Name())
+	}
+	s.untrack()
+	s.f.Close()
 }
 
 // Place renames the file tmp to path. Unless replace, it fails with an
@@ -110,17 +156,56 @@ func Place(tmp, path string, replace bool) error {
 // of path left in its folder; those whose writer still lives are locked
 // and kept.
 func RemoveStale(path string) error {
-	pattern := filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp*")
-	tmps, err := filepath.Glob(pattern)
+	return RemoveStaleIn(filepath.Dir(path), filepath.Base(path))
+}
+
+// RemoveStaleIn removes from the folder dir the temporary files that
+// killed Writes of the files names left there: exactly .NAME.tmpN, N the
+// digits that os.CreateTemp chooses. Those whose writer still lives are
+// locked and kept. The folder's entries are listed, so that no character
+// of dir or of a name is read as a pattern.
+func RemoveStaleIn(dir string, names ...string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	for _, t := range tmps {
-		if err := removeUnlocked(t); err != nil {
-			return err
+	for _, e := range entries {
+		if e.Type().IsRegular() && isTempOf(e.Name(), names) {
+			if err := removeUnlocked(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// isTempOf reports whether name is the temporary file of a Write of one
+// of names.
+func isTempOf(name string, names []string) bool {
+	for _, n := range names {
+		if IsTemp(name, "."+n+".tmp") {
+			return true
+		}
+	}
+	return false
+}
+
+// IsTemp reports whether name is one that os.CreateTemp or os.MkdirTemp
+// makes from the pattern prefix+"*": prefix, then only digits.
+func IsTemp(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // removeUnlocked removes the file t unless another process holds its lock.
@@ -137,17 +222,4 @@ func removeUnlocked(t string) error {
 		return err
 	}
 	return nil
-}
-
-// globEscape escapes the characters that filepath.Glob treats specially.
-func globEscape(s string) string {
-	var b []byte
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', '\\':
-			b = append(b, '\\')
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
 }

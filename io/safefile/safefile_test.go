@@ -162,3 +162,69 @@ func TestReplaceDir(t *testing.T) {
 		t.Error("aside left")
 	}
 }
+
+// RemoveStale lists the folder itself (a glob of a folder named g[1a]
+// removed files in g1 and ga) and removes only .NAME.tmpN, N digits (it
+// removed .NAME.tmp-staged, .NAME.tmpl and the like).
+func TestRemoveStaleExactNames(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "g[1a]")
+	os.Mkdir(dir, 0o755)
+	os.Mkdir(filepath.Join(root, "g1"), 0o755)
+	keep := []string{filepath.Join(root, "g1", ".a.npy.tmp1"), filepath.Join(dir, ".a.npy.tmpl"), filepath.Join(dir, ".a.npy.tmp-staged"),
+		filepath.Join(dir, ".a.npy.tmp12x"), filepath.Join(dir, ".b.npy.tmp3")}
+	for _, k := range keep {
+		os.WriteFile(k, []byte("k"), 0o644)
+	}
+	stale := filepath.Join(dir, ".a.npy.tmp42")
+	os.WriteFile(stale, nil, 0o600)
+	if err := RemoveStale(filepath.Join(dir, "a.npy")); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keep {
+		if _, err := os.Stat(k); err != nil {
+			t.Errorf("%s removed", k)
+		}
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("the stale temporary file was kept")
+	}
+	if err := RemoveStaleIn(filepath.Join(root, "missing"), "a.npy"); err != nil {
+		t.Errorf("a missing folder: %v", err)
+	}
+}
+
+// A staged file stays locked until Close: another writer's RemoveStale
+// keeps it, Place puts it in place, and Close removes one not placed.
+func TestStageLockedUntilClosed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "g.npy")
+	s, err := Stage(path, func(w io.Writer) error { _, err := io.WriteString(w, "mine"); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveStale(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Name()); err != nil {
+		t.Fatal("another writer's cleanup removed a staged file")
+	}
+	if err := s.Place(false); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if b, _ := os.ReadFile(path); string(b) != "mine" {
+		t.Errorf("placed: %q", b)
+	}
+	s2, err := Stage(path, func(w io.Writer) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Place(false); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Place over an existing file: %v", err)
+	}
+	s2.Close()
+	if _, err := os.Stat(s2.Name()); err == nil {
+		t.Error("Close kept a file not placed")
+	}
+}

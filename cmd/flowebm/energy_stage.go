@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/flowebm/flowebm/io/safefile"
+)
+
+// stagedOutputs are output files written whole beside their places, to
+// be put in place together. Each is staged under a name of this process's
+// own (safefile.Stage), locked until it is in place: another process
+// writing the same outputs neither removes it nor replaces it.
+type stagedOutputs struct {
+	files []stagedFile
+}
+
+type stagedFile struct {
+	flag, path string
+	force      bool
+	staged     *safefile.Staged
+}
+
+// stage writes path's content into its staging file.
+func (s *stagedOutputs) stage(flag, path string, force bool, write func(io.Writer) error) error {
+	if err := safefile.RemoveStale(path); err != nil {
+		return err
+	}
+	st, err := safefile.Stage(path, func(w io.Writer) error { hook("output-writing"); return write(w) })
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	s.files = append(s.files, stagedFile{flag, path, force, st})
+	return nil
+}
+
+// place puts every staged file in place while a signal's cleanup waits,
+// and while no other energy process puts files in the same folders (the
+// pairs of two would mix); without force an output written meanwhile by
+// another process stops it before anything is replaced.
+func (s *stagedOutputs) place() error {
+	unlock, err := lockFolders(s.paths())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return safefile.Hold(s.placeAll)
+}
+
+// paths are the outputs' paths.
+func (s *stagedOutputs) paths() []string {
+	var p []string
+	for _, f := range s.files {
+		p = append(p, f.path)
+	}
+	return p
+}
+
+// placeAll puts the staged files in place, keeping each file replaced
+// aside (a hard link, PATH.replaced) until every new one is in place, and
+// putting the replaced ones back if one fails.
+func (s *stagedOutputs) placeAll() error {
+	for _, f := range s.files {
+		if !f.force && exists(f.path) {
+			return existsMeanwhile(f.flag, f.path)
+		}
+	}
+	var placed []stagedFile
+	undo := func(cause error) error {
+		putBack(placed)
+		return fmt.Errorf("%w; nothing was replaced", cause)
+	}
+	for _, f := range s.files {
+		if err := keepAside(f.flag, f.path); err != nil {
+			return undo(err)
+		}
+		if err := f.staged.Place(f.force); err != nil {
+			os.Remove(f.path + replacedSuffix)
+			return undo(err)
+		}
+		placed = append(placed, f)
+	}
+	for _, f := range placed {
+		os.Remove(f.path + replacedSuffix)
+	}
+	return nil
+}
+
+// putBack undoes the placement of the files placed: each file replaced
+// goes back, a new file is removed.
+func putBack(placed []stagedFile) {
+	for _, f := range placed {
+		if exists(f.path + replacedSuffix) {
+			os.Rename(f.path+replacedSuffix, f.path)
+		} else {
+			os.Remove(f.path)
+		}
+	}
+}
+
+// replacedSuffix names the file that an output replaces, kept aside
+// while energy puts its outputs in place.
+const replacedSuffix = ".replaced"
+
+// keepAside links the existing output path of flag to PATH.replaced; one
+// already there, left by a killed energy, is not overwritten: it is
+// reported.
+func keepAside(flag, path string) error {
+	if err := checkNoReplacedLeft(flag, path); err != nil || !exists(path) {
+		return err
+	}
+	err := os.Link(path, path+replacedSuffix)
+	if errors.Is(err, fs.ErrExist) {
+		return replacedLeft(flag, path)
+	}
+	return err
+}
+
+// checkNoReplacedLeft refuses an output path of flag beside which a
+// killed energy left the file it was replacing (see replacedLeft).
+func checkNoReplacedLeft(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Lstat(path + replacedSuffix); err == nil {
+		return replacedLeft(flag, path)
+	}
+	return nil
+}
+
+// replacedLeft is the error of an output path of flag beside which an
+// energy killed while putting its outputs in place left PATH.replaced:
+// path may be new and the other output old, or both new; the user
+// decides which to keep.
+func replacedLeft(flag, path string) error {
+	old := path + replacedSuffix
+	return fmt.Errorf("%s %s: %s is left from an energy command killed while putting its outputs in place, so %s may be newer than the file written with it (--out or --grad); %s is the file it replaced: put it back (mv %s %s) or delete it, then run again", flag, path, old, path, old, old, path)
+}
+
+// lockFolders takes exclusive locks on the folders of paths (each once,
+// in order), waiting for another process's; unlock releases them.
+func lockFolders(paths []string) (unlock func(), err error) {
+	var dirs []string
+	for _, p := range paths {
+		if d, err := filepath.Abs(filepath.Dir(p)); err == nil && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	slices.Sort(dirs)
+	var held []*os.File
+	unlock = func() {
+		for _, f := range held {
+			f.Close() // releases its lock
+		}
+	}
+	for _, d := range dirs {
+		f, err := lockFolder(d)
+		if err != nil {
+			unlock()
+			return nil, err
+		}
+		held = append(held, f)
+	}
+	return unlock, nil
+}
+
+// lockFolder opens the folder dir and takes its exclusive lock, waiting
+// for another process's; closing it releases the lock.
+func lockFolder(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// discard removes the staging files not put in place.
+func (s *stagedOutputs) discard() {
+	for _, f := range s.files {
+		f.staged.Close()
+	}
+}
