@@ -37,7 +37,8 @@ type trainFlags struct {
 	data                            config.Data
 	plotFormat                      plots.Format
 	seeds                           string
-	forceSeed                       bool // set by --seeds for each run
+	forceSeed                       bool             // set by --seeds for each run
+	flow                            config.FlowFiles // --flow, --flow-density, --flow-base-sigma
 }
 
 func trainCmd() *cobra.Command {
@@ -81,6 +82,13 @@ EBM's weights by grid quadrature are made as for the built-in targets. Rows
 with NaN or Inf are refused unless --drop-nonfinite; constant columns and
 fewer rows than the batch are refused before training starts.
 
+--flow SAMPLE.onnx --flow-density DENSITY.onnx starts the flow of flowmc,
+nt or coopflow from a flow trained elsewhere (its sampling and density
+graphs, as io/onnx/crosscheck/export_flow.py exports a PyTorch flow)
+instead of the identity RealNVP; its base N(0, σ²) (the files' metadata,
+or --flow-base-sigma) becomes the EBM's tilt. The checkpoint keeps the flow
+as ONNX with its trained weights.
+
 Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,6 +115,9 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.StringVar(&f.data.Standardize, "standardize", "dimension", "dimension, global or none")
 	fl.StringVar(&f.data.Modes, "modes", "", "file of mode centres (k, d) in the data's units")
 	fl.BoolVar(&f.data.DropNonFinite, "drop-nonfinite", false, "drop rows holding NaN or Inf instead of refusing the data")
+	fl.StringVar(&f.flow.Sample, "flow", "", "start the flow from this ONNX sampling graph (with --flow-density) instead of the identity RealNVP")
+	fl.StringVar(&f.flow.Density, "flow-density", "", "the ONNX density graph of the flow of --flow")
+	fl.Float64Var(&f.flow.BaseSigma, "flow-base-sigma", 0, "σ of the --flow's base N(0, σ² I) (0: the files' metadata, else 1)")
 	return cmd
 }
 
@@ -452,6 +463,10 @@ func (f trainFlags) request(cmd *cobra.Command) training.Request {
 		seed := f.seed
 		req.Seed = &seed
 	}
+	if f.flow.Sample != "" || f.flow.Density != "" {
+		flow := f.flow
+		req.FlowONNX = &flow
+	}
 	return req
 }
 
@@ -553,12 +568,16 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--holdout %v: want a fraction strictly between 0 and 1", f.data.HoldOut)
 	case !slices.Contains([]string{"dimension", "global", "none"}, f.data.Standardize):
 		return fmt.Errorf("--standardize %q: want dimension, global or none", f.data.Standardize)
+	case (f.flow.Sample == "") != (f.flow.Density == ""):
+		return fmt.Errorf("give a flow as --flow SAMPLE.onnx and --flow-density DENSITY.onnx (its two graphs), not one of them")
+	case f.flow.BaseSigma != 0 && f.flow.Sample == "":
+		return fmt.Errorf("--flow-base-sigma applies to a flow given with --flow")
 	}
 	if f.resume == "" || f.forceSeed { // --seeds continues a seed's run with its own flags checked
 		return nil
 	}
 	var ignored []string
-	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force", "holdout", "standardize", "modes", "drop-nonfinite"} {
+	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force", "holdout", "standardize", "modes", "drop-nonfinite", "flow", "flow-density", "flow-base-sigma"} {
 		if cmd.Flags().Changed(name) {
 			ignored = append(ignored, "--"+name)
 		}
