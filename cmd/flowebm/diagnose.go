@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,48 +20,71 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// diagnoseOptions are diagnose's flags.
+type diagnoseOptions struct {
+	asJSON    bool
+	key       string
+	quantiles string // as written: "0.05,0.5"
+	nested    int    // superchains for nested R-hat (0: none)
+}
+
 func diagnoseCmd() *cobra.Command {
-	var asJSON bool
+	var o diagnoseOptions
 	cmd := &cobra.Command{
-		Use:   "diagnose [--json] CHAINS.npy",
-		Short: "Convergence diagnostics (R-hat, ESS) of MCMC chains stored as a NumPy array",
-		Long: `diagnose reads MCMC draws from a .npy file of shape (chains, draws) or
-(chains, draws, dims), float32 or float64, written by NumPy, PyTorch
-(tensor.numpy()), JAX or flowebm, and prints for each dimension:
+		Use:   "diagnose [--json] [--quantiles P,…] [--nested K] CHAINS.npy|CHAINS.npz|DRAWS.csv|CHAIN1.csv CHAIN2.csv …",
+		Short: "Convergence diagnostics (R-hat, ESS, MCSE) of MCMC chains from NumPy, CmdStan or a CSV",
+		Long: `diagnose reads MCMC draws and prints for each dimension (parameter):
 
   rhat          rank-normalised split R-hat (Vehtari et al. 2021)
   rhat_classic  unsplit Gelman–Rubin R-hat
+  rhat_nested   nested R-hat with --nested K superchains (Margossian et al. 2024)
   ess_bulk      bulk effective sample size
   ess_tail      tail effective sample size (5% and 95% quantiles)
+  ess_mean      ESS of the mean; mcse_mean its Monte Carlo standard error
   mean, sd      pooled mean and standard deviation
 
-with the definitions of ArviZ 0.21 and Stan's posterior package. With --json
-it prints a JSON array with one object per dimension holding exactly the keys
-dim, rhat, rhat_classic, ess_bulk, ess_tail, mean and sd (null where a value
-is undefined, e.g. ESS of a constant chain, or infinite: the R-hat of chains
-each constant but differing from one another, +Inf in the table).
+with the definitions of Stan's posterior package 1.x and ArviZ 0.21. --json
+prints a JSON array with one object per dimension: dim (and name, where the
+format names parameters), rhat, rhat_classic, ess_bulk, ess_tail, mean, sd,
+ess_mean, ess_sd, ess_median, ess_raw, mcse_mean, mcse_sd, mcse_median;
+--quantiles 0.05,0.95 adds ess_quantile and mcse_quantile, objects keyed by
+each quantile as written; --nested K adds rhat_nested. null marks a value
+that is undefined (the ESS of a constant chain) or infinite (the R-hat of
+chains each constant but differing, +Inf in the table).
+
+Inputs:
+  .npy          shape (chains, draws) or (chains, draws, dims), float32/float64
+                (NumPy, PyTorch's tensor.numpy(), JAX, flowebm sample)
+  .npz          the same, member --key (default the first)
+  CmdStan CSV   one output file per chain: comment lines (#) skipped, the
+                sampler's columns (lp__, accept_stat__, …: names ending in __)
+                dropped, parameters named by the header
+  CSV           one file with a chain column (chain, .chain: posterior's
+                draws_df, ArviZ) and draw/iteration columns, which are dropped
 
 Files with another rank, fewer than 2 chains or 4 draws, a NaN or infinite
-draw, or a dtype other than float32/float64 are refused with a one-line error
-and exit status 2.`,
-		Args: cobra.ExactArgs(1),
+draw, ragged rows or chains of different lengths are refused with a
+one-line error naming the file (and line and column) and exit status 2.
+The verdict names the dimensions with R-hat above 1.01 or bulk or tail ESS
+below 400, the thresholds Vehtari et al. recommend.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkDiagnoseMemory(args[0]); err != nil {
-				return err
-			}
-			f, err := os.Open(args[0])
+			c, err := readChains(args, o.key)
 			if err != nil {
 				return err
 			}
-			defer f.Close()
 			out := bufio.NewWriter(cmd.OutOrStdout())
-			if err := diagnose(bufio.NewReader(f), args[0], out, asJSON); err != nil {
+			if err := report(c, out, o); err != nil {
 				return err
 			}
 			return out.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	fl := cmd.Flags()
+	fl.BoolVar(&o.asJSON, "json", false, "print a JSON array instead of a table")
+	fl.StringVar(&o.key, "key", "", "member of an .npz file (default the first)")
+	fl.StringVar(&o.quantiles, "quantiles", "", "quantiles whose ESS and MCSE --json adds, e.g. 0.05,0.5,0.95")
+	fl.IntVar(&o.nested, "nested", 0, "nested R-hat with this many superchains of consecutive chains (it must divide the chains)")
 	return cmd
 }
 
@@ -97,35 +122,205 @@ func diagnose(r io.Reader, name string, w io.Writer, asJSON bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if a.Dtype[1:] != "f4" && a.Dtype[1:] != "f8" {
-		return fmt.Errorf("%s: dtype %q, want float32 ('<f4') or float64 ('<f8')", name, a.Dtype)
-	}
-	var chains, draws, dims int
-	switch len(a.Shape) {
-	case 2:
-		chains, draws, dims = a.Shape[0], a.Shape[1], 1
-	case 3:
-		chains, draws, dims = a.Shape[0], a.Shape[1], a.Shape[2]
-	default:
-		return fmt.Errorf("%s: shape %s has rank %d, want (chains, draws) or (chains, draws, dims)", name, shapeString(a.Shape), len(a.Shape))
-	}
-	s, err := diagnostics.Summarize(a.Data, chains, draws, dims)
+	c, err := arrayChains(a, name)
 	if err != nil {
-		return fmt.Errorf("%s: shape %s: %s", name, shapeString(a.Shape), strings.TrimPrefix(err.Error(), "diagnostics: "))
+		return err
 	}
-	if asJSON {
-		return writeSummaryJSON(w, s)
+	return report(c, w, diagnoseOptions{asJSON: asJSON})
+}
+
+// dimReport is one dimension's diagnostics with the extras the flags ask.
+type dimReport struct {
+	diagnostics.Summary
+	name       string
+	named      bool
+	hasNested  bool
+	nested     float64
+	essQ, mseQ map[string]float64 // by quantile as written
+	qOrder     []string
+}
+
+// report computes and writes c's diagnostics.
+func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
+	qs, err := parseQuantiles(o.quantiles)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(w, "%s: %d chains × %d draws × %d dims (%s)\n\n", name, chains, draws, dims, a.Dtype)
+	if o.nested != 0 && (o.nested < 2 || c.chains%o.nested != 0) {
+		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
+	}
+	s, err := diagnostics.Summarize(c.data, c.chains, c.draws, c.dims)
+	if err != nil {
+		return fmt.Errorf("%s: shape %s: %s", c.source, c.shape, strings.TrimPrefix(err.Error(), "diagnostics: "))
+	}
+	rows := make([]dimReport, len(s))
+	for d := range s {
+		rows[d] = dimReport{Summary: s[d], name: c.name(d), named: c.names != nil, nested: math.NaN(), qOrder: qs.written}
+		if o.nested > 0 || len(qs.p) > 0 {
+			rows[d].extras(c.dimChains(d), o.nested, qs)
+		}
+	}
+	if o.asJSON {
+		return writeReportJSON(w, rows)
+	}
+	return writeTable(w, c, rows, o.nested > 0)
+}
+
+// extras computes nested R-hat and the quantiles' ESS and MCSE.
+func (r *dimReport) extras(x [][]float64, nested int, qs quantiles) {
+	if nested > 0 {
+		r.hasNested, r.nested = true, diagnostics.NestedRHat(x, nested)
+	}
+	r.essQ, r.mseQ = map[string]float64{}, map[string]float64{}
+	for i, p := range qs.p {
+		r.essQ[qs.written[i]] = diagnostics.ESSQuantile(x, p)
+		r.mseQ[qs.written[i]] = diagnostics.MCSEQuantile(x, p)
+	}
+}
+
+// quantiles are --quantiles' values and their text.
+type quantiles struct {
+	p       []float64
+	written []string
+}
+
+func parseQuantiles(s string) (quantiles, error) {
+	var q quantiles
+	if strings.TrimSpace(s) == "" {
+		return q, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(p > 0 && p < 1) {
+			return q, fmt.Errorf("--quantiles %s: %q is not a probability strictly between 0 and 1", s, f)
+		}
+		if slices.Contains(q.written, f) {
+			return q, fmt.Errorf("--quantiles %s: %s given twice", s, f)
+		}
+		q.p, q.written = append(q.p, p), append(q.written, f)
+	}
+	return q, nil
+}
+
+// writeReportJSON writes one object per dimension: Detailed's keys, name
+// where the format names parameters, and the flags' extras.
+func writeReportJSON(w io.Writer, rows []dimReport) error {
+	var b bytes.Buffer
+	b.WriteString("[\n")
+	for i, r := range rows {
+		obj, err := json.Marshal(diagnostics.Detailed(r.Summary))
+		if err != nil {
+			return err
+		}
+		obj = obj[:len(obj)-1] // reopen the object
+		if r.named {
+			obj = append(obj, fmt.Sprintf(",%q:%s", "name", mustJSON(r.name))...)
+		}
+		obj = append(obj, r.extrasJSON()...)
+		obj = append(obj, '}')
+		b.WriteString("  ")
+		if err := json.Indent(&b, obj, "  ", "  "); err != nil {
+			return err
+		}
+		if i < len(rows)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// extrasJSON is r's rhat_nested, ess_quantile and mcse_quantile members.
+func (r dimReport) extrasJSON() string {
+	var sb strings.Builder
+	if len(r.qOrder) > 0 {
+		for _, k := range []struct {
+			key string
+			m   map[string]float64
+		}{{"ess_quantile", r.essQ}, {"mcse_quantile", r.mseQ}} {
+			parts := make([]string, len(r.qOrder))
+			for i, q := range r.qOrder {
+				parts[i] = fmt.Sprintf("%q:%s", q, jsonNumber(k.m[q]))
+			}
+			fmt.Fprintf(&sb, ",%q:{%s}", k.key, strings.Join(parts, ","))
+		}
+	}
+	if r.hasNested {
+		fmt.Fprintf(&sb, ",%q:%s", "rhat_nested", jsonNumber(r.nested))
+	}
+	return sb.String()
+}
+
+func jsonNumber(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "null"
+	}
+	return mustJSON(v)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v) // strings and finite floats always marshal
+	return string(b)
+}
+
+// writeTable writes the table and the verdict.
+func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error {
+	fmt.Fprintf(w, "%s: %d chains × %d draws × %d dims (%s)\n\n", c.source, c.chains, c.draws, c.dims, c.dtype)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "dim\trhat\trhat_classic\tess_bulk\tess_tail\tmean\tsd\t")
-	for _, d := range s {
-		fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.0f\t%.0f\t%.4g\t%.4g\t\n", d.Dim, d.RHat, d.RHatClassic, d.ESSBulk, d.ESSTail, d.Mean, d.SD)
+	head := "dim\trhat\trhat_classic\t"
+	if nested {
+		head += "rhat_nested\t"
+	}
+	fmt.Fprintln(tw, head+"ess_bulk\tess_tail\tess_mean\tmean\tmcse_mean\tsd\t")
+	for _, d := range rows {
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t", d.name, d.RHat, d.RHatClassic)
+		if nested {
+			fmt.Fprintf(tw, "%.4f\t", d.nested)
+		}
+		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%.4g\t%.2g\t%.4g\t\n", d.ESSBulk, d.ESSTail, d.ESSMean, d.Mean, d.MCSEMean, d.SD)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return writeVerdict(w, s)
+	s := make([]diagnostics.Summary, len(rows))
+	for i := range rows {
+		s[i] = rows[i].Summary
+	}
+	if err := writeVerdict(w, s); err != nil {
+		return err
+	}
+	return writeThresholds(w, rows)
+}
+
+// writeThresholds names the dimensions above R-hat 1.01 and below ESS 400.
+func writeThresholds(w io.Writer, rows []dimReport) error {
+	var highR, lowESS []string
+	for _, r := range rows {
+		if r.RHat > 1.01 || math.IsInf(r.RHatClassic, 1) {
+			highR = append(highR, r.name)
+		}
+		if r.ESSBulk < 400 || r.ESSTail < 400 {
+			lowESS = append(lowESS, fmt.Sprintf("%s (bulk %.0f, tail %.0f)", r.name, r.ESSBulk, r.ESSTail))
+		}
+	}
+	if len(highR) > 0 {
+		fmt.Fprintf(w, "rhat above 1.01: %s\n", listOf(highR))
+	}
+	if len(lowESS) > 0 {
+		fmt.Fprintf(w, "ess below 400: %s\n", listOf(lowESS))
+	}
+	return nil
+}
+
+// listOf joins names, the first 10 and a count of the rest.
+func listOf(names []string) string {
+	if len(names) <= 10 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
 }
 
 // writeVerdict writes what the table's R-hats say: the dimensions whose
@@ -170,10 +365,4 @@ func shapeString(shape []int) string {
 		return "(" + parts[0] + ",)"
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
-}
-
-func writeSummaryJSON(w io.Writer, s []diagnostics.Summary) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -57,10 +58,12 @@ func TestDiagnoseTableAndJSON(t *testing.T) {
 			t.Fatalf("%s: invalid JSON: %v", file, err)
 		}
 		for i, r := range rows {
-			if len(r) != 7 {
-				t.Errorf("%s row %d has keys %v, want exactly dim rhat rhat_classic ess_bulk ess_tail mean sd", file, i, r)
+			keys := []string{"dim", "rhat", "rhat_classic", "ess_bulk", "ess_tail", "mean", "sd",
+				"ess_mean", "ess_sd", "ess_median", "ess_raw", "mcse_mean", "mcse_sd", "mcse_median"}
+			if len(r) != len(keys) {
+				t.Errorf("%s row %d has keys %v, want exactly %v", file, i, r, keys)
 			}
-			for _, k := range []string{"dim", "rhat", "rhat_classic", "ess_bulk", "ess_tail", "mean", "sd"} {
+			for _, k := range keys {
 				if _, ok := r[k]; !ok {
 					t.Errorf("%s row %d lacks %q", file, i, k)
 				}
@@ -176,4 +179,104 @@ func TestDiagnoseRefusesFoldersAndHugeFiles(t *testing.T) {
 	if _, stderr, status := runCLI("diagnose", path); status != 2 || !strings.Contains(stderr, "need about 512 GB to diagnose") {
 		t.Errorf("huge: status %d, %q", status, stderr)
 	}
+}
+
+// diagnose reads CmdStan's output files (one per chain, comments and the
+// sampler's columns skipped) and posterior's draws_df CSV (a .chain
+// column) as the same draws in a .npy (gen_csv.py writes all three): the
+// same numbers, with the parameters' names; --quantiles and --nested add
+// their keys (golden file).
+func TestDiagnoseReadsCSV(t *testing.T) {
+	dir := filepath.Join("testdata", "diagnose")
+	stan, _ := filepath.Glob(filepath.Join(dir, "cmdstan", "output_*.csv"))
+	want, _, status := runCLI("diagnose", "--json", filepath.Join(dir, "csv_same.npy"))
+	if status != 0 || len(stan) != 4 {
+		t.Fatalf("status %d, %d CmdStan files", status, len(stan))
+	}
+	var ref []map[string]any
+	if err := json.Unmarshal([]byte(want), &ref); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"mu", "tau", "theta.1", "theta.2"}
+	for _, args := range [][]string{stan, {filepath.Join(dir, "draws_df.csv")}} {
+		js, errOut, status := runCLI(append([]string{"diagnose", "--json"}, args...)...)
+		if status != 0 {
+			t.Fatalf("%v: status %d: %s", args, status, errOut)
+		}
+		var got []map[string]any
+		if err := json.Unmarshal([]byte(js), &got); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range got {
+			if r["name"] != names[i] {
+				t.Errorf("%v dim %d: name %v, want %s", args, i, r["name"], names[i])
+			}
+			delete(r, "name")
+			if fmt.Sprint(r) != fmt.Sprint(ref[i]) {
+				t.Errorf("%v dim %d: %v, the .npy gives %v", args, i, r, ref[i])
+			}
+		}
+	}
+	js, errOut, status := runCLI("diagnose", "--json", "--quantiles", "0.05,0.5,0.95", "--nested", "2", filepath.Join(dir, "mixed_4x500x4_f8.npy"))
+	if status != 0 {
+		t.Fatal(errOut)
+	}
+	golden(t, filepath.Join("diagnose", "mixed_quantiles_nested.json"), []byte(js))
+}
+
+// Bad CSV chains and flags are refused with one line naming the file,
+// line and column, or the flag.
+func TestDiagnoseRefusesBadCSV(t *testing.T) {
+	dir := t.TempDir()
+	w := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := "# c\nlp__,a,b\n1,2,3\n1,2,4\n1,3,3\n1,5,3\n"
+	g1, g2 := w("g1.csv", good), w("g2.csv", good)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{w("ragged.csv", "lp__,a,b\n1,2,3\n1,2\n"), g1}, "ragged.csv: line 3 has 2 columns, want 3"},
+		{[]string{w("nan.csv", "lp__,a,b\n1,2,3\n1,x,3\n"), g1}, "nan.csv: line 3, column 2 (a): \"x\" is not a number"},
+		{[]string{g1, w("short.csv", "lp__,a,b\n1,2,3\n1,2,4\n1,3,3\n")}, "short.csv: 3 draws, "},
+		{[]string{g1, w("other.csv", "lp__,a,c\n1,2,3\n1,2,4\n1,3,3\n1,5,3\n")}, "other.csv: its columns differ"},
+		{[]string{g1}, "one CSV file without a chain column"},
+		{[]string{w("chains.csv", "a,chain\n1,1\n2,1\n3,1\n4,1\n1,2\n2,2\n3,2\n"), g2}, "has a chain column"},
+		{[]string{w("uneven.csv", "a,chain\n1,1\n2,1\n3,1\n4,1\n1,2\n2,2\n3,2\n")}, "chain 2 has 3 draws, chain 1 has 4"},
+		{[]string{"--nested", "3", g1, g2}, "--nested 3: want a number of superchains ≥ 2 that divides the 2 chains"},
+		{[]string{"--quantiles", "0.5,1", g1, g2}, "\"1\" is not a probability strictly between 0 and 1"},
+		{[]string{"--key", "a", g1, g2}, "--key a names a member of an .npz file"},
+	} {
+		_, errOut, status := runCLI(append([]string{"diagnose"}, c.args...)...)
+		if status != 2 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: status %d, %q; want one line containing %q", c.args, status, errOut, c.want)
+		}
+	}
+}
+
+// No CSV text makes the CSV reader panic, and what it accepts has chains
+// of equal length.
+func FuzzDiagnoseCSV(f *testing.F) {
+	f.Add([]byte("# c\nlp__,a,b\n1,2,3\n1,2,4\n"), []byte("a,.chain\n1,1\n2,2\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		pa, pb := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+		if os.WriteFile(pa, a, 0o644) != nil || os.WriteFile(pb, b, 0o644) != nil {
+			t.Skip()
+		}
+		for _, paths := range [][]string{{pa}, {pb}, {pa, pb}} {
+			c, err := readChains(paths, "")
+			if err != nil {
+				continue
+			}
+			if len(c.data) != c.chains*c.draws*c.dims {
+				t.Fatalf("%d values for %d × %d × %d", len(c.data), c.chains, c.draws, c.dims)
+			}
+		}
+	})
 }
