@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
@@ -26,6 +27,10 @@ type diagnoseOptions struct {
 	key       string
 	quantiles string // as written: "0.05,0.5"
 	nested    int    // superchains for nested R-hat (0: none)
+	plots     string // folder for the diagnostic figures
+	plotDims  string // dimensions to draw (names or indices); "": the worst by R-hat
+	format    plots.Format
+	force     bool
 }
 
 func diagnoseCmd() *cobra.Command {
@@ -66,10 +71,20 @@ Files with another rank, fewer than 2 chains or 4 draws, a NaN or infinite
 draw, ragged rows or chains of different lengths are refused with a
 one-line error naming the file (and line and column) and exit status 2.
 The verdict names the dimensions with R-hat above 1.01 or bulk or tail ESS
-below 400, the thresholds Vehtari et al. recommend.`,
+below 400, the thresholds Vehtari et al. recommend.
+
+--plots DIR draws, for the 4 dimensions with the largest R-hat (or those of
+--plot-dims), a trace plot, rank histograms (Vehtari et al.: uniform when
+the chains mix), each chain's autocorrelation, and the bulk and tail ESS as
+the chains grow: DIR/NAME-trace.png and so on (--plot-format png, svg or
+pdf; existing files are replaced only with --force).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := readChains(args, o.key)
+			if err != nil {
+				return err
+			}
+			files, err := o.plotFiles(c)
 			if err != nil {
 				return err
 			}
@@ -77,7 +92,10 @@ below 400, the thresholds Vehtari et al. recommend.`,
 			if err := report(c, out, o); err != nil {
 				return err
 			}
-			return out.Flush()
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			return o.drawPlots(c, files, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -85,6 +103,10 @@ below 400, the thresholds Vehtari et al. recommend.`,
 	fl.StringVar(&o.key, "key", "", "member of an .npz file (default the first)")
 	fl.StringVar(&o.quantiles, "quantiles", "", "quantiles whose ESS and MCSE --json adds, e.g. 0.05,0.5,0.95")
 	fl.IntVar(&o.nested, "nested", 0, "nested R-hat with this many superchains of consecutive chains (it must divide the chains)")
+	fl.StringVar(&o.plots, "plots", "", "folder for trace, rank, autocorrelation and ESS plots")
+	fl.StringVar(&o.plotDims, "plot-dims", "", "dimensions to plot, by name or index, e.g. mu,tau (default the 4 with the largest R-hat)")
+	fl.Var(&o.format, "plot-format", "format of the plots: png, svg or pdf")
+	fl.BoolVar(&o.force, "force", false, "replace existing plot files")
 	return cmd
 }
 

@@ -280,3 +280,37 @@ func FuzzDiagnoseCSV(f *testing.F) {
 		}
 	})
 }
+
+// --plots draws four figures for each of the worst dimensions (or those
+// of --plot-dims), refuses to replace them without --force, and refuses
+// unknown dimensions and --plot-dims without --plots before any work.
+func TestDiagnosePlots(t *testing.T) {
+	dir := t.TempDir()
+	stan, _ := filepath.Glob(filepath.Join("testdata", "diagnose", "cmdstan", "output_*.csv"))
+	args := append([]string{"diagnose", "--plots", dir, "--plot-dims", "mu,tau", "--plot-format", "svg"}, stan...)
+	out, errOut, status := runCLI(args...)
+	if status != 0 || !strings.Contains(out, "8 plots written to") {
+		t.Fatalf("status %d: %s %s", status, out, errOut)
+	}
+	for _, name := range []string{"mu-trace.svg", "mu-rank.svg", "mu-autocorrelation.svg", "tau-ess.svg"} {
+		if !exists(filepath.Join(dir, name)) {
+			t.Errorf("no %s", name)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{args, "exists: give another name, or replace it with --force"},
+		{append([]string{"diagnose", "--plots", dir, "--plot-dims", "sigma"}, stan...), `--plot-dims sigma: no dimension "sigma"`},
+		{append([]string{"diagnose", "--plot-dims", "mu"}, stan...), "--plot-dims applies to --plots DIR"},
+	} {
+		out, errOut, status := runCLI(c.args...)
+		if status != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: status %d, out %q, err %q; want a refusal containing %q", c.args[1:4], status, out, errOut, c.want)
+		}
+	}
+	if _, errOut, status := runCLI(append(args[:1:1], append([]string{"--force"}, args[1:]...)...)...); status != 0 {
+		t.Errorf("--force: %s", errOut)
+	}
+}

@@ -33,6 +33,21 @@ func autocov(x []float64) []float64 {
 	return out
 }
 
+// Autocorrelation returns the autocorrelations of the chain x at lags
+// 0…maxLag (fewer if x is shorter), from its biased (1/N) autocovariances
+// as the ESS uses them; NaN if x does not vary.
+func Autocorrelation(x []float64, maxLag int) []float64 {
+	if len(x) == 0 || maxLag < 0 {
+		return nil
+	}
+	c := autocov(x)
+	out := make([]float64, min(maxLag+1, len(c)))
+	for t := range out {
+		out[t] = c[t] / c[0]
+	}
+	return out
+}
+
 // ess is the effective sample size of y[M][N] with Geyer's initial positive
 // and initial monotone sequences, as ArviZ's _ess. Two details follow
 // ArviZ rather than posterior's .ess, and matter only for short or

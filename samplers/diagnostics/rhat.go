@@ -57,6 +57,22 @@ func Split(x [][]float64) [][]float64 {
 // RankNormalize replaces every value by Φ⁻¹((r − 3/8)/(S + 1/4)), r its rank
 // among all S values (ties get their average rank).
 func RankNormalize(x [][]float64) [][]float64 {
+	r := Ranks(x)
+	s := 0.0
+	for _, ch := range x {
+		s += float64(len(ch))
+	}
+	for _, ch := range r {
+		for i, v := range ch {
+			ch[i] = distuv.UnitNormal.Quantile((v - 0.375) / (s + 0.25))
+		}
+	}
+	return r
+}
+
+// Ranks replaces every value by its rank 1…S among all S values of x (ties
+// get their average rank), as the rank plots of Vehtari et al. (2021) use.
+func Ranks(x [][]float64) [][]float64 {
 	type item struct {
 		v    float64
 		c, n int
@@ -72,16 +88,14 @@ func RankNormalize(x [][]float64) [][]float64 {
 	for c, ch := range x {
 		out[c] = make([]float64, len(ch))
 	}
-	s := float64(len(all))
 	for i := 0; i < len(all); {
 		j := i
 		for j < len(all) && all[j].v == all[i].v {
 			j++
 		}
 		rank := float64(i+j+1) / 2 // average of ranks i+1 … j
-		z := distuv.UnitNormal.Quantile((rank - 0.375) / (s + 0.25))
 		for k := i; k < j; k++ {
-			out[all[k].c][all[k].n] = z
+			out[all[k].c][all[k].n] = rank
 		}
 		i = j
 	}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
+)
+
+// plotDimsDefault is how many dimensions --plots draws without --plot-dims.
+const plotDimsDefault = 4
+
+// plotFile is one figure --plots writes.
+type plotFile struct {
+	dim  int
+	kind string
+	path string
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// plotFiles lists the files --plots will write, refusing existing ones
+// without --force, before any work.
+func (o diagnoseOptions) plotFiles(c *chainsData) ([]plotFile, error) {
+	if o.plots == "" {
+		if o.plotDims != "" {
+			return nil, fmt.Errorf("--plot-dims applies to --plots DIR")
+		}
+		return nil, nil
+	}
+	if fi, err := os.Stat(o.plots); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("--plots %s is a file: give a folder", o.plots)
+	}
+	dims, err := o.chosenDims(c)
+	if err != nil {
+		return nil, err
+	}
+	var files []plotFile
+	for _, d := range dims {
+		base := unsafeName.ReplaceAllString(c.name(d), "_")
+		if c.names == nil {
+			base = "dim" + base
+		}
+		for _, kind := range []string{"trace", "rank", "autocorrelation", "ess"} {
+			p := filepath.Join(o.plots, base+"-"+kind+o.format.Ext())
+			if err := checkNew("--plots", p, o.force); err != nil {
+				return nil, err
+			}
+			files = append(files, plotFile{d, kind, p})
+		}
+	}
+	return files, nil
+}
+
+// chosenDims are the dimensions of --plot-dims, or the plotDimsDefault
+// with the largest R-hat (undefined R-hats last).
+func (o diagnoseOptions) chosenDims(c *chainsData) ([]int, error) {
+	if o.plotDims == "" {
+		return worstDims(c), nil
+	}
+	var dims []int
+	for _, f := range strings.Split(o.plotDims, ",") {
+		f = strings.TrimSpace(f)
+		d := -1
+		for k := 0; k < c.dims; k++ {
+			if c.name(k) == f {
+				d = k
+			}
+		}
+		if i, err := strconv.Atoi(f); d < 0 && err == nil && i >= 0 && i < c.dims {
+			d = i
+		}
+		if d < 0 {
+			return nil, fmt.Errorf("--plot-dims %s: no dimension %q (the names or indices 0..%d)", o.plotDims, f, c.dims-1)
+		}
+		dims = append(dims, d)
+	}
+	return dims, nil
+}
+
+func worstDims(c *chainsData) []int {
+	rhat := make([]float64, c.dims)
+	for d := range rhat {
+		rhat[d] = diagnostics.RHat(c.dimChains(d))
+	}
+	idx := make([]int, c.dims)
+	for i := range idx {
+		idx[i] = i
+	}
+	key := func(d int) float64 {
+		if math.IsNaN(rhat[d]) {
+			return math.Inf(-1)
+		}
+		return rhat[d]
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return key(idx[i]) > key(idx[j]) })
+	return idx[:min(plotDimsDefault, len(idx))]
+}
+
+// drawPlots draws the figures into their files.
+func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Writer) error {
+	if len(files) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(o.plots, 0o755); err != nil {
+		return err
+	}
+	figs := map[int][]plots.ChainFigure{}
+	for _, f := range files {
+		if _, ok := figs[f.dim]; !ok {
+			figs[f.dim] = plots.ChainFigures(c.dimChains(f.dim), c.title(f.dim))
+		}
+		for _, cf := range figs[f.dim] {
+			if cf.Kind == f.kind {
+				if err := cf.Figure.Save(f.path); err != nil {
+					return fmt.Errorf("--plots: %s: %w", f.path, err)
+				}
+			}
+		}
+	}
+	_, err := fmt.Fprintf(out, "%d plots written to %s\n", len(files), o.plots)
+	return err
+}
+
+// title names dimension d in a figure: the parameter, or "dim d".
+func (c *chainsData) title(d int) string {
+	if c.names != nil {
+		return c.names[d]
+	}
+	return "dim " + strconv.Itoa(d)
+}
