@@ -389,12 +389,16 @@ func TestSampleAdaptiveRecoversModeWeights(t *testing.T) {
 		return mean, sd / math.Sqrt(float64(m))
 	}
 	flowArgs := []string{"--flow", filepath.Join(dir, "flow", "flow_sample.onnx"), "--flow-density", filepath.Join(dir, "flow", "flow_density.onnx")}
+	modes := filepath.Join(dir, "modes.npy")
+	if err := npy.WriteFile(modes, &npy.Array{Shape: []int{2, 2}, Data: []float64{-2.5, 0, 2.5, 0}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name  string
 		args  []string
 		close bool
 	}{
-		{"adaptive", []string{"--sampler", "flowmc", "--warmup", "200", "--flow-out", filepath.Join(dir, "flow")}, true},
+		{"adaptive", []string{"--sampler", "flowmc", "--warmup", "200", "--flow-out", filepath.Join(dir, "flow"), "--modes", modes}, true},
 		{"mala", []string{"--sampler", "mala", "--warmup", "200"}, false},
 		{"onnx flow, frozen", append([]string{"--sampler", "flowmc", "--warmup", "20"}, flowArgs...), true},
 		{"onnx flow, trained", append([]string{"--sampler", "flowmc", "--warmup", "50", "--train-flow"}, flowArgs...), true},
@@ -408,6 +412,16 @@ func TestSampleAdaptiveRecoversModeWeights(t *testing.T) {
 		w, se1 := leftWeight(out)
 		if ok := math.Abs(w-0.25) <= 4*se1; c.close && !ok {
 			t.Errorf("%s: left-mode weight %.4f ± %.4f, want 0.25\n%s", c.name, w, se1, so.String())
+		}
+		if c.name == "adaptive" { // --modes: the weight with its 95% interval, which covers 1/4
+			var lo, hi float64
+			i := strings.Index(so.String(), "mode 1 at (-2.50, 0.00): ")
+			if i < 0 {
+				t.Fatalf("no mode weights in %q", so.String())
+			}
+			if _, err := fmt.Sscanf(so.String()[i:], "mode 1 at (-2.50, 0.00): %f ± %f [%f, %f]", new(float64), new(float64), &lo, &hi); err != nil || !(lo <= 0.25 && 0.25 <= hi) {
+				t.Errorf("mode 1's interval [%v, %v] (%v) does not cover 0.25", lo, hi, err)
+			}
 		}
 		if !c.close && !(math.Abs(w-0.25) > 0.1) {
 			t.Errorf("%s: left-mode weight %.4f: MALA alone was expected to stay in its starting modes", c.name, w)

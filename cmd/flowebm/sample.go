@@ -15,6 +15,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -44,6 +45,7 @@ type sampleFlags struct {
 	force                      bool
 	checkpoint, resume         string // the run's checkpoint file; a checkpoint to continue
 	checkpointEvery            int
+	modes                      string // mode centres (k, d): weights with error bars
 	changed                    func(name string) bool // whether a flag was given
 	args                       []string               // the flags given, for a checkpoint
 }
@@ -111,6 +113,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.BoolVar(&f.logDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "write the run's state to this .npz every --checkpoint-every steps (atomically), to continue it with --resume after an interruption")
 	fl.IntVar(&f.checkpointEvery, "checkpoint-every", 100, "steps (or training cycles, at the end of a window of 10) between checkpoints")
+	fl.StringVar(&f.modes, "modes", "", "file of mode centres (k, d) in the draws' units: print each mode's weight among the draws (nearest centre) with its MCSE and 95% interval")
 	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint this is (give no other flag but --force), bit for bit")
 }
 
@@ -210,7 +213,45 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", pct(loc), pct(glob))
 	printRHat(out, draws, f.chains, f.steps, d)
+	return f.printModeWeights(out, draws, d)
+}
+
+// printModeWeights prints each --modes centre's weight among the draws,
+// with its Monte Carlo standard error and 95% interval.
+func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int) error {
+	if f.modes == "" {
+		return nil
+	}
+	centres, err := readModes(f.modes, d)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator, 95%% interval):\n", f.modes)
+	for k, w := range diagnostics.ChainModeWeights(draws, f.chains, f.steps, d, centres) {
+		fmt.Fprintf(out, "  mode %d at %s: %.4f ± %.4f [%.4f, %.4f] (ESS %.0f)\n", k+1, fmtPoint(centres[k]), w.Weight, w.MCSE, w.Lo, w.Hi, w.ESS)
+	}
 	return nil
+}
+
+// readModes reads k mode centres of dimension d (at most 1000).
+func readModes(path string, d int) ([][]float64, error) {
+	shape, err := data.PointsShape(path, "")
+	if err != nil {
+		return nil, fmt.Errorf("--modes %s: %w", path, err)
+	}
+	if len(shape) != 2 || shape[1] != d || shape[0] < 1 || shape[0] > 1000 {
+		return nil, fmt.Errorf("--modes %s: shape %v, want (k, %d) with 1 ≤ k ≤ 1000 centres", path, shape, d)
+	}
+	m, err := data.ReadMatrix(path, "")
+	if err != nil {
+		return nil, fmt.Errorf("--modes %s: %w", path, err)
+	}
+	r, _ := m.Dims()
+	out := make([][]float64, r)
+	for i := range out {
+		out[i] = mat.Row(nil, i, m)
+	}
+	return out, nil
 }
 
 // resumeFlags reads the checkpoint of --resume and the flags it was
@@ -304,6 +345,11 @@ func (f sampleFlags) checkOutputs() error {
 	}
 	if err := f.checkCheckpoint(); err != nil {
 		return err
+	}
+	if f.modes != "" { // read again after sampling; here only checked
+		if _, err := data.PointsShape(f.modes, ""); err != nil {
+			return fmt.Errorf("--modes %s: %w", f.modes, err)
+		}
 	}
 	if f.flowOut != "" && !exists(f.flowOut) { // created after the run
 		return checkOutput("--flow-out", f.flowOut, f.model, f.flow, f.flowDensity)
