@@ -15,8 +15,8 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
-	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/onnx"
@@ -45,7 +45,7 @@ type sampleFlags struct {
 	force                      bool
 	checkpoint, resume         string // the run's checkpoint file; a checkpoint to continue
 	checkpointEvery            int
-	modes                      string // mode centres (k, d): weights with error bars
+	modes                      string                 // mode centres (k, d): weights with error bars
 	changed                    func(name string) bool // whether a flag was given
 	args                       []string               // the flags given, for a checkpoint
 }
