@@ -134,6 +134,10 @@ func (a AdaptiveFlowMC) Start(x *mat.Dense, draws int) (*AdaptiveRun, error) {
 	return r, nil
 }
 
+// TrainingCycles is the training phase's length (at most: it may stop
+// early).
+func (r *AdaptiveRun) TrainingCycles() int { return cmp.Or(r.a.TrainingCycles, 100) }
+
 // Finished says whether the production phase has run all its cycles.
 func (r *AdaptiveRun) Finished() bool { return r.Production != nil && r.Production.Finished() }
 

@@ -45,6 +45,9 @@ func (st *Store) Record(x mat.Matrix) {
 	st.n++
 }
 
+// Shape returns the chains and the dimension the store records.
+func (st *Store) Shape() (m, d int) { return st.m, st.d }
+
 // Len is the number of draws held (at most the capacity).
 func (st *Store) Len() int { return min(st.n, st.capacity) }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/spf13/cobra"
+	"gorgonia.org/tensor"
 )
 
 func convertCmd() *cobra.Command {
@@ -291,11 +292,7 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		if m.Flow == nil {
 			return fmt.Errorf("%s: the checkpoint has no flow", in)
 		}
-		if what == "flow-sample" {
-			b, err = onnx.FlowSample(m.Flow, o)
-		} else {
-			b, err = onnx.FlowDensity(m.Flow, o)
-		}
+		b, err = flowGraph(m.Flow, what == "flow-sample", o)
 	default:
 		return fmt.Errorf("--what %q, want ebm, energy, flow-sample or flow-density", what)
 	}
@@ -344,4 +341,24 @@ func exportConstants(g *onnx.Graph) []*onnx.Tensor {
 		}
 	}
 	return ts
+}
+
+// flowGraph is a flow's sampling or density graph: flowebm's RealNVP
+// exported, or a flow read from ONNX with its trained weights written back
+// (its own graphs, which --float32 and --float64 cannot convert).
+func flowGraph(f *graph.Flow, sample bool, o onnx.Options) ([]byte, error) {
+	if _, ok := f.Net.(*onnx.FlowNet); !ok {
+		if sample {
+			return onnx.FlowSample(f, o)
+		}
+		return onnx.FlowDensity(f, o)
+	}
+	if (o.Float32 && f.Params.Dtype() != tensor.Float32) || (o.Float64 && f.Params.Dtype() != tensor.Float64) {
+		return nil, fmt.Errorf("the flow was read from ONNX in %v: it is written back as its own graphs, in their type (drop --float32/--float64)", f.Params.Dtype())
+	}
+	sb, db, err := onnx.EncodeFlowWeights(f)
+	if sample {
+		return sb, err
+	}
+	return db, err
 }

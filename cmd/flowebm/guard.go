@@ -273,8 +273,14 @@ func lockedByOther(dir string) bool {
 
 // isTrainingRun reports whether dir holds a training run (not only a
 // checkpoint that convert wrote).
+// It needs the run's configuration and something only a run writes: its
+// metrics, a checkpoint of models, or its lock (a config.json alone, or a
+// Go package named checkpoint, is not a run).
 func isTrainingRun(dir string) bool {
-	for _, f := range []string{"config.json", "checkpoint", "checkpoint.old", "metrics.csv"} {
+	if fi, err := os.Stat(filepath.Join(dir, "config.json")); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	for _, f := range []string{"metrics.csv", ".lock", filepath.Join("checkpoint", "spec.json"), filepath.Join("checkpoint.old", "spec.json"), "checkpoint.new"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}

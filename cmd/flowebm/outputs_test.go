@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,7 +32,12 @@ func TestOutputsChild(t *testing.T) {
 	}
 	name := os.Getenv("FLOWEBM_CHILD_SIGNAL")
 	sig := map[string]syscall.Signal{"INT": syscall.SIGINT, "INT2": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[name]
+	skip, _ := strconv.Atoi(os.Getenv("FLOWEBM_CHILD_SKIP")) // occurrences of the point to let pass
 	testHook = func(p string) {
+		if p == os.Getenv("FLOWEBM_CHILD_POINT") && skip > 0 {
+			skip--
+			return
+		}
 		if p == os.Getenv("FLOWEBM_CHILD_POINT") {
 			syscall.Kill(os.Getpid(), sig)
 			if name == "INT2" { // a second interrupt: quit at once

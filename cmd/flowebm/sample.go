@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,6 @@ import (
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
-	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
@@ -120,18 +120,18 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 func runSample(cmd *cobra.Command, f sampleFlags) error {
 	f.changed = cmd.Flags().Changed
 	var meta *sampleMeta
-	var arch *npz.Archive
+	var arch *ckptReader
 	if f.resume != "" {
 		var err error
 		if f, meta, arch, err = resumeFlags(cmd, f); err != nil {
 			return err
 		}
+		defer arch.r.Close()
 	} else {
-		cmd.Flags().Visit(func(fl *pflag.Flag) {
-			if fl.Name != "force" {
-				f.args = append(f.args, "--"+fl.Name+"="+fl.Value.String())
-			}
-		})
+		var err error
+		if f.args, err = recordedArgs(cmd.Flags()); err != nil {
+			return err
+		}
 	}
 	if err := f.checkOutputs(); err != nil {
 		return err
@@ -144,6 +144,13 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	inputs, err := inputHashes(f.model, f.flow, f.flowDensity)
 	if err != nil {
 		return err
+	}
+	if f.flowOut != "" {
+		made, err := makeFolder(f.flowOut)
+		if err != nil {
+			return fmt.Errorf("--flow-out %s: %w", f.flowOut, err)
+		}
+		defer made() // removes the folder made if the run leaves it empty
 	}
 	pcg := rand.NewPCG(f.seed, 0x5a3)
 	rng := rand.New(pcg)
@@ -162,6 +169,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 		fmt.Fprintf(out, "resumed from %s\n", f.resume)
 	}
+	hook("sample-started")
 	if err := f.drive(rng, pcg, run, inputs); err != nil {
 		return err
 	}
@@ -178,15 +186,20 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 // drive runs the steps left, writing a checkpoint every --checkpoint-every
 // steps (where that loses nothing) if --checkpoint is given.
 func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs map[string]string) error {
-	since := 0
+	since, written := 0, false
 	for !run.Finished() {
 		if err := run.Step(rng); err != nil {
 			return err
 		}
 		if since++; f.checkpoint != "" && since >= f.checkpointEvery && run.safe() && !run.Finished() {
-			if err := writeSampleCheckpoint(f.checkpoint, f.args, inputs, pcg, run); err != nil {
+			// The first checkpoint replaces no file (unless --force or
+			// --resume): another run given the same --checkpoint since
+			// this one started is stopped, not overwritten.
+			replace := written || f.force || f.resume != ""
+			if err := writeSampleCheckpoint(f.checkpoint, replace, f.args, inputs, pcg, run); err != nil {
 				return err
 			}
+			written = true
 			hook("sample-checkpoint")
 			since = 0
 		}
@@ -254,9 +267,34 @@ func readModes(path string, d int) ([][]float64, error) {
 	return out, nil
 }
 
+// pathFlags are the flags that name files: a checkpoint records them
+// absolute, so that --resume works from any folder.
+var pathFlags = []string{"model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes"}
+
+// recordedArgs are the flags given (but --force), as a checkpoint
+// records them.
+func recordedArgs(fl *pflag.FlagSet) ([]string, error) {
+	var args []string
+	var err error
+	fl.Visit(func(f *pflag.Flag) {
+		v := f.Value.String()
+		if slices.Contains(pathFlags, f.Name) && v != "" {
+			var abs string
+			if abs, err = filepath.Abs(v); err == nil {
+				v = abs
+			}
+		}
+		if f.Name != "force" {
+			args = append(args, "--"+f.Name+"="+v)
+		}
+	})
+	return args, err
+}
+
 // resumeFlags reads the checkpoint of --resume and the flags it was
-// started with; --force is the only other flag allowed.
-func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMeta, *npz.Archive, error) {
+// started with; --force is the only other flag allowed. The run goes on
+// writing its checkpoints into the file resumed.
+func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMeta, *ckptReader, error) {
 	var other []string
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
 		if fl.Name != "resume" && fl.Name != "force" {
@@ -277,23 +315,34 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 	if err := fs.Parse(meta.Args); err != nil {
 		return given, nil, nil, fmt.Errorf("%s: the flags it records: %w", given.resume, err)
 	}
-	f.changed, f.args, f.resume, f.force = fs.Changed, meta.Args, given.resume, given.force
-	if f.checkpoint == "" {
-		f.checkpoint = given.resume
+	f.changed, f.resume, f.force = fs.Changed, given.resume, given.force
+	abs, err := filepath.Abs(given.resume)
+	if err != nil {
+		return given, nil, nil, err
+	}
+	f.checkpoint = abs
+	if err := fs.Set("checkpoint", abs); err != nil { // a run resumed goes on checkpointing into it
+		return given, nil, nil, err
+	}
+	if f.args, err = recordedArgs(fs); err != nil {
+		return given, nil, nil, err
 	}
 	return f, meta, arch, nil
 }
 
 // restoreRun checks that the inputs are those the checkpoint was taken
 // with, and sets the run and the generator back to it.
-func restoreRun(f sampleFlags, meta *sampleMeta, arch *npz.Archive, inputs map[string]string, pcg *rand.PCG, run sampleRun) error {
+func restoreRun(f sampleFlags, meta *sampleMeta, arch *ckptReader, inputs map[string]string, pcg *rand.PCG, run sampleRun) error {
 	for p, h := range inputs {
-		if meta.Inputs[p] != h {
+		switch rec, ok := meta.Inputs[p]; {
+		case !ok:
+			return fmt.Errorf("--resume %s: the checkpoint records no SHA-256 of %s, so it cannot check that file", f.resume, p)
+		case rec != h:
 			return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on another model", f.resume, p)
 		}
 	}
 	if err := run.restore(meta, arch); err != nil {
-		return fmt.Errorf("--resume %s: %w", f.resume, err)
+		return fmt.Errorf("--resume: %w", err)
 	}
 	if err := pcg.UnmarshalBinary(meta.RNG); err != nil {
 		return fmt.Errorf("--resume %s: generator state: %w", f.resume, err)
@@ -340,7 +389,7 @@ func (f sampleFlags) checkOutputs() error {
 	if strings.ToLower(filepath.Ext(f.out)) != ".npy" {
 		return fmt.Errorf("--out %s: want a .npy file (the chains are written as a NumPy array)", f.out)
 	}
-	if err := checkNew("--out", f.out, f.force); err != nil {
+	if err := f.checkNew("--out", f.out); err != nil {
 		return err
 	}
 	if err := f.checkCheckpoint(); err != nil {
@@ -351,7 +400,13 @@ func (f sampleFlags) checkOutputs() error {
 			return fmt.Errorf("--modes %s: %w", f.modes, err)
 		}
 	}
-	if f.flowOut != "" && !exists(f.flowOut) { // created after the run
+	if f.flowOut != "" && (f.flowOut == f.checkpoint || sameFile(f.flowOut, f.checkpoint)) {
+		return fmt.Errorf("--flow-out %s is also --checkpoint: give the trained flow a folder of its own", f.flowOut)
+	}
+	if fi, err := os.Stat(f.flowOut); f.flowOut != "" && err == nil && !fi.IsDir() {
+		return fmt.Errorf("--flow-out %s is a file: give a folder (it receives flow_sample.onnx and flow_density.onnx)", f.flowOut)
+	}
+	if f.flowOut != "" && !exists(f.flowOut) { // created before the run
 		return checkOutput("--flow-out", f.flowOut, f.model, f.flow, f.flowDensity)
 	}
 	for _, p := range f.flowOutputs() {
@@ -361,11 +416,41 @@ func (f sampleFlags) checkOutputs() error {
 		if err := checkOutput("--flow-out", p, f.model, f.flow, f.flowDensity); err != nil {
 			return err
 		}
-		if err := checkNew("--flow-out", p, f.force); err != nil {
+		if err := f.checkNew("--flow-out", p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkNew is checkNew with --force, and the way to replace the file when
+// continuing a run (--resume takes no other name).
+func (f sampleFlags) checkNew(flag, path string) error {
+	err := checkNew(flag, path, f.force)
+	if err != nil && f.resume != "" {
+		return fmt.Errorf("%w (continuing a run with --resume: add --force to replace it)", err)
+	}
+	return err
+}
+
+// makeFolder creates dir (and its parents) before any work, so that an
+// output folder that cannot exist fails at once; undo removes what it
+// created if it is still empty.
+func makeFolder(dir string) (undo func(), err error) {
+	missing := firstMissing(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return func() {
+		if missing == "" {
+			return
+		}
+		for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+			if os.Remove(p) != nil || p == filepath.Clean(missing) {
+				return
+			}
+		}
+	}, nil
 }
 
 // checkCheckpoint checks the file of --checkpoint: an .npz that is none
@@ -411,16 +496,17 @@ func (f sampleFlags) writeFlow(flow *graph.Flow) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(f.flowOut, 0o755); err != nil {
-		return err
-	}
+	// Both graphs or neither: a kill between two writes left a new
+	// sampling graph beside the old density graph.
+	var pair stagedOutputs
+	defer pair.discard()
 	for i, b := range [][]byte{sb, db} {
-		err := writeOutput("--flow-out", f.flowOutputs()[i], f.force, func(w io.Writer) error { _, err := w.Write(b); return err })
+		err := pair.stage("--flow-out", f.flowOutputs()[i], f.force, func(w io.Writer) error { _, err := w.Write(b); return err })
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return pair.place()
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the
@@ -452,6 +538,9 @@ func (f sampleFlags) models() (checkpoint.Models, error) {
 	}
 	if f.flowOut != "" && !f.adaptive(m) {
 		return m, fmt.Errorf("--flow-out %s: only flowmc trains a flow (without --flow, or with --train-flow)", f.flowOut)
+	}
+	if f.changed("patience") && !f.adaptive(m) {
+		return m, fmt.Errorf("--patience applies to flowmc training its flow (without --flow, or with --train-flow); the flow of %s is used frozen", cmp.Or(f.flow, f.model))
 	}
 	return m, nil
 }

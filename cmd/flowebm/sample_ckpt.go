@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
@@ -23,7 +24,7 @@ import (
 )
 
 // A sample checkpoint is one .npz file, written atomically every
-// --checkpoint-every steps and when the run is interrupted: the run's
+// --checkpoint-every steps (an interrupted run keeps its last one): the run's
 // state as arrays (chains, their cached densities and gradients, the draws
 // kept so far, a trained flow's parameters and optimiser) and "meta", a
 // JSON document stored as a uint8 array (NumPy reads it with
@@ -59,6 +60,47 @@ type sampleMeta struct {
 	LatentHas *[3]bool `json:"latent_has,omitempty"`
 }
 
+// ckptReader reads a checkpoint's members lazily, each after its header
+// has the shape expected, and refuses non-finite values and members the
+// format does not have.
+type ckptReader struct {
+	path string
+	r    *npz.Reader
+}
+
+// known reports whether a member name is one a checkpoint holds.
+func knownMember(name string) bool {
+	switch strings.TrimPrefix(name, "latent_") {
+	case "meta", "x", "logp", "grad", "logq", "draws", "flow":
+		return true
+	}
+	return strings.HasPrefix(name, "optim_")
+}
+
+// get reads member name, whose shape must be shape.
+func (c *ckptReader) get(name string, shape ...int) ([]float64, error) {
+	h, err := c.r.Header(name)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(h.Shape, shape) {
+		return nil, fmt.Errorf("%s: member %q has shape %v, want %v (for the run's flags)", c.path, name, h.Shape, shape)
+	}
+	a, err := c.r.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range a.Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s: member %q holds %v at index %d, want finite values", c.path, name, v, i)
+		}
+	}
+	return a.Data, nil
+}
+
+// has reports whether the checkpoint has member name.
+func (c *ckptReader) has(name string) bool { return slices.Contains(c.r.Names, name) }
+
 // sampleRun is a sampling run a step at a time, with its checkpoint.
 type sampleRun interface {
 	Step(rng *rand.Rand) error
@@ -66,7 +108,7 @@ type sampleRun interface {
 	Result() (draws []float64, local, global float64)
 	// save fills the checkpoint's meta and arrays; restore sets them back.
 	save(meta *sampleMeta, arrays map[string]*npy.Array)
-	restore(meta *sampleMeta, arrays *npz.Archive) error
+	restore(meta *sampleMeta, ck *ckptReader) error
 	// safe says whether a checkpoint now loses nothing.
 	safe() bool
 }
@@ -95,23 +137,43 @@ func (r *chainRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
 	}
 }
 
-func (r *chainRun) restore(meta *sampleMeta, arrays *npz.Archive) error {
-	if err := restoreState("", r.State, meta.Has, arrays); err != nil {
+func (r *chainRun) restore(meta *sampleMeta, ck *ckptReader) error {
+	if meta.Done < 0 || meta.Done > r.Warmup+r.Steps {
+		return fmt.Errorf("%s: meta done %d, want 0..%d (warm-up and kept steps)", ck.path, meta.Done, r.Warmup+r.Steps)
+	}
+	if err := checkAcceptance(ck.path, meta); err != nil {
 		return err
 	}
-	if err := restoreDraws(r.Store, arrays); err != nil {
+	if err := restoreState(ck, "", r.State, meta.Has); err != nil {
+		return err
+	}
+	if err := restoreDraws(ck, r.Store, max(0, meta.Done-r.Warmup)); err != nil {
 		return err
 	}
 	r.Done, r.Local, r.Global = meta.Done, meta.Local, meta.Global
 	if r.mala != nil {
+		if !(meta.StepSize > 0) || math.IsInf(meta.StepSize, 0) {
+			return fmt.Errorf("%s: meta step_size %v, want a finite step size > 0", ck.path, meta.StepSize)
+		}
 		r.mala.StepSize, r.mala.Frozen = meta.StepSize, meta.Frozen
 	}
 	if r.neutra != nil && meta.LatentHas != nil {
 		z := samplers.NewState(mat.NewDense(r.State.Chains(), r.State.Dim(), nil))
-		if err := restoreState("latent_", z, *meta.LatentHas, arrays); err != nil {
+		if err := restoreState(ck, "latent_", z, *meta.LatentHas); err != nil {
 			return err
 		}
 		r.neutra.SetLatentState(z)
+	}
+	return nil
+}
+
+// checkAcceptance checks the acceptance sums: each kept step adds at most
+// 1/steps, so they lie in [0, 1] (NaN: no such moves).
+func checkAcceptance(path string, meta *sampleMeta) error {
+	for _, v := range []float64{meta.Local, meta.Global} {
+		if !math.IsNaN(v) && !(v >= 0 && v <= 1+1e-9) {
+			return fmt.Errorf("%s: meta acceptance sum %v, want 0..1", path, v)
+		}
 	}
 	return nil
 }
@@ -143,35 +205,40 @@ func (r *adaptiveRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
 	(&chainRun{ChainRun: r.Production}).save(meta, arrays)
 }
 
-func (r *adaptiveRun) restore(meta *sampleMeta, arrays *npz.Archive) error {
-	a, err := arrays.Get("flow")
-	if err != nil || len(a.Data) != r.flow.Params.Count() {
-		return fmt.Errorf("flow parameters: %v (want %d values)", err, r.flow.Params.Count())
+func (r *adaptiveRun) restore(meta *sampleMeta, ck *ckptReader) error {
+	cycles := r.TrainingCycles()
+	if meta.Cycle < 0 || meta.Cycle > cycles || meta.Stale < 0 || (meta.Training && meta.Cycle == cycles) {
+		return fmt.Errorf("%s: meta cycle %d (stale %d), want 0..%d training cycles (--warmup)", ck.path, meta.Cycle, meta.Stale, cycles)
 	}
-	r.flow.Params.SetFlat(a.Data)
+	theta, err := ck.get("flow", r.flow.Params.Count())
+	if err != nil {
+		return err
+	}
+	r.flow.Params.SetFlat(theta)
 	st := map[string][]float64{}
-	for k := range r.Optimizer.State() {
-		v, err := arrays.Get("optim_" + k)
-		if err != nil {
+	for k, v := range r.Optimizer.State() {
+		if st[k], err = ck.get("optim_"+k, len(v)); err != nil {
 			return err
 		}
-		st[k] = v.Data
 	}
 	if err := r.Optimizer.SetState(st); err != nil {
-		return err
+		return fmt.Errorf("%s: optimiser state: %w", ck.path, err)
 	}
 	r.Cycle, r.Stale, r.Best = meta.Cycle, meta.Stale, math.Inf(-1)
 	if meta.Best != nil {
 		r.Best = *meta.Best
 	}
+	if !(meta.StepSize > 0) || math.IsInf(meta.StepSize, 0) {
+		return fmt.Errorf("%s: meta step_size %v, want a finite step size > 0", ck.path, meta.StepSize)
+	}
 	r.MALA.StepSize, r.MALA.Frozen = meta.StepSize, meta.Frozen
-	if err := restoreState("", r.Training, meta.Has, arrays); err != nil || meta.Training {
+	if err := restoreState(ck, "", r.Training, meta.Has); err != nil || meta.Training {
 		return err
 	}
 	if err := r.StartProduction(); err != nil {
 		return err
 	}
-	return (&chainRun{ChainRun: r.Production}).restore(meta, arrays)
+	return (&chainRun{ChainRun: r.Production}).restore(meta, ck)
 }
 
 // saveState stores a State's points and the cached values it holds.
@@ -191,38 +258,28 @@ func saveState(prefix string, s *samplers.State, has *[3]bool, arrays map[string
 }
 
 // restoreState sets a State (of the checkpoint's shape) back.
-func restoreState(prefix string, s *samplers.State, has [3]bool, arrays *npz.Archive) error {
+func restoreState(ck *ckptReader, prefix string, s *samplers.State, has [3]bool) error {
 	m, d := s.X.Dims()
-	get := func(name string, n int) ([]float64, error) {
-		a, err := arrays.Get(prefix + name)
-		if err != nil {
-			return nil, err
-		}
-		if len(a.Data) != n {
-			return nil, fmt.Errorf("%s%s has %d values, want %d", prefix, name, len(a.Data), n)
-		}
-		return a.Data, nil
-	}
-	x, err := get("x", m*d)
+	x, err := ck.get(prefix+"x", m, d)
 	if err != nil {
 		return err
 	}
 	s.X.Copy(mat.NewDense(m, d, x))
 	s.Invalidate()
 	if has[0] {
-		if s.LogP, err = get("logp", m); err != nil {
+		if s.LogP, err = ck.get(prefix+"logp", m); err != nil {
 			return err
 		}
 	}
 	if has[1] {
-		g, err := get("grad", m*d)
+		g, err := ck.get(prefix+"grad", m, d)
 		if err != nil {
 			return err
 		}
 		s.Grad = mat.NewDense(m, d, g)
 	}
 	if has[2] {
-		if s.LogQ, err = get("logq", m); err != nil {
+		if s.LogQ, err = ck.get(prefix+"logq", m); err != nil {
 			return err
 		}
 	}
@@ -241,20 +298,23 @@ func saveDraws(st *samplers.Store, arrays map[string]*npy.Array) {
 	arrays["draws"] = &npy.Array{Shape: []int{m, n, len(draws) / (m * n)}, Data: draws}
 }
 
-// restoreDraws records the saved draws into st, in order.
-func restoreDraws(st *samplers.Store, arrays *npz.Archive) error {
-	a, err := arrays.Get("draws")
+// restoreDraws records the n saved draws into st, in order.
+func restoreDraws(ck *ckptReader, st *samplers.Store, n int) error {
+	if n == 0 {
+		if ck.has("draws") {
+			return fmt.Errorf("%s: member \"draws\" before any kept step", ck.path)
+		}
+		return nil
+	}
+	m, d := st.Shape()
+	data, err := ck.get("draws", m, n, d)
 	if err != nil {
-		return nil // no draws kept yet
+		return err
 	}
-	if len(a.Shape) != 3 || a.Shape[0] != len(st.Chains(0)) {
-		return fmt.Errorf("draws of shape %v, want (%d, draws, d)", a.Shape, len(st.Chains(0)))
-	}
-	m, n, d := a.Shape[0], a.Shape[1], a.Shape[2]
 	x := mat.NewDense(m, d, nil)
 	for k := 0; k < n; k++ {
 		for i := 0; i < m; i++ {
-			x.SetRow(i, a.Data[(i*n+k)*d:(i*n+k+1)*d])
+			x.SetRow(i, data[(i*n+k)*d:(i*n+k+1)*d])
 		}
 		st.Record(x)
 	}
@@ -282,7 +342,11 @@ func inputHashes(paths ...string) (map[string]string, error) {
 			}
 			h.Write(b)
 		}
-		out[p] = hex.EncodeToString(h.Sum(nil))
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		out[abs] = hex.EncodeToString(h.Sum(nil))
 	}
 	return out, nil
 }
@@ -303,7 +367,7 @@ func modelFiles(p string) ([]string, error) {
 }
 
 // writeSampleCheckpoint writes the run's checkpoint to path, atomically.
-func writeSampleCheckpoint(path string, args []string, inputs map[string]string, pcg *rand.PCG, r sampleRun) error {
+func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[string]string, pcg *rand.PCG, r sampleRun) error {
 	meta := sampleMeta{Format: sampleCkptFormat, Args: args, Inputs: inputs}
 	var err error
 	if meta.RNG, err = pcg.MarshalBinary(); err != nil {
@@ -322,38 +386,64 @@ func writeSampleCheckpoint(path string, args []string, inputs map[string]string,
 		raw[i] = float64(c)
 	}
 	arrays["meta"] = &npy.Array{Shape: []int{len(raw)}, Data: raw}
-	return writeOutput("--checkpoint", path, true, func(w io.Writer) error { return npz.Write(w, arrays, npy.Float64) })
+	return writeOutput("--checkpoint", path, replace, func(w io.Writer) error { return npz.Write(w, arrays, npy.Float64) })
 }
 
-// readSampleCheckpoint reads a checkpoint written by writeSampleCheckpoint.
-func readSampleCheckpoint(path string) (*sampleMeta, *npz.Archive, error) {
-	arch, err := npz.ReadFile(path)
+// maxMetaBytes bounds a checkpoint's meta member (its JSON text).
+const maxMetaBytes = 1 << 20
+
+// readSampleCheckpoint opens a checkpoint written by writeSampleCheckpoint
+// and reads its meta; the arrays are read later, each checked.
+func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
+	r, err := npz.OpenReader(path)
 	if err != nil {
+		return nil, nil, fmt.Errorf("--resume %s: %w", path, err)
+	}
+	for _, name := range r.Names {
+		if !knownMember(name) {
+			r.Close()
+			return nil, nil, fmt.Errorf("--resume %s: member %q is not part of a sample checkpoint", path, name)
+		}
+	}
+	meta, err := readMeta(r, path)
+	if err != nil {
+		r.Close()
 		return nil, nil, err
 	}
-	a, err := arch.Get("meta")
+	return meta, &ckptReader{path: path, r: r}, nil
+}
+
+func readMeta(r *npz.Reader, path string) (*sampleMeta, error) {
+	h, err := r.Header("meta")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: not a sample checkpoint (no member meta): %w", path, err)
+		return nil, fmt.Errorf("%s: not a sample checkpoint (no member meta): %w", path, err)
+	}
+	if len(h.Shape) != 1 || h.Shape[0] > maxMetaBytes {
+		return nil, fmt.Errorf("%s: member meta has shape %v, want at most %d bytes of text", path, h.Shape, maxMetaBytes)
+	}
+	a, err := r.Get("meta")
+	if err != nil {
+		return nil, err
 	}
 	b := make([]byte, len(a.Data))
 	for i, v := range a.Data {
 		if v < 0 || v > 255 || v != math.Trunc(v) {
-			return nil, nil, fmt.Errorf("%s: member meta is not text", path)
+			return nil, fmt.Errorf("%s: member meta is not text", path)
 		}
 		b[i] = byte(v)
 	}
 	var meta sampleMeta
 	if err := json.Unmarshal(b, &meta); err != nil {
-		return nil, nil, fmt.Errorf("%s: meta: %w", path, err)
+		return nil, fmt.Errorf("%s: meta: %w", path, err)
 	}
 	if meta.Format != sampleCkptFormat {
-		return nil, nil, fmt.Errorf("%s: format %q, want %q", path, meta.Format, sampleCkptFormat)
+		return nil, fmt.Errorf("%s: format %q, want %q", path, meta.Format, sampleCkptFormat)
 	}
 	if meta.Local, err = strconv.ParseFloat(meta.LocalSum, 64); err != nil {
-		return nil, nil, fmt.Errorf("%s: meta local_sum %q: %w", path, meta.LocalSum, err)
+		return nil, fmt.Errorf("%s: meta local_sum %q: %w", path, meta.LocalSum, err)
 	}
 	if meta.Global, err = strconv.ParseFloat(meta.GlobalSum, 64); err != nil {
-		return nil, nil, fmt.Errorf("%s: meta global_sum %q: %w", path, meta.GlobalSum, err)
+		return nil, fmt.Errorf("%s: meta global_sum %q: %w", path, meta.GlobalSum, err)
 	}
-	return &meta, arch, nil
+	return &meta, nil
 }

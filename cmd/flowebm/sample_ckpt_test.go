@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,7 +86,178 @@ func TestSampleResumeRefusals(t *testing.T) {
 	if err := npz.WriteFile(other, map[string]*npy.Array{"a": {Shape: []int{2}, Data: []float64{1, 2}}}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	if code := run([]string{"sample", "--resume", other}, &so, &se); code == 0 || !strings.Contains(se.String(), "not a sample checkpoint") {
+	if code := run([]string{"sample", "--resume", other}, &so, &se); code == 0 || !strings.Contains(se.String(), "is not part of a sample checkpoint") {
 		t.Errorf("resume from another npz: exit %d, %q", code, se.String())
+	}
+}
+
+// editCheckpoint copies the checkpoint src to dst with edit applied to its
+// arrays and its meta (as a JSON map).
+func editCheckpoint(t *testing.T, src, dst string, edit func(a map[string]*npy.Array, meta map[string]any)) {
+	t.Helper()
+	arch, err := npz.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := arch.Arrays["meta"].Data
+	b := make([]byte, len(raw))
+	for i, v := range raw {
+		b[i] = byte(v)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	edit(arch.Arrays, meta)
+	if b, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	raw = make([]float64, len(b))
+	for i, c := range b {
+		raw[i] = float64(c)
+	}
+	arch.Arrays["meta"] = &npy.Array{Shape: []int{len(raw)}, Data: raw}
+	if err := npz.WriteFile(dst, arch.Arrays, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A checkpoint edited or damaged is refused with the member or meta field
+// at fault, before any draw (round-9 probe: a panic, an endless loop,
+// wrong draws written, gigabytes allocated for an unknown member); a copy
+// of a checkpoint resumes from another folder, checkpointing into itself.
+func TestSampleResumeChecksTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	mala, ada := filepath.Join(dir, "mala.npz"), filepath.Join(dir, "ada.npz")
+	for _, c := range []struct {
+		ck   string
+		args []string
+	}{
+		{mala, []string{"--sampler", "mala", "--warmup", "10", "--steps", "30", "--checkpoint-every", "25"}},
+		{ada, []string{"--sampler", "flowmc", "--warmup", "40", "--patience", "0", "--steps", "10", "--checkpoint-every", "20"}},
+	} {
+		args := append([]string{"sample", "--model", model, "--chains", "4", "--out", filepath.Join(dir, "never.npy"), "--checkpoint", c.ck}, c.args...)
+		if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", args...); code != -1 {
+			t.Fatalf("child exit %d: %s", code, stderr)
+		}
+	}
+	for _, c := range []struct {
+		name, src string
+		edit      func(a map[string]*npy.Array, meta map[string]any)
+		want      string
+	}{
+		{"draws of another dimension", mala, func(a map[string]*npy.Array, _ map[string]any) {
+			a["draws"] = &npy.Array{Shape: []int{4, 15, 3}, Data: make([]float64, 180)}
+		}, `member "draws" has shape [4 15 3], want [4 15 2]`},
+		{"done beyond the run", mala, func(_ map[string]*npy.Array, m map[string]any) { m["done"] = 1000 }, "meta done 1000, want 0..40"},
+		{"done disagreeing with the draws", mala, func(_ map[string]*npy.Array, m map[string]any) { m["done"] = 30 }, `member "draws" has shape [4 15 2], want [4 20 2]`},
+		{"a NaN state", mala, func(a map[string]*npy.Array, _ map[string]any) { a["x"].Data[0] = math.NaN() }, `member "x" holds NaN at index 0`},
+		{"an unknown member", mala, func(a map[string]*npy.Array, _ map[string]any) {
+			a["junk"] = &npy.Array{Shape: []int{3}, Data: make([]float64, 3)}
+		}, `member "junk" is not part of a sample checkpoint`},
+		{"a zero step size", mala, func(_ map[string]*npy.Array, m map[string]any) { m["step_size"] = 0 }, "meta step_size 0, want a finite step size > 0"},
+		{"an absurd training cycle", ada, func(_ map[string]*npy.Array, m map[string]any) { m["cycle"] = 1e9 }, "meta cycle 1000000000 (stale 0), want 0..40"},
+		{"NaN flow weights", ada, func(a map[string]*npy.Array, _ map[string]any) { a["flow"].Data[3] = math.NaN() }, `member "flow" holds NaN at index 3`},
+		{"no input hashes", ada, func(_ map[string]*npy.Array, m map[string]any) { m["inputs"] = map[string]any{} }, "records no SHA-256 of"},
+	} {
+		bad := filepath.Join(dir, "bad.npz")
+		editCheckpoint(t, c.src, bad, c.edit)
+		var so, se bytes.Buffer
+		if code := run([]string{"sample", "--resume", bad, "--force"}, &so, &se); code == 0 || !strings.Contains(se.String(), c.want) {
+			t.Errorf("%s: exit %d, %q; want an error containing %q", c.name, code, se.String(), c.want)
+		}
+	}
+	// A copy resumes from another working folder, into its own file.
+	other := t.TempDir()
+	cp := filepath.Join(other, "copy.npz")
+	editCheckpoint(t, mala, cp, func(map[string]*npy.Array, map[string]any) {})
+	t.Chdir(other)
+	var so, se bytes.Buffer
+	if code := run([]string{"sample", "--resume", "copy.npz"}, &so, &se); code != 0 || !exists(filepath.Join(dir, "never.npy")) {
+		t.Errorf("resume of a copy from another folder: exit %d, %q", code, se.String())
+	}
+}
+
+// Flags that cannot apply are refused before any work (round-9 probe):
+// --patience with a frozen flow, --flow-out on a file or on the
+// checkpoint's path; a config.json alone above the output is not a run.
+func TestSampleFlowOutAndPatience(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	f := "../../io/onnx/testdata/flows/realnvp2_f64"
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sampler", "flowmc", "--flow", f + "_sample.onnx", "--flow-density", f + "_density.onnx", "--patience", "3"}, "--patience applies to flowmc training its flow"},
+		{[]string{"--sampler", "flowmc", "--flow-out", file}, "is a file: give a folder"},
+		{[]string{"--sampler", "flowmc", "--flow-out", filepath.Join(dir, "c.npz"), "--checkpoint", filepath.Join(dir, "c.npz")}, "is also --checkpoint"},
+	} {
+		var so, se bytes.Buffer
+		args := append([]string{"sample", "--model", model, "--chains", "4", "--steps", "5", "--out", filepath.Join(dir, "o.npy")}, c.args...)
+		if code := run(args, &so, &se); code == 0 || !strings.Contains(se.String(), c.want) || so.Len() > 0 {
+			t.Errorf("%v: exit %d, %q %q; want a refusal before work containing %q", c.args, code, so.String(), se.String(), c.want)
+		}
+	}
+	proj := filepath.Join(dir, "proj")
+	if err := os.MkdirAll(filepath.Join(proj, "results"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var so, se bytes.Buffer
+	if code := run([]string{"sample", "--model", model, "--chains", "4", "--steps", "5", "--out", filepath.Join(proj, "results", "c.npy")}, &so, &se); code != 0 {
+		t.Errorf("output below a folder holding only a config.json: %s", se.String())
+	}
+}
+
+// --flow-out writes its two graphs as a pair: a run killed while staging
+// the second leaves the old pair whole (round-9 probe: a new sampling
+// graph beside the old density graph). A --checkpoint file that appears
+// after the run started (another run given the same file) stops the run
+// at its first checkpoint instead of being overwritten.
+func TestSampleOutputsNotMixed(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	fo := filepath.Join(dir, "fo")
+	base := []string{"sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "10", "--warmup", "20", "--flow-out", fo}
+	var so, se bytes.Buffer
+	if code := run(append(base, "--out", filepath.Join(dir, "a.npy")), &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	before := map[string][]byte{}
+	for _, n := range []string{"flow_sample.onnx", "flow_density.onnx"} {
+		before[n], _ = os.ReadFile(filepath.Join(fo, n))
+	}
+	t.Setenv("FLOWEBM_CHILD_SKIP", "1") // the first output written is the sampling graph
+	if code, stderr := outputsChild(t, "output-writing", "KILL", append(base, "--out", filepath.Join(dir, "b.npy"), "--seed", "9", "--force")...); code != -1 {
+		t.Fatalf("child exit %d: %s", code, stderr)
+	}
+	for n, b := range before {
+		if got, _ := os.ReadFile(filepath.Join(fo, n)); !bytes.Equal(got, b) {
+			t.Errorf("%s changed though the new pair was not complete", n)
+		}
+	}
+	t.Setenv("FLOWEBM_CHILD_SKIP", "0")
+	ck := filepath.Join(dir, "c.npz")
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "sample-started" {
+			os.WriteFile(ck, []byte("another run's"), 0o644)
+		}
+	}
+	se.Reset()
+	args := []string{"sample", "--model", model, "--chains", "4", "--steps", "30", "--warmup", "0", "--checkpoint", ck, "--checkpoint-every", "10", "--out", filepath.Join(dir, "c.npy")}
+	if code := run(args, &so, &se); code == 0 || !strings.Contains(se.String(), "exists") {
+		t.Errorf("a checkpoint file made meanwhile: exit %d, %q", code, se.String())
+	}
+	if b, _ := os.ReadFile(ck); string(b) != "another run's" {
+		t.Error("the other run's checkpoint was overwritten")
 	}
 }

@@ -48,3 +48,21 @@ func TestTrainFromONNXFlow(t *testing.T) {
 		}
 	}
 }
+
+// convert writes the trained graphs of a run started from an ONNX flow
+// (round-9 probe: refused with the Go API's advice).
+func TestConvertONNXFlowRun(t *testing.T) {
+	dir := t.TempDir()
+	f := "../../io/onnx/testdata/flows/realnvp2_f64"
+	out := filepath.Join(dir, "run")
+	var so, se bytes.Buffer
+	if code := run([]string{"train", "--iterations", "2", "--quiet", "--flow", f + "_sample.onnx", "--flow-density", f + "_density.onnx", "--out", out}, &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	for _, what := range []string{"flow-sample", "flow-density"} {
+		dst := filepath.Join(dir, what+".onnx")
+		if code := run([]string{"convert", out, dst, "--what", what}, &so, &se); code != 0 || !exists(dst) {
+			t.Errorf("convert --what %s: exit %d, %q", what, code, se.String())
+		}
+	}
+}

@@ -151,6 +151,9 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 	if err := fn.tie(cfg.Frozen); err != nil {
 		return nil, err
 	}
+	if len(fn.specs) == 0 && !cfg.Frozen {
+		return nil, fmt.Errorf("%s: the flow has no trainable weights (metadata %q lists none, or its graphs read no float initializer): nothing to train; load it frozen to sample with it", fn.Density.File, ParametersKey)
+	}
 	return fn, nil
 }
 
@@ -182,7 +185,7 @@ func sampleScalar(g *Graph, cfg FlowConfig) (name string, logdet bool, err error
 	case hasDet:
 		return FlowLogDet, true, nil
 	}
-	return "", false, fmt.Errorf("the sampling graph has no output %q (log λ(x)) or %q (log|det J_T(z)|) (outputs: %s): it has no log-density; name it with FlowConfig.SampleLogDensity or SampleLogDet", FlowLogDensity, FlowLogDet, quoteAll(names))
+	return "", false, fmt.Errorf("the sampling graph has no output %q (log λ(x)) or %q (log|det J_T(z)|) (outputs: %s): it has no log-density; export the flow with io/onnx/crosscheck/export_flow.py (or, in Go, name the output with FlowConfig.SampleLogDensity or SampleLogDet)", FlowLogDensity, FlowLogDet, quoteAll(names))
 }
 
 // agree checks that the two graphs have one dimension and float type.
@@ -246,7 +249,7 @@ func flowBase(sigma []float64, s, d *Net) (layers.Gaussian, error) {
 	case dim:
 		g = layers.NewDiagonal(slices.Clone(sigma))
 	default:
-		return layers.Gaussian{}, fmt.Errorf("%s: base σ has %d values, want 1 or %d", s.File, len(sigma), dim)
+		return layers.Gaussian{}, fmt.Errorf("%s: base σ has %d values, want 1 or %d (the flow's dimension)", s.File, len(sigma), dim)
 	}
 	if err := g.Validate(); err != nil {
 		return layers.Gaussian{}, fmt.Errorf("%s: base σ: %w", s.File, err)
@@ -487,7 +490,7 @@ func (fn *FlowNet) checkJacobian(f *graph.Flow, z *mat.Dense) error {
 			return fmt.Errorf("%s: the map z ↦ x is not invertible at a base draw (∂x/∂z is singular): not a flow", fn.Sample.File)
 		}
 		if !(math.Abs(fd-got) <= tol*math.Max(1, math.Abs(fd))) {
-			return fmt.Errorf("%s: at a draw z of the base N(0, σ²), σ = %v, the graph's log-density implies log|det ∂x/∂z| = %.6g but its map has %.6g (finite differences): the base declared is not the one it was exported with (FlowConfig.BaseSigma, --flow-base-sigma, metadata %q), or its log-density is not its map's", fn.Sample.File, fn.base.Sigma, got, fd, BaseSigmaKey)
+			return fmt.Errorf("%s: at a draw z of the base N(0, σ²), σ = %v, the graph's log-density implies log|det ∂x/∂z| = %.6g but its map has %.6g (finite differences): the base declared is not the one it was exported with (FlowConfig.BaseSigma, --flow-base-sigma, a checkpoint's base_sigma, metadata %q), or its log-density is not its map's", fn.Sample.File, fn.base.Sigma, got, fd, BaseSigmaKey)
 		}
 	}
 	return nil

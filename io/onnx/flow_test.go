@@ -399,3 +399,29 @@ func FuzzDecodeFlow(f *testing.F) {
 		_ = fl.LogDensity(x, lq)
 	})
 }
+
+// withMetadata appends a metadata_props entry to an encoded model (a later
+// entry of a key replaces an earlier one).
+func withMetadata(b []byte, key, value string) []byte {
+	var e msg
+	e.str(1, key)
+	e.str(2, value)
+	var m msg
+	m.bytes(14, e)
+	return append(append([]byte(nil), b...), m...)
+}
+
+// A flow whose metadata lists no trainable weights is refused for
+// training, with the reason, and loads frozen for sampling (round-9 probe:
+// a raw Gorgonia error at the first training step).
+func TestFlowWithoutWeights(t *testing.T) {
+	sb, _ := os.ReadFile("testdata/flows/realnvp2_f64_sample.onnx")
+	db, _ := os.ReadFile("testdata/flows/realnvp2_f64_density.onnx")
+	sb, db = withMetadata(sb, ParametersKey, "[]"), withMetadata(db, ParametersKey, "[]")
+	if _, err := DecodeFlow(sb, db, "s.onnx", "d.onnx", FlowConfig{}); err == nil || !strings.Contains(err.Error(), "no trainable weights") {
+		t.Errorf("training a flow without weights: %v", err)
+	}
+	if _, err := DecodeFlow(sb, db, "s.onnx", "d.onnx", FlowConfig{Frozen: true}); err != nil {
+		t.Errorf("sampling with it: %v", err)
+	}
+}
