@@ -1,6 +1,7 @@
 package training
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,4 +81,28 @@ func TestONNXFlowRefusals(t *testing.T) {
 	g := config.FlowFiles{Sample: strings.ReplaceAll(f.Sample, "realnvp2", "realnvp"), Density: strings.ReplaceAll(f.Density, "realnvp2", "realnvp")}
 	cfg.Model.Float32, cfg.Model.FlowONNX = false, &g
 	wantRefused(t, cfg, "model.flow_onnx", "dimension 3")
+}
+
+// The last evaluation's sampler weights (the R-hat chains' zone weights
+// with their errors) survive a checkpoint and a resume, so that a resumed
+// run writes the metrics.json of an uninterrupted one; each weight's 95%
+// interval surrounds it.
+func TestChainWeightsSurviveResume(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 4, dir)
+	stepN(t, r, 4)
+	last := r.Evals[len(r.Evals)-1]
+	if len(last.ChainWeights) != 2 {
+		t.Fatalf("chain weights %v, want 2 modes", last.ChainWeights)
+	}
+	for _, w := range last.ChainWeights {
+		if !(w.Lo <= w.Weight && w.Weight <= w.Hi && w.MCSE > 0) {
+			t.Errorf("weight %+v: want lo ≤ weight ≤ hi and MCSE > 0", w)
+		}
+	}
+	resumed := checkpointAndResume(t, r, dir, 4)
+	got := resumed.Evals[len(resumed.Evals)-1].ChainWeights
+	if fmt.Sprint(got) != fmt.Sprint(last.ChainWeights) {
+		t.Errorf("after resume %v, before %v", got, last.ChainWeights)
+	}
 }

@@ -63,6 +63,13 @@ type Eval struct {
 	EBMWeights   []float64 `json:"ebm_weights,omitempty"`
 	NegWeights   []float64 `json:"neg_weights,omitempty"`
 	StartWeights []float64 `json:"start_weights,omitempty"`
+	// ChainWeights are the zone weights among the draws of the R-hat
+	// chains (RHatChains chains from the persistent bank, the algorithm's
+	// own kernel: the model as its sampler sees it), each with its Monte
+	// Carlo standard error (from the ESS of the zone's indicator) and 95%
+	// interval; at evaluations with R-hat, in metrics.json (not
+	// metrics.csv).
+	ChainWeights []diagnostics.Weight `json:"chain_weights,omitempty"`
 	// EBMWeightMSE is the MSE of EBMWeights against the truth; NegMSE and
 	// StartMSE are the MSEs of the negatives' and starts' weights against
 	// the EBM's (paper Table 3).
@@ -120,6 +127,9 @@ type Run struct {
 type modeWindow struct {
 	Neg   []float64 `json:"neg"`
 	Start []float64 `json:"start"`
+	// ChainWeights are the last evaluation's (evals.csv does not hold them),
+	// so that a resumed run writes the metrics.json of an uninterrupted one.
+	ChainWeights []diagnostics.Weight `json:"chain_weights,omitempty"`
 	// Evals is the number of evaluations in the checkpoint's evals.csv
 	// (written by Checkpoint; absent from earlier checkpoints), so that
 	// Resume can tell a truncated evals.csv from a run that has not
@@ -392,6 +402,7 @@ func (r *Run) mixing(rng *rand.Rand, ev *Eval) error {
 		ev.EBMWeights = r.Experiment.Weigh(last)
 		ev.EBMWeightMSE = diagnostics.WeightMSE(ev.EBMWeights, r.Experiment.Weights)
 	}
+	ev.ChainWeights = r.chainWeights(draws)
 	sum, err := diagnostics.Summarize(draws, c.RHatChains, c.RHatSteps, d)
 	if err != nil {
 		ev.MaxRHat, ev.MaxRHatClassic = math.Inf(1), math.Inf(1)
@@ -403,6 +414,21 @@ func (r *Run) mixing(rng *rand.Rand, ev *Eval) error {
 		ev.MaxRHatClassic = max(ev.MaxRHatClassic, s.RHatClassic)
 	}
 	return nil
+}
+
+// chainWeights are the zone weights of the R-hat chains' draws (chains ×
+// steps × d) with their errors, or nil without zones.
+func (r *Run) chainWeights(draws []float64) []diagnostics.Weight {
+	c, d := r.Config, r.Experiment.Dim()
+	z := r.Experiment.Zones(mat.NewDense(c.RHatChains*c.RHatSteps, d, draws))
+	if z == nil {
+		return nil
+	}
+	zones := make([][]int, c.RHatChains)
+	for ch := range zones {
+		zones[ch] = z[ch*c.RHatSteps : (ch+1)*c.RHatSteps]
+	}
+	return diagnostics.ZoneWeights(zones, len(r.Experiment.Weights))
 }
 
 // heldOutLL fills the held-out log-likelihood of ev.
@@ -651,6 +677,9 @@ func (r *Run) writeCheckpoint(tmp string) error {
 	win := r.window
 	nEvals := len(r.Evals)
 	win.Evals = &nEvals
+	if nEvals > 0 {
+		win.ChainWeights = r.Evals[nEvals-1].ChainWeights
+	}
 	if err := jsonfile.Write(filepath.Join(tmp, "window.json"), win); err != nil {
 		return err
 	}
@@ -699,6 +728,9 @@ func (r *Run) restoreHistory(ck string) error {
 	w := filepath.Join(ck, "window.json")
 	if err := r.readWindow(w); err != nil {
 		return err
+	}
+	if n := len(r.Evals); n > 0 {
+		r.Evals[n-1].ChainWeights, r.window.ChainWeights = r.window.ChainWeights, nil
 	}
 	// A truncated evals.csv would silently drop the metrics history (and
 	// metrics.csv, rewritten from it at the next checkpoint).

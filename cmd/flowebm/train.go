@@ -707,9 +707,12 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 			case exp.Modes != nil:
 				where = fmt.Sprintf(" %d at %s", k+1, fmtPoint(exp.Modes[k]))
 			}
-			fmt.Fprintf(out, "  %s%s: EBM %.3f, negatives %.3f, truth %.3f\n", kind, where, final.EBMWeights[k], final.NegWeights[k], exp.Weights[k])
+			fmt.Fprintf(out, "  %s%s: EBM %.3f, negatives %.3f, truth %.3f%s\n", kind, where, final.EBMWeights[k], final.NegWeights[k], exp.Weights[k], chainWeight(final, k))
 		}
 		fmt.Fprintf(out, "  weight MSE of the EBM against the truth: %.2e\n", final.EBMWeightMSE)
+		if final.ChainWeights != nil {
+			fmt.Fprintf(out, "  sampler: the weights among the draws of %d chains of %d steps of the algorithm's kernel from the persistent bank, ± MCSE [95%% interval]\n", run.Config.RHatChains, run.Config.RHatSteps)
+		}
 	}
 	if !isNaN(final.LogDensityMedSE) {
 		fmt.Fprintf(out, "median squared log-density error over held-out data: %.3f\n", final.LogDensityMedSE)
@@ -790,4 +793,13 @@ func fixed3(v float64) string {
 		return fmt.Sprintf("%.3f", v)
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// chainWeight is ", sampler w ± MCSE [lo, hi]" for zone k, or "".
+func chainWeight(e training.Eval, k int) string {
+	if k >= len(e.ChainWeights) {
+		return ""
+	}
+	w := e.ChainWeights[k]
+	return fmt.Sprintf(", sampler %.3f ± %.3f [%.3f, %.3f]", w.Weight, w.MCSE, w.Lo, w.Hi)
 }

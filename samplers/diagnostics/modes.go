@@ -1,6 +1,7 @@
 package diagnostics
 
 import (
+	"encoding/json"
 	"math"
 
 	"gonum.org/v1/gonum/floats"
@@ -46,9 +47,42 @@ func WeightMSE(est, ref []float64) float64 {
 // Weight is an estimated mode weight with its Monte Carlo standard error
 // and a 95% interval (the estimate ± 1.96 MCSE, clipped to [0, 1]).
 type Weight struct {
-	Weight, MCSE, Lo, Hi float64
+	Weight float64 `json:"weight"`
+	MCSE   float64 `json:"mcse"`
+	Lo     float64 `json:"lo"`
+	Hi     float64 `json:"hi"`
 	// ESS is the effective sample size the MCSE rests on.
-	ESS float64
+	ESS float64 `json:"ess"`
+}
+
+// MarshalJSON encodes w as {"weight", "mcse", "lo", "hi", "ess"}, null
+// where a value is undefined.
+func (w Weight) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Weight finite `json:"weight"`
+		MCSE   finite `json:"mcse"`
+		Lo     finite `json:"lo"`
+		Hi     finite `json:"hi"`
+		ESS    finite `json:"ess"`
+	}{finite(w.Weight), finite(w.MCSE), finite(w.Lo), finite(w.Hi), finite(w.ESS)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, null as NaN.
+func (w *Weight) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Weight, MCSE, Lo, Hi, ESS *float64
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	val := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	*w = Weight{Weight: val(v.Weight), MCSE: val(v.MCSE), Lo: val(v.Lo), Hi: val(v.Hi), ESS: val(v.ESS)}
+	return nil
 }
 
 func newWeight(w, mcse, ess float64) Weight {
@@ -56,10 +90,8 @@ func newWeight(w, mcse, ess float64) Weight {
 }
 
 // ChainModeWeights returns the weight of each zone (nearest of means)
-// among MCMC draws laid out chains × draws × d (Summarize's layout), each
-// with the MCSE of a mean: the zone indicator's standard deviation over the
-// square root of its ESS (ESSMean over the chains). A zone no draw visits,
-// or one every draw is in, has MCSE NaN: its indicator does not vary.
+// among MCMC draws laid out chains × draws × d (Summarize's layout), with
+// ZoneWeights' errors.
 func ChainModeWeights(data []float64, chains, draws, d int, means [][]float64) []Weight {
 	zones := make([][]int, chains)
 	row := make([]float64, d)
@@ -70,23 +102,36 @@ func ChainModeWeights(data []float64, chains, draws, d int, means [][]float64) [
 			zones[c][n] = NearestMode(row, means)
 		}
 	}
-	out := make([]Weight, len(means))
-	ind := make([][]float64, chains)
-	for k := range out {
+	return ZoneWeights(zones, len(means))
+}
+
+// ZoneWeights returns the weight of each of k zones (modes, classes) among
+// MCMC draws given by their zones, zones[chain][draw], each with the MCSE
+// of a mean: the zone indicator's standard deviation over the square root
+// of its ESS (ESSMean over the chains). A zone no draw visits, or one every
+// draw is in, has MCSE NaN: its indicator does not vary.
+func ZoneWeights(zones [][]int, k int) []Weight {
+	total := 0
+	for _, ch := range zones {
+		total += len(ch)
+	}
+	out := make([]Weight, k)
+	ind := make([][]float64, len(zones))
+	for z := range out {
 		sum := 0.0
-		for c := range ind {
-			ind[c] = make([]float64, draws)
-			for n, z := range zones[c] {
-				if z == k {
+		for c, ch := range zones {
+			ind[c] = make([]float64, len(ch))
+			for n, v := range ch {
+				if v == z {
 					ind[c][n] = 1
 					sum++
 				}
 			}
 		}
-		w := sum / float64(chains*draws)
+		w := sum / float64(total)
 		ess := ESSMean(ind)
-		sd := math.Sqrt(w * (1 - w) * float64(chains*draws) / float64(chains*draws-1))
-		out[k] = newWeight(w, sd/math.Sqrt(ess), ess)
+		sd := math.Sqrt(w * (1 - w) * float64(total) / float64(total-1))
+		out[z] = newWeight(w, sd/math.Sqrt(ess), ess)
 	}
 	return out
 }
