@@ -119,19 +119,12 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 
 func runSample(cmd *cobra.Command, f sampleFlags) error {
 	f.changed = cmd.Flags().Changed
-	var meta *sampleMeta
-	var arch *ckptReader
-	if f.resume != "" {
-		var err error
-		if f, meta, arch, err = resumeFlags(cmd, f); err != nil {
-			return err
-		}
+	f, meta, arch, err := startFlags(cmd, f)
+	if err != nil {
+		return err
+	}
+	if arch != nil {
 		defer arch.r.Close()
-	} else {
-		var err error
-		if f.args, err = recordedArgs(cmd.Flags()); err != nil {
-			return err
-		}
 	}
 	if err := f.checkOutputs(); err != nil {
 		return err
@@ -267,6 +260,17 @@ func readModes(path string, d int) ([][]float64, error) {
 	return out, nil
 }
 
+// startFlags are the flags of a new run (recorded for its checkpoints),
+// or those a resumed checkpoint records, with the checkpoint opened.
+func startFlags(cmd *cobra.Command, f sampleFlags) (sampleFlags, *sampleMeta, *ckptReader, error) {
+	if f.resume != "" {
+		return resumeFlags(cmd, f)
+	}
+	var err error
+	f.args, err = recordedArgs(cmd.Flags())
+	return f, nil, nil, err
+}
+
 // pathFlags are the flags that name files: a checkpoint records them
 // absolute, so that --resume works from any folder.
 var pathFlags = []string{"model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes"}
@@ -400,13 +404,22 @@ func (f sampleFlags) checkOutputs() error {
 			return fmt.Errorf("--modes %s: %w", f.modes, err)
 		}
 	}
-	if f.flowOut != "" && (f.flowOut == f.checkpoint || sameFile(f.flowOut, f.checkpoint)) {
+	return f.checkFlowOut()
+}
+
+// checkFlowOut checks the folder of --flow-out and the two files it will
+// receive.
+func (f sampleFlags) checkFlowOut() error {
+	if f.flowOut == "" {
+		return nil
+	}
+	if f.flowOut == f.checkpoint || sameFile(f.flowOut, f.checkpoint) {
 		return fmt.Errorf("--flow-out %s is also --checkpoint: give the trained flow a folder of its own", f.flowOut)
 	}
-	if fi, err := os.Stat(f.flowOut); f.flowOut != "" && err == nil && !fi.IsDir() {
+	if fi, err := os.Stat(f.flowOut); err == nil && !fi.IsDir() {
 		return fmt.Errorf("--flow-out %s is a file: give a folder (it receives flow_sample.onnx and flow_density.onnx)", f.flowOut)
 	}
-	if f.flowOut != "" && !exists(f.flowOut) { // created before the run
+	if !exists(f.flowOut) { // created before the run
 		return checkOutput("--flow-out", f.flowOut, f.model, f.flow, f.flowDensity)
 	}
 	for _, p := range f.flowOutputs() {

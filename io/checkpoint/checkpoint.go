@@ -324,18 +324,33 @@ func (s Spec) validate() error {
 			return fmt.Errorf("spec.json: field \"base_sigma\" has %g at index %d, want σ in %s", v, i, BaseSigmaRange)
 		}
 	}
-	if o := s.FlowONNX; o != nil {
-		if s.Flow != nil {
-			return fmt.Errorf("spec.json: fields \"flow\" and \"flow_onnx\" both given, want one flow")
-		}
-		if o.Sample != FlowSampleFile || o.Density != FlowDensityFile {
-			return fmt.Errorf("spec.json: field \"flow_onnx\" names %q and %q, want %q and %q", clip(o.Sample), clip(o.Density), FlowSampleFile, FlowDensityFile)
-		}
+	if err := s.validateFlowONNX(); err != nil {
+		return err
 	}
-	f := s.Flow
-	if f == nil {
+	if s.Flow == nil {
 		return nil
 	}
+	return s.Flow.validate(d, total, arrays)
+}
+
+// validateFlowONNX checks the files a flow_onnx names.
+func (s Spec) validateFlowONNX() error {
+	o := s.FlowONNX
+	if o == nil {
+		return nil
+	}
+	if s.Flow != nil {
+		return fmt.Errorf("spec.json: fields \"flow\" and \"flow_onnx\" both given, want one flow")
+	}
+	if o.Sample != FlowSampleFile || o.Density != FlowDensityFile {
+		return fmt.Errorf("spec.json: field \"flow_onnx\" names %q and %q, want %q and %q", clip(o.Sample), clip(o.Density), FlowSampleFile, FlowDensityFile)
+	}
+	return nil
+}
+
+// validate checks a RealNVP's fields in dimension d, with the EBM's total
+// parameters and arrays.
+func (f *FlowSpec) validate(d int, total *big.Int, arrays int) error {
 	for _, c := range []struct{ field, v string }{{"flow.activation", f.Activation}, {"flow.mask", f.Mask}, {"flow.name", f.Name}} {
 		if err := checkString(c.field, c.v); err != nil {
 			return err
