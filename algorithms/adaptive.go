@@ -138,6 +138,18 @@ func (a AdaptiveFlowMC) Start(x *mat.Dense, draws int) (*AdaptiveRun, error) {
 // early).
 func (r *AdaptiveRun) TrainingCycles() int { return cmp.Or(r.a.TrainingCycles, 100) }
 
+// WindowCycles is the length of a window of training cycles.
+func (r *AdaptiveRun) WindowCycles() int { return cmp.Or(r.a.ReportEvery, 10) }
+
+// Patience is how many windows without progress end training (≤ 0:
+// never).
+func (r *AdaptiveRun) Patience() int {
+	if r.a.Patience < 0 {
+		return 0
+	}
+	return cmp.Or(r.a.Patience, 5)
+}
+
 // Finished says whether the production phase has run all its cycles.
 func (r *AdaptiveRun) Finished() bool { return r.Production != nil && r.Production.Finished() }
 

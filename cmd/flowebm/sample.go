@@ -138,6 +138,10 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
+	centres, err := f.readModes(m.EBM.Dim())
+	if err != nil {
+		return err
+	}
 	if f.flowOut != "" {
 		made, err := makeFolder(f.flowOut)
 		if err != nil {
@@ -160,6 +164,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		if err := restoreRun(f, meta, arch, inputs, pcg, run); err != nil {
 			return err
 		}
+		if err := verifyCache(f.resume, run.state(), m.EBM, runProposal(run, m)); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
 		fmt.Fprintf(out, "resumed from %s\n", f.resume)
 	}
 	hook("sample-started")
@@ -173,7 +180,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
 	}
 	draws, loc, glob := run.Result()
-	return f.finish(out, m, draws, loc, glob, mala)
+	return f.finish(out, m, draws, loc, glob, mala, centres)
 }
 
 // drive runs the steps left, writing a checkpoint every --checkpoint-every
@@ -201,7 +208,7 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 }
 
 // finish checks and writes the draws, and prints the summary.
-func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64, loc, glob float64, mala *samplers.MALA) error {
+func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64, loc, glob float64, mala *samplers.MALA, centres [][]float64) error {
 	d := m.EBM.Dim()
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
@@ -219,18 +226,14 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", pct(loc), pct(glob))
 	printRHat(out, draws, f.chains, f.steps, d)
-	return f.printModeWeights(out, draws, d)
+	return f.printModeWeights(out, draws, d, centres)
 }
 
 // printModeWeights prints each --modes centre's weight among the draws,
 // with its Monte Carlo standard error and 95% interval.
-func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int) error {
-	if f.modes == "" {
+func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, centres [][]float64) error {
+	if centres == nil {
 		return nil
-	}
-	centres, err := readModes(f.modes, d)
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator, 95%% interval):\n", f.modes)
 	for k, w := range diagnostics.ChainModeWeights(draws, f.chains, f.steps, d, centres) {
@@ -239,25 +242,55 @@ func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int) err
 	return nil
 }
 
-// readModes reads k mode centres of dimension d (at most 1000).
-func readModes(path string, d int) ([][]float64, error) {
-	shape, err := data.PointsShape(path, "")
-	if err != nil {
-		return nil, fmt.Errorf("--modes %s: %w", path, err)
+// maxModes bounds --modes' centres.
+const maxModes = 1000
+
+// readModes reads --modes: k ≤ maxModes finite, distinct centres of
+// dimension d, from .npy, .npz or .csv (checked from its header first
+// where the format has one); nil without --modes.
+func (f sampleFlags) readModes(d int) ([][]float64, error) {
+	if f.modes == "" {
+		return nil, nil
 	}
-	if len(shape) != 2 || shape[1] != d || shape[0] < 1 || shape[0] > 1000 {
-		return nil, fmt.Errorf("--modes %s: shape %v, want (k, %d) with 1 ≤ k ≤ 1000 centres", path, shape, d)
+	if shape, err := data.PointsShape(f.modes, ""); err != nil {
+		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
+	} else if shape != nil && (len(shape) != 2 || shape[0] > maxModes) {
+		return nil, fmt.Errorf("--modes %s: shape %v, want (k, %d) with 1 ≤ k ≤ %d centres", f.modes, shape, d, maxModes)
 	}
-	m, err := data.ReadMatrix(path, "")
+	m, err := data.ReadMatrix(f.modes, "")
 	if err != nil {
-		return nil, fmt.Errorf("--modes %s: %w", path, err)
+		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
+	}
+	if r, c := m.Dims(); c != d || r < 1 || r > maxModes {
+		return nil, fmt.Errorf("--modes %s: %d centres of dimension %d, want 1 to %d of dimension %d (the model's)", f.modes, r, c, maxModes, d)
 	}
 	r, _ := m.Dims()
 	out := make([][]float64, r)
 	for i := range out {
 		out[i] = mat.Row(nil, i, m)
+		for j, v := range out[i] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("--modes %s: centre %d holds %v in coordinate %d, want finite values", f.modes, i+1, v, j+1)
+			}
+		}
+		for k := 0; k < i; k++ {
+			if slices.Equal(out[k], out[i]) {
+				return nil, fmt.Errorf("--modes %s: centres %d and %d are equal", f.modes, k+1, i+1)
+			}
+		}
 	}
 	return out, nil
+}
+
+// runProposal is the flow whose densities the run's state caches.
+func runProposal(run sampleRun, m checkpoint.Models) samplers.Proposal {
+	if ar, ok := run.(*adaptiveRun); ok {
+		return ar.flow
+	}
+	if m.Flow == nil {
+		return nil
+	}
+	return m.Flow
 }
 
 // startFlags are the flags of a new run (recorded for its checkpoints),
@@ -387,7 +420,7 @@ func (f sampleFlags) checkOutputs() error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", f.out, f.model, f.flow, f.flowDensity); err != nil {
+	if err := checkOutput("--out", f.out, f.inputs()...); err != nil {
 		return err
 	}
 	if strings.ToLower(filepath.Ext(f.out)) != ".npy" {
@@ -399,13 +432,11 @@ func (f sampleFlags) checkOutputs() error {
 	if err := f.checkCheckpoint(); err != nil {
 		return err
 	}
-	if f.modes != "" { // read again after sampling; here only checked
-		if _, err := data.PointsShape(f.modes, ""); err != nil {
-			return fmt.Errorf("--modes %s: %w", f.modes, err)
-		}
-	}
 	return f.checkFlowOut()
 }
+
+// inputs are the files the run reads.
+func (f sampleFlags) inputs() []string { return []string{f.model, f.flow, f.flowDensity, f.modes} }
 
 // checkFlowOut checks the folder of --flow-out and the two files it will
 // receive.
@@ -420,13 +451,13 @@ func (f sampleFlags) checkFlowOut() error {
 		return fmt.Errorf("--flow-out %s is a file: give a folder (it receives flow_sample.onnx and flow_density.onnx)", f.flowOut)
 	}
 	if !exists(f.flowOut) { // created before the run
-		return checkOutput("--flow-out", f.flowOut, f.model, f.flow, f.flowDensity)
+		return checkOutput("--flow-out", f.flowOut, f.inputs()...)
 	}
 	for _, p := range f.flowOutputs() {
 		if sameFile(p, f.out) {
 			return fmt.Errorf("--flow-out %s: %s is also --out", f.flowOut, p)
 		}
-		if err := checkOutput("--flow-out", p, f.model, f.flow, f.flowDensity); err != nil {
+		if err := checkOutput("--flow-out", p, f.inputs()...); err != nil {
 			return err
 		}
 		if err := f.checkNew("--flow-out", p); err != nil {
@@ -478,7 +509,7 @@ func (f sampleFlags) checkCheckpoint() error {
 	if sameFile(f.checkpoint, f.out) || f.checkpoint == f.out {
 		return fmt.Errorf("--checkpoint %s is also --out", f.checkpoint)
 	}
-	if err := checkOutput("--checkpoint", f.checkpoint, f.model, f.flow, f.flowDensity); err != nil {
+	if err := checkOutput("--checkpoint", f.checkpoint, f.inputs()...); err != nil {
 		return err
 	}
 	if f.resume != "" && sameFile(f.checkpoint, f.resume) {

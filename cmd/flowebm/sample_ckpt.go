@@ -111,6 +111,8 @@ type sampleRun interface {
 	restore(meta *sampleMeta, ck *ckptReader) error
 	// safe says whether a checkpoint now loses nothing.
 	safe() bool
+	// state is the chains' current state.
+	state() *samplers.State
 }
 
 // chainRun is a run of a kernel (mala, ula, hmc, flowmc with a frozen
@@ -122,6 +124,8 @@ type chainRun struct {
 }
 
 func (r *chainRun) safe() bool { return true }
+
+func (r *chainRun) state() *samplers.State { return r.State }
 
 func (r *chainRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
 	meta.Done = r.Done
@@ -141,8 +145,11 @@ func (r *chainRun) restore(meta *sampleMeta, ck *ckptReader) error {
 	if meta.Done < 0 || meta.Done > r.Warmup+r.Steps {
 		return fmt.Errorf("%s: meta done %d, want 0..%d (warm-up and kept steps)", ck.path, meta.Done, r.Warmup+r.Steps)
 	}
-	if err := checkAcceptance(ck.path, meta); err != nil {
+	if err := checkAcceptance(ck.path, meta, max(0, meta.Done-r.Warmup), r.Steps); err != nil {
 		return err
+	}
+	if r.mala != nil && meta.Frozen != (meta.Done >= r.Warmup) {
+		return fmt.Errorf("%s: meta frozen %v at step %d, want %v (MALA's step size adapts during the %d warm-up steps only)", ck.path, meta.Frozen, meta.Done, meta.Done >= r.Warmup, r.Warmup)
 	}
 	if err := restoreState(ck, "", r.State, meta.Has); err != nil {
 		return err
@@ -167,12 +174,13 @@ func (r *chainRun) restore(meta *sampleMeta, ck *ckptReader) error {
 	return nil
 }
 
-// checkAcceptance checks the acceptance sums: each kept step adds at most
-// 1/steps, so they lie in [0, 1] (NaN: no such moves).
-func checkAcceptance(path string, meta *sampleMeta) error {
+// checkAcceptance checks the acceptance sums: each of the kept steps done
+// adds at most 1/steps (NaN: no such moves).
+func checkAcceptance(path string, meta *sampleMeta, kept, steps int) error {
+	most := float64(kept)/float64(steps) + 1e-9
 	for _, v := range []float64{meta.Local, meta.Global} {
-		if !math.IsNaN(v) && !(v >= 0 && v <= 1+1e-9) {
-			return fmt.Errorf("%s: meta acceptance sum %v, want 0..1", path, v)
+		if !math.IsNaN(v) && !(v >= 0 && v <= most) {
+			return fmt.Errorf("%s: meta acceptance sum %v after %d kept steps of %d, want 0..%.4g", path, v, kept, steps, most)
 		}
 	}
 	return nil
@@ -185,6 +193,13 @@ type adaptiveRun struct {
 }
 
 func (r *adaptiveRun) safe() bool { return r.AtWindowEnd() }
+
+func (r *adaptiveRun) state() *samplers.State {
+	if r.Production != nil {
+		return r.Production.State
+	}
+	return r.Training
+}
 
 func (r *adaptiveRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
 	meta.Training = r.Production == nil
@@ -206,9 +221,15 @@ func (r *adaptiveRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
 }
 
 func (r *adaptiveRun) restore(meta *sampleMeta, ck *ckptReader) error {
-	cycles := r.TrainingCycles()
+	cycles, every := r.TrainingCycles(), r.WindowCycles()
 	if meta.Cycle < 0 || meta.Cycle > cycles || meta.Stale < 0 || (meta.Training && meta.Cycle == cycles) {
 		return fmt.Errorf("%s: meta cycle %d (stale %d), want 0..%d training cycles (--warmup)", ck.path, meta.Cycle, meta.Stale, cycles)
+	}
+	if meta.Training && meta.Cycle%every != 0 {
+		return fmt.Errorf("%s: meta cycle %d, want a multiple of %d (a checkpoint ends a window of training cycles)", ck.path, meta.Cycle, every)
+	}
+	if p := r.Patience(); p > 0 && meta.Stale > p {
+		return fmt.Errorf("%s: meta stale %d, want at most %d (--patience)", ck.path, meta.Stale, p)
 	}
 	theta, err := ck.get("flow", r.flow.Params.Count())
 	if err != nil {
@@ -414,6 +435,14 @@ func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
 }
 
 func readMeta(r *npz.Reader, path string) (*sampleMeta, error) {
+	meta, err := decodeMeta(r, path)
+	if err == nil && len(meta.Args) == 0 {
+		err = fmt.Errorf("%s: meta records no flags (args): not a checkpoint this command wrote", path)
+	}
+	return meta, err
+}
+
+func decodeMeta(r *npz.Reader, path string) (*sampleMeta, error) {
 	h, err := r.Header("meta")
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a sample checkpoint (no member meta): %w", path, err)
@@ -446,4 +475,49 @@ func readMeta(r *npz.Reader, path string) (*sampleMeta, error) {
 		return nil, fmt.Errorf("%s: meta global_sum %q: %w", path, meta.GlobalSum, err)
 	}
 	return &meta, nil
+}
+
+// cacheTolerance bounds the relative difference between a checkpoint's
+// cached log-densities and gradients and their values computed again at
+// its points: they differ only by round-off (another batch, another
+// blocking of the matrix products), while an edited state differs by far
+// more.
+const cacheTolerance = 1e-6
+
+// verifyCache recomputes the cached log π, ∇ log π and log λ of a restored
+// state at its points and refuses a checkpoint whose cache does not match
+// them (the chains would move by the wrong densities).
+func verifyCache(path string, s *samplers.State, t samplers.Target, p samplers.Proposal) error {
+	m, d := s.X.Dims()
+	lp, g := make([]float64, m), mat.NewDense(m, d, nil)
+	if s.HasLogP || s.HasGrad {
+		if err := t.LogDensityGrad(s.X, lp, g); err != nil {
+			return err
+		}
+	}
+	if s.HasLogP && !closeAll(s.LogP, lp) {
+		return fmt.Errorf("%s: member \"logp\" is not the model's log-density at the chains' points (member \"x\"): the checkpoint was altered", path)
+	}
+	if s.HasGrad && !closeAll(s.Grad.RawMatrix().Data, g.RawMatrix().Data) {
+		return fmt.Errorf("%s: member \"grad\" is not the model's gradient at the chains' points (member \"x\"): the checkpoint was altered", path)
+	}
+	if s.HasLogQ && p != nil {
+		lq := make([]float64, m)
+		if err := p.LogDensity(s.X, lq); err != nil {
+			return err
+		}
+		if !closeAll(s.LogQ, lq) {
+			return fmt.Errorf("%s: member \"logq\" is not the flow's log-density at the chains' points (member \"x\"): the checkpoint was altered", path)
+		}
+	}
+	return nil
+}
+
+func closeAll(a, b []float64) bool {
+	for i := range a {
+		if !(math.Abs(a[i]-b[i]) <= cacheTolerance*math.Max(1, math.Abs(b[i]))) {
+			return false
+		}
+	}
+	return true
 }

@@ -261,3 +261,76 @@ func TestSampleOutputsNotMixed(t *testing.T) {
 		t.Error("the other run's checkpoint was overwritten")
 	}
 }
+
+// Round-10 probe: --modes is read and checked before any work (shape,
+// dimension, finite and distinct centres; CSV accepted) and is an input
+// no output may replace; a checkpoint whose cache does not match its
+// points, whose meta contradicts its progress or that records no flags is
+// refused.
+func TestSampleModesAndCheckpointConsistency(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	w := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		return p
+	}
+	good := w("good.csv", "x,y\n-2.5,0\n2.5,0\n")
+	out := filepath.Join(dir, "o.npy")
+	for _, c := range []struct {
+		modes string
+		extra []string
+		want  string
+	}{
+		{w("d3.csv", "-2,0,1\n2,0,1\n"), nil, "2 centres of dimension 3, want 1 to 1000 of dimension 2"},
+		{w("nan.csv", "nan,0\n2,0\n"), nil, "centre 1 holds NaN in coordinate 1"},
+		{w("dup.csv", "1,0\n1,0\n"), nil, "centres 1 and 2 are equal"},
+		{good, []string{"--out", good, "--force"}, "is also an input"},
+	} {
+		var so, se bytes.Buffer
+		args := append([]string{"sample", "--model", model, "--chains", "4", "--steps", "10", "--modes", c.modes, "--out", out}, c.extra...)
+		if code := run(args, &so, &se); code == 0 || !strings.Contains(se.String(), c.want) || exists(out) {
+			t.Errorf("--modes %s: exit %d, %q; want a refusal before work containing %q", filepath.Base(c.modes), code, se.String(), c.want)
+		}
+	}
+	var so, se bytes.Buffer
+	if code := run([]string{"sample", "--model", model, "--chains", "4", "--steps", "10", "--modes", good, "--out", out}, &so, &se); code != 0 || !strings.Contains(so.String(), "mode 1 at (-2.50, 0.00)") {
+		t.Errorf("--modes from CSV: exit %d, %q %q", code, so.String(), se.String())
+	}
+	mala, ada := filepath.Join(dir, "mala.npz"), filepath.Join(dir, "ada.npz")
+	for _, c := range []struct {
+		ck   string
+		args []string
+	}{
+		{mala, []string{"--sampler", "mala", "--warmup", "10", "--steps", "30", "--checkpoint-every", "25"}},
+		{ada, []string{"--sampler", "flowmc", "--warmup", "40", "--patience", "3", "--steps", "10", "--checkpoint-every", "20"}},
+	} {
+		args := append([]string{"sample", "--model", model, "--chains", "4", "--out", filepath.Join(dir, "never.npy"), "--checkpoint", c.ck}, c.args...)
+		if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", args...); code != -1 {
+			t.Fatalf("child exit %d: %s", code, stderr)
+		}
+	}
+	for _, c := range []struct {
+		name, src string
+		edit      func(a map[string]*npy.Array, meta map[string]any)
+		want      string
+	}{
+		{"points moved, cache kept", mala, func(a map[string]*npy.Array, _ map[string]any) {
+			for i := range a["x"].Data {
+				a["x"].Data[i] += 5
+			}
+		}, `member "logp" is not the model's log-density`},
+		{"an acceptance above its steps", mala, func(_ map[string]*npy.Array, m map[string]any) { m["local_sum"] = "0.9" }, "meta acceptance sum 0.9 after 15 kept steps of 30"},
+		{"adaptation on in the kept steps", mala, func(_ map[string]*npy.Array, m map[string]any) { m["frozen"] = false }, "meta frozen false at step 25, want true"},
+		{"a cycle inside a window", ada, func(_ map[string]*npy.Array, m map[string]any) { m["cycle"] = 15 }, "meta cycle 15, want a multiple of 10"},
+		{"stale beyond patience", ada, func(_ map[string]*npy.Array, m map[string]any) { m["stale"] = 1e9 }, "want at most 3 (--patience)"},
+		{"no flags", mala, func(_ map[string]*npy.Array, m map[string]any) { delete(m, "args") }, "meta records no flags (args)"},
+	} {
+		bad := filepath.Join(dir, "bad.npz")
+		editCheckpoint(t, c.src, bad, c.edit)
+		var so, se bytes.Buffer
+		if code := run([]string{"sample", "--resume", bad, "--force"}, &so, &se); code == 0 || !strings.Contains(se.String(), c.want) {
+			t.Errorf("%s: exit %d, %q; want an error containing %q", c.name, code, se.String(), c.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -491,7 +492,11 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	}
 	cfg := plan.Config
 	dir := runFolder(f, cfg)
-	for _, in := range []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}} {
+	inputs := []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}}
+	if fo := cfg.Model.FlowONNX; fo != nil {
+		inputs = append(inputs, struct{ flag, path string }{"--flow (model.flow_onnx.sample)", fo.Sample}, struct{ flag, path string }{"--flow-density (model.flow_onnx.density)", fo.Density})
+	}
+	for _, in := range inputs {
 		if in.path == "" {
 			continue
 		}
@@ -572,6 +577,10 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("give a flow as --flow SAMPLE.onnx and --flow-density DENSITY.onnx (its two graphs), not one of them")
 	case f.flow.BaseSigma != 0 && f.flow.Sample == "":
 		return fmt.Errorf("--flow-base-sigma applies to a flow given with --flow")
+	case !(f.flow.BaseSigma >= 0 && f.flow.BaseSigma <= checkpoint.MaxBaseSigma) || (f.flow.BaseSigma != 0 && !checkpoint.ValidBaseSigma(f.flow.BaseSigma)):
+		return fmt.Errorf("--flow-base-sigma %v: want σ in %s, or 0 for the files' metadata", f.flow.BaseSigma, checkpoint.BaseSigmaRange)
+	case f.flow.Sample != "" && cmd.Flags().Changed("algorithm") && !f.algorithm.TrainsFlow():
+		return fmt.Errorf("--flow with --algorithm %s, which has no flow: --flow applies to flowmc, nt and coopflow", f.algorithm)
 	}
 	if f.resume == "" || f.forceSeed { // --seeds continues a seed's run with its own flags checked
 		return nil

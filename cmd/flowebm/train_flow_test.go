@@ -66,3 +66,32 @@ func TestConvertONNXFlowRun(t *testing.T) {
 		}
 	}
 }
+
+// train --force does not replace the flow files it reads from inside
+// --out, and the flow flags' errors name the flags (round-10 probe).
+func TestTrainFlowInputsProtected(t *testing.T) {
+	dir := t.TempDir()
+	f := "../../io/onnx/testdata/flows/realnvp2_f64"
+	out := filepath.Join(dir, "run")
+	var so, se bytes.Buffer
+	if code := run([]string{"train", "--iterations", "2", "--quiet", "--flow", f + "_sample.onnx", "--flow-density", f + "_density.onnx", "--out", out}, &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	ck := filepath.Join(out, "checkpoint")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--flow", filepath.Join(ck, "flow_sample.onnx"), "--flow-density", filepath.Join(ck, "flow_density.onnx"), "--out", out, "--force"}, "is inside the run folder"},
+		{[]string{"--flow", f + "_sample.onnx", "--flow-density", f + "_density.onnx", "--flow-base-sigma", "-1", "--out", filepath.Join(dir, "r2")}, "--flow-base-sigma -1: want σ in"},
+		{[]string{"--flow", f + "_sample.onnx", "--flow-density", f + "_density.onnx", "--algorithm", "ula", "--out", filepath.Join(dir, "r3")}, "--flow with --algorithm ula, which has no flow"},
+	} {
+		se.Reset()
+		if code := run(append([]string{"train", "--iterations", "2", "--quiet"}, c.args...), &so, &se); code == 0 || !strings.Contains(se.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want %q", c.args, code, se.String(), c.want)
+		}
+	}
+	if !exists(filepath.Join(ck, "flow_sample.onnx")) {
+		t.Error("the run's flow files were removed")
+	}
+}
