@@ -65,11 +65,15 @@ Inputs:
                 sampler's columns (lp__, accept_stat__, …: names ending in __)
                 dropped, parameters named by the header
   CSV           one file with a chain column (chain, .chain: posterior's
-                draws_df, ArviZ) and draw/iteration columns, which are dropped
+                draws_df, ArviZ; integers) and draw/iteration columns, which
+                must increase within each chain and are then dropped
+CSV files may be quoted (RFC 4180) and start with a UTF-8 byte order mark;
+column names must be distinct and not empty; numbers are decimal.
 
 Files with another rank, fewer than 2 chains or 4 draws, a NaN or infinite
-draw, ragged rows or chains of different lengths are refused with a
-one-line error naming the file (and line and column) and exit status 2.
+draw, ragged rows, chains of different lengths or a file given twice are
+refused with a one-line error naming the file (and line and column) and
+exit status 2.
 The verdict names the dimensions with R-hat above 1.01 or bulk or tail ESS
 below 400, the thresholds Vehtari et al. recommend.
 
@@ -80,22 +84,7 @@ the chains grow: DIR/NAME-trace.png and so on (--plot-format png, svg or
 pdf; existing files are replaced only with --force).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := readChains(args, o.key)
-			if err != nil {
-				return err
-			}
-			files, err := o.plotFiles(c)
-			if err != nil {
-				return err
-			}
-			out := bufio.NewWriter(cmd.OutOrStdout())
-			if err := report(c, out, o); err != nil {
-				return err
-			}
-			if err := out.Flush(); err != nil {
-				return err
-			}
-			return o.drawPlots(c, files, cmd.OutOrStdout())
+			return o.run(args, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -110,25 +99,76 @@ pdf; existing files are replaced only with --force).`,
 	return cmd
 }
 
+// run diagnoses the chains of paths, writing to w; the folder of --plots
+// is made first, and removed again if it was made and nothing is drawn.
+func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
+	if err := o.checkFlags(); err != nil {
+		return err
+	}
+	undo, err := o.makePlotFolder()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
+	c, err := readChains(paths, o.key)
+	if err != nil {
+		return err
+	}
+	files, err := o.plotFiles(c)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(w)
+	if err := report(c, out, o); err != nil {
+		return err
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	return o.drawPlots(c, files, w)
+}
+
+// checkFlags refuses, before any work, a flag that applies only with
+// another and bad --quantiles.
+func (o diagnoseOptions) checkFlags() error {
+	if o.plotDims != "" && o.plots == "" {
+		return fmt.Errorf("--plot-dims applies to --plots DIR")
+	}
+	if _, err := parseQuantiles(o.quantiles); err != nil {
+		return err
+	}
+	if o.quantiles != "" && !o.asJSON {
+		return fmt.Errorf("--quantiles %s applies to --json: the table has no quantile columns", o.quantiles)
+	}
+	return nil
+}
+
 // diagnoseCopies is about how many float64 copies of a dimension's draws
 // the diagnostics hold at once (rank normalisation, folding, the FFT's
 // padded buffers): measured peak 1 GB for a 64 MB file.
 const diagnoseCopies = 16
 
-// checkDiagnoseMemory refuses, from its header, a chains file whose
-// diagnostics would need more memory than 8 GiB or half the machine's,
-// and a folder given as the file.
-func checkDiagnoseMemory(path string) error {
+// checkDiagnoseMemory refuses, from its header, a chains file (the
+// member key of an .npz) whose diagnostics would need more memory than
+// 8 GiB or half the machine's, and a folder given as the file.
+func checkDiagnoseMemory(path, key string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a folder: give a .npy file of chains", path)
 	}
-	shape, err := data.PointsShape(path, "")
+	shape, err := data.PointsShape(path, key)
 	if err != nil || len(shape) == 0 {
 		return nil // the reader reports what is wrong
 	}
 	n := 1.0
 	for _, s := range shape {
 		n *= float64(max(s, 0))
+	}
+	if key != "" {
+		path = fmt.Sprintf("%s member %q", path, key)
 	}
 	if need, limit := n*8*diagnoseCopies, sysmem.Limit(8<<30); need > limit {
 		return fmt.Errorf("%s: draws of shape %v need about %.3g GB to diagnose (about %d float64 copies), over the limit of %.3g GB (8 GiB, or half the machine's memory if less): thin the chains or split the dimensions", path, shape, need/1e9, diagnoseCopies, limit/1e9)
@@ -217,8 +257,8 @@ func parseQuantiles(s string) (quantiles, error) {
 		if err != nil || !(p > 0 && p < 1) {
 			return q, fmt.Errorf("--quantiles %s: %q is not a probability strictly between 0 and 1", s, f)
 		}
-		if slices.Contains(q.written, f) {
-			return q, fmt.Errorf("--quantiles %s: %s given twice", s, f)
+		if i := slices.Index(q.p, p); i >= 0 {
+			return q, fmt.Errorf("--quantiles %s: %s is %s again: give each quantile once", s, f, q.written[i])
 		}
 		q.p, q.written = append(q.p, p), append(q.written, f)
 	}

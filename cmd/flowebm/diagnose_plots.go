@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,30 +28,40 @@ type plotFile struct {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
+// makePlotFolder creates the folder of --plots (and its parents) before
+// any work; undo removes what it created.
+func (o diagnoseOptions) makePlotFolder() (undo func(), err error) {
+	if o.plots == "" {
+		return func() {}, nil
+	}
+	if fi, err := os.Stat(o.plots); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("--plots %s is a file: give a folder", o.plots)
+	}
+	undo, err = makeFolder(o.plots)
+	if err != nil {
+		return nil, fmt.Errorf("--plots %s: cannot create the folder: %v", o.plots, err)
+	}
+	return undo, nil
+}
+
 // plotFiles lists the files --plots will write, refusing existing ones
 // without --force, before any work.
 func (o diagnoseOptions) plotFiles(c *chainsData) ([]plotFile, error) {
 	if o.plots == "" {
-		if o.plotDims != "" {
-			return nil, fmt.Errorf("--plot-dims applies to --plots DIR")
-		}
 		return nil, nil
-	}
-	if fi, err := os.Stat(o.plots); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("--plots %s is a file: give a folder", o.plots)
 	}
 	dims, err := o.chosenDims(c)
 	if err != nil {
 		return nil, err
 	}
+	bases, err := o.plotBases(c, dims)
+	if err != nil {
+		return nil, err
+	}
 	var files []plotFile
-	for _, d := range dims {
-		base := unsafeName.ReplaceAllString(c.name(d), "_")
-		if c.names == nil {
-			base = "dim" + base
-		}
+	for i, d := range dims {
 		for _, kind := range []string{"trace", "rank", "autocorrelation", "ess"} {
-			p := filepath.Join(o.plots, base+"-"+kind+o.format.Ext())
+			p := filepath.Join(o.plots, bases[i]+"-"+kind+o.format.Ext())
 			if err := checkNew("--plots", p, o.force); err != nil {
 				return nil, err
 			}
@@ -58,6 +69,36 @@ func (o diagnoseOptions) plotFiles(c *chainsData) ([]plotFile, error) {
 		}
 	}
 	return files, nil
+}
+
+// plotBases are the dimensions' file names, less kind and extension:
+// each distinct, even where case is not (macOS, Windows).
+func (o diagnoseOptions) plotBases(c *chainsData, dims []int) ([]string, error) {
+	seen := map[string]int{}
+	bases := make([]string, len(dims))
+	for i, d := range dims {
+		bases[i] = c.plotBase(d)
+		k := strings.ToLower(bases[i])
+		if e, dup := seen[k]; dup {
+			return nil, fmt.Errorf("--plots %s: dimensions %q and %q would both be drawn to %s-*%s: choose one of them with --plot-dims", o.plots, c.name(e), c.name(d), filepath.Join(o.plots, bases[i]), o.format.Ext())
+		}
+		seen[k] = d
+	}
+	return bases, nil
+}
+
+// plotBase is dimension d's file name: its name with the characters a
+// file name may not hold replaced by _ (and a leading . prefixed, not to
+// make a hidden file), or dim and its index.
+func (c *chainsData) plotBase(d int) string {
+	if c.names == nil {
+		return "dim" + strconv.Itoa(d)
+	}
+	base := unsafeName.ReplaceAllString(c.names[d], "_")
+	if strings.HasPrefix(base, ".") {
+		base = "_" + base
+	}
+	return base
 }
 
 // chosenDims are the dimensions of --plot-dims, or the plotDimsDefault
@@ -80,6 +121,9 @@ func (o diagnoseOptions) chosenDims(c *chainsData) ([]int, error) {
 		}
 		if d < 0 {
 			return nil, fmt.Errorf("--plot-dims %s: no dimension %q (the names or indices 0..%d)", o.plotDims, f, c.dims-1)
+		}
+		if slices.Contains(dims, d) {
+			return nil, fmt.Errorf("--plot-dims %s: %q names dimension %s again: give each once", o.plotDims, f, c.name(d))
 		}
 		dims = append(dims, d)
 	}
@@ -109,9 +153,6 @@ func worstDims(c *chainsData) []int {
 func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Writer) error {
 	if len(files) == 0 {
 		return nil
-	}
-	if err := os.MkdirAll(o.plots, 0o755); err != nil {
-		return err
 	}
 	figs := map[int][]plots.ChainFigure{}
 	for _, f := range files {

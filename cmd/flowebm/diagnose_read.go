@@ -2,7 +2,11 @@ package main
 
 import (
 	"bufio"
+	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,20 +42,33 @@ func readChains(paths []string, key string) (*chainsData, error) {
 	if ext == ".csv" {
 		return readCSVChains(paths)
 	}
-	if err := checkDiagnoseMemory(paths[0]); err != nil {
+	if err := checkDiagnoseMemory(paths[0], key); err != nil {
 		return nil, err
 	}
 	var a *npy.Array
 	var err error
+	name := paths[0]
 	if ext == ".npz" {
-		a, err = readNpzMember(paths[0], key)
+		a, name, err = readNpzMember(paths[0], key)
 	} else {
 		a, err = readNpyFile(paths[0])
 	}
 	if err != nil {
 		return nil, err
 	}
-	return arrayChains(a, paths[0])
+	return arrayChains(a, name)
+}
+
+// checkDistinct refuses a file given twice: it would count as two chains.
+func checkDistinct(paths []string) error {
+	for i, p := range paths {
+		for _, q := range paths[:i] {
+			if sameFile(p, q) {
+				return fmt.Errorf("%s and %s are the same file: give each chain's file once", q, p)
+			}
+		}
+	}
+	return nil
 }
 
 func readNpyFile(path string) (*npy.Array, error) {
@@ -67,23 +84,23 @@ func readNpyFile(path string) (*npy.Array, error) {
 	return a, nil
 }
 
-func readNpzMember(path, key string) (*npy.Array, error) {
-	arch, err := npz.ReadFile(path)
+// readNpzMember decodes member key of the archive at path (the first if
+// key is empty), and no other: they may be large or broken. name is the
+// file and member, for the table and errors.
+func readNpzMember(path, key string) (a *npy.Array, name string, err error) {
+	zr, err := npz.OpenReader(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	defer zr.Close()
 	if key == "" {
-		names := arch.Names
-		if len(names) == 0 {
-			return nil, fmt.Errorf("%s: the archive holds no array", path)
+		if len(zr.Names) == 0 {
+			return nil, "", fmt.Errorf("%s: the archive holds no array", path)
 		}
-		key = names[0]
+		key = zr.Names[0]
 	}
-	a, err := arch.Get(key)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return a, nil
+	a, err = zr.Get(key)
+	return a, fmt.Sprintf("%s member %q", path, key), err
 }
 
 // arrayChains checks a (chains, draws) or (chains, draws, dims) array.
@@ -121,6 +138,9 @@ var (
 // readCSVChains reads one CSV with a chain column, or CmdStan's files (one
 // per chain; comment lines and the sampler's columns name__ dropped).
 func readCSVChains(paths []string) (*chainsData, error) {
+	if err := checkDistinct(paths); err != nil {
+		return nil, err
+	}
 	var tables []*csvTable
 	total := int64(0)
 	for _, p := range paths {
@@ -154,35 +174,30 @@ func readCSVChains(paths []string) (*chainsData, error) {
 	return stackChains(tables)
 }
 
-// readCSVTable reads a CSV file: lines starting with # are comments, the
-// first other line is the header, the others numbers.
+// readCSVTable reads a CSV file (RFC 4180 quoting; a UTF-8 byte order
+// mark skipped): lines starting with # are comments, the first other
+// line is the header, the others numbers.
 func readCSVTable(path string) (*csvTable, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	r := csv.NewReader(skipBOM(bufio.NewReader(f)))
+	r.Comment, r.FieldsPerRecord, r.TrimLeadingSpace = '#', -1, true
 	t := &csvTable{path: path}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
 		}
-		fields := strings.Split(text, ",")
-		if t.header == nil {
-			t.header = unquoteAll(fields)
-			continue
-		}
-		row, err := parseRow(fields, t, line)
 		if err != nil {
+			return nil, csvError(path, err)
+		}
+		line, _ := r.FieldPos(0)
+		if err := t.add(rec, line); err != nil {
 			return nil, err
 		}
-		t.rows, t.lines = append(t.rows, row), append(t.lines, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if t.header == nil || len(t.rows) == 0 {
 		return nil, fmt.Errorf("%s: no header and draws: want a header line of names, then one line per draw", path)
@@ -190,27 +205,93 @@ func readCSVTable(path string) (*csvTable, error) {
 	return t, nil
 }
 
-func unquoteAll(fields []string) []string {
-	out := make([]string, len(fields))
-	for i, f := range fields {
-		out[i] = strings.Trim(strings.TrimSpace(f), `"`)
+// skipBOM skips a UTF-8 byte order mark at the start of br.
+func skipBOM(br *bufio.Reader) io.Reader {
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		br.Discard(3)
 	}
-	return out
+	return br
 }
 
-func parseRow(fields []string, t *csvTable, line int) ([]float64, error) {
+// csvError is a CSV syntax error as one line naming the file, line and
+// column.
+func csvError(path string, err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: line %d, column %d: %v", path, pe.Line, pe.Column, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// add takes the record on line: the header if there is none yet, else a
+// row of numbers; a blank line is skipped.
+func (t *csvTable) add(rec []string, line int) error {
+	if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+		return nil
+	}
+	if t.header == nil {
+		return t.setHeader(rec, line)
+	}
+	row, err := t.parseRow(rec, line)
+	if err != nil {
+		return err
+	}
+	t.rows, t.lines = append(t.rows, row), append(t.lines, line)
+	return nil
+}
+
+// setHeader takes the column names: each present and distinct, as the
+// dimensions and their plots are named by them.
+func (t *csvTable) setHeader(rec []string, line int) error {
+	seen := map[string]int{}
+	for j := range rec {
+		name := strings.TrimSpace(rec[j])
+		if name == "" {
+			return fmt.Errorf("%s: line %d, column %d: empty column name: want a name for every column (pandas' to_csv writes its index so: give index=False)", t.path, line, j+1)
+		}
+		if k, dup := seen[name]; dup {
+			return fmt.Errorf("%s: line %d: columns %d and %d are both named %q: want distinct column names", t.path, line, k+1, j+1, name)
+		}
+		seen[name], rec[j] = j, name
+	}
+	t.header = rec
+	return nil
+}
+
+func (t *csvTable) parseRow(fields []string, line int) ([]float64, error) {
 	if len(fields) != len(t.header) {
 		return nil, fmt.Errorf("%s: line %d has %d columns, want %d (the header's)", t.path, line, len(fields), len(t.header))
 	}
 	row := make([]float64, len(fields))
 	for j, f := range fields {
-		v, err := strconv.ParseFloat(strings.Trim(strings.TrimSpace(f), `"`), 64)
+		v, err := t.parseValue(strings.TrimSpace(f), line, j)
 		if err != nil {
-			return nil, fmt.Errorf("%s: line %d, column %d (%s): %q is not a number", t.path, line, j+1, t.header[j], clipText(f))
+			return nil, err
 		}
 		row[j] = v
 	}
 	return row, nil
+}
+
+// parseValue reads the number in column j of line: decimal as CSV writers
+// write them (not Go's digit separators or hex floats), and finite unless
+// the column is the sampler's, which is dropped.
+func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
+	v, err := strconv.ParseFloat(f, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s: %q is not a number", t.at(line, j), clipText(f))
+	case strings.ContainsAny(f, "_xX"):
+		return 0, fmt.Errorf("%s: %q is not a decimal number (digit separators and hex floats are Go's syntax, not CSV's)", t.at(line, j), clipText(f))
+	case (math.IsNaN(v) || math.IsInf(v, 0)) && !samplerColumn(t.header[j]):
+		return 0, fmt.Errorf("%s: %q is not finite: want finite numbers", t.at(line, j), clipText(f))
+	}
+	return v, nil
+}
+
+// at names the file, line and column j (by number and name).
+func (t *csvTable) at(line, j int) string {
+	return fmt.Sprintf("%s: line %d, column %d (%s)", t.path, line, j+1, t.header[j])
 }
 
 func clipText(s string) string {
@@ -234,12 +315,65 @@ func indexOfAny(header, names []string) int {
 func parameterColumns(header []string) []int {
 	var cols []int
 	for i, h := range header {
-		if strings.HasSuffix(h, "__") || slices.Contains(chainColumns, h) || slices.Contains(drawColumns, h) {
+		if samplerColumn(h) || slices.Contains(chainColumns, h) || slices.Contains(drawColumns, h) {
 			continue
 		}
 		cols = append(cols, i)
 	}
 	return cols
+}
+
+// samplerColumn reports whether the column is the sampler's (name__:
+// CmdStan's lp__, accept_stat__, …), which diagnose drops.
+func samplerColumn(name string) bool {
+	return strings.HasSuffix(name, "__") && !slices.Contains(chainColumns, name)
+}
+
+// checkDrawOrder requires each draw column (draw, iteration, …) to
+// increase strictly within each chain (column chainCol; -1: the table is
+// one chain): rows out of order would give another R-hat.
+func checkDrawOrder(t *csvTable, chainCol int) error {
+	for j, h := range t.header {
+		if !slices.Contains(drawColumns, h) {
+			continue
+		}
+		last := map[float64]float64{}
+		for i, r := range t.rows {
+			id := 0.0
+			if chainCol >= 0 {
+				id = r[chainCol]
+			}
+			if prev, ok := last[id]; ok && !(r[j] > prev) {
+				return fmt.Errorf("%s: %v follows %v in the same chain: want each chain's rows in draw order (%s strictly increasing)", t.at(t.lines[i], j), r[j], prev, h)
+			}
+			last[id] = r[j]
+		}
+	}
+	return nil
+}
+
+// checkChainIDs requires the chain column's values to be integers.
+func checkChainIDs(t *csvTable, chainCol int) error {
+	for i, r := range t.rows {
+		if id := r[chainCol]; id != math.Trunc(id) {
+			return fmt.Errorf("%s: chain %v: want an integer chain number", t.at(t.lines[i], chainCol), id)
+		}
+	}
+	return nil
+}
+
+// splitChains groups rows by their chain column, chains in the order
+// they first appear.
+func splitChains(rows [][]float64, chainCol int) (order []float64, byChain map[float64][][]float64) {
+	byChain = map[float64][][]float64{}
+	for _, r := range rows {
+		id := r[chainCol]
+		if _, ok := byChain[id]; !ok {
+			order = append(order, id)
+		}
+		byChain[id] = append(byChain[id], r)
+	}
+	return order, byChain
 }
 
 // stackChains makes one chain of each CmdStan file: same columns, same
@@ -249,6 +383,11 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 	cols := parameterColumns(first.header)
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%s: no parameter columns (only the sampler's name__ columns, chain and draw)", first.path)
+	}
+	for _, t := range tables {
+		if err := checkDrawOrder(t, -1); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range tables[1:] {
 		if !slices.Equal(t.header, first.header) {
@@ -281,15 +420,13 @@ func groupByChain(t *csvTable, chainCol int) (*chainsData, error) {
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%s: no parameter columns besides the chain and draw columns", t.path)
 	}
-	var order []float64
-	byChain := map[float64][][]float64{}
-	for _, r := range t.rows {
-		id := r[chainCol]
-		if _, ok := byChain[id]; !ok {
-			order = append(order, id)
-		}
-		byChain[id] = append(byChain[id], r)
+	if err := checkChainIDs(t, chainCol); err != nil {
+		return nil, err
 	}
+	if err := checkDrawOrder(t, chainCol); err != nil {
+		return nil, err
+	}
+	order, byChain := splitChains(t.rows, chainCol)
 	n := len(byChain[order[0]])
 	c := &chainsData{chains: len(order), draws: n, dims: len(cols), source: t.path, dtype: "CSV"}
 	for _, id := range order {
