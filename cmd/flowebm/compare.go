@@ -115,12 +115,33 @@ func checkFiguresNew(out string, format plots.Format, force bool) error {
 
 // drawFigures writes the runs' figures into out (creating it, locked
 // against another compare) and returns their files: all of them, or on an
-// error none. They are drawn into a temporary folder inside out and moved
-// into place only when all are drawn, so that a failure (a full disk)
-// leaves the figures out held before.
+// error none (drawStaged).
 func drawFigures(runs []plots.Named, out string, format plots.Format, force bool) ([]string, error) {
+	return drawStaged(out, "compare", func() error { return checkFiguresNew(out, format, force) },
+		func(tmp string) ([]string, error) {
+			drawn, err := plots.Compare(runs, tmp, format)
+			if err == nil && len(drawn) == 0 {
+				err = nothingToPlot(runs)
+			}
+			return drawn, err
+		},
+		func(drawn []string) error {
+			if force {
+				return removeOldFigures(out, drawn)
+			}
+			return nil
+		})
+}
+
+// drawStaged draws a set of figures into out (creating it) as one piece:
+// locked against another command drawing there (lockName), checking again
+// under the lock that they are new (checkNew), drawn into a temporary
+// folder inside out and moved into place only when all are drawn, so that
+// a failure (a full disk) or a signal leaves the figures out held before;
+// placed runs after the move. It returns the figures' paths.
+func drawStaged(out, lockName string, checkNew func() error, draw func(tmp string) ([]string, error), placed func(drawn []string) error) ([]string, error) {
 	made := firstMissing(out)
-	release, err := lockRunAs(out, "compare")
+	release, err := lockRunAs(out, lockName)
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +151,8 @@ func drawFigures(runs []plots.Named, out string, format plots.Format, force bool
 		untrackOut = safefile.Track(made)
 		defer untrackOut()
 	}
-	// Again, locked: another compare may have drawn into out meanwhile.
-	if err := checkFiguresNew(out, format, force); err != nil {
+	// Again, locked: another command may have drawn into out meanwhile.
+	if err := checkNew(); err != nil {
 		return nil, err
 	}
 	if err := removeStaleStaging(out); err != nil {
@@ -143,20 +164,14 @@ func drawFigures(runs []plots.Named, out string, format plots.Format, force bool
 	}
 	defer safefile.Track(tmp)()
 	defer os.RemoveAll(tmp)
-	drawn, err := plots.Compare(runs, tmp, format)
-	if err == nil && len(drawn) == 0 {
-		err = nothingToPlot(runs)
-	}
+	drawn, err := draw(tmp)
 	if err != nil {
 		return nil, stagedError(err, tmp, out)
 	}
 	hook("compare-drawn")
 	return moveFigures(drawn, out, func() error {
 		untrackOut()
-		if force {
-			return removeOldFigures(out, drawn)
-		}
-		return nil
+		return placed(drawn)
 	})
 }
 
@@ -259,9 +274,14 @@ func stagedError(err error, tmp, out string) error {
 // checkCompareOut refuses an --out that is one of the input runs or inside
 // one: the figures would be mixed with the run's own files (or, in a
 // checkpoint folder, deleted by the next checkpoint).
-func checkCompareOut(out string, runs []string) error {
+func checkCompareOut(out string, runs []string) error { return checkFigureFolder("--out", out, runs) }
+
+// checkFigureFolder refuses a figures folder (given by flag) that is one
+// of the inputs' folders, inside one, a run's checkpoint folder, or a
+// training run (or inside one).
+func checkFigureFolder(flag, out string, inputs []string) error {
 	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
-		return fmt.Errorf("--out %s is a file: give a folder for the figures", out)
+		return fmt.Errorf("%s %s is a file: give a folder for the figures", flag, out)
 	}
 	dir := out // the nearest folder of out that exists
 	for {
@@ -270,19 +290,19 @@ func checkCompareOut(out string, runs []string) error {
 		}
 		dir = filepath.Dir(dir)
 	}
-	for _, r := range runs {
-		if within(dir, r) {
-			return fmt.Errorf("--out %s is inside the input run %s: give another folder", out, r)
+	for _, r := range inputs {
+		if fi, err := os.Stat(r); err == nil && fi.IsDir() && within(dir, r) {
+			return fmt.Errorf("%s %s is inside the input run %s: give another folder", flag, out, r)
 		}
 	}
 	if run := inRunCheckpoint(dir); run != "" {
-		return fmt.Errorf("--out %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: give another folder", out, run)
+		return fmt.Errorf("%s %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: give another folder", flag, out, run)
 	}
 	if isTrainingRun(dir) {
-		return fmt.Errorf("--out %s is the training run %s: its figures would mix with the run's own; give another folder", out, dir)
+		return fmt.Errorf("%s %s is the training run %s: its figures would mix with the run's own; give another folder", flag, out, dir)
 	}
 	if run := trainingRunAbove(dir); run != "" {
-		return fmt.Errorf("--out %s is inside the training run %s: give another folder", out, run)
+		return fmt.Errorf("%s %s is inside the training run %s: give another folder", flag, out, run)
 	}
 	return nil
 }

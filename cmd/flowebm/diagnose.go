@@ -129,6 +129,9 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 	if err := out.Flush(); err != nil {
 		return err
 	}
+	if len(files) > 0 {
+		defer removeTempsOnSignal()()
+	}
 	return o.drawPlots(c, files, w)
 }
 

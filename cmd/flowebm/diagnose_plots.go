@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -34,8 +33,8 @@ func (o diagnoseOptions) makePlotFolder() (undo func(), err error) {
 	if o.plots == "" {
 		return func() {}, nil
 	}
-	if fi, err := os.Stat(o.plots); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("--plots %s is a file: give a folder", o.plots)
+	if err := checkFigureFolder("--plots", o.plots, nil); err != nil {
+		return nil, err
 	}
 	undo, err = makeFolder(o.plots)
 	if err != nil {
@@ -130,6 +129,8 @@ func (o diagnoseOptions) chosenDims(c *chainsData) ([]int, error) {
 	return dims, nil
 }
 
+// worstDims are the plotDimsDefault dimensions with the largest R-hat
+// (undefined R-hats last).
 func worstDims(c *chainsData) []int {
 	rhat := make([]float64, c.dims)
 	for d := range rhat {
@@ -149,26 +150,50 @@ func worstDims(c *chainsData) []int {
 	return idx[:min(plotDimsDefault, len(idx))]
 }
 
-// drawPlots draws the figures into their files.
+// drawPlots draws the figures as one set (drawStaged): locked against
+// another command drawing into the folder, into a staging folder, moved
+// into place only when all are drawn.
 func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Writer) error {
 	if len(files) == 0 {
 		return nil
 	}
+	checkNew := func() error {
+		for _, f := range files {
+			if err := checkNew("--plots", f.path, o.force); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	placed, err := drawStaged(o.plots, "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error { return nil })
+	if err != nil {
+		return fmt.Errorf("--plots: %w", err)
+	}
+	_, err = fmt.Fprintf(out, "%d plots written to %s\n", len(placed), o.plots)
+	return err
+}
+
+// drawInto draws the figures of files into the folder tmp, under their
+// names, and returns their paths there.
+func drawInto(c *chainsData, files []plotFile, tmp string) ([]string, error) {
 	figs := map[int][]plots.ChainFigure{}
+	var drawn []string
 	for _, f := range files {
 		if _, ok := figs[f.dim]; !ok {
 			figs[f.dim] = plots.ChainFigures(c.dimChains(f.dim), c.title(f.dim))
 		}
 		for _, cf := range figs[f.dim] {
-			if cf.Kind == f.kind {
-				if err := cf.Figure.Save(f.path); err != nil {
-					return fmt.Errorf("--plots: %s: %w", f.path, err)
-				}
+			if cf.Kind != f.kind {
+				continue
 			}
+			p := filepath.Join(tmp, filepath.Base(f.path))
+			if err := cf.Figure.Save(p); err != nil {
+				return nil, err
+			}
+			drawn = append(drawn, p)
 		}
 	}
-	_, err := fmt.Fprintf(out, "%d plots written to %s\n", len(files), o.plots)
-	return err
+	return drawn, nil
 }
 
 // title names dimension d in a figure: the parameter, or "dim d".

@@ -314,3 +314,45 @@ func TestDiagnosePlots(t *testing.T) {
 		t.Errorf("--force: %s", errOut)
 	}
 }
+
+// Round-10 probe: --plots draws its set staged and locked (a second
+// diagnose into the folder is refused, not mixed in), refuses a run's
+// checkpoint folder and a training run, and leaves no temporary files;
+// sample refuses, before any work, a --flow-out beside which a killed
+// command left a .replaced file.
+func TestDiagnosePlotsStagedAndGuarded(t *testing.T) {
+	dir := t.TempDir()
+	chains := filepath.Join("testdata", "diagnose", "mixed_4x500x4_f8.npy")
+	plotsDir := filepath.Join(dir, "p")
+	defer func() { testHook = nil }()
+	testHook = func(p string) { // another diagnose fills the folder while this one draws
+		if p == "compare-drawn" {
+			testHook = nil
+			if _, errOut, status := runCLI("diagnose", "--plots", plotsDir, chains); status != 2 || !strings.Contains(errOut, "another flowebm process") && !strings.Contains(errOut, "exists") {
+				t.Errorf("a second diagnose into the folder: status %d, %q", status, errOut)
+			}
+		}
+	}
+	if _, errOut, status := runCLI("diagnose", "--plots", plotsDir, chains); status != 0 {
+		t.Fatal(errOut)
+	}
+	entries, _ := os.ReadDir(plotsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") && e.Name() != ".lock" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+	run0 := trainedRun(t)
+	for _, p := range []string{filepath.Join(run0, "checkpoint"), run0} {
+		if _, errOut, status := runCLI("diagnose", "--plots", p, chains); status != 2 || !strings.Contains(errOut, "--plots "+p) {
+			t.Errorf("--plots %s: status %d, %q; want a refusal", p, status, errOut)
+		}
+	}
+	fo := filepath.Join(dir, "fo")
+	os.MkdirAll(fo, 0o755)
+	os.WriteFile(filepath.Join(fo, "flow_sample.onnx.replaced"), []byte("old"), 0o644)
+	out, errOut, status := runCLI("sample", "--model", "../../io/onnx/testdata/flows/bimodal_energy.onnx", "--sampler", "flowmc", "--chains", "4", "--steps", "5", "--flow-out", fo, "--out", filepath.Join(dir, "s.npy"))
+	if status != 2 || out != "" || !strings.Contains(errOut, "flow_sample.onnx.replaced is left from a command killed") {
+		t.Errorf("--flow-out beside a .replaced file: status %d, %q %q", status, out, errOut)
+	}
+}

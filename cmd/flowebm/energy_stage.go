@@ -140,7 +140,7 @@ func checkNoReplacedLeft(flag, path string) error {
 // decides which to keep.
 func replacedLeft(flag, path string) error {
 	old := path + replacedSuffix
-	return fmt.Errorf("%s %s: %s is left from an energy command killed while putting its outputs in place, so %s may be newer than the file written with it (--out or --grad); %s is the file it replaced: put it back (mv %s %s) or delete it, then run again", flag, path, old, path, old, old, path)
+	return fmt.Errorf("%s %s: %s is left from a command killed while putting a pair of outputs in place (energy's --out and --grad, sample's --flow-out), so %s may be newer than the file written with it; %s is the file it replaced: put it back (mv %s %s) or delete it, then run again", flag, path, old, path, old, old, path)
 }
 
 // lockFolders takes exclusive locks on the folders of paths (each once,

@@ -129,7 +129,7 @@ func TestFix45EnergyReportsReplacedLeft(t *testing.T) {
 	files := map[string]string{"e.npy": "old e", "g.npy": "new g", "g.npy.replaced": "old g"}
 	writeFiles(t, dir, files)
 	_, stderr, code := runCLI("energy", "--model", toyONNX, pts, "--out", filepath.Join(dir, "e.npy"), "--grad", filepath.Join(dir, "g.npy"), "--force")
-	if code != 2 || !strings.Contains(stderr, "g.npy.replaced is left from an energy command killed") {
+	if code != 2 || !strings.Contains(stderr, "g.npy.replaced is left from a command killed") {
 		t.Errorf("exit %d, %q; want the leftover reported", code, stderr)
 	}
 	checkFiles(t, dir, files)

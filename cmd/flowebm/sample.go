@@ -463,6 +463,9 @@ func (f sampleFlags) checkFlowOut() error {
 		if err := f.checkNew("--flow-out", p); err != nil {
 			return err
 		}
+		if err := checkNoReplacedLeft("--flow-out", p); err != nil {
+			return err
+		}
 	}
 	return nil
 }
