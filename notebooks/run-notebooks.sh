@@ -11,9 +11,10 @@
 #                                          # keep the executed copies and
 #                                          # logs in DIR
 #
-# 2 min 17 s for the four (22, 59, 44 and 12 s), measured 2026-11-25 on a
-# 2-core AMD EPYC VM with OpenBLAS and a warm Go build cache; on a first run
-# the kernel also compiles each notebook's imports into a plugin first.
+# 2 min 51 s for the five (25, 61, 47, 14 and 24 s), measured 2026-11-25 at
+# 59fc947 by .ci/run on a clean clone, on a 2-core AMD EPYC VM with OpenBLAS
+# and a warm Go build cache, with two other processes running; on a first
+# run the kernel also compiles each notebook's imports into a plugin first.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 inplace=0
