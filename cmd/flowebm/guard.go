@@ -204,9 +204,13 @@ func lockRunAs(dir, command string) (release func(), err error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, ".lock")
-	_, statErr := os.Lstat(path)
+	fi, statErr := os.Lstat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if statErr == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (a link or a folder): flowebm locks the folder %s with it and writes into it; remove it", path, dir)
+	}
+	// O_NOFOLLOW: a link put there meanwhile is not written through.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, err
 	}

@@ -173,14 +173,14 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := f.drive(rng, pcg, run, inputs); err != nil {
 		return err
 	}
+	var graphs [][]byte
 	if ar, ok := run.(*adaptiveRun); ok && f.flowOut != "" {
-		if err := f.writeFlow(ar.flow); err != nil {
+		if graphs, err = f.flowGraphs(ar.flow); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
 	}
 	draws, loc, glob := run.Result()
-	return f.finish(out, m, draws, loc, glob, mala, centres)
+	return f.finish(out, m, draws, loc, glob, mala, centres, graphs)
 }
 
 // drive runs the steps left, writing a checkpoint every --checkpoint-every
@@ -208,7 +208,7 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 }
 
 // finish checks and writes the draws, and prints the summary.
-func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64, loc, glob float64, mala *samplers.MALA, centres [][]float64) error {
+func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64, loc, glob float64, mala *samplers.MALA, centres [][]float64, graphs [][]byte) error {
 	d := m.EBM.Dim()
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
@@ -217,8 +217,11 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		m.Scaling.ToDataInPlace(draws)
 	}
 	arr := &npy.Array{Shape: []int{f.chains, f.steps, d}, Data: draws}
-	if err := writeOutput("--out", f.out, f.force, func(w io.Writer) error { return npy.Write(w, arr, npy.Float64) }); err != nil {
+	if err := f.writeOutputs(arr, graphs); err != nil {
 		return err
+	}
+	if graphs != nil {
+		fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
 	}
 	fmt.Fprintf(out, "%s: %d chains × %d draws × %d dims written to %s\n", f.sampler, f.chains, f.steps, d, f.out)
 	if mala != nil && !math.IsNaN(loc) { // flowMC without local moves has a MALA it never ran
@@ -530,30 +533,37 @@ func (f sampleFlags) flowOutputs() []string {
 	return []string{filepath.Join(f.flowOut, "flow_sample.onnx"), filepath.Join(f.flowOut, "flow_density.onnx")}
 }
 
-// writeFlow writes the trained flow to the files of --flow-out: an ONNX
-// flow with its weights replaced, flowebm's RealNVP exported.
-func (f sampleFlags) writeFlow(flow *graph.Flow) error {
-	var sb, db []byte
-	var err error
-	if _, ok := flow.Net.(*onnx.FlowNet); ok {
-		sb, db, err = onnx.EncodeFlowWeights(flow)
-	} else if sb, err = onnx.FlowSample(flow, onnx.Options{}); err == nil {
-		db, err = onnx.FlowDensity(flow, onnx.Options{})
-	}
-	if err != nil {
+// writeOutputs writes the draws and the trained flow's graphs (if any) as
+// one set: each staged beside its place, then all put in place together,
+// so that a failure (a full disk) or a kill replaces none of them (the
+// flow was put in place before the draws, which could then fail).
+func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte) error {
+	var set stagedOutputs
+	defer set.discard()
+	if err := set.stage("--out", f.out, f.force, func(w io.Writer) error { return npy.Write(w, draws, npy.Float64) }); err != nil {
 		return err
 	}
-	// Both graphs or neither: a kill between two writes left a new
-	// sampling graph beside the old density graph.
-	var pair stagedOutputs
-	defer pair.discard()
-	for i, b := range [][]byte{sb, db} {
-		err := pair.stage("--flow-out", f.flowOutputs()[i], f.force, func(w io.Writer) error { _, err := w.Write(b); return err })
-		if err != nil {
+	for i, b := range graphs {
+		if err := set.stage("--flow-out", f.flowOutputs()[i], f.force, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 			return err
 		}
 	}
-	return pair.place()
+	return set.place()
+}
+
+// flowGraphs are the trained flow's two graphs for --flow-out: an ONNX
+// flow with its weights replaced, flowebm's RealNVP exported.
+func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
+	if _, ok := flow.Net.(*onnx.FlowNet); ok {
+		sb, db, err := onnx.EncodeFlowWeights(flow)
+		return [][]byte{sb, db}, err
+	}
+	sb, err := onnx.FlowSample(flow, onnx.Options{})
+	if err != nil {
+		return nil, err
+	}
+	db, err := onnx.FlowDensity(flow, onnx.Options{})
+	return [][]byte{sb, db}, err
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the

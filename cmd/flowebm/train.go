@@ -166,6 +166,11 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		if states[i], err = seedRunState(cmd, runs[i], dir); err != nil {
 			return err
 		}
+		if plan, err := training.NewPlan(runs[i].request(cmd)); err == nil {
+			if err := checkInputsOutside(runs[i], plan.Config, dir); err != nil {
+				return fmt.Errorf("seed %d: %w (nothing was trained)", seed, err)
+			}
+		}
 	}
 	out := cmd.OutOrStdout()
 	for i, seed := range seeds {
@@ -492,20 +497,8 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	}
 	cfg := plan.Config
 	dir := runFolder(f, cfg)
-	inputs := []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}}
-	if fo := cfg.Model.FlowONNX; fo != nil {
-		inputs = append(inputs, struct{ flag, path string }{"--flow (model.flow_onnx.sample)", fo.Sample}, struct{ flag, path string }{"--flow-density (model.flow_onnx.density)", fo.Density})
-	}
-	for _, in := range inputs {
-		if in.path == "" {
-			continue
-		}
-		if p, err := filepath.EvalSymlinks(in.path); err == nil {
-			in.path = p // a link outside the run to a file inside it
-		}
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(filepath.Dir(in.path), dir) {
-			return nil, nil, fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
-		}
+	if err := checkInputsOutside(f, cfg, dir); err != nil {
+		return nil, nil, err
 	}
 	if run := trainingRunAbove(dir); run != "" {
 		return nil, nil, fmt.Errorf("--out %s is inside the training run %s, whose checkpoints would replace it: give another folder", dir, run)
@@ -811,4 +804,26 @@ func chainWeight(e training.Eval, k int) string {
 	}
 	w := e.ChainWeights[k]
 	return fmt.Sprintf(", sampler %.3f ± %.3f [%.3f, %.3f]", w.Weight, w.MCSE, w.Lo, w.Hi)
+}
+
+// checkInputsOutside refuses a run folder dir that holds one of the run's
+// inputs (data, modes, configuration, flow): the run writes dir, and
+// --force replaces it.
+func checkInputsOutside(f trainFlags, cfg config.Run, dir string) error {
+	inputs := []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}}
+	if fo := cfg.Model.FlowONNX; fo != nil {
+		inputs = append(inputs, struct{ flag, path string }{"--flow (model.flow_onnx.sample)", fo.Sample}, struct{ flag, path string }{"--flow-density (model.flow_onnx.density)", fo.Density})
+	}
+	for _, in := range inputs {
+		if in.path == "" {
+			continue
+		}
+		if p, err := filepath.EvalSymlinks(in.path); err == nil {
+			in.path = p // a link outside the run to a file inside it
+		}
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(filepath.Dir(in.path), dir) {
+			return fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
+		}
+	}
+	return nil
 }

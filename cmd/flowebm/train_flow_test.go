@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,5 +94,66 @@ func TestTrainFlowInputsProtected(t *testing.T) {
 	}
 	if !exists(filepath.Join(ck, "flow_sample.onnx")) {
 		t.Error("the run's flow files were removed")
+	}
+}
+
+// Round-11 probe: train --seeds checks every seed's folder against the
+// inputs before training any (a later seed's refusal came after earlier
+// seeds were replaced); a .lock that is a link is refused, not written
+// through; sample's draws and trained flow are put in place as one set (a
+// kill while writing them leaves the old ones).
+func TestRound11Outputs(t *testing.T) {
+	dir := t.TempDir()
+	f := "../../io/onnx/testdata/flows/realnvp2_f64"
+	sd := filepath.Join(dir, "sd")
+	var so, se bytes.Buffer
+	if code := run([]string{"train", "--iterations", "2", "--seeds", "1-2", "--quiet", "--out", sd}, &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	before, _ := os.ReadFile(filepath.Join(sd, "s1", "metrics.csv"))
+	for _, n := range []string{"s.onnx", "d.onnx"} {
+		src := f + map[string]string{"s.onnx": "_sample.onnx", "d.onnx": "_density.onnx"}[n]
+		b, _ := os.ReadFile(src)
+		os.WriteFile(filepath.Join(sd, "s2", n), b, 0o644)
+	}
+	se.Reset()
+	args := []string{"train", "--iterations", "2", "--seeds", "1-2", "--quiet", "--force", "--flow", filepath.Join(sd, "s2", "s.onnx"), "--flow-density", filepath.Join(sd, "s2", "d.onnx"), "--out", sd}
+	if code := run(args, &so, &se); code == 0 || !strings.Contains(se.String(), "nothing was trained") {
+		t.Errorf("--seeds with a flow inside a seed's folder: exit %d, %q", code, se.String())
+	}
+	if after, _ := os.ReadFile(filepath.Join(sd, "s1", "metrics.csv")); !bytes.Equal(after, before) {
+		t.Error("seed 1 was retrained before the refusal")
+	}
+	// A .lock that is a link.
+	victim := filepath.Join(dir, "victim.txt")
+	os.WriteFile(victim, []byte("keep"), 0o644)
+	pl := filepath.Join(dir, "pl")
+	os.MkdirAll(pl, 0o755)
+	os.Symlink(victim, filepath.Join(pl, ".lock"))
+	if _, errOut, status := runCLI("diagnose", "--plots", pl, filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")); status == 0 || !strings.Contains(errOut, "is not a regular file") {
+		t.Errorf("a .lock link: status %d, %q", status, errOut)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("the file the .lock pointed to holds %q", b)
+	}
+	// Draws and flow as one set.
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	fo, out := filepath.Join(dir, "fo"), filepath.Join(dir, "o.npy")
+	base := []string{"sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "10", "--warmup", "20", "--flow-out", fo, "--out", out}
+	if code := run(base, &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	old := map[string][]byte{}
+	for _, p := range []string{out, filepath.Join(fo, "flow_sample.onnx"), filepath.Join(fo, "flow_density.onnx")} {
+		old[p], _ = os.ReadFile(p)
+	}
+	t.Setenv("FLOWEBM_CHILD_SKIP", "2") // killed staging the last of the three
+	if code, stderr := outputsChild(t, "output-writing", "KILL", append(base, "--seed", "9", "--force")...); code != -1 {
+		t.Fatalf("child exit %d: %s", code, stderr)
+	}
+	for p, b := range old {
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, b) {
+			t.Errorf("%s changed though the new set was not complete", filepath.Base(p))
+		}
 	}
 }
