@@ -31,6 +31,8 @@ type diagnoseOptions struct {
 	plotDims  string // dimensions to draw (names or indices); "": the worst by R-hat
 	format    plots.Format
 	force     bool
+	changed   func(name string) bool // whether a flag was given
+	stderr    io.Writer              // where --plots reports under --json
 }
 
 func diagnoseCmd() *cobra.Command {
@@ -84,6 +86,7 @@ the chains grow: DIR/NAME-trace.png and so on (--plot-format png, svg or
 pdf; existing files are replaced only with --force).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.changed, o.stderr = cmd.Flags().Changed, cmd.ErrOrStderr()
 			return o.run(args, cmd.OutOrStdout())
 		},
 	}
@@ -138,6 +141,11 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 // checkFlags refuses, before any work, a flag that applies only with
 // another and bad --quantiles.
 func (o diagnoseOptions) checkFlags() error {
+	for _, name := range []string{"plot-dims", "plot-format", "force"} {
+		if o.plots == "" && o.changed != nil && o.changed(name) {
+			return fmt.Errorf("--%s applies to --plots DIR", name)
+		}
+	}
 	if o.plotDims != "" && o.plots == "" {
 		return fmt.Errorf("--plot-dims applies to --plots DIR")
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -43,6 +44,10 @@ func (o diagnoseOptions) makePlotFolder() (undo func(), err error) {
 	return undo, nil
 }
 
+// maxPlotBase bounds a plot's file name taken from a parameter's name
+// (longer ones are cut and given the dimension's index).
+const maxPlotBase = 100
+
 // plotFiles lists the files --plots will write, refusing existing ones
 // without --force, before any work.
 func (o diagnoseOptions) plotFiles(c *chainsData) ([]plotFile, error) {
@@ -61,6 +66,9 @@ func (o diagnoseOptions) plotFiles(c *chainsData) ([]plotFile, error) {
 	for i, d := range dims {
 		for _, kind := range []string{"trace", "rank", "autocorrelation", "ess"} {
 			p := filepath.Join(o.plots, bases[i]+"-"+kind+o.format.Ext())
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				return nil, fmt.Errorf("--plots: %s is a folder: the figure cannot replace it", p)
+			}
 			if err := checkNew("--plots", p, o.force); err != nil {
 				return nil, err
 			}
@@ -96,6 +104,9 @@ func (c *chainsData) plotBase(d int) string {
 	base := unsafeName.ReplaceAllString(c.names[d], "_")
 	if strings.HasPrefix(base, ".") {
 		base = "_" + base
+	}
+	if len(base) > maxPlotBase { // file names hold at most 255 bytes
+		base = base[:maxPlotBase] + "_" + strconv.Itoa(d)
 	}
 	return base
 }
@@ -168,6 +179,9 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 	placed, err := drawStaged(o.plots, "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error { return nil })
 	if err != nil {
 		return fmt.Errorf("--plots: %w", err)
+	}
+	if o.asJSON && o.stderr != nil { // stdout holds the JSON alone
+		out = o.stderr
 	}
 	_, err = fmt.Fprintf(out, "%d plots written to %s\n", len(placed), o.plots)
 	return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/npy"
@@ -126,6 +128,7 @@ type csvTable struct {
 	header []string
 	rows   [][]float64
 	lines  []int // each row's line number
+	warmup int   // CmdStan warm-up draws dropped (save_warmup = 1)
 }
 
 // chainColumns are the names of a chain column (posterior's draws_df,
@@ -183,7 +186,11 @@ func readCSVTable(path string) (*csvTable, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(skipBOM(bufio.NewReader(f)))
+	br := bufio.NewReaderSize(f, 64<<10)
+	if b, _ := br.Peek(64 << 10); bytes.IndexByte(b, '\r') >= 0 && bytes.IndexByte(b, '\n') < 0 {
+		return nil, fmt.Errorf("%s: its lines end in CR only (classic Mac OS): convert them to LF or CRLF", path)
+	}
+	r := csv.NewReader(skipBOM(br))
 	r.Comment, r.FieldsPerRecord, r.TrimLeadingSpace = '#', -1, true
 	t := &csvTable{path: path}
 	for {
@@ -202,7 +209,58 @@ func readCSVTable(path string) (*csvTable, error) {
 	if t.header == nil || len(t.rows) == 0 {
 		return nil, fmt.Errorf("%s: no header and draws: want a header line of names, then one line per draw", path)
 	}
-	return t, nil
+	return t, t.dropWarmup()
+}
+
+// dropWarmup removes the warm-up draws CmdStan writes with save_warmup = 1
+// (before its "# Adaptation terminated" comment): diagnostics are of the
+// draws kept, as posterior's and ArviZ's readers keep warm-up apart.
+func (t *csvTable) dropWarmup() error {
+	n, err := cmdstanWarmupRows(t.path)
+	if err != nil || n == 0 {
+		return err
+	}
+	if n >= len(t.rows) {
+		return fmt.Errorf("%s: all %d draws are warm-up (save_warmup = 1, before \"# Adaptation terminated\"): no draws to diagnose", t.path, n)
+	}
+	t.rows, t.lines, t.warmup = t.rows[n:], t.lines[n:], n
+	return nil
+}
+
+// cmdstanWarmupRows counts the draws of a CmdStan file written with
+// save_warmup on that come before "# Adaptation terminated" (0 for other
+// files).
+func cmdstanWarmupRows(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	saved, header, rows := false, false, 0
+	for {
+		line, err := br.ReadString('\n')
+		text := strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
+		switch {
+		case strings.HasPrefix(text, "#"):
+			c := strings.Join(strings.Fields(strings.TrimPrefix(text, "#")), " ")
+			saved = saved || c == "save_warmup = 1" || c == "save_warmup = true"
+			if strings.HasPrefix(c, "Adaptation terminated") {
+				if saved {
+					return rows, nil
+				}
+				return 0, nil
+			}
+		case text == "":
+		case !header:
+			header = true
+		default:
+			rows++
+		}
+		if err != nil {
+			return 0, nil // no adaptation comment: nothing to drop
+		}
+	}
 }
 
 // skipBOM skips a UTF-8 byte order mark at the start of br.
@@ -248,6 +306,9 @@ func (t *csvTable) setHeader(rec []string, line int) error {
 		name := strings.TrimSpace(rec[j])
 		if name == "" {
 			return fmt.Errorf("%s: line %d, column %d: empty column name: want a name for every column (pandas' to_csv writes its index so: give index=False)", t.path, line, j+1)
+		}
+		if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+			return fmt.Errorf("%s: line %d, column %d: the column name %q holds control characters", t.path, line, j+1, name)
 		}
 		if k, dup := seen[name]; dup {
 			return fmt.Errorf("%s: line %d: columns %d and %d are both named %q: want distinct column names", t.path, line, k+1, j+1, name)
@@ -410,6 +471,9 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 	}
 	c.shape = fmt.Sprintf("%d files", len(tables))
 	c.source = fmt.Sprintf("%s and %d more", first.path, len(tables)-1)
+	if first.warmup > 0 {
+		c.dtype = fmt.Sprintf("CmdStan CSV, %d warm-up draws per chain dropped", first.warmup)
+	}
 	return c, nil
 }
 

@@ -356,3 +356,63 @@ func TestDiagnosePlotsStagedAndGuarded(t *testing.T) {
 		t.Errorf("--flow-out beside a .replaced file: status %d, %q %q", status, out, errOut)
 	}
 }
+
+// Round-11 probe: CmdStan's warm-up draws (save_warmup = 1) are dropped;
+// --json stays valid with --plots; plot flags without --plots, column
+// names with control characters and CR-only line ends are refused; a
+// long parameter name gives a short file name; sample sizes i-SIR's
+// proposals in its memory check; --train-flow trains a run's own flow.
+func TestRound11Diagnose(t *testing.T) {
+	dir := t.TempDir()
+	stan, _ := filepath.Glob(filepath.Join("testdata", "diagnose", "cmdstan", "output_*.csv"))
+	var warm []string
+	for i, p := range stan {
+		b, _ := os.ReadFile(p)
+		text := strings.Replace(string(b), "#   num_samples = 300\n", "#   num_samples = 300\n#   save_warmup = 1\n", 1)
+		hdr := strings.Index(text, "\n# Adaptation terminated")
+		var rows strings.Builder
+		for k := 0; k < 50; k++ {
+			rows.WriteString("\n0,0,0,0,0,0,0,1000,1000,1000,1000")
+		}
+		w := filepath.Join(dir, fmt.Sprintf("w%d.csv", i))
+		os.WriteFile(w, []byte(text[:hdr]+rows.String()+text[hdr:]), 0o644)
+		warm = append(warm, w)
+	}
+	want, _, _ := runCLI(append([]string{"diagnose", "--json"}, stan...)...)
+	got, errOut, status := runCLI(append([]string{"diagnose", "--json"}, warm...)...)
+	if status != 0 || got != want {
+		t.Errorf("save_warmup = 1: status %d %s; the draws differ from the files without warm-up", status, errOut)
+	}
+	js, _, status := runCLI(append([]string{"diagnose", "--json", "--plots", filepath.Join(dir, "p"), "--plot-format", "svg"}, stan...)...)
+	var v any
+	if status != 0 || json.Unmarshal([]byte(js), &v) != nil {
+		t.Errorf("--json with --plots: status %d, stdout not JSON: %q", status, js)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"--plot-format", "svg"}, stan...), "--plot-format applies to --plots DIR"},
+		{append([]string{"--force"}, stan...), "--force applies to --plots DIR"},
+		{[]string{writeFile(t, dir, "ctl.csv", "chain,a\x1b[31m\n1,1\n1,2\n1,3\n1,4\n2,1\n2,2\n2,3\n2,4\n")}, "holds control characters"},
+		{[]string{writeFile(t, dir, "cr.csv", "chain,a\r1,1\r1,2\r")}, "lines end in CR only"},
+	} {
+		if _, errOut, status := runCLI(append([]string{"diagnose"}, c.args...)...); status != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: status %d, %q; want %q", c.args[:1], status, errOut, c.want)
+		}
+	}
+	long := strings.Repeat("x", 300)
+	csv := writeFile(t, dir, "long.csv", "chain,"+long+"\n1,1\n1,2\n1,3\n1,4\n2,2\n2,1\n2,3\n2,5\n")
+	if _, errOut, status := runCLI("diagnose", csv, "--plots", filepath.Join(dir, "pl"), "--plot-format", "svg"); status != 0 {
+		t.Errorf("a 300-character parameter name: %s", errOut)
+	}
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	if _, errOut, status := runCLI("sample", "--model", model, "--sampler", "flowmc", "--chains", "100000", "--steps", "4", "--out", filepath.Join(dir, "z.npy")); status != 2 || !strings.Contains(errOut, "proposals × 8.5 KB") {
+		t.Errorf("100000 flowmc chains: status %d, %q", status, errOut)
+	}
+	run0 := trainedRun(t)
+	out, errOut, status := runCLI("sample", "--model", run0, "--sampler", "flowmc", "--train-flow", "--warmup", "10", "--chains", "4", "--steps", "5", "--out", filepath.Join(dir, "t.npy"))
+	if status != 0 || !strings.Contains(out, "training the flow of") {
+		t.Errorf("--train-flow on a run's own flow: status %d, %q %q", status, out, errOut)
+	}
+}

@@ -27,7 +27,9 @@ func checkOutput(flag, out string, inputs ...string) error {
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
 	dir := filepath.Dir(out)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s %s: %s is a file, not a folder", flag, out, dir)
+	} else if err != nil {
 		return fmt.Errorf("%s %s: the folder %s does not exist", flag, out, dir)
 	}
 	for _, in := range inputs {
