@@ -32,6 +32,7 @@ type chainsData struct {
 // readChains reads the chains of paths: one .npy or .npz (member key), one
 // CSV with a chain column, or CmdStan's output CSV files, one per chain.
 func readChains(paths []string, key string) (*chainsData, error) {
+	key = strings.TrimSuffix(key, ".npy") // NumPy names a member either way
 	ext := strings.ToLower(filepath.Ext(paths[0]))
 	for _, p := range paths[1:] {
 		if strings.ToLower(filepath.Ext(p)) != ".csv" || ext != ".csv" {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 	"math"
 	"os"
 	"path/filepath"
@@ -414,5 +416,22 @@ func TestRound11Diagnose(t *testing.T) {
 	out, errOut, status := runCLI("sample", "--model", run0, "--sampler", "flowmc", "--train-flow", "--warmup", "10", "--chains", "4", "--steps", "5", "--out", filepath.Join(dir, "t.npy"))
 	if status != 0 || !strings.Contains(out, "training the flow of") {
 		t.Errorf("--train-flow on a run's own flow: status %d, %q %q", status, out, errOut)
+	}
+}
+
+// --key takes a member's name with or without .npy, as NumPy does;
+// --quantiles refuses Go's hex and underscore number forms.
+func TestDiagnoseKeyAndQuantileForms(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := npy.ReadFile(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	p := filepath.Join(dir, "c.npz")
+	if err := npz.WriteFile(p, map[string]*npy.Array{"y": a}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, status := runCLI("diagnose", "--key", "y.npy", p); status != 0 {
+		t.Errorf("--key y.npy: %s", errOut)
+	}
+	if _, errOut, status := runCLI("diagnose", "--json", "--quantiles", "0x1p-1", p); status != 2 || !strings.Contains(errOut, "is not a probability") {
+		t.Errorf("--quantiles 0x1p-1: status %d, %q", status, errOut)
 	}
 }
