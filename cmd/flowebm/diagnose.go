@@ -108,7 +108,10 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 	if err := o.checkFlags(); err != nil {
 		return err
 	}
-	undo, err := o.makePlotFolder()
+	if o.plots != "" {
+		defer removeTempsOnSignal()()
+	}
+	undo, keep, err := o.makePlotFolder()
 	if err != nil {
 		return err
 	}
@@ -121,6 +124,7 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	hook("diagnose-read")
 	files, err := o.plotFiles(c)
 	if err != nil {
 		return err
@@ -132,10 +136,7 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	if len(files) > 0 {
-		defer removeTempsOnSignal()()
-	}
-	return o.drawPlots(c, files, w)
+	return o.drawPlots(c, files, w, keep)
 }
 
 // checkFlags refuses, before any work, a flag that applies only with

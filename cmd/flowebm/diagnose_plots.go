@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
@@ -30,18 +31,26 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // makePlotFolder creates the folder of --plots (and its parents) before
 // any work; undo removes what it created.
-func (o diagnoseOptions) makePlotFolder() (undo func(), err error) {
+func (o diagnoseOptions) makePlotFolder() (undo, keep func(), err error) {
 	if o.plots == "" {
-		return func() {}, nil
+		return func() {}, func() {}, nil
 	}
 	if err := checkFigureFolder("--plots", o.plots, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	undo, err = makeFolder(o.plots)
+	top := firstMissing(o.plots)
+	remove, err := makeFolder(o.plots)
 	if err != nil {
-		return nil, fmt.Errorf("--plots %s: cannot create the folder: %v", o.plots, err)
+		return nil, nil, fmt.Errorf("--plots %s: cannot create the folder: %v", o.plots, err)
 	}
-	return undo, nil
+	if top == "" {
+		return remove, func() {}, nil
+	}
+	// A signal before the figures are in place removes the folders made
+	// (the command's signal handler runs safefile's cleanup); keep ends
+	// that once they are.
+	untrack := safefile.Track(top)
+	return func() { untrack(); remove() }, untrack, nil
 }
 
 // maxPlotBase bounds a plot's file name taken from a parameter's name
@@ -164,7 +173,7 @@ func worstDims(c *chainsData) []int {
 // drawPlots draws the figures as one set (drawStaged): locked against
 // another command drawing into the folder, into a staging folder, moved
 // into place only when all are drawn.
-func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Writer) error {
+func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Writer, keep func()) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -176,7 +185,7 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 		}
 		return nil
 	}
-	placed, err := drawStaged(o.plots, "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error { return nil })
+	placed, err := drawStaged(o.plots, "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error { keep(); return nil })
 	if err != nil {
 		return fmt.Errorf("--plots: %w", err)
 	}

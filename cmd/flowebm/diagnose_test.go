@@ -435,3 +435,16 @@ func TestDiagnoseKeyAndQuantileForms(t *testing.T) {
 		t.Errorf("--quantiles 0x1p-1: status %d, %q", status, errOut)
 	}
 }
+
+// An interrupt while diagnose computes removes the --plots folder it made
+// (round-11 probe: an empty folder was left).
+func TestDiagnoseInterruptRemovesPlotFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "plots")
+	code, stderr := outputsChild(t, "diagnose-read", "INT", "diagnose", "--plots", dir, filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if exists(filepath.Dir(dir)) {
+		t.Errorf("%s left after the interrupt", filepath.Dir(dir))
+	}
+}
