@@ -14,6 +14,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/safefile"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
 // writeReport writes DIR/report.md: the paper's tables beside the runs'
@@ -115,16 +116,30 @@ func (w *reportWriter) rows(rs []*reproRun, cols int, ok func(*training.Eval) bo
 	}
 }
 
+// fmtChainWeights writes weights with their Monte Carlo standard errors
+// ("0.340 ± 0.009, 0.660 ± 0.009"), or — for a run without them (trained
+// before they were recorded).
+func fmtChainWeights(ws []diagnostics.Weight) string {
+	if len(ws) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = fmt.Sprintf("%.3f ± %.3f", w.Weight, w.MCSE)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // twoModes writes the motivating example (paper Fig. 1).
 func (w *reportWriter) twoModes() error {
 	p, ext, runs, f := w.p, w.ext, w.runs, w.f
 	if rs := present(runs, "two-modes"); len(rs) > 0 {
 		p("## Motivating example: two modes with weights 1/3, 2/3 (paper Fig. 1)\n\n")
-		p("EBM mode weights by grid quadrature (200² grid on [−3.5, 3.5]²); negatives' weights by nearest-mode zones, pooled over the iterations since the previous evaluation (a single batch of 64 has a standard error near 0.06 per weight).\n\n")
-		p("| algorithm | EBM weight, mode (−1.5, −1.5) | EBM weight, mode (1.5, 1.5) | weight MSE | negatives' weights | spread of the top-right weight over the last half of training |\n|---|---|---|---|---|---|\n")
-		w.rows(rs, 6, func(ev *training.Eval) bool { return ev.EBMWeights != nil }, func(r *reproRun, ev *training.Eval) {
+		p("EBM mode weights by grid quadrature (200² grid on [−3.5, 3.5]²: no Monte Carlo error); negatives' weights by nearest-mode zones, pooled over the iterations since the previous evaluation (a single batch of 64 has a standard error near 0.06 per weight); the sampler's weights among the draws of the final R-hat chains (the algorithm's kernel from the persistent bank) ± their Monte Carlo standard error (the 95%% interval is ± 1.96 of it).\n\n")
+		p("| algorithm | EBM weight, mode (−1.5, −1.5) | EBM weight, mode (1.5, 1.5) | weight MSE | negatives' weights | sampler's weights ± MCSE | spread of the top-right weight over the last half of training |\n|---|---|---|---|---|---|---|\n")
+		w.rows(rs, 7, func(ev *training.Eval) bool { return ev.EBMWeights != nil }, func(r *reproRun, ev *training.Eval) {
 			lo, hi := weightRange(r.evals, 1)
-			p("| %s%s | %.3f | %.3f | %.2e | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, fmtWeights(ev.NegWeights), lo, hi)
+			p("| %s%s | %.3f | %.3f | %.2e | %s | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, fmtWeights(ev.NegWeights), fmtChainWeights(r.metrics.Final.ChainWeights), lo, hi)
 		})
 		p("\nTruth: 0.333, 0.667. ")
 		if err := plotAcross(f.out, twoModesFigure+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
@@ -142,10 +157,10 @@ func (w *reportWriter) fourModes() error {
 	if rs := present(runs, "four-modes"); len(rs) > 0 {
 		p("## Extended motivating example: four modes with weights 0.1, 0.2, 0.3, 0.4 (paper Table 3)\n\n")
 		p("MSEs of mode weights: chain starts and negatives (each pooled over the iterations since the previous evaluation) against the EBM, the EBM against the truth. Ours / paper.\n\n")
-		p("| algorithm | init. wrt EBM | neg. samples wrt EBM | EBM wrt truth | EBM weights |\n|---|---|---|---|---|\n")
-		w.rows(rs, 5, func(*training.Eval) bool { return true }, func(r *reproRun, ev *training.Eval) {
+		p("| algorithm | init. wrt EBM | neg. samples wrt EBM | EBM wrt truth | EBM weights (quadrature) | sampler's weights ± MCSE |\n|---|---|---|---|---|---|\n")
+		w.rows(rs, 6, func(*training.Eval) bool { return true }, func(r *reproRun, ev *training.Eval) {
 			pp := paperNumbers.table3[r.algorithm]
-			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights))
+			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights), fmtChainWeights(r.metrics.Final.ChainWeights))
 		})
 		if err := plotAcross(f.out, fourModesFigure+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
 			func(e training.Eval) float64 { return e.EBMWeightMSE }); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,7 +45,7 @@ func TestReproduceReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := string(b)
-	for _, want := range []string{"## Motivating example", "| flowMC-EBM | 0.", "| ULA-EBM | 0.", "| NT-EBM | diverged", "![two-modes weights](two-modes-weights.png)",
+	for _, want := range []string{"## Motivating example", "| flowMC-EBM | 0.", "| ULA-EBM | 0.", "| NT-EBM | diverged", "![two-modes weights](two-modes-weights.png)", "sampler's weights ± MCSE",
 		"two-modes, flowMC-EBM: top-right weight", "| two-modes-flowmc | -", "| two-modes-nt | diverged"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
@@ -52,6 +53,9 @@ func TestReproduceReport(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "two-modes-weights.png")); err != nil {
 		t.Error(err)
+	}
+	if !regexp.MustCompile(`\| flowMC-EBM \|[^\n]*\| 0\.\d{3} ± 0\.\d{3}, 0\.\d{3} ± 0\.\d{3} \|`).MatchString(report) {
+		t.Errorf("the flowMC-EBM row lacks the sampler's weights with their MCSE:\n%s", report)
 	}
 
 	// Again in SVG: the report's plots and the kept runs' evaluation plots
