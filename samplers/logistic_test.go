@@ -136,14 +136,7 @@ func Example_logisticRegression() {
 // itself above η = 16, an error below e^−16 ≈ 1.1e-7 per observation (100
 // here).
 func TestLogisticPosteriorGradient(t *testing.T) {
-	x, y, err := irisBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := graph.NewTarget(logisticPosterior(x, y, 2), tensor.Float64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, y, target := irisTarget(t)
 	beta := mat.NewDense(3, 5, []float64{0, 0, 0, 0, 0, -0.3, -1.4, -1, 5.3, 5.1, 1, 2, -3, 4, -5})
 	lp, g := make([]float64, 3), mat.NewDense(3, 5, nil)
 	if err := target.LogDensityGrad(beta, lp, g); err != nil {
@@ -171,14 +164,7 @@ func TestLogisticPosteriorGradient(t *testing.T) {
 // from its bulk ESS and the importance-sampling error by the delta
 // method (false alarm ≈ 7e-6 per coordinate).
 func TestLogisticPosteriorMean(t *testing.T) {
-	x, y, err := irisBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := graph.NewTarget(logisticPosterior(x, y, 2), tensor.Float64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, y, target := irisTarget(t)
 	rng := rand.New(rand.NewPCG(5, 8))
 	const chains, steps, d = 32, 2000, 5
 	mala := &samplers.MALA{Target: target, StepSize: 0.01}
@@ -271,4 +257,18 @@ func importanceReference(t *testing.T, x *mat.Dense, y []float64, rng *rand.Rand
 		se[j] = math.Sqrt(se[j])
 	}
 	return mean, se, sw * sw / sw2
+}
+
+// irisTarget is the iris posterior (prior N(0, 2² I)) with its data.
+func irisTarget(t *testing.T) (*mat.Dense, []float64, *graph.Target) {
+	t.Helper()
+	x, y, err := irisBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := graph.NewTarget(logisticPosterior(x, y, 2), tensor.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, y, target
 }

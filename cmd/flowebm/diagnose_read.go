@@ -54,7 +54,7 @@ func readChains(paths []string, key string) (*chainsData, error) {
 	if ext == ".npz" {
 		a, name, err = readNpzMember(paths[0], key)
 	} else {
-		a, err = readNpyFile(paths[0])
+		a, err = npy.ReadFile(paths[0])
 	}
 	if err != nil {
 		return nil, err
@@ -72,19 +72,6 @@ func checkDistinct(paths []string) error {
 		}
 	}
 	return nil
-}
-
-func readNpyFile(path string) (*npy.Array, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	a, err := npy.ReadAll(bufio.NewReader(f))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return a, nil
 }
 
 // readNpzMember decodes member key of the archive at path (the first if

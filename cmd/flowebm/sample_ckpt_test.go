@@ -129,19 +129,7 @@ func editCheckpoint(t *testing.T, src, dst string, edit func(a map[string]*npy.A
 func TestSampleResumeChecksTheCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
-	mala, ada := filepath.Join(dir, "mala.npz"), filepath.Join(dir, "ada.npz")
-	for _, c := range []struct {
-		ck   string
-		args []string
-	}{
-		{mala, []string{"--sampler", "mala", "--warmup", "10", "--steps", "30", "--checkpoint-every", "25"}},
-		{ada, []string{"--sampler", "flowmc", "--warmup", "40", "--patience", "0", "--steps", "10", "--checkpoint-every", "20"}},
-	} {
-		args := append([]string{"sample", "--model", model, "--chains", "4", "--out", filepath.Join(dir, "never.npy"), "--checkpoint", c.ck}, c.args...)
-		if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", args...); code != -1 {
-			t.Fatalf("child exit %d: %s", code, stderr)
-		}
-	}
+	mala, ada := killedCheckpoints(t, dir, model, "0")
 	for _, c := range []struct {
 		name, src string
 		edit      func(a map[string]*npy.Array, meta map[string]any)
@@ -297,19 +285,7 @@ func TestSampleModesAndCheckpointConsistency(t *testing.T) {
 	if code := run([]string{"sample", "--model", model, "--chains", "4", "--steps", "10", "--modes", good, "--out", out}, &so, &se); code != 0 || !strings.Contains(so.String(), "mode 1 at (-2.50, 0.00)") {
 		t.Errorf("--modes from CSV: exit %d, %q %q", code, so.String(), se.String())
 	}
-	mala, ada := filepath.Join(dir, "mala.npz"), filepath.Join(dir, "ada.npz")
-	for _, c := range []struct {
-		ck   string
-		args []string
-	}{
-		{mala, []string{"--sampler", "mala", "--warmup", "10", "--steps", "30", "--checkpoint-every", "25"}},
-		{ada, []string{"--sampler", "flowmc", "--warmup", "40", "--patience", "3", "--steps", "10", "--checkpoint-every", "20"}},
-	} {
-		args := append([]string{"sample", "--model", model, "--chains", "4", "--out", filepath.Join(dir, "never.npy"), "--checkpoint", c.ck}, c.args...)
-		if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", args...); code != -1 {
-			t.Fatalf("child exit %d: %s", code, stderr)
-		}
-	}
+	mala, ada := killedCheckpoints(t, dir, model, "3")
 	for _, c := range []struct {
 		name, src string
 		edit      func(a map[string]*npy.Array, meta map[string]any)
@@ -333,4 +309,25 @@ func TestSampleModesAndCheckpointConsistency(t *testing.T) {
 			t.Errorf("%s: exit %d, %q; want an error containing %q", c.name, code, se.String(), c.want)
 		}
 	}
+}
+
+// killedCheckpoints makes two checkpoints of runs on model killed at their
+// first checkpoint: MALA in its kept steps (done 25 of 10 + 30) and
+// adaptive flowMC in training (cycle 20 of 40, with --patience patience).
+func killedCheckpoints(t *testing.T, dir, model, patience string) (mala, ada string) {
+	t.Helper()
+	mala, ada = filepath.Join(dir, "mala.npz"), filepath.Join(dir, "ada.npz")
+	for _, c := range []struct {
+		ck   string
+		args []string
+	}{
+		{mala, []string{"--sampler", "mala", "--warmup", "10", "--steps", "30", "--checkpoint-every", "25"}},
+		{ada, []string{"--sampler", "flowmc", "--warmup", "40", "--patience", patience, "--steps", "10", "--checkpoint-every", "20"}},
+	} {
+		args := append([]string{"sample", "--model", model, "--chains", "4", "--out", filepath.Join(dir, "never.npy"), "--checkpoint", c.ck}, c.args...)
+		if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", args...); code != -1 {
+			t.Fatalf("child exit %d: %s", code, stderr)
+		}
+	}
+	return mala, ada
 }

@@ -54,12 +54,8 @@ func TestTrainFromONNXFlow(t *testing.T) {
 // (round-9 probe: refused with the Go API's advice).
 func TestConvertONNXFlowRun(t *testing.T) {
 	dir := t.TempDir()
-	f := "../../io/onnx/testdata/flows/realnvp2_f64"
-	out := filepath.Join(dir, "run")
+	out := trainFromFlow(t, dir)
 	var so, se bytes.Buffer
-	if code := run([]string{"train", "--iterations", "2", "--quiet", "--flow", f + "_sample.onnx", "--flow-density", f + "_density.onnx", "--out", out}, &so, &se); code != 0 {
-		t.Fatal(se.String())
-	}
 	for _, what := range []string{"flow-sample", "flow-density"} {
 		dst := filepath.Join(dir, what+".onnx")
 		if code := run([]string{"convert", out, dst, "--what", what}, &so, &se); code != 0 || !exists(dst) {
@@ -72,12 +68,8 @@ func TestConvertONNXFlowRun(t *testing.T) {
 // --out, and the flow flags' errors name the flags (round-10 probe).
 func TestTrainFlowInputsProtected(t *testing.T) {
 	dir := t.TempDir()
-	f := "../../io/onnx/testdata/flows/realnvp2_f64"
-	out := filepath.Join(dir, "run")
+	f, out := pytorchFlow, trainFromFlow(t, dir)
 	var so, se bytes.Buffer
-	if code := run([]string{"train", "--iterations", "2", "--quiet", "--flow", f + "_sample.onnx", "--flow-density", f + "_density.onnx", "--out", out}, &so, &se); code != 0 {
-		t.Fatal(se.String())
-	}
 	ck := filepath.Join(out, "checkpoint")
 	for _, c := range []struct {
 		args []string
@@ -156,4 +148,20 @@ func TestRound11Outputs(t *testing.T) {
 			t.Errorf("%s changed though the new set was not complete", filepath.Base(p))
 		}
 	}
+}
+
+// pytorchFlow is the RealNVP trained in PyTorch on the two-modes data (its
+// files are pytorchFlow+"_sample.onnx" and +"_density.onnx").
+const pytorchFlow = "../../io/onnx/testdata/flows/realnvp2_f64"
+
+// trainFromFlow trains flowMC-EBM 2 iterations from pytorchFlow into
+// dir/run and returns the run's folder.
+func trainFromFlow(t *testing.T, dir string) string {
+	t.Helper()
+	out := filepath.Join(dir, "run")
+	var so, se bytes.Buffer
+	if code := run([]string{"train", "--iterations", "2", "--quiet", "--flow", pytorchFlow + "_sample.onnx", "--flow-density", pytorchFlow + "_density.onnx", "--out", out}, &so, &se); code != 0 {
+		t.Fatal(se.String())
+	}
+	return out
 }

@@ -62,19 +62,8 @@ func validNested(x [][]float64, k int) bool {
 	if k < 2 || len(x) == 0 || len(x)%k != 0 || len(x[0]) == 0 {
 		return false
 	}
-	n := len(x[0])
-	if len(x) == k && n == 1 {
+	if len(x) == k && len(x[0]) == 1 {
 		return false
 	}
-	for _, c := range x {
-		if len(c) != n {
-			return false
-		}
-		for _, v := range c {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return false
-			}
-		}
-	}
-	return spread(x)
+	return rectangularFinite(x) && spread(x)
 }

@@ -26,12 +26,14 @@ func valid(x [][]float64, minChains int) bool {
 	if len(x) < minChains || len(x) == 0 {
 		return false
 	}
-	n := len(x[0])
-	if n < 4 {
-		return false
-	}
+	return len(x[0]) >= 4 && rectangularFinite(x)
+}
+
+// rectangularFinite reports whether every chain of x has len(x[0]) draws,
+// all finite.
+func rectangularFinite(x [][]float64) bool {
 	for _, c := range x {
-		if len(c) != n {
+		if len(c) != len(x[0]) {
 			return false
 		}
 		for _, v := range c {

@@ -187,16 +187,21 @@ func (v finite) MarshalJSON() ([]byte, error) {
 // MarshalJSON encodes s as an object with the keys dim, rhat, rhat_classic,
 // ess_bulk, ess_tail, mean and sd; undefined (NaN) values become null.
 // Detailed encodes the ESS and MCSE fields as well.
-func (s Summary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Dim         int    `json:"dim"`
-		RHat        finite `json:"rhat"`
-		RHatClassic finite `json:"rhat_classic"`
-		ESSBulk     finite `json:"ess_bulk"`
-		ESSTail     finite `json:"ess_tail"`
-		Mean        finite `json:"mean"`
-		SD          finite `json:"sd"`
-	}{s.Dim, finite(s.RHat), finite(s.RHatClassic), finite(s.ESSBulk), finite(s.ESSTail), finite(s.Mean), finite(s.SD)})
+func (s Summary) MarshalJSON() ([]byte, error) { return json.Marshal(s.basic()) }
+
+// summaryJSON is Summary's seven keys.
+type summaryJSON struct {
+	Dim         int    `json:"dim"`
+	RHat        finite `json:"rhat"`
+	RHatClassic finite `json:"rhat_classic"`
+	ESSBulk     finite `json:"ess_bulk"`
+	ESSTail     finite `json:"ess_tail"`
+	Mean        finite `json:"mean"`
+	SD          finite `json:"sd"`
+}
+
+func (s Summary) basic() summaryJSON {
+	return summaryJSON{s.Dim, finite(s.RHat), finite(s.RHatClassic), finite(s.ESSBulk), finite(s.ESSTail), finite(s.Mean), finite(s.SD)}
 }
 
 // Detailed is a Summary whose JSON encoding has every field: Summary's
@@ -208,20 +213,13 @@ type Detailed Summary
 // MarshalJSON encodes d with all fourteen keys.
 func (d Detailed) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Dim         int    `json:"dim"`
-		RHat        finite `json:"rhat"`
-		RHatClassic finite `json:"rhat_classic"`
-		ESSBulk     finite `json:"ess_bulk"`
-		ESSTail     finite `json:"ess_tail"`
-		Mean        finite `json:"mean"`
-		SD          finite `json:"sd"`
-		ESSMean     finite `json:"ess_mean"`
-		ESSSD       finite `json:"ess_sd"`
-		ESSMedian   finite `json:"ess_median"`
-		ESSRaw      finite `json:"ess_raw"`
-		MCSEMean    finite `json:"mcse_mean"`
-		MCSESD      finite `json:"mcse_sd"`
-		MCSEMedian  finite `json:"mcse_median"`
-	}{d.Dim, finite(d.RHat), finite(d.RHatClassic), finite(d.ESSBulk), finite(d.ESSTail), finite(d.Mean), finite(d.SD),
-		finite(d.ESSMean), finite(d.ESSSD), finite(d.ESSMedian), finite(d.ESSRaw), finite(d.MCSEMean), finite(d.MCSESD), finite(d.MCSEMedian)})
+		summaryJSON
+		ESSMean    finite `json:"ess_mean"`
+		ESSSD      finite `json:"ess_sd"`
+		ESSMedian  finite `json:"ess_median"`
+		ESSRaw     finite `json:"ess_raw"`
+		MCSEMean   finite `json:"mcse_mean"`
+		MCSESD     finite `json:"mcse_sd"`
+		MCSEMedian finite `json:"mcse_median"`
+	}{Summary(d).basic(), finite(d.ESSMean), finite(d.ESSSD), finite(d.ESSMedian), finite(d.ESSRaw), finite(d.MCSEMean), finite(d.MCSESD), finite(d.MCSEMedian)})
 }
