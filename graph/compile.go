@@ -197,12 +197,14 @@ func (p *program) matrix(i int, dst *mat.Dense) {
 	}
 }
 
-// programs caches compiled programs by key (batch size and variant).
-type programs[K comparable] struct {
-	m map[K]*program
+// programs caches compiled programs by the rows they take and the block
+// they serve.
+type programs struct {
+	m      map[shardKey]*program
+	blocks map[int][]*program // the programs of each batch size's blocks (split)
 }
 
-func (c *programs[K]) get(key K, dtype tensor.Dtype, shapes [][]int, build buildFunc) (*program, error) {
+func (c *programs) get(key shardKey, dtype tensor.Dtype, shapes [][]int, build buildFunc) (*program, error) {
 	if p, ok := c.m[key]; ok {
 		return p, nil
 	}
@@ -211,14 +213,14 @@ func (c *programs[K]) get(key K, dtype tensor.Dtype, shapes [][]int, build build
 		return nil, err
 	}
 	if c.m == nil {
-		c.m = make(map[K]*program)
+		c.m = make(map[shardKey]*program)
 	}
 	c.m[key] = p
 	return p, nil
 }
 
 // reset drops every compiled program.
-func (c *programs[K]) reset() { c.m = nil }
+func (c *programs) reset() { c.m, c.blocks = nil, nil }
 
 // checkBatch validates a (n, d) batch against a model dimension.
 func checkBatch(what string, x mat.Matrix, d int) (int, error) {

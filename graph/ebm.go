@@ -76,8 +76,13 @@ type EBM struct {
 	// no tilt, log p̃ = −E.
 	Tilt *layers.Gaussian
 
-	energy, energyGrad programs[int]
-	loss               programs[int]
+	// Parallel splits batches into blocks evaluated concurrently; the
+	// zero value evaluates them whole on the calling goroutine.
+	Parallel Parallel
+
+	energy, energyGrad programs
+	loss               programs
+	lossGrads          gradSum
 	buf                []float64
 	lossX              *mat.Dense // LossGrad's stacked batch
 	lossW              []float64  // LossGrad's weights (2n) and energies (n)
@@ -116,19 +121,18 @@ func (e *EBM) Energy(x mat.Matrix, energy []float64) error {
 	if err := checkLen("energy", energy, n); err != nil {
 		return err
 	}
-	p, err := e.energy.get(n, e.Params.dtype, [][]int{{n, e.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+	build := func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		en, err := e.Net.Energy(newScope(g, e.Params), in[0])
 		return []*G.Node{en}, err
+	}
+	return sharded(e.Parallel, &e.energy, n, e.Params.dtype, [][]int{{n, e.Dim()}}, build, func(_ int, p *program, lo, hi int) error {
+		p.setRows(0, x, lo, hi)
+		if err := p.run(); err != nil {
+			return err
+		}
+		p.vector(0, energy[lo:hi])
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	p.setMatrix(0, x)
-	if err := p.run(); err != nil {
-		return err
-	}
-	p.vector(0, energy)
-	return nil
 }
 
 // EnergyGrad writes E(x) into energy and ∇ₓE(x) into grad (rows × Dim).
@@ -143,7 +147,7 @@ func (e *EBM) EnergyGrad(x mat.Matrix, energy []float64, grad *mat.Dense) error 
 	if err := checkDims("grad", grad, n, e.Dim()); err != nil {
 		return err
 	}
-	p, err := e.energyGrad.get(n, e.Params.dtype, [][]int{{n, e.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+	build := func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		en, err := e.Net.Energy(newScope(g, e.Params), in[0])
 		if err != nil {
 			return nil, err
@@ -157,17 +161,16 @@ func (e *EBM) EnergyGrad(x mat.Matrix, energy []float64, grad *mat.Dense) error 
 			return nil, err
 		}
 		return []*G.Node{en, dx[0]}, nil
+	}
+	return sharded(e.Parallel, &e.energyGrad, n, e.Params.dtype, [][]int{{n, e.Dim()}}, build, func(_ int, p *program, lo, hi int) error {
+		p.setRows(0, x, lo, hi)
+		if err := p.run(); err != nil {
+			return err
+		}
+		p.vector(0, energy[lo:hi])
+		p.matrixRows(1, grad, lo, hi)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	p.setMatrix(0, x)
-	if err := p.run(); err != nil {
-		return err
-	}
-	p.vector(0, energy)
-	p.matrix(1, grad)
-	return nil
 }
 
 // LogDensity writes the unnormalised tilted log-density −E(x) + log ρ(x).
@@ -258,7 +261,7 @@ func (e *EBM) LossGrad(pos, neg mat.Matrix, l2 float64, grad []float64) (float64
 		return 0, err
 	}
 	n := np + nn
-	p, err := e.loss.get(n, e.Params.dtype, [][]int{{n, e.Dim()}, {n}, {n}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+	build := func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		s := newScope(g, e.Params)
 		en, err := e.Net.Energy(s, in[0])
 		if err != nil {
@@ -289,9 +292,6 @@ func (e *EBM) LossGrad(pos, neg mat.Matrix, l2 float64, grad []float64) (float64
 			return nil, err
 		}
 		return append([]*G.Node{en}, gs...), nil
-	})
-	if err != nil {
-		return 0, err
 	}
 	if r, _ := dimsOf(e.lossX); r != n {
 		e.lossX, e.lossW = mat.NewDense(n, e.Dim(), nil), make([]float64, 3*n)
@@ -307,18 +307,27 @@ func (e *EBM) LossGrad(pos, neg mat.Matrix, l2 float64, grad []float64) (float64
 			w1[i], w2[i] = -1/float64(nn), l2/float64(nn)
 		}
 	}
-	p.setMatrix(0, x)
-	p.setVector(1, w1)
-	p.setVector(2, w2)
-	if err := p.run(); err != nil {
+	k := e.Parallel.blocks(n)
+	e.lossGrads.buffers(k, len(grad))
+	err = sharded(e.Parallel, &e.loss, n, e.Params.dtype, [][]int{{n, e.Dim()}, {n}, {n}}, build, func(s int, p *program, lo, hi int) error {
+		p.setRows(0, x, lo, hi)
+		p.setVector(1, w1[lo:hi])
+		p.setVector(2, w2[lo:hi])
+		if err := p.run(); err != nil {
+			return err
+		}
+		p.vector(0, en[lo:hi])
+		p.readFlat(1, e.lossGrads.dst(s, grad))
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
-	p.vector(0, en)
+	e.lossGrads.add(k, grad, nil)
 	loss := 0.0
 	for i, v := range en {
 		loss += w1[i]*v + w2[i]*v*v
 	}
-	p.readFlat(1, grad)
 	return loss, nil
 }
 

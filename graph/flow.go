@@ -40,16 +40,16 @@ type Flow struct {
 	Base   layers.Gaussian
 	Params *Params
 
-	forward, inverse, ml programs[int]
-	density              programs[int] // a DensityNet's log λ
-	rkl                  programs[targetKey]
+	// Parallel splits batches into blocks evaluated concurrently; the
+	// zero value evaluates them whole on the calling goroutine.
+	Parallel Parallel
+
+	forward, inverse, ml programs
+	density              programs // a DensityNet's log λ
+	rkl                  map[LogDensityBuilder]*programs
+	grads                gradSum
 	z                    *mat.Dense // LogDensity's latent buffer
 	vals                 []float64  // per-sample values of MLGrad and ReverseKLGrad
-}
-
-type targetKey struct {
-	n int
-	t LogDensityBuilder
 }
 
 // NewFlow allocates and initialises the flow's parameters (a RealNVP near
@@ -82,8 +82,8 @@ func NewFlow(net FlowNet, base layers.Gaussian, dtype tensor.Dtype, rng *rand.Ra
 // Dim is the dimension.
 func (f *Flow) Dim() int { return f.Net.Dimension() }
 
-func (f *Flow) pass(c *programs[int], n int, inverse bool) (*program, error) {
-	return c.get(n, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+func (f *Flow) pass(inverse bool) buildFunc {
+	return func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		s := newScope(g, f.Params)
 		var y, ld *G.Node
 		var err error
@@ -93,10 +93,10 @@ func (f *Flow) pass(c *programs[int], n int, inverse bool) (*program, error) {
 			y, ld, err = f.Net.Forward(s, in[0])
 		}
 		return []*G.Node{y, ld}, err
-	})
+	}
 }
 
-func (f *Flow) run(c *programs[int], inverse bool, in mat.Matrix, out *mat.Dense, logdet []float64) error {
+func (f *Flow) run(c *programs, inverse bool, in mat.Matrix, out *mat.Dense, logdet []float64) error {
 	n, err := checkBatch("input", in, f.Dim())
 	if err != nil {
 		return err
@@ -107,17 +107,15 @@ func (f *Flow) run(c *programs[int], inverse bool, in mat.Matrix, out *mat.Dense
 	if err := checkLen("logdet", logdet, n); err != nil {
 		return err
 	}
-	p, err := f.pass(c, n, inverse)
-	if err != nil {
-		return err
-	}
-	p.setMatrix(0, in)
-	if err := p.run(); err != nil {
-		return err
-	}
-	p.matrix(0, out)
-	p.vector(1, logdet)
-	return nil
+	return sharded(f.Parallel, c, n, f.Params.dtype, [][]int{{n, f.Dim()}}, f.pass(inverse), func(_ int, p *program, lo, hi int) error {
+		p.setRows(0, in, lo, hi)
+		if err := p.run(); err != nil {
+			return err
+		}
+		p.matrixRows(0, out, lo, hi)
+		p.vector(1, logdet[lo:hi])
+		return nil
+	})
 }
 
 // Forward writes x = T(z) and log|det J_T(z)| for each row of z.
@@ -160,19 +158,18 @@ func (f *Flow) directDensity(d DensityNet, x mat.Matrix, logq []float64) error {
 	if err := checkLen("logq", logq, n); err != nil {
 		return err
 	}
-	p, err := f.density.get(n, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+	build := func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		lq, err := d.LogDensity(newScope(g, f.Params), in[0])
 		return []*G.Node{lq}, err
+	}
+	return sharded(f.Parallel, &f.density, n, f.Params.dtype, [][]int{{n, f.Dim()}}, build, func(_ int, p *program, lo, hi int) error {
+		p.setRows(0, x, lo, hi)
+		if err := p.run(); err != nil {
+			return err
+		}
+		p.vector(0, logq[lo:hi])
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	p.setMatrix(0, x)
-	if err := p.run(); err != nil {
-		return err
-	}
-	p.vector(0, logq)
-	return nil
 }
 
 // Sample draws z ~ ρ with rng, writes x = T(z) and log λ(x) for each row of
@@ -238,7 +235,7 @@ func (f *Flow) MLGrad(x mat.Matrix, grad []float64) (float64, error) {
 	if err := checkLen("grad", grad, f.Params.Count()); err != nil {
 		return 0, err
 	}
-	p, err := f.ml.get(n, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+	build := func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		s := newScope(g, f.Params)
 		lq, err := f.logDensity(s, in[0])
 		if err != nil {
@@ -253,18 +250,45 @@ func (f *Flow) MLGrad(x mat.Matrix, grad []float64) (float64, error) {
 			return nil, err
 		}
 		return append([]*G.Node{lq}, gs...), nil
-	})
+	}
+	lq := f.values(n)
+	err = f.meanGrad(&f.ml, n, build, grad, func(p *program, lo, hi int) {
+		p.setRows(0, x, lo, hi)
+	}, lq)
 	if err != nil {
 		return 0, err
 	}
-	p.setMatrix(0, x)
-	if err := p.run(); err != nil {
-		return 0, err
-	}
-	lq := f.values(n)
-	p.vector(0, lq)
-	p.readFlat(1, grad)
 	return mean(lq), nil
+}
+
+// meanGrad runs a per-block program whose outputs are per-row values (into
+// vals) and the parameter gradient of their block mean; the gradient of
+// the batch mean is the blocks' gradients weighted by their share of the
+// rows.
+func (f *Flow) meanGrad(c *programs, n int, build buildFunc, grad []float64, set func(p *program, lo, hi int), vals []float64) error {
+	k := f.Parallel.blocks(n)
+	f.grads.buffers(k, len(grad))
+	err := sharded(f.Parallel, c, n, f.Params.dtype, [][]int{{n, f.Dim()}}, build, func(s int, p *program, lo, hi int) error {
+		set(p, lo, hi)
+		if err := p.run(); err != nil {
+			return err
+		}
+		p.vector(0, vals[lo:hi])
+		p.readFlat(1, f.grads.dst(s, grad))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if k > 1 {
+		w := make([]float64, k)
+		for s := range w {
+			lo, hi := span(n, k, s)
+			w[s] = float64(hi-lo) / float64(n)
+		}
+		f.grads.add(k, grad, w)
+	}
+	return nil
 }
 
 // ReverseKLGrad writes into grad the gradient with respect to the flow
@@ -289,7 +313,7 @@ func (f *Flow) ReverseKLGrad(z mat.Matrix, target LogDensityBuilder, grad []floa
 	if target.Dim() != f.Dim() {
 		return 0, fmt.Errorf("graph: target has dimension %d, flow %d", target.Dim(), f.Dim())
 	}
-	p, err := f.rkl.get(targetKey{n, target}, f.Params.dtype, [][]int{{n, f.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+	build := func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		s := newScope(g, f.Params)
 		x, ld, err := f.Net.Forward(s, in[0])
 		if err != nil {
@@ -320,17 +344,22 @@ func (f *Flow) ReverseKLGrad(z mat.Matrix, target LogDensityBuilder, grad []floa
 			return nil, err
 		}
 		return append([]*G.Node{diff}, gs...), nil
-	})
+	}
+	if f.rkl == nil {
+		f.rkl = make(map[LogDensityBuilder]*programs)
+	}
+	c := f.rkl[target]
+	if c == nil {
+		c = new(programs)
+		f.rkl[target] = c
+	}
+	diff := f.values(n)
+	err = f.meanGrad(c, n, build, grad, func(p *program, lo, hi int) {
+		p.setRows(0, z, lo, hi)
+	}, diff)
 	if err != nil {
 		return 0, err
 	}
-	p.setMatrix(0, z)
-	if err := p.run(); err != nil {
-		return 0, err
-	}
-	diff := f.values(n)
-	p.vector(0, diff)
-	p.readFlat(1, grad)
 	return mean(diff), nil
 }
 
@@ -353,7 +382,7 @@ func (f *Flow) Invalidate() {
 	f.forward.reset()
 	f.inverse.reset()
 	f.ml.reset()
-	f.rkl.reset()
+	f.rkl = nil
 	f.density.reset()
 }
 

@@ -12,12 +12,13 @@ import (
 //
 //	log π_T(z) = log π(T(z)) + log|det J_T(z)|,
 //
-// one graph composing the flow and the target, with its z-gradient.
+// one graph composing the flow and the target, with its z-gradient. It
+// splits batches as the flow's Parallel says.
 type Latent struct {
 	Flow   *Flow
 	Target LogDensityBuilder
 
-	grad programs[int]
+	grad programs
 }
 
 // NewLatent pairs a flow with a target of the same dimension.
@@ -46,7 +47,7 @@ func (l *Latent) LogDensityGrad(z mat.Matrix, logp []float64, grad *mat.Dense) e
 	if err := checkDims("grad", grad, n, l.Dim()); err != nil {
 		return err
 	}
-	p, err := l.grad.get(n, l.Flow.Params.dtype, [][]int{{n, l.Dim()}}, func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
+	build := func(g *G.ExprGraph, in []*G.Node) ([]*G.Node, error) {
 		x, ld, err := l.Flow.Net.Forward(newScope(g, l.Flow.Params), in[0])
 		if err != nil {
 			return nil, err
@@ -68,17 +69,16 @@ func (l *Latent) LogDensityGrad(z mat.Matrix, logp []float64, grad *mat.Dense) e
 			return nil, err
 		}
 		return []*G.Node{tot, dz[0]}, nil
+	}
+	return sharded(l.Flow.Parallel, &l.grad, n, l.Flow.Params.dtype, [][]int{{n, l.Dim()}}, build, func(_ int, p *program, lo, hi int) error {
+		p.setRows(0, z, lo, hi)
+		if err := p.run(); err != nil {
+			return err
+		}
+		p.vector(0, logp[lo:hi])
+		p.matrixRows(1, grad, lo, hi)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	p.setMatrix(0, z)
-	if err := p.run(); err != nil {
-		return err
-	}
-	p.vector(0, logp)
-	p.matrix(1, grad)
-	return nil
 }
 
 // LogDensity writes log π_T(z) for each row of z.

@@ -66,7 +66,16 @@ type Model struct {
 	// not apply. The flow works in the EBM's coordinates: the data
 	// standardised, if data.standardize.
 	FlowONNX *FlowFiles `json:"flow_onnx,omitempty"`
+	// Shards is the number of row blocks each batch is split into, the
+	// blocks evaluated concurrently by as many goroutines as GOMAXPROCS
+	// allows (graph.Parallel; default DefaultShards). Results depend on
+	// the number of shards, never on the number of cores.
+	Shards int `json:"shards,omitempty"`
 }
+
+// DefaultShards is model.shards' default: 4 blocks keep 1, 2 or 4 cores
+// evenly busy.
+const DefaultShards = 4
 
 // FlowFiles are the two ONNX graphs of a flow; relative paths are taken
 // from the configuration file's folder.
@@ -89,6 +98,7 @@ func (m Model) WithDefaults() Model {
 		m.FlowHidden = []int{16}
 	}
 	m.EBMSlope, m.FlowBlocks = cmp.Or(m.EBMSlope, 0.05), cmp.Or(m.FlowBlocks, 4)
+	m.Shards = cmp.Or(m.Shards, DefaultShards)
 	return m
 }
 

@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -230,6 +231,11 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 		if models, err = newModels(*cfg, d, train); err != nil {
 			return err
 		}
+	}
+	par := graph.Parallel{Shards: cfg.Model.WithDefaults().Shards, Workers: runtime.GOMAXPROCS(0)}
+	models.EBM.Parallel = par
+	if models.Flow != nil {
+		models.Flow.Parallel = par
 	}
 	if r.Trainer, err = algorithms.NewTrainer(&cfg.Train, models.EBM, models.Flow, train, algorithms.NewStreams(cfg.Seed)); err != nil {
 		return err
