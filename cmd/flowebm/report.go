@@ -21,6 +21,9 @@ import (
 // numbers, section by section, then the acceptance checks.
 func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) error {
 	w := newReportWriter(f, runs)
+	if f.report != "" {
+		w.extra = extraFolders(f.out, runs)
+	}
 	w.header(elapsed)
 	for _, section := range []func() error{w.twoModes, w.fourModes, w.table1, w.table2, w.mnist, w.heldOut} {
 		if err := section(); err != nil {
@@ -60,6 +63,7 @@ type reportWriter struct {
 	runs  []*reproRun
 	ext   string // the plots' file extension
 	byKey map[string]*reproRun
+	extra []extraFolder // --report: folders in runs/ that are none of the runs
 	b     strings.Builder
 }
 
@@ -94,14 +98,69 @@ func (w *reportWriter) header(elapsed time.Duration) {
 	for _, r := range runs {
 		trainSeconds += r.metrics.Seconds
 	}
-	p("- Mode: %s; seed %d; %d runs, %d at a time; training time summed over the finished runs %s (this invocation: %s).\n", mode, f.seed, len(runs), f.jobs,
-		(time.Duration(trainSeconds) * time.Second).Round(time.Second), elapsed.Round(time.Second))
-	p("- Machine: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	summed := (time.Duration(trainSeconds) * time.Second).Round(time.Second)
+	if f.report != "" {
+		w.reportHeader(mode, summed)
+	} else {
+		p("- Mode: %s; seed %d; %d runs, %d at a time; training time summed over the finished runs %s (this invocation: %s).\n", mode, f.seed, len(runs), f.jobs,
+			summed, elapsed.Round(time.Second))
+		p("- Machine: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	}
 	if rev := vcsRevision(); rev != "" {
 		p(", flowebm %s", rev)
 	}
+	if f.report != "" {
+		p(" (each run's `metrics.json` records the build that trained it)")
+	}
 	p(".\n- Settings: `flowebm train`'s defaults, the paper's App. C scaled to 2 CPU cores (each run's `config.json` and the scaling notes at the top of its `log.txt` say exactly how); the paper's own settings are in `algorithms/configs/`.\n")
 	p("- Every run folder `runs/EXPERIMENT-ALGORITHM/` holds its metrics over training (`metrics.csv`), final metrics (`metrics.json`), checkpoint and plots.\n\n")
+}
+
+// reportHeader writes --report's lines on how the runs were made and
+// which have no result, in place of reproduce's own.
+func (w *reportWriter) reportHeader(mode string, summed time.Duration) {
+	p, f, runs := w.p, w.f, w.runs
+	how := ""
+	if f.inferred != "" {
+		how = " (" + f.inferred + " read from the runs' config.json)"
+	}
+	var lacking []*reproRun
+	for _, r := range runs {
+		if !r.hasResult() {
+			lacking = append(lacking, r)
+		}
+	}
+	p("- Mode: %s; seed %d%s; built by `flowebm reproduce --report` from the run folders in `runs/`, however they were trained (a --plan's commands, a scheduler, reproduce, by hand); %d of %d runs have a result; training time summed over the finished runs %s.\n",
+		mode, f.seed, how, len(runs)-len(lacking), len(runs), summed)
+	if len(lacking) > 0 {
+		p("- **Partial set**: %d of %d runs have no result, and every section below says which of its tables this leaves partial:\n", len(lacking), len(runs))
+		for _, r := range lacking {
+			p("  - `%s`: %s: %s\n", r.name(), r.status(), r.err)
+		}
+	}
+	for _, x := range w.extra {
+		p("- Not in this report: `runs/%s` (%s).\n", x.name, x.why)
+	}
+	p("- Report built on: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+// partial writes, above the table of the runs rs, which of them have no
+// result (missing, unfinished, failed or unreadable): the table then
+// covers a partial set.
+func (w *reportWriter) partial(rs []*reproRun) {
+	var lacking []string
+	for _, r := range rs {
+		if !r.hasResult() {
+			s := r.name() + " " + r.status()
+			if r.note != "" {
+				s += " (" + r.note + ")"
+			}
+			lacking = append(lacking, s)
+		}
+	}
+	if len(lacking) > 0 {
+		w.p("**Partial set: %d of %d runs have a result** (no result: %s); its comparisons cover only those.\n\n", len(rs)-len(lacking), len(rs), strings.Join(lacking, ", "))
+	}
 }
 
 // rows writes a table row per run: row for a run whose final evaluation
@@ -136,6 +195,7 @@ func (w *reportWriter) twoModes() error {
 	if rs := present(runs, "two-modes"); len(rs) > 0 {
 		p("## Motivating example: two modes with weights 1/3, 2/3 (paper Fig. 1)\n\n")
 		p("EBM mode weights by grid quadrature (200² grid on [−3.5, 3.5]²: no Monte Carlo error); negatives' weights by nearest-mode zones, pooled over the iterations since the previous evaluation (a single batch of 64 has a standard error near 0.06 per weight); the sampler's weights among the draws of the final R-hat chains (the algorithm's kernel from the persistent bank) ± their Monte Carlo standard error (the 95%% interval is ± 1.96 of it).\n\n")
+		w.partial(rs)
 		p("| algorithm | EBM weight, mode (−1.5, −1.5) | EBM weight, mode (1.5, 1.5) | weight MSE | negatives' weights | sampler's weights ± MCSE | spread of the top-right weight over the last half of training |\n|---|---|---|---|---|---|---|\n")
 		w.rows(rs, 7, func(ev *training.Eval) bool { return ev.EBMWeights != nil }, func(r *reproRun, ev *training.Eval) {
 			lo, hi := weightRange(r.evals, 1)
@@ -157,6 +217,7 @@ func (w *reportWriter) fourModes() error {
 	if rs := present(runs, "four-modes"); len(rs) > 0 {
 		p("## Extended motivating example: four modes with weights 0.1, 0.2, 0.3, 0.4 (paper Table 3)\n\n")
 		p("MSEs of mode weights: chain starts and negatives (each pooled over the iterations since the previous evaluation) against the EBM, the EBM against the truth. Ours / paper.\n\n")
+		w.partial(rs)
 		p("| algorithm | init. wrt EBM | neg. samples wrt EBM | EBM wrt truth | EBM weights (quadrature) | sampler's weights ± MCSE |\n|---|---|---|---|---|---|\n")
 		w.rows(rs, 6, func(*training.Eval) bool { return true }, func(r *reproRun, ev *training.Eval) {
 			pp := paperNumbers.table3[r.algorithm]
@@ -183,6 +244,7 @@ func (w *reportWriter) table1() error {
 	if len(t1) > 0 {
 		p("## 2D targets (paper Table 1)\n\n")
 		p("Median over 4,096 held-out data points of (log p_θ(x) − log p⋆(x))², the EBM normalised by quadrature on a 200² grid. Ours / paper.\n\n")
+		w.partial(presentAll(runs, t1))
 		crossTable(&w.b, t1, get, func(e string) string { return e }, func(ev *training.Eval, e string, a algorithms.Algorithm) string {
 			return fmt.Sprintf("%.2f / %.2f", ev.LogDensityMedSE, paperNumbers.table1[e][a])
 		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table1[e][a] })
@@ -211,6 +273,7 @@ func (w *reportWriter) table2() error {
 	if len(t2) > 0 {
 		p("## High-dimensional mixture of four Gaussians (paper Table 2)\n\n")
 		p("Max over dimensions of R-hat of 128 chains started from the persistent state (from the flow for CoopFlow), run with the training kernel for the paper's number of steps of that algorithm (at least 8; a flowMC step is a whole global + local cycle), not the scaled training chains' length: R-hat falls as chains grow. Rank-normalised split R-hat (Vehtari et al. 2021) / classic R-hat / paper. Both are large when chains barely move; for well-mixed chains stuck in separate modes the rank-normalised R-hat saturates (about 1.66 for two equal groups) while the classic one grows with the separation, so the paper's large values compare with the classic column.\n\n")
+		w.partial(presentAll(runs, t2))
 		crossTable(&w.b, t2, get, func(e string) string { return "d = " + strings.TrimPrefix(e, "four-gaussians-") }, func(ev *training.Eval, e string, a algorithms.Algorithm) string {
 			return fmt.Sprintf("%.2f / %.2f / %.2f", ev.MaxRHat, ev.MaxRHatClassic, paperNumbers.table2[e][a])
 		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table2[e][a] })
@@ -234,6 +297,7 @@ func (w *reportWriter) mnist() error {
 	if rs := present(runs, "mnist"); len(rs) > 0 {
 		p("## Image experiment (App. C.6 at 2-core scale): MNIST pooled to 7×7\n\n")
 		p("The paper trains flowMC-EBM on CIFAR-10 with convolutional networks of millions of parameters and reports samples and a global acceptance of 5–10%%. Here: MNIST average-pooled to 7×7 (49 dimensions), dequantised to [−1, 1], an MLP EBM and a RealNVP. Class weights: EBM from the final states of 128 chains started from the persistent bank, negatives pooled over the iterations since the previous evaluation, each image labelled by 5 nearest neighbours among 10,000 training images (94%% accurate on held-out digits); truth = MNIST's class frequencies.\n\n")
+		w.partial(rs)
 		p("| algorithm | class-weight MSE of the EBM | of the negatives (vs EBM) | EBM weights, classes 0–9 | global acc. | max R-hat (rank / classic) |\n|---|---|---|---|---|---|\n")
 		for _, r := range rs {
 			ev := r.final()
@@ -258,8 +322,13 @@ func (w *reportWriter) mnist() error {
 func (w *reportWriter) heldOut() error {
 	p, runs, f := w.p, w.runs, w.f
 	p("## Held-out log-likelihood, acceptance and time (all runs)\n\n")
-	p("Time per iteration includes the evaluations, with %d runs sharing the machine.\n\n", f.jobs)
+	if f.report != "" {
+		p("Time per iteration includes the evaluations; the runs were trained outside reproduce, which does not know how many shared a machine: compare it only between runs trained alike.\n\n")
+	} else {
+		p("Time per iteration includes the evaluations, with %d runs sharing the machine.\n\n", f.jobs)
+	}
 	p("Mean log-likelihood of 4,096 held-out points under the normalised EBM, log Z estimated by importance sampling with 4,096 draws of the companion flow (of the tilt ρ for ULA-EBM), beside the same mean under the exact density; not in the paper. IS ESS is the importance weights' effective sample size as a fraction: below a few per cent, log Z (and so the log-likelihood) is unreliable.\n\n")
+	w.partial(runs)
 	p("| run | held-out LL | exact | log Z ± s.e. | IS ESS | local acc. | global acc. | iterations | ms/iteration |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		ev := r.final()

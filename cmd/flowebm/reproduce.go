@@ -26,6 +26,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type reproduceFlags struct {
@@ -36,7 +37,11 @@ type reproduceFlags struct {
 	plotFormat                   plots.Format
 	jobs                         int
 	seed                         uint64
-	force                        bool // replace a report.md and figures that no reproduce wrote
+	force                        bool            // replace a report.md and figures that no reproduce wrote (with --plan: the plan file)
+	plan, planBinary             string          // --plan FILE: write the runs' train commands instead of training
+	report                       string          // --report DIR: build DIR/report.md from the run folders there
+	given                        map[string]bool // the flags given on the command line
+	inferred                     string          // --report: what was read from the runs' config.json ("" if all given)
 }
 
 // reproduceExperiments are the paper's experiments, in report order.
@@ -70,12 +75,35 @@ train --resume refuses (edited or damaged), which is kept, not restarted.
 A DIR holding a report.md or report figures but no runs/ of an earlier
 reproduce is refused unless --force.
 
+On a cluster, --plan FILE trains nothing: it writes one "flowebm train"
+command per run to FILE (line N is run N, longest first; each makes its
+DIR/runs/EXPERIMENT-ALGORITHM and appends its output to log.txt there),
+for a Slurm job array, GNU parallel or a Kubernetes Indexed Job. Runs
+already finished or diverged in DIR are left out and interrupted ones are
+resumed, so writing the plan again (--force replaces FILE) gives the runs
+left. The commands run --plan-binary (default flowebm, found on PATH).
+Then --report DIR builds DIR/report.md from the run folders however they
+were trained, without training: missing, unfinished and unreadable runs are
+marked, and so is every table they leave partial; the runs' seed and length
+are read from their config.json unless --seed, --quick or --iterations give
+them. It exits with an error, after writing the report, only for run
+folders it cannot read or of other settings. docs/reproducing.md has the
+scripts.
+
 --quick trains a tenth of the iterations (at least 50): about 11 minutes
 instead of about 40 on 2 cores (docs/reproducing.md says how each was
 measured); its numbers are not comparable with the paper's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.itersGiven = cmd.Flags().Changed("iterations")
+			f.given = map[string]bool{}
+			cmd.Flags().Visit(func(fl *pflag.Flag) { f.given[fl.Name] = true })
+			switch {
+			case f.plan != "" || f.report != "":
+				return runPlanOrReport(cmd.OutOrStdout(), f)
+			case f.given["plan-binary"]:
+				return fmt.Errorf("--plan-binary names the executable of the commands that --plan writes: give it with --plan FILE")
+			}
 			return runReproduce(cmd.OutOrStdout(), f)
 		},
 	}
@@ -85,10 +113,13 @@ measured); its numbers are not comparable with the paper's.`,
 	fl.IntVar(&f.iters, "iterations", 0, "train every run for this many iterations instead (a check in seconds; not comparable with the paper)")
 	fl.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "training processes run at once")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of every run")
-	fl.BoolVar(&f.force, "force", false, "write the report into an --out that holds a report.md or report figures but no runs/ of an earlier reproduce (replacing them)")
+	fl.BoolVar(&f.force, "force", false, "write the report into an --out that holds a report.md or report figures but no runs/ of an earlier reproduce (replacing them); with --plan: replace the plan file")
 	fl.Var(&f.plotFormat, "plot-format", "file format of the plots (the report's and every run's): png, svg or pdf")
 	fl.StringVar(&f.experiments, "experiments", strings.Join(reproduceExperiments, ","), "comma-separated experiments")
 	fl.StringVar(&f.algorithms, "algorithms", "flowmc,ula,nt,coopflow", "comma-separated algorithms")
+	fl.StringVar(&f.plan, "plan", "", "train nothing: write one flowebm train command per run to this file, for a scheduler or GNU parallel (--force replaces it)")
+	fl.StringVar(&f.planBinary, "plan-binary", "flowebm", "with --plan: the flowebm executable that the commands run, on the machines that run them")
+	fl.StringVar(&f.report, "report", "", "train nothing: build DIR/report.md from the run folders in DIR/runs, however they were trained (missing and unfinished runs are marked)")
 	return cmd
 }
 
@@ -103,6 +134,11 @@ type reproRun struct {
 	evals   []training.Eval
 	metrics training.Metrics
 	err     string // the run's error (e.g. divergence), "" if it finished
+	// state is, for --report, what keeps a run without a recorded error
+	// from having a result: runMissing, runIncomplete, runInProgress,
+	// runUnreadable or runMismatched (err then says why); "" otherwise.
+	state string
+	note  string // a short note on state, for the tables ("iteration 200 of 400")
 }
 
 func (r *reproRun) name() string { return r.experiment + "-" + string(r.algorithm) }
@@ -137,6 +173,9 @@ func (f *reproduceFlags) check() error {
 		if f.quick {
 			f.out += "-quick"
 		}
+	}
+	if f.plan != "" { // --force is the plan file's
+		return checkPlanReportFolder(f.out)
 	}
 	return checkReportFolder(f.out, f.force)
 }
@@ -410,6 +449,12 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	if err == nil && strings.Contains(string(earlier), "diverged") {
 		return "diverged before (see error.txt)" // a result, not retried
 	}
+	if msg := loggedDivergence(r.dir); err != nil && msg != "" { // trained by a --plan's command, which writes no error.txt
+		if err := safefile.Write(errPath, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
+			return err.Error()
+		}
+		return "diverged before (see error.txt)"
+	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
@@ -530,7 +575,9 @@ func lastLine(path string) string {
 func (r *reproRun) load(format plots.Format) error {
 	exp := r.exp
 	r.exactDensity = exp.Kind == experiments.KindDensity
-	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil {
+	// A finished run (samples.npy is written last) is read as such beside
+	// an error.txt of an earlier try (one that its plan's train retried).
+	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil && !exists(filepath.Join(r.dir, "samples.npy")) {
 		r.err = strings.TrimSpace(string(b))
 		var err error
 		// The last checkpoint's evaluations, where it has them, for the
@@ -616,7 +663,9 @@ func crossTable(b *strings.Builder, exps []string, get func(e string, a algorith
 }
 
 // acceptanceChecks states, for the single seed of this report, each
-// measurable acceptance criterion of the issue and whether it holds.
+// measurable acceptance criterion of the issue and whether it holds. A
+// flowMC-EBM run without a result is not checked; a comparison with
+// baselines of which some have no result says over how many it holds.
 func acceptanceChecks(get func(e string, a algorithms.Algorithm) *reproRun) []string {
 	var out []string
 	verdict := func(ok bool) string {
@@ -625,42 +674,91 @@ func acceptanceChecks(get func(e string, a algorithms.Algorithm) *reproRun) []st
 		}
 		return "FAILS"
 	}
-	if r := get("two-modes", algorithms.FlowMC); r != nil && r.final() != nil && r.final().EBMWeights != nil {
-		w := r.final().EBMWeights[1]
-		out = append(out, fmt.Sprintf("two-modes, flowMC-EBM: top-right weight %.3f, |w − 2/3| = %.3f ≤ 0.03: %s (one seed; see README for five)", w, math.Abs(w-2.0/3), verdict(math.Abs(w-2.0/3) <= 0.03)))
-	}
-	if r := get("four-modes", algorithms.FlowMC); r != nil && r.final() != nil {
-		ev := r.final()
-		out = append(out, fmt.Sprintf("four-modes, flowMC-EBM: EBM weight MSE %.2e ≤ 1e-3: %s", ev.EBMWeightMSE, verdict(ev.EBMWeightMSE <= 1e-3)))
-		smaller := true
-		var others []string
-		for _, a := range algorithms.Algorithms[1:] {
-			if o := get("four-modes", a); o != nil && o.final() != nil {
-				others = append(others, fmt.Sprintf("%s %.2e", algorithmNames[a], o.final().NegMSE))
-				smaller = smaller && ev.NegMSE < o.final().NegMSE
-			}
-		}
-		out = append(out, fmt.Sprintf("four-modes: negatives' MSE against the EBM, flowMC-EBM %.2e smaller than every baseline (%s): %s", ev.NegMSE, strings.Join(others, ", "), verdict(smaller)))
-	}
-	for _, e := range highDim {
+	// subject is experiment e's flowMC-EBM run with its final evaluation,
+	// or nil (a line then says why it is not checked).
+	subject := func(e string) *reproRun {
 		r := get(e, algorithms.FlowMC)
-		if r == nil || r.final() == nil {
-			continue
+		switch {
+		case r == nil:
+			return nil
+		case r.status() == "diverged":
+			out = append(out, fmt.Sprintf("%s, flowMC-EBM: the run diverged: FAILS", e))
+			return nil
+		case r.err != "" || r.state != "" || r.final() == nil:
+			out = append(out, fmt.Sprintf("%s, flowMC-EBM: not checked: the run is %s", e, r.status()))
+			return nil
 		}
-		ev := r.final()
-		larger := true
+		return r
+	}
+	// baselines compares flowMC-EBM's value v of experiment e with every
+	// baseline's (better: whether flowMC-EBM's is the better), listing
+	// theirs; a baseline without an evaluation is named, and the verdict
+	// then says it covers a partial set.
+	baselines := func(e string, v func(*training.Eval) float64, format string, better func(ours, theirs float64) bool) (list, ok string) {
+		holds := true
 		var others []string
+		n, lacking := 0, 0
 		for _, a := range algorithms.Algorithms[1:] {
-			if o := get(e, a); o != nil && o.final() != nil {
+			o := get(e, a)
+			if o == nil {
+				continue
+			}
+			n++
+			name := algorithmNames[a]
+			switch ev := o.final(); {
+			case !o.hasResult():
+				lacking++
+				if ev != nil {
+					others = append(others, fmt.Sprintf("%s "+format+" (%s; its last evaluation, not counted)", name, v(ev), o.status()))
+				} else {
+					others = append(others, name+" "+o.status())
+				}
+			case ev == nil: // diverged before its first evaluation
+				others = append(others, name+" "+o.status())
+			default:
 				note := ""
 				if o.err != "" {
 					note = fmt.Sprintf(" (%s; its last evaluation)", o.status())
 				}
-				others = append(others, fmt.Sprintf("%s %.2f%s", algorithmNames[a], o.final().MaxRHat, note))
-				larger = larger && o.final().MaxRHat > ev.MaxRHat
+				others = append(others, fmt.Sprintf("%s "+format+"%s", name, v(ev), note))
+				holds = holds && better(v(get(e, algorithms.FlowMC).final()), v(ev))
 			}
 		}
-		out = append(out, fmt.Sprintf("%s: flowMC-EBM max rank R-hat %.3f ≤ 1.1: %s; every baseline larger (%s): %s", e, ev.MaxRHat, verdict(ev.MaxRHat <= 1.1), strings.Join(others, ", "), verdict(larger)))
+		switch ok = verdict(holds); {
+		case lacking == n:
+			ok = "not checked: no baseline has a result"
+		case lacking > 0:
+			ok += fmt.Sprintf(" over a partial set (%d of %d baselines have a result)", n-lacking, n)
+		}
+		return strings.Join(others, ", "), ok
+	}
+	if r := subject("two-modes"); r != nil && r.final().EBMWeights != nil {
+		w := r.final().EBMWeights[1]
+		out = append(out, fmt.Sprintf("two-modes, flowMC-EBM: top-right weight %.3f, |w − 2/3| = %.3f ≤ 0.03: %s (one seed; see README for five)", w, math.Abs(w-2.0/3), verdict(math.Abs(w-2.0/3) <= 0.03)))
+	}
+	if r := subject("four-modes"); r != nil {
+		ev := r.final()
+		out = append(out, fmt.Sprintf("four-modes, flowMC-EBM: EBM weight MSE %.2e ≤ 1e-3: %s", ev.EBMWeightMSE, verdict(ev.EBMWeightMSE <= 1e-3)))
+		others, ok := baselines("four-modes", func(e *training.Eval) float64 { return e.NegMSE }, "%.2e", func(ours, theirs float64) bool { return ours < theirs })
+		out = append(out, fmt.Sprintf("four-modes: negatives' MSE against the EBM, flowMC-EBM %.2e smaller than every baseline (%s): %s", ev.NegMSE, others, ok))
+	}
+	for _, e := range highDim {
+		r := subject(e)
+		if r == nil {
+			continue
+		}
+		ev := r.final()
+		others, ok := baselines(e, func(e *training.Eval) float64 { return e.MaxRHat }, "%.2f", func(ours, theirs float64) bool { return theirs > ours })
+		out = append(out, fmt.Sprintf("%s: flowMC-EBM max rank R-hat %.3f ≤ 1.1: %s; every baseline larger (%s): %s", e, ev.MaxRHat, verdict(ev.MaxRHat <= 1.1), others, ok))
+	}
+	return out
+}
+
+// presentAll is present over several experiments, in their order.
+func presentAll(runs []*reproRun, exps []string) []*reproRun {
+	var out []*reproRun
+	for _, e := range exps {
+		out = append(out, present(runs, e)...)
 	}
 	return out
 }
@@ -676,6 +774,9 @@ func present(runs []*reproRun, experiment string) []*reproRun {
 }
 
 func (r *reproRun) status() string {
+	if r.state != "" {
+		return r.state
+	}
 	if r.err != "" {
 		if strings.Contains(r.err, "diverged") {
 			return "diverged"
@@ -685,8 +786,14 @@ func (r *reproRun) status() string {
 	return "—"
 }
 
-// mark flags a run that failed but still has evaluations from its last
-// checkpoint.
+// hasResult reports whether the run finished or diverged: a result, as
+// in the paper's tables (a failed, missing or unfinished run is none).
+func (r *reproRun) hasResult() bool {
+	return r.state == "" && (r.err == "" || r.status() == "diverged")
+}
+
+// mark flags a run that failed, or has not finished, but still has
+// evaluations from its last checkpoint.
 func (r *reproRun) mark() string {
 	if r.err != "" {
 		return " (" + r.status() + "; last checkpoint)"
@@ -739,7 +846,11 @@ func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresho
 				evals = append(evals, e)
 			}
 		}
-		fig.Curves = append(fig.Curves, plots.Curve{Name: algorithmNames[r.algorithm], Points: plots.EvalCurve(evals, f)})
+		name := algorithmNames[r.algorithm]
+		if r.err != "" || r.state != "" {
+			name += " (" + r.status() + ")"
+		}
+		fig.Curves = append(fig.Curves, plots.Curve{Name: name, Points: plots.EvalCurve(evals, f)})
 	}
 	if !math.IsNaN(ref) && len(fig.Curves) > 0 {
 		fig.Curves[0].Ref, fig.Curves[0].HasRef = ref, true

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flowebm/flowebm/algorithms/training"
+)
+
+// runPlanOrReport runs reproduce --plan FILE or --report DIR: neither
+// trains anything.
+func runPlanOrReport(out io.Writer, f reproduceFlags) error {
+	if f.plan != "" && f.report != "" {
+		return fmt.Errorf("--plan writes the commands that train the runs, --report reports runs already trained: give one of them")
+	}
+	if f.given["jobs"] {
+		return fmt.Errorf("--jobs is how many runs reproduce trains at once; with --plan or --report it trains none (the scheduler, or parallel --jobs N, decides how many run at once): drop it")
+	}
+	if f.report != "" {
+		if f.given["plan-binary"] {
+			return fmt.Errorf("--plan-binary names the executable of the commands that --plan writes: drop it with --report")
+		}
+		return runReport(out, f)
+	}
+	return writePlan(out, f)
+}
+
+// checkPlanReportFolder refuses an --out for --plan that holds report.md
+// or a report figure but no runs/ of an earlier reproduce: the report that
+// --report builds there after the plan would replace them.
+func checkPlanReportFolder(out string) error {
+	if fi, err := os.Stat(filepath.Join(out, "runs")); err == nil && fi.IsDir() {
+		return nil
+	}
+	if found := presentIn(out, reportNames()); len(found) > 0 {
+		return fmt.Errorf("--out %s holds %s but no runs/ of an earlier reproduce: the report that --report builds after the plan would replace it; give another --out", out, strings.Join(found, ", "))
+	}
+	return nil
+}
+
+// writePlan writes --plan: the command line of every run of the
+// reproduction that is still to train (or to finish), one per line, line
+// N being run N, longest first (as reproduce starts them), then comment
+// lines saying how to run them and how to build the report. A run's
+// command makes its folder, OUT/runs/EXPERIMENT-ALGORITHM, and appends its
+// output to log.txt there, as reproduce does; it is the train command that
+// reproduce would run for the run as its folder is now: a new run, or
+// the resumption of an interrupted one. Finished and diverged runs are
+// left out.
+func writePlan(out io.Writer, f reproduceFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	if err := checkPlanText("--out", f.out); err != nil {
+		return err
+	}
+	if err := checkPlanText("--plan-binary", f.planBinary); err != nil {
+		return err
+	}
+	if err := checkOutput("--plan", f.plan); err != nil {
+		return err
+	}
+	if err := checkPlanPath(f); err != nil {
+		return err
+	}
+	if err := checkNew("--plan", f.plan, f.force); err != nil {
+		return err
+	}
+	runs, err := planRuns(f)
+	if err != nil {
+		return err
+	}
+	if err := checkKeptRuns(runs, f); err != nil {
+		return err
+	}
+	var lines, left, busy []string
+	// The high-dimensional runs are the longest: first.
+	for _, r := range slices.Backward(runs) {
+		switch {
+		case exists(filepath.Join(r.dir, "samples.npy")): // written last
+			if _, err := training.ReadMetrics(filepath.Join(r.dir, "metrics.json")); err != nil {
+				return fmt.Errorf("%w: the run %s finished (it has samples.npy, written last), but its metrics cannot be read: move its folder away to train it again", err, r.dir)
+			}
+			left = append(left, r.name()+" (finished)")
+		case divergedBefore(r.dir) != "":
+			left = append(left, r.name()+" (diverged: a result, not retried)")
+		default:
+			lines = append(lines, planLine(r, f))
+			if lockedByOther(r.dir) {
+				busy = append(busy, r.name())
+			}
+		}
+	}
+	text := strings.Join(append(lines, planNotes(f, len(lines), left, busy)...), "\n") + "\n"
+	defer removeTempsOnSignal()()
+	if err := writeOutput("--plan", f.plan, f.force, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "plan: %s: %d of %d runs to train, one command per line (line N is run N)\n", f.plan, len(lines), len(runs))
+	if len(left) > 0 {
+		fmt.Fprintf(out, "left out: %s\n", strings.Join(left, ", "))
+	}
+	if len(busy) > 0 {
+		fmt.Fprintf(out, "training now (another process holds their folder): %s; their lines resume them once it ends, and fail at once before\n", strings.Join(busy, ", "))
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(out, "run it with, e.g.: parallel --jobs 2 < %s   (Slurm and Kubernetes: see the end of the file, and docs/reproducing.md)\n", shellQuote(f.plan))
+	}
+	fmt.Fprintf(out, "then build the report: %s\n", reportCommand(f))
+	return nil
+}
+
+// checkPlanText refuses a path of flag holding a line break or another
+// control character: a plan has one command per line.
+func checkPlanText(flag, s string) error {
+	if i := strings.IndexFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }); i >= 0 {
+		return fmt.Errorf("%s %q holds a control character (%q): the plan has one command per line; give a path without it", flag, s, s[i])
+	}
+	return nil
+}
+
+// checkPlanPath refuses a --plan file that is one of the report's files
+// in --out, which --report replaces.
+func checkPlanPath(f reproduceFlags) error {
+	if !sameFile(filepath.Dir(f.plan), f.out) {
+		return nil
+	}
+	if slices.Contains(reportNames(), filepath.Base(f.plan)) {
+		return fmt.Errorf("--plan %s is where --report writes its report (or a figure) in --out %s: give another name", f.plan, f.out)
+	}
+	return nil
+}
+
+// planLine is the shell command line of run r: make its folder, then run
+// the train command that reproduce would run, its output appended to the
+// folder's log.txt. A run that reproduce marked failed (error.txt) is
+// retried, its error.txt removed first, as reproduce does.
+func planLine(r *reproRun, f reproduceFlags) string {
+	dir := r.dir
+	if strings.HasPrefix(dir, "-") {
+		dir = "." + string(filepath.Separator) + dir // not an option of mkdir
+	}
+	args := trainArgs(r, f)
+	if lockedByOther(r.dir) {
+		// Trained now by another process: its line continues the run
+		// once that ends (and refuses before), never starts it over.
+		args = []string{"train", "--plot-format", f.plotFormat.String(), "--resume", r.dir}
+	}
+	for i, a := range args {
+		if a == r.dir {
+			args[i] = dir
+		}
+	}
+	line := "mkdir -p " + shellQuote(dir) + " && "
+	if exists(filepath.Join(r.dir, "error.txt")) {
+		line += "rm -f " + shellQuote(filepath.Join(dir, "error.txt")) + " && "
+	}
+	return line + shellJoin(append([]string{f.planBinary}, args...)) + " >> " + shellQuote(filepath.Join(dir, "log.txt")) + " 2>&1"
+}
+
+// planNotes are the comment lines at the end of a plan of n runs (after
+// them: line N stays run N), saying how to run it and build the report.
+func planNotes(f reproduceFlags, n int, left, busy []string) []string {
+	plan := shellQuote(f.plan)
+	notes := []string{
+		fmt.Sprintf("# flowebm reproduce plan: the %d lines above train one run each (line N is run N, longest first); %s", n, planSettings(f)),
+	}
+	if n == 0 {
+		notes[0] = "# flowebm reproduce plan: nothing to train; every run is finished or diverged; " + planSettings(f)
+	}
+	if len(left) > 0 {
+		notes = append(notes, "# Left out: "+strings.Join(left, ", ")+".")
+	}
+	if len(busy) > 0 {
+		notes = append(notes, "# Training when the plan was written (another process held the folder): "+strings.Join(busy, ", ")+".")
+	}
+	if !filepath.IsAbs(f.out) {
+		wd, _ := os.Getwd()
+		notes = append(notes, fmt.Sprintf("# Its paths are relative: run the lines from the folder it was written in, %s.", wd))
+	}
+	notes = append(notes,
+		"# Each line makes its run folder and appends the run's output to log.txt there; it exits non-zero if the run failed or diverged.",
+		binaryNote(f.planBinary),
+		fmt.Sprintf("# GNU parallel: parallel --jobs 2 < %s", plan),
+		fmt.Sprintf("# Slurm job array: sbatch --array=1-%d --wrap %s", max(n, 1), shellQuote(`sed -n "${SLURM_ARRAY_TASK_ID}p" `+plan+" | sh")),
+		fmt.Sprintf("# Kubernetes Indexed Job (completions: %d): sh -c %s", max(n, 1), shellQuote(`sed -n "$((JOB_COMPLETION_INDEX + 1))p" `+plan+" | sh")),
+		"# A run stopped (a time limit, a preemption) resumes from its checkpoint: write the plan again (--force replaces it) for the lines of the runs left.",
+		"# Then build the report (a partial set is marked as such): "+reportCommand(f),
+	)
+	return notes
+}
+
+// binaryNote says where the plan's commands find the flowebm executable.
+func binaryNote(bin string) string {
+	if !strings.Contains(bin, "/") {
+		return fmt.Sprintf("# The lines run %s from the PATH of the machines that run them (write the plan with --plan-binary PATH for another).", shellQuote(bin))
+	}
+	return fmt.Sprintf("# The lines run %s: it must be there on the machines that run them (--plan-binary).", shellQuote(bin))
+}
+
+// planSettings describes the runs' settings for the plan's first note.
+func planSettings(f reproduceFlags) string {
+	length := "full length (the paper's settings scaled to 2 cores)"
+	switch {
+	case f.quick:
+		length = "--quick: a tenth of the iterations"
+	case f.iters > 0:
+		length = fmt.Sprintf("%d iterations per run", f.iters)
+	}
+	return fmt.Sprintf("seed %d, %s, %s plots, into %s.", f.seed, length, f.plotFormat, shellQuote(filepath.Join(f.out, "runs")))
+}
+
+// reportCommand is the command that builds the report of the plan's runs.
+func reportCommand(f reproduceFlags) string {
+	args := []string{f.planBinary, "reproduce", "--report", f.out}
+	exps, _ := splitList("experiments", f.experiments)
+	if !slices.Equal(exps, reproduceExperiments) {
+		args = append(args, "--experiments", strings.Join(exps, ","))
+	}
+	if algs, _ := splitList("algorithms", f.algorithms); strings.Join(algs, ",") != "flowmc,ula,nt,coopflow" {
+		args = append(args, "--algorithms", strings.Join(algs, ","))
+	}
+	args = append(args, "--seed", strconv.FormatUint(f.seed, 10))
+	switch {
+	case f.quick:
+		args = append(args, "--quick")
+	case f.iters > 0:
+		args = append(args, "--iterations", strconv.Itoa(f.iters))
+	}
+	if f.given["plot-format"] {
+		args = append(args, "--plot-format", f.plotFormat.String())
+	}
+	return shellJoin(args)
+}
+
+// shellJoin writes args as one POSIX shell command line.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// shellQuote quotes s as one word for a POSIX shell: as it is when it
+// holds only characters that no shell treats specially, else in single
+// quotes (a single quote in it is ended, escaped and begun again as
+// quote, backslash, quote, quote). '=' is quoted too: a first word
+// NAME=VALUE would be a variable assignment.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	if strings.IndexFunc(s, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+:,./-", c))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

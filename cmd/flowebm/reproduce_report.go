@@ -1,0 +1,374 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/settings"
+	"github.com/flowebm/flowebm/algorithms/training"
+)
+
+// The states of a run without a result that --report tells apart (see
+// reproRun.state); unreadable and mismatched folders make it exit with an
+// error after writing the report.
+const (
+	runMissing    = "missing"
+	runIncomplete = "incomplete"
+	runInProgress = "in progress"
+	runUnreadable = "unreadable"
+	runMismatched = "mismatched"
+)
+
+// runReport builds DIR/report.md (and its figures) from the run folders
+// in DIR/runs, however they were trained, training nothing: every run of
+// --experiments × --algorithms is reported, as finished, diverged, failed,
+// in progress, incomplete (stopped at a checkpoint), missing, unreadable
+// or of other settings, and every table over runs without a result is
+// marked partial. The seed and length of the runs are --seed, --quick and
+// --iterations where given, else read from the runs' config.json.
+func runReport(out io.Writer, f reproduceFlags) error {
+	for _, name := range []string{"out", "force"} {
+		if f.given[name] {
+			return fmt.Errorf("--%s does not apply to --report DIR, which writes DIR/report.md (replacing the one there): drop it", name)
+		}
+	}
+	dir := filepath.Clean(f.report)
+	if err := checkReportDir(dir); err != nil {
+		return err
+	}
+	f.out = dir
+	if err := f.check(); err != nil {
+		return err
+	}
+	runs, err := planRuns(f)
+	if err != nil {
+		return err
+	}
+	if err := inferSettings(&f, runs); err != nil {
+		return err
+	}
+	release, err := lockRun(dir)
+	var busy folderBusyError
+	if errors.As(err, &busy) {
+		return fmt.Errorf("--report %s: another flowebm process is writing into this folder (it holds %s): wait for it to end", dir, busy.lock)
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer removeTempsOnSignal()()
+	if err := removeStaleTemps(dir, reportNames()...); err != nil { // a killed report.md write
+		return err
+	}
+	var bad []string
+	for _, r := range runs {
+		if warning := r.collect(f); warning != "" {
+			fmt.Fprintln(out, "warning:", warning)
+		}
+		if r.state == runUnreadable || r.state == runMismatched {
+			bad = append(bad, r.err)
+		}
+	}
+	if err := writeReport(f, runs, 0); err != nil {
+		return err
+	}
+	have := 0
+	var lacking []string
+	for _, r := range runs {
+		if r.hasResult() {
+			have++
+		} else {
+			lacking = append(lacking, fmt.Sprintf("  %s: %s: %s", r.name(), r.status(), r.err))
+		}
+	}
+	fmt.Fprintf(out, "report: %s (%d of %d runs have a result)\n", filepath.Join(dir, "report.md"), have, len(runs))
+	if len(lacking) > 0 {
+		fmt.Fprintf(out, "partial set: the report marks the %d runs without a result, and the tables they leave partial:\n%s\n", len(lacking), strings.Join(lacking, "\n"))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d run folder(s) could not be read or hold runs of other settings; the report marks them: %s", len(bad), strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// checkReportDir refuses a --report folder that is not a reproduce
+// folder: missing, a file, a training run or inside one, or without runs/.
+func checkReportDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--report %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("--report %s is a file: give the folder that reproduce or the commands of reproduce --plan trained into (its --out)", dir)
+	case isTrainingRun(dir):
+		return fmt.Errorf("--report %s is a training run: give the folder that holds runs/EXPERIMENT-ALGORITHM (reproduce's --out)", dir)
+	case trainingRunAbove(dir) != "":
+		return fmt.Errorf("--report %s is inside the training run %s: give the folder that holds runs/EXPERIMENT-ALGORITHM (reproduce's --out)", dir, trainingRunAbove(dir))
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "runs")); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--report %s holds no runs/ folder: give the --out folder of reproduce or of reproduce --plan, whose runs are in OUT/runs/EXPERIMENT-ALGORITHM", dir)
+	}
+	return nil
+}
+
+// inferSettings sets the seed and length of the runs that --report
+// reports, where no flag gives them, from the runs' config.json: they
+// must agree (a run of other settings is then marked as such).
+func inferSettings(f *reproduceFlags, runs []*reproRun) error {
+	seedGiven, lengthGiven := f.given["seed"], f.quick || f.iters > 0
+	if seedGiven && lengthGiven {
+		return nil
+	}
+	type kept struct {
+		r   *reproRun
+		cfg config.Run
+	}
+	var ks []kept
+	for _, r := range runs {
+		cfg, err := training.ReadRunConfig(r.dir)
+		if err == nil && cfg.Experiment == r.experiment && cfg.Train.Algorithm == r.algorithm {
+			ks = append(ks, kept{r, cfg})
+		}
+	}
+	if len(ks) == 0 {
+		return nil // nothing to read them from: reproduce's defaults
+	}
+	var inferred []string
+	if !seedGiven {
+		bySeed := map[uint64][]string{}
+		var seeds []uint64
+		for _, k := range ks {
+			if bySeed[k.cfg.Seed] == nil {
+				seeds = append(seeds, k.cfg.Seed)
+			}
+			bySeed[k.cfg.Seed] = append(bySeed[k.cfg.Seed], k.r.name())
+		}
+		if len(seeds) > 1 {
+			var parts []string
+			for _, s := range seeds {
+				parts = append(parts, fmt.Sprintf("seed %d (%s)", s, strings.Join(bySeed[s], ", ")))
+			}
+			return fmt.Errorf("--report %s: the runs are of several seeds: %s: give --seed for the runs to report (the others are then marked as of other settings)", f.out, strings.Join(parts, "; "))
+		}
+		f.seed = seeds[0]
+		inferred = append(inferred, "seed")
+	}
+	if !lengthGiven {
+		full, quick, fixed := true, true, true
+		var lengths []string
+		for _, k := range ks {
+			d, _, _ := settings.Defaults(k.r.experiment, k.r.algorithm)
+			it := k.cfg.Train.Iterations
+			full = full && it == d.Train.Iterations
+			quick = quick && it == max(50, d.Train.Iterations/10)
+			fixed = fixed && it == ks[0].cfg.Train.Iterations
+			lengths = append(lengths, fmt.Sprintf("%s %d", k.r.name(), it))
+		}
+		switch {
+		case full:
+		case quick:
+			f.quick = true
+		case fixed:
+			f.iters = ks[0].cfg.Train.Iterations
+		default:
+			return fmt.Errorf("--report %s: the runs are of lengths that no one reproduce trains (iterations: %s): give --quick or --iterations N for the runs to report (the others are then marked as of other settings)", f.out, strings.Join(lengths, ", "))
+		}
+		inferred = append(inferred, "length")
+	}
+	f.inferred = strings.Join(inferred, " and ")
+	return nil
+}
+
+// collect reads what the folder of run r holds for --report, setting its
+// metrics, evaluations (a run without a result: those of its last
+// checkpoint, if any), error and state. It returns a warning for a run
+// whose plots could not be redrawn ("" if none).
+func (r *reproRun) collect(f reproduceFlags) (warning string) {
+	r.exactDensity = r.exp.Kind == experiments.KindDensity
+	set := func(state, format string, args ...any) string {
+		r.state, r.err = state, fmt.Sprintf(format, args...)
+		return ""
+	}
+	fi, err := os.Stat(r.dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return set(runMissing, "no folder %s", r.dir)
+	case err != nil:
+		return set(runUnreadable, "%v", err)
+	case !fi.IsDir():
+		return set(runUnreadable, "%s is a file, want a run folder", r.dir)
+	}
+	busy := lockedByOther(r.dir)
+	cfg, err := training.ReadRunConfig(r.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		found := presentIn(r.dir, []string{"metrics.json", "samples.npy", "metrics.csv", "checkpoint", "checkpoint.old"})
+		switch msg := loggedError(r.dir); {
+		case busy:
+			return set(runInProgress, "starting: another process holds %s", filepath.Join(r.dir, ".lock"))
+		case len(found) > 0:
+			return set(runUnreadable, "%s is missing, yet the folder holds %s", filepath.Join(r.dir, "config.json"), strings.Join(found, ", "))
+		case msg != "":
+			r.err = msg // failed (or diverged) as it started: its log.txt says why
+			return ""
+		}
+		return set(runMissing, "%s holds no run (no config.json)", r.dir)
+	}
+	if err != nil {
+		return set(runUnreadable, "%v", err) // it names config.json
+	}
+	if want := f.iterations(r); cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm || cfg.Seed != f.seed || cfg.Train.Iterations != want {
+		return set(runMismatched, "%s is of experiment %q with algorithm %q, seed %d and %d iterations, not %s with %s, seed %d and %d iterations: move it away (or give the --seed, --quick or --iterations it was trained with)",
+			filepath.Join(r.dir, "config.json"), cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, r.experiment, r.algorithm, f.seed, want)
+	}
+	if exists(filepath.Join(r.dir, "samples.npy")) { // written last: finished
+		return r.collectFinished(f, cfg, busy)
+	}
+	iter := r.checkpointEvals()
+	progress := fmt.Sprintf("iteration %d of %d", iter, cfg.Train.Iterations)
+	if iter == 0 {
+		progress = fmt.Sprintf("no checkpoint yet, of %d iterations", cfg.Train.Iterations)
+	}
+	if busy {
+		r.note = progress
+		return set(runInProgress, "training now (another process holds %s); its last checkpoint: %s", filepath.Join(r.dir, ".lock"), progress)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil { // reproduce's record of a failure
+		r.err = strings.TrimSpace(string(b))
+		return ""
+	}
+	msg := loggedError(r.dir)
+	if msg != "" && !strings.Contains(msg, "interrupted") {
+		r.err = msg // failed or diverged: its log.txt says why
+		return ""
+	}
+	r.note = progress
+	how := "stopped (killed, or its time ran out) at its last checkpoint"
+	if msg != "" {
+		how = "interrupted, stopped at its last checkpoint"
+	}
+	return set(runIncomplete, "%s, %s: continue it (write the plan again, or flowebm train --resume %s)", how, progress, r.dir)
+}
+
+// collectFinished reads a finished run (see collect) and redraws its
+// evaluation plots in --plot-format, as reproduce does, unless another
+// process holds its folder.
+func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) (warning string) {
+	path := filepath.Join(r.dir, "metrics.json")
+	m, err := training.ReadMetrics(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		r.state, r.err = runUnreadable, fmt.Sprintf("%s is missing, yet the run finished (it has samples.npy, written last): move the run folder away to train it again", path)
+		return ""
+	case err != nil:
+		r.state, r.err = runUnreadable, err.Error() // it names the file
+		return ""
+	case m.Experiment != r.experiment || m.Algorithm != r.algorithm:
+		r.state, r.err = runMismatched, fmt.Sprintf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away", path, m.Experiment, m.Algorithm, r.experiment, r.algorithm)
+		return ""
+	}
+	evals, err := r.finishedEvals()
+	if err != nil {
+		r.state, r.err = runUnreadable, err.Error()
+		return ""
+	}
+	r.metrics, r.evals = m, evals
+	if busy {
+		return ""
+	}
+	if err := (plots.History{Experiment: r.exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: evals}).Write(r.dir, f.plotFormat); err != nil {
+		return fmt.Sprintf("%s: its plots were not redrawn in %s: %v", r.name(), f.plotFormat, err)
+	}
+	return ""
+}
+
+// checkpointEvals sets r.evals to the evaluations of the run's latest
+// complete checkpoint, and returns that checkpoint's iteration (0 if
+// there is none, or it cannot be read).
+func (r *reproRun) checkpointEvals() int {
+	ck, err := training.LatestCheckpoint(r.dir)
+	if err != nil {
+		return 0
+	}
+	if r.evals, err = training.ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.exp.Weights)); err != nil {
+		r.evals = nil
+	}
+	var st struct {
+		Iter int `json:"iter"`
+	}
+	if b, err := os.ReadFile(filepath.Join(ck, "state.json")); err == nil && json.Unmarshal(b, &st) == nil && st.Iter > 0 {
+		return st.Iter
+	}
+	if ev := r.final(); ev != nil {
+		return ev.Iter
+	}
+	return 0
+}
+
+// loggedError is the error that the last train process of the run in dir
+// ended with, the last line of its log.txt ("flowebm: …"), or "" if it
+// ended without one (finished, or killed) or refused to start because the
+// run was there (a plan's line run twice) or busy: those say nothing of
+// the run.
+func loggedError(dir string) string {
+	line := lastLine(filepath.Join(dir, "log.txt"))
+	if !strings.HasPrefix(line, "flowebm: ") || strings.HasPrefix(line, "flowebm: warning") ||
+		strings.Contains(line, "already holds a run: continue it with --resume") || strings.Contains(line, "another flowebm process is") {
+		return ""
+	}
+	return line
+}
+
+// loggedDivergence is the divergence that the log.txt of the unfinished
+// run in dir ends with, or "": a --plan's train command records it only
+// there.
+func loggedDivergence(dir string) string {
+	if msg := loggedError(dir); strings.Contains(msg, "diverged") && !exists(filepath.Join(dir, "metrics.json")) {
+		return msg
+	}
+	return ""
+}
+
+// divergedBefore is the divergence of the run in dir, recorded in its
+// error.txt (by reproduce) or log.txt (by a --plan's command), or "".
+func divergedBefore(dir string) string {
+	if b, err := os.ReadFile(filepath.Join(dir, "error.txt")); err == nil && strings.Contains(string(b), "diverged") {
+		return strings.TrimSpace(string(b))
+	}
+	return loggedDivergence(dir)
+}
+
+// extraFolder is an entry of runs/ that --report does not report.
+type extraFolder struct{ name, why string }
+
+// extraFolders lists the entries of DIR/runs that are none of runs.
+func extraFolders(dir string, runs []*reproRun) []extraFolder {
+	entries, err := os.ReadDir(filepath.Join(dir, "runs"))
+	if err != nil {
+		return nil
+	}
+	var out []extraFolder
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || slices.ContainsFunc(runs, func(r *reproRun) bool { return r.name() == name }) {
+			continue
+		}
+		why := "not a run of reproduce: its runs are named EXPERIMENT-ALGORITHM"
+		for _, a := range algorithms.Algorithms {
+			if exp, ok := strings.CutSuffix(name, "-"+string(a)); ok && slices.Contains(experiments.Names(), exp) {
+				why = "not among --experiments × --algorithms"
+			}
+		}
+		out = append(out, extraFolder{name, why})
+	}
+	return out
+}
