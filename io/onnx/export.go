@@ -397,6 +397,9 @@ func baseEntry(g layers.Gaussian) [2]string {
 // (batch, d), base draws; outputs "x" (batch, d) = T(z) and "log_density"
 // (batch) = log λ(x) = log ρ(z) − log|det J_T(z)|.
 func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
+	if sf, ok := f.Net.(layers.SplineFlow); ok {
+		return splineFlowSample(f, sf, o)
+	}
 	dt, err := o.dtype(f.Params)
 	if err != nil {
 		return nil, err
@@ -420,6 +423,9 @@ func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
 // FlowDensity returns the ONNX model of f's density: input "x" (batch, d),
 // output "log_density" (batch) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|.
 func FlowDensity(f *graph.Flow, o Options) ([]byte, error) {
+	if sf, ok := f.Net.(layers.SplineFlow); ok {
+		return splineFlowDensity(f, sf, o)
+	}
 	dt, err := o.dtype(f.Params)
 	if err != nil {
 		return nil, err
