@@ -56,11 +56,11 @@ func (b *bench) measureConv(dtype string, threads int) (row, error) {
 	}
 	defer py.close()
 	r.torch = py.version
-	goSide := convRunner(ebm, x, gemmRunner(rand.New(rand.NewPCG(1, 2)), dtype == "float32"))
+	goSide := convRunner(ebm, x, gemmRunner(rand.New(rand.NewPCG(1, 2)), dtype == "float32", threads))
 	if r.goIter, r.pyIter, err = b.alternate("grad", goSide, py.run); err != nil {
 		return r, fmt.Errorf("%s grad: %w", convExperiment, err)
 	}
-	r.goGemm, r.pyGemm, err = b.gemmRates(goSide, py.run)
+	r.goGemm, r.pyGemm, err = b.gemmRates(goSide, py.run, threads)
 	return r, err
 }
 

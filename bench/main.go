@@ -12,11 +12,15 @@
 // the same architectures, sampler settings, batch, bank and training data.
 // Both are warmed up, then timed alternately, flowebm then PyTorch, for
 // -rounds rounds of about -seconds each; the table gives the median time per
-// training iteration of each and their ratio. Two primitives are timed the
-// same way: MALA steps on 1024 chains and i-SIR steps with 64 particles on
-// 128 chains, with the experiment's EBM and flow. Each side's distance to the
-// machine's limit is the matrix-product FLOPs of one iteration divided by its
-// time, against the measured GEMM rate of its own BLAS (1024 × 1024).
+// training iteration of each and their ratio, and a summary per experiment
+// and dtype sets flowebm at each thread count beside PyTorch at its best.
+// Three primitives are timed the same way: MALA steps on 1024 chains and
+// i-SIR steps with 64 and with 128 particles on 128 chains, with the
+// experiment's EBM and flow. Each side's distance to the machine's limit is
+// the matrix-product FLOPs of one iteration divided by its time, against
+// the measured GEMM rate of its own BLAS (1024 × 1024; for flowebm one
+// single-threaded product per thread at once), and in the summary against
+// the machine's peak for the cores used (the faster BLAS's rate).
 //
 // The experiment conv-ebm-28 (not run by default) times E + ∇ₓE of an
 // IGEBM-size convolutional EBM instead, imported from PyTorch's ONNX export
@@ -43,6 +47,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -64,6 +69,7 @@ const (
 	malaChains    = 1024
 	isirChains    = 128
 	isirParticles = 64
+	wideParticles = 128 // the wide i-SIR row (128 particles on isirChains chains)
 	gemmSize      = 1024
 )
 
@@ -159,6 +165,7 @@ type row struct {
 	goIter, pyIter    float64
 	goMALA, pyMALA    float64
 	goISIR, pyISIR    float64
+	goWide, pyWide    float64 // i-SIR with wideParticles
 	iterFLOPs         float64
 	goGemm, pyGemm    float64 // FLOP/s
 	torch             string
@@ -212,7 +219,7 @@ func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 	defer py.close()
 	r.torch = py.version
 
-	goSide, err := goRunner(tr, dtype == "float32")
+	goSide, err := goRunner(tr, dtype == "float32", threads)
 	if err != nil {
 		return r, err
 	}
@@ -220,26 +227,27 @@ func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 	for _, t := range []struct {
 		task     string
 		goT, pyT *float64
-	}{{"iter", &r.goIter, &r.pyIter}, {"mala", &r.goMALA, &r.pyMALA}, {"isir", &r.goISIR, &r.pyISIR}} {
+	}{{"iter", &r.goIter, &r.pyIter}, {"mala", &r.goMALA, &r.pyMALA}, {"isir", &r.goISIR, &r.pyISIR}, {"isirwide", &r.goWide, &r.pyWide}} {
 		g, p, err := b.alternate(t.task, goSide, pySide)
 		if err != nil {
 			return r, fmt.Errorf("%s %s: %w", experiment, t.task, err)
 		}
 		*t.goT, *t.pyT = g, p
 	}
-	r.goGemm, r.pyGemm, err = b.gemmRates(goSide, pySide)
+	r.goGemm, r.pyGemm, err = b.gemmRates(goSide, pySide, threads)
 	return r, err
 }
 
 // gemmRates times gemmSize × gemmSize products on both sides and returns
-// their FLOP/s.
-func (b *bench) gemmRates(goSide, pySide side) (float64, float64, error) {
+// their FLOP/s: flowebm runs threads products at once (its BLAS is
+// single-threaded), PyTorch one product on its threads.
+func (b *bench) gemmRates(goSide, pySide side, threads int) (float64, float64, error) {
 	flops := 2 * float64(gemmSize*gemmSize*gemmSize)
 	g, p, err := b.alternate("gemm", goSide, pySide)
 	if err != nil {
 		return 0, 0, err
 	}
-	return flops / g, flops / p, nil
+	return float64(threads) * flops / g, flops / p, nil
 }
 
 // alternate warms both sides up, sizes one timed run to about b.seconds,
@@ -278,8 +286,9 @@ func (b *bench) alternate(task string, a, c side) (float64, float64, error) {
 }
 
 // goRunner returns flowebm's side: training iterations of tr, MALA and
-// i-SIR steps with tr's models, and GEMMs of gonum's BLAS (Gorgonia's).
-func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
+// i-SIR steps with tr's models, and GEMMs of gonum's BLAS (Gorgonia's),
+// one per thread at once (OpenBLAS runs each on one thread).
+func goRunner(tr *algorithms.Trainer, f32 bool, threads int) (side, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	chains := func(m int) (*samplers.State, error) {
 		x := mat.NewDense(m, tr.EBM.Dim(), nil)
@@ -298,7 +307,12 @@ func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
 	}
 	mala := &samplers.MALA{Target: tr.EBM, StepSize: tr.Config.Sampler.StepSize, TargetAccept: tr.Config.Sampler.TargetAccept}
 	isir := &samplers.ISIR{Target: tr.EBM, Proposal: tr.Flow, Particles: isirParticles}
-	gemm := gemmRunner(rng, f32)
+	wideState, err := chains(isirChains)
+	if err != nil {
+		return nil, err
+	}
+	wide := &samplers.ISIR{Target: tr.EBM, Proposal: tr.Flow, Particles: wideParticles}
+	gemm := gemmRunner(rng, f32, threads)
 	return func(task string, k int) (float64, error) {
 		start := time.Now()
 		for i := 0; i < k; i++ {
@@ -310,6 +324,8 @@ func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
 				_, err = mala.Step(rng, malaState)
 			case "isir":
 				_, err = isir.Step(rng, isirState)
+			case "isirwide":
+				_, err = wide.Step(rng, wideState)
 			case "gemm":
 				gemm()
 			}
@@ -321,16 +337,33 @@ func goRunner(tr *algorithms.Trainer, f32 bool) (side, error) {
 	}, nil
 }
 
-// gemmRunner returns one gemmSize × gemmSize product with flowebm's BLAS
-// (gonum's interface: OpenBLAS or pure Go).
-func gemmRunner(rng *rand.Rand, f32 bool) func() {
+// gemmRunner returns a function running threads gemmSize × gemmSize
+// products at once, one per goroutine, with flowebm's BLAS (gonum's
+// interface: OpenBLAS or pure Go); gemmRates counts threads products per
+// call.
+func gemmRunner(rng *rand.Rand, f32 bool, threads int) func() {
 	n := gemmSize
-	if f32 {
-		a, b, c := randGeneral32(rng, n), randGeneral32(rng, n), randGeneral32(rng, n)
-		return func() { blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
+	fs := make([]func(), threads)
+	for i := range fs {
+		if f32 {
+			a, b, c := randGeneral32(rng, n), randGeneral32(rng, n), randGeneral32(rng, n)
+			fs[i] = func() { blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
+		} else {
+			a, b, c := randGeneral64(rng, n), randGeneral64(rng, n), randGeneral64(rng, n)
+			fs[i] = func() { blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
+		}
 	}
-	a, b, c := randGeneral64(rng, n), randGeneral64(rng, n), randGeneral64(rng, n)
-	return func() { blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, b, 0, c) }
+	if threads == 1 {
+		return fs[0]
+	}
+	return func() {
+		var wg sync.WaitGroup
+		for _, f := range fs {
+			wg.Add(1)
+			go func() { defer wg.Done(); f() }()
+		}
+		wg.Wait()
+	}
 }
 
 func randGeneral64(rng *rand.Rand, n int) blas64.General {
@@ -375,6 +408,7 @@ type spec struct {
 	MALAChains    int                          `json:"mala_chains"`
 	ISIRChains    int                          `json:"isir_chains"`
 	ISIRParticles int                          `json:"isir_particles"`
+	WideParticles int                          `json:"wide_particles"`
 }
 
 func peerSpec(tr *algorithms.Trainer) (spec, error) {
@@ -643,15 +677,57 @@ func timing(r row) string {
 
 func flowTables(w io.Writer, rows []row, rounds int) {
 	p := func(f string, a ...any) { fmt.Fprintf(w, f, a...) }
+	summaryTable(w, rows)
 	p("Median over %d alternating rounds. Ratio = flowebm / PyTorch time (below 1: flowebm faster). GFLOP/s counts the matrix products of one iteration; %% is of the same side's measured %d×%d GEMM rate.\n\n", rounds, gemmSize, gemmSize)
 	p("| experiment | dtype | threads | flowebm ms/it | PyTorch ms/it | ratio | flowebm GFLOP/s (%% of GEMM) | PyTorch GFLOP/s (%% of GEMM) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p("| %s | %s | %d | %s |\n", r.experiment, r.dtype, r.threads, timing(r))
 	}
-	p("\nPrimitives with each experiment's models: MALA on %d chains, i-SIR with %d particles on %d chains (steps per second), and the GEMM rates.\n\n", malaChains, isirParticles, isirChains)
-	p("| experiment | dtype | threads | MALA flowebm | MALA PyTorch | ratio | i-SIR flowebm | i-SIR PyTorch | ratio | GEMM GFLOP/s flowebm | GEMM GFLOP/s PyTorch |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("\nPrimitives with each experiment's models: MALA on %d chains, i-SIR with %d and with %d particles on %d chains (steps per second), and the GEMM rates (flowebm: one single-threaded product per thread at once; PyTorch: one product on its threads).\n\n", malaChains, isirParticles, wideParticles, isirChains)
+	p("| experiment | dtype | threads | MALA flowebm | MALA PyTorch | ratio | i-SIR flowebm | i-SIR PyTorch | ratio | i-SIR×%d flowebm | i-SIR×%d PyTorch | ratio | GEMM GFLOP/s flowebm | GEMM GFLOP/s PyTorch |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", wideParticles, wideParticles)
 	for _, r := range rows {
-		p("| %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.1f | %.1f |\n", r.experiment, r.dtype, r.threads,
-			1/r.goMALA, 1/r.pyMALA, r.goMALA/r.pyMALA, 1/r.goISIR, 1/r.pyISIR, r.goISIR/r.pyISIR, r.goGemm/1e9, r.pyGemm/1e9)
+		p("| %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f | %.1f | %.1f |\n", r.experiment, r.dtype, r.threads,
+			1/r.goMALA, 1/r.pyMALA, r.goMALA/r.pyMALA, 1/r.goISIR, 1/r.pyISIR, r.goISIR/r.pyISIR,
+			1/r.goWide, 1/r.pyWide, r.goWide/r.pyWide, r.goGemm/1e9, r.pyGemm/1e9)
 	}
+}
+
+// summaryTable gives, per experiment and dtype, flowebm's iteration at
+// each thread count, PyTorch's at its best thread count, the ratio of the
+// best times, and each side's GFLOP/s as a fraction of the machine's GEMM
+// peak for the cores that side used (the faster of the two BLAS at that
+// thread count).
+func summaryTable(w io.Writer, rows []row) {
+	p := func(f string, a ...any) { fmt.Fprintf(w, f, a...) }
+	type key struct{ exp, dtype string }
+	var order []key
+	groups := map[key][]row{}
+	for _, r := range rows {
+		k := key{r.experiment, r.dtype}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	p("Summary: ms per training iteration; ratio = flowebm's best / PyTorch's best (below 1: flowebm faster); %% of peak = GFLOP/s over the machine's measured GEMM rate for the cores used.\n\n")
+	p("| experiment | dtype | flowebm ms/it by threads | PyTorch best ms/it (threads) | ratio | flowebm %% of peak (threads) | PyTorch %% of peak (threads) |\n|---|---|---|---|---|---|---|\n")
+	for _, k := range order {
+		g := groups[k]
+		var byThreads []string
+		goBest, pyBest := g[0], g[0]
+		for _, r := range g {
+			byThreads = append(byThreads, fmt.Sprintf("%d: %.2f", r.threads, 1e3*r.goIter))
+			if r.goIter < goBest.goIter {
+				goBest = r
+			}
+			if r.pyIter < pyBest.pyIter {
+				pyBest = r
+			}
+		}
+		peak := func(r row) float64 { return max(r.goGemm, r.pyGemm) }
+		gf, pf := g[0].iterFLOPs/goBest.goIter, g[0].iterFLOPs/pyBest.pyIter
+		p("| %s | %s | %s | %.2f (%d) | %.2f | %.1f%% (%d) | %.1f%% (%d) |\n", k.exp, k.dtype, strings.Join(byThreads, ", "),
+			1e3*pyBest.pyIter, pyBest.threads, goBest.goIter/pyBest.pyIter, 100*gf/peak(goBest), goBest.threads, 100*pf/peak(pyBest), pyBest.threads)
+	}
+	p("\n")
 }

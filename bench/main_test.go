@@ -55,7 +55,7 @@ func TestPeerRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer py.close()
-	for _, task := range []string{"iter", "mala", "isir", "gemm"} {
+	for _, task := range []string{"iter", "mala", "isir", "isirwide", "gemm"} {
 		if s, err := py.run(task, 2); err != nil || !(s > 0) {
 			t.Errorf("%s: %v s, %v", task, s, err)
 		}

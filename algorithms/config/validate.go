@@ -66,12 +66,12 @@ func (c Run) Validate() error {
 }
 
 // validate checks the model's fields (zero values mean the defaults).
-// maxShards bounds model.shards (each shard compiles its own programs).
-const maxShards = 256
+// MaxShards bounds model.shards (each block compiles its own programs).
+const MaxShards = 256
 
 func (m Model) validate() error {
-	if m.Shards < 0 || m.Shards > maxShards {
-		return fmt.Errorf("algorithms: model.shards %d, want 1 to %d (0: %d)", m.Shards, maxShards, DefaultShards)
+	if m.Shards < 0 || m.Shards > MaxShards {
+		return fmt.Errorf("algorithms: model.shards %d, want 1 to %d (0: %d)", m.Shards, MaxShards, DefaultShards)
 	}
 	if !slices.Contains([]string{"", layers.MaskHalf, layers.MaskCheckerboard}, m.FlowMask) {
 		return fmt.Errorf("algorithms: model.flow_mask %q, want %q or %q (\"\": %s)", m.FlowMask, layers.MaskHalf, layers.MaskCheckerboard, layers.MaskHalf)

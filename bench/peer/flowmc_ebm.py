@@ -27,6 +27,7 @@ one per line, and answers one JSON line per command:
   iter K       K training iterations           -> {"seconds": t}
   mala K       K MALA steps on the MALA chains  -> {"seconds": t}
   isir K       K i-SIR steps on the i-SIR chains -> {"seconds": t}
+  isirwide K   K i-SIR steps with wide_particles particles on fresh i-SIR chains -> {"seconds": t}
   gemm N K     K products of two N x N matrices -> {"seconds": t}
   stats        the bank's fraction with a positive coordinate sum, MALA's
                step size, and the mean global acceptance so far
@@ -270,6 +271,8 @@ def main():
     mala_chains = Chains(tr.flow.sample(spec["mala_chains"])[0].detach())
     isir_chains = Chains(tr.flow.sample(spec["isir_chains"])[0].detach())
     isir = Sampler(dict(spec, particles=spec["isir_particles"]), tr.ebm, tr.flow)
+    wide_chains = Chains(tr.flow.sample(spec["isir_chains"])[0].detach())
+    wide = Sampler(dict(spec, particles=spec["wide_particles"]), tr.ebm, tr.flow)
     print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
     for line in sys.stdin:
         cmd = line.split()
@@ -291,6 +294,9 @@ def main():
         elif cmd[0] == "isir":
             for _ in range(k):
                 isir.isir(isir_chains)
+        elif cmd[0] == "isirwide":
+            for _ in range(k):
+                wide.isir(wide_chains)
         elif cmd[0] == "gemm":
             n = int(cmd[1])
             a, b = torch.randn(n, n), torch.randn(n, n)

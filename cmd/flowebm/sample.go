@@ -9,11 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
@@ -36,6 +38,7 @@ type sampleFlags struct {
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
 	trainFlow                  bool    // flowmc: train the --flow given during the warm-up
 	patience                   int     // adaptive flowmc: windows without progress before the warm-up stops
+	shards                     int     // row blocks of each batch (graph.Parallel)
 	output                     string  // ONNX: the energy output
 	logDensity                 bool    // ONNX: the output is log π
 	chains, steps, warmup      int
@@ -107,6 +110,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.Float64Var(&f.base, "base", 0, "σ of a Gaussian tilt N(0, σ² I) for an ONNX model (0: no tilt)")
 	fl.IntVar(&f.leapfrog, "leapfrog", 10, "HMC leapfrog steps")
 	fl.IntVar(&f.particles, "particles", 32, "i-SIR particles (flowmc)")
+	fl.IntVar(&f.shards, "shards", config.DefaultShards, "row blocks each batch of chains is split into, evaluated on GOMAXPROCS cores at once (the draws depend on this number, never on the cores)")
 	fl.IntVar(&f.local, "local", 4, "MALA moves per flowmc cycle")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
 	fl.StringVar(&f.output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
@@ -602,7 +606,17 @@ func (f sampleFlags) models() (checkpoint.Models, error) {
 	if f.changed("patience") && !f.adaptive(m) {
 		return m, fmt.Errorf("--patience applies to flowmc training its flow; the flow of %s is used frozen: add --train-flow to train it", cmp.Or(f.flow, f.model))
 	}
+	m.EBM.Parallel = f.parallel()
+	if m.Flow != nil {
+		m.Flow.Parallel = f.parallel()
+	}
 	return m, nil
+}
+
+// parallel is how the models evaluate the chains: --shards blocks on
+// GOMAXPROCS workers.
+func (f sampleFlags) parallel() graph.Parallel {
+	return graph.Parallel{Shards: f.shards, Workers: runtime.GOMAXPROCS(0)}
 }
 
 // adaptive says whether the run trains its flow during the warm-up.
@@ -739,6 +753,7 @@ func checkRanges(f sampleFlags) error {
 		{f.leapfrog >= 1 && f.leapfrog <= 10_000, fmt.Sprintf("--leapfrog %d (want 1..10000)", f.leapfrog)},
 		{f.particles >= 2 && f.particles <= 1_000_000, fmt.Sprintf("--particles %d (want 2..1000000)", f.particles)},
 		{f.local >= 0 && f.local <= algorithms.MaxChainSteps, fmt.Sprintf("--local %d (want 0..%d)", f.local, algorithms.MaxChainSteps)},
+		{f.shards >= 1 && f.shards <= config.MaxShards, fmt.Sprintf("--shards %d (want 1..%d)", f.shards, config.MaxShards)},
 	} {
 		if !c.ok {
 			bad = append(bad, c.what)
@@ -822,6 +837,7 @@ func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Den
 		if flow, err = graph.NewFlow(layers.RealNVP{Dim: d, Blocks: 4, Hidden: []int{hidden}}, layers.NewIsotropic(d, sigma), tensor.Float64, rng); err != nil {
 			return nil, err
 		}
+		flow.Parallel = f.parallel()
 		fmt.Fprintf(out, "no flow given: training a RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) on the chains' states during the %d warm-up cycles\n", d, hidden, d, sigma, f.warmup)
 	} else {
 		fmt.Fprintf(out, "training the flow of %s (%d parameters) on the chains' states during the %d warm-up cycles\n", cmp.Or(f.flow, f.model), flow.Params.Count(), f.warmup)
