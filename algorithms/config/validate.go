@@ -65,10 +65,10 @@ func (c Run) Validate() error {
 	return c.Model.validate()
 }
 
-// validate checks the model's fields (zero values mean the defaults).
 // MaxShards bounds model.shards (each block compiles its own programs).
 const MaxShards = 256
 
+// validate checks the model's fields (zero values mean the defaults).
 func (m Model) validate() error {
 	if m.Shards < 0 || m.Shards > MaxShards {
 		return fmt.Errorf("algorithms: model.shards %d, want 1 to %d (0: %d)", m.Shards, MaxShards, DefaultShards)
