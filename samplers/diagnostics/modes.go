@@ -176,3 +176,43 @@ func WeightedModeWeights(x mat.Matrix, logw []float64, means [][]float64) []Weig
 	}
 	return out
 }
+
+// BatchWeights returns the weight of each of k zones pooled over a series
+// of equal-size batches — fracs holds one row per batch, the batch's zone
+// fractions (a training run's negatives, iteration by iteration) — each
+// with the Monte Carlo standard error of the series' mean: its standard
+// deviation over the square root of its ESS (ESSMean of the series as one
+// chain, which accounts for batches drawn from persistent chains being
+// correlated). The ESS is estimated from the series itself, so with
+// correlated batches the MCSE tends to be too small: over 50 batches of
+// 64 draws, the 95% intervals covered the truth in 92% of 200 replications
+// for iid batches, 89% for a correlation time of 3 batches and 76% for 19
+// (TestBatchWeightIntervalsCover). With fewer than 4 batches the MCSE, interval and ESS are
+// NaN.
+func BatchWeights(fracs [][]float64, k int) []Weight {
+	out := make([]Weight, k)
+	t := len(fracs)
+	series := make([]float64, t)
+	for z := range out {
+		for i, f := range fracs {
+			series[i] = f[z]
+		}
+		w := floats.Sum(series) / float64(t)
+		if t < 4 {
+			out[z] = Weight{Weight: w, MCSE: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), ESS: math.NaN()}
+			continue
+		}
+		ss := 0.0
+		for _, v := range series {
+			ss += (v - w) * (v - w)
+		}
+		sd := math.Sqrt(ss / float64(t-1))
+		ess := ESSMean([][]float64{series})
+		mcse := sd / math.Sqrt(ess)
+		if sd == 0 { // every batch alike: no Monte Carlo variation seen
+			mcse, ess = 0, float64(t)
+		}
+		out[z] = newWeight(w, mcse, ess)
+	}
+	return out
+}
