@@ -40,19 +40,37 @@ type Model struct {
 	// EBM's 32, 64, 64, 64) with LeakyReLU(EBMSlope) (default 0.05).
 	EBMHidden []int   `json:"ebm_hidden,omitempty"`
 	EBMSlope  float64 `json:"ebm_slope,omitempty"`
-	// FlowBlocks and FlowHidden size the RealNVP (defaults 4 blocks of
-	// [d, 16, d] couplings: App. C.2).
+	// Flow is the flow's family: "realnvp" (FlowRealNVP, the default:
+	// layers.RealNVP, the paper's) or "spline" (FlowSpline:
+	// rational-quadratic neural spline couplings, layers.SplineFlow).
+	// flow_blocks, flow_hidden and flow_mask size either; flow_init is the
+	// RealNVP's alone, flow_bins and flow_tail_bound the spline's alone
+	// (given for the other family, they are refused).
+	Flow FlowFamily `json:"flow,omitempty"`
+	// FlowBlocks and FlowHidden size the flow (defaults 4 blocks of
+	// couplings with hidden width 16: App. C.2's [d, 16, d] RealNVP
+	// couplings; the spline's conditioners map the conditioning half
+	// through the same hidden widths to its splines' parameters).
 	FlowBlocks int   `json:"flow_blocks,omitempty"`
 	FlowHidden []int `json:"flow_hidden,omitempty"`
 	// FlowInit is the RealNVP's initialisation: "small" (default, the
 	// paper's: every layer ~1e-6) or "small-last" (only the output layers
 	// ~1e-6, hidden layers PyTorch's default). Both start at the identity;
-	// see layers.RealNVP.Init.
+	// see layers.RealNVP.Init. The spline flow starts as the identity
+	// exactly (its conditioners' last layers zero) and has no flow_init.
 	FlowInit string `json:"flow_init,omitempty"`
 	// FlowMask is the couplings' mask: "half" (default, the reference
 	// code's: first half of the coordinates, then the second) or
 	// "checkerboard" (even, then odd coordinates); see layers.RealNVP.
 	FlowMask string `json:"flow_mask,omitempty"`
+	// FlowBins is the spline flow's number of bins K (default 8,
+	// layers.DefaultSplineBins) and FlowTailBound its tail bound B
+	// (default 5, layers.DefaultSplineTailBound): each spline maps
+	// [−B, B] onto itself and is the identity outside, in the EBM's
+	// coordinates (the standardised data, with data.standardize). Spline
+	// only.
+	FlowBins      int     `json:"flow_bins,omitempty"`
+	FlowTailBound float64 `json:"flow_tail_bound,omitempty"`
 	// BaseSigma is σ of the base ρ = N(0, σ²I); 0 means App. C.5's rule:
 	// σ² = the largest per-dimension variance of the training data.
 	BaseSigma float64 `json:"base_sigma,omitempty"`
@@ -60,11 +78,12 @@ type Model struct {
 	Float32 bool `json:"float32,omitempty"`
 	// FlowONNX starts the flow from one exported as ONNX (its sampling and
 	// density graphs; io/onnx.ReadFlow, io/onnx/crosscheck/export_flow.py)
-	// instead of the identity RealNVP, for the algorithms that have a flow.
-	// The flow's base is then the tilt ρ of the EBM: base_sigma and the
-	// RealNVP's fields (flow_blocks, flow_hidden, flow_init, flow_mask) do
-	// not apply. The flow works in the EBM's coordinates: the data
-	// standardised, if data.standardize.
+	// instead of the identity flow of model.flow, for the algorithms that
+	// have a flow. The flow's base is then the tilt ρ of the EBM:
+	// base_sigma and the fields of the flow built otherwise (flow,
+	// flow_blocks, flow_hidden, flow_init, flow_mask, flow_bins,
+	// flow_tail_bound) do not apply, and are refused. The flow works in the
+	// EBM's coordinates: the data standardised, if data.standardize.
 	FlowONNX *FlowFiles `json:"flow_onnx,omitempty"`
 	// Shards is the number of row blocks each batch is split into, the
 	// blocks evaluated concurrently by as many goroutines as GOMAXPROCS
@@ -89,8 +108,14 @@ type FlowFiles struct {
 
 // WithDefaults is m with its unset fields at their defaults: the toy
 // EBM's hidden widths 32, 64, 64, 64 with LeakyReLU slope 0.05, and 4
-// RealNVP blocks of couplings with hidden width 16 (App. C.2).
+// RealNVP blocks of couplings with hidden width 16 (App. C.2); for the
+// spline flow, 8 bins on [−5, 5].
 func (m Model) WithDefaults() Model {
+	m.Flow = cmp.Or(m.Flow, FlowRealNVP)
+	if m.Flow == FlowSpline {
+		m.FlowBins = cmp.Or(m.FlowBins, layers.DefaultSplineBins)
+		m.FlowTailBound = cmp.Or(m.FlowTailBound, layers.DefaultSplineTailBound)
+	}
 	if m.EBMHidden == nil {
 		m.EBMHidden = []int{32, 64, 64, 64}
 	}

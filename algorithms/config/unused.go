@@ -29,6 +29,9 @@ func (c Run) unused(all bool) []string {
 		add(m.FlowHidden != nil, "model.flow_hidden")
 		add(m.FlowInit != "", "model.flow_init")
 		add(m.FlowMask != "", "model.flow_mask")
+		add(m.Flow != "", "model.flow")
+		add(m.FlowBins != 0, "model.flow_bins")
+		add(m.FlowTailBound != 0, "model.flow_tail_bound")
 	}
 	if alg.Kernel() != algorithms.KernelFlowMC {
 		s := t.Sampler

@@ -98,11 +98,15 @@ func (m Model) validate() error {
 	if m.EBMSlope != 0 && !(m.EBMSlope > 0 && m.EBMSlope <= 1) {
 		return fmt.Errorf("algorithms: model.ebm_slope %v, want the LeakyReLU's negative slope in (0, 1] (unset: the default 0.05)", m.EBMSlope)
 	}
-	return m.validateFlowONNX()
+	if err := m.validateFlowONNX(); err != nil {
+		return err
+	}
+	return m.validateFamily()
 }
 
 // validateFlowONNX checks model.flow_onnx: both files named, and none of
-// the fields it replaces given.
+// the fields it replaces given (the family of the flow built otherwise
+// included).
 func (m Model) validateFlowONNX() error {
 	f := m.FlowONNX
 	if f == nil {
@@ -117,7 +121,8 @@ func (m Model) validateFlowONNX() error {
 	for _, c := range []struct {
 		name string
 		set  bool
-	}{{"base_sigma", m.BaseSigma != 0}, {"flow_blocks", m.FlowBlocks != 0}, {"flow_hidden", m.FlowHidden != nil}, {"flow_init", m.FlowInit != ""}, {"flow_mask", m.FlowMask != ""}} {
+	}{{"base_sigma", m.BaseSigma != 0}, {"flow_blocks", m.FlowBlocks != 0}, {"flow_hidden", m.FlowHidden != nil}, {"flow_init", m.FlowInit != ""}, {"flow_mask", m.FlowMask != ""},
+		{"flow", m.Flow != ""}, {"flow_bins", m.FlowBins != 0}, {"flow_tail_bound", m.FlowTailBound != 0}} {
 		if c.set {
 			return fmt.Errorf("algorithms: model.%s and model.flow_onnx: the flow read from ONNX has its own architecture and base (model.flow_onnx.base_sigma): drop model.%s", c.name, c.name)
 		}

@@ -106,3 +106,47 @@ func TestChainWeightsSurviveResume(t *testing.T) {
 		t.Errorf("after resume %v, before %v", got, last.ChainWeights)
 	}
 }
+
+// The negatives' weights carry Monte Carlo errors from the iterations
+// pooled since the previous evaluation (12 here), and a checkpoint in the
+// middle of the pooled iterations (at 6) resumes to the same intervals;
+// the last evaluation's intervals survive a checkpoint too.
+func TestNegativeIntervalsSurviveResume(t *testing.T) {
+	steps := func(r *Run, n int) {
+		for i := 0; i < n; i++ {
+			if _, err := r.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	straight := smallRun(t, algorithms.FlowMC, 16, t.TempDir())
+	steps(straight, 12)
+	want, err := straight.Evaluate(algorithms.IterStats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.NegIntervals) != 2 {
+		t.Fatalf("negative intervals %v, want 2 modes", want.NegIntervals)
+	}
+	for k, w := range want.NegIntervals {
+		if !(w.Lo <= w.Weight && w.Weight <= w.Hi && w.MCSE > 0 && w.ESS > 0) || w.Weight != want.NegWeights[k] {
+			t.Errorf("mode %d: %+v, want lo ≤ weight = %v ≤ hi, MCSE and ESS > 0", k+1, w, want.NegWeights[k])
+		}
+	}
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 16, dir)
+	steps(r, 6)
+	resumed := checkpointAndResume(t, r, dir, 6)
+	steps(resumed, 6)
+	got, err := resumed.Evaluate(algorithms.IterStats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.NegIntervals) != fmt.Sprint(want.NegIntervals) {
+		t.Errorf("resumed mid-window: %v, uninterrupted %v", got.NegIntervals, want.NegIntervals)
+	}
+	again := checkpointAndResume(t, resumed, dir, 12)
+	if last := again.Evals[len(again.Evals)-1].NegIntervals; fmt.Sprint(last) != fmt.Sprint(want.NegIntervals) {
+		t.Errorf("after a checkpoint at the evaluation: %v, want %v", last, want.NegIntervals)
+	}
+}

@@ -99,10 +99,11 @@ func NewPlan(req Request) (*Plan, error) {
 // they replace (with a note of those that were set).
 func (p *Plan) useFlow(f config.FlowFiles) {
 	m := &p.Config.Model
-	if m.BaseSigma != 0 || m.FlowBlocks != 0 || m.FlowHidden != nil || m.FlowInit != "" || m.FlowMask != "" {
-		p.Notes = append(p.Notes, fmt.Sprintf("the flow is read from %s: its architecture and base replace model.base_sigma and the RealNVP's settings", f.Sample))
+	if m.BaseSigma != 0 || m.FlowBlocks != 0 || m.FlowHidden != nil || m.FlowInit != "" || m.FlowMask != "" || m.Flow != "" || m.FlowBins != 0 || m.FlowTailBound != 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("the flow is read from %s: its architecture and base replace model.base_sigma and the flow settings (model.flow, the RealNVP's and the spline's)", f.Sample))
 	}
 	m.BaseSigma, m.FlowBlocks, m.FlowHidden, m.FlowInit, m.FlowMask = 0, 0, nil, "", ""
+	m.Flow, m.FlowBins, m.FlowTailBound = "", 0, 0
 	m.FlowONNX = &f
 }
 

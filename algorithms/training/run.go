@@ -71,6 +71,11 @@ type Eval struct {
 	// interval; at evaluations with R-hat, in metrics.json (not
 	// metrics.csv).
 	ChainWeights []diagnostics.Weight `json:"chain_weights,omitempty"`
+	// NegIntervals are NegWeights with their Monte Carlo standard errors
+	// and 95% intervals, from the iteration-to-iteration variation of the
+	// negatives' weights over the pooled iterations
+	// (diagnostics.BatchWeights); in metrics.json (not metrics.csv).
+	NegIntervals []diagnostics.Weight `json:"neg_weight_intervals,omitempty"`
 	// EBMWeightMSE is the MSE of EBMWeights against the truth; NegMSE and
 	// StartMSE are the MSEs of the negatives' and starts' weights against
 	// the EBM's (paper Table 3).
@@ -131,6 +136,10 @@ type modeWindow struct {
 	// ChainWeights are the last evaluation's (evals.csv does not hold them),
 	// so that a resumed run writes the metrics.json of an uninterrupted one.
 	ChainWeights []diagnostics.Weight `json:"chain_weights,omitempty"`
+	// NegSeries holds each pooled iteration's zone fractions of the
+	// negatives, for NegIntervals; NegIntervals are the last evaluation's.
+	NegSeries    [][]float64          `json:"neg_series,omitempty"`
+	NegIntervals []diagnostics.Weight `json:"neg_weight_intervals,omitempty"`
 	// Evals is the number of evaluations in the checkpoint's evals.csv
 	// (written by Checkpoint; absent from earlier checkpoints), so that
 	// Resume can tell a truncated evals.csv from a run that has not
@@ -138,21 +147,26 @@ type modeWindow struct {
 	Evals *int `json:"evals,omitempty"`
 }
 
-// countZones adds the zone counts of x to counts (allocated on first use).
-func (r *Run) countZones(counts *[]float64, x *mat.Dense) {
+// countZones adds the zone counts of x to counts (allocated on first use)
+// and returns x's zone fractions (nil without zones).
+func (r *Run) countZones(counts *[]float64, x *mat.Dense) []float64 {
 	if x == nil {
-		return
+		return nil
 	}
 	z := r.Experiment.Zones(x)
 	if z == nil {
-		return
+		return nil
 	}
+	k := len(r.Experiment.Weights)
 	if *counts == nil {
-		*counts = make([]float64, len(r.Experiment.Weights))
+		*counts = make([]float64, k)
 	}
-	for _, k := range z {
-		(*counts)[k]++
+	frac := make([]float64, k)
+	for _, j := range z {
+		(*counts)[j]++
+		frac[j] += 1 / float64(len(z))
 	}
+	return frac
 }
 
 // weights normalises counts (nil when nothing was counted).
@@ -256,8 +270,9 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 }
 
 // newModels builds the run's EBM at zero energy, tilted by the base ρ, and
-// its flow: the identity RealNVP over ρ, or the flow of model.flow_onnx,
-// whose base is then ρ.
+// its flow: the identity flow of model.flow over ρ (a RealNVP, or a
+// neural spline flow), or the flow of model.flow_onnx, whose base is then
+// ρ.
 func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, error) {
 	m := cfg.Model
 	var flow *graph.Flow
@@ -292,7 +307,9 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 		return nil, err
 	}
 	if flow == nil {
-		if flow, err = graph.NewFlow(layers.RealNVP{Dim: d, Blocks: m.FlowBlocks, Hidden: m.FlowHidden, Init: m.FlowInit, Mask: m.FlowMask}, base, dt, initRNG); err != nil {
+		// model.flow's family: the RealNVP (as before the spline flow
+		// existed: the same draws of initRNG) or the spline flow.
+		if flow, err = graph.NewFlow(m.FlowNet(d), base, dt, initRNG); err != nil {
 			return nil, err
 		}
 	}
@@ -371,6 +388,9 @@ func (r *Run) evaluate(st algorithms.IterStats) (Eval, error) {
 			ev.EBMWeightMSE = diagnostics.WeightMSE(ev.EBMWeights, exp.Weights)
 		}
 		ev.NegWeights, ev.StartWeights = weights(r.window.Neg), weights(r.window.Start)
+		if len(r.window.NegSeries) > 0 {
+			ev.NegIntervals = diagnostics.BatchWeights(r.window.NegSeries, len(exp.Weights))
+		}
 		if ev.NegWeights == nil && r.Trainer.Negatives() != nil {
 			// No iteration since the previous evaluation was counted (an
 			// evaluation outside Train): the last batch alone.
@@ -592,7 +612,9 @@ func (r *Run) Step() (algorithms.IterStats, error) {
 		return st, err
 	}
 	if r.Experiment.Weights != nil {
-		r.countZones(&r.window.Neg, r.Trainer.Negatives())
+		if f := r.countZones(&r.window.Neg, r.Trainer.Negatives()); f != nil {
+			r.window.NegSeries = append(r.window.NegSeries, f)
+		}
 		r.countZones(&r.window.Start, r.Trainer.Starts())
 	}
 	return st, nil
@@ -684,7 +706,7 @@ func (r *Run) writeCheckpoint(tmp string) error {
 	nEvals := len(r.Evals)
 	win.Evals = &nEvals
 	if nEvals > 0 {
-		win.ChainWeights = r.Evals[nEvals-1].ChainWeights
+		win.ChainWeights, win.NegIntervals = r.Evals[nEvals-1].ChainWeights, r.Evals[nEvals-1].NegIntervals
 	}
 	if err := jsonfile.Write(filepath.Join(tmp, "window.json"), win); err != nil {
 		return err
@@ -737,6 +759,7 @@ func (r *Run) restoreHistory(ck string) error {
 	}
 	if n := len(r.Evals); n > 0 {
 		r.Evals[n-1].ChainWeights, r.window.ChainWeights = r.window.ChainWeights, nil
+		r.Evals[n-1].NegIntervals, r.window.NegIntervals = r.window.NegIntervals, nil
 	}
 	// A truncated evals.csv would silently drop the metrics history (and
 	// metrics.csv, rewritten from it at the next checkpoint).
@@ -777,6 +800,11 @@ func (r *Run) readWindow(path string) error {
 	}
 	if n := r.window.Evals; n != nil && *n < 0 {
 		return fmt.Errorf("%s: field \"evals\" is %d, want ≥ 0", path, *n)
+	}
+	for i, f := range r.window.NegSeries {
+		if len(f) != k || slices.ContainsFunc(f, func(v float64) bool { return !(v >= 0 && v <= 1) }) {
+			return fmt.Errorf("%s: field \"neg_series\" row %d is %v, want %d fractions in [0, 1]", path, i+1, f, k)
+		}
 	}
 	return nil
 }

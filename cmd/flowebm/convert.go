@@ -38,6 +38,7 @@ dynamic batch dimension, in the checkpoint's dtype unless --float32 or
                        E(z) − log ρ(z) + Σ log scale, z the standardised x (as "flowebm energy")
   --what flow-sample   input z (batch, d), base draws; outputs x = T(z) and log_density (batch)
   --what flow-density  input x (batch, d), output log_density (batch) = log λ(x)
+                       (a neural spline flow's also z = T⁻¹(x), which NeuTra needs)
 
 The flow graphs work in the models' coordinates (standardised, for a run on
 your own data; spec.json's "standardization" maps them to your units).
@@ -343,8 +344,9 @@ func exportConstants(g *onnx.Graph) []*onnx.Tensor {
 	return ts
 }
 
-// flowGraph is a flow's sampling or density graph: flowebm's RealNVP
-// exported, or a flow read from ONNX with its trained weights written back
+// flowGraph is a flow's sampling or density graph: flowebm's RealNVP or
+// neural spline flow exported (onnx.FlowSample and FlowDensity write
+// either), or a flow read from ONNX with its trained weights written back
 // (its own graphs, which --float32 and --float64 cannot convert).
 func flowGraph(f *graph.Flow, sample bool, o onnx.Options) ([]byte, error) {
 	if _, ok := f.Net.(*onnx.FlowNet); !ok {

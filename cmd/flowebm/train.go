@@ -90,6 +90,11 @@ instead of the identity RealNVP; its base N(0, σ²) (the files' metadata,
 or --flow-base-sigma) becomes the EBM's tilt. The checkpoint keeps the flow
 as ONNX with its trained weights.
 
+The flow built otherwise is a RealNVP; a --config file's "model": {"flow":
+"spline"} makes it a neural spline flow (rational-quadratic couplings,
+"flow_bins" bins on [−"flow_tail_bound", "flow_tail_bound"], defaults 8 and
+5), sized by flow_blocks, flow_hidden and flow_mask as the RealNVP is.
+
 Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -116,7 +121,7 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.StringVar(&f.data.Standardize, "standardize", "dimension", "dimension, global or none")
 	fl.StringVar(&f.data.Modes, "modes", "", "file of mode centres (k, d) in the data's units")
 	fl.BoolVar(&f.data.DropNonFinite, "drop-nonfinite", false, "drop rows holding NaN or Inf instead of refusing the data")
-	fl.StringVar(&f.flow.Sample, "flow", "", "start the flow from this ONNX sampling graph (with --flow-density) instead of the identity RealNVP")
+	fl.StringVar(&f.flow.Sample, "flow", "", "start the flow from this ONNX sampling graph (with --flow-density) instead of the identity RealNVP (or spline flow)")
 	fl.StringVar(&f.flow.Density, "flow-density", "", "the ONNX density graph of the flow of --flow")
 	fl.Float64Var(&f.flow.BaseSigma, "flow-base-sigma", 0, "σ of the --flow's base N(0, σ² I) (0: the files' metadata, else 1)")
 	return cmd
@@ -709,7 +714,7 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 			case exp.Modes != nil:
 				where = fmt.Sprintf(" %d at %s", k+1, fmtPoint(exp.Modes[k]))
 			}
-			fmt.Fprintf(out, "  %s%s: EBM %.3f, negatives %.3f, truth %.3f%s\n", kind, where, final.EBMWeights[k], final.NegWeights[k], exp.Weights[k], chainWeight(final, k))
+			fmt.Fprintf(out, "  %s%s: EBM %.3f, negatives %s, truth %.3f%s\n", kind, where, final.EBMWeights[k], negWeight(final, k), exp.Weights[k], chainWeight(final, k))
 		}
 		fmt.Fprintf(out, "  weight MSE of the EBM against the truth: %.2e\n", final.EBMWeightMSE)
 		if final.ChainWeights != nil {
@@ -795,6 +800,15 @@ func fixed3(v float64) string {
 		return fmt.Sprintf("%.3f", v)
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// negWeight is the negatives' weight of zone k, "w ± MCSE" where the
+// evaluation has its error.
+func negWeight(e training.Eval, k int) string {
+	if k < len(e.NegIntervals) && !math.IsNaN(e.NegIntervals[k].MCSE) {
+		return fmt.Sprintf("%.3f ± %.3f", e.NegWeights[k], e.NegIntervals[k].MCSE)
+	}
+	return fmt.Sprintf("%.3f", e.NegWeights[k])
 }
 
 // chainWeight is ", sampler w ± MCSE [lo, hi]" for zone k, or "".

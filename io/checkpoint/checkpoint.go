@@ -18,13 +18,26 @@
 //	  "standardization": {"shift": [..], "scale": [..]}  // optional, see below
 //	}
 //
+// "flow" above is a RealNVP (layers.RealNVP). A neural spline flow
+// (layers.SplineFlow) adds "kind": "spline" and its spline's settings, and
+// has no block_depth:
+//
+//	"flow": {"kind": "spline", "dim": 2, "blocks": 4, "hidden": [16],
+//	         "activation": "relu", "mask": "half", "name": "splines",
+//	         "bins": 8, "tail_bound": 5, "min_bin_width": 0.001,
+//	         "min_bin_height": 0.001, "min_derivative": 0.001}
+//
+// A flow without "kind" (every checkpoint written before the spline flow,
+// and every RealNVP's since) is a RealNVP; another kind is refused.
+//
 // Models trained on a user's data set live in standardised coordinates
 // z = (x − shift) / scale; "standardization" then gives the map to the
 // data's units x, and Models.Energy evaluates the model there.
 //
 // weights.npz holds "ebm.<name>" and "flow.<name>" members, e.g.
-// "ebm.net.0.weight" (32, 2) and "flow.couplings.0.s.0.weight" (16, 2), in
-// the spec's dtype. "flow" is omitted for models without a flow.
+// "ebm.net.0.weight" (32, 2) and "flow.couplings.0.s.0.weight" (16, 2)
+// (a spline flow's "flow.splines.0.net.0.weight" (16, 1)), in the spec's
+// dtype. "flow" is omitted for models without a flow.
 package checkpoint
 
 import (
@@ -66,16 +79,41 @@ type EBMSpec struct {
 	Name       string `json:"name"`
 }
 
-// FlowSpec describes a RealNVP flow (layers.RealNVP).
+// The flow kinds of FlowSpec.Kind.
+const (
+	FlowKindRealNVP = "realnvp" // layers.RealNVP; also an absent kind
+	FlowKindSpline  = "spline"  // layers.SplineFlow
+)
+
+// FlowSpec describes a RealNVP (layers.RealNVP) or, with Kind
+// FlowKindSpline, a neural spline flow (layers.SplineFlow).
 type FlowSpec struct {
+	// Kind is FlowKindSpline for a spline flow; "" (a RealNVP's, as every
+	// checkpoint before the spline flow) or FlowKindRealNVP for a RealNVP.
+	Kind       string `json:"kind,omitempty"`
 	Dim        int    `json:"dim"`
 	Blocks     int    `json:"blocks"`
-	BlockDepth int    `json:"block_depth"`
+	BlockDepth int    `json:"block_depth,omitempty"` // the RealNVP's (always written, ≥ 1); a spline flow has none
 	Hidden     []int  `json:"hidden"`
 	Activation string `json:"activation"`
 	Mask       string `json:"mask"`
 	MaskWidth  int    `json:"mask_width,omitempty"`
 	Name       string `json:"name"`
+	// The spline flow's spline (layers.RQSpline), written in full; absent
+	// fields take layers.RQSpline's defaults. A RealNVP has none.
+	Bins          int     `json:"bins,omitempty"`
+	TailBound     float64 `json:"tail_bound,omitempty"`
+	MinBinWidth   float64 `json:"min_bin_width,omitempty"`
+	MinBinHeight  float64 `json:"min_bin_height,omitempty"`
+	MinDerivative float64 `json:"min_derivative,omitempty"`
+}
+
+// spline reports whether f is a spline flow's spec.
+func (f *FlowSpec) spline() bool { return f.Kind == FlowKindSpline }
+
+// rqSpline is the spline of a spline flow's spec, with the defaults.
+func (f *FlowSpec) rqSpline() layers.RQSpline {
+	return layers.RQSpline{Bins: f.Bins, TailBound: f.TailBound, MinBinWidth: f.MinBinWidth, MinBinHeight: f.MinBinHeight, MinDerivative: f.MinDerivative}.WithDefaults()
 }
 
 // ONNXFlowSpec names the files of a flow kept as ONNX.
@@ -210,10 +248,24 @@ func SpecOf(m Models) (Spec, error) {
 		s.FlowONNX = &ONNXFlowSpec{Sample: FlowSampleFile, Density: FlowDensityFile}
 	case layers.RealNVP:
 		s.Flow = realNVPSpec(n)
+	case layers.SplineFlow:
+		s.Flow = splineSpec(n)
 	default:
-		return Spec{}, fmt.Errorf("checkpoint: the flow is %T; a checkpoint stores flowebm's RealNVP or a flow read from ONNX", m.Flow.Net)
+		return Spec{}, fmt.Errorf("checkpoint: the flow is %T; a checkpoint stores flowebm's RealNVP, its neural spline flow or a flow read from ONNX", m.Flow.Net)
 	}
 	return s, nil
+}
+
+// splineSpec describes a SplineFlow, its spline in full.
+func splineSpec(n layers.SplineFlow) *FlowSpec {
+	act := n.Activation
+	if act == (layers.Activation{}) {
+		act = layers.ReLU
+	}
+	sp := n.Spline.WithDefaults()
+	return &FlowSpec{Kind: FlowKindSpline, Dim: n.Dim, Blocks: n.Blocks, Hidden: n.Hidden,
+		Activation: act.String(), Mask: or(n.Mask, layers.MaskHalf), MaskWidth: n.MaskWidth, Name: or(n.Name, "splines"),
+		Bins: sp.Bins, TailBound: sp.TailBound, MinBinWidth: sp.MinBinWidth, MinBinHeight: sp.MinBinHeight, MinDerivative: sp.MinDerivative}
 }
 
 // realNVPSpec describes a RealNVP.
@@ -348,9 +400,12 @@ func (s Spec) validateFlowONNX() error {
 	return nil
 }
 
-// validate checks a RealNVP's fields in dimension d, with the EBM's total
+// validate checks a flow's fields in dimension d, with the EBM's total
 // parameters and arrays.
 func (f *FlowSpec) validate(d int, total *big.Int, arrays int) error {
+	if f.Kind != "" && f.Kind != FlowKindRealNVP && f.Kind != FlowKindSpline {
+		return fmt.Errorf("spec.json: field \"flow.kind\" is %q, want %q or %q (absent: %q)", clip(f.Kind), FlowKindRealNVP, FlowKindSpline, FlowKindRealNVP)
+	}
 	for _, c := range []struct{ field, v string }{{"flow.activation", f.Activation}, {"flow.mask", f.Mask}, {"flow.name", f.Name}} {
 		if err := checkString(c.field, c.v); err != nil {
 			return err
@@ -368,8 +423,14 @@ func (f *FlowSpec) validate(d int, total *big.Int, arrays int) error {
 	if f.Blocks < 1 || f.Blocks > maxBlocks {
 		return fmt.Errorf("spec.json: field \"flow.blocks\" is %d, want 1..%d", f.Blocks, maxBlocks)
 	}
-	if f.BlockDepth < 0 || f.BlockDepth > maxBlocks {
-		return fmt.Errorf("spec.json: field \"flow.block_depth\" is %d, want 0..%d (0 means 1)", f.BlockDepth, maxBlocks)
+	if f.spline() {
+		if err := f.validateSpline(); err != nil {
+			return err
+		}
+	} else {
+		if err := f.validateRealNVP(); err != nil {
+			return err
+		}
 	}
 	if len(f.Hidden) >= maxLayers {
 		return fmt.Errorf("spec.json: field \"flow.hidden\" has %d widths, want at most %d", len(f.Hidden), maxLayers-1)
@@ -381,14 +442,14 @@ func (f *FlowSpec) validate(d int, total *big.Int, arrays int) error {
 		return fmt.Errorf("spec.json: field \"flow.mask_width\" is %d, want a width dividing flow.dim %d", f.MaskWidth, f.Dim)
 	}
 	layersPerMLP := len(f.Hidden) + 1
-	if u := int64(f.Blocks) * int64(max(f.BlockDepth, 1)) * 4 * int64(layersPerMLP); u > maxUnrolled {
+	if u := int64(f.Blocks) * int64(max(f.BlockDepth, 1)) * int64(f.netsPerBlock()) * int64(layersPerMLP); u > maxUnrolled {
 		return fmt.Errorf("spec.json: fields \"flow.blocks\" %d, \"flow.block_depth\" %d and \"flow.hidden\" (%d widths) imply %d linear layers per pass, want at most %d",
 			f.Blocks, f.BlockDepth, len(f.Hidden), u, maxUnrolled)
 	}
-	sizes := append(append([]int{f.Dim}, f.Hidden...), f.Dim)
-	perMLP, perArrays := countParams(sizes)
-	couplings := big.NewInt(4 * int64(f.Blocks)) // 2·blocks couplings, each an s and a t MLP
-	flowN := new(big.Int).Mul(perMLP, couplings)
+	flowN, flowArrays, err := f.params()
+	if err != nil {
+		return err
+	}
 	if flowN.Cmp(big.NewInt(maxParams)) > 0 {
 		return fmt.Errorf("spec.json: fields \"flow.dim\" %d, \"flow.hidden\" %v and \"flow.blocks\" %d imply %v flow parameters, want at most %d (2^%d)",
 			f.Dim, clipInts(f.Hidden), f.Blocks, flowN, maxParams, bits.Len64(uint64(maxParams))-1)
@@ -397,10 +458,106 @@ func (f *FlowSpec) validate(d int, total *big.Int, arrays int) error {
 	if total.Cmp(big.NewInt(maxParams)) > 0 {
 		return fmt.Errorf("spec.json: fields \"ebm\" and \"flow\" imply %v parameters in all, want at most %d (2^%d)", total, maxParams, bits.Len64(uint64(maxParams))-1)
 	}
-	if arrays += 4 * f.Blocks * perArrays; arrays > maxArrays {
+	if arrays += flowArrays; arrays > maxArrays {
 		return fmt.Errorf("spec.json: fields \"ebm.sizes\", \"flow.blocks\" and \"flow.hidden\" imply %d parameter arrays, want at most %d", arrays, maxArrays)
 	}
 	return nil
+}
+
+// validateRealNVP checks the fields of a RealNVP's spec: its block depth,
+// and none of a spline's.
+func (f *FlowSpec) validateRealNVP() error {
+	if f.BlockDepth < 0 || f.BlockDepth > maxBlocks {
+		return fmt.Errorf("spec.json: field \"flow.block_depth\" is %d, want 0..%d (0 means 1)", f.BlockDepth, maxBlocks)
+	}
+	for _, c := range []struct {
+		field string
+		set   bool
+	}{{"bins", f.Bins != 0}, {"tail_bound", f.TailBound != 0}, {"min_bin_width", f.MinBinWidth != 0},
+		{"min_bin_height", f.MinBinHeight != 0}, {"min_derivative", f.MinDerivative != 0}} {
+		if c.set {
+			return fmt.Errorf("spec.json: field \"flow.%s\" is a spline flow's, but \"flow.kind\" is %q: want \"kind\": %q with it, or no %s", c.field, or(f.Kind, FlowKindRealNVP), FlowKindSpline, c.field)
+		}
+	}
+	return nil
+}
+
+// validateSpline checks the fields of a spline flow's spec: no block
+// depth beyond 1, a known mask, and its spline (absent fields: the
+// defaults).
+func (f *FlowSpec) validateSpline() error {
+	if f.BlockDepth != 0 && f.BlockDepth != 1 {
+		return fmt.Errorf("spec.json: field \"flow.block_depth\" is %d, but a spline flow (\"flow.kind\" %q) has no repeated blocks: want it absent (or 1)", f.BlockDepth, FlowKindSpline)
+	}
+	switch f.Mask {
+	case "", layers.MaskHalf, layers.MaskCheckerboard, layers.MaskCheckerboard2D:
+	default:
+		return fmt.Errorf("spec.json: field \"flow.mask\" is %q, want %q, %q or %q", clip(f.Mask), layers.MaskHalf, layers.MaskCheckerboard, layers.MaskCheckerboard2D)
+	}
+	sp := f.rqSpline()
+	k := float64(sp.Bins)
+	for _, c := range []struct {
+		field string
+		v     any
+		bad   bool
+		want  string
+	}{
+		{"bins", sp.Bins, sp.Bins < 2 || sp.Bins > 1<<16, "2..65536"},
+		{"tail_bound", sp.TailBound, !(sp.TailBound > 0 && sp.TailBound <= MaxBaseSigma), "a bound B in (0, 1e150]: the spline maps [−B, B] onto itself"},
+		{"min_bin_width", sp.MinBinWidth, !(sp.MinBinWidth > 0 && sp.MinBinWidth*k < 1), fmt.Sprintf("a width w > 0 with bins·w < 1 (%d bins)", sp.Bins)},
+		{"min_bin_height", sp.MinBinHeight, !(sp.MinBinHeight > 0 && sp.MinBinHeight*k < 1), fmt.Sprintf("a height h > 0 with bins·h < 1 (%d bins)", sp.Bins)},
+		{"min_derivative", sp.MinDerivative, !(sp.MinDerivative > 0 && sp.MinDerivative < 1), "a derivative in (0, 1)"},
+	} {
+		if c.bad {
+			return fmt.Errorf("spec.json: field \"flow.%s\" is %v, want %s", c.field, c.v, c.want)
+		}
+	}
+	if err := sp.Validate(); err != nil { // anything the checks above missed
+		return fmt.Errorf("spec.json: field \"flow\": %w", err)
+	}
+	return nil
+}
+
+// netsPerBlock is the number of MLPs of one block: a RealNVP's two
+// couplings have an s and a t net each, a spline flow's one conditioner.
+func (f *FlowSpec) netsPerBlock() int {
+	if f.spline() {
+		return 2
+	}
+	return 4
+}
+
+// params returns the flow's parameter count and parameter arrays, exactly,
+// allocating nothing in proportion to its sizes (after the checks of
+// validate up to the mask's width).
+func (f *FlowSpec) params() (*big.Int, int, error) {
+	if !f.spline() {
+		perMLP, perArrays := countParams(append(append([]int{f.Dim}, f.Hidden...), f.Dim))
+		return perMLP.Mul(perMLP, big.NewInt(4*int64(f.Blocks))), 4 * f.Blocks * perArrays, nil // 2·blocks couplings, each an s and a t MLP
+	}
+	// The odd couplings transform the n1 coordinates of the base mask
+	// (layers.SplineFlow.BaseMask) from the other n0, the even ones the
+	// n0 from the n1; each spline has 3K−1 parameters.
+	d, n1 := f.Dim, 0
+	switch f.Mask {
+	case "", layers.MaskHalf:
+		n1 = d - d/2
+	case layers.MaskCheckerboard:
+		n1 = d / 2
+	case layers.MaskCheckerboard2D:
+		w := f.MaskWidth
+		rows := d / w
+		n1 = (rows+1)/2*(w/2) + rows/2*(w-w/2) // even rows: odd columns; odd rows: even columns
+	}
+	n0 := d - n1
+	if n0 < 1 || n1 < 1 {
+		return nil, 0, fmt.Errorf("spec.json: field \"flow.mask\" %q leaves a coupling with nothing to transform or condition on in dimension %d", or(f.Mask, layers.MaskHalf), d)
+	}
+	p := f.rqSpline().ParamsPerCoord()
+	even, arrays := countParams(append(append([]int{n1}, f.Hidden...), n0*p))
+	odd, _ := countParams(append(append([]int{n0}, f.Hidden...), n1*p))
+	n := even.Add(even, odd)
+	return n.Mul(n, big.NewInt(int64(f.Blocks))), 2 * f.Blocks * arrays, nil
 }
 
 // clip shortens a string quoted in an error.
@@ -460,8 +617,11 @@ func (s Spec) ParamCount() (int, error) {
 	}
 	n, _ := countParams(s.EBM.Sizes)
 	if f := s.Flow; f != nil {
-		m, _ := countParams(append(append([]int{f.Dim}, f.Hidden...), f.Dim))
-		n.Add(n, m.Mul(m, big.NewInt(4*int64(f.Blocks))))
+		m, _, err := f.params()
+		if err != nil {
+			return 0, err
+		}
+		n.Add(n, m)
 	}
 	return int(n.Int64()), nil
 }
@@ -504,15 +664,24 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 			return Models{}, fmt.Errorf("spec.json: field \"standardization\" has %d coordinates, want %d (the dimension)", sc.Dim(), d)
 		}
 	}
-	var nvp layers.RealNVP
+	var flowNet graph.FlowNet
 	if f := s.Flow; f != nil {
 		fa, err := layers.ParseActivation(f.Activation)
 		if err != nil {
 			return Models{}, fmt.Errorf("spec.json: field \"flow.activation\": %w", err)
 		}
-		nvp = layers.RealNVP{Dim: f.Dim, Blocks: f.Blocks, BlockDepth: f.BlockDepth, Hidden: f.Hidden, Activation: fa, Mask: f.Mask, MaskWidth: f.MaskWidth, Name: f.Name}
-		if _, err := nvp.BaseMask(); err != nil {
-			return Models{}, fmt.Errorf("spec.json: field \"flow.mask\": %w", err)
+		if f.spline() {
+			sf := layers.SplineFlow{Dim: f.Dim, Blocks: f.Blocks, Hidden: f.Hidden, Activation: fa, Mask: f.Mask, MaskWidth: f.MaskWidth, Name: f.Name, Spline: f.rqSpline()}
+			if _, err := sf.BaseMask(); err != nil {
+				return Models{}, fmt.Errorf("spec.json: field \"flow.mask\": %w", err)
+			}
+			flowNet = sf
+		} else {
+			nvp := layers.RealNVP{Dim: f.Dim, Blocks: f.Blocks, BlockDepth: f.BlockDepth, Hidden: f.Hidden, Activation: fa, Mask: f.Mask, MaskWidth: f.MaskWidth, Name: f.Name}
+			if _, err := nvp.BaseMask(); err != nil {
+				return Models{}, fmt.Errorf("spec.json: field \"flow.mask\": %w", err)
+			}
+			flowNet = nvp
 		}
 	}
 	net := graph.MLPEnergy{MLP: layers.MLP{Name: or(s.EBM.Name, "net"), Sizes: s.EBM.Sizes, Hidden: act, Layout: layout}}
@@ -522,7 +691,7 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 	}
 	m := Models{EBM: ebm, Scaling: s.Standardization}
 	if s.Flow != nil {
-		if m.Flow, err = graph.NewFlow(nvp, base, dt, rng); err != nil {
+		if m.Flow, err = graph.NewFlow(flowNet, base, dt, rng); err != nil {
 			return Models{}, fmt.Errorf("spec.json: flow: %w", err)
 		}
 	}
