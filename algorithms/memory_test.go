@@ -9,6 +9,7 @@ import (
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/mat"
+	"gorgonia.org/tensor"
 )
 
 // NewTrainer's own memory check counts the models' graphs on the batches
@@ -70,5 +71,41 @@ func TestSubsampleWithoutK(t *testing.T) {
 	c.Sampler.Subsample = 2
 	if _, err := c.Resolved(); err != nil {
 		t.Errorf("subsample 2: %v", err)
+	}
+}
+
+// The memory estimate counts the flow's parameters exactly, for a RealNVP
+// and for a spline flow, whose conditioners output 3·bins − 1 values per
+// transformed coordinate, from the identity coordinates (odd dimension:
+// each coupling is counted with the larger half on both sides, an upper
+// bound within 30%).
+func TestFlowParamsEstimate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 2))
+	for _, net := range []graph.FlowNet{
+		layers.RealNVP{Dim: 6, Blocks: 2, Hidden: []int{7}},
+		layers.SplineFlow{Dim: 6, Blocks: 2, Hidden: []int{7}, Spline: layers.RQSpline{Bins: 4}},
+		layers.SplineFlow{Dim: 5, Blocks: 3, Hidden: []int{8, 4}},
+	} {
+		d := net.Dimension()
+		ebm, err := graph.NewEBM(graph.ToyEnergyNet(d, true), nil, tensor.Float64, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flow, err := graph.NewFlow(net, layers.NewIsotropic(d, 1), tensor.Float64, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := SizesOf(ebm, flow)
+		got := TrainConfig{}.flowTerms(net.Dimension(), m)[0].Bytes
+		want := float64(flow.Params.Count() * 8 * paramCopies)
+		if _, odd := net.(layers.SplineFlow); odd && net.Dimension()%2 == 1 {
+			if !(got >= want && got < 1.3*want) {
+				t.Errorf("%T: estimate %g B, want at least the %g B of the parameters (and within 30%%)", net, got, want)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%T: estimate %g B, parameters take %g B", net, got, want)
+		}
 	}
 }

@@ -18,6 +18,10 @@ type ModelSizes struct {
 	EBMHidden  []int
 	FlowBlocks int
 	FlowHidden []int
+	// FlowBins is the spline flow's bins (0: a RealNVP): each coupling's
+	// conditioner then outputs 3·bins − 1 values per transformed
+	// coordinate.
+	FlowBins int
 	// EBMEval and FlowEval are the largest batches a run evaluates the
 	// models on without training them (the grid, the log Z draws): none
 	// for a trainer alone.
@@ -36,8 +40,11 @@ func SizesOf(ebm *graph.EBM, flow *graph.Flow) ModelSizes {
 		return m
 	}
 	m.FlowBlocks = 1
-	if r, ok := flow.Net.(layers.RealNVP); ok {
+	switch r := flow.Net.(type) {
+	case layers.RealNVP:
 		m.FlowBlocks, m.FlowHidden = r.Blocks*max(r.BlockDepth, 1), r.Hidden
+	case layers.SplineFlow:
+		m.FlowBlocks, m.FlowHidden, m.FlowBins = r.Blocks, r.Hidden, r.Spline.WithDefaults().Bins
 	}
 	return m
 }
@@ -183,12 +190,22 @@ func (c TrainConfig) ebmRows() Rows {
 // largest batch it evaluates or is trained on (see flowRows).
 func (c TrainConfig) flowTerms(d int, m ModelSizes) []sysmem.Term {
 	blocks := m.FlowBlocks
-	// Each block: two couplings of a scale and a translation net.
+	// Each block: two couplings of a scale and a translation net (a
+	// RealNVP), or of one conditioner from the ⌈d/2⌉ (at most) identity
+	// coordinates to 3·bins − 1 outputs per transformed coordinate (a
+	// spline flow), its outputs counted as a hidden layer.
 	sizes := append(append([]int{d}, m.FlowHidden...), d)
+	nets, hidden := 4.0, sum(m.FlowHidden)
+	if m.FlowBins > 0 {
+		half := (d + 1) / 2
+		out := half * (3*m.FlowBins - 1)
+		sizes = append(append([]int{half}, m.FlowHidden...), out)
+		nets, hidden = 2, hidden+float64(out)
+	}
 	params := term(fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, m.FlowHidden, paramCopies),
-		float64(blocks)*4*mlpParams(sizes...)*8*paramCopies)
+		float64(blocks)*nets*mlpParams(sizes...)*8*paramCopies)
 	r := c.flowRows(m.FlowEval)
-	perRow := float64(blocks) * (float64(d)*flowValuesPerBlock + sum(m.FlowHidden)*flowValuesPerHidden) * 8
+	perRow := float64(blocks) * (float64(d)*flowValuesPerBlock + hidden*flowValuesPerHidden) * 8
 	values := term(fmt.Sprintf("the flow's intermediate values for %s points × (%d dims × %d + model.flow_hidden %v × %d) × model.flow_blocks %d × 8 B",
 		r.Of, d, flowValuesPerBlock, m.FlowHidden, flowValuesPerHidden, blocks), r.N*perRow)
 	return []sysmem.Term{params, values}

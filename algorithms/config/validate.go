@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -155,6 +156,9 @@ func (c Run) modelSizes(d int) algorithms.ModelSizes {
 	model := c.Model.WithDefaults()
 	logZ := algorithms.Rows{N: float64(c.LogZSamples), Of: fmt.Sprintf("log_z_samples %d", c.LogZSamples)}
 	m := algorithms.ModelSizes{EBMHidden: model.EBMHidden, FlowBlocks: model.FlowBlocks, FlowHidden: model.FlowHidden, EBMEval: logZ, FlowEval: logZ}
+	if model.Flow == FlowSpline {
+		m.FlowBins = cmp.Or(model.FlowBins, layers.DefaultSplineBins)
+	}
 	if d == 2 {
 		m.EBMEval = logZ.Max(algorithms.Rows{N: 8192, Of: "the grid's chunks of 8192"})
 	}
