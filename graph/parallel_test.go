@@ -19,11 +19,23 @@ type outputs struct {
 	logdetF, logdetI, logq, mlG, rklG, latent, scalars []float64
 }
 
-func evaluateAll(t *testing.T, par Parallel, dt tensor.Dtype, n int) outputs {
-	t.Helper()
+// models are an EBM and a flow evaluated under several Parallel settings:
+// the same models each time, so that only the setting differs (two
+// float32 models built apart may differ in the last bit where gonum's
+// pure-Go kernels sum in an order that depends on memory alignment).
+type models struct {
+	e *EBM
+	f *Flow
+}
+
+func newModels(t *testing.T, dt tensor.Dtype) models {
 	tilt := layers.NewIsotropic(5, 1.3)
-	e := mustEBM(t, ToyEnergyNet(5, false), &tilt, dt, 3)
-	f := randomFlow(t, layers.RealNVP{Dim: 5, Blocks: 2, Hidden: []int{12}}, 1.1, dt, 4)
+	return models{mustEBM(t, ToyEnergyNet(5, false), &tilt, dt, 3), randomFlow(t, layers.RealNVP{Dim: 5, Blocks: 2, Hidden: []int{12}}, 1.1, dt, 4)}
+}
+
+func evaluateAll(t *testing.T, m models, par Parallel, n int) outputs {
+	t.Helper()
+	e, f := m.e, m.f
 	e.Parallel, f.Parallel = par, par
 	rng := newRNG(9)
 	x := randMatrix(rng, n, 5, 1)
@@ -89,9 +101,10 @@ func TestParallelResultsIndependentOfWorkers(t *testing.T) {
 	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 		for _, n := range []int{64, 101} {
 			t.Run(fmt.Sprintf("%v/n=%d", dt, n), func(t *testing.T) {
-				ref := evaluateAll(t, Parallel{Shards: 4, Workers: 1}, dt, n).fields()
+				m := newModels(t, dt)
+				ref := evaluateAll(t, m, Parallel{Shards: 4, Workers: 1}, n).fields()
 				for _, w := range []int{2, 3, 8} {
-					got := evaluateAll(t, Parallel{Shards: 4, Workers: w}, dt, n).fields()
+					got := evaluateAll(t, m, Parallel{Shards: 4, Workers: w}, n).fields()
 					for name, v := range ref {
 						if !slices.Equal(got[name], v) {
 							t.Errorf("%d workers: %s differs from 1 worker", w, name)
@@ -110,8 +123,9 @@ func TestParallelResultsIndependentOfWorkers(t *testing.T) {
 // in float64.
 func TestParallelMatchesWhole(t *testing.T) {
 	for _, n := range []int{64, 101} {
-		whole := evaluateAll(t, Parallel{}, tensor.Float64, n).fields()
-		split := evaluateAll(t, Parallel{Shards: 4, Workers: 2}, tensor.Float64, n).fields()
+		m := newModels(t, tensor.Float64)
+		whole := evaluateAll(t, m, Parallel{}, n).fields()
+		split := evaluateAll(t, m, Parallel{Shards: 4, Workers: 2}, n).fields()
 		for name, v := range whole {
 			if e := relErr(split[name], v); !(e < 1e-12) {
 				t.Errorf("n=%d: %s: relative difference %.3g between 4 shards and the whole batch", n, name, e)

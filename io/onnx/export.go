@@ -330,8 +330,11 @@ func (b *builder) graph(name string, inputs, outputs []msg) msg {
 // (batch, 1), the network's E(x) as PyTorch would export the same module
 // (Gemm with transB = 1 per Linear, activations as themselves, SiLU as
 // Sigmoid·x); with o.Full the whole energy (see Options). The network must
-// be a graph.MLPEnergy.
+// be a graph.MLPEnergy or a layers.ImageEnergy (export_image.go).
 func EBM(e *graph.EBM, o Options) ([]byte, error) {
+	if img, ok := e.Net.(layers.ImageEnergy); ok {
+		return imageEBM(e, img, o) // export_image.go
+	}
 	net, ok := e.Net.(graph.MLPEnergy)
 	if !ok {
 		return nil, fmt.Errorf("onnx: energy network %T cannot be exported (only MLP energies can)", e.Net)
@@ -400,6 +403,9 @@ func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
 	if sf, ok := f.Net.(layers.SplineFlow); ok {
 		return splineFlowSample(f, sf, o)
 	}
+	if im, ok := f.Net.(layers.ImageRealNVP); ok {
+		return imageFlowSample(f, im, o) // export_image.go
+	}
 	dt, err := o.dtype(f.Params)
 	if err != nil {
 		return nil, err
@@ -425,6 +431,9 @@ func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
 func FlowDensity(f *graph.Flow, o Options) ([]byte, error) {
 	if sf, ok := f.Net.(layers.SplineFlow); ok {
 		return splineFlowDensity(f, sf, o)
+	}
+	if im, ok := f.Net.(layers.ImageRealNVP); ok {
+		return imageFlowDensity(f, im, o) // export_image.go
 	}
 	dt, err := o.dtype(f.Params)
 	if err != nil {
