@@ -145,7 +145,11 @@ func (f Figure) fitY(p *plot.Plot) error {
 		}
 	}
 	switch {
-	case lo > hi: // no points
+	case lo > hi: // no points: an empty frame that says so
+		p.Title.Text += " (no data yet)"
+		if f.LogY && f.YMax <= f.YMin {
+			p.Y.Min, p.Y.Max = 0.1, 1 // a log axis needs a positive range
+		}
 	case math.IsInf(hi-lo, 0):
 		return fmt.Errorf("%s: values from %g to %g, a range beyond what a plot can show", f.Title, lo, hi)
 	case f.LogY && f.YMax <= f.YMin && hi <= lo*(1+1e-9):

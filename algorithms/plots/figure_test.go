@@ -167,3 +167,23 @@ func TestEqualValuesFarFromZeroDraw(t *testing.T) {
 		}
 	}
 }
+
+// A figure without any point to draw (runs still before their first
+// evaluation; on a log axis, only non-positive values) is an empty frame
+// titled as such, not a panic (round-12 probe: gonum's log scale panicked
+// in reproduce --report over a partial set).
+func TestFigureWithoutPoints(t *testing.T) {
+	for _, logY := range []bool{false, true} {
+		for i, curves := range [][]Curve{nil, {{Name: "a"}}, {{Name: "b", Points: plotter.XYs{{X: 1, Y: 0}, {X: 2, Y: -3}}}}} {
+			empty := i < 2 || logY // curve b has points to draw on a linear axis
+			f := Figure{Title: "t", XLabel: "iteration", YLabel: "MSE", LogY: logY, Curves: curves}
+			if err := f.Save(filepath.Join(t.TempDir(), "f.png")); err != nil {
+				t.Errorf("log %v, curves %v: %v", logY, curves, err)
+			}
+			p, _, err := f.layout()
+			if err != nil || strings.HasSuffix(p.Title.Text, "(no data yet)") != empty {
+				t.Errorf("log %v, curves %v: title %q, %v", logY, curves, p.Title.Text, err)
+			}
+		}
+	}
+}

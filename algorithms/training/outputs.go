@@ -1,8 +1,11 @@
 package training
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"gonum.org/v1/gonum/mat"
@@ -12,6 +15,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
 // Metrics is metrics.json: the final evaluation with the run's context.
@@ -44,11 +48,65 @@ func WriteMetrics(path string, r *Run, elapsed time.Duration) error {
 // ReadMetrics reads a metrics.json that WriteMetrics wrote. Values written
 // as null (NaN or infinite) read as 0.
 func ReadMetrics(path string) (Metrics, error) {
+	var raw struct {
+		Final json.RawMessage `json:"final"`
+	}
+	if err := jsonfile.Read(path, &raw, jsonfile.Options{AllowUnknown: true}); err != nil {
+		return Metrics{}, err
+	}
+	if len(raw.Final) == 0 || string(raw.Final) == "null" {
+		return Metrics{}, fmt.Errorf("%s: field \"final\" is missing or null, want the run's last evaluation", path)
+	}
 	var m Metrics
 	if err := jsonfile.Read(path, &m, jsonfile.Options{AllowUnknown: true}); err != nil {
 		return m, err
 	}
+	if err := m.check(); err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
 	return m, nil
+}
+
+// check refuses metrics no run writes: an iteration count out of range,
+// a final evaluation past it, a negative or non-finite time, weights
+// outside [0, 1] or of another number of modes than the truth's.
+func (m Metrics) check() error {
+	if m.Iterations < 1 || m.Iterations > algorithms.MaxIterations {
+		return fmt.Errorf("field \"iterations\" is %d, want 1 to %d", m.Iterations, algorithms.MaxIterations)
+	}
+	if m.Final.Iter < 1 || m.Final.Iter > m.Iterations {
+		return fmt.Errorf("field \"final.iter\" is %d, want 1 to the run's %d iterations", m.Final.Iter, m.Iterations)
+	}
+	if !(m.Seconds >= 0 && m.Seconds <= math.MaxFloat64) {
+		return fmt.Errorf("field \"seconds\" is %v, want a duration ≥ 0", m.Seconds)
+	}
+	k := len(m.TrueWeights)
+	inUnit := func(v float64) bool { return v >= 0 && v <= 1 }
+	for _, f := range []struct {
+		name string
+		w    []float64
+	}{{"true_weights", m.TrueWeights}, {"final.ebm_weights", m.Final.EBMWeights}, {"final.neg_weights", m.Final.NegWeights}, {"final.start_weights", m.Final.StartWeights}} {
+		if f.w != nil && len(f.w) != k {
+			return fmt.Errorf("field %q has %d weights, want %d (true_weights' modes)", f.name, len(f.w), k)
+		}
+		if i := slices.IndexFunc(f.w, func(v float64) bool { return !inUnit(v) && !math.IsNaN(v) }); i >= 0 {
+			return fmt.Errorf("field %q holds %v at mode %d, want a weight in [0, 1]", f.name, f.w[i], i+1)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		w    []diagnostics.Weight
+	}{{"final.chain_weights", m.Final.ChainWeights}, {"final.neg_weight_intervals", m.Final.NegIntervals}} {
+		if f.w != nil && len(f.w) != k {
+			return fmt.Errorf("field %q has %d weights, want %d (true_weights' modes)", f.name, len(f.w), k)
+		}
+		for i, w := range f.w {
+			if !inUnit(w.Weight) || w.MCSE < 0 || w.MCSE > 1 {
+				return fmt.Errorf("field %q holds weight %v ± %v at mode %d, want a weight in [0, 1] and an MCSE in [0, 1]", f.name, w.Weight, w.MCSE, i+1)
+			}
+		}
+	}
+	return nil
 }
 
 // inDataUnits returns x mapped to the experiment's data units.

@@ -1,13 +1,16 @@
 package training
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 )
@@ -91,5 +94,53 @@ func TestEmptyEvalsCSV(t *testing.T) {
 	os.WriteFile(path, nil, 0o644)
 	if _, err := ReadEvalsCSVModes(path); err == nil || !strings.Contains(err.Error(), path+" is empty: want flowebm's metrics.csv") {
 		t.Errorf("empty file: %v", err)
+	}
+}
+
+// ReadMetrics refuses metrics.json files no run writes, naming the field
+// (round-12 probe: reproduce --report printed 1e308 weights, an iteration
+// count of 1e18 and a negative time from edited files).
+func TestReadMetricsRefusesImpossibleValues(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 4, dir)
+	stepN(t, r, 4)
+	path := filepath.Join(dir, "metrics.json")
+	if err := WriteMetrics(path, r, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadMetrics(path); err != nil {
+		t.Fatalf("a run's own metrics.json: %v", err)
+	}
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		edit func(m map[string]any)
+		want string
+	}{
+		{func(m map[string]any) { m["final"] = nil }, `field "final" is missing or null`},
+		{func(m map[string]any) { delete(m, "final") }, `field "final" is missing or null`},
+		{func(m map[string]any) { m["iterations"] = 1e18 }, `field "iterations" is 1000000000000000000, want 1 to 1000000000`},
+		{func(m map[string]any) { m["seconds"] = -1e300 }, `field "seconds" is -1e+300, want a duration ≥ 0`},
+		{func(m map[string]any) { m["final"].(map[string]any)["iter"] = -5 }, `field "final.iter" is -5, want 1 to the run's 4 iterations`},
+		{func(m map[string]any) { m["final"].(map[string]any)["neg_weights"] = []any{0.2} }, `field "final.neg_weights" has 1 weights, want 2`},
+		{func(m map[string]any) {
+			m["final"].(map[string]any)["neg_weight_intervals"] = []any{map[string]any{"weight": 1e308, "mcse": -1}, map[string]any{"weight": 0.5}}
+		}, `field "final.neg_weight_intervals" holds weight 1e+308 ± -1 at mode 1`},
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(orig, &m); err != nil {
+			t.Fatal(err)
+		}
+		c.edit(m)
+		b, _ := json.Marshal(m)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadMetrics(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
 	}
 }

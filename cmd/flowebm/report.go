@@ -176,8 +176,9 @@ func (w *reportWriter) rows(rs []*reproRun, cols int, ok func(*training.Eval) bo
 }
 
 // fmtChainWeights writes weights with their Monte Carlo standard errors
-// ("0.340 ± 0.009, 0.660 ± 0.009"), or — for a run without them (trained
-// before they were recorded).
+// ("0.340 ± 0.009, 0.660 ± 0.009"; the weight alone where its error is
+// undefined), or — for a run without them (trained before they were
+// recorded).
 func fmtChainWeights(ws []diagnostics.Weight) string {
 	if len(ws) == 0 {
 		return "—"
@@ -185,6 +186,9 @@ func fmtChainWeights(ws []diagnostics.Weight) string {
 	parts := make([]string, len(ws))
 	for i, w := range ws {
 		parts[i] = fmt.Sprintf("%.3f ± %.3f", w.Weight, w.MCSE)
+		if math.IsNaN(w.MCSE) { // too few draws or batches for an error
+			parts[i] = fmt.Sprintf("%.3f", w.Weight)
+		}
 	}
 	return strings.Join(parts, ", ")
 }

@@ -156,8 +156,8 @@ func (f *reproduceFlags) check() error {
 	if f.jobs < 1 {
 		return fmt.Errorf("--jobs %d, want ≥ 1", f.jobs)
 	}
-	if f.iters < 0 || (f.itersGiven && f.iters == 0) {
-		return fmt.Errorf("--iterations %d: want a count > 0 (leave it out for the full runs)", f.iters)
+	if f.iters < 0 || (f.itersGiven && f.iters == 0) || f.iters > algorithms.MaxIterations {
+		return fmt.Errorf("--iterations %d: want a count from 1 to %d (leave it out for the full runs)", f.iters, algorithms.MaxIterations)
 	}
 	if f.iters > 0 && f.quick {
 		return fmt.Errorf("--iterations and --quick both set the runs' length: give one")

@@ -115,6 +115,16 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	return nil
 }
 
+// commentText is s for a comment line of the plan: Go-quoted if it holds
+// a control character, which would otherwise end the comment and start a
+// command line.
+func commentText(s string) string {
+	if strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 // checkPlanText refuses a path of flag holding a line break or another
 // control character: a plan has one command per line.
 func checkPlanText(flag, s string) error {
@@ -125,8 +135,14 @@ func checkPlanText(flag, s string) error {
 }
 
 // checkPlanPath refuses a --plan file that is one of the report's files
-// in --out, which --report replaces.
+// in --out, which --report replaces, or that is --out or OUT/runs itself,
+// folders the plan's lines make.
 func checkPlanPath(f reproduceFlags) error {
+	for _, dir := range []string{f.out, filepath.Join(f.out, "runs")} {
+		if sameFile(f.plan, dir) {
+			return fmt.Errorf("--plan %s is the folder %s that the plan's lines make (--out %s): give the plan another path", f.plan, dir, f.out)
+		}
+	}
 	if !sameFile(filepath.Dir(f.plan), f.out) {
 		return nil
 	}
@@ -181,7 +197,7 @@ func planNotes(f reproduceFlags, n int, left, busy []string) []string {
 	}
 	if !filepath.IsAbs(f.out) {
 		wd, _ := os.Getwd()
-		notes = append(notes, fmt.Sprintf("# Its paths are relative: run the lines from the folder it was written in, %s.", wd))
+		notes = append(notes, fmt.Sprintf("# Its paths are relative: run the lines from the folder it was written in, %s.", commentText(wd)))
 	}
 	notes = append(notes,
 		"# Each line makes its run folder and appends the run's output to log.txt there; it exits non-zero if the run failed or diverged.",

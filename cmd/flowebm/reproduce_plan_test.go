@@ -211,6 +211,7 @@ func TestReproducePlanFlags(t *testing.T) {
 	t.Chdir(dir)
 	os.WriteFile("plan.txt", []byte("mine\n"), 0o644)
 	os.MkdirAll("noruns", 0o755)
+	os.MkdirAll("out2", 0o755)
 	os.MkdirAll("rp/runs", 0o755)
 	os.MkdirAll("folder.txt", 0o755)
 	os.WriteFile("afile", nil, 0o644)
@@ -239,6 +240,10 @@ func TestReproducePlanFlags(t *testing.T) {
 		{[]string{"--plan", "p.txt", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
 		{[]string{"--plan", "p.txt", "--experiments", "two-modes", "--out", "foreign"}, "--out foreign holds report.md but no runs/ of an earlier reproduce: the report that --report builds after the plan would replace it"},
 		{[]string{"--plan", "rp/report.md", "--experiments", "two-modes", "--out", "rp"}, "--plan rp/report.md is where --report writes its report (or a figure) in --out rp"},
+		// Round-12 probe: plans whose lines could never run.
+		{[]string{"--plan", "out1", "--experiments", "two-modes", "--out", "out1"}, "--plan out1 is the folder out1 that the plan's lines make (--out out1)"},
+		{[]string{"--plan", "out2/runs", "--experiments", "two-modes", "--out", "out2"}, "--plan out2/runs is the folder out2/runs that the plan's lines make"},
+		{[]string{"--plan", "p.txt", "--experiments", "two-modes", "--iterations", "9223372036854775807"}, "--iterations 9223372036854775807: want a count from 1 to 1000000000"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(append([]string{"reproduce"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
@@ -284,5 +289,33 @@ func TestReproducePlanBusyRun(t *testing.T) {
 	line, stdout := planLine()
 	if !strings.HasSuffix(line, " train --plot-format png --resume "+shellQuote(dir)+" >> "+shellQuote(dir+"/log.txt")+" 2>&1") || !strings.Contains(stdout, "training now (another process holds their folder): two-modes-flowmc") {
 		t.Errorf("a run in progress: %s\n%s", line, stdout)
+	}
+}
+
+// A working folder whose path holds a line break is written Go-quoted in
+// the plan's comment, so that every line that is not a comment is a run
+// (round-12 probe: it made an executable line).
+func TestReproducePlanCommentQuotesFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nl\nrm -rf x")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	var out, errb bytes.Buffer
+	if code := run([]string{"reproduce", "--plan", "plan.txt", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "10"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile("plan.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			runs++
+		}
+	}
+	if runs != 1 || !strings.Contains(string(b), `nl\nrm -rf x`) {
+		t.Errorf("plan of one run has %d command lines:\n%s", runs, b)
 	}
 }

@@ -275,6 +275,9 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	case m.Experiment != r.experiment || m.Algorithm != r.algorithm:
 		r.state, r.err = runMismatched, fmt.Sprintf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away", path, m.Experiment, m.Algorithm, r.experiment, r.algorithm)
 		return ""
+	case m.Iterations != cfg.Train.Iterations:
+		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"iterations\" is %d, but the run's config.json trains %d: the files disagree", path, m.Iterations, cfg.Train.Iterations)
+		return ""
 	}
 	evals, err := r.finishedEvals()
 	if err != nil {

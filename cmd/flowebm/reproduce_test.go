@@ -110,7 +110,7 @@ func TestReproduceBadFlags(t *testing.T) {
 		{[]string{"reproduce", "--experiments", ""}, `--experiments given an empty value`},
 		{[]string{"reproduce", "--algorithms", " , "}, `--algorithms " , " has an empty name (a stray comma?)`},
 		{[]string{"reproduce", "--experiments", "two-modes,"}, `--experiments "two-modes," has an empty name`},
-		{[]string{"reproduce", "--iterations", "0"}, `--iterations 0: want a count > 0 (leave it out for the full runs)`},
+		{[]string{"reproduce", "--iterations", "0"}, `--iterations 0: want a count from 1 to 1000000000 (leave it out for the full runs)`},
 		{[]string{"reproduce", "--iterations", "2", "--quick"}, `--iterations and --quick both set the runs' length: give one`},
 		{[]string{"train", "--seeds", "01,2"}, `--seeds "01,2": write seed 01 in decimal`},
 		{[]string{"train", "--seeds", "1-05"}, `--seeds "1-05": write seed 05 in decimal`},

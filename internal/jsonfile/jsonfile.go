@@ -23,9 +23,15 @@ import (
 type Options struct {
 	// AllowUnknown accepts fields that v has no place for.
 	AllowUnknown bool
-	// MaxBytes refuses larger files before reading them (0: no limit).
+	// MaxBytes refuses larger files before reading them (0:
+	// DefaultMaxBytes).
 	MaxBytes int64
 }
+
+// DefaultMaxBytes bounds the JSON files flowebm reads (configurations,
+// metrics, checkpoint state): each is kilobytes to megabytes, and a file
+// of gigabytes would cost twice its size in memory before being refused.
+const DefaultMaxBytes = 256 << 20
 
 // Read decodes the JSON object in the file at path into v.
 func Read(path string, v any, opt Options) error {
@@ -34,16 +40,19 @@ func Read(path string, v any, opt Options) error {
 		return err
 	}
 	defer f.Close()
-	r := io.Reader(f)
-	if opt.MaxBytes > 0 {
-		r = io.LimitReader(f, opt.MaxBytes+1)
+	limit := opt.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
 	}
-	b, err := io.ReadAll(r)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > limit {
+		return fmt.Errorf("%s: %d bytes, want at most %d for a JSON file of flowebm's", path, fi.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if opt.MaxBytes > 0 && int64(len(b)) > opt.MaxBytes {
-		return fmt.Errorf("%s: more than %d bytes, want at most %d", path, opt.MaxBytes, opt.MaxBytes)
+	if int64(len(b)) > limit {
+		return fmt.Errorf("%s: more than %d bytes, want at most %d", path, limit, limit)
 	}
 	if err := Decode(b, v, opt); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

@@ -1,6 +1,8 @@
 package jsonfile
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -63,4 +65,34 @@ func FuzzDecode(f *testing.F) {
 		var m map[string]any
 		_ = Decode(b, &m, Options{AllowUnknown: true})
 	})
+}
+
+// A JSON file larger than the limit is refused from its size, before it is
+// read (round-12 probe: a 1 GiB config.json or metrics.json cost 2.2 GB of
+// memory before its error).
+func TestReadRefusesHugeFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(DefaultMaxBytes + 1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	f.Close()
+	var v map[string]any
+	err = Read(path, &v, Options{})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "want at most") {
+		t.Errorf("got %v, want a refusal naming the file and the limit", err)
+	}
+	small := filepath.Join(t.TempDir(), "small.json")
+	if err := os.WriteFile(small, []byte(`{"a": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Read(small, &v, Options{MaxBytes: 4}); err == nil {
+		t.Error("an 8-byte file read under a 4-byte limit")
+	}
+	if err := Read(small, &v, Options{}); err != nil || v["a"] != 1.0 {
+		t.Errorf("small file: %v, %v", v, err)
+	}
 }
