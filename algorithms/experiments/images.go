@@ -2,10 +2,8 @@ package experiments
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/flowebm/flowebm/io/data"
-	"gonum.org/v1/gonum/mat"
 )
 
 // MNIST is the image experiment at a scale 2 CPU cores can train (App. C.6
@@ -33,11 +31,11 @@ func MNIST(dir string, pool int) (*Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkImages(train, test, trainFile, testFile, pool); err != nil {
+	if err := checkImages(train, test, trainFile, testFile, pool, knnNeighbours); err != nil {
 		return nil, err
 	}
 	desc := fmt.Sprintf("App. C.6 scaled: MNIST pooled %d×%d to %d×%d, dequantised to [-1, 1]", pool, pool, train.Height/pool, train.Width/pool)
-	return imageExperiment("mnist", desc, train, test, pool)
+	return buildImageExperiment(imageSpec{name: "mnist", desc: desc, pool: pool, refs: 10000, knn: knnMNIST7}, train, test)
 }
 
 // readMNIST reads MNIST's training or test set from dir, and returns the
@@ -57,8 +55,9 @@ const knnNeighbours = 5
 // checkImages checks, as the files are read, that the training and test
 // images fit the experiment: pool divides the sides of the images, the
 // test images are the size of the training images, and there are enough
-// training images for the k-NN classifier. Errors name the image files.
-func checkImages(train, test *data.Images, trainFile, testFile string, pool int) error {
+// training images for the k-NN classifier of k neighbours. Errors name the
+// image files.
+func checkImages(train, test *data.Images, trainFile, testFile string, pool, k int) error {
 	if pool < 1 {
 		return fmt.Errorf("experiments: pooling by %d×%d blocks: want a block side of at least 1", pool, pool)
 	}
@@ -68,43 +67,8 @@ func checkImages(train, test *data.Images, trainFile, testFile string, pool int)
 	if test.Channels != train.Channels || test.Height != train.Height || test.Width != train.Width {
 		return fmt.Errorf("%s: images are %d×%d, the training images (%s) %d×%d", testFile, test.Height, test.Width, trainFile, train.Height, train.Width)
 	}
-	if n := len(train.Labels); n < knnNeighbours {
-		return fmt.Errorf("%s: %d images, want at least %d: generated images are classified by their %d nearest training images", trainFile, n, knnNeighbours, knnNeighbours)
+	if n := len(train.Labels); n < k {
+		return fmt.Errorf("%s: %d images, want at least %d: generated images are classified by their %d nearest training images", trainFile, n, k, k)
 	}
 	return nil
-}
-
-// imageExperiment builds a data-set experiment from labelled images.
-func imageExperiment(name, desc string, train, test *data.Images, pool int) (*Experiment, error) {
-	rng := rand.New(rand.NewPCG(0x1ab, 0xe15)) // fixed: the data set is part of the experiment
-	prep := func(im *data.Images) (*data.Images, *mat.Dense, error) {
-		p, err := im.Pool(pool)
-		if err != nil {
-			return nil, nil, err
-		}
-		perm := rng.Perm(len(p.Labels))
-		p = p.Subset(perm)
-		return p, p.Dequantize(rng, -1, 1), nil
-	}
-	tr, x, err := prep(train)
-	if err != nil {
-		return nil, err
-	}
-	te, hx, err := prep(test)
-	if err != nil {
-		return nil, err
-	}
-	nRef := min(10000, len(tr.Labels))
-	_, c := x.Dims()
-	knn, err := data.NewKNN(knnNeighbours, mat.DenseCopyOf(x.Slice(0, nRef, 0, c)), tr.Labels[:nRef], tr.Classes)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, tr.Classes)
-	for k := range names {
-		names[k] = fmt.Sprint(k)
-	}
-	return &Experiment{Name: name, Kind: KindImages, Description: desc, Weights: tr.ClassWeights(),
-		TrainSet: x, HeldOutSet: hx, HeldOutLabels: te.Labels, Classify: knn.Classify, ClassNames: names,
-		Image: &ImageShape{Channels: tr.Channels, Height: tr.Height, Width: tr.Width}}, nil
 }

@@ -255,14 +255,17 @@ func RingsExperiment() *Experiment {
 
 // Names lists the experiments ByName knows.
 func Names() []string {
-	n := []string{"two-modes", "four-modes", "8-gaussians", "rings", "mnist",
+	n := []string{"two-modes", "four-modes", "8-gaussians", "rings", "mnist", "mnist28", "fashion-mnist", "cifar10",
 		"four-gaussians-16", "four-gaussians-32", "four-gaussians-64",
 		"four-gaussians-16-paper", "four-gaussians-32-paper", "four-gaussians-64-paper"}
 	sort.Strings(n)
 	return n
 }
 
-// ByName returns the experiment with the given name (see Names).
+// ByName returns the experiment with the given name (see Names). The image
+// experiments read their files from the folders MNISTDir and
+// FashionMNISTDir find; cifar10 from the folder named by FLOWEBM_CIFAR10,
+// and is an error without it (CIFAR10 takes the folder as an argument).
 func ByName(name string) (*Experiment, error) {
 	switch name {
 	case "two-modes":
@@ -275,6 +278,12 @@ func ByName(name string) (*Experiment, error) {
 		return RingsExperiment(), nil
 	case "mnist":
 		return MNIST("", 4)
+	case "mnist28":
+		return MNIST28("")
+	case "fashion-mnist":
+		return FashionMNIST("")
+	case "cifar10":
+		return CIFAR10("")
 	}
 	if rest, ok := strings.CutPrefix(name, "four-gaussians-"); ok {
 		paper := false

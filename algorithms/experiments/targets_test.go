@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -55,7 +56,26 @@ func TestFourGaussiansMeanScalings(t *testing.T) {
 
 func TestByName(t *testing.T) {
 	for _, n := range Names() {
-		e, err := ByName(n)
+		switch {
+		case n == "cifar10" && os.Getenv(CIFAR10Env) == "":
+			// Not downloaded here: the error says what to do (TestCIFAR10).
+			if _, err := ByName(n); err == nil || !strings.Contains(err.Error(), CIFAR10Env) {
+				t.Errorf("ByName(%q) without %s: %v", n, CIFAR10Env, err)
+			}
+			continue
+		case n == "fashion-mnist":
+			if _, err := FashionMNISTDir(); err != nil {
+				t.Logf("ByName(%q) not tried: %v", n, err)
+				continue
+			}
+		}
+		var e *Experiment
+		var err error
+		if strings.Contains(n, "mnist") {
+			e = loadExperiment(t, n) // read once for all the tests
+		} else {
+			e, err = ByName(n)
+		}
 		if err != nil || e.Name != n {
 			t.Errorf("ByName(%q) = %v, %v", n, e, err)
 		}
@@ -105,10 +125,7 @@ func Example() {
 // with at least 90% accuracy (measured 0.94 when written) for the class
 // weights of generated images to mean anything.
 func TestMNISTExperiment(t *testing.T) {
-	e, err := ByName("mnist")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := loadExperiment(t, "mnist")
 	if e.Dim() != 49 || e.Image == nil || e.Image.Height != 7 || len(e.Weights) != 10 {
 		t.Fatalf("dim %d, image %v, %d classes", e.Dim(), e.Image, len(e.Weights))
 	}

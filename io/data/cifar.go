@@ -25,66 +25,71 @@ var CIFAR10Classes = []string{"airplane", "automobile", "bird", "cat", "deer", "
 // test_batch.bin of the "binary version"; 10,000 records each, though any
 // whole number of records is accepted), gzip-compressed or not.
 func ReadCIFAR10(r io.Reader, name string) (*Images, error) {
-	br, err := maybeGzip(r, name)
+	labels, px, err := readCIFAR10(r, name, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	im := &Images{Channels: 3, Height: cifarSide, Width: cifarSide, Levels: 256, Classes: 10}
-	var x []float64
+	return cifarImages(labels, px), nil
+}
+
+// readCIFAR10 reads one CIFAR-10 binary batch, appending its labels and
+// pixel bytes to labels and px.
+func readCIFAR10(r io.Reader, name string, labels []int, px []byte) ([]int, []byte, error) {
+	br, err := maybeGzip(r, name)
+	if err != nil {
+		return nil, nil, err
+	}
 	rec := make([]byte, cifarRecord)
 	for i := 0; ; i++ {
 		n, err := io.ReadFull(br, rec)
 		if err == io.EOF {
-			break
+			if i == 0 {
+				return nil, nil, &FormatError{File: name, Field: "records", Got: "none", Want: "at least one 3,073-byte record"}
+			}
+			return labels, px, nil
 		}
 		if err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, &FormatError{File: name, Field: fmt.Sprintf("record %d", i), Got: fmt.Sprintf("%d bytes", n), Want: fmt.Sprintf("%d bytes (1 label + 3×32×32 pixels); the file is truncated or not CIFAR-10 binary", cifarRecord)}
+				return nil, nil, &FormatError{File: name, Field: fmt.Sprintf("record %d", i), Got: fmt.Sprintf("%d bytes", n), Want: fmt.Sprintf("%d bytes (1 label + 3×32×32 pixels); the file is truncated or not CIFAR-10 binary", cifarRecord)}
 			}
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if rec[0] > 9 {
-			return nil, &FormatError{File: name, Field: fmt.Sprintf("record %d label", i), Got: fmt.Sprint(rec[0]), Want: "a class 0..9 (CIFAR-100 files have two label bytes and are not supported)"}
+			return nil, nil, &FormatError{File: name, Field: fmt.Sprintf("record %d label", i), Got: fmt.Sprint(rec[0]), Want: "a class 0..9 (CIFAR-100 files have two label bytes and are not supported)"}
 		}
-		im.Labels = append(im.Labels, int(rec[0]))
-		for _, b := range rec[1:] {
-			x = append(x, float64(b))
-		}
+		labels = append(labels, int(rec[0]))
+		px = append(px, rec[1:]...)
 	}
-	if len(im.Labels) == 0 {
-		return nil, &FormatError{File: name, Field: "records", Got: "none", Want: "at least one 3,073-byte record"}
-	}
-	im.X = mat.NewDense(len(im.Labels), cifarPixels, x)
-	return im, nil
+}
+
+// cifarImages makes CIFAR-10 images of labels and their pixel bytes,
+// converted to float64 in one allocation.
+func cifarImages(labels []int, px []byte) *Images {
+	return &Images{Channels: 3, Height: cifarSide, Width: cifarSide, Levels: 256, Classes: 10,
+		Labels: labels, X: mat.NewDense(len(labels), cifarPixels, bytesToFloats(px))}
 }
 
 // ReadCIFAR10Dir reads CIFAR-10's binary version from dir (the
 // cifar-10-batches-bin folder): data_batch_1.bin … data_batch_5.bin for the
-// training set, test_batch.bin for the test set.
+// training set, test_batch.bin for the test set. The batches' bytes are
+// gathered first and converted to float64 once (1.2 GB for the training
+// set), so that no partial copies are held beside it.
 func ReadCIFAR10Dir(dir string, test bool) (*Images, error) {
 	names := []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"}
 	if test {
 		names = []string{"test_batch.bin"}
 	}
-	var all *Images
+	var labels []int
+	var px []byte
 	for _, n := range names {
-		var im *Images
 		err := openFile(filepath.Join(dir, n), func(r io.Reader, name string) error {
 			var err error
-			im, err = ReadCIFAR10(r, name)
+			labels, px, err = readCIFAR10(r, name, labels, px)
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
-		if all == nil {
-			all = im
-			continue
-		}
-		all.Labels = append(all.Labels, im.Labels...)
-		x := mat.NewDense(len(all.Labels), cifarPixels, nil)
-		x.Stack(all.X, im.X)
-		all.X = x
 	}
-	return all, nil
+	return cifarImages(labels, px), nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"gonum.org/v1/gonum/mat"
@@ -50,19 +51,20 @@ func ReadIDX(images io.Reader, imagesName string, labels io.Reader, labelsName s
 			Want: fmt.Sprintf("at most %.3g GB (8 GiB, or half the machine's memory if less)", limit/1e9)}
 	}
 	im := &Images{Channels: 1, Height: rows, Width: cols, Levels: 256}
-	// The slice grows as data arrive: a header that lies about the count
-	// meets a truncation error, not a huge allocation.
-	x := make([]float64, 0, min(n*rows*cols, 1<<22))
-	buf := make([]byte, rows*cols)
+	// The bytes grow as data arrive: a header that lies about the count
+	// meets a truncation error, not a huge allocation. They are converted
+	// to float64 once read, in one allocation of the exact size (growing
+	// float64s would hold up to twice the data set while copying).
+	raw := make([]byte, 0, min(n*rows*cols, 1<<25))
 	for i := 0; i < n; i++ {
+		raw = slices.Grow(raw, rows*cols)
+		buf := raw[len(raw) : len(raw)+rows*cols]
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, &FormatError{File: imagesName, Field: fmt.Sprintf("image %d", i), Want: fmt.Sprintf("%d bytes (%s)", rows*cols, readProblem(err))}
 		}
-		for _, b := range buf {
-			x = append(x, float64(b))
-		}
+		raw = raw[:len(raw)+rows*cols]
 	}
-	im.X = mat.NewDense(n, rows*cols, x)
+	im.X = mat.NewDense(n, rows*cols, bytesToFloats(raw))
 	if err := checkEnd(r, imagesName, fmt.Sprintf("the %d images of the header", n)); err != nil {
 		return nil, err
 	}
@@ -180,4 +182,13 @@ func ReadIDXFiles(images, labels string) (*Images, error) {
 		})
 	})
 	return im, err
+}
+
+// bytesToFloats returns the bytes as float64 values.
+func bytesToFloats(b []byte) []float64 {
+	x := make([]float64, len(b))
+	for i, v := range b {
+		x[i] = float64(v)
+	}
+	return x
 }
