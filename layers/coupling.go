@@ -15,6 +15,8 @@ import (
 //
 // and the inverse is x = y⊙exp(−s) − t with s, t computed from y⊙(1−m) = x_c.
 // S and T map the full dimension to itself; their input is the masked x.
+// In a graph, everything but S and T is fused Gorgonia operations with
+// their own gradient operations (coupling_op.go).
 type Coupling struct {
 	Mask []float64
 	S, T MLP
@@ -26,104 +28,57 @@ func (c Coupling) ParamSpecs() []ParamSpec {
 	return append(c.S.ParamSpecs(), c.T.ParamSpecs()...)
 }
 
-func (c Coupling) shiftScale(b Binder, xc *G.Node, bsz int) (s, t *G.Node, err error) {
-	d := len(c.Mask)
-	mdt := make([]float64, bsz*d)
-	for i := 0; i < bsz; i++ {
-		for j, m := range c.Mask {
-			mdt[i*d+j] = m * c.Dt
-		}
+// Forward returns y and log|det ∂y/∂x| (B).
+func (c Coupling) Forward(b Binder, x *G.Node) (y, logdet *G.Node, err error) {
+	return c.apply(b, x, false)
+}
+
+// Inverse returns x = Forward⁻¹(y) and log|det ∂x/∂y| (B).
+func (c Coupling) Inverse(b Binder, y *G.Node) (x, logdet *G.Node, err error) {
+	return c.apply(b, y, true)
+}
+
+// apply adds the coupling (inverse: its inverse) of x to x's graph: the
+// masked input, the S and T networks, and the fused elementwise
+// operations of coupling_op.go for a = tanh(S(x_c)), exp(±s), the output
+// and the log-determinant, whose gradients are fused operations too.
+func (c Coupling) apply(b Binder, x *G.Node, inverse bool) (y, logdet *G.Node, err error) {
+	if _, d, err := batchOf(x); err != nil {
+		return nil, nil, err
+	} else if d != len(c.Mask) {
+		return nil, nil, fmt.Errorf("layers: coupling %s has dimension %d, input has %d", c.S.Name, len(c.Mask), d)
 	}
-	mdtN := Constant(b, "mask·dt", mdt, bsz, d)
-	sRaw, err := c.S.Apply(b, xc)
+	// The mask and tanh do not depend on the direction: their operations
+	// are the forward ones, so that both directions of a coupling on one
+	// input share those nodes.
+	fwd := couplingOp{spec: newCouplingSpec(c.Mask, c.Dt)}
+	op := fwd
+	op.inverse = inverse
+	xc, err := G.ApplyOp(fwd.with(couplingMask), x)
 	if err != nil {
 		return nil, nil, err
 	}
-	if sRaw, err = applyMath(fnTanh, sRaw); err != nil {
-		return nil, nil, err
-	}
-	if s, err = G.HadamardProd(sRaw, mdtN); err != nil {
+	sRaw, err := c.S.Apply(b, xc)
+	if err != nil {
 		return nil, nil, err
 	}
 	tRaw, err := c.T.Apply(b, xc)
 	if err != nil {
 		return nil, nil, err
 	}
-	if t, err = G.HadamardProd(tRaw, mdtN); err != nil {
-		return nil, nil, err
-	}
-	return s, t, nil
-}
-
-func (c Coupling) conditioner(b Binder, x *G.Node) (xc *G.Node, bsz int, err error) {
-	bsz, d, err := batchOf(x)
-	if err != nil {
-		return nil, 0, err
-	}
-	if d != len(c.Mask) {
-		return nil, 0, fmt.Errorf("layers: coupling %s has dimension %d, input has %d", c.S.Name, len(c.Mask), d)
-	}
-	keep := make([]float64, bsz*d)
-	for i := 0; i < bsz; i++ {
-		for j, m := range c.Mask {
-			keep[i*d+j] = 1 - m
-		}
-	}
-	xc, err = G.HadamardProd(x, Constant(b, "1−mask", keep, bsz, d))
-	return xc, bsz, err
-}
-
-// Forward returns y and log|det ∂y/∂x| (B).
-func (c Coupling) Forward(b Binder, x *G.Node) (y, logdet *G.Node, err error) {
-	xc, bsz, err := c.conditioner(b, x)
+	a, err := G.ApplyOp(fwd.with(couplingTanh), sRaw)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, t, err := c.shiftScale(b, xc, bsz)
+	e, err := G.ApplyOp(op.with(couplingExp), a)
 	if err != nil {
 		return nil, nil, err
 	}
-	xt, err := G.Add(x, t)
-	if err != nil {
+	if y, err = G.ApplyOp(op.with(couplingAffine), x, sRaw, tRaw, e, a); err != nil {
 		return nil, nil, err
 	}
-	es, err := applyMath(fnExp, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	if y, err = G.HadamardProd(xt, es); err != nil {
-		return nil, nil, err
-	}
-	logdet, err = G.Sum(s, 1)
+	logdet, err = G.ApplyOp(op.with(couplingLogDet), sRaw, a)
 	return y, logdet, err
-}
-
-// Inverse returns x = Forward⁻¹(y) and log|det ∂x/∂y| (B).
-func (c Coupling) Inverse(b Binder, y *G.Node) (x, logdet *G.Node, err error) {
-	yc, bsz, err := c.conditioner(b, y)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, t, err := c.shiftScale(b, yc, bsz)
-	if err != nil {
-		return nil, nil, err
-	}
-	ens, err := applyMath(fnExpNeg, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	ye, err := G.HadamardProd(y, ens)
-	if err != nil {
-		return nil, nil, err
-	}
-	if x, err = G.Sub(ye, t); err != nil {
-		return nil, nil, err
-	}
-	if logdet, err = G.Sum(s, 1); err != nil {
-		return nil, nil, err
-	}
-	logdet, err = G.Neg(logdet)
-	return x, logdet, err
 }
 
 // Mask kinds of RealNVP.
