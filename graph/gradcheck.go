@@ -39,7 +39,9 @@ func finiteDiff(got []float64, f func([]float64) float64, x []float64) []float64
 	return coarse
 }
 
-func relErrInf(a, b []float64) float64 {
+// RelErrInf is ‖a − b‖∞ / max(‖a‖∞, ‖b‖∞) (‖a − b‖∞ where both are 0),
+// the norm-wise relative error that GradCheck.RelErr reports.
+func RelErrInf(a, b []float64) float64 {
 	num, den := 0.0, 0.0
 	for i := range a {
 		num = math.Max(num, math.Abs(a[i]-b[i]))
@@ -50,6 +52,9 @@ func relErrInf(a, b []float64) float64 {
 	}
 	return num / den
 }
+
+// relErrInf is RelErrInf.
+func relErrInf(a, b []float64) float64 { return RelErrInf(a, b) }
 
 // CheckEBM compares the EBM's x-gradient (of log p̃ at each row of neg) and
 // its training-loss parameter gradient with central finite differences. The

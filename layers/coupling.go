@@ -129,29 +129,33 @@ func (r RealNVP) depth() int {
 
 // BaseMask returns the mask of the odd couplings (1 = transformed); even
 // couplings use its complement.
-func (r RealNVP) BaseMask() ([]float64, error) {
-	m := make([]float64, r.Dim)
-	switch r.Mask {
+func (r RealNVP) BaseMask() ([]float64, error) { return baseMask(r.Mask, r.Dim, r.MaskWidth) }
+
+// baseMask is the mask of the odd couplings of a RealNVP or a SplineFlow
+// of dimension dim with mask kind (MaskHalf if ""; width is
+// MaskCheckerboard2D's number of columns).
+func baseMask(kind string, dim, width int) ([]float64, error) {
+	m := make([]float64, dim)
+	switch kind {
 	case "", MaskHalf:
-		for i := r.Dim / 2; i < r.Dim; i++ {
+		for i := dim / 2; i < dim; i++ {
 			m[i] = 1
 		}
 	case MaskCheckerboard:
-		for i := 1; i < r.Dim; i += 2 {
+		for i := 1; i < dim; i += 2 {
 			m[i] = 1
 		}
 	case MaskCheckerboard2D:
-		w := r.MaskWidth
-		if w <= 0 || r.Dim%w != 0 {
-			return nil, fmt.Errorf("layers: checkerboard2d mask needs a width dividing %d, have %d", r.Dim, w)
+		if width <= 0 || dim%width != 0 {
+			return nil, fmt.Errorf("layers: checkerboard2d mask needs a width dividing %d, have %d", dim, width)
 		}
 		for i := range m {
-			if (i/w+i%w)%2 == 1 {
+			if (i/width+i%width)%2 == 1 {
 				m[i] = 1
 			}
 		}
 	default:
-		return nil, fmt.Errorf("layers: unknown mask %q (want %s, %s or %s)", r.Mask, MaskHalf, MaskCheckerboard, MaskCheckerboard2D)
+		return nil, fmt.Errorf("layers: unknown mask %q (want %s, %s or %s)", kind, MaskHalf, MaskCheckerboard, MaskCheckerboard2D)
 	}
 	return m, nil
 }
@@ -207,8 +211,11 @@ func (r RealNVP) Couplings() ([]Coupling, error) {
 }
 
 // ParamSpecs lists the parameters of every coupling.
-func (r RealNVP) ParamSpecs() ([]ParamSpec, error) {
-	cs, err := r.Couplings()
+func (r RealNVP) ParamSpecs() ([]ParamSpec, error) { return couplingParamSpecs(r.Couplings()) }
+
+// couplingParamSpecs lists the parameters of the couplings cs of a flow
+// (err: the error of making them).
+func couplingParamSpecs[C interface{ ParamSpecs() []ParamSpec }](cs []C, err error) ([]ParamSpec, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -234,26 +241,31 @@ func (r RealNVP) pass(b Binder, x *G.Node, inverse bool) (*G.Node, *G.Node, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	var order []int
-	for blk := 0; blk < r.Blocks; blk++ {
-		for rep := 0; rep < r.depth(); rep++ {
-			order = append(order, 2*blk, 2*blk+1)
+	// Each block's pair of couplings runs depth times.
+	var steps []Coupling
+	for blk := range r.Blocks {
+		for range r.depth() {
+			steps = append(steps, cs[2*blk], cs[2*blk+1])
 		}
 	}
-	if inverse {
-		for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-			order[i], order[j] = order[j], order[i]
-		}
-	}
+	return flowPass(b, x, steps, inverse)
+}
+
+// flowPass runs the couplings steps of a flow's forward pass on x in
+// their order (inverse: their inverses in reverse order) and returns the
+// output and the summed log-determinant (B).
+func flowPass[C interface {
+	apply(b Binder, x *G.Node, inverse bool) (*G.Node, *G.Node, error)
+}](b Binder, x *G.Node, steps []C, inverse bool) (*G.Node, *G.Node, error) {
 	var total *G.Node
-	for _, k := range order {
-		var ld *G.Node
+	for j := range steps {
+		c := steps[j]
 		if inverse {
-			x, ld, err = cs[k].Inverse(b, x)
-		} else {
-			x, ld, err = cs[k].Forward(b, x)
+			c = steps[len(steps)-1-j]
 		}
-		if err != nil {
+		var ld *G.Node
+		var err error
+		if x, ld, err = c.apply(b, x, inverse); err != nil {
 			return nil, nil, err
 		}
 		if total == nil {

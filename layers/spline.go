@@ -100,19 +100,19 @@ func (s RQSpline) DerivativeOffset() float64 { return math.Log(math.Expm1(1 - s.
 // parameters raw (len ParamsPerCoord(), after WithDefaults), as the fused
 // Gorgonia operations compute them. Zero fields of s take the defaults.
 func (s RQSpline) Forward(x float64, raw []float64) (y, logdet float64) {
-	s = s.WithDefaults()
-	kn := newRQKnots(s.Bins)
-	var e rqEval
-	s.eval(kn, x, raw, false, &e, false)
-	return e.out, e.ld
+	return s.evalOne(x, raw, false)
 }
 
 // Inverse returns x = s⁻¹(y) and log(dx/dy) = −log(s'(x)).
 func (s RQSpline) Inverse(y float64, raw []float64) (x, logdet float64) {
+	return s.evalOne(y, raw, true)
+}
+
+// evalOne is Forward (inverse: Inverse) at v.
+func (s RQSpline) evalOne(v float64, raw []float64, inverse bool) (out, logdet float64) {
 	s = s.WithDefaults()
-	kn := newRQKnots(s.Bins)
 	var e rqEval
-	s.eval(kn, y, raw, true, &e, false)
+	s.eval(newRQKnots(s.Bins), v, raw, inverse, &e, false)
 	return e.out, e.ld
 }
 
@@ -208,32 +208,7 @@ type SplineFlow struct {
 
 // BaseMask returns the mask of the odd couplings (1 = transformed); even
 // couplings use its complement. The masks are RealNVP's.
-func (f SplineFlow) BaseMask() ([]float64, error) {
-	m := make([]float64, f.Dim)
-	switch f.Mask {
-	case "", MaskHalf:
-		for i := f.Dim / 2; i < f.Dim; i++ {
-			m[i] = 1
-		}
-	case MaskCheckerboard:
-		for i := 1; i < f.Dim; i += 2 {
-			m[i] = 1
-		}
-	case MaskCheckerboard2D:
-		w := f.MaskWidth
-		if w <= 0 || f.Dim%w != 0 {
-			return nil, fmt.Errorf("layers: checkerboard2d mask needs a width dividing %d, have %d", f.Dim, w)
-		}
-		for i := range m {
-			if (i/w+i%w)%2 == 1 {
-				m[i] = 1
-			}
-		}
-	default:
-		return nil, fmt.Errorf("layers: unknown mask %q (want %s, %s or %s)", f.Mask, MaskHalf, MaskCheckerboard, MaskCheckerboard2D)
-	}
-	return m, nil
-}
+func (f SplineFlow) BaseMask() ([]float64, error) { return baseMask(f.Mask, f.Dim, f.MaskWidth) }
 
 // Couplings returns the 2·Blocks couplings in forward order.
 func (f SplineFlow) Couplings() ([]SplineCoupling, error) {
@@ -305,17 +280,7 @@ func splineBiasInit(s RQSpline) Init {
 }
 
 // ParamSpecs lists the parameters of every coupling.
-func (f SplineFlow) ParamSpecs() ([]ParamSpec, error) {
-	cs, err := f.Couplings()
-	if err != nil {
-		return nil, err
-	}
-	var s []ParamSpec
-	for _, c := range cs {
-		s = append(s, c.ParamSpecs()...)
-	}
-	return s, nil
-}
+func (f SplineFlow) ParamSpecs() ([]ParamSpec, error) { return couplingParamSpecs(f.Couplings()) }
 
 // Forward returns x = T(z) and log|det J_T(z)| (B).
 func (f SplineFlow) Forward(b Binder, z *G.Node) (x, logdet *G.Node, err error) {
@@ -332,23 +297,7 @@ func (f SplineFlow) pass(b Binder, x *G.Node, inverse bool) (*G.Node, *G.Node, e
 	if err != nil {
 		return nil, nil, err
 	}
-	var total *G.Node
-	for i := range cs {
-		c := cs[i]
-		if inverse {
-			c = cs[len(cs)-1-i]
-		}
-		var ld *G.Node
-		if x, ld, err = c.apply(b, x, inverse); err != nil {
-			return nil, nil, err
-		}
-		if total == nil {
-			total = ld
-		} else if total, err = G.Add(total, ld); err != nil {
-			return nil, nil, err
-		}
-	}
-	return x, total, nil
+	return flowPass(b, x, cs, inverse)
 }
 
 // Dimension is Dim: the dimension of z and x (graph.FlowNet).

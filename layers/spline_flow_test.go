@@ -155,6 +155,14 @@ func TestSplineFlowInverse(t *testing.T) {
 	}
 }
 
+// transport is f.Forward (inverse: f.Inverse) of in.
+func transport(f *graph.Flow, inverse bool, in, out *mat.Dense, ld []float64) error {
+	if inverse {
+		return f.Inverse(in, out, ld)
+	}
+	return f.Forward(in, out, ld)
+}
+
 // logDetFD is log|det ∂T/∂z| at z from a central finite-difference
 // Jacobian (gonum diff/fd) and an LU factorisation.
 func logDetFD(t *testing.T, f *graph.Flow, z []float64, inverse bool) float64 {
@@ -164,13 +172,7 @@ func logDetFD(t *testing.T, f *graph.Flow, z []float64, inverse bool) float64 {
 	jac := mat.NewDense(d, d, nil)
 	fd.Jacobian(jac, func(y, x []float64) {
 		in.SetRow(0, x)
-		var err error
-		if inverse {
-			err = f.Inverse(in, out, ld)
-		} else {
-			err = f.Forward(in, out, ld)
-		}
-		if err != nil {
+		if err := transport(f, inverse, in, out, ld); err != nil {
 			t.Fatal(err)
 		}
 		copy(y, out.RawRowView(0))
@@ -198,13 +200,7 @@ func TestSplineFlowLogDetFD(t *testing.T) {
 	worst := 0.0
 	for _, inverse := range []bool{false, true} {
 		out := mat.NewDense(n, net.Dim, nil)
-		var err error
-		if inverse {
-			err = f.Inverse(z, out, ld)
-		} else {
-			err = f.Forward(z, out, ld)
-		}
-		if err != nil {
+		if err := transport(f, inverse, z, out, ld); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < n; i++ {
@@ -317,7 +313,7 @@ func TestSplineFlowGradients(t *testing.T) {
 		return s
 	}
 	want := fd.Gradient(nil, kl, theta, &fd.Settings{Formula: fd.Central})
-	checks = append(checks, graph.GradCheck{What: "∇α reverse KL (flow forward pass)", Coords: len(theta), RelErr: relErrInf(grad, want)})
+	checks = append(checks, graph.GradCheck{What: "∇α reverse KL (flow forward pass)", Coords: len(theta), RelErr: graph.RelErrInf(grad, want)})
 
 	// NeuTra's latent gradient.
 	lat, err := graph.NewLatent(f, target)
@@ -339,7 +335,7 @@ func TestSplineFlowGradients(t *testing.T) {
 			return oneLp[0]
 		}, z.RawRowView(i), &fd.Settings{Formula: fd.Central})
 		zc.Coords += net.Dim
-		zc.RelErr = math.Max(zc.RelErr, relErrInf(lg.RawRowView(i), w))
+		zc.RelErr = math.Max(zc.RelErr, graph.RelErrInf(lg.RawRowView(i), w))
 	}
 	checks = append(checks, zc)
 	for _, c := range checks {
@@ -348,18 +344,6 @@ func TestSplineFlowGradients(t *testing.T) {
 			t.Errorf("%s: relative error %.2e > 1e-6", c.What, c.RelErr)
 		}
 	}
-}
-
-func relErrInf(a, b []float64) float64 {
-	num, den := 0.0, 0.0
-	for i := range a {
-		num = math.Max(num, math.Abs(a[i]-b[i]))
-		den = math.Max(den, math.Max(math.Abs(a[i]), math.Abs(b[i])))
-	}
-	if den == 0 {
-		return num
-	}
-	return num / den
 }
 
 // A float32 flow with the same (float32-rounded) parameters agrees with
@@ -394,7 +378,7 @@ func TestSplineFlowFloat32(t *testing.T) {
 	}
 	ex := maxAbsDiff(xs[0].RawMatrix().Data, xs[1].RawMatrix().Data)
 	el := math.Max(maxAbsDiff(ld[0], ld[1]), maxAbsDiff(lq[0], lq[1]))
-	eg := relErrInf(grads[1], grads[0])
+	eg := graph.RelErrInf(grads[1], grads[0])
 	t.Logf("float32 vs float64: |Δx| ≤ %.2e, |Δ log det|, |Δ log λ| ≤ %.2e, ML gradient relative %.2e", ex, el, eg)
 	if ex > 1e-5 || el > 1e-4 || eg > 1e-4 {
 		t.Errorf("float32 vs float64: |Δx| %.2e, |Δ log| %.2e, gradient %.2e", ex, el, eg)
@@ -732,7 +716,7 @@ func TestSplineFlowMatchesPyTorch(t *testing.T) {
 		if len(c.got) != len(c.want) {
 			t.Fatalf("%s: %d values, PyTorch %d", c.what, len(c.got), len(c.want))
 		}
-		e := relErrInf(c.got, c.want)
+		e := graph.RelErrInf(c.got, c.want)
 		t.Logf("%-18s vs PyTorch: relative error %.2e", c.what, e)
 		if e > c.tol {
 			t.Errorf("%s: relative error %.2e against PyTorch (tolerance %g)", c.what, e, c.tol)

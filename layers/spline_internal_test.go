@@ -228,23 +228,37 @@ func splineRelErr(a, b []float64) float64 {
 	return math.Sqrt(num) / den
 }
 
+// splineOpInputs is the default spline and, drawn from PCG(seed,
+// seed+1), the inputs of an rqsOp on the columns cols of rows × d: x of
+// scale 3, then θ (rows, len(cols)·(3K−1)) of scale 1, rounded to
+// float32 with round32.
+func splineOpInputs(seed uint64, rows, d int, cols []int, round32 bool) (s RQSpline, x, th []float64) {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	s = RQSpline{}.WithDefaults()
+	x, th = make([]float64, rows*d), make([]float64, rows*len(cols)*s.ParamsPerCoord())
+	for i := range x {
+		x[i] = 3 * rng.NormFloat64()
+	}
+	for i := range th {
+		th[i] = rng.NormFloat64()
+	}
+	if round32 {
+		for _, v := range [][]float64{x, th} {
+			for i := range v {
+				v[i] = float64(float32(v[i]))
+			}
+		}
+	}
+	return s, x, th
+}
+
 // The float32 operations agree with the float64 ones to float32 rounding,
 // the preallocated path overwrites its output fully, and the columns
 // operations gather and scatter.
 func TestRQSOpFloat32AndPrealloc(t *testing.T) {
-	rng := rand.New(rand.NewPCG(31, 32))
-	s := RQSpline{}.WithDefaults()
+	rows, d, cols := 5, 3, []int{1, 2}
+	s, x, th := splineOpInputs(31, rows, d, cols, true)
 	p := s.ParamsPerCoord()
-	rows, d := 5, 3
-	cols := []int{1, 2}
-	x := make([]float64, rows*d)
-	th := make([]float64, rows*len(cols)*p)
-	for i := range x {
-		x[i] = float64(float32(3 * rng.NormFloat64()))
-	}
-	for i := range th {
-		th[i] = float64(float32(rng.NormFloat64()))
-	}
 	for _, op := range []rqsOp{{spline: s, cols: cols}, {spline: s, cols: cols, inverse: true, logdet: true}} {
 		want, err := op.Do(splineDense(tensor.Float64, []int{rows, d}, x), splineDense(tensor.Float64, []int{rows, len(cols) * p}, th))
 		if err != nil {
@@ -299,19 +313,9 @@ func TestRQSOpFloat32AndPrealloc(t *testing.T) {
 // TapeMachine give the values and gradients of the operations called
 // directly.
 func TestRQSOpOnTapeMachine(t *testing.T) {
-	rng := rand.New(rand.NewPCG(41, 42))
-	s := RQSpline{}.WithDefaults()
+	rows, d, cols := 4, 3, []int{0, 2}
+	s, xv, tv := splineOpInputs(41, rows, d, cols, false)
 	p := s.ParamsPerCoord()
-	rows, d := 4, 3
-	cols := []int{0, 2}
-	xv := make([]float64, rows*d)
-	tv := make([]float64, rows*len(cols)*p)
-	for i := range xv {
-		xv[i] = 3 * rng.NormFloat64()
-	}
-	for i := range tv {
-		tv[i] = rng.NormFloat64()
-	}
 	for _, inverse := range []bool{false, true} {
 		g := G.NewGraph()
 		x := G.NewMatrix(g, tensor.Float64, G.WithShape(rows, d), G.WithName("x"), G.WithValue(splineDense(tensor.Float64, []int{rows, d}, xv)))

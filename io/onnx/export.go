@@ -65,8 +65,23 @@ func newBuilder(dtype int, p *graph.Params) *builder {
 
 // node adds op(inputs) with one output and returns the output's name.
 func (b *builder) node(op string, inputs []string, attrs ...attr) string {
+	enc := make([]msg, len(attrs))
+	for i, a := range attrs {
+		enc[i] = a.encode()
+	}
+	return b.nodeAttrs(op, inputs, enc...)
+}
+
+// nodeAttrs is node with encoded attributes of any type.
+func (b *builder) nodeAttrs(op string, inputs []string, attrs ...msg) string {
 	b.n++
 	out := op + "_" + strconv.Itoa(b.n)
+	b.emit(op, inputs, out, attrs...)
+	return out
+}
+
+// emit appends the node op(inputs), named as its one output out.
+func (b *builder) emit(op string, inputs []string, out string, attrs ...msg) {
 	var m msg
 	for _, in := range inputs {
 		m.str(1, in)
@@ -75,33 +90,33 @@ func (b *builder) node(op string, inputs []string, attrs ...attr) string {
 	m.str(3, out)
 	m.str(4, op)
 	for _, a := range attrs {
-		m.bytes(5, a.encode())
+		m.bytes(5, a)
 	}
 	b.nodes = append(b.nodes, m)
-	return out
+}
+
+// initializer adds the initializer name of the given type, unless the
+// graph has it, and returns its name.
+func (b *builder) initializer(name string, dims []int, dtype int, v []float64) string {
+	if !b.names[name] {
+		b.names[name] = true
+		b.inits = append(b.inits, tensorProto(name, dims, dtype, v))
+	}
+	return name
 }
 
 // constant adds an initializer in the graph's dtype and returns its name.
 func (b *builder) constant(name string, dims []int, v []float64) string {
-	if b.names[name] {
-		return name
-	}
-	b.names[name] = true
-	b.inits = append(b.inits, tensorProto(name, dims, b.dtype, v))
-	return name
+	return b.initializer(name, dims, b.dtype, v)
 }
 
+// int64s adds the int64 vector v as an initializer and returns its name.
 func (b *builder) int64s(name string, v ...int) string {
-	if b.names[name] {
-		return name
-	}
-	b.names[name] = true
 	f := make([]float64, len(v))
 	for i, x := range v {
 		f[i] = float64(x)
 	}
-	b.inits = append(b.inits, tensorProto(name, []int{len(v)}, typeInt64, f))
-	return name
+	return b.initializer(name, []int{len(v)}, typeInt64, f)
 }
 
 // scalar adds a 0-d Constant node holding v, as PyTorch writes a Python
@@ -117,12 +132,7 @@ func (b *builder) scalar(v float64) string {
 	a.str(1, "value")
 	a.bytes(5, tensorProto(name, nil, b.dtype, []float64{v}))
 	a.varint(20, 4) // TENSOR
-	var m msg
-	m.str(2, name)
-	m.str(3, name)
-	m.str(4, "Constant")
-	m.bytes(5, a)
-	b.nodes = append(b.nodes, m)
+	b.emit("Constant", nil, name, a)
 	return name
 }
 
@@ -137,19 +147,28 @@ func (b *builder) param(name string) (string, error) {
 
 // linear adds Gemm(x, W, b, transB = 1): PyTorch's export of nn.Linear.
 func (b *builder) linear(l layers.Linear, x string) (string, error) {
-	w, err := b.param(l.Name + ".weight")
+	in, err := b.weightAndBias(x, l.Name, l.NoBias)
 	if err != nil {
 		return "", err
 	}
-	in := []string{x, w}
-	if !l.NoBias {
-		bias, err := b.param(l.Name + ".bias")
-		if err != nil {
-			return "", err
-		}
-		in = append(in, bias)
-	}
 	return b.node("Gemm", in, intAttr("transB", 1)), nil
+}
+
+// weightAndBias adds the parameters name.weight and, unless noBias,
+// name.bias of a layer and returns its inputs: x, the weight, the bias.
+func (b *builder) weightAndBias(x, name string, noBias bool) ([]string, error) {
+	w, err := b.param(name + ".weight")
+	if err != nil {
+		return nil, err
+	}
+	if noBias {
+		return []string{x, w}, nil
+	}
+	bias, err := b.param(name + ".bias")
+	if err != nil {
+		return nil, err
+	}
+	return []string{x, w, bias}, nil
 }
 
 // activation adds a as PyTorch exports it; in float64, LeakyRelu, Softplus
@@ -237,13 +256,7 @@ func (b *builder) gaussianLogProb(g layers.Gaussian, z string) string {
 // coupling adds one coupling's forward or inverse pass; it returns the
 // output and its log-determinant (B).
 func (b *builder) coupling(c layers.Coupling, x string, inverse bool) (string, string, error) {
-	d := len(c.Mask)
-	keep, mdt := make([]float64, d), make([]float64, d)
-	for j, m := range c.Mask {
-		keep[j], mdt[j] = 1-m, m*c.Dt
-	}
-	keepN := b.constant("keep_"+strconv.Itoa(b.n), []int{1, d}, keep)
-	mdtN := b.constant("mask_dt_"+strconv.Itoa(b.n), []int{1, d}, mdt)
+	keepN, mdtN := b.couplingMask(c.Mask, c.Dt)
 	xc := b.node("Mul", []string{x, keepN})
 	sRaw, err := b.mlp(c.S, xc)
 	if err != nil {
@@ -255,58 +268,36 @@ func (b *builder) coupling(c layers.Coupling, x string, inverse bool) (string, s
 		return "", "", err
 	}
 	t := b.node("Mul", []string{tRaw, mdtN})
-	if !inverse {
-		y := b.node("Mul", []string{b.node("Add", []string{x, t}), b.node("Exp", []string{s})})
-		return y, b.sumRows(s), nil
-	}
-	ns := b.node("Neg", []string{s})
-	y := b.node("Sub", []string{b.node("Mul", []string{x, b.node("Exp", []string{ns})}), t})
-	return y, b.sumRows(ns), nil
+	y, ld := b.affineUpdate(x, s, t, inverse)
+	return y, ld, nil
 }
 
-// realNVP adds the flow's forward (z → x) or inverse (x → z) pass and the
-// summed log-determinant.
-func (b *builder) realNVP(r layers.RealNVP, x string, inverse bool) (string, string, error) {
-	cs, err := r.Couplings()
-	if err != nil {
-		return "", "", err
+// couplingMask adds the constants 1 − m and m·dt (1, d) of a coupling
+// with mask m and step dt.
+func (b *builder) couplingMask(mask []float64, dt float64) (keep, mdt string) {
+	d := len(mask)
+	k, md := make([]float64, d), make([]float64, d)
+	for j, m := range mask {
+		k[j], md[j] = 1-m, m*dt
 	}
-	depth := max(1, r.BlockDepth)
-	var order []int
-	for blk := 0; blk < r.Blocks; blk++ {
-		for rep := 0; rep < depth; rep++ {
-			order = append(order, 2*blk, 2*blk+1)
-		}
+	return b.constant("keep_"+strconv.Itoa(b.n), []int{1, d}, k), b.constant("mask_dt_"+strconv.Itoa(b.n), []int{1, d}, md)
+}
+
+// affineUpdate adds a residual affine coupling's output and
+// log-determinant (B) from its scale s and shift t: (x + t)⊙exp(s) and
+// Σ s, or for the inverse x⊙exp(−s) − t and −Σ s.
+func (b *builder) affineUpdate(x, s, t string, inverse bool) (y, logdet string) {
+	if !inverse {
+		y = b.node("Mul", []string{b.node("Add", []string{x, t}), b.node("Exp", []string{s})})
+		return y, b.sumRows(s)
 	}
-	if inverse {
-		for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-			order[i], order[j] = order[j], order[i]
-		}
-	}
-	total := ""
-	for _, k := range order {
-		var ld string
-		if x, ld, err = b.coupling(cs[k], x, inverse); err != nil {
-			return "", "", err
-		}
-		if total == "" {
-			total = ld
-		} else {
-			total = b.node("Add", []string{total, ld})
-		}
-	}
-	return x, total, nil
+	ns := b.node("Neg", []string{s})
+	y = b.node("Sub", []string{b.node("Mul", []string{x, b.node("Exp", []string{ns})}), t})
+	return y, b.sumRows(ns)
 }
 
 // rename adds Identity(x) named name (graph outputs get stable names).
-func (b *builder) rename(x, name string) {
-	var m msg
-	m.str(1, x)
-	m.str(2, name)
-	m.str(3, name)
-	m.str(4, "Identity")
-	b.nodes = append(b.nodes, m)
-}
+func (b *builder) rename(x, name string) { b.emit("Identity", []string{x}, name) }
 
 func (b *builder) graph(name string, inputs, outputs []msg) msg {
 	var g msg
@@ -339,44 +330,57 @@ func EBM(e *graph.EBM, o Options) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("onnx: energy network %T cannot be exported (only MLP energies can)", e.Net)
 	}
+	return ebmModel(e, o, "flowebm EBM: energy E(x) of the network", "flowebm EBM: whole energy in the data's units, E(z) − log ρ(z) + Σ log scale",
+		func(b *builder, x string) (string, error) { return b.mlp(net.MLP, x) })
+}
+
+// ebmModel is the model of an EBM: input "x" (batch, d), output "energy"
+// (batch, 1), the network's E(x) as energy adds it to b (doc the graph's
+// doc string) or with o.Full the whole energy (fullDoc).
+func ebmModel(e *graph.EBM, o Options, doc, fullDoc string, energy func(b *builder, x string) (string, error)) ([]byte, error) {
 	dt, err := o.dtype(e.Params)
 	if err != nil {
 		return nil, err
 	}
 	d := e.Dim()
 	b := newBuilder(dt, e.Params)
-	x := "x"
-	var logdet float64
-	if o.Full && o.Scaling != nil {
-		if err := o.Scaling.Validate(); err != nil {
-			return nil, fmt.Errorf("onnx: scaling: %w", err)
-		}
-		if o.Scaling.Dim() != d {
-			return nil, fmt.Errorf("onnx: scaling has %d coordinates, the EBM %d", o.Scaling.Dim(), d)
-		}
-		x = b.node("Div", []string{b.node("Sub", []string{x, b.constant("shift", []int{1, d}, o.Scaling.Shift)}), b.constant("scale", []int{1, d}, o.Scaling.Scale)})
-		logdet = o.Scaling.LogDet()
+	x, logdet, err := b.standardized("x", o, d)
+	if err != nil {
+		return nil, err
 	}
-	energy, err := b.mlp(net.MLP, x)
+	en, err := energy(b, x)
 	if err != nil {
 		return nil, err
 	}
 	if o.Full {
 		if e.Tilt != nil {
 			lr := b.node("Unsqueeze", []string{b.gaussianLogProb(*e.Tilt, x), b.int64s("axis_1", 1)})
-			energy = b.node("Sub", []string{energy, lr})
+			en = b.node("Sub", []string{en, lr})
 		}
 		if logdet != 0 {
-			energy = b.node("Add", []string{energy, b.scalar(logdet)})
+			en = b.node("Add", []string{en, b.scalar(logdet)})
 		}
+		doc = fullDoc
 	}
-	b.rename(energy, "energy")
-	doc := "flowebm EBM: energy E(x) of the network"
-	if o.Full {
-		doc = "flowebm EBM: whole energy in the data's units, E(z) − log ρ(z) + Σ log scale"
-	}
+	b.rename(en, "energy")
 	g := b.graph("ebm", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo("energy", dt, "batch", 1)})
 	return model(g, doc, parametersEntry(e.Params)), nil
+}
+
+// standardized adds z = (x − shift)/scale for o.Full with a Scaling of d
+// coordinates and returns z and Σ log scale (else x and 0).
+func (b *builder) standardized(x string, o Options, d int) (string, float64, error) {
+	if !o.Full || o.Scaling == nil {
+		return x, 0, nil
+	}
+	if err := o.Scaling.Validate(); err != nil {
+		return "", 0, fmt.Errorf("onnx: scaling: %w", err)
+	}
+	if o.Scaling.Dim() != d {
+		return "", 0, fmt.Errorf("onnx: scaling has %d coordinates, the EBM %d", o.Scaling.Dim(), d)
+	}
+	x = b.node("Div", []string{b.node("Sub", []string{x, b.constant("shift", []int{1, d}, o.Scaling.Shift)}), b.constant("scale", []int{1, d}, o.Scaling.Scale)})
+	return x, o.Scaling.LogDet(), nil
 }
 
 // parametersEntry lists p's names under ParametersKey, so that an import
@@ -400,58 +404,120 @@ func baseEntry(g layers.Gaussian) [2]string {
 // (batch, d), base draws; outputs "x" (batch, d) = T(z) and "log_density"
 // (batch) = log λ(x) = log ρ(z) − log|det J_T(z)|.
 func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
-	if sf, ok := f.Net.(layers.SplineFlow); ok {
-		return splineFlowSample(f, sf, o)
-	}
-	if im, ok := f.Net.(layers.ImageRealNVP); ok {
-		return imageFlowSample(f, im, o) // export_image.go
-	}
+	fe := flowExportOf(f)
 	dt, err := o.dtype(f.Params)
 	if err != nil {
 		return nil, err
 	}
 	d := f.Dim()
-	nvp, err := realNVPOf(f)
-	if err != nil {
-		return nil, err
-	}
 	b := newBuilder(dt, f.Params)
-	x, ld, err := b.realNVP(nvp, "z", false)
+	x, ld, err := fe.pass(b, "z", false)
 	if err != nil {
 		return nil, err
 	}
-	b.rename(x, "x")
-	b.rename(b.node("Sub", []string{b.gaussianLogProb(f.Base, "z"), ld}), "log_density")
-	g := b.graph("flow_sample", []msg{valueInfo("z", dt, "batch", d)}, []msg{valueInfo("x", dt, "batch", d), valueInfo("log_density", dt, "batch")})
-	return model(g, "flowebm flow: z ↦ (x = T(z), log λ(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
+	b.rename(x, FlowX)
+	b.rename(b.node("Sub", []string{b.gaussianLogProb(f.Base, "z"), ld}), FlowLogDensity)
+	g := b.graph("flow_sample", []msg{valueInfo("z", dt, "batch", d)}, []msg{valueInfo(FlowX, dt, "batch", d), valueInfo(FlowLogDensity, dt, "batch")})
+	return model(g, fe.what+": z ↦ (x = T(z), log λ(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
 }
 
 // FlowDensity returns the ONNX model of f's density: input "x" (batch, d),
-// output "log_density" (batch) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|.
+// output "log_density" (batch) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|; for
+// a spline flow or an image RealNVP also "z" (batch, d) = T⁻¹(x)
+// (FlowLatent).
 func FlowDensity(f *graph.Flow, o Options) ([]byte, error) {
-	if sf, ok := f.Net.(layers.SplineFlow); ok {
-		return splineFlowDensity(f, sf, o)
-	}
-	if im, ok := f.Net.(layers.ImageRealNVP); ok {
-		return imageFlowDensity(f, im, o) // export_image.go
-	}
+	fe := flowExportOf(f)
 	dt, err := o.dtype(f.Params)
 	if err != nil {
 		return nil, err
 	}
 	d := f.Dim()
-	nvp, err := realNVPOf(f)
-	if err != nil {
-		return nil, err
-	}
 	b := newBuilder(dt, f.Params)
-	z, ld, err := b.realNVP(nvp, "x", true)
+	z, ld, err := fe.pass(b, "x", true)
 	if err != nil {
 		return nil, err
 	}
-	b.rename(b.node("Add", []string{b.gaussianLogProb(f.Base, z), ld}), "log_density")
-	g := b.graph("flow_density", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo("log_density", dt, "batch")})
-	return model(g, "flowebm flow: x ↦ log λ(x)", parametersEntry(f.Params), baseEntry(f.Base)), nil
+	b.rename(b.node("Add", []string{b.gaussianLogProb(f.Base, z), ld}), FlowLogDensity)
+	outputs, doc := []msg{valueInfo(FlowLogDensity, dt, "batch")}, fe.what+": x ↦ log λ(x)"
+	if fe.latent {
+		b.rename(z, FlowLatent)
+		outputs, doc = append(outputs, valueInfo(FlowLatent, dt, "batch", d)), fe.what+": x ↦ (log λ(x), z = T⁻¹(x))"
+	}
+	g := b.graph("flow_density", []msg{valueInfo("x", dt, "batch", d)}, outputs)
+	return model(g, doc, parametersEntry(f.Params), baseEntry(f.Base)), nil
+}
+
+// flowExport is how FlowSample and FlowDensity write one kind of flow.
+type flowExport struct {
+	what   string // the start of the models' doc strings
+	latent bool   // the density graph also outputs z = T⁻¹(x)
+	// pass adds the forward (z → x) or inverse (x → z) pass and its
+	// summed log-determinant (B).
+	pass func(b *builder, x string, inverse bool) (string, string, error)
+}
+
+// flowExportOf is the export of f's map: a SplineFlow (export_spline.go),
+// an ImageRealNVP (export_image.go) or a RealNVP (any other map: its pass
+// fails with realNVPOf's error).
+func flowExportOf(f *graph.Flow) flowExport {
+	switch net := f.Net.(type) {
+	case layers.SplineFlow:
+		return flowExport{"flowebm neural spline flow", true, passOf(net.Couplings, (*builder).splineCoupling)}
+	case layers.ImageRealNVP:
+		return flowExport{"flowebm image RealNVP", true, passOf(net.Couplings, (*builder).imageCoupling)}
+	}
+	return flowExport{"flowebm flow", false, passOf(func() ([]layers.Coupling, error) { return realNVPSteps(f) }, (*builder).coupling)}
+}
+
+// passOf is the pass of a flow whose forward pass runs the couplings that
+// steps returns in their order (the inverse pass their inverses in
+// reverse order), coupling adding one of them; it sums their
+// log-determinants.
+func passOf[C any](steps func() ([]C, error), coupling func(b *builder, c C, x string, inverse bool) (string, string, error)) func(*builder, string, bool) (string, string, error) {
+	return func(b *builder, x string, inverse bool) (string, string, error) {
+		cs, err := steps()
+		if err != nil {
+			return "", "", err
+		}
+		total := ""
+		for j := range cs {
+			c := cs[j]
+			if inverse {
+				c = cs[len(cs)-1-j]
+			}
+			var ld string
+			if x, ld, err = coupling(b, c, x, inverse); err != nil {
+				return "", "", err
+			}
+			if total == "" {
+				total = ld
+			} else {
+				total = b.node("Add", []string{total, ld})
+			}
+		}
+		return x, total, nil
+	}
+}
+
+// realNVPSteps is the couplings of f's RealNVP in the order of its
+// forward pass, as layers.RealNVP runs them: each block's pair of
+// couplings BlockDepth times.
+func realNVPSteps(f *graph.Flow) ([]layers.Coupling, error) {
+	r, err := realNVPOf(f)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := r.Couplings()
+	if err != nil {
+		return nil, err
+	}
+	var steps []layers.Coupling
+	for blk := range r.Blocks {
+		for range max(1, r.BlockDepth) {
+			steps = append(steps, cs[2*blk], cs[2*blk+1])
+		}
+	}
+	return steps, nil
 }
 
 // realNVPOf is f's map as a RealNVP: the only flow the exporter writes

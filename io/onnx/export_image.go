@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/layers"
@@ -37,37 +36,11 @@ func intsAttrMsg(name string, v ...int) msg {
 	return m
 }
 
-// nodeAttrs is builder.node with encoded attributes of any type.
-func (b *builder) nodeAttrs(op string, inputs []string, attrs ...msg) string {
-	b.n++
-	out := op + "_" + strconv.Itoa(b.n)
-	var m msg
-	for _, in := range inputs {
-		m.str(1, in)
-	}
-	m.str(2, out)
-	m.str(3, out)
-	m.str(4, op)
-	for _, a := range attrs {
-		m.bytes(5, a)
-	}
-	b.nodes = append(b.nodes, m)
-	return out
-}
-
 // conv2d adds Conv(x, weight, bias) as PyTorch exports nn.Conv2d.
 func (b *builder) conv2d(c layers.Conv2d, x string) (string, error) {
-	w, err := b.param(c.Name + ".weight")
+	in, err := b.weightAndBias(x, c.Name, c.NoBias)
 	if err != nil {
 		return "", err
-	}
-	in := []string{x, w}
-	if !c.NoBias {
-		bias, err := b.param(c.Name + ".bias")
-		if err != nil {
-			return "", err
-		}
-		in = append(in, bias)
 	}
 	s, p := max(1, c.Stride), c.Padding
 	return b.nodeAttrs("Conv", in, intsAttrMsg("dilations", 1, 1), intAttr("group", 1).encode(),
@@ -144,44 +117,9 @@ func (b *builder) imageEnergy(net layers.ImageEnergy, x string) (string, error) 
 // imageEBM is EBM for an ImageEnergy network: input "x" (batch, C·H·W),
 // output "energy" (batch, 1); Options as for an MLP energy.
 func imageEBM(e *graph.EBM, net layers.ImageEnergy, o Options) ([]byte, error) {
-	dt, err := o.dtype(e.Params)
-	if err != nil {
-		return nil, err
-	}
-	d := e.Dim()
-	b := newBuilder(dt, e.Params)
-	x := "x"
-	var logdet float64
-	if o.Full && o.Scaling != nil {
-		if err := o.Scaling.Validate(); err != nil {
-			return nil, fmt.Errorf("onnx: scaling: %w", err)
-		}
-		if o.Scaling.Dim() != d {
-			return nil, fmt.Errorf("onnx: scaling has %d coordinates, the EBM %d", o.Scaling.Dim(), d)
-		}
-		x = b.node("Div", []string{b.node("Sub", []string{x, b.constant("shift", []int{1, d}, o.Scaling.Shift)}), b.constant("scale", []int{1, d}, o.Scaling.Scale)})
-		logdet = o.Scaling.LogDet()
-	}
-	energy, err := b.imageEnergy(net, x)
-	if err != nil {
-		return nil, err
-	}
-	if o.Full {
-		if e.Tilt != nil {
-			lr := b.node("Unsqueeze", []string{b.gaussianLogProb(*e.Tilt, x), b.int64s("axis_1", 1)})
-			energy = b.node("Sub", []string{energy, lr})
-		}
-		if logdet != 0 {
-			energy = b.node("Add", []string{energy, b.scalar(logdet)})
-		}
-	}
-	b.rename(energy, "energy")
 	doc := "flowebm image EBM: energy E(x) of the convolutional network, x of " + net.WithDefaults().Image.String() + " images flattened"
-	if o.Full {
-		doc = "flowebm image EBM: whole energy in the data's units, E(z) − log ρ(z) + Σ log scale"
-	}
-	g := b.graph("ebm", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo("energy", dt, "batch", 1)})
-	return model(g, doc, parametersEntry(e.Params)), nil
+	return ebmModel(e, o, doc, "flowebm image EBM: whole energy in the data's units, E(z) − log ρ(z) + Σ log scale",
+		func(b *builder, x string) (string, error) { return b.imageEnergy(net, x) })
 }
 
 // The export of layers.ImageRealNVP (FlowSample and FlowDensity dispatch
@@ -215,12 +153,7 @@ func (b *builder) unsqueezeImage(x string, s layers.ImageShape) (string, layers.
 // the output (B, D) and its log-determinant (B).
 func (b *builder) imageCoupling(c layers.ImageCoupling, x string, inverse bool) (string, string, error) {
 	d := len(c.Mask)
-	keep, mdt := make([]float64, d), make([]float64, d)
-	for j, m := range c.Mask {
-		keep[j], mdt[j] = 1-m, m*c.Dt
-	}
-	keepN := b.constant("keep_"+strconv.Itoa(b.n), []int{1, d}, keep)
-	mdtN := b.constant("mask_dt_"+strconv.Itoa(b.n), []int{1, d}, mdt)
+	keepN, mdtN := b.couplingMask(c.Mask, c.Dt)
 	im := c.Image
 	h := b.node("Reshape", []string{b.node("Mul", []string{x, keepN}), b.int64s(fmt.Sprintf("shape_image_%d_%d_%d", im.C, im.H, im.W), -1, im.C, im.H, im.W)})
 	s := im
@@ -260,74 +193,6 @@ func (b *builder) imageCoupling(c layers.ImageCoupling, x string, inverse bool) 
 	}
 	sc := b.node("Mul", []string{b.node("Tanh", []string{sRaw}), mdtN})
 	t := b.node("Mul", []string{tRaw, mdtN})
-	if !inverse {
-		y := b.node("Mul", []string{b.node("Add", []string{x, t}), b.node("Exp", []string{sc})})
-		return y, b.sumRows(sc), nil
-	}
-	ns := b.node("Neg", []string{sc})
-	y := b.node("Sub", []string{b.node("Mul", []string{x, b.node("Exp", []string{ns})}), t})
-	return y, b.sumRows(ns), nil
-}
-
-// imageRealNVP adds the flow's forward (z → x) or inverse (x → z) pass
-// and the summed log-determinant (B).
-func (b *builder) imageRealNVP(r layers.ImageRealNVP, x string, inverse bool) (string, string, error) {
-	cs, err := r.Couplings()
-	if err != nil {
-		return "", "", err
-	}
-	total := ""
-	for i := range cs {
-		c := cs[i]
-		if inverse {
-			c = cs[len(cs)-1-i]
-		}
-		var ld string
-		if x, ld, err = b.imageCoupling(c, x, inverse); err != nil {
-			return "", "", err
-		}
-		if total == "" {
-			total = ld
-		} else {
-			total = b.node("Add", []string{total, ld})
-		}
-	}
-	return x, total, nil
-}
-
-// imageFlowSample is FlowSample for an ImageRealNVP.
-func imageFlowSample(f *graph.Flow, r layers.ImageRealNVP, o Options) ([]byte, error) {
-	dt, err := o.dtype(f.Params)
-	if err != nil {
-		return nil, err
-	}
-	d := f.Dim()
-	b := newBuilder(dt, f.Params)
-	x, ld, err := b.imageRealNVP(r, "z", false)
-	if err != nil {
-		return nil, err
-	}
-	b.rename(x, FlowX)
-	b.rename(b.node("Sub", []string{b.gaussianLogProb(f.Base, "z"), ld}), FlowLogDensity)
-	g := b.graph("flow_sample", []msg{valueInfo("z", dt, "batch", d)}, []msg{valueInfo(FlowX, dt, "batch", d), valueInfo(FlowLogDensity, dt, "batch")})
-	return model(g, "flowebm image RealNVP: z ↦ (x = T(z), log λ(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
-}
-
-// imageFlowDensity is FlowDensity for an ImageRealNVP; its graph also
-// outputs z = T⁻¹(x) (FlowLatent).
-func imageFlowDensity(f *graph.Flow, r layers.ImageRealNVP, o Options) ([]byte, error) {
-	dt, err := o.dtype(f.Params)
-	if err != nil {
-		return nil, err
-	}
-	d := f.Dim()
-	b := newBuilder(dt, f.Params)
-	z, ld, err := b.imageRealNVP(r, "x", true)
-	if err != nil {
-		return nil, err
-	}
-	b.rename(b.node("Add", []string{b.gaussianLogProb(f.Base, z), ld}), FlowLogDensity)
-	b.rename(z, FlowLatent)
-	g := b.graph("flow_density", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo(FlowLogDensity, dt, "batch"), valueInfo(FlowLatent, dt, "batch", d)})
-	return model(g, "flowebm image RealNVP: x ↦ (log λ(x), z = T⁻¹(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
+	y, ld := b.affineUpdate(x, sc, t, inverse)
+	return y, ld, nil
 }

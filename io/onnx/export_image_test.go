@@ -2,12 +2,11 @@ package onnx
 
 import (
 	"encoding/json"
-	"math"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/flowebm/flowebm/graph"
@@ -38,14 +37,7 @@ func imageEBMFor(t testing.TB, net layers.ImageEnergy, dt tensor.Dtype, seed uin
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := e.Params.Flatten(nil)
-	for i := range th {
-		th[i] += 0.1 * rng.NormFloat64()
-		if dt == tensor.Float32 {
-			th[i] = float64(float32(th[i]))
-		}
-	}
-	e.Params.SetFlat(th)
+	perturb(e.Params, rng, 0.1)
 	return e
 }
 
@@ -124,7 +116,7 @@ func TestImageEBMExportImportBack(t *testing.T) {
 				if dt == tensor.Float32 {
 					tol = 1e-5
 				}
-				re, rg := relErrInf(e2, e1), relErrInf(g2.RawMatrix().Data, g1.RawMatrix().Data)
+				re, rg := graph.RelErrInf(e2, e1), graph.RelErrInf(g2.RawMatrix().Data, g1.RawMatrix().Data)
 				t.Logf("%s %v full=%v: imported vs Go energy %.2e, ∇ₓE %.2e", name, dt, full, re, rg)
 				if re > tol || rg > tol {
 					t.Errorf("%s %v full=%v: energies differ by %.2e, gradients by %.2e (tolerance %g)", name, dt, full, re, rg, tol)
@@ -132,19 +124,6 @@ func TestImageEBMExportImportBack(t *testing.T) {
 			}
 		}
 	}
-}
-
-// relErrInf is ‖a − b‖∞ / max(‖a‖∞, ‖b‖∞).
-func relErrInf(a, b []float64) float64 {
-	num, den := 0.0, 0.0
-	for i := range a {
-		num = math.Max(num, math.Abs(a[i]-b[i]))
-		den = math.Max(den, math.Max(math.Abs(a[i]), math.Abs(b[i])))
-	}
-	if den == 0 {
-		return num
-	}
-	return num / den
 }
 
 // writeImageFixtures writes each test net's export in the given dtypes,
@@ -155,10 +134,7 @@ func writeImageFixtures(t *testing.T, dir string, dts ...tensor.Dtype) []fixture
 	var fx []fixture
 	for name, net := range imageTestNets() {
 		for _, dt := range dts {
-			ndt, tag := npy.Float64, "f64"
-			if dt == tensor.Float32 {
-				ndt, tag = npy.Float32, "f32"
-			}
+			tag, ndt := dtypeTag(dt)
 			e := imageEBMFor(t, net, dt, 3)
 			n, d := 6, e.Dim()
 			x := imageInputs(4, n, d, dt)
@@ -179,13 +155,7 @@ func writeImageFixtures(t *testing.T, dir string, dts ...tensor.Dtype) []fixture
 			fx = append(fx, fixture{Model: model + ".onnx", Dtype: tag, Inputs: map[string]string{"x": xin}, Outputs: map[string]string{"energy": out}})
 		}
 	}
-	b, err := json.MarshalIndent(fx, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeManifest(t, dir, fx)
 	return fx
 }
 
@@ -197,54 +167,17 @@ func writeImageFixtures(t *testing.T, dir string, dts ...tensor.Dtype) []fixture
 // (default the user cache's flowebm-ort) names a folder holding
 // node_modules/onnxruntime-node.
 func TestImageEBMExportRunsInONNXRuntime(t *testing.T) {
-	ort := os.Getenv("FLOWEBM_ORT")
-	if cache, err := os.UserCacheDir(); ort == "" && err == nil {
-		if _, err := os.Stat(filepath.Join(cache, "flowebm-ort", "node_modules", "onnxruntime-node")); err == nil {
-			ort = filepath.Join(cache, "flowebm-ort")
-		}
-	}
-	if ort == "" {
-		cross.Skip(t, "ONNX Runtime runs the image-EBM exports", "FLOWEBM_ORT not set and no ~/.cache/flowebm-ort (a folder where `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.30.0` ran)")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		cross.Skip(t, "ONNX Runtime runs the image-EBM exports", "no node on PATH")
-	}
-	dir := t.TempDir()
-	writeImageFixtures(t, dir, tensor.Float32)
-	script, err := filepath.Abs("crosscheck/ort_check.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", script, dir)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(ort, "node_modules"))
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil {
-		t.Fatalf("ort_check: %v", err)
-	}
+	checkInONNXRuntime(t, "ONNX Runtime runs the image-EBM exports", func(t *testing.T, dir string) []fixture {
+		return writeImageFixtures(t, dir, tensor.Float32)
+	})
 }
 
 // python3-onnx's full checker accepts every image-EBM export (skipped
 // without it).
 func TestImageEBMExportPassesONNXChecker(t *testing.T) {
-	py := "/usr/bin/python3"
-	if exec.Command(py, "-c", "import onnx").Run() != nil {
-		cross.Skip(t, "onnx.checker on the image-EBM exports", "python3-onnx not installed for /usr/bin/python3 (apt-get install python3-onnx)")
-	}
-	dir := t.TempDir()
-	fx := writeImageFixtures(t, dir, tensor.Float64, tensor.Float32)
-	script := `
-import json, sys, onnx
-d = sys.argv[1]
-for f in json.load(open(d + "/manifest.json")):
-    m = onnx.load(d + "/" + f["model"])
-    onnx.checker.check_model(m, full_check=True)
-print("ok")
-`
-	out, err := exec.Command(py, "-c", script, dir).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "ok") {
-		t.Fatalf("onnx.checker on %d models: %v\n%s", len(fx), err, out)
-	}
+	checkWithONNXChecker(t, "onnx.checker on the image-EBM exports", func(t *testing.T, dir string) []fixture {
+		return writeImageFixtures(t, dir, tensor.Float64, tensor.Float32)
+	})
 }
 
 // imageTorchModule is the same architecture in PyTorch, as a module whose
@@ -398,7 +331,7 @@ func TestImageEBMMatchesPyTorch(t *testing.T) {
 			if err := m.ebm.EnergyGrad(x, en, g); err != nil {
 				t.Fatalf("%s: %s: %v", name, m.what, err)
 			}
-			re, rg := relErrInf(en, ref.Energy), relErrInf(g.RawMatrix().Data, ref.Grad)
+			re, rg := graph.RelErrInf(en, ref.Energy), graph.RelErrInf(g.RawMatrix().Data, ref.Grad)
 			t.Logf("%-16s %-22s vs PyTorch: E rel. error %.2e, ∇ₓE %.2e", name, m.what, re, rg)
 			if re > 1e-12 || rg > 1e-12 {
 				t.Errorf("%s: %s vs PyTorch: E rel. error %.2e, ∇ₓE %.2e (tolerance 1e-12)", name, m.what, re, rg)
@@ -417,14 +350,7 @@ func imageFlowFor(t testing.TB, net layers.ImageRealNVP, dt tensor.Dtype, seed u
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := f.Params.Flatten(nil)
-	for i := range th {
-		th[i] += 0.1 * rng.NormFloat64()
-		if dt == tensor.Float32 {
-			th[i] = float64(float32(th[i]))
-		}
-	}
-	f.Params.SetFlat(th)
+	perturb(f.Params, rng, 0.1)
 	return f
 }
 
@@ -439,73 +365,21 @@ var imageFlowTestNets = []layers.ImageRealNVP{
 // 1e-4 in float32.
 func TestImageFlowExportImportRoundTrip(t *testing.T) {
 	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-		tol := 1e-10
-		if dt == tensor.Float32 {
-			tol = 1e-4
-		}
+		tol := roundTripTol(dt)
 		for ni, net := range imageFlowTestNets {
 			f := imageFlowFor(t, net, dt, uint64(ni+1))
-			sb, err := FlowSample(f, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			db, err := FlowDensity(f, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := DecodeFlow(sb, db, "sample.onnx", "density.onnx", FlowConfig{})
-			if err != nil {
-				t.Fatalf("%v %v: %v", dt, net.Image, err)
-			}
+			label := fmt.Sprintf("%v %v", dt, net.Image)
+			g := decodeExport(t, f, label)
 			n, d := 5, net.Dimension()
 			z, x := imageInputs(uint64(ni), n, d, dt), imageInputs(uint64(ni+10), n, d, dt)
-			var xs, zs [2]*mat.Dense
-			var lds, lqs, zld, grads [2][]float64
-			for k, fl := range []*graph.Flow{f, g} {
-				xs[k], lds[k] = mat.NewDense(n, d, nil), make([]float64, n)
-				if err := fl.Forward(z, xs[k], lds[k]); err != nil {
-					t.Fatal(err)
-				}
-				lqs[k] = make([]float64, n)
-				if err := fl.LogDensity(x, lqs[k]); err != nil {
-					t.Fatal(err)
-				}
-				zs[k], zld[k] = mat.NewDense(n, d, nil), make([]float64, n)
-				if err := fl.Inverse(x, zs[k], zld[k]); err != nil {
-					t.Fatal(err)
-				}
-				grads[k] = make([]float64, fl.Params.Count())
-				if _, err := fl.MLGrad(x, grads[k]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// The gradient by parameter name (the importer orders them its way).
-			gotBy, off := map[string][]float64{}, 0
-			for _, p := range g.Params.List() {
-				gotBy[p.Name] = grads[1][off : off+p.Size()]
-				off += p.Size()
-			}
-			var got []float64
-			for _, p := range f.Params.List() {
-				gp, ok := gotBy[p.Name]
-				if !ok {
-					t.Fatalf("%v %v: parameter %s not imported", dt, net.Image, p.Name)
-				}
-				got = append(got, gp...)
-			}
-			worst := map[string]float64{
-				"x = T(z)":        relErrInf(xs[1].RawMatrix().Data, xs[0].RawMatrix().Data),
-				"log|det J_T(z)|": relErrInf(lds[1], lds[0]),
-				"log λ(x)":        relErrInf(lqs[1], lqs[0]),
-				"z = T⁻¹(x)":      relErrInf(zs[1].RawMatrix().Data, zs[0].RawMatrix().Data),
-				"∇α mean log λ":   relErrInf(got, grads[0]),
-			}
-			for what, e := range worst {
-				if e > tol || math.IsNaN(e) {
-					t.Errorf("%v %v: %s differs by %.2e after export and import (tolerance %g)", dt, net.Image, what, e, tol)
-				}
-			}
-			t.Logf("%v %v: imported vs flowebm: %v", dt, net.Image, fmtWorst(worst))
+			want, got := evalFlow(t, f, z, x), evalFlow(t, g, z, x)
+			checkWorst(t, label, map[string]float64{
+				"x = T(z)":        graph.RelErrInf(got.x.RawMatrix().Data, want.x.RawMatrix().Data),
+				"log|det J_T(z)|": graph.RelErrInf(got.ld, want.ld),
+				"log λ(x)":        graph.RelErrInf(got.lq, want.lq),
+				"z = T⁻¹(x)":      graph.RelErrInf(got.zx.RawMatrix().Data, want.zx.RawMatrix().Data),
+				"∇α mean log λ":   graph.RelErrInf(gradByName(t, f, g, got.grad, label), want.grad),
+			}, tol)
 		}
 	}
 }
@@ -513,74 +387,17 @@ func TestImageFlowExportImportRoundTrip(t *testing.T) {
 // ONNX Runtime runs the float32 image-flow exports (sampling and density
 // graphs) and matches flowebm's outputs to 1e-5 relative; float64 is not
 // run (no double Conv kernel in ONNX Runtime's CPU provider). Skipped
-// unless FLOWEBM_ORT names a folder holding node_modules/onnxruntime-node.
+// unless FLOWEBM_ORT (default the user cache's flowebm-ort) names a folder
+// holding node_modules/onnxruntime-node.
 func TestImageFlowExportRunsInONNXRuntime(t *testing.T) {
-	ort := os.Getenv("FLOWEBM_ORT")
-	if ort == "" {
-		cross.Skip(t, "ONNX Runtime runs the image-flow exports", "FLOWEBM_ORT not set (a folder where `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.30.0` ran)")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		cross.Skip(t, "ONNX Runtime runs the image-flow exports", "no node on PATH")
-	}
-	dir := t.TempDir()
-	var fx []fixture
-	for ni, net := range imageFlowTestNets {
-		f := imageFlowFor(t, net, tensor.Float32, uint64(ni+1))
-		n, d := 4, net.Dimension()
-		in := imageInputs(uint64(ni+20), n, d, tensor.Float32)
-		name := "image_flow_" + string(rune('a'+ni))
-		sb, err1 := FlowSample(f, Options{})
-		db, err2 := FlowDensity(f, Options{})
-		if err1 != nil || err2 != nil {
-			t.Fatal(err1, err2)
+	checkInONNXRuntime(t, "ONNX Runtime runs the image-flow exports", func(t *testing.T, dir string) []fixture {
+		var fx []fixture
+		for ni, net := range imageFlowTestNets {
+			f := imageFlowFor(t, net, tensor.Float32, uint64(ni+1))
+			in := imageInputs(uint64(ni+20), 4, net.Dimension(), tensor.Float32)
+			fx = append(fx, writeFlowFixtures(t, dir, "image_flow_"+string(rune('a'+ni)), f, in, true)...)
 		}
-		for _, w := range []struct {
-			file string
-			b    []byte
-		}{{name + "_sample.onnx", sb}, {name + "_density.onnx", db}} {
-			if err := WriteFile(filepath.Join(dir, w.file), w.b); err != nil {
-				t.Fatal(err)
-			}
-		}
-		inFile := writeNpy(t, filepath.Join(dir, name+"_in.npy"), []int{n, d}, in.RawMatrix().Data, npy.Float32)
-		xs, ld := mat.NewDense(n, d, nil), make([]float64, n)
-		if err := f.Forward(in, xs, ld); err != nil {
-			t.Fatal(err)
-		}
-		for i := range ld {
-			ld[i] = f.Base.LogProb(in.RawRowView(i)) - ld[i]
-		}
-		lq, zs, zld := make([]float64, n), mat.NewDense(n, d, nil), make([]float64, n)
-		if err := f.LogDensity(in, lq); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Inverse(in, zs, zld); err != nil {
-			t.Fatal(err)
-		}
-		fx = append(fx,
-			fixture{Model: name + "_sample.onnx", Dtype: "f32", Inputs: map[string]string{"z": inFile}, Outputs: map[string]string{
-				FlowX:          writeNpy(t, filepath.Join(dir, name+"_x.npy"), []int{n, d}, xs.RawMatrix().Data, npy.Float64),
-				FlowLogDensity: writeNpy(t, filepath.Join(dir, name+"_sample_logq.npy"), []int{n}, ld, npy.Float64)}},
-			fixture{Model: name + "_density.onnx", Dtype: "f32", Inputs: map[string]string{"x": inFile}, Outputs: map[string]string{
-				FlowLogDensity: writeNpy(t, filepath.Join(dir, name+"_logq.npy"), []int{n}, lq, npy.Float64),
-				FlowLatent:     writeNpy(t, filepath.Join(dir, name+"_z.npy"), []int{n, d}, zs.RawMatrix().Data, npy.Float64)}})
-	}
-	b, err := json.MarshalIndent(fx, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script, err := filepath.Abs("crosscheck/ort_check.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", script, dir)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(ort, "node_modules"))
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil {
-		t.Fatalf("ort_check: %v", err)
-	}
+		writeManifest(t, dir, fx)
+		return fx
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/layers"
 )
 
@@ -31,76 +30,9 @@ import (
 // is not NaN. Softplus in float64 is written with elementary operators
 // (ONNX Runtime has no double kernel), as the MLP activations are.
 
-// splineFlowSample is FlowSample for a SplineFlow.
-func splineFlowSample(f *graph.Flow, sf layers.SplineFlow, o Options) ([]byte, error) {
-	dt, err := o.dtype(f.Params)
-	if err != nil {
-		return nil, err
-	}
-	d := f.Dim()
-	b := newBuilder(dt, f.Params)
-	x, ld, err := b.splineFlow(sf, "z", false)
-	if err != nil {
-		return nil, err
-	}
-	b.rename(x, FlowX)
-	b.rename(b.node("Sub", []string{b.gaussianLogProb(f.Base, "z"), ld}), FlowLogDensity)
-	g := b.graph("flow_sample", []msg{valueInfo("z", dt, "batch", d)}, []msg{valueInfo(FlowX, dt, "batch", d), valueInfo(FlowLogDensity, dt, "batch")})
-	return model(g, "flowebm neural spline flow: z ↦ (x = T(z), log λ(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
-}
-
-// splineFlowDensity is FlowDensity for a SplineFlow; its graph also
-// outputs z = T⁻¹(x) (FlowLatent), which NeuTra needs.
-func splineFlowDensity(f *graph.Flow, sf layers.SplineFlow, o Options) ([]byte, error) {
-	dt, err := o.dtype(f.Params)
-	if err != nil {
-		return nil, err
-	}
-	d := f.Dim()
-	b := newBuilder(dt, f.Params)
-	z, ld, err := b.splineFlow(sf, "x", true)
-	if err != nil {
-		return nil, err
-	}
-	b.rename(b.node("Add", []string{b.gaussianLogProb(f.Base, z), ld}), FlowLogDensity)
-	b.rename(z, FlowLatent)
-	g := b.graph("flow_density", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo(FlowLogDensity, dt, "batch"), valueInfo(FlowLatent, dt, "batch", d)})
-	return model(g, "flowebm neural spline flow: x ↦ (log λ(x), z = T⁻¹(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
-}
-
-// splineFlow adds the flow's forward (z → x) or inverse (x → z) pass and
-// the summed log-determinant (B).
-func (b *builder) splineFlow(sf layers.SplineFlow, x string, inverse bool) (string, string, error) {
-	cs, err := sf.Couplings()
-	if err != nil {
-		return "", "", err
-	}
-	total := ""
-	for i := range cs {
-		c := cs[i]
-		if inverse {
-			c = cs[len(cs)-1-i]
-		}
-		var ld string
-		if x, ld, err = b.splineCoupling(c, x, inverse); err != nil {
-			return "", "", err
-		}
-		if total == "" {
-			total = ld
-		} else {
-			total = b.node("Add", []string{total, ld})
-		}
-	}
-	return x, total, nil
-}
-
 // int64Scalar adds a 0-d int64 initializer (CumSum's axis).
 func (b *builder) int64Scalar(name string, v int) string {
-	if !b.names[name] {
-		b.names[name] = true
-		b.inits = append(b.inits, tensorProto(name, nil, typeInt64, []float64{float64(v)}))
-	}
-	return name
+	return b.initializer(name, nil, typeInt64, []float64{float64(v)})
 }
 
 func joinInts(v []int) string {
