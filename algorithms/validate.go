@@ -26,6 +26,30 @@ type ModelSizes struct {
 	// models on without training them (the grid, the log Z draws): none
 	// for a trainer alone.
 	EBMEval, FlowEval Rows
+	// EBMNet and FlowNet, when set, size networks other than the MLP
+	// energy and the RealNVP or spline flow (the image models): they
+	// replace the estimates from the widths above.
+	EBMNet, FlowNet *NetSize
+}
+
+// NetSize sizes a network that is not an MLP: its parameters, and the
+// values its graph holds per row while it is differentiated (Values) or
+// only evaluated (EvalValues); Of names it in the estimate's terms.
+type NetSize struct {
+	Params, Values, EvalValues float64
+	Of                         string
+}
+
+// sizedNet is a network that sizes itself (layers.ImageEnergy,
+// layers.ImageRealNVP).
+type sizedNet interface {
+	ParamCount() int
+	GraphValues(grad bool) float64
+}
+
+// netSize is the NetSize of n, named of.
+func netSize(n sizedNet, of string) *NetSize {
+	return &NetSize{Params: float64(n.ParamCount()), Values: n.GraphValues(true), EvalValues: n.GraphValues(false), Of: of}
 }
 
 // SizesOf reads the sizes of the trainer's models. Architectures other
@@ -36,7 +60,14 @@ func SizesOf(ebm *graph.EBM, flow *graph.Flow) ModelSizes {
 	if e, ok := ebm.Net.(graph.MLPEnergy); ok && len(e.Sizes) >= 2 {
 		m.EBMHidden = e.Sizes[1 : len(e.Sizes)-1]
 	}
+	if n, ok := ebm.Net.(sizedNet); ok {
+		m.EBMNet = netSize(n, fmt.Sprintf("the EBM %T", n))
+	}
 	if flow == nil {
+		return m
+	}
+	if n, ok := flow.Net.(sizedNet); ok {
+		m.FlowNet = netSize(n, fmt.Sprintf("the flow %T", n))
 		return m
 	}
 	m.FlowBlocks = 1
@@ -162,6 +193,9 @@ func sum(widths []int) float64 {
 // batch it is trained on (c's positives and negatives) or evaluates
 // (m.EBMEval).
 func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
+	if n := m.EBMNet; n != nil {
+		return n.terms(c.ebmRows(), m.EBMEval)
+	}
 	units := float64(d) + sum(m.EBMHidden)
 	sizes := append(append([]int{d}, m.EBMHidden...), 1)
 	params := term(fmt.Sprintf("model.ebm_hidden %v parameters × 8 B × %d", m.EBMHidden, paramCopies), mlpParams(sizes...)*8*paramCopies)
@@ -174,6 +208,17 @@ func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
 		act = e
 	}
 	return []sysmem.Term{params, act}
+}
+
+// terms are n's parameters (with their copies) and its graph's values
+// for the largest of train rows differentiated and eval rows evaluated.
+func (n NetSize) terms(train, eval Rows) []sysmem.Term {
+	params := term(fmt.Sprintf("%s: %.0f parameters × 8 B × %d", n.Of, n.Params, paramCopies), n.Params*8*paramCopies)
+	values := term(fmt.Sprintf("%s's intermediate values for %s points × %.0f values × 8 B", n.Of, train.Of, n.Values), train.N*n.Values*8)
+	if eval.N*n.EvalValues > train.N*n.Values {
+		values = term(fmt.Sprintf("%s's intermediate values for %s points × %.0f values × 8 B", n.Of, eval.Of, n.EvalValues), eval.N*n.EvalValues*8)
+	}
+	return []sysmem.Term{params, values}
 }
 
 // ebmRows is the largest batch the EBM is trained on: the positives, the
@@ -189,6 +234,9 @@ func (c TrainConfig) ebmRows() Rows {
 // flowTerms are the flow's parameters and its graph's values for the
 // largest batch it evaluates or is trained on (see flowRows).
 func (c TrainConfig) flowTerms(d int, m ModelSizes) []sysmem.Term {
+	if n := m.FlowNet; n != nil {
+		return n.terms(c.flowRows(m.FlowEval), Rows{})
+	}
 	blocks := m.FlowBlocks
 	// Each block: two couplings of a scale and a translation net (a
 	// RealNVP), or of one conditioner from the ⌈d/2⌉ (at most) identity

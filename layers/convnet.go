@@ -243,14 +243,14 @@ func (r ResBlock) Apply(b Binder, x *G.Node) (*G.Node, error) {
 		return nil, fmt.Errorf("layers: residual block %s needs an odd kernel, have %d", r.Name, r.Kernel)
 	}
 	c1, c2 := r.Convs()
-	h, err := r.Activation.Apply(b, x)
+	h, err := applyActivation(b, r.Activation, x)
 	if err != nil {
 		return nil, err
 	}
 	if h, err = c1.Apply(b, h); err != nil {
 		return nil, err
 	}
-	if h, err = r.Activation.Apply(b, h); err != nil {
+	if h, err = applyActivation(b, r.Activation, h); err != nil {
 		return nil, err
 	}
 	if h, err = c2.Apply(b, h); err != nil {

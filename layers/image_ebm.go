@@ -38,8 +38,9 @@ const (
 //
 // The zero value is the default model for 1×28×28 images (MNIST,
 // Fashion-MNIST): channels 32, 64, 64, one residual block per stage,
-// stride-2 convolutions (28 → 14 → 7), SiLU (Swish) activations, 222,017
-// parameters. It implements graph.EnergyNet.
+// stride-2 convolutions (28 → 14 → 7), SiLU (Swish) activations (one
+// fused operation each, layers/silu.go), 222,017 parameters. It implements
+// graph.EnergyNet; ParamCount and GraphValues size it (image_sizes.go).
 type ImageEnergy struct {
 	Name  string     // parameter prefix; "" means none
 	Image ImageShape // zero value means 1×28×28
@@ -194,7 +195,7 @@ func (e ImageEnergy) Energy(b Binder, x *G.Node) (*G.Node, error) {
 	}
 	for i, bs := range l.Blocks {
 		if i > 0 {
-			if h, err = act.Apply(b, h); err != nil {
+			if h, err = applyActivation(b, act, h); err != nil {
 				return nil, err
 			}
 			if e.Downsample == DownAvgPool {
@@ -212,7 +213,7 @@ func (e ImageEnergy) Energy(b Binder, x *G.Node) (*G.Node, error) {
 			}
 		}
 	}
-	if h, err = act.Apply(b, h); err != nil {
+	if h, err = applyActivation(b, act, h); err != nil {
 		return nil, err
 	}
 	if h, err = GlobalAvgPool(h); err != nil {

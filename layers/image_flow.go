@@ -237,7 +237,7 @@ func (c ImageCoupling) shiftScale(b Binder, xc *G.Node, bsz int) (s, t *G.Node, 
 			return nil, nil, err
 		}
 	}
-	if h, err = c.Act.Apply(b, h); err != nil {
+	if h, err = applyActivation(b, c.Act, h); err != nil {
 		return nil, nil, err
 	}
 	d := c.Image.Dim()

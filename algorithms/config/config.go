@@ -36,21 +36,36 @@ import (
 
 // Model describes the EBM and flow of a run.
 type Model struct {
+	// EBM is the energy network's family: "mlp" (EBMMLP, the default:
+	// the MLP of ebm_hidden and ebm_slope) or "conv" (EBMConv:
+	// layers.ImageEnergy, a convolutional ResNet energy of stage widths
+	// ebm_channels, for the image experiments alone). Fields of the other
+	// family are refused.
+	EBM EBMFamily `json:"ebm,omitempty"`
 	// EBMHidden are the hidden widths of the energy MLP (default the toy
 	// EBM's 32, 64, 64, 64) with LeakyReLU(EBMSlope) (default 0.05).
 	EBMHidden []int   `json:"ebm_hidden,omitempty"`
 	EBMSlope  float64 `json:"ebm_slope,omitempty"`
+	// EBMChannels are the conv EBM's stage widths, each stage after the
+	// first halving the image (default 32, 64, 64: layers.ImageEnergy's,
+	// 222,017 parameters on 28×28 images). Conv only.
+	EBMChannels []int `json:"ebm_channels,omitempty"`
 	// Flow is the flow's family: "realnvp" (FlowRealNVP, the default:
-	// layers.RealNVP, the paper's) or "spline" (FlowSpline:
-	// rational-quadratic neural spline couplings, layers.SplineFlow).
-	// flow_blocks, flow_hidden and flow_mask size either; flow_init is the
-	// RealNVP's alone, flow_bins and flow_tail_bound the spline's alone
-	// (given for the other family, they are refused).
+	// layers.RealNVP, the paper's), "spline" (FlowSpline:
+	// rational-quadratic neural spline couplings, layers.SplineFlow) or
+	// "conv-realnvp" (FlowConvRealNVP: layers.ImageRealNVP, for the image
+	// experiments alone). flow_blocks and flow_hidden size each;
+	// flow_mask is the MLP flows', flow_init the RealNVP's alone,
+	// flow_bins and flow_tail_bound the spline's alone (given for another
+	// family, they are refused).
 	Flow FlowFamily `json:"flow,omitempty"`
 	// FlowBlocks and FlowHidden size the flow (defaults 4 blocks of
 	// couplings with hidden width 16: App. C.2's [d, 16, d] RealNVP
 	// couplings; the spline's conditioners map the conditioning half
-	// through the same hidden widths to its splines' parameters).
+	// through the same hidden widths to its splines' parameters). For
+	// "conv-realnvp", FlowBlocks is the number of checkerboard and of
+	// channel couplings per scale (default 2: 8 couplings over 2 scales)
+	// and FlowHidden one width, the conditioners' channels (default 32).
 	FlowBlocks int   `json:"flow_blocks,omitempty"`
 	FlowHidden []int `json:"flow_hidden,omitempty"`
 	// FlowInit is the RealNVP's initialisation: "small" (default, the
@@ -109,20 +124,37 @@ type FlowFiles struct {
 // WithDefaults is m with its unset fields at their defaults: the toy
 // EBM's hidden widths 32, 64, 64, 64 with LeakyReLU slope 0.05, and 4
 // RealNVP blocks of couplings with hidden width 16 (App. C.2); for the
-// spline flow, 8 bins on [−5, 5].
+// spline flow, 8 bins on [−5, 5]; for the conv EBM, channels 32, 64, 64
+// (and no MLP fields); for the conv RealNVP, 2 couplings of each kind per
+// scale with 32 channels.
 func (m Model) WithDefaults() Model {
 	m.Flow = cmp.Or(m.Flow, FlowRealNVP)
+	m.EBM = cmp.Or(m.EBM, EBMMLP)
 	if m.Flow == FlowSpline {
 		m.FlowBins = cmp.Or(m.FlowBins, layers.DefaultSplineBins)
 		m.FlowTailBound = cmp.Or(m.FlowTailBound, layers.DefaultSplineTailBound)
 	}
-	if m.EBMHidden == nil {
-		m.EBMHidden = []int{32, 64, 64, 64}
+	if m.EBM == EBMConv {
+		if m.EBMChannels == nil {
+			m.EBMChannels = layers.ImageEnergy{}.WithDefaults().Channels
+		}
+	} else {
+		if m.EBMHidden == nil {
+			m.EBMHidden = []int{32, 64, 64, 64}
+		}
+		m.EBMSlope = cmp.Or(m.EBMSlope, 0.05)
+	}
+	if m.Flow == FlowConvRealNVP {
+		d := layers.ImageRealNVP{}.WithDefaults()
+		if m.FlowHidden == nil {
+			m.FlowHidden = []int{d.Hidden}
+		}
+		m.FlowBlocks = cmp.Or(m.FlowBlocks, d.Checkerboard)
 	}
 	if m.FlowHidden == nil {
 		m.FlowHidden = []int{16}
 	}
-	m.EBMSlope, m.FlowBlocks = cmp.Or(m.EBMSlope, 0.05), cmp.Or(m.FlowBlocks, 4)
+	m.FlowBlocks = cmp.Or(m.FlowBlocks, 4)
 	m.Shards = cmp.Or(m.Shards, DefaultShards)
 	return m
 }
@@ -291,8 +323,14 @@ type Run struct {
 	// (experiments.Names), or is "data" with Data set.
 	Experiment string `json:"experiment"`
 	Data       *Data  `json:"data,omitempty"`
-	Seed       uint64 `json:"seed"`
-	DataSize   int    `json:"data_size,omitempty"` // training points (default 16384; for Data, all)
+	// DataDir is the folder an image experiment reads its files from
+	// (experiments.ByNameIn: MNIST's IDX files for mnist and mnist28,
+	// Fashion-MNIST's for fashion-mnist, CIFAR-10's cifar-10-batches-bin
+	// for cifar10; the command line's --data-dir); "" finds them as
+	// experiments.ByName does. Other experiments, and data sets, take none.
+	DataDir  string `json:"data_dir,omitempty"`
+	Seed     uint64 `json:"seed"`
+	DataSize int    `json:"data_size,omitempty"` // training points (default 16384; for Data, all)
 	// Epochs, when positive, sets train.iterations to this many passes
 	// over the training points at train.batch_size (the schedules are
 	// stretched as SetIterations does) once the data are loaded.
@@ -365,6 +403,9 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	if cfg.RHatChains > cfg.Train.Persistent && cfg.Train.PersistentChains() {
 		return fmt.Errorf("algorithms: rhat_chains %d exceeds the persistent bank (%d)", cfg.RHatChains, cfg.Train.Persistent)
 	}
+	if err := cfg.Model.CheckImage(exp); err != nil {
+		return err
+	}
 	if err := cfg.checkRunMemory(exp); err != nil {
 		return err
 	}
@@ -383,6 +424,16 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 	var notes []string
 	if err := cfg.Model.absoluteFlow(); err != nil {
 		return nil, nil, err
+	}
+	if cfg.DataDir != "" {
+		if cfg.Data != nil {
+			return nil, nil, fmt.Errorf("algorithms: data_dir %s and a data file %s: data_dir is an image experiment's folder, drop it", cfg.DataDir, cfg.Data.File)
+		}
+		abs, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("data_dir: %w", err)
+		}
+		cfg.DataDir = abs
 	}
 	if cfg.Data != nil {
 		if cfg.Data.File == "" {
@@ -418,7 +469,7 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 		}
 	} else if cfg.Experiment == "data" {
 		return nil, nil, fmt.Errorf("algorithms: experiment \"data\" without a data section: give data.file (or --data FILE)")
-	} else if exp, err = experiments.ByName(cfg.Experiment); err != nil {
+	} else if exp, err = experiments.ByNameIn(cfg.Experiment, cfg.DataDir); err != nil {
 		return nil, nil, err
 	}
 	return exp, notes, nil
@@ -483,7 +534,15 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
 		// A data set's run trains on its rows, at most data_size.
 		est.DataSize = min(est.DataSize, exp.TrainSet.RawMatrix().Rows)
 	}
-	return sysmem.Check(est.memoryTerms(cfg.Train, exp.Dim()), memoryLimit())
+	var image *layers.ImageShape
+	if cfg.Model.Conv() {
+		s, err := cfg.Model.imageShape(exp)
+		if err != nil {
+			return err
+		}
+		image = &s
+	}
+	return sysmem.Check(est.memoryTermsFor(cfg.Train, exp.Dim(), image), memoryLimit())
 }
 
 // newModels builds the run's untrained EBM (E ≡ 0, the base N(0, σ² I)
@@ -517,9 +576,13 @@ func Read(path string) (Run, error) {
 }
 
 // ResolvePaths takes the relative file paths (data.file, data.modes,
-// model.flow_onnx's) as relative to the folder dir, that of the configuration
-// file that names them, rather than to the working directory.
+// data_dir, model.flow_onnx's) as relative to the folder dir, that of the
+// configuration file that names them, rather than to the working
+// directory.
 func (cfg *Run) ResolvePaths(dir string) {
+	if cfg.DataDir != "" && !filepath.IsAbs(cfg.DataDir) {
+		cfg.DataDir = filepath.Join(dir, cfg.DataDir)
+	}
 	if f := cfg.Model.FlowONNX; f != nil {
 		g := *f
 		for _, p := range []*string{&g.Sample, &g.Density} {

@@ -21,7 +21,8 @@ const (
 	FlowSpline FlowFamily = "spline"
 )
 
-// FlowFamilies lists the flow families.
+// FlowFamilies lists the MLP flows' families; FlowConvRealNVP, the image
+// experiments' flow, is the other family model.flow accepts.
 var FlowFamilies = []FlowFamily{FlowRealNVP, FlowSpline}
 
 // MaxFlowBins is the most bins model.flow_bins accepts: the spline's
@@ -45,7 +46,7 @@ func flowFamilyValues() string {
 // check refuses a family that is not one of FlowFamilies ("" is the
 // default, realnvp).
 func (f FlowFamily) check() error {
-	if f == "" {
+	if f == "" || f == FlowConvRealNVP {
 		return nil
 	}
 	for _, v := range FlowFamilies {
@@ -53,7 +54,7 @@ func (f FlowFamily) check() error {
 			return nil
 		}
 	}
-	return fmt.Errorf("algorithms: model.flow %q, want %s (unset: %q)", string(f), flowFamilyValues(), FlowRealNVP)
+	return fmt.Errorf("algorithms: model.flow %q, want %s (unset: %q), or %q for the image experiments", string(f), flowFamilyValues(), FlowRealNVP, FlowConvRealNVP)
 }
 
 // UnmarshalText accepts a family's name ("" for the default), so that a
@@ -86,10 +87,14 @@ func (f *FlowFamily) Type() string {
 // model.flow_onnx's), with the model's defaults: a RealNVP or a neural
 // spline flow of flow_blocks blocks of couplings with hidden widths
 // flow_hidden and mask flow_mask, starting at (or, for the RealNVP's
-// 1e-6 weights, next to) the identity.
+// 1e-6 weights, next to) the identity. The conv RealNVP needs the
+// images' shape: FlowNetFor builds it (FlowNet gives nil).
 func (m Model) FlowNet(d int) graph.FlowNet {
 	m = m.WithDefaults()
-	if m.Flow == FlowSpline {
+	switch m.Flow {
+	case FlowConvRealNVP:
+		return nil
+	case FlowSpline:
 		return layers.SplineFlow{Dim: d, Blocks: m.FlowBlocks, Hidden: m.FlowHidden, Mask: m.FlowMask,
 			Spline: layers.RQSpline{Bins: m.FlowBins, TailBound: m.FlowTailBound}}
 	}

@@ -102,7 +102,13 @@ func (m Model) validate() error {
 	if err := m.validateFlowONNX(); err != nil {
 		return err
 	}
-	return m.validateFamily()
+	if err := m.validateEBM(); err != nil {
+		return err
+	}
+	if err := m.validateFamily(); err != nil {
+		return err
+	}
+	return m.validateConvFlow()
 }
 
 // validateFlowONNX checks model.flow_onnx: both files named, and none of
@@ -135,6 +141,12 @@ func (m Model) validateFlowONNX() error {
 // data, the evaluation's draws and grid, and the trainer's and the models'
 // (tc, with defaults; see algorithms.TrainConfig.MemoryTerms).
 func (c Run) memoryTerms(tc algorithms.TrainConfig, d int) []sysmem.Term {
+	return c.memoryTermsFor(tc, d, nil)
+}
+
+// memoryTermsFor is memoryTerms with the shape of the images that conv
+// models take (nil: none).
+func (c Run) memoryTermsFor(tc algorithms.TrainConfig, d int, image *layers.ImageShape) []sysmem.Term {
 	fd := float64(d)
 	terms := []sysmem.Term{
 		// rows and their shuffled order
@@ -146,13 +158,14 @@ func (c Run) memoryTerms(tc algorithms.TrainConfig, d int) []sysmem.Term {
 	if d == 2 {
 		terms = append(terms, term(fmt.Sprintf("grid_size %d² × 3 × 8 B", c.GridSize), float64(c.GridSize)*float64(c.GridSize)*3*8))
 	}
-	return append(terms, tc.MemoryTerms(d, c.modelSizes(d))...)
+	return append(terms, tc.MemoryTerms(d, c.modelSizes(d, image))...)
 }
 
 // modelSizes are the models' sizes (with defaults) and the largest batches
 // the evaluation runs them on: the log Z draws and, in 2D, the grid's
-// chunks of 8192 points (the EBM's).
-func (c Run) modelSizes(d int) algorithms.ModelSizes {
+// chunks of 8192 points (the EBM's). Conv models are sized for images of
+// shape image (nil: not sized).
+func (c Run) modelSizes(d int, image *layers.ImageShape) algorithms.ModelSizes {
 	model := c.Model.WithDefaults()
 	logZ := algorithms.Rows{N: float64(c.LogZSamples), Of: fmt.Sprintf("log_z_samples %d", c.LogZSamples)}
 	m := algorithms.ModelSizes{EBMHidden: model.EBMHidden, FlowBlocks: model.FlowBlocks, FlowHidden: model.FlowHidden, EBMEval: logZ, FlowEval: logZ}
@@ -161,6 +174,21 @@ func (c Run) modelSizes(d int) algorithms.ModelSizes {
 	}
 	if d == 2 {
 		m.EBMEval = logZ.Max(algorithms.Rows{N: 8192, Of: "the grid's chunks of 8192"})
+	}
+	if image != nil && model.EBM == EBMConv {
+		// The held-out log-likelihood evaluates the EBM on the 4,096
+		// held-out images at once: for a conv EBM, whose graph holds its
+		// feature maps, the largest evaluation (1.2 MB per row with
+		// channels 16, 32, 32, measured).
+		m.EBMEval = logZ.Max(algorithms.Rows{N: 4096, Of: "the 4096 held-out images"})
+		e := model.imageEnergy(*image)
+		m.EBMNet = &algorithms.NetSize{Params: float64(e.ParamCount()), Values: e.GraphValues(true), EvalValues: e.GraphValues(false),
+			Of: fmt.Sprintf("model.ebm %q with model.ebm_channels %v", EBMConv, model.EBMChannels)}
+	}
+	if image != nil && model.Flow == FlowConvRealNVP && model.FlowONNX == nil {
+		f := model.imageFlow(*image)
+		m.FlowNet = &algorithms.NetSize{Params: float64(f.ParamCount()), Values: f.GraphValues(true), EvalValues: f.GraphValues(false),
+			Of: fmt.Sprintf("model.flow %q with model.flow_blocks %d, model.flow_hidden %v", FlowConvRealNVP, model.FlowBlocks, model.FlowHidden)}
 	}
 	return m
 }

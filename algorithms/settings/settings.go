@@ -162,10 +162,31 @@ func imagesPaper(exp *experiments.Experiment, algorithm algorithms.Algorithm, rc
 	t.L2 = 1e-4
 	t.Sampler = algorithm.PaperSampler(algorithms.SamplerTable{Local: 32, Steps: 3, Negatives: "last", ULAStep: 1e-3, CoopStep: 1e-4, Particles: 128, Stacked: true})
 	t.Start = gaussianForULA(algorithm)
+	if convImages(exp) {
+		// App. C.6's networks are Du & Mordatch's EBM (4.5M parameters)
+		// and fmu2/realNVP's RealNVP (base_dim 64, 6 residual blocks, 4M)
+		// behind a logit transform; flowebm's conv EBM and conv RealNVP
+		// at their defaults are the same kinds of networks, smaller, and
+		// the flow works on the data's [−1, 1] directly.
+		rc.Model.EBM, rc.Model.Flow = config.EBMConv, config.FlowConvRealNVP
+		e, f := layers.ImageEnergy{}.WithDefaults(), layers.ImageRealNVP{}.WithDefaults()
+		notes = append(notes, fmt.Sprintf("%s: App. C.6's settings with flowebm's conv EBM (channels %v, SiLU) and conv RealNVP (%d checkerboard and %d channel couplings per scale over %d scales, %d channels) instead of its 4.5M-parameter EBM and 4M-parameter RealNVP with logit transform; no horizontal flips (the training loop has no augmentation; digits and clothes are not mirror-symmetric); the baselines' samplers follow Table 6",
+			exp.Name, e.Channels, f.Checkerboard, f.ChannelWise, f.Scales, f.Hidden))
+		return epochs, notes
+	}
 	rc.Model.EBMHidden = []int{128, 128, 128}
 	rc.Model.FlowBlocks, rc.Model.FlowHidden = 4, []int{64, 64}
 	notes = append(notes, exp.Name+": App. C.6's settings with small models (MLP EBM "+fmt.Sprint(d)+"→128→128→128→1, RealNVP of 4 blocks [64, 64]) instead of its convolutional networks; the baselines' samplers follow Table 6")
 	return epochs, notes
+}
+
+// convImages reports whether the experiment's images take the conv
+// models (height and width divisible by 4, the conv RealNVP's two
+// scales): mnist28, fashion-mnist and cifar10; mnist's 7×7 images keep
+// the MLP models.
+func convImages(exp *experiments.Experiment) bool {
+	im := exp.Image
+	return exp.Kind == experiments.KindImages && im != nil && im.Height%4 == 0 && im.Width%4 == 0
 }
 
 // setLR gives both models the learning rate v, without decay.
@@ -205,7 +226,30 @@ type scaling struct {
 	// flowBlocks replaces the paper's number of RealNVP blocks at the
 	// dimensions it lists (see the comment in Defaults).
 	flowBlocks map[int]int
+	// conv, when set, sizes the conv models and their sampler (the image
+	// experiments; see imageScaling).
+	conv *convScaling
 }
+
+// convScaling shrinks the image experiments' conv models, chains and
+// diagnostics.
+type convScaling struct {
+	// ebmChannels are the conv EBM's stage widths, flowHidden and
+	// flowCouplings the conv RealNVP's channels and couplings of each
+	// kind per scale.
+	ebmChannels               []int
+	flowHidden, flowCouplings int
+	// localSteps replaces flowMC's MALA steps per stacked cycle.
+	localSteps int
+	// rhatChains and logZSamples set the diagnostics: chains of the
+	// R-hat diagnostic, draws of log Z.
+	rhatChains, logZSamples int
+}
+
+// imageScaling is the image experiments' scaling: measured on 2 busy
+// cores with OpenBLAS (see the comment in Defaults).
+var imageScaling = scaling{iterations: 400, stepsDiv: 16, batch: 64, particles: 8, lr: 1e-3,
+	conv: &convScaling{ebmChannels: []int{16, 32, 32}, flowHidden: 16, flowCouplings: 1, localSteps: 8, rhatChains: 64, logZSamples: 512}}
 
 var scalings = map[string]scaling{
 	"two-modes":      {iterations: 2000},
@@ -214,6 +258,9 @@ var scalings = map[string]scaling{
 	"rings":          {iterations: 1000, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
 	"mnist":          {iterations: 500, stepsDiv: 4, particles: 32, batch: 64, lr: 1e-3, fastFlow: true, flowLR: 1e-2},
 	"four-gaussians": {iterations: 400, dataSize: 16384, stepsDiv: 4, persistent: 2048, fastFlow: true, flowLR: 1e-2, noBaselineL2: true, flowBlocks: map[int]int{64: 4}},
+	"mnist28":        imageScaling,
+	"fashion-mnist":  imageScaling,
+	"cifar10":        imageScaling,
 }
 
 // Defaults returns the run configuration for an experiment and algorithm:
@@ -244,6 +291,7 @@ func DefaultsFor(exp *experiments.Experiment, algorithm algorithms.Algorithm) (c
 	}
 	what := sc.sizes(&rc)
 	what = append(what, sc.flow(&rc, exp.Dim())...)
+	what = append(what, sc.convModels(&rc)...)
 	what = append(what, sc.chains(&rc)...)
 	what = append(what, sc.schedule(&rc)...)
 	notes = append(notes, fmt.Sprintf("%s scaled for 2 CPU cores: %s", rc.Experiment, strings.Join(what, "; ")))
@@ -333,9 +381,56 @@ func (sc scaling) flow(rc *config.Run, d int) (what []string) {
 	return what
 }
 
+// convModels shrinks the image experiments' conv models, flowMC's MALA
+// steps per cycle and the diagnostics.
+func (sc scaling) convModels(rc *config.Run) (what []string) {
+	c := sc.conv
+	if c == nil {
+		return nil
+	}
+	t, m := &rc.Train, &rc.Model
+	// One flowMC-EBM iteration at App. C.6's sizes (batch 128, 128 i-SIR
+	// particles, 3 cycles of 32 MALA steps, the default conv models)
+	// would take about 15 minutes on 2 cores: its i-SIR alone runs the
+	// flow and the EBM on 3 × 127 × 128 images. These sizes make one
+	// iteration about 12 s (measured, see docs/training.md), 300
+	// iterations about an hour with the evaluations.
+	m.EBMChannels = c.ebmChannels
+	what = append(what, fmt.Sprintf("conv EBM of channels %v instead of %v (%d parameters on 28×28 images instead of %d)", c.ebmChannels, layers.ImageEnergy{}.WithDefaults().Channels,
+		layers.ImageEnergy{Channels: c.ebmChannels}.ParamCount(), layers.ImageEnergy{}.ParamCount()))
+	if t.Algorithm.TrainsFlow() {
+		m.FlowHidden, m.FlowBlocks = []int{c.flowHidden}, c.flowCouplings
+		f := layers.ImageRealNVP{Hidden: c.flowHidden, Checkerboard: c.flowCouplings, ChannelWise: c.flowCouplings}
+		what = append(what, fmt.Sprintf("conv RealNVP of %d checkerboard and %d channel coupling per scale with %d channels instead of 2, 2 and 32 (%d parameters on 28×28 images instead of %d)",
+			c.flowCouplings, c.flowCouplings, c.flowHidden, f.ParamCount(), layers.ImageRealNVP{}.ParamCount()))
+	} else {
+		m.Flow = "" // ULA-EBM has no flow
+	}
+	if t.Algorithm == algorithms.FlowMC && c.localSteps > 0 {
+		what = append(what, fmt.Sprintf("%d MALA steps per stacked cycle instead of %d", c.localSteps, t.Sampler.LocalSteps))
+		t.Sampler.LocalSteps = c.localSteps
+	}
+	// The diagnostics: R-hat of the paper's 128 chains over its chain
+	// length costs as much as dozens of iterations (for ULA-EBM's 512
+	// steps, hundreds), so they run on fewer chains, as long as the
+	// scaled training chains (at least 8 draws: 8 flowMC cycles); log Z
+	// on fewer draws of the flow.
+	rc.RHatChains, rc.LogZSamples = c.rhatChains, c.logZSamples
+	what = append(what, fmt.Sprintf("R-hat on %d chains as long as the scaled training chains (8 flowMC-EBM cycles), log Z from %d draws", c.rhatChains, c.logZSamples))
+	return what
+}
+
 // chains shortens the MCMC chains, keeping the diagnostic's length.
 func (sc scaling) chains(rc *config.Run) (what []string) {
 	t := &rc.Train
+	if k := sc.stepsDiv; k > 1 && sc.conv != nil {
+		old := t.Sampler.Steps
+		t.Algorithm.Shorten(&t.Sampler, k)
+		if t.Sampler.Steps != old {
+			what = append(what, fmt.Sprintf("%d MCMC steps per iteration instead of %d (as many gradient evaluations as flowMC-EBM's cycles, about)", t.Sampler.Steps, old))
+		}
+		return what
+	}
 	if k := sc.stepsDiv; k > 1 {
 		s := &t.Sampler
 		old := s.Steps

@@ -242,7 +242,11 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 	train, held := exp.Split(dataRNG, cfg.DataSize, 4096)
 	var err error
 	if models == nil {
-		if models, err = newModels(*cfg, d, train); err != nil {
+		var image *experiments.ImageShape
+		if exp.Kind == experiments.KindImages {
+			image = exp.Image
+		}
+		if models, err = newModelsOf(*cfg, d, image, train); err != nil {
 			return err
 		}
 	}
@@ -270,10 +274,17 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 }
 
 // newModels builds the run's EBM at zero energy, tilted by the base ρ, and
-// its flow: the identity flow of model.flow over ρ (a RealNVP, or a
-// neural spline flow), or the flow of model.flow_onnx, whose base is then
-// ρ.
+// its flow: the identity flow of model.flow over ρ (a RealNVP, a neural
+// spline flow or, for the image experiments, a conv RealNVP), or the flow
+// of model.flow_onnx, whose base is then ρ. The EBM is model.ebm's: an
+// MLP, or for the image experiments the conv EBM (see newModelsOf).
 func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, error) {
+	return newModelsOf(cfg, d, nil, train)
+}
+
+// newModelsOf is newModels for data of d dimensions that are images of
+// shape image (nil: not images), which the conv models take.
+func newModelsOf(cfg config.Run, d int, image *experiments.ImageShape, train *mat.Dense) (*checkpoint.Models, error) {
 	m := cfg.Model
 	var flow *graph.Flow
 	if f := m.FlowONNX; f != nil {
@@ -294,9 +305,10 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 	if flow != nil {
 		base = flow.Base
 	}
-	m = m.WithDefaults()
-	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: append(append([]int{d}, m.EBMHidden...), 1),
-		Hidden: layers.LeakyReLU(m.EBMSlope), Layout: layers.Sequential, LastWeightInit: layers.Zeros, LastBiasInit: layers.Zeros}}
+	net, err := m.EnergyNet(d, image)
+	if err != nil {
+		return nil, err
+	}
 	dt := tensor.Float64
 	if m.Float32 {
 		dt = tensor.Float32
@@ -308,8 +320,13 @@ func newModels(cfg config.Run, d int, train *mat.Dense) (*checkpoint.Models, err
 	}
 	if flow == nil {
 		// model.flow's family: the RealNVP (as before the spline flow
-		// existed: the same draws of initRNG) or the spline flow.
-		if flow, err = graph.NewFlow(m.FlowNet(d), base, dt, initRNG); err != nil {
+		// existed: the same draws of initRNG), the spline flow or the conv
+		// RealNVP.
+		fn, err := m.FlowNetFor(d, image)
+		if err != nil {
+			return nil, err
+		}
+		if flow, err = graph.NewFlow(fn, base, dt, initRNG); err != nil {
 			return nil, err
 		}
 	}

@@ -40,6 +40,7 @@ type trainFlags struct {
 	seeds                           string
 	forceSeed                       bool             // set by --seeds for each run
 	flow                            config.FlowFiles // --flow, --flow-density, --flow-base-sigma
+	dataDir                         string           // --data-dir
 }
 
 func trainCmd() *cobra.Command {
@@ -95,6 +96,14 @@ The flow built otherwise is a RealNVP; a --config file's "model": {"flow":
 "flow_bins" bins on [−"flow_tail_bound", "flow_tail_bound"], defaults 8 and
 5), sized by flow_blocks, flow_hidden and flow_mask as the RealNVP is.
 
+The image experiments mnist28, fashion-mnist and cifar10 train convolutional
+models by default ("model": {"ebm": "conv", "flow": "conv-realnvp"}: a
+ResNet energy of stage widths ebm_channels, a RealNVP of checkerboard and
+channel couplings with conv conditioners, flow_blocks couplings of each kind
+per scale of flow_hidden channels), scaled to about an hour on 2 cores.
+--data-dir DIR reads their files from DIR (MNIST's or Fashion-MNIST's IDX
+files, CIFAR-10's cifar-10-batches-bin) and is recorded in config.json.
+
 Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -124,6 +133,7 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.StringVar(&f.flow.Sample, "flow", "", "start the flow from this ONNX sampling graph (with --flow-density) instead of the identity RealNVP (or spline flow)")
 	fl.StringVar(&f.flow.Density, "flow-density", "", "the ONNX density graph of the flow of --flow")
 	fl.Float64Var(&f.flow.BaseSigma, "flow-base-sigma", 0, "σ of the --flow's base N(0, σ² I) (0: the files' metadata, else 1)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "folder of an image experiment's files: MNIST's IDX files (mnist, mnist28), Fashion-MNIST's (fashion-mnist), CIFAR-10's cifar-10-batches-bin (cifar10); recorded in config.json as data_dir")
 	return cmd
 }
 
@@ -496,9 +506,19 @@ func runFolder(f trainFlags, cfg config.Run) string {
 // startRun builds a new run in its folder, locked, refusing to replace a
 // run without --force or to write where its inputs are.
 func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writer) (*training.Run, func(), error) {
+	dataDir, err := f.useDataDir(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
 	plan, err := training.NewPlan(f.request(cmd))
 	if err != nil {
 		return nil, nil, err
+	}
+	if dataDir != "" {
+		if _, ok := dataDirEnv(plan.Config.Experiment); !ok || plan.Config.Data != nil {
+			return nil, nil, fmt.Errorf("--data-dir %s: %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, plan.Config.Source())
+		}
+		plan.Config.DataDir = dataDir
 	}
 	cfg := plan.Config
 	dir := runFolder(f, cfg)
@@ -545,6 +565,53 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	return run, release, nil
 }
 
+// dataDirEnv is the environment variable through which the image
+// experiment name finds its files (false: the experiment reads none).
+func dataDirEnv(name string) (string, bool) {
+	switch name {
+	case "mnist", "mnist28":
+		return "FLOWEBM_MNIST", true
+	case "fashion-mnist":
+		return experiments.FashionMNISTEnv, true
+	case "cifar10":
+		return experiments.CIFAR10Env, true
+	}
+	return "", false
+}
+
+// useDataDir checks --data-dir and returns its absolute path ("" when not
+// given). The experiment's defaults are looked up by name, so the folder
+// is also given to that lookup through the experiment's environment
+// variable (FLOWEBM_MNIST, FLOWEBM_FASHION_MNIST, FLOWEBM_CIFAR10) for
+// this process; the run's configuration records it as data_dir
+// (experiments.ByNameIn reads it when the run starts or resumes).
+func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
+	if f.dataDir == "" {
+		return "", nil
+	}
+	if f.data.File != "" {
+		return "", fmt.Errorf("--data-dir names an image experiment's folder, --data a data set to train on: give one")
+	}
+	dir, err := filepath.Abs(f.dataDir)
+	if err != nil {
+		return "", fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("--data-dir %s is not a folder: want the folder of the experiment's files", f.dataDir)
+	}
+	if f.config != "" && !cmd.Flags().Changed("experiment") {
+		return dir, nil // the file names the experiment; checked once planned
+	}
+	env, ok := dataDirEnv(f.experiment)
+	if !ok {
+		return "", fmt.Errorf("--data-dir %s: experiment %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, f.experiment)
+	}
+	if err := os.Setenv(env, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
 // startReplacing starts the planned run in dir, then clears what dir
 // held (a run --force replaces, or debris): only a run that could start,
 // and was not interrupted meanwhile, replaces the old one.
@@ -584,7 +651,7 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 		return nil
 	}
 	var ignored []string
-	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force", "holdout", "standardize", "modes", "drop-nonfinite", "flow", "flow-density", "flow-base-sigma"} {
+	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force", "holdout", "standardize", "modes", "drop-nonfinite", "flow", "flow-density", "flow-base-sigma", "data-dir"} {
 		if cmd.Flags().Changed(name) {
 			ignored = append(ignored, "--"+name)
 		}

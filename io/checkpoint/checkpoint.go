@@ -28,7 +28,11 @@
 //	         "min_bin_height": 0.001, "min_derivative": 0.001}
 //
 // A flow without "kind" (every checkpoint written before the spline flow,
-// and every RealNVP's since) is a RealNVP; another kind is refused.
+// and every RealNVP's since) is a RealNVP; another kind is refused. The
+// image models have "kind": "conv" (the EBM, layers.ImageEnergy, without
+// "sizes" and "layout") and "kind": "conv-realnvp" (the flow,
+// layers.ImageRealNVP); conv.go shows their fields. An EBM without "kind"
+// is an MLP.
 //
 // Models trained on a user's data set live in standardised coordinates
 // z = (x − shift) / scale; "standardization" then gives the map to the
@@ -71,28 +75,48 @@ import (
 // Format is the value of spec.json's "format" field.
 const Format = "flowebm-checkpoint/1"
 
-// EBMSpec describes an MLP energy network.
+// EBMSpec describes an MLP energy network or, with Kind EBMKindConv, a
+// convolutional one (layers.ImageEnergy).
 type EBMSpec struct {
-	Sizes      []int  `json:"sizes"`
+	// Kind is EBMKindConv for a conv EBM; "" (every checkpoint before
+	// it, and every MLP's since) or EBMKindMLP for an MLP.
+	Kind       string `json:"kind,omitempty"`
+	Sizes      []int  `json:"sizes,omitempty"` // the MLP's
 	Activation string `json:"activation"`
-	Layout     string `json:"layout"`
+	Layout     string `json:"layout,omitempty"` // the MLP's (always written for it)
 	Name       string `json:"name"`
+	// The conv EBM's (see layers.ImageEnergy), written in full: Image is
+	// [C, H, W], Channels the stages' widths, Blocks the residual blocks
+	// per stage (0: none), Downsample "conv" or "avgpool". An MLP has none.
+	Image      []int  `json:"image,omitempty"`
+	Channels   []int  `json:"channels,omitempty"`
+	Blocks     int    `json:"blocks,omitempty"`
+	Downsample string `json:"downsample,omitempty"`
 }
 
 // The flow kinds of FlowSpec.Kind.
 const (
-	FlowKindRealNVP = "realnvp" // layers.RealNVP; also an absent kind
-	FlowKindSpline  = "spline"  // layers.SplineFlow
+	FlowKindRealNVP     = "realnvp"      // layers.RealNVP; also an absent kind
+	FlowKindSpline      = "spline"       // layers.SplineFlow
+	FlowKindConvRealNVP = "conv-realnvp" // layers.ImageRealNVP
 )
 
-// FlowSpec describes a RealNVP (layers.RealNVP) or, with Kind
-// FlowKindSpline, a neural spline flow (layers.SplineFlow).
+// The EBM kinds of EBMSpec.Kind.
+const (
+	EBMKindMLP  = "mlp"  // graph.MLPEnergy; also an absent kind
+	EBMKindConv = "conv" // layers.ImageEnergy
+)
+
+// FlowSpec describes a RealNVP (layers.RealNVP), with Kind
+// FlowKindSpline a neural spline flow (layers.SplineFlow), or with Kind
+// FlowKindConvRealNVP a conv RealNVP (layers.ImageRealNVP).
 type FlowSpec struct {
-	// Kind is FlowKindSpline for a spline flow; "" (a RealNVP's, as every
-	// checkpoint before the spline flow) or FlowKindRealNVP for a RealNVP.
+	// Kind is FlowKindSpline for a spline flow, FlowKindConvRealNVP for a
+	// conv RealNVP; "" (a RealNVP's, as every checkpoint before the spline
+	// flow) or FlowKindRealNVP for a RealNVP.
 	Kind       string `json:"kind,omitempty"`
 	Dim        int    `json:"dim"`
-	Blocks     int    `json:"blocks"`
+	Blocks     int    `json:"blocks,omitempty"`      // the MLP flows' (always written, ≥ 1)
 	BlockDepth int    `json:"block_depth,omitempty"` // the RealNVP's (always written, ≥ 1); a spline flow has none
 	Hidden     []int  `json:"hidden"`
 	Activation string `json:"activation"`
@@ -106,6 +130,18 @@ type FlowSpec struct {
 	MinBinWidth   float64 `json:"min_bin_width,omitempty"`
 	MinBinHeight  float64 `json:"min_bin_height,omitempty"`
 	MinDerivative float64 `json:"min_derivative,omitempty"`
+	// The conv RealNVP's (layers.ImageRealNVP), written in full: Image is
+	// [C, H, W], Scales its scales, Checkerboard and Channel its couplings
+	// of each kind per scale (0: none), ResBlocks its conditioners'
+	// residual blocks (0: none), Dt the couplings' step, InitScale its
+	// heads' initial scale; Hidden is one width, the conditioners'.
+	Image        []int   `json:"image,omitempty"`
+	Scales       int     `json:"scales,omitempty"`
+	Checkerboard int     `json:"checkerboard,omitempty"`
+	Channel      int     `json:"channel,omitempty"`
+	ResBlocks    int     `json:"res_blocks,omitempty"`
+	Dt           float64 `json:"dt,omitempty"`
+	InitScale    float64 `json:"init_scale,omitempty"`
 }
 
 // spline reports whether f is a spline flow's spec.
@@ -219,12 +255,15 @@ func (m Models) EnergyGrad(x mat.Matrix, energy []float64, grad *mat.Dense) erro
 
 // SpecOf describes m. The EBM's network must be a graph.MLPEnergy.
 func SpecOf(m Models) (Spec, error) {
-	net, ok := m.EBM.Net.(graph.MLPEnergy)
-	if !ok {
-		return Spec{}, fmt.Errorf("checkpoint: energy network %T cannot be described (only MLP energies can)", m.EBM.Net)
+	s := Spec{Format: Format, Dtype: m.EBM.Params.Dtype().String()}
+	switch net := m.EBM.Net.(type) {
+	case graph.MLPEnergy:
+		s.EBM = EBMSpec{Sizes: net.Sizes, Activation: net.Hidden.String(), Layout: layoutName(net.Layout), Name: net.Name}
+	case layers.ImageEnergy:
+		s.EBM = convEBMSpec(net)
+	default:
+		return Spec{}, fmt.Errorf("checkpoint: energy network %T cannot be described (only MLP and conv energies can)", m.EBM.Net)
 	}
-	s := Spec{Format: Format, Dtype: m.EBM.Params.Dtype().String(),
-		EBM: EBMSpec{Sizes: net.Sizes, Activation: net.Hidden.String(), Layout: layoutName(net.Layout), Name: net.Name}}
 	if m.EBM.Tilt != nil {
 		s.BaseSigma = m.EBM.Tilt.Sigma
 	}
@@ -250,8 +289,10 @@ func SpecOf(m Models) (Spec, error) {
 		s.Flow = realNVPSpec(n)
 	case layers.SplineFlow:
 		s.Flow = splineSpec(n)
+	case layers.ImageRealNVP:
+		s.Flow = convFlowSpec(n)
 	default:
-		return Spec{}, fmt.Errorf("checkpoint: the flow is %T; a checkpoint stores flowebm's RealNVP, its neural spline flow or a flow read from ONNX", m.Flow.Net)
+		return Spec{}, fmt.Errorf("checkpoint: the flow is %T; a checkpoint stores flowebm's RealNVP, its neural spline flow, its conv RealNVP or a flow read from ONNX", m.Flow.Net)
 	}
 	return s, nil
 }
@@ -346,30 +387,28 @@ func (s Spec) validate() error {
 	if s.Dtype != "float64" && s.Dtype != "float32" {
 		return fmt.Errorf("spec.json: field \"dtype\" is %q, want \"float32\" or \"float64\"", clip(s.Dtype))
 	}
-	for _, c := range []struct{ field, v string }{{"ebm.activation", s.EBM.Activation}, {"ebm.layout", s.EBM.Layout}, {"ebm.name", s.EBM.Name}} {
+	for _, c := range []struct{ field, v string }{{"ebm.kind", s.EBM.Kind}, {"ebm.activation", s.EBM.Activation}, {"ebm.layout", s.EBM.Layout}, {"ebm.name", s.EBM.Name}, {"ebm.downsample", s.EBM.Downsample}} {
 		if err := checkString(c.field, c.v); err != nil {
 			return err
 		}
 	}
-	if len(s.EBM.Sizes) < 2 || s.EBM.Sizes[len(s.EBM.Sizes)-1] != 1 {
-		return fmt.Errorf("spec.json: field \"ebm.sizes\" is %v, want at least [d, 1] ending in 1", clipInts(s.EBM.Sizes))
+	var total *big.Int
+	var arrays int
+	var err error
+	switch s.EBM.Kind {
+	case "", EBMKindMLP:
+		total, arrays, err = s.EBM.validateMLP()
+	case EBMKindConv:
+		total, arrays, err = s.EBM.validateConv()
+	default:
+		err = fmt.Errorf("spec.json: field \"ebm.kind\" is %q, want %q or %q (absent: %q)", clip(s.EBM.Kind), EBMKindMLP, EBMKindConv, EBMKindMLP)
 	}
-	if l := len(s.EBM.Sizes) - 1; l > maxLayers {
-		return fmt.Errorf("spec.json: field \"ebm.sizes\" describes %d layers, want at most %d", l, maxLayers)
-	}
-	if err := checkSizes("ebm.sizes", s.EBM.Sizes); err != nil {
+	if err != nil {
 		return err
 	}
-	total, arrays := countParams(s.EBM.Sizes)
-	if total.Cmp(big.NewInt(maxParams)) > 0 {
-		return fmt.Errorf("spec.json: field \"ebm.sizes\" %v implies %v parameters, want at most %d (2^%d)", clipInts(s.EBM.Sizes), total, maxParams, bits.Len64(uint64(maxParams))-1)
-	}
-	if s.EBM.Activation == "" {
-		return fmt.Errorf("spec.json: field \"ebm.activation\" is missing or empty, want the hidden layers' activation (\"leaky_relu(0.05)\", \"relu\", \"identity\", …)")
-	}
-	d := s.EBM.Sizes[0]
+	d := s.Dim()
 	if len(s.BaseSigma) != d {
-		return fmt.Errorf("spec.json: field \"base_sigma\" has %d values, want %d (the dimension, ebm.sizes[0])", len(s.BaseSigma), d)
+		return fmt.Errorf("spec.json: field \"base_sigma\" has %d values, want %d (the dimension, %s)", len(s.BaseSigma), d, s.dimField())
 	}
 	for i, v := range s.BaseSigma {
 		if !ValidBaseSigma(v) {
@@ -382,7 +421,60 @@ func (s Spec) validate() error {
 	if s.Flow == nil {
 		return nil
 	}
+	if s.Flow.Kind == FlowKindConvRealNVP && s.EBM.Kind == EBMKindConv && !slices.Equal(s.Flow.Image, s.EBM.Image) {
+		return fmt.Errorf("spec.json: field \"flow.image\" is %v, \"ebm.image\" %v: want the same images", clipInts(s.Flow.Image), clipInts(s.EBM.Image))
+	}
 	return s.Flow.validate(d, total, arrays)
+}
+
+// validateMLP checks the fields of an MLP EBM's spec, and returns its
+// parameter count and arrays.
+func (e EBMSpec) validateMLP() (*big.Int, int, error) {
+	for _, c := range []struct {
+		field string
+		set   bool
+	}{{"image", e.Image != nil}, {"channels", e.Channels != nil}, {"blocks", e.Blocks != 0}, {"downsample", e.Downsample != ""}} {
+		if c.set {
+			return nil, 0, fmt.Errorf("spec.json: field \"ebm.%s\" is a conv EBM's, but \"ebm.kind\" is %q: want \"kind\": %q with it, or no %s", c.field, or(e.Kind, EBMKindMLP), EBMKindConv, c.field)
+		}
+	}
+	if len(e.Sizes) < 2 || e.Sizes[len(e.Sizes)-1] != 1 {
+		return nil, 0, fmt.Errorf("spec.json: field \"ebm.sizes\" is %v, want at least [d, 1] ending in 1", clipInts(e.Sizes))
+	}
+	if l := len(e.Sizes) - 1; l > maxLayers {
+		return nil, 0, fmt.Errorf("spec.json: field \"ebm.sizes\" describes %d layers, want at most %d", l, maxLayers)
+	}
+	if err := checkSizes("ebm.sizes", e.Sizes); err != nil {
+		return nil, 0, err
+	}
+	total, arrays := countParams(e.Sizes)
+	if total.Cmp(big.NewInt(maxParams)) > 0 {
+		return nil, 0, fmt.Errorf("spec.json: field \"ebm.sizes\" %v implies %v parameters, want at most %d (2^%d)", clipInts(e.Sizes), total, maxParams, bits.Len64(uint64(maxParams))-1)
+	}
+	if e.Activation == "" {
+		return nil, 0, fmt.Errorf("spec.json: field \"ebm.activation\" is missing or empty, want the hidden layers' activation (\"leaky_relu(0.05)\", \"relu\", \"identity\", …)")
+	}
+	return total, arrays, nil
+}
+
+// Dim is the dimension of the spec's models (after validate): the MLP's
+// input width, or the conv EBM's C·H·W.
+func (s Spec) Dim() int {
+	if s.EBM.Kind == EBMKindConv {
+		return imageDim(s.EBM.Image)
+	}
+	if len(s.EBM.Sizes) == 0 {
+		return 0
+	}
+	return s.EBM.Sizes[0]
+}
+
+// dimField names the field that gives the dimension, for messages.
+func (s Spec) dimField() string {
+	if s.EBM.Kind == EBMKindConv {
+		return "the product of ebm.image"
+	}
+	return "ebm.sizes[0]"
 }
 
 // validateFlowONNX checks the files a flow_onnx names.
@@ -403,8 +495,14 @@ func (s Spec) validateFlowONNX() error {
 // validate checks a flow's fields in dimension d, with the EBM's total
 // parameters and arrays.
 func (f *FlowSpec) validate(d int, total *big.Int, arrays int) error {
-	if f.Kind != "" && f.Kind != FlowKindRealNVP && f.Kind != FlowKindSpline {
-		return fmt.Errorf("spec.json: field \"flow.kind\" is %q, want %q or %q (absent: %q)", clip(f.Kind), FlowKindRealNVP, FlowKindSpline, FlowKindRealNVP)
+	if f.Kind != "" && f.Kind != FlowKindRealNVP && f.Kind != FlowKindSpline && f.Kind != FlowKindConvRealNVP {
+		return fmt.Errorf("spec.json: field \"flow.kind\" is %q, want %q or %q (the MLP flows; absent: %q) or %q (the image RealNVP)", clip(f.Kind), FlowKindRealNVP, FlowKindSpline, FlowKindRealNVP, FlowKindConvRealNVP)
+	}
+	if f.Kind == FlowKindConvRealNVP {
+		return f.validateConv(d, total, arrays)
+	}
+	if err := f.noConvFields(); err != nil {
+		return err
 	}
 	for _, c := range []struct{ field, v string }{{"flow.activation", f.Activation}, {"flow.mask", f.Mask}, {"flow.name", f.Name}} {
 		if err := checkString(c.field, c.v); err != nil {
@@ -415,7 +513,7 @@ func (f *FlowSpec) validate(d int, total *big.Int, arrays int) error {
 		return fmt.Errorf("spec.json: field \"flow.activation\" is missing or empty, want the coupling networks' activation (\"relu\", …)")
 	}
 	if f.Dim != d {
-		return fmt.Errorf("spec.json: field \"flow.dim\" is %d, want %d (the EBM's, ebm.sizes[0])", f.Dim, d)
+		return fmt.Errorf("spec.json: field \"flow.dim\" is %d, want %d (the EBM's dimension)", f.Dim, d)
 	}
 	if f.Dim < 2 {
 		return fmt.Errorf("spec.json: field \"flow.dim\" is %d, want at least 2 (a coupling flow needs two coordinates)", f.Dim)
@@ -531,6 +629,10 @@ func (f *FlowSpec) netsPerBlock() int {
 // allocating nothing in proportion to its sizes (after the checks of
 // validate up to the mask's width).
 func (f *FlowSpec) params() (*big.Int, int, error) {
+	if f.Kind == FlowKindConvRealNVP {
+		n, arrays := f.convParams()
+		return n, arrays, nil
+	}
 	if !f.spline() {
 		perMLP, perArrays := countParams(append(append([]int{f.Dim}, f.Hidden...), f.Dim))
 		return perMLP.Mul(perMLP, big.NewInt(4*int64(f.Blocks))), 4 * f.Blocks * perArrays, nil // 2·blocks couplings, each an s and a t MLP
@@ -616,6 +718,9 @@ func (s Spec) ParamCount() (int, error) {
 		return 0, err
 	}
 	n, _ := countParams(s.EBM.Sizes)
+	if s.EBM.Kind == EBMKindConv {
+		n, _ = s.EBM.convParams()
+	}
 	if f := s.Flow; f != nil {
 		m, _, err := f.params()
 		if err != nil {
@@ -642,16 +747,22 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 	if err != nil {
 		return Models{}, fmt.Errorf("spec.json: field \"ebm.activation\": %w", err)
 	}
-	var layout layers.Layout
-	switch s.EBM.Layout {
-	case "sequential":
-		layout = layers.Sequential
-	case "modulelist":
-		layout = layers.ModuleList
-	default:
-		return Models{}, fmt.Errorf("spec.json: field \"ebm.layout\" is %q, want \"sequential\" or \"modulelist\"", s.EBM.Layout)
+	var net graph.EnergyNet
+	if s.EBM.Kind == EBMKindConv {
+		net = s.EBM.imageEnergy(act)
+	} else {
+		var layout layers.Layout
+		switch s.EBM.Layout {
+		case "sequential":
+			layout = layers.Sequential
+		case "modulelist":
+			layout = layers.ModuleList
+		default:
+			return Models{}, fmt.Errorf("spec.json: field \"ebm.layout\" is %q, want \"sequential\" or \"modulelist\"", s.EBM.Layout)
+		}
+		net = graph.MLPEnergy{MLP: layers.MLP{Name: or(s.EBM.Name, "net"), Sizes: s.EBM.Sizes, Hidden: act, Layout: layout}}
 	}
-	d := s.EBM.Sizes[0]
+	d := s.Dim()
 	base := layers.NewDiagonal(s.BaseSigma)
 	if err := base.Validate(); err != nil {
 		return Models{}, fmt.Errorf("spec.json: field \"base_sigma\": %w", err)
@@ -670,7 +781,9 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 		if err != nil {
 			return Models{}, fmt.Errorf("spec.json: field \"flow.activation\": %w", err)
 		}
-		if f.spline() {
+		if f.Kind == FlowKindConvRealNVP {
+			flowNet = f.imageRealNVP(fa)
+		} else if f.spline() {
 			sf := layers.SplineFlow{Dim: f.Dim, Blocks: f.Blocks, Hidden: f.Hidden, Activation: fa, Mask: f.Mask, MaskWidth: f.MaskWidth, Name: f.Name, Spline: f.rqSpline()}
 			if _, err := sf.BaseMask(); err != nil {
 				return Models{}, fmt.Errorf("spec.json: field \"flow.mask\": %w", err)
@@ -684,7 +797,6 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 			flowNet = nvp
 		}
 	}
-	net := graph.MLPEnergy{MLP: layers.MLP{Name: or(s.EBM.Name, "net"), Sizes: s.EBM.Sizes, Hidden: act, Layout: layout}}
 	ebm, err := graph.NewEBM(net, &base, dt, rng)
 	if err != nil {
 		return Models{}, fmt.Errorf("spec.json: ebm: %w", err)
@@ -756,8 +868,8 @@ func loadONNXFlow(dir string, spec Spec) (*graph.Flow, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.Params.Dtype().String() != spec.Dtype || f.Dim() != spec.EBM.Sizes[0] {
-		return nil, fmt.Errorf("%s: the flow is %v in dimension %d, spec.json says %s in dimension %d", dir, f.Params.Dtype(), f.Dim(), spec.Dtype, spec.EBM.Sizes[0])
+	if f.Params.Dtype().String() != spec.Dtype || f.Dim() != spec.Dim() {
+		return nil, fmt.Errorf("%s: the flow is %v in dimension %d, spec.json says %s in dimension %d", dir, f.Params.Dtype(), f.Dim(), spec.Dtype, spec.Dim())
 	}
 	return f, nil
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
+)
+
+// writeFakeCIFAR10 writes CIFAR-10's six binary batches into dir, n
+// records each: 3×32×32 images with a pattern per class.
+func writeFakeCIFAR10(t *testing.T, dir string, n int) {
+	t.Helper()
+	for _, f := range []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"} {
+		var b bytes.Buffer
+		for i := 0; i < n; i++ {
+			b.WriteByte(byte(i % 10))
+			for p := 0; p < 3072; p++ {
+				b.WriteByte(byte((p*(i%10+1)*37+i*13)%251 + len(f)))
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// train --data-dir reads cifar10 from the folder given (recorded in
+// config.json as data_dir, so that --resume finds it), and is refused for
+// experiments that read no folder, with --data, and for a folder that is
+// not one.
+func TestTrainDataDir(t *testing.T) {
+	t.Setenv(experiments.CIFAR10Env, "") // restored after the test (--data-dir sets it for the process)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "cifar")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFakeCIFAR10(t, data, 12)
+	wantErr(t, "--data-dir "+data+": experiment two-modes reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do",
+		"train", "--experiment", "two-modes", "--data-dir", data, "--out", filepath.Join(dir, "a"))
+	wantErr(t, "--data-dir names an image experiment's folder, --data a data set to train on: give one",
+		"train", "--data", filepath.Join(dir, "x.npy"), "--data-dir", data, "--out", filepath.Join(dir, "b"))
+	wantErr(t, "is not a folder", "train", "--experiment", "cifar10", "--data-dir", filepath.Join(dir, "none"), "--out", filepath.Join(dir, "c"))
+
+	cfg := filepath.Join(dir, "tiny.json")
+	os.WriteFile(cfg, []byte(`{"experiment": "two-modes", "seed": 3, "data_size": 40, "log_z_samples": 16, "rhat_steps": 4,
+		"model": {"ebm": "conv", "ebm_channels": [4], "flow": "conv-realnvp", "flow_blocks": 1, "flow_hidden": [4]},
+		"train": {"algorithm": "flowmc", "iterations": 2, "batch_size": 8, "persistent": 16,
+		          "sampler": {"steps": 2, "global_steps": 1, "local_steps": 1, "particles": 3, "step_size": 0.01}}}`), 0o644)
+	wantErr(t, `model.ebm "conv" and model.flow "conv-realnvp" needs an image experiment`, "train", "--config", cfg, "--out", filepath.Join(dir, "d"))
+	out := filepath.Join(dir, "run")
+	if _, stderr, status := runCLI("train", "--config", cfg, "--experiment", "cifar10", "--data-dir", data, "--out", out, "--quiet"); status != 0 {
+		t.Fatalf("train --data-dir: status %d, %s", status, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Experiment string `json:"experiment"`
+		DataDir    string `json:"data_dir"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.Experiment != "cifar10" || got.DataDir != data {
+		t.Errorf("config.json: experiment %q, data_dir %q (%v), want cifar10 and %s", got.Experiment, got.DataDir, err, data)
+	}
+	wantErr(t, "--data-dir would be ignored", "train", "--resume", out, "--data-dir", data)
+}
