@@ -489,12 +489,13 @@ func (r *Run) heldOutLL(rng *rand.Rand, ev *Eval) error {
 		}
 		q = g
 	}
-	est, err := metrics.EstimateLogZ(ebm.LogDensity, q, rng, r.Config.LogZSamples)
+	logDensity := inChunks(ebm.LogDensity)
+	est, err := metrics.EstimateLogZ(logDensity, q, rng, r.Config.LogZSamples)
 	if err != nil {
 		return err
 	}
 	logp := make([]float64, r.heldOut.RawMatrix().Rows)
-	if err := ebm.LogDensity(r.heldOut, logp); err != nil {
+	if err := logDensity(r.heldOut, logp); err != nil {
 		return err
 	}
 	ev.LogZ = est
@@ -504,6 +505,35 @@ func (r *Run) heldOutLL(rng *rand.Rand, ev *Eval) error {
 		ev.HeldOutLL -= sc.LogDet()
 	}
 	return nil
+}
+
+// evalChunk is the most rows the evaluation hands a model at once: the
+// held-out data (4,096 rows) and the log Z draws would otherwise each
+// compile a graph holding every intermediate value of every row (4.8 GB
+// for the conv EBM on 28×28 images).
+const evalChunk = 512
+
+// inChunks evaluates f on consecutive blocks of at most evalChunk rows of
+// x, so that one compiled graph of evalChunk rows (and one for the rest)
+// serves any number of rows.
+func inChunks(f func(mat.Matrix, []float64) error) func(mat.Matrix, []float64) error {
+	return func(x mat.Matrix, out []float64) error {
+		n, d := x.Dims()
+		if n <= evalChunk {
+			return f(x, out)
+		}
+		dense, ok := x.(*mat.Dense)
+		if !ok {
+			dense = mat.DenseCopyOf(x)
+		}
+		for lo := 0; lo < n; lo += evalChunk {
+			hi := min(lo+evalChunk, n)
+			if err := f(dense.Slice(lo, hi, 0, d), out[lo:hi]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 func diagCov(sigma []float64) *mat.SymDense {

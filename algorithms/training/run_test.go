@@ -357,3 +357,34 @@ func TestResultsIndependentOfCores(t *testing.T) {
 		}
 	}
 }
+
+// The evaluation hands a model at most evalChunk rows at once, in order,
+// so that one compiled graph serves any number of held-out points.
+func TestInChunks(t *testing.T) {
+	n := 2*evalChunk + 76
+	x := mat.NewDense(n, 3, nil)
+	for i := 0; i < n; i++ {
+		x.Set(i, 0, float64(i))
+	}
+	var sizes []int
+	f := inChunks(func(b mat.Matrix, out []float64) error {
+		r, _ := b.Dims()
+		sizes = append(sizes, r)
+		for i := range out {
+			out[i] = b.At(i, 0)
+		}
+		return nil
+	})
+	out := make([]float64, n)
+	if err := f(x, out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sizes, []int{evalChunk, evalChunk, 76}) {
+		t.Errorf("chunks of %v rows, want %d, %d, 76", sizes, evalChunk, evalChunk)
+	}
+	for i, v := range out {
+		if v != float64(i) {
+			t.Fatalf("row %d got the value of row %v", i, v)
+		}
+	}
+}
