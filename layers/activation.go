@@ -80,11 +80,7 @@ func (a Activation) Apply(b Binder, x *G.Node) (*G.Node, error) {
 	case "leaky_relu":
 		return applyLeakyReLU(x, a.Slope)
 	case "silu":
-		s, err := G.Sigmoid(x)
-		if err != nil {
-			return nil, err
-		}
-		return G.HadamardProd(x, s)
+		return applySiLU(x)
 	case "softplus":
 		return G.Softplus(x)
 	case "tanh":
