@@ -163,13 +163,17 @@ func (c SplineCoupling) apply(b Binder, x *G.Node, inverse bool) (*G.Node, *G.No
 	if err != nil {
 		return nil, nil, err
 	}
-	op := rqsOp{spline: c.Spline, cols: c.Transformed, inverse: inverse}
-	y, err := G.ApplyOp(op, x, theta)
+	// One evaluation of the splines gives y and the log-determinant
+	// (B, d+1), split into the two outputs.
+	yld, err := G.ApplyOp(rqsOp{spline: c.Spline, cols: c.Transformed, inverse: inverse, joint: true}, x, theta)
 	if err != nil {
 		return nil, nil, err
 	}
-	op.logdet = true
-	ld, err := G.ApplyOp(op, x, theta)
+	y, err := G.ApplyOp(splinePart{d: d}, yld)
+	if err != nil {
+		return nil, nil, err
+	}
+	ld, err := G.ApplyOp(splinePart{d: d, logdet: true}, yld)
 	if err != nil {
 		return nil, nil, err
 	}
