@@ -435,7 +435,7 @@ func peerSpec(tr *algorithms.Trainer) (spec, error) {
 		Batch: c.BatchSize, Persistent: c.Persistent, Steps: s.Steps, GlobalSteps: s.GlobalSteps, LocalSteps: s.LocalSteps,
 		Stacked: s.Stacked, Particles: s.Particles, StepSize: s.StepSize, TargetAccept: s.TargetAccept, Negatives: s.Negatives,
 		EBMLR: c.EBMOptim.LR, FlowLR: c.FlowOptim.LR, AverageWindow: max(1, c.AverageWindow),
-		MALAChains: malaChains, ISIRChains: isirChains, ISIRParticles: isirParticles,
+		MALAChains: malaChains, ISIRChains: isirChains, ISIRParticles: isirParticles, WideParticles: wideParticles,
 	}
 	if sp.FlowInit == "" {
 		sp.FlowInit = "small"
