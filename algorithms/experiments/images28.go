@@ -192,7 +192,7 @@ func CIFAR10(dir string) (*Experiment, error) {
 		dir = os.Getenv(CIFAR10Env)
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("experiments: cifar10 needs the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded: set %s=DIR (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, unpacked)",
+		return nil, fmt.Errorf("experiments: cifar10 needs the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded: give it with flowebm train --data-dir DIR, or set %s=DIR (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, unpacked)",
 			strings.Join(cifarRequired, ", "), CIFAR10Env)
 	}
 	var missing []string
