@@ -202,6 +202,7 @@ func (p *program) matrix(i int, dst *mat.Dense) {
 type programs struct {
 	m      map[shardKey]*program
 	blocks map[int][]*program // the programs of each batch size's blocks (split)
+	errs   []error            // the blocks' errors of the last run (sharded)
 }
 
 func (c *programs) get(key shardKey, dtype tensor.Dtype, shapes [][]int, build buildFunc) (*program, error) {

@@ -323,7 +323,7 @@ func (e *EBM) LossGrad(pos, neg mat.Matrix, l2 float64, grad []float64) (float64
 	if err != nil {
 		return 0, err
 	}
-	e.lossGrads.add(k, grad, nil)
+	e.lossGrads.add(k, grad, false, n)
 	loss := 0.0
 	for i, v := range en {
 		loss += w1[i]*v + w2[i]*v*v

@@ -280,14 +280,7 @@ func (f *Flow) meanGrad(c *programs, n int, build buildFunc, grad []float64, set
 	if err != nil {
 		return err
 	}
-	if k > 1 {
-		w := make([]float64, k)
-		for s := range w {
-			lo, hi := span(n, k, s)
-			w[s] = float64(hi-lo) / float64(n)
-		}
-		f.grads.add(k, grad, w)
-	}
+	f.grads.add(k, grad, true, n)
 	return nil
 }
 

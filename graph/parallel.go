@@ -50,10 +50,10 @@ func (p Parallel) blocks(n int) int {
 func span(n, k, s int) (lo, hi int) { return s * n / k, (s + 1) * n / k }
 
 // each runs f(s) for s = 0…k−1, on up to Workers goroutines (the caller's
-// among them), and returns the first error in block order. A panic in f
-// is returned as an error.
-func (p Parallel) each(k int, f func(s int) error) error {
-	errs := make([]error, k)
+// among them), and returns the first error in block order; errs (len ≥ k)
+// holds the blocks' errors. A panic in f is returned as an error.
+func (p Parallel) each(k int, errs []error, f func(s int) error) error {
+	errs = errs[:k]
 	call := func(s int) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -102,7 +102,10 @@ func sharded(par Parallel, c *programs, n int, dtype tensor.Dtype, shapes [][]in
 	if k == 1 {
 		return step(0, progs[0], 0, n)
 	}
-	return par.each(k, func(s int) error {
+	if len(c.errs) < k {
+		c.errs = make([]error, k)
+	}
+	return par.each(k, c.errs, func(s int) error {
 		lo, hi := span(n, k, s)
 		return step(s, progs[s], lo, hi)
 	})
@@ -214,24 +217,28 @@ func (g *gradSum) dst(s int, grad []float64) []float64 {
 	return g.blocks[s-1]
 }
 
-// add sums blocks 1…k−1 into grad, each scaled by its weight (w == nil:
-// 1), after scaling grad by w[0].
-func (g *gradSum) add(k int, grad []float64, w []float64) {
+// add sums blocks 1…k−1 into grad. With byRows, each block's gradient
+// (of its rows' mean) is first weighted by its share of the n rows, so
+// that the sum is the gradient of the batch mean.
+func (g *gradSum) add(k int, grad []float64, byRows bool, n int) {
 	if k == 1 {
 		return
 	}
-	if w != nil {
+	weight := func(s int) float64 {
+		if !byRows {
+			return 1
+		}
+		lo, hi := span(n, k, s)
+		return float64(hi-lo) / float64(n)
+	}
+	if c := weight(0); c != 1 {
 		for i := range grad {
-			grad[i] *= w[0]
+			grad[i] *= c
 		}
 	}
 	for s := 1; s < k; s++ {
-		b := g.blocks[s-1]
-		c := 1.0
-		if w != nil {
-			c = w[s]
-		}
-		for i, v := range b {
+		c := weight(s)
+		for i, v := range g.blocks[s-1] {
 			grad[i] += c * v
 		}
 	}

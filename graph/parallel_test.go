@@ -164,7 +164,7 @@ func TestParallelBlocks(t *testing.T) {
 // an error (the first in block order), never a crash.
 func TestParallelErrorsAndPanics(t *testing.T) {
 	p := Parallel{Workers: 3}
-	err := p.each(5, func(s int) error {
+	err := p.each(5, make([]error, 5), func(s int) error {
 		if s == 3 {
 			panic("boom")
 		}
