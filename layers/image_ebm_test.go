@@ -29,18 +29,8 @@ func imgFD(got []float64, f func([]float64) float64, x []float64) []float64 {
 	return coarse
 }
 
-// imgRelErr is ‖a − b‖∞ / max(‖a‖∞, ‖b‖∞).
-func imgRelErr(a, b []float64) float64 {
-	num, den := 0.0, 0.0
-	for i := range a {
-		num = math.Max(num, math.Abs(a[i]-b[i]))
-		den = math.Max(den, math.Max(math.Abs(a[i]), math.Abs(b[i])))
-	}
-	if den == 0 {
-		return num
-	}
-	return num / den
-}
+// imgRelErr is graph.RelErrInf, ‖a − b‖∞ / max(‖a‖∞, ‖b‖∞) (convnet_test.go).
+var imgRelErr = graph.RelErrInf
 
 // imgTinyEnergy is a small ImageEnergy on 1×6×6 images for gradient checks:
 // channels 4, 6, one residual block per stage (1,225 parameters).
@@ -178,7 +168,7 @@ func TestImageEnergyFloat32(t *testing.T) {
 	if err := e32.EnergyGrad(x, en32, g32); err != nil {
 		t.Fatal(err)
 	}
-	re, rg := imgRelErr(en32, en64), imgRelErr(g32.RawMatrix().Data, g64.RawMatrix().Data)
+	re, rg := graph.RelErrInf(en32, en64), graph.RelErrInf(g32.RawMatrix().Data, g64.RawMatrix().Data)
 	t.Logf("float32 vs float64: E rel. error %.2e, ∇ₓE %.2e", re, rg)
 	if re > 1e-4 || rg > 1e-4 {
 		t.Errorf("float32 vs float64: E rel. error %.2e, ∇ₓE %.2e (tolerance 1e-4)", re, rg)
@@ -234,7 +224,7 @@ func TestImageEnergyParallel(t *testing.T) {
 		if dt == tensor.Float32 {
 			tol = 1e-5
 		}
-		re, rg, rp := imgRelErr(w.en, a.en), imgRelErr(w.g, a.g), imgRelErr(w.pg, a.pg)
+		re, rg, rp := graph.RelErrInf(w.en, a.en), graph.RelErrInf(w.g, a.g), graph.RelErrInf(w.pg, a.pg)
 		t.Logf("%v: 4 shards vs whole batch: E %.2e, ∇ₓE %.2e, ∇θ %.2e", dt, re, rg, rp)
 		if re > tol || rg > tol || rp > tol {
 			t.Errorf("%v: sharded vs whole batch: E %.2e, ∇ₓE %.2e, ∇θ %.2e (tolerance %g)", dt, re, rg, rp, tol)

@@ -347,6 +347,14 @@ func (c ImageCoupling) Inverse(b Binder, y *G.Node) (x, logdet *G.Node, err erro
 	return x, logdet, err
 }
 
+// apply is Forward, or Inverse where inverse is set (flowPass).
+func (c ImageCoupling) apply(b Binder, x *G.Node, inverse bool) (*G.Node, *G.Node, error) {
+	if inverse {
+		return c.Inverse(b, x)
+	}
+	return c.Forward(b, x)
+}
+
 // Forward returns x = T(z) and log|det J_T(z)| (B) for z (B, C·H·W).
 func (r ImageRealNVP) Forward(b Binder, z *G.Node) (x, logdet *G.Node, err error) {
 	return r.pass(b, z, false)
@@ -362,23 +370,5 @@ func (r ImageRealNVP) pass(b Binder, x *G.Node, inverse bool) (*G.Node, *G.Node,
 	if err != nil {
 		return nil, nil, err
 	}
-	var total *G.Node
-	for i := range cs {
-		c := cs[i]
-		var ld *G.Node
-		if inverse {
-			x, ld, err = cs[len(cs)-1-i].Inverse(b, x)
-		} else {
-			x, ld, err = c.Forward(b, x)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if total == nil {
-			total = ld
-		} else if total, err = G.Add(total, ld); err != nil {
-			return nil, nil, err
-		}
-	}
-	return x, total, nil
+	return flowPass(b, x, cs, inverse)
 }

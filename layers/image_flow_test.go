@@ -34,14 +34,6 @@ func imgFlow(t testing.TB, net layers.ImageRealNVP, dt tensor.Dtype, perturb flo
 	return f
 }
 
-func imgMaxAbsDiff(a, b []float64) float64 {
-	m := 0.0
-	for i := range a {
-		m = math.Max(m, math.Abs(a[i]-b[i]))
-	}
-	return m
-}
-
 // The default flow for 28×28 images has 191,524 parameters and starts as
 // the identity (up to the 1e-6 scale of its heads).
 func TestImageRealNVPDefault(t *testing.T) {
@@ -63,7 +55,7 @@ func TestImageRealNVPDefault(t *testing.T) {
 	if err := f.Forward(z, x, ld); err != nil {
 		t.Fatal(err)
 	}
-	moved, lmax := imgMaxAbsDiff(x.RawMatrix().Data, z.RawMatrix().Data), math.Max(math.Abs(ld[0]), math.Abs(ld[1]))
+	moved, lmax := maxAbsDiff(x.RawMatrix().Data, z.RawMatrix().Data), math.Max(math.Abs(ld[0]), math.Abs(ld[1]))
 	t.Logf("at start: max |T(z) − z| = %.2e, max |log det J| = %.2e", moved, lmax)
 	if moved > 1e-4 || lmax > 1e-3 {
 		t.Errorf("at start max |T(z) − z| = %.2e, |log det| = %.2e; want the identity", moved, lmax)
@@ -136,8 +128,8 @@ func TestImageRealNVPInverse(t *testing.T) {
 		if err := f.Forward(zb, xb, ld2); err != nil {
 			t.Fatal(err)
 		}
-		moved := imgMaxAbsDiff(x.RawMatrix().Data, z.RawMatrix().Data)
-		e1, e2 := imgMaxAbsDiff(zb.RawMatrix().Data, z.RawMatrix().Data), imgMaxAbsDiff(xb.RawMatrix().Data, x.RawMatrix().Data)
+		moved := maxAbsDiff(x.RawMatrix().Data, z.RawMatrix().Data)
+		e1, e2 := maxAbsDiff(zb.RawMatrix().Data, z.RawMatrix().Data), maxAbsDiff(xb.RawMatrix().Data, x.RawMatrix().Data)
 		el := 0.0
 		for i := range ld {
 			el = math.Max(el, math.Abs(ld[i]+ldi[i]))
@@ -239,7 +231,7 @@ func TestImageRealNVPFloat32(t *testing.T) {
 	if err := f32.LogDensity(x64, q32); err != nil {
 		t.Fatal(err)
 	}
-	ex, el, eq := imgRelErr(x32.RawMatrix().Data, x64.RawMatrix().Data), imgRelErr(l32, l64), imgRelErr(q32, q64)
+	ex, el, eq := graph.RelErrInf(x32.RawMatrix().Data, x64.RawMatrix().Data), graph.RelErrInf(l32, l64), graph.RelErrInf(q32, q64)
 	t.Logf("float32 vs float64: T(z) %.2e, log det %.2e, log λ %.2e", ex, el, eq)
 	if ex > 1e-4 || el > 1e-4 || eq > 1e-4 {
 		t.Errorf("float32 vs float64: T(z) %.2e, log det %.2e, log λ %.2e (tolerance 1e-4)", ex, el, eq)

@@ -99,33 +99,14 @@ const siluBlock = 512
 // silu64 writes x·σ(x) into dst (g nil), or the gradient
 // g·σ(x)·(1 + x·(1 − σ(x))); dst may alias g or x. exp(−x) comes from
 // exp64, so each value depends on x[i] alone.
-func silu64(dst, x, g []float64) {
-	var e [siluBlock]float64
-	dst = dst[:len(x)]
-	if g != nil {
-		g = g[:len(x)]
-	}
-	for lo := 0; lo < len(x); lo += siluBlock {
-		xs := x[lo:min(lo+siluBlock, len(x))]
-		es, ds := e[:len(xs)], dst[lo:lo+len(xs)]
-		exp64(es, xs, true)
-		if g == nil {
-			for i, v := range xs {
-				ds[i] = v * (1 / (1 + es[i]))
-			}
-			continue
-		}
-		gs := g[lo : lo+len(xs)]
-		for i, v := range xs {
-			s := 1 / (1 + es[i])
-			ds[i] = gs[i] * (s * (1 + v*(1-s)))
-		}
-	}
-}
+func silu64(dst, x, g []float64) { siluInto(dst, x, g, exp64) }
 
 // silu32 is silu64 in float32.
-func silu32(dst, x, g []float32) {
-	var e [siluBlock]float32
+func silu32(dst, x, g []float32) { siluInto(dst, x, g, exp32) }
+
+// siluInto is silu64 and silu32, with exp(−x) from exp (exp64 or exp32).
+func siluInto[T float32 | float64](dst, x, g []T, exp func(dst, src []T, neg bool)) {
+	var e [siluBlock]T
 	dst = dst[:len(x)]
 	if g != nil {
 		g = g[:len(x)]
@@ -133,7 +114,7 @@ func silu32(dst, x, g []float32) {
 	for lo := 0; lo < len(x); lo += siluBlock {
 		xs := x[lo:min(lo+siluBlock, len(x))]
 		es, ds := e[:len(xs)], dst[lo:lo+len(xs)]
-		exp32(es, xs, true)
+		exp(es, xs, true)
 		if g == nil {
 			for i, v := range xs {
 				ds[i] = v * (1 / (1 + es[i]))

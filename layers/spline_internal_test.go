@@ -181,36 +181,44 @@ func TestRQSOpGradients(t *testing.T) {
 			if logdet {
 				gshape = []int{rows}
 			}
-			obj := func(xv, tv []float64) float64 {
-				out, err := op.Do(splineDense(tensor.Float64, []int{rows, d}, xv), splineDense(tensor.Float64, []int{rows, n * p}, tv))
-				if err != nil {
-					t.Fatal(err)
-				}
-				sum := 0.0
-				for i, v := range splineFloats(out) {
-					sum += g[i] * v
-				}
-				return sum
-			}
 			for wrt := 0; wrt < 2; wrt++ {
-				got, err := rqsGrad{op: op, wrt: wrt}.Do(splineDense(tensor.Float64, []int{rows, d}, x), splineDense(tensor.Float64, []int{rows, n * p}, th), splineDense(tensor.Float64, gshape, g))
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want []float64
-				if wrt == 0 {
-					want = fd.Gradient(nil, func(v []float64) float64 { return obj(v, th) }, x, &fd.Settings{Formula: fd.Central})
-				} else {
-					want = fd.Gradient(nil, func(v []float64) float64 { return obj(x, v) }, th, &fd.Settings{Formula: fd.Central})
-				}
-				if e := splineRelErr(splineFloats(got), want); e > 1e-7 {
-					t.Errorf("%v wrt %d: relative error %.2e\n got %v\nwant %v", op, wrt, e, splineFloats(got), want)
+				got, want := rqsGradFD(t, op, wrt, x, th, g, gshape, rows, d, n*p)
+				if e := splineRelErr(got, want); e > 1e-7 {
+					t.Errorf("%v wrt %d: relative error %.2e\n got %v\nwant %v", op, wrt, e, got, want)
 				} else {
 					t.Logf("%v wrt %d: relative error %.2e", op, wrt, e)
 				}
 			}
 		}
 	}
+}
+
+// rqsGradFD returns rqsGrad{op, wrt}'s gradient of ⟨g, op(x, θ)⟩ (g of
+// shape gshape) with respect to x (wrt 0; rows×d) or θ (wrt 1; rows×tw),
+// and its central finite differences (gonum diff/fd).
+func rqsGradFD(t *testing.T, op rqsOp, wrt int, x, th, g []float64, gshape []int, rows, d, tw int) (got, want []float64) {
+	t.Helper()
+	obj := func(xv, tv []float64) float64 {
+		out, err := op.Do(splineDense(tensor.Float64, []int{rows, d}, xv), splineDense(tensor.Float64, []int{rows, tw}, tv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for i, v := range splineFloats(out) {
+			sum += g[i] * v
+		}
+		return sum
+	}
+	gt, err := rqsGrad{op: op, wrt: wrt}.Do(splineDense(tensor.Float64, []int{rows, d}, x), splineDense(tensor.Float64, []int{rows, tw}, th), splineDense(tensor.Float64, gshape, g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrt == 0 {
+		want = fd.Gradient(nil, func(v []float64) float64 { return obj(v, th) }, x, &fd.Settings{Formula: fd.Central})
+	} else {
+		want = fd.Gradient(nil, func(v []float64) float64 { return obj(x, v) }, th, &fd.Settings{Formula: fd.Central})
+	}
+	return splineFloats(gt), want
 }
 
 // splineRelErr is ‖a − b‖₂ / max(‖a‖₂, ‖b‖₂).

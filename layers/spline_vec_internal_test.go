@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"gonum.org/v1/gonum/diff/fd"
 	"gorgonia.org/tensor"
 )
 
@@ -437,29 +436,9 @@ func TestRQSJointOpGradients(t *testing.T) {
 		for i := range g {
 			g[i] = rng.NormFloat64()
 		}
-		obj := func(xv, tv []float64) float64 {
-			out, err := op.Do(splineDense(tensor.Float64, []int{rows, d}, xv), splineDense(tensor.Float64, []int{rows, n * p}, tv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum := 0.0
-			for i, v := range splineFloats(out) {
-				sum += g[i] * v
-			}
-			return sum
-		}
 		for wrt := 0; wrt < 2; wrt++ {
-			got, err := rqsGrad{op: op, wrt: wrt}.Do(splineDense(tensor.Float64, []int{rows, d}, x), splineDense(tensor.Float64, []int{rows, n * p}, th), splineDense(tensor.Float64, []int{rows, d + 1}, g))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []float64
-			if wrt == 0 {
-				want = fd.Gradient(nil, func(v []float64) float64 { return obj(v, th) }, x, &fd.Settings{Formula: fd.Central})
-			} else {
-				want = fd.Gradient(nil, func(v []float64) float64 { return obj(x, v) }, th, &fd.Settings{Formula: fd.Central})
-			}
-			if e := splineRelErr(splineFloats(got), want); e > 1e-7 {
+			got, want := rqsGradFD(t, op, wrt, x, th, g, []int{rows, d + 1}, rows, d, n*p)
+			if e := splineRelErr(got, want); e > 1e-7 {
 				t.Errorf("%v wrt %d: relative error %.2e", op, wrt, e)
 			} else {
 				t.Logf("%v wrt %d: relative error %.2e", op, wrt, e)
