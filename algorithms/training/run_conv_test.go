@@ -13,7 +13,6 @@ import (
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/layers"
-	"gonum.org/v1/gonum/mat"
 )
 
 // fakeCIFAR10 writes a folder of CIFAR-10's binary batches holding
@@ -93,15 +92,7 @@ func TestConvModelsRunResumes(t *testing.T) {
 			}
 
 			dir := t.TempDir()
-			first := run(dir)
-			stepN(t, first, 3)
-			if err := first.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			_, spec, err := checkpoint.Load(filepath.Join(dir, checkpointName))
-			if err != nil {
-				t.Fatal(err)
-			}
+			spec := checkpointAfter(t, run(dir), dir, 3)
 			if spec.EBM.Kind != checkpoint.EBMKindConv || spec.Flow == nil || spec.Flow.Kind != checkpoint.FlowKindConvRealNVP || spec.Dim() != 3072 {
 				t.Errorf("checkpoint's spec %+v, flow %+v", spec.EBM, spec.Flow)
 			}
@@ -109,29 +100,12 @@ func TestConvModelsRunResumes(t *testing.T) {
 			if err != nil || !strings.Contains(string(b), `"ebm": "conv"`) || !strings.Contains(string(b), `"flow": "conv-realnvp"`) || !strings.Contains(string(b), `"data_dir": `) {
 				t.Errorf("config.json %s, %v", b, err)
 			}
-			resumed, err := Resume(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resumed := mustResume(t, dir)
 			if _, ok := resumed.Trainer.EBM.Net.(layers.ImageEnergy); !ok || resumed.Trainer.Iter != 3 {
 				t.Fatalf("resumed at iteration %d with an EBM %T", resumed.Trainer.Iter, resumed.Trainer.EBM.Net)
 			}
 			stepN(t, resumed, 3)
-			for _, c := range []struct {
-				name string
-				a, b []float64
-			}{
-				{"EBM", straight.Trainer.EBM.Params.Flatten(nil), resumed.Trainer.EBM.Params.Flatten(nil)},
-				{"flow", straight.Trainer.Flow.Params.Flatten(nil), resumed.Trainer.Flow.Params.Flatten(nil)},
-				{"averaged EBM", averaged(t, straight), averaged(t, resumed)},
-			} {
-				if !slices.Equal(c.a, c.b) {
-					t.Errorf("%s parameters differ after resume", c.name)
-				}
-			}
-			if !mat.Equal(straight.Trainer.Bank, resumed.Trainer.Bank) {
-				t.Error("persistent bank differs after resume")
-			}
+			wantResumedLikeStraight(t, straight, resumed)
 			ea, eb := straight.Evals[5], resumed.Evals[5]                           // with R-hat
 			same := func(a, b float64) bool { return a == b || (a != a && b != b) } // NaN: none (NT-EBM has no global moves)
 			sa, sb := ea.Stats, eb.Stats

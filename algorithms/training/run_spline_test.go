@@ -28,6 +28,53 @@ func splineRun(t *testing.T, alg algorithms.Algorithm, iters int, dir string) *R
 	return r
 }
 
+// checkpointAfter steps first n times (each evaluated), checkpoints it in
+// its folder dir and returns the checkpoint's spec as Load reads it back.
+func checkpointAfter(t *testing.T, first *Run, dir string, n int) checkpoint.Spec {
+	t.Helper()
+	stepN(t, first, n)
+	if err := first.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	_, spec, err := checkpoint.Load(filepath.Join(dir, checkpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// mustResume resumes the run checkpointed in dir.
+func mustResume(t *testing.T, dir string) *Run {
+	t.Helper()
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resumed
+}
+
+// wantResumedLikeStraight wants a resumed run to end bit for bit where the
+// uninterrupted run straight ends: parameters of both models, the
+// averaged EBM and the persistent bank.
+func wantResumedLikeStraight(t *testing.T, straight, resumed *Run) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		a, b []float64
+	}{
+		{"EBM", straight.Trainer.EBM.Params.Flatten(nil), resumed.Trainer.EBM.Params.Flatten(nil)},
+		{"flow", straight.Trainer.Flow.Params.Flatten(nil), resumed.Trainer.Flow.Params.Flatten(nil)},
+		{"averaged EBM", averaged(t, straight), averaged(t, resumed)},
+	} {
+		if !slices.Equal(c.a, c.b) {
+			t.Errorf("%s parameters differ after resume", c.name)
+		}
+	}
+	if !mat.Equal(straight.Trainer.Bank, resumed.Trainer.Bank) {
+		t.Error("persistent bank differs after resume")
+	}
+}
+
 // With model.flow "spline" a run trains a neural spline flow (6 bins on
 // the default [−5, 5]), checkpoints it (spec.json's flow of kind spline)
 // and, resumed, ends bit for bit where an uninterrupted run ends:
@@ -49,15 +96,7 @@ func TestSplineFlowRunResumes(t *testing.T) {
 			}
 
 			dir := t.TempDir()
-			first := splineRun(t, alg, 8, dir)
-			stepN(t, first, 3)
-			if err := first.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			_, spec, err := checkpoint.Load(filepath.Join(dir, checkpointName))
-			if err != nil {
-				t.Fatal(err)
-			}
+			spec := checkpointAfter(t, splineRun(t, alg, 8, dir), dir, 3)
 			if spec.Flow == nil || spec.Flow.Kind != checkpoint.FlowKindSpline || spec.Flow.Bins != 6 || spec.Flow.TailBound != 5 {
 				t.Errorf("checkpoint's flow spec %+v", spec.Flow)
 			}
@@ -65,30 +104,12 @@ func TestSplineFlowRunResumes(t *testing.T) {
 			if err != nil || !strings.Contains(string(b), `"flow": "spline"`) || !strings.Contains(string(b), `"flow_bins": 6`) {
 				t.Errorf("config.json %s, %v", b, err)
 			}
-			resumed, err := Resume(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resumed := mustResume(t, dir)
 			if _, ok := resumed.Trainer.Flow.Net.(layers.SplineFlow); !ok || resumed.Trainer.Iter != 3 {
 				t.Fatalf("resumed at iteration %d with a flow %T", resumed.Trainer.Iter, resumed.Trainer.Flow.Net)
 			}
 			stepN(t, resumed, 5)
-
-			for _, c := range []struct {
-				name string
-				a, b []float64
-			}{
-				{"EBM", straight.Trainer.EBM.Params.Flatten(nil), resumed.Trainer.EBM.Params.Flatten(nil)},
-				{"flow", trained, resumed.Trainer.Flow.Params.Flatten(nil)},
-				{"averaged EBM", averaged(t, straight), averaged(t, resumed)},
-			} {
-				if !slices.Equal(c.a, c.b) {
-					t.Errorf("%s parameters differ after resume", c.name)
-				}
-			}
-			if !mat.Equal(straight.Trainer.Bank, resumed.Trainer.Bank) {
-				t.Error("persistent bank differs after resume")
-			}
+			wantResumedLikeStraight(t, straight, resumed)
 			ea, eb := straight.Evals[7], resumed.Evals[7]
 			if ea.Stats.Loss != eb.Stats.Loss || ea.Stats.StepSize != eb.Stats.StepSize {
 				t.Errorf("last evaluation differs: %+v vs %+v", ea.Stats, eb.Stats)

@@ -22,23 +22,16 @@ func convModels(t *testing.T, dt tensor.Dtype) Models {
 	t.Helper()
 	im := layers.ImageShape{C: 2, H: 8, W: 8}
 	rng := rand.New(rand.NewPCG(5, 6))
-	base := layers.NewIsotropic(im.Dim(), 0.7)
-	ebm, err := graph.NewEBM(layers.ImageEnergy{Name: "net", Image: im, Channels: []int{4, 6}, Downsample: layers.DownAvgPool}, &base, dt, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flow, err := graph.NewFlow(layers.ImageRealNVP{Image: im, Hidden: 5, Checkerboard: 1, ChannelWise: 1}, base, dt, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []*graph.Params{ebm.Params, flow.Params} {
+	m := buildModels(t, layers.ImageEnergy{Name: "net", Image: im, Channels: []int{4, 6}, Downsample: layers.DownAvgPool},
+		layers.ImageRealNVP{Image: im, Hidden: 5, Checkerboard: 1, ChannelWise: 1}, layers.NewIsotropic(im.Dim(), 0.7), dt, rng)
+	for _, p := range []*graph.Params{m.EBM.Params, m.Flow.Params} {
 		theta := p.Flatten(nil)
 		for i := range theta {
 			theta[i] = 0.2 * rng.NormFloat64()
 		}
 		p.SetFlat(theta)
 	}
-	return Models{EBM: ebm, Flow: flow}
+	return m
 }
 
 // Conv models are saved with their kinds and sizes in spec.json and load
@@ -47,14 +40,7 @@ func convModels(t *testing.T, dt tensor.Dtype) Models {
 func TestConvSaveLoadRoundTrip(t *testing.T) {
 	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 		m := convModels(t, dt)
-		dir := filepath.Join(t.TempDir(), "ck")
-		if err := Save(dir, m); err != nil {
-			t.Fatal(err)
-		}
-		got, spec, err := Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, spec := saveLoad(t, m)
 		if e := spec.EBM; e.Kind != EBMKindConv || !slices.Equal(e.Image, []int{2, 8, 8}) || !slices.Equal(e.Channels, []int{4, 6}) || e.Blocks != 1 ||
 			e.Downsample != layers.DownAvgPool || e.Activation != "silu" || e.Sizes != nil || e.Layout != "" {
 			t.Errorf("%v: EBM spec %+v", dt, e)

@@ -19,16 +19,7 @@ import (
 func splineModels(t *testing.T, dt tensor.Dtype, net layers.SplineFlow) Models {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 4))
-	base := layers.NewIsotropic(net.Dim, 1.3)
-	ebm, err := graph.NewEBM(graph.ToyEnergyNet(net.Dim, false), &base, dt, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flow, err := graph.NewFlow(net, base, dt, rng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Models{EBM: ebm, Flow: flow}
+	return buildModels(t, graph.ToyEnergyNet(net.Dim, false), net, layers.NewIsotropic(net.Dim, 1.3), dt, rng)
 }
 
 // A spline flow is saved with its kind and spline in spec.json and loads
@@ -40,14 +31,7 @@ func TestSplineSaveLoadRoundTrip(t *testing.T) {
 		Spline: layers.RQSpline{Bins: 5, TailBound: 3}}
 	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 		m := splineModels(t, dt, net)
-		dir := filepath.Join(t.TempDir(), "ck")
-		if err := Save(dir, m); err != nil {
-			t.Fatal(err)
-		}
-		got, spec, err := Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, spec := saveLoad(t, m)
 		f := spec.Flow
 		if f == nil || f.Kind != FlowKindSpline || f.Bins != 5 || f.TailBound != 3 || f.MinBinWidth != layers.DefaultSplineMinBin ||
 			f.MinDerivative != layers.DefaultSplineMinBin || f.BlockDepth != 0 || f.Name != "splines" || f.Mask != layers.MaskCheckerboard {

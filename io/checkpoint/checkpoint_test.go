@@ -19,16 +19,36 @@ import (
 
 func models(t *testing.T, dt tensor.Dtype) Models {
 	rng := rand.New(rand.NewPCG(1, 1))
-	base := layers.NewIsotropic(2, 1.3)
-	ebm, err := graph.NewEBM(graph.ToyEnergyNet(2, false), &base, dt, rng)
+	return buildModels(t, graph.ToyEnergyNet(2, false), layers.RealNVP{Dim: 2, Blocks: 2, Hidden: []int{8}, InitScale: 1}, layers.NewIsotropic(2, 1.3), dt, rng)
+}
+
+// buildModels is an EBM of net tilted by base and a flow of flowNet on
+// base, in dt, their parameters drawn from rng (the EBM's first).
+func buildModels(t *testing.T, net graph.EnergyNet, flowNet graph.FlowNet, base layers.Gaussian, dt tensor.Dtype, rng *rand.Rand) Models {
+	t.Helper()
+	ebm, err := graph.NewEBM(net, &base, dt, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
-	flow, err := graph.NewFlow(layers.RealNVP{Dim: 2, Blocks: 2, Hidden: []int{8}, InitScale: 1}, base, dt, rng)
+	flow, err := graph.NewFlow(flowNet, base, dt, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return Models{EBM: ebm, Flow: flow}
+}
+
+// saveLoad saves m in a new folder and loads it back.
+func saveLoad(t *testing.T, m Models) (Models, Spec) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ck")
+	if err := Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	got, spec, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, spec
 }
 
 // Saving and loading gives models with the same energies and flow densities
@@ -36,14 +56,7 @@ func models(t *testing.T, dt tensor.Dtype) Models {
 func TestSaveLoadRoundTrip(t *testing.T) {
 	for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 		m := models(t, dt)
-		dir := filepath.Join(t.TempDir(), "ck")
-		if err := Save(dir, m); err != nil {
-			t.Fatal(err)
-		}
-		got, spec, err := Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, spec := saveLoad(t, m)
 		if spec.Dtype != dt.String() || spec.Flow == nil || spec.Flow.Blocks != 2 {
 			t.Errorf("spec %+v", spec)
 		}
@@ -115,14 +128,7 @@ func TestStandardizationAndEnergy(t *testing.T) {
 	}
 
 	m.Scaling = &data.Scaling{Shift: []float64{12, -1.5}, Scale: []float64{2, 0.5}}
-	dir := filepath.Join(t.TempDir(), "ck")
-	if err := Save(dir, m); err != nil {
-		t.Fatal(err)
-	}
-	got, spec, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, spec := saveLoad(t, m)
 	if spec.Standardization == nil || got.Scaling == nil || got.Scaling.Scale[1] != 0.5 {
 		t.Fatalf("standardization not loaded: %+v", spec.Standardization)
 	}
