@@ -608,35 +608,64 @@ func (t *Trainer) StepSize() float64 {
 // Training is not affected.
 func (t *Trainer) SampleChains(rng *rand.Rand, m, steps int) ([]float64, error) {
 	d := t.EBM.Dim()
+	draws := make([]float64, m*steps*d)
+	err := t.freshChains(rng, m, steps, func(s int, x *mat.Dense) {
+		for c := 0; c < m; c++ {
+			copy(draws[(c*steps+s)*d:(c*steps+s+1)*d], x.RawRowView(c))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return draws, nil
+}
+
+// FinalStates runs m fresh chains as SampleChains does and returns only
+// their states after steps steps (m × d), without keeping the draws in
+// between (paper Fig. 8: the last state of 64 chains of 512 steps).
+func (t *Trainer) FinalStates(rng *rand.Rand, m, steps int) (*mat.Dense, error) {
+	var last *mat.Dense
+	err := t.freshChains(rng, m, steps, func(s int, x *mat.Dense) {
+		if s == steps-1 {
+			last = mat.DenseCopyOf(x)
+		}
+	})
+	return last, err
+}
+
+// freshChains starts m chains as SampleChains describes and calls after
+// with the state after each of steps kernel steps.
+func (t *Trainer) freshChains(rng *rand.Rand, m, steps int, after func(s int, x *mat.Dense)) error {
+	if m <= 0 || steps <= 0 {
+		return fmt.Errorf("algorithms: %d chains of %d steps: both must be positive", m, steps)
+	}
+	d := t.EBM.Dim()
 	x := mat.NewDense(m, d, nil)
 	if t.Config.PersistentChains() {
 		if m > t.Config.Persistent {
-			return nil, fmt.Errorf("algorithms: %d chains requested from a bank of %d", m, t.Config.Persistent)
+			return fmt.Errorf("algorithms: %d chains requested from a bank of %d", m, t.Config.Persistent)
 		}
 		for r, i := range rng.Perm(t.Config.Persistent)[:m] {
 			x.SetRow(r, t.Bank.RawRowView(i))
 		}
 	} else if err := t.Flow.Sample(rng, x, make([]float64, m)); err != nil {
-		return nil, err
+		return err
 	}
 	k, err := t.newKernels(t.StepSize(), true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if k.flowmc != nil {
 		k.flowmc.Stacked = true
 	}
 	state := samplers.NewState(x)
-	draws := make([]float64, m*steps*d)
 	for s := 0; s < steps; s++ {
 		if _, err := k.Kernel.Step(rng, state); err != nil {
-			return nil, err
+			return err
 		}
-		for c := 0; c < m; c++ {
-			copy(draws[(c*steps+s)*d:(c*steps+s+1)*d], state.X.RawRowView(c))
-		}
+		after(s, state.X)
 	}
-	return draws, nil
+	return nil
 }
 
 // pretrain fits the flow before training: by maximum likelihood on the data

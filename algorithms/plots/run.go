@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -21,9 +22,11 @@ import (
 // WriteRun writes the run's plots into its folder in format f:
 // density.png (the EBM's normalised density with the data and the chains,
 // 2D only), rhat.png (max R-hat over training, beyond 2D), samples.png (the
-// first 64 chains of the persistent bank, for image experiments) and
-// weights.png (mode or class weights over training); .svg or .pdf for
-// those formats.
+// first 64 chains of the persistent bank, for image experiments, and from
+// the run's training.ImageSamplesFile samples-512.png and energies.png,
+// paper Figs. 8 and 7), weights.png (mode or class weights over training)
+// and acceptance.png (the samplers' acceptance over training, for
+// algorithms with an accept step); .svg or .pdf for those formats.
 func WriteRun(r *training.Run, f Format) error {
 	if g := r.Grid(); g != nil && len(r.Evals) > 0 {
 		dp := Density{
@@ -51,6 +54,11 @@ func WriteRun(r *training.Run, f Format) error {
 		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *e.Image, 8, 6); err != nil {
 			return err
 		}
+		if _, err := os.Stat(filepath.Join(r.Dir, training.ImageSamplesFile)); err == nil {
+			if err := writeImageFigures(r, f); err != nil {
+				return err
+			}
+		}
 	}
 	return History{Experiment: r.Experiment, Algorithm: r.Config.Train.Algorithm, RHatChains: r.Config.RHatChains, Evals: r.Evals}.Write(r.Dir, f)
 }
@@ -68,6 +76,11 @@ type History struct {
 
 // Write writes the plots into dir in format f.
 func (p History) Write(dir string, f Format) error {
+	if acc := p.acceptance(); acc != nil {
+		if err := acc.Save(filepath.Join(dir, "acceptance"+f.Ext())); err != nil {
+			return err
+		}
+	}
 	rhat, weights := p.figures()
 	if rhat != nil {
 		if err := rhat.Save(filepath.Join(dir, "rhat"+f.Ext())); err != nil {
@@ -78,6 +91,24 @@ func (p History) Write(dir string, f Format) error {
 		return weights.Save(filepath.Join(dir, "weights"+f.Ext()))
 	}
 	return nil
+}
+
+// acceptance returns the figure of the samplers' acceptance rates at
+// each evaluation's iteration, or nil for an algorithm without an accept
+// step (ULA-EBM, CoopFlow) or without evaluations.
+func (p History) acceptance() *Figure {
+	if len(p.Evals) == 0 || p.Algorithm == algorithms.ULA || p.Algorithm == algorithms.CoopFlow {
+		return nil
+	}
+	fig := &Figure{
+		Title:  fmt.Sprintf("%s, %s: acceptance of the training iteration's moves at each evaluation", p.Experiment.Name, p.Algorithm),
+		XLabel: "iteration", YLabel: "acceptance rate", YMin: 0, YMax: 1,
+		Curves: []Curve{{Name: "local (MALA)", Points: EvalCurve(p.Evals, func(e training.Eval) float64 { return e.Stats.LocalAccept })}},
+	}
+	if p.Algorithm == algorithms.FlowMC {
+		fig.Curves = append(fig.Curves, Curve{Name: "global (i-SIR)", Points: EvalCurve(p.Evals, func(e training.Eval) float64 { return e.Stats.GlobalAccept })})
+	}
+	return fig
 }
 
 // figures returns the R-hat figure (nil in 2D or without evaluations) and
@@ -151,13 +182,14 @@ func weightRange(truths []float64, evals []training.Eval) (lo, hi float64) {
 	return math.Max(0, lo-pad), math.Min(1, hi+pad)
 }
 
-// writeImageGrid writes the first side² rows of x as a side × side grid of
-// grey images (values in [−1, 1], first channel), each pixel scale × scale.
+// writeImageGrid writes the first side² rows of x as a grid of side
+// columns (and as many rows as they fill, at most side) of grey images (values in [−1, 1], first channel), each pixel scale × scale.
 func writeImageGrid(path, title string, x *mat.Dense, shape experiments.ImageShape, side, scale int) error {
 	n, _ := x.Dims()
 	h, w := shape.Height*scale, shape.Width*scale
 	const gap = 2
-	img := image.NewGray(image.Rect(0, 0, side*(w+gap)+gap, side*(h+gap)+gap))
+	rows := max(1, (min(n, side*side)+side-1)/side) // fewer rows for fewer images
+	img := image.NewGray(image.Rect(0, 0, side*(w+gap)+gap, rows*(h+gap)+gap))
 	for i := range img.Pix {
 		img.Pix[i] = 128
 	}

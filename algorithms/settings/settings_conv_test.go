@@ -38,10 +38,10 @@ func TestImageDefaults(t *testing.T) {
 			}
 			all := strings.Join(notes, " ")
 			m, tc := d.Model, d.Train
-			if m.EBM != config.EBMConv || len(m.EBMChannels) != 3 || m.EBMChannels[0] != 16 || tc.BatchSize != 64 || tc.Persistent != 1024 || tc.Iterations != 400 {
+			if m.EBM != config.EBMConv || len(m.EBMChannels) != 3 || m.EBMChannels[0] != 8 || tc.BatchSize != 64 || tc.Persistent != 1024 || tc.Iterations != 200 {
 				t.Errorf("%s %s: model %+v, batch %d, bank %d, %d iterations", exp.Name, a, m, tc.BatchSize, tc.Persistent, tc.Iterations)
 			}
-			if a.TrainsFlow() != (m.Flow == config.FlowConvRealNVP) || (a.TrainsFlow() && (m.FlowBlocks != 1 || len(m.FlowHidden) != 1 || m.FlowHidden[0] != 16)) {
+			if a.TrainsFlow() != (m.Flow == config.FlowConvRealNVP) || (a.TrainsFlow() && (m.FlowBlocks != 1 || len(m.FlowHidden) != 1 || m.FlowHidden[0] != 8)) {
 				t.Errorf("%s %s: flow %q %d %v", exp.Name, a, m.Flow, m.FlowBlocks, m.FlowHidden)
 			}
 			if a == algorithms.FlowMC {
@@ -55,7 +55,7 @@ func TestImageDefaults(t *testing.T) {
 			if tc.EBMOptim.LR != 1e-3 || tc.EBMOptim.Decay != 0.9 || d.RHatChains != 64 || d.LogZSamples != 512 {
 				t.Errorf("%s %s: optimiser %+v, R-hat chains %d, log Z draws %d", exp.Name, a, tc.EBMOptim, d.RHatChains, d.LogZSamples)
 			}
-			for _, want := range []string{"scaled for 2 CPU cores", "conv EBM of channels [16 32 32]", "400 iterations instead of", "i-SIR with 8 particles", "no horizontal flips"} {
+			for _, want := range []string{"scaled for 2 CPU cores", "conv EBM of channels [8 16 16]", "200 iterations instead of", "i-SIR with 8 particles", "no horizontal flips"} {
 				if (want == "i-SIR with 8 particles" && a != algorithms.FlowMC) || strings.Contains(all, want) {
 					continue
 				}

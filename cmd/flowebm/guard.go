@@ -333,8 +333,8 @@ var (
 	// config.json last: a kill while clearing leaves a folder that
 	// --resume says has no checkpoint, and --force clears again.
 	runOutputs = []string{"checkpoint", "checkpoint.new", "checkpoint.old", "metrics.json", "metrics.csv",
-		"samples.npy", "error.txt", "config.json"}
-	plotNames = []string{"density", "samples", "weights", "rhat"}
+		"samples.npy", "image-samples.npz", "error.txt", "config.json"}
+	plotNames = []string{"density", "samples", "weights", "rhat", "acceptance", "samples-512", "energies"}
 )
 
 // runNames are the files and folders that a training run writes into its

@@ -25,7 +25,7 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		w.extra = extraFolders(f.out, runs)
 	}
 	w.header(elapsed)
-	for _, section := range []func() error{w.twoModes, w.fourModes, w.table1, w.table2, w.mnist, w.heldOut} {
+	for _, section := range []func() error{w.twoModes, w.fourModes, w.table1, w.table2, w.mnist, w.images, w.heldOut} {
 		if err := section(); err != nil {
 			return err
 		}

@@ -804,16 +804,7 @@ func (r *reproRun) mark() string {
 // weightRange is the range of mode k's EBM weight over the second half of
 // training.
 func weightRange(evals []training.Eval, k int) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	last := evals[len(evals)-1].Iter
-	for _, e := range evals {
-		if 2*e.Iter >= last {
-			if v := e.EBMWeight(k); !math.IsNaN(v) {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-		}
-	}
-	return lo, hi
+	return evalRange(evals, func(e training.Eval) float64 { return e.EBMWeight(k) })
 }
 
 func fmtWeights(w []float64) string {

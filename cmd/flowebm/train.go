@@ -701,11 +701,15 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	return nil
 }
 
-// writeOutputs writes a finished run's metrics.json, plots and, last,
-// samples.npy.
+// writeOutputs writes a finished run's metrics.json, the image
+// experiments' final chains and energies (image-samples.npz), the plots
+// and, last, samples.npy.
 func writeOutputs(run *training.Run, elapsed time.Duration, format plots.Format) error {
 	hook("train-outputs")
 	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
+		return err
+	}
+	if err := training.WriteImageSamples(run); err != nil {
 		return err
 	}
 	if err := plots.WriteRun(run, format); err != nil {

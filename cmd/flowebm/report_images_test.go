@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/training"
+)
+
+// tinyImageConfigs are --config files of image runs small enough for a
+// test: flowMC-EBM with conv models, and ULA-EBM (no flow); banks of 16
+// chains, so the samples figure has 16 chains instead of 64.
+var tinyImageConfigs = map[string]string{
+	"flowmc": `{"experiment": "cifar10", "seed": 3, "data_size": 40, "log_z_samples": 16, "rhat_steps": 4,
+		"model": {"ebm": "conv", "ebm_channels": [4], "flow": "conv-realnvp", "flow_blocks": 1, "flow_hidden": [4]},
+		"train": {"algorithm": "flowmc", "iterations": 2, "batch_size": 8, "persistent": 16,
+		          "sampler": {"steps": 2, "global_steps": 1, "local_steps": 8, "particles": 3, "step_size": 0.01}}}`,
+	"ula": `{"experiment": "cifar10", "seed": 3, "data_size": 40, "log_z_samples": 16, "rhat_steps": 4,
+		"model": {"ebm": "conv", "ebm_channels": [4]},
+		"train": {"algorithm": "ula", "iterations": 2, "batch_size": 8, "persistent": 16,
+		          "sampler": {"steps": 2, "step_size": 0.001}}}`,
+}
+
+// An image run ends with paper Figs. 7 and 8's data (the last state of
+// its chains of 512 gradient steps from the persistent bank, the energies
+// of held-out images, the bank and those chains; repeated exactly by a
+// --resume of the finished run) and figures, and the reproduce report's
+// image section shows its class weights, acceptance, R-hat and figures,
+// quoting the paper's App. C.6 verbatim.
+func TestImageRunFiguresAndReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two small image runs")
+	}
+	t.Setenv(experiments.CIFAR10Env, "") // --data-dir sets it for the process
+	dir := t.TempDir()
+	data := filepath.Join(dir, "cifar")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFakeCIFAR10(t, data, 12)
+	var runs []*reproRun
+	for _, a := range []algorithms.Algorithm{algorithms.FlowMC, algorithms.ULA} {
+		cfg := filepath.Join(dir, string(a)+".json")
+		os.WriteFile(cfg, []byte(tinyImageConfigs[string(a)]), 0o644)
+		out := filepath.Join(dir, "runs", "cifar10-"+string(a))
+		if _, stderr, status := runCLI("train", "--config", cfg, "--data-dir", data, "--out", out, "--quiet"); status != 0 {
+			t.Fatalf("train %s: status %d, %s", a, status, stderr)
+		}
+		checkImageSamples(t, out)
+		first, err := os.ReadFile(filepath.Join(out, training.ImageSamplesFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, status := runCLI("train", "--resume", out, "--quiet"); status != 0 {
+			t.Fatalf("train --resume %s (finished): status %d, %s", a, status, stderr)
+		}
+		if again, _ := os.ReadFile(filepath.Join(out, training.ImageSamplesFile)); !bytes.Equal(first, again) {
+			t.Errorf("%s: %s differs after --resume of the finished run", a, training.ImageSamplesFile)
+		}
+		for _, fig := range []string{"samples-512.png", "energies.png", "acceptance.png", "samples.png"} {
+			_, err := os.Stat(filepath.Join(out, fig))
+			if want := fig != "acceptance.png" || a == algorithms.FlowMC; want != (err == nil) {
+				t.Errorf("%s: %s exists: %v, want %v", a, fig, err == nil, want)
+			}
+		}
+		exp, err := experiments.ByNameIn("cifar10", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &reproRun{experiment: "cifar10", exp: exp, algorithm: a, dir: out}
+		if err := r.load(0); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	w := newReportWriter(reproduceFlags{out: dir}, runs)
+	if err := w.images(); err != nil {
+		t.Fatal(err)
+	}
+	report := w.b.String()
+	if miss := lacking(report, "## Image experiments at full resolution (App. C.6)", "### CIFAR-10, 3×32×32",
+		"| flowMC-EBM | ", "| ULA-EBM | ", " ± ", // class weights with their errors
+		"![cifar10-flowmc samples-512](runs/cifar10-flowmc/samples-512.png)", "![cifar10-ula energies](runs/cifar10-ula/energies.png)",
+		"![cifar10-flowmc acceptance](runs/cifar10-flowmc/acceptance.png)"); len(miss) > 0 {
+		t.Errorf("report section lacks %q:\n%s", miss, report)
+	}
+	if strings.Contains(report, "runs/cifar10-ula/acceptance") {
+		t.Error("the report shows an acceptance figure for ULA-EBM, which has no accept step")
+	}
+	tex, err := os.ReadFile("testdata/paper_tables.tex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paper := strings.ReplaceAll(string(tex), `\%`, "%")
+	quotes := regexp.MustCompile(`"([^"]{20,})"`).FindAllStringSubmatch(report, -1)
+	if len(quotes) < 2 {
+		t.Fatalf("found %d quotes of the paper in the section, want 2", len(quotes))
+	}
+	for _, q := range quotes {
+		if !strings.Contains(paper, q[1]) {
+			t.Errorf("the report quotes %q, which is not in the paper's App. C.6", q[1])
+		}
+	}
+}
+
+// checkImageSamples checks a finished image run's ImageSamplesFile: as
+// many chains as its bank (16), the energies of every held-out image, of
+// the bank and of the chains, all finite.
+func checkImageSamples(t *testing.T, dir string) {
+	t.Helper()
+	s, err := training.ReadImageSamples(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, d := s.Chains.Dims(); n != 16 || d != 3*32*32 {
+		t.Errorf("%s: chains %d × %d, want 16 × 3072", dir, n, d)
+	}
+	if len(s.BankEnergy) != 16 || len(s.ChainEnergy) != 16 || len(s.DataEnergy) == 0 {
+		t.Errorf("%s: %d bank, %d chain, %d data energies; want 16, 16 and the held-out images'", dir, len(s.BankEnergy), len(s.ChainEnergy), len(s.DataEnergy))
+	}
+	for _, e := range [][]float64{s.DataEnergy, s.BankEnergy, s.ChainEnergy} {
+		for _, v := range e {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("%s: non-finite energy %v", dir, v)
+			}
+		}
+	}
+}
