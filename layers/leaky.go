@@ -88,11 +88,11 @@ func (op leakyReLUGrad) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value,
 	return out, nil
 }
 
-// leaky64 writes y·(1 if x's sign bit is clear, else slope) into dst: the
+// leakyGo64 writes y·(1 if x's sign bit is clear, else slope) into dst: the
 // activation for y = x, its gradient for y = g. With slope 0 the negative
 // side is masked to +0 instead of multiplied, so that ReLU(−∞) = 0 and an
 // infinite gradient behind a negative input gives 0, not NaN.
-func leaky64(dst, x, y []float64, slope float64) {
+func leakyGo64(dst, x, y []float64, slope float64) {
 	dst, y = dst[:len(x)], y[:len(x)]
 	if slope == 0 {
 		for i, v := range x {
@@ -107,8 +107,8 @@ func leaky64(dst, x, y []float64, slope float64) {
 	}
 }
 
-// leaky32 is leaky64 in float32.
-func leaky32(dst, x, y []float32, slope float32) {
+// leakyGo32 is leakyGo64 in float32.
+func leakyGo32(dst, x, y []float32, slope float32) {
 	dst, y = dst[:len(x)], y[:len(x)]
 	if slope == 0 {
 		for i, v := range x {

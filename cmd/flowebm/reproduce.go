@@ -58,11 +58,18 @@ func reproduceCmd() *cobra.Command {
 		Short: "Run every experiment with every algorithm and write a report beside the paper's tables",
 		Long: `reproduce trains every algorithm (flowmc, ula, nt, coopflow) on every
 experiment of the paper (two-modes, four-modes, 8-gaussians, rings,
-four-gaussians in d = 16, 32, 64, and the image experiment on MNIST) with the
-scaled defaults of "flowebm train",
+four-gaussians in d = 16, 32, 64, and the image experiment on MNIST pooled
+to 7×7) with the scaled defaults of "flowebm train",
 then writes DIR/report.md: the paper's Tables 1–3 beside our numbers, the
 motivating example's weights, held-out log-likelihoods, acceptance rates and
 timings, with plots (PNG, or --plot-format svg|pdf; each run's own plots are in DIR/runs/NAME).
+
+The full-resolution image experiments (App. C.6 on 28×28 images, with
+convolutional models) are not in the default list: --experiments
+mnist28,fashion-mnist trains them (about an hour more on 2 cores), and the
+report shows their class weights with errors, acceptance, R-hat, samples
+and energy histograms; cifar10 runs too when FLOWEBM_CIFAR10 names the
+folder of CIFAR-10's binary files (a GPU-class budget at the paper's scale).
 
 Each run is a "flowebm train" process writing DIR/runs/EXPERIMENT-ALGORITHM;
 --jobs of them run at once. Interrupted, reproduce can be started again with
