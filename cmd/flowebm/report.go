@@ -25,13 +25,13 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 		w.extra = extraFolders(f.out, runs)
 	}
 	w.header(elapsed)
-	for _, section := range []func() error{w.twoModes, w.fourModes, w.table1, w.table2, w.mnist, w.images, w.heldOut} {
+	for _, section := range []func() error{w.twoModes, w.fourModes, w.table1, w.table2, w.mnist, w.images, w.overSeeds, w.heldOut} {
 		if err := section(); err != nil {
 			return err
 		}
 	}
 	w.p("## Checks against the acceptance criteria\n\n")
-	for _, c := range acceptanceChecks(w.get) {
+	for _, c := range append(acceptanceChecks(w.get), w.seedChecks()...) {
 		w.p("- %s\n", c)
 	}
 	return safefile.Write(filepath.Join(f.out, "report.md"), func(out io.Writer) error { _, err := io.WriteString(out, w.b.String()); return err })
