@@ -424,14 +424,20 @@ func inRunCheckpoint(dir string) string {
 
 const checkpointPrefix = "checkpoint"
 
-// checkNew refuses to replace an existing output file unless force.
+// checkNew refuses to replace an existing output file unless force, and
+// anything but a file or a link (a device, a pipe, a socket) even then.
 func checkNew(flag, out string, force bool) error {
-	if out == "" || force {
+	if out == "" {
 		return nil
 	}
 	fi, err := os.Lstat(out) // a link, even to nothing, is not replaced unasked
 	switch {
 	case err != nil:
+		return nil
+	case fi.Mode()&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeIrregular) != 0:
+		// --force replaces files, never a device (/dev/null as root) or a pipe.
+		return fmt.Errorf("%s %s is not a regular file (mode %v): an output replaces only files, even with --force: give a file name", flag, out, fi.Mode().Type())
+	case force:
 		return nil
 	case fi.Mode()&fs.ModeSymlink != 0:
 		target, _ := os.Readlink(out)

@@ -237,6 +237,9 @@ func mismatch(typ *json.UnmarshalTypeError) string {
 	switch k := t.Kind(); {
 	case (k == reflect.Float64 || k == reflect.Float32) && errors.Is(err, strconv.ErrRange):
 		return fmt.Sprintf("%s is outside %s's range, want %s of magnitude at most %.4g", typ.Value, k, want, maxFloat(k))
+	case isInt(k) && err == nil && f == math.Trunc(f) && strings.ContainsAny(num, ".eE") && inIntRange(f, t):
+		// 10.0 or 1e3: a whole number in range, written as a float.
+		return fmt.Sprintf("%s is not written as an integer: want %s", typ.Value, strconv.FormatFloat(f, 'f', -1, 64))
 	case isInt(k) && err == nil && f == math.Trunc(f):
 		return fmt.Sprintf("%s is outside the field's range, want %s, at most %d", typ.Value, want, maxInt(t))
 	}
@@ -254,6 +257,17 @@ func maxFloat(k reflect.Kind) float64 {
 // isInt reports whether k is a signed or unsigned integer kind.
 func isInt(k reflect.Kind) bool {
 	return k >= reflect.Int && k <= reflect.Uint64
+}
+
+// inIntRange reports whether the whole number f is a value of the integer
+// type t.
+func inIntRange(f float64, t reflect.Type) bool {
+	hi := float64(maxInt(t))
+	lo := -hi - 1
+	if t.Kind() >= reflect.Uint {
+		lo = 0
+	}
+	return f >= lo && f < hi+1
 }
 
 // maxInt is the largest value of the integer type t.
