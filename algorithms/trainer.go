@@ -569,8 +569,7 @@ func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how StartStrategy) er
 		if t.Flow == nil {
 			return fmt.Errorf("algorithms: train.start \"flow\" needs a flow, and %s has none: want \"uniform\" or \"gaussian\"", t.Config.Algorithm)
 		}
-		r, _ := x.Dims()
-		return t.Flow.Sample(rng, x, make([]float64, r))
+		return t.sampleInChunks(rng, x, bankChunk)
 	case StartUniform:
 		for i := range raw {
 			raw[i] = t.Config.StartScale * (2*rng.Float64() - 1)
@@ -578,6 +577,29 @@ func (t *Trainer) initChains(rng *rand.Rand, x *mat.Dense, how StartStrategy) er
 	case StartGaussian:
 		for i := range raw {
 			raw[i] = t.Config.StartScale * rng.NormFloat64()
+		}
+	}
+	return nil
+}
+
+// bankChunk is the most rows initChains hands the flow at once: one
+// pass over a bank of 16,384 images held every feature map of every row
+// (about 24 GB for the conv RealNVP on 28×28 images). It is the
+// evaluation's chunk, so that the log Z draws' graph (log_z_samples 512)
+// serves the bank's start too.
+const bankChunk = 512
+
+// sampleInChunks fills x with draws from the flow, chunk rows at a time.
+// Flow.Sample draws the base points of its rows in row order from rng
+// and then transforms each row on its own, so the draws are bit for bit
+// those of one pass over x.
+func (t *Trainer) sampleInChunks(rng *rand.Rand, x *mat.Dense, chunk int) error {
+	r, d := x.Dims()
+	logq := make([]float64, min(r, chunk))
+	for lo := 0; lo < r; lo += chunk {
+		hi := min(lo+chunk, r)
+		if err := t.Flow.Sample(rng, x.Slice(lo, hi, 0, d).(*mat.Dense), logq[:hi-lo]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
@@ -22,10 +24,11 @@ type ModelSizes struct {
 	// conditioner then outputs 3·bins − 1 values per transformed
 	// coordinate.
 	FlowBins int
-	// EBMEval and FlowEval are the largest batches a run evaluates the
-	// models on without training them (the grid, the log Z draws): none
-	// for a trainer alone.
-	EBMEval, FlowEval Rows
+	// EBMEval and FlowEval are the batches a run evaluates the models on
+	// without training them (the grid's and the evaluation's chunks, the
+	// log Z draws), and EvalChains the chains it runs with the training's
+	// kernel (R-hat's, the image figures'): none for a trainer alone.
+	EBMEval, FlowEval, EvalChains []Rows
 	// EBMNet and FlowNet, when set, size networks other than the MLP
 	// energy and the RealNVP or spline flow (the image models): they
 	// replace the estimates from the widths above.
@@ -97,8 +100,8 @@ func (r Rows) Max(o Rows) Rows {
 // MemoryTerms estimates the largest buffers of a run of c (with defaults)
 // in d dimensions with models of sizes m: the trainer's own, the models'
 // parameters (with gradients and optimiser moments) and their graphs'
-// intermediate values for the largest batch each is trained or evaluated
-// on; 8-byte floats.
+// intermediate values for every batch each is trained or evaluated on
+// (each pass and size keeps its own graph); 8-byte floats.
 func (c TrainConfig) MemoryTerms(d int, m ModelSizes) []sysmem.Term {
 	terms := append(c.bufferTerms(d), c.ebmTerms(d, m)...)
 	if c.usesFlow() {
@@ -149,15 +152,16 @@ const (
 )
 
 // ebmValuesPerUnit is about how many float64 values per row and unit (the
-// input's dimensions and model.ebm_hidden's widths) the EBM's graph holds
-// while the trainer differentiates it on a batch of positives and
-// negatives: ULA in d = 2 measured 25.9 KB per batch_size row (batch =
-// persistent 2,000 and 50,000: peak resident memory 110 MB and 1.29 GB) with
-// ebm_hidden [32 64 64 64], and 62.2 KB with [256 256], 15 values per unit;
-// the bank (persistent) and sampler.steps barely count. Evaluating it
-// without training (the grid, the log Z draws) holds ebmEvalValuesPerUnit.
+// input's dimensions and model.ebm_hidden's widths) one of the EBM's
+// differentiated graphs holds: ULA in d = 2 measured 25.9 KB per
+// batch_size row (batch = persistent 2,000 and 50,000: peak resident
+// memory 110 MB and 1.29 GB) with ebm_hidden [32 64 64 64], and 62.2 KB
+// with [256 256], 15 values per unit, over three graph rows per batch row
+// (the loss's positives and negatives, the chains' gradient): 5 each; the
+// bank (persistent) and sampler.steps barely count. Evaluating it without
+// training (the grid, the log Z draws) holds ebmEvalValuesPerUnit.
 const (
-	ebmValuesPerUnit     = 16
+	ebmValuesPerUnit     = 6
 	ebmEvalValuesPerUnit = 4
 )
 
@@ -189,53 +193,147 @@ func sum(widths []int) float64 {
 	return s
 }
 
-// ebmTerms are the EBM's parameters and its graph's values for the largest
-// batch it is trained on (c's positives and negatives) or evaluates
-// (m.EBMEval).
+// Batch is a batch of rows that one of a network's compiled graphs takes:
+// Graph names the pass ("loss", "grad", "energy", "ml", "sample", …),
+// differentiated (Grad) or only evaluated. Every pass keeps a graph with
+// all its values for each number of rows it has run on, for the whole
+// run, so the estimate sums the distinct ones.
+type Batch struct {
+	Rows
+	Graph string
+	Grad  bool
+}
+
+// distinct drops empty batches and merges those of a pass and size
+// listed before into it (one compiled graph serves them), naming both and
+// counted as differentiated if either is.
+func distinct(bs []Batch) []Batch {
+	type key struct {
+		graph string
+		n     float64
+	}
+	at := map[key]int{}
+	var out []Batch
+	for _, b := range bs {
+		k := key{b.Graph, b.N}
+		i, seen := at[k]
+		switch {
+		case b.N <= 0:
+		case !seen:
+			at[k] = len(out)
+			out = append(out, b)
+		default:
+			out[i].Grad = out[i].Grad || b.Grad
+			if !strings.Contains(out[i].Of, b.Of) {
+				out[i].Of += " and " + b.Of
+			}
+		}
+	}
+	return out
+}
+
+// allChains are the chains the kernel runs on: the evaluation's (eval),
+// then the training's.
+func (c TrainConfig) allChains(eval []Rows) []Rows {
+	return append(slices.Clone(eval), Rows{float64(c.Chains()), c.chainsOf()})
+}
+
+// ebmTerms are the EBM's parameters and its graphs' values for every
+// batch it is trained or evaluated on (ebmBatches).
 func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
 	if n := m.EBMNet; n != nil {
-		return n.terms(c.ebmRows(), m.EBMEval)
+		return n.terms(c.ebmBatches(m))
 	}
 	units := float64(d) + sum(m.EBMHidden)
 	sizes := append(append([]int{d}, m.EBMHidden...), 1)
-	params := term(fmt.Sprintf("model.ebm_hidden %v parameters × 8 B × %d", m.EBMHidden, paramCopies), mlpParams(sizes...)*8*paramCopies)
-	values := func(r Rows, perUnit float64) sysmem.Term {
-		return term(fmt.Sprintf("the EBM's intermediate values for %s points × (%d dims + model.ebm_hidden %v) × %g × 8 B", r.Of, d, m.EBMHidden, perUnit),
-			r.N*units*perUnit*8)
+	terms := []sysmem.Term{term(fmt.Sprintf("model.ebm_hidden %v parameters × 8 B × %d", m.EBMHidden, paramCopies), mlpParams(sizes...)*8*paramCopies)}
+	for _, b := range c.ebmBatches(m) {
+		perUnit := float64(ebmEvalValuesPerUnit)
+		if b.Grad {
+			perUnit = ebmValuesPerUnit
+		}
+		terms = append(terms, term(fmt.Sprintf("the EBM's intermediate values for %s points × (%d dims + model.ebm_hidden %v) × %g × 8 B", b.Of, d, m.EBMHidden, perUnit),
+			b.N*units*perUnit*8))
 	}
-	act := values(c.ebmRows(), ebmValuesPerUnit)
-	if e := values(m.EBMEval, ebmEvalValuesPerUnit); e.Bytes > act.Bytes {
-		act = e
-	}
-	return []sysmem.Term{params, act}
+	return terms
 }
 
-// terms are n's parameters (with their copies) and its graph's values
-// for the largest of train rows differentiated and eval rows evaluated.
-func (n NetSize) terms(train, eval Rows) []sysmem.Term {
-	params := term(fmt.Sprintf("%s: %.0f parameters × 8 B × %d", n.Of, n.Params, paramCopies), n.Params*8*paramCopies)
-	values := term(fmt.Sprintf("%s's intermediate values for %s points × %.0f values × 8 B", n.Of, train.Of, n.Values), train.N*n.Values*8)
-	if eval.N*n.EvalValues > train.N*n.Values {
-		values = term(fmt.Sprintf("%s's intermediate values for %s points × %.0f values × 8 B", n.Of, eval.Of, n.EvalValues), eval.N*n.EvalValues*8)
+// terms are n's parameters (with their copies), its graphs' values for
+// each batch, differentiated or evaluated, and the collector's headroom
+// over them (see gcHeadroom).
+func (n NetSize) terms(batches []Batch) []sysmem.Term {
+	terms := []sysmem.Term{term(fmt.Sprintf("%s: %.0f parameters × 8 B × %d", n.Of, n.Params, paramCopies), n.Params*8*paramCopies)}
+	values := 0.0
+	for _, b := range batches {
+		v := n.EvalValues
+		if b.Grad {
+			v = n.Values
+		}
+		terms = append(terms, term(fmt.Sprintf("%s's intermediate values for %s points × %.0f values × 8 B", n.Of, b.Of, v), b.N*v*8))
+		values += b.N * v * 8
 	}
-	return []sysmem.Term{params, values}
+	return append(terms, term(fmt.Sprintf("the garbage collector's headroom over %s's graphs (× %.1f of their values)", n.Of, gcHeadroom), values*gcHeadroom))
 }
 
-// ebmRows is the largest batch the EBM is trained on: the positives, the
-// negatives or reverse-KL pretraining's draws.
-func (c TrainConfig) ebmRows() Rows {
-	r := Rows{float64(c.BatchSize), fmt.Sprintf("batch_size %d", c.BatchSize)}.Max(c.negatives())
+// gcHeadroom is the memory the Go collector lets a pass's garbage take
+// beyond the graphs' live values (GraphValues counts those), as a
+// fraction of them: at GOGC 100 the heap grows to twice the live heap
+// before a collection. A 2-iteration mnist28 flowMC-EBM run (the defaults,
+// 600 training images, an evaluation with R-hat and the image figures)
+// peaked at 3.92 GB resident, for 1.99 GB of graph values estimated. The
+// MLPs' values per unit were measured as peak resident memory, which
+// holds it already.
+const gcHeadroom = 1.0
+
+// ebmBatches are the batches the EBM's graphs take: the loss's positives
+// and negatives, reverse-KL pretraining's draws, the kernel's on the
+// training's and the evaluation's chains (chainBatches) and m.EBMEval.
+func (c TrainConfig) ebmBatches(m ModelSizes) []Batch {
+	neg := c.negatives()
+	loss := float64(c.BatchSize) + neg.N
+	bs := []Batch{{Rows{loss, fmt.Sprintf("batch_size %d points and the negatives of %s, %.0f", c.BatchSize, neg.Of, loss)}, "loss", true}}
 	if p := c.Pretrain; p.Steps > 0 && p.Objective == ObjectiveReverseKL {
-		r = r.Max(Rows{float64(p.BatchSize), fmt.Sprintf("pretrain.batch_size %d", p.BatchSize)})
+		bs = append(bs, Batch{Rows{float64(p.BatchSize), fmt.Sprintf("pretrain.batch_size %d", p.BatchSize)}, "reverse-kl", true})
 	}
-	return r
+	for _, ch := range c.allChains(m.EvalChains) {
+		e, _ := c.chainBatches(ch)
+		bs = append(bs, e...)
+	}
+	for _, r := range m.EBMEval {
+		bs = append(bs, Batch{r, "energy", false})
+	}
+	return distinct(bs)
 }
 
-// flowTerms are the flow's parameters and its graph's values for the
-// largest batch it evaluates or is trained on (see flowRows).
+// chainBatches are the batches the kernel's graphs take on chains: the
+// EBM differentiated at each chain, flowMC's global moves (i-SIR's
+// sampler.particles proposals per chain or IMH's one, drawn from the flow
+// and evaluated by the EBM, and both densities at the chains),
+// NT-EBM's MALA through the flow, CoopFlow's chains drawn from the flow.
+func (c TrainConfig) chainBatches(chains Rows) (ebm, flow []Batch) {
+	ebm = []Batch{{chains, "grad", true}}
+	switch {
+	case c.Algorithm.Kernel() == KernelFlowMC:
+		props := chains
+		if c.Sampler.Global == ISIR {
+			props = Rows{float64(c.Sampler.Particles) * chains.N, fmt.Sprintf("sampler.particles %d × %s", c.Sampler.Particles, chains.Of)}
+		}
+		ebm = append(ebm, Batch{props, "energy", false}, Batch{chains, "energy", false})
+		// The proposals' graph counted as differentiated: a bound.
+		flow = []Batch{{props, "sample", true}, {chains, "density", false}}
+	case c.Algorithm.Kernel() == KernelNeuTra:
+		flow = []Batch{{Rows{neutraFlowPasses * chains.N, fmt.Sprintf("%d × %s (NT-EBM's MALA through the flow)", neutraFlowPasses, chains.Of)}, "neutra", true}}
+	case c.usesFlow() && !c.PersistentChains():
+		flow = []Batch{{chains, "sample", false}}
+	}
+	return ebm, flow
+}
+
+// flowTerms are the flow's parameters and its graphs' values for every
+// batch it is trained or evaluated on (flowBatches).
 func (c TrainConfig) flowTerms(d int, m ModelSizes) []sysmem.Term {
 	if n := m.FlowNet; n != nil {
-		return n.terms(c.flowRows(m.FlowEval), Rows{})
+		return n.terms(c.flowBatches(m))
 	}
 	blocks := m.FlowBlocks
 	// Each block: two couplings of a scale and a translation net (a
@@ -250,31 +348,50 @@ func (c TrainConfig) flowTerms(d int, m ModelSizes) []sysmem.Term {
 		sizes = append(append([]int{half}, m.FlowHidden...), out)
 		nets, hidden = 2, hidden+float64(out)
 	}
-	params := term(fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, m.FlowHidden, paramCopies),
-		float64(blocks)*nets*mlpParams(sizes...)*8*paramCopies)
-	r := c.flowRows(m.FlowEval)
+	terms := []sysmem.Term{term(fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, m.FlowHidden, paramCopies),
+		float64(blocks)*nets*mlpParams(sizes...)*8*paramCopies)}
 	perRow := float64(blocks) * (float64(d)*flowValuesPerBlock + hidden*flowValuesPerHidden) * 8
-	values := term(fmt.Sprintf("the flow's intermediate values for %s points × (%d dims × %d + model.flow_hidden %v × %d) × model.flow_blocks %d × 8 B",
-		r.Of, d, flowValuesPerBlock, m.FlowHidden, flowValuesPerHidden, blocks), r.N*perRow)
-	return []sysmem.Term{params, values}
+	for _, b := range c.flowBatches(m) {
+		terms = append(terms, term(fmt.Sprintf("the flow's intermediate values for %s points × (%d dims × %d + model.flow_hidden %v × %d) × model.flow_blocks %d × 8 B",
+			b.Of, d, flowValuesPerBlock, m.FlowHidden, flowValuesPerHidden, blocks), b.N*perRow))
+	}
+	return terms
 }
 
-// flowRows is the largest batch the flow's graph holds: eval (the log Z
-// draws), i-SIR's proposals, NT-EBM's chains, the negatives it is trained
-// on or the pretraining batch.
-func (c TrainConfig) flowRows(eval Rows) Rows {
-	r := eval.Max(c.negatives())
-	chains := c.chainsOf()
-	switch c.Algorithm.Kernel() {
-	case KernelFlowMC:
-		r = r.Max(Rows{float64(c.Sampler.Particles) * float64(c.Chains()), fmt.Sprintf("sampler.particles %d × %s", c.Sampler.Particles, chains)})
-	case KernelNeuTra:
-		r = r.Max(Rows{neutraFlowPasses * float64(c.Chains()), fmt.Sprintf("%d × %s (NT-EBM's MALA through the flow)", neutraFlowPasses, chains)})
-	}
+// flowBatches are the batches the flow's graphs take: the pretraining
+// batch, the negatives it is trained on, the kernel's on the training's
+// and the evaluation's chains (chainBatches), the bank's start in chunks
+// of bankChunk rows (initChains) and m.FlowEval (the log Z draws).
+func (c TrainConfig) flowBatches(m ModelSizes) []Batch {
+	var bs []Batch
 	if p := c.Pretrain; p.Steps > 0 {
-		r = r.Max(Rows{float64(p.BatchSize), fmt.Sprintf("pretrain.batch_size %d", p.BatchSize)})
+		bs = append(bs, Batch{Rows{float64(p.BatchSize), fmt.Sprintf("pretrain.batch_size %d", p.BatchSize)}, "pretrain", true})
 	}
-	return r
+	bs = append(bs, Batch{c.negatives(), "ml", true})
+	for _, ch := range c.allChains(m.EvalChains) {
+		_, f := c.chainBatches(ch)
+		bs = append(bs, f...)
+	}
+	if c.Start == StartFlow {
+		bs = append(bs, c.bankBatches()...)
+	}
+	for _, r := range m.FlowEval {
+		bs = append(bs, Batch{r, "sample", false})
+	}
+	return distinct(bs)
+}
+
+// bankBatches are the chunks of the flow's pass over the bank at start
+// (initChains): bankChunk rows, and the rest.
+func (c TrainConfig) bankBatches() []Batch {
+	n := c.Persistent
+	if n <= bankChunk {
+		return []Batch{{Rows{float64(n), fmt.Sprintf("persistent %d (the bank's start)", n)}, "sample", false}}
+	}
+	return []Batch{
+		{Rows{bankChunk, fmt.Sprintf("persistent %d's start in chunks of %d", n, bankChunk)}, "sample", false},
+		{Rows{float64(n % bankChunk), fmt.Sprintf("the last %d of persistent %d's start", n%bankChunk, n)}, "sample", false},
+	}
 }
 
 // negatives is how many negatives an iteration trains on: the chains'

@@ -410,7 +410,7 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 		return err
 	}
 	if rows < max(2, batch) {
-		return fmt.Errorf("algorithms: %s gives %d training rows (data_size %d), fewer than train.batch_size %d: want at least the batch size, and 2", cfg.Source(), rows, cfg.DataSize, batch)
+		return fmt.Errorf("algorithms: %s gives %d training rows (data_size %d): want at least %d, as each training batch takes train.batch_size = %d rows of them (and at least 2): give more data, or a smaller train.batch_size", cfg.Source(), rows, cfg.DataSize, max(2, batch), batch)
 	}
 	return nil
 }

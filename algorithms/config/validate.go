@@ -161,26 +161,17 @@ func (c Run) memoryTermsFor(tc algorithms.TrainConfig, d int, image *layers.Imag
 	return append(terms, tc.MemoryTerms(d, c.modelSizes(d, image))...)
 }
 
-// modelSizes are the models' sizes (with defaults) and the largest batches
-// the evaluation runs them on: the log Z draws and, in 2D, the grid's
-// chunks of 8192 points (the EBM's). Conv models are sized for images of
-// shape image (nil: not sized).
+// modelSizes are the models' sizes (with defaults) and the batches the
+// evaluation runs them on (evalBatches). Conv models are sized for images
+// of shape image (nil: not sized).
 func (c Run) modelSizes(d int, image *layers.ImageShape) algorithms.ModelSizes {
 	model := c.Model.WithDefaults()
-	logZ := algorithms.Rows{N: float64(c.LogZSamples), Of: fmt.Sprintf("log_z_samples %d", c.LogZSamples)}
-	m := algorithms.ModelSizes{EBMHidden: model.EBMHidden, FlowBlocks: model.FlowBlocks, FlowHidden: model.FlowHidden, EBMEval: logZ, FlowEval: logZ}
+	m := algorithms.ModelSizes{EBMHidden: model.EBMHidden, FlowBlocks: model.FlowBlocks, FlowHidden: model.FlowHidden}
+	m.EBMEval, m.FlowEval, m.EvalChains = c.evalBatches(d, image != nil)
 	if model.Flow == FlowSpline {
 		m.FlowBins = cmp.Or(model.FlowBins, layers.DefaultSplineBins)
 	}
-	if d == 2 {
-		m.EBMEval = logZ.Max(algorithms.Rows{N: 8192, Of: "the grid's chunks of 8192"})
-	}
 	if image != nil && model.EBM == EBMConv {
-		// The held-out log-likelihood evaluates the EBM on the 4,096
-		// held-out images at once: for a conv EBM, whose graph holds its
-		// feature maps, the largest evaluation (1.2 MB per row with
-		// channels 16, 32, 32, measured).
-		m.EBMEval = logZ.Max(algorithms.Rows{N: 4096, Of: "the 4096 held-out images"})
 		e := model.imageEnergy(*image)
 		m.EBMNet = &algorithms.NetSize{Params: float64(e.ParamCount()), Values: e.GraphValues(true), EvalValues: e.GraphValues(false),
 			Of: fmt.Sprintf("model.ebm %q with model.ebm_channels %v", EBMConv, model.EBMChannels)}
@@ -191,6 +182,45 @@ func (c Run) modelSizes(d int, image *layers.ImageShape) algorithms.ModelSizes {
 			Of: fmt.Sprintf("model.flow %q with model.flow_blocks %d, model.flow_hidden %v", FlowConvRealNVP, model.FlowBlocks, model.FlowHidden)}
 	}
 	return m
+}
+
+// evalChunk is the most rows the evaluation hands the EBM at once (the
+// held-out data, the log Z draws, the bank's energies: training's
+// evalChunk), and imageChains the image figures' chains (training's
+// ImageChains).
+const (
+	evalChunk   = 512
+	imageChains = 64
+)
+
+// evalBatches are the batches each compiled graph of the evaluation
+// takes: the EBM's (the evaluation's chunks of evalChunk rows, the rest
+// of the log Z draws, in 2D the grid's chunks of 8192 points, for images
+// the figures' chains and the rest of the bank), the flow's (the log Z
+// draws, at once) and the chains run with the training's kernel (R-hat's,
+// for images the figures').
+func (c Run) evalBatches(d int, images bool) (ebm, flow, chains []algorithms.Rows) {
+	ebm = []algorithms.Rows{{N: evalChunk, Of: fmt.Sprintf("the evaluation's chunks of %d", evalChunk)}, lastChunk("log_z_samples", c.LogZSamples)}
+	flow = []algorithms.Rows{{N: float64(c.LogZSamples), Of: fmt.Sprintf("log_z_samples %d", c.LogZSamples)}}
+	chains = []algorithms.Rows{{N: float64(c.RHatChains), Of: fmt.Sprintf("rhat_chains %d", c.RHatChains)}}
+	if d == 2 {
+		ebm = append(ebm, algorithms.Rows{N: 8192, Of: "the grid's chunks of 8192"})
+	}
+	if images {
+		figure := algorithms.Rows{N: imageChains, Of: fmt.Sprintf("the image figures' %d chains", imageChains)}
+		ebm = append(ebm, figure, lastChunk("train.persistent", c.Train.Persistent))
+		chains = append(chains, figure)
+	}
+	return ebm, flow, chains
+}
+
+// lastChunk is the last chunk of n rows (field name) handed over in
+// chunks of evalChunk: all of them if fewer, else the rest (0: none).
+func lastChunk(name string, n int) algorithms.Rows {
+	if n <= evalChunk {
+		return algorithms.Rows{N: float64(n), Of: fmt.Sprintf("%s %d", name, n)}
+	}
+	return algorithms.Rows{N: float64(n % evalChunk), Of: fmt.Sprintf("the last %d of %s %d", n%evalChunk, name, n)}
 }
 
 // term is a memory estimate's term.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -97,6 +98,12 @@ func NewKNNClassifier(ref *mat.Dense, labels []int, classes int, opt KNNOptions)
 	return c, nil
 }
 
+// maxPCAValues bounds the (pooled) dimension whose covariance
+// principalComponents decomposes: its d×d products and eigenvectors take
+// 3·8·d² bytes (400 MB at this bound, 15 MB for MNIST's 784 pixels), and
+// the decomposition's time grows as d³.
+const maxPCAValues = 4096
+
 // principalComponents returns the projection d × opt.Components onto the
 // leading principal components of the first opt.FitRows rows of x (pooled
 // by opt.Pool, the projection brought back to the pixels), and their mean
@@ -122,6 +129,10 @@ func principalComponents(x *mat.Dense, opt KNNOptions) (*mat.Dense, []float64, e
 	dp := d / (pool * pool) // the pooled dimension
 	if opt.Components > dp || m < 2 {
 		return nil, nil, fmt.Errorf("experiments: k-NN with %d principal components of %d rows of %d values", opt.Components, m, dp)
+	}
+	if dp > maxPCAValues {
+		return nil, nil, fmt.Errorf("experiments: k-NN principal components of rows of %d values (%d pixels pooled by %d×%d): the %d×%d covariance would take %s; want at most %d values (pool the images, or Components 0: distances in the pixels)",
+			dp, d, pool, pool, dp, dp, sysmem.Bytes(8*float64(dp)*float64(dp)), maxPCAValues)
 	}
 	// pooled[i] is the pooled coordinate pixel i falls in.
 	pooled := make([]int, d)

@@ -25,6 +25,10 @@ type imageSpec struct {
 	refs int
 	// knn configures the classifier.
 	knn KNNOptions
+	// side, if not 0, is the only size (side×side) of the images taken,
+	// those of source, the data set the experiment is made of.
+	side   int
+	source string
 }
 
 // The classifiers of generated images. mnist's (7×7) is its original 5-NN
@@ -84,7 +88,8 @@ func ByNameIn(name, dataDir string) (*Experiment, error) {
 }
 
 // MNIST28 is the image experiment at MNIST's full size: the 60,000
-// training images, 28×28 = 784 pixels, dequantised and scaled to [−1, 1]
+// training images, 28×28 = 784 pixels (IDX files of other sizes are
+// refused from their headers), dequantised and scaled to [−1, 1]
 // as App. C.6 does, in a fixed shuffled order; held-out data are the
 // 10,000 test images. The classes are the digits, with MNIST's own
 // frequencies as true weights; generated images are classified by their 4
@@ -101,7 +106,7 @@ func MNIST28(dir string) (*Experiment, error) {
 			return nil, err
 		}
 	}
-	return idxExperiment(dir, imageSpec{name: "mnist28", pool: 1, knn: knnMNIST28,
+	return idxExperiment(dir, imageSpec{name: "mnist28", pool: 1, knn: knnMNIST28, side: 28, source: "MNIST",
 		desc: "App. C.6 scaled: MNIST at 28×28, dequantised to [-1, 1]"}, "")
 }
 
@@ -116,15 +121,18 @@ func MNIST28(dir string) (*Experiment, error) {
 // mostly among shirts, T-shirts, pullovers and coats (37% of the shirts
 // are called something else).
 func FashionMNIST(dir string) (*Experiment, error) {
+	hint := "want the folder of Fashion-MNIST's train-images-idx3-ubyte.gz and its three siblings"
 	if dir == "" {
 		var err error
 		if dir, err = FashionMNISTDir(); err != nil {
 			return nil, err
 		}
+		if os.Getenv(FashionMNISTEnv) == "" { // Debian's folder, not one the user named
+			hint = "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist: " + FashionMNISTDebianDir + "), or name a folder holding train-images-idx3-ubyte.gz and its three siblings with " + FashionMNISTEnv
+		}
 	}
-	return idxExperiment(dir, imageSpec{name: "fashion-mnist", pool: 1, knn: knnFashion, classNames: FashionMNISTClasses,
-		desc: "App. C.6 scaled: Fashion-MNIST at 28×28, dequantised to [-1, 1]"},
-		"install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist: "+FashionMNISTDebianDir+"), or name a folder holding train-images-idx3-ubyte.gz and its three siblings with "+FashionMNISTEnv)
+	return idxExperiment(dir, imageSpec{name: "fashion-mnist", pool: 1, knn: knnFashion, classNames: FashionMNISTClasses, side: 28, source: "Fashion-MNIST",
+		desc: "App. C.6 scaled: Fashion-MNIST at 28×28, dequantised to [-1, 1]"}, hint)
 }
 
 // FashionMNISTDir locates Fashion-MNIST's IDX files: the folder named by
@@ -153,8 +161,12 @@ func idxExperiment(dir string, spec imageSpec, hint string) (*Experiment, error)
 		return err
 	}
 	for _, test := range []bool{false, true} {
-		if _, _, err := data.MNISTFiles(dir, test); err != nil {
+		images, _, err := data.MNISTFiles(dir, test)
+		if err != nil {
 			return nil, wrap(err)
+		}
+		if err := checkIDXSide(images, spec); err != nil {
+			return nil, err
 		}
 	}
 	train, trainFile, err := readMNIST(dir, false)
@@ -169,6 +181,23 @@ func idxExperiment(dir string, spec imageSpec, hint string) (*Experiment, error)
 		return nil, err
 	}
 	return buildImageExperiment(spec, train, test)
+}
+
+// checkIDXSide refuses, from its header alone (before the images are read
+// and the classifier built), an IDX image file whose images are not
+// spec.side×spec.side.
+func checkIDXSide(images string, spec imageSpec) error {
+	if spec.side == 0 {
+		return nil
+	}
+	_, rows, cols, err := data.IDXImageSize(images)
+	if err != nil {
+		return err
+	}
+	if rows != spec.side || cols != spec.side {
+		return fmt.Errorf("%s: images are %d×%d, want %d×%d (%s is %s at full size)", images, rows, cols, spec.side, spec.side, spec.name, spec.source)
+	}
+	return nil
 }
 
 // CIFAR10 is App. C.6's own data set: CIFAR-10's 50,000 training images,

@@ -169,7 +169,7 @@ func TestPlanConfigFileChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), small+": algorithms: experiment two-modes gives 10 training rows (data_size 10), fewer than train.batch_size 64") {
+	if _, err := p.Start(t.TempDir()); err == nil || !strings.Contains(err.Error(), small+": algorithms: experiment two-modes gives 10 training rows (data_size 10): want at least 64, as each training batch takes train.batch_size = 64 rows") {
 		t.Errorf("data_size 10: %v", err)
 	}
 }

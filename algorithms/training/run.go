@@ -873,22 +873,33 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 		return err
 	}
 	then.ResolvePaths(filepath.Dir(path)) // as config.Read does for cfg
-	comparable := func(c config.Run) map[string]any {
-		c.Build = nil
-		if c.Data != nil {
-			d := *c.Data
-			d.File, d.Key = "", ""
-			c.Data = &d
-		}
-		b, _ := json.Marshal(c)
-		var m map[string]any
-		json.Unmarshal(b, &m)
-		return m
-	}
-	if field, now, was := firstDiff(comparable(cfg), comparable(then), ""); field != "" {
+	if field, now, was := firstDiff(comparableConfig(cfg), comparableConfig(then), ""); field != "" {
 		return fmt.Errorf("%s: field %q is %s, but the checkpoint was written with %s (%s): the run cannot continue under another configuration; undo the edit, or start a new run", path, field, now, was, ckPath)
 	}
 	return nil
+}
+
+// comparableConfig is c as decoded JSON without what may differ between
+// two runs of one configuration: the build, and where the data are
+// (data.file, data.key, data_dir).
+func comparableConfig(c config.Run) map[string]any {
+	c.Build, c.DataDir = nil, ""
+	if c.Data != nil {
+		d := *c.Data
+		d.File, d.Key = "", ""
+		c.Data = &d
+	}
+	b, _ := json.Marshal(c)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+// ConfigDiff returns the first field (a dotted JSON path) where the runs
+// configured by a and b differ, with a's and b's values, or "" where they
+// are the same configuration (builds and data locations aside).
+func ConfigDiff(a, b config.Run) (field, va, vb string) {
+	return firstDiff(comparableConfig(a), comparableConfig(b), "")
 }
 
 // firstDiff returns the first field (a dotted path) where the decoded JSON

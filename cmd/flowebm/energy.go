@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
@@ -51,7 +52,9 @@ E(z) − log ρ(z) + Σ log scale with z the point standardised as in training
 (identity for the built-in experiments) and ρ the normalised base
 N(0, diag σ²), so that exp(−E) is proportional to the learned density;
 summed over a grid times the cell volume it is the model's mass there times
-the EBM's normaliser Z (1 at initialisation).
+the EBM's normaliser Z (1 at initialisation). A checkpoint takes points of
+any shape (n, …) whose trailing sizes multiply to its dimension, such as
+image arrays (n, C, H, W), flattened as train --data does.
 
 --out and --grad take .npy (float64) or .csv; without --out the energies are
 printed one per line. A positional X is the same as --points X.`,
@@ -97,12 +100,12 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err := checkEnergyOutputs(f); err != nil {
 		return err
 	}
-	if err := checkEnergyMemory(f); err != nil {
-		return err
-	}
 	defer removeTempsOnSignal()()
 	m, err := loadModel(f.model, f.oc)
 	if err != nil {
+		return err
+	}
+	if err := checkEnergyMemory(f, m); err != nil {
 		return err
 	}
 	x, shape, err := data.ReadPoints(f.points, f.key)
@@ -192,13 +195,17 @@ func checkEnergyFlags(cmd *cobra.Command, model, points, key string) error {
 }
 
 // checkEnergyMemory refuses, from its header, a points file whose
-// points, energies and gradients would not fit in memory, before any is
-// read (a 1.5 MB .npz of shape (1e8, 2), all zeros, crashed the process).
-func checkEnergyMemory(f energyFlags) error {
+// points, energies and gradients, with the graph of the model m on one
+// batch of them, would not fit in memory, before any is read (a 1.5 MB
+// .npz of shape (1e8, 2), all zeros, crashed the process).
+func checkEnergyMemory(f energyFlags, m checkpoint.Models) error {
 	shape, err := data.PointsShape(f.points, f.key)
 	if err != nil || len(shape) < 2 {
 		return nil // the reader says what is wrong (a .csv: its text bounds it)
 	}
+	grad := f.gradOut != ""
+	rowBytes, _ := graphRowBytes(m, grad)
+	rows := energyRows(m, grad)
 	n, d := float64(max(shape[0], 0)), 1.0
 	for _, s := range shape[1:] {
 		d *= float64(max(s, 0))
@@ -206,13 +213,76 @@ func checkEnergyMemory(f energyFlags) error {
 	// The read holds up to twice the points (an .npz member's raw bytes,
 	// or a Fortran-order file's transposition).
 	need, what := 2*n*d*8+n*8, "points (read and kept), energies"
-	if f.gradOut != "" {
+	if grad {
 		need, what = need+n*d*8, what+", gradients"
+	}
+	if rowBytes > 0 {
+		g := graphRows(shape[0], rows) * rowBytes
+		need, what = need+g, what+fmt.Sprintf(", the model's graph on batches of %d points (%.3g MB a point)", rows, rowBytes/1e6)
 	}
 	if limit := memoryLimit(maxWorkBytes); need > limit {
 		return fmt.Errorf("--points %s: %d points of shape %v need about %.3g GB (%s), over the limit of %.3g GB (8 GiB, or half the machine's memory or of ulimit -v if less): split the points into smaller files", f.points, shape[0], shape[1:], need/1e9, what, limit/1e9)
 	}
 	return nil
+}
+
+// graphRows is how many rows of graph values the model holds once n
+// points went through it in batches of rows: a batch's graph, and the
+// last partial batch's (each batch size keeps its compiled graph).
+func graphRows(n, rows int) float64 {
+	if n <= rows {
+		return float64(n)
+	}
+	return float64(rows + n%rows)
+}
+
+// energyGraphShare is the share of the memory limit that one batch's
+// graph may take (the points, outputs and a partial batch's graph need
+// the rest).
+const energyGraphShare = 0.25
+
+// energyRows is how many points energy evaluates at once with m (and
+// ∇ₓE with grad): see batchRows.
+func energyRows(m checkpoint.Models, grad bool) int {
+	rowBytes, _ := graphRowBytes(m, grad)
+	return batchRows(rowBytes, memoryLimit(maxWorkBytes)*energyGraphShare)
+}
+
+// batchRows is energyBatch, or fewer where the model's graph holds
+// rowBytes a point, so that a batch's graph takes at most budget bytes
+// (at least one point).
+func batchRows(rowBytes, budget float64) int {
+	if !(rowBytes > 0) {
+		return energyBatch
+	}
+	return int(max(1, min(energyBatch, math.Floor(budget/rowBytes))))
+}
+
+// graphRowBytes is the memory the graphs of m's EBM and flow hold per
+// input row, differentiated (grad) or only evaluated, as the run
+// configuration's estimate sizes them (algorithms.SizesOf: the image
+// models' GraphValues); 0 for a network not sized so (an MLP, a RealNVP or
+// an ONNX graph), whose graphs the callers' row buffers cover.
+func graphRowBytes(m checkpoint.Models, grad bool) (ebm, flow float64) {
+	s := algorithms.SizesOf(m.EBM, m.Flow)
+	ebm = netRowBytes(s.EBMNet, grad, m.EBM.Params)
+	if m.Flow != nil {
+		flow = netRowBytes(s.FlowNet, grad, m.Flow.Params)
+	}
+	return ebm, flow
+}
+
+// netRowBytes is the bytes per row of n's graph (0 for nil) in the float
+// type of its parameters p.
+func netRowBytes(n *algorithms.NetSize, grad bool, p *graph.Params) float64 {
+	if n == nil {
+		return 0
+	}
+	v := n.EvalValues
+	if grad {
+		v = n.Values
+	}
+	return v * float64(p.Dtype().Size())
 }
 
 // memoryLimit is sysmem.Limit(def), lowered to half the process's address
@@ -227,17 +297,26 @@ func memoryLimit(def float64) float64 {
 	return limit
 }
 
-// energyBatch is how many points energy evaluates at once: the models'
+// energyBatch is the most points energy evaluates at once: the models'
 // intermediate values grow with the batch (1,000,000 points at once
-// peaked at 3.6 GB).
+// peaked at 3.6 GB); energyRows lowers it for the image models.
 const energyBatch = 4096
 
 // energyInBatches writes the energies of the rows of x into e, and their
-// gradients into g unless it is nil, energyBatch rows at a time.
+// gradients into g unless it is nil, energyRows points at a time.
 func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dense) error {
+	if err := energyInRows(m, x, e, g, energyRows(m, g != nil)); err != nil {
+		return err
+	}
+	return checkFiniteEnergies(e, g)
+}
+
+// energyInRows writes the energies (and gradients into g unless it is
+// nil) of the rows of x, rows at a time.
+func energyInRows(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dense, rows int) error {
 	n, d := x.Dims()
-	for i := 0; i < n; i += energyBatch {
-		j := min(n, i+energyBatch)
+	for i := 0; i < n; i += rows {
+		j := min(n, i+rows)
 		var gb *mat.Dense
 		if g != nil {
 			gb = g.Slice(i, j, 0, d).(*mat.Dense)
@@ -246,12 +325,19 @@ func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dens
 			return err
 		}
 	}
+	return nil
+}
+
+// checkFiniteEnergies refuses non-finite energies or gradients, naming the
+// first point.
+func checkFiniteEnergies(e []float64, g *mat.Dense) error {
 	for i, v := range e {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("the energy of point %d (counting from 1) is %v: the model overflows there (check its weights and activation); nothing was written", i+1, v)
 		}
 	}
 	if g != nil {
+		_, d := g.Dims()
 		for k, v := range g.RawMatrix().Data {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("the gradient at point %d (counting from 1) is %v: the model overflows there; nothing was written", k/d+1, v)
@@ -262,20 +348,24 @@ func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dens
 }
 
 // checkPointShape checks that points of per-point shape fit the model:
-// the model's input shape, or flat with as many values.
+// an ONNX model's input shape, or flat with as many values; a checkpoint
+// takes any shape with its dimension's values (image arrays (n, C, H, W)
+// are flattened, as train --data does).
 func checkPointShape(file string, shape []int, model string, m checkpoint.Models) error {
-	want := []int{m.EBM.Dim()}
-	if net, ok := m.EBM.Net.(*onnx.Net); ok {
-		want = net.InputShape()
-	}
-	d := 1
+	dim, d := m.EBM.Dim(), 1
 	for _, s := range shape {
 		d *= s
 	}
-	if slices.Equal(shape, want) || (len(shape) == 1 && d == m.EBM.Dim()) {
+	net, isONNX := m.EBM.Net.(*onnx.Net)
+	switch {
+	case !isONNX && d == dim:
+		return nil
+	case !isONNX:
+		return fmt.Errorf("%s: points of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", file, shape, d, model, dim, dim, dim)
+	case slices.Equal(shape, net.InputShape()) || (len(shape) == 1 && d == dim):
 		return nil
 	}
-	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", file, shape, model, want, m.EBM.Dim(), m.EBM.Dim())
+	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", file, shape, model, net.InputShape(), dim, dim)
 }
 
 // checkFinitePoints refuses points holding NaN or Inf, naming the first

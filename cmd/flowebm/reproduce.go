@@ -281,6 +281,9 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 	var runs []*reproRun
 	for _, e := range exps {
 		exp, err := experiments.ByName(e) // once: mnist's loads the images
+		if env, image := dataDirEnv(e); err != nil && image {
+			return nil, fmt.Errorf("--experiments %s: %w (reproduce has no --data-dir: set %s to the folder, and every run is given it as --data-dir)", e, err, env)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -560,7 +563,25 @@ func trainArgs(r *reproRun, f reproduceFlags) []string {
 	if f.quick || f.iters > 0 {
 		args = append(args, "--iterations", strconv.Itoa(f.iterations(r)))
 	}
+	if dir := imageDataDir(r.experiment); dir != "" {
+		args = append(args, "--data-dir", dir) // the plan's lines run anywhere
+	}
 	return args
+}
+
+// imageDataDir is the absolute folder that the environment variable of
+// image experiment e names (FLOWEBM_CIFAR10, …), or "" (not an image
+// experiment, or the variable unset: the built-in files).
+func imageDataDir(e string) string {
+	env, ok := dataDirEnv(e)
+	if !ok || os.Getenv(env) == "" {
+		return ""
+	}
+	dir, err := filepath.Abs(os.Getenv(env))
+	if err != nil {
+		return ""
+	}
+	return dir
 }
 
 // hasCheckpoint reports whether the run folder dir holds a checkpoint

@@ -230,6 +230,9 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 		return set(runMismatched, "%s is of experiment %q with algorithm %q, seed %d and %d iterations, not %s with %s, seed %d and %d iterations: move it away (or give the --seed, --quick or --iterations it was trained with)",
 			filepath.Join(r.dir, "config.json"), cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, r.experiment, r.algorithm, f.seed, want)
 	}
+	if field, have, want := f.configDiff(r, cfg); field != "" {
+		return set(runMismatched, "%s: field %s is %s, but reproduce trains this run with %s (flowebm train's defaults): move it away, or train it again with the defaults", filepath.Join(r.dir, "config.json"), field, have, want)
+	}
 	if exists(filepath.Join(r.dir, "samples.npy")) { // written last: finished
 		return r.collectFinished(f, cfg, busy)
 	}
@@ -374,4 +377,28 @@ func extraFolders(dir string, runs []*reproRun) []extraFolder {
 		out = append(out, extraFolder{name, why})
 	}
 	return out
+}
+
+// configDiff compares the configuration of the run in r.dir with the one
+// "flowebm train" resolves for r with this invocation's flags (the
+// experiment's defaults, --seed, the length of --quick or --iterations),
+// returning the first field where they differ with both values, or "".
+func (f reproduceFlags) configDiff(r *reproRun, have config.Run) (field, va, vb string) {
+	want, _, err := settings.DefaultsFor(r.exp, r.algorithm)
+	if err == nil {
+		want.Seed = f.seed
+		if f.quick || f.iters > 0 {
+			want.Train.SetIterations(f.iterations(r))
+		}
+		err = want.Resolve(r.exp)
+	}
+	if err != nil {
+		return "(defaults)", err.Error(), "resolvable defaults"
+	}
+	if want.Train.StartScale == 0 {
+		// The σ of a gaussian start comes from the built models (Resolve
+		// leaves it): the run's is what its defaults gave.
+		want.Train.StartScale = have.Train.StartScale
+	}
+	return training.ConfigDiff(have, want)
 }

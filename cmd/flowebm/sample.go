@@ -17,7 +17,6 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/graph"
-	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
@@ -571,13 +570,10 @@ func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the
-// flow of --flow, checking the memory the chains need.
+// flow of --flow, checking the memory the chains need with them.
 func (f sampleFlags) models() (checkpoint.Models, error) {
 	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
 	if err != nil {
-		return m, err
-	}
-	if err := f.checkMemory(m.EBM.Dim()); err != nil {
 		return m, err
 	}
 	if f.base > 0 {
@@ -610,7 +606,7 @@ func (f sampleFlags) models() (checkpoint.Models, error) {
 	if m.Flow != nil {
 		m.Flow.Parallel = f.parallel()
 	}
-	return m, nil
+	return m, f.checkMemory(m)
 }
 
 // parallel is how the models evaluate the chains: --shards blocks on
@@ -772,31 +768,67 @@ const maxWarmup = 10_000_000
 const maxDrawBytes = 4 << 30
 
 // checkMemory refuses runs whose draws (chains × steps × d float64s), or
-// whose working buffers, would not fit, with the estimate, before anything
-// is allocated.
-func (f sampleFlags) checkMemory(d int) error {
+// whose working buffers and models' graphs, would not fit, with the
+// estimate, before anything is allocated.
+func (f sampleFlags) checkMemory(m checkpoint.Models) error {
+	d := m.EBM.Dim()
 	need := float64(f.chains) * float64(f.steps) * float64(d) * 8
 	if need > maxDrawBytes {
 		return fmt.Errorf("--chains %d × --steps %d × %d dimensions would keep %.3g GB of draws (the limit is %d GB): use fewer chains or steps", f.chains, f.steps, d, need/1e9, maxDrawBytes>>30)
 	}
-	// The kernels hold a few dozen (chains × d) buffers (states,
-	// proposals, gradients, the models' values); i-SIR holds particles
-	// proposals per chain, each with its log-densities.
-	work := float64(f.chains) * float64(d) * 8 * workBuffers
-	what := fmt.Sprintf("--chains %d × %d dimensions × %d buffers", f.chains, d, workBuffers)
-	if f.sampler == "flowmc" {
-		// i-SIR draws every chain's proposals as one batch through the
-		// flow and the model: measured 8.5 KB per proposal (peak RSS of
-		// 20000 chains × 31 proposals, d = 2, RealNVP 4 × [2, 16, 2]),
-		// scaled with the coupling nets' width max(16, 2d).
-		perRow := proposalRowBytes * math.Max(1, float64(max(16, 2*d))/16)
-		work += float64(f.particles) * float64(f.chains) * perRow
-		what += fmt.Sprintf(" + --particles %d × --chains %d proposals × %.3g KB", f.particles, f.chains, perRow/1e3)
-	}
-	if limit := sysmem.Limit(maxWorkBytes); need+work > limit {
-		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: 8 GiB, or half the machine's memory if less): use fewer chains or particles", what, work/1e9, need/1e9, limit/1e9)
+	work, what := f.workMemory(m)
+	if limit := memoryLimit(maxWorkBytes); need+work > limit {
+		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: 8 GiB, or half the machine's memory or of ulimit -v if less): use fewer chains or particles", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9)
 	}
 	return nil
+}
+
+// workMemory estimates the kernels' buffers and the models' graphs on the
+// chains (and i-SIR's proposals), in bytes, with the terms that make it.
+func (f sampleFlags) workMemory(m checkpoint.Models) (float64, []string) {
+	d, chains := m.EBM.Dim(), float64(f.chains)
+	// The kernels hold a few dozen (chains × d) buffers (states,
+	// proposals, gradients, the models' values for an MLP).
+	work := chains * float64(d) * 8 * workBuffers
+	what := []string{fmt.Sprintf("--chains %d × %d dimensions × %d buffers", f.chains, d, workBuffers)}
+	add := func(rows float64, of string, rowBytes float64, net string) {
+		if rowBytes > 0 {
+			work += rows * rowBytes
+			what = append(what, fmt.Sprintf("%s × %.3g MB (%s)", of, rowBytes/1e6, net))
+		}
+	}
+	ebmGrad, flowGrad := graphRowBytes(m, true)
+	ebmEval, flowEval := graphRowBytes(m, false)
+	of := fmt.Sprintf("--chains %d", f.chains)
+	if f.sampler != "flowmc" || f.local > 0 { // the chains' gradient steps
+		add(chains, of, ebmGrad, "the EBM's graph with ∇ₓE")
+	}
+	if f.sampler == "neutra" || f.adaptive(m) { // MALA through the flow, or its training
+		add(chains, of, flowGrad, "the flow's graph differentiated")
+	} else if m.Flow != nil { // the chains' starts
+		add(chains, of, flowEval, "the flow's graph")
+	}
+	if f.sampler == "flowmc" { // i-SIR: every chain's proposals as one batch
+		rows := float64(f.particles) * chains
+		proposals := fmt.Sprintf("--particles %d × --chains %d proposals", f.particles, f.chains)
+		perRow := f.proposalBytes(m, flowEval)
+		work += rows * perRow
+		what = append(what, fmt.Sprintf("%s × %.3g KB", proposals, perRow/1e3))
+		add(rows, proposals, ebmEval, "the EBM's graph")
+	}
+	return work, what
+}
+
+// proposalBytes is the memory one i-SIR proposal takes through the flow
+// and the model (an image EBM's graph aside): measured 8.5 KB (peak RSS of
+// 20000 chains × 31 proposals, d = 2, RealNVP 4 × [2, 16, 2]), scaled
+// with the coupling nets' width max(16, 2d); an image flow's graph
+// (flowEval bytes a row) is its own estimate.
+func (f sampleFlags) proposalBytes(m checkpoint.Models, flowEval float64) float64 {
+	if flowEval > 0 && !f.adaptive(m) {
+		return proposalRowBytes + flowEval
+	}
+	return proposalRowBytes * math.Max(1, float64(max(16, 2*m.EBM.Dim()))/16)
 }
 
 // proposalRowBytes is the memory one i-SIR proposal takes through the flow

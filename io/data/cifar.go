@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"gonum.org/v1/gonum/mat"
@@ -16,6 +17,10 @@ const (
 	cifarSide   = 32
 	cifarPixels = 3 * cifarSide * cifarSide
 	cifarRecord = 1 + cifarPixels
+	// cifarBatch is the number of records in each of CIFAR-10's batch
+	// files; a batch holding more is not CIFAR-10, and is refused before
+	// its records are held in memory.
+	cifarBatch = 10_000
 )
 
 // CIFAR10Classes are CIFAR-10's class names by label.
@@ -23,7 +28,8 @@ var CIFAR10Classes = []string{"airplane", "automobile", "bird", "cat", "deer", "
 
 // ReadCIFAR10 reads one CIFAR-10 binary batch (data_batch_k.bin or
 // test_batch.bin of the "binary version"; 10,000 records each, though any
-// whole number of records is accepted), gzip-compressed or not.
+// whole number of records from 1 to 10,000 is accepted), gzip-compressed or
+// not.
 func ReadCIFAR10(r io.Reader, name string) (*Images, error) {
 	labels, px, err := readCIFAR10(r, name, nil, nil)
 	if err != nil {
@@ -44,7 +50,7 @@ func readCIFAR10(r io.Reader, name string, labels []int, px []byte) ([]int, []by
 		n, err := io.ReadFull(br, rec)
 		if err == io.EOF {
 			if i == 0 {
-				return nil, nil, &FormatError{File: name, Field: "records", Got: "none", Want: "at least one 3,073-byte record"}
+				return nil, nil, &FormatError{File: name, Field: "no records", Want: "at least one 3,073-byte record (1 label + 3×32×32 pixels)"}
 			}
 			return labels, px, nil
 		}
@@ -53,6 +59,9 @@ func readCIFAR10(r io.Reader, name string, labels []int, px []byte) ([]int, []by
 				return nil, nil, &FormatError{File: name, Field: fmt.Sprintf("record %d", i), Got: fmt.Sprintf("%d bytes", n), Want: fmt.Sprintf("%d bytes (1 label + 3×32×32 pixels); the file is truncated or not CIFAR-10 binary", cifarRecord)}
 			}
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if i == cifarBatch {
+			return nil, nil, &FormatError{File: name, Field: "records", Got: "more than 10,000", Want: cifarBatchWant}
 		}
 		if rec[0] > 9 {
 			return nil, nil, &FormatError{File: name, Field: fmt.Sprintf("record %d label", i), Got: fmt.Sprint(rec[0]), Want: "a class 0..9 (CIFAR-100 files have two label bytes and are not supported)"}
@@ -82,6 +91,9 @@ func ReadCIFAR10Dir(dir string, test bool) (*Images, error) {
 	var labels []int
 	var px []byte
 	for _, n := range names {
+		if err := checkCIFARSize(filepath.Join(dir, n)); err != nil {
+			return nil, err
+		}
 		err := openFile(filepath.Join(dir, n), func(r io.Reader, name string) error {
 			var err error
 			labels, px, err = readCIFAR10(r, name, labels, px)
@@ -92,4 +104,21 @@ func ReadCIFAR10Dir(dir string, test bool) (*Images, error) {
 		}
 	}
 	return cifarImages(labels, px), nil
+}
+
+// cifarBatchWant says what a CIFAR-10 batch file holds.
+const cifarBatchWant = "at most 10,000 records of 3,073 bytes (30,730,000 bytes), CIFAR-10's batch size"
+
+// checkCIFARSize refuses a batch file larger than CIFAR-10's batches before
+// it is read (a gzip-compressed batch is smaller still); the reader also
+// counts the records, for compressed files.
+func checkCIFARSize(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().IsRegular() && fi.Size() > cifarBatch*cifarRecord {
+		return &FormatError{File: path, Field: "size", Got: fmt.Sprintf("%d bytes", fi.Size()), Want: cifarBatchWant}
+	}
+	return nil
 }

@@ -104,7 +104,7 @@ func TestReadCIFAR10Errors(t *testing.T) {
 	}{
 		{"truncated", cifarRecords(2)[:cifarRecord+100], "record 1"},
 		{"label", bad, "record 1 label"},
-		{"empty", nil, "records"},
+		{"empty", nil, "no records"},
 		{"bad gzip", []byte{0x1f, 0x8b, 0, 0}, "gzip header"},
 	} {
 		_, err := ReadCIFAR10(bytes.NewReader(c.data), "x.bin")

@@ -29,26 +29,9 @@ const maxIDXItems = 10_000_000
 // big-endian header, then unsigned bytes), gzip-compressed or not.
 // imagesName and labelsName name the streams in errors.
 func ReadIDX(images io.Reader, imagesName string, labels io.Reader, labelsName string) (*Images, error) {
-	r, err := maybeGzip(images, imagesName)
+	r, n, rows, cols, err := readIDXHeader(images, imagesName)
 	if err != nil {
 		return nil, err
-	}
-	var h [4]uint32
-	if err := binary.Read(r, binary.BigEndian, &h); err != nil {
-		return nil, &FormatError{File: imagesName, Field: "header", Want: "16 bytes: magic, count, rows, columns (" + err.Error() + ")"}
-	}
-	if h[0] != idxImages {
-		return nil, &FormatError{File: imagesName, Field: "magic number", Got: fmt.Sprintf("%#08x", h[0]), Want: "0x00000803 (IDX unsigned bytes, rank 3)"}
-	}
-	n, rows, cols := int(h[1]), int(h[2]), int(h[3])
-	if n < 1 || n > maxIDXItems || rows < 1 || cols < 1 || rows > 1<<20 || cols > 1<<20 || rows*cols > 1<<20 {
-		return nil, &FormatError{File: imagesName, Field: "dimensions", Got: fmt.Sprintf("%d × %d × %d", n, rows, cols), Want: fmt.Sprintf("1 to %d images of at most 2^20 pixels", maxIDXItems)}
-	}
-	// Decoded as float64, with the copies that pooling and dequantising
-	// make: a small gzip of zeros can declare gigabytes.
-	if need, limit := float64(n)*float64(rows*cols)*8*3, sysmem.Limit(8<<30); need > limit {
-		return nil, &FormatError{File: imagesName, Field: "dimensions", Got: fmt.Sprintf("%d × %d × %d (%.3g GB as float64, with copies)", n, rows, cols, need/1e9),
-			Want: fmt.Sprintf("at most %.3g GB (8 GiB, or half the machine's memory if less)", limit/1e9)}
 	}
 	im := &Images{Channels: 1, Height: rows, Width: cols, Levels: 256}
 	// The bytes grow as data arrive: a header that lies about the count
@@ -99,6 +82,45 @@ func ReadIDX(images io.Reader, imagesName string, labels io.Reader, labelsName s
 	}
 	im.Classes = 10
 	return im, nil
+}
+
+// readIDXHeader reads the header of an IDX image file from images (named
+// imagesName in errors), decompressing it if it is gzip-compressed, and
+// checks its dimensions. It returns the reader of the pixels that follow.
+func readIDXHeader(images io.Reader, imagesName string) (r io.Reader, n, rows, cols int, err error) {
+	if r, err = maybeGzip(images, imagesName); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	var h [4]uint32
+	if err := binary.Read(r, binary.BigEndian, &h); err != nil {
+		return nil, 0, 0, 0, &FormatError{File: imagesName, Field: "header", Want: "16 bytes: magic, count, rows, columns (" + err.Error() + ")"}
+	}
+	if h[0] != idxImages {
+		return nil, 0, 0, 0, &FormatError{File: imagesName, Field: "magic number", Got: fmt.Sprintf("%#08x", h[0]), Want: "0x00000803 (IDX unsigned bytes, rank 3)"}
+	}
+	n, rows, cols = int(h[1]), int(h[2]), int(h[3])
+	if n < 1 || n > maxIDXItems || rows < 1 || cols < 1 || rows > 1<<20 || cols > 1<<20 || rows*cols > 1<<20 {
+		return nil, 0, 0, 0, &FormatError{File: imagesName, Field: "dimensions", Got: fmt.Sprintf("%d × %d × %d", n, rows, cols), Want: fmt.Sprintf("1 to %d images of at most 2^20 pixels", maxIDXItems)}
+	}
+	// Decoded as float64, with the copies that pooling and dequantising
+	// make: a small gzip of zeros can declare gigabytes.
+	if need, limit := float64(n)*float64(rows*cols)*8*3, sysmem.Limit(8<<30); need > limit {
+		return nil, 0, 0, 0, &FormatError{File: imagesName, Field: "dimensions", Got: fmt.Sprintf("%d × %d × %d (%.3g GB as float64, with copies)", n, rows, cols, need/1e9),
+			Want: fmt.Sprintf("at most %.3g GB (8 GiB, or half the machine's memory if less)", limit/1e9)}
+	}
+	return r, n, rows, cols, nil
+}
+
+// IDXImageSize reads only the header of the IDX image file at path and
+// returns the number of images and their rows and columns, so that a
+// caller can refuse images of the wrong size before reading them. Errors
+// are those of ReadIDXFiles on a bad header.
+func IDXImageSize(path string) (n, rows, cols int, err error) {
+	err = openFile(path, func(f io.Reader, name string) error {
+		_, n, rows, cols, err = readIDXHeader(f, name)
+		return err
+	})
+	return n, rows, cols, err
 }
 
 // readProblem describes err, met while reading the content of a file.

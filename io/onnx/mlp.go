@@ -61,6 +61,11 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 // nn.Linear, that the first reads the input and that the last gives the
 // output (through Identity, Squeeze or Reshape at most).
 func (n *Net) linearChain() ([]*Node, error) {
+	for _, node := range n.nodes {
+		if node.OpType == "Conv" || node.OpType == "ConvTranspose" {
+			return nil, fmt.Errorf("node %q is a %s: a convolutional network is not an MLP, the only energy a checkpoint holds from ONNX; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), node.OpType)
+		}
+	}
 	var gemms []*Node
 	for _, node := range n.nodes {
 		if node.OpType != "Gemm" {
