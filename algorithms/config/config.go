@@ -185,6 +185,45 @@ type Data struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
+// checkDataDirSums records the SHA-256 of each file the image experiment
+// reads from DataDir, or checks them against the recorded ones.
+func (cfg *Run) checkDataDirSums() error {
+	files, err := experiments.DataFiles(cfg.Experiment, cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
+	}
+	sums := make(map[string]string, len(files))
+	for _, f := range files {
+		sum, err := fileSHA256(f)
+		if err != nil {
+			return err
+		}
+		name := filepath.Base(f)
+		if want, ok := cfg.DataDirSHA256[name]; cfg.DataDirSHA256 != nil && (!ok || want != sum) {
+			return fmt.Errorf("%s: SHA-256 %s, but data_dir_sha256 records %s for %s, the data the run was made with: other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, sum[:16]+"…", cmp.Or(want, "nothing"), name)
+		}
+		sums[name] = sum
+	}
+	if len(sums) > 0 {
+		cfg.DataDirSHA256 = sums
+	}
+	return nil
+}
+
+// fileSHA256 is the hexadecimal SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // checkSum records the data file's SHA-256, or checks it against the
 // recorded one.
 func (c *Data) checkSum() error {
@@ -195,16 +234,10 @@ func (c *Data) checkSum() error {
 	if c.SHA256 != "" && !sha256Hex.MatchString(c.SHA256) {
 		return fmt.Errorf("data.sha256 %q: want 64 hexadecimal digits (the SHA-256 flowebm recorded), or leave it out", c.SHA256)
 	}
-	f, err := os.Open(c.File)
+	sum, err := fileSHA256(c.File)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("%s: %w", c.File, err)
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
 	if c.SHA256 != "" && c.SHA256 != sum {
 		return fmt.Errorf("%s: SHA-256 %s, but data.sha256 records %s, the file the run (or configuration) was made with: other data would not continue it; give that file, or leave data.sha256 out to start a new run on this one", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…")
 	}
@@ -328,9 +361,13 @@ type Run struct {
 	// Fashion-MNIST's for fashion-mnist, CIFAR-10's cifar-10-batches-bin
 	// for cifar10; the command line's --data-dir); "" finds them as
 	// experiments.ByName does. Other experiments, and data sets, take none.
-	DataDir  string `json:"data_dir,omitempty"`
-	Seed     uint64 `json:"seed"`
-	DataSize int    `json:"data_size,omitempty"` // training points (default 16384; for Data, all)
+	DataDir string `json:"data_dir,omitempty"`
+	// DataDirSHA256 holds the SHA-256 of each file the experiment reads
+	// from DataDir, by file name, recorded when a run starts; a run
+	// resumed on a folder whose files differ (other data) is refused.
+	DataDirSHA256 map[string]string `json:"data_dir_sha256,omitempty"`
+	Seed          uint64            `json:"seed"`
+	DataSize      int               `json:"data_size,omitempty"` // training points (default 16384; for Data, all)
 	// Epochs, when positive, sets train.iterations to this many passes
 	// over the training points at train.batch_size (the schedules are
 	// stretched as SetIterations does) once the data are loaded.
@@ -434,6 +471,9 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 			return nil, nil, fmt.Errorf("data_dir: %w", err)
 		}
 		cfg.DataDir = abs
+		if err := cfg.checkDataDirSums(); err != nil {
+			return nil, nil, err
+		}
 	}
 	if cfg.Data != nil {
 		if cfg.Data.File == "" {

@@ -365,3 +365,30 @@ func buildImageExperiment(spec imageSpec, train, test *data.Images) (*Experiment
 		TrainSet: p.train, HeldOutSet: p.test, HeldOutLabels: p.testLabels, Classify: knn.Classify, ClassNames: names,
 		Image: &p.shape}, nil
 }
+
+// DataFiles lists the files image experiment name reads from the folder
+// dir (MNIST's or Fashion-MNIST's four IDX files, CIFAR-10's six
+// batches), for their checksums; nil for experiments that read no folder.
+func DataFiles(name, dir string) ([]string, error) {
+	switch name {
+	case "mnist", "mnist28", "fashion-mnist":
+		var files []string
+		for _, test := range []bool{false, true} {
+			images, labels, err := data.MNISTFiles(dir, test)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, images, labels)
+		}
+		return files, nil
+	case "cifar10":
+		var files []string
+		for _, test := range []bool{false, true} {
+			for _, n := range data.CIFAR10BatchNames(test) {
+				files = append(files, filepath.Join(dir, n))
+			}
+		}
+		return files, nil
+	}
+	return nil, nil
+}

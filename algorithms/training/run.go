@@ -788,6 +788,20 @@ func ResumeOn(dir, file, key string) (*Run, error) {
 	})
 }
 
+// ResumeOnDataDir reopens the run in dir, an image experiment, from its
+// last checkpoint, reading its files from dataDir instead of its
+// configuration's data_dir: a moved copy, whose files must have the
+// checksums the run recorded.
+func ResumeOnDataDir(dir, dataDir string) (*Run, error) {
+	return resume(dir, func(cfg *config.Run) error {
+		if cfg.DataDir == "" && cfg.DataDirSHA256 == nil {
+			return fmt.Errorf("%s: the run reads no data folder (experiment %q, no data_dir in its config.json): resume it without --data-dir", dir, cfg.Experiment)
+		}
+		cfg.DataDir = dataDir
+		return nil
+	})
+}
+
 // restoreHistory reads the checkpoint's evaluations (evals.csv) and the
 // mode counts pooled since the last one (window.json), checking that the
 // history is whole.
@@ -881,9 +895,9 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 
 // comparableConfig is c as decoded JSON without what may differ between
 // two runs of one configuration: the build, and where the data are
-// (data.file, data.key, data_dir).
+// (data.file, data.key, data_dir and its files' checksums).
 func comparableConfig(c config.Run) map[string]any {
-	c.Build, c.DataDir = nil, ""
+	c.Build, c.DataDir, c.DataDirSHA256 = nil, "", nil // the sums are checked as the data load
 	if c.Data != nil {
 		d := *c.Data
 		d.File, d.Key = "", ""

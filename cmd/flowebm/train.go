@@ -405,7 +405,7 @@ func watchSignals() *runSignals {
 func (rs *runSignals) enter(phase int32) { rs.phase.Store(phase) }
 
 // resumeRun reopens the run of --resume (on a moved data file with
-// --data), locked.
+// --data, a moved image folder with --data-dir), locked.
 func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 	if fi, err := os.Stat(f.resume); err != nil || !fi.IsDir() {
 		return nil, nil, checkResumable(f.resume)
@@ -431,9 +431,12 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 		return nil, nil, err
 	}
 	var run *training.Run
-	if f.data.File != "" {
+	switch {
+	case f.data.File != "":
 		run, err = training.ResumeOn(f.resume, f.data.File, f.data.Key)
-	} else {
+	case f.dataDir != "":
+		run, err = training.ResumeOnDataDir(f.resume, f.dataDir)
+	default:
 		run, err = training.Resume(f.resume)
 	}
 	if err != nil {
@@ -651,7 +654,7 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 		return nil
 	}
 	var ignored []string
-	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force", "holdout", "standardize", "modes", "drop-nonfinite", "flow", "flow-density", "flow-base-sigma", "data-dir"} {
+	for _, name := range []string{"experiment", "algorithm", "config", "iterations", "epochs", "seed", "out", "force", "holdout", "standardize", "modes", "drop-nonfinite", "flow", "flow-density", "flow-base-sigma"} {
 		if cmd.Flags().Changed(name) {
 			ignored = append(ignored, "--"+name)
 		}

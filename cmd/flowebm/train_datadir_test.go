@@ -67,5 +67,37 @@ func TestTrainDataDir(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil || got.Experiment != "cifar10" || got.DataDir != data {
 		t.Errorf("config.json: experiment %q, data_dir %q (%v), want cifar10 and %s", got.Experiment, got.DataDir, err, data)
 	}
-	wantErr(t, "--data-dir would be ignored", "train", "--resume", out, "--data-dir", data)
+	checkDataDirResume(t, out, data)
+}
+
+// checkDataDirResume checks the image files' checksums of the run in out
+// (trained on the CIFAR-10 folder data): recorded in config.json, a moved
+// copy resumes with --resume --data-dir (and is recorded as the run's
+// folder), a changed file is refused, naming it.
+func checkDataDirResume(t *testing.T, out, data string) {
+	t.Helper()
+	var cfg struct {
+		Sums map[string]string `json:"data_dir_sha256"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "config.json"))
+	if err := json.Unmarshal(b, &cfg); err != nil || len(cfg.Sums) != 6 {
+		t.Fatalf("config.json data_dir_sha256 %v (%v), want the six batches' sums", cfg.Sums, err)
+	}
+	moved := filepath.Join(t.TempDir(), "moved")
+	os.Mkdir(moved, 0o755)
+	for name := range cfg.Sums {
+		b, _ := os.ReadFile(filepath.Join(data, name))
+		os.WriteFile(filepath.Join(moved, name), b, 0o644)
+	}
+	if _, stderr, status := runCLI("train", "--resume", out, "--data-dir", moved, "--quiet"); status != 0 {
+		t.Fatalf("train --resume --data-dir (a copy): status %d, %s", status, stderr)
+	}
+	f := filepath.Join(moved, "data_batch_3.bin")
+	b, _ = os.ReadFile(f)
+	b[100] ^= 1
+	os.WriteFile(f, b, 0o644)
+	wantErr(t, f+": SHA-256 ", "train", "--resume", out, "--data-dir", moved)
+	// The resume from the copy recorded its folder: a plain resume reads
+	// it too, and refuses it changed.
+	wantErr(t, f+": SHA-256 ", "train", "--resume", out)
 }

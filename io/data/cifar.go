@@ -84,10 +84,7 @@ func cifarImages(labels []int, px []byte) *Images {
 // gathered first and converted to float64 once (1.2 GB for the training
 // set), so that no partial copies are held beside it.
 func ReadCIFAR10Dir(dir string, test bool) (*Images, error) {
-	names := []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"}
-	if test {
-		names = []string{"test_batch.bin"}
-	}
+	names := CIFAR10BatchNames(test)
 	var labels []int
 	var px []byte
 	for _, n := range names {
@@ -121,4 +118,13 @@ func checkCIFARSize(path string) error {
 		return &FormatError{File: path, Field: "size", Got: fmt.Sprintf("%d bytes", fi.Size()), Want: cifarBatchWant}
 	}
 	return nil
+}
+
+// CIFAR10BatchNames are the files of CIFAR-10's binary version: the five
+// training batches, or the test batch.
+func CIFAR10BatchNames(test bool) []string {
+	if test {
+		return []string{"test_batch.bin"}
+	}
+	return []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"}
 }
