@@ -33,7 +33,7 @@ func writeImageFigures(r *training.Run, f Format) error {
 	if !r.Trainer.Config.PersistentChains() {
 		title = fmt.Sprintf("%s, %s: last state of %d chains of %d steps from the flow", r.Experiment.Name, r.Config.Train.Algorithm, s.Chains.RawMatrix().Rows, steps)
 	}
-	if err := writeImageGrid(filepath.Join(r.Dir, ChainsFigure+f.Ext()), title, s.Chains, *r.Experiment.Image, 8, 6); err != nil {
+	if err := writeImageGrid(filepath.Join(r.Dir, ChainsFigure+f.Ext()), title, s.Chains, *r.Experiment.Image, 8, gridScale(*r.Experiment.Image)); err != nil {
 		return err
 	}
 	bank := "persistent bank"

@@ -51,7 +51,7 @@ func WriteRun(r *training.Run, f Format) error {
 	}
 	if e := r.Experiment; e.Kind == experiments.KindImages {
 		title := fmt.Sprintf("%s, %s: the first 64 persistent chains at iteration %d", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
-		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *e.Image, 8, 6); err != nil {
+		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *e.Image, 8, gridScale(*e.Image)); err != nil {
 			return err
 		}
 		if _, err := os.Stat(filepath.Join(r.Dir, training.ImageSamplesFile)); err == nil {
@@ -180,6 +180,12 @@ func weightRange(truths []float64, evals []training.Eval) (lo, hi float64) {
 	}
 	pad := math.Max(0.1*(hi-lo), 0.02)
 	return math.Max(0, lo-pad), math.Min(1, hi+pad)
+}
+
+// gridScale is the pixel size of an image grid's pixels: about 96 screen
+// pixels an image (14 for 7×7 images, 3 for 28×28 and 32×32).
+func gridScale(shape experiments.ImageShape) int {
+	return max(1, int(math.Round(96/float64(max(shape.Height, shape.Width)))))
 }
 
 // writeImageGrid writes the first side² rows of x as a grid of side
