@@ -2,7 +2,7 @@
 // with an equivalent PyTorch implementation (bench/peer/flowmc_ebm.py) on the
 // same machine, in one run.
 //
-//	go run ./bench [-experiments two-modes,four-modes,four-gaussians-64,conv-ebm-28]
+//	go run ./bench [-experiments two-modes,four-modes,four-gaussians-64,conv-ebm-28,conv-flow-28]
 //	               [-dtypes float64,float32] [-threads 1,2] [-rounds 7]
 //	               [-seconds 0.5] [-python /usr/bin/python3] [-out FILE.md]
 //	               [-cpuprofile FILE]
@@ -24,7 +24,10 @@
 //
 // The experiment conv-ebm-28 (not run by default) times E + ∇ₓE of an
 // IGEBM-size convolutional EBM instead, imported from PyTorch's ONNX export
-// (see conv.go and bench/peer/conv_ebm.py).
+// (see conv.go and bench/peer/conv_ebm.py). The experiment conv-flow-28
+// (not run by default) times the image experiments' conv RealNVP's
+// sampling and log-density passes against a PyTorch re-implementation on
+// the same weights (see convflow.go and bench/peer/conv_flow.py).
 //
 // Threads: flowebm runs with GOMAXPROCS set to the thread count (OpenBLAS
 // stays at its one thread, see graph.BLAS), PyTorch with
@@ -174,6 +177,8 @@ type row struct {
 	conv               bool
 	params             int
 	relEnergy, relGrad float64
+	// convFlow holds a conv-flow-28 row's measurements (nil otherwise).
+	convFlow *convFlowStats
 }
 
 // side is one implementation that can run n units of a task and say how
@@ -187,6 +192,9 @@ func (b *bench) measure(experiment, dtype string, threads int) (row, error) {
 	fmt.Fprintf(os.Stderr, "bench: %s, %s, %d thread(s)\n", experiment, dtype, threads)
 	if experiment == convExperiment {
 		return b.measureConv(dtype, threads)
+	}
+	if experiment == convFlowExperiment {
+		return b.measureConvFlow(dtype, threads)
 	}
 
 	cfg, _, err := settings.Defaults(experiment, algorithms.FlowMC)
@@ -635,10 +643,12 @@ func (p *peer) close() {
 func report(rows []row, rounds int) string {
 	var w strings.Builder
 	p := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
-	var flow, conv []row
+	var flow, conv, convFlow []row
 	for _, r := range rows {
 		if r.conv {
 			conv = append(conv, r)
+		} else if r.convFlow != nil {
+			convFlow = append(convFlow, r)
 		} else {
 			flow = append(flow, r)
 		}
@@ -653,6 +663,9 @@ func report(rows []row, rounds int) string {
 	if len(conv) > 0 {
 		what = append(what, "E + ∇ₓE of a convolutional EBM")
 	}
+	if len(convFlow) > 0 {
+		what = append(what, "sampling and log-density of a convolutional RealNVP")
+	}
 	p("## flowebm against PyTorch %s, %s (%s, %s/%s, %d CPUs)\n\n", torch, strings.Join(what, "; "), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	p("flowebm's BLAS: %s.\n\n", graph.BLAS())
 	if len(flow) > 0 {
@@ -663,6 +676,12 @@ func report(rows []row, rounds int) string {
 			p("\n")
 		}
 		convTable(&w, conv, rounds)
+	}
+	if len(convFlow) > 0 {
+		if len(flow)+len(conv) > 0 {
+			p("\n")
+		}
+		convFlowTable(&w, convFlow, rounds)
 	}
 	return w.String()
 }
