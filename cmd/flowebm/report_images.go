@@ -39,7 +39,7 @@ func (w *reportWriter) images() error {
 	p("## Image experiments at full resolution (App. C.6)\n\n")
 	p("The paper trains flowMC-EBM on CIFAR-10 (a convolutional EBM of about 4.5M parameters and a convolutional RealNVP of about 4M, batch 128, 70 epochs) and states: \"The global sampler proposals are getting accepted 5-10%% of the time\" and \"The EBM produces sample in the right energy range but not as diverse as the training data\" (App. C.6, Figs. 7 and 8). ")
 	p("Here: every algorithm on the full 28×28 images, dequantised to [−1, 1], with the scaled convolutional EBM and RealNVP of `flowebm train`'s defaults (each run's `log.txt` states the scaling). ")
-	p("Class weights are the sampler's: the draws of the R-hat chains (the algorithm's kernel from the persistent bank; from the flow for CoopFlow) labelled by the experiment's 5-nearest-neighbour classifier, ± their Monte Carlo standard error from the ESS of each class's indicator (the 95%% interval is ± 1.96 of it); their MSE is against the data's class frequencies. ")
+	p("Class weights are the sampler's: the draws of the R-hat chains (the algorithm's kernel from the persistent bank; from the flow for CoopFlow) labelled by the experiment's 5-nearest-neighbour classifier, ± their Monte Carlo standard error from the ESS of each class's indicator (the 95%% interval is ± 1.96 of it); the MSEs are of the weights among those chains' final states, against the data's class frequencies and against the negatives' (pooled since the previous evaluation). ")
 	p("Global acceptance is the training iteration's at the last evaluation, and its range over the evaluations of the second half of training. ")
 	p("Each run's figures: the last state of 64 chains of 512 steps from the persistent state (paper Fig. 8; for flowMC-EBM 512 MALA steps, in cycles of one i-SIR move and the cycle's MALA steps; CoopFlow's chains start from its flow), the energies −log p̃θ of held-out images against those chains and the persistent bank (Fig. 7), and the acceptance over training.\n\n")
 	for _, e := range shown {
@@ -54,7 +54,7 @@ func (w *reportWriter) imageExperiment(e string) {
 	rs := present(w.runs, e)
 	p("### %s\n\n", imageTitles[e])
 	w.partial(rs)
-	p("| algorithm | class-weight MSE (sampler) | negatives' MSE vs the sampler's weights | sampler's weights ± MCSE, classes 0–9 | global acc., last (second half) | max R-hat (rank / classic) | iterations | ms/iteration |\n|---|---|---|---|---|---|---|---|\n")
+	p("| algorithm | class-weight MSE (chains' final states vs data) | negatives' MSE vs the chains' final states | sampler's weights ± MCSE, classes 0–9 (all draws) | global acc., last (second half) | max R-hat (rank / classic) | iterations | ms/iteration |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		ev := r.final()
 		if ev == nil || r.err != "" {

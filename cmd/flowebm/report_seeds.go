@@ -83,12 +83,15 @@ func readSeedSet(path, base string) (seedSet, error) {
 	if err := s.algorithm.Set(raw.Algorithm); err != nil {
 		return s, fmt.Errorf("%s: field \"algorithm\": %w", path, err)
 	}
-	rel, err := filepath.Rel(base, filepath.Dir(path))
-	if err != nil {
-		rel = filepath.Dir(path)
-	}
 	for i, seed := range raw.Seeds {
-		row := seedRow{seed: seed, from: filepath.ToSlash(filepath.Join(rel, raw.Runs[i]))}
+		run := raw.Runs[i] // absolute, or relative to seeds.json's folder
+		if !filepath.IsAbs(run) {
+			run = filepath.Join(filepath.Dir(path), run)
+		}
+		if rel, err := filepath.Rel(base, run); err == nil {
+			run = rel
+		}
+		row := seedRow{seed: seed, from: filepath.ToSlash(run)}
 		if err := json.Unmarshal(raw.PerSeed[i], &row.ev); err != nil {
 			return s, fmt.Errorf("%s: per_seed[%d]: %w", path, i, err)
 		}

@@ -21,7 +21,7 @@ func TestReportOverSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("d64", `{"experiment": "four-gaussians-64", "algorithm": "flowmc", "seeds": [2, 3, 4], "runs": ["s2", "s3", "s4"],
+	write("d64", `{"experiment": "four-gaussians-64", "algorithm": "flowmc", "seeds": [2, 3, 4], "runs": ["s2", "s3", "`+filepath.Join(dir, reportSeedsFolder, "d64", "s4")+`"],
 		"per_seed": [{"iter": 400, "max_rhat": 1.04, "max_rhat_classic": 1.02, "held_out_ll": -100.5, "ebm_weight_mse": 0.001, "stats": {"global_accept": 0.7}},
 		             {"iter": 400, "max_rhat": 1.07, "max_rhat_classic": 1.03, "held_out_ll": -101.5, "ebm_weight_mse": 0.002, "stats": {"global_accept": 0.6}},
 		             {"iter": 400, "max_rhat": 1.01, "max_rhat_classic": 1.00, "held_out_ll": -99.5, "ebm_weight_mse": 0.003, "stats": {"global_accept": 0.8}}]}`)
