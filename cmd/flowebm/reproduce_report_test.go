@@ -155,7 +155,14 @@ func TestReproduceKeepsLoggedDivergence(t *testing.T) {
 	out := t.TempDir()
 	dir := filepath.Join(out, "runs", "two-modes-ula")
 	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"experiment": "two-modes", "seed": 1, "train": {"algorithm": "ula", "iterations": 2}}`), 0o644)
+	// The config.json that train writes as it starts (the run then
+	// diverged before its first checkpoint): that of a run of the defaults.
+	ref := filepath.Join(t.TempDir(), "ref")
+	if _, stderr, status := runCLI("train", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", ref); status != 0 {
+		t.Fatal(stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(ref, "config.json"))
+	os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644)
 	msg := "flowebm: iteration 2: loss NaN: training diverged; it diverged before its first checkpoint (due after iteration 1): nothing to resume, start it again with other settings"
 	os.WriteFile(filepath.Join(dir, "log.txt"), []byte("two-modes with ula, seed 1: …\n"+msg+"\n"), 0o644)
 	code, stdout, stderr := reproduceInto(out, "two-modes", "ula")
