@@ -94,6 +94,10 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if f.model == "" || f.points == "" {
 		return fmt.Errorf("give --model FILE and --points X")
 	}
+	if fi, err := os.Stat(f.points); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// A pipe would be read twice (its header, then its data) and hang.
+		return fmt.Errorf("--points %s is not a regular file (mode %v): energy reads its header before its data; write the points to a file", f.points, fi.Mode().Type())
+	}
 	if err := checkEnergyFlags(cmd, f.model, f.points, f.key); err != nil {
 		return err
 	}

@@ -24,3 +24,17 @@ func TestOutputNeverReplacesAPipe(t *testing.T) {
 		t.Errorf("the pipe was replaced: %v, %v", fi.Mode(), err)
 	}
 }
+
+// energy refuses points in a pipe (it reads the header, then the data:
+// it hung on the second open) instead of waiting forever.
+func TestEnergyRefusesPipePoints(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "points.npy")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	_, stderr, status := runCLI("energy", "--model", filepath.Join(dir, "none.onnx"), "--points", fifo)
+	if status == 0 || !strings.Contains(stderr, "--points "+fifo+" is not a regular file") {
+		t.Errorf("status %d, %q; want the pipe refused", status, stderr)
+	}
+}

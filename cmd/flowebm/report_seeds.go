@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/training"
 )
 
@@ -46,13 +48,25 @@ func (w *reportWriter) readSeedSets() (sets []seedSet, bad []string) {
 			bad = append(bad, err.Error())
 			continue
 		}
-		if r := w.get(s.experiment, s.algorithm); r != nil && r.hasResult() && !s.has(r.metrics.Seed) {
+		if r := w.get(s.experiment, s.algorithm); r != nil && r.hasResult() && r.err == "" && !s.has(r.metrics.Seed) && s.iters() == r.metrics.Final.Iter {
 			s.rows = append(s.rows, seedRow{seed: r.metrics.Seed, ev: r.metrics.Final, from: "runs/" + r.name()})
 		}
-		slices.SortFunc(s.rows, func(a, b seedRow) int { return int(a.seed) - int(b.seed) })
+		slices.SortFunc(s.rows, func(a, b seedRow) int { return cmp.Compare(a.seed, b.seed) })
 		sets = append(sets, s)
 	}
 	return sets, bad
+}
+
+// iters is the iteration of the set's final evaluations, or -1 when they
+// differ (runs of other lengths).
+func (s seedSet) iters() int {
+	it := s.rows[0].ev.Iter
+	for _, r := range s.rows[1:] {
+		if r.ev.Iter != it {
+			return -1
+		}
+	}
+	return it
 }
 
 func (s seedSet) has(seed uint64) bool {
@@ -79,25 +93,69 @@ func readSeedSet(path, base string) (seedSet, error) {
 	if len(raw.Seeds) == 0 || len(raw.PerSeed) != len(raw.Seeds) || len(raw.Runs) != len(raw.Seeds) {
 		return s, fmt.Errorf("%s: %d seeds, %d runs and %d per_seed evaluations: want as many of each, at least one", path, len(raw.Seeds), len(raw.Runs), len(raw.PerSeed))
 	}
+	if !slices.Contains(experiments.Names(), raw.Experiment) {
+		return s, fmt.Errorf("%s: field \"experiment\" is %q: want one of flowebm's experiments (%s)", path, raw.Experiment, strings.Join(experiments.Names(), ", "))
+	}
 	s.experiment = raw.Experiment
 	if err := s.algorithm.Set(raw.Algorithm); err != nil {
 		return s, fmt.Errorf("%s: field \"algorithm\": %w", path, err)
 	}
 	for i, seed := range raw.Seeds {
-		run := raw.Runs[i] // absolute, or relative to seeds.json's folder
-		if !filepath.IsAbs(run) {
-			run = filepath.Join(filepath.Dir(path), run)
+		if slices.Contains(raw.Seeds[:i], seed) {
+			return s, fmt.Errorf("%s: field \"seeds\" names seed %d twice: want each seed once", path, seed)
 		}
-		if rel, err := filepath.Rel(base, run); err == nil {
-			run = rel
-		}
-		row := seedRow{seed: seed, from: filepath.ToSlash(run)}
-		if err := json.Unmarshal(raw.PerSeed[i], &row.ev); err != nil {
+		ev, err := seedEval(raw.PerSeed[i])
+		if err != nil {
 			return s, fmt.Errorf("%s: per_seed[%d]: %w", path, i, err)
 		}
-		s.rows = append(s.rows, row)
+		s.rows = append(s.rows, seedRow{seed: seed, ev: ev, from: seedFolder(path, base, raw.Runs[i])})
 	}
 	return s, nil
+}
+
+// seedEval reads one seed's final evaluation (metrics.json's "final"):
+// it must have "iter"; the quantities the report shows read as NaN where
+// they are null (train writes NaN as null) or absent, never as 0.
+func seedEval(b json.RawMessage) (training.Eval, error) {
+	var ev training.Eval
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return ev, err
+	}
+	if fields["iter"] == nil || string(fields["iter"]) == "null" {
+		return ev, fmt.Errorf("no \"iter\": want the run's final evaluation (metrics.json's \"final\")")
+	}
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return ev, err
+	}
+	for name, dst := range map[string]*float64{"max_rhat": &ev.MaxRHat, "max_rhat_classic": &ev.MaxRHatClassic, "held_out_ll": &ev.HeldOutLL, "ebm_weight_mse": &ev.EBMWeightMSE} {
+		if v, ok := fields[name]; !ok || string(v) == "null" {
+			*dst = math.NaN()
+		}
+	}
+	var st map[string]json.RawMessage
+	if json.Unmarshal(fields["stats"], &st) != nil || st["global_accept"] == nil || string(st["global_accept"]) == "null" {
+		ev.Stats.GlobalAccept = math.NaN()
+	}
+	return ev, nil
+}
+
+// seedFolder is a seeds.json run folder relative to the report's folder
+// base: "train --seeds" records them as given (relative to where it ran),
+// so the folder is looked for as written, beside seeds.json, and by its
+// last element beside seeds.json (where train --seeds puts it); as written
+// if none exists.
+func seedFolder(path, base, run string) string {
+	dir := filepath.Dir(path)
+	for _, c := range []string{run, filepath.Join(dir, run), filepath.Join(dir, filepath.Base(run))} {
+		if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+			if rel, err := filepath.Rel(base, c); err == nil {
+				return filepath.ToSlash(rel)
+			}
+			return c
+		}
+	}
+	return run
 }
 
 // overSeeds writes the table over seeds of every set in DIR/seeds.
@@ -108,7 +166,7 @@ func (w *reportWriter) overSeeds() error {
 	}
 	p := w.p
 	p("## Over seeds\n\n")
-	p("Runs of one experiment and algorithm with other seeds (`flowebm train --seeds LIST --out %s/NAME`, the same defaults), with the run above where its seed is not among them. R-hat as in Table 2 (rank-normalised / classic).\n\n", reportSeedsFolder)
+	p("Runs of one experiment and algorithm with other seeds (`flowebm train --seeds LIST --out %s/NAME`), with the run above where its seed is not among them and it has as many iterations. R-hat as in Table 2 (rank-normalised / classic); — where a run could not compute it.\n\n", reportSeedsFolder)
 	for _, b := range bad {
 		p("- Not read: %s\n", b)
 	}
@@ -117,11 +175,11 @@ func (w *reportWriter) overSeeds() error {
 	}
 	for _, s := range sets {
 		p("### %s, %s\n\n", s.experiment, algorithmNames[s.algorithm])
-		p("| seed | max R-hat (rank / classic) | held-out LL | EBM weight MSE | global acc. | folder |\n|---|---|---|---|---|---|\n")
+		p("| seed | iterations | max R-hat (rank / classic) | held-out LL | EBM weight MSE | global acc. | folder |\n|---|---|---|---|---|---|---|\n")
 		var rhats []string
 		for _, r := range s.rows {
-			p("| %d | %.3f / %.3f | %s | %s | %s | `%s` |\n", r.seed, r.ev.MaxRHat, r.ev.MaxRHatClassic, fixed3(r.ev.HeldOutLL), sci(r.ev.EBMWeightMSE), fmtRate(r.ev.Stats.GlobalAccept), r.from)
-			rhats = append(rhats, fmt.Sprintf("%.3f", r.ev.MaxRHat))
+			p("| %d | %d | %s / %s | %s | %s | %s | `%s` |\n", r.seed, r.ev.Iter, dash3(r.ev.MaxRHat), dash3(r.ev.MaxRHatClassic), dash3(r.ev.HeldOutLL), sci(r.ev.EBMWeightMSE), fmtRate(r.ev.Stats.GlobalAccept), r.from)
+			rhats = append(rhats, dash3(r.ev.MaxRHat))
 		}
 		p("\nMax rank R-hat over the %d seeds: %s.\n\n", len(s.rows), strings.Join(rhats, ", "))
 	}
@@ -139,17 +197,28 @@ func (w *reportWriter) seedChecks() []string {
 		}
 		n := 0
 		for _, r := range s.rows {
-			if r.ev.MaxRHat <= 1.05 {
+			if r.ev.MaxRHat <= 1.05 { // NaN fails
 				n++
 			}
 		}
 		verdict := "FAILS"
-		if n == len(s.rows) && n >= 3 {
+		switch {
+		case s.iters() < 0:
+			verdict = "not checked: the seeds' runs have different lengths"
+		case n == len(s.rows) && n >= 3:
 			verdict = "holds"
 		}
 		out = append(out, fmt.Sprintf("four-gaussians-64 over seeds: flowMC-EBM max rank R-hat ≤ 1.05 (the paper's) on %d of %d seeds (want all of at least 3): %s", n, len(s.rows), verdict))
 	}
 	return out
+}
+
+// dash3 writes v with three decimals, or — for NaN.
+func dash3(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fixed3(v)
 }
 
 // sci writes v in scientific notation, or — for NaN.

@@ -26,19 +26,33 @@ func TestReportOverSeeds(t *testing.T) {
 		             {"iter": 400, "max_rhat": 1.07, "max_rhat_classic": 1.03, "held_out_ll": -101.5, "ebm_weight_mse": 0.002, "stats": {"global_accept": 0.6}},
 		             {"iter": 400, "max_rhat": 1.01, "max_rhat_classic": 1.00, "held_out_ll": -99.5, "ebm_weight_mse": 0.003, "stats": {"global_accept": 0.8}}]}`)
 	write("broken", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1, 2], "runs": ["s1"], "per_seed": []}`)
+	write("dup", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [7, 7], "runs": ["a", "b"], "per_seed": [{"iter": 1}, {"iter": 1}]}`)
+	write("empty", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [7], "runs": ["a"], "per_seed": [{}]}`)
+	write("unknown", `{"experiment": "no-such", "algorithm": "flowmc", "seeds": [7], "runs": ["a"], "per_seed": [{"iter": 1}]}`)
+	// A run whose R-hat train could not compute (written as null) and
+	// seeds far above 2^63 (sorted as unsigned numbers).
+	write("null", `{"experiment": "four-gaussians-64", "algorithm": "flowmc", "seeds": [18446744073709551615, 3, 5], "runs": ["x", "y", "z"],
+		"per_seed": [{"iter": 9, "max_rhat": null}, {"iter": 9, "max_rhat": 1.0}, {"iter": 9, "max_rhat": 1.01}]}`)
+	for _, s := range []string{"s2", "s4"} { // the run folders train --seeds made (s3's is gone)
+		os.MkdirAll(filepath.Join(dir, reportSeedsFolder, "d64", s), 0o755)
+	}
 	w := newReportWriter(reproduceFlags{out: dir}, nil)
 	if err := w.overSeeds(); err != nil {
 		t.Fatal(err)
 	}
 	report := w.b.String()
 	if miss := lacking(report, "## Over seeds", "### four-gaussians-64, flowMC-EBM",
-		"| 2 | 1.040 / 1.020 | -100.500 | 1.00e-03 | 0.70 | `seeds/d64/s2` |", "| 4 | 1.010 / 1.000 | -99.500 | 3.00e-03 | 0.80 | `seeds/d64/s4` |",
+		"| 2 | 400 | 1.040 / 1.020 | -100.500 | 1.00e-03 | 0.70 | `seeds/d64/s2` |", "| 3 | 400 | 1.070 / 1.030 | -101.500 | 2.00e-03 | 0.60 | `s3` |", "| 4 | 400 | 1.010 / 1.000 | -99.500 | 3.00e-03 | 0.80 | `seeds/d64/s4` |",
 		"Max rank R-hat over the 3 seeds: 1.040, 1.070, 1.010.",
-		"- Not read: "+filepath.Join(dir, reportSeedsFolder, "broken", "seeds.json")+": 2 seeds, 1 runs and 0 per_seed evaluations"); len(miss) > 0 {
+		"Max rank R-hat over the 3 seeds: 1.000, 1.010, —.",
+		"- Not read: "+filepath.Join(dir, reportSeedsFolder, "broken", "seeds.json")+": 2 seeds, 1 runs and 0 per_seed evaluations",
+		"dup", "seeds.json: field \"seeds\" names seed 7 twice",
+		"empty", "seeds.json: per_seed[0]: no \"iter\"",
+		"unknown", "seeds.json: field \"experiment\" is \"no-such\""); len(miss) > 0 {
 		t.Errorf("report lacks %q:\n%s", miss, report)
 	}
 	checks := strings.Join(w.seedChecks(), "\n")
-	if want := "flowMC-EBM max rank R-hat ≤ 1.05 (the paper's) on 2 of 3 seeds (want all of at least 3): FAILS"; !strings.Contains(checks, want) {
+	if want := "flowMC-EBM max rank R-hat ≤ 1.05 (the paper's) on 2 of 3 seeds (want all of at least 3): FAILS"; strings.Count(checks, want) != 2 {
 		t.Errorf("checks %q lack %q", checks, want)
 	}
 }

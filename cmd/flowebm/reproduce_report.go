@@ -82,6 +82,8 @@ func runReport(out io.Writer, f reproduceFlags) error {
 	if err := writeReport(f, runs, 0); err != nil {
 		return err
 	}
+	_, badSeeds := newReportWriter(f, runs).readSeedSets()
+	bad = append(bad, badSeeds...)
 	have := 0
 	var lacking []string
 	for _, r := range runs {
@@ -96,7 +98,7 @@ func runReport(out io.Writer, f reproduceFlags) error {
 		fmt.Fprintf(out, "partial set: the report marks the %d runs without a result, and the tables they leave partial:\n%s\n", len(lacking), strings.Join(lacking, "\n"))
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("%d run folder(s) could not be read or hold runs of other settings; the report marks them: %s", len(bad), strings.Join(bad, "; "))
+		return fmt.Errorf("%d run folder(s) or seeds.json file(s) could not be read or hold runs of other settings; the report marks them: %s", len(bad), strings.Join(bad, "; "))
 	}
 	return nil
 }
@@ -384,13 +386,19 @@ func extraFolders(dir string, runs []*reproRun) []extraFolder {
 // experiment's defaults, --seed, the length of --quick or --iterations),
 // returning the first field where they differ with both values, or "".
 func (f reproduceFlags) configDiff(r *reproRun, have config.Run) (field, va, vb string) {
-	want, _, err := settings.DefaultsFor(r.exp, r.algorithm)
+	exp := r.exp
+	if have.DataDir != "" { // the defaults of the run's own data (data_size is the images')
+		if e, err := experiments.ByNameIn(r.experiment, have.DataDir); err == nil {
+			exp = e
+		}
+	}
+	want, _, err := settings.DefaultsFor(exp, r.algorithm)
 	if err == nil {
 		want.Seed = f.seed
 		if f.quick || f.iters > 0 {
 			want.Train.SetIterations(f.iterations(r))
 		}
-		err = want.Resolve(r.exp)
+		err = want.Resolve(exp)
 	}
 	if err != nil {
 		return "(defaults)", err.Error(), "resolvable defaults"

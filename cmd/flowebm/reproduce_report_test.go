@@ -60,7 +60,7 @@ func TestReproduceReportPartial(t *testing.T) {
 	os.MkdirAll(filepath.Join(out, "runs", "rings-nt"), 0o755) // not among --experiments
 
 	code, stdout, stderr, report := reportOf(t, out)
-	if code != 2 || !strings.Contains(stderr, "1 run folder(s) could not be read or hold runs of other settings; the report marks them: "+m+": ") {
+	if code != 2 || !strings.Contains(stderr, "1 run folder(s) or seeds.json file(s) could not be read or hold runs of other settings; the report marks them: "+m+": ") {
 		t.Errorf("exit %d, %q; want 2 and the truncated file named", code, stderr)
 	}
 	if miss := lacking(stdout, "report: "+filepath.Join(out, "report.md")+" (1 of 4 runs have a result)", "two-modes-nt: missing: no folder "+runDir("nt"),

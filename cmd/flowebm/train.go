@@ -522,6 +522,11 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 			return nil, nil, fmt.Errorf("--data-dir %s: %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, plan.Config.Source())
 		}
 		plan.Config.DataDir = dataDir
+	} else if plan.Config.DataDir == "" && plan.Config.Data == nil {
+		// A folder named by the experiment's variable is recorded as if
+		// given with --data-dir: its files' checksums guard a resume, and
+		// the run resumes without the variable.
+		plan.Config.DataDir = imageDataDir(plan.Config.Experiment)
 	}
 	cfg := plan.Config
 	dir := runFolder(f, cfg)

@@ -101,3 +101,27 @@ func checkDataDirResume(t *testing.T, out, data string) {
 	// it too, and refuses it changed.
 	wantErr(t, f+": SHA-256 ", "train", "--resume", out)
 }
+
+// A folder named by the experiment's variable (no --data-dir) is recorded
+// as the run's data_dir with its files' checksums, as --data-dir is.
+func TestTrainRecordsEnvDataDir(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "cifar")
+	os.Mkdir(data, 0o755)
+	writeFakeCIFAR10(t, data, 12)
+	t.Setenv(experiments.CIFAR10Env, data)
+	cfg := filepath.Join(dir, "ula.json")
+	os.WriteFile(cfg, []byte(tinyImageConfigs["ula"]), 0o644)
+	out := filepath.Join(dir, "run")
+	if _, stderr, status := runCLI("train", "--config", cfg, "--experiment", "cifar10", "--iterations", "1", "--out", out, "--quiet"); status != 0 {
+		t.Fatalf("train: %s", stderr)
+	}
+	var got struct {
+		DataDir string            `json:"data_dir"`
+		Sums    map[string]string `json:"data_dir_sha256"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "config.json"))
+	if err := json.Unmarshal(b, &got); err != nil || got.DataDir != data || len(got.Sums) != 6 {
+		t.Errorf("config.json data_dir %q with %d sums (%v), want %s and 6", got.DataDir, len(got.Sums), err, data)
+	}
+}
