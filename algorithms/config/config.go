@@ -290,7 +290,7 @@ func (c Data) checkMemory() error {
 	}
 	need, limit := arrayMemory(shape), memoryLimit()
 	if need > limit {
-		return fmt.Errorf("%s: the data set of shape %v needs about %s of memory (its float64 values held about %d times while it is read, split and standardised), over the limit of %s (%s, or half the machine's memory if less): train on a subset of the rows",
+		return fmt.Errorf("%s: the data set of shape %v needs about %s of memory (its float64 values held about %d times while it is read, split and standardised), over the limit of %s (%s, or half the machine's memory or of ulimit -v if less): train on a subset of the rows",
 			c.File, shape, sysmem.Bytes(need), dataCopies, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
 	}
 	return nil
@@ -323,7 +323,7 @@ func (c Data) checkModes() error {
 	}
 	need, limit := arrayMemory(shape), memoryLimit()
 	if shape[0] > MaxModes || need > limit {
-		return fmt.Errorf("%s: data.modes of shape %v (%d centres, about %s of memory): want at most %d centres and %s (%s, or half the machine's memory if less)",
+		return fmt.Errorf("%s: data.modes of shape %v (%d centres, about %s of memory): want at most %d centres and %s (%s, or half the machine's memory or of ulimit -v if less)",
 			c.Modes, shape, shape[0], sysmem.Bytes(need), MaxModes, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -292,14 +291,7 @@ func netRowBytes(n *algorithms.NetSize, grad bool, p *graph.Params) float64 {
 // memoryLimit is sysmem.Limit(def), lowered to half the process's address
 // space limit (ulimit -v) where one is set: past it the Go runtime stops
 // the process with a fatal "out of memory".
-func memoryLimit(def float64) float64 {
-	limit := sysmem.Limit(def)
-	var r syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_AS, &r) == nil && r.Cur != ^uint64(0) { // RLIM_INFINITY
-		limit = min(limit, float64(r.Cur)/2)
-	}
-	return limit
-}
+func memoryLimit(def float64) float64 { return sysmem.Limit(def) }
 
 // energyBatch is the most points energy evaluates at once: the models'
 // intermediate values grow with the batch (1,000,000 points at once

@@ -40,7 +40,7 @@ func Check(terms []Term, limit float64) error {
 			break
 		}
 	}
-	return fmt.Errorf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s, or half the machine's memory if less): %s; lower these fields",
+	return fmt.Errorf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s, or half the machine's memory or of ulimit -v if less): %s; lower these fields",
 		Bytes(total), Bytes(limit), Bytes(DefaultLimit), strings.Join(names, "; "))
 }
 

@@ -32,11 +32,15 @@ func Total() (float64, bool) {
 	return 0, false
 }
 
-// Limit returns def, or half the machine's memory if that is less: the
-// most a single job should plan to use.
+// Limit returns def, or half the machine's memory, or half the process's
+// address-space limit (ulimit -v), if that is less: the most a single job
+// should plan to use.
 func Limit(def float64) float64 {
 	if total, ok := Total(); ok && total/2 < def {
-		return total / 2
+		def = total / 2
+	}
+	if as, ok := addressSpaceLimit(); ok && as/2 < def {
+		def = as / 2
 	}
 	return def
 }

@@ -33,7 +33,7 @@ import (
 const maxMember = 4 << 30
 
 // maxDecoded bounds one member's values once decoded to float64 (8 GiB,
-// or half the machine's memory if less).
+// or half the machine's memory or of ulimit -v if less).
 const maxDecoded = 8 << 30
 
 // elemSize is the byte size of a NumPy type string's elements ("<f4": 4).
@@ -276,7 +276,7 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 		return nil, fmt.Errorf("header announces shape %v of %s, more data than the member's declared %d bytes", h.Shape, h.Dtype, declared)
 	}
 	if elems, limit := need/max(1, elemSize(h.Dtype)), sysmem.Limit(maxDecoded); float64(elems*8) > limit {
-		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %.0f supported (8 GiB, or half the machine's memory if less)", h.Shape, elems*8, limit)
+		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %.0f supported (8 GiB, or half the machine's memory or of ulimit -v if less)", h.Shape, elems*8, limit)
 	}
 	rc, err := f.Open()
 	if err != nil {
