@@ -1,13 +1,18 @@
 package plots
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/training"
 )
 
@@ -21,33 +26,56 @@ const (
 // writeImageFigures draws the run's ImageSamplesFile, when it has one,
 // into ChainsFigure and EnergiesFigure.
 func writeImageFigures(r *training.Run, f Format) error {
-	s, err := training.ReadImageSamples(r.Dir)
+	return WriteImageFigures(r.Dir, r.Config, r.Experiment, f)
+}
+
+// WriteImageFigures draws the image figures (samples-512, energies) of the
+// finished image run in dir from its training.ImageSamplesFile, for the
+// run's configuration cfg and experiment exp, in format f; it does nothing
+// when dir has no such file.
+func WriteImageFigures(dir string, cfg config.Run, exp *experiments.Experiment, f Format) error {
+	if exp.Image == nil {
+		return fmt.Errorf("plots: %s is not an image experiment", exp.Name)
+	}
+	if _, err := os.Stat(filepath.Join(dir, training.ImageSamplesFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	s, err := training.ReadImageSamplesOf(dir, *exp.Image)
 	if err != nil {
 		return err
 	}
-	steps := training.ImageKernelSteps(r.Config.Train)
-	title := fmt.Sprintf("%s, %s: last state of %d chains of %d steps from the persistent state", r.Experiment.Name, r.Config.Train.Algorithm, s.Chains.RawMatrix().Rows, training.ImageChainSteps)
-	if steps != training.ImageChainSteps {
-		title = fmt.Sprintf("%s, %s: last state of %d chains of %d cycles (%d MALA steps) from the persistent state", r.Experiment.Name, r.Config.Train.Algorithm, s.Chains.RawMatrix().Rows, steps, steps*r.Config.Train.Sampler.LocalSteps)
-	}
-	if !r.Trainer.Config.PersistentChains() {
-		title = fmt.Sprintf("%s, %s: last state of %d chains of %d steps from the flow", r.Experiment.Name, r.Config.Train.Algorithm, s.Chains.RawMatrix().Rows, steps)
-	}
-	if err := writeImageGrid(filepath.Join(r.Dir, ChainsFigure+f.Ext()), title, s.Chains, *r.Experiment.Image, 8, gridScale(*r.Experiment.Image)); err != nil {
+	title := chainsTitle(cfg, exp.Name, s.Chains.RawMatrix().Rows)
+	if err := writeImageGrid(filepath.Join(dir, ChainsFigure+f.Ext()), title, s.Chains, *exp.Image, 8, gridScale(*exp.Image)); err != nil {
 		return err
 	}
 	bank := "persistent bank"
-	if !r.Trainer.Config.PersistentChains() {
+	if !cfg.Train.PersistentChains() {
 		bank = "last negatives"
 	}
 	return EnergyHistogram{
-		Title: fmt.Sprintf("%s, %s: energies of held-out data and of samples (paper Fig. 7)", r.Experiment.Name, r.Config.Train.Algorithm),
+		Title: fmt.Sprintf("%s, %s: energies of held-out data and of samples (paper Fig. 7)", exp.Name, cfg.Train.Algorithm),
 		Sets: []EnergySet{
 			{Name: "held-out data", Energy: s.DataEnergy},
 			{Name: bank, Energy: s.BankEnergy},
 			{Name: "chains of the samples figure", Energy: s.ChainEnergy},
 		},
-	}.Save(filepath.Join(r.Dir, EnergiesFigure+f.Ext()))
+	}.Save(filepath.Join(dir, EnergiesFigure+f.Ext()))
+}
+
+// chainsTitle is ChainsFigure's title for n chains of
+// training.ImageKernelSteps steps: gradient steps from the persistent
+// state, flowMC-EBM's cycles with their MALA steps, or CoopFlow's
+// noise-free Langevin steps from its flow, as many as in its training.
+func chainsTitle(cfg config.Run, name string, n int) string {
+	t := cfg.Train
+	steps := training.ImageKernelSteps(t)
+	switch {
+	case !t.PersistentChains():
+		return fmt.Sprintf("%s, %s: last state of %d chains of %d noise-free Langevin steps from the flow (as in training)", name, t.Algorithm, n, steps)
+	case steps != training.ImageChainSteps:
+		return fmt.Sprintf("%s, %s: last state of %d chains of %d cycles (%d MALA steps) from the persistent state", name, t.Algorithm, n, steps, steps*t.Sampler.LocalSteps)
+	}
+	return fmt.Sprintf("%s, %s: last state of %d chains of %d steps from the persistent state", name, t.Algorithm, n, steps)
 }
 
 // EnergyHistogram compares the distributions of energies of several sets

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/draw"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -54,10 +54,8 @@ func WriteRun(r *training.Run, f Format) error {
 		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *e.Image, 8, gridScale(*e.Image)); err != nil {
 			return err
 		}
-		if _, err := os.Stat(filepath.Join(r.Dir, training.ImageSamplesFile)); err == nil {
-			if err := writeImageFigures(r, f); err != nil {
-				return err
-			}
+		if err := writeImageFigures(r, f); err != nil {
+			return err
 		}
 	}
 	return History{Experiment: r.Experiment, Algorithm: r.Config.Train.Algorithm, RHatChains: r.Config.RHatChains, Evals: r.Evals}.Write(r.Dir, f)
@@ -188,28 +186,55 @@ func gridScale(shape experiments.ImageShape) int {
 	return max(1, int(math.Round(96/float64(max(shape.Height, shape.Width)))))
 }
 
-// writeImageGrid writes the first side² rows of x as a grid of side
-// columns (and as many rows as they fill, at most side) of grey images (values in [−1, 1], first channel), each pixel scale × scale.
+// writeImageGrid writes the first side² rows of x as imageGrid draws them.
 func writeImageGrid(path, title string, x *mat.Dense, shape experiments.ImageShape, side, scale int) error {
-	n, _ := x.Dims()
+	img, err := imageGrid(x, shape, side, scale)
+	if err != nil {
+		return err
+	}
+	return writePlotFile(path, vg.Length(img.Bounds().Dx())+vg.Points(20), vg.Length(img.Bounds().Dy())+vg.Points(40), imagePlot(img, title).Draw)
+}
+
+// imageGrid draws the first side² rows of x (C·H·W values in [−1, 1], the
+// CHW layout) as a grid of side columns (and as many rows as they fill, at
+// most side) of images, each pixel scale × scale: in colour for 3 channels
+// (red, green, blue), otherwise the first channel in grey.
+func imageGrid(x *mat.Dense, shape experiments.ImageShape, side, scale int) (*image.RGBA, error) {
+	n, d := x.Dims()
+	if want := shape.Channels * shape.Height * shape.Width; d != want {
+		return nil, fmt.Errorf("plots: images of %d values, want %d (%d×%d×%d)", d, want, shape.Channels, shape.Height, shape.Width)
+	}
 	h, w := shape.Height*scale, shape.Width*scale
 	const gap = 2
 	rows := max(1, (min(n, side*side)+side-1)/side) // fewer rows for fewer images
-	img := image.NewGray(image.Rect(0, 0, side*(w+gap)+gap, rows*(h+gap)+gap))
-	for i := range img.Pix {
-		img.Pix[i] = 128
-	}
+	img := image.NewRGBA(image.Rect(0, 0, side*(w+gap)+gap, rows*(h+gap)+gap))
+	draw.Draw(img, img.Bounds(), image.NewUniform(color.Gray{Y: 128}), image.Point{}, draw.Src)
 	for k := 0; k < min(n, side*side); k++ {
 		row := x.RawRowView(k)
 		ox, oy := gap+(k%side)*(w+gap), gap+(k/side)*(h+gap)
 		for i := 0; i < h; i++ {
 			for j := 0; j < w; j++ {
-				v := row[(i/scale)*shape.Width+j/scale]
-				img.SetGray(ox+j, oy+i, color.Gray{Y: uint8(math.Round(255 * min(1, max(0, (v+1)/2))))})
+				img.SetRGBA(ox+j, oy+i, pixel(row, shape, (i/scale)*shape.Width+j/scale))
 			}
 		}
 	}
-	return writePlotFile(path, vg.Length(img.Bounds().Dx())+vg.Points(20), vg.Length(img.Bounds().Dy())+vg.Points(40), imagePlot(img, title).Draw)
+	return img, nil
+}
+
+// pixel is the colour of pixel p (row-major) of the CHW image row: its red,
+// green and blue channels for 3 channels, else its first channel's grey.
+func pixel(row []float64, shape experiments.ImageShape, p int) color.RGBA {
+	if shape.Channels != 3 {
+		v := level(row[p])
+		return color.RGBA{R: v, G: v, B: v, A: 255}
+	}
+	hw := shape.Height * shape.Width
+	return color.RGBA{R: level(row[p]), G: level(row[hw+p]), B: level(row[2*hw+p]), A: 255}
+}
+
+// level maps a value in [−1, 1] (clamped) to an 8-bit intensity in [0, 255].
+func level(v float64) uint8 {
+	return uint8(math.Round(255 * min(1, max(0, (v+1)/2))))
 }
 
 // imagePlot shows img under title, without axes.

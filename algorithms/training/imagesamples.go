@@ -14,9 +14,10 @@ import (
 )
 
 // The image experiments' final figures follow App. C.6: the last state of
-// ImageChains chains of ImageChainSteps steps started from the persistent
-// state (paper Fig. 8), and the energies of those samples against the
-// data's (Fig. 7).
+// ImageChains chains of ImageChainSteps gradient steps started from the
+// persistent state (paper Fig. 8; CoopFlow's start from its flow and are
+// as long as its training chains, see ImageKernelSteps), and the energies
+// of those samples against the data's (Fig. 7).
 const (
 	ImageChains     = 64
 	ImageChainSteps = 512
@@ -39,9 +40,16 @@ type ImageSamples struct {
 // figure's chains: ImageChainSteps gradient steps, so that a flowMC-EBM
 // chain, whose step is a cycle of one global move and LocalSteps MALA
 // steps, runs ImageChainSteps/LocalSteps cycles (rounded up) and every
-// algorithm's chains cost about as many gradients of the EBM.
+// algorithm's chains cost about as many gradients of the EBM. CoopFlow's
+// chains are as long as its training chains (Sampler.Steps, at least 1):
+// they are noise-free Langevin runs from the flow, which over
+// ImageChainSteps steps would descend to the EBM's modes and show
+// minimisers instead of what CoopFlow samples.
 func ImageKernelSteps(t algorithms.TrainConfig) int {
-	if t.Algorithm == algorithms.FlowMC && t.Sampler.LocalSteps > 1 {
+	switch {
+	case t.Algorithm == algorithms.CoopFlow:
+		return max(1, t.Sampler.Steps)
+	case t.Algorithm == algorithms.FlowMC && t.Sampler.LocalSteps > 1:
 		return (ImageChainSteps + t.Sampler.LocalSteps - 1) / t.Sampler.LocalSteps
 	}
 	return ImageChainSteps
@@ -56,9 +64,10 @@ func (r *Run) NewImageSamples() (*ImageSamples, error) {
 		return nil, fmt.Errorf("training: %s is not an image experiment", r.Experiment.Name)
 	}
 	var s ImageSamples
+	steps := ImageKernelSteps(r.Config.Train)
 	err := r.Trainer.WithAveraged(func() error {
 		rng := rand.New(rand.NewPCG(r.Config.Seed^0xf168, uint64(r.Trainer.Iter)))
-		x, err := r.Trainer.FinalStates(rng, min(ImageChains, r.bankRows()), ImageKernelSteps(r.Config.Train))
+		x, err := r.Trainer.FinalStates(rng, min(ImageChains, r.bankRows()), steps)
 		if err != nil {
 			return err
 		}
@@ -86,7 +95,7 @@ func (r *Run) NewImageSamples() (*ImageSamples, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("the image figures' %d chains of %d steps: %w", ImageChains, ImageChainSteps, err)
+		return nil, fmt.Errorf("the image figures' %d chains of %d steps: %w", ImageChains, steps, err)
 	}
 	return &s, nil
 }
@@ -122,7 +131,8 @@ func WriteImageSamples(r *Run) error {
 	}, npy.Float64)
 }
 
-// ReadImageSamples reads a run folder's ImageSamplesFile.
+// ReadImageSamples reads a run folder's ImageSamplesFile: chains of at
+// least one row and column, and one energy_chains value per chain.
 func ReadImageSamples(dir string) (*ImageSamples, error) {
 	path := filepath.Join(dir, ImageSamplesFile)
 	a, err := npz.ReadFile(path)
@@ -155,5 +165,23 @@ func ReadImageSamples(dir string) (*ImageSamples, error) {
 		}
 		*dst = m.Data
 	}
+	if len(s.ChainEnergy) != c.Shape[0] {
+		return nil, fmt.Errorf("%s: member \"energy_chains\" has %d values, want one for each of the %d chains", path, len(s.ChainEnergy), c.Shape[0])
+	}
 	return &s, nil
+}
+
+// ReadImageSamplesOf reads a run folder's ImageSamplesFile as
+// ReadImageSamples does and checks that its chains are images of shape:
+// C·H·W columns.
+func ReadImageSamplesOf(dir string, shape experiments.ImageShape) (*ImageSamples, error) {
+	s, err := ReadImageSamples(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := shape.Channels * shape.Height * shape.Width
+	if _, c := s.Chains.Dims(); c != d {
+		return nil, fmt.Errorf("%s: member \"chains\" has %d columns, want %d (%d×%d×%d)", filepath.Join(dir, ImageSamplesFile), c, d, shape.Channels, shape.Height, shape.Width)
+	}
+	return s, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 )
 
@@ -75,6 +76,16 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &reproRun{experiment: "cifar10", exp: exp, algorithm: a, dir: out}
+		// reproduce redraws a kept run's figures in its --plot-format,
+		// the image figures included.
+		if err := r.load(plots.SVG); err != nil {
+			t.Fatal(err)
+		}
+		for _, fig := range []string{"samples-512.svg", "energies.svg"} {
+			if _, err := os.Stat(filepath.Join(out, fig)); err != nil {
+				t.Errorf("%s: %v", a, err)
+			}
+		}
 		if err := r.load(0); err != nil {
 			t.Fatal(err)
 		}

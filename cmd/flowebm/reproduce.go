@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/settings"
@@ -635,7 +636,20 @@ func (r *reproRun) load(format plots.Format) error {
 	if err != nil {
 		return err
 	}
-	return plots.History{Experiment: exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: r.evals}.Write(r.dir, format)
+	return redrawRun(r.dir, cfg, exp, r.evals, format)
+}
+
+// redrawRun redraws a finished run's figures that need no model, in
+// format: those of its evaluations, and an image run's samples and
+// energies (from its image-samples.npz).
+func redrawRun(dir string, cfg config.Run, exp *experiments.Experiment, evals []training.Eval, format plots.Format) error {
+	if err := (plots.History{Experiment: exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: evals}).Write(dir, format); err != nil {
+		return err
+	}
+	if exp.Kind != experiments.KindImages {
+		return nil
+	}
+	return plots.WriteImageFigures(dir, cfg, exp, format)
 }
 
 // paperNumbers are the paper's Tables 1–3 (and Table 2's R-hat), keyed by

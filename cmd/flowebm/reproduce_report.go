@@ -13,7 +13,6 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
-	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
 )
@@ -293,7 +292,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	if busy {
 		return ""
 	}
-	if err := (plots.History{Experiment: r.exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: evals}).Write(r.dir, f.plotFormat); err != nil {
+	if err := redrawRun(r.dir, cfg, r.exp, evals, f.plotFormat); err != nil {
 		return fmt.Sprintf("%s: its plots were not redrawn in %s: %v", r.name(), f.plotFormat, err)
 	}
 	return ""
