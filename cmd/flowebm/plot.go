@@ -59,7 +59,7 @@ func redraw(dir string, format plots.Format) error {
 		}
 	}
 	if err != nil {
-		return err
+		return movedDataHint(dir, err)
 	}
 	for _, n := range run.Notes { // a checkpoint passed over, another build
 		fmt.Fprintln(os.Stderr, "flowebm: note:", n)

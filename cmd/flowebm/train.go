@@ -455,6 +455,11 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 // the file where it is now.
 func movedDataHint(dir string, err error) error {
 	cfg, cfgErr := training.ReadRunConfig(dir)
+	if cfgErr == nil && cfg.DataDir != "" {
+		if fi, statErr := os.Stat(cfg.DataDir); statErr != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: the run's data folder %s is gone; if it was moved, continue with flowebm train --resume %s --data-dir NEWFOLDER (its files' SHA-256 are checked)", err, cfg.DataDir, dir)
+		}
+	}
 	if cfgErr != nil || cfg.Data == nil || !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

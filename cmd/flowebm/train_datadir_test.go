@@ -100,6 +100,11 @@ func checkDataDirResume(t *testing.T, out, data string) {
 	// The resume from the copy recorded its folder: a plain resume reads
 	// it too, and refuses it changed.
 	wantErr(t, f+": SHA-256 ", "train", "--resume", out)
+	// The folder moved away: resume and plot say how to go on.
+	os.Rename(moved, moved+".away")
+	hint := "the run's data folder " + moved + " is gone; if it was moved, continue with flowebm train --resume " + out + " --data-dir NEWFOLDER"
+	wantErr(t, hint, "train", "--resume", out)
+	wantErr(t, hint, "plot", out)
 }
 
 // A folder named by the experiment's variable (no --data-dir) is recorded
