@@ -10,11 +10,8 @@ package config
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -31,6 +28,7 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/data"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 )
 
@@ -194,7 +192,7 @@ func (cfg *Run) checkDataDirSums() error {
 	}
 	sums := make(map[string]string, len(files))
 	for _, f := range files {
-		sum, err := fileSHA256(f)
+		sum, err := safefile.SHA256(f)
 		if err != nil {
 			return err
 		}
@@ -210,20 +208,6 @@ func (cfg *Run) checkDataDirSums() error {
 	return nil
 }
 
-// fileSHA256 is the hexadecimal SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // checkSum records the data file's SHA-256, or checks it against the
 // recorded one.
 func (c *Data) checkSum() error {
@@ -234,7 +218,7 @@ func (c *Data) checkSum() error {
 	if c.SHA256 != "" && !sha256Hex.MatchString(c.SHA256) {
 		return fmt.Errorf("data.sha256 %q: want 64 hexadecimal digits (the SHA-256 flowebm recorded), or leave it out", c.SHA256)
 	}
-	sum, err := fileSHA256(c.File)
+	sum, err := safefile.SHA256(c.File)
 	if err != nil {
 		return err
 	}

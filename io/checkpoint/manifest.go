@@ -1,8 +1,6 @@
 package checkpoint
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +31,7 @@ func WriteManifest(dir string) error {
 		if e.Name() == ManifestName || !e.Type().IsRegular() {
 			continue
 		}
-		sum, err := fileSHA256(filepath.Join(dir, e.Name()))
+		sum, err := safefile.SHA256(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return err
 		}
@@ -72,7 +70,7 @@ func CheckManifest(dir string, required ...string) error {
 			return fmt.Errorf("%s: line %d %q, want a SHA-256 and a file name as sha256sum writes them", marker, i+2, clipLine(l))
 		}
 		listed[name] = true
-		got, err := fileSHA256(filepath.Join(dir, name))
+		got, err := safefile.SHA256(filepath.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("%s, listed in %s: %v", name, marker, err) // not a missing marker
 		}
@@ -95,20 +93,6 @@ func checkModelFiles(dir string) error {
 		return err
 	}
 	return nil
-}
-
-// fileSHA256 is the hexadecimal SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // clipLine shortens a line quoted in an error.
