@@ -107,6 +107,10 @@ func leakyGo64(dst, x, y []float64, slope float64) {
 	}
 }
 
+// leakyCMin is the smallest slice leaky64 and leaky32 hand to C (where
+// cgo is on): below it the cgo call costs more than the Go loop saves.
+const leakyCMin = 256
+
 // leakyGo32 is leakyGo64 in float32.
 func leakyGo32(dst, x, y []float32, slope float32) {
 	dst, y = dst[:len(x)], y[:len(x)]

@@ -30,10 +30,6 @@ import "C"
 
 import "unsafe"
 
-// leakyCMin is the smallest slice handed to C: below it the cgo call
-// costs more than the Go loop saves.
-const leakyCMin = 256
-
 // leaky64 is leakyGo64, in C for long slices.
 func leaky64(dst, x, y []float64, slope float64) {
 	n := len(x)
