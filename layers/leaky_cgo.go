@@ -3,8 +3,8 @@
 package layers
 
 /*
-// LeakyReLU's loop (leaky.go) in C, which GCC vectorises where Go runs one
-// element per iteration. Same options as coupling_op_cgo.go: no fast-math,
+// LeakyReLU's float32 loop (leaky.go) in C, which GCC vectorises where Go
+// runs one element per iteration. Same options as coupling_op_cgo.go: no fast-math,
 // no contraction, so every element gets the Go loop's exact operation
 // (y·1 or y·slope, or y masked to +0 for slope 0) and the same bits.
 #pragma GCC push_options
@@ -21,7 +21,6 @@ static void flowebm_relu##S(T *dst, const T *x, const T *y, long n) { \
 	for (long i = 0; i < n; i++) dst[i] = signbit(x[i]) ? (T)0 : y[i]; \
 }
 
-FLOWEBM_LEAKY(double, 64)
 FLOWEBM_LEAKY(float, 32)
 
 #pragma GCC pop_options
@@ -30,21 +29,10 @@ import "C"
 
 import "unsafe"
 
-// leaky64 is leakyGo64, in C for long slices.
-func leaky64(dst, x, y []float64, slope float64) {
-	n := len(x)
-	if n < leakyCMin {
-		leakyGo64(dst, x, y, slope)
-		return
-	}
-	dst, y = dst[:n], y[:n]
-	d, xp, yp := (*C.double)(unsafe.Pointer(&dst[0])), (*C.double)(unsafe.Pointer(&x[0])), (*C.double)(unsafe.Pointer(&y[0]))
-	if slope == 0 {
-		C.flowebm_relu64(d, xp, yp, C.long(n))
-		return
-	}
-	C.flowebm_leaky64(d, xp, yp, C.double(slope), C.long(n))
-}
+// leaky64 is leakyGo64: GCC's double loop with signbit ran 6.6 times
+// slower than Go's (173 µs against 26 µs for 1,024 × 51 values), so only
+// float32 goes to C.
+func leaky64(dst, x, y []float64, slope float64) { leakyGo64(dst, x, y, slope) }
 
 // leaky32 is leakyGo32, in C for long slices.
 func leaky32(dst, x, y []float32, slope float32) {
