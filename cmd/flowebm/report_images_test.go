@@ -70,6 +70,17 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 		if again, _ := os.ReadFile(filepath.Join(out, training.ImageSamplesFile)); !bytes.Equal(first, again) {
 			t.Errorf("%s: %s differs when written again by --resume", a, training.ImageSamplesFile)
 		}
+		// A finished run that lost only its image-samples.npz: --resume
+		// writes it again, leaving metrics.json (and its time) as it was.
+		metrics, _ := os.ReadFile(filepath.Join(out, "metrics.json"))
+		os.Remove(filepath.Join(out, training.ImageSamplesFile))
+		if stdout, stderr, status := runCLI("train", "--resume", out, "--quiet"); status != 0 || !strings.Contains(stdout, "wrote its missing") {
+			t.Fatalf("train --resume %s (image samples lost): status %d, %s%s", a, status, stdout, stderr)
+		}
+		again, _ := os.ReadFile(filepath.Join(out, training.ImageSamplesFile))
+		if m, _ := os.ReadFile(filepath.Join(out, "metrics.json")); !bytes.Equal(first, again) || !bytes.Equal(m, metrics) {
+			t.Errorf("%s: after --resume of a run that lost its image samples: samples equal %v, metrics.json unchanged %v", a, bytes.Equal(first, again), bytes.Equal(m, metrics))
+		}
 		for _, fig := range []string{"samples-512.png", "energies.png", "acceptance.png", "samples.png"} {
 			_, err := os.Stat(filepath.Join(out, fig))
 			if want := fig != "acceptance.png" || a == algorithms.FlowMC; want != (err == nil) {

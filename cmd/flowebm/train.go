@@ -259,8 +259,7 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	}
 	defer release()
 	if f.resume != "" && finished(run) {
-		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
-		return nil
+		return completeImageOutputs(run, out, f.plotFormat)
 	}
 	sig.enter(phaseTraining)
 	if ctx.Err() != nil {
@@ -329,6 +328,26 @@ func finished(run *training.Run) bool {
 		}
 	}
 	return true
+}
+
+// completeImageOutputs writes again the image figures' data (and their
+// figures) of a finished image run that lost its image-samples.npz, the
+// rest of its outputs (metrics.json and its time) unchanged; otherwise
+// there is nothing to do.
+func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format) error {
+	path := filepath.Join(run.Dir, training.ImageSamplesFile)
+	if _, err := os.Stat(path); run.Experiment.Kind != experiments.KindImages || err == nil {
+		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
+		return nil
+	}
+	if err := training.WriteImageSamples(run); err != nil {
+		return err
+	}
+	if err := plots.WriteRun(run, format); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s has finished its %d iterations; wrote its missing %s and redrew its figures\n", run.Dir, run.Config.Train.Iterations, path)
+	return nil
 }
 
 // checkDataFlags refuses data-set flags without --data, --data with
