@@ -591,8 +591,12 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	if run.Trainer.Flow != nil {
 		flow = run.Trainer.Flow.Params.Count()
 	}
-	fmt.Fprintf(out, "%s with %s, seed %d: %d iterations, batch %d, persistent %d; EBM %d parameters, flow %d; set up in %.1fs; writing %s\n",
-		cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, run.Config.Train.Iterations, run.Config.Train.BatchSize, run.Config.Train.Persistent,
+	chains := fmt.Sprintf("persistent %d", run.Config.Train.Persistent)
+	if !run.Config.Train.PersistentChains() { // CoopFlow: no bank
+		chains = "chains from the flow"
+	}
+	fmt.Fprintf(out, "%s with %s, seed %d: %d iterations, batch %d, %s; EBM %d parameters, flow %d; set up in %.1fs; writing %s\n",
+		cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, run.Config.Train.Iterations, run.Config.Train.BatchSize, chains,
 		ebm, flow, time.Since(t0).Seconds(), dir)
 	return run, release, nil
 }
