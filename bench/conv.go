@@ -188,18 +188,23 @@ func relInf(a, b []float64) float64 {
 func convRunner(e *graph.EBM, x *mat.Dense, gemm func()) side {
 	n, d := x.Dims()
 	en, g := make([]float64, n), mat.NewDense(n, d, nil)
+	return taskRunner(convExperiment, map[string]func() error{
+		"grad": func() error { return e.EnergyGrad(x, en, g) },
+		"gemm": func() error { gemm(); return nil },
+	})
+}
+
+// taskRunner is a side that times k calls of the named task of tasks.
+func taskRunner(experiment string, tasks map[string]func() error) side {
 	return func(task string, k int) (float64, error) {
+		run, ok := tasks[task]
+		if !ok {
+			return 0, fmt.Errorf("%s: no task %q", experiment, task)
+		}
 		start := time.Now()
 		for i := 0; i < k; i++ {
-			switch task {
-			case "grad":
-				if err := e.EnergyGrad(x, en, g); err != nil {
-					return 0, err
-				}
-			case "gemm":
-				gemm()
-			default:
-				return 0, fmt.Errorf("%s: no task %q", convExperiment, task)
+			if err := run(); err != nil {
+				return 0, err
 			}
 		}
 		return time.Since(start).Seconds(), nil

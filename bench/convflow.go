@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
@@ -403,26 +402,11 @@ func convFlowRunner(f *graph.Flow, x *mat.Dense, gemm func()) side {
 	n, d := x.Dims()
 	rng := rand.New(rand.NewPCG(5, 6))
 	xs, lq := mat.NewDense(n, d, nil), make([]float64, n)
-	return func(task string, k int) (float64, error) {
-		start := time.Now()
-		for i := 0; i < k; i++ {
-			switch task {
-			case "sample":
-				if err := f.Sample(rng, xs, lq); err != nil {
-					return 0, err
-				}
-			case "density":
-				if err := f.LogDensity(x, lq); err != nil {
-					return 0, err
-				}
-			case "gemm":
-				gemm()
-			default:
-				return 0, fmt.Errorf("%s: no task %q", convFlowExperiment, task)
-			}
-		}
-		return time.Since(start).Seconds(), nil
-	}
+	return taskRunner(convFlowExperiment, map[string]func() error{
+		"sample":  func() error { return f.Sample(rng, xs, lq) },
+		"density": func() error { return f.LogDensity(x, lq) },
+		"gemm":    func() error { gemm(); return nil },
+	})
 }
 
 // convFlowTable reports conv-flow-28 rows, one line per pass.

@@ -19,7 +19,9 @@ import (
 
 // writeReport writes DIR/report.md: the paper's tables beside the runs'
 // numbers, section by section, then the acceptance checks.
-func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) error {
+// writeReport writes DIR/report.md and its figures, returning the
+// seeds.json files it could not read (named in the report).
+func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) (badSeeds []string, err error) {
 	w := newReportWriter(f, runs)
 	if f.report != "" {
 		w.extra = extraFolders(f.out, runs)
@@ -27,14 +29,15 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) erro
 	w.header(elapsed)
 	for _, section := range []func() error{w.twoModes, w.fourModes, w.table1, w.table2, w.mnist, w.images, w.overSeeds, w.heldOut} {
 		if err := section(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	w.p("## Checks against the acceptance criteria\n\n")
 	for _, c := range append(acceptanceChecks(w.get), w.seedChecks()...) {
 		w.p("- %s\n", c)
 	}
-	return safefile.Write(filepath.Join(f.out, "report.md"), func(out io.Writer) error { _, err := io.WriteString(out, w.b.String()); return err })
+	_, badSeeds = w.readSeedSets()
+	return badSeeds, safefile.Write(filepath.Join(f.out, "report.md"), func(out io.Writer) error { _, err := io.WriteString(out, w.b.String()); return err })
 }
 
 // The report's figures, beside report.md (in the plot format's
@@ -64,6 +67,7 @@ type reportWriter struct {
 	ext   string // the plots' file extension
 	byKey map[string]*reproRun
 	extra []extraFolder // --report: folders in runs/ that are none of the runs
+	seeds *seedSets     // DIR/seeds, once read
 	b     strings.Builder
 }
 

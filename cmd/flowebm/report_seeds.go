@@ -35,11 +35,26 @@ type seedSet struct {
 	rows       []seedRow
 }
 
-// readSeedSets reads DIR/seeds/*/seeds.json, each joined with the run of
+// seedSets are DIR/seeds/*/seeds.json as read (see readSeedSets).
+type seedSets struct {
+	sets []seedSet
+	bad  []string
+}
+
+// readSeedSets returns DIR/seeds/*/seeds.json, read once per report.
+func (w *reportWriter) readSeedSets() (sets []seedSet, bad []string) {
+	if w.seeds == nil {
+		w.seeds = new(seedSets)
+		w.seeds.sets, w.seeds.bad = w.loadSeedSets()
+	}
+	return w.seeds.sets, w.seeds.bad
+}
+
+// loadSeedSets reads DIR/seeds/*/seeds.json, each joined with the run of
 // its experiment and algorithm in runs/ when that run's seed is not among
 // them; sets that cannot be read are returned as errors for the report
 // to name.
-func (w *reportWriter) readSeedSets() (sets []seedSet, bad []string) {
+func (w *reportWriter) loadSeedSets() (sets []seedSet, bad []string) {
 	paths, _ := filepath.Glob(filepath.Join(w.f.out, reportSeedsFolder, "*", "seeds.json"))
 	slices.Sort(paths)
 	for _, p := range paths {

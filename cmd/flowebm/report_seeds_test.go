@@ -56,3 +56,28 @@ func TestReportOverSeeds(t *testing.T) {
 		t.Errorf("checks %q lack %q", checks, want)
 	}
 }
+
+// readSeedSet never panics on a damaged or hostile seeds.json: it returns
+// a set or an error naming the file.
+func FuzzReadSeedSet(f *testing.F) {
+	f.Add([]byte(`{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1], "runs": ["s1"], "per_seed": [{"iter": 5, "max_rhat": null}]}`))
+	f.Add([]byte(`{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1, 1], "runs": ["a", "b"], "per_seed": [{}, {"iter": "x"}]}`))
+	f.Add([]byte(`{"seeds": [18446744073709551615], "runs": [""], "per_seed": [[]]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "seeds.json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := readSeedSet(path, dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not name %s", err, path)
+			}
+			return
+		}
+		if len(s.rows) == 0 || s.experiment == "" {
+			t.Errorf("accepted a set without seeds or experiment: %+v", s)
+		}
+	})
+}

@@ -239,7 +239,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			return err
 		}
 	}
-	if err := writeReport(f, runs, time.Since(t0)); err != nil {
+	if _, err := writeReport(f, runs, time.Since(t0)); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "report: %s\n", filepath.Join(f.out, "report.md"))

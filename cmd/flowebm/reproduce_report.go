@@ -78,10 +78,10 @@ func runReport(out io.Writer, f reproduceFlags) error {
 			bad = append(bad, r.err)
 		}
 	}
-	if err := writeReport(f, runs, 0); err != nil {
+	badSeeds, err := writeReport(f, runs, 0)
+	if err != nil {
 		return err
 	}
-	_, badSeeds := newReportWriter(f, runs).readSeedSets()
 	bad = append(bad, badSeeds...)
 	have := 0
 	var lacking []string
