@@ -197,8 +197,12 @@ func (cfg *Run) checkDataDirSums() error {
 			return err
 		}
 		name := filepath.Base(f)
-		if want, ok := cfg.DataDirSHA256[name]; cfg.DataDirSHA256 != nil && (!ok || want != sum) {
-			return fmt.Errorf("%s: SHA-256 %s, but data_dir_sha256 records %s for %s, the data the run was made with: other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, sum[:16]+"…", cmp.Or(want, "nothing"), name)
+		want, ok := cfg.DataDirSHA256[name]
+		switch {
+		case cfg.DataDirSHA256 != nil && !ok:
+			return cfg.otherFileError(f)
+		case cfg.DataDirSHA256 != nil && want != sum:
+			return fmt.Errorf("%s: SHA-256 %s, but data_dir_sha256 records %s for %s, the data the run was made with: other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, sum[:16]+"…", want, name)
 		}
 		sums[name] = sum
 	}
@@ -206,6 +210,20 @@ func (cfg *Run) checkDataDirSums() error {
 		cfg.DataDirSHA256 = sums
 	}
 	return nil
+}
+
+// otherFileError says that the data folder now yields the file f, which
+// the run was not made with: typically a .gz beside the recorded raw file
+// (or the other way round), which is read in its place.
+func (cfg *Run) otherFileError(f string) error {
+	name := filepath.Base(f)
+	recorded := slices.Sorted(maps.Keys(cfg.DataDirSHA256))
+	for _, twin := range []string{strings.TrimSuffix(name, ".gz"), name + ".gz"} {
+		if twin != name && cfg.DataDirSHA256[twin] != "" {
+			return fmt.Errorf("%s: the run was made with %s (data_dir_sha256 records it), but this folder now also holds %s, which is read in its place: move %s away so that the recorded file is read, or start a new run", f, twin, name, f)
+		}
+	}
+	return fmt.Errorf("%s: the run was made with other files (data_dir_sha256 records %s): other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, strings.Join(recorded, ", "))
 }
 
 // checkSum records the data file's SHA-256, or checks it against the
@@ -274,8 +292,8 @@ func (c Data) checkMemory() error {
 	}
 	need, limit := arrayMemory(shape), memoryLimit()
 	if need > limit {
-		return fmt.Errorf("%s: the data set of shape %v needs about %s of memory (its float64 values held about %d times while it is read, split and standardised), over the limit of %s (%s, or half the machine's memory or of ulimit -v if less): train on a subset of the rows",
-			c.File, shape, sysmem.Bytes(need), dataCopies, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
+		return fmt.Errorf("%s: the data set of shape %v needs about %s of memory (its float64 values held about %d times while it is read, split and standardised), over the limit of %s (%s): train on a subset of the rows",
+			c.File, shape, sysmem.Bytes(need), dataCopies, sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
 	}
 	return nil
 }
@@ -307,8 +325,8 @@ func (c Data) checkModes() error {
 	}
 	need, limit := arrayMemory(shape), memoryLimit()
 	if shape[0] > MaxModes || need > limit {
-		return fmt.Errorf("%s: data.modes of shape %v (%d centres, about %s of memory): want at most %d centres and %s (%s, or half the machine's memory or of ulimit -v if less)",
-			c.Modes, shape, shape[0], sysmem.Bytes(need), MaxModes, sysmem.Bytes(limit), sysmem.Bytes(sysmem.DefaultLimit))
+		return fmt.Errorf("%s: data.modes of shape %v (%d centres, about %s of memory): want at most %d centres and %s (%s)",
+			c.Modes, shape, shape[0], sysmem.Bytes(need), MaxModes, sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
 	}
 	return nil
 }

@@ -221,8 +221,8 @@ func CIFAR10(dir string) (*Experiment, error) {
 		dir = os.Getenv(CIFAR10Env)
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("experiments: cifar10 needs the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded: give it with flowebm train --data-dir DIR, or set %s=DIR (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, unpacked)",
-			strings.Join(cifarRequired, ", "), CIFAR10Env)
+		return nil, &FolderNotGivenError{Experiment: "cifar10", Env: CIFAR10Env,
+			Want: fmt.Sprintf("the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, unpacked)", strings.Join(cifarRequired, ", "))}
 	}
 	var missing []string
 	for _, f := range cifarRequired {
@@ -391,4 +391,17 @@ func DataFiles(name, dir string) ([]string, error) {
 		return files, nil
 	}
 	return nil, nil
+}
+
+// FolderNotGivenError says that an experiment's data folder was given
+// neither as an argument (flowebm train --data-dir) nor in its environment
+// variable, and there is no default folder to look in.
+type FolderNotGivenError struct {
+	Experiment string // the experiment's name
+	Env        string // the environment variable that names the folder
+	Want       string // what the folder holds, and where it comes from
+}
+
+func (e *FolderNotGivenError) Error() string {
+	return fmt.Sprintf("experiments: %s needs %s: give it with flowebm train --data-dir DIR, or set %s=DIR", e.Experiment, e.Want, e.Env)
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -20,12 +19,14 @@ import (
 
 // Metrics is metrics.json: the final evaluation with the run's context.
 type Metrics struct {
-	Experiment  string               `json:"experiment"`
-	Algorithm   algorithms.Algorithm `json:"algorithm"`
-	Seed        uint64               `json:"seed"`
-	Iterations  int                  `json:"iterations"`
-	Seconds     float64              `json:"seconds"`
-	TrueWeights []float64            `json:"true_weights,omitempty"`
+	Experiment string               `json:"experiment"`
+	Algorithm  algorithms.Algorithm `json:"algorithm"`
+	Seed       uint64               `json:"seed"`
+	Iterations int                  `json:"iterations"`
+	// Seconds is the training time, summed over the invocations of a
+	// resumed run (each up to its last checkpoint; see Run.TrainingTime).
+	Seconds     float64   `json:"seconds"`
+	TrueWeights []float64 `json:"true_weights,omitempty"`
 	// TrueHeldOutLL is the held-out data's mean exact log-density, the
 	// reference for Final.HeldOutLL.
 	TrueHeldOutLL float64 `json:"true_held_out_ll"`
@@ -35,13 +36,14 @@ type Metrics struct {
 	Build config.Build `json:"build"`
 }
 
-// WriteMetrics writes dir/metrics.json for the run's last evaluation.
-func WriteMetrics(path string, r *Run, elapsed time.Duration) error {
+// WriteMetrics writes dir/metrics.json for the run's last evaluation; its
+// time is the run's TrainingTime (summed over resumed invocations).
+func WriteMetrics(path string, r *Run) error {
 	if len(r.Evals) == 0 {
 		return fmt.Errorf("algorithms: no evaluation to report")
 	}
 	return jsonfile.Write(path, Metrics{Experiment: r.Experiment.Name, Algorithm: r.Config.Train.Algorithm, Seed: r.Config.Seed,
-		Iterations: r.Trainer.Iter, Seconds: elapsed.Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1],
+		Iterations: r.Trainer.Iter, Seconds: r.TrainingTime().Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1],
 		Build: config.CurrentBuild()})
 }
 

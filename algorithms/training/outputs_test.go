@@ -21,7 +21,7 @@ func TestMetricsNameTheBuild(t *testing.T) {
 	r := smallRun(t, "flowmc", 2, t.TempDir())
 	stepN(t, r, 2)
 	path := filepath.Join(t.TempDir(), "metrics.json")
-	if err := WriteMetrics(path, r, 0); err != nil {
+	if err := WriteMetrics(path, r); err != nil {
 		t.Fatal(err)
 	}
 	m, err := ReadMetrics(path)
@@ -105,7 +105,7 @@ func TestReadMetricsRefusesImpossibleValues(t *testing.T) {
 	r := smallRun(t, algorithms.FlowMC, 4, dir)
 	stepN(t, r, 4)
 	path := filepath.Join(dir, "metrics.json")
-	if err := WriteMetrics(path, r, time.Second); err != nil {
+	if err := WriteMetrics(path, r); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadMetrics(path); err != nil {
@@ -142,5 +142,44 @@ func TestReadMetricsRefusesImpossibleValues(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
+	}
+}
+
+// metrics.json's seconds sum the training time of every invocation of a
+// resumed run (probe 14: it counted only the last one). The first
+// invocation's clock is set 100 s back, standing for a long first part.
+func TestMetricsSecondsSumResumedInvocations(t *testing.T) {
+	dir := t.TempDir()
+	first := smallRun(t, algorithms.FlowMC, 6, dir)
+	first.clock = time.Now().Add(-100 * time.Second)
+	stepN(t, first, 3)
+	if err := first.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resumed.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "metrics.json")
+	if err := WriteMetrics(path, resumed); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMetrics(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Seconds < 100 || m.Seconds > 100+600 {
+		t.Errorf("seconds %.1f, want the first invocation's 100 s plus the second's", m.Seconds)
+	}
+	// The final checkpoint carries the sum on, for a later resume.
+	again, err := Resume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := again.TrainingTime().Seconds(); s < 100 || s > m.Seconds {
+		t.Errorf("resumed from the final checkpoint: %.1f s, want 100 s to the %.1f s of metrics.json (written after it)", s, m.Seconds)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
 
@@ -125,6 +126,10 @@ type Run struct {
 	// checkpointed: dir/checkpoint holds one of this run's checkpoints
 	// (written by Checkpoint or resumed from).
 	checkpointed bool
+	// priorSeconds is the training time of earlier invocations, up to
+	// the checkpoint resumed from; clock is when this one began training.
+	priorSeconds float64
+	clock        time.Time
 }
 
 // modeWindow pools the zone counts of the negatives and chain starts over
@@ -140,6 +145,10 @@ type modeWindow struct {
 	// negatives, for NegIntervals; NegIntervals are the last evaluation's.
 	NegSeries    [][]float64          `json:"neg_series,omitempty"`
 	NegIntervals []diagnostics.Weight `json:"neg_weight_intervals,omitempty"`
+	// Seconds is the run's training time up to the checkpoint, summed
+	// over the invocations that trained it (absent from checkpoints
+	// written before it was recorded: 0).
+	Seconds float64 `json:"seconds,omitempty"`
 	// Evals is the number of evaluations in the checkpoint's evals.csv
 	// (written by Checkpoint; absent from earlier checkpoints), so that
 	// Resume can tell a truncated evals.csv from a run that has not
@@ -564,6 +573,9 @@ func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 	if r.Trainer.Iter >= total {
 		return r.finishResumed()
 	}
+	if r.clock.IsZero() {
+		r.clock = time.Now()
+	}
 	for r.Trainer.Iter < total {
 		if ctx.Err() != nil {
 			return r.interrupted()
@@ -649,6 +661,18 @@ func (r *Run) interrupted() error {
 		return err
 	}
 	return fmt.Errorf("%w at iteration %d of %d; checkpoint written to %s", algorithms.ErrInterrupted, r.Trainer.Iter, r.Config.Train.Iterations, filepath.Join(r.Dir, checkpointName))
+}
+
+// TrainingTime is the run's training time so far: that of the
+// invocations before this one, up to the checkpoint it resumed from (the
+// time between that checkpoint and an interruption is not counted), plus
+// this one's since it began training.
+func (r *Run) TrainingTime() time.Duration {
+	d := time.Duration(r.priorSeconds * float64(time.Second))
+	if !r.clock.IsZero() {
+		d += time.Since(r.clock)
+	}
+	return d
 }
 
 // Step runs one training iteration and counts its negatives and chain
@@ -750,6 +774,7 @@ func (r *Run) writeCheckpoint(tmp string) error {
 		return err
 	}
 	win := r.window
+	win.Seconds = r.TrainingTime().Seconds()
 	nEvals := len(r.Evals)
 	win.Evals = &nEvals
 	if nEvals > 0 {
@@ -862,6 +887,10 @@ func (r *Run) readWindow(path string) error {
 	if n := r.window.Evals; n != nil && *n < 0 {
 		return fmt.Errorf("%s: field \"evals\" is %d, want ≥ 0", path, *n)
 	}
+	if s := r.window.Seconds; !(s >= 0 && s <= math.MaxFloat64) {
+		return fmt.Errorf("%s: field \"seconds\" is %v, want a duration ≥ 0", path, s)
+	}
+	r.priorSeconds = r.window.Seconds
 	for i, f := range r.window.NegSeries {
 		if len(f) != k || slices.ContainsFunc(f, func(v float64) bool { return !(v >= 0 && v <= 1) }) {
 			return fmt.Errorf("%s: field \"neg_series\" row %d is %v, want %d fractions in [0, 1]", path, i+1, f, k)

@@ -183,7 +183,7 @@ func checkDiagnoseMemory(path, key string) error {
 		path = fmt.Sprintf("%s member %q", path, key)
 	}
 	if need, limit := n*8*diagnoseCopies, sysmem.Limit(8<<30); need > limit {
-		return fmt.Errorf("%s: draws of shape %v need about %.3g GB to diagnose (about %d float64 copies), over the limit of %.3g GB (8 GiB, or half the machine's memory or of ulimit -v if less): thin the chains or split the dimensions", path, shape, need/1e9, diagnoseCopies, limit/1e9)
+		return fmt.Errorf("%s: draws of shape %v need about %.3g GB to diagnose (about %d float64 copies), over the limit of %.3g GB (%s): thin the chains or split the dimensions", path, shape, need/1e9, diagnoseCopies, limit/1e9, sysmem.Why(8<<30))
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/layers"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 )
@@ -53,7 +54,8 @@ N(0, diag σ²), so that exp(−E) is proportional to the learned density;
 summed over a grid times the cell volume it is the model's mass there times
 the EBM's normaliser Z (1 at initialisation). A checkpoint takes points of
 any shape (n, …) whose trailing sizes multiply to its dimension, such as
-image arrays (n, C, H, W), flattened as train --data does.
+image arrays (n, C, H, W), flattened as train --data does; colour images
+stored channels last (n, H, W, C) are refused (transpose them first).
 
 --out and --grad take .npy (float64) or .csv; without --out the energies are
 printed one per line. A positional X is the same as --points X.`,
@@ -224,7 +226,7 @@ func checkEnergyMemory(f energyFlags, m checkpoint.Models) error {
 		need, what = need+g, what+fmt.Sprintf(", the model's graph on batches of %d points (%.3g MB a point)", rows, rowBytes/1e6)
 	}
 	if limit := memoryLimit(maxWorkBytes); need > limit {
-		return fmt.Errorf("--points %s: %d points of shape %v need about %.3g GB (%s), over the limit of %.3g GB (8 GiB, or half the machine's memory or of ulimit -v if less): split the points into smaller files", f.points, shape[0], shape[1:], need/1e9, what, limit/1e9)
+		return fmt.Errorf("--points %s: %d points of shape %v need about %.3g GB (%s), over the limit of %.3g GB (%s): split the points into smaller files", f.points, shape[0], shape[1:], need/1e9, what, limit/1e9, sysmem.Why(maxWorkBytes))
 	}
 	return nil
 }
@@ -353,6 +355,11 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 		d *= s
 	}
 	net, isONNX := m.EBM.Net.(*onnx.Net)
+	if img, ok := m.EBM.Net.(layers.ImageEnergy); ok {
+		if err := notChannelsLast(file, shape, model, img.WithDefaults().Image); err != nil {
+			return err
+		}
+	}
 	switch {
 	case !isONNX && d == dim:
 		return nil
@@ -362,6 +369,17 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 		return nil
 	}
 	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", file, shape, model, net.InputShape(), dim, dim)
+}
+
+// notChannelsLast refuses images stored channels last (n, H, W, C), as
+// NumPy, PIL and TensorFlow keep them, for a model of (C, H, W) images with
+// C > 1: their values would be read in the wrong order, silently (probe
+// 14: a CIFAR array (n, 32, 32, 3) gave wrong energies).
+func notChannelsLast(file string, shape []int, model string, img layers.ImageShape) error {
+	if img.C == 1 || !slices.Equal(shape, []int{img.H, img.W, img.C}) || slices.Equal(shape, []int{img.C, img.H, img.W}) {
+		return nil
+	}
+	return fmt.Errorf("%s: points of shape %v each are images stored channels last (n, H, W, C), but the model %s takes them channels first (n, C, H, W) = (n, %d, %d, %d): transpose them first (NumPy: x.transpose(0, 3, 1, 2))", file, shape, model, img.C, img.H, img.W)
 }
 
 // checkFinitePoints refuses points holding NaN or Inf, naming the first

@@ -142,3 +142,41 @@ func TestEnergyCheckpointImagePoints(t *testing.T) {
 	wantErr(t, small+": points of shape [1 4 4] each (16 values), the model "+model+" takes 64 values a point: an array of shape (n, 64), or (n, C, H, W)",
 		"energy", "--model", model, "--points", small)
 }
+
+// Probe 14: a colour model's points stored channels last (n, H, W, C), as
+// NumPy and PIL keep images, were flattened as if channels first, giving
+// wrong energies silently; they are refused with the transpose to apply.
+// Channels first and flat rows are read; one channel has one layout.
+func TestEnergyRefusesChannelsLast(t *testing.T) {
+	dir := t.TempDir()
+	img := layers.ImageShape{C: 3, H: 4, W: 4}
+	rng := rand.New(rand.NewPCG(5, 6))
+	base := layers.NewIsotropic(img.Dim(), 1)
+	ebm, err := graph.NewEBM(layers.ImageEnergy{Image: img, Channels: []int{4}}, &base, tensor.Float64, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "ckpt")
+	if err := checkpoint.Save(model, checkpoint.Models{EBM: ebm}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, shape ...int) string {
+		p := filepath.Join(dir, name)
+		if err := npy.WriteFile(p, &npy.Array{Shape: shape, Data: make([]float64, 2*img.Dim())}, npy.Float64); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		points string
+		ok     bool
+	}{{write("chw.npy", 2, 3, 4, 4), true}, {write("flat.npy", 2, 48), true}, {write("hwc.npy", 2, 4, 4, 3), false}} {
+		_, stderr, status := runCLI("energy", "--model", model, "--points", c.points, "--out", c.points+".e.npy")
+		switch {
+		case c.ok && status != 0:
+			t.Errorf("%s: status %d, %s", c.points, status, stderr)
+		case !c.ok && (status == 0 || !strings.Contains(stderr, "stored channels last (n, H, W, C), but the model "+model+" takes them channels first (n, C, H, W) = (n, 3, 4, 4): transpose them first (NumPy: x.transpose(0, 3, 1, 2))")):
+			t.Errorf("%s: status %d, %q; want a refusal naming the layout", c.points, status, stderr)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/layers"
 
 	"github.com/spf13/cobra"
@@ -53,7 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if len(empty) > 0 {
 				return fmt.Errorf("%s given an empty value: give a value, or leave the flag out for its default", strings.Join(empty, ", "))
 			}
-			return noOctal(cmd, args)
+			if err := noOctal(cmd, args); err != nil {
+				return err
+			}
+			return addressSpaceRoom()
 		},
 	}
 	root.SetVersionTemplate("flowebm {{.Version}}\n")
@@ -66,6 +70,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// minAddressSpace is the least address space that ulimit -v must leave
+// free at start for a command to work in (the runtime maps more as it starts threads, about 150 MiB on 2 cores).
+const minAddressSpace = 256 << 20
+
+// addressSpaceRoom refuses to start under a ulimit -v that leaves the
+// process no room beyond what the Go runtime, OpenBLAS and the C libraries
+// map at start: every allocation would then fail, and fail as an abort
+// ("fatal error: out of memory") or as a misleading error (a checkpoint's
+// weights "more than the 0 supported").
+func addressSpaceRoom() error {
+	free, ok := sysmem.AddressSpaceFree()
+	if !ok || free >= minAddressSpace {
+		return nil
+	}
+	return fmt.Errorf("ulimit -v leaves no room to work in (%s): raise it by at least %s, or remove it", sysmem.Why(sysmem.DefaultLimit), sysmem.Bytes(minAddressSpace-free))
 }
 
 // noOctal refuses an integer flag written with a leading 0 ("010"), which

@@ -282,6 +282,10 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 	var runs []*reproRun
 	for _, e := range exps {
 		exp, err := experiments.ByName(e) // once: mnist's loads the images
+		var notGiven *experiments.FolderNotGivenError
+		if errors.As(err, &notGiven) {
+			return nil, fmt.Errorf("--experiments %s: %s needs %s: set %s=DIR (reproduce has no --data-dir; every run is given DIR as --data-dir)", e, notGiven.Experiment, notGiven.Want, notGiven.Env)
+		}
 		if env, image := dataDirEnv(e); err != nil && image {
 			return nil, fmt.Errorf("--experiments %s: %w (reproduce has no --data-dir: set %s to the folder, and every run is given it as --data-dir)", e, err, env)
 		}

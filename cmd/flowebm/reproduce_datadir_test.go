@@ -17,8 +17,11 @@ func TestReproducePlanImageDataDir(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(experiments.CIFAR10Env, "")
 	_, stderr, status := runCLI("reproduce", "--plan", filepath.Join(dir, "p0.txt"), "--out", filepath.Join(dir, "out"), "--experiments", "cifar10", "--algorithms", "ula", "--iterations", "2")
-	if status == 0 || !strings.Contains(stderr, "(reproduce has no --data-dir: set FLOWEBM_CIFAR10 to the folder, and every run is given it as --data-dir)") {
+	if status == 0 || !strings.Contains(stderr, "set FLOWEBM_CIFAR10=DIR (reproduce has no --data-dir; every run is given DIR as --data-dir)") {
 		t.Errorf("status %d, %q; want the variable named", status, stderr)
+	}
+	if strings.Contains(stderr, "train --data-dir") { // probe 14: a flag reproduce does not have
+		t.Errorf("%q: want no hint to a --data-dir flag under reproduce", stderr)
 	}
 	data := filepath.Join(dir, "cifar")
 	if err := os.Mkdir(data, 0o755); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
@@ -778,7 +779,7 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 	}
 	work, what := f.workMemory(m)
 	if limit := memoryLimit(maxWorkBytes); need+work > limit {
-		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: 8 GiB, or half the machine's memory or of ulimit -v if less): use fewer chains or particles", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9)
+		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): use fewer chains or particles", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes))
 	}
 	return nil
 }

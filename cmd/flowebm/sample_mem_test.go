@@ -116,7 +116,7 @@ func TestSampleLimitHonoursUlimit(t *testing.T) {
 func sampleUnderUlimit(t *testing.T) {
 	model := writeConvCheckpoint(t, t.TempDir())
 	machine := sysmem.Limit(maxWorkBytes)
-	as := mappedBytes(t) + 2<<30
+	as := mappedBytes(t) + 3<<30
 	if as/2 >= 0.8*machine {
 		t.Skipf("this process maps %.3g GB: no room under the machine's limit of %.3g GB", as/1e9, machine/1e9)
 	}
@@ -130,9 +130,13 @@ func sampleUnderUlimit(t *testing.T) {
 	}
 	work, _ := f.workMemory(m)
 	perChain := work/float64(f.chains) + float64(f.steps*m.EBM.Dim()*8)
-	f.chains = int((as/2 + machine) / 2 / perChain) // between the two limits
+	free, _ := sysmem.AddressSpaceFree()
+	if free > as-mappedBytes(t) || free <= 0 {
+		t.Fatalf("under ulimit -v %.3g GB, %.3g GB free, want less than %.3g GB not mapped", as/1e9, free/1e9, (as-mappedBytes(t))/1e9)
+	}
+	f.chains = int((free/2 + machine) / 2 / perChain) // between the two limits
 	_, err = f.models()
-	want := fmt.Sprintf("the limit is %.3g GB", as/2/1e9)
+	want := "that ulimit -v " + sysmem.Bytes(as) + " leaves free"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("sample --chains %d under ulimit -v %.3g GB: %v; want a refusal with %q", f.chains, as/1e9, err, want)
 	}
@@ -152,4 +156,36 @@ func mappedBytes(t *testing.T) float64 {
 	}
 	t.Skip("no VmSize")
 	return 0
+}
+
+// ulimitRoomChildEnv marks the process TestRefusesUlimitWithoutRoom starts.
+const ulimitRoomChildEnv = "FLOWEBM_TEST_ULIMIT_ROOM_CHILD"
+
+// Probe 14: under a ulimit -v that leaves nothing beyond what the runtime
+// and OpenBLAS map at start, energy aborted ("fatal error: out of memory")
+// or spun for minutes; every command now refuses at start, saying by how
+// much to raise it (checked in a child process, whose limit alone is
+// lowered to what it maps and 100 MiB).
+func TestRefusesUlimitWithoutRoom(t *testing.T) {
+	if os.Getenv(ulimitRoomChildEnv) == "1" {
+		as := mappedBytes(t) + 100<<20
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(as), Max: ^uint64(0)}); err != nil {
+			t.Skipf("setrlimit: %v", err)
+		}
+		dir := t.TempDir()
+		_, stderr, status := runCLI("energy", "--model", filepath.Join(dir, "m"), "--points", filepath.Join(dir, "p.npy"), "--out", filepath.Join(dir, "e.npy"))
+		if status == 0 || !strings.Contains(stderr, "ulimit -v leaves no room to work in") || !strings.Contains(stderr, "raise it by at least") {
+			t.Fatalf("status %d, %q; want a refusal that says how much to raise ulimit -v", status, stderr)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRefusesUlimitWithoutRoom$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), ulimitRoomChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err != nil:
+		t.Fatalf("child: %v\n%s", err, out)
+	case strings.Contains(string(out), "--- SKIP"):
+		t.Skipf("child: %s", out)
+	}
 }

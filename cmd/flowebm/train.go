@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/schollz/progressbar/v3"
@@ -41,6 +43,7 @@ type trainFlags struct {
 	forceSeed                       bool             // set by --seeds for each run
 	flow                            config.FlowFiles // --flow, --flow-density, --flow-base-sigma
 	dataDir                         string           // --data-dir
+	printConfig                     bool             // --print-config
 }
 
 func trainCmd() *cobra.Command {
@@ -133,15 +136,43 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.StringVar(&f.flow.Sample, "flow", "", "start the flow from this ONNX sampling graph (with --flow-density) instead of the identity RealNVP (or spline flow)")
 	fl.StringVar(&f.flow.Density, "flow-density", "", "the ONNX density graph of the flow of --flow")
 	fl.Float64Var(&f.flow.BaseSigma, "flow-base-sigma", 0, "σ of the --flow's base N(0, σ² I) (0: the files' metadata, else 1)")
+	fl.BoolVar(&f.printConfig, "print-config", false, "print the configuration the other flags give (defaults included) as JSON for --config, and train nothing")
 	fl.StringVar(&f.dataDir, "data-dir", "", "folder of an image experiment's files: MNIST's IDX files (mnist, mnist28), Fashion-MNIST's (fashion-mnist), CIFAR-10's cifar-10-batches-bin (cifar10); recorded in config.json as data_dir")
 	return cmd
 }
 
 func runTrain(cmd *cobra.Command, f trainFlags) error {
+	if f.printConfig {
+		return printConfig(cmd, f)
+	}
 	if f.seeds != "" {
 		return trainSeeds(cmd, f)
 	}
 	return trainOneRun(cmd, f)
+}
+
+// printConfig writes the configuration that the flags (and --config) give
+// a new run to stdout, as config.json holds it: a file to edit and give
+// back with --config.
+func printConfig(cmd *cobra.Command, f trainFlags) error {
+	for _, name := range []string{"resume", "seeds", "out", "force"} {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--print-config trains nothing: give it without --%s", name)
+		}
+	}
+	if err := checkDataFlags(cmd, f); err != nil {
+		return err
+	}
+	if err := f.validate(cmd); err != nil {
+		return err
+	}
+	plan, err := training.NewPlan(f.request(cmd))
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(jsonfile.Safe(plan.Config))
 }
 
 // trainSeeds trains one run per seed of --seeds into --out/sSEED (keeping
@@ -730,7 +761,7 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 		return fmt.Errorf("%s: the run ended with no evaluation to report (its checkpoint's evals.csv holds none): train it again with --force", run.Dir)
 	}
 	final := run.Evals[len(run.Evals)-1]
-	if err := writeOutputs(run, elapsed, format); err != nil {
+	if err := writeOutputs(run, format); err != nil {
 		return fmt.Errorf("training finished, but writing its outputs failed: %w; once the cause is fixed, flowebm train --resume %s writes them again", err, run.Dir)
 	}
 	printSummary(out, run, final, total-start, elapsed)
@@ -740,9 +771,9 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 // writeOutputs writes a finished run's metrics.json, the image
 // experiments' final chains and energies (image-samples.npz), the plots
 // and, last, samples.npy.
-func writeOutputs(run *training.Run, elapsed time.Duration, format plots.Format) error {
+func writeOutputs(run *training.Run, format plots.Format) error {
 	hook("train-outputs")
-	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run, elapsed); err != nil {
+	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run); err != nil {
 		return err
 	}
 	if err := training.WriteImageSamples(run); err != nil {

@@ -69,7 +69,8 @@ func Decode(b []byte, v any, opt Options) error {
 	case t[0] != '{':
 		return fmt.Errorf("starts with %q, want a JSON object {…}", clip(t))
 	}
-	if err := noDuplicateKeys(b); err != nil {
+	negZeros, err := noDuplicateKeys(b)
+	if err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -82,7 +83,7 @@ func Decode(b []byte, v any, opt Options) error {
 	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
 		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
 	}
-	return nil
+	return noNegativeZeroInt(negZeros, v)
 }
 
 // at adds to a syntax or type error of encoding/json the line and column
@@ -145,14 +146,15 @@ func keyPaths(m map[string]any, name, prefix string) []string {
 
 // noDuplicateKeys refuses an object that gives a key twice, at any depth,
 // also in another case (encoding/json would keep the last silently, and
-// matches field names without regard to case).
-func noDuplicateKeys(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := walk(dec, "", 0); err != nil && !errors.Is(err, errMalformed) {
-		return err
+// matches field names without regard to case). It returns where the
+// object holds the number -0.
+func noDuplicateKeys(b []byte) ([]numberAt, error) {
+	w := walker{dec: json.NewDecoder(bytes.NewReader(b))}
+	w.dec.UseNumber()
+	if err := w.walk("", nil, 0); err != nil && !errors.Is(err, errMalformed) {
+		return nil, err
 	}
-	return nil // malformed input: json.Decoder.Decode says where
+	return w.negZeros, nil // malformed input: json.Decoder.Decode says where
 }
 
 // errMalformed stops the walk at a syntax error.
@@ -162,20 +164,33 @@ var errMalformed = errors.New("malformed JSON")
 // limit), so that a hostile file cannot exhaust the stack.
 const maxDepth = 10000
 
-// walk reads one value from dec (path names it in messages).
-func walk(dec *json.Decoder, path string, depth int) error {
+// numberAt is where a number stands: path names it in messages, keys are
+// the object keys that lead to it ("" for an array element).
+type numberAt struct {
+	path string
+	keys []string
+}
+
+// walker reads a JSON value token by token.
+type walker struct {
+	dec      *json.Decoder
+	negZeros []numberAt // every -0
+}
+
+// walk reads one value (path and keys say where it stands).
+func (w *walker) walk(path string, keys []string, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("nested more than %d deep, want at most %d", maxDepth, maxDepth)
 	}
-	tok, err := dec.Token()
+	tok, err := w.dec.Token()
 	if err != nil {
 		return errMalformed
 	}
 	switch tok {
 	case json.Delim('{'):
 		seen := map[string]string{}
-		for dec.More() {
-			k, err := dec.Token()
+		for w.dec.More() {
+			k, err := w.dec.Token()
 			if err != nil {
 				return errMalformed
 			}
@@ -186,24 +201,91 @@ func walk(dec *json.Decoder, path string, depth int) error {
 				return fmt.Errorf("field %q given twice (as %q and %q), want each field once", join(path, key), first, key)
 			}
 			seen[folded] = key
-			if err := walk(dec, join(path, key), depth+1); err != nil {
+			if err := w.walk(join(path, key), append(slices.Clip(keys), key), depth+1); err != nil {
 				return err
 			}
 		}
-		if _, err := dec.Token(); err != nil {
+		if _, err := w.dec.Token(); err != nil {
 			return errMalformed
 		}
 	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if err := walk(dec, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+		for i := 0; w.dec.More(); i++ {
+			if err := w.walk(fmt.Sprintf("%s[%d]", path, i), append(slices.Clip(keys), ""), depth+1); err != nil {
 				return err
 			}
 		}
-		if _, err := dec.Token(); err != nil {
+		if _, err := w.dec.Token(); err != nil {
 			return errMalformed
+		}
+	case json.Number("-0"):
+		w.negZeros = append(w.negZeros, numberAt{path, keys})
+	}
+	return nil
+}
+
+// noNegativeZeroInt refuses -0 where v has an integer field: encoding/json
+// reads it as 0, which means "the default" for most of flowebm's fields,
+// while the minus sign says that the writer meant something else. (A
+// float's -0 is a value, which Go's encoder writes itself.)
+func noNegativeZeroInt(at []numberAt, v any) error {
+	for _, n := range at {
+		if t := typeAt(reflect.TypeOf(v), n.keys); t != nil && isInt(t.Kind()) {
+			return fmt.Errorf("field %s is -0, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", n.path)
 		}
 	}
 	return nil
+}
+
+// typeAt is the type that encoding/json decodes the value at keys into,
+// inside a value of type t (nil where it cannot tell).
+func typeAt(t reflect.Type, keys []string) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || len(keys) == 0 {
+		return t
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return typeAt(t.Elem(), keys[1:])
+	case reflect.Struct:
+		if f, ok := jsonField(t, keys[0]); ok {
+			return typeAt(f.Type, keys[1:])
+		}
+	}
+	return nil
+}
+
+// jsonField is the field of the struct type t that encoding/json fills
+// from the key name (by tag or name, without regard to case; embedded
+// structs are searched too).
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if g, ok := jsonField(ft, name); ok {
+					return g, true
+				}
+				continue
+			}
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if strings.EqualFold(tag, name) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 func join(path, key string) string {

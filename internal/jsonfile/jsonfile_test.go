@@ -41,6 +41,10 @@ func TestDecode(t *testing.T) {
 		{`{"count": 2.56e2}`, "field count: number 2.56e2 is outside the field's range, want an integer ≥ 0, at most 255"},
 		{`{"count": -1.0}`, "field count: number -1.0 is outside the field's range"},
 		{`{"step": 1e300}`, ""},
+		{`{"train": {"steps": -0}}`, "field train.steps is -0, a negative zero: want an integer without a sign"},
+		{`{"seed": -0}`, "field seed is -0"},
+		{`{"step": -0}`, ""}, // a float's -0 is a value
+		{`{"step": -0.0, "seed": 0}`, ""},
 		{`{"seed": 1`, "the file ends at line 1 inside an object or array: a } or ] is missing (unexpected EOF)"},
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
 		{`{"seed": 1, "ſeed": 7}`, `given twice (as "seed" and "ſeed")`},

@@ -40,8 +40,8 @@ func Check(terms []Term, limit float64) error {
 			break
 		}
 	}
-	return fmt.Errorf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s, or half the machine's memory or of ulimit -v if less): %s; lower these fields",
-		Bytes(total), Bytes(limit), Bytes(DefaultLimit), strings.Join(names, "; "))
+	return fmt.Errorf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s): %s; lower these fields",
+		Bytes(total), Bytes(limit), Why(DefaultLimit), strings.Join(names, "; "))
 }
 
 // Bytes writes a size in bytes with a binary unit (3 significant digits).

@@ -5,7 +5,9 @@ package sysmem
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -32,15 +34,79 @@ func Total() (float64, bool) {
 	return 0, false
 }
 
-// Limit returns def, or half the machine's memory, or half the process's
-// address-space limit (ulimit -v), if that is less: the most a single job
-// should plan to use.
+// Limit returns def, or half the machine's memory, or half the address
+// space that ulimit -v leaves (AddressSpaceFree), if that is less: the
+// most a single job should plan to use.
 func Limit(def float64) float64 {
 	if total, ok := Total(); ok && total/2 < def {
 		def = total / 2
 	}
-	if as, ok := addressSpaceLimit(); ok && as/2 < def {
-		def = as / 2
+	if free, ok := AddressSpaceFree(); ok && free/2 < def {
+		def = max(free/2, 0)
 	}
 	return def
+}
+
+// AddressSpaceFree returns the address space (bytes) that the process's
+// limit (ulimit -v) leaves for its work, and false when there is no limit:
+// the limit less what the process has mapped already (VmSize: code,
+// libraries, the Go runtime's reservations) and less threadReserve for
+// each core (the threads still to come, each with a stack and a C
+// allocator arena). Under ulimit -v, a failed mapping stops a Go process
+// with a fatal "out of memory" (or leaves OpenBLAS retrying for ever),
+// however little memory it uses: measured on a 2-core machine, energy on
+// a conv model maps 1.45 GB before its first evaluation and 2.0 GB at the
+// end of one with 10 points.
+func AddressSpaceFree() (float64, bool) {
+	as, ok := addressSpaceLimit()
+	if !ok {
+		return 0, false
+	}
+	used, _ := mapped()
+	return as - used - threadReserve*float64(runtime.NumCPU()), true
+}
+
+// threadReserve is the address space set aside per core for threads not
+// yet started: glibc gives each thread that allocates an arena of 64 MiB
+// (up to 8 per core), and OpenBLAS and the Go runtime start threads per
+// core.
+const threadReserve = 4 * 64 << 20
+
+// mapped returns the process's mapped address space (VmSize of
+// /proc/self/status) in bytes, and false where it cannot be read.
+func mapped() (float64, bool) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "VmSize:" {
+			kb, err := strconv.ParseFloat(fields[1], 64)
+			if err != nil || kb < 0 {
+				return 0, false
+			}
+			return kb * 1024, true
+		}
+	}
+	return 0, false
+}
+
+// Why says how Limit(def) came about, for messages: "8 GiB, or half the
+// machine's memory (12 GiB) if less", plus, under ulimit -v, what the limit
+// leaves free once the process's own mappings are counted.
+func Why(def float64) string {
+	s := Bytes(def)
+	if total, ok := Total(); ok {
+		s += fmt.Sprintf(", or half the machine's memory (%s)", Bytes(total))
+	}
+	if as, ok := addressSpaceLimit(); ok {
+		used, _ := mapped()
+		free, _ := AddressSpaceFree()
+		s += fmt.Sprintf(", or half of the %s that ulimit -v %s leaves free (the process maps %s already, and keeps %s for threads)",
+			Bytes(max(free, 0)), Bytes(as), Bytes(used), Bytes(threadReserve*float64(runtime.NumCPU())))
+	}
+	return s + ", whichever is least"
 }

@@ -106,7 +106,7 @@ func readIDXHeader(images io.Reader, imagesName string) (r io.Reader, n, rows, c
 	// make: a small gzip of zeros can declare gigabytes.
 	if need, limit := float64(n)*float64(rows*cols)*8*3, sysmem.Limit(8<<30); need > limit {
 		return nil, 0, 0, 0, &FormatError{File: imagesName, Field: "dimensions", Got: fmt.Sprintf("%d × %d × %d (%.3g GB as float64, with copies)", n, rows, cols, need/1e9),
-			Want: fmt.Sprintf("at most %.3g GB (8 GiB, or half the machine's memory or of ulimit -v if less)", limit/1e9)}
+			Want: fmt.Sprintf("at most %.3g GB (%s)", limit/1e9, sysmem.Why(8<<30))}
 	}
 	return r, n, rows, cols, nil
 }

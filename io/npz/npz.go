@@ -276,7 +276,7 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 		return nil, fmt.Errorf("header announces shape %v of %s, more data than the member's declared %d bytes", h.Shape, h.Dtype, declared)
 	}
 	if elems, limit := need/max(1, elemSize(h.Dtype)), sysmem.Limit(maxDecoded); float64(elems*8) > limit {
-		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %.0f supported (8 GiB, or half the machine's memory or of ulimit -v if less)", h.Shape, elems*8, limit)
+		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %.0f supported (%s)", h.Shape, elems*8, limit, sysmem.Why(maxDecoded))
 	}
 	rc, err := f.Open()
 	if err != nil {

@@ -52,8 +52,8 @@ func (in *instance) reserveConst(n int) error {
 	}
 	in.mem.constBytes += b
 	if in.mem.constBytes > in.mem.constLimit {
-		return fmt.Errorf("the constants folded at load time would take about %s with this node's %s, more than the %s allowed (4 GiB, or half the machine's memory or of ulimit -v if less)",
-			byteSize(in.mem.constBytes), byteSize(b), byteSize(in.mem.constLimit))
+		return fmt.Errorf("the constants folded at load time would take about %s with this node's %s, more than the %s allowed (%s)",
+			byteSize(in.mem.constBytes), byteSize(b), byteSize(in.mem.constLimit), sysmem.Why(1<<30))
 	}
 	return nil
 }

@@ -1,0 +1,47 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A run made with the raw IDX files, resumed on a folder that now also
+// holds a .gz of one of them (read in its place), is refused with a
+// message that says which file is read instead and what to move (probe
+// 14: it said "records nothing for train-images-idx3-ubyte.gz").
+func TestDataDirSumsTwinFile(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}
+	for i, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte{byte(i)}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Run{Experiment: "mnist28", DataDir: dir}
+	if err := cfg.checkDataDirSums(); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.DataDirSHA256) != 4 {
+		t.Fatalf("recorded %v, want the 4 files", cfg.DataDirSHA256)
+	}
+	if err := cfg.checkDataDirSums(); err != nil {
+		t.Fatalf("same files: %v", err)
+	}
+	gz := filepath.Join(dir, names[0]+".gz")
+	if err := os.WriteFile(gz, []byte{9}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := cfg.checkDataDirSums()
+	want := gz + ": the run was made with train-images-idx3-ubyte (data_dir_sha256 records it), but this folder now also holds train-images-idx3-ubyte.gz, which is read in its place: move " + gz + " away"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	// A file of another name altogether lists what the run was made with.
+	cfg.DataDirSHA256 = map[string]string{"a": "1", "b": "2"}
+	err = cfg.checkDataDirSums()
+	if err == nil || !strings.Contains(err.Error(), "the run was made with other files (data_dir_sha256 records a, b)") {
+		t.Errorf("error %v, want the recorded names", err)
+	}
+}
