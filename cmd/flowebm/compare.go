@@ -29,8 +29,10 @@ checkpoint's evaluations for a run still training or interrupted) and draws
 into DIR one figure per quantity that some run has, with a curve per run
 named after its folder: the EBM's mode-weight MSE, max R-hat, the median
 squared log-density error, the held-out log-likelihood and the global
-acceptance. Nothing is trained; runs of any experiment, algorithm or seed
-can be overlaid. Existing figures in DIR are replaced only with --force,
+acceptance. DIR/summary.md tabulates each run's last evaluation beside its
+experiment, algorithm and flow, and the time per iteration of finished runs.
+Nothing is trained; runs of any experiment, algorithm or seed can be
+overlaid. Existing figures in DIR are replaced only with --force,
 which also removes the figures of an earlier comparison that this one does
 not draw.`,
 		Args: cobra.MinimumNArgs(1),
@@ -76,14 +78,14 @@ func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format
 			}
 		}
 	}
-	var runs []plots.Named
+	var runs []runSummary
 	names := curveNames(dirs)
 	for i, dir := range dirs {
 		evals, err := runEvals(dir)
 		if err != nil {
 			return err
 		}
-		runs = append(runs, plots.Named{Name: names[i], Evals: evals})
+		runs = append(runs, readSummary(plots.Named{Name: names[i], Evals: evals}, dir))
 	}
 	if err := checkCompareOut(out, dirs); err != nil {
 		return err
@@ -110,20 +112,31 @@ func checkFiguresNew(out string, format plots.Format, force bool) error {
 	if existing, _ := filepath.Glob(filepath.Join(out, "*"+format.Ext())); len(existing) > 0 {
 		return fmt.Errorf("--out %s already holds figures (%s): give another folder, or replace them with --force", out, filepath.Base(existing[0]))
 	}
+	if _, err := os.Lstat(filepath.Join(out, summaryName)); err == nil {
+		return fmt.Errorf("--out %s already holds a comparison's %s: give another folder, or replace it with --force", out, summaryName)
+	}
 	return nil
 }
 
 // drawFigures writes the runs' figures into out (creating it, locked
 // against another compare) and returns their files: all of them, or on an
 // error none (drawStaged).
-func drawFigures(runs []plots.Named, out string, format plots.Format, force bool) ([]string, error) {
+func drawFigures(runs []runSummary, out string, format plots.Format, force bool) ([]string, error) {
+	named := make([]plots.Named, len(runs))
+	for i, r := range runs {
+		named[i] = r.Named
+	}
 	return drawStaged(out, "compare", func() error { return checkFiguresNew(out, format, force) },
 		func(tmp string) ([]string, error) {
-			drawn, err := plots.Compare(runs, tmp, format)
+			drawn, err := plots.Compare(named, tmp, format)
 			if err == nil && len(drawn) == 0 {
-				err = nothingToPlot(runs)
+				err = nothingToPlot(named)
 			}
-			return drawn, err
+			if err != nil {
+				return drawn, err
+			}
+			table, err := writeSummary(tmp, runs)
+			return append(drawn, table), err
 		},
 		func(drawn []string) error {
 			if force {

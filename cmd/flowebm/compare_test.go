@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	trainingpkg "github.com/flowebm/flowebm/algorithms/training"
 )
 
 // compare overlays runs' metrics without training: a figure per quantity
@@ -40,4 +43,46 @@ func TestCompareRuns(t *testing.T) {
 	if code := run([]string{"compare", bad, "--out", filepath.Join(t.TempDir(), "c")}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "want flowebm's metrics.csv columns") {
 		t.Errorf("bad metrics.csv: exit %d, %q", code, stderr.String())
 	}
+}
+
+// compare's summary.md has a row per run with its configuration and last
+// evaluation, the metrics.json values of a finished run and — for a run
+// still training; a second comparison into the folder needs --force.
+func TestCompareSummary(t *testing.T) {
+	finished := trainedRun(t)
+	training := filepath.Join(t.TempDir(), "training")
+	if err := os.CopyFS(training, os.DirFS(finished)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(training, "metrics.json")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := trainingpkg.ReadMetrics(filepath.Join(finished, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "cmp")
+	if _, stderr, status := runCLI("compare", finished, training, "--out", out); status != 0 {
+		t.Fatalf("compare: %s", stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(string(b), "\n")
+	wantRun := fmt.Sprintf("| run | two-modes | flowmc | realnvp | 2 | %.3f (%.3f) | %.3f / %.3f |", m.Final.HeldOutLL, m.TrueHeldOutLL, m.Final.MaxRHat, m.Final.MaxRHatClassic)
+	wantMS := fmt.Sprintf("| %.0f |", 1000*m.Seconds/2)
+	if len(rows) < 4 || !strings.HasPrefix(rows[2], wantRun) || !strings.HasSuffix(rows[2], wantMS) {
+		t.Errorf("finished run's row %q, want it to start %q and end %q", rows[2], wantRun, wantMS)
+	}
+	if wantRow := fmt.Sprintf("| training | two-modes | flowmc | realnvp | 2 | %.3f |", m.Final.HeldOutLL); len(rows) < 4 || !strings.HasPrefix(rows[3], wantRow) || !strings.HasSuffix(rows[3], "| — |") {
+		t.Errorf("unfinished run's row %q, want %q… and no time", rows[3], wantRow)
+	}
+	if err := os.Remove(filepath.Join(out, "held-out-ll.png")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ebm-weight-mse.png", "max-rhat.png", "log-density-error.png", "global-accept.png"} {
+		os.Remove(filepath.Join(out, f))
+	}
+	wantErr(t, "already holds a comparison's summary.md", "compare", finished, "--out", out)
 }

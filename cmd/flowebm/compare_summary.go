@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
+)
+
+// summaryName is the table that compare writes beside its figures.
+const summaryName = "summary.md"
+
+// runSummary is what compare's table shows of one run: its configuration
+// (where config.json reads), its evaluations, and its metrics.json where
+// it has finished.
+type runSummary struct {
+	plots.Named
+	dir     string
+	cfg     string // experiment, algorithm and flow, or "" where unreadable
+	metrics *training.Metrics
+}
+
+// readSummary reads what the table shows of the run in dir.
+func readSummary(r plots.Named, dir string) runSummary {
+	s := runSummary{Named: r, dir: dir}
+	if cfg, err := training.ReadRunConfig(dir); err == nil {
+		m := cfg.Model.WithDefaults()
+		flow := string(m.Flow)
+		if m.FlowONNX != nil {
+			flow = "ONNX"
+		}
+		s.cfg = fmt.Sprintf("%s | %s | %s", cmp.Or(cfg.Experiment, "data"), cfg.Train.Algorithm, flow)
+	}
+	if m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json")); err == nil {
+		s.metrics = &m
+	}
+	return s
+}
+
+// writeSummary writes the table of the runs' final evaluations into
+// dir/summary.md: held-out log-likelihood (against the exact one), max
+// R-hat, global acceptance at the end and over the second half, mode
+// weight MSE, and the time per iteration of finished runs.
+func writeSummary(dir string, runs []runSummary) (string, error) {
+	path := filepath.Join(dir, summaryName)
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "| run | experiment | algorithm | flow | iterations | held-out LL (exact) | max R-hat, rank / classic | global acc., last (2nd-half mean) | EBM weight MSE | ms/iteration |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range runs {
+		fmt.Fprintln(w, r.row())
+	}
+	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains); time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
+	err = errors.Join(w.Flush(), f.Close())
+	return path, err
+}
+
+// row is the run's line of the table.
+func (r runSummary) row() string {
+	cfg := cmp.Or(r.cfg, "— | — | —")
+	if len(r.Evals) == 0 {
+		return fmt.Sprintf("| %s | %s | — | — | — | — | — | — |", r.Name, cfg)
+	}
+	last := r.Evals[len(r.Evals)-1]
+	ll := num(last.HeldOutLL, "%.3f")
+	ms := "—"
+	if m := r.metrics; m != nil {
+		if !math.IsNaN(m.TrueHeldOutLL) {
+			ll += " (" + num(m.TrueHeldOutLL, "%.3f") + ")"
+		}
+		if m.Iterations > 0 {
+			ms = fmt.Sprintf("%.0f", 1000*m.Seconds/float64(m.Iterations))
+		}
+	}
+	rhat := num(last.MaxRHat, "%.3f") + " / " + num(last.MaxRHatClassic, "%.3f")
+	acc := num(last.Stats.GlobalAccept, "%.2f") + " (" + num(secondHalfMean(r.Evals), "%.2f") + ")"
+	mse := num(last.EBMWeightMSE, "%.2e")
+	return fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %s |", strings.ReplaceAll(r.Name, "|", `\|`), cfg, last.Iter, ll, rhat, acc, mse, ms)
+}
+
+// secondHalfMean is the mean global acceptance over the evaluations of
+// the second half of the run so far (NaN where none has one).
+func secondHalfMean(evals []training.Eval) float64 {
+	half := evals[len(evals)-1].Iter / 2
+	sum, n := 0.0, 0
+	for _, e := range evals {
+		if v := e.Stats.GlobalAccept; e.Iter > half && !math.IsNaN(v) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}
+
+// num formats v, or — when it is NaN or infinite.
+func num(v float64, format string) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf(format, v)
+}
