@@ -600,7 +600,7 @@ func Read(path string) (Run, error) {
 	if err := jsonfile.Read(path, &cfg, jsonfile.Options{}); err != nil {
 		return cfg, err
 	}
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, jsonfile.DefaultMaxBytes)
 	if err != nil {
 		return cfg, err
 	}
@@ -611,6 +611,9 @@ func Read(path string) (Run, error) {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := cfg.checkZeros(zeroPaths(raw, "")); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cfg.stepsTogether(raw); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
 	cfg.ResolvePaths(filepath.Dir(path))
@@ -769,6 +772,27 @@ func (cfg Run) withUseDefaults() (map[string]any, bool) {
 
 // lookupFold is m[k], matched without regard to case as encoding/json
 // matches field names.
+// stepsTogether refuses a flowMC-EBM train.sampler that gives one of
+// global_steps and local_steps without the other, or one as 0: the one
+// left out would be 0 (the defaults, 1 and 4, are taken only when both
+// are), so that "global_steps": 2 alone meant no MALA step at all (probe
+// 15), and a 0 is not kept in config.json (a resumed run would read it as
+// left out).
+func (cfg Run) stepsTogether(raw map[string]any) error {
+	if cfg.Train.Algorithm != "" && cfg.Train.Algorithm != algorithms.FlowMC {
+		return nil // unused: a note says so
+	}
+	train, _ := lookupFold(raw, "train").(map[string]any)
+	sampler, _ := lookupFold(train, "sampler").(map[string]any)
+	if lookupFold(sampler, "global_steps") == nil && lookupFold(sampler, "local_steps") == nil {
+		return nil
+	}
+	if g, l := cfg.Train.Sampler.GlobalSteps, cfg.Train.Sampler.LocalSteps; g == 0 || l == 0 {
+		return fmt.Errorf("algorithms: train.sampler.global_steps %d and local_steps %d (0 where left out): a flowMC cycle takes both, give each ≥ 1 (i-SIR moves and MALA steps per cycle), or leave both out for the defaults 1 and 4", g, l)
+	}
+	return nil
+}
+
 func lookupFold(m map[string]any, k string) any {
 	for key, v := range m {
 		if strings.EqualFold(key, k) {

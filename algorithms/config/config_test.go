@@ -168,3 +168,29 @@ func TestExplicitZeros(t *testing.T) {
 		}
 	}
 }
+
+// Probe 15: "global_steps": 2 alone gave a sampler without MALA steps
+// (the one left out is 0; the defaults 1 and 4 are taken only for both).
+// For flowMC-EBM one given without the other, or as 0, is refused; both,
+// or neither, are read; other algorithms do not use them.
+func TestSamplerStepsGivenTogether(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ json, want string }{
+		{`{"train": {"iterations": 5, "sampler": {"global_steps": 2}}}`, "train.sampler.global_steps 2 and local_steps 0 (0 where left out): a flowMC cycle takes both"},
+		{`{"train": {"iterations": 5, "sampler": {"local_steps": 8}}}`, "train.sampler.global_steps 0 and local_steps 8"},
+		{`{"train": {"iterations": 5, "sampler": {"global_steps": 2, "local_steps": 0}}}`, "global_steps 2 and local_steps 0"},
+		{`{"train": {"iterations": 5, "sampler": {"global_steps": 1, "local_steps": 8}}}`, ""},
+		{`{"train": {"iterations": 5, "sampler": {"particles": 8}}}`, ""},
+		{`{"train": {"algorithm": "ula", "iterations": 5, "sampler": {"global_steps": 0, "local_steps": 0}}}`, ""},
+	} {
+		path := filepath.Join(dir, "c.json")
+		os.WriteFile(path, []byte(c.json), 0o644)
+		_, err := Read(path)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.json, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.json, err, c.want)
+		}
+	}
+}

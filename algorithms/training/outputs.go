@@ -48,10 +48,14 @@ func WriteMetrics(path string, r *Run) error {
 }
 
 // ReadMetrics reads a metrics.json that WriteMetrics wrote. Values written
-// as null (NaN or infinite) read as 0.
+// as null (NaN or infinite) read as 0, but for the exact held-out
+// log-likelihood and the final held-out log-likelihood, R-hats and weight
+// MSE, which read as NaN (an experiment without an exact density, an
+// evaluation without R-hat: not a value of 0).
 func ReadMetrics(path string) (Metrics, error) {
 	var raw struct {
-		Final json.RawMessage `json:"final"`
+		Final         json.RawMessage `json:"final"`
+		TrueHeldOutLL json.RawMessage `json:"true_held_out_ll"`
 	}
 	if err := jsonfile.Read(path, &raw, jsonfile.Options{AllowUnknown: true}); err != nil {
 		return Metrics{}, err
@@ -63,11 +67,25 @@ func ReadMetrics(path string) (Metrics, error) {
 	if err := jsonfile.Read(path, &m, jsonfile.Options{AllowUnknown: true}); err != nil {
 		return m, err
 	}
+	if isNull(raw.TrueHeldOutLL) {
+		m.TrueHeldOutLL = math.NaN()
+	}
+	var final map[string]json.RawMessage
+	if json.Unmarshal(raw.Final, &final) == nil {
+		for name, v := range map[string]*float64{"held_out_ll": &m.Final.HeldOutLL, "max_rhat": &m.Final.MaxRHat, "max_rhat_classic": &m.Final.MaxRHatClassic, "ebm_weight_mse": &m.Final.EBMWeightMSE} {
+			if isNull(final[name]) {
+				*v = math.NaN()
+			}
+		}
+	}
 	if err := m.check(); err != nil {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
 }
+
+// isNull reports whether a JSON value is absent or null.
+func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
 
 // check refuses metrics no run writes: an iteration count out of range,
 // a final evaluation past it, a negative or non-finite time, weights

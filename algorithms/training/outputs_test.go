@@ -2,6 +2,7 @@ package training
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -181,5 +182,29 @@ func TestMetricsSecondsSumResumedInvocations(t *testing.T) {
 	}
 	if s := again.TrainingTime().Seconds(); s < 100 || s > m.Seconds {
 		t.Errorf("resumed from the final checkpoint: %.1f s, want 100 s to the %.1f s of metrics.json (written after it)", s, m.Seconds)
+	}
+}
+
+// A run without an exact density (mnist) writes true_held_out_ll as null,
+// and an evaluation without R-hat its R-hats: they read as NaN, not as 0
+// (compare's table printed "(0.000)" as mnist's exact log-likelihood).
+func TestReadMetricsNullIsNaN(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 2, dir)
+	stepN(t, r, 2)
+	path := filepath.Join(dir, "metrics.json")
+	if err := WriteMetrics(path, r); err != nil {
+		t.Fatal(err)
+	}
+	editJSON(t, path, func(m map[string]any) {
+		m["true_held_out_ll"] = nil
+		m["final"].(map[string]any)["max_rhat"] = nil
+	})
+	m, err := ReadMetrics(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(m.TrueHeldOutLL) || !math.IsNaN(m.Final.MaxRHat) || math.IsNaN(m.Final.HeldOutLL) {
+		t.Errorf("exact LL %v, max R-hat %v, held-out LL %v: want NaN, NaN and a number", m.TrueHeldOutLL, m.Final.MaxRHat, m.Final.HeldOutLL)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -251,4 +252,21 @@ func samePath(a, b string) bool {
 	absA, errA := filepath.Abs(a)
 	absB, errB := filepath.Abs(b)
 	return errA == nil && errB == nil && absA == absB
+}
+
+// Resolved is the plan's configuration with every default filled in, as
+// the run it starts records it in config.json (but for the σ of a gaussian
+// start, which the trainer takes from the models): the data are loaded to
+// resolve it, as the run would.
+func (p *Plan) Resolved() (config.Run, error) {
+	cfg := p.Config
+	exp := p.exp
+	if exp == nil {
+		var err error
+		if exp, _, err = cfg.LoadExperiment(rand.New(rand.NewPCG(cfg.Seed, dataStream))); err != nil {
+			return cfg, err
+		}
+	}
+	err := cfg.Resolve(exp)
+	return cfg, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,10 @@ import (
 
 	"github.com/flowebm/flowebm/io/safefile"
 )
+
+// maxTextBytes bounds the small text files flowebm writes and reads back
+// (error.txt, a lock's holder): more is not one of them.
+const maxTextBytes = 1 << 20
 
 // checkOutput checks, before any work, that the output file out of flag
 // can be written: its folder exists, it is not a folder itself, and it is
@@ -219,7 +224,7 @@ func lockRunAs(dir, command string) (release func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder, _ := os.ReadFile(path)
+			holder, _ := safefile.ReadFile(path, maxTextBytes)
 			return nil, folderBusyError{dir: dir, lock: path, holder: strings.TrimSpace(string(holder))}
 		}
 		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
@@ -234,6 +239,41 @@ func lockRunAs(dir, command string) (release func(), err error) {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// lockFile locks the output file path (given as flag) against another
+// flowebm process writing it, with a lock file .NAME.lock beside it that
+// release removes. A lock file removed by its holder meanwhile is not
+// held: the lock is taken again on the one now in place.
+func lockFile(flag, path, command string) (release func(), err error) {
+	lock := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")
+	for {
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: locking it with %s: %w", flag, path, lock, err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				holder, _ := safefile.ReadFile(lock, maxTextBytes)
+				return nil, fmt.Errorf("%s %s: another flowebm process (flowebm %s) is writing it (it holds %s): wait for it, or give another file", flag, path, cmp.Or(strings.TrimSpace(string(holder)), "?"), lock)
+			}
+			return nil, fmt.Errorf("%s %s: locking %s: %w", flag, path, lock, err)
+		}
+		held, errH := f.Stat()
+		now, errN := os.Lstat(lock)
+		if errH == nil && errN == nil && os.SameFile(held, now) {
+			if f.Truncate(0) == nil {
+				f.WriteAt([]byte(command+"\n"), 0)
+			}
+			return func() {
+				os.Remove(lock)
+				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				f.Close()
+			}, nil
+		}
+		f.Close() // removed (or replaced) by its holder before we locked it
+	}
 }
 
 // removeLoneLock removes the lock file path that a command made in dir

@@ -11,8 +11,11 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // reportSeedsFolder is the folder beside runs/ whose subfolders hold "flowebm
@@ -26,6 +29,9 @@ type seedRow struct {
 	seed uint64
 	ev   training.Eval
 	from string // the folder, relative to the report
+	// settings says how the run's configuration compares with the set's
+	// first run's, seed aside: "" where they are the same.
+	settings string
 }
 
 // seedSet is one experiment × algorithm over seeds.
@@ -64,12 +70,51 @@ func (w *reportWriter) loadSeedSets() (sets []seedSet, bad []string) {
 			continue
 		}
 		if r := w.get(s.experiment, s.algorithm); r != nil && r.hasResult() && r.err == "" && !s.has(r.metrics.Seed) && s.iters() == r.metrics.Final.Iter {
-			s.rows = append(s.rows, seedRow{seed: r.metrics.Seed, ev: r.metrics.Final, from: "runs/" + r.name()})
+			main := seedRow{seed: r.metrics.Seed, ev: r.metrics.Final, from: "runs/" + r.name()}
+			// Joined only when trained alike: a set of other settings
+			// stands alone, its difference shown.
+			if compareSettings(w.f.out, append([]seedRow{main}, s.rows...)) {
+				s.rows = append(s.rows, main)
+			}
 		}
 		slices.SortFunc(s.rows, func(a, b seedRow) int { return cmp.Compare(a.seed, b.seed) })
+		compareSettings(w.f.out, s.rows)
 		sets = append(sets, s)
 	}
 	return sets, bad
+}
+
+// compareSettings sets each row's settings against the first row's
+// configuration (config.json in the run folders under base, seeds aside)
+// and reports whether every row has the first's.
+func compareSettings(base string, rows []seedRow) bool {
+	cfgs := make([]*config.Run, len(rows))
+	for i, r := range rows {
+		if c, err := training.ReadRunConfig(filepath.Join(base, filepath.FromSlash(r.from))); err == nil {
+			c.Seed = 0
+			cfgs[i] = &c
+		}
+	}
+	same := true
+	for i := range rows {
+		rows[i].settings = ""
+		switch {
+		case cfgs[i] == nil:
+			rows[i].settings = "config.json not read"
+		case i > 0 && cfgs[0] != nil:
+			if field, v, first := training.ConfigDiff(*cfgs[i], *cfgs[0]); field != "" {
+				rows[i].settings = fmt.Sprintf("%s %s (seed %d: %s)", field, v, rows[0].seed, first)
+			}
+		}
+		same = same && rows[i].settings == ""
+	}
+	return same
+}
+
+// sameSettings reports whether every run of the set was trained with the
+// same configuration (seed aside).
+func (s seedSet) sameSettings() bool {
+	return !slices.ContainsFunc(s.rows, func(r seedRow) bool { return r.settings != "" })
 }
 
 // iters is the iteration of the set's final evaluations, or -1 when they
@@ -91,7 +136,7 @@ func (s seedSet) has(seed uint64) bool {
 // readSeedSet reads one seeds.json (base: the report's folder).
 func readSeedSet(path, base string) (seedSet, error) {
 	var s seedSet
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, jsonfile.DefaultMaxBytes)
 	if err != nil {
 		return s, err
 	}
@@ -181,7 +226,7 @@ func (w *reportWriter) overSeeds() error {
 	}
 	p := w.p
 	p("## Over seeds\n\n")
-	p("Runs of one experiment and algorithm with other seeds (`flowebm train --seeds LIST --out %s/NAME`), with the run above where its seed is not among them and it has as many iterations. R-hat as in Table 2 (rank-normalised / classic); — where a run could not compute it.\n\n", reportSeedsFolder)
+	p("Runs of one experiment and algorithm with other seeds (`flowebm train --seeds LIST --out %s/NAME`), with the run above where its seed is not among them and it was trained alike (as many iterations, the same configuration). The settings column compares each run's config.json with the first run's, seeds aside. R-hat as in Table 2 (rank-normalised / classic); — where a run could not compute it.\n\n", reportSeedsFolder)
 	for _, b := range bad {
 		p("- Not read: %s\n", b)
 	}
@@ -190,10 +235,10 @@ func (w *reportWriter) overSeeds() error {
 	}
 	for _, s := range sets {
 		p("### %s, %s\n\n", s.experiment, algorithmNames[s.algorithm])
-		p("| seed | iterations | max R-hat (rank / classic) | held-out LL | EBM weight MSE | global acc. | folder |\n|---|---|---|---|---|---|---|\n")
+		p("| seed | iterations | max R-hat (rank / classic) | held-out LL | EBM weight MSE | global acc. | folder | settings |\n|---|---|---|---|---|---|---|---|\n")
 		var rhats []string
 		for _, r := range s.rows {
-			p("| %d | %d | %s / %s | %s | %s | %s | `%s` |\n", r.seed, r.ev.Iter, dash3(r.ev.MaxRHat), dash3(r.ev.MaxRHatClassic), dash3(r.ev.HeldOutLL), sci(r.ev.EBMWeightMSE), fmtRate(r.ev.Stats.GlobalAccept), r.from)
+			p("| %d | %d | %s / %s | %s | %s | %s | `%s` | %s |\n", r.seed, r.ev.Iter, dash3(r.ev.MaxRHat), dash3(r.ev.MaxRHatClassic), dash3(r.ev.HeldOutLL), sci(r.ev.EBMWeightMSE), fmtRate(r.ev.Stats.GlobalAccept), r.from, cmp.Or(r.settings, "as the first"))
 			rhats = append(rhats, dash3(r.ev.MaxRHat))
 		}
 		p("\nMax rank R-hat over the %d seeds: %s.\n\n", len(s.rows), strings.Join(rhats, ", "))
@@ -220,6 +265,8 @@ func (w *reportWriter) seedChecks() []string {
 		switch {
 		case s.iters() < 0:
 			verdict = "not checked: the seeds' runs have different lengths"
+		case n == len(s.rows) && n >= 3 && !s.sameSettings():
+			verdict = "not checked: the seeds' runs were not shown to share their settings (see the table's settings column)"
 		case n == len(s.rows) && n >= 3:
 			verdict = "holds"
 		}

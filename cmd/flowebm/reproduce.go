@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
@@ -26,8 +29,6 @@ import (
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/safefile"
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 type reproduceFlags struct {
@@ -460,7 +461,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		return "already done"
 	}
 	errPath := filepath.Join(r.dir, "error.txt")
-	earlier, err := os.ReadFile(errPath)
+	earlier, err := safefile.ReadFile(errPath, maxTextBytes)
 	if err == nil && strings.Contains(string(earlier), "diverged") {
 		return "diverged before (see error.txt)" // a result, not retried
 	}
@@ -597,7 +598,7 @@ func hasCheckpoint(dir string) bool {
 }
 
 func lastLine(path string) string {
-	b, _ := os.ReadFile(path)
+	b, _ := safefile.ReadFile(path, maxTextBytes)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
@@ -610,7 +611,7 @@ func (r *reproRun) load(format plots.Format) error {
 	r.exactDensity = exp.Kind == experiments.KindDensity
 	// A finished run (samples.npy is written last) is read as such beside
 	// an error.txt of an earlier try (one that its plan's train retried).
-	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil && !exists(filepath.Join(r.dir, "samples.npy")) {
+	if b, err := safefile.ReadFile(filepath.Join(r.dir, "error.txt"), maxTextBytes); err == nil && !exists(filepath.Join(r.dir, "samples.npy")) {
 		r.err = strings.TrimSpace(string(b))
 		var err error
 		// The last checkpoint's evaluations, where it has them, for the

@@ -15,6 +15,8 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // The states of a run without a result that --report tells apart (see
@@ -246,7 +248,7 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 		r.note = progress
 		return set(runInProgress, "training now (another process holds %s); its last checkpoint: %s", filepath.Join(r.dir, ".lock"), progress)
 	}
-	if b, err := os.ReadFile(filepath.Join(r.dir, "error.txt")); err == nil { // reproduce's record of a failure
+	if b, err := safefile.ReadFile(filepath.Join(r.dir, "error.txt"), maxTextBytes); err == nil { // reproduce's record of a failure
 		r.err = strings.TrimSpace(string(b))
 		return ""
 	}
@@ -312,7 +314,7 @@ func (r *reproRun) checkpointEvals() int {
 	var st struct {
 		Iter int `json:"iter"`
 	}
-	if b, err := os.ReadFile(filepath.Join(ck, "state.json")); err == nil && json.Unmarshal(b, &st) == nil && st.Iter > 0 {
+	if b, err := safefile.ReadFile(filepath.Join(ck, "state.json"), jsonfile.DefaultMaxBytes); err == nil && json.Unmarshal(b, &st) == nil && st.Iter > 0 {
 		return st.Iter
 	}
 	if ev := r.final(); ev != nil {
@@ -348,7 +350,7 @@ func loggedDivergence(dir string) string {
 // divergedBefore is the divergence of the run in dir, recorded in its
 // error.txt (by reproduce) or log.txt (by a --plan's command), or "".
 func divergedBefore(dir string) string {
-	if b, err := os.ReadFile(filepath.Join(dir, "error.txt")); err == nil && strings.Contains(string(b), "diverged") {
+	if b, err := safefile.ReadFile(filepath.Join(dir, "error.txt"), maxTextBytes); err == nil && strings.Contains(string(b), "diverged") {
 		return strings.TrimSpace(string(b))
 	}
 	return loggedDivergence(dir)

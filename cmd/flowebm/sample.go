@@ -133,6 +133,13 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := f.checkOutputs(); err != nil {
 		return err
 	}
+	if f.checkpoint != "" { // two runs writing one checkpoint would each lose the other's
+		release, err := lockFile("--checkpoint", f.checkpoint, "sample")
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	defer removeTempsOnSignal()()
 	m, err := f.models()
 	if err != nil {
@@ -244,7 +251,7 @@ func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, cen
 	}
 	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator, 95%% interval):\n", f.modes)
 	for k, w := range diagnostics.ChainModeWeights(draws, f.chains, f.steps, d, centres) {
-		fmt.Fprintf(out, "  mode %d at %s: %.4f ± %.4f [%.4f, %.4f] (ESS %.0f)\n", k+1, fmtPoint(centres[k]), w.Weight, w.MCSE, w.Lo, w.Hi, w.ESS)
+		fmt.Fprintf(out, "  mode %d at %s: %s\n", k+1, fmtPoint(centres[k]), fmtWeight(w, 4, true))
 	}
 	return nil
 }

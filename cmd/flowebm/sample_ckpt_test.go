@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
 // A sample run killed (SIGKILL) right after its first checkpoint and
@@ -285,6 +286,12 @@ func TestSampleModesAndCheckpointConsistency(t *testing.T) {
 	if code := run([]string{"sample", "--model", model, "--chains", "4", "--steps", "10", "--modes", good, "--out", out}, &so, &se); code != 0 || !strings.Contains(so.String(), "mode 1 at (-2.50, 0.00)") {
 		t.Errorf("--modes from CSV: exit %d, %q %q", code, so.String(), se.String())
 	}
+	so.Reset()
+	one := w("one.csv", "0,0\n") // a single centre: every draw in its zone
+	if code := run([]string{"sample", "--model", model, "--chains", "4", "--steps", "10", "--modes", one, "--out", out, "--force"}, &so, &se); code != 0 ||
+		!strings.Contains(so.String(), "mode 1 at (0.00, 0.00): 1.0000 (every draw in this zone: no error estimate)") || strings.Contains(so.String(), "NaN") {
+		t.Errorf("--modes with one centre: exit %d, %q %q", code, so.String(), se.String())
+	}
 	mala, ada := killedCheckpoints(t, dir, model, "3")
 	for _, c := range []struct {
 		name, src string
@@ -330,4 +337,43 @@ func killedCheckpoints(t *testing.T, dir, model, patience string) (mala, ada str
 		}
 	}
 	return mala, ada
+}
+
+// Probe 15: two sample runs given one --checkpoint (with --force) ran side
+// by side, each replacing the other's checkpoint; the second is refused
+// while the first holds the file's lock, and the lock file goes with it.
+func TestSampleCheckpointLocked(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck.npz")
+	release, err := lockFile("--checkpoint", ck, "sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"sample", "--model", "../../io/onnx/testdata/torch/toy_f64.onnx", "--chains", "2", "--steps", "4", "--warmup", "4", "--checkpoint", ck, "--checkpoint-every", "2", "--force", "--out", filepath.Join(dir, "x.npy")}
+	wantErr(t, "--checkpoint "+ck+": another flowebm process (flowebm sample) is writing it", args...)
+	release()
+	if _, stderr, status := runCLI(args...); status != 0 {
+		t.Fatalf("after the release: status %d, %s", status, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".ck.npz.lock")); !os.IsNotExist(err) {
+		t.Errorf("the lock file is left: %v", err)
+	}
+}
+
+// Probe 15: a zone holding every draw (or none) printed "± NaN [NaN, NaN]
+// (ESS NaN)"; it says there is no error estimate.
+func TestFmtWeightWithoutError(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		w    diagnostics.Weight
+		want string
+	}{
+		{diagnostics.Weight{Weight: 1, MCSE: nan, Lo: nan, Hi: nan, ESS: nan}, "1.0000 (every draw in this zone: no error estimate)"},
+		{diagnostics.Weight{Weight: 0, MCSE: nan, Lo: nan, Hi: nan, ESS: nan}, "0.0000 (no draw in this zone: no error estimate)"},
+		{diagnostics.Weight{Weight: 0.25, MCSE: 0.01, Lo: 0.23, Hi: 0.27, ESS: 400}, "0.2500 ± 0.0100 [0.2300, 0.2700] (ESS 400)"},
+	} {
+		if got := fmtWeight(c.w, 4, true); got != c.want {
+			t.Errorf("fmtWeight(%+v) = %q, want %q", c.w, got, c.want)
+		}
+	}
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -117,7 +117,7 @@ var summaryScalars = []string{"ebm_weight_mse", "held_out_ll", "max_rhat", "log_
 // readSeedRun reads and checks the metrics.json of the run of seed in dir.
 func readSeedRun(dir string, seed uint64) (seedRun, error) {
 	r := seedRun{path: filepath.Join(dir, "metrics.json"), scalars: map[string]float64{}}
-	b, err := os.ReadFile(r.path)
+	b, err := safefile.ReadFile(r.path, jsonfile.DefaultMaxBytes)
 	if err != nil {
 		return r, err
 	}

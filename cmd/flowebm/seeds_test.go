@@ -54,3 +54,28 @@ func TestTrainSeeds(t *testing.T) {
 		}
 	}
 }
+
+// Probe 15: --seeds again with another --config kept the earlier seeds as
+// "already trained" and summarised runs of two configurations as one set;
+// the whole configuration is compared now, naming the field.
+func TestSeedsRefuseOtherConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "S")
+	if _, stderr, status := runCLI("train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out); status != 0 {
+		t.Fatal(stderr)
+	}
+	cfg, _, status := runCLI("train", "--iterations", "2", "--print-config")
+	if status != 0 {
+		t.Fatal("--print-config failed")
+	}
+	cfg = strings.Replace(cfg, `"batch_size": 64`, `"batch_size": 32`, 1)
+	path := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "holds a run with train.batch_size = 64, this command asks for 32", "train", "--seeds", "1", "--config", path, "--out", out)
+	// The same command again finds its run trained.
+	if stdout, stderr, status := runCLI("train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out); status != 0 || !strings.Contains(stdout, "already trained") {
+		t.Errorf("the same --seeds again: status %d, %q %q", status, stdout, stderr)
+	}
+}

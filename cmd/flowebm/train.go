@@ -13,10 +13,15 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
@@ -26,9 +31,7 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
-	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/cobra"
-	"golang.org/x/term"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
 type trainFlags struct {
@@ -313,16 +316,22 @@ const (
 // again).
 func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 	have, err := training.ReadRunConfig(dir)
-	if err != nil || g.force {
+	switch {
+	case g.force || errors.Is(err, fs.ErrNotExist):
 		return seedNew, nil
+	case err != nil: // --resume could not read it either (probe 15)
+		return seedNew, fmt.Errorf("%s holds a run whose configuration cannot be read (%v): it cannot be continued; replace it with --force, or give another --out", dir, err)
 	}
 	plan, err := training.NewPlan(g.request(cmd))
 	if err != nil {
 		return seedNew, err
 	}
-	want := plan.Config
-	if want.Epochs > 0 && have.Epochs == want.Epochs {
-		want.Train.Iterations = have.Train.Iterations // resolved from the rows when trained
+	want, err := plan.Resolved()
+	if err != nil {
+		return seedNew, err
+	}
+	if want.Train.StartScale == 0 { // from the models: the run's is what this configuration gave
+		want.Train.StartScale = have.Train.StartScale
 	}
 	dataOf := func(c config.Run) string {
 		if c.Data == nil {
@@ -330,7 +339,7 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		}
 		return c.Data.File
 	}
-	for _, c := range []struct{ field, have, want string }{
+	for _, c := range []struct{ field, have, want string }{ // what names the run, first
 		{"experiment", have.Experiment, want.Experiment},
 		{"data.file", dataOf(have), dataOf(want)},
 		{"train.algorithm", string(have.Train.Algorithm), string(want.Train.Algorithm)},
@@ -340,6 +349,11 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		if c.have != c.want {
 			return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: give another --out, or train it again with --force", dir, c.field, c.have, c.want)
 		}
+	}
+	// Then the whole configuration: seeds trained with other settings
+	// would be summarised as one set (probe 15).
+	if field, h, w := training.ConfigDiff(have, want); field != "" {
+		return seedNew, fmt.Errorf("%s holds a run with %s = %s, this command asks for %s: give another --out, or train it again with --force", dir, field, h, w)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "samples.npy")); err != nil {
 		return seedInterrupted, nil
@@ -954,8 +968,29 @@ func chainWeight(e training.Eval, k int) string {
 	if k >= len(e.ChainWeights) {
 		return ""
 	}
-	w := e.ChainWeights[k]
-	return fmt.Sprintf(", sampler %.3f ± %.3f [%.3f, %.3f]", w.Weight, w.MCSE, w.Lo, w.Hi)
+	return ", sampler " + fmtWeight(e.ChainWeights[k], 3, false)
+}
+
+// fmtWeight writes a zone's weight among MCMC draws as "w ± MCSE [lo,
+// hi]" with digits decimals (and "(ESS n)" with ess). Where the draws give
+// no error estimate (every draw in the zone, or none: the indicator never
+// varies) it says so instead of printing NaN.
+func fmtWeight(w diagnostics.Weight, digits int, ess bool) string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', digits, 64) }
+	if math.IsNaN(w.MCSE) || math.IsNaN(w.Lo) || math.IsNaN(w.Hi) {
+		switch {
+		case w.Weight == 1:
+			return f(1) + " (every draw in this zone: no error estimate)"
+		case w.Weight == 0:
+			return f(0) + " (no draw in this zone: no error estimate)"
+		}
+		return f(w.Weight) + " (too few draws for an error estimate)"
+	}
+	s := fmt.Sprintf("%s ± %s [%s, %s]", f(w.Weight), f(w.MCSE), f(w.Lo), f(w.Hi))
+	if ess {
+		s += fmt.Sprintf(" (ESS %.0f)", w.ESS)
+	}
+	return s
 }
 
 // checkInputsOutside refuses a run folder dir that holds one of the run's

@@ -43,13 +43,17 @@ func WriteManifest(dir string) error {
 	})
 }
 
+// maxManifestBytes bounds the manifest read (a line per file of the
+// checkpoint: hundreds of bytes).
+const maxManifestBytes = 1 << 20
+
 // CheckManifest checks the files of checkpoint folder dir against the
 // SHA-256 sums its manifest lists, and that it lists each of required. A
 // manifest of an earlier version (its format line only) lists nothing and
 // passes; a missing manifest matches fs.ErrNotExist.
 func CheckManifest(dir string, required ...string) error {
 	marker := filepath.Join(dir, ManifestName)
-	b, err := os.ReadFile(marker)
+	b, err := safefile.ReadFile(marker, maxManifestBytes)
 	if err != nil {
 		return err
 	}

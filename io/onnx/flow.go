@@ -1,19 +1,21 @@
 package onnx
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/flowebm/flowebm/graph"
-	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/safefile"
+	"github.com/flowebm/flowebm/layers"
 )
 
 // A flow in ONNX is two graphs, as FlowSample and FlowDensity write them
@@ -83,13 +85,16 @@ type FlowNet struct {
 // recovered where the density graph gives it) and returns it as a
 // graph.Flow whose parameters are the files' weights.
 func ReadFlow(samplePath, densityPath string, cfg FlowConfig) (*graph.Flow, error) {
-	sb, err := os.ReadFile(samplePath)
+	sb, err := safefile.ReadFile(samplePath, MaxFileBytes)
 	if err != nil {
 		return nil, err
 	}
-	db, err := os.ReadFile(densityPath)
+	db, err := safefile.ReadFile(densityPath, MaxFileBytes)
 	if err != nil {
 		return nil, err
+	}
+	if bytes.Equal(sb, db) {
+		return nil, fmt.Errorf("%s and %s hold the same graph: a flow is read from two, its sampling graph (z → x, with log λ(x)) and its density graph (x → log λ(x)); give the density graph as the second", samplePath, densityPath)
 	}
 	return DecodeFlow(sb, db, samplePath, densityPath, cfg)
 }

@@ -341,6 +341,8 @@ func TestReadFlowRefusals(t *testing.T) {
 		{"no log-density", "testdata/torch/tanh_f64.onnx", fx("realnvp_f64_density"), FlowConfig{}, `no output "log_density"`},
 		{"no x", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{SampleX: "y"}, `no graph output named "y"`},
 		{"no latent", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{DensityLatent: "u"}, `no graph output named "u" for z`},
+		// Probe 15: the sampling graph given twice read as two flows that disagree.
+		{"one graph twice", fx("realnvp_f64_sample"), fx("realnvp_f64_sample"), FlowConfig{}, "hold the same graph: a flow is read from two"},
 	} {
 		_, err := ReadFlow(c.sample, c.density, c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -62,8 +62,15 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 // output (through Identity, Squeeze or Reshape at most).
 func (n *Net) linearChain() ([]*Node, error) {
 	for _, node := range n.nodes {
-		if node.OpType == "Conv" || node.OpType == "ConvTranspose" {
+		switch node.OpType {
+		case "Conv", "ConvTranspose":
 			return nil, fmt.Errorf("node %q is a %s: a convolutional network is not an MLP, the only energy a checkpoint holds from ONNX; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), node.OpType)
+		case "MatMul":
+			if _, w := n.inits[node.Inputs[len(node.Inputs)-1]]; w {
+				return nil, fmt.Errorf("node %q is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias (or one on inputs of more than 2 dimensions): a checkpoint's MLP takes Linears with a bias on (batch, d) inputs (Gemm); export with bias=True on (batch, d), or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
+			}
+		case "BatchNormalization":
+			return nil, fmt.Errorf("node %q is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm into the Linear before it (its eval-mode affine map) and export again, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
 		}
 	}
 	var gemms []*Node
@@ -107,9 +114,12 @@ func (n *Net) linearChain() ([]*Node, error) {
 // activationBetween evaluates the nodes between two Gemms on probe points
 // and names the activation they compute.
 func (n *Net) activationBetween(from, to *Node) (layers.Activation, error) {
-	probe := make([]float64, 0, 81)
+	probe := make([]float64, 0, 81+2*len(farProbes))
 	for i := 0; i <= 80; i++ {
 		probe = append(probe, -4+0.1*float64(i))
+	}
+	for _, x := range farProbes {
+		probe = append(probe, x, -x)
 	}
 	g := G.NewGraph()
 	in := newInstance(n, &recordingBinder{g: g, dtype: n.Dtype, inits: n.inits, used: map[string]bool{}}, 1)
@@ -143,6 +153,13 @@ func (n *Net) activationBetween(from, to *Node) (layers.Activation, error) {
 	return recognise(y.c.Data().([]float64), probe, n.Dtype.Name() == "float32")
 }
 
+// farProbes extend the probe points beyond [−4, 4] (with their
+// negatives), so that a function that equals an activation only near 0 is
+// not taken for it: ReLU6 is ReLU below 6, Hardtanh(−5, 5) the identity
+// inside ±5 (probe 15: both were converted, their energies off by up to
+// 44 at points of scale 50).
+var farProbes = []float64{5.5, 7, 10, 20, 50, 100, 1e3, 1e4}
+
 // recognise names the activation whose values at probe are got.
 func recognise(got, probe []float64, f32 bool) (layers.Activation, error) {
 	slope := -got[30] // f(−1) = −slope for LeakyReLU
@@ -157,7 +174,7 @@ func recognise(got, probe []float64, f32 bool) (layers.Activation, error) {
 	for _, a := range cands {
 		ok := true
 		for i, x := range probe {
-			if math.Abs(scalarActivation(a, x)-got[i]) > tol*math.Max(1, math.Abs(got[i])) {
+			if want := scalarActivation(a, x); want != got[i] && !(math.Abs(want-got[i]) <= tol*math.Max(1, math.Abs(got[i]))) {
 				ok = false
 				break
 			}
@@ -166,7 +183,7 @@ func recognise(got, probe []float64, f32 bool) (layers.Activation, error) {
 			return a, nil
 		}
 	}
-	return layers.Activation{}, fmt.Errorf("the activation between two Linears is none of relu, leaky_relu, tanh, softplus, elu, silu")
+	return layers.Activation{}, fmt.Errorf("the activation between two Linears is none of relu, leaky_relu, tanh, softplus, elu, silu (compared at points from −1e4 to 1e4: a clipped one, such as ReLU6 or Hardtanh, is none of them)")
 }
 
 // scalarActivation evaluates an activation at x.

@@ -26,3 +26,27 @@ func TestMLPRefusesConvNaming(t *testing.T) {
 		}
 	}
 }
+
+// Probe 15: MLPs that a checkpoint cannot hold are refused, saying why.
+// PyTorch's ReLU6 and Hardtanh(−5, 5) equal ReLU and the identity on
+// [−4, 4], where the activation was recognised, and were converted as
+// those (energies off by up to 44 at points of scale 50); a BatchNorm1d
+// and a Linear without bias got messages about other things. Fixtures:
+// crosscheck/make_refused_mlps.py.
+func TestMLPRefusals(t *testing.T) {
+	for name, want := range map[string]string{
+		"relu6":     "a clipped one, such as ReLU6 or Hardtanh, is none of them",
+		"hardtanh5": "a clipped one, such as ReLU6 or Hardtanh, is none of them",
+		"batchnorm": "is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm",
+		"nobias":    "is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias",
+	} {
+		n, err := ReadFile("testdata/refused/" + name + ".onnx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = n.MLP()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want a refusal with %q", name, err, want)
+		}
+	}
+}

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 
-	"github.com/flowebm/flowebm/layers"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flowebm/flowebm/io/safefile"
+	"github.com/flowebm/flowebm/layers"
 )
 
 // Opsets supported by the importer (the default domain, ai.onnx).
@@ -79,12 +80,16 @@ type Net struct {
 	outputName string
 }
 
+// MaxFileBytes bounds the ONNX files read (protobuf's own limit on a
+// message): a larger one is refused before it is read.
+const MaxFileBytes = 2 << 30
+
 // ReadFile reads an ONNX energy network with the zero Config.
 func ReadFile(path string) (*Net, error) { return ReadFileConfig(path, Config{}) }
 
 // ReadFileConfig reads an ONNX network from path.
 func ReadFileConfig(path string, cfg Config) (*Net, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -239,3 +239,57 @@ func SHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// ReadFile reads the file at path (following links), refusing, before
+// reading, anything but a regular file (a FIFO would block for ever, a
+// device such as /dev/zero never end) and a file of more than max bytes.
+func ReadFile(path string, max int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, fi); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil { // the file opened, which a rename may have changed
+		return nil, err
+	}
+	if err := regular(path, fi); err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes, want at most %d", path, fi.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: more than %d bytes, want at most %d", path, max, max)
+	}
+	return b, nil
+}
+
+// regular refuses a file that is not a regular file, naming its kind.
+func regular(path string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	kind := "not a regular file"
+	switch t := fi.Mode().Type(); {
+	case fi.IsDir():
+		kind = "a folder"
+	case t&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case t&fs.ModeSocket != 0:
+		kind = "a socket"
+	case t&fs.ModeDevice != 0:
+		kind = "a device"
+	}
+	return fmt.Errorf("%s is %s, want a regular file", path, kind)
+}

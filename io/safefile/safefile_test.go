@@ -228,3 +228,35 @@ func TestStageLockedUntilClosed(t *testing.T) {
 		t.Error("Close kept a file not placed")
 	}
 }
+
+// ReadFile refuses a FIFO (which would block), a device reached through a
+// link (which never ends), a folder and a file over its bound, before
+// reading any of them; a regular file reads whole.
+func TestReadFileRefusesNonRegularAndLarge(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, 11), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{fifo, fifo + " is a named pipe (FIFO), want a regular file"},
+		{zero, zero + " is a device, want a regular file"},
+		{dir, dir + " is a folder, want a regular file"},
+		{big, big + ": 11 bytes, want at most 10"},
+	} {
+		if _, err := ReadFile(c.path, 10); err == nil || err.Error() != c.want {
+			t.Errorf("ReadFile(%s): %v, want %q", c.path, err, c.want)
+		}
+	}
+	if b, err := ReadFile(big, 11); err != nil || len(b) != 11 {
+		t.Errorf("ReadFile of 11 bytes with a bound of 11: %d bytes, %v", len(b), err)
+	}
+}

@@ -1,0 +1,29 @@
+"""Regenerates io/onnx/testdata/refused: energy MLPs as researchers write
+them that a flowebm checkpoint cannot hold, exported by torch.onnx.export
+with its defaults. flowebm convert must refuse each, saying why, rather
+than write another model (flowebm's test needs no PyTorch):
+
+- relu6, hardtanh5: clipped activations, equal to ReLU and the identity
+  near 0 (ReLU6, Hardtanh(-5, 5));
+- batchnorm: a BatchNorm1d between the Linears (eval mode);
+- nobias: a Linear without bias (exported as MatMul).
+
+Run with Debian's python3-torch (1.13):  /usr/bin/python3 make_refused_mlps.py OUTDIR
+"""
+import sys
+
+import torch
+import torch.nn as nn
+
+out = sys.argv[1]
+torch.manual_seed(0)
+nets = {
+    "relu6": nn.Sequential(nn.Linear(3, 8), nn.ReLU6(), nn.Linear(8, 1)),
+    "hardtanh5": nn.Sequential(nn.Linear(3, 8), nn.Hardtanh(-5, 5), nn.Linear(8, 1)),
+    "batchnorm": nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)),
+    "nobias": nn.Sequential(nn.Linear(3, 8, bias=False), nn.ReLU(), nn.Linear(8, 1)),
+}
+for name, m in nets.items():
+    m = m.double().eval()
+    torch.onnx.export(m, (torch.randn(2, 3, dtype=torch.float64),), f"{out}/{name}.onnx", input_names=["x"],
+                      output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
