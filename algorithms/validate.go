@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"gorgonia.org/tensor"
+
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/layers"
@@ -33,6 +35,17 @@ type ModelSizes struct {
 	// energy and the RealNVP or spline flow (the image models): they
 	// replace the estimates from the widths above.
 	EBMNet, FlowNet *NetSize
+	// ValueBytes is the size of one of the graphs' values: 8 (float64,
+	// also for 0) or 4 (float32 models).
+	ValueBytes float64
+}
+
+// valueBytes is m.ValueBytes, 8 where unset.
+func (m ModelSizes) valueBytes() float64 {
+	if m.ValueBytes == 0 {
+		return 8
+	}
+	return m.ValueBytes
 }
 
 // NetSize sizes a network that is not an MLP: its parameters, and the
@@ -60,6 +73,9 @@ func netSize(n sizedNet, of string) *NetSize {
 // input alone, a lower bound: one block without hidden units.
 func SizesOf(ebm *graph.EBM, flow *graph.Flow) ModelSizes {
 	var m ModelSizes
+	if ebm.Params != nil && ebm.Params.Dtype() == tensor.Float32 {
+		m.ValueBytes = 4
+	}
 	if e, ok := ebm.Net.(graph.MLPEnergy); ok && len(e.Sizes) >= 2 {
 		m.EBMHidden = e.Sizes[1 : len(e.Sizes)-1]
 	}
@@ -242,7 +258,7 @@ func (c TrainConfig) allChains(eval []Rows) []Rows {
 // batch it is trained or evaluated on (ebmBatches).
 func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
 	if n := m.EBMNet; n != nil {
-		return n.terms(c.ebmBatches(m))
+		return n.terms(c.ebmBatches(m), m.valueBytes())
 	}
 	units := float64(d) + sum(m.EBMHidden)
 	sizes := append(append([]int{d}, m.EBMHidden...), 1)
@@ -252,8 +268,8 @@ func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
 		if b.Grad {
 			perUnit = ebmValuesPerUnit
 		}
-		terms = append(terms, term(fmt.Sprintf("the EBM's intermediate values for %s points × (%d dims + model.ebm_hidden %v) × %g × 8 B", b.Of, d, m.EBMHidden, perUnit),
-			b.N*units*perUnit*8))
+		terms = append(terms, term(fmt.Sprintf("the EBM's intermediate values for %s points × (%d dims + model.ebm_hidden %v) × %g × %g B", b.Of, d, m.EBMHidden, perUnit, m.valueBytes()),
+			b.N*units*perUnit*m.valueBytes()))
 	}
 	return terms
 }
@@ -261,7 +277,7 @@ func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
 // terms are n's parameters (with their copies), its graphs' values for
 // each batch, differentiated or evaluated, and the collector's headroom
 // over them (see gcHeadroom).
-func (n NetSize) terms(batches []Batch) []sysmem.Term {
+func (n NetSize) terms(batches []Batch, vb float64) []sysmem.Term {
 	terms := []sysmem.Term{term(fmt.Sprintf("%s: %.0f parameters × 8 B × %d", n.Of, n.Params, paramCopies), n.Params*8*paramCopies)}
 	values := 0.0
 	for _, b := range batches {
@@ -269,8 +285,8 @@ func (n NetSize) terms(batches []Batch) []sysmem.Term {
 		if b.Grad {
 			v = n.Values
 		}
-		terms = append(terms, term(fmt.Sprintf("%s's intermediate values for %s points × %.0f values × 8 B", n.Of, b.Of, v), b.N*v*8))
-		values += b.N * v * 8
+		terms = append(terms, term(fmt.Sprintf("%s's intermediate values for %s points × %.0f values × %g B", n.Of, b.Of, v, vb), b.N*v*vb))
+		values += b.N * v * vb
 	}
 	return append(terms, term(fmt.Sprintf("the garbage collector's headroom over %s's graphs (× %.1f of their values)", n.Of, gcHeadroom), values*gcHeadroom))
 }
@@ -333,7 +349,7 @@ func (c TrainConfig) chainBatches(chains Rows) (ebm, flow []Batch) {
 // batch it is trained or evaluated on (flowBatches).
 func (c TrainConfig) flowTerms(d int, m ModelSizes) []sysmem.Term {
 	if n := m.FlowNet; n != nil {
-		return n.terms(c.flowBatches(m))
+		return n.terms(c.flowBatches(m), m.valueBytes())
 	}
 	blocks := m.FlowBlocks
 	// Each block: two couplings of a scale and a translation net (a
@@ -350,10 +366,10 @@ func (c TrainConfig) flowTerms(d int, m ModelSizes) []sysmem.Term {
 	}
 	terms := []sysmem.Term{term(fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, m.FlowHidden, paramCopies),
 		float64(blocks)*nets*mlpParams(sizes...)*8*paramCopies)}
-	perRow := float64(blocks) * (float64(d)*flowValuesPerBlock + hidden*flowValuesPerHidden) * 8
+	perRow := float64(blocks) * (float64(d)*flowValuesPerBlock + hidden*flowValuesPerHidden) * m.valueBytes()
 	for _, b := range c.flowBatches(m) {
-		terms = append(terms, term(fmt.Sprintf("the flow's intermediate values for %s points × (%d dims × %d + model.flow_hidden %v × %d) × model.flow_blocks %d × 8 B",
-			b.Of, d, flowValuesPerBlock, m.FlowHidden, flowValuesPerHidden, blocks), b.N*perRow))
+		terms = append(terms, term(fmt.Sprintf("the flow's intermediate values for %s points × (%d dims × %d + model.flow_hidden %v × %d) × model.flow_blocks %d × %g B",
+			b.Of, d, flowValuesPerBlock, m.FlowHidden, flowValuesPerHidden, blocks, m.valueBytes()), b.N*perRow))
 	}
 	return terms
 }

@@ -168,6 +168,9 @@ func (c Run) modelSizes(d int, image *layers.ImageShape) algorithms.ModelSizes {
 	model := c.Model.WithDefaults()
 	m := algorithms.ModelSizes{EBMHidden: model.EBMHidden, FlowBlocks: model.FlowBlocks, FlowHidden: model.FlowHidden}
 	m.EBMEval, m.FlowEval, m.EvalChains = c.evalBatches(d, image != nil)
+	if model.Float32 {
+		m.ValueBytes = 4
+	}
 	if model.Flow == FlowSpline {
 		m.FlowBins = cmp.Or(model.FlowBins, layers.DefaultSplineBins)
 	}
