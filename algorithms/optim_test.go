@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,19 @@ func TestSGDMomentumAndDecay(t *testing.T) {
 	}
 	if _, err := (OptimConfig{Name: "rmsprop"}).New(1); err == nil {
 		t.Error("unknown optimiser accepted")
+	}
+}
+
+// Probe 15: Adam with momentum −1 was told only that momentum is SGD's;
+// the message says too that −1 is not a momentum SGD takes.
+func TestAdamMomentumMessage(t *testing.T) {
+	for _, c := range []struct {
+		m    float64
+		want string
+	}{{-1, "momentum -1 is SGD's, and not one SGD takes (want [0, 1)); e.name is \"adam\""}, {0.5, "momentum 0.5 is SGD's; e.name is \"adam\""}} {
+		err := OptimConfig{Momentum: c.m}.validateKind("e")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("momentum %v: %v, want %q", c.m, err, c.want)
+		}
 	}
 }

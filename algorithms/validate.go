@@ -463,7 +463,11 @@ func (c OptimConfig) validateKind(prefix string) error {
 			return fmt.Errorf("algorithms: %s.beta1 %v, beta2 %v, eps %v (unset ones at their defaults 0.9, 0.999, 1e-8): want betas in [0, 1) and a finite eps > 0", prefix, b1, b2, eps)
 		}
 		if c.Momentum != 0 {
-			return fmt.Errorf("algorithms: %s.momentum %v is SGD's; %s.name is %q: drop it, or set name \"sgd\"", prefix, c.Momentum, prefix, cmp.Or(c.Name, "adam"))
+			valid := ""
+			if !(c.Momentum >= 0 && c.Momentum < 1) {
+				valid = ", and not one SGD takes (want [0, 1))"
+			}
+			return fmt.Errorf("algorithms: %s.momentum %v is SGD's%s; %s.name is %q: drop it, or set name \"sgd\"", prefix, c.Momentum, valid, prefix, cmp.Or(c.Name, "adam"))
 		}
 	case "sgd":
 		if !(c.Momentum >= 0 && c.Momentum < 1) {
