@@ -38,11 +38,11 @@ func (w *reportWriter) images() error {
 	}
 	p("## Image experiments at full resolution (App. C.6)\n\n")
 	p("The paper trains flowMC-EBM on CIFAR-10 (a convolutional EBM of about 4.5M parameters and a convolutional RealNVP of about 4M, batch 128, 70 epochs) and states: \"The global sampler proposals are getting accepted 5-10%% of the time\" and \"The EBM produces sample in the right energy range but not as diverse as the training data\" (App. C.6, Figs. 7 and 8). ")
-	p("Here: every algorithm on the full 28×28 images, dequantised to [−1, 1], with the scaled convolutional EBM and RealNVP of `flowebm train`'s defaults (each run's `log.txt` states the scaling). ")
+	p("Here: every algorithm on the images at full resolution (28×28 for MNIST and Fashion-MNIST, 3×32×32 for CIFAR-10), dequantised to [−1, 1], with the scaled convolutional EBM and RealNVP of `flowebm train`'s defaults (each run's `log.txt` states the scaling). ")
 	p("Class weights are the sampler's: the draws of the R-hat chains (the algorithm's kernel from the persistent bank; from the flow for CoopFlow) labelled by the experiment's 5-nearest-neighbour classifier, ± their Monte Carlo standard error from the ESS of each class's indicator (the 95%% interval is ± 1.96 of it); the MSEs are of the weights among those chains' final states, against the data's class frequencies and against the negatives' (pooled since the previous evaluation). ")
 	p("A class-weight MSE says something only for samples that look like the data (see the samples figures): noise images, labelled by their nearest neighbours, spread over the classes and can score well. ")
 	p("Global acceptance is the training iteration's at the last evaluation, and its range over the evaluations of the second half of training. ")
-	p("Each run's figures: the last state of 64 chains of 512 steps from the persistent state (paper Fig. 8; for flowMC-EBM 512 MALA steps, in cycles of one i-SIR move and the cycle's MALA steps; CoopFlow's chains start from its flow and run as many noise-free Langevin steps as in training, 512 of which drive every chain to one point), the energies −log p̃θ of held-out images against those chains and the persistent bank (Fig. 7), and the acceptance over training.\n\n")
+	p("Each run's figures: the last state of 64 chains (fewer where the persistent bank holds fewer) of 512 steps from the persistent state (paper Fig. 8; for flowMC-EBM 512 MALA steps, in cycles of one i-SIR move and the cycle's MALA steps; CoopFlow's chains start from its flow and run as many noise-free Langevin steps as in training, 512 of which drive every chain to one point), the energies −log p̃θ of held-out images against those chains and the persistent bank (Fig. 7), and the acceptance over training.\n\n")
 	for _, e := range shown {
 		w.imageExperiment(e)
 	}
@@ -73,7 +73,7 @@ func (w *reportWriter) imageExperiment(e string) {
 	}
 	p("\n")
 	for _, fig := range []struct{ name, what string }{
-		{plots.ChainsFigure, "Samples: last state of 64 chains (of 512 gradient steps from the persistent state; CoopFlow's of its training length from its flow)"},
+		{plots.ChainsFigure, "Samples: last state of 64 chains (or the bank's, if fewer; of 512 gradient steps from the persistent state; CoopFlow's of its training length from its flow)"},
 		{plots.EnergiesFigure, "Energies of held-out images and of samples"},
 		{"acceptance", "Acceptance over training"},
 	} {
