@@ -15,7 +15,14 @@ import (
 // Total returns the machine's memory in bytes (MemTotal of /proc/meminfo),
 // and false where it cannot be read.
 func Total() (float64, bool) {
-	f, err := os.Open("/proc/meminfo")
+	kb, ok := procKB("/proc/meminfo", "MemTotal:")
+	return kb * 1024, ok && kb > 0
+}
+
+// procKB reads the field key (with its colon) of a /proc file in kB, and
+// false where it cannot.
+func procKB(path, key string) (float64, bool) {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, false
 	}
@@ -23,12 +30,9 @@ func Total() (float64, bool) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+		if len(fields) >= 2 && fields[0] == key {
 			kb, err := strconv.ParseFloat(fields[1], 64)
-			if err != nil || kb <= 0 {
-				return 0, false
-			}
-			return kb * 1024, true
+			return kb, err == nil && kb >= 0
 		}
 	}
 	return 0, false
@@ -75,23 +79,8 @@ const threadReserve = 4 * 64 << 20
 // mapped returns the process's mapped address space (VmSize of
 // /proc/self/status) in bytes, and false where it cannot be read.
 func mapped() (float64, bool) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "VmSize:" {
-			kb, err := strconv.ParseFloat(fields[1], 64)
-			if err != nil || kb < 0 {
-				return 0, false
-			}
-			return kb * 1024, true
-		}
-	}
-	return 0, false
+	kb, ok := procKB("/proc/self/status", "VmSize:")
+	return kb * 1024, ok
 }
 
 // Why says how Limit(def) came about, for messages: "8 GiB, or half the
