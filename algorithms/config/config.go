@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -337,7 +336,7 @@ func csvColumns(path string) ([]string, error) {
 	if !strings.EqualFold(filepath.Ext(path), ".csv") {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	f, err := safefile.Open(path) // its header only
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // A run's checkpoint is replaced in steps (Run.Checkpoint):
@@ -118,7 +119,7 @@ func checkComplete(dir string, strict bool) error {
 		return err
 	}
 	evals := filepath.Join(dir, "evals.csv")
-	f, err := os.Open(evals)
+	f, err := safefile.OpenLimited(evals, jsonfile.DefaultMaxBytes, "flowebm's evaluations are kilobytes to megabytes")
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,10 +65,14 @@ func evalsHeader(modes int) []string {
 	return head
 }
 
+// maxEvalsBytes bounds the evaluations files read (metrics.csv,
+// evals.csv): a row per evaluation.
+const maxEvalsBytes = 256 << 20
+
 // ReadEvalsCSVModes reads what WriteEvalsCSV wrote, the number of modes
 // taken from the header (whose columns it checks).
 func ReadEvalsCSVModes(path string) ([]Eval, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenLimited(path, maxEvalsBytes, "flowebm's evaluations are kilobytes to megabytes")
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +93,7 @@ func ReadEvalsCSVModes(path string) ([]Eval, error) {
 
 // ReadEvalsCSV reads what WriteEvalsCSV wrote.
 func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenLimited(path, maxEvalsBytes, "flowebm's evaluations are kilobytes to megabytes")
 	if err != nil {
 		return nil, err
 	}

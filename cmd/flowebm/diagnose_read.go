@@ -16,8 +16,10 @@ import (
 	"unicode"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // chainsData is the draws diagnose reads: chains × draws × dims, row-major,
@@ -169,7 +171,7 @@ func readCSVChains(paths []string) (*chainsData, error) {
 // mark skipped): lines starting with # are comments, the first other
 // line is the header, the others numbers.
 func readCSVTable(path string) (*csvTable, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenLimited(path, data.MaxCSVBytes(), data.CSVLimitWhy)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +221,7 @@ func (t *csvTable) dropWarmup() error {
 // save_warmup on that come before "# Adaptation terminated" (0 for other
 // files).
 func cmdstanWarmupRows(path string) (int, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return 0, err
 	}

@@ -309,7 +309,7 @@ func (e folderBusyError) Error() string {
 
 // lockedByOther reports whether another process holds the lock of dir.
 func lockedByOther(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, ".lock"))
+	f, err := safefile.Open(filepath.Join(dir, ".lock"))
 	if err != nil {
 		return false
 	}

@@ -15,12 +15,15 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
+	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/samplers"
-	"gonum.org/v1/gonum/mat"
 )
 
 // A sample checkpoint is one .npz file, written atomically every
@@ -357,7 +360,7 @@ func inputHashes(paths ...string) (map[string]string, error) {
 		}
 		h := sha256.New()
 		for _, f := range files {
-			b, err := os.ReadFile(f)
+			b, err := safefile.ReadFile(f, onnx.MaxFileBytes)
 			if err != nil {
 				return nil, err
 			}

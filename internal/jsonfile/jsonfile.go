@@ -12,11 +12,12 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // Options relax the checks; the zero value is strict.
@@ -35,7 +36,7 @@ const DefaultMaxBytes = 256 << 20
 
 // Read decodes the JSON object in the file at path into v.
 func Read(path string, v any, opt Options) error {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return err
 	}

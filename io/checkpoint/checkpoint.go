@@ -60,6 +60,9 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/mat"
+	"gorgonia.org/tensor"
+
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/data"
@@ -68,8 +71,6 @@ import (
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
-	"gonum.org/v1/gonum/mat"
-	"gorgonia.org/tensor"
 )
 
 // Format is the value of spec.json's "format" field.
@@ -923,7 +924,7 @@ func Load(dir string) (Models, Spec, error) {
 // readSpec reads and decodes spec.json: one JSON object, no unknown fields,
 // nothing after it.
 func readSpec(path string) (Spec, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -954,7 +955,7 @@ func readSpec(path string) (Spec, error) {
 // has the parameter's shape and dtype, so that no more is allocated than
 // the parameters need; members not in params are refused unread.
 func readWeights(path, dtype string, params map[string]*graph.Param, order []string) error {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return err
 	}

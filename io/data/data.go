@@ -15,9 +15,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // Images is a labelled image data set.
@@ -65,7 +66,7 @@ func maybeGzip(r io.Reader, name string) (io.Reader, error) {
 
 // openFile opens path for one of the readers.
 func openFile(path string, read func(io.Reader, string) error) error {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return err
 	}

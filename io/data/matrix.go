@@ -9,15 +9,17 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
-	"gonum.org/v1/gonum/mat"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // ReadMatrix reads a data set of n points in d dimensions (n × d) from path,
@@ -44,7 +46,7 @@ func ReadMatrix(path, key string) (*mat.Dense, error) {
 		}
 		return arrayMatrix(path, field, a)
 	case ".csv":
-		f, err := os.Open(path)
+		f, err := safefile.OpenLimited(path, MaxCSVBytes(), CSVLimitWhy)
 		if err != nil {
 			return nil, err
 		}
@@ -53,6 +55,15 @@ func ReadMatrix(path, key string) (*mat.Dense, error) {
 	}
 	return nil, fmt.Errorf("%s: unknown data format %q, want .npy, .npz or .csv", path, ext)
 }
+
+// CSVLimitWhy says why MaxCSVBytes bounds a CSV file.
+const CSVLimitWhy = "a CSV file's numbers take up to 4 times its size in memory as float64, and a quarter of the memory limit is allowed"
+
+// MaxCSVBytes bounds the CSV files of numbers read whole (data, points,
+// draws): each number takes at least 2 bytes of text ("0,") and 8 in
+// memory, so a file of S bytes may need 4·S; a quarter of the memory limit
+// (sysmem.Limit of 8 GiB) is allowed, refused before reading.
+func MaxCSVBytes() int64 { return int64(sysmem.Limit(8<<30) / 4) }
 
 // ReadPoints is ReadMatrix for points of any shape: an .npy or .npz array
 // of shape (n, d₁, …, d_k), k ≥ 1 (images (n, C, H, W), say), is read as
@@ -101,7 +112,7 @@ func ReadPoints(path, key string) (x *mat.Dense, shape []int, err error) {
 func PointsShape(path, key string) ([]int, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
-		f, err := os.Open(path)
+		f, err := safefile.Open(path)
 		if err != nil {
 			return nil, err
 		}
@@ -112,11 +123,19 @@ func PointsShape(path, key string) ([]int, error) {
 		}
 		return h.Shape, nil
 	case ".npz":
-		zr, err := zip.OpenReader(path)
+		zf, err := safefile.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer zf.Close()
+		fi, err := zf.Stat()
+		if err != nil {
+			return nil, err
+		}
+		zr, err := zip.NewReader(zf, fi.Size())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		defer zr.Close()
 		for _, f := range zr.File {
 			name := strings.TrimSuffix(f.Name, ".npy")
 			if key == "" || name == key {

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
-	"gonum.org/v1/gonum/mat"
 )
 
 func TestReadMatrixFormats(t *testing.T) {
@@ -339,5 +340,24 @@ func TestReadCSVSignedNaN(t *testing.T) {
 	}
 	if d := x.RawMatrix().Data; !math.IsNaN(d[1]) || !math.IsNaN(d[2]) || d[0] != 1 || d[3] != 4 {
 		t.Errorf("read %v", d)
+	}
+}
+
+// Probe 16: a CSV of gigabytes was read whole until the process died of
+// memory; a file over MaxCSVBytes is refused from its size, before any
+// byte is read (a sparse file: no disk is used).
+func TestReadMatrixRefusesHugeCSV(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.csv")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxCSVBytes() + 1); err != nil {
+		t.Skipf("sparse file: %v", err)
+	}
+	f.Close()
+	_, err = ReadMatrix(path, "")
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s: %d bytes, want at most %d (a CSV file's numbers take up to 4 times its size", path, MaxCSVBytes()+1, MaxCSVBytes())) {
+		t.Errorf("error %v, want the size refused", err)
 	}
 }

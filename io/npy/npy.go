@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -695,7 +694,7 @@ func readAllSized(r io.Reader, size int64) (*Array, error) {
 // ReadFile reads the array stored in the .npy file at path, which must end
 // with the array's data (see ReadAll). Errors name the file.
 func ReadFile(path string) (*Array, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,7 +151,7 @@ func checkEntry(r io.ReaderAt, f *zip.File) error {
 // member is decoded. Errors, and those of the Reader's methods, name the
 // file. The Reader must be closed.
 func OpenReader(path string) (*Reader, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,11 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
+
+	G "gorgonia.org/gorgonia"
 
 	"github.com/flowebm/flowebm/layers"
-	G "gorgonia.org/gorgonia"
 )
 
 // MLP recognises the network as a chain of linear layers (Gemm with
@@ -39,7 +41,7 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 		if k == len(gemms)-1 {
 			break
 		}
-		a, err := n.activationBetween(g, gemms[k+1])
+		a, err := n.activationBetween(g, gemms[k+1], int(w.Dims[0]))
 		if err != nil {
 			return mlp, nil, fmt.Errorf("%s: %w", n.File, err)
 		}
@@ -111,29 +113,39 @@ func (n *Net) linearChain() ([]*Node, error) {
 	return gemms, nil
 }
 
-// activationBetween evaluates the nodes between two Gemms on probe points
-// and names the activation they compute.
-func (n *Net) activationBetween(from, to *Node) (layers.Activation, error) {
-	probe := make([]float64, 0, 81+2*len(farProbes))
-	for i := 0; i <= 80; i++ {
-		probe = append(probe, -4+0.1*float64(i))
-	}
-	for _, x := range farProbes {
-		probe = append(probe, x, -x)
-	}
-	g := G.NewGraph()
-	in := newInstance(n, &recordingBinder{g: g, dtype: n.Dtype, inits: n.inits, used: map[string]bool{}}, 1)
-	in.foldParams = true
-	in.env[from.Outputs[0]] = constVal([]int{1, len(probe)}, in.floatType(), probe)
-	start, end := -1, -1
-	for i, node := range n.nodes {
-		switch node {
-		case from:
-			start = i
-		case to:
-			end = i
+// activationOps are the operators that the nodes between two Linears may
+// use: PyTorch's exports of ReLU, LeakyReLU, Tanh, Softplus, ELU and SiLU,
+// and flowebm's own (LeakyRelu as Relu(x) − α·Relu(−x), Softplus with Log
+// and Exp, SiLU as x·Sigmoid(x)). Clipping, thresholds and per-unit
+// choices (Clip, Min, Max, Where, Slice, Concat, …) are refused by name:
+// their values near 0 can equal an activation's.
+var activationOps = map[string]bool{"Relu": true, "LeakyRelu": true, "Tanh": true, "Softplus": true, "Elu": true, "Sigmoid": true,
+	"Mul": true, "Sub": true, "Add": true, "Neg": true, "Log": true, "Exp": true, "Constant": true, "Identity": true}
+
+// activationBetween evaluates the nodes between two Gemms, the first of
+// width outputs, on probe points (the same in every hidden unit, which
+// must all give the same values) and names the activation they compute.
+func (n *Net) activationBetween(from, to *Node, width int) (layers.Activation, error) {
+	start, end := slices.Index(n.nodes, from), slices.Index(n.nodes, to)
+	for _, node := range n.nodes[start+1 : end] {
+		if !activationOps[node.OpType] {
+			return layers.Activation{}, fmt.Errorf("node %q between two Linears is a %s: a checkpoint's MLP holds one of relu, leaky_relu, tanh, softplus, elu, silu there, the same in every unit; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), node.OpType)
 		}
 	}
+	probe := activationProbes()
+	if width < 1 || width > maxProbeWidth {
+		return layers.Activation{}, fmt.Errorf("node %q: a hidden layer of width %d, want 1 to %d", nodeName(from), width, maxProbeWidth)
+	}
+	grid := make([]float64, 0, len(probe)*width) // row i: probe[i] in every unit
+	for _, x := range probe {
+		for range width {
+			grid = append(grid, x)
+		}
+	}
+	g := G.NewGraph()
+	in := newInstance(n, &recordingBinder{g: g, dtype: n.Dtype, inits: n.inits, used: map[string]bool{}}, len(probe))
+	in.foldParams = true
+	in.env[from.Outputs[0]] = constVal([]int{len(probe), width}, in.floatType(), grid)
 	for _, node := range n.nodes { // constants may be shared between layers
 		if node.OpType == "Constant" {
 			if err := in.apply(node); err != nil {
@@ -147,18 +159,50 @@ func (n *Net) activationBetween(from, to *Node) (layers.Activation, error) {
 		}
 	}
 	y, ok := in.env[to.Inputs[0]]
-	if !ok || !y.isConst() || sizeOf(y.shape) != len(probe) {
+	if !ok || !y.isConst() || !slices.Equal(y.shape, []int{len(probe), width}) {
 		return layers.Activation{}, fmt.Errorf("node %q: its input is not an elementwise function of the previous Linear's output", nodeName(to))
 	}
-	return recognise(y.c.Data().([]float64), probe, n.Dtype.Name() == "float32")
+	out := y.c.Data().([]float64)
+	col := make([]float64, len(probe))
+	for i := range probe {
+		row := out[i*width : (i+1)*width]
+		for j, v := range row {
+			if v != row[0] && !(math.IsNaN(v) && math.IsNaN(row[0])) {
+				return layers.Activation{}, fmt.Errorf("node %q: the activation before it differs between hidden units (at %g: unit 1 gives %g, unit %d %g): a checkpoint's MLP applies one activation to every unit", nodeName(to), probe[i], row[0], j+1, v)
+			}
+		}
+		col[i] = row[0]
+	}
+	return recognise(col, probe, n.Dtype.Name() == "float32")
 }
 
-// farProbes extend the probe points beyond [−4, 4] (with their
-// negatives), so that a function that equals an activation only near 0 is
-// not taken for it: ReLU6 is ReLU below 6, Hardtanh(−5, 5) the identity
-// inside ±5 (probe 15: both were converted, their energies off by up to
-// 44 at points of scale 50).
-var farProbes = []float64{5.5, 7, 10, 20, 50, 100, 1e3, 1e4}
+// maxProbeWidth bounds the hidden width activationBetween probes (its
+// probe grid has a row of that width per probe point).
+const maxProbeWidth = 1 << 16
+
+// activationProbes are the points where an activation is compared with
+// the candidates: −4 to 4 by 0.1 first (recognise reads the slope at −1
+// from index 30), then points between the grid's (thresholds near 0 such
+// as Hardshrink(0.05)) and far ones up to 1e8 with their negatives, so
+// that a function that equals an activation only near 0 is not taken for
+// it: ReLU6 is ReLU below 6, Hardtanh(−5, 5) the identity inside ±5 (probe
+// 15: both were converted, their energies off by up to 44 at points of
+// scale 50; probe 16: clips at 2e4 and thresholds at 0.05).
+func activationProbes() []float64 {
+	probe := make([]float64, 0, 81+2*len(fineProbes)+2*len(farProbes))
+	for i := 0; i <= 80; i++ {
+		probe = append(probe, -4+0.1*float64(i))
+	}
+	for _, x := range append(slices.Clone(fineProbes), farProbes...) {
+		probe = append(probe, x, -x)
+	}
+	return probe
+}
+
+var (
+	fineProbes = []float64{1e-6, 1e-3, 0.0071, 0.0123, 0.0271, 0.0371, 0.0449, 0.0517, 0.0613, 0.0789, 0.0911, 0.137, 0.25, 0.333, 0.777, 1.5, 2.5, 3.33}
+	farProbes  = []float64{4.5, 5.5, 6.5, 7, 10, 20, 50, 100, 1e3, 1e4, 1e5, 1e6, 1e8}
+)
 
 // recognise names the activation whose values at probe are got.
 func recognise(got, probe []float64, f32 bool) (layers.Activation, error) {

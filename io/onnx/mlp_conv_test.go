@@ -27,7 +27,10 @@ func TestMLPRefusesConvNaming(t *testing.T) {
 	}
 }
 
-// Probe 15: MLPs that a checkpoint cannot hold are refused, saying why.
+// Probe 15 and 16: MLPs that a checkpoint cannot hold are refused, saying
+// why: by their operators (a Clip), or by their values where the
+// operators could make an activation (ReLU6 as relu(x) − relu(x − 6); a
+// per-unit scale).
 // PyTorch's ReLU6 and Hardtanh(−5, 5) equal ReLU and the identity on
 // [−4, 4], where the activation was recognised, and were converted as
 // those (energies off by up to 44 at points of scale 50); a BatchNorm1d
@@ -35,10 +38,12 @@ func TestMLPRefusesConvNaming(t *testing.T) {
 // crosscheck/make_refused_mlps.py.
 func TestMLPRefusals(t *testing.T) {
 	for name, want := range map[string]string{
-		"relu6":     "a clipped one, such as ReLU6 or Hardtanh, is none of them",
-		"hardtanh5": "a clipped one, such as ReLU6 or Hardtanh, is none of them",
-		"batchnorm": "is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm",
-		"nobias":    "is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias",
+		"relu6":          `node "/1/Clip" between two Linears is a Clip: a checkpoint's MLP holds one of relu`,
+		"hardtanh5":      `node "/1/Clip" between two Linears is a Clip`,
+		"relu6_by_relus": "a clipped one, such as ReLU6 or Hardtanh, is none of them",
+		"per_unit":       "the activation before it differs between hidden units",
+		"batchnorm":      "is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm",
+		"nobias":         "is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias",
 	} {
 		n, err := ReadFile("testdata/refused/" + name + ".onnx")
 		if err != nil {

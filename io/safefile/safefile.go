@@ -212,7 +212,7 @@ func IsTemp(name, prefix string) bool {
 
 // removeUnlocked removes the file t unless another process holds its lock.
 func removeUnlocked(t string) error {
-	f, err := os.Open(t)
+	f, err := os.OpenFile(t, os.O_RDONLY|openNonblock, 0) // a FIFO named so does not block
 	if err != nil {
 		return nil // gone meanwhile
 	}
@@ -226,9 +226,10 @@ func removeUnlocked(t string) error {
 	return nil
 }
 
-// SHA256 is the hexadecimal SHA-256 of the file at path.
+// SHA256 is the hexadecimal SHA-256 of the regular file at path (see
+// Open).
 func SHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -240,26 +241,36 @@ func SHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// ReadFile reads the file at path (following links), refusing, before
-// reading, anything but a regular file (a FIFO would block for ever, a
-// device such as /dev/zero never end) and a file of more than max bytes.
-func ReadFile(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
+// Open opens the file at path (following links) for reading, refusing
+// anything but a regular file before reading it: a FIFO would block for
+// ever (it is opened without waiting for a writer), a device such as
+// /dev/zero never end.
+func Open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := regular(path, fi); err != nil {
+	fi, err := f.Stat()
+	if err == nil {
+		err = regular(path, fi)
+	}
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
-	f, err := os.Open(path)
+	return f, nil
+}
+
+// ReadFile reads the regular file at path (see Open), refusing, before
+// reading, a file of more than max bytes.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil { // the file opened, which a rename may have changed
-		return nil, err
-	}
-	if err := regular(path, fi); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, err
 	}
 	if fi.Size() > max {
@@ -273,6 +284,23 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes, want at most %d", path, max, max)
 	}
 	return b, nil
+}
+
+// OpenLimited is Open for a file of at most max bytes (refused before it
+// is read, naming the limit's reason why).
+func OpenLimited(path string, max int64, why string) (*os.File, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() > max {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: %d bytes, want at most %d (%s)", path, fi.Size(), max, why)
+	}
+	return f, nil
 }
 
 // regular refuses a file that is not a regular file, naming its kind.

@@ -6,7 +6,10 @@ than write another model (flowebm's test needs no PyTorch):
 - relu6, hardtanh5: clipped activations, equal to ReLU and the identity
   near 0 (ReLU6, Hardtanh(-5, 5));
 - batchnorm: a BatchNorm1d between the Linears (eval mode);
-- nobias: a Linear without bias (exported as MatMul).
+- nobias: a Linear without bias (exported as MatMul);
+- relu6_by_relus: ReLU6 written relu(x) - relu(x - 6), with operators an
+  activation may use, equal to ReLU below 6;
+- per_unit: relu scaled by a different constant in each hidden unit.
 
 Run with Debian's python3-torch (1.13):  /usr/bin/python3 make_refused_mlps.py OUTDIR
 """
@@ -17,11 +20,27 @@ import torch.nn as nn
 
 out = sys.argv[1]
 torch.manual_seed(0)
+class Relu6ByRelus(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) - torch.relu(x - 6)
+
+
+class PerUnit(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.register_buffer("scale", torch.arange(1, h + 1, dtype=torch.float64))
+
+    def forward(self, x):
+        return torch.relu(x) * self.scale
+
+
 nets = {
     "relu6": nn.Sequential(nn.Linear(3, 8), nn.ReLU6(), nn.Linear(8, 1)),
     "hardtanh5": nn.Sequential(nn.Linear(3, 8), nn.Hardtanh(-5, 5), nn.Linear(8, 1)),
     "batchnorm": nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)),
     "nobias": nn.Sequential(nn.Linear(3, 8, bias=False), nn.ReLU(), nn.Linear(8, 1)),
+    "relu6_by_relus": nn.Sequential(nn.Linear(3, 8), Relu6ByRelus(), nn.Linear(8, 1)),
+    "per_unit": nn.Sequential(nn.Linear(3, 8), PerUnit(8), nn.Linear(8, 1)),
 }
 for name, m in nets.items():
     m = m.double().eval()
