@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -218,9 +219,15 @@ func (cfg *Run) otherFileError(f string) error {
 	name := filepath.Base(f)
 	recorded := slices.Sorted(maps.Keys(cfg.DataDirSHA256))
 	for _, twin := range []string{strings.TrimSuffix(name, ".gz"), name + ".gz"} {
-		if twin != name && cfg.DataDirSHA256[twin] != "" {
-			return fmt.Errorf("%s: the run was made with %s (data_dir_sha256 records it), but this folder now also holds %s, which is read in its place: move %s away so that the recorded file is read, or start a new run", f, twin, name, f)
+		if twin == name || cfg.DataDirSHA256[twin] == "" {
+			continue
 		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(f), twin)); err != nil {
+			// Decompressed (or compressed) since: the checksums are of the
+			// files as they were read, which are gone.
+			return fmt.Errorf("%s: the run was made with %s (data_dir_sha256 records its SHA-256), which this folder no longer holds: %s is not checked against it; give the run's own files back (--data-dir DIR with a copy of them), or start a new run", f, twin, name)
+		}
+		return fmt.Errorf("%s: the run was made with %s (data_dir_sha256 records it), but this folder now also holds %s, which is read in its place: move %s away so that the recorded file is read, or start a new run", f, twin, name, f)
 	}
 	return fmt.Errorf("%s: the run was made with other files (data_dir_sha256 records %s): other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, strings.Join(recorded, ", "))
 }

@@ -38,6 +38,14 @@ func TestDataDirSumsTwinFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want %q", err, want)
 	}
+	// Probe 16: the recorded .gz decompressed since (gone, the raw file in
+	// its place) is said to be gone, not to be beside the raw file.
+	cfg.DataDirSHA256 = map[string]string{names[0] + ".gz": "1", names[1]: "2", names[2]: "3", names[3]: "4"}
+	os.Remove(gz)
+	err = cfg.checkDataDirSums()
+	if want := "the run was made with train-images-idx3-ubyte.gz (data_dir_sha256 records its SHA-256), which this folder no longer holds"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
 	// A file of another name altogether lists what the run was made with.
 	cfg.DataDirSHA256 = map[string]string{"a": "1", "b": "2"}
 	err = cfg.checkDataDirSums()

@@ -36,7 +36,7 @@ func readSummary(r plots.Named, dir string) runSummary {
 		if m.FlowONNX != nil {
 			flow = "ONNX"
 		}
-		s.cfg = fmt.Sprintf("%s | %s | %s", cmp.Or(cfg.Experiment, "data"), cfg.Train.Algorithm, flow)
+		s.cfg = fmt.Sprintf("%s | %s | %s", cell(cmp.Or(cfg.Experiment, "data")), cell(string(cfg.Train.Algorithm)), cell(flow))
 	}
 	if m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json")); err == nil {
 		s.metrics = &m
@@ -68,8 +68,9 @@ func writeSummary(dir string, runs []runSummary) (string, error) {
 // row is the run's line of the table.
 func (r runSummary) row() string {
 	cfg := cmp.Or(r.cfg, "— | — | —")
+	name := cell(r.Name)
 	if len(r.Evals) == 0 {
-		return fmt.Sprintf("| %s | %s | — | — | — | — | — | — |", r.Name, cfg)
+		return fmt.Sprintf("| %s | %s | — | — | — | — | — | — |", name, cfg)
 	}
 	last := r.Evals[len(r.Evals)-1]
 	ll := num(last.HeldOutLL, "%.3f")
@@ -85,7 +86,13 @@ func (r runSummary) row() string {
 	rhat := num(last.MaxRHat, "%.3f") + " / " + num(last.MaxRHatClassic, "%.3f")
 	acc := num(last.Stats.GlobalAccept, "%.2f") + " (" + num(secondHalfMean(r.Evals), "%.2f") + ")"
 	mse := num(last.EBMWeightMSE, "%.2e")
-	return fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %s |", strings.ReplaceAll(r.Name, "|", `\|`), cfg, last.Iter, ll, rhat, acc, mse, ms)
+	return fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %s |", name, cfg, last.Iter, ll, rhat, acc, mse, ms)
+}
+
+// cell is s as one Markdown table cell: its pipes escaped, its line
+// breaks (a folder name may hold them) written as spaces.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
 
 // secondHalfMean is the mean global acceptance over the evaluations of

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms/plots"
 	trainingpkg "github.com/flowebm/flowebm/algorithms/training"
 )
 
@@ -85,4 +86,18 @@ func TestCompareSummary(t *testing.T) {
 		os.Remove(filepath.Join(out, f))
 	}
 	wantErr(t, "already holds a comparison's summary.md", "compare", finished, "--out", out)
+}
+
+// Probe 16: a run folder named with a line break split its row of
+// summary.md, and a run without evaluations left a pipe of its name
+// unescaped: every name is one cell.
+func TestCompareSummaryCells(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"a|b", `a\|b`}, {"line\nbreak", "line break"}, {"cr\r\nlf", "cr lf"},
+	} {
+		got := runSummary{Named: plots.Named{Name: c.name}}.row()
+		if !strings.HasPrefix(got, "| "+c.want+" | ") || strings.ContainsAny(got, "\r\n") {
+			t.Errorf("row of %q: %q, want it to start with %q on one line", c.name, got, c.want)
+		}
+	}
 }

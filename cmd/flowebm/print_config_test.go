@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,4 +39,40 @@ func TestTrainPrintConfigRoundTrips(t *testing.T) {
 		t.Errorf("config.json from --print-config's file:\n%s\nfrom the flags:\n%s", ca, cb)
 	}
 	wantErr(t, "--print-config trains nothing: give it without --out", "train", "--print-config", "--out", filepath.Join(dir, "c"))
+}
+
+// Probe 16: --print-config printed relative paths (which --config reads
+// from its own folder), both epochs and iterations (a pair --config
+// refuses), and invalid values with exit 0. Its output now names files
+// absolutely, gives the length once and is checked as a run's start
+// checks its configuration.
+func TestPrintConfigForAnotherFolder(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	rows := make([]string, 0, 200)
+	for i := range 200 {
+		rows = append(rows, fmt.Sprintf("%d,%d", i%7, (i*3)%11))
+	}
+	if err := os.WriteFile("d.csv", []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir("sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range [][]string{{"--data", "d.csv", "--iterations", "2"}, {"--data", "d.csv", "--epochs", "1"}} {
+		stdout, stderr, status := runCLI(append([]string{"train", "--print-config"}, flags...)...)
+		if status != 0 {
+			t.Fatalf("%v: %s", flags, stderr)
+		}
+		if err := os.WriteFile(filepath.Join("sub", "c.json"), []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "r"+flags[len(flags)-2])
+		if _, stderr, status := runCLI("train", "--quiet", "--config", filepath.Join("sub", "c.json"), "--out", out); status != 0 {
+			t.Errorf("%v, then --config from another folder: %s", flags, stderr)
+		}
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"train": {"iterations": 5, "sampler": {"global_steps": -1, "local_steps": 2}}}`), 0o644)
+	wantErr(t, "global_steps -1, local_steps 2: want positive", "train", "--config", bad, "--print-config")
 }

@@ -39,6 +39,10 @@ type seedSet struct {
 	experiment string
 	algorithm  algorithms.Algorithm
 	rows       []seedRow
+	// otherSettings says how the set's first run differs from the
+	// configuration this report's runs are checked against (seed aside):
+	// "" where it does not, or where there is no such run to compare with.
+	otherSettings string
 }
 
 // seedSets are DIR/seeds/*/seeds.json as read (see readSeedSets).
@@ -79,6 +83,7 @@ func (w *reportWriter) loadSeedSets() (sets []seedSet, bad []string) {
 		}
 		slices.SortFunc(s.rows, func(a, b seedRow) int { return cmp.Compare(a.seed, b.seed) })
 		compareSettings(w.f.out, s.rows)
+		s.otherSettings = w.defaultsDiff(s)
 		sets = append(sets, s)
 	}
 	return sets, bad
@@ -111,10 +116,31 @@ func compareSettings(base string, rows []seedRow) bool {
 	return same
 }
 
+// defaultsDiff compares the configuration of the set's first run with the
+// one reproduce trains for its experiment and algorithm (the defaults, at
+// this report's length), seed aside: "field F is v (reproduce: w)", or ""
+// where they agree or no run of the experiment and algorithm is in runs/
+// to take the defaults from.
+func (w *reportWriter) defaultsDiff(s seedSet) string {
+	r := w.get(s.experiment, s.algorithm)
+	if r == nil || r.exp == nil {
+		return ""
+	}
+	have, err := training.ReadRunConfig(filepath.Join(w.f.out, filepath.FromSlash(s.rows[0].from)))
+	if err != nil {
+		return "config.json not read"
+	}
+	have.Seed = w.f.seed
+	if field, v, want := w.f.configDiff(r, have); field != "" {
+		return fmt.Sprintf("%s %s (reproduce: %s)", field, v, want)
+	}
+	return ""
+}
+
 // sameSettings reports whether every run of the set was trained with the
 // same configuration (seed aside).
 func (s seedSet) sameSettings() bool {
-	return !slices.ContainsFunc(s.rows, func(r seedRow) bool { return r.settings != "" })
+	return s.otherSettings == "" && !slices.ContainsFunc(s.rows, func(r seedRow) bool { return r.settings != "" })
 }
 
 // iters is the iteration of the set's final evaluations, or -1 when they
@@ -234,7 +260,11 @@ func (w *reportWriter) overSeeds() error {
 		p("\n")
 	}
 	for _, s := range sets {
-		p("### %s, %s\n\n", s.experiment, algorithmNames[s.algorithm])
+		if s.otherSettings != "" {
+			p("### %s, %s, other settings than the defaults: %s\n\n", s.experiment, algorithmNames[s.algorithm], s.otherSettings)
+		} else {
+			p("### %s, %s\n\n", s.experiment, algorithmNames[s.algorithm])
+		}
 		p("| seed | iterations | max R-hat (rank / classic) | held-out LL | EBM weight MSE | global acc. | folder | settings |\n|---|---|---|---|---|---|---|---|\n")
 		var rhats []string
 		for _, r := range s.rows {
@@ -265,6 +295,8 @@ func (w *reportWriter) seedChecks() []string {
 		switch {
 		case s.iters() < 0:
 			verdict = "not checked: the seeds' runs have different lengths"
+		case s.otherSettings != "":
+			verdict = "not checked: the seeds were trained with other settings than the defaults (" + s.otherSettings + ")"
 		case n == len(s.rows) && n >= 3 && !s.sameSettings():
 			verdict = "not checked: the seeds' runs were not shown to share their settings (see the table's settings column)"
 		case n == len(s.rows) && n >= 3:

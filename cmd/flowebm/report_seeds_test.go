@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
 )
 
 // The report's table over seeds reads DIR/seeds/*/seeds.json (as "train
@@ -116,6 +119,44 @@ func TestReportSeedsSettings(t *testing.T) {
 		t.Errorf("report lacks %q:\n%s", miss, w.b.String())
 	}
 	if checks := strings.Join(w.seedChecks(), "\n"); !strings.Contains(checks, "on 3 of 3 seeds (want all of at least 3): not checked: the seeds' runs were not shown to share their settings") {
+		t.Errorf("checks %q: want the check not claimed", checks)
+	}
+}
+
+// Probe 16: a set whose runs all share settings other than the defaults
+// was tabulated under the defaults' heading, "as the first" on every row,
+// and could pass the paper's check. Its heading names the first field
+// that differs from what reproduce trains, and the check is not claimed.
+func TestReportSeedsOtherThanDefaults(t *testing.T) {
+	dir := t.TempDir()
+	exp, err := experiments.ByName("four-gaussians-64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, stderr, status := runCLI("train", "--experiment", "four-gaussians-64", "--print-config")
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	cfg = strings.Replace(cfg, `"lr": 0.001`, `"lr": 0.05`, 1)
+	set := filepath.Join(dir, reportSeedsFolder, "d64")
+	var rows []string
+	for _, seed := range []string{"2", "3", "4"} {
+		if err := os.MkdirAll(filepath.Join(set, "s"+seed), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(set, "s"+seed, "config.json"), []byte(strings.Replace(cfg, `"seed": 1`, `"seed": `+seed, 1)), 0o644)
+		rows = append(rows, `{"iter": 2500, "max_rhat": 1.01}`)
+	}
+	os.WriteFile(filepath.Join(set, "seeds.json"), []byte(`{"experiment": "four-gaussians-64", "algorithm": "flowmc", "seeds": [2, 3, 4], "runs": ["s2", "s3", "s4"], "per_seed": [`+strings.Join(rows, ", ")+`]}`), 0o644)
+	main := &reproRun{experiment: "four-gaussians-64", exp: exp, algorithm: algorithms.FlowMC, dir: filepath.Join(dir, "runs", "four-gaussians-64-flowmc"), state: runMissing}
+	w := newReportWriter(reproduceFlags{out: dir, seed: 1}, []*reproRun{main})
+	if err := w.overSeeds(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "### four-gaussians-64, flowMC-EBM, other settings than the defaults: train.ebm_optim.lr 0.05 (reproduce: 0.001)"; !strings.Contains(w.b.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, w.b.String())
+	}
+	if checks := strings.Join(w.seedChecks(), "\n"); !strings.Contains(checks, "not checked: the seeds were trained with other settings than the defaults") {
 		t.Errorf("checks %q: want the check not claimed", checks)
 	}
 }

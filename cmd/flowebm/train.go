@@ -169,13 +169,27 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	plan, err := training.NewPlan(f.request(cmd))
+	plan, err := f.plan(cmd)
 	if err != nil {
 		return err
 	}
+	// Resolved: checked as a run's start checks it (the data loaded), its
+	// defaults filled in as config.json holds them.
+	cfg, err := plan.Resolved()
+	if err != nil {
+		return err
+	}
+	if cfg.Epochs > 0 { // the length is the epochs', which a --config may not give twice
+		cfg.Train.Iterations = 0
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	cfg.ResolvePaths(wd) // absolute: a --config file's are read from its own folder
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonfile.Safe(plan.Config))
+	return enc.Encode(jsonfile.Safe(cfg))
 }
 
 // trainSeeds trains one run per seed of --seeds into --out/sSEED (keeping
@@ -575,20 +589,20 @@ func runFolder(f trainFlags, cfg config.Run) string {
 	return filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", name, cfg.Train.Algorithm, cfg.Seed))
 }
 
-// startRun builds a new run in its folder, locked, refusing to replace a
-// run without --force or to write where its inputs are.
-func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writer) (*training.Run, func(), error) {
+// plan resolves the flags (and --config) into a new run's plan, with the
+// data folder it reads recorded as data_dir.
+func (f trainFlags) plan(cmd *cobra.Command) (*training.Plan, error) {
 	dataDir, err := f.useDataDir(cmd)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	plan, err := training.NewPlan(f.request(cmd))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if dataDir != "" {
 		if _, ok := dataDirEnv(plan.Config.Experiment); !ok || plan.Config.Data != nil {
-			return nil, nil, fmt.Errorf("--data-dir %s: %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, plan.Config.Source())
+			return nil, fmt.Errorf("--data-dir %s: %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, plan.Config.Source())
 		}
 		plan.Config.DataDir = dataDir
 	} else if plan.Config.DataDir == "" && plan.Config.Data == nil {
@@ -596,6 +610,16 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		// given with --data-dir: its files' checksums guard a resume, and
 		// the run resumes without the variable.
 		plan.Config.DataDir = imageDataDir(plan.Config.Experiment)
+	}
+	return plan, nil
+}
+
+// startRun builds a new run in its folder, locked, refusing to replace a
+// run without --force or to write where its inputs are.
+func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writer) (*training.Run, func(), error) {
+	plan, err := f.plan(cmd)
+	if err != nil {
+		return nil, nil, err
 	}
 	cfg := plan.Config
 	dir := runFolder(f, cfg)

@@ -322,7 +322,7 @@ func mismatch(typ *json.UnmarshalTypeError) string {
 		return fmt.Sprintf("%s is outside %s's range, want %s of magnitude at most %.4g", typ.Value, k, want, maxFloat(k))
 	case isInt(k) && err == nil && f == math.Trunc(f) && strings.ContainsAny(num, ".eE") && inIntRange(f, t):
 		// 10.0 or 1e3: a whole number in range, written as a float.
-		return fmt.Sprintf("%s is not written as an integer: want %s", typ.Value, strconv.FormatFloat(f, 'f', -1, 64))
+		return fmt.Sprintf("%s is not written as an integer: want %s", typ.Value, strconv.FormatFloat(f+0, 'f', -1, 64)) // f+0: -0.0 wants 0
 	case isInt(k) && err == nil && f == math.Trunc(f):
 		return fmt.Sprintf("%s is outside the field's range, want %s, at most %d", typ.Value, want, maxInt(t))
 	}

@@ -44,6 +44,7 @@ func TestDecode(t *testing.T) {
 		{`{"train": {"steps": -0}}`, "field train.steps is -0, a negative zero: want an integer without a sign"},
 		{`{"seed": -0}`, "field seed is -0"},
 		{`{"step": -0}`, ""}, // a float's -0 is a value
+		{`{"seed": -0.0}`, "field seed: number -0.0 is not written as an integer: want 0"},
 		{`{"step": -0.0, "seed": 0}`, ""},
 		{`{"seed": 1`, "the file ends at line 1 inside an object or array: a } or ] is missing (unexpected EOF)"},
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
