@@ -130,7 +130,7 @@ func TestValuesRefused(t *testing.T) {
 		{[]string{"train", "--holdout", "0", "--data", "x.csv", "--out", filepath.Join(dir, "a")}, "--holdout 0: want a fraction strictly between 0 and 1"},
 		{[]string{"train", "--resume", run0, "--iterations", "50", "--seed", "3"}, "--iterations, --seed would be ignored"},
 		{[]string{"train", "--config", cfg, "--out", filepath.Join(dir, "b")}, "after the JSON object"},
-		{[]string{"train", "--config", os.DevNull, "--out", filepath.Join(dir, "b")}, os.DevNull + ": empty, want a JSON object"},
+		{[]string{"train", "--config", os.DevNull, "--out", filepath.Join(dir, "b")}, os.DevNull + " is a device, want a regular file"},
 		{[]string{"train", "--config", zeros["train.batch_size"], "--out", filepath.Join(dir, "b")}, "train.batch_size 0: 0 stands for the default here, 64: leave the field out for the default"},
 		{[]string{"train", "--config", zeros["train.sampler.step_size"], "--out", filepath.Join(dir, "b")}, "train.sampler.step_size 0: 0 stands for the default here"},
 		{[]string{"train", "--config", zeros["eval_every"], "--out", filepath.Join(dir, "b")}, "eval_every 0: 0 stands for the default here"},
