@@ -226,9 +226,18 @@ type scaling struct {
 	// flowBlocks replaces the paper's number of RealNVP blocks at the
 	// dimensions it lists (see the comment in Defaults).
 	flowBlocks map[int]int
+	// flowMCByDim gives flowMC-EBM its own length, i-SIR particles and
+	// float type at the dimensions it lists (see flowMCAt).
+	flowMCByDim map[int]flowMCScaling
 	// conv, when set, sizes the conv models and their sampler (the image
 	// experiments; see imageScaling).
 	conv *convScaling
+}
+
+// flowMCScaling is flowMC-EBM's own scaling at one dimension.
+type flowMCScaling struct {
+	iterations, particles int
+	float32               bool
 }
 
 // convScaling shrinks the image experiments' conv models, chains and
@@ -252,15 +261,16 @@ var imageScaling = scaling{iterations: 200, stepsDiv: 16, batch: 64, particles: 
 	conv: &convScaling{ebmChannels: []int{8, 16, 16}, flowHidden: 8, flowCouplings: 1, localSteps: 8, rhatChains: 64, logZSamples: 512}}
 
 var scalings = map[string]scaling{
-	"two-modes":      {iterations: 2000},
-	"four-modes":     {iterations: 1000, stepsDiv: 4},
-	"8-gaussians":    {iterations: 1000, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
-	"rings":          {iterations: 1000, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
-	"mnist":          {iterations: 500, stepsDiv: 4, particles: 32, batch: 64, lr: 1e-3, fastFlow: true, flowLR: 1e-2},
-	"four-gaussians": {iterations: 400, dataSize: 16384, stepsDiv: 4, persistent: 2048, fastFlow: true, flowLR: 1e-2, noBaselineL2: true, flowBlocks: map[int]int{64: 4}},
-	"mnist28":        imageScaling,
-	"fashion-mnist":  imageScaling,
-	"cifar10":        imageScaling,
+	"two-modes":   {iterations: 2000},
+	"four-modes":  {iterations: 1000, stepsDiv: 4},
+	"8-gaussians": {iterations: 1000, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
+	"rings":       {iterations: 1000, dataSize: 16384, stepsDiv: 4, batch: 128, persistent: 2048},
+	"mnist":       {iterations: 500, stepsDiv: 4, particles: 32, batch: 64, lr: 1e-3, fastFlow: true, flowLR: 1e-2},
+	"four-gaussians": {iterations: 400, dataSize: 16384, stepsDiv: 4, persistent: 2048, fastFlow: true, flowLR: 1e-2, noBaselineL2: true, flowBlocks: map[int]int{64: 4},
+		flowMCByDim: map[int]flowMCScaling{64: {iterations: 2500, particles: 256, float32: true}}},
+	"mnist28":       imageScaling,
+	"fashion-mnist": imageScaling,
+	"cifar10":       imageScaling,
 }
 
 // Defaults returns the run configuration for an experiment and algorithm:
@@ -290,6 +300,7 @@ func DefaultsFor(exp *experiments.Experiment, algorithm algorithms.Algorithm) (c
 		return rc, notes, nil
 	}
 	what := sc.sizes(&rc)
+	what = append(what, sc.flowMCAt(&rc, exp.Dim())...)
 	what = append(what, sc.flow(&rc, exp.Dim())...)
 	what = append(what, sc.convModels(&rc)...)
 	what = append(what, sc.chains(&rc)...)
@@ -324,6 +335,29 @@ func (sc scaling) sizes(rc *config.Run) (what []string) {
 		what = append(what, fmt.Sprintf("learning rates %g instead of %g", sc.lr, t.EBMOptim.LR))
 		t.EBMOptim.LR, t.FlowOptim.LR = sc.lr, sc.lr
 	}
+	return what
+}
+
+// flowMCAt gives flowMC-EBM the length, i-SIR particles and float type of
+// flowMCByDim at dimension d.
+func (sc scaling) flowMCAt(rc *config.Run, d int) (what []string) {
+	f, ok := sc.flowMCByDim[d]
+	if !ok || rc.Train.Algorithm != algorithms.FlowMC {
+		return nil
+	}
+	// The paper's R-hat ≤ 1.05 at d = 64 (128 chains of 16 cycles, the
+	// worst of 64 coordinates) needs a lag-1 autocorrelation between cycles
+	// below about 0.18 (docs/training.md): a global acceptance of about
+	// 0.8 or more. With 400 iterations of float64 and 128 particles the
+	// defaults reached 0.57 (R-hat 1.133, seed 1; 1.077 and 1.172 for seeds
+	// 2, 3); 3,000 such iterations reached 0.81 and 1.067 in 42 minutes.
+	// Float32 halves the time per iteration, which buys twice the i-SIR
+	// particles: 2,500 iterations with 256 particles gave R-hat 1.046 at
+	// iteration 1,500 and 1.038 at 2,000 (seed 1; docs/training.md has the
+	// three seeds' results).
+	t := &rc.Train
+	what = append(what, fmt.Sprintf("flowMC-EBM at d = %d: %d iterations instead of %d, i-SIR with %d particles instead of %d, float32 models", d, f.iterations, sc.iterations, f.particles, t.Sampler.Particles))
+	t.Iterations, t.Sampler.Particles, rc.Model.Float32 = f.iterations, f.particles, f.float32
 	return what
 }
 
