@@ -261,7 +261,7 @@ func samePath(a, b string) bool {
 func (p *Plan) Resolved() (config.Run, error) {
 	cfg := p.Config
 	exp := p.exp
-	if exp == nil {
+	if exp == nil || cfg.DataDir != "" { // a data folder: its checksums recorded, as the run records them
 		var err error
 		if exp, _, err = cfg.LoadExperiment(rand.New(rand.NewPCG(cfg.Seed, dataStream))); err != nil {
 			return cfg, err

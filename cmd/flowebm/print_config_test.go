@@ -76,3 +76,11 @@ func TestPrintConfigForAnotherFolder(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"train": {"iterations": 5, "sampler": {"global_steps": -1, "local_steps": 2}}}`), 0o644)
 	wantErr(t, "global_steps -1, local_steps 2: want positive", "train", "--config", bad, "--print-config")
 }
+
+// Probe 17: --print-config printed flow files that do not exist (the run
+// opens them only when it starts); they are checked.
+func TestPrintConfigChecksFlowFiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "a.onnx")
+	wantErr(t, "model.flow_onnx: open "+missing+": no such file or directory", "train", "--flow", missing, "--flow-density", filepath.Join(dir, "b.onnx"), "--print-config")
+}

@@ -187,6 +187,15 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 		return err
 	}
 	cfg.ResolvePaths(wd) // absolute: a --config file's are read from its own folder
+	if fo := cfg.Model.FlowONNX; fo != nil { // read only when a run starts: checked here
+		for _, p := range []string{fo.Sample, fo.Density} {
+			f, err := safefile.Open(p)
+			if err != nil {
+				return fmt.Errorf("model.flow_onnx: %w", err)
+			}
+			f.Close()
+		}
+	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	return enc.Encode(jsonfile.Safe(cfg))
@@ -497,6 +506,10 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := outputsReplaceable(f.resume); err != nil { // found now, not at the next checkpoint
+		release()
+		return nil, nil, err
+	}
 	if err := checkResumable(f.resume); err != nil {
 		if errors.Is(statErr, os.ErrNotExist) {
 			os.Remove(lock)
@@ -587,6 +600,23 @@ func runFolder(f trainFlags, cfg config.Run) string {
 		name = strings.TrimSuffix(filepath.Base(cfg.Data.File), filepath.Ext(cfg.Data.File))
 	}
 	return filepath.Join("runs", fmt.Sprintf("%s-%s-s%d", name, cfg.Train.Algorithm, cfg.Seed))
+}
+
+// replacedFiles are the files a run replaces (atomically) in its folder
+// as it trains and ends.
+var replacedFiles = []string{"metrics.csv", "metrics.json", "samples.npy", "image-samples.npz", "config.json"}
+
+// outputsReplaceable refuses a run folder where one of replacedFiles is not a
+// regular file (a folder, a FIFO, a link): its replacement would fail, but
+// only at the next checkpoint (probe 17).
+func outputsReplaceable(dir string) error {
+	for _, name := range replacedFiles {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (mode %v): the run replaces it as it trains; move it away and resume again", p, fi.Mode().Type())
+		}
+	}
+	return nil
 }
 
 // plan resolves the flags (and --config) into a new run's plan, with the

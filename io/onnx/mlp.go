@@ -227,7 +227,7 @@ func recognise(got, probe []float64, f32 bool) (layers.Activation, error) {
 			return a, nil
 		}
 	}
-	return layers.Activation{}, fmt.Errorf("the activation between two Linears is none of relu, leaky_relu, tanh, softplus, elu, silu (compared at points from −1e4 to 1e4: a clipped one, such as ReLU6 or Hardtanh, is none of them)")
+	return layers.Activation{}, fmt.Errorf("the activation between two Linears is none of relu, leaky_relu, tanh, softplus (β = 1), elu (α = 1), silu (compared at points from −1e8 to 1e8: one written with these operators that is clipped, such as relu(x) − relu(x − 6), is none of them)")
 }
 
 // scalarActivation evaluates an activation at x.

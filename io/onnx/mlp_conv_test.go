@@ -40,7 +40,7 @@ func TestMLPRefusals(t *testing.T) {
 	for name, want := range map[string]string{
 		"relu6":          `node "/1/Clip" between two Linears is a Clip: a checkpoint's MLP holds one of relu`,
 		"hardtanh5":      `node "/1/Clip" between two Linears is a Clip`,
-		"relu6_by_relus": "a clipped one, such as ReLU6 or Hardtanh, is none of them",
+		"relu6_by_relus": "one written with these operators that is clipped, such as relu(x) − relu(x − 6), is none of them",
 		"per_unit":       "the activation before it differs between hidden units",
 		"batchnorm":      "is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm",
 		"nobias":         "is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias",
