@@ -187,7 +187,8 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 		return err
 	}
 	cfg.ResolvePaths(wd) // absolute: a --config file's are read from its own folder
-	if fo := cfg.Model.FlowONNX; fo != nil { // read only when a run starts: checked here
+	// The flow's files are read only when a run starts: checked here.
+	if fo := cfg.Model.FlowONNX; fo != nil {
 		for _, p := range []string{fo.Sample, fo.Density} {
 			f, err := safefile.Open(p)
 			if err != nil {
