@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
 )
 
 // train --print-config writes the configuration a run of the same flags
@@ -83,4 +85,32 @@ func TestPrintConfigChecksFlowFiles(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "a.onnx")
 	wantErr(t, "model.flow_onnx: open "+missing+": no such file or directory", "train", "--flow", missing, "--flow-density", filepath.Join(dir, "b.onnx"), "--print-config")
+}
+
+// Probe 17: --print-config --data-dir left out data_dir_sha256, which a
+// second pass through --config added: the first print records the
+// folder's checksums as a run does, and a second print is the same.
+func TestPrintConfigDataDirChecksums(t *testing.T) {
+	t.Setenv(experiments.CIFAR10Env, "")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "cifar")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFakeCIFAR10(t, data, 40)
+	first, stderr, status := runCLI("train", "--experiment", "cifar10", "--algorithm", "ula", "--data-dir", data, "--iterations", "2", "--print-config")
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	if !strings.Contains(first, `"data_dir_sha256"`) || !strings.Contains(first, `"test_batch.bin"`) {
+		t.Fatalf("first print lacks the checksums:\n%s", first)
+	}
+	path := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(path, []byte(first), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, stderr, status := runCLI("train", "--config", path, "--print-config")
+	if status != 0 || second != first {
+		t.Errorf("second print (status %d, %s) differs from the first:\n%s\nfirst:\n%s", status, stderr, second, first)
+	}
 }
