@@ -605,7 +605,7 @@ func runFolder(f trainFlags, cfg config.Run) string {
 
 // replacedFiles are the files a run replaces (atomically) in its folder
 // as it trains and ends.
-var replacedFiles = []string{"metrics.csv", "metrics.json", "samples.npy", "image-samples.npz", "config.json"}
+var replacedFiles = []string{"metrics.csv", "metrics.json", "samples.npy", "image-samples.npz"} // config.json: its reader refuses it first
 
 // outputsReplaceable refuses a run folder where one of replacedFiles is not a
 // regular file (a folder, a FIFO, a link): its replacement would fail, but
