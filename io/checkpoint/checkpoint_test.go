@@ -258,3 +258,24 @@ func TestLoadChecksManifest(t *testing.T) {
 		t.Errorf("edited spec.json: %v", err)
 	}
 }
+
+// A listed JSON or CSV file of gigabytes is refused by its size before it
+// is hashed (probe 17: a 3 GiB sparse spec.json took 6–12 s to hash, and
+// only then was it refused as not matching its sum).
+func TestManifestRefusesHugeTextBeforeHashing(t *testing.T) {
+	dir := t.TempDir()
+	if err := Save(dir, models(t, tensor.Float64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteManifest(dir); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "spec.json")
+	if err := os.Truncate(spec, 3<<30); err != nil { // sparse: no disk used
+		t.Skip(err)
+	}
+	_, _, err := Load(dir)
+	if err == nil || !strings.Contains(err.Error(), "want at most 268435456") || !strings.Contains(err.Error(), "spec.json") {
+		t.Errorf("3 GiB spec.json: %v, want it refused by its size", err)
+	}
+}

@@ -74,7 +74,7 @@ func CheckManifest(dir string, required ...string) error {
 			return fmt.Errorf("%s: line %d %q, want a SHA-256 and a file name as sha256sum writes them", marker, i+2, clipLine(l))
 		}
 		listed[name] = true
-		got, err := safefile.SHA256(filepath.Join(dir, name))
+		got, err := hashListed(filepath.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("%s, listed in %s: %v", name, marker, err) // not a missing marker
 		}
@@ -88,6 +88,26 @@ func CheckManifest(dir string, required ...string) error {
 		}
 	}
 	return nil
+}
+
+// maxListedTextBytes bounds a checkpoint's JSON and CSV files (spec.json,
+// state.json, evals.csv: kilobytes to megabytes, as their readers bound
+// them), checked before hashing, so that a file of gigabytes is refused at
+// once rather than hashed for seconds and then refused.
+const maxListedTextBytes = 256 << 20
+
+// hashListed is the SHA-256 of a file a manifest lists, refusing first a
+// text file larger than its readers accept.
+func hashListed(path string) (string, error) {
+	switch filepath.Ext(path) {
+	case ".json", ".csv":
+		f, err := safefile.OpenLimited(path, maxListedTextBytes, "a checkpoint's JSON and CSV files are kilobytes to megabytes")
+		if err != nil {
+			return "", err
+		}
+		f.Close()
+	}
+	return safefile.SHA256(path)
 }
 
 // checkModelFiles checks spec.json and weights.npz against dir's
