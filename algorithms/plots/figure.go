@@ -125,7 +125,26 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 		// Keep every threshold in view.
 		p.Y.Min, p.Y.Max = math.Min(p.Y.Min, v/1.003), math.Max(p.Y.Max, v*1.003)
 	}
+	if f.YMax <= f.YMin {
+		headroom(p, f.LogY)
+	}
 	return p, entries, nil
+}
+
+// headroomFraction is the part of an automatic y range left free above the
+// highest value, so that a curve ending there is not drawn along the
+// frame's top edge, under the title.
+const headroomFraction = 0.05
+
+// headroom raises the top of p's automatic y range by headroomFraction of
+// the range (of its logarithm on a logarithmic axis).
+func headroom(p *plot.Plot, logY bool) {
+	switch {
+	case logY && p.Y.Min > 0 && p.Y.Max > p.Y.Min:
+		p.Y.Max *= math.Pow(p.Y.Max/p.Y.Min, headroomFraction)
+	case !logY && p.Y.Max > p.Y.Min:
+		p.Y.Max += headroomFraction * (p.Y.Max - p.Y.Min)
+	}
 }
 
 // fitY checks that the curves' values fit in a plot (gonum/plot's ticks

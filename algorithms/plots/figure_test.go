@@ -187,3 +187,24 @@ func TestFigureWithoutPoints(t *testing.T) {
 		}
 	}
 }
+
+// The highest curve ends below the top of an automatic y range (the d = 64
+// report's NT-EBM R-hat, 57.1, ran along the frame's top edge under the
+// title), on a logarithmic and on a linear axis.
+func TestFigureHeadroom(t *testing.T) {
+	for _, logY := range []bool{true, false} {
+		fig := Figure{Title: "R-hat", LogY: logY, Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 0, Y: 2}, {X: 1, Y: 57.1}}}}}
+		p, _, err := fig.layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Add() // the range as drawn
+		frac := (p.Y.Max - 57.1) / (p.Y.Max - p.Y.Min)
+		if logY {
+			frac = math.Log(p.Y.Max/57.1) / math.Log(p.Y.Max/p.Y.Min)
+		}
+		if frac < 0.03 {
+			t.Errorf("logY %v: y range [%v, %v] leaves %.3f of the axis above the highest value, want ≥ 0.03", logY, p.Y.Min, p.Y.Max, frac)
+		}
+	}
+}
