@@ -510,12 +510,19 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
-		if !strings.Contains(msg, "diverged") {
-			return "FAILED (retried by the next reproduce): " + msg
-		}
-		return "FAILED: " + msg
+		return failureStatus(msg)
 	}
 	return "done"
+}
+
+// failureStatus is the progress line's word for a run whose train process
+// ended with msg: a divergence is a result (the report shows it, as the
+// paper's tables do), any other failure is retried by the next reproduce.
+func failureStatus(msg string) string {
+	if strings.Contains(msg, "diverged") {
+		return "diverged (a result the report shows, not retried): " + msg
+	}
+	return "FAILED (retried by the next reproduce): " + msg
 }
 
 // runChild runs cmd in a process group of its own (a terminal's Ctrl-C

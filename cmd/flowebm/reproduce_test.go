@@ -203,3 +203,16 @@ func TestReproduceRetriesFailedRun(t *testing.T) {
 		t.Error("error.txt kept after the retry succeeded")
 	}
 }
+
+// A run that diverges is reported as such in reproduce's progress, not as
+// FAILED (it is a result, not retried); another failure is FAILED and
+// retried.
+func TestReproduceProgressNamesDivergence(t *testing.T) {
+	div := "flowebm: iteration 101: loss -1.26e+06 beyond the energy limit 1e+06 (the negatives' energies exploded): training diverged; the last good checkpoint is in X"
+	if got := failureStatus(div); !strings.HasPrefix(got, "diverged (a result the report shows, not retried): ") || strings.Contains(got, "FAILED") {
+		t.Errorf("divergence: %q", got)
+	}
+	if got := failureStatus("flowebm: write metrics.csv: no space left on device"); !strings.HasPrefix(got, "FAILED (retried by the next reproduce): ") {
+		t.Errorf("a full disk: %q", got)
+	}
+}
