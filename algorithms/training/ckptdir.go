@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
@@ -231,6 +232,71 @@ func removeIfExists(path string) error {
 		return nil
 	}
 	return os.RemoveAll(path)
+}
+
+// holdFolders takes the lock on the checkpoint folders of the run folder
+// dir (an advisory flock on dir itself), waiting for it: exclusive while
+// they are renamed or removed (a checkpoint replacement, a recovery),
+// shared while a reader finds and reads the newest complete one
+// (ReadLatest). A run being trained then never replaces the checkpoint a
+// reader is in the middle of, and a reader never meets a replacement
+// halfway. Closing the returned release drops the lock.
+func holdFolders(dir string, exclusive bool) (release func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	for {
+		if err = syscall.Flock(int(f.Fd()), how); !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: locking its checkpoint folders: %w", dir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// withFoldersHeld runs f holding the exclusive lock on the checkpoint
+// folders of the run folder dir (holdFolders).
+func withFoldersHeld(dir string, f func() error) error {
+	release, err := holdFolders(dir, true)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return f()
+}
+
+// ReadRun runs read holding the shared lock on the checkpoint folders of
+// the run folder dir: a process training the run replaces its checkpoint
+// only once read returns, so that read sees one checkpoint whole (found
+// with LatestCheckpoint) even while the run is being trained. Nested calls
+// are allowed.
+func ReadRun(dir string, read func() error) error {
+	release, err := holdFolders(dir, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return read()
+}
+
+// ReadLatest calls read with the newest complete checkpoint of the run in
+// dir (LatestCheckpoint), under ReadRun.
+func ReadLatest(dir string, read func(ck string) error) error {
+	return ReadRun(dir, func() error {
+		ck, err := LatestCheckpoint(dir)
+		if err != nil {
+			return err
+		}
+		return read(ck)
+	})
 }
 
 // syncDir flushes dir's entries (renames) to disk, where the system

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/npy"
@@ -678,5 +679,104 @@ func TestResumeFallbackIsNoted(t *testing.T) {
 	}
 	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "using the previous checkpoint, checkpoint.old") {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// A reader of a run being trained (energy, sample, convert, compare on the
+// run folder) holds its checkpoint folders still: one that starts while a
+// replacement is between its renames waits for the end of it and then
+// reads the new checkpoint whole (probe 18: 24 of 897 energy --model RUN
+// during training failed, telling the user to restore a healthy run).
+func TestReaderWaitsForCheckpointReplacement(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
+	stepN(t, r, 4)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	stepN(t, r, 3)
+	type result struct {
+		ck   string
+		iter int
+		err  error
+	}
+	done := make(chan result, 1)
+	blocked := false
+	crashHook = func(p string) error {
+		if p != "moved-old" { // checkpoint/ renamed, checkpoint.new/ not yet
+			return nil
+		}
+		go func() {
+			var res result
+			res.err = ReadLatest(dir, func(ck string) error {
+				res.ck = ck
+				var st struct {
+					Iter int `json:"iter"`
+				}
+				b, err := os.ReadFile(filepath.Join(ck, "state.json"))
+				if err == nil {
+					err = json.Unmarshal(b, &st)
+				}
+				res.iter = st.Iter
+				return err
+			})
+			done <- res
+		}()
+		select {
+		case <-done:
+		case <-time.After(300 * time.Millisecond):
+			blocked = true
+		}
+		return nil
+	}
+	t.Cleanup(func() { crashHook = nil })
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	crashHook = nil
+	if !blocked {
+		t.Fatal("a reader ran in the middle of a checkpoint replacement, want it to wait for the end of it")
+	}
+	res := <-done
+	if res.err != nil || res.ck != filepath.Join(dir, "checkpoint") || res.iter != 7 {
+		t.Errorf("the waiting reader read %s (iteration %d, %v), want the new checkpoint/ at iteration 7", res.ck, res.iter, res.err)
+	}
+}
+
+// Readers looping over a run while it checkpoints at every iteration all
+// read a whole checkpoint (its manifest matches, its models and evaluations
+// load).
+func TestReadersDuringTraining(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(t, algorithms.FlowMC, 40)
+	cfg.CheckpointEvery, cfg.EvalEvery = 1, 1
+	r, err := NewRun(cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	trained := make(chan error, 1)
+	go func() { trained <- r.Train(nil) }()
+	reads, failures, failed := 0, 0, []string{}
+	for running := true; running; reads++ {
+		select {
+		case err := <-trained:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		err := ReadLatest(dir, func(ck string) error { return checkComplete(ck, true) })
+		if err != nil {
+			if failures++; len(failed) < 3 {
+				failed = append(failed, err.Error())
+			}
+		}
+	}
+	if failures > 0 {
+		t.Errorf("%d of %d reads during training failed, e.g. %q", failures, reads, failed)
 	}
 }

@@ -327,10 +327,13 @@ func newModelsOf(cfg config.Run, d int, image *experiments.ImageShape, train *ma
 	if err != nil {
 		return nil, err
 	}
-	if flow == nil {
+	if flow == nil && cfg.Train.Algorithm.TrainsFlow() {
 		// model.flow's family: the RealNVP (as before the spline flow
 		// existed: the same draws of initRNG), the spline flow or the conv
-		// RealNVP.
+		// RealNVP. An algorithm without a flow (ula) builds none: its
+		// model.flow_* fields are ignored, and sized nothing (a
+		// flow_blocks of 2^63 panicked; the EBM's initialisation draws
+		// come first, so they are the same as when the flow was built).
 		fn, err := m.FlowNetFor(d, image)
 		if err != nil {
 			return nil, err
@@ -702,10 +705,13 @@ func (r *Run) Checkpoint() error {
 	}
 	final := filepath.Join(r.Dir, checkpointName)
 	tmp := final + newSuffix
-	if err := r.clearOrRecover(); err != nil {
-		return err
-	}
-	if err := removeIfExists(tmp); err != nil {
+	err := withFoldersHeld(r.Dir, func() error {
+		if err := r.clearOrRecover(); err != nil {
+			return err
+		}
+		return removeIfExists(tmp)
+	})
+	if err != nil {
 		return err
 	}
 	if err := crashPoint("begin"); err != nil {
@@ -727,6 +733,12 @@ func (r *Run) Checkpoint() error {
 	if err := crashPoint("complete"); err != nil {
 		return err
 	}
+	return withFoldersHeld(r.Dir, func() error { return r.replaceCheckpoint(tmp, final) })
+}
+
+// replaceCheckpoint puts the complete checkpoint folder tmp in the place
+// of final, keeping final as checkpoint.old/ until then.
+func (r *Run) replaceCheckpoint(tmp, final string) error {
 	old := final + oldSuffix
 	if exists(final) {
 		if err := os.Rename(final, old); err != nil {
@@ -1019,7 +1031,12 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 	// dir/checkpoint is the newest complete checkpoint; say so where
 	// checkpoint/ itself is passed over for the previous one.
 	fallback := fallbackNote(dir)
-	switch ok, err := recoverCheckpoint(dir); {
+	var ok bool
+	err = withFoldersHeld(dir, func() (err error) {
+		ok, err = recoverCheckpoint(dir)
+		return err
+	})
+	switch {
 	case err != nil:
 		return nil, err
 	case !ok:

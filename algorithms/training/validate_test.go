@@ -333,3 +333,24 @@ func TestResumeRefusesEditedCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// ula has no flow: its model.flow_* fields are ignored (as its notes say)
+// and size nothing (probe 18: flow_blocks 2^63 panicked in makeslice,
+// flow_blocks 1e8 and flow_hidden [1e8] died out of memory).
+func TestULAIgnoresFlowSizes(t *testing.T) {
+	for _, amend := range []func(*config.Run){
+		func(c *config.Run) { c.Model.FlowBlocks = math.MaxInt },
+		func(c *config.Run) { c.Model.FlowBlocks = 100_000_000 },
+		func(c *config.Run) { c.Model.FlowHidden = []int{100_000_000} },
+	} {
+		cfg := smallConfig(t, algorithms.ULA, 2)
+		amend(&cfg)
+		r, err := NewRun(cfg, t.TempDir())
+		if err != nil {
+			t.Fatalf("flow_blocks %d, flow_hidden %v: %v", cfg.Model.FlowBlocks, cfg.Model.FlowHidden, err)
+		}
+		if r.Trainer.Flow != nil {
+			t.Error("ula's run has a flow")
+		}
+	}
+}

@@ -329,12 +329,20 @@ func runEvals(dir string) ([]training.Eval, error) {
 	path := filepath.Join(dir, "metrics.csv")
 	evals, err := training.ReadEvalsCSVModes(path)
 	if errors.Is(err, os.ErrNotExist) {
-		ck, ckErr := training.LatestCheckpoint(dir)
+		var ckErr error
+		err = training.ReadRun(dir, func() error {
+			ck, err := training.LatestCheckpoint(dir)
+			if err != nil {
+				ckErr = err
+				return nil
+			}
+			path = filepath.Join(ck, "evals.csv")
+			evals, err = training.ReadEvalsCSVModes(path)
+			return err
+		})
 		if ckErr != nil {
 			return nil, noEvalsError(dir, ckErr)
 		}
-		path = filepath.Join(ck, "evals.csv")
-		evals, err = training.ReadEvalsCSVModes(path)
 	}
 	if err != nil {
 		return nil, err

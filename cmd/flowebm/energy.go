@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,7 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/training"
@@ -24,8 +24,6 @@ import (
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
-	"github.com/spf13/cobra"
-	"gonum.org/v1/gonum/mat"
 )
 
 func energyCmd() *cobra.Command {
@@ -450,22 +448,28 @@ func denseData(x *mat.Dense) []float64 {
 
 // loadCheckpoint loads the models of a checkpoint folder or of a run
 // folder's newest complete checkpoint. A run being trained replaces its
-// checkpoint by renames: RUN/checkpoint missing for that instant, or
-// vanishing while it is read, is loaded as RUN; a run's folder is looked up
-// again (three tries).
+// checkpoint by renames: its folders are read holding them still
+// (training.ReadRun), and RUN/checkpoint missing for that instant is
+// loaded as RUN.
 func loadCheckpoint(dir string) (checkpoint.Models, error) {
-	run := runOfCheckpoint(dir)
+	if run := runOfCheckpoint(dir); run != "" {
+		var m checkpoint.Models
+		err := training.ReadRun(run, func() (err error) {
+			if !exists(filepath.Join(dir, "spec.json")) {
+				m, err = loadRun(run)
+				return err
+			}
+			m, _, err = checkpoint.Load(dir)
+			return err
+		})
+		return m, err
+	}
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
 		m, _, err := checkpoint.Load(dir)
-		if run != "" && errors.Is(err, fs.ErrNotExist) {
-			return loadRun(run)
-		}
 		return m, err
 	}
 	fi, err := os.Stat(dir)
 	switch {
-	case err != nil && run != "":
-		return loadRun(run)
 	case err != nil:
 		return checkpoint.Models{}, fmt.Errorf("%s: want a checkpoint folder (spec.json, weights.npz) or a run folder: %w", dir, err)
 	case !fi.IsDir() && slices.Contains(checkpointFiles, filepath.Base(dir)):
@@ -488,27 +492,26 @@ func runOfCheckpoint(dir string) string {
 	return ""
 }
 
-// loadRun loads the newest complete checkpoint of the run folder dir.
+// loadRun loads the newest complete checkpoint of the run folder dir,
+// holding its checkpoint folders still meanwhile (a run being trained
+// replaces them only once it is read).
 func loadRun(dir string) (checkpoint.Models, error) {
-	var err error
-	for try := 0; try < 3; try++ {
-		var latest string
-		if latest, err = training.LatestCheckpoint(dir); err != nil {
+	var m checkpoint.Models
+	err := training.ReadRun(dir, func() error {
+		latest, err := training.LatestCheckpoint(dir)
+		if err != nil {
 			if !isTrainingRun(dir) {
-				return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
+				return fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
 			}
-			return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
+			return err // says why each checkpoint folder is incomplete
 		}
 		if final := filepath.Join(dir, "checkpoint"); latest != final && exists(final) {
 			fmt.Fprintf(os.Stderr, "flowebm: note: %s is incomplete or damaged; using %s\n", final, latest)
 		}
-		var m checkpoint.Models
-		if m, _, err = checkpoint.Load(latest); !errors.Is(err, fs.ErrNotExist) {
-			return m, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return checkpoint.Models{}, err
+		m, _, err = checkpoint.Load(latest)
+		return err
+	})
+	return m, err
 }
 
 // writeVector writes v to the --out file path (.npy or .csv), replacing a

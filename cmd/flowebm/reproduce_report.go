@@ -304,18 +304,24 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 // complete checkpoint, and returns that checkpoint's iteration (0 if
 // there is none, or it cannot be read).
 func (r *reproRun) checkpointEvals() int {
-	ck, err := training.LatestCheckpoint(r.dir)
+	iter := 0
+	err := training.ReadLatest(r.dir, func(ck string) (err error) { // a run being trained: one checkpoint whole
+		if r.evals, err = training.ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.exp.Weights)); err != nil {
+			r.evals = nil
+		}
+		var st struct {
+			Iter int `json:"iter"`
+		}
+		if b, err := safefile.ReadFile(filepath.Join(ck, "state.json"), jsonfile.DefaultMaxBytes); err == nil && json.Unmarshal(b, &st) == nil && st.Iter > 0 {
+			iter = st.Iter
+		}
+		return nil
+	})
 	if err != nil {
 		return 0
 	}
-	if r.evals, err = training.ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.exp.Weights)); err != nil {
-		r.evals = nil
-	}
-	var st struct {
-		Iter int `json:"iter"`
-	}
-	if b, err := safefile.ReadFile(filepath.Join(ck, "state.json"), jsonfile.DefaultMaxBytes); err == nil && json.Unmarshal(b, &st) == nil && st.Iter > 0 {
-		return st.Iter
+	if iter > 0 {
+		return iter
 	}
 	if ev := r.final(); ev != nil {
 		return ev.Iter

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
@@ -25,11 +32,6 @@ import (
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/mat"
-	"gorgonia.org/tensor"
 )
 
 type sampleFlags struct {
@@ -141,11 +143,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		defer release()
 	}
 	defer removeTempsOnSignal()()
-	m, err := f.models()
-	if err != nil {
-		return err
-	}
-	inputs, err := inputHashes(f.model, f.flow, f.flowDensity)
+	m, inputs, err := f.modelsAndHashes()
 	if err != nil {
 		return err
 	}
@@ -575,6 +573,34 @@ func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
 	}
 	db, err := onnx.FlowDensity(flow, onnx.Options{})
 	return [][]byte{sb, db}, err
+}
+
+// modelsAndHashes loads the models (models) and the SHA-256 of their files
+// (inputHashes) as one: read again if a run being trained replaced its
+// checkpoint in between, so that the sums recorded for --resume are those
+// of the models sampled.
+func (f sampleFlags) modelsAndHashes() (checkpoint.Models, map[string]string, error) {
+	const tries = 3
+	for try := 1; ; try++ {
+		before, err := inputHashes(f.model, f.flow, f.flowDensity)
+		if err != nil {
+			return checkpoint.Models{}, nil, err
+		}
+		m, err := f.models()
+		if err != nil {
+			return checkpoint.Models{}, nil, err
+		}
+		after, err := inputHashes(f.model, f.flow, f.flowDensity)
+		if err != nil {
+			return checkpoint.Models{}, nil, err
+		}
+		if maps.Equal(before, after) {
+			return m, after, nil
+		}
+		if try == tries {
+			return checkpoint.Models{}, nil, fmt.Errorf("the model files changed while they were read, %d times (a run being trained checkpoints that often?): try again, or sample a copy", tries)
+		}
+	}
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -345,34 +346,71 @@ func restoreDraws(ck *ckptReader, st *samplers.Store, n int) error {
 	return nil
 }
 
-// inputHashes are the SHA-256 of the files a run reads (a checkpoint or
-// run folder: every spec.json and weights.npz in it), so that a resume can
-// refuse changed inputs.
+// inputHashes are the SHA-256 of the files a run reads, so that a resume
+// can refuse changed inputs: a file; a checkpoint folder's spec.json and
+// weights.npz (every one in it and its subfolders); a training run's
+// newest complete checkpoint's, read as loadCheckpoint loads it (holding
+// the run's checkpoint folders still).
 func inputHashes(paths ...string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, p := range paths {
 		if p == "" {
 			continue
 		}
-		files, err := modelFiles(p)
+		sum, err := inputHash(p)
 		if err != nil {
 			return nil, err
-		}
-		h := sha256.New()
-		for _, f := range files {
-			b, err := safefile.ReadFile(f, onnx.MaxFileBytes)
-			if err != nil {
-				return nil, err
-			}
-			h.Write(b)
 		}
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err
 		}
-		out[abs] = hex.EncodeToString(h.Sum(nil))
+		out[abs] = sum
 	}
 	return out, nil
+}
+
+// inputHash is the SHA-256 of the model files at p (see inputHashes).
+func inputHash(p string) (sum string, err error) {
+	inRun := func(run string, folder func() (string, error)) (string, error) {
+		err := training.ReadRun(run, func() error {
+			dir, err := folder()
+			if err == nil {
+				sum, err = hashFiles(filepath.Join(dir, "spec.json"), filepath.Join(dir, "weights.npz"))
+			}
+			return err
+		})
+		return sum, err
+	}
+	latest := func(run string) func() (string, error) {
+		return func() (string, error) { return training.LatestCheckpoint(run) }
+	}
+	switch run := runOfCheckpoint(p); {
+	case run != "" && exists(filepath.Join(p, "spec.json")):
+		return inRun(run, func() (string, error) { return p, nil })
+	case run != "":
+		return inRun(run, latest(run))
+	case isTrainingRun(p):
+		return inRun(p, latest(p))
+	}
+	files, err := modelFiles(p)
+	if err != nil {
+		return "", err
+	}
+	return hashFiles(files...)
+}
+
+// hashFiles is the SHA-256 of the files' contents one after the other.
+func hashFiles(files ...string) (string, error) {
+	h := sha256.New()
+	for _, f := range files {
+		b, err := safefile.ReadFile(f, onnx.MaxFileBytes)
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // modelFiles is p, or for a folder the checkpoint files in it, sorted.
