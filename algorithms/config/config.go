@@ -10,6 +10,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -199,6 +200,8 @@ func (cfg *Run) checkDataDirSums() error {
 		name := filepath.Base(f)
 		want, ok := cfg.DataDirSHA256[name]
 		switch {
+		case ok && !isSHA256(want):
+			return fmt.Errorf("algorithms: data_dir_sha256[%q] %.80q, want 64 hexadecimal digits (a SHA-256, as sha256sum prints it)", name, want)
 		case cfg.DataDirSHA256 != nil && !ok:
 			return cfg.otherFileError(f)
 		case cfg.DataDirSHA256 != nil && want != sum:
@@ -210,6 +213,15 @@ func (cfg *Run) checkDataDirSums() error {
 		cfg.DataDirSHA256 = sums
 	}
 	return nil
+}
+
+// isSHA256 reports whether s is a SHA-256 in hexadecimal.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // otherFileError says that the data folder now yields the file f, which
@@ -482,6 +494,8 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 		if err := cfg.checkDataDirSums(); err != nil {
 			return nil, nil, err
 		}
+	} else if cfg.DataDirSHA256 != nil {
+		return nil, nil, fmt.Errorf("algorithms: data_dir_sha256 without data_dir: it records the files a run read from its data_dir, and this configuration reads none; give data_dir (--data-dir DIR) with those files, or drop data_dir_sha256")
 	}
 	if cfg.Data != nil {
 		if cfg.Data.File == "" {

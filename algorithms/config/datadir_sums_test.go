@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,5 +52,31 @@ func TestDataDirSumsTwinFile(t *testing.T) {
 	err = cfg.checkDataDirSums()
 	if err == nil || !strings.Contains(err.Error(), "the run was made with other files (data_dir_sha256 records a, b)") {
 		t.Errorf("error %v, want the recorded names", err)
+	}
+}
+
+// Probe 18: data_dir_sha256 was kept unchecked where no data_dir is read
+// (a made-up map on two-modes, or an image config with data_dir dropped,
+// which then trained on other data under those sums); a recorded sum must
+// be a SHA-256.
+func TestDataDirSumsNeedDataDir(t *testing.T) {
+	for _, exp := range []string{"two-modes", "mnist28"} {
+		cfg := Run{Experiment: exp, DataDirSHA256: map[string]string{"foo": "zz"}}
+		if _, _, err := cfg.LoadExperiment(rand.New(rand.NewPCG(1, 2))); err == nil || !strings.Contains(err.Error(), "data_dir_sha256 without data_dir") {
+			t.Errorf("%s: %v, want data_dir_sha256 refused without data_dir", exp, err)
+		}
+	}
+	dir := t.TempDir()
+	names := []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}
+	sums := map[string]string{}
+	for i, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte{byte(i)}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sums[n] = strings.Repeat("0", 63) + "x"
+	}
+	cfg := Run{Experiment: "mnist28", DataDir: dir, DataDirSHA256: sums}
+	if err := cfg.checkDataDirSums(); err == nil || !strings.Contains(err.Error(), "want 64 hexadecimal digits") {
+		t.Errorf("a sum that is not hexadecimal: %v", err)
 	}
 }

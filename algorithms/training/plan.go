@@ -264,9 +264,17 @@ func (p *Plan) Resolved() (config.Run, error) {
 	if exp == nil || cfg.DataDir != "" { // a data folder: its checksums recorded, as the run records them
 		var err error
 		if exp, _, err = cfg.LoadExperiment(rand.New(rand.NewPCG(cfg.Seed, dataStream))); err != nil {
-			return cfg, err
+			return cfg, p.fromSource(err)
 		}
 	}
-	err := cfg.Resolve(exp)
-	return cfg, err
+	return cfg, p.fromSource(cfg.Resolve(exp))
+}
+
+// fromSource names the plan's --config file, if any, in err (its fields
+// are the file's), as a run's start does.
+func (p *Plan) fromSource(err error) error {
+	if err == nil || p.source == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", p.source, err)
 }

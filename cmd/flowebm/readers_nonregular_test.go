@@ -100,15 +100,23 @@ func TestMoreReadersRefuseNonRegular(t *testing.T) {
 }
 
 // Probe 17: resuming a run whose metrics.csv had become a folder trained
-// until the next checkpoint and failed there; it is refused at start.
+// until the next checkpoint and failed there; probe 18: a figure
+// (density.png) made a folder failed only at the end of training. Both are
+// refused at start, the kind named in words.
 func TestResumeRefusesNonRegularOutputs(t *testing.T) {
-	run := trainedRun(t)
-	metrics := filepath.Join(run, "metrics.csv")
-	if err := os.Remove(metrics); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"metrics.csv", "density.png", "rhat.svg"} {
+		run := trainedRun(t)
+		p := filepath.Join(run, name)
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"train", "--resume", run}
+		if strings.HasSuffix(name, ".svg") {
+			args = append(args, "--plot-format", "svg")
+		}
+		wantErr(t, p+" is a folder, want a regular file: the run replaces it as it trains", args...)
 	}
-	if err := os.Mkdir(metrics, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	wantErr(t, metrics+" is not a regular file (mode d---------): the run replaces it as it trains", "train", "--resume", run)
 }

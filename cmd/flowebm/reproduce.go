@@ -28,6 +28,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -287,7 +288,8 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 		if errors.As(err, &notGiven) {
 			return nil, fmt.Errorf("--experiments %s: %s needs %s: set %s=DIR (reproduce has no --data-dir; every run is given DIR as --data-dir)", e, notGiven.Experiment, notGiven.Want, notGiven.Env)
 		}
-		if env, image := dataDirEnv(e); err != nil && image {
+		var inFile *data.FormatError // the files found, but refused (their content, the memory they need)
+		if env, image := dataDirEnv(e); err != nil && image && !errors.As(err, &inFile) {
 			return nil, fmt.Errorf("--experiments %s: %w (reproduce has no --data-dir: set %s to the folder, and every run is given it as --data-dir)", e, err, env)
 		}
 		if err != nil {

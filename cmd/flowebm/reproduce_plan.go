@@ -138,6 +138,14 @@ func checkPlanText(flag, s string) error {
 // in --out, which --report replaces, or that is --out or OUT/runs itself,
 // folders the plan's lines make.
 func checkPlanPath(f reproduceFlags) error {
+	// The executable the plan's lines run, or this one: even with --force,
+	// the plan would replace the program (probe 18).
+	if strings.ContainsRune(f.planBinary, filepath.Separator) && sameFile(f.plan, f.planBinary) {
+		return fmt.Errorf("--plan %s is the executable that its lines run (--plan-binary %s): give the plan another path", f.plan, f.planBinary)
+	}
+	if exe, err := os.Executable(); err == nil && sameFile(f.plan, exe) {
+		return fmt.Errorf("--plan %s is this flowebm executable: give the plan another path", f.plan)
+	}
 	for _, dir := range []string{f.out, filepath.Join(f.out, "runs")} {
 		if sameFile(f.plan, dir) {
 			return fmt.Errorf("--plan %s is the folder %s that the plan's lines make (--out %s): give the plan another path", f.plan, dir, f.out)

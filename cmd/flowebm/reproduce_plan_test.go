@@ -240,6 +240,8 @@ func TestReproducePlanFlags(t *testing.T) {
 		{[]string{"--plan", "p.txt", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
 		{[]string{"--plan", "p.txt", "--experiments", "two-modes", "--out", "foreign"}, "--out foreign holds report.md but no runs/ of an earlier reproduce: the report that --report builds after the plan would replace it"},
 		{[]string{"--plan", "rp/report.md", "--experiments", "two-modes", "--out", "rp"}, "--plan rp/report.md is where --report writes its report (or a figure) in --out rp"},
+		// Probe 18: --force wrote the plan over the executable its lines run.
+		{[]string{"--plan", "afile", "--plan-binary", "./afile", "--experiments", "two-modes", "--force"}, "--plan afile is the executable that its lines run (--plan-binary ./afile)"},
 		// Round-12 probe: plans whose lines could never run.
 		{[]string{"--plan", "out1", "--experiments", "two-modes", "--out", "out1"}, "--plan out1 is the folder out1 that the plan's lines make (--out out1)"},
 		{[]string{"--plan", "out2/runs", "--experiments", "two-modes", "--out", "out2"}, "--plan out2/runs is the folder out2/runs that the plan's lines make"},

@@ -507,7 +507,7 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := outputsReplaceable(f.resume); err != nil { // found now, not at the next checkpoint
+	if err := outputsReplaceable(f.resume, f.plotFormat); err != nil { // found now, not at the next checkpoint
 		release()
 		return nil, nil, err
 	}
@@ -604,17 +604,26 @@ func runFolder(f trainFlags, cfg config.Run) string {
 }
 
 // replacedFiles are the files a run replaces (atomically) in its folder
-// as it trains and ends.
-var replacedFiles = []string{"metrics.csv", "metrics.json", "samples.npy", "image-samples.npz"} // config.json: its reader refuses it first
+// as it trains and ends: its outputs and its figures in format (config.json:
+// its reader refuses it first).
+func replacedFiles(format plots.Format) []string {
+	files := []string{"metrics.csv", "metrics.json", "samples.npy", "image-samples.npz"}
+	for _, n := range plotNames {
+		files = append(files, n+format.Ext())
+	}
+	return files
+}
 
 // outputsReplaceable refuses a run folder where one of replacedFiles is not a
 // regular file (a folder, a FIFO, a link): its replacement would fail, but
-// only at the next checkpoint (probe 17).
-func outputsReplaceable(dir string) error {
-	for _, name := range replacedFiles {
+// only at the next checkpoint or at the end of training (probes 17, 18).
+func outputsReplaceable(dir string, format plots.Format) error {
+	for _, name := range replacedFiles(format) {
 		p := filepath.Join(dir, name)
-		if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s is not a regular file (mode %v): the run replaces it as it trains; move it away and resume again", p, fi.Mode().Type())
+		if fi, err := os.Lstat(p); err == nil {
+			if err := safefile.Regular(p, fi); err != nil {
+				return fmt.Errorf("%v: the run replaces it as it trains; move it away and resume again", err)
+			}
 		}
 	}
 	return nil

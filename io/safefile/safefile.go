@@ -303,6 +303,11 @@ func OpenLimited(path string, max int64, why string) (*os.File, error) {
 	return f, nil
 }
 
+// Regular refuses a file (described by fi, from os.Stat or os.Lstat) that
+// is not a regular file, naming its kind in words: "PATH is a folder, want
+// a regular file".
+func Regular(path string, fi fs.FileInfo) error { return regular(path, fi) }
+
 // regular refuses a file that is not a regular file, naming its kind.
 func regular(path string, fi fs.FileInfo) error {
 	if fi.Mode().IsRegular() {
@@ -318,6 +323,8 @@ func regular(path string, fi fs.FileInfo) error {
 		kind = "a socket"
 	case t&fs.ModeDevice != 0:
 		kind = "a device"
+	case t&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
 	}
 	return fmt.Errorf("%s is %s, want a regular file", path, kind)
 }
