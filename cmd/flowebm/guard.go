@@ -112,13 +112,21 @@ func hook(point string) {
 // removeTempsOnSignal makes SIGINT, SIGTERM and SIGHUP remove the
 // temporary files and folders being written (safefile.Track) and exit
 // with status 130, 143 or 129, saying so; stop undoes it.
-func removeTempsOnSignal() (stop func()) {
+func removeTempsOnSignal() (stop func()) { return removeTempsOnSignalNoting(nil) }
+
+// removeTempsOnSignalNoting is removeTempsOnSignal whose message adds
+// note's text (what stands and how to go on), when note is not nil.
+func removeTempsOnSignalNoting(note func() string) (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: the terminal closed
 	done, got := make(chan struct{}), make(chan struct{})
 	handle := func(s os.Signal) {
 		safefile.RemoveTemps() // after a Hold under way (energy's pair of outputs)
-		fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete\n", s)
+		more := ""
+		if note != nil {
+			more = note()
+		}
+		fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete%s\n", s, more)
 		os.Exit(128 + int(s.(syscall.Signal))) // 130, 143, 129 as the shell reports them
 	}
 	go func() {

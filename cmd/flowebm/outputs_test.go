@@ -501,3 +501,24 @@ func TestSeedsSummaryInterrupted(t *testing.T) {
 		t.Errorf("the rerun left %v", h)
 	}
 }
+
+// Probe 18: an interrupted sample --checkpoint said only that partial files
+// were removed; its checkpoint stands and the message says how to go on,
+// once this run has written one (before that, there is nothing to resume).
+func TestSampleInterruptNamesCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "k.npz")
+	args := []string{"sample", "--model", toyONNX, "--chains", "4", "--steps", "400", "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy")}
+	code, stderr := outputsChild(t, "sample-checkpoint", "INT", args...)
+	if want := "the checkpoint " + ck + " stands: continue with: flowebm sample --resume " + ck; code != 130 || !strings.Contains(stderr, want) {
+		t.Errorf("interrupted after a checkpoint: exit %d, %q, want 130 and %q", code, stderr, want)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck); code != 0 {
+		t.Fatalf("the command it printed: %s", stderr)
+	}
+	os.Remove(ck)
+	code, stderr = outputsChild(t, "sample-started", "INT", append(args[:len(args)-1], filepath.Join(dir, "s2.npy"))...)
+	if code != 130 || strings.Contains(stderr, "continue with") {
+		t.Errorf("interrupted before its first checkpoint: exit %d, %q, want 130 and no resume command", code, stderr)
+	}
+}

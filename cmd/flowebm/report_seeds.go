@@ -15,7 +15,6 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/jsonfile"
-	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // reportSeedsFolder is the folder beside runs/ whose subfolders hold "flowebm
@@ -69,6 +68,9 @@ func (w *reportWriter) loadSeedSets() (sets []seedSet, bad []string) {
 	slices.Sort(paths)
 	for _, p := range paths {
 		s, err := readSeedSet(p, filepath.Dir(filepath.Dir(filepath.Dir(p))))
+		if err == nil {
+			err = s.checkRuns(p, w.f.out)
+		}
 		if err != nil {
 			bad = append(bad, err.Error())
 			continue
@@ -87,6 +89,23 @@ func (w *reportWriter) loadSeedSets() (sets []seedSet, bad []string) {
 		sets = append(sets, s)
 	}
 	return sets, bad
+}
+
+// checkRuns refuses a set (read from path) one of whose run folders under
+// base was trained on another experiment or with another algorithm than
+// the set names (its rows would be shown under the wrong heading); a
+// config.json that cannot be read is left to the settings column.
+func (s seedSet) checkRuns(path, base string) error {
+	for _, r := range s.rows {
+		c, err := training.ReadRunConfig(filepath.Join(base, filepath.FromSlash(r.from)))
+		if err != nil {
+			continue
+		}
+		if c.Experiment != s.experiment || c.Train.Algorithm != s.algorithm {
+			return fmt.Errorf("%s: experiment %s and algorithm %s, but the run of seed %d (%s/config.json) is %s with %s: not shown", path, s.experiment, s.algorithm, r.seed, r.from, c.Experiment, c.Train.Algorithm)
+		}
+	}
+	return nil
 }
 
 // compareSettings sets each row's settings against the first row's
@@ -162,19 +181,19 @@ func (s seedSet) has(seed uint64) bool {
 // readSeedSet reads one seeds.json (base: the report's folder).
 func readSeedSet(path, base string) (seedSet, error) {
 	var s seedSet
-	b, err := safefile.ReadFile(path, jsonfile.DefaultMaxBytes)
-	if err != nil {
-		return s, err
-	}
 	var raw struct {
 		Experiment string            `json:"experiment"`
 		Algorithm  string            `json:"algorithm"`
 		Seeds      []uint64          `json:"seeds"`
 		Runs       []string          `json:"runs"`
 		PerSeed    []json.RawMessage `json:"per_seed"`
+		EBMWeights json.RawMessage   `json:"ebm_weights"` // summaries the report computes itself
+		Summary    json.RawMessage   `json:"summary"`
 	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
+	// As strictly as flowebm's other JSON files (probe 18): a key given
+	// twice, an unknown field or a second value is refused, with its line.
+	if err := jsonfile.Read(path, &raw, jsonfile.Options{}); err != nil {
+		return s, err
 	}
 	if len(raw.Seeds) == 0 || len(raw.PerSeed) != len(raw.Seeds) || len(raw.Runs) != len(raw.Seeds) {
 		return s, fmt.Errorf("%s: %d seeds, %d runs and %d per_seed evaluations: want as many of each, at least one", path, len(raw.Seeds), len(raw.Runs), len(raw.PerSeed))
@@ -213,6 +232,9 @@ func seedEval(b json.RawMessage) (training.Eval, error) {
 	}
 	if err := json.Unmarshal(b, &ev); err != nil {
 		return ev, err
+	}
+	if ev.Iter < 1 {
+		return ev, fmt.Errorf("field \"iter\" is %d, want the iteration of the run's final evaluation (≥ 1)", ev.Iter)
 	}
 	for name, dst := range map[string]*float64{"max_rhat": &ev.MaxRHat, "max_rhat_classic": &ev.MaxRHatClassic, "held_out_ll": &ev.HeldOutLL, "ebm_weight_mse": &ev.EBMWeightMSE} {
 		if v, ok := fields[name]; !ok || string(v) == "null" {

@@ -160,3 +160,50 @@ func TestReportSeedsOtherThanDefaults(t *testing.T) {
 		t.Errorf("checks %q: want the check not claimed", checks)
 	}
 }
+
+// Probe 18: seeds.json was read leniently (a key twice in another case, an
+// unknown field, iter −5) and its experiment and algorithm were never
+// checked against the runs: two-modes runs were shown under "rings". Such
+// sets are named as not read.
+func TestReportSeedsStrictAndConsistent(t *testing.T) {
+	dir := t.TempDir()
+	cfg, stderr, status := runCLI("train", "--experiment", "two-modes", "--iterations", "9", "--print-config")
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	write := func(name, body string) string {
+		set := filepath.Join(dir, reportSeedsFolder, name)
+		if err := os.MkdirAll(filepath.Join(set, "s1"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(set, "s1", "config.json"), []byte(cfg), 0o644)
+		p := filepath.Join(set, "seeds.json")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const rest = `"seeds": [1], "runs": ["s1"], "per_seed": [{"iter": 9, "max_rhat": 1.01}]}`
+	rings := write("rings", `{"experiment": "rings", "algorithm": "flowmc", `+rest)
+	ula := write("ula", `{"experiment": "two-modes", "algorithm": "ula", `+rest)
+	twice := write("twice", `{"experiment": "two-modes", "Experiment": "rings", "algorithm": "flowmc", `+rest)
+	extra := write("extra", `{"experiment": "two-modes", "algorithm": "flowmc", "colour": 1, `+rest)
+	neg := write("neg", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1], "runs": ["s1"], "per_seed": [{"iter": -5}]}`)
+	write("good", `{"experiment": "two-modes", "algorithm": "flowmc", `+rest)
+	w := newReportWriter(reproduceFlags{out: dir}, nil)
+	if err := w.overSeeds(); err != nil {
+		t.Fatal(err)
+	}
+	report := w.b.String()
+	if miss := lacking(report,
+		"- Not read: "+rings+": experiment rings and algorithm flowmc, but the run of seed 1 (seeds/rings/s1/config.json) is two-modes with flowmc: not shown",
+		"- Not read: "+ula+": experiment two-modes and algorithm ula, but the run of seed 1",
+		"- Not read: "+twice+": ", "- Not read: "+extra+": ", "colour",
+		"- Not read: "+neg+": per_seed[0]: field \"iter\" is -5",
+		"### two-modes, flowMC-EBM"); len(miss) > 0 {
+		t.Errorf("report lacks %q:\n%s", miss, report)
+	}
+	if strings.Contains(report, "### rings") || strings.Contains(report, "ULA-EBM") {
+		t.Errorf("a set shown under another experiment's or algorithm's heading:\n%s", report)
+	}
+}

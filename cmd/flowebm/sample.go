@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -142,7 +143,8 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 		defer release()
 	}
-	defer removeTempsOnSignal()()
+	ck := new(sampleCheckpointState)
+	defer removeTempsOnSignalNoting(func() string { return f.resumeNote(ck) })()
 	m, inputs, err := f.modelsAndHashes()
 	if err != nil {
 		return err
@@ -179,8 +181,8 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		fmt.Fprintf(out, "resumed from %s\n", f.resume)
 	}
 	hook("sample-started")
-	if err := f.drive(rng, pcg, run, inputs); err != nil {
-		return err
+	if err := f.drive(rng, pcg, run, inputs, ck); err != nil {
+		return fmt.Errorf("%w%s", err, f.resumeNote(ck))
 	}
 	var graphs [][]byte
 	if ar, ok := run.(*adaptiveRun); ok && f.flowOut != "" {
@@ -194,7 +196,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 
 // drive runs the steps left, writing a checkpoint every --checkpoint-every
 // steps (where that loses nothing) if --checkpoint is given.
-func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs map[string]string) error {
+func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs map[string]string, ck *sampleCheckpointState) error {
 	since, written := 0, false
 	for !run.Finished() {
 		if err := run.Step(rng); err != nil {
@@ -209,11 +211,28 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 				return err
 			}
 			written = true
+			ck.written.Store(true)
 			hook("sample-checkpoint")
 			since = 0
 		}
 	}
 	return nil
+}
+
+// sampleCheckpointState is what a sampling run has written of its
+// --checkpoint, read by the interrupt handler.
+type sampleCheckpointState struct {
+	written atomic.Bool // a checkpoint of this run is in place
+}
+
+// resumeNote is what an interrupted or failed sampling run leaves to go on
+// from: its --checkpoint, once this run wrote one (or resumed from it; a
+// file that --force is to replace is another run's until then).
+func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
+	if f.checkpoint == "" || !(ck.written.Load() || f.resume != "") {
+		return ""
+	}
+	return fmt.Sprintf("; the checkpoint %s stands: continue with: flowebm sample --resume %s", f.checkpoint, shellQuote(f.checkpoint))
 }
 
 // finish checks and writes the draws, and prints the summary.
