@@ -11,10 +11,10 @@
 #                                          # keep the executed copies and
 #                                          # logs in DIR
 #
-# 2 min 51 s for the five (25, 61, 47, 14 and 24 s), measured 2026-11-25 at
-# 59fc947 by .ci/run on a clean clone, on a 2-core AMD EPYC VM with OpenBLAS
-# and a warm Go build cache, with two other processes running; on a first
-# run the kernel also compiles each notebook's imports into a plugin first.
+# 1 min 50 s for the five (18, 39, 28, 9 and 16 s), measured 2026-11-28 at
+# aab933e with --inplace on a 2-core AMD EPYC VM with OpenBLAS, a warm Go
+# build cache and kernel plugins, nothing else running; on a first run the
+# kernel also compiles each notebook's imports into a plugin first.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 inplace=0
