@@ -221,8 +221,7 @@ func CIFAR10(dir string) (*Experiment, error) {
 		dir = os.Getenv(CIFAR10Env)
 	}
 	if dir == "" {
-		return nil, &FolderNotGivenError{Experiment: "cifar10", Env: CIFAR10Env,
-			Want: fmt.Sprintf("the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, unpacked)", strings.Join(cifarRequired, ", "))}
+		return nil, cifarNotGiven()
 	}
 	var missing []string
 	for _, f := range cifarRequired {
@@ -391,6 +390,47 @@ func DataFiles(name, dir string) ([]string, error) {
 		return files, nil
 	}
 	return nil, nil
+}
+
+// cifarNotGiven is cifar10's error without a folder.
+func cifarNotGiven() error {
+	return &FolderNotGivenError{Experiment: "cifar10", Env: CIFAR10Env,
+		Want: fmt.Sprintf("the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, unpacked)", strings.Join(cifarRequired, ", "))}
+}
+
+// FindDataDir is the folder that ByName reads image experiment name's
+// files from (MNISTDir, FashionMNISTDir, FLOWEBM_CIFAR10), checked to hold
+// them (DataFiles) without reading them: what a process that trains
+// nothing (reproduce --plan) needs to know. "" for an experiment that
+// reads no folder.
+func FindDataDir(name string) (string, error) {
+	var dir string
+	var err error
+	switch name {
+	case "mnist", "mnist28":
+		dir, err = MNISTDir()
+	case "fashion-mnist":
+		dir, err = FashionMNISTDir()
+	case "cifar10":
+		if dir = os.Getenv(CIFAR10Env); dir == "" {
+			err = cifarNotGiven()
+		}
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	files, err := DataFiles(name, dir)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return "", fmt.Errorf("experiments: %s: %w", name, err)
+		}
+	}
+	return dir, nil
 }
 
 // FolderNotGivenError says that an experiment's data folder was given

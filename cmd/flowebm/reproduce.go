@@ -271,7 +271,10 @@ func failedRuns(runs []*reproRun) error {
 }
 
 // planRuns lists the runs of --experiments × --algorithms, each checked to
-// have defaults, in OUT/runs/EXPERIMENT-ALGORITHM.
+// have defaults, in OUT/runs/EXPERIMENT-ALGORITHM. With --plan, which
+// trains nothing here, an image experiment's data are not loaded (its
+// runs' exp is nil): the plan is written on a login node, the images read
+// where its lines run (a 4 GB ulimit -v refused the MNIST load, probe 18).
 func planRuns(f reproduceFlags) ([]*reproRun, error) {
 	exps, err := splitList("experiments", f.experiments)
 	if err != nil {
@@ -283,7 +286,13 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 	}
 	var runs []*reproRun
 	for _, e := range exps {
-		exp, err := experiments.ByName(e) // once: mnist's loads the images
+		var exp *experiments.Experiment
+		var err error
+		if _, image := dataDirEnv(e); image && f.plan != "" {
+			_, err = experiments.FindDataDir(e) // exp stays nil
+		} else {
+			exp, err = experiments.ByName(e) // once: mnist's loads the images
+		}
 		var notGiven *experiments.FolderNotGivenError
 		if errors.As(err, &notGiven) {
 			return nil, fmt.Errorf("--experiments %s: %s needs %s: set %s=DIR (reproduce has no --data-dir; every run is given DIR as --data-dir)", e, notGiven.Experiment, notGiven.Want, notGiven.Env)
@@ -300,8 +309,10 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 			if err := a.Set(name); err != nil {
 				return nil, err
 			}
-			if _, _, err := settings.DefaultsFor(exp, a); err != nil {
-				return nil, err
+			if exp != nil { // --plan's image experiments: their defaults need the images
+				if _, _, err := settings.DefaultsFor(exp, a); err != nil {
+					return nil, err
+				}
 			}
 			r := &reproRun{experiment: e, exp: exp, algorithm: a}
 			r.dir = filepath.Join(f.out, "runs", r.name())
@@ -437,7 +448,13 @@ func checkKept(r *reproRun, f reproduceFlags) error {
 // a file without any.
 func (r *reproRun) finishedEvals() ([]training.Eval, error) {
 	path := filepath.Join(r.dir, "metrics.csv")
-	evals, err := training.ReadEvalsCSV(path, len(r.exp.Weights))
+	var evals []training.Eval
+	var err error
+	if r.exp == nil { // --plan's image runs: as many classes as the file has
+		evals, err = training.ReadEvalsCSVModes(path)
+	} else {
+		evals, err = training.ReadEvalsCSV(path, len(r.exp.Weights))
+	}
 	if err == nil && len(evals) == 0 {
 		err = fmt.Errorf("%s holds no evaluations, yet the run finished (it has metrics.json): the file is damaged; move the run folder away to train it again", path)
 	}

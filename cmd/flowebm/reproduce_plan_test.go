@@ -321,3 +321,33 @@ func TestReproducePlanCommentQuotesFolder(t *testing.T) {
 		t.Errorf("plan of one run has %d command lines:\n%s", runs, b)
 	}
 }
+
+// Probe 18: --plan, which trains nothing, loaded MNIST and was refused by
+// a login node's 4 GB ulimit -v. It checks that the image files are there
+// without reading them: files that could not be read as images do not
+// stop it (the machines that run its lines read them), a folder not given
+// does.
+func TestReproducePlanReadsNoImages(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("not an IDX file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("FLOWEBM_MNIST", dir)
+	t.Setenv("FLOWEBM_CIFAR10", "")
+	plan := filepath.Join(t.TempDir(), "plan.txt")
+	var out, errb bytes.Buffer
+	if code := run([]string{"reproduce", "--plan", plan, "--out", filepath.Join(t.TempDir(), "rp"), "--experiments", "mnist,mnist28", "--algorithms", "flowmc"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "2 of 2 runs to train") {
+		t.Errorf("--plan over unread images: exit %d, %s%s", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"reproduce", "--plan", plan + "2", "--experiments", "cifar10"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "set FLOWEBM_CIFAR10=DIR") {
+		t.Errorf("--plan without CIFAR-10's folder: exit %d, %s", code, errb.String())
+	}
+	os.Remove(filepath.Join(dir, "t10k-labels-idx1-ubyte"))
+	errb.Reset()
+	if code := run([]string{"reproduce", "--plan", plan + "3", "--experiments", "mnist", "--algorithms", "flowmc"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "t10k-labels-idx1-ubyte") {
+		t.Errorf("--plan with a file missing: exit %d, %s", code, errb.String())
+	}
+}
