@@ -20,6 +20,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/onnx"
@@ -503,8 +504,8 @@ func decodeMeta(r *npz.Reader, path string) (*sampleMeta, error) {
 		b[i] = byte(v)
 	}
 	var meta sampleMeta
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return nil, fmt.Errorf("%s: meta: %w", path, err)
+	if err := jsonfile.Decode(b, &meta, jsonfile.Options{}); err != nil { // the field at fault named, in the file's terms
+		return nil, fmt.Errorf("%s: member meta: %w", path, err)
 	}
 	if meta.Format != sampleCkptFormat {
 		return nil, fmt.Errorf("%s: format %q, want %q", path, meta.Format, sampleCkptFormat)

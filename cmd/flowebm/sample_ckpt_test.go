@@ -149,6 +149,10 @@ func TestSampleResumeChecksTheCheckpoint(t *testing.T) {
 		{"an absurd training cycle", ada, func(_ map[string]*npy.Array, m map[string]any) { m["cycle"] = 1e9 }, "meta cycle 1000000000 (stale 0), want 0..40"},
 		{"NaN flow weights", ada, func(a map[string]*npy.Array, _ map[string]any) { a["flow"].Data[3] = math.NaN() }, `member "flow" holds NaN at index 3`},
 		{"no input hashes", ada, func(_ map[string]*npy.Array, m map[string]any) { m["inputs"] = map[string]any{} }, "records no SHA-256 of"},
+		// Probe 18: Go's own texts ("cannot unmarshal string into Go struct
+		// field sampleMeta.step_size") gave way to the file's terms.
+		{"a step size as text", mala, func(_ map[string]*npy.Array, m map[string]any) { m["step_size"] = "NaN" }, "member meta: near line 1"},
+		{"an unknown meta field", mala, func(_ map[string]*npy.Array, m map[string]any) { m["colour"] = 1 }, `member meta: unknown field "colour"`},
 	} {
 		bad := filepath.Join(dir, "bad.npz")
 		editCheckpoint(t, c.src, bad, c.edit)
