@@ -120,7 +120,7 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.StringVar(&f.experiment, "experiment", "two-modes", "experiment: "+strings.Join(experiments.Names(), ", "))
 	f.algorithm = algorithms.FlowMC
 	fl.Var(&f.algorithm, "algorithm", "flowmc, ula, nt or coopflow")
-	fl.StringVar(&f.config, "config", "", "JSON run configuration (overrides the defaults)")
+	fl.StringVar(&f.config, "config", "", "JSON run configuration, replacing the defaults: fields it leaves out take the trainer's generic ones, not the experiment's (start from --print-config)")
 	fl.IntVar(&f.iterations, "iterations", 0, "training iterations (0: the experiment's default); learning-rate decay is stretched to match")
 	fl.IntVar(&f.epochs, "epochs", 0, "training epochs (passes over the training data), instead of --iterations")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed")
