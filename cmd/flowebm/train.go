@@ -1076,5 +1076,12 @@ func checkInputsOutside(f trainFlags, cfg config.Run, dir string) error {
 			return fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
 		}
 	}
+	// The image files' folder, a folder itself (probe 18: --data-dir D
+	// --out D --force was accepted).
+	if d := cfg.DataDir; d != "" {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(d, dir) {
+			return fmt.Errorf("--data-dir (data_dir) %s is the run folder %s or inside it, which this run writes (and --force replaces): give the run another --out", d, dir)
+		}
+	}
 	return nil
 }

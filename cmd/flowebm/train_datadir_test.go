@@ -45,6 +45,8 @@ func TestTrainDataDir(t *testing.T) {
 	wantErr(t, "--data-dir names an image experiment's folder, --data a data set to train on: give one",
 		"train", "--data", filepath.Join(dir, "x.npy"), "--data-dir", data, "--out", filepath.Join(dir, "b"))
 	wantErr(t, "is not a folder", "train", "--experiment", "cifar10", "--data-dir", filepath.Join(dir, "none"), "--out", filepath.Join(dir, "c"))
+	// Probe 18: the data folder as the run folder was accepted with --force.
+	wantErr(t, "is the run folder "+data+" or inside it, which this run writes", "train", "--experiment", "cifar10", "--data-dir", data, "--out", data, "--force")
 
 	cfg := filepath.Join(dir, "tiny.json")
 	os.WriteFile(cfg, []byte(`{"experiment": "two-modes", "seed": 3, "data_size": 40, "log_z_samples": 16, "rhat_steps": 4,
