@@ -34,7 +34,7 @@ func (s *stagedOutputs) stage(flag, path string, force bool, write func(io.Write
 	}
 	st, err := safefile.Stage(path, func(w io.Writer) error { hook("output-writing"); return write(w) })
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
+		return fmt.Errorf("%s %w", flag, err) // "--out PATH: …": Stage's errors begin with the path
 	}
 	s.files = append(s.files, stagedFile{flag, path, force, st})
 	return nil

@@ -80,7 +80,7 @@ type Staged struct {
 func Stage(path string, write func(io.Writer) error) (*Staged, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return nil, err
+		return nil, atPath(path, err)
 	}
 	// The lock tells RemoveStale that the file's writer lives; it lasts
 	// until Close.
@@ -98,15 +98,28 @@ func Stage(path string, write func(io.Writer) error) (*Staged, error) {
 func (s *Staged) fill(write func(io.Writer) error) error {
 	bw := bufio.NewWriter(s.f)
 	if err := write(bw); err != nil {
-		return fmt.Errorf("%s: %w", s.path, err)
+		return atPath(s.path, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return err
+		return atPath(s.path, err)
 	}
 	if err := s.f.Sync(); err != nil {
-		return err
+		return atPath(s.path, err)
 	}
-	return s.f.Chmod(0o644)
+	return atPath(s.path, s.f.Chmod(0o644))
+}
+
+// atPath prefixes err with path, the file being written, in place of the
+// temporary file's name that the system's errors carry (a name that the
+// user never sees on disk): "out.npy: write: no space left on device".
+func atPath(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && strings.Contains(filepath.Base(pe.Path), ".tmp") {
+		return fmt.Errorf("%s: %s: %w", path, pe.Op, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // Name is the staged file's temporary path.

@@ -260,3 +260,19 @@ func TestReadFileRefusesNonRegularAndLarge(t *testing.T) {
 		t.Errorf("ReadFile of 11 bytes with a bound of 11: %d bytes, %v", len(b), err)
 	}
 }
+
+// A failed write names the file being written, not the temporary file the
+// system's error carries, which the user never sees on disk (probe 18:
+// "--out s/u.npy: s/u.npy: write s/.u.npy.tmp123: file too large").
+func TestStageErrorNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.npy")
+	_, err := Stage(path, func(w io.Writer) error {
+		return &fs.PathError{Op: "write", Path: filepath.Join(filepath.Dir(path), ".out.npy.tmp123"), Err: syscall.ENOSPC}
+	})
+	if want := path + ": write: no space left on device"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("%v does not wrap ENOSPC", err)
+	}
+}
