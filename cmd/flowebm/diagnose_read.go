@@ -164,7 +164,36 @@ func readCSVChains(paths []string) (*chainsData, error) {
 	if len(tables) == 1 {
 		return nil, fmt.Errorf("%s: one CSV file without a chain column (%s): give CmdStan's output files, one per chain, or a column naming each row's chain", paths[0], strings.Join(chainColumns, ", "))
 	}
+	for _, p := range paths {
+		if err := endsWithLineBreak(p); err != nil {
+			return nil, err
+		}
+	}
 	return stackChains(tables)
+}
+
+// endsWithLineBreak refuses a CmdStan output file that does not end with a
+// line break: CmdStan ends every line with one, so the file was cut, and
+// its last draw may have been read shortened (probe 18: a number cut in
+// the middle was accepted).
+func endsWithLineBreak(path string) error {
+	f, err := safefile.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, fi.Size()-1); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if b[0] != '\n' {
+		return fmt.Errorf("%s does not end with a line break: CmdStan ends every line with one, so the file was cut short (its last draw may be shortened); give the whole file", path)
+	}
+	return nil
 }
 
 // readCSVTable reads a CSV file (RFC 4180 quoting; a UTF-8 byte order

@@ -248,6 +248,9 @@ func TestDiagnoseRefusesBadCSV(t *testing.T) {
 		{[]string{g1, w("short.csv", "lp__,a,b\n1,2,3\n1,2,4\n1,3,3\n")}, "short.csv: 3 draws, "},
 		{[]string{g1, w("other.csv", "lp__,a,c\n1,2,3\n1,2,4\n1,3,3\n1,5,3\n")}, "other.csv: its columns differ"},
 		{[]string{g1}, "one CSV file without a chain column"},
+		// Probe 18: a file cut inside its last number was read with that
+		// number shortened.
+		{[]string{g1, w("cut.csv", "# c\nlp__,a,b\n1,2,3\n1,2,4\n1,3,3\n1,5,3")}, "cut.csv does not end with a line break: CmdStan ends every line with one"},
 		{[]string{w("chains.csv", "a,chain\n1,1\n2,1\n3,1\n4,1\n1,2\n2,2\n3,2\n"), g2}, "has a chain column"},
 		{[]string{w("uneven.csv", "a,chain\n1,1\n2,1\n3,1\n4,1\n1,2\n2,2\n3,2\n")}, "chain 2 has 3 draws, chain 1 has 4"},
 		{[]string{"--nested", "3", g1, g2}, "--nested 3: want a number of superchains ≥ 2 that divides the 2 chains"},
