@@ -186,6 +186,10 @@ func TestNewcomerOutputs(t *testing.T) {
 	if f := fmtPoint([]float64{-1.5, -1.5}); f != "(-1.50, -1.50)" {
 		t.Errorf("2D label %q", f)
 	}
+	// Probe 18: a centre at 1e299 printed as a 300-digit number.
+	if f := fmtPoint([]float64{1e299, -2.5e7}); f != "(1e+299, -2.5e+07)" {
+		t.Errorf("far centre's label %q", f)
+	}
 }
 
 // A ULA step too large for the energy makes the chains diverge: sample

@@ -966,12 +966,21 @@ func fmtAccept(v float64) string {
 // fmtPoint writes a mode centre; runs of equal coordinates are written
 // once with their count ("1.39×8, −1.39×8"), so that the long centres of
 // four-gaussians stay short and distinguishable.
+// fmtCoord is a mode centre's coordinate: two decimals, or three
+// significant digits from 1e6 on (a centre at 1e299 printed 300 digits).
+func fmtCoord(v float64) string {
+	if math.Abs(v) >= 1e6 {
+		return fmt.Sprintf("%.3g", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
 func fmtPoint(x []float64) string {
 	var parts []string
 	for i := 0; i < len(x); {
-		v := fmt.Sprintf("%.2f", x[i])
+		v := fmtCoord(x[i])
 		j := i + 1
-		for j < len(x) && fmt.Sprintf("%.2f", x[j]) == v {
+		for j < len(x) && fmtCoord(x[j]) == v {
 			j++
 		}
 		if j-i > 2 {
