@@ -115,7 +115,7 @@ func (a *Adam) SetState(s map[string][]float64) error {
 	}
 	t := s["t"][0]
 	if !(t >= 0) || t != math.Trunc(t) || math.IsInf(t, 0) {
-		return fmt.Errorf("algorithms: Adam state t is %v, want a step count ≥ 0", t)
+		return fmt.Errorf("algorithms: Adam state t is %v, want a whole number of steps ≥ 0", t)
 	}
 	if i := firstBad(s["m"], false); i >= 0 {
 		return fmt.Errorf("algorithms: Adam state m[%d] is %v, want finite", i, s["m"][i])

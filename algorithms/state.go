@@ -177,6 +177,9 @@ func (t *Trainer) readState(path string) (trainerState, error) {
 		return st, fmt.Errorf("%s: field \"step_size\" is %v, want the MALA step in (0, %g]", path, st.StepSize, maxStepSize)
 	}
 	for name, src := range t.streams() {
+		if _, ok := st.RNG[name]; !ok {
+			return st, fmt.Errorf("%s: field \"rng.%s\" is missing: want the state of the %s random stream, as flowebm wrote it", path, name, name)
+		}
 		b, err := base64.StdEncoding.DecodeString(st.RNG[name])
 		if err == nil {
 			err = src.UnmarshalBinary(b)

@@ -510,6 +510,13 @@ func TestResumeRefusesAbsurdStateArrays(t *testing.T) {
 			b, _ := json.Marshal(m)
 			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), b, 0o644)
 		}, `field "rng.bank": illegal base64`},
+		{"a stream missing", func(dir string) { // probe 18: said "invalid PCG encoding"
+			var m map[string]any
+			json.Unmarshal(state, &m)
+			delete(m["rng"].(map[string]any), "bank")
+			b, _ := json.Marshal(m)
+			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), b, 0o644)
+		}, `field "rng.bank" is missing`},
 		{"key twice", func(dir string) {
 			s := strings.Replace(string(state), `"iter": 2`, `"iter": 2, "iter": 1`, 1)
 			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), []byte(s), 0o644)
