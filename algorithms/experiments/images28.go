@@ -365,6 +365,16 @@ func buildImageExperiment(spec imageSpec, train, test *data.Images) (*Experiment
 		Image: &p.shape}, nil
 }
 
+// ReadsFolder reports whether experiment name reads its data from a folder
+// of files (the image experiments: mnist, mnist28, fashion-mnist, cifar10).
+func ReadsFolder(name string) bool {
+	switch name {
+	case "mnist", "mnist28", "fashion-mnist", "cifar10":
+		return true
+	}
+	return false
+}
+
 // DataFiles lists the files image experiment name reads from the folder
 // dir (MNIST's or Fashion-MNIST's four IDX files, CIFAR-10's six
 // batches), for their checksums; nil for experiments that read no folder.

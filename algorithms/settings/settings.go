@@ -273,6 +273,18 @@ var scalings = map[string]scaling{
 	"cifar10":       imageScaling,
 }
 
+// ImageIterations is the default length (Defaults' train.iterations) of
+// the image experiment name, for every algorithm, known without reading
+// its images: the scaled length does not depend on them. ok is false for
+// the other experiments.
+func ImageIterations(name string) (iterations int, ok bool) {
+	sc, found := scalings[name]
+	if !found || !experiments.ReadsFolder(name) || len(sc.flowMCByDim) > 0 {
+		return 0, false
+	}
+	return sc.iterations, true
+}
+
 // Defaults returns the run configuration for an experiment and algorithm:
 // PaperConfig's settings scaled to run in minutes on 2 CPU cores. Every
 // scaling is stated in the returned notes.

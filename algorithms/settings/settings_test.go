@@ -130,3 +130,33 @@ func TestPaperConfigFilesRead(t *testing.T) {
 		}
 	}
 }
+
+// ImageIterations, known without the images (reproduce --plan reads
+// none), is the length Defaults gives every algorithm once the images are
+// read; the other experiments have none.
+func TestImageIterations(t *testing.T) {
+	for _, name := range []string{"mnist", "mnist28"} {
+		n, ok := ImageIterations(name)
+		if !ok {
+			t.Fatalf("%s: no length", name)
+		}
+		exp, err := experiments.ByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range algorithms.Algorithms {
+			cfg, _, err := DefaultsFor(exp, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Train.Iterations != n {
+				t.Errorf("%s with %s: Defaults gives %d iterations, ImageIterations %d", name, a, cfg.Train.Iterations, n)
+			}
+		}
+	}
+	for _, name := range []string{"two-modes", "four-gaussians-64", "rings"} {
+		if _, ok := ImageIterations(name); ok {
+			t.Errorf("%s: a length without data, want none", name)
+		}
+	}
+}

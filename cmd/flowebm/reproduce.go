@@ -135,8 +135,8 @@ measured); its numbers are not comparable with the paper's.`,
 
 // reproRun is one training run of the reproduction.
 type reproRun struct {
-	experiment   string
-	exp          *experiments.Experiment
+	experiment string
+	exp        *experiments.Experiment // nil for --plan's image runs (their images not read)
 	algorithm    algorithms.Algorithm
 	dir          string
 	exactDensity bool // the experiment has an exact log-density
@@ -395,15 +395,27 @@ func splitList(flag, s string) ([]string, error) {
 }
 
 // iterations is the number of iterations reproduce trains run r for.
-func (f reproduceFlags) iterations(r *reproRun) int {
+func (f reproduceFlags) iterations(r *reproRun) (int, error) {
 	if f.iters > 0 {
-		return f.iters
+		return f.iters, nil
 	}
-	cfg, _, _ := settings.Defaults(r.experiment, r.algorithm)
+	var n int
+	if r.exp == nil { // --plan's image runs: their length without their images
+		var ok bool
+		if n, ok = settings.ImageIterations(r.experiment); !ok {
+			return 0, fmt.Errorf("%s: no default length without its data", r.experiment)
+		}
+	} else {
+		cfg, _, err := settings.DefaultsFor(r.exp, r.algorithm) // the experiment looked up once (mnist's loads the images)
+		if err != nil {
+			return 0, err
+		}
+		n = cfg.Train.Iterations
+	}
 	if f.quick {
-		return max(50, cfg.Train.Iterations/10)
+		return max(50, n/10), nil
 	}
-	return cfg.Train.Iterations
+	return n, nil
 }
 
 // checkKeptRuns refuses an output folder holding runs of another
@@ -433,7 +445,11 @@ func checkKept(r *reproRun, f reproduceFlags) error {
 		return fmt.Errorf("%s holds a run of experiment %q with algorithm %q (its config.json), not %s with %s: move it away, or give another --out",
 			r.dir, cfg.Experiment, cfg.Train.Algorithm, r.experiment, r.algorithm)
 	}
-	if want := f.iterations(r); cfg.Seed != f.seed || cfg.Train.Iterations != want {
+	want, err := f.iterations(r)
+	if err != nil {
+		return err
+	}
+	if cfg.Seed != f.seed || cfg.Train.Iterations != want {
 		return fmt.Errorf("%s holds a run with seed %d and %d iterations; this reproduce trains seed %d for %d: give another --out (or the flags that run was made with)",
 			r.dir, cfg.Seed, cfg.Train.Iterations, f.seed, want)
 	}
@@ -513,7 +529,11 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		return err.Error()
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, trainArgs(r, f)...)
+	args, err := trainArgs(r, f)
+	if err != nil {
+		return err.Error()
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
@@ -579,13 +599,13 @@ func runChild(soft, hard context.Context, cmd *exec.Cmd) error {
 
 // trainArgs is the train command line of run r: a new run, or the
 // resumption of an interrupted one.
-func trainArgs(r *reproRun, f reproduceFlags) []string {
+func trainArgs(r *reproRun, f reproduceFlags) ([]string, error) {
 	args := []string{"train", "--plot-format", f.plotFormat.String()}
 	// Also one killed during a checkpoint replacement; and a damaged
 	// checkpoint, which train --resume refuses saying why (the run is then
 	// reported failed, its checkpoint kept: --force would delete it).
 	if _, err := training.LatestCheckpoint(r.dir); err == nil || hasCheckpoint(r.dir) {
-		return append(args, "--resume", r.dir)
+		return append(args, "--resume", r.dir), nil
 	}
 	args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
 		"--seed", strconv.FormatUint(f.seed, 10), "--out", r.dir)
@@ -593,12 +613,16 @@ func trainArgs(r *reproRun, f reproduceFlags) []string {
 		args = append(args, "--force")
 	}
 	if f.quick || f.iters > 0 {
-		args = append(args, "--iterations", strconv.Itoa(f.iterations(r)))
+		n, err := f.iterations(r)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--iterations", strconv.Itoa(n))
 	}
 	if dir := imageDataDir(r.experiment); dir != "" {
 		args = append(args, "--data-dir", dir) // the plan's lines run anywhere
 	}
-	return args
+	return args, nil
 }
 
 // imageDataDir is the absolute folder that the environment variable of

@@ -90,7 +90,11 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 		case divergedBefore(r.dir) != "":
 			left = append(left, r.name()+" (diverged: a result, not retried)")
 		default:
-			lines = append(lines, planLine(r, f))
+			line, err := planLine(r, f)
+			if err != nil {
+				return err
+			}
+			lines = append(lines, line)
 			if lockedByOther(r.dir) {
 				busy = append(busy, r.name())
 			}
@@ -164,12 +168,15 @@ func checkPlanPath(f reproduceFlags) error {
 // the train command that reproduce would run, its output appended to the
 // folder's log.txt. A run that reproduce marked failed (error.txt) is
 // retried, its error.txt removed first, as reproduce does.
-func planLine(r *reproRun, f reproduceFlags) string {
+func planLine(r *reproRun, f reproduceFlags) (string, error) {
 	dir := r.dir
 	if strings.HasPrefix(dir, "-") {
 		dir = "." + string(filepath.Separator) + dir // not an option of mkdir
 	}
-	args := trainArgs(r, f)
+	args, err := trainArgs(r, f)
+	if err != nil {
+		return "", err
+	}
 	if lockedByOther(r.dir) {
 		// Trained now by another process: its line continues the run
 		// once that ends (and refuses before), never starts it over.
@@ -184,7 +191,7 @@ func planLine(r *reproRun, f reproduceFlags) string {
 	if exists(filepath.Join(r.dir, "error.txt")) {
 		line += "rm -f " + shellQuote(filepath.Join(dir, "error.txt")) + " && "
 	}
-	return line + shellJoin(append([]string{f.planBinary}, args...)) + " >> " + shellQuote(filepath.Join(dir, "log.txt")) + " 2>&1"
+	return line + shellJoin(append([]string{f.planBinary}, args...)) + " >> " + shellQuote(filepath.Join(dir, "log.txt")) + " 2>&1", nil
 }
 
 // planNotes are the comment lines at the end of a plan of n runs (after

@@ -351,3 +351,28 @@ func TestReproducePlanReadsNoImages(t *testing.T) {
 		t.Errorf("--plan with a file missing: exit %d, %s", code, errb.String())
 	}
 }
+
+// Probe 19: re-planning a folder that holds an image run read the images
+// again for its default length and, failing, compared the run's 500
+// iterations with 0. The length is known without them.
+func TestReproducePlanKeptImageRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("not an IDX file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("FLOWEBM_MNIST", dir)
+	out := t.TempDir()
+	run0 := filepath.Join(out, "runs", "mnist-flowmc")
+	os.MkdirAll(run0, 0o755)
+	b, err := os.ReadFile("../../docs/results/runs/mnist-flowmc/config.json") // a run of the defaults: 500 iterations
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(run0, "config.json"), b, 0o644)
+	var so, se bytes.Buffer
+	if code := run([]string{"reproduce", "--plan", filepath.Join(t.TempDir(), "p.txt"), "--out", out, "--experiments", "mnist", "--algorithms", "flowmc"}, &so, &se); code != 0 || !strings.Contains(so.String(), "1 of 1 runs to train") {
+		t.Errorf("exit %d, %s%s", code, so.String(), se.String())
+	}
+}

@@ -229,7 +229,11 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 	if err != nil {
 		return set(runUnreadable, "%v", err) // it names config.json
 	}
-	if want := f.iterations(r); cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm || cfg.Seed != f.seed || cfg.Train.Iterations != want {
+	want, err := f.iterations(r)
+	if err != nil {
+		return set(runUnreadable, "%v", err)
+	}
+	if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm || cfg.Seed != f.seed || cfg.Train.Iterations != want {
 		return set(runMismatched, "%s is of experiment %q with algorithm %q, seed %d and %d iterations, not %s with %s, seed %d and %d iterations: move it away (or give the --seed, --quick or --iterations it was trained with)",
 			filepath.Join(r.dir, "config.json"), cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, r.experiment, r.algorithm, f.seed, want)
 	}
@@ -403,9 +407,14 @@ func (f reproduceFlags) configDiff(r *reproRun, have config.Run) (field, va, vb 
 	if err == nil {
 		want.Seed = f.seed
 		if f.quick || f.iters > 0 {
-			want.Train.SetIterations(f.iterations(r))
+			var n int
+			if n, err = f.iterations(r); err == nil {
+				want.Train.SetIterations(n)
+			}
 		}
-		err = want.Resolve(exp)
+		if err == nil {
+			err = want.Resolve(exp)
+		}
 	}
 	if err != nil {
 		return "(defaults)", err.Error(), "resolvable defaults"
