@@ -135,8 +135,8 @@ measured); its numbers are not comparable with the paper's.`,
 
 // reproRun is one training run of the reproduction.
 type reproRun struct {
-	experiment string
-	exp        *experiments.Experiment // nil for --plan's image runs (their images not read)
+	experiment   string
+	exp          *experiments.Experiment // nil for --plan's image runs (their images not read)
 	algorithm    algorithms.Algorithm
 	dir          string
 	exactDensity bool // the experiment has an exact log-density
