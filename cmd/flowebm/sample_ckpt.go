@@ -401,15 +401,20 @@ func inputHash(p string) (sum string, err error) {
 	return hashFiles(files...)
 }
 
-// hashFiles is the SHA-256 of the files' contents one after the other.
+// hashFiles is the SHA-256 of the files' contents one after the other,
+// streamed (a model file of a GiB is not held in memory to be hashed).
 func hashFiles(files ...string) (string, error) {
 	h := sha256.New()
-	for _, f := range files {
-		b, err := safefile.ReadFile(f, onnx.MaxFileBytes)
+	for _, p := range files {
+		f, err := safefile.OpenLimited(p, onnx.MaxFileBytes, "protobuf's limit on an ONNX file")
 		if err != nil {
 			return "", err
 		}
-		h.Write(b)
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p, err)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

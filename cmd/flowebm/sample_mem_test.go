@@ -10,11 +10,13 @@ import (
 	"syscall"
 	"testing"
 
+	"gorgonia.org/tensor"
+
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
-	"gorgonia.org/tensor"
 )
 
 // tinyConvImage is the images of the tiny conv checkpoints of these tests.
@@ -187,4 +189,37 @@ func TestRefusesUlimitWithoutRoom(t *testing.T) {
 		return
 	}
 	inChild(t, "TestRefusesUlimitWithoutRoom", ulimitRoomChildEnv)
+}
+
+// onnxUlimitChildEnv marks the process TestLargeONNXUnderUlimit starts.
+const onnxUlimitChildEnv = "FLOWEBM_TEST_ONNX_ULIMIT_CHILD"
+
+// Probe 19: an ONNX file of 1 GB (under the 2 GiB protobuf limit) killed
+// energy with a fatal "out of memory" under a 4 GB ulimit -v (the read
+// took 2.5 times the file); it is refused by the memory it would take,
+// naming the file (checked in a child whose limit alone is lowered: the
+// process's mappings and 2 GiB).
+func TestLargeONNXUnderUlimit(t *testing.T) {
+	if os.Getenv(onnxUlimitChildEnv) != "1" {
+		inChild(t, "TestLargeONNXUnderUlimit", onnxUlimitChildEnv)
+		return
+	}
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.onnx")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil { // sparse
+		t.Skip(err)
+	}
+	f.Close()
+	as := mappedBytes(t) + 2<<30
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(as), Max: ^uint64(0)}); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	_, err = loadModel(big, onnx.Config{})
+	if err == nil || !strings.Contains(err.Error(), big+": 1 GiB, which reading as an ONNX model may take about 4 GiB of memory for, over the limit") {
+		t.Errorf("a 1 GiB ONNX file under a low ulimit -v: %v", err)
+	}
 }

@@ -85,6 +85,9 @@ type FlowNet struct {
 // recovered where the density graph gives it) and returns it as a
 // graph.Flow whose parameters are the files' weights.
 func ReadFlow(samplePath, densityPath string, cfg FlowConfig) (*graph.Flow, error) {
+	if err := checkFileMemory(samplePath, densityPath); err != nil {
+		return nil, err
+	}
 	sb, err := safefile.ReadFile(samplePath, MaxFileBytes)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
 )
@@ -108,4 +110,28 @@ func byteSize(b float64) string {
 		return fmt.Sprintf("%.3g MiB", b/(1<<20))
 	}
 	return fmt.Sprintf("%.3g KiB", b/(1<<10))
+}
+
+// fileCopies is how many times its size reading an ONNX file may take at
+// once: the file's bytes, the decoded protobuf's copy of its tensors, and
+// their float64 values (twice the bytes of float32 weights).
+const fileCopies = 4
+
+// checkFileMemory refuses, before reading them, ONNX files (read
+// together) that reading would take more memory for than the machine (or
+// ulimit -v) allows (a 1 GB file died with a fatal out-of-memory under a
+// 4 GB ulimit -v).
+func checkFileMemory(paths ...string) error {
+	size := 0.0
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() { // otherwise the reader says why
+			size += float64(fi.Size())
+		}
+	}
+	need, limit := size*fileCopies, sysmem.Limit(sysmem.DefaultLimit)
+	if need > limit {
+		return fmt.Errorf("%s: %s, which reading as an ONNX model may take about %s of memory for, over the limit of %s (%s)",
+			strings.Join(paths, " and "), sysmem.Bytes(size), sysmem.Bytes(need), sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
+	}
+	return nil
 }

@@ -89,6 +89,9 @@ func ReadFile(path string) (*Net, error) { return ReadFileConfig(path, Config{})
 
 // ReadFileConfig reads an ONNX network from path.
 func ReadFileConfig(path string, cfg Config) (*Net, error) {
+	if err := checkFileMemory(path); err != nil {
+		return nil, err
+	}
 	b, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, err

@@ -289,12 +289,24 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%s: %d bytes, want at most %d", path, fi.Size(), max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: more than %d bytes, want at most %d", path, max, max)
+	// One buffer of the file's size (io.ReadAll's doubling took 2.5 times
+	// a large file at its peak), grown only if the file grows meanwhile.
+	b := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if int64(len(b)) > max {
+			return nil, fmt.Errorf("%s: more than %d bytes, want at most %d", path, max, max)
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
 	}
 	return b, nil
 }
