@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
@@ -235,25 +236,44 @@ func removeIfExists(path string) error {
 }
 
 // holdFolders takes the lock on the checkpoint folders of the run folder
-// dir (an advisory flock on dir itself), waiting for it: exclusive while
-// they are renamed or removed (a checkpoint replacement, a recovery),
-// shared while a reader finds and reads the newest complete one
-// (ReadLatest). A run being trained then never replaces the checkpoint a
-// reader is in the middle of, and a reader never meets a replacement
-// halfway. Closing the returned release drops the lock.
+// dir (an advisory flock on dir itself): exclusive while they are renamed
+// or removed (a checkpoint replacement, a recovery), shared while a reader
+// finds and reads the newest complete one (ReadLatest). A run being
+// trained then never replaces the checkpoint a reader is in the middle
+// of, and a reader never meets a replacement halfway. The returned
+// release drops the lock.
+//
+// Two cases go on without the lock: a folder this user may enter but not
+// list (mode 711: it cannot be opened to be locked; reading worked before
+// the lock existed), and an exclusive lock still held by a reader after
+// writerPatience (a reader stopped with Ctrl-Z would otherwise stall the
+// training, and its Ctrl-C, for as long).
 func holdFolders(dir string, exclusive bool) (release func(), err error) {
 	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrPermission) {
+		return func() {}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	how := syscall.LOCK_SH
 	if exclusive {
-		how = syscall.LOCK_EX
+		how = syscall.LOCK_EX | syscall.LOCK_NB
 	}
-	for {
-		if err = syscall.Flock(int(f.Fd()), how); !errors.Is(err, syscall.EINTR) {
-			break
+	for start := time.Now(); ; {
+		err = syscall.Flock(int(f.Fd()), how)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case exclusive && errors.Is(err, syscall.EWOULDBLOCK):
+			if time.Since(start) > writerPatience {
+				f.Close()
+				return func() {}, nil
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
 		}
+		break
 	}
 	if err != nil {
 		f.Close()
@@ -261,6 +281,11 @@ func holdFolders(dir string, exclusive bool) (release func(), err error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// writerPatience is how long a checkpoint replacement waits for the
+// readers of the run to finish (reading a checkpoint takes milliseconds
+// to seconds). A variable for tests.
+var writerPatience = 20 * time.Second
 
 // withFoldersHeld runs f holding the exclusive lock on the checkpoint
 // folders of the run folder dir (holdFolders).

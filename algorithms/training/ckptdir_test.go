@@ -787,3 +787,37 @@ func TestReadersDuringTraining(t *testing.T) {
 		t.Errorf("%d of %d reads during training failed, e.g. %q", failures, reads, failed)
 	}
 }
+
+// A reader that holds the lock for longer than writerPatience (a process
+// stopped with Ctrl-Z in the middle of its read) does not stall the
+// training for as long: the replacement goes on without it (probe 19: the
+// trainer, and its Ctrl-C, waited until the reader went).
+func TestCheckpointDoesNotWaitForeverForAReader(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	defer func(p time.Duration) { writerPatience = p }(writerPatience)
+	writerPatience = 200 * time.Millisecond
+	release, err := holdFolders(dir, false) // the stopped reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	stepN(t, r, 2)
+	done := make(chan error, 1)
+	go func() { done <- r.Checkpoint() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the checkpoint waited 20 s for a reader that holds the lock, want writerPatience (200 ms)")
+	}
+	if latest, err := LatestCheckpoint(dir); err != nil || latest != filepath.Join(dir, "checkpoint") {
+		t.Errorf("after the replacement: %s, %v", latest, err)
+	}
+}

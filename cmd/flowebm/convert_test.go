@@ -499,3 +499,21 @@ func TestFixed3(t *testing.T) {
 		}
 	}
 }
+
+// Probe 19: a symbolic link to RUN/checkpoint was read without the run's
+// lock (9 of 1,324 energy --model LINK during training failed); sample
+// holds the runs of --model and --flow still while it loads and hashes
+// them (2 of 335 samples gave up after 3 changes).
+func TestRunOfCheckpointFollowsLinks(t *testing.T) {
+	run := trainedRun(t)
+	link := filepath.Join(t.TempDir(), "ck")
+	if err := os.Symlink(filepath.Join(run, "checkpoint"), link); err != nil {
+		t.Fatal(err)
+	}
+	if got := runOfCheckpoint(link); got != run {
+		t.Errorf("runOfCheckpoint(link to %s/checkpoint) = %q, want %q", run, got, run)
+	}
+	if got := modelRuns(run, link, "", toyONNX); len(got) != 2 || got[0] != run || got[1] != run {
+		t.Errorf("modelRuns = %q, want the run twice", got)
+	}
+}

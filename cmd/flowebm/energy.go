@@ -486,6 +486,9 @@ var checkpointFiles = []string{"spec.json", "weights.npz"}
 // runOfCheckpoint returns the training run whose checkpoint folder dir
 // (RUN/checkpoint) is, or "".
 func runOfCheckpoint(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // a link to RUN/checkpoint is read under RUN's lock too (probe 19)
+	}
 	if parent := filepath.Dir(filepath.Clean(dir)); filepath.Base(filepath.Clean(dir)) == checkpointPrefix && isTrainingRun(parent) {
 		return parent
 	}

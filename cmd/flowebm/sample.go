@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
@@ -191,7 +191,10 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 	}
 	draws, loc, glob := run.Result()
-	return f.finish(out, m, draws, loc, glob, mala, centres, graphs)
+	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs); err != nil {
+		return fmt.Errorf("%w%s", err, f.resumeNote(ck)) // its checkpoint holds the draws, or most of them
+	}
+	return nil
 }
 
 // drive runs the steps left, writing a checkpoint every --checkpoint-every
@@ -595,31 +598,44 @@ func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
 }
 
 // modelsAndHashes loads the models (models) and the SHA-256 of their files
-// (inputHashes) as one: read again if a run being trained replaced its
-// checkpoint in between, so that the sums recorded for --resume are those
-// of the models sampled.
-func (f sampleFlags) modelsAndHashes() (checkpoint.Models, map[string]string, error) {
-	const tries = 3
-	for try := 1; ; try++ {
-		before, err := inputHashes(f.model, f.flow, f.flowDensity)
-		if err != nil {
-			return checkpoint.Models{}, nil, err
+// (inputHashes) holding still the checkpoints of the training runs they
+// come from (training.ReadRun), so that the sums recorded for --resume are
+// those of the models sampled, even while a run checkpoints at every
+// iteration.
+func (f sampleFlags) modelsAndHashes() (m checkpoint.Models, inputs map[string]string, err error) {
+	err = holdRuns(modelRuns(f.model, f.flow, f.flowDensity), func() error {
+		if inputs, err = inputHashes(f.model, f.flow, f.flowDensity); err != nil {
+			return err
 		}
-		m, err := f.models()
-		if err != nil {
-			return checkpoint.Models{}, nil, err
-		}
-		after, err := inputHashes(f.model, f.flow, f.flowDensity)
-		if err != nil {
-			return checkpoint.Models{}, nil, err
-		}
-		if maps.Equal(before, after) {
-			return m, after, nil
-		}
-		if try == tries {
-			return checkpoint.Models{}, nil, fmt.Errorf("the model files changed while they were read, %d times (a run being trained checkpoints that often?): try again, or sample a copy", tries)
+		m, err = f.models()
+		return err
+	})
+	return m, inputs, err
+}
+
+// modelRuns are the training run folders that the model paths are, or
+// whose checkpoint folders they are.
+func modelRuns(paths ...string) []string {
+	var runs []string
+	for _, p := range paths {
+		switch run := runOfCheckpoint(p); {
+		case p == "":
+		case run != "":
+			runs = append(runs, run)
+		case isTrainingRun(p):
+			runs = append(runs, p)
 		}
 	}
+	return runs
+}
+
+// holdRuns runs fn holding the checkpoints of every run in runs still
+// (shared locks, which nest).
+func holdRuns(runs []string, fn func() error) error {
+	if len(runs) == 0 {
+		return fn()
+	}
+	return training.ReadRun(runs[0], func() error { return holdRuns(runs[1:], fn) })
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the
