@@ -139,11 +139,17 @@ const headroomFraction = 0.05
 // headroom raises the top of p's automatic y range by headroomFraction of
 // the range (of its logarithm on a logarithmic axis).
 func headroom(p *plot.Plot, logY bool) {
+	top := p.Y.Max
 	switch {
 	case logY && p.Y.Min > 0 && p.Y.Max > p.Y.Min:
-		p.Y.Max *= math.Pow(p.Y.Max/p.Y.Min, headroomFraction)
+		top = math.Exp(math.Log(p.Y.Max) + headroomFraction*(math.Log(p.Y.Max)-math.Log(p.Y.Min)))
 	case !logY && p.Y.Max > p.Y.Min:
-		p.Y.Max += headroomFraction * (p.Y.Max - p.Y.Min)
+		top = p.Y.Max + headroomFraction*(p.Y.Max/2-p.Y.Min/2)*2
+	}
+	// Values near float64's limits keep their range: a top of +Inf
+	// made gonum's ticks loop or exhaust memory (probe 19).
+	if !math.IsInf(top, 0) && !math.IsNaN(top) && !math.IsInf(top-p.Y.Min, 0) {
+		p.Y.Max = top
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/training"
@@ -205,6 +206,41 @@ func TestFigureHeadroom(t *testing.T) {
 		}
 		if frac < 0.03 {
 			t.Errorf("logY %v: y range [%v, %v] leaves %.3f of the axis above the highest value, want ≥ 0.03", logY, p.Y.Min, p.Y.Max, frac)
+		}
+	}
+}
+
+// Values near float64's limits draw without headroom rather than with an
+// axis up to +Inf (probe 19: a max_rhat of 1e300 in compare, a draw of
+// −1.75e308 in diagnose --plots, ran out of memory or looped).
+func TestFigureHeadroomNearLimits(t *testing.T) {
+	for _, c := range []struct {
+		logY bool
+		ys   []float64
+	}{
+		{true, []float64{1.01, 1e300}},
+		{true, []float64{1e-300, 1e300}},
+		{false, []float64{-1.75e308, 1}},
+		{false, []float64{-1.7e308, 1.7e308}},
+		{false, []float64{0, 1.7e308}},
+	} {
+		fig := Figure{Title: "t", LogY: c.logY, Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 0, Y: c.ys[0]}, {X: 1, Y: c.ys[1]}}}}}
+		p, _, err := fig.layout()
+		if err != nil {
+			continue // refused with a message: fine
+		}
+		if math.IsInf(p.Y.Max, 0) || math.IsInf(p.Y.Max-p.Y.Min, 0) || p.Y.Max < c.ys[1] {
+			t.Errorf("logY %v, %v: y range [%v, %v]", c.logY, c.ys, p.Y.Min, p.Y.Max)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			fig.Save(filepath.Join(t.TempDir(), "f.png"))
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("logY %v, %v: drawing did not end in 30 s", c.logY, c.ys)
 		}
 	}
 }

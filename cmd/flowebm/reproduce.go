@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -497,7 +498,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	}
 	errPath := filepath.Join(r.dir, "error.txt")
 	earlier, err := safefile.ReadFile(errPath, maxTextBytes)
-	if err == nil && strings.Contains(string(earlier), "diverged") {
+	if err == nil && isDivergence(string(earlier)) {
 		return "diverged before (see error.txt)" // a result, not retried
 	}
 	if msg := loggedDivergence(r.dir); err != nil && msg != "" { // trained by a --plan's command, which writes no error.txt
@@ -554,11 +555,21 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	return "done"
 }
 
+// divergenceMark matches train's error for a diverged run (it wraps
+// algorithms.ErrDiverged: "…: training diverged; …" or at the end of the
+// line), and not the word in a path (probe 19: an --out holding
+// "diverged" made every failure a divergence, never retried).
+var divergenceMark = regexp.MustCompile(`(?m): ` + regexp.QuoteMeta(algorithms.ErrDiverged.Error()) + `(;|\s*$)`)
+
+// isDivergence reports whether msg, a train process's last error line
+// (error.txt, log.txt), says that the run diverged.
+func isDivergence(msg string) bool { return divergenceMark.MatchString(msg) }
+
 // failureStatus is the progress line's word for a run whose train process
 // ended with msg: a divergence is a result (the report shows it, as the
 // paper's tables do), any other failure is retried by the next reproduce.
 func failureStatus(msg string) string {
-	if strings.Contains(msg, "diverged") {
+	if isDivergence(msg) {
 		return "diverged (a result the report shows, not retried): " + msg
 	}
 	return "FAILED (retried by the next reproduce): " + msg
@@ -885,7 +896,7 @@ func (r *reproRun) status() string {
 		return r.state
 	}
 	if r.err != "" {
-		if strings.Contains(r.err, "diverged") {
+		if isDivergence(r.err) {
 			return "diverged"
 		}
 		return "failed"

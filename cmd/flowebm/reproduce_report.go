@@ -351,7 +351,7 @@ func loggedError(dir string) string {
 // run in dir ends with, or "": a --plan's train command records it only
 // there.
 func loggedDivergence(dir string) string {
-	if msg := loggedError(dir); strings.Contains(msg, "diverged") && !exists(filepath.Join(dir, "metrics.json")) {
+	if msg := loggedError(dir); isDivergence(msg) && !exists(filepath.Join(dir, "metrics.json")) {
 		return msg
 	}
 	return ""
@@ -360,7 +360,7 @@ func loggedDivergence(dir string) string {
 // divergedBefore is the divergence of the run in dir, recorded in its
 // error.txt (by reproduce) or log.txt (by a --plan's command), or "".
 func divergedBefore(dir string) string {
-	if b, err := safefile.ReadFile(filepath.Join(dir, "error.txt"), maxTextBytes); err == nil && strings.Contains(string(b), "diverged") {
+	if b, err := safefile.ReadFile(filepath.Join(dir, "error.txt"), maxTextBytes); err == nil && isDivergence(string(b)) {
 		return strings.TrimSpace(string(b))
 	}
 	return loggedDivergence(dir)

@@ -215,4 +215,11 @@ func TestReproduceProgressNamesDivergence(t *testing.T) {
 	if got := failureStatus("flowebm: write metrics.csv: no space left on device"); !strings.HasPrefix(got, "FAILED (retried by the next reproduce): ") {
 		t.Errorf("a full disk: %q", got)
 	}
+	// Probe 19: the word in a path made any failure a divergence.
+	if got := failureStatus("flowebm: write /data/diverged-runs/x/metrics.csv: no space left on device"); !strings.HasPrefix(got, "FAILED (retried by the next reproduce): ") {
+		t.Errorf("a full disk in a folder named diverged-runs: %q", got)
+	}
+	if !isDivergence("flowebm: iteration 7: loss NaN: training diverged\n") || isDivergence("flowebm: open /x/training diverged/y: no such file") {
+		t.Error("isDivergence: want train's mark only")
+	}
 }
