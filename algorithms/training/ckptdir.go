@@ -238,63 +238,139 @@ func removeIfExists(path string) error {
 // holdFolders takes the lock on the checkpoint folders of the run folder
 // dir (an advisory flock on dir itself): exclusive while they are renamed
 // or removed (a checkpoint replacement, a recovery), shared while a reader
-// finds and reads the newest complete one (ReadLatest). A run being
-// trained then never replaces the checkpoint a reader is in the middle
-// of, and a reader never meets a replacement halfway. The returned
-// release drops the lock.
+// finds and reads the newest complete one (ReadRun). A run being trained
+// then never replaces the checkpoint a reader is in the middle of, and a
+// reader never meets a replacement halfway. The returned release drops
+// the lock.
 //
-// Two cases go on without the lock: a folder this user may enter but not
-// list (mode 711: it cannot be opened to be locked; reading worked before
-// the lock existed), and an exclusive lock still held by a reader after
-// writerPatience (a reader stopped with Ctrl-Z would otherwise stall the
-// training, and its Ctrl-C, for as long).
-func holdFolders(dir string, exclusive bool) (release func(), err error) {
+// Neither side waits for ever (each holds the lock for milliseconds to
+// seconds): a writer goes on without the lock after patience, reporting
+// timedOut (a reader stopped with Ctrl-Z must not stall the training and
+// its Ctrl-C; probe 19), and calls waiting (if not nil) once it has waited
+// waitingNote; a reader gives up with an error after readerPatience. A
+// folder this user may enter but not list (mode 711: it cannot be opened
+// to be locked, and was read before the lock existed) is read and written
+// without the lock.
+func holdFolders(dir string, exclusive bool, patience time.Duration, waiting func()) (release func(), timedOut bool, err error) {
 	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrPermission) {
-		return func() {}, nil
+		return func() {}, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	how := syscall.LOCK_SH
 	if exclusive {
-		how = syscall.LOCK_EX | syscall.LOCK_NB
+		how = syscall.LOCK_EX
 	}
-	for start := time.Now(); ; {
-		err = syscall.Flock(int(f.Fd()), how)
-		switch {
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case exclusive && errors.Is(err, syscall.EWOULDBLOCK):
-			if time.Since(start) > writerPatience {
-				f.Close()
-				return func() {}, nil
-			}
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		break
+	release = func() { f.Close() }
+	err = flock(f, how|syscall.LOCK_NB)
+	if err == nil {
+		return release, false, nil
 	}
-	if err != nil {
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
 		f.Close()
-		return nil, fmt.Errorf("%s: locking its checkpoint folders: %w", dir, err)
+		return nil, false, fmt.Errorf("%s: locking its checkpoint folders: %w", dir, err)
 	}
-	return func() { f.Close() }, nil
+	giveUp := func() (func(), bool, error) {
+		if exclusive {
+			return func() {}, true, nil
+		}
+		return nil, true, fmt.Errorf("%s: another process has held its checkpoint folders for %s (replacing a checkpoint takes well under a second: a flowebm process stopped with Ctrl-Z?): try again once it goes on (fuser %s names it)", dir, patience.Round(time.Second), dir)
+	}
+	if patience <= 0 {
+		f.Close()
+		return giveUp()
+	}
+	// Wait blocking, so that the kernel hands the lock over the moment it
+	// is free (polling lost it to readers that follow one another), in a
+	// goroutine that the patience can leave behind: the lock it gets
+	// then is dropped at once.
+	got := make(chan error, 1)
+	go func() { got <- flock(f, how) }()
+	note, timeout := time.NewTimer(waitingNote), time.NewTimer(patience)
+	defer note.Stop()
+	defer timeout.Stop()
+	for {
+		select {
+		case err := <-got:
+			if err != nil {
+				f.Close()
+				return nil, false, fmt.Errorf("%s: locking its checkpoint folders: %w", dir, err)
+			}
+			return release, false, nil
+		case <-note.C:
+			if waiting != nil {
+				waiting()
+			}
+		case <-timeout.C:
+			go func() { <-got; f.Close() }()
+			return giveUp()
+		}
+	}
+}
+
+// flock is syscall.Flock on f, again when a signal interrupts it.
+func flock(f *os.File, how int) error {
+	for {
+		if err := syscall.Flock(int(f.Fd()), how); !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }
 
 // writerPatience is how long a checkpoint replacement waits for the
 // readers of the run to finish (reading a checkpoint takes milliseconds
-// to seconds). A variable for tests.
-var writerPatience = 20 * time.Second
+// to seconds); stuckPatience, once a reader has outlasted it, is how long
+// the run's later replacements wait (that reader is stuck, likely
+// stopped: 0, they only try); readerPatience is how long a reader waits for a replacement;
+// waitingNote is when a waiting writer says so. Variables for tests.
+var (
+	writerPatience = 20 * time.Second
+	stuckPatience  = time.Duration(0)
+	readerPatience = 60 * time.Second
+	waitingNote    = 2 * time.Second
+)
 
 // withFoldersHeld runs f holding the exclusive lock on the checkpoint
-// folders of the run folder dir (holdFolders).
+// folders of the run folder dir (holdFolders), or without it once
+// writerPatience has passed.
 func withFoldersHeld(dir string, f func() error) error {
-	release, err := holdFolders(dir, true)
+	release, _, err := holdFolders(dir, true, writerPatience, nil)
 	if err != nil {
 		return err
 	}
 	defer release()
+	return f()
+}
+
+// withFolders is withFoldersHeld for the run's own checkpoints: it tells
+// r.Waiting when it waits for a reader and when it goes on without one,
+// and waits only stuckPatience after a reader has outlasted its patience.
+func (r *Run) withFolders(f func() error) error {
+	patience := writerPatience
+	if r.readerStuck {
+		patience = stuckPatience
+	}
+	say := func(msg string) {
+		if r.Waiting != nil {
+			r.Waiting(msg)
+		}
+	}
+	release, timedOut, err := holdFolders(r.Dir, true, patience, func() {
+		say(fmt.Sprintf("waiting up to %s for another process that reads %s's checkpoint", patience.Round(time.Second), r.Dir))
+	})
+	if err != nil {
+		return err
+	}
+	defer release()
+	if !timedOut {
+		r.readerStuck = false // the reader went on
+	}
+	if timedOut && !r.readerStuck {
+		r.readerStuck = true
+		say(fmt.Sprintf("a process reading %s's checkpoint held it for over %s (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and it may fail", r.Dir, patience.Round(time.Second)))
+	}
 	return f()
 }
 
@@ -304,7 +380,7 @@ func withFoldersHeld(dir string, f func() error) error {
 // with LatestCheckpoint) even while the run is being trained. Nested calls
 // are allowed.
 func ReadRun(dir string, read func() error) error {
-	release, err := holdFolders(dir, false)
+	release, _, err := holdFolders(dir, false, readerPatience, nil)
 	if err != nil {
 		return err
 	}

@@ -799,25 +799,50 @@ func TestCheckpointDoesNotWaitForeverForAReader(t *testing.T) {
 	if err := r.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	defer func(p time.Duration) { writerPatience = p }(writerPatience)
-	writerPatience = 200 * time.Millisecond
-	release, err := holdFolders(dir, false) // the stopped reader
+	defer func(p, n time.Duration) { writerPatience, waitingNote = p, n }(writerPatience, waitingNote)
+	writerPatience, waitingNote = 300*time.Millisecond, 100*time.Millisecond
+	release, _, err := holdFolders(dir, false, time.Second, nil) // the stopped reader
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
-	stepN(t, r, 2)
-	done := make(chan error, 1)
-	go func() { done <- r.Checkpoint() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	var said []string
+	r.Waiting = func(msg string) { said = append(said, msg) }
+	for k := 0; k < 2; k++ {
+		stepN(t, r, 2)
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- r.Checkpoint() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the checkpoint waited 20 s for a reader that holds the lock, want writerPatience (300 ms)")
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the checkpoint waited 20 s for a reader that holds the lock, want writerPatience (200 ms)")
+		// Once a reader has outlasted the patience, the next checkpoint
+		// waits only stuckPatience (probe 19: 2 × 20 s per checkpoint).
+		if took := time.Since(start); k == 1 && took > writerPatience {
+			t.Errorf("the second checkpoint took %v with the same stopped reader, want no wait", took)
+		}
 	}
 	if latest, err := LatestCheckpoint(dir); err != nil || latest != filepath.Join(dir, "checkpoint") {
 		t.Errorf("after the replacement: %s, %v", latest, err)
+	}
+	if msgs := strings.Join(said, "\n"); !strings.Contains(msgs, "waiting up to") || !strings.Contains(msgs, "replaced without waiting for it") {
+		t.Errorf("told %q, want the wait and the going on", said)
+	}
+	// A reader gives up on a writer that holds the lock, with a message.
+	defer func(p time.Duration) { readerPatience = p }(readerPatience)
+	readerPatience = 200 * time.Millisecond
+	release()
+	hold, _, err := holdFolders(dir, true, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	if err := ReadRun(dir, func() error { return nil }); err == nil || !strings.Contains(err.Error(), "another process has held its checkpoint folders for") {
+		t.Errorf("a reader behind a stuck writer: %v", err)
 	}
 }

@@ -118,6 +118,12 @@ type Run struct {
 	// Notes say what was done to a user's data set (rows dropped,
 	// standardisation).
 	Notes []string
+	// Waiting, if not nil, is told when a checkpoint waits for another
+	// process that reads the run's checkpoint (energy, sample…) and when
+	// it goes on without it (see ReadRun).
+	Waiting func(msg string)
+
+	readerStuck bool // a reader outlasted a checkpoint's patience
 
 	heldOut   *mat.Dense
 	grid      *metrics.Grid
@@ -705,7 +711,7 @@ func (r *Run) Checkpoint() error {
 	}
 	final := filepath.Join(r.Dir, checkpointName)
 	tmp := final + newSuffix
-	err := withFoldersHeld(r.Dir, func() error {
+	err := r.withFolders(func() error {
 		if err := r.clearOrRecover(); err != nil {
 			return err
 		}
@@ -733,7 +739,7 @@ func (r *Run) Checkpoint() error {
 	if err := crashPoint("complete"); err != nil {
 		return err
 	}
-	return withFoldersHeld(r.Dir, func() error { return r.replaceCheckpoint(tmp, final) })
+	return r.withFolders(func() error { return r.replaceCheckpoint(tmp, final) })
 }
 
 // replaceCheckpoint puts the complete checkpoint folder tmp in the place

@@ -104,6 +104,9 @@ func (s seedSet) checkRuns(path, base string) error {
 		if c.Experiment != s.experiment || c.Train.Algorithm != s.algorithm {
 			return fmt.Errorf("%s: experiment %s and algorithm %s, but the run of seed %d (%s/config.json) is %s with %s: not shown", path, s.experiment, s.algorithm, r.seed, r.from, c.Experiment, c.Train.Algorithm)
 		}
+		if c.Seed != r.seed {
+			return fmt.Errorf("%s: seed %d, but its run %s/config.json has seed %d: not shown", path, r.seed, r.from, c.Seed)
+		}
 	}
 	return nil
 }
@@ -230,7 +233,7 @@ func seedEval(b json.RawMessage) (training.Eval, error) {
 	if fields["iter"] == nil || string(fields["iter"]) == "null" {
 		return ev, fmt.Errorf("no \"iter\": want the run's final evaluation (metrics.json's \"final\")")
 	}
-	if err := json.Unmarshal(b, &ev); err != nil {
+	if err := jsonfile.Decode(b, &ev, jsonfile.Options{}); err != nil { // strictly, in the file's terms (probe 19)
 		return ev, err
 	}
 	if ev.Iter < 1 {

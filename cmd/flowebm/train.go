@@ -811,6 +811,7 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	cfg := run.Config
 	total := cfg.Train.Iterations
 	bar, lines := newProgress(run, errOut, quiet)
+	run.Waiting = func(msg string) { fmt.Fprintf(errOut, "\nflowebm: note: %s\n", msg) } // a reader holds the checkpoint
 	t0 := time.Now()
 	start := run.Trainer.Iter
 	err := run.TrainContext(sig.ctx, func(it int) {
