@@ -204,7 +204,7 @@ func (cfg *Run) checkDataDirSums() error {
 			return fmt.Errorf("algorithms: data_dir_sha256[%q] %.80q, want 64 hexadecimal digits (a SHA-256, as sha256sum prints it)", name, want)
 		case cfg.DataDirSHA256 != nil && !ok:
 			return cfg.otherFileError(f)
-		case cfg.DataDirSHA256 != nil && want != sum:
+		case cfg.DataDirSHA256 != nil && !strings.EqualFold(want, sum): // sha256sum -c reads upper-case sums too (probe 19)
 			return fmt.Errorf("%s: SHA-256 %s, but data_dir_sha256 records %s for %s, the data the run was made with: other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, sum[:16]+"…", want, name)
 		}
 		sums[name] = sum

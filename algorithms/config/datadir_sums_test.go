@@ -30,6 +30,13 @@ func TestDataDirSumsTwinFile(t *testing.T) {
 	if err := cfg.checkDataDirSums(); err != nil {
 		t.Fatalf("same files: %v", err)
 	}
+	upper := Run{Experiment: "mnist28", DataDir: dir, DataDirSHA256: map[string]string{}}
+	for n, sum := range cfg.DataDirSHA256 {
+		upper.DataDirSHA256[n] = strings.ToUpper(sum)
+	}
+	if err := upper.checkDataDirSums(); err != nil { // probe 19: refused as another sum
+		t.Errorf("upper-case sums of the same files: %v", err)
+	}
 	gz := filepath.Join(dir, names[0]+".gz")
 	if err := os.WriteFile(gz, []byte{9}, 0o644); err != nil {
 		t.Fatal(err)

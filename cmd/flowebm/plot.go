@@ -52,6 +52,13 @@ func redraw(dir string, format plots.Format) error {
 	if err := removeStaleTemps(dir, runNames()...); err != nil {
 		return err
 	}
+	var figures []string
+	for _, n := range plotNames {
+		figures = append(figures, n+format.Ext())
+	}
+	if err := replaceable(dir, figures, "plot replaces it; move it away and plot again"); err != nil { // probe 19: a bare "rename: file exists" after drawing
+		return err
+	}
 	run, err := training.Resume(dir)
 	if errors.Is(err, training.ErrNoCheckpoint) {
 		if _, why := training.LatestCheckpoint(dir); why != nil {

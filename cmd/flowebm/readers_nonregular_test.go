@@ -119,4 +119,10 @@ func TestResumeRefusesNonRegularOutputs(t *testing.T) {
 		}
 		wantErr(t, p+" is a folder, want a regular file: the run replaces it as it trains", args...)
 	}
+	// Probe 19: plot drew, then failed with "rename …: file exists".
+	run := trainedRun(t)
+	p := filepath.Join(run, "density.png")
+	os.Remove(p)
+	os.Mkdir(p, 0o755)
+	wantErr(t, p+" is a folder, want a regular file: plot replaces it", "plot", run)
 }

@@ -155,6 +155,13 @@ func checkPlanPath(f reproduceFlags) error {
 			return fmt.Errorf("--plan %s is the folder %s that the plan's lines make (--out %s): give the plan another path", f.plan, dir, f.out)
 		}
 	}
+	// The runs' folders and the seed sets that --report reads (probe 19:
+	// --plan OUT/seeds/NAME/seeds.json --force replaced a set).
+	for _, sub := range []string{"runs", reportSeedsFolder} {
+		if d := filepath.Join(f.out, sub); exists(d) && within(filepath.Dir(f.plan), d) {
+			return fmt.Errorf("--plan %s is inside %s, which --report reads: give the plan another path", f.plan, d)
+		}
+	}
 	if !sameFile(filepath.Dir(f.plan), f.out) {
 		return nil
 	}

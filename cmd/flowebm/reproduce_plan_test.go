@@ -213,6 +213,7 @@ func TestReproducePlanFlags(t *testing.T) {
 	os.MkdirAll("noruns", 0o755)
 	os.MkdirAll("out2", 0o755)
 	os.MkdirAll("rp/runs", 0o755)
+	os.MkdirAll("rp/seeds/s", 0o755)
 	os.MkdirAll("folder.txt", 0o755)
 	os.WriteFile("afile", nil, 0o644)
 	os.MkdirAll("foreign", 0o755)
@@ -240,6 +241,8 @@ func TestReproducePlanFlags(t *testing.T) {
 		{[]string{"--plan", "p.txt", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
 		{[]string{"--plan", "p.txt", "--experiments", "two-modes", "--out", "foreign"}, "--out foreign holds report.md but no runs/ of an earlier reproduce: the report that --report builds after the plan would replace it"},
 		{[]string{"--plan", "rp/report.md", "--experiments", "two-modes", "--out", "rp"}, "--plan rp/report.md is where --report writes its report (or a figure) in --out rp"},
+		// Probe 19: --force wrote the plan over a seed set of --report.
+		{[]string{"--plan", "rp/seeds/s/seeds.json", "--out", "rp", "--experiments", "two-modes", "--force"}, "--plan rp/seeds/s/seeds.json is inside rp/seeds, which --report reads"},
 		// Probe 18: --force wrote the plan over the executable its lines run.
 		{[]string{"--plan", "afile", "--plan-binary", "./afile", "--experiments", "two-modes", "--force"}, "--plan afile is the executable that its lines run (--plan-binary ./afile)"},
 		// Round-12 probe: plans whose lines could never run.

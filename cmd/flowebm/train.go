@@ -618,11 +618,17 @@ func replacedFiles(format plots.Format) []string {
 // regular file (a folder, a FIFO, a link): its replacement would fail, but
 // only at the next checkpoint or at the end of training (probes 17, 18).
 func outputsReplaceable(dir string, format plots.Format) error {
-	for _, name := range replacedFiles(format) {
+	return replaceable(dir, replacedFiles(format), "the run replaces it as it trains; move it away and resume again")
+}
+
+// replaceable refuses a folder dir where one of the files names, which a
+// command is to replace, is not a regular file, saying why with what.
+func replaceable(dir string, names []string, what string) error {
+	for _, name := range names {
 		p := filepath.Join(dir, name)
 		if fi, err := os.Lstat(p); err == nil {
 			if err := safefile.Regular(p, fi); err != nil {
-				return fmt.Errorf("%v: the run replaces it as it trains; move it away and resume again", err)
+				return fmt.Errorf("%v: %s", err, what)
 			}
 		}
 	}
