@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/flowebm/flowebm/internal/jsonfile"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/safefile"
-	"gonum.org/v1/gonum/mat"
 )
 
 // maxStepSize bounds a restored MALA step: larger steps are corruption
@@ -176,7 +180,13 @@ func (t *Trainer) readState(path string) (trainerState, error) {
 	if t.kernels.Local != nil && !(st.StepSize > 0 && st.StepSize <= maxStepSize) {
 		return st, fmt.Errorf("%s: field \"step_size\" is %v, want the MALA step in (0, %g]", path, st.StepSize, maxStepSize)
 	}
-	for name, src := range t.streams() {
+	streams := t.streams()
+	for name := range st.RNG {
+		if _, ok := streams[name]; !ok { // probe 19: accepted unread
+			return st, fmt.Errorf("%s: field \"rng.%s\" names no random stream of this run: want only %s", path, name, strings.Join(slices.Sorted(maps.Keys(streams)), ", "))
+		}
+	}
+	for name, src := range streams {
 		if _, ok := st.RNG[name]; !ok {
 			return st, fmt.Errorf("%s: field \"rng.%s\" is missing: want the state of the %s random stream, as flowebm wrote it", path, name, name)
 		}

@@ -517,6 +517,13 @@ func TestResumeRefusesAbsurdStateArrays(t *testing.T) {
 			b, _ := json.Marshal(m)
 			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), b, 0o644)
 		}, `field "rng.bank" is missing`},
+		{"an unknown stream", func(dir string) { // probe 19: accepted unread
+			var m map[string]any
+			json.Unmarshal(state, &m)
+			m["rng"].(map[string]any)["zzz"] = "AAAA"
+			b, _ := json.Marshal(m)
+			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), b, 0o644)
+		}, `field "rng.zzz" names no random stream of this run`},
 		{"key twice", func(dir string) {
 			s := strings.Replace(string(state), `"iter": 2`, `"iter": 2, "iter": 1`, 1)
 			os.WriteFile(filepath.Join(dir, "checkpoint", "state.json"), []byte(s), 0o644)

@@ -315,6 +315,9 @@ func newModelsOf(cfg config.Run, d int, image *experiments.ImageShape, train *ma
 			v = max(v, stat.Variance(mat.Col(nil, j, train), nil))
 		}
 		sigma = math.Sqrt(v)
+		if !(sigma > 0) || math.IsInf(sigma, 0) || sigma < 1e-150 { // probe 19: "layers: Gaussian sigma[0] = NaN"
+			return nil, fmt.Errorf("%s: the largest variance of a column of the training data is %g, so the models' base Gaussian (σ its square root) cannot be made: rescale the data (--standardize, the default for data files, does), or give model.base_sigma", cfg.Source(), v)
+		}
 	}
 	base := layers.NewIsotropic(d, sigma)
 	if flow != nil {

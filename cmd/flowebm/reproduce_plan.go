@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -144,7 +145,11 @@ func checkPlanText(flag, s string) error {
 func checkPlanPath(f reproduceFlags) error {
 	// The executable the plan's lines run, or this one: even with --force,
 	// the plan would replace the program (probe 18).
-	if strings.ContainsRune(f.planBinary, filepath.Separator) && sameFile(f.plan, f.planBinary) {
+	bin := f.planBinary
+	if !strings.ContainsRune(bin, filepath.Separator) { // found on PATH, here as where the lines may run
+		bin, _ = exec.LookPath(bin)
+	}
+	if bin != "" && sameFile(f.plan, bin) {
 		return fmt.Errorf("--plan %s is the executable that its lines run (--plan-binary %s): give the plan another path", f.plan, f.planBinary)
 	}
 	if exe, err := os.Executable(); err == nil && sameFile(f.plan, exe) {

@@ -379,3 +379,21 @@ func TestReproducePlanKeptImageRun(t *testing.T) {
 		t.Errorf("exit %d, %s%s", code, so.String(), se.String())
 	}
 }
+
+// Probe 19: with the default --plan-binary (flowebm, found on PATH), --plan
+// naming that executable with --force replaced it.
+func TestReproducePlanNotOverPATHBinary(t *testing.T) {
+	bin := t.TempDir()
+	exe := filepath.Join(bin, "flowebm")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var so, se bytes.Buffer
+	if code := run([]string{"reproduce", "--plan", exe, "--experiments", "two-modes", "--out", filepath.Join(t.TempDir(), "rp"), "--force"}, &so, &se); code != 2 || !strings.Contains(se.String(), "is the executable that its lines run (--plan-binary flowebm)") {
+		t.Errorf("exit %d, %q", code, se.String())
+	}
+	if b, _ := os.ReadFile(exe); string(b) != "#!/bin/sh\n" {
+		t.Errorf("the executable was replaced: %q", b)
+	}
+}

@@ -266,6 +266,13 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 	if msg != "" {
 		how = "interrupted, stopped at its last checkpoint"
 	}
+	if iter == 0 { // probe 19: "at its last checkpoint, no checkpoint yet"
+		how = "stopped before its first checkpoint"
+		if msg != "" {
+			how = "interrupted before its first checkpoint"
+		}
+		return set(runIncomplete, "%s (of %d iterations): start it again (write the plan again, or reproduce again)", how, cfg.Train.Iterations)
+	}
 	return set(runIncomplete, "%s, %s: continue it (write the plan again, or flowebm train --resume %s)", how, progress, r.dir)
 }
 

@@ -50,6 +50,9 @@ func TestReproduceReportPartial(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(runDir(a), "log.txt"), o.Bytes(), 0o644) // as a plan's line leaves it
 	}
+	// nt: a folder holding only the config.json that train writes as it
+	// starts (killed before its first checkpoint), then removed below.
+	ntConfig, _ := os.ReadFile(filepath.Join(runDir("nt"), "config.json"))
 	os.RemoveAll(runDir("nt"))
 	m := filepath.Join(runDir("ula"), "metrics.json")
 	b, _ := os.ReadFile(m)
@@ -67,6 +70,14 @@ func TestReproduceReportPartial(t *testing.T) {
 		"two-modes-ula: unreadable: "+m, "two-modes-coopflow: incomplete: stopped (killed, or its time ran out) at its last checkpoint, iteration 2 of 2"); len(miss) > 0 {
 		t.Errorf("stdout lacks %q:\n%s", miss, stdout)
 	}
+	// Probe 19: a run without a checkpoint read "stopped … at its last
+	// checkpoint, no checkpoint yet".
+	os.MkdirAll(runDir("nt"), 0o755)
+	os.WriteFile(filepath.Join(runDir("nt"), "config.json"), ntConfig, 0o644)
+	if _, stdout, _, _ := reportOf(t, out); !strings.Contains(stdout, "two-modes-nt: incomplete: stopped before its first checkpoint (of 2 iterations)") {
+		t.Errorf("a run without a checkpoint: %s", stdout)
+	}
+	os.RemoveAll(runDir("nt"))
 	if miss := lacking(report,
 		"- Mode: 2 iterations per run (not comparable with the paper); seed 1 (seed and length read from the runs' config.json); built by `flowebm reproduce --report`",
 		"- **Partial set**: 3 of 4 runs have no result",

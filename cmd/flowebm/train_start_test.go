@@ -117,3 +117,20 @@ func TestGradcheckSeedsAtKinks(t *testing.T) {
 		}
 	}
 }
+
+// Probe 19: unstandardised data whose spread overflows or vanishes gave
+// "layers: Gaussian sigma[0] = NaN", naming neither the file nor the way
+// out.
+func TestUnstandardisedDataOutOfScale(t *testing.T) {
+	dir := t.TempDir()
+	for name, scale := range map[string]float64{"huge.csv": 1e200, "tiny.csv": 1e-300} {
+		var b strings.Builder
+		b.WriteString("a,b\n")
+		for i := 0; i < 200; i++ {
+			fmt.Fprintf(&b, "%g,%g\n", scale*float64(i%7-3), scale*float64(i%5-2))
+		}
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(b.String()), 0o644)
+		wantErr(t, "data file "+path+": the largest variance of a column of the training data is", "train", "--data", path, "--standardize", "none", "--iterations", "2", "--out", filepath.Join(dir, "r"+name))
+	}
+}
