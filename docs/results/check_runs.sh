@@ -19,6 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 [ $# -gt 0 ] || set -- "$here"/runs/*
 status=0
 for run in "$@"; do
+	[ -f "$run/config.json" ] || continue # not a run folder (seeds.json beside them)
 	name=$(basename "$run")
 	"$PY" - "$run/config.json" "$tmp/$name.json" <<'PY'
 import json, sys
