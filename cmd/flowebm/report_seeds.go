@@ -107,6 +107,9 @@ func (s seedSet) checkRuns(path, base string) error {
 		if c.Seed != r.seed {
 			return fmt.Errorf("%s: seed %d, but its run %s/config.json has seed %d: not shown", path, r.seed, r.from, c.Seed)
 		}
+		if n := c.Train.Iterations; n > 0 && r.ev.Iter > n {
+			return fmt.Errorf("%s: seed %d's final evaluation is at iteration %d, but its run %s/config.json trains %d: not shown", path, r.seed, r.ev.Iter, r.from, n)
+		}
 	}
 	return nil
 }
@@ -248,7 +251,33 @@ func seedEval(b json.RawMessage) (training.Eval, error) {
 	if json.Unmarshal(fields["stats"], &st) != nil || st["global_accept"] == nil || string(st["global_accept"]) == "null" {
 		ev.Stats.GlobalAccept = math.NaN()
 	}
-	return ev, nil
+	return ev, checkSeedEval(ev)
+}
+
+// checkSeedEval refuses values a run's evaluation cannot have (probe 20:
+// an R-hat of −3 and a mode weight of 7 were shown); NaN stands for a
+// value the run could not compute.
+func checkSeedEval(ev training.Eval) error {
+	known := func(v float64) bool { return !math.IsNaN(v) }
+	for name, v := range map[string]float64{"max_rhat": ev.MaxRHat, "max_rhat_classic": ev.MaxRHatClassic} {
+		if known(v) && !(v > 0 && v <= math.MaxFloat64) {
+			return fmt.Errorf("field %q is %v, want a finite R-hat > 0", name, v)
+		}
+	}
+	for name, v := range map[string]float64{"ebm_weight_mse": ev.EBMWeightMSE, "stats.global_accept": ev.Stats.GlobalAccept} {
+		if known(v) && !(v >= 0 && v <= 1) {
+			return fmt.Errorf("field %q is %v, want a value in [0, 1]", name, v)
+		}
+	}
+	if v := ev.HeldOutLL; known(v) && math.IsInf(v, 0) {
+		return fmt.Errorf("field \"held_out_ll\" is %v, want a finite log-likelihood", v)
+	}
+	for name, w := range map[string][]float64{"ebm_weights": ev.EBMWeights, "neg_weights": ev.NegWeights, "start_weights": ev.StartWeights} {
+		if i := slices.IndexFunc(w, func(v float64) bool { return known(v) && !(v >= 0 && v <= 1) }); i >= 0 {
+			return fmt.Errorf("field %q holds %v at mode %d, want a weight in [0, 1]", name, w[i], i+1)
+		}
+	}
+	return nil
 }
 
 // seedFolder is a seeds.json run folder relative to the report's folder

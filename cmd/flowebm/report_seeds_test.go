@@ -189,6 +189,10 @@ func TestReportSeedsStrictAndConsistent(t *testing.T) {
 	twice := write("twice", `{"experiment": "two-modes", "Experiment": "rings", "algorithm": "flowmc", `+rest)
 	extra := write("extra", `{"experiment": "two-modes", "algorithm": "flowmc", "colour": 1, `+rest)
 	neg := write("neg", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1], "runs": ["s1"], "per_seed": [{"iter": -5}]}`)
+	// Probe 20: values no run has, and an evaluation past the run's length.
+	rhat := write("rhat", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1], "runs": ["s1"], "per_seed": [{"iter": 9, "max_rhat": -3}]}`)
+	weight := write("weight", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1], "runs": ["s1"], "per_seed": [{"iter": 9, "ebm_weights": [0.5, 7]}]}`)
+	late := write("late", `{"experiment": "two-modes", "algorithm": "flowmc", "seeds": [1], "runs": ["s1"], "per_seed": [{"iter": 10}]}`)
 	write("good", `{"experiment": "two-modes", "algorithm": "flowmc", `+rest)
 	w := newReportWriter(reproduceFlags{out: dir}, nil)
 	if err := w.overSeeds(); err != nil {
@@ -200,6 +204,9 @@ func TestReportSeedsStrictAndConsistent(t *testing.T) {
 		"- Not read: "+ula+": experiment two-modes and algorithm ula, but the run of seed 1",
 		"- Not read: "+twice+": ", "- Not read: "+extra+": ", "colour",
 		"- Not read: "+neg+": per_seed[0]: field \"iter\" is -5",
+		"- Not read: "+rhat+": per_seed[0]: field \"max_rhat\" is -3, want a finite R-hat > 0",
+		"- Not read: "+weight+": per_seed[0]: field \"ebm_weights\" holds 7 at mode 2",
+		"- Not read: "+late+": seed 1's final evaluation is at iteration 10, but its run seeds/late/s1/config.json trains 9",
 		"### two-modes, flowMC-EBM"); len(miss) > 0 {
 		t.Errorf("report lacks %q:\n%s", miss, report)
 	}

@@ -620,6 +620,9 @@ func trainArgs(r *reproRun, f reproduceFlags) ([]string, error) {
 	}
 	args = append(args, "--experiment", r.experiment, "--algorithm", string(r.algorithm),
 		"--seed", strconv.FormatUint(f.seed, 10), "--out", r.dir)
+	if exists(filepath.Join(r.dir, "metrics.json")) { // probe 20: replaced with --force
+		return nil, fmt.Errorf("%s holds a finished run's metrics.json but neither its samples.npy (written last) nor a checkpoint: a copy of a run's results (as docs/results keeps them)? reproduce does not replace it; move it away to train the run again", r.dir)
+	}
 	if isRun(r.dir) { // a run that stopped before its first checkpoint: start it again
 		args = append(args, "--force")
 	}

@@ -397,3 +397,28 @@ func TestReproducePlanNotOverPATHBinary(t *testing.T) {
 		t.Errorf("the executable was replaced: %q", b)
 	}
 }
+
+// Probe 20: a run folder holding a finished run's results without its
+// samples.npy or checkpoint (docs/results keeps runs so) was trained again
+// with --force, replacing them.
+func TestReproduceKeepsResultsCopy(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "runs", "two-modes-flowmc")
+	os.MkdirAll(dir, 0o755)
+	for _, f := range []string{"config.json", "metrics.json", "metrics.csv"} {
+		b, err := os.ReadFile(filepath.Join("../../docs/results/runs/two-modes-flowmc", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "metrics.json"))
+	var so, se bytes.Buffer
+	code := run([]string{"reproduce", "--plan", filepath.Join(t.TempDir(), "p.txt"), "--out", out, "--experiments", "two-modes", "--algorithms", "flowmc"}, &so, &se)
+	if code != 2 || !strings.Contains(se.String(), "holds a finished run's metrics.json but neither its samples.npy (written last) nor a checkpoint") {
+		t.Errorf("--plan: exit %d, %s%s", code, so.String(), se.String())
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "metrics.json")); !bytes.Equal(before, after) {
+		t.Error("metrics.json changed")
+	}
+}

@@ -219,7 +219,7 @@ func TestLargeONNXUnderUlimit(t *testing.T) {
 		t.Skipf("setrlimit: %v", err)
 	}
 	_, err = loadModel(big, onnx.Config{})
-	if err == nil || !strings.Contains(err.Error(), big+": 1 GiB, which reading as an ONNX model may take about 4 GiB of memory for, over the limit") {
+	if err == nil || !strings.Contains(err.Error(), big+": 1 GiB; reading it as an ONNX model may take about 4 GiB of memory, over the limit") {
 		t.Errorf("a 1 GiB ONNX file under a low ulimit -v: %v", err)
 	}
 }

@@ -52,5 +52,8 @@ func Bytes(b float64) string {
 		b /= 1024
 		i++
 	}
+	if b >= 999.5 { // 1000–1023: %.3g would write 1e+03
+		return fmt.Sprintf("%.0f %s", b, units[i])
+	}
 	return fmt.Sprintf("%.3g %s", b, units[i])
 }

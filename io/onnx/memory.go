@@ -130,7 +130,7 @@ func checkFileMemory(paths ...string) error {
 	}
 	need, limit := size*fileCopies, sysmem.Limit(sysmem.DefaultLimit)
 	if need > limit {
-		return fmt.Errorf("%s: %s, which reading as an ONNX model may take about %s of memory for, over the limit of %s (%s)",
+		return fmt.Errorf("%s: %s; reading it as an ONNX model may take about %s of memory, over the limit of %s (%s)",
 			strings.Join(paths, " and "), sysmem.Bytes(size), sysmem.Bytes(need), sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
 	}
 	return nil
