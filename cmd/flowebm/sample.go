@@ -604,10 +604,10 @@ func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
 // iteration.
 func (f sampleFlags) modelsAndHashes() (m checkpoint.Models, inputs map[string]string, err error) {
 	err = holdRuns(modelRuns(f.model, f.flow, f.flowDensity), func() error {
-		if inputs, err = inputHashes(f.model, f.flow, f.flowDensity); err != nil {
+		if m, err = f.models(); err != nil { // first: refusals (memory, format) before hashing a large file
 			return err
 		}
-		m, err = f.models()
+		inputs, err = inputHashes(f.model, f.flow, f.flowDensity)
 		return err
 	})
 	return m, inputs, err
