@@ -251,7 +251,7 @@ func removeIfExists(path string) error {
 // folder this user may enter but not list (mode 711: it cannot be opened
 // to be locked, and was read before the lock existed) is read and written
 // without the lock.
-func holdFolders(dir string, exclusive bool, patience time.Duration, waiting func()) (release func(), timedOut bool, err error) {
+func holdFolders(dir string, exclusive bool, w wait) (release func(), timedOut bool, err error) {
 	// The gate: RUN/checkpoint itself, locked before the run folder, so
 	// that a writer waiting for the readers of the folder keeps new ones
 	// out (Linux grants new shared flocks while an exclusive one waits:
@@ -259,11 +259,11 @@ func holdFolders(dir string, exclusive bool, patience time.Duration, waiting fun
 	// probe 20). Missing (no checkpoint yet) or unreadable, it is passed
 	// over: it only orders the waits; the folder's lock keeps the reads
 	// whole.
-	gate, gateTimedOut, err := lockPath(filepath.Join(dir, checkpointName), exclusive, patience, waiting, true)
+	gate, gateTimedOut, err := lockPath(filepath.Join(dir, checkpointName), exclusive, true, w)
 	if err != nil {
 		return nil, gateTimedOut, err
 	}
-	folder, timedOut, err := lockPath(dir, exclusive, patience, waiting, false)
+	folder, timedOut, err := lockPath(dir, exclusive, false, w)
 	if err != nil {
 		gate()
 		return nil, timedOut, err
@@ -275,9 +275,24 @@ func holdFolders(dir string, exclusive bool, patience time.Duration, waiting fun
 	return func() { folder(); gate() }, timedOut || gateTimedOut, nil
 }
 
-// lockPath is holdFolders' flock of one folder, path: a missing folder
+// wait says how long holdFolders waits for a lock: patience, telling
+// waiting (if not nil) once it has waited waitingNote; once stop is closed
+// (the run interrupted: Ctrl-C waited out the patience, probe 20), at most
+// interruptedPatience more.
+type wait struct {
+	patience time.Duration
+	waiting  func()
+	stop     <-chan struct{}
+}
+
+// interruptedPatience is how long a replacement still waits for readers
+// once the run is interrupted.
+const interruptedPatience = time.Second
+
+// lockPath is holdFolders' flock of one folder, dir: a missing folder
 // (optional) or one that cannot be opened (mode 711) is passed over.
-func lockPath(dir string, exclusive bool, patience time.Duration, waiting func(), optional bool) (release func(), timedOut bool, err error) {
+func lockPath(dir string, exclusive, optional bool, w wait) (release func(), timedOut bool, err error) {
+	patience, waiting := w.patience, w.waiting
 	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrPermission) || optional && errors.Is(err, fs.ErrNotExist) {
 		return func() {}, false, nil
@@ -317,8 +332,14 @@ func lockPath(dir string, exclusive bool, patience time.Duration, waiting func()
 	note, timeout := time.NewTimer(waitingNote), time.NewTimer(patience)
 	defer note.Stop()
 	defer timeout.Stop()
+	stop := w.stop
 	for {
 		select {
+		case <-stop:
+			stop = nil
+			if timeout.Stop() {
+				timeout.Reset(interruptedPatience)
+			}
 		case err := <-got:
 			if err != nil {
 				f.Close()
@@ -362,7 +383,7 @@ var (
 // folders of the run folder dir (holdFolders), or without it once
 // writerPatience has passed.
 func withFoldersHeld(dir string, f func() error) error {
-	release, _, err := holdFolders(dir, true, writerPatience, nil)
+	release, _, err := holdFolders(dir, true, wait{patience: writerPatience})
 	if err != nil {
 		return err
 	}
@@ -383,9 +404,9 @@ func (r *Run) withFolders(f func() error) error {
 			r.Waiting(msg)
 		}
 	}
-	release, timedOut, err := holdFolders(r.Dir, true, patience, func() {
+	release, timedOut, err := holdFolders(r.Dir, true, wait{patience: patience, stop: r.stop, waiting: func() {
 		say(fmt.Sprintf("waiting up to %s for another process that reads %s's checkpoint", patience.Round(time.Second), r.Dir))
-	})
+	}})
 	if err != nil {
 		return err
 	}
@@ -406,7 +427,7 @@ func (r *Run) withFolders(f func() error) error {
 // with LatestCheckpoint) even while the run is being trained. Nested calls
 // are allowed.
 func ReadRun(dir string, read func() error) error {
-	release, _, err := holdFolders(dir, false, readerPatience, nil)
+	release, _, err := holdFolders(dir, false, wait{patience: readerPatience})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package training
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -809,7 +810,7 @@ func TestCheckpointDoesNotWaitForeverForAReader(t *testing.T) {
 	}
 	defer func(p, n time.Duration) { writerPatience, waitingNote = p, n }(writerPatience, waitingNote)
 	writerPatience, waitingNote = 300*time.Millisecond, 100*time.Millisecond
-	release, _, err := holdFolders(dir, false, time.Second, nil) // the stopped reader
+	release, _, err := holdFolders(dir, false, wait{patience: time.Second}) // the stopped reader
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -845,7 +846,7 @@ func TestCheckpointDoesNotWaitForeverForAReader(t *testing.T) {
 	defer func(p time.Duration) { readerPatience = p }(readerPatience)
 	readerPatience = 200 * time.Millisecond
 	release()
-	hold, _, err := holdFolders(dir, true, time.Second, nil)
+	hold, _, err := holdFolders(dir, true, wait{patience: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -894,5 +895,31 @@ func TestOverlappingReadersDoNotStarveTheTrainer(t *testing.T) {
 		if took := time.Since(start); took > 5*time.Second || r.readerStuck {
 			t.Fatalf("checkpoint %d took %v with overlapping readers (stuck reader assumed: %v), want well under writerPatience", k, took, r.readerStuck)
 		}
+	}
+}
+
+// An interrupted run (Ctrl-C) waits at most interruptedPatience for a
+// reader that holds the lock before writing its checkpoint (probe 20: the
+// interrupt took effect only after the 20 s patience).
+func TestInterruptDoesNotWaitOutThePatience(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	release, _, err := holdFolders(dir, false, wait{patience: time.Second}) // a stopped reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	if err := r.TrainContext(ctx, nil); !errors.Is(err, algorithms.ErrInterrupted) {
+		t.Fatalf("%v, want the interruption", err)
+	}
+	if took := time.Since(start); took > writerPatience/2 {
+		t.Errorf("the interrupted run took %v to write its checkpoint, want about %v", took, interruptedPatience)
 	}
 }

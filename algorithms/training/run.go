@@ -123,7 +123,8 @@ type Run struct {
 	// it goes on without it (see ReadRun).
 	Waiting func(msg string)
 
-	readerStuck bool // a reader outlasted a checkpoint's patience
+	readerStuck bool            // a reader outlasted a checkpoint's patience
+	stop        <-chan struct{} // closed when TrainContext's context ends
 
 	heldOut   *mat.Dense
 	grid      *metrics.Grid
@@ -588,6 +589,8 @@ func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 	if r.clock.IsZero() {
 		r.clock = time.Now()
 	}
+	r.stop = ctx.Done()
+	defer func() { r.stop = nil }()
 	for r.Trainer.Iter < total {
 		if ctx.Err() != nil {
 			return r.interrupted()
