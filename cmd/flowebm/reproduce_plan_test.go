@@ -331,13 +331,7 @@ func TestReproducePlanCommentQuotesFolder(t *testing.T) {
 // stop it (the machines that run its lines read them), a folder not given
 // does.
 func TestReproducePlanReadsNoImages(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("not an IDX file"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("FLOWEBM_MNIST", dir)
+	dir := unreadableMNIST(t)
 	t.Setenv("FLOWEBM_CIFAR10", "")
 	plan := filepath.Join(t.TempDir(), "plan.txt")
 	var out, errb bytes.Buffer
@@ -359,13 +353,7 @@ func TestReproducePlanReadsNoImages(t *testing.T) {
 // again for its default length and, failing, compared the run's 500
 // iterations with 0. The length is known without them.
 func TestReproducePlanKeptImageRun(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("not an IDX file"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("FLOWEBM_MNIST", dir)
+	unreadableMNIST(t)
 	out := t.TempDir()
 	run0 := filepath.Join(out, "runs", "mnist-flowmc")
 	os.MkdirAll(run0, 0o755)
@@ -421,4 +409,18 @@ func TestReproduceKeepsResultsCopy(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "metrics.json")); !bytes.Equal(before, after) {
 		t.Error("metrics.json changed")
 	}
+}
+
+// unreadableMNIST is FLOWEBM_MNIST for the test: a folder holding MNIST's
+// four file names, none of them an IDX file (read, they are refused).
+func unreadableMNIST(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("not an IDX file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("FLOWEBM_MNIST", dir)
+	return dir
 }
