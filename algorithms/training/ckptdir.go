@@ -293,12 +293,21 @@ const interruptedPatience = time.Second
 // (optional) or one that cannot be opened (mode 711) is passed over.
 func lockPath(dir string, exclusive, optional bool, w wait) (release func(), timedOut bool, err error) {
 	patience, waiting := w.patience, w.waiting
-	f, err := os.Open(dir)
+	// Non-blocking: a FIFO in the folder's place would block the open for
+	// ever (probe 21), before any check of its kind.
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrPermission) || optional && errors.Is(err, fs.ErrNotExist) {
 		return func() {}, false, nil
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		f.Close()
+		if optional || err != nil {
+			return func() {}, false, err // not a folder: the readers say what it is
+		}
+		return nil, false, fmt.Errorf("%s is not a folder, want a run folder", dir)
 	}
 	how := syscall.LOCK_SH
 	if exclusive {
@@ -424,8 +433,9 @@ func (r *Run) withFolders(f func() error) error {
 // ReadRun runs read holding the shared lock on the checkpoint folders of
 // the run folder dir: a process training the run replaces its checkpoint
 // only once read returns, so that read sees one checkpoint whole (found
-// with LatestCheckpoint) even while the run is being trained. Nested calls
-// are allowed.
+// with LatestCheckpoint) even while the run is being trained. read must not
+// call ReadRun for dir again: the inner call would wait at the gate behind
+// a replacement that waits for the outer one (until writerPatience).
 func ReadRun(dir string, read func() error) error {
 	release, _, err := holdFolders(dir, false, wait{patience: readerPatience})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -921,5 +922,25 @@ func TestInterruptDoesNotWaitOutThePatience(t *testing.T) {
 	}
 	if took := time.Since(start); took > writerPatience/2 {
 		t.Errorf("the interrupted run took %v to write its checkpoint, want about %v", took, interruptedPatience)
+	}
+}
+
+// A FIFO in RUN/checkpoint's place does not block the lock's open for ever
+// (probe 21: every reader of the run hung, and train --resume ignored
+// SIGTERM): the readers get to say what is wrong.
+func TestLockOpensNoFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "checkpoint"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ReadLatest(dir, func(string) error { return nil }) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a FIFO as checkpoint/ read as a checkpoint")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadLatest blocked on a FIFO as checkpoint/")
 	}
 }

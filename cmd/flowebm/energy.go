@@ -395,9 +395,38 @@ func checkFinitePoints(file string, x *mat.Dense, shape []int) error {
 // loadModel loads an .onnx energy network (as an EBM without tilt) or a
 // flowebm checkpoint.
 func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
+	return loadModelSums(path, oc, nil)
+}
+
+// modelSums records the SHA-256 of the model files a command loaded, by
+// the absolute path it was given: sample records them for --resume, which refuses changed inputs.
+type modelSums map[string]string
+
+// record sets the sum of path, if sums records any.
+func (sums modelSums) record(path string, sum func() (string, error)) error {
+	if sums == nil {
+		return nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	v, err := sum()
+	if err != nil {
+		return err
+	}
+	sums[abs] = v
+	return nil
+}
+
+// loadModelSums is loadModel recording the sum of what it loaded in sums.
+func loadModelSums(path string, oc onnx.Config, sums modelSums) (checkpoint.Models, error) {
 	if isONNXFile(path) {
 		net, err := onnx.ReadFileConfig(path, oc)
 		if err != nil {
+			return checkpoint.Models{}, err
+		}
+		if err := sums.record(path, func() (string, error) { return hashFiles(path) }); err != nil {
 			return checkpoint.Models{}, err
 		}
 		ebm, err := graph.NewEBM(net, nil, net.Dtype, rand.New(rand.NewPCG(0, 0)))
@@ -406,7 +435,7 @@ func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
 		}
 		return checkpoint.Models{EBM: ebm}, nil
 	}
-	return loadCheckpoint(path)
+	return loadCheckpointSums(path, sums)
 }
 
 // isONNXFile reports whether path names an ONNX model: a name ending in
@@ -451,21 +480,31 @@ func denseData(x *mat.Dense) []float64 {
 // checkpoint by renames: its folders are read holding them still
 // (training.ReadRun), and RUN/checkpoint missing for that instant is
 // loaded as RUN.
-func loadCheckpoint(dir string) (checkpoint.Models, error) {
+func loadCheckpoint(dir string) (checkpoint.Models, error) { return loadCheckpointSums(dir, nil) }
+
+// loadCheckpointSums is loadCheckpoint recording in sums the SHA-256 of the
+// files it loaded, read while the run's checkpoint is held still: those of
+// the models loaded, even while the run checkpoints at every iteration.
+func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 	if run := runOfCheckpoint(dir); run != "" {
 		var m checkpoint.Models
 		err := training.ReadRun(run, func() (err error) {
 			if !exists(filepath.Join(dir, "spec.json")) {
-				m, err = loadRun(run)
+				m, err = loadLatestHeld(run, dir, sums)
 				return err
 			}
-			m, _, err = checkpoint.Load(dir)
-			return err
+			if m, _, err = checkpoint.Load(dir); err != nil {
+				return err
+			}
+			return sums.record(dir, func() (string, error) { return folderSum(dir) })
 		})
 		return m, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
 		m, _, err := checkpoint.Load(dir)
+		if err == nil {
+			err = sums.record(dir, func() (string, error) { return plainFolderSum(dir) })
+		}
 		return m, err
 	}
 	fi, err := os.Stat(dir)
@@ -477,7 +516,7 @@ func loadCheckpoint(dir string) (checkpoint.Models, error) {
 	case !fi.IsDir():
 		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)", dir)
 	}
-	return loadRun(dir)
+	return loadRunSums(dir, dir, sums)
 }
 
 // checkpointFiles are the files of a checkpoint folder.
@@ -498,23 +537,37 @@ func runOfCheckpoint(dir string) string {
 // loadRun loads the newest complete checkpoint of the run folder dir,
 // holding its checkpoint folders still meanwhile (a run being trained
 // replaces them only once it is read).
-func loadRun(dir string) (checkpoint.Models, error) {
-	var m checkpoint.Models
-	err := training.ReadRun(dir, func() error {
-		latest, err := training.LatestCheckpoint(dir)
-		if err != nil {
-			if !isTrainingRun(dir) {
-				return fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
-			}
-			return err // says why each checkpoint folder is incomplete
-		}
-		if final := filepath.Join(dir, "checkpoint"); latest != final && exists(final) {
-			fmt.Fprintf(os.Stderr, "flowebm: note: %s is incomplete or damaged; using %s\n", final, latest)
-		}
-		m, _, err = checkpoint.Load(latest)
+func loadRun(dir string) (checkpoint.Models, error) { return loadRunSums(dir, dir, nil) }
+
+// loadRunSums is loadRun recording in sums, as given, the sum of the
+// checkpoint it loaded.
+func loadRunSums(dir, given string, sums modelSums) (m checkpoint.Models, err error) {
+	err = training.ReadRun(dir, func() error {
+		m, err = loadLatestHeld(dir, given, sums)
 		return err
 	})
 	return m, err
+}
+
+// loadLatestHeld is loadRunSums for a caller that holds the run (a nested
+// ReadRun would wait at the gate behind a writer that waits for the
+// caller's hold: probe 21's deadlock).
+func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error) {
+	latest, err := training.LatestCheckpoint(dir)
+	if err != nil {
+		if !isTrainingRun(dir) {
+			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
+		}
+		return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
+	}
+	if final := filepath.Join(dir, "checkpoint"); latest != final && exists(final) {
+		fmt.Fprintf(os.Stderr, "flowebm: note: %s is incomplete or damaged; using %s\n", final, latest)
+	}
+	m, _, err := checkpoint.Load(latest)
+	if err != nil {
+		return m, err
+	}
+	return m, sums.record(given, func() (string, error) { return folderSum(latest) })
 }
 
 // writeVector writes v to the --out file path (.npy or .csv), replacing a

@@ -230,8 +230,8 @@ func readSeedSet(path, base string) (seedSet, error) {
 func seedEval(b json.RawMessage) (training.Eval, error) {
 	var ev training.Eval
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return ev, err
+	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+		return ev, fmt.Errorf("%.40s, want an object: the run's final evaluation (metrics.json's \"final\")", b)
 	}
 	if fields["iter"] == nil || string(fields["iter"]) == "null" {
 		return ev, fmt.Errorf("no \"iter\": want the run's final evaluation (metrics.json's \"final\")")

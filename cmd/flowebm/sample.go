@@ -23,7 +23,6 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
-	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
@@ -597,51 +596,24 @@ func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
 	return [][]byte{sb, db}, err
 }
 
-// modelsAndHashes loads the models (models) and the SHA-256 of their files
-// (inputHashes) holding still the checkpoints of the training runs they
-// come from (training.ReadRun), so that the sums recorded for --resume are
+// modelsAndHashes loads the models (models) and the SHA-256 of the files
+// they were loaded from, each read while its run's checkpoint was held
+// still (loadCheckpointSums), so that the sums recorded for --resume are
 // those of the models sampled, even while a run checkpoints at every
 // iteration.
-func (f sampleFlags) modelsAndHashes() (m checkpoint.Models, inputs map[string]string, err error) {
-	err = holdRuns(modelRuns(f.model, f.flow, f.flowDensity), func() error {
-		if m, err = f.models(); err != nil { // first: refusals (memory, format) before hashing a large file
-			return err
-		}
-		inputs, err = inputHashes(f.model, f.flow, f.flowDensity)
-		return err
-	})
-	return m, inputs, err
-}
-
-// modelRuns are the training run folders that the model paths are, or
-// whose checkpoint folders they are.
-func modelRuns(paths ...string) []string {
-	var runs []string
-	for _, p := range paths {
-		switch run := runOfCheckpoint(p); {
-		case p == "":
-		case run != "":
-			runs = append(runs, run)
-		case isTrainingRun(p):
-			runs = append(runs, p)
-		}
-	}
-	return runs
-}
-
-// holdRuns runs fn holding the checkpoints of every run in runs still
-// (shared locks, which nest).
-func holdRuns(runs []string, fn func() error) error {
-	if len(runs) == 0 {
-		return fn()
-	}
-	return training.ReadRun(runs[0], func() error { return holdRuns(runs[1:], fn) })
+func (f sampleFlags) modelsAndHashes() (checkpoint.Models, map[string]string, error) {
+	sums := modelSums{}
+	m, err := f.modelsRecording(sums)
+	return m, sums, err
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the
 // flow of --flow, checking the memory the chains need with them.
-func (f sampleFlags) models() (checkpoint.Models, error) {
-	m, err := loadModel(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
+func (f sampleFlags) models() (checkpoint.Models, error) { return f.modelsRecording(nil) }
+
+// modelsRecording is models recording the sums of the files read in sums.
+func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) {
+	m, err := loadModelSums(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity}, sums)
 	if err != nil {
 		return m, err
 	}
@@ -653,7 +625,7 @@ func (f sampleFlags) models() (checkpoint.Models, error) {
 		m.EBM.Tilt = &g
 	}
 	if f.flow != "" {
-		flow, err := f.readFlow()
+		flow, err := f.readFlow(sums)
 		if err != nil {
 			return m, err
 		}
@@ -691,12 +663,12 @@ func (f sampleFlags) adaptive(m checkpoint.Models) bool {
 
 // readFlow reads the flow of --flow: a checkpoint's, or an ONNX flow's two
 // graphs.
-func (f sampleFlags) readFlow() (*graph.Flow, error) {
+func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, error) {
 	if !isONNXFile(f.flow) {
 		if f.flowDensity != "" || f.flowBase != 0 {
 			return nil, fmt.Errorf("--flow-density and --flow-base-sigma are for a flow in ONNX (--flow SAMPLE.onnx), not the checkpoint %s", f.flow)
 		}
-		fm, err := loadCheckpoint(f.flow)
+		fm, err := loadCheckpointSums(f.flow, sums)
 		if err != nil {
 			return nil, err
 		}
@@ -711,6 +683,11 @@ func (f sampleFlags) readFlow() (*graph.Flow, error) {
 	var sigma []float64
 	if f.flowBase > 0 {
 		sigma = []float64{f.flowBase}
+	}
+	for _, p := range []string{f.flow, f.flowDensity} {
+		if err := sums.record(p, func() (string, error) { return hashFiles(p) }); err != nil {
+			return nil, err
+		}
 	}
 	return onnx.ReadFlow(f.flow, f.flowDensity, onnx.FlowConfig{BaseSigma: sigma, Frozen: !f.trainFlow})
 }

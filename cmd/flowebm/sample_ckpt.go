@@ -18,7 +18,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/algorithms"
-	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/npy"
@@ -347,58 +346,20 @@ func restoreDraws(ck *ckptReader, st *samplers.Store, n int) error {
 	return nil
 }
 
-// inputHashes are the SHA-256 of the files a run reads, so that a resume
-// can refuse changed inputs: a file; a checkpoint folder's spec.json and
-// weights.npz (every one in it and its subfolders); a training run's
-// newest complete checkpoint's, read as loadCheckpoint loads it (holding
-// the run's checkpoint folders still).
-func inputHashes(paths ...string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		sum, err := inputHash(p)
-		if err != nil {
-			return nil, err
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return nil, err
-		}
-		out[abs] = sum
-	}
-	return out, nil
-}
-
-// inputHash is the SHA-256 of the model files at p (see inputHashes).
-func inputHash(p string) (sum string, err error) {
-	inRun := func(run string, folder func() (string, error)) (string, error) {
-		err := training.ReadRun(run, func() error {
-			dir, err := folder()
-			if err == nil {
-				sum, err = hashFiles(filepath.Join(dir, "spec.json"), filepath.Join(dir, "weights.npz"))
-			}
-			return err
-		})
-		return sum, err
-	}
-	latest := func(run string) func() (string, error) {
-		return func() (string, error) { return training.LatestCheckpoint(run) }
-	}
-	switch run := runOfCheckpoint(p); {
-	case run != "" && exists(filepath.Join(p, "spec.json")):
-		return inRun(run, func() (string, error) { return p, nil })
-	case run != "":
-		return inRun(run, latest(run))
-	case isTrainingRun(p):
-		return inRun(p, latest(p))
-	}
-	files, err := modelFiles(p)
+// plainFolderSum is the SHA-256 of the model files of a checkpoint folder
+// that is no training run's: every spec.json and weights.npz in it and its
+// subfolders, as sample recorded them before it read runs' checkpoints.
+func plainFolderSum(dir string) (string, error) {
+	files, err := modelFiles(dir)
 	if err != nil {
 		return "", err
 	}
 	return hashFiles(files...)
+}
+
+// folderSum is the SHA-256 of a checkpoint folder's model files.
+func folderSum(dir string) (string, error) {
+	return hashFiles(filepath.Join(dir, "spec.json"), filepath.Join(dir, "weights.npz"))
 }
 
 // hashFiles is the SHA-256 of the files' contents one after the other,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -379,5 +380,54 @@ func TestFmtWeightWithoutError(t *testing.T) {
 		if got := fmtWeight(c.w, 4, true); got != c.want {
 			t.Errorf("fmtWeight(%+v) = %q, want %q", c.w, got, c.want)
 		}
+	}
+}
+
+// Probe 21: sample on a run that checkpoints at every iteration held the
+// run and then asked for it again inside, behind the trainer waiting at
+// the gate: both waited until the trainer's patience ran out, and reads
+// then failed. Sampling the run while it trains neither fails nor slows
+// the training into its patience.
+func TestSampleWhileTrainingEveryIteration(t *testing.T) {
+	dir := t.TempDir()
+	cfg, stderr, status := runCLI("train", "--iterations", "60", "--print-config")
+	if status != 0 {
+		t.Fatal(stderr)
+	}
+	var c map[string]any
+	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
+		t.Fatal(err)
+	}
+	c["checkpoint_every"], c["eval_every"] = 1, 1
+	b, _ := json.Marshal(c)
+	cfgPath := filepath.Join(dir, "c.json")
+	os.WriteFile(cfgPath, b, 0o644)
+	runDir := filepath.Join(dir, "run")
+	trained := make(chan string, 1)
+	start := time.Now()
+	go func() {
+		_, stderr, _ := runCLI("train", "--config", cfgPath, "--out", runDir, "--quiet")
+		trained <- stderr
+	}()
+	for !exists(filepath.Join(runDir, "checkpoint", "COMPLETE")) && time.Since(start) < time.Minute { // its first checkpoint
+		time.Sleep(5 * time.Millisecond)
+	}
+	reads, failed := 0, []string{}
+	for done := false; !done; {
+		select {
+		case stderr := <-trained:
+			done = true
+			if strings.Contains(stderr, "waiting up to") {
+				t.Errorf("the training waited for a reader: %s", stderr)
+			}
+		default:
+			reads++
+			if _, stderr, status := runCLI("sample", "--model", runDir, "--steps", "4", "--chains", "2", "--out", filepath.Join(dir, "s.npy"), "--force"); status != 0 && len(failed) < 3 {
+				failed = append(failed, stderr)
+			}
+		}
+	}
+	if len(failed) > 0 || time.Since(start) > 60*time.Second {
+		t.Errorf("%d of %d samples failed during training (%v in all), e.g. %q", len(failed), reads, time.Since(start), failed)
 	}
 }
