@@ -259,9 +259,13 @@ func holdFolders(dir string, exclusive bool, w wait) (release func(), timedOut b
 	// probe 20). Missing (no checkpoint yet) or unreadable, it is passed
 	// over: it only orders the waits; the folder's lock keeps the reads
 	// whole.
-	gate, gateTimedOut, err := lockPath(filepath.Join(dir, checkpointName), exclusive, true, w)
-	if err != nil {
-		return nil, gateTimedOut, err
+	gate, gateTimedOut := func() {}, false
+	// Only a real folder (a link to the run folder itself made the writer
+	// wait for its own lock, probe 22; other kinds are the readers' to name).
+	if fi, err := os.Lstat(filepath.Join(dir, checkpointName)); err == nil && fi.IsDir() {
+		if gate, gateTimedOut, err = lockPath(filepath.Join(dir, checkpointName), exclusive, true, w); err != nil {
+			return nil, gateTimedOut, err
+		}
 	}
 	folder, timedOut, err := lockPath(dir, exclusive, false, w)
 	if err != nil {
@@ -413,6 +417,7 @@ func (r *Run) withFolders(f func() error) error {
 			r.Waiting(msg)
 		}
 	}
+	start := time.Now()
 	release, timedOut, err := holdFolders(r.Dir, true, wait{patience: patience, stop: r.stop, waiting: func() {
 		say(fmt.Sprintf("waiting up to %s for another process that reads %s's checkpoint", patience.Round(time.Second), r.Dir))
 	}})
@@ -425,7 +430,7 @@ func (r *Run) withFolders(f func() error) error {
 	}
 	if timedOut && !r.readerStuck {
 		r.readerStuck = true
-		say(fmt.Sprintf("a process reading %s's checkpoint held it for over %s (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and that reader may fail", r.Dir, patience.Round(time.Second)))
+		say(fmt.Sprintf("a process reading %s's checkpoint held it for the %s waited (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and that reader may fail", r.Dir, time.Since(start).Round(100*time.Millisecond)))
 	}
 	return f()
 }

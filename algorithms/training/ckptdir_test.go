@@ -944,3 +944,40 @@ func TestLockOpensNoFIFO(t *testing.T) {
 		t.Fatal("ReadLatest blocked on a FIFO as checkpoint/")
 	}
 }
+
+// Probe 22: RUN/checkpoint as a link to the run folder made a writer wait
+// its whole patience for its own lock (the gate and the folder were one);
+// a resume with nothing to rename waited 20 s for a stopped reader.
+func TestLockGateIsARealFolder(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink(".", filepath.Join(dir, "checkpoint")); err != nil {
+		t.Skip(err)
+	}
+	start := time.Now()
+	release, timedOut, err := holdFolders(dir, true, wait{patience: 3 * time.Second})
+	if err != nil || timedOut || time.Since(start) > time.Second {
+		t.Errorf("a link to the run folder as the gate: %v, timed out %v, after %v", err, timedOut, time.Since(start))
+	}
+	if release != nil {
+		release()
+	}
+
+	run := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 12, run)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	hold, _, err := holdFolders(run, false, wait{patience: time.Second}) // a stopped reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	start = time.Now()
+	if _, err := Resume(run); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > writerPatience/2 {
+		t.Errorf("resume with nothing to recover took %v beside a stopped reader", took)
+	}
+}

@@ -1044,10 +1044,15 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 	// checkpoint/ itself is passed over for the previous one.
 	fallback := fallbackNote(dir)
 	var ok bool
-	err = withFoldersHeld(dir, func() (err error) {
+	recoverFolders := func() (err error) {
 		ok, err = recoverCheckpoint(dir)
 		return err
-	})
+	}
+	if final := filepath.Join(dir, checkpointName); exists(final+newSuffix) || exists(final+oldSuffix) {
+		err = withFoldersHeld(dir, recoverFolders) // folders to rename: readers held off
+	} else {
+		err = recoverFolders() // nothing to rename: no lock to wait for (a stopped reader held resume 20 s, probe 22)
+	}
 	switch {
 	case err != nil:
 		return nil, err
