@@ -3,21 +3,24 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/layers"
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
-	"gorgonia.org/tensor"
 )
 
 // convert exports each model kind of a trained run, and refuses what it
@@ -512,5 +515,30 @@ func TestRunOfCheckpointFollowsLinks(t *testing.T) {
 	}
 	if got := runOfCheckpoint(link); got != run {
 		t.Errorf("runOfCheckpoint(link to %s/checkpoint) = %q, want %q", run, got, run)
+	}
+}
+
+// Probe 22: a complete checkpoint.new/ that an interrupted replacement left
+// beside a sound checkpoint/ was read with the note that checkpoint/ is
+// "incomplete or damaged".
+func TestNewerCheckpointNoted(t *testing.T) {
+	run := trainedRun(t)
+	if out, err := exec.Command("cp", "-a", filepath.Join(run, "checkpoint"), filepath.Join(run, "checkpoint.new")).CombinedOutput(); err != nil {
+		t.Skip(string(out))
+	}
+	pts := filepath.Join(t.TempDir(), "p.csv")
+	os.WriteFile(pts, []byte("x,y\n0,0\n"), 0o644)
+	r, w, err := os.Pipe() // the note goes to the process's stderr
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	_, _, code := runCLI("energy", "--model", run, "--points", pts)
+	os.Stderr = saved
+	w.Close()
+	note, _ := io.ReadAll(r)
+	if code != 0 || !strings.Contains(string(note), "a checkpoint replacement was interrupted") || strings.Contains(string(note), "damaged") {
+		t.Errorf("exit %d, %q", code, note)
 	}
 }

@@ -560,7 +560,10 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 		}
 		return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
 	}
-	if final := filepath.Join(dir, "checkpoint"); latest != final && exists(final) {
+	switch final := filepath.Join(dir, "checkpoint"); {
+	case latest == final+".new" && exists(final): // probe 22: called "incomplete or damaged"
+		fmt.Fprintf(os.Stderr, "flowebm: note: a checkpoint replacement was interrupted: %s is newer than %s and complete; using it\n", latest, final)
+	case latest != final && exists(final):
 		fmt.Fprintf(os.Stderr, "flowebm: note: %s is incomplete or damaged; using %s\n", final, latest)
 	}
 	m, _, err := checkpoint.Load(latest)
