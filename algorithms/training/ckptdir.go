@@ -396,7 +396,12 @@ var (
 // folders of the run folder dir (holdFolders), or without it once
 // writerPatience has passed.
 func withFoldersHeld(dir string, f func() error) error {
-	release, _, err := holdFolders(dir, true, wait{patience: writerPatience})
+	return whileHeld(dir, true, wait{patience: writerPatience}, f)
+}
+
+// whileHeld runs f while holding the lock holdFolders takes.
+func whileHeld(dir string, exclusive bool, w wait, f func() error) error {
+	release, _, err := holdFolders(dir, exclusive, w)
 	if err != nil {
 		return err
 	}
@@ -442,12 +447,7 @@ func (r *Run) withFolders(f func() error) error {
 // call ReadRun for dir again: the inner call would wait at the gate behind
 // a replacement that waits for the outer one (until writerPatience).
 func ReadRun(dir string, read func() error) error {
-	release, _, err := holdFolders(dir, false, wait{patience: readerPatience})
-	if err != nil {
-		return err
-	}
-	defer release()
-	return read()
+	return whileHeld(dir, false, wait{patience: readerPatience}, read)
 }
 
 // ReadLatest calls read with the newest complete checkpoint of the run in
