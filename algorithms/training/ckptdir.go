@@ -392,50 +392,40 @@ var (
 	waitingNote    = 2 * time.Second
 )
 
-// withFoldersHeld runs f holding the exclusive lock on the checkpoint
-// folders of the run folder dir (holdFolders), or without it once
-// writerPatience has passed.
-func withFoldersHeld(dir string, f func() error) error {
-	return whileHeld(dir, true, wait{patience: writerPatience}, f)
-}
-
-// whileHeld runs f while holding the lock holdFolders takes.
-func whileHeld(dir string, exclusive bool, w wait, f func() error) error {
-	release, _, err := holdFolders(dir, exclusive, w)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return f()
-}
-
-// withFolders is withFoldersHeld for the run's own checkpoints: it tells
-// r.Waiting when it waits for a reader and when it goes on without one,
-// and waits only stuckPatience after a reader has outlasted its patience.
+// withFolders runs f holding the exclusive lock on the run's checkpoint
+// folders (writeHeld).
 func (r *Run) withFolders(f func() error) error {
+	return writeHeld(r.Dir, &r.readerStuck, r.stop, r.Waiting, f)
+}
+
+// writeHeld runs f holding the exclusive lock on the checkpoint folders of
+// the run folder dir (holdFolders), or without it once writerPatience has
+// passed, or only stuckPatience once *stuck says a reader outlasted it
+// before. It tells say (if not nil) when it waits for a reader and when it
+// goes on without one; once stop is closed it waits at most
+// interruptedPatience more.
+func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), f func() error) error {
+	if say == nil {
+		say = func(string) {}
+	}
 	patience := writerPatience
-	if r.readerStuck {
+	if *stuck {
 		patience = stuckPatience
 	}
-	say := func(msg string) {
-		if r.Waiting != nil {
-			r.Waiting(msg)
-		}
-	}
 	start := time.Now()
-	release, timedOut, err := holdFolders(r.Dir, true, wait{patience: patience, stop: r.stop, waiting: func() {
-		say(fmt.Sprintf("waiting up to %s for another process that reads %s's checkpoint", patience.Round(time.Second), r.Dir))
+	release, timedOut, err := holdFolders(dir, true, wait{patience: patience, stop: stop, waiting: func() {
+		say(fmt.Sprintf("waiting up to %s for another process that reads %s's checkpoint", patience.Round(time.Second), dir))
 	}})
 	if err != nil {
 		return err
 	}
 	defer release()
 	if !timedOut {
-		r.readerStuck = false // the reader went on
+		*stuck = false // the reader went on
 	}
-	if timedOut && !r.readerStuck {
-		r.readerStuck = true
-		say(fmt.Sprintf("a process reading %s's checkpoint held it for the %s waited (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and that reader may fail", r.Dir, time.Since(start).Round(100*time.Millisecond)))
+	if timedOut && !*stuck {
+		*stuck = true
+		say(fmt.Sprintf("a process reading %s's checkpoint held it for the %s waited (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and that reader may fail", dir, time.Since(start).Round(100*time.Millisecond)))
 	}
 	return f()
 }
@@ -447,7 +437,12 @@ func (r *Run) withFolders(f func() error) error {
 // call ReadRun for dir again: the inner call would wait at the gate behind
 // a replacement that waits for the outer one (until writerPatience).
 func ReadRun(dir string, read func() error) error {
-	return whileHeld(dir, false, wait{patience: readerPatience}, read)
+	release, _, err := holdFolders(dir, false, wait{patience: readerPatience})
+	if err != nil {
+		return err
+	}
+	defer release()
+	return read()
 }
 
 // ReadLatest calls read with the newest complete checkpoint of the run in

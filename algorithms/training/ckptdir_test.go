@@ -981,3 +981,61 @@ func TestLockGateIsARealFolder(t *testing.T) {
 		t.Errorf("resume with nothing to recover took %v beside a stopped reader", took)
 	}
 }
+
+// Probe 23: a resume that finishes a replacement a crash interrupted
+// (checkpoint.new/ left complete between the two renames) waited 20 s for
+// a stopped reader, silent and deaf to Ctrl-C, and the first checkpoint
+// then 20 s more. It now waits as a checkpoint does: told, cut short by
+// the context, and the stuck reader remembered.
+func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	stepN(t, r, 2)
+	crashAt(t, "moved-old")
+	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
+		t.Fatalf("%v, want the simulated crash", err)
+	}
+	crashHook = nil
+	wantOnly(t, dir, "checkpoint.new", "checkpoint.old")
+	hold, _, err := holdFolders(dir, false, wait{patience: time.Second}) // a stopped reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	defer func(n time.Duration) { waitingNote = n }(waitingNote)
+	waitingNote = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	var said []string
+	opt := ResumeOptions{Context: ctx, Waiting: func(msg string) {
+		said = append(said, msg)
+		cancel() // Ctrl-C once told
+	}}
+	start := time.Now()
+	resumed, err := ResumeWith(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > writerPatience/2 {
+		t.Errorf("resume interrupted during its wait took %v, want about %v", took, waitingNote+interruptedPatience)
+	}
+	if msgs := strings.Join(said, "\n"); !strings.Contains(msgs, "waiting up to") || !strings.Contains(msgs, "replaced without waiting for it") {
+		t.Errorf("told %q, want the wait and the going on", said)
+	}
+	if resumed.Trainer.Iter != 4 || !resumed.readerStuck {
+		t.Errorf("resumed at iteration %d (want 4), stuck reader remembered: %v", resumed.Trainer.Iter, resumed.readerStuck)
+	}
+	wantOnly(t, dir, "checkpoint")
+	// The first checkpoint does not wait for the same reader again.
+	start = time.Now()
+	stepN(t, resumed, 1)
+	if err := resumed.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > writerPatience/2 {
+		t.Errorf("the first checkpoint after the resume took %v beside the same stopped reader", took)
+	}
+}

@@ -818,37 +818,70 @@ func (r *Run) writeCheckpoint(tmp string) error {
 }
 
 // Resume reopens the run in dir from its last checkpoint.
-func Resume(dir string) (*Run, error) { return resume(dir, nil) }
+func Resume(dir string) (*Run, error) { return ResumeWith(dir, ResumeOptions{}) }
 
-// ResumeOn reopens the run in dir, trained on a data set, from its last
-// checkpoint, reading the data from now on from file (the .npz member key,
-// if not empty) instead of the file in its configuration: a moved or
-// updated copy. Every other data setting (held-out fraction,
-// standardisation, modes) stays as recorded. Its dimension must match the
-// checkpoint's; the run continues exactly as an uninterrupted one only if
-// the data are the same.
+// ResumeOn reopens the run in dir, trained on a data set, reading the data
+// from file (the .npz member key, if not empty): ResumeWith with DataFile
+// and DataKey.
 func ResumeOn(dir, file, key string) (*Run, error) {
-	return resume(dir, func(cfg *config.Run) error {
-		if cfg.Data == nil {
-			return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without --data", dir, cfg.Experiment)
-		}
-		cfg.Data.File, cfg.Data.Key = file, key
-		return nil
-	})
+	return ResumeWith(dir, ResumeOptions{DataFile: file, DataKey: key})
 }
 
-// ResumeOnDataDir reopens the run in dir, an image experiment, from its
-// last checkpoint, reading its files from dataDir instead of its
-// configuration's data_dir: a moved copy, whose files must have the
-// checksums the run recorded.
+// ResumeOnDataDir reopens the run in dir, an image experiment, reading its
+// files from dataDir: ResumeWith with DataDir.
 func ResumeOnDataDir(dir, dataDir string) (*Run, error) {
-	return resume(dir, func(cfg *config.Run) error {
-		if cfg.DataDir == "" && cfg.DataDirSHA256 == nil {
-			return fmt.Errorf("%s: the run reads no data folder (experiment %q, no data_dir in its config.json): resume it without --data-dir", dir, cfg.Experiment)
+	return ResumeWith(dir, ResumeOptions{DataDir: dataDir})
+}
+
+// ResumeOptions are how ResumeWith reopens a run; the zero value reopens
+// it as recorded, as Resume does.
+type ResumeOptions struct {
+	// DataFile, if not empty, is where a run trained on a data set reads
+	// its data from now on (the .npz member DataKey, if not empty), instead
+	// of the file in its configuration: a moved or updated copy. Every
+	// other data setting (held-out fraction, standardisation, modes) stays
+	// as recorded. Its dimension must match the checkpoint's; the run
+	// continues exactly as an uninterrupted one only if the data are the
+	// same.
+	DataFile, DataKey string
+	// DataDir, if not empty, is where an image experiment reads its files
+	// from now on, instead of its configuration's data_dir: a moved copy,
+	// whose files must have the checksums the run recorded.
+	DataDir string
+
+	// Context, if not nil, shortens the wait for processes reading the
+	// run's checkpoint once it is done: resuming finishes a checkpoint
+	// replacement that a crash interrupted, which waits for them as a
+	// checkpoint does (Run.Waiting).
+	Context context.Context
+	// Waiting becomes the run's Waiting, and is told of that wait.
+	Waiting func(msg string)
+}
+
+// ResumeWith reopens the run in dir from its last checkpoint, as opt says.
+func ResumeWith(dir string, opt ResumeOptions) (*Run, error) {
+	var amend func(*config.Run) error
+	switch {
+	case opt.DataFile != "" && opt.DataDir != "":
+		return nil, fmt.Errorf("%s: a run reads either a data file or a data folder, not both", dir)
+	case opt.DataFile != "":
+		amend = func(cfg *config.Run) error {
+			if cfg.Data == nil {
+				return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without --data", dir, cfg.Experiment)
+			}
+			cfg.Data.File, cfg.Data.Key = opt.DataFile, opt.DataKey
+			return nil
 		}
-		cfg.DataDir = dataDir
-		return nil
-	})
+	case opt.DataDir != "":
+		amend = func(cfg *config.Run) error {
+			if cfg.DataDir == "" && cfg.DataDirSHA256 == nil {
+				return fmt.Errorf("%s: the run reads no data folder (experiment %q, no data_dir in its config.json): resume it without --data-dir", dir, cfg.Experiment)
+			}
+			cfg.DataDir = opt.DataDir
+			return nil
+		}
+	}
+	return resume(dir, amend, opt)
 }
 
 // restoreHistory reads the checkpoint's evaluations (evals.csv) and the
@@ -1020,7 +1053,7 @@ func ReadRunConfig(dir string) (config.Run, error) {
 	return config.Read(filepath.Join(dir, "config.json"))
 }
 
-func resume(dir string, amend func(*config.Run) error) (*Run, error) {
+func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run, error) {
 	// Checked as --config files are (an edited config.json with
 	// batch_size 0 was accepted on resume).
 	cfg, err := ReadRunConfig(dir)
@@ -1048,8 +1081,16 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 		ok, err = recoverCheckpoint(dir)
 		return err
 	}
+	var readerStuck bool
 	if final := filepath.Join(dir, checkpointName); exists(final+newSuffix) || exists(final+oldSuffix) {
-		err = withFoldersHeld(dir, recoverFolders) // folders to rename: readers held off
+		var stop <-chan struct{}
+		if opt.Context != nil {
+			stop = opt.Context.Done()
+		}
+		// Folders to rename: readers held off, as by a checkpoint (a
+		// stopped reader held resume 20 s, silent and deaf to Ctrl-C, and
+		// the first checkpoint 20 s more; probe 23).
+		err = writeHeld(dir, &readerStuck, stop, opt.Waiting, recoverFolders)
 	} else {
 		err = recoverFolders() // nothing to rename: no lock to wait for (a stopped reader held resume 20 s, probe 22)
 	}
@@ -1075,6 +1116,7 @@ func resume(dir string, amend func(*config.Run) error) (*Run, error) {
 		return nil, err
 	}
 	r.checkpointed = true
+	r.readerStuck, r.Waiting = readerStuck, opt.Waiting
 	if err := r.Trainer.Restore(ck); err != nil {
 		return nil, err
 	}

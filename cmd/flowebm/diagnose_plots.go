@@ -129,17 +129,9 @@ func (o diagnoseOptions) chosenDims(c *chainsData) ([]int, error) {
 	var dims []int
 	for _, f := range strings.Split(o.plotDims, ",") {
 		f = strings.TrimSpace(f)
-		d := -1
-		for k := 0; k < c.dims; k++ {
-			if c.name(k) == f {
-				d = k
-			}
-		}
-		if i, err := strconv.Atoi(f); d < 0 && err == nil && i >= 0 && i < c.dims {
-			d = i
-		}
+		d := c.dimNamed(f)
 		if d < 0 {
-			return nil, fmt.Errorf("--plot-dims %s: no dimension %q (the names or indices 0..%d)", o.plotDims, f, c.dims-1)
+			return nil, fmt.Errorf("--plot-dims %s: no dimension %q (%s)", o.plotDims, f, c.dimChoices())
 		}
 		if slices.Contains(dims, d) {
 			return nil, fmt.Errorf("--plot-dims %s: %q names dimension %s again: give each once", o.plotDims, f, c.name(d))
@@ -147,6 +139,38 @@ func (o diagnoseOptions) chosenDims(c *chainsData) ([]int, error) {
 		dims = append(dims, d)
 	}
 	return dims, nil
+}
+
+// dimNamed is the dimension that f names in --plot-dims (-1 if none): by
+// name, by index, or, for unnamed data, as its figures are named (dim0).
+func (c *chainsData) dimNamed(f string) int {
+	for k := 0; k < c.dims; k++ {
+		if c.name(k) == f || c.names == nil && c.plotBase(k) == f {
+			return k
+		}
+	}
+	if i, err := strconv.Atoi(f); err == nil && i >= 0 && i < c.dims {
+		return i
+	}
+	return -1
+}
+
+// dimChoices says what --plot-dims may name (probe 23: "the names or
+// indices" listed no names).
+func (c *chainsData) dimChoices() string {
+	if c.names == nil {
+		return fmt.Sprintf("the data name no dimensions: give indices 0..%d or dim0..dim%d", c.dims-1, c.dims-1)
+	}
+	const most = 8
+	var quoted []string
+	for _, n := range c.names[:min(most, len(c.names))] {
+		quoted = append(quoted, strconv.Quote(n))
+	}
+	list := strings.Join(quoted, ", ")
+	if len(c.names) > most {
+		list += fmt.Sprintf(", … (%d in all)", len(c.names))
+	}
+	return fmt.Sprintf("the names %s, or indices 0..%d; the sampler's name__ columns are not diagnosed", list, c.dims-1)
 }
 
 // worstDims are the plotDimsDefault dimensions with the largest R-hat

@@ -307,7 +307,8 @@ func TestDiagnosePlots(t *testing.T) {
 		want string
 	}{
 		{args, "exists: give another name, or replace it with --force"},
-		{append([]string{"diagnose", "--plots", dir, "--plot-dims", "sigma"}, stan...), `--plot-dims sigma: no dimension "sigma"`},
+		{append([]string{"diagnose", "--plots", dir, "--plot-dims", "sigma"}, stan...), `--plot-dims sigma: no dimension "sigma" (the names "mu", "tau", "theta.1", "theta.2", or indices 0..3; the sampler's name__ columns are not diagnosed)`}, // probe 23: no names were listed
+		{append([]string{"diagnose", "--plots", dir, "--plot-dims", "lp__"}, stan...), `no dimension "lp__"`},
 		{append([]string{"diagnose", "--plot-dims", "mu"}, stan...), "--plot-dims applies to --plots DIR"},
 	} {
 		out, errOut, status := runCLI(c.args...)
@@ -317,6 +318,18 @@ func TestDiagnosePlots(t *testing.T) {
 	}
 	if _, errOut, status := runCLI(append(args[:1:1], append([]string{"--force"}, args[1:]...)...)...); status != 0 {
 		t.Errorf("--force: %s", errOut)
+	}
+	// Unnamed dimensions are chosen as their figures are named (probe 23:
+	// dim0 was refused, though the figures are dim0-*.png).
+	npyDir := filepath.Join(t.TempDir(), "p")
+	chains := filepath.Join("testdata", "diagnose", "mixed_4x500x4_f8.npy")
+	if _, errOut, status := runCLI("diagnose", "--plots", npyDir, "--plot-dims", "dim3,1", chains); status != 0 || !exists(filepath.Join(npyDir, "dim3-trace.png")) || !exists(filepath.Join(npyDir, "dim1-trace.png")) {
+		t.Errorf("--plot-dims dim3,1: status %d, %s", status, errOut)
+	}
+	wantErr(t, `--plot-dims dim4: no dimension "dim4" (the data name no dimensions: give indices 0..3 or dim0..dim3)`, "diagnose", "--plots", npyDir+"2", "--plot-dims", "dim4", chains)
+	many := &chainsData{dims: 10, names: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}}
+	if got, want := many.dimChoices(), `the names "a", "b", "c", "d", "e", "f", "g", "h", … (10 in all), or indices 0..9; the sampler's name__ columns are not diagnosed`; got != want {
+		t.Errorf("ten names: %q, want %q", got, want)
 	}
 }
 

@@ -202,13 +202,27 @@ func lockRun(dir string) (release func(), err error) {
 	return lockRunAs(dir, commandName())
 }
 
+// lockingCommands are the subcommands that lock a folder or a file.
+var lockingCommands = []string{"reproduce", "compare", "convert", "plot", "sample", "energy", "train"}
+
 // commandName is the flowebm subcommand this process runs ("train" when
 // it is not one, as in tests).
 func commandName() string {
-	if len(os.Args) > 1 && slices.Contains([]string{"reproduce", "compare", "convert", "plot", "sample", "energy"}, os.Args[1]) {
+	if len(os.Args) > 1 && slices.Contains(lockingCommands, os.Args[1]) {
 		return os.Args[1]
 	}
 	return "train"
+}
+
+// lockHolder is the command that the lock file path names, or "" when it
+// names none: what another program wrote there is not repeated (probe 23:
+// a megabyte of text and terminal escapes in the refusal).
+func lockHolder(path string) string {
+	text, _ := safefile.ReadFile(path, 64)
+	if name := strings.TrimSpace(string(text)); slices.Contains(lockingCommands, name) {
+		return name
+	}
+	return ""
 }
 
 // lockRunAs is lockRun recording command as the lock's holder, which the
@@ -232,8 +246,7 @@ func lockRunAs(dir, command string) (release func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder, _ := safefile.ReadFile(path, maxTextBytes)
-			return nil, folderBusyError{dir: dir, lock: path, holder: strings.TrimSpace(string(holder))}
+			return nil, folderBusyError{dir: dir, lock: path, holder: lockHolder(path)}
 		}
 		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
@@ -263,8 +276,7 @@ func lockFile(flag, path, command string) (release func(), err error) {
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
-				holder, _ := safefile.ReadFile(lock, maxTextBytes)
-				return nil, fmt.Errorf("%s %s: another flowebm process (flowebm %s) is writing it (it holds %s): wait for it, or give another file", flag, path, cmp.Or(strings.TrimSpace(string(holder)), "?"), lock)
+				return nil, fmt.Errorf("%s %s: another flowebm process (flowebm %s) is writing it (it holds %s): wait for it, or give another file", flag, path, cmp.Or(lockHolder(lock), "?"), lock)
 			}
 			return nil, fmt.Errorf("%s %s: locking %s: %w", flag, path, lock, err)
 		}

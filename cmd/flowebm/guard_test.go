@@ -343,3 +343,41 @@ func TestRunKilledBeforeFirstCheckpoint(t *testing.T) {
 		t.Errorf("--resume wrote into a folder without a run: %v", entries)
 	}
 }
+
+// Probe 23: a lock file held by another program, or rewritten by one, had
+// its whole text (up to 1 MiB, newlines and terminal escapes) repeated in
+// the refusal; only a flowebm command's name is.
+func TestLockRefusalNamesOnlyACommand(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, ".lock")
+	release, err := lockRunAs(dir, "plot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, text := range []string{"\x1b[2J\x1b[31mowned\nline two\n", strings.Repeat("x", 1<<20), "plot\n"} {
+		if err := os.WriteFile(lock, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := lockRunAs(dir, "train")
+		want := dir + ": another flowebm process is writing into this folder (it holds " + lock + ")"
+		if text == "plot\n" {
+			want = dir + ": another flowebm process (flowebm plot) is writing into this folder (it holds " + lock + ")"
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("lock file holding %.20q: %v, want %q", text, err, want)
+		}
+	}
+	out := filepath.Join(dir, "s.npy")
+	hold, err := lockFile("--out", out, "sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	fileLock := filepath.Join(dir, ".s.npy.lock")
+	os.WriteFile(fileLock, []byte("\x1b[31mred\nmore"), 0o644)
+	_, err = lockFile("--out", out, "sample")
+	if want := "--out " + out + ": another flowebm process (flowebm ?) is writing it (it holds " + fileLock + "): wait for it, or give another file"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
+}

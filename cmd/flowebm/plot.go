@@ -59,7 +59,7 @@ func redraw(dir string, format plots.Format) error {
 	if err := replaceable(dir, figures, "plot replaces it; move it away and plot again"); err != nil { // probe 19: a bare "rename: file exists" after drawing
 		return err
 	}
-	run, err := training.Resume(dir)
+	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(os.Stderr)}) // a reader holds the checkpoint a crash left half replaced
 	if errors.Is(err, training.ErrNoCheckpoint) {
 		if _, why := training.LatestCheckpoint(dir); why != nil {
 			return fmt.Errorf("%w: nothing to draw from", why) // without resume's advice

@@ -308,7 +308,7 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	var release func()
 	var err error
 	if f.resume != "" {
-		run, release, err = resumeRun(f, out)
+		run, release, err = resumeRun(ctx, f, out, errOut)
 	} else {
 		run, release, err = startRun(ctx, cmd, f, out)
 	}
@@ -493,8 +493,9 @@ func watchSignals() *runSignals {
 func (rs *runSignals) enter(phase int32) { rs.phase.Store(phase) }
 
 // resumeRun reopens the run of --resume (on a moved data file with
-// --data, a moved image folder with --data-dir), locked.
-func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
+// --data, a moved image folder with --data-dir), locked; a wait for a
+// process reading its checkpoint is told on errOut and cut short by ctx.
+func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*training.Run, func(), error) {
 	if fi, err := os.Stat(f.resume); err != nil || !fi.IsDir() {
 		return nil, nil, checkResumable(f.resume)
 	}
@@ -522,15 +523,10 @@ func resumeRun(f trainFlags, out io.Writer) (*training.Run, func(), error) {
 		release()
 		return nil, nil, err
 	}
-	var run *training.Run
-	switch {
-	case f.data.File != "":
-		run, err = training.ResumeOn(f.resume, f.data.File, f.data.Key)
-	case f.dataDir != "":
-		run, err = training.ResumeOnDataDir(f.resume, f.dataDir)
-	default:
-		run, err = training.Resume(f.resume)
-	}
+	run, err := training.ResumeWith(f.resume, training.ResumeOptions{
+		DataFile: f.data.File, DataKey: f.data.Key, DataDir: f.dataDir,
+		Context: ctx, Waiting: waitingNote(errOut),
+	})
 	if err != nil {
 		release()
 		return nil, nil, movedDataHint(f.resume, err)
@@ -813,11 +809,17 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// waitingNote tells errOut that the run waits for a process reading its
+// checkpoint (training.Run.Waiting).
+func waitingNote(errOut io.Writer) func(msg string) {
+	return func(msg string) { fmt.Fprintf(errOut, "\nflowebm: note: %s\n", msg) }
+}
+
 func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool, format plots.Format) error {
 	cfg := run.Config
 	total := cfg.Train.Iterations
 	bar, lines := newProgress(run, errOut, quiet)
-	run.Waiting = func(msg string) { fmt.Fprintf(errOut, "\nflowebm: note: %s\n", msg) } // a reader holds the checkpoint
+	run.Waiting = waitingNote(errOut)
 	t0 := time.Now()
 	start := run.Trainer.Iter
 	err := run.TrainContext(sig.ctx, func(it int) {
