@@ -210,7 +210,7 @@ func checkOnlyCheckpoint(out string) error {
 // Hold, so that a signal never removes the folder once it holds the new
 // checkpoint.
 func replaceCheckpoint(out string, m checkpoint.Models, placed func()) error {
-	tmp, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".new-")
+	tmp, err := safefile.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".new-")
 	if err != nil {
 		return err
 	}

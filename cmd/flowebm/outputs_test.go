@@ -516,9 +516,31 @@ func TestSampleInterruptNamesCheckpoint(t *testing.T) {
 	if _, stderr, code := runCLI("sample", "--resume", ck); code != 0 {
 		t.Fatalf("the command it printed: %s", stderr)
 	}
+	// Probe 23: interrupted once the draws were in place, it printed the
+	// resume command, which then failed on the --out it had written.
+	os.Remove(filepath.Join(dir, "s.npy"))
+	os.Remove(ck)
+	code, stderr = outputsChild(t, "sample-placed", "TERM", args...)
+	if want := "the draws are all written, to " + filepath.Join(dir, "s.npy") + ": nothing is left to resume"; code != 143 || !strings.Contains(stderr, want) || strings.Contains(stderr, "continue with") {
+		t.Errorf("interrupted with its outputs in place: exit %d, %q, want 143 and %q", code, stderr, want)
+	}
 	os.Remove(ck)
 	code, stderr = outputsChild(t, "sample-started", "INT", append(args[:len(args)-1], filepath.Join(dir, "s2.npy"))...)
 	if code != 130 || strings.Contains(stderr, "continue with") {
 		t.Errorf("interrupted before its first checkpoint: exit %d, %q, want 130 and no resume command", code, stderr)
+	}
+}
+
+// Probe 23: convert's checkpoint folder, staged with os.MkdirTemp, kept
+// its mode 0700: other users were told it held no spec.json.
+func TestConvertFolderFollowsUmask(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ck := filepath.Join(t.TempDir(), "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
+		t.Fatal(stderr)
+	}
+	if fi, err := os.Stat(ck); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("%s: %v %v, want mode 0755 under umask 022", ck, fi.Mode(), err)
 	}
 }

@@ -190,7 +190,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 	}
 	draws, loc, glob := run.Result()
-	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs); err != nil {
+	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck)) // its checkpoint holds the draws, or most of them
 	}
 	return nil
@@ -222,23 +222,33 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 }
 
 // sampleCheckpointState is what a sampling run has written of its
-// --checkpoint, read by the interrupt handler.
+// --checkpoint and its outputs, read by the interrupt handler.
 type sampleCheckpointState struct {
 	written atomic.Bool // a checkpoint of this run is in place
+	placing atomic.Bool // the outputs are being moved into place
+	placed  atomic.Bool // the outputs are all in place
 }
 
 // resumeNote is what an interrupted or failed sampling run leaves to go on
 // from: its --checkpoint, once this run wrote one (or resumed from it; a
 // file that --force is to replace is another run's until then).
+// Once the outputs are in place there is nothing to go on with; while
+// they are moved there, resuming must replace those already there (probe
+// 23: the command printed then failed with "--out … exists").
 func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
-	if f.checkpoint == "" || !(ck.written.Load() || f.resume != "") {
+	switch {
+	case f.checkpoint == "" || !(ck.written.Load() || f.resume != ""):
 		return ""
+	case ck.placed.Load():
+		return fmt.Sprintf("; the draws are all written, to %s: nothing is left to resume", f.out)
+	case ck.placing.Load():
+		return fmt.Sprintf("; the checkpoint %s stands: write the outputs again, replacing those in place, with: flowebm sample --resume %s --force", f.checkpoint, shellQuote(f.checkpoint))
 	}
 	return fmt.Sprintf("; the checkpoint %s stands: continue with: flowebm sample --resume %s", f.checkpoint, shellQuote(f.checkpoint))
 }
 
-// finish checks and writes the draws, and prints the summary.
-func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64, loc, glob float64, mala *samplers.MALA, centres [][]float64, graphs [][]byte) error {
+// finish checks and writes the draws (telling ck), and prints the summary.
+func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64, loc, glob float64, mala *samplers.MALA, centres [][]float64, graphs [][]byte, ck *sampleCheckpointState) error {
 	d := m.EBM.Dim()
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
@@ -247,7 +257,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		m.Scaling.ToDataInPlace(draws)
 	}
 	arr := &npy.Array{Shape: []int{f.chains, f.steps, d}, Data: draws}
-	if err := f.writeOutputs(arr, graphs); err != nil {
+	if err := f.writeOutputs(arr, graphs, ck); err != nil {
 		return err
 	}
 	if graphs != nil {
@@ -567,7 +577,7 @@ func (f sampleFlags) flowOutputs() []string {
 // one set: each staged beside its place, then all put in place together,
 // so that a failure (a full disk) or a kill replaces none of them (the
 // flow was put in place before the draws, which could then fail).
-func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte) error {
+func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleCheckpointState) error {
 	var set stagedOutputs
 	defer set.discard()
 	if err := set.stage("--out", f.out, f.force, func(w io.Writer) error { return npy.Write(w, draws, npy.Float64) }); err != nil {
@@ -578,7 +588,13 @@ func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte) error {
 			return err
 		}
 	}
-	return set.place()
+	ck.placing.Store(true)
+	if err := set.place(); err != nil {
+		return err
+	}
+	ck.placed.Store(true)
+	hook("sample-placed")
+	return nil
 }
 
 // flowGraphs are the trained flow's two graphs for --flow-out: an ONNX

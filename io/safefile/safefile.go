@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -206,6 +207,26 @@ func isTempOf(name string, names []string) bool {
 		}
 	}
 	return false
+}
+
+// MkdirTemp makes a new folder in dir named prefix and digits, as
+// os.MkdirTemp does (IsTemp knows the name), but with the mode os.Mkdir
+// gives 0o755 under the user's umask instead of 0700: for a folder renamed
+// into place as an output (probe 23: convert's checkpoint folder could be
+// read by its owner only).
+func MkdirTemp(dir, prefix string) (string, error) {
+	const tries = 10000
+	for try := range tries {
+		name := filepath.Join(dir, prefix+strconv.Itoa(os.Getpid())+strconv.Itoa(try))
+		err := os.Mkdir(name, 0o755)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("%s: no free name %s… after %d tries", dir, prefix, tries)
 }
 
 // IsTemp reports whether name is one that os.CreateTemp or os.MkdirTemp

@@ -276,3 +276,27 @@ func TestStageErrorNamesTheFile(t *testing.T) {
 		t.Errorf("%v does not wrap ENOSPC", err)
 	}
 }
+
+// MkdirTemp's folder has the mode os.Mkdir gives under the umask, not
+// os.MkdirTemp's 0700 (probe 23), and a name IsTemp knows.
+func TestMkdirTempFollowsUmask(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ umask, want os.FileMode }{{0o022, 0o755}, {0o027, 0o750}, {0o077, 0o700}} {
+		old := syscall.Umask(int(c.umask))
+		tmp, err := MkdirTemp(dir, ".out.new-")
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(tmp)
+		if err != nil || fi.Mode().Perm() != c.want || !fi.IsDir() {
+			t.Errorf("umask %04o: %v %v, want a folder of mode %v", c.umask, fi.Mode(), err, c.want)
+		}
+		if !IsTemp(filepath.Base(tmp), ".out.new-") {
+			t.Errorf("%s: IsTemp does not know the name", tmp)
+		}
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 3 {
+		t.Errorf("%d folders made, want 3 distinct", len(names))
+	}
+}
