@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -549,12 +551,24 @@ func loadRunSums(dir, given string, sums modelSums) (m checkpoint.Models, err er
 	return m, err
 }
 
+// unreadableFolder says so when this user may not enter dir (probe 23: its
+// checkpoint was said to have no spec.json); nil otherwise.
+func unreadableFolder(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%s: this user may not read the folder (%w): its owner can open it with chmod -R a+rX", dir, err)
+	}
+	return nil
+}
+
 // loadLatestHeld is loadRunSums for a caller that holds the run (a nested
 // ReadRun would wait at the gate behind a writer that waits for the
 // caller's hold: probe 21's deadlock).
 func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error) {
 	latest, err := training.LatestCheckpoint(dir)
 	if err != nil {
+		if err := unreadableFolder(dir); err != nil {
+			return checkpoint.Models{}, err
+		}
 		if !isTrainingRun(dir) {
 			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
 		}

@@ -544,3 +544,46 @@ func TestConvertFolderFollowsUmask(t *testing.T) {
 		t.Errorf("%s: %v %v, want mode 0755 under umask 022", ck, fi.Mode(), err)
 	}
 }
+
+// Probe 23: a model folder this user may not enter was said to hold no
+// spec.json. The reader runs as another user (nobody) where the test runs
+// as root, which may enter any folder.
+func TestUnreadableModelFolderSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} { // TempDir makes them 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
+		t.Fatal(stderr)
+	}
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.5,-1\n"), 0o644)
+	mode, exe := os.FileMode(0o000), os.Args[0]
+	if os.Geteuid() == 0 {
+		mode, exe = 0o700, filepath.Join(dir, "flowebm.test") // the test binary's own folder is the builder's, 0700
+		if b, err := os.ReadFile(os.Args[0]); err != nil || os.WriteFile(exe, b, 0o755) != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(ck, mode); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(ck, 0o755)
+	want := ck + ": this user may not read the folder (stat " + filepath.Join(ck, "config.json") + ": permission denied): its owner can open it with chmod -R a+rX"
+	for _, args := range [][]string{{"energy", "--model", ck, "--points", pts}, {"plot", ck}} {
+		cmd := exec.Command(exe, "-test.run=^TestOutputsChild$")
+		cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(args, "\x1f"))
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			cmd.Dir = dir
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%s: %v, %q; want %q", args[0], err, stderr.String(), want)
+		}
+	}
+}

@@ -40,6 +40,9 @@ trained is refused (its folder is locked). To overlay several runs, use
 
 // redraw draws the figures of the run in dir from its checkpoint.
 func redraw(dir string, format plots.Format) error {
+	if err := unreadableFolder(dir); err != nil {
+		return err
+	}
 	if !isTrainingRun(dir) {
 		return fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
 	}
