@@ -545,28 +545,58 @@ func TestConvertFolderFollowsUmask(t *testing.T) {
 	}
 }
 
-// Probe 23: a model folder this user may not enter was said to hold no
-// spec.json. The reader runs as another user (nobody) where the test runs
-// as root, which may enter any folder.
-func TestUnreadableModelFolderSaysSo(t *testing.T) {
+// otherUser runs flowebm args in a child process as a user other than
+// the folders' owner: nobody where the test runs as root (root may enter
+// any folder: the test binary is copied into dir, which must be reachable
+// by all), this user otherwise. It returns the child's stderr and error.
+func otherUser(t *testing.T, dir string, args ...string) (stderr string, err error) {
+	t.Helper()
+	exe := os.Args[0]
+	if os.Geteuid() == 0 {
+		exe = filepath.Join(dir, "flowebm.test") // the test binary's own folder is the builder's, 0700
+		if _, err := os.Stat(exe); err != nil {
+			if b, err := os.ReadFile(os.Args[0]); err != nil || os.WriteFile(exe, b, 0o755) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cmd := exec.Command(exe, "-test.run=^TestOutputsChild$")
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(args, "\x1f"))
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd.Dir = dir
+	}
+	var buf bytes.Buffer
+	cmd.Stderr = &buf
+	err = cmd.Run()
+	return buf.String(), err
+}
+
+// openTempDir is t.TempDir reachable by every user (TempDir makes it and
+// its parent 0700).
+func openTempDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} { // TempDir makes them 0700
+	for _, d := range []string{filepath.Dir(dir), dir} {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// Probe 23: a model folder this user may not enter was said to hold no
+// spec.json.
+func TestUnreadableModelFolderSaysSo(t *testing.T) {
+	dir := openTempDir(t)
 	ck := filepath.Join(dir, "ck")
 	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
 		t.Fatal(stderr)
 	}
 	pts := filepath.Join(dir, "p.csv")
 	os.WriteFile(pts, []byte("0.5,-1\n"), 0o644)
-	mode, exe := os.FileMode(0o000), os.Args[0]
+	mode := os.FileMode(0o000) // for its owner
 	if os.Geteuid() == 0 {
-		mode, exe = 0o700, filepath.Join(dir, "flowebm.test") // the test binary's own folder is the builder's, 0700
-		if b, err := os.ReadFile(os.Args[0]); err != nil || os.WriteFile(exe, b, 0o755) != nil {
-			t.Fatal(err)
-		}
+		mode = 0o700 // for nobody
 	}
 	if err := os.Chmod(ck, mode); err != nil {
 		t.Fatal(err)
@@ -574,16 +604,36 @@ func TestUnreadableModelFolderSaysSo(t *testing.T) {
 	defer os.Chmod(ck, 0o755)
 	want := ck + ": this user may not read the folder (stat " + filepath.Join(ck, "config.json") + ": permission denied): its owner can open it with chmod -R a+rX"
 	for _, args := range [][]string{{"energy", "--model", ck, "--points", pts}, {"plot", ck}} {
-		cmd := exec.Command(exe, "-test.run=^TestOutputsChild$")
-		cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(args, "\x1f"))
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-			cmd.Dir = dir
+		if stderr, err := otherUser(t, dir, args...); err == nil || !strings.Contains(stderr, want) {
+			t.Errorf("%s: %v, %q; want %q", args[0], err, stderr, want)
 		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), want) {
-			t.Errorf("%s: %v, %q; want %q", args[0], err, stderr.String(), want)
-		}
+	}
+}
+
+// A run folder its reader may enter but not list (mode 711 for others)
+// cannot be opened to be locked: it is read without the lock.
+func TestRunFolderEnterableNotListable(t *testing.T) {
+	dir := openTempDir(t)
+	runDir := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--out", runDir); code != 0 {
+		t.Fatal(stderr)
+	}
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.5,-1\n"), 0o644)
+	mode := os.FileMode(0o300) // its owner may enter, not list
+	if os.Geteuid() == 0 {
+		mode = 0o711 // nobody may enter, not list
+	}
+	if err := os.Chmod(runDir, mode); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(runDir, 0o755)
+	out := filepath.Join(dir, "e.csv")
+	os.Chmod(dir, 0o777) // the reader writes its output there
+	if stderr, err := otherUser(t, dir, "energy", "--model", runDir, "--points", pts, "--out", out); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	if b, err := os.ReadFile(out); err != nil || len(b) == 0 {
+		t.Errorf("no energies written: %v", err)
 	}
 }
