@@ -393,18 +393,20 @@ var (
 )
 
 // withFolders runs f holding the exclusive lock on the run's checkpoint
-// folders (writeHeld).
+// folders (writeHeld); an interrupt that ends the wait still writes.
 func (r *Run) withFolders(f func() error) error {
-	return writeHeld(r.Dir, &r.readerStuck, r.stop, r.Waiting, f)
+	return writeHeld(r.Dir, &r.readerStuck, r.stop, r.Waiting, false, f)
 }
 
 // writeHeld runs f holding the exclusive lock on the checkpoint folders of
 // the run folder dir (holdFolders), or without it once writerPatience has
 // passed, or only stuckPatience once *stuck says a reader outlasted it
 // before. It tells say (if not nil) when it waits for a reader and when it
-// goes on without one; once stop is closed it waits at most
-// interruptedPatience more.
-func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), f func() error) error {
+// goes on without one. Once stop is closed it waits at most
+// interruptedPatience more; if the lock is not free by then, f runs
+// without it, or, with leaveOnStop, does not run: the error then wraps
+// algorithms.ErrInterrupted.
+func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), leaveOnStop bool, f func() error) error {
 	if say == nil {
 		say = func(string) {}
 	}
@@ -420,14 +422,29 @@ func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), 
 		return err
 	}
 	defer release()
-	if !timedOut {
+	waited := time.Since(start).Round(100 * time.Millisecond)
+	switch {
+	case !timedOut:
 		*stuck = false // the reader went on
-	}
-	if timedOut && !*stuck {
+	case closed(stop) && leaveOnStop:
+		return fmt.Errorf("%w after waiting %s for a process that reads %s's checkpoint: its folders are left as they are (the next --resume finishes the replacement that a crash interrupted)", algorithms.ErrInterrupted, waited, dir)
+	case closed(stop): // the user's interrupt, not the reader's patience, ended the wait (probe 24)
+		say(fmt.Sprintf("the interrupt ended, after %s, the wait for a process that reads %s's checkpoint: the checkpoint is replaced without waiting for it, and that reader may fail", waited, dir))
+	case !*stuck:
 		*stuck = true
-		say(fmt.Sprintf("a process reading %s's checkpoint held it for the %s waited (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and that reader may fail", dir, time.Since(start).Round(100*time.Millisecond)))
+		say(fmt.Sprintf("a process reading %s's checkpoint held it for the %s waited (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and that reader may fail", dir, waited))
 	}
 	return f()
+}
+
+// closed reports whether stop (nil: never) is closed.
+func closed(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // ReadRun runs read holding the shared lock on the checkpoint folders of

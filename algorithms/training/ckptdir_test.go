@@ -916,12 +916,19 @@ func TestInterruptDoesNotWaitOutThePatience(t *testing.T) {
 	defer release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	var said []string
+	r.Waiting = func(msg string) { said = append(said, msg) }
 	start := time.Now()
 	if err := r.TrainContext(ctx, nil); !errors.Is(err, algorithms.ErrInterrupted) {
 		t.Fatalf("%v, want the interruption", err)
 	}
 	if took := time.Since(start); took > writerPatience/2 {
 		t.Errorf("the interrupted run took %v to write its checkpoint, want about %v", took, interruptedPatience)
+	}
+	// Probe 24: the note blamed a reader stopped with Ctrl-Z for a wait
+	// that the interrupt cut short.
+	if msgs := strings.Join(said, "\n"); !strings.Contains(msgs, "the interrupt ended, after") || strings.Contains(msgs, "Ctrl-Z") {
+		t.Errorf("told %q, want the interrupt named as what ended the wait", said)
 	}
 }
 
@@ -985,8 +992,9 @@ func TestLockGateIsARealFolder(t *testing.T) {
 // Probe 23: a resume that finishes a replacement a crash interrupted
 // (checkpoint.new/ left complete between the two renames) waited 20 s for
 // a stopped reader, silent and deaf to Ctrl-C, and the first checkpoint
-// then 20 s more. It now waits as a checkpoint does: told, cut short by
-// the context, and the stuck reader remembered.
+// then 20 s more. It now waits as a checkpoint does: told, the stuck
+// reader remembered; an interrupt ends the wait and renames nothing under
+// the reader (probe 24: it did, and blamed a stopped reader).
 func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
 	dir := t.TempDir()
 	r := smallRun(t, algorithms.FlowMC, 12, dir)
@@ -1006,8 +1014,9 @@ func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hold()
-	defer func(n time.Duration) { waitingNote = n }(waitingNote)
+	defer func(n, p time.Duration) { waitingNote, writerPatience = n, p }(waitingNote, writerPatience)
 	waitingNote = 100 * time.Millisecond
+
 	ctx, cancel := context.WithCancel(context.Background())
 	var said []string
 	opt := ResumeOptions{Context: ctx, Waiting: func(msg string) {
@@ -1015,12 +1024,21 @@ func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
 		cancel() // Ctrl-C once told
 	}}
 	start := time.Now()
-	resumed, err := ResumeWith(dir, opt)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := ResumeWith(dir, opt); !errors.Is(err, algorithms.ErrInterrupted) || !strings.Contains(err.Error(), "its folders are left as they are") {
+		t.Errorf("resume interrupted during its wait: %v, want the interruption", err)
 	}
 	if took := time.Since(start); took > writerPatience/2 {
 		t.Errorf("resume interrupted during its wait took %v, want about %v", took, waitingNote+interruptedPatience)
+	}
+	if msgs := strings.Join(said, "\n"); !strings.Contains(msgs, "waiting up to") || strings.Contains(msgs, "stopped with Ctrl-Z") {
+		t.Errorf("told %q, want the wait, and no stopped reader blamed", said)
+	}
+	wantOnly(t, dir, "checkpoint.new", "checkpoint.old")
+
+	writerPatience, said = 300*time.Millisecond, nil
+	resumed, err := ResumeWith(dir, ResumeOptions{Waiting: func(msg string) { said = append(said, msg) }})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if msgs := strings.Join(said, "\n"); !strings.Contains(msgs, "waiting up to") || !strings.Contains(msgs, "replaced without waiting for it") {
 		t.Errorf("told %q, want the wait and the going on", said)
@@ -1030,6 +1048,7 @@ func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
 	}
 	wantOnly(t, dir, "checkpoint")
 	// The first checkpoint does not wait for the same reader again.
+	writerPatience = 20 * time.Second
 	start = time.Now()
 	stepN(t, resumed, 1)
 	if err := resumed.Checkpoint(); err != nil {

@@ -1053,6 +1053,29 @@ func ReadRunConfig(dir string) (config.Run, error) {
 	return config.Read(filepath.Join(dir, "config.json"))
 }
 
+// dataPresent checks that the data file or folder the run in dir reads
+// from now on is there, naming where its path comes from.
+func dataPresent(cfg config.Run, dir string, opt ResumeOptions) error {
+	from := filepath.Join(dir, "config.json")
+	switch {
+	case cfg.Data != nil:
+		if opt.DataFile != "" {
+			from = "the data file given"
+		}
+		if _, err := os.Stat(cfg.Data.File); err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+	case cfg.DataDir != "":
+		if opt.DataDir != "" {
+			from = "the data folder given"
+		}
+		if _, err := os.Stat(cfg.DataDir); err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+	}
+	return nil
+}
+
 func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run, error) {
 	// Checked as --config files are (an edited config.json with
 	// batch_size 0 was accepted on resume).
@@ -1072,6 +1095,9 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 			return nil, err
 		}
 	}
+	if err := dataPresent(cfg, dir, opt); err != nil {
+		return nil, err // before any wait for the run's readers (probe 24: 20 s, then the refusal)
+	}
 	// Finish or undo a replacement that a crash interrupted, so that
 	// dir/checkpoint is the newest complete checkpoint; say so where
 	// checkpoint/ itself is passed over for the previous one.
@@ -1090,7 +1116,7 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 		// Folders to rename: readers held off, as by a checkpoint (a
 		// stopped reader held resume 20 s, silent and deaf to Ctrl-C, and
 		// the first checkpoint 20 s more; probe 23).
-		err = writeHeld(dir, &readerStuck, stop, opt.Waiting, recoverFolders)
+		err = writeHeld(dir, &readerStuck, stop, opt.Waiting, true, recoverFolders) // interrupted, nothing is renamed under the reader (probe 24)
 	} else {
 		err = recoverFolders() // nothing to rename: no lock to wait for (a stopped reader held resume 20 s, probe 22)
 	}

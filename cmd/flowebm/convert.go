@@ -211,8 +211,8 @@ func checkOnlyCheckpoint(out string) error {
 // checkpoint.
 func replaceCheckpoint(out string, m checkpoint.Models, placed func()) error {
 	tmp, err := safefile.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".new-")
-	if err != nil {
-		return err
+	if err != nil { // probe 24: named only the hidden folder
+		return fmt.Errorf("%s: the new checkpoint is written beside it, in %s, first: %w", out, filepath.Dir(out), err)
 	}
 	untrack := safefile.Track(tmp)
 	defer untrack()

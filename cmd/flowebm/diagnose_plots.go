@@ -164,7 +164,7 @@ func (c *chainsData) dimChoices() string {
 	const most = 8
 	var quoted []string
 	for _, n := range c.names[:min(most, len(c.names))] {
-		quoted = append(quoted, strconv.Quote(n))
+		quoted = append(quoted, strconv.Quote(clipText(n))) // a 3,000-character column name was shown whole (probe 24)
 	}
 	list := strings.Join(quoted, ", ")
 	if len(c.names) > most {

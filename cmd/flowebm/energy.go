@@ -505,7 +505,7 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
 		m, _, err := checkpoint.Load(dir)
 		if err == nil {
-			err = sums.record(dir, func() (string, error) { return plainFolderSum(dir) })
+			err = sums.record(dir, func() (string, error) { return folderSum(dir) })
 		}
 		return m, err
 	}

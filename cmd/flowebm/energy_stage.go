@@ -19,6 +19,9 @@ import (
 // writing the same outputs neither removes it nor replaces it.
 type stagedOutputs struct {
 	files []stagedFile
+	// placed, if not nil, is called once every file is in place, before
+	// a signal's cleanup may run.
+	placed func()
 }
 
 type stagedFile struct {
@@ -50,7 +53,15 @@ func (s *stagedOutputs) place() error {
 		return err
 	}
 	defer unlock()
-	return safefile.Hold(s.placeAll)
+	return safefile.Hold(func() error {
+		if err := s.placeAll(); err != nil {
+			return err // nothing was replaced
+		}
+		if s.placed != nil {
+			s.placed()
+		}
+		return nil
+	})
 }
 
 // paths are the outputs' paths.

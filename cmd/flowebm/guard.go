@@ -203,7 +203,7 @@ func lockRun(dir string) (release func(), err error) {
 }
 
 // lockingCommands are the subcommands that lock a folder or a file.
-var lockingCommands = []string{"reproduce", "compare", "convert", "plot", "sample", "energy", "train"}
+var lockingCommands = []string{"reproduce", "compare", "convert", "plot", "sample", "energy", "train", "diagnose"}
 
 // commandName is the flowebm subcommand this process runs ("train" when
 // it is not one, as in tests).
@@ -236,7 +236,7 @@ func lockRunAs(dir, command string) (release func(), err error) {
 	fi, statErr := os.Lstat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	if statErr == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (a link or a folder): flowebm locks the folder %s with it and writes into it; remove it", path, dir)
+		return nil, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", safefile.Regular(path, fi), dir) // its kind named (probe 24: a FIFO was "a link or a folder")
 	}
 	// O_NOFOLLOW: a link put there meanwhile is not written through.
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
@@ -270,6 +270,9 @@ func lockFile(flag, path, command string) (release func(), err error) {
 	lock := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")
 	for {
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+		if errors.Is(err, syscall.ELOOP) { // probe 24: "too many levels of symbolic links"
+			return nil, fmt.Errorf("%s %s: %s is a symbolic link: flowebm locks the file with it and writes into it; remove it", flag, path, lock)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: locking it with %s: %w", flag, path, lock, err)
 		}

@@ -129,6 +129,7 @@ func TestValuesRefused(t *testing.T) {
 		{[]string{"train", "--epochs", "-1", "--out", filepath.Join(dir, "a")}, "want counts ≥ 0"},
 		{[]string{"train", "--holdout", "0", "--data", "x.csv", "--out", filepath.Join(dir, "a")}, "--holdout 0: want a fraction strictly between 0 and 1"},
 		{[]string{"train", "--resume", run0, "--iterations", "50", "--seed", "3"}, "--iterations, --seed would be ignored"},
+		{[]string{"train", "--resume", run0, "--holdout", "0.2", "--standardize", "none"}, "--holdout, --standardize would be ignored: drop them"}, // probe 24: "give --data FILE"
 		{[]string{"train", "--config", cfg, "--out", filepath.Join(dir, "b")}, "after the JSON object"},
 		{[]string{"train", "--config", os.DevNull, "--out", filepath.Join(dir, "b")}, os.DevNull + " is a device, want a regular file"},
 		{[]string{"train", "--config", zeros["train.batch_size"], "--out", filepath.Join(dir, "b")}, "train.batch_size 0: 0 stands for the default here, 64: leave the field out for the default"},
@@ -355,14 +356,14 @@ func TestLockRefusalNamesOnlyACommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	for _, text := range []string{"\x1b[2J\x1b[31mowned\nline two\n", strings.Repeat("x", 1<<20), "plot\n"} {
+	for _, text := range []string{"\x1b[2J\x1b[31mowned\nline two\n", strings.Repeat("x", 1<<20), "plot\n", "diagnose\n"} {
 		if err := os.WriteFile(lock, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		_, err := lockRunAs(dir, "train")
 		want := dir + ": another flowebm process is writing into this folder (it holds " + lock + ")"
-		if text == "plot\n" {
-			want = dir + ": another flowebm process (flowebm plot) is writing into this folder (it holds " + lock + ")"
+		if name := strings.TrimSpace(text); name == "plot" || name == "diagnose" { // probe 24: diagnose was left out
+			want = dir + ": another flowebm process (flowebm " + name + ") is writing into this folder (it holds " + lock + ")"
 		}
 		if err == nil || err.Error() != want {
 			t.Errorf("lock file holding %.20q: %v, want %q", text, err, want)
@@ -379,5 +380,62 @@ func TestLockRefusalNamesOnlyACommand(t *testing.T) {
 	_, err = lockFile("--out", out, "sample")
 	if want := "--out " + out + ": another flowebm process (flowebm ?) is writing it (it holds " + fileLock + "): wait for it, or give another file"; err == nil || err.Error() != want {
 		t.Errorf("%v, want %q", err, want)
+	}
+}
+
+// Probe 24: a FIFO as RUN/.lock was called "a link or a folder".
+func TestLockFileKindNamed(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, ".lock")
+	if err := syscall.Mkfifo(lock, 0o644); err != nil {
+		t.Skip(err)
+	}
+	_, err := lockRunAs(dir, "plot")
+	if want := lock + " is a named pipe (FIFO), want a regular file: flowebm locks the folder " + dir + " with it and writes into it; remove it"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
+}
+
+// Probe 24: a link in place of an output's lock file gave the system's
+// "too many levels of symbolic links".
+func TestOutputLockLinkNamed(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.npy")
+	lock := filepath.Join(dir, ".s.npy.lock")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), lock); err != nil {
+		t.Skip(err)
+	}
+	_, err := lockFile("--out", out, "sample")
+	if want := "--out " + out + ": " + lock + " is a symbolic link: flowebm locks the file with it and writes into it; remove it"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); err == nil {
+		t.Error("the lock was written through the link")
+	}
+}
+
+// Probe 24: convert --force into a folder whose parent this user may not
+// write named only its hidden staging folder.
+func TestConvertUnwritableParentNamesOut(t *testing.T) {
+	dir := openTempDir(t)
+	parent := filepath.Join(dir, "p")
+	ck := filepath.Join(parent, "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.Chmod(parent, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(parent, 0o755)
+	if os.Geteuid() == 0 {
+		os.Chmod(ck, 0o777) // nobody may write its lock there, not beside it
+	}
+	model := filepath.Join(dir, "m.onnx") // readable by the other user
+	if b, err := os.ReadFile(toyONNX); err != nil || os.WriteFile(model, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	stderr, err := otherUser(t, dir, "convert", model, ck, "--force")
+	if want := ck + ": the new checkpoint is written beside it, in " + parent + ", first: mkdir " + filepath.Join(parent, ".ck.new-"); err == nil || !strings.Contains(stderr, want) || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("%v, %q; want %q… permission denied", err, stderr, want)
 	}
 }

@@ -636,4 +636,40 @@ func TestRunFolderEnterableNotListable(t *testing.T) {
 	if b, err := os.ReadFile(out); err != nil || len(b) == 0 {
 		t.Errorf("no energies written: %v", err)
 	}
+	// Probe 24: sample listed a plain checkpoint folder to hash its files
+	// ("open …: permission denied").
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.Chmod(ck, mode); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(ck, 0o755)
+	if stderr, err := otherUser(t, dir, "sample", "--model", ck, "--chains", "2", "--steps", "5", "--warmup", "0", "--out", filepath.Join(dir, "s.npy")); err != nil {
+		t.Errorf("sample --model on a folder it may enter, not list: %v: %s", err, stderr)
+	}
+}
+
+// Probe 24: a sample whose --out another process wrote meanwhile is
+// refused with nothing replaced; its checkpoint's resume command is the
+// plain one (it said to resume with --force, "replacing those in place",
+// which would have replaced the other process's file).
+func TestSampleOutWrittenMeanwhileKeepsResume(t *testing.T) {
+	dir := t.TempDir()
+	ck, out := filepath.Join(dir, "k.npz"), filepath.Join(dir, "s.npy")
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "output-writing" {
+			os.WriteFile(out, []byte("theirs"), 0o644)
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "100", "--checkpoint", ck, "--checkpoint-every", "50", "--out", out)
+	want := "nothing was written; give another name, or replace it with --force; the checkpoint " + ck + " stands: continue with: flowebm sample --resume " + ck + "\n"
+	if code != 2 || !strings.HasSuffix(stderr, want) {
+		t.Errorf("exit %d, %q; want 2 and %q", code, stderr, want)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "theirs" {
+		t.Errorf("the other process's --out was replaced")
+	}
 }

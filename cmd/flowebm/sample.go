@@ -225,24 +225,21 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 // --checkpoint and its outputs, read by the interrupt handler.
 type sampleCheckpointState struct {
 	written atomic.Bool // a checkpoint of this run is in place
-	placing atomic.Bool // the outputs are being moved into place
 	placed  atomic.Bool // the outputs are all in place
 }
 
 // resumeNote is what an interrupted or failed sampling run leaves to go on
 // from: its --checkpoint, once this run wrote one (or resumed from it; a
 // file that --force is to replace is another run's until then).
-// Once the outputs are in place there is nothing to go on with; while
-// they are moved there, resuming must replace those already there (probe
-// 23: the command printed then failed with "--out … exists").
+// Once the outputs are in place there is nothing to go on with (probe 23:
+// the command printed then failed with "--out … exists"); they are put in
+// place all or none.
 func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
 	switch {
 	case f.checkpoint == "" || !(ck.written.Load() || f.resume != ""):
 		return ""
 	case ck.placed.Load():
 		return fmt.Sprintf("; the draws are all written, to %s: nothing is left to resume", f.out)
-	case ck.placing.Load():
-		return fmt.Sprintf("; the checkpoint %s stands: write the outputs again, replacing those in place, with: flowebm sample --resume %s --force", f.checkpoint, shellQuote(f.checkpoint))
 	}
 	return fmt.Sprintf("; the checkpoint %s stands: continue with: flowebm sample --resume %s", f.checkpoint, shellQuote(f.checkpoint))
 }
@@ -588,11 +585,10 @@ func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleC
 			return err
 		}
 	}
-	ck.placing.Store(true)
+	set.placed = func() { ck.placed.Store(true) } // before a signal's note is made
 	if err := set.place(); err != nil {
 		return err
 	}
-	ck.placed.Store(true)
 	hook("sample-placed")
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/onnx"
@@ -346,20 +346,18 @@ func restoreDraws(ck *ckptReader, st *samplers.Store, n int) error {
 	return nil
 }
 
-// plainFolderSum is the SHA-256 of the model files of a checkpoint folder
-// that is no training run's: every spec.json and weights.npz in it and its
-// subfolders, as sample recorded them before it read runs' checkpoints.
-func plainFolderSum(dir string) (string, error) {
-	files, err := modelFiles(dir)
-	if err != nil {
-		return "", err
+// folderSum is the SHA-256 of a checkpoint folder's model files, read by
+// name (probe 24: a folder its reader may enter but not list was listed,
+// and files so named in its subfolders were hashed), the flow's ONNX
+// graphs included where it has them (they hold the flow's weights).
+func folderSum(dir string) (string, error) {
+	files := []string{filepath.Join(dir, "spec.json"), filepath.Join(dir, "weights.npz")}
+	for _, n := range []string{checkpoint.FlowSampleFile, checkpoint.FlowDensityFile} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			files = append(files, filepath.Join(dir, n))
+		}
 	}
 	return hashFiles(files...)
-}
-
-// folderSum is the SHA-256 of a checkpoint folder's model files.
-func folderSum(dir string) (string, error) {
-	return hashFiles(filepath.Join(dir, "spec.json"), filepath.Join(dir, "weights.npz"))
 }
 
 // hashFiles is the SHA-256 of the files' contents one after the other,
@@ -378,21 +376,6 @@ func hashFiles(files ...string) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// modelFiles is p, or for a folder the checkpoint files in it, sorted.
-func modelFiles(p string) ([]string, error) {
-	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-		return []string{p}, err
-	}
-	var files []string
-	err := filepath.WalkDir(p, func(path string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() && slices.Contains(checkpointFiles, e.Name()) {
-			files = append(files, path)
-		}
-		return err
-	})
-	return files, err
 }
 
 // writeSampleCheckpoint writes the run's checkpoint to path, atomically.

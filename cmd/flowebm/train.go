@@ -295,6 +295,9 @@ func seedsFolder(cmd *cobra.Command, f trainFlags) (string, error) {
 
 func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if err := f.ignoredWithResume(cmd); err != nil {
+		return err
+	}
 	if err := checkDataFlags(cmd, f); err != nil {
 		return err
 	}
@@ -529,6 +532,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	})
 	if err != nil {
 		release()
+		if f.data.File != "" || f.dataDir != "" {
+			return nil, nil, err // the path given is wrong: no advice to give one
+		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
 	fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
@@ -794,6 +800,13 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	case f.flow.Sample != "" && cmd.Flags().Changed("algorithm") && !f.algorithm.TrainsFlow():
 		return fmt.Errorf("--flow with --algorithm %s, which has no flow: --flow applies to flowmc, nt and coopflow", f.algorithm)
 	}
+	return nil
+}
+
+// ignoredWithResume refuses the flags that --resume would ignore, first:
+// the data flags' own checks asked for --data, which it then refused too
+// (probe 24).
+func (f trainFlags) ignoredWithResume(cmd *cobra.Command) error {
 	if f.resume == "" || f.forceSeed { // --seeds continues a seed's run with its own flags checked
 		return nil
 	}

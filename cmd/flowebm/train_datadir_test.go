@@ -107,6 +107,13 @@ func checkDataDirResume(t *testing.T, out, data string) {
 	hint := "the run's data folder " + moved + " is gone; if it was moved, continue with flowebm train --resume " + out + " --data-dir NEWFOLDER"
 	wantErr(t, hint, "train", "--resume", out)
 	wantErr(t, hint, "plot", out)
+	// Probe 24: a wrong --data-dir was answered with that advice to give
+	// one (and only after the resume's wait for readers).
+	nope := filepath.Join(t.TempDir(), "nope")
+	_, stderr, status := runCLI("train", "--resume", out, "--data-dir", nope)
+	if want := "flowebm: the data folder given: stat " + nope + ": no such file or directory\n"; status != 2 || stderr != want {
+		t.Errorf("--data-dir to nowhere: status %d, %q, want %q", status, stderr, want)
+	}
 }
 
 // A folder named by the experiment's variable (no --data-dir) is recorded

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/checkpoint"
 )
 
 // train --flow starts flowMC-EBM from a flow trained in PyTorch (a RealNVP
@@ -31,6 +33,28 @@ func TestTrainFromONNXFlow(t *testing.T) {
 	if code := run([]string{"sample", "--model", out, "--sampler", "flowmc", "--chains", "8", "--steps", "10", "--warmup", "2", "--out", filepath.Join(dir, "x.npy")}, &so, &se); code != 0 || !strings.Contains(so.String(), "8 chains × 10 draws") {
 		t.Errorf("sample with the run's ONNX flow: exit %d, %q %q", code, so.String(), se.String())
 	}
+	// Probe 24: the checkpoint's ONNX flow (its trained weights) was not
+	// in the sums a sample checkpoint records: a changed flow resumed.
+	ck := filepath.Join(dir, "s.npz")
+	if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", "sample", "--model", out, "--sampler", "flowmc", "--chains", "4", "--steps", "20", "--warmup", "2", "--checkpoint", ck, "--checkpoint-every", "5", "--out", filepath.Join(dir, "y.npy")); code != -1 {
+		t.Fatalf("child exit %d: %s", code, stderr)
+	}
+	flowFile := filepath.Join(out, "checkpoint", "flow_sample.onnx")
+	src, err := os.ReadFile(flowFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(flowFile, append(src, 0x12, 1, 'x'), 0o644); err != nil { // producer_name "x": another file
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteManifest(filepath.Join(out, "checkpoint")); err != nil { // rewritten whole, as a new flow would be
+		t.Fatal(err)
+	}
+	se.Reset()
+	if code := run([]string{"sample", "--resume", ck}, &so, &se); code != 2 || !strings.Contains(se.String(), "has changed since the checkpoint was written") {
+		t.Errorf("resume on a changed flow: exit %d, %q", code, se.String())
+	}
+
 	for _, c := range []struct {
 		args []string
 		want string
@@ -122,7 +146,7 @@ func TestRound11Outputs(t *testing.T) {
 	pl := filepath.Join(dir, "pl")
 	os.MkdirAll(pl, 0o755)
 	os.Symlink(victim, filepath.Join(pl, ".lock"))
-	if _, errOut, status := runCLI("diagnose", "--plots", pl, filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")); status == 0 || !strings.Contains(errOut, "is not a regular file") {
+	if _, errOut, status := runCLI("diagnose", "--plots", pl, filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")); status == 0 || !strings.Contains(errOut, "/.lock is a symbolic link, want a regular file") {
 		t.Errorf("a .lock link: status %d, %q", status, errOut)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep" {

@@ -79,7 +79,13 @@ type Staged struct {
 // folder, then flushes and syncs it; on an error the file is removed.
 // Errors from write are prefixed with path. Call Close when done.
 func Stage(path string, write func(io.Writer) error) (*Staged, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	var f *os.File
+	_, err := makeTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp", func(name string) (err error) {
+		// The mode a new file gets under the user's umask (probe 24: the
+		// outputs were 0644 under umask 077).
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		return err
+	})
 	if err != nil {
 		return nil, atPath(path, err)
 	}
@@ -94,8 +100,7 @@ func Stage(path string, write func(io.Writer) error) (*Staged, error) {
 	return s, nil
 }
 
-// fill writes the content, syncs it and gives the file the usual mode
-// (CreateTemp makes it 0600).
+// fill writes the content and syncs it.
 func (s *Staged) fill(write func(io.Writer) error) error {
 	bw := bufio.NewWriter(s.f)
 	if err := write(bw); err != nil {
@@ -104,10 +109,7 @@ func (s *Staged) fill(write func(io.Writer) error) error {
 	if err := bw.Flush(); err != nil {
 		return atPath(s.path, err)
 	}
-	if err := s.f.Sync(); err != nil {
-		return atPath(s.path, err)
-	}
-	return atPath(s.path, s.f.Chmod(0o644))
+	return atPath(s.path, s.f.Sync())
 }
 
 // atPath prefixes err with path, the file being written, in place of the
@@ -177,7 +179,7 @@ func RemoveStale(path string) error {
 
 // RemoveStaleIn removes from the folder dir the temporary files that
 // killed Writes of the files names left there: exactly .NAME.tmpN, N the
-// digits that os.CreateTemp chooses. Those whose writer still lives are
+// digits that Stage chooses. Those whose writer still lives are
 // locked and kept. The folder's entries are listed, so that no character
 // of dir or of a name is read as a pattern.
 func RemoveStaleIn(dir string, names ...string) error {
@@ -215,10 +217,16 @@ func isTempOf(name string, names []string) bool {
 // into place as an output (probe 23: convert's checkpoint folder could be
 // read by its owner only).
 func MkdirTemp(dir, prefix string) (string, error) {
+	return makeTemp(dir, prefix, func(name string) error { return os.Mkdir(name, 0o755) })
+}
+
+// makeTemp calls create with new names in dir, prefix and digits, until
+// one does not exist yet, and returns it.
+func makeTemp(dir, prefix string, create func(name string) error) (string, error) {
 	const tries = 10000
 	for try := range tries {
 		name := filepath.Join(dir, prefix+strconv.Itoa(os.Getpid())+strconv.Itoa(try))
-		err := os.Mkdir(name, 0o755)
+		err := create(name)
 		if err == nil {
 			return name, nil
 		}
@@ -229,8 +237,9 @@ func MkdirTemp(dir, prefix string) (string, error) {
 	return "", fmt.Errorf("%s: no free name %s… after %d tries", dir, prefix, tries)
 }
 
-// IsTemp reports whether name is one that os.CreateTemp or os.MkdirTemp
-// makes from the pattern prefix+"*": prefix, then only digits.
+// IsTemp reports whether name is one that Stage or MkdirTemp (or
+// os.CreateTemp and os.MkdirTemp, from the pattern prefix+"*") makes:
+// prefix, then only digits.
 func IsTemp(name, prefix string) bool {
 	rest, ok := strings.CutPrefix(name, prefix)
 	if !ok || rest == "" {

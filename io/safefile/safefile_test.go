@@ -2,6 +2,7 @@ package safefile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -298,5 +299,23 @@ func TestMkdirTempFollowsUmask(t *testing.T) {
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 3 {
 		t.Errorf("%d folders made, want 3 distinct", len(names))
+	}
+}
+
+// A file written (Stage, Write) gets the mode a new file gets under the
+// umask (probe 24: 0644 under umask 077, readable by every user).
+func TestWrittenFileFollowsUmask(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ umask, want os.FileMode }{{0o022, 0o644}, {0o077, 0o600}, {0o002, 0o664}} {
+		path := filepath.Join(dir, fmt.Sprintf("f%o", c.umask))
+		old := syscall.Umask(int(c.umask))
+		err := Write(path, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != c.want {
+			t.Errorf("umask %04o: %v %v, want mode %v", c.umask, fi.Mode(), err, c.want)
+		}
 	}
 }
