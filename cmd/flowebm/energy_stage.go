@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -151,7 +152,7 @@ func checkNoReplacedLeft(flag, path string) error {
 // decides which to keep.
 func replacedLeft(flag, path string) error {
 	old := path + replacedSuffix
-	return fmt.Errorf("%s %s: %s is left from a command killed while putting a pair of outputs in place (energy's --out and --grad, sample's --flow-out), so %s may be newer than the file written with it; %s is the file it replaced: put it back (mv %s %s) or delete it, then run again", flag, path, old, path, old, old, path)
+	return fmt.Errorf("%s %s: %s is left from a command killed while putting its outputs in place (energy's --out and --grad, sample's --out and --flow-out): it is the file that %s replaced, and %s may be newer than the other outputs written with it; put it back (mv %s %s) or delete it, then run again", flag, path, old, path, path, old, path)
 }
 
 // lockFolders takes exclusive locks on the folders of paths (each once,
@@ -182,18 +183,43 @@ func lockFolders(paths []string) (unlock func(), err error) {
 }
 
 // lockFolder opens the folder dir and takes its exclusive lock, waiting
-// for another process's; closing it releases the lock.
+// for another process's: saying so after outputLockNote, giving up after
+// outputLockPatience (putting outputs in place takes milliseconds: the
+// holder is stopped; probe 24: energy and sample waited silently for ever
+// behind one stopped with Ctrl-Z). Closing it releases the lock.
 func lockFolder(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	start, noted := time.Now(), false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		waited := time.Since(start)
+		switch {
+		case !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR):
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", dir, err)
+		case waited >= outputLockPatience:
+			f.Close()
+			return nil, fmt.Errorf("%s: another flowebm process has been putting its outputs in this folder for %s (that takes milliseconds: a process stopped with Ctrl-Z? fuser %s names it): nothing was written", dir, waited.Round(100*time.Millisecond), dir)
+		case waited >= outputLockNote && !noted:
+			noted = true
+			fmt.Fprintf(os.Stderr, "flowebm: note: waiting up to %s for another flowebm process that puts its outputs in %s\n", outputLockPatience, dir)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return f, nil
 }
+
+// outputLockNote and outputLockPatience are when lockFolder says that it
+// waits, and when it gives up. Variables for tests.
+var (
+	outputLockNote     = 2 * time.Second
+	outputLockPatience = 60 * time.Second
+)
 
 // discard removes the staging files not put in place.
 func (s *stagedOutputs) discard() {

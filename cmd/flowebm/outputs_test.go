@@ -673,3 +673,56 @@ func TestSampleOutWrittenMeanwhileKeepsResume(t *testing.T) {
 		t.Errorf("the other process's --out was replaced")
 	}
 }
+
+// Probe 24: a process stopped while putting its outputs in a folder made
+// every later energy and sample writing there wait silently for ever; the
+// wait is now told and bounded.
+func TestOutputFolderLockBounded(t *testing.T) {
+	dir := t.TempDir()
+	held, err := lockFolder(dir) // the stopped process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	defer func(n, p time.Duration) { outputLockNote, outputLockPatience = n, p }(outputLockNote, outputLockPatience)
+	outputLockNote, outputLockPatience = 50*time.Millisecond, 300*time.Millisecond
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.5,-1\n"), 0o644)
+	out := filepath.Join(dir, "e.npy")
+	r, w, err := os.Pipe() // the note goes to the process's stderr
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderrFile := os.Stderr
+	os.Stderr = w
+	_, stderr, code := runCLI("energy", "--model", toyONNX, "--points", pts, "--out", out)
+	os.Stderr = stderrFile
+	w.Close()
+	note, _ := io.ReadAll(r)
+	want := "another flowebm process has been putting its outputs in this folder for " // about 300ms, as the load allows
+	if code != 2 || !strings.HasSuffix(stderr, "names it): nothing was written\n") || !strings.Contains(string(note), "flowebm: note: waiting up to 300ms for another flowebm process that puts its outputs in "+dir) || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, %q %q; want the note and %q", code, note, stderr, want)
+	}
+	if exists(out) {
+		t.Error("an output was written without the lock")
+	}
+	held.Close()
+	if _, stderr, code := runCLI("energy", "--model", toyONNX, "--points", pts, "--out", out); code != 0 {
+		t.Errorf("once the lock is free: %s", stderr)
+	}
+}
+
+// Probe 24: a .replaced file left beside sample's --out was found only
+// after all the draws were made.
+func TestSampleReplacedLeftRefusedFirst(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.npy")
+	os.WriteFile(out+".replaced", []byte("old"), 0o644)
+	sampled := false
+	defer func() { testHook = nil }()
+	testHook = func(p string) { sampled = sampled || p == "sample-started" }
+	_, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "2", "--steps", "10", "--out", out, "--force")
+	if code != 2 || !strings.Contains(stderr, "s.npy.replaced is left from a command killed while putting its outputs in place") || sampled {
+		t.Errorf("exit %d, sampled first: %v, %q", code, sampled, stderr)
+	}
+}

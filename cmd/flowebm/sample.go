@@ -469,6 +469,9 @@ func (f sampleFlags) checkOutputs() error {
 	if err := f.checkNew("--out", f.out); err != nil {
 		return err
 	}
+	if err := checkNoReplacedLeft("--out", f.out); err != nil { // found before the draws, not after (probe 24)
+		return err
+	}
 	if err := f.checkCheckpoint(); err != nil {
 		return err
 	}
