@@ -428,9 +428,11 @@ func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), 
 		*stuck = false // the reader went on
 	case closed(stop) && leaveOnStop:
 		return fmt.Errorf("%w after waiting %s for a process that reads %s's checkpoint: its folders are left as they are (the next --resume finishes the replacement that a crash interrupted)", algorithms.ErrInterrupted, waited, dir)
+	case *stuck: // told already: the run's later writes neither wait for it again nor say so (probe 25)
 	case closed(stop): // the user's interrupt, not the reader's patience, ended the wait (probe 24)
+		*stuck = true
 		say(fmt.Sprintf("the interrupt ended, after %s, the wait for a process that reads %s's checkpoint: the checkpoint is replaced without waiting for it, and that reader may fail", waited, dir))
-	case !*stuck:
+	default:
 		*stuck = true
 		say(fmt.Sprintf("a process reading %s's checkpoint held it for the %s waited (stopped with Ctrl-Z?): the checkpoint is replaced without waiting for it, and that reader may fail", dir, waited))
 	}

@@ -909,6 +909,21 @@ func TestInterruptDoesNotWaitOutThePatience(t *testing.T) {
 	if err := r.Checkpoint(); err != nil {
 		t.Fatal(err)
 	}
+	// Probe 25: interrupted just after a checkpoint, the run does not
+	// write that checkpoint again.
+	before, err := os.Stat(filepath.Join(dir, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	if err := r.TrainContext(done, nil); !errors.Is(err, algorithms.ErrInterrupted) {
+		t.Fatalf("%v, want the interruption", err)
+	}
+	if after, err := os.Stat(filepath.Join(dir, "checkpoint")); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the checkpoint of iteration 2 was written again (%v)", err)
+	}
+	stepN(t, r, 1)                                                          // a checkpoint is due at the interrupt
 	release, _, err := holdFolders(dir, false, wait{patience: time.Second}) // a stopped reader
 	if err != nil {
 		t.Fatal(err)
@@ -927,8 +942,13 @@ func TestInterruptDoesNotWaitOutThePatience(t *testing.T) {
 	}
 	// Probe 24: the note blamed a reader stopped with Ctrl-Z for a wait
 	// that the interrupt cut short.
-	if msgs := strings.Join(said, "\n"); !strings.Contains(msgs, "the interrupt ended, after") || strings.Contains(msgs, "Ctrl-Z") {
-		t.Errorf("told %q, want the interrupt named as what ended the wait", said)
+	if msgs := strings.Join(said, "\n"); strings.Count(msgs, "the interrupt ended, after") != 1 || strings.Contains(msgs, "Ctrl-Z") {
+		t.Errorf("told %q, want the interrupt named, once, as what ended the wait", said)
+	}
+	// Probe 25: the run's later writes waited 1 s each again, each with
+	// the note.
+	if !r.readerStuck {
+		t.Error("the reader that the interrupt stopped waiting for is not remembered")
 	}
 }
 

@@ -22,8 +22,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowebm/flowebm/algorithms"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+	"gorgonia.org/tensor"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/metrics"
@@ -31,13 +35,10 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
-	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
-	"gorgonia.org/tensor"
 )
 
 // dataStream keys the random stream that draws or shuffles a run's data.
@@ -131,8 +132,9 @@ type Run struct {
 	gridZones []int // the experiment's zone of each grid point
 	window    modeWindow
 	// checkpointed: dir/checkpoint holds one of this run's checkpoints
-	// (written by Checkpoint or resumed from).
+	// (written by Checkpoint or resumed from), of iteration savedIter.
 	checkpointed bool
+	savedIter    int
 	// priorSeconds is the training time of earlier invocations, up to
 	// the checkpoint resumed from; clock is when this one began training.
 	priorSeconds float64
@@ -667,11 +669,22 @@ func (r *Run) FillGrid() error {
 	return r.Trainer.WithAveraged(func() error { return r.grid.Fill(r.Trainer.EBM.LogDensity) })
 }
 
-// interrupted checkpoints the run where it stopped.
+// interrupted checkpoints the run where it stopped, unless its last
+// checkpoint is of that iteration (probe 25: an interrupt just after a
+// checkpoint wrote it again, waiting again for a stopped reader).
 func (r *Run) interrupted() error {
+	if r.checkpointed && r.savedIter == r.Trainer.Iter {
+		return r.interruptedAt()
+	}
 	if err := r.Checkpoint(); err != nil {
 		return fmt.Errorf("%w at iteration %d, and writing its checkpoint failed: %v", algorithms.ErrInterrupted, r.Trainer.Iter, err)
 	}
+	return r.interruptedAt()
+}
+
+// interruptedAt writes the evaluations beside the run's checkpoint and
+// says where the interrupted run stands.
+func (r *Run) interruptedAt() error {
 	if err := WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
 		return err
 	}
@@ -764,7 +777,7 @@ func (r *Run) replaceCheckpoint(tmp, final string) error {
 		return err
 	}
 	syncDir(r.Dir)
-	r.checkpointed = true
+	r.checkpointed, r.savedIter = true, r.Trainer.Iter
 	if err := crashPoint("moved-new"); err != nil {
 		return err
 	}
@@ -867,7 +880,11 @@ func ResumeWith(dir string, opt ResumeOptions) (*Run, error) {
 	case opt.DataFile != "":
 		amend = func(cfg *config.Run) error {
 			if cfg.Data == nil {
-				return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without --data", dir, cfg.Experiment)
+				flags := "--data"
+				if opt.DataKey != "" {
+					flags = "--data and --key"
+				}
+				return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without %s", dir, cfg.Experiment, flags)
 			}
 			cfg.Data.File, cfg.Data.Key = opt.DataFile, opt.DataKey
 			return nil
@@ -1062,14 +1079,22 @@ func dataPresent(cfg config.Run, dir string, opt ResumeOptions) error {
 		if opt.DataFile != "" {
 			from = "the data file given"
 		}
-		if _, err := os.Stat(cfg.Data.File); err != nil {
+		fi, err := os.Stat(cfg.Data.File)
+		if err == nil {
+			err = safefile.Regular(cfg.Data.File, fi) // probe 25: a folder waited, then was named as config.json's
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", from, err)
 		}
 	case cfg.DataDir != "":
 		if opt.DataDir != "" {
 			from = "the data folder given"
 		}
-		if _, err := os.Stat(cfg.DataDir); err != nil {
+		fi, err := os.Stat(cfg.DataDir)
+		if err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s is not a folder", cfg.DataDir)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", from, err)
 		}
 	}
@@ -1141,7 +1166,7 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 	if err != nil {
 		return nil, err
 	}
-	r.checkpointed = true
+	r.checkpointed, r.savedIter = true, r.Trainer.Iter
 	r.readerStuck, r.Waiting = readerStuck, opt.Waiting
 	if err := r.Trainer.Restore(ck); err != nil {
 		return nil, err

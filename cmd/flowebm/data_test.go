@@ -260,6 +260,12 @@ func TestResumeOnMovedDataKeepsSettings(t *testing.T) {
 	if code := run([]string{"train", "--resume", out, "--data", moved, "--holdout", "0.2"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--holdout would be ignored") {
 		t.Errorf("--resume --holdout: exit %d, %q", code, stderr.String())
 	}
+	// Probe 25: a folder as --data waited for the run's readers first,
+	// then was named as config.json's.
+	stderr.Reset()
+	if code := run([]string{"train", "--resume", out, "--data", dir, "--quiet"}, &stdout, &stderr); code != 2 || stderr.String() != "flowebm: the data file given: "+dir+" is a folder, want a regular file\n" {
+		t.Errorf("--resume --data FOLDER: exit %d, %q", code, stderr.String())
+	}
 	stderr.Reset()
 	if code := run([]string{"train", "--resume", out, "--data", moved, "--quiet"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("resume on the moved data: %s", stderr.String())

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/data"
@@ -375,10 +376,14 @@ func (t *csvTable) at(line, j int) string {
 }
 
 func clipText(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+	if len(s) <= 40 {
+		return s
 	}
-	return s
+	cut := 40
+	for cut > 0 && !utf8.RuneStart(s[cut]) { // whole characters (probe 25: "€€\xe2…")
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func indexOfAny(header, names []string) int {

@@ -327,6 +327,9 @@ func TestDiagnosePlots(t *testing.T) {
 		t.Errorf("--plot-dims dim3,1: status %d, %s", status, errOut)
 	}
 	wantErr(t, `--plot-dims dim4: no dimension "dim4" (the data name no dimensions: give indices 0..3 or dim0..dim3)`, "diagnose", "--plots", npyDir+"2", "--plot-dims", "dim4", chains)
+	if got, want := clipText(strings.Repeat("€", 20)), strings.Repeat("€", 13)+"…"; got != want { // probe 25: cut mid-character
+		t.Errorf("clipText of 20 €: %q, want %q", got, want)
+	}
 	many := &chainsData{dims: 10, names: []string{strings.Repeat("a", 3000), "b", "c", "d", "e", "f", "g", "h", "i", "j"}}
 	if got, want := many.dimChoices(), `the names "`+strings.Repeat("a", 40)+`…", "b", "c", "d", "e", "f", "g", "h", … (10 in all), or indices 0..9; the sampler's name__ columns are not diagnosed`; got != want {
 		t.Errorf("ten names: %q, want %q", got, want)

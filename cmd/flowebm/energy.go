@@ -495,17 +495,18 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 				m, err = loadLatestHeld(run, dir, sums)
 				return err
 			}
-			if m, _, err = checkpoint.Load(dir); err != nil {
+			var spec checkpoint.Spec
+			if m, spec, err = checkpoint.Load(dir); err != nil {
 				return err
 			}
-			return sums.record(dir, func() (string, error) { return folderSum(dir) })
+			return sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
 		})
 		return m, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
-		m, _, err := checkpoint.Load(dir)
+		m, spec, err := checkpoint.Load(dir)
 		if err == nil {
-			err = sums.record(dir, func() (string, error) { return folderSum(dir) })
+			err = sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
 		}
 		return m, err
 	}
@@ -580,11 +581,11 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 	case latest != final && exists(final):
 		fmt.Fprintf(os.Stderr, "flowebm: note: %s is incomplete or damaged; using %s\n", final, latest)
 	}
-	m, _, err := checkpoint.Load(latest)
+	m, spec, err := checkpoint.Load(latest)
 	if err != nil {
 		return m, err
 	}
-	return m, sums.record(given, func() (string, error) { return folderSum(latest) })
+	return m, sums.record(given, func() (string, error) { return folderSum(latest, spec) })
 }
 
 // writeVector writes v to the --out file path (.npy or .csv), replacing a

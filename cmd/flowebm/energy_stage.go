@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -159,10 +160,17 @@ func replacedLeft(flag, path string) error {
 // in order), waiting for another process's; unlock releases them.
 func lockFolders(paths []string) (unlock func(), err error) {
 	var dirs []string
+	var seen []os.FileInfo
 	for _, p := range paths {
-		if d, err := filepath.Abs(filepath.Dir(p)); err == nil && !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
+		d, err := filepath.EvalSymlinks(filepath.Dir(p)) // the real names: every process locks in one order
+		if err == nil {
+			d, err = filepath.Abs(d)
 		}
+		fi, statErr := os.Stat(d)
+		if err != nil || statErr != nil || slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
+			continue // one folder by two names is locked once (probe 25: energy waited for its own lock)
+		}
+		dirs, seen = append(dirs, d), append(seen, fi)
 	}
 	slices.Sort(dirs)
 	var held []*os.File
@@ -205,13 +213,19 @@ func lockFolder(dir string) (*os.File, error) {
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
 		case waited >= outputLockPatience:
 			f.Close()
-			return nil, fmt.Errorf("%s: another flowebm process has been putting its outputs in this folder for %s (that takes milliseconds: a process stopped with Ctrl-Z? fuser %s names it): nothing was written", dir, waited.Round(100*time.Millisecond), dir)
+			return nil, fmt.Errorf("%s: another flowebm process has been putting its outputs in this folder for %s (that takes milliseconds: a process stopped with Ctrl-Z? fuser %s names it): nothing was written", dir, seconds(waited), dir)
 		case waited >= outputLockNote && !noted:
 			noted = true
-			fmt.Fprintf(os.Stderr, "flowebm: note: waiting up to %s for another flowebm process that puts its outputs in %s\n", outputLockPatience, dir)
+			fmt.Fprintf(os.Stderr, "flowebm: note: waiting up to %s for another flowebm process that puts its outputs in %s\n", seconds(outputLockPatience), dir)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// seconds is d in seconds, as the other waits say it ("60s", not
+// "1m0s": probe 25).
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'g', 3, 64) + "s"
 }
 
 // outputLockNote and outputLockPatience are when lockFolder says that it

@@ -129,7 +129,9 @@ func TestValuesRefused(t *testing.T) {
 		{[]string{"train", "--epochs", "-1", "--out", filepath.Join(dir, "a")}, "want counts ≥ 0"},
 		{[]string{"train", "--holdout", "0", "--data", "x.csv", "--out", filepath.Join(dir, "a")}, "--holdout 0: want a fraction strictly between 0 and 1"},
 		{[]string{"train", "--resume", run0, "--iterations", "50", "--seed", "3"}, "--iterations, --seed would be ignored"},
-		{[]string{"train", "--resume", run0, "--holdout", "0.2", "--standardize", "none"}, "--holdout, --standardize would be ignored: drop them"}, // probe 24: "give --data FILE"
+		{[]string{"train", "--resume", run0, "--holdout", "0.2", "--standardize", "none"}, "--holdout, --standardize would be ignored: drop them"},           // probe 24: "give --data FILE"
+		{[]string{"train", "--resume", run0, "--key", "x"}, `the run trains on the experiment "two-modes", not on a data file: resume it without --key`},     // probe 25: "give --data FILE"
+		{[]string{"train", "--resume", run0, "--key", "x", "--data", filepath.Join(dir, "d.npz")}, `not on a data file: resume it without --data and --key`}, // then "without --data"
 		{[]string{"train", "--config", cfg, "--out", filepath.Join(dir, "b")}, "after the JSON object"},
 		{[]string{"train", "--config", os.DevNull, "--out", filepath.Join(dir, "b")}, os.DevNull + " is a device, want a regular file"},
 		{[]string{"train", "--config", zeros["train.batch_size"], "--out", filepath.Join(dir, "b")}, "train.batch_size 0: 0 stands for the default here, 64: leave the field out for the default"},

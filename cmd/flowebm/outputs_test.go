@@ -700,7 +700,7 @@ func TestOutputFolderLockBounded(t *testing.T) {
 	w.Close()
 	note, _ := io.ReadAll(r)
 	want := "another flowebm process has been putting its outputs in this folder for " // about 300ms, as the load allows
-	if code != 2 || !strings.HasSuffix(stderr, "names it): nothing was written\n") || !strings.Contains(string(note), "flowebm: note: waiting up to 300ms for another flowebm process that puts its outputs in "+dir) || !strings.Contains(stderr, want) {
+	if code != 2 || !strings.HasSuffix(stderr, "names it): nothing was written\n") || !strings.Contains(string(note), "flowebm: note: waiting up to 0.3s for another flowebm process that puts its outputs in "+dir) || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, %q %q; want the note and %q", code, note, stderr, want)
 	}
 	if exists(out) {
@@ -724,5 +724,56 @@ func TestSampleReplacedLeftRefusedFirst(t *testing.T) {
 	_, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "2", "--steps", "10", "--out", out, "--force")
 	if code != 2 || !strings.Contains(stderr, "s.npy.replaced is left from a command killed while putting its outputs in place") || sampled {
 		t.Errorf("exit %d, sampled first: %v, %q", code, sampled, stderr)
+	}
+}
+
+// Probe 25: files named as an ONNX flow's in a checkpoint whose spec.json
+// names no such flow were hashed by sample (a FIFO there failed it; a
+// stray file made --resume refuse an unchanged model).
+func TestSampleHashesOnlyTheFilesLoaded(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ck, "flow_sample.onnx"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	if _, stderr, code := runCLI("sample", "--model", ck, "--chains", "2", "--steps", "5", "--warmup", "0", "--out", filepath.Join(dir, "s.npy")); code != 0 {
+		t.Errorf("a stray FIFO beside the checkpoint's files: %s", stderr)
+	}
+}
+
+// Probe 25: --out and --grad in one folder by two names (a link and its
+// target) had energy wait for its own lock of the folder.
+func TestOutputFolderByTwoNamesLockedOnce(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	os.Mkdir(real, 0o755)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip(err)
+	}
+	defer func(p time.Duration) { outputLockPatience = p }(outputLockPatience)
+	outputLockPatience = 2 * time.Second
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.5,-1\n"), 0o644)
+	if _, stderr, code := runCLI("energy", "--model", toyONNX, "--points", pts, "--out", filepath.Join(link, "e.npy"), "--grad", filepath.Join(real, "g.npy")); code != 0 {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 25: a sample interrupted by a signal left the --flow-out folder
+// it had made, empty (an error return removed it; a signal did not).
+func TestSampleSignalRemovesFlowOutFolderMade(t *testing.T) {
+	dir := t.TempDir()
+	fo := filepath.Join(dir, "fo")
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	code, stderr := outputsChild(t, "sample-started", "INT", "sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "10", "--warmup", "20", "--flow-out", fo, "--out", filepath.Join(dir, "s.npy"))
+	if code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(fo); err == nil {
+		t.Errorf("the folder made for --flow-out was left: %s", fo)
 	}
 }

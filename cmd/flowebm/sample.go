@@ -143,7 +143,13 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		defer release()
 	}
 	ck := new(sampleCheckpointState)
-	defer removeTempsOnSignalNoting(func() string { return f.resumeNote(ck) })()
+	var unmake atomic.Value // func(): removes the --flow-out folder made, if left empty
+	defer removeTempsOnSignalNoting(func() string {
+		if u, ok := unmake.Load().(func()); ok {
+			u() // a signal skips the deferred removal (probe 25: an empty folder was left)
+		}
+		return f.resumeNote(ck)
+	})()
 	m, inputs, err := f.modelsAndHashes()
 	if err != nil {
 		return err
@@ -157,6 +163,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		if err != nil {
 			return fmt.Errorf("--flow-out %s: %w", f.flowOut, err)
 		}
+		unmake.Store(made)
 		defer made() // removes the folder made if the run leaves it empty
 	}
 	pcg := rand.NewPCG(f.seed, 0x5a3)

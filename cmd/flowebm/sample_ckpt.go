@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -346,16 +345,15 @@ func restoreDraws(ck *ckptReader, st *samplers.Store, n int) error {
 	return nil
 }
 
-// folderSum is the SHA-256 of a checkpoint folder's model files, read by
-// name (probe 24: a folder its reader may enter but not list was listed,
-// and files so named in its subfolders were hashed), the flow's ONNX
-// graphs included where it has them (they hold the flow's weights).
-func folderSum(dir string) (string, error) {
+// folderSum is the SHA-256 of the files a checkpoint folder's models
+// were loaded from (spec its spec.json), read by name (probe 24: a folder
+// its reader may enter but not list was listed, and files so named in its
+// subfolders were hashed): the flow's ONNX graphs, which hold its weights,
+// where spec names them (probe 25: stray ones were hashed too).
+func folderSum(dir string, spec checkpoint.Spec) (string, error) {
 	files := []string{filepath.Join(dir, "spec.json"), filepath.Join(dir, "weights.npz")}
-	for _, n := range []string{checkpoint.FlowSampleFile, checkpoint.FlowDensityFile} {
-		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
-			files = append(files, filepath.Join(dir, n))
-		}
+	if o := spec.FlowONNX; o != nil {
+		files = append(files, filepath.Join(dir, o.Sample), filepath.Join(dir, o.Density))
 	}
 	return hashFiles(files...)
 }

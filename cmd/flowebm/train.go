@@ -426,6 +426,8 @@ func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format)
 // --experiment, and --key without an .npz.
 func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
 	switch {
+	case f.data.File == "" && f.resume != "" && cmd.Flags().Changed("key"):
+		return resumeKeyError(f.resume) // probe 25: it asked for --data, which an experiment's run then refused
 	case f.data.File == "":
 		for _, name := range []string{"key", "holdout", "standardize", "modes", "drop-nonfinite"} {
 			if cmd.Flags().Changed(name) && (f.config == "" || name == "key") {
@@ -438,6 +440,15 @@ func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
 		return fmt.Errorf("--key %q selects a member of an .npz file; --data %s is not one", f.data.Key, f.data.File)
 	}
 	return nil
+}
+
+// resumeKeyError is the refusal of --key without --data on --resume dir:
+// what the run reads says which flag to change.
+func resumeKeyError(dir string) error {
+	if cfg, err := training.ReadRunConfig(dir); err == nil && cfg.Data == nil {
+		return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without --key", dir, cfg.Experiment)
+	}
+	return fmt.Errorf("--key selects the member of the .npz file that --data gives, where the run's data file has moved: give --data NEWFILE.npz too, or drop --key")
 }
 
 // runSignals turns SIGINT and SIGTERM into ctx's cancellation, with what

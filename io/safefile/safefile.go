@@ -220,10 +220,18 @@ func MkdirTemp(dir, prefix string) (string, error) {
 	return makeTemp(dir, prefix, func(name string) error { return os.Mkdir(name, 0o755) })
 }
 
+// maxNameBytes is the longest file name most file systems take (Linux's
+// NAME_MAX).
+const maxNameBytes = 255
+
 // makeTemp calls create with new names in dir, prefix and digits, until
 // one does not exist yet, and returns it.
 func makeTemp(dir, prefix string, create func(name string) error) (string, error) {
 	const tries = 10000
+	digits := len(strconv.Itoa(os.Getpid())) + len(strconv.Itoa(tries-1))
+	if over := len(prefix) + digits - maxNameBytes; over > 0 { // probe 25: a bare "file name too long"
+		return "", fmt.Errorf("the name is %d bytes too long: it is written first as %sN (N %d digits), and a file name may have at most %d bytes", over, prefix, digits, maxNameBytes)
+	}
 	for try := range tries {
 		name := filepath.Join(dir, prefix+strconv.Itoa(os.Getpid())+strconv.Itoa(try))
 		err := create(name)

@@ -319,3 +319,18 @@ func TestWrittenFileFollowsUmask(t *testing.T) {
 		}
 	}
 }
+
+// Probe 25: a legal name too long for its staging name (.NAME.tmpN) was
+// refused as "open: file name too long"; the refusal says by how much.
+func TestWriteNameTooLongForStaging(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, strings.Repeat("a", 250)+".npy") // 254 bytes: a legal name
+	err := Write(path, func(w io.Writer) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), path+": the name is ") || !strings.Contains(err.Error(), "bytes too long: it is written first as .") {
+		t.Errorf("%v", err)
+	}
+	ok := filepath.Join(dir, strings.Repeat("a", 200)+".npy")
+	if err := Write(ok, func(w io.Writer) error { return nil }); err != nil {
+		t.Errorf("a 204-byte name: %v", err)
+	}
+}
