@@ -472,6 +472,29 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	return nil
 }
 
+// CheckData checks, without loading them, that the data the run reads are
+// those its configuration records (data.sha256, data_dir_sha256), as
+// LoadExperiment does: a step that waits first (a resume finishing an
+// interrupted checkpoint replacement) refuses other data before it.
+func (cfg Run) CheckData() error {
+	switch {
+	case cfg.Data != nil && cfg.Data.File != "":
+		d := *cfg.Data
+		if err := d.absolute(); err != nil {
+			return err
+		}
+		return d.checkSum()
+	case cfg.DataDir != "":
+		abs, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("data_dir: %w", err)
+		}
+		cfg.DataDir = abs
+		return cfg.checkDataDirSums()
+	}
+	return nil
+}
+
 // build splits the data, builds the models (unless given) and the trainer
 // that it has a batch's rows) or looks up its experiment; it sets
 // cfg.Experiment and, for a data set, cfg.DataSize.

@@ -461,7 +461,37 @@ func ReadRun(dir string, read func() error) error {
 		return err
 	}
 	defer release()
-	return read()
+	before := checkpointFolders(dir)
+	err = read()
+	if err != nil && !sameFolders(before, checkpointFolders(dir)) {
+		// A trainer that waited writerPatience for this reader (stopped
+		// with Ctrl-Z) replaced the checkpoint under it: the run is whole
+		// (probe 26: "checkpoint/ is incomplete … start a new run").
+		return fmt.Errorf("%s: the run replaced its checkpoint while this process was reading it (a reader stopped for over %s is not waited for): run the command again", dir, writerPatience.Round(time.Second))
+	}
+	return err
+}
+
+// checkpointFolders describes the checkpoint folders of the run in dir
+// (nil where one is missing), for sameFolders.
+func checkpointFolders(dir string) []os.FileInfo {
+	var fis []os.FileInfo
+	for _, suffix := range []string{"", newSuffix, oldSuffix} {
+		fi, _ := os.Lstat(filepath.Join(dir, checkpointName+suffix))
+		fis = append(fis, fi)
+	}
+	return fis
+}
+
+// sameFolders reports whether a and b (checkpointFolders) describe the
+// same folders: nothing was renamed or replaced between them.
+func sameFolders(a, b []os.FileInfo) bool {
+	for i := range a {
+		if (a[i] == nil) != (b[i] == nil) || a[i] != nil && !os.SameFile(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // ReadLatest calls read with the newest complete checkpoint of the run in

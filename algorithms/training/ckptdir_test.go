@@ -1078,3 +1078,32 @@ func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
 		t.Errorf("the first checkpoint after the resume took %v beside the same stopped reader", took)
 	}
 }
+
+// Probe 26: a reader whose checkpoint a trainer replaced under it (after
+// waiting writerPatience for it) was told the checkpoint was incomplete,
+// to restore it or start a new run; it is told what happened.
+func TestReaderToldOfReplacementUnderIt(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 12, dir)
+	stepN(t, r, 2)
+	if err := r.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	defer func(p time.Duration) { writerPatience = p }(writerPatience)
+	writerPatience = 100 * time.Millisecond
+	failed := errors.New("checkpoint/ is incomplete (…): restore it, or start a new run")
+	err := ReadRun(dir, func() error { return failed })
+	if err != failed {
+		t.Errorf("a failed read with nothing replaced: %v, want its own error", err)
+	}
+	err = ReadRun(dir, func() error {
+		stepN(t, r, 1)
+		if err := r.Checkpoint(); err != nil { // goes on without this stopped reader
+			t.Error(err)
+		}
+		return failed
+	})
+	if err == nil || !strings.Contains(err.Error(), "the run replaced its checkpoint while this process was reading it") || strings.Contains(err.Error(), "start a new run") {
+		t.Errorf("a read under a replacement: %v", err)
+	}
+}

@@ -1070,15 +1070,24 @@ func ReadRunConfig(dir string) (config.Run, error) {
 	return config.Read(filepath.Join(dir, "config.json"))
 }
 
+// dataSource names where the path of the data that the run in dir reads
+// comes from: the option given, or its config.json.
+func dataSource(dir string, opt ResumeOptions) string {
+	switch {
+	case opt.DataFile != "":
+		return "the data file given"
+	case opt.DataDir != "":
+		return "the data folder given"
+	}
+	return filepath.Join(dir, "config.json")
+}
+
 // dataPresent checks that the data file or folder the run in dir reads
 // from now on is there, naming where its path comes from.
 func dataPresent(cfg config.Run, dir string, opt ResumeOptions) error {
-	from := filepath.Join(dir, "config.json")
+	from := dataSource(dir, opt)
 	switch {
 	case cfg.Data != nil:
-		if opt.DataFile != "" {
-			from = "the data file given"
-		}
 		fi, err := os.Stat(cfg.Data.File)
 		if err == nil {
 			err = safefile.Regular(cfg.Data.File, fi) // probe 25: a folder waited, then was named as config.json's
@@ -1087,9 +1096,6 @@ func dataPresent(cfg config.Run, dir string, opt ResumeOptions) error {
 			return fmt.Errorf("%s: %w", from, err)
 		}
 	case cfg.DataDir != "":
-		if opt.DataDir != "" {
-			from = "the data folder given"
-		}
 		fi, err := os.Stat(cfg.DataDir)
 		if err == nil && !fi.IsDir() {
 			err = fmt.Errorf("%s is not a folder", cfg.DataDir)
@@ -1134,6 +1140,9 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 	}
 	var readerStuck bool
 	if final := filepath.Join(dir, checkpointName); exists(final+newSuffix) || exists(final+oldSuffix) {
+		if err := cfg.CheckData(); err != nil {
+			return nil, fmt.Errorf("%s: %w", dataSource(dir, opt), err) // other data refused before the wait (probe 26), hashed twice only here
+		}
 		var stop <-chan struct{}
 		if opt.Context != nil {
 			stop = opt.Context.Done()

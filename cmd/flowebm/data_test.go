@@ -10,13 +10,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/npy"
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
 )
 
 // threeModes writes n points of a 2D mixture with weights w (in units far
@@ -266,6 +269,28 @@ func TestResumeOnMovedDataKeepsSettings(t *testing.T) {
 	if code := run([]string{"train", "--resume", out, "--data", dir, "--quiet"}, &stdout, &stderr); code != 2 || stderr.String() != "flowebm: the data file given: "+dir+" is a folder, want a regular file\n" {
 		t.Errorf("--resume --data FOLDER: exit %d, %q", code, stderr.String())
 	}
+	// Probe 26: other data, with an interrupted replacement to finish and a
+	// reader holding the run, were refused only after the 20 s wait.
+	changed := filepath.Join(dir, "changed.npy")
+	b[len(b)-1] ^= 1
+	os.WriteFile(changed, b, 0o644)
+	if err := os.Rename(filepath.Join(out, "checkpoint"), filepath.Join(out, "checkpoint.old")); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(reader.Fd()), syscall.LOCK_SH); err != nil { // as a reader holds it
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stderr.Reset()
+	code := run([]string{"train", "--resume", out, "--data", changed, "--quiet"}, &stdout, &stderr)
+	if took := time.Since(start); code != 2 || !strings.HasPrefix(stderr.String(), "flowebm: the data file given: "+changed+": SHA-256 ") || took > 10*time.Second || !exists(filepath.Join(out, "checkpoint.old")) {
+		t.Errorf("--resume on other data beside a reader: exit %d after %v, %q", code, took, stderr.String())
+	}
+	reader.Close()
 	stderr.Reset()
 	if code := run([]string{"train", "--resume", out, "--data", moved, "--quiet"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("resume on the moved data: %s", stderr.String())

@@ -672,6 +672,8 @@ func lastLine(path string) string {
 // format (a kept run's plots then follow the current code and format).
 func (r *reproRun) load(format plots.Format) error {
 	exp := r.exp
+	release, busy := holdRunToRedraw(r.dir)
+	defer release()
 	r.exactDensity = exp.Kind == experiments.KindDensity
 	// A finished run (samples.npy is written last) is read as such beside
 	// an error.txt of an earlier try (one that its plan's train retried).
@@ -702,10 +704,28 @@ func (r *reproRun) load(format plots.Format) error {
 		return err
 	}
 	cfg, err := training.ReadRunConfig(r.dir)
-	if err != nil {
-		return err
+	if err != nil || busy {
+		return err // a run another process holds is not redrawn
 	}
+	hook("run-redrawing")
 	return redrawRun(r.dir, cfg, exp, r.evals, format)
+}
+
+// holdRunToRedraw takes the lock of the run folder dir while its files are
+// read and its figures redrawn from them, so that no train --force
+// replaces the run in between (probe 26: the new run was left with the
+// old one's figures). busy says another process holds it: the run is
+// read, not redrawn. A lock that cannot be taken otherwise (a read-only
+// copy) is passed over.
+func holdRunToRedraw(dir string) (release func(), busy bool) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return func() {}, false // no run to hold (and none made)
+	}
+	release, err := lockRunAs(dir, "reproduce")
+	if err != nil {
+		return func() {}, errors.As(err, new(folderBusyError))
+	}
+	return release, false
 }
 
 // redrawRun redraws a finished run's figures that need no model, in

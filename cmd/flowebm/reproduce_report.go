@@ -211,7 +211,8 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 	case !fi.IsDir():
 		return set(runUnreadable, "%s is a file, want a run folder", r.dir)
 	}
-	busy := lockedByOther(r.dir)
+	release, busy := holdRunToRedraw(r.dir)
+	defer release()
 	cfg, err := training.ReadRunConfig(r.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		found := presentIn(r.dir, []string{"metrics.json", "samples.npy", "metrics.csv", "checkpoint", "checkpoint.old"})
@@ -305,6 +306,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	if busy {
 		return ""
 	}
+	hook("run-redrawing")
 	if err := redrawRun(r.dir, cfg, r.exp, evals, f.plotFormat); err != nil {
 		return fmt.Sprintf("%s: its plots were not redrawn in %s: %v", r.name(), f.plotFormat, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -221,5 +222,42 @@ func TestReproduceProgressNamesDivergence(t *testing.T) {
 	}
 	if !isDivergence("flowebm: iteration 7: loss NaN: training diverged\n") || isDivergence("flowebm: open /x/training diverged/y: no such file") {
 		t.Error("isDivergence: want train's mark only")
+	}
+}
+
+// Probe 26: reproduce --report read a finished run, let go of it, then
+// redrew its figures: a train --force in between was left with the old
+// run's figures. The run is held from the reading to the drawing, and a
+// run that another process holds is read, not redrawn.
+func TestReportHoldsRunWhileRedrawing(t *testing.T) {
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "runs", "two-modes-flowmc")
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", runDir); code != 0 {
+		t.Fatal(stderr)
+	}
+	var during error
+	redrawn := false
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "run-redrawing" {
+			redrawn = true
+			_, during = lockRunAs(runDir, "train") // a train --force now
+		}
+	}
+	report := []string{"reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "flowmc"}
+	if _, stderr, code := runCLI(report...); code != 0 {
+		t.Fatal(stderr)
+	}
+	if !redrawn || !errors.As(during, new(folderBusyError)) {
+		t.Errorf("redrawn %v; a train meanwhile: %v, want it refused as busy", redrawn, during)
+	}
+	hold, err := lockRunAs(runDir, "train") // a run being trained again
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	redrawn = false
+	if _, stderr, code := runCLI(report...); code != 0 || redrawn {
+		t.Errorf("a held run: exit %d, redrawn %v: %s", code, redrawn, stderr)
 	}
 }
