@@ -33,7 +33,10 @@ func readSummary(r plots.Named, dir string) runSummary {
 	if cfg, err := training.ReadRunConfig(dir); err == nil {
 		m := cfg.Model.WithDefaults()
 		flow := string(m.Flow)
-		if m.FlowONNX != nil {
+		switch {
+		case !cfg.Train.Algorithm.TrainsFlow():
+			flow = "—" // ula builds none (probe 26: "realnvp")
+		case m.FlowONNX != nil:
 			flow = "ONNX"
 		}
 		s.cfg = fmt.Sprintf("%s | %s | %s", cell(cmp.Or(cfg.Experiment, "data")), cell(string(cfg.Train.Algorithm)), cell(flow))

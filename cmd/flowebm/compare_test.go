@@ -101,3 +101,16 @@ func TestCompareSummaryCells(t *testing.T) {
 		}
 	}
 }
+
+// Probe 26: a ULA-EBM run, which trains no flow, was shown with the
+// default flow "realnvp".
+func TestCompareShowsNoFlowForULA(t *testing.T) {
+	dir := t.TempDir()
+	ula := filepath.Join(dir, "ula")
+	if _, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", ula); code != 0 {
+		t.Fatal(stderr)
+	}
+	if got := readSummary(plots.Named{Name: "ula"}, ula).cfg; got != "two-modes | ula | —" {
+		t.Errorf("ULA's experiment, algorithm and flow: %q", got)
+	}
+}

@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -375,16 +375,7 @@ func (t *csvTable) at(line, j int) string {
 	return fmt.Sprintf("%s: line %d, column %d (%s)", t.path, line, j+1, t.header[j])
 }
 
-func clipText(s string) string {
-	if len(s) <= 40 {
-		return s
-	}
-	cut := 40
-	for cut > 0 && !utf8.RuneStart(s[cut]) { // whole characters (probe 25: "€€\xe2…")
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clipText(s string) string { return textclip.Cut(s, 40) } // whole characters (probe 25: "€€\xe2…")
 
 func indexOfAny(header, names []string) int {
 	for i, h := range header {

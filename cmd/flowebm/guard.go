@@ -34,8 +34,10 @@ func checkOutput(flag, out string, inputs ...string) error {
 	dir := filepath.Dir(out)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return fmt.Errorf("%s %s: %s is a file, not a folder", flag, out, dir)
-	} else if err != nil {
+	} else if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s %s: the folder %s does not exist", flag, out, dir)
+	} else if err != nil { // probe 26: a folder it may not enter, a link loop, "did not exist"
+		return fmt.Errorf("%s %s: the folder %s: %w", flag, out, dir, err)
 	}
 	for _, in := range inputs {
 		if in != "" && sameFile(out, in) {
@@ -268,6 +270,9 @@ func lockRunAs(dir, command string) (release func(), err error) {
 // held: the lock is taken again on the one now in place.
 func lockFile(flag, path, command string) (release func(), err error) {
 	lock := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")
+	if over := len(filepath.Base(lock)) - 255; over > 0 { // probe 26: a bare "file name too long"
+		return nil, fmt.Errorf("%s %s: the name is %d bytes too long: it is locked with %s, and a file name may have at most 255 bytes", flag, path, over, filepath.Base(lock))
+	}
 	for {
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 		if errors.Is(err, syscall.ELOOP) { // probe 24: "too many levels of symbolic links"
@@ -456,6 +461,9 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 	if force || isRun(dir) {
 		return nil
 	}
+	if exists(filepath.Join(dir, "seeds.json")) { // probe 26: a run was started among the seed runs
+		return fmt.Errorf("%s %s holds the seed runs of train --seeds (seeds.json): give another folder, or replace them with --force", flag, dir)
+	}
 	names := slices.DeleteFunc(runNames(), func(n string) bool { return n == checkpointPrefix+".new" })
 	if found := presentIn(dir, names); len(found) > 0 {
 		return fmt.Errorf("%s %s is not a run but holds %s, which a run writes there: give another folder, or replace them with --force", flag, dir, strings.Join(found, ", "))
@@ -521,6 +529,9 @@ func checkResumable(dir string) error {
 		return fmt.Errorf("--resume %s is a checkpoint folder (a model, or a run's checkpoint/), not a run: give a run folder", dir)
 	case isRun(dir):
 		return nil
+	}
+	if exists(filepath.Join(dir, "seeds.json")) {
+		return fmt.Errorf("--resume %s holds the seed runs of train --seeds (seeds.json), not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, filepath.Join(dir, "sN"))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)

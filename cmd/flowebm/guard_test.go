@@ -441,3 +441,32 @@ func TestConvertUnwritableParentNamesOut(t *testing.T) {
 		t.Errorf("%v, %q; want %q… permission denied", err, stderr, want)
 	}
 }
+
+// Probe 26: train --out into the folder of train --seeds started a run
+// among the seed runs (and --resume there advised it); an output folder
+// that cannot be entered was said not to exist.
+func TestSeedsFolderIsNoRunFolder(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "seeds")
+	if _, stderr, code := runCLI("train", "--seeds", "1-2", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	wantErr(t, "--out "+out+" holds the seed runs of train --seeds (seeds.json): give another folder, or replace them with --force", "train", "--iterations", "2", "--quiet", "--out", out)
+	wantErr(t, "--resume "+out+" holds the seed runs of train --seeds (seeds.json), not one run: resume one of them (flowebm train --resume "+filepath.Join(out, "sN")+")", "train", "--resume", out)
+	wantErr(t, "--resume "+filepath.Join(dir, "none")+": stat ", "train", "--resume", filepath.Join(dir, "none"), "--key", "x")
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Skip(err)
+	}
+	wantErr(t, "--out "+filepath.Join(loop, "e.npy")+": the folder "+loop+": stat "+loop+": too many levels of symbolic links", "energy", "--model", toyONNX, "--points", filepath.Join(dir, "p.csv"), "--out", filepath.Join(loop, "e.npy"))
+}
+
+// Probe 26: a legal output name too long for its lock file (.NAME.lock)
+// was refused with the system's bare "file name too long".
+func TestOutputLockNameTooLong(t *testing.T) {
+	path := filepath.Join(t.TempDir(), strings.Repeat("c", 250)+".npz") // 254 bytes
+	_, err := lockFile("--checkpoint", path, "sample")
+	if want := "--checkpoint " + path + ": the name is 5 bytes too long: it is locked with ."; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("%v, want %q…", err, want)
+	}
+}

@@ -445,6 +445,9 @@ func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
 // resumeKeyError is the refusal of --key without --data on --resume dir:
 // what the run reads says which flag to change.
 func resumeKeyError(dir string) error {
+	if err := checkResumable(dir); err != nil {
+		return err // no run there (probe 26: it was told to give --data)
+	}
 	if cfg, err := training.ReadRunConfig(dir); err == nil && cfg.Data == nil {
 		return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without --key", dir, cfg.Experiment)
 	}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -296,12 +297,7 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func clip(b []byte) string {
-	if len(b) > 40 {
-		return string(b[:40]) + "…"
-	}
-	return string(b)
-}
+func clip(b []byte) string { return textclip.Cut(string(b), 40) }
 
 // mismatch says why a JSON value does not fit its field: a number outside
 // the range of the field's type is named as such (encoding/json reports

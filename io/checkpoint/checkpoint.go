@@ -65,6 +65,7 @@ import (
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -664,12 +665,7 @@ func (f *FlowSpec) params() (*big.Int, int, error) {
 }
 
 // clip shortens a string quoted in an error.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+func clip(s string) string { return textclip.Cut(s, 64) }
 
 // clipInts shortens a list of sizes quoted in an error.
 func clipInts(v []int) string {

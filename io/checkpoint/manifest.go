@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -120,9 +121,4 @@ func checkModelFiles(dir string) error {
 }
 
 // clipLine shortens a line quoted in an error.
-func clipLine(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
+func clipLine(s string) string { return textclip.Cut(s, 80) }

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -372,12 +373,7 @@ func CSVColumns(r io.Reader) ([]string, error) {
 	}
 }
 
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
-}
+func clip(s string) string { return textclip.Cut(s, 40) }
 
 // WriteCSV writes the rows of x as comma-separated values with full float64
 // precision, under a header naming the columns x1, x2, ….

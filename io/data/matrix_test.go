@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -359,5 +360,16 @@ func TestReadMatrixRefusesHugeCSV(t *testing.T) {
 	_, err = ReadMatrix(path, "")
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s: %d bytes, want at most %d (a CSV file's numbers take up to 4 times its size", path, MaxCSVBytes()+1, MaxCSVBytes())) {
 		t.Errorf("error %v, want the size refused", err)
+	}
+}
+
+// Probe 26: a cell quoted in an error was cut in the middle of a UTF-8
+// character ("€€\xe2…").
+func TestQuotedCellKeepsWholeCharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.csv")
+	os.WriteFile(path, []byte("1,2\n3,"+strings.Repeat("€", 30)+"\n"), 0o644)
+	_, _, err := ReadPoints(path, "")
+	if err == nil || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), strings.Repeat("€", 13)+"…") {
+		t.Errorf("%q", err)
 	}
 }

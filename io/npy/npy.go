@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -282,12 +283,7 @@ func parseHeader(s string) (Header, error) {
 	return h, nil
 }
 
-func clip(s string) string {
-	if len(s) > 20 {
-		return s[:20] + "…"
-	}
-	return s
-}
+func clip(s string) string { return textclip.Cut(s, 20) }
 
 // quoteList quotes the first few of names, each clipped, for an error message,
 // and gives the count of a longer list: "a", "b", … (600000 in all).

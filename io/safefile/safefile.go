@@ -221,14 +221,18 @@ func MkdirTemp(dir, prefix string) (string, error) {
 }
 
 // maxNameBytes is the longest file name most file systems take (Linux's
-// NAME_MAX).
-const maxNameBytes = 255
+// NAME_MAX); maxPIDDigits, the most digits of a process ID (Linux's
+// pid_max is at most 4194304).
+const (
+	maxNameBytes = 255
+	maxPIDDigits = 7
+)
 
 // makeTemp calls create with new names in dir, prefix and digits, until
 // one does not exist yet, and returns it.
 func makeTemp(dir, prefix string, create func(name string) error) (string, error) {
 	const tries = 10000
-	digits := len(strconv.Itoa(os.Getpid())) + len(strconv.Itoa(tries-1))
+	digits := maxPIDDigits + len(strconv.Itoa(tries-1))        // whatever this process's ID (probe 26: the limit moved with it)
 	if over := len(prefix) + digits - maxNameBytes; over > 0 { // probe 25: a bare "file name too long"
 		return "", fmt.Errorf("the name is %d bytes too long: it is written first as %sN (N %d digits), and a file name may have at most %d bytes", over, prefix, digits, maxNameBytes)
 	}
