@@ -467,7 +467,7 @@ func ReadRun(dir string, read func() error) error {
 		// A trainer that waited writerPatience for this reader (stopped
 		// with Ctrl-Z) replaced the checkpoint under it: the run is whole
 		// (probe 26: "checkpoint/ is incomplete … start a new run").
-		return fmt.Errorf("%s: the run replaced its checkpoint while this process was reading it (a reader stopped for over %s is not waited for): run the command again", dir, writerPatience.Round(time.Second))
+		return fmt.Errorf("%s: the run replaced its checkpoint while this process was reading it (its trainer waits at most %s for readers, and not at all while one of them is stopped or once it is interrupted): run the command again; if it fails again, a process stopped with Ctrl-Z holds the run (fuser %s names it): let it go on or end it", dir, writerPatience.Round(time.Second), dir)
 	}
 	return err
 }

@@ -458,17 +458,33 @@ func presentIn(dir string, names []string) []string {
 // checkpoint.new/ alone is a run's, killed before its first checkpoint
 // was complete, which the same command starts again.
 func checkNoRunFiles(flag, dir string, force bool) error {
+	if isSeedsFolder(dir) && !isRun(dir) { // probe 26: a run was started among the seed runs
+		return fmt.Errorf("%s %s holds the seed runs of train --seeds: give another folder (--force replaces a run's files, not a set of runs: move the folder away first to reuse its name)", flag, dir)
+	}
 	if force || isRun(dir) {
 		return nil
-	}
-	if exists(filepath.Join(dir, "seeds.json")) { // probe 26: a run was started among the seed runs
-		return fmt.Errorf("%s %s holds the seed runs of train --seeds (seeds.json): give another folder, or replace them with --force", flag, dir)
 	}
 	names := slices.DeleteFunc(runNames(), func(n string) bool { return n == checkpointPrefix+".new" })
 	if found := presentIn(dir, names); len(found) > 0 {
 		return fmt.Errorf("%s %s is not a run but holds %s, which a run writes there: give another folder, or replace them with --force", flag, dir, strings.Join(found, ", "))
 	}
 	return nil
+}
+
+// isSeedsFolder reports whether dir is the folder of train --seeds: it
+// holds seeds.json, or (interrupted before writing it: probe 27) a seed's
+// run folder sN.
+func isSeedsFolder(dir string) bool {
+	if exists(filepath.Join(dir, "seeds.json")) {
+		return true
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if n, ok := strings.CutPrefix(e.Name(), "s"); ok && e.IsDir() && n != "" && strings.Trim(n, "0123456789") == "" && isRun(filepath.Join(dir, e.Name())) {
+			return true
+		}
+	}
+	return false
 }
 
 // inRunCheckpoint returns the training run whose checkpoint folders
@@ -530,8 +546,8 @@ func checkResumable(dir string) error {
 	case isRun(dir):
 		return nil
 	}
-	if exists(filepath.Join(dir, "seeds.json")) {
-		return fmt.Errorf("--resume %s holds the seed runs of train --seeds (seeds.json), not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, filepath.Join(dir, "sN"))
+	if isSeedsFolder(dir) {
+		return fmt.Errorf("--resume %s holds the seed runs of train --seeds, not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, filepath.Join(dir, "sN"))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)

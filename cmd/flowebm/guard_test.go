@@ -451,8 +451,12 @@ func TestSeedsFolderIsNoRunFolder(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--seeds", "1-2", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", out); code != 0 {
 		t.Fatal(stderr)
 	}
-	wantErr(t, "--out "+out+" holds the seed runs of train --seeds (seeds.json): give another folder, or replace them with --force", "train", "--iterations", "2", "--quiet", "--out", out)
-	wantErr(t, "--resume "+out+" holds the seed runs of train --seeds (seeds.json), not one run: resume one of them (flowebm train --resume "+filepath.Join(out, "sN")+")", "train", "--resume", out)
+	refused := "--out " + out + " holds the seed runs of train --seeds: give another folder (--force replaces a run's files, not a set of runs"
+	wantErr(t, refused, "train", "--iterations", "2", "--quiet", "--out", out)
+	wantErr(t, refused, "train", "--iterations", "2", "--quiet", "--out", out, "--force") // probe 27: --force replaced nothing
+	os.Remove(filepath.Join(out, "seeds.json"))                                           // probe 27: interrupted before writing it
+	wantErr(t, refused, "train", "--iterations", "2", "--quiet", "--out", out)
+	wantErr(t, "--resume "+out+" holds the seed runs of train --seeds, not one run: resume one of them (flowebm train --resume "+filepath.Join(out, "sN")+")", "train", "--resume", out)
 	wantErr(t, "--resume "+filepath.Join(dir, "none")+": stat ", "train", "--resume", filepath.Join(dir, "none"), "--key", "x")
 	loop := filepath.Join(dir, "loop")
 	if err := os.Symlink(loop, loop); err != nil {
@@ -468,5 +472,21 @@ func TestOutputLockNameTooLong(t *testing.T) {
 	_, err := lockFile("--checkpoint", path, "sample")
 	if want := "--checkpoint " + path + ": the name is 5 bytes too long: it is locked with ."; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("%v, want %q…", err, want)
+	}
+}
+
+// Probe 27: a run killed during its first checkpoint was to be continued
+// with --resume, which then said there was nothing to resume.
+func TestRunWithoutCheckpointIsStartedAgain(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	args := []string{"train", "--iterations", "2", "--quiet", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	os.RemoveAll(filepath.Join(out, "checkpoint")) // as a kill during the first checkpoint leaves it
+	os.Remove(filepath.Join(out, "samples.npy"))
+	wantErr(t, out+" holds a run that stopped before its first checkpoint was complete, so there is nothing to resume: start it again with --force", args...)
+	if _, stderr, code := runCLI(append(args, "--force")...); code != 0 {
+		t.Errorf("the advice: %s", stderr)
 	}
 }

@@ -244,9 +244,12 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 	if exists(filepath.Join(r.dir, "samples.npy")) { // written last: finished
 		return r.collectFinished(f, cfg, busy)
 	}
-	iter := r.checkpointEvals()
+	iter, ckErr := r.checkpointEvals()
 	progress := fmt.Sprintf("iteration %d of %d", iter, cfg.Train.Iterations)
-	if iter == 0 {
+	switch {
+	case ckErr != nil: // probe 27: a read that failed was reported as "no checkpoint yet"
+		progress = fmt.Sprintf("unreadable (%v), of %d iterations", ckErr, cfg.Train.Iterations)
+	case iter == 0:
 		progress = fmt.Sprintf("no checkpoint yet, of %d iterations", cfg.Train.Iterations)
 	}
 	if busy {
@@ -266,6 +269,9 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 	how := "stopped (killed, or its time ran out) at its last checkpoint"
 	if msg != "" {
 		how = "interrupted, stopped at its last checkpoint"
+	}
+	if ckErr != nil {
+		return set(runUnreadable, "its last checkpoint: %s", progress)
 	}
 	if iter == 0 { // probe 19: "at its last checkpoint, no checkpoint yet"
 		how = "stopped before its first checkpoint"
@@ -315,31 +321,42 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 
 // checkpointEvals sets r.evals to the evaluations of the run's latest
 // complete checkpoint, and returns that checkpoint's iteration (0 if
-// there is none, or it cannot be read).
-func (r *reproRun) checkpointEvals() int {
+// there is none), or why it could not be read.
+func (r *reproRun) checkpointEvals() (int, error) {
 	iter := 0
-	err := training.ReadLatest(r.dir, func(ck string) (err error) { // a run being trained: one checkpoint whole
-		if r.evals, err = training.ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.exp.Weights)); err != nil {
-			r.evals = nil
+	err := training.ReadLatest(r.dir, func(ck string) error { // a run being trained: one checkpoint whole
+		hook("report-checkpoint-read")
+		evals, err := training.ReadEvalsCSV(filepath.Join(ck, "evals.csv"), len(r.exp.Weights))
+		if err != nil {
+			return err // ReadRun says when the checkpoint was replaced meanwhile
+		}
+		path := filepath.Join(ck, "state.json")
+		b, err := safefile.ReadFile(path, jsonfile.DefaultMaxBytes)
+		if err != nil {
+			return err
 		}
 		var st struct {
 			Iter int `json:"iter"`
 		}
-		if b, err := safefile.ReadFile(filepath.Join(ck, "state.json"), jsonfile.DefaultMaxBytes); err == nil && json.Unmarshal(b, &st) == nil && st.Iter > 0 {
-			iter = st.Iter
+		if err := json.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
+		r.evals, iter = evals, st.Iter
 		return nil
 	})
-	if err != nil {
-		return 0
+	switch {
+	case errors.Is(err, training.ErrNoCheckpoint):
+		err = nil // none complete yet
+	case err != nil:
+		return 0, err
 	}
 	if iter > 0 {
-		return iter
+		return iter, nil
 	}
 	if ev := r.final(); ev != nil {
-		return ev.Iter
+		return ev.Iter, nil
 	}
-	return 0
+	return 0, err
 }
 
 // loggedError is the error that the last train process of the run in dir

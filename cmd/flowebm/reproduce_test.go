@@ -261,3 +261,28 @@ func TestReportHoldsRunWhileRedrawing(t *testing.T) {
 		t.Errorf("a held run: exit %d, redrawn %v: %s", code, redrawn, stderr)
 	}
 }
+
+// Probe 27: a run's checkpoint that could not be read (replaced under a
+// stopped report) was reported as "no checkpoint yet", exit 0.
+func TestReportSaysCheckpointUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "runs", "two-modes-flowmc")
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", runDir); code != 0 {
+		t.Fatal(stderr)
+	}
+	os.Remove(filepath.Join(runDir, "samples.npy")) // not finished: its checkpoint is read
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "report-checkpoint-read" { // a trainer replaces it meanwhile
+			os.Rename(filepath.Join(runDir, "checkpoint"), filepath.Join(runDir, "checkpoint.gone"))
+		}
+	}
+	runCLI("reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "flowmc")
+	b, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report := string(b); !strings.Contains(report, "the run replaced its checkpoint while this process was reading it") || strings.Contains(report, "no checkpoint yet") {
+		t.Errorf("report:\n%s", report)
+	}
+}
