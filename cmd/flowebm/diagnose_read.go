@@ -99,7 +99,9 @@ func readNpzMember(path, key string) (a *npy.Array, name string, err error) {
 // arrayChains checks a (chains, draws) or (chains, draws, dims) array.
 func arrayChains(a *npy.Array, name string) (*chainsData, error) {
 	if len(a.Dtype) < 3 || (a.Dtype[1:] != "f4" && a.Dtype[1:] != "f8") {
-		return nil, fmt.Errorf("%s: dtype %q, want float32 ('<f4') or float64 ('<f8')", name, a.Dtype)
+		// Other readers take integers and bools: say why this one does not
+		// (probe 27: the two refusals contradicted each other).
+		return nil, fmt.Errorf("%s: dtype %q, want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters, not integer or bool arrays (convert with a.astype(np.float64) if they are draws)", name, a.Dtype)
 	}
 	c := &chainsData{data: a.Data, source: name, dtype: a.Dtype, shape: shapeString(a.Shape)}
 	switch len(a.Shape) {

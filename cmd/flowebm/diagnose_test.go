@@ -117,7 +117,7 @@ func TestDiagnoseRejectsBadFiles(t *testing.T) {
 		"bad_one_chain.npy":   "1 chain(s), need at least 2",
 		"bad_three_draws.npy": "3 draws per chain, need at least 4",
 		"bad_nan.npy":         "non-finite value NaN at chain 2, draw 7, dim 1",
-		"bad_int.npy":         `dtype "<i8", want float32 ('<f4') or float64 ('<f8')`,
+		"bad_int.npy":         `dtype "<i8", want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters, not integer or bool arrays`,
 		"bad_f16.npy":         "float16 is not supported",
 		"bad_not_npy.npy":     "not a .npy file",
 		"does_not_exist.npy":  "no such file",

@@ -232,6 +232,9 @@ func lockHolder(path string) string {
 func lockRunAs(dir, command string) (release func(), err error) {
 	top := firstMissing(dir) // "" when dir exists
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		if _, statErr := os.Stat(dir); statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+			return nil, statErr // a link that loops (probe 27: "mkdir …: file exists")
+		}
 		return nil, err
 	}
 	path := filepath.Join(dir, ".lock")
@@ -270,8 +273,8 @@ func lockRunAs(dir, command string) (release func(), err error) {
 // held: the lock is taken again on the one now in place.
 func lockFile(flag, path, command string) (release func(), err error) {
 	lock := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")
-	if over := len(filepath.Base(lock)) - 255; over > 0 { // probe 26: a bare "file name too long"
-		return nil, fmt.Errorf("%s %s: the name is %d bytes too long: it is locked with %s, and a file name may have at most 255 bytes", flag, path, over, filepath.Base(lock))
+	if err := safefile.NameFits(path); err != nil { // its staging name is longer than its lock's (probe 27: "1 bytes", then "10 bytes")
+		return nil, fmt.Errorf("%s %w", flag, err)
 	}
 	for {
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)

@@ -470,8 +470,17 @@ func TestSeedsFolderIsNoRunFolder(t *testing.T) {
 func TestOutputLockNameTooLong(t *testing.T) {
 	path := filepath.Join(t.TempDir(), strings.Repeat("c", 250)+".npz") // 254 bytes
 	_, err := lockFile("--checkpoint", path, "sample")
-	if want := "--checkpoint " + path + ": the name is 5 bytes too long: it is locked with ."; err == nil || !strings.HasPrefix(err.Error(), want) {
+	// Probe 27: the lock's limit was said ("1 bytes too long"), then the
+	// staging name's ("10 bytes"): the stricter one is said at once.
+	if want := "--checkpoint " + path + ": the name is 15 bytes too long: it is written first as ."; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("%v, want %q…", err, want)
+	}
+	fits := filepath.Join(filepath.Dir(path), strings.Repeat("c", 235)+".npz") // 239 bytes: 15 fewer
+	release, err := lockFile("--checkpoint", fits, "sample")
+	if err != nil {
+		t.Errorf("a 239-byte name: %v", err)
+	} else {
+		release()
 	}
 }
 
@@ -488,5 +497,17 @@ func TestRunWithoutCheckpointIsStartedAgain(t *testing.T) {
 	wantErr(t, out+" holds a run that stopped before its first checkpoint was complete, so there is nothing to resume: start it again with --force", args...)
 	if _, stderr, code := runCLI(append(args, "--force")...); code != 0 {
 		t.Errorf("the advice: %s", stderr)
+	}
+}
+
+// Probe 27: an output folder that is a link looping on itself was
+// refused as "mkdir …: file exists".
+func TestLockedFolderLinkLoopNamed(t *testing.T) {
+	loop := filepath.Join(t.TempDir(), "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Skip(err)
+	}
+	if _, err := lockRunAs(loop, "compare"); err == nil || err.Error() != "stat "+loop+": too many levels of symbolic links" {
+		t.Errorf("%v", err)
 	}
 }

@@ -366,7 +366,7 @@ func countParams(sizes []int) (*big.Int, int) {
 
 func checkString(field, v string) error {
 	if len(v) > maxStringLen {
-		return fmt.Errorf("spec.json: field %q is %d bytes long (%q…), want at most %d", field, len(v), v[:32], maxStringLen)
+		return fmt.Errorf("spec.json: field %q is %d bytes long (%q), want at most %d", field, len(v), textclip.Cut(v, 32), maxStringLen)
 	}
 	return nil
 }

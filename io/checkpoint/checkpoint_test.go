@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/data"
@@ -277,5 +278,13 @@ func TestManifestRefusesHugeTextBeforeHashing(t *testing.T) {
 	_, _, err := Load(dir)
 	if err == nil || !strings.Contains(err.Error(), "want at most 268435456") || !strings.Contains(err.Error(), "spec.json") {
 		t.Errorf("3 GiB spec.json: %v, want it refused by its size", err)
+	}
+}
+
+// Probe 27: a long spec.json field was quoted cut mid-character.
+func TestLongFieldQuotedWhole(t *testing.T) {
+	err := checkString("ebm.kind", strings.Repeat("€", maxStringLen))
+	if err == nil || !utf8.ValidString(err.Error()) {
+		t.Errorf("%q", err)
 	}
 }

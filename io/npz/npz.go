@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -233,10 +234,7 @@ func quoteList(names []string) string {
 			q = append(q, fmt.Sprintf("… (%d in all)", len(names)))
 			break
 		}
-		if len(n) > 40 {
-			n = n[:40] + "…"
-		}
-		q = append(q, strconv.Quote(n))
+		q = append(q, strconv.Quote(textclip.Cut(n, 40))) // whole characters (probe 27)
 	}
 	return strings.Join(q, ", ")
 }

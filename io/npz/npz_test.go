@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/flowebm/flowebm/io/npy"
 )
@@ -346,5 +347,13 @@ func TestGetClipsMemberList(t *testing.T) {
 	want := `npz: no member "x" (have "m00", "m01", "m02", "m03", "m04", "m05", "m06", "m07", … (20 in all))`
 	if _, err := a.Get("x"); err == nil || err.Error() != want {
 		t.Errorf("%v, want %s", err, want)
+	}
+}
+
+// Probe 27: member names quoted in an error were cut mid-character.
+func TestQuotedNamesKeepWholeCharacters(t *testing.T) {
+	got := quoteList([]string{strings.Repeat("名前", 10)})
+	if !utf8.ValidString(got) || !strings.Contains(got, strings.Repeat("名前", 6)+"名…") {
+		t.Errorf("%q", got)
 	}
 }

@@ -228,13 +228,35 @@ const (
 	maxPIDDigits = 7
 )
 
+// tempDigits is the most digits makeTemp puts after a prefix: whatever
+// this process's ID (probe 26: the limit moved with it).
+const tempDigits = maxPIDDigits + 4
+
+// fits says by how much a temporary name prefix+N is too long (probe 25:
+// a bare "file name too long"), or returns nil.
+func fits(prefix string) error {
+	if over := len(prefix) + tempDigits - maxNameBytes; over > 0 {
+		return fmt.Errorf("the name is %d bytes too long: it is written first as %sN (N %d digits), and a file name may have at most %d bytes", over, prefix, tempDigits, maxNameBytes)
+	}
+	return nil
+}
+
+// NameFits says whether Write can write path: its staging name
+// (.NAME.tmpN) must fit in a file name; the error says by how much it is
+// too long.
+func NameFits(path string) error {
+	if err := fits("." + filepath.Base(path) + ".tmp"); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // makeTemp calls create with new names in dir, prefix and digits, until
 // one does not exist yet, and returns it.
 func makeTemp(dir, prefix string, create func(name string) error) (string, error) {
 	const tries = 10000
-	digits := maxPIDDigits + len(strconv.Itoa(tries-1))        // whatever this process's ID (probe 26: the limit moved with it)
-	if over := len(prefix) + digits - maxNameBytes; over > 0 { // probe 25: a bare "file name too long"
-		return "", fmt.Errorf("the name is %d bytes too long: it is written first as %sN (N %d digits), and a file name may have at most %d bytes", over, prefix, digits, maxNameBytes)
+	if err := fits(prefix); err != nil {
+		return "", err
 	}
 	for try := range tries {
 		name := filepath.Join(dir, prefix+strconv.Itoa(os.Getpid())+strconv.Itoa(try))
