@@ -462,7 +462,7 @@ func presentIn(dir string, names []string) []string {
 // was complete, which the same command starts again.
 func checkNoRunFiles(flag, dir string, force bool) error {
 	if isSeedsFolder(dir) && !isRun(dir) { // probe 26: a run was started among the seed runs
-		return fmt.Errorf("%s %s holds the seed runs of train --seeds: give another folder (--force replaces a run's files, not a set of runs: move the folder away first to reuse its name)", flag, dir)
+		return fmt.Errorf("%s %s holds the seed runs of train --seeds (%s): give another folder (--force replaces a run's files, not a set of runs: move the folder away first to reuse its name)", flag, dir, seedsEvidence(dir))
 	}
 	if force || isRun(dir) {
 		return nil
@@ -477,17 +477,21 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 // isSeedsFolder reports whether dir is the folder of train --seeds: it
 // holds seeds.json, or (interrupted before writing it: probe 27) a seed's
 // run folder sN.
-func isSeedsFolder(dir string) bool {
+func isSeedsFolder(dir string) bool { return seedsEvidence(dir) != "" }
+
+// seedsEvidence is what makes dir look like the folder of train --seeds
+// ("seeds.json", or a run named sN as it names them), or "".
+func seedsEvidence(dir string) string {
 	if exists(filepath.Join(dir, "seeds.json")) {
-		return true
+		return "seeds.json"
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if n, ok := strings.CutPrefix(e.Name(), "s"); ok && e.IsDir() && n != "" && strings.Trim(n, "0123456789") == "" && isRun(filepath.Join(dir, e.Name())) {
-			return true
+			return e.Name() + "/, a run named as train --seeds names them" // probe 28: a user's own s1 run
 		}
 	}
-	return false
+	return ""
 }
 
 // inRunCheckpoint returns the training run whose checkpoint folders
@@ -550,7 +554,7 @@ func checkResumable(dir string) error {
 		return nil
 	}
 	if isSeedsFolder(dir) {
-		return fmt.Errorf("--resume %s holds the seed runs of train --seeds, not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, filepath.Join(dir, "sN"))
+		return fmt.Errorf("--resume %s holds the seed runs of train --seeds (%s), not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, seedsEvidence(dir), filepath.Join(dir, "sN"))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)

@@ -451,12 +451,13 @@ func TestSeedsFolderIsNoRunFolder(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--seeds", "1-2", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", out); code != 0 {
 		t.Fatal(stderr)
 	}
-	refused := "--out " + out + " holds the seed runs of train --seeds: give another folder (--force replaces a run's files, not a set of runs"
+	refused := "--out " + out + " holds the seed runs of train --seeds (seeds.json): give another folder (--force replaces a run's files, not a set of runs"
 	wantErr(t, refused, "train", "--iterations", "2", "--quiet", "--out", out)
 	wantErr(t, refused, "train", "--iterations", "2", "--quiet", "--out", out, "--force") // probe 27: --force replaced nothing
 	os.Remove(filepath.Join(out, "seeds.json"))                                           // probe 27: interrupted before writing it
-	wantErr(t, refused, "train", "--iterations", "2", "--quiet", "--out", out)
-	wantErr(t, "--resume "+out+" holds the seed runs of train --seeds, not one run: resume one of them (flowebm train --resume "+filepath.Join(out, "sN")+")", "train", "--resume", out)
+	// Probe 28: the evidence is named (a user's own run may be named s1).
+	wantErr(t, "--out "+out+" holds the seed runs of train --seeds (s1/, a run named as train --seeds names them)", "train", "--iterations", "2", "--quiet", "--out", out)
+	wantErr(t, "--resume "+out+" holds the seed runs of train --seeds (s1/, a run named as train --seeds names them), not one run: resume one of them (flowebm train --resume "+filepath.Join(out, "sN")+")", "train", "--resume", out)
 	wantErr(t, "--resume "+filepath.Join(dir, "none")+": stat ", "train", "--resume", filepath.Join(dir, "none"), "--key", "x")
 	loop := filepath.Join(dir, "loop")
 	if err := os.Symlink(loop, loop); err != nil {
@@ -492,8 +493,13 @@ func TestRunWithoutCheckpointIsStartedAgain(t *testing.T) {
 	if _, stderr, code := runCLI(args...); code != 0 {
 		t.Fatal(stderr)
 	}
-	os.RemoveAll(filepath.Join(out, "checkpoint")) // as a kill during the first checkpoint leaves it
 	os.Remove(filepath.Join(out, "samples.npy"))
+	// Probe 28: a damaged checkpoint is not "stopped before its first
+	// checkpoint": --resume names the damage.
+	os.WriteFile(filepath.Join(out, "checkpoint", "state.json"), []byte("{}"), 0o644)
+	wantErr(t, out+" already holds a run: continue it with --resume "+out, args...)
+	wantErr(t, "does not match the SHA-256 that", "train", "--resume", out)
+	os.RemoveAll(filepath.Join(out, "checkpoint")) // as a kill during the first checkpoint leaves it
 	wantErr(t, out+" holds a run that stopped before its first checkpoint was complete, so there is nothing to resume: start it again with --force", args...)
 	if _, stderr, code := runCLI(append(args, "--force")...); code != 0 {
 		t.Errorf("the advice: %s", stderr)

@@ -345,8 +345,8 @@ func (r *reproRun) checkpointEvals() (int, error) {
 		return nil
 	})
 	switch {
-	case errors.Is(err, training.ErrNoCheckpoint):
-		err = nil // none complete yet
+	case errors.Is(err, training.ErrNoCheckpoint) && !hasCheckpoint(r.dir):
+		err = nil // none yet (probe 28: a damaged one was "no checkpoint yet")
 	case err != nil:
 		return 0, err
 	}

@@ -286,4 +286,13 @@ func TestReportSaysCheckpointUnreadable(t *testing.T) {
 	if report := string(b); !strings.Contains(report, "the run replaced its checkpoint while this process was reading it") || strings.Contains(report, "no checkpoint yet") {
 		t.Errorf("report:\n%s", report)
 	}
+	// Probe 28: a damaged checkpoint was "no checkpoint yet" too.
+	testHook = nil
+	os.Rename(filepath.Join(runDir, "checkpoint.gone"), filepath.Join(runDir, "checkpoint"))
+	os.WriteFile(filepath.Join(runDir, "checkpoint", "state.json"), []byte("{}"), 0o644)
+	runCLI("reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "flowmc")
+	b, _ = os.ReadFile(filepath.Join(dir, "report.md"))
+	if report := string(b); !strings.Contains(report, "does not match the SHA-256") || strings.Contains(report, "no checkpoint yet") {
+		t.Errorf("report on a damaged checkpoint:\n%s", report)
+	}
 }

@@ -707,7 +707,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	}
 	if isRun(dir) && !f.force {
 		release()
-		if _, err := training.LatestCheckpoint(dir); err != nil && !exists(filepath.Join(dir, "samples.npy")) {
+		if _, err := training.LatestCheckpoint(dir); err != nil && !exists(filepath.Join(dir, "samples.npy")) && !hasCheckpoint(dir) { // a damaged one: --resume names the damage (probe 28)
 			// Probe 27: --resume then said there was nothing to resume.
 			return nil, nil, fmt.Errorf("%s holds a run that stopped before its first checkpoint was complete, so there is nothing to resume: start it again with --force, which replaces it", dir)
 		}
