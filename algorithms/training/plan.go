@@ -207,8 +207,12 @@ func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 	b := config.CurrentBuild()
 	cfg.Build = &b
 	exp := p.exp
-	if exp != nil && (cfg.Data != nil || cfg.Experiment != exp.Name) {
-		exp = nil // the configuration was changed since
+	if exp != nil && (cfg.Data != nil || cfg.Experiment != exp.Name || cfg.DataDir != "") {
+		// The configuration was changed since, or reads a data folder,
+		// whose checksums loading records, as Resolved does (probe 28:
+		// an mnist --data-dir run recorded none, and resumed on other
+		// images).
+		exp = nil
 	}
 	r, err := prepare(cfg, dir, from{exp: exp, notes: p.Notes, source: p.source})
 	if err != nil {

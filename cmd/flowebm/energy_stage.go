@@ -141,10 +141,17 @@ func checkNoReplacedLeft(flag, path string) error {
 	if path == "" {
 		return nil
 	}
-	if _, err := os.Lstat(path + replacedSuffix); err == nil {
-		return replacedLeft(flag, path)
+	kept, err := os.Lstat(path + replacedSuffix)
+	if err != nil {
+		return nil
 	}
-	return nil
+	if now, err := os.Lstat(path); err == nil && os.SameFile(kept, now) {
+		// Killed before the new file was put in place: PATH.replaced is
+		// PATH itself (a hard link), which nothing replaced (probe 28: the
+		// advised mv failed, "are the same file").
+		return os.Remove(path + replacedSuffix)
+	}
+	return replacedLeft(flag, path)
 }
 
 // replacedLeft is the error of an output path of flag beside which an

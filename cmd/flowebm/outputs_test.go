@@ -777,3 +777,26 @@ func TestSampleSignalRemovesFlowOutFolderMade(t *testing.T) {
 		t.Errorf("the folder made for --flow-out was left: %s", fo)
 	}
 }
+
+// Probe 28: killed before its new output was put in place, a command left
+// PATH.replaced as a hard link to PATH itself; the refusal then advised
+// an mv that fails. Nothing was replaced: the link is removed, the old
+// output kept.
+func TestReplacedLinkToItselfRemoved(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.npy")
+	os.WriteFile(out, []byte("old"), 0o644)
+	if err := os.Link(out, out+".replaced"); err != nil {
+		t.Skip(err)
+	}
+	if err := checkNoReplacedLeft("--out", out); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "old" || exists(out+".replaced") {
+		t.Errorf("%s: %q %v; .replaced left: %v", out, b, err, exists(out+".replaced"))
+	}
+	os.WriteFile(out+".replaced", []byte("older"), 0o644) // a real one is still refused
+	if err := checkNoReplacedLeft("--out", out); err == nil {
+		t.Error("a .replaced file other than the output was passed over")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	trainingpkg "github.com/flowebm/flowebm/algorithms/training"
 )
 
 // writeFakeCIFAR10 writes CIFAR-10's six binary batches into dir, n
@@ -137,5 +138,45 @@ func TestTrainRecordsEnvDataDir(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(out, "config.json"))
 	if err := json.Unmarshal(b, &got); err != nil || got.DataDir != data || len(got.Sums) != 6 {
 		t.Errorf("config.json data_dir %q with %d sums (%v), want %s and 6", got.DataDir, len(got.Sums), err, data)
+	}
+}
+
+// Probe 28: an mnist run given --data-dir recorded no data_dir_sha256
+// (the plan's experiment, loaded before the folder was set, was reused):
+// a resume on other images was accepted and trained on them.
+func TestMNISTDataDirRecordsSums(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads MNIST")
+	}
+	src, err := experiments.MNISTDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	data := filepath.Join(t.TempDir(), "mnist")
+	os.Mkdir(data, 0o755)
+	entries, _ := os.ReadDir(src)
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join(src, e.Name())); err == nil && !e.IsDir() {
+			os.WriteFile(filepath.Join(data, e.Name()), b, 0o644)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	if _, stderr, status := runCLI("train", "--experiment", "mnist", "--data-dir", data, "--iterations", "1", "--quiet", "--out", out); status != 0 {
+		t.Fatalf("train: %s", stderr)
+	}
+	cfg, err := trainingpkg.ReadRunConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.DataDirSHA256) == 0 {
+		t.Fatalf("config.json records no data_dir_sha256 for %s", data)
+	}
+	for name := range cfg.DataDirSHA256 {
+		f := filepath.Join(data, name)
+		b, _ := os.ReadFile(f)
+		b[len(b)-1] ^= 1
+		os.WriteFile(f, b, 0o644)
+		wantErr(t, f+": SHA-256 ", "train", "--resume", out)
+		break
 	}
 }
