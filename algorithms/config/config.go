@@ -244,6 +244,15 @@ func (cfg *Run) otherFileError(f string) error {
 	return fmt.Errorf("%s: the run was made with other files (data_dir_sha256 records %s): other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, strings.Join(recorded, ", "))
 }
 
+// recordFile makes the data's paths absolute and records the file's
+// SHA-256, or checks it against the recorded one.
+func (c *Data) recordFile() error {
+	if err := c.absolute(); err != nil {
+		return err
+	}
+	return c.checkSum()
+}
+
 // checkSum records the data file's SHA-256, or checks it against the
 // recorded one.
 func (c *Data) checkSum() error {
@@ -479,20 +488,23 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 func (cfg Run) CheckData() error {
 	switch {
 	case cfg.Data != nil && cfg.Data.File != "":
-		d := *cfg.Data
-		if err := d.absolute(); err != nil {
-			return err
-		}
-		return d.checkSum()
+		d := *cfg.Data // the caller's stays as it is
+		return d.recordFile()
 	case cfg.DataDir != "":
-		abs, err := filepath.Abs(cfg.DataDir)
-		if err != nil {
-			return fmt.Errorf("data_dir: %w", err)
-		}
-		cfg.DataDir = abs
-		return cfg.checkDataDirSums()
+		return cfg.recordDataDir()
 	}
 	return nil
+}
+
+// recordDataDir makes DataDir absolute and records its files' SHA-256,
+// or checks them against the recorded ones.
+func (cfg *Run) recordDataDir() error {
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	cfg.DataDir = abs
+	return cfg.checkDataDirSums()
 }
 
 // build splits the data, builds the models (unless given) and the trainer
@@ -509,12 +521,7 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 		if cfg.Data != nil {
 			return nil, nil, fmt.Errorf("algorithms: data_dir %s and a data file %s: data_dir is an image experiment's folder, drop it", cfg.DataDir, cfg.Data.File)
 		}
-		abs, err := filepath.Abs(cfg.DataDir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("data_dir: %w", err)
-		}
-		cfg.DataDir = abs
-		if err := cfg.checkDataDirSums(); err != nil {
+		if err := cfg.recordDataDir(); err != nil {
 			return nil, nil, err
 		}
 	} else if cfg.DataDirSHA256 != nil {
@@ -528,10 +535,7 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 			return nil, nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
 		}
 		cfg.Experiment = "data"
-		if err := cfg.Data.absolute(); err != nil {
-			return nil, nil, err
-		}
-		if err := cfg.Data.checkSum(); err != nil {
+		if err := cfg.Data.recordFile(); err != nil {
 			return nil, nil, err
 		}
 		if exp, notes, err = cfg.Data.Load(dataRNG); err != nil {

@@ -803,12 +803,7 @@ func TestReadersDuringTraining(t *testing.T) {
 // training for as long: the replacement goes on without it (probe 19: the
 // trainer, and its Ctrl-C, waited until the reader went).
 func TestCheckpointDoesNotWaitForeverForAReader(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 12, dir)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	dir, r := checkpointedRun(t, 12, 2)
 	defer func(p, n time.Duration) { writerPatience, waitingNote = p, n }(writerPatience, waitingNote)
 	writerPatience, waitingNote = 300*time.Millisecond, 100*time.Millisecond
 	release, _, err := holdFolders(dir, false, wait{patience: time.Second}) // the stopped reader
@@ -862,12 +857,7 @@ func TestCheckpointDoesNotWaitForeverForAReader(t *testing.T) {
 // tenfold; three overlapping 0.3 s readers stopped it for 12 s and were
 // taken for a stuck one): a waiting writer closes the gate to new readers.
 func TestOverlappingReadersDoNotStarveTheTrainer(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 12, dir)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	dir, r := checkpointedRun(t, 12, 2)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for k := 0; k < 4; k++ {
@@ -903,12 +893,7 @@ func TestOverlappingReadersDoNotStarveTheTrainer(t *testing.T) {
 // reader that holds the lock before writing its checkpoint (probe 20: the
 // interrupt took effect only after the 20 s patience).
 func TestInterruptDoesNotWaitOutThePatience(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 12, dir)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	dir, r := checkpointedRun(t, 12, 2)
 	// Probe 25: interrupted just after a checkpoint, the run does not
 	// write that checkpoint again.
 	before, err := os.Stat(filepath.Join(dir, "checkpoint"))
@@ -989,12 +974,7 @@ func TestLockGateIsARealFolder(t *testing.T) {
 		release()
 	}
 
-	run := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 12, run)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	run, _ := checkpointedRun(t, 12, 2)
 	hold, _, err := holdFolders(run, false, wait{patience: time.Second}) // a stopped reader
 	if err != nil {
 		t.Fatal(err)
@@ -1016,12 +996,7 @@ func TestLockGateIsARealFolder(t *testing.T) {
 // reader remembered; an interrupt ends the wait and renames nothing under
 // the reader (probe 24: it did, and blamed a stopped reader).
 func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 12, dir)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	dir, r := checkpointedRun(t, 12, 2)
 	stepN(t, r, 2)
 	crashAt(t, "moved-old")
 	if err := r.Checkpoint(); !errors.Is(err, errCrash) {
@@ -1083,12 +1058,7 @@ func TestResumeRecoveryWaitsAsACheckpointDoes(t *testing.T) {
 // waiting writerPatience for it) was told the checkpoint was incomplete,
 // to restore it or start a new run; it is told what happened.
 func TestReaderToldOfReplacementUnderIt(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 12, dir)
-	stepN(t, r, 2)
-	if err := r.Checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	dir, r := checkpointedRun(t, 12, 2)
 	defer func(p time.Duration) { writerPatience = p }(writerPatience)
 	writerPatience = 100 * time.Millisecond
 	failed := errors.New("checkpoint/ is incomplete (…): restore it, or start a new run")

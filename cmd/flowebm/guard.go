@@ -461,8 +461,8 @@ func presentIn(dir string, names []string) []string {
 // checkpoint.new/ alone is a run's, killed before its first checkpoint
 // was complete, which the same command starts again.
 func checkNoRunFiles(flag, dir string, force bool) error {
-	if isSeedsFolder(dir) && !isRun(dir) { // probe 26: a run was started among the seed runs
-		return fmt.Errorf("%s %s holds the seed runs of train --seeds (%s): give another folder (--force replaces a run's files, not a set of runs: move the folder away first to reuse its name)", flag, dir, seedsEvidence(dir))
+	if ev := seedsEvidence(dir); ev != "" && !isRun(dir) { // probe 26: a run was started among the seed runs
+		return fmt.Errorf("%s %s holds the seed runs of train --seeds (%s): give another folder (--force replaces a run's files, not a set of runs: move the folder away first to reuse its name)", flag, dir, ev)
 	}
 	if force || isRun(dir) {
 		return nil
@@ -474,13 +474,9 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 	return nil
 }
 
-// isSeedsFolder reports whether dir is the folder of train --seeds: it
-// holds seeds.json, or (interrupted before writing it: probe 27) a seed's
-// run folder sN.
-func isSeedsFolder(dir string) bool { return seedsEvidence(dir) != "" }
-
-// seedsEvidence is what makes dir look like the folder of train --seeds
-// ("seeds.json", or a run named sN as it names them), or "".
+// seedsEvidence is what makes dir look like the folder of train --seeds,
+// or "": its seeds.json, or (interrupted before writing it: probe 27) a
+// run named sN as it names them.
 func seedsEvidence(dir string) string {
 	if exists(filepath.Join(dir, "seeds.json")) {
 		return "seeds.json"
@@ -553,8 +549,8 @@ func checkResumable(dir string) error {
 	case isRun(dir):
 		return nil
 	}
-	if isSeedsFolder(dir) {
-		return fmt.Errorf("--resume %s holds the seed runs of train --seeds (%s), not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, seedsEvidence(dir), filepath.Join(dir, "sN"))
+	if ev := seedsEvidence(dir); ev != "" {
+		return fmt.Errorf("--resume %s holds the seed runs of train --seeds (%s), not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, ev, filepath.Join(dir, "sN"))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)
