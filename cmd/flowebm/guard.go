@@ -227,14 +227,23 @@ func lockHolder(path string) string {
 	return ""
 }
 
+// mkdirAll is os.MkdirAll naming a link that loops as such, where
+// MkdirAll says "mkdir …: file exists" (probes 27, 28).
+func mkdirAll(dir string) error {
+	err := os.MkdirAll(dir, 0o755)
+	if err != nil {
+		if _, statErr := os.Stat(dir); statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+			return statErr
+		}
+	}
+	return err
+}
+
 // lockRunAs is lockRun recording command as the lock's holder, which the
 // folderBusyError of another process names.
 func lockRunAs(dir, command string) (release func(), err error) {
 	top := firstMissing(dir) // "" when dir exists
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		if _, statErr := os.Stat(dir); statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-			return nil, statErr // a link that loops (probe 27: "mkdir …: file exists")
-		}
+	if err := mkdirAll(dir); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, ".lock")

@@ -516,4 +516,12 @@ func TestLockedFolderLinkLoopNamed(t *testing.T) {
 	if _, err := lockRunAs(loop, "compare"); err == nil || err.Error() != "stat "+loop+": too many levels of symbolic links" {
 		t.Errorf("%v", err)
 	}
+	// Probe 28: diagnose --plots said "mkdir …: file exists", and
+	// reproduce --out named a run's config.json under it.
+	npyPath := filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")
+	refused(t, "--plots "+loop+": cannot create the folder: stat "+loop+": too many levels of symbolic links", npyPath, "--plots", loop)
+	below := filepath.Join(loop, "x")
+	if _, stderr, code := runCLI("reproduce", "--out", below, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3"); code != 2 || !strings.Contains(stderr, "--out "+below+": stat "+below+": too many levels of symbolic links") {
+		t.Errorf("reproduce --out in a loop: exit %d: %s", code, stderr)
+	}
 }

@@ -94,7 +94,7 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 		r := &reproRun{experiment: "cifar10", exp: exp, algorithm: a, dir: out}
 		// reproduce redraws a kept run's figures in its --plot-format,
 		// the image figures included.
-		if err := r.load(plots.SVG); err != nil {
+		if _, err := r.load(plots.SVG); err != nil {
 			t.Fatal(err)
 		}
 		for _, fig := range []string{"samples-512.svg", "energies.svg"} {
@@ -102,7 +102,7 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 				t.Errorf("%s: %v", a, err)
 			}
 		}
-		if err := r.load(0); err != nil {
+		if _, err := r.load(0); err != nil {
 			t.Fatal(err)
 		}
 		runs = append(runs, r)

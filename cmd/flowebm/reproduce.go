@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -185,6 +186,9 @@ func (f *reproduceFlags) check() error {
 			f.out += "-quick"
 		}
 	}
+	if _, err := os.Stat(f.out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--out %s: %v", f.out, err) // before a run's config.json is read (probe 28: that file was named)
+	}
 	if f.plan != "" { // --force is the plan file's
 		return checkPlanReportFolder(f.out)
 	}
@@ -227,7 +231,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(f.out, "runs"), 0o755); err != nil {
+	if err := mkdirAll(filepath.Join(f.out, "runs")); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -238,8 +242,12 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return fmt.Errorf("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")
 	}
 	for _, r := range runs {
-		if err := r.load(f.plotFormat); err != nil {
+		warning, err := r.load(f.plotFormat)
+		if err != nil {
 			return err
+		}
+		if warning != "" {
+			fmt.Fprintln(out, "warning:", warning)
 		}
 	}
 	if _, err := writeReport(f, runs, time.Since(t0)); err != nil {
@@ -509,7 +517,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+	if err := mkdirAll(r.dir); err != nil {
 		return err.Error()
 	}
 	release, err := lockRun(r.dir)
@@ -670,7 +678,7 @@ func lastLine(path string) string {
 // load reads a finished run's metrics, or its error and last checkpoint's
 // evaluations, and redraws a finished run's evaluation plots in format
 // format (a kept run's plots then follow the current code and format).
-func (r *reproRun) load(format plots.Format) error {
+func (r *reproRun) load(format plots.Format) (warning string, err error) {
 	exp := r.exp
 	release, busy := holdRunToRedraw(r.dir)
 	defer release()
@@ -679,36 +687,43 @@ func (r *reproRun) load(format plots.Format) error {
 	// an error.txt of an earlier try (one that its plan's train retried).
 	if b, err := safefile.ReadFile(filepath.Join(r.dir, "error.txt"), maxTextBytes); err == nil && !exists(filepath.Join(r.dir, "samples.npy")) {
 		r.err = strings.TrimSpace(string(b))
-		var err error
 		// The last checkpoint's evaluations, where it has them, for the
 		// report (a run may have failed before, or on, its checkpoint).
 		if r.evals, err = training.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights)); err != nil {
 			r.evals = nil
 		}
-		return nil
+		return "", nil
 	}
-	var err error
 	r.metrics, err = training.ReadMetrics(filepath.Join(r.dir, "metrics.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		r.err = "no metrics.json"
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if m := r.metrics; m.Experiment != r.experiment || m.Algorithm != r.algorithm {
-		return fmt.Errorf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away, or give another --out",
+		return "", fmt.Errorf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away, or give another --out",
 			filepath.Join(r.dir, "metrics.json"), m.Experiment, m.Algorithm, r.experiment, r.algorithm)
 	}
 	if r.evals, err = r.finishedEvals(); err != nil {
-		return err
+		return "", err
 	}
 	cfg, err := training.ReadRunConfig(r.dir)
-	if err != nil || busy {
-		return err // a run another process holds is not redrawn
+	if err != nil {
+		return "", err
+	}
+	if busy { // read, not redrawn (probe 28: said nothing)
+		return heldNotRedrawn(r, format), nil
 	}
 	hook("run-redrawing")
-	return redrawRun(r.dir, cfg, exp, r.evals, format)
+	return "", redrawRun(r.dir, cfg, exp, r.evals, format)
+}
+
+// heldNotRedrawn is the warning for a finished run another process holds:
+// it is read, its figures are not redrawn in format.
+func heldNotRedrawn(r *reproRun, format plots.Format) string {
+	return fmt.Sprintf("%s: another process holds %s: its plots were not redrawn in %s", r.name(), filepath.Join(r.dir, ".lock"), format)
 }
 
 // holdRunToRedraw takes the lock of the run folder dir while its files are

@@ -310,7 +310,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	}
 	r.metrics, r.evals = m, evals
 	if busy { // read, not redrawn (probe 27: said nothing)
-		return fmt.Sprintf("%s: another process holds %s: its plots were not redrawn in %s", r.name(), filepath.Join(r.dir, ".lock"), f.plotFormat)
+		return heldNotRedrawn(r, f.plotFormat)
 	}
 	hook("run-redrawing")
 	if err := redrawRun(r.dir, cfg, r.exp, evals, f.plotFormat); err != nil {

@@ -261,6 +261,11 @@ func TestReportHoldsRunWhileRedrawing(t *testing.T) {
 	if code != 0 || redrawn || !strings.Contains(out+stderr, "two-modes-flowmc: another process holds "+filepath.Join(runDir, ".lock")+": its plots were not redrawn in png") {
 		t.Errorf("a held run: exit %d, redrawn %v, and said (probe 27: nothing) %q %q", code, redrawn, out, stderr)
 	}
+	// Probe 28: plain reproduce said nothing of it.
+	out, stderr, code = runCLI("reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "4", "--jobs", "1")
+	if code != 0 || redrawn || !strings.Contains(out+stderr, "two-modes-flowmc: another process holds "+filepath.Join(runDir, ".lock")+": its plots were not redrawn in png") {
+		t.Errorf("reproduce of a held run: exit %d, redrawn %v, and said %q %q", code, redrawn, out, stderr)
+	}
 }
 
 // Probe 27: a run's checkpoint that could not be read (replaced under a

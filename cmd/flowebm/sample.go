@@ -535,7 +535,7 @@ func (f sampleFlags) checkNew(flag, path string) error {
 // created if it is still empty.
 func makeFolder(dir string) (undo func(), err error) {
 	missing := firstMissing(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAll(dir); err != nil {
 		return nil, err
 	}
 	return func() {
