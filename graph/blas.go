@@ -69,8 +69,19 @@ func UseBLAS(c BLASChoice) (string, error) {
 // UseBLASFromEnv is UseBLAS with the choice of the environment variable
 // BLASEnv (unset: BLASAuto): the default of the command line and the
 // notebooks.
+// An error names the variable and what is used instead.
 func UseBLASFromEnv() (string, error) {
-	return UseBLAS(BLASChoice(os.Getenv(BLASEnv)))
+	v := os.Getenv(BLASEnv)
+	switch c := BLASChoice(v); c {
+	case BLASAuto, BLASGo, BLASOpenBLAS:
+		name, err := UseBLAS(c)
+		if err != nil {
+			return name, fmt.Errorf("%s=%s: %w", BLASEnv, v, err)
+		}
+		return name, nil
+	default: // probe 28: the warning named neither the variable nor the BLAS used
+		return blasName, fmt.Errorf("%s=%q: want %q or %q (or unset: OpenBLAS where it loads); using %s", BLASEnv, v, BLASGo, BLASOpenBLAS, blasName)
+	}
 }
 
 // use installs impl for Gorgonia's and gonum's products.

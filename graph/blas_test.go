@@ -81,7 +81,7 @@ func to64(v []float32) []float64 {
 // The BLAS is chosen by a call, never by importing the package: pure Go
 // on request, an unknown choice refused; the test's choice is put back.
 func TestUseBLAS(t *testing.T) {
-	defer UseBLASFromEnv()
+	t.Cleanup(func() { UseBLASFromEnv() }) // after t.Setenv's own cleanup (LIFO)
 	name, err := UseBLAS(BLASGo)
 	if err != nil || name != "gonum (pure Go)" || BLAS() != name {
 		t.Fatalf("UseBLAS(go): %q, %v", name, err)
@@ -91,5 +91,10 @@ func TestUseBLAS(t *testing.T) {
 	}
 	if _, err := UseBLAS("mkl"); err == nil || !strings.Contains(err.Error(), `BLAS "mkl"`) {
 		t.Errorf("UseBLAS(mkl): %v, want a refusal", err)
+	}
+	t.Setenv(BLASEnv, "GO")
+	want := `FLOWEBM_BLAS="GO": want "go" or "openblas" (or unset: OpenBLAS where it loads); using gonum (pure Go)`
+	if name, err := UseBLASFromEnv(); err == nil || err.Error() != want || name != "gonum (pure Go)" {
+		t.Errorf("FLOWEBM_BLAS=GO: %q, %v; want %s", name, err, want)
 	}
 }
