@@ -46,6 +46,9 @@ var (
 )
 
 // cifarRequired are the files of CIFAR-10's binary version.
+// cifarURL is where CIFAR-10's binary version is published.
+const cifarURL = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
+
 var cifarRequired = []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"}
 
 // FashionMNISTClasses are Fashion-MNIST's class names by label.
@@ -217,11 +220,14 @@ func checkIDXSide(images string, spec imageSpec) error {
 // but the training loop has no augmentation step: the experiment trains on
 // the images as they are.
 func CIFAR10(dir string) (*Experiment, error) {
+	var err error
 	if dir == "" {
-		dir = os.Getenv(CIFAR10Env)
+		dir, err = CIFAR10Dir()
+	} else if !isFolder(dir) {
+		err = notCIFARFolder(dir)
 	}
-	if dir == "" {
-		return nil, cifarNotGiven()
+	if err != nil {
+		return nil, err
 	}
 	var missing []string
 	for _, f := range cifarRequired {
@@ -233,8 +239,8 @@ func CIFAR10(dir string) (*Experiment, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("experiments: cifar10: %s lacks %s: want the folder of CIFAR-10's binary version (cifar-10-batches-bin, from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz) with %s",
-			dir, strings.Join(missing, ", "), strings.Join(cifarRequired, ", "))
+		return nil, fmt.Errorf("experiments: cifar10: %s lacks %s: want the folder of CIFAR-10's binary version (cifar-10-batches-bin, from %s) with %s",
+			dir, strings.Join(missing, ", "), cifarURL, strings.Join(cifarRequired, ", "))
 	}
 	train, err := data.ReadCIFAR10Dir(dir, false)
 	if err != nil {
@@ -402,10 +408,34 @@ func DataFiles(name, dir string) ([]string, error) {
 	return nil, nil
 }
 
+// CIFAR10Dir is the folder named by FLOWEBM_CIFAR10, checked to be one.
+func CIFAR10Dir() (string, error) {
+	d := os.Getenv(CIFAR10Env)
+	switch {
+	case d == "":
+		return "", cifarNotGiven()
+	case !isFolder(d): // probe 28: "… lacks data_batch_1.bin" of no folder at all
+		return "", notCIFARFolder(CIFAR10Env + "=" + d)
+	}
+	return d, nil
+}
+
+func isFolder(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
+
+// notCIFARFolder is cifar10's error for a folder, named as given, that is
+// none.
+func notCIFARFolder(named string) error {
+	return fmt.Errorf("experiments: cifar10: %s is not a folder: want the folder of CIFAR-10's binary version (cifar-10-batches-bin, from %s) with %s",
+		named, cifarURL, strings.Join(cifarRequired, ", "))
+}
+
 // cifarNotGiven is cifar10's error without a folder.
 func cifarNotGiven() error {
 	return &FolderNotGivenError{Experiment: "cifar10", Env: CIFAR10Env,
-		Want: fmt.Sprintf("the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded (from https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, unpacked)", strings.Join(cifarRequired, ", "))}
+		Want: fmt.Sprintf("the folder of CIFAR-10's binary version (cifar-10-batches-bin: %s), which is not downloaded (from %s, unpacked)", strings.Join(cifarRequired, ", "), cifarURL)}
 }
 
 // FindDataDir is the folder that ByName reads image experiment name's
@@ -422,9 +452,7 @@ func FindDataDir(name string) (string, error) {
 	case "fashion-mnist":
 		dir, err = FashionMNISTDir()
 	case "cifar10":
-		if dir = os.Getenv(CIFAR10Env); dir == "" {
-			err = cifarNotGiven()
-		}
+		dir, err = CIFAR10Dir()
 	default:
 		return "", nil
 	}

@@ -195,6 +195,24 @@ func TestCIFAR10(t *testing.T) {
 		t.Errorf("no folder: %v", err)
 	}
 	dir := t.TempDir()
+	// Probe 28: a missing folder "lacks data_batch_1.bin …", and a file
+	// gave a bare "stat …/data_batch_1.bin: not a directory".
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{filepath.Join(dir, "none"), file} {
+		t.Setenv(CIFAR10Env, env)
+		if _, err := ByName("cifar10"); err == nil || !strings.HasPrefix(err.Error(), "experiments: cifar10: "+CIFAR10Env+"="+env+" is not a folder: want the folder of CIFAR-10's binary version") {
+			t.Errorf("%s=%s: %v", CIFAR10Env, env, err)
+		}
+		if _, err := FindDataDir("cifar10"); err == nil || !strings.HasPrefix(err.Error(), "experiments: cifar10: "+CIFAR10Env+"="+env+" is not a folder") {
+			t.Errorf("FindDataDir with %s=%s: %v", CIFAR10Env, env, err)
+		}
+		if _, err := CIFAR10(env); err == nil || !strings.HasPrefix(err.Error(), "experiments: cifar10: "+env+" is not a folder") {
+			t.Errorf("CIFAR10(%s): %v", env, err)
+		}
+	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, f := range cifarRequired[:4] {
 		writeCIFAR(t, filepath.Join(dir, f), 10, rng)
