@@ -485,15 +485,24 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 
 // seedsEvidence is what makes dir look like the folder of train --seeds,
 // or "": its seeds.json, or (interrupted before writing it: probe 27) a
-// run named sN as it names them.
+// run named sN as it names them, or such a folder holding flowebm's lock
+// (killed before its run's config.json was in place: probe 28).
 func seedsEvidence(dir string) string {
 	if exists(filepath.Join(dir, "seeds.json")) {
 		return "seeds.json"
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if n, ok := strings.CutPrefix(e.Name(), "s"); ok && e.IsDir() && n != "" && strings.Trim(n, "0123456789") == "" && isRun(filepath.Join(dir, e.Name())) {
+		n, ok := strings.CutPrefix(e.Name(), "s")
+		if !ok || !e.IsDir() || n == "" || strings.Trim(n, "0123456789") != "" {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		switch {
+		case isRun(sub):
 			return e.Name() + "/, a run named as train --seeds names them" // probe 28: a user's own s1 run
+		case exists(filepath.Join(sub, ".lock")):
+			return e.Name() + "/, a run folder named as train --seeds names them, holding flowebm's .lock (a run stopped as it started)"
 		}
 	}
 	return ""

@@ -466,6 +466,29 @@ func TestSeedsFolderIsNoRunFolder(t *testing.T) {
 	wantErr(t, "--out "+filepath.Join(loop, "e.npy")+": the folder "+loop+": stat "+loop+": too many levels of symbolic links", "energy", "--model", toyONNX, "--points", filepath.Join(dir, "p.csv"), "--out", filepath.Join(loop, "e.npy"))
 }
 
+// Probe 28: train --seeds killed before its first run's config.json was in
+// place (s1/ holds flowebm's .lock and a temp file) left a folder that a
+// plain train --out wrote into, after which the --seeds command was refused.
+func TestSeedsFolderKilledAsItStarted(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "seeds")
+	s1 := filepath.Join(out, "s1")
+	if err := os.MkdirAll(s1, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{".lock", ".config.json.tmp1234567"} {
+		if err := os.WriteFile(filepath.Join(s1, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, "--out "+out+" holds the seed runs of train --seeds (s1/, a run folder named as train --seeds names them, holding flowebm's .lock (a run stopped as it started))", "train", "--iterations", "2", "--quiet", "--out", out)
+	if _, stderr, code := runCLI("train", "--seeds", "1-2", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", out); code != 0 {
+		t.Errorf("the same --seeds again: %s", stderr)
+	}
+	if !exists(filepath.Join(out, "seeds.json")) || !isRun(s1) {
+		t.Error("the --seeds command again wrote no seeds.json or no s1")
+	}
+}
+
 // Probe 26: a legal output name too long for its lock file (.NAME.lock)
 // was refused with the system's bare "file name too long".
 func TestOutputLockNameTooLong(t *testing.T) {
