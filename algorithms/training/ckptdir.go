@@ -94,7 +94,11 @@ func LatestCheckpoint(dir string) (string, error) {
 			return c.path, nil
 		}
 		if _, statErr := os.Stat(c.path); statErr == nil {
-			e.why = append(e.why, fmt.Sprintf("%s/ is incomplete (%v)", filepath.Base(c.path), err))
+			state := "is incomplete"
+			if errors.Is(err, fs.ErrPermission) { // probe 22 on: not incomplete, unreadable to this user
+				state = "cannot be read"
+			}
+			e.why = append(e.why, fmt.Sprintf("%s/ %s (%v)", filepath.Base(c.path), state, err))
 		}
 	}
 	return "", e

@@ -800,3 +800,26 @@ func TestReplacedLinkToItselfRemoved(t *testing.T) {
 		t.Error("a .replaced file other than the output was passed over")
 	}
 }
+
+// A checkpoint folder this user may not read was called "incomplete".
+func TestUnreadableCheckpointSaidSo(t *testing.T) {
+	dir := openTempDir(t)
+	run := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	points := writeFile(t, dir, "p.csv", "x,y\n0,0\n")
+	ck := filepath.Join(run, "checkpoint")
+	mode := os.FileMode(0o700) // the other user's, as root
+	if os.Geteuid() != 0 {
+		mode = 0
+	}
+	if err := os.Chmod(ck, mode); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(ck, 0o755)
+	stderr, err := otherUser(t, dir, "energy", "--model", run, "--points", points)
+	if want := "checkpoint/ cannot be read (open " + filepath.Join(ck, "run-config.json") + ": permission denied)"; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("%v, %q; want %q", err, stderr, want)
+	}
+}
