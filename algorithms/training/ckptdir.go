@@ -399,8 +399,17 @@ var (
 // withFolders runs f holding the exclusive lock on the run's checkpoint
 // folders (writeHeld); an interrupt that ends the wait still writes.
 func (r *Run) withFolders(f func() error) error {
-	return writeHeld(r.Dir, &r.readerStuck, r.stop, r.Waiting, false, f)
+	return writeHeld(r.Dir, &r.readerStuck, r.stop, r.Waiting, writeOnStop, f)
 }
+
+// onStop is what writeHeld does when it is stopped while a reader still
+// holds the checkpoint folders.
+type onStop int
+
+const (
+	writeOnStop onStop = iota // write without the lock: a checkpoint due is not lost
+	leaveOnStop               // write nothing: no folder is renamed under the reader
+)
 
 // writeHeld runs f holding the exclusive lock on the checkpoint folders of
 // the run folder dir (holdFolders), or without it once writerPatience has
@@ -408,9 +417,9 @@ func (r *Run) withFolders(f func() error) error {
 // before. It tells say (if not nil) when it waits for a reader and when it
 // goes on without one. Once stop is closed it waits at most
 // interruptedPatience more; if the lock is not free by then, f runs
-// without it, or, with leaveOnStop, does not run: the error then wraps
-// algorithms.ErrInterrupted.
-func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), leaveOnStop bool, f func() error) error {
+// without it (writeOnStop), or does not run (leaveOnStop): the error then
+// wraps algorithms.ErrInterrupted.
+func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), stopped onStop, f func() error) error {
 	if say == nil {
 		say = func(string) {}
 	}
@@ -430,7 +439,7 @@ func writeHeld(dir string, stuck *bool, stop <-chan struct{}, say func(string), 
 	switch {
 	case !timedOut:
 		*stuck = false // the reader went on
-	case closed(stop) && leaveOnStop:
+	case closed(stop) && stopped == leaveOnStop:
 		return fmt.Errorf("%w after waiting %s for a process that reads %s's checkpoint: its folders are left as they are (the next --resume finishes the replacement that a crash interrupted)", algorithms.ErrInterrupted, waited, dir)
 	case *stuck: // told already: the run's later writes neither wait for it again nor say so (probe 25)
 	case closed(stop): // the user's interrupt, not the reader's patience, ended the wait (probe 24)

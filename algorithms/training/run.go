@@ -1150,7 +1150,7 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 		// Folders to rename: readers held off, as by a checkpoint (a
 		// stopped reader held resume 20 s, silent and deaf to Ctrl-C, and
 		// the first checkpoint 20 s more; probe 23).
-		err = writeHeld(dir, &readerStuck, stop, opt.Waiting, true, recoverFolders) // interrupted, nothing is renamed under the reader (probe 24)
+		err = writeHeld(dir, &readerStuck, stop, opt.Waiting, leaveOnStop, recoverFolders) // interrupted, nothing is renamed under the reader (probe 24)
 	} else {
 		err = recoverFolders() // nothing to rename: no lock to wait for (a stopped reader held resume 20 s, probe 22)
 	}
