@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -76,6 +77,35 @@ func names[T ~string](v []T) []string {
 
 // checkOption returns an error naming field and its values unless s is
 // one of them; "" (the default) is accepted.
+// fieldPrefix is what a configuration's field names are nested under in
+// errors ("" for a TrainConfig of its own, "train." in a run's config).
+type fieldPrefix string
+
+// f is field's name under p.
+func (p fieldPrefix) f(field string) string { return string(p) + field }
+
+// checkOption is the package's checkOption naming field under p.
+func (p fieldPrefix) checkOption(field, s string) error {
+	var e *OptionError
+	if err := checkOption(field, s); errors.As(err, &e) {
+		e.Field = p.f(field)
+		return e
+	}
+	return nil
+}
+
+// OptionError is a value refused for one of the named options (algorithm,
+// sampler.negatives, start, …), as JSON decodes it or Resolved checks it.
+type OptionError struct {
+	Field string // its name in a TrainConfig (a configuration nesting one adds its prefix)
+	Value string
+	Want  string // the values it takes
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("algorithms: %s %q, want %s", e.Field, e.Value, e.Want)
+}
+
 func checkOption(field, s string) error {
 	if s == "" {
 		return nil
@@ -85,7 +115,7 @@ func checkOption(field, s string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("algorithms: %s %q, want %s", field, s, orList(optionValues[field]))
+	return &OptionError{Field: field, Value: s, Want: orList(optionValues[field])}
 }
 
 // orList quotes values as `"a", "b" or "c"`.

@@ -146,12 +146,20 @@ type TrainConfig struct {
 // already filled configuration changes nothing. A gaussian start's scale
 // is the base's σ, which only the models know: NewTrainer sets it.
 func (c TrainConfig) Resolved() (TrainConfig, error) {
-	steps := []func(*TrainConfig) error{
+	return c.ResolvedAs("")
+}
+
+// ResolvedAs is Resolved naming the fields in its errors under prefix, as
+// a configuration that nests them does: "train." in a run's config.json
+// (algorithms/config).
+func (c TrainConfig) ResolvedAs(prefix string) (TrainConfig, error) {
+	p := fieldPrefix(prefix)
+	steps := []func(*TrainConfig, fieldPrefix) error{
 		(*TrainConfig).coreDefaults, (*TrainConfig).samplerDefaults, (*TrainConfig).checkScales,
 		(*TrainConfig).startDefaults, (*TrainConfig).pretrainDefaults, (*TrainConfig).guardDefaults,
 	}
 	for _, step := range steps {
-		if err := step(&c); err != nil {
+		if err := step(&c, p); err != nil {
 			return c, err
 		}
 	}
@@ -168,30 +176,30 @@ const (
 )
 
 // coreDefaults fills and checks the algorithm, iterations and batch size.
-func (c *TrainConfig) coreDefaults() error {
+func (c *TrainConfig) coreDefaults(p fieldPrefix) error {
 	if c.Algorithm == "" {
 		c.Algorithm = FlowMC
 	}
-	if err := checkOption("algorithm", string(c.Algorithm)); err != nil {
+	if err := p.checkOption("algorithm", string(c.Algorithm)); err != nil {
 		return err
 	}
 	if c.Iterations <= 0 || c.Iterations > MaxIterations {
-		return fmt.Errorf("algorithms: iterations %d, want 1..%d", c.Iterations, MaxIterations)
+		return fmt.Errorf("algorithms: %s %d, want 1..%d", p.f("iterations"), c.Iterations, MaxIterations)
 	}
 	c.Algorithm.strategy().defaults(c)
 	if c.BatchSize == 0 {
 		c.BatchSize = 64
 	}
 	if c.BatchSize < 1 {
-		return fmt.Errorf("algorithms: batch_size %d, want > 0", c.BatchSize)
+		return fmt.Errorf("algorithms: %s %d, want > 0", p.f("batch_size"), c.BatchSize)
 	}
 	return nil
 }
 
 // samplerDefaults fills and checks the negatives' MCMC and the bank size.
-func (c *TrainConfig) samplerDefaults() error {
-	for _, step := range []func() error{c.chainDefaults, c.Sampler.globalDefaults, c.Sampler.stepDefaults} {
-		if err := step(); err != nil {
+func (c *TrainConfig) samplerDefaults(p fieldPrefix) error {
+	for _, step := range []func(fieldPrefix) error{c.chainDefaults, c.Sampler.globalDefaults, c.Sampler.stepDefaults} {
+		if err := step(p); err != nil {
 			return err
 		}
 	}
@@ -200,7 +208,7 @@ func (c *TrainConfig) samplerDefaults() error {
 
 // chainDefaults fills and checks the chains' length, the negatives'
 // selection and the persistent bank.
-func (c *TrainConfig) chainDefaults() error {
+func (c *TrainConfig) chainDefaults(p fieldPrefix) error {
 	s := &c.Sampler
 	if s.Steps == 0 {
 		s.Steps = 10
@@ -208,28 +216,28 @@ func (c *TrainConfig) chainDefaults() error {
 	if s.Negatives == "" {
 		s.Negatives = NegativesLast
 	}
-	if err := checkOption("sampler.negatives", string(s.Negatives)); err != nil {
+	if err := p.checkOption("sampler.negatives", string(s.Negatives)); err != nil {
 		return err
 	}
 	if s.Negatives != NegativesSubsample && s.Subsample != 0 {
-		return fmt.Errorf("algorithms: sampler.subsample %d applies to sampler.negatives \"subsample\" only (it is %q): drop it", s.Subsample, s.Negatives)
+		return fmt.Errorf("algorithms: %s %d applies to %s \"subsample\" only (it is %q): drop it", p.f("sampler.subsample"), s.Subsample, p.f("sampler.negatives"), s.Negatives)
 	}
-	if err := c.CheckSubsampleGiven(""); err != nil {
+	if err := c.CheckSubsampleGiven(string(p)); err != nil {
 		return err
 	}
 	if s.Negatives == NegativesSubsample {
 		if s.Subsample < 1 || c.BatchSize%s.Subsample != 0 || s.Steps%s.Subsample != 0 {
-			return fmt.Errorf("algorithms: sampler.subsample %d must divide batch_size %d and sampler.steps %d", s.Subsample, c.BatchSize, s.Steps)
+			return fmt.Errorf("algorithms: %s %d must divide %s %d and %s %d", p.f("sampler.subsample"), s.Subsample, p.f("batch_size"), c.BatchSize, p.f("sampler.steps"), s.Steps)
 		}
 	}
 	if c.Persistent < 0 {
-		return fmt.Errorf("algorithms: persistent %d, want > 0 (unset: the default 16 × batch_size)", c.Persistent)
+		return fmt.Errorf("algorithms: %s %d, want > 0 (unset: the default 16 × %s)", p.f("persistent"), c.Persistent, p.f("batch_size"))
 	}
 	if c.Persistent == 0 {
 		c.Persistent = 16 * c.BatchSize
 	}
 	if c.Persistent < c.Chains() {
-		return fmt.Errorf("algorithms: persistent %d is smaller than the %d chains run per iteration (batch_size %d, sampler.negatives %q): want persistent ≥ the chains, or a smaller batch_size", c.Persistent, c.Chains(), c.BatchSize, c.Sampler.Negatives)
+		return fmt.Errorf("algorithms: %[1]s %[2]d is smaller than the %[3]d chains run per iteration (%[4]s %[5]d, %[6]s %[7]q): want %[1]s ≥ the chains, or a smaller %[4]s", p.f("persistent"), c.Persistent, c.Chains(), p.f("batch_size"), c.BatchSize, p.f("sampler.negatives"), c.Sampler.Negatives)
 	}
 	return nil
 }
@@ -245,18 +253,18 @@ func (c TrainConfig) CheckSubsampleGiven(prefix string) error {
 }
 
 // globalDefaults fills and checks flowMC's global moves and cycle.
-func (s *SamplerConfig) globalDefaults() error {
+func (s *SamplerConfig) globalDefaults(p fieldPrefix) error {
 	if s.Global == "" {
 		s.Global = ISIR
 	}
-	if err := checkOption("sampler.global", string(s.Global)); err != nil {
+	if err := p.checkOption("sampler.global", string(s.Global)); err != nil {
 		return err
 	}
 	if s.Particles == 0 {
 		s.Particles = 32
 	}
 	if s.Particles < 2 {
-		return fmt.Errorf("algorithms: sampler.particles %d, want ≥ 2", s.Particles)
+		return fmt.Errorf("algorithms: %s %d, want ≥ 2", p.f("sampler.particles"), s.Particles)
 	}
 	if s.GlobalSteps == 0 && s.LocalSteps == 0 {
 		s.GlobalSteps, s.LocalSteps = 1, 4
@@ -266,53 +274,53 @@ func (s *SamplerConfig) globalDefaults() error {
 
 // stepDefaults fills and checks the step size, the counts' bounds and
 // MALA's target acceptance.
-func (s *SamplerConfig) stepDefaults() error {
+func (s *SamplerConfig) stepDefaults(p fieldPrefix) error {
 	if s.StepSize == 0 {
 		s.StepSize = 0.01
 	}
 	if !(s.StepSize >= 1e-12 && s.StepSize <= maxStepSize) {
-		return fmt.Errorf("algorithms: sampler.step_size %v, want a value in [1e-12, %g] (unset: the default 0.01)", s.StepSize, maxStepSize)
+		return fmt.Errorf("algorithms: %s %v, want a value in [1e-12, %g] (unset: the default 0.01)", p.f("sampler.step_size"), s.StepSize, maxStepSize)
 	}
 	if s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
-		return fmt.Errorf("algorithms: sampler step_size %v, steps %d, global_steps %d, local_steps %d: want positive", s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
+		return fmt.Errorf("algorithms: %s step_size %v, steps %d, global_steps %d, local_steps %d: want positive", p.f("sampler"), s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
 	}
 	if s.Steps > MaxChainSteps || s.GlobalSteps > MaxChainSteps || s.LocalSteps > MaxChainSteps {
-		return fmt.Errorf("algorithms: sampler steps %d, global_steps %d, local_steps %d: want at most %d each (every iteration runs them)", s.Steps, s.GlobalSteps, s.LocalSteps, MaxChainSteps)
+		return fmt.Errorf("algorithms: %s steps %d, global_steps %d, local_steps %d: want at most %d each (every iteration runs them)", p.f("sampler"), s.Steps, s.GlobalSteps, s.LocalSteps, MaxChainSteps)
 	}
 	if s.TargetAccept == 0 {
 		s.TargetAccept = 0.75
 	}
 	if !(s.TargetAccept > 0 && s.TargetAccept < 1) {
-		return fmt.Errorf("algorithms: sampler.target_accept %v, want in (0, 1) (unset: the default 0.75)", s.TargetAccept)
+		return fmt.Errorf("algorithms: %s %v, want in (0, 1) (unset: the default 0.75)", p.f("sampler.target_accept"), s.TargetAccept)
 	}
 	return nil
 }
 
 // checkScales checks the start scale, the optimisers and the L2 term.
-func (c *TrainConfig) checkScales() error {
+func (c *TrainConfig) checkScales(p fieldPrefix) error {
 	if c.StartScale != 0 && !(c.StartScale >= 1e-150 && c.StartScale <= 1e150) {
-		return fmt.Errorf("algorithms: start_scale %v, want a value in [1e-150, 1e150] (unset: the default)", c.StartScale)
+		return fmt.Errorf("algorithms: %s %v, want a value in [1e-150, 1e150] (unset: the default)", p.f("start_scale"), c.StartScale)
 	}
-	if err := c.EBMOptim.validate("ebm_optim"); err != nil {
+	if err := c.EBMOptim.validate(p.f("ebm_optim")); err != nil {
 		return err
 	}
 	if c.usesFlow() || c.FlowOptim != (OptimConfig{}) { // ula has no flow, but a wrong value is still wrong
-		if err := c.FlowOptim.validate("flow_optim"); err != nil {
+		if err := c.FlowOptim.validate(p.f("flow_optim")); err != nil {
 			return err
 		}
 	}
 	if math.IsNaN(c.L2) || math.IsInf(c.L2, 0) || c.L2 < 0 {
-		return fmt.Errorf("algorithms: l2 %v, want a finite value ≥ 0", c.L2)
+		return fmt.Errorf("algorithms: %s %v, want a finite value ≥ 0", p.f("l2"), c.L2)
 	}
 	return nil
 }
 
 // startDefaults fills and checks how the bank starts.
-func (c *TrainConfig) startDefaults() error {
+func (c *TrainConfig) startDefaults(p fieldPrefix) error {
 	if c.Start == "" {
 		c.Start = StartFlow
 	}
-	if err := checkOption("start", string(c.Start)); err != nil {
+	if err := p.checkOption("start", string(c.Start)); err != nil {
 		return err
 	}
 	if c.Start == StartUniform && c.StartScale == 0 {
@@ -322,63 +330,63 @@ func (c *TrainConfig) startDefaults() error {
 }
 
 // pretrainDefaults fills and checks flow pretraining.
-func (c *TrainConfig) pretrainDefaults() error {
+func (c *TrainConfig) pretrainDefaults(fp fieldPrefix) error {
 	p := &c.Pretrain
 	if p.Objective == "" {
 		p.Objective = ObjectiveReverseKL
 	}
-	if err := checkOption("pretrain.objective", string(p.Objective)); err != nil {
+	if err := fp.checkOption("pretrain.objective", string(p.Objective)); err != nil {
 		return err
 	}
 	if p.Steps < 0 || p.Steps > MaxIterations {
-		return fmt.Errorf("algorithms: pretrain.steps %d, want 0..%d (0: no pretraining)", p.Steps, MaxIterations)
+		return fmt.Errorf("algorithms: %s %d, want 0..%d (0: no pretraining)", fp.f("pretrain.steps"), p.Steps, MaxIterations)
 	}
 	if p.LR == 0 {
 		p.LR = 1e-2
 	}
 	if !(p.LR > 0) || math.IsInf(p.LR, 0) {
-		return fmt.Errorf("algorithms: pretrain.lr %v, want a finite value > 0 (unset: the default 1e-2)", p.LR)
+		return fmt.Errorf("algorithms: %s %v, want a finite value > 0 (unset: the default 1e-2)", fp.f("pretrain.lr"), p.LR)
 	}
 	if p.BatchSize == 0 {
 		p.BatchSize = c.BatchSize
 	}
 	if p.BatchSize < 1 {
-		return fmt.Errorf("algorithms: pretrain.batch_size %d, want > 0 (0: the training batch_size)", p.BatchSize)
+		return fmt.Errorf("algorithms: %s %d, want > 0 (0: the training %s)", fp.f("pretrain.batch_size"), p.BatchSize, fp.f("batch_size"))
 	}
 	return nil
 }
 
 // guardDefaults fills and checks CoopFlow's frozen start, the divergence
 // guard, the flow's steps and the EBM's averaging.
-func (c *TrainConfig) guardDefaults() error {
+func (c *TrainConfig) guardDefaults(p fieldPrefix) error {
 	if c.FreezeFlow < 0 {
-		return fmt.Errorf("algorithms: freeze_flow %d, want ≥ 0", c.FreezeFlow)
+		return fmt.Errorf("algorithms: %s %d, want ≥ 0", p.f("freeze_flow"), c.FreezeFlow)
 	}
 	if c.FreezeFlow > 0 && c.FreezeFlow >= c.Iterations && c.usesFlow() {
-		return fmt.Errorf("algorithms: freeze_flow %d, want fewer than the %d iterations: the flow would never be trained", c.FreezeFlow, c.Iterations)
+		return fmt.Errorf("algorithms: %s %d, want fewer than the %d iterations: the flow would never be trained", p.f("freeze_flow"), c.FreezeFlow, c.Iterations)
 	}
 	if c.MaxEnergy == 0 {
 		c.MaxEnergy = 1e6
 	}
 	if !(c.MaxEnergy > 0) {
-		return fmt.Errorf("algorithms: max_energy %v, want > 0 (unset: the default 1e6)", c.MaxEnergy)
+		return fmt.Errorf("algorithms: %s %v, want > 0 (unset: the default 1e6)", p.f("max_energy"), c.MaxEnergy)
 	}
 	if c.FlowSteps == 0 {
 		c.FlowSteps = 1
 	}
 	if c.FlowSteps < 0 || c.FlowSteps > MaxFlowSteps {
-		return fmt.Errorf("algorithms: flow_steps %d, want 1..%d (unset: the default 1)", c.FlowSteps, MaxFlowSteps)
+		return fmt.Errorf("algorithms: %s %d, want 1..%d (unset: the default 1)", p.f("flow_steps"), c.FlowSteps, MaxFlowSteps)
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"ebm_optim.decay_every", c.EBMOptim.DecayEvery}, {"flow_optim.decay_every", c.FlowOptim.DecayEvery}, {"average_window", c.AverageWindow}, {"freeze_flow", c.FreezeFlow}} {
 		if f.v > MaxIterations {
-			return fmt.Errorf("algorithms: %s %d, want at most %d", f.name, f.v, MaxIterations)
+			return fmt.Errorf("algorithms: %s %d, want at most %d", p.f(f.name), f.v, MaxIterations)
 		}
 	}
 	if c.AverageWindow < 0 {
-		return fmt.Errorf("algorithms: average_window %d, want ≥ 0 (0: no averaging)", c.AverageWindow)
+		return fmt.Errorf("algorithms: %s %d, want ≥ 0 (0: no averaging)", p.f("average_window"), c.AverageWindow)
 	}
 	return nil
 }

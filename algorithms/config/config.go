@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -458,7 +459,7 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 		}
 		cfg.Train.SetIterations(max(1, int(it)))
 	}
-	tc, err := cfg.Train.Resolved()
+	tc, err := cfg.Train.ResolvedAs("train.")
 	if err != nil {
 		return err
 	}
@@ -645,6 +646,9 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
 func Read(path string) (Run, error) {
 	var cfg Run
 	if err := jsonfile.Read(path, &cfg, jsonfile.Options{}); err != nil {
+		if e := (*algorithms.OptionError)(nil); errors.As(err, &e) { // the options are the trainer's: named as the file nests them
+			return cfg, fmt.Errorf("%s: %w", path, &algorithms.OptionError{Field: "train." + e.Field, Value: e.Value, Want: e.Want})
+		}
 		return cfg, err
 	}
 	b, err := safefile.ReadFile(path, jsonfile.DefaultMaxBytes)
@@ -794,7 +798,7 @@ func (cfg Run) withUseDefaults() (map[string]any, bool) {
 	if cfg.Train.Iterations <= 0 { // epochs or a flag set it later: defaults as for a run of 1000
 		cfg.Train.Iterations = 1000
 	}
-	tc, err := cfg.Train.Resolved()
+	tc, err := cfg.Train.ResolvedAs("train.")
 	if err != nil {
 		return nil, false
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -166,6 +167,40 @@ func TestExplicitZeros(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), path+": algorithms: "+c.want)):
 			t.Errorf("%s: %v, want %q", c.json, err, c.want)
 		}
+	}
+}
+
+// The trainer's fields are named in errors as a run's configuration nests
+// them, under "train." (probes 22–28: "batch_size -3", "sampler.negatives
+// \"x\"" for train.batch_size and train.sampler.negatives), whether the
+// JSON decoding or the resolution refuses them.
+func TestTrainerFieldsNamedUnderTrain(t *testing.T) {
+	dir := t.TempDir()
+	exp, err := experiments.ByName("two-modes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ json, want string }{
+		{`{"train": {"iterations": 5, "batch_size": -3}}`, "train.batch_size -3, want > 0"},
+		{`{"train": {"iterations": 5, "ebm_optim": {"lr": -1}}}`, "train.ebm_optim.lr -1, want a finite value > 0"},
+		{`{"train": {"iterations": 5, "pretrain": {"lr": -1}}}`, "train.pretrain.lr -1"},
+		{`{"train": {"iterations": 5, "persistent": 5}}`, "train.persistent 5 is smaller than the 64 chains run per iteration (train.batch_size 64, train.sampler.negatives \"last\"): want train.persistent ≥ the chains, or a smaller train.batch_size"},
+		{`{"train": {"iterations": 5, "sampler": {"step_size": -1}}}`, "train.sampler.step_size -1"},
+		{`{"train": {"iterations": 5, "sampler": {"negatives": "x"}}}`, `train.sampler.negatives "x", want "last", "all" or "subsample"`},
+		{`{"train": {"iterations": 5, "algorithm": "x"}}`, `train.algorithm "x", want "flowmc", "ula", "nt" or "coopflow"`},
+	} {
+		path := filepath.Join(dir, "c.json")
+		os.WriteFile(path, []byte(c.json), 0o644)
+		cfg, err := Read(path)
+		if err == nil {
+			err = cfg.Resolve(exp)
+		}
+		if err == nil || !strings.Contains(err.Error(), "algorithms: "+c.want) {
+			t.Errorf("%s: %v, want %q", c.json, err, c.want)
+		}
+	}
+	if _, err := (algorithms.TrainConfig{Iterations: 5, BatchSize: -3}).Resolved(); err == nil || err.Error() != "algorithms: batch_size -3, want > 0" {
+		t.Errorf("a TrainConfig of its own: %v", err)
 	}
 }
 
