@@ -297,9 +297,14 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 	for _, e := range exps {
 		var exp *experiments.Experiment
 		var err error
-		if _, image := dataDirEnv(e); image && f.plan != "" {
+		_, image := dataDirEnv(e)
+		switch {
+		case image && f.plan != "":
 			_, err = experiments.FindDataDir(e) // exp stays nil
-		} else {
+		case image && f.report != "" && !anyRunFolder(f.out, e, algs):
+			// nothing of it to report: exp stays nil, its images unread
+			// (probe 22 on: a 4 GB ulimit -v refused a report without it)
+		default:
 			exp, err = experiments.ByName(e) // once: mnist's loads the images
 		}
 		var notGiven *experiments.FolderNotGivenError
@@ -401,6 +406,17 @@ func splitList(flag, s string) ([]string, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// anyRunFolder says whether out/runs holds a folder of a run of
+// experiment e with one of the algorithms algs.
+func anyRunFolder(out, e string, algs []string) bool {
+	for _, a := range algs {
+		if exists(filepath.Join(out, "runs", e+"-"+a)) {
+			return true
+		}
+	}
+	return false
 }
 
 // iterations is the number of iterations reproduce trains run r for.

@@ -197,7 +197,7 @@ func inferSettings(f *reproduceFlags, runs []*reproRun) error {
 // checkpoint, if any), error and state. It returns a warning for a run
 // whose plots could not be redrawn ("" if none).
 func (r *reproRun) collect(f reproduceFlags) (warning string) {
-	r.exactDensity = r.exp.Kind == experiments.KindDensity
+	r.exactDensity = r.exp != nil && r.exp.Kind == experiments.KindDensity // nil: an image experiment with no run here (planRuns)
 	set := func(state, format string, args ...any) string {
 		r.state, r.err = state, fmt.Sprintf(format, args...)
 		return ""

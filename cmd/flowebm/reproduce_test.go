@@ -301,3 +301,25 @@ func TestReportSaysCheckpointUnreadable(t *testing.T) {
 		t.Errorf("report on a damaged checkpoint:\n%s", report)
 	}
 }
+
+// An image experiment with no run folder in a --report folder is reported
+// missing without reading its images (probes 22–28: a report of two-modes
+// runs loaded MNIST, which a 4 GB ulimit -v refused); one with a run
+// folder is still read.
+func TestReportReadsNoImagesWithoutTheirRuns(t *testing.T) {
+	dir := t.TempDir()
+	if _, stderr, code := runCLI("reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--jobs", "1"); code != 0 {
+		t.Fatal(stderr)
+	}
+	t.Setenv("FLOWEBM_MNIST", t.TempDir()) // no images there
+	out, stderr, code := runCLI("reproduce", "--report", dir, "--experiments", "two-modes,mnist", "--algorithms", "ula")
+	if code != 0 || !strings.Contains(out, "mnist-ula: missing: no folder") {
+		t.Errorf("exit %d: %s %s", code, out, stderr)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "runs", "mnist-ula"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("reproduce", "--report", dir, "--experiments", "two-modes,mnist", "--algorithms", "ula"); code != 2 || !strings.Contains(stderr, "FLOWEBM_MNIST") {
+		t.Errorf("with a run folder of mnist: exit %d: %s", code, stderr)
+	}
+}
