@@ -1064,6 +1064,17 @@ func fallbackNote(dir string) string {
 	return fmt.Sprintf("%s is incomplete or damaged; using the previous checkpoint, %s", final, filepath.Base(best))
 }
 
+// NothingToResumeError is Resume's error for a run folder without a
+// complete checkpoint; Err (matching ErrNoCheckpoint) says why each
+// checkpoint folder there is not one.
+type NothingToResumeError struct{ Err error }
+
+func (e NothingToResumeError) Error() string {
+	return e.Err.Error() + "; nothing to resume: start the run again (with --force on the command line)"
+}
+
+func (e NothingToResumeError) Unwrap() error { return e.Err }
+
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (config.Run, error) {
@@ -1158,11 +1169,10 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 	case err != nil:
 		return nil, err
 	case !ok:
-		const advice = "nothing to resume: start the run again (with --force on the command line)"
 		if _, err := LatestCheckpoint(dir); err != nil {
-			return nil, fmt.Errorf("%w; %s", err, advice) // says why each folder is incomplete
+			return nil, NothingToResumeError{err} // says why each folder is incomplete
 		}
-		return nil, fmt.Errorf("%w; %s", noCheckpointError{dir: dir}, advice)
+		return nil, NothingToResumeError{noCheckpointError{dir: dir}}
 	}
 	// The checkpoint recovered belongs to config.json (LatestCheckpoint
 	// passes over those that do not).

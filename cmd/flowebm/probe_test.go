@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -239,6 +240,46 @@ func TestSeedsContinueInterruptedRun(t *testing.T) {
 		t.Errorf("samples.npy not written by the continued run: %v", err)
 	}
 	wantErr(t, `holds a run with train.algorithm "flowmc", this command asks for "ula"`, "train", "--seeds", "1", "--iterations", "2", "--algorithm", "ula", "--out", out)
+}
+
+// Probe 29: a seed's run with no checkpoint (a full disk or a kill in its
+// first one) could only be got past with --force, which trains every seed
+// again. It is trained again alone; a damaged checkpoint is not replaced,
+// and the refusal says how to train that seed alone.
+func TestSeedsRestartRunWithoutCheckpoint(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "S")
+	args := []string{"train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out}
+	if _, stderr, status := runCLI(args...); status != 0 {
+		t.Fatal(stderr)
+	}
+	s1, s2 := filepath.Join(out, "s1"), filepath.Join(out, "s2")
+	before, err := os.ReadFile(filepath.Join(s2, "samples.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi1, _ := os.Stat(filepath.Join(s1, "samples.npy"))
+	for _, f := range []string{"samples.npy", "checkpoint", "metrics.json"} {
+		os.RemoveAll(filepath.Join(s2, f))
+	}
+	stdout, stderr, status := runCLI(args...)
+	if status != 0 || !strings.Contains(stdout, "seed 1: already trained") || !strings.Contains(stdout, "stopped before its first checkpoint: trained again from the start") {
+		t.Fatalf("rerun: status %d, %q %q", status, stdout, stderr)
+	}
+	if after, err := os.ReadFile(filepath.Join(s2, "samples.npy")); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("seed 2 trained again: %v, same samples %v", err, bytes.Equal(after, before))
+	}
+	if fi, err := os.Stat(filepath.Join(s1, "samples.npy")); err != nil || !fi.ModTime().Equal(fi1.ModTime()) {
+		t.Errorf("seed 1 was written again: %v", err)
+	}
+	os.Remove(filepath.Join(s2, "samples.npy"))
+	weights := filepath.Join(s2, "checkpoint", "weights.npz")
+	b, err := os.ReadFile(weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x20
+	os.WriteFile(weights, b, 0o644)
+	wantErr(t, "); nothing to resume: to train this seed again alone, move "+s2+" away and give the same --seeds command again (--force would train every seed again)", args...)
 }
 
 // Outputs inside a run's checkpoint folders are refused (the next

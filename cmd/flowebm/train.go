@@ -257,12 +257,18 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 			// writing): resume it as --resume would.
 			fmt.Fprintf(out, "== seed %d: continuing %s\n", seed, dirs[i])
 			g = trainFlags{resume: dirs[i], quiet: f.quiet, plotFormat: f.plotFormat, data: f.data, forceSeed: true}
+		case seedRestart:
+			fmt.Fprintf(out, "== seed %d → %s (its run there stopped before its first checkpoint: trained again from the start)\n", seed, dirs[i])
+			g.force = true
 		default:
 			fmt.Fprintf(out, "== seed %d → %s\n", seed, dirs[i])
 		}
 		if err := trainOneRun(cmd, g); err != nil {
 			if errors.Is(err, algorithms.ErrInterrupted) {
 				return fmt.Errorf("seed %d: %w (or give the same --seeds command again: it continues this seed's run, then trains the others and writes seeds.json)", seed, err)
+			}
+			if none := (training.NothingToResumeError{}); errors.As(err, &none) {
+				return fmt.Errorf("seed %d: %w; nothing to resume: to train this seed again alone, move %s away and give the same --seeds command again (--force would train every seed again)", seed, none.Err, dirs[i])
 			}
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
@@ -333,6 +339,7 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 const (
 	seedNew         = iota // nothing there (or --force): train it
 	seedInterrupted        // a run of what is asked, unfinished: continue it
+	seedRestart            // a run of what is asked, stopped before its first checkpoint: train it again
 	seedFinished           // a run of what is asked with all its outputs: keep it
 )
 
@@ -383,6 +390,9 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		return seedNew, fmt.Errorf("%s holds a run with %s = %s, this command asks for %s: give another --out, or train it again with --force", dir, field, h, w)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "samples.npy")); err != nil {
+		if _, err := training.LatestCheckpoint(dir); err != nil && !hasCheckpoint(dir) {
+			return seedRestart, nil // nothing to resume, nothing of worth to lose (probe 29: the advice was --force, which retrains every seed)
+		}
 		return seedInterrupted, nil
 	}
 	return seedFinished, nil
