@@ -94,16 +94,20 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 		r := &reproRun{experiment: "cifar10", exp: exp, algorithm: a, dir: out}
 		// reproduce redraws a kept run's figures in its --plot-format,
 		// the image figures included.
-		if _, err := r.load(plots.SVG); err != nil {
+		runCfg, err := training.ReadRunConfig(out)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if w := r.collectFinished(reproduceFlags{plotFormat: plots.SVG}, runCfg, false); w != "" || r.err != "" {
+			t.Fatal(w, r.err)
 		}
 		for _, fig := range []string{"samples-512.svg", "energies.svg"} {
 			if _, err := os.Stat(filepath.Join(out, fig)); err != nil {
 				t.Errorf("%s: %v", a, err)
 			}
 		}
-		if _, err := r.load(0); err != nil {
-			t.Fatal(err)
+		if w := r.collectFinished(reproduceFlags{}, runCfg, false); w != "" || r.err != "" {
+			t.Fatal(w, r.err)
 		}
 		runs = append(runs, r)
 	}

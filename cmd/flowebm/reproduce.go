@@ -151,6 +151,9 @@ type reproRun struct {
 	// runUnreadable or runMismatched (err then says why); "" otherwise.
 	state string
 	note  string // a short note on state, for the tables ("iteration 200 of 400")
+	// startErr is why reproduce could not start the run's train process,
+	// which nothing in its folder may say ("" if it started).
+	startErr string
 }
 
 func (r *reproRun) name() string { return r.experiment + "-" + string(r.algorithm) }
@@ -236,18 +239,27 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	t0 := time.Now()
 	soft, hard, stop := reproduceSignals()
-	defer stop()
 	trainAll(soft, hard, out, exe, runs, f)
-	if soft.Err() != nil {
+	interrupted := soft.Err() != nil
+	stop()
+	if interrupted {
 		return fmt.Errorf("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")
 	}
+	// No run is under way now: a signal stops reproduce at once (probe 29:
+	// it was said to stop the runs, and ignored).
+	defer removeTempsOnSignalNoting(func() string {
+		return "; no report written: start the same reproduce command again to write it (the runs trained are kept)"
+	})()
+	hook("reproduce-trained")
+	// The runs are read as --report reads them: a run that another
+	// process trains, or that appeared of other settings meanwhile, is
+	// marked so (probe 29: "failed", and taken as this reproduce's).
 	for _, r := range runs {
-		warning, err := r.load(f.plotFormat)
-		if err != nil {
-			return err
-		}
-		if warning != "" {
+		if warning := r.collect(f); warning != "" {
 			fmt.Fprintln(out, "warning:", warning)
+		}
+		if r.state == runMissing && r.startErr != "" { // nothing on disk says why
+			r.state, r.err = "", r.startErr
 		}
 	}
 	if _, err := writeReport(f, runs, time.Since(t0)); err != nil {
@@ -263,12 +275,15 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 func failedRuns(runs []*reproRun) error {
 	var failed []string
 	for _, r := range runs {
-		if r.status() != "failed" {
+		if r.hasResult() {
 			continue
 		}
 		why := filepath.Join(r.dir, "error.txt")
-		if _, err := os.Stat(why); err != nil {
-			why = r.err // not finished: e.g. another process trains it
+		if _, err := os.Stat(why); err != nil || r.state != "" {
+			why = r.err
+		}
+		if st := r.status(); st != "failed" {
+			why = st + ": " + why // in progress (another process trains it), mismatched, …
 		}
 		failed = append(failed, fmt.Sprintf("%s (%s)", r.name(), why))
 	}
@@ -527,14 +542,14 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	}
 	if msg := loggedDivergence(r.dir); err != nil && msg != "" { // trained by a --plan's command, which writes no error.txt
 		if err := safefile.Write(errPath, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
-			return err.Error()
+			return r.failedToStart(err)
 		}
 		return "diverged before (see error.txt)"
 	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
 	if err := mkdirAll(r.dir); err != nil {
-		return err.Error()
+		return r.failedToStart(err)
 	}
 	release, err := lockRun(r.dir)
 	if err != nil {
@@ -545,28 +560,25 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	// checkpoint where it has one.
 	if earlier != nil {
 		if err := os.Remove(errPath); err != nil {
-			return err.Error()
+			return r.failedToStart(err)
 		}
 	}
 	// Appended: a resumed run keeps the notes its start wrote at the top.
 	logf, err := os.OpenFile(filepath.Join(r.dir, "log.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err.Error()
+		return r.failedToStart(err)
 	}
 	defer logf.Close()
 	args, err := trainArgs(r, f)
 	if err != nil {
-		return err.Error()
+		return r.failedToStart(err)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
 	if err := runChild(soft, hard, cmd); err != nil {
-		msg := lastLine(filepath.Join(r.dir, "log.txt"))
-		if msg == "" {
-			msg = err.Error()
-		}
+		msg := childFailure(err, lastLine(filepath.Join(r.dir, "log.txt")))
 		if strings.Contains(msg, "another flowebm process is") {
 			return "skipped: " + msg // it took the lock after the check above
 		}
@@ -577,6 +589,26 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		return failureStatus(msg)
 	}
 	return "done"
+}
+
+// childFailure is why a train process that ended with err failed, given
+// the last line of its log: its own error, or, when a signal killed it
+// (the out-of-memory killer, say), that signal, the line being progress
+// (probe 29).
+func childFailure(err error, last string) string {
+	if ee := (*exec.ExitError)(nil); last == "" {
+		return err.Error()
+	} else if errors.As(err, &ee) && !ee.Exited() {
+		return fmt.Sprintf("the train process ended with %v (the last line of its log.txt: %q)", err, last)
+	}
+	return last
+}
+
+// failedToStart records err as why run r's train process could not be
+// started, and returns it as its status.
+func (r *reproRun) failedToStart(err error) string {
+	r.startErr = err.Error()
+	return "FAILED (retried by the next reproduce): " + r.startErr
 }
 
 // divergenceMark matches train's error for a diverged run (it wraps
@@ -689,51 +721,6 @@ func lastLine(path string) string {
 	b, _ := safefile.ReadFile(path, maxTextBytes)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// load reads a finished run's metrics, or its error and last checkpoint's
-// evaluations, and redraws a finished run's evaluation plots in format
-// format (a kept run's plots then follow the current code and format).
-func (r *reproRun) load(format plots.Format) (warning string, err error) {
-	exp := r.exp
-	release, busy := holdRunToRedraw(r.dir)
-	defer release()
-	r.exactDensity = exp.Kind == experiments.KindDensity
-	// A finished run (samples.npy is written last) is read as such beside
-	// an error.txt of an earlier try (one that its plan's train retried).
-	if b, err := safefile.ReadFile(filepath.Join(r.dir, "error.txt"), maxTextBytes); err == nil && !exists(filepath.Join(r.dir, "samples.npy")) {
-		r.err = strings.TrimSpace(string(b))
-		// The last checkpoint's evaluations, where it has them, for the
-		// report (a run may have failed before, or on, its checkpoint).
-		if r.evals, err = training.ReadEvalsCSV(filepath.Join(r.dir, "checkpoint", "evals.csv"), len(exp.Weights)); err != nil {
-			r.evals = nil
-		}
-		return "", nil
-	}
-	r.metrics, err = training.ReadMetrics(filepath.Join(r.dir, "metrics.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		r.err = "no metrics.json"
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if m := r.metrics; m.Experiment != r.experiment || m.Algorithm != r.algorithm {
-		return "", fmt.Errorf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away, or give another --out",
-			filepath.Join(r.dir, "metrics.json"), m.Experiment, m.Algorithm, r.experiment, r.algorithm)
-	}
-	if r.evals, err = r.finishedEvals(); err != nil {
-		return "", err
-	}
-	cfg, err := training.ReadRunConfig(r.dir)
-	if err != nil {
-		return "", err
-	}
-	if busy { // read, not redrawn (probe 28: said nothing)
-		return heldNotRedrawn(r, format), nil
-	}
-	hook("run-redrawing")
-	return "", redrawRun(r.dir, cfg, exp, r.evals, format)
 }
 
 // heldNotRedrawn is the warning for a finished run another process holds:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -216,11 +217,15 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 	cfg, err := training.ReadRunConfig(r.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		found := presentIn(r.dir, []string{"metrics.json", "samples.npy", "metrics.csv", "checkpoint", "checkpoint.old"})
+		errTxt, _ := safefile.ReadFile(filepath.Join(r.dir, "error.txt"), maxTextBytes)
 		switch msg := loggedError(r.dir); {
 		case busy:
 			return set(runInProgress, "starting: another process holds %s", filepath.Join(r.dir, ".lock"))
 		case len(found) > 0:
 			return set(runUnreadable, "%s is missing, yet the folder holds %s", filepath.Join(r.dir, "config.json"), strings.Join(found, ", "))
+		case len(bytes.TrimSpace(errTxt)) > 0: // reproduce's record of a failure (or divergence) as it started
+			r.err = strings.TrimSpace(string(errTxt))
+			return ""
 		case msg != "":
 			r.err = msg // failed (or diverged) as it started: its log.txt says why
 			return ""
@@ -313,6 +318,9 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		return heldNotRedrawn(r, f.plotFormat)
 	}
 	hook("run-redrawing")
+	if err := removeStaleTemps(r.dir, runNames()...); err != nil { // a killed redraw's (probe 29: left for good)
+		return fmt.Sprintf("%s: its plots were not redrawn in %s: %v", r.name(), f.plotFormat, err)
+	}
 	if err := redrawRun(r.dir, cfg, r.exp, evals, f.plotFormat); err != nil {
 		return fmt.Sprintf("%s: its plots were not redrawn in %s: %v", r.name(), f.plotFormat, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -82,7 +83,7 @@ func TestReproduceReport(t *testing.T) {
 	os.MkdirAll(filepath.Join(cf, "log.txt"), 0o755) // a folder in its log's place: the run cannot start
 	errb.Reset()
 	if code := run([]string{"reproduce", "--experiments", "two-modes", "--iterations", "20", "--out", dir}, &out, &errb); code != 2 ||
-		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow (no metrics.json)") {
+		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow (open "+filepath.Join(cf, "log.txt")+": is a directory)") {
 		t.Errorf("a failed run: exit %d, %q, want 2 and the run named", code, errb.String())
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(b), "| two-modes-coopflow | failed") {
@@ -321,5 +322,56 @@ func TestReportReadsNoImagesWithoutTheirRuns(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("reproduce", "--report", dir, "--experiments", "two-modes,mnist", "--algorithms", "ula"); code != 2 || !strings.Contains(stderr, "FLOWEBM_MNIST") {
 		t.Errorf("with a run folder of mnist: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 29: a train process killed by a signal was said to have failed
+// with its log's last line, a progress line.
+func TestChildKilledSaysSo(t *testing.T) {
+	err := exec.Command("sh", "-c", "kill -9 $$").Run()
+	if got, want := childFailure(err, "iteration 30/300 (10%)"), `the train process ended with signal: killed (the last line of its log.txt: "iteration 30/300 (10%)")`; got != want {
+		t.Errorf("killed: %q, want %q", got, want)
+	}
+	err = exec.Command("sh", "-c", "exit 2").Run()
+	if got := childFailure(err, "flowebm: no space left on device"); got != "flowebm: no space left on device" {
+		t.Errorf("failed: %q", got)
+	}
+	if got := childFailure(err, ""); got != "exit status 2" {
+		t.Errorf("no log: %q", got)
+	}
+}
+
+// Probe 29: the figures' temporary files of a reproduce killed while it
+// redrew a run's plots were left for good; reproducing again (or a
+// --report) removes them, as plot does.
+func TestReproduceRemovesStaleFigureTemps(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--jobs", "1"}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(dir, "runs", "two-modes-ula")
+	for _, args := range [][]string{args, {"reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "ula"}} {
+		stale := filepath.Join(run, ".weights.svg.tmp4242")
+		if err := os.WriteFile(stale, []byte("<svg"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := runCLI(args...); code != 0 || exists(stale) {
+			t.Errorf("%v: exit %d, %s left: %s", args, code, stale, stderr)
+		}
+	}
+}
+
+// Probe 29: an interrupt once the runs were trained was answered "the
+// runs under way stop at their next checkpoint", then ignored: the report
+// was written and reproduce exited 0.
+func TestReproduceInterruptedAfterTraining(t *testing.T) {
+	dir := t.TempDir()
+	code, stderr := outputsChild(t, "reproduce-trained", "INT", "reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--jobs", "1")
+	if code != 130 || !strings.Contains(stderr, "no report written: start the same reproduce command again to write it") || strings.Contains(stderr, "runs under way") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if exists(filepath.Join(dir, "report.md")) {
+		t.Error("report.md written after the interrupt")
 	}
 }

@@ -138,10 +138,14 @@ func TestReproduceRobust(t *testing.T) {
 		dir := keptRun(t, src, out, "two-modes-flowmc")
 		b, _ := os.ReadFile(filepath.Join(dir, "metrics.json"))
 		os.WriteFile(filepath.Join(dir, "metrics.json"), bytes.Replace(b, []byte(`"algorithm": "flowmc"`), []byte(`"algorithm": "ula"`), 1), 0o644)
-		if code, _, stderr := reproduceInto(out, "two-modes", "flowmc"); code != 2 || !strings.Contains(stderr, `metrics.json is of experiment "two-modes" with algorithm "ula"`) {
+		// Changed after the check that precedes training: read as --report
+		// reads it (probe 29), the report marking it.
+		if code, _, stderr := reproduceInto(out, "two-modes", "flowmc"); code != 2 || !strings.Contains(stderr, `two-modes-flowmc (mismatched: `+filepath.Join(dir, "metrics.json")+` is of experiment "two-modes" with algorithm "ula"`) {
 			t.Errorf("metrics.json of ula: exit %d, %q", code, stderr)
 		}
-		noReport(out)
+		if b, _ := os.ReadFile(filepath.Join(out, "report.md")); !strings.Contains(string(b), "| two-modes-flowmc | mismatched") {
+			t.Errorf("the report does not mark the run:\n%s", b)
+		}
 	})
 	t.Run("unreadable metrics.csv", func(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(src, "metrics.csv"))
@@ -187,7 +191,8 @@ func TestReproduceRobust(t *testing.T) {
 		}
 		defer release()
 		code, stdout, stderr := reproduceInto(out, "two-modes", "flowmc")
-		if code != 2 || !strings.Contains(stdout, "two-modes-flowmc: skipped: ") || !strings.Contains(stderr, "1 of 1 runs failed or did not finish: two-modes-flowmc (no metrics.json)") {
+		// Probe 29: the report called it "failed" (no metrics.json).
+		if code != 2 || !strings.Contains(stdout, "two-modes-flowmc: skipped: ") || !strings.Contains(stderr, "1 of 1 runs failed or did not finish: two-modes-flowmc (in progress: starting: another process holds "+filepath.Join(dir, ".lock")+")") {
 			t.Errorf("exit %d, %q, %q", code, stdout, stderr)
 		}
 		for _, f := range []string{"error.txt", "log.txt"} {
@@ -229,5 +234,31 @@ func TestCompareRobust(t *testing.T) {
 	}
 	if figs, _ := filepath.Glob(filepath.Join(out, "*.svg")); len(figs) != 1 {
 		t.Errorf("figures left after the failure: %v (%s)", figs, stderr.String())
+	}
+}
+
+// Probe 29: a run of other settings put in place while reproduce trained
+// (a train --out into its folder) was reported as this reproduce's. It is
+// read as --report reads it: marked, with an error status.
+func TestReproduceRereadsRunsAfterTraining(t *testing.T) {
+	other := trainedRun(t) // 2 iterations
+	out := t.TempDir()
+	dir := filepath.Join(out, "runs", "two-modes-flowmc")
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "reproduce-trained" {
+			os.RemoveAll(dir)
+			if err := os.CopyFS(dir, os.DirFS(other)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	var o, e bytes.Buffer
+	code := run([]string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "3", "--jobs", "1", "--out", out}, &o, &e)
+	if code != 2 || !strings.Contains(e.String(), "two-modes-flowmc (mismatched: "+filepath.Join(dir, "config.json")+" is of experiment \"two-modes\" with algorithm \"flowmc\", seed 1 and 2 iterations") {
+		t.Errorf("exit %d: %s %s", code, o.String(), e.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "report.md")); !strings.Contains(string(b), "| two-modes-flowmc | mismatched") {
+		t.Errorf("the report does not mark the run:\n%s", b)
 	}
 }
