@@ -125,7 +125,7 @@ func checkComplete(dir string, strict bool) error {
 		return err
 	}
 	evals := filepath.Join(dir, "evals.csv")
-	f, err := safefile.OpenLimited(evals, jsonfile.DefaultMaxBytes, "flowebm's evaluations are kilobytes to megabytes")
+	f, err := safefile.OpenLimited(evals, maxEvalsBytes, "flowebm's evaluations are kilobytes to megabytes")
 	if err != nil {
 		return err
 	}

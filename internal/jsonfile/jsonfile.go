@@ -10,10 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -31,9 +29,11 @@ type Options struct {
 }
 
 // DefaultMaxBytes bounds the JSON files flowebm reads (configurations,
-// metrics, checkpoint state): each is kilobytes to megabytes, and a file
-// of gigabytes would cost twice its size in memory before being refused.
-const DefaultMaxBytes = 256 << 20
+// metrics, checkpoint state, seeds summaries): each is kilobytes (the
+// largest in docs/results, a seeds.json, is 10 KB). Larger
+// files cost memory and time to walk before being refused: 256 MiB, the
+// bound before, took 38 s and 0.9 GB to refuse a configuration (probe 29).
+const DefaultMaxBytes = 16 << 20
 
 // Read decodes the JSON object in the file at path into v.
 func Read(path string, v any, opt Options) error {
@@ -115,35 +115,20 @@ func at(b []byte, err error) error {
 }
 
 // unknownAt adds to encoding/json's "unknown field" error, which names
-// the key only, where the key stands (train.epochs).
+// the key only, where the key stands (train.epochs). It walks the tokens:
+// a file of hundreds of megabytes decoded into a map to find the key took
+// gigabytes (probe 29).
 func unknownAt(b []byte, err error) error {
 	name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`)
 	if !ok {
 		return err
 	}
 	name = strings.TrimSuffix(name, `"`)
-	var raw map[string]any
-	if json.Unmarshal(b, &raw) != nil {
+	w := walker{dec: json.NewDecoder(bytes.NewReader(b)), find: name}
+	if w.walk(0) != nil || len(w.found) == 0 {
 		return err
 	}
-	if paths := keyPaths(raw, name, ""); len(paths) > 0 {
-		return fmt.Errorf("unknown field %q (at %s)", name, strings.Join(paths, ", "))
-	}
-	return err
-}
-
-// keyPaths are the dotted paths of the key name in the object m.
-func keyPaths(m map[string]any, name, prefix string) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if k == name {
-			out = append(out, prefix+k)
-		}
-		if sub, ok := m[k].(map[string]any); ok {
-			out = append(out, keyPaths(sub, name, prefix+k+".")...)
-		}
-	}
-	return out
+	return fmt.Errorf("unknown field %q (at %s)", name, strings.Join(w.found, ", "))
 }
 
 // noDuplicateKeys refuses an object that gives a key twice, at any depth,
@@ -153,7 +138,7 @@ func keyPaths(m map[string]any, name, prefix string) []string {
 func noDuplicateKeys(b []byte) ([]numberAt, error) {
 	w := walker{dec: json.NewDecoder(bytes.NewReader(b))}
 	w.dec.UseNumber()
-	if err := w.walk("", nil, 0); err != nil && !errors.Is(err, errMalformed) {
+	if err := w.walk(0); err != nil && !errors.Is(err, errMalformed) {
 		return nil, err
 	}
 	return w.negZeros, nil // malformed input: json.Decoder.Decode says where
@@ -162,9 +147,10 @@ func noDuplicateKeys(b []byte) ([]numberAt, error) {
 // errMalformed stops the walk at a syntax error.
 var errMalformed = errors.New("malformed JSON")
 
-// maxDepth bounds the nesting of objects and arrays (encoding/json's own
-// limit), so that a hostile file cannot exhaust the stack.
-const maxDepth = 10000
+// maxDepth bounds the nesting of objects and arrays. flowebm's files nest
+// a few levels; encoding/json's own limit, 10000, let a 20 KB file of
+// brackets cost gigabytes in the walk (probe 29).
+const maxDepth = 100
 
 // numberAt is where a number stands: path names it in messages, keys are
 // the object keys that lead to it ("" for an array element).
@@ -173,14 +159,50 @@ type numberAt struct {
 	keys []string
 }
 
-// walker reads a JSON value token by token.
+// walker reads a JSON value token by token, keeping where it stands.
 type walker struct {
 	dec      *json.Decoder
+	at       []step     // the keys and indices that lead to the value read
 	negZeros []numberAt // every -0
+	find     string     // a key whose paths found collects (unknownAt)
+	found    []string
 }
 
-// walk reads one value (path and keys say where it stands).
-func (w *walker) walk(path string, keys []string, depth int) error {
+// step is one key, or one index of an array, on the way to a value.
+type step struct {
+	key   string
+	index int // -1 for a key
+}
+
+// path names where w stands: train.sampler.steps, data[2].
+func (w *walker) path() string {
+	var b strings.Builder
+	for _, s := range w.at {
+		switch {
+		case s.index >= 0:
+			fmt.Fprintf(&b, "[%d]", s.index)
+		case b.Len() > 0:
+			b.WriteString("." + s.key)
+		default:
+			b.WriteString(s.key)
+		}
+	}
+	return b.String()
+}
+
+// keys are the keys that lead to where w stands, "" for an index.
+func (w *walker) keys() []string {
+	k := make([]string, len(w.at))
+	for i, s := range w.at {
+		if s.index < 0 {
+			k[i] = s.key
+		}
+	}
+	return k
+}
+
+// walk reads one value, at depth.
+func (w *walker) walk(depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("nested more than %d deep, want at most %d", maxDepth, maxDepth)
 	}
@@ -190,29 +212,10 @@ func (w *walker) walk(path string, keys []string, depth int) error {
 	}
 	switch tok {
 	case json.Delim('{'):
-		seen := map[string]string{}
-		for w.dec.More() {
-			k, err := w.dec.Token()
-			if err != nil {
-				return errMalformed
-			}
-			key, _ := k.(string)
-			// Folded as encoding/json matches names ("ſeed" is "seed").
-			folded := strings.ToLower(strings.ToUpper(key))
-			if first, ok := seen[folded]; ok {
-				return fmt.Errorf("field %q given twice (as %q and %q), want each field once", join(path, key), first, key)
-			}
-			seen[folded] = key
-			if err := w.walk(join(path, key), append(slices.Clip(keys), key), depth+1); err != nil {
-				return err
-			}
-		}
-		if _, err := w.dec.Token(); err != nil {
-			return errMalformed
-		}
+		return w.object(depth)
 	case json.Delim('['):
 		for i := 0; w.dec.More(); i++ {
-			if err := w.walk(fmt.Sprintf("%s[%d]", path, i), append(slices.Clip(keys), ""), depth+1); err != nil {
+			if err := w.inside(step{index: i}, depth); err != nil {
 				return err
 			}
 		}
@@ -220,8 +223,47 @@ func (w *walker) walk(path string, keys []string, depth int) error {
 			return errMalformed
 		}
 	case json.Number("-0"):
-		w.negZeros = append(w.negZeros, numberAt{path, keys})
+		w.negZeros = append(w.negZeros, numberAt{w.path(), w.keys()})
 	}
+	return nil
+}
+
+// object reads the keys and values of an object whose { was read.
+func (w *walker) object(depth int) error {
+	seen := map[string]string{}
+	for w.dec.More() {
+		k, err := w.dec.Token()
+		if err != nil {
+			return errMalformed
+		}
+		key, _ := k.(string)
+		// Folded as encoding/json matches names ("ſeed" is "seed").
+		folded := strings.ToLower(strings.ToUpper(key))
+		if first, ok := seen[folded]; ok {
+			w.at = append(w.at, step{key: key, index: -1})
+			return fmt.Errorf("field %q given twice (as %q and %q), want each field once", w.path(), first, key)
+		}
+		seen[folded] = key
+		if err := w.inside(step{key: key, index: -1}, depth); err != nil {
+			return err
+		}
+	}
+	if _, err := w.dec.Token(); err != nil {
+		return errMalformed
+	}
+	return nil
+}
+
+// inside reads the value at s, one level below depth.
+func (w *walker) inside(s step, depth int) error {
+	w.at = append(w.at, s)
+	if s.index < 0 && s.key == w.find && w.find != "" && len(w.found) < 10 {
+		w.found = append(w.found, w.path())
+	}
+	if err := w.walk(depth + 1); err != nil {
+		return err
+	}
+	w.at = w.at[:len(w.at)-1]
 	return nil
 }
 
@@ -288,13 +330,6 @@ func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 		}
 	}
 	return reflect.StructField{}, false
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 func clip(b []byte) string { return textclip.Cut(string(b), 40) }

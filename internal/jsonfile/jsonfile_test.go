@@ -3,6 +3,7 @@ package jsonfile
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,36 @@ func TestReadRefusesHugeFiles(t *testing.T) {
 	}
 	if err := Read(small, &v, Options{}); err != nil || v["a"] != 1.0 {
 		t.Errorf("small file: %v, %v", v, err)
+	}
+}
+
+// Probe 29: a 20 KB file of 10000 nested brackets took gigabytes to walk
+// (each level copied the keys and path above it), and a file of 10^6
+// numbers in an unknown field was decoded into a map to say where the
+// field stands. Each is refused with a heap that grows by a small multiple
+// of the file (16 ×, plus 1 MB), a bound that does not depend on time:
+// the old walk grew it by 1.2 GB for the first (measured).
+func TestDecodeMemoryFollowsFileSize(t *testing.T) {
+	for _, c := range []struct {
+		in   []byte
+		want string
+	}{
+		{[]byte(`{"a": ` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`), "nested more than 100 deep"},
+		{[]byte(`{"a": {"b": {"zz": [` + strings.Repeat("0,", 1_000_000) + `0]}}, "seed": 1}`), `unknown field "a" (at a)`},
+		{[]byte(`{"seed": 1, "zz": [` + strings.Repeat("0,", 1_000_000) + `0]}`), `unknown field "zz" (at zz)`},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var v cfg
+		err := Decode(c.in, &v, Options{})
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.30q: %v, want %q", c.in, err, c.want)
+		}
+		if grown, bound := int64(after.HeapSys)-int64(before.HeapSys), int64(16*len(c.in)+1<<20); grown > bound {
+			t.Errorf("%.30q (%d bytes): the heap grew by %d bytes, want at most %d", c.in, len(c.in), grown, bound)
+		}
+		t.Logf("%d bytes: heap grew %d", len(c.in), int64(after.HeapSys)-int64(before.HeapSys))
 	}
 }
