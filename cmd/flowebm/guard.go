@@ -227,16 +227,55 @@ func lockHolder(path string) string {
 	return ""
 }
 
-// mkdirAll is os.MkdirAll naming a link that loops as such, where
-// MkdirAll says "mkdir …: file exists" (probes 27, 28).
+// mkdirAll is os.MkdirAll saying what stands in the way where there is
+// something (see blockedFolder): MkdirAll says "mkdir …: file exists" of
+// a link that loops or leads nowhere (probes 27–29).
 func mkdirAll(dir string) error {
 	err := os.MkdirAll(dir, 0o755)
 	if err != nil {
-		if _, statErr := os.Stat(dir); statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-			return statErr
+		if why := blockedFolder(dir); why != nil {
+			return why
 		}
 	}
 	return err
+}
+
+// blockedFolder says why the folder dir cannot be made, or be one, where
+// something on its path is in the way: a file ("X is a file, not a
+// folder"), a link to nothing, a link that loops; nil otherwise.
+func blockedFolder(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if err == nil {
+			return blockingEntry(p, fi)
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ELOOP) { // up to the entry at fault
+			return err // permission denied, …: said as is
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+// blockingEntry is what keeps the existing entry p (fi its Lstat) from
+// being a folder, or nil if it is one.
+func blockingEntry(p string, fi fs.FileInfo) error {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(p)
+		followed, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s is a symbolic link to %s, which does not exist: create that folder, or remove the link", p, target)
+		case err != nil:
+			return err // a link that loops: "too many levels of symbolic links"
+		}
+		fi = followed
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is a file, not a folder", p)
+	}
+	return nil
 }
 
 // lockRunAs is lockRun recording command as the lock's holder, which the
@@ -244,7 +283,7 @@ func mkdirAll(dir string) error {
 func lockRunAs(dir, command string) (release func(), err error) {
 	top := firstMissing(dir) // "" when dir exists
 	if err := mkdirAll(dir); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot make the folder %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, ".lock")
 	fi, statErr := os.Lstat(path)

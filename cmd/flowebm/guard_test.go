@@ -532,19 +532,43 @@ func TestRunWithoutCheckpointIsStartedAgain(t *testing.T) {
 // Probe 27: an output folder that is a link looping on itself was
 // refused as "mkdir …: file exists".
 func TestLockedFolderLinkLoopNamed(t *testing.T) {
+	npyPath := filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")
 	loop := filepath.Join(t.TempDir(), "loop")
 	if err := os.Symlink(loop, loop); err != nil {
 		t.Skip(err)
 	}
-	if _, err := lockRunAs(loop, "compare"); err == nil || err.Error() != "stat "+loop+": too many levels of symbolic links" {
+	if _, err := lockRunAs(loop, "compare"); err == nil || err.Error() != "cannot make the folder "+loop+": stat "+loop+": too many levels of symbolic links" {
 		t.Errorf("%v", err)
+	}
+	// Probe 29: a folder below a file was "stat …: not a directory",
+	// naming neither; a link to nothing was "mkdir …: file exists".
+	dir := filepath.Dir(loop)
+	file := writeFile(t, dir, "f.npy", "x")
+	nowhere := filepath.Join(dir, "nowhere")
+	if err := os.Symlink(filepath.Join(dir, "none"), nowhere); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, want string }{
+		{filepath.Join(file, "run"), file + " is a file, not a folder"},
+		{filepath.Join(file, "a", "b"), file + " is a file, not a folder"},
+		{nowhere, nowhere + " is a symbolic link to " + filepath.Join(dir, "none") + ", which does not exist: create that folder, or remove the link"},
+	} {
+		if _, err := lockRunAs(c.dir, "train"); err == nil || err.Error() != "cannot make the folder "+c.dir+": "+c.want {
+			t.Errorf("%s: %v, want %q", c.dir, err, c.want)
+		}
+		refused(t, "--plots "+c.dir+": cannot create the folder: "+c.want, npyPath, "--plots", c.dir)
+		if _, stderr, code := runCLI("reproduce", "--out", c.dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3"); code != 2 || !strings.Contains(stderr, "--out "+c.dir+": "+c.want) {
+			t.Errorf("reproduce --out %s: exit %d: %s", c.dir, code, stderr)
+		}
+	}
+	if exists(filepath.Join(dir, "none")) {
+		t.Error("the link's target was made")
 	}
 	// Probe 28: diagnose --plots said "mkdir …: file exists", and
 	// reproduce --out named a run's config.json under it.
-	npyPath := filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")
 	refused(t, "--plots "+loop+": cannot create the folder: stat "+loop+": too many levels of symbolic links", npyPath, "--plots", loop)
 	below := filepath.Join(loop, "x")
-	if _, stderr, code := runCLI("reproduce", "--out", below, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3"); code != 2 || !strings.Contains(stderr, "--out "+below+": stat "+below+": too many levels of symbolic links") {
+	if _, stderr, code := runCLI("reproduce", "--out", below, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3"); code != 2 || !strings.Contains(stderr, "--out "+below+": stat "+loop+": too many levels of symbolic links") {
 		t.Errorf("reproduce --out in a loop: exit %d: %s", code, stderr)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -189,7 +188,7 @@ func (f *reproduceFlags) check() error {
 			f.out += "-quick"
 		}
 	}
-	if _, err := os.Stat(f.out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := blockedFolder(f.out); err != nil {
 		return fmt.Errorf("--out %s: %v", f.out, err) // before a run's config.json is read (probe 28: that file was named)
 	}
 	if f.plan != "" { // --force is the plan file's
