@@ -282,11 +282,11 @@ func TestFix45ReproduceRefusesForeignReport(t *testing.T) {
 		t.Errorf("exit %d, %q; want a refusal", code, stderr)
 	}
 	checkFiles(t, out, files)
-	if err := checkReportFolder(out, true); err != nil {
+	if err := checkReportFolder("--out", out, true); err != nil {
 		t.Errorf("--force: %v", err)
 	}
 	os.Mkdir(filepath.Join(out, "runs"), 0o755)
-	if err := checkReportFolder(out, false); err != nil {
+	if err := checkReportFolder("--out", out, false); err != nil {
 		t.Errorf("an earlier reproduce's folder: %v", err)
 	}
 }

@@ -194,18 +194,27 @@ func (f *reproduceFlags) check() error {
 	if f.plan != "" { // --force is the plan file's
 		return checkPlanReportFolder(f.out)
 	}
-	return checkReportFolder(f.out, f.force)
+	flag := "--out"
+	if f.report != "" {
+		flag = "--report"
+	}
+	return checkReportFolder(flag, f.out, f.force)
 }
 
 // checkReportFolder refuses, unless force, an output folder holding
 // report.md or a report figure but no runs/ of an earlier reproduce:
 // files that reproduce did not write, which the report would replace.
-func checkReportFolder(out string, force bool) error {
+func checkReportFolder(flag, out string, force bool) error {
+	// Before any work (probe 29: a report.md that is a folder failed the
+	// rename at the end, the figures already replaced).
+	if err := replaceable(out, reportNames(), "reproduce writes the report there: move it away"); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, out, err)
+	}
 	if fi, err := os.Stat(filepath.Join(out, "runs")); force || (err == nil && fi.IsDir()) {
 		return nil
 	}
 	if found := presentIn(out, reportNames()); len(found) > 0 {
-		return fmt.Errorf("--out %s holds %s but no runs/ of an earlier reproduce: the report would replace it; give another folder, or replace it with --force", out, strings.Join(found, ", "))
+		return fmt.Errorf("%s %s holds %s but no runs/ of an earlier reproduce: the report would replace it; give another folder, or replace it with --force", flag, out, strings.Join(found, ", "))
 	}
 	return nil
 }

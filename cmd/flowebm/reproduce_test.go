@@ -375,3 +375,36 @@ func TestReproduceInterruptedAfterTraining(t *testing.T) {
 		t.Error("report.md written after the interrupt")
 	}
 }
+
+// Probe 29: a report.md (or report figure) that is a folder failed the
+// rename at the end of reproduce (after hours of training) or --report
+// (the other figures already replaced); a link was replaced. Each is
+// refused before any work.
+func TestReportFilesCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "report.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--jobs", "1"}
+	want := "--out " + dir + ": " + filepath.Join(dir, "report.md") + " is a folder, want a regular file: reproduce writes the report there: move it away"
+	if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, want) || exists(filepath.Join(dir, "runs", "two-modes-ula")) {
+		t.Errorf("exit %d: %s; want %q before any training", code, stderr, want)
+	}
+	os.Remove(filepath.Join(dir, "report.md"))
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	fig := filepath.Join(dir, "two-modes-weights.png")
+	before, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	os.Remove(fig)
+	if err := os.Symlink(filepath.Join(dir, "mine.png"), fig); err != nil {
+		t.Fatal(err)
+	}
+	want = "--report " + dir + ": " + fig + " is a symbolic link, want a regular file"
+	if _, stderr, code := runCLI("reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "ula"); code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("--report: exit %d: %s; want %q", code, stderr, want)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "report.md")); !bytes.Equal(after, before) {
+		t.Error("report.md rewritten")
+	}
+}
