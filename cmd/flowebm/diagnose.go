@@ -373,11 +373,15 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error
 func writeThresholds(w io.Writer, rows []dimReport) error {
 	var highR, lowESS []string
 	for _, r := range rows {
+		name := r.name
+		if !r.named { // "dim0", as --plot-dims and the plots name it (probe 29: "rhat above 1.01: 0" read as a count)
+			name = "dim" + r.name
+		}
 		if r.RHat > 1.01 || math.IsInf(r.RHatClassic, 1) {
-			highR = append(highR, r.name)
+			highR = append(highR, name)
 		}
 		if r.ESSBulk < 400 || r.ESSTail < 400 {
-			lowESS = append(lowESS, fmt.Sprintf("%s (bulk %.0f, tail %.0f)", r.name, r.ESSBulk, r.ESSTail))
+			lowESS = append(lowESS, fmt.Sprintf("%s (bulk %.0f, tail %.0f)", name, r.ESSBulk, r.ESSTail))
 		}
 	}
 	if len(highR) > 0 {

@@ -243,3 +243,26 @@ func TestDiagnoseReadsLongCSVLines(t *testing.T) {
 		t.Errorf("status %d: %s", status, errOut)
 	}
 }
+
+// Probe 29: chain numbers above 2^53 that differ (9007199254740992 and
+// …993) were read as one chain, silently merged; draw numbers there were
+// said to be out of order. Both are refused, naming the cell.
+func TestDiagnoseRefusesInexactChainAndDrawNumbers(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("chain,draw,mu\n")
+	for i, c := range []string{"9007199254740992", "9007199254740993"} {
+		for d := 1; d <= 20; d++ {
+			fmt.Fprintf(&b, "%s,%d,%d.5\n", c, d, i+d%3)
+		}
+	}
+	refused(t, "line 2, column 1 (chain): chain 9007199254740992: want a chain number of magnitude below 2^53 = 9007199254740992", writeFile(t, dir, "ch.csv", b.String()))
+	b.Reset()
+	b.WriteString("chain,draw,mu\n")
+	for c := 1; c <= 2; c++ {
+		for d := 0; d < 20; d++ {
+			fmt.Fprintf(&b, "%d,%d,%d.5\n", c, 9007199254740990+d, c+d%3)
+		}
+	}
+	refused(t, "line 4, column 2 (draw): draw 9007199254740992: want a number of magnitude below 2^53", writeFile(t, dir, "dr.csv", b.String()))
+}

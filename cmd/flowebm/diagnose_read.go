@@ -417,6 +417,9 @@ func checkDrawOrder(t *csvTable, chainCol int) error {
 		}
 		last := map[float64]float64{}
 		for i, r := range t.rows {
+			if math.Abs(r[j]) >= maxExactInt {
+				return fmt.Errorf("%s: %s %s: want a number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(t.lines[i], j), h, strconv.FormatFloat(r[j], 'f', -1, 64), maxExactInt)
+			}
 			id := 0.0
 			if chainCol >= 0 {
 				id = r[chainCol]
@@ -430,11 +433,18 @@ func checkDrawOrder(t *csvTable, chainCol int) error {
 	return nil
 }
 
-// checkChainIDs requires the chain column's values to be integers.
+// maxExactInt is 2^53: integers of smaller magnitude are held exactly
+// by a float64; larger ones read from text may round to one another.
+const maxExactInt = 1 << 53
+
+// checkChainIDs requires the chain column's values to be integers, of
+// magnitude below 2^53.
 func checkChainIDs(t *csvTable, chainCol int) error {
 	for i, r := range t.rows {
 		if id := r[chainCol]; id != math.Trunc(id) {
 			return fmt.Errorf("%s: chain %v: want an integer chain number", t.at(t.lines[i], chainCol), id)
+		} else if math.Abs(id) >= maxExactInt { // probe 29: two chains above it were merged into one
+			return fmt.Errorf("%s: chain %s: want a chain number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(t.lines[i], chainCol), strconv.FormatFloat(id, 'f', -1, 64), maxExactInt)
 		}
 	}
 	return nil
