@@ -823,3 +823,22 @@ func TestUnreadableCheckpointSaidSo(t *testing.T) {
 		t.Errorf("%v, %q; want %q", err, stderr, want)
 	}
 }
+
+// Probe 30: a second interrupt before the run's first checkpoint said
+// "the run's last complete checkpoint stands (flowebm train --resume
+// continues from it)", and that --resume failed.
+func TestSecondInterruptSaysWhatStands(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	code, stderr := outputsChild(t, "train-started", "INT2", "train", "--iterations", "4", "--quiet", "--out", dir)
+	if want := "quitting now; " + dir + " has no complete checkpoint yet: start the run again (the same command, with --force"; code != 130 || !strings.Contains(stderr, want) {
+		t.Errorf("no checkpoint: exit %d, %q; want %q", code, stderr, want)
+	}
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", dir, "--force"); code != 0 {
+		t.Fatalf("the advised --force: %s", stderr)
+	}
+	os.Remove(filepath.Join(dir, "samples.npy"))
+	code, stderr = outputsChild(t, "train-started", "INT2", "train", "--resume", dir, "--quiet")
+	if want := "the run's last complete checkpoint stands: continue with: flowebm train --resume " + dir; code != 130 || !strings.Contains(stderr, want) {
+		t.Errorf("a checkpoint: exit %d, %q; want %q", code, stderr, want)
+	}
+}

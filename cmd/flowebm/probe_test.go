@@ -282,6 +282,35 @@ func TestSeedsRestartRunWithoutCheckpoint(t *testing.T) {
 	wantErr(t, "); nothing to resume: to train this seed again alone, move "+s2+" away and give the same --seeds command again (--force would train every seed again)", args...)
 }
 
+// Probe 30: a seed's state was read once, before the first seed trained:
+// one that another process trained meanwhile was trained again from the
+// start. It is read again at its turn.
+func TestSeedsStateReadAtItsTurn(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "S")
+	args := []string{"train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out}
+	if _, stderr, status := runCLI(append(args[:2:2], "2", "--iterations", "2", "--quiet", "--out", out)...); status != 0 {
+		t.Fatal(stderr)
+	}
+	s2 := filepath.Join(out, "s2")
+	for _, f := range []string{"samples.npy", "checkpoint", "metrics.json"} {
+		os.RemoveAll(filepath.Join(s2, f))
+	}
+	os.Remove(filepath.Join(out, "seeds.json"))
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "seeds-checked" {
+			testHook = nil
+			if _, stderr, status := runCLI("train", "--seed", "2", "--iterations", "2", "--quiet", "--out", s2, "--force"); status != 0 {
+				t.Error(stderr)
+			}
+		}
+	}
+	stdout, stderr, status := runCLI(args...)
+	if status != 0 || !strings.Contains(stdout, "seed 2: already trained") {
+		t.Errorf("status %d, %q %q; want seed 2 kept as trained meanwhile", status, stdout, stderr)
+	}
+}
+
 // Outputs inside a run's checkpoint folders are refused (the next
 // checkpoint would delete them); so is a run trained there.
 func TestNoOutputsInRunCheckpoints(t *testing.T) {

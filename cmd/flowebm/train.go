@@ -245,9 +245,16 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 			}
 		}
 	}
+	hook("seeds-checked")
 	out := cmd.OutOrStdout()
 	for i, seed := range seeds {
 		g := runs[i]
+		// Again at its turn: another process may have trained it since
+		// (probe 30: a seed finished meanwhile was trained again from the
+		// start, by the state read before the first seed).
+		if states[i], err = seedRunState(cmd, runs[i], dirs[i]); err != nil {
+			return fmt.Errorf("seed %d: %w", seed, err)
+		}
 		switch states[i] {
 		case seedFinished:
 			fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dirs[i])
@@ -328,7 +335,8 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	if f.resume != "" && finished(run) {
 		return completeImageOutputs(run, out, f.plotFormat)
 	}
-	sig.enter(phaseTraining)
+	sig.enterTraining(run.Dir)
+	hook("train-started")
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted before training started: nothing was trained")
 	}
@@ -472,7 +480,8 @@ func resumeKeyError(dir string) error {
 // --resume writes them again).
 type runSignals struct {
 	ctx   context.Context
-	phase atomic.Int32 // phaseSetup, phaseTraining, phaseOutputs
+	phase atomic.Int32           // phaseSetup, phaseTraining, phaseOutputs
+	dir   atomic.Pointer[string] // the run's folder, once it is known
 	stop  func()
 }
 
@@ -508,7 +517,7 @@ func watchSignals() *runSignals {
 		select {
 		case s := <-sigs:
 			safefile.RemoveTemps() // the file being written, if any
-			fmt.Fprintf(os.Stderr, "flowebm: interrupted again (%v): quitting now; the run's last complete checkpoint stands (flowebm train --resume continues from it)\n", s)
+			fmt.Fprintf(os.Stderr, "flowebm: interrupted again (%v): quitting now; %s\n", s, rs.standing())
 			os.Exit(128 + int(s.(syscall.Signal)))
 		case <-stopped:
 		}
@@ -518,6 +527,28 @@ func watchSignals() *runSignals {
 }
 
 func (rs *runSignals) enter(phase int32) { rs.phase.Store(phase) }
+
+// enterTraining enters phaseTraining of the run in dir.
+func (rs *runSignals) enterTraining(dir string) {
+	rs.dir.Store(&dir)
+	rs.enter(phaseTraining)
+}
+
+// standing says what a run quit at once leaves, and how to go on: its
+// last complete checkpoint, or none (probe 30: a checkpoint was promised
+// before the first one, and the advised --resume failed).
+func (rs *runSignals) standing() string {
+	dir := rs.dir.Load()
+	if dir == nil {
+		return "nothing was trained"
+	}
+	// Folders, not their checksums: quitting at once must not read a
+	// model's weights.
+	if hasCheckpoint(*dir) || exists(filepath.Join(*dir, "checkpoint.new", checkpoint.ManifestName)) {
+		return fmt.Sprintf("the run's last complete checkpoint stands: continue with: flowebm train --resume %s", *dir)
+	}
+	return fmt.Sprintf("%s has no complete checkpoint yet: start the run again (the same command, with --force to replace what it holds)", *dir)
+}
 
 // resumeRun reopens the run of --resume (on a moved data file with
 // --data, a moved image folder with --data-dir), locked; a wait for a
