@@ -255,7 +255,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	// No run is under way now: a signal stops reproduce at once (probe 29:
 	// it was said to stop the runs, and ignored).
+	reportPath, writing := filepath.Join(f.out, "report.md"), time.Now()
 	defer removeTempsOnSignalNoting(func() string {
+		if fi, err := os.Stat(reportPath); err == nil && !fi.ModTime().Before(writing) { // placed (probe 30: "no report written")
+			return "; the report is written: " + reportPath
+		}
 		return "; no report written: start the same reproduce command again to write it (the runs trained are kept)"
 	})()
 	hook("reproduce-trained")
@@ -273,6 +277,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if _, err := writeReport(f, runs, time.Since(t0)); err != nil {
 		return err
 	}
+	hook("report-written")
 	fmt.Fprintf(out, "report: %s\n", filepath.Join(f.out, "report.md"))
 	return failedRuns(runs)
 }
@@ -582,22 +587,64 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		return r.failedToStart(err)
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	log := &childLog{log: logf}
+	cmd.Stdout, cmd.Stderr = log, log
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
 	if err := runChild(soft, hard, cmd); err != nil {
-		msg := childFailure(err, lastLine(filepath.Join(r.dir, "log.txt")))
-		if strings.Contains(msg, "another flowebm process is") {
-			return "skipped: " + msg // it took the lock after the check above
+		msg := childFailure(err, log.lastLine())
+		if log.err != nil { // probe 30: a full disk left an empty log.txt and "exit status 2"
+			msg += fmt.Sprintf(" (its log.txt could not be written: %v)", log.err)
 		}
-		if soft.Err() != nil { // stopped (or killed) because reproduce was interrupted
+		switch {
+		case strings.Contains(msg, "another flowebm process is"):
+			return "skipped: " + msg // it took the lock after the check above
+		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
 			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
+		case isInterruption(msg): // a signal to the train process itself (probe 30: recorded as a failure)
+			return "interrupted (reproduce again continues it from its last checkpoint): " + msg
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		return failureStatus(msg)
 	}
 	return "done"
 }
+
+// childLog is a train process's output: written to its log.txt, the last
+// lines also kept, which say why it failed when log.txt cannot be
+// written (a full disk).
+type childLog struct {
+	log  io.Writer
+	err  error // the first write to log that failed: no more are tried
+	tail []byte
+}
+
+func (c *childLog) Write(p []byte) (int, error) {
+	if c.err == nil {
+		_, c.err = c.log.Write(p)
+	}
+	c.tail = append(c.tail, p...)
+	if n := len(c.tail); n > 4096 {
+		c.tail = append(c.tail[:0], c.tail[n-4096:]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last line the process wrote in this run of it.
+func (c *childLog) lastLine() string {
+	lines := strings.Split(strings.TrimSpace(string(c.tail)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// interruptionMark matches train's own lines for a run it stopped on a
+// signal ("flowebm: training interrupted at iteration 78 …",
+// "flowebm: interrupted again …"), at the start of the line.
+var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) + `|interrupted)\b`)
+
+// isInterruption reports whether msg, a train process's last error line,
+// says that it stopped on a signal: continued from its last checkpoint,
+// not a failure.
+func isInterruption(msg string) bool { return interruptionMark.MatchString(msg) }
 
 // childFailure is why a train process that ended with err failed, given
 // the last line of its log: its own error, or, when a signal killed it

@@ -266,7 +266,7 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 		return ""
 	}
 	msg := loggedError(r.dir)
-	if msg != "" && !strings.Contains(msg, "interrupted") {
+	if msg != "" && !isInterruption(msg) {
 		r.err = msg // failed or diverged: its log.txt says why
 		return ""
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -408,3 +410,46 @@ func TestReportFilesCheckedFirst(t *testing.T) {
 		t.Error("report.md rewritten")
 	}
 }
+
+// Probe 30: an interrupt once report.md was in place said "no report
+// written".
+func TestReproduceInterruptedAfterReport(t *testing.T) {
+	dir := t.TempDir()
+	code, stderr := outputsChild(t, "report-written", "INT", "reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--jobs", "1")
+	if want := "the report is written: " + filepath.Join(dir, "report.md"); code != 130 || !strings.Contains(stderr, want) || strings.Contains(stderr, "no report written") {
+		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+}
+
+// Probe 30: a train process stopped by its own SIGTERM was recorded as a
+// failure (error.txt, "failed" in the report), though it only needs its
+// resume; a full disk left its error nowhere (an empty log.txt, "exit
+// status 2").
+func TestChildInterruptionAndLostLog(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"flowebm: training interrupted at iteration 78 of 300; checkpoint written to /r/checkpoint": true,
+		"flowebm: interrupted again (terminated): quitting now; …":                                  true,
+		"flowebm: interrupted before training started: nothing was trained":                         true,
+		"flowebm: open /data/training interrupted/x.csv: no such file or directory":                 false,
+		"flowebm: iteration 7: loss NaN: training diverged":                                         false,
+	} {
+		if isInterruption(msg) != want {
+			t.Errorf("isInterruption(%q) = %v", msg, !want)
+		}
+	}
+	full := &childLog{log: failingWriter{}}
+	fmt.Fprintln(full, "iteration 10/300 (3%)")
+	fmt.Fprintln(full, "flowebm: write metrics.csv: no space left on device")
+	if full.err == nil || full.lastLine() != "flowebm: write metrics.csv: no space left on device" {
+		t.Errorf("a log that cannot be written: %v, %q", full.err, full.lastLine())
+	}
+	long := &childLog{log: io.Discard}
+	fmt.Fprint(long, strings.Repeat("x", 10000)+"\nlast\n")
+	if long.lastLine() != "last" || len(long.tail) > 4096 {
+		t.Errorf("a long output: %q, %d bytes kept", long.lastLine(), len(long.tail))
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
