@@ -635,8 +635,25 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
 	return sysmem.Check(est.memoryTermsFor(cfg.Train, exp.Dim(), image), memoryLimit())
 }
 
-// newModels builds the run's untrained EBM (E ≡ 0, the base N(0, σ² I)
-// with σ from the model configuration or App. C.5's rule on the training
+// ReadAsWritten decodes the configuration file at path strictly, as Read
+// does, but takes its fields as written: no path resolved, no zero
+// checked (a checkpoint's copy of its run's configuration).
+func ReadAsWritten(path string) (Run, error) {
+	var cfg Run
+	if err := jsonfile.Read(path, &cfg, jsonfile.Options{MaxBytes: MaxFileBytes}); err != nil {
+		if e := (*algorithms.OptionError)(nil); errors.As(err, &e) { // the options are the trainer's: named as the file nests them
+			return cfg, fmt.Errorf("%s: %w", path, &algorithms.OptionError{Field: "train." + e.Field, Value: e.Value, Want: e.Want})
+		}
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// MaxFileBytes bounds a configuration file: kilobytes are written (a
+// run's config.json is about 2 KB), and walking 256 MiB took 38 s and
+// 0.9 GB before the refusal (probe 29).
+const MaxFileBytes = 16 << 20
+
 // Read reads a run configuration file (the fields of config.json),
 // strictly: unknown fields and data after the object are errors naming
 // the file and field; an explicit 0 for a field whose default is not 0 is
@@ -644,14 +661,11 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
 // Relative data.file and data.modes paths are taken relative to the
 // file's folder (ResolvePaths).
 func Read(path string) (Run, error) {
-	var cfg Run
-	if err := jsonfile.Read(path, &cfg, jsonfile.Options{}); err != nil {
-		if e := (*algorithms.OptionError)(nil); errors.As(err, &e) { // the options are the trainer's: named as the file nests them
-			return cfg, fmt.Errorf("%s: %w", path, &algorithms.OptionError{Field: "train." + e.Field, Value: e.Value, Want: e.Want})
-		}
+	cfg, err := ReadAsWritten(path)
+	if err != nil {
 		return cfg, err
 	}
-	b, err := safefile.ReadFile(path, jsonfile.DefaultMaxBytes)
+	b, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return cfg, err
 	}

@@ -229,3 +229,16 @@ func TestSamplerStepsGivenTogether(t *testing.T) {
 		}
 	}
 }
+
+// A configuration file is bounded more tightly than the files flowebm
+// writes (probe 29: 256 MiB took 38 s and 0.9 GB to refuse).
+func TestReadBoundsConfigFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	b := []byte(`{"seed": 1, "zz": [` + strings.Repeat("0,", MaxFileBytes/2) + `0]}`)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(path); err == nil || !strings.Contains(err.Error(), "want at most 16777216") {
+		t.Errorf("%d bytes: %v", len(b), err)
+	}
+}

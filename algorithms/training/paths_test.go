@@ -82,3 +82,17 @@ func TestConfigDataFileRelativeToConfig(t *testing.T) {
 		t.Errorf("data.file %q, want %q", r.Config.Data.File, want)
 	}
 }
+
+// Probe 30: a checkpoint's run-config.json named the trainer's options
+// without "train." ("algorithm \"bogus\""), unlike the run's config.json.
+func TestCheckpointConfigNamesTrainerFields(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "run-config.json")
+	if err := os.WriteFile(ck, []byte(`{"experiment": "two-modes", "train": {"algorithm": "bogus", "iterations": 2}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := sameConfig(filepath.Join(dir, "config.json"), config.Run{}, ck)
+	if want := ck + `: algorithms: train.algorithm "bogus", want`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("%v, want %q…", err, want)
+	}
+}

@@ -982,8 +982,8 @@ const runConfigName = "run-config.json"
 // before it was kept have none), but for where the data file now is and
 // the build.
 func sameConfig(path string, cfg config.Run, ckPath string) error {
-	var then config.Run
-	switch err := jsonfile.Read(ckPath, &then, jsonfile.Options{}); {
+	then, err := config.ReadAsWritten(ckPath)
+	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:

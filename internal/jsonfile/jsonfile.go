@@ -28,12 +28,13 @@ type Options struct {
 	MaxBytes int64
 }
 
-// DefaultMaxBytes bounds the JSON files flowebm reads (configurations,
-// metrics, checkpoint state, seeds summaries): each is kilobytes (the
-// largest in docs/results, a seeds.json, is 10 KB). Larger
-// files cost memory and time to walk before being refused: 256 MiB, the
-// bound before, took 38 s and 0.9 GB to refuse a configuration (probe 29).
-const DefaultMaxBytes = 16 << 20
+// DefaultMaxBytes bounds the JSON files flowebm reads (metrics,
+// checkpoint state, seeds summaries): most are kilobytes, but a
+// checkpoint's window.json and a seeds.json grow with the modes of a data
+// set (45 MB and 17 MB at 5,000 modes, probe 30). A file is walked token
+// by token, with memory linear in its size, before it is decoded.
+// Configurations, which people write, have a tighter bound of their own.
+const DefaultMaxBytes = 256 << 20
 
 // Read decodes the JSON object in the file at path into v.
 func Read(path string, v any, opt Options) error {
@@ -71,7 +72,7 @@ func Decode(b []byte, v any, opt Options) error {
 	case t[0] != '{':
 		return fmt.Errorf("starts with %q, want a JSON object {…}", clip(t))
 	}
-	negZeros, err := noDuplicateKeys(b)
+	negZeroInt, err := noDuplicateKeys(b, reflect.TypeOf(v))
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,14 @@ func Decode(b []byte, v any, opt Options) error {
 	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
 		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
 	}
-	return noNegativeZeroInt(negZeros, v)
+	if negZeroInt != "" {
+		// encoding/json reads it as 0, which means "the default" for most
+		// of flowebm's fields, while the minus sign says that the writer
+		// meant something else. (A float's -0 is a value, which Go's
+		// encoder writes itself.)
+		return fmt.Errorf("field %s is -0, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", negZeroInt)
+	}
+	return nil
 }
 
 // at adds to a syntax or type error of encoding/json the line and column
@@ -134,14 +142,15 @@ func unknownAt(b []byte, err error) error {
 // noDuplicateKeys refuses an object that gives a key twice, at any depth,
 // also in another case (encoding/json would keep the last silently, and
 // matches field names without regard to case). It returns where the
-// object holds the number -0.
-func noDuplicateKeys(b []byte) ([]numberAt, error) {
-	w := walker{dec: json.NewDecoder(bytes.NewReader(b))}
+// object holds the number -0 where a value of type t has an integer
+// field (the first such place, "" if none).
+func noDuplicateKeys(b []byte, t reflect.Type) (negZeroInt string, err error) {
+	w := walker{dec: json.NewDecoder(bytes.NewReader(b)), typ: t}
 	w.dec.UseNumber()
 	if err := w.walk(0); err != nil && !errors.Is(err, errMalformed) {
-		return nil, err
+		return "", err
 	}
-	return w.negZeros, nil // malformed input: json.Decoder.Decode says where
+	return w.negZeroInt, nil // malformed input: json.Decoder.Decode says where
 }
 
 // errMalformed stops the walk at a syntax error.
@@ -152,20 +161,14 @@ var errMalformed = errors.New("malformed JSON")
 // brackets cost gigabytes in the walk (probe 29).
 const maxDepth = 100
 
-// numberAt is where a number stands: path names it in messages, keys are
-// the object keys that lead to it ("" for an array element).
-type numberAt struct {
-	path string
-	keys []string
-}
-
 // walker reads a JSON value token by token, keeping where it stands.
 type walker struct {
-	dec      *json.Decoder
-	at       []step     // the keys and indices that lead to the value read
-	negZeros []numberAt // every -0
-	find     string     // a key whose paths found collects (unknownAt)
-	found    []string
+	dec        *json.Decoder
+	at         []step       // the keys and indices that lead to the value read
+	typ        reflect.Type // what the value is decoded into (nil: no -0 check)
+	negZeroInt string       // the first -0 in an integer field of typ
+	find       string       // a key whose paths found collects (unknownAt)
+	found      []string
 }
 
 // step is one key, or one index of an array, on the way to a value.
@@ -190,17 +193,6 @@ func (w *walker) path() string {
 	return b.String()
 }
 
-// keys are the keys that lead to where w stands, "" for an index.
-func (w *walker) keys() []string {
-	k := make([]string, len(w.at))
-	for i, s := range w.at {
-		if s.index < 0 {
-			k[i] = s.key
-		}
-	}
-	return k
-}
-
 // walk reads one value, at depth.
 func (w *walker) walk(depth int) error {
 	if depth > maxDepth {
@@ -222,8 +214,12 @@ func (w *walker) walk(depth int) error {
 		if _, err := w.dec.Token(); err != nil {
 			return errMalformed
 		}
-	case json.Number("-0"):
-		w.negZeros = append(w.negZeros, numberAt{w.path(), w.keys()})
+	case json.Number("-0"): // one path kept, not one per -0 (probe 30: a file of -0s took gigabytes)
+		if w.negZeroInt == "" && w.typ != nil {
+			if t := typeAt(w.typ, w.at); t != nil && isInt(t.Kind()) {
+				w.negZeroInt = w.path()
+			}
+		}
 	}
 	return nil
 }
@@ -267,34 +263,21 @@ func (w *walker) inside(s step, depth int) error {
 	return nil
 }
 
-// noNegativeZeroInt refuses -0 where v has an integer field: encoding/json
-// reads it as 0, which means "the default" for most of flowebm's fields,
-// while the minus sign says that the writer meant something else. (A
-// float's -0 is a value, which Go's encoder writes itself.)
-func noNegativeZeroInt(at []numberAt, v any) error {
-	for _, n := range at {
-		if t := typeAt(reflect.TypeOf(v), n.keys); t != nil && isInt(t.Kind()) {
-			return fmt.Errorf("field %s is -0, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", n.path)
-		}
-	}
-	return nil
-}
-
-// typeAt is the type that encoding/json decodes the value at keys into,
-// inside a value of type t (nil where it cannot tell).
-func typeAt(t reflect.Type, keys []string) reflect.Type {
+// typeAt is the type that encoding/json decodes the value at the steps at
+// into, inside a value of type t (nil where it cannot tell).
+func typeAt(t reflect.Type, at []step) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == nil || len(keys) == 0 {
+	if t == nil || len(at) == 0 {
 		return t
 	}
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array, reflect.Map:
-		return typeAt(t.Elem(), keys[1:])
+		return typeAt(t.Elem(), at[1:])
 	case reflect.Struct:
-		if f, ok := jsonField(t, keys[0]); ok {
-			return typeAt(f.Type, keys[1:])
+		if f, ok := jsonField(t, at[0].key); at[0].index < 0 && ok {
+			return typeAt(f.Type, at[1:])
 		}
 	}
 	return nil

@@ -122,6 +122,8 @@ func TestDecodeMemoryFollowsFileSize(t *testing.T) {
 		{[]byte(`{"a": ` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`), "nested more than 100 deep"},
 		{[]byte(`{"a": {"b": {"zz": [` + strings.Repeat("0,", 1_000_000) + `0]}}, "seed": 1}`), `unknown field "a" (at a)`},
 		{[]byte(`{"seed": 1, "zz": [` + strings.Repeat("0,", 1_000_000) + `0]}`), `unknown field "zz" (at zz)`},
+		// Probe 30: each -0 kept its path and keys, 99 deep here: gigabytes.
+		{[]byte(`{"a": ` + strings.Repeat("[", 99) + strings.Repeat("-0,", 600_000) + "-0" + strings.Repeat("]", 99) + `}`), `unknown field "a" (at a)`},
 	} {
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -136,5 +138,20 @@ func TestDecodeMemoryFollowsFileSize(t *testing.T) {
 			t.Errorf("%.30q (%d bytes): the heap grew by %d bytes, want at most %d", c.in, len(c.in), grown, bound)
 		}
 		t.Logf("%d bytes: heap grew %d", len(c.in), int64(after.HeapSys)-int64(before.HeapSys))
+	}
+}
+
+// Probe 30: a 16 MiB bound refused a checkpoint's window.json of 45 MB
+// and a seeds.json of 17 MB that flowebm wrote itself (5,000 modes); the
+// default bound reads them.
+func TestReadsLargeFilesFlowebmWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "window.json")
+	b := []byte(`{"seed": 1, "series": [` + strings.Repeat("0.25,", 9_000_000) + `0]}`) // 45 MB
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var v cfg
+	if err := Read(path, &v, Options{AllowUnknown: true}); err != nil || v.Seed != 1 {
+		t.Errorf("%d bytes: %v", len(b), err)
 	}
 }
