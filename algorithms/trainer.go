@@ -282,10 +282,10 @@ func (s *SamplerConfig) stepDefaults(p fieldPrefix) error {
 		return fmt.Errorf("algorithms: %s %v, want a value in [1e-12, %g] (unset: the default 0.01)", p.f("sampler.step_size"), s.StepSize, maxStepSize)
 	}
 	if s.Steps < 1 || s.GlobalSteps < 0 || s.LocalSteps < 0 {
-		return fmt.Errorf("algorithms: %s step_size %v, steps %d, global_steps %d, local_steps %d: want positive", p.f("sampler"), s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
+		return fmt.Errorf("algorithms: %s fields step_size %v, steps %d, global_steps %d, local_steps %d: want positive", p.f("sampler"), s.StepSize, s.Steps, s.GlobalSteps, s.LocalSteps)
 	}
 	if s.Steps > MaxChainSteps || s.GlobalSteps > MaxChainSteps || s.LocalSteps > MaxChainSteps {
-		return fmt.Errorf("algorithms: %s steps %d, global_steps %d, local_steps %d: want at most %d each (every iteration runs them)", p.f("sampler"), s.Steps, s.GlobalSteps, s.LocalSteps, MaxChainSteps)
+		return fmt.Errorf("algorithms: %s fields steps %d, global_steps %d, local_steps %d: want at most %d each (every iteration runs them)", p.f("sampler"), s.Steps, s.GlobalSteps, s.LocalSteps, MaxChainSteps)
 	}
 	if s.TargetAccept == 0 {
 		s.TargetAccept = 0.75
@@ -351,7 +351,7 @@ func (c *TrainConfig) pretrainDefaults(fp fieldPrefix) error {
 		p.BatchSize = c.BatchSize
 	}
 	if p.BatchSize < 1 {
-		return fmt.Errorf("algorithms: %s %d, want > 0 (0: the training %s)", fp.f("pretrain.batch_size"), p.BatchSize, fp.f("batch_size"))
+		return fmt.Errorf("algorithms: %s %d, want > 0 (0: the same as %s)", fp.f("pretrain.batch_size"), p.BatchSize, fp.f("batch_size"))
 	}
 	return nil
 }

@@ -221,8 +221,10 @@ func checkIDXSide(images string, spec imageSpec) error {
 // the images as they are.
 func CIFAR10(dir string) (*Experiment, error) {
 	var err error
+	named := dir // as given, for the errors
 	if dir == "" {
 		dir, err = CIFAR10Dir()
+		named = CIFAR10Env + "=" + dir
 	} else if !isFolder(dir) {
 		err = notCIFARFolder(dir)
 	}
@@ -240,7 +242,7 @@ func CIFAR10(dir string) (*Experiment, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("experiments: cifar10: %s lacks %s: want the folder of CIFAR-10's binary version (cifar-10-batches-bin, from %s) with %s",
-			dir, strings.Join(missing, ", "), cifarURL, strings.Join(cifarRequired, ", "))
+			named, strings.Join(missing, ", "), cifarURL, strings.Join(cifarRequired, ", "))
 	}
 	train, err := data.ReadCIFAR10Dir(dir, false)
 	if err != nil {

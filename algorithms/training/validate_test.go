@@ -95,7 +95,7 @@ func TestMemoryEstimateRefusesHugeBuffers(t *testing.T) {
 	// Counts beyond any useful value are refused before the estimate.
 	cfg := smallConfig(t, algorithms.FlowMC, 4)
 	cfg.Train.Sampler.Steps = 1e10
-	wantRefused(t, cfg, "sampler steps 10000000000", "want at most 1000000")
+	wantRefused(t, cfg, "train.sampler fields steps 10000000000", "want at most 1000000")
 	// The trainer alone checks too.
 	cfg = smallConfig(t, algorithms.FlowMC, 4)
 	r, err := NewRun(cfg, t.TempDir())

@@ -265,4 +265,15 @@ func TestDiagnoseRefusesInexactChainAndDrawNumbers(t *testing.T) {
 		}
 	}
 	refused(t, "line 4, column 2 (draw): draw 9007199254740992: want a number of magnitude below 2^53", writeFile(t, dir, "dr.csv", b.String()))
+	// Probe 30: below 2^53, numbers that are not integers as written but
+	// round to one were still merged.
+	b.Reset()
+	b.WriteString("chain,draw,mu\n")
+	for i, c := range []string{"1", "1.0000000000000001", "2.0"} {
+		for d := 1; d <= 20; d++ {
+			fmt.Fprintf(&b, "%s,%d,%d.5\n", c, d, i+d%3)
+		}
+	}
+	refused(t, "line 22, column 1 (chain): chain 1.0000000000000001: want an integer chain number, written in digits", writeFile(t, dir, "c1.csv", b.String()))
+	refused(t, "line 3, column 2 (draw): draw 4503599627370496.5: want an integer, written in digits", writeFile(t, dir, "d5.csv", "chain,draw,mu\n1,4503599627370496,0.5\n1,4503599627370496.5,0.7\n"))
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -368,9 +369,19 @@ func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 		return 0, fmt.Errorf("%s: %q is not a decimal number (digit separators and hex floats are Go's syntax, not CSV's)", t.at(line, j), clipText(f))
 	case (math.IsNaN(v) || math.IsInf(v, 0)) && !samplerColumn(t.header[j]):
 		return 0, fmt.Errorf("%s: %q is not finite: want finite numbers", t.at(line, j), clipText(f))
+	case slices.Contains(chainColumns, t.header[j]) && !integerText.MatchString(f):
+		// As written: 1.0000000000000001 and 2^52 + 0.5 are read as
+		// integers, and chains merged (probe 30).
+		return 0, fmt.Errorf("%s: chain %s: want an integer chain number, written in digits", t.at(line, j), clipText(f))
+	case slices.Contains(drawColumns, t.header[j]) && !integerText.MatchString(f):
+		return 0, fmt.Errorf("%s: %s %s: want an integer, written in digits", t.at(line, j), t.header[j], clipText(f))
 	}
 	return v, nil
 }
+
+// integerText matches an integer as CSV writers write one: digits, with
+// a sign, or ".0" (pandas' floats).
+var integerText = regexp.MustCompile(`^[+-]?[0-9]+(\.0*)?$`)
 
 // at names the file, line and column j (by number and name).
 func (t *csvTable) at(line, j int) string {
