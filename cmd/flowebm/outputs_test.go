@@ -842,3 +842,20 @@ func TestSecondInterruptSaysWhatStands(t *testing.T) {
 		t.Errorf("a checkpoint: exit %d, %q; want %q", code, stderr, want)
 	}
 }
+
+// Probe 31: inside train --seeds, a second interrupt before a seed's first
+// checkpoint advised --force, which trains the finished seeds again; so
+// did the refusal of a seed folder of other settings.
+func TestSeedsAdviceKeepsOtherSeeds(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "S")
+	args := []string{"train", "--seeds", "1-2", "--iterations", "4", "--quiet", "--out", out}
+	code, stderr := outputsChild(t, "train-started", "INT2", args...)
+	if want := filepath.Join(out, "s1") + " has no complete checkpoint yet: give the same --seeds command again, which trains this seed again from the start and keeps the others"; code != 130 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, %q; want %q", code, stderr, want)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Errorf("the same --seeds command again: %s", stderr)
+	}
+	wantErr(t, "holds a run with train.algorithm \"flowmc\", this command asks for \"ula\": move "+filepath.Join(out, "s1")+" away and give the same --seeds command again to train this seed alone (--force trains every seed again)",
+		"train", "--seeds", "1-2", "--iterations", "4", "--algorithm", "ula", "--out", out)
+}

@@ -255,9 +255,12 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	// No run is under way now: a signal stops reproduce at once (probe 29:
 	// it was said to stop the runs, and ignored).
-	reportPath, writing := filepath.Join(f.out, "report.md"), time.Now()
+	reportPath := filepath.Join(f.out, "report.md")
+	before, _ := os.Stat(reportPath) // nil if none
 	defer removeTempsOnSignalNoting(func() string {
-		if fi, err := os.Stat(reportPath); err == nil && !fi.ModTime().Before(writing) { // placed (probe 30: "no report written")
+		// Placed: another file than before (probe 30: "no report written";
+		// probe 31: mtimes of one second, or in the future, misled).
+		if fi, err := os.Stat(reportPath); err == nil && (before == nil || !os.SameFile(before, fi)) {
 			return "; the report is written: " + reportPath
 		}
 		return "; no report written: start the same reproduce command again to write it (the runs trained are kept)"

@@ -226,6 +226,8 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 		case len(bytes.TrimSpace(errTxt)) > 0: // reproduce's record of a failure (or divergence) as it started
 			r.err = strings.TrimSpace(string(errTxt))
 			return ""
+		case isInterruption(msg): // probe 31: called "failed"
+			return set(runIncomplete, "interrupted before its first checkpoint: start it again (write the plan again, or reproduce again)")
 		case msg != "":
 			r.err = msg // failed (or diverged) as it started: its log.txt says why
 			return ""

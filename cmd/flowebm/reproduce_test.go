@@ -453,3 +453,33 @@ func TestChildInterruptionAndLostLog(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// Probe 31: whether the report was written was told by report.md's
+// mtime: a report of an earlier reproduce with a later mtime (or mtimes
+// of one second) passed for the new one. And a run whose train process
+// was interrupted before writing its config.json was reported "failed".
+func TestReportWrittenToldByFileAndEarlyInterruption(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--jobs", "1"}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	report := filepath.Join(dir, "report.md")
+	future := time.Now().Add(10 * time.Minute)
+	if err := os.Chtimes(report, future, future); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := outputsChild(t, "reproduce-trained", "INT", args...)
+	if code != 130 || !strings.Contains(stderr, "no report written") {
+		t.Errorf("an old report.md of a later mtime: exit %d: %s", code, stderr)
+	}
+	nt := filepath.Join(dir, "runs", "two-modes-nt")
+	if err := os.MkdirAll(nt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, nt, "log.txt", "flowebm: training interrupted during the flow's pretraining, at step 3 of 100: nothing was trained\n")
+	out, _, _ := runCLI("reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "ula,nt")
+	if !strings.Contains(out, "two-modes-nt: incomplete: interrupted before its first checkpoint") {
+		t.Errorf("a run interrupted as it started: %s", out)
+	}
+}

@@ -318,6 +318,7 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 		return err
 	}
 	sig := watchSignals()
+	sig.inSeeds = f.forceSeed
 	defer sig.stop()
 	ctx := sig.ctx
 	var run *training.Run
@@ -362,7 +363,7 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 	case g.force || errors.Is(err, fs.ErrNotExist):
 		return seedNew, nil
 	case err != nil: // --resume could not read it either (probe 15)
-		return seedNew, fmt.Errorf("%s holds a run whose configuration cannot be read (%v): it cannot be continued; replace it with --force, or give another --out", dir, err)
+		return seedNew, fmt.Errorf("%s holds a run whose configuration cannot be read (%v): it cannot be continued; %s", dir, err, seedAdvice(dir))
 	}
 	plan, err := training.NewPlan(g.request(cmd))
 	if err != nil {
@@ -389,13 +390,13 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		{"train.iterations", fmt.Sprint(have.Train.Iterations), fmt.Sprint(want.Train.Iterations)},
 	} {
 		if c.have != c.want {
-			return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: give another --out, or train it again with --force", dir, c.field, c.have, c.want)
+			return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: %s", dir, c.field, c.have, c.want, seedAdvice(dir))
 		}
 	}
 	// Then the whole configuration: seeds trained with other settings
 	// would be summarised as one set (probe 15).
 	if field, h, w := training.ConfigDiff(have, want); field != "" {
-		return seedNew, fmt.Errorf("%s holds a run with %s = %s, this command asks for %s: give another --out, or train it again with --force", dir, field, h, w)
+		return seedNew, fmt.Errorf("%s holds a run with %s = %s, this command asks for %s: %s", dir, field, h, w, seedAdvice(dir))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "samples.npy")); err != nil {
 		if _, err := training.LatestCheckpoint(dir); err != nil && !hasCheckpoint(dir) {
@@ -404,6 +405,12 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		return seedInterrupted, nil
 	}
 	return seedFinished, nil
+}
+
+// seedAdvice is how to get past a seed's folder dir that --seeds cannot
+// continue (probe 31: "--force", which trains every seed again).
+func seedAdvice(dir string) string {
+	return fmt.Sprintf("move %s away and give the same --seeds command again to train this seed alone (--force trains every seed again), or give another --out", dir)
 }
 
 // finished reports whether run is at its last iteration with the outputs
@@ -482,7 +489,10 @@ type runSignals struct {
 	ctx   context.Context
 	phase atomic.Int32           // phaseSetup, phaseTraining, phaseOutputs
 	dir   atomic.Pointer[string] // the run's folder, once it is known
-	stop  func()
+	// inSeeds: the run is a seed's of train --seeds, which the same
+	// command continues (--force would train every seed again).
+	inSeeds bool
+	stop    func()
 }
 
 const (
@@ -544,7 +554,13 @@ func (rs *runSignals) standing() string {
 	}
 	// Folders, not their checksums: quitting at once must not read a
 	// model's weights.
-	if hasCheckpoint(*dir) || exists(filepath.Join(*dir, "checkpoint.new", checkpoint.ManifestName)) {
+	complete := hasCheckpoint(*dir) || exists(filepath.Join(*dir, "checkpoint.new", checkpoint.ManifestName))
+	switch {
+	case rs.inSeeds && complete:
+		return fmt.Sprintf("the run's last complete checkpoint stands: give the same --seeds command again to continue it (or flowebm train --resume %s)", *dir)
+	case rs.inSeeds: // probe 31: --force trained the finished seeds again
+		return fmt.Sprintf("%s has no complete checkpoint yet: give the same --seeds command again, which trains this seed again from the start and keeps the others", *dir)
+	case complete:
 		return fmt.Sprintf("the run's last complete checkpoint stands: continue with: flowebm train --resume %s", *dir)
 	}
 	return fmt.Sprintf("%s has no complete checkpoint yet: start the run again (the same command, with --force to replace what it holds)", *dir)
