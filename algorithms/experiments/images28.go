@@ -221,28 +221,16 @@ func checkIDXSide(images string, spec imageSpec) error {
 // the images as they are.
 func CIFAR10(dir string) (*Experiment, error) {
 	var err error
-	named := dir // as given, for the errors
 	if dir == "" {
 		dir, err = CIFAR10Dir()
-		named = CIFAR10Env + "=" + dir
 	} else if !isFolder(dir) {
 		err = notCIFARFolder(dir)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var missing []string
-	for _, f := range cifarRequired {
-		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, fs.ErrNotExist) {
-			if _, errGz := os.Stat(filepath.Join(dir, f+".gz")); errGz == nil {
-				return nil, fmt.Errorf("experiments: cifar10: %s is compressed: gunzip %s (the batches are read by their names, *.bin)", filepath.Join(dir, f+".gz"), filepath.Join(dir, "*.gz"))
-			}
-			missing = append(missing, f)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("experiments: cifar10: %s lacks %s: want the folder of CIFAR-10's binary version (cifar-10-batches-bin, from %s) with %s",
-			named, strings.Join(missing, ", "), cifarURL, strings.Join(cifarRequired, ", "))
+	if err := cifarFilesIn(dir); err != nil {
+		return nil, err
 	}
 	train, err := data.ReadCIFAR10Dir(dir, false)
 	if err != nil {
@@ -410,6 +398,25 @@ func DataFiles(name, dir string) ([]string, error) {
 	return nil, nil
 }
 
+// cifarFilesIn refuses a folder dir without CIFAR-10's batches, naming
+// those it lacks (or holds compressed).
+func cifarFilesIn(dir string) error {
+	var missing []string
+	for _, f := range cifarRequired {
+		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, fs.ErrNotExist) {
+			if _, errGz := os.Stat(filepath.Join(dir, f+".gz")); errGz == nil {
+				return fmt.Errorf("experiments: cifar10: %s is compressed: gunzip %s (the batches are read by their names, *.bin)", filepath.Join(dir, f+".gz"), filepath.Join(dir, "*.gz"))
+			}
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("experiments: cifar10: %s lacks %s: want the folder of CIFAR-10's binary version (cifar-10-batches-bin, from %s) with %s",
+			dir, strings.Join(missing, ", "), cifarURL, strings.Join(cifarRequired, ", "))
+	}
+	return nil
+}
+
 // CIFAR10Dir is the folder named by FLOWEBM_CIFAR10, checked to be one.
 func CIFAR10Dir() (string, error) {
 	d := os.Getenv(CIFAR10Env)
@@ -454,7 +461,9 @@ func FindDataDir(name string) (string, error) {
 	case "fashion-mnist":
 		dir, err = FashionMNISTDir()
 	case "cifar10":
-		dir, err = CIFAR10Dir()
+		if dir, err = CIFAR10Dir(); err == nil {
+			err = cifarFilesIn(dir) // probe 31: a bare stat error
+		}
 	default:
 		return "", nil
 	}

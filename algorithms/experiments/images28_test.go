@@ -220,8 +220,10 @@ func TestCIFAR10(t *testing.T) {
 	if _, err := CIFAR10(dir); err == nil || !strings.Contains(err.Error(), dir+" lacks data_batch_5.bin, test_batch.bin") {
 		t.Errorf("missing files: %v", err)
 	}
-	t.Setenv(CIFAR10Env, dir) // probe 30: the variable was not named
-	if _, err := ByName("cifar10"); err == nil || !strings.Contains(err.Error(), CIFAR10Env+"="+dir+" lacks data_batch_5.bin") {
+	// Probe 31: the folder is named as it is, not as FLOWEBM_CIFAR10,
+	// which train --data-dir sets in its process.
+	t.Setenv(CIFAR10Env, dir)
+	if _, err := ByName("cifar10"); err == nil || !strings.Contains(err.Error(), "cifar10: "+dir+" lacks data_batch_5.bin") {
 		t.Errorf("missing files in %s: %v", CIFAR10Env, err)
 	}
 	writeCIFAR(t, filepath.Join(dir, "data_batch_5.bin"), 10, rng)

@@ -125,7 +125,7 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 		return err
 	}
 	hook("diagnose-read")
-	files, err := o.plotFiles(c)
+	files, err := o.plotFiles(c, paths)
 	if err != nil {
 		return err
 	}

@@ -58,8 +58,8 @@ func (o diagnoseOptions) makePlotFolder() (undo, keep func(), err error) {
 const maxPlotBase = 100
 
 // plotFiles lists the files --plots will write, refusing existing ones
-// without --force, before any work.
-func (o diagnoseOptions) plotFiles(c *chainsData) ([]plotFile, error) {
+// without --force, and any of the inputs even with it, before any work.
+func (o diagnoseOptions) plotFiles(c *chainsData, inputs []string) ([]plotFile, error) {
 	if o.plots == "" {
 		return nil, nil
 	}
@@ -77,6 +77,11 @@ func (o diagnoseOptions) plotFiles(c *chainsData) ([]plotFile, error) {
 			p := filepath.Join(o.plots, bases[i]+"-"+kind+o.format.Ext())
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 				return nil, fmt.Errorf("--plots: %s is a folder: the figure cannot replace it", p)
+			}
+			for _, in := range inputs { // probe 31: --force replaced an input named like a figure
+				if sameFile(p, in) {
+					return nil, fmt.Errorf("--plots %s: the figure %s is also an input (%s): give another --plots folder", o.plots, p, in)
+				}
 			}
 			if err := checkNew("--plots", p, o.force); err != nil {
 				return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/zip"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -276,4 +277,24 @@ func TestDiagnoseRefusesInexactChainAndDrawNumbers(t *testing.T) {
 	}
 	refused(t, "line 22, column 1 (chain): chain 1.0000000000000001: want an integer chain number, written in digits", writeFile(t, dir, "c1.csv", b.String()))
 	refused(t, "line 3, column 2 (draw): draw 4503599627370496.5: want an integer, written in digits", writeFile(t, dir, "d5.csv", "chain,draw,mu\n1,4503599627370496,0.5\n1,4503599627370496.5,0.7\n"))
+	// Probe 31: quoted as written, not rounded (…993 was "…992").
+	refused(t, "line 2, column 1 (chain): chain 9007199254740993: want a chain number", writeFile(t, dir, "c3.csv", "chain,draw,mu\n9007199254740993,1,0.5\n"))
+	refused(t, "line 2, column 2 (draw): draw 9007199254740993: want a number", writeFile(t, dir, "d3.csv", "chain,draw,mu\n1,9007199254740993,0.5\n"))
+}
+
+// Probe 31: an input named like one of the figures was replaced by it
+// with --force (and the refusal without --force advised --force).
+func TestDiagnosePlotsNeverReplaceAnInput(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, dir, "dim0-trace.png", string(b))
+	for _, force := range [][]string{nil, {"--force"}} {
+		refused(t, "--plots "+dir+": the figure "+in+" is also an input ("+in+"): give another --plots folder", append([]string{in, "--plots", dir}, force...)...)
+	}
+	if after, _ := os.ReadFile(in); !bytes.Equal(after, b) {
+		t.Error("the input was replaced")
+	}
 }

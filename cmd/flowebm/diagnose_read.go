@@ -375,6 +375,10 @@ func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 		return 0, fmt.Errorf("%s: chain %s: want an integer chain number, written in digits", t.at(line, j), clipText(f))
 	case slices.Contains(drawColumns, t.header[j]) && !integerText.MatchString(f):
 		return 0, fmt.Errorf("%s: %s %s: want an integer, written in digits", t.at(line, j), t.header[j], clipText(f))
+	case slices.Contains(chainColumns, t.header[j]) && math.Abs(v) >= maxExactInt: // probe 29: two chains above it were merged into one
+		return 0, fmt.Errorf("%s: chain %s: want a chain number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(line, j), clipText(f), maxExactInt)
+	case slices.Contains(drawColumns, t.header[j]) && math.Abs(v) >= maxExactInt: // as written (probe 31: the rounded number was quoted)
+		return 0, fmt.Errorf("%s: %s %s: want a number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(line, j), t.header[j], clipText(f), maxExactInt)
 	}
 	return v, nil
 }
@@ -428,9 +432,6 @@ func checkDrawOrder(t *csvTable, chainCol int) error {
 		}
 		last := map[float64]float64{}
 		for i, r := range t.rows {
-			if math.Abs(r[j]) >= maxExactInt {
-				return fmt.Errorf("%s: %s %s: want a number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(t.lines[i], j), h, strconv.FormatFloat(r[j], 'f', -1, 64), maxExactInt)
-			}
 			id := 0.0
 			if chainCol >= 0 {
 				id = r[chainCol]
@@ -448,14 +449,11 @@ func checkDrawOrder(t *csvTable, chainCol int) error {
 // by a float64; larger ones read from text may round to one another.
 const maxExactInt = 1 << 53
 
-// checkChainIDs requires the chain column's values to be integers, of
-// magnitude below 2^53.
+// checkChainIDs requires the chain column's values to be integers.
 func checkChainIDs(t *csvTable, chainCol int) error {
 	for i, r := range t.rows {
 		if id := r[chainCol]; id != math.Trunc(id) {
 			return fmt.Errorf("%s: chain %v: want an integer chain number", t.at(t.lines[i], chainCol), id)
-		} else if math.Abs(id) >= maxExactInt { // probe 29: two chains above it were merged into one
-			return fmt.Errorf("%s: chain %s: want a chain number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(t.lines[i], chainCol), strconv.FormatFloat(id, 'f', -1, 64), maxExactInt)
 		}
 	}
 	return nil

@@ -344,6 +344,9 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 		}
 		var inFile *data.FormatError // the files found, but refused (their content, the memory they need)
 		if env, image := dataDirEnv(e); err != nil && image && !errors.As(err, &inFile) {
+			if os.Getenv(env) != "" { // probe 31: told to set it
+				return nil, fmt.Errorf("--experiments %s: %w (the folder that %s names)", e, err, env)
+			}
 			return nil, fmt.Errorf("--experiments %s: %w (reproduce has no --data-dir: set %s to the folder, and every run is given it as --data-dir)", e, err, env)
 		}
 		if err != nil {
@@ -642,7 +645,9 @@ func (c *childLog) lastLine() string {
 // interruptionMark matches train's own lines for a run it stopped on a
 // signal ("flowebm: training interrupted at iteration 78 …",
 // "flowebm: interrupted again …"), at the start of the line.
-var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) + `|interrupted)\b`)
+// A word, not a path's start (probe 31: --out interrupted made a failure
+// "flowebm: interrupted/runs/…: …" an interruption).
+var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) + `|interrupted)( |;|$)`)
 
 // isInterruption reports whether msg, a train process's last error line,
 // says that it stopped on a signal: continued from its last checkpoint,

@@ -424,3 +424,14 @@ func unreadableMNIST(t *testing.T) string {
 	t.Setenv("FLOWEBM_MNIST", dir)
 	return dir
 }
+
+// Probe 31: with FLOWEBM_CIFAR10 naming a folder without the batches,
+// --plan gave a bare stat error and advised setting the variable.
+func TestPlanNamesTheImageFolderGiven(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("FLOWEBM_CIFAR10", dir)
+	_, stderr, code := runCLI("reproduce", "--plan", filepath.Join(t.TempDir(), "p.sh"), "--experiments", "cifar10")
+	if want := dir + " lacks data_batch_1.bin"; code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "(the folder that FLOWEBM_CIFAR10 names)") || strings.Contains(stderr, "set FLOWEBM_CIFAR10") {
+		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+}

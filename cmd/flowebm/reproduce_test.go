@@ -431,6 +431,7 @@ func TestChildInterruptionAndLostLog(t *testing.T) {
 		"flowebm: interrupted again (terminated): quitting now; …":                                  true,
 		"flowebm: interrupted before training started: nothing was trained":                         true,
 		"flowebm: open /data/training interrupted/x.csv: no such file or directory":                 false,
+		"flowebm: interrupted/runs/two-modes-ula/metrics.csv: no space left on device":              false,
 		"flowebm: iteration 7: loss NaN: training diverged":                                         false,
 	} {
 		if isInterruption(msg) != want {

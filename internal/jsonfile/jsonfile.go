@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -72,10 +73,18 @@ func Decode(b []byte, v any, opt Options) error {
 	case t[0] != '{':
 		return fmt.Errorf("starts with %q, want a JSON object {…}", clip(t))
 	}
-	negZeroInt, err := noDuplicateKeys(b, reflect.TypeOf(v))
+	w, err := noDuplicateKeys(b, reflect.TypeOf(v))
 	if err != nil {
 		return err
 	}
+	// Before decoding: a file of small values decoded into large ones
+	// ([{}, {}, …] into a slice of structs) needs far more memory than
+	// its size (probe 31: a 39 MB window.json aborted the process).
+	if need, limit := w.cost+2*float64(len(b)), sysmem.Limit(sysmem.DefaultLimit); need > limit {
+		return fmt.Errorf("its %d values would take about %s of memory to decode, over the limit of %s (%s): a file flowebm writes takes far less; is it the right file?",
+			w.values, sysmem.Bytes(need), sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
+	}
+	negZeroInt := w.negZeroInt
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if !opt.AllowUnknown {
 		dec.DisallowUnknownFields()
@@ -143,14 +152,15 @@ func unknownAt(b []byte, err error) error {
 // also in another case (encoding/json would keep the last silently, and
 // matches field names without regard to case). It returns where the
 // object holds the number -0 where a value of type t has an integer
-// field (the first such place, "" if none).
-func noDuplicateKeys(b []byte, t reflect.Type) (negZeroInt string, err error) {
-	w := walker{dec: json.NewDecoder(bytes.NewReader(b)), typ: t}
+// field (the walker's negZeroInt), and what decoding it into a t costs
+// (its cost and values).
+func noDuplicateKeys(b []byte, t reflect.Type) (*walker, error) {
+	w := &walker{dec: json.NewDecoder(bytes.NewReader(b)), typ: t}
 	w.dec.UseNumber()
 	if err := w.walk(0); err != nil && !errors.Is(err, errMalformed) {
-		return "", err
+		return nil, err
 	}
-	return w.negZeroInt, nil // malformed input: json.Decoder.Decode says where
+	return w, nil // malformed input: json.Decoder.Decode says where
 }
 
 // errMalformed stops the walk at a syntax error.
@@ -167,7 +177,9 @@ type walker struct {
 	at         []step       // the keys and indices that lead to the value read
 	typ        reflect.Type // what the value is decoded into (nil: no -0 check)
 	negZeroInt string       // the first -0 in an integer field of typ
-	find       string       // a key whose paths found collects (unknownAt)
+	cost       float64      // bytes that decoding into typ allocates (estimate)
+	values     int
+	find       string // a key whose paths found collects (unknownAt)
 	found      []string
 }
 
@@ -252,6 +264,10 @@ func (w *walker) object(depth int) error {
 
 // inside reads the value at s, one level below depth.
 func (w *walker) inside(s step, depth int) error {
+	w.values++
+	if w.typ != nil {
+		w.cost += elementCost(typeAt(w.typ, w.at))
+	}
 	w.at = append(w.at, s)
 	if s.index < 0 && s.key == w.find && w.find != "" && len(w.found) < 10 {
 		w.found = append(w.found, w.path())
@@ -263,13 +279,33 @@ func (w *walker) inside(s step, depth int) error {
 	return nil
 }
 
+// elementCost is what encoding/json allocates for one element of a value
+// of type t (nil: one it skips): a slice's element, thrice (the slice
+// doubles as it grows, old and new arrays both held while copying), a
+// map's entry, an interface's value (a boxed number, a map or a slice);
+// nothing for a struct's field or an array's element, which are inside.
+func elementCost(t reflect.Type) float64 {
+	if t == nil {
+		return 0
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		return 3 * float64(t.Elem().Size())
+	case reflect.Map:
+		return 3*float64(t.Key().Size()+t.Elem().Size()) + 16
+	case reflect.Interface:
+		return 64
+	}
+	return 0
+}
+
 // typeAt is the type that encoding/json decodes the value at the steps at
 // into, inside a value of type t (nil where it cannot tell).
 func typeAt(t reflect.Type, at []step) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == nil || len(at) == 0 {
+	if t == nil || len(at) == 0 || t.Kind() == reflect.Interface { // any: any depth
 		return t
 	}
 	switch t.Kind() {
@@ -334,6 +370,8 @@ func mismatch(typ *json.UnmarshalTypeError) string {
 	switch k := t.Kind(); {
 	case (k == reflect.Float64 || k == reflect.Float32) && errors.Is(err, strconv.ErrRange):
 		return fmt.Sprintf("%s is outside %s's range, want %s of magnitude at most %.4g", typ.Value, k, want, maxFloat(k))
+	case isInt(k) && num == "-0": // an unsigned field's (probe 31: "outside the field's range")
+		return fmt.Sprintf("%s, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", typ.Value)
 	case isInt(k) && err == nil && f == math.Trunc(f) && strings.ContainsAny(num, ".eE") && inIntRange(f, t):
 		// 10.0 or 1e3: a whole number in range, written as a float.
 		return fmt.Sprintf("%s is not written as an integer: want %s", typ.Value, strconv.FormatFloat(f+0, 'f', -1, 64)) // f+0: -0.0 wants 0

@@ -44,6 +44,7 @@ func TestDecode(t *testing.T) {
 		{`{"step": 1e300}`, ""},
 		{`{"train": {"steps": -0}}`, "field train.steps is -0, a negative zero: want an integer without a sign"},
 		{`{"seed": -0}`, "field seed is -0"},
+		{`{"count": -0}`, "field count: number -0, a negative zero: want an integer without a sign"}, // unsigned (probe 31)
 		{`{"step": -0}`, ""}, // a float's -0 is a value
 		{`{"seed": -0.0}`, "field seed: number -0.0 is not written as an integer: want 0"},
 		{`{"step": -0.0, "seed": 0}`, ""},
@@ -153,5 +154,31 @@ func TestReadsLargeFilesFlowebmWrites(t *testing.T) {
 	var v cfg
 	if err := Read(path, &v, Options{AllowUnknown: true}); err != nil || v.Seed != 1 {
 		t.Errorf("%d bytes: %v", len(b), err)
+	}
+}
+
+// Probe 31: [{}, {}, …] decoded into a slice of large structs needs far
+// more memory than the file's size (a 39 MB window.json aborted the
+// process under ulimit -v 4000000): refused before decoding, by an
+// estimate from the target's types. Here 400 elements of 8 MiB each, in a
+// file of 1.2 KB (401 values with the list): 9.4 GiB estimated, over the limit (at most 8 GiB).
+func TestDecodeRefusesWhatWouldNotFit(t *testing.T) {
+	var v struct {
+		Series []struct {
+			Values [1 << 20]float64 `json:"values"`
+		} `json:"series"`
+	}
+	b := []byte(`{"series": [` + strings.Repeat("{},", 399) + `{}]}`)
+	err := Decode(b, &v, Options{})
+	if err == nil || !strings.Contains(err.Error(), "its 401 values would take about 9.38 GiB of memory to decode, over the limit of") {
+		t.Errorf("%v", err)
+	}
+	var small struct {
+		Series []struct {
+			Values [4]float64 `json:"values"`
+		} `json:"series"`
+	}
+	if err := Decode(b, &small, Options{}); err != nil || len(small.Series) != 400 {
+		t.Errorf("400 small elements: %v", err)
 	}
 }
