@@ -171,11 +171,11 @@ func drawStaged(out, lockName string, checkNew func() error, draw func(tmp strin
 	if err := removeStaleStaging(out); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(out, stagingPrefix)
+	tmp, untrack, err := safefile.MkdirTempTracked(out, stagingPrefix)
 	if err != nil {
 		return nil, err
 	}
-	defer safefile.Track(tmp)()
+	defer untrack()
 	defer os.RemoveAll(tmp)
 	drawn, err := draw(tmp)
 	if err != nil {

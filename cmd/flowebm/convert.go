@@ -178,10 +178,30 @@ func checkConvertTarget(out string, force bool) error {
 	if run := trainingRunAbove(out); run != "" {
 		return fmt.Errorf("%s is inside the training run %s, whose checkpoints it would replace: convert into another folder", out, run)
 	}
+	if held := heldFolderAbove(out); held != "" { // probe 32: a run setting up (.lock alone) deleted it
+		return fmt.Errorf("CHECKPOINT %s: another flowebm process is writing into the folder %s (it holds %s): convert into another folder", out, held, filepath.Join(held, ".lock"))
+	}
 	if isRun(out) && !force {
 		return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
 	}
 	return checkOnlyCheckpoint(out)
+}
+
+// heldFolderAbove is the nearest folder above out whose lock another
+// process holds (a run starting, before its config.json), or "".
+func heldFolderAbove(out string) string {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return ""
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		if lockedByOther(p) {
+			return p
+		}
+		if p == filepath.Dir(p) {
+			return ""
+		}
+	}
 }
 
 // checkOnlyCheckpoint refuses to replace a folder that holds files other
@@ -210,11 +230,10 @@ func checkOnlyCheckpoint(out string) error {
 // Hold, so that a signal never removes the folder once it holds the new
 // checkpoint.
 func replaceCheckpoint(out string, m checkpoint.Models, placed func()) error {
-	tmp, err := safefile.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".new-")
+	tmp, untrack, err := safefile.MkdirTempTracked(filepath.Dir(out), "."+filepath.Base(out)+".new-")
 	if err != nil { // probe 24: named only the hidden folder
 		return fmt.Errorf("%s: the new checkpoint is written beside it, in %s, first: %w", out, filepath.Dir(out), err)
 	}
-	untrack := safefile.Track(tmp)
 	defer untrack()
 	defer os.RemoveAll(tmp)
 	if err := checkpoint.Save(tmp, m); err != nil {

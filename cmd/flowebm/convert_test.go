@@ -542,3 +542,21 @@ func TestNewerCheckpointNoted(t *testing.T) {
 		t.Errorf("exit %d, %q", code, note)
 	}
 }
+
+// Probe 32: convert into RUN/checkpoint while the run was setting up (its
+// folder holding only the lock another process held) was accepted, and
+// the run then deleted the checkpoint without a word.
+func TestConvertRefusesFolderAnotherProcessHolds(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	release, err := lockRunAs(run, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ck := range []string{filepath.Join(run, "checkpoint"), filepath.Join(run, "sub", "ck")} {
+		wantErr(t, "CHECKPOINT "+ck+": another flowebm process is writing into the folder "+run+" (it holds "+filepath.Join(run, ".lock")+")", "convert", toyONNX, ck)
+	}
+	release()
+	if _, stderr, code := runCLI("convert", toyONNX, filepath.Join(run, "ck")); code != 0 {
+		t.Errorf("once released: %s", stderr)
+	}
+}

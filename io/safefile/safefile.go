@@ -80,11 +80,13 @@ type Staged struct {
 // Errors from write are prefixed with path. Call Close when done.
 func Stage(path string, write func(io.Writer) error) (*Staged, error) {
 	var f *os.File
-	_, err := makeTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp", func(name string) (err error) {
-		// The mode a new file gets under the user's umask (probe 24: the
-		// outputs were 0644 under umask 077).
-		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		return err
+	_, untrack, err := createTracked(func() (string, error) {
+		return makeTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp", func(name string) (err error) {
+			// The mode a new file gets under the user's umask (probe 24:
+			// the outputs were 0644 under umask 077).
+			f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, atPath(path, err)
@@ -92,7 +94,7 @@ func Stage(path string, write func(io.Writer) error) (*Staged, error) {
 	// The lock tells RemoveStale that the file's writer lives; it lasts
 	// until Close.
 	syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	s := &Staged{f: f, path: path, untrack: Track(f.Name())}
+	s := &Staged{f: f, path: path, untrack: untrack}
 	if err := s.fill(write); err != nil {
 		s.Close()
 		return nil, err
@@ -218,6 +220,12 @@ func isTempOf(name string, names []string) bool {
 // read by its owner only).
 func MkdirTemp(dir, prefix string) (string, error) {
 	return makeTemp(dir, prefix, func(name string) error { return os.Mkdir(name, 0o755) })
+}
+
+// MkdirTempTracked is MkdirTemp with the folder registered for
+// RemoveTemps (Track) in the same step: an interrupt leaves no folder.
+func MkdirTempTracked(dir, prefix string) (path string, untrack func(), err error) {
+	return createTracked(func() (string, error) { return MkdirTemp(dir, prefix) })
 }
 
 // maxNameBytes is the longest file name most file systems take (Linux's

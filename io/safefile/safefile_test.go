@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -332,5 +334,38 @@ func TestWriteNameTooLongForStaging(t *testing.T) {
 	ok := filepath.Join(dir, strings.Repeat("a", 200)+".npy")
 	if err := Write(ok, func(w io.Writer) error { return nil }); err != nil {
 		t.Errorf("a 204-byte name: %v", err)
+	}
+}
+
+// Probe 32: Stage made its file, then registered it: an interrupt's
+// RemoveTemps and exit in between left an empty .NAME.tmpN behind the
+// message "the partial files being written were removed". The file is
+// made and registered with temps.mu held, which RemoveTemps needs.
+func TestStageCreatesAndTracksAsOneStep(t *testing.T) {
+	dir := t.TempDir()
+	want := filepath.Join(dir, "x")
+	path, untrack, err := createTracked(func() (string, error) {
+		if temps.mu.TryLock() {
+			temps.mu.Unlock()
+			t.Error("RemoveTemps could run between the file's creation and its registration")
+		}
+		return want, os.WriteFile(want, nil, 0o644)
+	})
+	if err != nil || path != want {
+		t.Fatal(path, err)
+	}
+	defer untrack()
+	s, err := Stage(filepath.Join(dir, "y"), func(w io.Writer) error { _, err := w.Write([]byte("y")); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	temps.mu.Lock()
+	tracked := slices.Collect(maps.Values(temps.paths))
+	temps.mu.Unlock()
+	for _, p := range []string{want, s.f.Name()} {
+		if !slices.Contains(tracked, p) {
+			t.Errorf("%s not registered (%v)", p, tracked)
+		}
 	}
 }

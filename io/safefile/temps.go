@@ -21,6 +21,8 @@ var temps = struct {
 
 // Track registers the temporary file or folder path for RemoveTemps until
 // untrack is called. After RemoveTemps has run, path is removed at once.
+// A path made before Track can outlive a RemoveTemps in between: make it
+// with createTracked (Stage, MkdirTempTracked) where that matters.
 func Track(path string) (untrack func()) {
 	temps.mu.Lock()
 	defer temps.mu.Unlock()
@@ -28,6 +30,11 @@ func Track(path string) (untrack func()) {
 		os.RemoveAll(path)
 		return func() {}
 	}
+	return register(path)
+}
+
+// register adds path to temps; temps.mu is held.
+func register(path string) (untrack func()) {
 	id := temps.next
 	temps.next++
 	temps.paths[id] = path
@@ -36,6 +43,25 @@ func Track(path string) (untrack func()) {
 		delete(temps.paths, id)
 		temps.mu.Unlock()
 	}
+}
+
+// errExiting is createTracked's error once RemoveTemps has run.
+var errExiting = errors.New("the process is exiting (interrupted): no temporary file is made")
+
+// createTracked makes a temporary file or folder (create returns its
+// path) and registers it for RemoveTemps as one step, which RemoveTemps
+// cannot cut in two (probe 32: an interrupt between them left an empty
+// .report.md.tmpN, the message saying the partial files were removed).
+func createTracked(create func() (string, error)) (path string, untrack func(), err error) {
+	temps.mu.Lock()
+	defer temps.mu.Unlock()
+	if temps.closed {
+		return "", nil, errExiting
+	}
+	if path, err = create(); err != nil {
+		return "", nil, err
+	}
+	return path, register(path), nil
 }
 
 // RemoveTemps removes every tracked temporary file and folder, after the
