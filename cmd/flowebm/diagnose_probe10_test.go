@@ -127,7 +127,7 @@ func TestDiagnoseRefusesNonIntegerChains(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ id, want string }{
 		{"1.5", "line 22, column 1 (chain): chain 1.5: want an integer chain number"},
-		{"NaN", `line 22, column 1 (chain): "NaN" is not finite`},
+		{"NaN", "line 22, column 1 (chain): chain NaN: want an integer chain number, written in digits"},
 	} {
 		p := writeFile(t, dir, "ids.csv", drawsCSV("chain,draw,mu,tau", func(ch, d int) string {
 			if ch == 2 && d == 1 {
@@ -280,6 +280,8 @@ func TestDiagnoseRefusesInexactChainAndDrawNumbers(t *testing.T) {
 	// Probe 31: quoted as written, not rounded (…993 was "…992").
 	refused(t, "line 2, column 1 (chain): chain 9007199254740993: want a chain number", writeFile(t, dir, "c3.csv", "chain,draw,mu\n9007199254740993,1,0.5\n"))
 	refused(t, "line 2, column 2 (draw): draw 9007199254740993: want a number", writeFile(t, dir, "d3.csv", "chain,draw,mu\n1,9007199254740993,0.5\n"))
+	// Probe 32: past float64's range, "not finite".
+	refused(t, "line 2, column 1 (chain): chain 1000000000000000000000000000000000000000…: want a chain number of magnitude below 2^53", writeFile(t, dir, "c400.csv", "chain,draw,mu\n1"+strings.Repeat("0", 400)+",1,0.5\n"))
 }
 
 // Probe 31: an input named like one of the figures was replaced by it

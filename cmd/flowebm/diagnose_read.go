@@ -367,8 +367,6 @@ func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 		return 0, fmt.Errorf("%s: %q is not a number", t.at(line, j), clipText(f))
 	case strings.ContainsAny(f, "_xX"):
 		return 0, fmt.Errorf("%s: %q is not a decimal number (digit separators and hex floats are Go's syntax, not CSV's)", t.at(line, j), clipText(f))
-	case (math.IsNaN(v) || math.IsInf(v, 0)) && !samplerColumn(t.header[j]):
-		return 0, fmt.Errorf("%s: %q is not finite: want finite numbers", t.at(line, j), clipText(f))
 	case slices.Contains(chainColumns, t.header[j]) && !integerText.MatchString(f):
 		// As written: 1.0000000000000001 and 2^52 + 0.5 are read as
 		// integers, and chains merged (probe 30).
@@ -379,6 +377,10 @@ func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 		return 0, fmt.Errorf("%s: chain %s: want a chain number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(line, j), clipText(f), maxExactInt)
 	case slices.Contains(drawColumns, t.header[j]) && math.Abs(v) >= maxExactInt: // as written (probe 31: the rounded number was quoted)
 		return 0, fmt.Errorf("%s: %s %s: want a number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(line, j), t.header[j], clipText(f), maxExactInt)
+	// After them: a whole number past float64's range is too large there
+	// (probe 32: "not finite").
+	case (math.IsNaN(v) || math.IsInf(v, 0)) && !samplerColumn(t.header[j]):
+		return 0, fmt.Errorf("%s: %q is not finite: want finite numbers", t.at(line, j), clipText(f))
 	}
 	return v, nil
 }

@@ -645,9 +645,10 @@ func (c *childLog) lastLine() string {
 // interruptionMark matches train's own lines for a run it stopped on a
 // signal ("flowebm: training interrupted at iteration 78 …",
 // "flowebm: interrupted again …"), at the start of the line.
-// A word, not a path's start (probe 31: --out interrupted made a failure
-// "flowebm: interrupted/runs/…: …" an interruption).
-var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) + `|interrupted)( |;|$)`)
+// train's own wordings, not a word that a path may begin with (probes 31
+// and 32: --out "interrupted runs" made a failure an interruption).
+var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) +
+	` (at iteration|during|after waiting) |interrupted (again \(|before training started:|\()|interrupted; (stopping|the runs))`)
 
 // isInterruption reports whether msg, a train process's last error line,
 // says that it stopped on a signal: continued from its last checkpoint,

@@ -3,9 +3,12 @@ package jsonfile
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/internal/sysmem"
 )
 
 type cfg struct {
@@ -160,18 +163,30 @@ func TestReadsLargeFilesFlowebmWrites(t *testing.T) {
 // Probe 31: [{}, {}, …] decoded into a slice of large structs needs far
 // more memory than the file's size (a 39 MB window.json aborted the
 // process under ulimit -v 4000000): refused before decoding, by an
-// estimate from the target's types. Here 400 elements of 8 MiB each, in a
-// file of 1.2 KB (401 values with the list): 9.4 GiB estimated, over the limit (at most 8 GiB).
+// estimate from the target's types. Here 400 elements of 16 MiB each, in
+// a file of 1.2 KB (401 values with the list): 6.25 GiB decoded, 12.5 GiB
+// with the slice's growth, over the limit (at most 8 GiB). A file that
+// decodes into about its size is read (probe 32: a 109 MB window.json
+// that train wrote was refused under ulimit -v).
 func TestDecodeRefusesWhatWouldNotFit(t *testing.T) {
 	var v struct {
 		Series []struct {
-			Values [1 << 20]float64 `json:"values"`
+			Values [1 << 21]float64 `json:"values"`
 		} `json:"series"`
 	}
 	b := []byte(`{"series": [` + strings.Repeat("{},", 399) + `{}]}`)
 	err := Decode(b, &v, Options{})
-	if err == nil || !strings.Contains(err.Error(), "its 401 values would take about 9.38 GiB of memory to decode, over the limit of") {
+	if err == nil || !strings.Contains(err.Error(), "its 401 values would take about 12.5 GiB of memory to decode (") {
 		t.Errorf("%v", err)
+	}
+	var rows struct {
+		Series [][]float64 `json:"series"`
+	}
+	row := "[" + strings.Repeat("0.25,", 99) + "0.25]"
+	big := []byte(`{"series": [` + strings.Repeat(row+",", 39_999) + row + `]}`) // 20 MB, 4M floats
+	w, err := noDuplicateKeys(big, reflect.TypeOf(&rows))
+	if err != nil || w.cost > inflated*float64(len(big)) {
+		t.Errorf("rows of floats: %v, decoded estimate %s for a file of %s: refused where it would not fit", err, sysmem.Bytes(w.cost), sysmem.Bytes(float64(len(big))))
 	}
 	var small struct {
 		Series []struct {
