@@ -135,6 +135,7 @@ func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force 
 	if err := checkConvertTarget(out, force); err != nil {
 		return err
 	}
+	defer removeTempsOnSignal()() // before the lock: a signal while it is taken (probe 33: the process died without a word)
 	made := firstMissing(out)
 	release, err := lockRunAs(out, "convert")
 	if err != nil {
@@ -146,7 +147,6 @@ func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force 
 		untrackOut = safefile.Track(made)
 		defer untrackOut()
 	}
-	defer removeTempsOnSignal()()
 	if err := cleanSwapLeftovers(out); err != nil {
 		return err
 	}

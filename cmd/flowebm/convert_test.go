@@ -560,3 +560,23 @@ func TestConvertRefusesFolderAnotherProcessHolds(t *testing.T) {
 		t.Errorf("once released: %s", stderr)
 	}
 }
+
+// Probe 33: a reader that found the run's complete checkpoint.new beside
+// checkpoint/ while the run swapped them in said "a checkpoint replacement
+// was interrupted", as after a crash.
+func TestReaderNotesACheckpointBeingReplaced(t *testing.T) {
+	run := trainedRun(t)
+	if err := os.CopyFS(filepath.Join(run, "checkpoint.new"), os.DirFS(filepath.Join(run, "checkpoint"))); err != nil {
+		t.Fatal(err)
+	}
+	pts := writeFile(t, t.TempDir(), "p.csv", "x,y\n0,0\n")
+	release, err := lockRunAs(run, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := outputsChild(t, "no point", "INT", "energy", "--model", run, pts) // the note goes to the process's stderr
+	release()
+	if want := "note: the run is replacing its checkpoint (another process holds " + filepath.Join(run, ".lock") + "): " + filepath.Join(run, "checkpoint.new") + ", the newer, is complete; using it"; code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("held: exit %d, %q; want %q", code, stderr, want)
+	}
+}

@@ -576,6 +576,8 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 		return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
 	}
 	switch final := filepath.Join(dir, "checkpoint"); {
+	case latest == final+".new" && exists(final) && lockedByOther(dir): // probe 33: said to be a crash's
+		fmt.Fprintf(os.Stderr, "flowebm: note: the run is replacing its checkpoint (another process holds %s): %s, the newer, is complete; using it\n", filepath.Join(dir, ".lock"), latest)
 	case latest == final+".new" && exists(final): // probe 22: called "incomplete or damaged"
 		fmt.Fprintf(os.Stderr, "flowebm: note: a checkpoint replacement was interrupted: %s is newer than %s and complete; using it\n", latest, final)
 	case latest != final && exists(final):
