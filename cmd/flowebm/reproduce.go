@@ -645,10 +645,11 @@ func (c *childLog) lastLine() string {
 // interruptionMark matches train's own lines for a run it stopped on a
 // signal ("flowebm: training interrupted at iteration 78 …",
 // "flowebm: interrupted again …"), at the start of the line.
-// train's own wordings, not a word that a path may begin with (probes 31
-// and 32: --out "interrupted runs" made a failure an interruption).
+// train's own wordings, with the signal's name where they give one, not a
+// word that a path may begin with (probes 31–33: --out "interrupted runs",
+// "interrupted (copy)" made a failure an interruption).
 var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) +
-	` (at iteration|during|after waiting) |interrupted (again \(|before training started:|\()|interrupted; (stopping|the runs))`)
+	` (at iteration|during|after waiting) |interrupted (again )?\((interrupt|terminated|hangup)\): |interrupted before training started: |interrupted; stopping (after|once) )`)
 
 // isInterruption reports whether msg, a train process's last error line,
 // says that it stopped on a signal: continued from its last checkpoint,

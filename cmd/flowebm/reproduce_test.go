@@ -434,6 +434,8 @@ func TestChildInterruptionAndLostLog(t *testing.T) {
 		"flowebm: interrupted/runs/two-modes-ula/metrics.csv: no space left on device":              false,
 		"flowebm: interrupted runs/runs/two-modes-ula: no complete checkpoint":                      false, // probe 32
 		"flowebm: interrupted;x/runs/two-modes-ula: no complete checkpoint":                         false,
+		"flowebm: interrupted (copy)/runs/two-modes-ula: no complete checkpoint":                    false, // probe 33
+		"flowebm: interrupted again (hangup): quitting now; …":                                      true,
 		"flowebm: training interrupted during the flow's pretraining, at step 3 of 100":             true,
 		"flowebm: interrupted (interrupt): the partial files being written were removed":            true,
 		"flowebm: iteration 7: loss NaN: training diverged":                                         false,

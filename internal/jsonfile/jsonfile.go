@@ -27,6 +27,10 @@ type Options struct {
 	// MaxBytes refuses larger files before reading them (0:
 	// DefaultMaxBytes).
 	MaxBytes int64
+	// MaxMemory refuses a file whose values would take more bytes to
+	// decode (0: sysmem.Limit(sysmem.DefaultLimit), what the machine and
+	// ulimit -v leave).
+	MaxMemory float64
 }
 
 // DefaultMaxBytes bounds the JSON files flowebm reads (metrics,
@@ -80,12 +84,17 @@ func Decode(b []byte, v any, opt Options) error {
 	// Before decoding: a file of small values decoded into large ones
 	// ([{}, {}, …] into a slice of structs) needs far more memory than
 	// its size (probe 31: a 39 MB window.json aborted the process).
-	// Only a file whose values inflate when decoded is refused: those
-	// flowebm writes decode into about their size (probe 32: a 109 MB
-	// window.json of 5,000 modes was refused under ulimit -v).
-	if need, limit := 2*w.cost+2*float64(len(b)), sysmem.Limit(sysmem.DefaultLimit); need > limit && w.cost > inflated*float64(len(b)) {
-		return fmt.Errorf("its %d values would take about %s of memory to decode (%.0f× the file's size), over the limit of %s (%s): flowebm's files decode into about their size; is it the right file?",
-			w.values, sysmem.Bytes(need), w.cost/float64(len(b)), sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
+	// Slices counted at their elements' size (probe 32: counted thrice, a
+	// 109 MB window.json of 5,000 modes was refused under ulimit -v); no
+	// file let through that would not fit (probe 33: one of zeros, 4× its
+	// size decoded, was, and aborted the process).
+	limit := opt.MaxMemory
+	if limit <= 0 {
+		limit = sysmem.Limit(sysmem.DefaultLimit)
+	}
+	if need := 2*w.cost + 2*float64(len(b)); need > limit {
+		return fmt.Errorf("its %d values would take about %s of memory to decode (%.1f× the file's size), over the limit of %s (%s): give the process more memory, or check that it is the right file",
+			w.values, sysmem.Bytes(need), need/float64(len(b)), sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
 	}
 	negZeroInt := w.negZeroInt
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -281,10 +290,6 @@ func (w *walker) inside(s step, depth int) error {
 	w.at = w.at[:len(w.at)-1]
 	return nil
 }
-
-// inflated is how many times its size a file's decoded values must take
-// for Decode to refuse it when they would not fit.
-const inflated = 4
 
 // elementCost is what encoding/json keeps for one element of a value of
 // type t (nil: one it skips): a slice's element, a map's entry, an

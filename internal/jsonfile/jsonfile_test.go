@@ -165,9 +165,9 @@ func TestReadsLargeFilesFlowebmWrites(t *testing.T) {
 // process under ulimit -v 4000000): refused before decoding, by an
 // estimate from the target's types. Here 400 elements of 16 MiB each, in
 // a file of 1.2 KB (401 values with the list): 6.25 GiB decoded, 12.5 GiB
-// with the slice's growth, over the limit (at most 8 GiB). A file that
-// decodes into about its size is read (probe 32: a 109 MB window.json
-// that train wrote was refused under ulimit -v).
+// with the slice's growth, over the limit (at most 8 GiB). Rows of floats
+// are counted at 8 bytes a float (probe 32: thrice that, and a 109 MB
+// window.json that train wrote was refused under ulimit -v).
 func TestDecodeRefusesWhatWouldNotFit(t *testing.T) {
 	var v struct {
 		Series []struct {
@@ -185,8 +185,8 @@ func TestDecodeRefusesWhatWouldNotFit(t *testing.T) {
 	row := "[" + strings.Repeat("0.25,", 99) + "0.25]"
 	big := []byte(`{"series": [` + strings.Repeat(row+",", 39_999) + row + `]}`) // 20 MB, 4M floats
 	w, err := noDuplicateKeys(big, reflect.TypeOf(&rows))
-	if err != nil || w.cost > inflated*float64(len(big)) {
-		t.Errorf("rows of floats: %v, decoded estimate %s for a file of %s: refused where it would not fit", err, sysmem.Bytes(w.cost), sysmem.Bytes(float64(len(big))))
+	if err != nil || w.cost > 2*float64(len(big)) {
+		t.Errorf("rows of floats: %v, decoded estimate %s for a file of %s (each float 8 bytes, its text 5)", err, sysmem.Bytes(w.cost), sysmem.Bytes(float64(len(big))))
 	}
 	var small struct {
 		Series []struct {
@@ -195,5 +195,23 @@ func TestDecodeRefusesWhatWouldNotFit(t *testing.T) {
 	}
 	if err := Decode(b, &small, Options{}); err != nil || len(small.Series) != 400 {
 		t.Errorf("400 small elements: %v", err)
+	}
+}
+
+// Probe 33: a file of zeros (2 bytes each, 8 once decoded) that would not
+// fit was let through by a test of inflation (decoded > 4× the file), and
+// aborted the process out of memory. Here 1M zeros against a limit of
+// 16 MiB: about 19 MiB needed.
+func TestDecodeRefusesZerosThatWouldNotFit(t *testing.T) {
+	var v struct {
+		Series []float64 `json:"series"`
+	}
+	b := []byte(`{"series": [` + strings.Repeat("0,", 999_999) + `0]}`)
+	err := Decode(b, &v, Options{MaxMemory: 16 << 20})
+	if err == nil || !strings.Contains(err.Error(), "its 1000001 values would take about 19.1 MiB of memory to decode") {
+		t.Errorf("%v", err)
+	}
+	if err := Decode(b, &v, Options{MaxMemory: 32 << 20}); err != nil || len(v.Series) != 1_000_000 {
+		t.Errorf("under a limit it fits: %v", err)
 	}
 }
