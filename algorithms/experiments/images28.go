@@ -143,7 +143,7 @@ func FashionMNIST(dir string) (*Experiment, error) {
 // holds them.
 func FashionMNISTDir() (string, error) {
 	if d := os.Getenv(FashionMNISTEnv); d != "" {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		if !isFolder(d) {
 			return "", fmt.Errorf("data: %s=%s is not a folder: want the folder holding Fashion-MNIST's train-images-idx3-ubyte.gz and its three siblings", FashionMNISTEnv, d)
 		}
 		return d, nil

@@ -23,7 +23,7 @@ const (
 // `go list -m` finds it.
 func MNISTDir() (string, error) {
 	if d := os.Getenv("FLOWEBM_MNIST"); d != "" {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		if !isFolder(d) {
 			return "", fmt.Errorf("data: FLOWEBM_MNIST=%s is not a folder: want the folder holding train-images-idx3-ubyte.gz and its three siblings", d)
 		}
 		return d, nil

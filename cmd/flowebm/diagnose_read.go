@@ -362,24 +362,26 @@ func (t *csvTable) parseRow(fields []string, line int) ([]float64, error) {
 // the column is the sampler's, which is dropped.
 func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 	v, err := strconv.ParseFloat(f, 64)
+	h := t.header[j]
+	chain, draw := slices.Contains(chainColumns, h), slices.Contains(drawColumns, h)
 	switch {
 	case err != nil && !errors.Is(err, strconv.ErrRange):
 		return 0, fmt.Errorf("%s: %q is not a number", t.at(line, j), clipText(f))
 	case strings.ContainsAny(f, "_xX"):
 		return 0, fmt.Errorf("%s: %q is not a decimal number (digit separators and hex floats are Go's syntax, not CSV's)", t.at(line, j), clipText(f))
-	case slices.Contains(chainColumns, t.header[j]) && !integerText.MatchString(f):
+	case chain && !integerText.MatchString(f):
 		// As written: 1.0000000000000001 and 2^52 + 0.5 are read as
 		// integers, and chains merged (probe 30).
 		return 0, fmt.Errorf("%s: chain %s: want an integer chain number, written in digits", t.at(line, j), clipText(f))
-	case slices.Contains(drawColumns, t.header[j]) && !integerText.MatchString(f):
+	case draw && !integerText.MatchString(f):
 		return 0, fmt.Errorf("%s: %s %s: want an integer, written in digits", t.at(line, j), t.header[j], clipText(f))
-	case slices.Contains(chainColumns, t.header[j]) && math.Abs(v) >= maxExactInt: // probe 29: two chains above it were merged into one
+	case chain && math.Abs(v) >= maxExactInt: // probe 29: two chains above it were merged into one
 		return 0, fmt.Errorf("%s: chain %s: want a chain number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(line, j), clipText(f), maxExactInt)
-	case slices.Contains(drawColumns, t.header[j]) && math.Abs(v) >= maxExactInt: // as written (probe 31: the rounded number was quoted)
+	case draw && math.Abs(v) >= maxExactInt: // as written (probe 31: the rounded number was quoted)
 		return 0, fmt.Errorf("%s: %s %s: want a number of magnitude below 2^53 = %d (larger ones are not told apart once read)", t.at(line, j), t.header[j], clipText(f), maxExactInt)
 	// After them: a whole number past float64's range is too large there
 	// (probe 32: "not finite").
-	case (math.IsNaN(v) || math.IsInf(v, 0)) && !samplerColumn(t.header[j]):
+	case (math.IsNaN(v) || math.IsInf(v, 0)) && !samplerColumn(h):
 		return 0, fmt.Errorf("%s: %q is not finite: want finite numbers", t.at(line, j), clipText(f))
 	}
 	return v, nil

@@ -593,14 +593,14 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		return r.failedToStart(err)
 	}
 	cmd := exec.Command(exe, args...)
-	log := &childLog{log: logf}
-	cmd.Stdout, cmd.Stderr = log, log
+	output := &childLog{log: logf}
+	cmd.Stdout, cmd.Stderr = output, output
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
 	if err := runChild(soft, hard, cmd); err != nil {
-		msg := childFailure(err, log.lastLine())
-		if log.err != nil { // probe 30: a full disk left an empty log.txt and "exit status 2"
-			msg += fmt.Sprintf(" (its log.txt could not be written: %v)", log.err)
+		msg := childFailure(err, output.lastLine())
+		if output.err != nil { // probe 30: a full disk left an empty log.txt and "exit status 2"
+			msg += fmt.Sprintf(" (its log.txt could not be written: %v)", output.err)
 		}
 		switch {
 		case strings.Contains(msg, "another flowebm process is"):
@@ -661,9 +661,11 @@ func isInterruption(msg string) bool { return interruptionMark.MatchString(msg) 
 // (the out-of-memory killer, say), that signal, the line being progress
 // (probe 29).
 func childFailure(err error, last string) string {
-	if ee := (*exec.ExitError)(nil); last == "" {
+	var exit *exec.ExitError
+	switch {
+	case last == "":
 		return err.Error()
-	} else if errors.As(err, &ee) && !ee.Exited() {
+	case errors.As(err, &exit) && !exit.Exited():
 		return fmt.Sprintf("the train process ended with %v (the last line of its log.txt: %q)", err, last)
 	}
 	return last

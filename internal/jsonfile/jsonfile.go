@@ -96,7 +96,6 @@ func Decode(b []byte, v any, opt Options) error {
 		return fmt.Errorf("its %d values would take about %s of memory to decode (%.1f× the file's size), over the limit of %s (%s): give the process more memory, or check that it is the right file",
 			w.values, sysmem.Bytes(need), need/float64(len(b)), sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
 	}
-	negZeroInt := w.negZeroInt
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if !opt.AllowUnknown {
 		dec.DisallowUnknownFields()
@@ -107,12 +106,12 @@ func Decode(b []byte, v any, opt Options) error {
 	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
 		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
 	}
-	if negZeroInt != "" {
+	if w.negZeroInt != "" {
 		// encoding/json reads it as 0, which means "the default" for most
 		// of flowebm's fields, while the minus sign says that the writer
 		// meant something else. (A float's -0 is a value, which Go's
 		// encoder writes itself.)
-		return fmt.Errorf("field %s is -0, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", negZeroInt)
+		return fmt.Errorf("field %s is -0, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", w.negZeroInt)
 	}
 	return nil
 }
