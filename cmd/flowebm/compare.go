@@ -153,17 +153,11 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool)
 // a failure (a full disk) or a signal leaves the figures out held before;
 // placed runs after the move. It returns the figures' paths.
 func drawStaged(out, lockName string, checkNew func() error, draw func(tmp string) ([]string, error), placed func(drawn []string) error) ([]string, error) {
-	made := firstMissing(out)
-	release, err := lockRunAs(out, lockName)
+	release, untrackOut, err := lockOutputFolder(out, lockName) // a signal removes the folders made for the figures
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	untrackOut := func() {}
-	if made != "" { // a signal removes the folders made for the figures
-		untrackOut = safefile.Track(made)
-		defer untrackOut()
-	}
 	// Again, locked: another command may have drawn into out meanwhile.
 	if err := checkNew(); err != nil {
 		return nil, err

@@ -11,13 +11,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"gorgonia.org/tensor"
+
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
-	"github.com/spf13/cobra"
-	"gorgonia.org/tensor"
 )
 
 func convertCmd() *cobra.Command {
@@ -135,18 +136,14 @@ func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force 
 	if err := checkConvertTarget(out, force); err != nil {
 		return err
 	}
-	defer removeTempsOnSignal()() // before the lock: a signal while it is taken (probe 33: the process died without a word)
-	made := firstMissing(out)
-	release, err := lockRunAs(out, "convert")
+	// Before the lock: a signal while it is taken (probe 33: the process
+	// died without a word). A signal removes the folders made for the lock.
+	defer removeTempsOnSignal()()
+	release, untrackOut, err := lockOutputFolder(out, "convert")
 	if err != nil {
 		return err
 	}
 	defer release()
-	untrackOut := func() {}
-	if made != "" { // a signal removes the folders made for the lock
-		untrackOut = safefile.Track(made)
-		defer untrackOut()
-	}
 	if err := cleanSwapLeftovers(out); err != nil {
 		return err
 	}

@@ -38,19 +38,22 @@ func (o diagnoseOptions) makePlotFolder() (undo, keep func(), err error) {
 	if err := checkFigureFolder("--plots", o.plots, nil); err != nil {
 		return nil, nil, err
 	}
-	top := firstMissing(o.plots)
-	remove, err := makeFolder(o.plots)
+	undo, keep = func() {}, func() {}
+	err = safefile.Hold(func() error { // made and registered for a signal as one step (probe 33)
+		top, remove, err := makeFolder(o.plots)
+		if err != nil {
+			return err
+		}
+		if top != "" { // a signal before the figures are in place removes the folders made; keep ends that
+			keep = safefile.Track(top)
+		}
+		undo = func() { keep(); remove() }
+		return nil
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--plots %s: cannot create the folder: %v", o.plots, err)
 	}
-	if top == "" {
-		return remove, func() {}, nil
-	}
-	// A signal before the figures are in place removes the folders made
-	// (the command's signal handler runs safefile's cleanup); keep ends
-	// that once they are.
-	untrack := safefile.Track(top)
-	return func() { untrack(); remove() }, untrack, nil
+	return undo, keep, nil
 }
 
 // maxPlotBase bounds a plot's file name taken from a parameter's name

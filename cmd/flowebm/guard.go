@@ -281,38 +281,74 @@ func blockingEntry(p string, fi fs.FileInfo) error {
 // lockRunAs is lockRun recording command as the lock's holder, which the
 // folderBusyError of another process names.
 func lockRunAs(dir, command string) (release func(), err error) {
-	top := firstMissing(dir) // "" when dir exists
-	if err := mkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("cannot make the folder %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, ".lock")
-	fi, statErr := os.Lstat(path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	if statErr == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", safefile.Regular(path, fi), dir) // its kind named (probe 24: a FIFO was "a link or a folder")
-	}
-	// O_NOFOLLOW: a link put there meanwhile is not written through.
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, folderBusyError{dir: dir, lock: path, holder: lockHolder(path)}
+	release, _, err = makeAndLock(dir, command, false)
+	return release, err
+}
+
+// lockOutputFolder is lockRunAs for a folder of outputs (figures, a
+// converted checkpoint): the folders it makes are registered for removal
+// on a signal in the same step, until keep is called once the outputs
+// are in place (probe 33: a signal between making and registering left
+// an empty folder, or one holding .lock).
+func lockOutputFolder(dir, command string) (release, keep func(), err error) {
+	return makeAndLock(dir, command, true)
+}
+
+// makeAndLock makes dir (registering what it makes when track) and locks
+// it; release removes a folder made that holds only the lock.
+func makeAndLock(dir, command string, track bool) (release, keep func(), err error) {
+	keep = func() {}
+	var top string
+	err = safefile.Hold(func() error { // a signal's cleanup waits: made and registered as one step
+		var err error
+		if top, _, err = makeFolder(dir); err == nil && track && top != "" {
+			keep = safefile.Track(top)
 		}
-		return nil, fmt.Errorf("%s: locking %s: %w", dir, path, err)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot make the folder %s: %w", dir, err)
 	}
-	if f.Truncate(0) == nil {
-		f.WriteAt([]byte(command+"\n"), 0)
+	f, path, created, err := takeLock(dir, command)
+	if err != nil {
+		keep() // another process's folder now: a signal leaves it
+		return nil, nil, err
 	}
 	return func() {
 		if created || top != "" {
 			removeLoneLock(dir, path, top)
 		}
+		keep()
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
-	}, nil
+	}, keep, nil
+}
+
+// takeLock locks the folder dir with its file .lock (created says it was
+// made), writing command into it as the holder.
+func takeLock(dir, command string) (f *os.File, path string, created bool, err error) {
+	path = filepath.Join(dir, ".lock")
+	fi, statErr := os.Lstat(path)
+	created = errors.Is(statErr, fs.ErrNotExist)
+	if statErr == nil && !fi.Mode().IsRegular() {
+		return nil, "", false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", safefile.Regular(path, fi), dir) // its kind named (probe 24: a FIFO was "a link or a folder")
+	}
+	// O_NOFOLLOW: a link put there meanwhile is not written through.
+	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, "", false, folderBusyError{dir: dir, lock: path, holder: lockHolder(path)}
+		}
+		return nil, "", false, fmt.Errorf("%s: locking %s: %w", dir, path, err)
+	}
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(command+"\n"), 0)
+	}
+	return f, path, created, nil
 }
 
 // lockFile locks the output file path (given as flag) against another

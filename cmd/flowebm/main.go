@@ -4,13 +4,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
@@ -67,9 +70,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(stderr, "flowebm:", err)
+		if stopped := (stoppedError{}); errors.As(err, &stopped) {
+			return stopped.exitStatus()
+		}
 		return 2
 	}
 	return 0
+}
+
+// stoppedError is the error of a command that a signal stopped: it exits
+// with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM, 129
+// for SIGHUP), as when the signal's handler exits at once.
+type stoppedError struct {
+	sig syscall.Signal
+	err error
+}
+
+func (e stoppedError) Error() string   { return e.err.Error() }
+func (e stoppedError) Unwrap() error   { return e.err }
+func (e stoppedError) exitStatus() int { return 128 + int(e.sig) }
+
+// stoppedBySignal reports whether status is the exit status of a flowebm
+// process that a signal stopped (stoppedError, or a handler's exit).
+func stoppedBySignal(status int) bool {
+	return slices.Contains([]syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}, syscall.Signal(status-128))
 }
 
 // minAddressSpace is the least address space that ulimit -v must leave

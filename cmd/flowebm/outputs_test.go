@@ -44,7 +44,11 @@ func TestOutputsChild(t *testing.T) {
 				time.Sleep(200 * time.Millisecond)
 				syscall.Kill(os.Getpid(), sig)
 			}
-			time.Sleep(10 * time.Second)
+			wait, err := time.ParseDuration(os.Getenv("FLOWEBM_CHILD_WAIT")) // how long the point holds the command
+			if err != nil {
+				wait = 10 * time.Second
+			}
+			time.Sleep(wait)
 		}
 	}
 	os.Exit(run(strings.Split(args, "\x1f"), io.Discard, os.Stderr))
@@ -52,7 +56,8 @@ func TestOutputsChild(t *testing.T) {
 
 // outputsChild runs flowebm args in a process that gets the signal sig
 // (INT, TERM or KILL) at the testHook point, and returns its exit status
-// (-1 when killed) and stderr.
+// (-1 when killed) and stderr. The point holds the command for 10 s
+// (FLOWEBM_CHILD_WAIT in the test's environment sets another time).
 func outputsChild(t *testing.T, point, sig string, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
@@ -858,4 +863,37 @@ func TestSeedsAdviceKeepsOtherSeeds(t *testing.T) {
 	}
 	wantErr(t, "holds a run with train.algorithm \"flowmc\", this command asks for \"ula\": move "+filepath.Join(out, "s1")+" away and give the same --seeds command again to train this seed alone (--force trains every seed again)",
 		"train", "--seeds", "1-2", "--iterations", "4", "--algorithm", "ula", "--out", out)
+}
+
+// Probe 33: compare, convert, diagnose --plots and sample --flow-out made
+// their output folder, then registered it for removal on a signal; a
+// signal in between left it, empty or holding .lock. Here the signal
+// comes right after the folder is made, held there for 1 s.
+func TestSignalAsOutputFolderIsMadeRemovesIt(t *testing.T) {
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	runDir := trainedRun(t)
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	chains := filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")
+	for _, c := range []struct {
+		name string
+		args func(out string) []string
+	}{
+		{"compare", func(out string) []string { return []string{"compare", runDir, "--out", out} }},
+		{"convert", func(out string) []string { return []string{"convert", toyONNX, out} }},
+		{"diagnose", func(out string) []string { return []string{"diagnose", "--plots", out, chains} }},
+		{"sample", func(out string) []string {
+			made := filepath.Dir(out) // --flow-out's parent must exist
+			return []string{"sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "10", "--warmup", "20", "--flow-out", made, "--out", filepath.Join(filepath.Dir(made), "s.npy")}
+		}},
+	} {
+		dir := t.TempDir()
+		made := filepath.Join(dir, "new")
+		code, stderr := outputsChild(t, "folder-made", "INT", c.args(filepath.Join(made, "out"))...)
+		if code != 130 {
+			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		if _, err := os.Stat(made); err == nil {
+			t.Errorf("%s: interrupted as it made its output folder, it left %s", c.name, made)
+		}
+	}
 }

@@ -607,7 +607,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 			return "skipped: " + msg // it took the lock after the check above
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
 			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
-		case isInterruption(msg): // a signal to the train process itself (probe 30: recorded as a failure)
+		case stoppedBySignal(exitStatus(err)): // a signal to the train process itself (probe 30: recorded as a failure)
 			return "interrupted (reproduce again continues it from its last checkpoint): " + msg
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
@@ -651,10 +651,21 @@ func (c *childLog) lastLine() string {
 var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) +
 	` (at iteration|during|after waiting) |interrupted (again )?\((interrupt|terminated|hangup)\): |interrupted before training started: |interrupted; stopping (after|once) )`)
 
-// isInterruption reports whether msg, a train process's last error line,
-// says that it stopped on a signal: continued from its last checkpoint,
-// not a failure.
+// isInterruption reports whether msg, the last error line of a run's
+// log.txt, says that it stopped on a signal: continued from its last
+// checkpoint, not a failure. The report reads it of runs that reproduce
+// did not start (a --plan's); a train process reproduce runs is told by
+// its exit status (stoppedBySignal).
 func isInterruption(msg string) bool { return interruptionMark.MatchString(msg) }
+
+// exitStatus is the exit status of a process that ended with err, -1 if
+// it did not exit (a signal killed it) or did not start.
+func exitStatus(err error) int {
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	return -1
+}
 
 // childFailure is why a train process that ended with err failed, given
 // the last line of its log: its own error, or, when a signal killed it

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowebm/flowebm/algorithms"
 )
 
 // TestReproduceReport trains two short runs in-process, marks a third as
@@ -488,5 +491,46 @@ func TestReportWrittenToldByFileAndEarlyInterruption(t *testing.T) {
 	out, _, _ := runCLI("reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "ula,nt")
 	if !strings.Contains(out, "two-modes-nt: incomplete: interrupted before its first checkpoint") {
 		t.Errorf("a run interrupted as it started: %s", out)
+	}
+}
+
+// Review of probes 31–33: reproduce told an interrupted train process by
+// the wording of its last line, which an error naming a path could take
+// (three tightenings). It is told by the exit status now: 128 + the
+// signal's number, as train exits when a signal stops it.
+func TestChildInterruptionToldByExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		line   string
+		status int
+		want   string
+	}{
+		{"flowebm: interrupted (interrupt): x/runs/two-modes-ula: no complete checkpoint", 2, "FAILED"},
+		{"flowebm: training interrupted at iteration 3 of 10; continue with: flowebm train --resume r", 130, "interrupted"},
+		{"flowebm: training interrupted at iteration 3 of 10; continue with: flowebm train --resume r", 143, "interrupted"},
+		{"flowebm: write r/metrics.csv: no space left on device", 2, "FAILED"},
+	} {
+		exe := filepath.Join(t.TempDir(), "train")
+		script := fmt.Sprintf("#!/bin/sh\necho %q >&2\nexit %d\n", c.line, c.status)
+		if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := &reproRun{experiment: "two-modes", algorithm: algorithms.ULA, dir: filepath.Join(dir, fmt.Sprint(c.status), "two-modes-ula")}
+		got := trainOne(context.Background(), context.Background(), exe, r, reproduceFlags{seed: 1, jobs: 1})
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("a train process that wrote %q and exited %d: %q, want %s", c.line, c.status, got, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(r.dir, "error.txt")); (err == nil) != (c.want == "FAILED") {
+			t.Errorf("exit %d: error.txt written: %v, want %v", c.status, err == nil, c.want == "FAILED")
+		}
+	}
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s") // the signal is handled meanwhile
+	for _, args := range [][]string{
+		{"train", "--iterations", "4", "--quiet", "--out", filepath.Join(dir, "one")},
+		{"train", "--seeds", "1,2", "--iterations", "4", "--quiet", "--out", filepath.Join(dir, "seeds")},
+	} {
+		if code, stderr := outputsChild(t, "train-started", "TERM", args...); code != 143 || !strings.Contains(stderr, "interrupted") {
+			t.Errorf("%v on SIGTERM: exit %d, %s; want 143", args, code, stderr)
+		}
 	}
 }

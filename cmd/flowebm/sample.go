@@ -29,6 +29,7 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
@@ -159,11 +160,17 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return err
 	}
 	if f.flowOut != "" {
-		made, err := makeFolder(f.flowOut)
+		var made func()
+		err := safefile.Hold(func() error { // made and registered for a signal as one step (probe 33)
+			var err error
+			if _, made, err = makeFolder(f.flowOut); err == nil {
+				unmake.Store(made)
+			}
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("--flow-out %s: %w", f.flowOut, err)
 		}
-		unmake.Store(made)
 		defer made() // removes the folder made if the run leaves it empty
 	}
 	pcg := rand.NewPCG(f.seed, 0x5a3)
@@ -531,14 +538,17 @@ func (f sampleFlags) checkNew(flag, path string) error {
 }
 
 // makeFolder creates dir (and its parents) before any work, so that an
-// output folder that cannot exist fails at once; undo removes what it
-// created if it is still empty.
-func makeFolder(dir string) (undo func(), err error) {
+// output folder that cannot exist fails at once; top is the outermost
+// folder made ("" if dir existed), and undo removes what it created if it
+// is still empty. Run it in safefile.Hold with what registers top for a
+// signal's cleanup, so that a signal cannot come in between (probe 33).
+func makeFolder(dir string) (top string, undo func(), err error) {
 	missing := firstMissing(dir)
 	if err := mkdirAll(dir); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return func() {
+	hook("folder-made")
+	return missing, func() {
 		if missing == "" {
 			return
 		}

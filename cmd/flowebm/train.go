@@ -307,7 +307,6 @@ func seedsFolder(cmd *cobra.Command, f trainFlags) (string, error) {
 }
 
 func trainOneRun(cmd *cobra.Command, f trainFlags) error {
-	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if err := f.ignoredWithResume(cmd); err != nil {
 		return err
 	}
@@ -320,6 +319,13 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	sig := watchSignals()
 	sig.inSeeds = f.forceSeed
 	defer sig.stop()
+	return sig.stoppedBy(trainWatched(cmd, f, sig))
+}
+
+// trainWatched is trainOneRun once its flags are checked, stopping on
+// the signals that sig watches.
+func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	ctx := sig.ctx
 	var run *training.Run
 	var release func()
@@ -486,9 +492,10 @@ func resumeKeyError(dir string) error {
 // while the outputs are written they are finished (a second signal quits:
 // --resume writes them again).
 type runSignals struct {
-	ctx   context.Context
-	phase atomic.Int32           // phaseSetup, phaseTraining, phaseOutputs
-	dir   atomic.Pointer[string] // the run's folder, once it is known
+	ctx      context.Context
+	received atomic.Int32           // the first signal received, 0 before one
+	phase    atomic.Int32           // phaseSetup, phaseTraining, phaseOutputs
+	dir      atomic.Pointer[string] // the run's folder, once it is known
 	// inSeeds: the run is a seed's of train --seeds, which the same
 	// command continues (--force would train every seed again).
 	inSeeds bool
@@ -509,7 +516,8 @@ func watchSignals() *runSignals {
 	stopped := make(chan struct{})
 	go func() {
 		select {
-		case <-sigs:
+		case s := <-sigs:
+			rs.received.Store(int32(s.(syscall.Signal)))
 		case <-stopped:
 			return
 		}
@@ -537,6 +545,17 @@ func watchSignals() *runSignals {
 }
 
 func (rs *runSignals) enter(phase int32) { rs.phase.Store(phase) }
+
+// stoppedBy is err, the run's end, marked as stopped by the signal
+// received, if one was and err is not nil: the command then exits with
+// 128 + the signal's number, as the shell reports a process it stopped
+// (reproduce tells an interrupted train by it, not by its wording).
+func (rs *runSignals) stoppedBy(err error) error {
+	if s := syscall.Signal(rs.received.Load()); err != nil && s != 0 {
+		return stoppedError{sig: s, err: err}
+	}
+	return err
+}
 
 // enterTraining enters phaseTraining of the run in dir.
 func (rs *runSignals) enterTraining(dir string) {
