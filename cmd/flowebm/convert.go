@@ -260,7 +260,9 @@ func cleanSwapLeftovers(out string) error {
 	var left []string
 	for _, e := range entries {
 		for _, kind := range []string{".new-", ".old-"} {
-			if strings.HasPrefix(e.Name(), "."+filepath.Base(out)+kind) {
+			// Its own names exactly, folders (probe 34: a prefix took
+			// .CK.old-backup/ and the input .CK.new-1.onnx with it).
+			if e.IsDir() && safefile.IsTemp(e.Name(), "."+filepath.Base(out)+kind) {
 				left = append(left, filepath.Join(filepath.Dir(out), e.Name()))
 			}
 		}

@@ -44,8 +44,8 @@ func (o diagnoseOptions) makePlotFolder() (undo, keep func(), err error) {
 		if err != nil {
 			return err
 		}
-		if top != "" { // a signal before the figures are in place removes the folders made; keep ends that
-			keep = safefile.Track(top)
+		if top != "" { // a signal before the figures are in place removes the folders made, if empty; keep ends that
+			keep = safefile.OnRemoveTemps(remove)
 		}
 		undo = func() { keep(); remove() }
 		return nil

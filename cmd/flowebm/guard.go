@@ -111,6 +111,13 @@ func hook(point string) {
 	}
 }
 
+// ignoreBrokenPipes keeps a long job (train, reproduce) running when
+// what reads its output is gone: a write to it then fails instead of
+// killing the process with SIGPIPE (probe 34: train 2>&1 | tee, stopped
+// by Ctrl-C, died by SIGPIPE as it said it was stopping, before writing
+// its checkpoint; reproduce's children did when reproduce was killed).
+func ignoreBrokenPipes() { signal.Ignore(syscall.SIGPIPE) }
+
 // removeTempsOnSignal makes SIGINT, SIGTERM and SIGHUP remove the
 // temporary files and folders being written (safefile.Track) and exit
 // with status 130, 143 or 129, saying so; stop undoes it.
@@ -286,32 +293,39 @@ func lockRunAs(dir, command string) (release func(), err error) {
 }
 
 // lockOutputFolder is lockRunAs for a folder of outputs (figures, a
-// converted checkpoint): the folders it makes are registered for removal
-// on a signal in the same step, until keep is called once the outputs
-// are in place (probe 33: a signal between making and registering left
-// an empty folder, or one holding .lock).
+// converted checkpoint): a signal before keep is called (the outputs in
+// place) removes the lock and the folders made, while they hold nothing
+// else (probe 33: a signal between making and registering them left an
+// empty folder, or one holding .lock; probe 34: removed whole, they took
+// with them what other processes had put there).
 func lockOutputFolder(dir, command string) (release, keep func(), err error) {
 	return makeAndLock(dir, command, true)
 }
 
-// makeAndLock makes dir (registering what it makes when track) and locks
-// it; release removes a folder made that holds only the lock.
+// makeAndLock makes dir and locks it, registering what it made for a
+// signal's cleanup when track; release removes a folder made that holds
+// only the lock.
 func makeAndLock(dir, command string, track bool) (release, keep func(), err error) {
 	keep = func() {}
-	var top string
-	err = safefile.Hold(func() error { // a signal's cleanup waits: made and registered as one step
+	var top, path string
+	var f *os.File
+	var created bool
+	err = safefile.Hold(func() error { // a signal's cleanup waits: made, locked and registered as one step
+		var undo func()
 		var err error
-		if top, _, err = makeFolder(dir); err == nil && track && top != "" {
-			keep = safefile.Track(top)
+		if top, undo, err = makeFolder(dir); err != nil {
+			return fmt.Errorf("cannot make the folder %s: %w", dir, err)
 		}
-		return err
+		if f, path, created, err = takeLock(dir, command); err != nil {
+			undo() // the folders made, left empty
+			return err
+		}
+		if track && (created || top != "") {
+			keep = safefile.OnRemoveTemps(func() { removeLoneLock(dir, path, top) })
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot make the folder %s: %w", dir, err)
-	}
-	f, path, created, err := takeLock(dir, command)
-	if err != nil {
-		keep() // another process's folder now: a signal leaves it
 		return nil, nil, err
 	}
 	return func() {
@@ -327,6 +341,7 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 // takeLock locks the folder dir with its file .lock (created says it was
 // made), writing command into it as the holder.
 func takeLock(dir, command string) (f *os.File, path string, created bool, err error) {
+	hook("lock-taking")
 	path = filepath.Join(dir, ".lock")
 	fi, statErr := os.Lstat(path)
 	created = errors.Is(statErr, fs.ErrNotExist)
@@ -360,6 +375,19 @@ func lockFile(flag, path, command string) (release func(), err error) {
 	if err := safefile.NameFits(path); err != nil { // its staging name is longer than its lock's (probe 27: "1 bytes", then "10 bytes")
 		return nil, fmt.Errorf("%s %w", flag, err)
 	}
+	// Taken and registered for a signal's cleanup as one step (probe 34:
+	// a signal left the lock file).
+	err = safefile.Hold(func() error {
+		var err error
+		release, err = takeFileLock(flag, path, lock, command)
+		return err
+	})
+	return release, err
+}
+
+// takeFileLock is lockFile's locking with the lock file lock, which a
+// signal's cleanup removes until release.
+func takeFileLock(flag, path, lock, command string) (release func(), err error) {
 	for {
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 		if errors.Is(err, syscall.ELOOP) { // probe 24: "too many levels of symbolic links"
@@ -381,8 +409,10 @@ func lockFile(flag, path, command string) (release func(), err error) {
 			if f.Truncate(0) == nil {
 				f.WriteAt([]byte(command+"\n"), 0)
 			}
+			unregister := safefile.OnRemoveTemps(func() { os.Remove(lock) })
 			return func() {
 				os.Remove(lock)
+				unregister()
 				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 				f.Close()
 			}, nil

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // Regressions of the outputs probe (issue 20): interrupted, concurrent and
@@ -38,7 +40,14 @@ func TestOutputsChild(t *testing.T) {
 			skip--
 			return
 		}
+		if p == os.Getenv("FLOWEBM_CHILD_POINT") && name == "CLEANUP" {
+			cleanupAtPoint(p)
+			return
+		}
 		if p == os.Getenv("FLOWEBM_CHILD_POINT") {
+			if put := os.Getenv("FLOWEBM_CHILD_PUT"); put != "" { // another process's file, there before the signal
+				os.WriteFile(put, []byte("another process's\n"), 0o644)
+			}
 			syscall.Kill(os.Getpid(), sig)
 			if name == "INT2" { // a second interrupt: quit at once
 				time.Sleep(200 * time.Millisecond)
@@ -52,6 +61,20 @@ func TestOutputsChild(t *testing.T) {
 		}
 	}
 	os.Exit(run(strings.Split(args, "\x1f"), io.Discard, os.Stderr))
+}
+
+// cleanupAtPoint starts a signal's cleanup (safefile.RemoveTemps) at the
+// point p and says on stderr whether it ran while the command stood
+// there: it must wait where the command's steps are one (safefile.Hold).
+func cleanupAtPoint(p string) {
+	done := make(chan struct{})
+	go func() { safefile.RemoveTemps(); close(done) }()
+	select {
+	case <-done:
+		fmt.Fprintln(os.Stderr, "the cleanup ran at", p)
+	case <-time.After(500 * time.Millisecond):
+		fmt.Fprintln(os.Stderr, "the cleanup waited at", p)
+	}
 }
 
 // outputsChild runs flowebm args in a process that gets the signal sig

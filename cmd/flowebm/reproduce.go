@@ -248,10 +248,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	t0 := time.Now()
 	soft, hard, stop := reproduceSignals()
 	trainAll(soft, hard, out, exe, runs, f)
-	interrupted := soft.Err() != nil
+	var sig signalCause
+	interrupted := errors.As(context.Cause(soft), &sig)
 	stop()
-	if interrupted {
-		return fmt.Errorf("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")
+	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
+		return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")}
 	}
 	// No run is under way now: a signal stops reproduce at once (probe 29:
 	// it was said to stop the runs, and ignored).
@@ -370,29 +371,37 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 	return runs, nil
 }
 
-// trainAll trains the runs, --jobs at a time, longest first, printing
-// each one's status with the elapsed time and an ETA.
 // reproduceSignals returns a context that a first SIGINT or SIGTERM ends
 // (the runs under way are asked to stop at a checkpoint, none is started)
 // and one that a second ends (they are killed).
+// soft's cause (context.Cause) is then the signal, a signalCause.
 func reproduceSignals() (soft, hard context.Context, stop func()) {
-	soft, cancelSoft := context.WithCancel(context.Background())
+	soft, cancelSoft := context.WithCancelCause(context.Background())
 	hard, cancelHard := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ignoreBrokenPipes()
 	go func() {
-		if _, ok := <-sigs; !ok {
+		s, ok := <-sigs
+		if !ok {
 			return
 		}
 		fmt.Fprintln(os.Stderr, "flowebm: interrupted; the runs under way stop at their next checkpoint (interrupt again to kill them: each then resumes from its last checkpoint)")
-		cancelSoft()
+		cancelSoft(signalCause(s.(syscall.Signal)))
 		if _, ok := <-sigs; ok {
 			cancelHard()
 		}
 	}()
-	return soft, hard, func() { signal.Stop(sigs); close(sigs); cancelSoft(); cancelHard() }
+	return soft, hard, func() { signal.Stop(sigs); close(sigs); cancelSoft(nil); cancelHard() }
 }
 
+// signalCause is the cause of a context cancelled by a signal.
+type signalCause syscall.Signal
+
+func (s signalCause) Error() string { return syscall.Signal(s).String() }
+
+// trainAll trains the runs, --jobs at a time, longest first, printing
+// each one's status with the elapsed time and an ETA.
 func trainAll(soft, hard context.Context, out io.Writer, exe string, runs []*reproRun, f reproduceFlags) {
 	t0 := time.Now()
 	var mu sync.Mutex
@@ -597,17 +606,21 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	cmd.Stdout, cmd.Stderr = output, output
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
+	hook("reproduce-child")
 	if err := runChild(soft, hard, cmd); err != nil {
 		msg := childFailure(err, output.lastLine())
 		if output.err != nil { // probe 30: a full disk left an empty log.txt and "exit status 2"
 			msg += fmt.Sprintf(" (its log.txt could not be written: %v)", output.err)
 		}
+		stopped := stoppedBySignal(exitStatus(err))
 		switch {
+		case stopped && exists(filepath.Join(r.dir, "samples.npy")): // stopped once its outputs were written (probe 34: "interrupted")
+			return "done"
 		case strings.Contains(msg, "another flowebm process is"):
 			return "skipped: " + msg // it took the lock after the check above
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
 			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
-		case stoppedBySignal(exitStatus(err)): // a signal to the train process itself (probe 30: recorded as a failure)
+		case stopped: // a signal to the train process itself (probe 30: recorded as a failure)
 			return "interrupted (reproduce again continues it from its last checkpoint): " + msg
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
@@ -658,13 +671,19 @@ var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algor
 // its exit status (stoppedBySignal).
 func isInterruption(msg string) bool { return interruptionMark.MatchString(msg) }
 
-// exitStatus is the exit status of a process that ended with err, -1 if
-// it did not exit (a signal killed it) or did not start.
+// exitStatus is the exit status of a process that ended with err, as the
+// shell gives it: 128 + the signal's number for one a signal killed
+// (probe 34: a train process stopped by SIGINT before its handler was
+// installed was recorded as a failure); -1 if it did not start.
 func exitStatus(err error) int {
-	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
-		return exit.ExitCode()
+	exit := (*exec.ExitError)(nil)
+	if !errors.As(err, &exit) {
+		return -1
 	}
-	return -1
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return exit.ExitCode()
 }
 
 // childFailure is why a train process that ended with err failed, given

@@ -509,9 +509,19 @@ func TestChildInterruptionToldByExitStatus(t *testing.T) {
 		{"flowebm: training interrupted at iteration 3 of 10; continue with: flowebm train --resume r", 130, "interrupted"},
 		{"flowebm: training interrupted at iteration 3 of 10; continue with: flowebm train --resume r", 143, "interrupted"},
 		{"flowebm: write r/metrics.csv: no space left on device", 2, "FAILED"},
+		{"iteration 1/10", -int(syscall.SIGINT), "interrupted"}, // probe 34: killed by SIGINT before train's handler was set
+		{"iteration 1/10", -int(syscall.SIGKILL), "FAILED"},     // the out-of-memory killer, say
+		{"samples.npy written", 130, "done"},                    // probe 34: stopped once its outputs were written
 	} {
 		exe := filepath.Join(t.TempDir(), "train")
-		script := fmt.Sprintf("#!/bin/sh\necho %q >&2\nexit %d\n", c.line, c.status)
+		end := fmt.Sprintf("exit %d", c.status)
+		if c.status < 0 {
+			end = fmt.Sprintf("kill -%d $$", -c.status)
+		}
+		if c.want == "done" {
+			end = `for a; do last=$a; done; touch "$last/samples.npy"; ` + end // --out DIR is the last argument
+		}
+		script := fmt.Sprintf("#!/bin/sh\necho %q >&2\n%s\n", c.line, end)
 		if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -519,6 +529,9 @@ func TestChildInterruptionToldByExitStatus(t *testing.T) {
 		got := trainOne(context.Background(), context.Background(), exe, r, reproduceFlags{seed: 1, jobs: 1})
 		if !strings.HasPrefix(got, c.want) {
 			t.Errorf("a train process that wrote %q and exited %d: %q, want %s", c.line, c.status, got, c.want)
+		}
+		if c.want == "done" {
+			continue
 		}
 		if _, err := os.Stat(filepath.Join(r.dir, "error.txt")); (err == nil) != (c.want == "FAILED") {
 			t.Errorf("exit %d: error.txt written: %v, want %v", c.status, err == nil, c.want == "FAILED")

@@ -136,13 +136,6 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := f.checkOutputs(); err != nil {
 		return err
 	}
-	if f.checkpoint != "" { // two runs writing one checkpoint would each lose the other's
-		release, err := lockFile("--checkpoint", f.checkpoint, "sample")
-		if err != nil {
-			return err
-		}
-		defer release()
-	}
 	ck := new(sampleCheckpointState)
 	var unmake atomic.Value // func(): removes the --flow-out folder made, if left empty
 	defer removeTempsOnSignalNoting(func() string {
@@ -151,6 +144,13 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 		return f.resumeNote(ck)
 	})()
+	if f.checkpoint != "" { // two runs writing one checkpoint would each lose the other's
+		release, err := lockFile("--checkpoint", f.checkpoint, "sample")
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	m, inputs, err := f.modelsAndHashes()
 	if err != nil {
 		return err
@@ -255,7 +255,11 @@ func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
 	case ck.placed.Load():
 		return fmt.Sprintf("; the draws are all written, to %s: nothing is left to resume", f.out)
 	}
-	return fmt.Sprintf("; the checkpoint %s stands: continue with: flowebm sample --resume %s", f.checkpoint, shellQuote(f.checkpoint))
+	force := ""
+	if f.force { // the outputs it was told to replace are still refused without it (probe 34)
+		force = " --force"
+	}
+	return fmt.Sprintf("; the checkpoint %s stands: continue with: flowebm sample --resume %s%s", f.checkpoint, shellQuote(f.checkpoint), force)
 }
 
 // finish checks and writes the draws (telling ck), and prints the summary.

@@ -506,6 +506,7 @@ const (
 	phaseSetup = iota
 	phaseTraining
 	phaseOutputs
+	phaseDone // the outputs are all written
 )
 
 func watchSignals() *runSignals {
@@ -513,6 +514,7 @@ func watchSignals() *runSignals {
 	rs := &runSignals{ctx: ctx}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: the terminal closed
+	ignoreBrokenPipes()
 	stopped := make(chan struct{})
 	go func() {
 		select {
@@ -529,8 +531,10 @@ func watchSignals() *runSignals {
 			return
 		case phaseTraining:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (if that iteration was the last, the run's outputs are written instead; interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
-		default:
+		case phaseOutputs:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted while the outputs are written; finishing them (interrupt again to quit at once: --resume writes them again)")
+		default:
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted as the run ends: its outputs are all written")
 		}
 		select {
 		case s := <-sigs:
@@ -568,8 +572,11 @@ func (rs *runSignals) enterTraining(dir string) {
 // before the first one, and the advised --resume failed).
 func (rs *runSignals) standing() string {
 	dir := rs.dir.Load()
-	if dir == nil {
+	switch {
+	case dir == nil:
 		return "nothing was trained"
+	case rs.phase.Load() == phaseDone: // probe 34: told to resume a finished run
+		return fmt.Sprintf("the run is complete: its outputs are all written in %s", *dir)
 	}
 	// Folders, not their checksums: quitting at once must not read a
 	// model's weights.
@@ -958,6 +965,8 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	if err := writeOutputs(run, format); err != nil {
 		return fmt.Errorf("training finished, but writing its outputs failed: %w; once the cause is fixed, flowebm train --resume %s writes them again", err, run.Dir)
 	}
+	sig.enter(phaseDone)
+	hook("train-done")
 	printSummary(out, run, final, total-start, elapsed)
 	return nil
 }

@@ -3,6 +3,7 @@ package safefile
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,9 +16,10 @@ var temps = struct {
 	hold   sync.Mutex
 	mu     sync.Mutex
 	paths  map[int]string
+	undos  map[int]func() // OnRemoveTemps's, run after paths are removed
 	next   int
 	closed bool // RemoveTemps ran: the process is exiting
-}{paths: map[int]string{}}
+}{paths: map[int]string{}, undos: map[int]func(){}}
 
 // Track registers the temporary file or folder path for RemoveTemps until
 // untrack is called. After RemoveTemps has run, path is removed at once.
@@ -64,9 +66,34 @@ func createTracked(create func() (string, error)) (path string, untrack func(), 
 	return path, register(path), nil
 }
 
-// RemoveTemps removes every tracked temporary file and folder, after the
-// Hold under way if any; a signal handler calls it before the process
-// exits. It returns the paths removed.
+// OnRemoveTemps registers undo to run when RemoveTemps does, after the
+// tracked paths are removed and before the undos registered earlier,
+// until cancel is called; after RemoveTemps has run, undo runs at once.
+// It is for what is not a path to remove whole: a folder made for
+// outputs, to remove only while it is empty (another process may have put
+// files there: probe 34 saw RemoveAll delete them), or a lock file.
+// Register it in the Hold that makes what it undoes.
+func OnRemoveTemps(undo func()) (cancel func()) {
+	temps.mu.Lock()
+	defer temps.mu.Unlock()
+	if temps.closed {
+		undo()
+		return func() {}
+	}
+	id := temps.next
+	temps.next++
+	temps.undos[id] = undo
+	return func() {
+		temps.mu.Lock()
+		delete(temps.undos, id)
+		temps.mu.Unlock()
+	}
+}
+
+// RemoveTemps removes every tracked temporary file and folder, then runs
+// the undos of OnRemoveTemps, the last registered first, after the Hold
+// under way if any; a signal handler calls it before the process exits.
+// It returns the paths removed.
 func RemoveTemps() []string {
 	temps.hold.Lock()
 	defer temps.hold.Unlock()
@@ -79,6 +106,12 @@ func RemoveTemps() []string {
 			removed = append(removed, p)
 		}
 		delete(temps.paths, id)
+	}
+	ids := slices.Sorted(maps.Keys(temps.undos))
+	slices.Reverse(ids)
+	for _, id := range ids {
+		temps.undos[id]()
+		delete(temps.undos, id)
 	}
 	return removed
 }

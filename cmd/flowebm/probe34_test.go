@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Probe 34: a signal removed the folders that compare, convert and
+// diagnose --plots had made whole, with what other processes had put
+// there meanwhile (a finished comparison, a user's file). Now only the
+// command's own files go, and the folders made while they are empty.
+func TestSignalKeepsOtherFilesInFoldersMade(t *testing.T) {
+	runDir := trainedRun(t)
+	chains := filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy")
+	for _, c := range []struct {
+		name, point string
+		args        func(out string) []string
+	}{
+		{"compare", "compare-drawn", func(out string) []string { return []string{"compare", runDir, "--out", out} }},
+		{"convert", "convert-written", func(out string) []string { return []string{"convert", toyONNX, out} }},
+		{"diagnose", "diagnose-read", func(out string) []string { return []string{"diagnose", "--plots", out, chains} }},
+	} {
+		made := filepath.Join(t.TempDir(), "new")
+		out, other := filepath.Join(made, "out"), filepath.Join(made, "other.txt")
+		t.Setenv("FLOWEBM_CHILD_PUT", other)
+		t.Setenv("FLOWEBM_CHILD_WAIT", "2s")
+		code, stderr := outputsChild(t, c.point, "INT", c.args(out)...)
+		if code != 130 {
+			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		if _, err := os.Stat(other); err != nil {
+			t.Errorf("%s: interrupted, it removed a file another process had put in the folder it made: %v", c.name, err)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: interrupted, it left its own folder %s", c.name, out)
+		}
+	}
+}
+
+// Probe 34: the lock of a new output folder was taken after the Hold
+// that made and registered the folder: a signal's cleanup in between
+// left the folder holding only .lock. The cleanup now waits while the
+// lock is taken.
+func TestCleanupWaitsWhileOutputFolderIsLocked(t *testing.T) {
+	runDir := trainedRun(t)
+	out := filepath.Join(t.TempDir(), "new", "cmp")
+	_, stderr := outputsChild(t, "lock-taking", "CLEANUP", "compare", runDir, "--out", out)
+	if !strings.Contains(stderr, "the cleanup waited at lock-taking") {
+		t.Errorf("a signal's cleanup ran while compare took the lock of the folder it made: %s", stderr)
+	}
+}
+
+// Probe 34: train 2>&1 | tee, stopped by Ctrl-C (which ends tee too),
+// died by SIGPIPE as it said it was stopping, exit 141, before writing
+// its checkpoint. Now a write to the closed pipe fails, and train stops
+// as it says: exit 130.
+func TestTrainStopsCleanlyWhenItsOutputIsGone(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader (tee) is gone
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join([]string{"train", "--iterations", "4", "--quiet", "--out", filepath.Join(t.TempDir(), "r")}, "\x1f"),
+		"FLOWEBM_CHILD_POINT=train-started", "FLOWEBM_CHILD_SIGNAL=INT", "FLOWEBM_CHILD_WAIT=1s")
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	w.Close()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() || ws.ExitStatus() != 130 {
+		t.Errorf("train interrupted with its output gone: %v, want exit status 130", cmd.ProcessState)
+	}
+}
+
+// Probe 34: sample --checkpoint CK --out OUT --force, interrupted, said
+// to continue with "sample --resume CK", which then refused the OUT it
+// was told to replace; and it left its lock file .CK.lock.
+func TestSampleInterruptedResumeKeepsForceAndLeavesNoLock(t *testing.T) {
+	dir := t.TempDir()
+	ck, out := filepath.Join(dir, "k.npz"), filepath.Join(dir, "s.npy")
+	if err := os.WriteFile(out, []byte("old draws"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"sample", "--model", toyONNX, "--chains", "4", "--steps", "400", "--checkpoint", ck, "--checkpoint-every", "50", "--out", out, "--force"}
+	code, stderr := outputsChild(t, "sample-checkpoint", "INT", args...)
+	if want := "continue with: flowebm sample --resume " + ck + " --force"; code != 130 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, %q, want 130 and %q", code, stderr, want)
+	}
+	if lock := filepath.Join(dir, ".k.npz.lock"); exists(lock) {
+		t.Errorf("the interrupted sample left its lock file %s", lock)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck, "--force"); code != 0 {
+		t.Errorf("the command it printed: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 34: a second signal once train's outputs were all written said
+// "quitting now; … continue with: flowebm train --resume", of a run with
+// nothing left to resume.
+func TestSecondSignalAfterOutputsSaysRunIsComplete(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	_, stderr := outputsChild(t, "train-done", "INT2", "train", "--iterations", "4", "--quiet", "--out", dir)
+	if want := "the run is complete: its outputs are all written in " + dir; !strings.Contains(stderr, want) || strings.Contains(stderr, "--resume") {
+		t.Errorf("%q, want %q and no --resume", stderr, want)
+	}
+}
+
+// Probe 34: reproduce stopped by a signal exited 2, as a failure, while
+// its train processes exit 128 + the signal's number.
+func TestReproduceInterruptedExitsBySignal(t *testing.T) {
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	dir := t.TempDir()
+	code, stderr := outputsChild(t, "reproduce-child", "TERM", "reproduce", "--out", dir, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--jobs", "1")
+	if code != 143 || !strings.Contains(stderr, "interrupted: the runs under way stopped") {
+		t.Errorf("exit %d: %s; want 143", code, stderr)
+	}
+}
+
+// Probe 34: convert IN.onnx CK removed every entry beside CK whose name
+// began .CK.new- or .CK.old- (a user's .CK.old-backup/, the input
+// .CK.new-1.onnx itself), taking them for its own leftovers.
+func TestConvertRemovesOnlyItsOwnLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	backup := filepath.Join(dir, ".ck.old-backup")
+	if err := os.MkdirAll(backup, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, backup, "notes.txt", "x")
+	in := filepath.Join(dir, ".ck.new-1.onnx")
+	b, err := os.ReadFile(toyONNX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, ".ck.new-1.onnx", string(b))
+	left := filepath.Join(dir, ".ck.new-123")
+	os.MkdirAll(left, 0o755) // a killed convert's
+	if _, stderr, code := runCLI("convert", in, filepath.Join(dir, "ck")); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(in); !bytes.Equal(got, b) {
+		t.Error("convert removed its input")
+	}
+	if !exists(filepath.Join(backup, "notes.txt")) {
+		t.Error("convert removed a user's folder named like its leftovers")
+	}
+	if exists(left) {
+		t.Error("convert kept a killed convert's leftover")
+	}
+}
