@@ -326,12 +326,20 @@ func energyInRows(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dense, 
 	return nil
 }
 
+// notFiniteWhy says what makes a model's value v (NaN or ±Inf) there.
+func notFiniteWhy(v float64) string {
+	if math.IsNaN(v) {
+		return "the model is not defined there (an operation outside its domain, such as the log or square root of a negative number, or an overflow: check its weights and activations)"
+	}
+	return "the model overflows there (check its weights and activations)"
+}
+
 // checkFiniteEnergies refuses non-finite energies or gradients, naming the
 // first point.
 func checkFiniteEnergies(e []float64, g *mat.Dense) error {
 	for i, v := range e {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("the energy of point %d (counting from 1) is %v: the model overflows there (check its weights and activation); nothing was written", i+1, v)
+			return fmt.Errorf("the energy of point %d (counting from 1) is %v: %s; nothing was written", i+1, v, notFiniteWhy(v))
 		}
 	}
 	if g != nil {

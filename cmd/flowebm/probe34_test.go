@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,5 +156,67 @@ func TestConvertRemovesOnlyItsOwnLeftovers(t *testing.T) {
 	}
 	if exists(left) {
 		t.Error("convert kept a killed convert's leftover")
+	}
+}
+
+// Probe 34: train --seeds went on to the next seed, and exited 0, when a
+// signal came as a seed's run wrote its outputs (which it finishes).
+func TestSeedsStopAfterSeedInterruptedWritingOutputs(t *testing.T) {
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	out := filepath.Join(t.TempDir(), "set")
+	args := []string{"train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out}
+	code, stderr := outputsChild(t, "train-outputs", "INT", args...)
+	if want := "give the same --seeds command again to train the other seeds"; code != 130 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d: %s; want 130 and %q", code, stderr, want)
+	}
+	if exists(filepath.Join(out, "s2")) || exists(filepath.Join(out, "seeds.json")) {
+		t.Error("seed 2 was trained after the signal")
+	}
+	if !exists(filepath.Join(out, "s1", "samples.npy")) {
+		t.Error("seed 1's outputs were not finished")
+	}
+	if _, stderr, code := runCLI(args...); code != 0 || !exists(filepath.Join(out, "seeds.json")) {
+		t.Errorf("the same command again: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 34: ONNX energies as their authors write them. sample on an
+// energy that is NaN at the chains' starts (a log of a negative value)
+// wrote chains that never moved, exit 0; a Floor gave "Non
+// Differentiable WRTs"; a Clip whose bounds are initializers (as
+// onnx-simplifier leaves them) was refused. Fixtures:
+// io/onnx/crosscheck/make_edge_energies.py.
+func TestSampleEdgeEnergies(t *testing.T) {
+	edge := filepath.Join("..", "..", "io", "onnx", "testdata", "edge")
+	dir := t.TempDir()
+	sample := func(model string) (string, int) {
+		_, stderr, code := runCLI("sample", "--model", filepath.Join(edge, model), "--chains", "4", "--steps", "5", "--warmup", "0", "--out", filepath.Join(dir, model+".npy"))
+		return stderr, code
+	}
+	if stderr, code := sample("log_energy.onnx"); code != 2 || !strings.Contains(stderr, "the chains' starting points: the energy of point 1 (counting from 1) is NaN: the model is not defined there") || exists(filepath.Join(dir, "log_energy.onnx.npy")) {
+		t.Errorf("NaN at the starts: exit %d: %s", code, stderr)
+	}
+	for _, model := range []string{"floor_energy.onnx", "clip_init.onnx"} {
+		if stderr, code := sample(model); code != 0 {
+			t.Errorf("%s: exit %d: %s", model, code, stderr)
+		}
+	}
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.3,-1.2\n2.5,0.7\n"), 0o644)
+	grad := filepath.Join(dir, "g.csv")
+	if _, stderr, code := runCLI("energy", "--model", filepath.Join(edge, "floor_energy.onnx"), "--points", pts, "--grad", grad); code != 0 {
+		t.Fatalf("energy --grad of a Floor: exit %d: %s", code, stderr)
+	}
+	b, _ := os.ReadFile(grad)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, line := range lines[1:] { // after the header
+		for _, v := range strings.Split(line, ",") {
+			if x, err := strconv.ParseFloat(v, 64); err != nil || x != 0 {
+				t.Errorf("the gradient through a Floor is 0 (as PyTorch's), got %q", b)
+			}
+		}
+	}
+	if len(lines) != 3 {
+		t.Errorf("gradients of 2 points: %q", b)
 	}
 }

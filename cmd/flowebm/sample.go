@@ -179,6 +179,11 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
+	if meta == nil {
+		if err := checkStarts(m, x); err != nil {
+			return err
+		}
+	}
 	out := cmd.OutOrStdout()
 	run, mala, err := f.newRun(rng, m, x, out)
 	if err != nil {
@@ -744,6 +749,17 @@ func chainStarts(rng *rand.Rand, m checkpoint.Models, n int) (*mat.Dense, error)
 		raw[i] = sigma * rng.NormFloat64()
 	}
 	return x, nil
+}
+
+// checkStarts refuses chains that start where the energy is not finite,
+// from which no move is ever accepted (probe 34: an ONNX energy with a
+// Log of a negative value gave chains that never moved, and exit 0).
+func checkStarts(m checkpoint.Models, x *mat.Dense) error {
+	n, _ := x.Dims()
+	if err := energyInBatches(m, x, make([]float64, n), nil); err != nil {
+		return fmt.Errorf("the chains' starting points: %w", err)
+	}
+	return nil
 }
 
 // printRHat prints the worst rank-normalised R-hat over dimensions.

@@ -271,6 +271,9 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 			fmt.Fprintf(out, "== seed %d → %s\n", seed, dirs[i])
 		}
 		if err := trainOneRun(cmd, g); err != nil {
+			if errors.Is(err, errSeedDoneInterrupted) {
+				return fmt.Errorf("seed %d: %w: give the same --seeds command again to train the other seeds and write seeds.json", seed, err)
+			}
 			if errors.Is(err, algorithms.ErrInterrupted) {
 				return fmt.Errorf("seed %d: %w (or give the same --seeds command again: it continues this seed's run, then trains the others and writes seeds.json)", seed, err)
 			}
@@ -319,8 +322,16 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	sig := watchSignals()
 	sig.inSeeds = f.forceSeed
 	defer sig.stop()
-	return sig.stoppedBy(trainWatched(cmd, f, sig))
+	err := sig.stoppedBy(trainWatched(cmd, f, sig))
+	if s := syscall.Signal(sig.received.Load()); err == nil && s != 0 && sig.inSeeds {
+		return stoppedError{sig: s, err: errSeedDoneInterrupted} // the other seeds wait (probe 34: trained on)
+	}
+	return err
 }
+
+// errSeedDoneInterrupted is a seed's run that a signal came to as it
+// wrote its outputs, which it finished.
+var errSeedDoneInterrupted = errors.New("interrupted as its run wrote its outputs, which are complete")
 
 // trainWatched is trainOneRun once its flags are checked, stopping on
 // the signals that sig watches.

@@ -282,17 +282,20 @@ func clipHandler(in *instance, node *Node) ([]*val, error) {
 		lo, hi = nodeFloat(node, "min", lo), nodeFloat(node, "max", hi)
 	} else {
 		for i, dst := range []*float64{&lo, &hi} {
-			v, err := in.optInput(node, i+1)
+			if i+1 >= len(node.Inputs) || node.Inputs[i+1] == "" {
+				continue // omitted
+			}
+			// An initializer is a constant bound (probe 34: those that
+			// onnx-simplifier leaves were taken for parameters, refused).
+			v, err := in.constInput(node, i+1)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("bound %d: %w: only constant bounds are supported", i+1, err)
 			}
-			if v == nil {
-				continue
+			b, ok := v.c.Data().([]float64)
+			if !ok || len(b) != 1 {
+				return nil, fmt.Errorf("bound %d (%q) holds %d values, want one", i+1, node.Inputs[i+1], v.c.Shape().TotalSize())
 			}
-			if !v.isConst() {
-				return nil, fmt.Errorf("bound %d depends on the input: only constant bounds are supported", i+1)
-			}
-			*dst = v.c.Data().([]float64)[0]
+			*dst = b[0]
 		}
 	}
 	y, err := in.op(nd.Unary{Fn: nd.Clip, A: lo, B: hi}, x.shape, x.elem, x)

@@ -40,10 +40,10 @@ const (
 	Clip                       // min(max(x, A), B), ±Inf bounds allowed; B where A > B
 	Sin                        // sin x
 	Cos                        // cos x
-	Floor                      // ⌊x⌋, no gradient
-	Ceil                       // ⌈x⌉, no gradient
-	Round                      // x rounded to the nearest integer, halves to even; no gradient
-	Sign                       // −1, 0 or 1 (NaN for NaN), no gradient
+	Floor                      // ⌊x⌋, gradient 0 (as PyTorch's)
+	Ceil                       // ⌈x⌉, gradient 0
+	Round                      // x rounded to the nearest integer, halves to even; gradient 0
+	Sign                       // −1, 0 or 1 (NaN for NaN), gradient 0
 	Not                        // 1 if x = 0, else 0; no gradient
 	IsNaN                      // 1 if x is NaN, else 0; no gradient
 	IsInf                      // 1 if x is +Inf and A ≠ 0 or x is −Inf and B ≠ 0, else 0; no gradient
@@ -80,10 +80,10 @@ var unaryDefs = [...]unaryDef{
 	Clip:        {"Clip", func(x, lo, hi float64) float64 { return math.Min(math.Max(x, lo), hi) }, dClip},
 	Sin:         {"Sin", func(x, _, _ float64) float64 { return math.Sin(x) }, func(x, _, _, _ float64) float64 { return math.Cos(x) }},
 	Cos:         {"Cos", func(x, _, _ float64) float64 { return math.Cos(x) }, func(x, _, _, _ float64) float64 { return -math.Sin(x) }},
-	Floor:       {"Floor", func(x, _, _ float64) float64 { return math.Floor(x) }, nil},
-	Ceil:        {"Ceil", func(x, _, _ float64) float64 { return math.Ceil(x) }, nil},
-	Round:       {"Round", func(x, _, _ float64) float64 { return math.RoundToEven(x) }, nil},
-	Sign:        {"Sign", func(x, _, _ float64) float64 { return sign(x) }, nil},
+	Floor:       {"Floor", func(x, _, _ float64) float64 { return math.Floor(x) }, zeroSlope},
+	Ceil:        {"Ceil", func(x, _, _ float64) float64 { return math.Ceil(x) }, zeroSlope},
+	Round:       {"Round", func(x, _, _ float64) float64 { return math.RoundToEven(x) }, zeroSlope},
+	Sign:        {"Sign", func(x, _, _ float64) float64 { return sign(x) }, zeroSlope},
 	Not:         {"Not", func(x, _, _ float64) float64 { return step(x == 0) }, nil},
 	IsNaN:       {"IsNaN", func(x, _, _ float64) float64 { return step(math.IsNaN(x)) }, nil},
 	IsInf:       {"IsInf", func(x, p, n float64) float64 { return step(math.IsInf(x, 1) && p != 0 || math.IsInf(x, -1) && n != 0) }, nil},
@@ -177,6 +177,10 @@ func dHardSwish(x, _, _, _ float64) float64 {
 func dClip(x, _, lo, hi float64) float64 { return step(x >= lo && x <= hi) }
 
 // dMish is tanh(sp) + x·σ(x)·(1 − tanh²(sp)), sp = softplus(x).
+// zeroSlope is the derivative of a piecewise constant function, almost
+// everywhere.
+func zeroSlope(_, _, _, _ float64) float64 { return 0 }
+
 func dMish(x, _, _, _ float64) float64 {
 	t := math.Tanh(softplus(x))
 	return t + x*sigmoid(x)*(1-t*t)
@@ -184,9 +188,11 @@ func dMish(x, _, _, _ float64) float64 {
 
 // Unary is an elementwise function of one tensor, of any rank (its Type is
 // rank-polymorphic: a → a). Fn's parameters are A and B (see UnaryFn).
-// The gradient is g⊙f′(x), one operation; the functions that are
-// piecewise constant (Floor, Ceil, Round, Sign, Not, IsNaN, IsInf) have
-// none: DiffWRT is false.
+// The gradient is g⊙f′(x), one operation. The piecewise constant
+// functions of a number (Floor, Ceil, Round, Sign) have the gradient 0,
+// their derivative almost everywhere, as PyTorch gives it (probe 34: an
+// energy with a Floor had no gradient: "Non Differentiable WRTs"); the
+// tests (Not, IsNaN, IsInf) have none: DiffWRT is false.
 type Unary struct {
 	pure
 	Fn   UnaryFn
@@ -300,7 +306,7 @@ func (op Unary) String() string {
 	return op.Fn.String()
 }
 
-// DiffWRT is false for the piecewise constant functions.
+// DiffWRT is false for the tests (Not, IsNaN, IsInf).
 func (op Unary) DiffWRT(int) []bool {
 	d, err := op.def()
 	return []bool{err == nil && d.d != nil}

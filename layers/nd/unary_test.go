@@ -107,10 +107,19 @@ func TestUnaryKinks(t *testing.T) {
 }
 
 func TestUnaryNoGradient(t *testing.T) {
-	for fn := Floor; fn <= IsInf; fn++ {
+	for fn := Not; fn <= IsInf; fn++ {
 		if (Unary{Fn: fn}).DiffWRT(1)[0] {
 			t.Errorf("%v: differentiable", fn)
 		}
+	}
+	// Probe 34: the piecewise constant functions of a number have the
+	// gradient 0 (as PyTorch's), not none.
+	x := []float64{-1.5, -0.3, 0.4, 2.5}
+	for fn := Floor; fn <= Sign; fn++ {
+		op := Unary{Fn: fn}
+		y, _ := eval64(t, op, vals([]int{4}, x...))
+		got, _ := eval64(t, unaryGrad{op: op}, vals([]int{4}, x...), vals([]int{4}, y...), vals([]int{4}, 1, 1, 1, 1))
+		sameVals(t, op.String()+"′", got, []float64{0, 0, 0, 0})
 	}
 	if !(Unary{Fn: Mish}).DiffWRT(1)[0] {
 		t.Error("Mish: not differentiable")

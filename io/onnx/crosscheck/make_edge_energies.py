@@ -1,0 +1,50 @@
+"""Energies at the edges of what flowebm imports (probe 34), written to
+io/onnx/testdata/edge/ as their authors would:
+
+- log_energy.onnx: an MLP energy whose activation is torch.log, NaN where
+  its argument is negative (exported by torch.onnx.export's defaults);
+- floor_energy.onnx: one with torch.floor, whose gradient is zero almost
+  everywhere and which Gorgonia cannot differentiate;
+- clip_init.onnx: an MLP whose Clip takes its bounds from initializers,
+  as onnx-simplifier and constant folding leave them (torch exports
+  them as Constant nodes).
+
+Run with /usr/bin/python3 (PyTorch 1.13, onnx) from the repository root.
+"""
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+out = "io/onnx/testdata/edge"
+torch.manual_seed(0)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.l1, self.l2, self.act = torch.nn.Linear(2, 8), torch.nn.Linear(8, 1), act
+
+    def forward(self, x):
+        return self.l2(self.act(self.l1(x)))
+
+
+for name, act in [("log_energy", torch.log), ("floor_energy", torch.floor)]:
+    torch.onnx.export(MLP(act), torch.randn(3, 2), f"{out}/{name}.onnx", input_names=["x"], output_names=["energy"],
+                      dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
+
+rng = np.random.default_rng(0)
+inits = [nh.from_array(a.astype(np.float32), n) for n, a in [
+    ("W1", rng.normal(size=(8, 2))), ("b1", np.zeros(8)), ("W2", rng.normal(size=(1, 8))), ("b2", np.zeros(1)),
+    ("lo", np.array(-1.0)), ("hi", np.array(1.0))]]
+nodes = [h.make_node("Gemm", ["x", "W1", "b1"], ["h1"], transB=1),
+         h.make_node("Clip", ["h1", "lo", "hi"], ["a1"]),
+         h.make_node("Gemm", ["a1", "W2", "b2"], ["energy"], transB=1)]
+g = h.make_graph(nodes, "clip_init", [h.make_tensor_value_info("x", T.FLOAT, ["N", 2])],
+                 [h.make_tensor_value_info("energy", T.FLOAT, ["N", 1])], inits)
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.checker.check_model(m)
+onnx.save(m, f"{out}/clip_init.onnx")
