@@ -179,6 +179,9 @@ func within(dir, folder string) bool {
 // sameFile reports whether a and b name the same file: the same inode
 // when both exist, else the same absolute path.
 func sameFile(a, b string) bool {
+	if a == "" || b == "" { // a flag not given names no file (probe 34: the working folder)
+		return false
+	}
 	fa, errA := os.Stat(a)
 	fb, errB := os.Stat(b)
 	if errA == nil && errB == nil {
@@ -353,6 +356,10 @@ func takeLock(dir, command string) (f *os.File, path string, created bool, err e
 	if err != nil {
 		return nil, "", false, err
 	}
+	if err := soleLink(f, path); err != nil {
+		f.Close()
+		return nil, "", false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", err, dir)
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -364,6 +371,20 @@ func takeLock(dir, command string) (f *os.File, path string, created bool, err e
 		f.WriteAt([]byte(command+"\n"), 0)
 	}
 	return f, path, created, nil
+}
+
+// soleLink refuses the lock file f (at path) when it is a hard link of
+// another file, which writing the holder's name would overwrite (probe 34:
+// a .lock linked to an input turned it into "diagnose").
+func soleLink(f *os.File, path string) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Nlink > 1 {
+		return fmt.Errorf("%s has %d hard links (it is also another file)", path, st.Nlink)
+	}
+	return nil
 }
 
 // lockFile locks the output file path (given as flag) against another
@@ -395,6 +416,10 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: locking it with %s: %w", flag, path, lock, err)
+		}
+		if err := soleLink(f, lock); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s %s: %w: flowebm locks the file with it and writes into it; remove it", flag, path, err)
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()

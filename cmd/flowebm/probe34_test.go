@@ -220,3 +220,57 @@ func TestSampleEdgeEnergies(t *testing.T) {
 		t.Errorf("gradients of 2 points: %q", b)
 	}
 }
+
+// Probe 34: a .lock hard-linked to another file (an input) was truncated
+// and given the command's name; folders made before a failure (a name too
+// long for the file system) were left; an empty --checkpoint was taken
+// for the working folder ("--flow-out . is also --checkpoint").
+func TestLockLinksFailedFoldersAndEmptyFlags(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "chains.npy")
+	b, err := os.ReadFile(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "chains.npy", string(b))
+	plots := filepath.Join(dir, "p")
+	os.Mkdir(plots, 0o755)
+	if err := os.Link(in, filepath.Join(plots, ".lock")); err != nil {
+		t.Skip(err)
+	}
+	if _, stderr, code := runCLI("diagnose", in, "--plots", plots); code != 2 || !strings.Contains(stderr, "hard links") {
+		t.Errorf("a .lock linked to the input: exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(in); !bytes.Equal(got, b) {
+		t.Error("the input linked as .lock was overwritten")
+	}
+	ck := filepath.Join(dir, "k.npz")
+	if err := os.Link(in, filepath.Join(dir, ".k.npz.lock")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "5", "--checkpoint", ck, "--out", filepath.Join(dir, "s.npy")); code != 2 || !strings.Contains(stderr, "hard links") {
+		t.Errorf("a checkpoint's lock file linked to the input: exit %d: %s", code, stderr)
+	}
+	if got, _ := os.ReadFile(in); !bytes.Equal(got, b) {
+		t.Error("the input linked as the checkpoint's lock file was overwritten")
+	}
+
+	runDir := trainedRun(t)
+	made := filepath.Join(dir, "m1")
+	if _, stderr, code := runCLI("compare", runDir, "--out", filepath.Join(made, "m2", strings.Repeat("L", 300))); code != 2 {
+		t.Errorf("a name too long: exit %d: %s", code, stderr)
+	}
+	if exists(made) {
+		t.Errorf("a failed compare left the folders it made: %s", made)
+	}
+
+	model, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "flows", "bimodal_energy.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	if _, stderr, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "5", "--warmup", "5", "--flow-out", ".", "--out", "s.npy"); code != 0 || !exists(filepath.Join(work, "flow_sample.onnx")) {
+		t.Errorf("--flow-out . without --checkpoint: exit %d: %s", code, stderr)
+	}
+}

@@ -554,19 +554,27 @@ func (f sampleFlags) checkNew(flag, path string) error {
 func makeFolder(dir string) (top string, undo func(), err error) {
 	missing := firstMissing(dir)
 	if err := mkdirAll(dir); err != nil {
+		removeEmptyFolders(dir, missing) // those made before it failed (probe 34)
 		return "", nil, err
 	}
 	hook("folder-made")
-	return missing, func() {
-		if missing == "" {
+	return missing, func() { removeEmptyFolders(dir, missing) }, nil
+}
+
+// removeEmptyFolders removes dir and the folders above it up to top while
+// they are empty; nothing when top is "".
+func removeEmptyFolders(dir, top string) {
+	if top == "" {
+		return
+	}
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil && os.Remove(p) != nil { // not made, or a name too long: passed over
 			return
 		}
-		for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-			if os.Remove(p) != nil || p == filepath.Clean(missing) {
-				return
-			}
+		if p == filepath.Clean(top) || p == filepath.Dir(p) {
+			return
 		}
-	}, nil
+	}
 }
 
 // checkCheckpoint checks the file of --checkpoint: an .npz that is none
