@@ -65,6 +65,26 @@ func evalsHeader(modes int) []string {
 	return head
 }
 
+// headerDiff says where the header got first differs from want: the
+// column, or the count (probe 34: the first four columns were quoted,
+// equal to the wanted ones where a later column was wrong).
+func headerDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("column %d is %q, want %q", i+1, clip(got[i]), want[i])
+		}
+	}
+	return fmt.Sprintf("%d columns, want %d", len(got), len(want))
+}
+
+// clip cuts a header cell quoted in an error to 40 bytes.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
 // maxEvalsBytes bounds the evaluations files read (metrics.csv,
 // evals.csv): a row per evaluation.
 const maxEvalsBytes = 256 << 20
@@ -84,11 +104,22 @@ func ReadEvalsCSVModes(path string) ([]Eval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", path, err)
 	}
-	extra := len(head) - 1 - len(evalColumns)
-	if extra < 0 || extra%3 != 0 || head[0] != "iter" || !slices.Equal(head[1:1+len(evalColumns)], evalColumns) {
-		return nil, fmt.Errorf("%s: header %q, want flowebm's metrics.csv columns (iter, %s, then the modes' weights)", path, strings.Join(head[:min(len(head), 4)], ","), strings.Join(evalColumns[:3], ", "))
+	fixed := evalsHeader(0)
+	extra := len(head) - len(fixed)
+	modes := max(0, extra) / 3
+	why := ""
+	switch {
+	case !slices.Equal(head[:min(len(head), len(fixed))], fixed[:min(len(head), len(fixed))]):
+		why = headerDiff(head, fixed)
+	case extra < 0 || extra%3 != 0:
+		why = fmt.Sprintf("%d columns, want %d and 3 per mode", len(head), len(fixed))
+	case !slices.Equal(head, evalsHeader(modes)):
+		why = headerDiff(head, evalsHeader(modes))
 	}
-	return ReadEvalsCSV(path, extra/3)
+	if why != "" {
+		return nil, fmt.Errorf("%s: header: %s; want flowebm's metrics.csv columns (iter, %s, then the modes' weights)", path, why, strings.Join(evalColumns[:3], ", "))
+	}
+	return ReadEvalsCSV(path, modes)
 }
 
 // ReadEvalsCSV reads what WriteEvalsCSV wrote.
@@ -107,8 +138,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		return nil, nil // no header, no evaluations (resume checks the count)
 	}
 	if !slices.Equal(rows[0], head) {
-		got := fmt.Sprintf("%d columns %q…", len(rows[0]), strings.Join(rows[0][:min(len(rows[0]), 4)], ","))
-		return nil, fmt.Errorf("%s: header has %s, want flowebm's %d columns (iter, %s, …) for %d modes", path, got, len(head), strings.Join(evalColumns[:3], ", "), modes)
+		return nil, fmt.Errorf("%s: header: %s; want flowebm's %d columns (iter, %s, …) for %d modes", path, headerDiff(rows[0], head), len(head), strings.Join(evalColumns[:3], ", "), modes)
 	}
 	var evals []Eval
 	last := 0

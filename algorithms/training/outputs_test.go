@@ -2,10 +2,12 @@ package training
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,5 +208,31 @@ func TestReadMetricsNullIsNaN(t *testing.T) {
 	}
 	if !math.IsNaN(m.TrueHeldOutLL) || !math.IsNaN(m.Final.MaxRHat) || math.IsNaN(m.Final.HeldOutLL) {
 		t.Errorf("exact LL %v, max R-hat %v, held-out LL %v: want NaN, NaN and a number", m.TrueHeldOutLL, m.Final.MaxRHat, m.Final.HeldOutLL)
+	}
+}
+
+// Probe 34: a metrics.csv header refused with its first four columns
+// quoted, equal to the wanted ones where a later column was wrong. The
+// refusal says which column differs, or the count.
+func TestEvalsHeaderRefusalSaysWhere(t *testing.T) {
+	dir := t.TempDir()
+	want := evalsHeader(2)
+	swapped := slices.Clone(want)
+	swapped[6], swapped[7] = swapped[7], swapped[6]
+	for _, c := range []struct {
+		head []string
+		msg  string
+	}{
+		{swapped, fmt.Sprintf("column 7 is %q, want %q", want[7], want[6])},
+		{append(slices.Clone(want), "extra", "x", "y"), fmt.Sprintf("column %d is %q, want %q", len(want)-3, "neg_w0", "ebm_w2")},
+		{want[:len(want)-1], fmt.Sprintf("%d columns, want %d and 3 per mode", len(want)-1, len(want)-6)},
+	} {
+		path := filepath.Join(dir, "metrics.csv")
+		if err := os.WriteFile(path, []byte(strings.Join(c.head, ",")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadEvalsCSVModes(path); err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("header %v: %v, want %q", c.head, err, c.msg)
+		}
 	}
 }

@@ -305,6 +305,9 @@ func checkFigureFolder(flag, out string, inputs []string) error {
 	if run := inRunCheckpoint(dir); run != "" {
 		return fmt.Errorf("%s %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: give another folder", flag, out, run)
 	}
+	if isTrainingRun(dir) && filepath.Clean(dir) != filepath.Clean(out) { // probe 34: "is the training run"
+		return fmt.Errorf("%s %s is inside the training run %s: give another folder", flag, out, dir)
+	}
 	if isTrainingRun(dir) {
 		return fmt.Errorf("%s %s is the training run %s: its figures would mix with the run's own; give another folder", flag, out, dir)
 	}

@@ -274,3 +274,17 @@ func TestLockLinksFailedFoldersAndEmptyFlags(t *testing.T) {
 		t.Errorf("--flow-out . without --checkpoint: exit %d: %s", code, stderr)
 	}
 }
+
+// Probe 34: compare --out RUN/sub/x was "the training run RUN".
+func TestFigureFolderInsideRunNamedSo(t *testing.T) {
+	runDir := trainedRun(t)
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.CopyFS(other, os.DirFS(runDir)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(other, "sub", "x")
+	want := "--out " + out + " is inside the training run " + other
+	if _, stderr, code := runCLI("compare", runDir, "--out", out); code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+}

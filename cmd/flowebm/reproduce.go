@@ -616,7 +616,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		switch {
 		case stopped && exists(filepath.Join(r.dir, "samples.npy")): // stopped once its outputs were written (probe 34: "interrupted")
 			return "done"
-		case strings.Contains(msg, "another flowebm process is"):
+		case strings.HasPrefix(msg, "flowebm: "+r.dir+": another flowebm process is "): // its folderBusyError, not a path holding the words (probe 34)
 			return "skipped: " + msg // it took the lock after the check above
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
 			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
@@ -662,7 +662,7 @@ func (c *childLog) lastLine() string {
 // word that a path may begin with (probes 31–33: --out "interrupted runs",
 // "interrupted (copy)" made a failure an interruption).
 var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) +
-	` (at iteration|during|after waiting) |interrupted (again )?\((interrupt|terminated|hangup)\): |interrupted before training started: |interrupted; stopping (after|once) )`)
+	` (at iteration|during|after waiting) |interrupted \((interrupt|terminated|hangup)\): the partial files being written were removed|interrupted again \((interrupt|terminated|hangup)\): quitting now; |interrupted before training started: nothing was trained|interrupted; stopping (after|once) the )`)
 
 // isInterruption reports whether msg, the last error line of a run's
 // log.txt, says that it stopped on a signal: continued from its last

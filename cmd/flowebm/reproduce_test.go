@@ -442,6 +442,7 @@ func TestChildInterruptionAndLostLog(t *testing.T) {
 		"flowebm: training interrupted during the flow's pretraining, at step 3 of 100":             true,
 		"flowebm: interrupted (interrupt): the partial files being written were removed":            true,
 		"flowebm: iteration 7: loss NaN: training diverged":                                         false,
+		"flowebm: interrupted (interrupt): z/runs/two-modes-ula/density.png is a folder":            false, // probe 34: --out "interrupted (interrupt): z"
 	} {
 		if isInterruption(msg) != want {
 			t.Errorf("isInterruption(%q) = %v", msg, !want)
@@ -509,9 +510,11 @@ func TestChildInterruptionToldByExitStatus(t *testing.T) {
 		{"flowebm: training interrupted at iteration 3 of 10; continue with: flowebm train --resume r", 130, "interrupted"},
 		{"flowebm: training interrupted at iteration 3 of 10; continue with: flowebm train --resume r", 143, "interrupted"},
 		{"flowebm: write r/metrics.csv: no space left on device", 2, "FAILED"},
-		{"iteration 1/10", -int(syscall.SIGINT), "interrupted"}, // probe 34: killed by SIGINT before train's handler was set
-		{"iteration 1/10", -int(syscall.SIGKILL), "FAILED"},     // the out-of-memory killer, say
-		{"samples.npy written", 130, "done"},                    // probe 34: stopped once its outputs were written
+		{"iteration 1/10", -int(syscall.SIGINT), "interrupted"},                                // probe 34: killed by SIGINT before train's handler was set
+		{"iteration 1/10", -int(syscall.SIGKILL), "FAILED"},                                    // the out-of-memory killer, say
+		{"samples.npy written", 130, "done"},                                                   // probe 34: stopped once its outputs were written
+		{"flowebm: another flowebm process is here/x: no such file or directory", 2, "FAILED"}, // probe 34: a path holding the words
+		{"flowebm: " + filepath.Join(dir, "busy", "two-modes-ula") + ": another flowebm process is training in this folder (it holds x)", 2, "skipped"},
 	} {
 		exe := filepath.Join(t.TempDir(), "train")
 		end := fmt.Sprintf("exit %d", c.status)
@@ -526,11 +529,14 @@ func TestChildInterruptionToldByExitStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &reproRun{experiment: "two-modes", algorithm: algorithms.ULA, dir: filepath.Join(dir, fmt.Sprint(c.status), "two-modes-ula")}
+		if c.want == "skipped" {
+			r.dir = filepath.Join(dir, "busy", "two-modes-ula")
+		}
 		got := trainOne(context.Background(), context.Background(), exe, r, reproduceFlags{seed: 1, jobs: 1})
 		if !strings.HasPrefix(got, c.want) {
 			t.Errorf("a train process that wrote %q and exited %d: %q, want %s", c.line, c.status, got, c.want)
 		}
-		if c.want == "done" {
+		if c.want == "done" || c.want == "skipped" {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(r.dir, "error.txt")); (err == nil) != (c.want == "FAILED") {

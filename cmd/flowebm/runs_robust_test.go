@@ -153,8 +153,8 @@ func TestReproduceRobust(t *testing.T) {
 		for _, c := range []struct{ csv, want string }{
 			{"", "metrics.csv holds no evaluations, yet the run finished"},
 			{head + "\n", "metrics.csv holds no evaluations, yet the run finished"},
-			{"iter,a,b\n", "metrics.csv: header has 3 columns"},
-			{"x,y,z\n1,2,3\n", "metrics.csv: header has 3 columns"},
+			{"iter,a,b\n", `metrics.csv: header: column 2 is "a"`},
+			{"x,y,z\n1,2,3\n", `metrics.csv: header: column 1 is "x", want "iter"`},
 		} {
 			out := t.TempDir()
 			dir := keptRun(t, src, out, "two-modes-flowmc")
