@@ -288,3 +288,49 @@ func TestFigureFolderInsideRunNamedSo(t *testing.T) {
 		t.Errorf("exit %d: %s; want %q", code, stderr, want)
 	}
 }
+
+// Probe 34: symbolic links and slashes in output folders. convert into a
+// link to a folder replaced the link and left a lone .lock where it led;
+// train --seeds --force trained a seed into the run that its sSEED link
+// led to; --flow-out DIR/ was "the folder DIR does not exist", and below
+// a file "stat …: not a directory".
+func TestOutputFolderLinksAndSlashes(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t")
+	os.Mkdir(target, 0o755)
+	link := filepath.Join(dir, "ld")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("convert", toyONNX, link); code != 2 || !strings.Contains(stderr, "is a symbolic link") {
+		t.Errorf("convert into a link: exit %d: %s", code, stderr)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 || exists(filepath.Join(target, ".lock")) {
+		t.Errorf("convert into a link replaced it (%v) or left %s", err, filepath.Join(target, ".lock"))
+	}
+
+	other := trainedRun(t)
+	before, _ := os.ReadFile(filepath.Join(other, "metrics.json"))
+	set := filepath.Join(dir, "set")
+	os.Mkdir(set, 0o755)
+	if err := os.Symlink(other, filepath.Join(set, "s2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", set, "--force"); code != 2 || !strings.Contains(stderr, "is a symbolic link") {
+		t.Errorf("--seeds with a seed folder that is a link: exit %d: %s", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(other, "metrics.json")); !bytes.Equal(after, before) {
+		t.Error("train --seeds --force trained into the run a seed's link led to")
+	}
+
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "flows", "bimodal_energy.onnx")
+	flowmc := []string{"sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "5", "--warmup", "5", "--out", filepath.Join(dir, "s.npy"), "--force"}
+	if _, stderr, code := runCLI(append(flowmc, "--flow-out", filepath.Join(dir, "fo")+"/")...); code != 0 || !exists(filepath.Join(dir, "fo", "flow_sample.onnx")) {
+		t.Errorf("--flow-out DIR/: exit %d: %s", code, stderr)
+	}
+	writeFile(t, dir, "f", "a file")
+	want := filepath.Join(dir, "f") + " is a file, not a folder"
+	if _, stderr, code := runCLI(append(flowmc, "--flow-out", filepath.Join(dir, "f", "x", "y"))...); code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("--flow-out below a file: exit %d: %s; want %q", code, stderr, want)
+	}
+}

@@ -516,8 +516,8 @@ func (f sampleFlags) checkFlowOut() error {
 	if fi, err := os.Stat(f.flowOut); err == nil && !fi.IsDir() {
 		return fmt.Errorf("--flow-out %s is a file: give a folder (it receives flow_sample.onnx and flow_density.onnx)", f.flowOut)
 	}
-	if !exists(f.flowOut) { // created before the run
-		return checkOutput("--flow-out", f.flowOut, f.inputs()...)
+	if !exists(f.flowOut) { // created before the run; a trailing / is its own (probe 34)
+		return checkOutput("--flow-out", filepath.Clean(f.flowOut), f.inputs()...)
 	}
 	for _, p := range f.flowOutputs() {
 		if sameFile(p, f.out) {

@@ -375,6 +375,10 @@ const (
 // anything else there is an error (without --force, which trains it
 // again).
 func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // probe 34: --force trained the seed into the run the link led to
+		target, _ := os.Readlink(dir)
+		return seedNew, fmt.Errorf("%s is a symbolic link (to %s): train --seeds trains each seed in a folder of its own under --out; move the link away (even --force would not follow it)", dir, target)
+	}
 	have, err := training.ReadRunConfig(dir)
 	switch {
 	case g.force || errors.Is(err, fs.ErrNotExist):
