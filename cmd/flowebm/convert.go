@@ -164,10 +164,6 @@ func checkConvertTarget(out string, force bool) error {
 	if wd, err := os.Getwd(); err == nil && within(wd, out) {
 		return fmt.Errorf("CHECKPOINT %s is the working folder or holds it: convert writes a checkpoint by replacing its whole folder; give a folder below it (such as %s), or run convert from elsewhere", out, filepath.Join(out, "model"))
 	}
-	if fi, err := os.Lstat(out); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // probe 34: the link was replaced, a lone .lock left where it led
-		target, _ := os.Readlink(out)
-		return fmt.Errorf("CHECKPOINT %s is a symbolic link (to %s): convert writes a checkpoint by replacing its whole folder, which would replace the link; give the folder itself", out, target)
-	}
 	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
 		return fmt.Errorf("CHECKPOINT %s is a file: give a folder for the checkpoint (convert IN.onnx CHECKPOINT writes a folder)", out)
 	}
@@ -182,6 +178,10 @@ func checkConvertTarget(out string, force bool) error {
 	}
 	if held := heldFolderAbove(out); held != "" { // probe 32: a run setting up (.lock alone) deleted it
 		return fmt.Errorf("CHECKPOINT %s: another flowebm process is writing into the folder %s (it holds %s): convert into another folder", out, held, filepath.Join(held, ".lock"))
+	}
+	if fi, err := os.Lstat(out); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // probe 34: the link was replaced, a lone .lock left where it led
+		target, _ := os.Readlink(out)
+		return fmt.Errorf("CHECKPOINT %s is a symbolic link (to %s): convert writes a checkpoint by replacing its whole folder, which would replace the link; give the folder itself", out, target)
 	}
 	if isRun(out) && !force {
 		return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)

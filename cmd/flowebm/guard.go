@@ -32,10 +32,12 @@ func checkOutput(flag, out string, inputs ...string) error {
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
 	dir := filepath.Dir(out)
-	if why := blockedFolder(dir); why != nil { // a file, a link to nothing or one that loops, named (probe 34: "stat …: not a directory")
-		return fmt.Errorf("%s %s: %w", flag, out, why)
-	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s %s: %s is a file, not a folder", flag, out, dir)
+	} else if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if why := blockedFolder(dir); why != nil { // a file above it, a link to nothing, named (probe 34: "stat …: not a directory")
+			return fmt.Errorf("%s %s: %w", flag, out, why)
+		}
 		return fmt.Errorf("%s %s: the folder %s does not exist", flag, out, dir)
 	} else if err != nil { // probe 26: a folder it may not enter, a link loop, "did not exist"
 		return fmt.Errorf("%s %s: the folder %s: %w", flag, out, dir, err)
@@ -456,11 +458,7 @@ func removeLoneLock(dir, path, top string) {
 		return
 	}
 	os.Remove(path)
-	if top == "" {
-		return
-	}
-	for d := dir; os.Remove(d) == nil && d != top; d = filepath.Dir(d) {
-	}
+	removeEmptyFolders(dir, top)
 }
 
 // folderBusyError is lockRun's error when another process holds the lock;

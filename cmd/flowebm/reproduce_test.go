@@ -171,7 +171,7 @@ func reproduceInterrupted(t *testing.T, sig syscall.Signal) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("reproduce did not stop")
 	}
-	if r.code != 2 || !strings.Contains(r.stderr, "interrupted: the runs under way stopped at their last checkpoint") {
+	if r.code != 128+int(sig) || !strings.Contains(r.stderr, "interrupted: the runs under way stopped at their last checkpoint") { // probe 34: 2
 		t.Errorf("exit %d, %q", r.code, r.stderr)
 	}
 	release, err := lockRun(dir)

@@ -568,7 +568,8 @@ func removeEmptyFolders(dir, top string) {
 		return
 	}
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		if _, err := os.Lstat(p); err == nil && os.Remove(p) != nil { // not made, or a name too long: passed over
+		fi, err := os.Lstat(p) // not there, or a name too long: passed over
+		if err == nil && (!fi.IsDir() || os.Remove(p) != nil) { // a link (to nothing) is not a folder made
 			return
 		}
 		if p == filepath.Clean(top) || p == filepath.Dir(p) {

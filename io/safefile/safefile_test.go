@@ -369,3 +369,32 @@ func TestStageCreatesAndTracksAsOneStep(t *testing.T) {
 		}
 	}
 }
+
+// OnRemoveTemps's undos run after the tracked paths are removed, the last
+// registered first, not once cancelled, and at once after RemoveTemps.
+func TestOnRemoveTemps(t *testing.T) {
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, ".x.tmp1")
+	os.WriteFile(tmp, nil, 0o644)
+	Track(tmp)
+	var order []string
+	OnRemoveTemps(func() {
+		if _, err := os.Stat(tmp); err == nil {
+			t.Error("an undo ran before the tracked paths were removed")
+		}
+		order = append(order, "first")
+	})
+	OnRemoveTemps(func() { order = append(order, "second") })
+	OnRemoveTemps(func() { order = append(order, "cancelled") })()
+	RemoveTemps()
+	if !slices.Equal(order, []string{"second", "first"}) {
+		t.Errorf("undos ran as %v, want second, first", order)
+	}
+	OnRemoveTemps(func() { order = append(order, "late") })
+	if order[len(order)-1] != "late" {
+		t.Error("an undo registered after RemoveTemps did not run at once")
+	}
+	temps.mu.Lock()
+	temps.closed = false
+	temps.mu.Unlock()
+}

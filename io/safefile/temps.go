@@ -36,13 +36,17 @@ func Track(path string) (untrack func()) {
 }
 
 // register adds path to temps; temps.mu is held.
-func register(path string) (untrack func()) {
+func register(path string) (untrack func()) { return add(temps.paths, path) }
+
+// add adds v to m, one of temps' maps, under a new key; temps.mu is held.
+// remove takes it out.
+func add[T any](m map[int]T, v T) (remove func()) {
 	id := temps.next
 	temps.next++
-	temps.paths[id] = path
+	m[id] = v
 	return func() {
 		temps.mu.Lock()
-		delete(temps.paths, id)
+		delete(m, id)
 		temps.mu.Unlock()
 	}
 }
@@ -80,14 +84,7 @@ func OnRemoveTemps(undo func()) (cancel func()) {
 		undo()
 		return func() {}
 	}
-	id := temps.next
-	temps.next++
-	temps.undos[id] = undo
-	return func() {
-		temps.mu.Lock()
-		delete(temps.undos, id)
-		temps.mu.Unlock()
-	}
+	return add(temps.undos, undo)
 }
 
 // RemoveTemps removes every tracked temporary file and folder, then runs
