@@ -568,8 +568,10 @@ func removeEmptyFolders(dir, top string) {
 		return
 	}
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		fi, err := os.Lstat(p) // not there, or a name too long: passed over
-		if err == nil && (!fi.IsDir() || os.Remove(p) != nil) { // a link (to nothing) is not a folder made
+		// Not there, or a name too long: passed over. A link (to
+		// nothing) is not a folder made.
+		fi, err := os.Lstat(p)
+		if err == nil && (!fi.IsDir() || os.Remove(p) != nil) {
 			return
 		}
 		if p == filepath.Clean(top) || p == filepath.Dir(p) {
