@@ -157,8 +157,8 @@ func (e *EBM) EnergyGrad(x mat.Matrix, energy []float64, grad *mat.Dense) error 
 			return nil, err
 		}
 		dx, err := G.Grad(cost, in[0])
-		if err != nil {
-			return nil, err
+		if err != nil { // probe 35: Gorgonia's "Non Differentiable WRTs: map[…]" alone
+			return nil, fmt.Errorf("the energy has no gradient with respect to its input: every path from the input passes an operation without one (a test such as Not, IsNaN, IsInf, a comparison, or a Cast to bool) (%v)", err)
 		}
 		return []*G.Node{en, dx[0]}, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -71,18 +72,10 @@ func evalsHeader(modes int) []string {
 func headerDiff(got, want []string) string {
 	for i := range min(len(got), len(want)) {
 		if got[i] != want[i] {
-			return fmt.Sprintf("column %d is %q, want %q", i+1, clip(got[i]), want[i])
+			return fmt.Sprintf("column %d is %q, want %q", i+1, textclip.Cut(got[i], 40), want[i])
 		}
 	}
 	return fmt.Sprintf("%d columns, want %d", len(got), len(want))
-}
-
-// clip cuts a header cell quoted in an error to 40 bytes.
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // maxEvalsBytes bounds the evaluations files read (metrics.csv,

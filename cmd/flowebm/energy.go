@@ -331,7 +331,7 @@ func notFiniteWhy(v float64) string {
 	if math.IsNaN(v) {
 		return "the model is not defined there (an operation outside its domain, such as the log or square root of a negative number, or an overflow: check its weights and activations)"
 	}
-	return "the model overflows there (check its weights and activations)"
+	return "the model is infinite there (an overflow, or the log of 0: check its weights and activations)"
 }
 
 // checkFiniteEnergies refuses non-finite energies or gradients, naming the
@@ -346,7 +346,7 @@ func checkFiniteEnergies(e []float64, g *mat.Dense) error {
 		_, d := g.Dims()
 		for k, v := range g.RawMatrix().Data {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("the gradient at point %d (counting from 1) is %v: the model overflows there; nothing was written", k/d+1, v)
+				return fmt.Errorf("the gradient at point %d (counting from 1) is %v: %s; nothing was written", k/d+1, v, notFiniteWhy(v))
 			}
 		}
 	}

@@ -31,6 +31,9 @@ func checkOutput(flag, out string, inputs ...string) error {
 	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
+	if strings.HasSuffix(out, string(filepath.Separator)) { // probe 35: "the folder s.npy does not exist"
+		return fmt.Errorf("%s %s ends in %c, which names a folder: give a file name", flag, out, filepath.Separator)
+	}
 	dir := filepath.Dir(out)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return fmt.Errorf("%s %s: %s is a file, not a folder", flag, out, dir)
@@ -359,7 +362,7 @@ func takeLock(dir, command string) (f *os.File, path string, created bool, err e
 	if err != nil {
 		return nil, "", false, err
 	}
-	if err := soleLink(f, path); err != nil {
+	if err := checkLockFile(f, path); err != nil {
 		f.Close()
 		return nil, "", false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", err, dir)
 	}
@@ -376,18 +379,30 @@ func takeLock(dir, command string) (f *os.File, path string, created bool, err e
 	return f, path, created, nil
 }
 
-// soleLink refuses the lock file f (at path) when it is a hard link of
-// another file, which writing the holder's name would overwrite (probe 34:
+// checkLockFile refuses the lock file f (at path) unless it is a regular
+// file (probe 35: a FIFO) and, where it has other hard links, holds a
+// lock's text (nothing, or a flowebm command's name), as in a copy of a
+// run made with cp -al or rsync --link-dest (probe 35). Writing the
+// holder's name into a link of another file would overwrite it (probe 34:
 // a .lock linked to an input turned it into "diagnose").
-func soleLink(f *os.File, path string) error {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+func checkLockFile(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
 		return err
 	}
-	if st.Nlink > 1 {
-		return fmt.Errorf("%s has %d hard links (it is also another file)", path, st.Nlink)
+	if !fi.Mode().IsRegular() {
+		return safefile.Regular(path, fi)
 	}
-	return nil
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink <= 1 {
+		return nil
+	}
+	text := make([]byte, 64)
+	n, _ := f.ReadAt(text, 0)
+	if name := strings.TrimSpace(string(text[:n])); name == "" || slices.Contains(lockingCommands, name) {
+		return nil
+	}
+	return fmt.Errorf("%s has %d hard links and holds other text than a lock's (it is also another file)", path, st.Nlink)
 }
 
 // lockFile locks the output file path (given as flag) against another
@@ -420,7 +435,7 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: locking it with %s: %w", flag, path, lock, err)
 		}
-		if err := soleLink(f, lock); err != nil {
+		if err := checkLockFile(f, lock); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s %s: %w: flowebm locks the file with it and writes into it; remove it", flag, path, err)
 		}
@@ -697,12 +712,12 @@ func checkResumable(dir string) error {
 		return nil
 	}
 	if ev := seedsEvidence(dir); ev != "" {
-		return fmt.Errorf("--resume %s holds the seed runs of train --seeds (%s), not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, ev, filepath.Join(dir, "sN"))
+		return fmt.Errorf("--resume %s holds the seed runs of train --seeds (%s), not one run: resume one of them (flowebm train --resume %s), or run the same train --seeds command again, which continues them", dir, ev, shellQuote(filepath.Join(dir, "sN")))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)
 	}
-	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint; a run killed as it started leaves only its lock): start a run there with flowebm train --out %s (--force if the folder is not empty)", dir, dir)
+	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint; a run killed as it started leaves only its lock): start a run there with flowebm train --out %s (--force if the folder is not empty)", dir, shellQuote(dir))
 }
 
 func exists(path string) bool {

@@ -47,7 +47,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SilenceErrors: true,
 		// A flag given an empty value (--data '') would silently mean its
 		// default: refuse it in every command.
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, cmdArgs []string) error {
+			for i, a := range cmdArgs {
+				if a == "" { // probe 35: "open : no such file", ": not a run folder"
+					return fmt.Errorf("argument %d is empty: give a path", i+1)
+				}
+			}
 			var empty []string
 			cmd.Flags().Visit(func(f *pflag.Flag) {
 				if f.Value.String() == "" {

@@ -334,3 +334,93 @@ func TestOutputFolderLinksAndSlashes(t *testing.T) {
 		t.Errorf("--flow-out below a file: exit %d: %s; want %q", code, stderr, want)
 	}
 }
+
+// Probe 35: neighbours of round 34's fixes. sample froze its chains where
+// the energy is finite but its gradient NaN (sqrt of a ReLU at 0); an
+// empty Clip bound was read as 0; an energy with no gradient was
+// Gorgonia's "Non Differentiable WRTs" alone.
+func TestSampleEdgeEnergiesRound35(t *testing.T) {
+	edge := filepath.Join("..", "..", "io", "onnx", "testdata", "edge")
+	dir := t.TempDir()
+	for model, want := range map[string]string{
+		"sqrt_relu_energy.onnx": "the chains' starting points: the gradient at point 1 (counting from 1) is NaN",
+		"clip_empty.onnx":       `node "a1" (Clip): bound 1 ("lo") holds 0 values, want one`,
+		"isnan_energy.onnx":     "isnan_energy.onnx: evaluating it at the chains' starting points: the energy has no gradient with respect to its input",
+	} {
+		out := filepath.Join(dir, model+".npy")
+		_, stderr, code := runCLI("sample", "--model", filepath.Join(edge, model), "--sampler", "mala", "--chains", "4", "--steps", "5", "--warmup", "0", "--out", out)
+		if code != 2 || !strings.Contains(stderr, want) || exists(out) {
+			t.Errorf("%s: exit %d: %s; want %q", model, code, stderr, want)
+		}
+	}
+}
+
+// Probe 35: the round-34 removal of folders made deleted a dangling link
+// given as the output folder; a run copied with cp -al (its .lock a hard
+// link holding "train") was refused, and a FIFO as a checkpoint's lock
+// file accepted; --out FILE/ was "the folder FILE does not exist"; a file
+// as a seed's folder advised --force in vain; empty arguments were
+// ": not a run folder".
+func TestRound35OutputsAndLocks(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "L")
+	if err := os.Symlink(filepath.Join(dir, "nowhere", "x"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"train", "--iterations", "2", "--quiet", "--out", link},
+		{"diagnose", filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"), "--plots", link},
+		{"convert", toyONNX, filepath.Join(link, "ck")},
+	} {
+		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "which does not exist") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+		if _, err := os.Lstat(link); err != nil {
+			t.Fatalf("%v deleted the link given as its output folder", args)
+		}
+	}
+
+	run := filepath.Join(dir, "run")
+	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(run, ".lock"), []byte("train\n"), 0o644)
+	snap := filepath.Join(dir, "snap")
+	if err := exec.Command("cp", "-al", run, snap).Run(); err != nil {
+		t.Skip(err)
+	}
+	if _, stderr, code := runCLI("plot", run); code != 0 {
+		t.Errorf("plot of a run copied with cp -al: exit %d: %s", code, stderr)
+	}
+
+	ck := filepath.Join(dir, "k.npz")
+	if err := syscall.Mkfifo(filepath.Join(dir, ".k.npz.lock"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "5", "--checkpoint", ck, "--out", filepath.Join(dir, "s.npy")); code != 2 || !strings.Contains(stderr, ".k.npz.lock") {
+		t.Errorf("a FIFO as the checkpoint's lock file: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "5", "--out", filepath.Join(dir, "s2.npy")+"/"); code != 2 || !strings.Contains(stderr, "which names a folder: give a file name") {
+		t.Errorf("--out FILE/: exit %d: %s", code, stderr)
+	}
+
+	set := filepath.Join(dir, "set")
+	os.Mkdir(set, 0o755)
+	writeFile(t, set, "s1", "x")
+	if _, stderr, code := runCLI("train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", set); code != 2 || !strings.Contains(stderr, "is a file, not a seed's run folder") || strings.Contains(stderr, "--force") {
+		t.Errorf("a file as a seed's folder: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("compare", "", run); code != 2 || !strings.Contains(stderr, "argument 1 is empty") {
+		t.Errorf("an empty argument: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 35: the resume advice of a run in a folder with a space could
+// not be pasted (not quoted).
+func TestResumeAdviceQuoted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my runs", "r")
+	_, stderr := outputsChild(t, "train-outputs", "INT2", "train", "--iterations", "4", "--quiet", "--out", dir)
+	if want := "continue with: flowebm train --resume '" + dir + "'"; !strings.Contains(stderr, want) {
+		t.Errorf("%s; want %q", stderr, want)
+	}
+}

@@ -621,7 +621,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
 			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
 		case stopped: // a signal to the train process itself (probe 30: recorded as a failure)
-			return "interrupted (reproduce again continues it from its last checkpoint): " + msg
+			return "interrupted (reproduce again continues it from its last checkpoint, or starts it again if it has none): " + msg
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		return failureStatus(msg)

@@ -287,7 +287,7 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 		}
 		return set(runIncomplete, "%s (of %d iterations): start it again (write the plan again, or reproduce again)", how, cfg.Train.Iterations)
 	}
-	return set(runIncomplete, "%s, %s: continue it (write the plan again, or flowebm train --resume %s)", how, progress, r.dir)
+	return set(runIncomplete, "%s, %s: continue it (write the plan again, or flowebm train --resume %s)", how, progress, shellQuote(r.dir))
 }
 
 // collectFinished reads a finished run (see collect) and redraws its

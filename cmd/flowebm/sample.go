@@ -181,7 +181,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	if meta == nil {
 		if err := checkStarts(m, x); err != nil {
-			return err
+			return fmt.Errorf("--model %s: %w", f.model, err)
 		}
 	}
 	out := cmd.OutOrStdout()
@@ -765,9 +765,14 @@ func chainStarts(rng *rand.Rand, m checkpoint.Models, n int) (*mat.Dense, error)
 // checkStarts refuses chains that start where the energy is not finite,
 // from which no move is ever accepted (probe 34: an ONNX energy with a
 // Log of a negative value gave chains that never moved, and exit 0).
+// Its gradient too (probe 35: NaN there froze MALA's and HMC's chains).
 func checkStarts(m checkpoint.Models, x *mat.Dense) error {
-	n, _ := x.Dims()
-	if err := energyInBatches(m, x, make([]float64, n), nil); err != nil {
+	n, d := x.Dims()
+	e, g := make([]float64, n), mat.NewDense(n, d, nil)
+	if err := energyInRows(m, x, e, g, energyRows(m, true)); err != nil {
+		return fmt.Errorf("evaluating it at the chains' starting points: %w", err)
+	}
+	if err := checkFiniteEnergies(e, g); err != nil {
 		return fmt.Errorf("the chains' starting points: %w", err)
 	}
 	return nil

@@ -272,7 +272,11 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		}
 		if err := trainOneRun(cmd, g); err != nil {
 			if errors.Is(err, errSeedDoneInterrupted) {
-				return fmt.Errorf("seed %d: %w: give the same --seeds command again to train the other seeds and write seeds.json", seed, err)
+				next := "train the other seeds and write seeds.json"
+				if i == len(seeds)-1 { // probe 35: "the other seeds" after the last
+					next = "write seeds.json"
+				}
+				return fmt.Errorf("seed %d: %w: give the same --seeds command again to %s", seed, err, next)
 			}
 			if errors.Is(err, algorithms.ErrInterrupted) {
 				return fmt.Errorf("seed %d: %w (or give the same --seeds command again: it continues this seed's run, then trains the others and writes seeds.json)", seed, err)
@@ -378,6 +382,8 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // probe 34: --force trained the seed into the run the link led to
 		target, _ := os.Readlink(dir)
 		return seedNew, fmt.Errorf("%s is a symbolic link (to %s): train --seeds trains each seed in a folder of its own under --out; move the link away (even --force would not follow it)", dir, target)
+	} else if err == nil && !fi.IsDir() { // probe 35: "a run whose configuration cannot be read", --force advised in vain
+		return seedNew, fmt.Errorf("%s is a file, not a seed's run folder: train --seeds trains each seed in a folder of its own under --out; move the file away", dir)
 	}
 	have, err := training.ReadRunConfig(dir)
 	switch {
@@ -598,11 +604,11 @@ func (rs *runSignals) standing() string {
 	complete := hasCheckpoint(*dir) || exists(filepath.Join(*dir, "checkpoint.new", checkpoint.ManifestName))
 	switch {
 	case rs.inSeeds && complete:
-		return fmt.Sprintf("the run's last complete checkpoint stands: give the same --seeds command again to continue it (or flowebm train --resume %s)", *dir)
+		return fmt.Sprintf("the run's last complete checkpoint stands: give the same --seeds command again to continue it (or flowebm train --resume %s)", shellQuote(*dir))
 	case rs.inSeeds: // probe 31: --force trained the finished seeds again
 		return fmt.Sprintf("%s has no complete checkpoint yet: give the same --seeds command again, which trains this seed again from the start and keeps the others", *dir)
 	case complete:
-		return fmt.Sprintf("the run's last complete checkpoint stands: continue with: flowebm train --resume %s", *dir)
+		return fmt.Sprintf("the run's last complete checkpoint stands: continue with: flowebm train --resume %s", shellQuote(*dir))
 	}
 	return fmt.Sprintf("%s has no complete checkpoint yet: start the run again (the same command, with --force to replace what it holds)", *dir)
 }
@@ -663,7 +669,7 @@ func movedDataHint(dir string, err error) error {
 	cfg, cfgErr := training.ReadRunConfig(dir)
 	if cfgErr == nil && cfg.DataDir != "" {
 		if fi, statErr := os.Stat(cfg.DataDir); statErr != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: the run's data folder %s is gone; if it was moved, continue with flowebm train --resume %s --data-dir NEWFOLDER (its files' SHA-256 are checked)", err, cfg.DataDir, dir)
+			return fmt.Errorf("%w: the run's data folder %s is gone; if it was moved, continue with flowebm train --resume %s --data-dir NEWFOLDER (its files' SHA-256 are checked)", err, cfg.DataDir, shellQuote(dir))
 		}
 	}
 	if cfgErr != nil || cfg.Data == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -672,7 +678,7 @@ func movedDataHint(dir string, err error) error {
 	if _, statErr := os.Stat(cfg.Data.File); !errors.Is(statErr, fs.ErrNotExist) {
 		return err
 	}
-	return fmt.Errorf("%w: the run's data file %s is gone; if it was moved, resume with --resume %s --data NEWPATH (its SHA-256 is checked)", err, cfg.Data.File, dir)
+	return fmt.Errorf("%w: the run's data file %s is gone; if it was moved, resume with --resume %s --data NEWPATH (its SHA-256 is checked)", err, cfg.Data.File, shellQuote(dir))
 }
 
 // request is what the flags ask of a new run: only the flags given (and
@@ -809,7 +815,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 			// Probe 27: --resume then said there was nothing to resume.
 			return nil, nil, fmt.Errorf("%s holds a run that stopped before its first checkpoint was complete, so there is nothing to resume: start it again with --force, which replaces it", dir)
 		}
-		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, dir)
+		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, shellQuote(dir))
 	}
 	t0 := time.Now()
 	run, err := startReplacing(ctx, plan, dir)
@@ -963,7 +969,7 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 		if bar != nil {
 			bar.Exit()
 		}
-		return fmt.Errorf("%w; continue with: flowebm train --resume %s", err, run.Dir)
+		return fmt.Errorf("%w; continue with: flowebm train --resume %s", err, shellQuote(run.Dir))
 	}
 	if err != nil {
 		return trainingFailed(run, err)
@@ -978,7 +984,7 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	}
 	final := run.Evals[len(run.Evals)-1]
 	if err := writeOutputs(run, format); err != nil {
-		return fmt.Errorf("training finished, but writing its outputs failed: %w; once the cause is fixed, flowebm train --resume %s writes them again", err, run.Dir)
+		return fmt.Errorf("training finished, but writing its outputs failed: %w; once the cause is fixed, flowebm train --resume %s writes them again", err, shellQuote(run.Dir))
 	}
 	sig.enter(phaseDone)
 	hook("train-done")
@@ -1013,7 +1019,7 @@ func trainingFailed(run *training.Run, err error) error {
 	if ckErr != nil {
 		return fmt.Errorf("%w; no complete checkpoint was written: start the run again once the cause is fixed (with --force if its folder is left)", err)
 	}
-	return fmt.Errorf("%w; the last complete checkpoint, %s, stands: continue with: flowebm train --resume %s once the cause is fixed", err, ck, run.Dir)
+	return fmt.Errorf("%w; the last complete checkpoint, %s, stands: continue with: flowebm train --resume %s once the cause is fixed", err, ck, shellQuote(run.Dir))
 }
 
 // newProgress shows training's progress on errOut: a bar on a terminal,

@@ -672,6 +672,9 @@ func (in *instance) padArgs(node *Node, r int) ([]int64, float64, []int64, error
 		if !cv.isConst() {
 			return nil, 0, nil, fmt.Errorf("constant_value depends on the input")
 		}
+		if sizeOf(cv.shape) != 1 { // an empty constant is backed by one 0 (probe 35)
+			return nil, 0, nil, fmt.Errorf("constant_value has shape %v, want one value", cv.shape)
+		}
 		value = cv.c.Data().([]float64)[0]
 	}
 	axes := all

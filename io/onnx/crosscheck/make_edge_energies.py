@@ -7,7 +7,13 @@ io/onnx/testdata/edge/ as their authors would:
   everywhere and which Gorgonia cannot differentiate;
 - clip_init.onnx: an MLP whose Clip takes its bounds from initializers,
   as onnx-simplifier and constant folding leave them (torch exports
-  them as Constant nodes).
+  them as Constant nodes);
+- sqrt_relu_energy.onnx: sqrt(relu(·)), finite, whose gradient is NaN
+  where the ReLU is 0 (probe 35);
+- clip_empty.onnx: a Clip whose lower bound is an empty initializer
+  (float32[0]), which ONNX Runtime refuses (probe 35);
+- isnan_energy.onnx: an energy of IsNaN(x) cast to float, which has no
+  gradient at all (probe 35).
 
 Run with /usr/bin/python3 (PyTorch 1.13, onnx) from the repository root.
 """
@@ -31,20 +37,31 @@ class MLP(torch.nn.Module):
         return self.l2(self.act(self.l1(x)))
 
 
-for name, act in [("log_energy", torch.log), ("floor_energy", torch.floor)]:
+for name, act in [("log_energy", torch.log), ("floor_energy", torch.floor),
+                  ("sqrt_relu_energy", lambda h: torch.sqrt(torch.relu(h)))]:
     torch.onnx.export(MLP(act), torch.randn(3, 2), f"{out}/{name}.onnx", input_names=["x"], output_names=["energy"],
                       dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
 
+
+
+def save(name, nodes, inits):
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, ["N", 2])],
+                     [h.make_tensor_value_info("energy", T.FLOAT, ["N", 1])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, f"{out}/{name}.onnx")
+
+
 rng = np.random.default_rng(0)
-inits = [nh.from_array(a.astype(np.float32), n) for n, a in [
-    ("W1", rng.normal(size=(8, 2))), ("b1", np.zeros(8)), ("W2", rng.normal(size=(1, 8))), ("b2", np.zeros(1)),
-    ("lo", np.array(-1.0)), ("hi", np.array(1.0))]]
-nodes = [h.make_node("Gemm", ["x", "W1", "b1"], ["h1"], transB=1),
-         h.make_node("Clip", ["h1", "lo", "hi"], ["a1"]),
-         h.make_node("Gemm", ["a1", "W2", "b2"], ["energy"], transB=1)]
-g = h.make_graph(nodes, "clip_init", [h.make_tensor_value_info("x", T.FLOAT, ["N", 2])],
-                 [h.make_tensor_value_info("energy", T.FLOAT, ["N", 1])], inits)
-m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-m.ir_version = 8
-onnx.checker.check_model(m)
-onnx.save(m, f"{out}/clip_init.onnx")
+mlp = [nh.from_array(a.astype(np.float32), n) for n, a in [
+    ("W1", rng.normal(size=(8, 2))), ("b1", np.zeros(8)), ("W2", rng.normal(size=(1, 8))), ("b2", np.zeros(1))]]
+clip = [h.make_node("Gemm", ["x", "W1", "b1"], ["h1"], transB=1),
+        h.make_node("Clip", ["h1", "lo", "hi"], ["a1"]),
+        h.make_node("Gemm", ["a1", "W2", "b2"], ["energy"], transB=1)]
+hi = nh.from_array(np.array(1.0, dtype=np.float32), "hi")
+save("clip_init", clip, mlp + [nh.from_array(np.array(-1.0, dtype=np.float32), "lo"), hi])
+save("clip_empty", clip, mlp + [nh.from_array(np.zeros(0, dtype=np.float32), "lo"), hi])
+save("isnan_energy", [h.make_node("IsNaN", ["x"], ["n"]), h.make_node("Cast", ["n"], ["f"], to=T.FLOAT),
+                      h.make_node("ReduceSum", ["f", "axes"], ["energy"], keepdims=1)],
+     [nh.from_array(np.array([1], dtype=np.int64), "axes")])
