@@ -662,7 +662,7 @@ func (c *childLog) lastLine() string {
 // word that a path may begin with (probes 31–33: --out "interrupted runs",
 // "interrupted (copy)" made a failure an interruption).
 var interruptionMark = regexp.MustCompile(`^flowebm: (` + regexp.QuoteMeta(algorithms.ErrInterrupted.Error()) +
-	` (at iteration|during|after waiting) |interrupted \((interrupt|terminated|hangup)\): the partial files being written were removed|interrupted again \((interrupt|terminated|hangup)\): quitting now; |interrupted before training started: nothing was trained|interrupted; stopping (after|once) the )`)
+	` (at iteration \d+(, and writing its checkpoint failed: | of \d+; checkpoint written to )|during the flow's pretraining, at step \d+ of \d+|after waiting \S+ for a process that reads )|interrupted \((interrupt|terminated|hangup)\): the partial files being written were removed|interrupted again \((interrupt|terminated|hangup)\): quitting now; |interrupted before training started: nothing was trained|interrupted; stopping (after|once) the )`)
 
 // isInterruption reports whether msg, the last error line of a run's
 // log.txt, says that it stopped on a signal: continued from its last

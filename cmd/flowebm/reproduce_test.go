@@ -430,19 +430,22 @@ func TestReproduceInterruptedAfterReport(t *testing.T) {
 // status 2").
 func TestChildInterruptionAndLostLog(t *testing.T) {
 	for msg, want := range map[string]bool{
-		"flowebm: training interrupted at iteration 78 of 300; checkpoint written to /r/checkpoint": true,
-		"flowebm: interrupted again (terminated): quitting now; …":                                  true,
-		"flowebm: interrupted before training started: nothing was trained":                         true,
-		"flowebm: open /data/training interrupted/x.csv: no such file or directory":                 false,
-		"flowebm: interrupted/runs/two-modes-ula/metrics.csv: no space left on device":              false,
-		"flowebm: interrupted runs/runs/two-modes-ula: no complete checkpoint":                      false, // probe 32
-		"flowebm: interrupted;x/runs/two-modes-ula: no complete checkpoint":                         false,
-		"flowebm: interrupted (copy)/runs/two-modes-ula: no complete checkpoint":                    false, // probe 33
-		"flowebm: interrupted again (hangup): quitting now; …":                                      true,
-		"flowebm: training interrupted during the flow's pretraining, at step 3 of 100":             true,
-		"flowebm: interrupted (interrupt): the partial files being written were removed":            true,
-		"flowebm: iteration 7: loss NaN: training diverged":                                         false,
-		"flowebm: interrupted (interrupt): z/runs/two-modes-ula/density.png is a folder":            false, // probe 34: --out "interrupted (interrupt): z"
+		"flowebm: training interrupted at iteration 78 of 300; checkpoint written to /r/checkpoint":  true,
+		"flowebm: interrupted again (terminated): quitting now; …":                                   true,
+		"flowebm: interrupted before training started: nothing was trained":                          true,
+		"flowebm: open /data/training interrupted/x.csv: no such file or directory":                  false,
+		"flowebm: interrupted/runs/two-modes-ula/metrics.csv: no space left on device":               false,
+		"flowebm: interrupted runs/runs/two-modes-ula: no complete checkpoint":                       false, // probe 32
+		"flowebm: interrupted;x/runs/two-modes-ula: no complete checkpoint":                          false,
+		"flowebm: interrupted (copy)/runs/two-modes-ula: no complete checkpoint":                     false, // probe 33
+		"flowebm: interrupted again (hangup): quitting now; …":                                       true,
+		"flowebm: training interrupted during the flow's pretraining, at step 3 of 100":              true,
+		"flowebm: interrupted (interrupt): the partial files being written were removed":             true,
+		"flowebm: iteration 7: loss NaN: training diverged":                                          false,
+		"flowebm: interrupted (interrupt): z/runs/two-modes-ula/density.png is a folder":             false, // probe 34: --out "interrupted (interrupt): z"
+		"flowebm: training interrupted at iteration 1/runs/two-modes-ula/density.png is a folder":    false, // probe 35
+		"flowebm: training interrupted at iteration 5, and writing its checkpoint failed: disk full": true,
+		"flowebm: training interrupted after waiting 2s for a process that reads r's checkpoint: …":  true,
 	} {
 		if isInterruption(msg) != want {
 			t.Errorf("isInterruption(%q) = %v", msg, !want)
