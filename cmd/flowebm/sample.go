@@ -546,40 +546,6 @@ func (f sampleFlags) checkNew(flag, path string) error {
 	return err
 }
 
-// makeFolder creates dir (and its parents) before any work, so that an
-// output folder that cannot exist fails at once; top is the outermost
-// folder made ("" if dir existed), and undo removes what it created if it
-// is still empty. Run it in safefile.Hold with what registers top for a
-// signal's cleanup, so that a signal cannot come in between (probe 33).
-func makeFolder(dir string) (top string, undo func(), err error) {
-	missing := firstMissing(dir)
-	if err := mkdirAll(dir); err != nil {
-		removeEmptyFolders(dir, missing) // those made before it failed (probe 34)
-		return "", nil, err
-	}
-	hook("folder-made")
-	return missing, func() { removeEmptyFolders(dir, missing) }, nil
-}
-
-// removeEmptyFolders removes dir and the folders above it up to top while
-// they are empty; nothing when top is "".
-func removeEmptyFolders(dir, top string) {
-	if top == "" {
-		return
-	}
-	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		// Not there, or a name too long: passed over. A link (to
-		// nothing) is not a folder made.
-		fi, err := os.Lstat(p)
-		if err == nil && (!fi.IsDir() || os.Remove(p) != nil) {
-			return
-		}
-		if p == filepath.Clean(top) || p == filepath.Dir(p) {
-			return
-		}
-	}
-}
-
 // checkCheckpoint checks the file of --checkpoint: an .npz that is none
 // of the inputs and outputs, new unless --force or it is the one resumed.
 func (f sampleFlags) checkCheckpoint() error {
