@@ -117,11 +117,12 @@ func hook(point string) {
 	}
 }
 
-// ignoreBrokenPipes keeps a long job (train, reproduce) running when
-// what reads its output is gone: a write to it then fails instead of
-// killing the process with SIGPIPE (probe 34: train 2>&1 | tee, stopped
-// by Ctrl-C, died by SIGPIPE as it said it was stopping, before writing
-// its checkpoint; reproduce's children did when reproduce was killed).
+// ignoreBrokenPipes keeps a command running when what reads its output
+// is gone: a write to it then fails instead of killing the process with
+// SIGPIPE, before its cleanup (probe 34: train 2>&1 | tee, stopped by
+// Ctrl-C, died as it said it was stopping, before writing its
+// checkpoint; probe 35: sample | head left its lock file, diagnose | true
+// the folders it made).
 func ignoreBrokenPipes() { signal.Ignore(syscall.SIGPIPE) }
 
 // removeTempsOnSignal makes SIGINT, SIGTERM and SIGHUP remove the
@@ -134,7 +135,8 @@ func removeTempsOnSignal() (stop func()) { return removeTempsOnSignalNoting(nil)
 func removeTempsOnSignalNoting(note func() string) (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: the terminal closed
-	done, got := make(chan struct{}), make(chan struct{})
+	ignoreBrokenPipes()
+	done, finished := make(chan struct{}), make(chan struct{})
 	handle := func(s os.Signal) {
 		safefile.RemoveTemps() // after a Hold under way (energy's pair of outputs)
 		more := ""
@@ -147,21 +149,23 @@ func removeTempsOnSignalNoting(note func() string) (stop func()) {
 	go func() {
 		select {
 		case s := <-sigs:
-			close(got)
 			handle(s)
 		case <-done:
+			select {
+			case s := <-sigs: // received before stop's signal.Stop
+				handle(s)
+			default:
+			}
 		}
+		close(finished)
 	}()
+	// stop waits for the handler: one that took a signal exits the process
+	// before the command's end can exit 0 (probe 35: once in 111, the
+	// message said interrupted, the status was 0).
 	return func() {
 		signal.Stop(sigs)
-		select {
-		case <-got: // the handler exits the process: the command's end must not exit 0 first
-			select {}
-		case s := <-sigs:
-			handle(s)
-		default:
-		}
 		close(done)
+		<-finished
 	}
 }
 
@@ -352,31 +356,54 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 func takeLock(dir, command string) (f *os.File, path string, created bool, err error) {
 	hook("lock-taking")
 	path = filepath.Join(dir, ".lock")
-	fi, statErr := os.Lstat(path)
-	created = errors.Is(statErr, fs.ErrNotExist)
-	if statErr == nil && !fi.Mode().IsRegular() {
-		return nil, "", false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", safefile.Regular(path, fi), dir) // its kind named (probe 24: a FIFO was "a link or a folder")
+	for {
+		if f, created, err = lockOnce(dir, path); err != nil || f != nil {
+			break
+		}
 	}
-	// O_NOFOLLOW: a link put there meanwhile is not written through.
-	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, "", false, err
-	}
-	if err := checkLockFile(f, path); err != nil {
-		f.Close()
-		return nil, "", false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", err, dir)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, "", false, folderBusyError{dir: dir, lock: path, holder: lockHolder(path)}
-		}
-		return nil, "", false, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
 	if f.Truncate(0) == nil {
 		f.WriteAt([]byte(command+"\n"), 0)
 	}
 	return f, path, created, nil
+}
+
+// lockOnce opens and locks dir's lock file path; f is nil (and err nil)
+// when the file locked is no longer path, removed by its holder between
+// the open and the lock (probe 35: two commands then wrote one folder,
+// one holding a deleted .lock): the caller tries again.
+func lockOnce(dir, path string) (f *os.File, created bool, err error) {
+	fi, statErr := os.Lstat(path)
+	created = errors.Is(statErr, fs.ErrNotExist)
+	if statErr == nil && !fi.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", safefile.Regular(path, fi), dir) // its kind named (probe 24: a FIFO was "a link or a folder")
+	}
+	// O_NOFOLLOW: a link put there meanwhile is not written through.
+	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := checkLockFile(f, path); err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", err, dir)
+	}
+	hook("lock-opened")
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, folderBusyError{dir: dir, lock: path, holder: lockHolder(path)}
+		}
+		return nil, false, fmt.Errorf("%s: locking %s: %w", dir, path, err)
+	}
+	held, errH := f.Stat()
+	now, errN := os.Lstat(path)
+	if errH != nil || errN != nil || !os.SameFile(held, now) {
+		f.Close()
+		return nil, false, nil
+	}
+	return f, created, nil
 }
 
 // checkLockFile refuses the lock file f (at path) unless it is a regular

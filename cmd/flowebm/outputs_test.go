@@ -60,7 +60,11 @@ func TestOutputsChild(t *testing.T) {
 			time.Sleep(wait)
 		}
 	}
-	os.Exit(run(strings.Split(args, "\x1f"), io.Discard, os.Stderr))
+	var stdout io.Writer = io.Discard
+	if os.Getenv("FLOWEBM_CHILD_STDOUT") != "" { // the process's own, which a test may close
+		stdout = os.Stdout
+	}
+	os.Exit(run(strings.Split(args, "\x1f"), stdout, os.Stderr))
 }
 
 // cleanupAtPoint starts a signal's cleanup (safefile.RemoveTemps) at the

@@ -424,3 +424,92 @@ func TestResumeAdviceQuoted(t *testing.T) {
 		t.Errorf("%s; want %q", stderr, want)
 	}
 }
+
+// Probe 35: a command that opened a folder's .lock just before its holder
+// removed it went on to lock the removed file, and wrote the folder
+// beside the next command. The lock is taken again on the file in place.
+func TestTakeLockRetriesARemovedLockFile(t *testing.T) {
+	dir := t.TempDir()
+	removed := false
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "lock-opened" && !removed { // its holder removes it now
+			removed = true
+			os.Remove(filepath.Join(dir, ".lock"))
+		}
+	}
+	f, path, _, err := takeLock(dir, "compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	held, _ := f.Stat()
+	if now, err := os.Lstat(path); !removed || err != nil || !os.SameFile(held, now) {
+		t.Errorf("the lock held is not the folder's .lock (%v)", err)
+	}
+}
+
+// Probe 35: a signal as sample placed its first checkpoint left it
+// without naming it or the resume command; sample | head (SIGPIPE) left
+// its lock file; a signal as reproduce or train --seeds locked a new
+// --out killed them without a word, leaving the folder; compare --out
+// a/b/ left a.
+func TestRound35Signals(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "k.npz")
+	sample := []string{"sample", "--model", toyONNX, "--chains", "4", "--steps", "400", "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy")}
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "INT", sample...); code != 130 || !strings.Contains(stderr, "continue with: flowebm sample --resume "+ck) {
+		t.Errorf("a signal as the first checkpoint was placed: exit %d: %s", code, stderr)
+	}
+	os.Remove(ck)
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(sample, "\x1f"), "FLOWEBM_CHILD_POINT=none", "FLOWEBM_CHILD_STDOUT=1")
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Run()
+	w.Close()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || exists(filepath.Join(dir, ".k.npz.lock")) {
+		t.Errorf("sample with its output gone: %v, lock file left: %v", cmd.ProcessState, exists(filepath.Join(dir, ".k.npz.lock")))
+	}
+
+	for _, c := range []struct {
+		point string
+		args  func(out string) []string
+	}{
+		{"lock-taking", func(out string) []string {
+			return []string{"reproduce", "--out", out, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3"}
+		}},
+		{"lock-taking", func(out string) []string {
+			return []string{"train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out}
+		}},
+		{"compare-drawn", func(out string) []string { return []string{"compare", trainedRun(t), "--out", out + "/"} }},
+	} {
+		made := filepath.Join(t.TempDir(), "a")
+		args := c.args(filepath.Join(made, "b"))
+		if code, stderr := outputsChild(t, c.point, "INT", args...); code != 130 || !strings.Contains(stderr, "interrupted") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+		if exists(made) {
+			t.Errorf("%v: interrupted, it left the folder it made, %s", args, made)
+		}
+	}
+}
+
+// Probe 35: a signal as the last seed of train --seeds wrote its outputs
+// said to give the command again "to train the other seeds": none was
+// left.
+func TestLastSeedInterruptedSaysWhatIsLeft(t *testing.T) {
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	t.Setenv("FLOWEBM_CHILD_SKIP", "1") // the second seed's outputs
+	out := filepath.Join(t.TempDir(), "set")
+	code, stderr := outputsChild(t, "train-outputs", "INT", "train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out)
+	if want := "give the same --seeds command again to write seeds.json"; code != 130 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+}

@@ -234,6 +234,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if err != nil {
 		return err
 	}
+	// A signal before the runs start stops reproduce at once, removing
+	// the lock and the folders made (probe 35: killed without a word,
+	// .lock left): then the runs' signals take over.
+	stopEarly := sync.OnceFunc(removeTempsOnSignal())
+	defer stopEarly()
 	release, err := lockOut(f.out)
 	if err != nil {
 		return err
@@ -242,11 +247,13 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
+	stopEarly()
+	soft, hard, stop := reproduceSignals()
 	if err := mkdirAll(filepath.Join(f.out, "runs")); err != nil {
+		stop()
 		return err
 	}
 	t0 := time.Now()
-	soft, hard, stop := reproduceSignals()
 	trainAll(soft, hard, out, exe, runs, f)
 	var sig signalCause
 	interrupted := errors.As(context.Cause(soft), &sig)
@@ -549,7 +556,7 @@ func (r *reproRun) finishedEvals() ([]training.Eval, error) {
 // reproduce processes never train, log and report into one folder, with a
 // message that names --out.
 func lockOut(out string) (release func(), err error) {
-	release, err = lockRun(out)
+	release, _, err = lockOutputFolder(out, "reproduce")
 	var busy folderBusyError
 	if errors.As(err, &busy) {
 		return nil, fmt.Errorf("--out %s: another flowebm process is writing into this folder (it holds %s): wait for it to end, or give another --out", out, busy.lock)

@@ -228,11 +228,19 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 			// --resume): another run given the same --checkpoint since
 			// this one started is stopped, not overwritten.
 			replace := written || f.force || f.resume != ""
-			if err := writeSampleCheckpoint(f.checkpoint, replace, f.args, inputs, pcg, run); err != nil {
+			// Written and told as one step: a signal's note names the
+			// checkpoint once it is in place (probe 35: placed, unnamed).
+			if err := safefile.Hold(func() error {
+				if err := writeSampleCheckpoint(f.checkpoint, replace, f.args, inputs, pcg, run); err != nil {
+					return err
+				}
+				hook("sample-checkpoint-placed")
+				ck.written.Store(true)
+				return nil
+			}); err != nil {
 				return err
 			}
 			written = true
-			ck.written.Store(true)
 			hook("sample-checkpoint")
 			since = 0
 		}

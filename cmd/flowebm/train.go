@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -221,8 +222,12 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		return fmt.Errorf("--out %s is or is inside a training run: --seeds writes OUT/sSEED and OUT/seeds.json; give another folder", base)
 	}
 	// Locked: another --seeds into base would train the same runs and
-	// write the same summary.
-	release, err := lockRun(base)
+	// write the same summary. A signal until the first seed starts
+	// removes the lock and the folders made (probe 35: killed without a
+	// word, .lock left).
+	stopEarly := sync.OnceFunc(removeTempsOnSignal())
+	defer stopEarly()
+	release, _, err := lockOutputFolder(base, "train")
 	if err != nil {
 		return err
 	}
@@ -246,6 +251,7 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		}
 	}
 	hook("seeds-checked")
+	stopEarly() // each seed's run watches the signals
 	out := cmd.OutOrStdout()
 	for i, seed := range seeds {
 		g := runs[i]
