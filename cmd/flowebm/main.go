@@ -74,6 +74,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
+		if errors.Is(err, syscall.EPIPE) { // what read the output is gone (| head): quiet, as a process that SIGPIPE ends
+			return 128 + int(syscall.SIGPIPE)
+		}
 		fmt.Fprintln(stderr, "flowebm:", err)
 		if stopped := (stoppedError{}); errors.As(err, &stopped) {
 			return stopped.exitStatus()

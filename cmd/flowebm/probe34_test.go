@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -511,5 +512,31 @@ func TestLastSeedInterruptedSaysWhatIsLeft(t *testing.T) {
 	code, stderr := outputsChild(t, "train-outputs", "INT", "train", "--seeds", "1-2", "--iterations", "2", "--quiet", "--out", out)
 	if want := "give the same --seeds command again to write seeds.json"; code != 130 || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+}
+
+// Probe 36 (follows 35's SIGPIPE fix): energy | head ended with
+// "flowebm: write /dev/stdout: broken pipe" and exit 2; it ends quietly
+// with 141, as a process that SIGPIPE ends.
+func TestClosedStdoutEndsQuietly(t *testing.T) {
+	pts := filepath.Join(t.TempDir(), "p.csv")
+	var b strings.Builder
+	for i := range 50000 {
+		fmt.Fprintf(&b, "%g,%g\n", float64(i)*1e-4, -float64(i)*1e-4)
+	}
+	os.WriteFile(pts, []byte(b.String()), 0o644)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join([]string{"energy", "--model", toyONNX, "--points", pts}, "\x1f"), "FLOWEBM_CHILD_POINT=none", "FLOWEBM_CHILD_STDOUT=1")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	cmd.Run()
+	w.Close()
+	if code := cmd.ProcessState.ExitCode(); code != 141 || stderr.Len() != 0 {
+		t.Errorf("energy with its output gone: exit %d, %q; want 141 and nothing", code, stderr.String())
 	}
 }
