@@ -158,7 +158,7 @@ func (e *EBM) EnergyGrad(x mat.Matrix, energy []float64, grad *mat.Dense) error 
 		}
 		dx, err := G.Grad(cost, in[0])
 		if err != nil { // probe 35: Gorgonia's "Non Differentiable WRTs: map[…]" alone
-			return nil, fmt.Errorf("the energy has no gradient with respect to its input: every path from the input passes an operation without one (a test such as Not, IsNaN, IsInf, a comparison, or a Cast to bool) (%v)", err)
+			return nil, fmt.Errorf("the energy has no gradient with respect to its input: it does not depend on the input's values (only, say, on its shape), or every path from the input passes an operation without one (a test such as Not, IsNaN, IsInf, a comparison, or a Cast to bool) (%v)", err)
 		}
 		return []*G.Node{en, dx[0]}, nil
 	}

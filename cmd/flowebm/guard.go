@@ -31,7 +31,7 @@ func checkOutput(flag, out string, inputs ...string) error {
 	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
-	if strings.HasSuffix(out, string(filepath.Separator)) { // probe 35: "the folder s.npy does not exist"
+	if strings.HasSuffix(out, string(filepath.Separator)) || filepath.Base(out) == "." || filepath.Base(out) == ".." { // probes 35, 36: "the folder s.npy does not exist"
 		return fmt.Errorf("%s %s ends in %c, which names a folder: give a file name", flag, out, filepath.Separator)
 	}
 	dir := filepath.Dir(out)
@@ -390,12 +390,21 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 		return nil, false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", err, dir)
 	}
 	hook("lock-opened")
+	links := linkCount(f)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) && links > 1 { // probe 36: a copy made with cp -al shares it
+			return nil, false, fmt.Errorf("%s: another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it may be working in the copy; once no flowebm process works in %s, remove %s", dir, path, links, dir, path)
+		}
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, false, folderBusyError{dir: dir, lock: path, holder: lockHolder(path)}
 		}
 		return nil, false, fmt.Errorf("%s: locking %s: %w", dir, path, err)
+	}
+	if links > 1 { // held by none: this folder gets a lock of its own, the copy keeps the old one
+		os.Remove(path)
+		f.Close()
+		return nil, false, nil
 	}
 	held, errH := f.Stat()
 	now, errN := os.Lstat(path)
@@ -426,10 +435,20 @@ func checkLockFile(f *os.File, path string) error {
 	}
 	text := make([]byte, 64)
 	n, _ := f.ReadAt(text, 0)
-	if name := strings.TrimSpace(string(text[:n])); name == "" || slices.Contains(lockingCommands, name) {
+	if name := strings.TrimSpace(string(text[:n])); slices.Contains(lockingCommands, name) {
 		return nil
 	}
-	return fmt.Errorf("%s has %d hard links and holds other text than a lock's (it is also another file)", path, st.Nlink)
+	return fmt.Errorf("%s has %d hard links and holds other text than a lock's (it is also another file)", path, st.Nlink) // empty too (probe 36: a DONE marker linked as .lock)
+}
+
+// linkCount is the number of names of the open file f (1 if unknown).
+func linkCount(f *os.File) uint64 {
+	if fi, err := f.Stat(); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return uint64(st.Nlink)
+		}
+	}
+	return 1
 }
 
 // lockFile locks the output file path (given as flag) against another
@@ -551,6 +570,7 @@ func isTrainingRun(dir string) bool {
 // is still empty. Run it in safefile.Hold with what registers top for a
 // signal's cleanup, so that a signal cannot come in between (probe 33).
 func makeFolder(dir string) (top string, undo func(), err error) {
+	dir = filepath.Clean(dir) // probe 36: new/../e/x made new, left after a failure
 	missing := firstMissing(dir)
 	if err := mkdirAll(dir); err != nil {
 		removeEmptyFolders(dir, missing) // those made before it failed (probe 34)

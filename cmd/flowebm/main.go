@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// default: refuse it in every command.
 		PersistentPreRunE: func(cmd *cobra.Command, cmdArgs []string) error {
 			for i, a := range cmdArgs {
-				if a == "" { // probe 35: "open : no such file", ": not a run folder"
+				if a == "" && cmd.Name() != "convert" { // probe 35: "open : no such file", ": not a run folder"; convert names each argument's role
 					return fmt.Errorf("argument %d is empty: give a path", i+1)
 				}
 			}

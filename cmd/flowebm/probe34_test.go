@@ -540,3 +540,89 @@ func TestClosedStdoutEndsQuietly(t *testing.T) {
 		t.Errorf("energy with its output gone: exit %d, %q; want 141 and nothing", code, stderr.String())
 	}
 }
+
+// Probe 36: empty ONNX constants were read as [0]: an empty shape to
+// ConstantOfShape (a scalar), empty axes to ReduceSum (every axis) gave
+// wrong energies at exit 0, CumSum with an empty axis summed over the
+// batch; Pad's value as an initializer was "depends on the input"; a
+// ConstantOfShape value of two elements filled 0. Each empty_* energy
+// equals its *_ref, written another way.
+func TestEmptyONNXConstants(t *testing.T) {
+	edge := filepath.Join("..", "..", "io", "onnx", "testdata", "edge")
+	pts := filepath.Join(t.TempDir(), "p.csv")
+	os.WriteFile(pts, []byte("0.3,-1.2\n2.5,0.7\n-1,0.4\n"), 0o644)
+	energy := func(model string) (string, string, int) {
+		return runCLI("energy", "--model", filepath.Join(edge, model+".onnx"), "--points", pts)
+	}
+	for _, m := range []string{"empty_shape", "empty_axes", "empty_pad_init"} {
+		got, stderr, code := energy(m)
+		want, _, _ := energy(m + "_ref")
+		if code != 0 || got != want || want == "" {
+			t.Errorf("%s: exit %d: %q %s; want %q", m, code, got, stderr, want)
+		}
+	}
+	for m, want := range map[string]string{
+		"empty_cumsum_axis": "axis must be one constant integer",
+		"empty_fill_two":    "value holds 2 values, want one",
+	} {
+		if _, stderr, code := energy(m); code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d: %s; want %q", m, code, stderr, want)
+		}
+	}
+}
+
+// Probe 36: a copy made with cp -al shared its .lock with the original
+// for good (each blocked the other); an empty file linked as a .lock was
+// written into; --out new/../e/LONG left new; --out s.npy/. was "the
+// folder s.npy does not exist".
+func TestRound36LocksAndPaths(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(run, ".lock"), []byte("train\n"), 0o644)
+	snap := filepath.Join(dir, "snap")
+	if err := exec.Command("cp", "-al", run, snap).Run(); err != nil {
+		t.Skip(err)
+	}
+	if _, stderr, code := runCLI("plot", run); code != 0 {
+		t.Fatalf("plot of a run copied with cp -al: exit %d: %s", code, stderr)
+	}
+	a, errA := os.Stat(filepath.Join(run, ".lock"))
+	b, errB := os.Stat(filepath.Join(snap, ".lock"))
+	if errA == nil && errB == nil && os.SameFile(a, b) {
+		t.Error("the run and its cp -al copy still share their .lock")
+	}
+
+	done := filepath.Join(dir, "DONE")
+	os.WriteFile(done, nil, 0o644)
+	os.Remove(filepath.Join(run, ".lock"))
+	if err := os.Link(done, filepath.Join(run, ".lock")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("plot", run); code != 2 || !strings.Contains(stderr, "hard links") {
+		t.Errorf("an empty file linked as .lock: exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(done); len(b) != 0 {
+		t.Errorf("the file linked as .lock was written: %q", b)
+	}
+
+	made := filepath.Join(dir, "new")
+	for _, args := range [][]string{
+		{"compare", snap, "--out"},
+		{"train", "--iterations", "2", "--quiet", "--out"},
+		{"diagnose", filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"), "--plots"},
+	} {
+		args = append(args, made+string(filepath.Separator)+filepath.Join("..", "e", strings.Repeat("L", 300)))
+		if _, stderr, code := runCLI(args...); code != 2 {
+			t.Errorf("%v: a name too long: exit %d: %s", args[0], code, stderr)
+		}
+		if exists(made) {
+			t.Errorf("a failed %s left %s", args[0], made)
+		}
+	}
+	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "5", "--out", filepath.Join(dir, "s.npy")+"/."); code != 2 || !strings.Contains(stderr, "names a folder") {
+		t.Errorf("--out FILE/.: exit %d: %s", code, stderr)
+	}
+}

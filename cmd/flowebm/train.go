@@ -389,7 +389,14 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		target, _ := os.Readlink(dir)
 		return seedNew, fmt.Errorf("%s is a symbolic link (to %s): train --seeds trains each seed in a folder of its own under --out; move the link away (even --force would not follow it)", dir, target)
 	} else if err == nil && !fi.IsDir() { // probe 35: "a run whose configuration cannot be read", --force advised in vain
-		return seedNew, fmt.Errorf("%s is a file, not a seed's run folder: train --seeds trains each seed in a folder of its own under --out; move the file away", dir)
+		what := "a file"
+		switch {
+		case fi.Mode()&fs.ModeNamedPipe != 0: // probe 36: a FIFO was "a file"
+			what = "a FIFO"
+		case !fi.Mode().IsRegular():
+			what = "a special file"
+		}
+		return seedNew, fmt.Errorf("%s is %s, not a seed's run folder: train --seeds trains each seed in a folder of its own under --out; move it away", dir, what)
 	}
 	have, err := training.ReadRunConfig(dir)
 	switch {

@@ -471,7 +471,9 @@ func constantOfShape(in *instance, node *Node) ([]*val, error) {
 		return nil, err
 	}
 	fill, elem := 0.0, TypeFloat
-	if a, ok := node.Attrs["value"]; ok && a.T != nil && a.T.Len() == 1 {
+	if a, ok := node.Attrs["value"]; ok && a.T != nil && a.T.Len() != 1 { // probe 36: 0 or 2 values filled 0
+		return nil, fmt.Errorf("value holds %d values, want one", a.T.Len())
+	} else if ok && a.T != nil {
 		v := tensorVal(a.T)
 		fill, elem = v.c.Data().([]float64)[0], v.elem
 	}

@@ -445,6 +445,11 @@ func (in *instance) resizeTargets(node *Node, shape []int) ([]float64, []int, er
 	if v, err := in.optInput(node, si); err != nil {
 		return nil, nil, err
 	} else if v != nil && sizeOf(v.shape) > 0 {
+		if !v.isConst() && v.src != "" { // an initializer is a constant (probe 36: "scales must be 4 constants")
+			if v, err = in.constInput(node, si); err != nil {
+				return nil, nil, err
+			}
+		}
 		if !v.isConst() || sizeOf(v.shape) != r {
 			return nil, nil, fmt.Errorf("scales must be %d constants", r)
 		}

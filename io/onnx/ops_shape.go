@@ -666,11 +666,10 @@ func (in *instance) padArgs(node *Node, r int) ([]int64, float64, []int64, error
 		return nil, 0, nil, err
 	}
 	value := 0.0
-	if cv, err := in.optInput(node, 2); err != nil {
-		return nil, 0, nil, err
-	} else if cv != nil {
-		if !cv.isConst() {
-			return nil, 0, nil, fmt.Errorf("constant_value depends on the input")
+	if len(node.Inputs) > 2 && node.Inputs[2] != "" {
+		cv, err := in.constInput(node, 2) // an initializer is a constant (probe 36: "depends on the input")
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("constant_value: %w", err)
 		}
 		if sizeOf(cv.shape) != 1 { // an empty constant is backed by one 0 (probe 35)
 			return nil, 0, nil, fmt.Errorf("constant_value has shape %v, want one value", cv.shape)

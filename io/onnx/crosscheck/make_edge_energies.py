@@ -13,7 +13,12 @@ io/onnx/testdata/edge/ as their authors would:
 - clip_empty.onnx: a Clip whose lower bound is an empty initializer
   (float32[0]), which ONNX Runtime refuses (probe 35);
 - isnan_energy.onnx: an energy of IsNaN(x) cast to float, which has no
-  gradient at all (probe 35).
+  gradient at all (probe 35);
+- empty_*.onnx, with *_ref.onnx computing the same energy another way
+  (probe 36): an empty shape given to ConstantOfShape (a scalar), empty
+  axes given to ReduceSum (every axis), Pad's value as an initializer;
+  and refused ones: CumSum with an empty axis, ConstantOfShape with a
+  value of two elements.
 
 Run with /usr/bin/python3 (PyTorch 1.13, onnx) from the repository root.
 """
@@ -65,3 +70,36 @@ save("clip_empty", clip, mlp + [nh.from_array(np.zeros(0, dtype=np.float32), "lo
 save("isnan_energy", [h.make_node("IsNaN", ["x"], ["n"]), h.make_node("Cast", ["n"], ["f"], to=T.FLOAT),
                       h.make_node("ReduceSum", ["f", "axes"], ["energy"], keepdims=1)],
      [nh.from_array(np.array([1], dtype=np.int64), "axes")])
+
+
+def i64(name, v):
+    return nh.from_array(np.array(v, dtype=np.int64), name)
+
+
+def f32(name, v):
+    return nh.from_array(np.array(v, dtype=np.float32), name)
+
+
+def head(extra):  # h1 = Gemm(x), then extra nodes making a1 from h1, then the energy
+    return [h.make_node("Gemm", ["x", "W1", "b1"], ["h1"], transB=1)] + extra + \
+        [h.make_node("Gemm", ["a1", "W2", "b2"], ["energy"], transB=1)]
+
+
+half = h.make_tensor("v", T.FLOAT, [1], [0.5])
+save("empty_shape", head([h.make_node("ConstantOfShape", ["s"], ["c"], value=half),
+                          h.make_node("Add", ["h1", "c"], ["a1"])]), mlp + [i64("s", np.zeros(0))])
+save("empty_shape_ref", head([h.make_node("Add", ["h1", "c"], ["a1"])]), mlp + [f32("c", 0.5)])
+C = rng.normal(size=(1, 8))
+save("empty_axes", head([h.make_node("ReduceSum", ["C", "axes"], ["c"], keepdims=0),
+                         h.make_node("Add", ["h1", "c"], ["a1"])]), mlp + [f32("C", C), i64("axes", np.zeros(0))])
+save("empty_axes_ref", head([h.make_node("ReduceSum", ["C"], ["c"], keepdims=0),
+                             h.make_node("Add", ["h1", "c"], ["a1"])]), mlp + [f32("C", C)])
+W2p = [f32("W2", rng.normal(size=(1, 9)))]
+mlp9 = [t for t in mlp if t.name != "W2"] + W2p
+save("empty_pad_init", head([h.make_node("Pad", ["h1", "pads", "pv"], ["a1"])]),
+     mlp9 + [i64("pads", [0, 0, 0, 1]), f32("pv", 0.5)])
+save("empty_pad_init_ref", head([h.make_node("Constant", [], ["pv"], value=h.make_tensor("", T.FLOAT, [], [0.5])),
+                                 h.make_node("Pad", ["h1", "pads", "pv"], ["a1"])]), mlp9 + [i64("pads", [0, 0, 0, 1])])
+save("empty_cumsum_axis", head([h.make_node("CumSum", ["h1", "ax"], ["a1"])]), mlp + [i64("ax", np.zeros(0))])
+save("empty_fill_two", head([h.make_node("ConstantOfShape", ["s"], ["c"], value=h.make_tensor("v", T.FLOAT, [2], [0.5, 0.5])),
+                             h.make_node("Add", ["h1", "c"], ["a1"])]), mlp + [i64("s", [1])])
