@@ -326,10 +326,16 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 	err = safefile.Hold(func() error { // a signal's cleanup waits: made, locked and registered as one step
 		var undo func()
 		var err error
-		if top, undo, err = makeFolder(dir); err != nil {
-			return fmt.Errorf("cannot make the folder %s: %w", dir, err)
+		// Made again where the lock's last holder removed the folder (it
+		// had made it) between our making and our locking (probe 36:
+		// "open DIR/.lock: no such file or directory").
+		for tries := 0; tries == 0 || errors.Is(err, fs.ErrNotExist) && tries < 5; tries++ {
+			if top, undo, err = makeFolder(dir); err != nil {
+				return fmt.Errorf("cannot make the folder %s: %w", dir, err)
+			}
+			f, path, created, err = takeLock(dir, command)
 		}
-		if f, path, created, err = takeLock(dir, command); err != nil {
+		if err != nil {
 			undo() // the folders made, left empty
 			return err
 		}

@@ -626,3 +626,50 @@ func TestRound36LocksAndPaths(t *testing.T) {
 		t.Errorf("--out FILE/.: exit %d: %s", code, stderr)
 	}
 }
+
+// Probe 36: a command that made a new folder, then found it removed by
+// the lock's last holder (which had made it too) before locking it,
+// failed with "open DIR/.lock: no such file or directory". It makes the
+// folder again.
+func TestLockRemakesAFolderRemovedMeanwhile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	removed := false
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "lock-taking" && !removed { // the last holder, ending, removes the folders it made
+			removed = true
+			os.Remove(dir)
+			os.Remove(filepath.Dir(dir))
+		}
+	}
+	release, _, err := lockOutputFolder(dir, "compare")
+	if err != nil {
+		t.Fatalf("the folder removed meanwhile: %v", err)
+	}
+	defer release()
+	if !removed || !exists(filepath.Join(dir, ".lock")) {
+		t.Errorf("no lock in %s", dir)
+	}
+}
+
+// Probe 36: a second signal while train set up killed it by the signal's
+// default action: no word, the new folder left; a signal as reproduce
+// began still started a run, leaving its folder.
+func TestSecondSignalInSetupAndReproduceStart(t *testing.T) {
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	made := filepath.Join(t.TempDir(), "a")
+	code, stderr := outputsChild(t, "lock-taking", "INT2", "train", "--iterations", "4", "--quiet", "--out", filepath.Join(made, "r"))
+	if code != 130 || !strings.Contains(stderr, "interrupted again (interrupt): quitting now; nothing was trained") {
+		t.Errorf("train, a second signal in its setup: exit %d: %s", code, stderr)
+	}
+	if exists(made) {
+		t.Errorf("it left the folder it made, %s", made)
+	}
+	out := t.TempDir()
+	if code, stderr := outputsChild(t, "reproduce-run", "TERM", "reproduce", "--out", out, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3"); code != 143 {
+		t.Errorf("reproduce: exit %d: %s", code, stderr)
+	}
+	if run := filepath.Join(out, "runs", "two-modes-ula"); exists(run) {
+		t.Errorf("reproduce interrupted before its first run started it: %s", run)
+	}
+}

@@ -581,6 +581,10 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		}
 		return "diverged before (see error.txt)"
 	}
+	hook("reproduce-run")
+	if soft.Err() != nil { // probe 36: a signal as reproduce began still started a run, leaving its folder
+		return "not started (reproduce was interrupted)"
+	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
 	if err := mkdirAll(r.dir); err != nil {
@@ -626,7 +630,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		case strings.HasPrefix(msg, "flowebm: "+r.dir+": another flowebm process is "): // its folderBusyError, not a path holding the words (probe 34)
 			return "skipped: " + msg // it took the lock after the check above
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
-			return "interrupted (run reproduce again to continue it from its last checkpoint): " + msg
+			return "interrupted (run reproduce again to continue it from its last checkpoint, or to start it again if it has none): " + msg
 		case stopped: // a signal to the train process itself (probe 30: recorded as a failure)
 			return "interrupted (reproduce again continues it from its last checkpoint, or starts it again if it has none): " + msg
 		}

@@ -561,8 +561,8 @@ func watchSignals() *runSignals {
 		switch rs.phase.Load() {
 		case phaseSetup:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
-			signal.Stop(sigs) // a second signal quits at once
-			return
+			// A second signal quits at once, after the cleanup (probe 36:
+			// the default action left the folders made and said nothing).
 		case phaseTraining:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (if that iteration was the last, the run's outputs are written instead; interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
 		case phaseOutputs:
@@ -817,8 +817,9 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	if err := checkNoRunFiles("--out", dir, f.force); err != nil {
 		return nil, nil, err
 	}
-	// The lock first: a folder another process trains in is busy.
-	release, err := lockRun(dir)
+	// The lock first: a folder another process trains in is busy. A
+	// signal removes the folders made for it while they hold only it.
+	release, _, err := lockOutputFolder(dir, "train")
 	if err != nil {
 		return nil, nil, err
 	}
