@@ -32,7 +32,7 @@ func checkOutput(flag, out string, inputs ...string) error {
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
 	if strings.HasSuffix(out, string(filepath.Separator)) || filepath.Base(out) == "." || filepath.Base(out) == ".." { // probes 35, 36: "the folder s.npy does not exist"
-		return fmt.Errorf("%s %s ends in %c, which names a folder: give a file name", flag, out, filepath.Separator)
+		return fmt.Errorf("%s %s names a folder, not a file (its last part is %q): give a file name", flag, out, lastPart(out))
 	}
 	dir := filepath.Dir(out)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -362,10 +362,11 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 func takeLock(dir, command string) (f *os.File, path string, created bool, err error) {
 	hook("lock-taking")
 	path = filepath.Join(dir, ".lock")
-	for {
-		if f, created, err = lockOnce(dir, path); err != nil || f != nil {
-			break
+	for tries := 0; f == nil && err == nil; tries++ {
+		if tries == 100 { // each try saw the lock file removed or replaced meanwhile
+			return nil, "", false, fmt.Errorf("%s: %s was replaced 100 times as it was being locked: another program is removing it", dir, path)
 		}
+		f, created, err = lockOnce(dir, path)
 	}
 	if err != nil {
 		return nil, "", false, err
@@ -408,8 +409,11 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 		return nil, false, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
 	if links > 1 { // held by none: this folder gets a lock of its own, the copy keeps the old one
-		os.Remove(path)
+		err := os.Remove(path)
 		f.Close()
+		if err != nil { // probe 37: retried for ever, signals held off
+			return nil, false, fmt.Errorf("%s has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the folder's own (%v): remove it, or give the command where it can", path, links, err)
+		}
 		return nil, false, nil
 	}
 	held, errH := f.Stat()
@@ -603,6 +607,12 @@ func removeEmptyFolders(dir, top string) {
 			return
 		}
 	}
+}
+
+// lastPart is what follows the last separator of path: "" for a/, "."
+// for a/. (filepath.Base cleans it away).
+func lastPart(path string) string {
+	return path[strings.LastIndexByte(path, filepath.Separator)+1:]
 }
 
 // firstMissing returns the outermost folder of path that does not exist

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Probe 34: a signal removed the folders that compare, convert and
@@ -401,7 +404,7 @@ func TestRound35OutputsAndLocks(t *testing.T) {
 	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "5", "--checkpoint", ck, "--out", filepath.Join(dir, "s.npy")); code != 2 || !strings.Contains(stderr, ".k.npz.lock") {
 		t.Errorf("a FIFO as the checkpoint's lock file: exit %d: %s", code, stderr)
 	}
-	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "5", "--out", filepath.Join(dir, "s2.npy")+"/"); code != 2 || !strings.Contains(stderr, "which names a folder: give a file name") {
+	if _, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "5", "--out", filepath.Join(dir, "s2.npy")+"/"); code != 2 || !strings.Contains(stderr, "names a folder, not a file") {
 		t.Errorf("--out FILE/: exit %d: %s", code, stderr)
 	}
 
@@ -564,6 +567,7 @@ func TestEmptyONNXConstants(t *testing.T) {
 	for m, want := range map[string]string{
 		"empty_cumsum_axis": "axis must be one constant integer",
 		"empty_fill_two":    "value holds 2 values, want one",
+		"empty_mul":         "cannot broadcast shapes",
 	} {
 		if _, stderr, code := energy(m); code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d: %s; want %q", m, code, stderr, want)
@@ -671,5 +675,54 @@ func TestSecondSignalInSetupAndReproduceStart(t *testing.T) {
 	}
 	if run := filepath.Join(out, "runs", "two-modes-ula"); exists(run) {
 		t.Errorf("reproduce interrupted before its first run started it: %s", run)
+	}
+}
+
+// Probe 37: an unheld .lock with other hard links, in a folder where it
+// cannot be removed, was retried for ever, signals held off (round 36's
+// replacement of a lock shared with a cp -al copy). It is refused, named.
+func TestSharedLockThatCannotBeReplacedIsRefused(t *testing.T) {
+	dir := openTempDir(t)
+	run := filepath.Join(dir, "snap")
+	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(run, ".lock"), []byte("train\n"), 0o666)
+	if err := os.Link(filepath.Join(run, ".lock"), filepath.Join(dir, "other.lock")); err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(run, func(p string, e fs.DirEntry, _ error) error { // readable by another user
+		if e.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		return os.Chmod(p, 0o644)
+	})
+	os.Chmod(filepath.Join(run, ".lock"), 0o666)
+	os.Chmod(run, 0o555) // its entries cannot be removed
+	defer os.Chmod(run, 0o755)
+	exe := os.Args[0]
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 { // root removes entries anyway: another user, as in the probe
+		exe = filepath.Join(dir, "flowebm.test")
+		b, err := os.ReadFile(os.Args[0])
+		if err != nil || os.WriteFile(exe, b, 0o755) != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^TestOutputsChild$")
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join([]string{"plot", run}, "\x1f"), "FLOWEBM_CHILD_POINT=none")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatal("plot did not end within a minute")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(stderr.String(), "cannot be replaced") {
+		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 }

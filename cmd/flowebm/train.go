@@ -290,7 +290,9 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 			if none := (training.NothingToResumeError{}); errors.As(err, &none) {
 				return fmt.Errorf("seed %d: %w; nothing to resume: to train this seed again alone, move %s away and give the same --seeds command again (--force would train every seed again)", seed, none.Err, dirs[i])
 			}
-			return fmt.Errorf("seed %d: %w", seed, err)
+			// Its run's own advice (--force, --resume sN) would retrain
+			// the finished seeds or leave the others (probe 37).
+			return fmt.Errorf("seed %d: %w (for train --seeds: once the cause is fixed, give the same --seeds command again: it keeps the finished seeds, continues or restarts this one, then trains the others and writes seeds.json)", seed, err)
 		}
 	}
 	// The summary is written as the other outputs are: a signal removes

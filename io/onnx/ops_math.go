@@ -199,7 +199,7 @@ func uniformFallback(a, b *val) (*val, *val, bool) {
 }
 
 func uniform(v *val) (*val, bool) {
-	if !v.isConst() || len(v.shape) == 0 {
+	if !v.isConst() || len(v.shape) == 0 || sizeOf(v.shape) == 0 { // an empty one's placeholder is no value (probe 37: read as 0)
 		return nil, false
 	}
 	d := v.c.Data().([]float64)

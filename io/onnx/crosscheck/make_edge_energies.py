@@ -18,7 +18,7 @@ io/onnx/testdata/edge/ as their authors would:
   (probe 36): an empty shape given to ConstantOfShape (a scalar), empty
   axes given to ReduceSum (every axis), Pad's value as an initializer;
   and refused ones: CumSum with an empty axis, ConstantOfShape with a
-  value of two elements.
+  value of two elements, Mul by an empty constant (probe 37: read as 0).
 
 Run with /usr/bin/python3 (PyTorch 1.13, onnx) from the repository root.
 """
@@ -103,3 +103,5 @@ save("empty_pad_init_ref", head([h.make_node("Constant", [], ["pv"], value=h.mak
 save("empty_cumsum_axis", head([h.make_node("CumSum", ["h1", "ax"], ["a1"])]), mlp + [i64("ax", np.zeros(0))])
 save("empty_fill_two", head([h.make_node("ConstantOfShape", ["s"], ["c"], value=h.make_tensor("v", T.FLOAT, [2], [0.5, 0.5])),
                              h.make_node("Add", ["h1", "c"], ["a1"])]), mlp + [i64("s", [1])])
+save("empty_mul", head([h.make_node("Constant", [], ["e"], value=h.make_tensor("", T.FLOAT, [0, 8], [])),
+                        h.make_node("Mul", ["h1", "e"], ["a1"])]), mlp)
