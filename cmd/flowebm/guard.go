@@ -31,6 +31,9 @@ func checkOutput(flag, out string, inputs ...string) error {
 	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
+	if err := dotDotAmbiguity(out); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, out, err)
+	}
 	if strings.HasSuffix(out, string(filepath.Separator)) || filepath.Base(out) == "." || filepath.Base(out) == ".." { // probes 35, 36: "the folder s.npy does not exist"
 		return fmt.Errorf("%s %s names a folder, not a file (its last part is %q): give a file name", flag, out, lastPart(out))
 	}
@@ -580,6 +583,9 @@ func isTrainingRun(dir string) bool {
 // is still empty. Run it in safefile.Hold with what registers top for a
 // signal's cleanup, so that a signal cannot come in between (probe 33).
 func makeFolder(dir string) (top string, undo func(), err error) {
+	if err := dotDotAmbiguity(dir); err != nil {
+		return "", nil, err
+	}
 	dir = filepath.Clean(dir) // probe 36: new/../e/x made new, left after a failure
 	missing := firstMissing(dir)
 	if err := mkdirAll(dir); err != nil {
@@ -607,6 +613,33 @@ func removeEmptyFolders(dir, top string) {
 			return
 		}
 	}
+}
+
+// dotDotAmbiguity refuses a path whose ".." follows a symbolic link or a
+// folder that does not exist: the system resolves it through the link
+// (or fails), while paths joined in Go are cleaned as text, so the checks
+// and the writes would name different places (probe 37: energy --out
+// lnk/../metrics.csv replaced a file of the input run; train --out
+// lnk/../e trained elsewhere than it said).
+func dotDotAmbiguity(path string) error {
+	parts := strings.Split(path, string(filepath.Separator))
+	for i, p := range parts {
+		if p != ".." || i == 0 {
+			continue
+		}
+		prefix := strings.Join(parts[:i], string(filepath.Separator))
+		if prefix == "" {
+			continue // /.. is /
+		}
+		fi, err := os.Lstat(prefix)
+		switch {
+		case err != nil:
+			return fmt.Errorf(".. follows %s, which does not exist: give the path without ..", prefix)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf(".. follows %s, a symbolic link, which the system resolves through the link and flowebm would not: give the path without ..", prefix)
+		}
+	}
+	return nil
 }
 
 // lastPart is what follows the last separator of path: "" for a/, "."

@@ -726,3 +726,40 @@ func TestSharedLockThatCannotBeReplacedIsRefused(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 }
+
+// Probe 37: ".." after a symbolic link is resolved by the system through
+// the link, while paths joined in Go are cleaned as text: energy --out
+// lnk/../metrics.csv replaced a file of the input run, train --out
+// lnk/../e trained elsewhere than it said; ".." after a folder that does
+// not exist left .lock behind (diagnose --plots new/../e/x). Refused.
+func TestDotDotAfterLinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "rr2")
+	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
+		t.Fatal(err)
+	}
+	lnk := filepath.Join(dir, "lnk2")
+	if err := os.Symlink(filepath.Join(run, "checkpoint"), lnk); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(run, "metrics.csv"))
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.3,-1.2\n"), 0o644)
+	for _, args := range [][]string{
+		{"energy", "--model", run, "--points", pts, "--out", lnk + "/../metrics.csv", "--force"},
+		{"train", "--iterations", "2", "--quiet", "--out", lnk + "/../e/t1"},
+		{"diagnose", filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"), "--plots", filepath.Join(dir, "new") + "/../e/x"},
+	} {
+		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "give the path without ..") {
+			t.Errorf("%v: exit %d: %s", args[0], code, stderr)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(run, "metrics.csv")); !bytes.Equal(after, before) {
+		t.Error("a file of the input run was replaced")
+	}
+	for _, p := range []string{filepath.Join(run, "e"), filepath.Join(dir, "e"), filepath.Join(dir, "new")} {
+		if exists(p) {
+			t.Errorf("%s was made", p)
+		}
+	}
+}
