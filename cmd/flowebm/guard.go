@@ -442,8 +442,8 @@ func checkLockFile(f *os.File, path string) error {
 	if !fi.Mode().IsRegular() {
 		return safefile.Regular(path, fi)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Nlink <= 1 {
+	links := linkCount(f)
+	if links <= 1 {
 		return nil
 	}
 	text := make([]byte, 64)
@@ -451,7 +451,7 @@ func checkLockFile(f *os.File, path string) error {
 	if name := strings.TrimSpace(string(text[:n])); slices.Contains(lockingCommands, name) {
 		return nil
 	}
-	return fmt.Errorf("%s has %d hard links and holds other text than a lock's (it is also another file)", path, st.Nlink) // empty too (probe 36: a DONE marker linked as .lock)
+	return fmt.Errorf("%s has %d hard links and holds other text than a lock's (it is also another file)", path, links) // empty too (probe 36: a DONE marker linked as .lock)
 }
 
 // linkCount is the number of names of the open file f (1 if unknown).

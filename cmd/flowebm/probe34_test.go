@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -66,25 +67,35 @@ func TestCleanupWaitsWhileOutputFolderIsLocked(t *testing.T) {
 // its checkpoint. Now a write to the closed pipe fails, and train stops
 // as it says: exit 130.
 func TestTrainStopsCleanlyWhenItsOutputIsGone(t *testing.T) {
+	state := childWithOutputGone(t, nil, []string{"FLOWEBM_CHILD_POINT=train-started", "FLOWEBM_CHILD_SIGNAL=INT", "FLOWEBM_CHILD_WAIT=1s"},
+		"train", "--iterations", "4", "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
+	if ws := state.Sys().(syscall.WaitStatus); ws.Signaled() || ws.ExitStatus() != 130 {
+		t.Errorf("train interrupted with its output gone: %v, want exit status 130", state)
+	}
+}
+
+// childWithOutputGone runs flowebm args in a process as outputsChild
+// does, its stderr (stderr if not nil) and, with FLOWEBM_CHILD_STDOUT=1
+// in env, its stdout a pipe whose reader is gone (tee, head); env sets
+// the other FLOWEBM_CHILD_* of TestOutputsChild.
+func childWithOutputGone(t *testing.T, stderr io.Writer, env []string, args ...string) *os.ProcessState {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Close() // the reader (tee) is gone
+	r.Close()
+	defer w.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
-	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join([]string{"train", "--iterations", "4", "--quiet", "--out", filepath.Join(t.TempDir(), "r")}, "\x1f"),
-		"FLOWEBM_CHILD_POINT=train-started", "FLOWEBM_CHILD_SIGNAL=INT", "FLOWEBM_CHILD_WAIT=1s")
+	cmd.Env = append(append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(args, "\x1f")), env...)
 	cmd.Stdout, cmd.Stderr = w, w
-	err = cmd.Run()
-	w.Close()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	if err := cmd.Run(); err != nil && !errors.As(err, new(*exec.ExitError)) {
 		t.Fatal(err)
 	}
-	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() || ws.ExitStatus() != 130 {
-		t.Errorf("train interrupted with its output gone: %v, want exit status 130", cmd.ProcessState)
-	}
+	return cmd.ProcessState
 }
 
 // Probe 34: sample --checkpoint CK --out OUT --force, interrupted, said
@@ -283,9 +294,7 @@ func TestLockLinksFailedFoldersAndEmptyFlags(t *testing.T) {
 func TestFigureFolderInsideRunNamedSo(t *testing.T) {
 	runDir := trainedRun(t)
 	other := filepath.Join(t.TempDir(), "other")
-	if err := os.CopyFS(other, os.DirFS(runDir)); err != nil {
-		t.Fatal(err)
-	}
+	copyRun(t, runDir, other)
 	out := filepath.Join(other, "sub", "x")
 	want := "--out " + out + " is inside the training run " + other
 	if _, stderr, code := runCLI("compare", runDir, "--out", out); code != 2 || !strings.Contains(stderr, want) {
@@ -384,15 +393,7 @@ func TestRound35OutputsAndLocks(t *testing.T) {
 		}
 	}
 
-	run := filepath.Join(dir, "run")
-	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(run, ".lock"), []byte("train\n"), 0o644)
-	snap := filepath.Join(dir, "snap")
-	if err := exec.Command("cp", "-al", run, snap).Run(); err != nil {
-		t.Skip(err)
-	}
+	run, _ := linkedCopy(t, dir)
 	if _, stderr, code := runCLI("plot", run); code != 0 {
 		t.Errorf("plot of a run copied with cp -al: exit %d: %s", code, stderr)
 	}
@@ -468,18 +469,9 @@ func TestRound35Signals(t *testing.T) {
 	}
 	os.Remove(ck)
 
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
-	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(sample, "\x1f"), "FLOWEBM_CHILD_POINT=none", "FLOWEBM_CHILD_STDOUT=1")
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.Run()
-	w.Close()
-	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || exists(filepath.Join(dir, ".k.npz.lock")) {
-		t.Errorf("sample with its output gone: %v, lock file left: %v", cmd.ProcessState, exists(filepath.Join(dir, ".k.npz.lock")))
+	state := childWithOutputGone(t, nil, []string{"FLOWEBM_CHILD_POINT=none", "FLOWEBM_CHILD_STDOUT=1"}, sample...)
+	if ws := state.Sys().(syscall.WaitStatus); ws.Signaled() || exists(filepath.Join(dir, ".k.npz.lock")) {
+		t.Errorf("sample with its output gone: %v, lock file left: %v", state, exists(filepath.Join(dir, ".k.npz.lock")))
 	}
 
 	for _, c := range []struct {
@@ -528,18 +520,9 @@ func TestClosedStdoutEndsQuietly(t *testing.T) {
 		fmt.Fprintf(&b, "%g,%g\n", float64(i)*1e-4, -float64(i)*1e-4)
 	}
 	os.WriteFile(pts, []byte(b.String()), 0o644)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOutputsChild$")
-	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join([]string{"energy", "--model", toyONNX, "--points", pts}, "\x1f"), "FLOWEBM_CHILD_POINT=none", "FLOWEBM_CHILD_STDOUT=1")
 	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = w, &stderr
-	cmd.Run()
-	w.Close()
-	if code := cmd.ProcessState.ExitCode(); code != 141 || stderr.Len() != 0 {
+	state := childWithOutputGone(t, &stderr, []string{"FLOWEBM_CHILD_POINT=none", "FLOWEBM_CHILD_STDOUT=1"}, "energy", "--model", toyONNX, "--points", pts)
+	if code := state.ExitCode(); code != 141 || stderr.Len() != 0 {
 		t.Errorf("energy with its output gone: exit %d, %q; want 141 and nothing", code, stderr.String())
 	}
 }
@@ -581,15 +564,7 @@ func TestEmptyONNXConstants(t *testing.T) {
 // folder s.npy does not exist".
 func TestRound36LocksAndPaths(t *testing.T) {
 	dir := t.TempDir()
-	run := filepath.Join(dir, "run")
-	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(run, ".lock"), []byte("train\n"), 0o644)
-	snap := filepath.Join(dir, "snap")
-	if err := exec.Command("cp", "-al", run, snap).Run(); err != nil {
-		t.Skip(err)
-	}
+	run, snap := linkedCopy(t, dir)
 	if _, stderr, code := runCLI("plot", run); code != 0 {
 		t.Fatalf("plot of a run copied with cp -al: exit %d: %s", code, stderr)
 	}
@@ -684,9 +659,7 @@ func TestSecondSignalInSetupAndReproduceStart(t *testing.T) {
 func TestSharedLockThatCannotBeReplacedIsRefused(t *testing.T) {
 	dir := openTempDir(t)
 	run := filepath.Join(dir, "snap")
-	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
-		t.Fatal(err)
-	}
+	copyRun(t, trainedRun(t), run)
 	os.WriteFile(filepath.Join(run, ".lock"), []byte("train\n"), 0o666)
 	if err := os.Link(filepath.Join(run, ".lock"), filepath.Join(dir, "other.lock")); err != nil {
 		t.Fatal(err)
@@ -735,9 +708,7 @@ func TestSharedLockThatCannotBeReplacedIsRefused(t *testing.T) {
 func TestDotDotAfterLinkRefused(t *testing.T) {
 	dir := t.TempDir()
 	run := filepath.Join(dir, "rr2")
-	if err := os.CopyFS(run, os.DirFS(trainedRun(t))); err != nil {
-		t.Fatal(err)
-	}
+	copyRun(t, trainedRun(t), run)
 	lnk := filepath.Join(dir, "lnk2")
 	if err := os.Symlink(filepath.Join(run, "checkpoint"), lnk); err != nil {
 		t.Fatal(err)
@@ -762,4 +733,26 @@ func TestDotDotAfterLinkRefused(t *testing.T) {
 			t.Errorf("%s was made", p)
 		}
 	}
+}
+
+// copyRun copies the run folder src to dst, for a test to change.
+func copyRun(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linkedCopy copies the trained run into dir/run, its .lock as train
+// leaves it, and that into dir/snap with cp -al (hard links, as a backup
+// made with rsync --link-dest): the two share their .lock.
+func linkedCopy(t *testing.T, dir string) (run, snap string) {
+	t.Helper()
+	run, snap = filepath.Join(dir, "run"), filepath.Join(dir, "snap")
+	copyRun(t, trainedRun(t), run)
+	os.WriteFile(filepath.Join(run, ".lock"), []byte("train\n"), 0o644)
+	if err := exec.Command("cp", "-al", run, snap).Run(); err != nil {
+		t.Skip(err)
+	}
+	return run, snap
 }
