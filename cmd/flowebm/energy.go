@@ -130,7 +130,10 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		g = mat.NewDense(n, d, nil)
 	}
 	if err := energyInBatches(m, x, e, g); err != nil {
-		return err
+		if strings.Contains(err.Error(), f.model) { // a node of the graph, named with the file
+			return err
+		}
+		return fmt.Errorf("--model %s at the points of %s: %w", f.model, f.points, err) // probe 36: "no gradient" named no model
 	}
 	// Both outputs or neither: each is written whole beside its place
 	// first, then both are put in place while a signal's cleanup waits (a

@@ -34,8 +34,11 @@ func checkOutput(flag, out string, inputs ...string) error {
 	if err := dotDotAmbiguity(out); err != nil {
 		return fmt.Errorf("%s %s: %w", flag, out, err)
 	}
-	if strings.HasSuffix(out, string(filepath.Separator)) || filepath.Base(out) == "." || filepath.Base(out) == ".." { // probes 35, 36: "the folder s.npy does not exist"
-		return fmt.Errorf("%s %s names a folder, not a file (its last part is %q): give a file name", flag, out, lastPart(out))
+	if strings.HasSuffix(out, string(filepath.Separator)) { // probes 35, 36: "the folder s.npy does not exist"
+		return fmt.Errorf("%s %s ends in %c, which names a folder, not a file: give a file name", flag, out, filepath.Separator)
+	}
+	if last := lastPart(out); last == "." || last == ".." { // probe 37: "ends in /" for s.npy/.
+		return fmt.Errorf("%s %s names a folder, not a file (its last part is %q): give a file name", flag, out, last)
 	}
 	dir := filepath.Dir(out)
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
@@ -451,7 +454,10 @@ func checkLockFile(f *os.File, path string) error {
 	if name := strings.TrimSpace(string(text[:n])); slices.Contains(lockingCommands, name) {
 		return nil
 	}
-	return fmt.Errorf("%s has %d hard links and holds other text than a lock's (it is also another file)", path, links) // empty too (probe 36: a DONE marker linked as .lock)
+	if n == 0 { // probe 36: a DONE marker linked as .lock; probe 37: it was said to hold other text
+		return fmt.Errorf("%s has %d hard links and is empty: it is also another file, which a lock would write into", path, links)
+	}
+	return fmt.Errorf("%s has %d hard links and holds other text than a lock's (it is also another file)", path, links)
 }
 
 // linkCount is the number of names of the open file f (1 if unknown).
@@ -486,7 +492,10 @@ func lockFile(flag, path, command string) (release func(), err error) {
 // takeFileLock is lockFile's locking with the lock file lock, which a
 // signal's cleanup removes until release.
 func takeFileLock(flag, path, lock, command string) (release func(), err error) {
-	for {
+	for tries := 0; ; tries++ {
+		if tries == 100 { // as takeLock (probe 37: a retry for ever holds the signals off)
+			return nil, fmt.Errorf("%s %s: %s was replaced 100 times as it was being locked: another program is removing it", flag, path, lock)
+		}
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 		if errors.Is(err, syscall.ELOOP) { // probe 24: "too many levels of symbolic links"
 			return nil, fmt.Errorf("%s %s: %s is a symbolic link: flowebm locks the file with it and writes into it; remove it", flag, path, lock)
@@ -498,12 +507,18 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 			f.Close()
 			return nil, fmt.Errorf("%s %s: %w: flowebm locks the file with it and writes into it; remove it", flag, path, err)
 		}
+		links := linkCount(f)
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, fmt.Errorf("%s %s: another flowebm process (flowebm %s) is writing it (it holds %s): wait for it, or give another file", flag, path, cmp.Or(lockHolder(lock), "?"), lock)
+			return nil, fileLockBusy(flag, path, lock, links, err)
+		}
+		if links > 1 { // as lockOnce: the copy keeps the old lock, this file gets its own
+			err := os.Remove(lock)
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %s has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the file's own (%v): remove it, or give the command where it can", flag, path, lock, links, err)
 			}
-			return nil, fmt.Errorf("%s %s: locking %s: %w", flag, path, lock, err)
+			continue
 		}
 		held, errH := f.Stat()
 		now, errN := os.Lstat(lock)
@@ -521,6 +536,20 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 		}
 		f.Close() // removed (or replaced) by its holder before we locked it
 	}
+}
+
+// fileLockBusy is takeFileLock's error when flock on lock (with links
+// names) failed with err: another process holds it, here or, through a
+// hard link, in a copy of the folder (probe 37: said to be writing this
+// file).
+func fileLockBusy(flag, path, lock string, links uint64, err error) error {
+	switch {
+	case errors.Is(err, syscall.EWOULDBLOCK) && links > 1:
+		return fmt.Errorf("%s %s: another flowebm process holds %s, which has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it): it may be writing the copy's file; once no flowebm process writes %s, remove %s", flag, path, lock, links, path, lock)
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return fmt.Errorf("%s %s: another flowebm process (flowebm %s) is writing it (it holds %s): wait for it, or give another file", flag, path, cmp.Or(lockHolder(lock), "?"), lock)
+	}
+	return fmt.Errorf("%s %s: locking %s: %w", flag, path, lock, err)
 }
 
 // removeLoneLock removes the lock file path that a command made in dir

@@ -40,8 +40,8 @@ func TestOutputsChild(t *testing.T) {
 			skip--
 			return
 		}
-		if p == os.Getenv("FLOWEBM_CHILD_POINT") && name == "CLEANUP" {
-			cleanupAtPoint(p)
+		if p == os.Getenv("FLOWEBM_CHILD_POINT") && strings.HasPrefix(name, "CLEANUP") {
+			cleanupAtPoint(p, name == "CLEANUP_LATE")
 			return
 		}
 		if p == os.Getenv("FLOWEBM_CHILD_POINT") {
@@ -70,15 +70,27 @@ func TestOutputsChild(t *testing.T) {
 // cleanupAtPoint starts a signal's cleanup (safefile.RemoveTemps) at the
 // point p and says on stderr whether it ran while the command stood
 // there: it must wait where the command's steps are one (safefile.Hold).
-func cleanupAtPoint(p string) {
-	done := make(chan struct{})
-	go func() { safefile.RemoveTemps(); close(done) }()
+// The process then exits, as a signal's handler does after its cleanup
+// (a Hold after it blocks); with CLEANUP_LATE the command goes on for a
+// while first, as when the handler is slow to exit.
+func cleanupAtPoint(p string, late bool) {
+	done, said := make(chan struct{}), make(chan struct{})
+	go func() {
+		safefile.RemoveTemps()
+		close(done)
+		<-said
+		if late {
+			time.Sleep(time.Second)
+		}
+		os.Exit(130)
+	}()
 	select {
 	case <-done:
 		fmt.Fprintln(os.Stderr, "the cleanup ran at", p)
 	case <-time.After(500 * time.Millisecond):
 		fmt.Fprintln(os.Stderr, "the cleanup waited at", p)
 	}
+	close(said)
 }
 
 // outputsChild runs flowebm args in a process that gets the signal sig

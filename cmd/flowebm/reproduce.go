@@ -393,8 +393,10 @@ func reproduceSignals() (soft, hard context.Context, stop func()) {
 		if !ok {
 			return
 		}
-		fmt.Fprintln(os.Stderr, "flowebm: interrupted; the runs under way stop at their next checkpoint (interrupt again to kill them: each then resumes from its last checkpoint)")
+		// Cancelled before the message is written: the check before a
+		// run starts sees it sooner (probe 37: a run started in 8 of 15).
 		cancelSoft(signalCause(s.(syscall.Signal)))
+		fmt.Fprintln(os.Stderr, "flowebm: interrupted; the runs under way stop at their next checkpoint (interrupt again to kill them: each then resumes from its last checkpoint)")
 		if _, ok := <-sigs; ok {
 			cancelHard()
 		}
@@ -587,6 +589,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
+	made := !exists(r.dir)
 	if err := mkdirAll(r.dir); err != nil {
 		return r.failedToStart(err)
 	}
@@ -629,6 +632,8 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 			return "done"
 		case strings.HasPrefix(msg, "flowebm: "+r.dir+": another flowebm process is "): // its folderBusyError, not a path holding the words (probe 34)
 			return "skipped: " + msg // it took the lock after the check above
+		case soft.Err() != nil && made && removeUnstarted(r.dir, output.lastLine()):
+			return "not started (reproduce was interrupted as it started the run)"
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
 			return "interrupted (run reproduce again to continue it from its last checkpoint, or to start it again if it has none): " + msg
 		case stopped: // a signal to the train process itself (probe 30: recorded as a failure)
@@ -737,6 +742,22 @@ func failureStatus(msg string) string {
 		return "diverged (a result the report shows, not retried): " + msg
 	}
 	return "FAILED (retried by the next reproduce): " + msg
+}
+
+// removeUnstarted removes the run folder dir that reproduce made for a
+// train process that a signal stopped before it trained anything (its
+// last line says so, or it said nothing): the folder then holds only the
+// log.txt that reproduce made (probe 37: a signal as reproduce started a
+// run left the folder and its log, the run reported interrupted).
+func removeUnstarted(dir, lastLine string) bool {
+	if lastLine != "" && !strings.Contains(lastLine, "nothing was trained") {
+		return false
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "log.txt" {
+		return false
+	}
+	return os.Remove(filepath.Join(dir, "log.txt")) == nil && os.Remove(dir) == nil
 }
 
 // runChild runs cmd in a process group of its own (a terminal's Ctrl-C

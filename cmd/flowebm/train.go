@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -221,12 +220,15 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	if isTrainingRun(base) || trainingRunAbove(base) != "" {
 		return fmt.Errorf("--out %s is or is inside a training run: --seeds writes OUT/sSEED and OUT/seeds.json; give another folder", base)
 	}
-	// Locked: another --seeds into base would train the same runs and
-	// write the same summary. A signal until the first seed starts
-	// removes the lock and the folders made (probe 35: killed without a
-	// word, .lock left).
-	stopEarly := sync.OnceFunc(removeTempsOnSignal())
-	defer stopEarly()
+	// One handler for the whole set, from before the lock to the summary
+	// (probe 37: between seeds and before the summary no handler was
+	// installed, and a signal killed the process without a word, leaving
+	// a base folder that held only .lock). Until a seed's run starts, a
+	// signal stops the set once the step under way ends; the lock and the
+	// folders made are removed as the command returns.
+	sig := watchSignals()
+	sig.inSeeds = true
+	defer sig.stop()
 	release, _, err := lockOutputFolder(base, "train")
 	if err != nil {
 		return err
@@ -251,9 +253,11 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		}
 	}
 	hook("seeds-checked")
-	stopEarly() // each seed's run watches the signals
 	out := cmd.OutOrStdout()
 	for i, seed := range seeds {
+		if err := sig.seedsInterrupted(seeds, i); err != nil {
+			return err
+		}
 		g := runs[i]
 		// Again at its turn: another process may have trained it since
 		// (probe 30: a seed finished meanwhile was trained again from the
@@ -276,32 +280,41 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		default:
 			fmt.Fprintf(out, "== seed %d → %s\n", seed, dirs[i])
 		}
-		if err := trainOneRun(cmd, g); err != nil {
-			if errors.Is(err, errSeedDoneInterrupted) {
-				next := "train the other seeds and write seeds.json"
-				if i == len(seeds)-1 { // probe 35: "the other seeds" after the last
-					next = "write seeds.json"
-				}
-				return fmt.Errorf("seed %d: %w: give the same --seeds command again to %s", seed, err, next)
-			}
-			if errors.Is(err, algorithms.ErrInterrupted) {
-				return fmt.Errorf("seed %d: %w (or give the same --seeds command again: it continues this seed's run, then trains the others and writes seeds.json)", seed, err)
-			}
-			if none := (training.NothingToResumeError{}); errors.As(err, &none) {
-				return fmt.Errorf("seed %d: %w; nothing to resume: to train this seed again alone, move %s away and give the same --seeds command again (--force would train every seed again)", seed, none.Err, dirs[i])
-			}
-			// Its run's own advice (--force, --resume sN) would retrain
-			// the finished seeds or leave the others (probe 37).
-			return fmt.Errorf("seed %d: %w (for train --seeds: once the cause is fixed, give the same --seeds command again: it keeps the finished seeds, continues or restarts this one, then trains the others and writes seeds.json)", seed, err)
+		sig.beginSeed()
+		if err := trainWithSignals(cmd, g, sig); err != nil {
+			return seedRunError(seed, dirs[i], err)
 		}
+		hook("seed-trained")
 	}
 	// The summary is written as the other outputs are: a signal removes
 	// its temporary file and says so, and one left by a kill is removed.
-	defer removeTempsOnSignal()()
+	sig.enter(phaseQuit)
+	if err := sig.seedsInterrupted(seeds, len(seeds)); err != nil {
+		return err
+	}
 	if err := removeStaleTemps(base, "seeds.json"); err != nil {
 		return err
 	}
 	return writeSeedsSummary(base, seeds, dirs, out)
+}
+
+// seedRunError is the error of seed's run in dir for train --seeds, with
+// the advice that fits a set: the same --seeds command again, where the
+// run's own advice (--force, --resume sN) would train the finished seeds
+// again or leave the others (probe 37).
+func seedRunError(seed uint64, dir string, err error) error {
+	if errors.Is(err, algorithms.ErrInterrupted) {
+		return fmt.Errorf("seed %d: %w (or give the same --seeds command again: it continues this seed's run, then trains the others and writes seeds.json)", seed, err)
+	}
+	if errors.As(err, new(stoppedError)) { // stopped in its setup
+		return fmt.Errorf("seed %d: %w; give the same --seeds command again: it keeps the seeds whose runs are complete", seed, err)
+	}
+	if none := (training.NothingToResumeError{}); errors.As(err, &none) {
+		return fmt.Errorf("seed %d: %w; nothing to resume: to train this seed again alone, move %s away and give the same --seeds command again (--force would train every seed again)", seed, none.Err, dir)
+	}
+	// Its run's own advice (--force, --resume sN) would retrain
+	// the finished seeds or leave the others (probe 37).
+	return fmt.Errorf("seed %d: %w (for train --seeds: once the cause is fixed, give the same --seeds command again: it keeps the finished seeds, continues or restarts this one, then trains the others and writes seeds.json)", seed, err)
 }
 
 // seedsFolder is --out, or runs/NAME-ALGORITHM-seedsLIST named after the
@@ -322,6 +335,14 @@ func seedsFolder(cmd *cobra.Command, f trainFlags) (string, error) {
 }
 
 func trainOneRun(cmd *cobra.Command, f trainFlags) error {
+	sig := watchSignals()
+	defer sig.stop()
+	return trainWithSignals(cmd, f, sig)
+}
+
+// trainWithSignals is trainOneRun stopping on the signals that sig
+// watches (train --seeds watches them once for all its seeds).
+func trainWithSignals(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 	if err := f.ignoredWithResume(cmd); err != nil {
 		return err
 	}
@@ -331,19 +352,33 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	sig := watchSignals()
-	sig.inSeeds = f.forceSeed
-	defer sig.stop()
-	err := sig.stoppedBy(trainWatched(cmd, f, sig))
-	if s := syscall.Signal(sig.received.Load()); err == nil && s != 0 && sig.inSeeds {
-		return stoppedError{sig: s, err: errSeedDoneInterrupted} // the other seeds wait (probe 34: trained on)
-	}
-	return err
+	return sig.stoppedBy(trainWatched(cmd, f, sig))
 }
 
-// errSeedDoneInterrupted is a seed's run that a signal came to as it
-// wrote its outputs, which it finished.
-var errSeedDoneInterrupted = errors.New("interrupted as its run wrote its outputs, which are complete")
+// seedsInterrupted is the stop of train --seeds, before the run of its
+// i-th seed (the summary when i is len(seeds)), by a signal received: nil
+// if none was. The seeds before are complete; the others wait (probe 34:
+// it trained on).
+func (rs *runSignals) seedsInterrupted(seeds []uint64, i int) error {
+	s := syscall.Signal(rs.received.Load())
+	switch {
+	case s == 0:
+		return nil
+	case i == 0:
+		return stoppedError{sig: s, err: errors.New("interrupted before the first seed's run started: nothing was trained; give the same --seeds command again")}
+	}
+	next := "train the other seeds and write seeds.json"
+	if i == len(seeds) { // probe 35: "the other seeds" after the last
+		next = "write seeds.json"
+	}
+	return stoppedError{sig: s, err: fmt.Errorf("interrupted after the run of seed %d, which is complete: give the same --seeds command again to %s", seeds[i-1], next)}
+}
+
+// beginSeed enters the setup of the next seed's run of train --seeds.
+func (rs *runSignals) beginSeed() {
+	rs.dir.Store(nil)
+	rs.enter(phaseSetup)
+}
 
 // trainWatched is trainOneRun once its flags are checked, stopping on
 // the signals that sig watches.
@@ -543,6 +578,9 @@ const (
 	phaseTraining
 	phaseOutputs
 	phaseDone // the outputs are all written
+	// phaseQuit: a signal quits at once, the partial files being written
+	// removed (train --seeds' summary).
+	phaseQuit
 )
 
 func watchSignals() *runSignals {
@@ -553,14 +591,19 @@ func watchSignals() *runSignals {
 	ignoreBrokenPipes()
 	stopped := make(chan struct{})
 	go func() {
+		var s os.Signal
 		select {
-		case s := <-sigs:
+		case s = <-sigs:
 			rs.received.Store(int32(s.(syscall.Signal)))
 		case <-stopped:
 			return
 		}
 		cancel()
 		switch rs.phase.Load() {
+		case phaseQuit:
+			safefile.RemoveTemps()
+			fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete\n", s)
+			os.Exit(128 + int(s.(syscall.Signal)))
 		case phaseSetup:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
 			// A second signal quits at once, after the cleanup (probe 36:
@@ -609,6 +652,8 @@ func (rs *runSignals) enterTraining(dir string) {
 func (rs *runSignals) standing() string {
 	dir := rs.dir.Load()
 	switch {
+	case dir == nil && rs.inSeeds: // between seeds, or before the first
+		return "no seed's run was under way: give the same --seeds command again (it keeps the seeds whose runs are complete)"
 	case dir == nil:
 		return "nothing was trained"
 	case rs.phase.Load() == phaseDone: // probe 34: told to resume a finished run

@@ -450,8 +450,11 @@ func (in *instance) resizeTargets(node *Node, shape []int) ([]float64, []int, er
 				return nil, nil, err
 			}
 		}
-		if !v.isConst() || sizeOf(v.shape) != r {
-			return nil, nil, fmt.Errorf("scales must be %d constants", r)
+		if !v.isConst() {
+			return nil, nil, fmt.Errorf("scales must be %d constants, one per axis of its input (of rank %d): they depend on the energy's input", r, r)
+		}
+		if n := sizeOf(v.shape); n != r { // the number given (probe 37)
+			return nil, nil, fmt.Errorf("scales must be %d constants, one per axis of its input (of rank %d): got %d", r, r, n)
 		}
 		for i, s := range v.c.Data().([]float64) {
 			if !(s > 0) || float64(shape[i])*s > maxElements {

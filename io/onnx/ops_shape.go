@@ -471,6 +471,9 @@ func gatherHandler(in *instance, node *Node) ([]*val, error) {
 		norm[i] = int(k)
 	}
 	shape := append(append(append([]int(nil), x.shape[:ax]...), iv.shape...), x.shape[ax+1:]...)
+	if sizeOf(shape) == 0 { // no indices: an empty tensor, as Slice's (probe 36: nd's internal Gather{…} refused it)
+		return []*val{constVal(shape, x.elem, nil)}, nil
+	}
 	o := nd.Gather{Axis: ax, Indices: norm, IndicesShape: append([]int(nil), iv.shape...)}
 	y, err := in.op(o, shape, x.elem, x)
 	return []*val{y}, err

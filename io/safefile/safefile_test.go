@@ -114,6 +114,15 @@ func TestRemoveTemps(t *testing.T) {
 	if _, err := os.Stat(c); err == nil {
 		t.Error("a file tracked after RemoveTemps was kept")
 	}
+	// The process is exiting: a Hold after RemoveTemps never runs its
+	// step (probe 36: a folder the cleanup removed was made again).
+	ran := make(chan struct{})
+	go Hold(func() error { close(ran); return nil })
+	select {
+	case <-ran:
+		t.Error("Hold ran its step after RemoveTemps")
+	case <-time.After(200 * time.Millisecond):
+	}
 	temps.mu.Lock()
 	temps.closed = false
 	temps.mu.Unlock()

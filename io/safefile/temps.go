@@ -89,8 +89,9 @@ func OnRemoveTemps(undo func()) (cancel func()) {
 
 // RemoveTemps removes every tracked temporary file and folder, then runs
 // the undos of OnRemoveTemps, the last registered first, after the Hold
-// under way if any; a signal handler calls it before the process exits.
-// It returns the paths removed.
+// under way if any; a signal handler calls it as its last step before the
+// process exits (a Hold after it never returns). It returns the paths
+// removed.
 func RemoveTemps() []string {
 	temps.hold.Lock()
 	defer temps.hold.Unlock()
@@ -115,10 +116,25 @@ func RemoveTemps() []string {
 
 // Hold runs f while RemoveTemps waits: steps that must not be cut in two
 // (a folder swap and the untracking of what it put in place) run in f.
+// Once RemoveTemps has run, the process is exiting: Hold then blocks and
+// never runs f, so that nothing is made again that the cleanup removed
+// (probe 36: diagnose --plots made its folder again, and locked it, as
+// the signal's handler exited, leaving it).
 func Hold(f func() error) error {
 	temps.hold.Lock()
+	if exiting() {
+		temps.hold.Unlock()
+		select {} // until the handler that ran RemoveTemps exits
+	}
 	defer temps.hold.Unlock()
 	return f()
+}
+
+// exiting reports whether RemoveTemps has run.
+func exiting() bool {
+	temps.mu.Lock()
+	defer temps.mu.Unlock()
+	return temps.closed
 }
 
 // errNoExchange is exchange's error where the system cannot swap two

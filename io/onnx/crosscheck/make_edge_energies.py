@@ -18,7 +18,14 @@ io/onnx/testdata/edge/ as their authors would:
   (probe 36): an empty shape given to ConstantOfShape (a scalar), empty
   axes given to ReduceSum (every axis), Pad's value as an initializer;
   and refused ones: CumSum with an empty axis, ConstantOfShape with a
-  value of two elements, Mul by an empty constant (probe 37: read as 0).
+  value of two elements, Mul by an empty constant (probe 37: read as 0);
+- empty_gather.onnx: Gather with no indices concatenated to the hidden
+  layer (an empty tensor that drops out), equal to plain_ref.onnx;
+- resize_scales3.onnx: Resize of a rank-2 tensor given 3 scales, refused;
+- shape_only_energy.onnx: an energy of ConstantOfShape(Shape(h1)), which
+  depends on the input's shape only and has no gradient (probe 36);
+- gemm_transA.onnx: a first Gemm with transA=1, which multiplies the
+  batch axis and fails where N is not 2 (probe 37: the file named twice).
 
 Run with /usr/bin/python3 (PyTorch 1.13, onnx) from the repository root.
 """
@@ -105,3 +112,11 @@ save("empty_fill_two", head([h.make_node("ConstantOfShape", ["s"], ["c"], value=
                              h.make_node("Add", ["h1", "c"], ["a1"])]), mlp + [i64("s", [1])])
 save("empty_mul", head([h.make_node("Constant", [], ["e"], value=h.make_tensor("", T.FLOAT, [0, 8], [])),
                         h.make_node("Mul", ["h1", "e"], ["a1"])]), mlp)
+save("empty_gather", head([h.make_node("Gather", ["h1", "gi"], ["g"], axis=1),
+                          h.make_node("Concat", ["h1", "g"], ["a1"], axis=1)]), mlp + [i64("gi", np.zeros(0))])
+save("plain_ref", head([h.make_node("Identity", ["h1"], ["a1"])]), mlp)
+save("resize_scales3", head([h.make_node("Resize", ["h1", "", "sc"], ["a1"])]), mlp + [f32("sc", [1, 1, 1])])
+save("shape_only_energy", head([h.make_node("Shape", ["h1"], ["s"]),
+                                h.make_node("ConstantOfShape", ["s"], ["a1"], value=half)]), mlp)
+save("gemm_transA", [h.make_node("Gemm", ["x", "W1", "b1"], ["h1"], transA=1, transB=1),
+                     h.make_node("Gemm", ["h1", "W2", "b2"], ["energy"], transB=1)], mlp)
