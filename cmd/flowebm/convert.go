@@ -27,8 +27,9 @@ func convertCmd() *cobra.Command {
 	var f32, f64, force bool
 	var base float64
 	cmd := &cobra.Command{
-		Use:   "convert CHECKPOINT OUT.onnx | convert IN.onnx CHECKPOINT",
-		Short: "Convert between flowebm checkpoints and ONNX (IR 7, opset 13)",
+		Annotations: map[string]string{emptyArguments: "by their role"}, // which depends on the other argument
+		Use:         "convert CHECKPOINT OUT.onnx | convert IN.onnx CHECKPOINT",
+		Short:       "Convert between flowebm checkpoints and ONNX (IR 7, opset 13)",
 		Long: `convert writes one model of a checkpoint (a folder with spec.json and
 weights.npz, or a run folder holding checkpoint/) as an ONNX file with a
 dynamic batch dimension, in the checkpoint's dtype unless --float32 or

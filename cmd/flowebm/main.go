@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// default: refuse it in every command.
 		PersistentPreRunE: func(cmd *cobra.Command, cmdArgs []string) error {
 			for i, a := range cmdArgs {
-				if a == "" && cmd.Name() != "convert" { // probe 35: "open : no such file", ": not a run folder"; convert names each argument's role
+				if a == "" && cmd.Annotations[emptyArguments] == "" { // probe 35: "open : no such file", ": not a run folder"
 					return fmt.Errorf("argument %d is empty: give a path", i+1)
 				}
 			}
@@ -85,6 +85,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// emptyArguments is the annotation of a command that refuses its own
+// empty arguments, naming them better than the root's "argument N is
+// empty" (convert, by each argument's role).
+const emptyArguments = "flowebm:names-empty-arguments"
 
 // stoppedError is the error of a command that a signal stopped: it exits
 // with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM, 129
