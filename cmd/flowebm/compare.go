@@ -41,6 +41,7 @@ not draw.`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "folder for the figures")
+	markPathFlags(cmd.Flags(), "out")
 	cmd.Flags().Var(&format, "plot-format", "file format of the figures: png, svg or pdf")
 	cmd.Flags().BoolVar(&force, "force", false, "replace figures already in --out")
 	return cmd

@@ -77,6 +77,7 @@ printed one per line. A positional X is the same as --points X.`,
 	fl.StringVar(&f.key, "key", "", "member of an .npz points file (default the first)")
 	fl.StringVar(&f.out, "out", "", "energies: .npy or .csv (default: print)")
 	fl.StringVar(&f.gradOut, "grad", "", "also write ∇ₓE in the points' shape: .npy or .csv")
+	markPathFlags(fl, "model", "checkpoint", "points", "out", "grad")
 	fl.BoolVar(&f.force, "force", false, "replace the files --out and --grad if they exist")
 	fl.StringVar(&f.oc.Output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
 	fl.BoolVar(&f.oc.LogDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
@@ -130,7 +131,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		g = mat.NewDense(n, d, nil)
 	}
 	if err := energyInBatches(m, x, e, g); err != nil {
-		if strings.Contains(err.Error(), f.model) { // a node of the graph, named with the file
+		if strings.HasPrefix(err.Error(), f.model+": ") { // a node of the graph, named with the file (probe 38: a model named "the" was found in "the energy …")
 			return err
 		}
 		return fmt.Errorf("--model %s at the points of %s: %w", f.model, f.points, err) // probe 36: "no gradient" named no model

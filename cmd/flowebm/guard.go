@@ -644,33 +644,6 @@ func removeEmptyFolders(dir, top string) {
 	}
 }
 
-// dotDotAmbiguity refuses a path whose ".." follows a symbolic link or a
-// folder that does not exist: the system resolves it through the link
-// (or fails), while paths joined in Go are cleaned as text, so the checks
-// and the writes would name different places (probe 37: energy --out
-// lnk/../metrics.csv replaced a file of the input run; train --out
-// lnk/../e trained elsewhere than it said).
-func dotDotAmbiguity(path string) error {
-	parts := strings.Split(path, string(filepath.Separator))
-	for i, p := range parts {
-		if p != ".." || i == 0 {
-			continue
-		}
-		prefix := strings.Join(parts[:i], string(filepath.Separator))
-		if prefix == "" {
-			continue // /.. is /
-		}
-		fi, err := os.Lstat(prefix)
-		switch {
-		case err != nil:
-			return fmt.Errorf(".. follows %s, which does not exist: give the path without ..", prefix)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf(".. follows %s, a symbolic link, which the system resolves through the link and flowebm would not: give the path without ..", prefix)
-		}
-	}
-	return nil
-}
-
 // lastPart is what follows the last separator of path: "" for a/, "."
 // for a/. (filepath.Base cleans it away).
 func lastPart(path string) string {

@@ -65,6 +65,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if err := noOctal(cmd, args); err != nil {
 				return err
 			}
+			if err := checkPaths(cmd, cmdArgs); err != nil {
+				return err
+			}
 			return addressSpaceRoom()
 		},
 	}

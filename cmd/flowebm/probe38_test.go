@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,8 +46,8 @@ func TestReproduceSignalAsRunStartsLeavesNoFolder(t *testing.T) {
 	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
 	out := t.TempDir()
 	code, stderr := outputsChild(t, "reproduce-child", "INT", "reproduce", "--out", out, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3")
-	if code != 130 {
-		t.Errorf("exit %d: %s; want 130", code, stderr)
+	if code != 130 || !strings.Contains(stderr, "interrupted before any run trained: nothing was trained") {
+		t.Errorf("exit %d: %s; want 130, and no run said to be under way", code, stderr)
 	}
 	if run := filepath.Join(out, "runs", "two-modes-ula"); exists(run) {
 		entries, _ := os.ReadDir(run)
@@ -175,5 +176,99 @@ func TestSeedFailureAdvice(t *testing.T) {
 	_, stderr, code := runCLI("train", "--config", cfg, "--seeds", "1-2", "--quiet", "--out", filepath.Join(dir, "set"))
 	if want := "(for train --seeds: once the cause is fixed, give the same --seeds command again: it keeps the finished seeds"; code != 2 || !strings.HasPrefix(stderr, "flowebm: seed 1: ") || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+}
+
+// Probe 38: round 37's refusal of .. after a symbolic link read the part
+// before it with Lstat, which follows the link in L/. and L/: energy --out
+// L/./../metrics.csv replaced a file of the input run again, and two
+// samplers wrote one checkpoint (S/./../ck.npz locked elsewhere); an input
+// L/.. was read as the working folder (energy --model L/.. evaluated
+// another run, compare L/.. . compared a run with itself). Every path
+// argument and path flag is now checked: where the system's parent and
+// Go's differ, the path is refused; legitimate .. stays accepted.
+func TestDotDotBypassesRefused(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "R1")
+	copyRun(t, trainedRun(t), run)
+	other := filepath.Join(dir, "RA")
+	copyRun(t, trainedRun(t), other)
+	work := filepath.Join(dir, "W")
+	os.Mkdir(work, 0o755)
+	l, lr := filepath.Join(work, "L"), filepath.Join(work, "LR")
+	os.Symlink(filepath.Join(run, "checkpoint"), l)
+	os.Symlink(run, lr)
+	before, _ := os.ReadFile(filepath.Join(run, "metrics.csv"))
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.3,-1.2\n"), 0o644)
+	for _, args := range [][]string{
+		{"energy", "--model", run, "--points", pts, "--out", l + "/./../metrics.csv", "--force"},
+		{"energy", "--model", run, "--points", pts, "--out", l + "//../metrics.csv", "--force"},
+		{"energy", "--model", run, "--points", pts, "--out", lr + "/checkpoint/../../R1/metrics.csv", "--force"},
+		{"sample", "--model", run, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"), "--checkpoint", l + "/./../ck.npz"},
+		{"convert", run, l + "/./../m.onnx"},
+		{"energy", "--model", l + "/..", "--points", pts},
+		{"compare", l + "/..", other, "--out", filepath.Join(dir, "cmp")},
+	} {
+		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "which the system resolves through a symbolic link") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(run, "metrics.csv")); !bytes.Equal(after, before) {
+		t.Error("a file of the input run was replaced")
+	}
+	for _, p := range []string{filepath.Join(run, "m.onnx"), filepath.Join(run, "ck.npz"), filepath.Join(dir, "cmp")} {
+		if exists(p) {
+			t.Errorf("%s was written", p)
+		}
+	}
+	sub := filepath.Join(other, "sub")
+	os.Mkdir(sub, 0o755)
+	if _, stderr, code := runCLI("energy", "--model", sub+"/../../R1", "--points", pts); code != 0 {
+		t.Errorf("a .. after folders: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 38: torch.split(h, [0, 8], 1) exports a Split with an empty part,
+// refused with nd's internal "Slice{…}"; an empty operand that does not
+// broadcast got the hint about a batch size traced as a constant; a
+// model folder named "the" went unnamed ("the energy …" held its name).
+func TestRound38ONNXAndWordings(t *testing.T) {
+	edge := filepath.Join("..", "..", "io", "onnx", "testdata", "edge")
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.3,-1.2\n2.5,0.7\n-1,0.4\n"), 0o644)
+	model := func(name string) string { return filepath.Join(edge, name+".onnx") }
+	got, stderr, code := runCLI("energy", "--model", model("split_zero"), "--points", pts)
+	want, _, _ := runCLI("energy", "--model", model("split_zero_ref"), "--points", pts)
+	if code != 0 || got != want || want == "" {
+		t.Errorf("split_zero: exit %d: %q %s; want %q", code, got, stderr, want)
+	}
+	if _, stderr, code := runCLI("energy", "--model", model("empty_mul"), "--points", pts); code != 2 || !strings.Contains(stderr, "is empty (it holds no value)") || strings.Contains(stderr, "batch size") {
+		t.Errorf("empty_mul: exit %d: %s", code, stderr)
+	}
+	t.Chdir(dir)
+	copyRun(t, trainedRun(t), "the")
+	os.WriteFile("nan.csv", []byte("1e308,1e308\n"), 0o644)
+	if _, stderr, code := runCLI("energy", "--model", "the", "--points", "nan.csv"); code != 2 || !strings.HasPrefix(stderr, "flowebm: --model the at the points of nan.csv: ") {
+		t.Errorf("--model the: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 38: reproduce's status line put "in 0s (elapsed …)" after the
+// status, which can end with the run's own command ("… --resume DIR in
+// 0s"): the times come first now, the status last.
+func TestReproduceStatusLineEndsWithStatus(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "runs", "two-modes-flowmc")
+	release, err := lockRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, stdout, _ := reproduceInto(out, "two-modes", "flowmc")
+	line, _, _ := strings.Cut(stdout, "\n")
+	if !strings.HasPrefix(line, "[1/1, ") || !strings.Contains(line, "] two-modes-flowmc: skipped: ") || !strings.HasSuffix(line, "(it holds "+filepath.Join(dir, ".lock")+")") {
+		t.Errorf("status line %q: want the times first and the status last", line)
 	}
 }

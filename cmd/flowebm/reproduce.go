@@ -131,6 +131,7 @@ measured); its numbers are not comparable with the paper's.`,
 	fl.StringVar(&f.plan, "plan", "", "train nothing: write one flowebm train command per run to this file, for a scheduler or GNU parallel (--force replaces it)")
 	fl.StringVar(&f.planBinary, "plan-binary", "flowebm", "with --plan: the flowebm executable that the commands run, on the machines that run them")
 	fl.StringVar(&f.report, "report", "", "train nothing: build DIR/report.md from the run folders in DIR/runs, however they were trained (missing and unfinished runs are marked)")
+	markPathFlags(fl, "out", "plan", "report")
 	return cmd
 }
 
@@ -153,6 +154,9 @@ type reproRun struct {
 	// startErr is why reproduce could not start the run's train process,
 	// which nothing in its folder may say ("" if it started).
 	startErr string
+	// trained: reproduce started the run's train process and it trained
+	// (not stopped at its start by a signal).
+	trained bool
 }
 
 func (r *reproRun) name() string { return r.experiment + "-" + string(r.algorithm) }
@@ -259,6 +263,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	interrupted := errors.As(context.Cause(soft), &sig)
 	stop()
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
+		if !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) { // probe 38: "the runs under way stopped" when none had started
+			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted before any run trained: nothing was trained, no report written; start the same reproduce command again")}
+		}
 		return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")}
 	}
 	// No run is under way now: a signal stops reproduce at once (probe 29:
@@ -436,8 +443,10 @@ func trainAll(soft, hard context.Context, out io.Writer, exe string, runs []*rep
 			done++
 			el := time.Since(t0)
 			eta := time.Duration(float64(el) / float64(done) * float64(len(runs)-done))
-			fmt.Fprintf(out, "[%d/%d] %s: %s in %s (elapsed %s, ETA %s)\n", done, len(runs), r.name(), status,
-				time.Since(start).Round(time.Second), el.Round(time.Second), eta.Round(time.Second))
+			// The times before the status: a status can end in the run's
+			// own advice, a command (probe 38: "… --resume DIR in 0s").
+			fmt.Fprintf(out, "[%d/%d, %s; elapsed %s, ETA %s] %s: %s\n", done, len(runs),
+				time.Since(start).Round(time.Second), el.Round(time.Second), eta.Round(time.Second), r.name(), status)
 		}()
 	}
 	wg.Wait()
@@ -621,6 +630,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	// Each process gets its share of the cores.
 	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
 	hook("reproduce-child")
+	r.trained = true
 	if err := runChild(soft, hard, cmd); err != nil {
 		msg := childFailure(err, output.lastLine())
 		if output.err != nil { // probe 30: a full disk left an empty log.txt and "exit status 2"
@@ -631,9 +641,14 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		case stopped && exists(filepath.Join(r.dir, "samples.npy")): // stopped once its outputs were written (probe 34: "interrupted")
 			return "done"
 		case strings.HasPrefix(msg, "flowebm: "+r.dir+": another flowebm process is "): // its folderBusyError, not a path holding the words (probe 34)
+			r.trained = false
 			return "skipped: " + msg // it took the lock after the check above
 		case soft.Err() != nil && made && removeUnstarted(r.dir, output.lastLine()):
+			r.trained = false
 			return "not started (reproduce was interrupted as it started the run)"
+		case soft.Err() != nil && strings.Contains(output.lastLine(), "nothing was trained"):
+			r.trained = false
+			return "not started (reproduce was interrupted as it started the run): " + output.lastLine()
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
 			return "interrupted (run reproduce again to continue it from its last checkpoint, or to start it again if it has none): " + msg
 		case stopped: // a signal to the train process itself (probe 30: recorded as a failure)

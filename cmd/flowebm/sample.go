@@ -122,6 +122,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.IntVar(&f.checkpointEvery, "checkpoint-every", 100, "steps (or training cycles, at the end of a window of 10) between checkpoints")
 	fl.StringVar(&f.modes, "modes", "", "file of mode centres (k, d) in the draws' units: print each mode's weight among the draws (nearest centre) with its MCSE and 95% interval")
 	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint this is (give no other flag but --force), bit for bit")
+	markPathFlags(fl, "model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes", "resume")
 }
 
 func runSample(cmd *cobra.Command, f sampleFlags) error {

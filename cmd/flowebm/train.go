@@ -141,6 +141,7 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	fl.Float64Var(&f.flow.BaseSigma, "flow-base-sigma", 0, "σ of the --flow's base N(0, σ² I) (0: the files' metadata, else 1)")
 	fl.BoolVar(&f.printConfig, "print-config", false, "print the configuration the other flags give (defaults included) as JSON for --config, and train nothing")
 	fl.StringVar(&f.dataDir, "data-dir", "", "folder of an image experiment's files: MNIST's IDX files (mnist, mnist28), Fashion-MNIST's (fashion-mnist), CIFAR-10's cifar-10-batches-bin (cifar10); recorded in config.json as data_dir")
+	markPathFlags(fl, "config", "out", "resume", "data", "modes", "flow", "flow-density", "data-dir")
 	return cmd
 }
 

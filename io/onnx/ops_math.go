@@ -213,6 +213,11 @@ func uniform(v *val) (*val, bool) {
 
 func constantHint(a, b *val) string {
 	for _, v := range []*val{a, b} {
+		if sizeOf(v.shape) == 0 { // probe 38: an empty Gather of the input was said to hold an exported batch size
+			return fmt.Sprintf("; the operand of shape %v is empty (it holds no value)", v.shape)
+		}
+	}
+	for _, v := range []*val{a, b} {
 		if v.isConst() {
 			return fmt.Sprintf("; the operand of shape %v is a constant: if it holds the batch size the model was exported at (torch.zeros(len(x)) and the like are traced as constants), compute it from x.shape or export at the batch size you evaluate", v.shape)
 		}

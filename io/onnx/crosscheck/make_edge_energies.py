@@ -24,6 +24,9 @@ io/onnx/testdata/edge/ as their authors would:
 - resize_scales3.onnx: Resize of a rank-2 tensor given 3 scales, refused;
 - shape_only_energy.onnx: an energy of ConstantOfShape(Shape(h1)), which
   depends on the input's shape only and has no gradient (probe 36);
+- split_zero.onnx: torch.split(h, [0, 8], 1) and torch.cat of the parts,
+  exported by torch.onnx.export, equal to split_zero_ref.onnx, the same
+  module without the split (probe 38: an empty part was refused);
 - gemm_transA.onnx: a first Gemm with transA=1, which multiplies the
   batch axis and fails where N is not 2 (probe 37: the file named twice).
 
@@ -120,3 +123,22 @@ save("shape_only_energy", head([h.make_node("Shape", ["h1"], ["s"]),
                                 h.make_node("ConstantOfShape", ["s"], ["a1"], value=half)]), mlp)
 save("gemm_transA", [h.make_node("Gemm", ["x", "W1", "b1"], ["h1"], transA=1, transB=1),
                      h.make_node("Gemm", ["h1", "W2", "b2"], ["energy"], transB=1)], mlp)
+
+
+class SplitZero(torch.nn.Module):
+    def __init__(self, split):
+        super().__init__()
+        torch.manual_seed(1)
+        self.l1, self.l2, self.split = torch.nn.Linear(2, 8), torch.nn.Linear(8, 1), split
+
+    def forward(self, x):
+        h = torch.tanh(self.l1(x))
+        if self.split:
+            a, b = torch.split(h, [0, 8], 1)
+            h = torch.cat([b, a], 1)
+        return self.l2(h)
+
+
+for name, split in [("split_zero", True), ("split_zero_ref", False)]:
+    torch.onnx.export(SplitZero(split), torch.randn(3, 2), f"{out}/{name}.onnx", input_names=["x"], output_names=["energy"],
+                      dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}}, opset_version=13)
