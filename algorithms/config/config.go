@@ -28,6 +28,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/pathcheck"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -681,8 +682,40 @@ func Read(path string) (Run, error) {
 	if err := cfg.stepsTogether(raw); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := cfg.checkPaths(filepath.Dir(path)); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
 	cfg.ResolvePaths(filepath.Dir(path))
 	return cfg, nil
+}
+
+// checkPaths refuses a file path of the configuration (relative ones
+// taken from dir) whose .. the system reads differently from Go's path
+// functions, which ResolvePaths and the readers use (probe 39: data.file
+// L/../d.npy trained on ./d.npy, while the system's L/../d.npy is
+// another file).
+func (cfg *Run) checkPaths(dir string) error {
+	paths := map[string]string{"data_dir": cfg.DataDir}
+	if f := cfg.Model.FlowONNX; f != nil {
+		paths["model.flow_onnx.sample"], paths["model.flow_onnx.density"] = f.Sample, f.Density
+	}
+	if d := cfg.Data; d != nil {
+		paths["data.file"], paths["data.modes"] = d.File, d.Modes
+	}
+	for _, field := range slices.Sorted(maps.Keys(paths)) {
+		p := paths[field]
+		if p == "" {
+			continue
+		}
+		sys := p
+		if !filepath.IsAbs(p) {
+			sys = dir + string(filepath.Separator) + p // not joined: Join would clean the .. away
+		}
+		if err := pathcheck.DotDot(sys); err != nil {
+			return fmt.Errorf("%s %s: %w", field, p, err)
+		}
+	}
+	return nil
 }
 
 // ResolvePaths takes the relative file paths (data.file, data.modes,

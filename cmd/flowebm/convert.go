@@ -135,6 +135,12 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed 
 // out, locked, never inside or over a training run. A checkpoint replaced
 // (--force) stays whole until the new one is: see replaceCheckpoint.
 func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force bool) error {
+	// Its own lock first: what a process writing there has put in it is
+	// not a stranger's file to move out (probe 38: compare's .compare-N).
+	if lockedByOther(out) {
+		lock := filepath.Join(out, ".lock")
+		return folderBusyError{dir: out, lock: lock, holder: lockHolder(lock)}
+	}
 	if err := checkConvertTarget(out, force); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/flowebm/flowebm/internal/pathcheck"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -31,7 +32,7 @@ func checkOutput(flag, out string, inputs ...string) error {
 	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
-	if err := dotDotAmbiguity(out); err != nil {
+	if err := pathcheck.DotDot(out); err != nil {
 		return fmt.Errorf("%s %s: %w", flag, out, err)
 	}
 	if strings.HasSuffix(out, string(filepath.Separator)) { // probes 35, 36: "the folder s.npy does not exist"
@@ -612,7 +613,7 @@ func isTrainingRun(dir string) bool {
 // is still empty. Run it in safefile.Hold with what registers top for a
 // signal's cleanup, so that a signal cannot come in between (probe 33).
 func makeFolder(dir string) (top string, undo func(), err error) {
-	if err := dotDotAmbiguity(dir); err != nil {
+	if err := pathcheck.DotDot(dir); err != nil {
 		return "", nil, err
 	}
 	dir = filepath.Clean(dir) // probe 36: new/../e/x made new, left after a failure

@@ -34,6 +34,12 @@ func main() {
 // run executes the command line args and returns the exit status: 0 on
 // success, 2 on any error, which is printed to stderr as one line.
 func run(args []string, stdout, stderr io.Writer) int {
+	// The working folder as the system has it: a shell's $PWD names the
+	// links it was reached through, and os.Getwd returns it, so that
+	// filepath.Abs would build paths through them (probe 39: from a link
+	// to a run's checkpoint folder, --out x landed in that folder and
+	// passed the check that refuses it).
+	os.Unsetenv("PWD")
 	blasOnce.Do(func() {
 		if _, err := graph.UseBLASFromEnv(); err != nil {
 			fmt.Fprintln(stderr, "flowebm: warning:", err)
@@ -68,6 +74,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if err := checkPaths(cmd, cmdArgs); err != nil {
 				return err
 			}
+			if cmd.Annotations[readsDataDirEnvs] != "" {
+				if err := checkDataDirEnvs(); err != nil {
+					return err
+				}
+			}
 			return addressSpaceRoom()
 		},
 	}
@@ -88,6 +99,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// readsDataDirEnvs is the annotation of a command that reads the image
+// experiments' folders from FLOWEBM_MNIST and its siblings, which are
+// checked as path flags are (checkDataDirEnvs).
+const readsDataDirEnvs = "flowebm:reads-data-dir-envs"
 
 // emptyArguments is the annotation of a command that refuses its own
 // empty arguments, naming them better than the root's "argument N is

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // Probe 37: train --seeds had no signal handler between one seed's run
@@ -270,5 +272,86 @@ func TestReproduceStatusLineEndsWithStatus(t *testing.T) {
 	line, _, _ := strings.Cut(stdout, "\n")
 	if !strings.HasPrefix(line, "[1/1, ") || !strings.Contains(line, "] two-modes-flowmc: skipped: ") || !strings.HasSuffix(line, "(it holds "+filepath.Join(dir, ".lock")+")") {
 		t.Errorf("status line %q: want the times first and the status last", line)
+	}
+}
+
+// Probe 38: convert IN.onnx into a folder that compare was drawing into
+// said the folder held .compare-N, "not part of a checkpoint: move it
+// out", which would break the compare; it names the process writing.
+func TestConvertIntoFolderBeingWritten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a")
+	release, err := lockRunAs(dir, "compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.Mkdir(filepath.Join(dir, ".compare-3"), 0o755)
+	if _, stderr, code := runCLI("convert", toyONNX, dir); code != 2 || !strings.Contains(stderr, dir+": another flowebm process (flowebm compare) is writing into this folder") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 39: paths that the .. check did not reach. A working folder
+// reached through a symbolic link: the shell's $PWD names the link,
+// os.Getwd returned it, and outputs built with filepath.Abs passed the
+// check that refuses them inside a run's checkpoint folders (diagnose
+// --plots pl wrote into it). A --config's data.file L/../d.npy trained on
+// ./d.npy, and FLOWEBM_MNIST=L/../mn was looked up in ./mn.
+func TestPathsBeyondTheFlags(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "U")
+	copyRun(t, trainedRun(t), run)
+	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := filepath.Join(dir, "LK")
+	os.Symlink(filepath.Join(run, "checkpoint"), lk)
+	t.Chdir(lk)
+	t.Setenv("PWD", lk) // as a shell sets it after cd LK
+	if _, stderr, code := runCLI("diagnose", chains, "--plots", "pl"); code != 2 || !strings.Contains(stderr, "inside the checkpoint folders of the run") {
+		t.Errorf("diagnose --plots pl from a link into a checkpoint folder: exit %d: %s", code, stderr)
+	}
+	if exists(filepath.Join(run, "checkpoint", "pl")) {
+		t.Error("figures written into the run's checkpoint folder")
+	}
+
+	t.Chdir(dir)
+	os.MkdirAll(filepath.Join("far", "sub"), 0o755)
+	os.Symlink(filepath.Join("far", "sub"), "L")
+	for i, d := range []string{"d.npy", filepath.Join("far", "d.npy")} {
+		x := make([]float64, 80)
+		for j := range x {
+			x[j] = float64(j%7) + float64(i)
+		}
+		if err := npy.WriteFile(d, &npy.Array{Shape: []int{40, 2}, Data: x}, npy.Float64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile("cfg.json", []byte(`{"data": {"file": "L/../d.npy"}, "train": {"iterations": 2}}`), 0o644)
+	if _, stderr, code := runCLI("train", "--config", "cfg.json", "--quiet", "--out", "t"); code != 2 || !strings.Contains(stderr, "data.file L/../d.npy: .. follows L, which the system resolves through a symbolic link") {
+		t.Errorf("a config's data.file with .. after a link: exit %d: %s", code, stderr)
+	}
+	t.Setenv("FLOWEBM_MNIST", "L/../mn")
+	if _, stderr, code := runCLI("train", "--experiment", "mnist", "--iterations", "2", "--quiet", "--out", "m"); code != 2 || !strings.Contains(stderr, "FLOWEBM_MNIST=L/../mn: .. follows L") {
+		t.Errorf("FLOWEBM_MNIST with .. after a link: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 38: a signal at train --seeds' summary said only "interrupted",
+// whether seeds.json was written or not; a signal as a seed wrote its
+// outputs advised --resume rather than the same --seeds command.
+func TestSeedsSignalWordings(t *testing.T) {
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	for point, want := range map[string]string{
+		"seeds-summary":        "every seed's run is complete, seeds.json is not written: give the same --seeds command again to write it",
+		"seeds-summary-placed": "every seed's run and the summary are written: ",
+		"train-outputs":        "interrupted while the seed's outputs are written; finishing them (interrupt again to quit at once: the same --seeds command writes them again)",
+	} {
+		out := filepath.Join(t.TempDir(), "set")
+		code, stderr := outputsChild(t, point, "INT", "train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out)
+		if code != 130 || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d: %s; want %q", point, code, stderr, want)
+		}
 	}
 }

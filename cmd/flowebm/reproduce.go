@@ -58,8 +58,9 @@ var highDim = []string{"four-gaussians-16", "four-gaussians-32", "four-gaussians
 func reproduceCmd() *cobra.Command {
 	var f reproduceFlags
 	cmd := &cobra.Command{
-		Use:   "reproduce",
-		Short: "Run every experiment with every algorithm and write a report beside the paper's tables",
+		Annotations: map[string]string{readsDataDirEnvs: "image experiments"},
+		Use:         "reproduce",
+		Short:       "Run every experiment with every algorithm and write a report beside the paper's tables",
 		Long: `reproduce trains every algorithm (flowmc, ula, nt, coopflow) on every
 experiment of the paper (two-modes, four-modes, 8-gaussians, rings,
 four-gaussians in d = 16, 32, 64, and the image experiment on MNIST pooled

@@ -209,6 +209,7 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 	}); err != nil {
 		return err
 	}
+	hook("seeds-summary-placed")
 	fmt.Fprintln(out, "summary in", path)
 	return nil
 }

@@ -52,8 +52,9 @@ type trainFlags struct {
 func trainCmd() *cobra.Command {
 	var f trainFlags
 	cmd := &cobra.Command{
-		Use:   "train",
-		Short: "Train an EBM on one of the paper's experiments (default: flowMC-EBM on two-modes)",
+		Annotations: map[string]string{readsDataDirEnvs: "image experiments"},
+		Use:         "train",
+		Short:       "Train an EBM on one of the paper's experiments (default: flowMC-EBM on two-modes)",
 		Long: `train runs one of the paper's experiments with one of the four algorithms:
 
   flowmc    flowMC-EBM (Alg. 1): i-SIR global moves from the companion flow, MALA local moves
@@ -289,6 +290,15 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	}
 	// The summary is written as the other outputs are: a signal removes
 	// its temporary file and says so, and one left by a kill is removed.
+	summary := filepath.Join(base, "seeds.json")
+	before, _ := os.Stat(summary) // nil if none
+	note := func() string {
+		if fi, err := os.Stat(summary); err == nil && (before == nil || !os.SameFile(before, fi)) {
+			return "; every seed's run and the summary are written: " + summary // probe 38: said interrupted alone
+		}
+		return "; every seed's run is complete, seeds.json is not written: give the same --seeds command again to write it"
+	}
+	sig.note.Store(&note)
 	sig.enter(phaseQuit)
 	if err := sig.seedsInterrupted(seeds, len(seeds)); err != nil {
 		return err
@@ -571,7 +581,9 @@ type runSignals struct {
 	// inSeeds: the run is a seed's of train --seeds, which the same
 	// command continues (--force would train every seed again).
 	inSeeds bool
-	stop    func()
+	// note says, in phaseQuit, what stands and how to go on.
+	note atomic.Pointer[func() string]
+	stop func()
 }
 
 const (
@@ -590,8 +602,9 @@ func watchSignals() *runSignals {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP) // SIGHUP: the terminal closed
 	ignoreBrokenPipes()
-	stopped := make(chan struct{})
+	stopped, finished := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(finished)
 		var s os.Signal
 		select {
 		case s = <-sigs:
@@ -600,18 +613,20 @@ func watchSignals() *runSignals {
 			return
 		}
 		cancel()
-		switch rs.phase.Load() {
-		case phaseQuit:
+		switch phase := rs.phase.Load(); {
+		case phase == phaseQuit:
 			safefile.RemoveTemps()
-			fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete\n", s)
+			fmt.Fprintf(os.Stderr, "flowebm: interrupted (%v): the partial files being written were removed; outputs already in place are complete%s\n", s, rs.quitNote())
 			os.Exit(128 + int(s.(syscall.Signal)))
-		case phaseSetup:
+		case phase == phaseSetup:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping once the setup under way ends (interrupt again to quit now)")
 			// A second signal quits at once, after the cleanup (probe 36:
 			// the default action left the folders made and said nothing).
-		case phaseTraining:
+		case phase == phaseTraining:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted; stopping after the iteration under way and writing a checkpoint (if that iteration was the last, the run's outputs are written instead; interrupt again to quit at once: the run then resumes from its last checkpoint, if it has one)")
-		case phaseOutputs:
+		case phase == phaseOutputs && rs.inSeeds: // probe 38: --resume was advised
+			fmt.Fprintln(os.Stderr, "flowebm: interrupted while the seed's outputs are written; finishing them (interrupt again to quit at once: the same --seeds command writes them again)")
+		case phase == phaseOutputs:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted while the outputs are written; finishing them (interrupt again to quit at once: --resume writes them again)")
 		default:
 			fmt.Fprintln(os.Stderr, "flowebm: interrupted as the run ends: its outputs are all written")
@@ -624,8 +639,20 @@ func watchSignals() *runSignals {
 		case <-stopped:
 		}
 	}()
-	rs.stop = func() { signal.Stop(sigs); cancel(); close(stopped) }
+	// stop waits for the handler: one quitting the process exits before
+	// the command's end can exit 0 (probe 38: "interrupted" after the
+	// summary was written, the status 0 or 130 by the race).
+	rs.stop = func() { signal.Stop(sigs); cancel(); close(stopped); <-finished }
 	return rs
+}
+
+// quitNote is what the message of a signal in phaseQuit adds: note's
+// text, or nothing.
+func (rs *runSignals) quitNote() string {
+	if f := rs.note.Load(); f != nil {
+		return (*f)()
+	}
+	return ""
 }
 
 func (rs *runSignals) enter(phase int32) { rs.phase.Store(phase) }

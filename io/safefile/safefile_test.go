@@ -407,3 +407,35 @@ func TestOnRemoveTemps(t *testing.T) {
 	temps.closed = false
 	temps.mu.Unlock()
 }
+
+// Probe 38: a file put in a tracked folder as RemoveTemps removed it (a
+// figure renamed into compare's staging folder) made RemoveAll fail with
+// "directory not empty", and the folder was left; it is removed again.
+func TestRemoveTempsRemovesAFolderFilledMeanwhile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".compare-1")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	Track(dir)
+	calls := 0
+	removeAll = func(p string) error {
+		calls++
+		err := os.RemoveAll(p)
+		if calls == 1 { // a figure arrives as the folder is emptied
+			os.Mkdir(p, 0o755)
+			os.WriteFile(filepath.Join(p, "max-rhat.png"), nil, 0o644)
+			return &fs.PathError{Op: "unlinkat", Path: p, Err: syscall.ENOTEMPTY}
+		}
+		return err
+	}
+	defer func() {
+		removeAll = os.RemoveAll
+		temps.mu.Lock()
+		temps.closed = false
+		temps.mu.Unlock()
+	}()
+	removed := RemoveTemps()
+	if _, err := os.Lstat(dir); err == nil || len(removed) != 1 {
+		t.Errorf("the folder filled as it was removed is left (removed %v)", removed)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 )
 
 // temps are the temporary files and folders being written, which
@@ -100,7 +101,7 @@ func RemoveTemps() []string {
 	temps.closed = true
 	var removed []string
 	for id, p := range temps.paths {
-		if _, err := os.Lstat(p); err == nil && os.RemoveAll(p) == nil {
+		if removeAllSettled(p) {
 			removed = append(removed, p)
 		}
 		delete(temps.paths, id)
@@ -112,6 +113,27 @@ func RemoveTemps() []string {
 		delete(temps.undos, id)
 	}
 	return removed
+}
+
+// removeAll is os.RemoveAll; tests replace it.
+var removeAll = os.RemoveAll
+
+// removeAllSettled removes path if it exists, and reports whether it did.
+// A folder is removed again while it fills meanwhile: a file being put
+// in it as the cleanup runs (a rename, outside Hold) makes RemoveAll fail
+// with "directory not empty" (probe 38: compare left .compare-N holding
+// one figure in 5 of 506 signals).
+func removeAllSettled(path string) bool {
+	for try := 0; try < 20; try++ {
+		if _, err := os.Lstat(path); err != nil {
+			return try > 0
+		}
+		if removeAll(path) == nil {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
 }
 
 // Hold runs f while RemoveTemps waits: steps that must not be cut in two
