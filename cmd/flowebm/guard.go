@@ -176,6 +176,20 @@ func removeTempsOnSignalNoting(note func() string) (stop func()) {
 	}
 }
 
+// placedNote is a signal message's note on the output path: written and
+// the path once a new file is in place there (another file than the one
+// there at the call: probe 31 saw mtimes of one second mislead), notYet
+// before.
+func placedNote(path, written, notYet string) func() string {
+	before, _ := os.Stat(path) // nil if none
+	return func() string {
+		if fi, err := os.Stat(path); err == nil && (before == nil || !os.SameFile(before, fi)) {
+			return "; " + written + path
+		}
+		return "; " + notYet
+	}
+}
+
 // within reports whether the existing folder dir is folder or inside it,
 // symbolic links resolved.
 func within(dir, folder string) bool {

@@ -74,11 +74,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if err := checkPaths(cmd, cmdArgs); err != nil {
 				return err
 			}
-			if cmd.Annotations[readsDataDirEnvs] != "" {
-				if err := checkDataDirEnvs(); err != nil {
-					return err
-				}
-			}
 			return addressSpaceRoom()
 		},
 	}
@@ -99,11 +94,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
-// readsDataDirEnvs is the annotation of a command that reads the image
-// experiments' folders from FLOWEBM_MNIST and its siblings, which are
-// checked as path flags are (checkDataDirEnvs).
-const readsDataDirEnvs = "flowebm:reads-data-dir-envs"
 
 // emptyArguments is the annotation of a command that refuses its own
 // empty arguments, naming them better than the root's "argument N is

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,8 +33,13 @@ func checkPaths(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("argument %d, %s: %w", i+1, a, err)
 		}
 	}
+	return checkPathFlags(cmd.Flags())
+}
+
+// checkPathFlags is checkPaths for the path flags set in fl.
+func checkPathFlags(fl *pflag.FlagSet) error {
 	var err error
-	cmd.Flags().Visit(func(f *pflag.Flag) {
+	fl.Visit(func(f *pflag.Flag) {
 		if _, ok := f.Annotations[pathAnnotation]; ok && err == nil {
 			if e := pathcheck.DotDot(f.Value.String()); e != nil {
 				err = fmt.Errorf("--%s %s: %w", f.Name, f.Value, e)
@@ -43,19 +47,4 @@ func checkPaths(cmd *cobra.Command, args []string) error {
 		}
 	})
 	return err
-}
-
-// checkDataDirEnvs checks the folders that the image experiments' variables
-// name (FLOWEBM_MNIST, …) as checkPaths checks the path flags (probe 39:
-// FLOWEBM_MNIST=L/../mn was looked up in ./mn).
-func checkDataDirEnvs() error {
-	for _, e := range []string{"mnist", "fashion-mnist", "cifar10"} {
-		name, _ := dataDirEnv(e)
-		if v := os.Getenv(name); v != "" {
-			if err := pathcheck.DotDot(v); err != nil {
-				return fmt.Errorf("%s=%s: %w", name, v, err)
-			}
-		}
-	}
-	return nil
 }

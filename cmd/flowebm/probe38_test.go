@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // Probe 37: train --seeds had no signal handler between one seed's run
@@ -352,6 +353,113 @@ func TestSeedsSignalWordings(t *testing.T) {
 		code, stderr := outputsChild(t, point, "INT", "train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out)
 		if code != 130 || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d: %s; want %q", point, code, stderr, want)
+		}
+	}
+}
+
+// Probe 40: an ambiguous FLOWEBM_MNIST refused every train, whatever the
+// experiment (it is checked where an image experiment reads it); a
+// .lock linked to one held in another folder made convert say a process
+// trained in this one; Tile with a repeat of 0 (valid ONNX: an empty
+// tensor) was refused; a sample checkpoint's recorded --model L/../M was
+// not checked as the same flag on a command line is.
+func TestRound40(t *testing.T) {
+	toy, err := filepath.Abs(toyONNX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge := filepath.Join(filepath.Dir(filepath.Dir(toy)), "edge")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("FLOWEBM_MNIST", "missing/../mn")
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", "t"); code != 0 {
+		t.Errorf("two-modes with an unused, ambiguous FLOWEBM_MNIST: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--experiment", "mnist", "--iterations", "2", "--quiet", "--out", "m"); code != 2 || !strings.Contains(stderr, "FLOWEBM_MNIST=missing/../mn: .. follows missing, which does not exist") {
+		t.Errorf("mnist: exit %d: %s", code, stderr)
+	}
+
+	held := filepath.Join(dir, "R")
+	release, err := lockRunAs(held, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.Mkdir("T", 0o755)
+	if err := os.Link(filepath.Join(held, ".lock"), filepath.Join("T", ".lock")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("convert", toy, "T"); code != 2 || !strings.Contains(stderr, "hard links") || strings.Contains(stderr, "training in this folder") {
+		t.Errorf("convert into a folder whose .lock is linked to a held one: exit %d: %s", code, stderr)
+	}
+
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.3,-1.2\n2.5,0.7\n"), 0o644)
+	got, stderr, code := runCLI("energy", "--model", filepath.Join(edge, "empty_tile.onnx"), "--points", pts)
+	want, _, _ := runCLI("energy", "--model", filepath.Join(edge, "plain_ref.onnx"), "--points", pts)
+	if code != 0 || got != want || want == "" {
+		t.Errorf("empty_tile: exit %d: %q %s; want %q", code, got, stderr, want)
+	}
+
+	ck := filepath.Join(dir, "k.npz")
+	if _, stderr, code := runCLI("sample", "--model", toy, "--chains", "4", "--steps", "8", "--checkpoint", ck, "--out", "s.npy"); code != 0 {
+		t.Fatal(stderr)
+	}
+	a, err := npz.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta []byte
+	for _, v := range a.Arrays["meta"].Data {
+		meta = append(meta, byte(v))
+	}
+	os.MkdirAll(filepath.Join("far", "sub"), 0o755)
+	os.Symlink(filepath.Join(dir, "far", "sub"), "L")
+	edited := strings.Replace(string(meta), `"--model=`+toy+`"`, `"--model=L/../`+filepath.Base(toyONNX)+`"`, 1)
+	if edited == string(meta) {
+		t.Fatalf("no --model in the recorded flags: %s", meta)
+	}
+	raw := make([]float64, len(edited))
+	for i := range len(edited) {
+		raw[i] = float64(edited[i])
+	}
+	a.Arrays["meta"] = &npy.Array{Shape: []int{len(raw)}, Data: raw}
+	if err := npz.WriteFile(ck, a.Arrays, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck, "--force"); code != 2 || !strings.Contains(stderr, "the flags it records: --model L/../") {
+		t.Errorf("a recorded --model L/../M: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 40: a reproduce run stopped as it started kept its folder when
+// the train process, stopped in its setup in a folder it had not made,
+// left its .lock there (6 of 32); reproduce --report and --plan stopped
+// by a signal said only "interrupted", whether their file was written or
+// not.
+func TestRound40Reproduce(t *testing.T) {
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	out := t.TempDir()
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	t.Setenv("FLOWEBM_CHILD_PUT", filepath.Join(run, ".lock")) // as the child leaves it
+	code, stderr := outputsChild(t, "reproduce-child", "INT", "reproduce", "--out", out, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3")
+	if entries, _ := os.ReadDir(run); code != 130 || exists(run) {
+		t.Errorf("exit %d: %s; the run stopped as it started left %v", code, stderr, entries)
+	}
+	os.Unsetenv("FLOWEBM_CHILD_PUT")
+
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "runs"), 0o755)
+	plan := filepath.Join(t.TempDir(), "plan.txt")
+	for _, c := range []struct {
+		args        []string
+		want, point string
+	}{
+		{[]string{"reproduce", "--report", dir, "--experiments", "two-modes", "--algorithms", "ula"}, "the report is written: " + filepath.Join(dir, "report.md"), "report-written"},
+		{[]string{"reproduce", "--plan", plan, "--experiments", "two-modes", "--algorithms", "ula", "--out", filepath.Join(dir, "q")}, "no plan written: give the same reproduce --plan command again to write it", "output-writing"},
+	} {
+		if code, stderr := outputsChild(t, c.point, "TERM", c.args...); code != 143 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d: %s; want %q", c.args[:2], code, stderr, c.want)
 		}
 	}
 }

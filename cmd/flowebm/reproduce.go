@@ -29,6 +29,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/internal/pathcheck"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -58,9 +59,8 @@ var highDim = []string{"four-gaussians-16", "four-gaussians-32", "four-gaussians
 func reproduceCmd() *cobra.Command {
 	var f reproduceFlags
 	cmd := &cobra.Command{
-		Annotations: map[string]string{readsDataDirEnvs: "image experiments"},
-		Use:         "reproduce",
-		Short:       "Run every experiment with every algorithm and write a report beside the paper's tables",
+		Use:   "reproduce",
+		Short: "Run every experiment with every algorithm and write a report beside the paper's tables",
 		Long: `reproduce trains every algorithm (flowmc, ula, nt, coopflow) on every
 experiment of the paper (two-modes, four-modes, 8-gaussians, rings,
 four-gaussians in d = 16, 32, 64, and the image experiment on MNIST pooled
@@ -271,16 +271,8 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	// No run is under way now: a signal stops reproduce at once (probe 29:
 	// it was said to stop the runs, and ignored).
-	reportPath := filepath.Join(f.out, "report.md")
-	before, _ := os.Stat(reportPath) // nil if none
-	defer removeTempsOnSignalNoting(func() string {
-		// Placed: another file than before (probe 30: "no report written";
-		// probe 31: mtimes of one second, or in the future, misled).
-		if fi, err := os.Stat(reportPath); err == nil && (before == nil || !os.SameFile(before, fi)) {
-			return "; the report is written: " + reportPath
-		}
-		return "; no report written: start the same reproduce command again to write it (the runs trained are kept)"
-	})()
+	defer removeTempsOnSignalNoting(placedNote(filepath.Join(f.out, "report.md"), "the report is written: ", // probe 30: "no report written" after it was
+		"no report written: start the same reproduce command again to write it (the runs trained are kept)"))()
 	hook("reproduce-trained")
 	// The runs are read as --report reads them: a run that another
 	// process trains, or that appeared of other settings meanwhile, is
@@ -770,9 +762,19 @@ func removeUnstarted(dir, lastLine string) bool {
 		return false
 	}
 	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 1 || entries[0].Name() != "log.txt" {
+	if err != nil || lockedByOther(dir) {
 		return false
 	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	// The child, stopped in its setup in a folder it did not make, leaves
+	// its lock (probe 40: 6 of 32 runs "not started" kept the folder).
+	if !slices.Equal(names, []string{"log.txt"}) && !slices.Equal(names, []string{".lock", "log.txt"}) {
+		return false
+	}
+	os.Remove(filepath.Join(dir, ".lock"))
 	return os.Remove(filepath.Join(dir, "log.txt")) == nil && os.Remove(dir) == nil
 }
 
@@ -834,7 +836,11 @@ func trainArgs(r *reproRun, f reproduceFlags) ([]string, error) {
 		}
 		args = append(args, "--iterations", strconv.Itoa(n))
 	}
-	if dir := imageDataDir(r.experiment); dir != "" {
+	dir, err := imageDataDir(r.experiment)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
 		args = append(args, "--data-dir", dir) // the plan's lines run anywhere
 	}
 	return args, nil
@@ -843,16 +849,20 @@ func trainArgs(r *reproRun, f reproduceFlags) ([]string, error) {
 // imageDataDir is the absolute folder that the environment variable of
 // image experiment e names (FLOWEBM_CIFAR10, …), or "" (not an image
 // experiment, or the variable unset: the built-in files).
-func imageDataDir(e string) string {
+// A value whose .. the system reads through a symbolic link is refused,
+// as such a path flag is (probe 39: FLOWEBM_MNIST=L/../mn was looked up in
+// ./mn); only where the experiment reads it (probe 40: every train was
+// refused).
+func imageDataDir(e string) (string, error) {
 	env, ok := dataDirEnv(e)
 	if !ok || os.Getenv(env) == "" {
-		return ""
+		return "", nil
 	}
-	dir, err := filepath.Abs(os.Getenv(env))
-	if err != nil {
-		return ""
+	v := os.Getenv(env)
+	if err := pathcheck.DotDot(v); err != nil {
+		return "", fmt.Errorf("%s=%s: %w", env, v, err)
 	}
-	return dir
+	return filepath.Abs(v)
 }
 
 // hasCheckpoint reports whether the run folder dir holds a checkpoint

@@ -68,7 +68,8 @@ func runReport(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	defer release()
-	defer removeTempsOnSignal()()
+	defer removeTempsOnSignalNoting(placedNote(filepath.Join(dir, "report.md"), "the report is written: ", // probe 40: the bare "interrupted"
+		"no report written: give the same reproduce --report command again to write it"))()
 	if err := removeStaleTemps(dir, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
@@ -85,6 +86,7 @@ func runReport(out io.Writer, f reproduceFlags) error {
 	if err != nil {
 		return err
 	}
+	hook("report-written")
 	bad = append(bad, badSeeds...)
 	have := 0
 	var lacking []string

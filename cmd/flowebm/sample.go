@@ -424,6 +424,9 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 	if err := fs.Parse(meta.Args); err != nil {
 		return given, nil, nil, fmt.Errorf("%s: the flags it records: %w", given.resume, err)
 	}
+	if err := checkPathFlags(fs); err != nil { // as given on a command line (probe 40: an edited --model L/../M)
+		return given, nil, nil, fmt.Errorf("%s: the flags it records: %w", given.resume, err)
+	}
 	f.changed, f.resume, f.force = fs.Changed, given.resume, given.force
 	abs, err := filepath.Abs(given.resume)
 	if err != nil {

@@ -52,9 +52,8 @@ type trainFlags struct {
 func trainCmd() *cobra.Command {
 	var f trainFlags
 	cmd := &cobra.Command{
-		Annotations: map[string]string{readsDataDirEnvs: "image experiments"},
-		Use:         "train",
-		Short:       "Train an EBM on one of the paper's experiments (default: flowMC-EBM on two-modes)",
+		Use:   "train",
+		Short: "Train an EBM on one of the paper's experiments (default: flowMC-EBM on two-modes)",
 		Long: `train runs one of the paper's experiments with one of the four algorithms:
 
   flowmc    flowMC-EBM (Alg. 1): i-SIR global moves from the companion flow, MALA local moves
@@ -290,14 +289,8 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	}
 	// The summary is written as the other outputs are: a signal removes
 	// its temporary file and says so, and one left by a kill is removed.
-	summary := filepath.Join(base, "seeds.json")
-	before, _ := os.Stat(summary) // nil if none
-	note := func() string {
-		if fi, err := os.Stat(summary); err == nil && (before == nil || !os.SameFile(before, fi)) {
-			return "; every seed's run and the summary are written: " + summary // probe 38: said interrupted alone
-		}
-		return "; every seed's run is complete, seeds.json is not written: give the same --seeds command again to write it"
-	}
+	note := placedNote(filepath.Join(base, "seeds.json"), "every seed's run and the summary are written: ", // probe 38: said interrupted alone
+		"every seed's run is complete, seeds.json is not written: give the same --seeds command again to write it")
 	sig.note.Store(&note)
 	sig.enter(phaseQuit)
 	if err := sig.seedsInterrupted(seeds, len(seeds)); err != nil {
@@ -863,7 +856,11 @@ func (f trainFlags) plan(cmd *cobra.Command) (*training.Plan, error) {
 		// A folder named by the experiment's variable is recorded as if
 		// given with --data-dir: its files' checksums guard a resume, and
 		// the run resumes without the variable.
-		plan.Config.DataDir = imageDataDir(plan.Config.Experiment)
+		dir, err := imageDataDir(plan.Config.Experiment)
+		if err != nil {
+			return nil, err
+		}
+		plan.Config.DataDir = dir
 	}
 	return plan, nil
 }

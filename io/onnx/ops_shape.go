@@ -590,6 +590,9 @@ func tileHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sizeOf(shape) == 0 { // a repeat of 0: an empty tensor, as Split's and Slice's (probe 40: "repeats must be at least 1")
+		return []*val{constVal(shape, x.elem, nil)}, nil
+	}
 	rep := toInts(reps)
 	y, err := in.op(nd.Tile{Repeats: rep}, shape, x.elem, x)
 	return []*val{y}, err

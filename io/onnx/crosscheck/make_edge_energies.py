@@ -27,6 +27,9 @@ io/onnx/testdata/edge/ as their authors would:
 - split_zero.onnx: torch.split(h, [0, 8], 1) and torch.cat of the parts,
   exported by torch.onnx.export, equal to split_zero_ref.onnx, the same
   module without the split (probe 38: an empty part was refused);
+- empty_tile.onnx: Tile of the hidden layer with a repeat of 0 (an empty
+  tensor, valid ONNX) concatenated to it, equal to plain_ref.onnx
+  (probe 40: refused);
 - gemm_transA.onnx: a first Gemm with transA=1, which multiplies the
   batch axis and fails where N is not 2 (probe 37: the file named twice).
 
@@ -142,3 +145,5 @@ class SplitZero(torch.nn.Module):
 for name, split in [("split_zero", True), ("split_zero_ref", False)]:
     torch.onnx.export(SplitZero(split), torch.randn(3, 2), f"{out}/{name}.onnx", input_names=["x"], output_names=["energy"],
                       dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}}, opset_version=13)
+save("empty_tile", head([h.make_node("Tile", ["h1", "reps"], ["t"]),
+                        h.make_node("Concat", ["h1", "t"], ["a1"], axis=1)]), mlp + [i64("reps", [1, 0])])
