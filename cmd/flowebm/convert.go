@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"gorgonia.org/tensor"
@@ -138,7 +137,8 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed 
 func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force bool) error {
 	// Its own lock first: what a process writing there has put in it is
 	// not a stranger's file to move out (probe 38: compare's .compare-N).
-	if lock := filepath.Join(out, ".lock"); ownLockHeld(lock) {
+	if lockedByOther(out) { // its own lock: a linked one is left to lockOutputFolder's refusal (probe 40)
+		lock := filepath.Join(out, ".lock")
 		return folderBusyError{dir: out, lock: lock, holder: lockHolder(lock)}
 	}
 	if err := checkConvertTarget(out, force); err != nil {
@@ -160,21 +160,6 @@ func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force 
 		return err
 	}
 	return onnxToCheckpoint(cmd, in, out, base, untrackOut)
-}
-
-// ownLockHeld reports whether another process holds lock, a regular file
-// of one name (a link, or a file linked from another folder, is left to
-// the locking's own refusals: probe 40 saw a lock held in another folder
-// said to be a process training in this one).
-func ownLockHeld(lock string) bool {
-	fi, err := os.Lstat(lock)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return false
-	}
-	return lockedByOther(filepath.Dir(lock))
 }
 
 // checkConvertTarget refuses a CHECKPOINT that is the working folder or

@@ -594,9 +594,21 @@ func (e folderBusyError) Error() string {
 	return fmt.Sprintf("%s: another flowebm process%s is writing into this folder (it holds %s)", e.dir, by, e.lock)
 }
 
-// lockedByOther reports whether another process holds the lock of dir.
+// lockedByOther reports whether another process holds the lock of dir:
+// its own, a regular file of one name (a link to a lock, or one hard
+// linked from another folder, is held for that folder: probe 41 saw a
+// parent folder said to be written into). Taking such a lock is refused
+// with its own message (lockOnce).
 func lockedByOther(dir string) bool {
-	f, err := safefile.Open(filepath.Join(dir, ".lock"))
+	lock := filepath.Join(dir, ".lock")
+	fi, err := os.Lstat(lock)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return false
+	}
+	f, err := safefile.Open(lock)
 	if err != nil {
 		return false
 	}

@@ -463,3 +463,44 @@ func TestRound40Reproduce(t *testing.T) {
 		}
 	}
 }
+
+// Probe 41: float repeats where ONNX requires int64 were truncated (Tile
+// [1, 1.7] ran as [1, 1] at exit 0); a folder whose .lock is a link to a
+// lock held elsewhere was said to be written into (convert PP/ck was
+// refused); FLOWEBM_MNIST refused by reproduce --plan was named twice.
+func TestRound41(t *testing.T) {
+	toy, err := filepath.Abs(toyONNX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge := filepath.Join(filepath.Dir(filepath.Dir(toy)), "edge")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
+	if _, stderr, code := runCLI("energy", "--model", filepath.Join(edge, "tile_float.onnx"), "--points", "p.csv"); code != 2 || !strings.Contains(stderr, "where an integer is expected (the tensor must be int64)") {
+		t.Errorf("tile_float: exit %d: %s", code, stderr)
+	}
+
+	release, err := lockRunAs("X", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.Mkdir("PP", 0o755)
+	os.Symlink(filepath.Join("..", "X", ".lock"), filepath.Join("PP", ".lock"))
+	os.Mkdir("PH", 0o755)
+	if err := os.Link(filepath.Join("X", ".lock"), filepath.Join("PH", ".lock")); err != nil {
+		t.Fatal(err)
+	}
+	for _, parent := range []string{"PP", "PH"} {
+		if _, stderr, code := runCLI("convert", toy, filepath.Join(parent, "ck")); code != 0 {
+			t.Errorf("convert under %s, whose .lock links to one held elsewhere: exit %d: %s", parent, code, stderr)
+		}
+	}
+
+	t.Setenv("FLOWEBM_MNIST", "missing/../mn")
+	_, stderr, code := runCLI("reproduce", "--plan", "plan.txt", "--experiments", "mnist", "--algorithms", "ula", "--out", "r")
+	if code != 2 || !strings.Contains(stderr, "--experiments mnist: data: FLOWEBM_MNIST=missing/../mn: .. follows missing") || strings.Count(stderr, "FLOWEBM_MNIST") != 1 {
+		t.Errorf("reproduce --plan with an ambiguous FLOWEBM_MNIST: exit %d: %s", code, stderr)
+	}
+}

@@ -352,8 +352,10 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 		}
 		var inFile *data.FormatError // the files found, but refused (their content, the memory they need)
 		if env, image := dataDirEnv(e); err != nil && image && !errors.As(err, &inFile) {
-			if os.Getenv(env) != "" { // probe 31: told to set it
+			if v := os.Getenv(env); v != "" && !strings.Contains(err.Error(), env+"=") { // probe 31: told to set it; probe 41: named twice
 				return nil, fmt.Errorf("--experiments %s: %w (the folder that %s names)", e, err, env)
+			} else if v != "" {
+				return nil, fmt.Errorf("--experiments %s: %w", e, err)
 			}
 			return nil, fmt.Errorf("--experiments %s: %w (reproduce has no --data-dir: set %s to the folder, and every run is given it as --data-dir)", e, err, env)
 		}
@@ -860,7 +862,7 @@ func imageDataDir(e string) (string, error) {
 	}
 	v := os.Getenv(env)
 	if err := pathcheck.DotDot(v); err != nil {
-		return "", fmt.Errorf("%s=%s: %w", env, v, err)
+		return "", fmt.Errorf("data: %s=%s: %w", env, v, err) // as experiments says it (probe 41: three wordings)
 	}
 	return filepath.Abs(v)
 }

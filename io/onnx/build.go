@@ -438,6 +438,9 @@ func ints(v *val) ([]int64, error) {
 		if math.IsNaN(x) {
 			return nil, fmt.Errorf("NaN where an integer is expected")
 		}
+		if x != math.Trunc(x) && !math.IsInf(x, 0) { // probe 41: Tile repeats [1, 1.7] ran as [1, 1] (onnx.checker refuses them)
+			return nil, fmt.Errorf("%v where an integer is expected (the tensor must be int64)", x)
+		}
 		out[i] = clampInt(x)
 	}
 	return out, nil

@@ -30,6 +30,8 @@ io/onnx/testdata/edge/ as their authors would:
 - empty_tile.onnx: Tile of the hidden layer with a repeat of 0 (an empty
   tensor, valid ONNX) concatenated to it, equal to plain_ref.onnx
   (probe 40: refused);
+- tile_float.onnx: Tile whose repeats are float [1, 1.7], which ONNX
+  requires as int64 (probe 41: run as [1, 1]);
 - gemm_transA.onnx: a first Gemm with transA=1, which multiplies the
   batch axis and fails where N is not 2 (probe 37: the file named twice).
 
@@ -147,3 +149,9 @@ for name, split in [("split_zero", True), ("split_zero_ref", False)]:
                       dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}}, opset_version=13)
 save("empty_tile", head([h.make_node("Tile", ["h1", "reps"], ["t"]),
                         h.make_node("Concat", ["h1", "t"], ["a1"], axis=1)]), mlp + [i64("reps", [1, 0])])
+g = h.make_graph(head([h.make_node("Tile", ["h1", "reps"], ["t"]), h.make_node("Concat", ["h1", "t"], ["a1"], axis=1)]),
+                 "tile_float", [h.make_tensor_value_info("x", T.FLOAT, ["N", 2])],
+                 [h.make_tensor_value_info("energy", T.FLOAT, ["N", 1])], mlp + [f32("reps", [1, 1.7])])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, f"{out}/tile_float.onnx")  # not checked: the checker's type inference refuses float repeats
