@@ -122,11 +122,7 @@ func TestRound37ONNXWordings(t *testing.T) {
 	pts := filepath.Join(t.TempDir(), "p.csv")
 	os.WriteFile(pts, []byte("0.3,-1.2\n2.5,0.7\n-1,0.4\n"), 0o644)
 	model := func(name string) string { return filepath.Join(edge, name+".onnx") }
-	got, stderr, code := runCLI("energy", "--model", model("empty_gather"), "--points", pts)
-	want, _, _ := runCLI("energy", "--model", model("plain_ref"), "--points", pts)
-	if code != 0 || got != want || want == "" {
-		t.Errorf("empty_gather: exit %d: %q %s; want %q", code, got, stderr, want)
-	}
+	sameEnergies(t, model("empty_gather"), model("plain_ref"), pts)
 	if _, stderr, code := runCLI("energy", "--model", model("resize_scales3"), "--points", pts); code != 2 || !strings.Contains(stderr, "scales must be 2 constants, one per axis of its input (of rank 2): got 3") {
 		t.Errorf("resize_scales3: exit %d: %s", code, stderr)
 	}
@@ -242,11 +238,7 @@ func TestRound38ONNXAndWordings(t *testing.T) {
 	pts := filepath.Join(dir, "p.csv")
 	os.WriteFile(pts, []byte("0.3,-1.2\n2.5,0.7\n-1,0.4\n"), 0o644)
 	model := func(name string) string { return filepath.Join(edge, name+".onnx") }
-	got, stderr, code := runCLI("energy", "--model", model("split_zero"), "--points", pts)
-	want, _, _ := runCLI("energy", "--model", model("split_zero_ref"), "--points", pts)
-	if code != 0 || got != want || want == "" {
-		t.Errorf("split_zero: exit %d: %q %s; want %q", code, got, stderr, want)
-	}
+	sameEnergies(t, model("split_zero"), model("split_zero_ref"), pts)
 	if _, stderr, code := runCLI("energy", "--model", model("empty_mul"), "--points", pts); code != 2 || !strings.Contains(stderr, "is empty (it holds no value)") || strings.Contains(stderr, "batch size") {
 		t.Errorf("empty_mul: exit %d: %s", code, stderr)
 	}
@@ -255,24 +247,6 @@ func TestRound38ONNXAndWordings(t *testing.T) {
 	os.WriteFile("nan.csv", []byte("1e308,1e308\n"), 0o644)
 	if _, stderr, code := runCLI("energy", "--model", "the", "--points", "nan.csv"); code != 2 || !strings.HasPrefix(stderr, "flowebm: --model the at the points of nan.csv: ") {
 		t.Errorf("--model the: exit %d: %s", code, stderr)
-	}
-}
-
-// Probe 38: reproduce's status line put "in 0s (elapsed …)" after the
-// status, which can end with the run's own command ("… --resume DIR in
-// 0s"): the times come first now, the status last.
-func TestReproduceStatusLineEndsWithStatus(t *testing.T) {
-	out := t.TempDir()
-	dir := filepath.Join(out, "runs", "two-modes-flowmc")
-	release, err := lockRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	_, stdout, _ := reproduceInto(out, "two-modes", "flowmc")
-	line, _, _ := strings.Cut(stdout, "\n")
-	if !strings.HasPrefix(line, "[1/1, ") || !strings.Contains(line, "] two-modes-flowmc: skipped: ") || !strings.HasSuffix(line, "(it holds "+filepath.Join(dir, ".lock")+")") {
-		t.Errorf("status line %q: want the times first and the status last", line)
 	}
 }
 
@@ -364,13 +338,7 @@ func TestSeedsSignalWordings(t *testing.T) {
 // tensor) was refused; a sample checkpoint's recorded --model L/../M was
 // not checked as the same flag on a command line is.
 func TestRound40(t *testing.T) {
-	toy, err := filepath.Abs(toyONNX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edge := filepath.Join(filepath.Dir(filepath.Dir(toy)), "edge")
-	dir := t.TempDir()
-	t.Chdir(dir)
+	toy, edge, dir := inTempDir(t)
 	t.Setenv("FLOWEBM_MNIST", "missing/../mn")
 	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", "t"); code != 0 {
 		t.Errorf("two-modes with an unused, ambiguous FLOWEBM_MNIST: exit %d: %s", code, stderr)
@@ -395,11 +363,7 @@ func TestRound40(t *testing.T) {
 
 	pts := filepath.Join(dir, "p.csv")
 	os.WriteFile(pts, []byte("0.3,-1.2\n2.5,0.7\n"), 0o644)
-	got, stderr, code := runCLI("energy", "--model", filepath.Join(edge, "empty_tile.onnx"), "--points", pts)
-	want, _, _ := runCLI("energy", "--model", filepath.Join(edge, "plain_ref.onnx"), "--points", pts)
-	if code != 0 || got != want || want == "" {
-		t.Errorf("empty_tile: exit %d: %q %s; want %q", code, got, stderr, want)
-	}
+	sameEnergies(t, filepath.Join(edge, "empty_tile.onnx"), filepath.Join(edge, "plain_ref.onnx"), pts)
 
 	ck := filepath.Join(dir, "k.npz")
 	if _, stderr, code := runCLI("sample", "--model", toy, "--chains", "4", "--steps", "8", "--checkpoint", ck, "--out", "s.npy"); code != 0 {
@@ -469,13 +433,7 @@ func TestRound40Reproduce(t *testing.T) {
 // lock held elsewhere was said to be written into (convert PP/ck was
 // refused); FLOWEBM_MNIST refused by reproduce --plan was named twice.
 func TestRound41(t *testing.T) {
-	toy, err := filepath.Abs(toyONNX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edge := filepath.Join(filepath.Dir(filepath.Dir(toy)), "edge")
-	dir := t.TempDir()
-	t.Chdir(dir)
+	toy, edge, _ := inTempDir(t)
 	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
 	if _, stderr, code := runCLI("energy", "--model", filepath.Join(edge, "tile_float.onnx"), "--points", "p.csv"); code != 2 || !strings.Contains(stderr, "where an integer is expected (the tensor must be int64)") {
 		t.Errorf("tile_float: exit %d: %s", code, stderr)
@@ -502,5 +460,30 @@ func TestRound41(t *testing.T) {
 	_, stderr, code := runCLI("reproduce", "--plan", "plan.txt", "--experiments", "mnist", "--algorithms", "ula", "--out", "r")
 	if code != 2 || !strings.Contains(stderr, "--experiments mnist: data: FLOWEBM_MNIST=missing/../mn: .. follows missing") || strings.Count(stderr, "FLOWEBM_MNIST") != 1 {
 		t.Errorf("reproduce --plan with an ambiguous FLOWEBM_MNIST: exit %d: %s", code, stderr)
+	}
+}
+
+// inTempDir makes the test run in a new temporary folder dir, and returns
+// the absolute paths of toyONNX and of io/onnx/testdata/edge.
+func inTempDir(t *testing.T) (toy, edge, dir string) {
+	t.Helper()
+	toy, err := filepath.Abs(toyONNX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge = filepath.Join(filepath.Dir(filepath.Dir(toy)), "edge")
+	dir = t.TempDir()
+	t.Chdir(dir)
+	return toy, edge, dir
+}
+
+// sameEnergies checks that energy gives the model the same energies at
+// pts as ref, the same energy written another way.
+func sameEnergies(t *testing.T, model, ref, pts string) {
+	t.Helper()
+	got, stderr, code := runCLI("energy", "--model", model, "--points", pts)
+	want, _, _ := runCLI("energy", "--model", ref, "--points", pts)
+	if code != 0 || got != want || want == "" {
+		t.Errorf("%s: exit %d: %q %s; want %q, as %s gives", model, code, got, stderr, want, ref)
 	}
 }

@@ -191,6 +191,11 @@ func TestReproduceRobust(t *testing.T) {
 		}
 		defer release()
 		code, stdout, stderr := reproduceInto(out, "two-modes", "flowmc")
+		// Probe 38: the times came after the status, which can end with
+		// the run's own command ("… --resume DIR in 0s").
+		if line, _, _ := strings.Cut(stdout, "\n"); !strings.HasPrefix(line, "[1/1, ") || !strings.HasSuffix(line, "(it holds "+filepath.Join(dir, ".lock")+")") {
+			t.Errorf("status line %q: want the times first and the status last", line)
+		}
 		// Probe 29: the report called it "failed" (no metrics.json).
 		if code != 2 || !strings.Contains(stdout, "two-modes-flowmc: skipped: ") || !strings.Contains(stderr, "1 of 1 runs failed or did not finish: two-modes-flowmc (in progress: starting: another process holds "+filepath.Join(dir, ".lock")+")") {
 			t.Errorf("exit %d, %q, %q", code, stdout, stderr)
