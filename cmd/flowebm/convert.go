@@ -137,7 +137,7 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed 
 func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force bool) error {
 	// Its own lock first: what a process writing there has put in it is
 	// not a stranger's file to move out (probe 38: compare's .compare-N).
-	if lockedByOther(out) { // its own lock: a linked one is left to lockOutputFolder's refusal (probe 40)
+	if lockedByOther(out) && linkCountOf(filepath.Join(out, ".lock")) == 1 { // a hard-linked one is left to lockOutputFolder's refusal (probe 40)
 		lock := filepath.Join(out, ".lock")
 		return folderBusyError{dir: out, lock: lock, holder: lockHolder(lock)}
 	}
@@ -184,7 +184,7 @@ func checkConvertTarget(out string, force bool) error {
 		return fmt.Errorf("%s is inside the training run %s, whose checkpoints it would replace: convert into another folder", out, run)
 	}
 	if held := heldFolderAbove(out); held != "" { // probe 32: a run setting up (.lock alone) deleted it
-		return fmt.Errorf("CHECKPOINT %s: another flowebm process is writing into the folder %s (it holds %s): convert into another folder", out, held, filepath.Join(held, ".lock"))
+		return fmt.Errorf("CHECKPOINT %s: %s: convert into another folder", out, busyFolder(held))
 	}
 	if fi, err := os.Lstat(out); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // probe 34: the link was replaced, a lone .lock left where it led
 		target, _ := os.Readlink(out)

@@ -78,7 +78,7 @@ func checkNotInRun(flag, out, dir string) error {
 		return fmt.Errorf("%s %s is inside the training run %s: its files are the run's own; write the output elsewhere", flag, out, run)
 	}
 	if lockedByOther(dir) {
-		return fmt.Errorf("%s %s: another flowebm process is writing into the folder %s (it holds %s): write the output elsewhere", flag, out, dir, filepath.Join(dir, ".lock"))
+		return fmt.Errorf("%s %s: %s: write the output elsewhere", flag, out, busyFolder(dir))
 	}
 	if exists(filepath.Join(dir, "spec.json")) {
 		return fmt.Errorf("%s %s is in the model folder %s (spec.json, weights.npz), which convert --force replaces whole: write the output elsewhere", flag, out, dir)
@@ -594,18 +594,36 @@ func (e folderBusyError) Error() string {
 	return fmt.Sprintf("%s: another flowebm process%s is writing into this folder (it holds %s)", e.dir, by, e.lock)
 }
 
-// lockedByOther reports whether another process holds the lock of dir:
-// its own, a regular file of one name (a link to a lock, or one hard
-// linked from another folder, is held for that folder: probe 41 saw a
-// parent folder said to be written into). Taking such a lock is refused
-// with its own message (lockOnce).
+// busyFolder says that another process holds the lock of dir: it writes
+// into the folder, or, where the lock has other hard links, into it or a
+// copy of it (cp -al).
+func busyFolder(dir string) string {
+	lock := filepath.Join(dir, ".lock")
+	if n := linkCountOf(lock); n > 1 {
+		return fmt.Sprintf("another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder %s or into the copy", lock, n, dir)
+	}
+	return fmt.Sprintf("another flowebm process is writing into the folder %s (it holds %s)", dir, lock)
+}
+
+// linkCountOf is the number of names of the file path (1 if unknown).
+func linkCountOf(path string) uint64 {
+	if fi, err := os.Lstat(path); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return uint64(st.Nlink)
+		}
+	}
+	return 1
+}
+
+// lockedByOther reports whether another process holds the lock of dir.
+// A symbolic link is no folder's lock (flowebm never locks through one:
+// probe 41 saw a parent folder said to be written into). A lock with
+// other hard links may be held for this folder or for a copy made with
+// cp -al: it counts as held (probe 42: not counting it let energy --out
+// write into a run being trained), and busyFolder's words say which.
 func lockedByOther(dir string) bool {
 	lock := filepath.Join(dir, ".lock")
-	fi, err := os.Lstat(lock)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if fi, err := os.Lstat(lock); err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
 	f, err := safefile.Open(lock)

@@ -429,13 +429,14 @@ func TestRound40Reproduce(t *testing.T) {
 }
 
 // Probe 41: float repeats where ONNX requires int64 were truncated (Tile
-// [1, 1.7] ran as [1, 1] at exit 0); a folder whose .lock is a link to a
-// lock held elsewhere was said to be written into (convert PP/ck was
-// refused); FLOWEBM_MNIST refused by reproduce --plan was named twice.
+// [1, 1.7] ran as [1, 1] at exit 0); a folder whose .lock is a symbolic
+// link to a lock held elsewhere was said to be written into (convert
+// PP/ck was refused); FLOWEBM_MNIST refused by reproduce --plan was named
+// twice.
 func TestRound41(t *testing.T) {
 	toy, edge, _ := inTempDir(t)
 	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
-	if _, stderr, code := runCLI("energy", "--model", filepath.Join(edge, "tile_float.onnx"), "--points", "p.csv"); code != 2 || !strings.Contains(stderr, "where an integer is expected (the tensor must be int64)") {
+	if _, stderr, code := runCLI("energy", "--model", filepath.Join(edge, "tile_float.onnx"), "--points", "p.csv"); code != 2 || !strings.Contains(stderr, "1.7 where an integer is expected (the tensor must hold integers, as int64 or int32)") {
 		t.Errorf("tile_float: exit %d: %s", code, stderr)
 	}
 
@@ -450,9 +451,17 @@ func TestRound41(t *testing.T) {
 	if err := os.Link(filepath.Join("X", ".lock"), filepath.Join("PH", ".lock")); err != nil {
 		t.Fatal(err)
 	}
-	for _, parent := range []string{"PP", "PH"} {
-		if _, stderr, code := runCLI("convert", toy, filepath.Join(parent, "ck")); code != 0 {
-			t.Errorf("convert under %s, whose .lock links to one held elsewhere: exit %d: %s", parent, code, stderr)
+	if _, stderr, code := runCLI("convert", toy, filepath.Join("PP", "ck")); code != 0 {
+		t.Errorf("convert under PP, whose .lock is a symbolic link to one held elsewhere: exit %d: %s", code, stderr)
+	}
+	// Probe 42: a hard-linked lock may be held for this folder (a run
+	// being trained, copied with cp -al): refused, saying so.
+	for _, args := range [][]string{
+		{"convert", toy, filepath.Join("PH", "ck")},
+		{"energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("PH", "e.csv")},
+	} {
+		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "which has 2 hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder ") || !strings.Contains(stderr, "PH or into the copy") {
+			t.Errorf("%s under PH, whose .lock is hard-linked to one held: exit %d: %s", args[0], code, stderr)
 		}
 	}
 

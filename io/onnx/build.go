@@ -439,7 +439,11 @@ func ints(v *val) ([]int64, error) {
 			return nil, fmt.Errorf("NaN where an integer is expected")
 		}
 		if x != math.Trunc(x) && !math.IsInf(x, 0) { // probe 41: Tile repeats [1, 1.7] ran as [1, 1] (onnx.checker refuses them)
-			return nil, fmt.Errorf("%v where an integer is expected (the tensor must be int64)", x)
+			shown := any(x)
+			if v.elem == TypeFloat { // as stored (probe 42: 1.7000000476837158)
+				shown = float32(x)
+			}
+			return nil, fmt.Errorf("%v where an integer is expected (the tensor must hold integers, as int64 or int32)", shown)
 		}
 		out[i] = clampInt(x)
 	}
