@@ -429,21 +429,35 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 		}
 		return nil, false, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
-	if links > 1 { // held by none: this folder gets a lock of its own, the copy keeps the old one
-		err := os.Remove(path)
-		f.Close()
-		if err != nil { // probe 37: retried for ever, signals held off
-			return nil, false, fmt.Errorf("%s has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the folder's own (%v): remove it, or give the command where it can", path, links, err)
-		}
-		return nil, false, nil
+	inPlace, err := settleLock(f, path, links)
+	if err != nil { // probe 37: retried for ever, signals held off
+		return nil, false, fmt.Errorf("%s has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the folder's own (%v): remove it, or give the command where it can", path, links, err)
 	}
-	held, errH := f.Stat()
-	now, errN := os.Lstat(path)
-	if errH != nil || errN != nil || !os.SameFile(held, now) {
-		f.Close()
+	if !inPlace {
 		return nil, false, nil
 	}
 	return f, created, nil
+}
+
+// settleLock finishes the taking of the lock file lock (with links names),
+// whose flock f holds. A lock with other hard links, held by none, is a
+// copy's (cp -al): it is removed, so that the next try makes one of its
+// own, and the copy keeps the old one; err is why it could not be. A lock
+// removed or replaced by its holder meanwhile is let go. inPlace reports
+// whether f is the lock now in place; f is closed otherwise.
+func settleLock(f *os.File, lock string, links uint64) (inPlace bool, err error) {
+	if links > 1 {
+		err := os.Remove(lock)
+		f.Close()
+		return false, err
+	}
+	held, errH := f.Stat()
+	now, errN := os.Lstat(lock)
+	if errH != nil || errN != nil || !os.SameFile(held, now) {
+		f.Close()
+		return false, nil
+	}
+	return true, nil
 }
 
 // checkLockFile refuses the lock file f (at path) unless it is a regular
@@ -477,7 +491,21 @@ func checkLockFile(f *os.File, path string) error {
 
 // linkCount is the number of names of the open file f (1 if unknown).
 func linkCount(f *os.File) uint64 {
-	if fi, err := f.Stat(); err == nil {
+	fi, err := f.Stat()
+	return nlink(fi, err)
+}
+
+// linkCountOf is the number of names of the file path, not following a
+// link (1 if unknown).
+func linkCountOf(path string) uint64 {
+	fi, err := os.Lstat(path)
+	return nlink(fi, err)
+}
+
+// nlink is the number of names of the file fi describes (1 if err, or
+// unknown).
+func nlink(fi fs.FileInfo, err error) uint64 {
+	if err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			return uint64(st.Nlink)
 		}
@@ -527,29 +555,23 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 			f.Close()
 			return nil, fileLockBusy(flag, path, lock, links, err)
 		}
-		if links > 1 { // as lockOnce: the copy keeps the old lock, this file gets its own
-			err := os.Remove(lock)
-			f.Close()
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %s has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the file's own (%v): remove it, or give the command where it can", flag, path, lock, links, err)
-			}
+		inPlace, err := settleLock(f, lock, links)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %s has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the file's own (%v): remove it, or give the command where it can", flag, path, lock, links, err)
+		}
+		if !inPlace {
 			continue
 		}
-		held, errH := f.Stat()
-		now, errN := os.Lstat(lock)
-		if errH == nil && errN == nil && os.SameFile(held, now) {
-			if f.Truncate(0) == nil {
-				f.WriteAt([]byte(command+"\n"), 0)
-			}
-			unregister := safefile.OnRemoveTemps(func() { os.Remove(lock) })
-			return func() {
-				os.Remove(lock)
-				unregister()
-				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
+		if f.Truncate(0) == nil {
+			f.WriteAt([]byte(command+"\n"), 0)
 		}
-		f.Close() // removed (or replaced) by its holder before we locked it
+		unregister := safefile.OnRemoveTemps(func() { os.Remove(lock) })
+		return func() {
+			os.Remove(lock)
+			unregister()
+			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			f.Close()
+		}, nil
 	}
 }
 
@@ -603,16 +625,6 @@ func busyFolder(dir string) string {
 		return fmt.Sprintf("another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder %s or into the copy", lock, n, dir)
 	}
 	return fmt.Sprintf("another flowebm process is writing into the folder %s (it holds %s)", dir, lock)
-}
-
-// linkCountOf is the number of names of the file path (1 if unknown).
-func linkCountOf(path string) uint64 {
-	if fi, err := os.Lstat(path); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			return uint64(st.Nlink)
-		}
-	}
-	return 1
 }
 
 // lockedByOther reports whether another process holds the lock of dir.
