@@ -315,6 +315,9 @@ func checkFigureFolder(flag, out string, inputs []string) error {
 	if run := trainingRunAbove(dir); run != "" {
 		return fmt.Errorf("%s %s is inside the training run %s: give another folder", flag, out, run)
 	}
+	if err := checkHeldFolder(flag, out, "give another folder"); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -371,7 +374,7 @@ func noEvalsError(dir string, err error) error {
 	case exists(filepath.Join(dir, "spec.json")) && !isTrainingRun(dir):
 		return fmt.Errorf("%s is a checkpoint (model) folder, not a training run: compare wants run folders that flowebm train wrote", dir)
 	case lockedByOther(dir):
-		return fmt.Errorf("%s: the run has no evaluations yet: it is being trained (another flowebm process holds %s); compare it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"))
+		return fmt.Errorf("%s: the run has no evaluations yet: it is being trained (another flowebm process holds %s%s); compare it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"), sharedLockNote(dir))
 	case !isTrainingRun(dir) && !exists(filepath.Join(dir, "checkpoint.new")):
 		return fmt.Errorf("%s: not a run folder (no metrics.csv, config.json or checkpoint/)", dir)
 	}

@@ -203,14 +203,8 @@ func heldFolderAbove(out string) string {
 	if err != nil {
 		return ""
 	}
-	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
-		if lockedByOther(p) {
-			return p
-		}
-		if p == filepath.Dir(p) {
-			return ""
-		}
-	}
+	held, _ := heldFolderAt(filepath.Dir(abs))
+	return held
 }
 
 // checkOnlyCheckpoint refuses to replace a folder that holds files other

@@ -134,7 +134,11 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		if strings.HasPrefix(err.Error(), f.model+": ") { // a node of the graph, named with the file (probe 38: a model named "the" was found in "the energy …")
 			return err
 		}
-		return fmt.Errorf("--model %s at the points of %s: %w", f.model, f.points, err) // probe 36: "no gradient" named no model
+		flag := "--model"
+		if cmd.Flags().Changed("checkpoint") { // as given (probe 37)
+			flag = "--checkpoint"
+		}
+		return fmt.Errorf("%s %s at the points of %s: %w", flag, f.model, f.points, err) // probe 36: "no gradient" named no model
 	}
 	// Both outputs or neither: each is written whole beside its place
 	// first, then both are put in place while a signal's cleanup waits (a
@@ -528,6 +532,8 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 		return checkpoint.Models{}, fmt.Errorf("%s: want a checkpoint folder (spec.json, weights.npz) or a run folder: %w", dir, err)
 	case !fi.IsDir() && slices.Contains(checkpointFiles, filepath.Base(dir)):
 		return checkpoint.Models{}, fmt.Errorf("%s is a file of a checkpoint: give its folder, %s", dir, filepath.Dir(dir))
+	case !fi.Mode().IsRegular() && !fi.IsDir(): // probe 43: a pipe (<(cat m.onnx)) was "a file"
+		return checkpoint.Models{}, fmt.Errorf("%s is neither a regular file nor a folder (mode %v): want a checkpoint or run folder here, or for --model an .onnx energy, a regular file named .onnx (write the model to one)", dir, fi.Mode().Type())
 	case !fi.IsDir():
 		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)", dir)
 	}
@@ -589,7 +595,7 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 	}
 	switch final := filepath.Join(dir, "checkpoint"); {
 	case latest == final+".new" && exists(final) && lockedByOther(dir): // probe 33: said to be a crash's
-		fmt.Fprintf(os.Stderr, "flowebm: note: the run is replacing its checkpoint (another process holds %s): %s, the newer, is complete; using it\n", filepath.Join(dir, ".lock"), latest)
+		fmt.Fprintf(os.Stderr, "flowebm: note: the run is replacing its checkpoint (another process holds %s%s): %s, the newer, is complete; using it\n", filepath.Join(dir, ".lock"), sharedLockNote(dir), latest)
 	case latest == final+".new" && exists(final): // probe 22: called "incomplete or damaged"
 		fmt.Fprintf(os.Stderr, "flowebm: note: a checkpoint replacement was interrupted: %s is newer than %s and complete; using it\n", latest, final)
 	case latest != final && exists(final):

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/flowebm/flowebm/internal/pathcheck"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -79,6 +80,9 @@ func checkNotInRun(flag, out, dir string) error {
 	}
 	if lockedByOther(dir) {
 		return fmt.Errorf("%s %s: %s: write the output elsewhere", flag, out, busyFolder(dir))
+	}
+	if err := checkHeldFolder(flag, out, "write the output elsewhere"); err != nil {
+		return err
 	}
 	if exists(filepath.Join(dir, "spec.json")) {
 		return fmt.Errorf("%s %s is in the model folder %s (spec.json, weights.npz), which convert --force replaces whole: write the output elsewhere", flag, out, dir)
@@ -419,7 +423,8 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 	}
 	hook("lock-opened")
 	links := linkCount(f)
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	hook("lock-counted")
+	if err := flockPastChecks(f); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) && links > 1 { // probe 36: a copy made with cp -al shares it
 			return nil, false, fmt.Errorf("%s: another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it may be working in the copy; once no flowebm process works in %s, remove %s", dir, path, links, dir, path)
@@ -429,7 +434,7 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 		}
 		return nil, false, fmt.Errorf("%s: locking %s: %w", dir, path, err)
 	}
-	inPlace, err := settleLock(f, path, links)
+	inPlace, err := settleLock(f, path)
 	if err != nil { // probe 37: retried for ever, signals held off
 		return nil, false, fmt.Errorf("%s has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the folder's own (%v): remove it, or give the command where it can", path, links, err)
 	}
@@ -439,23 +444,44 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 	return f, created, nil
 }
 
-// settleLock finishes the taking of the lock file lock (with links names),
-// whose flock f holds. A lock with other hard links, held by none, is a
-// copy's (cp -al): it is removed, so that the next try makes one of its
-// own, and the copy keeps the old one; err is why it could not be. A lock
-// removed or replaced by its holder meanwhile is let go. inPlace reports
-// whether f is the lock now in place; f is closed otherwise.
-func settleLock(f *os.File, lock string, links uint64) (inPlace bool, err error) {
-	if links > 1 {
-		err := os.Remove(lock)
-		f.Close()
-		return false, err
+// flockPastChecks takes the exclusive flock of the open lock file f
+// without waiting for a holder, but past another process's check of it
+// (lockedByOther holds a shared flock for a moment): EWOULDBLOCK is tried
+// again for 200 ms before it stands (probe 43: train --resume was refused
+// as "another flowebm process is training in this folder" while
+// reproduce --plan checked the run).
+func flockPastChecks(f *os.File) error {
+	for tries := 0; ; tries++ {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || tries == 40 {
+			return err
+		}
+		hook("lock-busy")
+		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// settleLock finishes the taking of the lock file lock, whose flock f
+// holds. A lock
+// removed or replaced by its holder meanwhile is let go. A lock in place
+// with other hard links, held by none, is a copy's (cp -al): it is
+// removed, so that the next try makes one of its own, and the copy keeps
+// the old one; err is why it could not be. Only the file in place is
+// removed, compared under the flock, which no other process then holds
+// (probe 43: a count of links read before the flock removed the lock that
+// another process had just made in its place, and both held one). inPlace
+// reports whether f is the lock now in place; f is closed otherwise.
+func settleLock(f *os.File, lock string) (inPlace bool, err error) {
 	held, errH := f.Stat()
 	now, errN := os.Lstat(lock)
 	if errH != nil || errN != nil || !os.SameFile(held, now) {
 		f.Close()
 		return false, nil
+	}
+	if nlink(held, nil) > 1 {
+		err := os.Remove(lock)
+		f.Close()
+		return false, err
 	}
 	return true, nil
 }
@@ -551,11 +577,12 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 			return nil, fmt.Errorf("%s %s: %w: flowebm locks the file with it and writes into it; remove it", flag, path, err)
 		}
 		links := linkCount(f)
+		hook("file-lock-counted")
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
 			return nil, fileLockBusy(flag, path, lock, links, err)
 		}
-		inPlace, err := settleLock(f, lock, links)
+		inPlace, err := settleLock(f, lock)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %s has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the file's own (%v): remove it, or give the command where it can", flag, path, lock, links, err)
 		}
@@ -627,6 +654,17 @@ func busyFolder(dir string) string {
 	return fmt.Sprintf("another flowebm process is writing into the folder %s (it holds %s)", dir, lock)
 }
 
+// sharedLockNote is "" where the lock of dir has one name, else words
+// saying that a copy of the folder shares it, to follow the lock's path:
+// the holder may work in the copy, and dir is then not being written
+// (probe 43: a cp -al copy was said to be trained).
+func sharedLockNote(dir string) string {
+	if n := linkCountOf(filepath.Join(dir, ".lock")); n > 1 {
+		return fmt.Sprintf(", which has %d hard links: a copy of the folder made with cp -al or rsync --link-dest shares it, and the process may work in the copy", n)
+	}
+	return ""
+}
+
 // lockedByOther reports whether another process holds the lock of dir.
 // A symbolic link is no folder's lock (flowebm never locks through one:
 // probe 41 saw a parent folder said to be written into). A lock with
@@ -644,6 +682,63 @@ func lockedByOther(dir string) bool {
 	}
 	defer f.Close()
 	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
+}
+
+// heldFolderAt is the nearest folder at or above dir (its links
+// resolved) whose lock another process holds, or "", and first, the name
+// below it that dir's path goes through ("" for the held folder itself).
+func heldFolderAt(dir string) (held, first string) {
+	abs := resolvedPath(dir)
+	for p := abs; ; p = filepath.Dir(p) {
+		if lockedByOther(p) {
+			if rel, err := filepath.Rel(p, abs); err == nil && rel != "." {
+				first, _, _ = strings.Cut(rel, string(filepath.Separator))
+			}
+			return p, first
+		}
+		if p == filepath.Dir(p) {
+			return "", ""
+		}
+	}
+}
+
+// resolvedPath is path made absolute, the links of its longest existing
+// part resolved (what is below it does not exist yet).
+func resolvedPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	rest := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if p == filepath.Dir(p) {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
+}
+
+// checkHeldFolder refuses an output path of flag (a file, or a folder
+// existing or to be made) inside a folder that another process holds,
+// where that process replaces it: under a name that a training run writes
+// directly in its folder (probe 42: compare --out H/checkpoint, in a run H
+// setting up, before its config.json, which its first checkpoint
+// replaces). Elsewhere in a held folder (reproduce's OUT/runs, train
+// --seeds' OUT/sSEED), or in one that another command holds (its
+// figures), nothing replaces it; the held folder itself is refused by its
+// lock.
+func checkHeldFolder(flag, path, advice string) error {
+	held, first := heldFolderAt(path)
+	if held == "" || first == "" || !slices.Contains(runNames(), first) {
+		return nil
+	}
+	if holder := lockHolder(filepath.Join(held, ".lock")); holder != "train" && holder != "" { // a reproduce, compare, …: no run there
+		return nil
+	}
+	return fmt.Errorf("%s %s is in %s, which a training run in %s replaces, and %s: %s", flag, path, filepath.Join(held, first), held, busyFolder(held), advice)
 }
 
 // isTrainingRun reports whether dir holds a training run (not only a

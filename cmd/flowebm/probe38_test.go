@@ -47,7 +47,7 @@ func TestSeedsSignalBetweenSeeds(t *testing.T) {
 // signal stops before it trains anything leaves no folder.
 func TestReproduceSignalAsRunStartsLeavesNoFolder(t *testing.T) {
 	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
-	out := t.TempDir()
+	out := filepath.Join(t.TempDir(), "r")
 	code, stderr := outputsChild(t, "reproduce-child", "INT", "reproduce", "--out", out, "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3")
 	if code != 130 || !strings.Contains(stderr, "interrupted before any run trained: nothing was trained") {
 		t.Errorf("exit %d: %s; want 130, and no run said to be under way", code, stderr)
@@ -55,6 +55,11 @@ func TestReproduceSignalAsRunStartsLeavesNoFolder(t *testing.T) {
 	if run := filepath.Join(out, "runs", "two-modes-ula"); exists(run) {
 		entries, _ := os.ReadDir(run)
 		t.Errorf("the run that the signal stopped at its start left %s: %v", run, entries)
+	}
+	// Nor the --out it made, with an empty runs/ (probe 36).
+	if exists(out) {
+		entries, _ := os.ReadDir(out)
+		t.Errorf("reproduce, interrupted before any run trained, left the --out it made: %v", entries)
 	}
 }
 

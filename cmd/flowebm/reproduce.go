@@ -254,7 +254,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	stopEarly()
 	soft, hard, stop := reproduceSignals()
-	if err := mkdirAll(filepath.Join(f.out, "runs")); err != nil {
+	runsDir := filepath.Join(f.out, "runs")
+	madeRuns := !exists(runsDir)
+	if err := mkdirAll(runsDir); err != nil {
 		stop()
 		return err
 	}
@@ -265,6 +267,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	stop()
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
 		if !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) { // probe 38: "the runs under way stopped" when none had started
+			if madeRuns {
+				os.Remove(runsDir) // while empty; then --out too, if made (probe 36: left holding an empty runs/)
+			}
 			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted before any run trained: nothing was trained, no report written; start the same reproduce command again")}
 		}
 		return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")}
@@ -610,7 +615,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		}
 	}
 	// Appended: a resumed run keeps the notes its start wrote at the top.
-	logf, err := os.OpenFile(filepath.Join(r.dir, "log.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, err := safefile.OpenAppend(filepath.Join(r.dir, "log.txt")) // not through a link or FIFO, nor into a cp -al copy's (probe 43)
 	if err != nil {
 		return r.failedToStart(err)
 	}
@@ -763,8 +768,19 @@ func removeUnstarted(dir, lastLine string) bool {
 	if lastLine != "" && !strings.Contains(lastLine, "nothing was trained") {
 		return false
 	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return false
+	}
+	// Held while it is read and emptied: a process that takes it meanwhile
+	// (a train --resume) keeps the folder and its lock (probe 41: checked,
+	// then removed).
+	release, err := lockRunAs(dir, "reproduce")
+	if err != nil {
+		return false
+	}
+	defer release()
 	entries, err := os.ReadDir(dir)
-	if err != nil || lockedByOther(dir) {
+	if err != nil {
 		return false
 	}
 	var names []string
@@ -773,11 +789,10 @@ func removeUnstarted(dir, lastLine string) bool {
 	}
 	// The child, stopped in its setup in a folder it did not make, leaves
 	// its lock (probe 40: 6 of 32 runs "not started" kept the folder).
-	if !slices.Equal(names, []string{"log.txt"}) && !slices.Equal(names, []string{".lock", "log.txt"}) {
+	if !slices.Equal(names, []string{".lock", "log.txt"}) {
 		return false
 	}
-	os.Remove(filepath.Join(dir, ".lock"))
-	return os.Remove(filepath.Join(dir, "log.txt")) == nil && os.Remove(dir) == nil
+	return os.Remove(filepath.Join(dir, "log.txt")) == nil && os.Remove(filepath.Join(dir, ".lock")) == nil && os.Remove(dir) == nil
 }
 
 // runChild runs cmd in a process group of its own (a terminal's Ctrl-C
@@ -863,6 +878,11 @@ func imageDataDir(e string) (string, error) {
 	v := os.Getenv(env)
 	if err := pathcheck.DotDot(v); err != nil {
 		return "", fmt.Errorf("data: %s=%s: %w", env, v, err) // as experiments says it (probe 41: three wordings)
+	}
+	// Its folder and files checked as the experiment checks them (probe
+	// 42: a config's run said "cm.json: data_dir …" of a missing one).
+	if _, err := experiments.FindDataDir(e); err != nil {
+		return "", err
 	}
 	return filepath.Abs(v)
 }

@@ -97,7 +97,7 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 			}
 			lines = append(lines, line)
 			if lockedByOther(r.dir) {
-				busy = append(busy, r.name())
+				busy = append(busy, r.name()+sharedLockRun(r.dir))
 			}
 		}
 	}
@@ -190,9 +190,12 @@ func planLine(r *reproRun, f reproduceFlags) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if lockedByOther(r.dir) {
+	if lockedByOther(r.dir) && (sharedLockRun(r.dir) == "" || hasCheckpoint(r.dir)) {
 		// Trained now by another process: its line continues the run
-		// once that ends (and refuses before), never starts it over.
+		// once that ends (and refuses before), never starts it over. A
+		// lock shared with a copy (cp -al) may be held for the copy: a
+		// run without a checkpoint here is started (probe 43: its
+		// --resume line failed once the copy's trainer ended).
 		args = []string{"train", "--plot-format", f.plotFormat.String(), "--resume", r.dir}
 	}
 	for i, a := range args {
@@ -205,6 +208,16 @@ func planLine(r *reproRun, f reproduceFlags) (string, error) {
 		line += "rm -f " + shellQuote(filepath.Join(dir, "error.txt")) + " && "
 	}
 	return line + shellJoin(append([]string{f.planBinary}, args...)) + " >> " + shellQuote(filepath.Join(dir, "log.txt")) + " 2>&1", nil
+}
+
+// sharedLockRun is "" where the lock of the run folder dir has one name,
+// else words for the plan's list of runs being trained: the holder may
+// train a copy that shares the lock (cp -al).
+func sharedLockRun(dir string) string {
+	if n := linkCountOf(filepath.Join(dir, ".lock")); n > 1 {
+		return fmt.Sprintf(" (here or in a copy: its .lock has %d hard links)", n)
+	}
+	return ""
 }
 
 // planNotes are the comment lines at the end of a plan of n runs (after

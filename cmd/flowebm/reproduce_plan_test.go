@@ -229,7 +229,8 @@ func TestReproducePlanFlags(t *testing.T) {
 		{[]string{"--report", "rp", "--plan-binary", "x"}, "--plan-binary names the executable of the commands that --plan writes: drop it with --report"},
 		{[]string{"--report", "rp", "--out", "x"}, "--out does not apply to --report DIR"},
 		{[]string{"--report", "rp", "--force"}, "--force does not apply to --report DIR"},
-		{[]string{"--report", "nowhere"}, "--report nowhere: stat nowhere: no such file or directory"},
+		{[]string{"--report", "nowhere"}, "--report nowhere: no such folder: give the folder that reproduce or the commands of reproduce --plan trained into (its --out)"},
+		{[]string{"--report", "noruns/../nowhere"}, "--report noruns/../nowhere: no such folder"}, // probe 37: "stat nowhere"
 		{[]string{"--report", "afile"}, "--report afile is a file"},
 		{[]string{"--report", "noruns"}, "--report noruns holds no runs/ folder: give the --out folder of reproduce or of reproduce --plan"},
 		{[]string{"--report", "rp", "--iterations", "2", "--quick"}, "--iterations and --quick both set the runs' length"},

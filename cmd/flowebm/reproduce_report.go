@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,10 +45,10 @@ func runReport(out io.Writer, f reproduceFlags) error {
 			return fmt.Errorf("--%s does not apply to --report DIR, which writes DIR/report.md (replacing the one there): drop it", name)
 		}
 	}
-	dir := filepath.Clean(f.report)
-	if err := checkReportDir(dir); err != nil {
+	if err := checkReportDir(f.report); err != nil { // as given (probe 37: sub/../x was "stat x")
 		return err
 	}
+	dir := filepath.Clean(f.report)
 	f.out = dir
 	if err := f.check(); err != nil {
 		return err
@@ -112,6 +113,8 @@ func runReport(out io.Writer, f reproduceFlags) error {
 func checkReportDir(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--report %s: no such folder: give the folder that reproduce or the commands of reproduce --plan trained into (its --out)", dir)
 	case err != nil:
 		return fmt.Errorf("--report %s: %w", dir, err)
 	case !fi.IsDir():

@@ -88,7 +88,7 @@ func TestReproduceReport(t *testing.T) {
 	os.MkdirAll(filepath.Join(cf, "log.txt"), 0o755) // a folder in its log's place: the run cannot start
 	errb.Reset()
 	if code := run([]string{"reproduce", "--experiments", "two-modes", "--iterations", "20", "--out", dir}, &out, &errb); code != 2 ||
-		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow (open "+filepath.Join(cf, "log.txt")+": is a directory)") {
+		!strings.Contains(errb.String(), "1 of 4 runs failed or did not finish: two-modes-coopflow ("+filepath.Join(cf, "log.txt")+" is a folder, want a regular file)") {
 		t.Errorf("a failed run: exit %d, %q, want 2 and the run named", code, errb.String())
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(b), "| two-modes-coopflow | failed") {

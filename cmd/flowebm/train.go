@@ -221,6 +221,9 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	if isTrainingRun(base) || trainingRunAbove(base) != "" {
 		return fmt.Errorf("--out %s is or is inside a training run: --seeds writes OUT/sSEED and OUT/seeds.json; give another folder", base)
 	}
+	if err := checkHeldFolder("--out", base, "give another folder"); err != nil {
+		return err
+	}
 	// One handler for the whole set, from before the lock to the summary
 	// (probe 37: between seeds and before the summary no handler was
 	// installed, and a signal killed the process without a word, leaving
@@ -879,6 +882,9 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	}
 	if run := trainingRunAbove(dir); run != "" {
 		return nil, nil, fmt.Errorf("--out %s is inside the training run %s, whose checkpoints would replace it: give another folder", dir, run)
+	}
+	if err := checkHeldFolder("--out", dir, "give another folder"); err != nil {
+		return nil, nil, err
 	}
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return nil, nil, fmt.Errorf("--out %s is a file: give a folder for the run", dir)

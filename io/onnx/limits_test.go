@@ -76,7 +76,7 @@ func TestRefuseShapeOverflow(t *testing.T) {
 			`node "t" (Tile): repeats [1 4611686018427387904]: 4611686018427387904 is not a count from 0 to 33554432`},
 		{"split wrap", hgModel("s4", []msg{hgInt64s("split", []int64{5}, huge, huge, huge, huge, 3)},
 			mdNode("s", "Split", []string{"x", "split"}, []string{"s0", "s1", "s2", "s3", "s4"}, intAttr("axis", 1).encode())),
-			`node "s" (Split): split [4611686018427387904 4611686018427387904 4611686018427387904 4611686018427387904 3] has a size outside 0 to 3`},
+			`node "s" (Split): split [4611686018427387904 4611686018427387904 4611686018427387904 4611686018427387904 3] has the size 4611686018427387904, outside 0 to 3 (the size of the axis split)`},
 		{"pad huge", hgModel("p", []msg{hgInt64s("pads", []int64{4}, 0, huge, 0, -huge)},
 			mdNode("p", "Pad", []string{"x", "pads"}, []string{"p"})),
 			`node "p" (Pad): pads [0 4611686018427387904 0 -4611686018427387904]: 4611686018427387904 is over the 33554432 values`},

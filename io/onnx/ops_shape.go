@@ -366,7 +366,7 @@ func (in *instance) splitSizes(node *Node, dim int) ([]int, error) {
 		out, total := make([]int, len(split)), 0
 		for i, s := range split {
 			if s < 0 || s > int64(dim) {
-				return nil, fmt.Errorf("split %v has a size outside 0 to %d, the axis's", split, dim)
+				return nil, fmt.Errorf("split %v has the size %d, outside 0 to %d (the size of the axis split)", split, s, dim)
 			}
 			out[i] = int(s)
 			total += int(s)

@@ -1,10 +1,10 @@
 // Package safefile writes files atomically, so that an interrupted or failed
 // write never leaves a half-written file behind.
 //
-// The temporary files and folders being written are registered
-// (Track): a signal handler calls RemoveTemps to remove them before the
-// process exits, and RemoveStale removes those that a killed process
-// left (a temporary file stays locked while its writer lives).
+// The temporary files and folders being written are registered as they
+// are made (Stage, MkdirTempTracked): a signal handler calls RemoveTemps
+// to remove them before the process exits, and RemoveStale removes those
+// that a killed process left (a temporary file stays locked while its writer lives).
 package safefile
 
 import (
@@ -223,7 +223,7 @@ func MkdirTemp(dir, prefix string) (string, error) {
 }
 
 // MkdirTempTracked is MkdirTemp with the folder registered for
-// RemoveTemps (Track) in the same step: an interrupt leaves no folder.
+// RemoveTemps in the same step: an interrupt leaves no folder.
 func MkdirTempTracked(dir, prefix string) (path string, untrack func(), err error) {
 	return createTracked(func() (string, error) { return MkdirTemp(dir, prefix) })
 }
@@ -344,6 +344,66 @@ func Open(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// OpenAppend opens the regular file at path for appending, creating it
+// (a log). A symbolic link, or a file that is not regular, is refused
+// before anything is written through it: a FIFO would block the open, or
+// take the lines. A file with other hard links (a copy of its folder made
+// with cp -al shares it) is first replaced, through a temporary file, by
+// a copy of its own, so that the other names keep what they hold.
+func OpenAppend(path string) (*os.File, error) {
+	for range 3 {
+		f, err := openAppend(path)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil || links(fi) == 1 {
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			return f, nil
+		}
+		f.Close()
+		if err := Write(path, func(w io.Writer) error { return copyFile(w, path) }); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%s has other hard links again after each of 3 copies of its own: another program links it", path)
+}
+
+// openAppend opens the regular file at path for appending, creating it,
+// refusing a link or a file that is not regular.
+func openAppend(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|openNoFollow|openNonblock, 0o644)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, regular(path, fi) // a link (ELOOP), a FIFO without a reader (ENXIO), named
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = regular(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// copyFile copies the regular file at path to w.
+func copyFile(w io.Writer, path string) error {
+	src, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	_, err = io.Copy(w, src)
+	return err
 }
 
 // ReadFile reads the regular file at path (see Open), refusing, before

@@ -96,8 +96,8 @@ func TestRemoveTemps(t *testing.T) {
 	os.Mkdir(a, 0o755)
 	os.WriteFile(filepath.Join(a, "x"), nil, 0o644)
 	os.WriteFile(b, nil, 0o644)
-	Track(a)
-	Track(b)()
+	track(a)
+	track(b)()
 	held := make(chan struct{})
 	go Hold(func() error { close(held); time.Sleep(50 * time.Millisecond); os.WriteFile(b, nil, 0o644); return nil })
 	<-held
@@ -109,10 +109,11 @@ func TestRemoveTemps(t *testing.T) {
 		t.Error("RemoveTemps removed an untracked file, or ran during Hold")
 	}
 	c := filepath.Join(dir, "c")
-	os.WriteFile(c, nil, 0o644)
-	Track(c)
+	if _, _, err := createTracked(func() (string, error) { return c, os.WriteFile(c, nil, 0o644) }); !errors.Is(err, errExiting) {
+		t.Errorf("a temporary file made after RemoveTemps: %v, want %v", err, errExiting)
+	}
 	if _, err := os.Stat(c); err == nil {
-		t.Error("a file tracked after RemoveTemps was kept")
+		t.Error("a temporary file was made after RemoveTemps")
 	}
 	// The process is exiting: a Hold after RemoveTemps never runs its
 	// step (probe 36: a folder the cleanup removed was made again).
@@ -385,7 +386,7 @@ func TestOnRemoveTemps(t *testing.T) {
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, ".x.tmp1")
 	os.WriteFile(tmp, nil, 0o644)
-	Track(tmp)
+	track(tmp)
 	var order []string
 	OnRemoveTemps(func() {
 		if _, err := os.Stat(tmp); err == nil {
@@ -416,7 +417,7 @@ func TestRemoveTempsRemovesAFolderFilledMeanwhile(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	Track(dir)
+	track(dir)
 	calls := 0
 	removeAll = func(p string) error {
 		calls++
@@ -437,5 +438,68 @@ func TestRemoveTempsRemovesAFolderFilledMeanwhile(t *testing.T) {
 	removed := RemoveTemps()
 	if _, err := os.Lstat(dir); err == nil || len(removed) != 1 {
 		t.Errorf("the folder filled as it was removed is left (removed %v)", removed)
+	}
+}
+
+// track registers the existing path for RemoveTemps, as createTracked
+// does what it makes.
+func track(path string) (untrack func()) {
+	temps.mu.Lock()
+	defer temps.mu.Unlock()
+	return register(path)
+}
+
+// Probe 43: reproduce appended to a run's log.txt through a symbolic
+// link, hung on a FIFO there, and changed in place a log.txt that a cp
+// -al copy of the folder shared. OpenAppend refuses the first two and
+// gives the third a copy of its own first.
+func TestOpenAppend(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log.txt")
+	f, err := OpenAppend(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("one\n")
+	f.Close()
+	shared := filepath.Join(dir, "copy.txt")
+	if err := os.Link(log, shared); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = OpenAppend(log); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("two\n")
+	f.Close()
+	if b, _ := os.ReadFile(log); string(b) != "one\ntwo\n" {
+		t.Errorf("log.txt holds %q", b)
+	}
+	if b, _ := os.ReadFile(shared); string(b) != "one\n" {
+		t.Errorf("the copy's file, a hard link of log.txt, holds %q, want it kept", b)
+	}
+
+	victim := filepath.Join(dir, "victim.txt")
+	os.WriteFile(victim, []byte("mine\n"), 0o644)
+	link := filepath.Join(dir, "link.txt")
+	os.Symlink(victim, link)
+	if _, err := OpenAppend(link); err == nil || !strings.Contains(err.Error(), link+" is a symbolic link, want a regular file") {
+		t.Errorf("a symbolic link: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "mine\n" {
+		t.Errorf("written through the link: %q", b)
+	}
+	fifo := filepath.Join(dir, "fifo.txt")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := OpenAppend(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), fifo+" is a named pipe (FIFO), want a regular file") {
+			t.Errorf("a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OpenAppend of a FIFO with no reader did not return in 10 s")
 	}
 }

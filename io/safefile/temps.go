@@ -22,20 +22,6 @@ var temps = struct {
 	closed bool // RemoveTemps ran: the process is exiting
 }{paths: map[int]string{}, undos: map[int]func(){}}
 
-// Track registers the temporary file or folder path for RemoveTemps until
-// untrack is called. After RemoveTemps has run, path is removed at once.
-// A path made before Track can outlive a RemoveTemps in between: make it
-// with createTracked (Stage, MkdirTempTracked) where that matters.
-func Track(path string) (untrack func()) {
-	temps.mu.Lock()
-	defer temps.mu.Unlock()
-	if temps.closed {
-		os.RemoveAll(path)
-		return func() {}
-	}
-	return register(path)
-}
-
 // register adds path to temps; temps.mu is held.
 func register(path string) (untrack func()) { return add(temps.paths, path) }
 

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Probe 42, left from it: an output inside a folder that another process
+// holds, under a name that the training run there replaces (a run
+// setting up, before its config.json; its first checkpoint replaces
+// checkpoint/), was written at exit 0: only convert looked above its
+// target. Such an output is refused now; elsewhere in a held folder (a
+// seed's run in train --seeds' folder, a run in reproduce's OUT/runs)
+// nothing replaces it, and it is written.
+func TestOutputsWhereAHeldRunWrites(t *testing.T) {
+	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toy, _, _ := inTempDir(t)
+	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
+	release, err := lockRunAs("H", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.MkdirAll(filepath.Join("H", "checkpoint"), 0o755)
+	os.Symlink("H", "L")
+	os.Symlink("checkpoint", filepath.Join("H", "ck")) // H/ck/x is in H/checkpoint
+	for _, c := range []struct {
+		made string
+		args []string
+	}{
+		{filepath.Join("H", "checkpoint", "e.csv"), []string{"energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("H", "checkpoint", "e.csv")}},
+		{filepath.Join("H", "checkpoint", "s.npy"), []string{"sample", "--model", toy, "--chains", "2", "--steps", "4", "--out", filepath.Join("L", "checkpoint", "s.npy")}},
+		{filepath.Join("H", "checkpoint", "e2.csv"), []string{"energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("H", "ck", "e2.csv")}},
+		{filepath.Join("H", "checkpoint.new"), []string{"diagnose", chains, "--plots", filepath.Join("H", "checkpoint.new")}},
+		{filepath.Join("H", "checkpoint.old"), []string{"train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("H", "checkpoint.old", "t")}},
+		{filepath.Join("H", "samples.npy"), []string{"train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--seeds", "1", "--out", filepath.Join("L", "samples.npy")}},
+	} {
+		_, stderr, code := runCLI(c.args...)
+		if code != 2 || !strings.Contains(stderr, ", which a training run in ") || !strings.Contains(stderr, "another flowebm process is writing into the folder ") {
+			t.Errorf("%s into a folder that the run H, held by another process, replaces: exit %d: %s", c.args[0], code, stderr)
+		}
+		if exists(c.made) && c.made != filepath.Join("H", "checkpoint") {
+			t.Errorf("%s: %s was made", c.args[0], c.made)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join("H", "checkpoint")); len(entries) != 0 {
+		t.Errorf("H/checkpoint holds %v", entries)
+	}
+	// Elsewhere in it, nothing replaces the output.
+	if _, stderr, code := runCLI("energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("H", "checkpoint-mine.csv")); code != 2 || !strings.Contains(stderr, "another flowebm process is writing into the folder H (it holds") {
+		t.Errorf("energy --out in H itself: exit %d: %s", code, stderr)
+	}
+	os.Mkdir(filepath.Join("H", "sub"), 0o755)
+	if _, stderr, code := runCLI("energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("H", "sub", "e.csv")); code != 0 {
+		t.Errorf("energy --out H/sub/e.csv: exit %d: %s", code, stderr)
+	}
+	rrel, err := lockRunAs("R", "reproduce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rrel()
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 0 {
+		t.Errorf("train into R/runs, R held by reproduce: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 42: a --config naming mnist28, with FLOWEBM_MNIST naming no
+// folder, said "cm.json: data_dir /nonexistent-dir: …" of a config that
+// has no data_dir; --experiment mnist28 named the variable.
+func TestConfigImageFolderFromVariable(t *testing.T) {
+	inTempDir(t)
+	os.WriteFile("cm.json", []byte(`{"experiment": "mnist28", "train": {"iterations": 2}}`), 0o644)
+	t.Setenv("FLOWEBM_MNIST", "nothere")
+	want := "data: FLOWEBM_MNIST=nothere is not a folder: want the folder holding train-images-idx3-ubyte.gz"
+	for _, args := range [][]string{
+		{"train", "--config", "cm.json", "--quiet", "--out", "tc"},
+		{"train", "--experiment", "mnist28", "--iterations", "2", "--quiet", "--out", "tc"},
+	} {
+		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, want) || strings.Contains(stderr, "data_dir") {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	if exists("tc") {
+		t.Error("tc was made")
+	}
+}
+
+// Probe 37 wording, left: energy --checkpoint X said "--model X" of a
+// model that failed at the points.
+func TestEnergyNamesTheFlagGiven(t *testing.T) {
+	_, edge, _ := inTempDir(t)
+	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
+	model := filepath.Join(edge, "shape_only_energy.onnx")
+	for _, flag := range []string{"--model", "--checkpoint"} {
+		if _, stderr, code := runCLI("energy", flag, model, "--points", "p.csv", "--grad", "g.npy"); code != 2 || !strings.Contains(stderr, "flowebm: "+flag+" "+model+" at the points of p.csv: the energy has no gradient") {
+			t.Errorf("%s: exit %d: %s", flag, code, stderr)
+		}
+	}
+}
+
+// removeUnstarted removes a run folder that holds only its log (and a
+// lock no process holds), and keeps one that a process holds or that
+// holds more: it now reads and empties the folder holding its lock
+// (probe 41: it checked the lock, then removed .lock).
+func TestRemoveUnstarted(t *testing.T) {
+	inTempDir(t)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		os.Mkdir(name, 0o755)
+		os.WriteFile(filepath.Join(name, "log.txt"), []byte("== run\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join("b", ".lock"), nil, 0o644)
+	os.WriteFile(filepath.Join("c", "config.json"), []byte("{}"), 0o644)
+	release, err := lockRunAs("d", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for name, removed := range map[string]bool{"a": true, "b": true, "c": false, "d": false} {
+		if got := removeUnstarted(name, ""); got != removed || exists(name) == removed {
+			t.Errorf("%s: removed %v, exists %v; want removed %v", name, got, exists(name), removed)
+		}
+	}
+	if !exists(filepath.Join("d", ".lock")) || !exists(filepath.Join("d", "log.txt")) {
+		t.Error("d, held, lost its files")
+	}
+	if removeUnstarted("gone", "") || exists("gone") {
+		t.Error("a folder gone was made")
+	}
+}
+
+// Probe 43: a lock with other hard links (a copy made with cp -al) was
+// removed by its path, by a count of links read before the flock. A
+// process that had meanwhile removed it and made its own in its place
+// lost that lock to the first, and both trained one run (two train
+// --resume), or wrote one sample --checkpoint. The file in place is
+// compared under the flock before it is removed.
+func TestCopysLockReplacedMeanwhile(t *testing.T) {
+	inTempDir(t)
+	os.Mkdir("S", 0o755)
+	os.WriteFile(filepath.Join("S", ".lock"), []byte("train\n"), 0o644)
+	os.Mkdir("S.bak", 0o755)
+	os.Link(filepath.Join("S", ".lock"), filepath.Join("S.bak", ".lock"))
+	os.WriteFile(".ck.npz.lock", []byte("sample\n"), 0o644)
+	os.Mkdir("bak", 0o755)
+	os.Link(".ck.npz.lock", filepath.Join("bak", ".ck.npz.lock"))
+	defer func() { testHook = nil }()
+
+	// Folder locks: the other process takes the copy's lock, removes it
+	// and makes its own, between this one's count and its flock.
+	var other func()
+	testHook = func(p string) {
+		if p == "lock-counted" && other == nil {
+			other = func() {}
+			f, _, _, err := takeLock("S", "train") // lockRunAs's, outside its Hold, which the outer one holds
+			if err != nil {
+				t.Fatal(err)
+			}
+			other = func() { f.Close() }
+		}
+	}
+	if release, err := lockRunAs("S", "train"); err == nil || !strings.Contains(err.Error(), "another flowebm process is training in this folder") {
+		if release != nil {
+			release()
+		}
+		t.Errorf("a lock taken meanwhile by another process: %v, want refused as busy", err)
+	}
+	if other == nil {
+		t.Fatal("the hook did not run")
+	}
+	other()
+
+	// A file's lock (sample --checkpoint) the same way.
+	other = nil
+	testHook = func(p string) {
+		if p == "file-lock-counted" && other == nil {
+			other = func() {}
+			r, err := takeFileLock("--checkpoint", "ck.npz", ".ck.npz.lock", "sample") // lockFile's, outside its Hold, which the outer one holds
+			if err != nil {
+				t.Fatal(err)
+			}
+			other = r
+		}
+	}
+	if release, err := lockFile("--checkpoint", "ck.npz", "sample"); err == nil || !strings.Contains(err.Error(), "another flowebm process (flowebm sample) is writing it") {
+		if release != nil {
+			release()
+		}
+		t.Errorf("a file lock taken meanwhile by another process: %v, want refused as busy", err)
+	}
+	if other == nil {
+		t.Fatal("the hook did not run")
+	}
+	other()
+}
+
+// Probe 43: reproduce appended a run's output to its log.txt through a
+// symbolic link there (and hung on a FIFO, and changed a cp -al copy's
+// log in place: safefile's TestOpenAppend).
+func TestReproduceLogNotThroughALink(t *testing.T) {
+	inTempDir(t)
+	run := filepath.Join("R", "runs", "two-modes-ula")
+	os.MkdirAll(run, 0o755)
+	os.WriteFile("victim.txt", []byte("mine\n"), 0o644)
+	victim, _ := filepath.Abs("victim.txt")
+	os.Symlink(victim, filepath.Join(run, "log.txt"))
+	_, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "R")
+	if code != 2 || !strings.Contains(stderr, filepath.Join(run, "log.txt")+" is a symbolic link, want a regular file") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile("victim.txt"); string(b) != "mine\n" {
+		t.Errorf("written through the link: %q", b)
+	}
+}
+
+// Probe 43: another process's check of a lock (lockedByOther holds a
+// shared flock for a moment) made a command taking it refuse, saying
+// that a process trained in the folder. The check is waited out.
+func TestLockTakenPastACheck(t *testing.T) {
+	inTempDir(t)
+	os.Mkdir("S", 0o755)
+	os.WriteFile(filepath.Join("S", ".lock"), []byte("train\n"), 0o644)
+	checker, err := os.Open(filepath.Join("S", ".lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer checker.Close()
+	if err := syscall.Flock(int(checker.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	busy := 0
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "lock-busy" {
+			if busy++; busy == 2 { // the check ends
+				syscall.Flock(int(checker.Fd()), syscall.LOCK_UN)
+			}
+		}
+	}
+	release, err := lockRunAs("S", "train")
+	if err != nil {
+		t.Fatalf("locking past a check: %v", err)
+	}
+	release()
+	if busy != 2 {
+		t.Errorf("the lock was found busy %d times, want 2", busy)
+	}
+}
+
+// Probe 43: a copy made with cp -al of a run being trained shares its
+// held .lock, and was said to be trained itself: compare said so, and
+// reproduce --plan gave a run without a checkpoint a --resume line,
+// which failed once the original's trainer ended. The lock's other names
+// are said, and such a run gets the line that starts it.
+func TestCopyOfARunBeingTrained(t *testing.T) {
+	inTempDir(t)
+	for _, d := range []string{"V", filepath.Join("RV", "runs", "two-modes-ula")} {
+		release, err := lockRunAs(d, "train")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"experiment": "two-modes", "seed": 1, "train": {"algorithm": "ula", "iterations": 3}}`), 0o644)
+	}
+	copyOf := func(from, to string) {
+		os.MkdirAll(to, 0o755)
+		for _, name := range []string{".lock", "config.json"} {
+			if err := os.Link(filepath.Join(from, name), filepath.Join(to, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copyOf("V", "V.bak")
+	copyOf(filepath.Join("RV", "runs", "two-modes-ula"), filepath.Join("RV2", "runs", "two-modes-ula"))
+	if _, stderr, code := runCLI("compare", "V.bak", "--out", "C"); code != 2 || !strings.Contains(stderr, "V.bak/.lock, which has 2 hard links: a copy of the folder made with cp -al or rsync --link-dest shares it, and the process may work in the copy") {
+		t.Errorf("compare of a copy: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := runCLI("reproduce", "--plan", "p.txt", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "RV2")
+	plan, _ := os.ReadFile("p.txt")
+	first, _, _ := strings.Cut(string(plan), "\n")
+	if code != 0 || !strings.Contains(stdout, "two-modes-ula (here or in a copy: its .lock has 2 hard links)") || strings.Contains(first, "--resume") || !strings.Contains(first, "--experiment two-modes") {
+		t.Errorf("reproduce --plan of a copy: exit %d: %s %s; line 1: %s", code, stdout, stderr, first)
+	}
+}
+
+// Probe 43: energy --model <(cat m.onnx), a pipe, was "a file: want a
+// checkpoint or run folder".
+func TestEnergyModelAPipe(t *testing.T) {
+	inTempDir(t)
+	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
+	if err := syscall.Mkfifo("m", 0o644); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	if _, stderr, code := runCLI("energy", "--model", "m", "--points", "p.csv"); code != 2 || !strings.Contains(stderr, "m is neither a regular file nor a folder (mode p---------): want a checkpoint or run folder here, or for --model an .onnx energy, a regular file named .onnx") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
