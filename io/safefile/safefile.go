@@ -330,8 +330,13 @@ func SHA256(path string) (string, error) {
 // anything but a regular file before reading it: a FIFO would block for
 // ever (it is opened without waiting for a writer), a device such as
 // /dev/zero never end.
-func Open(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
+func Open(path string) (*os.File, error) { return openRegular(path, os.O_RDONLY, 0) }
+
+// openRegular opens the file at path with flag (and perm, where it is
+// made), without waiting for the other end of a FIFO, and refuses it
+// unless it is a regular file.
+func openRegular(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|openNonblock, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -354,12 +359,14 @@ func Open(path string) (*os.File, error) {
 // a copy of its own, so that the other names keep what they hold.
 func OpenAppend(path string) (*os.File, error) {
 	for range 3 {
-		f, err := openAppend(path)
+		f, err := openRegular(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|openNoFollow, 0o644)
 		if err != nil {
+			if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+				return nil, regular(path, fi) // a link (ELOOP), a FIFO without a reader (ENXIO), named
+			}
 			return nil, err
 		}
-		fi, err := f.Stat()
-		if err != nil || links(fi) == 1 {
+		if fi, err := f.Stat(); err != nil || links(fi) == 1 {
 			if err != nil {
 				f.Close()
 				return nil, err
@@ -372,27 +379,6 @@ func OpenAppend(path string) (*os.File, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s has other hard links again after each of 3 copies of its own: another program links it", path)
-}
-
-// openAppend opens the regular file at path for appending, creating it,
-// refusing a link or a file that is not regular.
-func openAppend(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|openNoFollow|openNonblock, 0o644)
-	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-			return nil, regular(path, fi) // a link (ELOOP), a FIFO without a reader (ENXIO), named
-		}
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		err = regular(path, fi)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // copyFile copies the regular file at path to w.
