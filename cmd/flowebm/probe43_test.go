@@ -300,3 +300,26 @@ func TestEnergyModelAPipe(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// Probe 43 B: a report that could not be written (a full disk) ended
+// reproduce with the bare write error: not that no report was written,
+// which runs failed, or what to do.
+func TestReproduceReportNotWritten(t *testing.T) {
+	inTempDir(t)
+	os.MkdirAll(filepath.Join("R", "runs", "two-modes-ula", "log.txt"), 0o755) // the run cannot start
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "reproduce-trained" { // a figure's place taken after the checks at start
+			os.MkdirAll(filepath.Join("R", "two-modes-weights.png", "x"), 0o755)
+		}
+	}
+	_, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "R")
+	for _, want := range []string{"flowebm: no report written (", "; the runs trained are kept; 1 of 1 runs failed or did not finish: two-modes-ula (", "; start the same reproduce command again once the cause is fixed: it writes the report (and retries the runs that failed)"} {
+		if code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d: %s; want %q", code, stderr, want)
+		}
+	}
+	if exists(filepath.Join("R", "report.md")) {
+		t.Error("report.md was written")
+	}
+}

@@ -290,8 +290,12 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			r.state, r.err = "", r.startErr
 		}
 	}
-	if _, err := writeReport(f, runs, time.Since(t0)); err != nil {
-		return err
+	if _, err := writeReport(f, runs, time.Since(t0)); err != nil { // probe 43: the bare error of a full disk
+		failed := ""
+		if list := failedList(runs); len(list) > 0 {
+			failed = fmt.Sprintf("; %d of %d runs failed or did not finish: %s", len(list), len(runs), strings.Join(list, ", "))
+		}
+		return fmt.Errorf("no report written (%w); the runs trained are kept%s; start the same reproduce command again once the cause is fixed: it writes the report (and retries the runs that failed)", err, failed)
 	}
 	hook("report-written")
 	fmt.Fprintf(out, "report: %s\n", filepath.Join(f.out, "report.md"))
@@ -302,6 +306,16 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 // than divergence (a result the report shows, as the paper's tables do):
 // reproduce then exits with an error status, after writing the report.
 func failedRuns(runs []*reproRun) error {
+	failed := failedList(runs)
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d runs failed or did not finish: %s; the report marks them; start the same reproduce command again to retry them once their cause is fixed",
+		len(failed), len(runs), strings.Join(failed, ", "))
+}
+
+// failedList names the runs without a result, each with why.
+func failedList(runs []*reproRun) []string {
 	var failed []string
 	for _, r := range runs {
 		if r.hasResult() {
@@ -316,11 +330,7 @@ func failedRuns(runs []*reproRun) error {
 		}
 		failed = append(failed, fmt.Sprintf("%s (%s)", r.name(), why))
 	}
-	if len(failed) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%d of %d runs failed or did not finish: %s; the report marks them; start the same reproduce command again to retry them once their cause is fixed",
-		len(failed), len(runs), strings.Join(failed, ", "))
+	return failed
 }
 
 // planRuns lists the runs of --experiments × --algorithms, each checked to
