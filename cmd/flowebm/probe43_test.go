@@ -323,3 +323,26 @@ func TestReproduceReportNotWritten(t *testing.T) {
 		t.Error("report.md was written")
 	}
 }
+
+// Probe 43 B, noted: a run interrupted under reproduce was said to be
+// started again by "write the plan again" where no plan was written.
+// reproduce's own runs are started by reproduce; --report's by the plan
+// or the reproduce that trained them.
+func TestStatusSaysHowToStartAgain(t *testing.T) {
+	inTempDir(t)
+	os.MkdirAll("r", 0o755)
+	os.WriteFile(filepath.Join("r", "log.txt"), []byte("flowebm: interrupted before training started: nothing was trained\n"), 0o644)
+	for _, c := range []struct {
+		f    reproduceFlags
+		want string
+	}{
+		{reproduceFlags{}, "interrupted before its first checkpoint: start it again (reproduce again)"},
+		{reproduceFlags{report: "."}, "interrupted before its first checkpoint: start it again (write the plan again, or reproduce again)"},
+	} {
+		r := &reproRun{experiment: "two-modes", algorithm: "ula", dir: "r"}
+		r.collect(c.f)
+		if r.err != c.want {
+			t.Errorf("report %q: %q, want %q", c.f.report, r.err, c.want)
+		}
+	}
+}

@@ -108,6 +108,16 @@ func runReport(out io.Writer, f reproduceFlags) error {
 	return nil
 }
 
+// again is how a run's status says to start it again: a reproduce's
+// runs by reproduce (probe 43: "write the plan again" where no plan was
+// written), --report's by the plan or reproduce that trained them.
+func (f reproduceFlags) again() string {
+	if f.report != "" {
+		return "write the plan again, or reproduce again"
+	}
+	return "reproduce again"
+}
+
 // checkReportDir refuses a --report folder that is not a reproduce
 // folder: missing, a file, a training run or inside one, or without runs/.
 func checkReportDir(dir string) error {
@@ -232,7 +242,7 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 			r.err = strings.TrimSpace(string(errTxt))
 			return ""
 		case isInterruption(msg): // probe 31: called "failed"
-			return set(runIncomplete, "interrupted before its first checkpoint: start it again (write the plan again, or reproduce again)")
+			return set(runIncomplete, "interrupted before its first checkpoint: start it again (%s)", f.again())
 		case msg != "":
 			r.err = msg // failed (or diverged) as it started: its log.txt says why
 			return ""
@@ -290,9 +300,9 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 		if msg != "" {
 			how = "interrupted before its first checkpoint"
 		}
-		return set(runIncomplete, "%s (of %d iterations): start it again (write the plan again, or reproduce again)", how, cfg.Train.Iterations)
+		return set(runIncomplete, "%s (of %d iterations): start it again (%s)", how, cfg.Train.Iterations, f.again())
 	}
-	return set(runIncomplete, "%s, %s: continue it (write the plan again, or flowebm train --resume %s)", how, progress, shellQuote(r.dir))
+	return set(runIncomplete, "%s, %s: continue it (%s, or flowebm train --resume %s)", how, progress, f.again(), shellQuote(r.dir))
 }
 
 // collectFinished reads a finished run (see collect) and redraws its
