@@ -183,8 +183,8 @@ func checkConvertTarget(out string, force bool) error {
 	if run := trainingRunAbove(out); run != "" {
 		return fmt.Errorf("%s is inside the training run %s, whose checkpoints it would replace: convert into another folder", out, run)
 	}
-	if held := heldFolderAbove(out); held != "" { // probe 32: a run setting up (.lock alone) deleted it
-		return fmt.Errorf("CHECKPOINT %s: %s: convert into another folder", out, busyFolder(held))
+	if err := checkHeldFolder("CHECKPOINT", out, "convert into another folder"); err != nil { // probe 32: a run setting up (.lock alone) deleted it
+		return err
 	}
 	if fi, err := os.Lstat(out); err == nil && fi.Mode()&fs.ModeSymlink != 0 { // probe 34: the link was replaced, a lone .lock left where it led
 		target, _ := os.Readlink(out)
@@ -194,17 +194,6 @@ func checkConvertTarget(out string, force bool) error {
 		return fmt.Errorf("%s already holds a checkpoint or run: give another folder, or replace it with --force", out)
 	}
 	return checkOnlyCheckpoint(out)
-}
-
-// heldFolderAbove is the nearest folder above out whose lock another
-// process holds (a run starting, before its config.json), or "".
-func heldFolderAbove(out string) string {
-	abs, err := filepath.Abs(out)
-	if err != nil {
-		return ""
-	}
-	held, _ := heldFolderAt(filepath.Dir(abs))
-	return held
 }
 
 // checkOnlyCheckpoint refuses to replace a folder that holds files other
@@ -289,6 +278,9 @@ func cleanSwapLeftovers(out string) error {
 // checkpointToONNX exports what of the checkpoint (or run) in as the ONNX
 // file out.
 func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, force bool) error {
+	if fi, err := os.Stat(in); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() { // probe 44: a pipe was "a file"
+		return fmt.Errorf("CHECKPOINT %s is neither a regular file nor a folder (mode %v): convert CHECKPOINT OUT.onnx reads a checkpoint folder (spec.json, weights.npz) or a run folder, and convert IN.onnx CHECKPOINT a regular file named .onnx (write the model to one)", in, fi.Mode().Type())
+	}
 	if fi, err := os.Stat(in); err == nil && !fi.IsDir() && !slices.Contains(checkpointFiles, filepath.Base(in)) {
 		return fmt.Errorf("CHECKPOINT %s is a file: convert CHECKPOINT OUT.onnx reads a checkpoint folder (spec.json, weights.npz) or a run folder, and convert IN.onnx CHECKPOINT an .onnx file", in)
 	}

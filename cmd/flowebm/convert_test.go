@@ -552,8 +552,16 @@ func TestConvertRefusesFolderAnotherProcessHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ck := range []string{filepath.Join(run, "checkpoint"), filepath.Join(run, "sub", "ck")} {
-		wantErr(t, "CHECKPOINT "+ck+": another flowebm process is writing into the folder "+run+" (it holds "+filepath.Join(run, ".lock")+")", "convert", toyONNX, ck)
+	for _, c := range []struct{ ck, in string }{
+		{filepath.Join(run, "checkpoint"), filepath.Join(run, "checkpoint")},
+		{filepath.Join(run, "checkpoint.new", "ck"), filepath.Join(run, "checkpoint.new")},
+	} {
+		wantErr(t, "CHECKPOINT "+c.ck+" is in "+c.in+", which the process holding "+run+" writes, and another flowebm process is writing into the folder "+run+" (it holds "+filepath.Join(run, ".lock")+")", "convert", toyONNX, c.ck)
+	}
+	// Elsewhere in it, nothing that the run writes (probe 44: the same
+	// rule as every command's).
+	if _, stderr, code := runCLI("convert", toyONNX, filepath.Join(run, "sub", "ck")); code != 0 {
+		t.Errorf("convert into run/sub/ck: %s", stderr)
 	}
 	release()
 	if _, stderr, code := runCLI("convert", toyONNX, filepath.Join(run, "ck")); code != 0 {

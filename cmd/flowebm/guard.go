@@ -81,7 +81,7 @@ func checkNotInRun(flag, out, dir string) error {
 	if lockedByOther(dir) {
 		return fmt.Errorf("%s %s: %s: write the output elsewhere", flag, out, busyFolder(dir))
 	}
-	if err := checkHeldFolder(flag, out, "write the output elsewhere"); err != nil {
+	if err := checkHeldFile(flag, out, "write the output elsewhere"); err != nil {
 		return err
 	}
 	if exists(filepath.Join(dir, "spec.json")) {
@@ -684,22 +684,42 @@ func lockedByOther(dir string) bool {
 	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }
 
-// heldFolderAt is the nearest folder at or above dir (its links
-// resolved) whose lock another process holds, or "", and first, the name
-// below it that dir's path goes through ("" for the held folder itself).
-func heldFolderAt(dir string) (held, first string) {
-	abs := resolvedPath(dir)
+// heldFolderOver walks up from the absolute path abs (links resolved) to
+// the first folder whose lock another process holds and for which
+// refused(held, first) is true, first being the name below it that abs
+// goes through ("" for the folder itself); "" if none.
+func heldFolderOver(abs string, refused func(held, first string) bool) (held, first string) {
 	for p := abs; ; p = filepath.Dir(p) {
-		if lockedByOther(p) {
+		if q := shortPath(p); lockedByOther(q) {
+			first = ""
 			if rel, err := filepath.Rel(p, abs); err == nil && rel != "." {
 				first, _, _ = strings.Cut(rel, string(filepath.Separator))
 			}
-			return p, first
+			if refused(q, first) {
+				return q, first
+			}
 		}
 		if p == filepath.Dir(p) {
 			return "", ""
 		}
 	}
+}
+
+// shortPath is the absolute path p or, where p is too long for the
+// system (PATH_MAX, in a working folder deeper than it), its path from the
+// working folder (probe 44: the lock of a folder held could not be opened,
+// and the checks passed).
+func shortPath(p string) string {
+	const pathMax = 4096
+	if len(p) < pathMax {
+		return p
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && len(rel) < len(p) {
+			return rel
+		}
+	}
+	return p
 }
 
 // resolvedPath is path made absolute, the links of its longest existing
@@ -721,24 +741,49 @@ func resolvedPath(path string) string {
 	}
 }
 
-// checkHeldFolder refuses an output path of flag (a file, or a folder
-// existing or to be made) inside a folder that another process holds,
-// where that process replaces it: under a name that a training run writes
-// directly in its folder (probe 42: compare --out H/checkpoint, in a run H
-// setting up, before its config.json, which its first checkpoint
-// replaces). Elsewhere in a held folder (reproduce's OUT/runs, train
-// --seeds' OUT/sSEED), or in one that another command holds (its
-// figures), nothing replaces it; the held folder itself is refused by its
-// lock.
+// holderWrites reports whether the process holding the folder held
+// writes first there, by the command its lock names (probe 44: the
+// names of a run and of a train --seeds' summary for train, of its
+// report for reproduce; all of them for a lock that names none).
+func holderWrites(held, first string) bool {
+	var names []string
+	switch lockHolder(filepath.Join(held, ".lock")) {
+	case "train":
+		names = append(runNames(), "seeds.json")
+	case "reproduce":
+		names = reportNames()
+	case "":
+		names = append(append(runNames(), "seeds.json"), reportNames()...)
+	}
+	return slices.Contains(names, first)
+}
+
+// checkHeldFolder refuses an output folder path of flag (existing or to
+// be made) inside a folder that another process holds, where that
+// process writes it: a name that a training run writes directly in its
+// folder (probe 42: compare --out H/checkpoint, in a run H setting up,
+// before its config.json, which its first checkpoint replaces), a train
+// --seeds' summary, a reproduce's report (probe 44). Elsewhere in a held
+// folder (reproduce's OUT/runs, train --seeds' OUT/sSEED) nothing
+// replaces it; the held folder itself is refused by its lock. Every held
+// folder above is checked (probe 44: reproduce's own OUT hid a run
+// setting up above it).
 func checkHeldFolder(flag, path, advice string) error {
-	held, first := heldFolderAt(path)
-	if held == "" || first == "" || !slices.Contains(runNames(), first) {
+	return checkHeld(flag, path, resolvedPath(path), advice)
+}
+
+// checkHeldFile is checkHeldFolder for an output file: its own name is
+// not resolved, since the output replaces a link there (probe 44).
+func checkHeldFile(flag, path, advice string) error {
+	return checkHeld(flag, path, filepath.Join(resolvedPath(filepath.Dir(path)), filepath.Base(path)), advice)
+}
+
+func checkHeld(flag, path, resolved, advice string) error {
+	held, first := heldFolderOver(resolved, func(held, first string) bool { return first != "" && holderWrites(held, first) })
+	if held == "" {
 		return nil
 	}
-	if holder := lockHolder(filepath.Join(held, ".lock")); holder != "train" && holder != "" { // a reproduce, compare, …: no run there
-		return nil
-	}
-	return fmt.Errorf("%s %s is in %s, which a training run in %s replaces, and %s: %s", flag, path, filepath.Join(held, first), held, busyFolder(held), advice)
+	return fmt.Errorf("%s %s is in %s, which the process holding %s writes, and %s: %s", flag, path, filepath.Join(held, first), held, busyFolder(held), advice)
 }
 
 // isTrainingRun reports whether dir holds a training run (not only a

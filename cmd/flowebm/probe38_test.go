@@ -462,7 +462,7 @@ func TestRound41(t *testing.T) {
 	// Probe 42: a hard-linked lock may be held for this folder (a run
 	// being trained, copied with cp -al): refused, saying so.
 	for _, args := range [][]string{
-		{"convert", toy, filepath.Join("PH", "ck")},
+		{"convert", toy, filepath.Join("PH", "checkpoint")}, // where a run there writes (probe 44: the rule of every command)
 		{"energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("PH", "e.csv")},
 	} {
 		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "which has 2 hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder ") || !strings.Contains(stderr, "PH or into the copy") {

@@ -20,7 +20,7 @@ func TestOutputsWhereAHeldRunWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toy, _, _ := inTempDir(t)
+	toy, _, dir := inTempDir(t)
 	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
 	release, err := lockRunAs("H", "train")
 	if err != nil {
@@ -42,7 +42,7 @@ func TestOutputsWhereAHeldRunWrites(t *testing.T) {
 		{filepath.Join("H", "samples.npy"), []string{"train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--seeds", "1", "--out", filepath.Join("L", "samples.npy")}},
 	} {
 		_, stderr, code := runCLI(c.args...)
-		if code != 2 || !strings.Contains(stderr, ", which a training run in ") || !strings.Contains(stderr, "another flowebm process is writing into the folder ") {
+		if code != 2 || !strings.Contains(stderr, ", which the process holding ") || !strings.Contains(stderr, "another flowebm process is writing into the folder ") {
 			t.Errorf("%s into a folder that the run H, held by another process, replaces: exit %d: %s", c.args[0], code, stderr)
 		}
 		if exists(c.made) && c.made != filepath.Join("H", "checkpoint") {
@@ -68,6 +68,45 @@ func TestOutputsWhereAHeldRunWrites(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 0 {
 		t.Errorf("train into R/runs, R held by reproduce: exit %d: %s", code, stderr)
 	}
+	// Probe 44: reproduce's --out, a reproduce's folder inside a run
+	// setting up (its own lock hid the run's above), the files that
+	// train --seeds and reproduce write into the folders they hold.
+	inner, err := lockRunAs(filepath.Join("H", "checkpoint.old", "RR"), "reproduce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner()
+	srel, err := lockRunAs("S", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srel()
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{"--out H/checkpoint is in ", []string{"reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "2", "--out", filepath.Join("H", "checkpoint")}},
+		{"--out H/checkpoint is in ", []string{"reproduce", "--plan", "p.txt", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "2", "--out", filepath.Join("H", "checkpoint")}},
+		{"is in " + filepath.Join(dir, "H", "checkpoint.old"), []string{"train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("H", "checkpoint.old", "RR", "runs", "t")}},
+		{"--plots S/seeds.json is in ", []string{"diagnose", chains, "--plots", filepath.Join("S", "seeds.json")}},
+		{"--plots R/report.md is in ", []string{"diagnose", chains, "--plots", filepath.Join("R", "report.md")}},
+	} {
+		if _, stderr, code := runCLI(c.args...); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d: %s; want %q", c.args, code, stderr, c.want)
+		}
+	}
+	// A file output replaces a link in its place: the link's target is
+	// not where it is written (probe 44).
+	os.WriteFile(filepath.Join("H", "checkpoint", "zz.csv"), nil, 0o644)
+	os.Symlink(filepath.Join("..", "checkpoint", "zz.csv"), filepath.Join("H", "sub", "l2.csv"))
+	if _, stderr, code := runCLI("energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("H", "sub", "l2.csv"), "--force"); code != 0 {
+		t.Errorf("energy --out H/sub/l2.csv, a link into H/checkpoint: exit %d: %s", code, stderr)
+	}
+	// convert follows the same rule (probe 44: it refused under any held
+	// folder).
+	if _, stderr, code := runCLI("convert", toy, filepath.Join("R", "models", "m")); code != 0 {
+		t.Errorf("convert into R/models, R held by reproduce: exit %d: %s", code, stderr)
+	}
 }
 
 // Probe 42: a --config naming mnist28, with FLOWEBM_MNIST naming no
@@ -88,6 +127,12 @@ func TestConfigImageFolderFromVariable(t *testing.T) {
 	}
 	if exists("tc") {
 		t.Error("tc was made")
+	}
+	// A folder without the files names the variable too (probe 44).
+	os.Mkdir("empty", 0o755)
+	t.Setenv("FLOWEBM_MNIST", "empty")
+	if _, stderr, code := runCLI("train", "--config", "cm.json", "--quiet", "--out", "tc"); code != 2 || !strings.Contains(stderr, "train-images-idx3-ubyte.gz in empty (the folder that FLOWEBM_MNIST names)") {
+		t.Errorf("an empty FLOWEBM_MNIST folder: exit %d: %s", code, stderr)
 	}
 }
 
@@ -253,10 +298,8 @@ func TestLockTakenPastACheck(t *testing.T) {
 }
 
 // Probe 43: a copy made with cp -al of a run being trained shares its
-// held .lock, and was said to be trained itself: compare said so, and
-// reproduce --plan gave a run without a checkpoint a --resume line,
-// which failed once the original's trainer ended. The lock's other names
-// are said, and such a run gets the line that starts it.
+// held .lock, and was said to be trained itself (compare, reproduce
+// --plan). The lock's other names are said.
 func TestCopyOfARunBeingTrained(t *testing.T) {
 	inTempDir(t)
 	for _, d := range []string{"V", filepath.Join("RV", "runs", "two-modes-ula")} {
@@ -283,7 +326,9 @@ func TestCopyOfARunBeingTrained(t *testing.T) {
 	stdout, stderr, code := runCLI("reproduce", "--plan", "p.txt", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "RV2")
 	plan, _ := os.ReadFile("p.txt")
 	first, _, _ := strings.Cut(string(plan), "\n")
-	if code != 0 || !strings.Contains(stdout, "two-modes-ula (here or in a copy: its .lock has 2 hard links)") || strings.Contains(first, "--resume") || !strings.Contains(first, "--experiment two-modes") {
+	// Its line resumes it, as it does a run being trained: a fresh line
+	// would start over the run if it is the one trained (probe 44).
+	if code != 0 || !strings.Contains(stdout, "two-modes-ula (here or in a copy: its .lock has 2 hard links)") || !strings.Contains(first, "--resume RV2/runs/two-modes-ula") {
 		t.Errorf("reproduce --plan of a copy: exit %d: %s %s; line 1: %s", code, stdout, stderr, first)
 	}
 }
@@ -298,6 +343,9 @@ func TestEnergyModelAPipe(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("energy", "--model", "m", "--points", "p.csv"); code != 2 || !strings.Contains(stderr, "m is neither a regular file nor a folder (mode p---------): want a checkpoint or run folder here, or for --model an .onnx energy, a regular file named .onnx") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("convert", "m", "m2.onnx"); code != 2 || !strings.Contains(stderr, "CHECKPOINT m is neither a regular file nor a folder (mode p---------)") {
+		t.Errorf("convert: exit %d: %s", code, stderr)
 	}
 }
 
@@ -314,10 +362,13 @@ func TestReproduceReportNotWritten(t *testing.T) {
 		}
 	}
 	_, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "R")
-	for _, want := range []string{"flowebm: no report written (", "; the runs trained are kept; 1 of 1 runs failed or did not finish: two-modes-ula (", "; start the same reproduce command again once the cause is fixed: it writes the report (and retries the runs that failed)"} {
+	for _, want := range []string{"flowebm: no report written (", "); 1 of 1 runs failed or did not finish: two-modes-ula (", "; start the same reproduce command again once the cause is fixed: it writes the report (and retries the runs that failed)"} {
 		if code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d: %s; want %q", code, stderr, want)
 		}
+	}
+	if strings.Contains(stderr, "the runs trained are kept") { // probe 44: none had trained
+		t.Errorf("said runs trained are kept: %s", stderr)
 	}
 	if exists(filepath.Join("R", "report.md")) {
 		t.Error("report.md was written")
@@ -344,5 +395,77 @@ func TestStatusSaysHowToStartAgain(t *testing.T) {
 		if r.err != c.want {
 			t.Errorf("report %q: %q, want %q", c.f.report, r.err, c.want)
 		}
+	}
+}
+
+// Probe 44: in a working folder deeper than PATH_MAX, the lock of a held
+// folder could not be opened by its absolute path, and outputs were
+// written where its holder writes.
+func TestHeldFolderInADeepWorkingFolder(t *testing.T) {
+	toy, _, _ := inTempDir(t)
+	orig, _ := os.Getwd()
+	defer os.Chdir(orig)
+	name := strings.Repeat("d", 250)
+	for range 18 { // 18 × 251 bytes: deeper than 4,096
+		if err := os.Mkdir(name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chdir(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
+	release, err := lockRunAs("H", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.Mkdir(filepath.Join("H", "checkpoint.old"), 0o755)
+	if _, stderr, code := runCLI("energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("H", "checkpoint.old", "e.csv")); code != 2 || !strings.Contains(stderr, "which the process holding H writes") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if exists(filepath.Join("H", "checkpoint.old", "e.csv")) {
+		t.Error("e.csv was written")
+	}
+}
+
+// Probe 44: a run that reproduce could not start (its log.txt a FIFO),
+// which an earlier reproduce had left unfinished, was summed up as
+// "incomplete: stopped (killed, or its time ran out)".
+func TestReproduceNamesWhyARunDidNotStart(t *testing.T) {
+	inTempDir(t)
+	run := filepath.Join("R", "runs", "two-modes-ula")
+	os.MkdirAll(run, 0o755)
+	os.WriteFile(filepath.Join(run, "config.json"), []byte(`{"experiment": "two-modes", "seed": 1, "train": {"algorithm": "ula", "iterations": 3}}`), 0o644)
+	if err := syscall.Mkfifo(filepath.Join(run, "log.txt"), 0o644); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	_, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "R")
+	if want := "1 of 1 runs failed or did not finish: two-modes-ula (" + filepath.Join(run, "log.txt") + " is a named pipe (FIFO), want a regular file)"; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+}
+
+// Probe 44 B: a kill as reproduce copied a log.txt shared with a cp -al
+// copy left .log.txt.tmpN, which nothing removed; a signal once every
+// run had ended was said to stop "the runs under way".
+func TestReproduceLeftoversAndLateSignal(t *testing.T) {
+	inTempDir(t)
+	run := filepath.Join("R", "runs", "two-modes-ula")
+	os.MkdirAll(filepath.Join(run, "log.txt"), 0o755) // the run then fails to start, after the leftovers' removal
+	stale := filepath.Join(run, ".log.txt.tmp12345")
+	os.WriteFile(stale, []byte("cut short"), 0o644)
+	runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "R")
+	if exists(stale) {
+		t.Error("the copy of log.txt that a kill cut short was left")
+	}
+
+	done := filepath.Join("D", "runs", "two-modes-ula")
+	os.MkdirAll(done, 0o755)
+	os.WriteFile(filepath.Join(done, "samples.npy"), nil, 0o644) // written last: the run is done
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	code, stderr := outputsChild(t, "reproduce-runs-ended", "INT", "reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "D")
+	if code != 130 || !strings.Contains(stderr, "interrupted once every run had ended (see the lines above): no report written; start the same reproduce command again to write it") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

@@ -187,6 +187,15 @@ func (f *reproduceFlags) check() error {
 	if f.out != "" && (isTrainingRun(f.out) || trainingRunAbove(f.out) != "") {
 		return fmt.Errorf("--out %s is or is inside a training run: reproduce writes OUT/runs and OUT/report.md; give another folder", f.out)
 	}
+	if f.out != "" { // probe 44: --out H/checkpoint, a run setting up in H, was deleted by H's first checkpoint
+		flag := "--out"
+		if f.report != "" {
+			flag = "--report"
+		}
+		if err := checkHeldFolder(flag, f.out, "give another folder"); err != nil {
+			return err
+		}
+	}
 	if f.out == "" {
 		f.out = filepath.Join("runs", "reproduce")
 		if f.quick {
@@ -262,10 +271,14 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	}
 	t0 := time.Now()
 	trainAll(soft, hard, out, exe, runs, f)
+	hook("reproduce-runs-ended")
 	var sig signalCause
 	interrupted := errors.As(context.Cause(soft), &sig)
 	stop()
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
+		if !slices.ContainsFunc(runs, (*reproRun).unended) { // probe 44: "the runs under way stopped" of runs all done
+			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted once every run had ended (see the lines above): no report written; start the same reproduce command again to write it")}
+		}
 		if !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) { // probe 38: "the runs under way stopped" when none had started
 			if madeRuns {
 				os.Remove(runsDir) // while empty; then --out too, if made (probe 36: left holding an empty runs/)
@@ -286,7 +299,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		if warning := r.collect(f); warning != "" {
 			fmt.Fprintln(out, "warning:", warning)
 		}
-		if r.state == runMissing && r.startErr != "" { // nothing on disk says why
+		if r.state != "" && r.startErr != "" { // nothing on disk says why, or the run there is older (probe 44: "stopped (killed, …)" of a run whose log.txt was a FIFO)
 			r.state, r.err = "", r.startErr
 		}
 	}
@@ -295,7 +308,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		if list := failedList(runs); len(list) > 0 {
 			failed = fmt.Sprintf("; %d of %d runs failed or did not finish: %s", len(list), len(runs), strings.Join(list, ", "))
 		}
-		return fmt.Errorf("no report written (%w); the runs trained are kept%s; start the same reproduce command again once the cause is fixed: it writes the report (and retries the runs that failed)", err, failed)
+		kept := ""
+		if slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) { // probe 44: said when none had
+			kept = "; the runs trained are kept"
+		}
+		return fmt.Errorf("no report written (%w)%s%s; start the same reproduce command again once the cause is fixed: it writes the report (and retries the runs that failed)", err, kept, failed)
 	}
 	hook("report-written")
 	fmt.Fprintf(out, "report: %s\n", filepath.Join(f.out, "report.md"))
@@ -585,6 +602,12 @@ func lockOut(out string) (release func(), err error) {
 	return release, err
 }
 
+// unended reports whether the run has not ended: no samples.npy (written
+// last) and no divergence recorded.
+func (r *reproRun) unended() bool {
+	return !exists(filepath.Join(r.dir, "samples.npy")) && divergedBefore(r.dir) == ""
+}
+
 // trainOne runs (or resumes, or skips) one training process and returns a
 // short status.
 func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFlags) string {
@@ -625,6 +648,9 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		}
 	}
 	// Appended: a resumed run keeps the notes its start wrote at the top.
+	if err := removeStaleTemps(r.dir, "log.txt"); err != nil { // a copy of a shared log.txt that a kill cut short (probe 44)
+		return r.failedToStart(err)
+	}
 	logf, err := safefile.OpenAppend(filepath.Join(r.dir, "log.txt")) // not through a link or FIFO, nor into a cp -al copy's (probe 43)
 	if err != nil {
 		return r.failedToStart(err)
@@ -892,6 +918,9 @@ func imageDataDir(e string) (string, error) {
 	// Its folder and files checked as the experiment checks them (probe
 	// 42: a config's run said "cm.json: data_dir …" of a missing one).
 	if _, err := experiments.FindDataDir(e); err != nil {
+		if !strings.Contains(err.Error(), env+"=") { // probe 44: the folder named, not the variable
+			return "", fmt.Errorf("%w (the folder that %s names)", err, env)
+		}
 		return "", err
 	}
 	return filepath.Abs(v)

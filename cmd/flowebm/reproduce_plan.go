@@ -190,12 +190,13 @@ func planLine(r *reproRun, f reproduceFlags) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if lockedByOther(r.dir) && (sharedLockRun(r.dir) == "" || hasCheckpoint(r.dir)) {
+	if lockedByOther(r.dir) {
 		// Trained now by another process: its line continues the run
-		// once that ends (and refuses before), never starts it over. A
-		// lock shared with a copy (cp -al) may be held for the copy: a
-		// run without a checkpoint here is started (probe 43: its
-		// --resume line failed once the copy's trainer ended).
+		// once that ends (and refuses before), never starts it over,
+		// also where the lock is shared with a copy (cp -al) and the
+		// holder may train the copy (probe 44: a --force line, given to
+		// a run writing its first checkpoint, started it over; a copy's
+		// --resume line fails, saying why, where it has no checkpoint).
 		args = []string{"train", "--plot-format", f.plotFormat.String(), "--resume", r.dir}
 	}
 	for i, a := range args {

@@ -40,7 +40,7 @@ func TestDotDot(t *testing.T) {
 		"a/b/../../L/../../x":                   "which the system resolves through a symbolic link",
 		strings.Repeat("a/b/../../", 50) + "x":  "",
 		strings.Repeat("a/b/../../", 409) + "x": "", // 4,091 bytes: under PATH_MAX
-		strings.Repeat("../", 1366) + "x":       "the path is 4099 bytes long: the system takes at most 4095",
+		strings.Repeat("a/b/../../", 500) + "x": "", // 5,001 bytes: longer than PATH_MAX, left to the system (probe 44: a config's folder and path, joined, were refused)
 	} {
 		err := DotDot(path)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
