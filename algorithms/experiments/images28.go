@@ -104,14 +104,18 @@ func ByNameIn(name, dataDir string) (*Experiment, error) {
 // Reading the images and building the classifier takes about 7 s on 2
 // busy cores: keep the experiment rather than looking it up again.
 func MNIST28(dir string) (*Experiment, error) {
+	hint := ""
 	if dir == "" {
 		var err error
 		if dir, err = MNISTDir(); err != nil {
 			return nil, err
 		}
+		if os.Getenv("FLOWEBM_MNIST") != "" {
+			hint = "want the folder of train-images-idx3-ubyte.gz and its three siblings (the folder that FLOWEBM_MNIST names)" // probe 45: the variable not named
+		}
 	}
 	return idxExperiment(dir, imageSpec{name: "mnist28", pool: 1, knn: knnMNIST28, side: 28, source: "MNIST",
-		desc: "App. C.6 scaled: MNIST at 28×28, dequantised to [-1, 1]"}, "")
+		desc: "App. C.6 scaled: MNIST at 28×28, dequantised to [-1, 1]"}, hint)
 }
 
 // FashionMNIST is MNIST28's experiment on Fashion-MNIST (Zalando's 28×28
@@ -133,6 +137,8 @@ func FashionMNIST(dir string) (*Experiment, error) {
 		}
 		if os.Getenv(FashionMNISTEnv) == "" { // Debian's folder, not one the user named
 			hint = "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist: " + FashionMNISTDebianDir + "), or name a folder holding train-images-idx3-ubyte.gz and its three siblings with " + FashionMNISTEnv
+		} else {
+			hint += " (the folder that " + FashionMNISTEnv + " names)" // probe 45: the variable not named
 		}
 	}
 	return idxExperiment(dir, imageSpec{name: "fashion-mnist", pool: 1, knn: knnFashion, classNames: FashionMNISTClasses, side: 28, source: "Fashion-MNIST",

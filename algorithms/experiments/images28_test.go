@@ -129,7 +129,7 @@ func TestFashionMNISTMissing(t *testing.T) {
 	if d, err := FashionMNISTDir(); d != empty || err != nil {
 		t.Errorf("FashionMNISTDir() = %q, %v; want %q", d, err, empty)
 	}
-	if _, err := ByName("fashion-mnist"); err == nil || !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "apt-get") {
+	if _, err := ByName("fashion-mnist"); err == nil || !strings.HasSuffix(err.Error(), want+" (the folder that "+FashionMNISTEnv+" names)") || strings.Contains(err.Error(), "apt-get") { // the variable named (probe 45)
 		t.Errorf("ByName with %s=%s: %v, want it to end with %q", FashionMNISTEnv, empty, err, want)
 	}
 	none := filepath.Join(empty, "none")

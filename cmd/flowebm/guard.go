@@ -723,19 +723,24 @@ func shortPath(p string) string {
 }
 
 // resolvedPath is path made absolute, the links of its longest existing
-// part resolved (what is below it does not exist yet).
+// part resolved (what is below it does not exist yet). The links are
+// resolved on the path as given, which stays short where the absolute
+// one is beyond PATH_MAX (probe 45: in a working folder deeper than it, a
+// link into a held run was not followed).
 func resolvedPath(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return path
-	}
 	rest := ""
-	for p := abs; ; p = filepath.Dir(p) {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
+			if abs, err := filepath.Abs(filepath.Join(r, rest)); err == nil {
+				return abs
+			}
 			return filepath.Join(r, rest)
 		}
 		if p == filepath.Dir(p) {
-			return abs
+			if abs, err := filepath.Abs(path); err == nil {
+				return abs
+			}
+			return path
 		}
 		rest = filepath.Join(filepath.Base(p), rest)
 	}
@@ -744,18 +749,16 @@ func resolvedPath(path string) string {
 // holderWrites reports whether the process holding the folder held
 // writes first there, by the command its lock names (probe 44: the
 // names of a run and of a train --seeds' summary for train, of its
-// report for reproduce; all of them for a lock that names none).
+// report for reproduce; any name for another command or a lock that
+// names none).
 func holderWrites(held, first string) bool {
-	var names []string
 	switch lockHolder(filepath.Join(held, ".lock")) {
 	case "train":
-		names = append(runNames(), "seeds.json")
+		return slices.Contains(append(runNames(), "seeds.json"), first)
 	case "reproduce":
-		names = reportNames()
-	case "":
-		names = append(append(runNames(), "seeds.json"), reportNames()...)
+		return slices.Contains(reportNames(), first)
 	}
-	return slices.Contains(names, first)
+	return true // compare, diagnose, convert, … fill their folder with names of their own (probe 45), and a lock naming none may be any
 }
 
 // checkHeldFolder refuses an output folder path of flag (existing or to

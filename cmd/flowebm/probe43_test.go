@@ -134,6 +134,14 @@ func TestConfigImageFolderFromVariable(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--config", "cm.json", "--quiet", "--out", "tc"); code != 2 || !strings.Contains(stderr, "train-images-idx3-ubyte.gz in empty (the folder that FLOWEBM_MNIST names)") {
 		t.Errorf("an empty FLOWEBM_MNIST folder: exit %d: %s", code, stderr)
 	}
+	// And by --experiment (probe 45: the variable not named).
+	t.Setenv("FLOWEBM_FASHION_MNIST", "empty")
+	for _, e := range []string{"mnist28", "fashion-mnist"} {
+		env := map[string]string{"mnist28": "FLOWEBM_MNIST", "fashion-mnist": "FLOWEBM_FASHION_MNIST"}[e]
+		if _, stderr, code := runCLI("train", "--experiment", e, "--iterations", "2", "--quiet", "--out", "tc"); code != 2 || !strings.Contains(stderr, "(the folder that "+env+" names)") {
+			t.Errorf("--experiment %s, an empty %s folder: exit %d: %s", e, env, code, stderr)
+		}
+	}
 }
 
 // Probe 37 wording, left: energy --checkpoint X said "--model X" of a
@@ -336,7 +344,7 @@ func TestCopyOfARunBeingTrained(t *testing.T) {
 // Probe 43: energy --model <(cat m.onnx), a pipe, was "a file: want a
 // checkpoint or run folder".
 func TestEnergyModelAPipe(t *testing.T) {
-	inTempDir(t)
+	toy, _, _ := inTempDir(t)
 	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
 	if err := syscall.Mkfifo("m", 0o644); err != nil {
 		t.Skip("no FIFO here:", err)
@@ -346,6 +354,10 @@ func TestEnergyModelAPipe(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("convert", "m", "m2.onnx"); code != 2 || !strings.Contains(stderr, "CHECKPOINT m is neither a regular file nor a folder (mode p---------)") {
 		t.Errorf("convert: exit %d: %s", code, stderr)
+	}
+	// --flow named as such (probe 45: worded for --model).
+	if _, stderr, code := runCLI("sample", "--model", toy, "--sampler", "flowmc", "--flow", "m", "--chains", "2", "--steps", "4", "--out", "s.npy"); code != 2 || !strings.Contains(stderr, "--flow m is neither a regular file nor a folder (mode p---------): want a checkpoint or run folder that holds a flow") {
+		t.Errorf("sample --flow: exit %d: %s", code, stderr)
 	}
 }
 
@@ -424,8 +436,47 @@ func TestHeldFolderInADeepWorkingFolder(t *testing.T) {
 	if _, stderr, code := runCLI("energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("H", "checkpoint.old", "e.csv")); code != 2 || !strings.Contains(stderr, "which the process holding H writes") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
+	// Through a link into the held folder (probe 45: its links were not
+	// followed, the absolute path being beyond PATH_MAX).
+	os.Symlink(filepath.Join("H", "checkpoint.old"), "L")
+	if _, stderr, code := runCLI("energy", "--model", toy, "--points", "p.csv", "--out", filepath.Join("L", "e.csv")); code != 2 || !strings.Contains(stderr, "which the process holding H writes") {
+		t.Errorf("through L: exit %d: %s", code, stderr)
+	}
 	if exists(filepath.Join("H", "checkpoint.old", "e.csv")) {
 		t.Error("e.csv was written")
+	}
+}
+
+// Probe 45: a folder that compare (or diagnose, convert, …) holds was
+// refused only under a run's names: compare --out C/summary.md made the
+// holder fail at its end. Any name in it is its holder's; and
+// reproduce's --out checks ran only on a given --out, not its default.
+func TestHeldByOtherCommandsAndDefaultOut(t *testing.T) {
+	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	release, err := lockRunAs("C", "compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, stderr, code := runCLI("diagnose", chains, "--plots", filepath.Join("C", "summary.md")); code != 2 || !strings.Contains(stderr, "--plots C/summary.md is in ") {
+		t.Errorf("diagnose --plots C/summary.md, C held by compare: exit %d: %s", code, stderr)
+	}
+	hrel, err := lockRunAs("H", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hrel()
+	os.MkdirAll(filepath.Join("H", "checkpoint.old"), 0o755)
+	t.Chdir(filepath.Join("H", "checkpoint.old"))
+	if _, stderr, code := runCLI("reproduce", "--quick", "--experiments", "two-modes", "--algorithms", "ula"); code != 2 || !strings.Contains(stderr, "--out "+filepath.Join("runs", "reproduce-quick")+" is in ") {
+		t.Errorf("reproduce's default --out inside H/checkpoint.old: exit %d: %s", code, stderr)
+	}
+	if exists("runs") {
+		t.Error("runs/ was made")
 	}
 }
 
@@ -466,6 +517,49 @@ func TestReproduceLeftoversAndLateSignal(t *testing.T) {
 	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
 	code, stderr := outputsChild(t, "reproduce-runs-ended", "INT", "reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", "D")
 	if code != 130 || !strings.Contains(stderr, "interrupted once every run had ended (see the lines above): no report written; start the same reproduce command again to write it") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 45: a signal once the first of two runs had ended, before the
+// second started, said "the runs under way stopped at their last
+// checkpoint", of none, and named no run left.
+func TestReproduceSignalBetweenRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "R")
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	t.Setenv("FLOWEBM_CHILD_SKIP", "1") // the second run's start
+	code, stderr := outputsChild(t, "reproduce-run", "INT", "reproduce", "--experiments", "two-modes", "--algorithms", "ula,nt", "--iterations", "3", "--jobs", "1", "--out", out)
+	if code != 130 || !strings.Contains(stderr, "interrupted before 1 of 2 runs started (two-modes-") || !strings.Contains(stderr, "the runs that ended are kept, no report written; start the same reproduce command again to train them and write it") || strings.Contains(stderr, "the runs under way stopped") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 45 B: "the runs trained are kept" was said where a run's train
+// process had started and written nothing; a signal once every run had
+// ended, one of them failed, said "the runs under way stopped".
+func TestReproduceStopNotes(t *testing.T) {
+	inTempDir(t)
+	os.MkdirAll(filepath.Join("a", "checkpoint"), 0o755)
+	os.MkdirAll("b", 0o755)
+	started := &reproRun{dir: "b", trained: true}
+	if got := keptNote([]*reproRun{started}); got != "" {
+		t.Errorf("a run started that wrote nothing: %q, want none", got)
+	}
+	if got := keptNote([]*reproRun{started, {dir: "a", trained: true}}); got != "the runs trained are kept" {
+		t.Errorf("a run with a checkpoint: %q", got)
+	}
+	if got := keptNote([]*reproRun{{dir: "b", outcome: "FAILED (retried by the next reproduce): x"}}); got != "it retries the runs that failed" {
+		t.Errorf("a run failed: %q", got)
+	}
+
+	failed := filepath.Join("R", "runs", "two-modes-ula")
+	os.MkdirAll(filepath.Join(failed, "log.txt"), 0o755) // it fails to start
+	done := filepath.Join("R", "runs", "two-modes-nt")
+	os.MkdirAll(done, 0o755)
+	os.WriteFile(filepath.Join(done, "samples.npy"), nil, 0o644)
+	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
+	code, stderr := outputsChild(t, "reproduce-runs-ended", "INT", "reproduce", "--experiments", "two-modes", "--algorithms", "ula,nt", "--iterations", "3", "--out", "R")
+	if code != 130 || !strings.Contains(stderr, "interrupted once every run had ended (see the lines above): no report written; start the same reproduce command again to write it (and to retry the runs that failed)") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

@@ -158,6 +158,8 @@ type reproRun struct {
 	// trained: reproduce started the run's train process and it trained
 	// (not stopped at its start by a signal).
 	trained bool
+	// outcome is the status trainOne gave the run ("" if not reached).
+	outcome string
 }
 
 func (r *reproRun) name() string { return r.experiment + "-" + string(r.algorithm) }
@@ -181,36 +183,30 @@ func (f *reproduceFlags) check() error {
 	if f.iters > 0 && f.quick {
 		return fmt.Errorf("--iterations and --quick both set the runs' length: give one")
 	}
-	if fi, err := os.Stat(f.out); f.out != "" && err == nil && !fi.IsDir() {
-		return fmt.Errorf("--out %s is a file: give a folder", f.out)
-	}
-	if f.out != "" && (isTrainingRun(f.out) || trainingRunAbove(f.out) != "") {
-		return fmt.Errorf("--out %s is or is inside a training run: reproduce writes OUT/runs and OUT/report.md; give another folder", f.out)
-	}
-	if f.out != "" { // probe 44: --out H/checkpoint, a run setting up in H, was deleted by H's first checkpoint
-		flag := "--out"
-		if f.report != "" {
-			flag = "--report"
-		}
-		if err := checkHeldFolder(flag, f.out, "give another folder"); err != nil {
-			return err
-		}
-	}
-	if f.out == "" {
+	if f.out == "" { // the default checked as one given (probe 45: not checked)
 		f.out = filepath.Join("runs", "reproduce")
 		if f.quick {
 			f.out += "-quick"
 		}
+	}
+	if fi, err := os.Stat(f.out); err == nil && !fi.IsDir() {
+		return fmt.Errorf("--out %s is a file: give a folder", f.out)
+	}
+	if isTrainingRun(f.out) || trainingRunAbove(f.out) != "" {
+		return fmt.Errorf("--out %s is or is inside a training run: reproduce writes OUT/runs and OUT/report.md; give another folder", f.out)
+	}
+	flag := "--out"
+	if f.report != "" {
+		flag = "--report"
+	}
+	if err := checkHeldFolder(flag, f.out, "give another folder"); err != nil { // probe 44: --out H/checkpoint, a run setting up in H, was deleted by H's first checkpoint
+		return err
 	}
 	if err := blockedFolder(f.out); err != nil {
 		return fmt.Errorf("--out %s: %v", f.out, err) // before a run's config.json is read (probe 28: that file was named)
 	}
 	if f.plan != "" { // --force is the plan file's
 		return checkPlanReportFolder(f.out)
-	}
-	flag := "--out"
-	if f.report != "" {
-		flag = "--report"
 	}
 	return checkReportFolder(flag, f.out, f.force)
 }
@@ -277,7 +273,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	stop()
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
 		if !slices.ContainsFunc(runs, (*reproRun).unended) { // probe 44: "the runs under way stopped" of runs all done
-			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted once every run had ended (see the lines above): no report written; start the same reproduce command again to write it")}
+			again := "start the same reproduce command again to write it"
+			if slices.ContainsFunc(runs, (*reproRun).failed) {
+				again += " (and to retry the runs that failed)"
+			}
+			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted once every run had ended (see the lines above): no report written; " + again)}
 		}
 		if !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) { // probe 38: "the runs under way stopped" when none had started
 			if madeRuns {
@@ -285,12 +285,24 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			}
 			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted before any run trained: nothing was trained, no report written; start the same reproduce command again")}
 		}
+		if !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained && r.unended() }) { // probe 45: "the runs under way" where none was
+			var left []string
+			for _, r := range runs {
+				if r.unended() {
+					left = append(left, r.name())
+				}
+			}
+			return stoppedError{sig: syscall.Signal(sig), err: fmt.Errorf("interrupted before %d of %d runs started (%s); the runs that ended are kept, no report written; start the same reproduce command again to train them and write it", len(left), len(runs), strings.Join(left, ", "))}
+		}
 		return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")}
 	}
 	// No run is under way now: a signal stops reproduce at once (probe 29:
 	// it was said to stop the runs, and ignored).
-	defer removeTempsOnSignalNoting(placedNote(filepath.Join(f.out, "report.md"), "the report is written: ", // probe 30: "no report written" after it was
-		"no report written: start the same reproduce command again to write it (the runs trained are kept)"))()
+	notYet := "no report written: start the same reproduce command again to write it"
+	if kept := keptNote(runs); kept != "" {
+		notYet += " (" + kept + ")"
+	}
+	defer removeTempsOnSignalNoting(placedNote(filepath.Join(f.out, "report.md"), "the report is written: ", notYet))() // probe 30: "no report written" after it was
 	hook("reproduce-trained")
 	// The runs are read as --report reads them: a run that another
 	// process trains, or that appeared of other settings meanwhile, is
@@ -309,7 +321,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			failed = fmt.Sprintf("; %d of %d runs failed or did not finish: %s", len(list), len(runs), strings.Join(list, ", "))
 		}
 		kept := ""
-		if slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) { // probe 44: said when none had
+		if anyKept(runs) { // probes 44, 45: said when none had
 			kept = "; the runs trained are kept"
 		}
 		return fmt.Errorf("no report written (%w)%s%s; start the same reproduce command again once the cause is fixed: it writes the report (and retries the runs that failed)", err, kept, failed)
@@ -467,6 +479,7 @@ func trainAll(soft, hard context.Context, out io.Writer, exe string, runs []*rep
 			status := trainOne(soft, hard, exe, r, f)
 			mu.Lock()
 			defer mu.Unlock()
+			r.outcome = status
 			done++
 			el := time.Since(t0)
 			eta := time.Duration(float64(el) / float64(done) * float64(len(runs)-done))
@@ -603,9 +616,33 @@ func lockOut(out string) (release func(), err error) {
 }
 
 // unended reports whether the run has not ended: no samples.npy (written
-// last) and no divergence recorded.
+// last), no divergence recorded, and it did not fail in this reproduce
+// (probe 45: a failed run was taken for one under way).
 func (r *reproRun) unended() bool {
-	return !exists(filepath.Join(r.dir, "samples.npy")) && divergedBefore(r.dir) == ""
+	return !exists(filepath.Join(r.dir, "samples.npy")) && divergedBefore(r.dir) == "" && !r.failed()
+}
+
+// failed reports whether the run failed in this reproduce.
+func (r *reproRun) failed() bool { return strings.HasPrefix(r.outcome, "FAILED") }
+
+// anyKept reports whether a run has a checkpoint or its outputs.
+func anyKept(runs []*reproRun) bool {
+	return slices.ContainsFunc(runs, func(r *reproRun) bool { return hasCheckpoint(r.dir) || exists(filepath.Join(r.dir, "samples.npy")) })
+}
+
+// keptNote is what a stop before the report says of the runs: that what
+// they wrote is kept, where one has a checkpoint or its outputs (probe
+// 45: said where none had), and that the next reproduce retries the
+// failed ones.
+func keptNote(runs []*reproRun) string {
+	note := ""
+	if anyKept(runs) {
+		note = "the runs trained are kept"
+	}
+	if slices.ContainsFunc(runs, (*reproRun).failed) {
+		note = strings.TrimPrefix(note+"; it retries the runs that failed", "; ")
+	}
+	return note
 }
 
 // trainOne runs (or resumes, or skips) one training process and returns a
@@ -918,7 +955,7 @@ func imageDataDir(e string) (string, error) {
 	// Its folder and files checked as the experiment checks them (probe
 	// 42: a config's run said "cm.json: data_dir …" of a missing one).
 	if _, err := experiments.FindDataDir(e); err != nil {
-		if !strings.Contains(err.Error(), env+"=") { // probe 44: the folder named, not the variable
+		if !strings.Contains(err.Error(), env) { // probe 44: the folder named, not the variable
 			return "", fmt.Errorf("%w (the folder that %s names)", err, env)
 		}
 		return "", err

@@ -40,16 +40,18 @@ func DotDot(path string) error {
 		}
 		return b
 	}
+	resolved := false // system is a resolved folder (after a ..): its parent needs no walk (probe 45: each .. walked the whole prefix again)
 	for i, p := range parts {
 		switch p {
 		case "", ".":
 			continue
 		default:
 			system, text = filepath.Join(system, p), filepath.Join(text, p)
+			resolved = false
 			continue
 		case "..":
 		}
-		parent, err := systemParent(system)
+		parent, err := systemParent(system, resolved)
 		if err != nil {
 			return fmt.Errorf(".. follows %s, %w: give the path without ..", before(i), err)
 		}
@@ -62,15 +64,21 @@ func DotDot(path string) error {
 			b := before(i)
 			return fmt.Errorf(".. follows %s, which the system resolves through a symbolic link: there %s/.. is %s, while flowebm's checks would take it for %s; give the path without ..", b, b, parent, text)
 		}
-		system = parent
+		system, resolved = parent, true
 	}
 	return nil
 }
 
 // systemParent is the folder that the system reaches by .. after path
 // (which holds no .. after a name): the parent of the folder path leads
-// to, links resolved.
-func systemParent(path string) (string, error) {
+// to, links resolved; resolved says path is such a parent already.
+func systemParent(path string, resolved bool) (string, error) {
+	if resolved { // a folder found by the system's ..: no links to follow
+		if b := filepath.Base(path); b == "." || b == ".." {
+			return filepath.Join(path, ".."), nil
+		}
+		return filepath.Dir(path), nil
+	}
 	real, err := filepath.EvalSymlinks(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
