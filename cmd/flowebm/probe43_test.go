@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Probe 42, left from it: an output inside a folder that another process
@@ -560,6 +561,31 @@ func TestReproduceStopNotes(t *testing.T) {
 	t.Setenv("FLOWEBM_CHILD_WAIT", "1s")
 	code, stderr := outputsChild(t, "reproduce-runs-ended", "INT", "reproduce", "--experiments", "two-modes", "--algorithms", "ula,nt", "--iterations", "3", "--out", "R")
 	if code != 130 || !strings.Contains(stderr, "interrupted once every run had ended (see the lines above): no report written; start the same reproduce command again to write it (and to retry the runs that failed)") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 46: a run skipped because another process trains it was named
+// among the runs "not started" by the interrupt.
+func TestReproduceSignalNamesSkippedRuns(t *testing.T) {
+	inTempDir(t)
+	release, err := lockRunAs(filepath.Join("R", "runs", "two-modes-nt"), "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	done := filepath.Join("R", "runs", "two-modes-ula")
+	os.MkdirAll(done, 0o755)
+	os.WriteFile(filepath.Join(done, "samples.npy"), nil, 0o644)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "reproduce-runs-ended" {
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			time.Sleep(500 * time.Millisecond) // the handler cancels
+		}
+	}
+	_, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula,nt", "--iterations", "3", "--jobs", "1", "--out", "R")
+	if code != 130 || !strings.Contains(stderr, "interrupted once every run had ended or was skipped (see the lines above): no report written; start the same reproduce command again to write it (skipped, as another process trains them: two-modes-nt)") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

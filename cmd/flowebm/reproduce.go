@@ -272,29 +272,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	interrupted := errors.As(context.Cause(soft), &sig)
 	stop()
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
-		if !slices.ContainsFunc(runs, (*reproRun).unended) { // probe 44: "the runs under way stopped" of runs all done
-			again := "start the same reproduce command again to write it"
-			if slices.ContainsFunc(runs, (*reproRun).failed) {
-				again += " (and to retry the runs that failed)"
-			}
-			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted once every run had ended (see the lines above): no report written; " + again)}
-		}
-		if !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) { // probe 38: "the runs under way stopped" when none had started
-			if madeRuns {
-				os.Remove(runsDir) // while empty; then --out too, if made (probe 36: left holding an empty runs/)
-			}
-			return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted before any run trained: nothing was trained, no report written; start the same reproduce command again")}
-		}
-		if !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained && r.unended() }) { // probe 45: "the runs under way" where none was
-			var left []string
-			for _, r := range runs {
-				if r.unended() {
-					left = append(left, r.name())
-				}
-			}
-			return stoppedError{sig: syscall.Signal(sig), err: fmt.Errorf("interrupted before %d of %d runs started (%s); the runs that ended are kept, no report written; start the same reproduce command again to train them and write it", len(left), len(runs), strings.Join(left, ", "))}
-		}
-		return stoppedError{sig: syscall.Signal(sig), err: errors.New("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written")}
+		return stoppedError{sig: syscall.Signal(sig), err: interruptedRuns(runs, madeRuns, runsDir)}
 	}
 	// No run is under way now: a signal stops reproduce at once (probe 29:
 	// it was said to stop the runs, and ignored).
@@ -613,6 +591,46 @@ func lockOut(out string) (release func(), err error) {
 		return nil, fmt.Errorf("--out %s: another flowebm process is writing into this folder (it holds %s): wait for it to end, or give another --out", out, busy.lock)
 	}
 	return release, err
+}
+
+// interruptedRuns is why reproduce, interrupted, stopped with the runs in
+// the state they are: what ended, what was not started, what another
+// process trains (skipped), and what was under way. An empty runs/ it
+// made is removed where nothing trained.
+func interruptedRuns(runs []*reproRun, madeRuns bool, runsDir string) error {
+	var left, skipped []string
+	for _, r := range runs {
+		switch {
+		case strings.HasPrefix(r.outcome, "skipped"): // probe 46: said not started
+			skipped = append(skipped, r.name())
+		case r.unended():
+			left = append(left, r.name())
+		}
+	}
+	note := ""
+	if len(skipped) > 0 {
+		note = fmt.Sprintf(" (skipped, as another process trains them: %s)", strings.Join(skipped, ", "))
+	}
+	switch {
+	case len(left) == 0: // probes 44–46: "the runs under way stopped" of runs all done, failed or skipped
+		again := "start the same reproduce command again to write it"
+		if slices.ContainsFunc(runs, (*reproRun).failed) {
+			again += " (and to retry the runs that failed)"
+		}
+		ended := "ended"
+		if len(skipped) > 0 {
+			ended = "ended or was skipped"
+		}
+		return errors.New("interrupted once every run had " + ended + " (see the lines above): no report written; " + again + note)
+	case !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }): // probe 38: "the runs under way stopped" when none had started
+		if madeRuns {
+			os.Remove(runsDir) // while empty; then --out too, if made (probe 36: left holding an empty runs/)
+		}
+		return errors.New("interrupted before any run trained: nothing was trained, no report written; start the same reproduce command again" + note)
+	case !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained && r.unended() }): // probe 45: "the runs under way" where none was
+		return fmt.Errorf("interrupted before %d of %d runs started (%s); the runs that ended are kept, no report written; start the same reproduce command again to train them and write it%s", len(left), len(runs), strings.Join(left, ", "), note)
+	}
+	return errors.New("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written" + note)
 }
 
 // unended reports whether the run has not ended: no samples.npy (written
