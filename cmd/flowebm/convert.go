@@ -137,7 +137,7 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed 
 func onnxToCheckpointIn(cmd *cobra.Command, in, out string, base float64, force bool) error {
 	// Its own lock first: what a process writing there has put in it is
 	// not a stranger's file to move out (probe 38: compare's .compare-N).
-	if lockedByOther(out) && linkCountOf(filepath.Join(out, ".lock")) == 1 { // a hard-linked one is left to lockOutputFolder's refusal (probe 40)
+	if lockedByOther(out) && lockLinks(out) == 1 { // a hard-linked one is left to lockOutputFolder's refusal (probe 40)
 		lock := filepath.Join(out, ".lock")
 		return folderBusyError{dir: out, lock: lock, holder: lockHolder(lock)}
 	}
@@ -279,7 +279,7 @@ func cleanSwapLeftovers(out string) error {
 // file out.
 func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, force bool) error {
 	if fi, err := os.Stat(in); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() { // probe 44: a pipe was "a file"
-		return fmt.Errorf("CHECKPOINT %s is neither a regular file nor a folder (mode %v): convert CHECKPOINT OUT.onnx reads a checkpoint folder (spec.json, weights.npz) or a run folder, and convert IN.onnx CHECKPOINT a regular file named .onnx (write the model to one)", in, fi.Mode().Type())
+		return fmt.Errorf("CHECKPOINT %s: convert CHECKPOINT OUT.onnx reads a checkpoint folder (spec.json, weights.npz) or a run folder, and convert IN.onnx CHECKPOINT a regular file named .onnx (write the model to one)", irregular(in, fi))
 	}
 	if fi, err := os.Stat(in); err == nil && !fi.IsDir() && !slices.Contains(checkpointFiles, filepath.Base(in)) {
 		return fmt.Errorf("CHECKPOINT %s is a file: convert CHECKPOINT OUT.onnx reads a checkpoint folder (spec.json, weights.npz) or a run folder, and convert IN.onnx CHECKPOINT an .onnx file", in)

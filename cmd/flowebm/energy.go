@@ -533,7 +533,7 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 	case !fi.IsDir() && slices.Contains(checkpointFiles, filepath.Base(dir)):
 		return checkpoint.Models{}, fmt.Errorf("%s is a file of a checkpoint: give its folder, %s", dir, filepath.Dir(dir))
 	case !fi.Mode().IsRegular() && !fi.IsDir(): // probe 43: a pipe (<(cat m.onnx)) was "a file"
-		return checkpoint.Models{}, fmt.Errorf("%s is neither a regular file nor a folder (mode %v): want a checkpoint or run folder here, or for --model an .onnx energy, a regular file named .onnx (write the model to one)", dir, fi.Mode().Type())
+		return checkpoint.Models{}, fmt.Errorf("%s: want a checkpoint or run folder here, or for --model an .onnx energy, a regular file named .onnx (write the model to one)", irregular(dir, fi))
 	case !fi.IsDir():
 		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)", dir)
 	}

@@ -648,10 +648,20 @@ func (e folderBusyError) Error() string {
 // copy of it (cp -al).
 func busyFolder(dir string) string {
 	lock := filepath.Join(dir, ".lock")
-	if n := linkCountOf(lock); n > 1 {
+	if n := lockLinks(dir); n > 1 {
 		return fmt.Sprintf("another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder %s or into the copy", lock, n, dir)
 	}
 	return fmt.Sprintf("another flowebm process is writing into the folder %s (it holds %s)", dir, lock)
+}
+
+// lockLinks is the number of names of the lock file of the folder dir (1
+// where it has none or cannot be read).
+func lockLinks(dir string) uint64 { return linkCountOf(filepath.Join(dir, ".lock")) }
+
+// irregular says that path, described by fi, is neither a regular file
+// nor a folder (a pipe given as <(cat m.onnx), a device), naming its mode.
+func irregular(path string, fi fs.FileInfo) string {
+	return fmt.Sprintf("%s is neither a regular file nor a folder (mode %v)", path, fi.Mode().Type())
 }
 
 // sharedLockNote is "" where the lock of dir has one name, else words
@@ -659,7 +669,7 @@ func busyFolder(dir string) string {
 // the holder may work in the copy, and dir is then not being written
 // (probe 43: a cp -al copy was said to be trained).
 func sharedLockNote(dir string) string {
-	if n := linkCountOf(filepath.Join(dir, ".lock")); n > 1 {
+	if n := lockLinks(dir); n > 1 {
 		return fmt.Sprintf(", which has %d hard links: a copy of the folder made with cp -al or rsync --link-dest shares it, and the process may work in the copy", n)
 	}
 	return ""
@@ -685,18 +695,17 @@ func lockedByOther(dir string) bool {
 }
 
 // heldFolderOver walks up from the absolute path abs (links resolved) to
-// the first folder whose lock another process holds and for which
-// refused(held, first) is true, first being the name below it that abs
-// goes through ("" for the folder itself); "" if none.
-func heldFolderOver(abs string, refused func(held, first string) bool) (held, first string) {
-	for p := abs; ; p = filepath.Dir(p) {
+// the first folder above it whose lock another process holds and whose
+// holder writes first there, first being the name below it that abs goes
+// through; "" if none.
+func heldFolderOver(abs string) (held, first string) {
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
 		if q := shortPath(p); lockedByOther(q) {
-			first = ""
 			if rel, err := filepath.Rel(p, abs); err == nil && rel != "." {
 				first, _, _ = strings.Cut(rel, string(filepath.Separator))
-			}
-			if refused(q, first) {
-				return q, first
+				if holderWrites(q, first) {
+					return q, first
+				}
 			}
 		}
 		if p == filepath.Dir(p) {
@@ -782,7 +791,7 @@ func checkHeldFile(flag, path, advice string) error {
 }
 
 func checkHeld(flag, path, resolved, advice string) error {
-	held, first := heldFolderOver(resolved, func(held, first string) bool { return first != "" && holderWrites(held, first) })
+	held, first := heldFolderOver(resolved)
 	if held == "" {
 		return nil
 	}

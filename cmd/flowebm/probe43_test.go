@@ -203,54 +203,48 @@ func TestCopysLockReplacedMeanwhile(t *testing.T) {
 	os.WriteFile(".ck.npz.lock", []byte("sample\n"), 0o644)
 	os.Mkdir("bak", 0o755)
 	os.Link(".ck.npz.lock", filepath.Join("bak", ".ck.npz.lock"))
-	defer func() { testHook = nil }()
-
 	// Folder locks: the other process takes the copy's lock, removes it
-	// and makes its own, between this one's count and its flock.
-	var other func()
+	// and makes its own, between this one's count and its flock; takeLock
+	// is lockRunAs's, outside its Hold, which the outer one holds.
+	takenMeanwhile(t, "lock-counted", func() (func(), error) {
+		f, _, _, err := takeLock("S", "train")
+		if err != nil {
+			return nil, err
+		}
+		return func() { f.Close() }, nil
+	}, func() (func(), error) { return lockRunAs("S", "train") }, "another flowebm process is training in this folder")
+	// A file's lock (sample --checkpoint) the same way.
+	takenMeanwhile(t, "file-lock-counted", func() (func(), error) {
+		return takeFileLock("--checkpoint", "ck.npz", ".ck.npz.lock", "sample")
+	}, func() (func(), error) { return lockFile("--checkpoint", "ck.npz", "sample") }, "another flowebm process (flowebm sample) is writing it")
+}
+
+// takenMeanwhile has other take a lock at the hook point of take, which
+// must then be refused with want.
+func takenMeanwhile(t *testing.T, point string, other, take func() (func(), error), want string) {
+	t.Helper()
+	defer func() { testHook = nil }()
+	var release func()
 	testHook = func(p string) {
-		if p == "lock-counted" && other == nil {
-			other = func() {}
-			f, _, _, err := takeLock("S", "train") // lockRunAs's, outside its Hold, which the outer one holds
+		if p == point && release == nil {
+			release = func() {}
+			r, err := other()
 			if err != nil {
 				t.Fatal(err)
 			}
-			other = func() { f.Close() }
+			release = r
 		}
 	}
-	if release, err := lockRunAs("S", "train"); err == nil || !strings.Contains(err.Error(), "another flowebm process is training in this folder") {
-		if release != nil {
-			release()
+	if r, err := take(); err == nil || !strings.Contains(err.Error(), want) {
+		if r != nil {
+			r()
 		}
 		t.Errorf("a lock taken meanwhile by another process: %v, want refused as busy", err)
 	}
-	if other == nil {
+	if release == nil {
 		t.Fatal("the hook did not run")
 	}
-	other()
-
-	// A file's lock (sample --checkpoint) the same way.
-	other = nil
-	testHook = func(p string) {
-		if p == "file-lock-counted" && other == nil {
-			other = func() {}
-			r, err := takeFileLock("--checkpoint", "ck.npz", ".ck.npz.lock", "sample") // lockFile's, outside its Hold, which the outer one holds
-			if err != nil {
-				t.Fatal(err)
-			}
-			other = r
-		}
-	}
-	if release, err := lockFile("--checkpoint", "ck.npz", "sample"); err == nil || !strings.Contains(err.Error(), "another flowebm process (flowebm sample) is writing it") {
-		if release != nil {
-			release()
-		}
-		t.Errorf("a file lock taken meanwhile by another process: %v, want refused as busy", err)
-	}
-	if other == nil {
-		t.Fatal("the hook did not run")
-	}
-	other()
+	release()
 }
 
 // Probe 43: reproduce appended a run's output to its log.txt through a

@@ -215,7 +215,7 @@ func planLine(r *reproRun, f reproduceFlags) (string, error) {
 // else words for the plan's list of runs being trained: the holder may
 // train a copy that shares the lock (cp -al).
 func sharedLockRun(dir string) string {
-	if n := linkCountOf(filepath.Join(dir, ".lock")); n > 1 {
+	if n := lockLinks(dir); n > 1 {
 		return fmt.Sprintf(" (here or in a copy: its .lock has %d hard links)", n)
 	}
 	return ""

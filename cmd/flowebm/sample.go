@@ -699,7 +699,7 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, error) {
 			return nil, fmt.Errorf("--flow-density and --flow-base-sigma are for a flow in ONNX (--flow SAMPLE.onnx), not the checkpoint %s", f.flow)
 		}
 		if fi, err := os.Stat(f.flow); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() { // probe 45: worded for --model
-			return nil, fmt.Errorf("--flow %s is neither a regular file nor a folder (mode %v): want a checkpoint or run folder that holds a flow, or the flow's sampling graph in a regular file named .onnx", f.flow, fi.Mode().Type())
+			return nil, fmt.Errorf("--flow %s: want a checkpoint or run folder that holds a flow, or the flow's sampling graph in a regular file named .onnx", irregular(f.flow, fi))
 		}
 		fm, err := loadCheckpointSums(f.flow, sums)
 		if err != nil {

@@ -84,22 +84,26 @@ func DotDot(path string) error {
 func step(dir, p string) (string, error) {
 	next := filepath.Join(dir, p)
 	fi, err := os.Lstat(next)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return next, errors.New("which does not exist")
-	case err != nil:
-		return next, fmt.Errorf("which cannot be resolved (%v)", err)
-	case fi.Mode()&fs.ModeSymlink == 0:
+	if err != nil {
+		return next, unfollowable(err)
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
 		return next, nil
 	}
 	real, err := filepath.EvalSymlinks(next)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return next, errors.New("which does not exist")
-	case err != nil:
-		return next, fmt.Errorf("which cannot be resolved (%v)", err)
+	if err != nil {
+		return next, unfollowable(err)
 	}
 	return real, nil
+}
+
+// unfollowable says why a name cannot be followed, from the error of its
+// lstat or its links' resolution.
+func unfollowable(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("which does not exist")
+	}
+	return fmt.Errorf("which cannot be resolved (%v)", err)
 }
 
 // systemParent is the folder that the system reaches by .. after the
