@@ -546,10 +546,8 @@ var checkpointFiles = []string{"spec.json", "weights.npz"}
 // runOfCheckpoint returns the training run whose checkpoint folder dir
 // (RUN/checkpoint) is, or "".
 func runOfCheckpoint(dir string) string {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real // a link to RUN/checkpoint is read under RUN's lock too (probe 19)
-	}
-	if parent := filepath.Dir(filepath.Clean(dir)); filepath.Base(filepath.Clean(dir)) == checkpointPrefix && isTrainingRun(parent) {
+	dir = resolvedPath(dir) // a link to RUN/checkpoint is read under RUN's lock too (probe 19), however long its target (probe 46)
+	if parent := filepath.Dir(dir); filepath.Base(dir) == checkpointPrefix && isTrainingRunAt(parent) {
 		return parent
 	}
 	return ""

@@ -195,19 +195,12 @@ func placedNote(path, written, notYet string) func() string {
 }
 
 // within reports whether the existing folder dir is folder or inside it,
-// symbolic links resolved.
+// symbolic links resolved however long their targets (resolvedPath).
 func within(dir, folder string) bool {
-	d, err1 := filepath.EvalSymlinks(dir)
-	f, err2 := filepath.EvalSymlinks(folder)
-	if err1 != nil || err2 != nil {
+	if !exists(dir) || !exists(folder) {
 		return false
 	}
-	d, err1 = filepath.Abs(d)
-	f, err2 = filepath.Abs(f)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	rel, err := filepath.Rel(f, d)
+	rel, err := filepath.Rel(resolvedPath(folder), resolvedPath(dir))
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
@@ -646,9 +639,13 @@ func (e folderBusyError) Error() string {
 // busyFolder says that another process holds the lock of dir: it writes
 // into the folder, or, where the lock has other hard links, into it or a
 // copy of it (cp -al).
-func busyFolder(dir string) string {
+func busyFolder(dir string) string { return busyFolderAs(dir, dir) }
+
+// busyFolderAs is busyFolder for the folder named dir and opened by the
+// path open (see pathcheck.Walk).
+func busyFolderAs(dir, open string) string {
 	lock := filepath.Join(dir, ".lock")
-	if n := lockLinks(dir); n > 1 {
+	if n := lockLinks(open); n > 1 {
 		return fmt.Sprintf("another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder %s or into the copy", lock, n, dir)
 	}
 	return fmt.Sprintf("another flowebm process is writing into the folder %s (it holds %s)", dir, lock)
@@ -694,30 +691,9 @@ func lockedByOther(dir string) bool {
 	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }
 
-// heldFolderOver walks up from the absolute path abs (links resolved) to
-// the first folder above it whose lock another process holds and whose
-// holder writes first there, first being the name below it that abs goes
-// through; "" if none.
-func heldFolderOver(abs string) (held, first string) {
-	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
-		if q := shortPath(p); lockedByOther(q) {
-			if rel, err := filepath.Rel(p, abs); err == nil && rel != "." {
-				first, _, _ = strings.Cut(rel, string(filepath.Separator))
-				if holderWrites(q, first) {
-					return q, first
-				}
-			}
-		}
-		if p == filepath.Dir(p) {
-			return "", ""
-		}
-	}
-}
-
 // shortPath is the absolute path p or, where p is too long for the
 // system (PATH_MAX, in a working folder deeper than it), its path from the
-// working folder (probe 44: the lock of a folder held could not be opened,
-// and the checks passed).
+// working folder, to name it in a message.
 func shortPath(p string) string {
 	const pathMax = 4096
 	if len(p) < pathMax {
@@ -732,27 +708,16 @@ func shortPath(p string) string {
 }
 
 // resolvedPath is path made absolute, the links of its longest existing
-// part resolved (what is below it does not exist yet). The links are
-// resolved on the path as given, which stays short where the absolute
-// one is beyond PATH_MAX (probe 45: in a working folder deeper than it, a
-// link into a held run was not followed).
+// part resolved (what is below it does not exist yet), however long the
+// result (pathcheck.Resolve; probe 46: filepath.EvalSymlinks failed where
+// a link led deeper than PATH_MAX, and a later link into a held run was
+// not followed). Where even that fails (no working folder), it is the
+// path as given, cleaned.
 func resolvedPath(path string) string {
-	rest := ""
-	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			if abs, err := filepath.Abs(filepath.Join(r, rest)); err == nil {
-				return abs
-			}
-			return filepath.Join(r, rest)
-		}
-		if p == filepath.Dir(p) {
-			if abs, err := filepath.Abs(path); err == nil {
-				return abs
-			}
-			return path
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
+	if r, err := pathcheck.Resolve(path); err == nil {
+		return r
 	}
+	return filepath.Clean(path)
 }
 
 // holderWrites reports whether the process holding the folder held
@@ -790,12 +755,25 @@ func checkHeldFile(flag, path, advice string) error {
 	return checkHeld(flag, path, filepath.Join(resolvedPath(filepath.Dir(path)), filepath.Base(path)), advice)
 }
 
+// checkHeld walks the folders of resolved from / down (opened name by
+// name, so that a path deeper than PATH_MAX is walked too; probes 44–46)
+// and refuses it under the deepest one whose lock another process holds
+// and whose holder writes the name resolved goes through below it.
 func checkHeld(flag, path, resolved, advice string) error {
-	held, first := heldFolderOver(resolved)
-	if held == "" {
-		return nil
-	}
-	return fmt.Errorf("%s %s is in %s, which the process holding %s writes, and %s: %s", flag, path, filepath.Join(held, first), held, busyFolder(held), advice)
+	var err error
+	pathcheck.Walk(filepath.Dir(resolved), func(dir, open string) bool {
+		rel, relErr := filepath.Rel(dir, resolved)
+		if relErr != nil || rel == "." || !lockedByOther(open) {
+			return true
+		}
+		first, _, _ := strings.Cut(rel, string(filepath.Separator))
+		if holderWrites(open, first) {
+			held := shortPath(dir)
+			err = fmt.Errorf("%s %s is in %s, which the process holding %s writes, and %s: %s", flag, path, filepath.Join(held, first), held, busyFolderAs(held, open), advice)
+		}
+		return true
+	})
+	return err
 }
 
 // isTrainingRun reports whether dir holds a training run (not only a
@@ -875,21 +853,30 @@ func firstMissing(path string) string {
 }
 
 // trainingRunAbove returns the training run that dir is inside (dir itself
-// excluded), or "".
+// excluded), or "". Links are resolved (a link to a run's checkpoint is
+// inside the run) however long their targets, and the folders above are
+// opened name by name (pathcheck.Walk; probe 46).
 func trainingRunAbove(dir string) string {
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = r // a link to a run's checkpoint is inside the run
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return ""
-	}
-	for p := filepath.Dir(abs); p != filepath.Dir(p); p = filepath.Dir(p) {
-		if isTrainingRun(p) {
-			return p
+	run := ""
+	pathcheck.Walk(filepath.Dir(resolvedPath(dir)), func(d, open string) bool {
+		if d != filepath.Dir(d) && isTrainingRun(open) {
+			run = d // the deepest
 		}
-	}
-	return ""
+		return true
+	})
+	return run
+}
+
+// isTrainingRunAt is isTrainingRun for a resolved path, however long.
+func isTrainingRunAt(abs string) bool {
+	is := false
+	pathcheck.Walk(abs, func(d, open string) bool {
+		if d == abs {
+			is = isTrainingRun(open)
+		}
+		return true
+	})
+	return is
 }
 
 // runOutputs are what a training run writes into its folder; plotNames
@@ -1001,14 +988,7 @@ func inRunCheckpoint(dir string) string {
 	if run == "" {
 		return ""
 	}
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = r
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return ""
-	}
-	rel, err := filepath.Rel(run, abs)
+	rel, err := filepath.Rel(run, resolvedPath(dir))
 	if err != nil || !strings.HasPrefix(strings.Split(rel, string(filepath.Separator))[0], checkpointPrefix) {
 		return ""
 	}

@@ -49,7 +49,8 @@ func TestDotDot(t *testing.T) {
 	}
 }
 
-// DotDot returns (it neither panics nor hangs) on any path.
+// DotDot and Resolve return (they neither panic nor hang) on any path,
+// and Resolve's result is absolute and clean.
 func FuzzDotDot(f *testing.F) {
 	dir := f.TempDir()
 	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
@@ -63,5 +64,87 @@ func FuzzDotDot(f *testing.F) {
 		}
 		DotDot(filepath.Join(dir, path))
 		DotDot(path)
+		for _, p := range []string{path, filepath.Join(dir, path)} {
+			if r, err := Resolve(p); err == nil && (!filepath.IsAbs(r) || filepath.Clean(r) != r) {
+				t.Errorf("Resolve(%q) = %q: not absolute and clean", p, r)
+			}
+		}
 	})
+}
+
+// Resolve reaches what filepath.EvalSymlinks reaches where that works
+// (links absolute and relative, .. after a link, a missing rest, a file,
+// a loop), and also where a link leads deeper than PATH_MAX (probe 46),
+// where EvalSymlinks fails.
+func TestResolve(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "f"), nil, 0o644)
+	os.Symlink(filepath.Join(dir, "a", "b"), filepath.Join(dir, "abs"))
+	os.Symlink(filepath.Join("b", "c"), filepath.Join(dir, "a", "rel"))
+	os.Symlink(filepath.Join("..", "rel"), filepath.Join(dir, "a", "b", "up")) // b/up is a/b/c
+	os.Symlink("loop", filepath.Join(dir, "loop"))
+	os.Symlink("f", filepath.Join(dir, "a", "lf"))
+	t.Chdir(filepath.Join(dir, "a"))
+	for path, want := range map[string]string{
+		"b/c":                   dir + "/a/b/c",
+		"rel/x/y":               dir + "/a/b/c/x/y",
+		dir + "/abs/c":          dir + "/a/b/c",
+		dir + "/abs/../f":       dir + "/a/f",
+		"b/up/../..":            dir + "/a",
+		"lf":                    dir + "/a/f",
+		"f/x":                   dir + "/a/f/x",
+		"missing/../b":          dir + "/a/b",
+		dir + "/loop/x":         dir + "/loop/x",
+		"/../" + dir[1:] + "/a": dir + "/a",
+		".":                     dir + "/a",
+	} {
+		got, err := Resolve(path)
+		if err != nil || got != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", path, got, err, want)
+		}
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			if abs, _ := filepath.Abs(real); abs != got {
+				t.Errorf("Resolve(%q) = %q, EvalSymlinks %q", path, got, abs)
+			}
+		}
+	}
+	// A link to a folder 2,800 bytes deep, then 1,500 bytes more below it
+	// and a link back up: the system follows it, EvalSymlinks cannot.
+	deep := filepath.Join(dir, strings.Repeat(strings.Repeat("d", 99)+"/", 28))
+	more := strings.Repeat(strings.Repeat("m", 99)+"/", 15)
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(deep, filepath.Join(dir, "S"))
+	if err := os.MkdirAll(filepath.Join(dir, "S", more), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(dir, "a", "b"), filepath.Join(dir, "S", more, "L"))
+	path := filepath.Join(dir, "S", more, "L", "c", "x")
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		t.Fatalf("the system does not follow %s: %v", path, err)
+	}
+	if _, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		t.Log("EvalSymlinks followed the long link too")
+	}
+	if got, err := Resolve(path); err != nil || got != dir+"/a/b/c/x" {
+		t.Errorf("Resolve(the long link) = %q, %v; want %s", got, err, dir+"/a/b/c/x")
+	}
+	// Walk opens the folders of a path deeper than PATH_MAX.
+	long := filepath.Join(deep, more)
+	var seen []string
+	Walk(long, func(d, open string) bool {
+		if _, err := os.Stat(open); err != nil {
+			t.Errorf("Walk: %s opened as %s: %v", d, open, err)
+		}
+		seen = append(seen, d)
+		return true
+	})
+	if len(long) < pathMax || len(seen) == 0 || seen[len(seen)-1] != filepath.Clean(long) {
+		t.Errorf("Walk(%d bytes) reached %d folders, the last %.40q…", len(long), len(seen), seen[len(seen)-1])
+	}
 }
