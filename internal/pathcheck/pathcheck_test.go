@@ -134,12 +134,30 @@ func TestResolve(t *testing.T) {
 	if got, err := Resolve(path); err != nil || got != dir+"/a/b/c/x" {
 		t.Errorf("Resolve(the long link) = %q, %v; want %s", got, err, dir+"/a/b/c/x")
 	}
-	// Walk opens the folders of a path deeper than PATH_MAX.
+	// Walk opens the folders of a path deeper than PATH_MAX, and files
+	// two names deep in each, the longest a name can be (a folder 3,900
+	// bytes deep is short, its files are not).
 	long := filepath.Join(deep, more)
+	file := filepath.Join(strings.Repeat("f", nameMax), strings.Repeat("g", nameMax))
+	os.Chdir(dir) // made name by name: the paths are too long to give whole
+	d := dir
+	for _, name := range split(strings.TrimPrefix(long, dir)) {
+		os.Chdir(name)
+		d = filepath.Join(d, name)
+		if len(d)+len(file) >= pathMax-1 {
+			os.Mkdir(filepath.Dir(file), 0o755)
+			os.WriteFile(file, nil, 0o644)
+		}
+	}
 	var seen []string
 	Walk(long, func(d, open string) bool {
 		if _, err := os.Stat(open); err != nil {
 			t.Errorf("Walk: %s opened as %s: %v", d, open, err)
+		}
+		if len(d) > len(dir) {
+			if _, err := os.Stat(filepath.Join(open, file)); err != nil && len(d)+len(file) >= pathMax-1 {
+				t.Errorf("Walk: a file two names deep in the folder %d bytes deep, opened as %s: %v", len(d), open, err)
+			}
 		}
 		seen = append(seen, d)
 		return true

@@ -14,6 +14,9 @@ import (
 // counting its terminating NUL).
 const pathMax = 4096
 
+// nameMax is the longest name of a file (NAME_MAX).
+const nameMax = 255
+
 // maxLinks is how many symbolic links the system follows in one path
 // before it gives up (Linux's MAXSYMLINKS).
 const maxLinks = 40
@@ -160,9 +163,9 @@ func openFolder(dir int, name string) (int, error) {
 // Walk calls visit for the folders of the absolute path abs (without
 // links, as Resolve returns it) from / down to abs, while they exist and
 // visit returns true. It gives each folder's path and a path by which to
-// open files in it: the path itself where it is shorter than PATH_MAX,
-// else the folder's name under /proc/self/fd, which stays short however
-// deep the folder is.
+// open files in it, two names deep: the path itself where that stays
+// within PATH_MAX, else the folder's name under /proc/self/fd, which is
+// short however deep the folder is.
 func Walk(abs string, visit func(dir, open string) bool) {
 	fd, err := openFolder(unix.AT_FDCWD, "/")
 	if err != nil {
@@ -171,7 +174,7 @@ func Walk(abs string, visit func(dir, open string) bool) {
 	dir := string(filepath.Separator)
 	for _, name := range append(split(abs), "") {
 		open := dir
-		if len(dir) >= pathMax {
+		if len(dir)+2*(nameMax+1) >= pathMax {
 			open = fmt.Sprintf("/proc/self/fd/%d", fd)
 		}
 		if !visit(dir, open) || name == "" {
