@@ -543,7 +543,7 @@ func TestReproduceStopNotes(t *testing.T) {
 	if got := keptNote([]*reproRun{started, {dir: "a", trained: true}}); got != "the runs trained are kept" {
 		t.Errorf("a run with a checkpoint: %q", got)
 	}
-	if got := keptNote([]*reproRun{{dir: "b", outcome: "FAILED (retried by the next reproduce): x"}}); got != "it retries the runs that failed" {
+	if got := keptNote([]*reproRun{{dir: "b", outcome: outcome{outcomeFailed, "FAILED (retried by the next reproduce): x"}}}); got != "it retries the runs that failed" {
 		t.Errorf("a run failed: %q", got)
 	}
 

@@ -158,9 +158,30 @@ type reproRun struct {
 	// trained: reproduce started the run's train process and it trained
 	// (not stopped at its start by a signal).
 	trained bool
-	// outcome is the status trainOne gave the run ("" if not reached).
-	outcome string
+	// outcome is how trainOne left the run (zero if not reached).
+	outcome outcome
 }
+
+// An outcome is how trainOne left a run: its kind, and the words of
+// reproduce's progress line for it.
+type outcome struct {
+	kind   outcomeKind
+	status string
+}
+
+// outcomeKind is what became of a run in a reproduce.
+type outcomeKind int
+
+const (
+	outcomeNotReached  outcomeKind = iota // trainOne has not returned
+	outcomeEnded                          // done, or diverged (a result)
+	outcomeNotStarted                     // interrupted before it trained
+	outcomeSkipped                        // another process trains it
+	outcomeInterrupted                    // stopped at its last checkpoint
+	outcomeFailed                         // retried by the next reproduce
+)
+
+func (o outcome) String() string { return o.status }
 
 func (r *reproRun) name() string { return r.experiment + "-" + string(r.algorithm) }
 
@@ -601,7 +622,7 @@ func interruptedRuns(runs []*reproRun, madeRuns bool, runsDir string) error {
 	var left, skipped []string
 	for _, r := range runs {
 		switch {
-		case strings.HasPrefix(r.outcome, "skipped"): // probe 46: said not started
+		case r.outcome.kind == outcomeSkipped: // probe 46: said not started
 			skipped = append(skipped, r.name())
 		case r.unended():
 			left = append(left, r.name())
@@ -641,7 +662,7 @@ func (r *reproRun) unended() bool {
 }
 
 // failed reports whether the run failed in this reproduce.
-func (r *reproRun) failed() bool { return strings.HasPrefix(r.outcome, "FAILED") }
+func (r *reproRun) failed() bool { return r.outcome.kind == outcomeFailed }
 
 // anyKept reports whether a run has a checkpoint or its outputs.
 func anyKept(runs []*reproRun) bool {
@@ -663,26 +684,26 @@ func keptNote(runs []*reproRun) string {
 	return note
 }
 
-// trainOne runs (or resumes, or skips) one training process and returns a
-// short status.
-func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFlags) string {
+// trainOne runs (or resumes, or skips) one training process and returns
+// what became of it.
+func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFlags) outcome {
 	if _, err := os.Stat(filepath.Join(r.dir, "samples.npy")); err == nil { // written last
-		return "already done"
+		return outcome{outcomeEnded, "already done"}
 	}
 	errPath := filepath.Join(r.dir, "error.txt")
 	earlier, err := safefile.ReadFile(errPath, maxTextBytes)
 	if err == nil && isDivergence(string(earlier)) {
-		return "diverged before (see error.txt)" // a result, not retried
+		return outcome{outcomeEnded, "diverged before (see error.txt)"} // a result, not retried
 	}
 	if msg := loggedDivergence(r.dir); err != nil && msg != "" { // trained by a --plan's command, which writes no error.txt
 		if err := safefile.Write(errPath, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
 			return r.failedToStart(err)
 		}
-		return "diverged before (see error.txt)"
+		return outcome{outcomeEnded, "diverged before (see error.txt)"}
 	}
 	hook("reproduce-run")
 	if soft.Err() != nil { // probe 36: a signal as reproduce began still started a run, leaving its folder
-		return "not started (reproduce was interrupted)"
+		return outcome{outcomeNotStarted, "not started (reproduce was interrupted)"}
 	}
 	// Another process (a train --resume) training in r.dir is not a
 	// failure of the run: leave it, its log and no error.txt.
@@ -692,7 +713,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	}
 	release, err := lockRun(r.dir)
 	if err != nil {
-		return "skipped: " + err.Error()
+		return outcome{outcomeSkipped, "skipped: " + err.Error()}
 	}
 	release()
 	// Another failure (a full disk, say) is retried: from the run's last
@@ -730,25 +751,25 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		stopped := stoppedBySignal(exitStatus(err))
 		switch {
 		case stopped && exists(filepath.Join(r.dir, "samples.npy")): // stopped once its outputs were written (probe 34: "interrupted")
-			return "done"
+			return outcome{outcomeEnded, "done"}
 		case strings.HasPrefix(msg, "flowebm: "+r.dir+": another flowebm process is "): // its folderBusyError, not a path holding the words (probe 34)
 			r.trained = false
-			return "skipped: " + msg // it took the lock after the check above
+			return outcome{outcomeSkipped, "skipped: " + msg} // it took the lock after the check above
 		case soft.Err() != nil && made && removeUnstarted(r.dir, output.lastLine()):
 			r.trained = false
-			return "not started (reproduce was interrupted as it started the run)"
+			return outcome{outcomeNotStarted, "not started (reproduce was interrupted as it started the run)"}
 		case soft.Err() != nil && strings.Contains(output.lastLine(), "nothing was trained"):
 			r.trained = false
-			return "not started (reproduce was interrupted as it started the run): " + output.lastLine()
+			return outcome{outcomeNotStarted, "not started (reproduce was interrupted as it started the run): " + output.lastLine()}
 		case soft.Err() != nil: // stopped (or killed) because reproduce was interrupted
-			return "interrupted (run reproduce again to continue it from its last checkpoint, or to start it again if it has none): " + msg
+			return outcome{outcomeInterrupted, "interrupted (run reproduce again to continue it from its last checkpoint, or to start it again if it has none): " + msg}
 		case stopped: // a signal to the train process itself (probe 30: recorded as a failure)
-			return "interrupted (reproduce again continues it from its last checkpoint, or starts it again if it has none): " + msg
+			return outcome{outcomeInterrupted, "interrupted (reproduce again continues it from its last checkpoint, or starts it again if it has none): " + msg}
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		return failureStatus(msg)
 	}
-	return "done"
+	return outcome{outcomeEnded, "done"}
 }
 
 // childLog is a train process's output: written to its log.txt, the last
@@ -824,10 +845,10 @@ func childFailure(err error, last string) string {
 }
 
 // failedToStart records err as why run r's train process could not be
-// started, and returns it as its status.
-func (r *reproRun) failedToStart(err error) string {
+// started, and returns it as its outcome.
+func (r *reproRun) failedToStart(err error) outcome {
 	r.startErr = err.Error()
-	return "FAILED (retried by the next reproduce): " + r.startErr
+	return outcome{outcomeFailed, "FAILED (retried by the next reproduce): " + r.startErr}
 }
 
 // divergenceMark matches train's error for a diverged run (it wraps
@@ -843,11 +864,11 @@ func isDivergence(msg string) bool { return divergenceMark.MatchString(msg) }
 // failureStatus is the progress line's word for a run whose train process
 // ended with msg: a divergence is a result (the report shows it, as the
 // paper's tables do), any other failure is retried by the next reproduce.
-func failureStatus(msg string) string {
+func failureStatus(msg string) outcome {
 	if isDivergence(msg) {
-		return "diverged (a result the report shows, not retried): " + msg
+		return outcome{outcomeEnded, "diverged (a result the report shows, not retried): " + msg}
 	}
-	return "FAILED (retried by the next reproduce): " + msg
+	return outcome{outcomeFailed, "FAILED (retried by the next reproduce): " + msg}
 }
 
 // removeUnstarted removes the run folder dir that reproduce made for a

@@ -216,14 +216,14 @@ func TestReproduceRetriesFailedRun(t *testing.T) {
 // retried.
 func TestReproduceProgressNamesDivergence(t *testing.T) {
 	div := "flowebm: iteration 101: loss -1.26e+06 beyond the energy limit 1e+06 (the negatives' energies exploded): training diverged; the last good checkpoint is in X"
-	if got := failureStatus(div); !strings.HasPrefix(got, "diverged (a result the report shows, not retried): ") || strings.Contains(got, "FAILED") {
+	if got := failureStatus(div); !strings.HasPrefix(got.status, "diverged (a result the report shows, not retried): ") || strings.Contains(got.status, "FAILED") || got.kind != outcomeEnded {
 		t.Errorf("divergence: %q", got)
 	}
-	if got := failureStatus("flowebm: write metrics.csv: no space left on device"); !strings.HasPrefix(got, "FAILED (retried by the next reproduce): ") {
+	if got := failureStatus("flowebm: write metrics.csv: no space left on device"); !strings.HasPrefix(got.status, "FAILED (retried by the next reproduce): ") || got.kind != outcomeFailed {
 		t.Errorf("a full disk: %q", got)
 	}
 	// Probe 19: the word in a path made any failure a divergence.
-	if got := failureStatus("flowebm: write /data/diverged-runs/x/metrics.csv: no space left on device"); !strings.HasPrefix(got, "FAILED (retried by the next reproduce): ") {
+	if got := failureStatus("flowebm: write /data/diverged-runs/x/metrics.csv: no space left on device"); !strings.HasPrefix(got.status, "FAILED (retried by the next reproduce): ") || got.kind != outcomeFailed {
 		t.Errorf("a full disk in a folder named diverged-runs: %q", got)
 	}
 	if !isDivergence("flowebm: iteration 7: loss NaN: training diverged\n") || isDivergence("flowebm: open /x/training diverged/y: no such file") {
@@ -536,7 +536,8 @@ func TestChildInterruptionToldByExitStatus(t *testing.T) {
 			r.dir = filepath.Join(dir, "busy", "two-modes-ula")
 		}
 		got := trainOne(context.Background(), context.Background(), exe, r, reproduceFlags{seed: 1, jobs: 1})
-		if !strings.HasPrefix(got, c.want) {
+		kind := map[string]outcomeKind{"FAILED": outcomeFailed, "interrupted": outcomeInterrupted, "done": outcomeEnded, "skipped": outcomeSkipped}[c.want]
+		if !strings.HasPrefix(got.status, c.want) || got.kind != kind {
 			t.Errorf("a train process that wrote %q and exited %d: %q, want %s", c.line, c.status, got, c.want)
 		}
 		if c.want == "done" || c.want == "skipped" {
