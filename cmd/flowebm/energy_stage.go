@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -166,20 +167,22 @@ func replacedLeft(flag, path string) error {
 // lockFolders takes exclusive locks on the folders of paths (each once,
 // in order), waiting for another process's; unlock releases them.
 func lockFolders(paths []string) (unlock func(), err error) {
-	var dirs []string
+	type folder struct{ real, given string }
+	var dirs []folder
 	var seen []os.FileInfo
 	for _, p := range paths {
-		d, err := filepath.EvalSymlinks(filepath.Dir(p)) // the real names: every process locks in one order
-		if err == nil {
-			d, err = filepath.Abs(d)
-		}
-		fi, statErr := os.Stat(d)
-		if err != nil || statErr != nil || slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
+		d := filepath.Dir(p)
+		fi, err := os.Stat(d)
+		if err != nil || slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
 			continue // one folder by two names is locked once (probe 25: energy waited for its own lock)
 		}
-		dirs, seen = append(dirs, d), append(seen, fi)
+		// Ordered by the real names, so that every process locks in one
+		// order, however long (probe 46: a link whose target is deeper
+		// than PATH_MAX left its folder unlocked); opened by the name
+		// given, which the system takes.
+		dirs, seen = append(dirs, folder{resolvedPath(d), d}), append(seen, fi)
 	}
-	slices.Sort(dirs)
+	slices.SortFunc(dirs, func(a, b folder) int { return strings.Compare(a.real, b.real) })
 	var held []*os.File
 	unlock = func() {
 		for _, f := range held {
@@ -187,7 +190,7 @@ func lockFolders(paths []string) (unlock func(), err error) {
 		}
 	}
 	for _, d := range dirs {
-		f, err := lockFolder(d)
+		f, err := lockFolder(d.given)
 		if err != nil {
 			unlock()
 			return nil, err

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -84,5 +86,28 @@ func TestRunAndInputBehindALongLink(t *testing.T) {
 	}
 	if exists(filepath.Join("M", "sub", "e.csv")) {
 		t.Error("energy wrote into its input folder")
+	}
+}
+
+// Probe 46's long link as an output folder: energy's outputs' folders are
+// locked while they are put in place, and one reached through a link
+// deeper than PATH_MAX was not (its name could not be resolved).
+func TestOutputFolderLockedBehindALongLink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	os.Mkdir(target, 0o755)
+	link := longLink(t, dir, "L", target)
+	unlock, err := lockFolders([]string{filepath.Join(link, "e.csv")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	f, err := os.Open(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Errorf("the output folder behind the long link is not locked: flock gave %v", err)
 	}
 }
