@@ -194,8 +194,9 @@ func placedNote(path, written, notYet string) func() string {
 	}
 }
 
-// within reports whether the existing folder dir is folder or inside it,
-// symbolic links resolved however long their targets (resolvedPath).
+// within reports whether the existing folder (or file) dir is folder or
+// inside it, symbolic links resolved however long their targets
+// (resolvedPath).
 func within(dir, folder string) bool {
 	if !exists(dir) || !exists(folder) {
 		return false

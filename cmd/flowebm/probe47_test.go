@@ -111,3 +111,20 @@ func TestOutputFolderLockedBehindALongLink(t *testing.T) {
 		t.Errorf("the output folder behind the long link is not locked: flock gave %v", err)
 	}
 }
+
+// Probe 46's long link as an input: train --data through a link deeper
+// than PATH_MAX to a file inside the run that --force replaces was not
+// found inside it (its name could not be resolved).
+func TestInputInsideTheRunBehindALongLink(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	run := trainedRun(t)
+	data := filepath.Join(run, "d.csv")
+	os.WriteFile(data, []byte("x,y\n0.1,0.2\n0.3,-0.4\n1,1\n"), 0o644)
+	link := longLink(t, dir, "F.csv", data)
+	if _, stderr, code := runCLI("train", "--data", link, "--out", run, "--force", "--iterations", "2", "--quiet"); code != 2 || !strings.Contains(stderr, "is inside the run folder "+run) {
+		t.Errorf("train --data through a long link into the run it replaces: exit %d: %s", code, stderr)
+	}
+	if !exists(data) {
+		t.Error("the input was deleted")
+	}
+}

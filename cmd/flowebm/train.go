@@ -1316,10 +1316,11 @@ func checkInputsOutside(f trainFlags, cfg config.Run, dir string) error {
 		if in.path == "" {
 			continue
 		}
-		if p, err := filepath.EvalSymlinks(in.path); err == nil {
-			in.path = p // a link outside the run to a file inside it
+		p := in.path // within follows a link outside the run to a file inside it, however long its target (probe 46)
+		if !exists(p) {
+			p = filepath.Dir(p)
 		}
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(filepath.Dir(in.path), dir) {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(p, dir) {
 			return fmt.Errorf("%s %s is inside the run folder %s, which this run writes (and --force replaces): move it out first", in.flag, in.path, dir)
 		}
 	}
