@@ -134,6 +134,12 @@ func TestResolve(t *testing.T) {
 	if got, err := Resolve(path); err != nil || got != dir+"/a/b/c/x" {
 		t.Errorf("Resolve(the long link) = %q, %v; want %s", got, err, dir+"/a/b/c/x")
 	}
+	// A relative path is walked from the working folder.
+	var rel []string
+	Walk("b/c", func(d, open string) bool { rel = append(rel, d); return true })
+	if strings.Join(rel, " ") != ". b b/c" {
+		t.Errorf("Walk(b/c) from %s: %q", dir+"/a", rel)
+	}
 	// Walk opens the folders of a path deeper than PATH_MAX, and files
 	// two names deep in each, the longest a name can be (a folder 3,900
 	// bytes deep is short, its files are not).

@@ -160,18 +160,22 @@ func openFolder(dir int, name string) (int, error) {
 	return unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 }
 
-// Walk calls visit for the folders of the absolute path abs (without
-// links, as Resolve returns it) from / down to abs, while they exist and
+// Walk calls visit for the folders of the path abs (absolute and without
+// links, as Resolve returns it; a relative path is walked from the
+// working folder) from / down to abs, while they exist and
 // visit returns true. It gives each folder's path and a path by which to
 // open files in it, two names deep: the path itself where that stays
 // within PATH_MAX, else the folder's name under /proc/self/fd, which is
 // short however deep the folder is.
 func Walk(abs string, visit func(dir, open string) bool) {
-	fd, err := openFolder(unix.AT_FDCWD, "/")
+	dir := string(filepath.Separator)
+	if !filepath.IsAbs(abs) { // one Resolve could not make absolute (the working folder was removed)
+		dir = "."
+	}
+	fd, err := openFolder(unix.AT_FDCWD, dir)
 	if err != nil {
 		return
 	}
-	dir := string(filepath.Separator)
 	for _, name := range append(split(abs), "") {
 		open := dir
 		if len(dir)+2*(nameMax+1) >= pathMax {
