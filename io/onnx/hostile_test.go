@@ -21,7 +21,7 @@ func hgGraph(nodes []msg, inits []msg, outputs ...string) msg {
 	for _, t := range inits {
 		g.bytes(5, t)
 	}
-	g.bytes(11, valueInfo("x", typeFloat, "N", 3))
+	g.bytes(11, valueInfo("x", typeFloat, 2, 3)) // a batch of 2: ReduceSum over every value (s) mixes the samples
 	for _, o := range outputs {
 		g.bytes(12, valueInfo(o, typeFloat, "N"))
 	}

@@ -43,7 +43,7 @@ func lmWrapGraph(target []int64, perm []int64) msg {
 		hgInt64s("s2", []int64{2}, 2, 2), hgInt64s("ax1", []int64{1}, 1)} {
 		g.bytes(5, t)
 	}
-	g.bytes(11, valueInfo("x", typeFloat, "N", 2))
+	g.bytes(11, valueInfo("x", typeFloat, 2, 2)) // a batch of 2: target reshapes (2, 2)
 	g.bytes(12, valueInfo("y", typeFloat, "N"))
 	return g
 }

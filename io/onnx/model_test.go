@@ -788,7 +788,7 @@ func TestDecodeModelHeaderAndValues(t *testing.T) {
 		t.Errorf("header %+v", mod)
 	}
 	x := mod.Graph.Inputs[0]
-	if x.Name != "x" || x.ElemType != TypeFloat || !x.HasShape || !reflect.DeepEqual(x.Shape, []Dim{{-1, "N"}, {3, ""}}) {
+	if x.Name != "x" || x.ElemType != TypeFloat || !x.HasShape || !reflect.DeepEqual(x.Shape, []Dim{{2, ""}, {3, ""}}) {
 		t.Errorf("input %+v", x)
 	}
 	vi := mod.Graph.ValueInfo

@@ -67,12 +67,15 @@ type Net struct {
 	// Opset is the model's ai.onnx opset.
 	Opset int64
 
-	model      *Model
-	cfg        Config
-	input      string
-	inShape    []int // per sample
-	dim        int
-	batch      int // declared batch size; 0 if symbolic or unknown
+	model   *Model
+	cfg     Config
+	input   string
+	inShape []int // per sample
+	dim     int
+	batch   int // declared batch size; 0 if symbolic or unknown
+	// pinned: the graph's outputs depend on the batch it runs at (a
+	// constant of the declared batch), so it runs on chunks of batch.
+	pinned     bool
 	nodes      []*Node
 	inits      map[string]*Tensor
 	trainable  map[string]bool
@@ -391,6 +394,24 @@ func (n *Net) check() error {
 		}
 		n.specs = append(n.specs, layers.ParamSpec{Name: name, Shape: shape, FanIn: 1, Init: copyInit(t.Float)})
 	}
+	return n.checkBatch()
+}
+
+// checkBatch runs the graph at two batch sizes (pinned.go). A graph
+// declaring its batch N that gives other outputs at N+1 (or cannot run
+// there) is pinned: it runs on chunks of N. A graph declaring a dynamic
+// batch that gives other outputs at 2 and 3 is refused, as no batch is
+// known to be right.
+func (n *Net) checkBatch() error {
+	if n.batch > 0 {
+		bound, _, err := n.batchBound(n.batch, n.batch+1)
+		n.pinned = bound || err != nil // not run: chunks of N are right either way
+		return nil
+	}
+	bound, why, err := n.batchBound(2, 3)
+	if err == nil && bound {
+		return fmt.Errorf("%s: the input %q declares a dynamic batch, but the graph's outputs depend on the batch it runs at: %s. A value of the export's batch was kept as a constant (PyTorch traces x.view(x.size(0), -1) and torch.zeros(len(x)) so when the exported module reads the batch from Python), or the model mixes samples (batch statistics): export with the batch dimension read from the tensor (x.flatten(1), x.reshape(-1, d)), or without dynamic_axes so that flowebm runs it on chunks of the export batch", n.File, n.input, why)
+	}
 	return nil
 }
 
@@ -457,22 +478,40 @@ func (n *Net) Outputs(b layers.Binder, x *G.Node, names ...string) ([]*G.Node, e
 	if len(s) != 2 || s[1] != n.dim {
 		return nil, fmt.Errorf("%s: input of shape %v, want (batch, %d)", n.File, s, n.dim)
 	}
-	in := newInstance(n, b, s[0])
-	if err := in.buildAll(x); err != nil {
-		return nil, fmt.Errorf("%s: %w", n.File, err)
-	}
-	out := make([]*G.Node, len(names))
-	for i, name := range names {
+	for _, name := range names {
 		if !n.hasOutput(name) {
 			return nil, fmt.Errorf("%s: no graph output named %q (outputs: %s)", n.File, name, quoteAll(n.OutputNames()))
 		}
-		y, err := in.perSample(name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", n.File, err)
+	}
+	build := func(x *G.Node) ([]*G.Node, error) {
+		in := newInstance(n, b, x.Shape()[0])
+		if err := in.buildAll(x); err != nil {
+			return nil, err
 		}
-		out[i] = y
+		out := make([]*G.Node, len(names))
+		for i, name := range names {
+			y, err := in.perSample(name)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = y
+		}
+		return out, nil
+	}
+	out, err := n.atBatch(x, build)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.File, err)
 	}
 	return out, nil
+}
+
+// atBatch builds the graph on x by build: whole, or on chunks of the
+// declared batch where the graph is pinned to it.
+func (n *Net) atBatch(x *G.Node, build func(x *G.Node) ([]*G.Node, error)) ([]*G.Node, error) {
+	if n.pinned && x.Shape()[0] != n.batch {
+		return n.chunked(x, build)
+	}
+	return build(x)
 }
 
 // OutputNames lists the graph's outputs.
@@ -500,10 +539,12 @@ func (n *Net) Energy(b layers.Binder, x *G.Node) (*G.Node, error) {
 	if len(s) != 2 || s[1] != n.dim {
 		return nil, fmt.Errorf("%s: input of shape %v, want (batch, %d)", n.File, s, n.dim)
 	}
-	in := newInstance(n, b, s[0])
-	y, err := in.run(x)
+	y, err := n.atBatch(x, func(x *G.Node) ([]*G.Node, error) {
+		y, err := newInstance(n, b, x.Shape()[0]).run(x)
+		return []*G.Node{y}, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n.File, err)
 	}
-	return y, nil
+	return y[0], nil
 }

@@ -312,20 +312,9 @@ func (b *valueBinder) Param(name string, shape ...int) (*G.Node, error) {
 	if !ok {
 		return nil, fmt.Errorf("no parameter %q", name)
 	}
-	n := G.NewTensor(b.g, b.dtype, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(denseOf(b.dtype, shape, v)))
+	n := G.NewTensor(b.g, b.dtype, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(typedTensor(b.dtype, shape, v)))
 	b.nodes[name] = n
 	return n, nil
-}
-
-func denseOf(dt tensor.Dtype, shape []int, v []float64) *tensor.Dense {
-	if dt == tensor.Float32 {
-		f := make([]float32, len(v))
-		for i, x := range v {
-			f[i] = float32(x)
-		}
-		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
-	}
-	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), v...)))
 }
 
 func floatsOf(v G.Value) []float64 {
@@ -351,7 +340,7 @@ func floatsOf(v G.Value) []float64 {
 func sumEnergy(t *testing.T, net *Net, b *valueBinder, x *mat.Dense) (float64, map[string][]float64) {
 	t.Helper()
 	n, d := x.Dims()
-	xn := G.NewMatrix(b.g, b.dtype, G.WithShape(n, d), G.WithName("x"), G.WithValue(denseOf(b.dtype, []int{n, d}, x.RawMatrix().Data)))
+	xn := G.NewMatrix(b.g, b.dtype, G.WithShape(n, d), G.WithName("x"), G.WithValue(typedTensor(b.dtype, []int{n, d}, x.RawMatrix().Data)))
 	e, err := net.Energy(b, xn)
 	if err != nil {
 		t.Fatal(err)
@@ -408,44 +397,52 @@ func TestZooParamGradsFiniteDifferences(t *testing.T) {
 				t.Fatal(err)
 			}
 			x, _, _ := zooArrays(t, z.Name)
-			b := newValueBinder(net)
-			_, grads := sumEnergy(t, net, b, x)
-			checked, kinks := 0, 0
-			defer func() {
-				t.Logf("%d coordinates checked, %d skipped at kinks", checked, kinks)
-				if kinks > checked/4 {
-					t.Errorf("finite differences unstable at %d of %d coordinates", kinks, kinks+checked)
-				}
-			}()
-			for _, s := range net.ParamSpecs() {
-				for k := 0; k < min(4, s.Size()); k++ {
-					i := rng.IntN(s.Size())
-					orig := b.vals[s.Name][i]
-					f := func(v []float64) float64 {
-						b2 := newValueBinder(net)
-						b2.vals[s.Name][i] = v[0]
-						e, _ := sumEnergy(t, net, b2, x)
-						return e
-					}
-					// Central differences at two steps: where they
-					// disagree, a kink (ReLU-type) lies within a step
-					// and finite differences are no reference there.
-					want, fine := []float64{0}, []float64{0}
-					fd.Gradient(want, f, []float64{orig}, &fd.Settings{Formula: fd.Central})
-					fd.Gradient(fine, f, []float64{orig}, &fd.Settings{Formula: fd.Central, Step: 1e-8})
-					close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-5*math.Max(1, math.Abs(b)) }
-					if !close(fine[0], want[0]) {
-						kinks++
-						continue
-					}
-					checked++
-					if got := grads[s.Name][i]; !close(got, want[0]) {
-						t.Errorf("%s[%d]: gradient %v, finite differences %v", s.Name, i, got, want[0])
-					}
-				}
-			}
+			checkParamGradsFD(t, net, x, rng)
 		})
 	}
 }
 
 func outputOf(z zooEntry) string { return z.OutputName }
+
+// checkParamGradsFD checks the parameter gradients of Σ energies at x
+// against central finite differences at up to 4 coordinates of every
+// parameter (see TestZooParamGradsFiniteDifferences).
+func checkParamGradsFD(t *testing.T, net *Net, x *mat.Dense, rng *rand.Rand) {
+	t.Helper()
+	b := newValueBinder(net)
+	_, grads := sumEnergy(t, net, b, x)
+	checked, kinks := 0, 0
+	defer func() {
+		t.Logf("%d coordinates checked, %d skipped at kinks", checked, kinks)
+		if kinks > checked/4 {
+			t.Errorf("finite differences unstable at %d of %d coordinates", kinks, kinks+checked)
+		}
+	}()
+	for _, s := range net.ParamSpecs() {
+		for k := 0; k < min(4, s.Size()); k++ {
+			i := rng.IntN(s.Size())
+			orig := b.vals[s.Name][i]
+			f := func(v []float64) float64 {
+				b2 := newValueBinder(net)
+				b2.vals[s.Name][i] = v[0]
+				e, _ := sumEnergy(t, net, b2, x)
+				return e
+			}
+			// Central differences at two steps: where they
+			// disagree, a kink (ReLU-type) lies within a step
+			// and finite differences are no reference there.
+			want, fine := []float64{0}, []float64{0}
+			fd.Gradient(want, f, []float64{orig}, &fd.Settings{Formula: fd.Central})
+			fd.Gradient(fine, f, []float64{orig}, &fd.Settings{Formula: fd.Central, Step: 1e-8})
+			close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-5*math.Max(1, math.Abs(b)) }
+			if !close(fine[0], want[0]) {
+				kinks++
+				continue
+			}
+			checked++
+			if got := grads[s.Name][i]; !close(got, want[0]) {
+				t.Errorf("%s[%d]: gradient %v, finite differences %v", s.Name, i, got, want[0])
+			}
+		}
+	}
+}

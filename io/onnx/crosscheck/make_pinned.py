@@ -1,0 +1,85 @@
+"""Energies whose export keeps the batch as a constant (probe 47), written
+to io/onnx/testdata/pinned/ as their authors write and export them, with
+PyTorch's energies and input gradients at batch sizes other than the
+export's:
+
+- img_b16_{f64,f32}.onnx: an image EBM that standardises each image
+  (x.view(x.size(0), -1), then .view(-1, 1, 8, 8)), convolutions, SiLU
+  and a Linear, exported by torch.onnx.export's defaults at a batch of
+  16: the tracer keeps x.size(0) as the constant 16 of a Reshape, which
+  at batch 5 still succeeds and mixes the pixels of several images;
+- centred_b1_f64.onnx: a vector energy that centres each sample
+  (x.reshape(x.size(0), -1) minus its mean), exported from a single
+  example, the usual way;
+- lenreshape_dyn_f64.onnx: the centred energy written with len(x) and
+  exported with dynamic_axes at a batch of 2: the input declares a
+  dynamic batch, but the tracer keeps len(x) as the constant 2, so the
+  graph is right at batch 2 only.
+
+Each NAME.npz (np.savez) holds, for each batch size n it lists, x{n} (the
+points, flat: (n, d)), energy{n} and grad{n} (PyTorch autograd in the
+model's dtype, as float64).
+
+Run with /usr/bin/python3 (PyTorch 1.13) from the repository root.
+"""
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+out = "io/onnx/testdata/pinned"
+
+
+class ImgEBM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(8 * 4 * 4, 1)
+
+    def forward(self, x):
+        h = x.view(x.size(0), -1)
+        h = (h - h.mean(dim=1, keepdim=True)) / (h.std(dim=1, keepdim=True) + 1e-5)
+        h = h.view(-1, 1, 8, 8)
+        h = F.silu(self.c1(h))
+        h = F.silu(self.c2(h))
+        return self.fc(h.flatten(1)).view(-1)
+
+
+class Centred(nn.Module):
+    def __init__(self, use_len=False):
+        super().__init__()
+        self.l1, self.l2, self.use_len = nn.Linear(4, 16), nn.Linear(16, 1), use_len
+
+    def forward(self, x):
+        n = len(x) if self.use_len else x.size(0)
+        h = x.reshape(n, -1)
+        h = h - h.mean(1, keepdim=True)
+        return self.l2(torch.tanh(self.l1(h.view(-1, 4)))).squeeze(1)
+
+
+def save(name, m, shape, dtype, export_batch, sizes, dynamic=False):
+    m = m.eval().to(dtype)
+    kw = {}
+    if dynamic:
+        kw = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+    torch.onnx.export(m, torch.randn(export_batch, *shape, dtype=dtype), f"{out}/{name}.onnx", **kw)
+    arrays = {}
+    for n in sizes:
+        x = torch.randn(n, *shape, dtype=dtype, requires_grad=True)
+        e = m(x)
+        (g,) = torch.autograd.grad(e.sum(), x)
+        arrays[f"x{n}"] = x.detach().numpy().reshape(n, -1)
+        arrays[f"energy{n}"] = e.detach().double().numpy()
+        arrays[f"grad{n}"] = g.double().numpy().reshape(n, -1)
+    np.savez(f"{out}/{name}.npz", **arrays)
+
+
+torch.manual_seed(47)
+img = ImgEBM()
+for tag, dtype in [("f64", torch.float64), ("f32", torch.float32)]:
+    save(f"img_b16_{tag}", img, (1, 8, 8), dtype, 16, [5, 16, 33])
+torch.manual_seed(48)
+save("centred_b1_f64", Centred(), (4,), torch.float64, 1, [1, 8])
+torch.manual_seed(49)
+save("lenreshape_dyn_f64", Centred(use_len=True), (4,), torch.float64, 2, [2], dynamic=True)

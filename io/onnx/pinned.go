@@ -1,0 +1,216 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/flowebm/flowebm/layers"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// A graph exported without dynamic_axes declares its input's batch, and
+// PyTorch's tracer may keep that batch as a constant: x.view(x.size(0),
+// -1) becomes a Reshape to (16, −1). Run at another batch, such a Reshape
+// often still succeeds and mixes the values of several samples, so the
+// energies are wrong without an error (probe 47: an image EBM that
+// standardises each image, exported at batch 16, was off by 20% at batch
+// 5). batchBound finds these graphs by running them, and Energy and
+// Outputs then run them on chunks of the declared batch.
+
+// batchProbeSeed seeds the points batchBound runs the graph on.
+const batchProbeSeed = 47
+
+// batchBound reports whether the graph's outputs for the same points
+// differ between the batch sizes a and b (a < b; the first a points are
+// the same), beyond round-off: every per-sample float output is compared.
+// A graph that cannot be built or run at b is bound too; why says what
+// differed.
+func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
+	rng := rand.New(rand.NewPCG(batchProbeSeed, uint64(n.dim)))
+	x := make([]float64, b*n.dim)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	ya, err := n.evaluate(x[:a*n.dim], a)
+	if err != nil {
+		return false, "", err // the build at a was checked: a failure here is the run's
+	}
+	yb, err := n.evaluate(x, b)
+	if err != nil {
+		return true, fmt.Sprintf("it cannot run at batch %d (%v)", b, err), nil
+	}
+	tol := 1e-9
+	if n.Dtype == tensor.Float32 {
+		tol = 1e-4
+	}
+	for name, va := range ya {
+		vb, ok := yb[name]
+		if !ok {
+			return true, fmt.Sprintf("its output %q cannot be computed at batch %d", name, b), nil
+		}
+		k := len(va) / a
+		for i, v := range va {
+			w := vb[i] // row i/k of both: the first a rows are the same points
+			if !(math.Abs(v-w) <= tol*(1+math.Abs(v))) && !(math.IsNaN(v) && math.IsNaN(w)) {
+				return true, fmt.Sprintf("its output %q for sample %d is %.6g at batch %d and %.6g at batch %d", name, i/k+1, v, a, w, b), nil
+			}
+		}
+	}
+	return false, "", nil
+}
+
+// evaluate runs the graph on the points x (batch rows) with the file's
+// parameter values and returns every per-sample float output, flat.
+func (n *Net) evaluate(x []float64, batch int) (map[string][]float64, error) {
+	g := G.NewGraph()
+	xn := G.NewMatrix(g, n.Dtype, G.WithShape(batch, n.dim), G.WithName("x"), G.WithValue(typedTensor(n.Dtype, []int{batch, n.dim}, x)))
+	in := newInstance(n, &fileBinder{g: g, dtype: n.Dtype, inits: n.inits}, batch)
+	if err := in.buildAll(xn); err != nil {
+		return nil, err
+	}
+	nodes := map[string]*G.Node{}
+	for _, out := range n.model.Graph.Outputs {
+		y, err := in.perSample(out.Name)
+		if err != nil {
+			continue // an integer output, or not per sample: not compared
+		}
+		nodes[out.Name] = y
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("no per-sample float output")
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	if err := m.RunAll(); err != nil {
+		return nil, err
+	}
+	vals := map[string][]float64{}
+	for name, y := range nodes {
+		vals[name] = valueFloats(y.Value())
+	}
+	return vals, nil
+}
+
+// fileBinder binds every float initializer as a tensor holding the
+// file's values.
+type fileBinder struct {
+	g     *G.ExprGraph
+	dtype tensor.Dtype
+	inits map[string]*Tensor
+}
+
+func (v *fileBinder) Graph() *G.ExprGraph { return v.g }
+func (v *fileBinder) Dtype() tensor.Dtype { return v.dtype }
+func (v *fileBinder) Param(name string, shape ...int) (*G.Node, error) {
+	t, ok := v.inits[name]
+	if !ok {
+		return nil, fmt.Errorf("no initializer %q", name)
+	}
+	return G.NewTensor(v.g, v.dtype, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(typedTensor(v.dtype, shape, t.Float))), nil
+}
+
+var _ layers.Binder = (*fileBinder)(nil)
+
+// typedTensor is a tensor of dtype holding the values v.
+func typedTensor(dtype tensor.Dtype, shape []int, v []float64) *tensor.Dense {
+	if dtype == tensor.Float32 {
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), v...)))
+}
+
+// valueFloats reads a float tensor's values as float64.
+func valueFloats(v G.Value) []float64 {
+	switch d := v.Data().(type) {
+	case []float64:
+		return append([]float64(nil), d...)
+	case []float32:
+		f := make([]float64, len(d))
+		for i, x := range d {
+			f[i] = float64(x)
+		}
+		return f
+	case float64:
+		return []float64{d}
+	case float32:
+		return []float64{float64(d)}
+	}
+	return nil
+}
+
+// chunked builds the graph on x (B, Dim) as B/N chunks of the declared
+// batch N, the last one filled up with repeats of x's rows, and returns
+// build's outputs for each chunk joined along the batch and cut to B
+// rows.
+func (n *Net) chunked(x *G.Node, build func(chunk *G.Node) ([]*G.Node, error)) ([]*G.Node, error) {
+	bsz, size := x.Shape()[0], n.batch
+	chunks := (bsz + size - 1) / size
+	xs := x
+	if copies := (chunks*size + bsz - 1) / bsz; copies > 1 {
+		all := make([]*G.Node, copies)
+		for i := range all {
+			all[i] = x
+		}
+		var err error
+		if xs, err = G.Concat(0, all...); err != nil {
+			return nil, err
+		}
+	}
+	var outs [][]*G.Node
+	for c := range chunks {
+		xc, err := rows(xs, c*size, size)
+		if err != nil {
+			return nil, err
+		}
+		ys, err := build(xc)
+		if err != nil {
+			return nil, err
+		}
+		for i, y := range ys {
+			if c == 0 {
+				outs = append(outs, nil)
+			}
+			outs[i] = append(outs[i], y)
+		}
+	}
+	joined := make([]*G.Node, len(outs))
+	for i, ys := range outs {
+		y := ys[0]
+		if len(ys) > 1 {
+			var err error
+			if y, err = G.Concat(0, ys...); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		if joined[i], err = rows(y, 0, bsz); err != nil {
+			return nil, err
+		}
+	}
+	return joined, nil
+}
+
+// rows is the rows from to from+count of y (rank 1 or 2), keeping its
+// rank (Gorgonia's Slice drops a dimension of size 1).
+func rows(y *G.Node, from, count int) (*G.Node, error) {
+	shape := append([]int(nil), y.Shape()...)
+	if from == 0 && count == shape[0] {
+		return y, nil
+	}
+	s, err := G.Slice(y, G.S(from, from+count))
+	if err != nil {
+		return nil, err
+	}
+	shape[0] = count
+	if !slices.Equal(s.Shape(), shape) { // not Shape.Eq, which takes (n) for (1, n)
+		return G.Reshape(s, tensor.Shape(shape))
+	}
+	return s, nil
+}

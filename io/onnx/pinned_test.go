@@ -1,0 +1,107 @@
+package onnx
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/npz"
+)
+
+// Probe 47: graphs exported without dynamic_axes keep the batch as a
+// constant where the module reads it (x.view(x.size(0), -1)); run at
+// another batch such a Reshape still succeeded and mixed samples, and the
+// energies were wrong without an error (an image EBM exported at batch 16
+// was off by 20% at batch 5). They run on chunks of the export batch now:
+// PyTorch's energies and input gradients at batches 5 and 33 (image EBM,
+// export batch 16) and 8 (exported from one example), to round-off
+// (1e-10 relative in float64, 1e-5 in float32, as the zoo).
+func TestBatchPinnedByTheExport(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		pinned bool
+		sizes  []int
+	}{
+		{"img_b16_f64", true, []int{5, 16, 33}},
+		{"img_b16_f32", true, []int{5, 16, 33}},
+		{"centred_b1_f64", true, []int{1, 8}},
+	} {
+		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if net.pinned != c.pinned {
+			t.Errorf("%s: pinned %v, want %v", c.name, net.pinned, c.pinned)
+		}
+		arrays := pinnedArrays(t, c.name)
+		tol := 1e-10
+		if strings.HasSuffix(c.name, "f32") {
+			tol = 1e-5
+		}
+		ebm, err := graph.NewEBM(net, nil, net.Dtype, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range c.sizes {
+			key := func(s string) string { return s + strconv.Itoa(n) }
+			x := mat.NewDense(n, net.Dim(), arrays[key("x")])
+			e, g := make([]float64, n), mat.NewDense(n, net.Dim(), nil)
+			if err := ebm.EnergyGrad(x, e, g); err != nil {
+				t.Fatalf("%s at batch %d: %v", c.name, n, err)
+			}
+			if r := relInf(e, arrays[key("energy")]); !(r <= tol) {
+				t.Errorf("%s at batch %d: energy rel. error %.2e > %.0e", c.name, n, r, tol)
+			}
+			if r := relInf(g.RawMatrix().Data, arrays[key("grad")]); !(r <= tol) {
+				t.Errorf("%s at batch %d: x-gradient rel. error %.2e > %.0e", c.name, n, r, tol)
+			}
+		}
+	}
+	// Parameter gradients through the chunks (a parameter's node is
+	// shared by every chunk), against finite differences at batch 5.
+	net, err := ReadFile(filepath.Join("testdata", "pinned", "img_b16_f64.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
+	// A graph declaring a dynamic batch that is right at its export batch
+	// only (len(x) traced as a constant) is refused: no batch is known.
+	_, err = ReadFile(filepath.Join("testdata", "pinned", "lenreshape_dyn_f64.onnx"))
+	if err == nil || !strings.Contains(err.Error(), `the input "x" declares a dynamic batch, but the graph's outputs depend on the batch it runs at`) {
+		t.Errorf("lenreshape_dyn_f64: %v", err)
+	}
+}
+
+// A graph whose outputs do not depend on the batch (the toy MLP exported
+// at a fixed batch) is not pinned: it runs whole at any batch.
+func TestFixedBatchNotPinned(t *testing.T) {
+	net, err := ReadFile(filepath.Join("testdata", "torch", "toy_fixed_batch_f64.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if net.DeclaredBatch() == 0 || net.pinned {
+		t.Errorf("declared batch %d, pinned %v; want a fixed batch, not pinned", net.DeclaredBatch(), net.pinned)
+	}
+}
+
+func pinnedArrays(t *testing.T, name string) map[string][]float64 {
+	t.Helper()
+	arc, err := npz.ReadFile(filepath.Join("testdata", "pinned", name+".npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrays := map[string][]float64{}
+	for _, k := range arc.Names {
+		a, err := arc.Get(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrays[strings.TrimSuffix(k, ".npy")] = a.Data
+	}
+	return arrays
+}
