@@ -38,9 +38,11 @@ type chainsData struct {
 func readChains(paths []string, key string) (*chainsData, error) {
 	key = strings.TrimSuffix(key, ".npy") // NumPy names a member either way
 	ext := strings.ToLower(filepath.Ext(paths[0]))
-	for _, p := range paths[1:] {
-		if strings.ToLower(filepath.Ext(p)) != ".csv" || ext != ".csv" {
-			return nil, fmt.Errorf("%s: several files are CmdStan output CSV files, one per chain; a .npy or .npz holds every chain alone", p)
+	if len(paths) > 1 {
+		for _, p := range paths { // the first too (probe 47: c0.txt c1.csv blamed c1.csv)
+			if strings.ToLower(filepath.Ext(p)) != ".csv" {
+				return nil, fmt.Errorf("%s: several files are CmdStan output CSV files, one per chain; a .npy or .npz holds every chain alone", p)
+			}
 		}
 	}
 	if key != "" && ext != ".npz" {

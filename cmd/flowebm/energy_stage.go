@@ -36,7 +36,7 @@ type stagedFile struct {
 // stage writes path's content into its staging file.
 func (s *stagedOutputs) stage(flag, path string, force bool, write func(io.Writer) error) error {
 	if err := safefile.RemoveStale(path); err != nil {
-		return err
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	st, err := safefile.Stage(path, func(w io.Writer) error { hook("output-writing"); return write(w) })
 	if err != nil {

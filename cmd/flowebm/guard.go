@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/flowebm/flowebm/internal/pathcheck"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -52,6 +54,9 @@ func checkOutput(flag, out string, inputs ...string) error {
 		return fmt.Errorf("%s %s: the folder %s does not exist", flag, out, dir)
 	} else if err != nil { // probe 26: a folder it may not enter, a link loop, "did not exist"
 		return fmt.Errorf("%s %s: the folder %s: %w", flag, out, dir, err)
+	}
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil { // probe 47: "open nox: permission denied", after the work
+		return fmt.Errorf("%s %s: the folder %s cannot be written into (%v)", flag, out, dir, err)
 	}
 	for _, in := range inputs {
 		if in != "" && sameFile(out, in) {
@@ -96,7 +101,7 @@ func checkNotInRun(flag, out, dir string) error {
 // makes it fail and write nothing.
 func writeOutput(flag, out string, force bool, write func(io.Writer) error) error {
 	if err := safefile.RemoveStale(out); err != nil {
-		return err
+		return fmt.Errorf("%s %s: %w", flag, out, err)
 	}
 	err := safefile.WriteOptions(out, safefile.Options{NoReplace: !force}, func(w io.Writer) error {
 		hook("output-writing")
@@ -195,14 +200,23 @@ func placedNote(path, written, notYet string) func() string {
 }
 
 // within reports whether the existing folder (or file) dir is folder or
-// inside it, symbolic links resolved however long their targets
-// (resolvedPath).
+// inside it: whether folder is dir or one of the folders above it, by
+// identity (device and inode: probe 47, a bind mount of folder is folder
+// under another path), symbolic links resolved however long their
+// targets (resolvedPath, pathcheck.Walk).
 func within(dir, folder string) bool {
-	if !exists(dir) || !exists(folder) {
+	fi, err := os.Stat(folder)
+	if err != nil || !exists(dir) {
 		return false
 	}
-	rel, err := filepath.Rel(resolvedPath(folder), resolvedPath(dir))
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	in := false
+	pathcheck.Walk(resolvedPath(dir), func(_, open string) bool {
+		if a, err := os.Stat(open); err == nil && os.SameFile(a, fi) {
+			in = true
+		}
+		return !in
+	})
+	return in
 }
 
 // sameFile reports whether a and b name the same file: the same inode

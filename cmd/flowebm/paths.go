@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -27,11 +30,19 @@ func markPathFlags(fl *pflag.FlagSet, names ...string) {
 // path flag whose .. the system reads differently from Go's path
 // functions (pathcheck.DotDot): the command's checks and its reads or
 // writes would name different places.
+//
+// A path with a .. that passes is then given to the command without it
+// (filepath.Clean, which the check found to name the same place): a
+// command that removes a folder on the way (train --out
+// RUN/checkpoint/.. --force) would otherwise lose the path's meaning
+// half-way (probe 47: it removed the run, then could not open the path,
+// and advised a --resume that the check refuses).
 func checkPaths(cmd *cobra.Command, args []string) error {
 	for i, a := range args {
 		if err := pathcheck.DotDot(a); err != nil {
 			return fmt.Errorf("argument %d, %s: %w", i+1, a, err)
 		}
+		args[i] = withoutDotDot(a)
 	}
 	return checkPathFlags(cmd.Flags())
 }
@@ -41,10 +52,26 @@ func checkPathFlags(fl *pflag.FlagSet) error {
 	var err error
 	fl.Visit(func(f *pflag.Flag) {
 		if _, ok := f.Annotations[pathAnnotation]; ok && err == nil {
-			if e := pathcheck.DotDot(f.Value.String()); e != nil {
+			v := f.Value.String()
+			if e := pathcheck.DotDot(v); e != nil {
 				err = fmt.Errorf("--%s %s: %w", f.Name, f.Value, e)
+			} else if c := withoutDotDot(v); c != v && f.Value.Type() == "string" {
+				err = f.Value.Set(c)
 			}
 		}
 	})
 	return err
+}
+
+// withoutDotDot is path cleaned (filepath.Clean) where it has a ..,
+// keeping a final separator (x2.onnx/ names a folder); path otherwise.
+func withoutDotDot(path string) string {
+	if !slices.Contains(strings.Split(path, string(filepath.Separator)), "..") {
+		return path
+	}
+	c := filepath.Clean(path)
+	if strings.HasSuffix(path, string(filepath.Separator)) && c != string(filepath.Separator) {
+		c += string(filepath.Separator)
+	}
+	return c
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // Probe 46: a link to a folder 2,800 bytes deep, then 1,500 bytes more
@@ -126,5 +132,154 @@ func TestInputInsideTheRunBehindALongLink(t *testing.T) {
 	}
 	if !exists(data) {
 		t.Error("the input was deleted")
+	}
+}
+
+// Probe 47: train --config with data.file (or data.modes) inside --out,
+// and --force, trained on the file and then replaced it with its chains;
+// only the --data and --modes flags were checked.
+func TestConfigDataInsideTheRun(t *testing.T) {
+	inTempDir(t)
+	rng := rand.New(rand.NewPCG(47, 1))
+	x := make([]float64, 200)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	if err := npy.WriteFile("pts.npy", &npy.Array{Shape: []int{100, 2}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--data", "pts.npy", "--iterations", "2", "--quiet", "--out", "r2"); code != 0 {
+		t.Fatal(stderr)
+	}
+	os.WriteFile(filepath.Join("r2", "modes.npy"), nil, 0o644)
+	for _, c := range []struct{ field, path, want string }{
+		{"file", filepath.Join("r2", "samples.npy"), "data.file (--config)"},
+		{"modes", filepath.Join("r2", "modes.npy"), "data.modes (--config)"},
+	} {
+		stdout, stderr, code := runCLI("train", "--print-config", "--data", "pts.npy", "--iterations", "2")
+		if code != 0 {
+			t.Fatal(stderr)
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		data := cfg["data"].(map[string]any)
+		data[c.field] = c.path
+		delete(data, "sha256")
+		b, _ := json.Marshal(cfg)
+		os.WriteFile("c.json", b, 0o644)
+		before, _ := os.ReadFile(c.path)
+		if _, stderr, code := runCLI("train", "--config", "c.json", "--out", "r2", "--force", "--quiet"); code != 2 || !strings.Contains(stderr, c.want+" "+c.path+" is inside the run folder r2") {
+			t.Errorf("data.%s inside --out: exit %d: %s", c.field, code, stderr)
+		}
+		if after, _ := os.ReadFile(c.path); !bytes.Equal(before, after) {
+			t.Errorf("data.%s %s was replaced", c.field, c.path)
+		}
+	}
+}
+
+// Probe 47: train --out RUN/checkpoint/.. --force passed the .. check
+// (checkpoint existed), removed the run's checkpoint folder, then could
+// not open its --out and advised a --resume the check refuses. A path
+// whose .. passes is used without it.
+func TestForceOutThroughItsOwnCheckpoint(t *testing.T) {
+	inTempDir(t)
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--out", "r2"); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, out := range []string{"r2/checkpoint/..", "r2/checkpoint/../"} { // not filepath.Join, which cleans the .. away
+		if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--force", "--out", out); code != 0 {
+			t.Errorf("--out %s --force: exit %d: %s", out, code, stderr)
+		}
+		if !exists(filepath.Join("r2", "samples.npy")) || !exists(filepath.Join("r2", "checkpoint", "spec.json")) {
+			t.Errorf("--out %s --force: the run r2 is incomplete", out)
+		}
+	}
+	if got := withoutDotDot("a/b/../c.onnx/"); got != "a/c.onnx/" {
+		t.Errorf("withoutDotDot(a/b/../c.onnx/) = %q", got)
+	}
+	if got := withoutDotDot("x2.onnx/"); got != "x2.onnx/" {
+		t.Errorf("withoutDotDot(x2.onnx/) = %q", got)
+	}
+}
+
+// Probe 47: an output in a folder this user may not enter or write was
+// found after the work, and said as "open nox: permission denied", with
+// neither the flag nor the output (energy --out and --grad, sample --out,
+// convert). It is refused before the work, naming both.
+func TestOutputFolderNotWritable(t *testing.T) {
+	dir := openTempDir(t)
+	ck := filepath.Join(dir, "ck")
+	if _, stderr, code := runCLI("convert", toyONNX, ck); code != 0 {
+		t.Fatal(stderr)
+	}
+	os.Chmod(ck, 0o755)
+	pts := filepath.Join(dir, "p.csv")
+	os.WriteFile(pts, []byte("0.5,-1\n"), 0o644)
+	nox := filepath.Join(dir, "nox")
+	mode := os.FileMode(0o500) // its owner may enter, not write
+	if os.Geteuid() == 0 {
+		mode = 0o700 // nobody may neither
+	}
+	os.Mkdir(nox, mode)
+	defer os.Chmod(nox, 0o755)
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--out", []string{"energy", "--model", ck, "--points", pts, "--out", filepath.Join(nox, "e.npy")}},
+		{"--grad", []string{"energy", "--model", ck, "--points", pts, "--grad", filepath.Join(nox, "g.npy")}},
+		{"--out", []string{"sample", "--model", ck, "--steps", "4", "--warmup", "2", "--chains", "2", "--out", filepath.Join(nox, "s.npy")}},
+		{"OUT.onnx", []string{"convert", ck, filepath.Join(nox, "m.onnx")}},
+	} {
+		out := c.args[len(c.args)-1]
+		want := c.flag + " " + out + ": the folder " + nox + " cannot be written into (permission denied)"
+		if stderr, err := otherUser(t, dir, c.args...); err == nil || !strings.Contains(stderr, want) {
+			t.Errorf("%s: %v, %q; want %q", c.args[0], err, stderr, want)
+		}
+	}
+}
+
+// Probe 47: --data through a bind mount of the --out run folder passed
+// the inside-the-run check, which compared paths, and --force replaced
+// the data file. Folders are compared by identity. It needs root and
+// unshare (util-linux) for a mount namespace of its own.
+func TestInputInsideTheRunThroughABindMount(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("a bind mount needs root and unshare")
+	}
+	_, _, dir := inTempDir(t)
+	run := trainedRun(t)
+	data := filepath.Join(run, "d.csv")
+	os.WriteFile(data, []byte("x,y\n0.1,0.2\n0.3,-0.4\n1,1\n"), 0o644)
+	bind := filepath.Join(dir, "rb")
+	os.Mkdir(bind, 0o755)
+	args := []string{"train", "--data", filepath.Join(bind, "d.csv"), "--out", run, "--force", "--iterations", "2", "--quiet"}
+	cmd := exec.Command(unshare, "-m", "sh", "-c", `mount --bind "$1" "$2" && exec "$3" -test.run='^TestOutputsChild$'`, "sh", run, bind, os.Args[0])
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join(args, "\x1f"))
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "mount:") {
+		t.Skipf("no bind mount here: %s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "is inside the run folder "+run) {
+		t.Errorf("train --data through a bind mount of --out: %v: %s", err, out)
+	}
+	if !exists(data) {
+		t.Error("the input was deleted")
+	}
+}
+
+// Probe 47: diagnose c0.txt c1.csv … blamed c1.csv, a CmdStan CSV file,
+// for not being one; the file named is the one that is not a .csv.
+func TestDiagnoseNamesTheFileThatIsNotCSV(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	csv := "lp__,mu\n-1,0.5\n-2,0.1\n-0.5,-0.3\n-1,0.9\n"
+	for _, f := range []string{"c0.txt", "c1.csv", "c2.csv"} {
+		os.WriteFile(filepath.Join(dir, f), []byte(csv), 0o644)
+	}
+	for _, order := range [][]string{{"c0.txt", "c1.csv", "c2.csv"}, {"c1.csv", "c0.txt", "c2.csv"}, {"c1.csv", "c2.csv", "c0.txt"}} {
+		wantErr(t, "c0.txt: several files are CmdStan output CSV files", append([]string{"diagnose"}, order...)...)
 	}
 }

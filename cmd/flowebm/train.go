@@ -1309,6 +1309,9 @@ func fmtWeight(w diagnostics.Weight, digits int, ess bool) string {
 // --force replaces it.
 func checkInputsOutside(f trainFlags, cfg config.Run, dir string) error {
 	inputs := []struct{ flag, path string }{{"--data", f.data.File}, {"--modes", f.data.Modes}, {"--config", f.config}}
+	if d := cfg.Data; d != nil { // a --config file's (probe 47: data.file in --out was replaced with --force)
+		inputs = append(inputs, struct{ flag, path string }{"data.file (--config)", d.File}, struct{ flag, path string }{"data.modes (--config)", d.Modes})
+	}
 	if fo := cfg.Model.FlowONNX; fo != nil {
 		inputs = append(inputs, struct{ flag, path string }{"--flow (model.flow_onnx.sample)", fo.Sample}, struct{ flag, path string }{"--flow-density (model.flow_onnx.density)", fo.Density})
 	}
