@@ -315,24 +315,6 @@ func (b *valueBinder) Param(name string, shape ...int) (*G.Node, error) {
 	return n, nil
 }
 
-func floatsOf(v G.Value) []float64 {
-	switch d := v.Data().(type) {
-	case []float64:
-		return append([]float64(nil), d...)
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case float64:
-		return []float64{d}
-	case float32:
-		return []float64{float64(d)}
-	}
-	return nil
-}
-
 // sumEnergy builds Σ E(x) with the binder's parameter values and returns
 // it with the gradients with respect to every parameter, evaluated.
 func sumEnergy(t *testing.T, net *Net, b *valueBinder, x *mat.Dense) (float64, map[string][]float64) {
@@ -364,9 +346,9 @@ func sumEnergy(t *testing.T, net *Net, b *valueBinder, x *mat.Dense) (float64, m
 	}
 	out := map[string][]float64{}
 	for i, name := range names {
-		out[name] = floatsOf(grads[i].Value())
+		out[name] = valueFloats(grads[i].Value())
 	}
-	return floatsOf(s.Value())[0], out
+	return valueFloats(s.Value())[0], out
 }
 
 func paramGrads(t *testing.T, net *Net, x *mat.Dense) map[string][]float64 {
