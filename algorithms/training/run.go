@@ -119,6 +119,12 @@ type Run struct {
 	// Notes say what was done to a user's data set (rows dropped,
 	// standardisation).
 	Notes []string
+	// Guard, if not nil, is called before each checkpoint (a caller
+	// writing the outputs calls it first too); its error stops the run
+	// before anything is written. flowebm train checks that Dir is still
+	// the folder whose lock it holds (probe 47: a link on Dir's path
+	// re-pointed while it trained, and it wrote into another run).
+	Guard func() error
 	// Waiting, if not nil, is told when a checkpoint waits for another
 	// process that reads the run's checkpoint (energy, sample…) and when
 	// it goes on without it (see ReadRun).
@@ -677,7 +683,7 @@ func (r *Run) interrupted() error {
 		return r.interruptedAt()
 	}
 	if err := r.Checkpoint(); err != nil {
-		return fmt.Errorf("%w at iteration %d, and writing its checkpoint failed: %v", algorithms.ErrInterrupted, r.Trainer.Iter, err)
+		return fmt.Errorf("%w at iteration %d, and writing its checkpoint failed: %w", algorithms.ErrInterrupted, r.Trainer.Iter, err)
 	}
 	return r.interruptedAt()
 }
@@ -725,6 +731,11 @@ func (r *Run) Step() (algorithms.IterStats, error) {
 // replacement (recoverCheckpoint); a crash at any point of this one leaves
 // the newest complete checkpoint for Resume to find (see LatestCheckpoint).
 func (r *Run) Checkpoint() error {
+	if r.Guard != nil {
+		if err := r.Guard(); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err
 	}

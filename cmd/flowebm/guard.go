@@ -257,6 +257,36 @@ func lockRun(dir string) (release func(), err error) {
 	return lockRunAs(dir, commandName())
 }
 
+// folderGuard returns a check that the folder dir is still the one whose
+// lock this process has just taken: that dir/.lock is the same file. A
+// run checks it before each checkpoint and its outputs (training.Run's
+// Guard; probe 47: a link on dir's path re-pointed while it trained made
+// it write into another run's folder, and a folder moved away was made
+// again at its next checkpoint and trained in unlocked).
+func folderGuard(dir string) func() error {
+	lock := filepath.Join(dir, ".lock")
+	held, err := os.Stat(lock)
+	if err != nil {
+		return func() error { return nil } // no lock to compare with (its checks failed already)
+	}
+	at := resolvedPath(dir)
+	return func() error {
+		if now, err := os.Stat(lock); err == nil && os.SameFile(now, held) {
+			return nil
+		}
+		return &folderChangedError{dir: dir, at: at}
+	}
+}
+
+// folderChangedError stops a run whose folder is no longer the one it
+// locked.
+type folderChangedError struct{ dir, at string }
+
+func (e *folderChangedError) Error() string {
+	return fmt.Sprintf("the run folder %s is no longer the folder this process locked when it started (%s): %s is gone or is another file, so the folder was moved or replaced, or a link on its path now leads elsewhere; the run stopped without writing there. Its last checkpoint is in the folder it locked, wherever that is now: continue it there with flowebm train --resume FOLDER",
+		e.dir, e.at, filepath.Join(e.dir, ".lock"))
+}
+
 // lockingCommands are the subcommands that lock a folder or a file.
 var lockingCommands = []string{"reproduce", "compare", "convert", "plot", "sample", "energy", "train", "diagnose"}
 

@@ -30,19 +30,11 @@ func markPathFlags(fl *pflag.FlagSet, names ...string) {
 // path flag whose .. the system reads differently from Go's path
 // functions (pathcheck.DotDot): the command's checks and its reads or
 // writes would name different places.
-//
-// A path with a .. that passes is then given to the command without it
-// (filepath.Clean, which the check found to name the same place): a
-// command that removes a folder on the way (train --out
-// RUN/checkpoint/.. --force) would otherwise lose the path's meaning
-// half-way (probe 47: it removed the run, then could not open the path,
-// and advised a --resume that the check refuses).
 func checkPaths(cmd *cobra.Command, args []string) error {
 	for i, a := range args {
 		if err := pathcheck.DotDot(a); err != nil {
 			return fmt.Errorf("argument %d, %s: %w", i+1, a, err)
 		}
-		args[i] = withoutDotDot(a)
 	}
 	return checkPathFlags(cmd.Flags())
 }
@@ -52,11 +44,8 @@ func checkPathFlags(fl *pflag.FlagSet) error {
 	var err error
 	fl.Visit(func(f *pflag.Flag) {
 		if _, ok := f.Annotations[pathAnnotation]; ok && err == nil {
-			v := f.Value.String()
-			if e := pathcheck.DotDot(v); e != nil {
+			if e := pathcheck.DotDot(f.Value.String()); e != nil {
 				err = fmt.Errorf("--%s %s: %w", f.Name, f.Value, e)
-			} else if c := withoutDotDot(v); c != v && f.Value.Type() == "string" {
-				err = f.Value.Set(c)
 			}
 		}
 	})
@@ -65,6 +54,10 @@ func checkPathFlags(fl *pflag.FlagSet) error {
 
 // withoutDotDot is path cleaned (filepath.Clean) where it has a ..,
 // keeping a final separator (x2.onnx/ names a folder); path otherwise.
+// Once pathcheck.DotDot passed, both name the same place; a command that
+// removes folders on the way takes the cleaned one (probe 47: train
+// --out RUN/checkpoint/.. --force removed the run's checkpoint, then could
+// not open its --out, and advised a --resume that the check refuses).
 func withoutDotDot(path string) string {
 	if !slices.Contains(strings.Split(path, string(filepath.Separator)), "..") {
 		return path

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -281,5 +284,57 @@ func TestDiagnoseNamesTheFileThatIsNotCSV(t *testing.T) {
 	}
 	for _, order := range [][]string{{"c0.txt", "c1.csv", "c2.csv"}, {"c1.csv", "c0.txt", "c2.csv"}, {"c1.csv", "c2.csv", "c0.txt"}} {
 		wantErr(t, "c0.txt: several files are CmdStan output CSV files", append([]string{"diagnose"}, order...)...)
+	}
+}
+
+// Probe 47: train followed its --out by path at every write. A link on
+// the path re-pointed while it trained made it replace another run's
+// checkpoint, metrics and config.json at exit 0; a folder moved away was
+// made again at the next checkpoint and trained in unlocked. It stops at
+// its next write, saying so, and writes nothing there.
+func TestRunFolderChangedWhileTraining(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	other := trainedRun(t)
+	sums := func() string {
+		var b strings.Builder
+		filepath.WalkDir(other, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				data, _ := os.ReadFile(p)
+				fmt.Fprintf(&b, "%s %x\n", p, sha256.Sum256(data))
+			}
+			return nil
+		})
+		return b.String()
+	}
+	before := sums()
+	defer func() { testHook = nil }()
+	for _, c := range []struct {
+		name   string
+		change func()
+		gone   string // must not exist afterwards
+	}{
+		{"a link re-pointed", func() { os.Remove("L"); os.Symlink(other, "L") }, filepath.Join("A", "checkpoint")},
+		{"the folder moved", func() { os.Rename("A", "A2") }, "A"},
+	} {
+		os.RemoveAll("A")
+		os.RemoveAll("A2")
+		os.Remove("L")
+		os.Mkdir("A", 0o755)
+		os.Symlink(filepath.Join(dir, "A"), "L")
+		testHook = func(p string) {
+			if p == "train-started" {
+				c.change()
+			}
+		}
+		_, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", "L")
+		if code != 2 || !strings.Contains(stderr, "the run folder L is no longer the folder this process locked when it started") {
+			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		if exists(c.gone) {
+			t.Errorf("%s: %s was written", c.name, c.gone)
+		}
+		if sums() != before {
+			t.Errorf("%s: the other run's files changed", c.name)
+		}
 	}
 }

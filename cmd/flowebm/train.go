@@ -350,6 +350,7 @@ func trainOneRun(cmd *cobra.Command, f trainFlags) error {
 // trainWithSignals is trainOneRun stopping on the signals that sig
 // watches (train --seeds watches them once for all its seeds).
 func trainWithSignals(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
+	f.out, f.resume = withoutDotDot(f.out), withoutDotDot(f.resume) // --force clears folders on the way
 	if err := f.ignoredWithResume(cmd); err != nil {
 		return err
 	}
@@ -713,6 +714,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	if err != nil {
 		return nil, nil, err
 	}
+	guard := folderGuard(f.resume)
 	if err := outputsReplaceable(f.resume, f.plotFormat); err != nil { // found now, not at the next checkpoint
 		release()
 		return nil, nil, err
@@ -739,6 +741,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
+	run.Guard = guard
 	fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
@@ -901,6 +904,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	if err != nil {
 		return nil, nil, err
 	}
+	guard := folderGuard(dir)
 	if isRun(dir) && !f.force {
 		release()
 		if _, err := training.LatestCheckpoint(dir); err != nil && !exists(filepath.Join(dir, "samples.npy")) && !hasCheckpoint(dir) { // a damaged one: --resume names the damage (probe 28)
@@ -915,6 +919,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		release()
 		return nil, nil, err
 	}
+	run.Guard = guard
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}
@@ -1057,6 +1062,9 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 			lines.update(it)
 		}
 	})
+	if changed := (*folderChangedError)(nil); errors.As(err, &changed) {
+		return err // it says where to continue
+	}
 	if errors.Is(err, algorithms.ErrInterrupted) {
 		if bar != nil {
 			bar.Exit()
@@ -1076,6 +1084,9 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	}
 	final := run.Evals[len(run.Evals)-1]
 	if err := writeOutputs(run, format); err != nil {
+		if changed := (*folderChangedError)(nil); errors.As(err, &changed) {
+			return err
+		}
 		return fmt.Errorf("training finished, but writing its outputs failed: %w; once the cause is fixed, flowebm train --resume %s writes them again", err, shellQuote(run.Dir))
 	}
 	sig.enter(phaseDone)
@@ -1089,6 +1100,11 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 // and, last, samples.npy.
 func writeOutputs(run *training.Run, format plots.Format) error {
 	hook("train-outputs")
+	if run.Guard != nil {
+		if err := run.Guard(); err != nil {
+			return err
+		}
+	}
 	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run); err != nil {
 		return err
 	}
