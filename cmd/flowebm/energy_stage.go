@@ -84,6 +84,12 @@ func (s *stagedOutputs) placeAll() error {
 		if !f.force && exists(f.path) {
 			return existsMeanwhile(f.flag, f.path)
 		}
+		// Checked again: a run may have started in the folder meanwhile
+		// (probe 47: sample's chains, placed as a new run's samples.npy,
+		// were replaced by the run's at its end, both at exit 0).
+		if err := checkNotInRun(f.flag, f.path, filepath.Dir(f.path)); err != nil {
+			return fmt.Errorf("%w (since this command started; nothing was written)", err)
+		}
 	}
 	var placed []stagedFile
 	undo := func(cause error) error {

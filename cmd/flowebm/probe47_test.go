@@ -338,3 +338,34 @@ func TestRunFolderChangedWhileTraining(t *testing.T) {
 		}
 	}
 }
+
+// Probe 47: sample --out R/samples.npy, checked while R was empty, put its
+// chains in place after a train --out R had started there; the run then
+// replaced them with its own at its end, both at exit 0. The folder is
+// checked again as the outputs are put in place.
+func TestSampleOutputIntoARunStartedMeanwhile(t *testing.T) {
+	toy, _, _ := inTempDir(t)
+	os.Mkdir("R", 0o755)
+	var lock *os.File
+	defer func() {
+		testHook = nil
+		if lock != nil {
+			lock.Close()
+		}
+	}()
+	testHook = func(p string) {
+		if p == "output-writing" && lock == nil { // a train --out R takes its folder meanwhile
+			var err error
+			if lock, _, _, err = takeLock("R", "train"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", toy, "--steps", "10", "--warmup", "2", "--chains", "2", "--out", filepath.Join("R", "samples.npy"))
+	if code != 2 || !strings.Contains(stderr, "(since this command started; nothing was written)") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if exists(filepath.Join("R", "samples.npy")) {
+		t.Error("samples.npy was put into the folder of a run")
+	}
+}
