@@ -452,9 +452,13 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 	}
 	// O_NOFOLLOW: a link put there meanwhile is not written through.
 	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, false, fmt.Errorf("%s: this user may not open its lock %s (%v), which flowebm writes to lock the folder: give a folder of your own", dir, path, err)
+	}
 	if err != nil {
 		return nil, false, err
 	}
+	readableByAll(f)
 	if err := checkLockFile(f, path); err != nil {
 		f.Close()
 		return nil, false, fmt.Errorf("%w: flowebm locks the folder %s with it and writes into it; remove it", err, dir)
@@ -596,6 +600,12 @@ func lockFile(flag, path, command string) (release func(), err error) {
 	return release, err
 }
 
+// readableByAll makes the lock file f readable by every user whatever the
+// umask (where this user owns it), so that another user's checks can see
+// it held (probe 47: a 0600 lock, made under umask 077, was taken for
+// none, and outputs were written where its holder wrote).
+func readableByAll(f *os.File) { f.Chmod(0o644) }
+
 // takeFileLock is lockFile's locking with the lock file lock, which a
 // signal's cleanup removes until release.
 func takeFileLock(flag, path, lock, command string) (release func(), err error) {
@@ -610,6 +620,7 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: locking it with %s: %w", flag, path, lock, err)
 		}
+		readableByAll(f)
 		if err := checkLockFile(f, lock); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s %s: %w: flowebm locks the file with it and writes into it; remove it", flag, path, err)
@@ -933,6 +944,20 @@ var (
 		"samples.npy", "image-samples.npz", "error.txt", "config.json"}
 	plotNames = []string{"density", "samples", "weights", "rhat", "acceptance", "samples-512", "energies"}
 )
+
+// heldRunOutputs refuses a run folder dir in which a folder that the run
+// writes (and --force, or its first checkpoint, replaces) is held by
+// another process (probe 47: compare --out R/checkpoint was writing its
+// figures, and train --out R --force deleted the folder under it).
+func heldRunOutputs(dir string) error {
+	for _, name := range runOutputs {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() && lockedByOther(p) {
+			return fmt.Errorf("--out %s: %s, which this run replaces: wait for it to end, or give another --out", dir, busyFolder(p))
+		}
+	}
+	return nil
+}
 
 // runNames are the files and folders that a training run writes into its
 // folder, its figures in every plot format.

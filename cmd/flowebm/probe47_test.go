@@ -369,3 +369,41 @@ func TestSampleOutputIntoARunStartedMeanwhile(t *testing.T) {
 		t.Error("samples.npy was put into the folder of a run")
 	}
 }
+
+// Probe 47: a run started with umask 077 made its .lock 0600; another
+// user's checks could not open it and took the folder for free (energy
+// --out H/metrics.csv, compare --out H/checkpoint were written where the
+// run then wrote). The lock is readable by all whatever the umask.
+func TestLockReadableWhateverTheUmask(t *testing.T) {
+	inTempDir(t)
+	old := syscall.Umask(0o077)
+	release, err := lockRunAs("H", "train")
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if fi, err := os.Stat(filepath.Join("H", ".lock")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("H/.lock: %v, %v; want mode 0644", fi.Mode(), err)
+	}
+}
+
+// Probe 47: train --out R --force deleted R/checkpoint while compare
+// (holding R/checkpoint/.lock) wrote its figures there; compare then
+// failed and its figures were lost.
+func TestForceLeavesAHeldOutputFolder(t *testing.T) {
+	inTempDir(t)
+	os.Mkdir("R", 0o755)
+	release, err := lockRunAs(filepath.Join("R", "checkpoint"), "compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.WriteFile(filepath.Join("R", "checkpoint", "summary.md"), []byte("compare's\n"), 0o644)
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--force", "--out", "R"); code != 2 || !strings.Contains(stderr, "--out R: another flowebm process is writing into the folder R/checkpoint") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if !exists(filepath.Join("R", "checkpoint", "summary.md")) {
+		t.Error("the held folder was deleted")
+	}
+}

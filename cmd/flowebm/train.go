@@ -904,6 +904,10 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := heldRunOutputs(dir); err != nil {
+		release()
+		return nil, nil, err
+	}
 	guard := folderGuard(dir)
 	if isRun(dir) && !f.force {
 		release()
