@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -736,7 +737,7 @@ func sharedLockNote(dir string) string {
 // write into a run being trained), and busyFolder's words say which.
 func lockedByOther(dir string) bool {
 	lock := filepath.Join(dir, ".lock")
-	if fi, err := os.Lstat(lock); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(lock); err != nil || !fi.Mode().IsRegular() || isOwnLock(lock) {
 		return false
 	}
 	f, err := safefile.Open(lock)
@@ -779,14 +780,16 @@ func resolvedPath(path string) string {
 // holderWrites reports whether the process holding the folder held
 // writes first there, by the command its lock names (probe 44: the
 // names of a run and of a train --seeds' summary for train, of its
-// report for reproduce; any name for another command or a lock that
-// names none).
+// report for reproduce; probe 47: a train --seeds' sSEED, a reproduce's
+// runs/; any name for another command or a lock that names none). The
+// holder's own runs there do not count it as another process
+// (ownlocks.go).
 func holderWrites(held, first string) bool {
 	switch lockHolder(filepath.Join(held, ".lock")) {
 	case "train":
-		return slices.Contains(append(runNames(), "seeds.json"), first)
+		return slices.Contains(append(runNames(), "seeds.json"), first) || seedRunName.MatchString(first)
 	case "reproduce":
-		return slices.Contains(reportNames(), first)
+		return slices.Contains(append(reportNames(), "runs"), first)
 	}
 	return true // compare, diagnose, convert, … fill their folder with names of their own (probe 45), and a lock naming none may be any
 }
@@ -944,6 +947,9 @@ var (
 		"samples.npy", "image-samples.npz", "error.txt", "config.json"}
 	plotNames = []string{"density", "samples", "weights", "rhat", "acceptance", "samples-512", "energies"}
 )
+
+// seedRunName matches the name of a train --seeds' run folder, sSEED.
+var seedRunName = regexp.MustCompile(`^s[0-9]+$`)
 
 // heldRunOutputs refuses a run folder dir in which a folder that the run
 // writes (and --force, or its first checkpoint, replaces) is held by

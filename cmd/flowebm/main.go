@@ -34,6 +34,7 @@ func main() {
 // run executes the command line args and returns the exit status: 0 on
 // success, 2 on any error, which is printed to stderr as one line.
 func run(args []string, stdout, stderr io.Writer) int {
+	defer parentLocksFromEnv()()
 	// The working folder as the system has it: a shell's $PWD names the
 	// links it was reached through, and os.Getwd returns it, so that
 	// filepath.Abs would build paths through them (probe 39: from a link

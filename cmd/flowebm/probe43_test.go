@@ -66,9 +66,16 @@ func TestOutputsWhereAHeldRunWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rrel()
-	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 0 {
-		t.Errorf("train into R/runs, R held by reproduce: exit %d: %s", code, stderr)
+	// Probe 47: R/runs is the holder's, whose own train processes write
+	// there (it passes them its lock); another process's train is refused.
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 2 || !strings.Contains(stderr, "which the process holding ") {
+		t.Errorf("train into R/runs, R held by another reproduce: exit %d: %s", code, stderr)
 	}
+	t.Setenv(parentLocksEnv, strings.TrimPrefix(ownLocksEnv("R"), parentLocksEnv+"="))
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 0 {
+		t.Errorf("train into R/runs, R held by its parent reproduce: exit %d: %s", code, stderr)
+	}
+	os.Unsetenv(parentLocksEnv)
 	// Probe 44: reproduce's --out, a reproduce's folder inside a run
 	// setting up (its own lock hid the run's above), the files that
 	// train --seeds and reproduce write into the folders they hold.

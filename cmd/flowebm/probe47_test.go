@@ -407,3 +407,32 @@ func TestForceLeavesAHeldOutputFolder(t *testing.T) {
 		t.Error("the held folder was deleted")
 	}
 }
+
+// Probe 47: while train --seeds held SS (training s1), compare --out
+// SS/s3 and sample --out SS/s3/samples.npy were accepted, and the seeds
+// command failed at seed 3. sSEED is the holder's; its own runs write
+// there (TestSeeds…).
+func TestSeedFoldersOfAHeldSeedsRun(t *testing.T) {
+	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toy, _, _ := inTempDir(t)
+	release, err := lockRunAs("SS", "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.MkdirAll(filepath.Join("SS", "s3"), 0o755)
+	for _, args := range [][]string{
+		{"sample", "--model", toy, "--steps", "4", "--warmup", "2", "--chains", "2", "--out", filepath.Join("SS", "s3", "samples.npy")},
+		{"diagnose", chains, "--plots", filepath.Join("SS", "s12")},
+	} {
+		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "which the process holding ") {
+			t.Errorf("%s into a seed's folder of a held train --seeds: exit %d: %s", args[0], code, stderr)
+		}
+	}
+	if exists(filepath.Join("SS", "s3", "samples.npy")) {
+		t.Error("samples.npy was written into a seed's folder")
+	}
+}

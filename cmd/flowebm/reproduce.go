@@ -275,6 +275,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	defer release()
+	defer ownLock(f.out)() // its runs write OUT/runs/NAME
 	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
@@ -740,7 +741,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 	output := &childLog{log: logf}
 	cmd.Stdout, cmd.Stderr = output, output
 	// Each process gets its share of the cores.
-	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/f.jobs)), ownLocksEnv(f.out)) // its run is this reproduce's
 	hook("reproduce-child")
 	r.trained = true
 	if err := runChild(soft, hard, cmd); err != nil {

@@ -238,6 +238,7 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		return err
 	}
 	defer release()
+	defer ownLock(base)() // the seeds' runs write OUT/sSEED
 	// Every seed's folder is checked before any trains.
 	var dirs []string
 	runs := make([]trainFlags, len(seeds))
