@@ -275,7 +275,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	defer release()
-	defer ownLock(f.out)() // its runs write OUT/runs/NAME
+	defer ownLock(f.out)()                                            // its runs write OUT/runs/NAME
 	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
