@@ -275,7 +275,8 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	defer release()
-	defer ownLock(f.out)()                                            // its runs write OUT/runs/NAME
+	// Its runs write OUT/runs/NAME: its lock is not another process's.
+	defer ownLock(f.out)()
 	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
