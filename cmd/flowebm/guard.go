@@ -1105,6 +1105,9 @@ func checkResumable(dir string) error {
 		return fmt.Errorf("--resume %s is not a folder: give a run folder", dir)
 	case exists(filepath.Join(dir, "spec.json")) && !exists(filepath.Join(dir, "config.json")):
 		return fmt.Errorf("--resume %s is a checkpoint folder (a model, or a run's checkpoint/), not a run: give a run folder", dir)
+	case isRun(dir) && !exists(filepath.Join(dir, "config.json")) && !exists(filepath.Join(dir, "checkpoint", "spec.json")) && !exists(filepath.Join(dir, "checkpoint.old", "spec.json")) && !exists(filepath.Join(dir, "checkpoint.new")):
+		// probe 47: compare's figures in DIR/checkpoint gave "open DIR/config.json: no such file"
+		return fmt.Errorf("--resume %s holds no run: it has %s, which a run writes, but no config.json nor a checkpoint's spec.json", dir, strings.Join(presentIn(dir, runOutputs), ", "))
 	case isRun(dir):
 		return nil
 	}

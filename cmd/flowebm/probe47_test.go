@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -434,5 +435,40 @@ func TestSeedFoldersOfAHeldSeedsRun(t *testing.T) {
 	}
 	if exists(filepath.Join("SS", "s3", "samples.npy")) {
 		t.Error("samples.npy was written into a seed's folder")
+	}
+}
+
+// Probe 47: a folder holding only compare's figures in R/checkpoint was
+// "a run: continue it with --resume R", and --resume R failed with "open
+// R/config.json: no such file or directory".
+func TestCheckpointFolderAloneIsNoRun(t *testing.T) {
+	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	os.Mkdir("R", 0o755)
+	if _, stderr, code := runCLI("diagnose", chains, "--plots", filepath.Join("R", "checkpoint")); code != 0 {
+		t.Fatal(stderr)
+	}
+	wantErr(t, "R holds checkpoint, which a run writes, but no run (no config.json): give another --out, or replace them with --force", "train", "--iterations", "2", "--quiet", "--out", "R")
+	wantErr(t, "--resume R holds no run: it has checkpoint, which a run writes, but no config.json nor a checkpoint's spec.json", "train", "--resume", "R", "--quiet")
+}
+
+// Probe 47: a second interrupt killed a run before its first checkpoint,
+// and reproduce's last line said the runs under way "stopped at their
+// last checkpoint".
+func TestInterruptedRunWithoutCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	a := &reproRun{experiment: "two-modes", algorithm: algorithms.ULA, dir: filepath.Join(dir, "a"), trained: true}
+	b := &reproRun{experiment: "four-modes", algorithm: algorithms.ULA, dir: filepath.Join(dir, "b"), trained: true}
+	os.MkdirAll(filepath.Join(b.dir, "checkpoint"), 0o755)
+	err := interruptedRuns([]*reproRun{a, b}, false, dir)
+	if err == nil || !strings.Contains(err.Error(), "the runs under way stopped (see the lines above), two-modes-ula before its first checkpoint") {
+		t.Errorf("%v", err)
+	}
+	err = interruptedRuns([]*reproRun{b}, false, dir)
+	if err == nil || !strings.Contains(err.Error(), "stopped at their last checkpoint") {
+		t.Errorf("%v", err)
 	}
 }

@@ -653,6 +653,15 @@ func interruptedRuns(runs []*reproRun, madeRuns bool, runsDir string) error {
 	case !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained && r.unended() }): // probe 45: "the runs under way" where none was
 		return fmt.Errorf("interrupted before %d of %d runs started (%s); the runs that ended are kept, no report written; start the same reproduce command again to train them and write it%s", len(left), len(runs), strings.Join(left, ", "), note)
 	}
+	var none []string // under way and without a checkpoint (probe 47: "stopped at their last checkpoint" of a run killed before its first)
+	for _, r := range runs {
+		if r.trained && r.unended() && !hasCheckpoint(r.dir) {
+			none = append(none, r.name())
+		}
+	}
+	if len(none) > 0 {
+		return fmt.Errorf("interrupted: the runs under way stopped (see the lines above), %s before its first checkpoint; start the same reproduce command again to continue them from their last checkpoint, or to start again those without one; no report written%s", strings.Join(none, ", "), note)
+	}
 	return errors.New("interrupted: the runs under way stopped at their last checkpoint (see the lines above); start the same reproduce command again to continue them; no report written" + note)
 }
 

@@ -916,6 +916,9 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 			// Probe 27: --resume then said there was nothing to resume.
 			return nil, nil, fmt.Errorf("%s holds a run that stopped before its first checkpoint was complete, so there is nothing to resume: start it again with --force, which replaces it", dir)
 		}
+		if !exists(filepath.Join(dir, "config.json")) { // probe 47: compare's figures in DIR/checkpoint were "a run" to --resume
+			return nil, nil, fmt.Errorf("%s holds %s, which a run writes, but no run (no config.json): give another --out, or replace them with --force", dir, strings.Join(presentIn(dir, runOutputs), ", "))
+		}
 		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, shellQuote(dir))
 	}
 	t0 := time.Now()
