@@ -472,3 +472,33 @@ func TestInterruptedRunWithoutCheckpoint(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// Probe 47: a sample interrupted while its --out folder became a training
+// run could not be finished: --resume refused the recorded --out ("write
+// the output elsewhere") and refused --out ("drop --out"). --resume takes
+// --out, and the refusal says so; the draws are those of the run.
+func TestSampleResumedElsewhere(t *testing.T) {
+	toy, _, _ := inTempDir(t)
+	os.Mkdir("RS", 0o755)
+	args := []string{"sample", "--model", toy, "--steps", "40", "--warmup", "4", "--chains", "4", "--seed", "3", "--checkpoint", "ck.npz", "--checkpoint-every", "10"}
+	if _, stderr, code := runCLI(append(args, "--out", "ref.npy")...); code != 0 {
+		t.Fatal(stderr)
+	}
+	os.Remove("ck.npz")
+	// Killed after its first checkpoint (the child is the test binary, in
+	// this folder).
+	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "KILL", append(args, "--out", filepath.Join("RS", "x.npy"))...); code == 0 || !exists("ck.npz") {
+		t.Fatalf("the killed sample: exit %d, %s", code, stderr)
+	}
+	os.WriteFile(filepath.Join("RS", "config.json"), []byte("{}"), 0o644) // RS is now a run's
+	os.WriteFile(filepath.Join("RS", "metrics.csv"), nil, 0o644)
+	wantErr(t, "(resumed, the draws can go elsewhere: flowebm sample --resume ck.npz --out NEW.npy)", "sample", "--resume", "ck.npz")
+	if _, stderr, code := runCLI("sample", "--resume", "ck.npz", "--out", "elsewhere.npy"); code != 0 {
+		t.Fatalf("--resume --out: exit %d: %s", code, stderr)
+	}
+	a, _ := os.ReadFile("ref.npy")
+	b, _ := os.ReadFile("elsewhere.npy")
+	if !bytes.Equal(a, b) {
+		t.Error("the draws resumed elsewhere differ from an uninterrupted run's")
+	}
+}

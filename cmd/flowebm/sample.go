@@ -401,17 +401,19 @@ func recordedArgs(fl *pflag.FlagSet) ([]string, error) {
 }
 
 // resumeFlags reads the checkpoint of --resume and the flags it was
-// started with; --force is the only other flag allowed. The run goes on
-// writing its checkpoints into the file resumed.
+// started with; --force and --out (the draws written elsewhere: probe 47,
+// the folder recorded had become a training run's, and no way was left
+// to finish) are the only other flags allowed. The run goes on writing
+// its checkpoints into the file resumed.
 func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMeta, *ckptReader, error) {
 	var other []string
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if fl.Name != "resume" && fl.Name != "force" {
+		if fl.Name != "resume" && fl.Name != "force" && fl.Name != "out" {
 			other = append(other, "--"+fl.Name)
 		}
 	})
 	if len(other) > 0 {
-		return given, nil, nil, fmt.Errorf("--resume continues the run as its checkpoint records it: drop %s (only --force may be added)", strings.Join(other, ", "))
+		return given, nil, nil, fmt.Errorf("--resume continues the run as its checkpoint records it: drop %s (only --force and --out may be added)", strings.Join(other, ", "))
 	}
 	meta, arch, err := readSampleCheckpoint(given.resume)
 	if err != nil {
@@ -426,6 +428,11 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 	}
 	if err := checkPathFlags(fs); err != nil { // as given on a command line (probe 40: an edited --model L/../M)
 		return given, nil, nil, fmt.Errorf("%s: the flags it records: %w", given.resume, err)
+	}
+	if cmd.Flags().Changed("out") {
+		if err := fs.Set("out", given.out); err != nil {
+			return given, nil, nil, err
+		}
 	}
 	f.changed, f.resume, f.force = fs.Changed, given.resume, given.force
 	abs, err := filepath.Abs(given.resume)
@@ -496,6 +503,9 @@ func (f sampleFlags) checkOutputs() error {
 		return err
 	}
 	if err := checkOutput("--out", f.out, f.inputs()...); err != nil {
+		if f.resume != "" { // the folder recorded may have changed since (probe 47: no way was left to finish)
+			return fmt.Errorf("%w (resumed, the draws can go elsewhere: flowebm sample --resume %s --out NEW.npy)", err, shellQuote(f.resume))
+		}
 		return err
 	}
 	if strings.ToLower(filepath.Ext(f.out)) != ".npy" {
