@@ -502,3 +502,21 @@ func TestSampleResumedElsewhere(t *testing.T) {
 		t.Error("the draws resumed elsewhere differ from an uninterrupted run's")
 	}
 }
+
+// Probe 47: train's checks passed on an empty X; a convert into X wrote
+// its model and let go of the lock within train's wait for it, and train
+// then advised --force, which refused X as a model folder. The folder is
+// checked again once locked.
+func TestModelWrittenBeforeTheLock(t *testing.T) {
+	inTempDir(t)
+	os.Mkdir("X", 0o755)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "lock-taking" { // what convert leaves (its lock taken and let go: in another process)
+			testHook = nil
+			os.WriteFile(filepath.Join("X", "spec.json"), []byte("{}"), 0o644)
+			os.WriteFile(filepath.Join("X", "weights.npz"), nil, 0o644)
+		}
+	}
+	wantErr(t, "--out X is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", "train", "--iterations", "2", "--quiet", "--out", "X")
+}

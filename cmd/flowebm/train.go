@@ -909,6 +909,10 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		release()
 		return nil, nil, err
 	}
+	if exists(filepath.Join(dir, "spec.json")) && !exists(filepath.Join(dir, "config.json")) { // again, locked: a convert may have written it since (probe 47: then --force was advised, and refused)
+		release()
+		return nil, nil, fmt.Errorf("--out %s is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", dir)
+	}
 	guard := folderGuard(dir)
 	if isRun(dir) && !f.force {
 		release()
