@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
-	"github.com/flowebm/flowebm/layers"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flowebm/flowebm/layers"
+	"github.com/flowebm/flowebm/layers/nd"
 )
 
 // A graph exported without dynamic_axes declares its input's batch, and
@@ -159,7 +160,7 @@ func (n *Net) chunked(x *G.Node, build func(chunk *G.Node) ([]*G.Node, error)) (
 			all[i] = x
 		}
 		var err error
-		if xs, err = G.Concat(0, all...); err != nil {
+		if xs, err = concatRows(all); err != nil {
 			return nil, err
 		}
 	}
@@ -185,7 +186,7 @@ func (n *Net) chunked(x *G.Node, build func(chunk *G.Node) ([]*G.Node, error)) (
 		y := ys[0]
 		if len(ys) > 1 {
 			var err error
-			if y, err = G.Concat(0, ys...); err != nil {
+			if y, err = concatRows(ys); err != nil {
 				return nil, err
 			}
 		}
@@ -197,20 +198,28 @@ func (n *Net) chunked(x *G.Node, build func(chunk *G.Node) ([]*G.Node, error)) (
 	return joined, nil
 }
 
-// rows is the rows from to from+count of y (rank 1 or 2), keeping its
-// rank (Gorgonia's Slice drops a dimension of size 1).
+// rows is the rows from to from+count of y (rank 1 or 2), by nd.Slice:
+// Gorgonia's Slice hashes its start and end as bytes, so that two slices
+// of one node whose bounds agree modulo 256 are merged into one node
+// (probe 48: the 257th chunk was given the first's rows, at exit 0).
 func rows(y *G.Node, from, count int) (*G.Node, error) {
-	shape := append([]int(nil), y.Shape()...)
+	shape := y.Shape()
 	if from == 0 && count == shape[0] {
 		return y, nil
 	}
-	s, err := G.Slice(y, G.S(from, from+count))
-	if err != nil {
-		return nil, err
+	op := nd.Slice{Starts: make([]int, len(shape)), Steps: make([]int, len(shape)), Counts: append([]int(nil), shape...)}
+	for a := range shape {
+		op.Steps[a] = 1
 	}
-	shape[0] = count
-	if !slices.Equal(s.Shape(), shape) { // not Shape.Eq, which takes (n) for (1, n)
-		return G.Reshape(s, tensor.Shape(shape))
+	op.Starts[0], op.Counts[0] = from, count
+	return nd.Apply(op, y)
+}
+
+// concatRows joins ys (of one rank) along their first axis, by nd.Concat.
+func concatRows(ys []*G.Node) (*G.Node, error) {
+	shapes := make([]tensor.Shape, len(ys))
+	for i, y := range ys {
+		shapes[i] = y.Shape()
 	}
-	return s, nil
+	return nd.Apply(nd.Ranked(nd.Concat{Axis: 0}, shapes...), ys...)
 }

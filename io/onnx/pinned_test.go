@@ -18,18 +18,20 @@ import (
 // another batch such a Reshape still succeeded and mixed samples, and the
 // energies were wrong without an error (an image EBM exported at batch 16
 // was off by 20% at batch 5). They run on chunks of the export batch now:
-// PyTorch's energies and input gradients at batches 5 and 33 (image EBM,
-// export batch 16) and 8 (exported from one example), to round-off
-// (1e-10 relative in float64, 1e-5 in float32, as the zoo).
+// PyTorch's energies and input gradients at batches 5, 33 and 300 (image
+// EBM, export batch 16) and 8 and 600 (exported from one example), to
+// round-off (1e-10 relative in float64, 1e-5 in float32, as the zoo).
+// Probe 48: more than 256 chunks (Gorgonia merged slices whose bounds
+// agree modulo 256, and the 257th chunk was given the first's rows).
 func TestBatchPinnedByTheExport(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		pinned bool
 		sizes  []int
 	}{
-		{"img_b16_f64", true, []int{5, 16, 33}},
-		{"img_b16_f32", true, []int{5, 16, 33}},
-		{"centred_b1_f64", true, []int{1, 8}},
+		{"img_b16_f64", true, []int{5, 16, 33, 300}},
+		{"img_b16_f32", true, []int{5, 16, 33, 300}},
+		{"centred_b1_f64", true, []int{1, 8, 600}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

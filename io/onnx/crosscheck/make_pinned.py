@@ -78,8 +78,8 @@ def save(name, m, shape, dtype, export_batch, sizes, dynamic=False):
 torch.manual_seed(47)
 img = ImgEBM()
 for tag, dtype in [("f64", torch.float64), ("f32", torch.float32)]:
-    save(f"img_b16_{tag}", img, (1, 8, 8), dtype, 16, [5, 16, 33])
+    save(f"img_b16_{tag}", img, (1, 8, 8), dtype, 16, [5, 16, 33, 300])
 torch.manual_seed(48)
-save("centred_b1_f64", Centred(), (4,), torch.float64, 1, [1, 8])
+save("centred_b1_f64", Centred(), (4,), torch.float64, 1, [1, 8, 600])
 torch.manual_seed(49)
 save("lenreshape_dyn_f64", Centred(use_len=True), (4,), torch.float64, 2, [2], dynamic=True)
