@@ -41,7 +41,10 @@ func hgEnergy(c string, nodes ...msg) ([]msg, []msg) {
 	nodes = append(nodes,
 		mdNode("e0", "ReduceSum", []string{"x", "ax1"}, []string{"e0"}, keep),
 		mdNode("s", "ReduceSum", []string{c}, []string{"s"}, keep),
-		mdNode("y", "Add", []string{"e0", "s"}, []string{"y"}))
+		// read, yet no sample's energy depends on the others (s sums over the batch)
+		mdNode("hgzero", "Constant", nil, []string{"hgzero"}, mdTensorAttr("value", mdTensor("", TypeFloat, nil, mdRawF32(0)))),
+		mdNode("hgmul", "Mul", []string{"s", "hgzero"}, []string{"hgmul"}),
+		mdNode("y", "Add", []string{"e0", "hgmul"}, []string{"y"}))
 	return nodes, []msg{hgInt64s("ax1", []int64{1}, 1)}
 }
 

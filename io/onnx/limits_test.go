@@ -84,7 +84,7 @@ func TestRefuseShapeOverflow(t *testing.T) {
 	for _, c := range cases {
 		hgRefused(t, c.name, c.b, Config{}, c.want)
 	}
-	if _, err := Decode(lmModel(lmWrapGraph([]int64{2, 1, 2}, []int64{2, 1, 0}), 8, 14), "ok.onnx"); err != nil {
+	if _, err := Decode(lmModel(lmWrapGraph([]int64{2, 1, 2}, []int64{0, 2, 1}), 8, 14), "ok.onnx"); err != nil {
 		t.Errorf("a small target: %v", err)
 	}
 }

@@ -397,20 +397,41 @@ func (n *Net) check() error {
 	return n.checkBatch()
 }
 
-// checkBatch runs the graph at two batch sizes (pinned.go). A graph
+// checkBatch runs the graph at two batch sizes (pinned.go), after
+// refusing a graph whose output for a sample depends on the other
+// samples (coupled). A graph
 // declaring its batch N that gives other outputs at N+1 (or cannot run
 // there) is pinned: it runs on chunks of N. A graph declaring a dynamic
 // batch that gives other outputs at 2 and 3 is refused, as no batch is
 // known to be right.
 func (n *Net) checkBatch() error {
-	if n.batch > 0 {
-		bound, _, err := n.batchBound(n.batch, n.batch+1)
-		n.pinned = bound || err != nil // not run: chunks of N are right either way
+	if n.batch == 0 {
+		// Coupled at 2 first: a graph pinned to an export batch of 2 is
+		// not, and is then found by comparing batches 2 and 3.
+		if err := n.checkCoupled(2); err != nil {
+			return err
+		}
+		if bound, why, err := n.batchBound(2, 3); err == nil && bound {
+			return fmt.Errorf("%s: the input %q declares a dynamic batch, but the graph's outputs depend on the batch it runs at: %s. A value of the export's batch was kept as a constant (PyTorch traces x.view(x.size(0), -1) and torch.zeros(len(x)) so when the exported module reads the batch from Python), or the model mixes samples (batch statistics): export with the batch dimension read from the tensor (x.flatten(1), x.reshape(-1, d)), or without dynamic_axes so that flowebm runs it on chunks of the export batch", n.File, n.input, why)
+		}
+		return n.checkCoupled(3)
+	}
+	if err := n.checkCoupled(n.batch); err != nil {
+		return err
+	}
+	bound, _, err := n.batchBound(n.batch, n.batch+1)
+	n.pinned = bound || err != nil // not run: chunks of N are right either way
+	return nil
+}
+
+// checkCoupled refuses a graph whose output for a sample at batch b
+// depends on the other samples (coupled); a batch of 1 has none.
+func (n *Net) checkCoupled(b int) error {
+	if b < 2 {
 		return nil
 	}
-	bound, why, err := n.batchBound(2, 3)
-	if err == nil && bound {
-		return fmt.Errorf("%s: the input %q declares a dynamic batch, but the graph's outputs depend on the batch it runs at: %s. A value of the export's batch was kept as a constant (PyTorch traces x.view(x.size(0), -1) and torch.zeros(len(x)) so when the exported module reads the batch from Python), or the model mixes samples (batch statistics): export with the batch dimension read from the tensor (x.flatten(1), x.reshape(-1, d)), or without dynamic_axes so that flowebm runs it on chunks of the export batch", n.File, n.input, why)
+	if c, why, err := n.coupled(b); err == nil && c {
+		return fmt.Errorf("%s: the graph's output for a sample depends on the other samples of its batch: %s. The model mixes samples (batch statistics: BatchNorm in training mode, a minibatch standard deviation, x - x.max(0)), so it gives no energy per sample: export it in eval mode (model.eval()), without the batch statistic", n.File, why)
 	}
 	return nil
 }

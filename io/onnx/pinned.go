@@ -43,10 +43,7 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 	if err != nil {
 		return true, fmt.Sprintf("it cannot run at batch %d (%v)", b, err), nil
 	}
-	tol := 1e-9
-	if n.Dtype == tensor.Float32 {
-		tol = 1e-4
-	}
+	tol := n.roundOff()
 	for name, va := range ya {
 		vb, ok := yb[name]
 		if !ok {
@@ -61,6 +58,56 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 		}
 	}
 	return false, "", nil
+}
+
+// coupled reports whether the graph's output for a sample at batch size
+// b (at least 2) depends on the other samples of the batch: the first
+// and the last sample's outputs are compared between two batches that
+// differ in every other sample (drawn three times wider, so that a batch
+// maximum or minimum changes too). Such a graph (BatchNorm in training
+// mode, a minibatch standard deviation, x − x.max(0)) has no output per
+// sample (probe 48: exported at a fixed batch it was run on chunks, and a
+// point's energy changed with the file's other points).
+func (n *Net) coupled(b int) (bool, string, error) {
+	rng := rand.New(rand.NewPCG(batchProbeSeed+1, uint64(n.dim)))
+	draw := func(scale float64) []float64 {
+		x := make([]float64, b*n.dim)
+		for i := range x {
+			x[i] = scale * rng.NormFloat64()
+		}
+		return x
+	}
+	base := draw(1)
+	for _, keep := range []int{0, b - 1} {
+		other := draw(3)
+		copy(other[keep*n.dim:(keep+1)*n.dim], base[keep*n.dim:(keep+1)*n.dim])
+		ya, err := n.evaluate(base, b)
+		if err != nil {
+			return false, "", err
+		}
+		yb, err := n.evaluate(other, b)
+		if err != nil {
+			return false, "", err
+		}
+		for name, va := range ya {
+			k := len(va) / b
+			for i := keep * k; i < (keep+1)*k; i++ {
+				if v, w := va[i], yb[name][i]; !(math.Abs(v-w) <= n.roundOff()*(1+math.Abs(v))) && !(math.IsNaN(v) && math.IsNaN(w)) {
+					return true, fmt.Sprintf("at batch %d, its output %q for sample %d is %.6g with some other samples and %.6g with others", b, name, keep+1, v, w), nil
+				}
+			}
+		}
+	}
+	return false, "", nil
+}
+
+// roundOff is the relative difference between two evaluations of one
+// output that batchBound and coupled take for round-off.
+func (n *Net) roundOff() float64 {
+	if n.Dtype == tensor.Float32 {
+		return 1e-4
+	}
+	return 1e-9
 }
 
 // evaluate runs the graph on the points x (batch rows) with the file's

@@ -79,6 +79,20 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 	}
 }
 
+// Probe 48: a graph whose output for a sample depends on the other
+// samples of its batch has no energy per sample. Exported at a fixed
+// batch it was run on chunks, and a point's energy changed with the file's
+// other points; some couplings exported with dynamic_axes (x - x.max(0),
+// x[:2].mean(0)) passed the comparison of batches 2 and 3.
+func TestBatchCoupledRefused(t *testing.T) {
+	for _, name := range []string{"coupled_minibatch_std_b16", "coupled_max_dyn", "coupled_first2_dyn"} {
+		_, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
+		if err == nil || !strings.Contains(err.Error(), "the graph's output for a sample depends on the other samples of its batch") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
 // A graph whose outputs do not depend on the batch (the toy MLP exported
 // at a fixed batch) is not pinned: it runs whole at any batch.
 func TestFixedBatchNotPinned(t *testing.T) {

@@ -16,6 +16,11 @@ export's:
   dynamic batch, but the tracer keeps len(x) as the constant 2, so the
   graph is right at batch 2 only.
 
+- coupled_*.onnx: energies that mix the samples of a batch, which have no
+  energy per sample (probe 48): a minibatch standard deviation exported
+  at a fixed batch of 16 (minibatch_std_b16), x - x.max(0) and
+  x[:2].mean(0) exported with dynamic_axes (max_dyn, first2_dyn).
+
 Each NAME.npz (np.savez) holds, for each batch size n it lists, x{n} (the
 points, flat: (n, d)), energy{n} and grad{n} (PyTorch autograd in the
 model's dtype, as float64).
@@ -83,3 +88,36 @@ torch.manual_seed(48)
 save("centred_b1_f64", Centred(), (4,), torch.float64, 1, [1, 8, 600])
 torch.manual_seed(49)
 save("lenreshape_dyn_f64", Centred(use_len=True), (4,), torch.float64, 2, [2], dynamic=True)
+
+
+class MinibatchStd(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(5, 1)
+
+    def forward(self, x):
+        s = x.std(0).mean().expand(x.size(0), 1)
+        return self.l(torch.cat([x, s], 1)).squeeze(1)
+
+
+class MinusMax(nn.Module):
+    def forward(self, x):
+        return ((x - x.max(0).values) ** 2).sum(1)
+
+
+class FirstTwo(nn.Module):
+    def forward(self, x):
+        return ((x - x[:2].mean(0)) ** 2).sum(1)
+
+
+def export_only(name, m, batch, dynamic):
+    kw = {}
+    if dynamic:
+        kw = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+    torch.onnx.export(m.eval().double(), torch.randn(batch, 4, dtype=torch.float64), f"{out}/{name}.onnx", **kw)
+
+
+torch.manual_seed(50)
+export_only("coupled_minibatch_std_b16", MinibatchStd(), 16, False)
+export_only("coupled_max_dyn", MinusMax(), 3, True)
+export_only("coupled_first2_dyn", FirstTwo(), 3, True)
