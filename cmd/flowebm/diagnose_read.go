@@ -40,6 +40,9 @@ func readChains(paths []string, key string) (*chainsData, error) {
 	ext := strings.ToLower(filepath.Ext(paths[0]))
 	if len(paths) > 1 {
 		for _, p := range paths { // the first too (probe 47: c0.txt c1.csv blamed c1.csv)
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() { // probe 48: a folder was "several files are CmdStan …"
+				return nil, fmt.Errorf("%s is a folder: diagnose reads one .npy or .npz file, or CmdStan output CSV files, one per chain", p)
+			}
 			if strings.ToLower(filepath.Ext(p)) != ".csv" {
 				return nil, fmt.Errorf("%s: several files are CmdStan output CSV files, one per chain; a .npy or .npz holds every chain alone", p)
 			}

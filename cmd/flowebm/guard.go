@@ -454,7 +454,11 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 	// O_NOFOLLOW: a link put there meanwhile is not written through.
 	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if errors.Is(err, fs.ErrPermission) {
-		return nil, false, fmt.Errorf("%s: this user may not open its lock %s (%v), which flowebm writes to lock the folder: give a folder of your own", dir, path, err)
+		what := "open its lock"
+		if created {
+			what = "make its lock"
+		}
+		return nil, false, fmt.Errorf("%s: this user may not %s %s (%v), which flowebm writes to lock the folder: give a folder of your own", dir, what, path, err)
 	}
 	if err != nil {
 		return nil, false, err

@@ -286,6 +286,8 @@ func TestDiagnoseNamesTheFileThatIsNotCSV(t *testing.T) {
 	for _, order := range [][]string{{"c0.txt", "c1.csv", "c2.csv"}, {"c1.csv", "c0.txt", "c2.csv"}, {"c1.csv", "c2.csv", "c0.txt"}} {
 		wantErr(t, "c0.txt: several files are CmdStan output CSV files", append([]string{"diagnose"}, order...)...)
 	}
+	os.Mkdir(filepath.Join(dir, "dd"), 0o755) // probe 48: a folder was "several files are CmdStan …"
+	wantErr(t, "dd is a folder: diagnose reads one .npy or .npz file, or CmdStan output CSV files", "diagnose", "c1.csv", "dd")
 }
 
 // Probe 47: train followed its --out by path at every write. A link on
@@ -493,6 +495,10 @@ func TestSampleResumedElsewhere(t *testing.T) {
 	os.WriteFile(filepath.Join("RS", "config.json"), []byte("{}"), 0o644) // RS is now a run's
 	os.WriteFile(filepath.Join("RS", "metrics.csv"), nil, 0o644)
 	wantErr(t, "(resumed, the draws can go elsewhere: flowebm sample --resume ck.npz --out NEW.npy)", "sample", "--resume", "ck.npz")
+	// Probe 48: the hint is not given where --out was.
+	if _, stderr, code := runCLI("sample", "--resume", "ck.npz", "--out", filepath.Join("RS", "y.npy")); code != 2 || strings.Contains(stderr, "the draws can go elsewhere") {
+		t.Errorf("--resume --out into the run: exit %d: %s", code, stderr)
+	}
 	if _, stderr, code := runCLI("sample", "--resume", "ck.npz", "--out", "elsewhere.npy"); code != 0 {
 		t.Fatalf("--resume --out: exit %d: %s", code, stderr)
 	}

@@ -50,6 +50,7 @@ type sampleFlags struct {
 	seed                       uint64
 	force                      bool
 	checkpoint, resume         string // the run's checkpoint file; a checkpoint to continue
+	outGiven                   bool   // resumed with --out (elsewhere than recorded)
 	checkpointEvery            int
 	modes                      string                 // mode centres (k, d): weights with error bars
 	changed                    func(name string) bool // whether a flag was given
@@ -121,7 +122,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "write the run's state to this .npz every --checkpoint-every steps (atomically), to continue it with --resume after an interruption")
 	fl.IntVar(&f.checkpointEvery, "checkpoint-every", 100, "steps (or training cycles, at the end of a window of 10) between checkpoints")
 	fl.StringVar(&f.modes, "modes", "", "file of mode centres (k, d) in the draws' units: print each mode's weight among the draws (nearest centre) with its MCSE and 95% interval")
-	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint this is (give no other flag but --force), bit for bit")
+	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint this is (give no other flag but --force, and --out to write the draws elsewhere), bit for bit")
 	markPathFlags(fl, "model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes", "resume")
 }
 
@@ -433,6 +434,7 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 		if err := fs.Set("out", given.out); err != nil {
 			return given, nil, nil, err
 		}
+		f.outGiven = true
 	}
 	f.changed, f.resume, f.force = fs.Changed, given.resume, given.force
 	abs, err := filepath.Abs(given.resume)
@@ -503,7 +505,7 @@ func (f sampleFlags) checkOutputs() error {
 		return err
 	}
 	if err := checkOutput("--out", f.out, f.inputs()...); err != nil {
-		if f.resume != "" { // the folder recorded may have changed since (probe 47: no way was left to finish)
+		if f.resume != "" && !f.outGiven { // the folder recorded may have changed since (probe 47: no way was left to finish)
 			return fmt.Errorf("%w (resumed, the draws can go elsewhere: flowebm sample --resume %s --out NEW.npy)", err, shellQuote(f.resume))
 		}
 		return err

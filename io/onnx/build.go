@@ -119,6 +119,8 @@ func (in *instance) nodeError(node *Node, err error) error {
 	msg := fmt.Sprintf("node %q (%s): %v", nodeName(node), node.OpType, err)
 	if d := in.net.batch; d > 0 && d != in.batch {
 		msg += fmt.Sprintf(" (the model's input is declared with batch %d and this node cannot run at batch %d: export with dynamic_axes={%q: {0: \"batch\"}} or evaluate batches of %d)", d, in.batch, in.net.input, d)
+	} else if d == 0 && node.OpType == "Reshape" { // probe 48: "cannot reshape [2 4] to [64 -1]" named a batch never given
+		msg += fmt.Sprintf(" (the input %q declares a dynamic batch, and flowebm builds the graph at batch %d to check it: a Reshape to a constant batch, kept from the export where the module reads the batch in Python (len(x), x.shape[0]), fails at other sizes: read it from the tensor (x.flatten(1), x.reshape(-1, d)), or export without dynamic_axes so that flowebm runs the graph on chunks of its batch)", in.net.input, in.batch)
 	}
 	return fmt.Errorf("%s", msg)
 }

@@ -93,6 +93,16 @@ func TestBatchCoupledRefused(t *testing.T) {
 	}
 }
 
+// Probe 48: exported at 64 with dynamic_axes, a len(x) reshape failed at
+// the check's batch of 2 with "cannot reshape [2 4] to [64 -1]", naming a
+// batch never given; the message says why and what to do.
+func TestDynamicGraphPinnedMessage(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "lenreshape64_dyn.onnx"))
+	if err == nil || !strings.Contains(err.Error(), `declares a dynamic batch, and flowebm builds the graph at batch 2 to check it: a Reshape to a constant batch`) {
+		t.Errorf("%v", err)
+	}
+}
+
 // A graph whose outputs do not depend on the batch (the toy MLP exported
 // at a fixed batch) is not pinned: it runs whole at any batch.
 func TestFixedBatchNotPinned(t *testing.T) {
