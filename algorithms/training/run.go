@@ -623,7 +623,7 @@ func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 			if err := r.Checkpoint(); err != nil {
 				return err
 			}
-			if err := WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
+			if err := r.writeEvals(); err != nil {
 				return err
 			}
 		}
@@ -662,7 +662,7 @@ func (r *Run) finishResumed() error {
 	if err := r.FillGrid(); err != nil {
 		return err
 	}
-	return WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights))
+	return r.writeEvals()
 }
 
 // FillGrid fills the 2D density grid (metrics.Grid) from the EBM as it is saved
@@ -691,7 +691,7 @@ func (r *Run) interrupted() error {
 // interruptedAt writes the evaluations beside the run's checkpoint and
 // says where the interrupted run stands.
 func (r *Run) interruptedAt() error {
-	if err := WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights)); err != nil {
+	if err := r.writeEvals(); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w at iteration %d of %d; checkpoint written to %s", algorithms.ErrInterrupted, r.Trainer.Iter, r.Config.Train.Iterations, filepath.Join(r.Dir, checkpointName))
@@ -725,16 +725,33 @@ func (r *Run) Step() (algorithms.IterStats, error) {
 	return st, nil
 }
 
+// Guarded is the run's Guard's verdict (nil without one): call it before
+// a write into Dir.
+func (r *Run) Guarded() error {
+	if r.Guard == nil {
+		return nil
+	}
+	return r.Guard()
+}
+
+// writeEvals writes the evaluations so far to Dir/metrics.csv, once the
+// Guard allows (probe 48: written by path after a checkpoint, it replaced
+// another run's where a link on Dir's path was re-pointed).
+func (r *Run) writeEvals() error {
+	if err := r.Guarded(); err != nil {
+		return err
+	}
+	return WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights))
+}
+
 // Checkpoint writes dir/checkpoint (models and trainer state), replacing the
 // previous one only once the new one is complete, plus config.json and the
 // evaluations so far. It first recovers from an interrupted earlier
 // replacement (recoverCheckpoint); a crash at any point of this one leaves
 // the newest complete checkpoint for Resume to find (see LatestCheckpoint).
 func (r *Run) Checkpoint() error {
-	if r.Guard != nil {
-		if err := r.Guard(); err != nil {
-			return err
-		}
+	if err := r.Guarded(); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err

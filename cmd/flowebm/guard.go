@@ -404,7 +404,11 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 			return err
 		}
 		if track && (created || top != "") {
-			keep = safefile.OnRemoveTemps(func() { removeLoneLock(dir, path, top) })
+			keep = safefile.OnRemoveTemps(func() {
+				if isHeldFile(f, path) {
+					removeLoneLock(dir, path, top)
+				}
+			})
 		}
 		return nil
 	})
@@ -412,7 +416,7 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 		return nil, nil, err
 	}
 	return func() {
-		if created || top != "" {
+		if (created || top != "") && isHeldFile(f, path) { // not another folder's, put in its place meanwhile (probe 48)
 			removeLoneLock(dir, path, top)
 		}
 		keep()
@@ -680,6 +684,13 @@ func removeLoneLock(dir, path, top string) {
 	}
 	os.Remove(path)
 	removeEmptyFolders(dir, top)
+}
+
+// isHeldFile reports whether path is the open file f.
+func isHeldFile(f *os.File, path string) bool {
+	held, err1 := f.Stat()
+	now, err2 := os.Lstat(path)
+	return err1 == nil && err2 == nil && os.SameFile(held, now)
 }
 
 // folderBusyError is lockRun's error when another process holds the lock;

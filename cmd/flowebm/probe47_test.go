@@ -526,3 +526,42 @@ func TestModelWrittenBeforeTheLock(t *testing.T) {
 	}
 	wantErr(t, "--out X is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", "train", "--iterations", "2", "--quiet", "--out", "X")
 }
+
+// Probe 48: the folder guard was checked at each checkpoint only. A link
+// re-pointed during the setup made the clear of the folder delete another
+// finished run, and one re-pointed during the outputs made train replace
+// another run's figures and samples.npy at exit 0.
+func TestRunFolderChangedAtSetupOrOutputs(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	other := trainedRun(t)
+	state := func() string {
+		es, _ := os.ReadDir(other)
+		var b strings.Builder
+		for _, e := range es {
+			data, _ := os.ReadFile(filepath.Join(other, e.Name()))
+			fmt.Fprintf(&b, "%s %x\n", e.Name(), sha256.Sum256(data))
+		}
+		return b.String()
+	}
+	before := state()
+	defer func() { testHook = nil }()
+	for _, point := range []string{"train-set-up", "train-outputs"} {
+		os.RemoveAll("A")
+		os.Remove("L")
+		os.Mkdir("A", 0o755)
+		os.Symlink(filepath.Join(dir, "A"), "L")
+		testHook = func(p string) {
+			if p == point {
+				os.Remove("L")
+				os.Symlink(other, "L")
+			}
+		}
+		_, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", "L")
+		if code != 2 || !strings.Contains(stderr, "is no longer the folder this process locked") {
+			t.Errorf("re-pointed at %s: exit %d: %s", point, code, stderr)
+		}
+		if state() != before {
+			t.Errorf("re-pointed at %s: the other run changed", point)
+		}
+	}
+}

@@ -926,7 +926,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, shellQuote(dir))
 	}
 	t0 := time.Now()
-	run, err := startReplacing(ctx, plan, dir)
+	run, err := startReplacing(ctx, plan, dir, guard)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -999,13 +999,17 @@ func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
 // startReplacing starts the planned run in dir, then clears what dir
 // held (a run --force replaces, or debris): only a run that could start,
 // and was not interrupted meanwhile, replaces the old one.
-func startReplacing(ctx context.Context, plan *training.Plan, dir string) (*training.Run, error) {
+func startReplacing(ctx context.Context, plan *training.Plan, dir string, guard func() error) (*training.Run, error) {
 	run, err := plan.StartContext(ctx, dir) // writes nothing yet; a signal stops pretraining
 	if err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted before training started: nothing was trained, and %s was left as it was", dir)
+	}
+	hook("train-set-up")
+	if err := guard(); err != nil { // probe 48: a folder put in its place during the setup was cleared
+		return nil, err
 	}
 	return run, clearRun(dir)
 }
@@ -1074,6 +1078,11 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 			lines.update(it)
 		}
 	})
+	if err != nil && run.Guard != nil {
+		if gerr := run.Guard(); gerr != nil { // probe 48: a write failed as the folder changed, and the advice named the path
+			return gerr
+		}
+	}
 	if changed := (*folderChangedError)(nil); errors.As(err, &changed) {
 		return err // it says where to continue
 	}
@@ -1096,6 +1105,9 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	}
 	final := run.Evals[len(run.Evals)-1]
 	if err := writeOutputs(run, format); err != nil {
+		if gerr := run.Guard; gerr != nil && gerr() != nil {
+			return gerr()
+		}
 		if changed := (*folderChangedError)(nil); errors.As(err, &changed) {
 			return err
 		}
@@ -1112,21 +1124,20 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 // and, last, samples.npy.
 func writeOutputs(run *training.Run, format plots.Format) error {
 	hook("train-outputs")
-	if run.Guard != nil {
-		if err := run.Guard(); err != nil {
+	for _, write := range []func() error{ // each after the folder's check (probe 48: re-pointed during the outputs, another run's were replaced)
+		func() error { return training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run) },
+		func() error { return training.WriteImageSamples(run) },
+		func() error { return plots.WriteRun(run, format) },
+		func() error { return training.WriteSamples(run) },
+	} {
+		if err := run.Guarded(); err != nil {
+			return err
+		}
+		if err := write(); err != nil {
 			return err
 		}
 	}
-	if err := training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run); err != nil {
-		return err
-	}
-	if err := training.WriteImageSamples(run); err != nil {
-		return err
-	}
-	if err := plots.WriteRun(run, format); err != nil {
-		return err
-	}
-	return training.WriteSamples(run)
+	return nil
 }
 
 // trainingFailed adds to a training error other than an interruption
