@@ -717,6 +717,11 @@ func busyFolder(dir string) string { return busyFolderAs(dir, dir) }
 // path open (see pathcheck.Walk).
 func busyFolderAs(dir, open string) string {
 	lock := filepath.Join(dir, ".lock")
+	if f, err := safefile.Open(filepath.Join(open, ".lock")); errors.Is(err, fs.ErrPermission) {
+		return fmt.Sprintf("this user may not read %s (%v), so whether another flowebm process is writing into the folder %s cannot be told", lock, err, dir)
+	} else if err == nil {
+		f.Close()
+	}
 	if n := lockLinks(open); n > 1 {
 		return fmt.Sprintf("another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder %s or into the copy", lock, n, dir)
 	}
@@ -756,6 +761,9 @@ func lockedByOther(dir string) bool {
 		return false
 	}
 	f, err := safefile.Open(lock)
+	if errors.Is(err, fs.ErrPermission) {
+		return true // whether a process holds it cannot be told: taken for held (probe 48: a 0600 lock was taken for free)
+	}
 	if err != nil {
 		return false
 	}
@@ -978,6 +986,30 @@ func heldRunOutputs(dir string) error {
 		}
 	}
 	return nil
+}
+
+// checkpointFileNames are the files a run's checkpoint folder holds.
+var checkpointFileNames = []string{"COMPLETE", "evals.csv", "run-config.json", "spec.json", "state.json", "state.npz", "weights.npz", "window.json", "flow_sample.onnx", "flow_density.onnx"}
+
+// foreignInCheckpointNew is, where dir holds no run (no config.json) and a
+// checkpoint.new/ that is not a run's (a folder, or a file no checkpoint
+// holds, in it), the first such entry; "" otherwise. A run killed before
+// its first checkpoint leaves checkpoint.new/ with checkpoint files (and
+// temporary ones), which the same command replaces.
+func foreignInCheckpointNew(dir string) string {
+	if exists(filepath.Join(dir, "config.json")) {
+		return ""
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, checkpointPrefix+".new"))
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), ".") && !slices.Contains(checkpointFileNames, e.Name()) {
+			return e.Name()
+		}
+	}
+	return ""
 }
 
 // runNames are the files and folders that a training run writes into its

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // A train --seeds holds its folder OUT while its runs train in OUT/sSEED,
@@ -77,13 +80,14 @@ func isOwnLock(path string) bool {
 	return ownLocks.ids[id]
 }
 
-// parentLocksFromEnv adds the locks that the parent reproduce passed,
-// until forget is called.
+// parentLocksFromEnv adds the locks that the parent reproduce passed and
+// holds (/proc/locks: probe 48, any command given the variable skipped
+// any folder's lock), until forget is called.
 func parentLocksFromEnv() (forget func()) {
 	var ids []lockID
 	for _, s := range strings.Fields(os.Getenv(parentLocksEnv)) {
 		var id lockID
-		if _, err := fmt.Sscanf(s, "%d:%d", &id.dev, &id.ino); err == nil {
+		if _, err := fmt.Sscanf(s, "%d:%d", &id.dev, &id.ino); err == nil && heldByParent(id) {
 			addOwnLock(id)
 			ids = append(ids, id)
 		}
@@ -102,4 +106,23 @@ func parentLocksFromEnv() (forget func()) {
 func ownLocksEnv(dir string) string {
 	id, _ := idOf(filepath.Join(dir, ".lock"))
 	return fmt.Sprintf("%s=%d:%d", parentLocksEnv, id.dev, id.ino)
+}
+
+// heldByParent reports whether this process's parent holds the exclusive
+// flock of the file id, as /proc/locks lists it ("1: FLOCK ADVISORY WRITE
+// PID MAJOR:MINOR:INODE 0 EOF", the device numbers in hexadecimal).
+func heldByParent(id lockID) bool {
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(id.dev), unix.Minor(id.dev), id.ino)
+	ppid := strconv.Itoa(os.Getppid())
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && f[3] == "WRITE" && f[4] == ppid && f[5] == want {
+			return true
+		}
+	}
+	return false
 }

@@ -71,9 +71,14 @@ func TestOutputsWhereAHeldRunWrites(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 2 || !strings.Contains(stderr, "which the process holding ") {
 		t.Errorf("train into R/runs, R held by another reproduce: exit %d: %s", code, stderr)
 	}
+	// Probe 48: the variable counts only where the parent holds the lock
+	// (this process, for the child below), not in any process given it.
 	t.Setenv(parentLocksEnv, strings.TrimPrefix(ownLocksEnv("R"), parentLocksEnv+"="))
-	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 0 {
-		t.Errorf("train into R/runs, R held by its parent reproduce: exit %d: %s", code, stderr)
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 2 {
+		t.Errorf("train into R/runs, R held by this process, given %s: exit %d: %s", parentLocksEnv, code, stderr)
+	}
+	if code, stderr := outputsChild(t, "", "", "train", "--experiment", "two-modes", "--iterations", "2", "--quiet", "--out", filepath.Join("R", "runs", "t")); code != 0 {
+		t.Errorf("train into R/runs, R held by its parent: exit %d: %s", code, stderr)
 	}
 	os.Unsetenv(parentLocksEnv)
 	// Probe 44: reproduce's --out, a reproduce's folder inside a run

@@ -565,3 +565,55 @@ func TestRunFolderChangedAtSetupOrOutputs(t *testing.T) {
 		}
 	}
 }
+
+// Probe 48: a held run's lock that another user may not read (0600, made
+// so after it was taken, or by an older flowebm under umask 077) counted as
+// not held, and that user's outputs went where the run writes. It counts
+// as held, and the refusal says why.
+func TestUnreadableLockCountsAsHeld(t *testing.T) {
+	dir := openTempDir(t)
+	toy := filepath.Join(dir, "toy.onnx")
+	b, _ := os.ReadFile(toyONNX)
+	os.WriteFile(toy, b, 0o644)
+	os.WriteFile(filepath.Join(dir, "p.csv"), []byte("0.5,-1\n"), 0o644)
+	h := filepath.Join(dir, "H")
+	release, err := lockRunAs(h, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.Chmod(h, 0o777)
+	mode := os.FileMode(0o600) // nobody may not read it
+	if os.Geteuid() != 0 {
+		mode = 0o200 // nor its owner
+	}
+	os.Chmod(filepath.Join(h, ".lock"), mode)
+	defer os.Chmod(filepath.Join(h, ".lock"), 0o644)
+	stderr, err := otherUser(t, dir, "energy", "--model", toy, "--points", filepath.Join(dir, "p.csv"), "--out", filepath.Join(h, "metrics.csv"))
+	if err == nil || !strings.Contains(stderr, "so whether another flowebm process is writing into the folder "+h+" cannot be told") {
+		t.Errorf("energy --out H/metrics.csv, H's lock unreadable: %v, %s", err, stderr)
+	}
+	if exists(filepath.Join(h, "metrics.csv")) {
+		t.Error("metrics.csv was written into the held run")
+	}
+}
+
+// Probe 48: a folder holding only compare's figures in checkpoint.new/
+// was taken for a run killed before its first checkpoint, and train --out
+// deleted them without --force.
+func TestCheckpointNewOfFiguresIsNoRun(t *testing.T) {
+	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	os.Mkdir("R", 0o755)
+	if _, stderr, code := runCLI("diagnose", chains, "--plots", filepath.Join("R", "checkpoint.new")); code != 0 {
+		t.Fatal(stderr)
+	}
+	before, _ := os.ReadDir(filepath.Join("R", "checkpoint.new"))
+	wantErr(t, "which is not a checkpoint a run was writing", "train", "--iterations", "2", "--quiet", "--out", "R")
+	if after, _ := os.ReadDir(filepath.Join("R", "checkpoint.new")); len(after) != len(before) || len(before) == 0 {
+		t.Errorf("checkpoint.new held %d entries, now %d", len(before), len(after))
+	}
+}

@@ -914,6 +914,10 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		return nil, nil, fmt.Errorf("--out %s is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", dir)
 	}
 	guard := folderGuard(dir)
+	if foreign := foreignInCheckpointNew(dir); foreign != "" && !f.force { // probe 48: compare's figures there were taken for a killed run's and deleted
+		release()
+		return nil, nil, fmt.Errorf("%s holds %s, which is not a checkpoint a run was writing (%s is no checkpoint's file), and no run (no config.json): give another --out, or replace it with --force", dir, filepath.Join(dir, checkpointPrefix+".new"), foreign)
+	}
 	if isRun(dir) && !f.force {
 		release()
 		if _, err := training.LatestCheckpoint(dir); err != nil && !exists(filepath.Join(dir, "samples.npy")) && !hasCheckpoint(dir) { // a damaged one: --resume names the damage (probe 28)
