@@ -78,13 +78,13 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		return x
 	}
 	base := draw(1)
+	ya, err := n.evaluate(base, b)
+	if err != nil {
+		return false, "", err
+	}
 	for _, keep := range []int{0, b - 1} {
 		other := draw(3)
 		copy(other[keep*n.dim:(keep+1)*n.dim], base[keep*n.dim:(keep+1)*n.dim])
-		ya, err := n.evaluate(base, b)
-		if err != nil {
-			return false, "", err
-		}
 		yb, err := n.evaluate(other, b)
 		if err != nil {
 			return false, "", err
