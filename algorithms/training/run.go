@@ -125,6 +125,11 @@ type Run struct {
 	// the folder whose lock it holds (probe 47: a link on Dir's path
 	// re-pointed while it trained, and it wrote into another run).
 	Guard func() error
+	// Anchor, if not nil, gives a path that names the run's folder
+	// whatever happens to Dir's path (a link re-pointed, the folder
+	// moved), and its release; a caller writing the outputs writes
+	// through it (flowebm train: /proc/self/fd/N of the locked folder).
+	Anchor func() (dir string, release func(), err error)
 	// Waiting, if not nil, is told when a checkpoint waits for another
 	// process that reads the run's checkpoint (energy, sample…) and when
 	// it goes on without it (see ReadRun).
@@ -724,6 +729,10 @@ func (r *Run) Step() (algorithms.IterStats, error) {
 	}
 	return st, nil
 }
+
+// Checkpointed reports whether the run has a checkpoint of its own
+// (written by Checkpoint or resumed from).
+func (r *Run) Checkpointed() bool { return r.checkpointed }
 
 // Guarded is the run's Guard's verdict (nil without one): call it before
 // a write into Dir.

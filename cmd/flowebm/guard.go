@@ -265,27 +265,72 @@ func lockRun(dir string) (release func(), err error) {
 // it write into another run's folder, and a folder moved away was made
 // again at its next checkpoint and trained in unlocked).
 func folderGuard(dir string) func() error {
+	check, _ := folderGuards(dir)
+	return check
+}
+
+// folderGuards is folderGuard's check and anchor: anchor opens the
+// folder dir, checks through the open folder that its .lock is the file
+// locked, and returns a path that names that folder whatever happens to
+// dir's path meanwhile (/proc/self/fd/N), and the release of it. The
+// run's outputs are written through it (probe 49: re-pointed while the
+// plots were drawn, train replaced another run's figures after its check).
+func folderGuards(dir string) (check func() error, anchor func() (string, func(), error)) {
 	lock := filepath.Join(dir, ".lock")
 	held, err := os.Stat(lock)
-	if err != nil {
-		return func() error { return nil } // no lock to compare with (its checks failed already)
+	if err != nil { // no lock to compare with (its checks failed already)
+		return func() error { return nil }, func() (string, func(), error) { return dir, func() {}, nil }
 	}
 	at := resolvedPath(dir)
-	return func() error {
+	changed := &folderChangedError{dir: dir, at: at}
+	check = func() error {
 		if now, err := os.Stat(lock); err == nil && os.SameFile(now, held) {
 			return nil
 		}
-		return &folderChangedError{dir: dir, at: at}
+		return changed
 	}
+	anchor = func() (string, func(), error) {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", nil, changed
+		}
+		release := func() { unix.Close(fd) }
+		var st unix.Stat_t
+		h := held.Sys().(*syscall.Stat_t)
+		if unix.Fstatat(fd, ".lock", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != h.Dev || st.Ino != h.Ino {
+			release()
+			return "", nil, changed
+		}
+		return fmt.Sprintf("/proc/self/fd/%d", fd), release, nil
+	}
+	return check, anchor
 }
 
 // folderChangedError stops a run whose folder is no longer the one it
-// locked.
-type folderChangedError struct{ dir, at string }
+// locked; noCheckpoint says that the run had written none.
+type folderChangedError struct {
+	dir, at      string
+	noCheckpoint bool
+}
 
 func (e *folderChangedError) Error() string {
-	return fmt.Sprintf("the run folder %s is no longer the folder this process locked when it started (%s): %s is gone or is another file, so the folder was moved or replaced, or a link on its path now leads elsewhere; the run stopped without writing there. Its last checkpoint is in the folder it locked, wherever that is now: continue it there with flowebm train --resume FOLDER",
-		e.dir, e.at, filepath.Join(e.dir, ".lock"))
+	next := "Its last checkpoint is in the folder it locked, wherever that is now: continue it there with flowebm train --resume FOLDER"
+	if e.noCheckpoint { // probe 49: --resume was advised where there was nothing to resume
+		next = "It had written no checkpoint: start it again"
+	}
+	return fmt.Sprintf("the run folder %s is no longer the folder this process locked when it started (%s): %s is gone or is another file, so the folder was moved or replaced, or a link on its path now leads elsewhere; the run stopped without writing there. %s",
+		e.dir, e.at, filepath.Join(e.dir, ".lock"), next)
+}
+
+// withoutCheckpoint is err, a folderChangedError saying that the run had
+// written no checkpoint where it is one.
+func withoutCheckpoint(err error) error {
+	if ch := (*folderChangedError)(nil); errors.As(err, &ch) {
+		c := *ch
+		c.noCheckpoint = true
+		return &c
+	}
+	return err
 }
 
 // lockingCommands are the subcommands that lock a folder or a file.
@@ -988,6 +1033,14 @@ func heldRunOutputs(dir string) error {
 	return nil
 }
 
+// irregularOrFile words what fi, not a folder, is.
+func irregularOrFile(fi fs.FileInfo) string {
+	if fi.Mode().IsRegular() {
+		return "a file"
+	}
+	return fmt.Sprintf("of mode %v", fi.Mode().Type())
+}
+
 // checkpointFileNames are the files a run's checkpoint folder holds.
 var checkpointFileNames = []string{"COMPLETE", "evals.csv", "run-config.json", "spec.json", "state.json", "state.npz", "weights.npz", "window.json", "flow_sample.onnx", "flow_density.onnx"}
 
@@ -1000,7 +1053,11 @@ func foreignInCheckpointNew(dir string) string {
 	if exists(filepath.Join(dir, "config.json")) {
 		return ""
 	}
-	entries, err := os.ReadDir(filepath.Join(dir, checkpointPrefix+".new"))
+	p := filepath.Join(dir, checkpointPrefix+".new")
+	if fi, err := os.Lstat(p); err == nil && !fi.IsDir() { // probe 49: a file of that name was deleted
+		return checkpointPrefix + ".new itself, " + irregularOrFile(fi)
+	}
+	entries, err := os.ReadDir(p)
 	if err != nil {
 		return ""
 	}

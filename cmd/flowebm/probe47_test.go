@@ -560,6 +560,10 @@ func TestRunFolderChangedAtSetupOrOutputs(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "is no longer the folder this process locked") {
 			t.Errorf("re-pointed at %s: exit %d: %s", point, code, stderr)
 		}
+		// Probe 49: --resume was advised where the run had no checkpoint.
+		if noCk := strings.Contains(stderr, "It had written no checkpoint: start it again"); noCk != (point == "train-set-up") {
+			t.Errorf("re-pointed at %s: said it had no checkpoint: %v: %s", point, noCk, stderr)
+		}
 		if state() != before {
 			t.Errorf("re-pointed at %s: the other run changed", point)
 		}
@@ -615,5 +619,55 @@ func TestCheckpointNewOfFiguresIsNoRun(t *testing.T) {
 	wantErr(t, "which is not a checkpoint a run was writing", "train", "--iterations", "2", "--quiet", "--out", "R")
 	if after, _ := os.ReadDir(filepath.Join("R", "checkpoint.new")); len(after) != len(before) || len(before) == 0 {
 		t.Errorf("checkpoint.new held %d entries, now %d", len(before), len(after))
+	}
+}
+
+// Probe 49: after the check before the figures, a link re-pointed while
+// they were drawn (about 100 ms) made train replace another run's
+// figures. The outputs are written through the locked folder itself.
+func TestOutputsWrittenThroughTheLockedFolder(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	other := trainedRun(t)
+	state := func() string {
+		es, _ := os.ReadDir(other)
+		var b strings.Builder
+		for _, e := range es {
+			data, _ := os.ReadFile(filepath.Join(other, e.Name()))
+			fmt.Fprintf(&b, "%s %x\n", e.Name(), sha256.Sum256(data))
+		}
+		return b.String()
+	}
+	before := state()
+	os.Mkdir("A", 0o755)
+	os.Symlink(filepath.Join(dir, "A"), "L")
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "train-outputs-anchored" {
+			os.Remove("L")
+			os.Symlink(other, "L")
+		}
+	}
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", "L"); code != 0 {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if state() != before {
+		t.Error("the other run changed")
+	}
+	for _, f := range []string{"samples.npy", "metrics.json", "density.png", "weights.png"} {
+		if !exists(filepath.Join("A", f)) {
+			t.Errorf("A/%s was not written", f)
+		}
+	}
+}
+
+// Probe 49: a plain file named checkpoint.new, in a folder with no run,
+// was deleted by train --out without --force.
+func TestCheckpointNewFileIsNoRun(t *testing.T) {
+	inTempDir(t)
+	os.Mkdir("R", 0o755)
+	os.WriteFile(filepath.Join("R", "checkpoint.new"), []byte("my data\n"), 0o644)
+	wantErr(t, "checkpoint.new itself, a file", "train", "--iterations", "2", "--quiet", "--out", "R")
+	if b, err := os.ReadFile(filepath.Join("R", "checkpoint.new")); err != nil || string(b) != "my data\n" {
+		t.Errorf("R/checkpoint.new: %q, %v", b, err)
 	}
 }

@@ -715,7 +715,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	if err != nil {
 		return nil, nil, err
 	}
-	guard := folderGuard(f.resume)
+	guard, anchor := folderGuards(f.resume)
 	if err := outputsReplaceable(f.resume, f.plotFormat); err != nil { // found now, not at the next checkpoint
 		release()
 		return nil, nil, err
@@ -742,7 +742,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
-	run.Guard = guard
+	run.Guard, run.Anchor = guard, anchor
 	fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
@@ -913,7 +913,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		release()
 		return nil, nil, fmt.Errorf("--out %s is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", dir)
 	}
-	guard := folderGuard(dir)
+	guard, anchor := folderGuards(dir)
 	if foreign := foreignInCheckpointNew(dir); foreign != "" && !f.force { // probe 48: compare's figures there were taken for a killed run's and deleted
 		release()
 		return nil, nil, fmt.Errorf("%s holds %s, which is not a checkpoint a run was writing (%s is no checkpoint's file), and no run (no config.json): give another --out, or replace it with --force", dir, filepath.Join(dir, checkpointPrefix+".new"), foreign)
@@ -935,7 +935,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		release()
 		return nil, nil, err
 	}
-	run.Guard = guard
+	run.Guard, run.Anchor = guard, anchor
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}
@@ -1013,7 +1013,7 @@ func startReplacing(ctx context.Context, plan *training.Plan, dir string, guard 
 	}
 	hook("train-set-up")
 	if err := guard(); err != nil { // probe 48: a folder put in its place during the setup was cleared
-		return nil, err
+		return nil, withoutCheckpoint(err)
 	}
 	return run, clearRun(dir)
 }
@@ -1084,10 +1084,13 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	})
 	if err != nil && run.Guard != nil {
 		if gerr := run.Guard(); gerr != nil { // probe 48: a write failed as the folder changed, and the advice named the path
-			return gerr
+			err = gerr
 		}
 	}
 	if changed := (*folderChangedError)(nil); errors.As(err, &changed) {
+		if !run.Checkpointed() {
+			return withoutCheckpoint(err)
+		}
 		return err // it says where to continue
 	}
 	if errors.Is(err, algorithms.ErrInterrupted) {
@@ -1128,16 +1131,26 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 // and, last, samples.npy.
 func writeOutputs(run *training.Run, format plots.Format) error {
 	hook("train-outputs")
-	for _, write := range []func() error{ // each after the folder's check (probe 48: re-pointed during the outputs, another run's were replaced)
-		func() error { return training.WriteMetrics(filepath.Join(run.Dir, "metrics.json"), run) },
-		func() error { return training.WriteImageSamples(run) },
-		func() error { return plots.WriteRun(run, format) },
-		func() error { return training.WriteSamples(run) },
-	} {
-		if err := run.Guarded(); err != nil {
+	at := *run // the same run, its outputs written through the locked folder (probe 49)
+	if run.Anchor != nil {
+		dir, release, err := run.Anchor()
+		if err != nil {
 			return err
 		}
+		defer release()
+		at.Dir = dir
+	}
+	hook("train-outputs-anchored")
+	for _, write := range []func() error{
+		func() error { return training.WriteMetrics(filepath.Join(at.Dir, "metrics.json"), &at) },
+		func() error { return training.WriteImageSamples(&at) },
+		func() error { return plots.WriteRun(&at, format) },
+		func() error { return training.WriteSamples(&at) },
+	} {
 		if err := write(); err != nil {
+			if at.Dir != run.Dir { // named as the user gave it
+				return errors.New(strings.ReplaceAll(err.Error(), at.Dir, run.Dir))
+			}
 			return err
 		}
 	}
