@@ -85,7 +85,7 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 // other points; some couplings exported with dynamic_axes (x - x.max(0),
 // x[:2].mean(0)) passed the comparison of batches 2 and 3.
 func TestBatchCoupledRefused(t *testing.T) {
-	for _, name := range []string{"coupled_minibatch_std_b16", "coupled_max_dyn", "coupled_first2_dyn"} {
+	for _, name := range []string{"coupled_minibatch_std_b16", "coupled_max_dyn", "coupled_first2_dyn", "coupled_rowbias_b3"} {
 		_, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err == nil || !strings.Contains(err.Error(), "the graph's output for a sample depends on the other samples of its batch") {
 			t.Errorf("%s: %v", name, err)

@@ -21,7 +21,9 @@ export's:
 - coupled_*.onnx: energies that mix the samples of a batch, which have no
   energy per sample (probe 48): a minibatch standard deviation exported
   at a fixed batch of 16 (minibatch_std_b16), x - x.max(0) and
-  x[:2].mean(0) exported with dynamic_axes (max_dyn, first2_dyn).
+  x[:2].mean(0) exported with dynamic_axes (max_dyn, first2_dyn), and
+  a per-row bias exported at a fixed batch of 3 (rowbias_b3: the same
+  point's energy depends on its row).
 
 Each NAME.npz (np.savez) holds, for each batch size n it lists, x{n} (the
 points, flat: (n, d)), energy{n} and grad{n} (PyTorch autograd in the
@@ -125,3 +127,16 @@ export_only("coupled_max_dyn", MinusMax(), 3, True)
 export_only("coupled_first2_dyn", FirstTwo(), 3, True)
 torch.manual_seed(51)
 export_only("lenreshape64_dyn", Centred(use_len=True), 64, True)
+
+
+class RowBias(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.tensor([0.0, 5.0, 10.0], dtype=torch.float64))
+
+    def forward(self, x):
+        return (x ** 2).sum(1) + self.b
+
+
+torch.manual_seed(52)
+export_only("coupled_rowbias_b3", RowBias(), 3, False)
