@@ -503,11 +503,13 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 	// O_NOFOLLOW: a link put there meanwhile is not written through.
 	f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if errors.Is(err, fs.ErrPermission) {
-		what := "open its lock"
+		what, next := "open its lock", "give a folder of your own"
 		if created {
 			what = "make its lock"
+		} else if fi, e := os.Lstat(path); e == nil && ownedByMe(fi) { // probe 49: said of the user's own folder
+			next = fmt.Sprintf("the lock is this user's (mode %v): if no flowebm process works in the folder, remove it or make it readable and writable with chmod u+rw", fi.Mode().Perm())
 		}
-		return nil, false, fmt.Errorf("%s: this user may not %s %s (%v), which flowebm writes to lock the folder: give a folder of your own", dir, what, path, err)
+		return nil, false, fmt.Errorf("%s: this user may not %s %s (%v), which flowebm writes to lock the folder: %s", dir, what, path, err, next)
 	}
 	if err != nil {
 		return nil, false, err
@@ -731,6 +733,22 @@ func removeLoneLock(dir, path, top string) {
 	removeEmptyFolders(dir, top)
 }
 
+// ownedByMe reports whether this user owns the file of fi.
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// lockUnreadable reports whether the lock of the folder dir exists and
+// this user may not read it.
+func lockUnreadable(dir string) bool {
+	f, err := safefile.Open(filepath.Join(dir, ".lock"))
+	if err == nil {
+		f.Close()
+	}
+	return errors.Is(err, fs.ErrPermission)
+}
+
 // isHeldFile reports whether path is the open file f.
 func isHeldFile(f *os.File, path string) bool {
 	held, err1 := f.Stat()
@@ -762,10 +780,8 @@ func busyFolder(dir string) string { return busyFolderAs(dir, dir) }
 // path open (see pathcheck.Walk).
 func busyFolderAs(dir, open string) string {
 	lock := filepath.Join(dir, ".lock")
-	if f, err := safefile.Open(filepath.Join(open, ".lock")); errors.Is(err, fs.ErrPermission) {
-		return fmt.Sprintf("this user may not read %s (%v), so whether another flowebm process is writing into the folder %s cannot be told", lock, err, dir)
-	} else if err == nil {
-		f.Close()
+	if lockUnreadable(open) {
+		return fmt.Sprintf("this user may not read %s, so whether another flowebm process is writing into the folder %s cannot be told (if none is, the lock's owner can remove it, or make it readable with chmod a+r)", lock, dir)
 	}
 	if n := lockLinks(open); n > 1 {
 		return fmt.Sprintf("another flowebm process holds %s, which has %d hard links (a copy of the folder made with cp -al or rsync --link-dest shares it): it is writing into the folder %s or into the copy", lock, n, dir)
@@ -896,7 +912,11 @@ func checkHeld(flag, path, resolved, advice string) error {
 		first, _, _ := strings.Cut(rel, string(filepath.Separator))
 		if holderWrites(open, first) {
 			held := shortPath(dir)
-			err = fmt.Errorf("%s %s is in %s, which the process holding %s writes, and %s: %s", flag, path, filepath.Join(held, first), held, busyFolderAs(held, open), advice)
+			if lockUnreadable(open) { // no holder known (probe 49: "the process holding F writes" of a stale lock)
+				err = fmt.Errorf("%s %s is in %s, and %s: %s", flag, path, filepath.Join(held, first), busyFolderAs(held, open), advice)
+			} else {
+				err = fmt.Errorf("%s %s is in %s, which the process holding %s writes, and %s: %s", flag, path, filepath.Join(held, first), held, busyFolderAs(held, open), advice)
+			}
 		}
 		return true
 	})

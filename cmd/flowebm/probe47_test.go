@@ -671,3 +671,29 @@ func TestCheckpointNewFileIsNoRun(t *testing.T) {
 		t.Errorf("R/checkpoint.new: %q, %v", b, err)
 	}
 }
+
+// Probe 49: a stale lock this user owns but may not read made train say
+// "give a folder of your own" of the user's own folder, and outputs below
+// it "which the process holding F writes", with no process holding it.
+func TestOwnUnreadableStaleLock(t *testing.T) {
+	dir := openTempDir(t)
+	f := filepath.Join(dir, "F")
+	os.Mkdir(f, 0o777)
+	lock := filepath.Join(f, ".lock")
+	os.WriteFile(lock, []byte("train\n"), 0o000)
+	if os.Geteuid() == 0 { // nobody's folder and lock, as otherUser runs as nobody
+		os.Chown(f, 65534, 65534)
+		os.Chown(lock, 65534, 65534)
+	}
+	defer os.Chmod(lock, 0o644)
+	stderr, err := otherUser(t, dir, "train", "--iterations", "2", "--quiet", "--out", f)
+	if err == nil || !strings.Contains(stderr, "the lock is this user's (mode ----------): if no flowebm process works in the folder, remove it") {
+		t.Errorf("train --out F: %v, %s", err, stderr)
+	}
+	chains, _ := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	os.WriteFile(filepath.Join(dir, "c.npy"), func() []byte { b, _ := os.ReadFile(chains); return b }(), 0o644)
+	stderr, err = otherUser(t, dir, "diagnose", filepath.Join(dir, "c.npy"), "--plots", filepath.Join(f, "checkpoint"))
+	if err == nil || strings.Contains(stderr, "the process holding") || !strings.Contains(stderr, "cannot be told (if none is, the lock's owner can remove it") {
+		t.Errorf("diagnose --plots F/checkpoint: %v, %s", err, stderr)
+	}
+}
