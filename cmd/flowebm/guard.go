@@ -258,23 +258,17 @@ func lockRun(dir string) (release func(), err error) {
 	return lockRunAs(dir, commandName())
 }
 
-// folderGuard returns a check that the folder dir is still the one whose
-// lock this process has just taken: that dir/.lock is the same file. A
-// run checks it before each checkpoint and its outputs (training.Run's
-// Guard; probe 47: a link on dir's path re-pointed while it trained made
+// folderGuards returns check, a check that the folder dir is still the
+// one whose lock this process has just taken (dir/.lock is the same
+// file), and anchor, which opens the folder, checks through the open
+// folder that its .lock is the file locked, and returns a path naming
+// that folder whatever happens to dir's path meanwhile (/proc/self/fd/N)
+// and the release of it. A run checks before each write into its folder
+// and writes its outputs through the anchor (training.Run's Guard and
+// Anchor; probe 47: a link on dir's path re-pointed while it trained made
 // it write into another run's folder, and a folder moved away was made
-// again at its next checkpoint and trained in unlocked).
-func folderGuard(dir string) func() error {
-	check, _ := folderGuards(dir)
-	return check
-}
-
-// folderGuards is folderGuard's check and anchor: anchor opens the
-// folder dir, checks through the open folder that its .lock is the file
-// locked, and returns a path that names that folder whatever happens to
-// dir's path meanwhile (/proc/self/fd/N), and the release of it. The
-// run's outputs are written through it (probe 49: re-pointed while the
-// plots were drawn, train replaced another run's figures after its check).
+// again at its next checkpoint and trained in unlocked; probe 49:
+// re-pointed while the figures were drawn, after the check).
 func folderGuards(dir string) (check func() error, anchor func() (string, func(), error)) {
 	lock := filepath.Join(dir, ".lock")
 	held, err := os.Stat(lock)
@@ -296,8 +290,8 @@ func folderGuards(dir string) (check func() error, anchor func() (string, func()
 		}
 		release := func() { unix.Close(fd) }
 		var st unix.Stat_t
-		h := held.Sys().(*syscall.Stat_t)
-		if unix.Fstatat(fd, ".lock", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != h.Dev || st.Ino != h.Ino {
+		h, ok := held.Sys().(*syscall.Stat_t)
+		if !ok || unix.Fstatat(fd, ".lock", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != h.Dev || st.Ino != h.Ino {
 			release()
 			return "", nil, changed
 		}

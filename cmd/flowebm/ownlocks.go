@@ -53,11 +53,16 @@ func ownLock(dir string) (forget func()) {
 		return func() {}
 	}
 	addOwnLock(id)
-	return func() {
-		ownLocks.Lock()
+	return func() { forgetOwnLocks(id) }
+}
+
+// forgetOwnLocks removes ids from ownLocks.
+func forgetOwnLocks(ids ...lockID) {
+	ownLocks.Lock()
+	for _, id := range ids {
 		delete(ownLocks.ids, id)
-		ownLocks.Unlock()
 	}
+	ownLocks.Unlock()
 }
 
 func addOwnLock(id lockID) {
@@ -92,13 +97,7 @@ func parentLocksFromEnv() (forget func()) {
 			ids = append(ids, id)
 		}
 	}
-	return func() {
-		ownLocks.Lock()
-		for _, id := range ids {
-			delete(ownLocks.ids, id)
-		}
-		ownLocks.Unlock()
-	}
+	return func() { forgetOwnLocks(ids...) }
 }
 
 // ownLocksEnv is the environment entry passing the lock of the folder dir

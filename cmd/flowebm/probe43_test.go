@@ -17,10 +17,7 @@ import (
 // seed's run in train --seeds' folder, a run in reproduce's OUT/runs)
 // nothing replaces it, and it is written.
 func TestOutputsWhereAHeldRunWrites(t *testing.T) {
-	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chains := diagnoseChains(t)
 	toy, _, dir := inTempDir(t)
 	os.WriteFile("p.csv", []byte("0.3,-1.2\n"), 0o644)
 	release, err := lockRunAs("H", "train")
@@ -459,10 +456,7 @@ func TestHeldFolderInADeepWorkingFolder(t *testing.T) {
 // holder fail at its end. Any name in it is its holder's; and
 // reproduce's --out checks ran only on a given --out, not its default.
 func TestHeldByOtherCommandsAndDefaultOut(t *testing.T) {
-	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chains := diagnoseChains(t)
 	inTempDir(t)
 	release, err := lockRunAs("C", "compare")
 	if err != nil {

@@ -298,18 +298,7 @@ func TestDiagnoseNamesTheFileThatIsNotCSV(t *testing.T) {
 func TestRunFolderChangedWhileTraining(t *testing.T) {
 	_, _, dir := inTempDir(t)
 	other := trainedRun(t)
-	sums := func() string {
-		var b strings.Builder
-		filepath.WalkDir(other, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				data, _ := os.ReadFile(p)
-				fmt.Fprintf(&b, "%s %x\n", p, sha256.Sum256(data))
-			}
-			return nil
-		})
-		return b.String()
-	}
-	before := sums()
+	before := folderState(t, other)
 	defer func() { testHook = nil }()
 	for _, c := range []struct {
 		name   string
@@ -336,7 +325,7 @@ func TestRunFolderChangedWhileTraining(t *testing.T) {
 		if exists(c.gone) {
 			t.Errorf("%s: %s was written", c.name, c.gone)
 		}
-		if sums() != before {
+		if folderState(t, other) != before {
 			t.Errorf("%s: the other run's files changed", c.name)
 		}
 	}
@@ -416,10 +405,7 @@ func TestForceLeavesAHeldOutputFolder(t *testing.T) {
 // command failed at seed 3. sSEED is the holder's; its own runs write
 // there (TestSeeds…).
 func TestSeedFoldersOfAHeldSeedsRun(t *testing.T) {
-	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chains := diagnoseChains(t)
 	toy, _, _ := inTempDir(t)
 	release, err := lockRunAs("SS", "train")
 	if err != nil {
@@ -444,10 +430,7 @@ func TestSeedFoldersOfAHeldSeedsRun(t *testing.T) {
 // "a run: continue it with --resume R", and --resume R failed with "open
 // R/config.json: no such file or directory".
 func TestCheckpointFolderAloneIsNoRun(t *testing.T) {
-	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chains := diagnoseChains(t)
 	inTempDir(t)
 	os.Mkdir("R", 0o755)
 	if _, stderr, code := runCLI("diagnose", chains, "--plots", filepath.Join("R", "checkpoint")); code != 0 {
@@ -534,16 +517,7 @@ func TestModelWrittenBeforeTheLock(t *testing.T) {
 func TestRunFolderChangedAtSetupOrOutputs(t *testing.T) {
 	_, _, dir := inTempDir(t)
 	other := trainedRun(t)
-	state := func() string {
-		es, _ := os.ReadDir(other)
-		var b strings.Builder
-		for _, e := range es {
-			data, _ := os.ReadFile(filepath.Join(other, e.Name()))
-			fmt.Fprintf(&b, "%s %x\n", e.Name(), sha256.Sum256(data))
-		}
-		return b.String()
-	}
-	before := state()
+	before := folderState(t, other)
 	defer func() { testHook = nil }()
 	for _, point := range []string{"train-set-up", "train-outputs"} {
 		os.RemoveAll("A")
@@ -564,7 +538,7 @@ func TestRunFolderChangedAtSetupOrOutputs(t *testing.T) {
 		if noCk := strings.Contains(stderr, "It had written no checkpoint: start it again"); noCk != (point == "train-set-up") {
 			t.Errorf("re-pointed at %s: said it had no checkpoint: %v: %s", point, noCk, stderr)
 		}
-		if state() != before {
+		if folderState(t, other) != before {
 			t.Errorf("re-pointed at %s: the other run changed", point)
 		}
 	}
@@ -606,10 +580,7 @@ func TestUnreadableLockCountsAsHeld(t *testing.T) {
 // was taken for a run killed before its first checkpoint, and train --out
 // deleted them without --force.
 func TestCheckpointNewOfFiguresIsNoRun(t *testing.T) {
-	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chains := diagnoseChains(t)
 	inTempDir(t)
 	os.Mkdir("R", 0o755)
 	if _, stderr, code := runCLI("diagnose", chains, "--plots", filepath.Join("R", "checkpoint.new")); code != 0 {
@@ -628,16 +599,7 @@ func TestCheckpointNewOfFiguresIsNoRun(t *testing.T) {
 func TestOutputsWrittenThroughTheLockedFolder(t *testing.T) {
 	_, _, dir := inTempDir(t)
 	other := trainedRun(t)
-	state := func() string {
-		es, _ := os.ReadDir(other)
-		var b strings.Builder
-		for _, e := range es {
-			data, _ := os.ReadFile(filepath.Join(other, e.Name()))
-			fmt.Fprintf(&b, "%s %x\n", e.Name(), sha256.Sum256(data))
-		}
-		return b.String()
-	}
-	before := state()
+	before := folderState(t, other)
 	os.Mkdir("A", 0o755)
 	os.Symlink(filepath.Join(dir, "A"), "L")
 	defer func() { testHook = nil }()
@@ -650,7 +612,7 @@ func TestOutputsWrittenThroughTheLockedFolder(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", "L"); code != 0 {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
-	if state() != before {
+	if folderState(t, other) != before {
 		t.Error("the other run changed")
 	}
 	for _, f := range []string{"samples.npy", "metrics.json", "density.png", "weights.png"} {
@@ -690,10 +652,35 @@ func TestOwnUnreadableStaleLock(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "the lock is this user's (mode ----------): if no flowebm process works in the folder, remove it") {
 		t.Errorf("train --out F: %v, %s", err, stderr)
 	}
-	chains, _ := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	chains := diagnoseChains(t)
 	os.WriteFile(filepath.Join(dir, "c.npy"), func() []byte { b, _ := os.ReadFile(chains); return b }(), 0o644)
 	stderr, err = otherUser(t, dir, "diagnose", filepath.Join(dir, "c.npy"), "--plots", filepath.Join(f, "checkpoint"))
 	if err == nil || strings.Contains(stderr, "the process holding") || !strings.Contains(stderr, "cannot be told (if none is, the lock's owner can remove it") {
 		t.Errorf("diagnose --plots F/checkpoint: %v, %s", err, stderr)
 	}
+}
+
+// diagnoseChains is the absolute path of a chains file diagnose reads.
+func diagnoseChains(t *testing.T) string {
+	t.Helper()
+	chains, err := filepath.Abs(filepath.Join("testdata", "diagnose", "iid_4x500_f4.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chains
+}
+
+// folderState lists every file below dir with its SHA-256, to compare a
+// folder before and after.
+func folderState(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, "%s %x\n", p, sha256.Sum256(data))
+		}
+		return nil
+	})
+	return b.String()
 }

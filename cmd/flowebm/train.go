@@ -1082,8 +1082,8 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 			lines.update(it)
 		}
 	})
-	if err != nil && run.Guard != nil {
-		if gerr := run.Guard(); gerr != nil { // probe 48: a write failed as the folder changed, and the advice named the path
+	if err != nil {
+		if gerr := run.Guarded(); gerr != nil { // probe 48: a write failed as the folder changed, and the advice named the path
 			err = gerr
 		}
 	}
@@ -1112,8 +1112,8 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 	}
 	final := run.Evals[len(run.Evals)-1]
 	if err := writeOutputs(run, format); err != nil {
-		if gerr := run.Guard; gerr != nil && gerr() != nil {
-			return gerr()
+		if gerr := run.Guarded(); gerr != nil {
+			return gerr
 		}
 		if changed := (*folderChangedError)(nil); errors.As(err, &changed) {
 			return err

@@ -43,7 +43,6 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 	if err != nil {
 		return true, fmt.Sprintf("it cannot run at batch %d (%v)", b, err), nil
 	}
-	tol := n.roundOff()
 	for name, va := range ya {
 		vb, ok := yb[name]
 		if !ok {
@@ -52,7 +51,7 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 		k := len(va) / a
 		for i, v := range va {
 			w := vb[i] // row i/k of both: the first a rows are the same points
-			if !(math.Abs(v-w) <= tol*(1+math.Abs(v))) && !(math.IsNaN(v) && math.IsNaN(w)) {
+			if !n.sameOutput(v, w) {
 				return true, fmt.Sprintf("its output %q for sample %d is %.6g at batch %d and %.6g at batch %d", name, i/k+1, v, a, w, b), nil
 			}
 		}
@@ -94,7 +93,7 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		k := len(va) / b
 		for i := range va {
 			j := (i + k) % len(va) // sample i/k is row i/k+1 of the rolled batch
-			if v, w := va[i], yr[name][j]; !(math.Abs(v-w) <= n.roundOff()*(1+math.Abs(v))) && !(math.IsNaN(v) && math.IsNaN(w)) {
+			if v, w := va[i], yr[name][j]; !n.sameOutput(v, w) {
 				return true, fmt.Sprintf("at batch %d, its output %q for one point is %.6g in row %d and %.6g in row %d", b, name, v, i/k+1, w, j/k+1), nil
 			}
 		}
@@ -109,7 +108,7 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		for name, va := range ya {
 			k := len(va) / b
 			for i := keep * k; i < (keep+1)*k; i++ {
-				if v, w := va[i], yb[name][i]; !(math.Abs(v-w) <= n.roundOff()*(1+math.Abs(v))) && !(math.IsNaN(v) && math.IsNaN(w)) {
+				if v, w := va[i], yb[name][i]; !n.sameOutput(v, w) {
 					return true, fmt.Sprintf("at batch %d, its output %q for sample %d is %.6g with some other samples and %.6g with others", b, name, keep+1, v, w), nil
 				}
 			}
@@ -118,13 +117,16 @@ func (n *Net) coupled(b int) (bool, string, error) {
 	return false, "", nil
 }
 
-// roundOff is the relative difference between two evaluations of one
-// output that batchBound and coupled take for round-off.
-func (n *Net) roundOff() float64 {
+// sameOutput reports whether v and w, two evaluations of one output, are
+// equal up to round-off (batchBound, coupled): 1e-9 relative in float64,
+// 1e-4 in float32 (about 800 float32 epsilons, for sums taken in another
+// order at another batch size), NaN equal to NaN.
+func (n *Net) sameOutput(v, w float64) bool {
+	tol := 1e-9
 	if n.Dtype == tensor.Float32 {
-		return 1e-4
+		tol = 1e-4
 	}
-	return 1e-9
+	return math.Abs(v-w) <= tol*(1+math.Abs(v)) || math.IsNaN(v) && math.IsNaN(w)
 }
 
 // evaluate runs the graph on the points x (batch rows) with the file's
