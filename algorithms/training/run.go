@@ -125,11 +125,10 @@ type Run struct {
 	// the folder whose lock it holds (probe 47: a link on Dir's path
 	// re-pointed while it trained, and it wrote into another run).
 	Guard func() error
-	// Anchor, if not nil, gives a path that names the run's folder
-	// whatever happens to Dir's path (a link re-pointed, the folder
-	// moved), and its release; a caller writing the outputs writes
-	// through it (flowebm train: /proc/self/fd/N of the locked folder).
-	Anchor func() (dir string, release func(), err error)
+	// Anchor, if not nil, reaches the run's folder whatever happens to
+	// Dir's path: checkpoints and metrics.csv are written through it,
+	// and a caller writing the outputs writes through it too (Through).
+	Anchor Anchor
 	// Waiting, if not nil, is told when a checkpoint waits for another
 	// process that reads the run's checkpoint (energy, sample…) and when
 	// it goes on without it (see ReadRun).
@@ -743,14 +742,14 @@ func (r *Run) Guarded() error {
 	return r.Guard()
 }
 
-// writeEvals writes the evaluations so far to Dir/metrics.csv, once the
-// Guard allows (probe 48: written by path after a checkpoint, it replaced
-// another run's where a link on Dir's path was re-pointed).
+// writeEvals writes the evaluations so far to Dir/metrics.csv, through
+// the Anchor once the Guard allows (probe 48: written by path after a
+// checkpoint, it replaced another run's where a link on Dir's path was
+// re-pointed).
 func (r *Run) writeEvals() error {
-	if err := r.Guarded(); err != nil {
-		return err
-	}
-	return WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights))
+	return r.through(func() error {
+		return WriteEvalsCSV(filepath.Join(r.Dir, "metrics.csv"), r.Evals, len(r.Experiment.Weights))
+	})
 }
 
 // Checkpoint writes dir/checkpoint (models and trainer state), replacing the
@@ -758,10 +757,10 @@ func (r *Run) writeEvals() error {
 // evaluations so far. It first recovers from an interrupted earlier
 // replacement (recoverCheckpoint); a crash at any point of this one leaves
 // the newest complete checkpoint for Resume to find (see LatestCheckpoint).
-func (r *Run) Checkpoint() error {
-	if err := r.Guarded(); err != nil {
-		return err
-	}
+// It writes through the run's Anchor, once its Guard allows.
+func (r *Run) Checkpoint() error { return r.through(r.checkpoint) }
+
+func (r *Run) checkpoint() error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err
 	}
@@ -906,10 +905,34 @@ type ResumeOptions struct {
 	Context context.Context
 	// Waiting becomes the run's Waiting, and is told of that wait.
 	Waiting func(msg string)
+	// Anchor, if not nil, is the path through which the run's folder is
+	// read and recovered (Through); it becomes the run's Anchor.
+	Anchor Anchor
 }
 
 // ResumeWith reopens the run in dir from its last checkpoint, as opt says.
 func ResumeWith(dir string, opt ResumeOptions) (*Run, error) {
+	var r *Run
+	err := Through(dir, opt.Anchor, func(at string) error {
+		o := opt
+		o.Waiting = sayingDir(opt.Waiting, at, dir)
+		var err error
+		if r, err = resumeWith(at, o); err != nil {
+			return err
+		}
+		r.Dir, r.Waiting, r.Anchor = dir, opt.Waiting, opt.Anchor
+		for i, n := range r.Notes {
+			r.Notes[i] = strings.ReplaceAll(n, at, dir)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func resumeWith(dir string, opt ResumeOptions) (*Run, error) {
 	var amend func(*config.Run) error
 	switch {
 	case opt.DataFile != "" && opt.DataDir != "":

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/pathcheck"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -269,7 +270,7 @@ func lockRun(dir string) (release func(), err error) {
 // it write into another run's folder, and a folder moved away was made
 // again at its next checkpoint and trained in unlocked; probe 49:
 // re-pointed while the figures were drawn, after the check).
-func folderGuards(dir string) (check func() error, anchor func() (string, func(), error)) {
+func folderGuards(dir string) (check func() error, anchor training.Anchor) {
 	lock := filepath.Join(dir, ".lock")
 	held, err := os.Stat(lock)
 	if err != nil { // no lock to compare with (its checks failed already)
@@ -434,7 +435,7 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 		// "open DIR/.lock: no such file or directory").
 		for tries := 0; tries == 0 || errors.Is(err, fs.ErrNotExist) && tries < 5; tries++ {
 			if top, undo, err = makeFolder(dir); err != nil {
-				return fmt.Errorf("cannot make the folder %s: %w", dir, err)
+				return &folderMakeError{dir: dir, err: err}
 			}
 			f, path, created, err = takeLock(dir, command)
 		}
@@ -462,6 +463,34 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, keep, nil
+}
+
+// folderMakeError is a folder of outputs that could not be made; flag,
+// once known (namingFlag), names the option that gave it.
+type folderMakeError struct {
+	flag, dir string
+	err       error
+}
+
+func (e *folderMakeError) Error() string {
+	if e.flag == "" {
+		return fmt.Sprintf("cannot make the folder %s: %v", e.dir, e.err)
+	}
+	return fmt.Sprintf("%s %s: cannot make this folder: %v", e.flag, e.dir, e.err)
+}
+
+func (e *folderMakeError) Unwrap() error { return e.err }
+
+// namingFlag is err naming flag where it is a folder of outputs that
+// could not be made (probe 48: "cannot make the folder ro/c: mkdir …"
+// did not say which option gave it).
+func namingFlag(flag string, err error) error {
+	if m := (*folderMakeError)(nil); errors.As(err, &m) {
+		named := *m
+		named.flag = flag
+		return &named
+	}
+	return err
 }
 
 // takeLock locks the folder dir with its file .lock (created says it was

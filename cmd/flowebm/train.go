@@ -235,7 +235,7 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	defer sig.stop()
 	release, _, err := lockOutputFolder(base, "train")
 	if err != nil {
-		return err
+		return namingFlag("--out", err)
 	}
 	defer release()
 	defer ownLock(base)() // the seeds' runs write OUT/sSEED
@@ -733,7 +733,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	}
 	run, err := training.ResumeWith(f.resume, training.ResumeOptions{
 		DataFile: f.data.File, DataKey: f.data.Key, DataDir: f.dataDir,
-		Context: ctx, Waiting: waitingNote(errOut),
+		Context: ctx, Waiting: waitingNote(errOut), Anchor: anchor,
 	})
 	if err != nil {
 		release()
@@ -742,7 +742,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
-	run.Guard, run.Anchor = guard, anchor
+	run.Guard = guard
 	fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
@@ -903,7 +903,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	// signal removes the folders made for it while they hold only it.
 	release, _, err := lockOutputFolder(dir, "train")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, namingFlag("--out", err)
 	}
 	if err := heldRunOutputs(dir); err != nil {
 		release()
@@ -930,7 +930,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, shellQuote(dir))
 	}
 	t0 := time.Now()
-	run, err := startReplacing(ctx, plan, dir, guard)
+	run, err := startReplacing(ctx, plan, dir, guard, anchor)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -1003,7 +1003,7 @@ func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
 // startReplacing starts the planned run in dir, then clears what dir
 // held (a run --force replaces, or debris): only a run that could start,
 // and was not interrupted meanwhile, replaces the old one.
-func startReplacing(ctx context.Context, plan *training.Plan, dir string, guard func() error) (*training.Run, error) {
+func startReplacing(ctx context.Context, plan *training.Plan, dir string, guard func() error, anchor training.Anchor) (*training.Run, error) {
 	run, err := plan.StartContext(ctx, dir) // writes nothing yet; a signal stops pretraining
 	if err != nil {
 		return nil, err
@@ -1015,7 +1015,10 @@ func startReplacing(ctx context.Context, plan *training.Plan, dir string, guard 
 	if err := guard(); err != nil { // probe 48: a folder put in its place during the setup was cleared
 		return nil, withoutCheckpoint(err)
 	}
-	return run, clearRun(dir)
+	if err := training.Through(dir, anchor, clearRun); err != nil { // cleared through the locked folder itself
+		return nil, withoutCheckpoint(err)
+	}
+	return run, nil
 }
 
 // validate checks the flags' values, and that none given with --resume
@@ -1131,30 +1134,22 @@ func train(sig *runSignals, run *training.Run, out, errOut io.Writer, quiet bool
 // and, last, samples.npy.
 func writeOutputs(run *training.Run, format plots.Format) error {
 	hook("train-outputs")
-	at := *run // the same run, its outputs written through the locked folder (probe 49)
-	if run.Anchor != nil {
-		dir, release, err := run.Anchor()
-		if err != nil {
-			return err
-		}
-		defer release()
+	return training.Through(run.Dir, run.Anchor, func(dir string) error {
+		at := *run // the same run, its outputs written through the locked folder (probe 49)
 		at.Dir = dir
-	}
-	hook("train-outputs-anchored")
-	for _, write := range []func() error{
-		func() error { return training.WriteMetrics(filepath.Join(at.Dir, "metrics.json"), &at) },
-		func() error { return training.WriteImageSamples(&at) },
-		func() error { return plots.WriteRun(&at, format) },
-		func() error { return training.WriteSamples(&at) },
-	} {
-		if err := write(); err != nil {
-			if at.Dir != run.Dir { // named as the user gave it
-				return errors.New(strings.ReplaceAll(err.Error(), at.Dir, run.Dir))
+		hook("train-outputs-anchored")
+		for _, write := range []func() error{
+			func() error { return training.WriteMetrics(filepath.Join(at.Dir, "metrics.json"), &at) },
+			func() error { return training.WriteImageSamples(&at) },
+			func() error { return plots.WriteRun(&at, format) },
+			func() error { return training.WriteSamples(&at) },
+		} {
+			if err := write(); err != nil {
+				return err
 			}
-			return err
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // trainingFailed adds to a training error other than an interruption

@@ -28,7 +28,7 @@ func TestInterruptedStartKeepsOldRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := startReplacing(ctx, plan, dir, func() error { return nil }); err == nil || !strings.Contains(err.Error(), dir+" was left as it was") {
+	if _, err := startReplacing(ctx, plan, dir, func() error { return nil }, nil); err == nil || !strings.Contains(err.Error(), dir+" was left as it was") {
 		t.Errorf("interrupted start: %v", err)
 	}
 	if after, err := os.ReadFile(filepath.Join(dir, "samples.npy")); err != nil || string(after) != string(before) {
