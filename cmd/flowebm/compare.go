@@ -127,7 +127,7 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool)
 	for i, r := range runs {
 		named[i] = r.Named
 	}
-	return drawStaged(out, "compare", func() error { return checkFiguresNew(out, format, force) },
+	return drawStaged(out, "--out", "compare", func() error { return checkFiguresNew(out, format, force) },
 		func(tmp string) ([]string, error) {
 			drawn, err := plots.Compare(named, tmp, format)
 			if err == nil && len(drawn) == 0 {
@@ -153,10 +153,10 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool)
 // folder inside out and moved into place only when all are drawn, so that
 // a failure (a full disk) or a signal leaves the figures out held before;
 // placed runs after the move. It returns the figures' paths.
-func drawStaged(out, lockName string, checkNew func() error, draw func(tmp string) ([]string, error), placed func(drawn []string) error) ([]string, error) {
+func drawStaged(out, flag, lockName string, checkNew func() error, draw func(tmp string) ([]string, error), placed func(drawn []string) error) ([]string, error) {
 	release, untrackOut, err := lockOutputFolder(out, lockName) // a signal removes the folders made for the figures
 	if err != nil {
-		return nil, err
+		return nil, namingFlag(flag, err)
 	}
 	defer release()
 	// Again, locked: another command may have drawn into out meanwhile.

@@ -217,7 +217,7 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 		}
 		return nil
 	}
-	placed, err := drawStaged(o.plots, "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error { keep(); return nil })
+	placed, err := drawStaged(o.plots, "--plots", "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error { keep(); return nil })
 	if err != nil {
 		return fmt.Errorf("--plots: %w", err)
 	}

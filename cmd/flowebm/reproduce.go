@@ -609,6 +609,7 @@ func (r *reproRun) finishedEvals() ([]training.Eval, error) {
 // message that names --out.
 func lockOut(out string) (release func(), err error) {
 	release, _, err = lockOutputFolder(out, "reproduce")
+	err = namingFlag("--out", err)
 	var busy folderBusyError
 	if errors.As(err, &busy) {
 		return nil, fmt.Errorf("--out %s: another flowebm process is writing into this folder (it holds %s): wait for it to end, or give another --out", out, busy.lock)
