@@ -121,6 +121,8 @@ func (in *instance) nodeError(node *Node, err error) error {
 		msg += fmt.Sprintf(" (the model's input is declared with batch %d and this node cannot run at batch %d: export with dynamic_axes={%q: {0: \"batch\"}} or evaluate batches of %d)", d, in.batch, in.net.input, d)
 	} else if d == 0 && node.OpType == "Reshape" { // probe 48: "cannot reshape [2 4] to [64 -1]" named a batch never given
 		msg += fmt.Sprintf(" (the input %q declares a dynamic batch, and flowebm builds the graph at batch %d to check it: a Reshape to a constant batch, kept from the export where the module reads the batch in Python (len(x), x.shape[0]), fails at other sizes: read it from the tensor (x.flatten(1), x.reshape(-1, d)), or export without dynamic_axes so that flowebm runs the graph on chunks of its batch)", in.net.input, in.batch)
+	} else if d == 0 { // probe 49: x[1:-1] failed at the check's batch of 2, which the message did not say
+		msg += fmt.Sprintf(" (at a batch of %d points, for the input %q, which declares a dynamic batch: a graph that cannot run on %d points, or drops or adds rows (x[1:-1]), gives no energy per point)", in.batch, in.net.input, in.batch)
 	}
 	return fmt.Errorf("%s", msg)
 }

@@ -431,7 +431,7 @@ func (n *Net) checkCoupled(b int) error {
 		return nil
 	}
 	if c, why, err := n.coupled(b); err == nil && c {
-		return fmt.Errorf("%s: the graph's output for a sample depends on the other samples of its batch: %s. The model mixes samples (batch statistics: BatchNorm in training mode, a minibatch standard deviation, x - x.max(0)), so it gives no energy per sample: export it in eval mode (model.eval()), without the batch statistic", n.File, why)
+		return fmt.Errorf("%s: the graph's output for a point depends on the other points of its batch or on the point's row: %s, so it gives no energy per point: export it in eval mode (model.eval()), without the batch statistic or the row's term", n.File, why)
 	}
 	return nil
 }

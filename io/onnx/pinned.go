@@ -46,13 +46,13 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 	for name, va := range ya {
 		vb, ok := yb[name]
 		if !ok {
-			return true, fmt.Sprintf("its output %q cannot be computed at batch %d", name, b), nil
+			return true, fmt.Sprintf("%s cannot be computed at batch %d", n.outputLabel(name), b), nil
 		}
 		k := len(va) / a
 		for i, v := range va {
 			w := vb[i] // row i/k of both: the first a rows are the same points
 			if !n.sameOutput(v, w) {
-				return true, fmt.Sprintf("its output %q for sample %d is %.6g at batch %d and %.6g at batch %d", name, i/k+1, v, a, w, b), nil
+				return true, fmt.Sprintf("%s for sample %d is %.6g at batch %d and %.6g at batch %d", n.outputLabel(name), i/k+1, v, a, w, b), nil
 			}
 		}
 	}
@@ -62,8 +62,8 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 // coupled reports whether the graph's output for a sample at batch size
 // b (at least 2) depends on the other samples of the batch: the first
 // and the last sample's outputs are compared between two batches that
-// differ in every other sample (drawn three times wider, so that a batch
-// maximum or minimum changes too). Such a graph (BatchNorm in training
+// differ in every other sample (drawn wider, so that a batch maximum or
+// minimum changes too). Such a graph (BatchNorm in training
 // mode, a minibatch standard deviation, x − x.max(0)) has no output per
 // sample (probe 48: exported at a fixed batch it was run on chunks, and a
 // point's energy changed with the file's other points).
@@ -94,12 +94,19 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		for i := range va {
 			j := (i + k) % len(va) // sample i/k is row i/k+1 of the rolled batch
 			if v, w := va[i], yr[name][j]; !n.sameOutput(v, w) {
-				return true, fmt.Sprintf("at batch %d, its output %q for one point is %.6g in row %d and %.6g in row %d", b, name, v, i/k+1, w, j/k+1), nil
+				return true, fmt.Sprintf("at batch %d, %s for one point is %.6g in row %d and %.6g in row %d. The model adds a term that depends on the row (torch.arange(len(x)), a bias per row)", b, n.outputLabel(name), v, i/k+1, w, j/k+1), nil
 			}
 		}
 	}
-	for _, keep := range []int{0, b - 1} {
-		other := draw(3)
+	// The first sample among others three times wider (a batch maximum
+	// changes), the last among others a million times wider: a coupling
+	// that shows only once a sample is large (+ clamp(x.abs().max(),
+	// min=50), probe 49) shows there.
+	for _, c := range []struct {
+		keep  int
+		scale float64
+	}{{0, 3}, {b - 1, 1e6}} {
+		keep, other := c.keep, draw(c.scale)
 		copy(other[keep*n.dim:(keep+1)*n.dim], base[keep*n.dim:(keep+1)*n.dim])
 		yb, err := n.evaluate(other, b)
 		if err != nil {
@@ -109,12 +116,22 @@ func (n *Net) coupled(b int) (bool, string, error) {
 			k := len(va) / b
 			for i := keep * k; i < (keep+1)*k; i++ {
 				if v, w := va[i], yb[name][i]; !n.sameOutput(v, w) {
-					return true, fmt.Sprintf("at batch %d, its output %q for sample %d is %.6g with some other samples and %.6g with others", b, name, keep+1, v, w), nil
+					return true, fmt.Sprintf("at batch %d, %s for sample %d is %.6g with some other samples and %.6g with others. The model mixes samples (batch statistics: BatchNorm in training mode, a minibatch standard deviation, x - x.max(0))", b, n.outputLabel(name), keep+1, v, w), nil
 				}
 			}
 		}
 	}
 	return false, "", nil
+}
+
+// outputLabel names the graph output name in a message: "its output"
+// where the graph has no other (PyTorch names outputs by number, "28",
+// unless output_names is given), `its output "name"` otherwise.
+func (n *Net) outputLabel(name string) string {
+	if len(n.model.Graph.Outputs) == 1 {
+		return "its output"
+	}
+	return fmt.Sprintf("its output %q", name)
 }
 
 // sameOutput reports whether v and w, two evaluations of one output, are

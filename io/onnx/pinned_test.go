@@ -84,12 +84,33 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 // batch it was run on chunks, and a point's energy changed with the file's
 // other points; some couplings exported with dynamic_axes (x - x.max(0),
 // x[:2].mean(0)) passed the comparison of batches 2 and 3.
+//
+// Probe 49: the refusal named PyTorch's numbered output ("28") and spoke
+// of batch statistics where the energy depended on the row; it names no
+// output where the graph has one, and says which of the two it found.
 func TestBatchCoupledRefused(t *testing.T) {
-	for _, name := range []string{"coupled_minibatch_std_b16", "coupled_max_dyn", "coupled_first2_dyn", "coupled_rowbias_b3"} {
+	for name, why := range map[string]string{
+		"coupled_minibatch_std_b16": "The model mixes samples",
+		"coupled_max_dyn":           "The model mixes samples",
+		"coupled_first2_dyn":        "The model mixes samples",
+		"coupled_rowbias_b3":        "The model adds a term that depends on the row",
+		"coupled_clamp_dyn":         "The model mixes samples",
+		"coupled_clamp_b8":          "The model mixes samples",
+	} {
 		_, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
-		if err == nil || !strings.Contains(err.Error(), "the graph's output for a sample depends on the other samples of its batch") {
-			t.Errorf("%s: %v", name, err)
+		if err == nil || !strings.Contains(err.Error(), "the graph's output for a point depends on the other points of its batch or on the point's row") ||
+			!strings.Contains(err.Error(), why) || strings.Contains(err.Error(), `its output "`) {
+			t.Errorf("%s: %v; want the refusal, %q, and no output named (the graph has one)", name, err, why)
 		}
+	}
+}
+
+// Probe 49: an energy of x[1:-1] exported with dynamic_axes failed at the
+// load check's batch of 2 with Gemm's words only.
+func TestDynamicGraphDroppingRows(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "slice_dyn.onnx"))
+	if err == nil || !strings.Contains(err.Error(), `at a batch of 2 points, for the input "x", which declares a dynamic batch`) || !strings.Contains(err.Error(), "drops or adds rows") {
+		t.Errorf("%v", err)
 	}
 }
 

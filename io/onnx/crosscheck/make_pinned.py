@@ -23,7 +23,11 @@ export's:
   at a fixed batch of 16 (minibatch_std_b16), x - x.max(0) and
   x[:2].mean(0) exported with dynamic_axes (max_dyn, first2_dyn), and
   a per-row bias exported at a fixed batch of 3 (rowbias_b3: the same
-  point's energy depends on its row).
+  point's energy depends on its row);
+- coupled_clamp_{dyn,b8}.onnx: an energy plus clamp(x.abs().max(),
+  min=50), which couples the samples only once one of them is large;
+- slice_dyn.onnx: an energy of x[1:-1] (rows dropped), exported with
+  dynamic_axes, which cannot run at the load check's batch of 2.
 
 Each NAME.npz (np.savez) holds, for each batch size n it lists, x{n} (the
 points, flat: (n, d)), energy{n} and grad{n} (PyTorch autograd in the
@@ -140,3 +144,26 @@ class RowBias(nn.Module):
 
 torch.manual_seed(52)
 export_only("coupled_rowbias_b3", RowBias(), 3, False)
+
+
+class DropEnds(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.l(x[1:-1]).squeeze(1)
+
+
+torch.manual_seed(53)
+export_only("slice_dyn", DropEnds(), 4, True)
+
+
+class ClampMax(nn.Module):
+    def forward(self, x):
+        return (x ** 2).sum(1) + torch.clamp(x.abs().max(), min=50.0)
+
+
+torch.manual_seed(54)
+export_only("coupled_clamp_dyn", ClampMax(), 4, True)
+export_only("coupled_clamp_b8", ClampMax(), 8, False)
