@@ -135,6 +135,12 @@ func (in *instance) energy() (*G.Node, error) {
 		return nil, err
 	}
 	s := v.shape
+	if len(s) == 0 && in.batch == 1 { // .squeeze() of one point's energy (probe 50)
+		s = tensor.Shape{1}
+		if y, err := G.Reshape(v.n, s); err == nil {
+			v = &val{shape: s, elem: v.elem, n: y}
+		}
+	}
 	if !(len(s) == 1 && s[0] == in.batch) && !(len(s) == 2 && s[0] == in.batch && s[1] == 1) {
 		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want one value per sample: (%d) or (%d, 1)", name, s, in.batch, in.batch, in.batch)
 	}
@@ -158,6 +164,9 @@ func (in *instance) perSample(name string) (*G.Node, error) {
 		return nil, err
 	}
 	s := v.shape
+	if len(s) == 0 && in.batch == 1 { // .squeeze() of one point's output (probe 50)
+		return G.Reshape(v.n, tensor.Shape{1, 1})
+	}
 	if len(s) < 1 || s[0] != in.batch {
 		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want the batch first", name, s, in.batch)
 	}

@@ -130,15 +130,16 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 	if fn.sampleScalar, fn.scalarIsLogDet, err = sampleScalar(m.Graph, cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", sampleFile, err)
 	}
-	if fn.Sample, err = DecodeConfig(sample, sampleFile, Config{Output: fn.sampleScalar}); err != nil {
+	if fn.Sample, err = DecodeConfig(sample, sampleFile, Config{Output: fn.sampleScalar, Read: []string{fn.sampleX}}); err != nil {
 		return nil, err
 	}
-	if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: cfg.DensityOutput, LogDensity: true}); err != nil {
+	latent := []string{or(cfg.DensityLatent, FlowLatent)} // checked where the graph has it
+	if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: cfg.DensityOutput, LogDensity: true, Read: latent}); err != nil {
 		if cfg.DensityOutput != "" || !strings.Contains(err.Error(), "choose the energy output") {
 			return nil, err
 		}
 		cfg.DensityOutput = FlowLogDensity
-		if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: FlowLogDensity, LogDensity: true}); err != nil {
+		if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: FlowLogDensity, LogDensity: true, Read: latent}); err != nil {
 			return nil, err
 		}
 	}
@@ -312,6 +313,25 @@ func (fn *FlowNet) ParamSpecs() ([]layers.ParamSpec, error) { return fn.specs, n
 
 // Invertible says whether the density graph gives z = T⁻¹(x).
 func (fn *FlowNet) Invertible() bool { return fn.latent != "" }
+
+// ParamCount is the number of trainable parameter values (shared by the
+// two graphs).
+func (fn *FlowNet) ParamCount() int {
+	c := 0
+	for _, s := range fn.specs {
+		c += sizeOf(s.Shape)
+	}
+	return c
+}
+
+// GraphValues is about how many values the compiled graphs of the flow
+// hold per point: both graphs' (Net.GraphValues), as a run may hold both.
+func (fn *FlowNet) GraphValues(grad bool) float64 {
+	return fn.Sample.GraphValues(grad) + fn.Density.GraphValues(grad)
+}
+
+// MaxBatch is the larger batch both graphs can be built at (Net.MaxBatch).
+func (fn *FlowNet) MaxBatch() int { return min(fn.Sample.MaxBatch(), fn.Density.MaxBatch()) }
 
 // Forward adds x = T(z) and log|det J_T(z)| from the sampling graph.
 func (fn *FlowNet) Forward(b layers.Binder, z *G.Node) (x, logdet *G.Node, err error) {

@@ -18,6 +18,10 @@ import (
 // machine.
 const maxTensorBytes = 1 << 28
 
+// MaxTensorSize says the most one tensor of a graph may hold, for
+// messages.
+func MaxTensorSize() string { return byteSize(maxTensorBytes) }
+
 // maxElements bounds the values of any one tensor the importer builds:
 // 2^25, 256 MiB as the float64s constants are folded in.
 const maxElements = maxTensorBytes / 8
@@ -42,6 +46,8 @@ type memory struct {
 	constLimit float64 // constBudget(), read once per build
 	constBytes float64 // bytes of the constants folded so far
 	pointBytes float64 // bytes per point of the values computed so far
+	// largestPoint is the bytes per point of the largest of them.
+	largestPoint float64
 }
 
 // reserveConst accounts for a constant of n values (held as float64)
@@ -68,6 +74,7 @@ func (in *instance) reservePoint(shape []int) error {
 		return fmt.Errorf("result of shape %v takes %s, more than the %s one tensor may hold", shape, byteSize(b), byteSize(maxTensorBytes))
 	}
 	in.mem.pointBytes += b / float64(max(in.batch, 1))
+	in.mem.largestPoint = max(in.mem.largestPoint, b/float64(max(in.batch, 1)))
 	if in.mem.pointBytes > maxPointBytes {
 		return fmt.Errorf("the values computed from the input would take about %s per point with this node's, more than the %s allowed: the model is too large to evaluate",
 			byteSize(in.mem.pointBytes), byteSize(maxPointBytes))

@@ -3,6 +3,7 @@ package onnx
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -38,6 +39,12 @@ type Config struct {
 	// LogDensity says the output is a log density log p(x) (a flow's
 	// log_prob): the energy is its negative.
 	LogDensity bool
+	// Read lists the other graph outputs the caller reads (Outputs): at
+	// load they are checked, as Output is, to hold values per sample
+	// that do not depend on the other samples; the graph's other
+	// outputs are not (probe 50: a GMM energy that also returned its
+	// means, a (K, d) parameter, was refused).
+	Read []string
 }
 
 // Net is a network read from an ONNX file, as an energy: it implements
@@ -75,12 +82,17 @@ type Net struct {
 	batch   int // declared batch size; 0 if symbolic or unknown
 	// pinned: the graph's outputs depend on the batch it runs at (a
 	// constant of the declared batch), so it runs on chunks of batch.
-	pinned     bool
-	nodes      []*Node
-	inits      map[string]*Tensor
-	trainable  map[string]bool
-	specs      []layers.ParamSpec
-	outputName string
+	pinned bool
+	probe  probeDist // the points the load checks run the graph on (chooseProbe)
+	// pointBytes and largestPoint are the bytes per point of the values
+	// the graph computes from its input, all of them and the largest one
+	// (tallied by the check's build; GraphValues, MaxBatch).
+	pointBytes, largestPoint float64
+	nodes                    []*Node
+	inits                    map[string]*Tensor
+	trainable                map[string]bool
+	specs                    []layers.ParamSpec
+	outputName               string
 }
 
 // MaxFileBytes bounds the ONNX files read (protobuf's own limit on a
@@ -370,9 +382,11 @@ func (n *Net) check() error {
 	rec := &recordingBinder{g: g, dtype: n.Dtype, inits: n.inits, used: map[string]bool{}}
 	x := G.NewMatrix(g, n.Dtype, G.WithShape(bsz, n.dim), G.WithName("x"))
 	n.trainable = nil // every float initializer may be bound while recording
-	if _, err := n.Energy(rec, x); err != nil {
-		return err
+	in := newInstance(n, rec, bsz)
+	if _, err := in.run(x); err != nil {
+		return fmt.Errorf("%s: %w", n.File, err)
 	}
+	n.pointBytes, n.largestPoint = in.mem.pointBytes, in.mem.largestPoint
 	n.trainable = rec.used
 	if err := n.restrictParameters(); err != nil {
 		return fmt.Errorf("%s: %w", n.File, err)
@@ -405,6 +419,13 @@ func (n *Net) check() error {
 // batch that gives other outputs at 2 and 3 is refused, as no batch is
 // known to be right.
 func (n *Net) checkBatch() error {
+	b := n.batch
+	if b == 0 {
+		b = 2
+	}
+	if err := n.chooseProbe(b); err != nil {
+		return err
+	}
 	if n.batch == 0 {
 		// Coupled at 2 first: a graph pinned to an export batch of 2 is
 		// not, and is then found by comparing batches 2 and 3.
@@ -414,15 +435,27 @@ func (n *Net) checkBatch() error {
 		if bound, why, err := n.batchBound(2, 3); err == nil && bound {
 			return fmt.Errorf("%s: the input %q declares a dynamic batch, but the graph's outputs depend on the batch it runs at: %s. A value of the export's batch was kept as a constant (PyTorch traces x.view(x.size(0), -1) and torch.zeros(len(x)) so when the exported module reads the batch from Python), or the model mixes samples (batch statistics): export with the batch dimension read from the tensor (x.flatten(1), x.reshape(-1, d)), or without dynamic_axes so that flowebm runs it on chunks of the export batch", n.File, n.input, why)
 		}
-		return n.checkCoupled(3)
+		return n.checkCoupled(coupledBatch)
 	}
 	if err := n.checkCoupled(n.batch); err != nil {
 		return err
 	}
 	bound, _, err := n.batchBound(n.batch, n.batch+1)
 	n.pinned = bound || err != nil // not run: chunks of N are right either way
+	if !n.pinned && n.batch < coupledBatch {
+		// Run whole at every batch, it must not mix samples at larger
+		// ones (probe 50: exported at batch 1, x.cumsum(0) was checked
+		// at no batch of 2 or more): chunks of N compute as the export.
+		c, _, err := n.coupled(coupledBatch)
+		n.pinned = c || err != nil
+	}
 	return nil
 }
+
+// coupledBatch is the larger batch at which the load checks look for
+// samples mixed: 7 rows, so that a roll of the batch by up to 6 rows
+// (the identity at batches 2 and 3; probe 50: x.roll(6, 0)) moves them.
+const coupledBatch = 7
 
 // checkCoupled refuses a graph whose output for a sample at batch b
 // depends on the other samples (coupled); a batch of 1 has none.
@@ -434,6 +467,43 @@ func (n *Net) checkCoupled(b int) error {
 		return fmt.Errorf("%s: the graph's output for a point depends on the other points of its batch or on the point's row: %s, so it gives no energy per point: export it in eval mode (model.eval()), without the batch statistic or the row's term", n.File, why)
 	}
 	return nil
+}
+
+// ParamCount is the number of trainable parameter values.
+func (n *Net) ParamCount() int {
+	c := 0
+	for _, s := range n.specs {
+		c += sizeOf(s.Shape)
+	}
+	return c
+}
+
+// GraphValues is about how many values a compiled graph of the network
+// holds per point: those it computes from the input (tallied as the
+// graph is built), times 1.25 while it is only evaluated and 3 while it
+// is differentiated. Measured (peak RSS over points, float64): a
+// 64-channel convolution on 28×28 images, 2.9 times its tallied values
+// for E and ∇ₓE (sample, 128 to 256 chains); 25 narrow convolutions, 0.8
+// and 2.0 of the estimate (energy, 1,000 points). The memory checks of
+// energy and sample size their batches with it (probe 50: they counted
+// an ONNX graph's values as none, and a conv EBM of 64 channels died out
+// of memory at 1,000 chains).
+func (n *Net) GraphValues(grad bool) float64 {
+	v := n.pointBytes / float64(n.Dtype.Size())
+	if grad {
+		return 3 * v
+	}
+	return 1.25 * v
+}
+
+// MaxBatch is the largest batch at which no value the graph computes
+// from its input is over the size one tensor may hold (maxTensorBytes):
+// a larger batch is refused as the graph is built.
+func (n *Net) MaxBatch() int {
+	if !(n.largestPoint > 0) {
+		return math.MaxInt32
+	}
+	return max(1, int(maxTensorBytes/n.largestPoint))
 }
 
 // ParametersKey is the metadata_props key that lists a model's trainable

@@ -32,6 +32,15 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"img_b16_f64", true, []int{5, 16, 33, 300}},
 		{"img_b16_f32", true, []int{5, 16, 33, 300}},
 		{"centred_b1_f64", true, []int{1, 8, 600}},
+		// Probe 50: NaN at standard normal points, the checks passed
+		// blind and the energies were off by 4-20%.
+		{"logit_img_b16_f64", true, []int{5, 17, 33}},
+		// Probe 50: +Inf at standard normal points, refused as mixing
+		// samples (+Inf and +Inf "differed").
+		{"inf_b16_f32", false, []int{5, 16, 17}},
+		// Probe 50: .squeeze(), 0-d at one point, refused there.
+		{"squeeze_dyn_f64", false, []int{1, 2, 5}},
+		{"squeeze_b1_f64", false, []int{1}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -94,6 +103,8 @@ func TestBatchCoupledRefused(t *testing.T) {
 		"coupled_max_dyn":           "The model mixes samples",
 		"coupled_first2_dyn":        "The model mixes samples",
 		"coupled_rowbias_b3":        "The model adds a term that depends on the row",
+		"coupled_logit_centre_dyn":  "The model mixes samples", // probe 50: NaN at normal points
+		"coupled_roll6_dyn":         "The model mixes samples", // probe 50: the identity at batches 2 and 3
 		"coupled_clamp_dyn":         "The model mixes samples",
 		"coupled_clamp_b8":          "The model mixes samples",
 	} {
@@ -121,6 +132,32 @@ func TestDynamicGraphPinnedMessage(t *testing.T) {
 	_, err := ReadFile(filepath.Join("testdata", "pinned", "lenreshape64_dyn.onnx"))
 	if err == nil || !strings.Contains(err.Error(), `declares a dynamic batch, and flowebm builds the graph at batch 2 to check it: a Reshape to a constant batch`) {
 		t.Errorf("%v", err)
+	}
+}
+
+// Probe 50: exported at batch 1, x.cumsum(0) was checked at no batch of
+// 2 or more and ran whole, each point's energy depending on the points
+// above it; it runs on chunks of 1, as exported.
+func TestBatchOneExportCheckedAtLargerBatches(t *testing.T) {
+	net, err := ReadFile(filepath.Join("testdata", "pinned", "cumsum_b1.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !net.pinned {
+		t.Errorf("not pinned: want chunks of the export's batch of 1")
+	}
+}
+
+// Probe 50: a GMM energy that also returns its means, a (2, d) parameter,
+// was refused with --output energy: at batch 2 the means look like rows.
+// Only the outputs read are checked.
+func TestOnlyOutputsReadAreChecked(t *testing.T) {
+	if _, err := ReadFileConfig(filepath.Join("testdata", "pinned", "gmm_means_dyn.onnx"), Config{Output: "energy"}); err != nil {
+		t.Errorf("%v", err)
+	}
+	_, err := ReadFileConfig(filepath.Join("testdata", "pinned", "gmm_means_dyn.onnx"), Config{Output: "energy", Read: []string{"16"}})
+	if err == nil || !strings.Contains(err.Error(), `its output "16"`) {
+		t.Errorf("means read: %v, want the refusal naming them", err)
 	}
 }
 

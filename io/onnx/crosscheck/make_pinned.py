@@ -71,15 +71,15 @@ class Centred(nn.Module):
         return self.l2(torch.tanh(self.l1(h.view(-1, 4)))).squeeze(1)
 
 
-def save(name, m, shape, dtype, export_batch, sizes, dynamic=False):
+def save(name, m, shape, dtype, export_batch, sizes, dynamic=False, draw=torch.randn):
     m = m.eval().to(dtype)
     kw = {}
     if dynamic:
         kw = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
-    torch.onnx.export(m, torch.randn(export_batch, *shape, dtype=dtype), f"{out}/{name}.onnx", **kw)
+    torch.onnx.export(m, draw(export_batch, *shape, dtype=dtype), f"{out}/{name}.onnx", **kw)
     arrays = {}
     for n in sizes:
-        x = torch.randn(n, *shape, dtype=dtype, requires_grad=True)
+        x = draw(n, *shape, dtype=dtype).requires_grad_(True)
         e = m(x)
         (g,) = torch.autograd.grad(e.sum(), x)
         arrays[f"x{n}"] = x.detach().numpy().reshape(n, -1)
@@ -167,3 +167,97 @@ class ClampMax(nn.Module):
 torch.manual_seed(54)
 export_only("coupled_clamp_dyn", ClampMax(), 4, True)
 export_only("coupled_clamp_b8", ClampMax(), 8, False)
+
+
+# Probe 50. Models undefined at standard normal points (NaN or ±Inf
+# there), which the load checks must probe elsewhere: an image EBM whose
+# first step is the logit of pixels in (0, 1), exported at a fixed batch
+# of 16 (logit_img_b16_f64, pinned as img_b16 is); x - x.mean(0) after the
+# logit, with dynamic_axes (coupled_logit_centre_dyn, refused);
+# -log(exp(-5|x|²)) in float32, +Inf at standard normal points (inf_b16_f32,
+# a legitimate energy). Couplings the load checks missed: x.cumsum(0)
+# exported at batch 1 (cumsum_b1, run on chunks of 1) and x.roll(6, 0),
+# the identity at batches 2 and 3 (coupled_roll6_dyn, refused).
+# .squeeze() of the energy, 0-d at one point (squeeze_dyn_f64, squeeze_b1_f64),
+# and a GMM energy that also returns its means, a (2, d) parameter read by
+# nobody (gmm_means_dyn: loads with --output energy).
+
+
+def unit(*shape, dtype):
+    return 0.01 + 0.98 * torch.rand(*shape, dtype=dtype)
+
+
+def small(*shape, dtype):
+    return 0.1 * torch.randn(*shape, dtype=dtype)
+
+
+class LogitImg(ImgEBM):
+    def forward(self, x):
+        return super().forward(torch.log(x) - torch.log(1 - x))
+
+
+class LogitCentre(nn.Module):
+    def forward(self, x):
+        y = torch.log(x) - torch.log(1 - x)
+        return ((y - y.mean(0)) ** 2).sum(1)
+
+
+class InfAtNormal(nn.Module):
+    def forward(self, x):
+        return -torch.log(torch.exp(-5 * (x ** 2).sum(1)))
+
+
+class CumSum(nn.Module):
+    def forward(self, x):
+        return (x.cumsum(0) ** 2).sum(1)
+
+
+class Roll6(nn.Module):
+    def forward(self, x):
+        return (x * x.roll(6, 0)).sum(1)
+
+
+class Squeezed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = nn.Sequential(nn.Linear(4, 8), nn.Softplus(), nn.Linear(8, 1))
+
+    def forward(self, x):
+        return self.n(x).squeeze()
+
+
+class GMMWithMeans(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Parameter(torch.randn(2, 4))
+
+    def forward(self, x):
+        d2 = ((x.unsqueeze(1) - self.mu) ** 2).sum(2)
+        return -torch.logsumexp(-0.5 * d2, 1), self.mu * 1.0
+
+
+torch.manual_seed(55)
+save("logit_img_b16_f64", LogitImg(), (1, 8, 8), torch.float64, 16, [5, 17, 33], draw=unit)
+save("inf_b16_f32", InfAtNormal(), (64,), torch.float32, 16, [5, 16, 17], draw=small)
+torch.manual_seed(56)
+save("squeeze_dyn_f64", Squeezed(), (4,), torch.float64, 3, [1, 2, 5], dynamic=True)
+save("squeeze_b1_f64", Squeezed(), (4,), torch.float64, 1, [1])
+export_only("cumsum_b1", CumSum(), 1, False)
+export_only("coupled_roll6_dyn", Roll6(), 4, True)
+torch.onnx.export(LogitCentre().double(), unit(4, 4, dtype=torch.float64), f"{out}/coupled_logit_centre_dyn.onnx",
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+torch.onnx.export(GMMWithMeans().double().eval(), torch.randn(8, 4, dtype=torch.float64), f"{out}/gmm_means_dyn.onnx",
+                  input_names=["x"], output_names=["energy", "means"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+
+
+# Probe 50: an energy whose graph holds a large value per point
+# (x.repeat(1, 20000): 320 KB a point in float64), so that it can be
+# built on at most 838 points at once (a tensor holds at most 256 MiB):
+# energy and sample size their batches, and sample its chains, to it.
+class Tiled(nn.Module):
+    def forward(self, x):
+        return (x.repeat(1, 20000) ** 2).sum(1) / 20000
+
+
+torch.onnx.export(Tiled().double(), torch.randn(3, 2, dtype=torch.float64), f"{out}/tiled_dyn.onnx",
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
