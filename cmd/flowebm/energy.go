@@ -258,7 +258,27 @@ const energyGraphShare = 0.25
 // ∇ₓE with grad): see batchRows.
 func energyRows(m checkpoint.Models, grad bool) int {
 	rowBytes, _ := graphRowBytes(m, grad)
-	return batchRows(rowBytes, memoryLimit(maxWorkBytes)*energyGraphShare)
+	return min(batchRows(rowBytes, memoryLimit(maxWorkBytes)*energyGraphShare), maxBatch(m))
+}
+
+// batchLimited is a network whose graph cannot be built past a batch
+// size (an ONNX graph: onnx.Net.MaxBatch).
+type batchLimited interface{ MaxBatch() int }
+
+// maxBatch is the largest batch m's graphs can be built at (probe 50:
+// energy ran an ONNX conv EBM on batches of 4,096 points, and its first
+// convolution's output was refused from 669 points on).
+func maxBatch(m checkpoint.Models) int {
+	limit := math.MaxInt
+	if n, ok := m.EBM.Net.(batchLimited); ok {
+		limit = n.MaxBatch()
+	}
+	if m.Flow != nil {
+		if n, ok := m.Flow.Net.(batchLimited); ok {
+			limit = min(limit, n.MaxBatch())
+		}
+	}
+	return limit
 }
 
 // batchRows is energyBatch, or fewer where the model's graph holds

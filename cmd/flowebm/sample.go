@@ -883,9 +883,29 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 	if need > maxDrawBytes {
 		return fmt.Errorf("--chains %d × --steps %d × %d dimensions would keep %.3g GB of draws (the limit is %d GB): use fewer chains or steps", f.chains, f.steps, d, need/1e9, maxDrawBytes>>30)
 	}
+	if err := f.checkBatch(m); err != nil {
+		return err
+	}
 	work, what := f.workMemory(m)
 	if limit := memoryLimit(maxWorkBytes); need+work > limit {
-		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): use fewer chains or particles", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes))
+		fit := int(limit / ((need + work) / float64(f.chains))) // both grow with the chains
+		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): use fewer chains or particles (about %d chains fit)", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes), fit)
+	}
+	return nil
+}
+
+// checkBatch refuses chains, or flowMC's proposals, more than the
+// models' graphs can be built on at once (maxBatch: an ONNX graph whose
+// values for that many points would be over the size one tensor may
+// hold), naming the count that fits (probe 50: refused only as the graph
+// was built, by a node's shape).
+func (f sampleFlags) checkBatch(m checkpoint.Models) error {
+	limit := maxBatch(m)
+	switch {
+	case f.chains > limit:
+		return fmt.Errorf("--chains %d: the model's graph can be built on at most %d points at once (one of the values it computes from them would be over the %s one tensor may hold): use at most %d chains", f.chains, limit, onnx.MaxTensorSize(), limit)
+	case f.sampler == "flowmc" && f.particles*f.chains > limit:
+		return fmt.Errorf("--particles %d × --chains %d: flowMC evaluates the %d proposals as one batch, and the model's graph can be built on at most %d points at once (one of the values it computes from them would be over the %s one tensor may hold): use fewer particles or chains", f.particles, f.chains, f.particles*f.chains, limit, onnx.MaxTensorSize())
 	}
 	return nil
 }
