@@ -264,3 +264,32 @@ func ExampleNestedRHat() {
 	// no warmup: nested R-hat 1.061
 	// warmup 30: nested R-hat 1.002
 }
+
+// Probe 50: draws near 1e-160 have subnormal squares, which hold fewer
+// digits; their sd was off by 1.2e-4 (NumPy's is exact to round-off). The
+// mean and sd of the draws times 1e-160 are those of the draws times
+// 1e-160, to 1e-12.
+func TestSummarizeSDWithSubnormalSquares(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 160))
+	data := make([]float64, 4*100)
+	for i := range data {
+		data[i] = rng.NormFloat64()
+	}
+	ref, err := Summarize(data, 4, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, scale := range []float64{1e-160, 1e-154, 1e155} {
+		small := make([]float64, len(data))
+		for i, v := range data {
+			small[i] = v * scale
+		}
+		s, err := Summarize(small, 4, 100, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if relDiff(s[0].SD/scale, ref[0].SD) > 1e-12 || relDiff(s[0].Mean/scale, ref[0].Mean) > 1e-12 {
+			t.Errorf("scale %g: mean %v, sd %v; want %v, %v × scale", scale, s[0].Mean, s[0].SD, ref[0].Mean, ref[0].SD)
+		}
+	}
+}

@@ -71,8 +71,9 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 				x[c][n] = data[(c*draws+n)*dims+d]
 			}
 		}
+		scale := rescale(x) // first: squares of draws near 1e-160 lose digits as subnormals (probe 50: sd off by 1.2e-4)
 		mean, sd := meanSD(x, float64(chains*draws))
-		scale := rescale(x)
+		mean, sd = mean*scale, sd*scale
 		out[d] = Summary{
 			Dim:         d,
 			RHat:        RHat(x),
