@@ -162,7 +162,7 @@ func npzMember(path, key string) (*npy.Array, string, error) {
 	}
 	defer zr.Close()
 	if len(zr.Names) == 0 {
-		return nil, "", &FormatError{File: path, Field: "members", Got: "none", Want: "at least one array"}
+		return nil, "", &FormatError{File: path, Field: "the archive", Got: "empty (no arrays)", Want: "at least one array"}
 	}
 	if key == "" {
 		key = zr.Names[0]
@@ -245,7 +245,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		rows++
 	}
 	if rows == 0 {
-		return nil, &FormatError{File: name, Field: "rows", Got: "none", Want: "at least one row of numbers"}
+		return nil, &FormatError{File: name, Field: "no row of numbers (the file is empty, or holds a header alone)", Want: "at least one"}
 	}
 	return mat.NewDense(rows, d, vals), nil
 }
@@ -338,6 +338,8 @@ func parseRow(cr *csv.Reader, rec []string, name string) ([]float64, error) {
 			want := "a decimal number (1, -2.5, 3e-4, nan, inf; no comments or hexadecimal)"
 			if errors.Is(err, strconv.ErrRange) {
 				want = "a number within float64's range (magnitude below 1.8e308)"
+			} else if sep := strings.IndexAny(s, ";\t|"); sep >= 0 { // probe 50: a ';' file's header was taken for one column
+				want += fmt.Sprintf("; the columns are separated by commas, and this field holds %q: write the file with commas (numpy.savetxt(..., delimiter=\",\"), pandas' to_csv)", s[sep:sep+1])
 			}
 			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d, column %d", line, j+1), Got: strconv.Quote(clip(s)), Want: want}
 		}

@@ -71,13 +71,19 @@ func TestReadMatrixErrors(t *testing.T) {
 	write("word.csv", "1,2\n3,abc\n")
 	write("empty.csv", "x,y\n")
 	write("data.txt", "1 2\n")
+	write("semicolons.csv", "a;b\n1;2\n") // probe 50: the header was taken for one column
+	if err := npz.WriteFile(filepath.Join(dir, "none.npz"), map[string]*npy.Array{}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct{ file, key, want string }{
 		{"vec.npy", "", "vec.npy: array shape is [4], want 2 dimensions"},
 		{"a.npz", "y", `no member "y"`},
 		{"vec.npy", "k", "selects a member of an .npz"},
 		{"ragged.csv", "", "ragged.csv: line 2 is 1 fields, want 2"},
 		{"word.csv", "", `word.csv: line 2, column 2 is "abc", want a decimal number`},
-		{"empty.csv", "", "empty.csv: rows is none, want at least one row of numbers"},
+		{"empty.csv", "", "empty.csv: no row of numbers (the file is empty, or holds a header alone): want at least one"},
+		{"semicolons.csv", "", `the columns are separated by commas, and this field holds ";"`},
+		{"none.npz", "", "none.npz: the archive is empty (no arrays), want at least one array"},
 		{"data.txt", "", `unknown data format ".txt"`},
 	}
 	for _, c := range cases {
