@@ -376,7 +376,7 @@ func importedFlow(f config.FlowFiles, d int, float32 bool) (*graph.Flow, error) 
 	}
 	flow, err := onnx.ReadFlow(f.Sample, f.Density, onnx.FlowConfig{BaseSigma: sigma})
 	if err != nil {
-		return nil, fmt.Errorf("model.flow_onnx: %w", err)
+		return nil, &FlowFilesError{Err: err}
 	}
 	want := tensor.Float64
 	if float32 {
@@ -387,6 +387,13 @@ func importedFlow(f config.FlowFiles, d int, float32 bool) (*graph.Flow, error) 
 	}
 	return flow, nil
 }
+
+// FlowFilesError is the flow of model.flow_onnx refused as it is read; a
+// command line that gave the files as flags names them so.
+type FlowFilesError struct{ Err error }
+
+func (e *FlowFilesError) Error() string { return "model.flow_onnx: " + e.Err.Error() }
+func (e *FlowFilesError) Unwrap() error { return e.Err }
 
 // Grid returns the last evaluation's normalised EBM density grid (nil in
 // more than 2 dimensions or before the first evaluation).

@@ -88,3 +88,14 @@ func TestSampleChainsFitTheGraph(t *testing.T) {
 		t.Errorf("the estimate counts %q; want the graph's 1.92 MB a chain (Tile and Pow, 320 KB each, times 3)", what)
 	}
 }
+
+// Probe 50: a flow given as flags (--flow, --flow-density, here swapped)
+// and refused as read was named by its configuration field,
+// model.flow_onnx.
+func TestFlowFlagsNamedInRefusal(t *testing.T) {
+	f := "../../io/onnx/testdata/flows/realnvp2_f64"
+	_, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--flow", f+"_density.onnx", "--flow-density", f+"_sample.onnx", "--out", filepath.Join(t.TempDir(), "run"))
+	if code == 0 || !strings.Contains(stderr, "--flow "+f+"_density.onnx, --flow-density "+f+"_sample.onnx: ") || strings.Contains(stderr, "model.flow_onnx") {
+		t.Errorf("exit %d: %s; want the refusal naming the flags", code, stderr)
+	}
+}

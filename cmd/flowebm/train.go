@@ -149,10 +149,16 @@ func runTrain(cmd *cobra.Command, f trainFlags) error {
 	if f.printConfig {
 		return printConfig(cmd, f)
 	}
+	var err error
 	if f.seeds != "" {
-		return trainSeeds(cmd, f)
+		err = trainSeeds(cmd, f)
+	} else {
+		err = trainOneRun(cmd, f)
 	}
-	return trainOneRun(cmd, f)
+	if ffe := (*training.FlowFilesError)(nil); f.flow.Sample != "" && errors.As(err, &ffe) { // probe 50: the flags' flow was named by its config field
+		return fmt.Errorf("--flow %s, --flow-density %s: %w", f.flow.Sample, f.flow.Density, ffe.Err)
+	}
+	return err
 }
 
 // printConfig writes the configuration that the flags (and --config) give
@@ -523,10 +529,15 @@ func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format)
 		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
 		return nil
 	}
-	if err := training.WriteImageSamples(run); err != nil {
-		return err
-	}
-	if err := plots.WriteRun(run, format); err != nil {
+	err := training.Through(run.Dir, run.Anchor, func(dir string) error { // through the locked folder, as writeOutputs
+		at := *run
+		at.Dir = dir
+		if err := training.WriteImageSamples(&at); err != nil {
+			return err
+		}
+		return plots.WriteRun(&at, format)
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s has finished its %d iterations; wrote its missing %s and redrew its figures\n", run.Dir, run.Config.Train.Iterations, path)
