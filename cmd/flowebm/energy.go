@@ -111,6 +111,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err != nil {
 		return err
 	}
+	printUnchecked(cmd.ErrOrStderr(), m)
 	if err := checkEnergyMemory(f, m); err != nil {
 		return err
 	}
@@ -474,6 +475,24 @@ func loadModelSums(path string, oc onnx.Config, sums modelSums) (checkpoint.Mode
 		return checkpoint.Models{EBM: ebm}, nil
 	}
 	return loadCheckpointSums(path, sums)
+}
+
+// unchecked is an imported network that the load checks could not run
+// on (onnx.Net.Unchecked).
+type unchecked interface{ Unchecked() string }
+
+// printUnchecked writes, as notes, why the load checks could not run on
+// m's imported networks.
+func printUnchecked(w io.Writer, m checkpoint.Models) {
+	nets := []any{m.EBM.Net}
+	if m.Flow != nil {
+		nets = append(nets, m.Flow.Net)
+	}
+	for _, net := range nets {
+		if n, ok := net.(unchecked); ok && n.Unchecked() != "" {
+			fmt.Fprintln(w, "note:", n.Unchecked())
+		}
+	}
 }
 
 // isONNXFile reports whether path names an ONNX model: a name ending in

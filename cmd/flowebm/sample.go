@@ -157,6 +157,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
+	printUnchecked(cmd.ErrOrStderr(), m)
 	centres, err := f.readModes(m.EBM.Dim())
 	if err != nil {
 		return err
@@ -883,15 +884,12 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 	if need > maxDrawBytes {
 		return fmt.Errorf("--chains %d × --steps %d × %d dimensions would keep %.3g GB of draws (the limit is %d GB): use fewer chains or steps", f.chains, f.steps, d, need/1e9, maxDrawBytes>>30)
 	}
-	if err := f.checkBatch(m); err != nil {
-		return err
-	}
 	work, what := f.workMemory(m)
 	if limit := memoryLimit(maxWorkBytes); need+work > limit {
 		fit := int(limit / ((need + work) / float64(f.chains))) // both grow with the chains
 		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): use fewer chains or particles (about %d chains fit)", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes), fit)
 	}
-	return nil
+	return f.checkBatch(m)
 }
 
 // checkBatch refuses chains, or flowMC's proposals, more than the

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -329,6 +330,10 @@ func (fn *FlowNet) ParamCount() int {
 func (fn *FlowNet) GraphValues(grad bool) float64 {
 	return fn.Sample.GraphValues(grad) + fn.Density.GraphValues(grad)
 }
+
+// Unchecked says why the load checks could not run on one of the graphs
+// (Net.Unchecked), or is empty.
+func (fn *FlowNet) Unchecked() string { return cmp.Or(fn.Sample.Unchecked(), fn.Density.Unchecked()) }
 
 // MaxBatch is the larger batch both graphs can be built at (Net.MaxBatch).
 func (fn *FlowNet) MaxBatch() int { return min(fn.Sample.MaxBatch(), fn.Density.MaxBatch()) }

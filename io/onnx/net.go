@@ -88,6 +88,7 @@ type Net struct {
 	// the graph computes from its input, all of them and the largest one
 	// (tallied by the check's build; GraphValues, MaxBatch).
 	pointBytes, largestPoint float64
+	unchecked                string // why the load checks could not run (chooseProbe)
 	nodes                    []*Node
 	inits                    map[string]*Tensor
 	trainable                map[string]bool
@@ -423,8 +424,9 @@ func (n *Net) checkBatch() error {
 	if b == 0 {
 		b = 2
 	}
-	if err := n.chooseProbe(b); err != nil {
-		return err
+	if n.chooseProbe(b); n.unchecked != "" {
+		n.pinned = n.batch > 0 // as exported: chunks of its batch
+		return nil
 	}
 	if n.batch == 0 {
 		// Coupled at 2 first: a graph pinned to an export batch of 2 is
@@ -468,6 +470,11 @@ func (n *Net) checkCoupled(b int) error {
 	}
 	return nil
 }
+
+// Unchecked says why the load checks that the graph gives one energy per
+// point could not run (its outputs are not finite at the points they run
+// it on), or is empty where they ran. A command prints it as a note.
+func (n *Net) Unchecked() string { return n.unchecked }
 
 // ParamCount is the number of trainable parameter values.
 func (n *Net) ParamCount() int {

@@ -45,13 +45,17 @@ var probeDists = []probeDist{
 }
 
 // chooseProbe sets n.probe to the first of probeDists at whose points
-// (a batch of b) every output checked is finite, and refuses a graph
-// finite at none of them: it cannot be checked. A graph that cannot run
-// at b is left to the checks, which say so.
-func (n *Net) chooseProbe(b int) error {
-	var names []string
-	for _, d := range probeDists {
-		names = append(names, d.name)
+// (a batch of b) every output checked is finite, or else to the one with
+// the most finite outputs (a row whose output is NaN is not compared, in
+// effect: a graph giving one energy per point gives NaN there in every
+// comparison). Where none gives a finite output the graph cannot be
+// checked, and n.unchecked says so (probe 50: refused, a model defined on
+// a small region only, log(l1(x)), could not even be evaluated where it
+// is defined). A graph that cannot run at b is left to the checks, which
+// say so.
+func (n *Net) chooseProbe(b int) {
+	best, most := 0, -1.0
+	for i, d := range probeDists {
 		rng := rand.New(rand.NewPCG(batchProbeSeed+2, uint64(n.dim)))
 		x := make([]float64, b*n.dim)
 		for i := range x {
@@ -59,27 +63,40 @@ func (n *Net) chooseProbe(b int) error {
 		}
 		y, err := n.evaluate(x, b)
 		if err != nil {
-			n.probe = probeDists[0]
-			return nil
+			break
 		}
-		if allFinite(y) {
-			n.probe = d
-			return nil
+		if f := finiteShare(y); f > most {
+			best, most = i, f
+		}
+		if most == 1 {
+			break
 		}
 	}
-	return fmt.Errorf("%s: the graph's outputs are not finite (NaN or ±Inf) at any of the points flowebm runs it on at load to check that it gives one energy per point (%s), so it cannot be checked: a graph for points of another range cannot be used", n.File, strings.Join(names, "; "))
+	n.probe = probeDists[best]
+	if most == 0 {
+		var names []string
+		for _, d := range probeDists {
+			names = append(names, d.name)
+		}
+		n.unchecked = fmt.Sprintf("%s: its outputs are not finite (NaN or ±Inf) at any of the points flowebm runs a graph on at load to check that it gives one energy per point (%s), so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
+	}
 }
 
-// allFinite reports whether every value of every output in y is finite.
-func allFinite(y map[string][]float64) bool {
+// finiteShare is the share of the values of the outputs y that are finite.
+func finiteShare(y map[string][]float64) float64 {
+	all, finite := 0, 0
 	for _, v := range y {
 		for _, f := range v {
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return false
+			all++
+			if !math.IsNaN(f) && !math.IsInf(f, 0) {
+				finite++
 			}
 		}
 	}
-	return true
+	if all == 0 {
+		return 0
+	}
+	return float64(finite) / float64(all)
 }
 
 // batchBound reports whether the graph's outputs for the same points
