@@ -276,45 +276,103 @@ func folderGuards(dir string) (check func() error, anchor training.Anchor) {
 	if err != nil { // no lock to compare with (its checks failed already)
 		return func() error { return nil }, func() (string, func(), error) { return dir, func() {}, nil }
 	}
-	at := resolvedPath(dir)
-	changed := &folderChangedError{dir: dir, at: at}
+	changed := func() error {
+		now, deleted := whereIs(held)
+		return &folderChangedError{dir: dir, at: resolvedPath(dir), now: now, deleted: deleted}
+	}
 	check = func() error {
 		if now, err := os.Stat(lock); err == nil && os.SameFile(now, held) {
 			return nil
 		}
-		return changed
+		return changed()
 	}
-	anchor = func() (string, func(), error) {
+	return check, anchorIn(dir, ".lock", held, changed)
+}
+
+// anchorIn is a training.Anchor for the folder dir, in which this
+// process holds the lock file named lock (held): it opens dir, checks
+// through the open folder that its lock is the file held, and returns
+// /proc/self/fd/N, a path naming that folder whatever happens to dir's
+// path meanwhile, or changed's error.
+func anchorIn(dir, lock string, held os.FileInfo, changed func() error) training.Anchor {
+	return func() (string, func(), error) {
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return "", nil, changed
+			return "", nil, changed()
 		}
 		release := func() { unix.Close(fd) }
 		var st unix.Stat_t
 		h, ok := held.Sys().(*syscall.Stat_t)
-		if !ok || unix.Fstatat(fd, ".lock", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != h.Dev || st.Ino != h.Ino {
+		if !ok || unix.Fstatat(fd, lock, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != h.Dev || st.Ino != h.Ino {
 			release()
-			return "", nil, changed
+			return "", nil, changed()
 		}
 		return fmt.Sprintf("/proc/self/fd/%d", fd), release, nil
 	}
-	return check, anchor
+}
+
+// whereIs finds the lock file held among this process's open files and
+// returns the folder it is in now, or deleted where the file was removed
+// (with its folder, or alone); now is empty where it is not found.
+func whereIs(held os.FileInfo) (now string, deleted bool) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		link := "/proc/self/fd/" + e.Name()
+		if fi, err := os.Stat(link); err != nil || !os.SameFile(fi, held) {
+			continue
+		}
+		path, err := os.Readlink(link)
+		if err != nil {
+			return "", false
+		}
+		if gone, ok := strings.CutSuffix(path, " (deleted)"); ok {
+			return filepath.Dir(gone), true
+		}
+		return filepath.Dir(path), false
+	}
+	return "", false
 }
 
 // folderChangedError stops a run whose folder is no longer the one it
-// locked; noCheckpoint says that the run had written none.
+// locked; now is where that folder is now (empty: unknown), deleted
+// says that its lock was removed (with the folder, or alone), and
+// noCheckpoint that the run had written none.
 type folderChangedError struct {
-	dir, at      string
-	noCheckpoint bool
+	dir, at, now          string
+	deleted, noCheckpoint bool
 }
 
 func (e *folderChangedError) Error() string {
-	next := "Its last checkpoint is in the folder it locked, wherever that is now: continue it there with flowebm train --resume FOLDER"
-	if e.noCheckpoint { // probe 49: --resume was advised where there was nothing to resume
-		next = "It had written no checkpoint: start it again"
+	lock := filepath.Join(e.dir, ".lock")
+	if e.deleted { // probe 50: "continue it there" of a folder deleted
+		what := fmt.Sprintf("the run folder %s was deleted while it trained (its lock %s went with it)", e.dir, lock)
+		if fi, err := os.Stat(e.now); err == nil && fi.IsDir() {
+			what = fmt.Sprintf("the lock %s of the run folder %s was removed while it trained (by another program?), so this process cannot keep others out", filepath.Join(e.now, ".lock"), e.dir)
+		}
+		return what + ": the run stopped without writing there. " + e.next("")
 	}
 	return fmt.Sprintf("the run folder %s is no longer the folder this process locked when it started (%s): %s is gone or is another file, so the folder was moved or replaced, or a link on its path now leads elsewhere; the run stopped without writing there. %s",
-		e.dir, e.at, filepath.Join(e.dir, ".lock"), next)
+		e.dir, e.at, lock, e.next(e.now))
+}
+
+// next says how to go on: from the checkpoint in the folder now at now
+// (unknown where empty), or, without one, by starting again.
+func (e *folderChangedError) next(now string) string {
+	switch {
+	case e.noCheckpoint: // probe 49: --resume was advised where there was nothing to resume
+		return "It had written no checkpoint: start it again"
+	case e.deleted && now == "":
+		if fi, err := os.Stat(e.now); err == nil && fi.IsDir() {
+			return "Its last checkpoint is in that folder: continue it with flowebm train --resume " + shellQuote(e.now)
+		}
+		return "Its checkpoints went with it: start the run again"
+	case now != "":
+		return "Its last checkpoint is in the folder it locked, which is now " + now + ": continue it there with flowebm train --resume " + shellQuote(now)
+	}
+	return "Its last checkpoint is in the folder it locked, wherever that is now: continue it there with flowebm train --resume FOLDER"
 }
 
 // withoutCheckpoint is err, a folderChangedError saying that the run had
@@ -513,6 +571,31 @@ func takeLock(dir, command string) (f *os.File, path string, created bool, err e
 	return f, path, created, nil
 }
 
+// foreignLock says, of another user's lock file path in dir that this
+// user may read, whether a process holds it and, where none does and
+// this user may remove it, to remove it; "" where it cannot be told.
+func foreignLock(dir, path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	owner := "another user's"
+	if fi, err := f.Stat(); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			owner = fmt.Sprintf("user %d's", st.Uid)
+		}
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return fmt.Sprintf("the lock is %s, and a process holds it: wait for it to end, or give another folder", owner)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if unix.Access(dir, unix.W_OK|unix.X_OK) != nil {
+		return fmt.Sprintf("the lock is %s, and no process holds it: ask its owner to remove it, or give a folder of your own", owner)
+	}
+	return fmt.Sprintf("the lock is %s, and no process holds it (left by a command run as that user in this folder?): remove it (rm %s) and give the command again", owner, shellQuote(path))
+}
+
 // lockOnce opens and locks dir's lock file path; f is nil (and err nil)
 // when the file locked is no longer path, removed by its holder between
 // the open and the lock (probe 35: two commands then wrote one folder,
@@ -531,6 +614,8 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 			what = "make its lock"
 		} else if fi, e := os.Lstat(path); e == nil && ownedByMe(fi) { // probe 49: said of the user's own folder
 			next = fmt.Sprintf("the lock is this user's (mode %v): if no flowebm process works in the folder, remove it or make it readable and writable with chmod u+rw", fi.Mode().Perm())
+		} else if why := foreignLock(dir, path); why != "" { // probe 50: another user's stale lock in this user's own folder
+			next = why
 		}
 		return nil, false, fmt.Errorf("%s: this user may not %s %s (%v), which flowebm writes to lock the folder: %s", dir, what, path, err, next)
 	}
@@ -665,18 +750,75 @@ func nlink(fi fs.FileInfo, err error) uint64 {
 // release removes. A lock file removed by its holder meanwhile is not
 // held: the lock is taken again on the one now in place.
 func lockFile(flag, path, command string) (release func(), err error) {
+	release, _, err = lockFileAnchored(flag, path, command)
+	return release, err
+}
+
+// lockFileAnchored is lockFile that also returns an anchor for the
+// file's folder (anchorIn): the file written through it goes into the
+// folder in which it was locked, or is refused where that folder is no
+// longer at its path (probe 50: sample's folder swapped for another's
+// mid-run, and its next checkpoint replaced that other run's).
+func lockFileAnchored(flag, path, command string) (release func(), anchor training.Anchor, err error) {
 	lock := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".lock")
 	if err := safefile.NameFits(path); err != nil { // its staging name is longer than its lock's (probe 27: "1 bytes", then "10 bytes")
-		return nil, fmt.Errorf("%s %w", flag, err)
+		return nil, nil, fmt.Errorf("%s %w", flag, err)
 	}
 	// Taken and registered for a signal's cleanup as one step (probe 34:
 	// a signal left the lock file).
+	var held os.FileInfo
 	err = safefile.Hold(func() error {
 		var err error
-		release, err = takeFileLock(flag, path, lock, command)
+		release, held, err = takeFileLock(flag, path, lock, command)
 		return err
 	})
-	return release, err
+	if err != nil {
+		return nil, nil, err
+	}
+	changed := func() error {
+		now, deleted := whereIs(held)
+		return &fileFolderChangedError{flag: flag, path: path, now: now, deleted: deleted}
+	}
+	return release, anchorIn(filepath.Dir(path), filepath.Base(lock), held, changed), nil
+}
+
+// removeHeldLock removes the lock file held, at lock or, where its folder
+// was moved meanwhile, where it is now; never another file at lock
+// (probe 50: a folder swapped in at the path lost nothing, but the moved
+// folder kept a stale lock).
+func removeHeldLock(lock string, held os.FileInfo) {
+	if fi, err := os.Lstat(lock); err == nil && os.SameFile(fi, held) {
+		os.Remove(lock)
+		return
+	}
+	if now, deleted := whereIs(held); now != "" && !deleted {
+		p := filepath.Join(now, filepath.Base(lock))
+		if fi, err := os.Lstat(p); err == nil && os.SameFile(fi, held) {
+			os.Remove(p)
+		}
+	}
+}
+
+// fileFolderChangedError stops a command whose output file's folder is
+// no longer the one in which it locked the file (lockFileAnchored); now
+// is where that folder is (empty: unknown), deleted says its lock was
+// removed.
+type fileFolderChangedError struct {
+	flag, path, now string
+	deleted         bool
+}
+
+func (e *fileFolderChangedError) Error() string {
+	dir := filepath.Dir(e.path)
+	lock := filepath.Join(dir, "."+filepath.Base(e.path)+".lock")
+	where := "wherever that is now"
+	switch {
+	case e.deleted:
+		where = "if it is left"
+	case e.now != "":
+		where = "now " + e.now + " (continue with: flowebm sample --resume " + shellQuote(filepath.Join(e.now, filepath.Base(e.path))) + ")"
+	}
+	return fmt.Sprintf("%s %s: the folder %s is no longer the folder in which this process locked it (%s is gone or is another file: the folder was moved, replaced or deleted, or a link on its path now leads elsewhere); it stopped without writing there. What it wrote last is in the folder it locked, %s", e.flag, e.path, dir, lock, where)
 }
 
 // readableByAll makes the lock file f readable by every user whatever the
@@ -687,32 +829,32 @@ func readableByAll(f *os.File) { f.Chmod(0o644) }
 
 // takeFileLock is lockFile's locking with the lock file lock, which a
 // signal's cleanup removes until release.
-func takeFileLock(flag, path, lock, command string) (release func(), err error) {
+func takeFileLock(flag, path, lock, command string) (release func(), held os.FileInfo, err error) {
 	for tries := 0; ; tries++ {
 		if tries == 100 { // as takeLock (probe 37: a retry for ever holds the signals off)
-			return nil, fmt.Errorf("%s %s: %s was replaced 100 times as it was being locked: another program is removing it", flag, path, lock)
+			return nil, nil, fmt.Errorf("%s %s: %s was replaced 100 times as it was being locked: another program is removing it", flag, path, lock)
 		}
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 		if errors.Is(err, syscall.ELOOP) { // probe 24: "too many levels of symbolic links"
-			return nil, fmt.Errorf("%s %s: %s is a symbolic link: flowebm locks the file with it and writes into it; remove it", flag, path, lock)
+			return nil, nil, fmt.Errorf("%s %s: %s is a symbolic link: flowebm locks the file with it and writes into it; remove it", flag, path, lock)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: locking it with %s: %w", flag, path, lock, err)
+			return nil, nil, fmt.Errorf("%s %s: locking it with %s: %w", flag, path, lock, err)
 		}
 		readableByAll(f)
 		if err := checkLockFile(f, lock); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%s %s: %w: flowebm locks the file with it and writes into it; remove it", flag, path, err)
+			return nil, nil, fmt.Errorf("%s %s: %w: flowebm locks the file with it and writes into it; remove it", flag, path, err)
 		}
 		links := linkCount(f)
 		hook("file-lock-counted")
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
-			return nil, fileLockBusy(flag, path, lock, links, err)
+			return nil, nil, fileLockBusy(flag, path, lock, links, err)
 		}
 		inPlace, err := settleLock(f, lock)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %s has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the file's own (%v): remove it, or give the command where it can", flag, path, lock, links, err)
+			return nil, nil, fmt.Errorf("%s %s: %s has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it) and cannot be replaced by the file's own (%v): remove it, or give the command where it can", flag, path, lock, links, err)
 		}
 		if !inPlace {
 			continue
@@ -720,13 +862,17 @@ func takeFileLock(flag, path, lock, command string) (release func(), err error) 
 		if f.Truncate(0) == nil {
 			f.WriteAt([]byte(command+"\n"), 0)
 		}
+		if held, err = f.Stat(); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s %s: %w", flag, path, err)
+		}
 		unregister := safefile.OnRemoveTemps(func() { os.Remove(lock) })
 		return func() {
-			os.Remove(lock)
+			removeHeldLock(lock, held)
 			unregister()
 			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 			f.Close()
-		}, nil
+		}, held, nil
 	}
 }
 

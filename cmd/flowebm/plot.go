@@ -26,10 +26,11 @@ trained is refused (its folder is locked). To overlay several runs, use
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer removeTempsOnSignal()()
 			for _, dir := range args {
-				if err := redraw(dir, format); err != nil {
+				drawn, err := redraw(dir, format)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "redrew the %s figures of %s\n", format, dir)
+				fmt.Fprintf(cmd.OutOrStdout(), "redrew the %s figures of %s\n", format, drawn)
 			}
 			return nil
 		},
@@ -38,47 +39,83 @@ trained is refused (its folder is locked). To overlay several runs, use
 	return cmd
 }
 
-// redraw draws the figures of the run in dir from its checkpoint.
-func redraw(dir string, format plots.Format) error {
+// redraw draws the figures of the run in dir from its checkpoint, and
+// says where it drew them: dir, or where the run folder is now if it was
+// moved meanwhile (they are drawn in the folder locked).
+func redraw(dir string, format plots.Format) (drawn string, err error) {
 	if err := unreadableFolder(dir); err != nil {
-		return err
+		return "", err
 	}
 	if !isTrainingRun(dir) {
-		return fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
+		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
 	}
 	release, err := lockRunAs(dir, "plot")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer release()
 	// The figures' temporary files that a killed plot (or train) left.
 	if err := removeStaleTemps(dir, runNames()...); err != nil {
-		return err
+		return "", err
 	}
 	var figures []string
 	for _, n := range plotNames {
 		figures = append(figures, n+format.Ext())
 	}
 	if err := replaceable(dir, figures, "plot replaces it; move it away and plot again"); err != nil { // probe 19: a bare "rename: file exists" after drawing
-		return err
+		return "", err
 	}
-	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(os.Stderr)}) // a reader holds the checkpoint a crash left half replaced
+	// Read and drawn through the folder locked (probe 50: a folder
+	// swapped in meanwhile had its figures replaced).
+	check, anchor := folderGuards(dir)
+	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(os.Stderr), Anchor: anchor}) // a reader holds the checkpoint a crash left half replaced
+	if moved := (*folderChangedError)(nil); errors.As(err, &moved) {
+		return "", plotMoved(moved)
+	}
 	if errors.Is(err, training.ErrNoCheckpoint) {
 		if _, why := training.LatestCheckpoint(dir); why != nil {
-			return fmt.Errorf("%w: nothing to draw from", why) // without resume's advice
+			return "", fmt.Errorf("%w: nothing to draw from", why) // without resume's advice
 		}
 	}
 	if err != nil {
-		return movedDataHint(dir, err)
+		return "", movedDataHint(dir, err)
 	}
 	for _, n := range run.Notes { // a checkpoint passed over, another build
 		fmt.Fprintln(os.Stderr, "flowebm: note:", n)
 	}
 	if len(run.Evals) == 0 {
-		return fmt.Errorf("%s: no evaluations yet: nothing to draw", dir)
+		return "", fmt.Errorf("%s: no evaluations yet: nothing to draw", dir)
 	}
+	hook("plot-read")
 	if err := run.FillGrid(); err != nil {
-		return err
+		return "", err
 	}
-	return plots.WriteRun(run, format)
+	err = training.Through(dir, anchor, func(at string) error {
+		r := *run
+		r.Dir = at
+		return plots.WriteRun(&r, format)
+	})
+	if moved := (*folderChangedError)(nil); errors.As(err, &moved) {
+		return "", plotMoved(moved)
+	}
+	if err != nil {
+		return "", err
+	}
+	if moved := (*folderChangedError)(nil); errors.As(check(), &moved) && moved.now != "" {
+		return fmt.Sprintf("the run that was at %s, now at %s", dir, moved.now), nil
+	}
+	return dir, nil
+}
+
+// plotMoved says that the run folder that plot locked is no longer at
+// its path, and where it is.
+func plotMoved(e *folderChangedError) error {
+	next := "draw the run where it is now with flowebm plot FOLDER"
+	switch {
+	case e.deleted:
+		next = "it was deleted"
+	case e.now != "":
+		next = "draw it where it is now: flowebm plot " + shellQuote(e.now)
+	}
+	return fmt.Errorf("%s is no longer the run folder plot locked (%s): moved, replaced or deleted, or a link on its path now leads elsewhere; nothing was drawn there: %s", e.dir, e.at, next)
 }

@@ -224,7 +224,8 @@ func TestCopysLockReplacedMeanwhile(t *testing.T) {
 	}, func() (func(), error) { return lockRunAs("S", "train") }, "another flowebm process is training in this folder")
 	// A file's lock (sample --checkpoint) the same way.
 	takenMeanwhile(t, "file-lock-counted", func() (func(), error) {
-		return takeFileLock("--checkpoint", "ck.npz", ".ck.npz.lock", "sample")
+		release, _, err := takeFileLock("--checkpoint", "ck.npz", ".ck.npz.lock", "sample")
+		return release, err
 	}, func() (func(), error) { return lockFile("--checkpoint", "ck.npz", "sample") }, "another flowebm process (flowebm sample) is writing it")
 }
 

@@ -99,3 +99,101 @@ func TestFlowFlagsNamedInRefusal(t *testing.T) {
 		t.Errorf("exit %d: %s; want the refusal naming the flags", code, stderr)
 	}
 }
+
+// Probe 50 B2: sample wrote each --checkpoint by path; its folder swapped
+// for another's after the first checkpoint, the next one replaced that
+// other run's checkpoint at exit 0. It stops, says where its own folder
+// is now, and leaves the other folder as it was.
+func TestSampleCheckpointStaysInItsFolder(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	model := trainedRun(t)
+	os.Mkdir("D", 0o755)
+	os.Mkdir("D2", 0o755)
+	os.WriteFile(filepath.Join("D2", "ck.npz"), []byte("another run's checkpoint"), 0o644)
+	defer func() { testHook = nil }()
+	swapped := false
+	testHook = func(p string) {
+		if p == "sample-checkpoint" && !swapped {
+			swapped = true
+			os.Rename("D", "D_away")
+			os.Rename("D2", "D")
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "40", "--warmup", "0", "--checkpoint", "D/ck.npz", "--checkpoint-every", "10", "--out", "s.npy")
+	want := "what it wrote last is in the folder it locked, now " + filepath.Join(dir, "D_away") + " (continue with: flowebm sample --resume " + filepath.Join(dir, "D_away", "ck.npz") + ")"
+	if code == 0 || !strings.Contains(strings.ToLower(stderr), strings.ToLower(want)) || strings.Contains(stderr, "the checkpoint D/ck.npz stands") {
+		t.Errorf("exit %d: %s; want %q", code, stderr, want)
+	}
+	if b, err := os.ReadFile(filepath.Join("D", "ck.npz")); err != nil || string(b) != "another run's checkpoint" {
+		t.Errorf("the other folder's checkpoint: %q, %v", b, err)
+	}
+	if exists(filepath.Join("D", ".ck.npz.lock")) || exists(filepath.Join("D_away", ".ck.npz.lock")) {
+		t.Error("a lock file was left")
+	}
+	if _, _, code := runCLI("sample", "--resume", filepath.Join("D_away", "ck.npz")); code != 0 {
+		t.Error("the advice does not work")
+	}
+}
+
+// Probe 50 B3: plot drew by path; the run folder swapped for another run
+// while the checkpoint was read, that other run's figures were replaced
+// at exit 0. It draws through the folder it locked, or stops.
+func TestPlotDrawsInTheFolderItLocked(t *testing.T) {
+	inTempDir(t)
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", "P"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--seed", "2", "--quiet", "--out", "V"); code != 0 {
+		t.Fatal(stderr)
+	}
+	before := folderState(t, "V")
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "plot-read" {
+			testHook = nil
+			os.Rename("P", "P_away")
+			os.Rename("V", "P")
+		}
+	}
+	_, stderr, code := runCLI("plot", "P")
+	os.Rename("P", "V")
+	if folderState(t, "V") != before {
+		t.Errorf("the other run's folder changed (plot exit %d: %s)", code, stderr)
+	}
+}
+
+// Probe 50 B4: a run folder deleted while it trained was advised to be
+// continued "in the folder it locked, wherever that is now".
+func TestDeletedRunFolderSaysSo(t *testing.T) {
+	inTempDir(t)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "train-started" {
+			os.RemoveAll("B")
+		}
+	}
+	_, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", "B")
+	if code == 0 || !strings.Contains(stderr, "the run folder B was deleted while it trained") || strings.Contains(stderr, "wherever that is now") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 50 B5: another user's stale lock (root's, after a sudo) in this
+// user's own folder: "give a folder of your own". It says whose lock it
+// is, that no process holds it, and to remove it.
+func TestForeignStaleLockSaysSo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to leave a lock of another user's")
+	}
+	dir := openTempDir(t)
+	n := filepath.Join(dir, "N")
+	if err := os.Mkdir(n, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(n, 65534, 65534)
+	os.WriteFile(filepath.Join(n, ".lock"), nil, 0o644) // root's, held by no process
+	stderr, err := otherUser(t, dir, "train", "--iterations", "2", "--quiet", "--out", "N")
+	if err == nil || !strings.Contains(stderr, "the lock is user 0's, and no process holds it") || !strings.Contains(stderr, "remove it (rm N/.lock)") {
+		t.Errorf("%v: %s", err, stderr)
+	}
+}

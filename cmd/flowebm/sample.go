@@ -23,6 +23,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
@@ -147,11 +148,12 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return f.resumeNote(ck)
 	})()
 	if f.checkpoint != "" { // two runs writing one checkpoint would each lose the other's
-		release, err := lockFile("--checkpoint", f.checkpoint, "sample")
+		release, anchor, err := lockFileAnchored("--checkpoint", f.checkpoint, "sample")
 		if err != nil {
 			return err
 		}
 		defer release()
+		ck.anchor = anchor
 	}
 	m, inputs, err := f.modelsAndHashes()
 	if err != nil {
@@ -234,7 +236,13 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 			// Written and told as one step: a signal's note names the
 			// checkpoint once it is in place (probe 35: placed, unnamed).
 			if err := safefile.Hold(func() error {
-				if err := writeSampleCheckpoint(f.checkpoint, replace, f.args, inputs, pcg, run); err != nil {
+				err := training.Through(filepath.Dir(f.checkpoint), ck.anchor, func(dir string) error {
+					return writeSampleCheckpoint(filepath.Join(dir, filepath.Base(f.checkpoint)), replace, f.args, inputs, pcg, run)
+				})
+				if moved := (*fileFolderChangedError)(nil); errors.As(err, &moved) {
+					ck.moved.Store(true)
+				}
+				if err != nil {
 					return err
 				}
 				hook("sample-checkpoint-placed")
@@ -256,6 +264,10 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 type sampleCheckpointState struct {
 	written atomic.Bool // a checkpoint of this run is in place
 	placed  atomic.Bool // the outputs are all in place
+	moved   atomic.Bool // the checkpoint's folder is no longer at its path
+	// anchor is the checkpoint's folder as it was locked: checkpoints
+	// are written through it (lockFileAnchored).
+	anchor training.Anchor
 }
 
 // resumeNote is what an interrupted or failed sampling run leaves to go on
@@ -266,7 +278,7 @@ type sampleCheckpointState struct {
 // place all or none.
 func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
 	switch {
-	case f.checkpoint == "" || !(ck.written.Load() || f.resume != ""):
+	case f.checkpoint == "" || !(ck.written.Load() || f.resume != "") || ck.moved.Load(): // moved: its error says where the checkpoint is
 		return ""
 	case ck.placed.Load():
 		return fmt.Sprintf("; the draws are all written, to %s: nothing is left to resume", f.out)
