@@ -23,8 +23,8 @@ const (
 	imageEvalValues = 1.25
 )
 
-// paramCount sums the sizes of the parameters.
-func paramCount(specs []ParamSpec) int {
+// SpecsSize is the number of parameter values the specs describe.
+func SpecsSize(specs []ParamSpec) int {
 	n := 0
 	for _, s := range specs {
 		n += s.Size()
@@ -33,7 +33,7 @@ func paramCount(specs []ParamSpec) int {
 }
 
 // ParamCount is the number of parameters (0 for an invalid configuration).
-func (e ImageEnergy) ParamCount() int { return paramCount(e.ParamSpecs()) }
+func (e ImageEnergy) ParamCount() int { return SpecsSize(e.ParamSpecs()) }
 
 // featureValues is the number of values of the feature maps one image
 // makes through the network: the input, the stem's output, per stage its
@@ -83,7 +83,7 @@ func (r ImageRealNVP) ParamCount() int {
 	if err != nil {
 		return 0
 	}
-	return paramCount(s)
+	return SpecsSize(s)
 }
 
 // featureValues is the number of values one image makes through all the

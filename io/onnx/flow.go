@@ -317,13 +317,7 @@ func (fn *FlowNet) Invertible() bool { return fn.latent != "" }
 
 // ParamCount is the number of trainable parameter values (shared by the
 // two graphs).
-func (fn *FlowNet) ParamCount() int {
-	c := 0
-	for _, s := range fn.specs {
-		c += sizeOf(s.Shape)
-	}
-	return c
-}
+func (fn *FlowNet) ParamCount() int { return layers.SpecsSize(fn.specs) }
 
 // GraphValues is about how many values the compiled graphs of the flow
 // hold per point: both graphs' (Net.GraphValues), as a run may hold both.

@@ -477,13 +477,7 @@ func (n *Net) checkCoupled(b int) error {
 func (n *Net) Unchecked() string { return n.unchecked }
 
 // ParamCount is the number of trainable parameter values.
-func (n *Net) ParamCount() int {
-	c := 0
-	for _, s := range n.specs {
-		c += sizeOf(s.Shape)
-	}
-	return c
-}
+func (n *Net) ParamCount() int { return layers.SpecsSize(n.specs) }
 
 // GraphValues is about how many values a compiled graph of the network
 // holds per point: those it computes from the input (tallied as the
