@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -74,12 +75,68 @@ func (n *Net) chooseProbe(b int) {
 	}
 	n.probe = probeDists[best]
 	if most == 0 {
-		var names []string
-		for _, d := range probeDists {
-			names = append(names, d.name)
-		}
-		n.unchecked = fmt.Sprintf("%s: its outputs are not finite (NaN or ±Inf) at any of the points flowebm runs a graph on at load to check that it gives one energy per point (%s), so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
+		n.markUnchecked()
 	}
+}
+
+// errInconclusive is a load check that found no points at which the
+// graph's outputs are finite, and so could not compare them.
+var errInconclusive = errors.New("no points with finite outputs")
+
+// markUnchecked records that the load checks could not run (Unchecked).
+func (n *Net) markUnchecked() {
+	var names []string
+	for _, d := range probeDists {
+		names = append(names, d.name)
+	}
+	n.unchecked = fmt.Sprintf("%s: its outputs are not finite (NaN or ±Inf) at the points flowebm runs a graph on at load to check that it gives one energy per point (%s), so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
+}
+
+// finiteBase draws b points from n.probe with rng and evaluates the graph
+// there, drawing again (up to baseTries times) until every output is
+// finite, or else returning the draw with the most finite outputs;
+// errInconclusive where none has any (probe 51: the points of the
+// coupling check differed from those the distribution was chosen at, a
+// batch mean of log(x + 2) was NaN in every row there, and NaN equal to
+// NaN passed every comparison).
+func (n *Net) finiteBase(rng *rand.Rand, b int) ([]float64, map[string][]float64, error) {
+	var best []float64
+	var bestY map[string][]float64
+	most := 0.0
+	for range baseTries {
+		x := make([]float64, b*n.dim)
+		for i := range x {
+			x[i] = n.probe.draw(rng)
+		}
+		y, err := n.evaluate(x, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f := finiteShare(y); f > most {
+			best, bestY, most = x, y, f
+		}
+		if most == 1 {
+			break
+		}
+	}
+	if most == 0 {
+		return nil, nil, errInconclusive
+	}
+	return best, bestY, nil
+}
+
+// baseTries is how many draws finiteBase tries.
+const baseTries = 16
+
+// sortedNames are the names of the outputs y, sorted: the checks compare
+// them in one order, so that a refusal names the same output each run.
+func sortedNames(y map[string][]float64) []string {
+	names := make([]string, 0, len(y))
+	for name := range y {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // finiteShare is the share of the values of the outputs y that are finite.
@@ -106,19 +163,19 @@ func finiteShare(y map[string][]float64) float64 {
 // differed.
 func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 	rng := rand.New(rand.NewPCG(batchProbeSeed, uint64(n.dim)))
-	x := make([]float64, b*n.dim)
-	for i := range x {
-		x[i] = n.probe.draw(rng)
-	}
-	ya, err := n.evaluate(x[:a*n.dim], a)
+	x, ya, err := n.finiteBase(rng, a)
 	if err != nil {
 		return false, "", err // the build at a was checked: a failure here is the run's
+	}
+	for range (b - a) * n.dim {
+		x = append(x, n.probe.draw(rng))
 	}
 	yb, err := n.evaluate(x, b)
 	if err != nil {
 		return true, fmt.Sprintf("it cannot run at batch %d (%v)", b, err), nil
 	}
-	for name, va := range ya {
+	for _, name := range sortedNames(ya) {
+		va := ya[name]
 		vb, ok := yb[name]
 		if !ok {
 			return true, fmt.Sprintf("%s cannot be computed at batch %d", n.outputLabel(name), b), nil
@@ -151,8 +208,7 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		}
 		return x
 	}
-	base := draw(1)
-	ya, err := n.evaluate(base, b)
+	base, ya, err := n.finiteBase(rng, b)
 	if err != nil {
 		return false, "", err
 	}
@@ -164,7 +220,8 @@ func (n *Net) coupled(b int) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	for name, va := range ya {
+	for _, name := range sortedNames(ya) {
+		va := ya[name]
 		k := len(va) / b
 		for i := range va {
 			j := (i + k) % len(va) // sample i/k is row i/k+1 of the rolled batch
@@ -187,7 +244,8 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		if err != nil {
 			return false, "", err
 		}
-		for name, va := range ya {
+		for _, name := range sortedNames(ya) {
+			va := ya[name]
 			k := len(va) / b
 			for i := keep * k; i < (keep+1)*k; i++ {
 				if v, w := va[i], yb[name][i]; !n.sameOutput(v, w) {

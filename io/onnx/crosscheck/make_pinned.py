@@ -261,3 +261,21 @@ class Tiled(nn.Module):
 
 torch.onnx.export(Tiled().double(), torch.randn(3, 2, dtype=torch.float64), f"{out}/tiled_dyn.onnx",
                   input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+
+
+# Probe 51: a batch mean of log(x + 2), exported at a fixed batch of 8:
+# NaN in every row at the coupling check's first points (one below -2
+# makes the mean NaN), where NaN equal to NaN passed every comparison.
+class LogShiftCentred(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+
+    def forward(self, x):
+        u = torch.log(x + 2.0)
+        u = u - u.mean(0, keepdim=True)
+        return self.f(u).squeeze(1)
+
+
+torch.manual_seed(1)
+torch.onnx.export(LogShiftCentred().double().eval(), torch.randn(8, 2, dtype=torch.float64), f"{out}/coupled_logshift_b8.onnx")
