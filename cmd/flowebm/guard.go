@@ -270,15 +270,21 @@ func lockRun(dir string) (release func(), err error) {
 // it write into another run's folder, and a folder moved away was made
 // again at its next checkpoint and trained in unlocked; probe 49:
 // re-pointed while the figures were drawn, after the check).
-func folderGuards(dir string) (check func() error, anchor training.Anchor) {
+func folderGuards(dir string, held os.FileInfo) (check func() error, anchor training.Anchor) {
 	lock := filepath.Join(dir, ".lock")
-	held, err := os.Stat(lock)
-	if err != nil { // no lock to compare with (its checks failed already)
+	if held == nil { // no lock to compare with (its checks failed already)
 		return func() error { return nil }, func() (string, func(), error) { return dir, func() {}, nil }
 	}
+	// The folder holding the lock, as it is now (probe 51: named when
+	// the error was made, it was the folder a link led to then).
+	at, _ := whereIs(held)
+	if at == "" {
+		at = resolvedPath(dir)
+	}
+	folder, _ := os.Stat(at)
 	changed := func() error {
 		now, deleted := whereIs(held)
-		return &folderChangedError{dir: dir, at: resolvedPath(dir), now: now, deleted: deleted}
+		return &folderChangedError{dir: dir, at: at, now: now, here: resolvedPath(dir), deleted: deleted, folder: folder}
 	}
 	check = func() error {
 		if now, err := os.Stat(lock); err == nil && os.SameFile(now, held) {
@@ -307,8 +313,18 @@ func anchorIn(dir, lock string, held os.FileInfo, changed func() error) training
 			release()
 			return "", nil, changed()
 		}
-		return fmt.Sprintf("/proc/self/fd/%d", fd), release, nil
+		at := fmt.Sprintf("/proc/self/fd/%d", fd)
+		if !sameFolder(at, fd) { // no /proc (a chroot, a sandbox): by path, just checked (probe 51: written into an empty /proc)
+			return dir, release, nil
+		}
+		return at, release, nil
 	}
+}
+
+// sameFolder reports whether path leads to the folder open as fd.
+func sameFolder(path string, fd int) bool {
+	var a, b unix.Stat_t
+	return unix.Stat(path, &a) == nil && unix.Fstat(fd, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // whereIs finds the lock file held among this process's open files and
@@ -337,42 +353,51 @@ func whereIs(held os.FileInfo) (now string, deleted bool) {
 }
 
 // folderChangedError stops a run whose folder is no longer the one it
-// locked; now is where that folder is now (empty: unknown), deleted
-// says that its lock was removed (with the folder, or alone), and
+// locked; at is the folder as resolved when it was locked, and folder
+// its identity then; here is where dir's path leads now, and now where
+// the folder locked is now (empty: unknown),
+// deleted says that its lock was removed (with the folder, or alone), and
 // noCheckpoint that the run had written none.
 type folderChangedError struct {
-	dir, at, now          string
+	dir, at, now, here    string // here: where dir leads now
+	folder                os.FileInfo
 	deleted, noCheckpoint bool
 }
 
 func (e *folderChangedError) Error() string {
 	lock := filepath.Join(e.dir, ".lock")
-	if e.deleted { // probe 50: "continue it there" of a folder deleted
-		what := fmt.Sprintf("the run folder %s was deleted while it trained (its lock %s went with it)", e.dir, lock)
-		if fi, err := os.Stat(e.now); err == nil && fi.IsDir() {
-			what = fmt.Sprintf("the lock %s of the run folder %s was removed while it trained (by another program?), so this process cannot keep others out", filepath.Join(e.now, ".lock"), e.dir)
-		}
-		return what + ": the run stopped without writing there. " + e.next("")
+	switch {
+	case e.deleted && e.lockAloneRemoved():
+		return fmt.Sprintf("the lock %s of the run folder %s was removed while it trained (by another program?), so this process cannot keep others out: the run stopped without writing there. %s",
+			filepath.Join(e.now, ".lock"), e.dir, e.next("Its last checkpoint is in that folder: continue it with flowebm train --resume "+shellQuote(e.now)))
+	case e.deleted: // probe 50: "continue it there" of a folder deleted
+		return fmt.Sprintf("the run folder %s was deleted while it trained (its lock %s went with it; a folder there now is another): the run stopped without writing there. %s", e.dir, lock, e.next("Its checkpoints went with it: start the run again"))
+	case e.now != "" && e.now == e.here: // probe 51: said "moved" of a folder made unreadable, or mounted over
+		return fmt.Sprintf("the run folder %s is still at its path, but %s there is no longer the file this process locked (the folder's permissions changed, or another folder was mounted over it): the run stopped without writing there. %s",
+			e.dir, lock, e.next("Once the folder is as it was, continue it with flowebm train --resume "+shellQuote(e.dir)))
+	case e.now != "":
+		return fmt.Sprintf("the run folder %s is no longer the folder this process locked when it started (%s): %s is gone or is another file, so the folder was moved or replaced, or a link on its path now leads elsewhere; the run stopped without writing there. %s",
+			e.dir, e.at, lock, e.next("Its last checkpoint is in the folder it locked, which is now "+e.now+": continue it there with flowebm train --resume "+shellQuote(e.now)))
 	}
 	return fmt.Sprintf("the run folder %s is no longer the folder this process locked when it started (%s): %s is gone or is another file, so the folder was moved or replaced, or a link on its path now leads elsewhere; the run stopped without writing there. %s",
-		e.dir, e.at, lock, e.next(e.now))
+		e.dir, e.at, lock, e.next("Its last checkpoint is in the folder it locked, wherever that is now: continue it there with flowebm train --resume FOLDER"))
 }
 
-// next says how to go on: from the checkpoint in the folder now at now
-// (unknown where empty), or, without one, by starting again.
-func (e *folderChangedError) next(now string) string {
-	switch {
-	case e.noCheckpoint: // probe 49: --resume was advised where there was nothing to resume
+// lockAloneRemoved reports whether the folder where the removed lock was
+// is the run folder locked (its lock removed, the folder left), not one
+// made again at its path (probe 51).
+func (e *folderChangedError) lockAloneRemoved() bool {
+	fi, err := os.Stat(e.now)
+	return err == nil && e.folder != nil && os.SameFile(fi, e.folder)
+}
+
+// next is how to go on from a checkpoint (resume), or, where the run
+// had written none, starting again.
+func (e *folderChangedError) next(resume string) string {
+	if e.noCheckpoint { // probe 49: --resume was advised where there was nothing to resume
 		return "It had written no checkpoint: start it again"
-	case e.deleted && now == "":
-		if fi, err := os.Stat(e.now); err == nil && fi.IsDir() {
-			return "Its last checkpoint is in that folder: continue it with flowebm train --resume " + shellQuote(e.now)
-		}
-		return "Its checkpoints went with it: start the run again"
-	case now != "":
-		return "Its last checkpoint is in the folder it locked, which is now " + now + ": continue it there with flowebm train --resume " + shellQuote(now)
 	}
-	return "Its last checkpoint is in the folder it locked, wherever that is now: continue it there with flowebm train --resume FOLDER"
+	return resume
 }
 
 // withoutCheckpoint is err, a folderChangedError saying that the run had
@@ -463,8 +488,15 @@ func blockingEntry(p string, fi fs.FileInfo) error {
 // lockRunAs is lockRun recording command as the lock's holder, which the
 // folderBusyError of another process names.
 func lockRunAs(dir, command string) (release func(), err error) {
-	release, _, err = makeAndLock(dir, command, false)
+	release, _, _, err = makeAndLock(dir, command, false)
 	return release, err
+}
+
+// lockRunHeld is lockRunAs that also returns the lock file held, as
+// locked (for folderGuards).
+func lockRunHeld(dir, command string) (release func(), held os.FileInfo, err error) {
+	release, _, held, err = makeAndLock(dir, command, false)
+	return release, held, err
 }
 
 // lockOutputFolder is lockRunAs for a folder of outputs (figures, a
@@ -474,13 +506,21 @@ func lockRunAs(dir, command string) (release func(), err error) {
 // empty folder, or one holding .lock; probe 34: removed whole, they took
 // with them what other processes had put there).
 func lockOutputFolder(dir, command string) (release, keep func(), err error) {
-	return makeAndLock(dir, command, true)
+	release, keep, _, err = makeAndLock(dir, command, true)
+	return release, keep, err
+}
+
+// lockOutputFolderHeld is lockOutputFolder that also returns the lock
+// file held, as locked (for folderGuards).
+func lockOutputFolderHeld(dir, command string) (release func(), held os.FileInfo, err error) {
+	release, _, held, err = makeAndLock(dir, command, true)
+	return release, held, err
 }
 
 // makeAndLock makes dir and locks it, registering what it made for a
 // signal's cleanup when track; release removes a folder made that holds
-// only the lock.
-func makeAndLock(dir, command string, track bool) (release, keep func(), err error) {
+// only the lock. held is the lock file, as locked.
+func makeAndLock(dir, command string, track bool) (release, keep func(), held os.FileInfo, err error) {
 	keep = func() {}
 	var top, path string
 	var f *os.File
@@ -501,6 +541,11 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 			undo() // the folders made, left empty
 			return err
 		}
+		if held, err = f.Stat(); err != nil {
+			f.Close()
+			undo()
+			return err
+		}
 		if track && (created || top != "") {
 			keep = safefile.OnRemoveTemps(func() {
 				if isHeldFile(f, path) {
@@ -511,8 +556,9 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	hook("lock-held")
 	return func() {
 		if (created || top != "") && isHeldFile(f, path) { // not another folder's, put in its place meanwhile (probe 48)
 			removeLoneLock(dir, path, top)
@@ -520,7 +566,7 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), err err
 		keep()
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
-	}, keep, nil
+	}, keep, held, nil
 }
 
 // folderMakeError is a folder of outputs that could not be made; flag,
@@ -804,8 +850,8 @@ func removeHeldLock(lock string, held os.FileInfo) {
 // is where that folder is (empty: unknown), deleted says its lock was
 // removed.
 type fileFolderChangedError struct {
-	flag, path, now string
-	deleted         bool
+	flag, path, now       string
+	deleted, noCheckpoint bool
 }
 
 func (e *fileFolderChangedError) Error() string {
@@ -813,6 +859,8 @@ func (e *fileFolderChangedError) Error() string {
 	lock := filepath.Join(dir, "."+filepath.Base(e.path)+".lock")
 	where := "wherever that is now"
 	switch {
+	case e.noCheckpoint: // probe 51: --resume was advised of a checkpoint never written
+		where = "which holds no checkpoint yet: start the command again"
 	case e.deleted:
 		where = "if it is left"
 	case e.now != "":
@@ -1277,15 +1325,22 @@ func figureNames(names ...string) []string {
 
 // clearRun removes the outputs of the run in dir, which --force replaces:
 // left in place, a replacement killed early (or writing fewer figures)
-// would sit beside the old run's metrics and plots.
+// would sit beside the old run's metrics and plots. samples.npy, which a
+// run writes last, goes first: killed part way, the old run is not taken
+// for finished, and --resume completes its outputs (probe 51: its
+// density.png gone, --resume said there was nothing to do).
 func clearRun(dir string) error {
-	for _, n := range runNames() {
+	for _, n := range clearOrder() {
 		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
 			return err
 		}
 	}
 	return removeStaleTemps(dir, runNames()...)
 }
+
+// clearOrder is the order in which clearRun removes a run's files:
+// samples.npy first, then runNames.
+func clearOrder() []string { return append([]string{"samples.npy"}, runNames()...) }
 
 // removeStaleTemps removes the temporary files (.NAME.tmpN) that a killed
 // process left in dir while writing one of the files names atomically;

@@ -27,6 +27,21 @@ import (
 // loads) once per process, before any model is built.
 var blasOnce sync.Once
 
+// setGCLimit sets the Go runtime's soft memory limit (sysmem.GCLimit)
+// unless GOMEMLIMIT gives one: the garbage collector then works harder as
+// the heap nears it instead of letting it double past what the memory
+// checks planned for.
+func setGCLimit() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if limit, ok := sysmem.GCLimit(float64(ms.Sys)); ok {
+		debug.SetMemoryLimit(int64(limit))
+	}
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -45,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if _, err := graph.UseBLASFromEnv(); err != nil {
 			fmt.Fprintln(stderr, "flowebm: warning:", err)
 		}
+		setGCLimit()
 	})
 	root := &cobra.Command{
 		Use:           "flowebm",

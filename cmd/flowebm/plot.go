@@ -49,7 +49,7 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 	if !isTrainingRun(dir) {
 		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
 	}
-	release, err := lockRunAs(dir, "plot")
+	release, held, err := lockRunHeld(dir, "plot")
 	if err != nil {
 		return "", err
 	}
@@ -67,7 +67,7 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 	}
 	// Read and drawn through the folder locked (probe 50: a folder
 	// swapped in meanwhile had its figures replaced).
-	check, anchor := folderGuards(dir)
+	check, anchor := folderGuards(dir, held)
 	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(os.Stderr), Anchor: anchor}) // a reader holds the checkpoint a crash left half replaced
 	if moved := (*folderChangedError)(nil); errors.As(err, &moved) {
 		return "", plotMoved(moved)

@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -84,8 +86,8 @@ func TestSampleChainsFitTheGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, what := f.workMemory(m); !strings.Contains(strings.Join(what, " + "), "--chains 800 × 1.92 MB (the EBM's graph with ∇ₓE)") {
-		t.Errorf("the estimate counts %q; want the graph's 1.92 MB a chain (Tile and Pow, 320 KB each, times 3)", what)
+	if _, what := f.workMemory(m); !strings.Contains(strings.Join(what, " + "), "--chains 800 × 2.56 MB (the EBM's graph with ∇ₓE)") {
+		t.Errorf("the estimate counts %q; want the graph's 2.56 MB a chain (Tile and Pow, 320 KB each, times 4)", what)
 	}
 }
 
@@ -195,5 +197,147 @@ func TestForeignStaleLockSaysSo(t *testing.T) {
 	stderr, err := otherUser(t, dir, "train", "--iterations", "2", "--quiet", "--out", "N")
 	if err == nil || !strings.Contains(stderr, "the lock is user 0's, and no process holds it") || !strings.Contains(stderr, "remove it (rm N/.lock)") {
 		t.Errorf("%v: %s", err, stderr)
+	}
+}
+
+// Probe 51 B2, B4: the lock's identity was read by path after the lock
+// was taken: a link re-pointed between the two made train --resume L
+// train another run (V) to its end without its lock, at exit 0. The
+// identity is the locked file's own; the stop names the folder locked,
+// as it was resolved then.
+func TestResumeLinkRepointedAfterTheLock(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	for _, r := range []string{"A", "V"} { // finished, samples.npy lost: --resume writes it
+		if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", r); code != 0 {
+			t.Fatal(stderr)
+		}
+		os.Remove(filepath.Join(r, "samples.npy"))
+	}
+	os.Symlink("A", "L")
+	before := folderState(t, "V")
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "lock-held" {
+			testHook = nil
+			os.Remove("L")
+			os.Symlink("V", "L")
+		}
+	}
+	_, stderr, code := runCLI("train", "--resume", "L", "--quiet")
+	if folderState(t, "V") != before {
+		t.Errorf("V changed (exit %d: %s)", code, stderr)
+	}
+	if code == 0 || !strings.Contains(stderr, "("+filepath.Join(dir, "A")+")") {
+		t.Errorf("exit %d: %s; want the stop naming %s", code, stderr, filepath.Join(dir, "A"))
+	}
+}
+
+// Probe 51 B6: a run folder deleted and made again at its path was
+// said to have lost its lock alone, and --resume of the new folder was
+// advised.
+func TestRunFolderDeletedAndMadeAgain(t *testing.T) {
+	inTempDir(t)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "train-started" {
+			testHook = nil
+			os.RemoveAll("B")
+			os.Mkdir("B", 0o755)
+		}
+	}
+	_, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", "B")
+	if code == 0 || !strings.Contains(stderr, "the run folder B was deleted while it trained") || strings.Contains(stderr, "--resume") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 51 B5: a run folder still at its path whose lock can no longer
+// be read as the one locked (permissions changed, a folder mounted over
+// it) was said to be "moved", with --resume of the same path.
+func TestFolderStillThereMessage(t *testing.T) {
+	e := &folderChangedError{dir: "N", at: "/x/N", now: "/x/N", here: "/x/N"}
+	if msg := e.Error(); !strings.Contains(msg, "the run folder N is still at its path") || strings.Contains(msg, "moved or replaced") {
+		t.Errorf("%s", msg)
+	}
+}
+
+// Probe 51 B7: sample's checkpoint folder moved before its first
+// checkpoint: --resume was advised of a checkpoint never written.
+func TestSampleMovedBeforeItsFirstCheckpoint(t *testing.T) {
+	inTempDir(t)
+	model := trainedRun(t)
+	os.Mkdir("D", 0o755)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "sample-started" {
+			testHook = nil
+			os.Rename("D", "D_away")
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "40", "--warmup", "0", "--checkpoint", "D/ck.npz", "--checkpoint-every", "10", "--out", "s.npy")
+	if code == 0 || !strings.Contains(stderr, "which holds no checkpoint yet: start the command again") || strings.Contains(stderr, "--resume") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 51 B1: where /proc is not mounted (a chroot, a sandbox), the
+// locked folder's /proc/self/fd/N named an ordinary folder: train made
+// it, wrote its run there at exit 0 and left the run folder empty. The
+// writes go by path there, just after the check.
+func TestTrainWithoutProc(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and unshare, to hide /proc")
+	}
+	dir := t.TempDir()
+	script := `mount -t tmpfs tmpfs /proc && exec "$0" -test.run='^TestOutputsChild$'`
+	cmd := exec.Command(unshare, "-m", "sh", "-c", script, os.Args[0])
+	cmd.Env = append(os.Environ(), "FLOWEBM_CHILD_ARGS="+strings.Join([]string{"train", "--iterations", "4", "--quiet", "--out", filepath.Join(dir, "A")}, "\x1f"))
+	out, err := cmd.CombinedOutput()
+	if err != nil && strings.Contains(string(out), "mount") {
+		t.Skipf("cannot hide /proc here: %s", out)
+	}
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, f := range []string{"samples.npy", "metrics.json", "config.json", filepath.Join("checkpoint", "weights.npz")} {
+		if !exists(filepath.Join(dir, "A", f)) {
+			t.Errorf("A/%s was not written", f)
+		}
+	}
+}
+
+// Probe 51 A2: the Go heap grew to twice its live size before a
+// collection, and sample, at a number of chains whose live memory fit
+// its estimate, died with a fatal "out of memory" under ulimit -v. The
+// commands set the runtime's soft memory limit (sysmem.GCLimit) unless
+// GOMEMLIMIT gives one.
+func TestGCLimitSet(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT set")
+	}
+	runCLI("--version")
+	if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 {
+		t.Errorf("no soft memory limit set")
+	}
+}
+
+// Probe 51 B9: train --force over a finished run, killed while it
+// cleared the folder, left it without density.png, and --resume said it
+// had finished and written its outputs: samples.npy, the marker of a
+// finished run, is removed first, and the clear still removes the rest.
+func TestForceClearRemovesTheMarkerFirst(t *testing.T) {
+	if order := clearOrder(); order[0] != "samples.npy" {
+		t.Errorf("clearRun removes %s first, want samples.npy", order[0])
+	}
+	dir := filepath.Join(t.TempDir(), "C")
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", dir); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := clearRun(dir); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 || left[0].Name() != ".lock" {
+		t.Errorf("left after the clear: %v", left)
 	}
 }

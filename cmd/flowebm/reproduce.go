@@ -777,6 +777,8 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 			return outcome{outcomeInterrupted, "interrupted (run reproduce again to continue it from its last checkpoint, or to start it again if it has none): " + msg}
 		case stopped: // a signal to the train process itself (probe 30: recorded as a failure)
 			return outcome{outcomeInterrupted, "interrupted (reproduce again continues it from its last checkpoint, or starts it again if it has none): " + msg}
+		case strings.HasPrefix(msg, "flowebm: ") && strings.Contains(msg, "the run stopped without writing there"): // its folderChangedError: the folder at r.dir is not the run's (probe 51: its error.txt was replaced)
+			return failureStatus(msg)
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		return failureStatus(msg)

@@ -241,6 +241,11 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 				})
 				if moved := (*fileFolderChangedError)(nil); errors.As(err, &moved) {
 					ck.moved.Store(true)
+					if !written {
+						c := *moved
+						c.noCheckpoint = true
+						err = &c
+					}
 				}
 				if err != nil {
 					return err
@@ -898,7 +903,7 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 	}
 	work, what := f.workMemory(m)
 	if limit := memoryLimit(maxWorkBytes); need+work > limit {
-		fit := int(limit / ((need + work) / float64(f.chains))) // both grow with the chains
+		fit := int(0.9 * limit / ((need + work) / float64(f.chains))) // both grow with the chains; 10% kept for the limit's own drift (probe 51: it moves with what the process maps)
 		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): use fewer chains or particles (about %d chains fit)", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes), fit)
 	}
 	return f.checkBatch(m)

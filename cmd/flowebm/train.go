@@ -722,11 +722,11 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	// no run is removed again.
 	lock := filepath.Join(f.resume, ".lock")
 	_, statErr := os.Stat(lock)
-	release, err := lockRun(f.resume)
+	release, held, err := lockRunHeld(f.resume, commandName())
 	if err != nil {
 		return nil, nil, err
 	}
-	guard, anchor := folderGuards(f.resume)
+	guard, anchor := folderGuards(f.resume, held)
 	if err := outputsReplaceable(f.resume, f.plotFormat); err != nil { // found now, not at the next checkpoint
 		release()
 		return nil, nil, err
@@ -912,7 +912,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	}
 	// The lock first: a folder another process trains in is busy. A
 	// signal removes the folders made for it while they hold only it.
-	release, _, err := lockOutputFolder(dir, "train")
+	release, held, err := lockOutputFolderHeld(dir, "train")
 	if err != nil {
 		return nil, nil, namingFlag("--out", err)
 	}
@@ -924,7 +924,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		release()
 		return nil, nil, fmt.Errorf("--out %s is a model folder (spec.json and weights.npz, as convert writes them), not a run: give another folder", dir)
 	}
-	guard, anchor := folderGuards(dir)
+	guard, anchor := folderGuards(dir, held)
 	if foreign := foreignInCheckpointNew(dir); foreign != "" && !f.force { // probe 48: compare's figures there were taken for a killed run's and deleted
 		release()
 		return nil, nil, fmt.Errorf("%s holds %s, which is not a checkpoint a run was writing (%s is no checkpoint's file), and no run (no config.json): give another --out, or replace it with --force", dir, filepath.Join(dir, checkpointPrefix+".new"), foreign)

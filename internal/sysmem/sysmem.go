@@ -99,3 +99,22 @@ func Why(def float64) string {
 	}
 	return s + ", whichever is least"
 }
+
+// GCLimit is the soft memory limit for the Go runtime (debug.SetMemoryLimit):
+// under ulimit -v, what the process's Go memory uses now (goNow) plus 60%
+// of the address space the limit leaves free (the rest is for the
+// runtime's reservations beyond the heap, C allocations and threads);
+// otherwise three quarters of the machine's memory. With none, the Go
+// heap grows to twice its live size before a collection, and a run whose
+// live memory fit its estimate died with a fatal "out of memory" at that
+// peak (probe 51: sample, 310 chains of a conv EBM under ulimit -v). It
+// returns false where neither is known.
+func GCLimit(goNow float64) (float64, bool) {
+	if free, ok := AddressSpaceFree(); ok {
+		return goNow + 0.6*max(free, 0), true
+	}
+	if total, ok := Total(); ok {
+		return 0.75 * total, true
+	}
+	return 0, false
+}
