@@ -234,8 +234,11 @@ func readCSVTable(path string) (*csvTable, error) {
 			return nil, err
 		}
 	}
-	if t.header == nil || len(t.rows) == 0 {
+	switch {
+	case t.header == nil:
 		return nil, fmt.Errorf("%s: no header and draws: want a header line of names, then one line per draw", path)
+	case len(t.rows) == 0: // probe 51: "no header" of a header alone
+		return nil, fmt.Errorf("%s: a header and no draws: want one line per draw after the header", path)
 	}
 	return t, t.dropWarmup()
 }
@@ -371,6 +374,9 @@ func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 	chain, draw := slices.Contains(chainColumns, h), slices.Contains(drawColumns, h)
 	switch {
 	case err != nil && !errors.Is(err, strconv.ErrRange):
+		if sep := strings.IndexAny(f, ";\t|"); sep >= 0 { // probe 51: as energy's reader says it
+			return 0, fmt.Errorf("%s: %q is not a number; the columns are separated by commas, and this field holds %q: write the file with commas", t.at(line, j), clipText(f), f[sep:sep+1])
+		}
 		return 0, fmt.Errorf("%s: %q is not a number", t.at(line, j), clipText(f))
 	case strings.ContainsAny(f, "_xX"):
 		return 0, fmt.Errorf("%s: %q is not a decimal number (digit separators and hex floats are Go's syntax, not CSV's)", t.at(line, j), clipText(f))

@@ -341,3 +341,13 @@ func TestForceClearRemovesTheMarkerFirst(t *testing.T) {
 		t.Errorf("left after the clear: %v", left)
 	}
 }
+
+// Probe 51 A5: diagnose's CSV reader gave no separator hint for a ';'
+// file, and called a header alone "no header and draws".
+func TestDiagnoseCSVMessages(t *testing.T) {
+	inTempDir(t)
+	os.WriteFile("semi.csv", []byte("chain;draw;mu\n1;1;0.5\n"), 0o644)
+	os.WriteFile("head.csv", []byte("chain,draw,mu\n"), 0o644)
+	wantErr(t, `the columns are separated by commas, and this field holds ";"`, "diagnose", "semi.csv")
+	wantErr(t, "head.csv: a header and no draws", "diagnose", "head.csv")
+}
