@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -350,4 +353,25 @@ func TestDiagnoseCSVMessages(t *testing.T) {
 	os.WriteFile("head.csv", []byte("chain,draw,mu\n"), 0o644)
 	wantErr(t, `the columns are separated by commas, and this field holds ";"`, "diagnose", "semi.csv")
 	wantErr(t, "head.csv: a header and no draws", "diagnose", "head.csv")
+}
+
+// Probe 51 B3: a train process stopped because its run folder was
+// swapped for another was recorded by reproduce in an error.txt written
+// by path, into that other folder, replacing its own. None is written
+// where the train process found its folder changed.
+func TestReproduceWritesNoErrorIntoAChangedFolder(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(t.TempDir(), "train")
+	line := "flowebm: the run folder R/runs/two-modes-ula is no longer the folder this process locked when it started (/x): R/runs/two-modes-ula/.lock is gone or is another file, so the folder was moved or replaced, or a link on its path now leads elsewhere; the run stopped without writing there. Its last checkpoint is in the folder it locked"
+	if err := os.WriteFile(exe, []byte(fmt.Sprintf("#!/bin/sh\necho %q >&2\nexit 2\n", line)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &reproRun{experiment: "two-modes", algorithm: algorithms.ULA, dir: filepath.Join(dir, "two-modes-ula")}
+	got := trainOne(context.Background(), context.Background(), exe, r, reproduceFlags{seed: 1, jobs: 1})
+	if got.kind != outcomeFailed {
+		t.Errorf("outcome %q, want a failure", got)
+	}
+	if exists(filepath.Join(r.dir, "error.txt")) {
+		t.Error("error.txt written into the folder now at the run's path")
+	}
 }
