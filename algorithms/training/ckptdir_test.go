@@ -827,9 +827,12 @@ func TestCheckpointDoesNotWaitForeverForAReader(t *testing.T) {
 			t.Fatal("the checkpoint waited 20 s for a reader that holds the lock, want writerPatience (300 ms)")
 		}
 		// Once a reader has outlasted the patience, the next checkpoint
-		// waits only stuckPatience (probe 19: 2 × 20 s per checkpoint).
-		if took := time.Since(start); k == 1 && took > writerPatience {
-			t.Errorf("the second checkpoint took %v with the same stopped reader, want no wait", took)
+		// waits only stuckPatience (probe 19: 2 × 20 s per checkpoint):
+		// it says no "waiting up to" again (told after waitingNote of a
+		// wait). Its time is not asserted: writing a checkpoint on a
+		// loaded machine took 335 ms, more than the 300 ms patience.
+		if waits := strings.Count(strings.Join(said, "\n"), "waiting up to"); k == 1 && waits != 1 {
+			t.Errorf("the second checkpoint (%v) waited again for the same stopped reader: told %q", time.Since(start), said)
 		}
 	}
 	if latest, err := LatestCheckpoint(dir); err != nil || latest != filepath.Join(dir, "checkpoint") {

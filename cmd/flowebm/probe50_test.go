@@ -375,3 +375,24 @@ func TestReproduceWritesNoErrorIntoAChangedFolder(t *testing.T) {
 		t.Error("error.txt written into the folder now at the run's path")
 	}
 }
+
+// Probe 51 B8: sample's --out folder swapped for another after its last
+// checkpoint: the draws were placed in that other folder at exit 0.
+func TestSampleOutFolderSwapped(t *testing.T) {
+	inTempDir(t)
+	model := trainedRun(t)
+	os.Mkdir("E", 0o755)
+	os.Mkdir("E2", 0o755)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "sample-started" {
+			testHook = nil
+			os.Rename("E", "E_away")
+			os.Rename("E2", "E")
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "0", "--out", "E/o.npy")
+	if code == 0 || !strings.Contains(stderr, "--out E/o.npy: the folder E is no longer the folder it was when sampling started") || exists(filepath.Join("E", "o.npy")) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}

@@ -203,6 +203,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 		fmt.Fprintf(out, "resumed from %s\n", f.resume)
 	}
+	ck.outDir, _ = os.Stat(filepath.Dir(f.out)) // the --out folder, to place the draws in it and no other
 	hook("sample-started")
 	if err := f.drive(rng, pcg, run, inputs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck))
@@ -273,6 +274,8 @@ type sampleCheckpointState struct {
 	// anchor is the checkpoint's folder as it was locked: checkpoints
 	// are written through it (lockFileAnchored).
 	anchor training.Anchor
+	// outDir is the --out folder as sampling started.
+	outDir os.FileInfo
 }
 
 // resumeNote is what an interrupted or failed sampling run leaves to go on
@@ -623,6 +626,12 @@ func (f sampleFlags) flowOutputs() []string {
 // so that a failure (a full disk) or a kill replaces none of them (the
 // flow was put in place before the draws, which could then fail).
 func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleCheckpointState) error {
+	if now, err := os.Stat(filepath.Dir(f.out)); ck.outDir != nil && (err != nil || !os.SameFile(now, ck.outDir)) { // probe 51: placed in a folder swapped in
+		if f.checkpoint != "" && filepath.Dir(f.checkpoint) == filepath.Dir(f.out) {
+			ck.moved.Store(true) // the checkpoint went with its folder: the note would name the path
+		}
+		return fmt.Errorf("--out %s: the folder %s is no longer the folder it was when sampling started (it was moved, replaced or deleted, or a link on its path now leads elsewhere): the draws were not written there; give --out in the folder you mean", f.out, filepath.Dir(f.out))
+	}
 	var set stagedOutputs
 	defer set.discard()
 	if err := set.stage("--out", f.out, f.force, func(w io.Writer) error { return npy.Write(w, draws, npy.Float64) }); err != nil {
