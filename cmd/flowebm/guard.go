@@ -823,7 +823,7 @@ func lockFileAnchored(flag, path, command string) (release func(), anchor traini
 	}
 	changed := func() error {
 		now, deleted := whereIs(held)
-		return &fileFolderChangedError{flag: flag, path: path, now: now, deleted: deleted}
+		return &fileFolderChangedError{flag: flag, path: path, now: now, here: resolvedPath(filepath.Dir(path)), deleted: deleted}
 	}
 	return release, anchorIn(filepath.Dir(path), filepath.Base(lock), held, changed), nil
 }
@@ -850,7 +850,7 @@ func removeHeldLock(lock string, held os.FileInfo) {
 // is where that folder is (empty: unknown), deleted says its lock was
 // removed.
 type fileFolderChangedError struct {
-	flag, path, now       string
+	flag, path, now, here string // here: where the file's folder path leads now
 	deleted, noCheckpoint bool
 }
 
@@ -865,6 +865,13 @@ func (e *fileFolderChangedError) Error() string {
 		where = "if it is left"
 	case e.now != "":
 		where = "now " + e.now + " (continue with: flowebm sample --resume " + shellQuote(filepath.Join(e.now, filepath.Base(e.path))) + ")"
+	}
+	if e.now != "" && e.now == e.here && !e.deleted { // probe 52: "moved", of a folder made unreadable or mounted over
+		next := "once the folder is as it was, continue with: flowebm sample --resume " + shellQuote(e.path)
+		if e.noCheckpoint {
+			next = "it had written no checkpoint: start the command again"
+		}
+		return fmt.Sprintf("%s %s: the folder %s is still at its path, but %s there is no longer the file this process locked (the folder's permissions changed, or another folder was mounted over it); it stopped without writing there: %s", e.flag, e.path, dir, lock, next)
 	}
 	return fmt.Sprintf("%s %s: the folder %s is no longer the folder in which this process locked it (%s is gone or is another file: the folder was moved, replaced or deleted, or a link on its path now leads elsewhere); it stopped without writing there. What it wrote last is in the folder it locked, %s", e.flag, e.path, dir, lock, where)
 }

@@ -12,8 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"gorgonia.org/tensor"
+
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/layers"
 )
 
 // Probe 48 N5c: train, compare and reproduce said "cannot make the folder
@@ -394,5 +399,65 @@ func TestSampleOutFolderSwapped(t *testing.T) {
 	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "0", "--out", "E/o.npy")
 	if code == 0 || !strings.Contains(stderr, "--out E/o.npy: the folder E is no longer the folder it was when sampling started") || exists(filepath.Join("E", "o.npy")) {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 52: flowMC training its flow (no --flow) counted 833 KB an i-SIR
+// proposal at d = 784, and 16 chains said to fit died out of memory: the
+// live heap was 9.4 MB a proposal (AdaptiveFlowMC's flow training). 40
+// chains of 32 proposals at d = 784 need about 12 GB now, refused.
+func TestAdaptiveFlowMCMemoryCounted(t *testing.T) {
+	dir := t.TempDir()
+	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: []int{784, 4, 1}, Hidden: layers.Tanh, Layout: layers.Sequential}}
+	ebm, err := graph.NewEBM(net, nil, tensor.Float64, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := onnx.EBM(ebm, onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "e784.onnx")
+	if err := onnx.WriteFile(model, b); err != nil {
+		t.Fatal(err)
+	}
+	f := memSampleFlags(model, 40)
+	f.sampler, f.particles, f.warmup = "flowmc", 32, 20
+	if _, err := f.models(); err == nil || !strings.Contains(err.Error(), "--particles 32 × --chains 40 proposals × 9.4e+03 KB") {
+		t.Errorf("40 chains: %v; want a refusal counting 9.4 MB a proposal", err)
+	}
+}
+
+// Probe 52 A5: sample's checkpoint folder still at its path, its lock
+// no longer readable as the one locked (chmod, a mount over it), was
+// said to be moved.
+func TestSampleFolderStillThereMessage(t *testing.T) {
+	e := &fileFolderChangedError{flag: "--checkpoint", path: "D/ck.npz", now: "/x/D", here: "/x/D"}
+	if msg := e.Error(); !strings.Contains(msg, "the folder D is still at its path") || !strings.Contains(msg, "continue with: flowebm sample --resume D/ck.npz") || strings.Contains(msg, "was moved") {
+		t.Errorf("%s", msg)
+	}
+}
+
+// Probe 52 A3: sample's --out folder moved away while it sampled with a
+// --checkpoint elsewhere: the advice to resume was refused for the --out
+// folder it named; it says to give --out.
+func TestSampleOutFolderGoneAdvice(t *testing.T) {
+	inTempDir(t)
+	model := trainedRun(t)
+	os.Mkdir("O", 0o755)
+	os.Mkdir("C", 0o755)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "sample-checkpoint" {
+			testHook = nil
+			os.Rename("O", "O_away")
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "0", "--checkpoint", "C/ck.npz", "--checkpoint-every", "5", "--out", "O/a.npy")
+	if code == 0 || !strings.Contains(stderr, "continue with: flowebm sample --resume C/ck.npz --out NEW.npy") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", "C/ck.npz", "--out", "new.npy"); code != 0 {
+		t.Errorf("the advice: exit %d: %s", code, stderr)
 	}
 }

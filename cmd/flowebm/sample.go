@@ -271,6 +271,7 @@ type sampleCheckpointState struct {
 	written atomic.Bool // a checkpoint of this run is in place
 	placed  atomic.Bool // the outputs are all in place
 	moved   atomic.Bool // the checkpoint's folder is no longer at its path
+	outGone atomic.Bool // the --out folder is no longer the one it was
 	// anchor is the checkpoint's folder as it was locked: checkpoints
 	// are written through it (lockFileAnchored).
 	anchor training.Anchor
@@ -294,6 +295,9 @@ func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
 	force := ""
 	if f.force { // the outputs it was told to replace are still refused without it (probe 34)
 		force = " --force"
+	}
+	if ck.outGone.Load() { // probe 52: the advice without it was refused
+		force += " --out NEW.npy"
 	}
 	return fmt.Sprintf("; the checkpoint %s stands: continue with: flowebm sample --resume %s%s", f.checkpoint, shellQuote(f.checkpoint), force)
 }
@@ -630,6 +634,7 @@ func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleC
 		if f.checkpoint != "" && filepath.Dir(f.checkpoint) == filepath.Dir(f.out) {
 			ck.moved.Store(true) // the checkpoint went with its folder: the note would name the path
 		}
+		ck.outGone.Store(true)
 		return fmt.Errorf("--out %s: the folder %s is no longer the folder it was when sampling started (it was moved, replaced or deleted, or a link on its path now leads elsewhere): the draws were not written there; give --out in the folder you mean", f.out, filepath.Dir(f.out))
 	}
 	var set stagedOutputs
@@ -976,11 +981,28 @@ func (f sampleFlags) workMemory(m checkpoint.Models) (float64, []string) {
 // with the coupling nets' width max(16, 2d); an image flow's graph
 // (flowEval bytes a row) is its own estimate.
 func (f sampleFlags) proposalBytes(m checkpoint.Models, flowEval float64) float64 {
-	if flowEval > 0 && !f.adaptive(m) {
+	width := float64(max(16, 2*m.EBM.Dim())) // the RealNVP's coupling nets
+	switch {
+	case f.adaptive(m): // the flow trained on the proposals too (probe 52)
+		return math.Max(proposalRowBytes*width/16, adaptiveRowBytes*(width/adaptiveRowWidth)*(width/adaptiveRowWidth))
+	case flowEval > 0:
 		return proposalRowBytes + flowEval
 	}
-	return proposalRowBytes * math.Max(1, float64(max(16, 2*m.EBM.Dim()))/16)
+	return proposalRowBytes * math.Max(1, width/16)
 }
+
+// adaptiveRowBytes is the memory one i-SIR proposal takes while flowMC
+// trains its flow on them (AdaptiveFlowMC), at coupling nets of width
+// adaptiveRowWidth: measured, a live heap of 1.20 GB at 4 chains and 2.40
+// GB at 8, 32 particles, d = 784 (gctrace; probe 52: counted as 833 KB, and
+// 16 chains said to fit died out of memory). It grows faster than the
+// width (at d = 2, width 16, 429 MB at 2,000 chains: 6.7 KB, within
+// proposalRowBytes): scaled with its square, and at least
+// proposalRowBytes scaled with the width.
+const (
+	adaptiveRowBytes = 9.4e6
+	adaptiveRowWidth = 1568
+)
 
 // proposalRowBytes is the memory one i-SIR proposal takes through the flow
 // and the model at the smallest widths (see checkMemory).

@@ -86,7 +86,8 @@ func checkNodeValues(nd *Node) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := checkAttrValues(nd, nd.Attrs[name]); err != nil {
-			return fmt.Errorf("node %q (%s): attribute %q %w", nodeName(nd), nd.OpType, name, err)
+			// Probe 52: said without why, of torch.where(inside, e, inf).
+			return fmt.Errorf("node %q (%s): attribute %q %w: flowebm takes no NaN or infinite constant (a gradient through it is NaN, and an infinite energy stops a sampler's chain for good); an energy of bounded support can be written with a large finite value outside it, e.g. torch.where(inside, e, torch.full_like(e, 1e30))", nodeName(nd), nd.OpType, name, err)
 		}
 	}
 	return nil

@@ -43,6 +43,9 @@ var probeDists = []probeDist{
 	{"standard normal", (*rand.Rand).NormFloat64},
 	{"uniform on (0.01, 0.99)", func(r *rand.Rand) float64 { return 0.01 + 0.98*r.Float64() }},
 	{"normal with σ 0.01", func(r *rand.Rand) float64 { return 0.01 * r.NormFloat64() }},
+	// A support of x > 1 (a shifted gamma; probe 52: at d = 2 no row of
+	// the others was finite).
+	{"1 + log-normal", func(r *rand.Rand) float64 { return 1 + math.Exp(r.NormFloat64()) }},
 }
 
 // chooseProbe sets n.probe to the first of probeDists at whose points
@@ -123,6 +126,32 @@ func (n *Net) finiteBase(rng *rand.Rand, b int) ([]float64, map[string][]float64
 		return nil, nil, errInconclusive
 	}
 	return best, bestY, nil
+}
+
+// finiteRows returns the first and the last of the b rows whose outputs
+// in y are all finite (0 and b − 1 where none is: the caller's base has
+// some finite output, so a row has one).
+func finiteRows(y map[string][]float64, b int) (first, last int) {
+	first, last = -1, -1
+	for row := range b {
+		ok := true
+		for _, v := range y {
+			k := len(v) / b
+			for _, f := range v[row*k : (row+1)*k] {
+				ok = ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+			}
+		}
+		if ok {
+			if first < 0 {
+				first = row
+			}
+			last = row
+		}
+	}
+	if first < 0 {
+		return 0, b - 1
+	}
+	return first, last
 }
 
 // baseTries is how many draws finiteBase tries.
@@ -233,11 +262,14 @@ func (n *Net) coupled(b int) (bool, string, error) {
 	// The first sample among others three times wider (a batch maximum
 	// changes), the last among others a million times wider: a coupling
 	// that shows only once a sample is large (+ clamp(x.abs().max(),
-	// min=50), probe 49) shows there.
+	// min=50), probe 49) shows there. The first and last of the samples
+	// whose outputs are finite (probe 52: kept NaN rows stayed NaN, and
+	// a coupled energy on x > 1 loaded).
+	first, last := finiteRows(ya, b)
 	for _, c := range []struct {
 		keep  int
 		scale float64
-	}{{0, 3}, {b - 1, 1e6}} {
+	}{{first, 3}, {last, 1e6}} {
 		keep, other := c.keep, draw(c.scale)
 		copy(other[keep*n.dim:(keep+1)*n.dim], base[keep*n.dim:(keep+1)*n.dim])
 		yb, err := n.evaluate(other, b)

@@ -106,6 +106,7 @@ func TestBatchCoupledRefused(t *testing.T) {
 		"coupled_logit_centre_dyn":  "The model mixes samples", // probe 50: NaN at normal points
 		"coupled_roll6_dyn":         "The model mixes samples", // probe 50: the identity at batches 2 and 3
 		"coupled_logshift_b8":       "The model mixes samples", // probe 51: NaN in every row at the first points
+		"coupled_sgamma_b12":        "The model mixes samples", // probe 52: the rows kept were NaN
 		"coupled_clamp_dyn":         "The model mixes samples",
 		"coupled_clamp_b8":          "The model mixes samples",
 	} {
@@ -133,6 +134,18 @@ func TestDynamicGraphPinnedMessage(t *testing.T) {
 	_, err := ReadFile(filepath.Join("testdata", "pinned", "lenreshape64_dyn.onnx"))
 	if err == nil || !strings.Contains(err.Error(), `declares a dynamic batch, and flowebm builds the graph at batch 2 to check it: a Reshape to a constant batch`) {
 		t.Errorf("%v", err)
+	}
+}
+
+// Probe 52: an energy of support x > 1 (a shifted gamma) loads, checked:
+// its outputs are finite at 1 + log-normal points.
+func TestShiftedSupportChecked(t *testing.T) {
+	net, err := ReadFile(filepath.Join("testdata", "pinned", "sgamma_none_b12.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if net.Unchecked() != "" {
+		t.Errorf("left unchecked: %s", net.Unchecked())
 	}
 }
 

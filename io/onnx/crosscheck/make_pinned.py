@@ -279,3 +279,23 @@ class LogShiftCentred(nn.Module):
 
 torch.manual_seed(1)
 torch.onnx.export(LogShiftCentred().double().eval(), torch.randn(8, 2, dtype=torch.float64), f"{out}/coupled_logshift_b8.onnx")
+
+
+# Probe 52: a shifted gamma (support x > 1) centred by its batch mean,
+# exported at batch 12, loaded: the coupling check kept rows whose
+# outputs were NaN at its points. sgamma_none_b12 is the same energy
+# without the batch statistic, which must load.
+class ShiftedGamma(nn.Module):
+    def __init__(self, centred):
+        super().__init__()
+        self.centred = centred
+
+    def forward(self, x):
+        e = (-1.5 * torch.log(x - 1.0) + 0.7 * (x - 1.0)).sum(1)
+        if self.centred:
+            e = e + ((x - x.mean(0, keepdim=True)) ** 2).sum(1)
+        return e
+
+
+torch.onnx.export(ShiftedGamma(True).double(), 1.5 + torch.rand(12, 1, dtype=torch.float64), f"{out}/coupled_sgamma_b12.onnx")
+torch.onnx.export(ShiftedGamma(False).double(), 1.5 + torch.rand(12, 2, dtype=torch.float64), f"{out}/sgamma_none_b12.onnx")
