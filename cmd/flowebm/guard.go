@@ -852,6 +852,9 @@ func removeHeldLock(lock string, held os.FileInfo) {
 type fileFolderChangedError struct {
 	flag, path, now, here string // here: where the file's folder path leads now
 	deleted, noCheckpoint bool
+	// extra is added to the resume advice (sample: --out NEW.npy where
+	// --out was in the folder moved; probe 53).
+	extra string
 }
 
 func (e *fileFolderChangedError) Error() string {
@@ -864,7 +867,7 @@ func (e *fileFolderChangedError) Error() string {
 	case e.deleted:
 		where = "if it is left"
 	case e.now != "":
-		where = "now " + e.now + " (continue with: flowebm sample --resume " + shellQuote(filepath.Join(e.now, filepath.Base(e.path))) + ")"
+		where = "now " + e.now + " (continue with: flowebm sample --resume " + shellQuote(filepath.Join(e.now, filepath.Base(e.path))) + e.extra + ")"
 	}
 	if e.now != "" && e.now == e.here && !e.deleted { // probe 52: "moved", of a folder made unreadable or mounted over
 		next := "once the folder is as it was, continue with: flowebm sample --resume " + shellQuote(e.path)

@@ -131,6 +131,8 @@ func TestSampleCheckpointStaysInItsFolder(t *testing.T) {
 	}
 	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "40", "--warmup", "0", "--checkpoint", "D/ck.npz", "--checkpoint-every", "10", "--out", "s.npy")
 	want := "what it wrote last is in the folder it locked, now " + filepath.Join(dir, "D_away") + " (continue with: flowebm sample --resume " + filepath.Join(dir, "D_away", "ck.npz") + ")"
+	// --out s.npy is elsewhere: no --out NEW.npy in the advice (probe 53
+	// adds it where --out was in the folder moved).
 	if code == 0 || !strings.Contains(strings.ToLower(stderr), strings.ToLower(want)) || strings.Contains(stderr, "the checkpoint D/ck.npz stands") {
 		t.Errorf("exit %d: %s; want %q", code, stderr, want)
 	}
@@ -459,5 +461,52 @@ func TestSampleOutFolderGoneAdvice(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("sample", "--resume", "C/ck.npz", "--out", "new.npy"); code != 0 {
 		t.Errorf("the advice: exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 53 A3: --out and --checkpoint in one folder, moved after the
+// first checkpoint: the advice to resume was refused for --out's folder.
+func TestSampleFolderOfBothMoved(t *testing.T) {
+	_, _, dir := inTempDir(t)
+	model := trainedRun(t)
+	os.Mkdir("D", 0o755)
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "sample-checkpoint" {
+			testHook = nil
+			os.Rename("D", "D_away")
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "40", "--warmup", "0", "--checkpoint", "D/ck.npz", "--checkpoint-every", "10", "--out", "D/a.npy")
+	if code == 0 || !strings.Contains(stderr, "--resume "+filepath.Join(dir, "D_away", "ck.npz")+" --out NEW.npy)") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 53 A4: "about 1 chains fit", and --chains 1 is refused.
+func TestNotEvenTwoChainsFit(t *testing.T) {
+	dir := t.TempDir()
+	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: []int{784, 4, 1}, Hidden: layers.Tanh, Layout: layers.Sequential}}
+	ebm, err := graph.NewEBM(net, nil, tensor.Float64, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := onnx.EBM(ebm, onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "e784.onnx")
+	if err := onnx.WriteFile(model, b); err != nil {
+		t.Fatal(err)
+	}
+	f := memSampleFlags(model, 2)
+	f.sampler, f.particles, f.warmup = "flowmc", 4096, 20
+	if _, err := f.models(); err == nil || !strings.Contains(err.Error(), "not even 2 chains fit: use fewer --particles") {
+		t.Errorf("%v", err)
+	}
+	// Fewer particles than the 32 of the measure are counted as 32.
+	f.chains, f.particles = 40, 2
+	if _, err := f.models(); err == nil || !strings.Contains(err.Error(), "--particles 2 × --chains 40 proposals × 1.5e+05 KB") {
+		t.Errorf("2 particles: %v", err)
 	}
 }

@@ -242,11 +242,12 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 				})
 				if moved := (*fileFolderChangedError)(nil); errors.As(err, &moved) {
 					ck.moved.Store(true)
-					if !written {
-						c := *moved
-						c.noCheckpoint = true
-						err = &c
+					c := *moved
+					c.noCheckpoint = !written
+					if filepath.Dir(f.out) == filepath.Dir(f.checkpoint) { // --out went with it (probe 53)
+						c.extra = " --out NEW.npy"
 					}
+					err = &c
 				}
 				if err != nil {
 					return err
@@ -918,7 +919,11 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 	work, what := f.workMemory(m)
 	if limit := memoryLimit(maxWorkBytes); need+work > limit {
 		fit := int(0.9 * limit / ((need + work) / float64(f.chains))) // both grow with the chains; 10% kept for the limit's own drift (probe 51: it moves with what the process maps)
-		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): use fewer chains or particles (about %d chains fit)", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes), fit)
+		advice := fmt.Sprintf("use fewer chains or particles (about %d chains fit)", fit)
+		if fit < 2 { // probe 53: "about 1 chains fit", and --chains 1 is refused
+			advice = "not even 2 chains fit: use fewer --particles, or a smaller model"
+		}
+		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): %s", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes), advice)
 	}
 	return f.checkBatch(m)
 }
@@ -968,6 +973,9 @@ func (f sampleFlags) workMemory(m checkpoint.Models) (float64, []string) {
 		rows := float64(f.particles) * chains
 		proposals := fmt.Sprintf("--particles %d × --chains %d proposals", f.particles, f.chains)
 		perRow := f.proposalBytes(m, flowEval)
+		if f.adaptive(m) && f.particles < adaptiveParticles { // the flow's training grows with the chains, not the particles (probe 53)
+			perRow *= float64(adaptiveParticles) / float64(f.particles)
+		}
 		work += rows * perRow
 		what = append(what, fmt.Sprintf("%s × %.3g KB", proposals, perRow/1e3))
 		add(rows, proposals, ebmEval, "the EBM's graph")
@@ -999,9 +1007,14 @@ func (f sampleFlags) proposalBytes(m checkpoint.Models, flowEval float64) float6
 // width (at d = 2, width 16, 429 MB at 2,000 chains: 6.7 KB, within
 // proposalRowBytes): scaled with its square, and at least
 // proposalRowBytes scaled with the width.
+//
+// adaptiveParticles is the particles of that measure: with fewer, the
+// memory per chain is no less (probe 53: at 2 particles, the count of
+// chains named died out of memory), and is counted as at 32.
 const (
-	adaptiveRowBytes = 9.4e6
-	adaptiveRowWidth = 1568
+	adaptiveRowBytes  = 9.4e6
+	adaptiveRowWidth  = 1568
+	adaptiveParticles = 32
 )
 
 // proposalRowBytes is the memory one i-SIR proposal takes through the flow

@@ -67,7 +67,7 @@ func (n *Net) chooseProbe(b int) {
 		}
 		y, err := n.evaluate(x, b)
 		if err != nil {
-			break
+			continue // not at these points (an index out of range): the next distribution
 		}
 		if f := finiteShare(y); f > most {
 			best, most = i, f
@@ -77,7 +77,7 @@ func (n *Net) chooseProbe(b int) {
 		}
 	}
 	n.probe = probeDists[best]
-	if most == 0 {
+	if most <= 0 { // none finite, or it ran at none
 		n.markUnchecked()
 	}
 }
@@ -92,7 +92,7 @@ func (n *Net) markUnchecked() {
 	for _, d := range probeDists {
 		names = append(names, d.name)
 	}
-	n.unchecked = fmt.Sprintf("%s: its outputs are not finite (NaN or ±Inf) at the points flowebm runs a graph on at load to check that it gives one energy per point (%s), so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
+	n.unchecked = fmt.Sprintf("%s: its outputs are not finite (NaN or ±Inf) at the points flowebm runs a graph on at load to check that it gives one energy per point (%s), or cannot be computed there, so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
 }
 
 // finiteBase draws b points from n.probe with rng and evaluates the graph

@@ -107,6 +107,7 @@ func TestBatchCoupledRefused(t *testing.T) {
 		"coupled_roll6_dyn":         "The model mixes samples", // probe 50: the identity at batches 2 and 3
 		"coupled_logshift_b8":       "The model mixes samples", // probe 51: NaN in every row at the first points
 		"coupled_sgamma_b12":        "The model mixes samples", // probe 52: the rows kept were NaN
+		"coupled_hist_dyn":          "The model mixes samples", // probe 53: out of range at normal points
 		"coupled_clamp_dyn":         "The model mixes samples",
 		"coupled_clamp_b8":          "The model mixes samples",
 	} {
@@ -134,6 +135,19 @@ func TestDynamicGraphPinnedMessage(t *testing.T) {
 	_, err := ReadFile(filepath.Join("testdata", "pinned", "lenreshape64_dyn.onnx"))
 	if err == nil || !strings.Contains(err.Error(), `declares a dynamic batch, and flowebm builds the graph at batch 2 to check it: a Reshape to a constant batch`) {
 		t.Errorf("%v", err)
+	}
+}
+
+// Probe 53: a table on the integers 20..29 with a batch-mean term could
+// not run at any of the checks' points (an index out of range), and
+// loaded unchecked with no note; it is left unchecked, and says so.
+func TestUncomputableAtTheChecksNoted(t *testing.T) {
+	net, err := ReadFile(filepath.Join("testdata", "pinned", "table20_cpl_dyn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(net.Unchecked(), "or cannot be computed there, so it was not checked") {
+		t.Errorf("note %q", net.Unchecked())
 	}
 }
 

@@ -299,3 +299,24 @@ class ShiftedGamma(nn.Module):
 
 torch.onnx.export(ShiftedGamma(True).double(), 1.5 + torch.rand(12, 1, dtype=torch.float64), f"{out}/coupled_sgamma_b12.onnx")
 torch.onnx.export(ShiftedGamma(False).double(), 1.5 + torch.rand(12, 2, dtype=torch.float64), f"{out}/sgamma_none_b12.onnx")
+
+
+# Probe 53: table lookups (GatherElements on x.long()) with a batch-mean
+# term: a histogram energy on [0, 1) (coupled_hist_dyn, refused: the
+# uniform points index the table) and a table on the integers 20..29
+# (table20_cpl_dyn: out of range at every point the checks draw, so it
+# is left unchecked, with a note; it loaded unchecked and unnoted).
+class Histogram(nn.Module):
+    def __init__(self, offset=0.0, scale=10.0):
+        super().__init__()
+        self.t = nn.Parameter(torch.linspace(0, 3, 10, dtype=torch.float64))
+        self.offset, self.scale = offset, scale
+
+    def forward(self, x):
+        i = (self.scale * (x - self.offset)).long()
+        return torch.gather(self.t.expand(x.shape[0], 10), 1, i).sum(1) + ((x - x.mean(0, keepdim=True)) ** 2).sum(1)
+
+
+dyn = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "n"}, "energy": {0: "n"}})
+torch.onnx.export(Histogram(), torch.rand(2, 1, dtype=torch.float64), f"{out}/coupled_hist_dyn.onnx", **dyn)
+torch.onnx.export(Histogram(20.0, 1.0), 20 + torch.zeros(2, 1, dtype=torch.float64), f"{out}/table20_cpl_dyn.onnx", **dyn)
