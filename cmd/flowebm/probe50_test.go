@@ -409,20 +409,7 @@ func TestSampleOutFolderSwapped(t *testing.T) {
 // live heap was 9.4 MB a proposal (AdaptiveFlowMC's flow training). 40
 // chains of 32 proposals at d = 784 need about 12 GB now, refused.
 func TestAdaptiveFlowMCMemoryCounted(t *testing.T) {
-	dir := t.TempDir()
-	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: []int{784, 4, 1}, Hidden: layers.Tanh, Layout: layers.Sequential}}
-	ebm, err := graph.NewEBM(net, nil, tensor.Float64, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := onnx.EBM(ebm, onnx.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := filepath.Join(dir, "e784.onnx")
-	if err := onnx.WriteFile(model, b); err != nil {
-		t.Fatal(err)
-	}
+	model := energy784(t)
 	f := memSampleFlags(model, 40)
 	f.sampler, f.particles, f.warmup = "flowmc", 32, 20
 	if _, err := f.models(); err == nil || !strings.Contains(err.Error(), "--particles 32 × --chains 40 proposals × 9.4e+03 KB") {
@@ -485,20 +472,7 @@ func TestSampleFolderOfBothMoved(t *testing.T) {
 
 // Probe 53 A4: "about 1 chains fit", and --chains 1 is refused.
 func TestNotEvenTwoChainsFit(t *testing.T) {
-	dir := t.TempDir()
-	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: []int{784, 4, 1}, Hidden: layers.Tanh, Layout: layers.Sequential}}
-	ebm, err := graph.NewEBM(net, nil, tensor.Float64, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := onnx.EBM(ebm, onnx.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := filepath.Join(dir, "e784.onnx")
-	if err := onnx.WriteFile(model, b); err != nil {
-		t.Fatal(err)
-	}
+	model := energy784(t)
 	f := memSampleFlags(model, 2)
 	f.sampler, f.particles, f.warmup = "flowmc", 4096, 20
 	if _, err := f.models(); err == nil || !strings.Contains(err.Error(), "not even 2 chains fit: use fewer --particles") {
@@ -509,4 +483,24 @@ func TestNotEvenTwoChainsFit(t *testing.T) {
 	if _, err := f.models(); err == nil || !strings.Contains(err.Error(), "--particles 2 × --chains 40 proposals × 1.5e+05 KB") {
 		t.Errorf("2 particles: %v", err)
 	}
+}
+
+// energy784 writes an MLP energy on d = 784 (784-4-1) as ONNX and
+// returns its path.
+func energy784(t *testing.T) string {
+	t.Helper()
+	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: []int{784, 4, 1}, Hidden: layers.Tanh, Layout: layers.Sequential}}
+	ebm, err := graph.NewEBM(net, nil, tensor.Float64, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := onnx.EBM(ebm, onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(t.TempDir(), "e784.onnx")
+	if err := onnx.WriteFile(model, b); err != nil {
+		t.Fatal(err)
+	}
+	return model
 }
