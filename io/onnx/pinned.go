@@ -34,6 +34,15 @@ type probeDist struct {
 	draw func(*rand.Rand) float64
 }
 
+// values draws m values from d with rng, times scale.
+func (d probeDist) values(rng *rand.Rand, m int, scale float64) []float64 {
+	x := make([]float64, m)
+	for i := range x {
+		x[i] = scale * d.draw(rng)
+	}
+	return x
+}
+
 // probeDists are tried in turn until the graph's outputs are finite at
 // their points (chooseProbe): at points where a graph gives NaN, every
 // comparison passes (probe 50: an image EBM whose first step is the
@@ -61,10 +70,7 @@ func (n *Net) chooseProbe(b int) {
 	best, most := 0, -1.0
 	for i, d := range probeDists {
 		rng := rand.New(rand.NewPCG(batchProbeSeed+2, uint64(n.dim)))
-		x := make([]float64, b*n.dim)
-		for i := range x {
-			x[i] = d.draw(rng)
-		}
+		x := d.values(rng, b*n.dim, 1)
 		y, err := n.evaluate(x, b)
 		if err != nil {
 			continue // not at these points (an index out of range): the next distribution
@@ -107,10 +113,7 @@ func (n *Net) finiteBase(rng *rand.Rand, b int) ([]float64, map[string][]float64
 	var bestY map[string][]float64
 	most := 0.0
 	for range baseTries {
-		x := make([]float64, b*n.dim)
-		for i := range x {
-			x[i] = n.probe.draw(rng)
-		}
+		x := n.probe.values(rng, b*n.dim, 1)
 		y, err := n.evaluate(x, b)
 		if err != nil {
 			return nil, nil, err
@@ -196,9 +199,7 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 	if err != nil {
 		return false, "", err // the build at a was checked: a failure here is the run's
 	}
-	for range (b - a) * n.dim {
-		x = append(x, n.probe.draw(rng))
-	}
+	x = append(x, n.probe.values(rng, (b-a)*n.dim, 1)...)
 	yb, err := n.evaluate(x, b)
 	if err != nil {
 		return true, fmt.Sprintf("it cannot run at batch %d (%v)", b, err), nil
@@ -230,13 +231,6 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 // point's energy changed with the file's other points).
 func (n *Net) coupled(b int) (bool, string, error) {
 	rng := rand.New(rand.NewPCG(batchProbeSeed+1, uint64(n.dim)))
-	draw := func(scale float64) []float64 {
-		x := make([]float64, b*n.dim)
-		for i := range x {
-			x[i] = scale * n.probe.draw(rng)
-		}
-		return x
-	}
 	base, ya, err := n.finiteBase(rng, b)
 	if err != nil {
 		return false, "", err
@@ -270,7 +264,7 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		keep  int
 		scale float64
 	}{{first, 3}, {last, 1e6}} {
-		keep, other := c.keep, draw(c.scale)
+		keep, other := c.keep, n.probe.values(rng, b*n.dim, c.scale)
 		copy(other[keep*n.dim:(keep+1)*n.dim], base[keep*n.dim:(keep+1)*n.dim])
 		yb, err := n.evaluate(other, b)
 		if err != nil {
