@@ -339,7 +339,11 @@ func (t *csvTable) setHeader(rec []string, line int) error {
 			return fmt.Errorf("%s: line %d, column %d: empty column name: want a name for every column (pandas' to_csv writes its index so: give index=False)", t.path, line, j+1)
 		}
 		if strings.IndexFunc(name, unicode.IsControl) >= 0 {
-			return fmt.Errorf("%s: line %d, column %d: the column name %q holds control characters", t.path, line, j+1, name)
+			hint := ""
+			if strings.ContainsRune(name, '\t') { // a tab-separated file read with commas
+				hint = `: the columns are separated by commas, and this header holds tabs: write the file with commas (pandas' to_csv, numpy.savetxt(..., delimiter=","), or tr '\t' ',')`
+			}
+			return fmt.Errorf("%s: line %d, column %d: the column name %q holds control characters%s", t.path, line, j+1, name, hint)
 		}
 		if k, dup := seen[name]; dup {
 			return fmt.Errorf("%s: line %d: columns %d and %d are both named %q: want distinct column names", t.path, line, k+1, j+1, name)

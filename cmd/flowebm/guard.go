@@ -301,24 +301,70 @@ func folderGuards(dir string, held os.FileInfo) (check func() error, anchor trai
 // /proc/self/fd/N, a path naming that folder whatever happens to dir's
 // path meanwhile, or changed's error.
 func anchorIn(dir, lock string, held os.FileInfo, changed func() error) training.Anchor {
+	return anchorChecked(dir, func(fd int) bool {
+		var st unix.Stat_t
+		return unix.Fstatat(fd, lock, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && sameInode(&st, held)
+	}, changed)
+}
+
+// folderAnchor is the folder dir reached through a descriptor opened on
+// it, once that is found to be the folder want (as stat'd before); where
+// it is not, changed gives the error.
+func folderAnchor(dir string, want os.FileInfo, changed func() error) training.Anchor {
+	return anchorChecked(dir, func(fd int) bool {
+		var st unix.Stat_t
+		return unix.Fstat(fd, &st) == nil && sameInode(&st, want)
+	}, changed)
+}
+
+// anchorChecked opens the folder dir and returns /proc/self/fd/N for it
+// once ok(N) holds, or changed's error. Without /proc (a chroot, a
+// sandbox) the path is dir itself, just checked (probe 51: written into
+// an empty /proc).
+func anchorChecked(dir string, ok func(fd int) bool, changed func() error) training.Anchor {
 	return func() (string, func(), error) {
 		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return "", nil, changed()
 		}
 		release := func() { unix.Close(fd) }
-		var st unix.Stat_t
-		h, ok := held.Sys().(*syscall.Stat_t)
-		if !ok || unix.Fstatat(fd, lock, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != h.Dev || st.Ino != h.Ino {
+		if !ok(fd) {
 			release()
 			return "", nil, changed()
 		}
-		at := fmt.Sprintf("/proc/self/fd/%d", fd)
-		if !sameFolder(at, fd) { // no /proc (a chroot, a sandbox): by path, just checked (probe 51: written into an empty /proc)
-			return dir, release, nil
+		hook("anchor-checked")
+		if at := fmt.Sprintf("/proc/self/fd/%d", fd); sameFolder(at, fd) {
+			return at, release, nil
 		}
-		return at, release, nil
+		return dir, release, nil
 	}
+}
+
+// sameInode reports whether st is the file fi describes.
+func sameInode(st *unix.Stat_t, fi os.FileInfo) bool {
+	h, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Dev == h.Dev && st.Ino == h.Ino
+}
+
+// linkTarget is path with its last part's symbolic links followed (at
+// most 40, as the system does), as far as they lead; the folders above
+// are left as given.
+func linkTarget(path string) string {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return path
+		}
+		t, err := os.Readlink(path)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(path), t)
+		}
+		path = t
+	}
+	return path
 }
 
 // sameFolder reports whether path leads to the folder open as fd.

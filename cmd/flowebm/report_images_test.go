@@ -81,6 +81,9 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 		if m, _ := os.ReadFile(filepath.Join(out, "metrics.json")); !bytes.Equal(first, again) || !bytes.Equal(m, metrics) {
 			t.Errorf("%s: after --resume of a run that lost its image samples: samples equal %v, metrics.json unchanged %v", a, bytes.Equal(first, again), bytes.Equal(m, metrics))
 		}
+		if a == algorithms.FlowMC {
+			imageOutputsThroughTheAnchor(t, out)
+		}
 		for _, fig := range []string{"samples-512.png", "energies.png", "acceptance.png", "samples.png"} {
 			_, err := os.Stat(filepath.Join(out, fig))
 			if want := fig != "acceptance.png" || a == algorithms.FlowMC; want != (err == nil) {
@@ -162,5 +165,46 @@ func checkImageSamples(t *testing.T, dir string) {
 				t.Fatalf("%s: non-finite energy %v", dir, v)
 			}
 		}
+	}
+}
+
+// imageOutputsThroughTheAnchor: session 32 wrote a finished image run's
+// missing image-samples.npz through its locked folder; resumed through a
+// link re-pointed to another folder just after the folder's last check,
+// the file goes to the run's own folder, and the other is left alone.
+func imageOutputsThroughTheAnchor(t *testing.T, out string) {
+	t.Helper()
+	base := t.TempDir()
+	link, other := filepath.Join(base, "link"), filepath.Join(base, "other")
+	os.Mkdir(other, 0o755)
+	os.Symlink(out, link)
+	checks := 0
+	defer func() { testHook = nil }()
+	testHook = func(p string) {
+		if p == "anchor-checked" {
+			checks++
+		}
+	}
+	os.Remove(filepath.Join(out, training.ImageSamplesFile))
+	if _, stderr, status := runCLI("train", "--resume", link, "--quiet"); status != 0 {
+		t.Fatalf("train --resume LINK: %s", stderr)
+	}
+	last := checks // the last check is the one before the outputs are written
+	os.Remove(filepath.Join(out, training.ImageSamplesFile))
+	checks = 0
+	testHook = func(p string) {
+		if p == "anchor-checked" {
+			if checks++; checks == last {
+				os.Remove(link)
+				os.Symlink(other, link)
+			}
+		}
+	}
+	runCLI("train", "--resume", link, "--quiet")
+	if entries, _ := os.ReadDir(other); len(entries) > 0 {
+		t.Errorf("the folder linked after the check got %d files (%s …)", len(entries), entries[0].Name())
+	}
+	if _, err := os.Stat(filepath.Join(out, training.ImageSamplesFile)); err != nil {
+		t.Errorf("the run's own folder: %v", err)
 	}
 }

@@ -463,7 +463,7 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 		f.outGiven = true
 	}
 	f.changed, f.resume, f.force = fs.Changed, given.resume, given.force
-	abs, err := filepath.Abs(given.resume)
+	abs, err := filepath.Abs(linkTarget(given.resume)) // the file continued, not a link to it (session 33: the link was replaced by a file, the file left behind)
 	if err != nil {
 		return given, nil, nil, err
 	}
@@ -631,29 +631,38 @@ func (f sampleFlags) flowOutputs() []string {
 // so that a failure (a full disk) or a kill replaces none of them (the
 // flow was put in place before the draws, which could then fail).
 func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleCheckpointState) error {
-	if now, err := os.Stat(filepath.Dir(f.out)); ck.outDir != nil && (err != nil || !os.SameFile(now, ck.outDir)) { // probe 51: placed in a folder swapped in
-		if f.checkpoint != "" && filepath.Dir(f.checkpoint) == filepath.Dir(f.out) {
+	dir := filepath.Dir(f.out)
+	changed := func() error { // probe 51: placed in a folder swapped in
+		if f.checkpoint != "" && filepath.Dir(f.checkpoint) == dir {
 			ck.moved.Store(true) // the checkpoint went with its folder: the note would name the path
 		}
 		ck.outGone.Store(true)
-		return fmt.Errorf("--out %s: the folder %s is no longer the folder it was when sampling started (it was moved, replaced or deleted, or a link on its path now leads elsewhere): the draws were not written there; give --out in the folder you mean", f.out, filepath.Dir(f.out))
+		return fmt.Errorf("--out %s: the folder %s is no longer the folder it was when sampling started (it was moved, replaced or deleted, or a link on its path now leads elsewhere): the draws were not written there; give --out in the folder you mean", f.out, dir)
 	}
-	var set stagedOutputs
-	defer set.discard()
-	if err := set.stage("--out", f.out, f.force, func(w io.Writer) error { return npy.Write(w, draws, npy.Float64) }); err != nil {
-		return err
+	var anchor training.Anchor
+	if ck.outDir != nil {
+		anchor = folderAnchor(dir, ck.outDir, changed)
 	}
-	for i, b := range graphs {
-		if err := set.stage("--flow-out", f.flowOutputs()[i], f.force, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+	// Through the folder checked, not by path (session 33: a folder
+	// swapped in between the check and the placing got the draws).
+	return training.Through(dir, anchor, func(at string) error {
+		var set stagedOutputs
+		defer set.discard()
+		if err := set.stage("--out", filepath.Join(at, filepath.Base(f.out)), f.force, func(w io.Writer) error { return npy.Write(w, draws, npy.Float64) }); err != nil {
 			return err
 		}
-	}
-	set.placed = func() { ck.placed.Store(true) } // before a signal's note is made
-	if err := set.place(); err != nil {
-		return err
-	}
-	hook("sample-placed")
-	return nil
+		for i, b := range graphs {
+			if err := set.stage("--flow-out", f.flowOutputs()[i], f.force, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+				return err
+			}
+		}
+		set.placed = func() { ck.placed.Store(true) } // before a signal's note is made
+		if err := set.place(); err != nil {
+			return err
+		}
+		hook("sample-placed")
+		return nil
+	})
 }
 
 // flowGraphs are the trained flow's two graphs for --flow-out: an ONNX

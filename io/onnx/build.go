@@ -1,15 +1,17 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
-	"github.com/flowebm/flowebm/layers"
-	"github.com/flowebm/flowebm/layers/nd"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flowebm/flowebm/layers"
+	"github.com/flowebm/flowebm/layers/nd"
 )
 
 // val is one ONNX value during instantiation: its ONNX shape and element
@@ -117,6 +119,10 @@ func (in *instance) floatType() DataType {
 // than the declared one, says which node pins the batch.
 func (in *instance) nodeError(node *Node, err error) error {
 	msg := fmt.Sprintf("node %q (%s): %v", nodeName(node), node.OpType, err)
+	var ns *notSupportedError
+	if errors.As(err, &ns) {
+		return fmt.Errorf("%s", msg)
+	}
 	if d := in.net.batch; d > 0 && d != in.batch {
 		msg += fmt.Sprintf(" (the model's input is declared with batch %d and this node cannot run at batch %d: export with dynamic_axes={%q: {0: \"batch\"}} or evaluate batches of %d)", d, in.batch, in.net.input, d)
 	} else if d == 0 && node.OpType == "Reshape" { // probe 48: "cannot reshape [2 4] to [64 -1]" named a batch never given
@@ -201,7 +207,7 @@ func (in *instance) computed(name string) (*val, error) {
 // apply builds one node and binds its outputs.
 func (in *instance) apply(node *Node) error {
 	if node.Domain != "" && node.Domain != "ai.onnx" {
-		return fmt.Errorf("operator of domain %q is not supported (only the default ONNX domain)", node.Domain)
+		return notSupported("operator of domain %q is not supported (only the default ONNX domain)", node.Domain)
 	}
 	h, ok := handlers[node.OpType]
 	if !ok {
@@ -222,17 +228,29 @@ func (in *instance) apply(node *Node) error {
 			in.env[name] = outs[i]
 			continue
 		}
-		in.env[name] = &val{err: fmt.Errorf("output %d of node %q (%s) is not supported", i, nodeName(node), node.OpType)}
+		in.env[name] = &val{err: notSupported("output %d of node %q (%s) is not supported", i, nodeName(node), node.OpType)}
 	}
 	return nil
+}
+
+// notSupportedError is a build error for what the importer does not do
+// (an operator, an attribute, an output), whatever the batch: it gets no
+// explanation of the batch the graph was built at (probe 53).
+type notSupportedError struct{ msg string }
+
+func (e *notSupportedError) Error() string { return e.msg }
+
+// notSupported is a notSupportedError with fmt.Sprintf's words.
+func notSupported(format string, args ...any) error {
+	return &notSupportedError{fmt.Sprintf(format, args...)}
 }
 
 // unsupported is the error for an operator the importer does not have.
 func unsupported(op string) error {
 	if msg, ok := refusals[op]; ok {
-		return fmt.Errorf("operator %s is not supported: %s", op, msg)
+		return notSupported("operator %s is not supported: %s", op, msg)
 	}
-	return fmt.Errorf("operator %s is not supported (supported: %s)", op, strings.Join(Supported(), ", "))
+	return notSupported("operator %s is not supported (supported: %s)", op, strings.Join(Supported(), ", "))
 }
 
 // refusals explain the operators refused on purpose.

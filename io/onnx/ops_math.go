@@ -353,7 +353,7 @@ func constantHandler(in *instance, node *Node) ([]*val, error) {
 			return []*val{constVal([]int{len(a.Ints)}, TypeInt64, int64sToFloats(a.Ints))}, nil
 		}
 	}
-	return nil, fmt.Errorf("no value, value_float(s) or value_int(s) attribute (sparse and string constants are not supported)")
+	return nil, notSupported("no value, value_float(s) or value_int(s) attribute (sparse and string constants are not supported)")
 }
 
 // tensorVal makes a constant of a decoded tensor.
@@ -411,7 +411,7 @@ func (in *instance) cast(x *val, to DataType) (*val, error) {
 		}
 		return in.op(nd.Unary{Fn: nd.Not}, x.shape, TypeBool, y)
 	case to == TypeString || to == TypeComplex64 || to == TypeComplex128 || to == TypeUndefined:
-		return nil, fmt.Errorf("cast to %v is not supported", to)
+		return nil, notSupported("cast to %v is not supported", to)
 	}
 	if !isFloat(x.elem) { // integer to integer
 		return &val{shape: x.shape, elem: to, c: x.c, n: x.n}, nil
@@ -671,7 +671,7 @@ func ifHandler(in *instance, node *Node) ([]*val, error) {
 		return nil, err
 	}
 	if !c.isConst() || sizeOf(c.shape) != 1 {
-		return nil, fmt.Errorf("the condition depends on the input: control flow on data is not supported (trace the model so that it has no data-dependent branches)")
+		return nil, notSupported("the condition depends on the input: control flow on data is not supported (trace the model so that it has no data-dependent branches)")
 	}
 	branch := "else_branch"
 	if c.c.Data().([]float64)[0] != 0 {

@@ -147,10 +147,10 @@ func convTransposeHandler(in *instance, node *Node) ([]*val, error) {
 		return nil, fmt.Errorf("input %v and weight %v: want (N, C, spatial…) and (C, M/group, kernel…)", x.shape, w.shape)
 	}
 	if _, ok := nodeInts(node, "output_shape"); ok {
-		return nil, fmt.Errorf("the output_shape attribute is not supported: export with explicit pads")
+		return nil, notSupported("the output_shape attribute is not supported: export with explicit pads")
 	}
 	if ap := nodeString(node, "auto_pad", "NOTSET"); ap != "NOTSET" && ap != "VALID" {
-		return nil, fmt.Errorf("auto_pad %s is not supported for ConvTranspose: export with explicit pads", ap)
+		return nil, notSupported("auto_pad %s is not supported for ConvTranspose: export with explicit pads", ap)
 	}
 	win, err := windowOf(node, x.shape[2:], w.shape[2:])
 	if err != nil {
@@ -188,7 +188,7 @@ func poolHandler(kind nd.PoolKind) handler {
 			return nil, fmt.Errorf("input %v, want (N, C, spatial…)", x.shape)
 		}
 		if len(node.Outputs) > 1 && node.Outputs[1] != "" {
-			return nil, fmt.Errorf("the Indices output of MaxPool is not supported")
+			return nil, notSupported("the Indices output of MaxPool is not supported")
 		}
 		win, err := windowOf(node, x.shape[2:], nil)
 		if err != nil {
@@ -264,7 +264,7 @@ func batchNormHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	for i := 1; i < len(node.Outputs); i++ {
 		if node.Outputs[i] != "" && in.net.Opset >= 14 {
-			return nil, fmt.Errorf("the running-statistics outputs are not supported: export in eval() mode")
+			return nil, notSupported("the running-statistics outputs are not supported: export in eval() mode")
 		}
 	}
 	ins, err := in.inputs(node, 3)
@@ -357,7 +357,7 @@ func instanceNormHandler(in *instance, node *Node) ([]*val, error) {
 func layerNormHandler(in *instance, node *Node) ([]*val, error) {
 	for i := 1; i < len(node.Outputs); i++ {
 		if node.Outputs[i] != "" {
-			return nil, fmt.Errorf("the Mean and InvStdDev outputs are not supported")
+			return nil, notSupported("the Mean and InvStdDev outputs are not supported")
 		}
 	}
 	x, err := in.input(node, 0)
@@ -409,7 +409,7 @@ func resizeHandler(in *instance, node *Node) ([]*val, error) {
 		return nil, fmt.Errorf("keep_aspect_ratio_policy %q: only \"stretch\" is supported", p)
 	}
 	if _, ok := node.Attrs["axes"]; ok {
-		return nil, fmt.Errorf("the axes attribute is not supported: give scales or sizes for every axis")
+		return nil, notSupported("the axes attribute is not supported: give scales or sizes for every axis")
 	}
 	scales, sizes, err := in.resizeTargets(node, x.shape)
 	if err != nil {
@@ -510,7 +510,7 @@ func nearestIndices(node *Node, in, out int, scale float64) ([]int, error) {
 		case "asymmetric":
 			x = float64(i) / scale
 		default:
-			return nil, fmt.Errorf("coordinate_transformation_mode %q is not supported", ctm)
+			return nil, notSupported("coordinate_transformation_mode %q is not supported", ctm)
 		}
 		var k float64
 		switch mode {

@@ -452,7 +452,7 @@ func gatherHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	x, iv := ins[0], ins[1]
 	if !iv.isConst() {
-		return nil, fmt.Errorf("indices depend on the input: Gather with data-dependent indices is not supported (GatherElements is)")
+		return nil, notSupported("indices depend on the input: Gather with data-dependent indices is not supported (GatherElements is)")
 	}
 	ax, err := axis(nodeInt(node, "axis", 0), len(x.shape))
 	if err != nil {

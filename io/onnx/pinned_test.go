@@ -128,6 +128,16 @@ func TestDynamicGraphDroppingRows(t *testing.T) {
 	}
 }
 
+// Probe 53 A5: the refusal of a Gather with data-dependent indices
+// (torch.index_select on x.long()) added an explanation of the batch the
+// graph was built at, which has nothing to do with it.
+func TestNotSupportedSaysNothingOfTheBatch(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "gather_data_dyn.onnx"))
+	if err == nil || !strings.Contains(err.Error(), "Gather with data-dependent indices is not supported (GatherElements is)") || strings.Contains(err.Error(), "batch") {
+		t.Errorf("%v", err)
+	}
+}
+
 // Probe 48: exported at 64 with dynamic_axes, a len(x) reshape failed at
 // the check's batch of 2 with "cannot reshape [2 4] to [64 -1]", naming a
 // batch never given; the message says why and what to do.

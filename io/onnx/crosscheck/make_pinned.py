@@ -320,3 +320,20 @@ class Histogram(nn.Module):
 dyn = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "n"}, "energy": {0: "n"}})
 torch.onnx.export(Histogram(), torch.rand(2, 1, dtype=torch.float64), f"{out}/coupled_hist_dyn.onnx", **dyn)
 torch.onnx.export(Histogram(20.0, 1.0), 20 + torch.zeros(2, 1, dtype=torch.float64), f"{out}/table20_cpl_dyn.onnx", **dyn)
+
+
+# Probe 53 A5: a table indexed by the input through torch.index_select
+# (ONNX Gather with data-dependent indices, which the importer refuses:
+# GatherElements is supported); exported with dynamic_axes, its refusal
+# added an explanation of the batch the graph was built at.
+class IndexSelect(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t = nn.Parameter(torch.linspace(0, 3, 10, dtype=torch.float64))
+
+    def forward(self, x):
+        i = (10 * x[:, 0]).long().clamp(0, 9)
+        return torch.index_select(self.t, 0, i) + (x ** 2).sum(1)
+
+
+torch.onnx.export(IndexSelect(), torch.rand(2, 1, dtype=torch.float64), f"{out}/gather_data_dyn.onnx", **dyn)
