@@ -111,7 +111,6 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err != nil {
 		return err
 	}
-	printUnchecked(cmd.ErrOrStderr(), m)
 	if err := checkEnergyMemory(f, m); err != nil {
 		return err
 	}
@@ -125,6 +124,10 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err := checkFinitePoints(f.points, x, shape); err != nil {
 		return err
 	}
+	if err := checkAtPoints(m, x); err != nil {
+		return err
+	}
+	printUnchecked(cmd.ErrOrStderr(), m)
 	n, d := x.Dims()
 	e := make([]float64, n)
 	var g *mat.Dense
@@ -480,6 +483,25 @@ func loadModelSums(path string, oc onnx.Config, sums modelSums) (checkpoint.Mode
 // unchecked is an imported network that the load checks could not run
 // on (onnx.Net.Unchecked).
 type unchecked interface{ Unchecked() string }
+
+// checkAtPoints runs the load checks of m's imported energy network, if
+// they could not run at their own points, at the points x (CheckAt): a
+// network defined only where the user's points are is checked there.
+func checkAtPoints(m checkpoint.Models, x *mat.Dense) error {
+	n, ok := m.EBM.Net.(interface{ CheckAt([]float64) error })
+	if !ok {
+		return nil
+	}
+	rows, d := x.Dims()
+	flat := make([]float64, 0, min(rows, maxCheckRows)*d)
+	for i := range min(rows, maxCheckRows) {
+		flat = append(flat, x.RawRowView(i)...)
+	}
+	return n.CheckAt(flat)
+}
+
+// maxCheckRows is how many of the user's points checkAtPoints draws from.
+const maxCheckRows = 1000
 
 // printUnchecked writes, as notes, why the load checks could not run on
 // m's imported networks.

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // Session 33 (left from session 32): sample checked its --out folder and
@@ -39,7 +43,6 @@ func TestDiagnoseTabSeparatedSaysSo(t *testing.T) {
 	wantErr(t, "this header holds tabs: write the file with commas", "diagnose", "tab.csv")
 }
 
-
 // Session 33 (left from session 32): sample --resume LINK.npz replaced
 // the link with a file at its next checkpoint and left the file it led
 // to at the old state. The file the link leads to is continued.
@@ -62,5 +65,32 @@ func TestSampleResumeThroughALink(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(mala); bytes.Equal(after, before) {
 		t.Error("the checkpoint the link leads to was not continued")
+	}
+}
+
+// Session 33: an ONNX energy whose outputs the load checks could compute
+// at none of their own points (a table on 20..29) loaded unchecked, with
+// a note, whether or not it mixes the points of a batch. energy checks
+// it at the points it is given: the one that mixes them is refused, the
+// other runs without the note.
+func TestEnergyCheckedAtItsPoints(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(33, 2))
+	x := make([]float64, 50)
+	for i := range x {
+		x[i] = 20 + 9.99*rng.Float64()
+	}
+	pts := filepath.Join(dir, "p.npy")
+	if err := npy.WriteFile(pts, &npy.Array{Shape: []int{50, 1}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	pinned := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned")
+	_, stderr, code := runCLI("energy", "--model", filepath.Join(pinned, "table20_cpl_dyn.onnx"), "--points", pts, "--out", filepath.Join(dir, "c.npy"))
+	if code != 2 || !strings.Contains(stderr, "depends on the other points of its batch") || !strings.Contains(stderr, "found at the points given") {
+		t.Errorf("coupled table: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = runCLI("energy", "--model", filepath.Join(pinned, "table20_dyn.onnx"), "--points", pts, "--out", filepath.Join(dir, "e.npy"))
+	if code != 0 || strings.Contains(stderr, "note:") {
+		t.Errorf("table: exit %d, %s", code, stderr)
 	}
 }

@@ -159,7 +159,6 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	printUnchecked(cmd.ErrOrStderr(), m)
 	centres, err := f.readModes(m.EBM.Dim())
 	if err != nil {
 		return err
@@ -184,6 +183,10 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkAtPoints(m, x); err != nil { // the flow's samples: where the energy is defined
+		return err
+	}
+	printUnchecked(cmd.ErrOrStderr(), m)
 	if meta == nil {
 		if err := checkStarts(m, x); err != nil {
 			return fmt.Errorf("--model %s: %w", f.model, err)

@@ -429,6 +429,11 @@ func (n *Net) checkBatch() error {
 		n.pinned = n.batch > 0 // as exported: chunks of its batch
 		return nil
 	}
+	return n.runChecks()
+}
+
+// runChecks runs the load checks at n.probe's points (checkBatch).
+func (n *Net) runChecks() error {
 	if n.batch == 0 {
 		// Coupled at 2 first: a graph pinned to an export batch of 2 is
 		// not, and is then found by comparing batches 2 and 3.
@@ -483,6 +488,31 @@ func (n *Net) checkCoupled(b int) error {
 	}
 	if err == nil && c {
 		return fmt.Errorf("%s: the graph's output for a point depends on the other points of its batch or on the point's row: %s, so it gives no energy per point: export it in eval mode (model.eval()), without the batch statistic or the row's term", n.File, why)
+	}
+	return nil
+}
+
+// CheckAt runs the load checks of a graph that they could not check at
+// their own points (Unchecked) at the points x given (rows of the
+// input's size, flat; a command's --points, a flow's samples), drawn
+// whole, some scaled up: a graph defined only where its user's points
+// are (a table on 20..29, an energy of log(x − 5)) that mixes the points
+// of a batch is refused there, and one that does not is then checked
+// (Unchecked is empty). It does nothing to a graph checked at load, or
+// given no point.
+func (n *Net) CheckAt(x []float64) error {
+	rows := len(x) / n.dim
+	if n.unchecked == "" || rows == 0 {
+		return nil
+	}
+	note, probe := n.unchecked, n.probe
+	defer func() { n.probe = probe }()
+	n.unchecked, n.probe = "", probeDist{name: "the points given", points: x[:rows*n.dim], dim: n.dim}
+	if err := n.runChecks(); err != nil {
+		return fmt.Errorf("%w (found at the points given: the graph's outputs are not finite at the load checks' own points)", err)
+	}
+	if n.unchecked != "" {
+		n.unchecked = note + " (nor could the checks run at the points given)"
 	}
 	return nil
 }

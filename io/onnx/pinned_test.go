@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -158,6 +159,53 @@ func TestUncomputableAtTheChecksNoted(t *testing.T) {
 	}
 	if !strings.Contains(net.Unchecked(), "or cannot be computed there, so it was not checked") {
 		t.Errorf("note %q", net.Unchecked())
+	}
+}
+
+// Session 33: a graph the load checks could not run at their own points
+// is checked at the points given: the table on 20..29 that mixes the
+// points of a batch is refused there, and the one that does not is
+// checked and gives PyTorch's energies (x − 20 indexes the table).
+func TestCheckedAtThePointsGiven(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 1))
+	x := make([]float64, 40)
+	for i := range x {
+		x[i] = 20 + 9.99*rng.Float64()
+	}
+	coupled, err := ReadFile(filepath.Join("testdata", "pinned", "table20_cpl_dyn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := coupled.CheckAt(x); err == nil || !strings.Contains(err.Error(), "depends on the other points of its batch") || !strings.Contains(err.Error(), "found at the points given") {
+		t.Errorf("coupled table: %v", err)
+	}
+	net, err := ReadFile(filepath.Join("testdata", "pinned", "table20_dyn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if net.Unchecked() == "" {
+		t.Fatal("the table was checked at load: the fixture no longer tests CheckAt")
+	}
+	if err := net.CheckAt(x); err != nil || net.Unchecked() != "" {
+		t.Fatalf("uncoupled table: %v, note %q", err, net.Unchecked())
+	}
+	table := []float64{0, 1. / 3, 2. / 3, 1, 4. / 3, 5. / 3, 2, 7. / 3, 8. / 3, 3}
+	ebm, err := graph.NewEBM(net, nil, net.Dtype, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := make([]float64, len(x))
+	if err := ebm.EnergyGrad(mat.NewDense(len(x), 1, x), e, mat.NewDense(len(x), 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x {
+		want := table[int(v-20)] + (v-25)*(v-25)
+		if math.Abs(e[i]-want) > 1e-12*(1+math.Abs(want)) {
+			t.Errorf("x = %g: energy %g, want %g", v, e[i], want)
+		}
+	}
+	if err := net.CheckAt([]float64{1, 2}); err != nil { // checked now: nothing to do
+		t.Errorf("a second CheckAt: %v", err)
 	}
 }
 

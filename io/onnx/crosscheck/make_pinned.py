@@ -337,3 +337,20 @@ class IndexSelect(nn.Module):
 
 
 torch.onnx.export(IndexSelect(), torch.rand(2, 1, dtype=torch.float64), f"{out}/gather_data_dyn.onnx", **dyn)
+
+
+# Session 33: the load checks run at the user's points where they could
+# run at none of their own: the table on 20..29 without the batch-mean
+# term (table20_dyn) is then checked and loads; table20_cpl_dyn is
+# refused at points in [20, 30).
+class Table(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t = nn.Parameter(torch.linspace(0, 3, 10, dtype=torch.float64))
+
+    def forward(self, x):
+        i = (x - 20.0).long()
+        return torch.gather(self.t.expand(x.shape[0], 10), 1, i).sum(1) + ((x - 25.0) ** 2).sum(1)
+
+
+torch.onnx.export(Table(), 20 + torch.zeros(2, 1, dtype=torch.float64), f"{out}/table20_dyn.onnx", **dyn)
