@@ -388,19 +388,25 @@ func TestReproduceWritesNoErrorIntoAChangedFolder(t *testing.T) {
 func TestSampleOutFolderSwapped(t *testing.T) {
 	inTempDir(t)
 	model := trainedRun(t)
+	swapOutFolderAt(t, "sample-started")
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "0", "--out", "E/o.npy")
+	if code == 0 || !strings.Contains(stderr, "--out E/o.npy: the folder E is no longer the folder it was when sampling started") || exists(filepath.Join("E", "o.npy")) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// swapOutFolderAt makes the folders E and E2 and, at the hook point,
+// moves E to E_away and E2 to E (once).
+func swapOutFolderAt(t *testing.T, point string) {
 	os.Mkdir("E", 0o755)
 	os.Mkdir("E2", 0o755)
-	defer func() { testHook = nil }()
+	t.Cleanup(func() { testHook = nil })
 	testHook = func(p string) {
-		if p == "sample-started" {
+		if p == point {
 			testHook = nil
 			os.Rename("E", "E_away")
 			os.Rename("E2", "E")
 		}
-	}
-	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "0", "--out", "E/o.npy")
-	if code == 0 || !strings.Contains(stderr, "--out E/o.npy: the folder E is no longer the folder it was when sampling started") || exists(filepath.Join("E", "o.npy")) {
-		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
 

@@ -17,16 +17,7 @@ import (
 func TestSampleOutPlacedInTheFolderChecked(t *testing.T) {
 	inTempDir(t)
 	model := trainedRun(t)
-	os.Mkdir("E", 0o755)
-	os.Mkdir("E2", 0o755)
-	defer func() { testHook = nil }()
-	testHook = func(p string) {
-		if p == "anchor-checked" {
-			testHook = nil
-			os.Rename("E", "E_away")
-			os.Rename("E2", "E")
-		}
-	}
+	swapOutFolderAt(t, "anchor-checked")
 	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "0", "--out", "E/o.npy"); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
