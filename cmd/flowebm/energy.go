@@ -124,7 +124,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err := checkFinitePoints(f.points, x, shape); err != nil {
 		return err
 	}
-	if err := checkAtPoints(m, x); err != nil {
+	if err := checkAtPoints(m, x, "the points of --points "+f.points); err != nil {
 		return err
 	}
 	printUnchecked(cmd.ErrOrStderr(), m)
@@ -487,8 +487,8 @@ type unchecked interface{ Unchecked() string }
 // checkAtPoints runs the load checks of m's imported energy network, if
 // they could not run at their own points, at the points x (CheckAt): a
 // network defined only where the user's points are is checked there.
-func checkAtPoints(m checkpoint.Models, x *mat.Dense) error {
-	n, ok := m.EBM.Net.(interface{ CheckAt([]float64) error })
+func checkAtPoints(m checkpoint.Models, x *mat.Dense, where string) error {
+	n, ok := m.EBM.Net.(interface{ CheckAt([]float64, string) error })
 	if !ok {
 		return nil
 	}
@@ -497,7 +497,7 @@ func checkAtPoints(m checkpoint.Models, x *mat.Dense) error {
 	for i := range min(rows, maxCheckRows) {
 		flat = append(flat, x.RawRowView(i)...)
 	}
-	return n.CheckAt(flat)
+	return n.CheckAt(flat, where)
 }
 
 // maxCheckRows is how many of the user's points checkAtPoints draws from.

@@ -77,7 +77,7 @@ func TestEnergyCheckedAtItsPoints(t *testing.T) {
 	}
 	pinned := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned")
 	_, stderr, code := runCLI("energy", "--model", filepath.Join(pinned, "table20_cpl_dyn.onnx"), "--points", pts, "--out", filepath.Join(dir, "c.npy"))
-	if code != 2 || !strings.Contains(stderr, "depends on the other points of its batch") || !strings.Contains(stderr, "found at the points given") {
+	if code != 2 || !strings.Contains(stderr, "depends on the other points of its batch") || !strings.Contains(stderr, "found at the points of --points "+pts) {
 		t.Errorf("coupled table: exit %d, %s", code, stderr)
 	}
 	_, stderr, code = runCLI("energy", "--model", filepath.Join(pinned, "table20_dyn.onnx"), "--points", pts, "--out", filepath.Join(dir, "e.npy"))

@@ -183,7 +183,11 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := checkAtPoints(m, x); err != nil { // the flow's samples: where the energy is defined
+	where := "the chains' starts (normal draws)"
+	if m.Flow != nil {
+		where = "the chains' starts (the flow's samples)"
+	}
+	if err := checkAtPoints(m, x, where); err != nil { // a flow's samples: where the energy is defined
 		return err
 	}
 	printUnchecked(cmd.ErrOrStderr(), m)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -494,27 +495,44 @@ func (n *Net) checkCoupled(b int) error {
 
 // CheckAt runs the load checks of a graph that they could not check at
 // their own points (Unchecked) at the points x given (rows of the
-// input's size, flat; a command's --points, a flow's samples), drawn
+// input's size, flat; a command's --points, a flow's samples), which
+// where names in messages ("the points of --points p.npy"), drawn
 // whole, some scaled up: a graph defined only where its user's points
 // are (a table on 20..29, an energy of log(x − 5)) that mixes the points
 // of a batch is refused there, and one that does not is then checked
 // (Unchecked is empty). It does nothing to a graph checked at load, or
 // given no point.
-func (n *Net) CheckAt(x []float64) error {
+func (n *Net) CheckAt(x []float64, where string) error {
 	rows := len(x) / n.dim
 	if n.unchecked == "" || rows == 0 {
 		return nil
 	}
+	if !twoDistinctRows(x[:rows*n.dim], n.dim) { // one point, repeated: no other to mix it with
+		n.unchecked += fmt.Sprintf(" (nor at %s: they are one point)", where)
+		return nil
+	}
 	note, probe := n.unchecked, n.probe
 	defer func() { n.probe = probe }()
-	n.unchecked, n.probe = "", probeDist{name: "the points given", points: x[:rows*n.dim], dim: n.dim}
+	n.unchecked, n.probe = "", probeDist{name: where, points: x[:rows*n.dim], dim: n.dim}
 	if err := n.runChecks(); err != nil {
-		return fmt.Errorf("%w (found at the points given: the graph's outputs are not finite at the load checks' own points)", err)
+		n.unchecked = note
+		return fmt.Errorf("%w (found at %s: the graph's outputs are not finite at the load checks' own points)", err, where)
 	}
 	if n.unchecked != "" {
-		n.unchecked = note + " (nor could the checks run at the points given)"
+		n.unchecked = note + fmt.Sprintf(" (nor could the checks run at %s)", where)
 	}
 	return nil
+}
+
+// twoDistinctRows reports whether the rows of dim values x hold two
+// different points.
+func twoDistinctRows(x []float64, dim int) bool {
+	for i := dim; i < len(x); i += dim {
+		if !slices.Equal(x[:dim], x[i:i+dim]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Unchecked says why the load checks that the graph gives one energy per

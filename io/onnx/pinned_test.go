@@ -176,8 +176,14 @@ func TestCheckedAtThePointsGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := coupled.CheckAt(x); err == nil || !strings.Contains(err.Error(), "depends on the other points of its batch") || !strings.Contains(err.Error(), "found at the points given") {
+	if err := coupled.CheckAt(x, "the points given"); err == nil || !strings.Contains(err.Error(), "depends on the other points of its batch") || !strings.Contains(err.Error(), "found at the points given") {
 		t.Errorf("coupled table: %v", err)
+	}
+	if coupled, err = ReadFile(filepath.Join("testdata", "pinned", "table20_cpl_dyn.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := coupled.CheckAt([]float64{21.5, 21.5, 21.5}, "the points given"); err != nil || !strings.Contains(coupled.Unchecked(), "they are one point") {
+		t.Errorf("one point given thrice: %v, note %q", err, coupled.Unchecked())
 	}
 	net, err := ReadFile(filepath.Join("testdata", "pinned", "table20_dyn.onnx"))
 	if err != nil {
@@ -186,7 +192,7 @@ func TestCheckedAtThePointsGiven(t *testing.T) {
 	if net.Unchecked() == "" {
 		t.Fatal("the table was checked at load: the fixture no longer tests CheckAt")
 	}
-	if err := net.CheckAt(x); err != nil || net.Unchecked() != "" {
+	if err := net.CheckAt(x, "the points given"); err != nil || net.Unchecked() != "" {
 		t.Fatalf("uncoupled table: %v, note %q", err, net.Unchecked())
 	}
 	table := []float64{0, 1. / 3, 2. / 3, 1, 4. / 3, 5. / 3, 2, 7. / 3, 8. / 3, 3}
@@ -204,7 +210,7 @@ func TestCheckedAtThePointsGiven(t *testing.T) {
 			t.Errorf("x = %g: energy %g, want %g", v, e[i], want)
 		}
 	}
-	if err := net.CheckAt([]float64{1, 2}); err != nil { // checked now: nothing to do
+	if err := net.CheckAt([]float64{1, 2}, "the points given"); err != nil { // checked now: nothing to do
 		t.Errorf("a second CheckAt: %v", err)
 	}
 }
