@@ -99,7 +99,15 @@ func (in *instance) buildAll(x *G.Node) error {
 			return err
 		}
 	}
-	in.env[in.net.input] = &val{shape: shape, elem: in.floatType(), n: xi}
+	elem := in.net.inElem
+	if elem == TypeUndefined {
+		elem = in.floatType()
+	}
+	xv, err := in.rounded(&val{shape: shape, elem: elem, n: xi}) // a float32 input of a promoted graph
+	if err != nil {
+		return err
+	}
+	in.env[in.net.input] = xv
 	for _, node := range in.net.nodes {
 		if err := in.apply(node); err != nil {
 			return in.nodeError(node, err)
@@ -336,7 +344,7 @@ func (in *instance) lookup(name string, asConst bool) (*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &val{shape: shape, elem: in.floatType(), n: p, src: name}
+	v := &val{shape: shape, elem: t.DataType, n: p, src: name} // float16 weights compute as float16
 	in.env[name] = v
 	return v, nil
 }
@@ -413,7 +421,7 @@ func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args 
 		if err != nil {
 			return nil, err
 		}
-		return constVal(shape, elem, t.Data().([]float64)), nil
+		return in.rounded(constVal(shape, elem, t.Data().([]float64)))
 	}
 	nodes := make([]*G.Node, len(args))
 	for i, a := range args {
@@ -428,7 +436,40 @@ func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args 
 			return nil, err
 		}
 	}
-	return &val{shape: shape, elem: elem, n: n}, nil
+	return in.rounded(&val{shape: shape, elem: elem, n: n})
+}
+
+// rounded is v with its values rounded to its element type where that is
+// narrower than the graph's (float32 in a float64 graph, float16 and
+// bfloat16 in any): each operation on such values gives what the file's
+// type gives, as PyTorch computes it (probe 54: a float16 step exported
+// by autocast was computed in float32, and a float32 model's float64
+// step in float32, 0 where PyTorch gives 4.5).
+func (in *instance) rounded(v *val) (*val, error) {
+	var fn nd.UnaryFn
+	switch {
+	case v.elem == TypeFloat16:
+		fn = nd.ToFloat16
+	case v.elem == TypeBFloat16:
+		fn = nd.ToBFloat16
+	case v.elem == TypeFloat && in.net.Dtype == tensor.Float64:
+		fn = nd.ToFloat32
+	default:
+		return v, nil
+	}
+	u := nd.Unary{Fn: fn}
+	if v.isConst() {
+		t, err := nd.Eval(u, v.c)
+		if err != nil {
+			return nil, err
+		}
+		return &val{shape: v.shape, elem: v.elem, c: t}, nil
+	}
+	n, err := nd.Apply(u, v.n)
+	if err != nil {
+		return nil, err
+	}
+	return &val{shape: v.shape, elem: v.elem, n: n}, nil
 }
 
 // reshape gives v a new ONNX shape with the same number of values.

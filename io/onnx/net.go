@@ -79,7 +79,8 @@ type Net struct {
 	model   *Model
 	cfg     Config
 	input   string
-	inShape []int // per sample
+	inElem  DataType // the input's element type (float or double: Dtype, unless promoted)
+	inShape []int    // per sample
 	dim     int
 	batch   int // declared batch size; 0 if symbolic or unknown
 	// pinned: the graph's outputs depend on the batch it runs at (a
@@ -179,7 +180,25 @@ func (n *Net) init() error {
 		return err
 	}
 	n.nodes = nodes
+	n.promote()
 	return nil
+}
+
+// promote builds a float32 graph that casts values to float64 (x.double()
+// for one precise step) in float64, its float32 values rounded to float32
+// after each operation (instance.rounded): in float32 its float64 steps
+// were computed in float32 (probe 54: log(1 + 1e-10·y²)·1e10 was 0 where
+// PyTorch gives 4.5).
+func (n *Net) promote() {
+	if n.Dtype != tensor.Float32 {
+		return
+	}
+	for _, nd := range n.nodes {
+		if nd.OpType == "Cast" && DataType(nodeInt(nd, "to", int64(TypeFloat))) == TypeDouble {
+			n.Dtype = tensor.Float64
+			return
+		}
+	}
 }
 
 // pickInput finds the one graph input that is not an initializer.
@@ -199,6 +218,7 @@ func (n *Net) pickInput(g *Graph) error {
 	}
 	in := ins[0]
 	n.input = in.Name
+	n.inElem = in.ElemType
 	switch in.ElemType {
 	case TypeFloat:
 		n.Dtype = tensor.Float32

@@ -392,7 +392,7 @@ func castLikeHandler(in *instance, node *Node) ([]*val, error) {
 func (in *instance) cast(x *val, to DataType) (*val, error) {
 	switch {
 	case isFloat(to):
-		if x.isConst() && to == TypeFloat && isFloat(x.elem) {
+		if x.isConst() && to == TypeFloat && isFloat(x.elem) { // in a float32 graph too: constants are held as float64
 			d := x.c.Data().([]float64)
 			if err := in.reserveConst(len(d)); err != nil {
 				return nil, err
@@ -403,7 +403,7 @@ func (in *instance) cast(x *val, to DataType) (*val, error) {
 			}
 			return ownConst(x.shape, to, f), nil
 		}
-		return &val{shape: x.shape, elem: to, c: x.c, n: x.n}, nil
+		return in.rounded(&val{shape: x.shape, elem: to, c: x.c, n: x.n})
 	case to == TypeBool:
 		y, err := in.op(nd.Unary{Fn: nd.Not}, x.shape, TypeBool, x)
 		if err != nil {

@@ -281,3 +281,37 @@ func pinnedArrays(t *testing.T, name string) map[string][]float64 {
 	}
 	return arrays
 }
+
+// Probe 54 A1: a graph's casts between float types were ignored, the
+// whole graph computed at its input's type: a float32 model's float64
+// step (log(1 + 1e-10·y²)·1e10, 0 in float32) gave 0 where PyTorch gives
+// 4.5, and a float16 step gave float32 values. Values of a narrower type
+// are rounded to it after each operation, and a float32 graph that casts
+// to float64 is computed in float64. Tolerances, relative to PyTorch's
+// energies and input gradients: 1e-6 for the float32 models (their
+// outputs are float32: 8 ulps), 1e-6 for the float64 model's float32
+// step (PyTorch's float32 log is not correctly rounded; here it is).
+func TestCastsBetweenFloatTypes(t *testing.T) {
+	for _, name := range []string{"cast_double_step_f32", "cast_half_step_f32", "cast_float_step_f64"} {
+		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrays := pinnedArrays(t, name)
+		ebm, err := graph.NewEBM(net, nil, net.Dtype, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := mat.NewDense(5, 3, arrays["x5"])
+		e, g := make([]float64, 5), mat.NewDense(5, 3, nil)
+		if err := ebm.EnergyGrad(x, e, g); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r := relInf(e, arrays["energy5"]); !(r <= 1e-6) {
+			t.Errorf("%s: energy rel. error %.2e > 1e-6: %v, want %v", name, r, e, arrays["energy5"])
+		}
+		if r := relInf(g.RawMatrix().Data, arrays["grad5"]); !(r <= 1e-6) {
+			t.Errorf("%s: x-gradient rel. error %.2e > 1e-6", name, r)
+		}
+	}
+}

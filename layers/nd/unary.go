@@ -48,6 +48,9 @@ const (
 	IsNaN                      // 1 if x is NaN, else 0; no gradient
 	IsInf                      // 1 if x is +Inf and A ≠ 0 or x is −Inf and B ≠ 0, else 0; no gradient
 	Mish                       // x·tanh(softplus(x))
+	ToFloat32                  // x rounded to float32 (ONNX Cast to FLOAT in a float64 graph); gradient 1, as PyTorch's
+	ToFloat16                  // x rounded to IEEE half precision (Cast to FLOAT16), ±Inf beyond 65504; gradient 1
+	ToBFloat16                 // x rounded to bfloat16 (Cast to BFLOAT16); gradient 1
 )
 
 // unaryDef is a UnaryFn's value f(x) and derivative d(x, y = f(x)); d is
@@ -88,6 +91,31 @@ var unaryDefs = [...]unaryDef{
 	IsNaN:       {"IsNaN", func(x, _, _ float64) float64 { return step(math.IsNaN(x)) }, nil},
 	IsInf:       {"IsInf", func(x, p, n float64) float64 { return step(math.IsInf(x, 1) && p != 0 || math.IsInf(x, -1) && n != 0) }, nil},
 	Mish:        {"Mish", func(x, _, _ float64) float64 { return x * math.Tanh(softplus(x)) }, dMish},
+	ToFloat32:   {"ToFloat32", func(x, _, _ float64) float64 { return float64(float32(x)) }, unitSlope},
+	ToFloat16:   {"ToFloat16", func(x, _, _ float64) float64 { return RoundBinary(x, 10, -14, 65504) }, unitSlope},
+	ToBFloat16:  {"ToBFloat16", func(x, _, _ float64) float64 { return RoundBinary(float64(float32(x)), 7, -126, 0x1.fep127) }, unitSlope},
+}
+
+// unitSlope is the derivative of a rounding to a narrower float type, as
+// PyTorch passes the gradient through a cast.
+func unitSlope(_, _, _, _ float64) float64 { return 1 }
+
+// RoundBinary is x rounded to nearest (ties to even) in a binary floating
+// point type with mant bits of fraction, minExp its least normal exponent
+// and largest its largest finite value (half: 10, −14, 65504): ±Inf where
+// the rounded value is beyond it; subnormals kept; NaN, ±Inf and ±0 as
+// they are.
+func RoundBinary(x float64, mant, minExp int, largest float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	_, exp := math.Frexp(x) // |x| in [2^(exp−1), 2^exp)
+	q := max(exp-1, minExp) - mant
+	r := math.Ldexp(math.RoundToEven(math.Ldexp(x, -q)), q)
+	if math.Abs(r) > largest {
+		return math.Copysign(math.Inf(1), x)
+	}
+	return r
 }
 
 // String is the function's ONNX name.

@@ -354,3 +354,32 @@ class Table(nn.Module):
 
 
 torch.onnx.export(Table(), 20 + torch.zeros(2, 1, dtype=torch.float64), f"{out}/table20_dyn.onnx", **dyn)
+
+
+# Probe 54 A1: casts between float types, computed at the graph's one
+# type: a float32 model with one float64 step (y = x.double(), for a sum
+# that float32 rounds to 0), a float32 model with a float16 step (as
+# autocast exports), and a float64 model with a float32 step. flowebm
+# gave 0 for the first and the exact float32 values for the second.
+class DoubleStep(nn.Module):
+    def forward(self, x):
+        y = x.double()
+        return (torch.log(1 + 1e-10 * y ** 2) * 1e10).sum(1).float()
+
+
+class HalfStep(nn.Module):
+    def forward(self, x):
+        return (x.half() * 3).float().sum(1) + (x ** 2).sum(1)
+
+
+class FloatStep(nn.Module):
+    def forward(self, x):
+        y = x.float()
+        return (torch.log(1 + 1e-5 * y ** 2) * 1e5).sum(1).double() + (x ** 2).sum(1)
+
+
+torch.manual_seed(54)
+wide = lambda *s, dtype: 3 * torch.randn(*s, dtype=dtype)
+save("cast_double_step_f32", DoubleStep(), (3,), torch.float32, 2, [5], dynamic=True, draw=wide)
+save("cast_half_step_f32", HalfStep(), (3,), torch.float32, 2, [5], dynamic=True, draw=wide)
+save("cast_float_step_f64", FloatStep(), (3,), torch.float64, 2, [5], dynamic=True, draw=wide)
