@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	flag.Parse()
-	if f := flag.Lookup("test.timeout"); f != nil && f.Value.String() == (10 * time.Minute).String() {
+	if f := flag.Lookup("test.timeout"); f != nil && f.Value.String() == (10*time.Minute).String() {
 		f.Value.Set("30m")
 	}
 	os.Exit(m.Run())
