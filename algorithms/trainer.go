@@ -841,6 +841,9 @@ func (t *Trainer) runChains(st *IterStats, idx []int) (*mat.Dense, error) {
 	var loc, glob accum
 	for k := 0; k < s.Steps; k++ {
 		ks, err := t.kernels.Kernel.Step(rng, state)
+		if u := (*samplers.UndefinedError)(nil); errors.As(err, &u) { // the EBM's energies are NaN or ∓Inf: diverged
+			return nil, fmt.Errorf("iteration %d, MCMC step %d: %v: %w", st.Iter, k+1, err, ErrDiverged)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d, MCMC step %d: %w", st.Iter, k+1, err)
 		}

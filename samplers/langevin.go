@@ -45,6 +45,9 @@ func (k *ULA) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if err := s.ensureGrad(k.Target); err != nil {
 		return noStats(), err
 	}
+	if err := CheckDefined("ULA", s.LogP); err != nil {
+		return noStats(), err
+	}
 	k.y = reuse(k.y, s.Chains(), s.Dim())
 	langevinPropose(rng, s.X, s.Grad, k.y, k.StepSize, !k.NoiseFree)
 	s.X.Copy(k.y)
@@ -144,4 +147,31 @@ func reuse(m *mat.Dense, r, c int) *mat.Dense {
 		}
 	}
 	return mat.NewDense(r, c, nil)
+}
+
+// UndefinedError is a chain of an unadjusted sampler (ULA) at a point
+// where log π is NaN or ±Inf, outside the target's domain: such a
+// sampler never rejects a step, and its gradient may be finite there
+// (probe 54: −log(x + 2) has the gradient −1/(x + 2) beyond x = −2, and
+// ULA's draws went there at exit 0).
+type UndefinedError struct {
+	Sampler string
+	Chain   int // from 0
+	LogP    float64
+}
+
+func (e *UndefinedError) Error() string {
+	return fmt.Sprintf("samplers: %s chain %d is at a point where log π is %v, outside the target's domain (an unadjusted sampler never rejects a step)", e.Sampler, e.Chain, e.LogP)
+}
+
+// CheckDefined returns an UndefinedError for the first of the chains'
+// log densities logp that is NaN or ±Inf (a density of 0 is outside the
+// target's support too), or nil.
+func CheckDefined(sampler string, logp []float64) error {
+	for i, v := range logp {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return &UndefinedError{Sampler: sampler, Chain: i, LogP: v}
+		}
+	}
+	return nil
 }

@@ -85,3 +85,19 @@ func TestEnergyCheckedAtItsPoints(t *testing.T) {
 		t.Errorf("table: exit %d, %s", code, stderr)
 	}
 }
+
+// Probe 54 A2: ULA on an energy defined on x > −2 only (its gradient is
+// finite beyond) wrote draws where the energy is NaN, at exit 0. It
+// stops, writes nothing and says why; MALA rejects those steps and runs.
+func TestULAStopsOutsideTheDomain(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "domain_dyn.onnx")
+	out := filepath.Join(dir, "u.npy")
+	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "ula", "--chains", "16", "--steps", "2000", "--warmup", "300", "--out", out)
+	if code != 2 || !strings.Contains(stderr, "stepped to a point where the energy is NaN, outside the model's domain") || strings.Contains(stderr, "--resume") || exists(out) {
+		t.Errorf("ula: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--model", model, "--sampler", "mala", "--chains", "16", "--steps", "500", "--warmup", "100", "--out", filepath.Join(dir, "m.npy")); code != 0 {
+		t.Errorf("mala: exit %d, %s", code, stderr)
+	}
+}

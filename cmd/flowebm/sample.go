@@ -212,7 +212,14 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	ck.outDir, _ = os.Stat(filepath.Dir(f.out)) // the --out folder, to place the draws in it and no other
 	hook("sample-started")
-	if err := f.drive(rng, pcg, run, inputs, ck); err != nil {
+	err = f.drive(rng, pcg, run, inputs, ck)
+	if err == nil && f.sampler == "ula" { // its last draws' log density, which no step computed
+		err = checkLastDraws(m, run.state())
+	}
+	if u := (*samplers.UndefinedError)(nil); errors.As(err, &u) { // a resume would go there again
+		return fmt.Errorf("--sampler %s: chain %d stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); nothing was written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, u.Chain+1, -u.LogP, f.step)
+	}
+	if err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck))
 	}
 	var graphs [][]byte
@@ -386,6 +393,16 @@ func (f sampleFlags) readModes(d int) ([][]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkLastDraws returns an UndefinedError where the log density of a
+// chain's last point s.X is NaN or ±Inf.
+func checkLastDraws(m checkpoint.Models, s *samplers.State) error {
+	logp := make([]float64, s.Chains())
+	if err := m.EBM.LogDensity(s.X, logp); err != nil {
+		return err
+	}
+	return samplers.CheckDefined("ULA", logp)
 }
 
 // runProposal is the flow whose densities the run's state caches.

@@ -155,11 +155,11 @@ func (in *instance) energy() (*G.Node, error) {
 			v = &val{shape: s, elem: v.elem, n: y}
 		}
 	}
-	if !(len(s) == 1 && s[0] == in.batch) && !(len(s) == 2 && s[0] == in.batch && s[1] == 1) {
-		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want one value per sample: (%d) or (%d, 1)", name, s, in.batch, in.batch, in.batch)
+	if len(s) == 0 || s[0] != in.batch || sizeOf(s) != in.batch {
+		return nil, fmt.Errorf("output %q has shape %v for a batch of %d, want one value per sample: (%d), (%d, 1) or (%d, 1, …, 1)", name, s, in.batch, in.batch, in.batch, in.batch)
 	}
 	y := v.n
-	if len(s) == 2 {
+	if len(s) > 1 { // (B, 1, 1, 1) of a last 1-channel convolution pooled (probe 54)
 		if y, err = G.Reshape(y, tensor.Shape{in.batch}); err != nil {
 			return nil, err
 		}

@@ -463,7 +463,7 @@ func (n *Net) runChecks() error {
 		}
 		bound, why, err := n.batchBound(2, 3)
 		if errors.Is(err, errInconclusive) {
-			n.markUnchecked()
+			n.markUnchecked(nil)
 			return nil
 		}
 		if err == nil && bound {
@@ -477,7 +477,7 @@ func (n *Net) runChecks() error {
 	bound, _, err := n.batchBound(n.batch, n.batch+1)
 	n.pinned = n.pinned || bound || err != nil // not run: chunks of N are right either way
 	if errors.Is(err, errInconclusive) {
-		n.markUnchecked()
+		n.markUnchecked(nil)
 		return nil
 	}
 	if !n.pinned && n.batch < coupledBatch {
@@ -503,7 +503,7 @@ func (n *Net) checkCoupled(b int) error {
 	}
 	c, why, err := n.coupled(b)
 	if err != nil { // no finite outputs, or it could not run at the checks' points (probe 53: a table lookup out of range passed)
-		n.markUnchecked()
+		n.markUnchecked(err)
 		n.pinned = n.batch > 0 // as exported: chunks of its batch
 		return nil
 	}

@@ -260,7 +260,7 @@ func (in *instance) affine(y *val, scale, bias *val, shape []int) (*val, error) 
 // parameters.
 func batchNormHandler(in *instance, node *Node) ([]*val, error) {
 	if nodeInt(node, "training_mode", 0) != 0 {
-		return nil, fmt.Errorf("training_mode 1: export the model in eval() mode")
+		return nil, notSupported("training_mode 1: the layer normalises by the statistics of its batch, which mixes the points of a batch: export the model in eval() mode, with running statistics (a BatchNorm made with track_running_stats=False, or F.batch_norm(..., training=True), uses the batch's in eval() mode too: give it running statistics, or use a per-sample norm: GroupNorm, LayerNorm)")
 	}
 	for i := 1; i < len(node.Outputs); i++ {
 		if node.Outputs[i] != "" && in.net.Opset >= 14 {

@@ -82,11 +82,13 @@ var probeDists = []probeDist{
 // say so.
 func (n *Net) chooseProbe(b int) {
 	best, most := 0, -1.0
+	var failed error
 	for i, d := range probeDists {
 		rng := rand.New(rand.NewPCG(batchProbeSeed+2, uint64(n.dim)))
 		x := d.values(rng, b*n.dim, 1)
 		y, err := n.evaluate(x, b)
 		if err != nil {
+			failed = err
 			continue // not at these points (an index out of range): the next distribution
 		}
 		if f := finiteShare(y); f > most {
@@ -98,7 +100,7 @@ func (n *Net) chooseProbe(b int) {
 	}
 	n.probe = probeDists[best]
 	if most <= 0 { // none finite, or it ran at none
-		n.markUnchecked()
+		n.markUnchecked(failed)
 	}
 }
 
@@ -106,13 +108,25 @@ func (n *Net) chooseProbe(b int) {
 // graph's outputs are finite, and so could not compare them.
 var errInconclusive = errors.New("no points with finite outputs")
 
-// markUnchecked records that the load checks could not run (Unchecked).
-func (n *Net) markUnchecked() {
+// markUnchecked records that the load checks could not run (Unchecked):
+// the graph's outputs are not finite at their points, or, where failed is
+// not nil, the graph could not be computed there (probe 54: a large
+// convolution over the 256 MiB a tensor may hold at 7 points was said to
+// be "not finite").
+func (n *Net) markUnchecked(failed error) {
 	var names []string
 	for _, d := range probeDists {
 		names = append(names, d.name)
 	}
-	n.unchecked = fmt.Sprintf("%s: its outputs are not finite (NaN or ±Inf) at the points flowebm runs a graph on at load to check that it gives one energy per point (%s), or cannot be computed there, so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
+	why := "its outputs are not finite (NaN or ±Inf) at the points flowebm runs a graph on at load to check that it gives one energy per point (%s)"
+	if failed != nil && !errors.Is(failed, errInconclusive) {
+		msg := failed.Error()
+		if _, inner, ok := strings.Cut(msg, "op.Do(): "); ok { // Gorgonia's machine's words around the operation's
+			msg = inner
+		}
+		why = "the checks that it gives one energy per point could not compute it at their points (%s): " + strings.ReplaceAll(msg, "%", "%%")
+	}
+	n.unchecked = fmt.Sprintf("%s: "+why+", so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
 }
 
 // finiteBase draws b points from n.probe with rng and evaluates the graph

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -42,6 +43,8 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// Probe 50: .squeeze(), 0-d at one point, refused there.
 		{"squeeze_dyn_f64", false, []int{1, 2, 5}},
 		{"squeeze_b1_f64", false, []int{1}},
+		// Probe 54 A6: a pooled 1-channel convolution, (n, 1, 1, 1).
+		{"pooled_b111_dyn", false, []int{3}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -157,7 +160,7 @@ func TestUncomputableAtTheChecksNoted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(net.Unchecked(), "or cannot be computed there, so it was not checked") {
+	if !strings.Contains(net.Unchecked(), "could not compute it at their points") || !strings.Contains(net.Unchecked(), "): nd: GatherElements{axis 1 of rank 2}: index -13 out of range for a dimension of 10, so it was not checked") {
 		t.Errorf("note %q", net.Unchecked())
 	}
 }
@@ -313,5 +316,29 @@ func TestCastsBetweenFloatTypes(t *testing.T) {
 		if r := relInf(g.RawMatrix().Data, arrays["grad5"]); !(r <= 1e-6) {
 			t.Errorf("%s: x-gradient rel. error %.2e > 1e-6", name, r)
 		}
+	}
+}
+
+// Probe 54 A5: a BatchNorm without running statistics exported in eval()
+// mode was told to export in eval() mode, which it was.
+func TestBatchNormWithoutRunningStatistics(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "bn_nostats_b4.onnx"))
+	if err == nil || !strings.Contains(err.Error(), "track_running_stats=False") || strings.Contains(err.Error(), "at batch") {
+		t.Errorf("%v", err)
+	}
+}
+
+// Probe 54 A7: a finite convolutional energy too large to build at the
+// coupling check's 7 points (a tensor over 256 MiB) was noted as "not
+// finite"; the note gives the error.
+func TestUncheckedNoteGivesTheError(t *testing.T) {
+	n := &Net{File: "hires.onnx"}
+	n.markUnchecked(errors.New(`node "/c/Conv" (Conv): 100% of a tensor`))
+	if note := n.Unchecked(); !strings.Contains(note, `could not compute it at their points (standard normal;`) || !strings.Contains(note, `: node "/c/Conv" (Conv): 100% of a tensor, so it was not checked`) || strings.Contains(note, "not finite") {
+		t.Errorf("%s", note)
+	}
+	n.markUnchecked(errInconclusive)
+	if note := n.Unchecked(); !strings.Contains(note, "its outputs are not finite") {
+		t.Errorf("%s", note)
 	}
 }

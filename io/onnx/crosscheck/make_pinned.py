@@ -383,3 +383,43 @@ wide = lambda *s, dtype: 3 * torch.randn(*s, dtype=dtype)
 save("cast_double_step_f32", DoubleStep(), (3,), torch.float32, 2, [5], dynamic=True, draw=wide)
 save("cast_half_step_f32", HalfStep(), (3,), torch.float32, 2, [5], dynamic=True, draw=wide)
 save("cast_float_step_f64", FloatStep(), (3,), torch.float64, 2, [5], dynamic=True, draw=wide)
+
+
+# Probe 54 A2: an energy defined on x > -2 only, whose gradient
+# -1/(x + 2) is finite beyond: ULA stepped there and wrote the draws.
+class Domain(nn.Module):
+    def forward(self, x):
+        return (0.5 * x ** 2 - torch.log(x + 2.0)).sum(1)
+
+
+torch.onnx.export(Domain().double(), torch.zeros(2, 2, dtype=torch.float64), f"{out}/domain_dyn.onnx", **dyn)
+
+
+# Probe 54 A5, A6: a BatchNorm without running statistics, exported in
+# eval() mode (it still normalises by the batch: refused, with advice
+# that fits it), and a conv energy whose last 1-channel convolution is
+# pooled without a squeeze, an output of shape (n, 1, 1, 1). (PyTorch
+# 1.13 exports the first at a fixed batch only.)
+class NoStats(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 16)
+        self.bn = nn.BatchNorm1d(16, track_running_stats=False)
+
+    def forward(self, x):
+        return self.bn(self.l(x)).pow(2).sum(1)
+
+
+class Pooled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.c2 = nn.Conv2d(4, 1, 3, padding=1)
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(self.c2(F.silu(self.c1(x))), 1)
+
+
+torch.manual_seed(55)
+torch.onnx.export(NoStats().double().eval(), torch.randn(4, 4, dtype=torch.float64), f"{out}/bn_nostats_b4.onnx")
+save("pooled_b111_dyn", Pooled(), (1, 6, 6), torch.float64, 2, [3], dynamic=True)
