@@ -101,3 +101,54 @@ func TestULAStopsOutsideTheDomain(t *testing.T) {
 		t.Errorf("mala: exit %d, %s", code, stderr)
 	}
 }
+
+// Probe 54 A4: an energy defined on part of the space only (a logit of
+// pixels, NaN at normal draws) could not be sampled: the chains start at
+// normal draws, and the refusal blamed the model's weights. It says to
+// give --starts, which sets the starts; a resume refuses a starts file
+// changed since.
+func TestSampleStartsGiven(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "logit_img_b16_f64.onnx")
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "10", "--warmup", "0", "--out", filepath.Join(dir, "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "The chains start at normal draws: for an energy defined on part of the space only (pixels in (0, 1), x > 0), give --starts FILE") {
+		t.Errorf("no --starts: exit %d, %s", code, stderr)
+	}
+	starts := filepath.Join(dir, "s.npy")
+	rng := rand.New(rand.NewPCG(54, 4))
+	half := make([]float64, 4*64) // one image per chain, pixels in (0.1, 0.9)
+	for i := range half {
+		half[i] = 0.1 + 0.8*rng.Float64()
+	}
+	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{4, 1, 8, 8}, Data: half}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "ck.npz")
+	args := []string{"sample", "--model", model, "--chains", "4", "--steps", "40", "--warmup", "0", "--starts", starts, "--out", filepath.Join(dir, "b.npy"), "--checkpoint", ck, "--checkpoint-every", "10"}
+	if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", args...); code != -1 {
+		t.Fatalf("--starts: exit %d, %s", code, stderr)
+	}
+	keep := half[0]
+	half[0] = 0.25
+	npy.WriteFile(starts, &npy.Array{Shape: []int{4, 1, 8, 8}, Data: half}, npy.Float64)
+	if _, stderr, code := runCLI("sample", "--resume", ck); code != 2 || !strings.Contains(stderr, "s.npy has changed since the checkpoint was written") {
+		t.Errorf("resumed with the starts changed: exit %d, %s", code, stderr)
+	}
+	half[0] = keep
+	npy.WriteFile(starts, &npy.Array{Shape: []int{4, 1, 8, 8}, Data: half}, npy.Float64)
+	if _, stderr, code := runCLI("sample", "--resume", ck); code != 0 {
+		t.Errorf("resumed: exit %d, %s", code, stderr)
+	}
+	d, err := npy.ReadFile(filepath.Join(dir, "b.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range d.Data {
+		if !(v > 0 && v < 1) {
+			t.Fatalf("a draw at %v, outside (0, 1)", v)
+		}
+	}
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "3", "--steps", "10", "--starts", filepath.Join(dir, "b.npy"), "--out", filepath.Join(dir, "c.npy")); code != 2 || !strings.Contains(stderr, "4 points, want one per chain (3) or one for all") {
+		t.Errorf("4 starts for 3 chains: exit %d, %s", code, stderr)
+	}
+}

@@ -54,6 +54,7 @@ type sampleFlags struct {
 	outGiven                   bool   // resumed with --out (elsewhere than recorded)
 	checkpointEvery            int
 	modes                      string                 // mode centres (k, d): weights with error bars
+	starts                     string                 // the chains' starting points (chains, d) or (1, d)
 	changed                    func(name string) bool // whether a flag was given
 	args                       []string               // the flags given, for a checkpoint
 }
@@ -88,7 +89,8 @@ io/onnx/crosscheck/export_flow.py): --flow SAMPLE.onnx (z → x, log q(x))
 and --flow-density DENSITY.onnx (x → log q(x) [, z]); its base N(0, σ²) is
 the files' metadata, or --flow-base-sigma σ. Chains start from the
 flow's samples when there is a flow (with mala, ula and hmc too, so --flow
-sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1).`,
+sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1); --starts
+FILE gives them instead (an energy defined on part of the space only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSample(cmd, f) },
 	}
@@ -122,9 +124,10 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.BoolVar(&f.logDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "write the run's state to this .npz every --checkpoint-every steps (atomically), to continue it with --resume after an interruption")
 	fl.IntVar(&f.checkpointEvery, "checkpoint-every", 100, "steps (or training cycles, at the end of a window of 10) between checkpoints")
+	fl.StringVar(&f.starts, "starts", "", "file of the chains' starting points, (chains, d) or one point (1, d) for all, in the draws' units (.npy, .npz, .csv): in place of normal draws or the flow's samples, for an energy defined on part of the space only")
 	fl.StringVar(&f.modes, "modes", "", "file of mode centres (k, d) in the draws' units: print each mode's weight among the draws (nearest centre) with its MCSE and 95% interval")
 	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint this is (give no other flag but --force, and --out to write the draws elsewhere), bit for bit")
-	markPathFlags(fl, "model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes", "resume")
+	markPathFlags(fl, "model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes", "starts", "resume")
 }
 
 func runSample(cmd *cobra.Command, f sampleFlags) error {
@@ -179,7 +182,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	pcg := rand.NewPCG(f.seed, 0x5a3)
 	rng := rand.New(pcg)
-	x, err := chainStarts(rng, m, f.chains)
+	x, err := f.startPoints(rng, m, inputs)
 	if err != nil {
 		return err
 	}
@@ -193,7 +196,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	printUnchecked(cmd.ErrOrStderr(), m)
 	if meta == nil {
 		if err := checkStarts(m, x); err != nil {
-			return fmt.Errorf("--model %s: %w", f.model, err)
+			return fmt.Errorf("--model %s: %w%s", f.model, err, f.startsAdvice(m))
 		}
 	}
 	out := cmd.OutOrStdout()
@@ -395,6 +398,67 @@ func (f sampleFlags) readModes(d int) ([][]float64, error) {
 	return out, nil
 }
 
+// startPoints are the chains' starting points: those of --starts (its
+// SHA-256 recorded in sums, for --resume), or chainStarts' draws.
+func (f sampleFlags) startPoints(rng *rand.Rand, m checkpoint.Models, sums modelSums) (*mat.Dense, error) {
+	if f.starts == "" {
+		return chainStarts(rng, m, f.chains)
+	}
+	x, err := readStarts(f.starts, f.chains, m)
+	if err != nil {
+		return nil, fmt.Errorf("--starts %s: %w", f.starts, err)
+	}
+	return x, sums.record(f.starts, func() (string, error) { return hashFiles(f.starts) })
+}
+
+// readStarts reads the chains' starting points from path: one per chain,
+// or one for all; in the model's units.
+func readStarts(path string, chains int, m checkpoint.Models) (*mat.Dense, error) {
+	d := m.EBM.Dim()
+	if shape, err := data.PointsShape(path, ""); err != nil {
+		return nil, err
+	} else if len(shape) > 0 && shape[0] != 1 && shape[0] != chains { // before reading it
+		return nil, fmt.Errorf("%d points, want one per chain (%d) or one for all", shape[0], chains)
+	}
+	p, _, err := data.ReadPoints(path, "")
+	if err != nil {
+		return nil, err
+	}
+	r, c := p.Dims()
+	if c != d || (r != 1 && r != chains) {
+		return nil, fmt.Errorf("%d points of dimension %d, want one per chain (%d) or one for all, of dimension %d (the model's)", r, c, chains, d)
+	}
+	x := mat.NewDense(chains, d, nil)
+	for i := range chains {
+		row := p.RawRowView(min(i, r-1))
+		for j, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("point %d holds %v in coordinate %d, want finite values", min(i, r-1)+1, v, j+1)
+			}
+		}
+		x.SetRow(i, row)
+	}
+	if m.Scaling != nil {
+		x = m.Scaling.FromData(x) // the draws' units are the data's
+	}
+	return x, nil
+}
+
+// startsAdvice follows a refusal of the chains' starting points drawn by
+// flowebm: an energy defined on part of the space only needs starts
+// inside it (probe 54: a logit-of-pixels energy, NaN at normal draws,
+// could not be sampled, and the message blamed its weights).
+func (f sampleFlags) startsAdvice(m checkpoint.Models) string {
+	if f.starts != "" {
+		return ""
+	}
+	from := "normal draws"
+	if m.Flow != nil {
+		from = "the flow's samples"
+	}
+	return fmt.Sprintf(". The chains start at %s: for an energy defined on part of the space only (pixels in (0, 1), x > 0), give --starts FILE with points inside it (one per chain, or one for all)", from)
+}
+
 // checkLastDraws returns an UndefinedError where the log density of a
 // chain's last point s.X is NaN or ±Inf.
 func checkLastDraws(m checkpoint.Models, s *samplers.State) error {
@@ -576,7 +640,9 @@ func (f sampleFlags) checkOutputs() error {
 }
 
 // inputs are the files the run reads.
-func (f sampleFlags) inputs() []string { return []string{f.model, f.flow, f.flowDensity, f.modes} }
+func (f sampleFlags) inputs() []string {
+	return []string{f.model, f.flow, f.flowDensity, f.modes, f.starts}
+}
 
 // checkFlowOut checks the folder of --flow-out and the two files it will
 // receive.
