@@ -152,3 +152,24 @@ func TestSampleStartsGiven(t *testing.T) {
 		t.Errorf("4 starts for 3 chains: exit %d, %s", code, stderr)
 	}
 }
+
+// Session 33: sample checks an ONNX energy the load checks could not
+// compute at their own points at the chains' starts given by --starts:
+// the table on 20..29 that mixes the points of a batch is refused there.
+func TestSampleCheckedAtItsStarts(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(33, 3))
+	x := make([]float64, 8)
+	for i := range x {
+		x[i] = 20 + 9.99*rng.Float64()
+	}
+	starts := filepath.Join(dir, "s.npy")
+	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{8, 1}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "table20_cpl_dyn.onnx")
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "8", "--steps", "10", "--starts", starts, "--out", filepath.Join(dir, "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "depends on the other points of its batch") || !strings.Contains(stderr, "found at the chains' starts (--starts "+starts+")") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

@@ -187,7 +187,10 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return err
 	}
 	where := "the chains' starts (normal draws)"
-	if m.Flow != nil {
+	switch {
+	case f.starts != "":
+		where = "the chains' starts (--starts " + f.starts + ")"
+	case m.Flow != nil:
 		where = "the chains' starts (the flow's samples)"
 	}
 	if err := checkAtPoints(m, x, where); err != nil { // a flow's samples: where the energy is defined
