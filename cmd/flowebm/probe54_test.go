@@ -173,3 +173,17 @@ func TestSampleCheckedAtItsStarts(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Probe 54 A8: --flow-out and --out naming one path were found only
+// after the warm-up, and neither output was written.
+func TestFlowOutIsAlsoOut(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "flows", "bimodal_energy.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	wantErr(t, "--flow-out o.npy is also --out: give the trained flow a folder of its own", "sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "5", "--warmup", "20", "--flow-out", "o.npy", "--out", "o.npy")
+	if exists("o.npy") {
+		t.Error("o.npy was made")
+	}
+}

@@ -656,6 +656,9 @@ func (f sampleFlags) checkFlowOut() error {
 	if f.flowOut == f.checkpoint || sameFile(f.flowOut, f.checkpoint) {
 		return fmt.Errorf("--flow-out %s is also --checkpoint: give the trained flow a folder of its own", f.flowOut)
 	}
+	if filepath.Clean(f.flowOut) == filepath.Clean(f.out) || sameFile(f.flowOut, f.out) { // probe 54: found after the warm-up, both lost
+		return fmt.Errorf("--flow-out %s is also --out: give the trained flow a folder of its own (it receives flow_sample.onnx and flow_density.onnx)", f.flowOut)
+	}
 	if fi, err := os.Stat(f.flowOut); err == nil && !fi.IsDir() {
 		return fmt.Errorf("--flow-out %s is a file: give a folder (it receives flow_sample.onnx and flow_density.onnx)", f.flowOut)
 	}

@@ -349,3 +349,29 @@ func TestReadIDXRefusesHugeCount(t *testing.T) {
 		t.Errorf("error %v, want the image file and the memory it would take", err)
 	}
 }
+
+// Probe 54 A13: a folder holding an IDX file and its .gz read the .gz
+// silently, though they held different images; the same data twice (as
+// gunzip -k leaves) is read, two data sets are refused.
+func TestMNISTFileAndItsGz(t *testing.T) {
+	dir := t.TempDir()
+	ib, lb := idxFiles(5, 4, 4)
+	os.WriteFile(filepath.Join(dir, "t10k-images-idx3-ubyte"), ib, 0o644)
+	os.WriteFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), gz(ib), 0o644)
+	os.WriteFile(filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"), gz(lb), 0o644)
+	if im, err := ReadMNIST(dir, true); err != nil || len(im.Labels) != 5 {
+		t.Fatalf("the same data twice: %v", err)
+	}
+	blank := append([]byte(nil), ib...)
+	for i := 16; i < len(blank); i++ {
+		blank[i] = 0
+	}
+	os.WriteFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), gz(blank), 0o644)
+	if _, err := ReadMNIST(dir, true); err == nil || !strings.Contains(err.Error(), "t10k-images-idx3-ubyte and t10k-images-idx3-ubyte.gz in "+dir+" hold different data") {
+		t.Errorf("two data sets: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), gz(append(ib, 7)), 0o644) // one byte longer
+	if _, err := ReadMNIST(dir, true); err == nil || !strings.Contains(err.Error(), "hold different data") {
+		t.Errorf("a longer .gz: %v", err)
+	}
+}

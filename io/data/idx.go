@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/flowebm/flowebm/internal/sysmem"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // IDX magic numbers: 0x00000803 is an unsigned-byte array of rank 3
@@ -176,10 +179,23 @@ func MNISTFiles(dir string, test bool) (images, labels string, err error) {
 		prefix = "t10k"
 	}
 	find := func(base string) (string, error) {
-		for _, p := range []string{base + ".gz", base} {
-			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
-				return filepath.Join(dir, p), nil
+		plain, gz := filepath.Join(dir, base), filepath.Join(dir, base+".gz")
+		_, errPlain := os.Stat(plain)
+		_, errGz := os.Stat(gz)
+		switch {
+		case errGz == nil && errPlain == nil: // gunzip -k: the same data twice, or two data sets (probe 54: the .gz was read silently)
+			same, err := sameData(plain, gz)
+			if err != nil {
+				return "", fmt.Errorf("data: %s and %s are both in %s: %w", base, base+".gz", dir, err)
 			}
+			if !same {
+				return "", fmt.Errorf("data: %s and %s.gz in %s hold different data: remove the one that is not the data set", base, base, dir)
+			}
+			return gz, nil
+		case errGz == nil:
+			return gz, nil
+		case errPlain == nil:
+			return plain, nil
 		}
 		return "", fmt.Errorf("data: neither %s nor %s.gz in %s", base, base, dir)
 	}
@@ -213,4 +229,47 @@ func bytesToFloats(b []byte) []float64 {
 		x[i] = float64(v)
 	}
 	return x
+}
+
+// sameData reports whether the file plain holds what the gzip file gz
+// decompresses to (read up to plain's size and a byte more).
+func sameData(plain, gz string) (bool, error) {
+	p, err := safefile.Open(plain)
+	if err != nil {
+		return false, err
+	}
+	defer p.Close()
+	fi, err := p.Stat()
+	if err != nil {
+		return false, err
+	}
+	g, err := safefile.Open(gz)
+	if err != nil {
+		return false, err
+	}
+	defer g.Close()
+	zr, err := gzip.NewReader(g)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", gz, err)
+	}
+	z := io.LimitReader(zr, fi.Size()+1)
+	a, b := make([]byte, 1<<16), make([]byte, 1<<16)
+	for {
+		n, errA := io.ReadFull(p, a)
+		m, errB := io.ReadFull(z, b)
+		if n != m || !bytes.Equal(a[:n], b[:m]) {
+			return false, nil
+		}
+		if errA != nil || errB != nil { // equal counts short of a buffer: both ended here, or a read failed
+			for _, e := range []struct {
+				err  error
+				path string
+			}{{errA, plain}, {errB, gz}} {
+				if e.err != io.EOF && e.err != io.ErrUnexpectedEOF {
+					return false, fmt.Errorf("%s: %w", e.path, e.err)
+				}
+			}
+			return true, nil
+		}
+	}
 }
