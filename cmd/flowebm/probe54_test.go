@@ -187,3 +187,24 @@ func TestFlowOutIsAlsoOut(t *testing.T) {
 		t.Error("o.npy was made")
 	}
 }
+
+// Probe 54 A11: neutra on a flowebm RealNVP written by convert (whose
+// density graph has no z) pointed to a PyTorch script; it says to give
+// the checkpoint itself, and that works.
+func TestNeutraOnConvertedFlowAdvice(t *testing.T) {
+	run := trainedRun(t)
+	dir := t.TempDir()
+	fs, fd := filepath.Join(dir, "fs.onnx"), filepath.Join(dir, "fd.onnx")
+	for _, c := range [][]string{{run, fs, "--what", "flow-sample"}, {run, fd, "--what", "flow-density"}} {
+		if _, stderr, code := runCLI(append([]string{"convert"}, c...)...); code != 0 {
+			t.Fatalf("convert %v: %s", c, stderr)
+		}
+	}
+	_, stderr, code := runCLI("sample", "--model", run, "--sampler", "neutra", "--flow", fs, "--flow-density", fd, "--chains", "4", "--steps", "10", "--out", filepath.Join(dir, "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "for a flowebm RealNVP (convert --what flow-density writes none), give its checkpoint as --flow CHECKPOINT") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--model", run, "--sampler", "neutra", "--flow", run, "--chains", "4", "--steps", "10", "--out", filepath.Join(dir, "b.npy")); code != 0 {
+		t.Errorf("the advice: exit %d, %s", code, stderr)
+	}
+}
