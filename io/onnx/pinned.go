@@ -242,7 +242,7 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 		for i, v := range va {
 			w := vb[i] // row i/k of both: the first a rows are the same points
 			if !n.sameOutput(v, w) {
-				return true, fmt.Sprintf("%s for sample %d is %.6g at batch %d and %.6g at batch %d", n.outputLabel(name), i/k+1, v, a, w, b), nil
+				return true, fmt.Sprintf("%s for sample %d is %v at batch %d and %v at batch %d", n.outputLabel(name), i/k+1, v, a, w, b), nil
 			}
 		}
 	}
@@ -277,7 +277,7 @@ func (n *Net) coupled(b int) (bool, string, error) {
 		for i := range va {
 			j := (i + k) % len(va) // sample i/k is row i/k+1 of the rolled batch
 			if v, w := va[i], yr[name][j]; !n.sameOutput(v, w) {
-				return true, fmt.Sprintf("at batch %d, %s for one point is %.6g in row %d and %.6g in row %d. The model adds a term that depends on the row (torch.arange(len(x)), a bias per row)", b, n.outputLabel(name), v, i/k+1, w, j/k+1), nil
+				return true, fmt.Sprintf("at batch %d, %s for one point is %v in row %d and %v in row %d. The model's output depends on the point's row, or on the point in another row (torch.arange(len(x)), a bias per row, x - x[0])", b, n.outputLabel(name), v, i/k+1, w, j/k+1), nil
 			}
 		}
 	}
@@ -302,7 +302,7 @@ func (n *Net) coupled(b int) (bool, string, error) {
 			k := len(va) / b
 			for i := keep * k; i < (keep+1)*k; i++ {
 				if v, w := va[i], yb[name][i]; !n.sameOutput(v, w) {
-					return true, fmt.Sprintf("at batch %d, %s for sample %d is %.6g with some other samples and %.6g with others. The model mixes samples (batch statistics: BatchNorm in training mode, a minibatch standard deviation, x - x.max(0))", b, n.outputLabel(name), keep+1, v, w), nil
+					return true, fmt.Sprintf("at batch %d, %s for sample %d is %v with some other samples and %v with others. The model mixes samples (batch statistics: BatchNorm in training mode, a minibatch standard deviation, x - x.max(0))", b, n.outputLabel(name), keep+1, v, w), nil
 				}
 			}
 		}

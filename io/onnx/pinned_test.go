@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestBatchCoupledRefused(t *testing.T) {
 		"coupled_minibatch_std_b16": "The model mixes samples",
 		"coupled_max_dyn":           "The model mixes samples",
 		"coupled_first2_dyn":        "The model mixes samples",
-		"coupled_rowbias_b3":        "The model adds a term that depends on the row",
+		"coupled_rowbias_b3":        "The model's output depends on the point's row, or on the point in another row",
 		"coupled_logit_centre_dyn":  "The model mixes samples", // probe 50: NaN at normal points
 		"coupled_roll6_dyn":         "The model mixes samples", // probe 50: the identity at batches 2 and 3
 		"coupled_logshift_b8":       "The model mixes samples", // probe 51: NaN in every row at the first points
@@ -114,6 +115,8 @@ func TestBatchCoupledRefused(t *testing.T) {
 		"coupled_hist_dyn":          "The model mixes samples", // probe 53: out of range at normal points
 		"coupled_clamp_dyn":         "The model mixes samples",
 		"coupled_clamp_b8":          "The model mixes samples",
+		"coupled_firstrow_dyn":      "or on the point in another row (torch.arange(len(x)), a bias per row, x - x[0])", // probe 54
+		"coupled_tiny_dyn":          "The model mixes samples",                                                         // probe 54: 1e-7
 	} {
 		_, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err == nil || !strings.Contains(err.Error(), "the graph's output for a point depends on the other points of its batch or on the point's row") ||
@@ -340,5 +343,20 @@ func TestUncheckedNoteGivesTheError(t *testing.T) {
 	n.markUnchecked(errInconclusive)
 	if note := n.Unchecked(); !strings.Contains(note, "its outputs are not finite") {
 		t.Errorf("%s", note)
+	}
+}
+
+// Probe 54 A14: a coupling of 1e-7 printed its two outputs as the same
+// number (%.6g); they are printed in full.
+func TestCouplingValuesPrintedApart(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "coupled_tiny_dyn.onnx"))
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	var v, w float64
+	msg := err.Error()
+	i := strings.Index(msg, "is ")
+	if _, e := fmt.Sscanf(msg[i:], "is %g with some other samples and %g with others", &v, &w); e != nil || v == w {
+		t.Errorf("%v (%v): %g and %g", msg, e, v, w)
 	}
 }

@@ -423,3 +423,19 @@ class Pooled(nn.Module):
 torch.manual_seed(55)
 torch.onnx.export(NoStats().double().eval(), torch.randn(4, 4, dtype=torch.float64), f"{out}/bn_nostats_b4.onnx")
 save("pooled_b111_dyn", Pooled(), (1, 6, 6), torch.float64, 2, [3], dynamic=True)
+
+
+# Probe 54 A14: x - x[0:1] was explained as a term of the row only, and
+# a coupling of 1e-7 printed its two different outputs as one number.
+class FirstRow(nn.Module):
+    def forward(self, x):
+        return ((x - x[0:1]) ** 2).sum(1)
+
+
+class Tiny(nn.Module):
+    def forward(self, x):
+        return (x ** 2).sum(1) + 1e-7 * x.mean(0).sum()
+
+
+torch.onnx.export(FirstRow().double(), torch.randn(3, 2, dtype=torch.float64), f"{out}/coupled_firstrow_dyn.onnx", **dyn)
+torch.onnx.export(Tiny().double(), torch.randn(3, 2, dtype=torch.float64), f"{out}/coupled_tiny_dyn.onnx", **dyn)
