@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
+	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/training"
@@ -122,6 +123,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return err
 	}
 	if err := checkFinitePoints(f.points, x, shape); err != nil {
+		return err
+	}
+	if err := checkFloat32Points(f.points, x, m); err != nil {
 		return err
 	}
 	if err := checkAtPoints(m, x, "the points of --points "+f.points); err != nil {
@@ -380,6 +384,22 @@ func checkFiniteEnergies(e []float64, g *mat.Dense) error {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("the gradient at point %d (counting from 1) is %v: %s; nothing was written", k/d+1, v, notFiniteWhy(v))
 			}
+		}
+	}
+	return nil
+}
+
+// checkFloat32Points refuses, for a model computing in float32, points
+// beyond float32's range, which it reads as ±Inf (probe 54: a point at
+// 1e39 was blamed on the model's weights).
+func checkFloat32Points(file string, x *mat.Dense, m checkpoint.Models) error {
+	if m.EBM.Params.Dtype() != tensor.Float32 {
+		return nil
+	}
+	_, d := x.Dims()
+	for i, v := range x.RawMatrix().Data {
+		if math.Abs(v) > math.MaxFloat32 {
+			return fmt.Errorf("%s: point %d, value %d is %v, beyond float32's range (±3.4e38), in which the model computes: rescale the points, or export the model in float64", file, i/d+1, i%d+1, v)
 		}
 	}
 	return nil

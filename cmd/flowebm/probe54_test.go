@@ -208,3 +208,20 @@ func TestNeutraOnConvertedFlowAdvice(t *testing.T) {
 		t.Errorf("the advice: exit %d, %s", code, stderr)
 	}
 }
+
+// Probe 54 A14: a point beyond float32's range given to a float32 model
+// was read as +Inf and blamed on the model's weights and activations.
+func TestEnergyPointBeyondFloat32(t *testing.T) {
+	dir := t.TempDir()
+	x := make([]float64, 2*64)
+	x[70] = 1e39
+	pts := filepath.Join(dir, "p.npy")
+	if err := npy.WriteFile(pts, &npy.Array{Shape: []int{2, 1, 8, 8}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "img_b16_f32.onnx")
+	_, stderr, code := runCLI("energy", "--model", model, "--points", pts, "--out", filepath.Join(dir, "e.npy"))
+	if code != 2 || !strings.Contains(stderr, "point 2, value 7 is 1e+39, beyond float32's range") || strings.Contains(stderr, "weights") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
