@@ -332,6 +332,9 @@ func (t *csvTable) add(rec []string, line int) error {
 // setHeader takes the column names: each present and distinct, as the
 // dimensions and their plots are named by them.
 func (t *csvTable) setHeader(rec []string, line int) error {
+	if allNumbers(rec) && !columnIndices(rec) { // probe 54: a file without a header had its first draw's numbers taken for names
+		return fmt.Errorf("%s: line %d holds numbers (%s), want a header of column names: diagnose reads draws under a header line (as Stan, ArviZ and pandas write them); add one", t.path, line, clipText(strings.Join(rec, ",")))
+	}
 	seen := map[string]int{}
 	for j := range rec {
 		name := strings.TrimSpace(rec[j])
@@ -584,4 +587,36 @@ func (c *chainsData) name(d int) string {
 		return c.names[d]
 	}
 	return strconv.Itoa(d)
+}
+
+// allNumbers reports whether every field of rec, and every part of a
+// field separated by spaces or tabs, is a number.
+func allNumbers(rec []string) bool {
+	for _, f := range rec {
+		parts := strings.Fields(f)
+		if len(parts) == 0 {
+			return false
+		}
+		for _, p := range parts {
+			if _, err := strconv.ParseFloat(p, 64); err != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// columnIndices reports whether rec is 0, 1, … or 1, 2, …: pandas' names
+// of unnamed columns, a header.
+func columnIndices(rec []string) bool {
+	for _, from := range []int{0, 1} {
+		ok := true
+		for i, f := range rec {
+			ok = ok && strings.TrimSpace(f) == strconv.Itoa(from+i)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }

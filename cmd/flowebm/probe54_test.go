@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -223,5 +224,26 @@ func TestEnergyPointBeyondFloat32(t *testing.T) {
 	_, stderr, code := runCLI("energy", "--model", model, "--points", pts, "--out", filepath.Join(dir, "e.npy"))
 	if code != 2 || !strings.Contains(stderr, "point 2, value 7 is 1e+39, beyond float32's range") || strings.Contains(stderr, "weights") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Probe 54 A9: diagnose took the first draw of a file without a header
+// (numpy.savetxt's) for column names; pandas' numbered columns stay a
+// header.
+func TestDiagnoseHeaderOfNumbers(t *testing.T) {
+	inTempDir(t)
+	os.WriteFile("nohead.csv", []byte("0.5,1.5\n0.25,1.0\n0.75,2.0\n"), 0o644)
+	os.WriteFile("spaced.csv", []byte("6.4e-01 1.04e+00\n2.5e-01 1.0\n"), 0o644)
+	wantErr(t, "nohead.csv: line 1 holds numbers", "diagnose", "nohead.csv")
+	wantErr(t, "spaced.csv: line 1 holds numbers", "diagnose", "spaced.csv")
+	var b strings.Builder
+	b.WriteString("0,1\n")
+	rng := rand.New(rand.NewPCG(54, 9))
+	for range 40 {
+		fmt.Fprintf(&b, "%v,%v\n", rng.NormFloat64(), rng.NormFloat64())
+	}
+	os.WriteFile("pandas.csv", []byte(b.String()), 0o644)
+	if _, stderr, code := runCLI("diagnose", "pandas.csv"); strings.Contains(stderr, "holds numbers") {
+		t.Errorf("pandas' numbered columns: exit %d, %s", code, stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -373,5 +374,37 @@ func TestMNISTFileAndItsGz(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), gz(append(ib, 7)), 0o644) // one byte longer
 	if _, err := ReadMNIST(dir, true); err == nil || !strings.Contains(err.Error(), "hold different data") {
 		t.Errorf("a longer .gz: %v", err)
+	}
+}
+
+// Probe 54 A9: numpy.savetxt's default writes columns separated by
+// spaces: its first row was taken for a header and lost, and the second
+// refused. Such files are read, with a header so separated too, and tabs
+// alike; a comma row among them is refused.
+func TestSpaceSeparatedRows(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		names []string
+	}{
+		{"6.401e-01 1.04e+00\n-2.5e-01 3\n", nil},
+		{"a b\n6.401e-01 1.04e+00\n-2.5e-01 3\n", []string{"a", "b"}},
+		{"a\tb\n6.401e-01\t1.04e+00\n\n-2.5e-01\t3\n", []string{"a", "b"}},
+	} {
+		x, err := ReadCSV(strings.NewReader(c.text), "s.txt")
+		if err != nil {
+			t.Fatalf("%q: %v", c.text, err)
+		}
+		if r, k := x.Dims(); r != 2 || k != 2 || x.At(0, 0) != 0.6401 || x.At(1, 1) != 3 {
+			t.Errorf("%q: %v", c.text, x.RawMatrix().Data)
+		}
+		if names, err := CSVColumns(strings.NewReader(c.text)); err != nil || !slices.Equal(names, c.names) {
+			t.Errorf("%q: columns %q, %v", c.text, names, err)
+		}
+	}
+	if _, err := ReadCSV(strings.NewReader("1 2\n3,4\n"), "s.txt"); err == nil || !strings.Contains(err.Error(), "columns separated by spaces or tabs, as in the first data row") {
+		t.Errorf("a comma row: %v", err)
+	}
+	if _, err := ReadCSV(strings.NewReader("1 2\n3 4 5\n"), "s.txt"); err == nil || !strings.Contains(err.Error(), "3 fields") {
+		t.Errorf("a longer row: %v", err)
 	}
 }

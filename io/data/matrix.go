@@ -196,13 +196,16 @@ func arrayMatrix(file, field string, a *npy.Array) (*mat.Dense, error) {
 // header must have one name per column, and every row as many fields as
 // the first data row. Blank and whitespace-only lines are skipped; lines
 // end in \n or \r\n (a bare \r, classic Mac OS's line ending, is refused).
+// A file whose first data row is numbers separated by spaces or tabs (as
+// numpy.savetxt writes by default) is read so, header included.
 // Errors give the file's line numbers.
 func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 	cr := newCSVReader(r)
 	cr.ReuseRecord = true
 	var vals []float64
-	first := true
-	header, headerLine := 0, 0 // names in the header row, and its line
+	first, spaced := true, false // spaced: the columns are separated by spaces or tabs
+	header, headerLine := 0, 0   // names in the header row, and its line
+	var headerText string
 	d, rows := 0, 0
 	for {
 		rec, err := cr.Read()
@@ -222,10 +225,23 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		if strings.HasPrefix(strings.TrimSpace(rec[0]), "#") {
 			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", line), Got: strconv.Quote(clip(strings.Join(rec, ","))), Want: "data or a header row: comment lines (#) are not read; remove them"}
 		}
+		if _, ok := spacedNumbers(rec); ok && rows == 0 { // numpy.savetxt's default (probe 54: its first row was taken for a header)
+			spaced, first = true, false
+			if header == 1 {
+				header = len(strings.Fields(headerText))
+			}
+		}
+		if spaced {
+			if len(rec) != 1 {
+				return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", line), Got: strconv.Quote(clip(strings.Join(rec, ","))), Want: "columns separated by spaces or tabs, as in the first data row, not commas"}
+			}
+			rec = strings.Fields(rec[0])
+		}
 		if first {
 			first = false
 			if isHeader(rec) {
 				header, headerLine = len(rec), line
+				headerText = strings.Join(rec, ",")
 				continue
 			}
 		}
@@ -282,6 +298,24 @@ func csvError(name string, err error) error {
 // blankRecord reports whether rec is a blank or whitespace-only line.
 func blankRecord(rec []string) bool {
 	return len(rec) == 1 && strings.TrimSpace(rec[0]) == ""
+}
+
+// spacedNumbers reports whether rec is one field holding two or more
+// numbers separated by spaces or tabs, and returns them.
+func spacedNumbers(rec []string) ([]string, bool) {
+	if len(rec) != 1 {
+		return nil, false
+	}
+	f := strings.Fields(rec[0])
+	if len(f) < 2 {
+		return nil, false
+	}
+	for _, s := range f {
+		if _, err := parseNumber(s); err != nil {
+			return nil, false
+		}
+	}
+	return f, true
 }
 
 // isHeader reports whether rec, a file's first record, is a header: none
@@ -350,7 +384,9 @@ func parseRow(cr *csv.Reader, rec []string, name string) ([]float64, error) {
 
 // CSVColumns returns the column names of a CSV file's header row, or nil
 // when its first row is data (has a number in it, see ReadCSV) or the file
-// has no rows. The names are trimmed; a UTF-8 byte-order mark is dropped.
+// has no rows. The names are trimmed; a UTF-8 byte-order mark is dropped;
+// a file whose columns are separated by spaces or tabs has its header so
+// separated.
 func CSVColumns(r io.Reader) ([]string, error) {
 	cr := newCSVReader(r)
 	for {
@@ -364,14 +400,32 @@ func CSVColumns(r io.Reader) ([]string, error) {
 		if blankRecord(rec) {
 			continue
 		}
-		if !isHeader(rec) {
+		if _, ok := spacedNumbers(rec); ok || !isHeader(rec) {
 			return nil, nil
 		}
 		names := make([]string, len(rec))
 		for j, f := range rec {
 			names[j] = strings.TrimSpace(f)
 		}
+		if len(names) == 1 && spacedData(cr) { // a header of a file separated by spaces (ReadCSV)
+			names = strings.Fields(names[0])
+		}
 		return names, nil
+	}
+}
+
+// spacedData reports whether the next record of cr that is not blank
+// holds numbers separated by spaces or tabs.
+func spacedData(cr *csv.Reader) bool {
+	for {
+		rec, err := cr.Read()
+		if err != nil {
+			return false
+		}
+		if !blankRecord(rec) {
+			_, ok := spacedNumbers(rec)
+			return ok
+		}
 	}
 }
 
