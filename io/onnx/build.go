@@ -222,7 +222,7 @@ func (in *instance) apply(node *Node) error {
 		return unsupported(node.OpType)
 	}
 	if err := checkAttrs(node, in.net.Opset); err != nil {
-		return err
+		return &notSupportedError{err.Error()} // the file's attributes, whatever the batch
 	}
 	outs, err := h(in, node)
 	if err != nil {

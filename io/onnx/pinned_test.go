@@ -360,3 +360,18 @@ func TestCouplingValuesPrintedApart(t *testing.T) {
 		t.Errorf("%v (%v): %g and %g", msg, e, v, w)
 	}
 }
+
+// Probe 54: an attribute the operator does not take, in a graph with a
+// dynamic batch, was refused with an explanation of the batch the graph
+// was built at: the file's attributes are wrong at any batch.
+func TestAttributeErrorSaysNothingOfTheBatch(t *testing.T) {
+	var g msg
+	g.bytes(1, mdNode("r", "ReduceSum", []string{"x"}, []string{"y"}, intsAttr("axes", 1), intAttr("keepdims", 0).encode()))
+	g.str(2, "g")
+	g.bytes(11, valueInfo("x", typeFloat, "N", 3))
+	g.bytes(12, valueInfo("y", typeFloat, "N"))
+	_, err := Decode(mdModel(g), "axes.onnx")
+	if err == nil || !strings.Contains(err.Error(), "ReduceSum takes axes as an input from opset 13") || strings.Contains(err.Error(), "batch") {
+		t.Errorf("%v", err)
+	}
+}
