@@ -1024,9 +1024,13 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 	work, what := f.workMemory(m)
 	if limit := memoryLimit(maxWorkBytes); need+work > limit {
 		fit := int(0.9 * limit / ((need + work) / float64(f.chains))) // both grow with the chains; 10% kept for the limit's own drift (probe 51: it moves with what the process maps)
-		advice := fmt.Sprintf("use fewer chains or particles (about %d chains fit)", fit)
+		fewer, particles := "chains", ""
+		if f.sampler == "flowmc" { // its proposals (probe 54: --particles was advised for mala)
+			fewer, particles = "chains or particles", "fewer --particles, or "
+		}
+		advice := fmt.Sprintf("use fewer %s (about %d chains fit)", fewer, fit)
 		if fit < 2 { // probe 53: "about 1 chains fit", and --chains 1 is refused
-			advice = "not even 2 chains fit: use fewer --particles, or a smaller model"
+			advice = fmt.Sprintf("not even 2 chains fit: use %sa smaller model", particles)
 		}
 		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): %s", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes), advice)
 	}
