@@ -663,6 +663,37 @@ func (t *Trainer) FinalStates(rng *rand.Rand, m, steps int) (*mat.Dense, error) 
 	return last, err
 }
 
+// pickRows draws m distinct rows of n with rng: the first m of a random
+// permutation, as runs have always drawn them, up to maxPermRows rows;
+// beyond, by Floyd's algorithm, which holds m of them only (probe 54: a
+// bank of 100 million chains was permuted whole, 800 MB, to draw 128,
+// and the run died out of memory).
+func pickRows(rng *rand.Rand, n, m int) []int {
+	if n <= maxPermRows {
+		return rng.Perm(n)[:m]
+	}
+	return floyd(rng, n, m)
+}
+
+// floyd draws m distinct integers of [0, n) with rng (Floyd's algorithm),
+// each subset as likely.
+func floyd(rng *rand.Rand, n, m int) []int {
+	picked := make([]int, 0, m)
+	seen := make(map[int]bool, m)
+	for j := n - m; j < n; j++ {
+		i := rng.IntN(j + 1)
+		if seen[i] {
+			i = j
+		}
+		seen[i] = true
+		picked = append(picked, i)
+	}
+	return picked
+}
+
+// maxPermRows is the largest bank pickRows permutes whole (128 MB).
+const maxPermRows = 1 << 24
+
 // freshChains starts m chains as SampleChains describes and calls after
 // with the state after each of steps kernel steps.
 func (t *Trainer) freshChains(rng *rand.Rand, m, steps int, after func(s int, x *mat.Dense)) error {
@@ -675,7 +706,7 @@ func (t *Trainer) freshChains(rng *rand.Rand, m, steps int, after func(s int, x 
 		if m > t.Config.Persistent {
 			return fmt.Errorf("algorithms: %d chains requested from a bank of %d", m, t.Config.Persistent)
 		}
-		for r, i := range rng.Perm(t.Config.Persistent)[:m] {
+		for r, i := range pickRows(rng, t.Config.Persistent, m) {
 			x.SetRow(r, t.Bank.RawRowView(i))
 		}
 	} else if err := t.Flow.Sample(rng, x, make([]float64, m)); err != nil {

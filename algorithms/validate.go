@@ -260,7 +260,6 @@ func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
 	if n := m.EBMNet; n != nil {
 		return n.terms(c.ebmBatches(m), m.valueBytes())
 	}
-	units := float64(d) + sum(m.EBMHidden)
 	sizes := append(append([]int{d}, m.EBMHidden...), 1)
 	terms := []sysmem.Term{term(fmt.Sprintf("model.ebm_hidden %v parameters × 8 B × %d", m.EBMHidden, paramCopies), mlpParams(sizes...)*8*paramCopies)}
 	for _, b := range c.ebmBatches(m) {
@@ -269,9 +268,24 @@ func (c TrainConfig) ebmTerms(d int, m ModelSizes) []sysmem.Term {
 			perUnit = ebmValuesPerUnit
 		}
 		terms = append(terms, term(fmt.Sprintf("the EBM's intermediate values for %s points × (%d dims + model.ebm_hidden %v) × %g × %g B", b.Of, d, m.EBMHidden, perUnit, m.valueBytes()),
-			b.N*units*perUnit*m.valueBytes()))
+			b.N*m.EBMRowBytes(d, b.Grad)))
 	}
 	return terms
+}
+
+// EBMRowBytes is the bytes the energy MLP's graph holds per point, with
+// its gradient (grad) or evaluated only: (d + Σ model.ebm_hidden) units ×
+// ebmValuesPerUnit or ebmEvalValuesPerUnit values; 0 for an energy sized
+// by EBMNet instead.
+func (m ModelSizes) EBMRowBytes(d int, grad bool) float64 {
+	if m.EBMNet != nil {
+		return 0
+	}
+	perUnit := float64(ebmEvalValuesPerUnit)
+	if grad {
+		perUnit = ebmValuesPerUnit
+	}
+	return (float64(d) + sum(m.EBMHidden)) * perUnit * m.valueBytes()
 }
 
 // terms are n's parameters (with their copies), its graphs' values for
@@ -366,12 +380,27 @@ func (c TrainConfig) flowTerms(d int, m ModelSizes) []sysmem.Term {
 	}
 	terms := []sysmem.Term{term(fmt.Sprintf("model.flow_blocks %d × model.flow_hidden %v parameters × 8 B × %d", blocks, m.FlowHidden, paramCopies),
 		float64(blocks)*nets*mlpParams(sizes...)*8*paramCopies)}
-	perRow := float64(blocks) * (float64(d)*flowValuesPerBlock + hidden*flowValuesPerHidden) * m.valueBytes()
+	perRow := m.FlowRowBytes(d)
 	for _, b := range c.flowBatches(m) {
 		terms = append(terms, term(fmt.Sprintf("the flow's intermediate values for %s points × (%d dims × %d + model.flow_hidden %v × %d) × model.flow_blocks %d × %g B",
 			b.Of, d, flowValuesPerBlock, m.FlowHidden, flowValuesPerHidden, blocks, m.valueBytes()), b.N*perRow))
 	}
 	return terms
+}
+
+// FlowRowBytes is the bytes the RealNVP's or spline flow's graph holds
+// per point: model.flow_blocks × (d × flowValuesPerBlock + the hidden
+// units × flowValuesPerHidden) values; 0 for a flow sized by FlowNet
+// instead, or none.
+func (m ModelSizes) FlowRowBytes(d int) float64 {
+	if m.FlowNet != nil || m.FlowBlocks == 0 {
+		return 0
+	}
+	hidden := sum(m.FlowHidden)
+	if m.FlowBins > 0 {
+		hidden += float64((d + 1) / 2 * (3*m.FlowBins - 1))
+	}
+	return float64(m.FlowBlocks) * (float64(d)*flowValuesPerBlock + hidden*flowValuesPerHidden) * m.valueBytes()
 }
 
 // flowBatches are the batches the flow's graphs take: the pretraining

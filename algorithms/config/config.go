@@ -474,13 +474,11 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	if err := cfg.Model.CheckImage(exp); err != nil {
 		return err
 	}
-	if err := cfg.checkRunMemory(exp); err != nil {
-		return err
-	}
+	memErr := cfg.checkRunMemory(exp) // last: a configuration resolved all but its fit (--print-config prints it)
 	if rows < max(2, batch) {
 		return fmt.Errorf("algorithms: %s gives %d training rows (data_size %d): want at least %d, as each training batch takes train.batch_size = %d rows of them (and at least 2): give more data, or a smaller train.batch_size", cfg.Source(), rows, cfg.DataSize, max(2, batch), batch)
 	}
-	return nil
+	return memErr
 }
 
 // CheckData checks, without loading them, that the data the run reads are
@@ -548,7 +546,7 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 			cfg.DataSize = n
 		}
 		if cfg.DataSize > n {
-			return nil, nil, fmt.Errorf("data_size %d, but %s has %d training rows (after holding out %d): want at most %d, or 0 for all", cfg.DataSize, cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, n)
+			return nil, nil, fmt.Errorf("data_size %d, but %s has %d training rows (after holding out %d): want at most %d, or leave the field out for all", cfg.DataSize, cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, n)
 		}
 		b := cfg.Train.BatchSize
 		if b == 0 {
@@ -830,6 +828,9 @@ func (cfg Run) checkZeros(paths []string) error {
 		}
 		switch rv := reflect.ValueOf(v); rv.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+			if strings.EqualFold(path, "data_size") { // its default is another with --data (probe 54: "16384" where it is every row)
+				return fmt.Errorf("algorithms: data_size 0: 0 stands for the default here: leave the field out for the default (%v points of an experiment's distribution, every row of a data set), or give another value", v)
+			}
 			if !rv.IsZero() {
 				return fmt.Errorf("algorithms: %s 0: 0 stands for the default here, %v: leave the field out for the default, or give another value", path, v)
 			}

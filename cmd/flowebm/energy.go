@@ -301,14 +301,20 @@ func batchRows(rowBytes, budget float64) int {
 
 // graphRowBytes is the memory the graphs of m's EBM and flow hold per
 // input row, differentiated (grad) or only evaluated, as the run
-// configuration's estimate sizes them (algorithms.SizesOf: the image
-// models' GraphValues); 0 for a network not sized so (an MLP, a RealNVP or
-// an ONNX graph), whose graphs the callers' row buffers cover.
+// configuration's estimate sizes them (algorithms.SizesOf: an ONNX
+// graph's or an image model's GraphValues; an MLP's or a RealNVP's
+// widths, twice over for the collector's garbage).
 func graphRowBytes(m checkpoint.Models, grad bool) (ebm, flow float64) {
 	s := algorithms.SizesOf(m.EBM, m.Flow)
 	ebm = netRowBytes(s.EBMNet, grad, m.EBM.Params)
+	if len(s.EBMHidden) > 0 { // a checkpoint's energy MLP (probe 54: counted as nothing, 2.85 million MALA chains were said to fit and died out of memory), with the collector's garbage as much again (measured: 16 KB a chain at peak for the 11 KB estimated at d = 2, ebm_hidden [32 64 64 64])
+		ebm = 2 * s.EBMRowBytes(m.EBM.Dim(), grad)
+	}
 	if m.Flow != nil {
 		flow = netRowBytes(s.FlowNet, grad, m.Flow.Params)
+		if r := s.FlowRowBytes(m.Flow.Dim()); r > 0 { // a RealNVP or spline flow, likewise
+			flow = 2 * r
+		}
 	}
 	return ebm, flow
 }

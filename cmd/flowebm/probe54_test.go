@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -245,5 +246,56 @@ func TestDiagnoseHeaderOfNumbers(t *testing.T) {
 	os.WriteFile("pandas.csv", []byte(b.String()), 0o644)
 	if _, stderr, code := runCLI("diagnose", "pandas.csv"); strings.Contains(stderr, "holds numbers") {
 		t.Errorf("pandas' numbered columns: exit %d, %s", code, stderr)
+	}
+}
+
+// Probe 54 B1 (serious): sample counted a checkpoint's energy MLP and
+// RealNVP as no memory: 2.85 million MALA chains at d = 2 were said to
+// fit, and 300,000 died out of memory. Their graphs are counted (the
+// named count, 33,346 under ulimit -v 6000000, ran at a peak RSS of 0.65
+// GB with hmc and mala).
+func TestSampleCountsTheCheckpointsGraphs(t *testing.T) {
+	run := trainedRun(t)
+	f := memSampleFlags(run, 50_000_000)
+	f.steps = 4
+	_, err := f.models()
+	if err == nil || !strings.Contains(err.Error(), "MB (the EBM's graph with ∇ₓE)") || !strings.Contains(err.Error(), "MB (the flow's graph)") {
+		t.Errorf("%v", err)
+	}
+}
+
+// Probe 54 B3: --print-config was refused by the memory check, so the
+// configuration whose fields the refusal says to lower could not be had
+// (train --data on 784 dimensions needs 12.5 GiB at the defaults). It is
+// printed, with the refusal as a note. B4: data_size beyond the rows
+// advised 0, which was refused; it advises leaving the field out, which
+// works.
+func TestPrintConfigOverTheMemoryLimit(t *testing.T) {
+	inTempDir(t)
+	rng := rand.New(rand.NewPCG(54, 3))
+	x := make([]float64, 300*784)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	if err := npy.WriteFile("d784.npy", &npy.Array{Shape: []int{300, 784}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI("train", "--data", "d784.npy", "--print-config")
+	var cfg map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &cfg) != nil || !strings.Contains(stderr, "note: as printed, the run would be refused: algorithms: the configuration needs about") {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	small := make([]float64, 200*2)
+	for i := range small {
+		small[i] = rng.NormFloat64()
+	}
+	npy.WriteFile("d.npy", &npy.Array{Shape: []int{200, 2}, Data: small}, npy.Float64)
+	os.WriteFile("c.json", []byte(`{"data_size": 16384, "train": {"iterations": 2}}`), 0o644)
+	wantErr(t, "want at most 180, or leave the field out for all", "train", "--data", "d.npy", "--config", "c.json", "--print-config")
+	os.WriteFile("c0.json", []byte(`{"data_size": 0, "train": {"iterations": 2}}`), 0o644)
+	wantErr(t, "data_size 0: 0 stands for the default here: leave the field out for the default (16384 points of an experiment's distribution, every row of a data set)", "train", "--data", "d.npy", "--config", "c0.json", "--print-config")
+	os.WriteFile("c1.json", []byte(`{"train": {"iterations": 2}}`), 0o644)
+	if _, stderr, code := runCLI("train", "--data", "d.npy", "--config", "c1.json", "--print-config"); code != 0 {
+		t.Errorf("the field left out: exit %d, %s", code, stderr)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
@@ -183,7 +184,9 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 	// Resolved: checked as a run's start checks it (the data loaded), its
 	// defaults filled in as config.json holds them.
 	cfg, err := plan.Resolved()
-	if err != nil {
+	if over := (*sysmem.OverError)(nil); errors.As(err, &over) { // printed, to be lowered (probe 54: refused, no file to edit)
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: as printed, the run would be refused: %v\n", err)
+	} else if err != nil {
 		return err
 	}
 	if cfg.Epochs > 0 { // the length is the epochs', which a --config may not give twice

@@ -40,9 +40,16 @@ func Check(terms []Term, limit float64) error {
 			break
 		}
 	}
-	return fmt.Errorf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s): %s; lower these fields",
-		Bytes(total), Bytes(limit), Why(DefaultLimit), strings.Join(names, "; "))
+	return &OverError{fmt.Sprintf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s): %s; lower these fields",
+		Bytes(total), Bytes(limit), Why(DefaultLimit), strings.Join(names, "; "))}
 }
+
+// OverError is Check's refusal of an estimate over its limit: a
+// configuration that would not fit, which --print-config still prints
+// (probe 54: refused, the file to lower the fields in could not be had).
+type OverError struct{ msg string }
+
+func (e *OverError) Error() string { return e.msg }
 
 // Bytes writes a size in bytes with a binary unit (3 significant digits).
 func Bytes(b float64) string {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -170,32 +171,40 @@ func ReadMNIST(dir string, test bool) (*Images, error) {
 	return ReadIDXFiles(ip, lp)
 }
 
+// checkTwin refuses a file.gz read (MNISTFiles prefers it) beside a file
+// that holds other data than it decompresses to (probe 54: the .gz was
+// read silently); the same data twice, as gunzip -k leaves, is read.
+func checkTwin(gz string) error {
+	plain, ok := strings.CutSuffix(gz, ".gz")
+	if !ok {
+		return nil
+	}
+	if _, err := os.Stat(plain); err != nil {
+		return nil
+	}
+	same, err := sameData(plain, gz)
+	if err != nil {
+		return fmt.Errorf("data: %s and %s are both in %s: %w", filepath.Base(plain), filepath.Base(gz), filepath.Dir(gz), err)
+	}
+	if !same {
+		return fmt.Errorf("data: %s and %s in %s hold different data: remove the one that is not the data set", filepath.Base(plain), filepath.Base(gz), filepath.Dir(gz))
+	}
+	return nil
+}
+
 // MNISTFiles returns the paths of the image and label files of MNIST's
 // training or test set in dir (see ReadMNIST), the compressed ones if both
-// are there.
+// are there (ReadIDXFiles checks that they hold the same data).
 func MNISTFiles(dir string, test bool) (images, labels string, err error) {
 	prefix := "train"
 	if test {
 		prefix = "t10k"
 	}
 	find := func(base string) (string, error) {
-		plain, gz := filepath.Join(dir, base), filepath.Join(dir, base+".gz")
-		_, errPlain := os.Stat(plain)
-		_, errGz := os.Stat(gz)
-		switch {
-		case errGz == nil && errPlain == nil: // gunzip -k: the same data twice, or two data sets (probe 54: the .gz was read silently)
-			same, err := sameData(plain, gz)
-			if err != nil {
-				return "", fmt.Errorf("data: %s and %s are both in %s: %w", base, base+".gz", dir, err)
+		for _, p := range []string{base + ".gz", base} {
+			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+				return filepath.Join(dir, p), nil
 			}
-			if !same {
-				return "", fmt.Errorf("data: %s and %s.gz in %s hold different data: remove the one that is not the data set", base, base, dir)
-			}
-			return gz, nil
-		case errGz == nil:
-			return gz, nil
-		case errPlain == nil:
-			return plain, nil
 		}
 		return "", fmt.Errorf("data: neither %s nor %s.gz in %s", base, base, dir)
 	}
@@ -209,8 +218,14 @@ func MNISTFiles(dir string, test bool) (images, labels string, err error) {
 }
 
 // ReadIDXFiles is ReadIDX on the image and label files at the given paths;
-// errors name them.
+// errors name them. A file.gz beside a file of other data is refused
+// (checkTwin).
 func ReadIDXFiles(images, labels string) (*Images, error) {
+	for _, gz := range []string{images, labels} {
+		if err := checkTwin(gz); err != nil {
+			return nil, err
+		}
+	}
 	var im *Images
 	err := openFile(images, func(ir io.Reader, iname string) error {
 		return openFile(labels, func(lr io.Reader, lname string) error {
