@@ -45,7 +45,7 @@ func (k *ULA) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if err := s.ensureGrad(k.Target); err != nil {
 		return noStats(), err
 	}
-	if err := CheckDefined("ULA", s.LogP); err != nil {
+	if err := CheckDefined("ULA", s.X, s.LogP); err != nil {
 		return noStats(), err
 	}
 	k.y = reuse(k.y, s.Chains(), s.Dim())
@@ -158,6 +158,7 @@ type UndefinedError struct {
 	Sampler string
 	Chain   int // from 0
 	LogP    float64
+	Point   []float64 // the chain's point (a copy)
 }
 
 func (e *UndefinedError) Error() string {
@@ -166,11 +167,11 @@ func (e *UndefinedError) Error() string {
 
 // CheckDefined returns an UndefinedError for the first of the chains'
 // log densities logp that is NaN or ±Inf (a density of 0 is outside the
-// target's support too), or nil.
-func CheckDefined(sampler string, logp []float64) error {
+// target's support too) at their points x, or nil.
+func CheckDefined(sampler string, x *mat.Dense, logp []float64) error {
 	for i, v := range logp {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return &UndefinedError{Sampler: sampler, Chain: i, LogP: v}
+			return &UndefinedError{Sampler: sampler, Chain: i, LogP: v, Point: mat.Row(nil, i, x)}
 		}
 	}
 	return nil

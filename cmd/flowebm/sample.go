@@ -223,7 +223,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		err = checkLastDraws(m, run.state())
 	}
 	if u := (*samplers.UndefinedError)(nil); errors.As(err, &u) { // a resume would go there again
-		return fmt.Errorf("--sampler %s: chain %d stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); nothing was written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, u.Chain+1, -u.LogP, f.step)
+		return f.undefinedError(u)
 	}
 	if err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck))
@@ -462,6 +462,20 @@ func (f sampleFlags) startsAdvice(m checkpoint.Models) string {
 	return fmt.Sprintf(". The chains start at %s: for an energy defined on part of the space only (pixels in (0, 1), x > 0), give --starts FILE with points inside it (one per chain, or one for all)", from)
 }
 
+// undefinedError says that ULA's chain u stepped where the energy is NaN
+// or infinite: outside the model's domain, or (a point far out, an
+// energy of +Inf) diverged; nothing is written.
+func (f sampleFlags) undefinedError(u *samplers.UndefinedError) error {
+	far := math.IsInf(u.LogP, -1)
+	for _, v := range u.Point {
+		far = far || !(math.Abs(v) < 1e100)
+	}
+	if far {
+		return fmt.Errorf("--sampler %s: chain %d reached a point where the energy is %v: the chains diverged, nothing was written; lower --step (%v) or use an adjusted sampler (mala, hmc)", f.sampler, u.Chain+1, -u.LogP, f.step)
+	}
+	return fmt.Errorf("--sampler %s: chain %d stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); nothing was written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, u.Chain+1, -u.LogP, f.step)
+}
+
 // checkLastDraws returns an UndefinedError where the log density of a
 // chain's last point s.X is NaN or ±Inf.
 func checkLastDraws(m checkpoint.Models, s *samplers.State) error {
@@ -469,7 +483,7 @@ func checkLastDraws(m checkpoint.Models, s *samplers.State) error {
 	if err := m.EBM.LogDensity(s.X, logp); err != nil {
 		return err
 	}
-	return samplers.CheckDefined("ULA", logp)
+	return samplers.CheckDefined("ULA", s.X, logp)
 }
 
 // runProposal is the flow whose densities the run's state caches.
@@ -911,16 +925,7 @@ func checkStarts(m checkpoint.Models, x *mat.Dense) error {
 
 // printRHat prints the worst rank-normalised R-hat over dimensions.
 func printRHat(out io.Writer, draws []float64, chains, steps, d int) {
-	sum, err := diagnostics.Summarize(draws, chains, steps, d)
-	if err != nil {
-		fmt.Fprintf(out, "no R-hat: %v\n", err)
-		return
-	}
-	worst := math.Inf(-1)
-	for _, s := range sum {
-		worst = math.Max(worst, s.RHat)
-	}
-	fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f\n", worst)
+	fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f\n", diagnostics.MaxRHat(draws, chains, steps, d))
 }
 
 // checkFinite refuses draws holding NaN or Inf (an unadjusted step too
