@@ -85,7 +85,13 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	for j, v := range sc.Scale {
+	cols := sc // the columns' own scales, whatever the standardisation (probe 54: unscaled, 1e±300 failed later, for another reason)
+	if opt.Standardize != "" && opt.Standardize != data.PerDimension {
+		if cols, err = data.Standardize(trainX, data.PerDimension); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	for j, v := range cols.Scale {
 		// Densities are reported per unit of the data: at scales beyond
 		// 1e±150 they leave float64's range (and the density plot with
 		// them).

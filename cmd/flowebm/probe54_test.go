@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -297,5 +298,25 @@ func TestPrintConfigOverTheMemoryLimit(t *testing.T) {
 	os.WriteFile("c1.json", []byte(`{"train": {"iterations": 2}}`), 0o644)
 	if _, stderr, code := runCLI("train", "--data", "d.npy", "--config", "c1.json", "--print-config"); code != 0 {
 		t.Errorf("the field left out: exit %d, %s", code, stderr)
+	}
+}
+
+// Probe 54 A12: data at 1e300 with --standardize none was refused for a
+// NaN variance with advice to standardise, which was refused in turn for
+// the column's scale; --standardize global said "scale +Inf". Each names
+// the column's own scale and the range to rescale it to.
+func TestDataAtTheEdgesOfFloat64(t *testing.T) {
+	inTempDir(t)
+	rng := rand.New(rand.NewPCG(54, 12))
+	x := make([]float64, 200*2)
+	for i := range x {
+		x[i] = 1e300 * rng.NormFloat64()
+	}
+	npy.WriteFile("big.npy", &npy.Array{Shape: []int{200, 2}, Data: x}, npy.Float64)
+	for _, s := range []string{"none", "dimension", "global"} {
+		_, stderr, code := runCLI("train", "--data", "big.npy", "--standardize", s, "--iterations", "2", "--out", "r_"+s, "--quiet")
+		if code != 2 || !regexp.MustCompile(`column 1 has scale [0-9.]+e\+(299|300): densities in the data's units would leave float64's range; rescale it to within 1e-150\.\.1e150 first`).MatchString(stderr) {
+			t.Errorf("--standardize %s: exit %d, %s", s, code, stderr)
+		}
 	}
 }

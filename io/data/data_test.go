@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // cifarRecords builds n CIFAR-10 records whose pixel (c, i, j) of record k is
@@ -406,5 +408,22 @@ func TestSpaceSeparatedRows(t *testing.T) {
 	}
 	if _, err := ReadCSV(strings.NewReader("1 2\n3 4 5\n"), "s.txt"); err == nil || !strings.Contains(err.Error(), "3 fields") {
 		t.Errorf("a longer row: %v", err)
+	}
+}
+
+// Probe 54 A12: the global scale of columns at 1e±300 was +Inf or 0 (the
+// mean of their variances left float64's range); it is their root mean
+// square.
+func TestGlobalScaleAtTheEdges(t *testing.T) {
+	for _, c := range []float64{1e300, 1e-300} {
+		x := mat.NewDense(4, 2, []float64{-c, 2 * c, c, -2 * c, -c, 2 * c, c, -2 * c})
+		s, err := Standardize(x, Global)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := math.Sqrt(2.5) * c * 2 / math.Sqrt(3) // sds c·√(4/3) and 2c·√(4/3)
+		if r := math.Abs(s.Scale[0]-want) / want; !(r < 1e-14) {
+			t.Errorf("scale %g: %g, want %g", c, s.Scale[0], want)
+		}
 	}
 }

@@ -33,7 +33,6 @@ func Standardize(x *mat.Dense, kind string) (Scaling, error) {
 	n, d := x.Dims()
 	s := Scaling{Shift: make([]float64, d), Scale: make([]float64, d)}
 	col := make([]float64, n)
-	meanVar := 0.0
 	for j := 0; j < d; j++ {
 		mat.Col(col, j, x)
 		m, sd, err := meanSD(col)
@@ -41,13 +40,13 @@ func Standardize(x *mat.Dense, kind string) (Scaling, error) {
 			return s, fmt.Errorf("column %d %w", j+1, err)
 		}
 		s.Shift[j], s.Scale[j] = m, sd
-		meanVar += sd / float64(d) * sd
 	}
 	switch kind {
 	case PerDimension, "":
 	case Global:
+		g := rms(s.Scale)
 		for j := range s.Scale {
-			s.Scale[j] = math.Sqrt(meanVar)
+			s.Scale[j] = g
 		}
 	case NoScaling:
 		for j := range s.Scale {
@@ -57,6 +56,28 @@ func Standardize(x *mat.Dense, kind string) (Scaling, error) {
 		return s, fmt.Errorf("standardize %q, want %q, %q or %q", kind, PerDimension, Global, NoScaling)
 	}
 	return s, nil
+}
+
+// rms is the root mean square of the positive sd, computed relative to
+// the largest so that it neither overflows nor underflows (probe 54: at
+// scales of 1e±300 the global scale was +Inf or 0).
+func rms(sd []float64) float64 {
+	direct := 0.0
+	for _, v := range sd {
+		direct += v / float64(len(sd)) * v
+	}
+	if direct > 0 && !math.IsInf(direct, 0) && direct >= 0x1p-1022 { // as always computed (bit for bit)
+		return math.Sqrt(direct)
+	}
+	big := 0.0
+	for _, v := range sd {
+		big = math.Max(big, v)
+	}
+	meanSq := 0.0
+	for _, v := range sd {
+		meanSq += (v / big) * (v / big) / float64(len(sd))
+	}
+	return big * math.Sqrt(meanSq)
 }
 
 // meanSD returns the mean and standard deviation of v. When the direct
