@@ -69,15 +69,7 @@ func TestSampleResumeThroughALink(t *testing.T) {
 // other runs without the note.
 func TestEnergyCheckedAtItsPoints(t *testing.T) {
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(33, 2))
-	x := make([]float64, 50)
-	for i := range x {
-		x[i] = 20 + 9.99*rng.Float64()
-	}
-	pts := filepath.Join(dir, "p.npy")
-	if err := npy.WriteFile(pts, &npy.Array{Shape: []int{50, 1}, Data: x}, npy.Float64); err != nil {
-		t.Fatal(err)
-	}
+	pts := tablePoints(t, filepath.Join(dir, "p.npy"), 50, 2)
 	pinned := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned")
 	_, stderr, code := runCLI("energy", "--model", filepath.Join(pinned, "table20_cpl_dyn.onnx"), "--points", pts, "--out", filepath.Join(dir, "c.npy"))
 	if code != 2 || !strings.Contains(stderr, "depends on the other points of its batch") || !strings.Contains(stderr, "found at the points of --points "+pts) {
@@ -161,15 +153,7 @@ func TestSampleStartsGiven(t *testing.T) {
 // the table on 20..29 that mixes the points of a batch is refused there.
 func TestSampleCheckedAtItsStarts(t *testing.T) {
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(33, 3))
-	x := make([]float64, 8)
-	for i := range x {
-		x[i] = 20 + 9.99*rng.Float64()
-	}
-	starts := filepath.Join(dir, "s.npy")
-	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{8, 1}, Data: x}, npy.Float64); err != nil {
-		t.Fatal(err)
-	}
+	starts := tablePoints(t, filepath.Join(dir, "s.npy"), 8, 3)
 	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "table20_cpl_dyn.onnx")
 	_, stderr, code := runCLI("sample", "--model", model, "--chains", "8", "--steps", "10", "--starts", starts, "--out", filepath.Join(dir, "a.npy"))
 	if code != 2 || !strings.Contains(stderr, "depends on the other points of its batch") || !strings.Contains(stderr, "found at the chains' starts (--starts "+starts+")") {
@@ -319,4 +303,20 @@ func TestDataAtTheEdgesOfFloat64(t *testing.T) {
 			t.Errorf("--standardize %s: exit %d, %s", s, code, stderr)
 		}
 	}
+}
+
+// tablePoints writes n points uniform on [20, 29.99), where the table
+// fixtures table20_dyn and table20_cpl_dyn are defined, to path (seeded by
+// seed) and returns path.
+func tablePoints(t *testing.T, path string, n int, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(33, seed))
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = 20 + 9.99*rng.Float64()
+	}
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{n, 1}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
