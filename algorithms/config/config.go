@@ -474,11 +474,13 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	if err := cfg.Model.CheckImage(exp); err != nil {
 		return err
 	}
-	memErr := cfg.checkRunMemory(exp) // last: a configuration resolved all but its fit (--print-config prints it)
+	if err := cfg.checkRunMemory(exp); err != nil { // a sysmem.OverError: cfg is resolved (--print-config prints it)
+		return err
+	}
 	if rows < max(2, batch) {
 		return fmt.Errorf("algorithms: %s gives %d training rows (data_size %d): want at least %d, as each training batch takes train.batch_size = %d rows of them (and at least 2): give more data, or a smaller train.batch_size", cfg.Source(), rows, cfg.DataSize, max(2, batch), batch)
 	}
-	return memErr
+	return nil
 }
 
 // CheckData checks, without loading them, that the data the run reads are

@@ -120,7 +120,8 @@ func TestGradcheckSeedsAtKinks(t *testing.T) {
 
 // Probe 19: unstandardised data whose spread overflows or vanishes gave
 // "layers: Gaussian sigma[0] = NaN", naming neither the file nor the way
-// out.
+// out. Probe 54 A12: the advice then given, to standardise, was refused
+// in turn for the column's scale, which is now named at once.
 func TestUnstandardisedDataOutOfScale(t *testing.T) {
 	dir := t.TempDir()
 	for name, scale := range map[string]float64{"huge.csv": 1e200, "tiny.csv": 1e-300} {
@@ -131,6 +132,7 @@ func TestUnstandardisedDataOutOfScale(t *testing.T) {
 		}
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, []byte(b.String()), 0o644)
-		wantErr(t, "data file "+path+": the largest variance of a column of the training data is", "train", "--data", path, "--standardize", "none", "--iterations", "2", "--out", filepath.Join(dir, "r"+name))
+		wantErr(t, path+": column 1 has scale ", "train", "--data", path, "--standardize", "none", "--iterations", "2", "--out", filepath.Join(dir, "r"+name))
+		wantErr(t, "densities in the data's units would leave float64's range; rescale it to within 1e-150..1e150 first", "train", "--data", path, "--standardize", "none", "--iterations", "2", "--out", filepath.Join(dir, "r"+name))
 	}
 }
