@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 
@@ -513,43 +512,85 @@ func (n *Net) checkCoupled(b int) error {
 	return nil
 }
 
-// CheckAt runs the load checks of a graph that they could not check at
-// their own points (Unchecked) at the points x given (rows of the
-// input's size, flat; a command's --points, a flow's samples), which
-// where names in messages ("the points of --points p.npy"), drawn
-// whole, some scaled up: a graph defined only where its user's points
-// are (a table on 20..29, an energy of log(x − 5)) that mixes the points
-// of a batch is refused there, and one that does not is then checked
-// (Unchecked is empty). It does nothing to a graph checked at load, or
-// given no point.
+// CheckAt runs the load checks again at the points x given (rows of the
+// input's size, flat; a command's --points, a chain's starts), which
+// where names in messages ("the points of --points p.npy"), drawn whole,
+// some scaled up: a graph that mixes the points of a batch only where its
+// user's points are (defined there only: a table on 20..29, log(x − 5);
+// or guarded elsewhere: torch.where(inside, E, 1e6), constant at the
+// checks' own points) is refused there (probe 55: a guarded batch mean
+// loaded checked, its energies wrong at exit 0). A graph the load checks
+// could not check (Unchecked) and that these points check loses its
+// note; points that cannot check it (one point, or near-copies of one;
+// outputs all alike or not computable there) leave the graph as it was.
 func (n *Net) CheckAt(x []float64, where string) error {
 	rows := len(x) / n.dim
-	if n.unchecked == "" || rows == 0 {
+	if rows == 0 {
 		return nil
 	}
-	if !twoDistinctRows(x[:rows*n.dim], n.dim) { // one point, repeated: no other to mix it with
-		n.unchecked += fmt.Sprintf(" (nor at %s: they are one point)", where)
+	pts := probeDist{name: where, points: x[:rows*n.dim], dim: n.dim}
+	why := ""
+	switch {
+	case !twoDistinctRows(pts.points, n.dim): // nothing to mix a point with
+		why = "they are one point, or copies of one to 1e-6"
+	default:
+		why = n.uninformativeAt(pts)
+	}
+	if why != "" {
+		if n.unchecked != "" {
+			n.unchecked += fmt.Sprintf(" (nor at %s: %s)", where, why)
+		}
 		return nil
 	}
-	note, probe := n.unchecked, n.probe
+	note, probe, pinned := n.unchecked, n.probe, n.pinned
 	defer func() { n.probe = probe }()
-	n.unchecked, n.probe = "", probeDist{name: where, points: x[:rows*n.dim], dim: n.dim}
+	n.unchecked, n.probe = "", pts
 	if err := n.runChecks(); err != nil {
 		n.unchecked = note
+		if note == "" {
+			return fmt.Errorf("%w (found at %s: the load checks' own points, where the graph's outputs differ, did not show it)", err, where)
+		}
 		return fmt.Errorf("%w (found at %s: the graph's outputs are not finite at the load checks' own points)", err, where)
 	}
-	if n.unchecked != "" {
-		n.unchecked = note + fmt.Sprintf(" (nor could the checks run at %s)", where)
+	if n.unchecked != "" { // not computable there: as it was
+		n.unchecked, n.pinned = note, pinned
+		if note != "" {
+			n.unchecked = note + fmt.Sprintf(" (nor could the checks run at %s)", where)
+		}
 	}
 	return nil
 }
 
+// uninformativeAt says why the points of d cannot check the graph, or is
+// empty: its outputs at a batch of them cannot be computed, are not
+// finite, or are those at another draw (a guard's constant), and no
+// comparison there could show a coupling.
+func (n *Net) uninformativeAt(d probeDist) string {
+	b := max(n.batch, 2)
+	rng := rand.New(rand.NewPCG(batchProbeSeed+3, uint64(n.dim)))
+	y, err := n.evaluate(d.values(rng, b*n.dim, 1), b)
+	switch {
+	case err != nil:
+		return "the graph cannot be computed there"
+	case finiteShare(y) == 0:
+		return "the graph's outputs are not finite there"
+	case n.alike(y, d, rng, b):
+		return "the graph's outputs are the same at all of them"
+	}
+	return ""
+}
+
 // twoDistinctRows reports whether the rows of dim values x hold two
-// different points.
+// points apart by more than 1e-6 (relative) in some coordinate: points
+// nearer than that cannot show a coupling above the checks' round-off
+// (probe 55: copies of one point jittered by 1e-9 passed them).
 func twoDistinctRows(x []float64, dim int) bool {
 	for i := dim; i < len(x); i += dim {
-		if !slices.Equal(x[:dim], x[i:i+dim]) {
-			return true
+		for j := range dim {
+			a, b := x[j], x[i+j]
+			if math.Abs(a-b) > 1e-6*(1+max(math.Abs(a), math.Abs(b))) {
+				return true
+			}
 		}
 	}
 	return false

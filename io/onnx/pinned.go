@@ -91,7 +91,11 @@ func (n *Net) chooseProbe(b int) {
 			failed = err
 			continue // not at these points (an index out of range): the next distribution
 		}
-		if f := finiteShare(y); f > most {
+		f := finiteShare(y)
+		if f > 0 && n.alike(y, d, rng, b) { // alike at every point (a guard's constant, probe 55): no comparison can show a coupling
+			f, failed = 0, errAlike
+		}
+		if f > most {
 			best, most = i, f
 		}
 		if most == 1 {
@@ -99,10 +103,32 @@ func (n *Net) chooseProbe(b int) {
 		}
 	}
 	n.probe = probeDists[best]
-	if most <= 0 { // none finite, or it ran at none
+	if most <= 0 { // none finite and varying, or it ran at none
 		n.markUnchecked(failed)
 	}
 }
+
+// alike reports whether the graph's outputs y at b points drawn from d
+// are those at b other points drawn with rng, each output equal (NaN
+// pairs aside): the outputs of a guard, constant where the checks draw.
+func (n *Net) alike(y map[string][]float64, d probeDist, rng *rand.Rand, b int) bool {
+	y2, err := n.evaluate(d.values(rng, b*n.dim, 1), b)
+	if err != nil {
+		return false
+	}
+	for name, v := range y {
+		for i, f := range v {
+			if g := y2[name][i]; !math.IsNaN(f) && !math.IsNaN(g) && !n.sameOutput(f, g) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// errAlike is a graph whose outputs are the same at every point a load
+// check drew.
+var errAlike = errors.New("its outputs are the same at all of them (a guard: torch.where(inside, E, 1e6), nan_to_num)")
 
 // errInconclusive is a load check that found no points at which the
 // graph's outputs are finite, and so could not compare them.
@@ -119,7 +145,9 @@ func (n *Net) markUnchecked(failed error) {
 		names = append(names, d.name)
 	}
 	why := "its outputs are not finite (NaN or ±Inf) at the points flowebm runs a graph on at load to check that it gives one energy per point (%s)"
-	if failed != nil && !errors.Is(failed, errInconclusive) {
+	if errors.Is(failed, errAlike) {
+		why = "its outputs are the same at every point flowebm runs a graph on at load to check that it gives one energy per point (%s), as where a guard (torch.where(inside, E, 1e6), nan_to_num) replaces them"
+	} else if failed != nil && !errors.Is(failed, errInconclusive) {
 		msg := failed.Error()
 		if _, inner, ok := strings.Cut(msg, "op.Do(): "); ok { // Gorgonia's machine's words around the operation's
 			msg = inner

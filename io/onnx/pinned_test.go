@@ -375,3 +375,47 @@ func TestAttributeErrorSaysNothingOfTheBatch(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// Probe 55 A1 (serious): an energy on the box (−30, −20)³ with a batch
+// mean, guarded outside it (torch.where(inside, E, 1e6), nan_to_num, or
+// a per-row guard), loaded checked: at every point the load checks drew
+// its outputs were the guard's, and no comparison showed the coupling;
+// its energies at points in the box were wrong at exit 0. A constant
+// guard leaves the graph unchecked, saying why, and the checks run again
+// at the points given (CheckAt): the mixing energies are refused there,
+// the others checked.
+func TestGuardedEnergiesCheckedAtThePointsGiven(t *testing.T) {
+	rng := rand.New(rand.NewPCG(55, 1))
+	x := make([]float64, 8*3)
+	for i := range x {
+		x[i] = -29 + 8*rng.Float64()
+	}
+	for _, guard := range []string{"where", "nan_to_num", "rowguard"} {
+		for _, mixing := range []bool{true, false} {
+			name := "box_" + guard + "_" + map[bool]string{true: "cpl", false: "none"}[mixing] + "_dyn"
+			net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if guard != "rowguard" && !strings.Contains(net.Unchecked(), "its outputs are the same at every point") {
+				t.Errorf("%s: note %q", name, net.Unchecked())
+			}
+			err = net.CheckAt(x, "the points given")
+			switch {
+			case mixing && (err == nil || !strings.Contains(err.Error(), "depends on the other points of its batch") || !strings.Contains(err.Error(), "found at the points given")):
+				t.Errorf("%s: %v, want the refusal", name, err)
+			case !mixing && (err != nil || net.Unchecked() != ""):
+				t.Errorf("%s: %v, note %q; want it checked", name, err, net.Unchecked())
+			}
+		}
+	}
+	// Copies of one point jittered by 1e-9 (probe 55 A4) check nothing.
+	net, _ := ReadFile(filepath.Join("testdata", "pinned", "box_where_cpl_dyn.onnx"))
+	near := make([]float64, 8*3)
+	for i := range near {
+		near[i] = -25 + 1e-9*float64(i/3)
+	}
+	if err := net.CheckAt(near, "the points given"); err != nil || !strings.Contains(net.Unchecked(), "copies of one to 1e-6") {
+		t.Errorf("near-copies: %v, note %q", err, net.Unchecked())
+	}
+}

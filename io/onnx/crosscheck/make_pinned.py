@@ -439,3 +439,31 @@ class Tiny(nn.Module):
 
 torch.onnx.export(FirstRow().double(), torch.randn(3, 2, dtype=torch.float64), f"{out}/coupled_firstrow_dyn.onnx", **dyn)
 torch.onnx.export(Tiny().double(), torch.randn(3, 2, dtype=torch.float64), f"{out}/coupled_tiny_dyn.onnx", **dyn)
+
+
+# Probe 55 A1: energies on the box (-30, -20)^3, guarded outside it the
+# usual ways, with and without a batch-mean term: constant at every
+# point the load checks draw (where, nan_to_num), or varying there (a
+# per-row guard). The mixing ones loaded checked and gave wrong energies
+# at the user's points in the box; the checks now run there too.
+class Boxed(nn.Module):
+    def __init__(self, guard, mixing):
+        super().__init__()
+        self.guard, self.mixing = guard, mixing
+
+    def forward(self, x):
+        e = -(torch.log(x + 30) + torch.log(-20 - x)).sum(1) + 0.1 * x.sum(1)
+        if self.mixing:
+            e = e + 0.1 * x.sum(1).mean()
+        inside = ((x > -30) & (x < -20)).all(1)
+        if self.guard == "where":
+            return torch.where(inside, e, torch.full_like(e, 1e6))
+        if self.guard == "nan_to_num":
+            return torch.nan_to_num(e, nan=1e6)
+        return torch.where(inside, e, 1e3 + ((x + 25) ** 2).sum(1))
+
+
+for guard in ["where", "nan_to_num", "rowguard"]:
+    for mixing in [True, False]:
+        name = f"box_{guard}_{'cpl' if mixing else 'none'}_dyn"
+        torch.onnx.export(Boxed(guard, mixing).double(), -25 + torch.rand(2, 3, dtype=torch.float64), f"{out}/{name}.onnx", **dyn)
