@@ -320,3 +320,18 @@ func tablePoints(t *testing.T, path string, n int, seed uint64) string {
 	}
 	return path
 }
+
+// Probe 55 A2: flowmc training its flow took --local 0 and ran its
+// default 4 MALA moves a cycle; it refuses 0, and a frozen flow takes it.
+func TestAdaptiveFlowMCRefusesNoLocalSteps(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "flows", "bimodal_energy.onnx")
+	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--local", "0", "--chains", "4", "--steps", "5", "--warmup", "20", "--out", filepath.Join(dir, "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "--local 0: flowmc training its flow moves the chains with local steps") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	run := trainedRun(t)
+	if _, stderr, code := runCLI("sample", "--model", run, "--sampler", "flowmc", "--local", "0", "--chains", "4", "--steps", "5", "--warmup", "5", "--out", filepath.Join(dir, "b.npy")); code != 0 {
+		t.Errorf("a frozen flow: exit %d, %s", code, stderr)
+	}
+}
