@@ -492,3 +492,14 @@ func TestImportedFlowDrivesNeuTra(t *testing.T) {
 	}
 	t.Logf("NeuTra with the PyTorch RealNVP: latent acceptance %.2f", acc)
 }
+
+// Probe 55 A3: a float64 flow whose base term PyTorch traces partly in
+// float32 (z.shape[1] * log(2π)) differs between its two graphs by
+// 1.6e-7 in log q, and was refused as "not one flow" at float64's
+// tolerance; a graph computing values in float32 is checked at
+// float32's.
+func TestFlowWithAFloat32StepReads(t *testing.T) {
+	if _, err := ReadFlow("testdata/pinned/affine_shapeconst_sample.onnx", "testdata/pinned/affine_shapeconst_density.onnx", FlowConfig{}); err != nil {
+		t.Errorf("%v", err)
+	}
+}

@@ -79,6 +79,7 @@ type Net struct {
 	cfg     Config
 	input   string
 	inElem  DataType // the input's element type (float or double: Dtype, unless promoted)
+	narrow  bool     // some values are computed in a narrower float type (promote)
 	inShape []int    // per sample
 	dim     int
 	batch   int // declared batch size; 0 if symbolic or unknown
@@ -188,14 +189,20 @@ func (n *Net) init() error {
 // after each operation (instance.rounded): in float32 its float64 steps
 // were computed in float32 (probe 54: log(1 + 1e-10·y²)·1e10 was 0 where
 // PyTorch gives 4.5).
+//
+// narrow records that the graph computes some values in a narrower float
+// type than its own (float32 in float64, float16, bfloat16, or a promoted
+// graph's float32 values), whose checks then allow float32's round-off.
 func (n *Net) promote() {
-	if n.Dtype != tensor.Float32 {
-		return
-	}
 	for _, nd := range n.nodes {
-		if nd.OpType == "Cast" && DataType(nodeInt(nd, "to", int64(TypeFloat))) == TypeDouble {
-			n.Dtype = tensor.Float64
-			return
+		if nd.OpType != "Cast" {
+			continue
+		}
+		switch to := DataType(nodeInt(nd, "to", int64(TypeFloat))); {
+		case to == TypeDouble && n.Dtype == tensor.Float32:
+			n.Dtype, n.narrow = tensor.Float64, true
+		case to == TypeFloat16 || to == TypeBFloat16 || to == TypeFloat && n.Dtype == tensor.Float64:
+			n.narrow = true
 		}
 	}
 }

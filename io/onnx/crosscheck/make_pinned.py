@@ -467,3 +467,35 @@ for guard in ["where", "nan_to_num", "rowguard"]:
     for mixing in [True, False]:
         name = f"box_{guard}_{'cpl' if mixing else 'none'}_dyn"
         torch.onnx.export(Boxed(guard, mixing).double(), -25 + torch.rand(2, 3, dtype=torch.float64), f"{out}/{name}.onnx", **dyn)
+
+
+# Probe 55 A3: a float64 affine flow whose log_prob writes the base as
+# -0.5 * (z ** 2).sum(1) - 0.5 * z.shape[1] * math.log(2 * math.pi): the
+# tracer computes z.shape[1] * c in float32, so the two graphs differ by
+# 1.6e-7 in log q, and the pair was refused as "not one flow" once
+# flowebm honoured that cast.
+import math  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, "io/onnx/crosscheck")
+from export_flow import export_flow  # noqa: E402
+
+
+class Affine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.tensor([0.8, 1.2, 1.5]))
+        self.b = nn.Parameter(torch.tensor([-0.3, 0.2, 1.0]))
+
+    def forward(self, z):
+        return self.a * z + self.b, torch.log(self.a).sum().expand(z.shape[0])
+
+    def inverse(self, x):
+        return (x - self.b) / self.a
+
+    def log_prob(self, x):
+        z = self.inverse(x)
+        return -0.5 * (z ** 2).sum(1) - 0.5 * z.shape[1] * math.log(2 * math.pi) - torch.log(self.a).sum()
+
+
+export_flow(Affine().double(), 3, f"{out}/affine_shapeconst_sample.onnx", f"{out}/affine_shapeconst_density.onnx")
