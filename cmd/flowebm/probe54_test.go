@@ -335,3 +335,21 @@ func TestAdaptiveFlowMCRefusesNoLocalSteps(t *testing.T) {
 		t.Errorf("a frozen flow: exit %d, %s", code, stderr)
 	}
 }
+
+// Probe 55 A5: sample --starts took an image array channels-last,
+// (n, 8, 8, 1) for a model of (n, 1, 8, 8), flattened in the wrong order;
+// energy --points refused it. So does sample.
+func TestSampleStartsOfAnotherShape(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "logit_img_b16_f64.onnx")
+	x := make([]float64, 4*64)
+	for i := range x {
+		x[i] = 0.1 + 0.8*float64(i%7)/7
+	}
+	starts := filepath.Join(dir, "s.npy")
+	npy.WriteFile(starts, &npy.Array{Shape: []int{4, 8, 8, 1}, Data: x}, npy.Float64)
+	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "10", "--starts", starts, "--out", filepath.Join(dir, "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "--starts "+starts) || !strings.Contains(stderr, "[8 8 1]") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

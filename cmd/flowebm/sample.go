@@ -407,7 +407,7 @@ func (f sampleFlags) startPoints(rng *rand.Rand, m checkpoint.Models, sums model
 	if f.starts == "" {
 		return chainStarts(rng, m, f.chains)
 	}
-	x, err := readStarts(f.starts, f.chains, m)
+	x, err := readStarts(f.starts, f.chains, f.model, m)
 	if err != nil {
 		return nil, fmt.Errorf("--starts %s: %w", f.starts, err)
 	}
@@ -416,15 +416,18 @@ func (f sampleFlags) startPoints(rng *rand.Rand, m checkpoint.Models, sums model
 
 // readStarts reads the chains' starting points from path: one per chain,
 // or one for all; in the model's units.
-func readStarts(path string, chains int, m checkpoint.Models) (*mat.Dense, error) {
+func readStarts(path string, chains int, model string, m checkpoint.Models) (*mat.Dense, error) {
 	d := m.EBM.Dim()
 	if shape, err := data.PointsShape(path, ""); err != nil {
 		return nil, err
 	} else if len(shape) > 0 && shape[0] != 1 && shape[0] != chains { // before reading it
 		return nil, fmt.Errorf("%d points, want one per chain (%d) or one for all", shape[0], chains)
 	}
-	p, _, err := data.ReadPoints(path, "")
+	p, shape, err := data.ReadPoints(path, "")
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPointShape(path, shape, model, m); err != nil { // probe 55: (n, H, W, C) taken for (n, C, H, W)
 		return nil, err
 	}
 	r, c := p.Dims()
