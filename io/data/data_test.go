@@ -427,3 +427,16 @@ func TestGlobalScaleAtTheEdges(t *testing.T) {
 		}
 	}
 }
+
+// Probe 55 A6: a one-row file of numbers separated by ';' (one start for
+// every chain) was "a header alone", without the separator's hint.
+func TestOneRowOtherSeparator(t *testing.T) {
+	for _, text := range []string{"0.5;0.5\n", "0.5|0.25\n"} {
+		if _, err := ReadCSV(strings.NewReader(text), "s.csv"); err == nil || !strings.Contains(err.Error(), "numbers separated by commas (or spaces): this line holds") {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+	if _, err := ReadCSV(strings.NewReader("a;b\n"), "h.csv"); err == nil || !strings.Contains(err.Error(), "holds a header alone") {
+		t.Errorf("a header alone: %v", err)
+	}
+}

@@ -261,6 +261,10 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		rows++
 	}
 	if rows == 0 {
+		if sep := strings.IndexAny(headerText, ";|"); sep >= 0 && numbersApart(headerText) { // probe 55: one row of "0.5;0.5" was a header
+			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", headerLine), Got: strconv.Quote(clip(headerText)),
+				Want: fmt.Sprintf("numbers separated by commas (or spaces): this line holds %q between them; write the file with commas (numpy.savetxt(..., delimiter=\",\"), pandas' to_csv)", headerText[sep:sep+1])}
+		}
 		return nil, &FormatError{File: name, Field: "no row of numbers (the file is empty, or holds a header alone)", Want: "at least one"}
 	}
 	return mat.NewDense(rows, d, vals), nil
@@ -298,6 +302,17 @@ func csvError(name string, err error) error {
 // blankRecord reports whether rec is a blank or whitespace-only line.
 func blankRecord(rec []string) bool {
 	return len(rec) == 1 && strings.TrimSpace(rec[0]) == ""
+}
+
+// numbersApart reports whether s is numbers separated by ';' or '|'.
+func numbersApart(s string) bool {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '|' })
+	for _, p := range parts {
+		if _, err := parseNumber(p); err != nil {
+			return false
+		}
+	}
+	return len(parts) >= 1
 }
 
 // spacedNumbers reports whether rec is one field holding two or more
