@@ -333,7 +333,7 @@ func (t *csvTable) add(rec []string, line int) error {
 // dimensions and their plots are named by them.
 func (t *csvTable) setHeader(rec []string, line int) error {
 	if allNumbers(rec) && !columnIndices(rec) { // probe 54: a file without a header had its first draw's numbers taken for names
-		return fmt.Errorf("%s: line %d holds numbers (%s), want a header of column names: diagnose reads draws under a header line (as Stan, ArviZ and pandas write them); add one", t.path, line, clipText(strings.Join(rec, ",")))
+		return fmt.Errorf("%s: line %d holds numbers (%s), want a header of column names: diagnose reads draws under a header line (as Stan, ArviZ and pandas write them); add one (numpy.savetxt writes its header as a comment, \"# a,b\", which is skipped: give comments='')", t.path, line, clipText(strings.Join(rec, ",")))
 	}
 	seen := map[string]int{}
 	for j := range rec {
@@ -359,7 +359,11 @@ func (t *csvTable) setHeader(rec []string, line int) error {
 
 func (t *csvTable) parseRow(fields []string, line int) ([]float64, error) {
 	if len(fields) != len(t.header) {
-		return nil, fmt.Errorf("%s: line %d has %d columns, want %d (the header's)", t.path, line, len(fields), len(t.header))
+		hint := ""
+		if len(fields) == 1 && strings.ContainsAny(strings.TrimSpace(fields[0]), " \t;|") { // probe 55: numpy.savetxt's spaces
+			hint = `: the columns are separated by commas, and this line has other separators: write the file with commas (numpy.savetxt(..., delimiter=","), pandas' to_csv)`
+		}
+		return nil, fmt.Errorf("%s: line %d has %d columns, want %d (the header's)%s", t.path, line, len(fields), len(t.header), hint)
 	}
 	row := make([]float64, len(fields))
 	for j, f := range fields {
@@ -381,8 +385,9 @@ func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 	chain, draw := slices.Contains(chainColumns, h), slices.Contains(drawColumns, h)
 	switch {
 	case err != nil && !errors.Is(err, strconv.ErrRange):
-		if sep := strings.IndexAny(f, ";\t|"); sep >= 0 { // probe 51: as energy's reader says it
-			return 0, fmt.Errorf("%s: %q is not a number; the columns are separated by commas, and this field holds %q: write the file with commas", t.at(line, j), clipText(f), f[sep:sep+1])
+		if sep := strings.IndexAny(strings.TrimSpace(f), ";\t| "); sep >= 0 { // probe 51: as energy's reader says it; probe 55: spaces too (numpy.savetxt's default)
+			tf := strings.TrimSpace(f)
+			return 0, fmt.Errorf("%s: %q is not a number; the columns are separated by commas, and this field holds %q: write the file with commas (numpy.savetxt(..., delimiter=\",\"), pandas' to_csv)", t.at(line, j), clipText(f), tf[sep:sep+1])
 		}
 		return 0, fmt.Errorf("%s: %q is not a number", t.at(line, j), clipText(f))
 	case strings.ContainsAny(f, "_xX"):

@@ -353,3 +353,16 @@ func TestSampleStartsOfAnotherShape(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Probe 55 A7: diagnose gave no separator hint for a space-separated
+// draws file (numpy.savetxt's default), and asked for a header where
+// savetxt wrote one as a comment.
+func TestDiagnoseSpaceSeparatedHints(t *testing.T) {
+	inTempDir(t)
+	os.WriteFile("sp.csv", []byte("chain draw a\n1 1 0.5\n"), 0o644)
+	os.WriteFile("sp2.csv", []byte("chain,draw,a\n1 1 0.5\n"), 0o644)
+	os.WriteFile("cm.csv", []byte("# chain,draw,a\n1,1,0.5\n1,2,0.25\n"), 0o644)
+	wantErr(t, `this field holds " ": write the file with commas (numpy.savetxt(..., delimiter=",")`, "diagnose", "sp.csv")
+	wantErr(t, "numpy.savetxt writes its header as a comment", "diagnose", "cm.csv")
+	wantErr(t, "line 2 has 1 columns, want 3 (the header's): the columns are separated by commas, and this line has other separators", "diagnose", "sp2.csv")
+}
