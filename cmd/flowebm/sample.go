@@ -593,7 +593,7 @@ func restoreRun(f sampleFlags, meta *sampleMeta, arch *ckptReader, inputs map[st
 		case !ok:
 			return fmt.Errorf("--resume %s: the checkpoint records no SHA-256 of %s, so it cannot check that file", f.resume, p)
 		case rec != h:
-			return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on another model", f.resume, p)
+			return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on other inputs (its model, flow or --starts file)", f.resume, p)
 		}
 	}
 	if err := run.restore(meta, arch); err != nil {
