@@ -440,3 +440,15 @@ func TestOneRowOtherSeparator(t *testing.T) {
 		t.Errorf("a header alone: %v", err)
 	}
 }
+
+// Probe 55 A9: a header that is not UTF-8 (Latin-1's é) was taken, its
+// byte dropped from the names; it is refused, with the way to convert.
+func TestHeaderNotUTF8(t *testing.T) {
+	text := "vitesse_\xe9,dur\xe9e\n1,2\n3,4\n"
+	if _, err := ReadCSV(strings.NewReader(text), "l.csv"); err == nil || !strings.Contains(err.Error(), "not UTF-8") {
+		t.Errorf("ReadCSV: %v", err)
+	}
+	if _, err := CSVColumns(strings.NewReader(text)); err == nil || !strings.Contains(err.Error(), "iconv -f latin1 -t utf-8") {
+		t.Errorf("CSVColumns: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -240,6 +241,9 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		if first {
 			first = false
 			if isHeader(rec) {
+				if err := checkUTF8(rec, name, line); err != nil {
+					return nil, err
+				}
 				header, headerLine = len(rec), line
 				headerText = strings.Join(rec, ",")
 				continue
@@ -302,6 +306,19 @@ func csvError(name string, err error) error {
 // blankRecord reports whether rec is a blank or whitespace-only line.
 func blankRecord(rec []string) bool {
 	return len(rec) == 1 && strings.TrimSpace(rec[0]) == ""
+}
+
+// checkUTF8 refuses a header rec (on line of the file name) that is not
+// UTF-8 text: its bytes would vanish from the names (probe 55: Latin-1's
+// "é" dropped from a plot's axis label).
+func checkUTF8(rec []string, name string, line int) error {
+	for j, f := range rec {
+		if !utf8.ValidString(f) {
+			return &FormatError{File: name, Field: fmt.Sprintf("line %d, column %d", line, j+1), Got: strconv.Quote(clip(strings.ToValidUTF8(f, "?"))) + ", not UTF-8",
+				Want: "UTF-8 text: convert the file (iconv -f latin1 -t utf-8, or numpy.savetxt(..., encoding=\"utf-8\"))"}
+		}
+	}
+	return nil
 }
 
 // numbersApart reports whether s is numbers separated by ';' or '|'.
@@ -417,6 +434,9 @@ func CSVColumns(r io.Reader) ([]string, error) {
 		}
 		if _, ok := spacedNumbers(rec); ok || !isHeader(rec) {
 			return nil, nil
+		}
+		if err := checkUTF8(rec, "", 1); err != nil {
+			return nil, err
 		}
 		names := make([]string, len(rec))
 		for j, f := range rec {
