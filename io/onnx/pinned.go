@@ -154,7 +154,7 @@ func (n *Net) markUnchecked(failed error) {
 		}
 		why = "the checks that it gives one energy per point could not compute it at their points (%s): " + strings.ReplaceAll(msg, "%", "%%")
 	}
-	n.unchecked = fmt.Sprintf("%s: "+why+", so it was not checked: were it to mix the points of a batch (batch statistics), its energies would be wrong", n.File, strings.Join(names, "; "))
+	n.unchecked = fmt.Sprintf("%s: "+why+", so it was not checked: were it to mix the points of a batch (batch statistics), its outputs (energies, log-densities) would be wrong", n.File, strings.Join(names, "; "))
 }
 
 // finiteBase draws b points from n.probe with rng and evaluates the graph
