@@ -9,6 +9,7 @@ import (
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/layers"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
 // MaxGridSize is the largest grid_size a run accepts: a 1000 × 1000 grid
@@ -154,9 +155,15 @@ func (c Run) memoryTermsFor(tc algorithms.TrainConfig, d int, image *layers.Imag
 		term(fmt.Sprintf("log_z_samples %d × %d dims × 8 B", c.LogZSamples, d), float64(c.LogZSamples)*(fd+3)*8),
 		term(fmt.Sprintf("rhat_chains %d × rhat_steps %d × %d dims × 8 B", c.RHatChains, c.RHatSteps, d),
 			float64(c.RHatChains)*float64(c.RHatSteps)*fd*8),
+		// probe 55: the diagnostics' own work, not counted, ran out of memory
+		term(fmt.Sprintf("R-hat's work on %d dimensions at once × rhat_chains %d × rhat_steps %d × 96 B", diagnostics.Workers(d), c.RHatChains, c.RHatSteps),
+			diagnostics.RHatBytes(c.RHatChains, c.RHatSteps, d)),
 	}
 	if d == 2 {
 		terms = append(terms, term(fmt.Sprintf("grid_size %d² × 3 × 8 B", c.GridSize), float64(c.GridSize)*float64(c.GridSize)*3*8))
+	}
+	if c.Data != nil { // samples.npy in the data's units: the bank copied once (probe 55: twice, out of memory at 100 million chains)
+		terms = append(terms, term(fmt.Sprintf("train.persistent %d × %d dims × 8 B (samples.npy in the data's units)", tc.Persistent, d), float64(tc.Persistent)*fd*8))
 	}
 	return append(terms, tc.MemoryTerms(d, c.modelSizes(d, image))...)
 }

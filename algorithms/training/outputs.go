@@ -142,7 +142,11 @@ func inDataUnits(exp *experiments.Experiment, x mat.Matrix) mat.Matrix {
 // current states, or for CoopFlow, whose chains start afresh every
 // iteration, the last iteration's negatives.
 func WriteSamples(r *Run) error {
-	x := mat.DenseCopyOf(inDataUnits(r.Experiment, r.Trainer.Samples()))
-	n, d := x.Dims()
-	return npy.WriteFile(filepath.Join(r.Dir, "samples.npy"), &npy.Array{Shape: []int{n, d}, Data: x.RawMatrix().Data}, npy.Float64)
+	m := inDataUnits(r.Experiment, r.Trainer.Samples())
+	n, d := m.Dims()
+	x, ok := m.(*mat.Dense)
+	if !ok || x.RawMatrix().Stride != d { // rows apart in memory: copied together (else written as they are: probe 55, a bank of 100 million copied twice ran out of memory)
+		x = mat.DenseCopyOf(m)
+	}
+	return npy.WriteFile(filepath.Join(r.Dir, "samples.npy"), &npy.Array{Shape: []int{n, d}, Data: x.RawMatrix().Data[:n*d]}, npy.Float64)
 }

@@ -513,7 +513,7 @@ func startFlags(cmd *cobra.Command, f sampleFlags) (sampleFlags, *sampleMeta, *c
 
 // pathFlags are the flags that name files: a checkpoint records them
 // absolute, so that --resume works from any folder.
-var pathFlags = []string{"model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes"}
+var pathFlags = []string{"model", "flow", "flow-density", "flow-out", "out", "checkpoint", "modes", "starts"}
 
 // recordedArgs are the flags given (but --force), as a checkpoint
 // records them.
@@ -1099,6 +1099,15 @@ func (f sampleFlags) workMemory(m checkpoint.Models) (float64, []string) {
 		work += rows * perRow
 		what = append(what, fmt.Sprintf("%s × %.3g KB", proposals, perRow/1e3))
 		add(rows, proposals, ebmEval, "the EBM's graph")
+	}
+	if f.checkpoint != "" { // each checkpoint copies the draws (probe 55: out of memory writing one at the count named)
+		draws := chains * float64(f.steps) * float64(d) * 8
+		work += draws
+		what = append(what, fmt.Sprintf("a copy of the draws for --checkpoint (%.3g GB)", draws/1e9))
+	}
+	if rh := diagnostics.RHatBytes(f.chains, f.steps, d); rh > work { // R-hat once the chains are done, on as many dimensions as cores (probe 55: out of memory at the count named)
+		work = rh
+		what = []string{fmt.Sprintf("R-hat's work on %d dimensions at once × --chains %d × --steps %d × 96 B", diagnostics.Workers(d), f.chains, f.steps)}
 	}
 	return work, what
 }
