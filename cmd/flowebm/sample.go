@@ -837,7 +837,7 @@ func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) 
 	if f.flowOut != "" && !f.adaptive(m) {
 		return m, fmt.Errorf("--flow-out %s: flowmc writes the flow it trains, and the flow of %s is used frozen: add --train-flow to train it", f.flowOut, cmp.Or(f.flow, f.model))
 	}
-	if f.local == 0 && f.adaptive(m) { // probe 55: accepted, and 4 MALA moves a cycle ran all the same
+	if f.local == 0 && f.changed("local") && f.adaptive(m) { // probe 55: accepted, and 4 MALA moves a cycle ran all the same
 		return m, fmt.Errorf("--local 0: flowmc training its flow moves the chains with local steps (their states train it), so it takes at least 1 (default 4); without local steps, give a trained --flow")
 	}
 	if f.changed("patience") && !f.adaptive(m) {
