@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -409,5 +410,31 @@ func TestSampleCountsRHatAndCheckpointCopies(t *testing.T) {
 	}
 	if _, what := f.workMemory(m); !slices.Contains(what, "a copy of the draws for --checkpoint (0.00251 GB)") {
 		t.Errorf("--checkpoint: %q", what)
+	}
+}
+
+// Probe 55 A8: --starts and --modes read the first array of an .npz of
+// several ({seed, starts}), with no --key to choose another; they refuse
+// it, naming the arrays.
+func TestStartsAndModesFromAnNPZOfSeveral(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "flows", "bimodal_energy.onnx")
+	f := filepath.Join(dir, "run.npz")
+	w, err := os.Create(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(w)
+	for _, name := range []string{"seed", "starts"} {
+		e, _ := zw.Create(name + ".npy")
+		npy.Write(e, &npy.Array{Shape: []int{1, 2}, Data: []float64{1, 2}}, npy.Float64)
+	}
+	zw.Close()
+	w.Close()
+	for _, flag := range []string{"--starts", "--modes"} {
+		_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "10", flag, f, "--out", filepath.Join(dir, "a.npy"))
+		if code != 2 || !strings.Contains(stderr, flag+" "+f+": holds 2 arrays (seed, starts)") {
+			t.Errorf("%s: exit %d, %s", flag, code, stderr)
+		}
 	}
 }

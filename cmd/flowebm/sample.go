@@ -371,6 +371,9 @@ func (f sampleFlags) readModes(d int) ([][]float64, error) {
 	if f.modes == "" {
 		return nil, nil
 	}
+	if err := oneArray(f.modes); err != nil {
+		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
+	}
 	if shape, err := data.PointsShape(f.modes, ""); err != nil {
 		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
 	} else if shape != nil && (len(shape) != 2 || shape[0] > maxModes) {
@@ -418,6 +421,9 @@ func (f sampleFlags) startPoints(rng *rand.Rand, m checkpoint.Models, sums model
 // or one for all; in the model's units.
 func readStarts(path string, chains int, model string, m checkpoint.Models) (*mat.Dense, error) {
 	d := m.EBM.Dim()
+	if err := oneArray(path); err != nil {
+		return nil, err
+	}
 	if shape, err := data.PointsShape(path, ""); err != nil {
 		return nil, err
 	} else if len(shape) > 0 && shape[0] != 1 && shape[0] != chains { // before reading it
@@ -448,6 +454,20 @@ func readStarts(path string, chains int, model string, m checkpoint.Models) (*ma
 		x = m.Scaling.FromData(x) // the draws' units are the data's
 	}
 	return x, nil
+}
+
+// oneArray refuses an .npz file of several arrays where a flag takes one
+// array and has no --key to choose it (probe 55: --starts read the first
+// of {seed, starts}).
+func oneArray(path string) error {
+	if strings.ToLower(filepath.Ext(path)) != ".npz" {
+		return nil
+	}
+	names, err := data.NPZNames(path)
+	if err != nil || len(names) <= 1 {
+		return err
+	}
+	return fmt.Errorf("holds %d arrays (%s): give a file of one array (numpy.save, or numpy.savez with one)", len(names), strings.Join(names, ", "))
 }
 
 // startsAdvice follows a refusal of the chains' starting points drawn by

@@ -155,6 +155,17 @@ func PointsShape(path, key string) ([]int, error) {
 
 // npzMember reads the member key of an .npz archive (the first if key is
 // empty) and names it for errors.
+// NPZNames are the names of the arrays of the .npz archive at path, in
+// the archive's order (none decoded).
+func NPZNames(path string) ([]string, error) {
+	zr, err := npz.OpenReader(path)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	return zr.Names, nil
+}
+
 func npzMember(path, key string) (*npy.Array, string, error) {
 	// Only the member asked for is decoded: the others may be large.
 	zr, err := npz.OpenReader(path)
