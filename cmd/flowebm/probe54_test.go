@@ -385,6 +385,11 @@ func TestSampleStartsResumedFromElsewhere(t *testing.T) {
 	}
 	os.Mkdir("sub", 0o755)
 	t.Chdir(filepath.Join(dir, "sub"))
+	os.Rename(filepath.Join(dir, "st.npy"), filepath.Join(dir, "st2.npy"))
+	if _, stderr, code := runCLI("sample", "--resume", "../ck.npz"); code != 2 || !strings.Contains(stderr, "--resume ../ck.npz: the run's --starts "+filepath.Join(dir, "st.npy")) || !strings.Contains(stderr, "put it back there to continue") {
+		t.Errorf("starts moved: exit %d, %s", code, stderr)
+	}
+	os.Rename(filepath.Join(dir, "st2.npy"), filepath.Join(dir, "st.npy"))
 	if _, stderr, code := runCLI("sample", "--resume", "../ck.npz"); code != 0 {
 		t.Errorf("resumed from sub/: exit %d, %s", code, stderr)
 	}

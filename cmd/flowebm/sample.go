@@ -411,6 +411,9 @@ func (f sampleFlags) startPoints(rng *rand.Rand, m checkpoint.Models, sums model
 		return chainStarts(rng, m, f.chains)
 	}
 	x, err := readStarts(f.starts, f.chains, f.model, m)
+	if err != nil && f.resume != "" { // the file it was started from (probe 55: moved, the message named neither)
+		return nil, fmt.Errorf("--resume %s: the run's --starts %s: %w (the run was started from that file: put it back there to continue)", f.resume, f.starts, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--starts %s: %w", f.starts, err)
 	}
@@ -426,6 +429,8 @@ func readStarts(path string, chains int, model string, m checkpoint.Models) (*ma
 	}
 	if shape, err := data.PointsShape(path, ""); err != nil {
 		return nil, err
+	} else if len(shape) == 1 {
+		return nil, fmt.Errorf("shape %v: want points, (chains, d) or (1, d)", shape)
 	} else if len(shape) > 0 && shape[0] != 1 && shape[0] != chains { // before reading it
 		return nil, fmt.Errorf("%d points, want one per chain (%d) or one for all", shape[0], chains)
 	}
