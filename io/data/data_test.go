@@ -452,3 +452,17 @@ func TestHeaderNotUTF8(t *testing.T) {
 		t.Errorf("CSVColumns: %v", err)
 	}
 }
+
+// Probe 56 A4: pandas' header of unnamed columns, "0,1,2,3", was read as
+// a point: energy gave 4 energies for 3 rows, train one row too many. It
+// is a header above rows that are not all integers; integer data keep it.
+func TestPandasNumberedHeader(t *testing.T) {
+	x, err := ReadCSV(strings.NewReader("0,1,2,3\n0.5,1,2,3\n1.5,2,3,4\n2.5,3,4,5\n"), "p.csv")
+	if err != nil || x.RawMatrix().Rows != 3 || x.At(0, 0) != 0.5 {
+		t.Errorf("pandas' header: %v, %d rows", err, x.RawMatrix().Rows)
+	}
+	x, err = ReadCSV(strings.NewReader("0,1\n2,3\n4,5\n"), "i.csv")
+	if err != nil || x.RawMatrix().Rows != 3 {
+		t.Errorf("integer data: %v", err)
+	}
+}

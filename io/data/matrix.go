@@ -11,6 +11,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -209,7 +210,9 @@ func arrayMatrix(file, field string, a *npy.Array) (*mat.Dense, error) {
 // the first data row. Blank and whitespace-only lines are skipped; lines
 // end in \n or \r\n (a bare \r, classic Mac OS's line ending, is refused).
 // A file whose first data row is numbers separated by spaces or tabs (as
-// numpy.savetxt writes by default) is read so, header included.
+// numpy.savetxt writes by default) is read so, header included; a first
+// row 0, 1, …, d−1 above rows that are not all integers is pandas' header
+// of unnamed columns.
 // Errors give the file's line numbers.
 func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 	cr := newCSVReader(r)
@@ -218,6 +221,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 	first, spaced := true, false // spaced: the columns are separated by spaces or tabs
 	header, headerLine := 0, 0   // names in the header row, and its line
 	var headerText string
+	indices, fractional := false, false // a first row 0, 1, …, d−1 (pandas' names of unnamed columns); a later value not an integer
 	d, rows := 0, 0
 	for {
 		rec, err := cr.Read()
@@ -264,6 +268,11 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		if err != nil {
 			return nil, err
 		}
+		if rows == 0 && header == 0 {
+			indices = columnIndices(rec)
+		} else if indices && !fractional {
+			fractional = slices.ContainsFunc(row, func(v float64) bool { return v != math.Trunc(v) })
+		}
 		if rows == 0 {
 			d = len(row)
 			if header > 0 && header != d {
@@ -282,7 +291,22 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		}
 		return nil, &FormatError{File: name, Field: "no row of numbers (the file is empty, or holds a header alone)", Want: "at least one"}
 	}
+	if indices && fractional && rows > 1 { // pandas' header of numbered columns (probe 56: read as a point)
+		vals, rows = vals[d:], rows-1
+	}
 	return mat.NewDense(rows, d, vals), nil
+}
+
+// columnIndices reports whether rec is 0, 1, …, len(rec) − 1 written as
+// integers, two fields or more: pandas' header of a frame's unnamed
+// columns (to_csv(index=False)).
+func columnIndices(rec []string) bool {
+	for j, f := range rec {
+		if strings.TrimSpace(f) != strconv.Itoa(j) {
+			return false
+		}
+	}
+	return len(rec) >= 2
 }
 
 // newCSVReader returns a reader of r's comma-separated records of any

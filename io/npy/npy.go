@@ -144,6 +144,9 @@ func parseDtype(s string) (dtype, error) {
 	bad := func(want string) error {
 		return &FormatError{Field: "header field 'descr'", Got: strconv.Quote(clip(s)), Want: want}
 	}
+	if len(s) == 2 && s[1] == 'O' { // probe 56: "|O" was told to be a type string, which it is
+		return dtype{}, bad("numbers, not an object array (pickled Python objects): save np.asarray(x, dtype=np.float64)")
+	}
 	if len(s) < 3 {
 		return dtype{}, bad("a NumPy type string such as '<f8'")
 	}

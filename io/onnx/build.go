@@ -384,6 +384,7 @@ func (in *instance) op(o nd.Op, shape []int, elem DataType, args ...*val) (*val,
 }
 
 func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args []*val) (*val, error) {
+	elem = widest(elem, args)
 	allConst := true
 	for _, a := range args {
 		if len(a.shape) > 0 && sizeOf(a.shape) == 0 {
@@ -437,6 +438,36 @@ func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args 
 		}
 	}
 	return in.rounded(&val{shape: shape, elem: elem, n: n})
+}
+
+// widest is the float type elem widened to the widest float type of args:
+// an operation on a float64 value and a float32 constant (PyTorch exports
+// torch.tensor(100.0) so inside a float64 model's where or maximum)
+// computes in float64, as PyTorch does (probe 56: every energy of such a
+// model was rounded to float32).
+func widest(elem DataType, args []*val) DataType {
+	if !isFloat(elem) {
+		return elem
+	}
+	for _, a := range args {
+		if floatWidth(a.elem) > floatWidth(elem) {
+			elem = a.elem
+		}
+	}
+	return elem
+}
+
+// floatWidth orders the float types by precision (0 for the others).
+func floatWidth(t DataType) int {
+	switch t {
+	case TypeDouble:
+		return 3
+	case TypeFloat:
+		return 2
+	case TypeFloat16, TypeBFloat16:
+		return 1
+	}
+	return 0
 }
 
 // rounded is v with its values rounded to its element type where that is

@@ -46,6 +46,10 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"squeeze_b1_f64", false, []int{1}},
 		// Probe 54 A6: a pooled 1-channel convolution, (n, 1, 1, 1).
 		{"pooled_b111_dyn", false, []int{3}},
+		// Probe 56 A2: float32 constants in float64 models' where and
+		// maximum (energies were rounded to float32).
+		{"where_f32const_f64", false, []int{6}},
+		{"max_f32const_f64", false, []int{6}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -417,5 +421,34 @@ func TestGuardedEnergiesCheckedAtThePointsGiven(t *testing.T) {
 	}
 	if err := net.CheckAt(near, "the points given"); err != nil || !strings.Contains(net.Unchecked(), "copies of one to 1e-6") {
 		t.Errorf("near-copies: %v, note %q", err, net.Unchecked())
+	}
+}
+
+// Probe 56 A1 (serious): at a grid of 1,000 points of which 216 are in
+// the box, the checks drew mostly guarded points (1e6 whatever the
+// others) and a guarded batch mean loaded at exit 0. The checks draw
+// from the points whose output is not the guard's recurring value.
+func TestGuardedEnergyOnAMostlyOutsideGrid(t *testing.T) {
+	var grid []float64
+	for i := range 10 {
+		for j := range 10 {
+			for k := range 10 {
+				grid = append(grid, -32+14*float64(i)/9, -32+14*float64(j)/9, -32+14*float64(k)/9)
+			}
+		}
+	}
+	cpl, err := ReadFile(filepath.Join("testdata", "pinned", "box_where_cpl_dyn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cpl.CheckAt(grid, "the grid"); err == nil || !strings.Contains(err.Error(), "found at the grid") {
+		t.Errorf("mixing: %v, note %q", err, cpl.Unchecked())
+	}
+	none, err := ReadFile(filepath.Join("testdata", "pinned", "box_where_none_dyn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := none.CheckAt(grid, "the grid"); err != nil || none.Unchecked() != "" {
+		t.Errorf("not mixing: %v, note %q", err, none.Unchecked())
 	}
 }

@@ -499,3 +499,24 @@ class Affine(nn.Module):
 
 
 export_flow(Affine().double(), 3, f"{out}/affine_shapeconst_sample.onnx", f"{out}/affine_shapeconst_density.onnx")
+
+
+# Probe 56 A2: a float64 model with a guard whose constant PyTorch exports
+# as float32 (torch.where(e < 3, e, torch.tensor(100.0)),
+# torch.maximum(e, torch.tensor(1.5))): flowebm rounded every energy to
+# float32 once it honoured float types; an operation computes at the
+# widest type of its operands, as PyTorch does.
+class WhereF32(nn.Module):
+    def forward(self, x):
+        e = 0.5 * (x ** 2).sum(1)
+        return torch.where(e < 3, e, torch.tensor(100.0))
+
+
+class MaxF32(nn.Module):
+    def forward(self, x):
+        return torch.maximum(0.5 * (x ** 2).sum(1), torch.tensor(1.5))
+
+
+torch.manual_seed(56)
+save("where_f32const_f64", WhereF32(), (3,), torch.float64, 2, [6], dynamic=True)
+save("max_f32const_f64", MaxF32(), (3,), torch.float64, 2, [6], dynamic=True)
