@@ -332,7 +332,7 @@ func (t *csvTable) add(rec []string, line int) error {
 // setHeader takes the column names: each present and distinct, as the
 // dimensions and their plots are named by them.
 func (t *csvTable) setHeader(rec []string, line int) error {
-	if allNumbers(rec) && !columnIndices(rec) { // probe 54: a file without a header had its first draw's numbers taken for names
+	if allNumbers(rec) && !data.ColumnIndices(rec, 0) && !data.ColumnIndices(rec, 1) { // probe 54: a file without a header had its first draw's numbers taken for names
 		return fmt.Errorf("%s: line %d holds numbers (%s), want a header of column names: diagnose reads draws under a header line (as Stan, ArviZ and pandas write them); add one (numpy.savetxt writes its header as a comment, \"# a,b\", which is skipped: give comments='')", t.path, line, clipText(strings.Join(rec, ",")))
 	}
 	seen := map[string]int{}
@@ -609,19 +609,4 @@ func allNumbers(rec []string) bool {
 		}
 	}
 	return true
-}
-
-// columnIndices reports whether rec is 0, 1, … or 1, 2, …: pandas' names
-// of unnamed columns, a header.
-func columnIndices(rec []string) bool {
-	for _, from := range []int{0, 1} {
-		ok := true
-		for i, f := range rec {
-			ok = ok && strings.TrimSpace(f) == strconv.Itoa(from+i)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }

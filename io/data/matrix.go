@@ -241,7 +241,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		if strings.HasPrefix(strings.TrimSpace(rec[0]), "#") {
 			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", line), Got: strconv.Quote(clip(strings.Join(rec, ","))), Want: "data or a header row: comment lines (#) are not read; remove them"}
 		}
-		if _, ok := spacedNumbers(rec); ok && rows == 0 { // numpy.savetxt's default (probe 54: its first row was taken for a header)
+		if spacedNumbers(rec) && rows == 0 { // numpy.savetxt's default (probe 54: its first row was taken for a header)
 			spaced, first = true, false
 			if header == 1 {
 				header = len(strings.Fields(headerText))
@@ -269,7 +269,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 			return nil, err
 		}
 		if rows == 0 && header == 0 {
-			indices = columnIndices(rec)
+			indices = len(rec) >= 2 && ColumnIndices(rec, 0)
 		} else if indices && !fractional {
 			fractional = slices.ContainsFunc(row, func(v float64) bool { return v != math.Trunc(v) })
 		}
@@ -297,16 +297,16 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 	return mat.NewDense(rows, d, vals), nil
 }
 
-// columnIndices reports whether rec is 0, 1, …, len(rec) − 1 written as
-// integers, two fields or more: pandas' header of a frame's unnamed
-// columns (to_csv(index=False)).
-func columnIndices(rec []string) bool {
+// ColumnIndices reports whether rec is from, from + 1, …, written as
+// integers: pandas' header of a frame's unnamed columns (0, 1, … from
+// to_csv(index=False); 1, 2, … where numbered from 1).
+func ColumnIndices(rec []string, from int) bool {
 	for j, f := range rec {
-		if strings.TrimSpace(f) != strconv.Itoa(j) {
+		if strings.TrimSpace(f) != strconv.Itoa(from+j) {
 			return false
 		}
 	}
-	return len(rec) >= 2
+	return true
 }
 
 // newCSVReader returns a reader of r's comma-separated records of any
@@ -368,21 +368,21 @@ func numbersApart(s string) bool {
 }
 
 // spacedNumbers reports whether rec is one field holding two or more
-// numbers separated by spaces or tabs, and returns them.
-func spacedNumbers(rec []string) ([]string, bool) {
+// numbers separated by spaces or tabs.
+func spacedNumbers(rec []string) bool {
 	if len(rec) != 1 {
-		return nil, false
+		return false
 	}
 	f := strings.Fields(rec[0])
 	if len(f) < 2 {
-		return nil, false
+		return false
 	}
 	for _, s := range f {
 		if _, err := parseNumber(s); err != nil {
-			return nil, false
+			return false
 		}
 	}
-	return f, true
+	return true
 }
 
 // isHeader reports whether rec, a file's first record, is a header: none
@@ -467,7 +467,7 @@ func CSVColumns(r io.Reader) ([]string, error) {
 		if blankRecord(rec) {
 			continue
 		}
-		if _, ok := spacedNumbers(rec); ok || !isHeader(rec) {
+		if spacedNumbers(rec) || !isHeader(rec) {
 			return nil, nil
 		}
 		if err := checkUTF8(rec, "", 1); err != nil {
@@ -493,8 +493,7 @@ func spacedData(cr *csv.Reader) bool {
 			return false
 		}
 		if !blankRecord(rec) {
-			_, ok := spacedNumbers(rec)
-			return ok
+			return spacedNumbers(rec)
 		}
 	}
 }

@@ -66,7 +66,7 @@ func rms(sd []float64) float64 {
 	for _, v := range sd {
 		direct += v / float64(len(sd)) * v
 	}
-	if direct > 0 && !math.IsInf(direct, 0) && direct >= 0x1p-1022 { // as always computed (bit for bit)
+	if direct >= 0x1p-1022 && !math.IsInf(direct, 0) { // as always computed (bit for bit)
 		return math.Sqrt(direct)
 	}
 	big := 0.0
