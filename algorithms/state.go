@@ -259,17 +259,29 @@ func (s stateArchive) optimiser(prefix string, o Optimizer) error {
 	return nil
 }
 
-// restoreBank restores the persistent chains.
+// restoreBank restores the persistent chains, decoded into the bank the
+// run has allocated (probe 56: a bank of 10⁸ chains, which the run had
+// room for once, was refused on resuming for want of room for a copy).
 func (t *Trainer) restoreBank(s stateArchive) error {
 	r, d := t.Bank.Dims()
-	bank, shape, err := s.get("bank", r*d, "persistent × dim")
+	h, err := s.arc.Header("bank")
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", s.dir, err)
 	}
-	if len(shape) != 2 || shape[0] != r || shape[1] != d {
-		return fmt.Errorf("%s: state.npz member \"bank\" has shape %v, want [%d %d] (persistent × dim)", s.dir, shape, r, d)
+	if len(h.Shape) != 2 || h.Shape[0] != r || h.Shape[1] != d {
+		return fmt.Errorf("%s: state.npz member \"bank\" has shape %v, want [%d %d] (persistent × dim)", s.dir, h.Shape, r, d)
 	}
-	t.Bank = mat.NewDense(r, d, bank)
+	raw := t.Bank.RawMatrix()
+	if raw.Stride != d {
+		t.Bank = mat.NewDense(r, d, nil)
+		raw = t.Bank.RawMatrix()
+	}
+	if _, err := s.arc.GetInto("bank", raw.Data[:r*d]); err != nil {
+		return fmt.Errorf("%s: %w", s.dir, err)
+	}
+	if i := firstBad(raw.Data[:r*d], false); i >= 0 {
+		return fmt.Errorf("%s: state.npz member \"bank\" holds %v at index %d, want finite values (persistent × dim)", s.dir, raw.Data[i], i)
+	}
 	return nil
 }
 

@@ -55,13 +55,13 @@ func Limit(def float64) float64 {
 // AddressSpaceFree returns the address space (bytes) that the process's
 // limit (ulimit -v) leaves for its work, and false when there is no limit:
 // the limit less what the process has mapped already (VmSize: code,
-// libraries, the Go runtime's reservations) and less threadReserve for
-// each core (the threads still to come, each with a stack and a C
-// allocator arena). Under ulimit -v, a failed mapping stops a Go process
-// with a fatal "out of memory" (or leaves OpenBLAS retrying for ever),
-// however little memory it uses: measured on a 2-core machine, energy on
-// a conv model maps 1.45 GB before its first evaluation and 2.0 GB at the
-// end of one with 10 points.
+// libraries, the Go runtime's reservations) and less threadsToCome (the
+// C allocator arenas and stacks of the threads still to come). Under
+// ulimit -v, a failed mapping stops a Go process with a fatal "out of
+// memory" (or leaves OpenBLAS retrying for ever), however little memory
+// it uses: measured on a 2-core machine, energy on a conv model maps
+// 1.45 GB before its first evaluation and 2.0 GB at the end of one with
+// 10 points.
 func AddressSpaceFree() (float64, bool) {
 	as, ok := addressSpaceLimit()
 	if !ok {
@@ -69,7 +69,7 @@ func AddressSpaceFree() (float64, bool) {
 	}
 	runtime.GC() // what is no longer used counts as free in the heap (goHeapReusable)
 	used, _ := mapped()
-	return as - used + goHeapReusable() - threadReserve*float64(runtime.NumCPU()), true
+	return as - used + goHeapReusable() - threadsToCome(), true
 }
 
 // goHeapReusable is the Go heap's mapped memory that holds nothing
@@ -89,11 +89,76 @@ func goHeapReusable() float64 {
 	return b
 }
 
-// threadReserve is the address space set aside per core for threads not
-// yet started: glibc gives each thread that allocates an arena of 64 MiB
-// (up to 8 per core), and OpenBLAS and the Go runtime start threads per
-// core.
-const threadReserve = 4 * 64 << 20
+// glibc gives a thread that allocates an arena of arenaBytes of address
+// space (mostly reserved, not used), up to 8 per core (M_ARENA_MAX's
+// default on 64-bit systems); a thread started by C code (OpenBLAS, or
+// the Go runtime where cgo is linked) has a stack of stackBytes. A
+// process makes far fewer arenas than glibc allows: measured on 2 cores,
+// train (d = 2) and sample (a convolutional ONNX energy) peaked at 7
+// arenas and 9 threads. arenasPerCore is how many a run is expected to
+// make in all.
+const (
+	arenaBytes    = 64 << 20
+	arenasPerCore = 4
+	stackBytes    = 8 << 20
+)
+
+// threadsToCome is the address space set aside for the threads not yet
+// started: an arena and a stack for each arena still expected. The
+// arenas mapped already are part of VmSize; counting them again made the
+// free space depend on how many threads had started (probe 56: a run
+// accepted at start was refused on resuming, which had started one more
+// thread, 64 MiB more, by the time of its check).
+func threadsToCome() float64 {
+	most := arenasPerCore * runtime.NumCPU()
+	have := 0
+	if b, err := os.ReadFile("/proc/self/maps"); err == nil {
+		have = countArenas(string(b))
+	}
+	return float64(max(most-have, 0)) * (arenaBytes + stackBytes)
+}
+
+// countArenas counts glibc's thread arenas in a /proc/PID/maps listing:
+// anonymous mappings that start at a multiple of arenaBytes and are
+// arenaBytes long in all, a read-write part (the arena's heap so far)
+// followed by an inaccessible one (the rest of its reservation). A Go heap
+// still within one 64 MiB reservation looks the same: counted, it sets
+// aside one thread fewer.
+func countArenas(maps string) int {
+	type region struct {
+		start, end uint64
+		perms      string
+		anonymous  bool
+	}
+	var rs []region
+	for _, line := range strings.Split(maps, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if !ok || err1 != nil || err2 != nil || end < start {
+			continue
+		}
+		rs = append(rs, region{start, end, f[1], len(f) == 5})
+	}
+	n := 0
+	for i, r := range rs {
+		if !r.anonymous || r.perms != "rw-p" || r.start%arenaBytes != 0 {
+			continue
+		}
+		size := r.end - r.start
+		if next := i + 1; next < len(rs) && rs[next].start == r.end && rs[next].anonymous && rs[next].perms == "---p" {
+			size += rs[next].end - rs[next].start
+		}
+		if size == arenaBytes {
+			n++
+		}
+	}
+	return n
+}
 
 // mapped returns the process's mapped address space (VmSize of
 // /proc/self/status) in bytes, and false where it cannot be read.
@@ -113,8 +178,8 @@ func Why(def float64) string {
 	if as, ok := addressSpaceLimit(); ok {
 		used, _ := mapped()
 		free, _ := AddressSpaceFree()
-		s += fmt.Sprintf(", or half of the %s that ulimit -v %s leaves free (the process maps %s already, %s of it free in the Go heap, and keeps %s for threads)",
-			Bytes(max(free, 0)), Bytes(as), Bytes(used), Bytes(goHeapReusable()), Bytes(threadReserve*float64(runtime.NumCPU())))
+		s += fmt.Sprintf(", or half of the %s that ulimit -v %s leaves free (the process maps %s already, %s of it free in the Go heap, and keeps %s for the threads still to come)",
+			Bytes(max(free, 0)), Bytes(as), Bytes(used), Bytes(goHeapReusable()), Bytes(threadsToCome()))
 	}
 	return s + ", whichever is least"
 }

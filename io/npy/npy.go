@@ -513,7 +513,22 @@ func Read(r io.Reader) (*Array, error) { return ReadSized(r, -1) }
 // size unknown, or too small: the stream is truncated) the raw bytes are
 // read first, so that a header announcing more data than there is fails
 // without allocating for it.
-func ReadSized(r io.Reader, size int64) (*Array, error) {
+func ReadSized(r io.Reader, size int64) (*Array, error) { return readSized(r, size, nil) }
+
+// ReadSizedInto is ReadSized decoding into dst, which must have room for
+// exactly the array's values: the Array returned holds dst, and nothing
+// the size of the values is allocated (a checkpoint's bank of 10⁸ chains
+// is read into the buffer the run has for it, probe 56). An array of
+// another number of values is refused before anything is read.
+func ReadSizedInto(r io.Reader, size int64, dst []float64) (*Array, error) {
+	if dst == nil {
+		dst = []float64{}
+	}
+	return readSized(r, size, dst)
+}
+
+// readSized is ReadSized, decoding into dst unless it is nil.
+func readSized(r io.Reader, size int64, dst []float64) (*Array, error) {
 	cr := &countingReader{r: r}
 	h, err := ReadHeader(cr)
 	if err != nil {
@@ -525,9 +540,12 @@ func ReadSized(r io.Reader, size int64) (*Array, error) {
 	}
 	a := &Array{Shape: h.Shape, Dtype: h.Dtype}
 	n := a.Len()
+	if dst != nil && len(dst) != n {
+		return nil, &FormatError{Field: "shape", Got: fmt.Sprintf("%v (%d values)", h.Shape, n), Want: fmt.Sprintf("%d values", len(dst))}
+	}
 	want := int64(n) * int64(dt.size)
 	if size >= 0 && size-cr.n >= want {
-		a.Data, err = readValues(r, n, dt, h)
+		a.Data, err = readValues(r, n, dt, h, dst)
 	} else {
 		a.Data, err = readRaw(r, want, n, dt, h)
 	}
@@ -536,6 +554,12 @@ func ReadSized(r io.Reader, size int64) (*Array, error) {
 	}
 	if h.Fortran && len(h.Shape) > 1 {
 		a.Data = fortranToC(a.Data, h.Shape)
+	}
+	if dst != nil && n > 0 && &a.Data[0] != &dst[0] { // decoded elsewhere (readRaw, Fortran order)
+		copy(dst, a.Data)
+	}
+	if dst != nil {
+		a.Data = dst
 	}
 	return a, nil
 }
@@ -555,10 +579,13 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // readChunk is how many values readValues decodes at a time.
 const readChunk = 1 << 16
 
-// readValues decodes the n values of h from r, allocated at once, a chunk
-// of raw bytes at a time.
-func readValues(r io.Reader, n int, dt dtype, h Header) ([]float64, error) {
-	data := make([]float64, n)
+// readValues decodes the n values of h from r, a chunk of raw bytes at a
+// time, into dst, or into values allocated at once if dst is nil.
+func readValues(r io.Reader, n int, dt dtype, h Header, dst []float64) ([]float64, error) {
+	data := dst
+	if data == nil {
+		data = make([]float64, n)
+	}
 	buf := make([]byte, min(n, readChunk)*dt.size)
 	for i := 0; i < n; i += readChunk {
 		k := min(readChunk, n-i)

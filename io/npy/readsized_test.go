@@ -2,6 +2,7 @@ package npy
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,5 +58,45 @@ func TestReadSizedTruncated(t *testing.T) {
 	os.WriteFile(path, short, 0o644)
 	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "file truncated") {
 		t.Errorf("ReadFile: %v", err)
+	}
+}
+
+// ReadSizedInto decodes into the caller's buffer: C and Fortran order, a
+// float32 stream, an empty array; an array of another number of values is
+// refused before anything is read into the buffer.
+func TestReadSizedInto(t *testing.T) {
+	c := []byte("\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }")
+	f := []byte("\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }")
+	for name, h := range map[string][]byte{"C": c, "Fortran": f} {
+		var b bytes.Buffer
+		b.Write(h)
+		b.Write(bytes.Repeat([]byte(" "), 127-len(h)))
+		b.WriteByte('\n')
+		for _, v := range []uint32{0x3f800000, 0x40000000, 0x40400000, 0x40800000, 0x40a00000, 0x40c00000} { // 1..6
+			b.Write([]byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)})
+		}
+		want := []float64{1, 2, 3, 4, 5, 6}
+		if name == "Fortran" {
+			want = []float64{1, 3, 5, 2, 4, 6}
+		}
+		dst := make([]float64, 6)
+		a, err := ReadSizedInto(bytes.NewReader(b.Bytes()), int64(b.Len()), dst)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if &a.Data[0] != &dst[0] || fmt.Sprint(dst) != fmt.Sprint(want) {
+			t.Errorf("%s: %v into %v, want %v in the buffer", name, a.Data, dst, want)
+		}
+		seven := make([]float64, 7)
+		if _, err := ReadSizedInto(bytes.NewReader(b.Bytes()), int64(b.Len()), seven); err == nil || !strings.Contains(err.Error(), "(6 values)") || seven[0] != 0 {
+			t.Errorf("%s into 7 values: %v, buffer %v", name, err, seven)
+		}
+	}
+	var b bytes.Buffer
+	if err := Write(&b, &Array{Shape: []int{0, 2}}, Float64); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := ReadSizedInto(bytes.NewReader(b.Bytes()), int64(b.Len()), nil); err != nil || len(a.Data) != 0 || a.Data == nil {
+		t.Errorf("empty: %+v, %v", a, err)
 	}
 }

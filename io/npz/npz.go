@@ -216,6 +216,20 @@ func (r *Reader) Get(name string) (*npy.Array, error) {
 	return a, nil
 }
 
+// GetInto is Get decoding into dst, which must have room for exactly the
+// member's values (see ReadMemberInto).
+func (r *Reader) GetInto(name string, dst []float64) (*npy.Array, error) {
+	f, err := r.member(name)
+	if err != nil {
+		return nil, err
+	}
+	a, err := ReadMemberInto(f, dst)
+	if err != nil {
+		return nil, r.wrap(fmt.Errorf("npz: member %q: %w", f.Name, err))
+	}
+	return a, nil
+}
+
 // wrap prefixes err with the archive's path, if known.
 func (r *Reader) wrap(err error) error {
 	if r.path == "" {
@@ -256,7 +270,22 @@ func MemberHeader(f *zip.File) (npy.Header, error) {
 // most maxMember, before anything is decoded; the decompressed stream may
 // not run past the declared size, nor end before it; and the member is
 // read to its end so that archive/zip checks its CRC-32.
-func ReadMember(f *zip.File) (*npy.Array, error) {
+func ReadMember(f *zip.File) (*npy.Array, error) { return readMember(f, nil) }
+
+// ReadMemberInto is ReadMember decoding into dst, which must have room for
+// exactly the member's values: nothing their size is allocated, so the
+// bound on decoded values (half the memory free) does not apply (probe
+// 56: a run's checkpointed bank of 10⁸ chains, which the run had room
+// for, was refused on resuming).
+func ReadMemberInto(f *zip.File, dst []float64) (*npy.Array, error) {
+	if dst == nil {
+		dst = []float64{}
+	}
+	return readMember(f, dst)
+}
+
+// readMember is ReadMember, decoding into dst unless it is nil.
+func readMember(f *zip.File, dst []float64) (*npy.Array, error) {
 	declared := f.UncompressedSize64
 	if declared > maxMember {
 		return nil, fmt.Errorf("declared uncompressed size %d bytes, more than the %d supported", declared, uint64(maxMember))
@@ -272,7 +301,7 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 	if !ok || need > declared {
 		return nil, fmt.Errorf("header announces shape %v of %s, more data than the member's declared %d bytes", h.Shape, h.Dtype, declared)
 	}
-	if elems, limit := need/max(1, elemSize(h.Dtype)), sysmem.Limit(maxDecoded); float64(elems*8) > limit {
+	if elems, limit := need/max(1, elemSize(h.Dtype)), sysmem.Limit(maxDecoded); dst == nil && float64(elems*8) > limit {
 		return nil, fmt.Errorf("shape %v decodes to %d bytes of float64, more than the %.0f supported (%s)", h.Shape, elems*8, limit, sysmem.Why(maxDecoded))
 	}
 	rc, err := f.Open()
@@ -283,7 +312,15 @@ func ReadMember(f *zip.File) (*npy.Array, error) {
 	crc := crc32.NewIEEE() // archive/zip skips its check when the stored CRC-32 is 0
 	cr := &counter{r: io.TeeReader(rc, crc)}
 	lr := &io.LimitedReader{R: cr, N: int64(declared) + 1}
-	arr, err := npy.Read(lr)
+	// The declared size is a claim (a zip bomb cut short declares 1.6 GB):
+	// the raw bytes are read before values are allocated for them, unless
+	// they go to the caller's dst.
+	var arr *npy.Array
+	if dst != nil {
+		arr, err = npy.ReadSizedInto(lr, int64(declared), dst)
+	} else {
+		arr, err = npy.Read(lr)
+	}
 	if err != nil {
 		return nil, sizeError(err, cr.n, declared)
 	}
