@@ -412,7 +412,8 @@ type Run struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 	// GridSize is the 2D quadrature grid's points per side (default 200).
 	GridSize int `json:"grid_size,omitempty"`
-	// RHatChains chains (default 128, or the bank's size if smaller) of
+	// RHatChains chains (default 128, or the bank's size if smaller; 64
+	// above HighDim dimensions) of
 	// the negative-sample kernel, run for RHatSteps steps (default the
 	// iteration's MCMC steps, at least 8; for flowMC a step is a whole
 	// cycle, see Trainer.SampleChains; Defaults keeps the paper's length
@@ -423,7 +424,8 @@ type Run struct {
 	RHatSteps  int `json:"rhat_steps,omitempty"`
 	RHatEvery  int `json:"rhat_every,omitempty"`
 	// LogZSamples is the number of draws of the importance-sampling
-	// estimate of log Z behind the held-out log-likelihood (default 4096).
+	// estimate of log Z behind the held-out log-likelihood (default 4096;
+	// 512 above HighDim dimensions).
 	LogZSamples int `json:"log_z_samples,omitempty"`
 	// Build is the build that started the run (Go, BLAS, vector math: the
 	// same seed gives the same numbers only with the same build). NewRun
@@ -465,7 +467,7 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 		return err
 	}
 	cfg.Train = tc
-	if err := cfg.fillDefaults(); err != nil {
+	if err := cfg.fillDefaults(exp.Dim()); err != nil {
 		return err
 	}
 	if cfg.RHatChains > cfg.Train.Persistent && cfg.Train.PersistentChains() {
@@ -566,9 +568,18 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 	return exp, notes, nil
 }
 
+// HighDim is the most dimensions at which a run's diagnostics default to
+// the paper's sizes (rhat_chains 128, log_z_samples 4096; its toy
+// experiments have at most 64). Above it they default to the image
+// experiments' (64 and 512): train --data on 784 columns with the paper's
+// sizes needed 12.5 GiB, 7.2 GiB of it the flow's values on 128 × 32
+// i-SIR proposals and 4096 log Z draws, and was refused on every machine
+// under 25 GiB.
+const HighDim = 64
+
 // fillDefaults fills the run's own fields (grid, evaluation schedule,
 // R-hat and log Z sizes) and checks them; the trainer's are filled.
-func (cfg *Run) fillDefaults() error {
+func (cfg *Run) fillDefaults(dim int) error {
 	if cfg.GridSize == 0 {
 		cfg.GridSize = 200
 	}
@@ -581,17 +592,21 @@ func (cfg *Run) fillDefaults() error {
 	if cfg.CheckpointEvery == 0 {
 		cfg.CheckpointEvery = max(1, cfg.Train.Iterations/10)
 	}
+	rhatChains, logZSamples := 128, 4096
+	if dim > HighDim { // the image experiments' diagnostics (settings' scaling)
+		rhatChains, logZSamples = 64, 512
+	}
 	if cfg.RHatChains == 0 {
-		cfg.RHatChains = 128
+		cfg.RHatChains = rhatChains
 		if cfg.Train.Persistent > 0 {
-			cfg.RHatChains = min(128, cfg.Train.Persistent)
+			cfg.RHatChains = min(rhatChains, cfg.Train.Persistent)
 		}
 	}
 	if cfg.RHatEvery == 0 {
 		cfg.RHatEvery = max(1, cfg.Train.Iterations/10)
 	}
 	if cfg.LogZSamples == 0 {
-		cfg.LogZSamples = 4096
+		cfg.LogZSamples = logZSamples
 	}
 	if cfg.RHatSteps == 0 {
 		cfg.RHatSteps = cfg.Train.DiagnosticSteps()
@@ -854,7 +869,7 @@ func (cfg Run) withUseDefaults() (map[string]any, bool) {
 	}
 	cfg.Train = tc
 	cfg.DataSize = cmp.Or(cfg.DataSize, 16384)
-	if cfg.fillDefaults() != nil {
+	if cfg.fillDefaults(0) != nil { // the dimension is the data's: not known here
 		return nil, false
 	}
 	if cfg.Data != nil {

@@ -253,7 +253,8 @@ func TestSampleCountsTheCheckpointsGraphs(t *testing.T) {
 
 // Probe 54 B3: --print-config was refused by the memory check, so the
 // configuration whose fields the refusal says to lower could not be had
-// (train --data on 784 dimensions needs 12.5 GiB at the defaults). It is
+// (train --data on 784 dimensions needed 12.5 GiB at the defaults then,
+// the paper's R-hat and log Z sizes, given here in a file). It is
 // printed, with the refusal as a note. B4: data_size beyond the rows
 // advised 0, which was refused; it advises leaving the field out, which
 // works.
@@ -267,9 +268,10 @@ func TestPrintConfigOverTheMemoryLimit(t *testing.T) {
 	if err := npy.WriteFile("d784.npy", &npy.Array{Shape: []int{300, 784}, Data: x}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runCLI("train", "--data", "d784.npy", "--print-config")
+	os.WriteFile("paper.json", []byte(`{"rhat_chains": 128, "log_z_samples": 4096, "train": {"iterations": 2}}`), 0o644)
+	out, stderr, code := runCLI("train", "--data", "d784.npy", "--config", "paper.json", "--print-config")
 	var cfg map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &cfg) != nil || !strings.Contains(stderr, "note: as printed, the run would be refused: algorithms: the configuration needs about") {
+	if code != 0 || json.Unmarshal([]byte(out), &cfg) != nil || !strings.Contains(stderr, "note: as printed, the run would be refused: paper.json: algorithms: the configuration needs about") {
 		t.Fatalf("exit %d, %s", code, stderr)
 	}
 	small := make([]float64, 200*2)
