@@ -82,10 +82,13 @@ func Scalar(b Binder, v float64) *G.Node {
 
 // Constant returns a constant matrix node of the given shape holding v
 // (row-major) in the binder's float type. Gorgonia merges constant nodes of
-// equal name and shape whatever their values, so the node's name carries a
-// hash of the values: distinct constants stay distinct.
+// equal name whatever their values, shapes and types, so the node's name
+// carries a hash of all three: distinct constants stay distinct (probe 57:
+// an ONNX graph's column [[1],[2],[3]] and row [[1,2,3]] were one node,
+// and its energies wrong at exit 0).
 func Constant(b Binder, name string, v []float64, shape ...int) *G.Node {
 	h := fnv.New64a()
+	fmt.Fprintf(h, "%v%v", b.Dtype(), shape)
 	var buf [8]byte
 	for _, x := range v {
 		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(x))

@@ -50,6 +50,16 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// maximum (energies were rounded to float32).
 		{"where_f32const_f64", false, []int{6}},
 		{"max_f32const_f64", false, []int{6}},
+		// Probe 57 A2: constants of equal values in different shapes
+		// were one node (wrong energies at exit 0, or refusals).
+		{"constshape_pairwise_b4", false, []int{5}},
+		{"constshape_pairwise_dyn", false, []int{5}},
+		{"constshape_oneslike_b4", false, []int{5}},
+		{"constshape_oneslike_dyn", false, []int{5}},
+		{"constshape_ar1_b4", true, []int{5}},
+		{"constshape_ar1_dyn", false, []int{5}},
+		{"constshape_colrow_b4", false, []int{5}},
+		{"constshape_colrow_dyn", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

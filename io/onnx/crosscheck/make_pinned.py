@@ -520,3 +520,39 @@ class MaxF32(nn.Module):
 torch.manual_seed(56)
 save("where_f32const_f64", WhereF32(), (3,), torch.float64, 2, [6], dynamic=True)
 save("max_f32const_f64", MaxF32(), (3,), torch.float64, 2, [6], dynamic=True)
+
+
+# Probe 57 A2: constants holding equal values in different shapes (a
+# column and a row of 1, 2, 3; ones_like slices of shapes (n,) and (n, 1);
+# zeros(n) and zeros(n, 1); [[.5], [.5]] and [.5, .5]) were merged into
+# one graph node, and the energies were wrong at exit 0 (or refused).
+class Pairwise(nn.Module):
+    def forward(self, x):
+        col = torch.tensor([[1.0], [2.0], [3.0]], dtype=x.dtype)
+        row = torch.tensor([[1.0, 2.0, 3.0]], dtype=x.dtype)
+        return 0.5 * ((x[:, :, None] * col) * (x[:, None, :] - row) ** 2).sum((1, 2))
+
+
+class OnesLike(nn.Module):
+    def forward(self, z):
+        o = torch.ones_like(z)
+        return (z[:, 0] * o[:, 0]) ** 2 + (z[:, 1:] * o[:, 1:]).sum(1) * 3.0
+
+
+class AR1(nn.Module):
+    def forward(self, x):
+        acc = torch.zeros(x.shape[0], dtype=x.dtype)
+        pad = torch.zeros(x.shape[0], 1, dtype=x.dtype)
+        prev = torch.cat([pad, x[:, :-1]], 1)
+        return 0.5 * (acc + ((x - 0.5 * prev) ** 2).sum(1))
+
+
+class ColRow(nn.Module):
+    def forward(self, x):
+        return (x @ torch.tensor([[0.5], [0.5]], dtype=x.dtype)).squeeze(1) + (x * torch.tensor([0.5, 0.5], dtype=x.dtype)).sum(1) * 2.0
+
+
+torch.manual_seed(57)
+for name, m, d in (("pairwise", Pairwise(), 3), ("oneslike", OnesLike(), 2), ("ar1", AR1(), 2), ("colrow", ColRow(), 2)):
+    save(f"constshape_{name}_b4", m, (d,), torch.float64, 4, [5])
+    save(f"constshape_{name}_dyn", m, (d,), torch.float64, 4, [5], dynamic=True)
