@@ -180,7 +180,7 @@ func (n *Net) init() error {
 	if err != nil {
 		return err
 	}
-	n.nodes = nodes
+	n.nodes = fuseNorms(nodes, g, n.inits, n.Opset)
 	n.promote()
 	return nil
 }

@@ -556,3 +556,44 @@ torch.manual_seed(57)
 for name, m, d in (("pairwise", Pairwise(), 3), ("oneslike", OnesLike(), 2), ("ar1", AR1(), 2), ("colrow", ColRow(), 2)):
     save(f"constshape_{name}_b4", m, (d,), torch.float64, 4, [5])
     save(f"constshape_{name}_dyn", m, (d,), torch.float64, 4, [5], dynamic=True)
+
+
+# Probe 57 A1: Euclidean norms, which PyTorch exports as chains
+# (Sqrt(ReduceSum(Mul(x, x))) for x.norm(dim=1); Pow(ReduceSum(Pow(Abs(x),
+# 2)), 0.5) for torch.linalg.norm and vector_norm; Pow(ReduceSum(Pow(x -
+# y, 2)), 0.5) for cdist), had a NaN gradient where the norm is 0; PyTorch
+# gives 0. Every third point is 0. (cdist's export writes its exponent as
+# 0.49999976, which is computed as written, and not fused.)
+class NormRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(2, 3)
+        with torch.no_grad():
+            self.l.weight.copy_(torch.tensor([[1.0, 0.0], [1.0, 0.5], [1.0, -0.5]]))
+            self.l.bias.fill_(0.0)
+
+    def forward(self, x):
+        return 3.0 * F.relu(self.l(x)).norm(dim=1) + 0.5 * (x ** 2).sum(1)
+
+
+class LinalgNorm(nn.Module):
+    def forward(self, x):
+        return torch.linalg.norm(x, dim=1) + torch.linalg.vector_norm(x, dim=1) ** 2
+
+
+class Distance(nn.Module):
+    def forward(self, x):
+        return (x - torch.zeros(1, x.shape[1], dtype=x.dtype)).norm(dim=1) + x.norm(dim=1, keepdim=True).sum(1)
+
+
+def with_zeros(n, *shape, dtype):
+    x = torch.randn(n, *shape, dtype=dtype)
+    x[::3] = 0
+    return x
+
+
+torch.manual_seed(571)
+save("norm_relu_dyn", NormRelu(), (2,), torch.float64, 4, [9], dynamic=True, draw=with_zeros)
+save("norm_linalg_dyn", LinalgNorm(), (3,), torch.float64, 4, [9], dynamic=True, draw=with_zeros)
+save("norm_distance_dyn", Distance(), (3,), torch.float64, 4, [9], dynamic=True, draw=with_zeros)
+save("norm_linalg_b4_f32", LinalgNorm(), (3,), torch.float32, 4, [9], draw=with_zeros)

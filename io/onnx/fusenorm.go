@@ -1,0 +1,192 @@
+package onnx
+
+import "math"
+
+// fuseNorms rewrites the Euclidean norms PyTorch exports as chains of
+// operations into one ReduceL2 over the same axes:
+//
+//	x.norm(dim=d)                        Sqrt(ReduceSum(Mul(x, x)))
+//	torch.linalg.norm, vector_norm       Pow(ReduceSum(Pow(Abs(x), 2)), 0.5)
+//	torch.cdist                          Pow(ReduceSum(Pow(x − y, 2)), 0.5)
+//
+// Its value is the chain's; its gradient is 0 where the norm is 0, as
+// PyTorch's norm backward gives. Through the chain, d√s/ds = ∞ at s = 0
+// times ds/dx = 0 gave NaN (probe 57: an energy 3‖relu(Wx)‖ + ½|x|² had
+// no gradient on the 76% of its mass where every feature is 0; MALA
+// never entered it and sampled the rest at exit 0). A chain is fused only
+// where its intermediate values feed nothing else and its exponents and
+// axes are constants.
+func fuseNorms(nodes []*Node, g *Graph, inits map[string]*Tensor, opset int64) []*Node {
+	uses := map[string]int{}
+	producer := map[string]*Node{}
+	for _, nd := range nodes {
+		for _, in := range nd.Inputs {
+			uses[in]++
+		}
+		for _, o := range nd.Outputs {
+			producer[o] = nd
+		}
+	}
+	for _, o := range g.Outputs {
+		uses[o.Name]++
+	}
+	c := constants{inits: inits, producer: producer}
+	// inner returns the node producing name, if only one node reads it.
+	inner := func(name, op string) *Node {
+		p := producer[name]
+		if p == nil || p.OpType != op || p.Domain != "" || uses[name] != 1 || len(p.Outputs) != 1 {
+			return nil
+		}
+		return p
+	}
+	dead := map[*Node]bool{}
+	out := make([]*Node, 0, len(nodes))
+	for _, nd := range nodes {
+		if f := fuseNorm(nd, inner, c, opset); f != nil {
+			for _, p := range f.fused {
+				dead[p] = true
+			}
+			out = append(out, f.node)
+			continue
+		}
+		out = append(out, nd)
+	}
+	if len(dead) == 0 {
+		return nodes
+	}
+	kept := out[:0]
+	for _, nd := range out {
+		if !dead[nd] {
+			kept = append(kept, nd)
+		}
+	}
+	return kept
+}
+
+// fusedNorm is a ReduceL2 node and the nodes of the chain it replaces.
+type fusedNorm struct {
+	node  *Node
+	fused []*Node
+}
+
+// fuseNorm returns the ReduceL2 that replaces the chain ending at root,
+// or nil if root ends none.
+func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset int64) *fusedNorm {
+	if root.Domain != "" || len(root.Outputs) != 1 {
+		return nil
+	}
+	switch {
+	case root.OpType == "Sqrt" && len(root.Inputs) == 1:
+	case root.OpType == "Pow" && len(root.Inputs) == 2 && c.scalar(root.Inputs[1]) == 0.5:
+	default:
+		return nil
+	}
+	sum := inner(root.Inputs[0], "ReduceSum")
+	if sum == nil || len(sum.Inputs) == 0 {
+		return nil
+	}
+	sq := inner(sum.Inputs[0], "Mul")
+	var x string
+	switch {
+	case sq != nil && len(sq.Inputs) == 2 && sq.Inputs[0] == sq.Inputs[1]:
+		x = sq.Inputs[0]
+	default:
+		sq = inner(sum.Inputs[0], "Pow")
+		if sq == nil || len(sq.Inputs) != 2 || c.scalar(sq.Inputs[1]) != 2 {
+			return nil
+		}
+		x = sq.Inputs[0]
+	}
+	fused := []*Node{sum, sq}
+	if abs := inner(x, "Abs"); abs != nil && len(abs.Inputs) == 1 { // |x|² = x²
+		x = abs.Inputs[0]
+		fused = append(fused, abs)
+	}
+	attrs, axesInput, ok := l2Axes(sum, c, opset)
+	if !ok {
+		return nil
+	}
+	inputs := []string{x}
+	if axesInput != "" {
+		inputs = append(inputs, axesInput)
+	}
+	node := &Node{Name: root.Name, OpType: "ReduceL2", Inputs: inputs, Outputs: root.Outputs, Attrs: attrs, Index: root.Index}
+	return &fusedNorm{node: node, fused: fused}
+}
+
+// l2Axes gives ReduceSum's axes to a ReduceL2 of the same opset: as
+// attributes before opset 18 (ReduceSum reads them as an input from 13,
+// ReduceL2 from 18), else as the same input. It refuses axes that are not
+// constant, and noop_with_empty_axes, which ReduceL2 has only from 18.
+func l2Axes(sum *Node, c constants, opset int64) (attrs map[string]*Attribute, axesInput string, ok bool) {
+	attrs = map[string]*Attribute{}
+	if k, has := sum.Attrs["keepdims"]; has {
+		attrs["keepdims"] = k
+	}
+	if a, has := sum.Attrs["axes"]; has { // opset < 13
+		attrs["axes"] = a
+	}
+	if noop, has := sum.Attrs["noop_with_empty_axes"]; has && noop.I != 0 && opset < 18 {
+		return nil, "", false
+	}
+	if len(sum.Inputs) < 2 || sum.Inputs[1] == "" {
+		return attrs, "", true
+	}
+	if opset >= 18 {
+		if noop, has := sum.Attrs["noop_with_empty_axes"]; has {
+			attrs["noop_with_empty_axes"] = noop
+		}
+		return attrs, sum.Inputs[1], true
+	}
+	axes, isConst := c.ints(sum.Inputs[1])
+	if !isConst || len(axes) == 0 {
+		return nil, "", false
+	}
+	attrs["axes"] = &Attribute{Name: "axes", Type: AttrInts, Ints: axes}
+	return attrs, "", true
+}
+
+// constants reads the values of initializers and of Constant nodes'
+// outputs by name.
+type constants struct {
+	inits    map[string]*Tensor
+	producer map[string]*Node
+}
+
+// tensor returns the constant tensor named name, or nil.
+func (c constants) tensor(name string) *Tensor {
+	if t, ok := c.inits[name]; ok {
+		return t
+	}
+	p := c.producer[name]
+	if p == nil || p.OpType != "Constant" || p.Domain != "" {
+		return nil
+	}
+	if a, ok := p.Attrs["value"]; ok && len(p.Attrs) == 1 {
+		return a.T
+	}
+	return nil
+}
+
+// scalar returns the single float value of a constant, or NaN.
+func (c constants) scalar(name string) float64 {
+	t := c.tensor(name)
+	switch {
+	case t == nil || t.Len() != 1:
+		return math.NaN()
+	case len(t.Float) == 1:
+		return t.Float[0]
+	case len(t.Int) == 1:
+		return float64(t.Int[0])
+	}
+	return math.NaN()
+}
+
+// ints returns the integer values of a constant, and false if it is none.
+func (c constants) ints(name string) ([]int64, bool) {
+	t := c.tensor(name)
+	if t == nil || t.Float != nil || len(t.Int) != t.Len() {
+		return nil, false
+	}
+	return t.Int, true
+}
