@@ -68,6 +68,7 @@ func (k *FlowMC) Step(rng *rand.Rand, s *State) (Stats, error) {
 		if !math.IsNaN(st.StepSize) {
 			last.StepSize = st.StepSize
 		}
+		last.GradUndefined += st.GradUndefined
 	}
 	last.Local, last.Global = ratio(sum.Local, nl), ratio(sum.Global, ng)
 	return last, nil

@@ -15,8 +15,9 @@ type HMC struct {
 	StepSize float64 // ε > 0
 	Leapfrog int     // L ≥ 1
 
-	q, p, g *mat.Dense
-	lp, h0  []float64
+	q, p, g   *mat.Dense
+	lp, h0    []float64
+	undefined []bool // chains whose trajectory met an undefined gradient
 }
 
 // Step runs one trajectory per chain (L gradient evaluations).
@@ -36,6 +37,10 @@ func (k *HMC) Step(rng *rand.Rand, s *State) (Stats, error) {
 		k.lp, k.h0 = make([]float64, m), make([]float64, m)
 	}
 	eps, h0 := k.StepSize, k.h0
+	if len(k.undefined) != m {
+		k.undefined = make([]bool, m)
+	}
+	clear(k.undefined)
 	k.q.Copy(s.X)
 	k.g.Copy(s.Grad)
 	for i := 0; i < m; i++ {
@@ -57,6 +62,9 @@ func (k *HMC) Step(rng *rand.Rand, s *State) (Stats, error) {
 		if err := k.Target.LogDensityGrad(k.q, k.lp, k.g); err != nil {
 			return noStats(), err
 		}
+		for i := range k.undefined {
+			k.undefined[i] = k.undefined[i] || gradUndefined(k.lp[i], k.g.RawRowView(i))
+		}
 	}
 	k.p.Apply(func(i, j int, v float64) float64 { return v + 0.5*eps*k.g.At(i, j) }, k.p)
 	acc := 0
@@ -75,5 +83,10 @@ func (k *HMC) Step(rng *rand.Rand, s *State) (Stats, error) {
 	s.moved(true, true)
 	st := noStats()
 	st.Local, st.StepSize = float64(acc)/float64(m), eps
+	for _, u := range k.undefined {
+		if u {
+			st.GradUndefined++
+		}
+	}
 	return st, nil
 }

@@ -48,6 +48,11 @@ func (k *ULA) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if err := CheckDefined("ULA", s.X, s.LogP); err != nil {
 		return noStats(), err
 	}
+	for i := range s.LogP {
+		if gradUndefined(s.LogP[i], s.Grad.RawRowView(i)) {
+			return noStats(), &UndefinedError{Sampler: "ULA", Chain: i, LogP: s.LogP[i], Point: mat.Row(nil, i, s.X), GradOnly: true}
+		}
+	}
 	k.y = reuse(k.y, s.Chains(), s.Dim())
 	langevinPropose(rng, s.X, s.Grad, k.y, k.StepSize, !k.NoiseFree)
 	s.X.Copy(k.y)
@@ -106,7 +111,11 @@ func (k *MALA) Step(rng *rand.Rand, s *State) (Stats, error) {
 		return noStats(), err
 	}
 	acc := 0
+	st := noStats()
 	for i := 0; i < m; i++ {
+		if gradUndefined(k.lpy[i], k.gy.RawRowView(i)) {
+			st.GradUndefined++
+		}
 		la := malaLogAlpha(s.X.RawRowView(i), k.y.RawRowView(i), s.Grad.RawRowView(i), k.gy.RawRowView(i), s.LogP[i], k.lpy[i], k.StepSize)
 		if accept(rng, la) {
 			acc++
@@ -120,9 +129,22 @@ func (k *MALA) Step(rng *rand.Rand, s *State) (Stats, error) {
 	if !k.Frozen {
 		k.StepSize = adaptStep(k.StepSize, rate, k.TargetAccept)
 	}
-	st := noStats()
 	st.Local, st.StepSize = rate, k.StepSize
 	return st, nil
+}
+
+// gradUndefined says whether a point's gradient g is NaN or ±Inf
+// somewhere while its log density lp is finite.
+func gradUndefined(lp float64, g []float64) bool {
+	if math.IsNaN(lp) || math.IsInf(lp, 0) {
+		return false
+	}
+	for _, v := range g {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // adaptStep is the acceptance-targeting rule of REFERENCE §4.
@@ -159,9 +181,15 @@ type UndefinedError struct {
 	Chain   int // from 0
 	LogP    float64
 	Point   []float64 // the chain's point (a copy)
+	// GradOnly: log π is finite there, its gradient is not (its next
+	// step would be NaN).
+	GradOnly bool
 }
 
 func (e *UndefinedError) Error() string {
+	if e.GradOnly {
+		return fmt.Sprintf("samplers: %s chain %d is at a point where log π is %v but its gradient is NaN or infinite (an unadjusted sampler never rejects a step)", e.Sampler, e.Chain, e.LogP)
+	}
 	return fmt.Sprintf("samplers: %s chain %d is at a point where log π is %v, outside the target's domain (an unadjusted sampler never rejects a step)", e.Sampler, e.Chain, e.LogP)
 }
 

@@ -47,6 +47,12 @@ type Stats struct {
 	// StepSize is the local step size after the step (after adaptation);
 	// NaN for kernels without one.
 	StepSize float64
+	// GradUndefined counts the proposals rejected because the gradient of
+	// log π was NaN or ±Inf where log π is finite (MALA, HMC): the chains
+	// never go where the gradient is undefined, and where that region has
+	// mass they sample π restricted to the rest (probe 57: 76% of a
+	// target's mass, silently).
+	GradUndefined int
 }
 
 func noStats() Stats { return Stats{Local: math.NaN(), Global: math.NaN(), StepSize: math.NaN()} }

@@ -120,6 +120,9 @@ type ChainRun struct {
 	// Local and Global accumulate the kept steps' mean acceptances (each
 	// step's divided by Steps).
 	Local, Global float64
+	// GradUndefined counts the proposals of every step, warm-up included,
+	// rejected for an undefined gradient (Stats.GradUndefined).
+	GradUndefined int
 	afterWarmup   func()
 }
 
@@ -148,6 +151,7 @@ func (r *ChainRun) Step(rng *rand.Rand) error {
 		return fmt.Errorf("samplers: the run has finished its %d steps", r.Warmup+r.Steps)
 	}
 	s, err := r.Kernel.Step(rng, r.State)
+	r.GradUndefined += s.GradUndefined
 	if r.Done < r.Warmup {
 		if err != nil {
 			return fmt.Errorf("warm-up step %d: %w", r.Done+1, err)

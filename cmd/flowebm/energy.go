@@ -376,6 +376,23 @@ func notFiniteWhy(v float64) string {
 	return "the model is infinite there (an overflow, or the log of 0: check its weights and activations)"
 }
 
+// gradUndefinedError is a gradient that is not finite where the energy
+// is: no domain to start inside (sample gives no --starts advice).
+type gradUndefinedError struct{ error }
+
+func (e *gradUndefinedError) Unwrap() error { return e.error }
+
+// gradNotFiniteWhy says what makes a gradient v (NaN or ±Inf) where the
+// energy is e: at a finite energy, an operation whose derivative is
+// infinite there (probe 57: the gradient of √s at s = 0 times that of a
+// sum of squares, 0, is NaN, in PyTorch too, where x.norm() has 0).
+func gradNotFiniteWhy(v, e float64) string {
+	if math.IsNaN(e) || math.IsInf(e, 0) {
+		return notFiniteWhy(v)
+	}
+	return "the model's gradient is not defined there though its energy is: an operation whose derivative is infinite there, such as a square root at 0 (torch.sqrt((h ** 2).sum(1)) where h = 0, whose PyTorch gradient is NaN too; h.norm(dim=1) has the gradient 0 there), an overflow in the backward pass, or an operation outside its domain: check its weights and activations"
+}
+
 // checkFiniteEnergies refuses non-finite energies or gradients, naming the
 // first point.
 func checkFiniteEnergies(e []float64, g *mat.Dense) error {
@@ -388,7 +405,11 @@ func checkFiniteEnergies(e []float64, g *mat.Dense) error {
 		_, d := g.Dims()
 		for k, v := range g.RawMatrix().Data {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("the gradient at point %d (counting from 1) is %v: %s; nothing was written", k/d+1, v, notFiniteWhy(v))
+				err := fmt.Errorf("the gradient at point %d (counting from 1) is %v, where the energy is %v: %s; nothing was written", k/d+1, v, e[k/d], gradNotFiniteWhy(v, e[k/d]))
+				if !math.IsNaN(e[k/d]) && !math.IsInf(e[k/d], 0) {
+					return &gradUndefinedError{err}
+				}
+				return err
 			}
 		}
 	}

@@ -199,7 +199,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	printUnchecked(cmd.ErrOrStderr(), m)
 	if meta == nil {
 		if err := checkStarts(m, x); err != nil {
-			return fmt.Errorf("--model %s: %w%s", f.model, err, f.startsAdvice(m))
+			return fmt.Errorf("--model %s: %w%s", f.model, err, f.startsAdvice(m, err))
 		}
 	}
 	out := cmd.OutOrStdout()
@@ -238,7 +238,19 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck)) // its checkpoint holds the draws, or most of them
 	}
+	f.noteUndefinedGradients(cmd.ErrOrStderr(), run.gradUndefined())
 	return nil
+}
+
+// noteUndefinedGradients says that n proposals were rejected because the
+// model's gradient was NaN or infinite where its energy is finite: the
+// chains never went there, and the draws leave out whatever mass that
+// region has (probe 57: 76% of a target, at exit 0 and without a word).
+func (f sampleFlags) noteUndefinedGradients(w io.Writer, n int) {
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "note: %d proposals reached points where the energy of --model %s is finite but its gradient is NaN or infinite, and were rejected: the chains never go there, so if such points have probability mass, the draws miss it (flowebm energy --grad at them shows where)\n", n, f.model)
 }
 
 // drive runs the steps left, writing a checkpoint every --checkpoint-every
@@ -479,8 +491,8 @@ func oneArray(path string) error {
 // flowebm: an energy defined on part of the space only needs starts
 // inside it (probe 54: a logit-of-pixels energy, NaN at normal draws,
 // could not be sampled, and the message blamed its weights).
-func (f sampleFlags) startsAdvice(m checkpoint.Models) string {
-	if f.starts != "" {
+func (f sampleFlags) startsAdvice(m checkpoint.Models, err error) string {
+	if u := (*gradUndefinedError)(nil); f.starts != "" || errors.As(err, &u) {
 		return ""
 	}
 	from := "normal draws"
@@ -494,6 +506,9 @@ func (f sampleFlags) startsAdvice(m checkpoint.Models) string {
 // or infinite: outside the model's domain, or (a point far out, an
 // energy of +Inf) diverged; nothing is written.
 func (f sampleFlags) undefinedError(u *samplers.UndefinedError) error {
+	if u.GradOnly {
+		return fmt.Errorf("--sampler %s: chain %d reached the point %s, where the energy is %v but its gradient is NaN or infinite; nothing was written: an adjusted sampler (mala, hmc) rejects steps to such points, and says how many it rejected", f.sampler, u.Chain+1, fmtPoint(u.Point), -u.LogP)
+	}
 	far := math.IsInf(u.LogP, -1)
 	for _, v := range u.Point {
 		far = far || !(math.Abs(v) < 1e100)

@@ -57,6 +57,9 @@ type sampleMeta struct {
 	GlobalSum     string  `json:"global_sum"`
 	StepSize      float64 `json:"step_size"`
 	Frozen        bool    `json:"frozen"`
+	// GradUndefined counts the proposals rejected so far for an undefined
+	// gradient (samplers.ChainRun.GradUndefined).
+	GradUndefined int `json:"grad_undefined,omitempty"`
 	// Has* say which cached values of the state (and of NeuTra's latent
 	// state) are valid.
 	Has       [3]bool  `json:"has"`
@@ -116,6 +119,9 @@ type sampleRun interface {
 	safe() bool
 	// state is the chains' current state.
 	state() *samplers.State
+	// gradUndefined counts the proposals rejected for an undefined
+	// gradient (samplers.Stats.GradUndefined).
+	gradUndefined() int
 }
 
 // chainRun is a run of a kernel (mala, ula, hmc, flowmc with a frozen
@@ -130,9 +136,12 @@ func (r *chainRun) safe() bool { return true }
 
 func (r *chainRun) state() *samplers.State { return r.State }
 
+func (r *chainRun) gradUndefined() int { return r.GradUndefined }
+
 func (r *chainRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
 	meta.Done = r.Done
 	meta.Local, meta.Global = r.Local, r.Global
+	meta.GradUndefined = r.GradUndefined
 	saveState("", r.State, &meta.Has, arrays)
 	saveDraws(r.Store, arrays)
 	if r.mala != nil {
@@ -160,7 +169,10 @@ func (r *chainRun) restore(meta *sampleMeta, ck *ckptReader) error {
 	if err := restoreDraws(ck, r.Store, max(0, meta.Done-r.Warmup)); err != nil {
 		return err
 	}
-	r.Done, r.Local, r.Global = meta.Done, meta.Local, meta.Global
+	if meta.GradUndefined < 0 {
+		return fmt.Errorf("%s: meta grad_undefined %d, want ≥ 0 (proposals rejected for an undefined gradient)", ck.path, meta.GradUndefined)
+	}
+	r.Done, r.Local, r.Global, r.GradUndefined = meta.Done, meta.Local, meta.Global, meta.GradUndefined
 	if r.mala != nil {
 		if !(meta.StepSize > 0) || math.IsInf(meta.StepSize, 0) {
 			return fmt.Errorf("%s: meta step_size %v, want a finite step size > 0", ck.path, meta.StepSize)
@@ -196,6 +208,15 @@ type adaptiveRun struct {
 }
 
 func (r *adaptiveRun) safe() bool { return r.AtWindowEnd() }
+
+// gradUndefined counts the production run's rejections (the training
+// cycles' are not counted).
+func (r *adaptiveRun) gradUndefined() int {
+	if r.Production != nil {
+		return r.Production.GradUndefined
+	}
+	return 0
+}
 
 func (r *adaptiveRun) state() *samplers.State {
 	if r.Production != nil {

@@ -7,10 +7,13 @@ import "math"
 //
 //	x.norm(dim=d)                        Sqrt(ReduceSum(Mul(x, x)))
 //	torch.linalg.norm, vector_norm       Pow(ReduceSum(Pow(Abs(x), 2)), 0.5)
-//	torch.cdist                          Pow(ReduceSum(Pow(x − y, 2)), 0.5)
 //
 // Its value is the chain's; its gradient is 0 where the norm is 0, as
-// PyTorch's norm backward gives. Through the chain, d√s/ds = ∞ at s = 0
+// PyTorch's norm backward gives. Only these two chains are fused: a
+// square root written out, torch.sqrt((x ** 2).sum(1)) (Sqrt of a Pow
+// without Abs), has PyTorch's NaN gradient at 0 as in PyTorch, and so
+// has torch.cdist, whose export writes the exponent 0.49999976; but
+// (x * x).sum(1).sqrt() exports as x.norm does, and gets its gradient. Through the chain, d√s/ds = ∞ at s = 0
 // times ds/dx = 0 gave NaN (probe 57: an energy 3‖relu(Wx)‖ + ½|x|² had
 // no gradient on the 76% of its mass where every feature is 0; MALA
 // never entered it and sampled the rest at exit 0). A chain is fused only
@@ -75,32 +78,32 @@ func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset 
 	if root.Domain != "" || len(root.Outputs) != 1 {
 		return nil
 	}
-	switch {
-	case root.OpType == "Sqrt" && len(root.Inputs) == 1:
-	case root.OpType == "Pow" && len(root.Inputs) == 2 && c.scalar(root.Inputs[1]) == 0.5:
-	default:
+	sqrt := root.OpType == "Sqrt" && len(root.Inputs) == 1
+	if !sqrt && !(root.OpType == "Pow" && len(root.Inputs) == 2 && c.scalar(root.Inputs[1]) == 0.5) {
 		return nil
 	}
 	sum := inner(root.Inputs[0], "ReduceSum")
 	if sum == nil || len(sum.Inputs) == 0 {
 		return nil
 	}
-	sq := inner(sum.Inputs[0], "Mul")
 	var x string
-	switch {
-	case sq != nil && len(sq.Inputs) == 2 && sq.Inputs[0] == sq.Inputs[1]:
-		x = sq.Inputs[0]
-	default:
-		sq = inner(sum.Inputs[0], "Pow")
+	var fused []*Node
+	if sqrt { // x.norm: Mul(x, x)
+		sq := inner(sum.Inputs[0], "Mul")
+		if sq == nil || len(sq.Inputs) != 2 || sq.Inputs[0] != sq.Inputs[1] {
+			return nil
+		}
+		x, fused = sq.Inputs[0], []*Node{sum, sq}
+	} else { // linalg norms: Pow(Abs(x), 2)
+		sq := inner(sum.Inputs[0], "Pow")
 		if sq == nil || len(sq.Inputs) != 2 || c.scalar(sq.Inputs[1]) != 2 {
 			return nil
 		}
-		x = sq.Inputs[0]
-	}
-	fused := []*Node{sum, sq}
-	if abs := inner(x, "Abs"); abs != nil && len(abs.Inputs) == 1 { // |x|² = x²
-		x = abs.Inputs[0]
-		fused = append(fused, abs)
+		abs := inner(sq.Inputs[0], "Abs")
+		if abs == nil || len(abs.Inputs) != 1 {
+			return nil
+		}
+		x, fused = abs.Inputs[0], []*Node{sum, sq, abs} // |x|² = x²
 	}
 	attrs, axesInput, ok := l2Axes(sum, c, opset)
 	if !ok {

@@ -41,11 +41,22 @@ func TestFuseNormsOnlyWholeChains(t *testing.T) {
 			{Name: "s", OpType: "ReduceSum", Inputs: []string{"sq", "axes"}, Outputs: []string{"sum"}},
 			{Name: "r", OpType: "Sqrt", Inputs: []string{"sum"}, Outputs: []string{"y"}},
 		}, []string{"y"}, "Mul ReduceSum Sqrt"},
-		{"cdist's 0.49999976", []*Node{
+		{"torch.sqrt((x ** 2).sum(1))", []*Node{
 			{Name: "p", OpType: "Pow", Inputs: []string{"x", "two"}, Outputs: []string{"sq"}},
 			{Name: "s", OpType: "ReduceSum", Inputs: []string{"sq", "axes"}, Outputs: []string{"sum"}},
-			{Name: "r", OpType: "Pow", Inputs: []string{"sum", "almost"}, Outputs: []string{"y"}},
+			{Name: "r", OpType: "Sqrt", Inputs: []string{"sum"}, Outputs: []string{"y"}},
+		}, []string{"y"}, "Pow ReduceSum Sqrt"},
+		{"(x ** 2).sum(1) ** 0.5", []*Node{
+			{Name: "p", OpType: "Pow", Inputs: []string{"x", "two"}, Outputs: []string{"sq"}},
+			{Name: "s", OpType: "ReduceSum", Inputs: []string{"sq", "axes"}, Outputs: []string{"sum"}},
+			{Name: "r", OpType: "Pow", Inputs: []string{"sum", "half"}, Outputs: []string{"y"}},
 		}, []string{"y"}, "Pow ReduceSum Pow"},
+		{"cdist's 0.49999976", []*Node{
+			{Name: "a", OpType: "Abs", Inputs: []string{"x"}, Outputs: []string{"ax"}},
+			{Name: "p", OpType: "Pow", Inputs: []string{"ax", "two"}, Outputs: []string{"sq"}},
+			{Name: "s", OpType: "ReduceSum", Inputs: []string{"sq", "axes"}, Outputs: []string{"sum"}},
+			{Name: "r", OpType: "Pow", Inputs: []string{"sum", "almost"}, Outputs: []string{"y"}},
+		}, []string{"y"}, "Abs Pow ReduceSum Pow"},
 	} {
 		g := &Graph{}
 		for _, o := range tc.out {

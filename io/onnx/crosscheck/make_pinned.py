@@ -597,3 +597,16 @@ save("norm_relu_dyn", NormRelu(), (2,), torch.float64, 4, [9], dynamic=True, dra
 save("norm_linalg_dyn", LinalgNorm(), (3,), torch.float64, 4, [9], dynamic=True, draw=with_zeros)
 save("norm_distance_dyn", Distance(), (3,), torch.float64, 4, [9], dynamic=True, draw=with_zeros)
 save("norm_linalg_b4_f32", LinalgNorm(), (3,), torch.float32, 4, [9], draw=with_zeros)
+
+
+# Probe 57 A1 (its other half): an energy whose gradient is NaN on a
+# region with mass, in PyTorch too (torch.sqrt of a sum of squares of
+# ReLU features, written out rather than as a norm): MALA and HMC reject
+# every proposal there, and sample now says how many (cmd/flowebm).
+class SqrtRelu(NormRelu):
+    def forward(self, x):
+        return 3.0 * torch.sqrt((F.relu(self.l(x)) ** 2).sum(1)) + 0.5 * (x ** 2).sum(1)
+
+
+torch.onnx.export(SqrtRelu().double().eval(), torch.randn(4, 2, dtype=torch.float64), f"{out}/sqrt_relu_dyn.onnx",
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
