@@ -503,3 +503,34 @@ func TestFlowWithAFloat32StepReads(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// Probe 57 A3: a hand-written RealNVP whose coupling masks are buffers,
+// exported by PyTorch with do_constant_folding=False but without the
+// metadata that lists its weights, was trained masks and all (a mode
+// weight of 0.38 for 0.30 at exit 0). Training it is refused, naming a
+// mask; frozen it loads; with its weights listed it trains.
+func TestFlowMasksNotTrained(t *testing.T) {
+	sb, _ := os.ReadFile("testdata/pinned/nometa_realnvp_sample.onnx")
+	db, _ := os.ReadFile("testdata/pinned/nometa_realnvp_density.onnx")
+	_, err := DecodeFlow(sb, db, "s.onnx", "d.onnx", FlowConfig{})
+	if err == nil || !strings.Contains(err.Error(), `d.onnx: initializer "f.cs.0.mask" holds only 0s and 1s, as a coupling's or a MADE's mask does`) {
+		t.Errorf("training a flow with masks and no parameter list: %v", err)
+	}
+	if _, err := DecodeFlow(sb, db, "s.onnx", "d.onnx", FlowConfig{Frozen: true}); err != nil {
+		t.Errorf("frozen: %v", err)
+	}
+	var weights []string
+	for _, c := range []string{"0", "1"} {
+		for _, l := range []string{"0", "2"} {
+			weights = append(weights, `"f.cs.`+c+`.net.`+l+`.weight"`, `"f.cs.`+c+`.net.`+l+`.bias"`)
+		}
+	}
+	list := "[" + strings.Join(weights, ", ") + "]"
+	fl, err := DecodeFlow(withMetadata(sb, ParametersKey, list), withMetadata(db, ParametersKey, list), "s.onnx", "d.onnx", FlowConfig{})
+	if err != nil {
+		t.Fatalf("with its weights listed: %v", err)
+	}
+	if n := fl.Params.Count(); n != 2*(2*16+16+16*4+4) {
+		t.Errorf("%d trainable values, want the two nets' %d", n, 2*(2*16+16+16*4+4))
+	}
+}

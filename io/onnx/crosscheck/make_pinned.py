@@ -610,3 +610,80 @@ class SqrtRelu(NormRelu):
 
 torch.onnx.export(SqrtRelu().double().eval(), torch.randn(4, 2, dtype=torch.float64), f"{out}/sqrt_relu_dyn.onnx",
                   input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+
+
+# Probe 57 A3: a hand-written RealNVP whose coupling masks are buffers,
+# exported as flowebm's two graphs with do_constant_folding=False but
+# without export_flow.py's metadata (flowebm.parameters): trained, every
+# initializer was trained, the masks too, and the mode weights were wrong
+# at exit 0. Training it is refused; frozen, it samples.
+class MaskedCoupling(nn.Module):
+    def __init__(self, mask):
+        super().__init__()
+        self.register_buffer("mask", mask)
+        self.net = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 4))
+
+    def st(self, xm):
+        s, t = self.net(xm).chunk(2, dim=1)
+        return torch.tanh(s) * (1 - self.mask), t * (1 - self.mask)
+
+    def forward(self, z):
+        s, t = self.st(z * self.mask)
+        return z * self.mask + (1 - self.mask) * (z * torch.exp(s) + t), s.sum(1)
+
+    def inverse(self, x):
+        s, t = self.st(x * self.mask)
+        return x * self.mask + (1 - self.mask) * ((x - t) * torch.exp(-s)), -s.sum(1)
+
+
+class MaskedFlow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cs = nn.ModuleList([MaskedCoupling(torch.tensor([0.0, 1.0])), MaskedCoupling(torch.tensor([1.0, 0.0]))])
+
+    def forward(self, z):
+        ld = torch.zeros_like(z[:, 0])
+        for c in self.cs:
+            z, l = c(z)
+            ld = ld + l
+        return z, ld
+
+    def inverse(self, x):
+        ld = torch.zeros_like(x[:, 0])
+        for c in reversed(self.cs):
+            x, l = c.inverse(x)
+            ld = ld + l
+        return x, ld
+
+
+def std_normal(z):
+    return (-0.5 * z ** 2).sum(1) - math.log(2 * math.pi)
+
+
+class MaskedSample(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, z):
+        x, ld = self.f(z)
+        return x, std_normal(z) - ld
+
+
+class MaskedDensity(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        z, ld = self.f.inverse(x)
+        return std_normal(z) + ld, z
+
+
+torch.manual_seed(573)
+masked = MaskedFlow().double().eval()
+batch = {k: {0: "batch"} for k in ("z", "x", "log_density")}
+torch.onnx.export(MaskedSample(masked), torch.randn(5, 2, dtype=torch.float64), f"{out}/nometa_realnvp_sample.onnx",
+                  input_names=["z"], output_names=["x", "log_density"], dynamic_axes=batch, do_constant_folding=False)
+torch.onnx.export(MaskedDensity(masked), torch.randn(5, 2, dtype=torch.float64), f"{out}/nometa_realnvp_density.onnx",
+                  input_names=["x"], output_names=["log_density", "z"], dynamic_axes=batch, do_constant_folding=False)
