@@ -136,7 +136,7 @@ func (in *instance) nodeError(node *Node, err error) error {
 	} else if d == 0 && node.OpType == "Reshape" { // probe 48: "cannot reshape [2 4] to [64 -1]" named a batch never given
 		msg += fmt.Sprintf(" (the input %q declares a dynamic batch, and flowebm builds the graph at batch %d to check it: a Reshape to a constant batch, kept from the export where the module reads the batch in Python (len(x), x.shape[0]), fails at other sizes: read it from the tensor (x.flatten(1), x.reshape(-1, d)), or export without dynamic_axes so that flowebm runs the graph on chunks of its batch)", in.net.input, in.batch)
 	} else if d == 0 { // probe 49: x[1:-1] failed at the check's batch of 2, which the message did not say
-		msg += fmt.Sprintf(" (at a batch of %d points, for the input %q, which declares a dynamic batch: a graph that cannot run on %d points, or drops or adds rows (x[1:-1]), gives no energy per point)", in.batch, in.net.input, in.batch)
+		msg += fmt.Sprintf(" (at a batch of %d points, for the input %q, which declares a dynamic batch: a graph that cannot run on %d points, or drops or adds rows (x[1:-1]), gives no energy per point; so does one that kept the export's batch as a constant, as PyTorch traces x.view(len(x), -1) or torch.zeros(x.size(0)): read the batch from the tensor (x.flatten(1), x.reshape(-1, d)), or export without dynamic_axes so that flowebm runs the graph on chunks of its batch)", in.batch, in.net.input, in.batch)
 	}
 	return fmt.Errorf("%s", msg)
 }
@@ -312,7 +312,7 @@ func (in *instance) constInput(node *Node, i int) (*val, error) {
 		return in.tensorConst(in.net.inits[v.src])
 	}
 	if !v.isConst() {
-		return nil, fmt.Errorf("input %d (%q) must be a constant, but it depends on the input or on parameters", i, node.Inputs[i])
+		return nil, notSupported("input %d (%q) must be a constant, but it depends on the input or on parameters", i, node.Inputs[i])
 	}
 	return v, nil
 }

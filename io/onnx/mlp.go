@@ -119,7 +119,7 @@ func (n *Net) linearChain() ([]*Node, error) {
 // and Exp, SiLU as x·Sigmoid(x)). Clipping, thresholds and per-unit
 // choices (Clip, Min, Max, Where, Slice, Concat, …) are refused by name:
 // their values near 0 can equal an activation's.
-var activationOps = map[string]bool{"Relu": true, "LeakyRelu": true, "Tanh": true, "Softplus": true, "Elu": true, "Sigmoid": true,
+var activationOps = map[string]bool{"Relu": true, "LeakyRelu": true, "Tanh": true, "Softplus": true, "Elu": true, "Celu": true, "Sigmoid": true,
 	"Mul": true, "Sub": true, "Add": true, "Neg": true, "Log": true, "Exp": true, "Constant": true, "Identity": true}
 
 // activationBetween evaluates the nodes between two Gemms, the first of

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/flowebm/flowebm/layers/nd"
@@ -30,6 +31,7 @@ func init() {
 		"Min": variadic(nd.Min), "Max": variadic(nd.Max), "Sum": variadic(nd.Add), "Mean": meanHandler,
 		"Softmax": softmaxHandler(false), "LogSoftmax": softmaxHandler(true),
 		"CumSum": cumSumHandler, "If": ifHandler, "TopK": topKHandler,
+		"PRelu": preluHandler, "Trilu": triluHandler,
 	} {
 		handlers[op] = h
 	}
@@ -760,4 +762,69 @@ func topKHandler(in *instance, node *Node) ([]*val, error) {
 		}
 	}
 	return []*val{ownConst(shape, x.elem, vals), ownConst(shape, TypeInt64, idx)}, nil
+}
+
+// preluHandler is PRelu (nn.PReLU): x where x > 0, else slope·x, the
+// slope broadcast to x; built as relu(x) + slope·(x − relu(x)), whose
+// gradient is PyTorch's (the slope at 0 too).
+func preluHandler(in *instance, node *Node) ([]*val, error) {
+	ins, err := in.inputs(node, 2)
+	if err != nil {
+		return nil, err
+	}
+	x, slope := ins[0], ins[1]
+	pos, err := in.op(nd.Unary{Fn: nd.Relu}, x.shape, x.elem, x)
+	if err != nil {
+		return nil, err
+	}
+	neg, err := in.binary(nd.Sub, x, pos)
+	if err != nil {
+		return nil, err
+	}
+	if neg, err = in.binary(nd.Mul, slope, neg); err != nil {
+		return nil, err
+	}
+	if !slices.Equal(neg.shape, x.shape) {
+		return nil, fmt.Errorf("slope of shape %v does not broadcast to the input's %v", slope.shape, x.shape)
+	}
+	y, err := in.binary(nd.Add, pos, neg)
+	return []*val{y}, err
+}
+
+// triluHandler is Trilu (torch.triu, torch.tril): the input's last two
+// axes times a constant mask of the upper (upper = 1) or lower triangle
+// from diagonal k (an optional constant input).
+func triluHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := len(x.shape)
+	if r < 2 {
+		return nil, fmt.Errorf("input of shape %v, want at least 2 axes", x.shape)
+	}
+	k := int64(0)
+	if len(node.Inputs) > 1 && node.Inputs[1] != "" {
+		kv, err := in.constInput(node, 1)
+		if err != nil {
+			return nil, err
+		}
+		ks, err := ints(kv)
+		if err != nil || len(ks) != 1 {
+			return nil, fmt.Errorf("k must be one constant integer")
+		}
+		k = ks[0]
+	}
+	upper := nodeInt(node, "upper", 1) != 0
+	rows, cols := x.shape[r-2], x.shape[r-1]
+	mask := make([]float64, rows*cols)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			if d := int64(j - i); (upper && d >= k) || (!upper && d <= k) {
+				mask[i*cols+j] = 1
+			}
+		}
+	}
+	y, err := in.binary(nd.Mul, x, constVal([]int{rows, cols}, TypeDouble, mask))
+	return []*val{y}, err
 }

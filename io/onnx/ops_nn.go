@@ -277,11 +277,11 @@ func batchNormHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	mean, err := in.constInput(node, 3)
 	if err != nil {
-		return nil, err
+		return computedStatsNorm(in, node, x, scale, bias)
 	}
 	variance, err := in.constInput(node, 4)
 	if err != nil {
-		return nil, err
+		return computedStatsNorm(in, node, x, scale, bias)
 	}
 	c := x.shape[1]
 	if sizeOf(mean.shape) != c || sizeOf(variance.shape) != c {
@@ -298,6 +298,46 @@ func batchNormHandler(in *instance, node *Node) ([]*val, error) {
 		return nil, err
 	}
 	if y, err = in.binary(nd.Mul, y, constVal(shape, TypeDouble, inv)); err != nil {
+		return nil, err
+	}
+	y, err = in.affine(y, scale, bias, shape)
+	return []*val{y}, err
+}
+
+// computedStatsNorm is BatchNormalization whose mean and variance are
+// computed in the graph rather than stored: InstanceNorm2d with
+// track_running_stats=True exports, in eval() mode, its running
+// statistics tiled over the batch (probe 57: refused as depending "on the
+// input or on parameters"). y = (x − mean)/√(var + ε)·scale + bias.
+func computedStatsNorm(in *instance, node *Node, x, scale, bias *val) ([]*val, error) {
+	ins, err := in.inputs(node, 5)
+	if err != nil {
+		return nil, err
+	}
+	mean, variance := ins[3], ins[4]
+	shape := channelShape(x)
+	c := x.shape[1]
+	if sizeOf(mean.shape) != c || sizeOf(variance.shape) != c {
+		return nil, fmt.Errorf("mean %v and variance %v for %d channels", mean.shape, variance.shape, c)
+	}
+	if mean, err = in.reshape(mean, shape); err != nil {
+		return nil, err
+	}
+	if variance, err = in.reshape(variance, shape); err != nil {
+		return nil, err
+	}
+	sd, err := in.binary(nd.Add, variance, constVal(nil, TypeDouble, []float64{nodeFloat(node, "epsilon", 1e-5)}))
+	if err != nil {
+		return nil, err
+	}
+	if sd, err = in.op(nd.Unary{Fn: nd.Sqrt}, sd.shape, sd.elem, sd); err != nil {
+		return nil, err
+	}
+	y, err := in.binary(nd.Sub, x, mean)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = in.binary(nd.Div, y, sd); err != nil {
 		return nil, err
 	}
 	y, err = in.affine(y, scale, bias, shape)
@@ -403,10 +443,10 @@ func resizeHandler(in *instance, node *Node) ([]*val, error) {
 		return nil, err
 	}
 	if m := nodeString(node, "mode", "nearest"); m != "nearest" {
-		return nil, fmt.Errorf("mode %q: only \"nearest\" is supported", m)
+		return nil, notSupported("mode %q: only \"nearest\" is supported", m)
 	}
 	if p := nodeString(node, "keep_aspect_ratio_policy", "stretch"); p != "stretch" {
-		return nil, fmt.Errorf("keep_aspect_ratio_policy %q: only \"stretch\" is supported", p)
+		return nil, notSupported("keep_aspect_ratio_policy %q: only \"stretch\" is supported", p)
 	}
 	if _, ok := node.Attrs["axes"]; ok {
 		return nil, notSupported("the axes attribute is not supported: give scales or sizes for every axis")

@@ -66,6 +66,13 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"norm_linalg_dyn", false, []int{9}},
 		{"norm_distance_dyn", false, []int{9}},
 		{"norm_linalg_b4_f32", false, []int{9}},
+		// Probe 57 A7: InstanceNorm with running statistics (computed
+		// mean and variance), refused.
+		{"instnorm_running_b4", true, []int{5}},
+		// Probe 57 A7: PRelu and Trilu, refused as unsupported.
+		{"prelu_dyn", false, []int{5}},
+		{"prelu_conv_b4", false, []int{5}},
+		{"trilu_dyn", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -105,6 +112,14 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
+	// And through PRelu's slopes and Trilu's masked factor (probe 57).
+	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn"} {
+		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, name)["x5"]), rand.New(rand.NewPCG(5, 7)))
+	}
 	// A graph declaring a dynamic batch that is right at its export batch
 	// only (len(x) traced as a constant) is refused: no batch is known.
 	_, err = ReadFile(filepath.Join("testdata", "pinned", "lenreshape_dyn_f64.onnx"))

@@ -687,3 +687,102 @@ torch.onnx.export(MaskedSample(masked), torch.randn(5, 2, dtype=torch.float64), 
                   input_names=["z"], output_names=["x", "log_density"], dynamic_axes=batch, do_constant_folding=False)
 torch.onnx.export(MaskedDensity(masked), torch.randn(5, 2, dtype=torch.float64), f"{out}/nometa_realnvp_density.onnx",
                   input_names=["x"], output_names=["log_density", "z"], dynamic_axes=batch, do_constant_folding=False)
+
+
+# Probe 57 A7: InstanceNorm2d(track_running_stats=True) in eval() exports
+# BatchNormalization of its running statistics tiled over the batch (a
+# computed mean and variance): it was refused.
+class InstanceRunning(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 3, 3)
+        self.inn = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+        self.fc = nn.Linear(3 * 4 * 4, 1)
+
+    def forward(self, x):
+        return self.fc(F.elu(self.inn(self.c(x))).flatten(1)).squeeze(1)
+
+
+torch.manual_seed(577)
+inrun = InstanceRunning().double()
+for _ in range(3):
+    inrun(torch.randn(8, 1, 6, 6, dtype=torch.float64))
+save("instnorm_running_b4", inrun, (1, 6, 6), torch.float64, 4, [5])
+
+
+# Probe 57 A7: nn.PReLU (one slope, or one per channel after a
+# convolution) and torch.tril / torch.triu of a parameter (a Cholesky-like
+# factor) were refused as unsupported operators.
+class PReLUNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l, self.a, self.o = nn.Linear(3, 16), nn.PReLU(16, init=0.2), nn.Linear(16, 1)
+
+    def forward(self, x):
+        return self.o(self.a(self.l(x))).squeeze(1)
+
+
+class PReLUConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.a, self.o = nn.Conv2d(1, 4, 3, padding=1), nn.PReLU(4), nn.Linear(4 * 4 * 4, 1)
+        with torch.no_grad():
+            self.a.weight.copy_(torch.tensor([0.1, -0.2, 0.3, 0.05]))
+
+    def forward(self, x):
+        return self.o(self.a(self.c(x)).flatten(1)).squeeze(1)
+
+
+class Triangular(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.A = nn.Parameter(torch.randn(3, 3))
+
+    def forward(self, x):
+        y = x @ (torch.tril(self.A) + 2.0 * torch.eye(3, dtype=x.dtype))
+        z = x @ torch.triu(self.A, diagonal=1) + x @ torch.tril(self.A, diagonal=-1)
+        return 0.5 * (y * y).sum(1) + 0.1 * (z * z).sum(1)
+
+
+torch.manual_seed(578)
+save("prelu_dyn", PReLUNet(), (3,), torch.float64, 4, [5], dynamic=True)
+save("prelu_conv_b4", PReLUConv(), (1, 4, 4), torch.float64, 4, [5])
+save("trilu_dyn", Triangular(), (3,), torch.float64, 4, [5], dynamic=True)
+
+
+# Probe 57 A6: convert refused nn.CELU() (ELU with α = 1) between two
+# Linears; CELU(0.5) is no activation a checkpoint's MLP holds. A4:
+# refusals of a dynamic-batch graph for what is not supported (TopK on
+# data, Resize in linear mode) blamed the check's batch of 2, and one that
+# kept len(x) as a constant (failing in a later Gemm) did not say so.
+class TopKData(nn.Module):
+    def forward(self, x):
+        v, _ = torch.topk(x ** 2, 2, dim=1)
+        return v.sum(1) + 0.5 * (x ** 2).sum(1)
+
+
+class BilinearUp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(1, 1, 3, padding=1)
+
+    def forward(self, x):
+        return F.interpolate(self.c(x), scale_factor=2, mode="bilinear").flatten(1).pow(2).sum(1)
+
+
+class LenView(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 1)
+
+    def forward(self, x):
+        return self.fc(torch.tanh(x).reshape(len(x), -1)).squeeze(1)
+
+
+torch.manual_seed(579)
+for alpha, tag in ((1.0, "celu_mlp_f32"), (0.5, "celu05_mlp_f32")):
+    torch.onnx.export(nn.Sequential(nn.Linear(3, 8), nn.CELU(alpha), nn.Linear(8, 1)).eval(), torch.randn(4, 3), f"{out}/{tag}.onnx")
+dyn = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+torch.onnx.export(TopKData().double(), torch.randn(4, 3, dtype=torch.float64), f"{out}/topk_data_dyn.onnx", **dyn)
+torch.onnx.export(BilinearUp().double(), torch.randn(4, 1, 4, 4, dtype=torch.float64), f"{out}/resize_linear_dyn.onnx", **dyn)
+torch.onnx.export(LenView().double(), torch.randn(4, 3, 4, dtype=torch.float64), f"{out}/lenview_gemm_dyn.onnx", **dyn)
