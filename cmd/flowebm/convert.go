@@ -107,6 +107,9 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed 
 		return fmt.Errorf("--base %v, want σ in %s", sigma, checkpoint.BaseSigmaRange)
 	}
 	net, err := onnx.ReadFile(in)
+	if o := (*onnx.OutputsError)(nil); errors.As(err, &o) { // probe 57: the advice named --output, which convert has not
+		return fmt.Errorf("%s: the graph has %d outputs (%s): convert turns an energy graph of one output, an MLP, into a checkpoint; a flow's graphs (x and log_density, or log_density and z) are read as they are: sample --flow SAMPLING.onnx --flow-density DENSITY.onnx", in, len(o.Names), strings.Join(o.Names, ", "))
+	}
 	if err != nil {
 		return err
 	}

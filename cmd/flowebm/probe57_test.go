@@ -90,3 +90,20 @@ func TestUndefinedGradientSaid(t *testing.T) {
 		t.Error("ula wrote its draws")
 	}
 }
+
+// Probe 57 A5: the flow pair sample --flow-out writes could not drive
+// NeuTra (its density graph had no z = T⁻¹(x)), and the advice named a
+// checkpoint that did not exist; convert of such a graph advised
+// --output, which convert has not. The pair now drives NeuTra, and
+// convert says what it converts.
+func TestFlowOutDrivesNeuTra(t *testing.T) {
+	model := pinnedModel(t, "norm_relu_dyn")
+	inTempDir(t)
+	if _, stderr, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--chains", "16", "--steps", "50", "--warmup", "50", "--flow-out", "fo", "--out", "a.npy"); code != 0 {
+		t.Fatalf("flowmc --flow-out: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--model", model, "--sampler", "neutra", "--flow", "fo/flow_sample.onnx", "--flow-density", "fo/flow_density.onnx", "--chains", "16", "--steps", "20", "--out", "b.npy"); code != 0 {
+		t.Errorf("neutra with the pair: exit %d, %s", code, stderr)
+	}
+	wantErr(t, "fo/flow_sample.onnx: the graph has 2 outputs (x, log_density): convert turns an energy graph of one output, an MLP, into a checkpoint", "convert", "fo/flow_sample.onnx", "ck")
+}

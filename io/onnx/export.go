@@ -27,6 +27,11 @@ type Options struct {
 	// checkpoint.Models.Energy computes it.
 	Full    bool
 	Scaling *data.Scaling
+	// Latent makes FlowDensity of a RealNVP also output z = T⁻¹(x)
+	// (FlowLatent), as it does for spline flows and image RealNVPs: NeuTra
+	// needs it (probe 57: the pair sample --flow-out wrote could not
+	// drive it).
+	Latent bool
 }
 
 func (o Options) dtype(p *graph.Params) (int, error) {
@@ -423,8 +428,8 @@ func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
 
 // FlowDensity returns the ONNX model of f's density: input "x" (batch, d),
 // output "log_density" (batch) = log ρ(T⁻¹(x)) + log|det J_{T⁻¹}(x)|; for
-// a spline flow or an image RealNVP also "z" (batch, d) = T⁻¹(x)
-// (FlowLatent).
+// a spline flow or an image RealNVP, or with o.Latent, also "z" (batch,
+// d) = T⁻¹(x) (FlowLatent).
 func FlowDensity(f *graph.Flow, o Options) ([]byte, error) {
 	fe := flowExportOf(f)
 	dt, err := o.dtype(f.Params)
@@ -439,7 +444,7 @@ func FlowDensity(f *graph.Flow, o Options) ([]byte, error) {
 	}
 	b.rename(b.node("Add", []string{b.gaussianLogProb(f.Base, z), ld}), FlowLogDensity)
 	outputs, doc := []msg{valueInfo(FlowLogDensity, dt, "batch")}, fe.what+": x ↦ log λ(x)"
-	if fe.latent {
+	if fe.latent || o.Latent {
 		b.rename(z, FlowLatent)
 		outputs, doc = append(outputs, valueInfo(FlowLatent, dt, "batch", d)), fe.what+": x ↦ (log λ(x), z = T⁻¹(x))"
 	}

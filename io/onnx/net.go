@@ -297,7 +297,7 @@ func (n *Net) pickOutput(g *Graph) error {
 		return fmt.Errorf("graph has no outputs: it must declare the energy (or log density) as an output")
 	}
 	if len(names) != 1 {
-		return fmt.Errorf("graph has %d outputs (%s): choose the energy output by name (flowebm energy and sample: --output NAME; the Go API: Config.Output)", len(names), quoteAll(names))
+		return &OutputsError{Names: names}
 	}
 	n.outputName = names[0]
 	return nil
@@ -841,4 +841,12 @@ func (n *Net) Energy(b layers.Binder, x *G.Node) (*G.Node, error) {
 		return nil, fmt.Errorf("%s: %w", n.File, err)
 	}
 	return y[0], nil
+}
+
+// OutputsError is a graph of several outputs read with no output chosen
+// (Config.Output).
+type OutputsError struct{ Names []string }
+
+func (e *OutputsError) Error() string {
+	return fmt.Sprintf("graph has %d outputs (%s): choose the energy output by name (flowebm energy and sample: --output NAME; the Go API: Config.Output)", len(e.Names), quoteAll(e.Names))
 }
