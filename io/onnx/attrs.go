@@ -54,6 +54,7 @@ var opAttrs = map[string][]attrRule{
 	"LeakyRelu": floats("alpha"), "Elu": floats("alpha"), "Celu": floats("alpha"),
 	"Selu": floats("alpha", "gamma"), "HardSigmoid": floats("alpha", "beta"),
 	"IsInf": intAttrs("detect_negative", "detect_positive"), "Mod": intAttrs("fmod"), "Trilu": intAttrs("upper"),
+	"Einsum":  rules(at("equation", AttrString)),
 	"Dropout": rules(at("ratio", AttrFloat).until(12), at("seed", AttrInt).since(12)),
 	"Constant": rules(at("value", AttrTensor), at("sparse_value", AttrSparseTensor).since(11),
 		at("value_float", AttrFloat).since(12), at("value_floats", AttrFloats).since(12),

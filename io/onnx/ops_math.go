@@ -31,7 +31,7 @@ func init() {
 		"Min": variadic(nd.Min), "Max": variadic(nd.Max), "Sum": variadic(nd.Add), "Mean": meanHandler,
 		"Softmax": softmaxHandler(false), "LogSoftmax": softmaxHandler(true),
 		"CumSum": cumSumHandler, "If": ifHandler, "TopK": topKHandler,
-		"PRelu": preluHandler, "Trilu": triluHandler,
+		"PRelu": preluHandler, "Trilu": triluHandler, "Einsum": einsumHandler,
 	} {
 		handlers[op] = h
 	}

@@ -73,6 +73,10 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"prelu_dyn", false, []int{5}},
 		{"prelu_conv_b4", false, []int{5}},
 		{"trilu_dyn", false, []int{5}},
+		// Probe 57 A7: Einsum, refused as unsupported.
+		{"einsum_quad_dyn", false, []int{5}},
+		{"einsum_attention_dyn", false, []int{5}},
+		{"einsum_quad_b4_f32", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -113,7 +117,7 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 	}
 	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
 	// And through PRelu's slopes and Trilu's masked factor (probe 57).
-	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn"} {
+	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn", "einsum_quad_dyn", "einsum_attention_dyn"} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err != nil {
 			t.Fatal(err)

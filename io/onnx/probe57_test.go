@@ -48,3 +48,61 @@ func TestDynamicRefusalsSayWhy(t *testing.T) {
 		}
 	}
 }
+
+// Einsum equations: explicit and implicit outputs; ellipses and
+// diagonals refused as not supported; malformed ones refused.
+func TestParseEinsum(t *testing.T) {
+	for _, c := range []struct {
+		eq       string
+		n        int
+		out, err string
+	}{
+		{"bi,ij,bj->b", 3, "b", ""},
+		{"ij,bj", 2, "bi", ""},
+		{"bi,bi", 2, "", ""},
+		{"b i , b i -> b", 2, "b", ""},
+		{"...i,...i->...", 2, "", "ellipses (...) are not supported"},
+		{"ii->i", 1, "", "repeats within one input (a diagonal)"},
+		{"bi,bj->bk", 2, "", `output letter 'k' appears in no input`},
+		{"bi->bb", 1, "", `output letter 'b' appears in no input, or twice`},
+		{"bi,ij", 1, "", "has 2 input terms for 1 inputs"},
+		{"b1->b", 1, "", "'1' is not a letter"},
+	} {
+		_, out, err := parseEinsum(c.eq, c.n)
+		switch {
+		case c.err == "" && (err != nil || string(out) != c.out):
+			t.Errorf("%q: output %q, %v; want %q", c.eq, string(out), err, c.out)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: %v; want %q", c.eq, err, c.err)
+		}
+	}
+}
+
+// parseEinsum reads any equation without panicking; what it accepts has
+// one term per input, of letters, and an output of letters from them.
+func FuzzParseEinsum(f *testing.F) {
+	for _, s := range []string{"bi,ij,bj->b", "ij,bj", "...i->i", "ii", "a->", "->", ",", "bqd,bkd->bqk"} {
+		f.Add(s, 2)
+	}
+	f.Fuzz(func(t *testing.T, eq string, n int) {
+		if n < 0 || n > 8 {
+			return
+		}
+		terms, out, err := parseEinsum(eq, n)
+		if err != nil {
+			return
+		}
+		if len(terms) != n {
+			t.Fatalf("%q: %d terms for %d inputs", eq, len(terms), n)
+		}
+		for _, c := range out {
+			found := false
+			for _, term := range terms {
+				found = found || strings.ContainsRune(string(term), c)
+			}
+			if !found {
+				t.Fatalf("%q: output letter %q in no input", eq, c)
+			}
+		}
+	})
+}

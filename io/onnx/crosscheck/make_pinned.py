@@ -786,3 +786,37 @@ dyn = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "b
 torch.onnx.export(TopKData().double(), torch.randn(4, 3, dtype=torch.float64), f"{out}/topk_data_dyn.onnx", **dyn)
 torch.onnx.export(BilinearUp().double(), torch.randn(4, 1, 4, 4, dtype=torch.float64), f"{out}/resize_linear_dyn.onnx", **dyn)
 torch.onnx.export(LenView().double(), torch.randn(4, 3, 4, dtype=torch.float64), f"{out}/lenview_gemm_dyn.onnx", **dyn)
+
+
+# Probe 57 A7: torch.einsum (Einsum) was refused: a quadratic form
+# 'bi,ij,bj->b', a bilinear map with a transposed output, implicit output
+# ('ij,bj' -> 'bi'), and attention scores 'bqd,bkd->bqk' (a batch of sequences,
+# flattened in the input).
+class EinsumQuad(nn.Module):
+    def __init__(self):
+        super().__init__()
+        a = torch.randn(3, 3)
+        self.P = nn.Parameter(a @ a.T + torch.eye(3))
+        self.W = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        q = 0.5 * torch.einsum("bi,ij,bj->b", x, self.P, x)
+        h = torch.tanh(torch.einsum("ki,bi->kb", self.W, x))  # (4, b)
+        return q + torch.einsum("kb->b", h) + 0.1 * torch.einsum("bi,bi->b", x, x) + 0.01 * torch.einsum("ij,bj", self.P, x).sum(1)
+
+
+class EinsumAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = nn.Linear(2, 4), nn.Linear(2, 4)
+
+    def forward(self, x):
+        s = x.reshape(-1, 3, 2)
+        a = torch.softmax(torch.einsum("bqd,bkd->bqk", self.q(s), self.k(s)) / 2.0, dim=-1)
+        return torch.einsum("bqk,bkd->bqd", a, s).pow(2).sum((1, 2)) + 0.5 * (x ** 2).sum(1)
+
+
+torch.manual_seed(5710)
+save("einsum_quad_dyn", EinsumQuad(), (3,), torch.float64, 4, [5], dynamic=True)
+save("einsum_attention_dyn", EinsumAttention(), (6,), torch.float64, 4, [5], dynamic=True)
+save("einsum_quad_b4_f32", EinsumQuad(), (3,), torch.float32, 4, [5])
