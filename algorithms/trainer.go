@@ -29,6 +29,7 @@
 package algorithms
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,9 +40,10 @@ import (
 
 	"github.com/flowebm/flowebm/internal/sysmem"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/samplers"
-	"gonum.org/v1/gonum/mat"
 )
 
 // SamplerConfig configures the negative-sample MCMC. Zero values mean the
@@ -89,6 +91,10 @@ type PretrainConfig struct {
 // TrainConfig configures a training run. Zero values mean the defaults given per
 // field.
 type TrainConfig struct {
+	// MemoryLimit is the limit NewTrainer checks its memory estimate
+	// against (0: sysmem.Limit(sysmem.DefaultLimit)); a resumed run's is
+	// the one its start was accepted under (config.Run.MemoryAccepted).
+	MemoryLimit float64 `json:"-"`
 	// Algorithm is flowmc (default), ula, nt or coopflow.
 	Algorithm Algorithm `json:"algorithm,omitempty"`
 	// Iterations is the number of training iterations (required).
@@ -514,7 +520,7 @@ func NewTrainer(c *TrainConfig, ebm *graph.EBM, flow *graph.Flow, data *mat.Dens
 	if flow != nil && flow.Dim() != d {
 		return nil, fmt.Errorf("algorithms: flow has %d dimensions, the data %d", flow.Dim(), d)
 	}
-	if err := sysmem.Check(cfg.MemoryTerms(d, SizesOf(ebm, flow)), sysmem.Limit(sysmem.DefaultLimit)); err != nil {
+	if err := sysmem.Check(cfg.MemoryTerms(d, SizesOf(ebm, flow)), cmp.Or(cfg.MemoryLimit, sysmem.Limit(sysmem.DefaultLimit))); err != nil {
 		return nil, err
 	}
 	if !cfg.usesFlow() {

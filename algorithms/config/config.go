@@ -427,6 +427,11 @@ type Run struct {
 	// estimate of log Z behind the held-out log-likelihood (default 4096;
 	// 512 above HighDim dimensions).
 	LogZSamples int `json:"log_z_samples,omitempty"`
+	// MemoryAccepted is the memory limit the run was accepted under at its
+	// start (Resolve records it; a new run ignores a --config file's): its
+	// resumption is held to it again where the machine and ulimit -v are
+	// not smaller (sysmem.Accepted).
+	MemoryAccepted *sysmem.Accepted `json:"memory_accepted,omitempty"`
 	// Build is the build that started the run (Go, BLAS, vector math: the
 	// same seed gives the same numbers only with the same build). NewRun
 	// sets it; it is recorded in the run's config.json, and a run resumed
@@ -476,8 +481,12 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	if err := cfg.Model.CheckImage(exp); err != nil {
 		return err
 	}
-	if err := cfg.checkRunMemory(exp); err != nil { // a sysmem.OverError: cfg is resolved (--print-config prints it)
+	limit := cfg.MemoryAccepted.Raise(memoryLimit())
+	if err := cfg.checkRunMemory(exp, limit); err != nil { // a sysmem.OverError: cfg is resolved (--print-config prints it)
 		return err
+	}
+	if cfg.MemoryAccepted == nil {
+		cfg.MemoryAccepted = sysmem.Accept(limit)
 	}
 	if rows < max(2, batch) {
 		return fmt.Errorf("algorithms: %s gives %d training rows (data_size %d): want at least %d, as each training batch takes train.batch_size = %d rows of them (and at least 2): give more data, or a smaller train.batch_size", cfg.Source(), rows, cfg.DataSize, max(2, batch), batch)
@@ -634,7 +643,7 @@ func (cfg Run) checkDiagnostics() error {
 
 // checkRunMemory bounds the memory of the resolved run cfg before anything
 // is allocated.
-func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
+func (cfg Run) checkRunMemory(exp *experiments.Experiment, limit float64) error {
 	est := cfg
 	if exp.Kind != experiments.KindDensity {
 		// A data set's run trains on its rows, at most data_size.
@@ -648,7 +657,7 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment) error {
 		}
 		image = &s
 	}
-	return sysmem.Check(est.memoryTermsFor(cfg.Train, exp.Dim(), image), memoryLimit())
+	return sysmem.Check(est.memoryTermsFor(cfg.Train, exp.Dim(), image), limit)
 }
 
 // ReadAsWritten decodes the configuration file at path strictly, as Read

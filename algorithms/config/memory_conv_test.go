@@ -70,7 +70,7 @@ func TestConvMemoryCountsRHatChains(t *testing.T) {
 	underDefaultLimit(t)
 	for _, m := range mnist28Models {
 		c, _ := mnist28Defaults(t, m.ch, m.h, func(c *Run) { c.RHatChains, c.Train.Persistent = 4096, 4096 })
-		err := c.checkRunMemory(fakeImages(600, 28, 28))
+		err := c.checkRunMemory(fakeImages(600, 28, 28), memoryLimit())
 		if err == nil || !strings.Contains(err.Error(), "algorithms: the configuration needs about") || !strings.Contains(err.Error(), "sampler.particles 8 × rhat_chains 4096") {
 			t.Errorf("channels %v: %v, want the memory message naming the R-hat chains' proposals", m.ch, err)
 		}
@@ -85,7 +85,7 @@ func TestConvMemoryCountsBankChunk(t *testing.T) {
 	for _, m := range mnist28Models {
 		edit := func(c *Run) { c.Train.Persistent = 16384 }
 		c, _ := mnist28Defaults(t, m.ch, m.h, edit)
-		if err := c.checkRunMemory(fakeImages(600, 28, 28)); err != nil {
+		if err := c.checkRunMemory(fakeImages(600, 28, 28), memoryLimit()); err != nil {
 			t.Errorf("channels %v, persistent 16384: %v", m.ch, err)
 		}
 		f := layers.ImageRealNVP{Image: layers.ImageShape{C: 1, H: 28, W: 28}, Hidden: m.h, Checkerboard: 1, ChannelWise: 1}

@@ -206,6 +206,7 @@ func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 	cfg := p.Config
 	b := config.CurrentBuild()
 	cfg.Build = &b
+	cfg.MemoryAccepted = nil // a new run's own, not a --config file's
 	exp := p.exp
 	if exp != nil && (cfg.Data != nil || cfg.Experiment != exp.Name || cfg.DataDir != "") {
 		// The configuration was changed since, or reads a data folder,
@@ -264,6 +265,7 @@ func samePath(a, b string) bool {
 // resolve it, as the run would.
 func (p *Plan) Resolved() (config.Run, error) {
 	cfg := p.Config
+	cfg.MemoryAccepted = nil // a new run's own, not a --config file's
 	exp := p.exp
 	if exp == nil || cfg.DataDir != "" { // a data folder: its checksums recorded, as the run records them
 		var err error

@@ -33,6 +33,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -283,6 +284,7 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 	if models.Flow != nil {
 		models.Flow.Parallel = par
 	}
+	cfg.Train.MemoryLimit = cfg.MemoryAccepted.Raise(sysmem.Limit(sysmem.DefaultLimit))
 	if r.Trainer, err = algorithms.NewTrainer(&cfg.Train, models.EBM, models.Flow, train, algorithms.NewStreams(cfg.Seed)); err != nil {
 		return err
 	}
@@ -1064,10 +1066,12 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 }
 
 // comparableConfig is c as decoded JSON without what may differ between
-// two runs of one configuration: the build, and where the data are
+// two runs of one configuration: the build, the memory limit accepted
+// under, and where the data are
 // (data.file, data.key, data_dir and its files' checksums).
 func comparableConfig(c config.Run) map[string]any {
 	c.Build, c.DataDir, c.DataDirSHA256 = nil, "", nil // the sums are checked as the data load
+	c.MemoryAccepted = nil                             // the machine's, not the run's
 	if c.Data != nil {
 		d := *c.Data
 		d.File, d.Key = "", ""

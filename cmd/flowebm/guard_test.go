@@ -148,7 +148,7 @@ func TestValuesRefused(t *testing.T) {
 		{[]string{"sample", "--model", model, "--out", out, "--base", "-1"}, "--base -1: want σ in [1e-150, 1e150], or 0"},
 		{[]string{"sample", "--model", model, "--out", out, "--base", "NaN"}, "--base NaN"},
 		{[]string{"sample", "--model", model, "--out", out, "--steps", "1000000000000"}, "GB of draws"},
-		{[]string{"sample", "--model", model, "--base", "1", "--out", out, "--chains", "30000000", "--steps", "4"}, "GB of working memory"},
+		{[]string{"sample", "--model", model, "--base", "1", "--out", out, "--chains", "30000000", "--steps", "4"}, "of working memory besides"},
 		{[]string{"sample", "--model", run0, "--sampler", "flowmc", "--out", out, "--particles", "1000000000000"}, "--particles 1000000000000 (want 2..1000000)"},
 		{[]string{"sample", "--model", model, "--out", out, "--chains", "100000000"}, "GB of draws"},
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -106,4 +108,44 @@ func TestFlowOutDrivesNeuTra(t *testing.T) {
 		t.Errorf("neutra with the pair: exit %d, %s", code, stderr)
 	}
 	wantErr(t, "fo/flow_sample.onnx: the graph has 2 outputs (x, log_density): convert turns an energy graph of one output, an MLP, into a checkpoint", "convert", "fo/flow_sample.onnx", "ck")
+}
+
+// Probe 57 B2: a sample run accepted at its start was refused on
+// resuming under the same ulimit -v (the limit moves between identical
+// processes), advising fewer chains, which --resume refuses. A run is
+// held to the limit it was accepted under (recorded in its checkpoint):
+// 1.5 times the chains that fit now are refused, and accepted where the
+// run records a limit that fits them.
+func TestSampleHoldsTheAcceptedLimit(t *testing.T) {
+	model := writeConvCheckpoint(t, t.TempDir())
+	f := memSampleFlags(model, 64)
+	m, err := f.models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.chains = int(1.5 * memoryLimit(maxWorkBytes) / (f.memoryNeed(m) / 64))
+	if err := f.checkMemory(m); err == nil {
+		t.Fatalf("--chains %d: accepted, want a refusal", f.chains)
+	}
+	f.accepted = sysmem.Accept(f.memoryNeed(m))
+	if err := f.checkMemory(m); err != nil {
+		t.Errorf("--chains %d, a limit that fits them recorded: %v", f.chains, err)
+	}
+}
+
+// Probe 57 B3: reproduce rerun right after a SIGKILL skipped a run whose
+// dying train process still held its lock, and its summary then blamed a
+// kill ("incomplete: stopped (killed, …)"). The summary says it was
+// skipped for another process, which has stopped since.
+func TestReproduceSkippedRunSummary(t *testing.T) {
+	r := &reproRun{experiment: "two-modes", algorithm: algorithms.FlowMC, dir: t.TempDir(), state: runIncomplete,
+		err: "stopped (killed, or its time ran out) at its last checkpoint, iteration 19 of 60", outcome: outcome{outcomeSkipped, "skipped: another flowebm process is training in this folder"}}
+	got := strings.Join(failedList([]*reproRun{r}), "")
+	if want := "two-modes-flowmc (skipped, as another process was training it, which has stopped since; incomplete: stopped (killed"; !strings.Contains(got, want) {
+		t.Errorf("%s, want %q", got, want)
+	}
+	r.state = runInProgress
+	if got := strings.Join(failedList([]*reproRun{r}), ""); strings.Contains(got, "has stopped since") {
+		t.Errorf("still in progress: %s", got)
+	}
 }

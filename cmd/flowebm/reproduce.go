@@ -358,6 +358,9 @@ func failedList(runs []*reproRun) []string {
 		if st := r.status(); st != "failed" {
 			why = st + ": " + why // in progress (another process trains it), mismatched, …
 		}
+		if r.outcome.kind == outcomeSkipped && r.status() != runInProgress { // probe 57: it had stopped by the summary, which blamed a kill
+			why = "skipped, as another process was training it, which has stopped since; " + why
+		}
 		failed = append(failed, fmt.Sprintf("%s (%s)", r.name(), why))
 	}
 	return failed

@@ -57,6 +57,7 @@ type sampleFlags struct {
 	starts                     string                 // the chains' starting points (chains, d) or (1, d)
 	changed                    func(name string) bool // whether a flag was given
 	args                       []string               // the flags given, for a checkpoint
+	accepted                   *sysmem.Accepted       // the memory limit the run was accepted under (a resumed run: at its start)
 }
 
 func sampleCmd() *cobra.Command {
@@ -161,6 +162,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	m, inputs, err := f.modelsAndHashes()
 	if err != nil {
 		return err
+	}
+	if f.accepted == nil { // what it needs was checked against this limit, or a higher one just before
+		f.accepted = sysmem.Accept(max(memoryLimit(maxWorkBytes), f.memoryNeed(m)))
 	}
 	centres, err := f.readModes(m.EBM.Dim())
 	if err != nil {
@@ -270,7 +274,7 @@ func (f sampleFlags) drive(rng *rand.Rand, pcg *rand.PCG, run sampleRun, inputs 
 			// checkpoint once it is in place (probe 35: placed, unnamed).
 			if err := safefile.Hold(func() error {
 				err := training.Through(filepath.Dir(f.checkpoint), ck.anchor, func(dir string) error {
-					return writeSampleCheckpoint(filepath.Join(dir, filepath.Base(f.checkpoint)), replace, f.args, inputs, pcg, run)
+					return writeSampleCheckpoint(filepath.Join(dir, filepath.Base(f.checkpoint)), replace, f.args, inputs, f.accepted, pcg, run)
 				})
 				if moved := (*fileFolderChangedError)(nil); errors.As(err, &moved) {
 					ck.moved.Store(true)
@@ -622,6 +626,7 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 	if f.args, err = recordedArgs(fs); err != nil {
 		return given, nil, nil, err
 	}
+	f.accepted = meta.MemoryAccepted
 	return f, meta, arch, nil
 }
 
@@ -1063,6 +1068,13 @@ const maxWarmup = 10_000_000
 // maxDrawBytes bounds the draws sample keeps in memory (and writes).
 const maxDrawBytes = 4 << 30
 
+// memoryNeed is the memory checkMemory counts: the draws, the working
+// buffers and the models' graphs.
+func (f sampleFlags) memoryNeed(m checkpoint.Models) float64 {
+	work, _ := f.workMemory(m)
+	return float64(f.chains)*float64(f.steps)*float64(m.EBM.Dim())*8 + work
+}
+
 // checkMemory refuses runs whose draws (chains × steps × d float64s), or
 // whose working buffers and models' graphs, would not fit, with the
 // estimate, before anything is allocated.
@@ -1073,7 +1085,7 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 		return fmt.Errorf("--chains %d × --steps %d × %d dimensions would keep %.3g GB of draws (the limit is %d GB): use fewer chains or steps", f.chains, f.steps, d, need/1e9, maxDrawBytes>>30)
 	}
 	work, what := f.workMemory(m)
-	if limit := memoryLimit(maxWorkBytes); need+work > limit {
+	if limit := f.accepted.Raise(memoryLimit(maxWorkBytes)); need+work > limit {
 		fit := int(0.9 * limit / ((need + work) / float64(f.chains))) // both grow with the chains; 10% kept for the limit's own drift (probe 51: it moves with what the process maps)
 		fewer, particles := "chains", ""
 		if f.sampler == "flowmc" { // its proposals (probe 54: --particles was advised for mala)
@@ -1083,7 +1095,7 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 		if fit < 2 { // probe 53: "about 1 chains fit", and --chains 1 is refused
 			advice = fmt.Sprintf("not even 2 chains fit: use %sa smaller model", particles)
 		}
-		return fmt.Errorf("%s need about %.3g GB of working memory besides %.3g GB of draws (the limit is %.3g GB: %s): %s", strings.Join(what, " + "), work/1e9, need/1e9, limit/1e9, sysmem.Why(maxWorkBytes), advice)
+		return fmt.Errorf("%s need about %s of working memory besides %s of draws (the limit is %s: %s): %s", strings.Join(what, " + "), sysmem.Bytes(work), sysmem.Bytes(need), sysmem.Bytes(limit), sysmem.Why(maxWorkBytes), advice)
 	}
 	return f.checkBatch(m)
 }

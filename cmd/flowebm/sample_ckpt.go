@@ -18,6 +18,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -60,6 +61,10 @@ type sampleMeta struct {
 	// GradUndefined counts the proposals rejected so far for an undefined
 	// gradient (samplers.ChainRun.GradUndefined).
 	GradUndefined int `json:"grad_undefined,omitempty"`
+	// MemoryAccepted is the memory limit the run was accepted under at
+	// its start: its resumption is held to it again where the machine and
+	// ulimit -v are not smaller (probe 57).
+	MemoryAccepted *sysmem.Accepted `json:"memory_accepted,omitempty"`
 	// Has* say which cached values of the state (and of NeuTra's latent
 	// state) are valid.
 	Has       [3]bool  `json:"has"`
@@ -398,8 +403,8 @@ func hashFiles(files ...string) (string, error) {
 }
 
 // writeSampleCheckpoint writes the run's checkpoint to path, atomically.
-func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[string]string, pcg *rand.PCG, r sampleRun) error {
-	meta := sampleMeta{Format: sampleCkptFormat, Args: args, Inputs: inputs}
+func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[string]string, accepted *sysmem.Accepted, pcg *rand.PCG, r sampleRun) error {
+	meta := sampleMeta{Format: sampleCkptFormat, Args: args, Inputs: inputs, MemoryAccepted: accepted}
 	var err error
 	if meta.RNG, err = pcg.MarshalBinary(); err != nil {
 		return err

@@ -40,8 +40,12 @@ func Check(terms []Term, limit float64) error {
 			break
 		}
 	}
+	need, have := Bytes(total), Bytes(limit)
+	if need == have { // probe 57: "about 950 MiB of memory, over the limit of 950 MiB"
+		need, have = fmt.Sprintf("%.0f B", total), fmt.Sprintf("%.0f B", limit)
+	}
 	return &OverError{fmt.Sprintf("algorithms: the configuration needs about %s of memory, over the limit of %s (%s): %s; lower these fields",
-		Bytes(total), Bytes(limit), Why(DefaultLimit), strings.Join(names, "; "))}
+		need, have, Why(DefaultLimit), strings.Join(names, "; "))}
 }
 
 // OverError is Check's refusal of an estimate over its limit: a

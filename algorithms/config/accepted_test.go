@@ -1,0 +1,62 @@
+package config
+
+import (
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/internal/sysmem"
+	"github.com/flowebm/flowebm/io/npy"
+)
+
+// Probe 57 B1: the limit under ulimit -v moves between identical
+// processes, and a run accepted at its start was refused on resuming.
+// Resolve records the limit it accepted a run under, and holds a run
+// that records one to it: with the limit now half the estimate, the
+// recorded run resolves, a run recording none is refused.
+func TestResolveHoldsTheAcceptedLimit(t *testing.T) {
+	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
+	path := filepath.Join(t.TempDir(), "x.npy")
+	x := make([]float64, 400*2)
+	rng := rand.New(rand.NewPCG(57, 1))
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{400, 2}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(accepted *sysmem.Accepted) (Run, error) {
+		cfg := Run{Data: &Data{File: path}, Train: algorithms.TrainConfig{Iterations: 10}, MemoryAccepted: accepted}
+		exp, _, err := cfg.LoadExperiment(rand.New(rand.NewPCG(2, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, cfg.Resolve(exp)
+	}
+	memoryLimit = func() float64 { return sysmem.DefaultLimit }
+	start, err := resolve(nil)
+	if err != nil || start.MemoryAccepted == nil || start.MemoryAccepted.Limit != sysmem.DefaultLimit {
+		t.Fatalf("start: %+v, %v; want the limit recorded", start.MemoryAccepted, err)
+	}
+	// The estimate: the smallest limit that accepts the run, to 1%.
+	lo, hi := 0.0, float64(sysmem.DefaultLimit)
+	for hi-lo > hi/100 {
+		mid := (lo + hi) / 2
+		memoryLimit = func() float64 { return mid }
+		if _, err := resolve(nil); err == nil {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	memoryLimit = func() float64 { return lo / 2 }
+	var over *sysmem.OverError
+	if _, err := resolve(nil); !errors.As(err, &over) {
+		t.Fatalf("no limit recorded, under half the estimate: %v, want a refusal", err)
+	}
+	if _, err := resolve(start.MemoryAccepted); err != nil {
+		t.Errorf("the start's limit recorded: %v", err)
+	}
+}

@@ -1,0 +1,44 @@
+package sysmem
+
+import "math"
+
+// Accepted is the memory limit a run was accepted under at its start, with
+// what it came from: the machine's memory and the address-space limit
+// (ulimit -v; 0 for none). Under one ulimit -v the address space left free
+// moves by 64–134 MB between identical processes, with the threads, C
+// allocator arenas and heap arenas each has mapped by its check (probe 57:
+// 2 of 5 resumes of a train run, and 4 of 8 of a sample run, were refused
+// the sizes their starts had accepted, with advice a resume cannot
+// follow). A run that has run under a limit is held to it again where
+// neither the machine nor the ulimit is smaller (Raise).
+type Accepted struct {
+	Limit  float64 `json:"limit"`
+	Total  float64 `json:"total"`
+	Ulimit float64 `json:"ulimit,omitempty"`
+}
+
+// Accept records limit, the limit a run is accepted under now.
+func Accept(limit float64) *Accepted {
+	a := &Accepted{Limit: limit}
+	a.Total, _ = Total()
+	a.Ulimit, _ = addressSpaceLimit()
+	return a
+}
+
+// Raise returns limit, or the limit a was accepted under if that is more
+// and neither the machine's memory nor the address-space limit is smaller
+// now (a nil a, or one not finite, changes nothing).
+func (a *Accepted) Raise(limit float64) float64 {
+	if a == nil || !(a.Limit > limit) || math.IsInf(a.Limit, 0) {
+		return limit
+	}
+	total, _ := Total()
+	ulimit, limited := addressSpaceLimit()
+	switch {
+	case total < a.Total:
+		return limit
+	case limited && (a.Ulimit == 0 || ulimit < a.Ulimit):
+		return limit
+	}
+	return a.Limit
+}

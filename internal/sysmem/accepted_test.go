@@ -1,0 +1,62 @@
+package sysmem
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A run is held to the limit its start was accepted under where the
+// machine and ulimit -v are what they were; not where either is smaller,
+// nor where a limit is set that was not.
+func TestAcceptedRaise(t *testing.T) {
+	if os.Getenv("FLOWEBM_TEST_ACCEPTED_CHILD") != "1" {
+		a := Accept(100)
+		if got := a.Raise(50); got != 100 {
+			t.Errorf("same machine: Raise(50) = %v, want the 100 accepted", got)
+		}
+		if got := a.Raise(200); got != 200 {
+			t.Errorf("Raise(200) = %v, want 200", got)
+		}
+		if got := (*Accepted)(nil).Raise(50); got != 50 {
+			t.Errorf("none accepted: %v", got)
+		}
+		bigger := *a
+		bigger.Total *= 2
+		if got := bigger.Raise(50); got != 50 {
+			t.Errorf("accepted on a machine twice this one: %v, want 50", got)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAcceptedRaise$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "FLOWEBM_TEST_ACCEPTED_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		} else if strings.Contains(string(out), "--- SKIP") {
+			t.Skipf("child: %s", out)
+		}
+		return
+	}
+	// In a child, whose limit alone is lowered.
+	used, ok := mapped()
+	if !ok {
+		t.Skip("no /proc/self/status")
+	}
+	none := Accept(100) // no ulimit -v
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(used) + 8<<30, Max: ^uint64(0)}); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	if got := none.Raise(50); got != 50 {
+		t.Errorf("accepted without ulimit -v, now under one: %v, want 50", got)
+	}
+	under := Accept(100)
+	if got := under.Raise(50); got != 100 {
+		t.Errorf("the same ulimit -v: %v, want 100", got)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(used) + 4<<30, Max: ^uint64(0)}); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	if got := under.Raise(50); got != 50 {
+		t.Errorf("a lower ulimit -v: %v, want 50", got)
+	}
+}
