@@ -27,9 +27,11 @@ func Accept(limit float64) *Accepted {
 
 // Raise returns limit, or the limit a was accepted under if that is more
 // and neither the machine's memory nor the address-space limit is smaller
-// now (a nil a, or one not finite, changes nothing).
+// now. A record no limit could have come from (more than half the memory
+// or the address space it names, or not finite) changes nothing: it is
+// not the run's.
 func (a *Accepted) Raise(limit float64) float64 {
-	if a == nil || !(a.Limit > limit) || math.IsInf(a.Limit, 0) {
+	if a == nil || !(a.Limit > limit) || math.IsInf(a.Limit, 0) || !(a.Limit <= a.Total/2) || (a.Ulimit > 0 && !(a.Limit <= a.Ulimit/2)) {
 		return limit
 	}
 	total, _ := Total()

@@ -1,6 +1,7 @@
 package sysmem
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,6 +29,13 @@ func TestAcceptedRaise(t *testing.T) {
 		if got := bigger.Raise(50); got != 50 {
 			t.Errorf("accepted on a machine twice this one: %v, want 50", got)
 		}
+		for _, l := range []float64{a.Total, math.Inf(1), math.NaN()} { // edited: no limit is over half the memory
+			forged := *a
+			forged.Limit = l
+			if got := forged.Raise(50); got != 50 {
+				t.Errorf("a recorded limit of %v on a machine of %v: %v, want 50", l, a.Total, got)
+			}
+		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAcceptedRaise$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), "FLOWEBM_TEST_ACCEPTED_CHILD=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -52,6 +60,11 @@ func TestAcceptedRaise(t *testing.T) {
 	under := Accept(100)
 	if got := under.Raise(50); got != 100 {
 		t.Errorf("the same ulimit -v: %v, want 100", got)
+	}
+	forged := *under
+	forged.Limit = forged.Ulimit
+	if got := forged.Raise(50); got != 50 {
+		t.Errorf("a recorded limit of the whole ulimit -v: %v, want 50", got)
 	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(used) + 4<<30, Max: ^uint64(0)}); err != nil {
 		t.Skipf("setrlimit: %v", err)
