@@ -202,7 +202,7 @@ func TestSampleRefusesDivergedChains(t *testing.T) {
 	out := filepath.Join(dir, "c.npy")
 	var so, se bytes.Buffer
 	args := []string{"sample", "--model", "../../io/onnx/testdata/torch/toy_f64.onnx", "--base", "0.5", "--sampler", "ula", "--step", "50", "--chains", "4", "--steps", "200", "--warmup", "0", "--out", out}
-	if code := run(args, &so, &se); code != 2 || !strings.Contains(se.String(), "the chains diverged, nothing was written; lower --step (50) or use an adjusted sampler") {
+	if code := run(args, &so, &se); code != 2 || !strings.Contains(se.String(), "the chains diverged, no draws were written; lower --step (50) or use an adjusted sampler") {
 		t.Errorf("exit %d, %q", code, se.String())
 	}
 	if _, err := os.Stat(out); err == nil {

@@ -85,7 +85,7 @@ func TestUndefinedGradientSaid(t *testing.T) {
 		t.Errorf("normal starts: exit %d, %s; want a refusal without --starts advice", code, stderr)
 	}
 	_, stderr, code = runCLI("sample", "--model", model, "--sampler", "ula", "--starts", "st.npy", "--chains", "16", "--steps", "200", "--out", "u.npy")
-	if code == 0 || !strings.Contains(stderr, "but its gradient is NaN or infinite; nothing was written") {
+	if code == 0 || !strings.Contains(stderr, "but its gradient is NaN or infinite; no draws were written") {
 		t.Errorf("ula: exit %d, %s", code, stderr)
 	}
 	if _, err := os.Stat("u.npy"); err == nil {

@@ -227,7 +227,11 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		err = checkLastDraws(m, run.state())
 	}
 	if u := (*samplers.UndefinedError)(nil); errors.As(err, &u) { // a resume would go there again
-		return f.undefinedError(u)
+		err := f.undefinedError(u)
+		if f.checkpoint != "" && (ck.written.Load() || f.resume != "") { // probe 58: "nothing was written" beside the checkpoint it wrote
+			err = fmt.Errorf("%w (the checkpoint %s holds the steps before, and a resume from it reaches the same point: ULA's steps are fixed by the seed)", err, f.checkpoint)
+		}
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck))
@@ -496,7 +500,10 @@ func oneArray(path string) error {
 // inside it (probe 54: a logit-of-pixels energy, NaN at normal draws,
 // could not be sampled, and the message blamed its weights).
 func (f sampleFlags) startsAdvice(m checkpoint.Models, err error) string {
-	if u := (*gradUndefinedError)(nil); f.starts != "" || errors.As(err, &u) {
+	if f.starts != "" { // probe 58: blamed on the model alone
+		return fmt.Sprintf(". The chains start at the points of --starts %s: move that point", f.starts)
+	}
+	if u := (*gradUndefinedError)(nil); errors.As(err, &u) {
 		return ""
 	}
 	from := "normal draws"
@@ -511,16 +518,20 @@ func (f sampleFlags) startsAdvice(m checkpoint.Models, err error) string {
 // energy of +Inf) diverged; nothing is written.
 func (f sampleFlags) undefinedError(u *samplers.UndefinedError) error {
 	if u.GradOnly {
-		return fmt.Errorf("--sampler %s: chain %d reached the point %s, where the energy is %v but its gradient is NaN or infinite; nothing was written: an adjusted sampler (mala, hmc) rejects steps to such points, and says how many it rejected", f.sampler, u.Chain+1, fmtPoint(u.Point), -u.LogP)
+		at := fmtPoint(u.Point)
+		if len(u.Point) > 10 { // probe 58: 784 coordinates
+			at = fmtPoint(u.Point[:10]) + fmt.Sprintf(" (its first 10 of %d coordinates)", len(u.Point))
+		}
+		return fmt.Errorf("--sampler %s: chain %d reached the point %s, where the energy is %v but its gradient is NaN or infinite; no draws were written: an adjusted sampler (mala, hmc) rejects steps to such points, and says how many it rejected", f.sampler, u.Chain+1, at, -u.LogP)
 	}
 	far := math.IsInf(u.LogP, -1)
 	for _, v := range u.Point {
 		far = far || !(math.Abs(v) < 1e100)
 	}
 	if far {
-		return fmt.Errorf("--sampler %s: chain %d reached a point where the energy is %v: the chains diverged, nothing was written; lower --step (%v) or use an adjusted sampler (mala, hmc)", f.sampler, u.Chain+1, -u.LogP, f.step)
+		return fmt.Errorf("--sampler %s: chain %d reached a point where the energy is %v: the chains diverged, no draws were written; lower --step (%v) or use an adjusted sampler (mala, hmc)", f.sampler, u.Chain+1, -u.LogP, f.step)
 	}
-	return fmt.Errorf("--sampler %s: chain %d stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); nothing was written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, u.Chain+1, -u.LogP, f.step)
+	return fmt.Errorf("--sampler %s: chain %d stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); no draws were written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, u.Chain+1, -u.LogP, f.step)
 }
 
 // checkLastDraws returns an UndefinedError where the log density of a

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,11 +24,69 @@ func checkGraph(g *Graph) error {
 		return err
 	}
 	for _, nd := range g.Nodes {
-		if err := checkNodeValues(nd); err != nil {
+		if err := checkNodeValues(nd); err != nil && !softmaxMask(g, nd) {
 			return err
 		}
 	}
 	return nil
+}
+
+// softmaxMask says whether nd is a Constant holding −Inf (and no NaN or
+// +Inf) that only masks a softmax's inputs: every node reading it is a
+// Where taking it as a value, and every such Where's output feeds only
+// Softmax or LogSoftmax. That is masked_fill(mask, float('-inf')) before
+// a softmax (causal attention), whose output and gradient are finite
+// where a row has a finite score (probe 58: refused, with advice about
+// bounded supports).
+func softmaxMask(g *Graph, nd *Node) bool {
+	a := nd.Attrs["value"]
+	if nd.OpType != "Constant" || len(nd.Attrs) != 1 || a == nil || a.T == nil || len(nd.Outputs) != 1 {
+		return false
+	}
+	negInf := false
+	for _, x := range a.T.Float {
+		if math.IsNaN(x) || math.IsInf(x, 1) {
+			return false
+		}
+		negInf = negInf || math.IsInf(x, -1)
+	}
+	if !negInf {
+		return false
+	}
+	readers := func(name string) (rs []*Node) {
+		for _, n := range g.Nodes {
+			if slices.Contains(n.Inputs, name) {
+				rs = append(rs, n)
+			}
+		}
+		return rs
+	}
+	for _, o := range g.Outputs {
+		if o.Name == nd.Outputs[0] {
+			return false
+		}
+	}
+	wheres := readers(nd.Outputs[0])
+	for _, w := range wheres {
+		if w.OpType != "Where" || len(w.Inputs) != 3 || w.Inputs[0] == nd.Outputs[0] || len(w.Outputs) != 1 {
+			return false
+		}
+		rs := readers(w.Outputs[0])
+		for _, r := range rs {
+			if r.OpType != "Softmax" && r.OpType != "LogSoftmax" {
+				return false
+			}
+		}
+		for _, o := range g.Outputs {
+			if o.Name == w.Outputs[0] {
+				return false
+			}
+		}
+		if len(rs) == 0 {
+			return false
+		}
+	}
+	return len(wheres) > 0
 }
 
 // checkInitializers refuses unnamed, repeated and non-finite initializers.

@@ -77,6 +77,8 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"einsum_quad_dyn", false, []int{5}},
 		{"einsum_attention_dyn", false, []int{5}},
 		{"einsum_quad_b4_f32", false, []int{5}},
+		// Probe 58 A3: a -Inf causal mask before a softmax, refused.
+		{"causal_ninf_dyn", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

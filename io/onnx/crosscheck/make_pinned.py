@@ -820,3 +820,22 @@ torch.manual_seed(5710)
 save("einsum_quad_dyn", EinsumQuad(), (3,), torch.float64, 4, [5], dynamic=True)
 save("einsum_attention_dyn", EinsumAttention(), (6,), torch.float64, 4, [5], dynamic=True)
 save("einsum_quad_b4_f32", EinsumQuad(), (3,), torch.float32, 4, [5])
+
+
+# Probe 58 A3: causal attention masked with masked_fill(mask == 0,
+# float('-inf')) before the softmax (its -Inf constant feeds only a Where
+# into a Softmax) was refused as an infinite constant.
+class CausalAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = nn.Linear(3, 3), nn.Linear(3, 3)
+
+    def forward(self, x):
+        h = x.reshape(-1, 4, 3)
+        sc = torch.einsum("bqd,bkd->bqk", self.q(h), self.k(h))
+        sc = sc.masked_fill(torch.tril(torch.ones_like(sc)) == 0, float("-inf"))
+        return (torch.softmax(sc, -1) @ h).pow(2).sum((1, 2))
+
+
+torch.manual_seed(581)
+save("causal_ninf_dyn", CausalAttention(), (12,), torch.float64, 2, [5], dynamic=True)

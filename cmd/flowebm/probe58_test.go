@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+)
+
+// Probe 58 A4: ULA stopped at a point where the gradient is undefined
+// said "nothing was written" beside the checkpoint it had written; A5: a
+// start where the gradient is undefined was blamed on the model, without
+// naming --starts.
+func TestULACheckpointAndStartsNamed(t *testing.T) {
+	model := pinnedModel(t, "sqrt_relu_dyn")
+	inTempDir(t)
+	npy.WriteFile("st.npy", &npy.Array{Shape: []int{1, 2}, Data: []float64{1.5, 0}}, npy.Float64)
+	npy.WriteFile("bad.npy", &npy.Array{Shape: []int{2, 2}, Data: []float64{1.5, 0, -1, 0.3}}, npy.Float64)
+	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "ula", "--starts", "st.npy", "--chains", "16", "--steps", "400",
+		"--checkpoint", "ck.npz", "--checkpoint-every", "1", "--out", "u.npy")
+	if code == 0 || strings.Contains(stderr, "nothing was written") || !strings.Contains(stderr, "holds the steps before, and a resume from it reaches the same point") {
+		t.Errorf("ula with --checkpoint: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = runCLI("sample", "--model", model, "--sampler", "mala", "--starts", "bad.npy", "--chains", "2", "--steps", "10", "--out", "m.npy")
+	if code == 0 || !strings.Contains(stderr, "The chains start at the points of --starts bad.npy: move that point") {
+		t.Errorf("a start where the gradient is undefined: exit %d, %s", code, stderr)
+	}
+}
