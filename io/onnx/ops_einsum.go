@@ -8,15 +8,16 @@ import (
 	"github.com/flowebm/flowebm/layers/nd"
 )
 
-// einsumHandler is Einsum (torch.einsum: quadratic forms
-// 'bi,ij,bj->b', bilinear maps, attention scores) computed by
-// broadcasting: each operand's axes are permuted into the order in which
-// the equation's letters first appear, with an axis of size 1 for each
-// letter it lacks; the operands are multiplied, summed over the letters
-// the output lacks, and permuted into the output's order. The gradient is
-// that of these operations. Ellipses and a letter repeated within one
-// operand (a diagonal) are refused. The product holds every letter's
-// axis at once: 'bi,ij,bj->b' takes b·i·j values.
+// einsumHandler is Einsum (torch.einsum: quadratic forms 'bi,ij,bj->b',
+// bilinear maps, batched products, attention scores), contracted a pair
+// of operands at a time from the left as batched matrix products: the
+// letters both share and a later operand or the output needs are the
+// batch, those they share and nothing later needs are summed by the
+// product, the others kept; a letter only one operand has and nothing
+// later needs is summed first. The gradient is that of these operations.
+// (Broadcasting all operands at once took b·i·j values for 'bi,ij,bj->b'
+// and refused d = 4096; probe 58.) Ellipses and a letter repeated within
+// one operand (a diagonal) are refused.
 func einsumHandler(in *instance, node *Node) ([]*val, error) {
 	ops := make([]*val, len(node.Inputs))
 	for i := range node.Inputs {
@@ -30,89 +31,135 @@ func einsumHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	letters, size := []rune{}, map[rune]int{}
+	size := map[rune]int{}
 	for k, t := range terms {
 		if len(t) != len(ops[k].shape) {
 			return nil, fmt.Errorf("equation term %q has %d letters for input %d of shape %v", string(t), len(t), k, ops[k].shape)
 		}
 		for a, c := range t {
-			n, seen := size[c]
-			if !seen {
-				letters = append(letters, c)
-				size[c] = ops[k].shape[a]
-			} else if n != ops[k].shape[a] {
-				return nil, fmt.Errorf("letter %q has size %d in one input and %d in another", c, n, ops[k].shape[a])
+			if n, seen := size[c]; seen && n != ops[k].shape[a] {
+				return nil, notSupported("letter %q has size %d in one input and %d in another: ONNX's Einsum does not broadcast", c, n, ops[k].shape[a])
 			}
+			size[c] = ops[k].shape[a]
 		}
 	}
-	var prod *val
-	for k, t := range terms {
-		v, err := in.alignEinsum(ops[k], t, letters, size)
-		if err != nil {
-			return nil, err
+	acc, letters := ops[0], terms[0]
+	for k := 1; k < len(ops); k++ {
+		later := string(out)
+		for _, t := range terms[k+1:] {
+			later += string(t)
 		}
-		if prod == nil {
-			prod = v
-		} else if prod, err = in.binary(nd.Mul, prod, v); err != nil {
-			return nil, err
-		}
-	}
-	var sumAxes []int64
-	var kept []rune
-	for a, c := range letters {
-		if strings.ContainsRune(string(out), c) {
-			kept = append(kept, c)
-		} else {
-			sumAxes = append(sumAxes, int64(a))
-		}
-	}
-	if len(sumAxes) > 0 {
-		if prod, err = in.reduce(nd.ReduceSum, prod, sumAxes, false); err != nil {
+		if acc, letters, err = in.contract(acc, letters, ops[k], terms[k], later, size); err != nil {
 			return nil, err
 		}
 	}
-	perm := make([]int, len(out))
-	shape := make([]int, len(out))
-	for i, c := range out {
-		perm[i] = strings.IndexRune(string(kept), c)
-		shape[i] = size[c]
+	if acc, letters, err = in.sumOut(acc, letters, string(out)); err != nil {
+		return nil, err
 	}
-	if len(out) <= 1 || sort.IntsAreSorted(perm) {
-		return []*val{prod}, nil
-	}
-	y, err := in.op(nd.Transpose{Perm: perm}, shape, prod.elem, prod)
+	y, err := in.permuteLetters(acc, letters, out, size)
 	return []*val{y}, err
 }
 
-// alignEinsum permutes v's axes (letters t) into the order of letters
-// and gives it an axis of size 1 for each letter it lacks.
-func (in *instance) alignEinsum(v *val, t []rune, letters []rune, size map[rune]int) (*val, error) {
-	var order []rune
-	for _, c := range letters {
-		if strings.ContainsRune(string(t), c) {
-			order = append(order, c)
-		}
-	}
-	perm := make([]int, len(order))
-	moved := make([]int, len(order))
-	for i, c := range order {
-		perm[i] = strings.IndexRune(string(t), c)
-		moved[i] = size[c]
-	}
+// contract is the product of a (letters la) and b (letters lb), summed
+// over the letters they share that later (the letters still needed) has
+// not: the result's letters are the shared ones later needs, then a's
+// others, then b's others.
+func (in *instance) contract(a *val, la []rune, b *val, lb []rune, later string, size map[rune]int) (*val, []rune, error) {
 	var err error
-	if len(perm) > 1 && !sort.IntsAreSorted(perm) {
-		if v, err = in.op(nd.Transpose{Perm: perm}, moved, v.elem, v); err != nil {
-			return nil, err
+	if a, la, err = in.sumOut(a, la, later+string(lb)); err != nil {
+		return nil, nil, err
+	}
+	if b, lb, err = in.sumOut(b, lb, later+string(la)); err != nil {
+		return nil, nil, err
+	}
+	var batch, sum, onlyA, onlyB []rune
+	for _, c := range la {
+		switch {
+		case !strings.ContainsRune(string(lb), c):
+			onlyA = append(onlyA, c)
+		case strings.ContainsRune(later, c):
+			batch = append(batch, c)
+		default:
+			sum = append(sum, c)
 		}
 	}
-	full := make([]int, len(letters))
+	for _, c := range lb {
+		if !strings.ContainsRune(string(la), c) {
+			onlyB = append(onlyB, c)
+		}
+	}
+	prod := func(ls []rune) int {
+		p := 1
+		for _, c := range ls {
+			p *= size[c]
+		}
+		return p
+	}
+	at := concatRunes(batch, onlyA, sum)
+	if a, err = in.permuteLetters(a, la, at, size); err != nil {
+		return nil, nil, err
+	}
+	if a, err = in.reshape(a, []int{prod(batch), prod(onlyA), prod(sum)}); err != nil {
+		return nil, nil, err
+	}
+	if b, err = in.permuteLetters(b, lb, concatRunes(batch, sum, onlyB), size); err != nil {
+		return nil, nil, err
+	}
+	if b, err = in.reshape(b, []int{prod(batch), prod(sum), prod(onlyB)}); err != nil {
+		return nil, nil, err
+	}
+	y, err := in.matMul(a, b, false, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	letters := concatRunes(batch, onlyA, onlyB)
+	shape := make([]int, len(letters))
 	for i, c := range letters {
-		full[i] = 1
-		if strings.ContainsRune(string(t), c) {
-			full[i] = size[c]
+		shape[i] = size[c]
+	}
+	y, err = in.reshape(y, shape)
+	return y, letters, err
+}
+
+// sumOut sums v (letters ls) over the letters keep lacks.
+func (in *instance) sumOut(v *val, ls []rune, keep string) (*val, []rune, error) {
+	var axes []int64
+	var kept []rune
+	for a, c := range ls {
+		if strings.ContainsRune(keep, c) {
+			kept = append(kept, c)
+		} else {
+			axes = append(axes, int64(a))
 		}
 	}
-	return in.reshape(v, full)
+	if len(axes) == 0 {
+		return v, ls, nil
+	}
+	y, err := in.reduce(nd.ReduceSum, v, axes, false)
+	return y, kept, err
+}
+
+// permuteLetters permutes v's axes (letters ls) into the order of to
+// (the same letters).
+func (in *instance) permuteLetters(v *val, ls, to []rune, size map[rune]int) (*val, error) {
+	perm := make([]int, len(to))
+	shape := make([]int, len(to))
+	for i, c := range to {
+		perm[i] = strings.IndexRune(string(ls), c)
+		shape[i] = size[c]
+	}
+	if len(perm) <= 1 || sort.IntsAreSorted(perm) {
+		return v, nil
+	}
+	return in.op(nd.Transpose{Perm: perm}, shape, v.elem, v)
+}
+
+func concatRunes(parts ...[]rune) []rune {
+	var r []rune
+	for _, p := range parts {
+		r = append(r, p...)
+	}
+	return r
 }
 
 // parseEinsum splits an Einsum equation into its n input terms and its

@@ -79,6 +79,9 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"einsum_quad_b4_f32", false, []int{5}},
 		// Probe 58 A3: a -Inf causal mask before a softmax, refused.
 		{"causal_ninf_dyn", false, []int{5}},
+		// Probe 58 A2: an Einsum chain whose broadcast product was over
+		// the tensor limit, refused.
+		{"einsum_chain260_dyn", false, []int{3}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

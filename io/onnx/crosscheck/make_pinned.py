@@ -839,3 +839,20 @@ class CausalAttention(nn.Module):
 
 torch.manual_seed(581)
 save("causal_ninf_dyn", CausalAttention(), (12,), torch.float64, 2, [5], dynamic=True)
+
+
+# Probe 58 A2: Einsum computed by broadcasting every operand at once held
+# b·i·j·k values for 'bi,ij,jk,bk->b' (at d = 260 and the check's batch of
+# 2, 281 MB, over the 256 MiB a tensor may hold: refused); it contracts a
+# pair of operands at a time now.
+class EinsumChain(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.A = nn.Parameter(torch.randn(d, d) / d ** 0.5)
+
+    def forward(self, x):
+        return torch.einsum("bi,ij,jk,bk->b", x, self.A, self.A, x)
+
+
+torch.manual_seed(582)
+save("einsum_chain260_dyn", EinsumChain(260), (260,), torch.float64, 2, [3], dynamic=True)
