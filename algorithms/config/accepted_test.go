@@ -14,8 +14,10 @@ import (
 // Probe 57 B1: the limit under ulimit -v moves between identical
 // processes, and a run accepted at its start was refused on resuming.
 // Resolve records the limit it accepted a run under, and holds a run
-// that records one to it: with the limit now half the estimate, the
-// recorded run resolves, a run recording none is refused.
+// that records one to it: with the limit now just under the estimate,
+// a run recorded as accepted just over it resolves, a run recording none
+// is refused; a record beyond the drift measured (sysmem.MaxDrift) is not
+// honoured.
 func TestResolveHoldsTheAcceptedLimit(t *testing.T) {
 	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
 	path := filepath.Join(t.TempDir(), "x.npy")
@@ -51,12 +53,16 @@ func TestResolveHoldsTheAcceptedLimit(t *testing.T) {
 			lo = mid
 		}
 	}
-	memoryLimit = func() float64 { return lo / 2 }
+	memoryLimit = func() float64 { return lo }
 	var over *sysmem.OverError
 	if _, err := resolve(nil); !errors.As(err, &over) {
-		t.Fatalf("no limit recorded, under half the estimate: %v, want a refusal", err)
+		t.Fatalf("no limit recorded, under the estimate: %v, want a refusal", err)
 	}
-	if _, err := resolve(start.MemoryAccepted); err != nil {
-		t.Errorf("the start's limit recorded: %v", err)
+	if _, err := resolve(sysmem.Accept(hi)); err != nil {
+		t.Errorf("a start accepted just over the estimate: %v", err)
+	}
+	memoryLimit = func() float64 { return lo - sysmem.MaxDrift - 1<<20 }
+	if _, err := resolve(start.MemoryAccepted); !errors.As(err, &over) {
+		t.Errorf("a record %s over the limit now: %v, want a refusal", sysmem.Bytes(start.MemoryAccepted.Limit-(lo-sysmem.MaxDrift)), err)
 	}
 }

@@ -1253,6 +1253,9 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 		return nil, err
 	}
 	r, err := prepare(cfg, dir, from{models: &models, source: filepath.Join(dir, "config.json")})
+	if over := (*sysmem.OverError)(nil); errors.As(err, &over) { // probe 58: "lower these fields", which a resume refuses
+		return nil, fmt.Errorf("%w; but a resumed run keeps its fields: %s", err, cfg.MemoryAccepted.Where())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -24,5 +25,22 @@ func TestULACheckpointAndStartsNamed(t *testing.T) {
 	_, stderr, code = runCLI("sample", "--model", model, "--sampler", "mala", "--starts", "bad.npy", "--chains", "2", "--steps", "10", "--out", "m.npy")
 	if code == 0 || !strings.Contains(stderr, "The chains start at the points of --starts bad.npy: move that point") {
 		t.Errorf("a start where the gradient is undefined: exit %d, %s", code, stderr)
+	}
+}
+
+// Probe 58 B2: a resume refused for memory advised fewer chains, which
+// --resume refuses; it says where the run was accepted, to resume there.
+func TestSampleResumeRefusalSaysWhere(t *testing.T) {
+	model := writeConvCheckpoint(t, t.TempDir())
+	f := memSampleFlags(model, 64)
+	m, err := f.models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.chains = int(2 * memoryLimit(maxWorkBytes) / (f.memoryNeed(m) / 64))
+	f.resume = "ck.npz"
+	f.accepted = &sysmem.Accepted{Limit: 1 << 30, Total: 1 << 34, Ulimit: 6000000 << 10}
+	if err := f.checkMemory(m); err == nil || !strings.Contains(err.Error(), "a resumed run keeps its chains: it was accepted at its start under a limit of 1 GiB (ulimit -v 6000000, in KiB as the shell takes it): resume it under that ulimit -v or a higher one") {
+		t.Errorf("%v", err)
 	}
 }

@@ -927,6 +927,9 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, error) {
 		if fi, err := os.Stat(f.flow); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() { // probe 45: worded for --model
 			return nil, fmt.Errorf("--flow %s: want a checkpoint or run folder that holds a flow, or the flow's sampling graph in a regular file named .onnx", irregular(f.flow, fi))
 		}
+		if s, d := filepath.Join(f.flow, "flow_sample.onnx"), filepath.Join(f.flow, "flow_density.onnx"); exists(s) && exists(d) && !exists(filepath.Join(f.flow, "spec.json")) { // probe 58: the folder --flow-out wrote
+			return nil, fmt.Errorf("--flow %s is a folder of a flow's two graphs (as sample --flow-out writes): give them as --flow %s --flow-density %s", f.flow, s, d)
+		}
 		fm, err := loadCheckpointSums(f.flow, sums)
 		if err != nil {
 			return nil, err
@@ -1105,6 +1108,9 @@ func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 		advice := fmt.Sprintf("use fewer %s (about %d chains fit)", fewer, fit)
 		if fit < 2 { // probe 53: "about 1 chains fit", and --chains 1 is refused
 			advice = fmt.Sprintf("not even 2 chains fit: use %sa smaller model", particles)
+		}
+		if f.resume != "" { // probe 58: fewer chains, which --resume refuses
+			advice = "a resumed run keeps its chains: " + f.accepted.Where()
 		}
 		return fmt.Errorf("%s need about %s of working memory besides %s of draws (the limit is %s: %s): %s", strings.Join(what, " + "), sysmem.Bytes(work), sysmem.Bytes(need), sysmem.Bytes(limit), sysmem.Why(maxWorkBytes), advice)
 	}

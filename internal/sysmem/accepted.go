@@ -1,6 +1,9 @@
 package sysmem
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Accepted is the memory limit a run was accepted under at its start, with
 // what it came from: the machine's memory and the address-space limit
@@ -17,6 +20,10 @@ type Accepted struct {
 	Ulimit float64 `json:"ulimit,omitempty"`
 }
 
+// MaxDrift is the most Raise raises a limit: twice the drift of the limit
+// measured between identical processes under one ulimit -v (67 MB).
+const MaxDrift = 128 << 20
+
 // Accept records limit, the limit a run is accepted under now.
 func Accept(limit float64) *Accepted {
 	a := &Accepted{Limit: limit}
@@ -30,8 +37,18 @@ func Accept(limit float64) *Accepted {
 // now. A record no limit could have come from (more than half the memory
 // or the address space it names, or not finite) changes nothing: it is
 // not the run's.
+//
+// It raises the limit by at most MaxDrift: the limit is half the free
+// address space, which moves by up to 134 MB between identical processes
+// (measured, probe 57), so a start accepted under a limit at most 67 MB
+// above now's; a record raising it further was edited, not measured
+// (probe 58: a config.json edited to a limit of 1e12 let a resume run
+// into a fatal "out of memory").
 func (a *Accepted) Raise(limit float64) float64 {
 	if a == nil || !(a.Limit > limit) || math.IsInf(a.Limit, 0) || !(a.Limit <= a.Total/2) || (a.Ulimit > 0 && !(a.Limit <= a.Ulimit/2)) {
+		return limit
+	}
+	if a.Limit > limit+MaxDrift {
 		return limit
 	}
 	total, _ := Total()
@@ -43,4 +60,16 @@ func (a *Accepted) Raise(limit float64) float64 {
 		return limit
 	}
 	return a.Limit
+}
+
+// Where says where a run accepted under a can resume: under the ulimit -v
+// it started under, or a higher one (or none), on a machine as large.
+func (a *Accepted) Where() string {
+	switch {
+	case a == nil:
+		return "resume it where more memory is free (a higher ulimit -v, or none)"
+	case a.Ulimit > 0:
+		return fmt.Sprintf("it was accepted at its start under a limit of %s (ulimit -v %.0f, in KiB as the shell takes it): resume it under that ulimit -v or a higher one, or none", Bytes(a.Limit), a.Ulimit/1024)
+	}
+	return fmt.Sprintf("it was accepted at its start under a limit of %s, without ulimit -v: resume it without one", Bytes(a.Limit))
 }

@@ -15,6 +15,9 @@ import (
 func TestAcceptedRaise(t *testing.T) {
 	if os.Getenv("FLOWEBM_TEST_ACCEPTED_CHILD") != "1" {
 		a := Accept(100)
+		if got := (&Accepted{Limit: 50 + MaxDrift + 1, Total: a.Total, Ulimit: a.Ulimit}).Raise(50); got != 50 && a.Total/2 > 50+MaxDrift {
+			t.Errorf("a record over the drift measured: %v, want 50", got)
+		}
 		if got := a.Raise(50); got != 100 {
 			t.Errorf("same machine: Raise(50) = %v, want the 100 accepted", got)
 		}
