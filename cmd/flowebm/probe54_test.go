@@ -190,7 +190,7 @@ func TestNeutraOnConvertedFlowAdvice(t *testing.T) {
 		}
 	}
 	_, stderr, code := runCLI("sample", "--model", run, "--sampler", "neutra", "--flow", fs, "--flow-density", fd, "--chains", "4", "--steps", "10", "--out", filepath.Join(dir, "a.npy"))
-	if code != 2 || !strings.Contains(stderr, "for a flowebm RealNVP (convert --what flow-density writes none), give its checkpoint as --flow CHECKPOINT") {
+	if code != 2 || !strings.Contains(stderr, "for a flowebm RealNVP (convert --what flow-density writes none; sample --flow-out does), give its checkpoint as --flow CHECKPOINT") {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 	if _, stderr, code := runCLI("sample", "--model", run, "--sampler", "neutra", "--flow", run, "--chains", "4", "--steps", "10", "--out", filepath.Join(dir, "b.npy")); code != 0 {
