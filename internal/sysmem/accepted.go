@@ -45,7 +45,7 @@ func Accept(limit float64) *Accepted {
 // (probe 58: a config.json edited to a limit of 1e12 let a resume run
 // into a fatal "out of memory").
 func (a *Accepted) Raise(limit float64) float64 {
-	if a == nil || !(a.Limit > limit) || math.IsInf(a.Limit, 0) || !(a.Limit <= a.Total/2) || (a.Ulimit > 0 && !(a.Limit <= a.Ulimit/2)) {
+	if !a.plausible() || !(a.Limit > limit) {
 		return limit
 	}
 	if a.Limit > limit+MaxDrift {
@@ -62,12 +62,21 @@ func (a *Accepted) Raise(limit float64) float64 {
 	return a.Limit
 }
 
+// plausible says whether a limit could have been recorded as a: finite,
+// positive, at most half the machine's memory and of the ulimit -v it
+// names.
+func (a *Accepted) plausible() bool {
+	return a != nil && a.Limit > 0 && !math.IsInf(a.Limit, 0) && a.Limit <= a.Total/2 && (a.Ulimit == 0 || a.Limit <= a.Ulimit/2)
+}
+
 // Where says where a run accepted under a can resume: under the ulimit -v
 // it started under, or a higher one (or none), on a machine as large.
 func (a *Accepted) Where() string {
 	switch {
 	case a == nil:
 		return "resume it where more memory is free (a higher ulimit -v, or none)"
+	case !a.plausible(): // probe 58: an edited record was repeated as the run's
+		return "resume it where more memory is free (a higher ulimit -v, or none); its memory_accepted is not one a start could have recorded (a limit over half the memory or the ulimit -v it names)"
 	case a.Ulimit > 0:
 		return fmt.Sprintf("it was accepted at its start under a limit of %s (ulimit -v %.0f, in KiB as the shell takes it): resume it under that ulimit -v or a higher one, or none", Bytes(a.Limit), a.Ulimit/1024)
 	}

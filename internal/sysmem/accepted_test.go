@@ -76,3 +76,16 @@ func TestAcceptedRaise(t *testing.T) {
 		t.Errorf("a lower ulimit -v: %v, want 50", got)
 	}
 }
+
+// Where cites the record it was given only if a start could have made it
+// (probe 58: an edited limit of 931 GiB was repeated as the run's).
+func TestAcceptedWhere(t *testing.T) {
+	ok := &Accepted{Limit: 1 << 30, Total: 1 << 34, Ulimit: 6000000 << 10}
+	if w := ok.Where(); !strings.Contains(w, "accepted at its start under a limit of 1 GiB (ulimit -v 6000000") {
+		t.Errorf("%s", w)
+	}
+	forged := &Accepted{Limit: 1e12, Total: 1 << 34, Ulimit: 2400000 << 10}
+	if w := forged.Where(); strings.Contains(w, "931 GiB") || !strings.Contains(w, "not one a start could have recorded") {
+		t.Errorf("%s", w)
+	}
+}
