@@ -13,8 +13,6 @@ import (
 
 	"github.com/flowebm/flowebm/internal/jsonfile"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -271,11 +269,7 @@ func (t *Trainer) restoreBank(s stateArchive) error {
 	if len(h.Shape) != 2 || h.Shape[0] != r || h.Shape[1] != d {
 		return fmt.Errorf("%s: state.npz member \"bank\" has shape %v, want [%d %d] (persistent × dim)", s.dir, h.Shape, r, d)
 	}
-	raw := t.Bank.RawMatrix()
-	if raw.Stride != d {
-		t.Bank = mat.NewDense(r, d, nil)
-		raw = t.Bank.RawMatrix()
-	}
+	raw := t.Bank.RawMatrix() // a NewDense: rows contiguous
 	if _, err := s.arc.GetInto("bank", raw.Data[:r*d]); err != nil {
 		return fmt.Errorf("%s: %w", s.dir, err)
 	}

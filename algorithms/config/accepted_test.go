@@ -3,12 +3,10 @@ package config
 import (
 	"errors"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/internal/sysmem"
-	"github.com/flowebm/flowebm/io/npy"
 )
 
 // Probe 57 B1: the limit under ulimit -v moves between identical
@@ -20,22 +18,9 @@ import (
 // honoured.
 func TestResolveHoldsTheAcceptedLimit(t *testing.T) {
 	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
-	path := filepath.Join(t.TempDir(), "x.npy")
-	x := make([]float64, 400*2)
-	rng := rand.New(rand.NewPCG(57, 1))
-	for i := range x {
-		x[i] = rng.NormFloat64()
-	}
-	if err := npy.WriteFile(path, &npy.Array{Shape: []int{400, 2}, Data: x}, npy.Float64); err != nil {
-		t.Fatal(err)
-	}
+	path := dataFile(t, 400, 2, rand.New(rand.NewPCG(57, 1)).NormFloat64)
 	resolve := func(accepted *sysmem.Accepted) (Run, error) {
-		cfg := Run{Data: &Data{File: path}, Train: algorithms.TrainConfig{Iterations: 10}, MemoryAccepted: accepted}
-		exp, _, err := cfg.LoadExperiment(rand.New(rand.NewPCG(2, 2)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg, cfg.Resolve(exp)
+		return resolveData(t, Run{Data: &Data{File: path}, Train: algorithms.TrainConfig{Iterations: 10}, MemoryAccepted: accepted})
 	}
 	memoryLimit = func() float64 { return sysmem.DefaultLimit }
 	start, err := resolve(nil)

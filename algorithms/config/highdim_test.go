@@ -30,24 +30,12 @@ func TestHighDimDiagnosticsDefaults(t *testing.T) {
 		{784, 128, 4096, true, true},
 		{64, 128, 4096, false, false},
 	} {
-		path := filepath.Join(t.TempDir(), "x.npy")
-		rng := rand.New(rand.NewPCG(1, uint64(c.dim)))
-		x := make([]float64, 400*c.dim)
-		for i := range x {
-			x[i] = rng.Float64()
-		}
-		if err := npy.WriteFile(path, &npy.Array{Shape: []int{400, c.dim}, Data: x}, npy.Float64); err != nil {
-			t.Fatal(err)
-		}
+		path := dataFile(t, 400, c.dim, rand.New(rand.NewPCG(1, uint64(c.dim))).Float64)
 		cfg := Run{Data: &Data{File: path}, Train: algorithms.TrainConfig{Iterations: 10}}
 		if c.given {
 			cfg.RHatChains, cfg.LogZSamples = c.chains, c.draws
 		}
-		exp, _, err := cfg.LoadExperiment(rand.New(rand.NewPCG(2, 2)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = cfg.Resolve(exp)
+		cfg, err := resolveData(t, cfg)
 		var over *sysmem.OverError
 		if got := errors.As(err, &over); got != c.refused || (err != nil && !c.refused) {
 			t.Errorf("d = %d, rhat_chains %d, log_z_samples %d: %v; want refused %v", c.dim, cfg.RHatChains, cfg.LogZSamples, err, c.refused)
@@ -56,4 +44,28 @@ func TestHighDimDiagnosticsDefaults(t *testing.T) {
 			t.Errorf("d = %d: rhat_chains %d, log_z_samples %d; want %d and %d", c.dim, cfg.RHatChains, cfg.LogZSamples, c.chains, c.draws)
 		}
 	}
+}
+
+// dataFile writes rows × cols values of draw to an .npy file.
+func dataFile(t *testing.T, rows, cols int, draw func() float64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.npy")
+	x := make([]float64, rows*cols)
+	for i := range x {
+		x[i] = draw()
+	}
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{rows, cols}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// resolveData loads cfg's data set and resolves cfg on it.
+func resolveData(t *testing.T, cfg Run) (Run, error) {
+	t.Helper()
+	exp, _, err := cfg.LoadExperiment(rand.New(rand.NewPCG(2, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, cfg.Resolve(exp)
 }

@@ -203,10 +203,9 @@ func (p *Plan) Start(dir string) (*Run, error) { return p.StartContext(context.B
 // StartContext is Start that stops the flow's pretraining when ctx ends
 // (the error wraps algorithms.ErrInterrupted).
 func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
-	cfg := p.Config
+	cfg := p.newRunConfig()
 	b := config.CurrentBuild()
 	cfg.Build = &b
-	cfg.MemoryAccepted = nil // a new run's own, not a --config file's
 	exp := p.exp
 	if exp != nil && (cfg.Data != nil || cfg.Experiment != exp.Name || cfg.DataDir != "") {
 		// The configuration was changed since, or reads a data folder,
@@ -264,8 +263,7 @@ func samePath(a, b string) bool {
 // start, which the trainer takes from the models): the data are loaded to
 // resolve it, as the run would.
 func (p *Plan) Resolved() (config.Run, error) {
-	cfg := p.Config
-	cfg.MemoryAccepted = nil // a new run's own, not a --config file's
+	cfg := p.newRunConfig()
 	exp := p.exp
 	if exp == nil || cfg.DataDir != "" { // a data folder: its checksums recorded, as the run records them
 		var err error
@@ -274,6 +272,15 @@ func (p *Plan) Resolved() (config.Run, error) {
 		}
 	}
 	return cfg, p.fromSource(cfg.Resolve(exp))
+}
+
+// newRunConfig is the plan's configuration for a new run: the memory
+// limit a run was accepted under is the run's own to record, not a
+// --config file's.
+func (p *Plan) newRunConfig() config.Run {
+	cfg := p.Config
+	cfg.MemoryAccepted = nil
+	return cfg
 }
 
 // fromSource names the plan's --config file, if any, in err (its fields

@@ -120,12 +120,7 @@ func TestFlowOutDrivesNeuTra(t *testing.T) {
 // accepted where the run records a limit that fits them (within the
 // drift measured, sysmem.MaxDrift).
 func TestSampleHoldsTheAcceptedLimit(t *testing.T) {
-	model := writeConvCheckpoint(t, t.TempDir())
-	f := memSampleFlags(model, 64)
-	m, err := f.models()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, m := convSampleRun(t, 64)
 	limit := memoryLimit(maxWorkBytes)
 	total, _ := sysmem.Total()
 	if !(total/2 > limit+64<<20) {

@@ -31,12 +31,7 @@ func TestULACheckpointAndStartsNamed(t *testing.T) {
 // Probe 58 B2: a resume refused for memory advised fewer chains, which
 // --resume refuses; it says where the run was accepted, to resume there.
 func TestSampleResumeRefusalSaysWhere(t *testing.T) {
-	model := writeConvCheckpoint(t, t.TempDir())
-	f := memSampleFlags(model, 64)
-	m, err := f.models()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, m := convSampleRun(t, 64)
 	f.chains = int(2 * memoryLimit(maxWorkBytes) / (f.memoryNeed(m) / 64))
 	f.resume = "ck.npz"
 	f.accepted = &sysmem.Accepted{Limit: 1 << 30, Total: 1 << 34, Ulimit: 6000000 << 10}

@@ -1086,7 +1086,12 @@ const maxDrawBytes = 4 << 30
 // buffers and the models' graphs.
 func (f sampleFlags) memoryNeed(m checkpoint.Models) float64 {
 	work, _ := f.workMemory(m)
-	return float64(f.chains)*float64(f.steps)*float64(m.EBM.Dim())*8 + work
+	return f.drawBytes(m) + work
+}
+
+// drawBytes is the draws' memory: chains × steps × d float64s.
+func (f sampleFlags) drawBytes(m checkpoint.Models) float64 {
+	return float64(f.chains) * float64(f.steps) * float64(m.EBM.Dim()) * 8
 }
 
 // checkMemory refuses runs whose draws (chains × steps × d float64s), or
@@ -1094,7 +1099,7 @@ func (f sampleFlags) memoryNeed(m checkpoint.Models) float64 {
 // estimate, before anything is allocated.
 func (f sampleFlags) checkMemory(m checkpoint.Models) error {
 	d := m.EBM.Dim()
-	need := float64(f.chains) * float64(f.steps) * float64(d) * 8
+	need := f.drawBytes(m)
 	if need > maxDrawBytes {
 		return fmt.Errorf("--chains %d × --steps %d × %d dimensions would keep %.3g GB of draws (the limit is %d GB): use fewer chains or steps", f.chains, f.steps, d, need/1e9, maxDrawBytes>>30)
 	}

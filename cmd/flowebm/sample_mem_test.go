@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/childtest"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/onnx"
@@ -47,6 +47,18 @@ func writeConvCheckpoint(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// convSampleRun is a MALA run of chains chains on a conv checkpoint
+// (memSampleFlags) and its models, loaded.
+func convSampleRun(t *testing.T, chains int) (sampleFlags, checkpoint.Models) {
+	t.Helper()
+	f := memSampleFlags(writeConvCheckpoint(t, t.TempDir()), chains)
+	m, err := f.models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, m
 }
 
 // memSampleFlags are sample's flags for a MALA run of chains chains on
@@ -97,25 +109,8 @@ const ulimitChildEnv = "FLOWEBM_TEST_SAMPLE_ULIMIT_CHILD"
 // but not that one is refused (checked in a child process, whose limit
 // alone is lowered).
 func TestSampleLimitHonoursUlimit(t *testing.T) {
-	if os.Getenv(ulimitChildEnv) == "1" {
+	if childtest.Run(t, "TestSampleLimitHonoursUlimit", ulimitChildEnv) {
 		sampleUnderUlimit(t)
-		return
-	}
-	inChild(t, "TestSampleLimitHonoursUlimit", ulimitChildEnv)
-}
-
-// inChild runs the test name again in a child process with env=1 set
-// (where it lowers its own limits), failing or skipping as the child does.
-func inChild(t *testing.T, name, env string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), env+"=1")
-	out, err := cmd.CombinedOutput()
-	switch {
-	case err != nil:
-		t.Fatalf("child: %v\n%s", err, out)
-	case strings.Contains(string(out), "--- SKIP"):
-		t.Skipf("child: %s", out)
 	}
 }
 
@@ -176,19 +171,18 @@ const ulimitRoomChildEnv = "FLOWEBM_TEST_ULIMIT_ROOM_CHILD"
 // much to raise it (checked in a child process, whose limit alone is
 // lowered to what it maps and 100 MiB).
 func TestRefusesUlimitWithoutRoom(t *testing.T) {
-	if os.Getenv(ulimitRoomChildEnv) == "1" {
-		as := mappedBytes(t) + 100<<20
-		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(as), Max: ^uint64(0)}); err != nil {
-			t.Skipf("setrlimit: %v", err)
-		}
-		dir := t.TempDir()
-		_, stderr, status := runCLI("energy", "--model", filepath.Join(dir, "m"), "--points", filepath.Join(dir, "p.npy"), "--out", filepath.Join(dir, "e.npy"))
-		if status == 0 || !strings.Contains(stderr, "ulimit -v leaves no room to work in") || !strings.Contains(stderr, "raise it by at least") {
-			t.Fatalf("status %d, %q; want a refusal that says how much to raise ulimit -v", status, stderr)
-		}
+	if !childtest.Run(t, "TestRefusesUlimitWithoutRoom", ulimitRoomChildEnv) {
 		return
 	}
-	inChild(t, "TestRefusesUlimitWithoutRoom", ulimitRoomChildEnv)
+	as := mappedBytes(t) + 100<<20
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(as), Max: ^uint64(0)}); err != nil {
+		t.Skipf("setrlimit: %v", err)
+	}
+	dir := t.TempDir()
+	_, stderr, status := runCLI("energy", "--model", filepath.Join(dir, "m"), "--points", filepath.Join(dir, "p.npy"), "--out", filepath.Join(dir, "e.npy"))
+	if status == 0 || !strings.Contains(stderr, "ulimit -v leaves no room to work in") || !strings.Contains(stderr, "raise it by at least") {
+		t.Fatalf("status %d, %q; want a refusal that says how much to raise ulimit -v", status, stderr)
+	}
 }
 
 // onnxUlimitChildEnv marks the process TestLargeONNXUnderUlimit starts.
@@ -200,8 +194,7 @@ const onnxUlimitChildEnv = "FLOWEBM_TEST_ONNX_ULIMIT_CHILD"
 // naming the file (checked in a child whose limit alone is lowered: the
 // process's mappings and 2 GiB).
 func TestLargeONNXUnderUlimit(t *testing.T) {
-	if os.Getenv(onnxUlimitChildEnv) != "1" {
-		inChild(t, "TestLargeONNXUnderUlimit", onnxUlimitChildEnv)
+	if !childtest.Run(t, "TestLargeONNXUnderUlimit", onnxUlimitChildEnv) {
 		return
 	}
 	dir := t.TempDir()

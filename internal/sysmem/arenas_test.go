@@ -27,7 +27,7 @@ func TestArenasCountAsThreadsCome(t *testing.T) {
 			t.Errorf("%s: %d arenas, want %d", name, got, want)
 		}
 		const cores = 2 // where the listings were taken
-		free[name] = -mappedIn(t, string(b)) - float64(arenasPerCore*cores-got)*(arenaBytes+stackBytes)
+		free[name] = -mappedIn(t, string(b)) - threadRoom(cores, got)
 	}
 	if d := free["start"] - free["resume"]; d > stackBytes || d < -stackBytes {
 		t.Errorf("free at start and at resume differ by %s, want less than %s", Bytes(d), Bytes(stackBytes))

@@ -1,11 +1,10 @@
 package sysmem
 
 import (
-	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flowebm/flowebm/internal/childtest"
 )
 
 // sink keeps an allocation from being optimised away.
@@ -17,16 +16,7 @@ var sink []byte
 // process, whose limit alone is lowered), 1 GiB allocated and dropped
 // leaves AddressSpaceFree within 256 MiB of what it was before.
 func TestFreedHeapCountsAsFree(t *testing.T) {
-	if os.Getenv("FLOWEBM_TEST_REUSABLE_CHILD") != "1" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestFreedHeapCountsAsFree$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "FLOWEBM_TEST_REUSABLE_CHILD=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
-		if strings.Contains(string(out), "--- SKIP") {
-			t.Skipf("child: %s", out)
-		}
+	if !childtest.Run(t, "TestFreedHeapCountsAsFree", "FLOWEBM_TEST_REUSABLE_CHILD") {
 		return
 	}
 	used, ok := mapped()

@@ -110,12 +110,17 @@ const (
 // accepted at start was refused on resuming, which had started one more
 // thread, 64 MiB more, by the time of its check).
 func threadsToCome() float64 {
-	most := arenasPerCore * runtime.NumCPU()
 	have := 0
 	if b, err := os.ReadFile("/proc/self/maps"); err == nil {
 		have = countArenas(string(b))
 	}
-	return float64(max(most-have, 0)) * (arenaBytes + stackBytes)
+	return threadRoom(runtime.NumCPU(), have)
+}
+
+// threadRoom is the room kept for threads on cores cores once arenas
+// arenas are mapped.
+func threadRoom(cores, arenas int) float64 {
+	return float64(max(arenasPerCore*cores-arenas, 0)) * (arenaBytes + stackBytes)
 }
 
 // countArenas counts glibc's thread arenas in a /proc/PID/maps listing:

@@ -2,13 +2,12 @@ package npz
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/flowebm/flowebm/internal/childtest"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/npy"
 )
@@ -58,16 +57,7 @@ const intoChildEnv = "FLOWEBM_TEST_NPZ_INTO_CHILD"
 // of half of about 100 MiB), Get refuses the member and GetInto reads it
 // into the buffer the caller has.
 func TestGetIntoUnderUlimit(t *testing.T) {
-	if os.Getenv(intoChildEnv) != "1" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestGetIntoUnderUlimit$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), intoChildEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child: %v\n%s", err, out)
-		}
-		if strings.Contains(string(out), "--- SKIP") {
-			t.Skipf("child: %s", out)
-		}
+	if !childtest.Run(t, "TestGetIntoUnderUlimit", intoChildEnv) {
 		return
 	}
 	const n = 8 << 20 // 64 MiB of float64
