@@ -2,14 +2,17 @@ package onnx
 
 import "math"
 
-// fuseNorms rewrites the Euclidean norms PyTorch exports as chains of
-// operations into one ReduceL2 over the same axes:
+// fuseNorms rewrites the norms PyTorch exports as chains of operations
+// into one reduction over the same axes:
 //
-//	x.norm(dim=d)                        Sqrt(ReduceSum(Mul(x, x)))
-//	torch.linalg.norm, vector_norm       Pow(ReduceSum(Pow(Abs(x), 2)), 0.5)
+//	x.norm(dim=d)                        Sqrt(ReduceSum(Mul(x, x)))          ReduceL2
+//	torch.linalg.norm, vector_norm       Pow(ReduceSum(Pow(Abs(x), 2)), 0.5) ReduceL2
+//	vector_norm(ord=p), x.norm(p=p)      Pow(ReduceSum(Pow(Abs(x), p)), 1/p) Lp norm of order p
 //
-// Its value is the chain's; its gradient is 0 where the norm is 0, as
-// PyTorch's norm backward gives. Only these two chains are fused: a
+// Its value is the norm's, with the exact 1/p (the exporter rounds it to
+// the graph's float type); its gradient is 0 where the norm is 0, as
+// PyTorch's norm backward gives, and for p < 1 also at a zero element.
+// The exponent 1/p must be p's reciprocal as float32 or float64 rounds it. Only these two chains are fused: a
 // square root written out, torch.sqrt((x ** 2).sum(1)) (Sqrt of a Pow
 // without Abs), has PyTorch's NaN gradient at 0 as in PyTorch, and so
 // has torch.cdist, whose export writes the exponent 0.49999976; but
@@ -79,7 +82,7 @@ func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset 
 		return nil
 	}
 	sqrt := root.OpType == "Sqrt" && len(root.Inputs) == 1
-	if !sqrt && !(root.OpType == "Pow" && len(root.Inputs) == 2 && c.scalar(root.Inputs[1]) == 0.5) {
+	if !sqrt && !(root.OpType == "Pow" && len(root.Inputs) == 2) {
 		return nil
 	}
 	sum := inner(root.Inputs[0], "ReduceSum")
@@ -88,16 +91,24 @@ func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset 
 	}
 	var x string
 	var fused []*Node
+	var lp float64
 	if sqrt { // x.norm: Mul(x, x)
 		sq := inner(sum.Inputs[0], "Mul")
 		if sq == nil || len(sq.Inputs) != 2 || sq.Inputs[0] != sq.Inputs[1] {
 			return nil
 		}
 		x, fused = sq.Inputs[0], []*Node{sum, sq}
-	} else { // linalg norms: Pow(Abs(x), 2)
+	} else { // linalg norms: Pow(Abs(x), p)
 		sq := inner(sum.Inputs[0], "Pow")
-		if sq == nil || len(sq.Inputs) != 2 || c.scalar(sq.Inputs[1]) != 2 {
+		if sq == nil || len(sq.Inputs) != 2 {
 			return nil
+		}
+		p, ok := normOrder(c.scalar(sq.Inputs[1]), c.scalar(root.Inputs[1]))
+		if !ok {
+			return nil
+		}
+		if p != 2 {
+			lp = p
 		}
 		abs := inner(sq.Inputs[0], "Abs")
 		if abs == nil || len(abs.Inputs) != 1 {
@@ -113,14 +124,26 @@ func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset 
 	if axesInput != "" {
 		inputs = append(inputs, axesInput)
 	}
-	node := &Node{Name: root.Name, OpType: "ReduceL2", Inputs: inputs, Outputs: root.Outputs, Attrs: attrs, Index: root.Index}
+	node := &Node{Name: root.Name, OpType: "ReduceL2", Inputs: inputs, Outputs: root.Outputs, Attrs: attrs, Index: root.Index, lp: lp}
 	return &fusedNorm{node: node, fused: fused}
+}
+
+// normOrder returns the order p of a norm chain raising to p and then to
+// q, if q is 1/p as float32 or float64 rounds it and p is positive and
+// finite. torch.cdist's 0.49999976 after a square is not 1/2: it is
+// computed as written.
+func normOrder(p, q float64) (float64, bool) {
+	if !(p > 0 && p <= math.MaxFloat32) || q != q {
+		return 0, false
+	}
+	r := 1 / p
+	return p, q == r || q == float64(float32(r))
 }
 
 // l2Axes gives ReduceSum's axes to a ReduceL2 of the same opset: as
 // attributes before opset 18 (ReduceSum reads them as an input from 13,
 // ReduceL2 from 18), else as the same input. It refuses axes that are not
-// constant, and noop_with_empty_axes, which ReduceL2 has only from 18.
+// constant, and noop_with_empty_axes set.
 func l2Axes(sum *Node, c constants, opset int64) (attrs map[string]*Attribute, axesInput string, ok bool) {
 	attrs = map[string]*Attribute{}
 	if k, has := sum.Attrs["keepdims"]; has {
@@ -129,16 +152,13 @@ func l2Axes(sum *Node, c constants, opset int64) (attrs map[string]*Attribute, a
 	if a, has := sum.Attrs["axes"]; has { // opset < 13
 		attrs["axes"] = a
 	}
-	if noop, has := sum.Attrs["noop_with_empty_axes"]; has && noop.I != 0 && opset < 18 {
-		return nil, "", false
+	if noop, has := sum.Attrs["noop_with_empty_axes"]; has && noop.I != 0 {
+		return nil, "", false // with no axes the chain is |x| elementwise, and ReduceL2 would pass x
 	}
 	if len(sum.Inputs) < 2 || sum.Inputs[1] == "" {
 		return attrs, "", true
 	}
 	if opset >= 18 {
-		if noop, has := sum.Attrs["noop_with_empty_axes"]; has {
-			attrs["noop_with_empty_axes"] = noop
-		}
 		return attrs, sum.Inputs[1], true
 	}
 	axes, isConst := c.ints(sum.Inputs[1])

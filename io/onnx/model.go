@@ -48,6 +48,10 @@ type Node struct {
 	Inputs, Outputs      []string // "" marks an omitted optional input, kept in place
 	Attrs                map[string]*Attribute
 	Index                int // position in the graph's node list
+
+	// lp is set by fuseNorms on a ReduceL2 node that computes a norm of
+	// another order: (Σ|x|ᵖ)^(1/p). A file cannot set it.
+	lp float64
 }
 
 // AttrType is AttributeProto.AttributeType.

@@ -615,12 +615,23 @@ func reduceHandler(in *instance, node *Node) ([]*val, error) {
 		axes = nil
 	}
 	keep := nodeInt(node, "keepdims", 1) != 0
-	y, err := in.reduce(reduceOps[node.OpType], x, axes, keep)
+	op := nd.Reduce{Kind: reduceOps[node.OpType], KeepDims: keep}
+	if node.lp != 0 {
+		op.Kind, op.P = nd.ReduceLp, node.lp
+	}
+	y, err := in.reduceBy(op, x, axes)
 	return []*val{y}, err
 }
 
 // reduce reduces x over axes (nil: all) with ONNX's output shape.
 func (in *instance) reduce(kind nd.ReduceKind, x *val, axes []int64, keep bool) (*val, error) {
+	return in.reduceBy(nd.Reduce{Kind: kind, KeepDims: keep}, x, axes)
+}
+
+// reduceBy reduces x along axes by op, whose kind, order and KeepDims it
+// keeps.
+func (in *instance) reduceBy(op nd.Reduce, x *val, axes []int64) (*val, error) {
+	keep := op.KeepDims
 	r := len(x.shape)
 	set := map[int]bool{}
 	for _, a := range axes {
@@ -655,7 +666,8 @@ func (in *instance) reduce(kind nd.ReduceKind, x *val, axes []int64, keep bool) 
 		norm = []int{0}
 		shape = nil
 	}
-	return in.op(nd.Reduce{Kind: kind, Axes: norm, KeepDims: keep}, shape, x.elem, x)
+	op.Axes = norm
+	return in.op(op, shape, x.elem, x)
 }
 
 // scalar is a float constant of the graph's type.

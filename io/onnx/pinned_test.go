@@ -82,6 +82,10 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// Probe 58 A2: an Einsum chain whose broadcast product was over
 		// the tensor limit, refused.
 		{"einsum_chain260_dyn", false, []int{3}},
+		// Probe 58 A1: norms of orders 3, 0.5 and 4 (exported as chains),
+		// at zero rows and zero elements (gradient NaN; PyTorch's is 0).
+		{"lpnorm_dyn", false, []int{9}},
+		{"lpnorm_b4_f32", false, []int{9}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

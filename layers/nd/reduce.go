@@ -26,10 +26,11 @@ const (
 	ReduceL1                          // Σ|x|; gradient sign(x), 0 at 0
 	ReduceL2                          // √Σx²; gradient x/y, 0 where y = 0
 	ReduceLogSum                      // ln Σx
+	ReduceLp                          // (Σ|x|ᵖ)^(1/p) for Reduce.P > 0; gradient sign(x)(|x|/y)ᵖ⁻¹, 0 where x or y is 0 (PyTorch's vector_norm)
 )
 
 var reduceNames = [...]string{"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-	"ReduceLogSumExp", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum"}
+	"ReduceLogSumExp", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLp"}
 
 // String is the reduction's ONNX name.
 func (k ReduceKind) String() string {
@@ -45,13 +46,15 @@ func (k ReduceKind) String() string {
 // reduced axes stay, of size 1; without, they are dropped (a result of no
 // axes has shape (1)). Rank is the input's rank, which Type needs unless
 // KeepDims is set: callers set it (0 with KeepDims: a → a, any rank);
-// InferShape checks it and Do ignores it.
+// InferShape checks it and Do ignores it. P is the order of ReduceLp, a
+// positive finite number; the other reductions must leave it 0.
 type Reduce struct {
 	pure
 	Kind     ReduceKind
 	Axes     []int
 	KeepDims bool
 	Rank     int
+	P        float64
 }
 
 // reduceGrad is Reduce's gradient, for inputs (x, y, g): of x's shape.
@@ -66,6 +69,9 @@ type reduceGrad struct {
 func (op Reduce) shapes(in tensor.Shape) (keep, out tensor.Shape, err error) {
 	if op.Kind < 0 || int(op.Kind) >= len(reduceNames) {
 		return nil, nil, fmt.Errorf("nd: unknown reduction %d", int(op.Kind))
+	}
+	if (op.Kind == ReduceLp) != (op.P != 0) || !(op.P >= 0 && op.P <= math.MaxFloat64) {
+		return nil, nil, fmt.Errorf("nd: %v: the order P must be a positive finite number for ReduceLp, 0 otherwise", op)
 	}
 	keep = in.Clone()
 	for i, a := range op.Axes {
@@ -151,15 +157,16 @@ func (op Reduce) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, error)
 	out := output(prealloc, ts[0].Dtype(), s, ts...)
 	b := newBcast(shapeOf(ts[0]), keep)
 	if out.Dtype() == tensor.Float32 {
-		withAcc(data[float32](out), func(acc []float64) { reduceRun(op.Kind, b, acc, data[float32](ts[0])) })
+		withAcc(data[float32](out), func(acc []float64) { reduceRun(op, b, acc, data[float32](ts[0])) })
 	} else {
-		withAcc(data[float64](out), func(acc []float64) { reduceRun(op.Kind, b, acc, data[float64](ts[0])) })
+		withAcc(data[float64](out), func(acc []float64) { reduceRun(op, b, acc, data[float64](ts[0])) })
 	}
 	return out, nil
 }
 
 // reduceRun sets acc to the reduction of x (b's output; acc is operand 0).
-func reduceRun[T fp](k ReduceKind, b *bcast, acc []float64, x []T) {
+func reduceRun[T fp](op Reduce, b *bcast, acc []float64, x []T) {
+	k := op.Kind
 	switch k {
 	case ReduceMax, ReduceMin, ReduceLogSumExp:
 		extremes(b, acc, x, k == ReduceMin)
@@ -177,6 +184,8 @@ func reduceRun[T fp](k ReduceKind, b *bcast, acc []float64, x []T) {
 		b.pairs(func(o, j int) { acc[j] += float64(x[o]) * float64(x[o]) })
 	case ReduceL1:
 		b.pairs(func(o, j int) { acc[j] += math.Abs(float64(x[o])) })
+	case ReduceLp:
+		b.pairs(func(o, j int) { acc[j] += math.Pow(math.Abs(float64(x[o])), op.P) })
 	default:
 		sumRows(b, acc, x, 1)
 	}
@@ -189,6 +198,8 @@ func reduceRun[T fp](k ReduceKind, b *bcast, acc []float64, x []T) {
 			acc[j] = math.Sqrt(v)
 		case ReduceLogSum:
 			acc[j] = math.Log(v)
+		case ReduceLp:
+			acc[j] = math.Pow(v, 1/op.P)
 		}
 	}
 }
@@ -235,6 +246,9 @@ func (op Reduce) Hashcode() uint32 { return hashOf(op) }
 
 // String shows the attributes.
 func (op Reduce) String() string {
+	if op.Kind == ReduceLp || op.P != 0 {
+		return fmt.Sprintf("%v{p %v, axes %v, keepdims %v, rank %d}", op.Kind, op.P, op.Axes, op.KeepDims, op.Rank)
+	}
 	return fmt.Sprintf("%v{axes %v, keepdims %v, rank %d}", op.Kind, op.Axes, op.KeepDims, op.Rank)
 }
 
@@ -287,18 +301,18 @@ func (op reduceGrad) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, er
 	out := output(prealloc, ts[0].Dtype(), op.in, ts...)
 	b := newBcast(op.in, keep)
 	if out.Dtype() == tensor.Float32 {
-		reduceBack(op.op.Kind, b, data[float32](out), data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]))
+		reduceBack(op.op, b, data[float32](out), data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]))
 	} else {
-		reduceBack(op.op.Kind, b, data[float64](out), data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]))
+		reduceBack(op.op, b, data[float64](out), data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]))
 	}
 	return out, nil
 }
 
 // reduceBack sets dx = g⊙∂y/∂x, x and dx being b's output and y and g its
 // operand 0.
-func reduceBack[T fp](k ReduceKind, b *bcast, dx, x, y, g []T) {
+func reduceBack[T fp](op Reduce, b *bcast, dx, x, y, g []T) {
 	var d func(v, y float64, j int) float64
-	switch k {
+	switch k := op.Kind; k {
 	case ReduceMax, ReduceMin:
 		d = tieShares(b, x, y)
 	case ReduceProd:
@@ -306,8 +320,10 @@ func reduceBack[T fp](k ReduceKind, b *bcast, dx, x, y, g []T) {
 	case ReduceMean:
 		n := float64(b.n / len(y))
 		d = func(_, _ float64, _ int) float64 { return 1 / n }
+	case ReduceLp:
+		d = lpDeriv(op.P)
 	default:
-		d = reduceDerivs[k]
+		d = reduceDerivs[op.Kind]
 	}
 	b.pairs(func(o, j int) { dx[o] = T(float64(g[j]) * d(float64(x[o]), float64(y[j]), j)) })
 }
@@ -321,6 +337,18 @@ var reduceDerivs = map[ReduceKind]func(v, y float64, j int) float64{
 	ReduceL1:        func(v, _ float64, _ int) float64 { return sign(v) },
 	ReduceL2:        func(v, y float64, _ int) float64 { return pick(y == 0, 0, v/y) },
 	ReduceLogSum:    func(_, y float64, _ int) float64 { return math.Exp(-y) },
+}
+
+// lpDeriv returns the derivative of an Lp norm y of order p at an element
+// v, sign(v)(|v|/y)ᵖ⁻¹: 0 where v or y is 0, as PyTorch's norm backward
+// masks them (the chain rule through (Σ|x|ᵖ)^(1/p) gives ∞·0 there).
+func lpDeriv(p float64) func(v, y float64, j int) float64 {
+	return func(v, y float64, _ int) float64 {
+		if v == 0 || y == 0 {
+			return 0
+		}
+		return sign(v) * math.Pow(math.Abs(v)/y, p-1)
+	}
 }
 
 // tieShares returns the derivative of a maximum or minimum y: 1/n for

@@ -198,3 +198,57 @@ func TestReduceGraph32(t *testing.T) {
 		checkGraph32(t, Reduce{Kind: k, KeepDims: true}, posInput(rng, 2, 3))
 	}
 }
+
+// TestReduceLp checks the Lp norm's values against its definition and its
+// gradient against finite differences (elements kept away from 0, where
+// |x|ᵖ is not differentiable for p ≤ 1), at orders PyTorch's vector_norm
+// exports as a chain (probe 58 A1).
+func TestReduceLp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, p := range []float64{0.5, 1, 1.5, 3, 4} {
+		ref := func(vs []float64) float64 {
+			return math.Pow(fold(vs, 0, func(a, v float64) float64 { return a + math.Pow(math.Abs(v), p) }), 1/p)
+		}
+		for _, axes := range [][]int{nil, {1}, {0, 2}} {
+			x := awayInput(rng, 2, 3, 4)
+			op := Reduce{Kind: ReduceLp, P: p, Axes: axes, KeepDims: len(axes) == 1, Rank: 3}
+			got := checkOp(t, op, smoothTol, x)
+			wantClose(t, op.String(), got, reduceRef(x, axes, ref), 1e-14)
+		}
+		checkGraph32(t, Reduce{Kind: ReduceLp, P: p, Axes: []int{1}, Rank: 2}, posInput(rng, 3, 4))
+	}
+}
+
+// TestReduceLpZeros checks PyTorch's gradient where the chain rule gives
+// ∞·0: 0 for every element of a zero row, and 0 for a zero element of a
+// norm of order below 1 (torch.linalg.vector_norm's backward).
+func TestReduceLpZeros(t *testing.T) {
+	for _, c := range []struct {
+		p  float64
+		x  []float64
+		y  float64
+		dx []float64
+	}{
+		{3, []float64{0, 0, 0}, 0, []float64{0, 0, 0}},
+		{0.5, []float64{0, 0}, 0, []float64{0, 0}},
+		{1, []float64{0, -2, 3}, 5, []float64{0, -1, 1}},
+		{0.5, []float64{0, 4}, 4, []float64{0, 1}},
+		{3, []float64{0, -2}, 2, []float64{0, -1}},
+		{4, []float64{1, 1}, math.Pow(2, 0.25), []float64{math.Pow(2, -0.75), math.Pow(2, -0.75)}},
+	} {
+		op := Reduce{Kind: ReduceLp, P: c.p, Rank: 1}
+		x := vals([]int{len(c.x)}, c.x...)
+		y, _ := eval64(t, op, x)
+		wantClose(t, op.String(), y, []float64{c.y}, 1e-15)
+		dx, _ := eval64(t, reduceGrad{op: op, in: tensor.Shape{len(c.x)}}, x, vals([]int{1}, y...), vals([]int{1}, 1))
+		wantClose(t, op.String()+" gradient", dx, c.dx, 1e-15)
+	}
+	for _, op := range []Reduce{
+		{Kind: ReduceLp, Rank: 1}, {Kind: ReduceLp, P: -1, Rank: 1}, {Kind: ReduceLp, P: math.NaN(), Rank: 1},
+		{Kind: ReduceLp, P: math.Inf(1), Rank: 1}, {Kind: ReduceL2, P: 2, Rank: 1},
+	} {
+		if _, err := op.InferShape(tensor.Shape{3}); err == nil {
+			t.Errorf("%v accepted", op)
+		}
+	}
+}

@@ -856,3 +856,34 @@ class EinsumChain(nn.Module):
 
 torch.manual_seed(582)
 save("einsum_chain260_dyn", EinsumChain(260), (260,), torch.float64, 2, [3], dynamic=True)
+
+
+# Probe 58 A1: norms of other orders, which PyTorch exports as
+# Pow(ReduceSum(Pow(Abs(x), p)), 1/p) (vector_norm(ord=p); x.norm exports
+# only p = 1 and 2), had a NaN gradient at a zero row (∞·0 through the
+# chain) and, for p < 1, at a zero element; PyTorch gives 0 at both. Every third point is 0 and
+# every other third has a zero coordinate. ord=inf exports as ReduceMax.
+class LpNorms(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(3, 4)
+
+    def forward(self, x):
+        h = self.l(x)
+        return (torch.linalg.vector_norm(x, ord=3, dim=1) + x.norm(p=1, dim=1)
+                + torch.linalg.vector_norm(F.relu(h), ord=0.5, dim=1) + torch.linalg.vector_norm(x, ord=float("inf"), dim=1)
+                + torch.linalg.vector_norm(x, ord=4, dim=1) ** 2)
+
+
+def with_zero_rows_and_elements(n, *shape, dtype):
+    x = with_zeros(n, *shape, dtype=dtype)
+    x[1::3, 0] = 0
+    return x
+
+
+torch.manual_seed(591)
+lp = LpNorms()
+with torch.no_grad():
+    lp.l.bias.fill_(0.0)  # a zero row has zero features: the ord=0.5 norm at 0
+save("lpnorm_dyn", lp, (3,), torch.float64, 4, [9], dynamic=True, draw=with_zero_rows_and_elements)
+save("lpnorm_b4_f32", lp, (3,), torch.float32, 4, [9], draw=with_zero_rows_and_elements)
