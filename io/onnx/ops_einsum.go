@@ -16,31 +16,32 @@ import (
 // product, the others kept; a letter only one operand has and nothing
 // later needs is summed first. The gradient is that of these operations.
 // (Broadcasting all operands at once took b·i·j values for 'bi,ij,bj->b'
-// and refused d = 4096; probe 58.) Ellipses and a letter repeated within
-// one operand (a diagonal) are refused.
+// and refused d = 4096; probe 58.) An ellipsis is written out as letters
+// of its own, whose axes broadcast (an axis of size 1 is dropped: the
+// operand does not vary along it); a letter repeated within one operand
+// takes its diagonal first.
 func einsumHandler(in *instance, node *Node) ([]*val, error) {
 	ops := make([]*val, len(node.Inputs))
+	ranks := make([]int, len(node.Inputs))
 	for i := range node.Inputs {
 		v, err := in.input(node, i)
 		if err != nil {
 			return nil, err
 		}
-		ops[i] = v
+		ops[i], ranks[i] = v, len(v.shape)
 	}
-	terms, out, err := parseEinsum(nodeString(node, "equation", ""), len(ops))
+	eq, err := parseEinsum(nodeString(node, "equation", ""), ranks)
 	if err != nil {
 		return nil, err
 	}
-	size := map[rune]int{}
-	for k, t := range terms {
-		if len(t) != len(ops[k].shape) {
-			return nil, fmt.Errorf("equation term %q has %d letters for input %d of shape %v", string(t), len(t), k, ops[k].shape)
-		}
-		for a, c := range t {
-			if n, seen := size[c]; seen && n != ops[k].shape[a] {
-				return nil, notSupported("letter %q has size %d in one input and %d in another: ONNX's Einsum does not broadcast", c, n, ops[k].shape[a])
-			}
-			size[c] = ops[k].shape[a]
+	terms, out := eq.terms, eq.out
+	size, err := letterSizes(ops, eq)
+	if err != nil {
+		return nil, err
+	}
+	for k := range ops {
+		if ops[k], terms[k], err = in.einsumOperand(ops[k], terms[k], size); err != nil {
+			return nil, err
 		}
 	}
 	acc, letters := ops[0], terms[0]
@@ -58,6 +59,86 @@ func einsumHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	y, err := in.permuteLetters(acc, letters, out, size)
 	return []*val{y}, err
+}
+
+// letterSizes gives each letter its size, the same in every operand
+// except for an ellipsis's letters, which broadcast: their size is the
+// largest, the others being 1.
+func letterSizes(ops []*val, eq einsumEquation) (map[rune]int, error) {
+	size := map[rune]int{}
+	for k, t := range eq.terms {
+		for a, c := range t {
+			n := ops[k].shape[a]
+			m, seen := size[c]
+			switch {
+			case !seen || m == n:
+			case strings.ContainsRune(string(eq.ellipsis), c) && (m == 1 || n == 1):
+				n = max(m, n)
+			case strings.ContainsRune(string(eq.ellipsis), c):
+				return nil, fmt.Errorf("the ellipsis's axes do not broadcast: sizes %d and %d", m, n)
+			default:
+				return nil, notSupported("letter %q has size %d in one input and %d in another: ONNX's Einsum does not broadcast", c, m, n)
+			}
+			size[c] = n
+		}
+	}
+	return size, nil
+}
+
+// einsumOperand takes the diagonal of v (letters t) along each repeated
+// letter, and drops the axes of size 1 whose letter is larger elsewhere
+// (broadcast), and returns v and its letters.
+func (in *instance) einsumOperand(v *val, t []rune, size map[rune]int) (*val, []rune, error) {
+	t = append([]rune(nil), t...)
+	for a := 0; a < len(t); a++ {
+		if v.shape[a] == 1 && size[t[a]] > 1 {
+			shape := append(append([]int(nil), v.shape[:a]...), v.shape[a+1:]...)
+			var err error
+			if v, err = in.reshape(v, shape); err != nil {
+				return nil, nil, err
+			}
+			t = append(t[:a], t[a+1:]...)
+			a--
+		}
+	}
+	for a := 0; a < len(t); a++ {
+		for b := a + 1; b < len(t); b++ {
+			if t[a] != t[b] {
+				continue
+			}
+			var err error
+			if v, err = in.diagonal(v, a, b); err != nil {
+				return nil, nil, err
+			}
+			t = append(t[:b], t[b+1:]...)
+			b--
+		}
+	}
+	return v, t, nil
+}
+
+// diagonal takes v's diagonal along axes a < b, of one size: the result
+// has b removed. It multiplies by an identity and sums, so that the
+// gradient is that of these.
+func (in *instance) diagonal(v *val, a, b int) (*val, error) {
+	n := v.shape[a]
+	mask := make([]int, len(v.shape))
+	for i := range mask {
+		mask[i] = 1
+	}
+	mask[a], mask[b] = n, n
+	if err := in.reserveConst(n * n); err != nil {
+		return nil, err
+	}
+	eye := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		eye[i*n+i] = 1
+	}
+	y, err := in.binary(nd.Mul, v, ownConst(mask, v.elem, eye))
+	if err != nil {
+		return nil, err
+	}
+	return in.reduce(nd.ReduceSum, y, []int64{int64(b)}, false)
 }
 
 // contract is the product of a (letters la) and b (letters lb), summed
@@ -162,50 +243,121 @@ func concatRunes(parts ...[]rune) []rune {
 	return r
 }
 
-// parseEinsum splits an Einsum equation into its n input terms and its
-// output (implicit: the letters that appear once, in alphabetical order).
-func parseEinsum(eq string, n int) (terms [][]rune, out []rune, err error) {
+// einsumEquation is a parsed Einsum equation: one term of letters per
+// input, the output's letters, and the letters that stand for the
+// ellipsis.
+type einsumEquation struct {
+	terms    [][]rune
+	out      []rune
+	ellipsis []rune
+}
+
+// parseEinsum parses an Einsum equation for inputs of the given ranks. An
+// ellipsis stands for the axes a term's letters leave, aligned on the
+// right across the terms; it is written out with letters the equation
+// does not use. The implicit output is the ellipsis's letters, then the
+// letters that appear once, in alphabetical order. A letter may repeat
+// within one input (a diagonal), not in the output.
+func parseEinsum(eq string, ranks []int) (einsumEquation, error) {
+	var e einsumEquation
+	orig := eq
 	eq = strings.ReplaceAll(eq, " ", "")
-	if strings.Contains(eq, ".") {
-		return nil, nil, notSupported("equation %q: ellipses (...) are not supported; write every axis's letter", eq)
-	}
 	lhs, rhs, explicit := strings.Cut(eq, "->")
 	parts := strings.Split(lhs, ",")
-	if len(parts) != n {
-		return nil, nil, fmt.Errorf("equation %q has %d input terms for %d inputs", eq, len(parts), n)
+	if len(parts) != len(ranks) {
+		return e, fmt.Errorf("equation %q has %d input terms for %d inputs", orig, len(parts), len(ranks))
 	}
+	dims := 0 // the ellipsis's rank
+	for k, p := range parts {
+		n, letters, err := ellipsisTerm(p)
+		if err != nil {
+			return e, fmt.Errorf("equation %q: %w", orig, err)
+		}
+		if n > 0 {
+			if len(letters) > ranks[k] {
+				return e, fmt.Errorf("equation %q: term %q has %d letters for input %d of rank %d", orig, p, len(letters), k, ranks[k])
+			}
+			dims = max(dims, ranks[k]-len(letters))
+		}
+	}
+	fresh, err := unusedLetters(eq, dims)
+	if err != nil {
+		return e, fmt.Errorf("equation %q: %w", orig, err)
+	}
+	e.ellipsis = fresh
 	count := map[rune]int{}
-	for _, p := range parts {
+	for k, p := range parts {
 		t := []rune(p)
-		seen := map[rune]bool{}
+		if n, letters, _ := ellipsisTerm(p); n > 0 { // its last ranks[k]−len(letters) axes
+			t = []rune(strings.Replace(p, "...", string(fresh[dims-(ranks[k]-len(letters)):]), 1))
+		}
+		if len(t) != ranks[k] {
+			return e, fmt.Errorf("equation %q: term %q has %d letters for input %d of rank %d", orig, p, len(t), k, ranks[k])
+		}
 		for _, c := range t {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-				return nil, nil, fmt.Errorf("equation %q: %q is not a letter", eq, c)
-			}
-			if seen[c] {
-				return nil, nil, notSupported("equation %q: the letter %q repeats within one input (a diagonal), which is not supported", eq, c)
-			}
-			seen[c] = true
 			count[c]++
 		}
-		terms = append(terms, t)
+		e.terms = append(e.terms, t)
 	}
 	if !explicit {
+		e.out = append(e.out, fresh...)
+		var once []rune
 		for c, k := range count {
-			if k == 1 {
-				out = append(out, c)
+			if k == 1 && !strings.ContainsRune(string(fresh), c) {
+				once = append(once, c)
 			}
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		return terms, out, nil
+		sort.Slice(once, func(i, j int) bool { return once[i] < once[j] })
+		e.out = append(e.out, once...)
+		return e, nil
 	}
-	out = []rune(rhs)
+	n, letters, err := ellipsisTerm(rhs)
+	if err != nil {
+		return e, fmt.Errorf("equation %q: output: %w", orig, err)
+	}
+	e.out = []rune(letters)
+	if n > 0 {
+		e.out = []rune(strings.Replace(rhs, "...", string(fresh), 1))
+	}
 	seen := map[rune]bool{}
-	for _, c := range out {
+	for _, c := range e.out {
 		if count[c] == 0 || seen[c] {
-			return nil, nil, fmt.Errorf("equation %q: output letter %q appears in no input, or twice", eq, c)
+			return e, fmt.Errorf("equation %q: output letter %q appears in no input, or twice", orig, c)
 		}
 		seen[c] = true
 	}
-	return terms, out, nil
+	return e, nil
+}
+
+// ellipsisTerm checks a term: letters and at most one ellipsis. It returns
+// the number of ellipses and the letters.
+func ellipsisTerm(p string) (int, string, error) {
+	n := strings.Count(p, "...")
+	if n > 1 {
+		return 0, "", fmt.Errorf("term %q has more than one ellipsis", p)
+	}
+	letters := strings.Replace(p, "...", "", 1)
+	for _, c := range letters {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return 0, "", fmt.Errorf("%q is not a letter", c)
+		}
+	}
+	return n, letters, nil
+}
+
+// unusedLetters returns n letters that eq does not use.
+func unusedLetters(eq string, n int) ([]rune, error) {
+	var fresh []rune
+	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" {
+		if len(fresh) == n {
+			break
+		}
+		if !strings.ContainsRune(eq, c) {
+			fresh = append(fresh, c)
+		}
+	}
+	if len(fresh) < n {
+		return nil, fmt.Errorf("the ellipsis stands for %d axes, more than the letters left", n)
+	}
+	return fresh, nil
 }

@@ -86,6 +86,11 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// at zero rows and zero elements (gradient NaN; PyTorch's is 0).
 		{"lpnorm_dyn", false, []int{9}},
 		{"lpnorm_b4_f32", false, []int{9}},
+		// Einsum with ellipses (one broadcast) and diagonals, refused as
+		// unsupported.
+		{"einsum_ellipsis_dyn", false, []int{5}},
+		{"einsum_diagonal_dyn", false, []int{5}},
+		{"einsum_diagonal_b4_f32", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -126,7 +131,8 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 	}
 	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
 	// And through PRelu's slopes and Trilu's masked factor (probe 57).
-	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn", "einsum_quad_dyn", "einsum_attention_dyn"} {
+	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn", "einsum_quad_dyn", "einsum_attention_dyn",
+		"einsum_ellipsis_dyn", "einsum_diagonal_dyn"} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err != nil {
 			t.Fatal(err)

@@ -49,29 +49,43 @@ func TestDynamicRefusalsSayWhy(t *testing.T) {
 	}
 }
 
-// Einsum equations: explicit and implicit outputs; ellipses and
-// diagonals refused as not supported; malformed ones refused.
+// Einsum equations: explicit and implicit outputs, ellipses written out
+// with unused letters (aligned on the right), diagonals kept as repeated
+// letters; malformed ones refused.
 func TestParseEinsum(t *testing.T) {
 	for _, c := range []struct {
-		eq       string
-		n        int
-		out, err string
+		eq              string
+		ranks           []int
+		terms, out, err string
 	}{
-		{"bi,ij,bj->b", 3, "b", ""},
-		{"ij,bj", 2, "bi", ""},
-		{"bi,bi", 2, "", ""},
-		{"b i , b i -> b", 2, "b", ""},
-		{"...i,...i->...", 2, "", "ellipses (...) are not supported"},
-		{"ii->i", 1, "", "repeats within one input (a diagonal)"},
-		{"bi,bj->bk", 2, "", `output letter 'k' appears in no input`},
-		{"bi->bb", 1, "", `output letter 'b' appears in no input, or twice`},
-		{"bi,ij", 1, "", "has 2 input terms for 1 inputs"},
-		{"b1->b", 1, "", "'1' is not a letter"},
+		{"bi,ij,bj->b", []int{2, 2, 2}, "bi ij bj", "b", ""},
+		{"ij,bj", []int{2, 2}, "ij bj", "bi", ""},
+		{"bi,bi", []int{2, 2}, "bi bi", "", ""},
+		{"b i , b i -> b", []int{2, 2}, "bi bi", "b", ""},
+		{"...i,...i->...", []int{3, 2}, "ABi Bi", "AB", ""},
+		{"...i,ij", []int{3, 2}, "ABi ij", "ABj", ""},
+		{"bi,...ij->b...j", []int{2, 2}, "bi ij", "bj", ""},
+		{"A...,...->...A", []int{2, 0}, "AB ", "BA", ""},
+		{"ii->i", []int{2}, "ii", "i", ""},
+		{"ii", []int{2}, "ii", "", ""},
+		{"bii->b", []int{3}, "bii", "b", ""},
+		{"...i->i", []int{0}, "", "", "has 1 letters for input 0 of rank 0"},
+		{"i...i...->i", []int{4}, "", "", "more than one ellipsis"},
+		{"i..j->i", []int{2}, "", "", "'.' is not a letter"},
+		{"bi,bj->bk", []int{2, 2}, "", "", `output letter 'k' appears in no input`},
+		{"bi->bb", []int{2}, "", "", `output letter 'b' appears in no input, or twice`},
+		{"bi,ij", []int{2}, "", "", "has 2 input terms for 1 inputs"},
+		{"b1->b", []int{2}, "", "", "'1' is not a letter"},
+		{"bij->b", []int{2}, "", "", `term "bij" has 3 letters for input 0 of rank 2`},
 	} {
-		_, out, err := parseEinsum(c.eq, c.n)
+		e, err := parseEinsum(c.eq, c.ranks)
+		var terms []string
+		for _, t := range e.terms {
+			terms = append(terms, string(t))
+		}
 		switch {
-		case c.err == "" && (err != nil || string(out) != c.out):
-			t.Errorf("%q: output %q, %v; want %q", c.eq, string(out), err, c.out)
+		case c.err == "" && (err != nil || string(e.out) != c.out || strings.Join(terms, " ") != c.terms):
+			t.Errorf("%q: terms %q, output %q, %v; want %q, %q", c.eq, terms, string(e.out), err, c.terms, c.out)
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%q: %v; want %q", c.eq, err, c.err)
 		}
@@ -79,30 +93,42 @@ func TestParseEinsum(t *testing.T) {
 }
 
 // parseEinsum reads any equation without panicking; what it accepts has
-// one term per input, of letters, and an output of letters from them.
+// one term per input, of the input's rank, and an output of letters from
+// them, none twice.
 func FuzzParseEinsum(f *testing.F) {
-	for _, s := range []string{"bi,ij,bj->b", "ij,bj", "...i->i", "ii", "a->", "->", ",", "bqd,bkd->bqk"} {
-		f.Add(s, 2)
+	for _, s := range []string{"bi,ij,bj->b", "ij,bj", "...i->i", "ii", "a->", "->", ",", "bqd,bkd->bqk", "...ij,...jk->...ik"} {
+		f.Add(s, 2, 3)
 	}
-	f.Fuzz(func(t *testing.T, eq string, n int) {
-		if n < 0 || n > 8 {
+	f.Fuzz(func(t *testing.T, eq string, n, r int) {
+		if n < 0 || n > 8 || r < 0 || r > 60 {
 			return
 		}
-		terms, out, err := parseEinsum(eq, n)
+		ranks := make([]int, n)
+		for i := range ranks {
+			ranks[i] = r
+		}
+		e, err := parseEinsum(eq, ranks)
 		if err != nil {
 			return
 		}
-		if len(terms) != n {
-			t.Fatalf("%q: %d terms for %d inputs", eq, len(terms), n)
+		if len(e.terms) != n {
+			t.Fatalf("%q: %d terms for %d inputs", eq, len(e.terms), n)
 		}
-		for _, c := range out {
+		for k, term := range e.terms {
+			if len(term) != r {
+				t.Fatalf("%q: term %d has %d letters, rank %d", eq, k, len(term), r)
+			}
+		}
+		seen := map[rune]bool{}
+		for _, c := range e.out {
 			found := false
-			for _, term := range terms {
+			for _, term := range e.terms {
 				found = found || strings.ContainsRune(string(term), c)
 			}
-			if !found {
-				t.Fatalf("%q: output letter %q in no input", eq, c)
+			if !found || seen[c] {
+				t.Fatalf("%q: output letter %q in no input, or twice", eq, c)
 			}
+			seen[c] = true
 		}
 	})
 }

@@ -887,3 +887,35 @@ with torch.no_grad():
     lp.l.bias.fill_(0.0)  # a zero row has zero features: the ord=0.5 norm at 0
 save("lpnorm_dyn", lp, (3,), torch.float64, 4, [9], dynamic=True, draw=with_zero_rows_and_elements)
 save("lpnorm_b4_f32", lp, (3,), torch.float32, 4, [9], draw=with_zero_rows_and_elements)
+
+
+# Einsum with an ellipsis (written out with letters of its own; its axes
+# broadcast) and with a letter repeated within one operand (a diagonal),
+# both refused as unsupported before.
+class EinsumEllipsis(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(3, 3) / 3)
+        self.V = nn.Parameter(torch.randn(1, 3, 3) / 3)
+
+    def forward(self, x):
+        h = x.reshape(-1, 4, 3)
+        a = torch.einsum("...i,ij->...j", h, self.W)  # (b, 4, 3)
+        b = torch.einsum("...ij,...jk->...ik", a, self.V)  # V's ellipsis (1) broadcasts
+        return torch.einsum("...ij,...ij->...", b, h)
+
+
+class EinsumDiagonal(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(9, 9)
+
+    def forward(self, x):
+        m = self.l(x).reshape(-1, 3, 3)
+        return torch.einsum("bii->b", m) ** 2 + torch.einsum("bii->bi", m @ m).pow(2).sum(1)
+
+
+torch.manual_seed(592)
+save("einsum_ellipsis_dyn", EinsumEllipsis(), (12,), torch.float64, 2, [5], dynamic=True)
+save("einsum_diagonal_dyn", EinsumDiagonal(), (9,), torch.float64, 2, [5], dynamic=True)
+save("einsum_diagonal_b4_f32", EinsumDiagonal(), (9,), torch.float32, 4, [5])
