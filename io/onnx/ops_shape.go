@@ -10,7 +10,8 @@ import (
 func init() {
 	for op, h := range map[string]handler{
 		"Reshape": reshapeHandler, "Flatten": flattenHandler, "Squeeze": squeezeHandler,
-		"Unsqueeze": unsqueezeHandler, "Transpose": transposeHandler, "Slice": sliceHandler,
+		"Unsqueeze": unsqueezeHandler, "Transpose": transposeHandler,
+		"DepthToSpace": depthToSpaceHandler, "SpaceToDepth": spaceToDepthHandler, "Slice": sliceHandler,
 		"Split": splitHandler, "Concat": concatHandler, "Gather": gatherHandler,
 		"GatherElements": gatherElementsHandler, "GatherND": gatherNDHandler, "ScatterND": scatterNDHandler,
 		"Expand": expandHandler, "Tile": tileHandler, "Pad": padHandler,
@@ -214,6 +215,80 @@ func transposeHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	y, err := in.op(nd.Transpose{Perm: perm}, shape, x.elem, x)
 	return []*val{y}, err
+}
+
+// depthToSpaceHandler is DepthToSpace (nn.PixelShuffle exports it in
+// CRD mode): blocks of channels moved into space, as ONNX defines it by a
+// reshape to rank 6, a transpose and a reshape.
+func depthToSpaceHandler(in *instance, node *Node) ([]*val, error) {
+	x, bs, err := blockInput(in, node)
+	if err != nil {
+		return nil, err
+	}
+	n, c, h, w := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	if c%(bs*bs) != 0 {
+		return nil, fmt.Errorf("%d channels are not a multiple of blocksize² = %d", c, bs*bs)
+	}
+	c /= bs * bs
+	split, perm := []int{n, bs, bs, c, h, w}, []int{0, 3, 4, 1, 5, 2} // DCR
+	switch mode := nodeString(node, "mode", "DCR"); mode {
+	case "DCR":
+	case "CRD":
+		split, perm = []int{n, c, bs, bs, h, w}, []int{0, 1, 4, 2, 5, 3}
+	default:
+		return nil, fmt.Errorf("mode %q: want DCR or CRD", mode)
+	}
+	y, err := in.reshapeTransposeReshape(x, split, perm, []int{n, c, h * bs, w * bs})
+	return []*val{y}, err
+}
+
+// spaceToDepthHandler is SpaceToDepth, DepthToSpace's inverse in DCR mode.
+func spaceToDepthHandler(in *instance, node *Node) ([]*val, error) {
+	x, bs, err := blockInput(in, node)
+	if err != nil {
+		return nil, err
+	}
+	n, c, h, w := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	if h%bs != 0 || w%bs != 0 {
+		return nil, fmt.Errorf("height %d and width %d must be multiples of blocksize %d", h, w, bs)
+	}
+	split, perm := []int{n, c, h / bs, bs, w / bs, bs}, []int{0, 3, 5, 1, 2, 4}
+	y, err := in.reshapeTransposeReshape(x, split, perm, []int{n, c * bs * bs, h / bs, w / bs})
+	return []*val{y}, err
+}
+
+// blockInput returns DepthToSpace's or SpaceToDepth's input, of rank 4,
+// and its blocksize.
+func blockInput(in *instance, node *Node) (*val, int, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(x.shape) != 4 {
+		return nil, 0, fmt.Errorf("input of shape %v: want rank 4 (N, C, H, W)", x.shape)
+	}
+	bs := nodeInt(node, "blocksize", 0)
+	if bs < 1 || bs > 1<<20 {
+		return nil, 0, fmt.Errorf("blocksize %d: want a positive size", bs)
+	}
+	return x, int(bs), nil
+}
+
+// reshapeTransposeReshape reshapes x to split, permutes its axes by perm
+// and reshapes the result to out.
+func (in *instance) reshapeTransposeReshape(x *val, split, perm, out []int) (*val, error) {
+	v, err := in.reshape(x, split)
+	if err != nil {
+		return nil, err
+	}
+	shape := make([]int, len(perm))
+	for i, p := range perm {
+		shape[i] = split[p]
+	}
+	if v, err = in.op(nd.Transpose{Perm: perm}, shape, v.elem, v); err != nil {
+		return nil, err
+	}
+	return in.reshape(v, out)
 }
 
 func sliceHandler(in *instance, node *Node) ([]*val, error) {

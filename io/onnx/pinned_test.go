@@ -91,6 +91,11 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"einsum_ellipsis_dyn", false, []int{5}},
 		{"einsum_diagonal_dyn", false, []int{5}},
 		{"einsum_diagonal_b4_f32", false, []int{5}},
+		// DepthToSpace (nn.PixelShuffle, CRD; DCR) and SpaceToDepth,
+		// refused as unsupported.
+		{"pixelshuffle_dyn", false, []int{5}},
+		{"depthtospace_dcr_dyn", false, []int{5}},
+		{"spacetodepth_dyn", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -132,7 +137,7 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
 	// And through PRelu's slopes and Trilu's masked factor (probe 57).
 	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn", "einsum_quad_dyn", "einsum_attention_dyn",
-		"einsum_ellipsis_dyn", "einsum_diagonal_dyn"} {
+		"einsum_ellipsis_dyn", "einsum_diagonal_dyn", "pixelshuffle_dyn"} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err != nil {
 			t.Fatal(err)

@@ -36,6 +36,7 @@ model's dtype, as float64).
 Run with /usr/bin/python3 (PyTorch 1.13) from the repository root.
 """
 import numpy as np
+import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -919,3 +920,57 @@ torch.manual_seed(592)
 save("einsum_ellipsis_dyn", EinsumEllipsis(), (12,), torch.float64, 2, [5], dynamic=True)
 save("einsum_diagonal_dyn", EinsumDiagonal(), (9,), torch.float64, 2, [5], dynamic=True)
 save("einsum_diagonal_b4_f32", EinsumDiagonal(), (9,), torch.float32, 4, [5])
+
+
+# nn.PixelShuffle exports as DepthToSpace (mode CRD), refused as
+# unsupported before: an image EBM that upsamples its features.
+class ShuffleEBM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 8, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+        self.unshuffle = nn.PixelUnshuffle(2)
+        self.c2 = nn.Conv2d(2, 4, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        h = self.shuffle(F.silu(self.c1(x)))  # (n, 2, 12, 12)
+        h = self.unshuffle(F.silu(self.c2(h)))  # (n, 16, 3, 3)
+        return h.pow(2).sum((1, 2, 3)) / 2 + (x ** 2).sum((1, 2, 3)) / 2
+
+
+torch.manual_seed(593)
+save("pixelshuffle_dyn", ShuffleEBM(), (1, 6, 6), torch.float64, 2, [5], dynamic=True)
+
+
+# DepthToSpace in DCR mode (the default) and SpaceToDepth, which PyTorch
+# does not export: graphs written with onnx.helper, E(x) = Σ W ⊙ op(x),
+# and their values from ONNX's definitions (reshape, transpose, reshape).
+def dcr(x, b):
+    n, c, h, w = x.shape
+    return x.reshape(n, b, b, c // b**2, h, w).permute(0, 3, 4, 1, 5, 2).reshape(n, c // b**2, h * b, w * b)
+
+
+def space_to_depth(x, b):
+    n, c, h, w = x.shape
+    return x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4).reshape(n, c * b**2, h // b, w // b)
+
+
+def save_block_op(name, op, ref, shape, block):
+    from onnx import TensorProto, helper, numpy_helper
+    x = torch.randn(5, *shape, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(ref(x, block).shape[1:], dtype=torch.float64)
+    e = (ref(x, block) * w).sum((1, 2, 3))
+    (g,) = torch.autograd.grad(e.sum(), x)
+    nodes = [helper.make_node(op, ["x"], ["b"], blocksize=block),
+             helper.make_node("Mul", ["b", "w"], ["m"]),
+             helper.make_node("ReduceSum", ["m", "axes"], ["energy"], keepdims=0)]
+    inits = [numpy_helper.from_array(w.numpy()[None], "w"), numpy_helper.from_array(np.array([1, 2, 3], dtype=np.int64), "axes")]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["batch", *shape])],
+                              [helper.make_tensor_value_info("energy", TensorProto.DOUBLE, ["batch"])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
+    np.savez(f"{out}/{name}.npz", x5=x.detach().numpy().reshape(5, -1), energy5=e.detach().numpy(), grad5=g.numpy().reshape(5, -1))
+
+
+torch.manual_seed(594)
+save_block_op("depthtospace_dcr_dyn", "DepthToSpace", dcr, (8, 2, 3), 2)
+save_block_op("spacetodepth_dyn", "SpaceToDepth", space_to_depth, (2, 4, 6), 2)
