@@ -718,15 +718,16 @@ func ifHandler(in *instance, node *Node) ([]*val, error) {
 	return outs, nil
 }
 
-// topKHandler folds TopK of a constant (torch.argsort of a permutation
-// buffer, as flow libraries invert their permutations): the k largest (or
-// smallest) values along axis and their int64 indices, ties in index
-// order as ONNX specifies. TopK of values computed from the input has no
-// gradient here and is refused.
+// topKHandler is TopK: the k largest (or smallest) values along axis,
+// equal ones in index order as ONNX specifies (torch.topk, torch.sort).
+// Of a constant (torch.argsort of a permutation buffer, as flow libraries
+// invert their permutations) it is folded, int64 indices included; of
+// values computed from the input it gives the values, whose gradient goes
+// to the elements they came from, and not the indices.
 func topKHandler(in *instance, node *Node) ([]*val, error) {
-	x, err := in.constInput(node, 0)
+	x, err := in.input(node, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w (TopK is supported on constants only, e.g. argsort of a buffer)", err)
+		return nil, err
 	}
 	kv, err := in.constInput(node, 1)
 	if err != nil {
@@ -743,36 +744,36 @@ func topKHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, n := int(kv.c.Data().([]float64)[0]), x.shape[ax]
-	if k < 0 || k > n {
-		return nil, fmt.Errorf("K = %d, want 0 to %d (the size of axis %d)", k, n, ax)
+	k, n := kv.c.Data().([]float64)[0], x.shape[ax]
+	if !(k >= 0 && k <= float64(n)) {
+		return nil, fmt.Errorf("K = %v, want 0 to %d (the size of axis %d)", k, n, ax)
 	}
-	largest := nodeInt(node, "largest", 1) != 0
-	outer, inner := sizeOf(x.shape[:ax]), sizeOf(x.shape[ax+1:])
-	shape := append(append(append([]int(nil), x.shape[:ax]...), k), x.shape[ax+1:]...)
+	op := nd.TopK{Axis: ax, K: int(k), Largest: nodeInt(node, "largest", 1) != 0}
+	shape := append(append(append([]int(nil), x.shape[:ax]...), op.K), x.shape[ax+1:]...)
+	if !x.isConst() {
+		if op.K == 0 {
+			return nil, notSupported("K = 0 (an empty result) of values computed from the input is not supported")
+		}
+		y, err := in.op(op, shape, x.elem, x)
+		indices := &val{err: notSupported("output 1 (the indices) of node %q (TopK) is not supported where TopK takes values computed from the input; its values are (torch.topk(x, k).values, torch.sort(x).values)", nodeName(node))}
+		return []*val{y, indices}, err
+	}
+	return topKConst(in, op, x, shape)
+}
+
+// topKConst folds TopK of a constant into its values and int64 indices.
+func topKConst(in *instance, op nd.TopK, x *val, shape []int) ([]*val, error) {
 	if err := in.reserveConst(2 * sizeOf(shape)); err != nil {
 		return nil, err
 	}
 	src := x.c.Data().([]float64)
 	vals, idx := make([]float64, sizeOf(shape)), make([]float64, sizeOf(shape))
-	order := make([]int, n)
-	for o := 0; o < outer; o++ {
-		for i := 0; i < inner; i++ {
-			at := func(j int) float64 { return src[(o*n+j)*inner+i] }
-			for j := range order {
-				order[j] = j
-			}
-			sort.SliceStable(order, func(a, b int) bool {
-				if largest {
-					return at(order[a]) > at(order[b])
-				}
-				return at(order[a]) < at(order[b])
-			})
-			for j := 0; j < k; j++ {
-				vals[(o*k+j)*inner+i], idx[(o*k+j)*inner+i] = at(order[j]), float64(order[j])
-			}
-		}
-	}
+	n, inner := x.shape[op.Axis], sizeOf(x.shape[op.Axis+1:])
+	ds := tensor.Shape(append([]int(nil), x.shape...))
+	nd.TopKPick(op, ds, src, func(to, from int) {
+		vals[to] = src[from]
+		idx[to] = float64(from / inner % n)
+	})
 	return []*val{ownConst(shape, x.elem, vals), ownConst(shape, TypeInt64, idx)}, nil
 }
 

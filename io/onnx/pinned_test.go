@@ -96,6 +96,9 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"pixelshuffle_dyn", false, []int{5}},
 		{"depthtospace_dcr_dyn", false, []int{5}},
 		{"spacetodepth_dyn", false, []int{5}},
+		// TopK of computed values (torch.topk, torch.sort), refused.
+		{"topk_dyn", false, []int{5}},
+		{"topk_b4_f32", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -137,7 +140,7 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
 	// And through PRelu's slopes and Trilu's masked factor (probe 57).
 	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn", "einsum_quad_dyn", "einsum_attention_dyn",
-		"einsum_ellipsis_dyn", "einsum_diagonal_dyn", "pixelshuffle_dyn"} {
+		"einsum_ellipsis_dyn", "einsum_diagonal_dyn", "pixelshuffle_dyn", "topk_dyn"} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err != nil {
 			t.Fatal(err)

@@ -974,3 +974,34 @@ def save_block_op(name, op, ref, shape, block):
 torch.manual_seed(594)
 save_block_op("depthtospace_dcr_dyn", "DepthToSpace", dcr, (8, 2, 3), 2)
 save_block_op("spacetodepth_dyn", "SpaceToDepth", space_to_depth, (2, 4, 6), 2)
+
+
+# TopK of values computed from the input (torch.topk, torch.sort: order
+# statistics, permutation-invariant energies), refused before: only TopK
+# of constants (argsort of a permutation buffer) was folded. (topk_data_dyn
+# above, refused then, loads now.)
+class OrderStats(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(5, 6)
+
+    def forward(self, x):
+        ranks = torch.arange(x.shape[1], dtype=x.dtype)
+        return (torch.topk(F.softplus(self.l(x)), 2, dim=1).values.sum(1)
+                + (torch.sort(x, dim=1).values ** 2 * ranks).sum(1) / 4
+                + torch.sort(x, dim=1, descending=True)[0][:, 0])
+
+
+torch.manual_seed(595)
+save("topk_dyn", OrderStats(), (5,), torch.float64, 4, [5], dynamic=True)
+save("topk_b4_f32", OrderStats(), (5,), torch.float32, 4, [5])
+
+
+# TopK's indices of computed values (a data-dependent gather) stay
+# unsupported, said without the batch explanation.
+class TopKIndices(nn.Module):
+    def forward(self, x):
+        return torch.gather(x, 1, torch.topk(x, 2, dim=1).indices).sum(1) + 0.5 * (x ** 2).sum(1)
+
+
+torch.onnx.export(TopKIndices().double(), torch.randn(4, 3, dtype=torch.float64), f"{out}/topk_indices_dyn.onnx", **dyn)
