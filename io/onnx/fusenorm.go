@@ -5,21 +5,21 @@ import "math"
 // fuseNorms rewrites the norms PyTorch exports as chains of operations
 // into one reduction over the same axes:
 //
-//	x.norm(dim=d)                        Sqrt(ReduceSum(Mul(x, x)))          ReduceL2
-//	torch.linalg.norm, vector_norm       Pow(ReduceSum(Pow(Abs(x), 2)), 0.5) ReduceL2
-//	vector_norm(ord=p), x.norm(p=p)      Pow(ReduceSum(Pow(Abs(x), p)), 1/p) Lp norm of order p
+//	x.norm(dim=d)                    Sqrt(ReduceSum(Mul(x, x)))                  ReduceL2
+//	torch.linalg.norm, vector_norm   Pow(ReduceSum(Pow(Abs(x), 2)), 0.5)         ReduceL2
+//	vector_norm(ord=p)               Pow(ReduceSum(Pow(Abs(x), p)), 1/p)         Lp norm of order p
+//	torch.cdist(a, b)                Pow(ReduceSum(Pow(a − b, 2)), 0.49999976)   ReduceL2
 //
 // Its value is the norm's, with the exact 1/p (the exporter rounds it to
-// the graph's float type); its gradient is 0 where the norm is 0, as
-// PyTorch's norm backward gives, and for p < 1 also at a zero element.
-// The exponent 1/p must be p's reciprocal as float32 or float64 rounds it. Only these two chains are fused: a
-// square root written out, torch.sqrt((x ** 2).sum(1)) (Sqrt of a Pow
-// without Abs), has PyTorch's NaN gradient at 0 as in PyTorch, and so
-// has torch.cdist, whose export writes the exponent 0.49999976; but
-// (x * x).sum(1).sqrt() exports as x.norm does, and gets its gradient. Through the chain, d√s/ds = ∞ at s = 0
+// the graph's float type; cdist's writes 1/(2 + 10⁻⁶)); its gradient is 0
+// where the norm is 0, as PyTorch's norm and cdist backward give, and for
+// p < 1 also at a zero element. Through the chain, d√s/ds = ∞ at s = 0
 // times ds/dx = 0 gave NaN (probe 57: an energy 3‖relu(Wx)‖ + ½|x|² had
 // no gradient on the 76% of its mass where every feature is 0; MALA
-// never entered it and sampled the rest at exit 0). A chain is fused only
+// never entered it and sampled the rest at exit 0). A square root written
+// out, torch.sqrt((x ** 2).sum(1)) (Sqrt of a Pow without Abs), keeps
+// PyTorch's NaN gradient at 0; but (x * x).sum(1).sqrt() exports as
+// x.norm does, and gets its gradient. A chain is fused only
 // where its intermediate values feed nothing else and its exponents and
 // axes are constants.
 func fuseNorms(nodes []*Node, g *Graph, inits map[string]*Tensor, opset int64) []*Node {
@@ -98,23 +98,24 @@ func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset 
 			return nil
 		}
 		x, fused = sq.Inputs[0], []*Node{sum, sq}
-	} else { // linalg norms: Pow(Abs(x), p)
+	} else { // linalg norms: Pow(Abs(x), p); cdist: Pow(x, 2)
 		sq := inner(sum.Inputs[0], "Pow")
 		if sq == nil || len(sq.Inputs) != 2 {
 			return nil
 		}
-		p, ok := normOrder(c.scalar(sq.Inputs[1]), c.scalar(root.Inputs[1]))
-		if !ok {
-			return nil
-		}
-		if p != 2 {
-			lp = p
-		}
+		p, q := c.scalar(sq.Inputs[1]), c.scalar(root.Inputs[1])
 		abs := inner(sq.Inputs[0], "Abs")
-		if abs == nil || len(abs.Inputs) != 1 {
+		switch order, ok := normOrder(p, q); {
+		case ok && abs != nil && len(abs.Inputs) == 1:
+			x, fused = abs.Inputs[0], []*Node{sum, sq, abs}
+			if order != 2 {
+				lp = order
+			}
+		case p == 2 && q == cdistHalf:
+			x, fused = sq.Inputs[0], []*Node{sum, sq}
+		default:
 			return nil
 		}
-		x, fused = abs.Inputs[0], []*Node{sum, sq, abs} // |x|² = x²
 	}
 	attrs, axesInput, ok := l2Axes(sum, c, opset)
 	if !ok {
@@ -128,10 +129,14 @@ func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset 
 	return &fusedNorm{node: node, fused: fused}
 }
 
+// cdistHalf is the exponent torch.cdist's export writes for p = 2:
+// 1/(2 + 10⁻⁶) in float32, 0.49999976. (For other p its chain lacks the
+// Abs a norm needs, and is computed as written.)
+var cdistHalf = float64(float32(1 / (2 + 1e-6)))
+
 // normOrder returns the order p of a norm chain raising to p and then to
 // q, if q is 1/p as float32 or float64 rounds it and p is positive and
-// finite. torch.cdist's 0.49999976 after a square is not 1/2: it is
-// computed as written.
+// finite.
 func normOrder(p, q float64) (float64, bool) {
 	if !(p > 0 && p <= math.MaxFloat32) || q != q {
 		return 0, false

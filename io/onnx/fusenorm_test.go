@@ -53,11 +53,20 @@ func TestFuseNormsOnlyWholeChains(t *testing.T) {
 			{Name: "r", OpType: "Pow", Inputs: []string{"sum", "half"}, Outputs: []string{"y"}},
 		}, []string{"y"}, "Pow ReduceSum Pow"},
 		{"cdist's 0.49999976", []*Node{
-			{Name: "a", OpType: "Abs", Inputs: []string{"x"}, Outputs: []string{"ax"}},
-			{Name: "p", OpType: "Pow", Inputs: []string{"ax", "two"}, Outputs: []string{"sq"}},
+			{Name: "p", OpType: "Pow", Inputs: []string{"x", "two"}, Outputs: []string{"sq"}},
 			{Name: "s", OpType: "ReduceSum", Inputs: []string{"sq", "axes"}, Outputs: []string{"sum"}},
 			{Name: "r", OpType: "Pow", Inputs: []string{"sum", "almost"}, Outputs: []string{"y"}},
-		}, []string{"y"}, "Abs Pow ReduceSum Pow"},
+		}, []string{"y"}, "ReduceL2"},
+		{"0.49999976 written in float64", []*Node{
+			{Name: "p", OpType: "Pow", Inputs: []string{"x", "two"}, Outputs: []string{"sq"}},
+			{Name: "s", OpType: "ReduceSum", Inputs: []string{"sq", "axes"}, Outputs: []string{"sum"}},
+			{Name: "r", OpType: "Pow", Inputs: []string{"sum", "almost64"}, Outputs: []string{"y"}},
+		}, []string{"y"}, "Pow ReduceSum Pow"},
+		{"cdist's exponent after a cube", []*Node{
+			{Name: "p", OpType: "Pow", Inputs: []string{"x", "three"}, Outputs: []string{"sq"}},
+			{Name: "s", OpType: "ReduceSum", Inputs: []string{"sq", "axes"}, Outputs: []string{"sum"}},
+			{Name: "r", OpType: "Pow", Inputs: []string{"sum", "almost"}, Outputs: []string{"y"}},
+		}, []string{"y"}, "Pow ReduceSum Pow"},
 		{"vector_norm(ord=3) in float32", []*Node{
 			{Name: "a", OpType: "Abs", Inputs: []string{"x"}, Outputs: []string{"ax"}},
 			{Name: "p", OpType: "Pow", Inputs: []string{"ax", "three"}, Outputs: []string{"sq"}},
@@ -87,7 +96,7 @@ func TestFuseNormsOnlyWholeChains(t *testing.T) {
 		for _, o := range tc.out {
 			g.Outputs = append(g.Outputs, &ValueInfo{Name: o})
 		}
-		inits := map[string]*Tensor{"two": c("two", 2), "half": c("half", 0.5), "almost": c("almost", 0.49999976), "axes": axes,
+		inits := map[string]*Tensor{"two": c("two", 2), "half": c("half", 0.5), "almost": c("almost", float64(float32(0.49999976))), "almost64": c("almost64", 0.49999976), "axes": axes,
 			"three": c("three", 3), "third32": c("third32", float64(float32(1.0/3))), "almostThird": c("almostThird", 0.3)}
 		got := fuseNorms(tc.nodes, g, inits, 13)
 		var ops []string

@@ -564,7 +564,7 @@ for name, m, d in (("pairwise", Pairwise(), 3), ("oneslike", OnesLike(), 2), ("a
 # 2)), 0.5) for torch.linalg.norm and vector_norm; Pow(ReduceSum(Pow(x -
 # y, 2)), 0.5) for cdist), had a NaN gradient where the norm is 0; PyTorch
 # gives 0. Every third point is 0. (cdist's export writes its exponent as
-# 0.49999976, which is computed as written, and not fused.)
+# 0.49999976, fused since: cdist_dyn below.)
 class NormRelu(nn.Module):
     def __init__(self):
         super().__init__()
@@ -1005,3 +1005,31 @@ class TopKIndices(nn.Module):
 
 
 torch.onnx.export(TopKIndices().double(), torch.randn(4, 3, dtype=torch.float64), f"{out}/topk_indices_dyn.onnx", **dyn)
+
+
+# torch.cdist (p = 2) exports as Pow(ReduceSum(Pow(a - b, 2)), 0.49999976):
+# computed as written, its gradient was NaN at a point on a centre, and
+# its value d^0.99999952 rather than PyTorch's d. Every third point is on
+# a centre.
+class CdistEnergy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.centres = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        d = torch.cdist(x, self.centres)
+        return d.sum(1) + 2.0 * d.min(1).values + 0.1 * (x ** 2).sum(1)
+
+
+def on_centres(m):
+    def draw(n, *shape, dtype):
+        x = torch.randn(n, *shape, dtype=dtype)
+        x[::3] = m.centres.detach().to(dtype)[torch.arange(0, n, 3) % 4]
+        return x
+    return draw
+
+
+torch.manual_seed(596)
+cd = CdistEnergy()
+save("cdist_dyn", cd, (3,), torch.float64, 4, [9], dynamic=True, draw=on_centres(cd))
+save("cdist_b4_f32", cd, (3,), torch.float32, 4, [9], draw=on_centres(cd))
