@@ -261,14 +261,23 @@ func (fn *FlowNet) agree() error {
 }
 
 // tie merges the two graphs' parameters by name: a name in both must have
-// one shape and one value. Unless frozen, every weight of the sampling
-// graph must be read by the density graph, which training updates.
+// one shape and one value. Unless frozen, every weight of either graph
+// must be read by the other: training updates the density graph's, and
+// one the sampling graph does not read would move alone (probe 59: a flow
+// exported with PyTorch's default constant folding has −logs folded into
+// a weight of its density graph only; trained, the sampling graph's draws
+// no longer followed the density, 30 standard errors off at exit 0).
 func (fn *FlowNet) tie(frozen bool) error {
 	byName := map[string]layers.ParamSpec{}
 	for _, p := range fn.Density.ParamSpecs() {
 		byName[p.Name] = p
 	}
 	fn.specs = slices.Clone(fn.Density.ParamSpecs())
+	if !frozen {
+		if err := fn.densityOnly(); err != nil {
+			return err
+		}
+	}
 	for _, p := range fn.Sample.ParamSpecs() {
 		q, ok := byName[p.Name]
 		if !ok {
@@ -283,6 +292,21 @@ func (fn *FlowNet) tie(frozen bool) error {
 		}
 		if !slices.Equal(fn.Sample.inits[p.Name].Float, fn.Density.inits[p.Name].Float) {
 			return fmt.Errorf("%s: weight %q differs from the one in %s: the two graphs are not the same flow (export both from one module after training)", fn.Sample.File, p.Name, fn.Density.File)
+		}
+	}
+	return nil
+}
+
+// densityOnly refuses a weight of the density graph that the sampling
+// graph does not read.
+func (fn *FlowNet) densityOnly() error {
+	inSample := map[string]bool{}
+	for _, p := range fn.Sample.ParamSpecs() {
+		inSample[p.Name] = true
+	}
+	for _, p := range fn.Density.ParamSpecs() {
+		if !inSample[p.Name] {
+			return fmt.Errorf("%s: weight %q of the density graph is not read by the sampling graph (%s), so training would move it alone and the sampling graph's draws would no longer follow the density: it may be a value PyTorch folded from the module's weights (do_constant_folding, torch.onnx.export's default) or a buffer; export both from one module with do_constant_folding=False, listing the module's weights in metadata_props %q (io/onnx/crosscheck/export_flow.py does both), or load the flow frozen for sampling only", fn.Density.File, p.Name, fn.Sample.File, ParametersKey)
 		}
 	}
 	return nil
@@ -463,32 +487,19 @@ const (
 // sampling graph must equal the density graph's at x = T(z), and the
 // density graph's z (if any) must be the z drawn.
 func (fn *FlowNet) check(f *graph.Flow) error {
-	tol := flowCheckTol64
-	if fn.Density.Dtype == tensor.Float32 || fn.Sample.narrow || fn.Density.narrow { // probe 55: a float32 constant in a float64 flow's base term shifted log λ by 1.6e-7
-		tol = flowCheckTol32
-	}
-	n, d := flowCheckRows, fn.Dimension()
-	rng := rand.New(rand.NewPCG(1, 2)) // a fixed check, not a draw of the run
-	z, x := mat.NewDense(n, d, nil), mat.NewDense(n, d, nil)
-	ls, ld := make([]float64, n), make([]float64, n)
-	if err := f.SampleLatent(rng, z, x, ls); err != nil {
+	z, x, err := fn.logDensitiesAgree(f)
+	if err != nil {
 		return err
 	}
-	if err := f.LogDensity(x, ld); err != nil {
-		return err
-	}
-	for i := range ls {
-		if bad(ls[i], ld[i], tol) {
-			return fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])
-		}
-	}
+	tol := fn.checkTol()
+	n, d := z.Dims()
 	if err := fn.checkJacobian(f, z); err != nil {
 		return err
 	}
 	if !fn.Invertible() {
 		return nil
 	}
-	z2 := mat.NewDense(n, d, nil)
+	z2, ld := mat.NewDense(n, d, nil), make([]float64, n)
 	if err := f.Inverse(x, z2, ld); err != nil {
 		return err
 	}
@@ -570,6 +581,38 @@ func (fn *FlowNet) checkJacobian(f *graph.Flow, z *mat.Dense) error {
 	return nil
 }
 
+// checkTol is the relative tolerance of the checks: float32's for a
+// float32 flow or one with float32 steps (probe 55: a float32 constant in
+// a float64 flow's base term shifted log λ by 1.6e-7).
+func (fn *FlowNet) checkTol() float64 {
+	if fn.Density.Dtype == tensor.Float32 || fn.Sample.narrow || fn.Density.narrow {
+		return flowCheckTol32
+	}
+	return flowCheckTol64
+}
+
+// logDensitiesAgree checks that log λ(T(z)) from the sampling graph equals
+// the density graph's at x = T(z), for fixed draws z of the base, and
+// returns z and x.
+func (fn *FlowNet) logDensitiesAgree(f *graph.Flow) (z, x *mat.Dense, err error) {
+	n, d := flowCheckRows, fn.Dimension()
+	rng := rand.New(rand.NewPCG(1, 2)) // a fixed check, not a draw of the run
+	z, x = mat.NewDense(n, d, nil), mat.NewDense(n, d, nil)
+	ls, ld := make([]float64, n), make([]float64, n)
+	if err := f.SampleLatent(rng, z, x, ls); err != nil {
+		return nil, nil, err
+	}
+	if err := f.LogDensity(x, ld); err != nil {
+		return nil, nil, err
+	}
+	for i := range ls {
+		if bad(ls[i], ld[i], fn.checkTol()) {
+			return nil, nil, fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])
+		}
+	}
+	return z, x, nil
+}
+
 func bad(a, b, tol float64) bool {
 	return !(math.Abs(a-b) <= tol*math.Max(1, math.Abs(a)))
 }
@@ -594,6 +637,9 @@ func EncodeFlowWeights(f *graph.Flow) (sample, density []byte, err error) {
 	fn, ok := f.Net.(*FlowNet)
 	if !ok {
 		return nil, nil, fmt.Errorf("onnx: EncodeFlowWeights writes a flow read with ReadFlow, not %T (export flowebm's RealNVP with FlowSample and FlowDensity)", f.Net)
+	}
+	if _, _, err := fn.logDensitiesAgree(f); err != nil { // a trained flow too
+		return nil, nil, fmt.Errorf("the flow's weights as they are now: %w", err)
 	}
 	sb, err := updateWeights(fn.encoded[0], paramsOf(f.Params, fn.Sample))
 	if err != nil {

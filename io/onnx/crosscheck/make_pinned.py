@@ -1033,3 +1033,43 @@ torch.manual_seed(596)
 cd = CdistEnergy()
 save("cdist_dyn", cd, (3,), torch.float64, 4, [9], dynamic=True, draw=on_centres(cd))
 save("cdist_b4_f32", cd, (3,), torch.float32, 4, [9], draw=on_centres(cd))
+
+
+# Probe 59 A1: a flow exported with torch.onnx.export's defaults. Constant
+# folding (the default) turns exp(-logs) in the density graph into an
+# initializer of its own, which the sampling graph does not read (it reads
+# logs): trained, the two moved apart and the draws no longer followed the
+# density, at exit 0. Refused for training now; sampled frozen.
+class LogScaleAffine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Parameter(torch.tensor([2.0, -1.0]))
+        self.logs = nn.Parameter(torch.tensor([-0.5, 0.7]))
+
+    def base(self, z):
+        return (-0.5 * z ** 2 - 0.9189385332046727).sum(1)
+
+
+class FoldedSample(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, z):
+        return self.f.mu + torch.exp(self.f.logs) * z, self.f.base(z) - self.f.logs.sum()
+
+
+class FoldedDensity(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f.base((x - self.f.mu) * torch.exp(-self.f.logs)) - self.f.logs.sum()
+
+
+folded = LogScaleAffine().double()
+torch.onnx.export(FoldedSample(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/folded_flow_sample.onnx",
+                  input_names=["z"], output_names=["x", "log_density"], dynamic_axes={"z": {0: "b"}, "x": {0: "b"}, "log_density": {0: "b"}})
+torch.onnx.export(FoldedDensity(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/folded_flow_density.onnx",
+                  input_names=["x"], output_names=["log_density"], dynamic_axes={"x": {0: "b"}, "log_density": {0: "b"}})
