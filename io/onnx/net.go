@@ -87,7 +87,11 @@ type Net struct {
 	// pinned: the graph's outputs depend on the batch it runs at (a
 	// constant of the declared batch), so it runs on chunks of batch.
 	pinned bool
-	probe  probeDist // the points the load checks run the graph on (chooseProbe)
+	// pairs: the graph cannot be built at a batch of 1 (a constant of
+	// the export's batch, torch.zeros(len(x)), broadcasts there instead
+	// of falling back), so a single point runs as a batch of 2 copies.
+	pairs bool
+	probe probeDist // the points the load checks run the graph on (chooseProbe)
 	// pointBytes and largestPoint are the bytes per point of the values
 	// the graph computes from its input, all of them and the largest one
 	// (tallied by the check's build; GraphValues, MaxBatch).
@@ -457,7 +461,23 @@ func (n *Net) checkBatch() error {
 		n.pinned = n.batch > 0 // as exported: chunks of its batch
 		return nil
 	}
-	return n.runChecks()
+	if err := n.runChecks(); err != nil {
+		return err
+	}
+	n.pairs = !n.pinned && n.batch != 1 && n.buildAt(1) != nil
+	return nil
+}
+
+// buildAt builds the graph at batch b on a scratch graph (probe 59 A2:
+// acc = torch.zeros(len(x)); acc + E, exported at 16, gives 16 values at
+// a batch of 1, where the constant broadcasts; at other batches it falls
+// back to the constant's value).
+func (n *Net) buildAt(b int) error {
+	g := G.NewGraph()
+	rec := &recordingBinder{g: g, dtype: n.Dtype, inits: n.inits, used: map[string]bool{}}
+	x := G.NewMatrix(g, n.Dtype, G.WithShape(b, n.dim), G.WithName("x"))
+	_, err := newInstance(n, rec, b).run(x)
+	return err
 }
 
 // runChecks runs the load checks at n.probe's points (checkBatch).
@@ -802,8 +822,11 @@ func (n *Net) Outputs(b layers.Binder, x *G.Node, names ...string) ([]*G.Node, e
 // atBatch builds the graph on x by build: whole, or on chunks of the
 // declared batch where the graph is pinned to it.
 func (n *Net) atBatch(x *G.Node, build func(x *G.Node) ([]*G.Node, error)) ([]*G.Node, error) {
-	if n.pinned && x.Shape()[0] != n.batch {
-		return n.chunked(x, build)
+	switch bsz := x.Shape()[0]; {
+	case n.pinned && bsz != n.batch:
+		return chunked(x, n.batch, build)
+	case n.pairs && bsz == 1:
+		return chunked(x, 2, build)
 	}
 	return build(x)
 }

@@ -464,12 +464,13 @@ func valueFloats(v G.Value) []float64 {
 	return nil
 }
 
-// chunked builds the graph on x (B, Dim) as B/N chunks of the declared
-// batch N, the last one filled up with repeats of x's rows, and returns
-// build's outputs for each chunk joined along the batch and cut to B
-// rows.
-func (n *Net) chunked(x *G.Node, build func(chunk *G.Node) ([]*G.Node, error)) ([]*G.Node, error) {
-	bsz, size := x.Shape()[0], n.batch
+// chunked builds the graph on x (B, Dim) as B/N chunks of N = size rows
+// (the declared batch of a pinned graph; 2 for a single point where the
+// graph cannot run at 1), the last one filled up with repeats of x's
+// rows, and returns build's outputs for each chunk joined along the batch
+// and cut to B rows.
+func chunked(x *G.Node, size int, build func(chunk *G.Node) ([]*G.Node, error)) ([]*G.Node, error) {
+	bsz := x.Shape()[0]
 	chunks := (bsz + size - 1) / size
 	xs := x
 	if copies := (chunks*size + bsz - 1) / bsz; copies > 1 {

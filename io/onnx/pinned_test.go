@@ -103,6 +103,10 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// is finite) and its exponent 0.49999976.
 		{"cdist_dyn", false, []int{9}},
 		{"cdist_b4_f32", false, []int{9}},
+		// Probe 59 A2: torch.zeros(len(x)) exported at 16, refused at a
+		// single point (16 values).
+		{"zerosacc_b16", false, []int{1, 5}},
+		{"zerosacc_dyn", false, []int{1, 5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

@@ -1073,3 +1073,23 @@ torch.onnx.export(FoldedSample(folded), torch.randn(3, 2, dtype=torch.float64), 
                   input_names=["z"], output_names=["x", "log_density"], dynamic_axes={"z": {0: "b"}, "x": {0: "b"}, "log_density": {0: "b"}})
 torch.onnx.export(FoldedDensity(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/folded_flow_density.onnx",
                   input_names=["x"], output_names=["log_density"], dynamic_axes={"x": {0: "b"}, "log_density": {0: "b"}})
+
+
+# Probe 59 A2: normflows' accumulator, acc = torch.zeros(len(x)); acc + E,
+# keeps the export's batch (16) as a constant. At other batches it falls
+# back to the constant's value; at a batch of 1 it broadcasts, and a single
+# point was refused (16 values). One point now runs as a batch of 2 copies.
+class ZerosAcc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(3, 3)
+
+    def forward(self, x):
+        acc = torch.zeros(len(x), dtype=x.dtype)
+        return acc + 0.5 * (self.l(x) ** 2).sum(1)
+
+
+torch.manual_seed(597)
+za = ZerosAcc()
+save("zerosacc_b16", za, (3,), torch.float64, 16, [1, 5])
+save("zerosacc_dyn", za, (3,), torch.float64, 16, [1, 5], dynamic=True)
