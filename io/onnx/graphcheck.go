@@ -31,62 +31,125 @@ func checkGraph(g *Graph) error {
 	return nil
 }
 
-// softmaxMask says whether nd is a Constant holding −Inf (and no NaN or
-// +Inf) that only masks a softmax's inputs: every node reading it is a
-// Where taking it as a value, and every such Where's output feeds only
-// Softmax or LogSoftmax. That is masked_fill(mask, float('-inf')) before
-// a softmax (causal attention), whose output and gradient are finite
-// where a row has a finite score (probe 58: refused, with advice about
-// bounded supports).
+// softmaxMask says whether nd is a Constant or ConstantOfShape holding
+// −Inf (and no NaN or +Inf) that only masks a softmax's inputs
+// (maskOnly).
 func softmaxMask(g *Graph, nd *Node) bool {
-	a := nd.Attrs["value"]
-	if nd.OpType != "Constant" || len(nd.Attrs) != 1 || a == nil || a.T == nil || len(nd.Outputs) != 1 {
+	if (nd.OpType != "Constant" && nd.OpType != "ConstantOfShape") || nd.Domain != "" || len(nd.Attrs) != 1 || len(nd.Outputs) != 1 {
 		return false
 	}
+	a := nd.Attrs["value"]
+	return a != nil && a.T != nil && negInfOnly(a.T) && maskOnly(g, nd.Outputs[0])
+}
+
+// negInfOnly says whether t holds −Inf and no NaN or +Inf.
+func negInfOnly(t *Tensor) bool {
 	negInf := false
-	for _, x := range a.T.Float {
+	for _, x := range t.Float {
 		if math.IsNaN(x) || math.IsInf(x, 1) {
 			return false
 		}
 		negInf = negInf || math.IsInf(x, -1)
 	}
-	if !negInf {
-		return false
-	}
-	readers := func(name string) (rs []*Node) {
-		for _, n := range g.Nodes {
-			if slices.Contains(n.Inputs, name) {
-				rs = append(rs, n)
-			}
+	return negInf
+}
+
+// maskOnly says whether the value name reaches nothing but the inputs of
+// Softmax and LogSoftmax, through operations that keep a −Inf at −Inf
+// for finite scores: Add, Where (as a value), Mul by a positive constant,
+// Cast to a float type, and reshapes. That is an attention mask with
+// float('-inf'): masked_fill before a softmax, nn.MultiheadAttention's
+// attn_mask (Add), its key_padding_mask (Where, Mul by 1), whose softmax
+// and its gradient are finite where a row has a finite score (probes 58,
+// 59: refused, with advice about bounded supports).
+func maskOnly(g *Graph, name string) bool {
+	readers := map[string][]*Node{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			readers[in] = append(readers[in], n)
 		}
-		return rs
 	}
+	out := map[string]bool{}
 	for _, o := range g.Outputs {
-		if o.Name == nd.Outputs[0] {
-			return false
-		}
+		out[o.Name] = true
 	}
-	wheres := readers(nd.Outputs[0])
-	for _, w := range wheres {
-		if w.OpType != "Where" || len(w.Inputs) != 3 || w.Inputs[0] == nd.Outputs[0] || len(w.Outputs) != 1 {
+	c := graphConstants(g)
+	seen := map[string]bool{}
+	var only func(v string) bool
+	only = func(v string) bool {
+		if out[v] || len(readers[v]) == 0 {
 			return false
 		}
-		rs := readers(w.Outputs[0])
-		for _, r := range rs {
-			if r.OpType != "Softmax" && r.OpType != "LogSoftmax" {
+		if seen[v] {
+			return true
+		}
+		seen[v] = true
+		for _, r := range readers[v] {
+			final, ok := maskStep(r, v, c)
+			if !ok || (!final && !only(r.Outputs[0])) {
 				return false
 			}
 		}
-		for _, o := range g.Outputs {
-			if o.Name == w.Outputs[0] {
-				return false
-			}
+		return true
+	}
+	return only(name)
+}
+
+// maskStep says whether node r keeps a mask v (one of its inputs) a mask,
+// and whether r is the softmax that takes it (final).
+func maskStep(r *Node, v string, c constants) (final, ok bool) {
+	if r.Domain != "" || len(r.Outputs) != 1 || len(r.Inputs) == 0 {
+		return false, false
+	}
+	data := r.Inputs[0] == v && !slices.Contains(r.Inputs[1:], v)
+	switch r.OpType {
+	case "Softmax", "LogSoftmax":
+		return true, data
+	case "Add":
+		return false, true
+	case "Where":
+		return false, len(r.Inputs) == 3 && r.Inputs[0] != v
+	case "Mul":
+		if len(r.Inputs) != 2 {
+			return false, false
 		}
-		if len(rs) == 0 {
+		other := r.Inputs[0]
+		if other == v {
+			other = r.Inputs[1]
+		}
+		t := c.tensor(other)
+		return false, t != nil && allPositive(t)
+	case "Cast":
+		to := r.Attrs["to"]
+		return false, data && to != nil && DataType(to.I).floating()
+	case "Reshape", "Unsqueeze", "Squeeze", "Expand", "Identity", "Transpose", "Tile":
+		return false, data
+	}
+	return false, false
+}
+
+// allPositive says whether t holds positive finite numbers only.
+func allPositive(t *Tensor) bool {
+	for _, x := range t.Float {
+		if !(x > 0 && x <= math.MaxFloat64) {
 			return false
 		}
 	}
-	return len(wheres) > 0
+	return len(t.Float) > 0 && len(t.Float) == t.Len()
+}
+
+// graphConstants reads g's initializers and Constant nodes by name.
+func graphConstants(g *Graph) constants {
+	c := constants{inits: map[string]*Tensor{}, producer: map[string]*Node{}}
+	for _, t := range g.Initializers {
+		c.inits[t.Name] = t
+	}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			c.producer[o] = n
+		}
+	}
+	return c
 }
 
 // checkInitializers refuses unnamed, repeated and non-finite initializers.
@@ -100,7 +163,7 @@ func checkInitializers(g *Graph) error {
 			return fmt.Errorf("initializer %q given twice", t.Name)
 		}
 		seen[t.Name] = true
-		if err := checkFinite(t); err != nil {
+		if err := checkFinite(t); err != nil && !(negInfOnly(t) && maskOnly(g, t.Name)) {
 			return fmt.Errorf("initializer %q %w", t.Name, err)
 		}
 	}

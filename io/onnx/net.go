@@ -422,6 +422,11 @@ func (n *Net) check() error {
 	}
 	n.pointBytes, n.largestPoint = in.mem.pointBytes, in.mem.largestPoint
 	n.trainable = rec.used
+	for name := range n.trainable {
+		if checkFinite(n.inits[name]) != nil { // a −Inf attention mask (maskOnly) is a constant
+			delete(n.trainable, name)
+		}
+	}
 	if err := n.restrictParameters(); err != nil {
 		return fmt.Errorf("%s: %w", n.File, err)
 	}

@@ -107,6 +107,13 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// single point (16 values).
 		{"zerosacc_b16", false, []int{1, 5}},
 		{"zerosacc_dyn", false, []int{1, 5}},
+		// Probe 59 A3: -Inf attention masks through Add (attn_mask,
+		// src_mask) and Where·1 (key_padding_mask), refused.
+		{"attn_boolmask_dyn", false, []int{5}},
+		{"attn_squaremask_dyn", false, []int{5}},
+		{"attn_padding_dyn", false, []int{5}},
+		{"attn_layer_dyn", false, []int{5}},
+		{"attn_squaremask_b4_f32", true, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -148,7 +155,7 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
 	// And through PRelu's slopes and Trilu's masked factor (probe 57).
 	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn", "einsum_quad_dyn", "einsum_attention_dyn",
-		"einsum_ellipsis_dyn", "einsum_diagonal_dyn", "pixelshuffle_dyn", "topk_dyn"} {
+		"einsum_ellipsis_dyn", "einsum_diagonal_dyn", "pixelshuffle_dyn", "topk_dyn", "attn_squaremask_dyn"} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err != nil {
 			t.Fatal(err)

@@ -1093,3 +1093,41 @@ torch.manual_seed(597)
 za = ZerosAcc()
 save("zerosacc_b16", za, (3,), torch.float64, 16, [1, 5])
 save("zerosacc_dyn", za, (3,), torch.float64, 16, [1, 5], dynamic=True)
+
+
+# Probe 59 A3: attention masks written PyTorch's ways hold -Inf where they
+# reach the softmax through an Add (nn.MultiheadAttention's attn_mask, a
+# bool triu or nn.Transformer.generate_square_subsequent_mask, exported
+# as a -Inf initializer) or a Where and a Mul by 1 (key_padding_mask):
+# refused before as infinite initializers or constants.
+class MaskedAttention(nn.Module):
+    def __init__(self, mask=None, padding=False, layer=False):
+        super().__init__()
+        self.emb = nn.Linear(1, 8)
+        if layer:
+            self.att = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+        else:
+            self.att = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.layer, self.padding = layer, padding
+        self.register_buffer("mask", mask)
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x):
+        t = self.emb(x.unsqueeze(-1))
+        if self.layer:
+            a = self.att(t, src_mask=self.mask)
+        else:
+            kpm = None
+            if self.padding:
+                kpm = torch.zeros(x.shape[0], x.shape[1], dtype=torch.bool)
+                kpm[:, -2:] = True
+            a, _ = self.att(t, t, t, attn_mask=self.mask, key_padding_mask=kpm, need_weights=False)
+        return self.out(a).sum((1, 2)) + 0.5 * (x ** 2).sum(1)
+
+
+torch.manual_seed(598)
+save("attn_boolmask_dyn", MaskedAttention(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)), (6,), torch.float64, 4, [5], dynamic=True)
+save("attn_squaremask_dyn", MaskedAttention(nn.Transformer.generate_square_subsequent_mask(6)), (6,), torch.float64, 4, [5], dynamic=True)
+save("attn_padding_dyn", MaskedAttention(padding=True), (6,), torch.float64, 4, [5], dynamic=True)
+save("attn_layer_dyn", MaskedAttention(nn.Transformer.generate_square_subsequent_mask(6), layer=True), (6,), torch.float64, 4, [5], dynamic=True)
+save("attn_squaremask_b4_f32", MaskedAttention(nn.Transformer.generate_square_subsequent_mask(6)), (6,), torch.float32, 4, [5])
