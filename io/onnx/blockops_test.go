@@ -40,3 +40,15 @@ func TestBlockOpRefusals(t *testing.T) {
 		}
 	}
 }
+
+// Probe 59: an input whose feature axis is dynamic (dynamic_axes={'x':
+// [0, 1]}) is refused saying that only the batch may be, and how to export.
+func TestDynamicFeatureAxis(t *testing.T) {
+	b := newBuilder(typeDouble, nil)
+	b.rename(b.node("ReduceSum", []string{"x", b.int64s("axes", 1)}, intAttr("keepdims", 0)), "energy")
+	g := b.graph("g", []msg{valueInfo("x", typeDouble, "batch", "d")}, []msg{valueInfo("energy", typeDouble, "batch")})
+	_, err := Decode(modelWithOpset(g, 13), "m.onnx")
+	if err == nil || !strings.Contains(err.Error(), `m.onnx: input "x" has shape (batch, d): dimension 1 is not a known positive size: flowebm takes the batch dimension (0) as the only dynamic one; export with dynamic_axes={"x": {0: "batch"}}`) {
+		t.Errorf("%v", err)
+	}
+}

@@ -141,6 +141,9 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 		}
 		cfg.DensityOutput = FlowLogDensity
 		if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: FlowLogDensity, LogDensity: true, Read: latent}); err != nil {
+			if strings.Contains(err.Error(), "no graph output named") {
+				return nil, fmt.Errorf("%w: the density graph's log q(x) is read from the output of that name; export it with output_names=[%q, %q] (z = T⁻¹(x), if it has one), or with io/onnx/crosscheck/export_flow.py; in Go, FlowConfig.DensityOutput names another output", err, FlowLogDensity, FlowLatent)
+			}
 			return nil, err
 		}
 	}
@@ -242,7 +245,7 @@ func sampleScalar(g *Graph, cfg FlowConfig) (name string, logdet bool, err error
 	case hasDet:
 		return FlowLogDet, true, nil
 	}
-	return "", false, fmt.Errorf("the sampling graph has no output %q (log λ(x)) or %q (log|det J_T(z)|) (outputs: %s): it has no log-density; export the flow with io/onnx/crosscheck/export_flow.py (or, in Go, name the output with FlowConfig.SampleLogDensity or SampleLogDet)", FlowLogDensity, FlowLogDet, quoteAll(names))
+	return "", false, fmt.Errorf("the sampling graph has no output %q (log λ(x)) or %q (log|det J_T(z)|), the names flowebm reads them by (outputs: %s): export it with those names, torch.onnx.export(..., output_names=[%q, %q]), or with io/onnx/crosscheck/export_flow.py, which also lists the weights; in Go, FlowConfig.SampleLogDensity or SampleLogDet names another output", FlowLogDensity, FlowLogDet, quoteAll(names), FlowX, FlowLogDet)
 }
 
 // agree checks that the two graphs have one dimension and float type.

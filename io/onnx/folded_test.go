@@ -36,3 +36,24 @@ func TestFoldedFlowNotTrained(t *testing.T) {
 		t.Errorf("moved apart: %v", err)
 	}
 }
+
+// Probe 59 A4: outputs named log_det and log_prob (nflows, normflows) are
+// not read; the messages say which names are, and how to export them. In
+// Go, FlowConfig names them, and the same files load.
+func TestFlowOutputNames(t *testing.T) {
+	s := filepath.Join("testdata", "pinned", "othernames_flow_sample.onnx")
+	d := filepath.Join("testdata", "pinned", "othernames_flow_density.onnx")
+	_, err := ReadFlow(s, d, FlowConfig{})
+	if err == nil || !strings.Contains(err.Error(), `(outputs: "x", "log_det"): export it with those names, torch.onnx.export(..., output_names=["x", "logdet"])`) {
+		t.Errorf("sampling graph: %v", err)
+	}
+	// The sampling graph's log_det is log λ here (base minus log-det).
+	_, err = ReadFlow(s, d, FlowConfig{SampleLogDensity: "log_det"})
+	if err == nil || !strings.Contains(err.Error(), `no graph output named "log_density" (outputs: "log_prob", "z")`) ||
+		!strings.Contains(err.Error(), `export it with output_names=["log_density", "z"]`) {
+		t.Errorf("density graph: %v", err)
+	}
+	if _, err := ReadFlow(s, d, FlowConfig{SampleLogDensity: "log_det", DensityOutput: "log_prob"}); err != nil {
+		t.Errorf("named: %v", err)
+	}
+}

@@ -244,7 +244,7 @@ func (n *Net) pickInput(g *Graph) error {
 	n.dim = 1
 	for i, d := range in.Shape[1:] {
 		if d.Value < 1 {
-			return fmt.Errorf("input %q has shape %s: dimension %d is not a known positive size", in.Name, dimsString(in), i+1)
+			return fmt.Errorf("input %q has shape %s: dimension %d is not a known positive size: flowebm takes the batch dimension (0) as the only dynamic one; export with dynamic_axes={%q: {0: \"batch\"}}", in.Name, dimsString(in), i+1, in.Name)
 		}
 		if d.Value > maxElements || int64(n.dim)*d.Value > maxElements {
 			return fmt.Errorf("input %q has shape %s: more than %d values per sample", in.Name, dimsString(in), maxElements)

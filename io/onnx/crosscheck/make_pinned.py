@@ -1131,3 +1131,20 @@ save("attn_squaremask_dyn", MaskedAttention(nn.Transformer.generate_square_subse
 save("attn_padding_dyn", MaskedAttention(padding=True), (6,), torch.float64, 4, [5], dynamic=True)
 save("attn_layer_dyn", MaskedAttention(nn.Transformer.generate_square_subsequent_mask(6), layer=True), (6,), torch.float64, 4, [5], dynamic=True)
 save("attn_squaremask_b4_f32", MaskedAttention(nn.Transformer.generate_square_subsequent_mask(6)), (6,), torch.float32, 4, [5])
+
+
+# Probe 59 A4: a flow whose outputs are named otherwise (log_det, log_prob,
+# as nflows and normflows name them) was refused with "it has no
+# log-density"; the messages now say which names flowebm reads and how to
+# export them.
+dyn_z = {"z": {0: "b"}, "x": {0: "b"}}
+torch.onnx.export(FoldedSample(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/othernames_flow_sample.onnx",
+                  input_names=["z"], output_names=["x", "log_det"], dynamic_axes=dyn_z, do_constant_folding=False)
+class DensityAndLatent(FoldedDensity):
+    def forward(self, x):
+        return super().forward(x), (x - self.f.mu) * torch.exp(-self.f.logs)
+
+
+torch.onnx.export(DensityAndLatent(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/othernames_flow_density.onnx",
+                  input_names=["x"], output_names=["log_prob", "z"], dynamic_axes={"x": {0: "b"}, "log_prob": {0: "b"}, "z": {0: "b"}},
+                  do_constant_folding=False)
