@@ -65,8 +65,9 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 	out := make([]Summary, dims)
 	eachDim(data, chains, draws, dims, func(d int, x [][]float64) {
 		scale := rescale(x) // first: squares of draws near 1e-160 lose digits as subnormals (probe 50: sd off by 1.2e-4)
+		shift := centre(x)
 		mean, sd := meanSD(x, float64(chains*draws))
-		mean, sd = mean*scale, sd*scale
+		mean, sd = (shift+mean)*scale, sd*scale
 		out[d] = Summary{
 			Dim:         d,
 			RHat:        RHat(x),
@@ -189,6 +190,36 @@ func meanSD(x [][]float64, n float64) (mean, sd float64) {
 		}
 	}
 	return mean, sd
+}
+
+// centre subtracts from the draws of x their mean, the plain mean
+// corrected by the mean of the residuals, and returns it: every
+// diagnostic but the mean itself is computed from the centred draws. A
+// plain running sum of 4000 draws at 273.15 ± 1e-12 was 1.2e-11 off
+// (probe 59), and the SD around it came out 12 times too large, the ESS
+// 5% too small. x holds finite draws of magnitude at most 1e150 (rescale).
+func centre(x [][]float64) float64 {
+	sum, n := 0.0, 0
+	for _, ch := range x {
+		for _, v := range ch {
+			sum += v
+		}
+		n += len(ch)
+	}
+	m := sum / float64(n)
+	r := 0.0
+	for _, ch := range x {
+		for _, v := range ch {
+			r += v - m
+		}
+	}
+	m += r / float64(n)
+	for _, ch := range x {
+		for i := range ch {
+			ch[i] -= m
+		}
+	}
+	return m
 }
 
 // rescale divides the draws of x by their largest magnitude where it is
