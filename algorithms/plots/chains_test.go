@@ -56,3 +56,35 @@ func TestChainFigures(t *testing.T) {
 		}
 	}
 }
+
+// Probe 59 B2: a trace of 40000 draws thinned to 2000 points keeps each
+// run's smallest and largest draw, so a 4-draw excursion to 50 shows; the
+// points stay in draw order, and a chain that fits is drawn whole.
+func TestTraceKeepsSpikes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 59))
+	ch := make([]float64, 40000)
+	for n := range ch {
+		ch[n] = rng.NormFloat64()
+	}
+	for n := 12345; n < 12349; n++ {
+		ch[n] = 50
+	}
+	pts := tracePoints(ch, maxTracePoints)
+	top, low := math.Inf(-1), math.Inf(1)
+	for i, p := range pts {
+		top, low = math.Max(top, p.Y), math.Min(low, p.Y)
+		if i > 0 && !(p.X > pts[i-1].X) {
+			t.Fatalf("point %d at draw %v after %v", i, p.X, pts[i-1].X)
+		}
+	}
+	minAll := math.Inf(1)
+	for _, v := range ch {
+		minAll = math.Min(minAll, v)
+	}
+	if len(pts) > maxTracePoints || top != 50 || low != minAll {
+		t.Errorf("%d points, largest %v (want 50), smallest %v (want %v)", len(pts), top, low, minAll)
+	}
+	if short := tracePoints(ch[:1500], maxTracePoints); len(short) != 1500 || short[1499].X != 1500 {
+		t.Errorf("1500 draws: %d points", len(short))
+	}
+}
