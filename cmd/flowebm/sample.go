@@ -219,6 +219,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 			return fmt.Errorf("--resume: %w", err)
 		}
 		fmt.Fprintf(out, "resumed from %s\n", f.resume)
+		if b := config.CurrentBuild(); meta.Build != nil && *meta.Build != b { // probe 59 B3: as train says
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: the run was started with %s; resumed with %s: it will differ from an uninterrupted run at round-off\n", meta.Build, b)
+		}
 	}
 	ck.outDir, _ = os.Stat(filepath.Dir(f.out)) // the --out folder, to place the draws in it and no other
 	hook("sample-started")

@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
@@ -65,6 +66,10 @@ type sampleMeta struct {
 	// its start: its resumption is held to it again where the machine and
 	// ulimit -v are not smaller (probe 57).
 	MemoryAccepted *sysmem.Accepted `json:"memory_accepted,omitempty"`
+	// Build is the build that wrote the checkpoint (Go, BLAS, vector
+	// math): resumed by another, the run continues at round-off from an
+	// uninterrupted one, and says so.
+	Build *config.Build `json:"build,omitempty"`
 	// Has* say which cached values of the state (and of NeuTra's latent
 	// state) are valid.
 	Has       [3]bool  `json:"has"`
@@ -404,7 +409,8 @@ func hashFiles(files ...string) (string, error) {
 
 // writeSampleCheckpoint writes the run's checkpoint to path, atomically.
 func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[string]string, accepted *sysmem.Accepted, pcg *rand.PCG, r sampleRun) error {
-	meta := sampleMeta{Format: sampleCkptFormat, Args: args, Inputs: inputs, MemoryAccepted: accepted}
+	build := config.CurrentBuild()
+	meta := sampleMeta{Format: sampleCkptFormat, Args: args, Inputs: inputs, MemoryAccepted: accepted, Build: &build}
 	var err error
 	if meta.RNG, err = pcg.MarshalBinary(); err != nil {
 		return err
