@@ -264,6 +264,9 @@ func samePath(a, b string) bool {
 // resolve it, as the run would.
 func (p *Plan) Resolved() (config.Run, error) {
 	cfg := p.newRunConfig()
+	if err := cfg.Validate(); err != nil { // as a run's start (probe 59: grid_size 1 printed, then refused)
+		return cfg, p.fromSource(err)
+	}
 	exp := p.exp
 	if exp == nil || cfg.DataDir != "" { // a data folder: its checksums recorded, as the run records them
 		var err error

@@ -34,3 +34,30 @@ func TestSampleResumeNotesAnotherBuild(t *testing.T) {
 		t.Errorf("another build: exit %d: %s", code, stderr)
 	}
 }
+
+// Probe 59 B4: train --print-config refuses what train refuses: fields
+// checked before the data are loaded (grid_size 1, rhat_every −1,
+// model.flow_blocks −1, model.shards 1000) were printed, exit 0, then
+// refused by train.
+func TestPrintConfigRefusesWhatTrainRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for field, want := range map[string]string{
+		`"grid_size": 1`:                    "grid_size 1, want 2..1000",
+		`"rhat_every": -1`:                  "rhat_every -1, want > 0",
+		`"model": {"flow_blocks": -1}`:      "model.flow_blocks -1, want > 0",
+		`"model": {"shards": 1000}`:         "model.shards 1000, want 1 to 256",
+		`"model": {"flow_tail_bound": 3.0}`: `model.flow_tail_bound applies to model.flow "spline"`,
+	} {
+		cfg := filepath.Join(dir, "c.json")
+		body := `{"experiment": "two-modes", "train": {"algorithm": "flowmc", "iterations": 5}, ` + field + `}`
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"--print-config"}, {"--out", filepath.Join(dir, "run")}} {
+			_, stderr, code := runCLI(append([]string{"train", "--config", cfg}, args...)...)
+			if code != 2 || !strings.Contains(stderr, want) {
+				t.Errorf("%s with %v: exit %d: %s", field, args, code, stderr)
+			}
+		}
+	}
+}
