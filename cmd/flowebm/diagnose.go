@@ -67,8 +67,9 @@ Inputs:
                 sampler's columns (lp__, accept_stat__, …: names ending in __)
                 dropped, parameters named by the header
   CSV           one file with a chain column (chain, .chain: posterior's
-                draws_df, ArviZ; integers) and draw/iteration columns, which
-                must increase within each chain and are then dropped
+                draws_df, ArviZ; integers; chains in the order of their
+                numbers) and draw/iteration columns, which must increase
+                within each chain and are then dropped
 CSV files may be quoted (RFC 4180) and start with a UTF-8 byte order mark;
 column names must be distinct and not empty; numbers are decimal.
 

@@ -486,8 +486,10 @@ func checkChainIDs(t *csvTable, chainCol int) error {
 	return nil
 }
 
-// splitChains groups rows by their chain column, chains in the order
-// they first appear.
+// splitChains groups rows by their chain column, chains in the order of
+// their numbers, whatever the order of the rows (probe 59: --nested
+// grouped superchains by the order chains first appeared, and a file
+// listing chain 3 before chain 2 gave another nested R-hat).
 func splitChains(rows [][]float64, chainCol int) (order []float64, byChain map[float64][][]float64) {
 	byChain = map[float64][][]float64{}
 	for _, r := range rows {
@@ -497,6 +499,7 @@ func splitChains(rows [][]float64, chainCol int) (order []float64, byChain map[f
 		}
 		byChain[id] = append(byChain[id], r)
 	}
+	slices.Sort(order)
 	return order, byChain
 }
 
@@ -541,7 +544,7 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 }
 
 // groupByChain splits one table's rows by its chain column, in the order
-// chains first appear; every chain must have as many draws.
+// of the chain numbers; every chain must have as many draws.
 func groupByChain(t *csvTable, chainCol int) (*chainsData, error) {
 	cols := parameterColumns(t.header)
 	if len(cols) == 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,43 @@ func TestPrintConfigRefusesWhatTrainRefuses(t *testing.T) {
 				t.Errorf("%s with %v: exit %d: %s", field, args, code, stderr)
 			}
 		}
+	}
+}
+
+// Probe 59 B5: a CSV with a chain column gives its chains in the order of
+// their numbers, whatever the order of the rows: --nested's superchains
+// (consecutive chains) were the order chains first appeared, and rows
+// listing chain 3 before chain 2 gave a nested R-hat of 1.0000 for 1.8141.
+func TestDiagnoseCSVChainsByNumber(t *testing.T) {
+	dir := t.TempDir()
+	rows := map[int][]string{}
+	for c := 1; c <= 4; c++ {
+		for d := 1; d <= 20; d++ {
+			v := float64((d*7+c*3)%11) / 10
+			if c <= 2 {
+				v += 2
+			}
+			rows[c] = append(rows[c], fmt.Sprintf("%d,%d,%g", c, d, v))
+		}
+	}
+	var results []string
+	for _, order := range [][]int{{1, 2, 3, 4}, {1, 3, 2, 4}, {4, 3, 2, 1}} {
+		var b strings.Builder
+		b.WriteString("chain,draw,theta\n")
+		for _, c := range order {
+			b.WriteString(strings.Join(rows[c], "\n") + "\n")
+		}
+		p := filepath.Join(dir, fmt.Sprint(order)+".csv")
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runCLI("diagnose", "--json", "--nested", "2", p)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", order, code, stderr)
+		}
+		results = append(results, stdout)
+	}
+	if results[1] != results[0] || results[2] != results[0] || !strings.Contains(results[0], `"rhat_nested"`) {
+		t.Errorf("chains in row orders 1234, 1324, 4321:\n%s\n%s\n%s", results[0], results[1], results[2])
 	}
 }
