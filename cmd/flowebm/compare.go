@@ -37,7 +37,7 @@ which also removes the figures of an earlier comparison that this one does
 not draw.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(cmd.OutOrStdout(), args, out, format, force)
+			return runCompare(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, format, force)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "folder for the figures")
@@ -68,7 +68,7 @@ func curveNames(dirs []string) []string {
 }
 
 // runCompare draws the figures of the run folders dirs into out.
-func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format, force bool) error {
+func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plots.Format, force bool) error {
 	if out == "" {
 		return fmt.Errorf("give --out DIR for the figures")
 	}
@@ -86,7 +86,11 @@ func runCompare(stdout io.Writer, dirs []string, out string, format plots.Format
 		if err != nil {
 			return err
 		}
-		runs = append(runs, readSummary(plots.Named{Name: names[i], Evals: evals}, dir))
+		s, unread := readSummary(plots.Named{Name: names[i], Evals: evals}, dir)
+		for _, err := range unread {
+			fmt.Fprintf(stderr, "note: %v: its columns show — in the table\n", err)
+		}
+		runs = append(runs, s)
 	}
 	if err := checkCompareOut(out, dirs); err != nil {
 		return err

@@ -27,10 +27,18 @@ type runSummary struct {
 	metrics *training.Metrics
 }
 
-// readSummary reads what the table shows of the run in dir.
-func readSummary(r plots.Named, dir string) runSummary {
+// readSummary reads what the table shows of the run in dir, and returns
+// the errors of its config.json and metrics.json where they are present
+// but cannot be read (probe 59: a damaged one showed — without a word).
+// A run still training has no metrics.json.
+func readSummary(r plots.Named, dir string) (runSummary, []error) {
 	s := runSummary{Named: r, dir: dir}
-	if cfg, err := training.ReadRunConfig(dir); err == nil {
+	var unread []error
+	cfg, err := training.ReadRunConfig(dir)
+	if err != nil && exists(filepath.Join(dir, "config.json")) {
+		unread = append(unread, err)
+	}
+	if err == nil {
 		m := cfg.Model.WithDefaults()
 		flow := string(m.Flow)
 		switch {
@@ -41,10 +49,14 @@ func readSummary(r plots.Named, dir string) runSummary {
 		}
 		s.cfg = fmt.Sprintf("%s | %s | %s", cell(cmp.Or(cfg.Experiment, "data")), cell(string(cfg.Train.Algorithm)), cell(flow))
 	}
-	if m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json")); err == nil {
+	m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
+	switch {
+	case err == nil:
 		s.metrics = &m
+	case exists(filepath.Join(dir, "metrics.json")):
+		unread = append(unread, err)
 	}
-	return s
+	return s, unread
 }
 
 // writeSummary writes the table of the runs' final evaluations into

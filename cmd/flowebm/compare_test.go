@@ -110,7 +110,7 @@ func TestCompareShowsNoFlowForULA(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", ula); code != 0 {
 		t.Fatal(stderr)
 	}
-	if got := readSummary(plots.Named{Name: "ula"}, ula).cfg; got != "two-modes | ula | —" {
-		t.Errorf("ULA's experiment, algorithm and flow: %q", got)
+	if got, _ := readSummary(plots.Named{Name: "ula"}, ula); got.cfg != "two-modes | ula | —" {
+		t.Errorf("ULA's experiment, algorithm and flow: %q", got.cfg)
 	}
 }

@@ -100,3 +100,28 @@ func TestDiagnoseCSVChainsByNumber(t *testing.T) {
 		t.Errorf("chains in row orders 1234, 1324, 4321:\n%s\n%s\n%s", results[0], results[1], results[2])
 	}
 }
+
+// Probe 59 B6: compare says which run's config.json or metrics.json it
+// could not read (damaged), rather than showing — without a word; a run
+// whose files read says nothing.
+func TestCompareNamesUnreadableFiles(t *testing.T) {
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref")
+	if _, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", ref); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, c := range []struct{ file, body string }{{"metrics.json", "{"}, {"config.json", `{"experiment": 5}`}} {
+		bad := filepath.Join(dir, "bad-"+strings.TrimSuffix(c.file, ".json"))
+		if err := os.CopyFS(bad, os.DirFS(ref)); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(bad, ".lock"))
+		if err := os.WriteFile(filepath.Join(bad, c.file), []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code := runCLI("compare", ref, bad, "--out", filepath.Join(dir, "cmp-"+c.file))
+		if code != 0 || !strings.Contains(stderr, "note: "+filepath.Join(bad, c.file)) || strings.Contains(stderr, ref+string(filepath.Separator)) {
+			t.Errorf("%s damaged: exit %d: %s", c.file, code, stderr)
+		}
+	}
+}
