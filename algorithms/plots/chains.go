@@ -39,6 +39,10 @@ func ChainFigures(x [][]float64, name string) []ChainFigure {
 	}
 }
 
+// constantChains is why the autocorrelation and ESS figures of chains
+// may have no point (probe 59: they said "no data yet").
+const constantChains = "undefined: every chain is constant"
+
 func shownChains(x [][]float64) int { return min(len(x), maxChainCurves) }
 
 func chainName(c int) string { return fmt.Sprintf("chain %d", c+1) }
@@ -116,7 +120,7 @@ func rankFigure(x [][]float64, name string) Figure {
 }
 
 func acfFigure(x [][]float64, name string) Figure {
-	f := Figure{Title: "autocorrelation of " + name, XLabel: "lag", YLabel: "autocorrelation", YMin: -1, YMax: 1}
+	f := Figure{Title: "autocorrelation of " + name, XLabel: "lag", YLabel: "autocorrelation", YMin: -1, YMax: 1, Empty: constantChains}
 	for c := 0; c < shownChains(x); c++ {
 		acf := diagnostics.Autocorrelation(x[c], maxLag)
 		pts := make(plotter.XYs, len(acf))
@@ -131,7 +135,7 @@ func acfFigure(x [][]float64, name string) Figure {
 // essFigure computes the bulk and tail ESS of the first n draws of every
 // chain for essPoints values of n.
 func essFigure(x [][]float64, name string) Figure {
-	f := Figure{Title: "effective sample size of " + name + " as the chains grow", XLabel: "draws per chain", YLabel: "ESS"}
+	f := Figure{Title: "effective sample size of " + name + " as the chains grow", XLabel: "draws per chain", YLabel: "ESS", Empty: constantChains}
 	var bulk, tail plotter.XYs
 	draws := 0
 	if len(x) > 0 {

@@ -3,7 +3,9 @@ package plots
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -86,5 +88,27 @@ func TestTraceKeepsSpikes(t *testing.T) {
 	}
 	if short := tracePoints(ch[:1500], maxTracePoints); len(short) != 1500 || short[1499].X != 1500 {
 		t.Errorf("1500 draws: %d points", len(short))
+	}
+}
+
+// Probe 59 B7: the autocorrelation and ESS figures of constant chains say
+// why they are empty, not "no data yet".
+func TestConstantChainsFigures(t *testing.T) {
+	x := [][]float64{make([]float64, 100), make([]float64, 100)}
+	for n := range x[1] {
+		x[0][n], x[1][n] = 1, 1
+	}
+	dir := t.TempDir()
+	for _, f := range ChainFigures(x, "theta") {
+		if f.Kind != "autocorrelation" && f.Kind != "ess" {
+			continue
+		}
+		if err := f.Figure.Save(filepath.Join(dir, f.Kind+".svg")); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, f.Kind+".svg"))
+		if !strings.Contains(string(b), "every chain is constant") || strings.Contains(string(b), "no data yet") {
+			t.Errorf("%s: the title does not say why it is empty", f.Kind)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -32,6 +33,9 @@ type Figure struct {
 	Curves     []Curve
 	// Thresholds are drawn as grey dashed lines, each named in the legend.
 	Thresholds []Threshold
+	// Empty says, in the title, why the figure has no point ("" : "no
+	// data yet").
+	Empty string
 }
 
 // Threshold is a named horizontal line of a Figure.
@@ -171,7 +175,7 @@ func (f Figure) fitY(p *plot.Plot) error {
 	}
 	switch {
 	case lo > hi: // no points: an empty frame that says so
-		p.Title.Text += " (no data yet)"
+		p.Title.Text += " (" + cmp.Or(f.Empty, "no data yet") + ")"
 		if f.LogY && f.YMax <= f.YMin {
 			p.Y.Min, p.Y.Max = 0.1, 1 // a log axis needs a positive range
 		}

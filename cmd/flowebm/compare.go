@@ -328,7 +328,9 @@ func checkFigureFolder(flag, out string, inputs []string) error {
 // runEvals reads a run folder's evaluations: metrics.csv, or for a run
 // that has not finished, its newest checkpoint's evals.csv.
 func runEvals(dir string) ([]training.Eval, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s does not exist: give a run folder that flowebm train wrote", dir)
+	} else if err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a run folder", dir)
 	}
 	path := filepath.Join(dir, "metrics.csv")

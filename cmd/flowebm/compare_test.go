@@ -35,7 +35,7 @@ func TestCompareRuns(t *testing.T) {
 		t.Errorf("again without --force: exit %d, %q", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := run([]string{"compare", filepath.Join(t.TempDir(), "nothing"), "--out", filepath.Join(t.TempDir(), "c")}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "not a run folder") {
+	if code := run([]string{"compare", filepath.Join(t.TempDir(), "nothing"), "--out", filepath.Join(t.TempDir(), "c")}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "nothing does not exist: give a run folder that flowebm train wrote") {
 		t.Errorf("missing run: exit %d, %q", code, stderr.String())
 	}
 	bad := t.TempDir()

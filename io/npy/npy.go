@@ -710,7 +710,7 @@ func readAllSized(r io.Reader, size int64) (*Array, error) {
 	var b [1]byte
 	switch n, err := io.ReadFull(r, b[:]); {
 	case n > 0:
-		return nil, &FormatError{Field: "data", Got: "more bytes after the header's shape " + fmt.Sprint(a.Shape), Want: "the file to end there"}
+		return nil, &FormatError{Field: "data", Got: "longer than the header's shape " + fmt.Sprint(a.Shape) + " holds", Want: "the file to end there"}
 	case err != io.EOF:
 		return nil, fmt.Errorf("npy: reading past the data: %w", err)
 	}

@@ -239,7 +239,7 @@ func TestRefusesWhatNumPyRefuses(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "long.npy")
 	os.WriteFile(path, append(header("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }"), make([]byte, 32)...), 0o644)
-	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "more bytes after the header's shape [2]") {
+	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "longer than the header's shape [2] holds") {
 		t.Errorf("trailing data: %v", err)
 	}
 }
@@ -310,7 +310,7 @@ func TestReadAllRefusesTrailingBytes(t *testing.T) {
 		t.Errorf("exact file: %v", err)
 	}
 	b := append(buf.Bytes(), 0)
-	if _, err := ReadAll(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), "more bytes after the header's shape [2], want the file to end there") {
+	if _, err := ReadAll(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), "longer than the header's shape [2] holds, want the file to end there") {
 		t.Errorf("trailing byte: %v", err)
 	}
 	if _, err := ReadAll(iotest.DataErrReader(bytes.NewReader(buf.Bytes()))); err != nil {
