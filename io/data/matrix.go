@@ -177,19 +177,36 @@ func npzMember(path, key string) (*npy.Array, string, error) {
 	if len(zr.Names) == 0 {
 		return nil, "", &FormatError{File: path, Field: "the archive", Got: "empty (no arrays)", Want: "at least one array"}
 	}
-	if key == "" {
+	first := key == ""
+	if first {
 		key = zr.Names[0]
 	}
 	// Points and matrices have 2 dimensions or more: a member with fewer
 	// is refused from its header, undecoded (it may be large).
 	if h, err := zr.Header(key); err == nil && len(h.Shape) < 2 {
-		return nil, "", &FormatError{File: path, Field: fmt.Sprintf("member %q shape", key), Got: fmt.Sprint(h.Shape), Want: "(points, dimensions…): at least 2 dimensions"}
+		want := "(points, dimensions…): at least 2 dimensions"
+		if first && len(zr.Names) > 1 { // probe 59: labels stored first
+			want += fmt.Sprintf("; it is the archive's first member, read by default (members: %s): choose the points' member with --key (train, energy; data.key in a --config), or store the points first", quoteNames(zr.Names))
+		}
+		return nil, "", &FormatError{File: path, Field: fmt.Sprintf("member %q shape", key), Got: fmt.Sprint(h.Shape), Want: want}
 	}
 	a, err := zr.Get(key)
 	if err != nil {
 		return nil, "", err
 	}
 	return a, fmt.Sprintf("member %q", key), nil
+}
+
+// quoteNames quotes the first 10 names, then says how many more.
+func quoteNames(names []string) string {
+	q := make([]string, 0, min(len(names), 10))
+	for _, n := range names[:min(len(names), 10)] {
+		q = append(q, strconv.Quote(n))
+	}
+	if len(names) > 10 {
+		q = append(q, fmt.Sprintf("and %d more", len(names)-10))
+	}
+	return strings.Join(q, ", ")
 }
 
 func arrayMatrix(file, field string, a *npy.Array) (*mat.Dense, error) {

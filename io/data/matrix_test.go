@@ -75,7 +75,14 @@ func TestReadMatrixErrors(t *testing.T) {
 	if err := npz.WriteFile(filepath.Join(dir, "none.npz"), map[string]*npy.Array{}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
+	pts := &npy.Array{Shape: []int{2, 2}, Data: []float64{1, 2, 3, 4}}
+	if err := npz.WriteFile(filepath.Join(dir, "labels.npz"), map[string]*npy.Array{"a_labels": vec, "x": pts}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct{ file, key, want string }{
+		// Probe 59 B7: labels stored first; the message lists the members.
+		{"labels.npz", "", `member "a_labels" shape is [4], want (points, dimensions…): at least 2 dimensions; it is the archive's first member, read by default (members: "a_labels", "x"): choose the points' member with --key`},
+		{"a.npz", "", `member "x" shape is [4], want (points, dimensions…): at least 2 dimensions`},
 		{"vec.npy", "", "vec.npy: array shape is [4], want 2 dimensions"},
 		{"a.npz", "y", `no member "y"`},
 		{"vec.npy", "k", "selects a member of an .npz"},
