@@ -988,6 +988,8 @@ func fileLockBusy(flag, path, lock string, links uint64, err error) error {
 	switch {
 	case errors.Is(err, syscall.EWOULDBLOCK) && links > 1:
 		return fmt.Errorf("%s %s: another flowebm process holds %s, which has %d hard links (a copy of its folder made with cp -al or rsync --link-dest shares it): it may be writing the copy's file; once no flowebm process writes %s, remove %s", flag, path, lock, links, path, lock)
+	case errors.Is(err, syscall.EWOULDBLOCK) && flag == "--resume":
+		return fmt.Errorf("%s %s: another flowebm process (flowebm %s) is continuing it (it holds %s): one process continues a checkpoint at a time; wait for it to finish", flag, path, cmp.Or(lockHolder(lock), "?"), lock)
 	case errors.Is(err, syscall.EWOULDBLOCK):
 		return fmt.Errorf("%s %s: another flowebm process (flowebm %s) is writing it (it holds %s): wait for it, or give another file", flag, path, cmp.Or(lockHolder(lock), "?"), lock)
 	}

@@ -125,3 +125,48 @@ func TestCompareNamesUnreadableFiles(t *testing.T) {
 		}
 	}
 }
+
+// Probe 59 B7 (b): a second sample --resume of a checkpoint another
+// process continues names --resume, and does not advise another file.
+func TestSampleResumeHeldSaysResume(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	ck := filepath.Join(dir, "k.npz")
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "8", "--checkpoint", ck, "--out", filepath.Join(dir, "s.npy")); code != 0 {
+		t.Fatal(stderr)
+	}
+	hold, err := lockFile("--checkpoint", ck, "sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	_, stderr, code := runCLI("sample", "--resume", ck, "--force")
+	if code != 2 || !strings.Contains(stderr, "--resume "+ck+": another flowebm process (flowebm sample) is continuing it") ||
+		strings.Contains(stderr, "give another file") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Probe 59 B7 (k): a resumed run whose --model has moved says which of
+// its files is missing and to put it back.
+func TestSampleResumeModelMoved(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../io/onnx/testdata/flows/bimodal_energy.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, ck := filepath.Join(dir, "m.onnx"), filepath.Join(dir, "k.npz")
+	if err := os.WriteFile(model, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "8", "--checkpoint", ck, "--out", filepath.Join(dir, "s.npy")); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.Rename(model, model+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("sample", "--resume", ck, "--force")
+	if code != 2 || !strings.Contains(stderr, "--resume "+ck+": the run's --model "+model+" no longer exists") || !strings.Contains(stderr, "put it back there") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}

@@ -152,7 +152,11 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return f.resumeNote(ck)
 	})()
 	if f.checkpoint != "" { // two runs writing one checkpoint would each lose the other's
-		release, anchor, err := lockFileAnchored("--checkpoint", f.checkpoint, "sample")
+		flag := "--checkpoint"
+		if f.resume != "" { // probe 59: the lock of a resumed run named a flag not given
+			flag = "--resume"
+		}
+		release, anchor, err := lockFileAnchored(flag, f.checkpoint, "sample")
 		if err != nil {
 			return err
 		}
@@ -858,9 +862,30 @@ func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
 // those of the models sampled, even while a run checkpoints at every
 // iteration.
 func (f sampleFlags) modelsAndHashes() (checkpoint.Models, map[string]string, error) {
+	if err := f.recordedInputsExist(); err != nil {
+		return checkpoint.Models{}, nil, err
+	}
 	sums := modelSums{}
 	m, err := f.modelsRecording(sums)
 	return m, sums, err
+}
+
+// recordedInputsExist refuses a resumed run whose model or flow files are
+// no longer where the run read them (probe 59: "stat …: no such file",
+// naming neither the flag nor what to do).
+func (f sampleFlags) recordedInputsExist() error {
+	if f.resume == "" {
+		return nil
+	}
+	for _, in := range []struct{ flag, path string }{{"--model", f.model}, {"--flow", f.flow}, {"--flow-density", f.flowDensity}} {
+		if in.path == "" {
+			continue
+		}
+		if _, err := os.Stat(in.path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("--resume %s: the run's %s %s no longer exists (the run was started on it, and checks its SHA-256: put it back there to continue)", f.resume, in.flag, in.path)
+		}
+	}
+	return nil
 }
 
 // models loads the energy (with the --base tilt for an ONNX model) and the
