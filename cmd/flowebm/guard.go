@@ -35,6 +35,15 @@ func checkOutput(flag, out string, inputs ...string) error {
 		return nil
 	}
 	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+		for _, in := range inputs {
+			switch { // probe 59: "give a file name in it" was then refused
+			case in == "":
+			case sameFile(out, in):
+				return fmt.Errorf("%s %s is the input folder %s: give a file name outside it", flag, out, in)
+			case within(out, in):
+				return fmt.Errorf("%s %s is a folder inside the input folder %s: give a file name outside it", flag, out, in)
+			}
+		}
 		return fmt.Errorf("%s %s is a folder: give a file name in it", flag, out)
 	}
 	if err := pathcheck.DotDot(out); err != nil {

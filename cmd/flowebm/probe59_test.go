@@ -170,3 +170,18 @@ func TestSampleResumeModelMoved(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// Probe 59 B7 (a): --out naming the input folder (or one inside it) says
+// to give a file outside it: "give a file name in it" was then refused.
+func TestOutFolderIsInput(t *testing.T) {
+	run0 := trainedRun(t)
+	for out, want := range map[string]string{
+		run0: "--out " + run0 + " is the input folder " + run0 + ": give a file name outside it",
+		filepath.Join(run0, "checkpoint"): "is a folder inside the input folder " + run0 + ": give a file name outside it",
+	} {
+		_, stderr, code := runCLI("sample", "--model", run0, "--out", out, "--chains", "4", "--steps", "8")
+		if code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("--out %s: exit %d: %s", out, code, stderr)
+		}
+	}
+}
