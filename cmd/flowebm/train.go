@@ -252,19 +252,30 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	var dirs []string
 	runs := make([]trainFlags, len(seeds))
 	states := make([]int, len(seeds))
+	var blocked []error // every seed's, at once (probe 59: one named, the next refused after it was moved)
 	for i, seed := range seeds {
 		dir := filepath.Join(base, fmt.Sprintf("s%d", seed))
 		dirs = append(dirs, dir)
 		runs[i] = f
 		runs[i].seeds, runs[i].seed, runs[i].forceSeed, runs[i].out = "", seed, true, dir
 		if states[i], err = seedRunState(cmd, runs[i], dir); err != nil {
-			return err
+			blocked = append(blocked, err)
+			continue
 		}
 		if plan, err := training.NewPlan(runs[i].request(cmd)); err == nil {
 			if err := checkInputsOutside(runs[i], plan.Config, dir); err != nil {
 				return fmt.Errorf("seed %d: %w (nothing was trained)", seed, err)
 			}
 		}
+	}
+	if len(blocked) == 1 {
+		return blocked[0]
+	} else if len(blocked) > 1 {
+		lines := make([]string, len(blocked))
+		for i, e := range blocked {
+			lines[i] = "  " + e.Error()
+		}
+		return fmt.Errorf("%d seeds' folders stop this command (nothing was trained):\n%s", len(blocked), strings.Join(lines, "\n"))
 	}
 	hook("seeds-checked")
 	out := cmd.OutOrStdout()
@@ -505,7 +516,7 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 // seedAdvice is how to get past a seed's folder dir that --seeds cannot
 // continue (probe 31: "--force", which trains every seed again).
 func seedAdvice(dir string) string {
-	return fmt.Sprintf("move %s away and give the same --seeds command again to train this seed alone (--force trains every seed again), or give another --out", dir)
+	return fmt.Sprintf("move %s away and give the same --seeds command again to train that seed anew (--force trains every seed again), or give another --out", dir)
 }
 
 // finished reports whether run is at its last iteration with the outputs
