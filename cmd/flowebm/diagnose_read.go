@@ -164,10 +164,12 @@ func readCSVChains(paths []string) (*chainsData, error) {
 		}
 		tables = append(tables, t)
 	}
-	if chainCol := indexOfAny(tables[0].header, chainColumns); chainCol >= 0 {
-		if len(tables) > 1 {
-			return nil, fmt.Errorf("%s has a chain column %q: give that one file, not several", tables[0].path, tables[0].header[chainCol])
+	for _, t := range tables { // any of them (probe 59: a second file's was read as a CmdStan chain)
+		if chainCol := indexOfAny(t.header, chainColumns); chainCol >= 0 && len(tables) > 1 {
+			return nil, fmt.Errorf("%s has a chain column %q: give that one file, not several", t.path, t.header[chainCol])
 		}
+	}
+	if chainCol := indexOfAny(tables[0].header, chainColumns); chainCol >= 0 {
 		return groupByChain(tables[0], chainCol)
 	}
 	if len(tables) == 1 {
@@ -306,6 +308,9 @@ func skipBOM(br *bufio.Reader) io.Reader {
 // column.
 func csvError(path string, err error) error {
 	var pe *csv.ParseError
+	if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrQuote) && pe.StartLine < pe.Line { // probe 59: the line of the end of file was named
+		return fmt.Errorf("%s: line %d: a quoted field of the record starting there is not closed as CSV closes it (found at line %d, column %d: %v)", path, pe.StartLine, pe.Line, pe.Column, pe.Err)
+	}
 	if errors.As(err, &pe) {
 		return fmt.Errorf("%s: line %d, column %d: %v", path, pe.Line, pe.Column, pe.Err)
 	}

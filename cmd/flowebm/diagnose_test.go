@@ -252,6 +252,10 @@ func TestDiagnoseRefusesBadCSV(t *testing.T) {
 		// number shortened.
 		{[]string{g1, w("cut.csv", "# c\nlp__,a,b\n1,2,3\n1,2,4\n1,3,3\n1,5,3")}, "cut.csv does not end with a line break: CmdStan ends every line with one"},
 		{[]string{w("chains.csv", "a,chain\n1,1\n2,1\n3,1\n4,1\n1,2\n2,2\n3,2\n"), g2}, "has a chain column"},
+		// Probe 59: the file with a chain column second, and a quote
+		// left open (the line where it opens named, not the end).
+		{[]string{g1, w("draws_df.csv", "chain,draw,a\n1,1,2\n1,2,3\n1,3,1\n1,4,5\n2,1,2\n2,2,3\n2,3,4\n2,4,1\n")}, "draws_df.csv has a chain column \"chain\": give that one file, not several"},
+		{[]string{w("unclosed.csv", "a,chain\n\"1,1\n2,1\n3,1\n4,1\n")}, "unclosed.csv: line 2: a quoted field of the record starting there is not closed"},
 		{[]string{w("uneven.csv", "a,chain\n1,1\n2,1\n3,1\n4,1\n1,2\n2,2\n3,2\n")}, "chain 2 has 3 draws, chain 1 has 4"},
 		{[]string{"--nested", "3", g1, g2}, "--nested 3: want a number of superchains ≥ 2 that divides the 2 chains"},
 		{[]string{"--quantiles", "0.5,1", g1, g2}, "\"1\" is not a probability strictly between 0 and 1"},

@@ -349,6 +349,9 @@ func csvError(name string, err error) error {
 		return &FormatError{File: name, Field: "encoding", Got: "UTF-16 (byte-order mark FF FE or FE FF)", Want: "UTF-8; convert it, with iconv -f UTF-16 -t UTF-8 say"}
 	}
 	var pe *csv.ParseError
+	if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrQuote) && pe.StartLine < pe.Line { // probe 59: the line of the end of file was named
+		return &FormatError{File: name, Field: fmt.Sprintf("line %d", pe.StartLine), Got: fmt.Sprintf("the start of a record whose quoted field is not closed as CSV closes it (the reader stopped at line %d, column %d: %v)", pe.Line, pe.Column, pe.Err), Want: "valid CSV"}
+	}
 	if errors.As(err, &pe) {
 		return &FormatError{File: name, Field: fmt.Sprintf("line %d", pe.Line), Got: pe.Err.Error(), Want: "valid CSV"}
 	}

@@ -72,6 +72,7 @@ func TestReadMatrixErrors(t *testing.T) {
 	write("empty.csv", "x,y\n")
 	write("data.txt", "1 2\n")
 	write("semicolons.csv", "a;b\n1;2\n") // probe 50: the header was taken for one column
+	write("unclosed.csv", "u,v\n\"1,2\n3,4\n5,6\n") // probe 59: the end of the file was named
 	if err := npz.WriteFile(filepath.Join(dir, "none.npz"), map[string]*npy.Array{}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +92,7 @@ func TestReadMatrixErrors(t *testing.T) {
 		{"empty.csv", "", "empty.csv: no row of numbers (the file is empty, or holds a header alone): want at least one"},
 		{"semicolons.csv", "", `the columns are separated by commas, and this field holds ";"`},
 		{"none.npz", "", "none.npz: the archive is empty (no arrays), want at least one array"},
+		{"unclosed.csv", "", "unclosed.csv: line 2 is the start of a record whose quoted field is not closed as CSV closes it (the reader stopped at line 4"},
 		{"data.txt", "", `unknown data format ".txt"`},
 	}
 	for _, c := range cases {
