@@ -176,7 +176,7 @@ func TestSampleResumeModelMoved(t *testing.T) {
 func TestOutFolderIsInput(t *testing.T) {
 	run0 := trainedRun(t)
 	for out, want := range map[string]string{
-		run0: "--out " + run0 + " is the input folder " + run0 + ": give a file name outside it",
+		run0:                              "--out " + run0 + " is the input folder " + run0 + ": give a file name outside it",
 		filepath.Join(run0, "checkpoint"): "is a folder inside the input folder " + run0 + ": give a file name outside it",
 	} {
 		_, stderr, code := runCLI("sample", "--model", run0, "--out", out, "--chains", "4", "--steps", "8")

@@ -71,7 +71,7 @@ func TestReadMatrixErrors(t *testing.T) {
 	write("word.csv", "1,2\n3,abc\n")
 	write("empty.csv", "x,y\n")
 	write("data.txt", "1 2\n")
-	write("semicolons.csv", "a;b\n1;2\n") // probe 50: the header was taken for one column
+	write("semicolons.csv", "a;b\n1;2\n")           // probe 50: the header was taken for one column
 	write("unclosed.csv", "u,v\n\"1,2\n3,4\n5,6\n") // probe 59: the end of the file was named
 	if err := npz.WriteFile(filepath.Join(dir, "none.npz"), map[string]*npy.Array{}, npy.Float64); err != nil {
 		t.Fatal(err)
