@@ -23,6 +23,15 @@ func plotColor(k int) color.Color {
 	return cs[k%len(cs)]
 }
 
+// curveDashes is curve k's line style: solid for the first ten, then
+// dashed, dotted and dash-dotted for each next ten, so that no two of 40
+// curves look alike (probe 59: compare's 11th run was drawn as its 1st).
+func curveDashes(k int) []vg.Length {
+	p := vg.Points
+	styles := [][]vg.Length{nil, {p(6), p(3)}, {p(1.5), p(2)}, {p(6), p(2), p(1.5), p(2)}}
+	return styles[(k/10)%len(styles)]
+}
+
 // Figure is a line plot of curves over a common x axis.
 type Figure struct {
 	Title, XLabel, YLabel string
@@ -105,7 +114,7 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 			}
 		}
 		if len(pts) > 0 {
-			drawn, err := curvePlotters(pts, plotColor(k))
+			drawn, err := curvePlotters(pts, plotColor(k), curveDashes(k))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -194,12 +203,12 @@ func (f Figure) fitY(p *plot.Plot) error {
 
 // curvePlotters draws the points pts as a line in colour c, and a single
 // point also as a dot (a line of one point draws nothing).
-func curvePlotters(pts plotter.XYs, c color.Color) ([]plot.Plotter, error) {
+func curvePlotters(pts plotter.XYs, c color.Color, dashes []vg.Length) ([]plot.Plotter, error) {
 	l, err := plotter.NewLine(pts)
 	if err != nil {
 		return nil, err
 	}
-	l.Color, l.Width = c, vg.Points(1.5)
+	l.Color, l.Width, l.Dashes = c, vg.Points(1.5), dashes
 	drawn := []plot.Plotter{l}
 	if len(pts) == 1 {
 		sc, err := plotter.NewScatter(pts)

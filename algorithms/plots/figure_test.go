@@ -149,7 +149,7 @@ func TestSinglePointCurveIsMarked(t *testing.T) {
 		for i := range pts {
 			pts[i] = plotter.XY{X: float64(i + 1), Y: 1.05}
 		}
-		drawn, err := curvePlotters(pts, color.Black)
+		drawn, err := curvePlotters(pts, color.Black, nil)
 		if err != nil || len(drawn) != want {
 			t.Errorf("%d points: %d plotters, %v; want %d", n, len(drawn), err, want)
 		}
@@ -242,5 +242,18 @@ func TestFigureHeadroomNearLimits(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("logY %v, %v: drawing did not end in 30 s", c.logY, c.ys)
 		}
+	}
+}
+
+// Probe 59 B7 (h): no two of 40 curves share colour and line style (the
+// 11th run of a compare was drawn as the 1st).
+func TestCurveStylesDistinct(t *testing.T) {
+	seen := map[string]int{}
+	for k := 0; k < 40; k++ {
+		key := fmt.Sprint(plotColor(k), curveDashes(k))
+		if j, ok := seen[key]; ok {
+			t.Errorf("curves %d and %d look alike: %s", j, k, key)
+		}
+		seen[key] = k
 	}
 }
