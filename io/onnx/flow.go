@@ -104,7 +104,95 @@ func ReadFlow(samplePath, densityPath string, cfg FlowConfig) (*graph.Flow, erro
 }
 
 // DecodeFlow is ReadFlow for encoded models; the file names are for errors.
+// Where cfg names no output and the graphs lack flowebm's names, their
+// outputs are told apart by shape (x and z of d columns, one value per
+// point) and the sampling graph's value is read as log λ, then as
+// log|det J_T|: the flow is the reading that passes the check that its
+// two graphs are one flow (probe 59: nflows' and normflows' log_det and
+// log_prob were refused).
 func DecodeFlow(sample, density []byte, sampleFile, densityFile string, cfg FlowConfig) (*graph.Flow, error) {
+	f, err := decodeFlowAs(sample, density, sampleFile, densityFile, cfg)
+	if err == nil {
+		return f, nil
+	}
+	for _, alt := range outputReadings(sample, density, cfg) {
+		g, altErr := decodeFlowAs(sample, density, sampleFile, densityFile, alt)
+		if altErr == nil {
+			return g, nil
+		}
+		if !strings.Contains(altErr.Error(), "are not one flow") { // named, and refused for another reason
+			err = altErr
+		}
+	}
+	return nil, err
+}
+
+// outputReadings are the readings of the two graphs' outputs by shape,
+// where cfg names none and the graphs lack flowebm's names: the sampling
+// graph's two outputs x (batch, d) and s (batch) with s as log λ or as
+// log|det J_T|, and the density graph's outputs of one value per point
+// and of d columns as log λ and z.
+func outputReadings(sample, density []byte, cfg FlowConfig) []FlowConfig {
+	if cfg.SampleLogDensity != "" || cfg.SampleLogDet != "" {
+		return nil
+	}
+	sm, err1 := DecodeModel(sample)
+	dm, err2 := DecodeModel(density)
+	if err1 != nil || err2 != nil || len(sm.Graph.Outputs) != 2 {
+		return nil
+	}
+	names := func(vs []*ValueInfo) (all []string) {
+		for _, v := range vs {
+			all = append(all, v.Name)
+		}
+		return all
+	}
+	if slices.Contains(names(sm.Graph.Outputs), FlowLogDensity) || slices.Contains(names(sm.Graph.Outputs), FlowLogDet) {
+		return nil
+	}
+	x, scalar := byRank(sm.Graph.Outputs)
+	if x == "" || scalar == "" || (cfg.SampleX != "" && cfg.SampleX != x) {
+		return nil
+	}
+	base := cfg
+	base.SampleX = x
+	if cfg.DensityOutput == "" && len(dm.Graph.Outputs) == 2 && !slices.Contains(names(dm.Graph.Outputs), FlowLogDensity) {
+		z, lq := byRank(dm.Graph.Outputs)
+		if z == "" || lq == "" {
+			return nil
+		}
+		base.DensityOutput = lq
+		if cfg.DensityLatent == "" {
+			base.DensityLatent = z
+		}
+	}
+	asDensity, asLogDet := base, base
+	asDensity.SampleLogDensity, asLogDet.SampleLogDet = scalar, scalar
+	return []FlowConfig{asDensity, asLogDet}
+}
+
+// byRank returns, of two outputs, the one of rank 2 (points of d columns)
+// and the one of rank 1 (a value per point), by their declared shapes; ""
+// where the shapes do not tell them apart.
+func byRank(vs []*ValueInfo) (points, values string) {
+	for _, v := range vs {
+		switch {
+		case !v.HasShape:
+			return "", ""
+		case len(v.Shape) == 2:
+			points = cmp.Or(points, v.Name)
+		case len(v.Shape) == 1:
+			values = cmp.Or(values, v.Name)
+		}
+	}
+	if points == "" || values == "" {
+		return "", ""
+	}
+	return points, values
+}
+
+// decodeFlowAs reads the flow with its outputs as cfg names them.
+func decodeFlowAs(sample, density []byte, sampleFile, densityFile string, cfg FlowConfig) (*graph.Flow, error) {
 	fn, err := decodeFlowNet(sample, density, sampleFile, densityFile, cfg)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,12 @@
 package onnx
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // Probe 59 A1: a flow exported with torch.onnx.export's defaults has
@@ -37,23 +40,51 @@ func TestFoldedFlowNotTrained(t *testing.T) {
 	}
 }
 
-// Probe 59 A4: outputs named log_det and log_prob (nflows, normflows) are
-// not read; the messages say which names are, and how to export them. In
-// Go, FlowConfig names them, and the same files load.
+// Probe 59 A4: outputs named otherwise (nflows' and normflows' log_det,
+// log_prob, ldj) are told apart by shape, and the sampling graph's value
+// is read as log λ or as log|det J_T|, whichever makes the two graphs one
+// flow: the flow read so gives the densities of the flow read with the
+// names given. Where the shapes cannot tell (three outputs), the message
+// says which names flowebm reads and how to export them.
 func TestFlowOutputNames(t *testing.T) {
-	s := filepath.Join("testdata", "pinned", "othernames_flow_sample.onnx")
-	d := filepath.Join("testdata", "pinned", "othernames_flow_density.onnx")
-	_, err := ReadFlow(s, d, FlowConfig{})
-	if err == nil || !strings.Contains(err.Error(), `(outputs: "x", "log_det"): export it with those names, torch.onnx.export(..., output_names=["x", "logdet"])`) {
-		t.Errorf("sampling graph: %v", err)
+	pinned := func(name string) string { return filepath.Join("testdata", "pinned", name+".onnx") }
+	d := pinned("othernames_flow_density")
+	named, err := ReadFlow(pinned("othernames_flow_sample"), d, FlowConfig{SampleLogDensity: "log_det", DensityOutput: "log_prob", DensityLatent: "z"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The sampling graph's log_det is log λ here (base minus log-det).
-	_, err = ReadFlow(s, d, FlowConfig{SampleLogDensity: "log_det"})
+	x := mat.NewDense(5, 2, []float64{0, 0, 1, -2, 3, 0.5, -1, 4, 2, -1})
+	want := make([]float64, 5)
+	if err := named.LogDensity(x, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, sample := range []string{"othernames_flow_sample", "othernames_ldj_sample"} {
+		f, err := ReadFlow(pinned(sample), d, FlowConfig{})
+		if err != nil {
+			t.Errorf("%s: %v", sample, err)
+			continue
+		}
+		got := make([]float64, 5)
+		if err := f.LogDensity(x, got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if math.Abs(got[i]-want[i]) > 1e-12*math.Max(1, math.Abs(want[i])) {
+				t.Errorf("%s: log λ %v, named %v", sample, got, want)
+				break
+			}
+		}
+		if !f.Net.(*FlowNet).Invertible() {
+			t.Errorf("%s: z was not read", sample)
+		}
+	}
+	_, err = ReadFlow(pinned("othernames_three_sample"), d, FlowConfig{})
+	if err == nil || !strings.Contains(err.Error(), `(outputs: "x", "log_det", "twice"): export it with those names, torch.onnx.export(..., output_names=["x", "logdet"])`) {
+		t.Errorf("three outputs: %v", err)
+	}
+	_, err = ReadFlow(pinned("othernames_flow_sample"), d, FlowConfig{SampleLogDensity: "log_det"})
 	if err == nil || !strings.Contains(err.Error(), `no graph output named "log_density" (outputs: "log_prob", "z")`) ||
 		!strings.Contains(err.Error(), `export it with output_names=["log_density", "z"]`) {
 		t.Errorf("density graph: %v", err)
-	}
-	if _, err := ReadFlow(s, d, FlowConfig{SampleLogDensity: "log_det", DensityOutput: "log_prob"}); err != nil {
-		t.Errorf("named: %v", err)
 	}
 }

@@ -1140,6 +1140,24 @@ save("attn_squaremask_b4_f32", MaskedAttention(nn.Transformer.generate_square_su
 dyn_z = {"z": {0: "b"}, "x": {0: "b"}}
 torch.onnx.export(FoldedSample(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/othernames_flow_sample.onnx",
                   input_names=["z"], output_names=["x", "log_det"], dynamic_axes=dyn_z, do_constant_folding=False)
+class SampleLogDet(FoldedSample):
+    def forward(self, z):
+        return self.f.mu + torch.exp(self.f.logs) * z, self.f.logs.sum().expand(z.shape[0])
+
+
+class SampleThree(FoldedSample):
+    def forward(self, z):
+        x, lq = super().forward(z)
+        return x, lq, 2 * x
+
+
+torch.onnx.export(SampleLogDet(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/othernames_ldj_sample.onnx",
+                  input_names=["z"], output_names=["samples", "ldj"], dynamic_axes={"z": {0: "b"}, "samples": {0: "b"}, "ldj": {0: "b"}},
+                  do_constant_folding=False)
+torch.onnx.export(SampleThree(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/othernames_three_sample.onnx",
+                  input_names=["z"], output_names=["x", "log_det", "twice"], dynamic_axes=dyn_z, do_constant_folding=False)
+
+
 class DensityAndLatent(FoldedDensity):
     def forward(self, x):
         return super().forward(x), (x - self.f.mu) * torch.exp(-self.f.logs)
