@@ -135,10 +135,10 @@ func fuseNorm(root *Node, inner func(name, op string) *Node, c constants, opset 
 var cdistHalf = float64(float32(1 / (2 + 1e-6)))
 
 // normOrder returns the order p of a norm chain raising to p and then to
-// q, if q is 1/p as float32 or float64 rounds it and p is positive and
-// finite.
+// q, if q is 1/p as float32 or float64 rounds it and p is finite and not
+// 0.
 func normOrder(p, q float64) (float64, bool) {
-	if !(p > 0 && p <= math.MaxFloat32) || q != q {
+	if p == 0 || !(math.Abs(p) <= math.MaxFloat32) || q != q { // negative orders too (probe 60: ord=−1 refused at a zero coordinate)
 		return 0, false
 	}
 	r := 1 / p

@@ -114,6 +114,10 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"attn_padding_dyn", false, []int{5}},
 		{"attn_layer_dyn", false, []int{5}},
 		{"attn_squaremask_b4_f32", true, []int{5}},
+		// Probe 60 A2: norms of negative order at zero coordinates
+		// (gradient NaN; PyTorch's is 0).
+		{"neglpnorm_dyn", false, []int{9}},
+		{"neglpnorm_b4_f32", false, []int{9}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

@@ -26,7 +26,7 @@ const (
 	ReduceL1                          // Σ|x|; gradient sign(x), 0 at 0
 	ReduceL2                          // √Σx²; gradient x/y, 0 where y = 0
 	ReduceLogSum                      // ln Σx
-	ReduceLp                          // (Σ|x|ᵖ)^(1/p) for Reduce.P > 0; gradient sign(x)(|x|/y)ᵖ⁻¹, 0 where x or y is 0 (PyTorch's vector_norm)
+	ReduceLp                          // (Σ|x|ᵖ)^(1/p) for Reduce.P ≠ 0; gradient sign(x)(|x|/y)ᵖ⁻¹, 0 where x or y is 0 (PyTorch's vector_norm)
 )
 
 var reduceNames = [...]string{"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
@@ -47,7 +47,8 @@ func (k ReduceKind) String() string {
 // axes has shape (1)). Rank is the input's rank, which Type needs unless
 // KeepDims is set: callers set it (0 with KeepDims: a → a, any rank);
 // InferShape checks it and Do ignores it. P is the order of ReduceLp, a
-// positive finite number; the other reductions must leave it 0.
+// finite number other than 0 (negative orders too: vector_norm(ord=−1));
+// the other reductions must leave it 0.
 type Reduce struct {
 	pure
 	Kind     ReduceKind
@@ -70,8 +71,8 @@ func (op Reduce) shapes(in tensor.Shape) (keep, out tensor.Shape, err error) {
 	if op.Kind < 0 || int(op.Kind) >= len(reduceNames) {
 		return nil, nil, fmt.Errorf("nd: unknown reduction %d", int(op.Kind))
 	}
-	if (op.Kind == ReduceLp) != (op.P != 0) || !(op.P >= 0 && op.P <= math.MaxFloat64) {
-		return nil, nil, fmt.Errorf("nd: %v: the order P must be a positive finite number for ReduceLp, 0 otherwise", op)
+	if (op.Kind == ReduceLp) != (op.P != 0) || !(math.Abs(op.P) <= math.MaxFloat64) {
+		return nil, nil, fmt.Errorf("nd: %v: the order P must be a finite number other than 0 for ReduceLp, 0 otherwise", op)
 	}
 	keep = in.Clone()
 	for i, a := range op.Axes {

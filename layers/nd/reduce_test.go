@@ -205,7 +205,7 @@ func TestReduceGraph32(t *testing.T) {
 // exports as a chain (probe 58 A1).
 func TestReduceLp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
-	for _, p := range []float64{0.5, 1, 1.5, 3, 4} {
+	for _, p := range []float64{-2, -1, -0.5, 0.5, 1, 1.5, 3, 4} {
 		ref := func(vs []float64) float64 {
 			return math.Pow(fold(vs, 0, func(a, v float64) float64 { return a + math.Pow(math.Abs(v), p) }), 1/p)
 		}
@@ -234,6 +234,8 @@ func TestReduceLpZeros(t *testing.T) {
 		{1, []float64{0, -2, 3}, 5, []float64{0, -1, 1}},
 		{0.5, []float64{0, 4}, 4, []float64{0, 1}},
 		{3, []float64{0, -2}, 2, []float64{0, -1}},
+		{-1, []float64{0, 2}, 0, []float64{0, 0}}, // Σ|x|⁻¹ = ∞: the norm is 0 (probe 60)
+		{-1, []float64{1, -1}, 0.5, []float64{0.25, -0.25}},
 		{4, []float64{1, 1}, math.Pow(2, 0.25), []float64{math.Pow(2, -0.75), math.Pow(2, -0.75)}},
 	} {
 		op := Reduce{Kind: ReduceLp, P: c.p, Rank: 1}
@@ -244,7 +246,7 @@ func TestReduceLpZeros(t *testing.T) {
 		wantClose(t, op.String()+" gradient", dx, c.dx, 1e-15)
 	}
 	for _, op := range []Reduce{
-		{Kind: ReduceLp, Rank: 1}, {Kind: ReduceLp, P: -1, Rank: 1}, {Kind: ReduceLp, P: math.NaN(), Rank: 1},
+		{Kind: ReduceLp, Rank: 1}, {Kind: ReduceLp, P: math.NaN(), Rank: 1}, {Kind: ReduceLp, P: math.Inf(-1), Rank: 1},
 		{Kind: ReduceLp, P: math.Inf(1), Rank: 1}, {Kind: ReduceL2, P: 2, Rank: 1},
 	} {
 		if _, err := op.InferShape(tensor.Shape{3}); err == nil {

@@ -1166,3 +1166,17 @@ class DensityAndLatent(FoldedDensity):
 torch.onnx.export(DensityAndLatent(folded), torch.randn(3, 2, dtype=torch.float64), f"{out}/othernames_flow_density.onnx",
                   input_names=["x"], output_names=["log_prob", "z"], dynamic_axes={"x": {0: "b"}, "log_prob": {0: "b"}, "z": {0: "b"}},
                   do_constant_folding=False)
+
+
+# Probe 60 A2: norms of negative order (vector_norm(ord=-1), -2, -0.5),
+# exported as the same chain, were refused at a zero coordinate (NaN
+# gradient); PyTorch's norm is 0 there, with gradient 0.
+class NegLpNorms(nn.Module):
+    def forward(self, x):
+        return (torch.linalg.vector_norm(x, ord=-1, dim=1) + torch.linalg.vector_norm(x, ord=-2, dim=1)
+                + torch.linalg.vector_norm(x, ord=-0.5, dim=1) + 0.1 * (x * x).sum(1))
+
+
+torch.manual_seed(601)
+save("neglpnorm_dyn", NegLpNorms(), (3,), torch.float64, 4, [9], dynamic=True, draw=with_zero_rows_and_elements)
+save("neglpnorm_b4_f32", NegLpNorms(), (3,), torch.float32, 4, [9], draw=with_zero_rows_and_elements)
