@@ -31,6 +31,11 @@ func checkGraph(g *Graph) error {
 	return nil
 }
 
+// maskAdvice says which −Inf values are taken (maskOnly), and what to
+// write for others (probe 60: the refusal of an initializer named no
+// reason, that of a constant gave advice about bounded supports alone).
+const maskAdvice = "a -Inf attention mask is taken where it reaches only a softmax, exp, row maximum or clip from below, through Add, Sub, Where, Mul or Div by a positive constant, Cast, ScatterND and reshapes; a mask used otherwise can be written with a large finite value, -1e9"
+
 // softmaxMask says whether nd is a Constant or ConstantOfShape holding
 // −Inf (and no NaN or +Inf) that only masks a softmax's inputs
 // (maskOnly).
@@ -54,14 +59,19 @@ func negInfOnly(t *Tensor) bool {
 	return negInf
 }
 
-// maskOnly says whether the value name reaches nothing but the inputs of
-// Softmax and LogSoftmax, through operations that keep a −Inf at −Inf
-// for finite scores: Add, Where (as a value), Mul by a positive constant,
-// Cast to a float type, and reshapes. That is an attention mask with
-// float('-inf'): masked_fill before a softmax, nn.MultiheadAttention's
-// attn_mask (Add), its key_padding_mask (Where, Mul by 1), whose softmax
-// and its gradient are finite where a row has a finite score (probes 58,
-// 59: refused, with advice about bounded supports).
+// maskOnly says whether the value name reaches nothing but operations
+// that make a −Inf finite for rows with a finite score (Softmax,
+// LogSoftmax, Exp, Sigmoid, ReduceMax, Clip with a finite minimum),
+// through operations that keep a −Inf at −Inf for finite scores: Add, Sub
+// (as the first operand), Where (as a value), Mul or Div by a positive
+// constant, Cast to a float type, ScatterND (as data or updates) and
+// reshapes. That is an attention mask with float('-inf'): masked_fill
+// before a softmax, nn.MultiheadAttention's attn_mask (Add) and
+// key_padding_mask (Where, Mul by 1, or a float mask filled in place:
+// ScatterND), scores scaled by a temperature, a softmax written out with
+// its row maximum; the result and its gradient are finite where a row has
+// a finite score (probes 58 to 60: refused, with advice about bounded
+// supports).
 func maskOnly(g *Graph, name string) bool {
 	readers := map[string][]*Node{}
 	for _, n := range g.Nodes {
@@ -103,12 +113,21 @@ func maskStep(r *Node, v string, c constants) (final, ok bool) {
 	}
 	data := r.Inputs[0] == v && !slices.Contains(r.Inputs[1:], v)
 	switch r.OpType {
-	case "Softmax", "LogSoftmax":
+	case "Softmax", "LogSoftmax", "Exp", "Sigmoid", "ReduceMax":
 		return true, data
+	case "Clip":
+		return true, data && finiteMin(r, c)
 	case "Add":
 		return false, true
+	case "Sub":
+		return false, data && len(r.Inputs) == 2
 	case "Where":
 		return false, len(r.Inputs) == 3 && r.Inputs[0] != v
+	case "ScatterND":
+		return false, len(r.Inputs) == 3 && r.Inputs[1] != v
+	case "Div":
+		t := c.tensor(r.Inputs[len(r.Inputs)-1])
+		return false, data && len(r.Inputs) == 2 && t != nil && allPositive(t)
 	case "Mul":
 		if len(r.Inputs) != 2 {
 			return false, false
@@ -126,6 +145,23 @@ func maskStep(r *Node, v string, c constants) (final, ok bool) {
 		return false, data
 	}
 	return false, false
+}
+
+// finiteMin says whether the Clip r has a finite minimum: its constant
+// input 1 (opset 11 on), or its attribute min.
+func finiteMin(r *Node, c constants) bool {
+	if a, ok := r.Attrs["min"]; ok {
+		return !math.IsInf(float64(a.F), 0) && !math.IsNaN(float64(a.F))
+	}
+	if len(r.Inputs) < 2 || r.Inputs[1] == "" {
+		return false
+	}
+	t := c.tensor(r.Inputs[1])
+	if t == nil || len(t.Float) != 1 {
+		return false
+	}
+	m := t.Float[0]
+	return !math.IsInf(m, 0) && !math.IsNaN(m)
 }
 
 // allPositive says whether t holds positive finite numbers only.
@@ -164,7 +200,7 @@ func checkInitializers(g *Graph) error {
 		}
 		seen[t.Name] = true
 		if err := checkFinite(t); err != nil && !(negInfOnly(t) && maskOnly(g, t.Name)) {
-			return fmt.Errorf("initializer %q %w", t.Name, err)
+			return fmt.Errorf("initializer %q %w: flowebm takes no NaN or infinite weight (a gradient through it is NaN); %s", t.Name, err, maskAdvice)
 		}
 	}
 	return nil
@@ -209,7 +245,7 @@ func checkNodeValues(nd *Node) error {
 	for _, name := range names {
 		if err := checkAttrValues(nd, nd.Attrs[name]); err != nil {
 			// Probe 52: said without why, of torch.where(inside, e, inf).
-			return fmt.Errorf("node %q (%s): attribute %q %w: flowebm takes no NaN or infinite constant (a gradient through it is NaN, and an infinite energy stops a sampler's chain for good); an energy of bounded support can be written with a large finite value outside it, e.g. torch.where(inside, e, torch.full_like(e, 1e30))", nodeName(nd), nd.OpType, name, err)
+			return fmt.Errorf("node %q (%s): attribute %q %w: flowebm takes no NaN or infinite constant (a gradient through it is NaN, and an infinite energy stops a sampler's chain for good); %s; an energy of bounded support can be written with a large finite value outside it, e.g. torch.where(inside, e, torch.full_like(e, 1e30))", nodeName(nd), nd.OpType, name, err, maskAdvice)
 		}
 	}
 	return nil

@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// A −Inf constant is taken only where it reaches nothing but softmax
-// inputs through operations that keep −Inf at −Inf for finite scores
-// (probes 58, 59); anywhere else it is refused.
+// A −Inf constant is taken only where it reaches nothing but operations
+// that make it finite (softmax, exp, a row maximum, a clip from below)
+// through operations that keep −Inf at −Inf for finite scores (probes 58
+// to 60); anywhere else it is refused.
 func TestMaskOnly(t *testing.T) {
 	ninf := &Tensor{Name: "m", Dims: []int64{2}, DataType: TypeDouble, Float: []float64{0, math.Inf(-1)}}
 	scalar := func(name string, v float64) *Tensor {
@@ -38,12 +39,22 @@ func TestMaskOnly(t *testing.T) {
 		{"Where's condition", []*Node{node("Where", []string{"m", "s", "zero"}, "w"), node("Softmax", []string{"w"}, "y")}, false},
 		{"Cast to int", []*Node{node("Cast", []string{"m"}, "k", toInt), node("Softmax", []string{"k"}, "y")}, false},
 		{"Reshape's shape", []*Node{node("Reshape", []string{"s", "m"}, "r"), node("Softmax", []string{"r"}, "y")}, false},
-		{"Exp", []*Node{node("Add", []string{"s", "m"}, "a"), node("Exp", []string{"a"}, "y")}, false},
+		{"Exp", []*Node{node("Add", []string{"s", "m"}, "a"), node("Exp", []string{"a"}, "y")}, true},
+		{"Log", []*Node{node("Add", []string{"s", "m"}, "a"), node("Log", []string{"a"}, "y")}, false},
+		{"Div by a temperature, Sub the row maximum", []*Node{node("Add", []string{"s", "m"}, "a"), node("Div", []string{"a", "two"}, "d"),
+			node("ReduceMax", []string{"d"}, "mx"), node("Sub", []string{"d", "mx"}, "c"), node("Exp", []string{"c"}, "y")}, true},
+		{"Sub as the second operand", []*Node{node("Sub", []string{"s", "m"}, "c"), node("Softmax", []string{"c"}, "y")}, false},
+		{"Div by −1", []*Node{node("Div", []string{"m", "minus"}, "d"), node("Softmax", []string{"d"}, "y")}, false},
+		{"Div of a score by the mask", []*Node{node("Div", []string{"s", "m"}, "d"), node("Softmax", []string{"d"}, "y")}, false},
+		{"ScatterND's updates", []*Node{node("ScatterND", []string{"s", "idx", "m"}, "u"), node("Softmax", []string{"u"}, "y")}, true},
+		{"ScatterND's indices", []*Node{node("ScatterND", []string{"s", "m", "s"}, "u"), node("Softmax", []string{"u"}, "y")}, false},
+		{"Clip with a finite minimum", []*Node{node("Add", []string{"s", "m"}, "a"), node("Clip", []string{"a", "minus"}, "y")}, true},
+		{"Clip without a minimum", []*Node{node("Add", []string{"s", "m"}, "a"), node("Clip", []string{"a"}, "k"), node("Softmax", []string{"k"}, "y")}, false},
 		{"also read elsewhere", []*Node{node("Add", []string{"s", "m"}, "a"), node("Softmax", []string{"a"}, "y"), node("Neg", []string{"a"}, "y2")}, false},
 		{"a graph output", []*Node{node("Add", []string{"s", "m"}, "y")}, false},
 		{"read by nothing", nil, false},
 	} {
-		g := &Graph{Nodes: c.nodes, Initializers: []*Tensor{ninf, scalar("one", 1), scalar("zero", 0), scalar("minus", -1)},
+		g := &Graph{Nodes: c.nodes, Initializers: []*Tensor{ninf, scalar("one", 1), scalar("zero", 0), scalar("minus", -1), scalar("two", 2)},
 			Outputs: []*ValueInfo{{Name: "y"}, {Name: "y2"}}}
 		if got := maskOnly(g, "m"); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)

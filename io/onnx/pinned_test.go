@@ -118,6 +118,15 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// (gradient NaN; PyTorch's is 0).
 		{"neglpnorm_dyn", false, []int{9}},
 		{"neglpnorm_b4_f32", false, []int{9}},
+		// Probe 60 A3, A1: -Inf masks through Div by a temperature, the
+		// row maximum subtracted, a written-out softmax, a clamp, and a
+		// float key-padding mask filled in place (ScatterND), refused.
+		{"mask_div_dyn", false, []int{5}},
+		{"mask_rowmax_dyn", false, []int{5}},
+		{"mask_manual_dyn", false, []int{5}},
+		{"mask_clamp_dyn", false, []int{5}},
+		{"mask_floatpadding_dyn", false, []int{5}},
+		{"mask_manual_b4_f32", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

@@ -1180,3 +1180,54 @@ class NegLpNorms(nn.Module):
 torch.manual_seed(601)
 save("neglpnorm_dyn", NegLpNorms(), (3,), torch.float64, 4, [9], dynamic=True, draw=with_zero_rows_and_elements)
 save("neglpnorm_b4_f32", NegLpNorms(), (3,), torch.float32, 4, [9], draw=with_zero_rows_and_elements)
+
+
+# Probe 60 A3, A1: -Inf masks through other finite idioms, refused: scores
+# divided by a temperature after the mask, the row maximum subtracted, a
+# softmax written out (exp, sum, divide), a clamp from below, and a float
+# key-padding mask filled in place (ScatterND).
+class CausalIdioms(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.q, self.k, self.v = nn.Linear(1, 4), nn.Linear(1, 4), nn.Linear(1, 4)
+        self.register_buffer("keep", torch.ones(6, 6, dtype=torch.bool).tril())
+        self.register_buffer("mf", torch.full((6, 6), float("-inf")).triu(1))
+
+    def forward(self, x):
+        h = x.unsqueeze(-1)
+        sc = self.q(h) @ self.k(h).transpose(1, 2)
+        if self.kind == "div":
+            p = torch.softmax(sc.masked_fill(~self.keep, float("-inf")) / math.sqrt(4), -1)
+        elif self.kind == "rowmax":
+            a = (sc + self.mf) / 0.7
+            p = torch.softmax(a - a.max(-1, keepdim=True).values, -1)
+        elif self.kind == "manual":
+            a = sc + self.mf
+            e = torch.exp(a - a.amax(-1, keepdim=True))
+            p = e / e.sum(-1, keepdim=True)
+        else:  # clamp
+            p = torch.softmax(torch.clamp(sc + self.mf, min=-1e4), -1)
+        return (p @ self.v(h)).sum((1, 2)) + 0.5 * (x ** 2).sum(1)
+
+
+class FloatPadding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Linear(1, 8)
+        self.att = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x):
+        t = self.emb(x.unsqueeze(-1))
+        kpm = torch.zeros(x.shape[0], x.shape[1], dtype=x.dtype)
+        kpm[:, 3:] = float("-inf")
+        a, _ = self.att(t, t, t, key_padding_mask=kpm, need_weights=False)
+        return self.out(a).sum((1, 2)) + 0.5 * (x ** 2).sum(1)
+
+
+torch.manual_seed(602)
+for kind in ("div", "rowmax", "manual", "clamp"):
+    save(f"mask_{kind}_dyn", CausalIdioms(kind), (6,), torch.float64, 2, [5], dynamic=True)
+save("mask_floatpadding_dyn", FloatPadding(), (6,), torch.float64, 4, [5], dynamic=True)
+save("mask_manual_b4_f32", CausalIdioms("manual"), (6,), torch.float32, 4, [5])
