@@ -253,7 +253,7 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 		return nil, err
 	}
 	if len(fn.specs) == 0 && !cfg.Frozen {
-		return nil, fmt.Errorf("%s: the flow has no trainable weights (metadata %q lists none, or its graphs read no float initializer): nothing to train; load it frozen to sample with it", fn.Density.File, ParametersKey)
+		return nil, fmt.Errorf("%s: the flow has no trainable weights (metadata %q lists none, or its graphs read no float initializer): nothing to train; "+frozenAdvice, fn.Density.File, ParametersKey)
 	}
 	if !cfg.Frozen {
 		if err := fn.noMasksTrained(); err != nil {
@@ -283,7 +283,7 @@ func (fn *FlowNet) noMasksTrained() error {
 			t = fn.Sample.inits[p.Name]
 		}
 		if t != nil && maskLike(t.Float) {
-			return fmt.Errorf("%s: initializer %q holds only 0s and 1s, as a coupling's or a MADE's mask does, and neither file lists which initializers are weights (metadata_props %q): training every initializer would train the masks too and break the flow; list the weights there (io/onnx/crosscheck/export_flow.py writes the module's named_parameters()), or load the flow frozen, without training it", fn.Density.File, p.Name, ParametersKey)
+			return fmt.Errorf("%s: initializer %q holds only 0s and 1s, as a coupling's or a MADE's mask does, and neither file lists which initializers are weights (metadata_props %q): training every initializer would train the masks too and break the flow; list the weights there (io/onnx/crosscheck/export_flow.py writes the module's named_parameters()), or "+frozenAdvice, fn.Density.File, p.Name, ParametersKey)
 		}
 	}
 	return nil
@@ -373,7 +373,7 @@ func (fn *FlowNet) tie(frozen bool) error {
 		q, ok := byName[p.Name]
 		if !ok {
 			if !frozen {
-				return fmt.Errorf("%s: weight %q of the sampling graph is not read by the density graph (%s), so training could not keep the two tied: export both from one module with do_constant_folding=False, listing the module's weights in metadata_props %q (io/onnx/crosscheck/export_flow.py does both), or load the flow frozen for sampling only", fn.Sample.File, p.Name, fn.Density.File, ParametersKey)
+				return fmt.Errorf("%s: weight %q of the sampling graph is not read by the density graph (%s), so training could not keep the two tied: export both from one module with do_constant_folding=False, listing the module's weights in metadata_props %q (io/onnx/crosscheck/export_flow.py does both), or "+frozenAdvice, fn.Sample.File, p.Name, fn.Density.File, ParametersKey)
 			}
 			fn.specs = append(fn.specs, p)
 			continue
@@ -388,6 +388,11 @@ func (fn *FlowNet) tie(frozen bool) error {
 	return nil
 }
 
+// frozenAdvice is how to use a flow that cannot be trained: frozen
+// (probe 60: "load the flow frozen" was said to train, which has no such
+// option).
+const frozenAdvice = "sample with it frozen, untrained (flowebm sample --flow without --train-flow; FlowConfig.Frozen in Go): train cannot use it"
+
 // densityOnly refuses a weight of the density graph that the sampling
 // graph does not read.
 func (fn *FlowNet) densityOnly() error {
@@ -397,7 +402,7 @@ func (fn *FlowNet) densityOnly() error {
 	}
 	for _, p := range fn.Density.ParamSpecs() {
 		if !inSample[p.Name] {
-			return fmt.Errorf("%s: weight %q of the density graph is not read by the sampling graph (%s), so training would move it alone and the sampling graph's draws would no longer follow the density: it may be a value PyTorch folded from the module's weights (do_constant_folding, torch.onnx.export's default) or a buffer; export both from one module with do_constant_folding=False, listing the module's weights in metadata_props %q (io/onnx/crosscheck/export_flow.py does both), or load the flow frozen for sampling only", fn.Density.File, p.Name, fn.Sample.File, ParametersKey)
+			return fmt.Errorf("%s: weight %q of the density graph is not read by the sampling graph (%s), so training would move it alone and the sampling graph's draws would no longer follow the density: it may be a value PyTorch folded from the module's weights (do_constant_folding, torch.onnx.export's default) or a buffer; export both from one module with do_constant_folding=False, listing the module's weights in metadata_props %q (io/onnx/crosscheck/export_flow.py does both), or "+frozenAdvice, fn.Density.File, p.Name, fn.Sample.File, ParametersKey)
 		}
 	}
 	return nil
