@@ -32,6 +32,10 @@ func NestedRHat(x [][]float64, k int) float64 {
 	if !validNested(x, k) {
 		return math.NaN()
 	}
+	// On a copy scaled and centred as Summarize's draws (probe 60: at
+	// 1e12 ± 1e-4 the superchain means rounded together, R̂ν = 1 for
+	// 1.0498; at 1e±200 the squares overflowed or underflowed to NaN).
+	x = centredCopy(x)
 	m, n := len(x)/k, len(x[0])
 	chainMean := make([]float64, len(x))
 	chainVar := make([]float64, len(x))
@@ -53,6 +57,20 @@ func NestedRHat(x [][]float64, k int) float64 {
 	}
 	between := stat.Variance(superMean, nil)
 	return math.Sqrt(1 + between/within)
+}
+
+// centredCopy is a copy of x divided by its largest magnitude where that
+// is beyond 1e±150 (rescale) and centred by its mean (centre): a
+// statistic invariant to shifts and scales computed on it keeps its
+// digits.
+func centredCopy(x [][]float64) [][]float64 {
+	y := make([][]float64, len(x))
+	for c, ch := range x {
+		y[c] = append([]float64(nil), ch...)
+	}
+	rescale(y)
+	centre(y)
+	return y
 }
 
 // validNested reports whether x is rectangular, finite, non-empty, not all

@@ -66,3 +66,46 @@ func exactMeanSD(v []float64) (mean, sd float64) {
 	sd, _ = ss.Float64()
 	return mean, sd
 }
+
+// Probe 60 B1: nested R-hat of draws far from zero or at extreme scales
+// equals that of the same draws at unit scale (to 1e-9 relative: it is
+// invariant to shifts and scales): at 1e12 ± 1e-4 it was exactly 1 for
+// 1.0498, at 1e±200 NaN.
+func TestNestedRHatFarFromZero(t *testing.T) {
+	rng := rand.New(rand.NewPCG(60, 1))
+	unit := make([][]float64, 8)
+	for c := range unit {
+		unit[c] = make([]float64, 1000)
+		for n := range unit[c] {
+			unit[c][n] = rng.NormFloat64()
+			if c >= 4 {
+				unit[c][n] += 0.5
+			}
+		}
+	}
+	want := NestedRHat(unit, 2)
+	if !(want > 1.01) {
+		t.Fatalf("unit scale: %v, want well above 1", want)
+	}
+	for _, c := range []struct{ offset, scale float64 }{{1e12, 1e-4}, {1e15, 1}, {0, 1e-300}, {0, 1e200}} {
+		x := make([][]float64, len(unit))
+		for i, ch := range unit {
+			x[i] = make([]float64, len(ch))
+			for n, v := range ch {
+				x[i][n] = c.offset + c.scale*v
+			}
+		}
+		// The draws themselves are rounded at the offset: the reference is
+		// the statistic of the draws as stored, shifted back exactly.
+		ref := make([][]float64, len(x))
+		for i, ch := range x {
+			ref[i] = make([]float64, len(ch))
+			for n, v := range ch {
+				ref[i][n] = (v - c.offset) / c.scale
+			}
+		}
+		if got, w := NestedRHat(x, 2), NestedRHat(ref, 2); !(math.Abs(got-w) <= 1e-9*w) {
+			t.Errorf("%g + %g·z: nested R-hat %v, of the same draws at unit scale %v", c.offset, c.scale, got, w)
+		}
+	}
+}
