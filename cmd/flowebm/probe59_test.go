@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowebm/flowebm/io/npy"
 )
@@ -183,5 +185,48 @@ func TestOutFolderIsInput(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("--out %s: exit %d: %s", out, code, stderr)
 		}
+	}
+}
+
+// Probe 60 B2: without --checkpoint-every, a checkpoint waits 9 times as
+// long as the last one took to write, so that writing, which rewrites
+// every draw kept, takes at most a tenth of the run (it grew with the
+// square of the draws: 7 times the run's time at 60000 steps).
+func TestCheckpointPace(t *testing.T) {
+	var p checkpointPace
+	t0 := time.Unix(1000, 0)
+	if !p.due(t0) {
+		t.Fatal("the first checkpoint is not due")
+	}
+	p.start(t0)
+	p.end(t0.Add(time.Second)) // took 1 s
+	for _, c := range []struct {
+		after time.Duration
+		due   bool
+	}{{time.Second, false}, {8 * time.Second, false}, {9 * time.Second, true}, {time.Minute, true}} {
+		if got := p.due(t0.Add(time.Second + c.after)); got != c.due {
+			t.Errorf("%v after a write of 1 s: due %v, want %v", c.after, got, c.due)
+		}
+	}
+}
+
+// The pacing changes no draw: a run checkpointed at its pace and one
+// checkpointed every 10 steps write the same draws as one never
+// checkpointed.
+func TestCheckpointPaceSameDraws(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	common := []string{"sample", "--model", model, "--chains", "4", "--steps", "300", "--sampler", "mala"}
+	var outs [][]byte
+	for i, extra := range [][]string{nil, {"--checkpoint", filepath.Join(dir, "a.npz")}, {"--checkpoint", filepath.Join(dir, "b.npz"), "--checkpoint-every", "10"}} {
+		out := filepath.Join(dir, fmt.Sprintf("s%d.npy", i))
+		if _, stderr, code := runCLI(append(append(common, extra...), "--out", out)...); code != 0 {
+			t.Fatal(stderr)
+		}
+		b, _ := os.ReadFile(out)
+		outs = append(outs, b)
+	}
+	if !bytes.Equal(outs[0], outs[1]) || !bytes.Equal(outs[0], outs[2]) {
+		t.Error("checkpointing changed the draws")
 	}
 }
