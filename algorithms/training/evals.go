@@ -1,6 +1,7 @@
 package training
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -122,7 +123,14 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		return nil, err
 	}
 	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
+	text, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(text) > 0 && text[len(text)-1] != '\n' { // probe 60: cut inside its last number, read as 0.54687 for 0.546875
+		return nil, fmt.Errorf("%s does not end with a line break: it was cut (flowebm ends every row with one), and its last row may be partial", path)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(text)).ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -236,3 +236,28 @@ func TestEvalsHeaderRefusalSaysWhere(t *testing.T) {
 		}
 	}
 }
+
+// Probe 60 B3: an evaluations file cut inside its last number is refused
+// (it was read, the number shortened: 0.54687 for 0.546875), naming the
+// file; the same file whole is read.
+func TestEvalsCutRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "metrics.csv")
+	evals := []Eval{{Iter: 1, HeldOutLL: -2.5}, {Iter: 2, HeldOutLL: 0.546875}}
+	if err := WriteEvalsCSV(path, evals, 0); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadEvalsCSVModes(path); err != nil || len(got) != 2 {
+		t.Fatalf("whole: %v, %v", got, err)
+	}
+	if err := os.WriteFile(path, whole[:len(whole)-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadEvalsCSVModes(path); err == nil || !strings.Contains(err.Error(), path+" does not end with a line break: it was cut") {
+		t.Errorf("cut: %v", err)
+	}
+}
