@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -1149,7 +1150,16 @@ func (e NothingToResumeError) Unwrap() error { return e.Err }
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (config.Run, error) {
-	return config.Read(filepath.Join(dir, "config.json"))
+	path := filepath.Join(dir, "config.json")
+	cfg, err := config.Read(path)
+	if errors.Is(err, fs.ErrNotExist) { // probe 60: "open …/config.json: no such file", nothing more
+		if ck, ckErr := LatestCheckpoint(dir); ckErr == nil {
+			if copied := filepath.Join(ck, runConfigName); exists(copied) {
+				return cfg, fmt.Errorf("%w: the run's checkpoint holds a copy of its configuration: cp %s %s restores it", err, copied, path)
+			}
+		}
+	}
+	return cfg, err
 }
 
 // dataSource names where the path of the data that the run in dir reads

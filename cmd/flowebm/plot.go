@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
@@ -47,6 +49,9 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		return "", err
 	}
 	if !isTrainingRun(dir) {
+		if _, err := training.ReadRunConfig(dir); errors.Is(err, fs.ErrNotExist) && exists(filepath.Join(dir, "checkpoint")) { // probe 60: "no config.json or checkpoint/" beside its checkpoint/
+			return "", fmt.Errorf("%s is a run folder without its config.json: %w", dir, err)
+		}
 		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
 	}
 	release, held, err := lockRunHeld(dir, "plot")

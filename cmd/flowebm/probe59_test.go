@@ -230,3 +230,34 @@ func TestCheckpointPaceSameDraws(t *testing.T) {
 		t.Error("checkpointing changed the draws")
 	}
 }
+
+// Probe 60 B4: a run folder whose config.json was deleted is named as
+// such by plot and train --resume, with the copy in its checkpoint to
+// restore it; restored as advised, the run resumes.
+func TestRunWithoutConfigJSON(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.CopyFS(dir, os.DirFS(trainedRun(t))); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, ".lock"))
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.Remove(cfg); err != nil {
+		t.Fatal(err)
+	}
+	advice := "the run's checkpoint holds a copy of its configuration: cp " + filepath.Join(dir, "checkpoint", "run-config.json") + " " + cfg + " restores it"
+	for _, args := range [][]string{{"plot", dir}, {"train", "--resume", dir}} {
+		if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, advice) {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "checkpoint", "run-config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--resume", dir); code != 0 {
+		t.Errorf("restored as advised: exit %d: %s", code, stderr)
+	}
+}
