@@ -3,6 +3,7 @@ package onnx
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,5 +87,40 @@ func TestFlowOutputNames(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `no graph output named "log_density" (outputs: "log_prob", "z")`) ||
 		!strings.Contains(err.Error(), `export it with output_names=["log_density", "z"]`) {
 		t.Errorf("density graph: %v", err)
+	}
+}
+
+// Probe 61 A1: the folded pair with its weights listed in
+// flowebm.parameters: the folded exp(−logs) is then a constant, the two
+// graphs agree as read, and trained they drifted apart. Refused for
+// training (the weights moved by up to 5% break the agreement), naming the
+// folded initializer; frozen, it loads; a well-exported flow with listed
+// weights still trains.
+func TestFoldedListedFlowNotTrained(t *testing.T) {
+	s := filepath.Join("testdata", "pinned", "folded_listed_flow_sample.onnx")
+	d := filepath.Join("testdata", "pinned", "folded_listed_flow_density.onnx")
+	_, err := ReadFlow(s, d, FlowConfig{})
+	if err == nil || !strings.Contains(err.Error(), "once the weights are moved by up to 5% as training moves them, though they agree as read") ||
+		!strings.Contains(err.Error(), `"onnx::Exp_17" (`+d+` only) is read by one graph and not listed as weights`) {
+		t.Fatalf("trainable: %v", err)
+	}
+	if _, err := ReadFlow(s, d, FlowConfig{Frozen: true}); err != nil {
+		t.Fatalf("frozen: %v", err)
+	}
+	// A flow exported by export_flow.py (nflows' MAF, weights listed)
+	// trains, its weights put back as read after the check.
+	ms, md := "testdata/flows/maf_f32_sample.onnx", "testdata/flows/maf_f32_density.onnx"
+	trained, err := ReadFlow(ms, md, FlowConfig{})
+	if err != nil {
+		t.Fatalf("MAF: %v", err)
+	}
+	frozen, err := ReadFlow(ms, md, FlowConfig{Frozen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range trained.Params.List() {
+		if q := frozen.Params.Get(p.Name); q == nil || !slices.Equal(p.Float64s(), q.Float64s()) {
+			t.Errorf("MAF weight %s differs from the file's after the check", p.Name)
+		}
 	}
 }

@@ -100,6 +100,7 @@ type Net struct {
 	nodes                    []*Node
 	inits                    map[string]*Tensor
 	trainable                map[string]bool
+	reads                    map[string]bool // every float initializer the graph reads, weights or not
 	specs                    []layers.ParamSpec
 	outputName               string
 }
@@ -421,6 +422,10 @@ func (n *Net) check() error {
 		return fmt.Errorf("%s: %w", n.File, err)
 	}
 	n.pointBytes, n.largestPoint = in.mem.pointBytes, in.mem.largestPoint
+	n.reads = make(map[string]bool, len(rec.used))
+	for name := range rec.used {
+		n.reads[name] = true
+	}
 	n.trainable = rec.used
 	for name := range n.trainable {
 		if checkFinite(n.inits[name]) != nil { // a −Inf attention mask (maskOnly) is a constant

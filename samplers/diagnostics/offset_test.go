@@ -109,3 +109,22 @@ func TestNestedRHatFarFromZero(t *testing.T) {
 		}
 	}
 }
+
+// Probe 61 B1: Summarize computes ranks from the draws as given: centred
+// first, two draws tied about the median of the folded draws came apart,
+// and R-hat was 0.9798 where ArviZ and posterior give 0.9984 (reference.py
+// on these draws, which are exact in binary).
+func TestSummarizeRanksUncentred(t *testing.T) {
+	x := [][]float64{{-0.25, 0.5, 0.5, -2.25}, {0.0, -4.0, 0.75, -5.0}, {-5.0, 4.25, 3.25, 1.75}}
+	var data []float64
+	for _, ch := range x {
+		data = append(data, ch...)
+	}
+	s, err := Summarize(data, 3, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 0.9984197968494235; math.Abs(s[0].RHat-want) > 1e-15 || s[0].RHat != RHat(x) {
+		t.Errorf("R-hat %v, RHat %v, reference %v", s[0].RHat, RHat(x), want)
+	}
+}
