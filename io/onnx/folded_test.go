@@ -59,7 +59,7 @@ func TestFlowOutputNames(t *testing.T) {
 	if err := named.LogDensity(x, want); err != nil {
 		t.Fatal(err)
 	}
-	for _, sample := range []string{"othernames_flow_sample", "othernames_ldj_sample"} {
+	for _, sample := range []string{"othernames_flow_sample", "othernames_ldj_sample", "othernames_column_sample"} {
 		f, err := ReadFlow(pinned(sample), d, FlowConfig{})
 		if err != nil {
 			t.Errorf("%s: %v", sample, err)
@@ -78,6 +78,13 @@ func TestFlowOutputNames(t *testing.T) {
 		if !f.Net.(*FlowNet).Invertible() {
 			t.Errorf("%s: z was not read", sample)
 		}
+	}
+	// Probe 61 A2: a log-det of the inverse map under another name: no
+	// reading is one flow, and the message says so with the check's
+	// numbers.
+	_, err = ReadFlow(pinned("othernames_inverse_sample"), d, FlowConfig{})
+	if err == nil || !strings.Contains(err.Error(), "are not one flow") || !strings.Contains(err.Error(), `the outputs were read by their shapes (x = "x", and "logabsdet" as log q(x), then as log|det ∂x/∂z|; the density graph's log q(x) = "log_prob"), and neither reading makes the two graphs one flow`) {
+		t.Errorf("inverse log-det: %v", err)
 	}
 	_, err = ReadFlow(pinned("othernames_three_sample"), d, FlowConfig{})
 	if err == nil || !strings.Contains(err.Error(), `(outputs: "x", "log_det", "twice"): export it with those names, torch.onnx.export(..., output_names=["x", "logdet"])`) {

@@ -1243,3 +1243,23 @@ for part in ("sample", "density"):
     entry = m.metadata_props.add()
     entry.key, entry.value = "flowebm.parameters", '["f.mu", "f.logs"]'
     onnx.save(m, f"{out}/folded_listed_flow_{part}.onnx")
+
+
+# Probe 61 A2: a (batch, 1) log-det named otherwise, read as one value per
+# point; and a log-det of the opposite sign (of the inverse map), which no
+# reading makes one flow with the density graph: said so, with the check's
+# numbers, not blamed on the names.
+class SampleLogDetColumn(FoldedSample):
+    def forward(self, z):
+        return self.f.mu + torch.exp(self.f.logs) * z, self.f.logs.sum().expand(z.shape[0]).unsqueeze(1)
+
+
+class SampleInverseLogDet(FoldedSample):
+    def forward(self, z):
+        return self.f.mu + torch.exp(self.f.logs) * z, -self.f.logs.sum().expand(z.shape[0])
+
+
+for name, module in (("othernames_column_sample", SampleLogDetColumn(folded)), ("othernames_inverse_sample", SampleInverseLogDet(folded))):
+    torch.onnx.export(module, torch.randn(3, 2, dtype=torch.float64), f"{out}/{name}.onnx",
+                      input_names=["z"], output_names=["x", "logabsdet"], dynamic_axes={"z": {0: "b"}, "x": {0: "b"}, "logabsdet": {0: "b"}},
+                      do_constant_folding=False)
