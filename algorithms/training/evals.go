@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,7 +129,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(text) > 0 && text[len(text)-1] != '\n' { // probe 60: cut inside its last number, read as 0.54687 for 0.546875
-		return nil, fmt.Errorf("%s does not end with a line break: it was cut (flowebm ends every row with one), and its last row may be partial", path)
+		return nil, fmt.Errorf("%s does not end with a line break: it was cut (flowebm ends every row with one), and its last row may be partial%s", path, evalsRestore(path))
 	}
 	rows, err := csv.NewReader(bytes.NewReader(text)).ReadAll()
 	if err != nil {
@@ -179,4 +180,18 @@ func nanNil(w []float64) []float64 {
 		}
 	}
 	return nil
+}
+
+// evalsRestore is how to restore a run's cut metrics.csv from its last
+// checkpoint, which holds its evaluations up to there (probe 61: none was
+// named), or "".
+func evalsRestore(path string) string {
+	if filepath.Base(path) != "metrics.csv" {
+		return ""
+	}
+	ck, err := LatestCheckpoint(filepath.Dir(path))
+	if err != nil || !exists(filepath.Join(ck, "evals.csv")) {
+		return ""
+	}
+	return fmt.Sprintf("; the run's last checkpoint holds its evaluations up to there: cp %s %s restores them", filepath.Join(ck, "evals.csv"), path)
 }

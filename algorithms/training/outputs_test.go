@@ -261,3 +261,27 @@ func TestEvalsCutRefused(t *testing.T) {
 		t.Errorf("cut: %v", err)
 	}
 }
+
+// Probe 61 B3: a run's cut metrics.csv names the cp that restores it from
+// the run's last checkpoint; restored so, it reads.
+func TestCutMetricsRestoreNamed(t *testing.T) {
+	dir := checkpointAt(t, 4, 1, 2, true)
+	ck, err := LatestCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(ck, "evals.csv"))
+	if err != nil || len(b) < 10 {
+		t.Fatalf("the checkpoint's evaluations: %v (%d bytes)", err, len(b))
+	}
+	path := filepath.Join(dir, "metrics.csv")
+	os.WriteFile(path, b[:len(b)-3], 0o644)
+	_, err = ReadEvalsCSVModes(path)
+	if want := "cp " + filepath.Join(ck, "evals.csv") + " " + path + " restores them"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("cut: %v, want %q", err, want)
+	}
+	os.WriteFile(path, b, 0o644)
+	if got, err := ReadEvalsCSVModes(path); err != nil || len(got) != 2 {
+		t.Errorf("restored: %d evaluations, %v", len(got), err)
+	}
+}

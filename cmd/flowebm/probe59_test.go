@@ -261,3 +261,18 @@ func TestRunWithoutConfigJSON(t *testing.T) {
 		t.Errorf("restored as advised: exit %d: %s", code, stderr)
 	}
 }
+
+// Probe 61 B4: flowmc without a flow on a 1-D energy says why it cannot
+// (a RealNVP needs d ≥ 2) and what to use, not the layer's own message;
+// MALA samples it.
+func TestFlowMCOneDimension(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/pinned/quadratic_1d_dyn.onnx"
+	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--chains", "8", "--steps", "20", "--out", filepath.Join(dir, "f.npy"))
+	if code != 2 || !strings.Contains(stderr, "it needs d ≥ 2, and --model "+model+" has d = 1; sample it with --sampler mala, hmc or ula") || strings.Contains(stderr, "layers:") {
+		t.Errorf("flowmc: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--model", model, "--sampler", "mala", "--chains", "8", "--steps", "20", "--out", filepath.Join(dir, "m.npy")); code != 0 {
+		t.Errorf("mala: exit %d: %s", code, stderr)
+	}
+}

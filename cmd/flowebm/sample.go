@@ -1299,6 +1299,9 @@ func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Den
 	flow := m.Flow
 	if flow == nil {
 		d := m.EBM.Dim()
+		if d < 2 { // probe 61: "layers: RealNVP needs Dim ≥ 2"
+			return nil, fmt.Errorf("--sampler flowmc without --flow trains a RealNVP, whose couplings split the coordinates: it needs d ≥ 2, and --model %s has d = 1; sample it with --sampler mala, hmc or ula, or give a flow of your own with --flow", f.model)
+		}
 		sigma := 1.0
 		if m.EBM.Tilt != nil {
 			sigma = floats.Max(m.EBM.Tilt.Sigma)

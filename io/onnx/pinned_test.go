@@ -127,6 +127,7 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"mask_clamp_dyn", false, []int{5}},
 		{"mask_floatpadding_dyn", false, []int{5}},
 		{"mask_manual_b4_f32", false, []int{5}},
+		{"quadratic_1d_dyn", false, []int{3}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

@@ -1263,3 +1263,12 @@ for name, module in (("othernames_column_sample", SampleLogDetColumn(folded)), (
     torch.onnx.export(module, torch.randn(3, 2, dtype=torch.float64), f"{out}/{name}.onnx",
                       input_names=["z"], output_names=["x", "logabsdet"], dynamic_axes={"z": {0: "b"}, "x": {0: "b"}, "logabsdet": {0: "b"}},
                       do_constant_folding=False)
+
+
+# Probe 61 B4: a 1-D energy (flowmc without a flow needs d >= 2).
+class Quadratic(nn.Module):
+    def forward(self, x):
+        return 0.5 * (x ** 2).sum(1)
+
+
+save("quadratic_1d_dyn", Quadratic(), (1,), torch.float64, 2, [3], dynamic=True)
