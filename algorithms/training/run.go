@@ -1150,16 +1150,27 @@ func (e NothingToResumeError) Unwrap() error { return e.Err }
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (config.Run, error) {
-	path := filepath.Join(dir, "config.json")
-	cfg, err := config.Read(path)
+	cfg, err := config.Read(filepath.Join(dir, "config.json"))
 	if errors.Is(err, fs.ErrNotExist) { // probe 60: "open …/config.json: no such file", nothing more
-		if ck, ckErr := LatestCheckpoint(dir); ckErr == nil {
-			if copied := filepath.Join(ck, runConfigName); exists(copied) {
-				return cfg, fmt.Errorf("%w: the run's checkpoint holds a copy of its configuration: cp %s %s restores it", err, copied, path)
-			}
+		if restore := ConfigRestore(dir); restore != "" {
+			return cfg, fmt.Errorf("%w: %s", err, restore)
 		}
 	}
 	return cfg, err
+}
+
+// ConfigRestore says how to restore the config.json of the run in dir
+// from the copy its last checkpoint holds, or "" where it holds none.
+func ConfigRestore(dir string) string {
+	ck, err := LatestCheckpoint(dir)
+	if err != nil {
+		return ""
+	}
+	copied := filepath.Join(ck, runConfigName)
+	if !exists(copied) {
+		return ""
+	}
+	return fmt.Sprintf("the run's checkpoint holds a copy of its configuration: cp %s %s restores it", copied, filepath.Join(dir, "config.json"))
 }
 
 // dataSource names where the path of the data that the run in dir reads

@@ -35,7 +35,7 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 	s := runSummary{Named: r, dir: dir}
 	var unread []error
 	cfg, err := training.ReadRunConfig(dir)
-	if err != nil && exists(filepath.Join(dir, "config.json")) {
+	if err != nil && (exists(filepath.Join(dir, "config.json")) || training.ConfigRestore(dir) != "") { // probe 61: a deleted one, silent
 		unread = append(unread, err)
 	}
 	if err == nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -49,8 +48,8 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		return "", err
 	}
 	if !isTrainingRun(dir) {
-		if _, err := training.ReadRunConfig(dir); errors.Is(err, fs.ErrNotExist) && exists(filepath.Join(dir, "checkpoint")) { // probe 60: "no config.json or checkpoint/" beside its checkpoint/
-			return "", fmt.Errorf("%s is a run folder without its config.json: %w", dir, err)
+		if restore := training.ConfigRestore(dir); restore != "" && !exists(filepath.Join(dir, "config.json")) { // probes 60, 61: "no config.json or checkpoint/" beside its checkpoint
+			return "", fmt.Errorf("%s is a run folder without its config.json: %s", dir, restore)
 		}
 		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote", dir)
 	}

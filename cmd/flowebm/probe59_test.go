@@ -250,6 +250,22 @@ func TestRunWithoutConfigJSON(t *testing.T) {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
 	}
+	// compare notes it (probe 61: silent).
+	if _, stderr, code := runCLI("compare", dir, "--out", filepath.Join(t.TempDir(), "c")); code != 0 || !strings.Contains(stderr, advice) {
+		t.Errorf("compare: exit %d: %s", code, stderr)
+	}
+	// In checkpoint.old/ (a crash between the two renames), plot names it
+	// too (probe 61: "not a run folder").
+	if err := os.Rename(filepath.Join(dir, "checkpoint"), filepath.Join(dir, "checkpoint.old")); err != nil {
+		t.Fatal(err)
+	}
+	oldAdvice := "cp " + filepath.Join(dir, "checkpoint.old", "run-config.json") + " " + cfg + " restores it"
+	if _, stderr, code := runCLI("plot", dir); code != 2 || !strings.Contains(stderr, oldAdvice) {
+		t.Errorf("plot, checkpoint.old: exit %d: %s", code, stderr)
+	}
+	if err := os.Rename(filepath.Join(dir, "checkpoint.old"), filepath.Join(dir, "checkpoint")); err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "checkpoint", "run-config.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -237,7 +237,11 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 		case busy:
 			return set(runInProgress, "starting: another process holds %s", filepath.Join(r.dir, ".lock"))
 		case len(found) > 0:
-			return set(runUnreadable, "%s is missing, yet the folder holds %s", filepath.Join(r.dir, "config.json"), strings.Join(found, ", "))
+			restore := training.ConfigRestore(r.dir) // probe 61: no way out named
+			if restore != "" {
+				restore = ": " + restore
+			}
+			return set(runUnreadable, "%s is missing, yet the folder holds %s%s", filepath.Join(r.dir, "config.json"), strings.Join(found, ", "), restore)
 		case len(bytes.TrimSpace(errTxt)) > 0: // reproduce's record of a failure (or divergence) as it started
 			r.err = strings.TrimSpace(string(errTxt))
 			return ""

@@ -176,6 +176,16 @@ func TestReproduceRobust(t *testing.T) {
 			noReport(out)
 		}
 	})
+	t.Run("config.json deleted", func(t *testing.T) { // probe 61: no way out named
+		out := t.TempDir()
+		dir := keptRun(t, src, out, "two-modes-flowmc")
+		os.Remove(filepath.Join(dir, ".lock"))
+		os.Remove(filepath.Join(dir, "config.json"))
+		want := "cp " + filepath.Join(dir, "checkpoint", "run-config.json") + " " + filepath.Join(dir, "config.json") + " restores it"
+		if code, _, stderr := reproduceInto(out, "two-modes", "flowmc"); code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, %q", code, stderr)
+		}
+	})
 	t.Run("locked output folder", func(t *testing.T) {
 		out := t.TempDir()
 		keptRun(t, src, out, "two-modes-flowmc")
