@@ -221,7 +221,7 @@ func decodeFlowAs(sample, density []byte, sampleFile, densityFile string, cfg Fl
 }
 
 // tiedUnderChange checks that the two graphs stay one flow once training
-// moves the weights: each is moved by up to 5% (and 0.005), the
+// moves the weights: each is moved by up to 5% (a zero by 0.005), the
 // log-densities compared as at load, and the weights put back. A value
 // that PyTorch's constant folding computed from the weights, read by one
 // graph only, is a constant where the file lists the weights
@@ -234,8 +234,12 @@ func (fn *FlowNet) tiedUnderChange(f *graph.Flow) error {
 	for i, p := range params {
 		v := p.Float64s()
 		saved[i] = slices.Clone(v)
-		for j := range v {
-			v[j] += 0.05 * (math.Abs(v[j]) + 0.1) * (2*rng.Float64() - 1)
+		for j := range v { // by a factor, so that no weight changes sign (a scale under a log); zeros by 0.005
+			if u := 2*rng.Float64() - 1; v[j] != 0 {
+				v[j] *= 1 + 0.05*u
+			} else {
+				v[j] = 0.005 * u
+			}
 		}
 		if err := p.SetFloat64s(v); err != nil {
 			return err
