@@ -131,3 +131,13 @@ func TestFoldedListedFlowNotTrained(t *testing.T) {
 		}
 	}
 }
+
+// The training check moves weights by a factor, so that a small positive
+// scale under a log (1e-4) keeps its sign: the flow trains.
+func TestSmallScaleFlowTrains(t *testing.T) {
+	s := filepath.Join("testdata", "pinned", "smallscale_flow_sample.onnx")
+	d := filepath.Join("testdata", "pinned", "smallscale_flow_density.onnx")
+	if _, err := ReadFlow(s, d, FlowConfig{}); err != nil {
+		t.Errorf("%v", err)
+	}
+}
