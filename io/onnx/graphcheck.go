@@ -34,7 +34,7 @@ func checkGraph(g *Graph) error {
 // maskAdvice says which −Inf values are taken (maskOnly), and what to
 // write for others (probe 60: the refusal of an initializer named no
 // reason, that of a constant gave advice about bounded supports alone).
-const maskAdvice = "a -Inf attention mask is taken where it reaches only a softmax, exp, row maximum or clip from below, through Add, Sub, Where, Mul or Div by a positive constant, Cast, ScatterND and reshapes; a mask used otherwise can be written with a large finite value, -1e9"
+const maskAdvice = "a -Inf attention mask is taken where it reaches only a softmax, exp, row maximum or clip from below, through Add, Sub, Where, Mul or Div by a positive constant, Cast, ScatterND, Slice, Gather, Concat, Pad, Max, Min and reshapes; a mask used otherwise can be written with a large finite value, -1e9"
 
 // softmaxMask says whether nd is a Constant or ConstantOfShape holding
 // −Inf (and no NaN or +Inf) that only masks a softmax's inputs
@@ -64,14 +64,16 @@ func negInfOnly(t *Tensor) bool {
 // LogSoftmax, Exp, Sigmoid, ReduceMax, Clip with a finite minimum),
 // through operations that keep a −Inf at −Inf for finite scores: Add, Sub
 // (as the first operand), Where (as a value), Mul or Div by a positive
-// constant, Cast to a float type, ScatterND (as data or updates) and
-// reshapes. That is an attention mask with float('-inf'): masked_fill
+// constant, Cast to a float type, ScatterND (as data or updates), Slice,
+// Gather and GatherElements (as data), Concat, Pad (as data or value), an
+// elementwise Max or Min, and reshapes. That is an attention mask with float('-inf'): masked_fill
 // before a softmax, nn.MultiheadAttention's attn_mask (Add) and
 // key_padding_mask (Where, Mul by 1, or a float mask filled in place:
 // ScatterND), scores scaled by a temperature, a softmax written out with
 // its row maximum; the result and its gradient are finite where a row has
 // a finite score (probes 58 to 60: refused, with advice about bounded
-// supports).
+// supports; Slice, Gather, Pad, Concat, Max and Min refused up to
+// session 36).
 func maskOnly(g *Graph, name string) bool {
 	readers := map[string][]*Node{}
 	for _, n := range g.Nodes {
@@ -141,8 +143,14 @@ func maskStep(r *Node, v string, c constants) (final, ok bool) {
 	case "Cast":
 		to := r.Attrs["to"]
 		return false, data && to != nil && DataType(to.I).floating()
-	case "Reshape", "Unsqueeze", "Squeeze", "Expand", "Identity", "Transpose", "Tile":
+	case "Reshape", "Unsqueeze", "Squeeze", "Expand", "Identity", "Transpose", "Tile", "Flatten",
+		"Slice", "Gather", "GatherElements":
 		return false, data
+	case "Concat", "Max", "Min":
+		return false, true
+	case "Pad":
+		// The data or the padding value; never the pads.
+		return false, len(r.Inputs) < 2 || r.Inputs[1] != v
 	}
 	return false, false
 }

@@ -128,6 +128,15 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"mask_floatpadding_dyn", false, []int{5}},
 		{"mask_manual_b4_f32", false, []int{5}},
 		{"quadratic_1d_dyn", false, []int{3}},
+		// -Inf masks through Slice, Gather, Pad, Concat and Max (a mask
+		// built for a maximum length, cut, padded for a class token),
+		// refused up to session 36.
+		{"maskpath_slice_dyn", false, []int{5}},
+		{"maskpath_gather_dyn", false, []int{5}},
+		{"maskpath_pad_dyn", false, []int{5}},
+		{"maskpath_concat_dyn", false, []int{5}},
+		{"maskpath_maximum_dyn", false, []int{5}},
+		{"maskpath_pad_b4_f32", true, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -169,7 +178,7 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 	checkParamGradsFD(t, net, mat.NewDense(5, net.Dim(), pinnedArrays(t, "img_b16_f64")["x5"]), rand.New(rand.NewPCG(5, 6)))
 	// And through PRelu's slopes and Trilu's masked factor (probe 57).
 	for _, name := range []string{"prelu_dyn", "prelu_conv_b4", "trilu_dyn", "einsum_quad_dyn", "einsum_attention_dyn",
-		"einsum_ellipsis_dyn", "einsum_diagonal_dyn", "pixelshuffle_dyn", "topk_dyn", "attn_squaremask_dyn"} {
+		"einsum_ellipsis_dyn", "einsum_diagonal_dyn", "pixelshuffle_dyn", "topk_dyn", "attn_squaremask_dyn", "maskpath_pad_dyn"} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err != nil {
 			t.Fatal(err)

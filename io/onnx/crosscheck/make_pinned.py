@@ -72,11 +72,13 @@ class Centred(nn.Module):
         return self.l2(torch.tanh(self.l1(h.view(-1, 4)))).squeeze(1)
 
 
-def save(name, m, shape, dtype, export_batch, sizes, dynamic=False, draw=torch.randn):
+def save(name, m, shape, dtype, export_batch, sizes, dynamic=False, draw=torch.randn, fold=True):
     m = m.eval().to(dtype)
     kw = {}
     if dynamic:
         kw = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+    if not fold:
+        kw["do_constant_folding"] = False
     torch.onnx.export(m, draw(export_batch, *shape, dtype=dtype), f"{out}/{name}.onnx", **kw)
     arrays = {}
     for n in sizes:
@@ -1296,3 +1298,51 @@ class SmallScale(nn.Module):
 
 
 export_flow(SmallScale().double(), 2, f"{out}/smallscale_flow_sample.onnx", f"{out}/smallscale_flow_density.onnx")
+
+
+# -Inf masks that reach the softmax through a Slice (a causal mask built
+# once for a maximum length and cut to the sequence, kept as a Slice when
+# exported without constant folding), a Gather (rows picked by a position
+# index), a Pad (a column of 0 for a prepended class token), a Concat (the
+# class token's row) and an elementwise Max (a floor at -1e4, as
+# torch.maximum): each keeps -Inf at -Inf or makes it finite, so the mask
+# is a constant the softmax takes (refused before).
+class MaskPaths(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.q, self.k, self.v = nn.Linear(1, 4), nn.Linear(1, 4), nn.Linear(1, 4)
+        self.cls = nn.Parameter(torch.randn(1, 1, 1))
+        self.register_buffer("mf", torch.full((8, 8), float("-inf")).triu(1))
+        self.register_buffer("pos", torch.tensor([0, 1, 2, 3, 4, 5]))
+
+    def forward(self, x):
+        h = x.unsqueeze(-1)
+        n = x.shape[1]
+        if self.kind in ("pad", "concat"):
+            h = torch.cat([self.cls.expand(x.shape[0], 1, 1), h], 1)
+        sc = self.q(h) @ self.k(h).transpose(1, 2)
+        if self.kind == "slice":
+            m = self.mf[:n, :n]
+        elif self.kind == "gather":
+            m = self.mf[self.pos]
+            m = m[:, :n]
+        elif self.kind == "pad":
+            m = F.pad(self.mf[:n, :n], (1, 0, 1, 0))
+        elif self.kind == "concat":
+            m = self.mf[:n, :n]
+            m = torch.cat([torch.zeros(1, n, dtype=m.dtype), m], 0)
+            m = torch.cat([torch.zeros(n + 1, 1, dtype=m.dtype), m], 1)
+        else:  # maximum
+            m = self.mf[:n, :n]
+        a = sc + m
+        if self.kind == "maximum":
+            a = torch.maximum(a, torch.tensor(-1e4, dtype=a.dtype))
+        p = torch.softmax(a, -1)
+        return (p @ self.v(h)).sum((1, 2)) + 0.5 * (x ** 2).sum(1)
+
+
+torch.manual_seed(603)
+for kind in ("slice", "gather", "pad", "concat", "maximum"):
+    save(f"maskpath_{kind}_dyn", MaskPaths(kind), (6,), torch.float64, 2, [5], dynamic=True, fold=False)
+save("maskpath_pad_b4_f32", MaskPaths("pad"), (6,), torch.float32, 4, [5], fold=False)
