@@ -86,8 +86,9 @@ flow of --flow is trained that way instead; --flow-out DIR writes the
 trained flow as DIR/flow_sample.onnx and DIR/flow_density.onnx.
 
 A flow exported from PyTorch is two ONNX files (docs/models-and-samplers.md,
-io/onnx/crosscheck/export_flow.py): --flow SAMPLE.onnx (z → x, log q(x))
-and --flow-density DENSITY.onnx (x → log q(x) [, z]); its base N(0, σ²) is
+io/onnx/crosscheck/export_flow.py): --flow SAMPLE.onnx (z → x, log q(x)
+or log|det ∂x/∂z|) and --flow-density DENSITY.onnx (x → log q(x) [, z], or
+x → z, log|det ∂z/∂x|: a flow library's transform as it is); its base N(0, σ²) is
 the files' metadata, or --flow-base-sigma σ. Chains start from the
 flow's samples when there is a flow (with mala, ula and hmc too, so --flow
 sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1); --starts

@@ -340,7 +340,7 @@ func (in *instance) lookup(name string, asConst bool) (*val, error) {
 	for i, d := range t.Dims {
 		shape[i] = int(d)
 	}
-	p, err := in.b.Param(name, phys(shape)...)
+	p, err := in.b.Param(in.net.paramName(name), phys(shape)...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -51,8 +52,12 @@ type FlowConfig struct {
 	// "log_density" and "logdet" the graph has.
 	SampleLogDensity, SampleLogDet string
 	// DensityOutput names the density graph's log λ(x) output ("" means
-	// "log_density", or the graph's only output).
-	DensityOutput string
+	// "log_density", or the graph's only output), or DensityLogDet its
+	// log|det J_{T⁻¹}(x)| output, as a flow library's transform gives it
+	// beside z (nflows' transform(x) → (z, logabsdet)): log λ(x) is then
+	// log ρ(z) + log|det J_{T⁻¹}(x)|. Both empty with a graph that has
+	// "logdet" and "z" but no "log_density" means those two.
+	DensityOutput, DensityLogDet string
 	// DensityLatent names its z = T⁻¹(x) output ("" means "z" if the graph
 	// has one; without it the flow has no inverse and NeuTra refuses it).
 	DensityLatent string
@@ -75,6 +80,7 @@ type FlowNet struct {
 	sampleX, sampleScalar string
 	scalarIsLogDet        bool
 	densityOut, latent    string
+	densityIsLogDet       bool // densityOut is log|det J_{T⁻¹}(x)|, not log λ(x)
 	base                  layers.Gaussian
 	specs                 []layers.ParamSpec
 	encoded               [2][]byte // the sampling and density models as read
@@ -106,10 +112,10 @@ func ReadFlow(samplePath, densityPath string, cfg FlowConfig) (*graph.Flow, erro
 // DecodeFlow is ReadFlow for encoded models; the file names are for errors.
 // Where cfg names no output and the graphs lack flowebm's names, their
 // outputs are told apart by shape (x and z of d columns, one value per
-// point) and the sampling graph's value is read as log λ, then as
-// log|det J_T|: the flow is the reading that passes the check that its
+// point) and each graph's value is read as log λ, then as its map's
+// log-determinant: the flow is the reading that passes the check that its
 // two graphs are one flow (probe 59: nflows' and normflows' log_det and
-// log_prob were refused).
+// log_prob were refused; session 36: a density graph's logabsdet).
 func DecodeFlow(sample, density []byte, sampleFile, densityFile string, cfg FlowConfig) (*graph.Flow, error) {
 	f, err := decodeFlowAs(sample, density, sampleFile, densityFile, cfg)
 	if err == nil {
@@ -128,55 +134,95 @@ func DecodeFlow(sample, density []byte, sampleFile, densityFile string, cfg Flow
 			disagree = altErr
 		}
 	}
-	if disagree != nil && err != nil && strings.Contains(err.Error(), "the names flowebm reads them by") { // probe 61: the names were blamed
-		a := alts[0]
-		return nil, fmt.Errorf("%w; without flowebm's output names, the outputs were read by their shapes (x = %q, and %q as log q(x), then as log|det ∂x/∂z|; the density graph's log q(x) = %q), and neither reading makes the two graphs one flow: one of them computes something else (a log-determinant of the inverse map, or the wrong sign?)", disagree, a.SampleX, a.SampleLogDensity, cmp.Or(a.DensityOutput, FlowLogDensity))
+	if disagree != nil && err != nil && (strings.Contains(err.Error(), "the names flowebm reads them by") || len(alts) > 0 && strings.Contains(err.Error(), "are not one flow")) { // probe 61: the names were blamed
+		return nil, fmt.Errorf("%w; without flowebm's output names, the outputs were read by their shapes (%s), and no reading makes the two graphs one flow: one of them computes something else (the wrong sign, or another base?)", disagree, readingsTried(alts))
 	}
 	return nil, err
+}
+
+// readingsTried says how alts read the two graphs' outputs.
+func readingsTried(alts []FlowConfig) string {
+	var sample, density []string
+	for _, a := range alts {
+		switch {
+		case a.SampleLogDensity != "" && !slices.Contains(sample, "log q(x)"):
+			sample = append(sample, "log q(x)")
+		case a.SampleLogDet != "" && !slices.Contains(sample, "log|det ∂x/∂z|"):
+			sample = append(sample, "log|det ∂x/∂z|")
+		}
+		switch {
+		case a.DensityOutput != "" && !slices.Contains(density, "log q(x)"):
+			density = append(density, "log q(x)")
+		case a.DensityLogDet != "" && !slices.Contains(density, "log|det ∂z/∂x|"):
+			density = append(density, "log|det ∂z/∂x|")
+		}
+	}
+	a := alts[0]
+	msg := fmt.Sprintf("the sampling graph's x = %q, and %q as %s", a.SampleX, cmp.Or(a.SampleLogDensity, a.SampleLogDet), strings.Join(sample, ", then as "))
+	if len(density) > 0 {
+		msg += fmt.Sprintf("; the density graph's z = %q, and %q as %s", a.DensityLatent, cmp.Or(a.DensityOutput, a.DensityLogDet), strings.Join(density, ", then as "))
+	}
+	return msg
 }
 
 // outputReadings are the readings of the two graphs' outputs by shape,
 // where cfg names none and the graphs lack flowebm's names: the sampling
 // graph's two outputs x (batch, d) and s (batch) with s as log λ or as
-// log|det J_T|, and the density graph's outputs of one value per point
-// and of d columns as log λ and z.
+// log|det J_T|, and the density graph's outputs of d columns (z) and of
+// one value per point, as log λ or as log|det J_{T⁻¹}| (a flow library's
+// transform and its inverse, each giving its log-determinant: nflows'
+// transform(x) → (z, logabsdet) was refused up to session 36).
 func outputReadings(sample, density []byte, cfg FlowConfig) []FlowConfig {
-	if cfg.SampleLogDensity != "" || cfg.SampleLogDet != "" {
-		return nil
-	}
 	sm, err1 := DecodeModel(sample)
 	dm, err2 := DecodeModel(density)
-	if err1 != nil || err2 != nil || len(sm.Graph.Outputs) != 2 {
+	if err1 != nil || err2 != nil {
 		return nil
 	}
-	names := func(vs []*ValueInfo) (all []string) {
-		for _, v := range vs {
-			all = append(all, v.Name)
-		}
-		return all
-	}
-	if slices.Contains(names(sm.Graph.Outputs), FlowLogDensity) || slices.Contains(names(sm.Graph.Outputs), FlowLogDet) {
-		return nil
-	}
-	x, scalar := byRank(sm.Graph.Outputs)
-	if x == "" || scalar == "" || (cfg.SampleX != "" && cfg.SampleX != x) {
-		return nil
-	}
-	base := cfg
-	base.SampleX = x
-	if cfg.DensityOutput == "" && len(dm.Graph.Outputs) == 2 && !slices.Contains(names(dm.Graph.Outputs), FlowLogDensity) {
-		z, lq := byRank(dm.Graph.Outputs)
-		if z == "" || lq == "" {
+	samples := []FlowConfig{cfg}
+	if cfg.SampleLogDensity == "" && cfg.SampleLogDet == "" && len(sm.Graph.Outputs) == 2 &&
+		!hasOutput(sm.Graph, FlowLogDensity) && !hasOutput(sm.Graph, FlowLogDet) {
+		x, scalar := byRank(sm.Graph.Outputs)
+		if x == "" || scalar == "" || (cfg.SampleX != "" && cfg.SampleX != x) {
 			return nil
 		}
-		base.DensityOutput = lq
-		if cfg.DensityLatent == "" {
-			base.DensityLatent = z
-		}
+		asDensity, asLogDet := cfg, cfg
+		asDensity.SampleX, asLogDet.SampleX = x, x
+		asDensity.SampleLogDensity, asLogDet.SampleLogDet = scalar, scalar
+		samples = []FlowConfig{asDensity, asLogDet}
 	}
-	asDensity, asLogDet := base, base
-	asDensity.SampleLogDensity, asLogDet.SampleLogDet = scalar, scalar
+	var all []FlowConfig
+	for _, c := range samples {
+		all = append(all, densityReadings(dm.Graph, c)...)
+	}
+	return slices.DeleteFunc(all, func(c FlowConfig) bool { return c.names() == cfg.names() }) // tried first
+}
+
+// names are the output names c gives.
+func (c FlowConfig) names() [6]string {
+	return [6]string{c.SampleX, c.SampleLogDensity, c.SampleLogDet, c.DensityOutput, c.DensityLogDet, c.DensityLatent}
+}
+
+// densityReadings are cfg with the density graph's outputs read by shape
+// (its z, and its value per point as log λ, then as log|det J_{T⁻¹}|),
+// or cfg alone where cfg or flowebm's names say which they are.
+func densityReadings(g *Graph, cfg FlowConfig) []FlowConfig {
+	if cfg.DensityOutput != "" || cfg.DensityLogDet != "" || len(g.Outputs) != 2 ||
+		hasOutput(g, FlowLogDensity) || (hasOutput(g, FlowLogDet) && hasOutput(g, FlowLatent)) {
+		return []FlowConfig{cfg}
+	}
+	z, scalar := byRank(g.Outputs)
+	if z == "" || scalar == "" || (cfg.DensityLatent != "" && cfg.DensityLatent != z) {
+		return []FlowConfig{cfg}
+	}
+	asDensity, asLogDet := cfg, cfg
+	asDensity.DensityLatent, asLogDet.DensityLatent = z, z
+	asDensity.DensityOutput, asLogDet.DensityLogDet = scalar, scalar
 	return []FlowConfig{asDensity, asLogDet}
+}
+
+// hasOutput says whether g has an output of that name.
+func hasOutput(g *Graph, name string) bool {
+	return slices.ContainsFunc(g.Outputs, func(v *ValueInfo) bool { return v.Name == name })
 }
 
 // byRank returns, of two outputs, the one of points (batch, d) and the
@@ -264,7 +310,7 @@ func (fn *FlowNet) oneSided() string {
 	var names []string
 	for _, pair := range [][2]*Net{{fn.Sample, fn.Density}, {fn.Density, fn.Sample}} {
 		for name := range pair[0].reads {
-			if !pair[1].reads[name] && !pair[0].trainable[name] {
+			if !pair[1].reads[pair[1].initName(pair[0].paramName(name))] && !pair[0].trainable[name] {
 				names = append(names, fmt.Sprintf("%q (%s only)", name, pair[0].File))
 			}
 		}
@@ -295,9 +341,13 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 	if fn.Sample, err = DecodeConfig(sample, sampleFile, Config{Output: fn.sampleScalar, Read: []string{fn.sampleX}}); err != nil {
 		return nil, err
 	}
+	if cfg, err = densityScalar(density, cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", densityFile, err)
+	}
+	fn.densityIsLogDet = cfg.DensityLogDet != ""
 	latent := []string{or(cfg.DensityLatent, FlowLatent)} // checked where the graph has it
-	if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: cfg.DensityOutput, LogDensity: true, Read: latent}); err != nil {
-		if cfg.DensityOutput != "" || !strings.Contains(err.Error(), "choose the energy output") {
+	if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: cmp.Or(cfg.DensityOutput, cfg.DensityLogDet), LogDensity: true, Read: latent}); err != nil {
+		if cfg.DensityOutput != "" || fn.densityIsLogDet || !strings.Contains(err.Error(), "choose the energy output") {
 			return nil, err
 		}
 		cfg.DensityOutput = FlowLogDensity
@@ -316,6 +366,10 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 	if fn.latent != "" && !fn.Density.hasOutput(fn.latent) {
 		return nil, fmt.Errorf("%s: no graph output named %q for z = T⁻¹(x) (outputs: %s)", densityFile, fn.latent, quoteAll(fn.Density.OutputNames()))
 	}
+	if fn.densityIsLogDet && fn.latent == "" {
+		return nil, fmt.Errorf("%s: its output %q is read as log|det ∂z/∂x|, which gives log q(x) only with z = T⁻¹(x), and the graph has no output %q (outputs: %s); in Go, FlowConfig.DensityLatent names it", densityFile, fn.densityOut, FlowLatent, quoteAll(fn.Density.OutputNames()))
+	}
+	fn.alignNames()
 	if err := fn.agree(); err != nil {
 		return nil, err
 	}
@@ -351,9 +405,9 @@ func (fn *FlowNet) noMasksTrained() error {
 		}
 	}
 	for _, p := range fn.specs {
-		t := fn.Density.inits[p.Name]
+		t := fn.Density.inits[fn.Density.initName(p.Name)]
 		if t == nil {
-			t = fn.Sample.inits[p.Name]
+			t = fn.Sample.inits[fn.Sample.initName(p.Name)]
 		}
 		if t != nil && maskLike(t.Float) {
 			return fmt.Errorf("%s: initializer %q holds only 0s and 1s, as a coupling's or a MADE's mask does, and neither file lists which initializers are weights (metadata_props %q): training every initializer would train the masks too and break the flow; list the weights there (io/onnx/crosscheck/export_flow.py writes the module's named_parameters()), or "+frozenAdvice, fn.Density.File, p.Name, ParametersKey)
@@ -409,6 +463,101 @@ func sampleScalar(g *Graph, cfg FlowConfig) (name string, logdet bool, err error
 	return "", false, fmt.Errorf("the sampling graph has no output %q (log λ(x)) or %q (log|det J_T(z)|), the names flowebm reads them by (outputs: %s): export it with those names, torch.onnx.export(..., output_names=[%q, %q]), or with io/onnx/crosscheck/export_flow.py, which also lists the weights; in Go, FlowConfig.SampleLogDensity or SampleLogDet names another output", FlowLogDensity, FlowLogDet, quoteAll(names), FlowX, FlowLogDet)
 }
 
+// alignNames ties the sampling graph's weights to the density graph's
+// where their names differ by one module prefix only, as when one
+// direction is exported through a wrapper module (f.ts.0.shift beside
+// ts.0.shift): the sampling graph's weights are then named as the density
+// graph's, and written back under their own names. Names that do not all
+// match that way are left as they are (tie then says which weight is
+// missing).
+func (fn *FlowNet) alignNames() {
+	sample, density := specNames(fn.Sample), specNames(fn.Density)
+	if len(sample) == 0 || len(sample) != len(density) {
+		return
+	}
+	for _, sn := range slices.Sorted(maps.Keys(sample)) {
+		if density[sn] {
+			continue
+		}
+		for _, dn := range slices.Sorted(maps.Keys(density)) { // the prefix: one of the sampling name's over a density name, or the reverse
+			for _, rename := range []func(string) (string, bool){prefixOff(sn, dn), prefixOn(sn, dn)} {
+				if m := renameAll(sample, density, rename); m != nil {
+					fn.Sample.renameParams(m)
+					return
+				}
+			}
+		}
+		return
+	}
+}
+
+// specNames are the names of n's parameters.
+func specNames(n *Net) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range n.ParamSpecs() {
+		m[p.Name] = true
+	}
+	return m
+}
+
+// prefixOff is the renaming that drops from a name the module prefix that
+// sn has over dn (nil-like where it has none).
+func prefixOff(sn, dn string) func(string) (string, bool) {
+	p, ok := strings.CutSuffix(sn, dn)
+	if !ok || !strings.HasSuffix(p, ".") {
+		return func(string) (string, bool) { return "", false }
+	}
+	return func(name string) (string, bool) { return strings.CutPrefix(name, p) }
+}
+
+// prefixOn is the renaming that adds to a name the module prefix that dn
+// has over sn.
+func prefixOn(sn, dn string) func(string) (string, bool) {
+	p, ok := strings.CutSuffix(dn, sn)
+	if !ok || !strings.HasSuffix(p, ".") {
+		return func(string) (string, bool) { return "", false }
+	}
+	return func(name string) (string, bool) { return p + name, true }
+}
+
+// renameAll maps every name of from to a name of to by rename, one to
+// one, or returns nil.
+func renameAll(from, to map[string]bool, rename func(string) (string, bool)) map[string]string {
+	m, used := map[string]string{}, map[string]bool{}
+	for name := range from {
+		r, ok := rename(name)
+		if !ok || !to[r] || used[r] {
+			return nil
+		}
+		m[name], used[r] = r, true
+	}
+	return m
+}
+
+// densityScalar returns cfg with the density graph's log-determinant
+// named where cfg names neither of its scalar outputs and the graph has
+// flowebm's "logdet" and "z" but no "log_density".
+func densityScalar(density []byte, cfg FlowConfig) (FlowConfig, error) {
+	if cfg.DensityOutput != "" && cfg.DensityLogDet != "" {
+		return cfg, fmt.Errorf("give the density graph's log-density output or its log-determinant output, not both")
+	}
+	if cfg.DensityOutput != "" || cfg.DensityLogDet != "" {
+		return cfg, nil
+	}
+	m, err := DecodeModel(density)
+	if err != nil {
+		return cfg, err
+	}
+	var names []string
+	for _, v := range m.Graph.Outputs {
+		names = append(names, v.Name)
+	}
+	if slices.Contains(names, FlowLogDet) && slices.Contains(names, or(cfg.DensityLatent, FlowLatent)) && !slices.Contains(names, FlowLogDensity) {
+		cfg.DensityLogDet = FlowLogDet
+	}
+	return cfg, nil
+}
+
 // agree checks that the two graphs have one dimension and float type.
 func (fn *FlowNet) agree() error {
 	s, d := fn.Sample, fn.Density
@@ -454,7 +603,7 @@ func (fn *FlowNet) tie(frozen bool) error {
 		if !slices.Equal(p.Shape, q.Shape) {
 			return fmt.Errorf("%s: weight %q has shape %v, in %s %v: the two graphs are not the same flow", fn.Sample.File, p.Name, p.Shape, fn.Density.File, q.Shape)
 		}
-		if !slices.Equal(fn.Sample.inits[p.Name].Float, fn.Density.inits[p.Name].Float) {
+		if !slices.Equal(fn.Sample.inits[fn.Sample.initName(p.Name)].Float, fn.Density.inits[p.Name].Float) {
 			return fmt.Errorf("%s: weight %q differs from the one in %s: the two graphs are not the same flow (export both from one module after training)", fn.Sample.File, p.Name, fn.Density.File)
 		}
 	}
@@ -610,8 +759,8 @@ func (fn *FlowNet) Inverse(b layers.Binder, x *G.Node) (z, logdet *G.Node, err e
 		return nil, nil, fmt.Errorf("%s: output %q has %d values per sample, want d = %d", fn.Density.File, fn.latent, out[1].Shape()[1], fn.Dimension())
 	}
 	lq, err := flat(out[0])
-	if err != nil {
-		return nil, nil, err
+	if err != nil || fn.densityIsLogDet {
+		return out[1], lq, err
 	}
 	lr, err := fn.base.Apply(b, out[1])
 	if err != nil {
@@ -621,8 +770,21 @@ func (fn *FlowNet) Inverse(b layers.Binder, x *G.Node) (z, logdet *G.Node, err e
 	return out[1], ld, err
 }
 
-// LogDensity adds log λ(x) from the density graph (graph.DensityNet).
+// LogDensity adds log λ(x) from the density graph (graph.DensityNet):
+// its output, or log ρ(z) + log|det J_{T⁻¹}(x)| from its z and
+// log-determinant.
 func (fn *FlowNet) LogDensity(b layers.Binder, x *G.Node) (*G.Node, error) {
+	if fn.densityIsLogDet {
+		z, ld, err := fn.Inverse(b, x)
+		if err != nil {
+			return nil, err
+		}
+		lr, err := fn.base.Apply(b, z)
+		if err != nil {
+			return nil, err
+		}
+		return G.Add(lr, ld)
+	}
 	out, err := fn.Density.Outputs(b, x, fn.densityOut)
 	if err != nil {
 		return nil, err
@@ -826,7 +988,7 @@ func paramsOf(p *graph.Params, n *Net) map[string]*graph.Param {
 	m := map[string]*graph.Param{}
 	for _, s := range n.ParamSpecs() {
 		if q := p.Get(s.Name); q != nil {
-			m[s.Name] = q
+			m[n.initName(s.Name)] = q
 		}
 	}
 	return m

@@ -102,6 +102,7 @@ type Net struct {
 	trainable                map[string]bool
 	reads                    map[string]bool // every float initializer the graph reads, weights or not
 	specs                    []layers.ParamSpec
+	rename                   map[string]string // initializer → parameter name, where a flow's other graph names the weight otherwise (FlowNet.alignNames)
 	outputName               string
 }
 
@@ -404,6 +405,32 @@ func (n *Net) Model() *Model { return n.model }
 // ParamSpecs lists the trainable float initializers, initialised to the
 // file's values.
 func (n *Net) ParamSpecs() []layers.ParamSpec { return n.specs }
+
+// paramName is the name of the parameter that the initializer init is.
+func (n *Net) paramName(init string) string {
+	if p, ok := n.rename[init]; ok {
+		return p
+	}
+	return init
+}
+
+// initName is the name of the initializer that the parameter param is.
+func (n *Net) initName(param string) string {
+	for init, p := range n.rename {
+		if p == param {
+			return init
+		}
+	}
+	return param
+}
+
+// renameParams names the parameters by rename (initializer → parameter).
+func (n *Net) renameParams(rename map[string]string) {
+	n.rename = rename
+	for i := range n.specs {
+		n.specs[i].Name = n.paramName(n.specs[i].Name)
+	}
+}
 
 // check builds the graph once, at the declared batch size (2 when it is
 // symbolic), to find every error before anyone uses the network, and to

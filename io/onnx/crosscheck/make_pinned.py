@@ -1346,3 +1346,96 @@ torch.manual_seed(603)
 for kind in ("slice", "gather", "pad", "concat", "maximum"):
     save(f"maskpath_{kind}_dyn", MaskPaths(kind), (6,), torch.float64, 2, [5], dynamic=True, fold=False)
 save("maskpath_pad_b4_f32", MaskPaths("pad"), (6,), torch.float32, 4, [5], fold=False)
+
+
+# A flow written as flow libraries write their transforms (nflows'
+# CompositeTransform of ActNorm and AffineCouplingTransform, splitting by
+# feature indices): forward(x) = data -> noise (z, logabsdet), inverse(z)
+# = noise -> data (x, logabsdet). Exported the plain way: the sampling
+# graph through a wrapper module (its weights named "f.ts.0.shift"), the
+# density graph from the transform itself ("ts.0.shift"), numbered
+# outputs, with constant folding (PyTorch's default: sampling only) and
+# without (trainable). Refused up to session 36: the density graph's
+# logabsdet was read as log q(x), and the weights' names did not match.
+class NfActNorm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.log_scale = nn.Parameter(0.3 * torch.randn(d))
+        self.shift = nn.Parameter(torch.randn(d))
+
+    def forward(self, x):
+        return x * torch.exp(self.log_scale) + self.shift, self.log_scale.sum() * torch.ones(x.shape[0], dtype=x.dtype)
+
+    def inverse(self, z):
+        return (z - self.shift) * torch.exp(-self.log_scale), -self.log_scale.sum() * torch.ones(z.shape[0], dtype=z.dtype)
+
+
+class NfCoupling(nn.Module):
+    def __init__(self, mask):
+        super().__init__()
+        self.register_buffer("identity_features", mask.nonzero().view(-1))
+        self.register_buffer("transform_features", (mask == 0).nonzero().view(-1))
+        order = torch.cat([self.identity_features, self.transform_features])
+        self.register_buffer("inverse_order", torch.argsort(order))
+        k, r = len(self.identity_features), len(self.transform_features)
+        self.net = nn.Sequential(nn.Linear(k, 16), nn.Tanh(), nn.Linear(16, 2 * r))
+
+    def _st(self, ident):
+        s, t = self.net(ident).chunk(2, dim=-1)
+        return torch.tanh(s), t
+
+    def forward(self, x):
+        a, b = x[:, self.identity_features], x[:, self.transform_features]
+        s, t = self._st(a)
+        return torch.cat([a, b * torch.exp(s) + t], 1)[:, self.inverse_order], s.sum(-1)
+
+    def inverse(self, z):
+        a, b = z[:, self.identity_features], z[:, self.transform_features]
+        s, t = self._st(a)
+        return torch.cat([a, (b - t) * torch.exp(-s)], 1)[:, self.inverse_order], -s.sum(-1)
+
+
+class NfComposite(nn.Module):
+    def __init__(self, ts):
+        super().__init__()
+        self.ts = nn.ModuleList(ts)
+
+    def forward(self, x):
+        total = torch.zeros(x.shape[0], dtype=x.dtype)
+        for t in self.ts:
+            x, ld = t(x)
+            total = total + ld
+        return x, total
+
+    def inverse(self, z):
+        total = torch.zeros(z.shape[0], dtype=z.dtype)
+        for t in reversed(self.ts):
+            z, ld = t.inverse(z)
+            total = total + ld
+        return z, total
+
+
+class NfInverse(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, z):
+        return self.f.inverse(z)
+
+
+torch.manual_seed(604)
+mask3 = torch.tensor([1.0, 0.0, 1.0])
+nf = NfComposite([NfActNorm(3), NfCoupling(mask3), NfCoupling(1 - mask3), NfCoupling(mask3)]).double().eval()
+for tag, fold in (("folded", True), ("nofold", False)):
+    torch.onnx.export(NfInverse(nf), torch.randn(5, 3, dtype=torch.float64), f"{out}/nflowsstyle_{tag}_sample.onnx",
+                      input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}}, do_constant_folding=fold)
+    torch.onnx.export(nf, torch.randn(5, 3, dtype=torch.float64), f"{out}/nflowsstyle_{tag}_density.onnx",
+                      input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}}, do_constant_folding=fold)
+with torch.no_grad():
+    zs = torch.randn(6, 3, dtype=torch.float64)
+    xs, _ = nf.inverse(zs)
+    zt, ldt = nf(xs)
+    logq = -0.5 * (zt ** 2).sum(1) - 1.5 * math.log(2 * math.pi) + ldt
+np.savez(f"{out}/nflowsstyle.npz", z=zs.numpy(), x=xs.numpy(), log_q=logq.numpy())
+save("quadratic_3d_dyn", Quadratic(), (3,), torch.float64, 2, [3], dynamic=True)
