@@ -266,9 +266,16 @@ var refusals = map[string]string{
 	"NonZero": "it has a data-dependent output shape; PyTorch writes boolean-mask indexing (y[mask] = f(x[mask])) " +
 		"as NonZero → GatherND → … → ScatterND: rewrite it as masked whole-tensor operations " +
 		"(torch.where(mask, f(x), y)) before exporting",
-	"Loop": "control flow is not supported: trace the model with a fixed number of iterations",
-	"Scan": "control flow is not supported",
+	"Loop":         "control flow is not supported: trace the model with a fixed number of iterations",
+	"Scan":         "control flow is not supported",
+	"RandomNormal": randomRefusal, "RandomNormalLike": randomRefusal, "RandomUniform": randomRefusal,
+	"RandomUniformLike": randomRefusal, "Multinomial": randomRefusal, "Bernoulli": randomRefusal,
 }
+
+// randomRefusal is why a graph that draws random numbers is refused
+// (torch.randn_like in forward, or a flow's sample(n) exported whole): an
+// energy, a density and a flow's map are functions of their input.
+const randomRefusal = "the graph draws random numbers (torch.randn_like, torch.rand, torch.bernoulli in forward), and an energy, a log-density or a flow's map must be a function of its input: export it without the noise; a flow's sampling graph takes the base draws z as its input (flowebm draws them)"
 
 // input returns node's input i (required).
 func (in *instance) input(node *Node, i int) (*val, error) {

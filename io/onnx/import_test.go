@@ -421,6 +421,8 @@ func TestImportRefusals(t *testing.T) {
 		{"opset 19", modelWithOpset(ok, 19), "opset 19 (ai.onnx): supported opsets are 9 to 18"},
 		{"unsupported", modelWithOpset(graphOf(func(b *builder) string { return sum(b, b.node("LSTM", []string{"x"})) }), 14),
 			`node "LSTM_1" (LSTM): operator LSTM is not supported (supported: Abs, Add`},
+		{"noise in forward", modelWithOpset(graphOf(func(b *builder) string { return sum(b, b.node("RandomNormalLike", []string{"x"})) }), 14),
+			"operator RandomNormalLike is not supported: the graph draws random numbers"},
 		{"mask indexing", modelWithOpset(graphOf(func(b *builder) string { return sum(b, b.node("NonZero", []string{"x"})) }), 14),
 			"data-dependent output shape"},
 		{"missing input", modelWithOpset(graphOf(func(b *builder) string { return sum(b, b.node("Neg", []string{"nowhere"})) }), 14),
