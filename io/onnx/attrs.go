@@ -66,8 +66,9 @@ var opAttrs = map[string][]attrRule{
 	"ConstantOfShape": rules(at("value", AttrTensor)),
 	"Clip":            rules(at("min", AttrFloat).until(11), at("max", AttrFloat).until(11)),
 	"Softmax":         intAttrs("axis"), "LogSoftmax": intAttrs("axis"),
-	"CumSum":       intAttrs("exclusive", "reverse"),
-	"TopK":         intAttrs("axis", "largest", "sorted"),
+	"CumSum": intAttrs("exclusive", "reverse"),
+	"TopK": rules(at("axis", AttrInt), at("k", AttrInt).until(10), at("largest", AttrInt).since(11),
+		at("sorted", AttrInt).since(11)),
 	"If":           rules(at("then_branch", AttrGraph).needed(), at("else_branch", AttrGraph).needed()),
 	"Reshape":      rules(at("allowzero", AttrInt).since(14)),
 	"Flatten":      intAttrs("axis"),
@@ -98,6 +99,7 @@ var opAttrs = map[string][]attrRule{
 		at("antialias", AttrInt).since(18), at("axes", AttrInts).since(18),
 		at("keep_aspect_ratio_policy", AttrString).since(18)),
 	"Upsample": rules(at("mode", AttrString)),
+	"EyeLike":  intAttrs("dtype", "k"),
 }
 
 func init() {

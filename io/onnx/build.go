@@ -263,14 +263,16 @@ func unsupported(op string) error {
 
 // refusals explain the operators refused on purpose.
 var refusals = map[string]string{
-	"NonZero": "it has a data-dependent output shape; PyTorch writes boolean-mask indexing (y[mask] = f(x[mask])) " +
-		"as NonZero → GatherND → … → ScatterND: rewrite it as masked whole-tensor operations " +
-		"(torch.where(mask, f(x), y)) before exporting",
 	"Loop":         "control flow is not supported: trace the model with a fixed number of iterations",
 	"Scan":         "control flow is not supported",
 	"RandomNormal": randomRefusal, "RandomNormalLike": randomRefusal, "RandomUniform": randomRefusal,
 	"RandomUniformLike": randomRefusal, "Multinomial": randomRefusal, "Bernoulli": randomRefusal,
 }
+
+// nonZeroAdvice is why NonZero of computed values is refused.
+const nonZeroAdvice = "it has a data-dependent output shape; PyTorch writes boolean-mask indexing (y[mask] = f(x[mask])) " +
+	"as NonZero → GatherND → … → ScatterND: rewrite it as masked whole-tensor operations " +
+	"(torch.where(mask, f(x), y)) before exporting"
 
 // randomRefusal is why a graph that draws random numbers is refused
 // (torch.randn_like in forward, or a flow's sample(n) exported whole): an

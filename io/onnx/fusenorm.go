@@ -1,6 +1,9 @@
 package onnx
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // fuseNorms rewrites the norms PyTorch exports as chains of operations
 // into one reduction over the same axes:
@@ -182,18 +185,103 @@ type constants struct {
 }
 
 // tensor returns the constant tensor named name, or nil.
-func (c constants) tensor(name string) *Tensor {
+func (c constants) tensor(name string) *Tensor { return c.constant(name, 0) }
+
+// maxConstDepth bounds the constant expressions read through (a cyclic
+// graph is refused later, with its own message).
+const maxConstDepth = 8
+
+// constant is tensor through depth operations already.
+func (c constants) constant(name string, depth int) *Tensor {
 	if t, ok := c.inits[name]; ok {
 		return t
 	}
 	p := c.producer[name]
-	if p == nil || p.OpType != "Constant" || p.Domain != "" {
+	if p == nil || p.Domain != "" || depth > maxConstDepth {
 		return nil
 	}
-	if a, ok := p.Attrs["value"]; ok && len(p.Attrs) == 1 {
-		return a.T
+	switch p.OpType {
+	case "Constant":
+		if a, ok := p.Attrs["value"]; ok && len(p.Attrs) == 1 {
+			return a.T
+		}
+	case "Cast", "Identity":
+		return c.cast(p, depth)
+	case "Add", "Sub", "Mul", "Div":
+		return c.arithmetic(p, depth)
 	}
 	return nil
+}
+
+// cast evaluates a Cast (or Identity) of a constant to a float type, or
+// of an integral constant to an integer type; nil for other types.
+func (c constants) cast(p *Node, depth int) *Tensor {
+	if len(p.Inputs) != 1 {
+		return nil
+	}
+	t := c.constant(p.Inputs[0], depth+1)
+	if t == nil || p.OpType == "Identity" {
+		return t
+	}
+	to := p.Attrs["to"]
+	if to == nil || len(t.Float)+len(t.Int) != t.Len() {
+		return nil
+	}
+	vals := append(slices.Clone(t.Float), int64sToFloats(t.Int)...)
+	out := &Tensor{Name: p.Outputs[0], Dims: t.Dims, DataType: DataType(to.I)}
+	switch out.DataType {
+	case TypeDouble:
+		out.Float = vals
+	case TypeFloat:
+		for _, v := range vals {
+			out.Float = append(out.Float, float64(float32(v)))
+		}
+	case TypeInt64, TypeInt32:
+		for _, v := range vals {
+			if v != math.Trunc(v) || math.Abs(v) > 1<<31 {
+				return nil
+			}
+			out.Int = append(out.Int, int64(v))
+		}
+	default:
+		return nil
+	}
+	return out
+}
+
+// arithmetic evaluates Add, Sub, Mul or Div of two one-element float
+// constants of one type, rounded to float32 for float32 (PyTorch's
+// unfolded exports compute cdist's exponent 1/(2 + 1e-6) and a norm's 1/p
+// that way).
+func (c constants) arithmetic(p *Node, depth int) *Tensor {
+	if len(p.Inputs) != 2 {
+		return nil
+	}
+	a, b := c.constant(p.Inputs[0], depth+1), c.constant(p.Inputs[1], depth+1)
+	if a == nil || b == nil || a.DataType != b.DataType || len(a.Float) != 1 || len(b.Float) != 1 || a.Len() != 1 || b.Len() != 1 ||
+		(a.DataType != TypeFloat && a.DataType != TypeDouble) {
+		return nil
+	}
+	x, y := a.Float[0], b.Float[0]
+	var v float64
+	switch p.OpType {
+	case "Add":
+		v = x + y
+	case "Sub":
+		v = x - y
+	case "Mul":
+		v = x * y
+	default:
+		v = x / y
+	}
+	if a.DataType == TypeFloat {
+		v = float64(float32(v))
+	}
+	dims := a.Dims
+	if len(b.Dims) > len(dims) {
+		dims = b.Dims
+	}
+	return &Tensor{Name: p.Outputs[0], Dims: dims, DataType: a.DataType, Float: []float64{v}}
 }
 
 // scalar returns the single float value of a constant, or NaN.

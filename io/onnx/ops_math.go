@@ -27,6 +27,7 @@ func init() {
 		"Identity": passThrough, "Dropout": passThrough,
 		"Constant": constantHandler, "Cast": castHandler, "CastLike": castLikeHandler,
 		"Shape": shapeHandler, "Size": sizeHandler, "ConstantOfShape": constantOfShape, "Range": rangeHandler,
+		"EyeLike": eyeLikeHandler, "NonZero": nonZeroHandler,
 		"Clip": clipHandler, "Where": whereHandler,
 		"Min": variadic(nd.Min), "Max": variadic(nd.Max), "Sum": variadic(nd.Add), "Mean": meanHandler,
 		"Softmax": softmaxHandler(false), "LogSoftmax": softmaxHandler(true),
@@ -64,7 +65,7 @@ func passThrough(in *instance, node *Node) ([]*val, error) {
 		return nil, err
 	}
 	if t != nil && (!t.isConst() || sizeOf(t.shape) != 1 || t.c.Data().([]float64)[0] != 0) {
-		return nil, fmt.Errorf("training_mode (input 2) must be a constant false: only inference Dropout is supported")
+		return nil, notSupported("training_mode (input 2) must be a constant false: only inference Dropout is supported (the model was exported in training mode: export it with torch.onnx.export's default training=TrainingMode.EVAL, or after model.eval())") // whatever the batch (probe 62: the batch advice was added)
 	}
 	return []*val{x}, nil
 }
@@ -494,6 +495,71 @@ func constantOfShape(in *instance, node *Node) ([]*val, error) {
 	return []*val{ownConst(shape, elem, d)}, nil
 }
 
+// eyeLikeHandler makes EyeLike's matrix, which depends on its input's
+// shape only (torch.eye(x.size(1))): ones on the diagonal k, a constant.
+func eyeLikeHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.shape) != 2 {
+		return nil, fmt.Errorf("input has shape %v, want a matrix", x.shape)
+	}
+	elem := x.elem
+	if a, ok := node.Attrs["dtype"]; ok {
+		elem = DataType(a.I)
+	}
+	rows, cols, k := x.shape[0], x.shape[1], nodeInt(node, "k", 0)
+	if err := in.reserveConst(rows * cols); err != nil {
+		return nil, err
+	}
+	d := make([]float64, rows*cols)
+	for i := range rows {
+		if j := int64(i) + k; j >= 0 && j < int64(cols) {
+			d[i*cols+int(j)] = 1
+		}
+	}
+	return []*val{ownConst(x.shape, elem, d)}, nil
+}
+
+// nonZeroHandler folds NonZero of a constant (torch.arange at opsets 9 and
+// 10 is NonZero of a ConstantOfShape): the indices of its nonzero
+// elements, (rank, count). NonZero of values computed from the input has
+// a shape that depends on them, and is refused.
+func nonZeroHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !x.isConst() {
+		return nil, notSupported("operator NonZero is not supported on values computed from the input: %s", nonZeroAdvice)
+	}
+	data, r := x.c.Data().([]float64), len(x.shape)
+	if sizeOf(x.shape) == 0 {
+		data = nil // the placeholder of an empty constant
+	}
+	var at []int
+	for i, v := range data {
+		if v != 0 {
+			at = append(at, i)
+		}
+	}
+	if err := in.reserveConst(max(r, 1) * len(at)); err != nil {
+		return nil, err
+	}
+	strides := make([]int, r)
+	for j, s := r-1, 1; j >= 0; j-- {
+		strides[j], s = s, s*x.shape[j]
+	}
+	d := make([]float64, max(r, 1)*len(at))
+	for c, i := range at {
+		for j := range r {
+			d[j*len(at)+c] = float64(i / strides[j] % x.shape[j])
+		}
+	}
+	return []*val{ownConst([]int{max(r, 1), len(at)}, TypeInt64, d)}, nil
+}
+
 func rangeHandler(in *instance, node *Node) ([]*val, error) {
 	var v [3]float64
 	elem := TypeInt64
@@ -729,12 +795,9 @@ func topKHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, err := in.constInput(node, 1)
+	k, err := topKCount(in, node)
 	if err != nil {
 		return nil, err
-	}
-	if sizeOf(kv.shape) != 1 {
-		return nil, fmt.Errorf("K has shape %v, want one value", kv.shape)
 	}
 	r := len(x.shape)
 	if r == 0 {
@@ -744,7 +807,7 @@ func topKHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, n := kv.c.Data().([]float64)[0], x.shape[ax]
+	n := x.shape[ax]
 	if !(k >= 0 && k <= float64(n)) {
 		return nil, fmt.Errorf("K = %v, want 0 to %d (the size of axis %d)", k, n, ax)
 	}
@@ -759,6 +822,23 @@ func topKHandler(in *instance, node *Node) ([]*val, error) {
 		return []*val{y, indices}, err
 	}
 	return topKConst(in, op, x, shape)
+}
+
+// topKCount is TopK's K: its constant input 1, or before opset 10 its
+// attribute k (TopK-1, which has no largest or sorted: the largest,
+// sorted).
+func topKCount(in *instance, node *Node) (float64, error) {
+	if a, ok := node.Attrs["k"]; ok {
+		return float64(a.I), nil
+	}
+	kv, err := in.constInput(node, 1)
+	if err != nil {
+		return 0, err
+	}
+	if sizeOf(kv.shape) != 1 {
+		return 0, fmt.Errorf("K has shape %v, want one value", kv.shape)
+	}
+	return kv.c.Data().([]float64)[0], nil
 }
 
 // topKConst folds TopK of a constant into its values and int64 indices.

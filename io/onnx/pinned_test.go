@@ -137,6 +137,21 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"maskpath_concat_dyn", false, []int{5}},
 		{"maskpath_maximum_dyn", false, []int{5}},
 		{"maskpath_pad_b4_f32", true, []int{5}},
+		// Probe 62 A3, A2: exported without constant folding, norms and
+		// cdist were not fused (refused, NaN gradient at a zero row or
+		// a self-distance; cdist 6.7e-7 off torch at exit 0), and
+		// nn.MultiheadAttention's mask (Mul by Cast(1)) was refused.
+		{"nofold_lpnorm_dyn", false, []int{9}},
+		{"nofold_cdistself_dyn", false, []int{5}},
+		{"nofold_cdist_dyn", false, []int{5}},
+		{"nofold_cdist_b4_f32", false, []int{5}},
+		{"nofold_mha_dyn", false, []int{5}},
+		// Probe 62 A1, A4, A5: TopK at opset 9, torch.eye(x.size(1)),
+		// torch.arange at opset 10, refused.
+		{"topk_o9_dyn", false, []int{5}},
+		{"eye_dyn", false, []int{5}},
+		{"arange_o10_dyn", false, []int{5}},
+		{"arange_o10_b4_f32", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -546,5 +561,15 @@ func TestGuardedEnergyOnAMostlyOutsideGrid(t *testing.T) {
 	}
 	if err := none.CheckAt(grid, "the grid"); err != nil || none.Unchecked() != "" {
 		t.Errorf("not mixing: %v, note %q", err, none.Unchecked())
+	}
+}
+
+// Probe 62 A6: a model exported in training mode is refused for its
+// Dropout, with the way to export it, and without the batch advice that
+// does not help (exporting without dynamic_axes gave the same refusal).
+func TestTrainingModeExportRefused(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "dropout_training_dyn.onnx"))
+	if err == nil || !strings.Contains(err.Error(), "training=TrainingMode.EVAL") || strings.Contains(err.Error(), "at a batch of") {
+		t.Errorf("%v", err)
 	}
 }

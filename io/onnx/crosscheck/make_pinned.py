@@ -72,9 +72,11 @@ class Centred(nn.Module):
         return self.l2(torch.tanh(self.l1(h.view(-1, 4)))).squeeze(1)
 
 
-def save(name, m, shape, dtype, export_batch, sizes, dynamic=False, draw=torch.randn, fold=True):
+def save(name, m, shape, dtype, export_batch, sizes, dynamic=False, draw=torch.randn, fold=True, opset=None):
     m = m.eval().to(dtype)
     kw = {}
+    if opset is not None:
+        kw["opset_version"] = opset
     if dynamic:
         kw = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
     if not fold:
@@ -1439,3 +1441,88 @@ with torch.no_grad():
     logq = -0.5 * (zt ** 2).sum(1) - 1.5 * math.log(2 * math.pi) + ldt
 np.savez(f"{out}/nflowsstyle.npz", z=zs.numpy(), x=xs.numpy(), log_q=logq.numpy())
 save("quadratic_3d_dyn", Quadratic(), (3,), torch.float64, 2, [3], dynamic=True)
+
+
+# Probe 62 A3, A2: exported without constant folding (as export_flow.py
+# exports), a norm's 1/p and cdist's 1/(2 + 1e-6) are Div and Cast of
+# constants, and nn.MultiheadAttention's mask is multiplied by Cast(1):
+# the norms were not fused (NaN gradient at a zero row, refused; cdist's
+# energy 6.7e-7 off torch at exit 0) and the mask was refused.
+class PairDistances(nn.Module):
+    def forward(self, x):
+        p = x.view(x.size(0), 3, 2)
+        return torch.cdist(p, p).sum((1, 2)) * 0.1 + 0.5 * (x ** 2).sum(1)
+
+
+class CentreDistances(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x):
+        return torch.cdist(x, self.c).sum(1)
+
+
+class MhaCausal(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m = nn.MultiheadAttention(4, 2, batch_first=True)
+
+    def forward(self, x):
+        h = x.view(x.size(0), 5, 4)
+        a, _ = self.m(h, h, h, attn_mask=torch.triu(torch.ones(5, 5, dtype=torch.bool), 1), need_weights=False)
+        return F.softplus(a).sum((1, 2)) + 0.5 * (x ** 2).sum(1)
+
+
+torch.manual_seed(621)
+save("nofold_lpnorm_dyn", LpNorms(), (3,), torch.float64, 4, [9], dynamic=True, draw=with_zero_rows_and_elements, fold=False)
+save("nofold_cdistself_dyn", PairDistances(), (6,), torch.float64, 4, [5], dynamic=True, fold=False)
+save("nofold_cdist_dyn", CentreDistances(), (4,), torch.float64, 4, [5], dynamic=True, fold=False)
+save("nofold_cdist_b4_f32", CentreDistances(), (4,), torch.float32, 4, [5], fold=False)
+save("nofold_mha_dyn", MhaCausal(), (20,), torch.float64, 4, [5], dynamic=True, fold=False)
+
+
+# Probe 62 A1, A4, A5: TopK at opset 9 (k an attribute: TopK-1),
+# torch.eye(x.size(1)) (EyeLike) and torch.arange at opset 10 (NonZero of
+# a ConstantOfShape), each refused.
+class TopKValues(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(6, 6)
+
+    def forward(self, x):
+        return torch.topk(self.l(x), 3, dim=1).values.sum(1) + 0.5 * (x ** 2).sum(1)
+
+
+class EyeQuadratic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3, 3))
+
+    def forward(self, x):
+        return 0.5 * ((x @ (self.w @ self.w.T + torch.eye(x.size(1), dtype=x.dtype))) * x).sum(1)
+
+
+class ArangeWeights(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(6, 6)
+
+    def forward(self, x):
+        h = self.l(x)
+        return (h * torch.arange(1.0, h.shape[1] + 1, dtype=x.dtype)).sum(-1) + 0.5 * (x ** 2).sum(1)
+
+
+torch.manual_seed(622)
+save("topk_o9_dyn", TopKValues(), (6,), torch.float64, 4, [5], dynamic=True, opset=9)
+save("eye_dyn", EyeQuadratic(), (3,), torch.float64, 4, [5], dynamic=True)
+save("arange_o10_dyn", ArangeWeights(), (6,), torch.float64, 4, [5], dynamic=True, opset=10)
+save("arange_o10_b4_f32", ArangeWeights(), (6,), torch.float32, 4, [5], opset=10)
+
+# Probe 62 A6: a model exported in training mode (its Dropout's
+# training_mode true), refused: the message gave batch advice that did not
+# help.
+torch.onnx.export(nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.SiLU(), nn.Linear(16, 1)).double(),
+                  torch.randn(5, 4, dtype=torch.float64), f"{out}/dropout_training_dyn.onnx", input_names=["x"],
+                  output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}},
+                  training=torch.onnx.TrainingMode.TRAINING)
