@@ -128,11 +128,11 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 			p.Add(ref)
 		}
 	}
-	for _, th := range f.Thresholds {
+	for i, th := range f.Thresholds {
 		v := th.Value
 		l := plotter.NewFunction(func(float64) float64 { return v })
 		l.Color = color.Gray{Y: 110}
-		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		l.Dashes = thresholdDashes[i%len(thresholdDashes)] // told apart in the legend (probe 62: R-hat's 1.01 and 1.1 were alike)
 		p.Add(l)
 		entries = append(entries, figureEntry{th.Label, l})
 		// Keep every threshold in view.
@@ -140,8 +140,46 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 	}
 	if f.YMax <= f.YMin {
 		headroom(p, f.LogY)
+		thresholdRoom(p, f.Thresholds, f.LogY)
 	}
 	return p, entries, nil
+}
+
+// thresholdDashes are the thresholds' line styles: dotted, dashed,
+// dash-dotted.
+var thresholdDashes = [][]vg.Length{
+	{vg.Points(2), vg.Points(2)},
+	{vg.Points(7), vg.Points(3)},
+	{vg.Points(7), vg.Points(2), vg.Points(2), vg.Points(2)},
+}
+
+// thresholdRoom widens p's automatic y range so that no threshold line
+// lies within headroomFraction of the range (of its logarithm on a
+// logarithmic axis) of the bottom or the top, where it would be drawn on
+// the frame (probe 62: R-hat's 1.01 on the bottom axis, under the
+// curves).
+func thresholdRoom(p *plot.Plot, ths []Threshold, logY bool) {
+	to, from := func(v float64) float64 { return v }, func(v float64) float64 { return v }
+	if logY {
+		if !(p.Y.Min > 0) {
+			return
+		}
+		to, from = math.Log, math.Exp
+	}
+	lo, hi := to(p.Y.Min), to(p.Y.Max)
+	if !(hi > lo) {
+		return
+	}
+	room := headroomFraction * (hi - lo)
+	for _, th := range ths {
+		v := to(th.Value)
+		if low := from(v - room); v-room < lo && !math.IsInf(low, 0) {
+			p.Y.Min = math.Min(p.Y.Min, low)
+		}
+		if high := from(v + room); v+room > hi && !math.IsInf(high, 0) {
+			p.Y.Max = math.Max(p.Y.Max, high)
+		}
+	}
 }
 
 // headroomFraction is the part of an automatic y range left free above the

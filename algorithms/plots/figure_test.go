@@ -6,14 +6,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/flowebm/flowebm/algorithms/experiments"
-	"github.com/flowebm/flowebm/algorithms/training"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/training"
 )
 
 // R-hat plots read between 1 and 10: the log axis labels values there
@@ -255,5 +258,40 @@ func TestCurveStylesDistinct(t *testing.T) {
 			t.Errorf("curves %d and %d look alike: %s", j, k, key)
 		}
 		seen[key] = k
+	}
+}
+
+// Probe 62 B3: R-hat's two thresholds were drawn alike (their legend
+// entries could not be told apart), and 1.01 lay on the bottom axis under
+// curves of R-hat above it. Each threshold has its own line style and
+// stays off the frame's edges by 3% of the axis or more.
+func TestThresholdsApartAndInside(t *testing.T) {
+	for _, logY := range []bool{true, false} {
+		fig := Figure{Title: "R-hat", LogY: logY, Thresholds: RHatThresholds,
+			Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 0, Y: 1.02}, {X: 1, Y: 57.1}}}}}
+		p, entries, err := fig.layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dashes [][]vg.Length
+		for _, e := range entries[1:] {
+			l := e.thumb.(*plotter.Function)
+			for _, d := range dashes {
+				if slices.Equal(d, l.Dashes) {
+					t.Errorf("logY %v: thresholds drawn alike", logY)
+				}
+			}
+			dashes = append(dashes, l.Dashes)
+		}
+		p.Add()
+		for _, th := range RHatThresholds {
+			lo, hi := (th.Value-p.Y.Min)/(p.Y.Max-p.Y.Min), (p.Y.Max-th.Value)/(p.Y.Max-p.Y.Min)
+			if logY {
+				lo, hi = math.Log(th.Value/p.Y.Min)/math.Log(p.Y.Max/p.Y.Min), math.Log(p.Y.Max/th.Value)/math.Log(p.Y.Max/p.Y.Min)
+			}
+			if lo < 0.03 || hi < 0.03 {
+				t.Errorf("logY %v: %v lies %.3f above the bottom, %.3f below the top", logY, th.Value, lo, hi)
+			}
+		}
 	}
 }

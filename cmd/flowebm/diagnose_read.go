@@ -65,6 +65,16 @@ func readChains(paths []string, key string) (*chainsData, error) {
 	} else {
 		a, err = npy.ReadFile(paths[0])
 	}
+	if fe := (*npy.FormatError)(nil); errors.As(err, &fe) && fe.Field == npy.DtypeField { // probe 62: the reader's list of types, which diagnose then refused
+		advice := "convert with a.astype(np.float64) if they are draws"
+		switch {
+		case strings.Contains(fe.Want, "float16"):
+			advice = "float16 is not supported; convert with a.astype(np.float32)"
+		case strings.Contains(fe.Want, "object array"):
+			advice = "not an object array of pickled Python objects: save np.asarray(x, dtype=np.float64)"
+		}
+		return nil, fmt.Errorf("%s: dtype %s, want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters (%s)", name, fe.Got, advice)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +354,7 @@ func (t *csvTable) setHeader(rec []string, line int) error {
 	for j := range rec {
 		name := strings.TrimSpace(rec[j])
 		if name == "" {
-			return fmt.Errorf("%s: line %d, column %d: empty column name: want a name for every column (pandas' to_csv writes its index so: give index=False)", t.path, line, j+1)
+			return fmt.Errorf("%s: line %d, column %d: empty column name: want a name for every column (pandas' to_csv writes its index so: give index=False; R's write.csv its row names: row.names=FALSE)", t.path, line, j+1)
 		}
 		if strings.IndexFunc(name, unicode.IsControl) >= 0 {
 			hint := ""

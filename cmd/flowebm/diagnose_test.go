@@ -119,9 +119,11 @@ func TestDiagnoseRejectsBadFiles(t *testing.T) {
 		"bad_nan.npy":         "non-finite value NaN at chain 2, draw 7, dim 1",
 		"bad_int.npy":         `dtype "<i8", want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters, not integer or bool arrays`,
 		"bad_f16.npy":         "float16 is not supported",
-		"bad_not_npy.npy":     "not a .npy file",
-		"does_not_exist.npy":  "no such file",
-		"bad_trailing.npy":    "want the file to end there",
+		// Probe 62 B4: the reader's list of types, which diagnose then refused.
+		"bad_complex.npy":    `dtype "<c16", want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters`,
+		"bad_not_npy.npy":    "not a .npy file",
+		"does_not_exist.npy": "no such file",
+		"bad_trailing.npy":   "want the file to end there",
 	}
 	for file, msg := range cases {
 		path := filepath.Join("testdata", "diagnose", file)

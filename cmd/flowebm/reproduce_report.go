@@ -15,6 +15,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/jsonfile"
@@ -213,6 +214,36 @@ func inferSettings(f *reproduceFlags, runs []*reproRun) error {
 // checkpoint, if any), error and state. It returns a warning for a run
 // whose plots could not be redrawn ("" if none).
 func (r *reproRun) collect(f reproduceFlags) (warning string) {
+	if warning = r.collectHeld(f); warning != "" || !r.hasResult() || !r.lacksFigures(f.plotFormat) {
+		return warning
+	}
+	// Figures drawn from the model (the density), in another format only:
+	// drawn as plot draws them, the run's folder locked again (probe 62:
+	// the report's densities were empty, with no note).
+	if _, err := redraw(r.dir, f.plotFormat); err != nil {
+		return fmt.Sprintf("%s: its figures were not all redrawn in %s: %v", r.name(), f.plotFormat, err)
+	}
+	return ""
+}
+
+// lacksFigures says whether the run has a figure in another format that
+// it lacks in format.
+func (r *reproRun) lacksFigures(format plots.Format) bool {
+	for _, name := range plotNames {
+		if exists(filepath.Join(r.dir, name+format.Ext())) {
+			continue
+		}
+		for _, other := range []plots.Format{plots.PNG, plots.SVG, plots.PDF} {
+			if exists(filepath.Join(r.dir, name+other.Ext())) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// collectHeld is collect's reading, the run's folder held.
+func (r *reproRun) collectHeld(f reproduceFlags) (warning string) {
 	r.exactDensity = r.exp != nil && r.exp.Kind == experiments.KindDensity // nil: an image experiment with no run here (planRuns)
 	set := func(state, format string, args ...any) string {
 		r.state, r.err = state, fmt.Sprintf(format, args...)

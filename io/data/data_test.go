@@ -466,3 +466,16 @@ func TestPandasNumberedHeader(t *testing.T) {
 		t.Errorf("integer data: %v", err)
 	}
 }
+
+// Probe 62 B1: pandas' to_csv with its index (",x1,x2" above "0,…") was
+// read with the row numbers as a column of data: train --data trained a
+// 3-D model at exit 0. An empty column name is refused, saying so (R's
+// write.csv writes its row names under "" alike).
+func TestIndexColumnRefused(t *testing.T) {
+	for _, text := range []string{",x1,x2\n0,0.5,1.5\n1,-0.5,2.5\n", "\"\",\"x1\",\"x2\"\n\"1\",0.5,1.5\n\"2\",-0.5,2.5\n", "x1,x2,\n0.5,1.5,\n-0.5,2.5,\n"} {
+		_, err := ReadCSV(strings.NewReader(text), "p.csv")
+		if err == nil || !strings.Contains(err.Error(), "an empty column name") || !strings.Contains(err.Error(), "index=False") {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+}

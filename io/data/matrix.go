@@ -276,6 +276,10 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 				if err := checkUTF8(rec, name, line); err != nil {
 					return nil, err
 				}
+				if j := slices.IndexFunc(rec, func(s string) bool { return strings.TrimSpace(s) == "" }); j >= 0 { // probe 62: pandas' index was read as a column of data
+					return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d, column %d", line, j+1), Got: "an empty column name",
+						Want: "a name for every column (pandas' to_csv writes its index so: give index=False; R's write.csv its row names: row.names=FALSE)"}
+				}
 				header, headerLine = len(rec), line
 				headerText = strings.Join(rec, ",")
 				continue

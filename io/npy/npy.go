@@ -140,9 +140,12 @@ type dtype struct {
 	order binary.ByteOrder
 }
 
+// DtypeField is the Field of a FormatError about the array's type.
+const DtypeField = "header field 'descr'"
+
 func parseDtype(s string) (dtype, error) {
 	bad := func(want string) error {
-		return &FormatError{Field: "header field 'descr'", Got: strconv.Quote(clip(s)), Want: want}
+		return &FormatError{Field: DtypeField, Got: strconv.Quote(clip(s)), Want: want}
 	}
 	if len(s) == 2 && s[1] == 'O' { // probe 56: "|O" was told to be a type string, which it is
 		return dtype{}, bad("numbers, not an object array (pickled Python objects): save np.asarray(x, dtype=np.float64)")
