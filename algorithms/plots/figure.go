@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
-	"github.com/flowebm/flowebm/algorithms/training"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/flowebm/flowebm/algorithms/training"
 )
 
 func plotColor(k int) color.Color {
@@ -278,20 +280,19 @@ type logTicks struct{}
 // Ticks returns the ticks between min and max.
 func (logTicks) Ticks(min, max float64) []plot.Tick {
 	var ticks []plot.Tick
-	near1 := []float64{1.01, 1.02, 1.05, 1.1, 1.2, 1.5}
+	var labels []int // indices of ticks to label, the most wanted first
 	add := func(v float64, label bool) {
 		if v < min || v > max {
 			return
 		}
-		t := plot.Tick{Value: v}
 		if label {
-			t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			labels = append(labels, len(ticks))
 		}
-		ticks = append(ticks, t)
+		ticks = append(ticks, plot.Tick{Value: v})
 	}
 	switch r := max / min; {
 	case r < 3:
-		for _, v := range near1 {
+		for _, v := range []float64{1.01, 1.02, 1.05, 1.1, 1.2, 1.5} {
 			add(v, true)
 		}
 	case r < 30:
@@ -300,23 +301,34 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	default:
 		add(1.1, true)
 	}
-	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		d := math.Pow(10, e)
-		for m := 1; m < 10; m++ {
-			add(float64(m)*d, m == 1 || m == 2 || m == 5)
+	for _, ms := range [][]int{{1}, {2, 5}, {3, 4, 6, 7, 8, 9}} {
+		for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+			for _, m := range ms {
+				add(float64(m)*math.Pow(10, e), len(ms) < 3)
+			}
 		}
 	}
-	labelled := 0
-	for _, t := range ticks {
-		if t.Label != "" {
-			labelled++
+	// A label is dropped where it would overlap one kept before it
+	// (probe 62: 1 and 1.1 printed over each other).
+	gap := minLabelGap * math.Log(max/min)
+	var kept []float64
+	for _, i := range labels {
+		v := math.Log(ticks[i].Value)
+		if !slices.ContainsFunc(kept, func(k float64) bool { return math.Abs(k-v) < gap }) {
+			kept = append(kept, v)
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', -1, 64)
 		}
 	}
-	if labelled < 2 { // a narrow range inside one decade
+	if len(kept) < 2 { // a narrow range inside one decade
 		ticks = append(ticks, plot.Tick{Value: min, Label: strconv.FormatFloat(min, 'g', 3, 64)}, plot.Tick{Value: max, Label: strconv.FormatFloat(max, 'g', 3, 64)})
 	}
 	return ticks
 }
+
+// minLabelGap is the least distance between two labels of a logarithmic
+// axis, as a fraction of its length: about a line of text on the
+// figures' axes.
+const minLabelGap = 0.05
 
 // EvalCurve extracts one quantity of every evaluation as a curve over
 // iterations.

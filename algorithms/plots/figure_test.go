@@ -295,3 +295,26 @@ func TestThresholdsApartAndInside(t *testing.T) {
 		}
 	}
 }
+
+// Probe 62 (the redrawn report): with R-hat's 1.01 kept off the bottom
+// axis, the axis reached below 1 and the labels 1 and 1.1 were printed
+// over each other. Labels keep a line apart, 1.1 first.
+func TestLogTickLabelsApart(t *testing.T) {
+	for _, r := range [][2]float64{{0.94, 57}, {0.97, 2.5}, {0.99, 12}, {1e-3, 1e3}, {1.001, 1.2}} {
+		var labelled []float64
+		for _, tk := range (logTicks{}).Ticks(r[0], r[1]) {
+			if tk.Label != "" {
+				labelled = append(labelled, tk.Value)
+			}
+		}
+		slices.Sort(labelled)
+		for i := 1; i < len(labelled); i++ {
+			if math.Log(labelled[i]/labelled[i-1]) < minLabelGap*math.Log(r[1]/r[0])*0.999 {
+				t.Errorf("%v: labels %v and %v overlap", r, labelled[i-1], labelled[i])
+			}
+		}
+		if r[0] < 1.1 && r[1] > 1.1 && !slices.Contains(labelled, 1.1) {
+			t.Errorf("%v: 1.1 not labelled: %v", r, labelled)
+		}
+	}
+}
