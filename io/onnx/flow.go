@@ -464,10 +464,11 @@ func sampleScalar(g *Graph, cfg FlowConfig) (name string, logdet bool, err error
 }
 
 // alignNames ties the sampling graph's weights to the density graph's
-// where their names differ by one module prefix only, as when one
-// direction is exported through a wrapper module (f.ts.0.shift beside
-// ts.0.shift): the sampling graph's weights are then named as the density
-// graph's, and written back under their own names. Names that do not all
+// where their names differ by one module prefix only, as when a direction
+// is exported through a wrapper module (f.ts.0.shift beside ts.0.shift,
+// or s.ts.0.shift beside d.ts.0.shift): the sampling graph's weights are
+// then named as the density graph's, and written back under their own
+// names; tie still checks that each pair holds one value. Names that do not all
 // match that way are left as they are (tie then says which weight is
 // missing).
 func (fn *FlowNet) alignNames() {
@@ -479,8 +480,8 @@ func (fn *FlowNet) alignNames() {
 		if density[sn] {
 			continue
 		}
-		for _, dn := range slices.Sorted(maps.Keys(density)) { // the prefix: one of the sampling name's over a density name, or the reverse
-			for _, rename := range []func(string) (string, bool){prefixOff(sn, dn), prefixOn(sn, dn)} {
+		for _, dn := range slices.Sorted(maps.Keys(density)) {
+			for _, rename := range prefixSwaps(sn, dn) {
 				if m := renameAll(sample, density, rename); m != nil {
 					fn.Sample.renameParams(m)
 					return
@@ -500,24 +501,27 @@ func specNames(n *Net) map[string]bool {
 	return m
 }
 
-// prefixOff is the renaming that drops from a name the module prefix that
-// sn has over dn (nil-like where it has none).
-func prefixOff(sn, dn string) func(string) (string, bool) {
-	p, ok := strings.CutSuffix(sn, dn)
-	if !ok || !strings.HasSuffix(p, ".") {
-		return func(string) (string, bool) { return "", false }
+// prefixSwaps are the renamings that replace the module prefix of sn by
+// that of dn, for each suffix the two names share from a module boundary
+// on, the longest first: "f.ts.0.w" and "ts.0.w" drop "f.", "ts.0.w" and
+// "f.ts.0.w" add it, "s.ts.0.w" and "d.ts.0.w" swap "s." for "d.".
+func prefixSwaps(sn, dn string) []func(string) (string, bool) {
+	var swaps []func(string) (string, bool)
+	for i := range len(sn) {
+		if i > 0 && sn[i-1] != '.' {
+			continue
+		}
+		from, rest := sn[:i], sn[i:]
+		to, ok := strings.CutSuffix(dn, rest)
+		if !ok || (to != "" && !strings.HasSuffix(to, ".")) || from == to {
+			continue
+		}
+		swaps = append(swaps, func(name string) (string, bool) {
+			r, ok := strings.CutPrefix(name, from)
+			return to + r, ok
+		})
 	}
-	return func(name string) (string, bool) { return strings.CutPrefix(name, p) }
-}
-
-// prefixOn is the renaming that adds to a name the module prefix that dn
-// has over sn.
-func prefixOn(sn, dn string) func(string) (string, bool) {
-	p, ok := strings.CutSuffix(dn, sn)
-	if !ok || !strings.HasSuffix(p, ".") {
-		return func(string) (string, bool) { return "", false }
-	}
-	return func(name string) (string, bool) { return p + name, true }
+	return swaps
 }
 
 // renameAll maps every name of from to a name of to by rename, one to

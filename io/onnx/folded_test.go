@@ -237,22 +237,25 @@ func TestAlignNames(t *testing.T) {
 	}
 	dense := set("ts.0.w", "ts.1.w")
 	for _, c := range []struct {
-		name     string
-		from     map[string]bool
-		sn, dn   string
-		on, want bool
+		name   string
+		from   map[string]bool
+		sn, dn string
+		want   bool
 	}{
-		{"wrapper prefix", set("f.ts.0.w", "f.ts.1.w"), "f.ts.0.w", "ts.0.w", false, true},
-		{"one name outside it", set("f.ts.0.w", "g.ts.1.w"), "f.ts.0.w", "ts.0.w", false, false},
-		{"not at a module boundary", set("xts.0.w", "xts.1.w"), "xts.0.w", "ts.0.w", false, false},
-		{"two onto one", set("f.ts.0.w", "ts.0.w"), "f.ts.0.w", "ts.0.w", false, false},
-		{"prefix on the density's side", set("0.w", "1.w"), "0.w", "ts.0.w", true, true},
+		{"wrapper prefix", set("f.ts.0.w", "f.ts.1.w"), "f.ts.0.w", "ts.0.w", true},
+		{"one name outside it", set("f.ts.0.w", "g.ts.1.w"), "f.ts.0.w", "ts.0.w", false},
+		{"no module path in common", set("a.u", "a.v"), "a.u", "ts.0.w", false},
+		{"not at a module boundary", set("xts0.w", "xts1.w"), "xts0.w", "ts.0.w", false},
+		{"two onto one", set("f.ts.0.w", "ts.0.w"), "f.ts.0.w", "ts.0.w", false},
+		{"prefix on the density's side", set("0.w", "1.w"), "0.w", "ts.0.w", true},
+		{"a prefix on each side", set("s.0.w", "s.1.w"), "s.0.w", "ts.0.w", true},
 	} {
-		rename := prefixOff(c.sn, c.dn)
-		if c.on {
-			rename = prefixOn(c.sn, c.dn)
+		var m map[string]string
+		for _, rename := range prefixSwaps(c.sn, c.dn) {
+			if m = renameAll(c.from, dense, rename); m != nil {
+				break
+			}
 		}
-		m := renameAll(c.from, dense, rename)
 		if (m != nil) != c.want {
 			t.Errorf("%s: %v", c.name, m)
 		}
