@@ -5,18 +5,21 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/diff/fd"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/layers"
 	"github.com/flowebm/flowebm/samplers"
-	"gonum.org/v1/gonum/diff/fd"
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
-	"gorgonia.org/tensor"
 )
 
 // relDiff is max_i |a_i − b_i| / max(1, |b_i|).
@@ -446,5 +449,17 @@ func TestImportRefusals(t *testing.T) {
 	}
 	if _, err := Decode(modelWithOpset(ok, 14), "ok.onnx"); err != nil {
 		t.Errorf("the valid model: %v", err)
+	}
+}
+
+// README quotes the number of operators the importer builds.
+func TestReadmeOperatorCount(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(\d+) operators, opsets 9–18`).FindSubmatch(b)
+	if m == nil || string(m[1]) != strconv.Itoa(len(Supported())) {
+		t.Errorf("README quotes %q operators, the importer builds %d", m, len(Supported()))
 	}
 }
