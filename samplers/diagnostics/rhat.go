@@ -141,15 +141,17 @@ func ClassicRHat(x [][]float64) float64 {
 
 // RHat is the rank-normalised split R-hat of Vehtari et al. (2021): the
 // larger of the R-hats of the rank-normalised split chains and of their
-// rank-normalised absolute deviations from the median.
+// rank-normalised absolute deviations from the median of all draws (as
+// posterior's fold_draws; ArviZ takes the median of the split chains,
+// which for chains of an odd length leave out each chain's middle draw:
+// probe 63, 1.0115 for posterior's 1.0085 at 4 × 101 draws).
 func RHat(x [][]float64) float64 {
 	if !valid(x, 2) {
 		return math.NaN()
 	}
 	sp := Split(x)
 	bulk := rhat(RankNormalize(sp))
-	all := flatten(sp)
-	med := quantile(all, 0.5)
+	med := quantile(flatten(x), 0.5)
 	fold := make([][]float64, len(sp))
 	for c, ch := range sp {
 		fold[c] = make([]float64, len(ch))

@@ -172,7 +172,7 @@ def nan_unless(x, min_chains=1):
     return not finite_ok(x, min_chains=min_chains)
 
 
-def rhat(x, variant="arviz"):
+def rhat(x, variant="posterior"):
     """max of the rank-normalised split R-hats of x and of |x - median|.
     ArviZ folds the split chains about their median; posterior folds all
     draws about theirs and then splits (they differ for odd N)."""
@@ -415,12 +415,20 @@ def cases():
     add("nested_near_128x5", starts + ar1(rng, 128, 5, 0.3), [8, 64, 128])
     add("nested_single_draw_64x1", np.repeat(rng.standard_normal(8), 8)[:, None]
         + rng.standard_normal((64, 1)), [8, 64])
+    # Chains of an odd length whose scales differ: the folded R-hat decides,
+    # and posterior's fold (about the median of all draws) and ArviZ's (of
+    # the split chains, each middle draw left out) differ (probe 63).
+    # (Their own stream, so that the cases above keep theirs; its first
+    # draw's two folds happen to agree.)
+    r63 = np.random.default_rng(1)
+    r63.standard_normal((4, 51))
+    add("scales_odd_4x51", r63.standard_normal((4, 51)) * np.array([[1.0], [1.0], [1.5], [1.5]]), [2])
     return out
 
 
 def diagnose(x, ks, bound="arviz"):
     r = {
-        "rhat": rhat(x),
+        "rhat": rhat(x, "posterior"),
         "rhat_classic": rhat_classic(x),
         "ess_raw": ess_raw(x, bound),
         "ess_bulk": ess_bulk(x, bound),
