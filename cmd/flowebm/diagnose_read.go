@@ -354,7 +354,7 @@ func (t *csvTable) setHeader(rec []string, line int) error {
 	for j := range rec {
 		name := strings.TrimSpace(rec[j])
 		if name == "" {
-			return fmt.Errorf("%s: line %d, column %d: empty column name: want a name for every column (pandas' to_csv writes its index so: give index=False; R's write.csv its row names: row.names=FALSE)", t.path, line, j+1)
+			return fmt.Errorf("%s: line %d, column %d: empty column name: want %s", t.path, line, j+1, data.EmptyNameAdvice(j, len(rec)))
 		}
 		if strings.IndexFunc(name, unicode.IsControl) >= 0 {
 			hint := ""

@@ -472,9 +472,12 @@ func TestPandasNumberedHeader(t *testing.T) {
 // 3-D model at exit 0. An empty column name is refused, saying so (R's
 // write.csv writes its row names under "" alike).
 func TestIndexColumnRefused(t *testing.T) {
-	for _, text := range []string{",x1,x2\n0,0.5,1.5\n1,-0.5,2.5\n", "\"\",\"x1\",\"x2\"\n\"1\",0.5,1.5\n\"2\",-0.5,2.5\n", "x1,x2,\n0.5,1.5,\n-0.5,2.5,\n"} {
+	for text, advice := range map[string]string{",x1,x2\n0,0.5,1.5\n1,-0.5,2.5\n": "index=False", "\"\",\"x1\",\"x2\"\n\"1\",0.5,1.5\n\"2\",-0.5,2.5\n": "row.names=FALSE",
+		// Probe 63 B6: the index advice was given for any column.
+		"x1,x2,\n0.5,1.5,\n-0.5,2.5,\n": "a comma at the end of the header line", "x1,,x3\n0.5,1.5,1\n-0.5,2.5,1\n": "column 2"} {
 		_, err := ReadCSV(strings.NewReader(text), "p.csv")
-		if err == nil || !strings.Contains(err.Error(), "an empty column name") || !strings.Contains(err.Error(), "index=False") {
+		if err == nil || !strings.Contains(err.Error(), "an empty column name") || !strings.Contains(err.Error(), advice) ||
+			(advice != "index=False" && advice != "row.names=FALSE" && strings.Contains(err.Error(), "index=False")) {
 			t.Errorf("%q: %v", text, err)
 		}
 	}

@@ -278,7 +278,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 				}
 				if j := slices.IndexFunc(rec, func(s string) bool { return strings.TrimSpace(s) == "" }); j >= 0 { // probe 62: pandas' index was read as a column of data
 					return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d, column %d", line, j+1), Got: "an empty column name",
-						Want: "a name for every column (pandas' to_csv writes its index so: give index=False; R's write.csv its row names: row.names=FALSE)"}
+						Want: EmptyNameAdvice(j, len(rec))}
 				}
 				header, headerLine = len(rec), line
 				headerText = strings.Join(rec, ",")
@@ -407,6 +407,20 @@ func spacedNumbers(rec []string) bool {
 		}
 	}
 	return true
+}
+
+// EmptyNameAdvice says what a header's empty name at column j (from 0) of
+// n is likely to be, and what to do: the first, pandas' index or R's row
+// names; the last, a trailing comma (probe 63: the index advice was given
+// for every column).
+func EmptyNameAdvice(j, n int) string {
+	switch {
+	case j == 0:
+		return "a name for every column (pandas' to_csv writes its index so: give index=False; R's write.csv its row names: row.names=FALSE)"
+	case j == n-1:
+		return "a name for every column (a comma at the end of the header line leaves an empty last name: remove it, and the rows' trailing commas)"
+	}
+	return "a name for every column"
 }
 
 // isHeader reports whether rec, a file's first record, is a header: none
