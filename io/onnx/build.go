@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -203,8 +204,14 @@ func (in *instance) computed(name string) (*val, error) {
 	if v.err != nil {
 		return nil, fmt.Errorf("output %q: %w", name, v.err)
 	}
-	if v.isConst() {
+	if v.isConst() && !slices.Contains(in.net.cfg.Constant, name) {
 		return nil, fmt.Errorf("output %q does not depend on the input %q", name, in.net.input)
+	}
+	if v.isConst() { // a volume-preserving flow's log-determinant, 0 (probe 63: refused): a value of the graph, as a node of nothing else has none
+		shape := phys(v.shape)
+		n := G.NewTensor(in.b.Graph(), in.b.Dtype(), len(shape), G.WithShape(shape...), G.WithName(fmt.Sprintf("onnx_constant_output_%s_%d_%p", name, in.batch, in.net)),
+			G.WithValue(typedTensor(in.b.Dtype(), shape, v.c.Data().([]float64))))
+		v = &val{shape: v.shape, elem: v.elem, n: n}
 	}
 	if !isFloat(v.elem) {
 		return nil, fmt.Errorf("output %q is %v, want float values", name, v.elem)

@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -122,20 +123,25 @@ func DecodeFlow(sample, density []byte, sampleFile, densityFile string, cfg Flow
 		return f, nil
 	}
 	alts := outputReadings(sample, density, cfg)
-	var disagree error
+	var closest *flowCheckError
+	var closestAlt FlowConfig
+	if errors.As(err, &closest) {
+		closestAlt = cfg
+	}
 	for _, alt := range alts {
 		g, altErr := decodeFlowAs(sample, density, sampleFile, densityFile, alt)
+		var fe *flowCheckError
 		switch {
 		case altErr == nil:
 			return g, nil
-		case !strings.Contains(altErr.Error(), "are not one flow"): // read, and refused for another reason
+		case !errors.As(altErr, &fe): // read, and refused for another reason
 			err = altErr
-		case disagree == nil:
-			disagree = altErr
+		case closest == nil || fe.closerThan(closest):
+			closest, closestAlt = fe, alt
 		}
 	}
-	if disagree != nil && err != nil && (strings.Contains(err.Error(), "the names flowebm reads them by") || len(alts) > 0 && strings.Contains(err.Error(), "are not one flow")) { // probe 61: the names were blamed
-		return nil, fmt.Errorf("%w; without flowebm's output names, the outputs were read by their shapes (%s), and no reading makes the two graphs one flow: one of them computes something else (the wrong sign, or another base?)", disagree, readingsTried(alts))
+	if closest != nil && len(alts) > 0 && (strings.Contains(err.Error(), "the names flowebm reads them by") || errors.As(err, new(*flowCheckError))) { // probe 61: the names were blamed
+		return nil, fmt.Errorf("%w; without flowebm's output names, the outputs were read by their shapes (%s), and no reading passes the checks: this is the reading that came closest, %s", closest, readingsTried(alts), reading(closestAlt))
 	}
 	return nil, err
 }
@@ -163,6 +169,17 @@ func readingsTried(alts []FlowConfig) string {
 		msg += fmt.Sprintf("; the density graph's z = %q, and %q as %s", a.DensityLatent, cmp.Or(a.DensityOutput, a.DensityLogDet), strings.Join(density, ", then as "))
 	}
 	return msg
+}
+
+// reading says how c reads the two graphs' values per point.
+func reading(c FlowConfig) string {
+	as := func(density, logDet, what string) string {
+		if logDet != "" {
+			return fmt.Sprintf("%q as %s", logDet, what)
+		}
+		return fmt.Sprintf("%q as log q(x)", cmp.Or(density, FlowLogDensity))
+	}
+	return fmt.Sprintf("the sampling graph's %s and the density graph's %s", as(c.SampleLogDensity, c.SampleLogDet, "log|det ∂x/∂z|"), as(c.DensityOutput, c.DensityLogDet, "log|det ∂z/∂x|"))
 }
 
 // outputReadings are the readings of the two graphs' outputs by shape,
@@ -300,7 +317,7 @@ func (fn *FlowNet) tiedUnderChange(f *graph.Flow) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w, once the weights are moved by up to 5%% as training moves them, though they agree as read: the graphs do not read the weights alike%s; export both from one module with do_constant_folding=False (io/onnx/crosscheck/export_flow.py does), or %s", err, fn.oneSided(), frozenAdvice)
+	return &flowCheckError{stage: checkTied, err: fmt.Errorf("%w, once the weights are moved by up to 5%% as training moves them, though they agree as read: the graphs do not read the weights alike%s; export both from one module with do_constant_folding=False (io/onnx/crosscheck/export_flow.py does), or %s", err, fn.oneSided(), frozenAdvice)}
 }
 
 // oneSided names the float initializers that one graph reads and the
@@ -338,7 +355,7 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 	if fn.sampleScalar, fn.scalarIsLogDet, err = sampleScalar(m.Graph, cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", sampleFile, err)
 	}
-	if fn.Sample, err = DecodeConfig(sample, sampleFile, Config{Output: fn.sampleScalar, Read: []string{fn.sampleX}}); err != nil {
+	if fn.Sample, err = DecodeConfig(sample, sampleFile, Config{Output: fn.sampleScalar, Read: []string{fn.sampleX}, Constant: logDets(fn.scalarIsLogDet, fn.sampleScalar)}); err != nil {
 		return nil, err
 	}
 	if cfg, err = densityScalar(density, cfg); err != nil {
@@ -346,7 +363,7 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 	}
 	fn.densityIsLogDet = cfg.DensityLogDet != ""
 	latent := []string{or(cfg.DensityLatent, FlowLatent)} // checked where the graph has it
-	if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: cmp.Or(cfg.DensityOutput, cfg.DensityLogDet), LogDensity: true, Read: latent}); err != nil {
+	if fn.Density, err = DecodeConfig(density, densityFile, Config{Output: cmp.Or(cfg.DensityOutput, cfg.DensityLogDet), LogDensity: true, Read: latent, Constant: logDets(fn.densityIsLogDet, cfg.DensityLogDet)}); err != nil {
 		if cfg.DensityOutput != "" || fn.densityIsLogDet || !strings.Contains(err.Error(), "choose the energy output") {
 			return nil, err
 		}
@@ -464,32 +481,51 @@ func sampleScalar(g *Graph, cfg FlowConfig) (name string, logdet bool, err error
 }
 
 // alignNames ties the sampling graph's weights to the density graph's
-// where their names differ by one module prefix only, as when a direction
-// is exported through a wrapper module (f.ts.0.shift beside ts.0.shift,
-// or s.ts.0.shift beside d.ts.0.shift): the sampling graph's weights are
+// where their names differ by a module prefix, as when a direction is
+// exported through a wrapper module (f.ts.0.shift beside ts.0.shift, or
+// s.ts.0.shift beside d.ts.0.shift): the sampling graph's weights are
 // then named as the density graph's, and written back under their own
-// names; tie still checks that each pair holds one value. Names that do not all
-// match that way are left as they are (tie then says which weight is
-// missing).
+// names; tie still checks that each pair holds one value. Of the prefixes
+// that the first unmatched names suggest, the one that matches the most
+// names is taken, so that tie names the weights that match nothing (probe
+// 63: with one name outside the prefix, an innocent weight was named).
 func (fn *FlowNet) alignNames() {
 	sample, density := specNames(fn.Sample), specNames(fn.Density)
-	if len(sample) == 0 || len(sample) != len(density) {
-		return
+	best := bestRename(sample, density)
+	if len(best) > 0 {
+		fn.Sample.renameParams(best)
 	}
+}
+
+// bestRename is the renaming of alignNames: of the module-prefix swaps that
+// the first unmatched names of from suggest, the one that maps the most
+// names of from onto names of to, if it maps two or more, or all those
+// unmatched.
+func bestRename(sample, density map[string]bool) map[string]string {
+	unmatched := 0
+	for name := range sample {
+		if !density[name] {
+			unmatched++
+		}
+	}
+	var best map[string]string
+	tried := 0
 	for _, sn := range slices.Sorted(maps.Keys(sample)) {
 		if density[sn] {
 			continue
 		}
+		if tried++; tried > 3 {
+			break
+		}
 		for _, dn := range slices.Sorted(maps.Keys(density)) {
 			for _, rename := range prefixSwaps(sn, dn) {
-				if m := renameAll(sample, density, rename); m != nil {
-					fn.Sample.renameParams(m)
-					return
+				if m := renameSome(sample, density, rename); len(m) > len(best) && (len(m) >= 2 || len(m) == unmatched) {
+					best = m
 				}
 			}
 		}
-		return
 	}
+	return best
 }
 
 // specNames are the names of n's parameters.
@@ -504,7 +540,8 @@ func specNames(n *Net) map[string]bool {
 // prefixSwaps are the renamings that replace the module prefix of sn by
 // that of dn, for each suffix the two names share from a module boundary
 // on, the longest first: "f.ts.0.w" and "ts.0.w" drop "f.", "ts.0.w" and
-// "f.ts.0.w" add it, "s.ts.0.w" and "d.ts.0.w" swap "s." for "d.".
+// "f.ts.0.w" add it, "s.ts.0.w" and "d.ts.0.w" swap "s." for "d."; a
+// swap of one module path for another ("f.ts.0." for "ts.1.") is none.
 func prefixSwaps(sn, dn string) []func(string) (string, bool) {
 	var swaps []func(string) (string, bool)
 	for i := range len(sn) {
@@ -513,7 +550,8 @@ func prefixSwaps(sn, dn string) []func(string) (string, bool) {
 		}
 		from, rest := sn[:i], sn[i:]
 		to, ok := strings.CutSuffix(dn, rest)
-		if !ok || (to != "" && !strings.HasSuffix(to, ".")) || from == to {
+		if !ok || (to != "" && !strings.HasSuffix(to, ".")) || from == to ||
+			(from != "" && to != "" && (strings.Count(from, ".") > 1 || strings.Count(to, ".") > 1)) { // a wrapper's prefix, or one module for another: not one path for another (f.ts.0. for ts.1.)
 			continue
 		}
 		swaps = append(swaps, func(name string) (string, bool) {
@@ -524,18 +562,34 @@ func prefixSwaps(sn, dn string) []func(string) (string, bool) {
 	return swaps
 }
 
-// renameAll maps every name of from to a name of to by rename, one to
-// one, or returns nil.
-func renameAll(from, to map[string]bool, rename func(string) (string, bool)) map[string]string {
+// renameSome maps the names of from that to lacks onto names of to by
+// rename, one to one, leaving out those it cannot map and those whose
+// name to already gives another name of from.
+func renameSome(from, to map[string]bool, rename func(string) (string, bool)) map[string]string {
 	m, used := map[string]string{}, map[string]bool{}
 	for name := range from {
-		r, ok := rename(name)
-		if !ok || !to[r] || used[r] {
-			return nil
+		if to[name] {
+			used[name] = true // kept as it is
 		}
-		m[name], used[r] = r, true
+	}
+	for _, name := range slices.Sorted(maps.Keys(from)) {
+		if to[name] {
+			continue
+		}
+		if r, ok := rename(name); ok && to[r] && !used[r] {
+			m[name], used[r] = r, true
+		}
 	}
 	return m
+}
+
+// logDets lists name where it is a log-determinant, which a
+// volume-preserving flow gives as a constant 0.
+func logDets(isLogDet bool, name string) []string {
+	if isLogDet {
+		return []string{name}
+	}
+	return nil
 }
 
 // densityScalar returns cfg with the density graph's log-determinant
@@ -829,7 +883,7 @@ func (fn *FlowNet) check(f *graph.Flow) error {
 	tol := fn.checkTol()
 	n, d := z.Dims()
 	if err := fn.checkJacobian(f, z); err != nil {
-		return err
+		return &flowCheckError{stage: checkJacobian, err: err}
 	}
 	if !fn.Invertible() {
 		return nil
@@ -841,7 +895,7 @@ func (fn *FlowNet) check(f *graph.Flow) error {
 	for i := 0; i < n; i++ {
 		for j := 0; j < d; j++ {
 			if bad(z.At(i, j), z2.At(i, j), tol) {
-				return fmt.Errorf("%s: output %q is not the inverse of %s's map: z = %.9g gives T⁻¹(T(z)) = %.9g (row %d, coordinate %d)", fn.Density.File, fn.latent, fn.Sample.File, z.At(i, j), z2.At(i, j), i, j)
+				return &flowCheckError{stage: checkInverse, err: fmt.Errorf("%s: output %q is not the inverse of %s's map: z = %.9g gives T⁻¹(T(z)) = %.9g (row %d, coordinate %d)", fn.Density.File, fn.latent, fn.Sample.File, z.At(i, j), z2.At(i, j), i, j)}
 			}
 		}
 	}
@@ -942,10 +996,45 @@ func (fn *FlowNet) logDensitiesAgree(f *graph.Flow) (z, x *mat.Dense, err error)
 	}
 	for i := range ls {
 		if bad(ls[i], ld[i], fn.checkTol()) {
-			return nil, nil, fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])
+			gap := 0.0
+			for j := range ls {
+				gap = math.Max(gap, math.Abs(ls[j]-ld[j])/math.Max(1, math.Abs(ls[j])))
+			}
+			if math.IsNaN(gap) {
+				gap = math.Inf(1)
+			}
+			return nil, nil, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])}
 		}
 	}
 	return z, x, nil
+}
+
+// The checks a flow read one way passes in turn (flowCheckError.stage).
+const (
+	checkAgree    = iota + 1 // the two graphs' log-densities at x = T(z)
+	checkJacobian            // log|det| against finite differences
+	checkInverse             // z = T⁻¹(T(z))
+	checkTied                // the log-densities with the weights moved
+)
+
+// flowCheckError is a check that a flow read one way failed: how far it
+// got and, at the log-density check, the largest relative gap between the
+// two graphs' log-densities, so that of the readings of a flow's outputs
+// the one that came closest is reported (probe 63: the first was, its
+// numbers exact negatives, and the real cause was dropped).
+type flowCheckError struct {
+	stage int
+	gap   float64
+	err   error
+}
+
+func (e *flowCheckError) Error() string { return e.err.Error() }
+func (e *flowCheckError) Unwrap() error { return e.err }
+
+// closerThan says whether e got further than o, or as far with a smaller
+// gap.
+func (e *flowCheckError) closerThan(o *flowCheckError) bool {
+	return e.stage > o.stage || (e.stage == o.stage && e.gap < o.gap)
 }
 
 func bad(a, b, tol float64) bool {

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -83,7 +84,7 @@ func TestFlowOutputNames(t *testing.T) {
 	// reading is one flow, and the message says so with the check's
 	// numbers.
 	_, err = ReadFlow(pinned("othernames_inverse_sample"), d, FlowConfig{})
-	if err == nil || !strings.Contains(err.Error(), "are not one flow") || !strings.Contains(err.Error(), `the outputs were read by their shapes (the sampling graph's x = "x", and "logabsdet" as log q(x), then as log|det ∂x/∂z|; the density graph's z = "z", and "log_prob" as log q(x), then as log|det ∂z/∂x|), and no reading makes the two graphs one flow`) {
+	if err == nil || !strings.Contains(err.Error(), "are not one flow") || !strings.Contains(err.Error(), `the outputs were read by their shapes (the sampling graph's x = "x", and "logabsdet" as log q(x), then as log|det ∂x/∂z|; the density graph's z = "z", and "log_prob" as log q(x), then as log|det ∂z/∂x|), and no reading passes the checks: this is the reading that came closest, the sampling graph's "logabsdet" as log|det ∂x/∂z| and the density graph's "log_prob" as log q(x)`) {
 		t.Errorf("inverse log-det: %v", err)
 	}
 	_, err = ReadFlow(pinned("othernames_three_sample"), d, FlowConfig{})
@@ -189,8 +190,10 @@ func TestFlowLibraryTransforms(t *testing.T) {
 			}
 		}
 	}
+	// Refused for training, naming a value PyTorch folded (probe 63: an
+	// innocent weight, named under another prefix, was blamed).
 	if _, err := ReadFlow(pinned("nflowsstyle_folded_sample"), pinned("nflowsstyle_folded_density"), FlowConfig{}); err == nil ||
-		!strings.Contains(err.Error(), "flowebm sample --flow without --train-flow") {
+		!strings.Contains(err.Error(), "flowebm sample --flow without --train-flow") || !strings.Contains(err.Error(), `weight "onnx::`) {
 		t.Errorf("folded, trainable: %v", err)
 	}
 	f, err := ReadFlow(pinned("nflowsstyle_nofold_sample"), pinned("nflowsstyle_nofold_density"), FlowConfig{})
@@ -225,8 +228,9 @@ func TestFlowLibraryTransforms(t *testing.T) {
 	}
 }
 
-// Weights are tied across a module prefix only where every name maps one
-// to one, at a module boundary.
+// Weights are tied across a module prefix, name by name, one to one, at
+// module boundaries; a name outside the prefix is left as it is, for tie
+// to name (probe 63: an innocent weight was named).
 func TestAlignNames(t *testing.T) {
 	set := func(names ...string) map[string]bool {
 		m := map[string]bool{}
@@ -235,34 +239,59 @@ func TestAlignNames(t *testing.T) {
 		}
 		return m
 	}
-	dense := set("ts.0.w", "ts.1.w")
+	dense := set("ts.0.w", "ts.1.w", "ts.2.w")
 	for _, c := range []struct {
-		name   string
-		from   map[string]bool
-		sn, dn string
-		want   bool
+		name string
+		from map[string]bool
+		want map[string]string
 	}{
-		{"wrapper prefix", set("f.ts.0.w", "f.ts.1.w"), "f.ts.0.w", "ts.0.w", true},
-		{"one name outside it", set("f.ts.0.w", "g.ts.1.w"), "f.ts.0.w", "ts.0.w", false},
-		{"no module path in common", set("a.u", "a.v"), "a.u", "ts.0.w", false},
-		{"not at a module boundary", set("xts0.w", "xts1.w"), "xts0.w", "ts.0.w", false},
-		{"two onto one", set("f.ts.0.w", "ts.0.w"), "f.ts.0.w", "ts.0.w", false},
-		{"prefix on the density's side", set("0.w", "1.w"), "0.w", "ts.0.w", true},
-		{"a prefix on each side", set("s.0.w", "s.1.w"), "s.0.w", "ts.0.w", true},
+		{"wrapper prefix", set("f.ts.0.w", "f.ts.1.w", "f.ts.2.w"), map[string]string{"f.ts.0.w": "ts.0.w", "f.ts.1.w": "ts.1.w", "f.ts.2.w": "ts.2.w"}},
+		{"one name outside it", set("f.ts.0.w", "f.ts.1.w", "g.ts.2.w"), map[string]string{"f.ts.0.w": "ts.0.w", "f.ts.1.w": "ts.1.w"}},
+		{"one of two", set("f.ts.0.w", "g.ts.1.w"), map[string]string{}},
+		{"no module path in common", set("a.u", "a.v"), map[string]string{}},
+		{"one path for another", set("xts0.w", "xts1.w"), map[string]string{}},
+		{"two onto one", set("f.ts.0.w", "ts.0.w", "ts.2.w"), map[string]string{}},
+		{"prefix on the density's side", set("0.w", "1.w", "2.w"), map[string]string{"0.w": "ts.0.w", "1.w": "ts.1.w", "2.w": "ts.2.w"}},
+		{"a prefix on each side", set("s.0.w", "s.1.w", "s.2.w"), map[string]string{"s.0.w": "ts.0.w", "s.1.w": "ts.1.w", "s.2.w": "ts.2.w"}},
+		{"one weight, its wrapper", set("f.ts.1.w"), map[string]string{"f.ts.1.w": "ts.1.w"}},
 	} {
-		var m map[string]string
-		for _, rename := range prefixSwaps(c.sn, c.dn) {
-			if m = renameAll(c.from, dense, rename); m != nil {
-				break
-			}
+		best := bestRename(c.from, dense)
+		if !maps.Equal(best, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, best, c.want)
 		}
-		if (m != nil) != c.want {
-			t.Errorf("%s: %v", c.name, m)
+	}
+}
+
+// Probe 63 A3: a volume-preserving flow (NICE's additive couplings and a
+// permutation, each returning a log-determinant of zeros, as flow
+// libraries write them) was refused: "output does not depend on the
+// input". Its log-determinants are read as the constant 0 they are: log q,
+// T and T⁻¹ are PyTorch's.
+func TestVolumePreservingFlow(t *testing.T) {
+	pinned := func(name string) string { return filepath.Join("testdata", "pinned", name+".onnx") }
+	arrays := pinnedArrays(t, "nice")
+	f, err := ReadFlow(pinned("nice_sample"), pinned("nice_density"), FlowConfig{Frozen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, x := mat.NewDense(6, 4, arrays["z"]), mat.NewDense(6, 4, arrays["x"])
+	lq, ld := make([]float64, 6), make([]float64, 6)
+	gotX, gotZ := mat.NewDense(6, 4, nil), mat.NewDense(6, 4, nil)
+	if err := f.LogDensity(x, lq); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Forward(z, gotX, ld); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Inverse(x, gotZ, ld); err != nil {
+		t.Fatal(err)
+	}
+	for name, pair := range map[string][2][]float64{"log q": {lq, arrays["log_q"]}, "x": {gotX.RawMatrix().Data, arrays["x"]}, "z": {gotZ.RawMatrix().Data, arrays["z"]}} {
+		if r := relInf(pair[0], pair[1]); !(r <= 1e-10) {
+			t.Errorf("%s rel. error %.2e", name, r)
 		}
-		for from, to := range m {
-			if !dense[to] || !c.from[from] {
-				t.Errorf("%s: %s → %s", c.name, from, to)
-			}
-		}
+	}
+	if slices.ContainsFunc(ld, func(v float64) bool { return v != 0 }) {
+		t.Errorf("log|det| %v, want 0", ld)
 	}
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// outputs are not (probe 50: a GMM energy that also returned its
 	// means, a (K, d) parameter, was refused).
 	Read []string
+	// Constant lists the outputs that may not depend on the input: a
+	// volume-preserving flow's log-determinant (NICE's additive
+	// couplings and permutations), 0 whatever the point.
+	Constant []string
 }
 
 // Net is a network read from an ONNX file, as an energy: it implements

@@ -1526,3 +1526,48 @@ torch.onnx.export(nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.SiLU(), nn
                   torch.randn(5, 4, dtype=torch.float64), f"{out}/dropout_training_dyn.onnx", input_names=["x"],
                   output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}},
                   training=torch.onnx.TrainingMode.TRAINING)
+
+
+# Probe 63 A3: a volume-preserving flow (NICE: additive couplings and a
+# permutation) as a flow library writes it, each transform returning a
+# log-determinant of zeros: refused, "output does not depend on the
+# input", frozen or not.
+class NfAdditive(nn.Module):
+    def __init__(self, mask):
+        super().__init__()
+        self.register_buffer("mask", mask)
+        self.net = nn.Sequential(nn.Linear(len(mask), 16), nn.Tanh(), nn.Linear(16, len(mask)))
+
+    def forward(self, x):
+        return x + self.net(x * self.mask) * (1 - self.mask), torch.zeros(x.shape[0], dtype=x.dtype)
+
+    def inverse(self, z):
+        return z - self.net(z * self.mask) * (1 - self.mask), torch.zeros(z.shape[0], dtype=z.dtype)
+
+
+class NfPermutation(nn.Module):
+    def __init__(self, perm):
+        super().__init__()
+        self.register_buffer("perm", perm)
+        self.register_buffer("inv", torch.argsort(perm))
+
+    def forward(self, x):
+        return x[:, self.perm], torch.zeros(x.shape[0], dtype=x.dtype)
+
+    def inverse(self, z):
+        return z[:, self.inv], torch.zeros(z.shape[0], dtype=z.dtype)
+
+
+torch.manual_seed(631)
+m4 = torch.tensor([1.0, 0.0, 1.0, 0.0])
+nice = NfComposite([NfAdditive(m4), NfPermutation(torch.tensor([2, 3, 0, 1])), NfAdditive(1 - m4)]).double().eval()
+torch.onnx.export(NfInverse(nice), torch.randn(5, 4, dtype=torch.float64), f"{out}/nice_sample.onnx",
+                  input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}})
+torch.onnx.export(nice, torch.randn(5, 4, dtype=torch.float64), f"{out}/nice_density.onnx",
+                  input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}})
+with torch.no_grad():
+    zs = torch.randn(6, 4, dtype=torch.float64)
+    xs, _ = nice.inverse(zs)
+    zt, _ = nice(xs)
+    logq = -0.5 * (zt ** 2).sum(1) - 2 * math.log(2 * math.pi)
+np.savez(f"{out}/nice.npz", z=zs.numpy(), x=xs.numpy(), log_q=logq.numpy())
