@@ -1,11 +1,14 @@
 package plots
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
+
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/flowebm/flowebm/samplers/diagnostics"
-	"gonum.org/v1/plot/plotter"
 )
 
 // ChainFigure is a diagnostic figure of one quantity's chains, with the
@@ -15,7 +18,7 @@ type ChainFigure struct {
 	Figure Figure
 }
 
-// Chain figures show at most maxChainCurves chains (the first ones), the
+// Chain figures show at most maxChainCurves chains (shownChains), the
 // autocorrelation up to maxLag, and rank histograms of rankBins bins.
 const (
 	maxChainCurves = 8
@@ -29,23 +32,105 @@ const (
 // of the quantity name: trace plots, rank histograms (Vehtari et al. 2021:
 // each chain's ranks among all draws, uniform when the chains mix), each
 // chain's autocorrelation, and the bulk and tail ESS as the chains grow,
-// beside the 400 that Vehtari et al. recommend.
-func ChainFigures(x [][]float64, name string) []ChainFigure {
+// beside the 400 that Vehtari et al. recommend. labels name the chains in
+// the legends (nil: chain 1, 2, …; a CSV's chain numbers otherwise).
+// Beyond maxChainCurves chains, the chains drawn are those whose ranks
+// stray furthest from the others', and the titles say so (probe 63: the
+// first 8 of 64 were drawn, with nothing said, and a stuck chain 41 was
+// not among them).
+func ChainFigures(x [][]float64, name string, labels []string) []ChainFigure {
+	c := chainSet{x: x, shown: shownChains(x), labels: labels}
 	return []ChainFigure{
-		{"trace", traceFigure(x, name)},
-		{"rank", rankFigure(x, name)},
-		{"autocorrelation", acfFigure(x, name)},
+		{"trace", c.traceFigure(name)},
+		{"rank", c.rankFigure(name)},
+		{"autocorrelation", c.acfFigure(name)},
 		{"ess", essFigure(x, name)},
 	}
+}
+
+// chainSet is chains x, the indices of those drawn, and their labels.
+type chainSet struct {
+	x      [][]float64
+	shown  []int
+	labels []string
+}
+
+// name is chain c's legend entry.
+func (s chainSet) name(c int) string {
+	if c < len(s.labels) {
+		return "chain " + s.labels[c]
+	}
+	return fmt.Sprintf("chain %d", c+1)
+}
+
+// of is the note a title takes where not every chain is drawn.
+func (s chainSet) of() string {
+	if len(s.shown) == len(s.x) {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d chains: those whose ranks stray furthest)", len(s.shown), len(s.x))
 }
 
 // constantChains is why the autocorrelation and ESS figures of chains
 // may have no point (probe 59: they said "no data yet").
 const constantChains = "undefined: every chain is constant"
 
-func shownChains(x [][]float64) int { return min(len(x), maxChainCurves) }
+// shownChains are the indices of the chains drawn, in order: all, or the
+// maxChainCurves whose mean rank (bulk) or mean rank of the draws folded
+// about the median (tail) lies furthest from the others', as R-hat reads
+// them.
+func shownChains(x [][]float64) []int {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
+	}
+	if len(x) <= maxChainCurves {
+		return idx
+	}
+	bulk, tail := meanRanks(x), meanRanks(folded(x))
+	stray := func(c int) float64 { return math.Max(math.Abs(bulk[c]-0.5), math.Abs(tail[c]-0.5)) }
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(stray(b), stray(a)) })
+	idx = idx[:maxChainCurves]
+	slices.Sort(idx)
+	return idx
+}
 
-func chainName(c int) string { return fmt.Sprintf("chain %d", c+1) }
+// meanRanks is each chain's mean rank among all draws, as a fraction.
+func meanRanks(x [][]float64) []float64 {
+	r := diagnostics.Ranks(x)
+	total := 0
+	for _, ch := range x {
+		total += len(ch)
+	}
+	m := make([]float64, len(x))
+	for c, rc := range r {
+		for _, v := range rc {
+			m[c] += v / float64(total) / float64(len(rc))
+		}
+	}
+	return m
+}
+
+// folded is x's absolute deviations from the median of all its draws.
+func folded(x [][]float64) [][]float64 {
+	var all []float64
+	for _, ch := range x {
+		all = append(all, ch...)
+	}
+	slices.Sort(all)
+	med := all[len(all)/2]
+	if len(all)%2 == 0 {
+		med = (all[len(all)/2-1] + all[len(all)/2]) / 2
+	}
+	f := make([][]float64, len(x))
+	for c, ch := range x {
+		f[c] = make([]float64, len(ch))
+		for n, v := range ch {
+			f[c][n] = math.Abs(v - med)
+		}
+	}
+	return f
+}
 
 // traceFigure draws each shown chain's draws, at most maxTracePoints of
 // them (a PNG of 20000 draws per chain took 24 s): thinned, each of
@@ -53,10 +138,10 @@ func chainName(c int) string { return fmt.Sprintf("chain %d", c+1) }
 // largest, in the order they came, so that a spike or a stuck stretch
 // shows whatever its length (probe 59: every k-th draw hid a chain's
 // 4-draw excursion to 50 among draws within ±4).
-func traceFigure(x [][]float64, name string) Figure {
-	f := Figure{Title: "trace of " + name, XLabel: "draw", YLabel: name}
-	for c := 0; c < shownChains(x); c++ {
-		f.Curves = append(f.Curves, Curve{Name: chainName(c), Points: tracePoints(x[c], maxTracePoints)})
+func (s chainSet) traceFigure(name string) Figure {
+	f := Figure{Title: "trace of " + name + s.of(), XLabel: "draw", YLabel: name}
+	for _, c := range s.shown {
+		f.Curves = append(f.Curves, Curve{Name: s.name(c), Points: tracePoints(s.x[c], maxTracePoints)})
 	}
 	return f
 }
@@ -94,14 +179,15 @@ func tracePoints(ch []float64, most int) plotter.XYs {
 
 // rankFigure draws each chain's histogram of ranks as a line over the
 // bins, with the count a uniform histogram has.
-func rankFigure(x [][]float64, name string) Figure {
+func (s chainSet) rankFigure(name string) Figure {
+	x := s.x
 	r := diagnostics.Ranks(x)
 	total := 0
 	for _, ch := range x {
 		total += len(ch)
 	}
-	f := Figure{Title: "rank histograms of " + name + " (uniform when the chains mix)", XLabel: "rank among all draws (bin centre, fraction)", YLabel: "draws in the bin"}
-	for c := 0; c < shownChains(x); c++ {
+	f := Figure{Title: "rank histograms of " + name + " (uniform when the chains mix)" + s.of(), XLabel: "rank among all draws (bin centre, fraction)", YLabel: "draws in the bin"}
+	for _, c := range s.shown {
 		counts := make([]float64, rankBins)
 		for _, v := range r[c] {
 			b := min(int((v-0.5)/float64(total)*rankBins), rankBins-1)
@@ -111,7 +197,7 @@ func rankFigure(x [][]float64, name string) Figure {
 		for b, n := range counts {
 			pts[b] = plotter.XY{X: (float64(b) + 0.5) / rankBins, Y: n}
 		}
-		f.Curves = append(f.Curves, Curve{Name: chainName(c), Points: pts})
+		f.Curves = append(f.Curves, Curve{Name: s.name(c), Points: pts})
 	}
 	if len(x) > 0 {
 		f.Thresholds = []Threshold{{float64(len(x[0])) / rankBins, "uniform"}}
@@ -119,15 +205,15 @@ func rankFigure(x [][]float64, name string) Figure {
 	return f
 }
 
-func acfFigure(x [][]float64, name string) Figure {
-	f := Figure{Title: "autocorrelation of " + name, XLabel: "lag", YLabel: "autocorrelation", YMin: -1, YMax: 1, Empty: constantChains}
-	for c := 0; c < shownChains(x); c++ {
-		acf := diagnostics.Autocorrelation(x[c], maxLag)
+func (s chainSet) acfFigure(name string) Figure {
+	f := Figure{Title: "autocorrelation of " + name + s.of(), XLabel: "lag", YLabel: "autocorrelation", YMin: -1, YMax: 1, Empty: constantChains}
+	for _, c := range s.shown {
+		acf := diagnostics.Autocorrelation(s.x[c], maxLag)
 		pts := make(plotter.XYs, len(acf))
 		for t, v := range acf {
 			pts[t] = plotter.XY{X: float64(t), Y: v}
 		}
-		f.Curves = append(f.Curves, Curve{Name: chainName(c), Points: pts})
+		f.Curves = append(f.Curves, Curve{Name: s.name(c), Points: pts})
 	}
 	return f
 }

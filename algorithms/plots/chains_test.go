@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,7 +23,7 @@ func TestChainFigures(t *testing.T) {
 			x[c][n] = rng.NormFloat64()
 		}
 	}
-	figs := ChainFigures(x, "theta")
+	figs := ChainFigures(x, "theta", nil)
 	if len(figs) != 4 {
 		t.Fatalf("%d figures", len(figs))
 	}
@@ -99,7 +101,7 @@ func TestConstantChainsFigures(t *testing.T) {
 		x[0][n], x[1][n] = 1, 1
 	}
 	dir := t.TempDir()
-	for _, f := range ChainFigures(x, "theta") {
+	for _, f := range ChainFigures(x, "theta", nil) {
 		if f.Kind != "autocorrelation" && f.Kind != "ess" {
 			continue
 		}
@@ -109,6 +111,38 @@ func TestConstantChainsFigures(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, f.Kind+".svg"))
 		if !strings.Contains(string(b), "every chain is constant") || strings.Contains(string(b), "no data yet") {
 			t.Errorf("%s: the title does not say why it is empty", f.Kind)
+		}
+	}
+}
+
+// Probe 63 B3, B4: of 64 chains the first 8 were drawn, with nothing said,
+// and a stuck chain 41 was not among them; chains were named by their
+// position, not by the file's chain numbers. The chains drawn are those
+// whose ranks stray furthest, the titles say how many of how many, and
+// the legends use the labels given.
+func TestChainFiguresChooseAndName(t *testing.T) {
+	rng := rand.New(rand.NewPCG(63, 1))
+	x := make([][]float64, 64)
+	labels := make([]string, 64)
+	for c := range x {
+		x[c] = make([]float64, 200)
+		for n := range x[c] {
+			x[c][n] = rng.NormFloat64()
+			if c == 40 {
+				x[c][n] += 4
+			}
+		}
+		labels[c] = strconv.Itoa(10 * (c + 1))
+	}
+	for _, f := range ChainFigures(x, "theta", labels) {
+		if f.Kind == "ess" {
+			continue
+		}
+		if !strings.Contains(f.Figure.Title, "8 of 64 chains") {
+			t.Errorf("%s: title %q", f.Kind, f.Figure.Title)
+		}
+		if !slices.ContainsFunc(f.Figure.Curves, func(c Curve) bool { return c.Name == "chain 410" }) {
+			t.Errorf("%s: the stuck chain 41 (labelled 410) is not drawn", f.Kind)
 		}
 	}
 }

@@ -120,7 +120,7 @@ func (f densityFigure) draw(dc draw.Canvas, w, h vg.Length) {
 
 func (d Density) layout() densityFigure {
 	g := d.Grid
-	p := plot.New()
+	p := newPlot()
 	p.Title.Text = d.Title
 	p.X.Label.Text, p.Y.Label.Text = "x1", "x2"
 	if len(d.Axes) == 2 {
@@ -167,7 +167,7 @@ func (d Density) layout() densityFigure {
 	p.X.Min, p.X.Max = xyz.unit(0, -g.Box), xyz.unit(0, g.Box)
 	p.Y.Min, p.Y.Max = xyz.unit(1, -g.Box), xyz.unit(1, g.Box)
 
-	bar := plot.New()
+	bar := newPlot()
 	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
 	bar.HideX()
 	bar.Y.Label.Text = "EBM density"

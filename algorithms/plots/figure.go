@@ -93,7 +93,7 @@ type figureEntry struct {
 
 // layout builds the figure's plot (without legend) and its legend lines.
 func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
-	p := plot.New()
+	p := newPlot()
 	p.Title.Text = f.Title
 	p.X.Label.Text = f.XLabel
 	p.Y.Label.Text = f.YLabel
@@ -232,7 +232,7 @@ func (f Figure) fitY(p *plot.Plot) error {
 		return fmt.Errorf("%s: values from %g to %g, a range beyond what a plot can show", f.Title, lo, hi)
 	case f.LogY && f.YMax <= f.YMin && hi <= lo*(1+1e-9):
 		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
-	case !f.LogY && f.YMax <= f.YMin && hi-lo <= 1e-9*math.Max(math.Abs(lo), math.Abs(hi)):
+	case !f.LogY && f.YMax <= f.YMin && hi-lo <= 1e-13*math.Max(math.Abs(lo), math.Abs(hi)): // (probe 63: at 1e-9, 1e8 ± 1e-4 was drawn flat on an axis from 5e7 to 1.5e8)
 		// Equal values far from 0: gonum's ±1 padding is lost to
 		// rounding at 1e16 and its ticks then panic.
 		pad := math.Max(1, 0.5*math.Max(math.Abs(lo), math.Abs(hi))) // ticks that read apart (gonum writes 1 or 2 digits)
@@ -316,7 +316,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 		v := math.Log(ticks[i].Value)
 		if !slices.ContainsFunc(kept, func(k float64) bool { return math.Abs(k-v) < gap }) {
 			kept = append(kept, v)
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', -1, 64)
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64) // 5e-06, not 4.9999999999999996e-06 (probe 63)
 		}
 	}
 	if len(kept) < 2 { // a narrow range inside one decade

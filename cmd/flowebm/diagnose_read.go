@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type chainsData struct {
 	data                 []float64
 	chains, draws, dims  int
 	names                []string // nil: dimensions are numbered
+	chainLabels          []string // nil: chains are numbered from 1; a CSV's chain numbers otherwise
 	source, dtype, shape string
 }
 
@@ -43,11 +45,12 @@ func readChains(paths []string, key string) (*chainsData, error) {
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() { // probe 48: a folder was "several files are CmdStan …"
 				return nil, fmt.Errorf("%s is a folder: diagnose reads one .npy or .npz file, or CmdStan output CSV files, one per chain", p)
 			}
-			if strings.ToLower(filepath.Ext(p)) != ".csv" {
-				return nil, fmt.Errorf("%s: several files are CmdStan output CSV files, one per chain; a .npy or .npz holds every chain alone", p)
+			if e := strings.ToLower(filepath.Ext(p)); e != ".csv" {
+				return nil, fmt.Errorf("%s: several files are CmdStan output CSV files, one per chain, named .csv (this one is %s; a file of comma-separated draws under a header reads as .csv: rename it); a .npy or .npz holds every chain alone", p, cmp.Or(strconv.Quote(e), "without an extension"))
 			}
 		}
 	}
+
 	if key != "" && ext != ".npz" {
 		return nil, fmt.Errorf("--key %s names a member of an .npz file, not of %s", key, paths[0])
 	}
@@ -64,6 +67,9 @@ func readChains(paths []string, key string) (*chainsData, error) {
 		a, name, err = readNpzMember(paths[0], key)
 	} else {
 		a, err = npy.ReadFile(paths[0])
+	}
+	if fe := (*npy.FormatError)(nil); errors.As(err, &fe) && fe.Field == npy.MagicField && ext != ".npy" { // probe 63: "magic string is \"mu,tau\""
+		return nil, fmt.Errorf("%s: not a .npy file (%w): diagnose reads .npy, .npz and .csv files, by their extension; a file of comma-separated draws under a header reads as .csv (rename it)", paths[0], err)
 	}
 	if fe := (*npy.FormatError)(nil); errors.As(err, &fe) && fe.Field == npy.DtypeField { // probe 62: the reader's list of types, which diagnose then refused
 		advice := "convert with a.astype(np.float64) if they are draws"
@@ -575,6 +581,7 @@ func groupByChain(t *csvTable, chainCol int) (*chainsData, error) {
 	n := len(byChain[order[0]])
 	c := &chainsData{chains: len(order), draws: n, dims: len(cols), source: t.path, dtype: "CSV"}
 	for _, id := range order {
+		c.chainLabels = append(c.chainLabels, strconv.FormatFloat(id, 'f', -1, 64)) // the file's chain numbers (probe 63: by position)
 		rows := byChain[id]
 		if len(rows) != n {
 			return nil, fmt.Errorf("%s: chain %v has %d draws, chain %v has %d: every chain must have as many", t.path, id, len(rows), order[0], n)

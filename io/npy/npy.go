@@ -140,8 +140,12 @@ type dtype struct {
 	order binary.ByteOrder
 }
 
-// DtypeField is the Field of a FormatError about the array's type.
-const DtypeField = "header field 'descr'"
+// DtypeField and MagicField are the Fields of a FormatError about the
+// array's type and about the file's first bytes.
+const (
+	DtypeField = "header field 'descr'"
+	MagicField = "magic string"
+)
 
 func parseDtype(s string) (dtype, error) {
 	bad := func(want string) error {
@@ -191,10 +195,10 @@ func parseDtype(s string) (dtype, error) {
 func ReadHeader(r io.Reader) (Header, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return Header{}, &FormatError{Field: "magic string", Want: `the 8-byte prefix "\x93NUMPY" + version (file too short)`}
+		return Header{}, &FormatError{Field: MagicField, Want: `the 8-byte prefix "\x93NUMPY" + version (file too short)`}
 	}
 	if string(pre[:6]) != Magic {
-		return Header{}, &FormatError{Field: "magic string", Got: strconv.Quote(string(pre[:6])), Want: `"\x93NUMPY" (not a .npy file)`}
+		return Header{}, &FormatError{Field: MagicField, Got: strconv.Quote(string(pre[:6])), Want: `"\x93NUMPY" (not a .npy file)`}
 	}
 	if pre[7] != 0 { // NumPy knows 1.0, 2.0 and 3.0 only
 		return Header{}, &FormatError{Field: "format version", Got: fmt.Sprintf("%d.%d", pre[6], pre[7]), Want: "1.0, 2.0 or 3.0"}

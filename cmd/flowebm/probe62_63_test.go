@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,5 +35,38 @@ func TestReproduceRedrawsDensityInFormat(t *testing.T) {
 		if !exists(density+ext) || !strings.Contains(string(report), "(runs/rings-ula/density"+ext+")") {
 			t.Errorf("%s: density drawn %v; report:\n%s", ext, exists(density+ext), report)
 		}
+	}
+}
+
+// Probe 63 B7: a .txt file of draws was read as a .npy ("magic string is
+// \"mu,tau\"") and several were "CmdStan output CSV files"; the message
+// names the extension and says to rename it. B4: a CSV's chains are named
+// by its chain numbers in the figures' legends, not by their position.
+func TestDiagnoseExtensionAndChainLabels(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("chain,mu\n")
+	for _, c := range []int{10, 20, 30, 40} {
+		for n := range 50 {
+			fmt.Fprintf(&b, "%d,%g\n", c, float64((n*7+c)%13)/13)
+		}
+	}
+	for _, name := range []string{"d.txt", "d.csv"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, se, code := runCLI("diagnose", filepath.Join(dir, "d.txt")); code == 0 || !strings.Contains(se, "reads as .csv (rename it)") {
+		t.Errorf("one .txt: %d %s", code, se)
+	}
+	if _, se, code := runCLI("diagnose", filepath.Join(dir, "d.txt"), filepath.Join(dir, "d.csv")); code == 0 || !strings.Contains(se, `this one is ".txt"`) {
+		t.Errorf("two files: %d %s", code, se)
+	}
+	x, err := readChains([]string{filepath.Join(dir, "d.csv")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x.chainLabels, []string{"10", "20", "30", "40"}) {
+		t.Errorf("chain labels %v", x.chainLabels)
 	}
 }

@@ -1,0 +1,89 @@
+package plots
+
+import (
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+)
+
+// newPlot is plot.New with axes whose tick labels read apart
+// (readableTicks).
+func newPlot() *plot.Plot {
+	p := plot.New()
+	p.X.Tick.Marker, p.Y.Tick.Marker = readableTicks{}, readableTicks{}
+	return p
+}
+
+// readableTicks places gonum's default ticks and labels them with as
+// many digits as they need to read apart, and no more: gonum's labels of
+// values that vary little beside their size were all alike ("1", "1",
+// "1" for 1 ± 1e-7; "1e+06" thrice for 1e6 ± 1e-3), and large round ones
+// carried decimals ("25000.00") (probe 63).
+type readableTicks struct{}
+
+// Ticks returns the ticks between min and max.
+func (readableTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	var values []float64
+	for _, t := range ticks {
+		if t.Label != "" {
+			values = append(values, t.Value)
+		}
+	}
+	step := math.Inf(1)
+	for i := 1; i < len(values); i++ {
+		step = math.Min(step, values[i]-values[i-1])
+	}
+	if !(step > 0) || math.IsInf(step, 0) {
+		return ticks
+	}
+	// One style for the axis: plain decimals or exponents, whichever
+	// writes the longest label shorter.
+	labels := map[byte][]string{}
+	for _, style := range []byte{'f', 'g'} {
+		for _, t := range ticks {
+			if t.Label != "" {
+				labels[style] = append(labels[style], tickLabel(t.Value, step, style))
+			}
+		}
+	}
+	style := byte('f')
+	if longest(labels['g']) < longest(labels['f']) {
+		style = 'g'
+	}
+	k := 0
+	for i, t := range ticks {
+		if t.Label != "" {
+			ticks[i].Label = labels[style][k]
+			k++
+		}
+	}
+	return ticks
+}
+
+// tickLabel writes v in style ('f' plain decimals, 'g' the shortest
+// exponent form) with the fewest digits that keep it within a millionth
+// of step of its value.
+func tickLabel(v, step float64, style byte) string {
+	for d := 0; d <= 17; d++ {
+		prec := d
+		if style == 'g' {
+			prec = d + 1
+		}
+		s := strconv.FormatFloat(v, style, prec, 64)
+		if u, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(u-v) <= 1e-6*step {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// longest is the length of the longest of labels.
+func longest(labels []string) int {
+	n := 0
+	for _, l := range labels {
+		n = max(n, len(l))
+	}
+	return n
+}

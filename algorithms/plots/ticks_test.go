@@ -1,0 +1,61 @@
+package plots
+
+import (
+	"math"
+	"strconv"
+	"testing"
+
+	"gonum.org/v1/plot/plotter"
+)
+
+// Probe 63 B1, B2: labels of values that vary little beside their size
+// were alike ("1" thrice for 1 ± 1e-7, "1e+06" thrice for 1e6 ± 1e-3), a
+// large round value carried decimals ("25000.00"), and a log axis read
+// "4.9999999999999996e-06". Each label reads apart from the others and
+// within a millionth of a step of its value.
+func TestTickLabelsReadApart(t *testing.T) {
+	for _, r := range [][2]float64{{1 - 1e-7, 1 + 1e-7}, {1e8 - 1e-4, 1e8 + 1e-4}, {1e6 - 1e-3, 1e6 + 1e-3}, {-123456.789 - 2e-3, -123456.789 + 2e-3},
+		{0, 250000}, {0, 1}, {-3, 3}, {1e-9, 3e-9}} {
+		seen := map[string]bool{}
+		var prev float64
+		for i, tk := range (readableTicks{}).Ticks(r[0], r[1]) {
+			if tk.Label == "" {
+				continue
+			}
+			if seen[tk.Label] {
+				t.Errorf("%v: label %q twice", r, tk.Label)
+			}
+			seen[tk.Label] = true
+			v, err := strconv.ParseFloat(tk.Label, 64)
+			if err != nil || (i > 0 && math.Abs(v-tk.Value) > 1e-3*math.Abs(tk.Value-prev)) {
+				t.Errorf("%v: label %q for %v", r, tk.Label, tk.Value)
+			}
+			if len(tk.Label) > 16 {
+				t.Errorf("%v: label %q", r, tk.Label)
+			}
+			prev = tk.Value
+		}
+		if len(seen) < 2 {
+			t.Errorf("%v: %d labels", r, len(seen))
+		}
+	}
+	for _, tk := range (logTicks{}).Ticks(1e-6, 1e-3) {
+		if len(tk.Label) > 6 {
+			t.Errorf("log axis label %q", tk.Label)
+		}
+	}
+}
+
+// Probe 63 B1: draws at 1e8 ± 1e-4 were drawn flat on an axis from 5e7 to
+// 1.5e8: the axis is fitted to the values.
+func TestAxisFitsNarrowValues(t *testing.T) {
+	fig := Figure{Title: "t", Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 0, Y: 1e8 - 1e-4}, {X: 1, Y: 1e8 + 1e-4}}}}}
+	p, _, err := fig.layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Add()
+	if p.Y.Max-p.Y.Min > 1e-3 {
+		t.Errorf("y from %v to %v", p.Y.Min, p.Y.Max)
+	}
+}
