@@ -301,11 +301,16 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	default:
 		add(1.1, true)
 	}
-	for _, ms := range [][]int{{1}, {2, 5}, {3, 4, 6, 7, 8, 9}} {
+	for g, ms := range [][]int{{1}, {2, 5}, {3}, {4, 6, 7, 8, 9}} {
 		for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
 			for _, m := range ms {
-				add(float64(m)*math.Pow(10, e), len(ms) < 3)
+				add(float64(m)*math.Pow(10, e), g < 3) // 4, 6, …, 9 unlabelled
 			}
+		}
+	}
+	if max/min < 3 { // labels where R-hat's curves lie between 1.5 and 3 (probe 63: the top label was 1.5 under curves at 1.6-1.85)
+		for _, v := range []float64{1.3, 1.4, 1.6, 1.8, 2.5} {
+			add(v, true)
 		}
 	}
 	// A label is dropped where it would overlap one kept before it

@@ -300,7 +300,7 @@ func TestThresholdsApartAndInside(t *testing.T) {
 // axis, the axis reached below 1 and the labels 1 and 1.1 were printed
 // over each other. Labels keep a line apart, 1.1 first.
 func TestLogTickLabelsApart(t *testing.T) {
-	for _, r := range [][2]float64{{0.94, 57}, {0.97, 2.5}, {0.99, 12}, {1e-3, 1e3}, {1.001, 1.2}} {
+	for _, r := range [][2]float64{{0.94, 57}, {0.97, 2.5}, {0.99, 12}, {1e-3, 1e3}, {1.001, 1.2}, {0.97, 1.9}, {0.99, 1.46}} {
 		var labelled []float64
 		for _, tk := range (logTicks{}).Ticks(r[0], r[1]) {
 			if tk.Label != "" {
@@ -315,6 +315,9 @@ func TestLogTickLabelsApart(t *testing.T) {
 		}
 		if r[0] < 1.1 && r[1] > 1.1 && !slices.Contains(labelled, 1.1) {
 			t.Errorf("%v: 1.1 not labelled: %v", r, labelled)
+		}
+		if top := labelled[len(labelled)-1]; top < math.Pow(r[1], 0.75)*math.Pow(r[0], 0.25) { // probe 63: 1.5 the top label under curves at 1.6-1.85
+			t.Errorf("%v: the top label %v leaves the upper quarter of the axis unlabelled", r, top)
 		}
 	}
 }
