@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
+	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
-	"github.com/spf13/cobra"
 )
 
 func plotCmd() *cobra.Command {
@@ -78,6 +80,11 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 	}
 	if errors.Is(err, training.ErrNoCheckpoint) {
 		if _, why := training.LatestCheckpoint(dir); why != nil {
+			// The figures of its evaluations, from metrics.csv (probe 63:
+			// "nothing to draw from" beside them).
+			if herr := redrawHistory(dir, format); herr == nil {
+				return fmt.Sprintf("%s, those of its evaluations only, from metrics.csv (%v: those of the model, density and samples, need a checkpoint)", dir, why), nil
+			}
 			return "", fmt.Errorf("%w: nothing to draw from", why) // without resume's advice
 		}
 	}
@@ -122,4 +129,25 @@ func plotMoved(e *folderChangedError) error {
 		next = "draw it where it is now: flowebm plot " + shellQuote(e.now)
 	}
 	return fmt.Errorf("%s is no longer the run folder plot locked (%s): moved, replaced or deleted, or a link on its path now leads elsewhere; nothing was drawn there: %s", e.dir, e.at, next)
+}
+
+// redrawHistory draws the figures of a run's evaluations (rhat, weights,
+// acceptance) from its config.json and metrics.csv, as reproduce does.
+func redrawHistory(dir string, format plots.Format) error {
+	cfg, err := training.ReadRunConfig(dir)
+	if err != nil {
+		return err
+	}
+	exp, err := experiments.ByNameIn(cfg.Experiment, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	evals, err := training.ReadEvalsCSV(filepath.Join(dir, "metrics.csv"), len(exp.Weights))
+	if err != nil {
+		return err
+	}
+	if len(evals) == 0 {
+		return fmt.Errorf("%s holds no evaluations", filepath.Join(dir, "metrics.csv"))
+	}
+	return plots.History{Experiment: exp, Algorithm: cfg.Train.Algorithm, RHatChains: cfg.RHatChains, Evals: evals}.Write(dir, format)
 }

@@ -70,3 +70,20 @@ func TestDiagnoseExtensionAndChainLabels(t *testing.T) {
 		t.Errorf("chain labels %v", x.chainLabels)
 	}
 }
+
+// Probe 63 B8: plot refused a run without a checkpoint ("nothing to draw
+// from") though its metrics.csv holds what its evaluations' figures are
+// drawn from; it draws those and says the model's need a checkpoint.
+func TestPlotWithoutCheckpoint(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "r")
+	if so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "flowmc", "--iterations", "10", "--out", run, "--quiet"); code != 0 {
+		t.Fatalf("train: %d %s %s", code, so, se)
+	}
+	if err := os.RemoveAll(filepath.Join(run, "checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	so, se, code := runCLI("plot", run, "--plot-format", "svg")
+	if code != 0 || !exists(filepath.Join(run, "acceptance.svg")) || !strings.Contains(so, "those of the model, density and samples, need a checkpoint") {
+		t.Errorf("plot: %d %s %s", code, so, se)
+	}
+}
