@@ -13,12 +13,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
-	"github.com/spf13/cobra"
 )
 
 // diagnoseOptions are diagnose's flags.
@@ -342,6 +343,25 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// meanText writes a mean to the digit its Monte Carlo standard error
+// reaches, and one more; with 4 significant digits where the MCSE says
+// nothing (not finite, 0) or the digits would run past 16 (probe 63: a
+// mean of 1e8 printed "1e+08" beside an MCSE of 0.095).
+func meanText(mean, mcse float64) string {
+	if !(mcse > 0) || math.IsInf(mcse, 0) || math.IsNaN(mean) || math.IsInf(mean, 0) {
+		return fmt.Sprintf("%.4g", mean)
+	}
+	decimals := max(0, 1-int(math.Floor(math.Log10(mcse))))
+	s := strconv.FormatFloat(mean, 'f', decimals, 64)
+	if len(strings.TrimLeft(s, "-")) > 16 {
+		return fmt.Sprintf("%.4g", mean)
+	}
+	if short := fmt.Sprintf("%.4g", mean); len(short) < len(s) && !strings.Contains(short, "e") {
+		return short // 4 significant digits already reach past the MCSE
+	}
+	return s
+}
+
 // writeTable writes the table and the verdict.
 func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error {
 	fmt.Fprintf(w, "%s: %d chains × %d draws × %d dims (%s)\n\n", c.source, c.chains, c.draws, c.dims, c.dtype)
@@ -356,7 +376,7 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error
 		if nested {
 			fmt.Fprintf(tw, "%.4f\t", d.nested)
 		}
-		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%.4g\t%.2g\t%.4g\t\n", d.ESSBulk, d.ESSTail, d.ESSMean, d.Mean, d.MCSEMean, d.SD)
+		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%s\t%.2g\t%.4g\t\n", d.ESSBulk, d.ESSTail, d.ESSMean, meanText(d.Mean, d.MCSEMean), d.MCSEMean, d.SD)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,5 +86,18 @@ func TestPlotWithoutCheckpoint(t *testing.T) {
 	so, se, code := runCLI("plot", run, "--plot-format", "svg")
 	if code != 0 || !exists(filepath.Join(run, "acceptance.svg")) || !strings.Contains(so, "those of the model, density and samples, need a checkpoint") {
 		t.Errorf("plot: %d %s %s", code, so, se)
+	}
+}
+
+// Probe 63 (cosmetic): a mean of 1e8 printed "1e+08" beside an MCSE of
+// 0.095; a mean is written to the digit its MCSE reaches, and one more.
+func TestMeanToItsMCSE(t *testing.T) {
+	for _, c := range []struct {
+		mean, mcse float64
+		want       string
+	}{{1e8 + 0.123, 0.095, "100000000.123"}, {-0.02237, 0.023, "-0.022"}, {2.9996, 1.5, "3"}, {1.5, math.NaN(), "1.5"}, {123.456, 0, "123.5"}, {1e20, 0.1, "1e+20"}} {
+		if got := meanText(c.mean, c.mcse); got != c.want {
+			t.Errorf("mean %v ± %v: %q, want %q", c.mean, c.mcse, got, c.want)
+		}
 	}
 }
