@@ -24,7 +24,10 @@ type readableTicks struct{}
 
 // Ticks returns the ticks between min and max.
 func (readableTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	ticks := roundTicks(min, max)
+	if ticks == nil {
+		ticks = plot.DefaultTicks{}.Ticks(min, max)
+	}
 	var values []float64
 	for _, t := range ticks {
 		if t.Label != "" {
@@ -62,8 +65,46 @@ func (readableTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
+// roundTicks places labelled ticks at the multiples of a step of 1, 2 or
+// 5 times a power of ten that fall in [min, max], 3 to 6 of them, and
+// unlabelled ones between; nil where the range is empty or its positions
+// would not be exact (gonum's own ticks on 1 ± 2.5e-12 landed on
+// 0.9999999999979999, and on ±1e-99 off 0: probe 64).
+func roundTicks(min, max float64) []plot.Tick {
+	span := max - min
+	if !(span > 0) || math.IsInf(span, 0) {
+		return nil
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(span/5)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if step = m * mag; span/step <= 6 {
+			break
+		}
+	}
+	first, last := math.Ceil(min/step), math.Floor(max/step)
+	if !(last-first < 10) || math.Abs(first) > 1e15 || math.Abs(last) > 1e15 {
+		return nil
+	}
+	var ticks []plot.Tick
+	for k := first; k <= last; k++ {
+		ticks = append(ticks, plot.Tick{Value: k * step, Label: "x"}) // labelled by Ticks
+		for j := 1; j < 5; j++ {
+			if v := (k*5 + float64(j)) * step / 5; v <= max {
+				ticks = append(ticks, plot.Tick{Value: v})
+			}
+		}
+	}
+	for j := 1; j < 5; j++ { // minor ticks before the first
+		if v := (first*5 - float64(j)) * step / 5; v >= min {
+			ticks = append(ticks, plot.Tick{Value: v})
+		}
+	}
+	return ticks
+}
+
 // tickLabel writes v in style ('f' plain decimals, 'g' the shortest
-// exponent form) with the fewest digits that keep it within a millionth
+// exponent form) with the fewest digits that keep it within a thousandth
 // of step of its value.
 func tickLabel(v, step float64, style byte) string {
 	for d := 0; d <= 17; d++ {
@@ -72,7 +113,7 @@ func tickLabel(v, step float64, style byte) string {
 			prec = d + 1
 		}
 		s := strconv.FormatFloat(v, style, prec, 64)
-		if u, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(u-v) <= 1e-6*step {
+		if u, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(u-v) <= 1e-3*step {
 			return s
 		}
 	}

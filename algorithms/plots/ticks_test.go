@@ -3,6 +3,7 @@ package plots
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot/plotter"
@@ -11,11 +12,12 @@ import (
 // Probe 63 B1, B2: labels of values that vary little beside their size
 // were alike ("1" thrice for 1 ± 1e-7, "1e+06" thrice for 1e6 ± 1e-3), a
 // large round value carried decimals ("25000.00"), and a log axis read
-// "4.9999999999999996e-06". Each label reads apart from the others and
-// within a millionth of a step of its value.
+// "4.9999999999999996e-06"; probe 64: ticks landed on 0.9999999999979999
+// and, over ±1e-99, off 0. Each label reads apart from the others, within
+// a thousandth of a step of its value, without rounding noise.
 func TestTickLabelsReadApart(t *testing.T) {
 	for _, r := range [][2]float64{{1 - 1e-7, 1 + 1e-7}, {1e8 - 1e-4, 1e8 + 1e-4}, {1e6 - 1e-3, 1e6 + 1e-3}, {-123456.789 - 2e-3, -123456.789 + 2e-3},
-		{0, 250000}, {0, 1}, {-3, 3}, {1e-9, 3e-9}} {
+		{0, 250000}, {0, 1}, {-3, 3}, {1e-9, 3e-9}, {1 - 2.5e-12, 1 + 2.5e-12}, {1e8 - 2e-3, 1e8 + 2e-3}, {-1.3e-99, 1.35e-99}} {
 		seen := map[string]bool{}
 		var prev float64
 		for i, tk := range (readableTicks{}).Ticks(r[0], r[1]) {
@@ -30,7 +32,7 @@ func TestTickLabelsReadApart(t *testing.T) {
 			if err != nil || (i > 0 && math.Abs(v-tk.Value) > 1e-3*math.Abs(tk.Value-prev)) {
 				t.Errorf("%v: label %q for %v", r, tk.Label, tk.Value)
 			}
-			if len(tk.Label) > 16 {
+			if _, frac, ok := strings.Cut(tk.Label, "."); ok && !strings.Contains(tk.Label, "e") && len(frac) > 1-int(math.Floor(math.Log10(r[1]-r[0]))) { // probe 64: 0.9999999999979999
 				t.Errorf("%v: label %q", r, tk.Label)
 			}
 			prev = tk.Value
@@ -57,5 +59,19 @@ func TestAxisFitsNarrowValues(t *testing.T) {
 	p.Add()
 	if p.Y.Max-p.Y.Min > 1e-3 {
 		t.Errorf("y from %v to %v", p.Y.Min, p.Y.Max)
+	}
+}
+
+// Ticks over a range of mixed signs include 0 (probe 64: ±1e-99 had
+// 2.7022e-101 in the middle).
+func TestTicksIncludeZero(t *testing.T) {
+	for _, r := range [][2]float64{{-1.3e-99, 1.35e-99}, {-3, 2.5}, {-1e6, 7e5}} {
+		found := false
+		for _, tk := range (readableTicks{}).Ticks(r[0], r[1]) {
+			found = found || (tk.Label == "0" && tk.Value == 0)
+		}
+		if !found {
+			t.Errorf("%v: no tick at 0", r)
+		}
 	}
 }

@@ -269,8 +269,8 @@ func parseQuantiles(s string) (quantiles, error) {
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		p, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(p > 0 && p < 1) || strings.ContainsAny(f, "_xXpP") { // not Go's hex or 1_000 forms
-			return q, fmt.Errorf("--quantiles %s: %q is not a probability strictly between 0 and 1", s, f)
+		if err != nil || !(p >= 0 && p <= 1) || strings.ContainsAny(f, "_xXpP") { // not Go's hex or 1_000 forms; 0 and 1 as posterior takes them (probe 64)
+			return q, fmt.Errorf("--quantiles %s: %q is not a probability from 0 to 1", s, f)
 		}
 		if i := slices.Index(q.p, p); i >= 0 {
 			return q, fmt.Errorf("--quantiles %s: %s is %s again: give each quantile once", s, f, q.written[i])

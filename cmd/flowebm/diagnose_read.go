@@ -69,7 +69,11 @@ func readChains(paths []string, key string) (*chainsData, error) {
 		a, err = npy.ReadFile(paths[0])
 	}
 	if fe := (*npy.FormatError)(nil); errors.As(err, &fe) && fe.Field == npy.MagicField && ext != ".npy" { // probe 63: "magic string is \"mu,tau\""
-		return nil, fmt.Errorf("%s: not a .npy file (%w): diagnose reads .npy, .npz and .csv files, by their extension; a file of comma-separated draws under a header reads as .csv (rename it)", paths[0], err)
+		advice := "a file of comma-separated draws under a header reads as .csv (rename it)"
+		if strings.Contains(fe.Got, `\t`) { // probe 64: renamed, a tab-separated file was refused for its tabs
+			advice = "this one holds tabs: write the draws with commas, under a header, as a .csv (pandas' to_csv, numpy.savetxt(..., delimiter=\",\"), or tr '\\t' ',')"
+		}
+		return nil, fmt.Errorf("%s: not a .npy file (it begins %s): diagnose reads .npy, .npz and .csv files, by their extension; %s", paths[0], cmp.Or(fe.Got, "with fewer than 8 bytes"), advice)
 	}
 	if fe := (*npy.FormatError)(nil); errors.As(err, &fe) && fe.Field == npy.DtypeField { // probe 62: the reader's list of types, which diagnose then refused
 		advice := "convert with a.astype(np.float64) if they are draws"
@@ -181,11 +185,11 @@ func readCSVChains(paths []string) (*chainsData, error) {
 		tables = append(tables, t)
 	}
 	for _, t := range tables { // any of them (probe 59: a second file's was read as a CmdStan chain)
-		if chainCol := indexOfAny(t.header, chainColumns); chainCol >= 0 && len(tables) > 1 {
+		if chainCol := indexOfAny(t.header, t.chainNames()); chainCol >= 0 && len(tables) > 1 {
 			return nil, fmt.Errorf("%s has a chain column %q: give that one file, not several", t.path, t.header[chainCol])
 		}
 	}
-	if chainCol := indexOfAny(tables[0].header, chainColumns); chainCol >= 0 {
+	if chainCol := indexOfAny(tables[0].header, tables[0].chainNames()); chainCol >= 0 {
 		return groupByChain(tables[0], chainCol)
 	}
 	if len(tables) == 1 {
@@ -403,7 +407,7 @@ func (t *csvTable) parseRow(fields []string, line int) ([]float64, error) {
 func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 	v, err := strconv.ParseFloat(f, 64)
 	h := t.header[j]
-	chain, draw := slices.Contains(chainColumns, h), slices.Contains(drawColumns, h)
+	chain, draw := slices.Contains(t.chainNames(), h), slices.Contains(t.drawNames(), h)
 	switch {
 	case err != nil && !errors.Is(err, strconv.ErrRange):
 		if sep := strings.IndexAny(strings.TrimSpace(f), ";\t| "); sep >= 0 { // probe 51: as energy's reader says it; probe 55: spaces too (numpy.savetxt's default)
@@ -453,15 +457,34 @@ func indexOfAny(header, names []string) int {
 
 // parameterColumns are the columns that hold parameters: not the sampler's
 // (name__, CmdStan's lp__, accept_stat__, …), the chain's or the draw's.
-func parameterColumns(header []string) []int {
+func parameterColumns(t *csvTable) []int {
 	var cols []int
-	for i, h := range header {
-		if samplerColumn(h) || slices.Contains(chainColumns, h) || slices.Contains(drawColumns, h) {
+	for i, h := range t.header {
+		if samplerColumn(h) || slices.Contains(t.chainNames(), h) || slices.Contains(t.drawNames(), h) {
 			continue
 		}
 		cols = append(cols, i)
 	}
 	return cols
+}
+
+// chainNames and drawNames are the names of the table's chain and draw
+// columns: posterior's dot-prefixed ones where the header has ".chain",
+// whose variables may then be named chain, draw or iteration (probe 64: a
+// variable named chain was taken for the chain number), else any of
+// chainColumns and drawColumns.
+func (t *csvTable) chainNames() []string {
+	if slices.Contains(t.header, ".chain") {
+		return []string{".chain"}
+	}
+	return chainColumns
+}
+
+func (t *csvTable) drawNames() []string {
+	if slices.Contains(t.header, ".chain") {
+		return []string{".draw", ".iteration"}
+	}
+	return drawColumns
 }
 
 // samplerColumn reports whether the column is the sampler's (name__:
@@ -475,7 +498,7 @@ func samplerColumn(name string) bool {
 // one chain): rows out of order would give another R-hat.
 func checkDrawOrder(t *csvTable, chainCol int) error {
 	for j, h := range t.header {
-		if !slices.Contains(drawColumns, h) {
+		if !slices.Contains(t.drawNames(), h) {
 			continue
 		}
 		last := map[float64]float64{}
@@ -528,7 +551,7 @@ func splitChains(rows [][]float64, chainCol int) (order []float64, byChain map[f
 // number of draws.
 func stackChains(tables []*csvTable) (*chainsData, error) {
 	first := tables[0]
-	cols := parameterColumns(first.header)
+	cols := parameterColumns(first)
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%s: no parameter columns (only the sampler's name__ columns, chain and draw)", first.path)
 	}
@@ -567,7 +590,7 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 // groupByChain splits one table's rows by its chain column, in the order
 // of the chain numbers; every chain must have as many draws.
 func groupByChain(t *csvTable, chainCol int) (*chainsData, error) {
-	cols := parameterColumns(t.header)
+	cols := parameterColumns(t)
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%s: no parameter columns besides the chain and draw columns", t.path)
 	}

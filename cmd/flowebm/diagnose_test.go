@@ -260,7 +260,7 @@ func TestDiagnoseRefusesBadCSV(t *testing.T) {
 		{[]string{w("unclosed.csv", "a,chain\n\"1,1\n2,1\n3,1\n4,1\n")}, "unclosed.csv: line 2: a quoted field of the record starting there is not closed"},
 		{[]string{w("uneven.csv", "a,chain\n1,1\n2,1\n3,1\n4,1\n1,2\n2,2\n3,2\n")}, "chain 2 has 3 draws, chain 1 has 4"},
 		{[]string{"--nested", "3", g1, g2}, "--nested 3: want a number of superchains ≥ 2 that divides the 2 chains"},
-		{[]string{"--quantiles", "0.5,1", g1, g2}, "\"1\" is not a probability strictly between 0 and 1"},
+		{[]string{"--quantiles", "0.5,1.5", g1, g2}, "\"1.5\" is not a probability from 0 to 1"},
 		{[]string{"--key", "a", g1, g2}, "--key a names a member of an .npz file"},
 	} {
 		_, errOut, status := runCLI(append([]string{"diagnose"}, c.args...)...)

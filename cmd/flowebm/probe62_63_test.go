@@ -101,3 +101,41 @@ func TestMeanToItsMCSE(t *testing.T) {
 		}
 	}
 }
+
+// Probe 64 B3: a posterior draws_df whose variable is named chain (beside
+// .chain, .iteration, .draw) was grouped by that variable: 8 chains of 25
+// draws at exit 0, or refused for a non-integer chain number. The
+// dot-prefixed meta columns decide, and chain is a variable.
+func TestDrawsDfVariableNamedChain(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("chain,theta,.chain,.iteration,.draw\n")
+	for c := 1; c <= 4; c++ {
+		for n := 1; n <= 50; n++ {
+			fmt.Fprintf(&b, "%d,%g,%d,%d,%d\n", 1+(n%2)+2*(c%2), float64((n*7+c*3)%11)/11, c, n, (c-1)*50+n)
+		}
+	}
+	path := filepath.Join(dir, "draws.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x, err := readChains([]string{path}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.chains != 4 || x.draws != 50 || !slices.Equal(x.names, []string{"chain", "theta"}) {
+		t.Errorf("%d chains × %d draws, dims %v", x.chains, x.draws, x.names)
+	}
+}
+
+// Probe 64 B4: a tab-separated file was told to be renamed .csv, and then
+// refused for its tabs; the first message says to write it with commas.
+func TestDiagnoseTabSeparatedAdvice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.tsv")
+	if err := os.WriteFile(path, []byte("chain\tmu\n1\t0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, se, code := runCLI("diagnose", path); code == 0 || !strings.Contains(se, "this one holds tabs: write the draws with commas") {
+		t.Errorf("%d %s", code, se)
+	}
+}
