@@ -403,6 +403,9 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 		if err := fn.noMasksTrained(); err != nil {
 			return nil, err
 		}
+		if err := fn.noMergedWeights(); err != nil {
+			return nil, err
+		}
 	}
 	return fn, nil
 }
@@ -431,6 +434,40 @@ func (fn *FlowNet) noMasksTrained() error {
 		}
 	}
 	return nil
+}
+
+// noMergedWeights refuses to train a flow whose export merged weights of
+// equal values into one initializer: PyTorch (in evaluation mode, constant
+// folding or not) keeps one of them and reads it, through an Identity
+// named after each other weight, in all their roles, so that training
+// would move them as one and the files written back would lack the
+// others (probe 64: an ActNorm's loc served as its logs, another ActNorm's
+// loc and logs and two couplings' biases).
+func (fn *FlowNet) noMergedWeights() error {
+	for _, n := range []*Net{fn.Sample, fn.Density} {
+		var merged []string
+		for _, nd := range n.model.Graph.Nodes {
+			if nd.OpType != "Identity" || nd.Domain != "" || len(nd.Inputs) != 1 || len(nd.Outputs) != 1 || !n.trainable[nd.Inputs[0]] || !weightName(nd.Outputs[0]) {
+				continue
+			}
+			merged = append(merged, fmt.Sprintf("%q is read as %q", nd.Outputs[0], nd.Inputs[0]))
+		}
+		if len(merged) > 0 {
+			return fmt.Errorf("%s: PyTorch's export merged weights of equal values into one initializer (%s): training would move them as one; export with io/onnx/crosscheck/export_flow.py, which keeps them apart, or "+frozenAdvice, n.File, strings.Join(merged[:min(len(merged), 4)], "; "))
+		}
+	}
+	return nil
+}
+
+// weightName says whether a value is named like a module's weight
+// (layers.0.loc), not as the exporter names what it computes (/Identity,
+// onnx::Mul_12, 17).
+func weightName(name string) bool {
+	if strings.HasPrefix(name, "/") || strings.HasPrefix(name, "onnx::") || !strings.Contains(name, ".") {
+		return false
+	}
+	_, err := strconv.ParseFloat(name, 64)
+	return err != nil
 }
 
 // maskLike says whether v holds 0s and 1s and nothing else, both.

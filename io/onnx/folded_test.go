@@ -295,3 +295,19 @@ func TestVolumePreservingFlow(t *testing.T) {
 		t.Errorf("log|det| %v, want 0", ld)
 	}
 }
+
+// Probe 64 A1: exported in evaluation mode, PyTorch merged weights of
+// equal values (two ActNorms at their zero initialisation) into one
+// initializer read through Identities named after the others; training
+// moved them as one. Refused for training, naming them; frozen, it loads.
+func TestMergedWeightsNotTrained(t *testing.T) {
+	s := filepath.Join("testdata", "pinned", "merged_flow_sample.onnx")
+	d := filepath.Join("testdata", "pinned", "merged_flow_density.onnx")
+	_, err := ReadFlow(s, d, FlowConfig{})
+	if err == nil || !strings.Contains(err.Error(), "merged weights of equal values") || !strings.Contains(err.Error(), `is read as "f.ts.0.log_scale"`) {
+		t.Errorf("trainable: %v", err)
+	}
+	if _, err := ReadFlow(s, d, FlowConfig{Frozen: true}); err != nil {
+		t.Errorf("frozen: %v", err)
+	}
+}

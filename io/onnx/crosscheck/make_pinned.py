@@ -1571,3 +1571,20 @@ with torch.no_grad():
     zt, _ = nice(xs)
     logq = -0.5 * (zt ** 2).sum(1) - 2 * math.log(2 * math.pi)
 np.savez(f"{out}/nice.npz", z=zs.numpy(), x=xs.numpy(), log_q=logq.numpy())
+
+
+# Probe 64 A1: exported in evaluation mode (torch.onnx.export's default),
+# even without constant folding, PyTorch merges weights of equal values
+# into one initializer that an Identity renames for each other role: two
+# ActNorms at their zero initialisation share one zero vector. Training
+# moved them as one; refused for training now (frozen it samples).
+torch.manual_seed(641)
+merged = NfComposite([NfActNorm(3), NfCoupling(mask3), NfActNorm(3)]).double().eval()
+with torch.no_grad():
+    for a in (merged.ts[0], merged.ts[2]):
+        a.log_scale.zero_()
+        a.shift.zero_()
+torch.onnx.export(NfInverse(merged), torch.randn(5, 3, dtype=torch.float64), f"{out}/merged_flow_sample.onnx",
+                  input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}}, do_constant_folding=False)
+torch.onnx.export(NfInverse(merged).f, torch.randn(5, 3, dtype=torch.float64), f"{out}/merged_flow_density.onnx",
+                  input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}}, do_constant_folding=False)
