@@ -34,7 +34,7 @@ func checkGraph(g *Graph) error {
 // maskAdvice says which −Inf values are taken (maskOnly), and what to
 // write for others (probe 60: the refusal of an initializer named no
 // reason, that of a constant gave advice about bounded supports alone).
-const maskAdvice = "a -Inf attention mask is taken where it reaches only a softmax, exp, row maximum or clip from below, through Add, Sub, Where, Mul or Div by a positive constant, Cast, ScatterND, Slice, Gather, Concat, Pad, Max, Min and reshapes; a mask used otherwise can be written with a large finite value, -1e9"
+const maskAdvice = "a -Inf attention mask is taken where it reaches only a softmax, exp, logsumexp, row maximum or clip from below, through Add, Sub, Where, Mul or Div by a positive constant, Cast, ScatterND, Slice, Gather, Concat, Pad, Max, Min and reshapes; a mask used otherwise can be written with a large finite value, -1e9"
 
 // softmaxMask says whether nd is a Constant or ConstantOfShape holding
 // −Inf (and no NaN or +Inf) that only masks a softmax's inputs
@@ -61,7 +61,8 @@ func negInfOnly(t *Tensor) bool {
 
 // maskOnly says whether the value name reaches nothing but operations
 // that make a −Inf finite for rows with a finite score (Softmax,
-// LogSoftmax, Exp, Sigmoid, ReduceMax, Clip with a finite minimum),
+// LogSoftmax, Exp, Sigmoid, ReduceMax, ReduceLogSumExp, Clip with a finite
+// minimum),
 // through operations that keep a −Inf at −Inf for finite scores: Add, Sub
 // (as the first operand), Where (as a value), Mul or Div by a positive
 // constant, Cast to a float type, ScatterND (as data or updates), Slice,
@@ -115,7 +116,7 @@ func maskStep(r *Node, v string, c constants) (final, ok bool) {
 	}
 	data := r.Inputs[0] == v && !slices.Contains(r.Inputs[1:], v)
 	switch r.OpType {
-	case "Softmax", "LogSoftmax", "Exp", "Sigmoid", "ReduceMax":
+	case "Softmax", "LogSoftmax", "Exp", "Sigmoid", "ReduceMax", "ReduceLogSumExp": // logsumexp of masked scores (probe 64)
 		return true, data
 	case "Clip":
 		return true, data && finiteMin(r, c)

@@ -1588,3 +1588,21 @@ torch.onnx.export(NfInverse(merged), torch.randn(5, 3, dtype=torch.float64), f"{
                   input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}}, do_constant_folding=False)
 torch.onnx.export(NfInverse(merged).f, torch.randn(5, 3, dtype=torch.float64), f"{out}/merged_flow_density.onnx",
                   input_names=["inputs"], dynamic_axes={"inputs": {0: "b"}}, do_constant_folding=False)
+
+
+# Probe 64 A3: a -Inf mask into torch.logsumexp (a self-excluding
+# pairwise energy: the diagonal masked), refused.
+class SelfExcluded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+
+    def forward(self, x):
+        a = self.l(x).unsqueeze(1) * x.unsqueeze(2)
+        a = a.masked_fill(torch.eye(4, dtype=torch.bool), float("-inf"))
+        return a.logsumexp(-1).sum(-1) + 0.5 * (x ** 2).sum(1)
+
+
+torch.manual_seed(642)
+save("maskpath_logsumexp_dyn", SelfExcluded(), (4,), torch.float64, 4, [5], dynamic=True, fold=False, opset=13)
+save("maskpath_logsumexp_b4_f32", SelfExcluded(), (4,), torch.float32, 4, [5], opset=13)
