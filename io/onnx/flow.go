@@ -179,6 +179,9 @@ func reading(c FlowConfig) string {
 		}
 		return fmt.Sprintf("%q as log q(x)", cmp.Or(density, FlowLogDensity))
 	}
+	if c.DensityOutput == "" && c.DensityLogDet == "" { // read by its names
+		return fmt.Sprintf("the sampling graph's %s", as(c.SampleLogDensity, c.SampleLogDet, "log|det ∂x/∂z|"))
+	}
 	return fmt.Sprintf("the sampling graph's %s and the density graph's %s", as(c.SampleLogDensity, c.SampleLogDet, "log|det ∂x/∂z|"), as(c.DensityOutput, c.DensityLogDet, "log|det ∂z/∂x|"))
 }
 
@@ -696,10 +699,10 @@ func (fn *FlowNet) tie(frozen bool) error {
 			continue
 		}
 		if !slices.Equal(p.Shape, q.Shape) {
-			return fmt.Errorf("%s: weight %q has shape %v, in %s %v: the two graphs are not the same flow", fn.Sample.File, p.Name, p.Shape, fn.Density.File, q.Shape)
+			return fmt.Errorf("%s: weight %q has shape %v, %q in %s %v: the two graphs are not the same flow", fn.Sample.File, fn.Sample.initName(p.Name), p.Shape, p.Name, fn.Density.File, q.Shape)
 		}
 		if !slices.Equal(fn.Sample.inits[fn.Sample.initName(p.Name)].Float, fn.Density.inits[p.Name].Float) {
-			return fmt.Errorf("%s: weight %q differs from the one in %s: the two graphs are not the same flow (export both from one module after training)", fn.Sample.File, p.Name, fn.Density.File)
+			return fmt.Errorf("%s: weight %q differs from %q in %s: the two graphs are not the same flow (export both from one module after training)", fn.Sample.File, fn.Sample.initName(p.Name), p.Name, fn.Density.File) // each file's own name (probe 64)
 		}
 	}
 	return nil
@@ -914,6 +917,13 @@ const (
 // density graph's z (if any) must be the z drawn.
 func (fn *FlowNet) check(f *graph.Flow) error {
 	z, x, err := fn.logDensitiesAgree(f)
+	if fe := (*flowCheckError)(nil); errors.As(err, &fe) && z != nil && fn.checkJacobian(f, z) == nil {
+		// The sampling graph's log-density is its map's: the density
+		// graph's is the one that differs (probe 64: "the base declared,
+		// a weight, or the map differs" for a log-det of the wrong sign).
+		fe.err = fmt.Errorf("%w; the sampling graph's log-density agrees with its own map's Jacobian (finite differences), so %s's is the one that differs: a log-determinant of the wrong sign or of the other direction, another base, or other weights", fe.err, fn.Density.File)
+		return fe
+	}
 	if err != nil {
 		return err
 	}
@@ -1040,7 +1050,7 @@ func (fn *FlowNet) logDensitiesAgree(f *graph.Flow) (z, x *mat.Dense, err error)
 			if math.IsNaN(gap) {
 				gap = math.Inf(1)
 			}
-			return nil, nil, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])}
+			return z, x, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])}
 		}
 	}
 	return z, x, nil

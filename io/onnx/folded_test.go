@@ -3,6 +3,7 @@ package onnx
 import (
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -213,6 +214,16 @@ func TestFlowLibraryTransforms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The moved density graph beside the file as it was: the weight that
+	// differs is named in each file by its own name (probe 64 A4: the
+	// sampling file's was given the density file's).
+	moved := filepath.Join(t.TempDir(), "d.onnx")
+	if err := os.WriteFile(moved, db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFlow(pinned("nflowsstyle_nofold_sample"), moved, FlowConfig{}); err == nil || !strings.Contains(err.Error(), `weight "f.ts.0.shift" differs from "ts.0.shift" in`) {
+		t.Errorf("one file moved: %v", err)
+	}
 	for _, w := range []struct {
 		b    []byte
 		name string
@@ -309,5 +320,17 @@ func TestMergedWeightsNotTrained(t *testing.T) {
 	}
 	if _, err := ReadFlow(s, d, FlowConfig{Frozen: true}); err != nil {
 		t.Errorf("frozen: %v", err)
+	}
+}
+
+// Probe 64 A2: a density graph whose log-determinant has the wrong sign was
+// refused blaming "the base declared, a weight, or the map"; the sampling
+// graph's log-density agrees with its own map's Jacobian, so the message
+// names the density file.
+func TestWrongSignDensityNamed(t *testing.T) {
+	d := filepath.Join("testdata", "pinned", "wrongsign_density.onnx")
+	_, err := ReadFlow(filepath.Join("testdata", "pinned", "nflowsstyle_nofold_sample.onnx"), d, FlowConfig{Frozen: true})
+	if err == nil || !strings.Contains(err.Error(), "so "+d+"'s is the one that differs: a log-determinant of the wrong sign") {
+		t.Errorf("%v", err)
 	}
 }

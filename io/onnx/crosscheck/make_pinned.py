@@ -1606,3 +1606,22 @@ class SelfExcluded(nn.Module):
 torch.manual_seed(642)
 save("maskpath_logsumexp_dyn", SelfExcluded(), (4,), torch.float64, 4, [5], dynamic=True, fold=False, opset=13)
 save("maskpath_logsumexp_b4_f32", SelfExcluded(), (4,), torch.float32, 4, [5], opset=13)
+
+
+# Probe 64 A2: a density graph whose log-determinant has the wrong sign
+# (the nflows-style flow above, its forward's logabsdet negated), named z
+# and logdet: the refusal blamed the base, a weight or the map; it names
+# the density file now.
+class NegatedLogDet(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        z, ld = self.f(x)
+        return z, -ld
+
+
+torch.onnx.export(NegatedLogDet(nf), torch.randn(5, 3, dtype=torch.float64), f"{out}/wrongsign_density.onnx",
+                  input_names=["inputs"], output_names=["z", "logdet"], dynamic_axes={"inputs": {0: "b"}},
+                  do_constant_folding=False)
