@@ -382,7 +382,7 @@ func noEvalsError(dir string, err error) error {
 	case lockedByOther(dir):
 		return fmt.Errorf("%s: the run has no evaluations yet: it is being trained (another flowebm process holds %s%s); compare it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"), sharedLockNote(dir))
 	case !isTrainingRun(dir) && !exists(filepath.Join(dir, "checkpoint.new")):
-		return fmt.Errorf("%s: not a run folder (no metrics.csv, config.json or checkpoint/)", dir)
+		return fmt.Errorf("%s: not a run folder (no metrics.csv, config.json or checkpoint/)%s", dir, runsWithin(dir))
 	}
 	why, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), dir+": "), "; nothing to resume")
 	return fmt.Errorf("the run %s has no evaluations yet (no metrics.csv and no complete checkpoint): %s", dir, why)

@@ -1212,6 +1212,26 @@ func checkHeld(flag, path, resolved, advice string) error {
 // It needs the run's configuration and something only a run writes: its
 // metrics, a checkpoint of models, or its lock (a config.json alone, or a
 // Go package named checkpoint, is not a run).
+// runsWithin says, for a folder that is not a run, which of its
+// subfolders are (train --seeds' s1, s2, …), as the way out of a refusal
+// (probe 64: "not a run folder" of the folder train --seeds wrote).
+func runsWithin(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var runs []string
+	for _, e := range entries {
+		if e.IsDir() && isTrainingRun(filepath.Join(dir, e.Name())) {
+			runs = append(runs, e.Name())
+		}
+	}
+	if len(runs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; it holds the runs %s (as train --seeds writes them): give those, e.g. %s", strings.Join(runs[:min(len(runs), 5)], ", "), shellQuote(filepath.Join(dir, runs[0])))
+}
+
 func isTrainingRun(dir string) bool {
 	if fi, err := os.Stat(filepath.Join(dir, "config.json")); err != nil || !fi.Mode().IsRegular() {
 		return false

@@ -139,3 +139,17 @@ func TestDiagnoseTabSeparatedAdvice(t *testing.T) {
 		t.Errorf("%d %s", code, se)
 	}
 }
+
+// Probe 64 (noted): plot and compare called the folder train --seeds
+// wrote "not a run folder", naming none of the runs it holds.
+func TestSeedsFolderNamesItsRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sd")
+	if so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "5", "--seeds", "1,2", "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("train: %d %s %s", code, so, se)
+	}
+	for _, args := range [][]string{{"plot", out}, {"compare", out, "--out", filepath.Join(t.TempDir(), "c")}} {
+		if _, se, code := runCLI(args...); code == 0 || !strings.Contains(se, "it holds the runs s1, s2") {
+			t.Errorf("%v: %d %s", args, code, se)
+		}
+	}
+}
