@@ -356,10 +356,7 @@ func meanText(mean, mcse float64) string {
 	if len(strings.TrimLeft(s, "-")) > 16 {
 		return fmt.Sprintf("%.4g", mean)
 	}
-	if short := fmt.Sprintf("%.4g", mean); len(short) < len(s) && !strings.Contains(short, "e") {
-		return short // 4 significant digits already reach past the MCSE
-	}
-	return s
+	return s // trailing zeros kept: they are digits the MCSE vouches for (probe 65: 4.99995 printed as 5)
 }
 
 // writeTable writes the table and the verdict.

@@ -482,3 +482,20 @@ func TestIndexColumnRefused(t *testing.T) {
 		}
 	}
 }
+
+// Probe 65 B1: a header-less file whose first point is (0, 1) lost it, read
+// as pandas' header of unnamed columns (energy wrote 2 energies for 3
+// points, each beside the wrong point); at d = 2 the two readings are
+// told apart by the file or refused, never dropped unsaid.
+func TestZeroOneFirstRowAtTwoColumns(t *testing.T) {
+	_, err := ReadCSV(strings.NewReader("0,1\n0.5,0.5\n2,2\n"), "p.csv")
+	if err == nil || !strings.Contains(err.Error(), "write the point as 0.0,1.0") {
+		t.Errorf("0,1 first: %v", err)
+	}
+	for text, rows := range map[string]int{"0.0,1.0\n0.5,0.5\n2,2\n": 3, "x1,x2\n0,1\n0.5,0.5\n": 2, "0,1\n2,3\n": 2} {
+		x, err := ReadCSV(strings.NewReader(text), "p.csv")
+		if err != nil || x.RawMatrix().Rows != rows {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+}

@@ -239,6 +239,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 	header, headerLine := 0, 0   // names in the header row, and its line
 	var headerText string
 	indices, fractional := false, false // a first row 0, 1, …, d−1 (pandas' names of unnamed columns); a later value not an integer
+	indicesLine := 0
 	d, rows := 0, 0
 	for {
 		rec, err := cr.Read()
@@ -290,7 +291,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 			return nil, err
 		}
 		if rows == 0 && header == 0 {
-			indices = len(rec) >= 2 && ColumnIndices(rec, 0)
+			indices, indicesLine = len(rec) >= 2 && ColumnIndices(rec, 0), line
 		} else if indices && !fractional {
 			fractional = slices.ContainsFunc(row, func(v float64) bool { return v != math.Trunc(v) })
 		}
@@ -313,6 +314,10 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		return nil, &FormatError{File: name, Field: "no row of numbers (the file is empty, or holds a header alone)", Want: "at least one"}
 	}
 	if indices && fractional && rows > 1 { // pandas' header of numbered columns (probe 56: read as a point)
+		if d == 2 { // as likely the point (0, 1): not dropped unsaid (probe 65)
+			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", indicesLine), Got: `"0,1"`,
+				Want: "a header of column names or a point, told apart: 0,1 over rows of decimals reads as pandas' header of unnamed columns and as the point (0, 1) alike; name the columns (x1,x2; pandas: columns=[...]), or write the point as 0.0,1.0"}
+		}
 		vals, rows = vals[d:], rows-1
 	}
 	return mat.NewDense(rows, d, vals), nil
