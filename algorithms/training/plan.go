@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/settings"
+	"github.com/flowebm/flowebm/io/data"
 )
 
 // Request is what a user asks of a new run (what the command line's flags
@@ -219,7 +221,7 @@ func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 		return nil, err
 	}
 	if err := r.Trainer.InitContext(ctx); err != nil {
-		if p.source != "" && !errors.Is(err, algorithms.ErrInterrupted) {
+		if p.source != "" && !errors.Is(err, algorithms.ErrInterrupted) && !namesItsFile(err) {
 			return nil, fmt.Errorf("%s: %w", p.source, err) // the start's fields come from the file
 		}
 		return nil, err
@@ -289,8 +291,15 @@ func (p *Plan) newRunConfig() config.Run {
 // fromSource names the plan's --config file, if any, in err (its fields
 // are the file's), as a run's start does.
 func (p *Plan) fromSource(err error) error {
-	if err == nil || p.source == "" {
+	if err == nil || p.source == "" || namesItsFile(err) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", p.source, err)
+}
+
+// namesItsFile says whether err is about a file it names (a data or
+// modes file that cannot be opened or read), which the --config file did
+// not cause (probe 65: "c.json: open …/nonexist.npy").
+func namesItsFile(err error) bool {
+	return errors.As(err, new(*fs.PathError)) || errors.As(err, new(*data.FormatError))
 }

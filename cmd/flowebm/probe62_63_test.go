@@ -153,3 +153,23 @@ func TestSeedsFolderNamesItsRuns(t *testing.T) {
 		}
 	}
 }
+
+// Probe 65 B3: with --config, an error about the --data file was prefixed
+// with the config file's name ("c.json: open …/nonexist.npy").
+func TestDataErrorNotBlamedOnConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"train":{"iterations":5}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("x1,x2\n0.5,1\n,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{filepath.Join(dir, "nonexist.npy"), bad} {
+		_, se, code := runCLI("train", "--config", cfg, "--data", data, "--out", filepath.Join(dir, "r"))
+		if code == 0 || strings.Contains(se, "c.json:") || !strings.Contains(se, data) {
+			t.Errorf("%s: %d %s", data, code, se)
+		}
+	}
+}

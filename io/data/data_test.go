@@ -499,3 +499,15 @@ func TestZeroOneFirstRowAtTwoColumns(t *testing.T) {
 		}
 	}
 }
+
+// Probe 65 B4: pandas' missing values (empty fields) and R's (NA) were
+// refused as "want a decimal number" even where --drop-nonfinite drops
+// rows with NaN; the message says what they are and how to write them.
+func TestMissingValuesMessage(t *testing.T) {
+	for _, text := range []string{"x1,x2\n0.5,1\n,2\n", "x1,x2\n0.5,1\nNA,2\n"} {
+		_, err := ReadCSV(strings.NewReader(text), "p.csv")
+		if err == nil || !strings.Contains(err.Error(), `this is a missing value`) || !strings.Contains(err.Error(), `na_rep="nan"`) {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+}
