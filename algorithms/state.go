@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"gorgonia.org/tensor"
+
 	"github.com/flowebm/flowebm/internal/jsonfile"
 
 	"github.com/flowebm/flowebm/io/npy"
@@ -83,10 +85,13 @@ func (t *Trainer) SaveState(dir string) error {
 		order[i] = float64(v)
 	}
 	arrays["data_order"] = &npy.Array{Shape: []int{len(order)}, Data: order}
-	if t.thetaAvg != nil {
-		// The checkpoint's EBM is the averaged one; the current iterate,
-		// which training continues from, is kept here.
-		arrays["ebm_current"] = &npy.Array{Shape: []int{len(t.thetaE)}, Data: t.thetaE}
+	for name, v := range t.masters() {
+		// The checkpoint's EBM is the averaged one, and float32 models
+		// hold their parameters rounded: the float64 values training
+		// continues from are kept here (probe 65: a float32 run resumed
+		// from its rounded weights and drifted 1e-7 from an uninterrupted
+		// one).
+		arrays[name] = &npy.Array{Shape: []int{len(v)}, Data: v}
 	}
 	addOpt := func(prefix string, o Optimizer) {
 		for k, v := range o.State() {
@@ -159,7 +164,27 @@ func (t *Trainer) Restore(dir string) error {
 	if t.Flow != nil {
 		t.Flow.Params.Flatten(t.thetaF)
 	}
-	return t.restoreAveraged(ck)
+	if err := t.restoreAveraged(ck); err != nil {
+		return err
+	}
+	return t.restoreMasters(ck)
+}
+
+// restoreMasters restores a float32 run's float64 parameters where its
+// checkpoint has them (one written before session 36 has not: its run
+// continues from the rounded weights, as it did).
+func (t *Trainer) restoreMasters(s stateArchive) error {
+	for name, v := range t.masters() {
+		if name == "ebm_current" && t.thetaAvg != nil || !slices.Contains(s.arc.Names, name) {
+			continue // the averaged run's current EBM: restoreAveraged's
+		}
+		got, _, err := s.get(name, len(v), "the float64 parameters the float32 model rounds")
+		if err != nil {
+			return err
+		}
+		copy(v, got)
+	}
+	return nil
 }
 
 // readState reads state.json, checks its fields and restores the random
@@ -221,10 +246,32 @@ func (s stateArchive) get(name string, n int, what string) ([]float64, []int, er
 	return a.Data, a.Shape, nil
 }
 
+// masters are the float64 parameter vectors that the checkpoint's models
+// do not hold exactly, by their state.npz names: the current EBM where the
+// checkpoint holds the average, the average and the current EBM, and the
+// flow, where the models are float32.
+func (t *Trainer) masters() map[string][]float64 {
+	m := map[string][]float64{}
+	narrowE := t.EBM.Params.Dtype() == tensor.Float32
+	if t.thetaAvg != nil || narrowE {
+		m["ebm_current"] = t.thetaE
+	}
+	if t.thetaAvg != nil && narrowE {
+		m["ebm_average"] = t.thetaAvg
+	}
+	if t.Flow != nil && t.Flow.Params.Dtype() == tensor.Float32 {
+		m["flow_current"] = t.thetaF
+	}
+	return m
+}
+
 // checkStateMembers refuses members state.npz should not hold (they are
 // never decoded: one could be large).
 func (t *Trainer) checkStateMembers(s stateArchive) error {
-	want := map[string]bool{"bank": true, "data_order": true, "ebm_current": t.thetaAvg != nil}
+	want := map[string]bool{"bank": true, "data_order": true}
+	for name := range t.masters() {
+		want[name] = true
+	}
 	for prefix, o := range map[string]Optimizer{"ebm_optim.": t.optEBM, "flow_optim.": t.optFlow} {
 		if o == nil {
 			continue
@@ -314,6 +361,13 @@ func (t *Trainer) restoreAveraged(s stateArchive) error {
 		return nil
 	}
 	copy(t.thetaAvg, t.thetaE)
+	if slices.Contains(s.arc.Names, "ebm_average") { // a float32 run's average, unrounded
+		avg, _, err := s.get("ebm_average", len(t.thetaAvg), "the EBM's averaged parameters")
+		if err != nil {
+			return err
+		}
+		copy(t.thetaAvg, avg)
+	}
 	cur, _, err := s.get("ebm_current", len(t.thetaE), fmt.Sprintf("the EBM's parameters; the run averages them over average_window %d", t.Config.AverageWindow))
 	if err != nil {
 		return err

@@ -321,6 +321,18 @@ func TestMergedWeightsNotTrained(t *testing.T) {
 	if _, err := ReadFlow(s, d, FlowConfig{Frozen: true}); err != nil {
 		t.Errorf("frozen: %v", err)
 	}
+	// Probe 65 A1: with the module's named_parameters() listed, the
+	// merged names are no initializers: refused even frozen, with advice
+	// about constant folding. They are read as the weight they were
+	// merged into.
+	s = filepath.Join("testdata", "pinned", "merged_listed_flow_sample.onnx")
+	d = filepath.Join("testdata", "pinned", "merged_listed_flow_density.onnx")
+	if _, err := ReadFlow(s, d, FlowConfig{Frozen: true}); err != nil {
+		t.Errorf("listed, frozen: %v", err)
+	}
+	if _, err := ReadFlow(s, d, FlowConfig{}); err == nil || !strings.Contains(err.Error(), "merged weights of equal values") {
+		t.Errorf("listed, trainable: %v", err)
+	}
 }
 
 // Probe 64 A2: a density graph whose log-determinant has the wrong sign was

@@ -788,11 +788,20 @@ func (n *Net) restrictParameters() error {
 	if err := json.Unmarshal([]byte(list), &names); err != nil {
 		return fmt.Errorf("metadata_props %q: %v; want a JSON array of initializer names", ParametersKey, err)
 	}
+	merged := map[string]string{} // a weight PyTorch merged into another of equal value, read through an Identity
+	for _, nd := range n.model.Graph.Nodes {
+		if nd.OpType == "Identity" && nd.Domain == "" && len(nd.Inputs) == 1 && len(nd.Outputs) == 1 && n.inits[nd.Inputs[0]] != nil {
+			merged[nd.Outputs[0]] = nd.Inputs[0]
+		}
+	}
 	keep := map[string]bool{}
 	for _, name := range names {
+		if src, ok := merged[name]; ok && n.inits[name] == nil {
+			name = src // its weight is that one's (training such a flow is refused: noMergedWeights; probe 65: refused frozen too)
+		}
 		t, ok := n.inits[name]
 		if !ok || !isFloat(t.DataType) {
-			return fmt.Errorf("metadata_props %q lists %q, which is not a float initializer of the graph (PyTorch's constant folding may have merged it into another value: export with do_constant_folding=False)", ParametersKey, name)
+			return fmt.Errorf("metadata_props %q lists %q, which is not a float initializer of the graph (PyTorch's constant folding may have folded it into another value: export with do_constant_folding=False, as io/onnx/crosscheck/export_flow.py does)", ParametersKey, name)
 		}
 		if n.trainable[name] {
 			keep[name] = true

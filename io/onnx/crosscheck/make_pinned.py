@@ -479,6 +479,7 @@ for guard in ["where", "nan_to_num", "rowguard"]:
 # tracer computes z.shape[1] * c in float32, so the two graphs differ by
 # 1.6e-7 in log q, and the pair was refused as "not one flow" once
 # flowebm honoured that cast.
+import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 
@@ -1625,3 +1626,12 @@ class NegatedLogDet(nn.Module):
 torch.onnx.export(NegatedLogDet(nf), torch.randn(5, 3, dtype=torch.float64), f"{out}/wrongsign_density.onnx",
                   input_names=["inputs"], output_names=["z", "logdet"], dynamic_axes={"inputs": {0: "b"}},
                   do_constant_folding=False)
+
+# Probe 65 A1: the merged pair with the module's named_parameters() listed
+# (flowebm.parameters): the merged names are no initializers, and the flow
+# was refused even frozen, with advice about constant folding.
+for direction, prefix in (("sample", "f."), ("density", "")):
+    m = onnx.load(f"{out}/merged_flow_{direction}.onnx")
+    e = m.metadata_props.add()
+    e.key, e.value = "flowebm.parameters", json.dumps([prefix + n for n, _ in merged.named_parameters()])
+    onnx.save(m, f"{out}/merged_listed_flow_{direction}.onnx")
