@@ -542,9 +542,11 @@ func (fn *FlowNet) alignNames() {
 // names of from onto names of to, if it maps two or more, or all those
 // unmatched.
 func bestRename(sample, density map[string]bool) map[string]string {
-	unmatched := 0
+	unmatched, matched := 0, 0
 	for name := range sample {
-		if !density[name] {
+		if density[name] {
+			matched++
+		} else {
 			unmatched++
 		}
 	}
@@ -559,8 +561,10 @@ func bestRename(sample, density map[string]bool) map[string]string {
 		}
 		for _, dn := range slices.Sorted(maps.Keys(density)) {
 			for _, rename := range prefixSwaps(sn, dn) {
-				if m := renameSome(sample, density, rename); len(m) > len(best) && (len(m) >= 2 || len(m) == unmatched) {
-					best = m
+				for _, all := range []bool{false, true} {
+					if m, n := renameSome(sample, density, rename, all); n > matched && (len(m) >= 2 || !all && len(m) == unmatched) {
+						best, matched = m, n
+					}
 				}
 			}
 		}
@@ -602,25 +606,41 @@ func prefixSwaps(sn, dn string) []func(string) (string, bool) {
 	return swaps
 }
 
-// renameSome maps the names of from that to lacks onto names of to by
-// rename, one to one, leaving out those it cannot map and those whose
-// name to already gives another name of from.
-func renameSome(from, to map[string]bool, rename func(string) (string, bool)) map[string]string {
+// renameSome maps names of from onto names of to by rename, one to one,
+// and says how many names of from then have a name in to: those to lacks
+// (all false: those it has are kept as they are), or every name rename
+// maps (all true: where a wrapper's module holds one of the same name,
+// flow.scale is the wrapper's scale and flow.flow.scale its flow's, probe
+// 65), the others kept as they are where their name is free.
+func renameSome(from, to map[string]bool, rename func(string) (string, bool), all bool) (map[string]string, int) {
 	m, used := map[string]string{}, map[string]bool{}
-	for name := range from {
-		if to[name] {
-			used[name] = true // kept as it is
+	names := slices.Sorted(maps.Keys(from))
+	if all {
+		for _, name := range names {
+			if r, ok := rename(name); ok && r != name && to[r] && !used[r] {
+				m[name], used[r] = r, true
+			}
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(from)) {
-		if to[name] {
-			continue
-		}
-		if r, ok := rename(name); ok && to[r] && !used[r] {
-			m[name], used[r] = r, true
+	matched := len(m)
+	for _, name := range names { // kept as they are
+		if _, renamed := m[name]; !renamed && to[name] && !used[name] {
+			used[name] = true
+			matched++
 		}
 	}
-	return m
+	if !all {
+		for _, name := range names {
+			if to[name] {
+				continue
+			}
+			if r, ok := rename(name); ok && to[r] && !used[r] {
+				m[name], used[r] = r, true
+				matched++
+			}
+		}
+	}
+	return m, matched
 }
 
 // logDets lists name where it is a log-determinant, which a

@@ -271,6 +271,14 @@ func TestAlignNames(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, best, c.want)
 		}
 	}
+	// Probe 65 A2: the wrapper's module holds one named like the flow's
+	// (flow.scale is the wrapper's own, flow.flow.scale its flow's): the
+	// exact names paired the wrong weights; the whole prefix is dropped.
+	nested := bestRename(set("flow.shift", "flow.scale", "flow.flow.shift", "flow.flow.scale"), set("shift", "scale", "flow.shift", "flow.scale"))
+	want := map[string]string{"flow.shift": "shift", "flow.scale": "scale", "flow.flow.shift": "flow.shift", "flow.flow.scale": "flow.scale"}
+	if !maps.Equal(nested, want) {
+		t.Errorf("nested: %v, want %v", nested, want)
+	}
 }
 
 // Probe 63 A3: a volume-preserving flow (NICE's additive couplings and a
