@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/data"
 )
 
 // Probe 62 B2: reproduce --plot-format svg over runs drawn in PNG redrew
@@ -171,5 +173,18 @@ func TestDataErrorNotBlamedOnConfig(t *testing.T) {
 		if code == 0 || strings.Contains(se, "c.json:") || !strings.Contains(se, data) {
 			t.Errorf("%s: %d %s", data, code, se)
 		}
+	}
+}
+
+// Probe 65 A4: the flow of a run trained on standardised data proposed in
+// those units for an energy given in the data's, unsaid.
+func TestFlowUnitsNote(t *testing.T) {
+	std := &data.Scaling{Shift: []float64{1, 2}, Scale: []float64{3, 4}}
+	if flowUnitsNote("run", nil, std) == "" || flowUnitsNote("run", std, nil) == "" {
+		t.Error("no note for a flow in other units")
+	}
+	same := &data.Scaling{Shift: []float64{1, 2}, Scale: []float64{3, 4}}
+	if n := flowUnitsNote("run", std, same) + flowUnitsNote("run", nil, nil); n != "" {
+		t.Errorf("a note for the same units: %q", n)
 	}
 }

@@ -929,9 +929,12 @@ func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) 
 		m.EBM.Tilt = &g
 	}
 	if f.flow != "" {
-		flow, err := f.readFlow(sums)
+		flow, flowScaling, err := f.readFlow(sums)
 		if err != nil {
 			return m, err
+		}
+		if note := flowUnitsNote(f.flow, m.Scaling, flowScaling); note != "" {
+			fmt.Fprintln(os.Stderr, "flowebm: note:", note)
 		}
 		if flow.Dim() != m.EBM.Dim() {
 			return m, fmt.Errorf("--flow %s: the flow has dimension %d, the model %d", f.flow, flow.Dim(), m.EBM.Dim())
@@ -970,28 +973,28 @@ func (f sampleFlags) adaptive(m checkpoint.Models) bool {
 
 // readFlow reads the flow of --flow: a checkpoint's, or an ONNX flow's two
 // graphs.
-func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, error) {
+func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error) {
 	if !isONNXFile(f.flow) {
 		if f.flowDensity != "" || f.flowBase != 0 {
-			return nil, fmt.Errorf("--flow-density and --flow-base-sigma are for a flow in ONNX (--flow SAMPLE.onnx), not the checkpoint %s", f.flow)
+			return nil, nil, fmt.Errorf("--flow-density and --flow-base-sigma are for a flow in ONNX (--flow SAMPLE.onnx), not the checkpoint %s", f.flow)
 		}
 		if fi, err := os.Stat(f.flow); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() { // probe 45: worded for --model
-			return nil, fmt.Errorf("--flow %s: want a checkpoint or run folder that holds a flow, or the flow's sampling graph in a regular file named .onnx", irregular(f.flow, fi))
+			return nil, nil, fmt.Errorf("--flow %s: want a checkpoint or run folder that holds a flow, or the flow's sampling graph in a regular file named .onnx", irregular(f.flow, fi))
 		}
 		if s, d := filepath.Join(f.flow, "flow_sample.onnx"), filepath.Join(f.flow, "flow_density.onnx"); exists(s) && exists(d) && !exists(filepath.Join(f.flow, "spec.json")) { // probe 58: the folder --flow-out wrote
-			return nil, fmt.Errorf("--flow %s is a folder of a flow's two graphs (as sample --flow-out writes): give them as --flow %s --flow-density %s", f.flow, s, d)
+			return nil, nil, fmt.Errorf("--flow %s is a folder of a flow's two graphs (as sample --flow-out writes): give them as --flow %s --flow-density %s", f.flow, s, d)
 		}
 		fm, err := loadCheckpointSums(f.flow, sums)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if fm.Flow == nil {
-			return nil, fmt.Errorf("--flow %s: the checkpoint has no flow", f.flow)
+			return nil, nil, fmt.Errorf("--flow %s: the checkpoint has no flow", f.flow)
 		}
-		return fm.Flow, nil
+		return fm.Flow, fm.Scaling, nil
 	}
 	if f.flowDensity == "" {
-		return nil, fmt.Errorf("--flow %s is a flow's sampling graph: give its density graph with --flow-density DENSITY.onnx (see io/onnx/crosscheck/export_flow.py)", f.flow)
+		return nil, nil, fmt.Errorf("--flow %s is a flow's sampling graph: give its density graph with --flow-density DENSITY.onnx (see io/onnx/crosscheck/export_flow.py)", f.flow)
 	}
 	var sigma []float64
 	if f.flowBase > 0 {
@@ -999,10 +1002,23 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, error) {
 	}
 	for _, p := range []string{f.flow, f.flowDensity} {
 		if err := sums.record(p, func() (string, error) { return hashFiles(p) }); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return onnx.ReadFlow(f.flow, f.flowDensity, onnx.FlowConfig{BaseSigma: sigma, Frozen: !f.trainFlow})
+	flow, err := onnx.ReadFlow(f.flow, f.flowDensity, onnx.FlowConfig{BaseSigma: sigma, Frozen: !f.trainFlow})
+	return flow, nil, err
+}
+
+// flowUnitsNote says when the flow of --flow (a run's) lives in other
+// units than the model's chains: a run trained on standardised data keeps
+// its flow in those units, while an energy given in the data's units (an
+// ONNX export, another run) has its chains there (probe 65: the flow
+// proposed at the wrong scale, global acceptance 0.29 for 0.92, unsaid).
+func flowUnitsNote(flow string, model, flowScaling *data.Scaling) string {
+	if model.Equal(flowScaling) {
+		return ""
+	}
+	return fmt.Sprintf("the flow of --flow %s was trained in other units than --model's chains (a run on standardised data keeps its flow in those units): it proposes at the wrong place and scale, so the draws stay exact but few proposals are accepted; sample a run with its own flow (--model RUN, whose draws are written in the data's units)", flow)
 }
 
 // chainStarts draws n chain starts from the flow, or from the base (N(0, 1)

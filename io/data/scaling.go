@@ -3,6 +3,7 @@ package data
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
@@ -170,4 +171,12 @@ func (s Scaling) LogDet() float64 {
 		v += math.Log(c)
 	}
 	return v
+}
+
+// Equal says whether s and o map the same units (nil: the data's own).
+func (s *Scaling) Equal(o *Scaling) bool {
+	if s == nil || o == nil {
+		return s == nil && o == nil
+	}
+	return slices.Equal(s.Shift, o.Shift) && slices.Equal(s.Scale, o.Scale)
 }
