@@ -385,8 +385,11 @@ func importedFlow(f config.FlowFiles, d int, float32 bool) (*graph.Flow, error) 
 	if float32 {
 		want = tensor.Float32
 	}
-	if flow.Dim() != d || flow.Params.Dtype() != want {
-		return nil, fmt.Errorf("model.flow_onnx: the flow of %s is %v in dimension %d, the run's models %v in dimension %d (model.float32 sets the type)", f.Sample, flow.Params.Dtype(), flow.Dim(), want, d)
+	if flow.Dim() != d {
+		return nil, fmt.Errorf("model.flow_onnx: the flow of %s is in dimension %d, the run's models in dimension %d (the data's or the experiment's): give a flow of the data's dimension", f.Sample, flow.Dim(), d)
+	}
+	if flow.Params.Dtype() != want {
+		return nil, fmt.Errorf("model.flow_onnx: the flow of %s is %v, the run's models %v (model.float32 sets the type)", f.Sample, flow.Params.Dtype(), want)
 	}
 	return flow, nil
 }

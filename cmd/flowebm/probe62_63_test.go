@@ -188,3 +188,27 @@ func TestFlowUnitsNote(t *testing.T) {
 		t.Errorf("a note for the same units: %q", n)
 	}
 }
+
+// Probe 65 (cosmetic): a flow of another dimension was refused with
+// "(model.float32 sets the type)", which does not apply to dimensions.
+func TestTrainFlowDimensionMessage(t *testing.T) {
+	p := "../../io/onnx/testdata/pinned/"
+	_, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "flowmc", "--flow", p+"nflowsstyle_nofold_sample.onnx",
+		"--flow-density", p+"nflowsstyle_nofold_density.onnx", "--iterations", "2", "--out", filepath.Join(t.TempDir(), "r"))
+	if code == 0 || !strings.Contains(se, "is in dimension 3, the run's models in dimension 2") || strings.Contains(se, "model.float32") {
+		t.Errorf("%d %s", code, se)
+	}
+}
+
+// Probe 65 (cosmetic): sample --resume given a train checkpoint's
+// state.npz named a member it did not know; it names train --resume.
+func TestSampleResumeOfTrainState(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "r")
+	if so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "5", "--out", run, "--quiet"); code != 0 {
+		t.Fatalf("train: %d %s %s", code, so, se)
+	}
+	_, se, code := runCLI("sample", "--resume", filepath.Join(run, "checkpoint", "state.npz"))
+	if code == 0 || !strings.Contains(se, "flowebm train --resume "+run) {
+		t.Errorf("%d %s", code, se)
+	}
+}

@@ -444,6 +444,9 @@ func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
 	for _, name := range r.Names {
 		if !knownMember(name) {
 			r.Close()
+			if slices.Contains(r.Names, "bank") && slices.Contains(r.Names, "data_order") { // a training run's state.npz (probe 65)
+				return nil, nil, fmt.Errorf("--resume %s is a training run's state (state.npz of a train checkpoint), not a sample checkpoint: continue that run with flowebm train --resume %s", path, shellQuote(trainRunOf(path)))
+			}
 			return nil, nil, fmt.Errorf("--resume %s: member %q is not part of a sample checkpoint", path, name)
 		}
 	}
@@ -541,4 +544,14 @@ func closeAll(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// trainRunOf is the run folder of a train checkpoint's file path
+// (RUN/checkpoint/state.npz), or the file's folder.
+func trainRunOf(path string) string {
+	dir := filepath.Dir(path)
+	if b := filepath.Base(dir); b == "checkpoint" || b == "checkpoint.old" {
+		return filepath.Dir(dir)
+	}
+	return dir
 }

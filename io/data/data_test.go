@@ -511,3 +511,22 @@ func TestMissingValuesMessage(t *testing.T) {
 		}
 	}
 }
+
+// Probe 65 (cosmetic): MNIST files named the Kaggle way
+// (train-images.idx3-ubyte) were not found, and the message did not say
+// they were seen; they are read.
+func TestMNISTFilesKaggleNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"train-images.idx3-ubyte", "train-labels.idx1-ubyte"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	images, labels, err := MNISTFiles(dir, false)
+	if err != nil || filepath.Base(images) != "train-images.idx3-ubyte" || filepath.Base(labels) != "train-labels.idx1-ubyte" {
+		t.Errorf("%s %s %v", images, labels, err)
+	}
+	if _, _, err := MNISTFiles(dir, true); err == nil || !strings.Contains(err.Error(), "t10k-images.idx3-ubyte (Kaggle's name)") {
+		t.Errorf("test set: %v", err)
+	}
+}

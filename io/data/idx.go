@@ -201,12 +201,13 @@ func MNISTFiles(dir string, test bool) (images, labels string, err error) {
 		prefix = "t10k"
 	}
 	find := func(base string) (string, error) {
-		for _, p := range []string{base + ".gz", base} {
+		kaggle := strings.Replace(base, "-idx", ".idx", 1) // train-images.idx3-ubyte: Kaggle's copy (probe 65)
+		for _, p := range []string{base + ".gz", base, kaggle + ".gz", kaggle} {
 			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
 				return filepath.Join(dir, p), nil
 			}
 		}
-		return "", fmt.Errorf("data: neither %s nor %s.gz in %s", base, base, dir)
+		return "", fmt.Errorf("data: none of %s, %s.gz, %s (Kaggle's name) in %s", base, base, kaggle, dir)
 	}
 	if images, err = find(prefix + "-images-idx3-ubyte"); err != nil {
 		return "", "", err
