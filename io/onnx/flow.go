@@ -937,11 +937,15 @@ const (
 // density graph's z (if any) must be the z drawn.
 func (fn *FlowNet) check(f *graph.Flow) error {
 	z, x, err := fn.logDensitiesAgree(f)
-	if fe := (*flowCheckError)(nil); errors.As(err, &fe) && z != nil && fn.checkJacobian(f, z) == nil {
-		// The sampling graph's log-density is its map's: the density
-		// graph's is the one that differs (probe 64: "the base declared,
-		// a weight, or the map differs" for a log-det of the wrong sign).
-		fe.err = fmt.Errorf("%w; the sampling graph's log-density agrees with its own map's Jacobian (finite differences), so %s's is the one that differs: a log-determinant of the wrong sign or of the other direction, another base, or other weights", fe.err, fn.Density.File)
+	if fe := (*flowCheckError)(nil); errors.As(err, &fe) && z != nil {
+		// Which graph's log-density is not its map's (probe 64: "the base
+		// declared, a weight, or the map differs" for a log-det of the
+		// wrong sign).
+		if jerr := fn.checkJacobian(f, z); jerr == nil {
+			fe.err = fmt.Errorf("%w; the sampling graph's log-density agrees with its own map's Jacobian (finite differences), so %s's is the one that differs: a log-determinant of the wrong sign or of the other direction, another base, or other weights", fe.err, fn.Density.File)
+		} else {
+			fe.err = fmt.Errorf("%w; and %v", fe.err, jerr)
+		}
 		return fe
 	}
 	if err != nil {
