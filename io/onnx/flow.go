@@ -323,6 +323,27 @@ func (fn *FlowNet) tiedUnderChange(f *graph.Flow) error {
 	return &flowCheckError{stage: checkTied, err: fmt.Errorf("%w, once the weights are moved by up to 5%% as training moves them, though they agree as read: the graphs do not read the weights alike%s; export both from one module with do_constant_folding=False (io/onnx/crosscheck/export_flow.py does), or %s", err, fn.oneSided(), frozenAdvice)}
 }
 
+// differingConstants names the initializers both graphs read under one
+// name, not as weights (a coupling's mask, a permutation), that hold
+// different values in the two files.
+func (fn *FlowNet) differingConstants() string {
+	var names []string
+	for name := range fn.Sample.reads {
+		a, b := fn.Sample.inits[name], fn.Density.inits[name]
+		if b == nil || !fn.Density.reads[name] || fn.Sample.trainable[name] || fn.Density.trainable[name] {
+			continue
+		}
+		if !slices.Equal(a.Dims, b.Dims) || !slices.Equal(a.Float, b.Float) || !slices.Equal(a.Int, b.Int) {
+			names = append(names, strconv.Quote(name))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("the initializers %s, read by both graphs and not weights (masks, permutations), differ between %s and %s", strings.Join(names[:min(len(names), 6)], ", "), fn.Sample.File, fn.Density.File)
+}
+
 // oneSided names the float initializers that one graph reads and the
 // other does not and that are not weights (values folded from weights, or
 // buffers).
@@ -941,6 +962,9 @@ func (fn *FlowNet) check(f *graph.Flow) error {
 		// Which graph's log-density is not its map's (probe 64: "the base
 		// declared, a weight, or the map differs" for a log-det of the
 		// wrong sign).
+		if d := fn.differingConstants(); d != "" { // probe 65: a mask flipped in one file was not named
+			fe.err = fmt.Errorf("%w; %s", fe.err, d)
+		}
 		if jerr := fn.checkJacobian(f, z); jerr == nil {
 			fe.err = fmt.Errorf("%w; the sampling graph's log-density agrees with its own map's Jacobian (finite differences), so %s's is the one that differs: a log-determinant of the wrong sign or of the other direction, another base, or other weights", fe.err, fn.Density.File)
 		} else {

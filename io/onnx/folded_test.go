@@ -359,3 +359,12 @@ func TestWrongSignDensityNamed(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// Probe 65 (cosmetic): a coupling's mask flipped in one file only was not
+// named by the refusal (parameters that differ are).
+func TestDifferingMaskNamed(t *testing.T) {
+	_, err := ReadFlow(filepath.Join("testdata", "pinned", "flippedmask_sample.onnx"), filepath.Join("testdata", "pinned", "flippedmask_density.onnx"), FlowConfig{Frozen: true})
+	if err == nil || !strings.Contains(err.Error(), `the initializers "f.cs.0.mask", read by both graphs and not weights`) {
+		t.Errorf("%v", err)
+	}
+}

@@ -37,6 +37,7 @@ Run with /usr/bin/python3 (PyTorch 1.13) from the repository root.
 """
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -1635,3 +1636,16 @@ for direction, prefix in (("sample", "f."), ("density", "")):
     e = m.metadata_props.add()
     e.key, e.value = "flowebm.parameters", json.dumps([prefix + n for n, _ in merged.named_parameters()])
     onnx.save(m, f"{out}/merged_listed_flow_{direction}.onnx")
+
+# Probe 65 (cosmetic): the masked RealNVP with its weights listed and, in
+# the density file only, a coupling's mask flipped: refused as not one
+# flow without naming the mask.
+for name in ("nometa_realnvp_sample", "nometa_realnvp_density"):
+    m = onnx.load(f"{out}/{name}.onnx")
+    e = m.metadata_props.add()
+    e.key, e.value = "flowebm.parameters", json.dumps(["f." + n for n, _ in masked.named_parameters()])
+    if name.endswith("density"):
+        for t in m.graph.initializer:
+            if t.name == "f.cs.0.mask":
+                t.CopyFrom(onnx.numpy_helper.from_array(1 - onnx.numpy_helper.to_array(t), t.name))
+    onnx.save(m, f"{out}/flippedmask_{name.split('_')[-1]}.onnx")
