@@ -140,6 +140,7 @@ func (req Request) fromFile() (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	var notes []string
 	if cfg.Epochs > 0 && cfg.Train.Iterations > 0 && cfg.Build == nil { // a run's config.json records both
 		return nil, fmt.Errorf("%s: epochs %d and train.iterations %d: give one (epochs sets the iterations)", req.ConfigFile, cfg.Epochs, cfg.Train.Iterations)
 	}
@@ -152,6 +153,13 @@ func (req Request) fromFile() (*Plan, error) {
 		d.File, d.Key, d.SHA256 = cfg.Data.File, cfg.Data.Key, cfg.Data.SHA256
 		cfg.Data = d
 	case req.Data != nil:
+		if cfg.DataSize > 0 && (cfg.Data == nil || !samePath(req.Data.File, cfg.Data.File) || req.Data.Key != cfg.Data.Key) {
+			// The file's data_size counted another data set's rows (a
+			// --print-config of another file): all of this one's are
+			// used (probe 66: 180 of 1800 training rows, at exit 0).
+			notes = append(notes, fmt.Sprintf("%s: data_size %d counted the rows of another data set: all training rows of %s are used", req.ConfigFile, cfg.DataSize, req.Data.File))
+			cfg.DataSize = 0
+		}
 		cfg.Experiment, cfg.Data = "data", req.mergeData(cfg.Data)
 	case req.Experiment != "":
 		cfg.Experiment, cfg.Data = req.Experiment, nil
@@ -161,7 +169,7 @@ func (req Request) fromFile() (*Plan, error) {
 	if req.Algorithm != "" || cfg.Train.Algorithm == "" {
 		cfg.Train.Algorithm = cmp.Or(req.Algorithm, algorithms.FlowMC)
 	}
-	p := &Plan{Config: cfg, source: req.ConfigFile}
+	p := &Plan{Config: cfg, source: req.ConfigFile, Notes: notes}
 	if unused := cfg.Unused(); len(unused) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s: %s not used by %s: ignored", req.ConfigFile, strings.Join(unused, ", "), cfg.Train.Algorithm))
 	}

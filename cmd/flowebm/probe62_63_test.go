@@ -212,3 +212,36 @@ func TestSampleResumeOfTrainState(t *testing.T) {
 		t.Errorf("%d %s", code, se)
 	}
 }
+
+// Probe 66 B3: a --print-config of one data file, given with --data
+// ANOTHER, kept the first file's data_size: 180 of the other's 1800
+// training rows were trained on, while the note said 1800. The other
+// file's rows are all used, and a note says why.
+func TestConfigDataSizeOfAnotherFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, n int) string {
+		var b strings.Builder
+		b.WriteString("a,b\n")
+		for i := range n {
+			fmt.Fprintf(&b, "%g,%g\n", float64(i%7)/3-1, float64(i%5)/2-1)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	small, big := write("small.csv", 200), write("big.csv", 2000)
+	cfg, se, code := runCLI("train", "--data", small, "--iterations", "30", "--print-config")
+	if code != 0 || !strings.Contains(cfg, `"data_size": 180`) {
+		t.Fatalf("print-config: %d %s", code, se)
+	}
+	path := filepath.Join(dir, "cs.json")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, se, code := runCLI("train", "--config", path, "--data", big, "--print-config")
+	if code != 0 || !strings.Contains(out, `"data_size": 1800`) {
+		t.Errorf("%d %s %s", code, out, se)
+	}
+}
