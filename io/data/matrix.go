@@ -313,12 +313,14 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		}
 		return nil, &FormatError{File: name, Field: "no row of numbers (the file is empty, or holds a header alone)", Want: "at least one"}
 	}
-	if indices && fractional && rows > 1 { // pandas' header of numbered columns (probe 56: read as a point)
-		if d == 2 { // as likely the point (0, 1): not dropped unsaid (probe 65)
-			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", indicesLine), Got: `"0,1"`,
-				Want: "a header of column names or a point, told apart: 0,1 over rows of decimals reads as pandas' header of unnamed columns and as the point (0, 1) alike; name the columns (x1,x2; pandas: columns=[...]), or write the point as 0.0,1.0"}
+	if indices && rows > 1 { // pandas' header of numbered columns (probe 56: read as a point), or the point (0, 1, …): never taken either way unsaid (probes 65, 66)
+		idx := make([]string, d)
+		for j := range idx {
+			idx[j] = strconv.Itoa(j)
 		}
-		vals, rows = vals[d:], rows-1
+		first := strings.Join(idx, ",")
+		return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", indicesLine), Got: strconv.Quote(first),
+			Want: fmt.Sprintf("a header of column names or a point, told apart: %s reads as pandas' header of unnamed columns (DataFrame(array).to_csv) and as a point alike; name the columns (x1,x2,…; pandas: columns=[...]), or write the point with decimals (0.0,1.0,…)", first)}
 	}
 	return mat.NewDense(rows, d, vals), nil
 }
