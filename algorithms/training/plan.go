@@ -229,7 +229,7 @@ func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 		return nil, err
 	}
 	if err := r.Trainer.InitContext(ctx); err != nil {
-		if p.source != "" && !errors.Is(err, algorithms.ErrInterrupted) && !namesItsFile(err) {
+		if p.source != "" && !errors.Is(err, algorithms.ErrInterrupted) && !namesItsFile(err, p.Config.Data) {
 			return nil, fmt.Errorf("%s: %w", p.source, err) // the start's fields come from the file
 		}
 		return nil, err
@@ -299,15 +299,20 @@ func (p *Plan) newRunConfig() config.Run {
 // fromSource names the plan's --config file, if any, in err (its fields
 // are the file's), as a run's start does.
 func (p *Plan) fromSource(err error) error {
-	if err == nil || p.source == "" || namesItsFile(err) {
+	if err == nil || p.source == "" || namesItsFile(err, p.Config.Data) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", p.source, err)
 }
 
 // namesItsFile says whether err is about a file it names (a data or
-// modes file that cannot be opened or read), which the --config file did
-// not cause (probe 65: "c.json: open …/nonexist.npy").
-func namesItsFile(err error) bool {
-	return errors.As(err, new(*fs.PathError)) || errors.As(err, new(*data.FormatError))
+// modes file that cannot be opened or read, or whose contents are
+// refused), which the --config file did not cause (probe 65: "c.json:
+// open …/nonexist.npy"; probe 66: "c.json: …/const.csv: column 2 is
+// constant").
+func namesItsFile(err error, d *config.Data) bool {
+	if errors.As(err, new(*fs.PathError)) || errors.As(err, new(*data.FormatError)) {
+		return true
+	}
+	return d != nil && (d.File != "" && strings.HasPrefix(err.Error(), d.File) || d.Modes != "" && strings.HasPrefix(err.Error(), d.Modes)) // the file's own message, not a field's naming it
 }

@@ -232,7 +232,7 @@ type from struct {
 // The notes given are retimed if epochs change the run's length.
 func prepare(cfg config.Run, dir string, given from) (*Run, error) {
 	inFile := func(err error) error {
-		if given.source == "" || namesItsFile(err) {
+		if given.source == "" || namesItsFile(err, cfg.Data) {
 			return err
 		}
 		return fmt.Errorf("%s: %w", given.source, err)

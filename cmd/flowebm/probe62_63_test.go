@@ -168,7 +168,11 @@ func TestDataErrorNotBlamedOnConfig(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("x1,x2\n0.5,1\n,2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, data := range []string{filepath.Join(dir, "nonexist.npy"), bad} {
+	constant := filepath.Join(dir, "const.csv") // probe 66 B4: contents refused, still prefixed
+	if err := os.WriteFile(constant, []byte("a,b\n1,5\n2,5\n3,5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{filepath.Join(dir, "nonexist.npy"), bad, constant} {
 		_, se, code := runCLI("train", "--config", cfg, "--data", data, "--out", filepath.Join(dir, "r"))
 		if code == 0 || strings.Contains(se, "c.json:") || !strings.Contains(se, data) {
 			t.Errorf("%s: %d %s", data, code, se)

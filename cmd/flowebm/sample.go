@@ -1018,7 +1018,7 @@ func flowUnitsNote(flow string, model, flowScaling *data.Scaling) string {
 	if model.Equal(flowScaling) {
 		return ""
 	}
-	return fmt.Sprintf("the flow of --flow %s was trained in other units than --model's chains (a run on standardised data keeps its flow in those units): it proposes at the wrong place and scale, so the draws stay exact but few proposals are accepted; sample a run with its own flow (--model RUN, whose draws are written in the data's units)", flow)
+	return fmt.Sprintf("the flow of --flow %s was trained in other units than --model's chains (a run on standardised data keeps its flow in those units): it proposes (flowmc) or reparametrises (neutra) at the wrong place and scale, so the draws stay exact but mix slowly; sample a run with its own flow (--model RUN, whose draws are written in the data's units)", flow)
 }
 
 // chainStarts draws n chain starts from the flow, or from the base (N(0, 1)

@@ -536,3 +536,12 @@ func TestMNISTFilesKaggleNames(t *testing.T) {
 		t.Errorf("test set: %v", err)
 	}
 }
+
+// Probe 66 B5: a comma at the end of every row was called a missing value,
+// with advice that would add a column or drop every row.
+func TestTrailingCommaRows(t *testing.T) {
+	_, err := ReadCSV(strings.NewReader("1,2,\n3,4,\n"), "p.csv")
+	if err == nil || !strings.Contains(err.Error(), "remove the trailing commas") || strings.Contains(err.Error(), "missing value") {
+		t.Errorf("%v", err)
+	}
+}

@@ -484,6 +484,8 @@ func parseRow(cr *csv.Reader, rec []string, name string) ([]float64, error) {
 			want := "a decimal number (1, -2.5, 3e-4, nan, inf; no comments or hexadecimal)"
 			if errors.Is(err, strconv.ErrRange) {
 				want = "a number within float64's range (magnitude below 1.8e308)"
+			} else if strings.TrimSpace(s) == "" && j == len(rec)-1 && j > 0 { // probe 66: a trailing comma was called a missing value
+				want += "; the line ends with a comma, which leaves an empty last field: remove the trailing commas"
 			} else if t := strings.TrimSpace(s); t == "" || t == "NA" || t == "<NA>" || t == "N/A" { // probe 65: pandas' and R's missing values
 				want += "; this is a missing value as pandas (an empty field) or R (NA) writes it: write missing values as nan (pandas: to_csv(na_rep=\"nan\"); R: write.csv(na=\"nan\")), and train --drop-nonfinite drops their rows"
 			} else if sep := strings.IndexAny(s, ";\t|"); sep >= 0 { // probe 50: a ';' file's header was taken for one column

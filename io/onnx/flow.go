@@ -615,8 +615,7 @@ func prefixSwaps(sn, dn string) []func(string) (string, bool) {
 		}
 		from, rest := sn[:i], sn[i:]
 		to, ok := strings.CutSuffix(dn, rest)
-		if !ok || (to != "" && !strings.HasSuffix(to, ".")) || from == to ||
-			(from != "" && to != "" && (strings.Count(from, ".") > 1 || strings.Count(to, ".") > 1)) { // a wrapper's prefix, or one module for another: not one path for another (f.ts.0. for ts.1.)
+		if !ok || (to != "" && !strings.HasSuffix(to, ".")) || from == to || !wrapperSwap(from, to) {
 			continue
 		}
 		swaps = append(swaps, func(name string) (string, bool) {
@@ -625,6 +624,15 @@ func prefixSwaps(sn, dn string) []func(string) (string, bool) {
 		})
 	}
 	return swaps
+}
+
+// wrapperSwap says whether the prefix from for to is a wrapper's: one of
+// them empty, a prefix of the other (a module inserted: flow. for
+// flow.nf.), or one of them a single module (f. for lit.model.); not one
+// module path for another (f.ts.0. for ts.1.).
+func wrapperSwap(from, to string) bool {
+	return from == "" || to == "" || strings.HasPrefix(to, from) || strings.HasPrefix(from, to) ||
+		strings.Count(from, ".") == 1 || strings.Count(to, ".") == 1
 }
 
 // renameSome maps names of from onto names of to by rename, one to one,

@@ -279,6 +279,16 @@ func TestAlignNames(t *testing.T) {
 	// Probe 65 A2: the wrapper's module holds one named like the flow's
 	// (flow.scale is the wrapper's own, flow.flow.scale its flow's): the
 	// exact names paired the wrong weights; the whole prefix is dropped.
+	// Probe 66 A1: a module inserted after a shared root (flow. for
+	// flow.nf.), and a single module for a path (f. for lit.model.).
+	inserted := bestRename(set("flow.c.0.w", "flow.c.1.w"), set("flow.nf.c.0.w", "flow.nf.c.1.w"))
+	if !maps.Equal(inserted, map[string]string{"flow.c.0.w": "flow.nf.c.0.w", "flow.c.1.w": "flow.nf.c.1.w"}) {
+		t.Errorf("inserted module: %v", inserted)
+	}
+	lightning := bestRename(set("f.c.0.w", "f.c.1.w"), set("lit.model.c.0.w", "lit.model.c.1.w"))
+	if !maps.Equal(lightning, map[string]string{"f.c.0.w": "lit.model.c.0.w", "f.c.1.w": "lit.model.c.1.w"}) {
+		t.Errorf("a module for a path: %v", lightning)
+	}
 	nested := bestRename(set("flow.shift", "flow.scale", "flow.flow.shift", "flow.flow.scale"), set("shift", "scale", "flow.shift", "flow.scale"))
 	want := map[string]string{"flow.shift": "shift", "flow.scale": "scale", "flow.flow.shift": "flow.shift", "flow.flow.scale": "flow.scale"}
 	if !maps.Equal(nested, want) {
