@@ -153,7 +153,7 @@ func (req Request) fromFile() (*Plan, error) {
 		d.File, d.Key, d.SHA256 = cfg.Data.File, cfg.Data.Key, cfg.Data.SHA256
 		cfg.Data = d
 	case req.Data != nil:
-		if cfg.DataSize > 0 && (cfg.Data == nil || !samePath(req.Data.File, cfg.Data.File) || req.Data.Key != cfg.Data.Key) {
+		if cfg.DataSize > 0 && cfg.Data != nil && cfg.Data.File != "" && (!samePath(req.Data.File, cfg.Data.File) || req.Data.Key != cfg.Data.Key) {
 			// The file's data_size counted another data set's rows (a
 			// --print-config of another file): all of this one's are
 			// used (probe 66: 180 of 1800 training rows, at exit 0).

@@ -141,7 +141,7 @@ func TestConfigImageFolderFromVariable(t *testing.T) {
 	// A folder without the files names the variable too (probe 44).
 	os.Mkdir("empty", 0o755)
 	t.Setenv("FLOWEBM_MNIST", "empty")
-	if _, stderr, code := runCLI("train", "--config", "cm.json", "--quiet", "--out", "tc"); code != 2 || !strings.Contains(stderr, "train-images-idx3-ubyte.gz in empty (the folder that FLOWEBM_MNIST names)") {
+	if _, stderr, code := runCLI("train", "--config", "cm.json", "--quiet", "--out", "tc"); code != 2 || !strings.Contains(stderr, "train-images.idx3-ubyte (Kaggle's name) in empty (the folder that FLOWEBM_MNIST names)") {
 		t.Errorf("an empty FLOWEBM_MNIST folder: exit %d: %s", code, stderr)
 	}
 	// And by --experiment (probe 45: the variable not named).
