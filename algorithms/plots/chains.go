@@ -87,7 +87,7 @@ func shownChains(x [][]float64) []int {
 	if len(x) <= maxChainCurves {
 		return idx
 	}
-	bulk, tail := meanRanks(x), meanRanks(folded(x))
+	bulk, tail := meanRanks(x), meanRanks(diagnostics.Fold(x))
 	stray := func(c int) float64 { return math.Max(math.Abs(bulk[c]-0.5), math.Abs(tail[c]-0.5)) }
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(stray(b), stray(a)) })
 	idx = idx[:maxChainCurves]
@@ -109,27 +109,6 @@ func meanRanks(x [][]float64) []float64 {
 		}
 	}
 	return m
-}
-
-// folded is x's absolute deviations from the median of all its draws.
-func folded(x [][]float64) [][]float64 {
-	var all []float64
-	for _, ch := range x {
-		all = append(all, ch...)
-	}
-	slices.Sort(all)
-	med := all[len(all)/2]
-	if len(all)%2 == 0 {
-		med = (all[len(all)/2-1] + all[len(all)/2]) / 2
-	}
-	f := make([][]float64, len(x))
-	for c, ch := range x {
-		f[c] = make([]float64, len(ch))
-		for n, v := range ch {
-			f[c][n] = math.Abs(v - med)
-		}
-	}
-	return f
 }
 
 // traceFigure draws each shown chain's draws, at most maxTracePoints of

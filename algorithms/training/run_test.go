@@ -398,24 +398,18 @@ func TestFloat32ResumeReproducesUninterruptedRun(t *testing.T) {
 		t.Run(string(alg), func(t *testing.T) {
 			cfg := smallConfig(t, alg, 12)
 			cfg.Model.Float32 = true
-			straight, err := NewRun(cfg, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
+			newRun := func(dir string) *Run {
+				r, err := NewRun(cfg, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
 			}
+			straight := newRun(t.TempDir())
 			stepN(t, straight, 12)
 			dir := t.TempDir()
-			first, err := NewRun(cfg, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stepN(t, first, 5)
-			if err := first.Checkpoint(); err != nil {
-				t.Fatal(err)
-			}
-			resumed, err := Resume(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			checkpointAfter(t, newRun(dir), dir, 5)
+			resumed := mustResume(t, dir)
 			stepN(t, resumed, 7)
 			wantResumedLikeStraight(t, straight, resumed)
 			if a, b := straight.Evals[11].Stats.Loss, resumed.Evals[11].Stats.Loss; a != b {

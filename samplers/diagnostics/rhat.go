@@ -149,21 +149,27 @@ func RHat(x [][]float64) float64 {
 	if !valid(x, 2) {
 		return math.NaN()
 	}
-	sp := Split(x)
-	bulk := rhat(RankNormalize(sp))
-	med := quantile(flatten(x), 0.5)
-	fold := make([][]float64, len(sp))
-	for c, ch := range sp {
-		fold[c] = make([]float64, len(ch))
-		for n, v := range ch {
-			fold[c][n] = math.Abs(v - med)
-		}
-	}
-	tail := rhat(RankNormalize(fold))
+	bulk := rhat(RankNormalize(Split(x)))
+	tail := rhat(RankNormalize(Split(Fold(x))))
 	if math.IsNaN(bulk) || math.IsNaN(tail) {
 		return math.NaN()
 	}
 	return math.Max(bulk, tail)
+}
+
+// Fold is x's absolute deviations from the median of all its draws
+// (posterior's fold_draws), the draws whose rank-normalised R-hat is RHat's
+// tail part.
+func Fold(x [][]float64) [][]float64 {
+	med := quantile(flatten(x), 0.5)
+	f := make([][]float64, len(x))
+	for c, ch := range x {
+		f[c] = make([]float64, len(ch))
+		for n, v := range ch {
+			f[c][n] = math.Abs(v - med)
+		}
+	}
+	return f
 }
 
 func flatten(x [][]float64) []float64 {
