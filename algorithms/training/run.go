@@ -879,6 +879,15 @@ func (r *Run) writeCheckpoint(tmp string) error {
 	return nil
 }
 
+// RunExperiment loads the experiment of the run configured by cfg as the
+// run loaded it: a data file read (its recorded checksum checked) and
+// split with the run's seed. It draws what a run's evaluations need
+// without its checkpoint (its modes, for the weights' figures).
+func RunExperiment(cfg config.Run) (*experiments.Experiment, error) {
+	exp, _, err := cfg.LoadExperiment(rand.New(rand.NewPCG(cfg.Seed, dataStream)))
+	return exp, err
+}
+
 // Resume reopens the run in dir from its last checkpoint.
 func Resume(dir string) (*Run, error) { return ResumeWith(dir, ResumeOptions{}) }
 

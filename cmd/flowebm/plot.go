@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 )
@@ -82,10 +81,11 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		if _, why := training.LatestCheckpoint(dir); why != nil {
 			// The figures of its evaluations, from metrics.csv (probe 63:
 			// "nothing to draw from" beside them).
-			if herr := redrawHistory(dir, format); herr == nil {
+			herr := redrawHistory(dir, format)
+			if herr == nil {
 				return fmt.Sprintf("%s, those of its evaluations only, from metrics.csv (%v: those of the model, density and samples, need a checkpoint)", dir, why), nil
 			}
-			return "", fmt.Errorf("%w: nothing to draw from", why) // without resume's advice
+			return "", fmt.Errorf("%w; and its evaluations' figures cannot be drawn: %v", why, herr) // without resume's advice
 		}
 	}
 	if err != nil {
@@ -138,7 +138,7 @@ func redrawHistory(dir string, format plots.Format) error {
 	if err != nil {
 		return err
 	}
-	exp, err := experiments.ByNameIn(cfg.Experiment, cfg.DataDir)
+	exp, err := training.RunExperiment(cfg) // a data run's modes come from its data (probe 66 B2)
 	if err != nil {
 		return err
 	}

@@ -249,3 +249,34 @@ func TestConfigDataSizeOfAnotherFile(t *testing.T) {
 		t.Errorf("%d %s %s", code, out, se)
 	}
 }
+
+// Probe 66 B2: plot on a --data run without a checkpoint drew nothing
+// ("nothing to draw from"): the figures of its evaluations were looked up
+// by experiment name, and a data run's experiment is built from its file.
+// They are drawn (the weights figure with the --modes file's three
+// modes); with the data file gone, the refusal names it.
+func TestPlotDataRunWithoutCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	threeModes(t, dir, 600, []float64{0.2, 0.3, 0.5}, 1)
+	run := filepath.Join(dir, "r")
+	if so, se, code := runCLI("train", "--data", filepath.Join(dir, "mix.npy"), "--modes", filepath.Join(dir, "modes.npy"), "--iterations", "10", "--out", run, "--quiet"); code != 0 {
+		t.Fatalf("train: %d %s %s", code, so, se)
+	}
+	if err := os.RemoveAll(filepath.Join(run, "checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	so, se, code := runCLI("plot", run, "--plot-format", "svg")
+	if code != 0 || !exists(filepath.Join(run, "weights.svg")) || !strings.Contains(so, "those of its evaluations only") {
+		t.Fatalf("plot: %d %s %s", code, so, se)
+	}
+	if b, err := os.ReadFile(filepath.Join(run, "weights.svg")); err != nil || !strings.Contains(string(b), "mode 3 (truth ") {
+		t.Errorf("weights.svg lacks the --modes file's third mode (%v)", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "mix.npy")); err != nil {
+		t.Fatal(err)
+	}
+	_, se, code = runCLI("plot", run)
+	if code == 0 || !strings.Contains(se, "mix.npy is gone") {
+		t.Errorf("plot without the data: %d %s", code, se)
+	}
+}
