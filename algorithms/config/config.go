@@ -561,6 +561,9 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 		if cfg.DataSize > n {
 			return nil, nil, fmt.Errorf("data_size %d, but %s has %d training rows (after holding out %d): want at most %d, or leave the field out for all", cfg.DataSize, cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, n)
 		}
+		if cfg.DataSize < n { // probe 65: the note above said all n were trained on
+			notes = append(notes, fmt.Sprintf("data_size %d: the models train on %d of these %d training rows (the data were standardised on all %d)", cfg.DataSize, cfg.DataSize, n, n))
+		}
 		b := cfg.Train.BatchSize
 		if b == 0 {
 			b = 64 // the trainer's default

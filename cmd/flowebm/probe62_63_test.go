@@ -280,3 +280,26 @@ func TestPlotDataRunWithoutCheckpoint(t *testing.T) {
 		t.Errorf("plot without the data: %d %s", code, se)
 	}
 }
+
+// Probe 65 (cosmetic): a data_size set on purpose trained on fewer rows
+// than the data note's count, unsaid; a second note says how many.
+func TestDataSizeNote(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("a,b\n")
+	for i := range 400 {
+		fmt.Fprintf(&b, "%g,%g\n", float64(i%7)/3-1, float64(i%5)/2-1)
+	}
+	data := filepath.Join(dir, "d.csv")
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(data, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(`{"data_size": 100}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	so, se, code := runCLI("train", "--config", cfg, "--data", data, "--iterations", "2", "--out", filepath.Join(dir, "r"), "--quiet")
+	if all := so + se; code != 0 || !strings.Contains(all, "360 training and 40 held-out rows") || !strings.Contains(all, "data_size 100: the models train on 100 of these 360 training rows") {
+		t.Errorf("%d %s %s", code, so, se)
+	}
+}
