@@ -39,6 +39,20 @@ func TestReproduceRedrawsDensityInFormat(t *testing.T) {
 			t.Errorf("%s: density drawn %v; report:\n%s", ext, exists(density+ext), report)
 		}
 	}
+	// Round 63 (cosmetic): the --report without --experiments drew
+	// empty figures (axes -1..1) for the experiments with no runs.
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rhat-four-gaussians-16.pdf", "two-modes-weights.pdf", "four-modes-mse.pdf"} {
+		if exists(filepath.Join(out, f)) || strings.Contains(string(report), f) {
+			t.Errorf("%s drawn for runs that have not evaluated", f)
+		}
+	}
+	if !strings.Contains(string(report), "four-gaussians-16: "+noFigure) {
+		t.Errorf("the report does not say why four-gaussians-16 has no R-hat figure:\n%s", report)
+	}
 }
 
 // Probe 63 B7: a .txt file of draws was read as a .npy ("magic string is

@@ -47,6 +47,10 @@ const (
 	fourModesFigure = "four-modes-mse"
 )
 
+// noFigure stands for a figure over training of runs none of which has
+// evaluated yet.
+const noFigure = "(no figure: none of these runs has an evaluation yet)"
+
 // rhatFigure is the report's figure of max R-hat for experiment e.
 func rhatFigure(e string) string { return "rhat-" + e }
 
@@ -230,11 +234,16 @@ func (w *reportWriter) twoModes() error {
 			p("| %s%s | %.3f | %.3f | %.2e | %s | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, negWeights(ev, r.metrics.Final), fmtChainWeights(r.metrics.Final.ChainWeights), lo, hi)
 		})
 		p("\nTruth: 0.333, 0.667. ")
-		if err := plotAcross(f.out, twoModesFigure+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
-			func(e training.Eval) float64 { return e.EBMWeight(1) }); err != nil {
+		drawn, err := plotAcross(f.out, twoModesFigure+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
+			func(e training.Eval) float64 { return e.EBMWeight(1) })
+		if err != nil {
 			return err
 		}
-		p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](%s%s)\n\n", twoModesFigure, ext)
+		if drawn {
+			p("Top-right weight over training (dashed: 2/3):\n\n![two-modes weights](%s%s)\n\n", twoModesFigure, ext)
+		} else {
+			p("%s\n\n", noFigure)
+		}
 	}
 	return nil
 }
@@ -251,11 +260,16 @@ func (w *reportWriter) fourModes() error {
 			pp := paperNumbers.table3[r.algorithm]
 			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights), fmtChainWeights(r.metrics.Final.ChainWeights))
 		})
-		if err := plotAcross(f.out, fourModesFigure+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
-			func(e training.Eval) float64 { return e.EBMWeightMSE }); err != nil {
+		drawn, err := plotAcross(f.out, fourModesFigure+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
+			func(e training.Eval) float64 { return e.EBMWeightMSE })
+		if err != nil {
 			return err
 		}
-		p("\n![four-modes MSE](%s%s)\n\n", fourModesFigure, ext)
+		if drawn {
+			p("\n![four-modes MSE](%s%s)\n\n", fourModesFigure, ext)
+		} else {
+			p("\n%s\n\n", noFigure)
+		}
 	}
 	return nil
 }
@@ -308,11 +322,16 @@ func (w *reportWriter) table2() error {
 		p("\n")
 		for _, e := range t2 {
 			name := rhatFigure(e) + ext
-			if err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), plots.RHatThresholds, present(runs, e),
-				func(e training.Eval) float64 { return e.MaxRHat }); err != nil {
+			drawn, err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), plots.RHatThresholds, present(runs, e),
+				func(e training.Eval) float64 { return e.MaxRHat })
+			if err != nil {
 				return err
 			}
-			p("![%s](%s)\n", name, name)
+			if drawn {
+				p("![%s](%s)\n", name, name)
+			} else {
+				p("%s: %s\n\n", e, noFigure)
+			}
 		}
 		p("\n")
 	}

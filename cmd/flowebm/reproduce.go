@@ -1296,7 +1296,15 @@ func fmtRate(v float64) string {
 // plotAcross plots one evaluation quantity over training for several runs
 // of one experiment, with an optional reference line (ref, NaN for none)
 // and threshold lines.
-func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []plots.Threshold, runs []*reproRun, f func(training.Eval) float64) error {
+//
+// Where no run has an evaluation yet, nothing is drawn (an empty figure's
+// axes were drawn at -1..1; probe 63) and drawn is false.
+func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []plots.Threshold, runs []*reproRun, f func(training.Eval) float64) (drawn bool, err error) {
+	if !slices.ContainsFunc(runs, func(r *reproRun) bool {
+		return slices.ContainsFunc(r.evals, func(e training.Eval) bool { return !math.IsNaN(f(e)) })
+	}) {
+		return false, nil
+	}
 	fig := plots.Figure{Title: title, XLabel: "iteration", YLabel: yLabel, LogY: logY, Thresholds: thresholds}
 	for _, r := range runs {
 		var evals []training.Eval
@@ -1314,7 +1322,7 @@ func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresho
 	if !math.IsNaN(ref) && len(fig.Curves) > 0 {
 		fig.Curves[0].Ref, fig.Curves[0].HasRef = ref, true
 	}
-	return fig.Save(filepath.Join(dir, name))
+	return true, fig.Save(filepath.Join(dir, name))
 }
 
 // vcsRevision is the commit the binary was built from, if recorded.
