@@ -290,13 +290,8 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 		return err
 	}
 	r.heldOut = held
-	r.TrueHeldOutLL = math.NaN()
-	if exp.Kind == experiments.KindDensity {
-		truth := make([]float64, held.RawMatrix().Rows)
-		if err := exp.Target.LogDensity(held, truth); err != nil {
-			return err
-		}
-		r.TrueHeldOutLL = stat.Mean(truth, nil)
+	if r.TrueHeldOutLL, err = exactMeanLogDensity(exp, held); err != nil {
+		return err
 	}
 	if exp.Box > 0 && d == 2 {
 		r.grid = metrics.NewGrid(exp.Box, cfg.GridSize)
@@ -886,6 +881,36 @@ func (r *Run) writeCheckpoint(tmp string) error {
 func RunExperiment(cfg config.Run) (*experiments.Experiment, error) {
 	exp, _, err := cfg.LoadExperiment(rand.New(rand.NewPCG(cfg.Seed, dataStream)))
 	return exp, err
+}
+
+// exactMeanLogDensity is the mean exact log-density of the rows of x under
+// the experiment's target, NaN where its density is unknown.
+func exactMeanLogDensity(exp *experiments.Experiment, x *mat.Dense) (float64, error) {
+	if exp.Kind != experiments.KindDensity {
+		return math.NaN(), nil
+	}
+	truth := make([]float64, x.RawMatrix().Rows)
+	if err := exp.Target.LogDensity(x, truth); err != nil {
+		return 0, err
+	}
+	return stat.Mean(truth, nil), nil
+}
+
+// ExactHeldOutLL is the Run.TrueHeldOutLL of the run configured by cfg
+// (its config.json, defaults resolved), its held-out data drawn again from
+// its seed as the run drew them, without the run's checkpoint or
+// metrics: NaN for a data set or images, whose density is unknown.
+func ExactHeldOutLL(cfg config.Run) (float64, error) {
+	if cfg.Data != nil || cfg.DataDir != "" {
+		return math.NaN(), nil // not loaded: no exact density
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, dataStream))
+	exp, _, err := cfg.LoadExperiment(rng)
+	if err != nil || exp.Kind != experiments.KindDensity {
+		return math.NaN(), err
+	}
+	_, held := exp.Split(rng, cfg.DataSize, 4096)
+	return exactMeanLogDensity(exp, held)
 }
 
 // Resume reopens the run in dir from its last checkpoint.

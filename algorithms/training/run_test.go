@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 	"gonum.org/v1/gonum/mat"
 )
@@ -416,5 +417,36 @@ func TestFloat32ResumeReproducesUninterruptedRun(t *testing.T) {
 				t.Errorf("last loss %v uninterrupted, %v resumed", a, b)
 			}
 		})
+	}
+}
+
+// ExactHeldOutLL draws a run's held-out data again from its recorded
+// configuration: the same mean exact log-density as the run's own (compare
+// reads it for runs still training, which have no metrics.json yet), for
+// two seeds (it depends on the seed), and NaN for a data file's run.
+func TestExactHeldOutLLFromConfig(t *testing.T) {
+	var seen []float64
+	for _, seed := range []uint64{1, 2} {
+		dir := t.TempDir()
+		cfg := smallConfig(t, algorithms.ULA, 2)
+		cfg.Seed = seed
+		r, err := NewRun(cfg, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ExactHeldOutLL(r.Config) // as config.json records it
+
+		if err != nil || math.IsNaN(got) || got != r.TrueHeldOutLL {
+			t.Errorf("seed %d: %v (%v), want the run's %v", seed, got, err, r.TrueHeldOutLL)
+		}
+		seen = append(seen, got)
+	}
+	if seen[0] == seen[1] {
+		t.Errorf("the same held-out LL %v for two seeds", seen[0])
+	}
+	cfg := smallConfig(t, algorithms.ULA, 2)
+	cfg.Data = &config.Data{File: "elsewhere.csv"}
+	if got, err := ExactHeldOutLL(cfg); err != nil || !math.IsNaN(got) {
+		t.Errorf("data run: %v, %v; want NaN", got, err)
 	}
 }

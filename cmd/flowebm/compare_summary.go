@@ -25,6 +25,7 @@ type runSummary struct {
 	dir     string
 	cfg     string // experiment, algorithm and flow, or "" where unreadable
 	metrics *training.Metrics
+	exactLL float64 // the exact held-out LL (NaN: unknown), from metrics.json or drawn again from config.json
 }
 
 // readSummary reads what the table shows of the run in dir, and returns
@@ -32,7 +33,7 @@ type runSummary struct {
 // but cannot be read (probe 59: a damaged one showed — without a word).
 // A run still training has no metrics.json.
 func readSummary(r plots.Named, dir string) (runSummary, []error) {
-	s := runSummary{Named: r, dir: dir}
+	s := runSummary{Named: r, dir: dir, exactLL: math.NaN()}
 	var unread []error
 	cfg, err := training.ReadRunConfig(dir)
 	if err != nil && (exists(filepath.Join(dir, "config.json")) || training.ConfigRestore(dir) != "") { // probe 61: a deleted one, silent
@@ -52,9 +53,13 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 	m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
 	switch {
 	case err == nil:
-		s.metrics = &m
+		s.metrics, s.exactLL = &m, m.TrueHeldOutLL
 	case exists(filepath.Join(dir, "metrics.json")):
 		unread = append(unread, err)
+	case cfg.Experiment != "": // still training: drawn again (round 63: left out)
+		if s.exactLL, err = training.ExactHeldOutLL(cfg); err != nil {
+			s.exactLL = math.NaN() // its config.json was read: an experiment it cannot draw is the evaluations' to show
+		}
 	}
 	return s, unread
 }
@@ -90,10 +95,10 @@ func (r runSummary) row() string {
 	last := r.Evals[len(r.Evals)-1]
 	ll := num(last.HeldOutLL, "%.3f")
 	ms := "—"
+	if !math.IsNaN(r.exactLL) {
+		ll += " (" + num(r.exactLL, "%.3f") + ")"
+	}
 	if m := r.metrics; m != nil {
-		if !math.IsNaN(m.TrueHeldOutLL) {
-			ll += " (" + num(m.TrueHeldOutLL, "%.3f") + ")"
-		}
 		if m.Iterations > 0 {
 			ms = fmt.Sprintf("%.0f", 1000*m.Seconds/float64(m.Iterations))
 		}
