@@ -527,12 +527,22 @@ func (in *instance) resizeTargets(node *Node, shape []int) ([]float64, []int, er
 
 // nearestIndices maps each resized index to an input index as ONNX's
 // Resize does in nearest mode.
+//
+// Upsample and opset 10's Resize have neither attribute: their input
+// coordinate is i/scale, rounded down when upsampling (scale ≥ 1: ONNX's
+// Upsample tests, numpy.repeat at integer scales, PyTorch's nearest
+// interpolation) and up when downsampling, as ONNX Runtime computes them
+// (probe 67 A1: rounded half down, as opset 11's default, scale 3
+// repeated a pixel 2, 3, 4 times and the energies were off by 16).
 func nearestIndices(node *Node, in, out int, scale float64) ([]int, error) {
 	ctm := nodeString(node, "coordinate_transformation_mode", "half_pixel")
-	if _, ok := node.Attrs["coordinate_transformation_mode"]; !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2) {
-		ctm = "asymmetric" // opset 10's Resize and Upsample
-	}
 	mode := nodeString(node, "nearest_mode", "round_prefer_floor")
+	if _, ok := node.Attrs["coordinate_transformation_mode"]; !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2) {
+		ctm, mode = "asymmetric", "floor" // opset 10's Resize and Upsample
+		if scale < 1 {
+			mode = "ceil"
+		}
+	}
 	idx := make([]int, out)
 	for i := range idx {
 		var x float64

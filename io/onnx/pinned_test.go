@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,6 +156,14 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// Probe 64 A3: a -Inf mask into logsumexp, refused.
 		{"maskpath_logsumexp_dyn", false, []int{5}},
 		{"maskpath_logsumexp_b4_f32", false, []int{5}},
+		// Probe 67 A1: nearest Upsample (opset 9) and Resize (opset 10)
+		// at scales 3 and 1.5, energies off by up to 16.
+		{"upsample_o9_s3_dyn", false, []int{5}},
+		{"upsample_o10_s3_dyn", false, []int{5}},
+		{"upsample_o9_s15_dyn", false, []int{5}},
+		{"upsample_o10_s15_dyn", false, []int{5}},
+		{"upsample_o9_s3_b4_f32", false, []int{5}},
+		{"upsample_o9_s15_b4_f32", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {
@@ -574,5 +583,23 @@ func TestTrainingModeExportRefused(t *testing.T) {
 	_, err := ReadFile(filepath.Join("testdata", "pinned", "dropout_training_dyn.onnx"))
 	if err == nil || !strings.Contains(err.Error(), "training=TrainingMode.EVAL") || strings.Contains(err.Error(), "at a batch of") {
 		t.Errorf("%v", err)
+	}
+}
+
+// Probe 67 A1: opset 10's Resize downsampling rounds the input coordinate
+// i/scale up, as ONNX Runtime 1.30 computes it (5 pixels at scale 0.6 read
+// pixels 0, 2 and 4; PyTorch's own interpolation reads 0, 1 and 3, and
+// its opset-10 export is ONNX Runtime's), and upsampling rounds it down.
+func TestNearestIndicesOfOpset10(t *testing.T) {
+	resize10 := &Node{OpType: "Resize", Inputs: []string{"x", "scales"}, Attrs: map[string]*Attribute{}}
+	for _, c := range []struct {
+		in, out int
+		scale   float64
+		want    []int
+	}{{5, 3, 0.6, []int{0, 2, 4}}, {4, 2, 0.5, []int{0, 2}}, {3, 9, 3, []int{0, 0, 0, 1, 1, 1, 2, 2, 2}}, {4, 6, 1.5, []int{0, 0, 1, 2, 2, 3}}} {
+		got, err := nearestIndices(resize10, c.in, c.out, c.scale)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%d to %d at scale %v: %v (%v), want %v", c.in, c.out, c.scale, got, err, c.want)
+		}
 	}
 }

@@ -1649,3 +1649,28 @@ for name in ("nometa_realnvp_sample", "nometa_realnvp_density"):
             if t.name == "f.cs.0.mask":
                 t.CopyFrom(onnx.numpy_helper.from_array(1 - onnx.numpy_helper.to_array(t), t.name))
     onnx.save(m, f"{out}/flippedmask_{name.split('_')[-1]}.onnx")
+
+
+# Probe 67 A1: nearest nn.Upsample / F.interpolate exported at opsets 9
+# (Upsample) and 10 (Resize without nearest_mode): scale 3 repeated a
+# pixel 2, 3 and 4 times (rounded half down, opset 11's default, instead
+# of down), energies off by 16.
+class UpsampleEBM(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.c = nn.Conv2d(1, 2, 3, padding=1)
+        self.scale = scale
+        n = int(4 * scale)
+        self.w = nn.Parameter(torch.randn(2, n, n))
+
+    def forward(self, x):
+        h = F.interpolate(torch.tanh(self.c(x)), scale_factor=self.scale, mode="nearest")
+        return (h * self.w).sum((1, 2, 3)) + (x ** 2).sum((1, 2, 3)) / 2
+
+
+torch.manual_seed(671)
+for scale, tag in ((3, "s3"), (1.5, "s15")):
+    m = UpsampleEBM(scale)
+    for opset in (9, 10):
+        save(f"upsample_o{opset}_{tag}_dyn", m, (1, 4, 4), torch.float64, 2, [5], dynamic=True, opset=opset)
+    save(f"upsample_o9_{tag}_b4_f32", m, (1, 4, 4), torch.float32, 4, [5], opset=9)
