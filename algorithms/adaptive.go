@@ -41,7 +41,10 @@ type AdaptiveFlowMC struct {
 	// if set, gets the window's means, and the training phase stops early
 	// once the window's global acceptance has not risen by more than
 	// MinImprovement (default 0.01) above its best for Patience windows in
-	// a row (default 5; negative: never stop early).
+	// a row (default 5; negative: never stop early). The best counts from
+	// the lowest window so far: chains that start where the flow proposes
+	// well accept its moves more often than once they have moved, and
+	// that transient is not the flow's progress to beat.
 	ReportEvery, Patience int
 	MinImprovement        float64
 	Report                func(AdaptiveReport)
@@ -87,11 +90,12 @@ func (a AdaptiveFlowMC) Sample(rng *rand.Rand, x *mat.Dense, draws int) (out []f
 // whole of its progress: restore them into a run made by the same Start
 // to continue it bit for bit.
 type AdaptiveRun struct {
-	// Training is the training phase's state: Cycle cycles done, the best
-	// windowed global acceptance and the windows since it rose.
+	// Training is the training phase's state: Cycle cycles done, the
+	// lowest windowed global acceptance (+Inf before the first window), the
+	// best since then and the windows since it rose.
 	Training  *samplers.State
 	Cycle     int
-	Best      float64
+	Low, Best float64
 	Stale     int
 	Optimizer Optimizer
 	MALA      *samplers.MALA
@@ -122,7 +126,7 @@ func (a AdaptiveFlowMC) Start(x *mat.Dense, draws int) (*AdaptiveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &AdaptiveRun{Training: samplers.NewState(x), Best: math.Inf(-1), Optimizer: opt, a: a, draws: draws,
+	r := &AdaptiveRun{Training: samplers.NewState(x), Low: math.Inf(1), Best: math.Inf(-1), Optimizer: opt, a: a, draws: draws,
 		MALA: &samplers.MALA{Target: a.Target, StepSize: cmp.Or(a.StepSize, 0.01)}, win: newWindow(m, d, cmp.Or(a.ReportEvery, 10))}
 	r.kernel = &samplers.FlowMC{
 		Global:      &samplers.ISIR{Target: a.Target, Proposal: a.Flow, Particles: cmp.Or(a.Particles, 32)},
@@ -172,11 +176,7 @@ func (r *AdaptiveRun) Step(rng *rand.Rand) error {
 	}
 	rep := r.win.report(r.Cycle, cycles)
 	if r.a.Patience >= 0 {
-		if rep.Global > r.Best+cmp.Or(r.a.MinImprovement, 0.01) {
-			r.Best, r.Stale = rep.Global, 0
-		} else if r.Stale++; r.Stale >= cmp.Or(r.a.Patience, 5) && r.Cycle < cycles {
-			rep.Stopped = true
-		}
+		rep.Stopped = r.stalled(rep.Global) && r.Cycle < cycles
 	}
 	if r.a.Report != nil {
 		r.a.Report(rep)
@@ -186,6 +186,24 @@ func (r *AdaptiveRun) Step(rng *rand.Rand) error {
 		return r.produce()
 	}
 	return nil
+}
+
+// stalled counts the window of global acceptance g and says whether
+// training has stopped improving: g has not risen by MinImprovement above
+// the best window for Patience windows. A window below every earlier one
+// restarts the count from it (probe 67 A4: the first window, of chains
+// still where the flow proposes well, accepted 0.71, the next 0.56, and
+// training stopped at cycle 60 below 0.72 though it rose to 0.97).
+func (r *AdaptiveRun) stalled(g float64) bool {
+	switch {
+	case g < r.Low:
+		r.Low, r.Best, r.Stale = g, g, 0
+	case g > r.Best+cmp.Or(r.a.MinImprovement, 0.01):
+		r.Best, r.Stale = g, 0
+	default:
+		r.Stale++
+	}
+	return r.Stale >= cmp.Or(r.a.Patience, 5)
 }
 
 // AtWindowEnd says whether the run is between windows (or in production):

@@ -107,7 +107,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.StringVar(&f.flowDensity, "flow-density", "", "the ONNX density graph of the flow whose sampling graph --flow gives")
 	fl.Float64Var(&f.flowBase, "flow-base-sigma", 0, "σ of an ONNX flow's base N(0, σ² I) (0: the files' metadata, else 1)")
 	fl.BoolVar(&f.trainFlow, "train-flow", false, "flowmc: train the flow of --flow on the chains' states during the warm-up, as without one")
-	fl.IntVar(&f.patience, "patience", 5, "flowmc training its flow: stop the warm-up once global acceptance has not risen by 0.01 for this many windows of 10 cycles (0: never stop early)")
+	fl.IntVar(&f.patience, "patience", 5, "flowmc training its flow: stop the warm-up once global acceptance has not risen by 0.01 above its best since its lowest window for this many windows of 10 cycles (0: never stop early)")
 	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")

@@ -51,7 +51,11 @@ type sampleMeta struct {
 	Training bool     `json:"training"`
 	Cycle    int      `json:"cycle"`
 	Best     *float64 `json:"best,omitempty"` // nil: −∞
-	Stale    int      `json:"stale"`
+	// Low is the lowest window's (nil: +∞ before the first window; −∞,
+	// the best counted from the start, in a checkpoint written before it
+	// was kept).
+	Low   *float64 `json:"low,omitempty"`
+	Stale int      `json:"stale"`
 	// Done steps of the chains' run, with its acceptance sums.
 	Done          int     `json:"done"`
 	Local, Global float64 `json:"-"`
@@ -239,8 +243,8 @@ func (r *adaptiveRun) save(meta *sampleMeta, arrays map[string]*npy.Array) {
 	meta.Training = r.Production == nil
 	meta.Cycle, meta.Stale = r.Cycle, r.Stale
 	if !math.IsInf(r.Best, -1) {
-		b := r.Best
-		meta.Best = &b
+		b, l := r.Best, r.Low
+		meta.Best, meta.Low = &b, &l
 	}
 	meta.StepSize, meta.Frozen = r.MALA.StepSize, r.MALA.Frozen
 	arrays["flow"] = &npy.Array{Shape: []int{r.flow.Params.Count()}, Data: r.flow.Params.Flatten(nil)}
@@ -279,9 +283,15 @@ func (r *adaptiveRun) restore(meta *sampleMeta, ck *ckptReader) error {
 	if err := r.Optimizer.SetState(st); err != nil {
 		return fmt.Errorf("%s: optimiser state: %w", ck.path, err)
 	}
-	r.Cycle, r.Stale, r.Best = meta.Cycle, meta.Stale, math.Inf(-1)
+	r.Cycle, r.Stale, r.Best, r.Low = meta.Cycle, meta.Stale, math.Inf(-1), math.Inf(1)
 	if meta.Best != nil {
-		r.Best = *meta.Best
+		r.Best, r.Low = *meta.Best, math.Inf(-1) // an earlier build's count, kept
+		if meta.Low != nil {
+			r.Low = *meta.Low
+		}
+		if math.IsNaN(r.Low) || r.Low > r.Best {
+			return fmt.Errorf("%s: meta low %v above best %v, want the lowest window's global acceptance, at most the best", ck.path, r.Low, r.Best)
+		}
 	}
 	if !(meta.StepSize > 0) || math.IsInf(meta.StepSize, 0) {
 		return fmt.Errorf("%s: meta step_size %v, want a finite step size > 0", ck.path, meta.StepSize)
