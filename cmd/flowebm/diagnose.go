@@ -99,7 +99,7 @@ pdf; existing files are replaced only with --force).`,
 	fl.IntVar(&o.nested, "nested", 0, "nested R-hat with this many superchains of consecutive chains (it must divide the chains)")
 	fl.StringVar(&o.plots, "plots", "", "folder for trace, rank, autocorrelation and ESS plots")
 	markPathFlags(fl, "plots")
-	fl.StringVar(&o.plotDims, "plot-dims", "", "dimensions to plot, by name or index, e.g. mu,tau (dim0 or 0 for unnamed data; default the 4 with the largest R-hat)")
+	fl.StringVar(&o.plotDims, "plot-dims", "", "dimensions to plot, by name or index, e.g. mu,tau,theta[1,2] (commas inside brackets are part of a name; dim0 or 0 for unnamed data; default the 4 with the largest R-hat)")
 	fl.Var(&o.format, "plot-format", "format of the plots: png, svg or pdf")
 	fl.BoolVar(&o.force, "force", false, "replace existing plot files")
 	return cmd

@@ -135,8 +135,7 @@ func (o diagnoseOptions) chosenDims(c *chainsData) ([]int, error) {
 		return worstDims(c), nil
 	}
 	var dims []int
-	for _, f := range strings.Split(o.plotDims, ",") {
-		f = strings.TrimSpace(f)
+	for _, f := range splitDimList(o.plotDims) {
 		d := c.dimNamed(f)
 		if d < 0 {
 			return nil, fmt.Errorf("--plot-dims %s: no dimension %q (%s)", o.plotDims, f, c.dimChoices())
@@ -147,6 +146,40 @@ func (o diagnoseOptions) chosenDims(c *chainsData) ([]int, error) {
 		dims = append(dims, d)
 	}
 	return dims, nil
+}
+
+// splitDimList splits a --plot-dims list at the commas outside brackets,
+// so that posterior's and Stan's names of matrix elements (theta[1,2]) are
+// one name each (probe 67 B1), and at commas outside double quotes, which
+// it drops around a name.
+func splitDimList(s string) []string {
+	var fields []string
+	depth, start, quoted := 0, 0, false
+	add := func(f string) {
+		f = strings.TrimSpace(f)
+		if len(f) >= 2 && f[0] == '"' && f[len(f)-1] == '"' {
+			f = f[1 : len(f)-1]
+		}
+		fields = append(fields, f)
+	}
+	for i, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case quoted:
+		case r == '[' || r == '(':
+			depth++
+		case r == ']' || r == ')':
+			depth = max(depth-1, 0)
+		case r == ',':
+			if depth == 0 {
+				add(s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	add(s[start:])
+	return fields
 }
 
 // dimNamed is the dimension that f names in --plot-dims (-1 if none): by

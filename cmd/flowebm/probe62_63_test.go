@@ -317,3 +317,32 @@ func TestDataSizeNote(t *testing.T) {
 		t.Errorf("%d %s %s", code, so, se)
 	}
 }
+
+// Probe 67 B1: --plot-dims split theta[1,2] (posterior's and Stan's name
+// of a matrix element, listed as a choice) at its comma: "no dimension
+// \"theta[1\"". Commas inside brackets are part of a name, and quotes
+// around one are dropped.
+func TestPlotDimsNamesWithCommas(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString(`"theta[1,1]","theta[1,2]",".chain",".iteration",".draw"` + "\n")
+	for c := 1; c <= 4; c++ {
+		for n := 1; n <= 50; n++ {
+			fmt.Fprintf(&b, "%g,%g,%d,%d,%d\n", float64((n*7+c*3)%11)/11, float64((n*5+c)%13)/13, c, n, (c-1)*50+n)
+		}
+	}
+	path := filepath.Join(dir, "pd.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, dims := range []string{"theta[1,2]", `"theta[1,2]"`, "theta[1,2], theta[1,1]"} {
+		plots := filepath.Join(dir, fmt.Sprint("p", i))
+		so, se, code := runCLI("diagnose", path, "--plots", plots, "--plot-dims", dims)
+		if m, _ := filepath.Glob(filepath.Join(plots, "theta_1_2_*")); code != 0 || len(m) == 0 {
+			t.Errorf("--plot-dims %s: %d %s %s; figures %v", dims, code, so, se, m)
+		}
+	}
+	if got := splitDimList(`theta[1,2], "a,b" ,mu,f(1,2)`); !slices.Equal(got, []string{"theta[1,2]", "a,b", "mu", "f(1,2)"}) {
+		t.Errorf("split %q", got)
+	}
+}
