@@ -127,7 +127,15 @@ func writeOutput(flag, out string, force bool, write func(io.Writer) error) erro
 // existsMeanwhile is the error of an output that was absent when the
 // command started and exists when it is to be put in place.
 func existsMeanwhile(flag, out string) error {
-	return fmt.Errorf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", flag, out)
+	return &takenError{flag: flag, path: out}
+}
+
+// takenError is existsMeanwhile's error: the output of flag, at path,
+// was written by another process while the command ran.
+type takenError struct{ flag, path string }
+
+func (e *takenError) Error() string {
+	return fmt.Sprintf("%s %s exists (another process wrote it meanwhile?): nothing was written; give another name, or replace it with --force", e.flag, e.path)
 }
 
 // testHook, if not nil, is called at points of the commands' writes:

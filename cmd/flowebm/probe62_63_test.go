@@ -346,3 +346,30 @@ func TestPlotDimsNamesWithCommas(t *testing.T) {
 		t.Errorf("split %q", got)
 	}
 }
+
+// Probe 67 B2: a sample whose --out another process wrote meanwhile
+// printed "continue with: flowebm sample --resume CK", which was then
+// refused for that --out; the advice names a new --out, and works.
+func TestSampleOutTakenAdvice(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	out, ck := filepath.Join(dir, "cs.npy"), filepath.Join(dir, "cs.ck.npz")
+	defer func() { testHook = nil }()
+	testHook = func(point string) {
+		if point == "output-writing" && !exists(out) {
+			os.WriteFile(out, []byte("another process's"), 0o644)
+		}
+	}
+	_, se, code := runCLI("sample", "--model", model, "--sampler", "mala", "--chains", "4", "--steps", "20", "--checkpoint", ck, "--checkpoint-every", "5", "--out", out)
+	testHook = nil
+	want := "continue with: flowebm sample --resume " + ck + " --out NEW.npy"
+	if code == 0 || !strings.Contains(se, "exists (another process wrote it meanwhile?)") || !strings.Contains(se, want) {
+		t.Fatalf("exit %d: %s; want %q", code, se, want)
+	}
+	if so, se, code := runCLI("sample", "--resume", ck, "--out", filepath.Join(dir, "new.npy")); code != 0 || !exists(filepath.Join(dir, "new.npy")) {
+		t.Errorf("the advice followed: exit %d: %s %s", code, so, se)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "another process's" {
+		t.Errorf("the other process's --out was replaced")
+	}
+}

@@ -343,6 +343,9 @@ type sampleCheckpointState struct {
 	placed  atomic.Bool // the outputs are all in place
 	moved   atomic.Bool // the checkpoint's folder is no longer at its path
 	outGone atomic.Bool // the --out folder is no longer the one it was
+	// taken is the flag whose output another process wrote meanwhile
+	// ("" if none).
+	taken atomic.Value
 	// anchor is the checkpoint's folder as it was locked: checkpoints
 	// are written through it (lockFileAnchored).
 	anchor training.Anchor
@@ -367,10 +370,15 @@ func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
 	if f.force { // the outputs it was told to replace are still refused without it (probe 34)
 		force = " --force"
 	}
-	if ck.outGone.Load() { // probe 52: the advice without it was refused
+	taken, _ := ck.taken.Load().(string)
+	if ck.outGone.Load() || taken == "--out" { // probe 52, 67 B2: the advice without it was refused
 		force += " --out NEW.npy"
 	}
-	return fmt.Sprintf("; the checkpoint %s stands: continue with: flowebm sample --resume %s%s", f.checkpoint, shellQuote(f.checkpoint), force)
+	first := ""
+	if taken == "--flow-out" && !f.force { // --resume cannot name another
+		first = fmt.Sprintf("move the files another process wrote to --flow-out %s away, then ", shellQuote(f.flowOut))
+	}
+	return fmt.Sprintf("; the checkpoint %s stands: %scontinue with: flowebm sample --resume %s%s", f.checkpoint, first, shellQuote(f.checkpoint), force)
 }
 
 // finish checks and writes the draws (telling ck), and prints the summary.
@@ -857,6 +865,9 @@ func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleC
 		}
 		set.placed = func() { ck.placed.Store(true) } // before a signal's note is made
 		if err := set.place(); err != nil {
+			if taken := (*takenError)(nil); errors.As(err, &taken) {
+				ck.taken.Store(taken.flag)
+			}
 			return err
 		}
 		hook("sample-placed")
