@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -319,5 +320,26 @@ func TestLogTickLabelsApart(t *testing.T) {
 		if top := labelled[len(labelled)-1]; top < math.Pow(r[1], 0.75)*math.Pow(r[0], 0.25) { // probe 63: 1.5 the top label under curves at 1.6-1.85
 			t.Errorf("%v: the top label %v leaves the upper quarter of the axis unlabelled", r, top)
 		}
+	}
+}
+
+// Probe 67 B3: an SVG's or PDF's white background covered the plot panel
+// only, leaving the legend column transparent (unreadable on a dark
+// viewer); the whole canvas is painted first. In SVG, the first path
+// drawn is the canvas's rectangle, filled white.
+func TestSVGBackgroundCoversCanvas(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.svg")
+	fig := Figure{Title: "t", Curves: []Curve{{Name: "a long legend entry", Points: plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 2}}}}}
+	if err := fig.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := regexp.MustCompile(`viewBox="0 0 ([0-9.]+) ([0-9.]+)"`).FindSubmatch(b)
+	first := regexp.MustCompile(`<path d="M0,0L([0-9.]+),0L([0-9.]+),([0-9.]+)L0,[0-9.]+Z"\s*style="fill:#FFFFFF`).FindSubmatch(b)
+	if view == nil || first == nil || string(first[1]) != string(view[1]) || string(first[3]) != string(view[2]) {
+		t.Errorf("the first white rectangle %q does not cover the canvas %q", first, view)
 	}
 }

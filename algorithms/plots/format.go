@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 	"path/filepath"
 	"strings"
@@ -87,6 +88,12 @@ func writePlotFile(path string, w, h vg.Length, paint func(draw.Canvas)) error {
 		return err
 	}
 	c := newCanvas(f, w, h)
-	paint(draw.New(c))
+	dc := draw.New(c)
+	// The whole canvas white: a plot paints its own panel only, and an
+	// SVG's or PDF's legend column beside it was transparent, unreadable
+	// on a dark viewer (probe 67 B3).
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	paint(dc)
 	return safefile.Write(path, func(wr io.Writer) error { _, err := c.WriteTo(wr); return err })
 }
