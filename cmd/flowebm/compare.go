@@ -378,7 +378,7 @@ func checkPlotIters(path string, evals []training.Eval) error {
 func noEvalsError(dir string, err error) error {
 	switch {
 	case exists(filepath.Join(dir, "spec.json")) && !isTrainingRun(dir):
-		return fmt.Errorf("%s is a checkpoint (model) folder, not a training run: compare wants run folders that flowebm train wrote", dir)
+		return fmt.Errorf("%s is a checkpoint (model) folder, not a training run: compare wants run folders that flowebm train wrote%s", dir, checkpointOfRun(dir))
 	case lockedByOther(dir):
 		return fmt.Errorf("%s: the run has no evaluations yet: it is being trained (another flowebm process holds %s%s); compare it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"), sharedLockNote(dir))
 	case !isTrainingRun(dir) && !exists(filepath.Join(dir, "checkpoint.new")):

@@ -1235,9 +1235,29 @@ func runsWithin(dir string) string {
 		}
 	}
 	if len(runs) == 0 {
+		if filepath.Base(dir) != "runs" && exists(filepath.Join(dir, "runs")) {
+			if within := runsWithin(filepath.Join(dir, "runs")); within != "" { // probe 67 B4: reproduce's folder
+				within = strings.Replace(within, " (as reproduce writes them)", "", 1)
+				return "; it is a folder that reproduce wrote" + strings.Replace(within, "; it holds", ", and its runs/ holds", 1)
+			}
+		}
 		return ""
 	}
-	return fmt.Sprintf("; it holds the runs %s (as train --seeds writes them): give those, e.g. %s", strings.Join(runs[:min(len(runs), 5)], ", "), shellQuote(filepath.Join(dir, runs[0])))
+	by := "train --seeds writes them"
+	if filepath.Base(dir) == "runs" && exists(filepath.Join(filepath.Dir(dir), "report.md")) {
+		by = "reproduce writes them" // probe 67 B4: "as train --seeds writes them"
+	}
+	return fmt.Sprintf("; it holds the runs %s (as %s): give those, e.g. %s", strings.Join(runs[:min(len(runs), 5)], ", "), by, shellQuote(filepath.Join(dir, runs[0])))
+}
+
+// checkpointOfRun says, of a checkpoint folder dir inside a run folder,
+// to give the run instead ("" if dir is not one).
+func checkpointOfRun(dir string) string {
+	parent := filepath.Dir(filepath.Clean(dir))
+	if !exists(filepath.Join(dir, "spec.json")) || !isTrainingRun(parent) {
+		return ""
+	}
+	return "; it is the checkpoint folder of the run " + parent + ": give the run, e.g. " + shellQuote(parent)
 }
 
 func isTrainingRun(dir string) bool {

@@ -52,7 +52,7 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		if restore := training.ConfigRestore(dir); restore != "" && !exists(filepath.Join(dir, "config.json")) { // probes 60, 61: "no config.json or checkpoint/" beside its checkpoint
 			return "", fmt.Errorf("%s is a run folder without its config.json: %s", dir, restore)
 		}
-		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote%s", dir, runsWithin(dir))
+		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote%s%s", dir, runsWithin(dir), checkpointOfRun(dir))
 	}
 	release, held, err := lockRunHeld(dir, "plot")
 	if err != nil {

@@ -373,3 +373,29 @@ func TestSampleOutTakenAdvice(t *testing.T) {
 		t.Errorf("the other process's --out was replaced")
 	}
 }
+
+// Probe 67 B4: plot and compare on reproduce's folders said its runs were
+// written "as train --seeds writes them", said nothing of the runs in
+// DIR/runs when given DIR, and plot on a run's checkpoint folder did not
+// name the run.
+func TestRunFolderHintsForReproduceAndCheckpoints(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "rep")
+	if so, se, code := runCLI("reproduce", "--experiments", "rings", "--algorithms", "ula", "--iterations", "4", "--jobs", "1", "--out", rep); code != 0 {
+		t.Fatalf("reproduce: %d %s %s", code, so, se)
+	}
+	run := filepath.Join(rep, "runs", "rings-ula")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", rep}, "it is a folder that reproduce wrote, and its runs/ holds the runs rings-ula: give those, e.g. " + run},
+		{[]string{"compare", rep, "--out", filepath.Join(rep, "x")}, "it is a folder that reproduce wrote"},
+		{[]string{"plot", filepath.Join(rep, "runs")}, "(as reproduce writes them)"},
+		{[]string{"plot", filepath.Join(run, "checkpoint")}, "it is the checkpoint folder of the run " + run + ": give the run"},
+		{[]string{"compare", filepath.Join(run, "checkpoint"), "--out", filepath.Join(rep, "y")}, "it is the checkpoint folder of the run " + run},
+	} {
+		if _, se, code := runCLI(c.args...); code == 0 || !strings.Contains(se, c.want) {
+			t.Errorf("%v: exit %d: %s; want %q", c.args, code, se, c.want)
+		}
+	}
+}
