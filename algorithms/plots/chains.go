@@ -221,7 +221,10 @@ func essFigure(x [][]float64, name string) Figure {
 	f.Curves = []Curve{{Name: "bulk ESS", Points: bulk}, {Name: "tail ESS", Points: tail}}
 	f.Thresholds = []Threshold{{400, "400 (Vehtari et al. 2021)"}}
 	if allNaN(bulk) && allNaN(tail) {
+		// An empty frame over the draws, 0 to twice the threshold
+		// (probe 67 B5: x from -1 to 1, y from 399 to 401).
 		f.Curves = nil
+		f.XMin, f.XMax, f.YMin, f.YMax = 0, float64(max(draws, 1)), 0, 800
 	}
 	return f
 }

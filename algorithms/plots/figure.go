@@ -39,9 +39,10 @@ type Figure struct {
 	Title, XLabel, YLabel string
 	// LogY makes the y axis logarithmic (non-positive points are left out).
 	LogY bool
-	// YMin and YMax fix the y range when YMax > YMin.
-	YMin, YMax float64
-	Curves     []Curve
+	// YMin and YMax fix the y range when YMax > YMin, and XMin and XMax
+	// the x range when XMax > XMin.
+	YMin, YMax, XMin, XMax float64
+	Curves                 []Curve
 	// Thresholds are drawn as grey dashed lines, each named in the legend.
 	Thresholds []Threshold
 	// Empty says, in the title, why the figure has no point ("" : "no
@@ -91,6 +92,21 @@ type figureEntry struct {
 	thumb plot.Thumbnailer
 }
 
+// wholeX says whether the curves' x values are all whole numbers (draws,
+// lags, iterations), to be ticked at whole numbers only.
+func (f Figure) wholeX() bool {
+	n := 0
+	for _, c := range f.Curves {
+		for _, q := range c.Points {
+			if q.X != math.Trunc(q.X) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
 // layout builds the figure's plot (without legend) and its legend lines.
 func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 	p := newPlot()
@@ -103,6 +119,12 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 	}
 	if f.YMax > f.YMin {
 		p.Y.Min, p.Y.Max = f.YMin, f.YMax
+	}
+	if f.XMax > f.XMin {
+		p.X.Min, p.X.Max = f.XMin, f.XMax
+	}
+	if f.wholeX() {
+		p.X.Tick.Marker = readableTicks{integer: true}
 	}
 	if err := f.fitY(p); err != nil {
 		return nil, nil, err

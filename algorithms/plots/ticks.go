@@ -20,11 +20,18 @@ func newPlot() *plot.Plot {
 // values that vary little beside their size were all alike ("1", "1",
 // "1" for 1 ± 1e-7; "1e+06" thrice for 1e6 ± 1e-3), and large round ones
 // carried decimals ("25000.00") (probe 63).
-type readableTicks struct{}
+//
+// With integer, ticks fall on whole numbers only (an axis of draws or
+// iterations: chains of 4 draws were labelled 3, 3.5, 4, 4.5, 5; probe
+// 67 B5).
+type readableTicks struct{ integer bool }
 
 // Ticks returns the ticks between min and max.
-func (readableTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := roundTicks(min, max)
+func (r readableTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := roundTicks(min, max, r.integer)
+	if ticks == nil && r.integer {
+		ticks = roundTicks(min, max, false) // too many whole numbers: their default spacing
+	}
 	if ticks == nil {
 		ticks = plot.DefaultTicks{}.Ticks(min, max)
 	}
@@ -70,7 +77,7 @@ func (readableTicks) Ticks(min, max float64) []plot.Tick {
 // unlabelled ones between; nil where the range is empty or its positions
 // would not be exact (gonum's own ticks on 1 ± 2.5e-12 landed on
 // 0.9999999999979999, and on ±1e-99 off 0: probe 64).
-func roundTicks(min, max float64) []plot.Tick {
+func roundTicks(min, max float64, integer bool) []plot.Tick {
 	span := max - min
 	if !(span > 0) || math.IsInf(span, 0) {
 		return nil
@@ -82,6 +89,9 @@ func roundTicks(min, max float64) []plot.Tick {
 			break
 		}
 	}
+	if integer {
+		step = math.Max(step, 1)
+	}
 	first, last := math.Ceil(min/step), math.Floor(max/step)
 	if !(last-first < 10) || math.Abs(first) > 1e15 || math.Abs(last) > 1e15 {
 		return nil
@@ -90,13 +100,13 @@ func roundTicks(min, max float64) []plot.Tick {
 	for k := first; k <= last; k++ {
 		ticks = append(ticks, plot.Tick{Value: k * step, Label: "x"}) // labelled by Ticks
 		for j := 1; j < 5; j++ {
-			if v := (k*5 + float64(j)) * step / 5; v <= max {
+			if v := (k*5 + float64(j)) * step / 5; v <= max && (!integer || v == math.Trunc(v)) {
 				ticks = append(ticks, plot.Tick{Value: v})
 			}
 		}
 	}
 	for j := 1; j < 5; j++ { // minor ticks before the first
-		if v := (first*5 - float64(j)) * step / 5; v >= min {
+		if v := (first*5 - float64(j)) * step / 5; v >= min && (!integer || v == math.Trunc(v)) {
 			ticks = append(ticks, plot.Tick{Value: v})
 		}
 	}
@@ -107,6 +117,9 @@ func roundTicks(min, max float64) []plot.Tick {
 // exponent form) with the fewest digits that keep it within a thousandth
 // of step of its value.
 func tickLabel(v, step float64, style byte) string {
+	if v == 0 {
+		v = 0 // not "-0" (probe 67 B5: a tick at -1 × step × 0)
+	}
 	for d := 0; d <= 17; d++ {
 		prec := d
 		if style == 'g' {

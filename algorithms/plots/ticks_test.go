@@ -75,3 +75,32 @@ func TestTicksIncludeZero(t *testing.T) {
 		}
 	}
 }
+
+// Probe 67 B5: chains of 4 draws were ticked 3, 3.5, 4, 4.5, 5 draws per
+// chain, a zero tick was labelled "-0", and the ESS figure of a constant
+// dimension was an axis from -1 to 1 draws over ESS 399 to 401.
+func TestWholeNumberTicksAndZero(t *testing.T) {
+	var labels []string
+	for _, tk := range (readableTicks{integer: true}).Ticks(2.8, 5.2) {
+		if tk.Value != math.Trunc(tk.Value) {
+			t.Errorf("a tick at %v on a whole-number axis", tk.Value)
+		}
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if strings.Join(labels, " ") != "3 4 5" {
+		t.Errorf("labels %q, want 3 4 5", labels)
+	}
+	if got := tickLabel(math.Copysign(0, -1), 0.5, 'f'); got != "0" {
+		t.Errorf("-0 labelled %q", got)
+	}
+	f := Figure{Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 4, Y: 1}, {X: 5, Y: 2}}}}}
+	if !f.wholeX() {
+		t.Error("draws 4, 5 not read as whole numbers")
+	}
+	constant := [][]float64{{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}}
+	if e := essFigure(constant, "mu"); e.Curves != nil || e.XMin != 0 || e.XMax != 5 || e.YMax != 800 {
+		t.Errorf("ESS of constant chains: curves %v, x %v..%v, y %v..%v", e.Curves, e.XMin, e.XMax, e.YMin, e.YMax)
+	}
+}
