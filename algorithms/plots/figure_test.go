@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot/plotter"
@@ -341,5 +342,28 @@ func TestSVGBackgroundCoversCanvas(t *testing.T) {
 	first := regexp.MustCompile(`<path d="M0,0L([0-9.]+),0L([0-9.]+),([0-9.]+)L0,[0-9.]+Z"\s*style="fill:#FFFFFF`).FindSubmatch(b)
 	if view == nil || first == nil || string(first[1]) != string(view[1]) || string(first[3]) != string(view[2]) {
 		t.Errorf("the first white rectangle %q does not cover the canvas %q", first, view)
+	}
+}
+
+// Probe 67 B6: the energies figure's x label wrote p̃ with a combining
+// tilde, which the renderer drew over the θ after it ("pθ̃"); its text
+// holds no combining marks.
+func TestLabelsWithoutCombiningMarks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e.svg")
+	h := EnergyHistogram{Title: "energies", Sets: []EnergySet{{Name: "held-out", Energy: []float64{1, 2, 3}}}}
+	if err := h.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "energy") {
+		t.Fatal("no label drawn")
+	}
+	for _, r := range string(b) {
+		if unicode.Is(unicode.Mn, r) {
+			t.Errorf("the figure's text holds the combining mark %U", r)
+		}
 	}
 }

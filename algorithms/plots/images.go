@@ -114,7 +114,7 @@ func (h EnergyHistogram) Save(path string) error {
 	if hi-lo < 1e-12*math.Max(1, math.Abs(lo)) {
 		lo, hi = lo-0.5, hi+0.5
 	}
-	fig := Figure{Title: h.Title, XLabel: "energy −log p̃θ(x) (up to log Z)", YLabel: "density"}
+	fig := Figure{Title: h.Title, XLabel: "energy Eθ(x) = −log of the unnormalised density", YLabel: "density"}
 	for _, s := range h.Sets {
 		pts, dropped := stepHistogram(s.Energy, lo, hi, bins)
 		name := fmt.Sprintf("%s (%d)", s.Name, len(s.Energy)-dropped)
