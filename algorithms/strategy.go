@@ -53,6 +53,14 @@ func (a Algorithm) Kernel() KernelKind { return a.strategy().kernel() }
 // the EBM (all but ULA-EBM).
 func (a Algorithm) TrainsFlow() bool { return a.strategy().trainsFlow() }
 
+// AcceptsLocally reports whether the algorithm's local moves have an
+// accept step (all but ULA-EBM's unadjusted Langevin and CoopFlow's
+// noise-free Langevin, whose local acceptance is 1 by construction).
+func (a Algorithm) AcceptsLocally() bool {
+	k := a.strategy().kernel()
+	return k != KernelULA && k != KernelLangevinNoiseFree
+}
+
 // Shorten divides the length of the algorithm's chains in s by k, keeping
 // what the algorithm needs whole (flowMC-EBM's cycles): the scaling of
 // the paper's settings to 2 CPU cores.

@@ -399,3 +399,12 @@ func TestRunFolderHintsForReproduceAndCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// Probe 67 B7: train printed "acceptance: local 1.00" for ULA-EBM, whose
+// Langevin steps have no accept step (the report shows —).
+func TestULALocalAcceptanceNotApplicable(t *testing.T) {
+	so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "3", "--out", filepath.Join(t.TempDir(), "r"), "--quiet")
+	if code != 0 || !strings.Contains(so+se, "acceptance: local n/a (unadjusted Langevin: no accept step), global n/a") {
+		t.Errorf("%d %s %s", code, so, se)
+	}
+}

@@ -389,7 +389,7 @@ func (w *reportWriter) heldOut() error {
 		}
 		ms := 1000 * r.metrics.Seconds / float64(max(1, r.metrics.Iterations))
 		local := ev.Stats.LocalAccept
-		if r.algorithm == algorithms.ULA || r.algorithm == algorithms.CoopFlow {
+		if !r.algorithm.AcceptsLocally() {
 			local = math.NaN() // unadjusted Langevin: no accept step
 		}
 		p("| %s | %s | %s | %s ± %s | %.1f%% | %s | %s | %d | %.0f |\n", r.name(), fixed3(ev.HeldOutLL), exact,

@@ -1262,7 +1262,11 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 		fixed3(final.HeldOutLL), exact, fixed3(final.LogZ.LogZ), fixed3(final.LogZ.SE), 100*final.LogZ.ESS)
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
-	fmt.Fprintf(out, "acceptance: local %s, global %s\n", fmtAccept(final.Stats.LocalAccept), fmtAccept(final.Stats.GlobalAccept))
+	local := fmtAccept(final.Stats.LocalAccept)
+	if !run.Config.Train.Algorithm.AcceptsLocally() { // probe 67 B7: "local 1.00", as the report's "—"
+		local = "n/a (unadjusted Langevin: no accept step)"
+	}
+	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, fmtAccept(final.Stats.GlobalAccept))
 	fmt.Fprintf(out, "outputs in %s\n", run.Dir)
 }
 
