@@ -408,3 +408,24 @@ func TestULALocalAcceptanceNotApplicable(t *testing.T) {
 		t.Errorf("%d %s %s", code, so, se)
 	}
 }
+
+// Probe 67 B8: train --resume of a finished run ignored --plot-format at
+// exit 0 (no figure drawn), where other ignored flags are refused; the
+// refusal names the plot command that draws them. And "--iterations would
+// be ignored: drop them" for one flag.
+func TestResumeFinishedWithPlotFormat(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "r")
+	if so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "2", "--out", run, "--quiet"); code != 0 {
+		t.Fatalf("train: %d %s %s", code, so, se)
+	}
+	_, se, code := runCLI("train", "--resume", run, "--plot-format", "svg")
+	if want := "--plot-format would be ignored; to draw its figures in svg: flowebm plot " + run + " --plot-format svg"; code == 0 || !strings.Contains(se, want) {
+		t.Errorf("exit %d: %s; want %q", code, se, want)
+	}
+	if so, se, code := runCLI("train", "--resume", run); code != 0 || !strings.Contains(so, "nothing to do") {
+		t.Errorf("without --plot-format: %d %s %s", code, so, se)
+	}
+	if _, se, code := runCLI("train", "--resume", run, "--iterations", "5"); code == 0 || !strings.Contains(se, "--iterations would be ignored: drop it") {
+		t.Errorf("one flag: %d %s", code, se)
+	}
+}

@@ -427,7 +427,7 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 	}
 	defer release()
 	if f.resume != "" && finished(run) {
-		return completeImageOutputs(run, out, f.plotFormat)
+		return completeImageOutputs(run, out, f.plotFormat, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
 	}
 	sig.enterTraining(run.Dir)
 	hook("train-started")
@@ -537,9 +537,16 @@ func finished(run *training.Run) bool {
 // figures) of a finished image run that lost its image-samples.npz, the
 // rest of its outputs (metrics.json and its time) unchanged; otherwise
 // there is nothing to do.
-func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format) error {
+//
+// A --plot-format given (formatGiven) for a run that has nothing to do is
+// refused, saying how to draw its figures in it (probe 67 B8: ignored, exit
+// 0, no figure drawn).
+func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format, formatGiven bool) error {
 	path := filepath.Join(run.Dir, training.ImageSamplesFile)
 	if _, err := os.Stat(path); run.Experiment.Kind != experiments.KindImages || err == nil {
+		if formatGiven {
+			return fmt.Errorf("%s has finished its %d iterations and written its outputs: --resume has nothing to do, and --plot-format would be ignored; to draw its figures in %s: flowebm plot %s --plot-format %s", run.Dir, run.Config.Train.Iterations, format, shellQuote(run.Dir), format)
+		}
 		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
 		return nil
 	}
@@ -1084,7 +1091,11 @@ func (f trainFlags) ignoredWithResume(cmd *cobra.Command) error {
 		}
 	}
 	if len(ignored) > 0 {
-		return fmt.Errorf("--resume continues the run with the configuration it was started with; %s would be ignored: drop them", strings.Join(ignored, ", "))
+		them := "them"
+		if len(ignored) == 1 {
+			them = "it"
+		}
+		return fmt.Errorf("--resume continues the run with the configuration it was started with; %s would be ignored: drop %s", strings.Join(ignored, ", "), them)
 	}
 	return nil
 }
