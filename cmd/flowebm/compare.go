@@ -35,7 +35,7 @@ Nothing is trained; runs of any experiment, algorithm or seed can be
 overlaid. Existing figures in DIR are replaced only with --force,
 which also removes the figures of an earlier comparison that this one does
 not draw.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: positional(1, -1, "one or more run folders that flowebm train wrote", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCompare(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, format, force)
 		},

@@ -58,7 +58,7 @@ MLP, and writes it as the EBM of a checkpoint with the tilt
 N(0, σ² I), σ = --base (default 1). Other architectures are refused with the
 node that does not fit: use them directly with "flowebm energy" and
 "flowebm sample", which run any supported ONNX graph.`,
-		Args: cobra.ExactArgs(2),
+		Args: positional(2, 2, "two paths, the input and the output: CHECKPOINT OUT.onnx, or IN.onnx CHECKPOINT", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, out := args[0], args[1]
 			if err := checkConvertArgs(in, out); err != nil {

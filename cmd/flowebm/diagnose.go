@@ -86,7 +86,7 @@ below 400, the thresholds Vehtari et al. recommend.
 the chains mix), each chain's autocorrelation, and the bulk and tail ESS as
 the chains grow: DIR/NAME-trace.png and so on (--plot-format png, svg or
 pdf; existing files are replaced only with --force).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: positional(1, -1, "the draws: a .npy or .npz of chains × draws × dims, or CSV files", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.changed, o.stderr = cmd.Flags().Changed, cmd.ErrOrStderr()
 			return o.run(args, cmd.OutOrStdout())

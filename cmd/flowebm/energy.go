@@ -60,7 +60,7 @@ stored channels last (n, H, W, C) are refused (transpose them first).
 
 --out and --grad take .npy (float64) or .csv; without --out the energies are
 printed one per line. A positional X is the same as --points X.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: positional(0, 1, "at most one, the points (the same as --points X)", "the model goes in --model"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				if f.points != "" {

@@ -191,3 +191,24 @@ func version() string {
 	}
 	return fmt.Sprintf("%s, %s %s/%s; BLAS: %s; vector math: %s", v, runtime.Version(), runtime.GOOS, runtime.GOARCH, graph.BLAS(), layers.VectorMath())
 }
+
+// positional is cobra's check of a command's number of arguments, from
+// min to max (max < 0: no most), whose refusal names what the arguments
+// are (what) and the command's usage, not cobra's "requires at least 1
+// arg(s), only received 0" (probe 67 B9); hint, if not empty, follows a
+// refusal of too many.
+func positional(min, max int, what, hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch n := len(args); {
+		case n < min:
+			return fmt.Errorf("%s: give %s (usage: flowebm %s)", cmd.Name(), what, cmd.Use)
+		case max >= 0 && n > max:
+			extra := ""
+			if hint != "" {
+				extra = "; " + hint
+			}
+			return fmt.Errorf("%s: %d arguments (%s), want %s%s (usage: flowebm %s)", cmd.Name(), n, strings.Join(args, " "), what, extra, cmd.Use)
+		}
+		return nil
+	}
+}

@@ -24,7 +24,7 @@ images. Nothing is trained and only the figures are written (in
 --plot-format; figures in other formats are left as they are). A run being
 trained is refused (its folder is locked). To overlay several runs, use
 "flowebm compare".`,
-		Args: cobra.MinimumNArgs(1),
+		Args: positional(1, -1, "one or more run folders that flowebm train wrote", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer removeTempsOnSignal()()
 			for _, dir := range args {

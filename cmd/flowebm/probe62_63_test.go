@@ -429,3 +429,27 @@ func TestResumeFinishedWithPlotFormat(t *testing.T) {
 		t.Errorf("one flag: %d %s", code, se)
 	}
 }
+
+// Probe 67 B9: missing or extra arguments were refused in cobra's words
+// ("requires at least 1 arg(s), only received 0"), and sample without
+// --out asked for the --model it had.
+func TestArgumentRefusalsNameWhatIsMissing(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"diagnose"}, "diagnose: give the draws: a .npy or .npz of chains × draws × dims, or CSV files (usage: flowebm diagnose"},
+		{[]string{"plot"}, "plot: give one or more run folders that flowebm train wrote (usage: flowebm plot RUN...)"},
+		{[]string{"compare"}, "compare: give one or more run folders"},
+		{[]string{"convert", "r1"}, "convert: give two paths, the input and the output"},
+		{[]string{"energy", "r1", "p0.npy"}, "energy: 2 arguments (r1 p0.npy), want at most one, the points (the same as --points X); the model goes in --model"},
+		{[]string{"sample", "--model", "r1"}, "give --out CHAINS.npy (where the draws go)"},
+	} {
+		if _, se, code := runCLI(c.args...); code == 0 || !strings.Contains(se, c.want) || strings.Contains(se, "arg(s)") {
+			t.Errorf("%v: exit %d: %s; want %q", c.args, code, se, c.want)
+		}
+	}
+	if _, se, _ := runCLI("sample", "--model", "r1"); strings.Contains(se, "give --model") {
+		t.Errorf("sample asked for the --model it had: %s", se)
+	}
+}

@@ -726,8 +726,15 @@ func (f sampleFlags) newRun(rng *rand.Rand, m checkpoint.Models, x *mat.Dense, o
 
 // checkOutputs checks the flags and the output file before any work.
 func (f sampleFlags) checkOutputs() error {
-	if f.model == "" || f.out == "" {
-		return fmt.Errorf("give --model FILE and --out CHAINS.npy")
+	var missing []string
+	if f.model == "" {
+		missing = append(missing, "--model FILE (an .onnx energy, a checkpoint or a run folder)")
+	}
+	if f.out == "" {
+		missing = append(missing, "--out CHAINS.npy (where the draws go)")
+	}
+	if len(missing) > 0 { // probe 67 B9: --model asked for though given
+		return fmt.Errorf("give %s", strings.Join(missing, " and "))
 	}
 	if err := f.validate(); err != nil {
 		return err
