@@ -289,9 +289,15 @@ const randomRefusal = "the graph draws random numbers (torch.randn_like, torch.r
 // input returns node's input i (required).
 func (in *instance) input(node *Node, i int) (*val, error) {
 	if i >= len(node.Inputs) || node.Inputs[i] == "" {
-		return nil, fmt.Errorf("input %d is missing", i)
+		return nil, missingInput(node, i)
 	}
 	return in.lookup(node.Inputs[i], false)
+}
+
+// missingInput is the error of a required input the file leaves out: the
+// file's, at any batch (probe 67 A3: batch advice followed it).
+func missingInput(node *Node, i int) error {
+	return notSupported("input %d is required by %s and the file leaves it out (an empty name): the graph is not valid ONNX; export it again (onnx.checker.check_model names what is wrong)", i, node.OpType)
 }
 
 // inputs returns node's first n inputs (all required).
@@ -318,7 +324,7 @@ func (in *instance) optInput(node *Node, i int) (*val, error) {
 // is read as its file values, not as a parameter.
 func (in *instance) constInput(node *Node, i int) (*val, error) {
 	if i >= len(node.Inputs) || node.Inputs[i] == "" {
-		return nil, fmt.Errorf("input %d is missing", i)
+		return nil, missingInput(node, i)
 	}
 	v, err := in.lookup(node.Inputs[i], true)
 	if err != nil {

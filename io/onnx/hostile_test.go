@@ -193,3 +193,14 @@ func TestRefuseNoOutputs(t *testing.T) {
 	hgRefused(t, "no outputs", b, Config{}, "graph has no outputs")
 	hgRefused(t, "no outputs named", b, Config{Output: "y"}, `no graph output named "y": the graph has no outputs`)
 }
+
+// Probe 67 A3: a required input left empty was refused as "input 1 is
+// missing", followed by advice about the batch (which did not help); it
+// says the file leaves it out, and nothing of the batch.
+func TestMissingRequiredInput(t *testing.T) {
+	b := hgModel("m", nil, mdNode("m", "Mul", []string{"x", ""}, []string{"m"}))
+	hgRefused(t, "missing input", b, Config{}, "input 1 is required by Mul and the file leaves it out")
+	if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "batch") {
+		t.Errorf("batch advice: %v", err)
+	}
+}

@@ -416,12 +416,17 @@ func layerNormHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	scale, err := in.input(node, 1)
+	// PyTorch 1.13 writes nn.LayerNorm(elementwise_affine=False) at
+	// opset 17 with an empty Scale (invalid ONNX, which its checker
+	// names): no scale, as the module meant (probe 67 A3).
+	scale, err := in.optInput(node, 1)
 	if err != nil {
 		return nil, err
 	}
-	if y, err = in.binary(nd.Mul, y, scale); err != nil {
-		return nil, err
+	if scale != nil {
+		if y, err = in.binary(nd.Mul, y, scale); err != nil {
+			return nil, err
+		}
 	}
 	if b, err := in.optInput(node, 2); err != nil {
 		return nil, err

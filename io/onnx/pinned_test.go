@@ -164,6 +164,9 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"upsample_o10_s15_dyn", false, []int{5}},
 		{"upsample_o9_s3_b4_f32", false, []int{5}},
 		{"upsample_o9_s15_b4_f32", false, []int{5}},
+		// Probe 67 A3: LayerNorm without affine at opset 17 (an empty
+		// Scale input), refused with batch advice.
+		{"layernorm_noaffine_o17_dyn", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

@@ -1674,3 +1674,29 @@ for scale, tag in ((3, "s3"), (1.5, "s15")):
     for opset in (9, 10):
         save(f"upsample_o{opset}_{tag}_dyn", m, (1, 4, 4), torch.float64, 2, [5], dynamic=True, opset=opset)
     save(f"upsample_o9_{tag}_b4_f32", m, (1, 4, 4), torch.float32, 4, [5], opset=9)
+
+
+# Probe 67 A3: nn.LayerNorm(elementwise_affine=False) exported at opset 17
+# by PyTorch 1.13: LayerNormalization with an empty Scale input; the
+# exporter's checker raises, the file is written anyway. It was refused
+# ("input 1 is missing") with batch advice.
+class LayerNormNoAffine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.ln, self.l2 = nn.Linear(6, 8), nn.LayerNorm(8, elementwise_affine=False), nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.l2(torch.tanh(self.ln(self.l1(x)))).squeeze(1)
+
+
+torch.manual_seed(673)
+lnna = LayerNormNoAffine().eval().double()
+try:
+    torch.onnx.export(lnna, torch.randn(2, 6, dtype=torch.float64), f"{out}/layernorm_noaffine_o17_dyn.onnx", opset_version=17,
+                      input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+except Exception:  # torch.onnx.errors.CheckerError, after writing the file
+    pass
+xs = torch.randn(5, 6, dtype=torch.float64).requires_grad_(True)
+es = lnna(xs)
+(gs,) = torch.autograd.grad(es.sum(), xs)
+np.savez(f"{out}/layernorm_noaffine_o17_dyn.npz", x5=xs.detach().numpy(), energy5=es.detach().numpy(), grad5=gs.numpy())
