@@ -63,7 +63,11 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 // nn.Linear, that the first reads the input and that the last gives the
 // output (through Identity, Squeeze or Reshape at most).
 func (n *Net) linearChain() ([]*Node, error) {
+	fromInput := n.inputDependent()
 	for _, node := range n.nodes {
+		if !fromInput[node.Outputs[0]] {
+			continue // a weight's own computation (spectral_norm's u·W·v): refused at its Gemm
+		}
 		switch node.OpType {
 		case "Conv", "ConvTranspose":
 			return nil, fmt.Errorf("node %q is a %s: a convolutional network is not an MLP, the only energy a checkpoint holds from ONNX; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), node.OpType)
@@ -86,6 +90,9 @@ func (n *Net) linearChain() ([]*Node, error) {
 			if t, init := n.inits[p]; !init || !isFloat(t.DataType) {
 				ok = false
 			}
+		}
+		if w := node.Inputs[min(1, len(node.Inputs)-1)]; !ok && n.producer(w) != nil { // probe 67 A2: blamed on a missing bias
+			return nil, fmt.Errorf("node %q: the Linear's weight %q is computed in the graph (by node %q, %s), as PyTorch exports torch.nn.utils.spectral_norm and weight_norm: a checkpoint's MLP holds plain weights; call torch.nn.utils.remove_spectral_norm (or remove_weight_norm) on each layer before exporting, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), w, nodeName(n.producer(w)), n.producer(w).OpType)
 		}
 		if !ok {
 			return nil, fmt.Errorf("node %q: only Gemm(x, W, b) with transB = 1 and initializers W, b (nn.Linear) converts", nodeName(node))
@@ -250,4 +257,29 @@ func scalarActivation(a layers.Activation, x float64) float64 {
 		return x / (1 + math.Exp(-x))
 	}
 	return x
+}
+
+// inputDependent is the set of the values that the graph computes from
+// its input (the nodes are in topological order).
+func (n *Net) inputDependent() map[string]bool {
+	dep := map[string]bool{n.input: true}
+	for _, node := range n.nodes {
+		if slices.ContainsFunc(node.Inputs, func(v string) bool { return dep[v] }) {
+			for _, o := range node.Outputs {
+				dep[o] = true
+			}
+		}
+	}
+	return dep
+}
+
+// producer is the node whose output is the value name (nil for an
+// initializer or the input).
+func (n *Net) producer(name string) *Node {
+	for _, node := range n.nodes {
+		if slices.Contains(node.Outputs, name) {
+			return node
+		}
+	}
+	return nil
 }

@@ -44,6 +44,9 @@ func TestMLPRefusals(t *testing.T) {
 		"per_unit":       "the activation before it differs between hidden units",
 		"batchnorm":      "is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm",
 		"nobias":         "is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias",
+		// Probe 67 A2: blamed on a missing bias; a refusal with no way on.
+		"spectral_norm":        `node "/0/Gemm": the Linear's weight "/Div_output_0" is computed in the graph (by node "/Div", Div), as PyTorch exports torch.nn.utils.spectral_norm and weight_norm: a checkpoint's MLP holds plain weights; call torch.nn.utils.remove_spectral_norm`,
+		"weight_norm_unfolded": "is computed in the graph",
 	} {
 		n, err := ReadFile("testdata/refused/" + name + ".onnx")
 		if err != nil {

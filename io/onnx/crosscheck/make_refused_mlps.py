@@ -9,7 +9,10 @@ than write another model (flowebm's test needs no PyTorch):
 - nobias: a Linear without bias (exported as MatMul);
 - relu6_by_relus: ReLU6 written relu(x) - relu(x - 6), with operators an
   activation may use, equal to ReLU below 6;
-- per_unit: relu scaled by a different constant in each hidden unit.
+- per_unit: relu scaled by a different constant in each hidden unit;
+- spectral_norm, weight_norm_unfolded: Linears whose weight the graph
+  computes (torch.nn.utils.spectral_norm; weight_norm exported without
+  constant folding).
 
 Run with Debian's python3-torch (1.13):  /usr/bin/python3 make_refused_mlps.py OUTDIR
 """
@@ -41,8 +44,13 @@ nets = {
     "nobias": nn.Sequential(nn.Linear(3, 8, bias=False), nn.ReLU(), nn.Linear(8, 1)),
     "relu6_by_relus": nn.Sequential(nn.Linear(3, 8), Relu6ByRelus(), nn.Linear(8, 1)),
     "per_unit": nn.Sequential(nn.Linear(3, 8), PerUnit(8), nn.Linear(8, 1)),
+    # Probe 67 A2: weights computed in the graph, blamed on a missing bias
+    # (spectral_norm's u·W·v is a MatMul) or refused without a way on.
+    "spectral_norm": nn.Sequential(nn.utils.spectral_norm(nn.Linear(3, 8)), nn.SiLU(), nn.utils.spectral_norm(nn.Linear(8, 1))),
+    "weight_norm_unfolded": nn.Sequential(nn.utils.weight_norm(nn.Linear(3, 8)), nn.SiLU(), nn.Linear(8, 1)),
 }
 for name, m in nets.items():
     m = m.double().eval()
     torch.onnx.export(m, (torch.randn(2, 3, dtype=torch.float64),), f"{out}/{name}.onnx", input_names=["x"],
-                      output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+                      output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}},
+                      do_constant_folding=not name.endswith("_unfolded"))
