@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -170,10 +171,44 @@ func (req Request) fromFile() (*Plan, error) {
 		cfg.Train.Algorithm = cmp.Or(req.Algorithm, algorithms.FlowMC)
 	}
 	p := &Plan{Config: cfg, source: req.ConfigFile, Notes: notes}
-	if unused := cfg.Unused(); len(unused) > 0 {
+	if unused := req.notDefault(cfg, cfg.Unused()); len(unused) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s: %s not used by %s: ignored", req.ConfigFile, strings.Join(unused, ", "), cfg.Train.Algorithm))
 	}
 	return p, nil
+}
+
+// notDefault is the fields of cfg, of those given, whose values differ
+// from the defaults of its experiment (or data set) and algorithm at its
+// length: a --print-config given back with --config holds the defaults of
+// fields its algorithm does not use, which were noted as ignored (probe
+// 67 A5).
+func (req Request) notDefault(cfg config.Run, fields []string) []string {
+	if len(fields) == 0 {
+		return nil
+	}
+	d := Request{Experiment: cmp.Or(cfg.Experiment, "two-modes"), Algorithm: cfg.Train.Algorithm}
+	if cfg.Data != nil {
+		data := *cfg.Data
+		d.Experiment, d.Data = "", &data
+	}
+	base, err := d.base()
+	if err != nil {
+		return fields
+	}
+	if cfg.Train.Iterations > 0 {
+		base.Config.Train.SetIterations(cfg.Train.Iterations)
+	}
+	resolved := base.Config // as config.json records them
+	if rt, err := resolved.Train.Resolved(); err == nil {
+		resolved.Train = rt
+	}
+	var changed []string
+	for _, f := range fields {
+		if v := cfg.Field(f); !reflect.DeepEqual(v, base.Config.Field(f)) && !reflect.DeepEqual(v, resolved.Field(f)) {
+			changed = append(changed, f)
+		}
+	}
+	return changed
 }
 
 // mergeData is the request's data set with the settings it does not give

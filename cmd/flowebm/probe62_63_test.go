@@ -453,3 +453,42 @@ func TestArgumentRefusalsNameWhatIsMissing(t *testing.T) {
 		t.Errorf("sample asked for the --model it had: %s", se)
 	}
 }
+
+// Probe 67 A5: a --print-config of ula, coopflow or nt, given back with
+// --config, was noted "train.flow_optim, … not used by ula: ignored": the
+// fields an algorithm does not use are noted only where they differ from
+// the defaults that config.json records, and the run it gives is the same
+// as the flags' own.
+func TestPrintConfigLeavesOutUnusedFields(t *testing.T) {
+	dir := t.TempDir()
+	for _, alg := range []string{"ula", "coopflow", "nt"} {
+		cfg, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", alg, "--iterations", "3", "--print-config")
+		if code != 0 {
+			t.Fatalf("%s: print-config: %d %s", alg, code, se)
+		}
+		path := filepath.Join(dir, alg+".json")
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, b := filepath.Join(dir, alg+"-flags"), filepath.Join(dir, alg+"-config")
+		if so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", alg, "--iterations", "3", "--out", a, "--quiet"); code != 0 {
+			t.Fatalf("%s: %d %s %s", alg, code, so, se)
+		}
+		so, se, code := runCLI("train", "--config", path, "--out", b, "--quiet")
+		if code != 0 || strings.Contains(so+se, "not used by") {
+			t.Errorf("%s: --config of its --print-config: %d %s %s", alg, code, so, se)
+		}
+		ma, _ := os.ReadFile(filepath.Join(a, "metrics.csv"))
+		mb, _ := os.ReadFile(filepath.Join(b, "metrics.csv"))
+		if len(ma) == 0 || string(ma) != string(mb) {
+			t.Errorf("%s: the printed configuration trains another run", alg)
+		}
+	}
+	changed := filepath.Join(dir, "changed.json")
+	if err := os.WriteFile(changed, []byte(`{"train": {"algorithm": "ula", "flow_steps": 3}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if so, se, code := runCLI("train", "--config", changed, "--iterations", "2", "--out", filepath.Join(dir, "c"), "--quiet"); code != 0 || !strings.Contains(so+se, "train.flow_steps not used by ula: ignored") {
+		t.Errorf("a field set on purpose: %d %s %s", code, so, se)
+	}
+}
