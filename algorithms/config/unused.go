@@ -12,14 +12,6 @@ import (
 // file's run reports them in its notes.
 func (c Run) Unused() []string { return c.unused(false) }
 
-// DropUnused sets to their zero value (left out of JSON) the fields of c
-// that its algorithm does not use, so that a configuration printed for a
-// run (--print-config) reads back without a note that they are ignored
-// (probe 67 A5).
-func (c *Run) DropUnused() {
-	c.visitUnused(func(_ bool, _ string, clear func()) { clear() })
-}
-
 // unused lists the fields of c that its algorithm does not use: those
 // given, or all of them.
 func (c Run) unused(all bool) []string {
