@@ -107,7 +107,16 @@ func ReadFlow(samplePath, densityPath string, cfg FlowConfig) (*graph.Flow, erro
 	if bytes.Equal(sb, db) {
 		return nil, fmt.Errorf("%s and %s hold the same graph: a flow is read from two, its sampling graph (z → x, with log λ(x)) and its density graph (x → log λ(x)); give the density graph as the second", samplePath, densityPath)
 	}
-	return DecodeFlow(sb, db, samplePath, densityPath, cfg)
+	f, err := DecodeFlow(sb, db, samplePath, densityPath, cfg)
+	if err != nil {
+		// The files given the other way round (probe 67 A6: 900
+		// characters on the check's numbers, or "no graph output named
+		// x", and nothing of the order).
+		if _, swapErr := DecodeFlow(db, sb, densityPath, samplePath, cfg); swapErr == nil {
+			return nil, fmt.Errorf("%s and %s are a flow given the other way round: %s is its sampling graph (z → x) and %s its density graph (x → log λ(x)); give them in that order (--flow %s --flow-density %s)", samplePath, densityPath, densityPath, samplePath, densityPath, samplePath)
+		}
+	}
+	return f, err
 }
 
 // DecodeFlow is ReadFlow for encoded models; the file names are for errors.

@@ -534,3 +534,23 @@ func TestFlowMasksNotTrained(t *testing.T) {
 		t.Errorf("%d trainable values, want the two nets' %d", n, 2*(2*16+16+16*4+4))
 	}
 }
+
+// Probe 67 A6: a flow's two files given the other way round were refused
+// with the one-flow check's numbers, or "no graph output named x", and
+// nothing of their order; the refusal says they are swapped. (A pair
+// whose outputs are told apart by shape alone, swapped, can be a flow, the
+// inverse's, and loads as such: nflows-style files do.)
+func TestFlowFilesSwapped(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"testdata/flows/realnvp2_f64_sample.onnx", "testdata/flows/realnvp2_f64_density.onnx"},
+		{"testdata/flows/maf_f64_sample.onnx", "testdata/flows/maf_f64_density.onnx"},
+	} {
+		if _, err := ReadFlow(pair[0], pair[1], FlowConfig{}); err != nil {
+			t.Fatalf("in order: %v", err)
+		}
+		_, err := ReadFlow(pair[1], pair[0], FlowConfig{})
+		if want := "are a flow given the other way round: " + pair[0] + " is its sampling graph"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("swapped: %v; want %q", err, want)
+		}
+	}
+}
