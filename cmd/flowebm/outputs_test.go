@@ -696,9 +696,10 @@ func TestRunFolderEnterableNotListable(t *testing.T) {
 }
 
 // Probe 24: a sample whose --out another process wrote meanwhile is
-// refused with nothing replaced; its checkpoint's resume command is the
-// plain one (it said to resume with --force, "replacing those in place",
-// which would have replaced the other process's file).
+// refused with nothing replaced; its checkpoint's resume command does not
+// say --force (it said to, "replacing those in place", which would have
+// replaced the other process's file) but a new --out (probe 67 B2: the
+// plain command was refused for that --out).
 func TestSampleOutWrittenMeanwhileKeepsResume(t *testing.T) {
 	dir := t.TempDir()
 	ck, out := filepath.Join(dir, "k.npz"), filepath.Join(dir, "s.npy")
@@ -709,7 +710,7 @@ func TestSampleOutWrittenMeanwhileKeepsResume(t *testing.T) {
 		}
 	}
 	_, stderr, code := runCLI("sample", "--model", toyONNX, "--chains", "4", "--steps", "100", "--checkpoint", ck, "--checkpoint-every", "50", "--out", out)
-	want := "nothing was written; give another name, or replace it with --force; the checkpoint " + ck + " stands: continue with: flowebm sample --resume " + ck + "\n"
+	want := "nothing was written; give another name, or replace it with --force; the checkpoint " + ck + " stands: continue with: flowebm sample --resume " + ck + " --out NEW.npy\n"
 	if code != 2 || !strings.HasSuffix(stderr, want) {
 		t.Errorf("exit %d, %q; want 2 and %q", code, stderr, want)
 	}
