@@ -3,11 +3,14 @@ package graph
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
-	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/mat"
 	"gorgonia.org/tensor"
+
+	"github.com/flowebm/flowebm/layers"
 )
 
 func TestToyEnergyNetParameters(t *testing.T) {
@@ -343,5 +346,14 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 	}
 	if r := relErr(p32, p64); r > tol {
 		t.Errorf("float32 parameter gradient rel. error %.2g", r)
+	}
+}
+
+// Probe 68 A1: a parameter of no values (an ONNX file's empty float
+// initializer) panicked in NewParams; it is refused, named.
+func TestNewParamsRefusesEmpty(t *testing.T) {
+	_, err := NewParams([]layers.ParamSpec{{Name: "scales", Shape: []int{0}}}, tensor.Float64, rand.New(rand.NewPCG(1, 2)))
+	if err == nil || !strings.Contains(err.Error(), `parameter "scales" has shape [0], no values`) {
+		t.Errorf("%v", err)
 	}
 }

@@ -69,6 +69,9 @@ func NewParams(specs []layers.ParamSpec, dtype tensor.Dtype, rng *rand.Rand) (*P
 		if _, dup := p.index[s.Name]; dup {
 			return nil, fmt.Errorf("graph: parameter %q declared twice", s.Name)
 		}
+		if s.Size() < 1 { // probe 68 A1: a parameter of no values panicked
+			return nil, fmt.Errorf("graph: parameter %q has shape %v, no values", s.Name, s.Shape)
+		}
 		vals := make([]float64, s.Size())
 		init := s.Init
 		if init == nil {

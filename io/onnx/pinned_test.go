@@ -167,6 +167,10 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// Probe 67 A3: LayerNorm without affine at opset 17 (an empty
 		// Scale input), refused with batch advice.
 		{"layernorm_noaffine_o17_dyn", false, []int{5}},
+		// Probe 68 A1: the same interpolation with its empty Constants
+		// moved into initializers (onnx-simplifier) panicked.
+		{"interpsize_o11_dyn", false, []int{5}},
+		{"interpsize_inits_o11_dyn", false, []int{5}},
 	} {
 		net, err := ReadFile(filepath.Join("testdata", "pinned", c.name+".onnx"))
 		if err != nil {

@@ -1700,3 +1700,34 @@ xs = torch.randn(5, 6, dtype=torch.float64).requires_grad_(True)
 es = lnna(xs)
 (gs,) = torch.autograd.grad(es.sum(), xs)
 np.savez(f"{out}/layernorm_noaffine_o17_dyn.npz", x5=xs.detach().numpy(), energy5=es.detach().numpy(), grad5=gs.numpy())
+
+
+# Probe 68 A1: nearest interpolation to a size, exported at opset 11 (a
+# Resize whose roi and scales are empty Constants), with every Constant
+# moved into an initializer as onnx-simplifier writes it: the empty float
+# initializers became parameters of no values, and flowebm panicked.
+class InterpSize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(1, 11))
+
+    def forward(self, x):
+        return (torch.tanh(F.interpolate(x, size=11, mode="nearest")) * self.w).flatten(1).sum(1)
+
+
+torch.manual_seed(681)
+save("interpsize_o11_dyn", InterpSize(), (1, 7), torch.float64, 2, [5], dynamic=True, opset=11)
+m = onnx.load(f"{out}/interpsize_o11_dyn.onnx")
+kept = []
+for node in m.graph.node:
+    if node.op_type == "Constant":
+        t = node.attribute[0].t
+        t.name = node.output[0]
+        m.graph.initializer.append(t)
+    else:
+        kept.append(node)
+del m.graph.node[:]
+m.graph.node.extend(kept)
+onnx.checker.check_model(m, full_check=True)
+onnx.save(m, f"{out}/interpsize_inits_o11_dyn.onnx")
+np.savez(f"{out}/interpsize_inits_o11_dyn.npz", **np.load(f"{out}/interpsize_o11_dyn.npz"))
