@@ -78,8 +78,8 @@ def save(name, m, shape, dtype, export_batch, sizes, dynamic=False, draw=torch.r
     kw = {}
     if opset is not None:
         kw["opset_version"] = opset
-    if dynamic:
-        kw = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
+    if dynamic:  # beside the opset (it replaced it: the *_o9/o10/o11_dyn files were at the default opset)
+        kw.update(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
     if not fold:
         kw["do_constant_folding"] = False
     torch.onnx.export(m, draw(export_batch, *shape, dtype=dtype), f"{out}/{name}.onnx", **kw)
