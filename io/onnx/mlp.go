@@ -135,6 +135,9 @@ var activationOps = map[string]bool{"Relu": true, "LeakyRelu": true, "Tanh": tru
 func (n *Net) activationBetween(from, to *Node, width int) (layers.Activation, error) {
 	start, end := slices.Index(n.nodes, from), slices.Index(n.nodes, to)
 	for _, node := range n.nodes[start+1 : end] {
+		if node.OpType == "Cast" { // probe 68 A2: float64 CELU, blamed on the Cast with no way on
+			return layers.Activation{}, fmt.Errorf("node %q between two Linears is a Cast: the activation is computed in another float type than the Linears (PyTorch 1.13 exports a float64 nn.CELU as Cast to float32, Celu, Cast back), which a checkpoint's MLP does not hold; for CELU(1) export nn.ELU() (the same function, in float64), or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
+		}
 		if !activationOps[node.OpType] {
 			return layers.Activation{}, fmt.Errorf("node %q between two Linears is a %s: a checkpoint's MLP holds one of relu, leaky_relu, tanh, softplus, elu, silu there, the same in every unit; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), node.OpType)
 		}

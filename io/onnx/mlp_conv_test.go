@@ -47,6 +47,8 @@ func TestMLPRefusals(t *testing.T) {
 		// Probe 67 A2: blamed on a missing bias; a refusal with no way on.
 		"spectral_norm":        `node "/0/Gemm": the Linear's weight "/Div_output_0" is computed in the graph (by node "/Div", Div), as PyTorch exports torch.nn.utils.spectral_norm and weight_norm: a checkpoint's MLP holds plain weights; call torch.nn.utils.remove_spectral_norm`,
 		"weight_norm_unfolded": "is computed in the graph",
+		// Probe 68 A2: float64 CELU blamed on a Cast with no way on.
+		"celu_f64": "the activation is computed in another float type than the Linears (PyTorch 1.13 exports a float64 nn.CELU as Cast to float32, Celu, Cast back), which a checkpoint's MLP does not hold; for CELU(1) export nn.ELU()",
 	} {
 		n, err := ReadFile("testdata/refused/" + name + ".onnx")
 		if err != nil {

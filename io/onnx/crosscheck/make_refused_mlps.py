@@ -12,7 +12,8 @@ than write another model (flowebm's test needs no PyTorch):
 - per_unit: relu scaled by a different constant in each hidden unit;
 - spectral_norm, weight_norm_unfolded: Linears whose weight the graph
   computes (torch.nn.utils.spectral_norm; weight_norm exported without
-  constant folding).
+  constant folding);
+- celu_f64: a float64 CELU, computed in float32 by the export.
 
 Run with Debian's python3-torch (1.13):  /usr/bin/python3 make_refused_mlps.py OUTDIR
 """
@@ -48,6 +49,8 @@ nets = {
     # (spectral_norm's u·W·v is a MatMul) or refused without a way on.
     "spectral_norm": nn.Sequential(nn.utils.spectral_norm(nn.Linear(3, 8)), nn.SiLU(), nn.utils.spectral_norm(nn.Linear(8, 1))),
     "weight_norm_unfolded": nn.Sequential(nn.utils.weight_norm(nn.Linear(3, 8)), nn.SiLU(), nn.Linear(8, 1)),
+    # Probe 68 A2: float64 CELU, exported as Cast(float) -> Celu -> Cast(double).
+    "celu_f64": nn.Sequential(nn.Linear(3, 8), nn.CELU(), nn.Linear(8, 1)),
 }
 for name, m in nets.items():
     m = m.double().eval()
