@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/data"
 )
 
@@ -490,5 +492,22 @@ func TestPrintConfigLeavesOutUnusedFields(t *testing.T) {
 	}
 	if so, se, code := runCLI("train", "--config", changed, "--iterations", "2", "--out", filepath.Join(dir, "c"), "--quiet"); code != 0 || !strings.Contains(so+se, "train.flow_steps not used by ula: ignored") {
 		t.Errorf("a field set on purpose: %d %s %s", code, so, se)
+	}
+}
+
+// Probe 68 A3: sample --warmup 0 with --flow and --train-flow said
+// "flowmc without a flow"; --patience 1 printed "in 1 windows".
+func TestAdaptiveMessagesWithAFlow(t *testing.T) {
+	flows := "../../io/onnx/testdata/flows/"
+	model := flows + "bimodal_energy.onnx"
+	_, se, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--flow", flows+"realnvp2_f64_sample.onnx", "--flow-density", flows+"realnvp2_f64_density.onnx",
+		"--train-flow", "--flow-out", filepath.Join(t.TempDir(), "fo"), "--warmup", "0", "--chains", "4", "--steps", "5", "--out", filepath.Join(t.TempDir(), "s.npy"))
+	if code == 0 || !strings.Contains(se, "--warmup 0: flowmc with --train-flow trains the flow during the warm-up") {
+		t.Errorf("exit %d: %s", code, se)
+	}
+	var b strings.Builder
+	adaptiveProgress(&b, time.Now(), 1)(algorithms.AdaptiveReport{Cycle: 20, Cycles: 100, Stopped: true})
+	if !strings.Contains(b.String(), "in 1 window of 10 cycles (--patience 1)") {
+		t.Errorf("%q", b.String())
 	}
 }

@@ -1329,7 +1329,11 @@ func pct(v float64) string {
 // warm-up cycles, then frozen for the draws kept (algorithms.AdaptiveFlowMC).
 func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Dense, out io.Writer) (*adaptiveRun, error) {
 	if f.warmup < 1 { // AdaptiveFlowMC would take 0 for its default length
-		return nil, fmt.Errorf("--warmup %d: flowmc without a flow trains one during the warm-up: want ≥ 1 cycles (a hundred or more to learn the modes)", f.warmup)
+		what := "flowmc without a flow trains one during the warm-up"
+		if m.Flow != nil { // probe 68 A3: "without a flow" beside --flow
+			what = "flowmc with --train-flow trains the flow during the warm-up"
+		}
+		return nil, fmt.Errorf("--warmup %d: %s: want ≥ 1 cycles (a hundred or more to learn the modes)", f.warmup, what)
 	}
 	flow := m.Flow
 	if flow == nil {
@@ -1381,7 +1385,11 @@ func adaptiveProgress(out io.Writer, start time.Time, patience int) func(algorit
 		fmt.Fprintf(out, "warm-up cycle %d/%d: global acceptance %s, local %s, flow log-likelihood %.4g, R-hat %.3g; %.3g cycles/s, %v left\n",
 			r.Cycle, r.Cycles, pct(r.Global), pct(r.Local), r.LogLikelihood, r.RHat, rate, eta)
 		if r.Stopped {
-			fmt.Fprintf(out, "global acceptance has not risen by 0.01 in %d windows of 10 cycles (--patience %d): training stops, the flow is frozen after %d of %d warm-up cycles\n", patience, patience, r.Cycle, r.Cycles)
+			windows := "windows"
+			if patience == 1 {
+				windows = "window"
+			}
+			fmt.Fprintf(out, "global acceptance has not risen by 0.01 in %d %s of 10 cycles (--patience %d): training stops, the flow is frozen after %d of %d warm-up cycles\n", patience, windows, patience, r.Cycle, r.Cycles)
 		}
 	}
 }

@@ -270,7 +270,7 @@ func unsupported(op string) error {
 
 // refusals explain the operators refused on purpose.
 var refusals = map[string]string{
-	"Loop":         "control flow is not supported: trace the model with a fixed number of iterations",
+	"Loop":         "control flow is not supported: trace the model with a fixed number of iterations (PyTorch 1.13 exports nn.EmbeddingBag as a Loop: write it as nn.Embedding followed by the bag's sum, mean or max over its indices)",
 	"Scan":         "control flow is not supported",
 	"RandomNormal": randomRefusal, "RandomNormalLike": randomRefusal, "RandomUniform": randomRefusal,
 	"RandomUniformLike": randomRefusal, "Multinomial": randomRefusal, "Bernoulli": randomRefusal,

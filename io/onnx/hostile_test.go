@@ -204,3 +204,11 @@ func TestMissingRequiredInput(t *testing.T) {
 		t.Errorf("batch advice: %v", err)
 	}
 }
+
+// Probe 68 A3: nn.EmbeddingBag, which PyTorch 1.13 exports as a Loop, was
+// refused with advice to trace a fixed number of iterations, which a user
+// of EmbeddingBag cannot follow; the refusal names the rewrite.
+func TestLoopRefusalNamesEmbeddingBag(t *testing.T) {
+	b := hgModel("l", nil, mdNode("l", "Loop", []string{"", "", "x"}, []string{"l"}))
+	hgRefused(t, "loop", b, Config{}, "PyTorch 1.13 exports nn.EmbeddingBag as a Loop: write it as nn.Embedding followed by the bag's sum, mean or max")
+}
