@@ -281,8 +281,10 @@ func (t *csvTable) dropWarmup() error {
 }
 
 // cmdstanWarmupRows counts the draws of a CmdStan file written with
-// save_warmup on that come before "# Adaptation terminated" (0 for other
-// files).
+// save_warmup on that come before "# Adaptation terminated", or, where
+// warm-up ran without adaptation (engaged = 0: no such line), the
+// ceil(num_warmup/thin) draws its header declares, as cmdstanpy, cmdstanr
+// and ArviZ count them (probe 68 B1: kept, unsaid); 0 for other files.
 func cmdstanWarmupRows(path string) (int, error) {
 	f, err := safefile.Open(path)
 	if err != nil {
@@ -291,6 +293,7 @@ func cmdstanWarmupRows(path string) (int, error) {
 	defer f.Close()
 	br := bufio.NewReader(f)
 	saved, header, rows := false, false, 0
+	numWarmup, thin := -1, 1
 	for {
 		line, err := br.ReadString('\n')
 		text := strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
@@ -298,6 +301,12 @@ func cmdstanWarmupRows(path string) (int, error) {
 		case strings.HasPrefix(text, "#"):
 			c := strings.Join(strings.Fields(strings.TrimPrefix(text, "#")), " ")
 			saved = saved || c == "save_warmup = 1" || c == "save_warmup = true"
+			if v, ok := cmdstanSetting(c, "num_warmup"); ok {
+				numWarmup = v
+			}
+			if v, ok := cmdstanSetting(c, "thin"); ok && v > 0 {
+				thin = v
+			}
 			if strings.HasPrefix(c, "Adaptation terminated") {
 				if saved {
 					return rows, nil
@@ -311,9 +320,23 @@ func cmdstanWarmupRows(path string) (int, error) {
 			rows++
 		}
 		if err != nil {
-			return 0, nil // no adaptation comment: nothing to drop
+			if saved && header && numWarmup > 0 { // no adaptation comment: the header's count
+				return (numWarmup + thin - 1) / thin, nil
+			}
+			return 0, nil
 		}
 	}
+}
+
+// cmdstanSetting reads an integer setting of a CmdStan header comment c
+// ("num_warmup = 1000 (Default)").
+func cmdstanSetting(c, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(c, name+" = ")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(strings.TrimSuffix(rest, " (Default)"))
+	return v, err == nil && v >= 0
 }
 
 // skipBOM skips a UTF-8 byte order mark at the start of br.
@@ -581,10 +604,32 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 	}
 	c.shape = fmt.Sprintf("%d files", len(tables))
 	c.source = fmt.Sprintf("%s and %d more", first.path, len(tables)-1)
-	if first.warmup > 0 {
-		c.dtype = fmt.Sprintf("CmdStan CSV, %d warm-up draws per chain dropped", first.warmup)
+	if w := warmupNote(tables); w != "" {
+		c.dtype = "CmdStan CSV, " + w
 	}
 	return c, nil
+}
+
+// warmupNote says how many warm-up draws were dropped from each chain's
+// file ("" if none): one count where all files agree, else each file's
+// (probe 68 B3: the first file's count was said of all).
+func warmupNote(tables []*csvTable) string {
+	same, any := true, false
+	for _, t := range tables {
+		same = same && t.warmup == tables[0].warmup
+		any = any || t.warmup > 0
+	}
+	switch {
+	case !any:
+		return ""
+	case same:
+		return fmt.Sprintf("%d warm-up draws per chain dropped", tables[0].warmup)
+	}
+	counts := make([]string, len(tables))
+	for i, t := range tables {
+		counts[i] = strconv.Itoa(t.warmup)
+	}
+	return "warm-up draws dropped per file: " + strings.Join(counts, ", ")
 }
 
 // groupByChain splits one table's rows by its chain column, in the order

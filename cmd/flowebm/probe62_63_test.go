@@ -511,3 +511,56 @@ func TestAdaptiveMessagesWithAFlow(t *testing.T) {
 		t.Errorf("%q", b.String())
 	}
 }
+
+// cmdstanFile writes a CmdStan CSV of one chain: with save_warmup, warm
+// warm-up draws of mu = 100 (thinned), then draws of mu in [-1, 1]; with
+// adapt, the "# Adaptation terminated" comment between them.
+func cmdstanFile(t *testing.T, path string, chain, warm, draws, thin int, saveWarmup, adapt bool) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# stan_version_major = 2\n# method = sample (Default)\n#   sample\n#     num_samples = %d\n#     num_warmup = %d\n", draws, warm)
+	fmt.Fprintf(&b, "#     save_warmup = %d\n#     thin = %d\n#     adapt\n#       engaged = %d\n# id = %d\n", map[bool]int{false: 0, true: 1}[saveWarmup], thin, map[bool]int{false: 0, true: 1}[adapt], chain)
+	b.WriteString("lp__,accept_stat__,mu\n")
+	if saveWarmup {
+		for i := 0; i < warm; i += thin {
+			fmt.Fprintf(&b, "-1,0.9,%d\n", 100+i)
+		}
+	}
+	if adapt {
+		b.WriteString("# Adaptation terminated\n# Step size = 0.5\n")
+	}
+	for i := 0; i < draws; i += thin {
+		fmt.Fprintf(&b, "-1,0.9,%g\n", float64((i*7+chain*3)%21)/10-1)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Probe 68 B1: CmdStan files with save_warmup = 1 and adaptation off
+// (engaged = 0: no "# Adaptation terminated") kept their warm-up draws,
+// unsaid (mean 50 for 0); the header's ceil(num_warmup/thin) are dropped,
+// as cmdstanpy does. B3: the note of the draws dropped said the first
+// file's count of every file.
+func TestCmdStanWarmupWithoutAdaptation(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for c := 1; c <= 4; c++ {
+		p := filepath.Join(dir, fmt.Sprintf("noadapt_%d.csv", c))
+		cmdstanFile(t, p, c, 100, 200, 3, true, false)
+		files = append(files, p)
+	}
+	x, err := readChains(files, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.draws != 67 || !strings.Contains(x.dtype, "34 warm-up draws per chain dropped") || slices.Max(x.data) > 1 {
+		t.Errorf("%d draws, %q, largest %v", x.draws, x.dtype, slices.Max(x.data))
+	}
+	a, n := filepath.Join(dir, "adapt.csv"), filepath.Join(dir, "nosave.csv")
+	cmdstanFile(t, a, 1, 100, 200, 1, true, true)
+	cmdstanFile(t, n, 2, 100, 200, 1, false, true)
+	if x, err = readChains([]string{a, n}, ""); err != nil || !strings.Contains(x.dtype, "warm-up draws dropped per file: 100, 0") {
+		t.Errorf("mixed files: %v %v", x, err)
+	}
+}
