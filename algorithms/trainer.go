@@ -1066,7 +1066,10 @@ func (a *accum) mean() float64 {
 
 // SetIterations changes the number of training iterations, stretching the
 // learning-rate decay schedules in proportion so that the total decay over
-// the run stays the same.
+// the run stays the same where the intervals are long; each interval is
+// rounded down to at least 1, so a run with fewer iterations than the
+// schedule's number of decays decays at every iteration, more in total
+// (probe 68 B5).
 func (t *TrainConfig) SetIterations(n int) {
 	if old := t.Iterations; old > 0 && n > 0 {
 		for _, o := range []*OptimConfig{&t.EBMOptim, &t.FlowOptim} {

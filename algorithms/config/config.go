@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -465,7 +466,7 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 		if it > algorithms.MaxIterations {
 			return fmt.Errorf("algorithms: epochs %d of %d rows at batch %d make %.3g iterations, want at most %d", cfg.Epochs, rows, batch, it, algorithms.MaxIterations)
 		}
-		cfg.Train.SetIterations(max(1, int(it)))
+		cfg.Train.SetIterations(max(1, int(math.Ceil(it)))) // N whole passes at least (probe 68 B4: 37 iterations made 2.92 of 3)
 	}
 	tc, err := cfg.Train.ResolvedAs("train.")
 	if err != nil {

@@ -117,12 +117,18 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 	}
 	if d == 2 {
 		// The plot and quadrature box holds every training point with a
-		// margin, in standardised units, rounded up to a half.
-		b := 0.0
-		for _, v := range e.TrainSet.RawMatrix().Data {
-			b = max(b, math.Abs(v))
+		// margin, in standardised units, rounded up to a half, along each
+		// axis: unstandardised (or globally standardised) coordinates of
+		// different ranges fell in one square's single row of cells, and
+		// their quadrature weights were wrong (probe 68 B2).
+		var b [2]float64
+		raw := e.TrainSet.RawMatrix()
+		for i := 0; i < raw.Rows; i++ {
+			for j := range b {
+				b[j] = max(b[j], math.Abs(raw.Data[i*raw.Stride+j]))
+			}
 		}
-		e.Box = math.Ceil(2*1.15*b) / 2
+		e.Box, e.BoxY = boxHalfWidth(b[0]), boxHalfWidth(b[1])
 	}
 	if opt.Modes != nil {
 		if err := e.setModes(opt, n); err != nil {
@@ -130,6 +136,18 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 		}
 	}
 	return e, notes, nil
+}
+
+// boxHalfWidth is the half-width of the plot and quadrature box along an
+// axis whose points reach |x| = b: 1.15 b rounded up to a half, or below
+// 1 to a half of its leading decimal digit (a range of ±0.005, globally
+// standardised beside one of ±1, got a box of ±0.5).
+func boxHalfWidth(b float64) float64 {
+	unit := 1.0
+	if v := 1.15 * b; v > 0 && v < 1 {
+		unit = math.Pow(10, math.Floor(math.Log10(v)))
+	}
+	return math.Ceil(2*1.15*b/unit) / 2 * unit
 }
 
 // setModes checks the mode centres of opt (finite, distinct, the data's

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowebm/flowebm/io/data"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/flowebm/flowebm/io/data"
 )
 
 // points draws n rows from a 2D mixture of three Gaussians in units far
@@ -115,5 +116,41 @@ func TestDataSetRefusesBadData(t *testing.T) {
 	}
 	if r, _ := e.TrainSet.Dims(); r+e.HeldOutSet.RawMatrix().Rows != 98 || !strings.Contains(notes[0], "dropped 2 of 100 rows") {
 		t.Errorf("dropping: %d training rows, notes %q", r, notes)
+	}
+}
+
+// Probe 68 B2: unstandardised (or globally standardised) coordinates of
+// different ranges shared one square box, sized by the widest: a
+// coordinate of sd 0.3 beside one at ±500 fell in one column of cells,
+// and the EBM's quadrature weights were 0.513/0.487 for 0.470/0.530. The
+// box is sized along each axis, and a narrow range keeps its digits.
+func TestDataSetBoxPerAxis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	x := mat.NewDense(400, 2, nil)
+	for i := 0; i < 400; i++ {
+		s := float64(1 - 2*(i%2))
+		x.Set(i, 0, 2*s+0.3*rng.NormFloat64())
+		x.Set(i, 1, -500*s+20*rng.NormFloat64())
+	}
+	for _, c := range []struct {
+		standardize string
+		xMax, yMin  float64 // the x half-width at most, the y half-width at least
+	}{{data.NoScaling, 5, 500}, {data.Global, 0.02, 1}} {
+		e, _, err := DataSet("d", x, DataSetOptions{Standardize: c.standardize}, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(e.Box <= c.xMax && e.Box > 0 && e.BoxY >= c.yMin) {
+			t.Errorf("%s: box ±%v × ±%v, want x within ±%v and y beyond ±%v", c.standardize, e.Box, e.BoxY, c.xMax, c.yMin)
+		}
+		raw := e.TrainSet.RawMatrix()
+		for i := 0; i < raw.Rows; i++ {
+			if math.Abs(raw.Data[i*raw.Stride]) > e.Box || math.Abs(raw.Data[i*raw.Stride+1]) > e.BoxY {
+				t.Fatalf("%s: training row %d outside the box", c.standardize, i)
+			}
+		}
+	}
+	if got := boxHalfWidth(2); got != 2.5 {
+		t.Errorf("boxHalfWidth(2) = %v, want 2.5 (as before)", got)
 	}
 }

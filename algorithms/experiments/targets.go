@@ -33,8 +33,10 @@ type Experiment struct {
 	Modes   [][]float64
 	Weights []float64
 	// Box is the square [−Box, Box]^2 used for plots and grid quadrature
-	// in 2D (0 in higher dimensions).
-	Box float64
+	// in 2D (0 in higher dimensions); with BoxY > 0, the rectangle
+	// [−Box, Box] × [−BoxY, BoxY] (a data set's, whose coordinates may
+	// differ in range: probe 68 B2).
+	Box, BoxY float64
 
 	// Data-set experiments have no exact density: Target is nil, TrainSet
 	// and HeldOutSet hold the data (HeldOutLabels the held-out classes,

@@ -5,21 +5,23 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
 
-	"github.com/flowebm/flowebm/samplers"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/samplers"
 )
 
-// Grid is a square 2D grid of cell centres on [−Box, Box]² holding a
-// normalised log-density.
+// Grid is an N × N grid of cell centres on [−Box, Box] × [−BoxY, BoxY]
+// (BoxY 0: Box, a square) holding a normalised log-density.
 type Grid struct {
-	Box float64
-	N   int
+	Box, BoxY float64
+	N         int
 	// Points are the N² cell centres, row-major (y outer, x inner).
 	Points *mat.Dense
 	// LogDensity is the log-density at each point, normalised so that
@@ -30,20 +32,33 @@ type Grid struct {
 }
 
 // NewGrid returns the cell centres of an n × n grid on [−box, box]².
-func NewGrid(box float64, n int) *Grid {
-	g := &Grid{Box: box, N: n, Points: mat.NewDense(n*n, 2, nil), LogDensity: make([]float64, n*n)}
-	h := 2 * box / float64(n)
+func NewGrid(box float64, n int) *Grid { return NewGridRect(box, box, n) }
+
+// NewGridRect returns the cell centres of an n × n grid on
+// [−boxX, boxX] × [−boxY, boxY].
+func NewGridRect(boxX, boxY float64, n int) *Grid {
+	g := &Grid{Box: boxX, BoxY: boxY, N: n, Points: mat.NewDense(n*n, 2, nil), LogDensity: make([]float64, n*n)}
+	hx, hy := g.Cell()
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			g.Points.Set(i*n+j, 0, -box+(float64(j)+0.5)*h)
-			g.Points.Set(i*n+j, 1, -box+(float64(i)+0.5)*h)
+			g.Points.Set(i*n+j, 0, -boxX+(float64(j)+0.5)*hx)
+			g.Points.Set(i*n+j, 1, -boxY+(float64(i)+0.5)*hy)
 		}
 	}
 	return g
 }
 
+// HalfWidths are the grid's half-widths along x and y.
+func (g *Grid) HalfWidths() (x, y float64) { return g.Box, cmp.Or(g.BoxY, g.Box) }
+
+// Cell is a cell's width along x and y.
+func (g *Grid) Cell() (hx, hy float64) {
+	x, y := g.HalfWidths()
+	return 2 * x / float64(g.N), 2 * y / float64(g.N)
+}
+
 // CellArea is the area of one cell.
-func (g *Grid) CellArea() float64 { h := 2 * g.Box / float64(g.N); return h * h }
+func (g *Grid) CellArea() float64 { hx, hy := g.Cell(); return hx * hy }
 
 // Fill evaluates an unnormalised log-density on the grid (in batches of at
 // most 8192 points) and normalises it by quadrature.
@@ -84,10 +99,11 @@ func (g *Grid) ZoneWeights(zones []int, k int) []float64 {
 func (g *Grid) LogDensityAt(x mat.Matrix) []float64 {
 	r, _ := x.Dims()
 	out := make([]float64, r)
-	h := 2 * g.Box / float64(g.N)
+	hx, hy := g.Cell()
+	bx, by := g.HalfWidths()
 	for i := range out {
-		cx := int(math.Floor((x.At(i, 0) + g.Box) / h))
-		cy := int(math.Floor((x.At(i, 1) + g.Box) / h))
+		cx := int(math.Floor((x.At(i, 0) + bx) / hx))
+		cy := int(math.Floor((x.At(i, 1) + by) / hy))
 		if cx < 0 || cy < 0 || cx >= g.N || cy >= g.N {
 			out[i] = math.NaN()
 			continue

@@ -78,3 +78,52 @@ func TestEstimateLogZ(t *testing.T) {
 		t.Errorf("importance ESS fraction %v, want about 0.69", est.ESS)
 	}
 }
+
+// Probe 68 B2: a rectangular grid integrates a mixture whose coordinates
+// differ in range by 1000 (sd 0.3 and 20, modes at (∓2, ±500), weights
+// 0.3, 0.7): log Z within 1e-3 and the weights within 1e-3 (the tolerance
+// of the square grid's test above), where a square grid of [−1000, 1000]²
+// has cells 10 wide, 30 times the narrow sd, and misses by far more.
+func TestRectangularGridQuadrature(t *testing.T) {
+	w := []float64{0.3, 0.7}
+	logp := func(x mat.Matrix, out []float64) error {
+		r, _ := x.Dims()
+		for i := 0; i < r; i++ {
+			s := 0.0
+			for k, sign := range []float64{1, -1} {
+				a, b := (x.At(i, 0)+2*sign)/0.3, (x.At(i, 1)-500*sign)/20
+				s += w[k] * math.Exp(-(a*a+b*b)/2) / (2 * math.Pi * 0.3 * 20)
+			}
+			out[i] = math.Log(s)
+		}
+		return nil
+	}
+	zones := func(g *Grid) []int {
+		z := make([]int, g.N*g.N)
+		for i := range z {
+			if g.Points.At(i, 1) < 0 {
+				z[i] = 1
+			}
+		}
+		return z
+	}
+	g := NewGridRect(4, 650, 200)
+	if err := g.Fill(logp); err != nil {
+		t.Fatal(err)
+	}
+	got := g.ZoneWeights(zones(g), 2)
+	if math.Abs(g.LogZ) > 1e-3 || math.Abs(got[0]-0.3) > 1e-3 {
+		t.Errorf("rectangle: log Z %v, weights %v; want 0 and %v", g.LogZ, got, w)
+	}
+	sq := NewGrid(1000, 200)
+	if err := sq.Fill(logp); err != nil {
+		t.Fatal(err)
+	}
+	if got := sq.ZoneWeights(zones(sq), 2); math.Abs(sq.LogZ) < 1e-2 {
+		t.Logf("square grid: log Z %v, weights %v", sq.LogZ, got)
+		t.Errorf("the square grid integrates the narrow mixture as well as the rectangle: the test shows nothing")
+	}
+	if hx, hy := g.Cell(); g.CellArea() != hx*hy || hx != 8.0/200 || hy != 1300.0/200 {
+		t.Errorf("cells %v × %v, area %v", hx, hy, g.CellArea())
+	}
+}

@@ -8,6 +8,7 @@
 package training
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -294,7 +295,7 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 		return err
 	}
 	if exp.Box > 0 && d == 2 {
-		r.grid = metrics.NewGrid(exp.Box, cfg.GridSize)
+		r.grid = metrics.NewGridRect(exp.Box, cmp.Or(exp.BoxY, exp.Box), cfg.GridSize)
 	}
 	return nil
 }

@@ -391,7 +391,7 @@ func (t *csvTable) setHeader(rec []string, line int) error {
 		}
 		if strings.IndexFunc(name, unicode.IsControl) >= 0 {
 			hint := ""
-			if strings.ContainsRune(name, '\t') { // a tab-separated file read with commas
+			if strings.ContainsRune(name, '\t') && len(rec) == 1 { // a tab-separated file read with commas: one column (probe 68 B9: a quoted name among commas)
 				hint = `: the columns are separated by commas, and this header holds tabs: write the file with commas (pandas' to_csv, numpy.savetxt(..., delimiter=","), or tr '\t' ',')`
 			}
 			return fmt.Errorf("%s: line %d, column %d: the column name %q holds control characters%s", t.path, line, j+1, name, hint)

@@ -125,8 +125,8 @@ func TestValuesRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"train", "--iterations", "-3", "--out", filepath.Join(dir, "a")}, "--iterations -3, --epochs 0: want counts ≥ 0"},
-		{[]string{"train", "--epochs", "-1", "--out", filepath.Join(dir, "a")}, "want counts ≥ 0"},
+		{[]string{"train", "--iterations", "-3", "--out", filepath.Join(dir, "a")}, "--iterations -3: want a count ≥ 0"},
+		{[]string{"train", "--epochs", "-1", "--out", filepath.Join(dir, "a")}, "--epochs -1: want a count ≥ 0"}, // probe 68 B6: "--iterations 0, --epochs -1"
 		{[]string{"train", "--holdout", "0", "--data", "x.csv", "--out", filepath.Join(dir, "a")}, "--holdout 0: want a fraction strictly between 0 and 1"},
 		{[]string{"train", "--resume", run0, "--iterations", "50", "--seed", "3"}, "--iterations, --seed would be ignored"},
 		{[]string{"train", "--resume", run0, "--holdout", "0.2", "--standardize", "none"}, "--holdout, --standardize would be ignored: drop them"},           // probe 24: "give --data FILE"

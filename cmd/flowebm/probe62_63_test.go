@@ -52,6 +52,9 @@ func TestReproduceRedrawsDensityInFormat(t *testing.T) {
 			t.Errorf("%s drawn for runs that have not evaluated", f)
 		}
 	}
+	if strings.Contains(string(report), "Persistent chains after training") { // probe 68 B7: a caption over no image
+		t.Errorf("the image section's caption without images:\n%s", report)
+	}
 	if !strings.Contains(string(report), "four-gaussians-16: "+noFigure) {
 		t.Errorf("the report does not say why four-gaussians-16 has no R-hat figure:\n%s", report)
 	}
@@ -562,5 +565,29 @@ func TestCmdStanWarmupWithoutAdaptation(t *testing.T) {
 	cmdstanFile(t, n, 2, 100, 200, 1, false, true)
 	if x, err = readChains([]string{a, n}, ""); err != nil || !strings.Contains(x.dtype, "warm-up draws dropped per file: 100, 0") {
 		t.Errorf("mixed files: %v %v", x, err)
+	}
+}
+
+// Probe 68 B9: a comma-separated file whose quoted header name holds a tab
+// was told it was tab-separated; B7: the report's image section named all
+// four algorithms over no image; B8: log Z of -8.1e-05 ± 2.0e-05 printed
+// "-0.000 ± 0.000"; B5: --iterations promised that the decay is stretched
+// to match, which short runs do not get.
+func TestProbe68Messages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.csv")
+	if err := os.WriteFile(path, []byte("\"tab\tx\",mu\n1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, se, code := runCLI("diagnose", path); code == 0 || strings.Contains(se, "holds tabs") || !strings.Contains(se, "holds control characters") {
+		t.Errorf("quoted tab: %d %s", code, se)
+	}
+	if got := withError(-8.1e-5, 2.0e-5); got != "-8.1e-05 ± 2e-05" {
+		t.Errorf("withError: %q", got)
+	}
+	if got := withError(-0.381, 0.005); got != "-0.381 ± 0.005" {
+		t.Errorf("withError: %q", got)
+	}
+	if so, _, _ := runCLI("train", "--help"); !strings.Contains(so, "rounded down to at least 1") {
+		t.Errorf("--iterations help: %s", so)
 	}
 }

@@ -354,13 +354,18 @@ func (w *reportWriter) mnist() error {
 			}
 			p("| %s | %.2e | %.2e | %s | %s | %.2f / %.2f |\n", algorithmNames[r.algorithm], ev.EBMWeightMSE, ev.NegMSE, classWeights(ev, r.metrics.Final), fmtRate(ev.Stats.GlobalAccept), ev.MaxRHat, ev.MaxRHatClassic)
 		}
-		p("\nPersistent chains after training (first 64 of the bank), flowMC-EBM, ULA-EBM, NT-EBM, CoopFlow:\n\n")
+		// The runs that drew their chains, named (probe 68 B7: a caption
+		// naming all four algorithms over no image).
+		var names, images []string
 		for _, r := range rs {
 			if _, err := os.Stat(filepath.Join(r.dir, "samples"+ext)); err == nil {
-				p("![%s](runs/%s/samples%s) ", r.name(), r.name(), ext)
+				names = append(names, algorithmNames[r.algorithm])
+				images = append(images, fmt.Sprintf("![%s](runs/%s/samples%s)", r.name(), r.name(), ext))
 			}
 		}
-		p("\n\n")
+		if len(images) > 0 {
+			p("\nPersistent chains after training (first 64 of the bank), %s:\n\n%s\n\n", strings.Join(names, ", "), strings.Join(images, " "))
+		}
 	}
 	return nil
 }
@@ -392,8 +397,8 @@ func (w *reportWriter) heldOut() error {
 		if !r.algorithm.AcceptsLocally() {
 			local = math.NaN() // unadjusted Langevin: no accept step
 		}
-		p("| %s | %s | %s | %s ± %s | %.1f%% | %s | %s | %d | %.0f |\n", r.name(), fixed3(ev.HeldOutLL), exact,
-			fixed3(ev.LogZ.LogZ), fixed3(ev.LogZ.SE), 100*ev.LogZ.ESS, fmtRate(local), fmtRate(ev.Stats.GlobalAccept), r.metrics.Iterations, ms)
+		p("| %s | %s | %s | %s | %.1f%% | %s | %s | %d | %.0f |\n", r.name(), fixed3(ev.HeldOutLL), exact,
+			withError(ev.LogZ.LogZ, ev.LogZ.SE), 100*ev.LogZ.ESS, fmtRate(local), fmtRate(ev.Stats.GlobalAccept), r.metrics.Iterations, ms)
 	}
 	p("\n")
 	return nil
