@@ -80,6 +80,54 @@ func (g *Grid) Fill(logp func(x mat.Matrix, out []float64) error) error {
 	return nil
 }
 
+// CoverMass is the largest fraction of a grid's mass that FillCovering
+// leaves in the outermost cells along an axis, and CoverDoublings the
+// most times it doubles an axis.
+const (
+	CoverMass      = 1e-3
+	CoverDoublings = 10
+)
+
+// FillCovering is Fill on a grid that grows until the density's mass is
+// inside it: while the outermost rows or columns of cells hold more than
+// CoverMass of the mass, the half-width along that axis doubles (at most
+// CoverDoublings times), and the grid is filled again. A data set's box
+// holds its points, and an EBM can spread well beyond them along a narrow
+// axis: quadrature weights over the data's box left out a quarter of its
+// mass, unevenly across modes (probe 69 B2). It returns the grid filled,
+// g itself where it did not grow.
+func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid, error) {
+	for range CoverDoublings + 1 {
+		if err := g.Fill(logp); err != nil {
+			return g, err
+		}
+		ex, ey := g.edgeMass()
+		if ex <= CoverMass && ey <= CoverMass {
+			break
+		}
+		bx, by := g.HalfWidths()
+		if ex > CoverMass {
+			bx *= 2
+		}
+		if ey > CoverMass {
+			by *= 2
+		}
+		g = NewGridRect(bx, by, g.N)
+	}
+	return g, nil
+}
+
+// edgeMass is the fraction of the grid's mass in its outermost columns
+// (x) and rows (y) of cells.
+func (g *Grid) edgeMass() (x, y float64) {
+	area, n := g.CellArea(), g.N
+	for k := 0; k < n; k++ {
+		x += (math.Exp(g.LogDensity[k*n]) + math.Exp(g.LogDensity[k*n+n-1])) * area
+		y += (math.Exp(g.LogDensity[k]) + math.Exp(g.LogDensity[(n-1)*n+k])) * area
+	}
+	return x, y
+}
+
 // ZoneWeights returns the mass of the normalised grid density in each of k
 // zones, zones[i] being the zone of grid point i (the paper's App. C.3
 // quadrature with nearest-mode zones; see experiments.Experiment.Zones).

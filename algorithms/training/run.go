@@ -428,7 +428,7 @@ func (r *Run) evaluate(st algorithms.IterStats) (Eval, error) {
 		return ev, err
 	}
 	if r.grid != nil {
-		if err := r.grid.Fill(r.Trainer.EBM.LogDensity); err != nil {
+		if err := r.fillGrid(); err != nil {
 			return ev, err
 		}
 		if exp.Kind == experiments.KindDensity {
@@ -685,7 +685,24 @@ func (r *Run) FillGrid() error {
 	if r.grid == nil {
 		return nil
 	}
-	return r.Trainer.WithAveraged(func() error { return r.grid.Fill(r.Trainer.EBM.LogDensity) })
+	return r.Trainer.WithAveraged(r.fillGrid)
+}
+
+// fillGrid fills the grid with the EBM's density. A data set's grid starts
+// from the data's box at every evaluation and grows until it holds the
+// EBM's mass (metrics.Grid.FillCovering; so a resumed run's evaluations
+// are an uninterrupted run's); an experiment's box is its target's.
+func (r *Run) fillGrid() error {
+	exp := r.Experiment
+	if exp.Kind != experiments.KindDataSet {
+		return r.grid.Fill(r.Trainer.EBM.LogDensity)
+	}
+	g, err := metrics.NewGridRect(exp.Box, cmp.Or(exp.BoxY, exp.Box), r.Config.GridSize).FillCovering(r.Trainer.EBM.LogDensity)
+	if g.Box != r.grid.Box || g.BoxY != r.grid.BoxY {
+		r.gridZones = nil // of the other grid's points
+	}
+	r.grid = g
+	return err
 }
 
 // interrupted checkpoints the run where it stopped, unless its last

@@ -292,8 +292,8 @@ func cmdstanWarmupRows(path string) (int, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
-	saved, header, rows := false, false, 0
-	numWarmup, thin := -1, 1
+	saved, header, rows, fixedParam := false, false, 0, false
+	numWarmup, numSamples, thin := -1, -1, 1
 	for {
 		line, err := br.ReadString('\n')
 		text := strings.TrimSpace(strings.TrimPrefix(line, "\ufeff"))
@@ -304,6 +304,10 @@ func cmdstanWarmupRows(path string) (int, error) {
 			if v, ok := cmdstanSetting(c, "num_warmup"); ok {
 				numWarmup = v
 			}
+			if v, ok := cmdstanSetting(c, "num_samples"); ok {
+				numSamples = v
+			}
+			fixedParam = fixedParam || strings.HasPrefix(c, "algorithm = fixed_param")
 			if v, ok := cmdstanSetting(c, "thin"); ok && v > 0 {
 				thin = v
 			}
@@ -320,8 +324,13 @@ func cmdstanWarmupRows(path string) (int, error) {
 			rows++
 		}
 		if err != nil {
-			if saved && header && numWarmup > 0 { // no adaptation comment: the header's count
-				return (numWarmup + thin - 1) / thin, nil
+			// No adaptation comment: the header's count, where the rows are
+			// warm-up and draws as it declares them (probe 69 B1: the
+			// fixed_param sampler writes no warm-up rows under a header
+			// of num_warmup 1000, and 1000 of its draws were dropped).
+			warm := (numWarmup + thin - 1) / thin
+			if saved && header && numWarmup > 0 && !fixedParam && (numSamples < 0 || rows == warm+(numSamples+thin-1)/thin) {
+				return warm, nil
 			}
 			return 0, nil
 		}

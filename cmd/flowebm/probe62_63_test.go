@@ -560,6 +560,31 @@ func TestCmdStanWarmupWithoutAdaptation(t *testing.T) {
 	if x.draws != 67 || !strings.Contains(x.dtype, "34 warm-up draws per chain dropped") || slices.Max(x.data) > 1 {
 		t.Errorf("%d draws, %q, largest %v", x.draws, x.dtype, slices.Max(x.data))
 	}
+	// Probe 69 B1: the fixed_param sampler writes no warm-up rows under a
+	// header of num_warmup 1000 and save_warmup 1: nothing is dropped
+	// (1000 of 1200 draws were); nor where the rows do not add up to the
+	// header's warm-up and draws.
+	for i, edit := range []func(string) string{
+		func(s string) string {
+			return strings.Replace(s, "# method = sample (Default)\n", "# method = sample (Default)\n#     algorithm = fixed_param\n", 1)
+		},
+		func(s string) string { return strings.Replace(s, "num_samples = 200", "num_samples = 500", 1) },
+	} {
+		var ps []string
+		for c := 1; c <= 2; c++ {
+			p := filepath.Join(dir, fmt.Sprintf("other_%d_%d.csv", i, c))
+			cmdstanFile(t, p, c, 0, 200, 1, true, false)
+			b, _ := os.ReadFile(p)
+			text := strings.Replace(edit(string(b)), "num_warmup = 0", "num_warmup = 100", 1)
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+		if x, err := readChains(ps, ""); err != nil || x.draws != 200 || strings.Contains(x.dtype, "warm-up") {
+			t.Errorf("case %d: %v, %v", i, x, err)
+		}
+	}
 	a, n := filepath.Join(dir, "adapt.csv"), filepath.Join(dir, "nosave.csv")
 	cmdstanFile(t, a, 1, 100, 200, 1, true, true)
 	cmdstanFile(t, n, 2, 100, 200, 1, false, true)
