@@ -43,8 +43,9 @@ dynamic batch dimension, in the checkpoint's dtype unless --float32 or
   --what flow-density  input x (batch, d), output log_density (batch) = log λ(x)
                        (a neural spline flow's also z = T⁻¹(x), which NeuTra needs)
 
-The flow graphs work in the models' coordinates (standardised, for a run on
-your own data; spec.json's "standardization" maps them to your units).
+The network (--what ebm) and the flow graphs work in the models' coordinates
+(standardised, for a run on your own data; spec.json's "standardization" maps
+them to your units); --what energy takes the data's units.
 In float64, LeakyRelu, Softplus and Elu are written with elementary ops (ONNX
 Runtime's CPU provider has no double kernels for them). Every export passes
 onnx.checker.check_model(full_check=True) and runs in ONNX Runtime 1.30 with
@@ -326,6 +327,9 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))
+	if m.Scaling != nil && what != "energy" { // probe 69 B3: unsaid, energies 100 and 434 for the run's 3.95 and 4.18
+		fmt.Fprintf(cmd.OutOrStdout(), "note: its input is in the models' standardised coordinates (the run's data scaling, spec.json's \"standardization\"), not the data's units; --what energy takes the data's units\n")
+	}
 	return nil
 }
 

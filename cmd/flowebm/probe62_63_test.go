@@ -616,3 +616,33 @@ func TestProbe68Messages(t *testing.T) {
 		t.Errorf("--iterations help: %s", so)
 	}
 }
+
+// Probe 69 B3: convert --what ebm of a run on standardised data wrote a
+// graph over the standardised coordinates, unsaid; B4: flowebm's own
+// --what energy and flow-density exports were refused by convert with the
+// Linears' messages alone.
+func TestConvertStandardisedAndOwnExports(t *testing.T) {
+	dir := t.TempDir()
+	threeModes(t, dir, 600, []float64{0.2, 0.3, 0.5}, 1)
+	run := filepath.Join(dir, "r")
+	if so, se, code := runCLI("train", "--data", filepath.Join(dir, "mix.npy"), "--iterations", "3", "--out", run, "--quiet"); code != 0 {
+		t.Fatalf("train: %d %s %s", code, so, se)
+	}
+	for _, c := range []struct{ what, note, back string }{
+		{"ebm", "note: its input is in the models' standardised coordinates", ""},
+		{"energy", "", "it is flowebm's export of a whole energy (--what energy"},
+		{"flow-density", "note: its input is in the models' standardised coordinates", "it is a flow's graph"},
+	} {
+		out := filepath.Join(dir, c.what+".onnx")
+		so, se, code := runCLI("convert", run, out, "--what", c.what)
+		if code != 0 || c.note != "" && !strings.Contains(so, c.note) || c.note == "" && strings.Contains(so, "note:") {
+			t.Errorf("--what %s: %d %s %s", c.what, code, so, se)
+		}
+		if c.back == "" {
+			continue
+		}
+		if _, se, code := runCLI("convert", out, filepath.Join(dir, c.what+"-ck")); code == 0 || !strings.Contains(se, c.back) {
+			t.Errorf("--what %s back: %d %s", c.what, code, se)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 	}
 	gemms, err := n.linearChain()
 	if err != nil {
-		return mlp, nil, fmt.Errorf("%s: %w", n.File, err)
+		return mlp, nil, fmt.Errorf("%s: %w%s", n.File, err, n.notAnMLPExport())
 	}
 	var vals [][]float64
 	var hidden *layers.Activation
@@ -260,6 +260,19 @@ func scalarActivation(a layers.Activation, x float64) float64 {
 		return x / (1 + math.Exp(-x))
 	}
 	return x
+}
+
+// notAnMLPExport says which of flowebm's own exports a file that is not an
+// MLP is, if it is one (probe 69 B4: --what energy and flow-density
+// exports were refused with the Linears' messages alone).
+func (n *Net) notAnMLPExport() string {
+	switch {
+	case n.model.ProducerName != "flowebm":
+		return ""
+	case n.outputName == "log_density" || n.outputName == "x":
+		return "; it is a flow's graph (flowebm convert --what flow-sample or flow-density): give it to sample --flow and --flow-density, it is no energy"
+	}
+	return "; it is flowebm's export of a whole energy (--what energy: the network with its tilt and the data's scaling), which converts to no MLP: convert back the network alone (convert RUN OUT.onnx --what ebm) with --base σ, or give this file as --model (flowebm energy and sample read it)"
 }
 
 // inputDependent is the set of the values that the graph computes from
