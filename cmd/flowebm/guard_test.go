@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,9 @@ func TestNewcomerOutputs(t *testing.T) {
 	}
 	if fa, fb := fmtPoint(a), fmtPoint(b); fa == fb || fa != "(1.39×16)" || fb != "(1.39×8, -1.39×8)" {
 		t.Errorf("mode labels %q and %q", fa, fb)
+	}
+	if f := fmtPoint([]float64{5, -0.001, 0.002, math.Copysign(0, -1)}); f != "(5.00, -0.001, 0.002, 0.00)" { // probe 69 B5: "(5.00, -0.00, 0.00, -0.00)"
+		t.Errorf("small coordinates: %s", f)
 	}
 	if f := fmtPoint([]float64{-1.5, -1.5}); f != "(-1.50, -1.50)" {
 		t.Errorf("2D label %q", f)

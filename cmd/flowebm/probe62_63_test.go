@@ -52,6 +52,17 @@ func TestReproduceRedrawsDensityInFormat(t *testing.T) {
 			t.Errorf("%s drawn for runs that have not evaluated", f)
 		}
 	}
+	// Probe 69 B6: the densities' caption over no image.
+	run := filepath.Join(out, "runs", "rings-ula")
+	for _, f := range []string{"checkpoint", "density.png", "density.svg", "density.pdf"} {
+		os.RemoveAll(filepath.Join(run, f))
+	}
+	if so, se, code := runCLI("reproduce", "--report", out); code != 0 && !strings.Contains(so+se, "report") {
+		t.Fatalf("report without densities: %d %s %s", code, so, se)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || strings.Contains(string(b), "Densities (each run's") || !strings.Contains(string(b), "Densities: "+noFigure) {
+		t.Errorf("densities' caption over no image (%v):\n%s", err, b)
+	}
 	if strings.Contains(string(report), "Persistent chains after training") { // probe 68 B7: a caption over no image
 		t.Errorf("the image section's caption without images:\n%s", report)
 	}

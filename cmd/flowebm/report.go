@@ -290,14 +290,22 @@ func (w *reportWriter) table1() error {
 		crossTable(&w.b, t1, get, func(e string) string { return e }, func(ev *training.Eval, e string, a algorithms.Algorithm) string {
 			return fmt.Sprintf("%.2f / %.2f", ev.LogDensityMedSE, paperNumbers.table1[e][a])
 		}, func(e string, a algorithms.Algorithm) float64 { return paperNumbers.table1[e][a] })
-		p("\nDensities (each run's `density%s`):\n\n", ext)
+		var rows []string // an experiment's densities each (probe 69 B6: the caption over none)
 		for _, e := range t1 {
+			var images []string
 			for _, r := range present(runs, e) {
 				if _, err := os.Stat(filepath.Join(r.dir, "density"+ext)); err == nil {
-					p("![%s](runs/%s/density%s) ", r.name(), r.name(), ext)
+					images = append(images, fmt.Sprintf("![%s](runs/%s/density%s)", r.name(), r.name(), ext))
 				}
 			}
-			p("\n\n")
+			if len(images) > 0 {
+				rows = append(rows, strings.Join(images, " "))
+			}
+		}
+		if len(rows) > 0 {
+			p("\nDensities (each run's `density%s`):\n\n%s\n\n", ext, strings.Join(rows, "\n\n"))
+		} else {
+			p("\nDensities: %s\n\n", noFigure)
 		}
 	}
 	return nil

@@ -1300,10 +1300,13 @@ func fmtAccept(v float64) string {
 // fmtCoord is a mode centre's coordinate: two decimals, or three
 // significant digits from 1e6 on (a centre at 1e299 printed 300 digits).
 func fmtCoord(v float64) string {
-	if math.Abs(v) >= 1e6 {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
 		return fmt.Sprintf("%.3g", v)
+	case a < 0.005 && a > 0: // probe 69 B5: 0.002, −0.001 and 0.003 all read 0.00 or -0.00
+		return fmt.Sprintf("%.2g", v)
 	}
-	return fmt.Sprintf("%.2f", v)
+	return fmt.Sprintf("%.2f", v+0) // +0: no "-0.00" for −0
 }
 
 func fmtPoint(x []float64) string {

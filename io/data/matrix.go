@@ -257,7 +257,11 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 		}
 		line, _ := cr.FieldPos(0)
 		if strings.HasPrefix(strings.TrimSpace(rec[0]), "#") {
-			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", line), Got: strconv.Quote(clip(strings.Join(rec, ","))), Want: "data or a header row: comment lines (#) are not read; remove them"}
+			want := "data or a header row: comment lines (#) are not read; remove them"
+			if rows == 0 && len(rec) > 1 { // probe 69 B7: numpy.savetxt's header="a,b" is "# a,b", and removing it lost the names
+				want = "data or a header row: comment lines (#) are not read; a header of column names written as a comment (numpy.savetxt's header=, \"# a,b\") is read once its \"# \" is deleted (numpy.savetxt(..., comments=''))"
+			}
+			return nil, &FormatError{File: name, Field: fmt.Sprintf("line %d", line), Got: strconv.Quote(clip(strings.Join(rec, ","))), Want: want}
 		}
 		if spacedNumbers(rec) && rows == 0 { // numpy.savetxt's default (probe 54: its first row was taken for a header)
 			spaced, first = true, false

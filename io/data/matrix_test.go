@@ -257,6 +257,8 @@ func TestReadCSVRows(t *testing.T) {
 		{"1,2\n3,1_000\n", `f.csv: line 2, column 2 is "1_000", want a decimal number`},
 		{"# c\n1,2\n", `f.csv: line 1 is "# c", want data or a header row: comment lines (#) are not read`},
 		{"1,2\n# end\n", `f.csv: line 2 is "# end", want data or a header row: comment lines`},
+		// Probe 69 B7: numpy.savetxt's header="width,tilt" was to be removed, losing the names.
+		{"# width,tilt\n1,2\n", `is read once its "# " is deleted (numpy.savetxt(..., comments=''))`},
 		{"\xff\xfe1\x00,\x002\x00\n\x00", "f.csv: encoding is UTF-16 (byte-order mark FF FE or FE FF), want UTF-8"},
 		{"1e400,2\n3,4\n", `f.csv: line 1, column 1 is "1e400", want a number within float64's range`},
 		{"x,y\n1,2\n-1e400,2\n", `f.csv: line 3, column 1 is "-1e400", want a number within`},
