@@ -756,14 +756,48 @@ func (fn *FlowNet) tie(frozen bool) error {
 			fn.specs = append(fn.specs, p)
 			continue
 		}
-		if !slices.Equal(p.Shape, q.Shape) {
-			return fmt.Errorf("%s: weight %q has shape %v, %q in %s %v: the two graphs are not the same flow", fn.Sample.File, fn.Sample.initName(p.Name), p.Shape, p.Name, fn.Density.File, q.Shape)
+		sameShape := slices.Equal(p.Shape, q.Shape)
+		if sameShape && slices.Equal(fn.Sample.inits[fn.Sample.initName(p.Name)].Float, fn.Density.inits[p.Name].Float) {
+			continue
 		}
-		if !slices.Equal(fn.Sample.inits[fn.Sample.initName(p.Name)].Float, fn.Density.inits[p.Name].Float) {
-			return fmt.Errorf("%s: weight %q differs from %q in %s: the two graphs are not the same flow (export both from one module after training)", fn.Sample.File, fn.Sample.initName(p.Name), p.Name, fn.Density.File) // each file's own name (probe 64)
+		if frozen { // two tensors of one name: each file's own, and the one-flow check decides (probe 69 A1)
+			fn.apart(p)
+			continue
 		}
+		generated := ""
+		if strings.Contains(p.Name, "::") {
+			generated = fmt.Sprintf(" (a name the exporter generates, numbered in each file: %q may be a different tensor in each)", p.Name)
+		}
+		if !sameShape {
+			return fmt.Errorf("%s: weight %q has shape %v, %q in %s %v%s: training ties the two graphs' weights by name, and these are not one weight: export both from one module with do_constant_folding=False, listing the module's weights in metadata_props %q (io/onnx/crosscheck/export_flow.py does both), or "+frozenAdvice, fn.Sample.File, fn.Sample.initName(p.Name), p.Shape, p.Name, fn.Density.File, q.Shape, generated, ParametersKey)
+		}
+		return fmt.Errorf("%s: weight %q differs from %q in %s%s: the two graphs are not the same flow (export both from one module after training)", fn.Sample.File, fn.Sample.initName(p.Name), p.Name, fn.Density.File, generated) // each file's own name (probe 64)
 	}
 	return nil
+}
+
+// apart gives the sampling graph's parameter p, which the density graph's
+// of its name is not, a name of its own, kept beside the density graph's.
+func (fn *FlowNet) apart(p layers.ParamSpec) {
+	name := "sample:" + p.Name
+	for taken := func(n string) bool {
+		return slices.ContainsFunc(fn.specs, func(s layers.ParamSpec) bool { return s.Name == n })
+	}; taken(name); {
+		name += "'"
+	}
+	rename := maps.Clone(fn.Sample.rename)
+	if rename == nil {
+		rename = map[string]string{}
+	}
+	rename[fn.Sample.initName(p.Name)] = name
+	fn.Sample.rename = rename
+	for i, s := range fn.Sample.specs {
+		if s.Name == p.Name {
+			fn.Sample.specs[i].Name = name
+		}
+	}
+	p.Name = name
+	fn.specs = append(fn.specs, p)
 }
 
 // frozenAdvice is how to use a flow that cannot be trained: frozen

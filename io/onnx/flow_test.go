@@ -336,6 +336,9 @@ func TestReadFlowRefusals(t *testing.T) {
 		{"dimensions", fx("realnvp_f64_sample"), fx("nvp_f64_density"), FlowConfig{}, "dimension 3, the density graph's x"},
 		{"float types", fx("realnvp_f64_sample"), fx("realnvp_f32_density"), FlowConfig{}, "export both in one float type"},
 		{"weights", fx("realnvp_f64_sample"), filepath.Join(dir, "d.onnx"), FlowConfig{}, `weight "flow.couplings.0.s.0.bias" differs from "flow.couplings.0.s.0.bias" in`},
+		// Frozen, each file keeps its own tensors (probe 69 A1), and the
+		// one-flow check refuses them.
+		{"weights, frozen", fx("realnvp_f64_sample"), filepath.Join(dir, "d.onnx"), FlowConfig{Frozen: true}, "are not one flow"},
 		{"base", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{BaseSigma: []float64{2}}, "the base declared is not the one it was exported with"},
 		{"base length", fx("realnvp_f64_sample"), fx("realnvp_f64_density"), FlowConfig{BaseSigma: []float64{1, 2}}, "base σ has 2 values, want 1 or 3"},
 		{"no log-density", "testdata/torch/tanh_f64.onnx", fx("realnvp_f64_density"), FlowConfig{}, `no output "log_density"`},

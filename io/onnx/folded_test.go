@@ -378,3 +378,29 @@ func TestDifferingMaskNamed(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// Probe 69 A1: PyTorch's default constant folding names each folded W.t()
+// onnx::MatMul_NNN, numbered in each file, so that one name was a
+// different tensor in the sampling and the density graph: the frozen pair
+// was refused as "not the same flow". Frozen, each file keeps its own
+// tensor and the one-flow check decides: the flow's log q is PyTorch's
+// within 1e-10; for training, the refusal says the name is the exporter's.
+func TestFlowNamesReusedAcrossFiles(t *testing.T) {
+	s, d := filepath.Join("testdata", "pinned", "reusednames_sample.onnx"), filepath.Join("testdata", "pinned", "reusednames_density.onnx")
+	f, err := ReadFlow(s, d, FlowConfig{Frozen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrays := pinnedArrays(t, "reusednames")
+	x := mat.NewDense(7, 2, arrays["x"])
+	lq := make([]float64, 7)
+	if err := f.LogDensity(x, lq); err != nil {
+		t.Fatal(err)
+	}
+	if r := relInf(lq, arrays["logq"]); !(r <= 1e-10) {
+		t.Errorf("log q %.2e off PyTorch's", r)
+	}
+	if _, err := ReadFlow(s, d, FlowConfig{}); err == nil || !strings.Contains(err.Error(), `(a name the exporter generates, numbered in each file: "onnx::MatMul_179" may be a different tensor in each)`) && !strings.Contains(err.Error(), "is not read by the sampling graph") {
+		t.Errorf("for training: %v", err)
+	}
+}

@@ -1731,3 +1731,87 @@ m.graph.node.extend(kept)
 onnx.checker.check_model(m, full_check=True)
 onnx.save(m, f"{out}/interpsize_inits_o11_dyn.onnx")
 np.savez(f"{out}/interpsize_inits_o11_dyn.npz", **np.load(f"{out}/interpsize_o11_dyn.npz"))
+
+
+# Probe 69 A1: a RealNVP whose Linears compute x @ W.t(), exported as two
+# graphs with PyTorch's default constant folding: each W.t() is folded into
+# an initializer named onnx::MatMul_NNN, numbered in each file, so one name
+# is a different tensor in each. Frozen, the pair was refused as "not the
+# same flow".
+class TLin(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(o, i, dtype=torch.float64) * 0.3)
+        self.b = nn.Parameter(torch.randn(o, dtype=torch.float64) * 0.1)
+
+    def forward(self, x):
+        return x @ self.W.t() + self.b
+
+
+class TCoupling(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.register_buffer("m", torch.tensor(m, dtype=torch.float64))
+        self.l1, self.l2 = TLin(2, 16), TLin(16, 4)
+
+    def st(self, x):
+        a, b = self.l2(torch.tanh(self.l1(x * self.m))).chunk(2, 1)
+        return torch.tanh(a) * (1 - self.m), b * (1 - self.m)
+
+    def f(self, z):
+        a, b = self.st(z)
+        return z * self.m + (1 - self.m) * (z * torch.exp(a) + b), a.sum(1)
+
+    def inv(self, x):
+        a, b = self.st(x)
+        return x * self.m + (1 - self.m) * (x - b) * torch.exp(-a), -a.sum(1)
+
+
+class TNVP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cs = nn.ModuleList([TCoupling([1.0, 0.0] if i % 2 == 0 else [0.0, 1.0]) for i in range(4)])
+
+    def forward(self, z):
+        x, ld = z, z[:, 0] * 0
+        for c in self.cs:
+            x, l = c.f(x)
+            ld = ld + l
+        return x, (-0.5 * z ** 2 - 0.5 * math.log(2 * math.pi)).sum(1) - ld
+
+    def inverse(self, x):
+        z, ld = x, x[:, 0] * 0
+        for c in reversed(self.cs):
+            z, l = c.inv(z)
+            ld = ld + l
+        return z, (-0.5 * z ** 2 - 0.5 * math.log(2 * math.pi)).sum(1) + ld
+
+
+class TSample(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, z):
+        return self.f(z)
+
+
+class TDensity(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        z, lq = self.f.inverse(x)
+        return lq, z
+
+
+torch.manual_seed(691)
+tnvp = TNVP().eval()
+tax = {k: {0: "b"} for k in ["z", "x", "lq", "zz"]}
+torch.onnx.export(TSample(tnvp), torch.randn(4, 2, dtype=torch.float64), f"{out}/reusednames_sample.onnx", input_names=["z"],
+                  output_names=["x", "lq"], dynamic_axes=tax, opset_version=13)
+torch.onnx.export(TDensity(tnvp), torch.randn(4, 2, dtype=torch.float64), f"{out}/reusednames_density.onnx", input_names=["x"],
+                  output_names=["lq", "zz"], dynamic_axes=tax, opset_version=13)
+xs = torch.randn(7, 2, dtype=torch.float64)
+np.savez(f"{out}/reusednames.npz", x=xs.numpy(), logq=tnvp.inverse(xs)[1].detach().numpy())
