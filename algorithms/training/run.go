@@ -260,6 +260,9 @@ func prepare(cfg config.Run, dir string, given from) (*Run, error) {
 		return nil, inFile(err)
 	}
 	r := &Run{Config: cfg, Experiment: exp, Dir: dir, Notes: append(retime(notes, before, cfg.Train), dataNotes...)}
+	if f := cfg.Model.FlowONNX; f != nil && models == nil && exp.Scaling != nil && !exp.Scaling.Identity() { // probe 69 A3: unsaid
+		r.Notes = append(r.Notes, fmt.Sprintf("the flow of %s is taken in the models' coordinates, the data standardised on its training rows (as the EBM sees them), not in the data's units: a flow trained on the data as they are proposes at another scale until training moves it", f.Sample))
+	}
 	if err := r.build(dataRNG, models); err != nil {
 		return nil, inFile(err) // the trainer's checks of its fields
 	}

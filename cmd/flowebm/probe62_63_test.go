@@ -657,3 +657,21 @@ func TestConvertStandardisedAndOwnExports(t *testing.T) {
 		}
 	}
 }
+
+// Probe 69 A3: train --flow on standardised --data took the flow in the
+// standardised coordinates, unsaid (sample has noted it since round 65).
+func TestTrainFlowOnStandardisedDataNoted(t *testing.T) {
+	dir := t.TempDir()
+	threeModes(t, dir, 600, []float64{0.2, 0.3, 0.5}, 1)
+	flows := "../../io/onnx/testdata/flows/"
+	for _, c := range []struct {
+		standardize string
+		noted       bool
+	}{{"dimension", true}, {"none", false}} {
+		so, se, code := runCLI("train", "--data", filepath.Join(dir, "mix.npy"), "--standardize", c.standardize, "--flow", flows+"realnvp2_f64_sample.onnx", "--flow-density", flows+"realnvp2_f64_density.onnx",
+			"--iterations", "2", "--out", filepath.Join(dir, c.standardize), "--quiet")
+		if code != 0 || strings.Contains(so+se, "is taken in the models' coordinates, the data standardised") != c.noted {
+			t.Errorf("--standardize %s: %d %s %s", c.standardize, code, so, se)
+		}
+	}
+}

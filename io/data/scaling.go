@@ -120,6 +120,17 @@ func meanSD(v []float64) (mean, sd float64, err error) {
 // Dim returns the number of coordinates.
 func (s Scaling) Dim() int { return len(s.Scale) }
 
+// Identity says whether the scaling leaves every coordinate as it is
+// (--standardize none: shift 0, scale 1).
+func (s Scaling) Identity() bool {
+	for j := range s.Scale {
+		if s.Scale[j] != 1 || s.Shift[j] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate reports a scaling whose lengths differ or whose scales are not
 // positive and finite.
 func (s Scaling) Validate() error {

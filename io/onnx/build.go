@@ -409,6 +409,9 @@ func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args 
 	elem = widest(elem, args)
 	allConst := true
 	for _, a := range args {
+		if len(a.shape) > 1 && a.shape[0] > 0 && sizeOf(a.shape) == 0 { // rows kept, no columns: the file's, not the batch's (probe 69 A2)
+			return nil, notSupported("an operand has rows but no values in them (shape %v), as a slice past the last column gives (x[:, d:] for a d-wide x): only Shape, Size, Reshape and Concat take empty tensors; leave the empty term out of the model before exporting", a.shape)
+		}
 		if len(a.shape) > 0 && sizeOf(a.shape) == 0 {
 			return nil, fmt.Errorf("an operand is empty (shape %v): only Shape, Size, Reshape and Concat take empty tensors", a.shape)
 		}

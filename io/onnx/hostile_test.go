@@ -212,3 +212,16 @@ func TestLoopRefusalNamesEmbeddingBag(t *testing.T) {
 	b := hgModel("l", nil, mdNode("l", "Loop", []string{"", "", "x"}, []string{"l"}))
 	hgRefused(t, "loop", b, Config{}, "PyTorch 1.13 exports nn.EmbeddingBag as a Loop: write it as nn.Embedding followed by the bag's sum, mean or max")
 }
+
+// Probe 69 A2: a slice past the last column (x[:, d:]) is empty along
+// its feature axis, its rows intact: refused with batch advice that did
+// not help (exporting without dynamic_axes was refused alike); it says
+// what the empty operand is, and nothing of the batch.
+func TestEmptyColumnsRefused(t *testing.T) {
+	inits := []msg{hgInt64s("st", []int64{1}, 3), hgInt64s("en", []int64{1}, 9), hgInt64s("axs", []int64{1}, 1)}
+	b := hgModel("m", inits, mdNode("sl", "Slice", []string{"x", "st", "en", "axs"}, []string{"sl"}), mdNode("m", "Mul", []string{"sl", "sl"}, []string{"m"}))
+	hgRefused(t, "empty columns", b, Config{}, "an operand has rows but no values in them (shape [2 0]), as a slice past the last column gives")
+	if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "batch") {
+		t.Errorf("batch advice: %v", err)
+	}
+}
