@@ -81,38 +81,49 @@ func (g *Grid) Fill(logp func(x mat.Matrix, out []float64) error) error {
 }
 
 // CoverMass is the largest fraction of a grid's mass that FillCovering
-// leaves in the outermost cells along an axis, and CoverDoublings the
-// most times it doubles an axis.
+// leaves beyond the box it returns along an axis, and CoverDoublings the
+// most times it doubles an axis (2⁴⁰: from a data set's box of a column of
+// range 1e-6 to an EBM spread over 1e6).
 const (
 	CoverMass      = 1e-3
-	CoverDoublings = 10
+	CoverDoublings = 40
 )
 
 // FillCovering is Fill on a grid that grows until the density's mass is
-// inside it: while the outermost rows or columns of cells hold more than
-// CoverMass of the mass, the half-width along that axis doubles (at most
-// CoverDoublings times), and the grid is filled again. A data set's box
-// holds its points, and an EBM can spread well beyond them along a narrow
-// axis: quadrature weights over the data's box left out a quarter of its
-// mass, unevenly across modes (probe 69 B2). It returns the grid filled,
-// g itself where it did not grow.
+// inside it. Where the outermost rows or columns of cells hold more than
+// CoverMass of the mass, the half-width along that axis doubles, and keeps
+// doubling while the outer half of the box along it (what lies beyond the
+// box before) holds more than CoverMass; each grid is filled (at most
+// CoverDoublings times along an axis). A data set's box holds its points,
+// and an EBM can spread well beyond them along a narrow axis: quadrature
+// weights over the data's box left out a quarter of its mass (probe 69
+// B2); the outermost cells alone stopped the growth with 18% of the mass of
+// a broad tail outside, and the grid of the last doubling was returned
+// unfilled (probe 70 A1, A2). It returns the grid filled, g itself where
+// it did not grow.
 func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid, error) {
-	for range CoverDoublings + 1 {
+	if err := g.Fill(logp); err != nil {
+		return g, err
+	}
+	ex, ey := g.edgeMass()
+	growX, growY := ex > CoverMass, ey > CoverMass
+	for k := 0; k < CoverDoublings && (growX || growY); k++ {
+		bx, by := g.HalfWidths()
+		if growX {
+			bx *= 2
+		}
+		if growY {
+			by *= 2
+		}
+		grownX, grownY := growX, growY
+		g = NewGridRect(bx, by, g.N)
 		if err := g.Fill(logp); err != nil {
 			return g, err
 		}
-		ex, ey := g.edgeMass()
-		if ex <= CoverMass && ey <= CoverMass {
-			break
-		}
-		bx, by := g.HalfWidths()
-		if ex > CoverMass {
-			bx *= 2
-		}
-		if ey > CoverMass {
-			by *= 2
-		}
-		g = NewGridRect(bx, by, g.N)
+		ex, ey = g.edgeMass()
+		ox, oy := g.outerHalfMass()
+		growX = grownX && ox > CoverMass || !grownX && ex > CoverMass
+		growY = grownY && oy > CoverMass || !grownY && ey > CoverMass
 	}
 	return g, nil
 }
@@ -124,6 +135,24 @@ func (g *Grid) edgeMass() (x, y float64) {
 	for k := 0; k < n; k++ {
 		x += (math.Exp(g.LogDensity[k*n]) + math.Exp(g.LogDensity[k*n+n-1])) * area
 		y += (math.Exp(g.LogDensity[k]) + math.Exp(g.LogDensity[(n-1)*n+k])) * area
+	}
+	return x, y
+}
+
+// outerHalfMass is the fraction of the grid's mass beyond half its
+// half-width along x, and along y.
+func (g *Grid) outerHalfMass() (x, y float64) {
+	area, n := g.CellArea(), g.N
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			m := math.Exp(g.LogDensity[i*n+j]) * area
+			if j < n/4 || j >= n-n/4 {
+				x += m
+			}
+			if i < n/4 || i >= n-n/4 {
+				y += m
+			}
+		}
 	}
 	return x, y
 }

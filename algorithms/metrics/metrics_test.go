@@ -174,3 +174,55 @@ func TestFillCoveringGrowsTheBox(t *testing.T) {
 		t.Errorf("edge mass %v, %v after growing", ex, ey)
 	}
 }
+
+// Probe 70 A1, A2: growth capped at 10 doublings returned the last grid
+// unfilled (uniform: the EBM weights were the zones' areas), and the
+// outermost cells alone stopped it with 18% of a broad tail's mass
+// outside. From a box of ±1e-6 along y, a density of sd 1 along y is
+// reached (20 doublings) and filled; a core of sd 0.5 with a fifth of the
+// mass in a tail of sd 10 along y is held within 1e-2 (the tail's mass
+// beyond the box and the cells' width of the core), and its modes'
+// weights 0.3, 0.7 within 1e-2.
+func TestFillCoveringReachesTheMass(t *testing.T) {
+	mixture := func(coreSD, tailSD, tail float64) func(x mat.Matrix, out []float64) error {
+		return func(x mat.Matrix, out []float64) error {
+			r, _ := x.Dims()
+			for i := 0; i < r; i++ {
+				s := 0.0
+				for _, c := range []struct{ w, m float64 }{{0.3, -2}, {0.7, 2}} {
+					a := (x.At(i, 0) - c.m) / 0.3
+					for _, y := range []struct{ w, sd float64 }{{1 - tail, coreSD}, {tail, tailSD}} {
+						b := x.At(i, 1) / y.sd
+						s += c.w * y.w * math.Exp(-(a*a+b*b)/2) / (2 * math.Pi * 0.3 * y.sd)
+					}
+				}
+				out[i] = math.Log(s)
+			}
+			return nil
+		}
+	}
+	weights := func(g *Grid) []float64 {
+		z := make([]int, g.N*g.N)
+		for i := range z {
+			if g.Points.At(i, 0) > 0 {
+				z[i] = 1
+			}
+		}
+		return g.ZoneWeights(z, 2)
+	}
+	for _, c := range []struct {
+		name           string
+		box            float64
+		coreSD, tailSD float64
+		tail           float64
+	}{{"narrow box", 1e-6, 1, 1, 0}, {"broad tail", 0.6, 0.5, 10, 0.2}} {
+		g, err := NewGridRect(3.5, c.box, 200).FillCovering(mixture(c.coreSD, c.tailSD, c.tail))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := weights(g)
+		if _, by := g.HalfWidths(); math.Abs(g.LogZ) > 1e-2 || math.Abs(w[0]-0.3) > 1e-2 {
+			t.Errorf("%s: grown to ±%v along y: log Z %v, weights %v", c.name, by, g.LogZ, w)
+		}
+	}
+}

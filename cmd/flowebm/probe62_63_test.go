@@ -643,6 +643,7 @@ func TestConvertStandardisedAndOwnExports(t *testing.T) {
 		{"ebm", "note: its input is in the models' standardised coordinates", ""},
 		{"energy", "", "it is flowebm's export of a whole energy (--what energy"},
 		{"flow-density", "note: its input is in the models' standardised coordinates", "it is a flow's graph"},
+		{"flow-sample", "note: its output x is in the models' standardised coordinates", ""}, // probe 70 A3: "its input"
 	} {
 		out := filepath.Join(dir, c.what+".onnx")
 		so, se, code := runCLI("convert", run, out, "--what", c.what)
