@@ -157,6 +157,50 @@ var (
 	drawColumns  = []string{"draw", ".draw", "iteration", ".iteration", "iter"}
 )
 
+// csvNeed estimates the memory that diagnosing total bytes of CSV like
+// path's takes: every column read as a float64 twice (the rows and their
+// parse), the parameter columns (not the sampler's name__ nor the chain
+// and draw columns) held about diagnoseCopies times, the rows counted from
+// the bytes per row of the file's first 64 KiB. It assumed 2 bytes of text
+// per value of every column, 6 to 17 times the need (probe 70 B1), and
+// still does where the first 64 KiB hold no row.
+func csvNeed(path string, total int64) float64 {
+	worst := float64(total) / 2 * 8 * diagnoseCopies
+	f, err := safefile.Open(path)
+	if err != nil {
+		return worst
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	n, _ := io.ReadFull(f, buf)
+	lines := strings.Split(string(buf[:n]), "\n")
+	if n == len(buf) {
+		lines = lines[:len(lines)-1] // cut mid-row
+	}
+	var t csvTable
+	rows, rowBytes := 0, 0
+	for _, l := range lines {
+		text := strings.TrimSpace(strings.TrimPrefix(l, "\ufeff"))
+		switch {
+		case text == "" || strings.HasPrefix(text, "#"):
+		case t.header == nil:
+			t.header = strings.Split(text, ",")
+			for i := range t.header {
+				t.header[i] = strings.Trim(strings.TrimSpace(t.header[i]), `"`)
+			}
+		default:
+			rows++
+			rowBytes += len(l) + 1
+		}
+	}
+	if rows == 0 || t.header == nil {
+		return worst
+	}
+	perRow := float64(rowBytes) / float64(rows)
+	all, kept := float64(len(t.header)), float64(len(parameterColumns(&t)))
+	return float64(total) / perRow * 8 * (2*all + diagnoseCopies*kept)
+}
+
 // readCSVChains reads one CSV with a chain column, or CmdStan's files (one
 // per chain; comment lines and the sampler's columns name__ dropped).
 func readCSVChains(paths []string) (*chainsData, error) {
@@ -172,10 +216,8 @@ func readCSVChains(paths []string) (*chainsData, error) {
 		}
 		total += fi.Size()
 	}
-	// Each value takes at least 2 bytes of text and 8 as a float64, held
-	// about diagnoseCopies times.
-	if need, limit := float64(total)/2*8*diagnoseCopies, sysmem.Limit(8<<30); need > limit {
-		return nil, fmt.Errorf("%s: %d bytes of CSV may need about %.3g GB to diagnose, over the limit of %.3g GB: thin the chains", paths[0], total, need/1e9, limit/1e9)
+	if need, limit := csvNeed(paths[0], total), sysmem.Limit(8<<30); need > limit {
+		return nil, fmt.Errorf("%s: %d bytes of CSV may need about %.3g GB to diagnose, over the limit of %.3g GB: keep every k-th draw of each chain (thin it) or fewer parameter columns, and diagnose again", paths[0], total, need/1e9, limit/1e9)
 	}
 	for _, p := range paths {
 		t, err := readCSVTable(p)

@@ -676,3 +676,26 @@ func TestTrainFlowOnStandardisedDataNoted(t *testing.T) {
 		}
 	}
 }
+
+// Probe 70 B1: diagnose's memory estimate of a CSV assumed 2 bytes of
+// text per value of every column, 6 to 17 times what it takes: CmdStan
+// files of 137 MB (7 sampler columns, 3 parameters) were refused with no
+// ulimit, for 8.8 GB. The rows are counted from the bytes of the first
+// ones, every column counted twice and the parameters diagnoseCopies
+// times.
+func TestDiagnoseCSVMemoryEstimate(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# model = m\nlp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,mu,tau,theta\n")
+	for i := range 2000 {
+		fmt.Fprintf(&b, "-7.123456,0.912345,0.512345,3,7,0,8.123456,%.8g,%.8g,%.8g\n", float64(i)*1.0001, 0.5+float64(i%7), -1.25+float64(i%11))
+	}
+	path := filepath.Join(t.TempDir(), "out-1.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := 2000.0 * 8 * (2*10 + diagnoseCopies*3)
+	got := csvNeed(path, int64(b.Len()))
+	if math.Abs(got/want-1) > 0.05 {
+		t.Errorf("estimate %.4g bytes, want %.4g within 5%% (the old rule: %.4g)", got, want, float64(b.Len())/2*8*diagnoseCopies)
+	}
+}
