@@ -82,7 +82,9 @@ func (f Figure) Save(path string) error {
 	for _, e := range entries {
 		legend.Add(e.text, e.thumb)
 	}
-	w, h := 9*vg.Inch, 4.5*vg.Inch
+	// Taller where the legend needs it: compare's 31st to 45th runs were
+	// left off the canvas, unnamed (probe 70 B2).
+	w, h := 9*vg.Inch, max(4.5*vg.Inch, vg.Length(len(entries)+3)*legendRow(legend))
 	return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, legend, w) })
 }
 
@@ -281,6 +283,11 @@ func curvePlotters(pts plotter.XYs, c color.Color, dashes []vg.Length) ([]plot.P
 		drawn = append(drawn, sc)
 	}
 	return drawn, nil
+}
+
+// legendRow is the height of one line of legend.
+func legendRow(l plot.Legend) vg.Length {
+	return l.TextStyle.Height("Xg") + l.Padding
 }
 
 // drawWithSideLegend draws p with legend in a column right of the plot

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -364,6 +365,38 @@ func TestLabelsWithoutCombiningMarks(t *testing.T) {
 	for _, r := range string(b) {
 		if unicode.Is(unicode.Mn, r) {
 			t.Errorf("the figure's text holds the combining mark %U", r)
+		}
+	}
+}
+
+// Probe 70 B2: compare's figure of 45 runs named the first 30 in its
+// legend, the 30th cut, the rest beyond the canvas; the figure is as tall
+// as its legend needs, every name inside the canvas.
+func TestLongLegendFits(t *testing.T) {
+	var fig Figure
+	for k := range 45 {
+		fig.Curves = append(fig.Curves, Curve{Name: fmt.Sprintf("run%02d", k+1), Points: plotter.XYs{{X: 0, Y: float64(k)}, {X: 1, Y: float64(k + 1)}}})
+	}
+	path := filepath.Join(t.TempDir(), "f.svg")
+	if err := fig.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := regexp.MustCompile(`viewBox="0 0 [0-9.]+ ([0-9.]+)"`).FindSubmatch(b)
+	if view == nil {
+		t.Fatal("no viewBox")
+	}
+	height, _ := strconv.ParseFloat(string(view[1]), 64)
+	for k := range 45 {
+		m := regexp.MustCompile(fmt.Sprintf(`<text x="[0-9.]+" y="(-?[0-9.]+)"[^>]*>run%02d<`, k+1)).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("run%02d not in the legend", k+1)
+		}
+		if y, _ := strconv.ParseFloat(string(m[1]), 64); -y < 0 || -y > height { // gonum's SVG text: y flipped twice (scale(1, -1))
+			t.Errorf("run%02d at y = %v, outside the canvas of height %v", k+1, y, height)
 		}
 	}
 }
