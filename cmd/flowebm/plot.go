@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,11 +86,11 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 			if herr == nil {
 				return fmt.Sprintf("%s, those of its evaluations only, from metrics.csv (%v: those of the model, density and samples, need a checkpoint)", dir, why), nil
 			}
-			return "", fmt.Errorf("%w; and its evaluations' figures cannot be drawn: %v", why, herr) // without resume's advice
+			return "", plotDataAdvice(dir, fmt.Errorf("%w; and its evaluations' figures cannot be drawn: %w", why, herr)) // without resume's advice
 		}
 	}
 	if err != nil {
-		return "", movedDataHint(dir, err)
+		return "", plotDataAdvice(dir, movedDataHint(dir, err))
 	}
 	for _, n := range run.Notes { // a checkpoint passed over, another build
 		fmt.Fprintln(os.Stderr, "flowebm: note:", n)
@@ -116,6 +117,16 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		return fmt.Sprintf("the run that was at %s, now at %s", dir, moved.now), nil
 	}
 	return dir, nil
+}
+
+// plotDataAdvice says, of a refusal of the run's data file as other data
+// than it was trained on, what plot needs (probe 70 B5: "leave data.sha256
+// out to start a new run", a train advice).
+func plotDataAdvice(dir string, err error) error {
+	if err == nil || !strings.Contains(err.Error(), "other data would not continue it") {
+		return err
+	}
+	return fmt.Errorf("%w (plot draws a run with the data it was trained on: put that file back, or record where a copy of it is with flowebm train --resume %s --data COPY)", err, shellQuote(dir))
 }
 
 // plotMoved says that the run folder that plot locked is no longer at

@@ -699,3 +699,26 @@ func TestDiagnoseCSVMemoryEstimate(t *testing.T) {
 		t.Errorf("estimate %.4g bytes, want %.4g within 5%% (the old rule: %.4g)", got, want, float64(b.Len())/2*8*diagnoseCopies)
 	}
 }
+
+// Probe 70 B5: plot's refusals of a moved or replaced data file gave
+// train's advice without naming train ("resume with --resume RUN --data
+// NEWPATH"; "leave data.sha256 out to start a new run").
+func TestPlotDataFileAdvice(t *testing.T) {
+	dir := t.TempDir()
+	threeModes(t, dir, 600, []float64{0.2, 0.3, 0.5}, 1)
+	data := filepath.Join(dir, "mix.npy")
+	run := filepath.Join(dir, "r")
+	if so, se, code := runCLI("train", "--data", data, "--iterations", "3", "--out", run, "--quiet"); code != 0 {
+		t.Fatalf("train: %d %s %s", code, so, se)
+	}
+	if err := os.Rename(data, data+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if _, se, code := runCLI("plot", run); code == 0 || !strings.Contains(se, "record where it is with flowebm train --resume "+run+" --data NEWPATH") {
+		t.Errorf("moved: %d %s", code, se)
+	}
+	threeModes(t, dir, 600, []float64{0.5, 0.3, 0.2}, 2) // other data at the path
+	if _, se, code := runCLI("plot", run); code == 0 || !strings.Contains(se, "plot draws a run with the data it was trained on: put that file back") {
+		t.Errorf("replaced: %d %s", code, se)
+	}
+}

@@ -798,7 +798,7 @@ func movedDataHint(dir string, err error) error {
 	if _, statErr := os.Stat(cfg.Data.File); !errors.Is(statErr, fs.ErrNotExist) {
 		return err
 	}
-	return fmt.Errorf("%w: the run's data file %s is gone; if it was moved, resume with --resume %s --data NEWPATH (its SHA-256 is checked)", err, cfg.Data.File, shellQuote(dir))
+	return fmt.Errorf("%w: the run's data file %s is gone; if it was moved, record where it is with flowebm train --resume %s --data NEWPATH (its SHA-256 is checked; a finished run only records it)", err, cfg.Data.File, shellQuote(dir)) // the command in full: plot gave the advice too (probe 70 B5)
 }
 
 // request is what the flags ask of a new run: only the flags given (and

@@ -79,7 +79,7 @@ func TestResumeMovedDataSaysHow(t *testing.T) {
 	os.Remove(filepath.Join(dir, "samples.npy")) // unfinished outputs: resume reads the data
 	os.Rename(data, data+".moved")
 	e.Reset()
-	if code := run([]string{"train", "--resume", dir}, &o, &e); code != 2 || !strings.Contains(e.String(), "resume with --resume "+dir+" --data NEWPATH") {
+	if code := run([]string{"train", "--resume", dir}, &o, &e); code != 2 || !strings.Contains(e.String(), "record where it is with flowebm train --resume "+dir+" --data NEWPATH") {
 		t.Errorf("exit %d, %q", code, e.String())
 	}
 }
