@@ -303,7 +303,11 @@ func (c Data) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
 			return nil, nil, err
 		}
 	}
-	return experiments.DataSet(c.File, x, opt, rng)
+	e, notes, err := experiments.DataSet(c.File, x, opt, rng)
+	if n := data.MemberNote(c.File, c.Key); n != "" {
+		notes = append([]string{n}, notes...)
+	}
+	return e, notes, err
 }
 
 // dataCopies is about how many float64 copies of a data set a run holds

@@ -119,6 +119,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if err != nil {
 		return err
 	}
+	if n := data.MemberNote(f.points, f.key); n != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", n)
+	}
 	if err := checkPointShape(f.points, shape, f.model, m); err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/io/data"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // Probe 62 B2: reproduce --plot-format svg over runs drawn in PNG redrew
@@ -720,5 +722,30 @@ func TestPlotDataFileAdvice(t *testing.T) {
 	threeModes(t, dir, 600, []float64{0.5, 0.3, 0.2}, 2) // other data at the path
 	if _, se, code := runCLI("plot", run); code == 0 || !strings.Contains(se, "plot draws a run with the data it was trained on: put that file back") {
 		t.Errorf("replaced: %d %s", code, se)
+	}
+}
+
+// Probe 70 B4: an .npz of several arrays was read by its first member,
+// unsaid, by energy --points and train --data (diagnose names it).
+func TestNPZMemberNamed(t *testing.T) {
+	dir := t.TempDir()
+	threeModes(t, dir, 600, []float64{0.2, 0.3, 0.5}, 1)
+	x, err := npy.ReadFile(filepath.Join(dir, "mix.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "two.npz")
+	if err := npz.WriteFile(path, map[string]*npy.Array{"a": x, "b": x}, npy.Float64); err != nil { // written sorted: a first
+		t.Fatal(err)
+	}
+	want := `holds 2 arrays ("a", "b"): read "a", the first (--key names another)`
+	if so, se, code := runCLI("train", "--data", path, "--iterations", "2", "--out", filepath.Join(dir, "r"), "--quiet"); code != 0 || !strings.Contains(so+se, want) {
+		t.Errorf("train: %d %s %s", code, so, se)
+	}
+	if so, se, code := runCLI("energy", "--model", filepath.Join(dir, "r"), "--points", path, "--out", filepath.Join(dir, "e.npy")); code != 0 || !strings.Contains(se, want) {
+		t.Errorf("energy: %d %s %s", code, so, se)
+	}
+	if _, se, _ := runCLI("energy", "--model", filepath.Join(dir, "r"), "--points", path, "--key", "b", "--out", filepath.Join(dir, "e2.npy")); strings.Contains(se, "holds 2 arrays") {
+		t.Errorf("noted with --key: %s", se)
 	}
 }

@@ -197,6 +197,20 @@ func npzMember(path, key string) (*npy.Array, string, error) {
 	return a, fmt.Sprintf("member %q", key), nil
 }
 
+// MemberNote says which member of the .npz archive at path is read where
+// key is empty and the archive holds several ("" otherwise): the first,
+// silently read before (probe 70 B4; diagnose names it).
+func MemberNote(path, key string) string {
+	if key != "" || strings.ToLower(filepath.Ext(path)) != ".npz" {
+		return ""
+	}
+	names, err := NPZNames(path)
+	if err != nil || len(names) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("%s holds %d arrays (%s): read %q, the first (--key names another)", path, len(names), quoteNames(names), names[0])
+}
+
 // quoteNames quotes the first 10 names, then says how many more.
 func quoteNames(names []string) string {
 	q := make([]string, 0, min(len(names), 10))
