@@ -148,6 +148,9 @@ type csvTable struct {
 	rows   [][]float64
 	lines  []int // each row's line number
 	warmup int   // CmdStan warm-up draws dropped (save_warmup = 1)
+	// warmupUnsure: warm-up saved without adaptation, rows that do not
+	// add up to the header's counts (kept)
+	warmupUnsure bool
 }
 
 // chainColumns are the names of a chain column (posterior's draws_df,
@@ -311,7 +314,8 @@ func readCSVTable(path string) (*csvTable, error) {
 // (before its "# Adaptation terminated" comment): diagnostics are of the
 // draws kept, as posterior's and ArviZ's readers keep warm-up apart.
 func (t *csvTable) dropWarmup() error {
-	n, err := cmdstanWarmupRows(t.path)
+	n, unsure, err := cmdstanWarmupRows(t.path)
+	t.warmupUnsure = unsure
 	if err != nil || n == 0 {
 		return err
 	}
@@ -327,10 +331,14 @@ func (t *csvTable) dropWarmup() error {
 // warm-up ran without adaptation (engaged = 0: no such line), the
 // ceil(num_warmup/thin) draws its header declares, as cmdstanpy, cmdstanr
 // and ArviZ count them (probe 68 B1: kept, unsaid); 0 for other files.
-func cmdstanWarmupRows(path string) (int, error) {
+//
+// unsure is set where the header says warm-up was saved without
+// adaptation but the rows do not add up to its warm-up and draws (an
+// interrupted chain): nothing is dropped, and the note says so (probe 70).
+func cmdstanWarmupRows(path string) (n int, unsure bool, err error) {
 	f, err := safefile.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
@@ -355,9 +363,9 @@ func cmdstanWarmupRows(path string) (int, error) {
 			}
 			if strings.HasPrefix(c, "Adaptation terminated") {
 				if saved {
-					return rows, nil
+					return rows, false, nil
 				}
-				return 0, nil
+				return 0, false, nil
 			}
 		case text == "":
 		case !header:
@@ -371,10 +379,13 @@ func cmdstanWarmupRows(path string) (int, error) {
 			// fixed_param sampler writes no warm-up rows under a header
 			// of num_warmup 1000, and 1000 of its draws were dropped).
 			warm := (numWarmup + thin - 1) / thin
-			if saved && header && numWarmup > 0 && !fixedParam && (numSamples < 0 || rows == warm+(numSamples+thin-1)/thin) {
-				return warm, nil
+			if saved && header && numWarmup > 0 && !fixedParam {
+				if numSamples < 0 || rows == warm+(numSamples+thin-1)/thin {
+					return warm, false, nil
+				}
+				return 0, true, nil
 			}
-			return 0, nil
+			return 0, false, nil
 		}
 	}
 }
@@ -666,9 +677,16 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 // (probe 68 B3: the first file's count was said of all).
 func warmupNote(tables []*csvTable) string {
 	same, any := true, false
+	var unsure []string
 	for _, t := range tables {
 		same = same && t.warmup == tables[0].warmup
 		any = any || t.warmup > 0
+		if t.warmupUnsure {
+			unsure = append(unsure, filepath.Base(t.path))
+		}
+	}
+	if len(unsure) > 0 { // rows that do not add up: kept, said
+		return fmt.Sprintf("%s: saved with warm-up and no adaptation, but their rows do not add up to the header's warm-up and draws (an interrupted chain?): no warm-up dropped, the draws may include it", strings.Join(unsure, ", "))
 	}
 	switch {
 	case !any:

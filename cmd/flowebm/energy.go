@@ -116,6 +116,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return err
 	}
 	x, shape, err := data.ReadPoints(f.points, f.key)
+	if errors.Is(err, fs.ErrNotExist) { // probe 70: "open nonexist.npy: no such file", naming no flag
+		return fmt.Errorf("--points %s: no such file: give the file of the points whose energies to compute", f.points)
+	}
 	if err != nil {
 		return err
 	}

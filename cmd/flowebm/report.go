@@ -385,7 +385,7 @@ func (w *reportWriter) heldOut() error {
 	if f.report != "" {
 		p("Time per iteration includes the evaluations; the runs were trained outside reproduce, which does not know how many shared a machine: compare it only between runs trained alike.\n\n")
 	} else {
-		p("Time per iteration includes the evaluations, with %d runs sharing the machine.\n\n", f.jobs)
+		p("Time per iteration includes the evaluations, with %s sharing the machine.\n\n", count(f.jobs, "run"))
 	}
 	p("Mean log-likelihood of 4,096 held-out points under the normalised EBM, log Z estimated by importance sampling with 4,096 draws of the companion flow (of the tilt ρ for ULA-EBM), beside the same mean under the exact density; not in the paper. IS ESS is the importance weights' effective sample size as a fraction: below a few per cent, log Z (and so the log-likelihood) is unreliable.\n\n")
 	w.partial(runs)

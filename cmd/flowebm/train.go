@@ -1236,7 +1236,7 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	if trained == 0 {
 		fmt.Fprintf(out, "the run had finished training; its outputs are now complete\n")
 	} else {
-		fmt.Fprintf(out, "trained %d iterations in %s (%.1f ms/iteration)\n", trained, elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(trained))
+		fmt.Fprintf(out, "trained %s in %s (%.1f ms/iteration)\n", count(trained, "iteration"), elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(trained))
 	}
 	exp := run.Experiment
 	if exp.Weights != nil && final.EBMWeights != nil {
@@ -1362,6 +1362,14 @@ func withError(v, se float64) string {
 		return fmt.Sprintf("%.2g ± %.2g", v, se)
 	}
 	return fixed3(v) + " ± " + fixed3(se)
+}
+
+// count is "n things", "1 thing" (probe 70: "trained 1 iterations").
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func fixed3(v float64) string {
