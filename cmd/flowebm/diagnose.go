@@ -228,7 +228,11 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 	}
 	s, err := diagnostics.Summarize(c.data, c.chains, c.draws, c.dims)
 	if err != nil {
-		return fmt.Errorf("%s: shape %s: %s", c.source, c.shape, strings.TrimPrefix(err.Error(), "diagnostics: "))
+		hint := ""
+		if c.dims == 1 && c.draws < 4 && c.chains > 100 { // probe 70: a (1024, 2) samples.npy of points
+			hint = fmt.Sprintf("; a 2-D array is read as (chains, draws) of one dimension, and %d rows of %d values look like points (flowebm sample writes chains × draws × dims; train's samples.npy holds the persistent chains' last states, a point each)", c.chains, c.draws)
+		}
+		return fmt.Errorf("%s: shape %s: %s%s", c.source, c.shape, strings.TrimPrefix(err.Error(), "diagnostics: "), hint)
 	}
 	rows := make([]dimReport, len(s))
 	for d := range s {

@@ -762,3 +762,15 @@ func TestProbe70SmallMessages(t *testing.T) {
 		t.Errorf("%d %s", code, se)
 	}
 }
+
+// Probe 70 (small): diagnose of a (1024, 2) array of points said "2 draws
+// per chain" without saying that it reads a 2-D array as chains × draws.
+func TestDiagnosePointsHint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "samples.npy")
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{1024, 2}, Data: make([]float64, 2048)}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, se, code := runCLI("diagnose", path); code == 0 || !strings.Contains(se, "1024 rows of 2 values look like points") {
+		t.Errorf("%d %s", code, se)
+	}
+}
