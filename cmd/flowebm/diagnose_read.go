@@ -398,6 +398,9 @@ func cmdstanSetting(c, name string) (int, bool) {
 		return 0, false
 	}
 	v, err := strconv.Atoi(strings.TrimSuffix(rest, " (Default)"))
+	if v > math.MaxInt32 { // no file holds that many rows: ceil(num_warmup/thin) overflowed to a negative count
+		return 0, false
+	}
 	return v, err == nil && v >= 0
 }
 

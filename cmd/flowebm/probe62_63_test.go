@@ -774,3 +774,24 @@ func TestDiagnosePointsHint(t *testing.T) {
 		t.Errorf("%d %s", code, se)
 	}
 }
+
+// Review: a CmdStan header's num_warmup near the int64 limit made
+// ceil(num_warmup/thin) overflow to a negative count of rows to drop (a
+// slice panic); such values are not read.
+func TestCmdStanHugeWarmupCount(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for c := 1; c <= 2; c++ {
+		p := filepath.Join(dir, fmt.Sprintf("c%d.csv", c))
+		cmdstanFile(t, p, c, 0, 50, 2, true, false)
+		b, _ := os.ReadFile(p)
+		b = []byte(strings.Replace(strings.Replace(string(b), "num_warmup = 0", "num_warmup = 9223372036854775807", 1), "#     num_samples = 50\n", "", 1))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	if x, err := readChains(files, ""); err != nil || x.draws != 25 {
+		t.Errorf("%v, %v", x, err)
+	}
+}
