@@ -1385,11 +1385,7 @@ func adaptiveProgress(out io.Writer, start time.Time, patience int) func(algorit
 		fmt.Fprintf(out, "warm-up cycle %d/%d: global acceptance %s, local %s, flow log-likelihood %.4g, R-hat %.3g; %.3g cycles/s, %v left\n",
 			r.Cycle, r.Cycles, pct(r.Global), pct(r.Local), r.LogLikelihood, r.RHat, rate, eta)
 		if r.Stopped {
-			windows := "windows"
-			if patience == 1 {
-				windows = "window"
-			}
-			fmt.Fprintf(out, "global acceptance has not risen by 0.01 in %d %s of 10 cycles (--patience %d): training stops, the flow is frozen after %d of %d warm-up cycles\n", patience, windows, patience, r.Cycle, r.Cycles)
+			fmt.Fprintf(out, "global acceptance has not risen by 0.01 in %s of 10 cycles (--patience %d): training stops, the flow is frozen after %d of %d warm-up cycles\n", count(patience, "window"), patience, r.Cycle, r.Cycles)
 		}
 	}
 }

@@ -780,9 +780,7 @@ func (fn *FlowNet) tie(frozen bool) error {
 // of its name is not, a name of its own, kept beside the density graph's.
 func (fn *FlowNet) apart(p layers.ParamSpec) {
 	name := "sample:" + p.Name
-	for taken := func(n string) bool {
-		return slices.ContainsFunc(fn.specs, func(s layers.ParamSpec) bool { return s.Name == n })
-	}; taken(name); {
+	for slices.ContainsFunc(fn.specs, func(s layers.ParamSpec) bool { return s.Name == name }) {
 		name += "'"
 	}
 	rename := maps.Clone(fn.Sample.rename)

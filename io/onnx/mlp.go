@@ -91,8 +91,9 @@ func (n *Net) linearChain() ([]*Node, error) {
 				ok = false
 			}
 		}
-		if w := node.Inputs[min(1, len(node.Inputs)-1)]; !ok && n.producer(w) != nil { // probe 67 A2: blamed on a missing bias
-			return nil, fmt.Errorf("node %q: the Linear's weight %q is computed in the graph (by node %q, %s), as PyTorch exports torch.nn.utils.spectral_norm and weight_norm: a checkpoint's MLP holds plain weights; call torch.nn.utils.remove_spectral_norm (or remove_weight_norm) on each layer before exporting, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), w, nodeName(n.producer(w)), n.producer(w).OpType)
+		w := node.Inputs[min(1, len(node.Inputs)-1)]
+		if by := n.producer(w); !ok && by != nil { // probe 67 A2: blamed on a missing bias
+			return nil, fmt.Errorf("node %q: the Linear's weight %q is computed in the graph (by node %q, %s), as PyTorch exports torch.nn.utils.spectral_norm and weight_norm: a checkpoint's MLP holds plain weights; call torch.nn.utils.remove_spectral_norm (or remove_weight_norm) on each layer before exporting, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), w, nodeName(by), by.OpType)
 		}
 		if !ok {
 			return nil, fmt.Errorf("node %q: only Gemm(x, W, b) with transB = 1 and initializers W, b (nn.Linear) converts", nodeName(node))

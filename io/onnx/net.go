@@ -459,11 +459,9 @@ func (n *Net) check() error {
 	}
 	n.trainable = rec.used
 	for name := range n.trainable {
-		// A −Inf attention mask (maskOnly) is a constant; so is an empty
-		// tensor (a Resize's roi or scales "not given", moved from a
-		// Constant into an initializer by onnx-simplifier: a parameter of
-		// no values panicked; probe 68 A1).
-		if t := n.inits[name]; checkFinite(t) != nil || t.Len() == 0 {
+		// A −Inf attention mask (maskOnly) is a constant (an empty tensor
+		// is one already: lookup never binds it as a parameter).
+		if checkFinite(n.inits[name]) != nil {
 			delete(n.trainable, name)
 		}
 	}
