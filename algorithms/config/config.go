@@ -208,7 +208,7 @@ func (cfg *Run) checkDataDirSums() error {
 		case cfg.DataDirSHA256 != nil && !ok:
 			return cfg.otherFileError(f)
 		case cfg.DataDirSHA256 != nil && !strings.EqualFold(want, sum): // sha256sum -c reads upper-case sums too (probe 19)
-			return fmt.Errorf("%s: SHA-256 %s, but data_dir_sha256 records %s for %s, the data the run was made with: other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, sum[:16]+"…", want, name)
+			return fmt.Errorf("%s: SHA-256 %s, but data_dir_sha256 records %s for %s, the data the run was made with: %w; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, sum[:16]+"…", want, name, ErrOtherData)
 		}
 		sums[name] = sum
 	}
@@ -244,7 +244,7 @@ func (cfg *Run) otherFileError(f string) error {
 		}
 		return fmt.Errorf("%s: the run was made with %s (data_dir_sha256 records it), but this folder now also holds %s, which is read in its place: move %s away so that the recorded file is read, or start a new run", f, twin, name, f)
 	}
-	return fmt.Errorf("%s: the run was made with other files (data_dir_sha256 records %s): other data would not continue it; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, strings.Join(recorded, ", "))
+	return fmt.Errorf("%s: the run was made with other files (data_dir_sha256 records %s): %w; give the run's files (--data-dir DIR with a copy of them), or start a new run", f, strings.Join(recorded, ", "), ErrOtherData)
 }
 
 // recordFile makes the data's paths absolute and records the file's
@@ -271,7 +271,7 @@ func (c *Data) checkSum() error {
 		return err
 	}
 	if c.SHA256 != "" && c.SHA256 != sum {
-		return fmt.Errorf("%s: SHA-256 %s, but data.sha256 records %s, the file the run (or configuration) was made with: other data would not continue it; give that file, or leave data.sha256 out to start a new run on this one", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…")
+		return fmt.Errorf("%s: SHA-256 %s, but data.sha256 records %s, the file the run (or configuration) was made with: %w; give that file, or leave data.sha256 out to start a new run on this one", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…", ErrOtherData)
 	}
 	c.SHA256 = sum
 	return nil
@@ -498,6 +498,10 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	}
 	return nil
 }
+
+// ErrOtherData is wrapped by the refusals of data other than a run's
+// recorded checksums name.
+var ErrOtherData = errors.New("other data would not continue it")
 
 // CheckData checks, without loading them, that the data the run reads are
 // those its configuration records (data.sha256, data_dir_sha256), as
@@ -855,11 +859,7 @@ func (cfg Run) checkZeros(paths []string) error {
 		case strings.EqualFold(path, "data_size") && cfg.Data != nil: // 0: every row of the data
 			continue
 		}
-		var v any = resolved
-		for _, k := range strings.Split(path, ".") {
-			m, _ := v.(map[string]any)
-			v = lookupFold(m, k)
-		}
+		v := jsonPath(resolved, path)
 		switch rv := reflect.ValueOf(v); rv.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
 			if strings.EqualFold(path, "data_size") { // its default is another with --data (probe 54: "16384" where it is every row)

@@ -15,56 +15,50 @@ func (c Run) Unused() []string { return c.unused(false) }
 // unused lists the fields of c that its algorithm does not use: those
 // given, or all of them.
 func (c Run) unused(all bool) []string {
+	t, m := c.Train, c.Model
 	var out []string
-	c.visitUnused(func(given bool, field string, _ func()) {
+	add := func(given bool, field string) {
 		if given || all {
 			out = append(out, field)
 		}
-	})
-	return out
-}
-
-// visitUnused calls f with each field of c that its algorithm does not
-// use: whether it is given (not zero), its JSON path, and what sets it to
-// zero.
-func (c *Run) visitUnused(f func(given bool, field string, clear func())) {
-	t, m := &c.Train, &c.Model
+	}
 	alg := t.Algorithm
 	if !alg.TrainsFlow() {
-		f(t.FlowOptim != (algorithms.OptimConfig{}), "train.flow_optim", func() { t.FlowOptim = algorithms.OptimConfig{} })
-		f(t.Pretrain != (algorithms.PretrainConfig{}), "train.pretrain", func() { t.Pretrain = algorithms.PretrainConfig{} })
-		f(t.FlowSteps != 0, "train.flow_steps", func() { t.FlowSteps = 0 })
-		f(t.FreezeFlow != 0, "train.freeze_flow", func() { t.FreezeFlow = 0 })
-		f(m.FlowBlocks != 0, "model.flow_blocks", func() { m.FlowBlocks = 0 })
-		f(m.FlowHidden != nil, "model.flow_hidden", func() { m.FlowHidden = nil })
-		f(m.FlowInit != "", "model.flow_init", func() { m.FlowInit = "" })
-		f(m.FlowMask != "", "model.flow_mask", func() { m.FlowMask = "" })
-		f(m.Flow != "", "model.flow", func() { m.Flow = "" })
-		f(m.FlowBins != 0, "model.flow_bins", func() { m.FlowBins = 0 })
-		f(m.FlowTailBound != 0, "model.flow_tail_bound", func() { m.FlowTailBound = 0 })
+		add(t.FlowOptim != (algorithms.OptimConfig{}), "train.flow_optim")
+		add(t.Pretrain != (algorithms.PretrainConfig{}), "train.pretrain")
+		add(t.FlowSteps != 0, "train.flow_steps")
+		add(t.FreezeFlow != 0, "train.freeze_flow")
+		add(m.FlowBlocks != 0, "model.flow_blocks")
+		add(m.FlowHidden != nil, "model.flow_hidden")
+		add(m.FlowInit != "", "model.flow_init")
+		add(m.FlowMask != "", "model.flow_mask")
+		add(m.Flow != "", "model.flow")
+		add(m.FlowBins != 0, "model.flow_bins")
+		add(m.FlowTailBound != 0, "model.flow_tail_bound")
 	}
 	if alg.Kernel() != algorithms.KernelFlowMC {
-		s := &t.Sampler
-		f(s.Global != "", "train.sampler.global", func() { s.Global = "" })
-		f(s.Particles != 0, "train.sampler.particles", func() { s.Particles = 0 })
-		f(s.GlobalSteps != 0, "train.sampler.global_steps", func() { s.GlobalSteps = 0 })
-		f(s.LocalSteps != 0, "train.sampler.local_steps", func() { s.LocalSteps = 0 })
-		f(s.Stacked, "train.sampler.stacked", func() { s.Stacked = false })
+		s := t.Sampler
+		add(s.Global != "", "train.sampler.global")
+		add(s.Particles != 0, "train.sampler.particles")
+		add(s.GlobalSteps != 0, "train.sampler.global_steps")
+		add(s.LocalSteps != 0, "train.sampler.local_steps")
+		add(s.Stacked, "train.sampler.stacked")
 	}
 	if !t.PersistentChains() { // CoopFlow's chains start afresh from the flow
-		f(t.Persistent != 0, "train.persistent", func() { t.Persistent = 0 })
-		f(t.Start != "", "train.start", func() { t.Start = "" })
-		f(t.StartScale != 0, "train.start_scale", func() { t.StartScale = 0 })
+		add(t.Persistent != 0, "train.persistent")
+		add(t.Start != "", "train.start")
+		add(t.StartScale != 0, "train.start_scale")
 	} else if rt, err := t.Resolved(); err == nil && rt.Start == algorithms.StartFlow {
-		f(t.StartScale != 0, "train.start_scale", func() { t.StartScale = 0 })
+		add(t.StartScale != 0, "train.start_scale")
 	}
 	switch k := alg.Kernel(); {
 	case k == algorithms.KernelULA || k == algorithms.KernelLangevinNoiseFree: // no accept/reject step
-		f(t.Sampler.TargetAccept != 0, "train.sampler.target_accept", func() { t.Sampler.TargetAccept = 0 })
-		f(t.Sampler.FixedStep, "train.sampler.fixed_step", func() { t.Sampler.FixedStep = false })
+		add(t.Sampler.TargetAccept != 0, "train.sampler.target_accept")
+		add(t.Sampler.FixedStep, "train.sampler.fixed_step")
 	case t.Sampler.FixedStep:
-		f(t.Sampler.TargetAccept != 0, "train.sampler.target_accept", func() { t.Sampler.TargetAccept = 0 })
+		add(t.Sampler.TargetAccept != 0, "train.sampler.target_accept")
 	}
+	return out
 }
 
 // Field is the value of c at a field's JSON path (train.flow_optim), as

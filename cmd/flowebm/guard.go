@@ -1215,40 +1215,41 @@ func checkHeld(flag, path, resolved, advice string) error {
 	return err
 }
 
-// isTrainingRun reports whether dir holds a training run (not only a
-// checkpoint that convert wrote).
-// It needs the run's configuration and something only a run writes: its
-// metrics, a checkpoint of models, or its lock (a config.json alone, or a
-// Go package named checkpoint, is not a run).
 // runsWithin says, for a folder that is not a run, which of its
-// subfolders are (train --seeds' s1, s2, …), as the way out of a refusal
-// (probe 64: "not a run folder" of the folder train --seeds wrote).
+// subfolders are (train --seeds' s1, s2, …; reproduce's runs/NAME, probe
+// 67 B4), as the way out of a refusal (probe 64: "not a run folder" of the
+// folder train --seeds wrote).
 func runsWithin(dir string) string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	runs := runFolders(dir)
+	by := "train --seeds writes them"
+	switch {
+	case len(runs) > 0 && filepath.Base(dir) == "runs" && exists(filepath.Join(filepath.Dir(dir), "report.md")):
+		by = "reproduce writes them"
+	case len(runs) == 0 && filepath.Base(dir) != "runs":
+		if runs = runFolders(filepath.Join(dir, "runs")); len(runs) > 0 {
+			return fmt.Sprintf("; it is a folder that reproduce wrote, and its runs/ holds the runs %s: give those, e.g. %s", listRuns(runs), shellQuote(filepath.Join(dir, "runs", runs[0])))
+		}
+	}
+	if len(runs) == 0 {
 		return ""
 	}
+	return fmt.Sprintf("; it holds the runs %s (as %s): give those, e.g. %s", listRuns(runs), by, shellQuote(filepath.Join(dir, runs[0])))
+}
+
+// runFolders are the names of dir's subfolders that hold training runs.
+func runFolders(dir string) []string {
+	entries, _ := os.ReadDir(dir)
 	var runs []string
 	for _, e := range entries {
 		if e.IsDir() && isTrainingRun(filepath.Join(dir, e.Name())) {
 			runs = append(runs, e.Name())
 		}
 	}
-	if len(runs) == 0 {
-		if filepath.Base(dir) != "runs" && exists(filepath.Join(dir, "runs")) {
-			if within := runsWithin(filepath.Join(dir, "runs")); within != "" { // probe 67 B4: reproduce's folder
-				within = strings.Replace(within, " (as reproduce writes them)", "", 1)
-				return "; it is a folder that reproduce wrote" + strings.Replace(within, "; it holds", ", and its runs/ holds", 1)
-			}
-		}
-		return ""
-	}
-	by := "train --seeds writes them"
-	if filepath.Base(dir) == "runs" && exists(filepath.Join(filepath.Dir(dir), "report.md")) {
-		by = "reproduce writes them" // probe 67 B4: "as train --seeds writes them"
-	}
-	return fmt.Sprintf("; it holds the runs %s (as %s): give those, e.g. %s", strings.Join(runs[:min(len(runs), 5)], ", "), by, shellQuote(filepath.Join(dir, runs[0])))
+	return runs
 }
+
+// listRuns names the first 5 runs.
+func listRuns(runs []string) string { return strings.Join(runs[:min(len(runs), 5)], ", ") }
 
 // checkpointOfRun says, of a checkpoint folder dir inside a run folder,
 // to give the run instead ("" if dir is not one).
@@ -1260,6 +1261,11 @@ func checkpointOfRun(dir string) string {
 	return "; it is the checkpoint folder of the run " + parent + ": give the run, e.g. " + shellQuote(parent)
 }
 
+// isTrainingRun reports whether dir holds a training run (not only a
+// checkpoint that convert wrote). It needs the run's configuration and
+// something only a run writes: its metrics, a checkpoint of models, or its
+// lock (a config.json alone, or a Go package named checkpoint, is not a
+// run).
 func isTrainingRun(dir string) bool {
 	if fi, err := os.Stat(filepath.Join(dir, "config.json")); err != nil || !fi.Mode().IsRegular() {
 		return false

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 )
@@ -123,7 +123,7 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 // than it was trained on, what plot needs (probe 70 B5: "leave data.sha256
 // out to start a new run", a train advice).
 func plotDataAdvice(dir string, err error) error {
-	if err == nil || !strings.Contains(err.Error(), "other data would not continue it") {
+	if !errors.Is(err, config.ErrOtherData) {
 		return err
 	}
 	return fmt.Errorf("%w (plot draws a run with the data it was trained on: put that file back, or record where a copy of it is with flowebm train --resume %s --data COPY)", err, shellQuote(dir))
