@@ -330,16 +330,8 @@ func TestLogTickLabelsApart(t *testing.T) {
 // viewer); the whole canvas is painted first. In SVG, the first path
 // drawn is the canvas's rectangle, filled white.
 func TestSVGBackgroundCoversCanvas(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f.svg")
-	fig := Figure{Title: "t", Curves: []Curve{{Name: "a long legend entry", Points: plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 2}}}}}
-	if err := fig.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := regexp.MustCompile(`viewBox="0 0 ([0-9.]+) ([0-9.]+)"`).FindSubmatch(b)
+	b := savedSVG(t, Figure{Title: "t", Curves: []Curve{{Name: "a long legend entry", Points: plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 2}}}}})
+	view := svgViewBox.FindSubmatch(b)
 	first := regexp.MustCompile(`<path d="M0,0L([0-9.]+),0L([0-9.]+),([0-9.]+)L0,[0-9.]+Z"\s*style="fill:#FFFFFF`).FindSubmatch(b)
 	if view == nil || first == nil || string(first[1]) != string(view[1]) || string(first[3]) != string(view[2]) {
 		t.Errorf("the first white rectangle %q does not cover the canvas %q", first, view)
@@ -377,19 +369,12 @@ func TestLongLegendFits(t *testing.T) {
 	for k := range 45 {
 		fig.Curves = append(fig.Curves, Curve{Name: fmt.Sprintf("run%02d", k+1), Points: plotter.XYs{{X: 0, Y: float64(k)}, {X: 1, Y: float64(k + 1)}}})
 	}
-	path := filepath.Join(t.TempDir(), "f.svg")
-	if err := fig.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := regexp.MustCompile(`viewBox="0 0 [0-9.]+ ([0-9.]+)"`).FindSubmatch(b)
+	b := savedSVG(t, fig)
+	view := svgViewBox.FindSubmatch(b)
 	if view == nil {
 		t.Fatal("no viewBox")
 	}
-	height, _ := strconv.ParseFloat(string(view[1]), 64)
+	height, _ := strconv.ParseFloat(string(view[2]), 64)
 	for k := range 45 {
 		m := regexp.MustCompile(fmt.Sprintf(`<text x="[0-9.]+" y="(-?[0-9.]+)"[^>]*>run%02d<`, k+1)).FindSubmatch(b)
 		if m == nil {
@@ -399,4 +384,21 @@ func TestLongLegendFits(t *testing.T) {
 			t.Errorf("run%02d at y = %v, outside the canvas of height %v", k+1, y, height)
 		}
 	}
+}
+
+// svgViewBox matches an SVG's viewBox, its width and height.
+var svgViewBox = regexp.MustCompile(`viewBox="0 0 ([0-9.]+) ([0-9.]+)"`)
+
+// savedSVG is fig saved as SVG.
+func savedSVG(t *testing.T, fig Figure) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f.svg")
+	if err := fig.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -187,9 +187,11 @@ func csvNeed(path string, total int64) float64 {
 		switch {
 		case text == "" || strings.HasPrefix(text, "#"):
 		case t.header == nil:
-			t.header = strings.Split(text, ",")
+			if t.header, err = csv.NewReader(strings.NewReader(text)).Read(); err != nil {
+				return worst // the reader names what is wrong
+			}
 			for i := range t.header {
-				t.header[i] = strings.Trim(strings.TrimSpace(t.header[i]), `"`)
+				t.header[i] = strings.TrimSpace(t.header[i])
 			}
 		default:
 			rows++
