@@ -365,7 +365,7 @@ func meanText(mean, mcse float64) string {
 
 // writeTable writes the table and the verdict.
 func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error {
-	fmt.Fprintf(w, "%s: %d chains × %d draws × %d dims (%s)\n\n", c.source, c.chains, c.draws, c.dims, c.dtype)
+	fmt.Fprintf(w, "%s: %s × %s × %s (%s)\n\n", c.source, count(c.chains, "chain"), count(c.draws, "draw"), count(c.dims, "dim"), c.dtype)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "dim\trhat\trhat_classic\t"
 	if nested {

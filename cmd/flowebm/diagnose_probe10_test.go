@@ -86,7 +86,7 @@ func TestDiagnoseNpzReadsOnlyTheKeyMember(t *testing.T) {
 	f.Close()
 	refused(t, `two.npz member "b": draws of shape [4 100000000 10] need about 512 GB`, path, "--key", "b")
 	out, errOut, status := runCLI("diagnose", path, "--key", "a")
-	if status != 0 || !strings.HasPrefix(out, path+` member "a": 4 chains × 50 draws × 1 dims`) {
+	if status != 0 || !strings.HasPrefix(out, path+` member "a": 4 chains × 50 draws × 1 dim`) {
 		t.Errorf("--key a: status %d, out %q, err %q", status, out, errOut)
 	}
 }

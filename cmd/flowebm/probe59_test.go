@@ -288,7 +288,8 @@ func TestFlowMCOneDimension(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "it needs d ≥ 2, and --model "+model+" has d = 1; sample it with --sampler mala, hmc or ula") || strings.Contains(stderr, "layers:") {
 		t.Errorf("flowmc: exit %d: %s", code, stderr)
 	}
-	if _, stderr, code := runCLI("sample", "--model", model, "--sampler", "mala", "--chains", "8", "--steps", "20", "--out", filepath.Join(dir, "m.npy")); code != 0 {
-		t.Errorf("mala: exit %d: %s", code, stderr)
+	// Session 38: "× 1 dims" read as a plural.
+	if stdout, stderr, code := runCLI("sample", "--model", model, "--sampler", "mala", "--chains", "8", "--steps", "20", "--out", filepath.Join(dir, "m.npy")); code != 0 || !strings.Contains(stdout, "8 chains × 20 draws × 1 dim written") {
+		t.Errorf("mala: exit %d: %s%s", code, stdout, stderr)
 	}
 }

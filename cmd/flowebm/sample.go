@@ -397,7 +397,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	if graphs != nil {
 		fmt.Fprintf(out, "trained flow written to %s and %s\n", f.flowOutputs()[0], f.flowOutputs()[1])
 	}
-	fmt.Fprintf(out, "%s: %d chains × %d draws × %d dims written to %s\n", f.sampler, f.chains, f.steps, d, f.out)
+	fmt.Fprintf(out, "%s: %s × %s × %s written to %s\n", f.sampler, count(f.chains, "chain"), count(f.steps, "draw"), count(d, "dim"), f.out)
 	if mala != nil && !math.IsNaN(loc) { // flowMC without local moves has a MALA it never ran
 		fmt.Fprintf(out, "MALA step size %.4g after warm-up\n", mala.StepSize)
 	}
