@@ -25,12 +25,16 @@ func plotColor(k int) color.Color {
 	return cs[k%len(cs)]
 }
 
-// curveDashes is curve k's line style: solid for the first ten, then
-// dashed, dotted and dash-dotted for each next ten, so that no two of 40
-// curves look alike (probe 59: compare's 11th run was drawn as its 1st).
+// curveDashes is curve k's line style: solid for the first ten, then one
+// dash pattern for each next ten, so that no two of 100 curves look alike
+// (probe 59: compare's 11th run was drawn as its 1st; round 70: the 41st
+// as the 1st).
 func curveDashes(k int) []vg.Length {
 	p := vg.Points
-	styles := [][]vg.Length{nil, {p(6), p(3)}, {p(1.5), p(2)}, {p(6), p(2), p(1.5), p(2)}}
+	styles := [][]vg.Length{nil,
+		{p(6), p(3)}, {p(1.5), p(2)}, {p(6), p(2), p(1.5), p(2)},
+		{p(12), p(4)}, {p(3), p(3)}, {p(12), p(3), p(1.5), p(3)},
+		{p(6), p(2), p(1.5), p(2), p(1.5), p(2)}, {p(1.5), p(5)}, {p(12), p(3), p(6), p(3)}}
 	return styles[(k/10)%len(styles)]
 }
 

@@ -251,11 +251,11 @@ func TestFigureHeadroomNearLimits(t *testing.T) {
 	}
 }
 
-// Probe 59 B7 (h): no two of 40 curves share colour and line style (the
-// 11th run of a compare was drawn as the 1st).
+// Probe 59 B7 (h): no two of 100 curves share colour and line style (the
+// 11th run of a compare was drawn as the 1st; round 70: the 41st).
 func TestCurveStylesDistinct(t *testing.T) {
 	seen := map[string]int{}
-	for k := 0; k < 40; k++ {
+	for k := 0; k < 100; k++ {
 		key := fmt.Sprint(plotColor(k), curveDashes(k))
 		if j, ok := seen[key]; ok {
 			t.Errorf("curves %d and %d look alike: %s", j, k, key)
