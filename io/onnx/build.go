@@ -132,6 +132,9 @@ func (in *instance) nodeError(node *Node, err error) error {
 	if errors.As(err, &ns) {
 		return fmt.Errorf("%s", msg)
 	}
+	if name := in.emptyConstantInput(node); name != "" && errors.As(err, new(errEmptyOperand)) { // round 68: batch advice for the file's own empty tensor
+		return fmt.Errorf("%s: %q is an empty constant of the file, whatever the batch; leave the empty term out of the model before exporting", msg, name)
+	}
 	if d := in.net.batch; d > 0 && d != in.batch {
 		msg += fmt.Sprintf(" (the model's input is declared with batch %d and this node cannot run at batch %d: export with dynamic_axes={%q: {0: \"batch\"}} or evaluate batches of %d)", d, in.batch, in.net.input, d)
 	} else if d == 0 && node.OpType == "Reshape" { // probe 48: "cannot reshape [2 4] to [64 -1]" named a batch never given
@@ -140,6 +143,34 @@ func (in *instance) nodeError(node *Node, err error) error {
 		msg += fmt.Sprintf(" (at a batch of %d points, for the input %q, which declares a dynamic batch: a graph that cannot run on %d points, or drops or adds rows (x[1:-1]), gives no energy per point; so does one that kept the export's batch as a constant, as PyTorch traces x.view(len(x), -1) or torch.zeros(x.size(0)): read the batch from the tensor (x.flatten(1), x.reshape(-1, d)), or export without dynamic_axes so that flowebm runs the graph on chunks of its batch)", in.batch, in.net.input, in.batch)
 	}
 	return fmt.Errorf("%s", msg)
+}
+
+// errEmptyOperand is an operation's refusal of an empty operand.
+type errEmptyOperand struct{ shape []int }
+
+func (e errEmptyOperand) Error() string {
+	return fmt.Sprintf("an operand is empty (shape %v): only Shape, Size, Reshape and Concat take empty tensors", e.shape)
+}
+
+// emptyConstantInput is the first input of node that is an empty
+// initializer or an empty Constant node's output ("" if none): empty
+// whatever the batch, unlike a slice of the input or a constant computed
+// from its shape.
+func (in *instance) emptyConstantInput(node *Node) string {
+	for _, name := range node.Inputs {
+		if t, ok := in.net.inits[name]; ok && t.Len() == 0 {
+			return name
+		}
+		if v, ok := in.env[name]; !ok || !v.isConst() || sizeOf(v.shape) != 0 || len(v.shape) == 0 {
+			continue
+		}
+		for _, p := range in.net.nodes {
+			if p.OpType == "Constant" && slices.Contains(p.Outputs, name) {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // energy reads the output as energies (B).
@@ -413,7 +444,7 @@ func (in *instance) build(o nd.Op, shape []int, infer bool, elem DataType, args 
 			return nil, notSupported("an operand has rows but no values in them (shape %v), as a slice past the last column gives (x[:, d:] for a d-wide x): only Shape, Size, Reshape and Concat take empty tensors; leave the empty term out of the model before exporting", a.shape)
 		}
 		if len(a.shape) > 0 && sizeOf(a.shape) == 0 {
-			return nil, fmt.Errorf("an operand is empty (shape %v): only Shape, Size, Reshape and Concat take empty tensors", a.shape)
+			return nil, errEmptyOperand{a.shape}
 		}
 		if !a.isConst() {
 			allConst = false

@@ -225,3 +225,20 @@ func TestEmptyColumnsRefused(t *testing.T) {
 		t.Errorf("batch advice: %v", err)
 	}
 }
+
+// Round 68 (left then, fixed in session 38): a ReduceSum of the file's
+// own empty tensor (an initializer or a Constant node of shape [0]) got
+// advice about the batch, which cannot help; it names the tensor and says
+// it is empty whatever the batch.
+func TestEmptyConstantOperandNamed(t *testing.T) {
+	empty := mdTensor("c", TypeFloat, []int64{0})
+	b := hgModel("c", []msg{empty})
+	hgRefused(t, "empty initializer", b, Config{}, `node "s" (ReduceSum): an operand is empty (shape [0]): only Shape, Size, Reshape and Concat take empty tensors: "c" is an empty constant of the file, whatever the batch`)
+	b = hgModel("k", nil, mdNode("k", "Constant", nil, []string{"k"}, mdTensorAttr("value", mdTensor("", TypeFloat, []int64{0}))))
+	hgRefused(t, "empty Constant", b, Config{}, `"k" is an empty constant of the file, whatever the batch`)
+	for _, b := range [][]byte{hgModel("c", []msg{empty}), b} {
+		if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "batch of") {
+			t.Errorf("batch advice: %v", err)
+		}
+	}
+}
