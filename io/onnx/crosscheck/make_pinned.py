@@ -768,15 +768,6 @@ class TopKData(nn.Module):
         return v.sum(1) + 0.5 * (x ** 2).sum(1)
 
 
-class BilinearUp(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c = nn.Conv2d(1, 1, 3, padding=1)
-
-    def forward(self, x):
-        return F.interpolate(self.c(x), scale_factor=2, mode="bilinear").flatten(1).pow(2).sum(1)
-
-
 class LenView(nn.Module):
     def __init__(self):
         super().__init__()
@@ -791,7 +782,6 @@ for alpha, tag in ((1.0, "celu_mlp_f32"), (0.5, "celu05_mlp_f32")):
     torch.onnx.export(nn.Sequential(nn.Linear(3, 8), nn.CELU(alpha), nn.Linear(8, 1)).eval(), torch.randn(4, 3), f"{out}/{tag}.onnx")
 dyn = dict(input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
 torch.onnx.export(TopKData().double(), torch.randn(4, 3, dtype=torch.float64), f"{out}/topk_data_dyn.onnx", **dyn)
-torch.onnx.export(BilinearUp().double(), torch.randn(4, 1, 4, 4, dtype=torch.float64), f"{out}/resize_linear_dyn.onnx", **dyn)
 torch.onnx.export(LenView().double(), torch.randn(4, 3, 4, dtype=torch.float64), f"{out}/lenview_gemm_dyn.onnx", **dyn)
 
 
@@ -1815,3 +1805,112 @@ torch.onnx.export(TDensity(tnvp), torch.randn(4, 2, dtype=torch.float64), f"{out
                   output_names=["lq", "zz"], dynamic_axes=tax, opset_version=13)
 xs = torch.randn(7, 2, dtype=torch.float64)
 np.savez(f"{out}/reusednames.npz", x=xs.numpy(), logq=tnvp.inverse(xs)[1].detach().numpy())
+
+
+# Session 38: Resize in linear and cubic modes (F.interpolate's linear,
+# bilinear, bicubic and trilinear, either align_corners) was refused
+# ("only nearest is supported"). PyTorch's energies and gradients at
+# opsets 11 and 14; at opsets 9 and 10 PyTorch exports bilinear as an
+# Upsample/Resize of asymmetric coordinates, which differs from its own
+# interpolation (the exporter warns): those files are checked against ONNX
+# Runtime only (no .npz). So is a downsampling scale float32 cannot hold
+# (0.6): the file holds float32(0.6), PyTorch interpolated at 1/0.6 in
+# float64 (energies 6e-8 apart).
+class InterpEBM(nn.Module):
+    def __init__(self, shape, mode, align_corners=None, scale=None, size=None):
+        super().__init__()
+        self.mode, self.ac, self.scale, self.size = mode, align_corners, scale, size
+        with torch.no_grad():
+            y = self.interp(torch.zeros(1, *shape))
+        self.w = nn.Parameter(torch.randn(*y.shape[1:]))
+
+    def interp(self, x):
+        return F.interpolate(x, scale_factor=self.scale, size=self.size, mode=self.mode, align_corners=self.ac)
+
+    def forward(self, x):
+        h = torch.tanh(self.interp(x))
+        return (h * self.w).flatten(1).sum(1) + (x ** 2).flatten(1).sum(1) / 2
+
+
+torch.manual_seed(381)
+interps = [
+    ("bilinear_s2", (1, 4, 4), "bilinear", False, 2, None),
+    ("bilinear_ac_s15", (1, 4, 4), "bilinear", True, 1.5, None),
+    ("bilinear_s0625", (1, 8, 8), "bilinear", False, 0.625, None),
+    ("bilinear_size3x7", (2, 4, 5), "bilinear", False, None, (3, 7)),
+    ("bicubic_s2", (1, 4, 4), "bicubic", False, 2, None),
+    ("bicubic_ac_size7", (1, 4, 4), "bicubic", True, None, 7),
+    ("bicubic_s05", (1, 6, 6), "bicubic", False, 0.5, None),
+    ("linear_s25", (1, 6), "linear", False, 2.5, None),
+    ("trilinear_s2", (1, 3, 3, 3), "trilinear", False, 2, None),
+]
+for tag, shape, mode, ac, scale, size in interps:
+    m = InterpEBM(shape, mode, ac, scale, size)
+    save(f"interp_{tag}_dyn", m, shape, torch.float64, 2, [5], dynamic=True, opset=11)
+save("interp_bilinear_s2_o14_dyn", InterpEBM((1, 4, 4), "bilinear", False, 2), (1, 4, 4), torch.float64, 2, [5], dynamic=True)
+save("interp_bicubic_s2_b4_f32", InterpEBM((1, 4, 4), "bicubic", False, 2), (1, 4, 4), torch.float32, 4, [5])
+
+# ONNX Runtime has no float64 Resize: float32 copies of every
+# interpolation, with the opset-9 and -10 exports and a scale float32
+# cannot hold (0.6), for io/onnx's TestResizeMatchesONNXRuntime.
+torch.manual_seed(382)
+for tag, shape, mode, ac, scale, size in interps + [("bilinear_s06", (1, 5, 5), "bilinear", False, 0.6, None)]:
+    m = InterpEBM(shape, mode, ac, scale, size).eval()
+    torch.onnx.export(m, torch.randn(2, *shape), f"{out}/interp_{tag}_ort32.onnx", opset_version=11, **dyn)
+for opset in (9, 10):
+    m = InterpEBM((1, 4, 4), "bilinear", False, 2).eval()
+    torch.onnx.export(m, torch.randn(2, 1, 4, 4), f"{out}/interp_bilinear_s2_o{opset}_ort32.onnx", opset_version=opset, **dyn)
+
+
+# Resize nodes no PyTorch 1.13 export writes (float32, for ONNX Runtime): cubic
+# with exclude_outside and another cubic_coeff_a, half_pixel and
+# asymmetric coordinates, downsampling by sizes.
+def resize_node_model(name, shape, sizes, **attrs):
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *shape])
+    y = helper.make_tensor_value_info("energy", TensorProto.FLOAT, ["n"])
+    inits = [onnx.numpy_helper.from_array(np.arange(1, len(shape) + 1, dtype=np.int64), "axes"),
+             onnx.numpy_helper.from_array(np.array(sizes, dtype=np.int64), "tail"),
+             onnx.numpy_helper.from_array(np.array([0], dtype=np.int64), "zero")]
+    rng = np.random.default_rng(383)
+    w = onnx.numpy_helper.from_array(rng.standard_normal(sizes).astype(np.float32), "w")
+    nodes = [helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Slice", ["xs", "zero", "first_end"], ["n1"]),
+             helper.make_node("Concat", ["n1", "tail"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["r"], **attrs),
+             helper.make_node("Tanh", ["r"], ["t"]),
+             helper.make_node("Mul", ["t", "w"], ["tw"]),
+             helper.make_node("ReduceSum", ["tw", "axes"], ["energy"], keepdims=0)]
+    inits += [onnx.numpy_helper.from_array(np.array([1], dtype=np.int64), "first_end"), w]
+    g = helper.make_graph(nodes, name, [x], [y], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, f"{out}/{name}.onnx")
+
+
+resize_node_model("resizenode_cubic_excl_ort32", (1, 5, 5), (1, 8, 7), mode="cubic", exclude_outside=1, coordinate_transformation_mode="half_pixel")
+resize_node_model("resizenode_cubic_a05_ort32", (1, 5, 5), (1, 3, 9), mode="cubic", cubic_coeff_a=-0.5, coordinate_transformation_mode="asymmetric")
+resize_node_model("resizenode_linear_hp_ort32", (1, 6, 4), (1, 4, 9), mode="linear", coordinate_transformation_mode="half_pixel")
+resize_node_model("resizenode_linear_ac_ort32", (1, 6, 4), (1, 2, 1), mode="linear", coordinate_transformation_mode="align_corners")
+resize_node_model("resizenode_linear_phpx_ort32", (1, 6, 4), (1, 1, 7), mode="linear", coordinate_transformation_mode="pytorch_half_pixel")
+resize_node_model("resizenode_cubic_phpx_ort32", (1, 6, 4), (1, 5, 1), mode="cubic", coordinate_transformation_mode="pytorch_half_pixel")
+
+
+# Round 71 A1: nearest interpolation at a scale float32 cannot hold (1.1,
+# 2.2; a size of 44 from 20): ONNX Runtime and PyTorch compute the input
+# coordinate in float32 from the file's float32 scale; flowebm computed
+# it in float64 and read the pixel before at some outputs (11/1.1f is
+# 9.9999998 in float64), energies off by up to 9 times.
+torch.manual_seed(711)
+for tag, scale, size, opsets in (("s11", (1, 1.1), None, (9, 10, 11, 13)), ("s22", (1, 2.2), None, (9, 10, 11, 13)),
+                                 ("s055", (1, 0.55), None, (11, 13)), ("size44", None, (1, 44), (11, 13))):
+    m = InterpEBM((1, 1, 20), "nearest", None, scale, size)
+    for opset in opsets:
+        save(f"nearest_{tag}_o{opset}_dyn", m, (1, 1, 20), torch.float64, 2, [5], dynamic=True, opset=opset)
+    m32 = InterpEBM((1, 1, 20), "nearest", None, scale, size).eval()
+    torch.onnx.export(m32, torch.randn(2, 1, 1, 20), f"{out}/nearest_{tag}_ort32.onnx", opset_version=opsets[-1], **dyn)
+resize_node_model("resizenode_nearest_ceil_ort32", (1, 6, 10), (1, 15, 4), mode="nearest", nearest_mode="round_prefer_ceil",
+                  coordinate_transformation_mode="half_pixel")
+resize_node_model("resizenode_nearest_ac_ort32", (1, 7, 10), (1, 15, 4), mode="nearest", coordinate_transformation_mode="align_corners")
+resize_node_model("resizenode_nearest_asym_ort32", (1, 20, 20), (1, 44, 9), mode="nearest", coordinate_transformation_mode="asymmetric",
+                  nearest_mode="floor")

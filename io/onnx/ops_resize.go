@@ -1,0 +1,322 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flowebm/flowebm/layers/nd"
+)
+
+// resizeHandler is Resize and Upsample. Each resized axis is resampled on
+// its own, as ONNX defines the modes: "nearest" (nn.Upsample's default) is
+// a Gather of the input indices that the coordinate transformation and
+// nearest_mode pick; "linear" (F.interpolate's linear, bilinear and
+// trilinear) and "cubic" (bicubic) are sums of Gathers of the 2 or 4
+// neighbouring indices, each times its constant weight. Any scale and
+// either direction works, and the gradient is the Gathers'.
+func resizeHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	mode := nodeString(node, "mode", "nearest")
+	if node.OpType == "Upsample" && mode == "bilinear" { // Upsample-1's name for linear
+		mode = "linear"
+	}
+	if mode != "nearest" && mode != "linear" && mode != "cubic" {
+		return nil, notSupported("mode %q: ONNX defines \"nearest\", \"linear\" and \"cubic\"", mode)
+	}
+	if p := nodeString(node, "keep_aspect_ratio_policy", "stretch"); p != "stretch" {
+		return nil, notSupported("keep_aspect_ratio_policy %q: only \"stretch\" is supported", p)
+	}
+	if _, ok := node.Attrs["axes"]; ok {
+		return nil, notSupported("the axes attribute is not supported: give scales or sizes for every axis")
+	}
+	scales, sizes, bySize, err := in.resizeTargets(node, x.shape)
+	if err != nil {
+		return nil, err
+	}
+	for ax := range x.shape {
+		if sizes[ax] == x.shape[ax] && scales[ax] == 1 {
+			continue
+		}
+		if mode == "nearest" {
+			idx, err := nearestIndices(node, x.shape[ax], sizes[ax], scales[ax], bySize)
+			if err != nil {
+				return nil, err
+			}
+			x, err = in.gatherAxis(x, ax, idx)
+		} else {
+			x, err = in.interpolateAxis(node, mode, x, ax, sizes[ax], scales[ax])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return []*val{x}, nil
+}
+
+// gatherAxis is x's slices idx along axis ax.
+func (in *instance) gatherAxis(x *val, ax int, idx []int) (*val, error) {
+	shape := append([]int(nil), x.shape...)
+	shape[ax] = len(idx)
+	return in.op(nd.Gather{Axis: ax, Indices: idx, IndicesShape: []int{len(idx)}}, shape, x.elem, x)
+}
+
+// interpolateAxis resamples x along axis ax to out values in linear or
+// cubic mode: Σ_t w_t · x[idx_t], one Gather and one product with the
+// taps' weights (constant, broadcast along the other axes) per tap.
+func (in *instance) interpolateAxis(node *Node, mode string, x *val, ax, out int, scale float64) (*val, error) {
+	if node.Attrs["antialias"] != nil && nodeInt(node, "antialias", 0) != 0 && scale < 1 {
+		return nil, notSupported("antialias when downsampling is not supported: export without antialias (PyTorch's default)")
+	}
+	taps, err := interpolationTaps(node, mode, x.shape[ax], out, scale)
+	if err != nil {
+		return nil, err
+	}
+	wshape := make([]int, len(x.shape))
+	for i := range wshape {
+		wshape[i] = 1
+	}
+	wshape[ax] = out
+	var sum *val
+	for _, tap := range taps {
+		g, err := in.gatherAxis(x, ax, tap.idx)
+		if err != nil {
+			return nil, err
+		}
+		if g, err = in.binary(nd.Mul, g, constVal(wshape, x.elem, tap.w)); err != nil {
+			return nil, err
+		}
+		if sum == nil {
+			sum = g
+		} else if sum, err = in.binary(nd.Add, sum, g); err != nil {
+			return nil, err
+		}
+	}
+	return sum, nil
+}
+
+// tap is one neighbour of each resized index: its input index and weight.
+type tap struct {
+	idx []int
+	w   []float64
+}
+
+// interpolationTaps are the 2 (linear) or 4 (cubic) neighbours of each of
+// out resized indices along an axis of n values, as ONNX's reference
+// computes them: the neighbours of the input coordinate x are ⌊x⌋ and
+// ⌊x⌋+1 (linear), or ⌊x⌋−1 … ⌊x⌋+2 (cubic, Keys' kernel with
+// cubic_coeff_a, default −0.75 as PyTorch's bicubic), indices past an edge
+// read the edge (as ONNX Runtime and PyTorch), or with exclude_outside
+// weigh nothing and the others are renormalised.
+func interpolationTaps(node *Node, mode string, n, out int, scale float64) ([]tap, error) {
+	a := nodeFloat(node, "cubic_coeff_a", -0.75)
+	exclude := nodeInt(node, "exclude_outside", 0) != 0
+	offsets := []int{0, 1}
+	if mode == "cubic" {
+		offsets = []int{-1, 0, 1, 2}
+	}
+	taps := make([]tap, len(offsets))
+	for t := range taps {
+		taps[t] = tap{make([]int, out), make([]float64, out)}
+	}
+	for i := 0; i < out; i++ {
+		x, err := inputCoordinate(node, i, n, out, scale)
+		if err != nil {
+			return nil, err
+		}
+		base := math.Floor(x)
+		r := x - base
+		w := []float64{1 - r, r}
+		if mode == "cubic" {
+			w = cubicWeights(r, a)
+		}
+		total := 0.0
+		for t, off := range offsets {
+			j := int(base) + off
+			if exclude && (j < 0 || j >= n) {
+				w[t] = 0
+			}
+			taps[t].idx[i], taps[t].w[i] = min(max(j, 0), n-1), w[t]
+			total += w[t]
+		}
+		if exclude && total != 0 {
+			for t := range taps {
+				taps[t].w[i] /= total
+			}
+		}
+	}
+	return taps, nil
+}
+
+// cubicWeights are Keys' cubic convolution weights of the neighbours at
+// −1, 0, 1, 2 of a point r ∈ [0, 1) past the second, with coefficient a
+// (ONNX's Resize, cubic mode).
+func cubicWeights(r, a float64) []float64 {
+	far := func(d float64) float64 { return ((a*d-5*a)*d+8*a)*d - 4*a } // 1 ≤ d < 2
+	near := func(d float64) float64 { return ((a+2)*d-(a+3))*d*d + 1 }  // 0 ≤ d < 1
+	return []float64{far(r + 1), near(r), near(1 - r), far(2 - r)}
+}
+
+// inputCoordinate is the input coordinate of resized index i along an
+// axis of n values resized to out, by the node's
+// coordinate_transformation_mode, in float64 (linear and cubic modes:
+// PyTorch interpolates float64 tensors in float64).
+func inputCoordinate(node *Node, i, n, out int, scale float64) (float64, error) {
+	ctm, err := coordinateMode(node)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case ctm == "half_pixel" || ctm == "pytorch_half_pixel" && out > 1:
+		return (float64(i)+0.5)/scale - 0.5, nil
+	case ctm == "align_corners" && out > 1:
+		return float64(i) * float64(n-1) / float64(out-1), nil
+	case ctm == "asymmetric":
+		return float64(i) / scale, nil
+	}
+	return 0, nil
+}
+
+// coordinateMode is the node's coordinate_transformation_mode
+// (Upsample and opset 10's Resize: asymmetric).
+func coordinateMode(node *Node) (string, error) {
+	ctm := nodeString(node, "coordinate_transformation_mode", "half_pixel")
+	if _, ok := node.Attrs["coordinate_transformation_mode"]; !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2) {
+		ctm = "asymmetric"
+	}
+	switch ctm {
+	case "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric":
+		return ctm, nil
+	}
+	return "", notSupported("coordinate_transformation_mode %q is not supported", ctm)
+}
+
+// nearestIndices maps each resized index to an input index as ONNX's
+// Resize does in nearest mode.
+//
+// Upsample and opset 10's Resize have neither attribute: their input
+// coordinate is i/scale, rounded down when upsampling (scale ≥ 1: ONNX's
+// Upsample tests, numpy.repeat at integer scales, PyTorch's nearest
+// interpolation) and up when downsampling, as ONNX Runtime computes them
+// (probe 67 A1: rounded half down, as opset 11's default, scale 3
+// repeated a pixel 2, 3, 4 times and the energies were off by 16).
+//
+// The coordinate is computed in float32, as ONNX Runtime and PyTorch's
+// nearest interpolation compute it, from the file's float32 scale (the
+// sizes' ratio, computed in float32, when sizes are given): rounding picks
+// a pixel, and at a scale float32 cannot hold the float64 coordinate
+// falls on the other side of a whole number (round 71 A1: 11/1.1f is
+// 9.9999998 in float64, 10 in float32; energies off by up to 9 times).
+func nearestIndices(node *Node, n, out int, scale float64, bySize bool) ([]int, error) {
+	mode := nodeString(node, "nearest_mode", "round_prefer_floor")
+	if _, ok := node.Attrs["coordinate_transformation_mode"]; !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2) {
+		mode = "floor" // opset 10's Resize and Upsample
+		if scale < 1 {
+			mode = "ceil"
+		}
+	}
+	s := float32(scale)
+	if bySize {
+		s = float32(out) / float32(n)
+	}
+	idx := make([]int, out)
+	for i := range idx {
+		x, err := inputCoordinate32(node, i, n, out, s)
+		if err != nil {
+			return nil, err
+		}
+		var k float32
+		switch mode {
+		case "round_prefer_floor":
+			k = ceil32(x - 0.5)
+		case "round_prefer_ceil":
+			k = floor32(x + 0.5)
+		case "floor":
+			k = floor32(x)
+		case "ceil":
+			k = ceil32(x)
+		default:
+			return nil, fmt.Errorf("nearest_mode %q", mode)
+		}
+		idx[i] = min(max(int(k), 0), n-1)
+	}
+	return idx, nil
+}
+
+func floor32(x float32) float32 { return float32(math.Floor(float64(x))) }
+func ceil32(x float32) float32  { return float32(math.Ceil(float64(x))) }
+
+// inputCoordinate32 is inputCoordinate in float32 arithmetic, one rounding
+// per operation as ONNX Runtime's nearest mode computes it.
+func inputCoordinate32(node *Node, i, n, out int, scale float32) (float32, error) {
+	ctm, err := coordinateMode(node)
+	if err != nil {
+		return 0, err
+	}
+	fi := float32(i)
+	switch {
+	case ctm == "half_pixel" || ctm == "pytorch_half_pixel" && out > 1:
+		q := float32((fi + 0.5) / scale)
+		return q - 0.5, nil
+	case ctm == "align_corners" && out > 1:
+		p := float32(fi * float32(n-1))
+		return p / float32(out-1), nil
+	case ctm == "asymmetric":
+		return fi / scale, nil
+	}
+	return 0, nil
+}
+
+// resizeTargets reads Resize's scales or sizes (inputs 2 and 3 from opset
+// 11, input 1 "scales" before) as per-axis scales and output sizes.
+func (in *instance) resizeTargets(node *Node, shape []int) (scales []float64, sizes []int, bySize bool, err error) {
+	r := len(shape)
+	scales, sizes = make([]float64, r), make([]int, r)
+	si, zi := 2, 3
+	if in.net.Opset < 11 {
+		si, zi = 1, -1
+	}
+	if v, err := in.optInput(node, si); err != nil {
+		return nil, nil, false, err
+	} else if v != nil && sizeOf(v.shape) > 0 {
+		if !v.isConst() && v.src != "" { // an initializer is a constant (probe 36: "scales must be 4 constants")
+			if v, err = in.constInput(node, si); err != nil {
+				return nil, nil, false, err
+			}
+		}
+		if !v.isConst() {
+			return nil, nil, false, fmt.Errorf("scales must be %d constants, one per axis of its input (of rank %d): they depend on the energy's input", r, r)
+		}
+		if n := sizeOf(v.shape); n != r { // the number given (probe 37)
+			return nil, nil, false, fmt.Errorf("scales must be %d constants, one per axis of its input (of rank %d): got %d", r, r, n)
+		}
+		for i, s := range v.c.Data().([]float64) {
+			if !(s > 0) || float64(shape[i])*s > maxElements {
+				return nil, nil, false, fmt.Errorf("scale %v", s)
+			}
+			scales[i], sizes[i] = s, int(math.Floor(float64(shape[i])*s))
+		}
+		return scales, sizes, false, nil
+	}
+	if zi < 0 {
+		return nil, nil, false, fmt.Errorf("no scales")
+	}
+	v, err := in.constInput(node, zi)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("neither scales nor sizes: %w", err)
+	}
+	z, err := ints(v)
+	if err != nil || len(z) != r {
+		return nil, nil, false, fmt.Errorf("sizes must be %d constant integers", r)
+	}
+	out, err := checkedShape(z)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for i := range out {
+		sizes[i], scales[i] = out[i], float64(out[i])/float64(shape[i])
+	}
+	return scales, sizes, true, nil
+}
