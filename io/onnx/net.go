@@ -244,8 +244,8 @@ func (n *Net) pickInput(g *Graph) error {
 	default:
 		return fmt.Errorf("input %q is %v, want float or double", in.Name, in.ElemType)
 	}
-	if !in.HasShape || len(in.Shape) < 2 {
-		return fmt.Errorf("input %q has shape %s, want (batch, d) or (batch, C, H, W, ...) with every dimension after the batch known", in.Name, dimsString(in))
+	if !in.HasShape || len(in.Shape) < 1 {
+		return fmt.Errorf("input %q has shape %s, want (batch, d), (batch, C, H, W, ...) with every dimension after the batch known, or (batch) for d = 1", in.Name, dimsString(in))
 	}
 	n.dim = 1
 	for i, d := range in.Shape[1:] {

@@ -1914,3 +1914,19 @@ resize_node_model("resizenode_nearest_ceil_ort32", (1, 6, 10), (1, 15, 4), mode=
 resize_node_model("resizenode_nearest_ac_ort32", (1, 7, 10), (1, 15, 4), mode="nearest", coordinate_transformation_mode="align_corners")
 resize_node_model("resizenode_nearest_asym_ort32", (1, 20, 20), (1, 44, 9), mode="nearest", coordinate_transformation_mode="asymmetric",
                   nearest_mode="floor")
+
+
+# Round 71 A3: a 1-D energy whose input is a vector of points (n,), not
+# (n, 1), was refused ("want (batch, d)").
+class DoubleWell1D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.tensor(0.25))
+
+    def forward(self, x):
+        return self.a * x ** 4 - x ** 2 + 0.1 * x
+
+
+torch.manual_seed(713)
+save("vector_input_dyn", DoubleWell1D(), (), torch.float64, 2, [5], dynamic=True, opset=13)
+save("vector_input_b4_f32", DoubleWell1D(), (), torch.float32, 4, [5])
