@@ -296,7 +296,10 @@ func (in *instance) resizeTargets(node *Node, shape []int) (scales []float64, si
 			if !(s > 0) || float64(shape[i])*s > maxElements {
 				return nil, nil, false, fmt.Errorf("scale %v", s)
 			}
-			scales[i], sizes[i] = s, int(math.Floor(float64(shape[i])*s))
+			// the product in float32, as ONNX Runtime computes it and as
+			// PyTorch sizes its own output (round 71: 20·1.3f is 25.999999
+			// in float64, 26 in float32 and in PyTorch)
+			scales[i], sizes[i] = s, int(math.Floor(float64(float32(shape[i])*float32(s))))
 		}
 		return scales, sizes, false, nil
 	}

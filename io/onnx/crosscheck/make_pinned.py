@@ -1930,3 +1930,16 @@ class DoubleWell1D(nn.Module):
 torch.manual_seed(713)
 save("vector_input_dyn", DoubleWell1D(), (), torch.float64, 2, [5], dynamic=True, opset=13)
 save("vector_input_b4_f32", DoubleWell1D(), (), torch.float32, 4, [5])
+
+
+# Round 71: the output size floor(n·scale) at a scale float32 cannot hold
+# (20·1.3f: 25.999999 in float64) is 26 in PyTorch and ONNX Runtime, which
+# compute it in float32; flowebm computed 25. Nearest only: linear
+# interpolation at a float32 scale is 1e-7 from PyTorch's (see
+# interp_bilinear_s06). ONNX Runtime's shape inference says 25, and
+# refuses a Mul by a weight of 26 at load: no float32 copy. The rows are
+# scaled by 1.2: PyTorch's nearest interpolation copies an axis whose size
+# a scale leaves unchanged (1.1 on 5 rows), which the file, as ONNX
+# Runtime, resamples.
+torch.manual_seed(714)
+save("nearest_s12x13_o13_dyn", InterpEBM((1, 5, 20), "nearest", None, (1.2, 1.3)), (1, 5, 20), torch.float64, 2, [5], dynamic=True, opset=13)
