@@ -119,6 +119,10 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if errors.Is(err, fs.ErrNotExist) { // probe 70: "open nonexist.npy: no such file", naming no flag
 		return fmt.Errorf("--points %s: no such file: give the file of the points whose energies to compute", f.points)
 	}
+	var fe *data.FormatError
+	if errors.As(err, &fe) && m.EBM.Dim() == 1 && strings.HasSuffix(fe.Field, "shape") && !strings.Contains(fe.Got, " ") { // round 71: a vector of n values for a model of d = 1
+		return fmt.Errorf("%w; the model %s has d = 1: store its n points as an array of shape (n, 1) (numpy: x[:, None])", err, f.model)
+	}
 	if err != nil {
 		return err
 	}
