@@ -160,50 +160,93 @@ var (
 	drawColumns  = []string{"draw", ".draw", "iteration", ".iteration", "iter"}
 )
 
-// csvNeed estimates the memory that diagnosing total bytes of CSV like
-// path's takes: every column read as a float64 twice (the rows and their
-// parse), the parameter columns (not the sampler's name__ nor the chain
-// and draw columns) held about diagnoseCopies times, the rows counted from
-// the bytes per row of the file's first 64 KiB. It assumed 2 bytes of text
-// per value of every column, 6 to 17 times the need (probe 70 B1), and
-// still does where the first 64 KiB hold no row.
-func csvNeed(path string, total int64) float64 {
-	worst := float64(total) / 2 * 8 * diagnoseCopies
+// csvNeed estimates the memory that diagnosing the CSV files at paths
+// takes: every column read as a float64 twice (the rows and their parse),
+// the parameter columns (not the sampler's name__ nor the chain and draw
+// columns) held about diagnoseCopies times, each file's rows and columns
+// counted in a pass over it (csvShape). Probe 70 B1: 2 bytes of text per
+// value assumed, 6 to 17 times the need; round 71 B1, B4: rows estimated
+// from the first file's first 64 KiB, so a set accepted in one order died
+// out of memory, and files whose header passed 64 KiB were refused at the
+// old bound. A file that cannot be read is counted at the old bound (its
+// reader then names what is wrong).
+func csvNeed(paths []string) float64 {
+	need := 0.0
+	for _, p := range paths {
+		rows, header, err := csvShape(p)
+		if err != nil || header == nil {
+			if fi, err := os.Stat(p); err == nil {
+				need += float64(fi.Size()) / 2 * 8 * diagnoseCopies
+			}
+			continue
+		}
+		t := csvTable{header: header}
+		all, kept := float64(len(header)), float64(len(parameterColumns(&t)))
+		need += float64(rows) * 8 * (2*all + diagnoseCopies*kept)
+	}
+	return need
+}
+
+// maxHeaderBytes bounds the header line csvShape reads (a header of a
+// million columns of 60 characters).
+const maxHeaderBytes = 64 << 20
+
+// csvShape reads a CSV file's header (its first line that is neither
+// empty nor a comment) and counts the data lines after it, without holding
+// more than the header.
+func csvShape(path string) (rows int64, header []string, err error) {
 	f, err := safefile.Open(path)
 	if err != nil {
-		return worst
+		return 0, nil, err
 	}
 	defer f.Close()
-	buf := make([]byte, 64<<10)
-	n, _ := io.ReadFull(f, buf)
-	lines := strings.Split(string(buf[:n]), "\n")
-	if n == len(buf) {
-		lines = lines[:len(lines)-1] // cut mid-row
-	}
-	var t csvTable
-	rows, rowBytes := 0, 0
-	for _, l := range lines {
-		text := strings.TrimSpace(strings.TrimPrefix(l, "\ufeff"))
-		switch {
-		case text == "" || strings.HasPrefix(text, "#"):
-		case t.header == nil:
-			if t.header, err = csv.NewReader(strings.NewReader(text)).Read(); err != nil {
-				return worst // the reader names what is wrong
+	r := bufio.NewReaderSize(f, 64<<10)
+	var line []byte // the header line, while it is read
+	start, inHeader := true, false
+	for {
+		piece, rerr := r.ReadSlice('\n')
+		if len(piece) > 0 {
+			ends := piece[len(piece)-1] == '\n'
+			switch {
+			case inHeader:
+				if line = append(line, piece...); len(line) > maxHeaderBytes {
+					return 0, nil, fmt.Errorf("%s: a header line longer than %d bytes", path, maxHeaderBytes)
+				}
+			case start:
+				text := bytes.TrimSpace(bytes.TrimPrefix(piece, []byte("\ufeff")))
+				switch {
+				case len(text) == 0 || text[0] == '#':
+				case header == nil:
+					inHeader, line = true, append(line, piece...)
+				default:
+					rows++
+				}
 			}
-			for i := range t.header {
-				t.header[i] = strings.TrimSpace(t.header[i])
+			if inHeader && (ends || rerr == io.EOF) {
+				if header, err = csvHeader(line); err != nil {
+					return 0, nil, err
+				}
+				inHeader, line = false, nil
 			}
-		default:
-			rows++
-			rowBytes += len(l) + 1
+			start = ends
+		}
+		if rerr == io.EOF {
+			return rows, header, nil
+		}
+		if rerr != nil && rerr != bufio.ErrBufferFull {
+			return 0, nil, rerr
 		}
 	}
-	if rows == 0 || t.header == nil {
-		return worst
+}
+
+// csvHeader parses a header line, its names trimmed.
+func csvHeader(line []byte) ([]string, error) {
+	text := strings.TrimSpace(strings.TrimPrefix(string(line), "\ufeff"))
+	h, err := csv.NewReader(strings.NewReader(text)).Read()
+	for i := range h {
+		h[i] = strings.TrimSpace(h[i])
 	}
-	perRow := float64(rowBytes) / float64(rows)
-	all, kept := float64(len(t.header)), float64(len(parameterColumns(&t)))
-	return float64(total) / perRow * 8 * (2*all + diagnoseCopies*kept)
+	return h, err
 }
 
 // readCSVChains reads one CSV with a chain column, or CmdStan's files (one
@@ -221,8 +264,12 @@ func readCSVChains(paths []string) (*chainsData, error) {
 		}
 		total += fi.Size()
 	}
-	if need, limit := csvNeed(paths[0], total), sysmem.Limit(8<<30); need > limit {
-		return nil, fmt.Errorf("%s: %d bytes of CSV may need about %.3g GB to diagnose, over the limit of %.3g GB: keep every k-th draw of each chain (thin it) or fewer parameter columns, and diagnose again", paths[0], total, need/1e9, limit/1e9)
+	if need, limit := csvNeed(paths), sysmem.Limit(8<<30); need > limit {
+		files := paths[0]
+		if len(paths) > 1 {
+			files += fmt.Sprintf(" and %d more", len(paths)-1)
+		}
+		return nil, fmt.Errorf("%s: %d bytes of CSV may need about %.3g GB to diagnose, over the limit of %.3g GB: keep every k-th draw of each chain (thin it) or fewer parameter columns, and diagnose again", files, total, need/1e9, limit/1e9)
 	}
 	for _, p := range paths {
 		t, err := readCSVTable(p)

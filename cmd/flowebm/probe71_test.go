@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,5 +53,48 @@ func TestVectorInputEnergy(t *testing.T) {
 	_, stderr, code := runCLI("energy", "--model", model, "--points", vector, "--out", filepath.Join(dir, "e2.npy"))
 	if code == 0 || !strings.Contains(stderr, "has d = 1: store its n points as an array of shape (n, 1) (numpy: x[:, None])") {
 		t.Errorf("vector of points: exit %d: %s", code, stderr)
+	}
+}
+
+// Round 71 B1, B4: diagnose's CSV memory estimate counted every file's
+// rows from the bytes per row of the first file's first 64 KiB: CmdStan
+// files whose first chain was written with more digits were accepted and
+// died out of memory (the same files in another order were refused), and
+// files whose header passed 64 KiB (8,000 y_rep columns) were refused at
+// the old bound of 2 bytes per value, for 4 times their need. Every
+// file's rows and columns are counted.
+func TestDiagnoseCSVEstimateCountsEveryFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, cols, rows int, format string) string {
+		var b strings.Builder
+		b.WriteString("# model = m\nlp__,accept_stat__")
+		for j := range cols {
+			fmt.Fprintf(&b, ",y_rep.%d", j+1)
+		}
+		b.WriteString("\n")
+		for i := range rows {
+			b.WriteString("-7.1,0.9")
+			for j := range cols {
+				fmt.Fprintf(&b, ","+format, float64(i*cols+j)/7)
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("# Elapsed Time: 0.1 seconds (Total)\n")
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	long, short := write("long.csv", 20, 3000, "%.25f"), write("short.csv", 20, 3000, "%.1f")
+	want := 2 * 3000.0 * 8 * (2*22 + diagnoseCopies*20)
+	for _, order := range [][]string{{long, short}, {short, long}} {
+		if got := csvNeed(order); got != want {
+			t.Errorf("%s then %s: estimate %.4g, want %.4g", filepath.Base(order[0]), filepath.Base(order[1]), got, want)
+		}
+	}
+	wide := write("wide.csv", 8000, 12, "%.6f")
+	if got, want := csvNeed([]string{wide}), 12.0*8*(2*8002+diagnoseCopies*8000); got != want {
+		t.Errorf("a header of 8,002 columns: estimate %.4g, want %.4g", got, want)
 	}
 }
