@@ -260,7 +260,7 @@ func (f Figure) fitY(p *plot.Plot) error {
 		return fmt.Errorf("%s: values from %g to %g, a range beyond what a plot can show", f.Title, lo, hi)
 	case f.LogY && f.YMax <= f.YMin && hi <= lo*(1+1e-9):
 		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
-	case !f.LogY && f.YMax <= f.YMin && hi-lo <= 1e-13*math.Max(math.Abs(lo), math.Abs(hi)): // (probe 63: at 1e-9, 1e8 ± 1e-4 was drawn flat on an axis from 5e7 to 1.5e8)
+	case !f.LogY && f.YMax <= f.YMin && hi-lo <= 8*0x1p-52*math.Max(math.Abs(lo), math.Abs(hi)): // within 8 float64 steps (probe 63: at 1e-9, 1e8 ± 1e-4 was drawn flat on an axis from 5e7 to 1.5e8; round 71 B5: at 1e-13, 1e12 ± 0.03)
 		// Equal values far from 0: gonum's ±1 padding is lost to
 		// rounding at 1e16 and its ticks then panic.
 		pad := math.Max(1, 0.5*math.Max(math.Abs(lo), math.Abs(hi))) // ticks that read apart (gonum writes 1 or 2 digits)

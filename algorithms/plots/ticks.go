@@ -115,22 +115,31 @@ func roundTicks(min, max float64, integer bool) []plot.Tick {
 
 // tickLabel writes v in style ('f' plain decimals, 'g' the shortest
 // exponent form) with the fewest digits that keep it within a thousandth
-// of step of its value.
+// of step of its value, or within 4 float64 steps of it where a
+// thousandth of step is finer than float64 holds v (1.7e9 ± 3e-5, round
+// 71 B5: a tick at 1699999999.99998 is 1699999999.9999802 as a float64).
 func tickLabel(v, step float64, style byte) string {
 	if v == 0 {
 		v = 0 // not "-0" (probe 67 B5: a tick at -1 × step × 0)
 	}
+	tol := math.Max(1e-3*step, 4*ulp(v))
 	for d := 0; d <= 17; d++ {
 		prec := d
 		if style == 'g' {
 			prec = d + 1
 		}
 		s := strconv.FormatFloat(v, style, prec, 64)
-		if u, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(u-v) <= 1e-3*step {
+		if u, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(u-v) <= tol {
 			return s
 		}
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// ulp is the spacing of float64 values at v.
+func ulp(v float64) float64 {
+	v = math.Abs(v)
+	return math.Nextafter(v, math.Inf(1)) - v
 }
 
 // longest is the length of the longest of labels.

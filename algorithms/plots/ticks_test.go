@@ -17,7 +17,8 @@ import (
 // a thousandth of a step of its value, without rounding noise.
 func TestTickLabelsReadApart(t *testing.T) {
 	for _, r := range [][2]float64{{1 - 1e-7, 1 + 1e-7}, {1e8 - 1e-4, 1e8 + 1e-4}, {1e6 - 1e-3, 1e6 + 1e-3}, {-123456.789 - 2e-3, -123456.789 + 2e-3},
-		{0, 250000}, {0, 1}, {-3, 3}, {1e-9, 3e-9}, {1 - 2.5e-12, 1 + 2.5e-12}, {1e8 - 2e-3, 1e8 + 2e-3}, {-1.3e-99, 1.35e-99}} {
+		{0, 250000}, {0, 1}, {-3, 3}, {1e-9, 3e-9}, {1 - 2.5e-12, 1 + 2.5e-12}, {1e8 - 2e-3, 1e8 + 2e-3}, {-1.3e-99, 1.35e-99},
+		{1e12 - 0.03, 1e12 + 0.03}, {1.7e9 - 3e-5, 1.7e9 + 3e-5}} { // round 71 B5
 		seen := map[string]bool{}
 		var prev float64
 		for i, tk := range (readableTicks{}).Ticks(r[0], r[1]) {
@@ -29,7 +30,9 @@ func TestTickLabelsReadApart(t *testing.T) {
 			}
 			seen[tk.Label] = true
 			v, err := strconv.ParseFloat(tk.Label, 64)
-			if err != nil || (i > 0 && math.Abs(v-tk.Value) > 1e-3*math.Abs(tk.Value-prev)) {
+			// a thousandth of the step, or 4 float64 steps where that is
+			// finer than float64 holds the tick (1.7e9 ± 3e-5)
+			if err != nil || (i > 0 && math.Abs(v-tk.Value) > math.Max(1e-3*math.Abs(tk.Value-prev), 4*ulp(tk.Value))) {
 				t.Errorf("%v: label %q for %v", r, tk.Label, tk.Value)
 			}
 			if _, frac, ok := strings.Cut(tk.Label, "."); ok && !strings.Contains(tk.Label, "e") && len(frac) > 1-int(math.Floor(math.Log10(r[1]-r[0]))) { // probe 64: 0.9999999999979999
@@ -51,14 +54,18 @@ func TestTickLabelsReadApart(t *testing.T) {
 // Probe 63 B1: draws at 1e8 ± 1e-4 were drawn flat on an axis from 5e7 to
 // 1.5e8: the axis is fitted to the values.
 func TestAxisFitsNarrowValues(t *testing.T) {
-	fig := Figure{Title: "t", Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 0, Y: 1e8 - 1e-4}, {X: 1, Y: 1e8 + 1e-4}}}}}
-	p, _, err := fig.layout()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Add()
-	if p.Y.Max-p.Y.Min > 1e-3 {
-		t.Errorf("y from %v to %v", p.Y.Min, p.Y.Max)
+	// Round 71 B5: 1e12 ± 0.03 and 1.7e9 ± 3e-5 (80 and 250 float64
+	// steps) were drawn flat, taken for equal values.
+	for _, r := range [][2]float64{{1e8 - 1e-4, 1e8 + 1e-4}, {1e12 - 0.03, 1e12 + 0.03}, {1.7e9 - 3e-5, 1.7e9 + 3e-5}} {
+		fig := Figure{Title: "t", Curves: []Curve{{Name: "a", Points: plotter.XYs{{X: 0, Y: r[0]}, {X: 1, Y: r[1]}}}}}
+		p, _, err := fig.layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Add()
+		if p.Y.Max-p.Y.Min > 10*(r[1]-r[0]) {
+			t.Errorf("%v: y from %v to %v", r, p.Y.Min, p.Y.Max)
+		}
 	}
 }
 
