@@ -151,6 +151,9 @@ type csvTable struct {
 	// warmupUnsure: warm-up saved without adaptation, rows that do not
 	// add up to the header's counts (kept)
 	warmupUnsure bool
+	// warmupCut: warm-up saved without adaptation, fewer rows than the
+	// header's warm-up and draws (its warm-up dropped)
+	warmupCut bool
 }
 
 // chainColumns are the names of a chain column (posterior's draws_df,
@@ -363,16 +366,26 @@ func readCSVTable(path string) (*csvTable, error) {
 // (before its "# Adaptation terminated" comment): diagnostics are of the
 // draws kept, as posterior's and ArviZ's readers keep warm-up apart.
 func (t *csvTable) dropWarmup() error {
-	n, unsure, err := cmdstanWarmupRows(t.path)
-	t.warmupUnsure = unsure
-	if err != nil || n == 0 {
+	w, err := cmdstanWarmupRows(t.path)
+	t.warmupUnsure, t.warmupCut = w.unsure, w.cut
+	if err != nil || w.n == 0 {
 		return err
 	}
-	if n >= len(t.rows) {
-		return fmt.Errorf("%s: all %d draws are warm-up (save_warmup = 1, before \"# Adaptation terminated\"): no draws to diagnose", t.path, n)
+	if w.n >= len(t.rows) {
+		return fmt.Errorf("%s: all %d draws are warm-up (save_warmup = 1, %s): no draws to diagnose", t.path, len(t.rows), w.why)
 	}
-	t.rows, t.lines, t.warmup = t.rows[n:], t.lines[n:], n
+	t.rows, t.lines, t.warmup = t.rows[w.n:], t.lines[w.n:], w.n
 	return nil
+}
+
+// warmupRows is what cmdstanWarmupRows finds of a file's warm-up draws.
+type warmupRows struct {
+	n   int    // the rows of warm-up at the file's start
+	why string // how they were counted
+	// cut: saved without adaptation, fewer rows than the header's warm-up
+	// and draws (a chain interrupted while sampling); unsure: more rows
+	// than those (nothing dropped)
+	cut, unsure bool
 }
 
 // cmdstanWarmupRows counts the draws of a CmdStan file written with
@@ -381,13 +394,14 @@ func (t *csvTable) dropWarmup() error {
 // ceil(num_warmup/thin) draws its header declares, as cmdstanpy, cmdstanr
 // and ArviZ count them (probe 68 B1: kept, unsaid); 0 for other files.
 //
-// unsure is set where the header says warm-up was saved without
-// adaptation but the rows do not add up to its warm-up and draws (an
-// interrupted chain): nothing is dropped, and the note says so (probe 70).
-func cmdstanWarmupRows(path string) (n int, unsure bool, err error) {
+// Without adaptation, a file of more rows than the header's warm-up and
+// draws is unsure: nothing is dropped, and the note says so (probe 70); a
+// file of fewer, a chain interrupted while sampling, has its warm-up
+// first, dropped (round 71: kept, and the mean of its draws was 20 for 0).
+func cmdstanWarmupRows(path string) (warmupRows, error) {
 	f, err := safefile.Open(path)
 	if err != nil {
-		return 0, false, err
+		return warmupRows{}, err
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
@@ -412,9 +426,9 @@ func cmdstanWarmupRows(path string) (n int, unsure bool, err error) {
 			}
 			if strings.HasPrefix(c, "Adaptation terminated") {
 				if saved {
-					return rows, false, nil
+					return warmupRows{n: rows, why: `before "# Adaptation terminated"`}, nil
 				}
-				return 0, false, nil
+				return warmupRows{}, nil
 			}
 		case text == "":
 		case !header:
@@ -427,14 +441,18 @@ func cmdstanWarmupRows(path string) (n int, unsure bool, err error) {
 			// warm-up and draws as it declares them (probe 69 B1: the
 			// fixed_param sampler writes no warm-up rows under a header
 			// of num_warmup 1000, and 1000 of its draws were dropped).
-			warm := (numWarmup + thin - 1) / thin
-			if saved && header && numWarmup > 0 && !fixedParam {
-				if numSamples < 0 || rows == warm+(numSamples+thin-1)/thin {
-					return warm, false, nil
-				}
-				return 0, true, nil
+			if !saved || !header || numWarmup <= 0 || fixedParam {
+				return warmupRows{}, nil
 			}
-			return 0, false, nil
+			w := warmupRows{n: (numWarmup + thin - 1) / thin, why: fmt.Sprintf("the header's num_warmup = %d, thin = %d, and no adaptation", numWarmup, thin)}
+			switch draws := (numSamples + thin - 1) / thin; {
+			case numSamples < 0 || rows == w.n+draws:
+			case rows < w.n+draws:
+				w.cut = true
+			default:
+				return warmupRows{unsure: true}, nil
+			}
+			return w, nil
 		}
 	}
 }
@@ -726,19 +744,35 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 
 // warmupNote says how many warm-up draws were dropped from each chain's
 // file ("" if none): one count where all files agree, else each file's
-// (probe 68 B3: the first file's count was said of all).
+// (probe 68 B3: the first file's count was said of all); and which files
+// keep warm-up they may hold, or were cut short while sampling.
 func warmupNote(tables []*csvTable) string {
-	same, any := true, false
-	var unsure []string
+	var unsure, cut []string
 	for _, t := range tables {
-		same = same && t.warmup == tables[0].warmup
-		any = any || t.warmup > 0
 		if t.warmupUnsure {
 			unsure = append(unsure, filepath.Base(t.path))
 		}
+		if t.warmupCut {
+			cut = append(cut, filepath.Base(t.path))
+		}
 	}
 	if len(unsure) > 0 { // rows that do not add up: kept, said
-		return fmt.Sprintf("%s: saved with warm-up and no adaptation, but their rows do not add up to the header's warm-up and draws (an interrupted chain?): no warm-up dropped, the draws may include it", strings.Join(unsure, ", "))
+		return fmt.Sprintf("%s: saved with warm-up and no adaptation, but with more rows than the header's warm-up and draws: no warm-up dropped, the draws may include it", strings.Join(unsure, ", "))
+	}
+	note := warmupCounts(tables)
+	if len(cut) > 0 {
+		note += fmt.Sprintf("; %s: fewer draws than the header's num_samples (a chain interrupted while sampling)", strings.Join(cut, ", "))
+	}
+	return note
+}
+
+// warmupCounts is the count of warm-up draws dropped per chain ("" if
+// none), or each file's where they differ.
+func warmupCounts(tables []*csvTable) string {
+	same, any := true, false
+	for _, t := range tables {
+		same = same && t.warmup == tables[0].warmup
+		any = any || t.warmup > 0
 	}
 	switch {
 	case !any:

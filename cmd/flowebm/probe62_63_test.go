@@ -575,12 +575,15 @@ func TestCmdStanWarmupWithoutAdaptation(t *testing.T) {
 	}
 	// Probe 69 B1: the fixed_param sampler writes no warm-up rows under a
 	// header of num_warmup 1000 and save_warmup 1: nothing is dropped
-	// (1000 of 1200 draws were); nor where the rows do not add up to the
-	// header's warm-up and draws.
+	// (1000 of 1200 draws were); nor where there are more rows than the
+	// header's warm-up and draws. Round 71: a chain interrupted while
+	// sampling (fewer rows) kept its warm-up (a mean of 20 for 0); its
+	// first ceil(num_warmup/thin) rows are dropped, and the note says so.
 	for i, edit := range []func(string) string{
 		func(s string) string {
 			return strings.Replace(s, "# method = sample (Default)\n", "# method = sample (Default)\n#     algorithm = fixed_param\n", 1)
 		},
+		func(s string) string { return strings.Replace(s, "num_samples = 200", "num_samples = 50", 1) },
 		func(s string) string { return strings.Replace(s, "num_samples = 200", "num_samples = 500", 1) },
 	} {
 		var ps []string
@@ -595,10 +598,22 @@ func TestCmdStanWarmupWithoutAdaptation(t *testing.T) {
 			ps = append(ps, p)
 		}
 		x, err := readChains(ps, "")
-		noted := strings.Contains(x.dtype, "do not add up to the header's warm-up and draws (an interrupted chain?): no warm-up dropped")
-		if err != nil || x.draws != 200 || noted != (i == 1) || i == 0 && strings.Contains(x.dtype, "warm-up") { // probe 70: rows that do not add up, kept, noted
-			t.Errorf("case %d: %v, %v", i, x, err)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
 		}
+		more := strings.Contains(x.dtype, "but with more rows than the header's warm-up and draws: no warm-up dropped")
+		cut := strings.Contains(x.dtype, "100 warm-up draws per chain dropped; other_2_1.csv, other_2_2.csv: fewer draws than the header's num_samples (a chain interrupted while sampling)")
+		if want := []int{200, 200, 100}[i]; x.draws != want || more != (i == 1) || cut != (i == 2) || i == 0 && strings.Contains(x.dtype, "warm-up") { // probe 70: more rows, kept, noted
+			t.Errorf("case %d: %d draws, want %d; %q", i, x.draws, want, x.dtype)
+		}
+	}
+	// Round 71 B7: the refusal of a file of warm-up alone cited the
+	// adaptation comment the file does not have.
+	all, all2 := filepath.Join(dir, "allwarm.csv"), filepath.Join(dir, "allwarm2.csv")
+	cmdstanFile(t, all, 1, 100, 0, 1, true, false)
+	cmdstanFile(t, all2, 2, 100, 0, 1, true, false)
+	if _, err := readChains([]string{all, all2}, ""); err == nil || !strings.Contains(err.Error(), "allwarm.csv: all 100 draws are warm-up (save_warmup = 1, the header's num_warmup = 100, thin = 1, and no adaptation): no draws to diagnose") {
+		t.Errorf("warm-up alone: %v", err)
 	}
 	a, n := filepath.Join(dir, "adapt.csv"), filepath.Join(dir, "nosave.csv")
 	cmdstanFile(t, a, 1, 100, 200, 1, true, true)
