@@ -557,34 +557,47 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 			return nil, nil, fmt.Errorf("algorithms: experiment %q and a data file %s: give one", cfg.Experiment, cfg.Data.File)
 		}
 		cfg.Experiment = "data"
-		if err := cfg.Data.recordFile(); err != nil {
+		if exp, notes, err = cfg.loadData(dataRNG); err != nil {
+			if n := data.MemberNote(cfg.Data.File, cfg.Data.Key); n != "" { // round 71 B2: said only of data accepted
+				err = fmt.Errorf("%w (%s)", err, n)
+			}
 			return nil, nil, err
-		}
-		if exp, notes, err = cfg.Data.Load(dataRNG); err != nil {
-			return nil, nil, err
-		}
-		n, _ := exp.TrainSet.Dims()
-		if cfg.DataSize == 0 {
-			cfg.DataSize = n
-		}
-		if cfg.DataSize > n {
-			return nil, nil, fmt.Errorf("data_size %d, but %s has %d training rows (after holding out %d): want at most %d, or leave the field out for all", cfg.DataSize, cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, n)
-		}
-		if cfg.DataSize < n { // probe 65: the note above said all n were trained on
-			notes = append(notes, fmt.Sprintf("data_size %d: the models train on %d of these %d training rows (the data were standardised on all %d)", cfg.DataSize, cfg.DataSize, n, n))
-		}
-		b := cfg.Train.BatchSize
-		if b == 0 {
-			b = 64 // the trainer's default
-		}
-		if n < b {
-			return nil, nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
-				cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
 		}
 	} else if cfg.Experiment == "data" {
 		return nil, nil, fmt.Errorf("algorithms: experiment \"data\" without a data section: give data.file (or --data FILE)")
 	} else if exp, err = experiments.ByNameIn(cfg.Experiment, cfg.DataDir); err != nil {
 		return nil, nil, err
+	}
+	return exp, notes, nil
+}
+
+// loadData loads the data section's file as an experiment and checks its
+// rows against data_size and the batch size.
+func (cfg *Run) loadData(dataRNG *rand.Rand) (*experiments.Experiment, []string, error) {
+	if err := cfg.Data.recordFile(); err != nil {
+		return nil, nil, err
+	}
+	exp, notes, err := cfg.Data.Load(dataRNG)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, _ := exp.TrainSet.Dims()
+	if cfg.DataSize == 0 {
+		cfg.DataSize = n
+	}
+	if cfg.DataSize > n {
+		return nil, nil, fmt.Errorf("data_size %d, but %s has %d training rows (after holding out %d): want at most %d, or leave the field out for all", cfg.DataSize, cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, n)
+	}
+	if cfg.DataSize < n { // probe 65: the note above said all n were trained on
+		notes = append(notes, fmt.Sprintf("data_size %d: the models train on %d of these %d training rows (the data were standardised on all %d)", cfg.DataSize, cfg.DataSize, n, n))
+	}
+	b := cfg.Train.BatchSize
+	if b == 0 {
+		b = 64 // the trainer's default
+	}
+	if n < b {
+		return nil, nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
+			cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
 	}
 	return exp, notes, nil
 }

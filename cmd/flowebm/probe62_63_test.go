@@ -765,6 +765,15 @@ func TestNPZMemberNamed(t *testing.T) {
 	if _, se, _ := runCLI("energy", "--model", filepath.Join(dir, "r"), "--points", path, "--key", "b", "--out", filepath.Join(dir, "e2.npy")); strings.Contains(se, "holds 2 arrays") {
 		t.Errorf("noted with --key: %s", se)
 	}
+	// Round 71 B2: a refusal of the member read by default (too few rows
+	// for a batch) did not say which member was read.
+	few := &npy.Array{Shape: []int{5, 2}, Data: x.Data[:10]}
+	if err := npz.WriteFile(path, map[string]*npy.Array{"a": few, "b": x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, se, code := runCLI("train", "--data", path, "--iterations", "2", "--out", filepath.Join(dir, "r2"), "--quiet"); code == 0 || !strings.Contains(se, "fewer than the batch size 64") || !strings.Contains(se, want) {
+		t.Errorf("refused: %d %s", code, se)
+	}
 }
 
 // Probe 70 (small): "trained 1 iterations"; energy's missing points file
