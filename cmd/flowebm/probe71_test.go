@@ -98,3 +98,19 @@ func TestDiagnoseCSVEstimateCountsEveryFile(t *testing.T) {
 		t.Errorf("a header of 8,002 columns: estimate %.4g, want %.4g", got, want)
 	}
 }
+
+// Round 71 B6: plot on a run folder that train still sets up (reading a
+// large data file: only .lock there) said it is not a run folder; compare
+// said it is being trained.
+func TestPlotRunBeingSetUp(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live")
+	release, err := lockRunAs(live, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, stderr, code := runCLI("plot", live)
+	if code == 0 || !strings.Contains(stderr, "the run has nothing to draw yet: it is being set up (another flowebm process holds") || strings.Contains(stderr, "not a run folder") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+}
