@@ -87,8 +87,15 @@ func (f Figure) Save(path string) error {
 		legend.Add(e.text, e.thumb)
 	}
 	// Taller where the legend needs it: compare's 31st to 45th runs were
-	// left off the canvas, unnamed (probe 70 B2).
-	w, h := 9*vg.Inch, max(4.5*vg.Inch, vg.Length(len(entries)+3)*legendRow(legend))
+	// left off the canvas, unnamed (probe 70 B2); wider, so that the plot
+	// keeps 6 inches beside a legend of long names (round 71 B3: runs of
+	// 94-character names left no room for the curves).
+	widest := vg.Length(0)
+	for _, e := range entries {
+		widest = max(widest, legend.TextStyle.Width(e.text))
+	}
+	w := max(9*vg.Inch, 6*vg.Inch+widest+legend.ThumbnailWidth+legend.Padding+vg.Points(12))
+	h := max(4.5*vg.Inch, vg.Length(len(entries)+3)*legendRow(legend))
 	return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, legend, w) })
 }
 

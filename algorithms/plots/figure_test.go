@@ -402,3 +402,25 @@ func savedSVG(t *testing.T, fig Figure) []byte {
 	}
 	return b
 }
+
+// Round 71 B3: runs of 94-character names (compare's legend) left the
+// plot a sliver of the 9-inch canvas, the curves over the axis labels; the
+// canvas widens so that the legend starts 6 inches or more from its left.
+func TestLongNamesKeepThePlot(t *testing.T) {
+	long := strings.Repeat("a-long-run-folder-name-", 5)[:94]
+	fig := Figure{Title: "t", Curves: []Curve{
+		{Name: long + "1", Points: plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}}},
+		{Name: long + "2", Points: plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 0}}}}}
+	b := savedSVG(t, fig)
+	m := regexp.MustCompile(`<text x="([0-9.]+)"[^>]*>` + long + `1<`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("the name is not in the legend")
+	}
+	if x, _ := strconv.ParseFloat(string(m[1]), 64); x < 6*72 {
+		t.Errorf("the legend starts at x = %v pt, leaving the plot less than 6 inches", x)
+	}
+	view := svgViewBox.FindSubmatch(b)
+	if w, _ := strconv.ParseFloat(string(view[1]), 64); w <= 9*72 {
+		t.Errorf("canvas %v pt wide: not widened", w)
+	}
+}
