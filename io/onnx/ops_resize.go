@@ -111,6 +111,10 @@ type tap struct {
 // read the edge (as ONNX Runtime and PyTorch), or with exclude_outside
 // weigh nothing and the others are renormalised.
 func interpolationTaps(node *Node, mode string, n, out int, scale float64) ([]tap, error) {
+	ctm, err := coordinateMode(node)
+	if err != nil {
+		return nil, err
+	}
 	a := nodeFloat(node, "cubic_coeff_a", -0.75)
 	exclude := nodeInt(node, "exclude_outside", 0) != 0
 	offsets := []int{0, 1}
@@ -122,10 +126,7 @@ func interpolationTaps(node *Node, mode string, n, out int, scale float64) ([]ta
 		taps[t] = tap{make([]int, out), make([]float64, out)}
 	}
 	for i := 0; i < out; i++ {
-		x, err := inputCoordinate(node, i, n, out, scale)
-		if err != nil {
-			return nil, err
-		}
+		x := inputCoordinate(ctm, i, n, out, scale)
 		base := math.Floor(x)
 		r := x - base
 		w := []float64{1 - r, r}
@@ -160,23 +161,24 @@ func cubicWeights(r, a float64) []float64 {
 }
 
 // inputCoordinate is the input coordinate of resized index i along an
-// axis of n values resized to out, by the node's
-// coordinate_transformation_mode, in float64 (linear and cubic modes:
-// PyTorch interpolates float64 tensors in float64).
-func inputCoordinate(node *Node, i, n, out int, scale float64) (float64, error) {
-	ctm, err := coordinateMode(node)
-	if err != nil {
-		return 0, err
-	}
+// axis of n values resized to out, by the coordinate transformation ctm
+// (coordinateMode), in T's arithmetic, one rounding per operation: float64
+// for linear and cubic modes (PyTorch interpolates float64 tensors in
+// float64), float32 for nearest (ONNX Runtime's and PyTorch's nearest
+// index).
+func inputCoordinate[T float32 | float64](ctm string, i, n, out int, scale T) T {
+	fi := T(i)
 	switch {
 	case ctm == "half_pixel" || ctm == "pytorch_half_pixel" && out > 1:
-		return (float64(i)+0.5)/scale - 0.5, nil
+		q := T((fi + 0.5) / scale)
+		return q - 0.5
 	case ctm == "align_corners" && out > 1:
-		return float64(i) * float64(n-1) / float64(out-1), nil
+		p := T(fi * T(n-1))
+		return p / T(out-1)
 	case ctm == "asymmetric":
-		return float64(i) / scale, nil
+		return fi / scale
 	}
-	return 0, nil
+	return 0
 }
 
 // coordinateMode is the node's coordinate_transformation_mode
@@ -217,16 +219,17 @@ func nearestIndices(node *Node, n, out int, scale float64, bySize bool) ([]int, 
 			mode = "ceil"
 		}
 	}
+	ctm, err := coordinateMode(node)
+	if err != nil {
+		return nil, err
+	}
 	s := float32(scale)
 	if bySize {
 		s = float32(out) / float32(n)
 	}
 	idx := make([]int, out)
 	for i := range idx {
-		x, err := inputCoordinate32(node, i, n, out, s)
-		if err != nil {
-			return nil, err
-		}
+		x := inputCoordinate(ctm, i, n, out, s)
 		var k float32
 		switch mode {
 		case "round_prefer_floor":
@@ -247,27 +250,6 @@ func nearestIndices(node *Node, n, out int, scale float64, bySize bool) ([]int, 
 
 func floor32(x float32) float32 { return float32(math.Floor(float64(x))) }
 func ceil32(x float32) float32  { return float32(math.Ceil(float64(x))) }
-
-// inputCoordinate32 is inputCoordinate in float32 arithmetic, one rounding
-// per operation as ONNX Runtime's nearest mode computes it.
-func inputCoordinate32(node *Node, i, n, out int, scale float32) (float32, error) {
-	ctm, err := coordinateMode(node)
-	if err != nil {
-		return 0, err
-	}
-	fi := float32(i)
-	switch {
-	case ctm == "half_pixel" || ctm == "pytorch_half_pixel" && out > 1:
-		q := float32((fi + 0.5) / scale)
-		return q - 0.5, nil
-	case ctm == "align_corners" && out > 1:
-		p := float32(fi * float32(n-1))
-		return p / float32(out-1), nil
-	case ctm == "asymmetric":
-		return fi / scale, nil
-	}
-	return 0, nil
-}
 
 // resizeTargets reads Resize's scales or sizes (inputs 2 and 3 from opset
 // 11, input 1 "scales" before) as per-axis scales and output sizes.
