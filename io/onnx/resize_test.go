@@ -105,23 +105,10 @@ func TestResizeRefusalsSayWhy(t *testing.T) {
 		{[]msg{str("mode", "area")}, `mode "area": ONNX defines "nearest", "linear" and "cubic"`},
 	} {
 		ns, inits := hgEnergy("r", mdNode("r", "Resize", []string{"x", "", "sc"}, []string{"r"}, c.attrs...))
-		b := modelAtOpset(hgGraph(ns, append(inits, scales), "y"), 18)
+		b := modelWithOpset(hgGraph(ns, append(inits, scales), "y"), 18)
 		hgRefused(t, c.want, b, Config{}, c.want)
 		if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "batch of") {
 			t.Errorf("batch advice: %v", err)
 		}
 	}
-}
-
-// modelAtOpset is mdModel importing the given opset.
-func modelAtOpset(g msg, opset int64) []byte {
-	var o msg
-	o.str(1, "")
-	o.varint(2, opset)
-	var m msg
-	m.varint(1, 8)
-	m.bytes(8, o)
-	m.str(2, "hand")
-	m.bytes(7, g)
-	return m
 }
