@@ -22,6 +22,9 @@ import (
 func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 	mlp := layers.MLP{Name: "net", Sizes: []int{n.dim}, Layout: layers.Sequential}
 	if len(n.inShape) != 1 {
+		if len(n.inShape) == 0 { // round 72 A5: "input of shape [] per sample"
+			return mlp, nil, fmt.Errorf("%s: input %q of shape (batch), one value per point: an MLP takes vectors, (batch, d); export it with an input of shape (batch, 1) (pass x[:, None] to torch.onnx.export and drop the module's own unsqueeze), or use the file as it is with energy and sample", n.File, n.input)
+		}
 		return mlp, nil, fmt.Errorf("%s: input of shape %v per sample: an MLP takes vectors", n.File, n.inShape)
 	}
 	gemms, err := n.linearChain()

@@ -1,7 +1,6 @@
 package onnx
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/flowebm/flowebm/layers/nd"
@@ -41,11 +40,11 @@ func resizeHandler(in *instance, node *Node) ([]*val, error) {
 			continue
 		}
 		if mode == "nearest" {
-			idx, err := nearestIndices(node, x.shape[ax], sizes[ax], scales[ax], bySize)
-			if err != nil {
+			var idx []int
+			if idx, err = nearestIndices(node, x.shape[ax], sizes[ax], scales[ax], bySize); err != nil {
 				return nil, err
 			}
-			x, err = in.gatherAxis(x, ax, idx)
+			x, err = in.gatherAxis(x, ax, idx) // round 72 A2: this error was shadowed, the output left nil
 		} else {
 			x, err = in.interpolateAxis(node, mode, x, ax, sizes[ax], scales[ax])
 		}
@@ -241,7 +240,7 @@ func nearestIndices(node *Node, n, out int, scale float64, bySize bool) ([]int, 
 		case "ceil":
 			k = ceil32(x)
 		default:
-			return nil, fmt.Errorf("nearest_mode %q", mode)
+			return nil, notSupported("nearest_mode %q: ONNX defines round_prefer_floor, round_prefer_ceil, floor and ceil", mode)
 		}
 		idx[i] = min(max(int(k), 0), n-1)
 	}
@@ -252,56 +251,104 @@ func floor32(x float32) float32 { return float32(math.Floor(float64(x))) }
 func ceil32(x float32) float32  { return float32(math.Ceil(float64(x))) }
 
 // resizeTargets reads Resize's scales or sizes (inputs 2 and 3 from opset
-// 11, input 1 "scales" before) as per-axis scales and output sizes.
+// 11, input 1 "scales" before) as per-axis scales and output sizes. What
+// is wrong with them is the file's, whatever the batch: refused without
+// advice about it (round 72 A3).
 func (in *instance) resizeTargets(node *Node, shape []int) (scales []float64, sizes []int, bySize bool, err error) {
 	r := len(shape)
-	scales, sizes = make([]float64, r), make([]int, r)
 	si, zi := 2, 3
 	if in.net.Opset < 11 {
 		si, zi = 1, -1
 	}
-	if v, err := in.optInput(node, si); err != nil {
-		return nil, nil, false, err
-	} else if v != nil && sizeOf(v.shape) > 0 {
-		if !v.isConst() && v.src != "" { // an initializer is a constant (probe 36: "scales must be 4 constants")
-			if v, err = in.constInput(node, si); err != nil {
-				return nil, nil, false, err
-			}
-		}
-		if !v.isConst() {
-			return nil, nil, false, fmt.Errorf("scales must be %d constants, one per axis of its input (of rank %d): they depend on the energy's input", r, r)
-		}
-		if n := sizeOf(v.shape); n != r { // the number given (probe 37)
-			return nil, nil, false, fmt.Errorf("scales must be %d constants, one per axis of its input (of rank %d): got %d", r, r, n)
-		}
-		for i, s := range v.c.Data().([]float64) {
-			if !(s > 0) || float64(shape[i])*s > maxElements {
-				return nil, nil, false, fmt.Errorf("scale %v", s)
-			}
-			// the product in float32, as ONNX Runtime computes it and as
-			// PyTorch sizes its own output (round 71: 20·1.3f is 25.999999
-			// in float64, 26 in float32 and in PyTorch)
-			scales[i], sizes[i] = s, int(math.Floor(float64(float32(shape[i])*float32(s))))
-		}
-		return scales, sizes, false, nil
-	}
-	if zi < 0 {
-		return nil, nil, false, fmt.Errorf("no scales")
-	}
-	v, err := in.constInput(node, zi)
+	sv, err := in.optInput(node, si)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("neither scales nor sizes: %w", err)
+		return nil, nil, false, err
+	}
+	var zv *val
+	if zi > 0 {
+		if zv, err = in.optInput(node, zi); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	hasScales, hasSizes := sv != nil && sizeOf(sv.shape) > 0, zv != nil && sizeOf(zv.shape) > 0
+	switch {
+	case hasScales && hasSizes: // round 72 A1: the sizes were ignored
+		return nil, nil, false, notSupported("both scales and sizes are given: ONNX takes one of them, the other empty or left out ('')")
+	case hasScales:
+		scales, sizes, err = in.resizeScales(node, si, shape)
+	case hasSizes:
+		scales, sizes, err = in.resizeSizes(node, zi, shape)
+		bySize = true
+	default:
+		return nil, nil, false, notSupported("neither scales nor sizes are given: give one of them, %d values, one per axis of the input", r)
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for i, z := range sizes { // round 72 A2: 0 rows ended in an internal error
+		if z == 0 {
+			return nil, nil, false, notSupported("axis %d of %d values is resized to 0 values (scale %v): want at least 1 along every axis", i, shape[i], float32(scales[i]))
+		}
+	}
+	// Too large for one point, whatever the batch (round 72 A2: a huge
+	// nearest result ended in an internal error); the build's own check
+	// counts the batch.
+	if b := float64(sizeOf(sizes)) * in.elemBytes() / float64(max(in.batch, 1)); b > maxTensorBytes {
+		return nil, nil, false, notSupported("result of shape %v takes %s a point, more than the %s one tensor may hold", sizes[1:], byteSize(b), byteSize(maxTensorBytes))
+	}
+	return scales, sizes, bySize, nil
+}
+
+// resizeScales reads the scales of input i of a Resize of an input of the
+// given shape; the sizes are floor(n·scale), the product in float32 as
+// ONNX Runtime computes it and as PyTorch sizes its own output (round 71:
+// 20·1.3f is 25.999999 in float64, 26 in float32 and in PyTorch).
+func (in *instance) resizeScales(node *Node, i int, shape []int) ([]float64, []int, error) {
+	r := len(shape)
+	v, err := in.input(node, i)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !v.isConst() && v.src != "" { // an initializer is a constant (probe 36: "scales must be 4 constants")
+		if v, err = in.constInput(node, i); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !v.isConst() {
+		return nil, nil, notSupported("scales must be %d constants, one per axis of its input (of rank %d): they depend on the energy's input", r, r)
+	}
+	if n := sizeOf(v.shape); n != r { // the number given (probe 37)
+		return nil, nil, notSupported("scales must be %d constants, one per axis of its input (of rank %d): got %d", r, r, n)
+	}
+	scales, sizes := make([]float64, r), make([]int, r)
+	for ax, s := range v.c.Data().([]float64) {
+		if !(s > 0) || float64(shape[ax])*s > maxElements {
+			return nil, nil, notSupported("scale %v on axis %d (of %d values): want a positive scale giving at most %d values", float32(s), ax, shape[ax], maxElements)
+		}
+		scales[ax], sizes[ax] = s, int(math.Floor(float64(float32(shape[ax])*float32(s))))
+	}
+	return scales, sizes, nil
+}
+
+// resizeSizes reads the sizes of input i of a Resize of an input of the
+// given shape; the scales are their ratios.
+func (in *instance) resizeSizes(node *Node, i int, shape []int) ([]float64, []int, error) {
+	r := len(shape)
+	v, err := in.constInput(node, i)
+	if err != nil {
+		return nil, nil, err
 	}
 	z, err := ints(v)
 	if err != nil || len(z) != r {
-		return nil, nil, false, fmt.Errorf("sizes must be %d constant integers", r)
+		return nil, nil, notSupported("sizes must be %d constant integers, one per axis of its input (of rank %d)", r, r)
 	}
-	out, err := checkedShape(z)
+	sizes, err := checkedShape(z)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, notSupported("sizes: %v", err)
 	}
-	for i := range out {
-		sizes[i], scales[i] = out[i], float64(out[i])/float64(shape[i])
+	scales := make([]float64, r)
+	for ax := range sizes {
+		scales[ax] = float64(sizes[ax]) / float64(shape[ax])
 	}
-	return scales, sizes, true, nil
+	return scales, sizes, nil
 }

@@ -103,6 +103,9 @@ func TestResizeRefusalsSayWhy(t *testing.T) {
 		{[]msg{str("mode", "linear"), str("coordinate_transformation_mode", "tf_crop_and_resize")}, `coordinate_transformation_mode "tf_crop_and_resize" is not supported`},
 		{[]msg{str("mode", "cubic"), intAttr("antialias", 1).encode()}, "antialias when downsampling is not supported"},
 		{[]msg{str("mode", "area")}, `mode "area": ONNX defines "nearest", "linear" and "cubic"`},
+		// Round 72 A3: these carried advice about the batch, and said
+		// nothing of what was expected.
+		{[]msg{str("nearest_mode", "round")}, `nearest_mode "round": ONNX defines round_prefer_floor, round_prefer_ceil, floor and ceil`},
 	} {
 		ns, inits := hgEnergy("r", mdNode("r", "Resize", []string{"x", "", "sc"}, []string{"r"}, c.attrs...))
 		b := modelWithOpset(hgGraph(ns, append(inits, scales), "y"), 18)
@@ -110,5 +113,59 @@ func TestResizeRefusalsSayWhy(t *testing.T) {
 		if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "batch of") {
 			t.Errorf("batch advice: %v", err)
 		}
+	}
+}
+
+// Round 72 A1, A2, A3: a Resize given both scales and sizes used the
+// scales, unsaid (ONNX Runtime refuses it); an axis resized to 0 values
+// ended in an internal error (a nil pointer); a negative scale or a wrong
+// number of them carried advice about the batch.
+func TestResizeTargetsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		inputs []string
+		inits  []msg
+		want   string
+	}{
+		{"both", []string{"x", "", "sc", "sz"}, []msg{mdTensor("sc", TypeFloat, []int64{2}, mdRawF32(1, 2)), hgInt64s("sz", []int64{2}, 2, 6)},
+			"both scales and sizes are given: ONNX takes one of them, the other empty or left out ('')"},
+		{"zero scale", []string{"x", "", "sc"}, []msg{mdTensor("sc", TypeFloat, []int64{2}, mdRawF32(1, 0.1))},
+			"axis 1 of 3 values is resized to 0 values (scale 0.1): want at least 1 along every axis"},
+		{"zero size", []string{"x", "", "", "sz"}, []msg{hgInt64s("sz", []int64{2}, 2, 0)},
+			"axis 1 of 3 values is resized to 0 values (scale 0): want at least 1 along every axis"},
+		{"negative scale", []string{"x", "", "sc"}, []msg{mdTensor("sc", TypeFloat, []int64{2}, mdRawF32(1, -2))},
+			"scale -2 on axis 1 (of 3 values): want a positive scale giving at most 33554432 values"},
+		{"short scales", []string{"x", "", "sc"}, []msg{mdTensor("sc", TypeFloat, []int64{1}, mdRawF32(2))},
+			"scales must be 2 constants, one per axis of its input (of rank 2): got 1"},
+		{"neither", []string{"x", "", ""}, nil, "neither scales nor sizes are given: give one of them, 2 values, one per axis of the input"},
+	} {
+		ns, inits := hgEnergy("r", mdNode("r", "Resize", c.inputs, []string{"r"}))
+		b := mdModel(hgGraph(ns, append(inits, c.inits...), "y"))
+		hgRefused(t, c.name, b, Config{}, `node "r" (Resize): `+c.want)
+		if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "a batch of") {
+			t.Errorf("%s: batch advice: %v", c.name, err)
+		}
+	}
+}
+
+// Round 72 A2: a nearest Resize whose result (165 MiB a point) passes the
+// 256 MiB one tensor may hold at the load check's batch of 2 had its
+// error shadowed: "output 0 of node ... is not supported".
+func TestResizeTooLargeNamed(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "resize_large_nearest_dyn.onnx"))
+	if err == nil || !strings.Contains(err.Error(), `node "r" (Resize): result of shape [2 2 3000 3600] takes 330 MiB, more than the 256 MiB one tensor may hold`) {
+		t.Errorf("%v", err)
+	}
+}
+
+// Round 72 A5: convert of an energy of input shape (batch) said "input of
+// shape [] per sample"; it says how to export it as an MLP's (batch, 1).
+func TestVectorInputIsNoMLP(t *testing.T) {
+	n, err := ReadFile(filepath.Join("testdata", "pinned", "vector_input_dyn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.MLP(); err == nil || !strings.Contains(err.Error(), `input "x" of shape (batch), one value per point: an MLP takes vectors, (batch, d); export it with an input of shape (batch, 1)`) {
+		t.Errorf("%v", err)
 	}
 }
