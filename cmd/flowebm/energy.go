@@ -26,6 +26,7 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
+	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 )
 
@@ -165,7 +166,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	var pair stagedOutputs
 	defer pair.discard()
 	if g != nil {
-		if err := writeArray(pair.stage, f.gradOut, f.force, g, shape); err != nil {
+		if err := writeArray(pair.stage, f.gradOut, f.force, g, shape, pointColumns(f.points)); err != nil {
 			return err
 		}
 	}
@@ -585,17 +586,34 @@ func isONNXFile(path string) bool {
 	return err != nil || !fi.IsDir()
 }
 
+// pointColumns is the column names of a CSV file of points (nil for other
+// files, or one without a header): the gradients' CSV keeps them (round 72:
+// headed x1, x2 under points headed a, b).
+func pointColumns(path string) []string {
+	if !strings.EqualFold(filepath.Ext(path), ".csv") {
+		return nil
+	}
+	f, err := safefile.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, _ := data.CSVColumns(f)
+	return names
+}
+
 // writeArray writes the rows of x, each of the given shape, to the --grad
 // file path (.npy float64 of shape (rows, shape…), or .csv of the flat
-// rows), replacing a file only with force.
-func writeArray(put outputWriter, path string, force bool, x *mat.Dense, shape []int) error {
+// rows under the columns' names, those of the points' CSV header where it
+// has one), replacing a file only with force.
+func writeArray(put outputWriter, path string, force bool, x *mat.Dense, shape []int, names []string) error {
 	r, _ := x.Dims()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
 		a := &npy.Array{Shape: append([]int{r}, shape...), Data: denseData(x)}
 		return put("--grad", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
 	case ".csv":
-		return put("--grad", path, force, func(w io.Writer) error { return data.WriteCSV(w, x) })
+		return put("--grad", path, force, func(w io.Writer) error { return data.WriteCSVNamed(w, x, names) })
 	}
 	return fmt.Errorf("--grad %s: want a .npy or .csv file", path)
 }

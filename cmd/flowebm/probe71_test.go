@@ -114,3 +114,24 @@ func TestPlotRunBeingSetUp(t *testing.T) {
 		t.Errorf("exit %d, %q", code, stderr)
 	}
 }
+
+// Round 72 (prober A's note): energy --grad into a CSV headed its columns
+// x1, x2 under points headed a, b; they keep the points' names.
+func TestGradCSVKeepsColumnNames(t *testing.T) {
+	dir := t.TempDir()
+	points := filepath.Join(dir, "p.csv")
+	if err := os.WriteFile(points, []byte("a,\"b, c\",d\n0.5,1,0\n-1,2,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grad := filepath.Join(dir, "g.csv")
+	if _, stderr, code := runCLI("energy", "--model", "../../io/onnx/testdata/pinned/quadratic_3d_dyn.onnx", "--points", points, "--grad", grad, "--out", filepath.Join(dir, "e.npy")); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(grad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(string(b), "\n"); first != `a,"b, c",d` {
+		t.Errorf("header %q, want the points' a,\"b, c\",d", first)
+	}
+}

@@ -569,16 +569,25 @@ func clip(s string) string { return textclip.Cut(s, 40) }
 
 // WriteCSV writes the rows of x as comma-separated values with full float64
 // precision, under a header naming the columns x1, x2, ….
-func WriteCSV(w io.Writer, x mat.Matrix) error {
+func WriteCSV(w io.Writer, x mat.Matrix) error { return WriteCSVNamed(w, x, nil) }
+
+// WriteCSVNamed is WriteCSV under a header of the given column names
+// (quoted as CSV quotes them), or x1, x2, … where names do not name every
+// column.
+func WriteCSVNamed(w io.Writer, x mat.Matrix, names []string) error {
 	r, c := x.Dims()
 	var b bytes.Buffer
-	for j := 0; j < c; j++ {
-		if j > 0 {
-			b.WriteByte(',')
+	if len(names) != c {
+		names = make([]string, c)
+		for j := range names {
+			names[j] = fmt.Sprintf("x%d", j+1)
 		}
-		fmt.Fprintf(&b, "x%d", j+1)
 	}
-	b.WriteByte('\n')
+	hw := csv.NewWriter(&b)
+	if err := hw.Write(names); err != nil {
+		return err
+	}
+	hw.Flush()
 	for i := 0; i < r; i++ {
 		for j := 0; j < c; j++ {
 			if j > 0 {
