@@ -363,6 +363,16 @@ func meanText(mean, mcse float64) string {
 	return s // trailing zeros kept: they are digits the MCSE vouches for (probe 65: 4.99995 printed as 5)
 }
 
+// mcseText is an MCSE to two significant digits, to the decimal the mean
+// beside it is printed to, trailing zeros kept (round 72 B3: 0.010360 was
+// "0.01" beside a mean of three decimals).
+func mcseText(mcse float64) string {
+	if !(mcse >= 1e-4 && mcse < 1e5) {
+		return fmt.Sprintf("%.2g", mcse)
+	}
+	return strconv.FormatFloat(mcse, 'f', max(0, 1-int(math.Floor(math.Log10(mcse)))), 64)
+}
+
 // writeTable writes the table and the verdict.
 func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error {
 	fmt.Fprintf(w, "%s: %s × %s × %s (%s)\n\n", c.source, count(c.chains, "chain"), count(c.draws, "draw"), count(c.dims, "dim"), c.dtype)
@@ -377,7 +387,7 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error
 		if nested {
 			fmt.Fprintf(tw, "%.4f\t", d.nested)
 		}
-		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%s\t%.2g\t%.4g\t\n", d.ESSBulk, d.ESSTail, d.ESSMean, meanText(d.Mean, d.MCSEMean), d.MCSEMean, d.SD)
+		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%s\t%s\t%.4g\t\n", d.ESSBulk, d.ESSTail, d.ESSMean, meanText(d.Mean, d.MCSEMean), mcseText(d.MCSEMean), d.SD)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

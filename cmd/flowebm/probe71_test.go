@@ -135,3 +135,16 @@ func TestGradCSVKeepsColumnNames(t *testing.T) {
 		t.Errorf("header %q, want the points' a,\"b, c\",d", first)
 	}
 }
+
+// Round 72 B3: diagnose's mcse_mean 0.010360 printed "0.01" (%.2g drops
+// the zero) beside a mean of three decimals.
+func TestMCSEKeepsTrailingZeros(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{0.010360, "0.010"}, {0.0345, "0.035"}, {0.23, "0.23"}, {0.2, "0.20"}, {12.3, "12"}, {1.0, "1.0"}, {3e-6, "3e-06"}, {2e7, "2e+07"}} {
+		if got := mcseText(c.v); got != c.want {
+			t.Errorf("%v: %q, want %q", c.v, got, c.want)
+		}
+	}
+}
