@@ -405,7 +405,7 @@ func cmdstanWarmupRows(path string) (warmupRows, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
-	saved, header, rows, fixedParam := false, false, 0, false
+	saved, header, rows, fixedParam, engaged := false, false, 0, false, false
 	numWarmup, numSamples, thin := -1, -1, 1
 	for {
 		line, err := br.ReadString('\n')
@@ -421,6 +421,9 @@ func cmdstanWarmupRows(path string) (warmupRows, error) {
 				numSamples = v
 			}
 			fixedParam = fixedParam || strings.HasPrefix(c, "algorithm = fixed_param")
+			if v, ok := cmdstanSetting(c, "engaged"); ok {
+				engaged = v == 1
+			}
 			if v, ok := cmdstanSetting(c, "thin"); ok && v > 0 {
 				thin = v
 			}
@@ -445,6 +448,9 @@ func cmdstanWarmupRows(path string) (warmupRows, error) {
 				return warmupRows{}, nil
 			}
 			w := warmupRows{n: (numWarmup + thin - 1) / thin, why: fmt.Sprintf("the header's num_warmup = %d, thin = %d, and no adaptation", numWarmup, thin)}
+			if engaged { // round 72 B4: said "no adaptation" of a chain stopped while adapting
+				w.why = fmt.Sprintf("the header's num_warmup = %d, thin = %d, adaptation engaged and no \"# Adaptation terminated\" line: the chain stopped during warm-up", numWarmup, thin)
+			}
 			switch draws := (numSamples + thin - 1) / thin; {
 			case numSamples < 0 || rows == w.n+draws:
 			case rows < w.n+draws:

@@ -615,6 +615,17 @@ func TestCmdStanWarmupWithoutAdaptation(t *testing.T) {
 	if _, err := readChains([]string{all, all2}, ""); err == nil || !strings.Contains(err.Error(), "allwarm.csv: all 100 draws are warm-up (save_warmup = 1, the header's num_warmup = 100, thin = 1, and no adaptation): no draws to diagnose") {
 		t.Errorf("warm-up alone: %v", err)
 	}
+	// Round 72 B4: a chain stopped while adapting (engaged = 1, no
+	// "# Adaptation terminated" yet) was said to have had no adaptation.
+	for _, p := range []string{all, all2} {
+		b, _ := os.ReadFile(p)
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), "engaged = 0", "engaged = 1 (Default)", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := readChains([]string{all, all2}, ""); err == nil || !strings.Contains(err.Error(), "allwarm.csv: all 100 draws are warm-up (save_warmup = 1, the header's num_warmup = 100, thin = 1, adaptation engaged and no \"# Adaptation terminated\" line: the chain stopped during warm-up)") {
+		t.Errorf("stopped while adapting: %v", err)
+	}
 	a, n := filepath.Join(dir, "adapt.csv"), filepath.Join(dir, "nosave.csv")
 	cmdstanFile(t, a, 1, 100, 200, 1, true, true)
 	cmdstanFile(t, n, 2, 100, 200, 1, false, true)
