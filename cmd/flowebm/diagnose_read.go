@@ -325,8 +325,8 @@ func endsWithLineBreak(path string) error {
 }
 
 // readCSVTable reads a CSV file (RFC 4180 quoting; a UTF-8 byte order
-// mark skipped): lines starting with # are comments, the first other
-// line is the header, the others numbers.
+// mark skipped): lines starting with # (after spaces) are comments, the
+// first other line is the header, the others numbers.
 func readCSVTable(path string) (*csvTable, error) {
 	f, err := safefile.OpenLimited(path, data.MaxCSVBytes(), data.CSVLimitWhy)
 	if err != nil {
@@ -347,6 +347,9 @@ func readCSVTable(path string) (*csvTable, error) {
 		}
 		if err != nil {
 			return nil, csvError(path, err)
+		}
+		if strings.HasPrefix(strings.TrimSpace(rec[0]), "#") { // a comment indented (round 72 B5: refused as another separator)
+			continue
 		}
 		line, _ := r.FieldPos(0)
 		if err := t.add(rec, line); err != nil {

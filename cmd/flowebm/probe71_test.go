@@ -148,3 +148,24 @@ func TestMCSEKeepsTrailingZeros(t *testing.T) {
 		}
 	}
 }
+
+// Round 72 B5: an indented comment line in a CSV of draws was refused as
+// a line of other separators; it is a comment, as pandas' comment='#'
+// reads it.
+func TestDiagnoseIndentedComment(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("chain,draw,x\n")
+	for i := range 400 {
+		if i == 200 {
+			b.WriteString("  # indented comment, with a comma\n")
+		}
+		fmt.Fprintf(&b, "%d,%d,%g\n", i/100+1, i%100+1, float64((i*37)%101)/50-1)
+	}
+	path := filepath.Join(t.TempDir(), "draws.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, code := runCLI("diagnose", path); code != 0 || !strings.Contains(stdout, "4 chains × 100 draws × 1 dim") {
+		t.Errorf("exit %d: %s%s", code, stdout, stderr)
+	}
+}
