@@ -722,6 +722,9 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 		if err := unreadableFolder(dir); err != nil {
 			return checkpoint.Models{}, err
 		}
+		if why := notYetARun(dir, "use"); why != "" {
+			return checkpoint.Models{}, errors.New(why)
+		}
 		if !isTrainingRun(dir) {
 			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
 		}

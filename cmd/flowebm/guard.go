@@ -1124,6 +1124,22 @@ func lockedByOther(dir string) bool {
 	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }
 
+// notYetARun says why the folder dir, which holds no run's files, is not
+// a run yet ("" if it is neither of these): a run being set up by another
+// process (reading its data: only its lock there), or a run killed as it
+// started (only its lock left). Round 72 B6: sample, energy and convert
+// said "neither a checkpoint nor a training run", plot "not a run folder".
+func notYetARun(dir, command string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != ".lock" {
+		return ""
+	}
+	if lockedByOther(dir) {
+		return fmt.Sprintf("%s: the run is being set up (another flowebm process holds %s%s): %s it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"), sharedLockNote(dir), command)
+	}
+	return fmt.Sprintf("%s holds only a run's lock: a run killed as it started leaves only its lock; start it again with flowebm train --out %s and the run's options", dir, shellQuote(dir))
+}
+
 // shortPath is the absolute path p or, where p is too long for the
 // system (PATH_MAX, in a working folder deeper than it), its path from the
 // working folder, to name it in a message.

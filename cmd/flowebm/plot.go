@@ -53,8 +53,8 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		if restore := training.ConfigRestore(dir); restore != "" && !exists(filepath.Join(dir, "config.json")) { // probes 60, 61: "no config.json or checkpoint/" beside its checkpoint
 			return "", fmt.Errorf("%s is a run folder without its config.json: %s", dir, restore)
 		}
-		if lockedByOther(dir) { // round 71 B6: a run still reading its data holds only .lock
-			return "", fmt.Errorf("%s: the run has nothing to draw yet: it is being set up (another flowebm process holds %s%s); plot it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"), sharedLockNote(dir))
+		if why := notYetARun(dir, "plot"); why != "" { // round 71 B6: a run still reading its data holds only .lock
+			return "", errors.New(why)
 		}
 		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote%s%s", dir, runsWithin(dir), checkpointOfRun(dir))
 	}

@@ -101,17 +101,38 @@ func TestDiagnoseCSVEstimateCountsEveryFile(t *testing.T) {
 
 // Round 71 B6: plot on a run folder that train still sets up (reading a
 // large data file: only .lock there) said it is not a run folder; compare
-// said it is being trained.
+// said it is being trained. Round 72 B6: sample, energy and convert said
+// "neither a checkpoint nor a training run", and a run killed as it
+// started (its lock alone left) was "not a run folder" to plot.
 func TestPlotRunBeingSetUp(t *testing.T) {
-	live := filepath.Join(t.TempDir(), "live")
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live")
 	release, err := lockRunAs(live, "train")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
+	points := filepath.Join(dir, "p.npy")
+	if err := npy.WriteFile(points, &npy.Array{Shape: []int{2, 2}, Data: []float64{0, 1, 2, 3}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"plot", live},
+		{"sample", "--model", live, "--out", filepath.Join(dir, "s.npy")},
+		{"energy", "--model", live, "--points", points, "--out", filepath.Join(dir, "e.npy")},
+	} {
+		_, stderr, code := runCLI(args...)
+		if code == 0 || !strings.Contains(stderr, "the run is being set up (another flowebm process holds") || strings.Contains(stderr, "not a run folder") || strings.Contains(stderr, "neither a checkpoint") {
+			t.Errorf("%s: exit %d, %q", args[0], code, stderr)
+		}
+	}
+	release()
+	os.MkdirAll(live, 0o755)
+	if err := os.WriteFile(filepath.Join(live, ".lock"), nil, 0o644); err != nil { // as a SIGKILL leaves it
+		t.Fatal(err)
+	}
 	_, stderr, code := runCLI("plot", live)
-	if code == 0 || !strings.Contains(stderr, "the run has nothing to draw yet: it is being set up (another flowebm process holds") || strings.Contains(stderr, "not a run folder") {
-		t.Errorf("exit %d, %q", code, stderr)
+	if code == 0 || !strings.Contains(stderr, "holds only a run's lock: a run killed as it started leaves only its lock; start it again with flowebm train --out") || !strings.HasSuffix(strings.TrimSpace(stderr), "and the run's options") {
+		t.Errorf("stale lock: exit %d, %q", code, stderr)
 	}
 }
 
