@@ -134,6 +134,7 @@ func (d Density) layout() densityFigure {
 	if len(d.Axes) == 2 {
 		p.X.Label.Text, p.Y.Label.Text = d.Axes[0], d.Axes[1]
 	}
+	fitLabels(p, 5.5*vg.Inch, 5*vg.Inch) // of the 8 × 6 inches, the colour bar and legend take 1.3 or more
 	xyz := gridXYZ{g, d.Scaling}
 	cm := moreland.SmoothBlueRed()
 	heat := plotter.NewHeatMap(xyz, cm.Palette(255))

@@ -96,6 +96,7 @@ func (f Figure) Save(path string) error {
 	}
 	w := max(9*vg.Inch, 6*vg.Inch+widest+legend.ThumbnailWidth+legend.Padding+vg.Points(12))
 	h := max(4.5*vg.Inch, vg.Length(len(entries)+3)*legendRow(legend))
+	fitLabels(p, 5.5*vg.Inch, h-vg.Inch) // the plot keeps 6 inches of width, an inch of height goes to the title and ticks
 	return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, legend, w) })
 }
 

@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
@@ -422,5 +423,33 @@ func TestLongNamesKeepThePlot(t *testing.T) {
 	view := svgViewBox.FindSubmatch(b)
 	if w, _ := strconv.ParseFloat(string(view[1]), 64); w <= 9*72 {
 		t.Errorf("canvas %v pt wide: not widened", w)
+	}
+}
+
+// Round 72 B1, B2: a parameter's name of 90 to 156 characters as a trace's
+// y label (diagnose --plots), or a CSV header's as density.png's axes,
+// squeezed the plot to a strip or to nothing. Labels and titles are
+// shortened in their middle to the plot's sides, keeping both ends.
+func TestLongLabelsFitThePlot(t *testing.T) {
+	name := "theta_" + strings.Repeat("very_long_parameter_name_", 6) + "[12]"
+	fig := Figure{Title: "trace of " + name, XLabel: "draw", YLabel: name,
+		Curves: []Curve{{Name: "chain 1", Points: plotter.XYs{{X: 1, Y: 0}, {X: 2, Y: 1}}}}}
+	b := savedSVG(t, fig)
+	label := regexp.MustCompile(`>((?:trace of )?theta_[^<]*)<`).FindAllSubmatch(b, -1)
+	if len(label) != 2 {
+		t.Fatalf("%d texts naming theta, want the title's and the y label's", len(label))
+	}
+	for _, m := range label {
+		s := string(m[1])
+		if !strings.Contains(s, "…") || !strings.HasSuffix(s, "[12]") || len(s) >= len(name) {
+			t.Errorf("label %q: want %q shortened in its middle", s, name)
+		}
+	}
+	sty := plot.New().Y.Label.TextStyle
+	if got := fitText(name, sty, 3*vg.Inch); sty.Width(got) > 3*vg.Inch || !strings.HasPrefix(got, "theta_very") || !strings.HasSuffix(got, "name_[12]") {
+		t.Errorf("fitText: %q (%v wide)", got, sty.Width(got))
+	}
+	if got := fitText("x1", sty, 3*vg.Inch); got != "x1" {
+		t.Errorf("a short label changed: %q", got)
 	}
 }

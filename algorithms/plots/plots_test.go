@@ -100,6 +100,13 @@ func TestDensityPlotParts(t *testing.T) {
 	if fig := d.layout(); fig.main.X.Label.Text != "height" || fig.main.Y.Label.Text != "weight" {
 		t.Errorf("named axes %q, %q", fig.main.X.Label.Text, fig.main.Y.Label.Text)
 	}
+	// Round 72 B2: CSV headers of 117 characters as axis labels squeezed
+	// the panel to a corner; they are shortened in their middle.
+	long := strings.Repeat("measurement_of_the_column_", 4) + "x"
+	d.Axes = []string{long + "1", long + "2"}
+	if fig := d.layout(); !strings.Contains(fig.main.X.Label.Text, "…") || !strings.HasSuffix(fig.main.Y.Label.Text, "x2") || len(fig.main.Y.Label.Text) >= len(long) {
+		t.Errorf("long axes %q, %q", fig.main.X.Label.Text, fig.main.Y.Label.Text)
+	}
 	// Data units: the colour scale is the density of the data's units, so
 	// it integrates to one over the plotted box whatever the scaling.
 	for _, sc := range []*data.Scaling{nil, {Shift: []float64{10, -3}, Scale: []float64{4, 0.5}}} {

@@ -1,0 +1,40 @@
+package plots
+
+import (
+	"unicode/utf8"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+)
+
+// fitText is s, or s with its middle replaced by "…" where s is wider than
+// width in style sty: the start and the end of a name (a model's parameter
+// r_subject__Intercept[...], a column's header) both stay readable. Round
+// 72 B1, B2: names of 90 to 156 characters as axis labels squeezed the
+// plot to a strip, or to nothing.
+func fitText(s string, sty text.Style, width vg.Length) string {
+	if sty.Width(s) <= width {
+		return s
+	}
+	runes := []rune(s)
+	for keep := len(runes) - 1; keep > 1; keep-- {
+		head := (keep + 1) / 2
+		t := string(runes[:head]) + "…" + string(runes[len(runes)-(keep-head):])
+		if sty.Width(t) <= width {
+			return t
+		}
+	}
+	if utf8.RuneCountInString(s) > 0 {
+		return string(runes[0]) + "…"
+	}
+	return s
+}
+
+// fitLabels shortens p's title and axis labels to fit a plot area of the
+// given size, each along the side it is drawn on.
+func fitLabels(p *plot.Plot, w, h vg.Length) {
+	p.Title.Text = fitText(p.Title.Text, p.Title.TextStyle, w)
+	p.X.Label.Text = fitText(p.X.Label.Text, p.X.Label.TextStyle, w)
+	p.Y.Label.Text = fitText(p.Y.Label.Text, p.Y.Label.TextStyle, h)
+}
