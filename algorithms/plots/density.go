@@ -120,6 +120,7 @@ func (f densityFigure) draw(dc draw.Canvas, w, h vg.Length) {
 	legend.Top, legend.Left = true, true
 	r := legend.Rectangle(dc)
 	col := max(r.Max.X-r.Min.X, 1.2*vg.Inch) + vg.Points(12)
+	fitLabels(f.main, w-col-vg.Points(12), h-vg.Inch) // an inch of height goes to the title and the ticks
 	f.main.Draw(draw.Crop(dc, 0, -col, 0, 0))
 	right := draw.Crop(dc, w-col+vg.Points(6), 0, 0, 0)
 	f.bar.Draw(draw.Crop(right, 0, -col/2, h*0.35, -vg.Points(24)))
@@ -134,7 +135,6 @@ func (d Density) layout() densityFigure {
 	if len(d.Axes) == 2 {
 		p.X.Label.Text, p.Y.Label.Text = d.Axes[0], d.Axes[1]
 	}
-	fitLabels(p, 5.5*vg.Inch, 5*vg.Inch) // of the 8 × 6 inches, the colour bar and legend take 1.3 or more
 	xyz := gridXYZ{g, d.Scaling}
 	cm := moreland.SmoothBlueRed()
 	heat := plotter.NewHeatMap(xyz, cm.Palette(255))

@@ -94,9 +94,10 @@ func (f Figure) Save(path string) error {
 	for _, e := range entries {
 		widest = max(widest, legend.TextStyle.Width(e.text))
 	}
-	w := max(9*vg.Inch, 6*vg.Inch+widest+legend.ThumbnailWidth+legend.Padding+vg.Points(12))
+	lw := widest + legend.ThumbnailWidth + legend.Padding + vg.Points(12) // as drawWithSideLegend lays it
+	w := max(9*vg.Inch, 6*vg.Inch+lw)
 	h := max(4.5*vg.Inch, vg.Length(len(entries)+3)*legendRow(legend))
-	fitLabels(p, 5.5*vg.Inch, h-vg.Inch) // the plot keeps 6 inches of width, an inch of height goes to the title and ticks
+	fitLabels(p, w-lw-vg.Points(12), h-vg.Inch) // an inch of height goes to the title and the ticks
 	return writePlotFile(path, w, h, func(dc draw.Canvas) { drawWithSideLegend(dc, p, legend, w) })
 }
 
