@@ -281,6 +281,12 @@ func (c *Data) checkSum() error {
 // before the held-out split. Arrays of images (n, C, H, W) are read as
 // their flattened rows (n, C·H·W), the layout imported image models take.
 func (c Data) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
+	return c.load(rng, false)
+}
+
+// load is Load; flowGiven says that the run's flow is an ONNX file (the
+// refusal of 1-D data then says so).
+func (c Data) load(rng *rand.Rand, flowGiven bool) (*experiments.Experiment, []string, error) {
 	if c.Key != "" && strings.ToLower(filepath.Ext(c.File)) != ".npz" {
 		return nil, nil, fmt.Errorf("data.key %q selects a member of an .npz file; %s is not one", c.Key, c.File)
 	}
@@ -294,7 +300,7 @@ func (c Data) Load(rng *rand.Rand) (*experiments.Experiment, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite, ModesName: c.Modes}
+	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite, ModesName: c.Modes, FlowGiven: flowGiven}
 	if opt.Columns, err = csvColumns(c.File); err != nil {
 		return nil, nil, err
 	}
@@ -577,7 +583,7 @@ func (cfg *Run) loadData(dataRNG *rand.Rand) (*experiments.Experiment, []string,
 	if err := cfg.Data.recordFile(); err != nil {
 		return nil, nil, err
 	}
-	exp, notes, err := cfg.Data.Load(dataRNG)
+	exp, notes, err := cfg.Data.load(dataRNG, cfg.Model.FlowONNX != nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -23,6 +23,9 @@ type DataSetOptions struct {
 	// mode weights are then measured by nearest-centre zones, and the
 	// reference weights are the fractions of the data in each zone.
 	Modes *mat.Dense
+	// FlowGiven says that the run's flow is given as ONNX files (not the
+	// default RealNVP), for the refusal of 1-D data.
+	FlowGiven bool
 	// ModesName names the centres in messages (their file; default
 	// "modes").
 	ModesName string
@@ -44,6 +47,10 @@ type DataSetOptions struct {
 func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Experiment, []string, error) {
 	var notes []string
 	n, d := x.Dims()
+	if d < 2 && opt.FlowGiven { // round 73 A2: the refusal blamed a RealNVP not used
+		return nil, nil, fmt.Errorf("%s: %d column, want at least 2: training runs are built for d ≥ 2 (their evaluations and figures, and every algorithm's default flow), and a flow given as ONNX files does not lift that. "+
+			"For 1-D data, add a second column of independent N(0, 1) noise and give a flow of d = 2: the EBM then learns your density times N(0, 1), whose first coordinate is your data's", name, d)
+	}
 	if d < 2 {
 		return nil, nil, fmt.Errorf("%s: %d column, want at least 2: every algorithm uses a RealNVP flow (for its negatives, or to estimate log Z), and its couplings need 2 dimensions or more. "+
 			"For 1-D data, add a second column of independent N(0, 1) noise: the EBM then learns your density times N(0, 1), whose first coordinate is your data's", name, d)

@@ -190,3 +190,26 @@ func TestDiagnoseIndentedComment(t *testing.T) {
 		t.Errorf("exit %d: %s%s", code, stdout, stderr)
 	}
 }
+
+// Round 73 A2: train --data on one column with --flow was refused as
+// needing a RealNVP's couplings, which a run given a flow does not build;
+// the refusal says what holds.
+func TestOneColumnDataWithFlow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "d1.npy")
+	x := make([]float64, 200)
+	for i := range x {
+		x[i] = float64(i%17) / 4
+	}
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{200, 1}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	flows := "../../io/onnx/testdata/flows/"
+	_, stderr, code := runCLI("train", "--data", path, "--flow", flows+"realnvp2_f64_sample.onnx", "--flow-density", flows+"realnvp2_f64_density.onnx", "--out", filepath.Join(dir, "r"))
+	if code == 0 || !strings.Contains(stderr, "training runs are built for d ≥ 2") || strings.Contains(stderr, "couplings") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if _, stderr, _ := runCLI("train", "--data", path, "--out", filepath.Join(dir, "r2")); !strings.Contains(stderr, "every algorithm uses a RealNVP flow") {
+		t.Errorf("without --flow: %s", stderr)
+	}
+}
