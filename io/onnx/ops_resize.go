@@ -6,8 +6,10 @@ import (
 	"github.com/flowebm/flowebm/layers/nd"
 )
 
-// resizeHandler is Resize and Upsample. Each resized axis is resampled on
-// its own, as ONNX defines the modes: "nearest" (nn.Upsample's default) is
+// resizeHandler is Resize and Upsample. A result of the input's shape is
+// the input, as ONNX Runtime (and PyTorch, but for bicubic) gives it
+// whatever the scales (1.1 on 5 values). Otherwise each resized axis is
+// resampled on its own, as ONNX defines the modes: "nearest" (nn.Upsample's default) is
 // a Gather of the input indices that the coordinate transformation and
 // nearest_mode pick; "linear" (F.interpolate's linear, bilinear and
 // trilinear) and "cubic" (bicubic) are sums of Gathers of the 2 or 4
@@ -34,6 +36,9 @@ func resizeHandler(in *instance, node *Node) ([]*val, error) {
 	scales, sizes, bySize, err := in.resizeTargets(node, x.shape)
 	if err != nil {
 		return nil, err
+	}
+	if equalInts(sizes, x.shape) { // round 73 A1: resampled at scale 1.1 on 5 values, where ONNX Runtime and PyTorch copy
+		return []*val{x}, nil
 	}
 	for ax := range x.shape {
 		if sizes[ax] == x.shape[ax] && scales[ax] == 1 {

@@ -200,6 +200,12 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// Round 71: the output size at scale 1.3 (20·1.3f, 25.999999 in
 		// float64) was 25 for PyTorch's 26.
 		{"nearest_s12x13_o13_dyn", false, []int{5}},
+		// Round 73 A1: a scale leaving every size unchanged (1.1 on 5
+		// values) resampled, where PyTorch and ONNX Runtime copy.
+		{"nearest_s11same_dyn", false, []int{5}},
+		{"linear_s11same_dyn", false, []int{5}},
+		{"bilinear_s11same_dyn", false, []int{5}},
+		{"trilinear_s11same_dyn", false, []int{5}},
 		// Round 71 A3: an input of shape (n,) (d = 1) was refused.
 		{"vector_input_dyn", false, []int{5}},
 		{"vector_input_b4_f32", false, []int{5}},
