@@ -66,12 +66,24 @@ func (in *instance) reserveConst(n int) error {
 	return nil
 }
 
+// tensorTooLarge is the error of a value computed from the input at a
+// batch of points, larger than one tensor may hold.
+type tensorTooLarge struct {
+	shape []int
+	bytes float64
+	batch int
+}
+
+func (e *tensorTooLarge) Error() string {
+	return fmt.Sprintf("result of shape %v takes %s, more than the %s one tensor may hold", e.shape, byteSize(e.bytes), byteSize(maxTensorBytes))
+}
+
 // reservePoint accounts for a value of the given shape computed from the
 // input (at the build's batch size), before it is added to the graph.
 func (in *instance) reservePoint(shape []int) error {
 	b := float64(sizeOf(phys(shape))) * in.elemBytes()
 	if b > maxTensorBytes {
-		return fmt.Errorf("result of shape %v takes %s, more than the %s one tensor may hold", shape, byteSize(b), byteSize(maxTensorBytes))
+		return &tensorTooLarge{shape: shape, bytes: b, batch: in.batch}
 	}
 	in.mem.pointBytes += b / float64(max(in.batch, 1))
 	in.mem.largestPoint = max(in.mem.largestPoint, b/float64(max(in.batch, 1)))

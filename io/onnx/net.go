@@ -532,6 +532,9 @@ func (n *Net) runChecks() error {
 			return err
 		}
 		bound, why, err := n.batchBound(2, 3)
+		if big := new(tensorTooLarge); errors.As(err, &big) {
+			return fmt.Errorf("%s: %w", n.File, err)
+		}
 		if errors.Is(err, errInconclusive) {
 			n.markUnchecked(nil)
 			return nil

@@ -257,6 +257,9 @@ func (n *Net) batchBound(a, b int) (bound bool, why string, err error) {
 	}
 	x = append(x, n.probe.values(rng, (b-a)*n.dim, 1)...)
 	yb, err := n.evaluate(x, b)
+	if big := new(tensorTooLarge); errors.As(err, &big) { // round 73 A3: taken for a graph bound to its batch
+		return false, "", err
+	}
 	if err != nil {
 		return true, fmt.Sprintf("it cannot run at batch %d (%v)", b, err), nil
 	}
