@@ -37,6 +37,9 @@ func resizeHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(x.shape) > 0 && x.shape[0] == in.batch && sizes[0] != in.batch && !x.isConst() { // round 73 A4: blamed on the output's shape
+		return nil, notSupported("its scale or size on axis 0, the batch of %d points, gives %d: want the batch unchanged (a scale of 1, or the batch read from the input's shape)", in.batch, sizes[0])
+	}
 	if equalInts(sizes, x.shape) { // round 73 A1: resampled at scale 1.1 on 5 values, where ONNX Runtime and PyTorch copy
 		return []*val{x}, nil
 	}
@@ -196,7 +199,7 @@ func coordinateMode(node *Node) (string, error) {
 	case "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric":
 		return ctm, nil
 	}
-	return "", notSupported("coordinate_transformation_mode %q is not supported", ctm)
+	return "", notSupported("coordinate_transformation_mode %q is not supported: flowebm computes half_pixel, pytorch_half_pixel, align_corners and asymmetric", ctm)
 }
 
 // nearestIndices maps each resized index to an input index as ONNX's
@@ -345,7 +348,12 @@ func (in *instance) resizeSizes(node *Node, i int, shape []int) ([]float64, []in
 	}
 	z, err := ints(v)
 	if err != nil || len(z) != r {
-		return nil, nil, notSupported("sizes must be %d constant integers, one per axis of its input (of rank %d)", r, r)
+		return nil, nil, notSupported("sizes must be %d constant integers, one per axis of its input (of rank %d): got %d", r, r, sizeOf(v.shape))
+	}
+	for ax, d := range z {
+		if d < 1 {
+			return nil, nil, notSupported("sizes %v: %d on axis %d, want at least 1", z, d, ax)
+		}
 	}
 	sizes, err := checkedShape(z)
 	if err != nil {

@@ -100,7 +100,7 @@ func TestResizeRefusalsSayWhy(t *testing.T) {
 		attrs []msg
 		want  string
 	}{
-		{[]msg{str("mode", "linear"), str("coordinate_transformation_mode", "tf_crop_and_resize")}, `coordinate_transformation_mode "tf_crop_and_resize" is not supported`},
+		{[]msg{str("mode", "linear"), str("coordinate_transformation_mode", "tf_crop_and_resize")}, `coordinate_transformation_mode "tf_crop_and_resize" is not supported: flowebm computes half_pixel, pytorch_half_pixel, align_corners and asymmetric`},
 		{[]msg{str("mode", "cubic"), intAttr("antialias", 1).encode()}, "antialias when downsampling is not supported"},
 		{[]msg{str("mode", "area")}, `mode "area": ONNX defines "nearest", "linear" and "cubic"`},
 		// Round 72 A3: these carried advice about the batch, and said
@@ -132,7 +132,15 @@ func TestResizeTargetsRefused(t *testing.T) {
 		{"zero scale", []string{"x", "", "sc"}, []msg{mdTensor("sc", TypeFloat, []int64{2}, mdRawF32(1, 0.1))},
 			"axis 1 of 3 values is resized to 0 values (scale 0.1): want at least 1 along every axis"},
 		{"zero size", []string{"x", "", "", "sz"}, []msg{hgInt64s("sz", []int64{2}, 2, 0)},
-			"axis 1 of 3 values is resized to 0 values (scale 0): want at least 1 along every axis"},
+			"sizes [2 0]: 0 on axis 1, want at least 1"},
+		// Round 73 A4, A5: a Resize of the batch axis was blamed on the
+		// output's shape; these said nothing of what was expected.
+		{"batch scaled", []string{"x", "", "sc"}, []msg{mdTensor("sc", TypeFloat, []int64{2}, mdRawF32(2, 1))},
+			"its scale or size on axis 0, the batch of 2 points, gives 4: want the batch unchanged"},
+		{"negative size", []string{"x", "", "", "sz"}, []msg{hgInt64s("sz", []int64{2}, 2, -8)},
+			"sizes [2 -8]: -8 on axis 1, want at least 1"},
+		{"short sizes", []string{"x", "", "", "sz"}, []msg{hgInt64s("sz", []int64{1}, 2)},
+			"sizes must be 2 constant integers, one per axis of its input (of rank 2): got 1"},
 		{"negative scale", []string{"x", "", "sc"}, []msg{mdTensor("sc", TypeFloat, []int64{2}, mdRawF32(1, -2))},
 			"scale -2 on axis 1 (of 3 values): want a positive scale giving at most 33554432 values"},
 		{"short scales", []string{"x", "", "sc"}, []msg{mdTensor("sc", TypeFloat, []int64{1}, mdRawF32(2))},
