@@ -355,6 +355,10 @@ func meanText(mean, mcse float64) string {
 	if !(mcse > 0) || math.IsInf(mcse, 0) || math.IsNaN(mean) || math.IsInf(mean, 0) {
 		return fmt.Sprintf("%.4g", mean)
 	}
+	if mcse >= 1e5 && mean != 0 { // to the MCSE's digit, in exponent form (round 73 B1: 387293 beside an MCSE of 5e+05)
+		digits := int(math.Floor(math.Log10(math.Abs(mean)))) - int(math.Floor(math.Log10(mcse))) + 1
+		return strconv.FormatFloat(mean, 'e', max(0, digits), 64)
+	}
 	decimals := max(0, 1-int(math.Floor(math.Log10(mcse))))
 	s := strconv.FormatFloat(mean, 'f', decimals, 64)
 	if len(strings.TrimLeft(s, "-")) > 16 {
@@ -365,12 +369,17 @@ func meanText(mean, mcse float64) string {
 
 // mcseText is an MCSE to two significant digits, to the decimal the mean
 // beside it is printed to, trailing zeros kept (round 72 B3: 0.010360 was
-// "0.01" beside a mean of three decimals).
+// "0.01" beside a mean of three decimals); below 1e-4 and from 1e5 in
+// exponent form, its two digits kept (round 73 B1: "1e-05", "5e+05").
 func mcseText(mcse float64) string {
-	if !(mcse >= 1e-4 && mcse < 1e5) {
+	if !(mcse > 0) || math.IsInf(mcse, 0) {
 		return fmt.Sprintf("%.2g", mcse)
 	}
-	return strconv.FormatFloat(mcse, 'f', max(0, 1-int(math.Floor(math.Log10(mcse)))), 64)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(mcse, 'e', 1, 64), 64) // two significant digits
+	if r < 1e-4 || r >= 1e5 {
+		return strconv.FormatFloat(r, 'e', 1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', max(0, 1-int(math.Floor(math.Log10(r)))), 64)
 }
 
 // writeTable writes the table and the verdict.

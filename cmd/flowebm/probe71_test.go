@@ -163,7 +163,9 @@ func TestMCSEKeepsTrailingZeros(t *testing.T) {
 	for _, c := range []struct {
 		v    float64
 		want string
-	}{{0.010360, "0.010"}, {0.0345, "0.035"}, {0.23, "0.23"}, {0.2, "0.20"}, {12.3, "12"}, {1.0, "1.0"}, {3e-6, "3e-06"}, {2e7, "2e+07"}} {
+	}{{0.010360, "0.010"}, {0.0345, "0.035"}, {0.23, "0.23"}, {0.2, "0.20"}, {12.3, "12"}, {1.0, "1.0"},
+		// round 73 B1: the exponent forms and the edges lost their zero
+		{3e-6, "3.0e-06"}, {2e7, "2.0e+07"}, {9.9996e-5, "0.00010"}, {9.996e-6, "1.0e-05"}, {0.09996, "0.10"}, {5e5, "5.0e+05"}} {
 		if got := mcseText(c.v); got != c.want {
 			t.Errorf("%v: %q, want %q", c.v, got, c.want)
 		}
@@ -211,5 +213,15 @@ func TestOneColumnDataWithFlow(t *testing.T) {
 	}
 	if _, stderr, _ := runCLI("train", "--data", path, "--out", filepath.Join(dir, "r2")); !strings.Contains(stderr, "every algorithm uses a RealNVP flow") {
 		t.Errorf("without --flow: %s", stderr)
+	}
+}
+
+// Round 73 B1: a mean beside an MCSE of 5e+05 was printed to the units.
+func TestMeanBesideLargeMCSE(t *testing.T) {
+	if got := meanText(387293, 5e5); got != "3.9e+05" {
+		t.Errorf("%q, want 3.9e+05", got)
+	}
+	if got := meanText(123.456, 0.0123); got != "123.456" {
+		t.Errorf("%q, want 123.456", got)
 	}
 }
