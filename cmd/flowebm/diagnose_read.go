@@ -424,8 +424,9 @@ func cmdstanWarmupRows(path string) (warmupRows, error) {
 				numSamples = v
 			}
 			fixedParam = fixedParam || strings.HasPrefix(c, "algorithm = fixed_param")
-			if v, ok := cmdstanSetting(c, "engaged"); ok {
-				engaged = v == 1
+			if rest, ok := strings.CutPrefix(c, "engaged = "); ok { // 1, or true from CmdStan 2.33 (round 73 B2)
+				v := strings.TrimSuffix(rest, " (Default)")
+				engaged = v == "1" || v == "true"
 			}
 			if v, ok := cmdstanSetting(c, "thin"); ok && v > 0 {
 				thin = v

@@ -617,9 +617,10 @@ func TestCmdStanWarmupWithoutAdaptation(t *testing.T) {
 	}
 	// Round 72 B4: a chain stopped while adapting (engaged = 1, no
 	// "# Adaptation terminated" yet) was said to have had no adaptation.
-	for _, p := range []string{all, all2} {
+	// Round 73 B2: nor as "engaged = true", CmdStan 2.33's form.
+	for i, p := range []string{all, all2} {
 		b, _ := os.ReadFile(p)
-		if err := os.WriteFile(p, []byte(strings.Replace(string(b), "engaged = 0", "engaged = 1 (Default)", 1)), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), "engaged = 0", []string{"engaged = true (Default)", "engaged = 1 (Default)"}[i], 1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
