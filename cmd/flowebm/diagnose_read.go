@@ -337,7 +337,8 @@ func readCSVTable(path string) (*csvTable, error) {
 	if b, _ := br.Peek(64 << 10); bytes.IndexByte(b, '\r') >= 0 && bytes.IndexByte(b, '\n') < 0 {
 		return nil, fmt.Errorf("%s: its lines end in CR only (classic Mac OS): convert them to LF or CRLF", path)
 	}
-	r := csv.NewReader(skipBOM(br))
+	skipBOM(br)
+	r := csv.NewReader(&indentedComments{r: br, start: true})
 	r.Comment, r.FieldsPerRecord, r.TrimLeadingSpace = '#', -1, true
 	t := &csvTable{path: path}
 	for {
@@ -347,9 +348,6 @@ func readCSVTable(path string) (*csvTable, error) {
 		}
 		if err != nil {
 			return nil, csvError(path, err)
-		}
-		if strings.HasPrefix(strings.TrimSpace(rec[0]), "#") { // a comment indented (round 72 B5: refused as another separator)
-			continue
 		}
 		line, _ := r.FieldPos(0)
 		if err := t.add(rec, line); err != nil {
@@ -479,6 +477,45 @@ func cmdstanSetting(c, name string) (int, bool) {
 		return 0, false
 	}
 	return v, err == nil && v >= 0
+}
+
+// indentedComments reads r with its comment lines indented by spaces or
+// tabs left empty (their line break kept, so that lines keep their
+// numbers): encoding/csv skips only those starting with '#' (round 72 B5:
+// refused as a line of other separators). Only the raw line tells a
+// comment from a quoted field starting with '#' (round 73 B3: rows
+// "#1",5 were dropped, unsaid, and a header "#chain",x skipped).
+type indentedComments struct {
+	r        *bufio.Reader
+	start    bool   // at the start of a line
+	dropping bool   // in an indented comment
+	pending  []byte // read, not yet given
+}
+
+func (f *indentedComments) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		piece, err := f.r.ReadSlice('\n')
+		if len(piece) > 0 {
+			ends := piece[len(piece)-1] == '\n'
+			if f.start {
+				t := bytes.TrimLeft(piece, " \t")
+				f.dropping = len(t) > 0 && t[0] == '#' && len(t) < len(piece)
+			}
+			switch {
+			case !f.dropping:
+				f.pending = piece // given before the next ReadSlice
+			case ends:
+				f.pending = piece[len(piece)-1:]
+			}
+			f.start = ends
+		}
+		if err != nil && err != bufio.ErrBufferFull && len(f.pending) == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, f.pending)
+	f.pending = f.pending[n:]
+	return n, nil
 }
 
 // skipBOM skips a UTF-8 byte order mark at the start of br.

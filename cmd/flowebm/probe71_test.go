@@ -225,3 +225,26 @@ func TestMeanBesideLargeMCSE(t *testing.T) {
 		t.Errorf("%q, want 123.456", got)
 	}
 }
+
+// Round 73 B3: round 72's indented comments were told from the parsed
+// field, so a quoted field starting with '#' made a comment: rows "#1",5
+// were dropped, unsaid. Only the raw line makes a comment; a quoted "#1"
+// is a value, refused as not a number.
+func TestDiagnoseQuotedHashIsData(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("chain,x\n")
+	for i := range 200 {
+		if i == 120 {
+			b.WriteString("\"#1\",5\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%d,%g\n", i/50+1, float64((i*37)%101)/50-1)
+	}
+	path := filepath.Join(t.TempDir(), "draws.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr, code := runCLI("diagnose", path); code == 0 || !strings.Contains(stderr, "line 122") {
+		t.Errorf("exit %d: %s%s", code, stdout, stderr)
+	}
+}
