@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -27,7 +28,7 @@ type plotFile struct {
 	path string
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = regexp.MustCompile(`[^\p{L}\p{N}._-]+`) // letters of any script kept (round 73 B4: every name in CJK was "_")
 
 // makePlotFolder creates the folder of --plots (and its parents) before
 // any work; undo removes what it created.
@@ -123,7 +124,11 @@ func (c *chainsData) plotBase(d int) string {
 		base = "_" + base
 	}
 	if len(base) > maxPlotBase { // file names hold at most 255 bytes
-		base = base[:maxPlotBase] + "_" + strconv.Itoa(d)
+		n := maxPlotBase
+		for n > 0 && !utf8.RuneStart(base[n]) { // not within a character
+			n--
+		}
+		base = base[:n] + "_" + strconv.Itoa(d)
 	}
 	return base
 }

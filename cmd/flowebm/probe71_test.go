@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -246,5 +247,24 @@ func TestDiagnoseQuotedHashIsData(t *testing.T) {
 	}
 	if stdout, stderr, code := runCLI("diagnose", path); code == 0 || !strings.Contains(stderr, "line 122") {
 		t.Errorf("exit %d: %s%s", code, stdout, stderr)
+	}
+}
+
+// Round 73 B4: every name written in Chinese, Japanese or Korean (or
+// Greek) became the file stem "_", so diagnose --plots refused to draw
+// two of them; letters of any script are kept.
+func TestPlotStemsKeepLetters(t *testing.T) {
+	c := &chainsData{names: []string{"日本語の名前", "短い名前", "α", "β", "a b"}}
+	seen := map[string]bool{}
+	for d := range c.names {
+		b := c.plotBase(d)
+		if seen[b] || b == "_" {
+			t.Errorf("dimension %q: stem %q, taken or empty", c.names[d], b)
+		}
+		seen[b] = true
+	}
+	long := &chainsData{names: []string{strings.Repeat("名", 200)}}
+	if b := long.plotBase(0); !utf8.ValidString(b) || len(b) > maxPlotBase+8 {
+		t.Errorf("a long name's stem %q (%d bytes)", b, len(b))
 	}
 }
