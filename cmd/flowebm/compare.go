@@ -379,6 +379,8 @@ func noEvalsError(dir string, err error) error {
 	switch {
 	case exists(filepath.Join(dir, "spec.json")) && !isTrainingRun(dir):
 		return fmt.Errorf("%s is a checkpoint (model) folder, not a training run: compare wants run folders that flowebm train wrote%s", dir, checkpointOfRun(dir))
+	case notYetARun(dir, "compare") != "": // round 73 B5: a stale lock alone was "not a run folder"
+		return errors.New(notYetARun(dir, "compare"))
 	case lockedByOther(dir):
 		return fmt.Errorf("%s: the run has no evaluations yet: it is being trained (another flowebm process holds %s%s); compare it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"), sharedLockNote(dir))
 	case !isTrainingRun(dir) && !exists(filepath.Join(dir, "checkpoint.new")):

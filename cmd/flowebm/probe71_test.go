@@ -131,9 +131,11 @@ func TestPlotRunBeingSetUp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(live, ".lock"), nil, 0o644); err != nil { // as a SIGKILL leaves it
 		t.Fatal(err)
 	}
-	_, stderr, code := runCLI("plot", live)
-	if code == 0 || !strings.Contains(stderr, "holds only a run's lock: a run killed as it started leaves only its lock; start it again with flowebm train --out") || !strings.HasSuffix(strings.TrimSpace(stderr), "and the run's options") {
-		t.Errorf("stale lock: exit %d, %q", code, stderr)
+	for _, args := range [][]string{{"plot", live}, {"compare", live, "--out", filepath.Join(dir, "c")}} { // round 73 B5: compare said "not a run folder"
+		_, stderr, code := runCLI(args...)
+		if code == 0 || !strings.Contains(stderr, "holds only a run's lock: a run killed as it started leaves only its lock; start it again with flowebm train --out") || !strings.HasSuffix(strings.TrimSpace(stderr), "and the run's options") {
+			t.Errorf("%s, stale lock: exit %d, %q", args[0], code, stderr)
+		}
 	}
 }
 
