@@ -612,6 +612,9 @@ func (t *csvTable) parseValue(f string, line, j int) (float64, error) {
 	chain, draw := slices.Contains(t.chainNames(), h), slices.Contains(t.drawNames(), h)
 	switch {
 	case err != nil && !errors.Is(err, strconv.ErrRange):
+		if before, _, ok := strings.Cut(f, "#"); ok && strings.TrimSpace(before) != "" { // round 73 B5: "1,0.5 # note" was blamed on a space separator
+			return 0, fmt.Errorf("%s: %q is not a number: a comment after a value (#) is not read; move it to a line of its own, starting with #", t.at(line, j), clipText(f))
+		}
 		if sep := strings.IndexAny(strings.TrimSpace(f), ";\t| "); sep >= 0 { // probe 51: as energy's reader says it; probe 55: spaces too (numpy.savetxt's default)
 			tf := strings.TrimSpace(f)
 			return 0, fmt.Errorf("%s: %q is not a number; the columns are separated by commas, and this field holds %q: write the file with commas (numpy.savetxt(..., delimiter=\",\"), pandas' to_csv)", t.at(line, j), clipText(f), tf[sep:sep+1])

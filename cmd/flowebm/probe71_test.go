@@ -270,3 +270,15 @@ func TestPlotStemsKeepLetters(t *testing.T) {
 		t.Errorf("a long name's stem %q (%d bytes)", b, len(b))
 	}
 }
+
+// Round 73 B5: a comment after a value ("0.5 # note") was blamed on a
+// space separator, with advice to write commas.
+func TestDiagnoseTrailingComment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.csv")
+	if err := os.WriteFile(path, []byte("chain,x\n1,0.5 # note\n1,0.2\n2,0.1\n2,0.3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("diagnose", path); code == 0 || !strings.Contains(stderr, "a comment after a value (#) is not read") || strings.Contains(stderr, "write the file with commas") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
