@@ -134,7 +134,11 @@ func (in *instance) nodeError(node *Node, err error) error {
 	}
 	var big *tensorTooLarge
 	if errors.As(err, &big) && big.batch > 1 { // round 73 A3: not the batch's fault, but its size
-		return fmt.Errorf("node %q (%s): %w (at a batch of %d points, %s a point: flowebm checks a graph at batches of 2 and 3 points, so a model whose values pass a third of that a point is too large for it)", nodeName(node), node.OpType, err, big.batch, byteSize(big.bytes/float64(big.batch)))
+		why := ""
+		if big.batch <= 3 { // the load check's (round 74 A3: said of a batch of 7)
+			why = ": flowebm checks a graph at batches of 2 and 3 points, so a model whose values pass a third of that a point is too large for it"
+		}
+		return fmt.Errorf("node %q (%s): %w (at a batch of %d points, %s a point%s)", nodeName(node), node.OpType, err, big.batch, byteSize(big.bytes/float64(big.batch)), why)
 	}
 	if name := in.emptyConstantInput(node); name != "" && errors.As(err, new(errEmptyOperand)) { // round 68: batch advice for the file's own empty tensor
 		return fmt.Errorf("%s: %q is an empty constant of the file, whatever the batch; leave the empty term out of the model before exporting", msg, name)

@@ -75,7 +75,11 @@ type tensorTooLarge struct {
 }
 
 func (e *tensorTooLarge) Error() string {
-	return fmt.Sprintf("result of shape %v takes %s, more than the %s one tensor may hold", e.shape, byteSize(e.bytes), byteSize(maxTensorBytes))
+	size := byteSize(e.bytes)
+	if size == byteSize(maxTensorBytes) { // round 74 A3: "takes 256 MiB, more than the 256 MiB"
+		size = fmt.Sprintf("%.0f bytes", e.bytes)
+	}
+	return fmt.Sprintf("result of shape %v takes %s, more than the %s one tensor may hold", e.shape, size, byteSize(maxTensorBytes))
 }
 
 // reservePoint accounts for a value of the given shape computed from the

@@ -37,9 +37,6 @@ func resizeHandler(in *instance, node *Node) ([]*val, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(x.shape) > 0 && x.shape[0] == in.batch && sizes[0] != in.batch && !x.isConst() { // round 73 A4: blamed on the output's shape
-		return nil, notSupported("its scale or size on axis 0, the batch of %d points, gives %d: want the batch unchanged (a scale of 1, or the batch read from the input's shape)", in.batch, sizes[0])
-	}
 	if equalInts(sizes, x.shape) { // round 73 A1: resampled at scale 1.1 on 5 values, where ONNX Runtime and PyTorch copy
 		return []*val{x}, nil
 	}
@@ -301,7 +298,11 @@ func (in *instance) resizeTargets(node *Node, shape []int) (scales []float64, si
 	// Too large for one point, whatever the batch (round 72 A2: a huge
 	// nearest result ended in an internal error); the build's own check
 	// counts the batch.
-	if b := float64(sizeOf(sizes)) * in.elemBytes() / float64(max(in.batch, 1)); b > maxTensorBytes {
+	values := 1.0 // in float64: the sizes' product may pass int64's range
+	for _, z := range sizes {
+		values *= float64(z)
+	}
+	if b := values * in.elemBytes() / float64(max(in.batch, 1)); b > maxTensorBytes {
 		return nil, nil, false, notSupported("result of shape %v takes %s a point, more than the %s one tensor may hold", sizes[1:], byteSize(b), byteSize(maxTensorBytes))
 	}
 	return scales, sizes, bySize, nil
@@ -350,15 +351,13 @@ func (in *instance) resizeSizes(node *Node, i int, shape []int) ([]float64, []in
 	if err != nil || len(z) != r {
 		return nil, nil, notSupported("sizes must be %d constant integers, one per axis of its input (of rank %d): got %d", r, r, sizeOf(v.shape))
 	}
+	sizes := make([]int, r)
 	for ax, d := range z {
-		if d < 1 {
-			return nil, nil, notSupported("sizes %v: %d on axis %d, want at least 1", z, d, ax)
+		if d < 1 || d > maxElements {
+			return nil, nil, notSupported("sizes %v: %d on axis %d, want at least 1 and at most %d", z, d, ax, maxElements)
 		}
-	}
-	sizes, err := checkedShape(z)
-	if err != nil {
-		return nil, nil, notSupported("sizes: %v", err)
-	}
+		sizes[ax] = int(d)
+	} // their product is resizeTargets' to check, a point's in the graph's type (round 74 A2: counted at the batch, in float64)
 	scales := make([]float64, r)
 	for ax := range sizes {
 		scales[ax] = float64(sizes[ax]) / float64(shape[ax])

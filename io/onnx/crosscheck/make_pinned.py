@@ -1980,3 +1980,19 @@ for tag, mode in (("bilinear", "bilinear"), ("bicubic", "bicubic")):
 # Round 73 A3: 99 MiB a point passes the one-tensor limit only at the load
 # check's batch of 3: refused as a graph whose outputs depend on the batch.
 resize_scales_model("resize_large3_nearest_dyn", (1, 4, 4), [1, 1, 900, 900], "nearest")
+
+
+# Round 74 A2: F.interpolate(size=N) of 85.3 MiB a point (over a third of
+# the 256 MiB one tensor may hold): its sizes were counted at the batch
+# and in float64, and the refusal at the load check's batch of 3 took the
+# graph for one bound to its batch.
+class InterpToSize(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def forward(self, x):
+        return F.interpolate(x.view(-1, 1, 10), size=self.n, mode="nearest").mean((1, 2))
+
+
+torch.onnx.export(InterpToSize(11184811), torch.zeros(2, 10, dtype=torch.float64), f"{out}/interp_size_large3_dyn.onnx", opset_version=13, **dyn)
