@@ -355,16 +355,19 @@ func meanText(mean, mcse float64) string {
 	if !(mcse > 0) || math.IsInf(mcse, 0) || math.IsNaN(mean) || math.IsInf(mean, 0) {
 		return fmt.Sprintf("%.4g", mean)
 	}
-	if mcse >= 1e5 && mean != 0 { // to the MCSE's digit, in exponent form (round 73 B1: 387293 beside an MCSE of 5e+05)
-		digits := int(math.Floor(math.Log10(math.Abs(mean)))) - int(math.Floor(math.Log10(mcse))) + 1
-		return strconv.FormatFloat(mean, 'e', max(0, digits), 64)
+	mag := int(math.Floor(math.Log10(mcse)))
+	s := strconv.FormatFloat(mean, 'f', max(0, 1-mag), 64)
+	if mcse < 1e5 && len(strings.TrimLeft(s, "-")) <= 16 {
+		return s // trailing zeros kept: they are digits the MCSE vouches for (probe 65: 4.99995 printed as 5)
 	}
-	decimals := max(0, 1-int(math.Floor(math.Log10(mcse))))
-	s := strconv.FormatFloat(mean, 'f', decimals, 64)
-	if len(strings.TrimLeft(s, "-")) > 16 {
-		return fmt.Sprintf("%.4g", mean)
+	if mean == 0 {
+		return "0"
 	}
-	return s // trailing zeros kept: they are digits the MCSE vouches for (probe 65: 4.99995 printed as 5)
+	// To the MCSE's digit in exponent form, at most 17 significant digits
+	// (round 73 B1: 387293 beside an MCSE of 5e+05; round 74 B1: 1.235e+12
+	// beside 0.0010, 4e11 MCSEs off).
+	digits := int(math.Floor(math.Log10(math.Abs(mean)))) - mag + 1
+	return strconv.FormatFloat(mean, 'e', min(16, max(0, digits)), 64)
 }
 
 // mcseText is an MCSE to two significant digits, to the decimal the mean

@@ -227,6 +227,17 @@ func TestMeanBesideLargeMCSE(t *testing.T) {
 	if got := meanText(123.456, 0.0123); got != "123.456" {
 		t.Errorf("%q, want 123.456", got)
 	}
+	// Round 74 B1: where the mean to its MCSE's digit passed 16
+	// characters, it fell back to 4 significant digits (1.235e+12 beside an
+	// MCSE of 0.0010).
+	for _, c := range []struct {
+		mean, mcse float64
+		want       string
+	}{{1234567890123.3982, 0.0010, "1.2345678901233982e+12"}, {123.4559999999994, 5.2e-14, "1.2345599999999941e+02"}, {9.999947970063315e-09, 5.2e-14, "9.999948e-09"}} {
+		if got := meanText(c.mean, c.mcse); got != c.want {
+			t.Errorf("mean %v, mcse %v: %q, want %q", c.mean, c.mcse, got, c.want)
+		}
+	}
 }
 
 // Round 73 B3: round 72's indented comments were told from the parsed
