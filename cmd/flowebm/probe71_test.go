@@ -293,3 +293,27 @@ func TestDiagnoseTrailingComment(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// Round 74 B2: CmdStan files whose last line, a whole timing comment,
+// lacks its line break were refused as cut mid-draw; a file cut inside a
+// draw still is (probe 18).
+func TestCmdStanLastCommentWithoutLineBreak(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for c := 1; c <= 2; c++ {
+		var b strings.Builder
+		b.WriteString("# model = m\nlp__,accept_stat__,mu\n# Adaptation terminated\n")
+		for i := range 50 {
+			fmt.Fprintf(&b, "-1,0.9,%g\n", float64((i*7+c*3)%21)/10-1)
+		}
+		b.WriteString("# \n#  Elapsed Time: 0.01 seconds (Warm-up)\n#  0.02 seconds (Sampling)")
+		p := filepath.Join(dir, fmt.Sprintf("c%d.csv", c))
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	if stdout, stderr, code := runCLI(append([]string{"diagnose"}, paths...)...); code != 0 || !strings.Contains(stdout, "2 chains × 50 draws × 1 dim") {
+		t.Errorf("exit %d: %s%s", code, stdout, stderr)
+	}
+}
