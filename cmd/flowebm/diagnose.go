@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -422,6 +423,9 @@ func writeThresholds(w io.Writer, rows []dimReport) error {
 		if !r.named { // "dim0", as --plot-dims and the plots name it (probe 29: "rhat above 1.01: 0" read as a count)
 			name = "dim" + r.name
 		}
+		if strings.ContainsFunc(name, invisible) { // round 74 B3: "x y" and "x\u00a0y" read alike
+			name = strconv.Quote(name)
+		}
 		if r.RHat > 1.01 || math.IsInf(r.RHatClassic, 1) {
 			highR = append(highR, name)
 		}
@@ -439,6 +443,12 @@ func writeThresholds(w io.Writer, rows []dimReport) error {
 }
 
 // listOf joins names, the first 10 and a count of the rest.
+// invisible reports a character that does not show, or shows as another:
+// spaces other than ' ', and what Go does not print.
+func invisible(r rune) bool {
+	return r != ' ' && (unicode.IsSpace(r) || !unicode.IsPrint(r))
+}
+
 func listOf(names []string) string {
 	if len(names) <= 10 {
 		return strings.Join(names, ", ")

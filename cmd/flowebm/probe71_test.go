@@ -317,3 +317,19 @@ func TestCmdStanLastCommentWithoutLineBreak(t *testing.T) {
 		t.Errorf("exit %d: %s%s", code, stdout, stderr)
 	}
 }
+
+// Round 74 B3: names that differ in an invisible character ("x y" and
+// "x\u00a0y") read alike in the verdict; such a name is quoted.
+func TestVerdictQuotesInvisibleCharacters(t *testing.T) {
+	var b strings.Builder
+	rows := []dimReport{{name: "x y", named: true}, {name: "x\u00a0y", named: true}}
+	for i := range rows {
+		rows[i].RHat, rows[i].ESSBulk, rows[i].ESSTail = 1.5, 10, 10
+	}
+	if err := writeThresholds(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `rhat above 1.01: x y, "x\u00a0y"`) {
+		t.Errorf("%s", b.String())
+	}
+}
