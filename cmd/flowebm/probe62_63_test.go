@@ -129,7 +129,8 @@ func TestMeanToItsMCSE(t *testing.T) {
 	for _, c := range []struct {
 		mean, mcse float64
 		want       string
-	}{{1e8 + 0.123, 0.095, "100000000.123"}, {-0.02237, 0.023, "-0.022"}, {2.9996, 1.5, "3.0"}, {4.99995, 0.00016, "4.99995"}, {3, 0.00016, "3.00000"}, {1.5, math.NaN(), "1.5"}, {123.456, 0, "123.5"}, {1e20, 0.1, "1e+20"}} {
+	}{{1e8 + 0.123, 0.095, "100000000.123"}, {-0.02237, 0.023, "-0.022"}, {2.9996, 1.5, "3.0"}, {4.99995, 0.00016, "4.99995"}, {3, 0.00016, "3.00000"}, {1.5, math.NaN(), "1.5"}, {123.456, 0, "123.5"},
+		{1e20, 0.1, "1.0000000000000000e+20"}} { // round 74 B1: to the MCSE's digit in exponent form, 17 digits at most (was "1e+20")
 		if got := meanText(c.mean, c.mcse); got != c.want {
 			t.Errorf("mean %v ± %v: %q, want %q", c.mean, c.mcse, got, c.want)
 		}
