@@ -107,6 +107,9 @@ func TestRefuseMemoryHogs(t *testing.T) {
 	}
 	for _, c := range cases {
 		hgRefused(t, c.name, c.b, Config{}, c.want)
+		if _, err := DecodeConfig(c.b, "m.onnx", Config{}); c.name == "per point" && err != nil && strings.Contains(err.Error(), "batch of") { // round 75 A1
+			t.Errorf("%s: batch advice: %v", c.name, err)
+		}
 	}
 	// Under the budget, the same constants load.
 	ok := hgModel("a1", []msg{shape(256, 256)}, cos, mdNode("a1", "Add", []string{"c", "c"}, []string{"a1"}))

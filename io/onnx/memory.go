@@ -92,7 +92,7 @@ func (in *instance) reservePoint(shape []int) error {
 	in.mem.pointBytes += b / float64(max(in.batch, 1))
 	in.mem.largestPoint = max(in.mem.largestPoint, b/float64(max(in.batch, 1)))
 	if in.mem.pointBytes > maxPointBytes {
-		return fmt.Errorf("the values computed from the input would take about %s per point with this node's, more than the %s allowed: the model is too large to evaluate",
+		return notSupported("the values computed from the input would take about %s per point with this node's, more than the %s allowed: the model is too large to evaluate", // a point's, whatever the batch: no batch advice (round 75 A1)
 			byteSize(in.mem.pointBytes), byteSize(maxPointBytes))
 	}
 	return nil

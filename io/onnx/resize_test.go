@@ -204,3 +204,12 @@ func TestTooLargeSizeReadsApart(t *testing.T) {
 		t.Errorf("%s", got)
 	}
 }
+
+// Round 75 A1: values of 275 MiB a point in all were refused with advice
+// about the batch (exporting without dynamic_axes was refused alike).
+func TestPointTotalRefusedWithoutBatchAdvice(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "interp_point_total_dyn.onnx"))
+	if err == nil || !strings.Contains(err.Error(), "per point with this node's, more than the 256 MiB allowed: the model is too large to evaluate") || strings.Contains(err.Error(), "dynamic_axes") {
+		t.Errorf("%v", err)
+	}
+}
