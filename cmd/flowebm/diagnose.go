@@ -368,7 +368,10 @@ func meanText(mean, mcse float64) string {
 	// (round 73 B1: 387293 beside an MCSE of 5e+05; round 74 B1: 1.235e+12
 	// beside 0.0010, 4e11 MCSEs off).
 	digits := int(math.Floor(math.Log10(math.Abs(mean)))) - mag + 1
-	return strconv.FormatFloat(mean, 'e', min(16, max(0, digits)), 64)
+	if digits < 0 { // below the MCSE's second digit: 0 there (round 75 B1: -3e-30 beside an MCSE of 5.0e-20)
+		return "0"
+	}
+	return strconv.FormatFloat(mean, 'e', min(16, digits), 64)
 }
 
 // mcseText is an MCSE to two significant digits, to the decimal the mean
