@@ -359,6 +359,9 @@ func meanText(mean, mcse float64) string {
 	mag := int(math.Floor(math.Log10(mcse)))
 	s := strconv.FormatFloat(mean, 'f', max(0, 1-mag), 64)
 	if mcse < 1e5 && len(strings.TrimLeft(s, "-")) <= 16 {
+		if strings.Trim(s, "-0.") == "" { // round 75 B2: "-0"
+			s = strings.TrimPrefix(s, "-")
+		}
 		return s // trailing zeros kept: they are digits the MCSE vouches for (probe 65: 4.99995 printed as 5)
 	}
 	if mean == 0 {
@@ -476,7 +479,7 @@ func writeVerdict(w io.Writer, s []diagnostics.Summary) error {
 		}
 	}
 	if apart > 0 {
-		fmt.Fprintf(w, "\n%d dim(s) whose chains are each constant but differ from one another: not mixed at all (R-hat infinite: +Inf in the table, null in --json)\n", apart)
+		fmt.Fprintf(w, "\n%d dim(s) whose chains are each constant but differ from one another: not mixed at all (R-hat infinite: +Inf in the table's rhat_classic, and in its rhat unless the folded draws are all equal, NaN as posterior gives it; null in --json)\n", apart)
 	}
 	if undefined > 0 {
 		fmt.Fprintf(w, "\n%d dim(s) without rhat: the draws, or their distances to the median, do not vary (every draw equal, or two values symmetric about the median)\n", undefined)

@@ -198,7 +198,7 @@ func TestDiagnoseConstantChainsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, status := runCLI("diagnose", path)
-	if status != 0 || !strings.Contains(out, "1 dim(s) whose chains are each constant but differ from one another: not mixed at all (R-hat infinite") || strings.Contains(out, "do not vary") {
+	if status != 0 || !strings.Contains(out, "1 dim(s) whose chains are each constant but differ from one another: not mixed at all (R-hat infinite: +Inf in the table's rhat_classic, and in its rhat unless the folded draws are all equal, NaN as posterior gives it") || strings.Contains(out, "do not vary") {
 		t.Errorf("status %d:\n%s", status, out)
 	}
 	js, _, _ := runCLI("diagnose", "--json", path)

@@ -235,7 +235,7 @@ func TestMeanBesideLargeMCSE(t *testing.T) {
 		want       string
 	}{{1234567890123.3982, 0.0010, "1.2345678901233982e+12"}, {123.4559999999994, 5.2e-14, "1.2345599999999941e+02"}, {9.999947970063315e-09, 5.2e-14, "9.999948e-09"},
 		// round 75 B1: a mean below the MCSE's digit kept one digit
-		{-3e-30, 5.0e-20, "0"}, {-7e5, 5e18, "0"}, {-3e18, 5e18, "-3.0e+18"}, {4e17, 5e18, "4e+17"}} {
+		{-3e-30, 5.0e-20, "0"}, {-7e5, 5e18, "0"}, {-5.8e-15, 59, "0"}, {-0.0004, 0.023, "0.000"}, {-3e18, 5e18, "-3.0e+18"}, {4e17, 5e18, "4e+17"}} {
 		if got := meanText(c.mean, c.mcse); got != c.want {
 			t.Errorf("mean %v, mcse %v: %q, want %q", c.mean, c.mcse, got, c.want)
 		}
