@@ -373,8 +373,14 @@ func readCSVTable(path string) (*csvTable, error) {
 func (t *csvTable) dropWarmup() error {
 	w, err := cmdstanWarmupRows(t.path)
 	t.warmupUnsure, t.warmupCut = w.unsure, w.cut
-	if err != nil || w.n == 0 {
+	if err != nil {
 		return err
+	}
+	if w.declared > 0 && len(t.rows)-w.n < w.declared { // round 75 B3: a chain cut short, read unsaid
+		t.warmupCut = true
+	}
+	if w.n == 0 {
+		return nil
 	}
 	if w.n >= len(t.rows) {
 		return fmt.Errorf("%s: all %d draws are warm-up (save_warmup = 1, %s): no draws to diagnose", t.path, len(t.rows), w.why)
@@ -391,6 +397,9 @@ type warmupRows struct {
 	// and draws (a chain interrupted while sampling); unsure: more rows
 	// than those (nothing dropped)
 	cut, unsure bool
+	// declared: the draws the header's num_samples and thin declare (0 if
+	// it does not say)
+	declared int
 }
 
 // cmdstanWarmupRows counts the draws of a CmdStan file written with
@@ -434,10 +443,11 @@ func cmdstanWarmupRows(path string) (warmupRows, error) {
 				thin = v
 			}
 			if strings.HasPrefix(c, "Adaptation terminated") {
+				declared := max(0, (numSamples+thin-1)/thin)
 				if saved {
-					return warmupRows{n: rows, why: `before "# Adaptation terminated"`}, nil
+					return warmupRows{n: rows, why: `before "# Adaptation terminated"`, declared: declared}, nil
 				}
-				return warmupRows{}, nil
+				return warmupRows{declared: declared}, nil
 			}
 		case text == "":
 		case !header:
@@ -451,7 +461,7 @@ func cmdstanWarmupRows(path string) (warmupRows, error) {
 			// fixed_param sampler writes no warm-up rows under a header
 			// of num_warmup 1000, and 1000 of its draws were dropped).
 			if !saved || !header || numWarmup <= 0 || fixedParam {
-				return warmupRows{}, nil
+				return warmupRows{declared: max(0, (numSamples+thin-1)/thin)}, nil
 			}
 			w := warmupRows{n: (numWarmup + thin - 1) / thin, why: fmt.Sprintf("the header's num_warmup = %d, thin = %d, and no adaptation", numWarmup, thin)}
 			if engaged { // round 72 B4: said "no adaptation" of a chain stopped while adapting

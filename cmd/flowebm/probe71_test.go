@@ -335,3 +335,31 @@ func TestVerdictQuotesInvisibleCharacters(t *testing.T) {
 		t.Errorf("%s", b.String())
 	}
 }
+
+// Round 75 B3: CmdStan files holding fewer draws than their header's
+// num_samples (copied while the chains still sampled) were read unsaid.
+func TestCmdStanFewerDrawsThanDeclared(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for c := 1; c <= 2; c++ {
+		p := filepath.Join(dir, fmt.Sprintf("cut_%d.csv", c))
+		cmdstanFile(t, p, c, 100, 200, 1, false, true)
+		b, _ := os.ReadFile(p)
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), "num_samples = 200", "num_samples = 300", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	stdout, stderr, code := runCLI(append([]string{"diagnose"}, paths...)...)
+	if code != 0 || !strings.Contains(stdout, "cut_1.csv, cut_2.csv: fewer draws than the header's num_samples") {
+		t.Errorf("exit %d: %s%s", code, stdout, stderr)
+	}
+	// Complete files say nothing of it.
+	full := filepath.Join(dir, "full.csv")
+	cmdstanFile(t, full, 1, 100, 200, 1, false, true)
+	full2 := filepath.Join(dir, "full2.csv")
+	cmdstanFile(t, full2, 2, 100, 200, 1, false, true)
+	if stdout, _, _ := runCLI("diagnose", full, full2); strings.Contains(stdout, "fewer draws") {
+		t.Errorf("complete files: %s", stdout)
+	}
+}
