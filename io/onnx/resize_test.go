@@ -213,3 +213,16 @@ func TestPointTotalRefusedWithoutBatchAdvice(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// Round 75 A2: a model of 44 MiB a point, which runs at batches 2 and 3,
+// is too large for the batch-mixing check's batch of 7; the note said the
+// checks "could not compute it at their points".
+func TestCouplingCheckTooLargeNoted(t *testing.T) {
+	n, err := ReadFile(filepath.Join("testdata", "pinned", "resize_large7_nearest_dyn.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note := n.Unchecked(); !strings.Contains(note, "runs it at a batch of 7 points, where one of its values is larger than one tensor may hold (43.9 MiB a point") || strings.Contains(note, "could not compute") {
+		t.Errorf("note %q", note)
+	}
+}
