@@ -108,7 +108,7 @@ func TestResizeRefusalsSayWhy(t *testing.T) {
 		{[]msg{str("nearest_mode", "round")}, `nearest_mode "round": ONNX defines round_prefer_floor, round_prefer_ceil, floor and ceil`},
 	} {
 		ns, inits := hgEnergy("r", mdNode("r", "Resize", []string{"x", "", "sc"}, []string{"r"}, c.attrs...))
-		b := modelWithOpset(hgGraph(ns, append(inits, scales), "y"), 18)
+		b := modelWithOpset(hgGraphBatch("N", ns, append(inits, scales), "y"), 18) // a dynamic batch, where batch advice is given
 		hgRefused(t, c.want, b, Config{}, c.want)
 		if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "batch of") {
 			t.Errorf("batch advice: %v", err)
@@ -145,7 +145,7 @@ func TestResizeTargetsRefused(t *testing.T) {
 		{"neither", []string{"x", "", ""}, nil, "neither scales nor sizes are given: give one of them, 2 values, one per axis of the input"},
 	} {
 		ns, inits := hgEnergy("r", mdNode("r", "Resize", c.inputs, []string{"r"}))
-		b := mdModel(hgGraph(ns, append(inits, c.inits...), "y"))
+		b := mdModel(hgGraphBatch("N", ns, append(inits, c.inits...), "y")) // a dynamic batch, where batch advice is given
 		hgRefused(t, c.name, b, Config{}, `node "r" (Resize): `+c.want)
 		if _, err := DecodeConfig(b, "m.onnx", Config{}); err != nil && strings.Contains(err.Error(), "a batch of") {
 			t.Errorf("%s: batch advice: %v", c.name, err)
