@@ -1,8 +1,6 @@
 package plots
 
 import (
-	"unicode/utf8"
-
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
@@ -25,10 +23,7 @@ func fitText(s string, sty text.Style, width vg.Length) string {
 			return t
 		}
 	}
-	if utf8.RuneCountInString(s) > 0 {
-		return string(runes[0]) + "…"
-	}
-	return s
+	return string(runes[0]) + "…" // s is wider than width: not empty
 }
 
 // fitLabels shortens p's title and axis labels to fit a plot area of the

@@ -9,9 +9,9 @@ import (
 // resizeHandler is Resize and Upsample. A result of the input's shape is
 // the input, as ONNX Runtime (and PyTorch, but for bicubic) gives it
 // whatever the scales (1.1 on 5 values). Otherwise each resized axis is
-// resampled on its own, as ONNX defines the modes: "nearest" (nn.Upsample's default) is
-// a Gather of the input indices that the coordinate transformation and
-// nearest_mode pick; "linear" (F.interpolate's linear, bilinear and
+// resampled on its own, as ONNX defines the modes: "nearest"
+// (nn.Upsample's default) is a Gather of the input indices that the
+// coordinate transformation and nearest_mode pick; "linear" (F.interpolate's linear, bilinear and
 // trilinear) and "cubic" (bicubic) are sums of Gathers of the 2 or 4
 // neighbouring indices, each times its constant weight. Any scale and
 // either direction works, and the gradient is the Gathers'.
@@ -71,7 +71,7 @@ func (in *instance) gatherAxis(x *val, ax int, idx []int) (*val, error) {
 // cubic mode: Σ_t w_t · x[idx_t], one Gather and one product with the
 // taps' weights (constant, broadcast along the other axes) per tap.
 func (in *instance) interpolateAxis(node *Node, mode string, x *val, ax, out int, scale float64) (*val, error) {
-	if node.Attrs["antialias"] != nil && nodeInt(node, "antialias", 0) != 0 && scale < 1 {
+	if nodeInt(node, "antialias", 0) != 0 && scale < 1 {
 		return nil, notSupported("antialias when downsampling is not supported: export without antialias (PyTorch's default)")
 	}
 	taps, err := interpolationTaps(node, mode, x.shape[ax], out, scale)
@@ -189,7 +189,7 @@ func inputCoordinate[T float32 | float64](ctm string, i, n, out int, scale T) T 
 // (Upsample and opset 10's Resize: asymmetric).
 func coordinateMode(node *Node) (string, error) {
 	ctm := nodeString(node, "coordinate_transformation_mode", "half_pixel")
-	if _, ok := node.Attrs["coordinate_transformation_mode"]; !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2) {
+	if legacyResize(node) {
 		ctm = "asymmetric"
 	}
 	switch ctm {
@@ -197,6 +197,14 @@ func coordinateMode(node *Node) (string, error) {
 		return ctm, nil
 	}
 	return "", notSupported("coordinate_transformation_mode %q is not supported: flowebm computes half_pixel, pytorch_half_pixel, align_corners and asymmetric", ctm)
+}
+
+// legacyResize says whether node is Upsample or opset 10's Resize (two
+// inputs), neither with a coordinate_transformation_mode: asymmetric
+// coordinates, and their own nearest rounding.
+func legacyResize(node *Node) bool {
+	_, ok := node.Attrs["coordinate_transformation_mode"]
+	return !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2)
 }
 
 // nearestIndices maps each resized index to an input index as ONNX's
@@ -217,8 +225,8 @@ func coordinateMode(node *Node) (string, error) {
 // 9.9999998 in float64, 10 in float32; energies off by up to 9 times).
 func nearestIndices(node *Node, n, out int, scale float64, bySize bool) ([]int, error) {
 	mode := nodeString(node, "nearest_mode", "round_prefer_floor")
-	if _, ok := node.Attrs["coordinate_transformation_mode"]; !ok && (node.OpType == "Upsample" || len(node.Inputs) <= 2) {
-		mode = "floor" // opset 10's Resize and Upsample
+	if legacyResize(node) {
+		mode = "floor"
 		if scale < 1 {
 			mode = "ceil"
 		}
