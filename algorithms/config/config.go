@@ -301,7 +301,7 @@ func (c Data) load(rng *rand.Rand, flowGiven bool) (*experiments.Experiment, []s
 		return nil, nil, err
 	}
 	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite, ModesName: c.Modes, FlowGiven: flowGiven}
-	if opt.Columns, err = csvColumns(c.File); err != nil {
+	if opt.Columns, err = data.FileColumns(c.File); err != nil {
 		return nil, nil, err
 	}
 	if c.Modes != "" {
@@ -369,24 +369,6 @@ func (c Data) checkModes() error {
 			c.Modes, shape, shape[0], sysmem.Bytes(need), MaxModes, sysmem.Bytes(limit), sysmem.Why(sysmem.DefaultLimit))
 	}
 	return nil
-}
-
-// csvColumns returns the header's column names of a .csv file (nil for
-// other formats or no header).
-func csvColumns(path string) ([]string, error) {
-	if !strings.EqualFold(filepath.Ext(path), ".csv") {
-		return nil, nil
-	}
-	f, err := safefile.Open(path) // its header only
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	names, err := data.CSVColumns(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", path, err)
-	}
-	return names, nil
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)

@@ -26,7 +26,6 @@ import (
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
-	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 )
 
@@ -166,7 +165,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	var pair stagedOutputs
 	defer pair.discard()
 	if g != nil {
-		if err := writeArray(pair.stage, f.gradOut, f.force, g, shape, pointColumns(f.points)); err != nil {
+		if err := writeArray(pair.stage, f.gradOut, f.force, g, shape, gradColumns(f.points)); err != nil {
 			return err
 		}
 	}
@@ -586,19 +585,11 @@ func isONNXFile(path string) bool {
 	return err != nil || !fi.IsDir()
 }
 
-// pointColumns is the column names of a CSV file of points (nil for other
-// files, or one without a header): the gradients' CSV keeps them (round 72:
-// headed x1, x2 under points headed a, b).
-func pointColumns(path string) []string {
-	if !strings.EqualFold(filepath.Ext(path), ".csv") {
-		return nil
-	}
-	f, err := safefile.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	names, _ := data.CSVColumns(f)
+// gradColumns is the column names of a CSV file of points (nil for other
+// files, one without a header, or one that cannot be read): the gradients'
+// CSV keeps them (round 72: headed x1, x2 under points headed a, b).
+func gradColumns(path string) []string {
+	names, _ := data.FileColumns(path)
 	return names
 }
 

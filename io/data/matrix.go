@@ -551,6 +551,24 @@ func CSVColumns(r io.Reader) ([]string, error) {
 	}
 }
 
+// FileColumns is CSVColumns of the CSV file at path (nil for a file of
+// another extension).
+func FileColumns(path string) ([]string, error) {
+	if !strings.EqualFold(filepath.Ext(path), ".csv") {
+		return nil, nil
+	}
+	f, err := safefile.Open(path) // its header only
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := CSVColumns(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	return names, nil
+}
+
 // spacedData reports whether the next record of cr that is not blank
 // holds numbers separated by spaces or tabs.
 func spacedData(cr *csv.Reader) bool {
