@@ -590,7 +590,7 @@ func (t *csvTable) setHeader(rec []string, line int) error {
 			return fmt.Errorf("%s: line %d, column %d: the column name %q holds control characters%s", t.path, line, j+1, name, hint)
 		}
 		if k, dup := seen[name]; dup {
-			return fmt.Errorf("%s: line %d: columns %d and %d are both named %q: want distinct column names", t.path, line, k+1, j+1, name)
+			return fmt.Errorf("%s: line %d: columns %d and %d are both named %q (spaces around a name are not part of it): want distinct column names", t.path, line, k+1, j+1, name)
 		}
 		seen[name], rec[j] = j, name
 	}

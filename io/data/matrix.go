@@ -246,7 +246,7 @@ func arrayMatrix(file, field string, a *npy.Array) (*mat.Dense, error) {
 // of unnamed columns.
 // Errors give the file's line numbers.
 func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
-	cr := newCSVReader(r)
+	cr, comments := newCSVReader(r)
 	cr.ReuseRecord = true
 	var vals []float64
 	first, spaced := true, false // spaced: the columns are separated by spaces or tabs
@@ -270,7 +270,7 @@ func ReadCSV(r io.Reader, name string) (*mat.Dense, error) {
 			return nil, err
 		}
 		line, _ := cr.FieldPos(0)
-		if strings.HasPrefix(strings.TrimSpace(rec[0]), "#") {
+		if comments.isComment(line) { // not a quoted first name "#x" (round 73: a header "#x",y was refused as a comment)
 			want := "data or a header row: comment lines (#) are not read; remove them"
 			if rows == 0 && len(rec) > 1 { // probe 69 B7: numpy.savetxt's header="a,b" is "# a,b", and removing it lost the names
 				want = "data or a header row: comment lines (#) are not read; a header of column names written as a comment (numpy.savetxt's header=, \"# a,b\") is read once its \"# \" is deleted (numpy.savetxt(..., comments=''))"
@@ -356,20 +356,56 @@ func ColumnIndices(rec []string, from int) bool {
 }
 
 // newCSVReader returns a reader of r's comma-separated records of any
-// length, with leading spaces trimmed from the fields. A UTF-8 byte-order
-// mark (Excel's "CSV UTF-8") is dropped: left in the first field, it made a
-// header-less file's first row look like a header and lose it.
-func newCSVReader(r io.Reader) *csv.Reader {
+// length, with leading spaces trimmed from the fields, and the record of
+// r's comment lines it reads. A UTF-8 byte-order mark (Excel's "CSV UTF-8")
+// is dropped: left in the first field, it made a header-less file's first
+// row look like a header and lose it.
+func newCSVReader(r io.Reader) (*csv.Reader, *commentLines) {
 	br := bufio.NewReader(r)
 	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
 		br.Discard(3)
 	} else if b, err := br.Peek(2); err == nil && (string(b) == "\xff\xfe" || string(b) == "\xfe\xff") {
-		return csv.NewReader(&errReader{errUTF16})
+		return csv.NewReader(&errReader{errUTF16}), &commentLines{}
 	}
-	cr := csv.NewReader(br)
+	comments := &commentLines{r: br, line: 1, start: true}
+	cr := csv.NewReader(comments)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
-	return cr
+	return cr, comments
+}
+
+// commentLines passes r through, noting the lines whose raw text starts
+// with '#' after spaces or tabs: only the raw line tells a comment from a
+// first field "#x" quoted (a header "#x",y).
+type commentLines struct {
+	r     io.Reader
+	line  int   // the line being read, from 1
+	start bool  // in a line's leading spaces and tabs
+	lines []int // comment lines not yet asked for, ascending
+}
+
+func (c *commentLines) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for _, b := range p[:n] {
+		switch {
+		case b == '\n':
+			c.line, c.start = c.line+1, true
+		case c.start && (b == ' ' || b == '\t'):
+		case c.start && b == '#':
+			c.lines, c.start = append(c.lines, c.line), false
+		default:
+			c.start = false
+		}
+	}
+	return n, err
+}
+
+// isComment reports whether line is a comment line, forgetting those
+// before it (records are asked for in order).
+func (c *commentLines) isComment(line int) bool {
+	i, found := slices.BinarySearch(c.lines, line)
+	c.lines = c.lines[i:]
+	return found
 }
 
 // csvError reports an error of encoding/csv's reader on the file name.
@@ -522,7 +558,7 @@ func parseRow(cr *csv.Reader, rec []string, name string) ([]float64, error) {
 // a file whose columns are separated by spaces or tabs has its header so
 // separated.
 func CSVColumns(r io.Reader) ([]string, error) {
-	cr := newCSVReader(r)
+	cr, _ := newCSVReader(r)
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {

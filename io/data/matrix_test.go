@@ -257,6 +257,8 @@ func TestReadCSVRows(t *testing.T) {
 		{"1,2\n3,1_000\n", `f.csv: line 2, column 2 is "1_000", want a decimal number`},
 		{"# c\n1,2\n", `f.csv: line 1 is "# c", want data or a header row: comment lines (#) are not read`},
 		{"1,2\n# end\n", `f.csv: line 2 is "# end", want data or a header row: comment lines`},
+		{"1,2\n \t# end\n", `f.csv: line 2 is "# end", want data or a header row: comment lines`},
+		{"\"x\n#\",y\n1,2\n# end\n", `f.csv: line 4 is "# end", want data or a header row: comment lines`},
 		// Probe 69 B7: numpy.savetxt's header="width,tilt" was to be removed, losing the names.
 		{"# width,tilt\n1,2\n", `is read once its "# " is deleted (numpy.savetxt(..., comments=''))`},
 		{"\xff\xfe1\x00,\x002\x00\n\x00", "f.csv: encoding is UTF-16 (byte-order mark FF FE or FE FF), want UTF-8"},
@@ -278,7 +280,9 @@ func TestReadCSVRows(t *testing.T) {
 	}
 	// Whitespace-only lines before a header are skipped, \r\n line
 	// endings are fine, and so are signs, bare points and exponents.
-	for _, in := range []string{"   \nx,y\n1,2\n3,4\n", "+1.,2.0e+0\n.3E1,4\n", "\t\n\n x , y \r\n1,2\r\n3,4\r\n", "1,2\r\n3,4"} {
+	// Round 73 (left then): a quoted first name starting with '#' is a
+	// name, not a comment.
+	for _, in := range []string{"\"#x\",y\n1,2\n3,4\n", " \"# x\",y\n1,2\n3,4\n", "   \nx,y\n1,2\n3,4\n", "+1.,2.0e+0\n.3E1,4\n", "\t\n\n x , y \r\n1,2\r\n3,4\r\n", "1,2\r\n3,4"} {
 		x, err := ReadCSV(strings.NewReader(in), "f.csv")
 		if err != nil {
 			t.Errorf("%q: %v", in, err)
