@@ -49,7 +49,8 @@ not draw.`,
 
 // curveNames names each run folder's curve by as many trailing path
 // elements as tell the folders apart (x/s1 and y/s1, not s1 twice); the
-// same folder given twice is an error later (a single curve each).
+// same folder given twice is an error later (a single curve each). A name
+// holding a character that does not show is quoted (shownName).
 func curveNames(dirs []string) []string {
 	names := make([]string, len(dirs))
 	for k := 1; ; k++ {
@@ -62,6 +63,9 @@ func curveNames(dirs []string) []string {
 			whole = whole && k >= len(parts)
 		}
 		if !clash || whole {
+			for i := range names {
+				names[i] = shownName(names[i])
+			}
 			return names
 		}
 	}

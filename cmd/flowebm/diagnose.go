@@ -402,7 +402,7 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error
 	}
 	fmt.Fprintln(tw, head+"ess_bulk\tess_tail\tess_mean\tmean\tmcse_mean\tsd\t")
 	for _, d := range rows {
-		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t", d.name, d.RHat, d.RHatClassic)
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t", shownName(d.name), d.RHat, d.RHatClassic)
 		if nested {
 			fmt.Fprintf(tw, "%.4f\t", d.nested)
 		}
@@ -429,9 +429,7 @@ func writeThresholds(w io.Writer, rows []dimReport) error {
 		if !r.named { // "dim0", as --plot-dims and the plots name it (probe 29: "rhat above 1.01: 0" read as a count)
 			name = "dim" + r.name
 		}
-		if strings.ContainsFunc(name, invisible) { // round 74 B3: "x y" and "x\u00a0y" read alike
-			name = strconv.Quote(name)
-		}
+		name = shownName(name)
 		if r.RHat > 1.01 || math.IsInf(r.RHatClassic, 1) {
 			highR = append(highR, name)
 		}
@@ -448,13 +446,24 @@ func writeThresholds(w io.Writer, rows []dimReport) error {
 	return nil
 }
 
-// listOf joins names, the first 10 and a count of the rest.
+// shownName is name as printed or drawn: quoted where it holds a character
+// that does not show, or shows as another (round 74 B3: "x y" and
+// "x\u00a0y" read alike in the verdict; round 75 B4: in the table and the
+// figures' titles).
+func shownName(name string) string {
+	if strings.ContainsFunc(name, invisible) {
+		return strconv.Quote(name)
+	}
+	return name
+}
+
 // invisible reports a character that does not show, or shows as another:
 // spaces other than ' ', and what Go does not print.
 func invisible(r rune) bool {
 	return r != ' ' && (unicode.IsSpace(r) || !unicode.IsPrint(r))
 }
 
+// listOf joins names, the first 10 and a count of the rest.
 func listOf(names []string) string {
 	if len(names) <= 10 {
 		return strings.Join(names, ", ")

@@ -292,7 +292,7 @@ func drawInto(c *chainsData, files []plotFile, tmp string) ([]string, error) {
 // title names dimension d in a figure: the parameter, or "dim d".
 func (c *chainsData) title(d int) string {
 	if c.names != nil {
-		return c.names[d]
+		return shownName(c.names[d])
 	}
 	return "dim " + strconv.Itoa(d)
 }

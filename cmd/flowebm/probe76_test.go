@@ -1,8 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -11,7 +12,54 @@ import (
 // spaces around a name are not part of it.
 func TestDuplicateNamesBySpaces(t *testing.T) {
 	dir := t.TempDir()
-	row := func(ch, d int) string { return plainRow(ch, d) + fmt.Sprintf(",%.4f,%.4f", math.Sin(float64(ch*d)), math.Cos(float64(ch+d))) }
 	refused(t, `spaced.csv: line 1: columns 3 and 4 are both named "h" (spaces around a name are not part of it)`,
-		writeFile(t, dir, "spaced.csv", drawsCSV(`chain,draw," h",h`, row)))
+		writeFile(t, dir, "spaced.csv", drawsCSV(`chain,draw," h",h`, plainRow)))
+}
+
+// Round 75 B4 (left then): names that differ in an invisible character
+// ("x y" and "x\u00a0y") were quoted in the verdict only; the table and
+// the figures' titles printed them alike.
+func TestInvisibleCharactersQuotedEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, status := runCLI("diagnose", writeFile(t, dir, "nbsp.csv", drawsCSV("chain,draw,x y,x\u00a0y", plainRow)))
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	if !strings.Contains(out, " \"x\\u00a0y\"  ") || !strings.Contains(out, " x y  ") {
+		t.Errorf("table:\n%s", out)
+	}
+	plots := filepath.Join(dir, "plots")
+	draws := writeFile(t, dir, "zwsp.csv", drawsCSV("chain,draw,a,x\u200by", plainRow))
+	if _, errOut, status := runCLI("diagnose", "--plots", plots, "--plot-format", "svg", draws); status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	svgs, err := filepath.Glob(filepath.Join(plots, "*trace.svg"))
+	if err != nil || len(svgs) != 2 {
+		t.Fatalf("trace plots %v (%v)", svgs, err)
+	}
+	quoted := 0
+	for _, f := range svgs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `&#34;x\u200by&#34;`) || strings.Contains(string(b), `"x\u200by"`) {
+			quoted++
+		}
+	}
+	if quoted != 1 {
+		t.Errorf("%d of the trace plots title x\u200by quoted, want 1", quoted)
+	}
+}
+
+// Round 75 B4 (left then): compare's curves and table rows of folders
+// whose names differ in a character that does not show read alike.
+func TestCurveNamesQuoteInvisible(t *testing.T) {
+	got := curveNames([]string{"runs/x y", "runs/x\u00a0y", "runs/a\nb"})
+	want := []string{"x y", `"x\u00a0y"`, `"a\nb"`}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("curve %d named %q, want %q", i, got[i], want[i])
+		}
+	}
 }
