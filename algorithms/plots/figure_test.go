@@ -453,3 +453,11 @@ func TestLongLabelsFitThePlot(t *testing.T) {
 		t.Errorf("a short label changed: %q", got)
 	}
 }
+
+// Undrawable names the characters the figures' font has no glyph for,
+// once each: CJK, not Latin, Greek or mathematical signs the font holds.
+func TestUndrawable(t *testing.T) {
+	if got := string(Undrawable("能量 μ σ é ∑ ≤ 能 x\u200by")); got != "能量" {
+		t.Errorf("Undrawable: %q, want %q", got, "能量")
+	}
+}

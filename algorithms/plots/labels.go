@@ -1,7 +1,12 @@
 package plots
 
 import (
+	"slices"
+	"unicode"
+
+	"golang.org/x/image/font/sfnt"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 )
@@ -32,4 +37,24 @@ func fitLabels(p *plot.Plot, w, h vg.Length) {
 	p.Title.Text = fitText(p.Title.Text, p.Title.TextStyle, w)
 	p.X.Label.Text = fitText(p.X.Label.Text, p.X.Label.TextStyle, w)
 	p.Y.Label.Text = fitText(p.Y.Label.Text, p.Y.Label.TextStyle, h)
+}
+
+// Undrawable returns the distinct characters of s, in order, that the
+// figures' font has no glyph for: PNG and PDF draw them blank (an SVG names
+// the font and leaves the text to its viewer, which finds another). Spaces
+// and characters that do not print are not counted. Round 73: names in CJK
+// were drawn as blanks, unsaid.
+func Undrawable(s string) []rune {
+	face := font.DefaultCache.Lookup(plot.DefaultFont, 12).Face
+	var buf sfnt.Buffer
+	var missing []rune
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) || slices.Contains(missing, r) {
+			continue
+		}
+		if g, err := face.GlyphIndex(&buf, r); err != nil || g == 0 {
+			missing = append(missing, r)
+		}
+	}
+	return missing
 }

@@ -107,6 +107,9 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 	if err != nil {
 		return err
 	}
+	if note := blankGlyphsNote(names, format); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
 	for _, f := range files {
 		fmt.Fprintln(stdout, "wrote", f)
 	}

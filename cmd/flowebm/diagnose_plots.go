@@ -262,8 +262,45 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 	if o.asJSON && o.stderr != nil { // stdout holds the JSON alone
 		out = o.stderr
 	}
+	var titles []string
+	for _, f := range files {
+		if t := c.title(f.dim); !slices.Contains(titles, t) {
+			titles = append(titles, t)
+		}
+	}
+	if note := blankGlyphsNote(titles, o.format); note != "" {
+		w := o.stderr
+		if w == nil {
+			w = out
+		}
+		fmt.Fprintln(w, note)
+	}
 	_, err = fmt.Fprintf(out, "%d plots written to %s\n", len(placed), o.plots)
 	return err
+}
+
+// blankGlyphsNote is a note naming the characters of names that figures in
+// format draw blank (plots.Undrawable), "" where there are none.
+func blankGlyphsNote(names []string, format plots.Format) string {
+	if format == plots.SVG {
+		return ""
+	}
+	var missing []rune
+	var in []string
+	for _, n := range names {
+		if m := plots.Undrawable(n); len(m) > 0 {
+			in = append(in, strconv.Quote(clipText(n)))
+			for _, r := range m {
+				if !slices.Contains(missing, r) {
+					missing = append(missing, r)
+				}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: the figures' font has no glyph for %s (in %s): %s draws them blank; --plot-format svg keeps them (its viewer finds a font)", clipText(string(missing)), listOf(in), strings.ToUpper(format.String()))
 }
 
 // drawInto draws the figures of files into the folder tmp, under their

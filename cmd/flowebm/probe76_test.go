@@ -63,3 +63,37 @@ func TestCurveNamesQuoteInvisible(t *testing.T) {
 		}
 	}
 }
+
+// Round 73 (left then): names in a script the figures' font lacks (CJK)
+// were drawn blank in PNG and PDF, unsaid; diagnose and compare now note
+// which characters, and that SVG keeps them.
+func TestBlankGlyphsNoted(t *testing.T) {
+	dir := t.TempDir()
+	draws := writeFile(t, dir, "cjk.csv", drawsCSV("chain,draw,能量,mu", plainRow))
+	const note = `note: the figures' font has no glyph for 能量 (in "能量"): PNG draws them blank; --plot-format svg keeps them`
+	for _, format := range []string{"png", "svg"} {
+		out, errOut, status := runCLI("diagnose", "--plots", filepath.Join(dir, format), "--plot-format", format, draws)
+		if status != 0 || strings.Contains(out, "note:") {
+			t.Fatalf("%s: status %d, out %s, err %s", format, status, out, errOut)
+		}
+		if got := strings.Contains(errOut, note); got != (format == "png") {
+			t.Errorf("%s: stderr %q", format, errOut)
+		}
+	}
+
+	a := trainedRun(t)
+	cjk := filepath.Join(filepath.Dir(a), "能量")
+	if err := os.Rename(a, cjk); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"pdf", "svg"} {
+		var stdout, stderr strings.Builder
+		if code := run([]string{"compare", cjk, "--out", filepath.Join(dir, "cmp-"+format), "--plot-format", format}, &stdout, &stderr); code != 0 {
+			t.Fatalf("compare: %s", stderr.String())
+		}
+		want := `note: the figures' font has no glyph for 能量 (in "能量"): PDF draws them blank`
+		if got := strings.Contains(stderr.String(), want); got != (format == "pdf") {
+			t.Errorf("compare %s: stderr %q", format, stderr.String())
+		}
+	}
+}
