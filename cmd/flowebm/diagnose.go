@@ -11,10 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/width"
 
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/internal/sysmem"
@@ -395,20 +395,20 @@ func mcseText(mcse float64) string {
 // writeTable writes the table and the verdict.
 func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error {
 	fmt.Fprintf(w, "%s: %s × %s × %s (%s)\n\n", c.source, count(c.chains, "chain"), count(c.draws, "draw"), count(c.dims, "dim"), c.dtype)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "dim\trhat\trhat_classic\t"
+	head := []string{"dim", "rhat", "rhat_classic"}
 	if nested {
-		head += "rhat_nested\t"
+		head = append(head, "rhat_nested")
 	}
-	fmt.Fprintln(tw, head+"ess_bulk\tess_tail\tess_mean\tmean\tmcse_mean\tsd\t")
+	table := [][]string{append(head, "ess_bulk", "ess_tail", "ess_mean", "mean", "mcse_mean", "sd")}
 	for _, d := range rows {
-		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t", shownName(d.name), d.RHat, d.RHatClassic)
+		row := []string{shownName(d.name), fmt.Sprintf("%.4f", d.RHat), fmt.Sprintf("%.4f", d.RHatClassic)}
 		if nested {
-			fmt.Fprintf(tw, "%.4f\t", d.nested)
+			row = append(row, fmt.Sprintf("%.4f", d.nested))
 		}
-		fmt.Fprintf(tw, "%.0f\t%.0f\t%.0f\t%s\t%s\t%.4g\t\n", d.ESSBulk, d.ESSTail, d.ESSMean, meanText(d.Mean, d.MCSEMean), mcseText(d.MCSEMean), d.SD)
+		row = append(row, fmt.Sprintf("%.0f", d.ESSBulk), fmt.Sprintf("%.0f", d.ESSTail), fmt.Sprintf("%.0f", d.ESSMean), meanText(d.Mean, d.MCSEMean), mcseText(d.MCSEMean), fmt.Sprintf("%.4g", d.SD))
+		table = append(table, row)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeRightAligned(w, table); err != nil {
 		return err
 	}
 	s := make([]diagnostics.Summary, len(rows))
@@ -419,6 +419,48 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error
 		return err
 	}
 	return writeThresholds(w, rows)
+}
+
+// writeRightAligned writes rows of cells right-aligned in columns two
+// spaces apart, by the width each cell takes in a terminal: CJK characters
+// take two columns, combining marks none (round 73: text/tabwriter, which
+// counts characters, let CJK names stick out of the table).
+func writeRightAligned(w io.Writer, rows [][]string) error {
+	var widths []int
+	for _, r := range rows {
+		for j, c := range r {
+			if j == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[j] = max(widths[j], shownWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for j, c := range r {
+			b.WriteString(strings.Repeat(" ", widths[j]+2-shownWidth(c)))
+			b.WriteString(c)
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// shownWidth is the number of terminal columns s takes: two for East Asian
+// wide and full-width characters, none for combining marks, one otherwise.
+func shownWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch k := width.LookupRune(r).Kind(); {
+		case unicode.In(r, unicode.Mn, unicode.Me):
+		case k == width.EastAsianWide || k == width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // writeThresholds names the dimensions above R-hat 1.01 and below ESS 400.

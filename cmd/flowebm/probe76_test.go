@@ -97,3 +97,24 @@ func TestBlankGlyphsNoted(t *testing.T) {
 		}
 	}
 }
+
+// Round 73 (left then): the table aligned CJK names by their count of
+// characters, each taking two columns in a terminal; every line of the
+// table now takes as many columns.
+func TestTableAlignsWideNames(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, status := runCLI("diagnose", writeFile(t, dir, "cjk.csv", drawsCSV("chain,draw,能量,mu", plainRow)))
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	lines := strings.Split(out, "\n")[2:5] // the header and the two rows
+	for _, l := range lines {
+		if shownWidth(l) != shownWidth(lines[0]) {
+			t.Errorf("table lines of unequal widths:\n%s", strings.Join(lines, "\n"))
+			break
+		}
+	}
+	if !strings.HasPrefix(lines[1], "  能量 ") || !strings.HasPrefix(lines[2], "    mu ") {
+		t.Errorf("names not right-aligned in two columns each:\n%s", strings.Join(lines, "\n"))
+	}
+}
