@@ -75,6 +75,9 @@ type instance struct {
 	mem    memory
 	// foldParams reads float initializers as constants (MLP recognition).
 	foldParams bool
+	// bare: a node's build error is returned as a nodeFailure, without
+	// advice (failsAlike's second build).
+	bare bool
 }
 
 func newInstance(n *Net, b layers.Binder, batch int) *instance {
@@ -127,6 +130,9 @@ func (in *instance) floatType() DataType {
 // nodeError names the node and, when the build fails at a batch size other
 // than the declared one, says which node pins the batch.
 func (in *instance) nodeError(node *Node, err error) error {
+	if in.bare {
+		return &nodeFailure{node, err}
+	}
 	msg := fmt.Sprintf("node %q (%s): %v", nodeName(node), node.OpType, err)
 	var ns *notSupportedError
 	if errors.As(err, &ns) {
@@ -147,10 +153,34 @@ func (in *instance) nodeError(node *Node, err error) error {
 		msg += fmt.Sprintf(" (the model's input is declared with batch %d and this node cannot run at batch %d: export with dynamic_axes={%q: {0: \"batch\"}} or evaluate batches of %d)", d, in.batch, in.net.input, d)
 	} else if d == 0 && node.OpType == "Reshape" { // probe 48: "cannot reshape [2 4] to [64 -1]" named a batch never given
 		msg += fmt.Sprintf(" (the input %q declares a dynamic batch, and flowebm builds the graph at batch %d to check it: a Reshape to a constant batch, kept from the export where the module reads the batch in Python (len(x), x.shape[0]), fails at other sizes: read it from the tensor (x.flatten(1), x.reshape(-1, d)), or export without dynamic_axes so that flowebm runs the graph on chunks of its batch)", in.net.input, in.batch)
-	} else if d == 0 { // probe 49: x[1:-1] failed at the check's batch of 2, which the message did not say
+	} else if d == 0 && !in.failsAlike(node, err) { // probe 49: x[1:-1] failed at the check's batch of 2, which the message did not say
 		msg += fmt.Sprintf(" (at a batch of %d points, for the input %q, which declares a dynamic batch: a graph that cannot run on %d points, or drops or adds rows (x[1:-1]), gives no energy per point; so does one that kept the export's batch as a constant, as PyTorch traces x.view(len(x), -1) or torch.zeros(x.size(0)): read the batch from the tensor (x.flatten(1), x.reshape(-1, d)), or export without dynamic_axes so that flowebm runs the graph on chunks of its batch)", in.batch, in.net.input, in.batch)
 	}
 	return fmt.Errorf("%s", msg)
+}
+
+// nodeFailure is a node's build error in a bare instance.
+type nodeFailure struct {
+	node *Node
+	err  error
+}
+
+func (e *nodeFailure) Error() string { return e.err.Error() }
+
+// failsAlike reports whether node fails with err's very words at another
+// batch too: then the file's node fails whatever the batch, and advice
+// about the batch does not help (round 76 A4: a Gather index past its
+// axis, Slice step 0, Conv group 0 were told to export without
+// dynamic_axes, which failed alike). An error that names the batch's
+// shapes reads differently there, and keeps its advice.
+func (in *instance) failsAlike(node *Node, err error) bool {
+	other := in.batch + 3
+	g := G.NewGraph()
+	x := G.NewMatrix(g, in.net.Dtype, G.WithShape(other, in.net.dim), G.WithName("x"))
+	again := newInstance(in.net, &recordingBinder{g: g, dtype: in.net.Dtype, inits: in.net.inits, used: map[string]bool{}}, other)
+	again.bare, again.foldParams = true, in.foldParams
+	var f *nodeFailure
+	return errors.As(again.buildAll(x), &f) && f.node == node && f.err.Error() == err.Error()
 }
 
 // errEmptyOperand is an operation's refusal of an empty operand.
@@ -269,6 +299,9 @@ func (in *instance) apply(node *Node) error {
 	}
 	if err := checkAttrs(node, in.net.Opset); err != nil {
 		return &notSupportedError{err.Error()} // the file's attributes, whatever the batch
+	}
+	if err := checkArity(node, in.net.Opset); err != nil {
+		return &notSupportedError{err.Error()}
 	}
 	outs, err := h(in, node)
 	if err != nil {

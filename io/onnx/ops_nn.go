@@ -259,13 +259,20 @@ func (in *instance) affine(y *val, scale, bias *val, shape []int) (*val, error) 
 // mean and variance are constants (not parameters), scale and bias are
 // parameters.
 func batchNormHandler(in *instance, node *Node) ([]*val, error) {
-	if nodeInt(node, "training_mode", 0) != 0 {
-		return nil, notSupported("training_mode 1: the layer normalises by the statistics of its batch, which mixes the points of a batch: export the model in eval() mode, with running statistics (a BatchNorm made with track_running_stats=False, or F.batch_norm(..., training=True), uses the batch's in eval() mode too: give it running statistics, or use a per-sample norm: GroupNorm, LayerNorm)")
-	}
-	for i := 1; i < len(node.Outputs); i++ {
-		if node.Outputs[i] != "" && in.net.Opset >= 14 {
-			return nil, notSupported("the running-statistics outputs are not supported: export in eval() mode")
+	// Before opset 14 a node in training mode is one with the running
+	// statistics' outputs (round 76 A3: torch.onnx.export(...,
+	// training=TrainingMode.TRAINING) at opsets 9 to 13 was computed with
+	// the running statistics, silently).
+	statistics := slices.ContainsFunc(node.Outputs[min(1, len(node.Outputs)):], func(o string) bool { return o != "" })
+	if nodeInt(node, "training_mode", 0) != 0 || statistics && in.net.Opset < 14 {
+		what := "training_mode 1"
+		if in.net.Opset < 14 {
+			what = fmt.Sprintf("%d outputs, which at opset %d mark training mode (the batch's statistics and the running ones updated)", len(node.Outputs), in.net.Opset)
 		}
+		return nil, notSupported("%s: the layer normalises by the statistics of its batch, which mixes the points of a batch: export the model in eval() mode, with running statistics (a BatchNorm made with track_running_stats=False, or F.batch_norm(..., training=True), uses the batch's in eval() mode too: give it running statistics, or use a per-sample norm: GroupNorm, LayerNorm)", what)
+	}
+	if statistics {
+		return nil, notSupported("the running-statistics outputs are not supported: export in eval() mode")
 	}
 	ins, err := in.inputs(node, 3)
 	if err != nil {

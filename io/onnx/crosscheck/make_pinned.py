@@ -2009,3 +2009,49 @@ torch.onnx.export(InterpBig(), torch.zeros(2, 16, dtype=torch.float64), f"{out}/
 # Round 75 A2: 44 MiB a point runs at batches 2 and 3 but not at the
 # batch-mixing check's 7: the note said the checks "could not compute it".
 resize_scales_model("resize_large7_nearest_dyn", (1, 4, 4), [1, 1, 600, 600], "nearest")
+
+
+# Round 76 A3: BatchNorm exported in training mode (TrainingMode.TRAINING,
+# or PRESERVE of a module in train()) writes five outputs at opsets 9 to 13,
+# where that is how the mode is marked; it was computed with the running
+# statistics, silently.
+class ConvBN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.bn, self.l = nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.Linear(3 * 2 * 2, 1)
+
+    def forward(self, x):
+        return self.l(torch.relu(self.bn(self.c(x.view(-1, 1, 4, 4)))).flatten(1)).squeeze(-1)
+
+
+torch.manual_seed(76)
+convbn = ConvBN().double().train()
+for opset in (9, 13):
+    torch.onnx.export(convbn, torch.randn(4, 16, dtype=torch.float64), f"{out}/bn_train_o{opset}_dyn.onnx", opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, **dyn)
+
+
+# Round 76 A2: x.std(dim) and F.cosine_similarity export a square root
+# whose derivative at 0 made the gradient NaN at a constant row (std) or a
+# zero row (cosine similarity), where PyTorch's is finite.
+class RowStd(nn.Module):
+    def forward(self, x):
+        return x.std(1) + 0.5 * x.view(-1, 2, 3).std((1, 2), unbiased=False) + 0.1 * x.sum(1)
+
+
+class Cosine(nn.Module):
+    def forward(self, x):
+        return F.cosine_similarity(x[:, :3], x[:, 3:], dim=1) + 0.1 * x.sum(1)
+
+
+def constant_rows(n, *shape, dtype):
+    x = torch.randn(n, *shape, dtype=dtype)
+    x[::3] = 0
+    x[1::3] = 0.7
+    return x
+
+
+torch.manual_seed(762)
+save("std_rows_dyn", RowStd(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=13)
+save("cosine_rows_dyn", Cosine(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=13)
+save("cosine_rows_o9_dyn", Cosine(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=9)
