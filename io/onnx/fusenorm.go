@@ -48,9 +48,19 @@ func fuseNorms(nodes []*Node, g *Graph, inits map[string]*Tensor, opset int64) [
 		}
 		return p
 	}
+	readers := map[string][]*Node{}
+	for _, nd := range nodes {
+		for _, in := range nd.Inputs {
+			readers[in] = append(readers[in], nd)
+		}
+	}
 	dead := map[*Node]bool{}
 	out := make([]*Node, 0, len(nodes))
 	for _, nd := range nodes {
+		if nd.OpType == "Sqrt" && nd.Domain == "" && len(nd.Inputs) == 1 && len(nd.Outputs) == 1 {
+			o := nd.Outputs[0] // clamped: every reader a node (not a graph output)
+			nd.flatAtZero = stdChain(nd.Inputs[0], producer) || uses[o] == len(readers[o]) && clampedBelow(readers[o], c)
+		}
 		if f := fuseNorm(nd, inner, c, opset); f != nil {
 			for _, p := range f.fused {
 				dead[p] = true
@@ -70,6 +80,59 @@ func fuseNorms(nodes []*Node, g *Graph, inits map[string]*Tensor, opset int64) [
 		}
 	}
 	return kept
+}
+
+// The derivative of a square root at 0 is taken as 0 (not +Inf, which
+// times the 0 derivative of what it reads made the gradient NaN) where the
+// file's graph is PyTorch's export of
+//   - a standard deviation, x.std(dim) (Sqrt of the mean of centred
+//     squares, times n/(n − 1)): PyTorch's std backward gives 0 at a
+//     constant row (so does the same graph as x.var(dim).sqrt(), whose
+//     PyTorch gradient there is NaN: the files cannot be told apart);
+//   - a value clamped from below, max(√s, ε), as F.cosine_similarity
+//     exports: that is flat where √s < ε, its gradient 0, PyTorch's.
+// Round 76 A2: energy --grad at a blank image wrote nothing.
+
+// stdChain reports whether name is the mean of centred squares,
+// mean((a − mean(a))²), through at most two Mul or Div by other values.
+func stdChain(name string, producer map[string]*Node) bool {
+	for step := 0; step <= 2; step++ {
+		p := producer[name]
+		switch {
+		case p == nil || p.Domain != "":
+			return false
+		case p.OpType == "ReduceMean" && len(p.Inputs) >= 1:
+			sq := producer[p.Inputs[0]]
+			if sq == nil || sq.OpType != "Mul" || len(sq.Inputs) != 2 || sq.Inputs[0] != sq.Inputs[1] {
+				return false
+			}
+			d := producer[sq.Inputs[0]]
+			if d == nil || d.OpType != "Sub" || len(d.Inputs) != 2 {
+				return false
+			}
+			m := producer[d.Inputs[1]]
+			return m != nil && m.OpType == "ReduceMean" && len(m.Inputs) >= 1 && m.Inputs[0] == d.Inputs[0]
+		case (p.OpType == "Div" || p.OpType == "Mul") && len(p.Inputs) == 2:
+			name = p.Inputs[0]
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// clampedBelow reports whether every reader of a value is a Max with a
+// positive constant (or a Clip with a positive constant min).
+func clampedBelow(readers []*Node, c constants) bool {
+	for _, r := range readers {
+		switch {
+		case r.OpType == "Max" && len(r.Inputs) == 2 && (c.scalar(r.Inputs[0]) > 0 || c.scalar(r.Inputs[1]) > 0):
+		case r.OpType == "Clip" && len(r.Inputs) >= 2 && c.scalar(r.Inputs[1]) > 0:
+		default:
+			return false
+		}
+	}
+	return len(readers) > 0
 }
 
 // fusedNorm is a ReduceL2 node and the nodes of the chain it replaces.

@@ -52,6 +52,9 @@ type Node struct {
 	// lp is set by fuseNorms on a ReduceL2 node that computes a norm of
 	// another order: (Σ|x|ᵖ)^(1/p). A file cannot set it.
 	lp float64
+	// flatAtZero is set by fuseNorms on a Sqrt whose derivative at 0 is
+	// taken as 0 (flatSqrt). A file cannot set it.
+	flatAtZero bool
 }
 
 // AttrType is AttributeProto.AttributeType.

@@ -72,7 +72,7 @@ func passThrough(in *instance, node *Node) ([]*val, error) {
 
 // unaryOps maps elementwise operators to nd.Unary with their attributes.
 var unaryOps = map[string]func(node *Node) nd.Unary{
-	"Neg": fixed(nd.Neg), "Abs": fixed(nd.Abs), "Sqrt": fixed(nd.Sqrt), "Reciprocal": fixed(nd.Reciprocal),
+	"Neg": fixed(nd.Neg), "Abs": fixed(nd.Abs), "Sqrt": sqrtFn, "Reciprocal": fixed(nd.Reciprocal),
 	"Exp": fixed(nd.Exp), "Log": fixed(nd.Log), "Erf": fixed(nd.Erf), "Tanh": fixed(nd.Tanh),
 	"Sigmoid": fixed(nd.Sigmoid), "Relu": fixed(nd.Relu), "Softplus": fixed(nd.Softplus),
 	"Softsign": fixed(nd.Softsign), "HardSwish": fixed(nd.HardSwish), "Sin": fixed(nd.Sin), "Cos": fixed(nd.Cos),
@@ -108,6 +108,14 @@ func seluConstant(n *Node, name string, exact float64) float64 {
 		return exact
 	}
 	return shortest(a.F)
+}
+
+// sqrtFn is √x, with derivative 0 at 0 where fuseNorms marked the node.
+func sqrtFn(node *Node) nd.Unary {
+	if node.flatAtZero {
+		return nd.Unary{Fn: nd.SqrtFlatAtZero}
+	}
+	return nd.Unary{Fn: nd.Sqrt}
 }
 
 func fixed(fn nd.UnaryFn) func(*Node) nd.Unary {

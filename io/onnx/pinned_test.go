@@ -67,6 +67,12 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"norm_linalg_dyn", false, []int{9}},
 		{"norm_distance_dyn", false, []int{9}},
 		{"norm_linalg_b4_f32", false, []int{9}},
+		// Round 76 A2: x.std(dim) at constant rows and F.cosine_similarity
+		// at zero rows (gradient NaN through the square root at 0;
+		// PyTorch's is finite).
+		{"std_rows_dyn", false, []int{9}},
+		{"cosine_rows_dyn", false, []int{9}},
+		{"cosine_rows_o9_dyn", false, []int{9}},
 		// Probe 57 A7: InstanceNorm with running statistics (computed
 		// mean and variance), refused.
 		{"instnorm_running_b4", true, []int{5}},

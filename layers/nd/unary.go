@@ -19,38 +19,39 @@ type UnaryFn int
 // is 0 at both corners, hardswish' is 0 at −3 and 1 at 3, clip passes
 // the gradient where min ≤ x ≤ max, elu'(0) = α and selu'(0) = γα.
 const (
-	Neg         UnaryFn = iota // −x
-	Abs                        // |x|
-	Sqrt                       // √x
-	Reciprocal                 // 1/x
-	Exp                        // eˣ
-	Log                        // ln x
-	Erf                        // the error function
-	Tanh                       // tanh x
-	Sigmoid                    // 1/(1 + e⁻ˣ)
-	Relu                       // max(x, 0), NaN for NaN
-	LeakyRelu                  // x if x > 0, else A·x (A = alpha)
-	Elu                        // x if x > 0, else A·(eˣ − 1) (A = alpha)
-	Selu                       // B·(x if x > 0, else A·(eˣ − 1)) (A = alpha, B = gamma)
-	Celu                       // max(0, x) + min(0, A·(e^(x/A) − 1)) (A = alpha)
-	Softplus                   // ln(1 + eˣ)
-	Softsign                   // x/(1 + |x|)
-	HardSigmoid                // max(0, min(1, A·x + B)) (A = alpha, B = beta)
-	HardSwish                  // x·max(0, min(1, x/6 + ½))
-	Clip                       // min(max(x, A), B), ±Inf bounds allowed; B where A > B
-	Sin                        // sin x
-	Cos                        // cos x
-	Floor                      // ⌊x⌋, gradient 0 (as PyTorch's)
-	Ceil                       // ⌈x⌉, gradient 0
-	Round                      // x rounded to the nearest integer, halves to even; gradient 0
-	Sign                       // −1, 0 or 1 (NaN for NaN), gradient 0
-	Not                        // 1 if x = 0, else 0; no gradient
-	IsNaN                      // 1 if x is NaN, else 0; no gradient
-	IsInf                      // 1 if x is +Inf and A ≠ 0 or x is −Inf and B ≠ 0, else 0; no gradient
-	Mish                       // x·tanh(softplus(x))
-	ToFloat32                  // x rounded to float32 (ONNX Cast to FLOAT in a float64 graph); gradient 1, as PyTorch's
-	ToFloat16                  // x rounded to IEEE half precision (Cast to FLOAT16), ±Inf beyond 65504; gradient 1
-	ToBFloat16                 // x rounded to bfloat16 (Cast to BFLOAT16); gradient 1
+	Neg            UnaryFn = iota // −x
+	Abs                           // |x|
+	Sqrt                          // √x
+	Reciprocal                    // 1/x
+	Exp                           // eˣ
+	Log                           // ln x
+	Erf                           // the error function
+	Tanh                          // tanh x
+	Sigmoid                       // 1/(1 + e⁻ˣ)
+	Relu                          // max(x, 0), NaN for NaN
+	LeakyRelu                     // x if x > 0, else A·x (A = alpha)
+	Elu                           // x if x > 0, else A·(eˣ − 1) (A = alpha)
+	Selu                          // B·(x if x > 0, else A·(eˣ − 1)) (A = alpha, B = gamma)
+	Celu                          // max(0, x) + min(0, A·(e^(x/A) − 1)) (A = alpha)
+	Softplus                      // ln(1 + eˣ)
+	Softsign                      // x/(1 + |x|)
+	HardSigmoid                   // max(0, min(1, A·x + B)) (A = alpha, B = beta)
+	HardSwish                     // x·max(0, min(1, x/6 + ½))
+	Clip                          // min(max(x, A), B), ±Inf bounds allowed; B where A > B
+	Sin                           // sin x
+	Cos                           // cos x
+	Floor                         // ⌊x⌋, gradient 0 (as PyTorch's)
+	Ceil                          // ⌈x⌉, gradient 0
+	Round                         // x rounded to the nearest integer, halves to even; gradient 0
+	Sign                          // −1, 0 or 1 (NaN for NaN), gradient 0
+	Not                           // 1 if x = 0, else 0; no gradient
+	IsNaN                         // 1 if x is NaN, else 0; no gradient
+	IsInf                         // 1 if x is +Inf and A ≠ 0 or x is −Inf and B ≠ 0, else 0; no gradient
+	Mish                          // x·tanh(softplus(x))
+	ToFloat32                     // x rounded to float32 (ONNX Cast to FLOAT in a float64 graph); gradient 1, as PyTorch's
+	ToFloat16                     // x rounded to IEEE half precision (Cast to FLOAT16), ±Inf beyond 65504; gradient 1
+	ToBFloat16                    // x rounded to bfloat16 (Cast to BFLOAT16); gradient 1
+	SqrtFlatAtZero                // √x with derivative 0 at x = 0, where PyTorch's x.std and clamped norms give 0 (io/onnx uses it for their exported square roots)
 )
 
 // unaryDef is a UnaryFn's value f(x) and derivative d(x, y = f(x)); d is
@@ -93,7 +94,13 @@ var unaryDefs = [...]unaryDef{
 	Mish:        {"Mish", func(x, _, _ float64) float64 { return x * math.Tanh(softplus(x)) }, dMish},
 	ToFloat32:   {"ToFloat32", func(x, _, _ float64) float64 { return float64(float32(x)) }, unitSlope},
 	ToFloat16:   {"ToFloat16", func(x, _, _ float64) float64 { return RoundBinary(x, 10, -14, 65504) }, unitSlope},
-	ToBFloat16:  {"ToBFloat16", func(x, _, _ float64) float64 { return RoundBinary(float64(float32(x)), 7, -126, 0x1.fep127) }, unitSlope},
+	SqrtFlatAtZero: {"SqrtFlatAtZero", func(x, _, _ float64) float64 { return math.Sqrt(x) }, func(_, y, _, _ float64) float64 {
+		if y == 0 {
+			return 0
+		}
+		return 0.5 / y
+	}},
+	ToBFloat16: {"ToBFloat16", func(x, _, _ float64) float64 { return RoundBinary(float64(float32(x)), 7, -126, 0x1.fep127) }, unitSlope},
 }
 
 // unitSlope is the derivative of a rounding to a narrower float type, as

@@ -18,7 +18,7 @@ func TestUnaryGradients(t *testing.T) {
 	} {
 		checkOp(t, op, smoothTol, awayInput(rng, 2, 3, 4))
 	}
-	for _, op := range []Unary{{Fn: Sqrt}, {Fn: Log}} {
+	for _, op := range []Unary{{Fn: Sqrt}, {Fn: Log}, {Fn: SqrtFlatAtZero}} {
 		checkOp(t, op, smoothTol, posInput(rng, 3, 5))
 	}
 	checkOp(t, Unary{Fn: Reciprocal}, smoothTol, awayInput(rng, 4, 2))
@@ -95,6 +95,8 @@ func TestUnaryKinks(t *testing.T) {
 		{Unary{Fn: HardSwish}, []float64{-3, 3, -3.5, 3.5, 0}, []float64{0, 1, 0, 1, 0.5}},
 		{Unary{Fn: Clip, A: -1, B: 1}, []float64{-1, 1, -1.5, 1.5, math.NaN()}, []float64{1, 1, 0, 0, 0}},
 		{Unary{Fn: Clip, A: math.Inf(-1), B: math.Inf(1)}, []float64{math.Inf(1)}, []float64{1}},
+		{Unary{Fn: Sqrt}, []float64{0, 4}, []float64{math.Inf(1), 0.25}},
+		{Unary{Fn: SqrtFlatAtZero}, []float64{0, 4}, []float64{0, 0.25}},
 	} {
 		y, _ := eval64(t, c.op, vals([]int{len(c.x)}, c.x...))
 		g := make([]float64, len(c.x))
