@@ -194,6 +194,15 @@ func (s chainSet) acfFigure(name string) Figure {
 		}
 		f.Curves = append(f.Curves, Curve{Name: s.name(c), Points: pts})
 	}
+	if !slices.ContainsFunc(f.Curves, func(c Curve) bool { return !allNaN(c.Points) }) {
+		// An empty frame over the lags (round 76 B3: x from -1 to 1).
+		lags := 0
+		if len(s.x) > 0 {
+			lags = min(maxLag, len(s.x[0])-1)
+		}
+		f.Curves = nil
+		f.XMin, f.XMax = 0, float64(max(lags, 1))
+	}
 	return f
 }
 

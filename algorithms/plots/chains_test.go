@@ -146,3 +146,13 @@ func TestChainFiguresChooseAndName(t *testing.T) {
 		}
 	}
 }
+
+// Round 76 B3: the autocorrelation figure of constant chains had a lag
+// axis from -1 to 1; it spans the lags, as the ESS figure spans the draws.
+func TestConstantChainsLagAxis(t *testing.T) {
+	constant := [][]float64{{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}}
+	s := chainSet{x: constant, shown: []int{0, 1}}
+	if f := s.acfFigure("mu"); f.Curves != nil || f.XMin != 0 || f.XMax != 4 {
+		t.Errorf("autocorrelation of constant chains: curves %v, lags %v..%v, want none over 0..4", f.Curves, f.XMin, f.XMax)
+	}
+}

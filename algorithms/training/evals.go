@@ -140,7 +140,11 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		return nil, nil // no header, no evaluations (resume checks the count)
 	}
 	if !slices.Equal(rows[0], head) {
-		return nil, fmt.Errorf("%s: header: %s; want flowebm's %d columns (iter, %s, …) for %d modes", path, headerDiff(rows[0], head), len(head), strings.Join(evalColumns[:3], ", "), modes)
+		forModes := "" // round 76 B6: "for 0 modes"
+		if modes > 0 {
+			forModes = fmt.Sprintf(" for %d modes", modes)
+		}
+		return nil, fmt.Errorf("%s: header: %s; want flowebm's %d columns (iter, %s, …)%s", path, headerDiff(rows[0], head), len(head), strings.Join(evalColumns[:3], ", "), forModes)
 	}
 	var evals []Eval
 	last := 0

@@ -285,3 +285,18 @@ func TestCutMetricsRestoreNamed(t *testing.T) {
 		t.Errorf("restored: %d evaluations, %v", len(got), err)
 	}
 }
+
+// Round 76 B6: a damaged header of a run without modes was said to want
+// flowebm's columns "for 0 modes".
+func TestEvalsHeaderWithoutModes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.csv")
+	if err := os.WriteFile(path, []byte("garbage,x\n1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for modes, want := range map[int]string{0: "…)", 2: "…) for 2 modes"} {
+		_, err := ReadEvalsCSV(path, modes)
+		if err == nil || !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "0 modes") {
+			t.Errorf("%d modes: %v", modes, err)
+		}
+	}
+}

@@ -128,6 +128,13 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if note := data.MemberNote(paths[0], o.key); note != "" { // round 76 B2: an ArviZ/NumPy export of several variables was diagnosed on its first, unsaid
+		errOut := o.stderr
+		if errOut == nil {
+			errOut = w
+		}
+		fmt.Fprintf(errOut, "note: %s; the others are not diagnosed\n", note)
+	}
 	hook("diagnose-read")
 	files, err := o.plotFiles(c, paths)
 	if err != nil {

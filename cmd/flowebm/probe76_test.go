@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // Round 75 B5 (left then): a header " h",h was refused as two columns
@@ -117,4 +123,91 @@ func TestTableAlignsWideNames(t *testing.T) {
 	if !strings.HasPrefix(lines[1], "  能量 ") || !strings.HasPrefix(lines[2], "    mu ") {
 		t.Errorf("names not right-aligned in two columns each:\n%s", strings.Join(lines, "\n"))
 	}
+}
+
+// Round 76 B1: train --resume RUN --data OTHER advised leaving
+// data.sha256 out, a configuration file's advice, which the run's
+// checkpoint then refused; it now names the run's data and gives a
+// command for a new run on the other data, which runs.
+func TestResumeOnOtherDataAdvice(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+	var rows [2]strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&rows[0], "%.4f,%.4f\n", math.Sin(float64(i)), math.Cos(float64(3*i)))
+		fmt.Fprintf(&rows[1], "%.4f,%.4f\n", math.Cos(float64(i)), math.Sin(float64(5*i)))
+	}
+	writeFile(t, dir, "a.csv", rows[0].String())
+	writeFile(t, dir, "b.csv", rows[1].String())
+	runDir := filepath.Join(dir, "run")
+	var out, errb bytes.Buffer
+	if code := run([]string{"train", "--data", a, "--iterations", "2", "--quiet", "--out", runDir}, &out, &errb); code != 0 {
+		t.Fatalf("train: %s", errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"train", "--resume", runDir, "--data", b}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "holds other data than the run in "+runDir+" was trained on ("+a) ||
+		strings.Contains(errb.String(), "leave data.sha256 out") {
+		t.Fatalf("resume on other data: exit %d, %s", code, errb.String())
+	}
+	advice := errb.String()[strings.Index(errb.String(), "flowebm train --config "):]
+	args := strings.Fields(strings.TrimSpace(strings.Replace(advice, "NEW", filepath.Join(dir, "new"), 1)))[1:]
+	errb.Reset()
+	if code := run(append(args, "--iterations", "2", "--quiet"), &out, &errb); code != 0 {
+		t.Errorf("the advised %v: %s", args, errb.String())
+	}
+}
+
+// Round 76 B4, B5: ULA chains that run off while staying finite were
+// written at exit 0 without a word, beside "acceptance: local 1.00"; a
+// note now says they ran off, and the local acceptance reads n/a (as
+// train says). Chains at a small step get no note.
+func TestULARunOffNoted(t *testing.T) {
+	model := trainedRun(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		step string
+		note bool
+	}{{"10", true}, {"0.01", false}} {
+		var out, errb bytes.Buffer
+		args := []string{"sample", "--model", model, "--sampler", "ula", "--step", c.step, "--chains", "4", "--steps", "10", "--warmup", "0", "--out", filepath.Join(dir, c.step+".npy")}
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("step %s: %s", c.step, errb.String())
+		}
+		if got := strings.Contains(errb.String(), "the chains ran off (ULA never rejects a step)"); got != c.note {
+			t.Errorf("step %s: stderr %q", c.step, errb.String())
+		}
+		if !strings.Contains(out.String(), "acceptance: local n/a (unadjusted Langevin: no accept step)") {
+			t.Errorf("step %s: %s", c.step, out.String())
+		}
+	}
+}
+
+// Round 76 B2: diagnose of an .npz of several variables diagnosed the
+// first alone, unsaid; a note names the others, beside --json's output.
+func TestDiagnoseNpzMembersNoted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "post.npz")
+	arr := &npy.Array{Shape: []int{4, 50}, Data: wave(200)}
+	if err := npz.WriteFile(path, map[string]*npy.Array{"alpha": arr, "beta": arr}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"diagnose", path}, {"diagnose", "--json", path}} {
+		out, errOut, status := runCLI(args...)
+		if status != 0 || !strings.Contains(errOut, `note: `+path+` holds 2 arrays ("alpha", "beta"): read "alpha", the first (--key names another); the others are not diagnosed`) || strings.Contains(out, "note:") {
+			t.Errorf("%v: status %d, out %q, err %q", args, status, out, errOut)
+		}
+	}
+	if _, errOut, _ := runCLI("diagnose", "--key", "beta", path); strings.Contains(errOut, "note:") {
+		t.Errorf("--key beta: %s", errOut)
+	}
+}
+
+// wave is n values of a sine, rounded to 4 decimals.
+func wave(n int) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = math.Round(1e4*math.Sin(float64(7*i))) / 1e4
+	}
+	return x
 }

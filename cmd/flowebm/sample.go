@@ -251,11 +251,47 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 	}
 	draws, loc, glob := run.Result()
+	diverged := f.divergedNote(m, draws)
 	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck)) // its checkpoint holds the draws, or most of them
 	}
 	f.noteUndefinedGradients(cmd.ErrOrStderr(), run.gradUndefined())
+	if diverged != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), diverged)
+	}
 	return nil
+}
+
+// divergedNote says that ULA's chains ran off: the energy at a chain's
+// last draw passes its first draw's by more than 10⁴ + 10·d, far beyond
+// an equilibrium's fluctuations (about d/2). ULA never rejects a step,
+// and at too large a --step its chains run off while staying finite
+// (round 76 B4: draws of |x| = 3e61 written at exit 0, unsaid).
+func (f sampleFlags) divergedNote(m checkpoint.Models, draws []float64) string {
+	d := m.EBM.Dim()
+	if f.sampler != "ula" || f.steps < 2 || len(draws) != f.chains*f.steps*d {
+		return ""
+	}
+	ends := mat.NewDense(2*f.chains, d, nil)
+	for c := range f.chains {
+		chain := draws[c*f.steps*d : (c+1)*f.steps*d]
+		ends.SetRow(2*c, chain[:d])
+		ends.SetRow(2*c+1, chain[len(chain)-d:])
+	}
+	logp := make([]float64, 2*f.chains)
+	if err := m.EBM.LogDensity(ends, logp); err != nil {
+		return ""
+	}
+	worst, rise := -1, 1e4+10*float64(d)
+	for c := range f.chains {
+		if r := logp[2*c] - logp[2*c+1]; r > rise {
+			worst, rise = c, r
+		}
+	}
+	if worst < 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: --sampler ula: the energy of chain %d rose by %.3g from its first draw to its last (%.4g): the chains ran off (ULA never rejects a step), and the draws are not from the model; lower --step (%v), or use an adjusted sampler (mala, hmc)", worst+1, rise, -logp[2*worst+1], f.step)
 }
 
 // noteUndefinedGradients says that n proposals were rejected because the
@@ -401,7 +437,11 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	if mala != nil && !math.IsNaN(loc) { // flowMC without local moves has a MALA it never ran
 		fmt.Fprintf(out, "MALA step size %.4g after warm-up\n", mala.StepSize)
 	}
-	fmt.Fprintf(out, "acceptance: local %s, global %s\n", pct(loc), pct(glob))
+	local := pct(loc)
+	if f.sampler == "ula" { // round 76 B5: "local 1.00", as train said before probe 67 B7
+		local = "n/a (unadjusted Langevin: no accept step)"
+	}
+	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
 	printRHat(out, draws, f.chains, f.steps, d)
 	return f.printModeWeights(out, draws, d, centres)
 }

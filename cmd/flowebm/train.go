@@ -769,6 +769,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	})
 	if err != nil {
 		release()
+		if f.data.File != "" && errors.Is(err, config.ErrOtherData) {
+			return nil, nil, otherDataResume(f.resume, f.data.File, err)
+		}
 		if f.data.File != "" || f.dataDir != "" {
 			return nil, nil, err // the path given is wrong: no advice to give one
 		}
@@ -780,6 +783,19 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 		fmt.Fprintln(out, "note:", n)
 	}
 	return run, release, nil
+}
+
+// otherDataResume is the refusal of --resume dir --data file where file
+// holds other data than the run was trained on (round 76 B1: the advice
+// was a configuration's, to leave data.sha256 out, which the run's
+// checkpoint then refused).
+func otherDataResume(dir, file string, err error) error {
+	cfg, cfgErr := training.ReadRunConfig(dir)
+	if cfgErr != nil || cfg.Data == nil {
+		return err
+	}
+	return fmt.Errorf("--data %s holds other data than the run in %s was trained on (%s, SHA-256 %s…): %w; continue it on that file (flowebm train --resume %s, with --data PATH where a copy of it lies elsewhere), or train a new run with the run's settings on this file: flowebm train --config %s --data %s --out NEW",
+		file, dir, cfg.Data.File, cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))], config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), shellQuote(file))
 }
 
 // movedDataHint adds to err, when the run in dir was trained on a data
