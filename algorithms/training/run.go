@@ -37,6 +37,7 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
@@ -1014,7 +1015,11 @@ func resumeWith(dir string, opt ResumeOptions) (*Run, error) {
 				}
 				return fmt.Errorf("%s: the run trains on the experiment %q, not on a data file: resume it without %s", dir, cfg.Experiment, flags)
 			}
-			cfg.Data.File, cfg.Data.Key = opt.DataFile, opt.DataKey
+			key, err := resumedKey(cfg.Data, opt)
+			if err != nil {
+				return err
+			}
+			cfg.Data.File, cfg.Data.Key = opt.DataFile, key
 			return nil
 		}
 	case opt.DataDir != "":
@@ -1027,6 +1032,32 @@ func resumeWith(dir string, opt ResumeOptions) (*Run, error) {
 		}
 	}
 	return resume(dir, amend, opt)
+}
+
+// resumedKey is the .npz member a run resumed on opt.DataFile reads: the
+// one it was trained on. Without --key it is the one recorded (round 77
+// B2: the first member was read instead, and the run went on training on
+// other data, unsaid); a --key naming another member is refused, as other
+// data is (the file's SHA-256 alone does not tell the members apart).
+func resumedKey(d *config.Data, opt ResumeOptions) (string, error) {
+	if opt.DataKey == "" || opt.DataKey == d.Key {
+		return d.Key, nil
+	}
+	trained := d.Key
+	if trained == "" { // the first member, where the run's file was an .npz
+		if !strings.EqualFold(filepath.Ext(d.File), ".npz") {
+			return opt.DataKey, nil // other data: refused by its SHA-256
+		}
+		names, err := data.NPZNames(opt.DataFile)
+		if err != nil || len(names) == 0 {
+			return opt.DataKey, nil // not an .npz: the key is refused with the data
+		}
+		trained = names[0]
+	}
+	if opt.DataKey == trained {
+		return opt.DataKey, nil
+	}
+	return "", fmt.Errorf("--key %s: the run was trained on the member %q of its .npz, not %q: other data would not continue it; resume without --key (or with --key %s), or train a new run on this member", opt.DataKey, trained, opt.DataKey, trained)
 }
 
 // restoreHistory reads the checkpoint's evaluations (evals.csv) and the

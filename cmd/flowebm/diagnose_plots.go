@@ -289,7 +289,11 @@ func blankGlyphsNote(names []string, format plots.Format) string {
 	var in []string
 	for _, n := range names {
 		if m := plots.Undrawable(n); len(m) > 0 {
-			in = append(in, strconv.Quote(clipText(n)))
+			shown := strconv.Quote(clipText(n))
+			if u, err := strconv.Unquote(n); err == nil && strconv.Quote(u) == n { // quoted by shownName already (round 77 B4: escaped twice)
+				shown = n
+			}
+			in = append(in, shown)
 			for _, r := range m {
 				if !slices.Contains(missing, r) {
 					missing = append(missing, r)

@@ -37,7 +37,7 @@ type chainsData struct {
 
 // readChains reads the chains of paths: one .npy or .npz (member key), one
 // CSV with a chain column, or CmdStan's output CSV files, one per chain.
-func readChains(paths []string, key string) (*chainsData, error) {
+func readChains(paths []string, key string) (_ *chainsData, err error) {
 	key = strings.TrimSuffix(key, ".npy") // NumPy names a member either way
 	ext := strings.ToLower(filepath.Ext(paths[0]))
 	if len(paths) > 1 {
@@ -61,9 +61,15 @@ func readChains(paths []string, key string) (*chainsData, error) {
 		return nil, err
 	}
 	var a *npy.Array
-	var err error
 	name := paths[0]
 	if ext == ".npz" {
+		if note := data.MemberNote(paths[0], key); note != "" { // round 77 B3: a refusal of the first member left the others unsaid
+			defer func() {
+				if err != nil {
+					err = fmt.Errorf("%w; %s", err, note)
+				}
+			}()
+		}
 		a, name, err = readNpzMember(paths[0], key)
 	} else {
 		a, err = npy.ReadFile(paths[0])

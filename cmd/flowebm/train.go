@@ -770,7 +770,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	if err != nil {
 		release()
 		if f.data.File != "" && errors.Is(err, config.ErrOtherData) {
-			return nil, nil, otherDataResume(f.resume, f.data.File, err)
+			return nil, nil, otherDataResume(f.resume, f.data, err)
 		}
 		if f.data.File != "" || f.dataDir != "" {
 			return nil, nil, err // the path given is wrong: no advice to give one
@@ -789,13 +789,27 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 // holds other data than the run was trained on (round 76 B1: the advice
 // was a configuration's, to leave data.sha256 out, which the run's
 // checkpoint then refused).
-func otherDataResume(dir, file string, err error) error {
+func otherDataResume(dir string, given config.Data, err error) error {
 	cfg, cfgErr := training.ReadRunConfig(dir)
 	if cfgErr != nil || cfg.Data == nil {
 		return err
 	}
-	return fmt.Errorf("--data %s holds other data than the run in %s was trained on (%s, SHA-256 %s…): %w; continue it on that file (flowebm train --resume %s, with --data PATH where a copy of it lies elsewhere), or train a new run with the run's settings on this file: flowebm train --config %s --data %s --out NEW",
-		file, dir, cfg.Data.File, cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))], config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), shellQuote(file))
+	data := shellQuote(given.File)
+	if given.Key != "" { // round 77 B1: the advised run read the first member
+		data += " --key " + shellQuote(given.Key)
+	}
+	return fmt.Errorf("--data %s holds other data than the run in %s was trained on (%s, SHA-256 %s…): %w; continue it on that file (flowebm train --resume %s, with --data PATH where a copy of it lies elsewhere), or train a new run with the run's settings on this file: flowebm train --config %s --data %s --out NEW%s",
+		given.File, dir, cfg.Data.File, cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))], config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), data, modesAdvice(cfg.Data.Modes))
+}
+
+// modesAdvice is what otherDataResume adds for a run whose configuration
+// names mode centres: they are the old data's (round 77 B5: the advised
+// run refused them, for a --modes the user never gave).
+func modesAdvice(modes string) string {
+	if modes == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (its data.modes, %s, are the centres of the run's data: give --modes FILE with this data's, or delete data.modes from a copy of the configuration)", modes)
 }
 
 // movedDataHint adds to err, when the run in dir was trained on a data
