@@ -15,6 +15,7 @@ type arity struct {
 	inMin, inMax   int
 	outMin, outMax int
 	in, out        []string // type variables ("T") or types ("tensor(int64)") of each
+	deprecated     bool     // removed from the standard at this opset
 }
 
 // manyOperands is ONNX's bound of a manyOperands operand list.
@@ -43,6 +44,9 @@ func checkArity(node *Node, opset int64) error {
 	if !ok {
 		return nil
 	}
+	if a.deprecated { // round 77 A4: Upsample at opset 11 was refused for its scales, which it gave
+		return fmt.Errorf("%s is deprecated from opset %d (ONNX removed it), and the model's opset is %d: the graph is not valid ONNX (onnx.checker and ONNX Runtime refuse it too); export it again%s", node.OpType, a.since, opset, replacedBy[node.OpType])
+	}
 	if n := len(node.Inputs); n < a.inMin || n > a.inMax {
 		return fmt.Errorf("%s at opset %d takes %s, the node has %d%s: the graph is not valid ONNX (onnx.checker and ONNX Runtime refuse it too); export it again", node.OpType, opset, between(a.inMin, a.inMax, "input"), n, laterInputs(node.OpType, opset, n))
 	}
@@ -51,6 +55,9 @@ func checkArity(node *Node, opset int64) error {
 	}
 	return nil
 }
+
+// replacedBy says what replaces a deprecated operator.
+var replacedBy = map[string]string{"Upsample": " (Resize replaces it; PyTorch exports F.interpolate as Resize from opset 10)"}
 
 // between says how many of what an operator takes: "2 inputs", "1 to 3
 // inputs", "1 or more outputs".

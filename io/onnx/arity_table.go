@@ -5,7 +5,8 @@ package onnx
 // opArity lists, for each operator flowebm imports, its schema at each
 // opset from MinImportOpset on where it changed: the opset it came in, the
 // numbers of inputs and outputs it takes, and the type variable of each
-// (the last one's repeats for a variadic operator).
+// (the last one's repeats for a variadic operator); deprecated marks
+// an operator ONNX removed at that opset.
 var opArity = map[string][]arity{
 	"Abs": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
@@ -349,6 +350,7 @@ var opArity = map[string][]arity{
 	},
 	"Upsample": {
 		{since: 9, inMin: 2, inMax: 2, outMin: 1, outMax: 1, in: []string{"T", "tensor(float)"}, out: []string{"T"}},
+		{since: 10, inMin: 2, inMax: 2, outMin: 1, outMax: 1, in: []string{"T", "tensor(float)"}, out: []string{"T"}, deprecated: true},
 	},
 	"Where": {
 		{since: 9, inMin: 3, inMax: 3, outMin: 1, outMax: 1, in: []string{"B", "T", "T"}, out: []string{"T"}},

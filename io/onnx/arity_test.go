@@ -56,6 +56,9 @@ func TestArityRefused(t *testing.T) {
 			at(11, nil, mdNode("c", "Sigmoid", []string{"x"}, []string{"c", "c2"}))},
 		{"celu before its opset", "Celu comes in opset 12; the model's opset is 11",
 			at(11, nil, mdNode("c", "Celu", []string{"x"}, []string{"c"}))},
+		// Round 77 A4: Upsample at opset 11 was refused for its scales.
+		{"upsample at opset 11", "Upsample is deprecated from opset 10 (ONNX removed it), and the model's opset is 11",
+			at(11, []msg{mdTensor("sc", TypeFloat, []int64{2}, mdRawF32(1, 2))}, mdNode("c", "Upsample", []string{"x", "sc"}, []string{"c"}))},
 		{"concat of none", "Concat at opset 11 takes 1 or more inputs, the node has 0",
 			at(11, nil, mdNode("c", "Concat", nil, []string{"c"}, intAttr("axis", 1).encode()))},
 	}

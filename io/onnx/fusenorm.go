@@ -59,7 +59,7 @@ func fuseNorms(nodes []*Node, g *Graph, inits map[string]*Tensor, opset int64) [
 	for _, nd := range nodes {
 		if nd.OpType == "Sqrt" && nd.Domain == "" && len(nd.Inputs) == 1 && len(nd.Outputs) == 1 {
 			o := nd.Outputs[0] // clamped: every reader a node (not a graph output)
-			nd.flatAtZero = stdChain(nd.Inputs[0], producer) || uses[o] == len(readers[o]) && clampedBelow(readers[o], c)
+			nd.flatAtZero = stdChain(nd.Inputs[0], producer, c) || uses[o] == len(readers[o]) && cosineDenominator(nd, readers[o], producer, c)
 		}
 		if f := fuseNorm(nd, inner, c, opset); f != nil {
 			for _, p := range f.fused {
@@ -86,16 +86,22 @@ func fuseNorms(nodes []*Node, g *Graph, inits map[string]*Tensor, opset int64) [
 // times the 0 derivative of what it reads made the gradient NaN) where the
 // file's graph is PyTorch's export of
 //   - a standard deviation, x.std(dim) (Sqrt of the mean of centred
-//     squares, times n/(n − 1)): PyTorch's std backward gives 0 at a
+//     squares over the axes it was centred on, times n/(n − 1) computed
+//     from the input's shape): PyTorch's std backward gives 0 at a
 //     constant row (so does the same graph as x.var(dim).sqrt(), whose
 //     PyTorch gradient there is NaN: the files cannot be told apart);
-//   - a value clamped from below, max(√s, ε), as F.cosine_similarity
-//     exports: that is flat where √s < ε, its gradient 0, PyTorch's.
+//   - F.cosine_similarity's denominator, max(√(Σa²·Σb²), ε): flat where
+//     the root is below ε, its gradient 0 there, PyTorch's.
+// Any other square root keeps its derivative +Inf at 0, and PyTorch's NaN
+// gradient (round 77 A2: a Mul by data, squares averaged over other axes
+// than they were centred on, and a hand-written sqrt(...).clamp(min=ε)
+// were marked too).
 // Round 76 A2: energy --grad at a blank image wrote nothing.
 
 // stdChain reports whether name is the mean of centred squares,
-// mean((a − mean(a))²), through at most two Mul or Div by other values.
-func stdChain(name string, producer map[string]*Node) bool {
+// mean((a − mean(a))²) over the axes a was centred on, through at most
+// two Mul or Div by values of the input's shape alone.
+func stdChain(name string, producer map[string]*Node, c constants) bool {
 	for step := 0; step <= 2; step++ {
 		p := producer[name]
 		switch {
@@ -111,8 +117,13 @@ func stdChain(name string, producer map[string]*Node) bool {
 				return false
 			}
 			m := producer[d.Inputs[1]]
-			return m != nil && m.OpType == "ReduceMean" && len(m.Inputs) >= 1 && m.Inputs[0] == d.Inputs[0]
-		case (p.OpType == "Div" || p.OpType == "Mul") && len(p.Inputs) == 2:
+			if m == nil || m.OpType != "ReduceMean" || len(m.Inputs) < 1 || m.Inputs[0] != d.Inputs[0] {
+				return false
+			}
+			outer, ok1 := reduceAxes(p, c)
+			inner, ok2 := reduceAxes(m, c)
+			return ok1 && ok2 && slices.Equal(outer, inner)
+		case (p.OpType == "Div" || p.OpType == "Mul") && len(p.Inputs) == 2 && ofShape(p.Inputs[1], producer, c, 0):
 			name = p.Inputs[0]
 		default:
 			return false
@@ -121,18 +132,71 @@ func stdChain(name string, producer map[string]*Node) bool {
 	return false
 }
 
-// clampedBelow reports whether every reader of a value is a Max with a
-// positive constant (or a Clip with a positive constant min).
-func clampedBelow(readers []*Node, c constants) bool {
-	for _, r := range readers {
-		switch {
-		case r.OpType == "Max" && len(r.Inputs) == 2 && (c.scalar(r.Inputs[0]) > 0 || c.scalar(r.Inputs[1]) > 0):
-		case r.OpType == "Clip" && len(r.Inputs) >= 2 && c.scalar(r.Inputs[1]) > 0:
-		default:
+// reduceAxes are a reduction's constant axes, sorted (false where they are
+// not constants, or absent).
+func reduceAxes(n *Node, c constants) ([]int64, bool) {
+	var axes []int64
+	if a, has := n.Attrs["axes"]; has {
+		axes = slices.Clone(a.Ints)
+	} else if len(n.Inputs) >= 2 && n.Inputs[1] != "" {
+		v, ok := c.ints(n.Inputs[1])
+		if !ok {
+			return nil, false
+		}
+		axes = slices.Clone(v)
+	}
+	slices.Sort(axes)
+	return axes, len(axes) > 0
+}
+
+// ofShape reports whether the value name is computed from constants and
+// tensors' shapes alone (std's n/(n − 1): Cast(ReduceProd(Gather(Shape(x))))).
+func ofShape(name string, producer map[string]*Node, c constants, depth int) bool {
+	if c.tensor(name) != nil {
+		return true
+	}
+	p := producer[name]
+	if p == nil || p.Domain != "" || depth > maxConstDepth {
+		return false
+	}
+	switch p.OpType {
+	case "Shape", "Size":
+		return true
+	case "Cast", "Gather", "ReduceProd", "Add", "Sub", "Mul", "Div", "Squeeze", "Unsqueeze", "Concat", "Identity":
+		for _, in := range p.Inputs {
+			if in != "" && !ofShape(in, producer, c, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// cosineDenominator reports whether the square root sqrt reads
+// Σa²·Σb² (sums of products of a value with itself) and every reader of
+// it is a Max with a positive constant: F.cosine_similarity's export.
+func cosineDenominator(sqrt *Node, readers []*Node, producer map[string]*Node, c constants) bool {
+	m := producer[sqrt.Inputs[0]]
+	if m == nil || m.OpType != "Mul" || len(m.Inputs) != 2 || len(readers) == 0 {
+		return false
+	}
+	for _, in := range m.Inputs {
+		sum := producer[in]
+		if sum == nil || sum.OpType != "ReduceSum" || len(sum.Inputs) < 1 {
+			return false
+		}
+		sq := producer[sum.Inputs[0]]
+		if sq == nil || sq.OpType != "Mul" || len(sq.Inputs) != 2 || sq.Inputs[0] != sq.Inputs[1] {
 			return false
 		}
 	}
-	return len(readers) > 0
+	for _, r := range readers {
+		if r.OpType != "Max" || len(r.Inputs) != 2 || !(c.scalar(r.Inputs[0]) > 0 || c.scalar(r.Inputs[1]) > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // fusedNorm is a ReduceL2 node and the nodes of the chain it replaces.

@@ -684,7 +684,8 @@ func reduceHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	if !ok || len(axes) == 0 {
 		if nodeInt(node, "noop_with_empty_axes", 0) != 0 {
-			return []*val{x}, nil
+			y, err := in.reduceNothing(node.OpType, x)
+			return []*val{y}, err
 		}
 		axes = nil
 	}
@@ -695,6 +696,23 @@ func reduceHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	y, err := in.reduceBy(op, x, axes)
 	return []*val{y}, err
+}
+
+// reduceNothing is a reduction over no axis (noop_with_empty_axes): each
+// element alone, with the reduction's elementwise step, x² for
+// ReduceSumSquare, |x| for ReduceL1 and ReduceL2, log x for ReduceLogSum,
+// as ONNX Runtime computes it and the ONNX specification says since it
+// was corrected (onnx#6103; round 77 A3: x was returned unchanged).
+func (in *instance) reduceNothing(op string, x *val) (*val, error) {
+	switch op {
+	case "ReduceSumSquare":
+		return in.binary(nd.Mul, x, x)
+	case "ReduceL1", "ReduceL2":
+		return in.op(nd.Unary{Fn: nd.Abs}, x.shape, x.elem, x)
+	case "ReduceLogSum":
+		return in.op(nd.Unary{Fn: nd.Log}, x.shape, x.elem, x)
+	}
+	return x, nil // sum, mean, max, min, product and log-sum-exp of one value
 }
 
 // reduce reduces x over axes (nil: all) with ONNX's output shape.

@@ -187,9 +187,6 @@ func poolHandler(kind nd.PoolKind) handler {
 		if len(x.shape) < 3 {
 			return nil, fmt.Errorf("input %v, want (N, C, spatial…)", x.shape)
 		}
-		if len(node.Outputs) > 1 && node.Outputs[1] != "" {
-			return nil, notSupported("the Indices output of MaxPool is not supported")
-		}
 		win, err := windowOf(node, x.shape[2:], nil)
 		if err != nil {
 			return nil, err
@@ -198,7 +195,9 @@ func poolHandler(kind nd.PoolKind) handler {
 			PadsBegin: win.padsBegin, PadsEnd: win.padsEnd,
 			CountIncludePad: nodeInt(node, "count_include_pad", 0) != 0, CeilMode: nodeInt(node, "ceil_mode", 0) != 0}
 		y, err := in.opInferred(o, x.elem, x)
-		return []*val{y}, err
+		// The Indices output is an error only where read (round 77 A1:
+		// PyTorch 2's exporter names it, and nothing reads it).
+		return []*val{y, {err: notSupported("the Indices output of MaxPool is not supported")}}, err
 	}
 }
 
@@ -402,11 +401,6 @@ func instanceNormHandler(in *instance, node *Node) ([]*val, error) {
 // layerNormHandler is LayerNormalization (opset 17): normalisation over
 // the axes from axis on, then Scale and optional B broadcast.
 func layerNormHandler(in *instance, node *Node) ([]*val, error) {
-	for i := 1; i < len(node.Outputs); i++ {
-		if node.Outputs[i] != "" {
-			return nil, notSupported("the Mean and InvStdDev outputs are not supported")
-		}
-	}
 	x, err := in.input(node, 0)
 	if err != nil {
 		return nil, err
@@ -438,8 +432,12 @@ func layerNormHandler(in *instance, node *Node) ([]*val, error) {
 	if b, err := in.optInput(node, 2); err != nil {
 		return nil, err
 	} else if b != nil {
-		y, err = in.binary(nd.Add, y, b)
-		return []*val{y}, err
+		if y, err = in.binary(nd.Add, y, b); err != nil {
+			return nil, err
+		}
 	}
-	return []*val{y}, nil
+	// Mean and InvStdDev are errors only where read (round 77 A1: PyTorch
+	// 2's exporter names them, and nothing reads them).
+	stat := &val{err: notSupported("the Mean and InvStdDev outputs of LayerNormalization are not supported")}
+	return []*val{y, stat, stat}, nil
 }

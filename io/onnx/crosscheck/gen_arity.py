@@ -22,18 +22,18 @@ VARIADIC = 2**31 - 1
 # Opset 18 (ONNX 1.13): the operators flowebm imports whose schema changed.
 REDUCE = ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
           "ReduceMin", "ReduceProd", "ReduceSumSquare"]
-OPSET18 = {op: (1, 2, 1, 1, ["T", "tensor(int64)"], ["T"]) for op in REDUCE}  # axes became an input
-OPSET18["Pad"] = (2, 4, 1, 1, ["T", "tensor(int64)", "T", "Tind"], ["T"])  # axes input added
-OPSET18["Resize"] = (1, 4, 1, 1, ["T1", "T2", "T2", "tensor(int64)"], ["T1"])  # antialias, axes, keep_aspect_ratio_policy attributes
-OPSET18["Split"] = (1, 2, 1, VARIADIC, ["T", "tensor(int64)"], ["T"])  # num_outputs attribute
-OPSET18["ScatterND"] = (3, 3, 1, 1, ["T", "tensor(int64)", "T"], ["T"])  # reduction max and min
-OPSET18["Mish"] = (1, 1, 1, 1, ["T"], ["T"])  # new at 18
+OPSET18 = {op: (1, 2, 1, 1, ["T", "tensor(int64)"], ["T"], False) for op in REDUCE}  # axes became an input
+OPSET18["Pad"] = (2, 4, 1, 1, ["T", "tensor(int64)", "T", "Tind"], ["T"], False)  # axes input added
+OPSET18["Resize"] = (1, 4, 1, 1, ["T1", "T2", "T2", "tensor(int64)"], ["T1"], False)  # antialias, axes, keep_aspect_ratio_policy attributes
+OPSET18["Split"] = (1, 2, 1, VARIADIC, ["T", "tensor(int64)"], ["T"], False)  # num_outputs attribute
+OPSET18["ScatterND"] = (3, 3, 1, 1, ["T", "tensor(int64)", "T"], ["T"], False)  # reduction max and min
+OPSET18["Mish"] = (1, 1, 1, 1, ["T"], ["T"], False)  # new at 18
 
 
 def row(s):
     ins = [p.typeStr for p in s.inputs]
     outs = [p.typeStr for p in s.outputs]
-    return (s.min_input, s.max_input, s.min_output, s.max_output, ins, outs)
+    return (s.min_input, s.max_input, s.min_output, s.max_output, ins, outs, s.deprecated)
 
 
 def quote(xs):
@@ -53,7 +53,8 @@ def main():
     print("// opArity lists, for each operator flowebm imports, its schema at each")
     print("// opset from MinImportOpset on where it changed: the opset it came in, the")
     print("// numbers of inputs and outputs it takes, and the type variable of each")
-    print("// (the last one's repeats for a variadic operator).")
+    print("// (the last one's repeats for a variadic operator); deprecated marks")
+    print("// an operator ONNX removed at that opset.")
     print("var opArity = map[string][]arity{")
     for op in ops:
         rows = []
@@ -72,8 +73,9 @@ def main():
             sys.exit("no schema for " + op)
         print('\t"%s": {' % op)
         for r in rows:
-            print("\t\t{since: %d, inMin: %d, inMax: %s, outMin: %d, outMax: %s, in: []string%s, out: []string%s}," %
-                  (r[0], r[1], count(r[2]), r[3], count(r[4]), quote(r[5]), quote(r[6])))
+            deprecated = ", deprecated: true" if r[7] else ""
+            print("\t\t{since: %d, inMin: %d, inMax: %s, outMin: %d, outMax: %s, in: []string%s, out: []string%s%s}," %
+                  (r[0], r[1], count(r[2]), r[3], count(r[4]), quote(r[5]), quote(r[6]), deprecated))
         print("\t},")
     print("}")
 

@@ -2055,3 +2055,23 @@ torch.manual_seed(762)
 save("std_rows_dyn", RowStd(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=13)
 save("cosine_rows_dyn", Cosine(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=13)
 save("cosine_rows_o9_dyn", Cosine(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=9)
+
+
+# Round 77 A2: square roots that are neither x.std nor cosine_similarity's
+# denominator keep PyTorch's NaN gradient at 0: squares averaged over other
+# axes than they were centred on, and a variance times data.
+class CrossAxis(nn.Module):
+    def forward(self, x):
+        v = x.view(-1, 2, 4)
+        c = v - v.mean(1, keepdim=True)
+        return torch.sqrt((c * c).mean(2)).sum(1) + x[:, 0]
+
+
+class ScaledVariance(nn.Module):
+    def forward(self, x):
+        m = x.mean(1, keepdim=True)
+        return torch.sqrt(((x - m) * (x - m)).mean(1) * F.relu(x[:, 0])) + x[:, 1]
+
+
+for name, m in [("sqrt_crossaxis_dyn", CrossAxis()), ("sqrt_scaled_var_dyn", ScaledVariance())]:
+    torch.onnx.export(m.double(), torch.randn(2, 8, dtype=torch.float64), f"{out}/{name}.onnx", opset_version=13, **dyn)
