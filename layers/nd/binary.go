@@ -374,25 +374,31 @@ func (op binaryGrad) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, er
 	if op.which == 1 {
 		d = binaryDefs[op.kind].db
 	}
+	sel := op.kind == Min || op.kind == Max
 	out := output(prealloc, ts[0].Dtype(), op.target(), ts...)
 	b := newBcast(shapeOf(ts[2]), op.target(), op.a, op.b)
 	if out.Dtype() == tensor.Float32 {
-		binaryBack(b, d, data[float32](out), data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](ts[3]))
+		binaryBack(b, d, sel, data[float32](out), data[float32](ts[0]), data[float32](ts[1]), data[float32](ts[2]), data[float32](ts[3]))
 	} else {
-		binaryBack(b, d, data[float64](out), data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](ts[3]))
+		binaryBack(b, d, sel, data[float64](out), data[float64](ts[0]), data[float64](ts[1]), data[float64](ts[2]), data[float64](ts[3]))
 	}
 	return out, nil
 }
 
 // binaryBack accumulates g⊙d(a, b, y) into out (operand 0 of b), a and b
 // being operands 1 and 2 of b and y and g of its output shape.
-func binaryBack[T fp](b *bcast, d func(a, b, y float64) float64, out, x, y, z, g []T) {
+// Where sel, a zero derivative selects a zero gradient (Min and Max,
+// as PyTorch's maximum backward masks the operand not taken: round 78 A2,
+// sqrt(max(x, 0)) at x < 0 gave ∞·0 = NaN).
+func binaryBack[T fp](b *bcast, d func(a, b, y float64) float64, sel bool, out, x, y, z, g []T) {
 	n, s0, s1, s2 := b.row(), b.inner(0), b.inner(1), b.inner(2)
 	withAcc(out, func(acc []float64) {
 		b.rows(func(o int, off []int) {
 			j, k, l := off[0], off[1], off[2]
 			for i := o; i < o+n; i++ {
-				acc[j] += float64(g[i]) * d(float64(x[k]), float64(y[l]), float64(z[i]))
+				if dv := d(float64(x[k]), float64(y[l]), float64(z[i])); dv != 0 || !sel {
+					acc[j] += float64(g[i]) * dv
+				}
 				j, k, l = j+s0, k+s1, l+s2
 			}
 		})

@@ -208,3 +208,32 @@ func BenchmarkBinaryMulScalar(b *testing.B) { benchBinary(b, Mul, []int{256, 102
 func BenchmarkBinaryAddBias(b *testing.B)   { benchBinary(b, Add, []int{256, 1024}, []int{1024}) }
 func BenchmarkBinaryAddColumn(b *testing.B) { benchBinary(b, Add, []int{256, 1024}, []int{256, 1}) }
 func BenchmarkBinaryMaxSame(b *testing.B)   { benchBinary(b, Max, []int{256, 1024}, []int{256, 1024}) }
+
+// Round 78 A2: the operand Max or Min does not take gets no gradient,
+// however large the incoming one (√ of max(x, 0) at x < 0 sent +Inf, and
+// ∞·0 made NaN where PyTorch's maximum backward masks it); Mul multiplies.
+func TestMaxSelectsZero(t *testing.T) {
+	n := []int{2}
+	a, b := vals(n, -1, 3), vals(n, 0, 0)
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		k      BinaryKind
+		da, db []float64
+	}{
+		{Max, []float64{0, inf}, []float64{inf, 0}},
+		{Min, []float64{inf, 0}, []float64{0, inf}},
+	} {
+		y, _ := eval64(t, Binary{Kind: c.k}, a, b)
+		g := vals(n, inf, inf)
+		for i, want := range [][]float64{c.da, c.db} {
+			got, _ := eval64(t, binaryGrad{kind: c.k, which: i, a: n, b: n}, a, b, vals(n, y...), g)
+			if got[0] != want[0] || got[1] != want[1] {
+				t.Errorf("%v operand %d gradient with g = +Inf: %v, want %v", c.k, i, got, want)
+			}
+		}
+	}
+	y, _ := eval64(t, Binary{Kind: Mul}, a, b)
+	if got, _ := eval64(t, binaryGrad{kind: Mul, which: 0, a: n, b: n}, a, b, vals(n, y...), vals(n, inf, inf)); !math.IsNaN(got[0]) {
+		t.Errorf("Mul by 0 with g = +Inf: %v, want NaN", got)
+	}
+}

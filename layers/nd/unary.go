@@ -402,17 +402,40 @@ func unaryBack[T fp](fn UnaryFn, out, x, y, g []T, d func(x, y, a, b float64) fl
 			slope = 0
 		}
 		for i, v := range x {
-			s := slope
-			if v > 0 {
-				s = 1
+			switch {
+			case v > 0:
+				out[i] = g[i]
+			case slope == 0:
+				out[i] = 0 // selected, as PyTorch's threshold_backward: 0 even where g is ±Inf or NaN
+			default:
+				out[i] = g[i] * slope
 			}
-			out[i] = g[i] * s
 		}
 		return
 	}
+	sel := selects(fn)
 	for i, v := range x {
-		out[i] = T(float64(g[i]) * d(float64(v), float64(y[i]), a, b))
+		dv := d(float64(v), float64(y[i]), a, b)
+		if dv == 0 && sel && (fn != HardSwish || v <= -3) {
+			out[i] = 0 // a flat piece passes no gradient, however large g (round 78 A2: ∞·0 made NaN)
+			continue
+		}
+		out[i] = T(float64(g[i]) * dv)
 	}
+}
+
+// selects reports whether fn's gradient is zero by selection where its
+// derivative is zero, as PyTorch's backward computes it (clamp,
+// hardsigmoid, hardswish below −3, and the piecewise constant functions:
+// where(mask, g, 0), not g·0): an infinite g from a square root at 0
+// after relu(x) or clamp(x, min=0) gives 0 there, not NaN. Elsewhere (cos
+// at 0, |x| at 0) PyTorch multiplies, and so does Unary.
+func selects(fn UnaryFn) bool {
+	switch fn {
+	case Clip, HardSigmoid, HardSwish, Floor, Ceil, Round, Sign:
+		return true
+	}
+	return false
 }
 
 // WriteHash writes the function and parameters.

@@ -183,3 +183,36 @@ func TestReluSpecialValues(t *testing.T) {
 		}
 	}
 }
+
+// Round 78 A2: a flat piece of relu, clamp, hardsigmoid or hardswish (and
+// the piecewise constant functions) passes no gradient however large the
+// incoming one: √ at 0 after relu(x) sent +Inf, and ∞·0 made NaN where
+// PyTorch's backward selects 0. Where PyTorch multiplies (|x| at 0,
+// leaky relu) the product stands.
+func TestFlatPiecesSelectZero(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	for _, c := range []struct {
+		op      Unary
+		x, want []float64
+	}{
+		{Unary{Fn: Relu}, []float64{-1, 0, 2}, []float64{0, 0, inf}},
+		{Unary{Fn: LeakyRelu, A: 0.1}, []float64{-1}, []float64{inf}},
+		{Unary{Fn: Clip, A: 0, B: 1}, []float64{-1, 2, 0.5}, []float64{0, 0, inf}},
+		{Unary{Fn: HardSigmoid, A: 0.2, B: 0.5}, []float64{-5, 5}, []float64{0, 0}},
+		{Unary{Fn: HardSwish}, []float64{-4, -1.5}, []float64{0, nan}},
+		{Unary{Fn: Floor}, []float64{1.5}, []float64{0}},
+		{Unary{Fn: Abs}, []float64{0}, []float64{nan}},
+	} {
+		y, _ := eval64(t, c.op, vals([]int{len(c.x)}, c.x...))
+		g := make([]float64, len(c.x))
+		for i := range g {
+			g[i] = inf
+		}
+		got, _ := eval64(t, unaryGrad{op: c.op}, vals([]int{len(c.x)}, c.x...), vals([]int{len(y)}, y...), vals([]int{len(g)}, g...))
+		for i := range got {
+			if !(got[i] == c.want[i] || math.IsNaN(got[i]) && math.IsNaN(c.want[i])) {
+				t.Errorf("%v′ at %v with g = +Inf: %v, want %v", c.op, c.x[i], got[i], c.want[i])
+			}
+		}
+	}
+}

@@ -2075,3 +2075,18 @@ class ScaledVariance(nn.Module):
 
 for name, m in [("sqrt_crossaxis_dyn", CrossAxis()), ("sqrt_scaled_var_dyn", ScaledVariance())]:
     torch.onnx.export(m.double(), torch.randn(2, 8, dtype=torch.float64), f"{out}/{name}.onnx", opset_version=13, **dyn)
+
+
+# Round 78 A2: a square root after a flat piece (relu, clamp, maximum) sent
+# +Inf into it at 0, and ∞·0 made the gradient NaN where PyTorch's backward
+# selects 0. (hardsigmoid too, but its export holds 1/6 in float32, 2e-9
+# from PyTorch's; layers/nd tests it.)
+class FlatThenSqrt(nn.Module):
+    def forward(self, x):
+        a = F.relu(x[:, :2]).sqrt().sum(1) + torch.clamp(x[:, 2:4], min=0).sqrt().sum(1)
+        b = torch.maximum(x[:, 4:], torch.zeros_like(x[:, 4:])).sqrt().sum(1)
+        return a + b + 0.5 * (x * x).sum(1)
+
+
+torch.manual_seed(78)
+save("flat_sqrt_dyn", FlatThenSqrt(), (6,), torch.float64, 4, [9], dynamic=True, opset=13)
