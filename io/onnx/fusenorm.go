@@ -99,37 +99,55 @@ func fuseNorms(nodes []*Node, g *Graph, inits map[string]*Tensor, opset int64) [
 // Round 76 A2: energy --grad at a blank image wrote nothing.
 
 // stdChain reports whether name is the mean of centred squares,
-// mean((a − mean(a))²) over the axes a was centred on, through at most
-// two Mul or Div by values of the input's shape alone.
+// mean((a − mean(a))²) over the axes a was centred on, either alone
+// (x.std(dim, unbiased=False)) or times n/(n − k) as PyTorch writes the
+// correction: Div(Mul(mean, n), Sub(n, k)), n computed from the input's
+// shape and k a constant (round 78 A1: any factor was taken, 0.5 or n
+// alone included, where PyTorch's gradient is NaN).
 func stdChain(name string, producer map[string]*Node, c constants) bool {
-	for step := 0; step <= 2; step++ {
-		p := producer[name]
-		switch {
-		case p == nil || p.Domain != "":
-			return false
-		case p.OpType == "ReduceMean" && len(p.Inputs) >= 1:
-			sq := producer[p.Inputs[0]]
-			if sq == nil || sq.OpType != "Mul" || len(sq.Inputs) != 2 || sq.Inputs[0] != sq.Inputs[1] {
-				return false
-			}
-			d := producer[sq.Inputs[0]]
-			if d == nil || d.OpType != "Sub" || len(d.Inputs) != 2 {
-				return false
-			}
-			m := producer[d.Inputs[1]]
-			if m == nil || m.OpType != "ReduceMean" || len(m.Inputs) < 1 || m.Inputs[0] != d.Inputs[0] {
-				return false
-			}
-			outer, ok1 := reduceAxes(p, c)
-			inner, ok2 := reduceAxes(m, c)
-			return ok1 && ok2 && slices.Equal(outer, inner)
-		case (p.OpType == "Div" || p.OpType == "Mul") && len(p.Inputs) == 2 && ofShape(p.Inputs[1], producer, c, 0):
-			name = p.Inputs[0]
-		default:
+	if div := producer[name]; div != nil && div.OpType == "Div" && len(div.Inputs) == 2 {
+		mul := producer[div.Inputs[0]]
+		if mul == nil || mul.OpType != "Mul" || len(mul.Inputs) != 2 || !ofShape(mul.Inputs[1], producer, c, 0) {
 			return false
 		}
+		sub := producer[uncast(div.Inputs[1], producer)]
+		if sub == nil || sub.OpType != "Sub" || len(sub.Inputs) != 2 || !(c.scalar(sub.Inputs[1]) >= 0) ||
+			uncast(sub.Inputs[0], producer) != uncast(mul.Inputs[1], producer) {
+			return false
+		}
+		name = mul.Inputs[0]
 	}
-	return false
+	p := producer[name]
+	if p == nil || p.Domain != "" || p.OpType != "ReduceMean" || len(p.Inputs) < 1 {
+		return false
+	}
+	sq := producer[p.Inputs[0]]
+	if sq == nil || sq.OpType != "Mul" || len(sq.Inputs) != 2 || sq.Inputs[0] != sq.Inputs[1] {
+		return false
+	}
+	d := producer[sq.Inputs[0]]
+	if d == nil || d.OpType != "Sub" || len(d.Inputs) != 2 {
+		return false
+	}
+	m := producer[d.Inputs[1]]
+	if m == nil || m.OpType != "ReduceMean" || len(m.Inputs) < 1 || m.Inputs[0] != d.Inputs[0] {
+		return false
+	}
+	outer, ok1 := reduceAxes(p, c)
+	inner, ok2 := reduceAxes(m, c)
+	return ok1 && ok2 && slices.Equal(outer, inner)
+}
+
+// uncast is the value name is a Cast of (through Casts), or name.
+func uncast(name string, producer map[string]*Node) string {
+	for range maxConstDepth {
+		p := producer[name]
+		if p == nil || p.OpType != "Cast" || len(p.Inputs) != 1 {
+			break
+		}
+		name = p.Inputs[0]
+	}
+	return name
 }
 
 // reduceAxes are a reduction's constant axes, sorted (false where they are

@@ -76,6 +76,8 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// Round 78 A2: a square root after relu, clamp or maximum at
 		// their flat pieces (NaN gradient; PyTorch's 0).
 		{"flat_sqrt_dyn", false, []int{9}},
+		// Round 78 A1: x.std(1, correction=2) at constant rows.
+		{"std_correction2_dyn", false, []int{9}},
 		// Probe 57 A7: InstanceNorm with running statistics (computed
 		// mean and variance), refused.
 		{"instnorm_running_b4", true, []int{5}},

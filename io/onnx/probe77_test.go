@@ -51,6 +51,8 @@ func TestSqrtFlatAtZeroOnlyForStdAndCosine(t *testing.T) {
 	for name, want := range map[string]bool{
 		"std_rows_dyn": true, "cosine_rows_dyn": true, "cosine_rows_o9_dyn": true,
 		"sqrt_crossaxis_dyn": false, "sqrt_scaled_var_dyn": false,
+		// Round 78 A1: a variance times 0.5, or times n alone.
+		"std_correction2_dyn": true, "sqrt_half_var_dyn": false,
 	} {
 		n, err := ReadFile(filepath.Join("testdata", "pinned", name+".onnx"))
 		if err != nil {

@@ -2073,7 +2073,14 @@ class ScaledVariance(nn.Module):
         return torch.sqrt(((x - m) * (x - m)).mean(1) * F.relu(x[:, 0])) + x[:, 1]
 
 
-for name, m in [("sqrt_crossaxis_dyn", CrossAxis()), ("sqrt_scaled_var_dyn", ScaledVariance())]:
+# Round 78 A1: a variance times a constant, or times n alone, is not std.
+class HalfVariance(nn.Module):
+    def forward(self, x):
+        c = x - x.mean(1, keepdim=True)
+        return ((c * c).mean(1) * 0.5).sqrt() + ((c * c).mean(1) * x.shape[1]).sqrt() + x[:, 0]
+
+
+for name, m in [("sqrt_crossaxis_dyn", CrossAxis()), ("sqrt_scaled_var_dyn", ScaledVariance()), ("sqrt_half_var_dyn", HalfVariance())]:
     torch.onnx.export(m.double(), torch.randn(2, 8, dtype=torch.float64), f"{out}/{name}.onnx", opset_version=13, **dyn)
 
 
@@ -2090,3 +2097,14 @@ class FlatThenSqrt(nn.Module):
 
 torch.manual_seed(78)
 save("flat_sqrt_dyn", FlatThenSqrt(), (6,), torch.float64, 4, [9], dynamic=True, opset=13)
+
+
+# Round 78 A1: x.std with another correction, n/(n - 2), keeps PyTorch's
+# gradient 0 at constant rows.
+class StdCorrection2(nn.Module):
+    def forward(self, x):
+        return torch.std(x, 1, correction=2) + 0.1 * x.sum(1)
+
+
+torch.manual_seed(781)
+save("std_correction2_dyn", StdCorrection2(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=13)
