@@ -313,6 +313,7 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		if m.Flow == nil {
 			return fmt.Errorf("%s: the checkpoint has no flow", in)
 		}
+		o.Scaling = m.Scaling // recorded in the graphs' metadata: sample reads their units (round 78 B3)
 		b, err = flowGraph(m.Flow, what == "flow-sample", o)
 	default:
 		return fmt.Errorf("--what %q, want ebm, energy, flow-sample or flow-density", what)

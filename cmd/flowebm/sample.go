@@ -37,6 +37,7 @@ import (
 )
 
 type sampleFlags struct {
+	notes                      io.Writer // where notes go (the command's stderr; nil: os.Stderr)
 	model, flow, sampler, out  string
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
@@ -94,7 +95,7 @@ flow's samples when there is a flow (with mala, ula and hmc too, so --flow
 sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1); --starts
 FILE gives them instead (an energy defined on part of the space only).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runSample(cmd, f) },
+		RunE: func(cmd *cobra.Command, args []string) error { f.notes = cmd.ErrOrStderr(); return runSample(cmd, f) },
 	}
 	bindSampleFlags(cmd.Flags(), &f)
 	return cmd
@@ -246,7 +247,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	var graphs [][]byte
 	if ar, ok := run.(*adaptiveRun); ok && f.flowOut != "" {
-		if graphs, err = f.flowGraphs(ar.flow); err != nil {
+		if graphs, err = f.flowGraphs(ar.flow, m.Scaling); err != nil {
 			return err
 		}
 	}
@@ -924,16 +925,16 @@ func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleC
 
 // flowGraphs are the trained flow's two graphs for --flow-out: an ONNX
 // flow with its weights replaced, flowebm's RealNVP exported.
-func (f sampleFlags) flowGraphs(flow *graph.Flow) ([][]byte, error) {
+func (f sampleFlags) flowGraphs(flow *graph.Flow, scaling *data.Scaling) ([][]byte, error) {
 	if _, ok := flow.Net.(*onnx.FlowNet); ok {
 		sb, db, err := onnx.EncodeFlowWeights(flow)
 		return [][]byte{sb, db}, err
 	}
-	sb, err := onnx.FlowSample(flow, onnx.Options{})
+	sb, err := onnx.FlowSample(flow, onnx.Options{Scaling: scaling}) // the chains' units, recorded
 	if err != nil {
 		return nil, err
 	}
-	db, err := onnx.FlowDensity(flow, onnx.Options{Latent: true}) // with z: the pair drives NeuTra too
+	db, err := onnx.FlowDensity(flow, onnx.Options{Latent: true, Scaling: scaling}) // with z: the pair drives NeuTra too
 	return [][]byte{sb, db}, err
 }
 
@@ -992,7 +993,7 @@ func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) 
 			return m, err
 		}
 		if note := flowUnitsNote(f.flow, m.Scaling, flowScaling); note != "" {
-			fmt.Fprintln(os.Stderr, "flowebm: note:", note)
+			fmt.Fprintln(cmp.Or[io.Writer](f.notes, os.Stderr), "flowebm: note:", note)
 		}
 		if flow.Dim() != m.EBM.Dim() {
 			return m, fmt.Errorf("--flow %s: the flow has dimension %d, the model %d", f.flow, flow.Dim(), m.EBM.Dim())
@@ -1064,7 +1065,11 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 		}
 	}
 	flow, err := onnx.ReadFlow(f.flow, f.flowDensity, onnx.FlowConfig{BaseSigma: sigma, Frozen: !f.trainFlow})
-	return flow, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	scaling, err := onnx.FlowStandardization(f.flow, flow.Dim()) // flowebm's exports record their units (round 78 B3)
+	return flow, scaling, err
 }
 
 // flowUnitsNote says when the flow of --flow (a run's) lives in other

@@ -31,6 +31,7 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
@@ -491,12 +492,17 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 	for _, c := range []struct{ field, have, want string }{ // what names the run, first
 		{"experiment", have.Experiment, want.Experiment},
 		{"data.file", dataOf(have), dataOf(want)},
+		{"data.key", memberOf(have.Data), memberOf(want.Data)}, // round 78 B1: seeds on two members summarised as one set
 		{"train.algorithm", string(have.Train.Algorithm), string(want.Train.Algorithm)},
 		{"seed", fmt.Sprint(have.Seed), fmt.Sprint(want.Seed)},
 		{"train.iterations", fmt.Sprint(have.Train.Iterations), fmt.Sprint(want.Train.Iterations)},
 	} {
 		if c.have != c.want {
-			return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: %s", dir, c.field, c.have, c.want, seedAdvice(dir))
+			advice := seedAdvice(dir)
+			if c.field == "data.key" {
+				advice = fmt.Sprintf("give --key %s to continue the set on its member, or %s", shellQuote(c.have), advice)
+			}
+			return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: %s", dir, c.field, c.have, c.want, advice)
 		}
 	}
 	// Then the whole configuration: seeds trained with other settings
@@ -511,6 +517,21 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		return seedInterrupted, nil
 	}
 	return seedFinished, nil
+}
+
+// memberOf is the .npz member a run's data reads: its key, or the
+// archive's first member where none is given ("" for other files).
+func memberOf(d *config.Data) string {
+	if d == nil || d.Key != "" || !strings.EqualFold(filepath.Ext(d.File), ".npz") {
+		if d == nil {
+			return ""
+		}
+		return d.Key
+	}
+	if names, err := data.NPZNames(d.File); err == nil && len(names) > 0 {
+		return names[0]
+	}
+	return ""
 }
 
 // seedAdvice is how to get past a seed's folder dir that --seeds cannot

@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
-	"gorgonia.org/tensor"
 )
 
 // Options configure an export. The zero value writes the model's own dtype
@@ -405,6 +408,44 @@ func baseEntry(g layers.Gaussian) [2]string {
 	return [2]string{BaseSigmaKey, "[" + strings.Join(parts, ", ") + "]"}
 }
 
+// flowEntries are a flow's metadata_props: its weights, its base's σ and,
+// for a flow in standardised coordinates, the scaling (round 78 B3: sample
+// took the exports of a run's flow to be in the data's units).
+func flowEntries(f *graph.Flow, s *data.Scaling) [][2]string {
+	entries := [][2]string{parametersEntry(f.Params), baseEntry(f.Base)}
+	if s != nil {
+		b, _ := json.Marshal(s) // floats of a valid scaling always marshal
+		entries = append(entries, [2]string{StandardizationKey, string(b)})
+	}
+	return entries
+}
+
+// FlowStandardization is the data scaling whose standardised coordinates
+// the flow of the ONNX file at path lives in, as flowebm's exports record
+// it (StandardizationKey); nil for a file that records none (the data's
+// own units), and an error for a record that is not a scaling of d
+// coordinates.
+func FlowStandardization(path string, d int) (*data.Scaling, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := DecodeModel(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	v, ok := m.Metadata[StandardizationKey]
+	if !ok {
+		return nil, nil
+	}
+	var s data.Scaling
+	if err := json.Unmarshal([]byte(v), &s); err != nil || len(s.Shift) != d || len(s.Scale) != d || slices.ContainsFunc(s.Scale, func(v float64) bool { return !(v > 0) || math.IsInf(v, 0) }) ||
+		slices.ContainsFunc(s.Shift, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }) {
+		return nil, fmt.Errorf("%s: metadata_props %q is %.80q, want {\"shift\": […], \"scale\": […]} of %d numbers each, finite, scales positive", path, StandardizationKey, v, d)
+	}
+	return &s, nil
+}
+
 // FlowSample returns the ONNX model of f's sampling direction: input "z"
 // (batch, d), base draws; outputs "x" (batch, d) = T(z) and "log_density"
 // (batch) = log λ(x) = log ρ(z) − log|det J_T(z)|.
@@ -423,7 +464,7 @@ func FlowSample(f *graph.Flow, o Options) ([]byte, error) {
 	b.rename(x, FlowX)
 	b.rename(b.node("Sub", []string{b.gaussianLogProb(f.Base, "z"), ld}), FlowLogDensity)
 	g := b.graph("flow_sample", []msg{valueInfo("z", dt, "batch", d)}, []msg{valueInfo(FlowX, dt, "batch", d), valueInfo(FlowLogDensity, dt, "batch")})
-	return model(g, fe.what+": z ↦ (x = T(z), log λ(x))", parametersEntry(f.Params), baseEntry(f.Base)), nil
+	return model(g, fe.what+": z ↦ (x = T(z), log λ(x))", flowEntries(f, o.Scaling)...), nil
 }
 
 // FlowDensity returns the ONNX model of f's density: input "x" (batch, d),
@@ -449,7 +490,7 @@ func FlowDensity(f *graph.Flow, o Options) ([]byte, error) {
 		outputs, doc = append(outputs, valueInfo(FlowLatent, dt, "batch", d)), fe.what+": x ↦ (log λ(x), z = T⁻¹(x))"
 	}
 	g := b.graph("flow_density", []msg{valueInfo("x", dt, "batch", d)}, outputs)
-	return model(g, doc, parametersEntry(f.Params), baseEntry(f.Base)), nil
+	return model(g, doc, flowEntries(f, o.Scaling)...), nil
 }
 
 // flowExport is how FlowSample and FlowDensity write one kind of flow.

@@ -41,6 +41,10 @@ const (
 	// BaseSigmaKey is the metadata_props key giving the base's σ: one
 	// number, or a JSON-style list of d numbers.
 	BaseSigmaKey = "flowebm.base_sigma"
+	// StandardizationKey is the metadata_props key of the data scaling
+	// whose standardised coordinates a flow flowebm exported lives in
+	// (JSON {"shift": […], "scale": […]}); absent: the data's own units.
+	StandardizationKey = "flowebm.standardization"
 )
 
 // FlowConfig selects the outputs of a flow's two graphs. The zero value
