@@ -28,7 +28,7 @@ import (
 // and acceptance.png (the samplers' acceptance over training, for
 // algorithms with an accept step); .svg or .pdf for those formats.
 func WriteRun(r *training.Run, f Format) error {
-	if g := r.Grid(); g != nil && len(r.Evals) > 0 {
+	if g := r.Grid(); g != nil { // from the checkpoint, evaluated or not (round 78 B5)
 		dp := Density{
 			Title:   fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter),
 			Grid:    g,
@@ -57,6 +57,9 @@ func WriteRun(r *training.Run, f Format) error {
 		if err := writeImageFigures(r, f); err != nil {
 			return err
 		}
+	}
+	if len(r.Evals) == 0 {
+		return nil // no evaluation to draw
 	}
 	return History{Experiment: r.Experiment, Algorithm: r.Config.Train.Algorithm, RHatChains: r.Config.RHatChains, Evals: r.Evals}.Write(r.Dir, f)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -50,6 +51,11 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		return "", err
 	}
 	if !isTrainingRun(dir) {
+		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) { // round 78 B6: "is not a run folder"
+			return "", fmt.Errorf("%s does not exist: give a folder that flowebm train wrote", dir)
+		} else if err == nil && !fi.IsDir() {
+			return "", fmt.Errorf("%s is a file, not a run folder: give a folder that flowebm train wrote%s", dir, checkpointOfRun(dir))
+		}
 		if restore := training.ConfigRestore(dir); restore != "" && !exists(filepath.Join(dir, "config.json")) { // probes 60, 61: "no config.json or checkpoint/" beside its checkpoint
 			return "", fmt.Errorf("%s is a run folder without its config.json: %s", dir, restore)
 		}
@@ -98,9 +104,6 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 	for _, n := range run.Notes { // a checkpoint passed over, another build
 		fmt.Fprintln(os.Stderr, "flowebm: note:", n)
 	}
-	if len(run.Evals) == 0 {
-		return "", fmt.Errorf("%s: no evaluations yet: nothing to draw", dir)
-	}
 	hook("plot-read")
 	if err := run.FillGrid(); err != nil {
 		return "", err
@@ -118,6 +121,9 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 	}
 	if moved := (*folderChangedError)(nil); errors.As(check(), &moved) && moved.now != "" {
 		return fmt.Sprintf("the run that was at %s, now at %s", dir, moved.now), nil
+	}
+	if len(run.Evals) == 0 { // round 78 B5: "no evaluations yet: nothing to draw", beside its checkpoint
+		return fmt.Sprintf("%s, those of its model from its checkpoint at iteration %d (it has no evaluation yet: the evaluations' figures come with the first, every eval_every iterations)", dir, run.Trainer.Iter), nil
 	}
 	return dir, nil
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -64,6 +68,74 @@ func TestConvertedFlowUnits(t *testing.T) {
 			"--chains", "4", "--steps", "4", "--warmup", "2", "--out", filepath.Join(dir, filepath.Base(model)+".npy"))
 		if code != 0 || strings.Contains(errOut, "was trained in other units than --model's chains") != note {
 			t.Errorf("--model %s: exit %d, stderr %q; want the units note: %v", model, code, errOut, note)
+		}
+	}
+}
+
+// Round 78 B5: plot of a run with a checkpoint but no evaluation yet said
+// "nothing to draw"; it draws the model's figures from the checkpoint.
+func TestPlotBeforeTheFirstEvaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains until interrupted")
+	}
+	dir := t.TempDir()
+	cfgText, errOut, code := runCLI("train", "--iterations", "100000", "--print-config")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(cfgText), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["checkpoint_every"], cfg["eval_every"] = 20, 100000
+	b, _ := json.Marshal(cfg)
+	config := writeFile(t, dir, "c.json", string(b))
+	runDir := filepath.Join(dir, "run")
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() { done <- run([]string{"train", "--config", config, "--quiet", "--out", runDir}, &out, &errb) }()
+	for {
+		if _, err := os.Stat(filepath.Join(runDir, "checkpoint", "state.json")); err == nil {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("train ended (%d) before its first checkpoint: %s", code, errb.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	stdout, errOut, code := runCLI("plot", runDir)
+	if code != 0 || !strings.Contains(stdout, "it has no evaluation yet") || !exists(filepath.Join(runDir, "density.png")) {
+		t.Errorf("plot: exit %d, %q, %q", code, stdout, errOut)
+	}
+}
+
+// Round 78 B4, B6: train --config FILE --key K was told to give a
+// --config with a data section, which it had; plot of a missing path or a
+// file said "is not a run folder (no config.json or checkpoint/)".
+func TestConfigKeyAndPlotPathMessages(t *testing.T) {
+	dir := t.TempDir()
+	var rows strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&rows, "%.4f,%.4f\n", wave(200)[2*i], wave(200)[2*i+1])
+	}
+	data := writeFile(t, dir, "a.csv", rows.String())
+	cfg, errOut, code := runCLI("train", "--data", data, "--print-config")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	config := writeFile(t, dir, "c.json", cfg)
+	if _, errOut, code := runCLI("train", "--config", config, "--key", "x", "--out", filepath.Join(dir, "r")); code != 2 ||
+		!strings.Contains(errOut, "--key chooses the member of --data: give the configuration's data file with it (--data FILE --key x), or set data.key in "+config) {
+		t.Errorf("--config --key: exit %d, %s", code, errOut)
+	}
+	for path, want := range map[string]string{filepath.Join(dir, "none"): "none does not exist", data: "a.csv is a file, not a run folder"} {
+		if _, errOut, code := runCLI("plot", path); code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("plot %s: exit %d, %s", path, code, errOut)
 		}
 	}
 }

@@ -594,8 +594,11 @@ func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
 		return resumeKeyError(f.resume) // probe 25: it asked for --data, which an experiment's run then refused
 	case f.data.File == "":
 		for _, name := range []string{"key", "holdout", "standardize", "modes", "drop-nonfinite"} {
-			if cmd.Flags().Changed(name) && (f.config == "" || name == "key") {
+			switch {
+			case cmd.Flags().Changed(name) && f.config == "":
 				return fmt.Errorf("--%s applies to a data set: give --data FILE (or a --config with a data section)", name)
+			case cmd.Flags().Changed(name) && name == "key": // round 78 B4: told to give the --config it was given
+				return fmt.Errorf("--key chooses the member of --data: give the configuration's data file with it (--data FILE --key %s), or set data.key in %s", shellQuote(f.data.Key), f.config)
 			}
 		}
 	case cmd.Flags().Changed("experiment"):
