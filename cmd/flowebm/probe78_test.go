@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +140,50 @@ func TestConfigKeyAndPlotPathMessages(t *testing.T) {
 		if _, errOut, code := runCLI("plot", path); code != 2 || !strings.Contains(errOut, want) {
 			t.Errorf("plot %s: exit %d, %s", path, code, errOut)
 		}
+	}
+}
+
+// fakeMNIST writes MNIST's four IDX files, of n training and n/4 test
+// images of noise drawn from seed, into a new folder.
+func fakeMNIST(t *testing.T, n int, seed uint64) string {
+	t.Helper()
+	dir := t.TempDir()
+	idx := func(name string, magic uint32, dims []uint32, count int) {
+		var b bytes.Buffer
+		binary.Write(&b, binary.BigEndian, magic)
+		binary.Write(&b, binary.BigEndian, dims)
+		rng := rand.New(rand.NewPCG(seed, uint64(magic)))
+		for range count {
+			b.WriteByte(byte(rng.IntN(256) % map[uint32]int{2051: 256, 2049: 10}[magic]))
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for prefix, m := range map[string]int{"train": n, "t10k": n / 4} {
+		idx(prefix+"-images-idx3-ubyte", 2051, []uint32{uint32(m), 28, 28}, m*784)
+		idx(prefix+"-labels-idx1-ubyte", 2049, []uint32{uint32(m)}, m)
+	}
+	return dir
+}
+
+// Round 78 B2: train --config RUN/config.json --data-dir OTHER, a new run,
+// was refused by the configuration's data_dir_sha256, with advice to
+// start a new run; the resume's refusal gave no command for one.
+func TestConfigWithOtherDataDir(t *testing.T) {
+	a, b := fakeMNIST(t, 200, 1), fakeMNIST(t, 200, 2)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "rm")
+	if _, errOut, code := runCLI("train", "--experiment", "mnist", "--data-dir", a, "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", runDir); code != 0 {
+		t.Fatalf("train: %s", errOut)
+	}
+	_, errOut, code := runCLI("train", "--resume", runDir, "--data-dir", b)
+	advice := "a new run with the run's settings on these files: flowebm train --config " + filepath.Join(runDir, "config.json") + " --data-dir " + b + " --out NEW"
+	if code != 2 || !strings.Contains(errOut, advice) {
+		t.Fatalf("resume on other files: exit %d, %s", code, errOut)
+	}
+	args := strings.Fields(strings.Replace(errOut[strings.Index(errOut, "flowebm train --config"):], "NEW", filepath.Join(dir, "new"), 1))[1:]
+	if _, errOut, code := runCLI(append(args, "--iterations", "2", "--quiet")...); code != 0 || !strings.Contains(errOut, "data_dir_sha256) are dropped") {
+		t.Errorf("the advised %v: exit %d, %s", args, code, errOut)
 	}
 }

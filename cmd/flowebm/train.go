@@ -796,6 +796,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 		if f.data.File != "" && errors.Is(err, config.ErrOtherData) {
 			return nil, nil, otherDataResume(f.resume, f.data, err)
 		}
+		if f.dataDir != "" && errors.Is(err, config.ErrOtherData) { // round 78 B2: "or start a new run", no command
+			return nil, nil, fmt.Errorf("%w: a new run with the run's settings on these files: flowebm train --config %s --data-dir %s --out NEW", err, shellQuote(filepath.Join(f.resume, "config.json")), shellQuote(f.dataDir))
+		}
 		if f.data.File != "" || f.dataDir != "" {
 			return nil, nil, err // the path given is wrong: no advice to give one
 		}
@@ -943,6 +946,10 @@ func (f trainFlags) plan(cmd *cobra.Command) (*training.Plan, error) {
 	if dataDir != "" {
 		if _, ok := dataDirEnv(plan.Config.Experiment); !ok || plan.Config.Data != nil {
 			return nil, fmt.Errorf("--data-dir %s: %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, plan.Config.Source())
+		}
+		if old := plan.Config.DataDir; plan.Config.DataDirSHA256 != nil && old != dataDir { // round 78 B2: refused as other data, for a new run
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: --data-dir %s replaces the configuration's data_dir %s: the SHA-256 it records of that folder's files (data_dir_sha256) are dropped, and those of this one recorded\n", f.dataDir, old)
+			plan.Config.DataDirSHA256 = nil
 		}
 		plan.Config.DataDir = dataDir
 	} else if plan.Config.DataDir == "" && plan.Config.Data == nil {
