@@ -101,7 +101,7 @@ func runReport(out io.Writer, f reproduceFlags) error {
 	}
 	fmt.Fprintf(out, "report: %s (%d of %d runs have a result)\n", filepath.Join(dir, "report.md"), have, len(runs))
 	if len(lacking) > 0 {
-		fmt.Fprintf(out, "partial set: the report marks the %d runs without a result, and the tables they leave partial:\n%s\n", len(lacking), strings.Join(lacking, "\n"))
+		fmt.Fprintf(out, "partial set: the report marks the %s without a result, and the tables they leave partial:\n%s\n", count(len(lacking), "run"), strings.Join(lacking, "\n"))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%d run folder(s) or seeds.json file(s) could not be read or hold runs of other settings; the report marks them: %s", len(bad), strings.Join(bad, "; "))
