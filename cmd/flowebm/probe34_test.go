@@ -360,7 +360,7 @@ func TestSampleEdgeEnergiesRound35(t *testing.T) {
 	edge := filepath.Join("..", "..", "io", "onnx", "testdata", "edge")
 	dir := t.TempDir()
 	for model, want := range map[string]string{
-		"sqrt_relu_energy.onnx": "the chains' starting points: the gradient at point 1 (counting from 1) is NaN",
+		"where_sqrt_energy.onnx": "the chains' starting points: the gradient at point 1 (counting from 1) is NaN",
 		"clip_empty.onnx":       `node "a1" (Clip): bound 1 ("lo") holds 0 values, want one`,
 		"isnan_energy.onnx":     "isnan_energy.onnx: evaluating it at the chains' starting points: the energy has no gradient with respect to its input",
 	} {

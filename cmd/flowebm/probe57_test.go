@@ -69,7 +69,7 @@ func TestNormGradientAtZero(t *testing.T) {
 // rejected every proposal there without a word, ULA said the energy was
 // NaN, and sample advised --starts. Each now says what it is.
 func TestUndefinedGradientSaid(t *testing.T) {
-	model := pinnedModel(t, "sqrt_relu_dyn")
+	model := pinnedModel(t, "where_sqrt_dyn")
 	inTempDir(t)
 	npy.WriteFile("p.npy", &npy.Array{Shape: []int{1, 2}, Data: []float64{-1, 0.3}}, npy.Float64)
 	npy.WriteFile("st.npy", &npy.Array{Shape: []int{1, 2}, Data: []float64{1.5, 0}}, npy.Float64)

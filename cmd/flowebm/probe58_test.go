@@ -13,7 +13,7 @@ import (
 // start where the gradient is undefined was blamed on the model, without
 // naming --starts.
 func TestULACheckpointAndStartsNamed(t *testing.T) {
-	model := pinnedModel(t, "sqrt_relu_dyn")
+	model := pinnedModel(t, "where_sqrt_dyn")
 	inTempDir(t)
 	npy.WriteFile("st.npy", &npy.Array{Shape: []int{1, 2}, Data: []float64{1.5, 0}}, npy.Float64)
 	npy.WriteFile("bad.npy", &npy.Array{Shape: []int{2, 2}, Data: []float64{1.5, 0, -1, 0.3}}, npy.Float64)

@@ -214,7 +214,9 @@ func globalPool(kind nd.ReduceKind) handler {
 		for i := 2; i < len(x.shape); i++ {
 			axes = append(axes, int64(i))
 		}
-		y, err := in.reduce(kind, x, axes, true)
+		// GlobalMaxPool's gradient goes to the first of tied maxima, as
+		// PyTorch's adaptive_max_pool (round 79 A4: split among them).
+		y, err := in.reduceBy(nd.Reduce{Kind: kind, KeepDims: true, FirstTie: kind == nd.ReduceMax}, x, axes)
 		return []*val{y}, err
 	}
 }

@@ -78,6 +78,9 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		{"flat_sqrt_dyn", false, []int{9}},
 		// Round 78 A1: x.std(1, correction=2) at constant rows.
 		{"std_correction2_dyn", false, []int{9}},
+		// Round 79 A1, A4: integer points: GlobalMaxPool's ties, hardswish
+		// at ±3.
+		{"ties_kinks_dyn", false, []int{9}},
 		// Probe 57 A7: InstanceNorm with running statistics (computed
 		// mean and variance), refused.
 		{"instnorm_running_b4", true, []int{5}},

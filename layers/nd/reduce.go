@@ -56,6 +56,10 @@ type Reduce struct {
 	KeepDims bool
 	Rank     int
 	P        float64
+	// FirstTie gives ReduceMax's and ReduceMin's gradient whole to the
+	// first of tied elements, as PyTorch's max pooling does (GlobalMaxPool:
+	// round 79 A4), instead of splitting it evenly (its amax).
+	FirstTie bool
 }
 
 // reduceGrad is Reduce's gradient, for inputs (x, y, g): of x's shape.
@@ -250,6 +254,9 @@ func (op Reduce) String() string {
 	if op.Kind == ReduceLp || op.P != 0 {
 		return fmt.Sprintf("%v{p %v, axes %v, keepdims %v, rank %d}", op.Kind, op.P, op.Axes, op.KeepDims, op.Rank)
 	}
+	if op.FirstTie {
+		return fmt.Sprintf("%v{axes %v, keepdims %v, rank %d, first tie}", op.Kind, op.Axes, op.KeepDims, op.Rank)
+	}
 	return fmt.Sprintf("%v{axes %v, keepdims %v, rank %d}", op.Kind, op.Axes, op.KeepDims, op.Rank)
 }
 
@@ -312,6 +319,19 @@ func (op reduceGrad) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, er
 // reduceBack sets dx = g⊙∂y/∂x, x and dx being b's output and y and g its
 // operand 0.
 func reduceBack[T fp](op Reduce, b *bcast, dx, x, y, g []T) {
+	if op.FirstTie && (op.Kind == ReduceMax || op.Kind == ReduceMin) {
+		first := make([]int, len(y))
+		for j := range first {
+			first[j] = -1
+		}
+		b.pairs(func(o, j int) {
+			if first[j] < 0 && x[o] == y[j] {
+				first[j] = o
+			}
+		})
+		b.pairs(func(o, j int) { dx[o] = T(pick(first[j] == o, float64(g[j]), 0)) })
+		return
+	}
 	var d func(v, y float64, j int) float64
 	switch k := op.Kind; k {
 	case ReduceMax, ReduceMin:

@@ -254,3 +254,21 @@ func TestReduceLpZeros(t *testing.T) {
 		}
 	}
 }
+
+// Round 79 A4: with FirstTie, ReduceMax gives its gradient whole to the
+// first of tied maxima (PyTorch's max pooling), without it split (amax).
+func TestReduceFirstTie(t *testing.T) {
+	x := vals([]int{4}, 2, 1, 2, 0)
+	for _, c := range []struct {
+		first bool
+		dx    []float64
+	}{{true, []float64{1, 0, 0, 0}}, {false, []float64{0.5, 0, 0.5, 0}}} {
+		op := Reduce{Kind: ReduceMax, Rank: 1, FirstTie: c.first}
+		y, _ := eval64(t, op, x)
+		dx, _ := eval64(t, reduceGrad{op: op, in: tensor.Shape{4}}, x, vals([]int{1}, y...), vals([]int{1}, 1))
+		wantClose(t, op.String()+" gradient", dx, c.dx, 0)
+	}
+	if a, b := (Reduce{Kind: ReduceMax, Rank: 1}).String(), (Reduce{Kind: ReduceMax, Rank: 1, FirstTie: true}).String(); a == b {
+		t.Errorf("the two reductions hash alike: %s", a)
+	}
+}

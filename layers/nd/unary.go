@@ -16,7 +16,7 @@ type UnaryFn int
 
 // The functions of Unary, as ONNX defines them. Derivatives at kinks are
 // PyTorch's: relu'(0) = 0, leaky_relu'(0) = α, abs'(0) = 0, hardsigmoid'
-// is 0 at both corners, hardswish' is 0 at −3 and 1 at 3, clip passes
+// is 0 at both corners, hardswish' is −½ at −3 and 1 at 3 (its batched kernel's), clip passes
 // the gradient where min ≤ x ≤ max, elu'(0) = α and selu'(0) = γα.
 const (
 	Neg            UnaryFn = iota // −x
@@ -81,7 +81,7 @@ var unaryDefs = [...]unaryDef{
 	Softsign:    {"Softsign", func(x, _, _ float64) float64 { return x / (1 + math.Abs(x)) }, dSoftsign},
 	HardSigmoid: {"HardSigmoid", hardSigmoid, dHardSigmoid},
 	HardSwish:   {"HardSwish", func(x, _, _ float64) float64 { return x * hardSigmoid(x, 1.0/6, 0.5) }, dHardSwish},
-	Clip:        {"Clip", func(x, lo, hi float64) float64 { return math.Min(math.Max(x, lo), hi) }, dClip},
+	Clip:        {"Clip", clip, dClip},
 	Sin:         {"Sin", func(x, _, _ float64) float64 { return math.Sin(x) }, func(x, _, _, _ float64) float64 { return math.Cos(x) }},
 	Cos:         {"Cos", func(x, _, _ float64) float64 { return math.Cos(x) }, func(x, _, _, _ float64) float64 { return -math.Sin(x) }},
 	Floor:       {"Floor", func(x, _, _ float64) float64 { return math.Floor(x) }, zeroSlope},
@@ -168,8 +168,14 @@ func sigmoid(x float64) float64 {
 // softplus is ln(1 + eˣ) = max(x, 0) + ln(1 + e^−|x|).
 func softplus(x float64) float64 { return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) }
 
-// relu is max(x, 0), NaN for NaN, without branches (the builtin max).
-func relu(x, _, _ float64) float64 { return max(x, 0) }
+// relu is max(x, 0), −0 kept (as PyTorch's and ONNX Runtime's: round 79
+// A3, 1/relu(−0) was +Inf); mapUnary has its loop.
+func relu(x, _, _ float64) float64 {
+	if x == 0 {
+		return x
+	}
+	return max(x, 0)
+}
 
 // leakyRelu is x if x > 0, else a·x, without branches.
 func leakyRelu(x, a, _ float64) float64 { return max(x, 0) + a*min(x, 0) }
@@ -197,15 +203,27 @@ func dHardSigmoid(x, _, a, b float64) float64 {
 	return pick(v > 0 && v < 1, a, 0)
 }
 
-// dHardSwish is PyTorch's: 0 up to −3, x/3 + ½ between, 1 from 3 on.
+// dHardSwish is PyTorch's hardswish_backward: 0 below −3, x/3 + ½ from −3
+// (−½ there: round 79 A1, it was 0) up to 3, 1 from 3 on. At 3 itself
+// PyTorch 1.13 disagrees with itself: its vectorised kernel (a batch of
+// points) gives 1, its scalar loop (a tensor of a few values) 3/2.
 func dHardSwish(x, _, _, _ float64) float64 {
 	switch {
-	case x <= -3:
+	case x < -3:
 		return 0
 	case x < 3:
 		return x/3 + 0.5
 	}
 	return 1
+}
+
+// clip is min(max(x, lo), hi), x itself where it lies within (−0 stays
+// −0, as PyTorch's clamp and ONNX Runtime's Clip: round 79 A3).
+func clip(x, lo, hi float64) float64 {
+	if x >= lo && x <= hi {
+		return x
+	}
+	return math.Min(math.Max(x, lo), hi)
 }
 
 // dClip is 1 where lo ≤ x ≤ hi, else 0 (NaN included).
@@ -309,7 +327,7 @@ func mapUnary[T fp](fn UnaryFn, out, x []T, f func(x, a, b float64) float64, a, 
 		}
 		for i, v := range x {
 			switch {
-			case v > 0:
+			case v > 0 || v == 0 && fn == Relu: // −0 stays −0 (round 79 A3)
 				out[i] = v
 			case fn == Relu && v == v: // ReLU(−∞) = 0, NaN stays NaN
 				out[i] = 0
@@ -405,8 +423,8 @@ func unaryBack[T fp](fn UnaryFn, out, x, y, g []T, d func(x, y, a, b float64) fl
 			switch {
 			case v > 0:
 				out[i] = g[i]
-			case slope == 0:
-				out[i] = 0 // selected, as PyTorch's threshold_backward: 0 even where g is ±Inf or NaN
+			case fn == Relu:
+				out[i] = 0 // selected, as PyTorch's threshold_backward: 0 even where g is ±Inf or NaN (a leaky relu of slope 0 multiplies, as PyTorch's: round 79 A2)
 			default:
 				out[i] = g[i] * slope
 			}
@@ -416,7 +434,7 @@ func unaryBack[T fp](fn UnaryFn, out, x, y, g []T, d func(x, y, a, b float64) fl
 	sel := selects(fn)
 	for i, v := range x {
 		dv := d(float64(v), float64(y[i]), a, b)
-		if dv == 0 && sel && (fn != HardSwish || v <= -3) {
+		if dv == 0 && sel && (fn != HardSwish || v < -3) {
 			out[i] = 0 // a flat piece passes no gradient, however large g (round 78 A2: ∞·0 made NaN)
 			continue
 		}

@@ -92,7 +92,7 @@ func TestUnaryKinks(t *testing.T) {
 		{Unary{Fn: Elu, A: 2}, []float64{0}, []float64{2}},
 		{Unary{Fn: Selu, A: 2, B: 3}, []float64{0}, []float64{6}},
 		{Unary{Fn: HardSigmoid, A: 0.2, B: 0.5}, []float64{-2.5, 2.5, 0}, []float64{0, 0, 0.2}},
-		{Unary{Fn: HardSwish}, []float64{-3, 3, -3.5, 3.5, 0}, []float64{0, 1, 0, 1, 0.5}},
+		{Unary{Fn: HardSwish}, []float64{-3, 3, -3.5, 3.5, 0}, []float64{-0.5, 1, 0, 1, 0.5}}, // round 79 A1: PyTorch's at −3 (at 3 its batched kernel's)
 		{Unary{Fn: Clip, A: -1, B: 1}, []float64{-1, 1, -1.5, 1.5, math.NaN()}, []float64{1, 1, 0, 0, 0}},
 		{Unary{Fn: Clip, A: math.Inf(-1), B: math.Inf(1)}, []float64{math.Inf(1)}, []float64{1}},
 		{Unary{Fn: Sqrt}, []float64{0, 4}, []float64{math.Inf(1), 0.25}},
@@ -197,6 +197,7 @@ func TestFlatPiecesSelectZero(t *testing.T) {
 	}{
 		{Unary{Fn: Relu}, []float64{-1, 0, 2}, []float64{0, 0, inf}},
 		{Unary{Fn: LeakyRelu, A: 0.1}, []float64{-1}, []float64{inf}},
+		{Unary{Fn: LeakyRelu, A: 0}, []float64{-1}, []float64{nan}}, // round 79 A2: multiplied, as PyTorch's
 		{Unary{Fn: Clip, A: 0, B: 1}, []float64{-1, 2, 0.5}, []float64{0, 0, inf}},
 		{Unary{Fn: HardSigmoid, A: 0.2, B: 0.5}, []float64{-5, 5}, []float64{0, 0}},
 		{Unary{Fn: HardSwish}, []float64{-4, -1.5}, []float64{0, nan}},
@@ -213,6 +214,17 @@ func TestFlatPiecesSelectZero(t *testing.T) {
 			if !(got[i] == c.want[i] || math.IsNaN(got[i]) && math.IsNaN(c.want[i])) {
 				t.Errorf("%v′ at %v with g = +Inf: %v, want %v", c.op, c.x[i], got[i], c.want[i])
 			}
+		}
+	}
+}
+
+// Round 79 A3: relu(−0) and clip(−0, 0, …) are −0, as PyTorch's and ONNX
+// Runtime's (1/relu(−0) was +Inf, PyTorch's −Inf).
+func TestNegativeZeroKept(t *testing.T) {
+	for _, op := range []Unary{{Fn: Relu}, {Fn: Clip, A: 0, B: 6}} {
+		y, _ := eval64(t, op, vals([]int{1}, math.Copysign(0, -1)))
+		if !math.Signbit(y[0]) || y[0] != 0 {
+			t.Errorf("%v(−0) = %v, want −0", op, y[0])
 		}
 	}
 }

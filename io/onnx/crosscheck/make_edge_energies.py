@@ -8,8 +8,9 @@ io/onnx/testdata/edge/ as their authors would:
 - clip_init.onnx: an MLP whose Clip takes its bounds from initializers,
   as onnx-simplifier and constant folding leave them (torch exports
   them as Constant nodes);
-- sqrt_relu_energy.onnx: sqrt(relu(·)), finite, whose gradient is NaN
-  where the ReLU is 0 (probe 35);
+- where_sqrt_energy.onnx: where(h > 0, sqrt(h), 0), finite, whose gradient
+  is NaN where h < 0, in PyTorch too (probe 35 wrote sqrt(relu(h)), whose
+  PyTorch gradient is 0 there, as flowebm's since round 78);
 - clip_empty.onnx: a Clip whose lower bound is an empty initializer
   (float32[0]), which ONNX Runtime refuses (probe 35);
 - isnan_energy.onnx: an energy of IsNaN(x) cast to float, which has no
@@ -58,7 +59,7 @@ class MLP(torch.nn.Module):
 
 
 for name, act in [("log_energy", torch.log), ("floor_energy", torch.floor),
-                  ("sqrt_relu_energy", lambda h: torch.sqrt(torch.relu(h)))]:
+                  ("where_sqrt_energy", lambda h: torch.where(h > 0, torch.sqrt(h), torch.zeros_like(h)))]:
     torch.onnx.export(MLP(act), torch.randn(3, 2), f"{out}/{name}.onnx", input_names=["x"], output_names=["energy"],
                       dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
 

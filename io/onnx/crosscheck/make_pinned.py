@@ -607,15 +607,18 @@ save("norm_linalg_b4_f32", LinalgNorm(), (3,), torch.float32, 4, [9], draw=with_
 
 
 # Probe 57 A1 (its other half): an energy whose gradient is NaN on a
-# region with mass, in PyTorch too (torch.sqrt of a sum of squares of
-# ReLU features, written out rather than as a norm): MALA and HMC reject
-# every proposal there, and sample now says how many (cmd/flowebm).
-class SqrtRelu(NormRelu):
+# region with mass, in PyTorch too: MALA and HMC reject every proposal
+# there, and sample says how many (cmd/flowebm). Probe 57 wrote
+# torch.sqrt((F.relu(h) ** 2).sum(1)), whose PyTorch gradient is 0 there
+# (relu's backward selects); round 78 gave flowebm the same, and the
+# fixture is now the where-trap, NaN in both: where(h > 0, sqrt(h), 0).
+class WhereSqrt(NormRelu):
     def forward(self, x):
-        return 3.0 * torch.sqrt((F.relu(self.l(x)) ** 2).sum(1)) + 0.5 * (x ** 2).sum(1)
+        h = self.l(x)
+        return 3.0 * torch.where(h > 0, torch.sqrt(h), torch.zeros_like(h)).sum(1) + 0.5 * (x ** 2).sum(1)
 
 
-torch.onnx.export(SqrtRelu().double().eval(), torch.randn(4, 2, dtype=torch.float64), f"{out}/sqrt_relu_dyn.onnx",
+torch.onnx.export(WhereSqrt().double().eval(), torch.randn(4, 2, dtype=torch.float64), f"{out}/where_sqrt_dyn.onnx",
                   input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
 
 
@@ -2108,3 +2111,23 @@ class StdCorrection2(nn.Module):
 
 torch.manual_seed(781)
 save("std_correction2_dyn", StdCorrection2(), (6,), torch.float64, 4, [9], dynamic=True, draw=constant_rows, opset=13)
+
+
+# Round 79 A1, A4: at integer points (ties, and hardswish's end -3),
+# GlobalMaxPool's gradient goes to the first tied maximum (PyTorch's
+# adaptive_max_pool; it was split) and hardswish's derivative at -3 is
+# PyTorch's -1/2 (it was 0). At 3 PyTorch's own value depends on where the
+# element falls in its vectorised loop (1, or 3/2 for the leftover
+# elements), so the points stop at 2.
+class TiesAndKinks(nn.Module):
+    def forward(self, x):
+        pooled = F.adaptive_max_pool2d(x.view(-1, 1, 2, 3), 1).flatten()
+        return pooled + F.hardswish(x).sum(1) + 0.5 * (x * x).sum(1)
+
+
+def integers(n, *shape, dtype):
+    return torch.randint(-3, 3, (n, *shape)).to(dtype)
+
+
+torch.manual_seed(79)
+save("ties_kinks_dyn", TiesAndKinks(), (6,), torch.float64, 4, [9], dynamic=True, draw=integers, opset=14)
