@@ -361,8 +361,8 @@ func TestSampleEdgeEnergiesRound35(t *testing.T) {
 	dir := t.TempDir()
 	for model, want := range map[string]string{
 		"where_sqrt_energy.onnx": "the chains' starting points: the gradient at point 1 (counting from 1) is NaN",
-		"clip_empty.onnx":       `node "a1" (Clip): bound 1 ("lo") holds 0 values, want one`,
-		"isnan_energy.onnx":     "isnan_energy.onnx: evaluating it at the chains' starting points: the energy has no gradient with respect to its input",
+		"clip_empty.onnx":        `node "a1" (Clip): bound 1 ("lo") holds 0 values, want one`,
+		"isnan_energy.onnx":      "isnan_energy.onnx: evaluating it at the chains' starting points: the energy has no gradient with respect to its input",
 	} {
 		out := filepath.Join(dir, model+".npy")
 		_, stderr, code := runCLI("sample", "--model", filepath.Join(edge, model), "--sampler", "mala", "--chains", "4", "--steps", "5", "--warmup", "0", "--out", out)
