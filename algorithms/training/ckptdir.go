@@ -95,8 +95,11 @@ func LatestCheckpoint(dir string) (string, error) {
 		}
 		if _, statErr := os.Stat(c.path); statErr == nil {
 			state := "is incomplete"
-			if errors.Is(err, fs.ErrPermission) { // probe 22 on: not incomplete, unreadable to this user
+			switch {
+			case errors.Is(err, fs.ErrPermission): // probe 22 on: not incomplete, unreadable to this user
 				state = "cannot be read"
+			case errors.As(err, new(*ConfigEditedError)): // round 79 B2: complete, and called incomplete
+				state = "belongs to another configuration"
 			}
 			e.why = append(e.why, fmt.Sprintf("%s/ %s (%v)", filepath.Base(c.path), state, err))
 		}

@@ -1150,9 +1150,20 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 	}
 	then.ResolvePaths(filepath.Dir(path)) // as config.Read does for cfg
 	if field, now, was := firstDiff(comparableConfig(cfg), comparableConfig(then), ""); field != "" {
-		return fmt.Errorf("%s: field %q is %s, but the checkpoint was written with %s (%s): the run cannot continue under another configuration; undo the edit, or start a new run", path, field, now, was, ckPath)
+		return &ConfigEditedError{Path: path, Field: field, Now: now, Was: was, Checkpoint: ckPath}
 	}
 	return nil
+}
+
+// ConfigEditedError is a run's config.json that differs from the
+// configuration its checkpoint was written with (a copy in the checkpoint
+// folder).
+type ConfigEditedError struct {
+	Path, Field, Now, Was, Checkpoint string
+}
+
+func (e *ConfigEditedError) Error() string {
+	return fmt.Sprintf("%s: field %q is %s, but the checkpoint was written with %s (%s): the run cannot continue under another configuration; undo the edit (cp %s %s restores it), or start a new run; a command that only reads the model (sample, energy, convert) takes the checkpoint folder itself, %s", e.Path, e.Field, e.Now, e.Was, e.Checkpoint, e.Checkpoint, e.Path, filepath.Dir(e.Checkpoint))
 }
 
 // comparableConfig is c as decoded JSON without what may differ between

@@ -108,6 +108,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return err
 	}
 	defer removeTempsOnSignal()()
+	if err := checkInputFlag("--model", f.model, true); err != nil {
+		return err
+	}
 	m, err := loadModel(f.model, f.oc)
 	if err != nil {
 		return err

@@ -56,6 +56,9 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		} else if err == nil && !fi.IsDir() {
 			return "", fmt.Errorf("%s is a file, not a run folder: give a folder that flowebm train wrote%s", dir, checkpointOfRun(dir))
 		}
+		if fi, err := os.Stat(filepath.Join(dir, "config.json")); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() { // round 79 B3: "no config.json", beside its FIFO
+			return "", fmt.Errorf("%s: want a regular file", irregular(filepath.Join(dir, "config.json"), fi))
+		}
 		if restore := training.ConfigRestore(dir); restore != "" && !exists(filepath.Join(dir, "config.json")) { // probes 60, 61: "no config.json or checkpoint/" beside its checkpoint
 			return "", fmt.Errorf("%s is a run folder without its config.json: %s", dir, restore)
 		}

@@ -133,7 +133,7 @@ func TestConfigKeyAndPlotPathMessages(t *testing.T) {
 	}
 	config := writeFile(t, dir, "c.json", cfg)
 	if _, errOut, code := runCLI("train", "--config", config, "--key", "x", "--out", filepath.Join(dir, "r")); code != 2 ||
-		!strings.Contains(errOut, "--key chooses the member of --data: give the configuration's data file with it (--data FILE --key x), or set data.key in "+config) {
+		!strings.Contains(errOut, "--key chooses the member of an .npz given with --data: give --data FILE --key x (with --config, its data file again)") {
 		t.Errorf("--config --key: exit %d, %s", code, errOut)
 	}
 	for path, want := range map[string]string{filepath.Join(dir, "none"): "none does not exist", data: "a.csv is a file, not a run folder"} {

@@ -148,6 +148,11 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 }
 
 func runTrain(cmd *cobra.Command, f trainFlags) error {
+	for _, in := range [][2]string{{"--config", f.config}, {"--data", f.data.File}, {"--modes", f.data.Modes}} {
+		if err := checkInputFlag(in[0], in[1], false); err != nil {
+			return err
+		}
+	}
 	if f.printConfig {
 		return printConfig(cmd, f)
 	}
@@ -598,7 +603,7 @@ func checkDataFlags(cmd *cobra.Command, f trainFlags) error {
 			case cmd.Flags().Changed(name) && f.config == "":
 				return fmt.Errorf("--%s applies to a data set: give --data FILE (or a --config with a data section)", name)
 			case cmd.Flags().Changed(name) && name == "key": // round 78 B4: told to give the --config it was given
-				return fmt.Errorf("--key chooses the member of --data: give the configuration's data file with it (--data FILE --key %s), or set data.key in %s", shellQuote(f.data.Key), f.config)
+				return fmt.Errorf("--key chooses the member of an .npz given with --data: give --data FILE --key %s (with --config, its data file again)", shellQuote(f.data.Key))
 			}
 		}
 	case cmd.Flags().Changed("experiment"):
@@ -822,8 +827,12 @@ func otherDataResume(dir string, given config.Data, err error) error {
 		return err
 	}
 	data := shellQuote(given.File)
-	if given.Key != "" { // round 77 B1: the advised run read the first member
-		data += " --key " + shellQuote(given.Key)
+	key := given.Key
+	if key == "" && strings.EqualFold(filepath.Ext(given.File), ".npz") { // round 79 B1: the run's own member, one of its settings
+		key = cfg.Data.Key
+	}
+	if key != "" { // round 77 B1: the advised run read the first member
+		data += " --key " + shellQuote(key)
 	}
 	return fmt.Errorf("--data %s holds other data than the run in %s was trained on (%s, SHA-256 %s…): %w; continue it on that file (flowebm train --resume %s, with --data PATH where a copy of it lies elsewhere), or train a new run with the run's settings on this file: flowebm train --config %s --data %s --out NEW%s",
 		given.File, dir, cfg.Data.File, cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))], config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), data, modesAdvice(cfg.Data.Modes))
