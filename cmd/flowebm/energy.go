@@ -108,12 +108,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return err
 	}
 	defer removeTempsOnSignal()()
-	if err := checkInputFlag("--model", f.model, true); err != nil {
-		return err
-	}
 	m, err := loadModel(f.model, f.oc)
 	if err != nil {
-		return err
+		return namedInput(err, "--model", f.model, true)
 	}
 	if err := checkEnergyMemory(f, m); err != nil {
 		return err

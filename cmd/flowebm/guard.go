@@ -1610,27 +1610,32 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// checkInputFlag refuses a flag's input path that does not exist, naming
-// the flag (round 79 B4: "open /…/missing.npy: no such file" named no
-// flag, for --data, --modes and --config alike); a link whose target is
-// missing is said to be one. folderOK allows a folder (a run or
-// checkpoint for --model). Other failures are left to the reader.
-func checkInputFlag(flag, path string, folderOK bool) error {
-	if path == "" {
-		return nil
+// namedInput is err, where it is the refusal of a flag's input path that
+// does not exist, said of the flag (round 79 B4: "open /…/missing.npy: no
+// such file" named no flag, for --data, --modes and --config alike); a
+// link whose target is missing is said to be one. Other errors are
+// returned as they are. folderOK: the flag takes a folder too.
+func namedInput(err error, flag, path string, folderOK bool) error {
+	var pe *fs.PathError
+	if path == "" || !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) || !samePathName(pe.Path, path) {
+		return err
 	}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if target, lerr := os.Readlink(path); lerr == nil {
-			return fmt.Errorf("%s %s is a link to %s, which does not exist", flag, path, target)
-		}
-		if folderOK {
-			return fmt.Errorf("%s %s: no such file or folder", flag, path)
-		}
-		return fmt.Errorf("%s %s: no such file", flag, path)
+	if target, lerr := os.Readlink(path); lerr == nil {
+		return fmt.Errorf("%s %s is a link to %s, which does not exist", flag, path, target)
 	}
-	if err == nil && fi.IsDir() && !folderOK {
-		return fmt.Errorf("%s %s is a folder: want a file", flag, path)
+	if folderOK {
+		return fmt.Errorf("%s %s: no such file or folder", flag, path)
 	}
-	return nil
+	return fmt.Errorf("%s %s: no such file", flag, path)
+}
+
+// samePathName reports whether a and b name one path (as given, or made
+// absolute).
+func samePathName(a, b string) bool {
+	if a == b {
+		return true
+	}
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
 }

@@ -976,12 +976,9 @@ func (f sampleFlags) models() (checkpoint.Models, error) { return f.modelsRecord
 
 // modelsRecording is models recording the sums of the files read in sums.
 func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) {
-	if err := checkInputFlag("--model", f.model, true); err != nil {
-		return checkpoint.Models{}, err
-	}
 	m, err := loadModelSums(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity}, sums)
 	if err != nil {
-		return m, err
+		return m, namedInput(err, "--model", f.model, true)
 	}
 	if f.base > 0 {
 		if m.EBM.Tilt != nil {

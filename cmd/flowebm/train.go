@@ -147,16 +147,15 @@ Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
 	return cmd
 }
 
-func runTrain(cmd *cobra.Command, f trainFlags) error {
-	for _, in := range [][2]string{{"--config", f.config}, {"--data", f.data.File}, {"--modes", f.data.Modes}} {
-		if err := checkInputFlag(in[0], in[1], false); err != nil {
-			return err
+func runTrain(cmd *cobra.Command, f trainFlags) (err error) {
+	defer func() {
+		for _, in := range [][2]string{{"--config", f.config}, {"--data", f.data.File}, {"--modes", f.data.Modes}} {
+			err = namedInput(err, in[0], in[1], false)
 		}
-	}
+	}()
 	if f.printConfig {
 		return printConfig(cmd, f)
 	}
-	var err error
 	if f.seeds != "" {
 		err = trainSeeds(cmd, f)
 	} else {
