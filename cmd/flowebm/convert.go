@@ -328,7 +328,7 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))
-	if m.Scaling != nil && what != "energy" { // probe 69 B3: unsaid, energies 100 and 434 for the run's 3.95 and 4.18
+	if identityOrNil(m.Scaling) != nil && what != "energy" { // probe 69 B3: unsaid, energies 100 and 434 for the run's 3.95 and 4.18
 		which := "its input is" // x: ebm, flow-density
 		if what == "flow-sample" {
 			which = "its output x is" // probe 70 A3: its input is the base draws z

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 )
@@ -89,5 +90,37 @@ func TestInputFlagsNamed(t *testing.T) {
 	}
 	if _, errOut, code := runCLI("plot", run); code != 2 || !strings.Contains(errOut, cfg+" is neither a regular file nor a folder") {
 		t.Errorf("plot with a FIFO config.json: exit %d, %s", code, errOut)
+	}
+}
+
+// Round 80 B1, B3: the other-data advice gave --key of the run's member
+// to a file that lacks it; a run on data it did not standardise (shift 0,
+// scale 1) got the other-units note for its own converted flow.
+func TestAdviceKeyOnlyWhereTheFileHasIt(t *testing.T) {
+	if got := identityOrNil(&data.Scaling{Shift: []float64{0, 0}, Scale: []float64{1, 1}}); got != nil {
+		t.Errorf("identity scaling kept: %v", got)
+	}
+	if flowUnitsNote("f.onnx", &data.Scaling{Shift: []float64{0}, Scale: []float64{1}}, nil) != "" {
+		t.Error("units note for an identity scaling against the data's units")
+	}
+	dir := t.TempDir()
+	arr := &npy.Array{Shape: []int{300, 2}, Data: wave(600)}
+	ab, one := filepath.Join(dir, "ab.npz"), filepath.Join(dir, "one.npz")
+	if err := npz.WriteFile(ab, map[string]*npy.Array{"first": arr, "second": arr}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	other := &npy.Array{Shape: []int{300, 2}, Data: make([]float64, 600)}
+	for i := range other.Data {
+		other.Data[i] = 5 + arr.Data[(i*13)%600]
+	}
+	if err := npz.WriteFile(one, map[string]*npy.Array{"only": other}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(dir, "r")
+	if _, errOut, code := runCLI("train", "--data", ab, "--key", "second", "--iterations", "2", "--quiet", "--out", runDir); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runCLI("train", "--resume", runDir, "--data", one); code != 2 || !strings.Contains(errOut, "--data "+one+" --out NEW") {
+		t.Errorf("exit %d: %s", code, errOut)
 	}
 }

@@ -1078,10 +1078,25 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 // ONNX export, another run) has its chains there (probe 65: the flow
 // proposed at the wrong scale, global acceptance 0.29 for 0.92, unsaid).
 func flowUnitsNote(flow string, model, flowScaling *data.Scaling) string {
-	if model.Equal(flowScaling) {
+	if identityOrNil(model).Equal(identityOrNil(flowScaling)) {
 		return ""
 	}
 	return fmt.Sprintf("the flow of --flow %s was trained in other units than --model's chains (a run on standardised data keeps its flow in those units): it proposes (flowmc) or reparametrises (neutra) at the wrong place and scale, so the draws stay exact but mix slowly; sample a run with its own flow (--model RUN, whose draws are written in the data's units)", flow)
+}
+
+// identityOrNil is s, or nil where s maps no coordinate (shift 0, scale 1:
+// a run with standardize "none"), the data's own units (round 80 B3: a
+// false units note).
+func identityOrNil(s *data.Scaling) *data.Scaling {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Shift {
+		if s.Shift[i] != 0 || s.Scale[i] != 1 {
+			return s
+		}
+	}
+	return nil
 }
 
 // chainStarts draws n chain starts from the flow, or from the base (N(0, 1)

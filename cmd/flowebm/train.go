@@ -825,16 +825,18 @@ func otherDataResume(dir string, given config.Data, err error) error {
 	if cfgErr != nil || cfg.Data == nil {
 		return err
 	}
-	data := shellQuote(given.File)
+	dataArgs := shellQuote(given.File)
 	key := given.Key
 	if key == "" && strings.EqualFold(filepath.Ext(given.File), ".npz") { // round 79 B1: the run's own member, one of its settings
-		key = cfg.Data.Key
+		if names, err := data.NPZNames(given.File); err == nil && slices.Contains(names, cfg.Data.Key) { // round 80 B1: not a member the file lacks
+			key = cfg.Data.Key
+		}
 	}
 	if key != "" { // round 77 B1: the advised run read the first member
-		data += " --key " + shellQuote(key)
+		dataArgs += " --key " + shellQuote(key)
 	}
 	return fmt.Errorf("--data %s holds other data than the run in %s was trained on (%s, SHA-256 %s…): %w; continue it on that file (flowebm train --resume %s, with --data PATH where a copy of it lies elsewhere), or train a new run with the run's settings on this file: flowebm train --config %s --data %s --out NEW%s",
-		given.File, dir, cfg.Data.File, cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))], config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), data, modesAdvice(cfg.Data.Modes))
+		given.File, dir, cfg.Data.File, cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))], config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), dataArgs, modesAdvice(cfg.Data.Modes))
 }
 
 // modesAdvice is what otherDataResume adds for a run whose configuration

@@ -24,7 +24,7 @@ func checkGraph(g *Graph) error {
 		return err
 	}
 	for _, nd := range g.Nodes {
-		if err := checkNodeValues(nd); err != nil && !softmaxMask(g, nd) {
+		if err := checkNodeValues(nd); err != nil && !softmaxMask(g, nd) && !(nd.OpType == "Constant" && len(nd.Outputs) == 1 && nd.Attrs["value"] != nil && infiniteClipBound(g, nd.Outputs[0], nd.Attrs["value"].T)) {
 			return err
 		}
 	}
@@ -156,6 +156,38 @@ func maskStep(r *Node, v string, c constants) (final, ok bool) {
 	return false, false
 }
 
+// infiniteClipBound says whether the value name, holding t, is one −Inf
+// read only as Clip's min or one +Inf read only as its max: no bound, as
+// x.clamp(0., float("inf")) exports from opset 11 on (round 80 A1: refused
+// there, taken as the attribute of opsets 9 and 10).
+func infiniteClipBound(g *Graph, name string, t *Tensor) bool {
+	if t == nil || len(t.Float) != 1 || !math.IsInf(t.Float[0], 0) {
+		return false
+	}
+	at := 1 // −Inf: the min
+	if t.Float[0] > 0 {
+		at = 2
+	}
+	read := false
+	for _, n := range g.Nodes {
+		for i, in := range n.Inputs {
+			if in != name {
+				continue
+			}
+			if n.OpType != "Clip" || n.Domain != "" || i != at {
+				return false
+			}
+			read = true
+		}
+	}
+	for _, o := range g.Outputs {
+		if o.Name == name {
+			return false
+		}
+	}
+	return read
+}
+
 // finiteMin says whether the Clip r has a finite minimum: its constant
 // input 1 (opset 11 on), or its attribute min.
 func finiteMin(r *Node, c constants) bool {
@@ -208,7 +240,7 @@ func checkInitializers(g *Graph) error {
 			return fmt.Errorf("initializer %q given twice", t.Name)
 		}
 		seen[t.Name] = true
-		if err := checkFinite(t); err != nil && !(negInfOnly(t) && maskOnly(g, t.Name)) {
+		if err := checkFinite(t); err != nil && !(negInfOnly(t) && maskOnly(g, t.Name)) && !infiniteClipBound(g, t.Name, t) {
 			return fmt.Errorf("initializer %q %w: flowebm takes no NaN or infinite weight (a gradient through it is NaN); %s", t.Name, err, maskAdvice)
 		}
 	}

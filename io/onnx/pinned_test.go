@@ -81,6 +81,9 @@ func TestBatchPinnedByTheExport(t *testing.T) {
 		// Round 79 A1, A4: integer points: GlobalMaxPool's ties, hardswish
 		// at ±3.
 		{"ties_kinks_dyn", false, []int{9}},
+		// Round 80 A1: clamp with an infinite bound (a Constant input from
+		// opset 11 on), refused as a non-finite constant.
+		{"clamp_inf_dyn", false, []int{9}},
 		// Probe 57 A7: InstanceNorm with running statistics (computed
 		// mean and variance), refused.
 		{"instnorm_running_b4", true, []int{5}},

@@ -2131,3 +2131,15 @@ def integers(n, *shape, dtype):
 
 torch.manual_seed(79)
 save("ties_kinks_dyn", TiesAndKinks(), (6,), torch.float64, 4, [9], dynamic=True, draw=integers, opset=14)
+
+
+# Round 80 A1: a clamp with an infinite bound exports the bound as a
+# Constant input from opset 11 on, refused as a non-finite constant.
+class InfiniteClamp(nn.Module):
+    def forward(self, x):
+        a = x[:, :2].clamp(0.0, float("inf")).sum(1) + x[:, 2:4].clamp(float("-inf"), 1.0).sum(1)
+        return a + F.hardtanh(x[:, 4:], float("-inf"), 2.0).sum(1) + 0.5 * (x * x).sum(1)
+
+
+torch.manual_seed(80)
+save("clamp_inf_dyn", InfiniteClamp(), (6,), torch.float64, 4, [9], dynamic=True, opset=13)
