@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -306,7 +307,7 @@ func (c Data) load(rng *rand.Rand, flowGiven bool) (*experiments.Experiment, []s
 	}
 	if c.Modes != "" {
 		if opt.Modes, err = data.ReadMatrix(c.Modes, ""); err != nil {
-			return nil, nil, err
+			return nil, nil, cmp.Or(modesMissing(err), err)
 		}
 	}
 	e, notes, err := experiments.DataSet(c.File, x, opt, rng)
@@ -355,11 +356,25 @@ const MaxModes = 1_000_000
 // checkModes refuses, from the header of data.modes alone, more than
 // MaxModes centres or more memory than a run may use (a small .npz can
 // declare 1e8 rows); a .csv's text bounds its size.
+// modesMissing is the refusal of a data.modes file that does not exist,
+// naming the field and how to record where it went (round 80 B7: "open
+// …/m.npy: no such file", and no way forward), or nil for other errors.
+// It wraps err: a flag's input is named from it (cmd/flowebm).
+func modesMissing(err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("data.modes: %w: if the file of mode centres moved, write where it is now into the configuration's data.modes (a run's config.json takes the edit)", err)
+}
+
 func (c Data) checkModes() error {
 	if c.Modes == "" {
 		return nil
 	}
 	shape, err := data.PointsShape(c.Modes, "")
+	if err := modesMissing(err); err != nil {
+		return err
+	}
 	if err != nil || len(shape) == 0 {
 		return err
 	}

@@ -1175,7 +1175,7 @@ func comparableConfig(c config.Run) map[string]any {
 	c.MemoryAccepted = nil                             // the machine's, not the run's
 	if c.Data != nil {
 		d := *c.Data
-		d.File, d.Key = "", ""
+		d.File, d.Key, d.Modes = "", "", "" // where the files are (round 80 B7: a moved modes file's path could not be written)
 		c.Data = &d
 	}
 	b, _ := json.Marshal(c)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,5 +123,38 @@ func TestAdviceKeyOnlyWhereTheFileHasIt(t *testing.T) {
 	}
 	if _, errOut, code := runCLI("train", "--resume", runDir, "--data", one); code != 2 || !strings.Contains(errOut, "--data "+one+" --out NEW") {
 		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// Round 80 B7: a run's moved --modes file left it stuck: resume and plot
+// said "open …: no such file" naming no field, and writing the new path
+// into config.json was refused as another configuration. The field is
+// named, and the edit is taken (a path, as data.file's).
+func TestMovedModesFile(t *testing.T) {
+	dir := t.TempDir()
+	var rows strings.Builder
+	for i := range 200 {
+		rows.WriteString(strconv.FormatFloat(wave(400)[2*i], 'f', 4, 64) + "," + strconv.FormatFloat(wave(400)[2*i+1], 'f', 4, 64) + "\n")
+	}
+	d := writeFile(t, dir, "d.csv", rows.String())
+	modes := writeFile(t, dir, "m.csv", "-0.5,0.5\n0.5,-0.5\n")
+	runDir := filepath.Join(dir, "r")
+	if _, errOut, code := runCLI("train", "--data", d, "--modes", modes, "--iterations", "2", "--quiet", "--out", runDir); code != 0 {
+		t.Fatal(errOut)
+	}
+	moved := filepath.Join(dir, "moved.csv")
+	if err := os.Rename(modes, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI("plot", runDir); code != 2 || !strings.Contains(errOut, "data.modes: open "+modes) || !strings.Contains(errOut, "write where it is now into the configuration's data.modes") {
+		t.Fatalf("plot with the modes moved: exit %d, %s", code, errOut)
+	}
+	cfg := filepath.Join(runDir, "config.json")
+	b, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(string(b), modes, moved)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI("plot", runDir); code != 0 {
+		t.Errorf("plot after data.modes was edited: exit %d, %s", code, errOut)
 	}
 }

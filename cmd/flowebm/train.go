@@ -497,6 +497,7 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		{"experiment", have.Experiment, want.Experiment},
 		{"data.file", dataOf(have), dataOf(want)},
 		{"data.key", memberOf(have.Data), memberOf(want.Data)}, // round 78 B1: seeds on two members summarised as one set
+		{"data.modes", modesOf(have.Data), modesOf(want.Data)}, // ConfigDiff leaves the path out (round 80 B7: a moved file's new path is taken)
 		{"train.algorithm", string(have.Train.Algorithm), string(want.Train.Algorithm)},
 		{"seed", fmt.Sprint(have.Seed), fmt.Sprint(want.Seed)},
 		{"train.iterations", fmt.Sprint(have.Train.Iterations), fmt.Sprint(want.Train.Iterations)},
@@ -521,6 +522,14 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		return seedInterrupted, nil
 	}
 	return seedFinished, nil
+}
+
+// modesOf is the file of mode centres a run's data names ("" for none).
+func modesOf(d *config.Data) string {
+	if d == nil {
+		return ""
+	}
+	return d.Modes
 }
 
 // memberOf is the .npz member a run's data reads: its key, or the
