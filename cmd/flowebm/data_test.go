@@ -317,7 +317,18 @@ func TestResumeRefusesChangedData(t *testing.T) {
 		t.Fatalf("train: %s", stderr.String())
 	}
 	threeModes(t, dir, 400, []float64{0.2, 0.3, 0.5}, 2) // other draws, same file
-	if code := run([]string{"train", "--resume", out, "--quiet"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "but data.sha256 records") {
+	if code := run([]string{"train", "--resume", out, "--quiet"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "holds other data than the run in "+out+" was trained on") {
 		t.Errorf("resume on changed data: exit %d, %q", code, stderr.String())
+	}
+	// Round 80 B6: the advice for a new run on the file as it is works
+	// (the advised --config RUN/config.json --data SAMEPATH was refused
+	// for the SHA-256 it records of that path).
+	advice := "flowebm train --data " + filepath.Join(dir, "mix.npy") + " --out NEW"
+	if !strings.Contains(stderr.String(), advice) || !strings.Contains(stderr.String(), "give a copy of "+filepath.Join(out, "config.json")+" without its data.sha256 field as --config") {
+		t.Fatalf("advice: %s", stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"train", "--data", filepath.Join(dir, "mix.npy"), "--iterations", "2", "--quiet", "--out", filepath.Join(dir, "new")}, &stdout, &stderr); code != 0 {
+		t.Errorf("the advised new run: %s", stderr.String())
 	}
 }

@@ -806,8 +806,16 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	})
 	if err != nil {
 		release()
-		if f.data.File != "" && errors.Is(err, config.ErrOtherData) {
-			return nil, nil, otherDataResume(f.resume, f.data, err)
+		if f.dataDir == "" && errors.Is(err, config.ErrOtherData) {
+			given := f.data
+			if given.File == "" { // the run's own path, overwritten (round 80 B6: "leave data.sha256 out", refused by the checkpoint)
+				if cfg, cfgErr := training.ReadRunConfig(f.resume); cfgErr == nil && cfg.Data != nil {
+					given = *cfg.Data
+				}
+			}
+			if given.File != "" {
+				return nil, nil, otherDataResume(f.resume, given, err)
+			}
 		}
 		if f.dataDir != "" && errors.Is(err, config.ErrOtherData) { // round 78 B2: "or start a new run", no command
 			return nil, nil, fmt.Errorf("%w: a new run with the run's settings on these files: flowebm train --config %s --data-dir %s --out NEW", err, shellQuote(filepath.Join(f.resume, "config.json")), shellQuote(f.dataDir))
@@ -844,8 +852,13 @@ func otherDataResume(dir string, given config.Data, err error) error {
 	if key != "" { // round 77 B1: the advised run read the first member
 		dataArgs += " --key " + shellQuote(key)
 	}
+	was := cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))]
+	if samePathName(given.File, cfg.Data.File) { // round 80 B6: overwritten in place; the advised --config kept the recorded SHA-256 for the same path
+		return fmt.Errorf("%s holds other data than the run in %s was trained on (SHA-256 %s…, then): %w; put the run's file back there to continue it (flowebm train --resume %s, or --resume %s --data PATH where a copy of it lies), or train a new run on the file as it is: with the run's settings, give a copy of %s without its data.sha256 field as --config (and --out NEW), or with the defaults: flowebm train --data %s --out NEW%s",
+			given.File, dir, was, config.ErrOtherData, shellQuote(dir), shellQuote(dir), filepath.Join(dir, "config.json"), dataArgs, modesAdvice(cfg.Data.Modes))
+	}
 	return fmt.Errorf("--data %s holds other data than the run in %s was trained on (%s, SHA-256 %s…): %w; continue it on that file (flowebm train --resume %s, with --data PATH where a copy of it lies elsewhere), or train a new run with the run's settings on this file: flowebm train --config %s --data %s --out NEW%s",
-		given.File, dir, cfg.Data.File, cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))], config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), dataArgs, modesAdvice(cfg.Data.Modes))
+		given.File, dir, cfg.Data.File, was, config.ErrOtherData, shellQuote(dir), shellQuote(filepath.Join(dir, "config.json")), dataArgs, modesAdvice(cfg.Data.Modes))
 }
 
 // modesAdvice is what otherDataResume adds for a run whose configuration
