@@ -242,11 +242,29 @@ func TestInterruptedTrainSaysHowToResume(t *testing.T) {
 		t.Skip("trains until interrupted")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
+	code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--iterations", "400", "--quiet", "--out", dir)
+	want := "continue with: flowebm train --resume " + dir
+	if code == 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "interrupted") {
+		t.Fatalf("exit %d, stderr %q; want %q", code, stderr, want)
+	}
+	var out2, errb2 bytes.Buffer
+	if code := run([]string{"train", "--resume", dir, "--quiet"}, &out2, &errb2); code != 0 {
+		t.Fatalf("resume: %s", errb2.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// interruptAtFirstCheckpoint runs the command args, which trains into
+// the run folder dir, sends the process SIGINT once dir's first checkpoint
+// exists (training is under way and the signal handler installed), and
+// returns the command's exit status and stderr.
+func interruptAtFirstCheckpoint(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
 	var out, errb syncBuffer
 	done := make(chan int)
-	go func() { done <- run([]string{"train", "--iterations", "400", "--quiet", "--out", dir}, &out, &errb) }()
-	// The first checkpoint (iteration 40) exists: training is under way
-	// and the signal handler is installed.
+	go func() { done <- run(args, &out, &errb) }()
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "checkpoint", "state.json")); err == nil {
 			break
@@ -260,18 +278,7 @@ func TestInterruptedTrainSaysHowToResume(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	code := <-done
-	want := "continue with: flowebm train --resume " + dir
-	if code == 0 || !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "interrupted") {
-		t.Fatalf("exit %d, stderr %q; want %q", code, errb.String(), want)
-	}
-	var out2, errb2 bytes.Buffer
-	if code := run([]string{"train", "--resume", dir, "--quiet"}, &out2, &errb2); code != 0 {
-		t.Fatalf("resume: %s", errb2.String())
-	}
-	if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err != nil {
-		t.Error(err)
-	}
+	return <-done, errb.String()
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader in two

@@ -9,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -94,23 +92,7 @@ func TestPlotBeforeTheFirstEvaluation(t *testing.T) {
 	b, _ := json.Marshal(cfg)
 	config := writeFile(t, dir, "c.json", string(b))
 	runDir := filepath.Join(dir, "run")
-	var out, errb syncBuffer
-	done := make(chan int)
-	go func() { done <- run([]string{"train", "--config", config, "--quiet", "--out", runDir}, &out, &errb) }()
-	for {
-		if _, err := os.Stat(filepath.Join(runDir, "checkpoint", "state.json")); err == nil {
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("train ended (%d) before its first checkpoint: %s", code, errb.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	interruptAtFirstCheckpoint(t, runDir, "train", "--config", config, "--quiet", "--out", runDir)
 	stdout, errOut, code := runCLI("plot", runDir)
 	if code != 0 || !strings.Contains(stdout, "it has no evaluation yet") || !exists(filepath.Join(runDir, "density.png")) {
 		t.Errorf("plot: exit %d, %q, %q", code, stdout, errOut)

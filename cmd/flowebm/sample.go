@@ -1068,7 +1068,11 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 	if err != nil {
 		return nil, nil, err
 	}
-	scaling, err := onnx.FlowStandardization(f.flow, flow.Dim()) // flowebm's exports record their units (round 78 B3)
+	fn, ok := flow.Net.(*onnx.FlowNet)
+	if !ok {
+		return flow, nil, nil
+	}
+	scaling, err := fn.Standardization() // flowebm's exports record their units (round 78 B3)
 	return flow, scaling, err
 }
 

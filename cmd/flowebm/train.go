@@ -535,10 +535,10 @@ func modesOf(d *config.Data) string {
 // memberOf is the .npz member a run's data reads: its key, or the
 // archive's first member where none is given ("" for other files).
 func memberOf(d *config.Data) string {
-	if d == nil || d.Key != "" || !strings.EqualFold(filepath.Ext(d.File), ".npz") {
-		if d == nil {
-			return ""
-		}
+	switch {
+	case d == nil:
+		return ""
+	case d.Key != "" || !strings.EqualFold(filepath.Ext(d.File), ".npz"):
 		return d.Key
 	}
 	if names, err := data.NPZNames(d.File); err == nil && len(names) > 0 {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -418,32 +416,6 @@ func flowEntries(f *graph.Flow, s *data.Scaling) [][2]string {
 		entries = append(entries, [2]string{StandardizationKey, string(b)})
 	}
 	return entries
-}
-
-// FlowStandardization is the data scaling whose standardised coordinates
-// the flow of the ONNX file at path lives in, as flowebm's exports record
-// it (StandardizationKey); nil for a file that records none (the data's
-// own units), and an error for a record that is not a scaling of d
-// coordinates.
-func FlowStandardization(path string, d int) (*data.Scaling, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	m, err := DecodeModel(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	v, ok := m.Metadata[StandardizationKey]
-	if !ok {
-		return nil, nil
-	}
-	var s data.Scaling
-	if err := json.Unmarshal([]byte(v), &s); err != nil || len(s.Shift) != d || len(s.Scale) != d || slices.ContainsFunc(s.Scale, func(v float64) bool { return !(v > 0) || math.IsInf(v, 0) }) ||
-		slices.ContainsFunc(s.Shift, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }) {
-		return nil, fmt.Errorf("%s: metadata_props %q is %.80q, want {\"shift\": […], \"scale\": […]} of %d numbers each, finite, scales positive", path, StandardizationKey, v, d)
-	}
-	return &s, nil
 }
 
 // FlowSample returns the ONNX model of f's sampling direction: input "z"

@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
 )
@@ -46,6 +48,26 @@ const (
 	// (JSON {"shift": […], "scale": […]}); absent: the data's own units.
 	StandardizationKey = "flowebm.standardization"
 )
+
+// Standardization is the data scaling whose standardised coordinates the
+// flow lives in, as flowebm's exports record it in its sampling graph's
+// metadata (StandardizationKey); nil for graphs that record none (the
+// data's own units), and an error for a record that is not a scaling of
+// the flow's d coordinates. The graph read once serves (its metadata was
+// decoded with it).
+func (fn *FlowNet) Standardization() (*data.Scaling, error) {
+	v, ok := fn.Sample.model.Metadata[StandardizationKey]
+	if !ok {
+		return nil, nil
+	}
+	d := fn.Dimension()
+	var s data.Scaling
+	if err := json.Unmarshal([]byte(v), &s); err != nil || len(s.Shift) != d || len(s.Scale) != d || slices.ContainsFunc(s.Scale, func(v float64) bool { return !(v > 0) || math.IsInf(v, 0) }) ||
+		slices.ContainsFunc(s.Shift, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }) {
+		return nil, fmt.Errorf("%s: metadata_props %q is %.80q, want {\"shift\": […], \"scale\": […]} of %d numbers each, finite, scales positive", fn.Sample.File, StandardizationKey, v, d)
+	}
+	return &s, nil
+}
 
 // FlowConfig selects the outputs of a flow's two graphs. The zero value
 // follows the convention above.
