@@ -186,6 +186,9 @@ type Data struct {
 	// SHA256 is the file's checksum, recorded when a run starts; a run
 	// resumed on a file with another checksum (other data) is refused.
 	SHA256 string `json:"sha256,omitempty"`
+	// ModesSHA256 is the checksum of the Modes file, recorded and checked
+	// as SHA256 (round 80 B7: centres overwritten in place were taken).
+	ModesSHA256 string `json:"modes_sha256,omitempty"`
 }
 
 // checkDataDirSums records the SHA-256 of each file the image experiment
@@ -275,6 +278,29 @@ func (c *Data) checkSum() error {
 		return fmt.Errorf("%s: SHA-256 %s, but data.sha256 records %s, the file the run (or configuration) was made with: %w; give that file, or leave data.sha256 out to start a new run on this one", c.File, sum[:16]+"…", c.SHA256[:min(16, len(c.SHA256))]+"…", ErrOtherData)
 	}
 	c.SHA256 = sum
+	return c.checkModesSum()
+}
+
+// checkModesSum records the SHA-256 of the file of mode centres, or checks
+// it against the recorded one.
+func (c *Data) checkModesSum() error {
+	c.ModesSHA256 = strings.ToLower(c.ModesSHA256)
+	switch {
+	case c.ModesSHA256 != "" && !sha256Hex.MatchString(c.ModesSHA256):
+		return fmt.Errorf("data.modes_sha256 %q: want 64 hexadecimal digits (the SHA-256 flowebm recorded), or leave it out", c.ModesSHA256)
+	case c.Modes == "" && c.ModesSHA256 != "":
+		return fmt.Errorf("data.modes_sha256 without data.modes: it records the file of mode centres a run read, and this configuration names none; give data.modes (--modes FILE), or leave data.modes_sha256 out")
+	case c.Modes == "":
+		return nil
+	}
+	sum, err := safefile.SHA256(c.Modes)
+	if err != nil {
+		return err
+	}
+	if c.ModesSHA256 != "" && c.ModesSHA256 != sum {
+		return fmt.Errorf("%s: SHA-256 %s, but data.modes_sha256 records %s, the mode centres the run (or configuration) was made with: its mode weights would be measured against other centres; put that file back, or leave data.modes_sha256 out to measure against these (a run resumed so keeps the weights it measured against the recorded ones)", c.Modes, sum[:16]+"…", c.ModesSHA256[:16]+"…")
+	}
+	c.ModesSHA256 = sum
 	return nil
 }
 

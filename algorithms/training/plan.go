@@ -230,6 +230,9 @@ func (req Request) mergeData(file *config.Data) *config.Data {
 	if !given("modes") {
 		d.Modes = file.Modes
 	}
+	if samePath(d.Modes, file.Modes) {
+		d.ModesSHA256 = file.ModesSHA256
+	}
 	if !given("drop_nonfinite") {
 		d.DropNonFinite = file.DropNonFinite
 	}

@@ -1155,6 +1155,18 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 	return nil
 }
 
+// ConfigEdited returns a *ConfigEditedError where cfg, read from the
+// config.json of the run in dir, differs from the copy its checkpoint
+// folder holds (as resume checks first); nil otherwise (no checkpoint, no
+// copy, or a copy that cannot be read, which resume reports on).
+func ConfigEdited(dir string, cfg config.Run) error {
+	var edited *ConfigEditedError
+	if err := sameConfig(filepath.Join(dir, "config.json"), cfg, filepath.Join(dir, checkpointName, runConfigName)); errors.As(err, &edited) {
+		return edited
+	}
+	return nil
+}
+
 // ConfigEditedError is a run's config.json that differs from the
 // configuration its checkpoint was written with (a copy in the checkpoint
 // folder).
@@ -1176,6 +1188,7 @@ func comparableConfig(c config.Run) map[string]any {
 	if c.Data != nil {
 		d := *c.Data
 		d.File, d.Key, d.Modes = "", "", "" // where the files are (round 80 B7: a moved modes file's path could not be written)
+		d.ModesSHA256 = ""                  // checked as the data load; runs made before it was recorded have none
 		c.Data = &d
 	}
 	b, _ := json.Marshal(c)
@@ -1250,8 +1263,18 @@ func (e NothingToResumeError) Unwrap() error { return e.Err }
 // ReadRunConfig reads the configuration of the run in dir (its
 // config.json).
 func ReadRunConfig(dir string) (config.Run, error) {
-	cfg, err := config.Read(filepath.Join(dir, "config.json"))
-	if errors.Is(err, fs.ErrNotExist) { // probe 60: "open …/config.json: no such file", nothing more
+	path := filepath.Join(dir, "config.json")
+	cfg, err := config.Read(path)
+	if err == nil {
+		return cfg, nil
+	}
+	// Deleted (probe 60: "open …/config.json: no such file", nothing
+	// more), or a regular file cut, emptied or edited into something
+	// invalid (round 80 B4): the copy in the checkpoint restores it. A
+	// folder, FIFO or unreadable file is left to its message: cp would
+	// not help there.
+	fi, statErr := os.Lstat(path)
+	if errors.Is(statErr, fs.ErrNotExist) || (statErr == nil && fi.Mode().IsRegular() && !errors.As(err, new(*fs.PathError))) {
 		if restore := ConfigRestore(dir); restore != "" {
 			return cfg, fmt.Errorf("%w: %s", err, restore)
 		}

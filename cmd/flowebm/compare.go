@@ -92,7 +92,7 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		}
 		s, unread := readSummary(plots.Named{Name: names[i], Evals: evals}, dir)
 		for _, err := range unread {
-			fmt.Fprintf(stderr, "note: %v: its columns show — in the table\n", err)
+			fmt.Fprintf(stderr, "note: %v; its columns show — in the table\n", err)
 		}
 		runs = append(runs, s)
 	}
@@ -203,10 +203,18 @@ func nothingToPlot(runs []plots.Named) error {
 		names = append(names, r.Name)
 		evals += len(r.Evals)
 	}
-	if evals > 0 {
-		return fmt.Errorf("the runs %s have %d evaluations, but no value to plot: their MSE, R-hat, log-density error, held-out log-likelihood and global acceptance are all NaN (or infinite, or not positive on a logarithmic axis)", strings.Join(names, ", "), evals)
+	// Said of one run as of one (round 80 B9: "the runs r4 have").
+	subject, have, their := "the runs "+strings.Join(names, ", ")+" have", "evaluations", "their"
+	if len(names) == 1 {
+		subject, their = "the run "+names[0]+" has", "its"
 	}
-	return fmt.Errorf("the runs %s have no evaluations to plot yet (a run evaluates every eval_every iterations)", strings.Join(names, ", "))
+	if evals == 1 {
+		have = "evaluation"
+	}
+	if evals > 0 {
+		return fmt.Errorf("%s %d %s, but no value to plot: %s MSE, R-hat, log-density error, held-out log-likelihood and global acceptance are all NaN (or infinite, or not positive on a logarithmic axis)", subject, evals, have, their)
+	}
+	return fmt.Errorf("%s no evaluations to plot yet (a run evaluates every eval_every iterations)", subject)
 }
 
 // stagingPrefix names the temporary folders that compare draws in.

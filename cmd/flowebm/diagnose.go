@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,6 +21,7 @@ import (
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
@@ -126,7 +128,11 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 	}()
 	c, err := readChains(paths, o.key)
 	if err != nil {
-		return err
+		var mm *npz.MissingMemberError
+		if errors.As(err, &mm) && len(paths) == 1 {
+			return missingKey(err, o.key, paths[0])
+		}
+		return err // several files: the message names the one without the member
 	}
 	if note := data.MemberNote(paths[0], o.key); note != "" { // round 76 B2: an ArviZ/NumPy export of several variables was diagnosed on its first, unsaid
 		errOut := o.stderr

@@ -124,7 +124,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return fmt.Errorf("%w; the model %s has d = 1: store its n points as an array of shape (n, 1) (numpy: x[:, None])", err, f.model)
 	}
 	if err != nil {
-		return err
+		return missingKey(flaggedPath(err, "--points", f.points), f.key, "--points "+f.points)
 	}
 	if n := data.MemberNote(f.points, f.key); n != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", n)
@@ -662,7 +662,7 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 	case !fi.Mode().IsRegular() && !fi.IsDir(): // probe 43: a pipe (<(cat m.onnx)) was "a file"
 		return checkpoint.Models{}, fmt.Errorf("%s: want a checkpoint or run folder here, or for --model an .onnx energy, a regular file named .onnx (write the model to one)", irregular(dir, fi))
 	case !fi.IsDir():
-		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)", dir)
+		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)%s", dir, fileOfRun(dir))
 	}
 	return loadRunSums(dir, dir, sums)
 }
@@ -717,7 +717,7 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 			return checkpoint.Models{}, errors.New(why)
 		}
 		if !isTrainingRun(dir) {
-			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)", dir)
+			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)%s", dir, runsWithin(dir)) // round 80 B5: a train --seeds folder, without its runs named
 		}
 		return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/pathcheck"
+	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -1277,6 +1278,35 @@ func checkpointOfRun(dir string) string {
 	return "; it is the checkpoint folder of the run " + parent + ": give the run, e.g. " + shellQuote(parent)
 }
 
+// checkpointOfEditedRun is checkpointOfRun for plot, which refuses a run
+// whose config.json was edited after its checkpoint: it says so, with the
+// cp that restores it, instead of sending the user back to the run
+// (round 80 B9: a loop between the two refusals).
+func checkpointOfEditedRun(dir string) string {
+	hint := checkpointOfRun(dir)
+	if hint == "" {
+		return ""
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	var edited *training.ConfigEditedError
+	if cfg, err := training.ReadRunConfig(parent); err == nil && errors.As(training.ConfigEdited(parent, cfg), &edited) {
+		return fmt.Sprintf("; it is the checkpoint folder of the run %s, whose config.json was edited after it was written (field %q is %s, was %s): plot draws a run under the configuration its checkpoint was trained with: cp %s %s restores it", parent, edited.Field, edited.Now, edited.Was, edited.Checkpoint, edited.Path)
+	}
+	return hint
+}
+
+// fileOfRun says, for a file that is one of a training run's own files
+// (its config.json, metrics.csv…), which run folder to give instead
+// (round 80 B9: sample and plot of RUN/config.json said "a file"); "" for
+// another file.
+func fileOfRun(path string) string {
+	parent := filepath.Dir(filepath.Clean(path))
+	if !isTrainingRun(parent) {
+		return ""
+	}
+	return fmt.Sprintf("; it is the %s of the run %s: give the run folder, %s", filepath.Base(path), parent, shellQuote(parent))
+}
+
 // isTrainingRun reports whether dir holds a training run (not only a
 // checkpoint that convert wrote). It needs the run's configuration and
 // something only a run writes: its metrics, a checkpoint of models, or its
@@ -1610,6 +1640,12 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// isDir reports whether path is a folder (or a link to one).
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 // namedInput is err, where it is the refusal of a flag's input path that
 // does not exist, said of the flag (round 79 B4: "open /…/missing.npy: no
 // such file" named no flag, for --data, --modes and --config alike); a
@@ -1617,8 +1653,11 @@ func exists(path string) bool {
 // returned as they are. folderOK: the flag takes a folder too.
 func namedInput(err error, flag, path string, folderOK bool) error {
 	var pe *fs.PathError
-	if path == "" || !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) || !samePathName(pe.Path, path) {
+	if path == "" || err == nil {
 		return err
+	}
+	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) || !samePathName(pe.Path, path) {
+		return flaggedPath(err, flag, path)
 	}
 	if target, lerr := os.Readlink(path); lerr == nil {
 		return fmt.Errorf("%s %s is a link to %s, which does not exist", flag, path, target)
@@ -1628,6 +1667,51 @@ func namedInput(err error, flag, path string, folderOK bool) error {
 	}
 	return fmt.Errorf("%s %s: no such file", flag, path)
 }
+
+// flaggedPath is err said of the flag where its message starts with the
+// flag's path, as given or made absolute (round 80 B2: "/abs/x.npy is a
+// named pipe (FIFO)", "/abs/d.npz: zip: …" named no flag); other errors
+// are returned as they are.
+func flaggedPath(err error, flag, path string) error {
+	msg := err.Error()
+	names := []string{path}
+	if abs, aerr := filepath.Abs(path); aerr == nil && abs != path {
+		names = append(names, abs)
+	}
+	for _, name := range names {
+		for _, sep := range []string{": ", " is "} {
+			if strings.HasPrefix(msg, name+sep) {
+				return &flaggedError{msg: flag + " " + path + msg[len(name):], err: err}
+			}
+		}
+	}
+	return err
+}
+
+// missingKey is err said of --key where it is the refusal of the member
+// key that the .npz file data (the flag and its path; "" for the run's
+// data file) lacks (round 80 B2: the refusal named the file alone).
+func missingKey(err error, key, data string) error {
+	var mm *npz.MissingMemberError
+	if key == "" || !errors.As(err, &mm) || mm.Name != key {
+		return err
+	}
+	of := "the data file"
+	if data != "" {
+		of = data
+	}
+	return &flaggedError{msg: fmt.Sprintf("--key %s: %s has no member %q: give one of %s", key, of, key, mm.Members()), err: err}
+}
+
+// flaggedError is an error's message rewritten to name a flag, wrapping
+// the error.
+type flaggedError struct {
+	msg string
+	err error
+}
+
+func (e *flaggedError) Error() string { return e.msg }
+func (e *flaggedError) Unwrap() error { return e.err }
 
 // samePathName reports whether a and b name one path (as given, or made
 // absolute).

@@ -54,7 +54,7 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) { // round 78 B6: "is not a run folder"
 			return "", fmt.Errorf("%s does not exist: give a folder that flowebm train wrote", dir)
 		} else if err == nil && !fi.IsDir() {
-			return "", fmt.Errorf("%s is a file, not a run folder: give a folder that flowebm train wrote%s", dir, checkpointOfRun(dir))
+			return "", fmt.Errorf("%s is a file, not a run folder: give a folder that flowebm train wrote%s%s", dir, checkpointOfEditedRun(dir), fileOfRun(dir))
 		}
 		if fi, err := os.Stat(filepath.Join(dir, "config.json")); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() { // round 79 B3: "no config.json", beside its FIFO
 			return "", fmt.Errorf("%s: want a regular file", irregular(filepath.Join(dir, "config.json"), fi))
@@ -65,7 +65,7 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		if why := notYetARun(dir, "plot"); why != "" { // round 71 B6: a run still reading its data holds only .lock
 			return "", errors.New(why)
 		}
-		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote%s%s", dir, runsWithin(dir), checkpointOfRun(dir))
+		return "", fmt.Errorf("%s is not a run folder (no config.json or checkpoint/): give a folder that flowebm train wrote%s%s", dir, runsWithin(dir), checkpointOfEditedRun(dir))
 	}
 	release, held, err := lockRunHeld(dir, "plot")
 	if err != nil {

@@ -99,7 +99,7 @@ func nanRun(t *testing.T, n int) string {
 // and names the file and line of an iteration no figure can show.
 func TestCompareNaNAndHugeIterations(t *testing.T) {
 	run := nanRun(t, 3)
-	wantErr(t, "the runs allnan have 3 evaluations, but no value to plot", "compare", run, "--out", filepath.Join(t.TempDir(), "o"))
+	wantErr(t, "the run allnan has 3 evaluations, but no value to plot", "compare", run, "--out", filepath.Join(t.TempDir(), "o"))
 	csv := filepath.Join(run, "metrics.csv")
 	b, _ := os.ReadFile(csv)
 	os.WriteFile(csv, bytes.Replace(b, []byte("\n3,"), []byte("\n9223372036854775807,"), 1), 0o644)

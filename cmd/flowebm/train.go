@@ -152,6 +152,14 @@ func runTrain(cmd *cobra.Command, f trainFlags) (err error) {
 		for _, in := range [][2]string{{"--config", f.config}, {"--data", f.data.File}, {"--modes", f.data.Modes}} {
 			err = namedInput(err, in[0], in[1], false)
 		}
+		if inner := filepath.Join(f.config, "config.json"); err != nil && f.config != "" && isDir(f.config) && exists(inner) { // round 80 B9
+			err = fmt.Errorf("%w; a run's configuration is its config.json: --config %s", err, shellQuote(inner))
+		}
+		if f.data.File != "" {
+			err = missingKey(err, f.data.Key, "--data "+f.data.File)
+		} else {
+			err = missingKey(err, f.data.Key, "")
+		}
 	}()
 	if f.printConfig {
 		return printConfig(cmd, f)
@@ -476,6 +484,9 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 	case err != nil: // --resume could not read it either (probe 15)
 		return seedNew, fmt.Errorf("%s holds a run whose configuration cannot be read (%v): it cannot be continued; %s", dir, err, seedAdvice(dir))
 	}
+	if err := training.ConfigEdited(dir, have); err != nil { // round 80 B8: the edit was blamed on the command
+		return seedNew, err
+	}
 	plan, err := training.NewPlan(g.request(cmd))
 	if err != nil {
 		return seedNew, err
@@ -493,22 +504,29 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 		}
 		return c.Data.File
 	}
-	for _, c := range []struct{ field, have, want string }{ // what names the run, first
-		{"experiment", have.Experiment, want.Experiment},
-		{"data.file", dataOf(have), dataOf(want)},
-		{"data.key", memberOf(have.Data), memberOf(want.Data)}, // round 78 B1: seeds on two members summarised as one set
-		{"data.modes", modesOf(have.Data), modesOf(want.Data)}, // ConfigDiff leaves the path out (round 80 B7: a moved file's new path is taken)
-		{"train.algorithm", string(have.Train.Algorithm), string(want.Train.Algorithm)},
-		{"seed", fmt.Sprint(have.Seed), fmt.Sprint(want.Seed)},
-		{"train.iterations", fmt.Sprint(have.Train.Iterations), fmt.Sprint(want.Train.Iterations)},
+	for _, c := range []struct {
+		field, have, want string
+		number            bool // said as a number, not quoted (round 80 B8)
+	}{ // what names the run, first
+		{"experiment", have.Experiment, want.Experiment, false},
+		{"data.file", dataOf(have), dataOf(want), false},
+		{"data.key", memberOf(have.Data), memberOf(want.Data), false}, // round 78 B1: seeds on two members summarised as one set
+		{"data.modes", modesOf(have.Data), modesOf(want.Data), false}, // ConfigDiff leaves the path out (round 80 B7: a moved file's new path is taken)
+		{"train.algorithm", string(have.Train.Algorithm), string(want.Train.Algorithm), false},
+		{"seed", fmt.Sprint(have.Seed), fmt.Sprint(want.Seed), true},
+		{"train.iterations", fmt.Sprint(have.Train.Iterations), fmt.Sprint(want.Train.Iterations), true},
 	} {
-		if c.have != c.want {
-			advice := seedAdvice(dir)
-			if c.field == "data.key" {
-				advice = fmt.Sprintf("give --key %s to continue the set on its member, or %s", shellQuote(c.have), advice)
-			}
-			return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: %s", dir, c.field, c.have, c.want, advice)
+		if c.have == c.want {
+			continue
 		}
+		advice := seedAdvice(dir)
+		if c.field == "data.key" {
+			advice = fmt.Sprintf("give --key %s to continue the set on its member, or %s", shellQuote(c.have), advice)
+		}
+		if c.number {
+			return seedNew, fmt.Errorf("%s holds a run with %s = %s, this command asks for %s: %s", dir, c.field, c.have, c.want, advice)
+		}
+		return seedNew, fmt.Errorf("%s holds a run with %s %q, this command asks for %q: %s", dir, c.field, c.have, c.want, advice)
 	}
 	// Then the whole configuration: seeds trained with other settings
 	// would be summarised as one set (probe 15).
@@ -1110,6 +1128,9 @@ func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
 		return "", fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if err != nil { // round 80 B2: a missing folder, or a link to one, was called "not a folder"
+			return "", namedInput(err, "--data-dir", f.dataDir, true)
+		}
 		return "", fmt.Errorf("--data-dir %s is not a folder: want the folder of the experiment's files", f.dataDir)
 	}
 	if f.config != "" && !cmd.Flags().Changed("experiment") {

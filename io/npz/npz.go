@@ -55,8 +55,22 @@ func (a *Archive) Get(name string) (*npy.Array, error) {
 	if v, ok := a.Arrays[name]; ok {
 		return v, nil
 	}
-	return nil, fmt.Errorf("npz: no member %q (have %s)", name, quoteList(a.Names))
+	return nil, &MissingMemberError{Name: name, Have: a.Names}
 }
+
+// MissingMemberError is the refusal of a member name that an archive does
+// not hold.
+type MissingMemberError struct {
+	Name string   // the name asked for
+	Have []string // the archive's members, in file order
+}
+
+func (e *MissingMemberError) Error() string {
+	return fmt.Sprintf("npz: no member %q (have %s)", e.Name, quoteList(e.Have))
+}
+
+// Members lists the archive's members as errors do (quoted, at most 8).
+func (e *MissingMemberError) Members() string { return quoteList(e.Have) }
 
 // Read reads an .npz archive of size bytes from r, decoding every member.
 func Read(r io.ReaderAt, size int64) (*Archive, error) {
@@ -97,6 +111,9 @@ type Reader struct {
 func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	z, err := zip.NewReader(r, size)
 	if err != nil {
+		if errors.Is(err, zip.ErrFormat) { // round 80 B2: "zip: not a valid zip file" alone
+			return nil, fmt.Errorf("npz: not a zip archive (%w): an .npz is a zip file that ends with a directory of its members, which this file of %d bytes lacks or has damaged: it is cut short, damaged, or not an .npz", err, size)
+		}
 		return nil, fmt.Errorf("npz: not a zip archive: %w", err)
 	}
 	zr := &Reader{files: make(map[string]*zip.File, len(z.File))}
@@ -185,7 +202,7 @@ func (r *Reader) member(name string) (*zip.File, error) {
 	if f, ok := r.files[name]; ok {
 		return f, nil
 	}
-	return nil, r.wrap(fmt.Errorf("npz: no member %q (have %s)", name, quoteList(r.Names)))
+	return nil, r.wrap(&MissingMemberError{Name: name, Have: r.Names})
 }
 
 // Header reads the .npy header of the named member without decoding its

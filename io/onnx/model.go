@@ -208,8 +208,9 @@ const maxTensorLen = 1 << 28
 // DecodeModel decodes a serialized ModelProto.
 func DecodeModel(b []byte) (*Model, error) {
 	m := &Model{Opsets: map[string]int64{}}
-	err := readFields(&modelSpec, b, func(f pbField) error {
-		var err error
+	inField := false // the error is a field's, not the file's framing
+	err := readFields(&modelSpec, b, func(f pbField) (err error) {
+		defer func() { inField = err != nil }()
 		switch f.num {
 		case fModelIRVersion:
 			m.IRVersion = int64(f.u)
@@ -226,14 +227,21 @@ func DecodeModel(b []byte) (*Model, error) {
 		}
 		return err
 	})
+	if err != nil && !inField {
+		return nil, fmt.Errorf("%w: %s", err, notAModel) // round 80 B2: a text file got the wire error alone
+	}
 	if err != nil {
 		return nil, err
 	}
 	if m.Graph == nil {
-		return nil, errors.New("model has no graph")
+		return nil, errors.New("model has no graph: " + notAModel)
 	}
 	return m, nil
 }
+
+// notAModel says what a file that does not decode as a model is likely to
+// be.
+const notAModel = "not an ONNX model, or one cut short or damaged (an .onnx file is an ONNX ModelProto, the protobuf torch.onnx.export writes)"
 
 // decodeEntry adds a StringStringEntryProto to m.Metadata.
 func decodeEntry(b []byte, m *Model) error {
