@@ -46,8 +46,9 @@ dynamic batch dimension, in the checkpoint's dtype unless --float32 or
 The network (--what ebm) and the flow graphs work in the models' coordinates
 (standardised, for a run on your own data; spec.json's "standardization" maps
 them to your units); --what energy takes the data's units.
-In float64, LeakyRelu, Softplus and Elu are written with elementary ops (ONNX
-Runtime's CPU provider has no double kernels for them). Every export passes
+In float64, LeakyRelu, Softplus, Elu and SiLU are written with elementary ops
+(ONNX Runtime's CPU provider has no double kernels for them, or, for SiLU's
+x·Sigmoid(x), fuses it into one without at its default optimisation). Every export passes
 onnx.checker.check_model(full_check=True) and runs in ONNX Runtime 1.30 with
 outputs within 1e-10 (float64) and 1e-5 (float32) of flowebm's (tested).
 

@@ -184,8 +184,11 @@ func (b *builder) weightAndBias(x, name string, noBias bool) ([]string, error) {
 //	LeakyRelu(x) = Relu(x) − α·Relu(−x)
 //	Softplus(x)  = Relu(x) + log(1 + exp(−Relu(x) − Relu(−x)))
 //	Elu(x)       = Relu(x) + exp(−Relu(−x)) − 1
+//	SiLU(x)      = x / (1 + exp(−x))
 //
-// (only operators that Net imports).
+// (only operators that Net imports; SiLU's x·Sigmoid(x) has double
+// kernels, but ONNX Runtime's default optimisation fuses it into
+// QuickGelu, which has none).
 func (b *builder) activation(a layers.Activation, x string) (string, error) {
 	double := b.dtype == typeDouble
 	relu := func(v string) string { return b.node("Relu", []string{v}) }
@@ -216,6 +219,10 @@ func (b *builder) activation(a layers.Activation, x string) (string, error) {
 		}
 		return b.node("Elu", []string{x}, floatAttr("alpha", 1)), nil
 	case "silu":
+		if double { // round 81 A1: ORT's default optimisation fuses x·Sigmoid(x) into QuickGelu, which has no double kernel
+			e := b.node("Exp", []string{b.node("Neg", []string{x})})
+			return b.node("Div", []string{x, b.node("Add", []string{e, b.scalar(1)})}), nil
+		}
 		return b.node("Mul", []string{x, b.node("Sigmoid", []string{x})}), nil
 	}
 	return "", fmt.Errorf("onnx: activation %q cannot be exported", a)

@@ -12,9 +12,9 @@ import (
 //
 //	h = Reshape(x, [−1, C, H, W])
 //	Conv (kernel_shape, strides, pads) per convolution, with its bias;
-//	the activations as for an MLP (SiLU as x·Sigmoid(x); LeakyRelu as
-//	itself in float32, with Relu in float64, where ONNX Runtime has no
-//	double kernel); Add for the residual connections; AveragePool
+//	the activations as for an MLP (SiLU as x·Sigmoid(x) in float32 and
+//	x/(1+exp(−x)) in float64; LeakyRelu as itself in float32, with Relu
+//	in float64, where ONNX Runtime has no double kernel); Add for the residual connections; AveragePool
 //	(kernel 2, stride 2) before an average-pool downsampling;
 //	GlobalAveragePool, Flatten and Gemm (transB = 1) for the head.
 //

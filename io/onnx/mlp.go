@@ -2,8 +2,10 @@ package onnx
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 
@@ -127,11 +129,11 @@ func (n *Net) linearChain() ([]*Node, error) {
 // activationOps are the operators that the nodes between two Linears may
 // use: PyTorch's exports of ReLU, LeakyReLU, Tanh, Softplus, ELU and SiLU,
 // and flowebm's own (LeakyRelu as Relu(x) − α·Relu(−x), Softplus with Log
-// and Exp, SiLU as x·Sigmoid(x)). Clipping, thresholds and per-unit
+// and Exp, SiLU as x·Sigmoid(x) or, in float64, x/(1 + exp(−x))). Clipping, thresholds and per-unit
 // choices (Clip, Min, Max, Where, Slice, Concat, …) are refused by name:
 // their values near 0 can equal an activation's.
 var activationOps = map[string]bool{"Relu": true, "LeakyRelu": true, "Tanh": true, "Softplus": true, "Elu": true, "Celu": true, "Sigmoid": true,
-	"Mul": true, "Sub": true, "Add": true, "Neg": true, "Log": true, "Exp": true, "Constant": true, "Identity": true}
+	"Mul": true, "Sub": true, "Add": true, "Div": true, "Neg": true, "Log": true, "Exp": true, "Constant": true, "Identity": true}
 
 // activationBetween evaluates the nodes between two Gemms, the first of
 // width outputs, on probe points (the same in every hidden unit, which
@@ -187,7 +189,37 @@ func (n *Net) activationBetween(from, to *Node, width int) (layers.Activation, e
 		}
 		col[i] = row[0]
 	}
-	return recognise(col, probe, n.Dtype.Name() == "float32")
+	a, err := recognise(col, probe, n.Dtype.Name() == "float32")
+	if err != nil { // round 81 A3: no node named, no way on
+		return a, fmt.Errorf("%s between node %q and node %q: %w; give the .onnx file itself as --model (flowebm energy and sample read it)", describeNodes(n.nodes[start+1:end]), nodeName(from), nodeName(to), err)
+	}
+	return a, nil
+}
+
+// describeNodes names nodes for an error, with their float attributes:
+// `nodes "/act/Elu" (Elu, alpha 2), …`.
+func describeNodes(nodes []*Node) string {
+	var parts []string
+	for _, node := range nodes {
+		if node.OpType == "Constant" {
+			continue
+		}
+		what := node.OpType
+		for _, name := range slices.Sorted(maps.Keys(node.Attrs)) {
+			if a := node.Attrs[name]; a.Type == AttrFloat {
+				what += fmt.Sprintf(", %s %g", name, a.F)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%q (%s)", nodeName(node), what))
+	}
+	const listed = 6
+	if len(parts) > listed {
+		parts = append(parts[:listed], fmt.Sprintf("… (%d nodes in all)", len(parts)))
+	}
+	if len(parts) == 1 {
+		return "node " + parts[0]
+	}
+	return "nodes " + strings.Join(parts, ", ")
 }
 
 // maxProbeWidth bounds the hidden width activationBetween probes (its
@@ -241,7 +273,7 @@ func recognise(got, probe []float64, f32 bool) (layers.Activation, error) {
 			return a, nil
 		}
 	}
-	return layers.Activation{}, fmt.Errorf("the activation between two Linears is none of relu, leaky_relu, tanh, softplus (β = 1), elu (α = 1), silu (compared at points from −1e8 to 1e8: one written with these operators that is clipped, such as relu(x) − relu(x − 6), is none of them)")
+	return layers.Activation{}, fmt.Errorf("the function computed is none of relu, leaky_relu, tanh, softplus (β = 1), elu (α = 1), silu (compared at points from −1e8 to 1e8: one written with these operators that is clipped, such as relu(x) − relu(x − 6), is none of them)")
 }
 
 // scalarActivation evaluates an activation at x.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/flowebm/flowebm/layers/nd"
 )
@@ -70,7 +71,14 @@ func (w *window) pads(node *Node, in []int) error {
 			}
 			for i := 0; i < n; i++ {
 				w.padsBegin[i], w.padsEnd[i] = int(p[i]), int(p[i+n])
-				if min(p[i], p[i+n]) < 0 || max(p[i], p[i+n]) > maxElements {
+				if neg := min(p[i], p[i+n]); neg < 0 { // round 81 A2: said to be a size out of range
+					hint := ""
+					if strings.HasSuffix(node.OpType, "Pool") {
+						hint = "; PyTorch writes them for a pooling with ceil_mode=True at opset 9, which has no ceil_mode attribute: export at opset ≥ 10"
+					}
+					return fmt.Errorf("pads %v: a negative pad (%d) would crop the input, which ONNX does not allow (ONNX Runtime refuses it too): want pads ≥ 0%s", p, neg, hint)
+				}
+				if max(p[i], p[i+n]) > maxElements {
 					return fmt.Errorf("pads %v: want sizes from 0 to %d", p, maxElements)
 				}
 			}

@@ -2143,3 +2143,16 @@ class InfiniteClamp(nn.Module):
 
 torch.manual_seed(80)
 save("clamp_inf_dyn", InfiniteClamp(), (6,), torch.float64, 4, [9], dynamic=True, opset=13)
+
+
+# Round 81 A2: avg_pool2d with ceil_mode=True and count_include_pad=True
+# exports at opset 9 (no ceil_mode attribute) with a negative end pad,
+# which ONNX does not allow; refused with the advice to export at opset
+# ≥ 10 (the same model there is checked by the pooling fixtures above).
+class CeilAvgPool(nn.Module):
+    def forward(self, x):
+        h = x.view(x.size(0), 1, 6, 6)
+        return F.avg_pool2d(h, (3, 2), stride=(2, 3), padding=(1, 1), ceil_mode=True, count_include_pad=True).flatten(1).sum(1)
+
+
+torch.onnx.export(CeilAvgPool().double(), torch.randn(4, 36, dtype=torch.float64), f"{out}/avgpool_ceil_o9_dyn.onnx", opset_version=9, **dyn)

@@ -1,0 +1,74 @@
+package onnx
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/layers"
+)
+
+// Round 81 A1: a float64 SiLU network was exported as x·Sigmoid(x),
+// which ONNX Runtime's default optimisation fuses into QuickGelu, an
+// operator without a double kernel (the file did not run); it is written
+// x/(1 + exp(−x)) and still converts back as silu. (TestExportRunsInONNXRuntime
+// runs the exports at ONNX Runtime's default optimisation.)
+func TestFloat64SiLUExportConvertsBack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 1))
+	net := graph.MLPEnergy{MLP: layers.MLP{Name: "net", Sizes: []int{3, 8, 1}, Hidden: layers.SiLU, Layout: layers.Sequential}}
+	ebm, err := graph.NewEBM(net, nil, tensor.Float64, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := EBM(ebm, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeModel(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range m.Graph.Nodes {
+		if node.OpType == "Sigmoid" {
+			t.Errorf("node %q is a Sigmoid in a float64 export", node.Name)
+		}
+	}
+	n, err := Decode(b, "silu.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mlp, _, err := n.MLP(); err != nil || mlp.Hidden.Kind != layers.SiLU.Kind {
+		t.Errorf("converted back: %+v, %v; want silu", mlp.Hidden, err)
+	}
+}
+
+// Round 81 A3: an activation that is none of a checkpoint's was refused
+// without the nodes that compute it or the way on.
+func TestUnknownActivationNamed(t *testing.T) {
+	n, err := ReadFile(filepath.Join("testdata", "pinned", "celu05_mlp_f32.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = n.MLP()
+	for _, want := range []string{"(Celu, alpha 0.5) between node ", "give the .onnx file itself as --model"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CELU(0.5): %v, want %q", err, want)
+		}
+	}
+}
+
+// Round 81 A2: PyTorch's opset-9 export of avg_pool2d with ceil_mode and
+// count_include_pad writes a negative pad; the refusal called it a size
+// out of range, without the way on.
+func TestNegativePoolPadsAdvised(t *testing.T) {
+	_, err := ReadFile(filepath.Join("testdata", "pinned", "avgpool_ceil_o9_dyn.onnx"))
+	for _, want := range []string{"a negative pad (-1) would crop the input", "export at opset ≥ 10"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want %q", err, want)
+		}
+	}
+}
