@@ -191,6 +191,20 @@ type Data struct {
 	ModesSHA256 string `json:"modes_sha256,omitempty"`
 }
 
+// Member is the .npz member the data read: Key, or, where none is given
+// and File is an .npz archive, the first member of the archive at path
+// (File, or a copy of it given elsewhere); "" for other files and where
+// the archive cannot be read (its reader says why).
+func (c *Data) Member(path string) string {
+	if c.Key != "" || !strings.EqualFold(filepath.Ext(c.File), ".npz") {
+		return c.Key
+	}
+	if names, err := data.NPZNames(path); err == nil && len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
 // checkDataDirSums records the SHA-256 of each file the image experiment
 // reads from DataDir, or checks them against the recorded ones.
 func (cfg *Run) checkDataDirSums() error {

@@ -37,7 +37,6 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
-	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
@@ -1043,18 +1042,8 @@ func resumedKey(d *config.Data, opt ResumeOptions) (string, error) {
 	if opt.DataKey == "" || opt.DataKey == d.Key {
 		return d.Key, nil
 	}
-	trained := d.Key
-	if trained == "" { // the first member, where the run's file was an .npz
-		if !strings.EqualFold(filepath.Ext(d.File), ".npz") {
-			return opt.DataKey, nil // other data: refused by its SHA-256
-		}
-		names, err := data.NPZNames(opt.DataFile)
-		if err != nil || len(names) == 0 {
-			return opt.DataKey, nil // not an .npz: the key is refused with the data
-		}
-		trained = names[0]
-	}
-	if opt.DataKey == trained {
+	trained := d.Member(opt.DataFile)            // the first member of the file given, where the run's was an .npz read without a key
+	if trained == "" || opt.DataKey == trained { // other data, or not an .npz: refused by its SHA-256, or with the data
 		return opt.DataKey, nil
 	}
 	return "", fmt.Errorf("--key %s: the run was trained on the member %q of its .npz, not %q: other data would not continue it; resume without --key (or with --key %s), or train a new run on this member", opt.DataKey, trained, opt.DataKey, trained)

@@ -553,16 +553,10 @@ func modesOf(d *config.Data) string {
 // memberOf is the .npz member a run's data reads: its key, or the
 // archive's first member where none is given ("" for other files).
 func memberOf(d *config.Data) string {
-	switch {
-	case d == nil:
+	if d == nil {
 		return ""
-	case d.Key != "" || !strings.EqualFold(filepath.Ext(d.File), ".npz"):
-		return d.Key
 	}
-	if names, err := data.NPZNames(d.File); err == nil && len(names) > 0 {
-		return names[0]
-	}
-	return ""
+	return d.Member(d.File)
 }
 
 // seedAdvice is how to get past a seed's folder dir that --seeds cannot

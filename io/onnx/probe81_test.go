@@ -72,3 +72,41 @@ func TestNegativePoolPadsAdvised(t *testing.T) {
 		}
 	}
 }
+
+// Session 39's review: the refusal of bad flowebm.standardization
+// metadata (written by convert and sample --flow-out) was tried by hand
+// only. Each bad value is refused naming the file and the key; a good
+// one is read.
+func TestFlowStandardizationMetadata(t *testing.T) {
+	sample := filepath.Join("testdata", "flows", "maf_f32_sample.onnx")
+	flow, err := ReadFlow(sample, filepath.Join("testdata", "flows", "maf_f32_density.onnx"), FlowConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := flow.Net.(*FlowNet)
+	if s, err := fn.Standardization(); s != nil || err != nil {
+		t.Fatalf("no metadata: %v, %v", s, err)
+	}
+	d := fn.Dimension()
+	ones := strings.TrimSuffix(strings.Repeat("1, ", d), ", ")
+	good := `{"shift": [` + ones + `], "scale": [` + ones + `]}`
+	meta := map[string]string{}
+	fn.Sample.model.Metadata = meta
+	meta[StandardizationKey] = good
+	if s, err := fn.Standardization(); err != nil || len(s.Scale) != d || s.Scale[0] != 1 {
+		t.Errorf("%s: %+v, %v", good, s, err)
+	}
+	for _, bad := range []string{
+		"", "null", "{}", "[1, 2]", `{"shift": [1], "scale": [1]}`,
+		`{"shift": [` + ones + `], "scale": [` + strings.Replace(ones, "1", "0", 1) + `]}`,
+		`{"shift": [` + ones + `], "scale": [` + strings.Replace(ones, "1", "-2", 1) + `]}`,
+		`{"shift": [` + strings.Replace(ones, "1", "1e999", 1) + `], "scale": [` + ones + `]}`,
+		`{"shift": [` + ones + `], "scale": [` + ones + `]`,
+	} {
+		meta[StandardizationKey] = bad
+		s, err := fn.Standardization()
+		if err == nil || !strings.Contains(err.Error(), sample) || !strings.Contains(err.Error(), `"flowebm.standardization"`) {
+			t.Errorf("%q: %+v, %v", bad, s, err)
+		}
+	}
+}
