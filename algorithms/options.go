@@ -135,7 +135,15 @@ func (a *Algorithm) UnmarshalText(b []byte) error { return setOption("algorithm"
 
 // Set parses an algorithm's name (it implements the flag.Value of
 // --algorithm).
-func (a *Algorithm) Set(s string) error { return a.UnmarshalText([]byte(s)) }
+func (a *Algorithm) Set(s string) error {
+	var e *OptionError
+	if err := a.UnmarshalText([]byte(s)); errors.As(err, &e) {
+		return fmt.Errorf("want %s", e.Want) // the flag names itself and the value (round 80: "algorithms: algorithm …" after it)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
 
 // String returns the name.
 func (a Algorithm) String() string { return string(a) }

@@ -297,8 +297,19 @@ func ByName(name string) (*Experiment, error) {
 			return FourGaussians(d, paper)
 		}
 	}
-	return nil, fmt.Errorf("experiments: unknown experiment %q (known: %s)", name, strings.Join(Names(), ", "))
+	return nil, &UnknownError{Name: name}
 }
+
+// UnknownError is the refusal of an experiment name that is none of
+// Names.
+type UnknownError struct{ Name string }
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("experiments: unknown experiment %q (%s)", e.Name, e.Known())
+}
+
+// Known lists the experiments there are: "known: a, b, …".
+func (e *UnknownError) Known() string { return "known: " + strings.Join(Names(), ", ") }
 
 // Data draws n points from the experiment's target.
 func (e *Experiment) Data(rng *rand.Rand, n int) *mat.Dense {

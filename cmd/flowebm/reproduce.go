@@ -407,13 +407,16 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 			}
 			return nil, fmt.Errorf("--experiments %s: %w (reproduce has no --data-dir: set %s to the folder, and every run is given it as --data-dir)", e, err, env)
 		}
+		if unknown := (*experiments.UnknownError)(nil); errors.As(err, &unknown) { // printed as "experiments: unknown …"
+			return nil, fmt.Errorf("--experiments %s: unknown experiment (%s)", e, unknown.Known())
+		}
 		if err != nil {
 			return nil, err
 		}
 		for _, name := range algs {
 			var a algorithms.Algorithm
 			if err := a.Set(name); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("--algorithms %s: %w", name, err)
 			}
 			if exp != nil { // --plan's image experiments: their defaults need the images
 				if _, _, err := settings.DefaultsFor(exp, a); err != nil {

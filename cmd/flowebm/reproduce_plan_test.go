@@ -239,7 +239,7 @@ func TestReproducePlanFlags(t *testing.T) {
 		{[]string{"--plan", "no/such/plan.txt", "--experiments", "two-modes"}, "--plan no/such/plan.txt: the folder no/such does not exist"},
 		{[]string{"--plan", "p.txt", "--experiments", "two-modes", "--out", "a\nb"}, `--out "a\nb" holds a control character ('\n'): the plan has one command per line`},
 		{[]string{"--plan", "p.txt", "--experiments", "two-modes", "--plan-binary", "fl\rowebm"}, "--plan-binary \"fl\\rowebm\" holds a control character"},
-		{[]string{"--plan", "p.txt", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
+		{[]string{"--plan", "p.txt", "--experiments", "three-modes"}, `--experiments three-modes: unknown experiment (known: 8-gaussians`},
 		{[]string{"--plan", "p.txt", "--experiments", "two-modes", "--out", "foreign"}, "--out foreign holds report.md but no runs/ of an earlier reproduce: the report that --report builds after the plan would replace it"},
 		{[]string{"--plan", "rp/report.md", "--experiments", "two-modes", "--out", "rp"}, "--plan rp/report.md is where --report writes its report (or a figure) in --out rp"},
 		// Probe 19: --force wrote the plan over a seed set of --report.

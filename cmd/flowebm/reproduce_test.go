@@ -112,8 +112,10 @@ func TestReproduceBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"reproduce", "--jobs", "0"}, "--jobs 0"},
-		{[]string{"reproduce", "--experiments", "three-modes"}, `unknown experiment "three-modes"`},
-		{[]string{"reproduce", "--algorithms", "sgld"}, `algorithm "sgld"`},
+		{[]string{"reproduce", "--experiments", "three-modes"}, `--experiments three-modes: unknown experiment (known: 8-gaussians`},
+		{[]string{"reproduce", "--algorithms", "sgld"}, `--algorithms sgld: want "flowmc", "ula", "nt" or "coopflow"`},
+		{[]string{"train", "--experiment", "three-modes"}, `--experiment three-modes: unknown experiment (known: 8-gaussians`},
+		{[]string{"train", "--algorithm", "sgld"}, `invalid argument "sgld" for "--algorithm" flag: want "flowmc", "ula", "nt" or "coopflow"`},
 		{[]string{"reproduce", "--experiments", ""}, `--experiments given an empty value`},
 		{[]string{"reproduce", "--algorithms", " , "}, `--algorithms " , " has an empty name (a stray comma?)`},
 		{[]string{"reproduce", "--experiments", "two-modes,"}, `--experiments "two-modes," has an empty name`},

@@ -152,6 +152,9 @@ func runTrain(cmd *cobra.Command, f trainFlags) (err error) {
 		for _, in := range [][2]string{{"--config", f.config}, {"--data", f.data.File}, {"--modes", f.data.Modes}} {
 			err = namedInput(err, in[0], in[1], false)
 		}
+		if unknown := (*experiments.UnknownError)(nil); errors.As(err, &unknown) && cmd.Flags().Changed("experiment") && unknown.Name == f.experiment {
+			err = fmt.Errorf("--experiment %s: unknown experiment (%s)", f.experiment, unknown.Known())
+		}
 		if inner := filepath.Join(f.config, "config.json"); err != nil && f.config != "" && isDir(f.config) && exists(inner) { // round 80 B9
 			err = fmt.Errorf("%w; a run's configuration is its config.json: --config %s", err, shellQuote(inner))
 		}
