@@ -80,6 +80,25 @@ func (g *Grid) Fill(logp func(x mat.Matrix, out []float64) error) error {
 	return nil
 }
 
+// Window is the density of the filled grid g on a grid of as many cells
+// over [−bx, bx] × [−by, by] (a view of part of it), normalised as g is
+// (not to the window's mass), with the fraction of g's mass it holds.
+func (g *Grid) Window(bx, by float64, logp func(x mat.Matrix, out []float64) error) (*Grid, float64, error) {
+	w := NewGridRect(bx, by, g.N)
+	n := w.N * w.N
+	for lo := 0; lo < n; lo += 8192 {
+		hi := min(lo+8192, n)
+		if err := logp(w.Points.Slice(lo, hi, 0, 2), w.LogDensity[lo:hi]); err != nil {
+			return nil, 0, err
+		}
+	}
+	w.LogZ = g.LogZ
+	for i := range w.LogDensity {
+		w.LogDensity[i] -= g.LogZ
+	}
+	return w, math.Exp(floats.LogSumExp(w.LogDensity)) * w.CellArea(), nil
+}
+
 // CoverMass is the largest fraction of a grid's mass that FillCovering
 // leaves beyond the box it returns along an axis, and CoverDoublings the
 // most times it doubles an axis (2⁴⁰: from a data set's box of a column of

@@ -226,3 +226,38 @@ func TestFillCoveringReachesTheMass(t *testing.T) {
 		}
 	}
 }
+
+// Round 81 B8: the view of a grown grid over the data's box keeps the
+// grid's normalisation and says what mass it holds: for N(0, I) filled
+// over ±8, the window ±1 holds erf(1/√2)² = 0.46606 of it (the 200²
+// midpoint rule on the window is within 1e-4 of that), and its density
+// at the centre is 1/(2π) within the same.
+func TestGridWindow(t *testing.T) {
+	logp := func(x mat.Matrix, out []float64) error {
+		r, _ := x.Dims()
+		for i := 0; i < r; i++ {
+			a, b := x.At(i, 0), x.At(i, 1)
+			out[i] = -(a*a+b*b)/2 - math.Log(2*math.Pi)
+		}
+		return nil
+	}
+	g := NewGrid(8, 200)
+	if err := g.Fill(logp); err != nil {
+		t.Fatal(err)
+	}
+	w, mass, err := g.Window(1, 1, logp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := math.Pow(math.Erf(1/math.Sqrt2), 2)
+	if math.Abs(mass-want) > 1e-4 {
+		t.Errorf("window mass %v, want %v", mass, want)
+	}
+	if bx, by := w.HalfWidths(); bx != 1 || by != 1 || w.N != g.N || w.LogZ != g.LogZ {
+		t.Errorf("window ±%v × ±%v of %d cells, log Z %v (grid's %v)", bx, by, w.N, w.LogZ, g.LogZ)
+	}
+	centre := w.LogDensityAt(mat.NewDense(1, 2, []float64{0, 0}))[0]
+	if math.Abs(math.Exp(centre)-1/(2*math.Pi)) > 1e-4 {
+		t.Errorf("density at 0: %v, want %v", math.Exp(centre), 1/(2*math.Pi))
+	}
+}

@@ -28,9 +28,17 @@ import (
 // and acceptance.png (the samplers' acceptance over training, for
 // algorithms with an accept step); .svg or .pdf for those formats.
 func WriteRun(r *training.Run, f Format) error {
-	if g := r.Grid(); g != nil { // from the checkpoint, evaluated or not (round 78 B5)
+	g, mass, err := r.DisplayGrid()
+	if err != nil {
+		return err
+	}
+	if g != nil { // from the checkpoint, evaluated or not (round 78 B5)
+		title := fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
+		if mass < 0.999 {
+			title += fmt.Sprintf(" (%.1f%% of its mass in view)", 100*mass)
+		}
 		dp := Density{
-			Title:   fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter),
+			Title:   title,
 			Grid:    g,
 			Scaling: r.Experiment.Scaling,
 			Axes:    r.Experiment.Columns,

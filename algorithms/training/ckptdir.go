@@ -115,6 +115,10 @@ func checkComplete(dir string, strict bool) error {
 	if err := belongsToRun(dir); err != nil {
 		return err
 	}
+	// A checkpoint with the copy of its configuration was written after
+	// the marker existed: without it, it is incomplete or was tampered
+	// with (round 81 B1: a removed COMPLETE turned every check off).
+	strict = strict || exists(filepath.Join(dir, runConfigName))
 	switch err := checkpoint.CheckManifest(dir, checkpointFiles...); {
 	case errors.Is(err, fs.ErrNotExist) && !strict:
 		// an old-style checkpoint/, written before the marker existed

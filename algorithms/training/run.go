@@ -404,6 +404,29 @@ func (e *FlowFilesError) Unwrap() error { return e.Err }
 // more than 2 dimensions or before the first evaluation).
 func (r *Run) Grid() *metrics.Grid { return r.grid }
 
+// DisplayGrid is the grid a figure of the EBM's density shows, with the
+// fraction of the EBM's mass it holds: the quadrature grid, or, for a
+// data set whose grid grew beyond the data's box to hold the EBM's mass,
+// that box's view of it (round 81 B8: data within ±3 drawn on a box of
+// ±19, the modes too small to see). Nil without a grid.
+func (r *Run) DisplayGrid() (*metrics.Grid, float64, error) {
+	g, exp := r.grid, r.Experiment
+	if g == nil {
+		return nil, 0, nil
+	}
+	bx, by := exp.Box, cmp.Or(exp.BoxY, exp.Box)
+	if exp.Kind != experiments.KindDataSet || (g.Box <= bx && g.BoxY <= by) {
+		return g, 1, nil
+	}
+	var w *metrics.Grid
+	var mass float64
+	err := r.Trainer.WithAveraged(func() (err error) {
+		w, mass, err = g.Window(bx, by, r.Trainer.EBM.LogDensity)
+		return err
+	})
+	return w, mass, err
+}
+
 // Evaluate computes the metrics at the current iteration and appends them
 // to Evals.
 // With Train.AverageWindow set, the averaged EBM is evaluated.

@@ -603,7 +603,7 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), held os
 		}
 		if err != nil {
 			undo() // the folders made, left empty
-			return err
+			return unwritableFolder(dir, command, err)
 		}
 		if held, err = f.Stat(); err != nil {
 			f.Close()
@@ -631,6 +631,22 @@ func makeAndLock(dir, command string, track bool) (release, keep func(), held os
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, keep, held, nil
+}
+
+// unwritableFolder is err, the failure to take dir's lock, said of the
+// folder where it is read-only for this process (round 81 B4: "open
+// …/.lock: read-only file system", without the command or a way on).
+func unwritableFolder(dir, command string, err error) error {
+	why := ""
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		why = "on a read-only file system"
+	case errors.Is(err, fs.ErrPermission):
+		why = "not writable by this user"
+	default:
+		return err
+	}
+	return fmt.Errorf("%s is %s (%w), and %s writes there (its lock first, then its outputs): copy the folder somewhere writable (cp -r %s COPY) and give the copy", dir, why, err, command, shellQuote(dir))
 }
 
 // folderMakeError is a folder of outputs that could not be made; flag,

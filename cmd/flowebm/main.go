@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -95,6 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		},
 	}
 	root.SetVersionTemplate("flowebm {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return numberFlagError(err) })
 	root.AddCommand(gradcheckCmd(), diagnoseCmd(), trainCmd(), reproduceCmd(), energyCmd(), convertCmd(), sampleCmd(), compareCmd(), plotCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -103,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, syscall.EPIPE) { // what read the output is gone (| head): quiet, as a process that SIGPIPE ends
 			return 128 + int(syscall.SIGPIPE)
 		}
-		fmt.Fprintln(stderr, "flowebm:", err)
+		fmt.Fprintln(stderr, "flowebm:", withoutPackagePrefixes(err.Error()))
 		if stopped := (stoppedError{}); errors.As(err, &stopped) {
 			return stopped.exitStatus()
 		}
@@ -211,4 +213,35 @@ func positional(min, max int, what, hint string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// packagePrefixes are the prefixes flowebm's packages give their errors,
+// which the command line drops (round 81 B5: "c.json: algorithms:
+// train.batch_size -5, want > 0").
+var packagePrefixes = regexp.MustCompile(`(^|: |\()(algorithms|experiments|config|settings|training|metrics|layers|samplers|diagnostics|checkpoint|npz|npy|onnx): `)
+
+// withoutPackagePrefixes is an error message without its packages'
+// prefixes, where they start it or one of its parts.
+func withoutPackagePrefixes(msg string) string {
+	return packagePrefixes.ReplaceAllString(msg, "$1")
+}
+
+// flagNumberError matches pflag's refusal of a number flag's value, which
+// quotes Go's parser (round 81 B7: `invalid argument "-1" for "--seed"
+// flag: strconv.ParseUint: parsing "-1": invalid syntax`).
+var flagNumberError = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[^"]+)" flag: strconv\.Parse(Uint|Int|Float): parsing ".*": (invalid syntax|value out of range)$`)
+
+// numberFlagError says what a number flag wants, instead of Go's parser's
+// words; other errors are returned as they are.
+func numberFlagError(err error) error {
+	m := flagNumberError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	value, flag, kind, why := m[1], m[2], m[3], m[4]
+	want := map[string]string{"Uint": "a whole number ≥ 0", "Int": "a whole number", "Float": "a number"}[kind]
+	if why == "value out of range" {
+		return fmt.Errorf("%s %s: out of range: want %s that a 64-bit %s holds", flag, value, want, map[string]string{"Uint": "unsigned integer", "Int": "integer", "Float": "float"}[kind])
+	}
+	return fmt.Errorf("%s %q: want %s", flag, value, want)
 }

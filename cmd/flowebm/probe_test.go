@@ -46,7 +46,7 @@ func TestProbeRefusals(t *testing.T) {
 		{"--iterations 010: write the number in decimal", []string{"train", "--iterations", "010", "--out", filepath.Join(dir, "r2")}},
 		{"--iterations 2_0: write the number in decimal", []string{"train", "--iterations", "2_0", "--out", filepath.Join(dir, "r2")}},
 		{"--chains 010: write the number in decimal", []string{"sample", "--model", run0, "--chains=010", "--out", filepath.Join(dir, "s.npy")}},
-		{"c.json: algorithms: train.batch_size -1", []string{"train", "--config", cfg, "--out", filepath.Join(dir, "r3")}},
+		{"c.json: train.batch_size -1", []string{"train", "--config", cfg, "--out", filepath.Join(dir, "r3")}},
 		{"train.sampler fields steps 1000000000000", []string{"train", "--config", steps, "--out", filepath.Join(dir, "r4")}},
 		{"iterations 9223372036854775807, want at most", []string{"train", "--iterations", "9223372036854775807", "--out", filepath.Join(dir, "r5")}},
 		{"make 2.56e+17 iterations, want at most", []string{"train", "--epochs", "1000000000000000", "--out", filepath.Join(dir, "r6")}},

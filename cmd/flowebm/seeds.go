@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -211,7 +212,29 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 	}
 	hook("seeds-summary-placed")
 	fmt.Fprintln(out, "summary in", path)
+	if left := otherSeedRuns(dir, runs); len(left) > 0 { // round 81 B3: an earlier set's runs dropped from the summary, unsaid
+		what := "the runs " + strings.Join(left, ", ") + ", of seeds this command did not give: seeds.json leaves them out"
+		if len(left) == 1 {
+			what = "the run " + left[0] + ", of a seed this command did not give: seeds.json leaves it out"
+		}
+		fmt.Fprintf(out, "note: %s also holds %s (give every seed to --seeds to summarise them all)\n", dir, what)
+	}
 	return nil
+}
+
+// otherSeedRuns are the names of dir's seed run folders (sN) that are not
+// among runs.
+func otherSeedRuns(dir string, runs []string) []string {
+	var left []string
+	for _, name := range runFolders(dir) {
+		if _, err := strconv.ParseUint(strings.TrimPrefix(name, "s"), 10, 64); err != nil || !strings.HasPrefix(name, "s") {
+			continue
+		}
+		if !slices.ContainsFunc(runs, func(r string) bool { return filepath.Base(r) == name }) {
+			left = append(left, name)
+		}
+	}
+	return left
 }
 
 // summarise gives the spread over the runs rs (checked alike) of each

@@ -1087,8 +1087,15 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	if !run.Config.Train.PersistentChains() { // CoopFlow: no bank
 		chains = "chains from the flow"
 	}
+	what := run.Config.Experiment // as the run resolved it (round 81 B6: blank for a --config of data.file without experiment)
+	if d := run.Config.Data; d != nil {
+		what = "data " + filepath.Base(d.File)
+		if m := d.Member(d.File); m != "" {
+			what += " (" + m + ")"
+		}
+	}
 	fmt.Fprintf(out, "%s with %s, seed %d: %d iterations, batch %d, %s; EBM %d parameters, flow %d; set up in %.1fs; writing %s\n",
-		cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, run.Config.Train.Iterations, run.Config.Train.BatchSize, chains,
+		what, run.Config.Train.Algorithm, run.Config.Seed, run.Config.Train.Iterations, run.Config.Train.BatchSize, chains,
 		ebm, flow, time.Since(t0).Seconds(), dir)
 	return run, release, nil
 }
@@ -1125,8 +1132,12 @@ func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
 		return "", fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		if err != nil { // round 80 B2: a missing folder, or a link to one, was called "not a folder"
-			return "", namedInput(err, "--data-dir", f.dataDir, true)
+		if target, lerr := os.Readlink(f.dataDir); err != nil && lerr == nil { // round 80 B2: a dangling link, or a missing folder, was called "not a folder"
+			return "", fmt.Errorf("--data-dir %s is a link to %s, which does not exist", f.dataDir, target)
+		} else if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("--data-dir %s: no such folder: want the folder of the experiment's files", f.dataDir)
+		} else if err != nil {
+			return "", fmt.Errorf("--data-dir %s: %w", f.dataDir, err)
 		}
 		return "", fmt.Errorf("--data-dir %s is not a folder: want the folder of the experiment's files", f.dataDir)
 	}

@@ -45,7 +45,7 @@ func TestTrainDataDir(t *testing.T) {
 		"train", "--experiment", "two-modes", "--data-dir", data, "--out", filepath.Join(dir, "a"))
 	wantErr(t, "--data-dir names an image experiment's folder, --data a data set to train on: give one",
 		"train", "--data", filepath.Join(dir, "x.npy"), "--data-dir", data, "--out", filepath.Join(dir, "b"))
-	wantErr(t, "is not a folder", "train", "--experiment", "cifar10", "--data-dir", filepath.Join(dir, "none"), "--out", filepath.Join(dir, "c"))
+	wantErr(t, "--data-dir "+filepath.Join(dir, "none")+": no such folder: want the folder of the experiment's files", "train", "--experiment", "cifar10", "--data-dir", filepath.Join(dir, "none"), "--out", filepath.Join(dir, "c"))
 	// Probe 18: the data folder as the run folder was accepted with --force.
 	wantErr(t, "is the run folder "+data+" or inside it, which this run writes", "train", "--experiment", "cifar10", "--data-dir", data, "--out", data, "--force")
 

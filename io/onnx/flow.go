@@ -453,6 +453,13 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 		return nil, err
 	}
 	if err := fn.tie(cfg.Frozen); err != nil {
+		if !cfg.Frozen { // two graphs that are not one flow even as read are said to be so (round 81 B2: advised to sample frozen, which refused them)
+			frozen := cfg
+			frozen.Frozen = true
+			if _, ferr := decodeFlowAs(sample, density, sampleFile, densityFile, frozen); ferr != nil {
+				return nil, ferr
+			}
+		}
 		return nil, err
 	}
 	if len(fn.specs) == 0 && !cfg.Frozen {
@@ -1173,10 +1180,31 @@ func (fn *FlowNet) logDensitiesAgree(f *graph.Flow) (z, x *mat.Dense, err error)
 			if math.IsNaN(gap) {
 				gap = math.Inf(1)
 			}
-			return z, x, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %v), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)", fn.Sample.File, fn.Density.File, fn.base.Sigma, ls[i], ld[i])}
+			hint := ""
+			if fn.densityOut == "energy" { // round 81 B2: an energy network given as the density graph
+				hint = fmt.Sprintf("; %s's output is named \"energy\", as an energy network's (flowebm convert --what ebm or energy): a flow's density graph is what convert --what flow-density writes", fn.Density.File)
+			}
+			return z, x, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %s), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)%s", fn.Sample.File, fn.Density.File, sigmaText(fn.base.Sigma), ls[i], ld[i], hint)}
 		}
 	}
 	return z, x, nil
+}
+
+// sigmaText is a base's σ for a message: one number where every
+// dimension has it (round 81 B2: a Go slice of 17-digit numbers).
+func sigmaText(sigma []float64) string {
+	if len(sigma) > 0 && !slices.ContainsFunc(sigma, func(s float64) bool { return s != sigma[0] }) {
+		return fmt.Sprintf("%.6g in every dimension", sigma[0])
+	}
+	parts := make([]string, 0, len(sigma))
+	for i, s := range sigma {
+		if i == 8 {
+			parts = append(parts, fmt.Sprintf("… (%d in all)", len(sigma)))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%.6g", s))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // The checks a flow read one way passes in turn (flowCheckError.stage).
