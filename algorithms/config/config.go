@@ -604,7 +604,7 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 		}
 		cfg.Experiment = "data"
 		if exp, notes, err = cfg.loadData(dataRNG); err != nil {
-			if n := data.MemberNote(cfg.Data.File, cfg.Data.Key); n != "" { // round 71 B2: said only of data accepted
+			if n := data.MemberNote(cfg.Data.File, cfg.Data.Key); n != "" && !strings.Contains(err.Error(), data.FirstMemberRead) { // round 71 B2: said only of data accepted; round 81: not twice
 				err = fmt.Errorf("%w (%s)", err, n)
 			}
 			return nil, nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/io/data"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // Request is what a user asks of a new run (what the command line's flags
@@ -267,10 +268,10 @@ func (p *Plan) StartContext(ctx context.Context, dir string) (*Run, error) {
 		return nil, err
 	}
 	if err := r.Trainer.InitContext(ctx); err != nil {
-		if p.source != "" && !errors.Is(err, algorithms.ErrInterrupted) && !namesItsFile(err, p.Config.Data) {
-			return nil, fmt.Errorf("%s: %w", p.source, err) // the start's fields come from the file
+		if errors.Is(err, algorithms.ErrInterrupted) {
+			return nil, err
 		}
-		return nil, err
+		return nil, p.fromSource(err) // the start's fields come from the file
 	}
 	return r, nil
 }
@@ -336,11 +337,29 @@ func (p *Plan) newRunConfig() config.Run {
 
 // fromSource names the plan's --config file, if any, in err (its fields
 // are the file's), as a run's start does.
-func (p *Plan) fromSource(err error) error {
-	if err == nil || p.source == "" || namesItsFile(err, p.Config.Data) {
+func (p *Plan) fromSource(err error) error { return sourced(p.source, p.Config.Data, err) }
+
+// sourced is err naming the configuration file source ("" for none) that
+// gave the run its fields, unless err is about a file that it names (see
+// namesItsFile); a data or modes path that is not a regular file is named
+// with its field (round 81 B10: "…/data is a folder" named neither the
+// file nor the field).
+func sourced(source string, d *config.Data, err error) error {
+	if err == nil || source == "" {
 		return err
 	}
-	return fmt.Errorf("%s: %w", p.source, err)
+	var notFile *safefile.NotRegularError
+	if d != nil && errors.As(err, &notFile) {
+		for _, f := range []struct{ field, path string }{{"data.file", d.File}, {"data.modes", d.Modes}} {
+			if f.path != "" && notFile.Path == f.path {
+				return fmt.Errorf("%s: %s %w", source, f.field, err)
+			}
+		}
+	}
+	if namesItsFile(err, d) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", source, err)
 }
 
 // namesItsFile says whether err is about a file it names (a data or

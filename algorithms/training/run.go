@@ -232,12 +232,7 @@ type from struct {
 // it needs, and builds the models (or takes those given) and the trainer.
 // The notes given are retimed if epochs change the run's length.
 func prepare(cfg config.Run, dir string, given from) (*Run, error) {
-	inFile := func(err error) error {
-		if given.source == "" || namesItsFile(err, cfg.Data) {
-			return err
-		}
-		return fmt.Errorf("%s: %w", given.source, err)
-	}
+	inFile := func(err error) error { return sourced(given.source, cfg.Data, err) }
 	if err := cfg.Validate(); err != nil {
 		return nil, inFile(err)
 	}

@@ -110,10 +110,24 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 	if note := blankGlyphsNote(names, format); note != "" {
 		fmt.Fprintln(stderr, note)
 	}
+	if exps := experimentsOf(runs); len(exps) > 1 { // round 81 B9: a held-out LL of −957 flattened the others' curves, unsaid
+		fmt.Fprintf(stderr, "note: the runs come from %d experiments (%s): their held-out log-likelihoods and errors lie on different scales, so a figure can flatten some runs' curves; compare runs of one experiment to see those\n", len(exps), strings.Join(exps, ", "))
+	}
 	for _, f := range files {
 		fmt.Fprintln(stdout, "wrote", f)
 	}
 	return nil
+}
+
+// experimentsOf are the distinct experiments of the runs, in order.
+func experimentsOf(runs []runSummary) []string {
+	var exps []string
+	for _, r := range runs {
+		if r.exp != "" && !slices.Contains(exps, r.exp) {
+			exps = append(exps, r.exp)
+		}
+	}
+	return exps
 }
 
 // checkFiguresNew refuses, unless force, an --out holding figures.

@@ -24,6 +24,7 @@ type runSummary struct {
 	plots.Named
 	dir     string
 	cfg     string // experiment, algorithm and flow, or "" where unreadable
+	exp     string // the experiment (a data set: its file), or "" where unreadable
 	metrics *training.Metrics
 	exactLL float64 // the exact held-out LL (NaN: unknown), from metrics.json or drawn again from config.json
 }
@@ -49,6 +50,10 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 			flow = "ONNX"
 		}
 		s.cfg = fmt.Sprintf("%s | %s | %s", cell(cmp.Or(cfg.Experiment, "data")), cell(string(cfg.Train.Algorithm)), cell(flow))
+		s.exp = cmp.Or(cfg.Experiment, "data")
+		if cfg.Data != nil {
+			s.exp = "data " + filepath.Base(cfg.Data.File)
+		}
 	}
 	m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
 	switch {

@@ -83,13 +83,17 @@ func readChains(paths []string, key string) (_ *chainsData, err error) {
 	}
 	if fe := (*npy.FormatError)(nil); errors.As(err, &fe) && fe.Field == npy.DtypeField { // probe 62: the reader's list of types, which diagnose then refused
 		advice := "convert with a.astype(np.float64) if they are draws"
+		got := "dtype " + fe.Got
 		switch {
+		case strings.Contains(fe.Got, "structured"): // round 81 B12: astype refuses a structured array
+			got = "a structured dtype (named fields)"
+			advice = "one field per parameter: numpy.lib.recfunctions.structured_to_unstructured(a) stacks them into a last axis of parameters"
 		case strings.Contains(fe.Want, "float16"):
 			advice = "float16 is not supported; convert with a.astype(np.float32)"
 		case strings.Contains(fe.Want, "object array"):
 			advice = "not an object array of pickled Python objects: save np.asarray(x, dtype=np.float64)"
 		}
-		return nil, fmt.Errorf("%s: dtype %s, want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters (%s)", name, fe.Got, advice)
+		return nil, fmt.Errorf("%s: %s, want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters (%s)", name, got, advice)
 	}
 	if err != nil {
 		return nil, err

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // Round 81 B1: a checkpoint whose COMPLETE was removed was taken for one
@@ -132,5 +135,76 @@ func TestHeaderNamesDataSet(t *testing.T) {
 	out, errOut, code := runCLI("train", "--config", cfg, "--quiet", "--out", filepath.Join(dir, "r"))
 	if code != 0 || !strings.Contains(out, "data d.csv with flowmc, seed 0: 2 iterations") {
 		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// Round 81 B9: compare of runs of several experiments flattened some
+// runs' curves unsaid.
+func TestCompareNotesMixedExperiments(t *testing.T) {
+	a := trainedRun(t)
+	b := filepath.Join(t.TempDir(), "rings")
+	if _, errOut, code := runCLI("train", "--experiment", "rings", "--iterations", "2", "--quiet", "--out", b); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, errOut, code := runCLI("compare", a, b, "--out", filepath.Join(t.TempDir(), "c"))
+	if code != 0 || !strings.Contains(errOut, "note: the runs come from 2 experiments (two-modes, rings)") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// Round 81 B10, B12 and the .npz member note: a --config whose data.file
+// is a folder was refused naming neither; a structured .npy was advised
+// astype, which NumPy refuses; an .npz's first-member explanation was
+// given twice.
+func TestDataFileMessages(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "d")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, dir, "c.json", `{"data": {"file": "d"}, "train": {"iterations": 2}}`)
+	if _, errOut, code := runCLI("train", "--config", cfg, "--out", filepath.Join(dir, "r")); code != 2 || !strings.Contains(errOut, cfg+": data.file "+folder+" is a folder, want a regular file") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	// A structured .npy: a header of two named float64 fields, and data.
+	dict := "{'descr': [('a', '<f8'), ('b', '<f8')], 'fortran_order': False, 'shape': (2, 3), }"
+	dict += strings.Repeat(" ", 63-(10+len(dict))%64) + "\n"
+	st := append([]byte{0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, byte(len(dict)), byte(len(dict) >> 8)}, dict...)
+	st = append(st, make([]byte, 2*3*16)...)
+	stPath := filepath.Join(dir, "st.npy")
+	if err := os.WriteFile(stPath, st, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI("diagnose", stPath); code != 2 || !strings.Contains(errOut, "a structured dtype (named fields)") || !strings.Contains(errOut, "structured_to_unstructured(a)") || strings.Contains(errOut, "astype") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	yx := filepath.Join(dir, "yx.npz")
+	if err := npz.WriteFile(yx, map[string]*npy.Array{"a": {Shape: []int{10}, Data: make([]float64, 10)}, "b": {Shape: []int{300, 2}, Data: wave(600)}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI("train", "--data", yx, "--out", filepath.Join(dir, "r2"))
+	if code != 2 || strings.Count(errOut, `"a", "b"`) != 1 {
+		t.Errorf("exit %d: the members listed %d times: %s", code, strings.Count(errOut, `"a", "b"`), errOut)
+	}
+}
+
+// Round 81 B11: the same values saved in another byte order were called
+// "other data" without saying that files are compared by their bytes.
+func TestOtherDataSaysBytesCompared(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.npy")
+	if err := npy.WriteFile(a, &npy.Array{Shape: []int{300, 2}, Data: wave(600)}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(dir, "b.npy") // the same values, as float32: other bytes
+	if err := npy.WriteFile(b, &npy.Array{Shape: []int{300, 2}, Data: wave(600)}, npy.Float32); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "r")
+	if _, errOut, code := runCLI("train", "--data", a, "--iterations", "2", "--quiet", "--out", run); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runCLI("train", "--resume", run, "--data", b); code != 2 || !strings.Contains(errOut, "files are compared by the SHA-256 of their bytes, so the same values saved in another dtype") {
+		t.Errorf("exit %d: %s", code, errOut)
 	}
 }

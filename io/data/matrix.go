@@ -156,6 +156,10 @@ func NPZNames(path string) ([]string, error) {
 	return zr.Names, nil
 }
 
+// FirstMemberRead is how a refusal of an .npz member read without a key
+// says so (MemberNote's explanation is then not added again).
+const FirstMemberRead = "the archive's first member, read by default"
+
 // npzMember reads the member key of an .npz archive (the first if key is
 // empty) and names it for errors.
 func npzMember(path, key string) (*npy.Array, string, error) {
@@ -177,7 +181,7 @@ func npzMember(path, key string) (*npy.Array, string, error) {
 	if h, err := zr.Header(key); err == nil && len(h.Shape) < 2 {
 		want := "(points, dimensions…): at least 2 dimensions"
 		if first && len(zr.Names) > 1 { // probe 59: labels stored first
-			want += fmt.Sprintf("; it is the archive's first member, read by default (members: %s): choose the points' member with --key (train, energy; data.key in a --config), or store the points first", quoteNames(zr.Names))
+			want += fmt.Sprintf("; it is %s (members: %s): choose the points' member with --key (train, energy; data.key in a --config), or store the points first", FirstMemberRead, quoteNames(zr.Names))
 		}
 		return nil, "", &FormatError{File: path, Field: fmt.Sprintf("member %q shape", key), Got: fmt.Sprint(h.Shape), Want: want}
 	}

@@ -451,6 +451,16 @@ func OpenLimited(path string, max int64, why string) (*os.File, error) {
 // a regular file".
 func Regular(path string, fi fs.FileInfo) error { return regular(path, fi) }
 
+// NotRegularError is the refusal of a path that is not a regular file:
+// "PATH is a folder, want a regular file".
+type NotRegularError struct {
+	Path, Kind string
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, want a regular file", e.Path, e.Kind)
+}
+
 // regular refuses a file that is not a regular file, naming its kind.
 func regular(path string, fi fs.FileInfo) error {
 	if fi.Mode().IsRegular() {
@@ -469,5 +479,5 @@ func regular(path string, fi fs.FileInfo) error {
 	case t&fs.ModeSymlink != 0:
 		kind = "a symbolic link"
 	}
-	return fmt.Errorf("%s is %s, want a regular file", path, kind)
+	return &NotRegularError{Path: path, Kind: kind}
 }
