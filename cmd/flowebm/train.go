@@ -868,8 +868,9 @@ func otherDataResume(dir string, given config.Data, err error) error {
 		dataArgs += " --key " + shellQuote(key)
 	}
 	was := cfg.Data.SHA256[:min(16, len(cfg.Data.SHA256))]
-	const byBytes = "; files are compared by the SHA-256 of their bytes, so the same values saved in another dtype, byte order or format count as other data" // round 81 B11
-	if samePathName(given.File, cfg.Data.File) {                                                                                                              // round 80 B6: overwritten in place; the advised --config kept the recorded SHA-256 for the same path
+	// Round 81 B11: re-saved copies of the same values were "other data", unexplained.
+	const byBytes = "; files are compared by the SHA-256 of their bytes, so the same values saved in another dtype, byte order or format count as other data"
+	if samePathName(given.File, cfg.Data.File) { // round 80 B6: overwritten in place; the advised --config kept the recorded SHA-256 for the same path
 		return fmt.Errorf("%s holds other data than the run in %s was trained on (SHA-256 %s…, then%s): %w; put the run's file back there to continue it (flowebm train --resume %s, or --resume %s --data PATH where a copy of it lies), or train a new run on the file as it is: with the run's settings, give a copy of %s without its data.sha256 field as --config (and --out NEW), or with the defaults: flowebm train --data %s --out NEW%s",
 			given.File, dir, was, byBytes, config.ErrOtherData, shellQuote(dir), shellQuote(dir), filepath.Join(dir, "config.json"), dataArgs, modesAdvice(cfg.Data.Modes))
 	}
