@@ -231,7 +231,7 @@ func (n *Net) pickInput(g *Graph) error {
 		for _, v := range ins {
 			names = append(names, fmt.Sprintf("%q", v.Name))
 		}
-		return fmt.Errorf("graph has %d inputs (not counting initializers): %s; want one input x (batch, ...)", len(ins), strings.Join(names, ", "))
+		return fmt.Errorf("graph has %d inputs (not counting initializers): %s; want one input x (batch, ...): an energy that also takes a time, a label or a condition is read with those fixed; export a module that fixes them, e.g. forward(self, x): return model(x, t0.expand(x.shape[0], -1)) with the value t0 you want", len(ins), strings.Join(names, ", "))
 	}
 	in := ins[0]
 	n.input = in.Name

@@ -110,3 +110,22 @@ func TestFlowStandardizationMetadata(t *testing.T) {
 		}
 	}
 }
+
+// Round 78 A3 (left then): an energy of two inputs (x, t) was refused
+// without a way on; the refusal says to export it with t fixed.
+func TestTwoInputEnergyAdvised(t *testing.T) {
+	var g msg
+	g.bytes(1, mdNode("a", "Add", []string{"x", "t"}, []string{"a"}))
+	g.bytes(1, mdNode("y", "ReduceSum", []string{"a", "ax1"}, []string{"y"}, intAttr("keepdims", 0).encode()))
+	g.str(2, "g")
+	g.bytes(5, hgInt64s("ax1", []int64{1}, 1))
+	g.bytes(11, valueInfo("x", typeFloat, "N", 3))
+	g.bytes(11, valueInfo("t", typeFloat, "N", 3))
+	g.bytes(12, valueInfo("y", typeFloat, "N"))
+	_, err := Decode(mdModel(g), "xt.onnx")
+	for _, want := range []string{`graph has 2 inputs (not counting initializers): "x", "t"`, "export a module that fixes them"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want %q", err, want)
+		}
+	}
+}
