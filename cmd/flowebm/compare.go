@@ -92,7 +92,7 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		}
 		s, unread := readSummary(plots.Named{Name: names[i], Evals: evals}, dir)
 		for _, err := range unread {
-			fmt.Fprintf(stderr, "note: %v; its columns show — in the table\n", err)
+			fmt.Fprintf(stderr, "flowebm: note: %v; its columns show — in the table\n", err)
 		}
 		runs = append(runs, s)
 	}
@@ -111,7 +111,7 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		fmt.Fprintln(stderr, note)
 	}
 	if exps := experimentsOf(runs); len(exps) > 1 { // round 81 B9: a held-out LL of −957 flattened the others' curves, unsaid
-		fmt.Fprintf(stderr, "note: the runs come from %d experiments (%s): their held-out log-likelihoods and errors lie on different scales, so a figure can flatten some runs' curves; compare runs of one experiment to see those\n", len(exps), strings.Join(exps, ", "))
+		fmt.Fprintf(stderr, "flowebm: note: the runs come from %d experiments (%s): their held-out log-likelihoods and errors lie on different scales, so a figure can flatten some runs' curves; compare runs of one experiment to see those\n", len(exps), strings.Join(exps, ", "))
 	}
 	for _, f := range files {
 		fmt.Fprintln(stdout, "wrote", f)

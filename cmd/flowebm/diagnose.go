@@ -139,7 +139,7 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 		if errOut == nil {
 			errOut = w
 		}
-		fmt.Fprintf(errOut, "note: %s; the others are not diagnosed\n", note)
+		fmt.Fprintf(errOut, "flowebm: note: %s; the others are not diagnosed\n", note)
 	}
 	hook("diagnose-read")
 	files, err := o.plotFiles(c, paths)

@@ -304,7 +304,7 @@ func blankGlyphsNote(names []string, format plots.Format) string {
 	if len(missing) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("note: the figures' font has no glyph for %s (in %s): %s draws them blank; --plot-format svg keeps them (its viewer finds a font)", clipText(string(missing)), listOf(in), strings.ToUpper(format.String()))
+	return fmt.Sprintf("flowebm: note: the figures' font has no glyph for %s (in %s): %s draws them blank; --plot-format svg keeps them (its viewer finds a font)", clipText(string(missing)), listOf(in), strings.ToUpper(format.String()))
 }
 
 // drawInto draws the figures of files into the folder tmp, under their

@@ -271,7 +271,7 @@ func TestPrintConfigOverTheMemoryLimit(t *testing.T) {
 	os.WriteFile("paper.json", []byte(`{"rhat_chains": 128, "log_z_samples": 4096, "train": {"iterations": 2}}`), 0o644)
 	out, stderr, code := runCLI("train", "--data", "d784.npy", "--config", "paper.json", "--print-config")
 	var cfg map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &cfg) != nil || !strings.Contains(stderr, "note: as printed, the run would be refused: paper.json: algorithms: the configuration needs about") {
+	if code != 0 || json.Unmarshal([]byte(out), &cfg) != nil || !strings.Contains(stderr, "note: as printed, the run would be refused: paper.json: the configuration needs about") {
 		t.Fatalf("exit %d, %s", code, stderr)
 	}
 	small := make([]float64, 200*2)

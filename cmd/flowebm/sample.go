@@ -226,7 +226,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		}
 		fmt.Fprintf(out, "resumed from %s\n", f.resume)
 		if b := config.CurrentBuild(); meta.Build != nil && *meta.Build != b { // probe 59 B3: as train says
-			fmt.Fprintf(cmd.ErrOrStderr(), "note: the run was started with %s; resumed with %s: it will differ from an uninterrupted run at round-off\n", meta.Build, b)
+			fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: the run was started with %s; resumed with %s: it will differ from an uninterrupted run at round-off\n", meta.Build, b)
 		}
 	}
 	ck.outDir, _ = os.Stat(filepath.Dir(f.out)) // the --out folder, to place the draws in it and no other
@@ -292,7 +292,7 @@ func (f sampleFlags) divergedNote(m checkpoint.Models, draws []float64) string {
 	if worst < 0 {
 		return ""
 	}
-	return fmt.Sprintf("note: --sampler ula: the energy of chain %d rose by %.3g from its first draw to its last (%.4g): the chains ran off (ULA never rejects a step), and the draws are not from the model; lower --step (%v), or use an adjusted sampler (mala, hmc)", worst+1, rise, -logp[2*worst+1], f.step)
+	return fmt.Sprintf("flowebm: note: --sampler ula: the energy of chain %d rose by %.3g from its first draw to its last (%.4g): the chains ran off (ULA never rejects a step), and the draws are not from the model; lower --step (%v), or use an adjusted sampler (mala, hmc)", worst+1, rise, -logp[2*worst+1], f.step)
 }
 
 // noteUndefinedGradients says that n proposals were rejected because the
@@ -303,7 +303,7 @@ func (f sampleFlags) noteUndefinedGradients(w io.Writer, n int) {
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(w, "note: %d proposals reached points where the energy of --model %s is finite but its gradient is NaN or infinite, and were rejected: the chains never go there, so if such points have probability mass, the draws miss it (flowebm energy --grad at them shows where)\n", n, f.model)
+	fmt.Fprintf(w, "flowebm: note: %d proposals reached points where the energy of --model %s is finite but its gradient is NaN or infinite, and were rejected: the chains never go there, so if such points have probability mass, the draws miss it (flowebm energy --grad at them shows where)\n", n, f.model)
 }
 
 // drive runs the steps left, writing a checkpoint every --checkpoint-every

@@ -201,7 +201,7 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 	// defaults filled in as config.json holds them.
 	cfg, err := plan.Resolved()
 	if over := (*sysmem.OverError)(nil); errors.As(err, &over) { // printed, to be lowered (probe 54: refused, no file to edit)
-		fmt.Fprintf(cmd.ErrOrStderr(), "note: as printed, the run would be refused: %v\n", err)
+		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: as printed, the run would be refused: %s\n", withoutPackagePrefixes(err.Error()))
 	} else if err != nil {
 		return err
 	}
@@ -997,7 +997,7 @@ func (f trainFlags) plan(cmd *cobra.Command) (*training.Plan, error) {
 			return nil, fmt.Errorf("--data-dir %s: %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, plan.Config.Source())
 		}
 		if old := plan.Config.DataDir; plan.Config.DataDirSHA256 != nil && old != dataDir { // round 78 B2: refused as other data, for a new run
-			fmt.Fprintf(cmd.ErrOrStderr(), "note: --data-dir %s replaces the configuration's data_dir %s: the SHA-256 it records of that folder's files (data_dir_sha256) are dropped, and those of this one recorded\n", f.dataDir, old)
+			fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --data-dir %s replaces the configuration's data_dir %s: the SHA-256 it records of that folder's files (data_dir_sha256) are dropped, and those of this one recorded\n", f.dataDir, old)
 			plan.Config.DataDirSHA256 = nil
 		}
 		plan.Config.DataDir = dataDir
