@@ -211,3 +211,13 @@ func wave(n int) []float64 {
 	}
 	return x
 }
+
+// waveCSV is a CSV of n rows of two columns of wave's values.
+func waveCSV(n int) string {
+	w := wave(2 * n)
+	var rows strings.Builder
+	for i := range n {
+		fmt.Fprintf(&rows, "%.4f,%.4f\n", w[2*i], w[2*i+1])
+	}
+	return rows.String()
+}

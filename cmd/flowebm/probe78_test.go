@@ -104,11 +104,7 @@ func TestPlotBeforeTheFirstEvaluation(t *testing.T) {
 // file said "is not a run folder (no config.json or checkpoint/)".
 func TestConfigKeyAndPlotPathMessages(t *testing.T) {
 	dir := t.TempDir()
-	var rows strings.Builder
-	for i := range 100 {
-		fmt.Fprintf(&rows, "%.4f,%.4f\n", wave(200)[2*i], wave(200)[2*i+1])
-	}
-	data := writeFile(t, dir, "a.csv", rows.String())
+	data := writeFile(t, dir, "a.csv", waveCSV(100))
 	cfg, errOut, code := runCLI("train", "--data", data, "--print-config")
 	if code != 0 {
 		t.Fatal(errOut)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -126,11 +125,7 @@ func TestMessagesWithoutGoInternals(t *testing.T) {
 // a blank name at the start of the header line.
 func TestHeaderNamesDataSet(t *testing.T) {
 	dir := t.TempDir()
-	var rows strings.Builder
-	for i := range 300 {
-		fmt.Fprintf(&rows, "%g,%g\n", wave(600)[2*i], wave(600)[2*i+1])
-	}
-	writeFile(t, dir, "d.csv", rows.String())
+	writeFile(t, dir, "d.csv", waveCSV(300))
 	cfg := writeFile(t, dir, "c.json", `{"data": {"file": "d.csv"}, "train": {"iterations": 2}}`)
 	out, errOut, code := runCLI("train", "--config", cfg, "--quiet", "--out", filepath.Join(dir, "r"))
 	if code != 0 || !strings.Contains(out, "data d.csv with flowmc, seed 0: 2 iterations") {
