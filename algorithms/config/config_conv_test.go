@@ -53,7 +53,7 @@ func TestConvModelConfig(t *testing.T) {
 	if !reflect.DeepEqual(f, wantF) {
 		t.Errorf("flow %#v, want %#v", f, wantF)
 	}
-	if _, err := cfg.Model.EnergyNet(64, nil); err == nil || !strings.Contains(err.Error(), `model.ebm "conv" and model.flow "conv-realnvp" needs an image experiment`) {
+	if _, err := cfg.Model.EnergyNet(64, nil); err == nil || !strings.Contains(err.Error(), `model.ebm "conv" and model.flow "conv-realnvp" need an image experiment`) {
 		t.Errorf("conv models without images: %v", err)
 	}
 	// Defaults: the layers' own, and no MLP widths for the conv EBM.

@@ -144,14 +144,19 @@ func (m Model) validateConvFlow() error {
 // take it, or an error naming the conv fields when it has none.
 func (m Model) imageShape(exp *experiments.Experiment) (layers.ImageShape, error) {
 	if exp.Image == nil || exp.Kind != experiments.KindImages {
-		return layers.ImageShape{}, fmt.Errorf("algorithms: %s needs an image experiment (mnist28, fashion-mnist, cifar10, mnist), and %s has no images: set model.ebm to %q and model.flow to %q or %q",
-			m.convFields(), exp.Name, EBMMLP, FlowRealNVP, FlowSpline)
+		fields, need := m.convFields()
+		why := exp.Name + " has no images"
+		if exp.Kind == experiments.KindDataSet { // round 82 A3: images given as --data were said to be none
+			why = "a data set (data.file, --data) trains MLP models on its rows, images flattened too"
+		}
+		return layers.ImageShape{}, fmt.Errorf("algorithms: %s %s an image experiment (mnist28, fashion-mnist, cifar10, mnist), and %s: set model.ebm to %q and model.flow to %q or %q",
+			fields, need, why, EBMMLP, FlowRealNVP, FlowSpline)
 	}
 	return layers.ImageShape{C: exp.Image.Channels, H: exp.Image.Height, W: exp.Image.Width}, nil
 }
 
 // convFields names the conv fields set, for messages.
-func (m Model) convFields() string {
+func (m Model) convFields() (fields, need string) {
 	var f []string
 	if m.EBM == EBMConv {
 		f = append(f, fmt.Sprintf("model.ebm %q", EBMConv))
@@ -159,7 +164,11 @@ func (m Model) convFields() string {
 	if m.Flow == FlowConvRealNVP {
 		f = append(f, fmt.Sprintf("model.flow %q", FlowConvRealNVP))
 	}
-	return strings.Join(f, " and ")
+	need = "needs"
+	if len(f) > 1 {
+		need = "need"
+	}
+	return strings.Join(f, " and "), need
 }
 
 // imageEnergy is the conv EBM of the model for images of shape s.
@@ -237,7 +246,8 @@ func (m Model) FlowNetFor(d int, image *experiments.ImageShape) (graph.FlowNet, 
 // error naming the conv fields without images.
 func (m Model) shapeOf(d int, image *experiments.ImageShape) (layers.ImageShape, error) {
 	if image == nil {
-		return layers.ImageShape{}, fmt.Errorf("algorithms: %s needs an image experiment (mnist28, fashion-mnist, cifar10, mnist): the data have no image shape", m.convFields())
+		fields, need := m.convFields()
+		return layers.ImageShape{}, fmt.Errorf("algorithms: %s %s an image experiment (mnist28, fashion-mnist, cifar10, mnist): the data have no image shape", fields, need)
 	}
 	s := layers.ImageShape{C: image.Channels, H: image.Height, W: image.Width}
 	if s.Dim() != d {

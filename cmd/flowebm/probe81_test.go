@@ -203,3 +203,18 @@ func TestOtherDataSaysBytesCompared(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// Round 82 A3: conv models asked for on images given as --data were
+// refused as "data has no images", with "… and … needs".
+func TestConvOnDataSetSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "img.npy")
+	if err := npy.WriteFile(img, &npy.Array{Shape: []int{256, 1, 4, 4}, Data: wave(256 * 16)}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, dir, "c.json", `{"model": {"ebm": "conv", "flow": "conv-realnvp"}, "train": {"iterations": 2}}`)
+	_, errOut, code := runCLI("train", "--config", cfg, "--data", img, "--out", filepath.Join(dir, "r"))
+	if code != 2 || !strings.Contains(errOut, `model.ebm "conv" and model.flow "conv-realnvp" need an image experiment`) || !strings.Contains(errOut, "a data set (data.file, --data) trains MLP models on its rows, images flattened too") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}

@@ -54,7 +54,7 @@ func TestTrainDataDir(t *testing.T) {
 		"model": {"ebm": "conv", "ebm_channels": [4], "flow": "conv-realnvp", "flow_blocks": 1, "flow_hidden": [4]},
 		"train": {"algorithm": "flowmc", "iterations": 2, "batch_size": 8, "persistent": 16,
 		          "sampler": {"steps": 2, "global_steps": 1, "local_steps": 1, "particles": 3, "step_size": 0.01}}}`), 0o644)
-	wantErr(t, `model.ebm "conv" and model.flow "conv-realnvp" needs an image experiment`, "train", "--config", cfg, "--out", filepath.Join(dir, "d"))
+	wantErr(t, `model.ebm "conv" and model.flow "conv-realnvp" need an image experiment`, "train", "--config", cfg, "--out", filepath.Join(dir, "d"))
 	out := filepath.Join(dir, "run")
 	if _, stderr, status := runCLI("train", "--config", cfg, "--experiment", "cifar10", "--data-dir", data, "--out", out, "--quiet"); status != 0 {
 		t.Fatalf("train --data-dir: status %d, %s", status, stderr)

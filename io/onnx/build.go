@@ -346,7 +346,13 @@ var refusals = map[string]string{
 	"Scan":         "control flow is not supported",
 	"RandomNormal": randomRefusal, "RandomNormalLike": randomRefusal, "RandomUniform": randomRefusal,
 	"RandomUniformLike": randomRefusal, "Multinomial": randomRefusal, "Bernoulli": randomRefusal,
+	"ArgMax": argAdvice, "ArgMin": argAdvice,
 }
+
+// argAdvice is why ArgMax and ArgMin are refused, with the rewrite that
+// exports without them (round 82 A1: torch.gather(h, 1, h.argmax(1,
+// keepdim=True)) got the list of supported operators).
+const argAdvice = "an energy reads the largest (smallest) value itself, not its index: write h.max(dim).values or torch.amax(h, dim) (h.min(dim).values, torch.amin) instead of gathering at argmax (argmin), which export without it"
 
 // nonZeroAdvice is why NonZero of computed values is refused.
 const nonZeroAdvice = "it has a data-dependent output shape; PyTorch writes boolean-mask indexing (y[mask] = f(x[mask])) " +

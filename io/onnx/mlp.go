@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 
 	G "gorgonia.org/gorgonia"
 
@@ -75,7 +76,7 @@ func (n *Net) linearChain() ([]*Node, error) {
 		}
 		switch node.OpType {
 		case "Conv", "ConvTranspose":
-			return nil, fmt.Errorf("node %q is a %s: a convolutional network is not an MLP, the only energy a checkpoint holds from ONNX; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), node.OpType)
+			return nil, fmt.Errorf("node %q is %s: a convolutional network is not an MLP, the only energy a checkpoint holds from ONNX; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), withArticle(node.OpType))
 		case "MatMul":
 			if _, w := n.inits[node.Inputs[len(node.Inputs)-1]]; w {
 				return nil, fmt.Errorf("node %q is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias (or one on inputs of more than 2 dimensions): a checkpoint's MLP takes Linears with a bias on (batch, d) inputs (Gemm); export with bias=True on (batch, d), or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
@@ -145,7 +146,7 @@ func (n *Net) activationBetween(from, to *Node, width int) (layers.Activation, e
 			return layers.Activation{}, fmt.Errorf("node %q between two Linears is a Cast: the activation is computed in another float type than the Linears (PyTorch 1.13 exports a float64 nn.CELU as Cast to float32, Celu, Cast back), which a checkpoint's MLP does not hold; for CELU(1) export nn.ELU() (the same function, in float64), or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
 		}
 		if !activationOps[node.OpType] {
-			return layers.Activation{}, fmt.Errorf("node %q between two Linears is a %s: a checkpoint's MLP holds one of relu, leaky_relu, tanh, softplus, elu, silu there, the same in every unit; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), node.OpType)
+			return layers.Activation{}, fmt.Errorf("node %q between two Linears is %s: a checkpoint's MLP holds one of relu, leaky_relu, tanh, softplus, elu, silu there, the same in every unit; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), withArticle(node.OpType))
 		}
 	}
 	probe := activationProbes()
@@ -334,4 +335,21 @@ func (n *Net) producer(name string) *Node {
 		}
 	}
 	return nil
+}
+
+// withArticle is an operator's name after "a" or "an", as it is read
+// aloud (round 82 A4: "is a Erf"): "an Erf", "a Softplus", and an acronym
+// by its first letter's name, "an LSTM", "a GRU".
+func withArticle(op string) string {
+	if op == "" {
+		return op
+	}
+	vowelSound := "AEIOU"
+	if len(op) > 1 && unicode.IsUpper(rune(op[1])) {
+		vowelSound = "AEFHILMNORSX"
+	}
+	if strings.ContainsRune(vowelSound, rune(op[0])) {
+		return "an " + op
+	}
+	return "a " + op
 }

@@ -527,7 +527,7 @@ func gatherHandler(in *instance, node *Node) ([]*val, error) {
 	}
 	x, iv := ins[0], ins[1]
 	if !iv.isConst() {
-		return nil, notSupported("indices depend on the input: Gather with data-dependent indices is not supported (GatherElements is)")
+		return nil, notSupported("indices depend on the input: Gather with data-dependent indices is not supported (GatherElements is: write t[idx] or t.index_select(0, idx) as torch.gather, which exports as GatherElements)")
 	}
 	ax, err := axis(nodeInt(node, "axis", 0), len(x.shape))
 	if err != nil {

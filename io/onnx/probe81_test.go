@@ -129,3 +129,24 @@ func TestTwoInputEnergyAdvised(t *testing.T) {
 		}
 	}
 }
+
+// Round 82 A4: "is a Erf".
+func TestWithArticle(t *testing.T) {
+	for op, want := range map[string]string{"Erf": "an Erf", "Softplus": "a Softplus", "LSTM": "an LSTM", "GRU": "a GRU", "Upsample": "an Upsample", "Conv": "a Conv", "RNN": "an RNN"} {
+		if got := withArticle(op); got != want {
+			t.Errorf("%s: %q, want %q", op, got, want)
+		}
+	}
+}
+
+// Round 82 A1: ArgMax (torch.gather at h.argmax) was refused with the
+// list of supported operators; the refusal gives the rewrite.
+func TestArgMaxAdvised(t *testing.T) {
+	b := hgModel("c", nil,
+		mdNode("am", "ArgMax", []string{"x"}, []string{"am"}, intAttr("axis", 1).encode()),
+		mdNode("c", "Cast", []string{"am"}, []string{"c"}, intAttr("to", int64(TypeFloat)).encode()))
+	_, err := Decode(b, "argmax.onnx")
+	if err == nil || !strings.Contains(err.Error(), "operator ArgMax is not supported: an energy reads the largest (smallest) value itself") || !strings.Contains(err.Error(), "torch.amax") {
+		t.Errorf("%v", err)
+	}
+}
