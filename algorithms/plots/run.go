@@ -28,14 +28,17 @@ import (
 // and acceptance.png (the samplers' acceptance over training, for
 // algorithms with an accept step); .svg or .pdf for those formats.
 func WriteRun(r *training.Run, f Format) error {
-	g, mass, err := r.DisplayGrid()
+	g, inBox, err := r.DisplayGrid()
 	if err != nil {
 		return err
 	}
 	if g != nil { // from the checkpoint, evaluated or not (round 78 B5)
 		title := fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
-		if mass < 0.999 {
-			title += fmt.Sprintf(" (%.1f%% of its mass in view)", 100*mass)
+		switch {
+		case inBox < 0.5:
+			title += fmt.Sprintf(" (%.1f%% of its mass in the data's box: drawn where it is)", 100*inBox)
+		case inBox < 0.999:
+			title += fmt.Sprintf(" (%.1f%% of its mass in view)", 100*inBox)
 		}
 		dp := Density{
 			Title:   title,

@@ -400,11 +400,13 @@ func (e *FlowFilesError) Unwrap() error { return e.Err }
 func (r *Run) Grid() *metrics.Grid { return r.grid }
 
 // DisplayGrid is the grid a figure of the EBM's density shows, with the
-// fraction of the EBM's mass it holds: the quadrature grid, or, for a
-// data set whose grid grew beyond the data's box to hold the EBM's mass,
-// that box's view of it (round 81 B8: data within ±3 drawn on a box of
-// ±19, the modes too small to see). Nil without a grid.
-func (r *Run) DisplayGrid() (*metrics.Grid, float64, error) {
+// fraction of the EBM's mass within the data's box: the quadrature grid,
+// or, for a data set whose grid grew beyond the data's box to hold the
+// EBM's mass, that box's view of it (round 81 B8: data within ±3 drawn on
+// a box of ±19, the modes too small to see) while the box holds at least
+// half the mass (round 82 B4: 0% in view drew one flat colour; the grown
+// grid shows where the mass went). Nil without a grid.
+func (r *Run) DisplayGrid() (g *metrics.Grid, inBox float64, err error) {
 	g, exp := r.grid, r.Experiment
 	if g == nil {
 		return nil, 0, nil
@@ -414,12 +416,14 @@ func (r *Run) DisplayGrid() (*metrics.Grid, float64, error) {
 		return g, 1, nil
 	}
 	var w *metrics.Grid
-	var mass float64
-	err := r.Trainer.WithAveraged(func() (err error) {
-		w, mass, err = g.Window(bx, by, r.Trainer.EBM.LogDensity)
+	err = r.Trainer.WithAveraged(func() (err error) {
+		w, inBox, err = g.Window(bx, by, r.Trainer.EBM.LogDensity)
 		return err
 	})
-	return w, mass, err
+	if err != nil || inBox < 0.5 {
+		return g, inBox, err
+	}
+	return w, inBox, nil
 }
 
 // Evaluate computes the metrics at the current iteration and appends them

@@ -152,7 +152,12 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool)
 	for i, r := range runs {
 		named[i] = r.Named
 	}
-	return drawStaged(out, "--out", "compare", func() error { return checkFiguresNew(out, format, force) },
+	earlier := false // out holds an earlier comparison (its summary.md), whose figures --force replaces
+	return drawStaged(out, "--out", "compare", func() error {
+		_, err := os.Lstat(filepath.Join(out, summaryName))
+		earlier = err == nil
+		return checkFiguresNew(out, format, force)
+	},
 		func(tmp string) ([]string, error) {
 			drawn, err := plots.Compare(named, tmp, format)
 			if err == nil && len(drawn) == 0 {
@@ -165,7 +170,7 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool)
 			return append(drawn, table), err
 		},
 		func(drawn []string) error {
-			if force {
+			if force && earlier { // round 82 B7: a user's file of a figure's name, with no comparison there, was deleted
 				return removeOldFigures(out, drawn)
 			}
 			return nil

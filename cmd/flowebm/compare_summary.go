@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms/plots"
@@ -25,6 +26,7 @@ type runSummary struct {
 	dir     string
 	cfg     string // experiment, algorithm and flow, or "" where unreadable
 	exp     string // the experiment (a data set: its file), or "" where unreadable
+	total   int    // the run's iterations (0 where unreadable)
 	metrics *training.Metrics
 	exactLL float64 // the exact held-out LL (NaN: unknown), from metrics.json or drawn again from config.json
 }
@@ -50,7 +52,7 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 			flow = "ONNX"
 		}
 		s.cfg = fmt.Sprintf("%s | %s | %s", cell(cmp.Or(cfg.Experiment, "data")), cell(string(cfg.Train.Algorithm)), cell(flow))
-		s.exp = cmp.Or(cfg.Experiment, "data")
+		s.exp, s.total = cmp.Or(cfg.Experiment, "data"), cfg.Train.Iterations
 		if cfg.Data != nil {
 			s.exp = "data " + filepath.Base(cfg.Data.File)
 		}
@@ -85,7 +87,7 @@ func writeSummary(dir string, runs []runSummary) (string, error) {
 	for _, r := range runs {
 		fmt.Fprintln(w, r.row())
 	}
-	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains); time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
+	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains; \"160 of 400\" for a run not finished); a held-out LL whose log Z rests on an importance-sampling ESS below 1% is marked unreliable; time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
 	err = errors.Join(w.Flush(), f.Close())
 	return path, err
 }
@@ -103,6 +105,13 @@ func (r runSummary) row() string {
 	if !math.IsNaN(r.exactLL) {
 		ll += " (" + num(r.exactLL, "%.3f") + ")"
 	}
+	if z := last.LogZ; !z.Reliable() && !math.IsNaN(z.ESS) && !math.IsNaN(last.HeldOutLL) { // round 82 B3: repeated without its ESS
+		ll += ", unreliable: IS ESS " + essPercent(z.ESS)
+	}
+	iters := strconv.Itoa(last.Iter)
+	if r.metrics == nil && r.total > last.Iter { // round 82 B6: a stopped run looked finished
+		iters = fmt.Sprintf("%d of %d", last.Iter, r.total)
+	}
 	if m := r.metrics; m != nil {
 		if m.Iterations > 0 {
 			ms = fmt.Sprintf("%.0f", 1000*m.Seconds/float64(m.Iterations))
@@ -111,7 +120,7 @@ func (r runSummary) row() string {
 	rhat := num(last.MaxRHat, "%.3f") + " / " + num(last.MaxRHatClassic, "%.3f")
 	acc := num(last.Stats.GlobalAccept, "%.2f") + " (" + num(secondHalfMean(r.Evals), "%.2f") + ")"
 	mse := num(last.EBMWeightMSE, "%.2e")
-	return fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %s |", name, cfg, last.Iter, ll, rhat, acc, mse, ms)
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", name, cfg, iters, ll, rhat, acc, mse, ms)
 }
 
 // cell is s as one Markdown table cell: its pipes escaped, its line

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -530,17 +529,8 @@ func TestNewerCheckpointNoted(t *testing.T) {
 	}
 	pts := filepath.Join(t.TempDir(), "p.csv")
 	os.WriteFile(pts, []byte("x,y\n0,0\n"), 0o644)
-	r, w, err := os.Pipe() // the note goes to the process's stderr
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stderr
-	os.Stderr = w
-	_, _, code := runCLI("energy", "--model", run, "--points", pts)
-	os.Stderr = saved
-	w.Close()
-	note, _ := io.ReadAll(r)
-	if code != 0 || !strings.Contains(string(note), "a checkpoint replacement was interrupted") || strings.Contains(string(note), "damaged") {
+	code, note := energyNotes(t, run, pts) // the note goes to the process's stderr
+	if code != 0 || !strings.Contains(note, "a checkpoint replacement was interrupted") || strings.Contains(note, "damaged") {
 		t.Errorf("exit %d, %q", code, note)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
@@ -733,7 +734,28 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 	if err != nil {
 		return m, err
 	}
+	if note := unfinishedNote(dir, latest); note != "" {
+		fmt.Fprintln(os.Stderr, note)
+	}
 	return m, sums.record(given, func() (string, error) { return folderSum(latest, spec) })
+}
+
+// unfinishedNote says that the checkpoint latest of the run in dir is of
+// an iteration before the run's last (round 82 B5: a run still training,
+// or interrupted, was exported without a word); "" for a finished run or
+// where either count cannot be read.
+func unfinishedNote(dir, latest string) string {
+	var st struct {
+		Iter *int `json:"iter"`
+	}
+	if jsonfile.Read(filepath.Join(latest, "state.json"), &st, jsonfile.Options{AllowUnknown: true}) != nil || st.Iter == nil {
+		return ""
+	}
+	cfg, err := training.ReadRunConfig(dir)
+	if n := cfg.Train.Iterations; err != nil || *st.Iter >= n {
+		return ""
+	}
+	return fmt.Sprintf("flowebm: note: the run %s is unfinished: its newest checkpoint, used here, is of iteration %d of %d", dir, *st.Iter, cfg.Train.Iterations)
 }
 
 // writeVector writes v to the --out file path (.npy or .csv), replacing a

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/pathcheck"
 	"github.com/flowebm/flowebm/io/npz"
@@ -1717,6 +1718,35 @@ func missingKey(err error, key, data string) error {
 		of = data
 	}
 	return &flaggedError{msg: fmt.Sprintf("--key %s: %s has no member %q: give one of %s", key, of, key, mm.Members()), err: err}
+}
+
+// configDataError is err said of the field of the --config file path
+// that named its data (round 82 B8: "open …/nope.npy: no such file", and
+// "…/x.npz: no member "zz"", named neither the file nor the field), where
+// err is a missing data or modes file, or a missing member that no --key
+// (key) chose; other errors are returned as they are.
+func configDataError(err error, path, key string) error {
+	var pe *fs.PathError
+	var mm *npz.MissingMemberError
+	missing := errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist)
+	noMember := errors.As(err, &mm) && key == ""
+	if !missing && !noMember {
+		return err
+	}
+	cfg, rerr := config.Read(path)
+	if rerr != nil || cfg.Data == nil {
+		return err
+	}
+	d := cfg.Data
+	switch {
+	case missing && samePathName(pe.Path, d.File):
+		return &flaggedError{msg: fmt.Sprintf("--config %s: data.file %s: no such file", path, d.File), err: err}
+	case missing && d.Modes != "" && samePathName(pe.Path, d.Modes):
+		return &flaggedError{msg: fmt.Sprintf("--config %s: data.modes %s: no such file", path, d.Modes), err: err}
+	case noMember && mm.Name == d.Key:
+		return &flaggedError{msg: fmt.Sprintf("--config %s: data.key %q: %s has no member %q: give one of %s", path, d.Key, d.File, d.Key, mm.Members()), err: err}
+	}
+	return err
 }
 
 // flaggedError is an error's message rewritten to name a flag, wrapping

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,7 +113,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")
-	fl.BoolVar(&f.force, "force", false, "replace the file --out if it exists")
+	fl.BoolVar(&f.force, "force", false, "replace the files of --out, --checkpoint and --flow-out that exist (a note names those besides --out)")
 	fl.IntVar(&f.chains, "chains", 64, "parallel chains")
 	fl.IntVar(&f.steps, "steps", 1000, "draws kept per chain")
 	fl.IntVar(&f.warmup, "warmup", 200, "steps run before the kept draws (MALA adapts its step here)")
@@ -145,13 +146,16 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := f.checkOutputs(); err != nil {
 		return err
 	}
+	if replaced := f.forceReplaces(); len(replaced) > 0 { // round 82 B1: an interrupted run's checkpoint and a trained flow replaced unsaid
+		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces, besides --out, %s\n", strings.Join(replaced, " and "))
+	}
 	ck := new(sampleCheckpointState)
 	var unmake atomic.Value // func(): removes the --flow-out folder made, if left empty
 	defer removeTempsOnSignalNoting(func() string {
 		if u, ok := unmake.Load().(func()); ok {
 			u() // a signal skips the deferred removal (probe 25: an empty folder was left)
 		}
-		return f.resumeNote(ck)
+		return f.resumeNote(ck, nil)
 	})()
 	if f.checkpoint != "" { // two runs writing one checkpoint would each lose the other's
 		flag := "--checkpoint"
@@ -243,7 +247,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%w%s", err, f.resumeNote(ck))
+		return fmt.Errorf("%w%s", err, f.resumeNote(ck, err))
 	}
 	var graphs [][]byte
 	if ar, ok := run.(*adaptiveRun); ok && f.flowOut != "" {
@@ -254,7 +258,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	draws, loc, glob := run.Result()
 	diverged := f.divergedNote(m, draws)
 	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
-		return fmt.Errorf("%w%s", err, f.resumeNote(ck)) // its checkpoint holds the draws, or most of them
+		return fmt.Errorf("%w%s", err, f.resumeNote(ck, err)) // its checkpoint holds the draws, or most of them
 	}
 	f.noteUndefinedGradients(cmd.ErrOrStderr(), run.gradUndefined())
 	if diverged != "" {
@@ -395,8 +399,9 @@ type sampleCheckpointState struct {
 // file that --force is to replace is another run's until then).
 // Once the outputs are in place there is nothing to go on with (probe 23:
 // the command printed then failed with "--out … exists"); they are put in
-// place all or none.
-func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
+// place all or none. err, the failure (nil for a signal), shapes the
+// advice.
+func (f sampleFlags) resumeNote(ck *sampleCheckpointState, err error) string {
 	switch {
 	case f.checkpoint == "" || !(ck.written.Load() || f.resume != "") || ck.moved.Load(): // moved: its error says where the checkpoint is
 		return ""
@@ -412,7 +417,10 @@ func (f sampleFlags) resumeNote(ck *sampleCheckpointState) string {
 		force += " --out NEW.npy"
 	}
 	first := ""
-	if taken == "--flow-out" && !f.force { // --resume cannot name another
+	switch {
+	case errors.Is(err, syscall.ENOSPC): // round 82 B2: the advice, followed on the full disk, failed the same way
+		first = "free space on the disk it filled, then "
+	case taken == "--flow-out" && !f.force: // --resume cannot name another
 		first = fmt.Sprintf("move the files another process wrote to --flow-out %s away, then ", shellQuote(f.flowOut))
 	}
 	return fmt.Sprintf("; the checkpoint %s stands: %scontinue with: flowebm sample --resume %s%s", f.checkpoint, first, shellQuote(f.checkpoint), force)
@@ -799,6 +807,27 @@ func (f sampleFlags) checkOutputs() error {
 		return err
 	}
 	return f.checkFlowOut()
+}
+
+// forceReplaces names the existing files other than --out that --force
+// replaces: --checkpoint (unless it is the one resumed: the run stopped
+// there can no longer be resumed) and --flow-out's.
+func (f sampleFlags) forceReplaces() []string {
+	if !f.force {
+		return nil
+	}
+	var replaced []string
+	if f.checkpoint != "" && exists(f.checkpoint) && !(f.resume != "" && sameFile(f.checkpoint, f.resume)) {
+		replaced = append(replaced, fmt.Sprintf("--checkpoint %s (the run it holds can no longer be resumed)", f.checkpoint))
+	}
+	if f.flowOut != "" && isDir(f.flowOut) {
+		for _, p := range f.flowOutputs() {
+			if exists(p) {
+				replaced = append(replaced, "--flow-out's "+p)
+			}
+		}
+	}
+	return replaced
 }
 
 // inputs are the files the run reads.

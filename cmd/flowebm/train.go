@@ -26,6 +26,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
+	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/jsonfile"
@@ -154,6 +155,9 @@ func runTrain(cmd *cobra.Command, f trainFlags) (err error) {
 		}
 		if unknown := (*experiments.UnknownError)(nil); errors.As(err, &unknown) && cmd.Flags().Changed("experiment") && unknown.Name == f.experiment {
 			err = fmt.Errorf("--experiment %s: unknown experiment (%s)", f.experiment, unknown.Known())
+		}
+		if f.config != "" && f.data.File == "" {
+			err = configDataError(err, f.config, f.data.Key)
 		}
 		if inner := filepath.Join(f.config, "config.json"); err != nil && f.config != "" && isDir(f.config) && exists(inner) { // round 80 B9
 			err = fmt.Errorf("%w; a run's configuration is its config.json: --config %s", err, shellQuote(inner))
@@ -1395,8 +1399,13 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	if !isNaN(run.TrueHeldOutLL) {
 		exact = fixed3(run.TrueHeldOutLL)
 	}
-	fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s, ESS %.0f%%)\n",
-		fixed3(final.HeldOutLL), exact, withError(final.LogZ.LogZ, final.LogZ.SE), 100*final.LogZ.ESS)
+	if z := final.LogZ; !z.Reliable() && !isNaN(z.ESS) {
+		fmt.Fprintf(out, "held-out log-likelihood: %s, unreliable (exact density: %s): log Z by importance sampling %s rests on an ESS of %s of the %d draws, below %.0f%%, so log Z may be far too low and the log-likelihood too high\n",
+			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), run.Config.LogZSamples, 100*metrics.ReliableESS)
+	} else {
+		fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s, ESS %s)\n",
+			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS))
+	}
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
 	local := fmtAccept(final.Stats.LocalAccept)
@@ -1481,6 +1490,15 @@ func (p *progressLines) update(it int) {
 // withError writes an estimate and its standard error, "v ± se": to 3
 // decimals, or with two significant digits where the error is below them
 // (probe 68 B8: log Z -8.1e-05 ± 2.0e-05 read "-0.000 ± 0.000").
+// essPercent is an ESS fraction in per cent, with two significant
+// digits below 1% (round 82 B3: 1 draw in 4,096 read "0%").
+func essPercent(f float64) string {
+	if f > 0 && f < 0.01 {
+		return fmt.Sprintf("%.2g%%", 100*f)
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
+}
+
 func withError(v, se float64) string {
 	if se > 0 && se < 5e-4 {
 		return fmt.Sprintf("%.2g ± %.2g", v, se)

@@ -453,7 +453,7 @@ func decodeFlowNet(sample, density []byte, sampleFile, densityFile string, cfg F
 		return nil, err
 	}
 	if err := fn.tie(cfg.Frozen); err != nil {
-		if !cfg.Frozen { // two graphs that are not one flow even as read are said to be so (round 81 B2: advised to sample frozen, which refused them)
+		if !cfg.Frozen && strings.Contains(err.Error(), frozenAdvice) { // advised to sample frozen: two graphs that are not one flow even as read are said to be so (round 81 B2: the advice, followed, refused them)
 			frozen := cfg
 			frozen.Frozen = true
 			if _, ferr := decodeFlowAs(sample, density, sampleFile, densityFile, frozen); ferr != nil {
