@@ -2,6 +2,7 @@ package plots
 
 import (
 	"slices"
+	"strings"
 	"unicode"
 
 	"golang.org/x/image/font/sfnt"
@@ -17,6 +18,12 @@ import (
 // 72 B1, B2: names of 90 to 156 characters as axis labels squeezed the
 // plot to a strip, or to nothing.
 func fitText(s string, sty text.Style, width vg.Length) string {
+	if lines := strings.Split(s, "\n"); len(lines) > 1 { // each line of a title of several (round 83 B1: a second line's note was cut)
+		for i, l := range lines {
+			lines[i] = fitText(l, sty, width)
+		}
+		return strings.Join(lines, "\n")
+	}
 	if sty.Width(s) <= width {
 		return s
 	}

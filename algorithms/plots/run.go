@@ -36,9 +36,9 @@ func WriteRun(r *training.Run, f Format) error {
 		title := fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
 		switch {
 		case inBox < 0.5:
-			title += fmt.Sprintf(" (%.1f%% of its mass in the data's box: drawn where it is)", 100*inBox)
+			title += fmt.Sprintf("\n(%.1f%% of its mass in the data's box: drawn where it is)", 100*inBox)
 		case inBox < 0.999:
-			title += fmt.Sprintf(" (%.1f%% of its mass in view)", 100*inBox)
+			title += fmt.Sprintf("\n(%.1f%% of its mass in view)", 100*inBox)
 		}
 		dp := Density{
 			Title:   title,

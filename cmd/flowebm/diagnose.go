@@ -240,11 +240,23 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 	if o.nested != 0 && (o.nested < 2 || c.chains%o.nested != 0) {
 		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
 	}
-	s, err := diagnostics.Summarize(c.data, c.chains, c.draws, c.dims)
+	summarize := diagnostics.Summarize
+	if o.nested > 0 && c.draws < 4 { // round 83 A1: nested R-hat's many short chains were refused
+		summarize = diagnostics.SummarizeShort
+		errOut := o.stderr
+		if errOut == nil {
+			errOut = w
+		}
+		fmt.Fprintf(errOut, "flowebm: note: chains of %s: only rhat_nested, the mean and the sd are computed (the other diagnostics need at least 4 draws per chain)\n", count(c.draws, "draw"))
+	}
+	s, err := summarize(c.data, c.chains, c.draws, c.dims)
 	if err != nil {
 		hint := ""
 		if c.dims == 1 && c.draws < 4 && c.chains > 100 { // probe 70: a (1024, 2) samples.npy of points
 			hint = fmt.Sprintf("; a 2-D array is read as (chains, draws) of one dimension, and %d rows of %d values look like points (flowebm sample writes chains × draws × dims; train's samples.npy holds the persistent chains' last states, a point each)", c.chains, c.draws)
+		}
+		if c.draws < 4 && o.nested == 0 {
+			hint += "; nested R-hat (--nested K superchains) takes chains of 1 to 3 draws"
 		}
 		return fmt.Errorf("%s: shape %s: %s%s", c.source, c.shape, strings.TrimPrefix(err.Error(), "diagnostics: "), hint)
 	}
@@ -420,6 +432,16 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error
 		}
 		row = append(row, fmt.Sprintf("%.0f", d.ESSBulk), fmt.Sprintf("%.0f", d.ESSTail), fmt.Sprintf("%.0f", d.ESSMean), meanText(d.Mean, d.MCSEMean), mcseText(d.MCSEMean), fmt.Sprintf("%.4g", d.SD))
 		table = append(table, row)
+	}
+	if c.draws < 4 { // nested R-hat of short chains: the others are not computed (not "NaN", and no verdict on them)
+		for _, row := range table[1:] {
+			for j, v := range row {
+				if v == "NaN" {
+					row[j] = "—"
+				}
+			}
+		}
+		return writeRightAligned(w, table)
 	}
 	if err := writeRightAligned(w, table); err != nil {
 		return err

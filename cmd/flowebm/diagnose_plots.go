@@ -75,9 +75,16 @@ func (o diagnoseOptions) plotFiles(c *chainsData, inputs []string) ([]plotFile, 
 	if err != nil {
 		return nil, err
 	}
+	kinds := []string{"trace", "rank", "autocorrelation", "ess"}
+	if c.draws < 2 {
+		return nil, fmt.Errorf("--plots %s: chains of 1 draw have no trace, rank, autocorrelation or ESS to draw: leave --plots out", o.plots)
+	}
+	if c.draws < 4 { // --nested's short chains: rank, autocorrelation and ESS are not defined
+		kinds = kinds[:1]
+	}
 	var files []plotFile
 	for i, d := range dims {
-		for _, kind := range []string{"trace", "rank", "autocorrelation", "ess"} {
+		for _, kind := range kinds {
 			p := filepath.Join(o.plots, bases[i]+"-"+kind+o.format.Ext())
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 				return nil, fmt.Errorf("--plots: %s is a folder: the figure cannot replace it", p)

@@ -41,7 +41,7 @@ func TestOutputsNeverOverwriteInputsOrRuns(t *testing.T) {
 		{[]string{"sample", "--model", modelCopy, "--out", dir}, "is a folder: give a file name in it"},
 		{[]string{"sample", "--model", modelCopy, "--out", filepath.Join(dir, "nope", "c.npy")}, "does not exist"},
 		{[]string{"convert", model, ck}, ck + " already holds a checkpoint or run"},
-		{[]string{"train", "--iterations", "2", "--quiet", "--out", run0}, run0 + " already holds a run: continue it with --resume " + run0},
+		{[]string{"train", "--iterations", "2", "--quiet", "--out", run0}, run0 + " already holds a finished run (its outputs written): give another --out, or replace it with --force"},
 		// Outputs inside the model's folder: its weights, its metrics.
 		{[]string{"sample", "--model", run0, "--out", filepath.Join(run0, "checkpoint", "weights.npz")}, "is inside the input folder " + run0},
 		{[]string{"energy", "--model", run0, "--points", pts, "--out", filepath.Join(run0, "checkpoint", "evals.csv")}, "is inside the input folder " + run0},

@@ -218,7 +218,7 @@ func positional(min, max int, what, hint string) cobra.PositionalArgs {
 // packagePrefixes are the prefixes flowebm's packages give their errors,
 // which the command line drops (round 81 B5: "c.json: algorithms:
 // train.batch_size -5, want > 0").
-var packagePrefixes = regexp.MustCompile(`(^|: |\()(algorithms|experiments|config|settings|training|metrics|layers|samplers|diagnostics|checkpoint|npz|npy|onnx): `)
+var packagePrefixes = regexp.MustCompile(`(^|: |\()(algorithms|experiments|config|settings|training|metrics|layers|samplers|diagnostics|checkpoint|npz|npy|onnx|data): `)
 
 // withoutPackagePrefixes is an error message without its packages'
 // prefixes, where they start it or one of its parts.

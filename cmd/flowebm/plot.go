@@ -107,6 +107,9 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 	for _, n := range run.Notes { // a checkpoint passed over, another build
 		fmt.Fprintln(os.Stderr, "flowebm: note:", n)
 	}
+	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; it < n { // round 83 B2: as energy, sample and convert say
+		fmt.Fprintf(os.Stderr, "flowebm: note: the run %s is unfinished: its figures are of its newest checkpoint, at iteration %d of %d\n", dir, it, n)
+	}
 	hook("plot-read")
 	if err := run.FillGrid(); err != nil {
 		return "", err

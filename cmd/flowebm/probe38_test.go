@@ -472,7 +472,7 @@ func TestRound41(t *testing.T) {
 
 	t.Setenv("FLOWEBM_MNIST", "missing/../mn")
 	_, stderr, code := runCLI("reproduce", "--plan", "plan.txt", "--experiments", "mnist", "--algorithms", "ula", "--out", "r")
-	if code != 2 || !strings.Contains(stderr, "--experiments mnist: data: FLOWEBM_MNIST=missing/../mn: .. follows missing") || strings.Count(stderr, "FLOWEBM_MNIST") != 1 {
+	if code != 2 || !strings.Contains(stderr, "--experiments mnist: FLOWEBM_MNIST=missing/../mn: .. follows missing") || strings.Count(stderr, "FLOWEBM_MNIST") != 1 {
 		t.Errorf("reproduce --plan with an ambiguous FLOWEBM_MNIST: exit %d: %s", code, stderr)
 	}
 }

@@ -126,7 +126,7 @@ func TestConfigImageFolderFromVariable(t *testing.T) {
 	inTempDir(t)
 	os.WriteFile("cm.json", []byte(`{"experiment": "mnist28", "train": {"iterations": 2}}`), 0o644)
 	t.Setenv("FLOWEBM_MNIST", "nothere")
-	want := "data: FLOWEBM_MNIST=nothere is not a folder: want the folder holding train-images-idx3-ubyte.gz"
+	want := "FLOWEBM_MNIST=nothere is not a folder: want the folder holding train-images-idx3-ubyte.gz"
 	for _, args := range [][]string{
 		{"train", "--config", "cm.json", "--quiet", "--out", "tc"},
 		{"train", "--experiment", "mnist28", "--iterations", "2", "--quiet", "--out", "tc"},

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,10 +19,10 @@ import (
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
 
-// writeReport writes DIR/report.md: the paper's tables beside the runs'
-// numbers, section by section, then the acceptance checks.
-// writeReport writes DIR/report.md and its figures, returning the
-// seeds.json files it could not read (named in the report).
+// writeReport writes DIR/report.md, the paper's tables beside the runs'
+// numbers section by section, then the acceptance checks, and its
+// figures, returning the seeds.json files it could not read (named in the
+// report).
 func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) (badSeeds []string, err error) {
 	w := newReportWriter(f, runs)
 	if f.report != "" {
@@ -37,7 +39,27 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) (bad
 		w.p("- %s\n", c)
 	}
 	_, badSeeds = w.readSeedSets()
-	return badSeeds, safefile.Write(filepath.Join(f.out, "report.md"), func(out io.Writer) error { _, err := io.WriteString(out, w.b.String()); return err })
+	text := w.b.String()
+	if err := safefile.Write(filepath.Join(f.out, "report.md"), func(out io.Writer) error { _, err := io.WriteString(out, text); return err }); err != nil {
+		return badSeeds, err
+	}
+	return badSeeds, removeUnlinkedFigures(f.out, text)
+}
+
+// removeUnlinkedFigures removes from dir the report figures, in any plot
+// format, that the report text does not show: an earlier report's in
+// another format, or of runs no longer reported (round 83 B5: a partial
+// PNG report's figure stood beside the SVG report's).
+func removeUnlinkedFigures(dir, text string) error {
+	for _, name := range reportNames() {
+		if name == "report.md" || strings.Contains(text, "]("+name+")") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // The report's figures, beside report.md (in the plot format's

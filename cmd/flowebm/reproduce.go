@@ -400,7 +400,7 @@ func planRuns(f reproduceFlags) ([]*reproRun, error) {
 		}
 		var inFile *data.FormatError // the files found, but refused (their content, the memory they need)
 		if env, image := dataDirEnv(e); err != nil && image && !errors.As(err, &inFile) {
-			if v := os.Getenv(env); v != "" && !strings.Contains(err.Error(), env+"=") { // probe 31: told to set it; probe 41: named twice
+			if v := os.Getenv(env); v != "" && !strings.Contains(err.Error(), env+"=") && !strings.Contains(err.Error(), "the folder that "+env+" names") { // probe 31: told to set it; probe 41: named twice
 				return nil, fmt.Errorf("--experiments %s: %w (the folder that %s names)", e, err, env)
 			} else if v != "" {
 				return nil, fmt.Errorf("--experiments %s: %w", e, err)

@@ -427,7 +427,7 @@ func (r *reproRun) checkpointEvals() (int, error) {
 func loggedError(dir string) string {
 	line := lastLine(filepath.Join(dir, "log.txt"))
 	if !strings.HasPrefix(line, "flowebm: ") || strings.HasPrefix(line, "flowebm: warning") ||
-		strings.Contains(line, "already holds a run: continue it with --resume") || strings.Contains(line, "another flowebm process is") {
+		strings.Contains(line, "already holds a run: continue it with --resume") || strings.Contains(line, "already holds a finished run") || strings.Contains(line, "another flowebm process is") {
 		return ""
 	}
 	return line

@@ -110,7 +110,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.Float64Var(&f.flowBase, "flow-base-sigma", 0, "σ of an ONNX flow's base N(0, σ² I) (0: the files' metadata, else 1)")
 	fl.BoolVar(&f.trainFlow, "train-flow", false, "flowmc: train the flow of --flow on the chains' states during the warm-up, as without one")
 	fl.IntVar(&f.patience, "patience", 5, "flowmc training its flow: stop the warm-up once global acceptance has not risen by 0.01 above its best since its lowest window for this many windows of 10 cycles (0: never stop early)")
-	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx")
+	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx (in the model's float type)")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")
 	fl.BoolVar(&f.force, "force", false, "replace the files of --out, --checkpoint and --flow-out that exist (a note names those besides --out)")
@@ -251,7 +251,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	var graphs [][]byte
 	if ar, ok := run.(*adaptiveRun); ok && f.flowOut != "" {
-		if graphs, err = f.flowGraphs(ar.flow, m.Scaling); err != nil {
+		if graphs, err = f.flowGraphs(ar.flow, m.Scaling, m.EBM.Params.Dtype() == tensor.Float32); err != nil {
 			return err
 		}
 	}
@@ -451,17 +451,21 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		local = "n/a (unadjusted Langevin: no accept step)"
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
-	printRHat(out, draws, f.chains, f.steps, d)
-	return f.printModeWeights(out, draws, d, centres)
+	worst := printRHat(out, draws, f.chains, f.steps, d)
+	return f.printModeWeights(out, draws, d, centres, worst)
 }
 
 // printModeWeights prints each --modes centre's weight among the draws,
 // with its Monte Carlo standard error and 95% interval.
-func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, centres [][]float64) error {
+func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, centres [][]float64, rhat float64) error {
 	if centres == nil {
 		return nil
 	}
-	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator, 95%% interval):\n", f.modes)
+	caveat := ""
+	if !(rhat < rhatMixed) { // round 83 A3: intervals beside R-hat 1.545, unsaid
+		caveat = fmt.Sprintf("; R-hat %.3f: the chains have not mixed, so these are not to be trusted", rhat)
+	}
+	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator, 95%% interval%s):\n", f.modes, caveat)
 	for k, w := range diagnostics.ChainModeWeights(draws, f.chains, f.steps, d, centres) {
 		fmt.Fprintf(out, "  mode %d at %s: %s\n", k+1, fmtPoint(centres[k]), fmtWeight(w, 4, true))
 	}
@@ -954,16 +958,18 @@ func (f sampleFlags) writeOutputs(draws *npy.Array, graphs [][]byte, ck *sampleC
 
 // flowGraphs are the trained flow's two graphs for --flow-out: an ONNX
 // flow with its weights replaced, flowebm's RealNVP exported.
-func (f sampleFlags) flowGraphs(flow *graph.Flow, scaling *data.Scaling) ([][]byte, error) {
+func (f sampleFlags) flowGraphs(flow *graph.Flow, scaling *data.Scaling, float32Model bool) ([][]byte, error) {
 	if _, ok := flow.Net.(*onnx.FlowNet); ok {
 		sb, db, err := onnx.EncodeFlowWeights(flow)
 		return [][]byte{sb, db}, err
 	}
-	sb, err := onnx.FlowSample(flow, onnx.Options{Scaling: scaling}) // the chains' units, recorded
+	// In the model's float type (round 83 A2: a float32 model's flow was
+	// written in float64, which neutra then refused beside the model).
+	sb, err := onnx.FlowSample(flow, onnx.Options{Scaling: scaling, Float32: float32Model}) // the chains' units, recorded
 	if err != nil {
 		return nil, err
 	}
-	db, err := onnx.FlowDensity(flow, onnx.Options{Latent: true, Scaling: scaling}) // with z: the pair drives NeuTra too
+	db, err := onnx.FlowDensity(flow, onnx.Options{Latent: true, Scaling: scaling, Float32: float32Model}) // with z: the pair drives NeuTra too
 	return [][]byte{sb, db}, err
 }
 
@@ -1166,9 +1172,20 @@ func checkStarts(m checkpoint.Models, x *mat.Dense) error {
 	return nil
 }
 
-// printRHat prints the worst rank-normalised R-hat over dimensions.
-func printRHat(out io.Writer, draws []float64, chains, steps, d int) {
-	fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f\n", diagnostics.MaxRHat(draws, chains, steps, d))
+// rhatMixed is the R-hat below which chains show no sign of not having
+// mixed (Vehtari et al. 2021), as diagnose's verdict.
+const rhatMixed = 1.01
+
+// printRHat prints the worst rank-normalised R-hat over dimensions, with
+// diagnose's verdict where it is not below rhatMixed, and returns it.
+func printRHat(out io.Writer, draws []float64, chains, steps, d int) float64 {
+	worst := diagnostics.MaxRHat(draws, chains, steps, d)
+	verdict := ""
+	if !(worst < rhatMixed) {
+		verdict = " (not below 1.01: the chains have not mixed; sample longer, or with --sampler flowmc for modes apart)"
+	}
+	fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f%s\n", worst, verdict)
+	return worst
 }
 
 // checkFinite refuses draws holding NaN or Inf (an unadjusted step too
@@ -1444,7 +1461,13 @@ func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Den
 			return nil, err
 		}
 		flow.Parallel = f.parallel()
-		fmt.Fprintf(out, "no flow given: training a RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) on the chains' states during the %d warm-up cycles\n", d, hidden, d, sigma, f.warmup)
+		if f.resume != "" { // round 83 B4: "training" announced, after the warm-up had ended
+			fmt.Fprintf(out, "no flow given: the RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) trained on the chains' states during the %d warm-up cycles continues from the checkpoint's weights\n", d, hidden, d, sigma, f.warmup)
+		} else {
+			fmt.Fprintf(out, "no flow given: training a RealNVP (4 blocks of [%d, %d, %d]) over N(0, %.3g² I) on the chains' states during the %d warm-up cycles\n", d, hidden, d, sigma, f.warmup)
+		}
+	} else if f.resume != "" {
+		fmt.Fprintf(out, "the flow of %s (%d parameters) trained on the chains' states during the %d warm-up cycles continues from the checkpoint's weights\n", cmp.Or(f.flow, f.model), flow.Params.Count(), f.warmup)
 	} else {
 		fmt.Fprintf(out, "training the flow of %s (%d parameters) on the chains' states during the %d warm-up cycles\n", cmp.Or(f.flow, f.model), flow.Params.Count(), f.warmup)
 	}

@@ -1073,6 +1073,9 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		if !exists(filepath.Join(dir, "config.json")) { // probe 47: compare's figures in DIR/checkpoint were "a run" to --resume
 			return nil, nil, fmt.Errorf("%s holds %s, which a run writes, but no run (no config.json): give another --out, or replace them with --force", dir, strings.Join(presentIn(dir, runOutputs), ", "))
 		}
+		if exists(filepath.Join(dir, "samples.npy")) && exists(filepath.Join(dir, "metrics.json")) { // round 83 B3: told to continue a finished run
+			return nil, nil, fmt.Errorf("%s already holds a finished run (its outputs written): give another --out, or replace it with --force", dir)
+		}
 		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, shellQuote(dir))
 	}
 	t0 := time.Now()

@@ -46,21 +46,11 @@ type Summary struct {
 // that does not match the shape, or a NaN or infinite draw (reporting the
 // first one's position).
 func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
-	switch {
-	case chains < 2:
-		return nil, fmt.Errorf("diagnostics: %d chain(s), need at least 2", chains)
-	case draws < 4:
-		return nil, fmt.Errorf("diagnostics: %d draws per chain, need at least 4", draws)
-	case dims < 1:
-		return nil, fmt.Errorf("diagnostics: %d dimensions, need at least 1", dims)
-	case len(data) != chains*draws*dims:
-		return nil, fmt.Errorf("diagnostics: %d values for %d chains × %d draws × %d dims", len(data), chains, draws, dims)
+	if draws < 4 && chains >= 2 {
+		return nil, fmt.Errorf("diagnostics: %d draw%s per chain, need at least 4", draws, plural(draws))
 	}
-	for i, v := range data {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			c, rest := i/(draws*dims), i%(draws*dims)
-			return nil, fmt.Errorf("diagnostics: non-finite value %v at chain %d, draw %d, dim %d", v, c, rest/dims, rest%dims)
-		}
+	if err := checkDraws(data, chains, draws, dims); err != nil {
+		return nil, err
 	}
 	out := make([]Summary, dims)
 	eachDim(data, chains, draws, dims, func(d int, x [][]float64) {
@@ -79,6 +69,56 @@ func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
 		out[d] = s
 	})
 	return out, nil
+}
+
+// SummarizeShort is Summarize for chains of at least one draw, too short
+// for the other diagnostics (nested R-hat's regime of many short chains):
+// only Mean and SD are computed, the rest NaN.
+func SummarizeShort(data []float64, chains, draws, dims int) ([]Summary, error) {
+	if err := checkDraws(data, chains, draws, dims); err != nil {
+		return nil, err
+	}
+	nan := math.NaN()
+	out := make([]Summary, dims)
+	eachDim(data, chains, draws, dims, func(d int, x [][]float64) {
+		scale := rescale(x)
+		shift := centre(x)
+		mean, sd := meanSD(x, float64(chains*draws))
+		out[d] = Summary{Dim: d, Mean: (shift + mean) * scale, SD: sd * scale,
+			RHat: nan, RHatClassic: nan, ESSBulk: nan, ESSTail: nan, ESSMean: nan, ESSSD: nan, ESSMedian: nan, ESSRaw: nan,
+			MCSEMean: nan, MCSESD: nan, MCSEMedian: nan}
+	})
+	return out, nil
+}
+
+// checkDraws refuses fewer than 2 chains or 1 draw, a data length that
+// does not match the shape, or a NaN or infinite draw (naming the first).
+func checkDraws(data []float64, chains, draws, dims int) error {
+	switch {
+	case chains < 2:
+		return fmt.Errorf("diagnostics: %d chain(s), need at least 2", chains)
+	case draws < 1:
+		return fmt.Errorf("diagnostics: no draws per chain, need at least 1")
+	case dims < 1:
+		return fmt.Errorf("diagnostics: %d dimensions, need at least 1", dims)
+	case len(data) != chains*draws*dims:
+		return fmt.Errorf("diagnostics: %d values for %d chains × %d draws × %d dims", len(data), chains, draws, dims)
+	}
+	for i, v := range data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			c, rest := i/(draws*dims), i%(draws*dims)
+			return fmt.Errorf("diagnostics: non-finite value %v at chain %d, draw %d, dim %d", v, c, rest/dims, rest%dims)
+		}
+	}
+	return nil
+}
+
+// plural is "s" but for 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // MaxRHat is the largest rank-normalised R-hat (RHat) over the dims
