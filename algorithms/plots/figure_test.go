@@ -452,6 +452,12 @@ func TestLongLabelsFitThePlot(t *testing.T) {
 	if got := fitText("x1", sty, 3*vg.Inch); got != "x1" {
 		t.Errorf("a short label changed: %q", got)
 	}
+	// Round 83 B1: a title's second line (density.png's note on the mass
+	// in view) was cut with the first; each line is fitted alone.
+	note := "(0.0% of its mass in the data's box)"
+	if got := fitText(name+"\n"+note, sty, 3*vg.Inch); !strings.HasSuffix(got, "\n"+note) || !strings.Contains(got, "…") {
+		t.Errorf("two lines: %q", got)
+	}
 }
 
 // Undrawable names the characters the figures' font has no glyph for,

@@ -98,6 +98,12 @@ func TestUnfinishedRunNoted(t *testing.T) {
 // status and what it wrote to the process's stderr (where the notes of a
 // run's checkpoint go).
 func energyNotes(t *testing.T, model, points string) (int, string) {
+	return processStderr(t, "energy", "--model", model, "--points", points)
+}
+
+// processStderr runs the command and returns its exit status and what it
+// wrote to the process's stderr (os.Stderr, not the command's writer).
+func processStderr(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -105,7 +111,7 @@ func energyNotes(t *testing.T, model, points string) (int, string) {
 	}
 	saved := os.Stderr
 	os.Stderr = w
-	_, _, code := runCLI("energy", "--model", model, "--points", points)
+	_, _, code := runCLI(args...)
 	os.Stderr = saved
 	w.Close()
 	note, _ := io.ReadAll(r)

@@ -902,7 +902,14 @@ func (f sampleFlags) checkCheckpoint() error {
 	if f.resume != "" && sameFile(f.checkpoint, f.resume) {
 		return nil
 	}
-	return checkNew("--checkpoint", f.checkpoint, f.force)
+	err := checkNew("--checkpoint", f.checkpoint, f.force)
+	if err != nil && !f.force && f.resume == "" {
+		if _, r, rerr := readSampleCheckpoint(f.checkpoint); rerr == nil { // round 83 B9: the same command run again after Ctrl-C
+			r.r.Close()
+			err = fmt.Errorf("%w; it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume %s", err, shellQuote(f.checkpoint))
+		}
+	}
+	return err
 }
 
 // flowOutputs are the files --flow-out asks for: the trained flow's

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/samplers/diagnostics"
+)
+
+// Round 83 A1: diagnose --nested refused the short chains nested R-hat is
+// for; it computes rhat_nested (as diagnostics.NestedRHat), the mean and
+// the sd of chains of 1 to 3 draws, draws only their traces, and refuses
+// --plots for single draws. Without --nested the refusal names it.
+func TestNestedShortChains(t *testing.T) {
+	dir := t.TempDir()
+	w := wave(64 * 3)
+	path := filepath.Join(dir, "short3.npy")
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{64, 3}, Data: w}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI("diagnose", "--nested", "8", "--json", path)
+	var rows []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	x := make([][]float64, 64)
+	for c := range x {
+		x[c] = w[3*c : 3*c+3]
+	}
+	if got, want := rows[0]["rhat_nested"], diagnostics.NestedRHat(x, 8); got == nil || math.Abs(got.(float64)-want) > 1e-12 || rows[0]["rhat"] != nil || rows[0]["mean"] == nil {
+		t.Errorf("row %v, want rhat_nested %v, rhat null", rows[0], want)
+	}
+	if !strings.Contains(errOut, "chains of 3 draws: only rhat_nested, the mean and the sd are computed") {
+		t.Errorf("note: %s", errOut)
+	}
+	plots := filepath.Join(dir, "plots")
+	if _, errOut, code := runCLI("diagnose", "--nested", "8", "--plots", plots, path); code != 0 {
+		t.Fatal(errOut)
+	}
+	if files, _ := filepath.Glob(filepath.Join(plots, "*.png")); len(files) != 1 || !strings.HasSuffix(files[0], "-trace.png") {
+		t.Errorf("plots of short chains: %v", files)
+	}
+	if _, errOut, code := runCLI("diagnose", path); code != 2 || !strings.Contains(errOut, "3 draws per chain, need at least 4; nested R-hat (--nested K superchains) takes chains of 1 to 3 draws") {
+		t.Errorf("without --nested: exit %d: %s", code, errOut)
+	}
+	one := filepath.Join(dir, "short1.npy")
+	if err := npy.WriteFile(one, &npy.Array{Shape: []int{64, 1}, Data: w[:64]}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI("diagnose", "--nested", "8", one); code != 0 || !strings.Contains(errOut, "chains of 1 draw:") {
+		t.Errorf("single draws: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI("diagnose", "--nested", "8", "--plots", filepath.Join(dir, "p1"), one); code != 2 || !strings.Contains(errOut, "chains of 1 draw have no trace") {
+		t.Errorf("--plots of single draws: exit %d: %s", code, errOut)
+	}
+}
+
+// Round 83 A2: sample --flow-out on a float32 model wrote a float64 flow,
+// which neutra then refused beside that model.
+func TestFlowOutInModelsFloatType(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/torch/elu_f32.onnx"
+	fo := filepath.Join(dir, "fo")
+	if _, errOut, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--chains", "8", "--steps", "10", "--warmup", "20", "--flow-out", fo, "--out", filepath.Join(dir, "a.npy")); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runCLI("sample", "--model", model, "--sampler", "neutra", "--flow", filepath.Join(fo, "flow_sample.onnx"), "--flow-density", filepath.Join(fo, "flow_density.onnx"), "--chains", "8", "--steps", "10", "--out", filepath.Join(dir, "b.npy")); code != 0 {
+		t.Errorf("neutra with the written flow: exit %d: %s", code, errOut)
+	}
+}
+
+// Round 83 A3: sample printed mode weights' 95% intervals beside R-hat
+// 1.545 without a word; the R-hat line and the weights' header say the
+// chains have not mixed.
+func TestSampleSaysNotMixed(t *testing.T) {
+	var b strings.Builder
+	draws := []float64{0, 0, 0, 0, 5, 5, 5, 5} // 2 chains × 4 draws × 1 dim, each constant, apart
+	rhat := printRHat(&b, draws, 2, 4, 1)
+	if !strings.Contains(b.String(), "not below 1.01: the chains have not mixed") {
+		t.Errorf("R-hat %v: %s", rhat, b.String())
+	}
+	b.Reset()
+	f := sampleFlags{modes: "m.npy", chains: 2, steps: 4}
+	if err := f.printModeWeights(&b, draws, 1, [][]float64{{0}, {5}}, rhat); err != nil || !strings.Contains(b.String(), "the chains have not mixed, so these are not to be trusted") {
+		t.Errorf("%v: %s", err, b.String())
+	}
+	b.Reset()
+	if err := f.printModeWeights(&b, draws, 1, [][]float64{{0}, {5}}, 1.001); err != nil || strings.Contains(b.String(), "not mixed") {
+		t.Errorf("mixed: %v: %s", err, b.String())
+	}
+}
+
+// Round 83 B2: plot of an unfinished run said nothing of it.
+func TestPlotNotesUnfinishedRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--iterations", "400", "--quiet", "--out", dir); code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	code, note := processStderr(t, "plot", dir)
+	if code != 0 || !strings.Contains(note, "flowebm: note: the run "+dir+" is unfinished: its figures are of its newest checkpoint, at iteration ") {
+		t.Errorf("exit %d: %s", code, note)
+	}
+}
+
+// Round 83 B5: a report rebuilt in another plot format left the earlier
+// report's figures beside it.
+func TestReportRemovesUnlinkedFigures(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "two-modes-weights.png")
+	kept := filepath.Join(dir, "four-modes-mse.svg")
+	other := filepath.Join(dir, "notes.png")
+	for _, p := range []string{stale, kept, other} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeUnlinkedFigures(dir, "![four-modes MSE](four-modes-mse.svg)\n"); err != nil {
+		t.Fatal(err)
+	}
+	if exists(stale) || !exists(kept) || !exists(other) {
+		t.Errorf("stale %v, kept %v, another file %v", exists(stale), exists(kept), exists(other))
+	}
+}
+
+// Round 83 B9: the same sample command run again after Ctrl-C was refused
+// for its --checkpoint without the --resume that continues it.
+func TestExistingCheckpointPointsToResume(t *testing.T) {
+	run := trainedRun(t)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "c.npz")
+	args := []string{"sample", "--model", run, "--chains", "4", "--steps", "4", "--checkpoint", ck}
+	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "a.npy"))...); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"))...); code != 2 || !strings.Contains(errOut, "it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume "+ck) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
