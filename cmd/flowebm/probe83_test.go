@@ -80,9 +80,13 @@ func TestFlowOutInModelsFloatType(t *testing.T) {
 func TestSampleSaysNotMixed(t *testing.T) {
 	var b strings.Builder
 	draws := []float64{0, 0, 0, 0, 5, 5, 5, 5} // 2 chains × 4 draws × 1 dim, each constant, apart
-	rhat := printRHat(&b, draws, 2, 4, 1)
-	if !strings.Contains(b.String(), "not below 1.01: the chains have not mixed") {
+	rhat := printRHat(&b, draws, 2, 4, 1, "mala")
+	if !strings.Contains(b.String(), "not below 1.01: the chains have not mixed; sample longer, or with --sampler flowmc") {
 		t.Errorf("R-hat %v: %s", rhat, b.String())
+	}
+	b.Reset()
+	if printRHat(&b, draws, 2, 4, 1, "flowmc"); strings.Contains(b.String(), "--sampler flowmc") || !strings.Contains(b.String(), "--warmup") { // round 84 B1
+		t.Errorf("flowmc: %s", b.String())
 	}
 	b.Reset()
 	f := sampleFlags{modes: "m.npy", chains: 2, steps: 4}
@@ -138,6 +142,36 @@ func TestExistingCheckpointPointsToResume(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"))...); code != 2 || !strings.Contains(errOut, "it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume "+ck) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// Round 84 B2: an image folder given as --data-dir was blamed on the
+// environment variable it is passed on as.
+func TestDataDirNamedAsTheFlag(t *testing.T) {
+	empty := t.TempDir()
+	_, errOut, code := runCLI("train", "--experiment", "fashion-mnist", "--data-dir", empty, "--iterations", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
+	if code != 2 || !strings.Contains(errOut, "(the folder --data-dir names)") || strings.Contains(errOut, "FLOWEBM_FASHION_MNIST") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// Round 84 B3: sample --force named the checkpoint it would replace, then
+// was refused for another process's lock on it.
+func TestForceNoteOnlyWhenReplacing(t *testing.T) {
+	run := trainedRun(t)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "c.npz")
+	args := []string{"sample", "--model", run, "--chains", "4", "--steps", "4", "--checkpoint", ck}
+	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "a.npy"))...); code != 0 {
+		t.Fatal(errOut)
+	}
+	release, err := lockFile("--checkpoint", ck, "sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"), "--force")...); code != 2 || strings.Contains(errOut, "--force replaces") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }

@@ -146,9 +146,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if err := f.checkOutputs(); err != nil {
 		return err
 	}
-	if replaced := f.forceReplaces(); len(replaced) > 0 { // round 82 B1: an interrupted run's checkpoint and a trained flow replaced unsaid
-		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces, besides --out, %s\n", strings.Join(replaced, " and "))
-	}
+	replaced := f.forceReplaces() // named once the run is past its refusals (round 84 B3: named, then refused for another's lock)
 	ck := new(sampleCheckpointState)
 	var unmake atomic.Value // func(): removes the --flow-out folder made, if left empty
 	defer removeTempsOnSignalNoting(func() string {
@@ -209,6 +207,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	if err := checkAtPoints(m, x, where); err != nil { // a flow's samples: where the energy is defined
 		return err
+	}
+	if len(replaced) > 0 { // round 82 B1: an interrupted run's checkpoint and a trained flow replaced unsaid
+		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces, besides --out, %s\n", strings.Join(replaced, " and "))
 	}
 	printUnchecked(cmd.ErrOrStderr(), m)
 	if meta == nil {
@@ -451,7 +452,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		local = "n/a (unadjusted Langevin: no accept step)"
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
-	worst := printRHat(out, draws, f.chains, f.steps, d)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.sampler)
 	return f.printModeWeights(out, draws, d, centres, worst)
 }
 
@@ -1184,11 +1185,16 @@ func checkStarts(m checkpoint.Models, x *mat.Dense) error {
 const rhatMixed = 1.01
 
 // printRHat prints the worst rank-normalised R-hat over dimensions, with
-// diagnose's verdict where it is not below rhatMixed, and returns it.
-func printRHat(out io.Writer, draws []float64, chains, steps, d int) float64 {
+// diagnose's verdict where it is not below rhatMixed (and advice for the
+// sampler that ran), and returns it.
+func printRHat(out io.Writer, draws []float64, chains, steps, d int, sampler string) float64 {
 	worst := diagnostics.MaxRHat(draws, chains, steps, d)
 	verdict := ""
-	if !(worst < rhatMixed) {
+	switch {
+	case worst < rhatMixed:
+	case sampler == "flowmc": // round 84 B1: flowmc was told to use flowmc
+		verdict = " (not below 1.01: the chains have not mixed; sample longer, with a longer --warmup for the flow to learn the modes)"
+	default:
 		verdict = " (not below 1.01: the chains have not mixed; sample longer, or with --sampler flowmc for modes apart)"
 	}
 	fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f%s\n", worst, verdict)

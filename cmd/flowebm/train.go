@@ -159,6 +159,11 @@ func runTrain(cmd *cobra.Command, f trainFlags) (err error) {
 		if f.config != "" && f.data.File == "" {
 			err = configDataError(err, f.config, f.data.Key)
 		}
+		if env, ok := dataDirEnv(f.experiment); ok && err != nil && f.dataDir != "" { // round 84 B2: --data-dir is passed on as the variable, which was then blamed
+			if msg := err.Error(); strings.Contains(msg, "the folder that "+env+" names") {
+				err = &flaggedError{msg: strings.ReplaceAll(msg, "the folder that "+env+" names", "the folder --data-dir names"), err: err}
+			}
+		}
 		if inner := filepath.Join(f.config, "config.json"); err != nil && f.config != "" && isDir(f.config) && exists(inner) { // round 80 B9
 			err = fmt.Errorf("%w; a run's configuration is its config.json: --config %s", err, shellQuote(inner))
 		}
