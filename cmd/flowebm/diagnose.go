@@ -270,7 +270,7 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 	if o.asJSON {
 		return writeReportJSON(w, rows)
 	}
-	return writeTable(w, c, rows, o.nested > 0)
+	return writeTable(w, c, rows, o.nested)
 }
 
 // extras computes nested R-hat and the quantiles' ESS and MCSE.
@@ -418,7 +418,8 @@ func mcseText(mcse float64) string {
 }
 
 // writeTable writes the table and the verdict.
-func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error {
+func writeTable(w io.Writer, c *chainsData, rows []dimReport, nestedK int) error {
+	nested := nestedK > 0
 	fmt.Fprintf(w, "%s: %s × %s × %s (%s)\n\n", c.source, count(c.chains, "chain"), count(c.draws, "draw"), count(c.dims, "dim"), c.dtype)
 	head := []string{"dim", "rhat", "rhat_classic"}
 	if nested {
@@ -441,7 +442,10 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nested bool) error
 				}
 			}
 		}
-		return writeRightAligned(w, table)
+		if err := writeRightAligned(w, table); err != nil {
+			return err
+		}
+		return writeNestedVerdict(w, c, rows, nestedK)
 	}
 	if err := writeRightAligned(w, table); err != nil {
 		return err
@@ -578,6 +582,31 @@ func writeVerdict(w io.Writer, s []diagnostics.Summary) error {
 		verdict = "not below 1.01: the chains have not mixed"
 	}
 	_, err := fmt.Fprintf(w, "\nmax rhat %.4f, %s (Vehtari et al. 2021)\n", worst, verdict)
+	return err
+}
+
+// writeNestedVerdict says, for chains too short for the other
+// diagnostics, what their nested R-hat shows (round 84 A3: 2.03 without a
+// word), or why it is undefined everywhere (A2: a table of dashes).
+func writeNestedVerdict(w io.Writer, c *chainsData, rows []dimReport, k int) error {
+	worst := math.Inf(-1)
+	for _, r := range rows {
+		if !math.IsNaN(r.nested) {
+			worst = math.Max(worst, r.nested)
+		}
+	}
+	switch {
+	case math.IsInf(worst, -1) && c.draws == 1 && c.chains == k:
+		_, err := fmt.Fprintf(w, "\nrhat_nested is undefined with one chain of one draw per superchain: give fewer superchains (--nested K with K < %d), each of several chains\n", c.chains)
+		return err
+	case math.IsInf(worst, -1):
+		_, err := fmt.Fprintf(w, "\nrhat_nested is undefined in every dim: the draws do not vary\n")
+		return err
+	case worst >= 1.01:
+		_, err := fmt.Fprintf(w, "\nmax rhat_nested (Margossian et al. 2024) %.4f, not below 1.01: the superchains disagree, the chains have not mixed\n", worst)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nmax rhat_nested (Margossian et al. 2024) %.4f, below 1.01: no sign of non-convergence among the superchains\n", worst)
 	return err
 }
 

@@ -175,3 +175,30 @@ func TestForceNoteOnlyWhenReplacing(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// Round 84 A2, A3: short chains' nested R-hat got no verdict, and a table
+// of dashes (one chain of one draw per superchain) no reason.
+func TestNestedShortVerdict(t *testing.T) {
+	dir := t.TempDir()
+	apart := make([]float64, 16) // 8 chains × 2 draws: superchains of 4 at 0 and at 10, with noise
+	for i := range apart {
+		apart[i] = wave(16)[i]
+		if i >= 8 {
+			apart[i] += 10
+		}
+	}
+	p := filepath.Join(dir, "apart.npy")
+	if err := npy.WriteFile(p, &npy.Array{Shape: []int{8, 2}, Data: apart}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCLI("diagnose", "--nested", "2", p); code != 0 || !strings.Contains(out, "not below 1.01: the superchains disagree") {
+		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+	one := filepath.Join(dir, "one.npy")
+	if err := npy.WriteFile(one, &npy.Array{Shape: []int{6, 1}, Data: wave(6)}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCLI("diagnose", "--nested", "6", one); code != 0 || !strings.Contains(out, "rhat_nested is undefined with one chain of one draw per superchain: give fewer superchains (--nested K with K < 6)") {
+		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+}
