@@ -202,3 +202,54 @@ func TestNestedShortVerdict(t *testing.T) {
 		t.Errorf("exit %d: %s%s", code, out, errOut)
 	}
 }
+
+// Round 85 A1, A2: in 3-D a data set's "EBM" weights are the zone
+// fractions of short chains' final states, printed as the EBM's even where
+// those chains had not mixed; in 2-D the held-out log-likelihood's IS log
+// Z was printed without the grid's, 2.3 standard errors away.
+func TestWeightsAndLogZSaySource(t *testing.T) {
+	dir := t.TempDir()
+	centres := [][3]float64{{0, 0, 0}, {3, 0, 1}, {0, 3, -1}}
+	w := wave(3 * 600)
+	pts := make([]float64, 0, 3*600)
+	for i := range 600 {
+		c := centres[i%3]
+		for j := range 3 {
+			pts = append(pts, c[j]+0.3*w[3*i+j])
+		}
+	}
+	data := filepath.Join(dir, "d3.npy")
+	if err := npy.WriteFile(data, &npy.Array{Shape: []int{600, 3}, Data: pts}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	modes := filepath.Join(dir, "m3.npy")
+	if err := npy.WriteFile(modes, &npy.Array{Shape: []int{3, 3}, Data: []float64{0, 0, 0, 3, 0, 1, 0, 3, -1}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "r")
+	out, errOut, code := runCLI("train", "--data", data, "--modes", modes, "--algorithm", "nt", "--iterations", "10", "--quiet", "--out", run)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(run, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Final struct {
+			MaxRHat float64 `json:"max_rhat"`
+		} `json:"final"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Final.MaxRHat < 1.01 {
+		t.Fatalf("R-hat %v: the fixture's chains mixed, the test shows nothing", m.Final.MaxRHat)
+	}
+	if !strings.Contains(out, "which have not mixed (R-hat ") || !strings.Contains(out, "the sampler's weights, not the EBM's") {
+		t.Errorf("3-D weights without the caveat: %s", out)
+	}
+	if out, errOut, code := runCLI("train", "--iterations", "2", "--quiet", "--out", filepath.Join(dir, "r2")); code != 0 || !strings.Contains(out, "; by grid quadrature ") {
+		t.Errorf("2-D log Z: exit %d: %s%s", code, out, errOut)
+	}
+}

@@ -1379,6 +1379,9 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 		how := "EBM by grid quadrature"
 		if run.Grid() == nil {
 			how = fmt.Sprintf("EBM from the final states of %d chains of %d steps", run.Config.RHatChains, run.Config.RHatSteps)
+			if !(final.MaxRHat < 1.01) { // round 85 A1: the chains' weights, taken for the EBM's with R-hat 2.6
+				how += fmt.Sprintf(", which have not mixed (R-hat %.3f): the sampler's weights, not the EBM's, and so is the MSE", final.MaxRHat)
+			}
 		}
 		kind := "mode"
 		if exp.Kind == experiments.KindImages {
@@ -1407,12 +1410,16 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	if !isNaN(run.TrueHeldOutLL) {
 		exact = fixed3(run.TrueHeldOutLL)
 	}
+	quad := "" // in 2D, the grid's log Z beside the estimate (round 85 A2: 2.3 standard errors apart, unsaid)
+	if g := run.Grid(); g != nil && !isNaN(g.LogZ) && !math.IsInf(g.LogZ, 0) {
+		quad = fmt.Sprintf("; by grid quadrature %s", fixed3(g.LogZ))
+	}
 	if z := final.LogZ; !z.Reliable() && !isNaN(z.ESS) {
-		fmt.Fprintf(out, "held-out log-likelihood: %s, unreliable (exact density: %s): log Z by importance sampling %s rests on an ESS of %s of the %d draws, below %.0f%%, so log Z may be far too low and the log-likelihood too high\n",
-			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), run.Config.LogZSamples, 100*metrics.ReliableESS)
+		fmt.Fprintf(out, "held-out log-likelihood: %s, unreliable (exact density: %s): log Z by importance sampling %s rests on an ESS of %s of the %d draws, below %.0f%%, so log Z may be far too low and the log-likelihood too high%s\n",
+			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), run.Config.LogZSamples, 100*metrics.ReliableESS, quad)
 	} else {
-		fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s, ESS %s)\n",
-			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS))
+		fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s, ESS %s%s)\n",
+			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), quad)
 	}
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
