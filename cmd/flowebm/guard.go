@@ -1553,6 +1553,12 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 	if ev := seedsEvidence(dir); ev != "" && !isRun(dir) { // probe 26: a run was started among the seed runs
 		return fmt.Errorf("%s %s holds the seed runs of train --seeds (%s): give another folder (--force replaces a run's files, not a set of runs: move the folder away first to reuse its name)", flag, dir, ev)
 	}
+	if runs := runFolders(dir); len(runs) > 0 && !isRun(dir) { // round 85 B5: a reproduce folder (or its runs/) taken for a new run's
+		return fmt.Errorf("%s %s holds the runs %s: give a folder of its own to this run (--force would mix it among them)", flag, dir, listRuns(runs))
+	}
+	if exists(filepath.Join(dir, "report.md")) && isDir(filepath.Join(dir, "runs")) && !isRun(dir) {
+		return fmt.Errorf("%s %s is a folder that reproduce wrote (report.md, runs/): give a folder of its own to this run", flag, dir)
+	}
 	if force || isRun(dir) {
 		return nil
 	}
@@ -1560,7 +1566,37 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 	if found := presentIn(dir, names); len(found) > 0 {
 		return fmt.Errorf("%s %s is not a run but holds %s, which a run writes there: give another folder, or replace them with --force", flag, dir, strings.Join(found, ", "))
 	}
+	if others := visibleEntries(dir); len(others) > 0 { // round 85 B7: --out . (or /) scattered a run among a folder's files
+		return fmt.Errorf("%s %s holds other files (%s): a run writes config.json, its metrics, figures and checkpoint/ there; give a new or empty folder, or --force to write among them", flag, dir, listNames(others, 3))
+	}
 	return nil
+}
+
+// visibleEntries are the names in dir that do not begin with a dot (a
+// lock, a temporary file), sorted.
+func visibleEntries(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// listNames is the first n names, quoted where they need it, and how
+// many there are in all beyond them.
+func listNames(names []string, n int) string {
+	shown := make([]string, 0, n+1)
+	for i, name := range names {
+		if i == n {
+			shown = append(shown, fmt.Sprintf("… %d in all", len(names)))
+			break
+		}
+		shown = append(shown, shellQuote(name))
+	}
+	return strings.Join(shown, ", ")
 }
 
 // seedsEvidence is what makes dir look like the folder of train --seeds,
@@ -1648,6 +1684,9 @@ func checkResumable(dir string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.new")); err == nil {
 		return fmt.Errorf("--resume %s: the run there stopped before its first checkpoint was complete, so there is nothing to resume: start it again (the same command without --resume)", dir)
+	}
+	if hint := runsWithin(dir); hint != "" { // round 85 B5: a reproduce folder was advised train --out, which then made it a run's
+		return fmt.Errorf("--resume %s holds no run itself%s (each resumes with flowebm train --resume RUN)", dir, hint)
 	}
 	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint; a run killed as it started leaves only its lock): start a run there with flowebm train --out %s (--force if the folder is not empty)", dir, shellQuote(dir))
 }

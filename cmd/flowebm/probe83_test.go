@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
@@ -80,13 +82,28 @@ func TestFlowOutInModelsFloatType(t *testing.T) {
 func TestSampleSaysNotMixed(t *testing.T) {
 	var b strings.Builder
 	draws := []float64{0, 0, 0, 0, 5, 5, 5, 5} // 2 chains × 4 draws × 1 dim, each constant, apart
-	rhat := printRHat(&b, draws, 2, 4, 1, "mala")
+	rhat := printRHat(&b, draws, 2, 4, 1, sampleFlags{sampler: "mala"}.notMixedAdvice(checkpoint.Models{}, 0.5))
 	if !strings.Contains(b.String(), "not below 1.01: the chains have not mixed; sample longer, or with --sampler flowmc") {
 		t.Errorf("R-hat %v: %s", rhat, b.String())
 	}
-	b.Reset()
-	if printRHat(&b, draws, 2, 4, 1, "flowmc"); strings.Contains(b.String(), "--sampler flowmc") || !strings.Contains(b.String(), "--warmup") { // round 84 B1
-		t.Errorf("flowmc: %s", b.String())
+	for _, c := range []struct {
+		f    sampleFlags
+		flow bool
+		loc  float64
+		want string
+	}{
+		{sampleFlags{sampler: "flowmc"}, false, 0.5, "a longer --warmup"},          // round 84 B1: not "--sampler flowmc"
+		{sampleFlags{sampler: "flowmc"}, true, 0.5, "add --train-flow"},            // round 85 B8
+		{sampleFlags{sampler: "hmc", step: 1e6}, false, 0, "lower --step (1e+06)"}, // round 85 B12
+		{sampleFlags{sampler: "flowmc", trainFlow: true}, true, 0.5, "a longer --warmup"},
+	} {
+		var m checkpoint.Models
+		if c.flow {
+			m.Flow = new(graph.Flow)
+		}
+		if got := c.f.notMixedAdvice(m, c.loc); !strings.Contains(got, c.want) {
+			t.Errorf("%+v, flow %v, acceptance %v: %q, want %q", c.f, c.flow, c.loc, got, c.want)
+		}
 	}
 	b.Reset()
 	f := sampleFlags{modes: "m.npy", chains: 2, steps: 4}
@@ -251,5 +268,71 @@ func TestWeightsAndLogZSaySource(t *testing.T) {
 	}
 	if out, errOut, code := runCLI("train", "--iterations", "2", "--quiet", "--out", filepath.Join(dir, "r2")); code != 0 || !strings.Contains(out, "; by grid quadrature ") {
 		t.Errorf("2-D log Z: exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// Round 85 B2, B9: reproduce --report embedded the density of a run it
+// called mismatched (another algorithm's run in the folder) and advised
+// flags that cannot make it this run.
+func TestReportShowsOnlyRunsWithResults(t *testing.T) {
+	dir := t.TempDir()
+	if _, errOut, code := runCLI("train", "--experiment", "rings", "--algorithm", "ula", "--iterations", "2", "--quiet", "--out", filepath.Join(dir, "runs", "rings-flowmc")); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, _ := runCLI("reproduce", "--report", dir, "--experiments", "rings", "--algorithms", "flowmc")
+	report, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatalf("%v: %s%s", err, out, errOut)
+	}
+	if strings.Contains(string(report), "runs/rings-flowmc/density") {
+		t.Errorf("a mismatched run's density embedded:\n%s", report)
+	}
+	if !strings.Contains(string(report), "move it away: it is another experiment's or algorithm's run in this one's folder") || strings.Contains(string(report), "or give the --seed") {
+		t.Errorf("the mismatch advice:\n%s", report)
+	}
+}
+
+// Round 85 B5, B7: train --out into a reproduce folder, a folder of runs,
+// or a folder of other files was accepted; --resume of a reproduce
+// folder advised train --out there.
+func TestOutFolderKinds(t *testing.T) {
+	dir := t.TempDir()
+	rep := filepath.Join(dir, "rep")
+	if err := os.MkdirAll(filepath.Join(rep, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, rep, "report.md", "# report\n")
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, src, "main.go", "package main\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--out", rep, "--iterations", "2"}, "is a folder that reproduce wrote (report.md, runs/)"},
+		{[]string{"train", "--out", src, "--iterations", "2"}, "holds other files (main.go): a run writes config.json"},
+	} {
+		if _, errOut, code := runCLI(c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
+	}
+	if _, errOut, code := runCLI("train", "--out", src, "--iterations", "2", "--quiet", "--force"); code != 0 || !exists(filepath.Join(src, "main.go")) {
+		t.Errorf("--force among other files: exit %d: %s", code, errOut)
+	}
+	run := trainedRun(t)
+	set := filepath.Join(dir, "set")
+	if err := os.MkdirAll(set, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(run, filepath.Join(set, "two-modes-flowmc")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI("train", "--out", set, "--iterations", "2"); code != 2 || !strings.Contains(errOut, "holds the runs two-modes-flowmc: give a folder of its own") {
+		t.Errorf("a folder of runs: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI("train", "--resume", set); code != 2 || strings.Contains(errOut, "train --out") || !strings.Contains(errOut, "two-modes-flowmc") {
+		t.Errorf("--resume of a folder of runs: exit %d: %s", code, errOut)
 	}
 }

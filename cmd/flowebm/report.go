@@ -316,7 +316,7 @@ func (w *reportWriter) table1() error {
 		for _, e := range t1 {
 			var images []string
 			for _, r := range present(runs, e) {
-				if _, err := os.Stat(filepath.Join(r.dir, "density"+ext)); err == nil {
+				if _, err := os.Stat(filepath.Join(r.dir, "density"+ext)); err == nil && r.state == "" { // round 85 B2: an unreadable or mismatched run's (another algorithm's) density shown
 					images = append(images, fmt.Sprintf("![%s](runs/%s/density%s)", r.name(), r.name(), ext))
 				}
 			}
@@ -388,7 +388,7 @@ func (w *reportWriter) mnist() error {
 		// naming all four algorithms over no image).
 		var names, images []string
 		for _, r := range rs {
-			if _, err := os.Stat(filepath.Join(r.dir, "samples"+ext)); err == nil {
+			if _, err := os.Stat(filepath.Join(r.dir, "samples"+ext)); err == nil && r.state == "" {
 				names = append(names, algorithmNames[r.algorithm])
 				images = append(images, fmt.Sprintf("![%s](runs/%s/samples%s)", r.name(), r.name(), ext))
 			}

@@ -79,7 +79,7 @@ func (w *reportWriter) imageExperiment(e string) {
 	} {
 		var imgs string
 		for _, r := range rs {
-			if _, err := os.Stat(filepath.Join(r.dir, fig.name+ext)); err == nil {
+			if _, err := os.Stat(filepath.Join(r.dir, fig.name+ext)); err == nil && r.state == "" { // not an unreadable or mismatched run's (round 85 B2)
 				imgs += fmt.Sprintf("![%s %s](runs/%s/%s%s) ", r.name(), fig.name, r.name(), fig.name, ext)
 			}
 		}

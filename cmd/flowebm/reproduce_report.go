@@ -292,8 +292,12 @@ func (r *reproRun) collectHeld(f reproduceFlags) (warning string) {
 		return set(runUnreadable, "%v", err)
 	}
 	if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm || cfg.Seed != f.seed || cfg.Train.Iterations != want {
-		return set(runMismatched, "%s is of experiment %q with algorithm %q, seed %d and %d iterations, not %s with %s, seed %d and %d iterations: move it away (or give the --seed, --quick or --iterations it was trained with)",
-			filepath.Join(r.dir, "config.json"), cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, r.experiment, r.algorithm, f.seed, want)
+		advice := "move it away (or give the --seed, --quick or --iterations it was trained with)"
+		if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm { // round 85 B9: no flag makes another algorithm's run this one
+			advice = "move it away: it is another experiment's or algorithm's run in this one's folder"
+		}
+		return set(runMismatched, "%s is of experiment %q with algorithm %q, seed %d and %d iterations, not %s with %s, seed %d and %d iterations: %s",
+			filepath.Join(r.dir, "config.json"), cfg.Experiment, cfg.Train.Algorithm, cfg.Seed, cfg.Train.Iterations, r.experiment, r.algorithm, f.seed, want, advice)
 	}
 	if field, have, want := f.configDiff(r, cfg); field != "" {
 		return set(runMismatched, "%s: field %s is %s, but reproduce trains this run with %s (flowebm train's defaults): move it away, or train it again with the defaults", filepath.Join(r.dir, "config.json"), field, have, want)

@@ -452,7 +452,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		local = "n/a (unadjusted Langevin: no accept step)"
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.sampler)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc))
 	return f.printModeWeights(out, draws, d, centres, worst)
 }
 
@@ -1180,6 +1180,23 @@ func checkStarts(m checkpoint.Models, x *mat.Dense) error {
 	return nil
 }
 
+// notMixedAdvice is what to do where the chains have not mixed, for the
+// sampler that ran and its local acceptance loc: a step that no proposal
+// passes is lowered (round 85 B12: "sample longer" at acceptance 0), a
+// frozen flow trained (B8), an adaptive flow's warm-up lengthened (round
+// 84 B1: flowmc was told to use flowmc).
+func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
+	switch {
+	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
+		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
+	case f.sampler == "flowmc" && m.Flow != nil && !f.trainFlow:
+		return "the flow is used frozen: add --train-flow to train it on the chains, or sample longer"
+	case f.sampler == "flowmc":
+		return "sample longer, with a longer --warmup for the flow to learn the modes"
+	}
+	return "sample longer, or with --sampler flowmc for modes apart"
+}
+
 // rhatMixed is the R-hat below which chains show no sign of not having
 // mixed (Vehtari et al. 2021), as diagnose's verdict.
 const rhatMixed = 1.01
@@ -1187,15 +1204,11 @@ const rhatMixed = 1.01
 // printRHat prints the worst rank-normalised R-hat over dimensions, with
 // diagnose's verdict where it is not below rhatMixed (and advice for the
 // sampler that ran), and returns it.
-func printRHat(out io.Writer, draws []float64, chains, steps, d int, sampler string) float64 {
+func printRHat(out io.Writer, draws []float64, chains, steps, d int, advice string) float64 {
 	worst := diagnostics.MaxRHat(draws, chains, steps, d)
 	verdict := ""
-	switch {
-	case worst < rhatMixed:
-	case sampler == "flowmc": // round 84 B1: flowmc was told to use flowmc
-		verdict = " (not below 1.01: the chains have not mixed; sample longer, with a longer --warmup for the flow to learn the modes)"
-	default:
-		verdict = " (not below 1.01: the chains have not mixed; sample longer, or with --sampler flowmc for modes apart)"
+	if !(worst < rhatMixed) {
+		verdict = " (not below 1.01: the chains have not mixed; " + advice + ")"
 	}
 	fmt.Fprintf(out, "max rank-normalised R-hat over dimensions: %.3f%s\n", worst, verdict)
 	return worst
