@@ -240,6 +240,13 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 	if o.nested != 0 && (o.nested < 2 || c.chains%o.nested != 0) {
 		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
 	}
+	if i, j := c.twinChains(); i >= 0 && c.draws > 1 { // round 85 B13: a copied file or a seed given twice passed as two chains
+		errOut := o.stderr
+		if errOut == nil {
+			errOut = w
+		}
+		fmt.Fprintf(errOut, "flowebm: note: chains %s and %s are identical, draw for draw (the same seed twice, or a file copied?): R-hat and ESS count them as two, and so look better than they are\n", c.chainName(i), c.chainName(j))
+	}
 	summarize := diagnostics.Summarize
 	if o.nested > 0 && c.draws < 4 { // round 83 A1: nested R-hat's many short chains were refused
 		summarize = diagnostics.SummarizeShort

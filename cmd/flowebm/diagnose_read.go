@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"os"
@@ -897,6 +899,35 @@ func groupByChain(t *csvTable, chainCol int) (*chainsData, error) {
 }
 
 // dimChains is dimension d of c as x[chain][draw].
+// twinChains returns the first two chains whose draws are identical in
+// every dim, or -1, -1.
+func (c *chainsData) twinChains() (int, int) {
+	n := c.draws * c.dims
+	seen := make(map[uint64]int, c.chains)
+	for i := range c.chains {
+		h := fnv.New64a()
+		var b [8]byte
+		for _, v := range c.data[i*n : (i+1)*n] {
+			binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+			h.Write(b[:])
+		}
+		if j, ok := seen[h.Sum64()]; ok && slices.Equal(c.data[j*n:(j+1)*n], c.data[i*n:(i+1)*n]) {
+			return j, i
+		}
+		seen[h.Sum64()] = i
+	}
+	return -1, -1
+}
+
+// chainName names chain i as the input numbers it: its CSV chain label,
+// or its index from 1.
+func (c *chainsData) chainName(i int) string {
+	if c.chainLabels != nil && i < len(c.chainLabels) {
+		return c.chainLabels[i]
+	}
+	return strconv.Itoa(i + 1)
+}
+
 func (c *chainsData) dimChains(d int) [][]float64 {
 	x := make([][]float64, c.chains)
 	for i := range x {

@@ -78,11 +78,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			var empty []string
+			required := false // round 85 B3: "leave the flag out for its default" of a flag without one
 			cmd.Flags().Visit(func(f *pflag.Flag) {
 				if f.Value.String() == "" {
 					empty = append(empty, "--"+f.Name)
+					required = required || f.DefValue == ""
 				}
 			})
+			if len(empty) > 0 && required {
+				return fmt.Errorf("%s given an empty value: give a value (see flowebm %s --help)", strings.Join(empty, ", "), cmd.Name())
+			}
 			if len(empty) > 0 {
 				return fmt.Errorf("%s given an empty value: give a value, or leave the flag out for its default", strings.Join(empty, ", "))
 			}
@@ -209,7 +214,7 @@ func positional(min, max int, what, hint string) cobra.PositionalArgs {
 			if hint != "" {
 				extra = "; " + hint
 			}
-			return fmt.Errorf("%s: %d arguments (%s), want %s%s (usage: flowebm %s)", cmd.Name(), n, strings.Join(args, " "), what, extra, cmd.Use)
+			return fmt.Errorf("%s: %s (%s), want %s%s (usage: flowebm %s)", cmd.Name(), count(n, "argument"), strings.Join(args, " "), what, extra, cmd.Use)
 		}
 		return nil
 	}

@@ -336,3 +336,39 @@ func TestOutFolderKinds(t *testing.T) {
 		t.Errorf("--resume of a folder of runs: exit %d: %s", code, errOut)
 	}
 }
+
+// Round 85 B3, B11, B13: an empty value for a flag without a default was
+// advised to be left out for its default; train and sample given
+// positional arguments said "unknown command"; identical chains (a copied
+// file) were diagnosed as two without a word.
+func TestRound85Messages(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", "r", "--out", ""}, "--out given an empty value: give a value (see flowebm compare --help)"},
+		{[]string{"train", "rings"}, "train: 1 argument (rings), want no arguments; the experiment goes in --experiment"},
+		{[]string{"sample", "e.onnx"}, "the model goes in --model"},
+	} {
+		if _, errOut, code := runCLI(c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
+	}
+	w := wave(2 * 50)
+	a := filepath.Join(dir, "a.npy")
+	twins := append(append([]float64{}, w[:50]...), w[:50]...)
+	if err := npy.WriteFile(a, &npy.Array{Shape: []int{2, 50}, Data: twins}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI("diagnose", a); code != 0 || !strings.Contains(errOut, "chains 1 and 2 are identical, draw for draw") {
+		t.Errorf("identical chains: exit %d: %s", code, errOut)
+	}
+	b := filepath.Join(dir, "b.npy")
+	if err := npy.WriteFile(b, &npy.Array{Shape: []int{2, 50}, Data: w}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, _ := runCLI("diagnose", b); strings.Contains(errOut, "identical") {
+		t.Errorf("distinct chains: %s", errOut)
+	}
+}

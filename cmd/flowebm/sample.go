@@ -95,7 +95,7 @@ the files' metadata, or --flow-base-sigma σ. Chains start from the
 flow's samples when there is a flow (with mala, ula and hmc too, so --flow
 sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1); --starts
 FILE gives them instead (an energy defined on part of the space only).`,
-		Args: cobra.NoArgs,
+		Args: positional(0, 0, "no arguments", "the model goes in --model, a checkpoint to continue in --resume"), // round 85 B11: "unknown command"
 		RunE: func(cmd *cobra.Command, args []string) error { f.notes = cmd.ErrOrStderr(); return runSample(cmd, f) },
 	}
 	bindSampleFlags(cmd.Flags(), &f)

@@ -114,7 +114,7 @@ per scale of flow_hidden channels), scaled to about an hour on 2 cores.
 files, CIFAR-10's cifar-10-batches-bin) and is recorded in config.json.
 
 Experiments (--experiment): ` + strings.Join(experiments.Names(), ", ") + `.`,
-		Args: cobra.NoArgs,
+		Args: positional(0, 0, "no arguments", "the experiment goes in --experiment, a data file in --data, a run to continue in --resume"), // round 85 B11: "unknown command"
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrain(cmd, f)
 		},
