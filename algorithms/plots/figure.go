@@ -73,6 +73,9 @@ type Curve struct {
 	HasRef bool
 }
 
+// maxLegendText is the widest a legend line is drawn (its middle is cut).
+const maxLegendText = 8 * vg.Inch
+
 // Save draws the figure into a file at path, atomically, in the format its
 // extension names (.png, .svg or .pdf), with the legend in a column right
 // of the plot, where it hides no curve. Points with non-finite y are left
@@ -83,8 +86,11 @@ func (f Figure) Save(path string) error {
 		return err
 	}
 	legend := plot.NewLegend()
-	for _, e := range entries {
-		legend.Add(e.text, e.thumb)
+	for i, e := range entries {
+		// Shortened in the middle past 8 inches (round 85 B10: a name of 250
+		// characters left the plot an eighth of a 2619-pixel figure).
+		entries[i].text = fitText(e.text, legend.TextStyle, maxLegendText)
+		legend.Add(entries[i].text, e.thumb)
 	}
 	// Taller where the legend needs it: compare's 31st to 45th runs were
 	// left off the canvas, unnamed (probe 70 B2); wider, so that the plot

@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -465,5 +466,21 @@ func TestLongLabelsFitThePlot(t *testing.T) {
 func TestUndrawable(t *testing.T) {
 	if got := string(Undrawable("能量 μ σ é ∑ ≤ 能 x\u200by")); got != "能量" {
 		t.Errorf("Undrawable: %q, want %q", got, "能量")
+	}
+}
+
+// Round 85 B10: a run name of 250 characters made compare's figure 2619
+// pixels wide, the plot an eighth of it; a legend line is cut in its
+// middle past maxLegendText, keeping both ends.
+func TestLegendNamesCut(t *testing.T) {
+	long := strings.Repeat("x", 120) + "-end"
+	fig := Figure{Title: "t", Curves: []Curve{{Name: long, Points: plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}}}}}
+	b := savedSVG(t, fig)
+	if bytes.Contains(b, []byte(long)) || !regexp.MustCompile(`>x+…x*-end<`).Match(b) {
+		t.Error("the long name is not cut in its middle in the legend")
+	}
+	view := svgViewBox.FindSubmatch(b)
+	if w, _ := strconv.ParseFloat(string(view[1]), 64); w > 6*72+8*72+72 {
+		t.Errorf("canvas %v pt wide", w)
 	}
 }
