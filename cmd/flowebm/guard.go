@@ -1573,12 +1573,13 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 }
 
 // visibleEntries are the names in dir that do not begin with a dot (a
-// lock, a temporary file), sorted.
+// lock, a temporary file), sorted, but for log.txt, which reproduce (and
+// its plan's lines, by a shell redirection) open before the run starts.
 func visibleEntries(dir string) []string {
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") {
+		if !strings.HasPrefix(e.Name(), ".") && e.Name() != "log.txt" {
 			names = append(names, e.Name())
 		}
 	}

@@ -321,6 +321,14 @@ func TestOutFolderKinds(t *testing.T) {
 	if _, errOut, code := runCLI("train", "--out", src, "--iterations", "2", "--quiet", "--force"); code != 0 || !exists(filepath.Join(src, "main.go")) {
 		t.Errorf("--force among other files: exit %d: %s", code, errOut)
 	}
+	logged := filepath.Join(dir, "logged") // as a plan's line opens its log before train starts
+	if err := os.Mkdir(logged, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, logged, "log.txt", "")
+	if _, errOut, code := runCLI("train", "--out", logged, "--iterations", "2", "--quiet"); code != 0 {
+		t.Errorf("a folder holding log.txt: exit %d: %s", code, errOut)
+	}
 	run := trainedRun(t)
 	set := filepath.Join(dir, "set")
 	if err := os.MkdirAll(set, 0o755); err != nil {
@@ -370,5 +378,27 @@ func TestRound85Messages(t *testing.T) {
 	}
 	if _, errOut, _ := runCLI("diagnose", b); strings.Contains(errOut, "identical") {
 		t.Errorf("distinct chains: %s", errOut)
+	}
+}
+
+// Round 85 B6: reproduce --plan wrote a --resume line for an interrupted
+// run whose config.json had been edited, a line that then failed.
+func TestPlanLeavesOutEditedRun(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "runs", "two-modes-flowmc")
+	if code, stderr := interruptAtFirstCheckpoint(t, run, "train", "--experiment", "two-modes", "--algorithm", "flowmc", "--seed", "1", "--iterations", "400", "--quiet", "--out", run); code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	cfg := filepath.Join(run, "config.json")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), `"lr": 0.01`, `"lr": 0.5`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "400", "--out", dir, "--plan", filepath.Join(dir, "plan.txt"))
+	if code != 0 || !strings.Contains(out, "two-modes-flowmc (its config.json was edited since its checkpoint") || !strings.Contains(out, "0 of 1 runs to train") {
+		t.Errorf("exit %d: %s%s", code, out, errOut)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,6 +91,10 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 			left = append(left, r.name()+" (finished)")
 		case divergedBefore(r.dir) != "":
 			left = append(left, r.name()+" (diverged: a result, not retried)")
+		case editedRun(r.dir) != nil: // round 85 B6: its --resume line would fail
+			var edited *training.ConfigEditedError
+			errors.As(editedRun(r.dir), &edited)
+			left = append(left, fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), edited.Field, edited.Checkpoint, edited.Path))
 		default:
 			line, err := planLine(r, f)
 			if err != nil {
@@ -320,4 +325,14 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// editedRun is the *training.ConfigEditedError of the run in dir whose
+// config.json differs from its checkpoint's copy, or nil.
+func editedRun(dir string) error {
+	cfg, err := training.ReadRunConfig(dir)
+	if err != nil {
+		return nil
+	}
+	return training.ConfigEdited(dir, cfg)
 }
