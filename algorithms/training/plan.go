@@ -69,7 +69,7 @@ func NewPlan(req Request) (*Plan, error) {
 		return nil, fmt.Errorf("algorithms: iterations %d, epochs %d: want counts ≥ 0 (unset: the default)", req.Iterations, req.Epochs)
 	}
 	if req.Iterations > algorithms.MaxIterations {
-		return nil, fmt.Errorf("algorithms: iterations %d (--iterations), want at most %d", req.Iterations, algorithms.MaxIterations)
+		return nil, fmt.Errorf("algorithms: iterations %d, want at most %d", req.Iterations, algorithms.MaxIterations)
 	}
 	if req.Iterations > 0 && req.Epochs > 0 {
 		return nil, fmt.Errorf("algorithms: give iterations or epochs, not both")

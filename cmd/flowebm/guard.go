@@ -1574,12 +1574,14 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 
 // visibleEntries are the names in dir that do not begin with a dot (a
 // lock, a temporary file), sorted, but for log.txt, which reproduce (and
-// its plan's lines, by a shell redirection) open before the run starts.
+// its plan's lines, by a shell redirection) open before the run starts,
+// and a run's own files, which other checks judge.
 func visibleEntries(dir string) []string {
 	entries, _ := os.ReadDir(dir)
+	own := runNames()
 	var names []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") && e.Name() != "log.txt" {
+		if !strings.HasPrefix(e.Name(), ".") && e.Name() != "log.txt" && !slices.Contains(own, e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
