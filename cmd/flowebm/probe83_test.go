@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
@@ -263,7 +264,7 @@ func TestWeightsAndLogZSaySource(t *testing.T) {
 	if m.Final.MaxRHat < 1.01 {
 		t.Fatalf("R-hat %v: the fixture's chains mixed, the test shows nothing", m.Final.MaxRHat)
 	}
-	if !strings.Contains(out, "which have not mixed (R-hat ") || !strings.Contains(out, "the sampler's weights, not the EBM's") {
+	if !strings.Contains(out, "which have not mixed (R-hat ") || !strings.Contains(out, "the sampler's weights, not the EBM's") || !strings.Contains(out, ": chains ") || strings.Contains(out, ": EBM ") || !strings.Contains(out, "weight MSE of those chains' weights") { // round 86 A1: the rows too
 		t.Errorf("3-D weights without the caveat: %s", out)
 	}
 	if out, errOut, code := runCLI("train", "--iterations", "2", "--quiet", "--out", filepath.Join(dir, "r2")); code != 0 || !strings.Contains(out, "; by grid quadrature ") {
@@ -400,5 +401,51 @@ func TestPlanLeavesOutEditedRun(t *testing.T) {
 	out, errOut, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "400", "--out", dir, "--plan", filepath.Join(dir, "plan.txt"))
 	if code != 0 || !strings.Contains(out, "two-modes-flowmc (its config.json was edited since its checkpoint") || !strings.Contains(out, "0 of 1 runs to train") {
 		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// Round 86 A2: in 2D an IS log Z 6.5 standard errors from the grid's was
+// printed beside it without the held-out log-likelihood the grid gives.
+func TestGridLogZNote(t *testing.T) {
+	z := metrics.LogZEstimate{LogZ: -0.448, SE: 0.066, ESS: 0.05}
+	if got := gridLogZNote(z, -0.017, -3.482); !strings.Contains(got, "by grid quadrature -0.017, 6.5 standard errors away: with it the held-out log-likelihood is -3.913") {
+		t.Errorf("%q", got)
+	}
+	if got := gridLogZNote(metrics.LogZEstimate{LogZ: -0.5, SE: 0.033, ESS: 0.18}, -0.506, -1.861); got != "; by grid quadrature -0.506" {
+		t.Errorf("agreeing: %q", got)
+	}
+}
+
+// Round 86 A1, B1, B2, B9: the rows of unmixed chains' weights read
+// "EBM"; a plan's resume line run again on a finished run exited 2; a
+// reproduce run folder holding a user's file failed at every retry; train
+// --seeds --out took a reproduce folder or a folder of other files.
+func TestRound86Folders(t *testing.T) {
+	run := trainedRun(t)
+	if _, errOut, code := runCLI("train", "--resume", run, "--plot-format", "png"); code != 0 {
+		t.Errorf("a finished run resumed with its own plot format: exit %d: %s", code, errOut)
+	}
+	dir := t.TempDir()
+	rd := filepath.Join(dir, "rp", "runs", "two-modes-ula")
+	if err := os.MkdirAll(rd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, rd, "notes.txt", "mine")
+	if _, errOut, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "2", "--out", filepath.Join(dir, "rp")); code != 2 || !strings.Contains(errOut, rd+" holds notes.txt, which are not a run's files") {
+		t.Errorf("reproduce over a user's file: exit %d: %s", code, errOut)
+	}
+	writeFile(t, filepath.Join(dir, "rp"), "report.md", "# r\n")
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, src, "main.go", "package main\n")
+	for _, c := range []struct{ out, want string }{
+		{filepath.Join(dir, "rp"), "is a folder that reproduce wrote (report.md, runs/)"},
+		{src, "holds other files (main.go): --seeds writes sSEED folders"},
+	} {
+		if _, errOut, code := runCLI("train", "--seeds", "1-2", "--iterations", "2", "--out", c.out); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("--seeds --out %s: exit %d: %s", c.out, code, errOut)
+		}
 	}
 }

@@ -569,6 +569,9 @@ func checkKeptRuns(runs []*reproRun, f reproduceFlags) error {
 func checkKept(r *reproRun, f reproduceFlags) error {
 	cfg, err := training.ReadRunConfig(r.dir)
 	if errors.Is(err, os.ErrNotExist) {
+		if others := visibleEntries(r.dir); len(others) > 0 && !isRun(r.dir) { // round 86 B2: the run's train refused them, and no retry could pass
+			return fmt.Errorf("%s holds %s, which are not a run's files: its run would not start among them; move them away, then give the same command again", r.dir, listNames(others, 3))
+		}
 		return nil
 	}
 	if err != nil {

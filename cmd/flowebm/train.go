@@ -258,6 +258,9 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	if err := checkHeldFolder("--out", base, "give another folder"); err != nil {
 		return err
 	}
+	if err := checkSeedsFolder(base, f.force); err != nil {
+		return err
+	}
 	// One handler for the whole set, from before the lock to the summary
 	// (probe 37: between seeds and before the summary no handler was
 	// installed, and a signal killed the process without a word, leaving
@@ -602,7 +605,7 @@ func finished(run *training.Run) bool {
 func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format, formatGiven bool) error {
 	path := filepath.Join(run.Dir, training.ImageSamplesFile)
 	if _, err := os.Stat(path); run.Experiment.Kind != experiments.KindImages || err == nil {
-		if formatGiven {
+		if formatGiven && !exists(filepath.Join(run.Dir, "density"+format.Ext())) && !exists(filepath.Join(run.Dir, "weights"+format.Ext())) && !exists(filepath.Join(run.Dir, "rhat"+format.Ext())) { // its figures in that format already: nothing to do (round 86 B1: a plan's line run again exited 2)
 			return fmt.Errorf("%s has finished its %d iterations and written its outputs: --resume has nothing to do, and --plot-format would be ignored; to draw its figures in %s: flowebm plot %s --plot-format %s", run.Dir, run.Config.Train.Iterations, format, shellQuote(run.Dir), format)
 		}
 		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
@@ -1376,11 +1379,12 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	}
 	exp := run.Experiment
 	if exp.Weights != nil && final.EBMWeights != nil {
-		how := "EBM by grid quadrature"
+		how, ebm := "EBM by grid quadrature", "EBM"
 		if run.Grid() == nil {
 			how = fmt.Sprintf("EBM from the final states of %d chains of %d steps", run.Config.RHatChains, run.Config.RHatSteps)
-			if !(final.MaxRHat < 1.01) { // round 85 A1: the chains' weights, taken for the EBM's with R-hat 2.6
-				how += fmt.Sprintf(", which have not mixed (R-hat %.3f): the sampler's weights, not the EBM's, and so is the MSE", final.MaxRHat)
+			if !(final.MaxRHat < 1.01) { // round 85 A1, round 86 A1: the chains' weights, taken for the EBM's with R-hat 2.6, row by row
+				how = fmt.Sprintf("the final states of %d chains of %d steps, which have not mixed (R-hat %.3f): the sampler's weights, not the EBM's", run.Config.RHatChains, run.Config.RHatSteps, final.MaxRHat)
+				ebm = "chains"
 			}
 		}
 		kind := "mode"
@@ -1396,9 +1400,13 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 			case exp.Modes != nil:
 				where = fmt.Sprintf(" %d at %s", k+1, fmtPoint(exp.Modes[k]))
 			}
-			fmt.Fprintf(out, "  %s%s: EBM %.3f, negatives %s, truth %.3f%s\n", kind, where, final.EBMWeights[k], negWeight(final, k), exp.Weights[k], chainWeight(final, k))
+			fmt.Fprintf(out, "  %s%s: %s %.3f, negatives %s, truth %.3f%s\n", kind, where, ebm, final.EBMWeights[k], negWeight(final, k), exp.Weights[k], chainWeight(final, k))
 		}
-		fmt.Fprintf(out, "  weight MSE of the EBM against the truth: %.2e\n", final.EBMWeightMSE)
+		if ebm == "EBM" {
+			fmt.Fprintf(out, "  weight MSE of the EBM against the truth: %.2e\n", final.EBMWeightMSE)
+		} else {
+			fmt.Fprintf(out, "  weight MSE of those chains' weights against the truth (metrics.json's ebm_weight_mse): %.2e\n", final.EBMWeightMSE)
+		}
 		if final.ChainWeights != nil {
 			fmt.Fprintf(out, "  sampler: the weights among the draws of %d chains of %d steps of the algorithm's kernel from the persistent bank, ± MCSE [95%% interval]\n", run.Config.RHatChains, run.Config.RHatSteps)
 		}
@@ -1410,9 +1418,9 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	if !isNaN(run.TrueHeldOutLL) {
 		exact = fixed3(run.TrueHeldOutLL)
 	}
-	quad := "" // in 2D, the grid's log Z beside the estimate (round 85 A2: 2.3 standard errors apart, unsaid)
-	if g := run.Grid(); g != nil && !isNaN(g.LogZ) && !math.IsInf(g.LogZ, 0) {
-		quad = fmt.Sprintf("; by grid quadrature %s", fixed3(g.LogZ))
+	quad := ""
+	if g := run.Grid(); g != nil {
+		quad = gridLogZNote(final.LogZ, g.LogZ, final.HeldOutLL)
 	}
 	if z := final.LogZ; !z.Reliable() && !isNaN(z.ESS) {
 		fmt.Fprintf(out, "held-out log-likelihood: %s, unreliable (exact density: %s): log Z by importance sampling %s rests on an ESS of %s of the %d draws, below %.0f%%, so log Z may be far too low and the log-likelihood too high%s\n",
@@ -1505,6 +1513,22 @@ func (p *progressLines) update(it int) {
 // withError writes an estimate and its standard error, "v ± se": to 3
 // decimals, or with two significant digits where the error is below them
 // (probe 68 B8: log Z -8.1e-05 ± 2.0e-05 read "-0.000 ± 0.000").
+// gridLogZNote is, in 2D, the grid quadrature's log Z beside the
+// importance-sampling estimate z (round 85 A2: 2.3 standard errors apart,
+// unsaid), with the held-out log-likelihood it gives where the two are
+// more than 3 standard errors apart (round 86 A2: 6.5, 0.43 nats); "" for
+// a grid without a finite log Z.
+func gridLogZNote(z metrics.LogZEstimate, grid, heldOut float64) string {
+	if isNaN(grid) || math.IsInf(grid, 0) {
+		return ""
+	}
+	note := "; by grid quadrature " + fixed3(grid)
+	if gap := math.Abs(z.LogZ - grid); gap > 3*z.SE && z.Reliable() {
+		note += fmt.Sprintf(", %.1f standard errors away: with it the held-out log-likelihood is %s", gap/z.SE, fixed3(heldOut+z.LogZ-grid))
+	}
+	return note
+}
+
 // essPercent is an ESS fraction in per cent, with two significant
 // digits below 1% (round 82 B3: 1 draw in 4,096 read "0%").
 func essPercent(f float64) string {
@@ -1604,6 +1628,30 @@ func checkInputsOutside(f trainFlags, cfg config.Run, dir string) error {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && within(d, dir) {
 			return fmt.Errorf("--data-dir (data_dir) %s is the run folder %s or inside it, which this run writes (and --force replaces): give the run another --out", d, dir)
 		}
+	}
+	return nil
+}
+
+// checkSeedsFolder refuses, as train --out does for one run, a --seeds
+// folder that is a reproduce folder, that holds runs other than seeds'
+// (sSEED), or (without force) other files (round 86 B9: the set landed
+// among reproduce's runs, and a folder of other files took it unasked).
+func checkSeedsFolder(base string, force bool) error {
+	if exists(filepath.Join(base, "report.md")) && isDir(filepath.Join(base, "runs")) {
+		return fmt.Errorf("--out %s is a folder that reproduce wrote (report.md, runs/): give the set a folder of its own", base)
+	}
+	var others []string
+	for _, name := range visibleEntries(base) {
+		if name == "seeds.json" || seedRunName.MatchString(name) {
+			continue
+		}
+		if isTrainingRun(filepath.Join(base, name)) {
+			return fmt.Errorf("--out %s holds the run %s, not of a --seeds set: give the set a folder of its own", base, name)
+		}
+		others = append(others, name)
+	}
+	if len(others) > 0 && !force {
+		return fmt.Errorf("--out %s holds other files (%s): --seeds writes sSEED folders and seeds.json there; give a new or empty folder, or --force to write among them", base, listNames(others, 3))
 	}
 	return nil
 }
