@@ -1283,7 +1283,12 @@ func runFolders(dir string) []string {
 }
 
 // listRuns names the first 5 runs.
-func listRuns(runs []string) string { return strings.Join(runs[:min(len(runs), 5)], ", ") }
+func listRuns(runs []string) string {
+	if len(runs) > 5 { // round 86 B5: cut at 5 without a word
+		return strings.Join(runs[:5], ", ") + fmt.Sprintf(", … (%d in all)", len(runs))
+	}
+	return strings.Join(runs, ", ")
+}
 
 // checkpointOfRun says, of a checkpoint folder dir inside a run folder,
 // to give the run instead ("" if dir is not one).

@@ -67,7 +67,7 @@ func TestConvertedFlowUnits(t *testing.T) {
 	for model, note := range map[string]bool{run: false, en: true} {
 		_, errOut, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--flow", fs, "--flow-density", fd,
 			"--chains", "4", "--steps", "4", "--warmup", "2", "--out", filepath.Join(dir, filepath.Base(model)+".npy"))
-		if code != 0 || strings.Contains(errOut, "was trained in other units than --model's chains") != note {
+		if code != 0 || strings.Contains(errOut, "at the wrong place and scale") != note {
 			t.Errorf("--model %s: exit %d, stderr %q; want the units note: %v", model, code, errOut, note)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
@@ -447,5 +448,21 @@ func TestRound86Folders(t *testing.T) {
 		if _, errOut, code := runCLI("train", "--seeds", "1-2", "--iterations", "2", "--out", c.out); code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("--seeds --out %s: exit %d: %s", c.out, code, errOut)
 		}
+	}
+}
+
+// Round 86 A4, B5: the units note stated as fact for a model that records
+// no units (a network exported with --what ebm and converted back is in
+// the flow's); lists of runs were cut at 5 without a word.
+func TestUnitsNoteAndRunLists(t *testing.T) {
+	std := &data.Scaling{Shift: []float64{1, 2}, Scale: []float64{3, 4}}
+	if n := flowUnitsNote("f.onnx", nil, std); !strings.Contains(n, "--model records none: if the model's chains are in the data's units") || strings.Contains(n, "was trained in other units") {
+		t.Errorf("no units recorded: %q", n)
+	}
+	if n := flowUnitsNote("f.onnx", std, &data.Scaling{Shift: []float64{0, 0}, Scale: []float64{2, 2}}); !strings.Contains(n, "was trained in other units than --model's chains") {
+		t.Errorf("other units: %q", n)
+	}
+	if got := listRuns([]string{"a", "b", "c", "d", "e", "f"}); got != "a, b, c, d, e, … (6 in all)" {
+		t.Errorf("listRuns: %q", got)
 	}
 }

@@ -445,7 +445,11 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	}
 	fmt.Fprintf(out, "%s: %s × %s × %s written to %s\n", f.sampler, count(f.chains, "chain"), count(f.steps, "draw"), count(d, "dim"), f.out)
 	if mala != nil && !math.IsNaN(loc) { // flowMC without local moves has a MALA it never ran
-		fmt.Fprintf(out, "MALA step size %.4g after warm-up\n", mala.StepSize)
+		if f.warmup == 0 { // round 86 A6: "after warm-up" of none
+			fmt.Fprintf(out, "MALA step size %.4g (no warm-up)\n", mala.StepSize)
+		} else {
+			fmt.Fprintf(out, "MALA step size %.4g after warm-up\n", mala.StepSize)
+		}
 	}
 	local := pct(loc)
 	if f.sampler == "ula" { // round 76 B5: "local 1.00", as train said before probe 67 B7
@@ -1127,6 +1131,9 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 func flowUnitsNote(flow string, model, flowScaling *data.Scaling) string {
 	if identityOrNil(model).Equal(identityOrNil(flowScaling)) {
 		return ""
+	}
+	if model == nil { // round 86 A4: a network exported with --what ebm and converted back records no units, and is in the flow's
+		return fmt.Sprintf("the flow of --flow %s records that it was trained in a run's standardised units, and --model records none: if the model's chains are in the data's units, the flow proposes (flowmc) or reparametrises (neutra) at the wrong place and scale, and the draws mix slowly; a network exported with convert --what ebm is in the flow's units, and then nothing is wrong", flow)
 	}
 	return fmt.Sprintf("the flow of --flow %s was trained in other units than --model's chains (a run on standardised data keeps its flow in those units): it proposes (flowmc) or reparametrises (neutra) at the wrong place and scale, so the draws stay exact but mix slowly; sample a run with its own flow (--model RUN, whose draws are written in the data's units)", flow)
 }
