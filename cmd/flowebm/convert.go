@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -329,6 +330,9 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))
+	if note := tiltNote(m.EBM.Tilt); what == "ebm" && note != "" { // round 86 A3: converted back with the default --base 1, the energies moved by up to 9 nats
+		fmt.Fprintln(cmd.OutOrStdout(), note)
+	}
 	if identityOrNil(m.Scaling) != nil && what != "energy" { // probe 69 B3: unsaid, energies 100 and 434 for the run's 3.95 and 4.18
 		which := "its input is" // x: ebm, flow-density
 		if what == "flow-sample" {
@@ -337,6 +341,20 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		fmt.Fprintf(cmd.OutOrStdout(), "note: %s in the models' standardised coordinates (the run's data scaling, spec.json's \"standardization\"), not the data's units; --what energy takes the data's units\n", which)
 	}
 	return nil
+}
+
+// tiltNote says that --what ebm writes the network without the
+// checkpoint's tilt, and how to convert it back ("" for none, or σ = 1,
+// convert's default --base).
+func tiltNote(t *layers.Gaussian) string {
+	if t == nil || len(t.Sigma) == 0 || !slices.ContainsFunc(t.Sigma, func(s float64) bool { return s != 1 }) {
+		return ""
+	}
+	s := strconv.FormatFloat(t.Sigma[0], 'g', -1, 64)
+	if slices.ContainsFunc(t.Sigma, func(v float64) bool { return v != t.Sigma[0] }) {
+		return "note: the network alone, without the checkpoint's tilt ρ = N(0, diag σ²) (spec.json's base_sigma, per dimension): an energy of it needs that tilt"
+	}
+	return "note: the network alone, without the checkpoint's tilt ρ = N(0, σ² I), σ = " + s + ": convert it back with --base " + s
 }
 
 // checkExportFinite refuses an export b (of --what of the checkpoint in, to

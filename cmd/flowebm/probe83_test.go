@@ -466,3 +466,27 @@ func TestUnitsNoteAndRunLists(t *testing.T) {
 		t.Errorf("listRuns: %q", got)
 	}
 }
+
+// Round 86 A3: convert --what ebm wrote the network without its tilt
+// unsaid, and the checkpoint converted back took --base 1.
+func TestEbmExportNamesTilt(t *testing.T) {
+	run := trainedRun(t)
+	dir := t.TempDir()
+	e := filepath.Join(dir, "e.onnx")
+	out, errOut, code := runCLI("convert", run, e, "--what", "ebm")
+	if code != 0 || !strings.Contains(out, "note: the network alone, without the checkpoint's tilt ρ = N(0, σ² I), σ = ") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	sigma := out[strings.LastIndex(out, "--base ")+len("--base "):]
+	sigma = strings.TrimSpace(sigma)
+	ck := filepath.Join(dir, "ck")
+	if _, errOut, code := runCLI("convert", e, ck, "--base", sigma); code != 0 {
+		t.Fatal(errOut)
+	}
+	pts := writeFile(t, dir, "p.csv", "0.3,-0.2\n1,1\n")
+	a, _, _ := runCLI("energy", "--model", run, "--points", pts)
+	b, _, _ := runCLI("energy", "--model", ck, "--points", pts)
+	if a == "" || a != b {
+		t.Errorf("energies of the run %q and of the network converted back with the advised --base %q", a, b)
+	}
+}
