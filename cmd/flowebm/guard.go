@@ -1696,6 +1696,9 @@ func checkResumable(dir string) error {
 	if hint := runsWithin(dir); hint != "" { // round 85 B5: a reproduce folder was advised train --out, which then made it a run's
 		return fmt.Errorf("--resume %s holds no run itself%s (each resumes with flowebm train --resume RUN)", dir, hint)
 	}
+	if filepath.Base(filepath.Dir(filepath.Clean(dir))) == "runs" { // round 86 B3: a reproduce run folder killed as it started was advised train --out with train's defaults, which reproduce then refused
+		return fmt.Errorf("--resume %s holds no run (a run killed as it started leaves only its lock and log): nothing to resume; if reproduce made it, give the same reproduce command again (or write its --plan again), which starts it with reproduce's settings", dir)
+	}
 	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint; a run killed as it started leaves only its lock): start a run there with flowebm train --out %s (--force if the folder is not empty)", dir, shellQuote(dir))
 }
 

@@ -490,3 +490,17 @@ func TestEbmExportNamesTilt(t *testing.T) {
 		t.Errorf("energies of the run %q and of the network converted back with the advised --base %q", a, b)
 	}
 }
+
+// Round 86 B3: a reproduce run folder killed as its run started (its lock
+// and log only) was advised train --out with train's defaults, which
+// reproduce then refused as another run.
+func TestResumeOfEmptyReproduceRunFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rp", "runs", "two-modes-flowmc")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "log.txt", "")
+	if _, errOut, code := runCLI("train", "--resume", dir); code != 2 || strings.Contains(errOut, "train --out") || !strings.Contains(errOut, "give the same reproduce command again") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
