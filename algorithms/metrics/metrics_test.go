@@ -233,14 +233,7 @@ func TestFillCoveringReachesTheMass(t *testing.T) {
 // midpoint rule on the window is within 1e-4 of that), and its density
 // at the centre is 1/(2π) within the same.
 func TestGridWindow(t *testing.T) {
-	logp := func(x mat.Matrix, out []float64) error {
-		r, _ := x.Dims()
-		for i := 0; i < r; i++ {
-			a, b := x.At(i, 0), x.At(i, 1)
-			out[i] = -(a*a+b*b)/2 - math.Log(2*math.Pi)
-		}
-		return nil
-	}
+	logp := stdNormal2D
 	g := NewGrid(8, 200)
 	if err := g.Fill(logp); err != nil {
 		t.Fatal(err)
@@ -268,14 +261,7 @@ func TestGridWindow(t *testing.T) {
 // and quadrature left the tails out. Both axes grow, and the grid then
 // holds the mass to 1e-3.
 func TestFillCoveringSeesMassBeyondThinEdges(t *testing.T) {
-	logp := func(x mat.Matrix, out []float64) error {
-		r, _ := x.Dims()
-		for i := 0; i < r; i++ {
-			a, b := x.At(i, 0), x.At(i, 1)
-			out[i] = -(a*a+b*b)/2 - math.Log(2*math.Pi)
-		}
-		return nil
-	}
+	logp := stdNormal2D
 	small := NewGridRect(3, 2.9, 200)
 	if err := small.Fill(logp); err != nil {
 		t.Fatal(err)
@@ -290,4 +276,14 @@ func TestFillCoveringSeesMassBeyondThinEdges(t *testing.T) {
 	if bx, by := g.HalfWidths(); by <= 2.9 || bx <= 3 || math.Abs(g.LogZ) > 1e-3 {
 		t.Errorf("grown to ±%v × ±%v, log mass %v", bx, by, g.LogZ)
 	}
+}
+
+// stdNormal2D is the log-density of N(0, I) in 2D at each row of x.
+func stdNormal2D(x mat.Matrix, out []float64) error {
+	r, _ := x.Dims()
+	for i := 0; i < r; i++ {
+		a, b := x.At(i, 0), x.At(i, 1)
+		out[i] = -(a*a+b*b)/2 - math.Log(2*math.Pi)
+	}
+	return nil
 }

@@ -20,13 +20,7 @@ import (
 // interrupted run's) and --flow-out's files, unsaid, where its help named
 // --out alone.
 func TestSampleForceNamesWhatItReplaces(t *testing.T) {
-	run := trainedRun(t)
-	dir := t.TempDir()
-	ck := filepath.Join(dir, "c.npz")
-	args := []string{"sample", "--model", run, "--chains", "4", "--steps", "4", "--checkpoint", ck}
-	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "a.npy"))...); code != 0 {
-		t.Fatal(errOut)
-	}
+	dir, ck, args := sampledWithCheckpoint(t)
 	_, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"), "--force")...)
 	if code != 0 || !strings.Contains(errOut, "flowebm: note: --force replaces, besides --out, --checkpoint "+ck+" (the run it holds can no longer be resumed)") {
 		t.Errorf("exit %d: %s", code, errOut)
@@ -152,4 +146,19 @@ func TestConfigDataFieldsNamed(t *testing.T) {
 			t.Errorf("%s: exit %d: %s", c.cfg, code, errOut)
 		}
 	}
+}
+
+// sampledWithCheckpoint samples a trained run's model into DIR/a.npy with
+// --checkpoint DIR/c.npz, and returns DIR, the checkpoint and the sample
+// command without its --out.
+func sampledWithCheckpoint(t *testing.T) (dir, ck string, args []string) {
+	t.Helper()
+	run := trainedRun(t)
+	dir = t.TempDir()
+	ck = filepath.Join(dir, "c.npz")
+	args = []string{"sample", "--model", run, "--chains", "4", "--steps", "4", "--checkpoint", ck}
+	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "a.npy"))...); code != 0 {
+		t.Fatal(errOut)
+	}
+	return dir, ck, args
 }

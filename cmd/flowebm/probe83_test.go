@@ -153,13 +153,7 @@ func TestReportRemovesUnlinkedFigures(t *testing.T) {
 // Round 83 B9: the same sample command run again after Ctrl-C was refused
 // for its --checkpoint without the --resume that continues it.
 func TestExistingCheckpointPointsToResume(t *testing.T) {
-	run := trainedRun(t)
-	dir := t.TempDir()
-	ck := filepath.Join(dir, "c.npz")
-	args := []string{"sample", "--model", run, "--chains", "4", "--steps", "4", "--checkpoint", ck}
-	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "a.npy"))...); code != 0 {
-		t.Fatal(errOut)
-	}
+	dir, ck, args := sampledWithCheckpoint(t)
 	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"))...); code != 2 || !strings.Contains(errOut, "it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume "+ck) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
@@ -178,13 +172,7 @@ func TestDataDirNamedAsTheFlag(t *testing.T) {
 // Round 84 B3: sample --force named the checkpoint it would replace, then
 // was refused for another process's lock on it.
 func TestForceNoteOnlyWhenReplacing(t *testing.T) {
-	run := trainedRun(t)
-	dir := t.TempDir()
-	ck := filepath.Join(dir, "c.npz")
-	args := []string{"sample", "--model", run, "--chains", "4", "--steps", "4", "--checkpoint", ck}
-	if _, errOut, code := runCLI(append(args, "--out", filepath.Join(dir, "a.npy"))...); code != 0 {
-		t.Fatal(errOut)
-	}
+	dir, ck, args := sampledWithCheckpoint(t)
 	release, err := lockFile("--checkpoint", ck, "sample")
 	if err != nil {
 		t.Fatal(err)
