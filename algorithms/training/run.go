@@ -317,6 +317,11 @@ func newModelsOf(cfg config.Run, d int, image *experiments.ImageShape, train *ma
 		if flow, err = importedFlow(*f, d, m.Float32); err != nil {
 			return nil, err
 		}
+		if fn, ok := flow.Net.(*onnx.FlowNet); ok && cfg.Train.Algorithm.Kernel() == algorithms.KernelNeuTra {
+			if err := fn.NeedInverse(); err != nil {
+				return nil, &FlowFilesError{Err: err}
+			}
+		}
 	}
 	sigma := m.BaseSigma
 	if sigma == 0 {

@@ -41,8 +41,8 @@ dynamic batch dimension, in the checkpoint's dtype unless --float32 or
   --what energy        the same, with the model's whole energy in the data's units:
                        E(z) − log ρ(z) + Σ log scale, z the standardised x (as "flowebm energy")
   --what flow-sample   input z (batch, d), base draws; outputs x = T(z) and log_density (batch)
-  --what flow-density  input x (batch, d), output log_density (batch) = log λ(x)
-                       (a neural spline flow's also z = T⁻¹(x), which NeuTra needs)
+  --what flow-density  input x (batch, d), outputs log_density (batch) = log λ(x)
+                       and z (batch, d) = T⁻¹(x), which NeuTra needs
 
 The network (--what ebm) and the flow graphs work in the models' coordinates
 (standardised, for a run on your own data; spec.json's "standardization" maps
@@ -400,6 +400,7 @@ func flowGraph(f *graph.Flow, sample bool, o onnx.Options) ([]byte, error) {
 		if sample {
 			return onnx.FlowSample(f, o)
 		}
+		o.Latent = true // z = T⁻¹(x) too: NeuTra (train --algorithm nt, sample --sampler neutra) needs it
 		return onnx.FlowDensity(f, o)
 	}
 	if (o.Float32 && f.Params.Dtype() != tensor.Float32) || (o.Float64 && f.Params.Dtype() != tensor.Float64) {

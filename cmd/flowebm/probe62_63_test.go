@@ -674,7 +674,7 @@ func TestConvertStandardisedAndOwnExports(t *testing.T) {
 	for _, c := range []struct{ what, note, back string }{
 		{"ebm", "note: its input is in the models' standardised coordinates", ""},
 		{"energy", "", "it is flowebm's export of a whole energy (--what energy"},
-		{"flow-density", "note: its input is in the models' standardised coordinates", "it is a flow's graph"},
+		{"flow-density", "note: its input is in the models' standardised coordinates", "a flow's graphs (x and log_density, or log_density and z) are read as they are"},
 		{"flow-sample", "note: its output x is in the models' standardised coordinates", ""}, // probe 70 A3: "its input"
 	} {
 		out := filepath.Join(dir, c.what+".onnx")

@@ -1556,8 +1556,10 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (algorithms.Kernels, error)
 		if fd, ed := m.Flow.Params.Dtype(), m.EBM.Params.Dtype(); fd != ed {
 			return algorithms.Kernels{}, fmt.Errorf("--sampler neutra composes the flow and the model in one graph, which needs one float type: the flow (%s) is %v, the model (%s) %v: use flowmc, or a flow and a model of one type", cmp.Or(f.flow, f.model), fd, f.model, ed)
 		}
-		if fn, ok := m.Flow.Net.(*onnx.FlowNet); ok && !fn.Invertible() {
-			return algorithms.Kernels{}, fmt.Errorf("--sampler neutra runs MALA in the flow's latent space and needs z = T⁻¹(x): the density graph %s has no output %q: for a flowebm RealNVP (convert --what flow-density writes none; sample --flow-out does), give its checkpoint as --flow CHECKPOINT, which neutra inverts itself; for a flow of your own, export it with its inverse, as io/onnx/crosscheck/export_flow.py does with inverse=...", f.flowDensity, onnx.FlowLatent)
+		if fn, ok := m.Flow.Net.(*onnx.FlowNet); ok {
+			if err := fn.NeedInverse(); err != nil {
+				return algorithms.Kernels{}, fmt.Errorf("--flow-density %w (or give a flowebm flow's checkpoint as --flow CHECKPOINT, which neutra inverts itself)", err)
+			}
 		}
 	default:
 		return algorithms.Kernels{}, fmt.Errorf("--sampler %q, want mala, ula, hmc, flowmc or neutra", f.sampler)

@@ -925,6 +925,16 @@ func (fn *FlowNet) ParamSpecs() ([]layers.ParamSpec, error) { return fn.specs, n
 // Invertible says whether the density graph gives z = T⁻¹(x).
 func (fn *FlowNet) Invertible() bool { return fn.latent != "" }
 
+// NeedInverse is nil where the density graph gives z = T⁻¹(x), which
+// NeuTra (MALA in the flow's latent space) needs, and otherwise the
+// error that says how to export a flow that gives it.
+func (fn *FlowNet) NeedInverse() error {
+	if fn.Invertible() {
+		return nil
+	}
+	return fmt.Errorf("%s: the density graph has no output %q = T⁻¹(x) (its outputs: %s), and NeuTra (MALA in the flow's latent space: --algorithm nt, --sampler neutra) needs it: write a flowebm flow's density graph with convert --what flow-density (which writes z) or sample --flow-out; export a flow of your own with its inverse as output %q, as io/onnx/crosscheck/export_flow.py does with inverse=...", fn.Density.File, FlowLatent, quoteAll(fn.Density.OutputNames()), FlowLatent)
+}
+
 // ParamCount is the number of trainable parameter values (shared by the
 // two graphs).
 func (fn *FlowNet) ParamCount() int { return layers.SpecsSize(fn.specs) }
@@ -969,8 +979,8 @@ func (fn *FlowNet) Forward(b layers.Binder, z *G.Node) (x, logdet *G.Node, err e
 // Inverse adds z = T⁻¹(x) and log|det J_{T⁻¹}(x)| = log λ(x) − log ρ(z)
 // from the density graph; it fails if that graph does not give z.
 func (fn *FlowNet) Inverse(b layers.Binder, x *G.Node) (z, logdet *G.Node, err error) {
-	if fn.latent == "" {
-		return nil, nil, fmt.Errorf("%s: the density graph has no output z = T⁻¹(x) (outputs: %s), and this sampler needs the inverse map (NeuTra); export the flow with its inverse as output %q", fn.Density.File, quoteAll(fn.Density.OutputNames()), FlowLatent)
+	if err := fn.NeedInverse(); err != nil {
+		return nil, nil, err
 	}
 	out, err := fn.Density.Outputs(b, x, fn.densityOut, fn.latent)
 	if err != nil {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/onnx"
+)
+
+// Round 86 A5: train --algorithm nt with a flow whose density graph has
+// no z = T⁻¹(x) was refused only at its first MCMC step, with advice
+// (an export flowebm's convert did not write). It is refused before the
+// run folder is made, naming the file and convert --what flow-density,
+// which now writes z; sample --sampler neutra says the same.
+func TestNeutraFlowWithoutLatentRefusedUpFront(t *testing.T) {
+	run := trainedRun(t)
+	m, _, err := checkpoint.Load(filepath.Join(run, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fs, fd := filepath.Join(dir, "fs.onnx"), filepath.Join(dir, "fd.onnx")
+	sb, err := onnx.FlowSample(m.Flow, onnx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := onnx.FlowDensity(m.Flow, onnx.Options{}) // no z
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.WriteFile(fs, sb, 0o644) != nil || os.WriteFile(fd, db, 0o644) != nil {
+		t.Fatal("writing the graphs")
+	}
+	out := filepath.Join(dir, "nt")
+	_, stderr, code := runCLI("train", "--algorithm", "nt", "--iterations", "2", "--quiet", "--flow", fs, "--flow-density", fd, "--out", out)
+	if code != 2 || !strings.Contains(stderr, fd+`: the density graph has no output "z"`) || !strings.Contains(stderr, "convert --what flow-density (which writes z)") {
+		t.Errorf("train: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused run made %s (%v)", out, err)
+	}
+	// flowmc takes the same pair: it needs no inverse.
+	if _, stderr, code := runCLI("train", "--algorithm", "flowmc", "--iterations", "2", "--quiet", "--flow", fs, "--flow-density", fd, "--out", filepath.Join(dir, "fm")); code != 0 {
+		t.Errorf("flowmc: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = runCLI("sample", "--model", run, "--sampler", "neutra", "--flow", fs, "--flow-density", fd, "--chains", "4", "--steps", "10", "--out", filepath.Join(dir, "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "--flow-density "+fd+`: the density graph has no output "z"`) || !strings.Contains(stderr, "--flow CHECKPOINT") {
+		t.Errorf("sample: exit %d, %s", code, stderr)
+	}
+	// Following the advice: convert writes a density graph with z, and nt trains on it.
+	fd2 := filepath.Join(dir, "fd2.onnx")
+	if _, stderr, code := runCLI("convert", run, fd2, "--what", "flow-density"); code != 0 {
+		t.Fatalf("convert: %s", stderr)
+	}
+	if _, stderr, code := runCLI("train", "--algorithm", "nt", "--iterations", "2", "--quiet", "--flow", fs, "--flow-density", fd2, "--out", out); code != 0 {
+		t.Errorf("nt on convert's graphs: exit %d, %s", code, stderr)
+	}
+}
