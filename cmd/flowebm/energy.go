@@ -462,11 +462,19 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 	case !isONNX && d == dim:
 		return nil
 	case !isONNX:
-		return fmt.Errorf("%s: points of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", file, shape, d, model, dim, dim, dim)
+		return fmt.Errorf("%spoints of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", filePrefix(file), shape, d, model, dim, dim, dim)
 	case slices.Equal(shape, net.InputShape()) || (len(shape) == 1 && d == dim):
 		return nil
 	}
-	return fmt.Errorf("%s: points of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", file, shape, model, net.InputShape(), dim, dim)
+	return fmt.Errorf("%spoints of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", filePrefix(file), shape, model, net.InputShape(), dim, dim)
+}
+
+// filePrefix is "FILE: ", or "" for a file the message's caller names.
+func filePrefix(file string) string {
+	if file == "" {
+		return ""
+	}
+	return file + ": "
 }
 
 // notChannelsLast refuses images stored channels last (n, H, W, C), as
@@ -477,7 +485,7 @@ func notChannelsLast(file string, shape []int, model string, img layers.ImageSha
 	if img.C == 1 || !slices.Equal(shape, []int{img.H, img.W, img.C}) || slices.Equal(shape, []int{img.C, img.H, img.W}) {
 		return nil
 	}
-	return fmt.Errorf("%s: points of shape %v each are images stored channels last (n, H, W, C), but the model %s takes them channels first (n, C, H, W) = (n, %d, %d, %d): transpose them first (NumPy: x.transpose(0, 3, 1, 2))", file, shape, model, img.C, img.H, img.W)
+	return fmt.Errorf("%spoints of shape %v each are images stored channels last (n, H, W, C), but the model %s takes them channels first (n, C, H, W) = (n, %d, %d, %d): transpose them first (NumPy: x.transpose(0, 3, 1, 2))", filePrefix(file), shape, model, img.C, img.H, img.W)
 }
 
 // checkFinitePoints refuses points holding NaN or Inf, naming the first

@@ -145,7 +145,7 @@ func TestSampleStartsGiven(t *testing.T) {
 			t.Fatalf("a draw at %v, outside (0, 1)", v)
 		}
 	}
-	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "3", "--steps", "10", "--starts", filepath.Join(dir, "b.npy"), "--out", filepath.Join(dir, "c.npy")); code != 2 || !strings.Contains(stderr, "4 points, want one per chain (3) or one for all") {
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "3", "--steps", "10", "--starts", filepath.Join(dir, "b.npy"), "--out", filepath.Join(dir, "c.npy")); code != 2 || !strings.Contains(stderr, "shape [4 40 64] is that of draws (chains, draws, d), as sample writes them, not of points: give one point per chain, such as the last draws") { // round 86 A6
 		t.Errorf("4 starts for 3 chains: exit %d, %s", code, stderr)
 	}
 }

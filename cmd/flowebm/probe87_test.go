@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
 )
 
@@ -57,5 +58,29 @@ func TestNeutraFlowWithoutLatentRefusedUpFront(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("train", "--algorithm", "nt", "--iterations", "2", "--quiet", "--flow", fs, "--flow-density", fd2, "--out", out); code != 0 {
 		t.Errorf("nt on convert's graphs: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 86 A6: --starts of shape (2, 8, 2) for a 2-dimensional model was
+// refused as "2 points, want one per chain (64)"; the points' shape is
+// checked first, as it is what is wrong, and draws (chains, draws, d) are
+// told to give the last draws.
+func TestStartsShapeBeforeCount(t *testing.T) {
+	run := trainedRun(t)
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "s.npy")
+	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{2, 8, 2}, Data: make([]float64, 32)}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("sample", "--model", run, "--starts", starts, "--out", filepath.Join(dir, "x.npy"))
+	if code != 2 || !strings.Contains(stderr, "--starts "+starts+": shape [2 8 2] is that of draws (chains, draws, d)") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{2, 8, 3}, Data: make([]float64, 48)}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runCLI("sample", "--model", run, "--starts", starts, "--out", filepath.Join(dir, "x.npy"))
+	if code != 2 || !strings.Contains(stderr, "--starts "+starts+": points of shape [8 3] each (24 values), the model "+run+" takes 2 values a point") {
+		t.Errorf("exit %d, %s", code, stderr)
 	}
 }

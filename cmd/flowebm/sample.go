@@ -547,14 +547,16 @@ func readStarts(path string, chains int, model string, m checkpoint.Models) (*ma
 		return nil, err
 	} else if len(shape) == 1 {
 		return nil, fmt.Errorf("shape %v: want points, (chains, d) or (1, d)", shape)
+	} else if err := checkPointShape("", shape[min(1, len(shape)):], model, m); len(shape) > 1 && err != nil { // probe 55: (n, H, W, C) taken for (n, C, H, W); round 86 A6: before the count
+		if len(shape) == 3 && shape[2] == d {
+			return nil, fmt.Errorf("shape %v is that of draws (chains, draws, d), as sample writes them, not of points: give one point per chain, such as the last draws (NumPy: numpy.save(FILE, x[:, -1]))", shape)
+		}
+		return nil, err
 	} else if len(shape) > 0 && shape[0] != 1 && shape[0] != chains { // before reading it
 		return nil, fmt.Errorf("%d points, want one per chain (%d) or one for all", shape[0], chains)
 	}
-	p, shape, err := data.ReadPoints(path, "")
+	p, _, err := data.ReadPoints(path, "")
 	if err != nil {
-		return nil, err
-	}
-	if err := checkPointShape(path, shape, model, m); err != nil { // probe 55: (n, H, W, C) taken for (n, C, H, W)
 		return nil, err
 	}
 	r, c := p.Dims()
