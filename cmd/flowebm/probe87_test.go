@@ -84,3 +84,51 @@ func TestStartsShapeBeforeCount(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 86 B4: reproduce --out took folders that train --out refuses: a
+// folder of runs (a reproduce folder's runs/, a folder of the user's
+// runs) and train --seeds' folder, and would write runs/ and the report
+// among them.
+func TestReproduceOutNotAFolderOfRuns(t *testing.T) {
+	dir := t.TempDir()
+	repro := filepath.Join(dir, "repro")
+	if err := os.MkdirAll(filepath.Join(repro, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(trainedRun(t), filepath.Join(repro, "runs", "two-modes-flowmc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repro, "report.md"), []byte("# report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seeds := filepath.Join(dir, "seeds")
+	if err := os.MkdirAll(seeds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(trainedRun(t), filepath.Join(seeds, "s1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ out, want string }{
+		{filepath.Join(repro, "runs"), "is the runs/ folder of a reproduce (it holds the runs two-modes-flowmc): give the folder above it, " + repro},
+		{seeds, "holds the seed runs of train --seeds (s1/, a run named as train --seeds names them)"},
+	} {
+		for _, plan := range []bool{false, true} {
+			args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "2", "--out", c.out}
+			if plan {
+				args = append(args, "--plan", filepath.Join(dir, "plan.sh"))
+			}
+			if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "--out "+c.out+" "+c.want) {
+				t.Errorf("%v: exit %d, %s", args, code, stderr)
+			}
+		}
+	}
+	if err := os.Rename(filepath.Join(seeds, "s1"), filepath.Join(seeds, "mine")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "2", "--out", seeds); code != 2 || !strings.Contains(stderr, "--out "+seeds+" holds the runs mine: reproduce writes OUT/runs and OUT/report.md; give a folder of its own") {
+		t.Errorf("a folder of runs: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "plan.sh")); !os.IsNotExist(err) {
+		t.Errorf("a refused --plan wrote its file (%v)", err)
+	}
+}

@@ -219,6 +219,8 @@ func (f *reproduceFlags) check() error {
 	flag := "--out"
 	if f.report != "" {
 		flag = "--report"
+	} else if err := notFolderOfRuns(f.out); err != nil {
+		return err
 	}
 	if err := checkHeldFolder(flag, f.out, "give another folder"); err != nil { // probe 44: --out H/checkpoint, a run setting up in H, was deleted by H's first checkpoint
 		return err
@@ -230,6 +232,24 @@ func (f *reproduceFlags) check() error {
 		return checkPlanReportFolder(f.out)
 	}
 	return checkReportFolder(flag, f.out, f.force)
+}
+
+// notFolderOfRuns refuses an --out that holds training runs itself (a
+// reproduce folder's runs/, train --seeds' folder): reproduce would write
+// its runs/ and report among them (round 86 B4: train --out refused such
+// folders, reproduce --out took them).
+func notFolderOfRuns(out string) error {
+	if ev := seedsEvidence(out); ev != "" {
+		return fmt.Errorf("--out %s holds the seed runs of train --seeds (%s): reproduce writes OUT/runs and OUT/report.md; give a folder of its own", out, ev)
+	}
+	runs := runFolders(out)
+	if len(runs) == 0 {
+		return nil
+	}
+	if filepath.Base(filepath.Clean(out)) == "runs" && exists(filepath.Join(filepath.Dir(filepath.Clean(out)), "report.md")) {
+		return fmt.Errorf("--out %s is the runs/ folder of a reproduce (it holds the runs %s): give the folder above it, %s, to continue that reproduce, or a folder of its own", out, listRuns(runs), filepath.Dir(filepath.Clean(out)))
+	}
+	return fmt.Errorf("--out %s holds the runs %s: reproduce writes OUT/runs and OUT/report.md; give a folder of its own", out, listRuns(runs))
 }
 
 // checkReportFolder refuses, unless force, an output folder holding
