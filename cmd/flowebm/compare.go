@@ -353,6 +353,9 @@ func checkFigureFolder(flag, out string, inputs []string) error {
 	if run := trainingRunAbove(dir); run != "" {
 		return fmt.Errorf("%s %s is inside the training run %s: give another folder", flag, out, run)
 	}
+	if runs := runFolders(dir); len(runs) > 0 && filepath.Clean(dir) == filepath.Clean(out) { // round 86 B6
+		return fmt.Errorf("%s %s holds the runs %s: the figures would mix with them; give a folder of their own, such as %s", flag, out, listRuns(runs), filepath.Join(out, "figures"))
+	}
 	if err := checkHeldFolder(flag, out, "give another folder"); err != nil {
 		return err
 	}

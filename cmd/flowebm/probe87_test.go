@@ -132,3 +132,28 @@ func TestReproduceOutNotAFolderOfRuns(t *testing.T) {
 		t.Errorf("a refused --plan wrote its file (%v)", err)
 	}
 }
+
+// Round 86 B6: compare --out (and diagnose --plots) into a folder of runs
+// wrote the figures among the runs; refused, with a folder of their own
+// suggested, which works.
+func TestFiguresNotAmongRuns(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(runs, "a")
+	if err := os.Rename(trainedRun(t), a); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("compare", a, "--out", runs)
+	if code != 2 || !strings.Contains(stderr, "--out "+runs+" holds the runs a: the figures would mix with them; give a folder of their own, such as "+filepath.Join(runs, "figures")) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(runs); len(entries) != 1 {
+		t.Errorf("the refused compare left %d entries in %s", len(entries), runs)
+	}
+	if _, stderr, code := runCLI("compare", a, "--out", filepath.Join(runs, "figures")); code != 0 {
+		t.Errorf("the advice: exit %d, %s", code, stderr)
+	}
+}
