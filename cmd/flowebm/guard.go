@@ -499,6 +499,15 @@ func lockHolder(path string) string {
 	return ""
 }
 
+// holderWords is " (flowebm CMD)" for the command that the lock file
+// path names, or "".
+func holderWords(path string) string {
+	if name := lockHolder(path); name != "" {
+		return " (flowebm " + name + ")"
+	}
+	return ""
+}
+
 // mkdirAll is os.MkdirAll saying what stands in the way where there is
 // something (see blockedFolder): MkdirAll says "mkdir …: file exists" of
 // a link that loops or leads nowhere (probes 27–29).

@@ -157,3 +157,30 @@ func TestFiguresNotAmongRuns(t *testing.T) {
 		t.Errorf("the advice: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 86 B7: reproduce --plan wrote a plan for a folder whose runs a
+// running reproduce trains (it holds OUT/.lock): the plan's lines failed
+// while it ran, and resumed finished runs after. Refused, naming it.
+func TestPlanRefusedWhileReproduceHoldsOut(t *testing.T) {
+	dir := t.TempDir()
+	out, plan := filepath.Join(dir, "out"), filepath.Join(dir, "plan.sh")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release, err := lockRunAs(out, "reproduce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "2", "--out", out, "--plan", plan}
+	_, stderr, code := runCLI(args...)
+	if code != 2 || !strings.Contains(stderr, "--out "+out+": another flowebm process (flowebm reproduce) is training the runs of this folder (it holds "+filepath.Join(out, ".lock")+")") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(plan); !os.IsNotExist(err) {
+		t.Errorf("the refused plan was written (%v)", err)
+	}
+	release()
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Errorf("released: exit %d, %s", code, stderr)
+	}
+}

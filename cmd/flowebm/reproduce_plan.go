@@ -61,6 +61,9 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	if err := checkPlanText("--out", f.out); err != nil {
 		return err
 	}
+	if lockedByOther(f.out) { // round 86 B7: its lines failed, or resumed runs the other process finished
+		return fmt.Errorf("--out %s: another flowebm process%s is training the runs of this folder (it holds %s), every run the plan would hold: wait for it to end (then --report builds the report), or stop it and write the plan again (its runs resume from their lines)", f.out, holderWords(filepath.Join(f.out, ".lock")), filepath.Join(f.out, ".lock"))
+	}
 	if err := checkPlanText("--plan-binary", f.planBinary); err != nil {
 		return err
 	}
