@@ -184,3 +184,42 @@ func TestPlanRefusedWhileReproduceHoldsOut(t *testing.T) {
 		t.Errorf("released: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 86 B8: reproduce --plan FILE --force replaced any file (a script,
+// data); --force replaces only a plan that reproduce wrote. B10: a plan
+// with no line to run gave job arrays of its notes; it names the report
+// command alone.
+func TestPlanForceReplacesOnlyAPlan(t *testing.T) {
+	dir := t.TempDir()
+	out, plan := filepath.Join(dir, "out"), filepath.Join(dir, "train.sh")
+	mine := []byte("#!/bin/sh\nmy own script\n")
+	if err := os.WriteFile(plan, mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "2", "--out", out, "--plan", plan, "--force"}
+	_, stderr, code := runCLI(args...)
+	if code != 2 || !strings.Contains(stderr, "--plan "+plan+` exists and is not a plan that reproduce wrote (it has no line beginning "# flowebm reproduce plan:"): --force replaces only a plan`) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(plan); string(b) != string(mine) {
+		t.Errorf("the file was changed: %q", b)
+	}
+	os.Remove(plan)
+	for i := range 2 { // written, then replaced by --force
+		if _, stderr, code := runCLI(args...); code != 0 {
+			t.Fatalf("plan %d: exit %d, %s", i, code, stderr)
+		}
+	}
+	// Train the run, then plan again: nothing to run.
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "flowmc", "--seed", "1", "--iterations", "2", "--quiet", "--plot-format", "png", "--out", filepath.Join(out, "runs", "two-modes-flowmc"), "--force"); code != 0 {
+		t.Fatalf("train: %s", stderr)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatalf("the empty plan: exit %d, %s", code, stderr)
+	}
+	b, _ := os.ReadFile(plan)
+	text := string(b)
+	if !strings.HasPrefix(text, "# flowebm reproduce plan: nothing to train") || strings.Contains(text, "sbatch") || strings.Contains(text, "parallel") || !strings.Contains(text, "# Build the report: flowebm reproduce --report "+out) {
+		t.Errorf("the empty plan:\n%s", text)
+	}
+}

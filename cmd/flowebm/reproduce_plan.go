@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // runPlanOrReport runs reproduce --plan FILE or --report DIR: neither
@@ -76,6 +77,9 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	if err := checkNew("--plan", f.plan, f.force); err != nil {
 		return err
 	}
+	if err := replacesAPlan(f.plan); f.force && err != nil {
+		return err
+	}
 	runs, err := planRuns(f)
 	if err != nil {
 		return err
@@ -127,6 +131,28 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	}
 	fmt.Fprintf(out, "then build the report: %s\n", reportCommand(f))
 	return nil
+}
+
+// planMark begins the first of a plan's notes: --force replaces only a
+// file that holds it (round 86 B8: --plan FILE --force replaced any file).
+const planMark = "# flowebm reproduce plan: "
+
+// maxPlanBytes bounds the file searched for planMark: a plan holds a line
+// of a few hundred bytes per run.
+const maxPlanBytes = 4 << 20
+
+// replacesAPlan is nil where the file path does not exist (or is no
+// regular file: checkNew judges those) or is a plan that reproduce wrote.
+func replacesAPlan(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	b, err := safefile.ReadFile(path, maxPlanBytes)
+	if err == nil && (strings.HasPrefix(string(b), planMark) || strings.Contains(string(b), "\n"+planMark)) {
+		return nil
+	}
+	return fmt.Errorf("--plan %s exists and is not a plan that reproduce wrote (it has no line beginning %q): --force replaces only a plan; give another name, or move the file away", path, strings.TrimSpace(planMark))
 }
 
 // commentText is s for a comment line of the plan: Go-quoted if it holds
@@ -234,10 +260,10 @@ func sharedLockRun(dir string) string {
 func planNotes(f reproduceFlags, n int, left, busy []string) []string {
 	plan := shellQuote(f.plan)
 	notes := []string{
-		fmt.Sprintf("# flowebm reproduce plan: the %d lines above train one run each (line N is run N, longest first); %s", n, planSettings(f)),
+		fmt.Sprintf(planMark+"the %d lines above train one run each (line N is run N, longest first); %s", n, planSettings(f)),
 	}
 	if n == 0 {
-		notes[0] = "# flowebm reproduce plan: nothing to train; every run is finished or diverged; " + planSettings(f)
+		notes[0] = planMark + "nothing to train; every run is finished or diverged; " + planSettings(f)
 	}
 	if len(left) > 0 {
 		notes = append(notes, "# Left out: "+strings.Join(left, ", ")+".")
@@ -248,6 +274,9 @@ func planNotes(f reproduceFlags, n int, left, busy []string) []string {
 	if !filepath.IsAbs(f.out) {
 		wd, _ := os.Getwd()
 		notes = append(notes, fmt.Sprintf("# Its paths are relative: run the lines from the folder it was written in, %s.", commentText(wd)))
+	}
+	if n == 0 { // round 86 B10: no job array of the notes' lines
+		return append(notes, "# Build the report: "+reportCommand(f))
 	}
 	notes = append(notes,
 		"# Each line makes its run folder and appends the run's output to log.txt there; it exits non-zero if the run failed or diverged.",
