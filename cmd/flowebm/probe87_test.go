@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/onnx"
@@ -221,5 +224,21 @@ func TestPlanForceReplacesOnlyAPlan(t *testing.T) {
 	text := string(b)
 	if !strings.HasPrefix(text, "# flowebm reproduce plan: nothing to train") || strings.Contains(text, "sbatch") || strings.Contains(text, "parallel") || !strings.Contains(text, "# Build the report: flowebm reproduce --report "+out) {
 		t.Errorf("the empty plan:\n%s", text)
+	}
+}
+
+// Round 85: the report's two-modes figure drew the true weight 2/3 as a
+// dashed line in the first run's colour, absent from the legend; it is
+// named ("truth 2/3").
+func TestReportTruthLineNamed(t *testing.T) {
+	dir := t.TempDir()
+	runs := []*reproRun{{experiment: "two-modes", algorithm: algorithms.FlowMC, evals: []training.Eval{{Iter: 10, EBMWeights: []float64{0.4, 0.6}}, {Iter: 20, EBMWeights: []float64{0.35, 0.65}}}}}
+	drawn, err := plotAcross(dir, "w.svg", "two-modes", "weight", false, []plots.Threshold{{Value: 2.0 / 3, Label: "truth 2/3"}}, runs, func(e training.Eval) float64 { return e.EBMWeight(1) })
+	if err != nil || !drawn {
+		t.Fatalf("drawn %v, %v", drawn, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "w.svg"))
+	if !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "truth 2/3") {
+		t.Error("the truth line is not in the legend")
 	}
 }

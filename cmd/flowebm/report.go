@@ -256,7 +256,7 @@ func (w *reportWriter) twoModes() error {
 			p("| %s%s | %.3f | %.3f | %.2e | %s | %s | %.3f – %.3f |\n", algorithmNames[r.algorithm], r.mark(), ev.EBMWeights[0], ev.EBMWeights[1], ev.EBMWeightMSE, negWeights(ev, r.metrics.Final), fmtChainWeights(r.metrics.Final.ChainWeights), lo, hi)
 		})
 		p("\nTruth: 0.333, 0.667. ")
-		drawn, err := plotAcross(f.out, twoModesFigure+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, 2.0/3, nil, rs,
+		drawn, err := plotAcross(f.out, twoModesFigure+ext, "two-modes: EBM weight of the top-right mode over training", "weight", false, []plots.Threshold{{Value: 2.0 / 3, Label: "truth 2/3"}}, rs, // round 85: the truth line was unnamed
 			func(e training.Eval) float64 { return e.EBMWeight(1) })
 		if err != nil {
 			return err
@@ -282,7 +282,7 @@ func (w *reportWriter) fourModes() error {
 			pp := paperNumbers.table3[r.algorithm]
 			p("| %s%s | %.2e / %.2e | %.2e / %.2e | %.2e / %.2e | %s | %s |\n", algorithmNames[r.algorithm], r.mark(), ev.StartMSE, pp[0], ev.NegMSE, pp[1], ev.EBMWeightMSE, pp[2], fmtWeights(ev.EBMWeights), fmtChainWeights(r.metrics.Final.ChainWeights))
 		})
-		drawn, err := plotAcross(f.out, fourModesFigure+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, math.NaN(), nil, rs,
+		drawn, err := plotAcross(f.out, fourModesFigure+ext, "four-modes: MSE of the EBM's mode weights against the truth", "MSE", true, nil, rs,
 			func(e training.Eval) float64 { return e.EBMWeightMSE })
 		if err != nil {
 			return err
@@ -352,7 +352,7 @@ func (w *reportWriter) table2() error {
 		p("\n")
 		for _, e := range t2 {
 			name := rhatFigure(e) + ext
-			drawn, err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, math.NaN(), plots.RHatThresholds, present(runs, e),
+			drawn, err := plotAcross(f.out, name, e+": max rank-normalised R-hat over training", "max R-hat", true, plots.RHatThresholds, present(runs, e),
 				func(e training.Eval) float64 { return e.MaxRHat })
 			if err != nil {
 				return err

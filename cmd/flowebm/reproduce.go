@@ -1320,12 +1320,12 @@ func fmtRate(v float64) string {
 }
 
 // plotAcross plots one evaluation quantity over training for several runs
-// of one experiment, with an optional reference line (ref, NaN for none)
-// and threshold lines.
+// of one experiment, with named horizontal lines (a true value, R-hat's
+// thresholds).
 //
 // Where no run has an evaluation yet, nothing is drawn (an empty figure's
 // axes were drawn at -1..1; probe 63) and drawn is false.
-func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresholds []plots.Threshold, runs []*reproRun, f func(training.Eval) float64) (drawn bool, err error) {
+func plotAcross(dir, name, title, yLabel string, logY bool, thresholds []plots.Threshold, runs []*reproRun, f func(training.Eval) float64) (drawn bool, err error) {
 	if !slices.ContainsFunc(runs, func(r *reproRun) bool {
 		return slices.ContainsFunc(r.evals, func(e training.Eval) bool { return !math.IsNaN(f(e)) })
 	}) {
@@ -1344,9 +1344,6 @@ func plotAcross(dir, name, title, yLabel string, logY bool, ref float64, thresho
 			name += " (" + r.status() + ")"
 		}
 		fig.Curves = append(fig.Curves, plots.Curve{Name: name, Points: plots.EvalCurve(evals, f)})
-	}
-	if !math.IsNaN(ref) && len(fig.Curves) > 0 {
-		fig.Curves[0].Ref, fig.Curves[0].HasRef = ref, true
 	}
 	return true, fig.Save(filepath.Join(dir, name))
 }
