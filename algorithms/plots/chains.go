@@ -229,6 +229,9 @@ func essFigure(x [][]float64, name string) Figure {
 	}
 	f.Curves = []Curve{{Name: "bulk ESS", Points: bulk}, {Name: "tail ESS", Points: tail}}
 	f.Thresholds = []Threshold{{400, "400 (Vehtari et al. 2021)"}}
+	if allNaN(tail) && !allNaN(bulk) { // round 85: the tail curve was missing, unsaid
+		f.Title += "\ntail ESS undefined: the indicator of the 5% or 95% quantile is constant over all draws"
+	}
 	if allNaN(bulk) && allNaN(tail) {
 		// An empty frame over the draws, 0 to twice the threshold
 		// (probe 67 B5: x from -1 to 1, y from 399 to 401).
