@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -1347,12 +1348,32 @@ func isTrainingRun(dir string) bool {
 	if fi, err := os.Stat(filepath.Join(dir, "config.json")); err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	for _, f := range []string{"metrics.csv", ".lock", filepath.Join("checkpoint", "spec.json"), filepath.Join("checkpoint.old", "spec.json"), "checkpoint.new"} {
+	for _, f := range []string{"metrics.csv", filepath.Join("checkpoint", "spec.json"), filepath.Join("checkpoint.old", "spec.json"), "checkpoint.new"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}
 	}
-	return false
+	// A run stopped as it started holds its config.json and .lock alone;
+	// another program's config.json beside a lock of flowebm's (sample
+	// --out there) is not one (round 85 B4).
+	return exists(filepath.Join(dir, ".lock")) && flowebmConfig(filepath.Join(dir, "config.json"))
+}
+
+// flowebmConfig says whether the file at path reads as a run
+// configuration that flowebm wrote: a JSON object with the fields
+// "experiment" and "train" (config.Run). A file past 1 MiB is not read.
+func flowebmConfig(path string) bool {
+	b, err := safefile.ReadFile(path, 1<<20)
+	if err != nil {
+		return false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return false
+	}
+	_, e := fields["experiment"]
+	_, t := fields["train"]
+	return e && t
 }
 
 // makeFolder creates dir (and its parents) before any work, so that an

@@ -242,3 +242,29 @@ func TestReportTruthLineNamed(t *testing.T) {
 		t.Error("the truth line is not in the legend")
 	}
 }
+
+// Round 85 B4: a folder holding another program's config.json and a lock
+// of flowebm's (sample --out there) was taken for a run stopped as it
+// started: hints listed it among runs. A run's own config.json and lock
+// still are one.
+func TestForeignConfigAndLockNotARun(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "project")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "config.json"), []byte(`{"name": "my project", "version": 2}`), 0o644)
+	os.WriteFile(filepath.Join(other, ".lock"), []byte("sample\n"), 0o644)
+	if isTrainingRun(other) {
+		t.Error("a foreign config.json and a lock taken for a run")
+	}
+	started := filepath.Join(dir, "started")
+	os.MkdirAll(started, 0o755)
+	b, _ := os.ReadFile(filepath.Join(trainedRun(t), "config.json"))
+	os.WriteFile(filepath.Join(started, "config.json"), b, 0o644)
+	os.WriteFile(filepath.Join(started, ".lock"), []byte("train\n"), 0o644)
+	if !isTrainingRun(started) {
+		t.Error("a run stopped as it started not taken for a run")
+	}
+	if runs := runFolders(dir); len(runs) != 1 || runs[0] != "started" {
+		t.Errorf("runs %v, want [started]", runs)
+	}
+}
