@@ -128,14 +128,7 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 		// axis: unstandardised (or globally standardised) coordinates of
 		// different ranges fell in one square's single row of cells, and
 		// their quadrature weights were wrong (probe 68 B2).
-		var b [2]float64
-		raw := e.TrainSet.RawMatrix()
-		for i := 0; i < raw.Rows; i++ {
-			for j := range b {
-				b[j] = max(b[j], math.Abs(raw.Data[i*raw.Stride+j]))
-			}
-		}
-		e.Box, e.BoxY = boxHalfWidth(b[0]), boxHalfWidth(b[1])
+		e.Center, e.Box, e.BoxY = dataBox(e.TrainSet)
 	}
 	if opt.Modes != nil {
 		if err := e.setModes(opt, n); err != nil {
@@ -143,6 +136,36 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 		}
 	}
 	return e, notes, nil
+}
+
+// dataBox is the centre and half-widths of the plot and quadrature box
+// of 2-dimensional points x: about the origin where it holds the points
+// in a box at most half as wide again as one about their midrange (data
+// standardised, the default), about that midrange otherwise (rounded to
+// a tenth of the leading digit of the half-range).
+func dataBox(x *mat.Dense) (center [2]float64, bx, by float64) {
+	raw := x.RawMatrix()
+	var lo, hi, b [2]float64
+	for j := range 2 {
+		lo[j], hi[j] = math.Inf(1), math.Inf(-1)
+	}
+	for i := 0; i < raw.Rows; i++ {
+		for j := range 2 {
+			v := raw.Data[i*raw.Stride+j]
+			lo[j], hi[j] = min(lo[j], v), max(hi[j], v)
+			b[j] = max(b[j], math.Abs(v))
+		}
+	}
+	for j := range 2 {
+		half := (hi[j] - lo[j]) / 2
+		if !(half > 0 && b[j] > 1.5*half) { // also no points, or a constant column
+			continue
+		}
+		perUnit := 10 / math.Pow(10, math.Floor(math.Log10(half))) // a tenth of the half-width's leading digit
+		center[j] = math.Round((lo[j]+hi[j])/2*perUnit) / perUnit
+		b[j] = max(hi[j]-center[j], center[j]-lo[j])
+	}
+	return center, boxHalfWidth(b[0]), boxHalfWidth(b[1])
 }
 
 // boxHalfWidth is the half-width of the plot and quadrature box along an

@@ -37,6 +37,10 @@ type Experiment struct {
 	// [−Box, Box] × [−BoxY, BoxY] (a data set's, whose coordinates may
 	// differ in range: probe 68 B2).
 	Box, BoxY float64
+	// Center is the box's centre: the origin but for a data set whose
+	// points lie off it (--standardize none; round 84 A1: a box about the
+	// origin had coarser cells, and weights off in the third decimal).
+	Center [2]float64
 
 	// Data-set experiments have no exact density: Target is nil, TrainSet
 	// and HeldOutSet hold the data (HeldOutLabels the held-out classes,

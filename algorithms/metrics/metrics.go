@@ -18,9 +18,11 @@ import (
 )
 
 // Grid is an N × N grid of cell centres on [−Box, Box] × [−BoxY, BoxY]
-// (BoxY 0: Box, a square) holding a normalised log-density.
+// (BoxY 0: Box, a square) about Center (the origin by default), holding a
+// normalised log-density.
 type Grid struct {
 	Box, BoxY float64
+	Center    [2]float64
 	N         int
 	// Points are the N² cell centres, row-major (y outer, x inner).
 	Points *mat.Dense
@@ -36,16 +38,29 @@ func NewGrid(box float64, n int) *Grid { return NewGridRect(box, box, n) }
 
 // NewGridRect returns the cell centres of an n × n grid on
 // [−boxX, boxX] × [−boxY, boxY].
-func NewGridRect(boxX, boxY float64, n int) *Grid {
-	g := &Grid{Box: boxX, BoxY: boxY, N: n, Points: mat.NewDense(n*n, 2, nil), LogDensity: make([]float64, n*n)}
-	hx, hy := g.Cell()
+func NewGridRect(boxX, boxY float64, n int) *Grid { return NewGridAt([2]float64{}, boxX, boxY, n) }
+
+// NewGridAt returns the cell centres of an n × n grid on
+// [c₀ − boxX, c₀ + boxX] × [c₁ − boxY, c₁ + boxY].
+func NewGridAt(c [2]float64, boxX, boxY float64, n int) *Grid {
+	g := &Grid{Box: boxX, BoxY: boxY, Center: c, N: n, Points: mat.NewDense(n*n, 2, nil), LogDensity: make([]float64, n*n)}
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			g.Points.Set(i*n+j, 0, -boxX+(float64(j)+0.5)*hx)
-			g.Points.Set(i*n+j, 1, -boxY+(float64(i)+0.5)*hy)
+			g.Points.Set(i*n+j, 0, g.At(0, j))
+			g.Points.Set(i*n+j, 1, g.At(1, i))
 		}
 	}
 	return g
+}
+
+// At is the centre of the k-th cell along axis j (0: x, 1: y).
+func (g *Grid) At(j, k int) float64 {
+	bx, by := g.HalfWidths()
+	hx, hy := g.Cell()
+	if j == 1 {
+		return g.Center[1] - by + (float64(k)+0.5)*hy
+	}
+	return g.Center[0] - bx + (float64(k)+0.5)*hx
 }
 
 // HalfWidths are the grid's half-widths along x and y.
@@ -81,10 +96,11 @@ func (g *Grid) Fill(logp func(x mat.Matrix, out []float64) error) error {
 }
 
 // Window is the density of the filled grid g on a grid of as many cells
-// over [−bx, bx] × [−by, by] (a view of part of it), normalised as g is
-// (not to the window's mass), with the fraction of g's mass it holds.
+// over [−bx, bx] × [−by, by] about g's centre (a view of part of it),
+// normalised as g is (not to the window's mass), with the fraction of g's
+// mass it holds.
 func (g *Grid) Window(bx, by float64, logp func(x mat.Matrix, out []float64) error) (*Grid, float64, error) {
-	w := NewGridRect(bx, by, g.N)
+	w := NewGridAt(g.Center, bx, by, g.N)
 	n := w.N * w.N
 	for lo := 0; lo < n; lo += 8192 {
 		hi := min(lo+8192, n)
@@ -133,7 +149,7 @@ func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid
 		// beyond, a mode's weight off by 0.004): the mass beyond the box,
 		// on a coarse grid of twice its half-widths, decides too.
 		bx, by := g.HalfWidths()
-		c := NewGridRect(2*bx, 2*by, max(g.N/2, 8))
+		c := NewGridAt(g.Center, 2*bx, 2*by, max(g.N/2, 8))
 		if err := c.Fill(logp); err != nil {
 			return g, err
 		}
@@ -149,7 +165,7 @@ func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid
 			by *= 2
 		}
 		grownX, grownY := growX, growY
-		g = NewGridRect(bx, by, g.N)
+		g = NewGridAt(g.Center, bx, by, g.N)
 		if err := g.Fill(logp); err != nil {
 			return g, err
 		}
@@ -212,8 +228,8 @@ func (g *Grid) LogDensityAt(x mat.Matrix) []float64 {
 	hx, hy := g.Cell()
 	bx, by := g.HalfWidths()
 	for i := range out {
-		cx := int(math.Floor((x.At(i, 0) + bx) / hx))
-		cy := int(math.Floor((x.At(i, 1) + by) / hy))
+		cx := int(math.Floor((x.At(i, 0) - g.Center[0] + bx) / hx))
+		cy := int(math.Floor((x.At(i, 1) - g.Center[1] + by) / hy))
 		if cx < 0 || cy < 0 || cx >= g.N || cy >= g.N {
 			out[i] = math.NaN()
 			continue

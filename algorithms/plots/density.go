@@ -36,13 +36,7 @@ func (p gridXYZ) X(c int) float64 { return p.unit(0, p.at(0, c)) }
 func (p gridXYZ) Y(r int) float64 { return p.unit(1, p.at(1, r)) }
 
 // at is the centre of cell i along axis j.
-func (p gridXYZ) at(j, i int) float64 {
-	b, by := p.g.HalfWidths()
-	if j == 1 {
-		b = by
-	}
-	return -b + (float64(i)+0.5)*2*b/float64(p.g.N)
-}
+func (p gridXYZ) at(j, i int) float64 { return p.g.At(j, i) }
 func (p gridXYZ) unit(j int, z float64) float64 {
 	if p.sc == nil {
 		return z
@@ -174,8 +168,8 @@ func (d Density) layout() densityFigure {
 	mark(d.Samples, name, draw.GlyphStyle{Color: color.Black, Shape: draw.CircleGlyph{}, Radius: vg.Points(1.2)})
 	mark(d.Data, "data", draw.GlyphStyle{Color: color.RGBA{0, 200, 0, 255}, Shape: draw.CrossGlyph{}, Radius: vg.Points(2)})
 	bx, by := g.HalfWidths()
-	p.X.Min, p.X.Max = xyz.unit(0, -bx), xyz.unit(0, bx)
-	p.Y.Min, p.Y.Max = xyz.unit(1, -by), xyz.unit(1, by)
+	p.X.Min, p.X.Max = xyz.unit(0, g.Center[0]-bx), xyz.unit(0, g.Center[0]+bx)
+	p.Y.Min, p.Y.Max = xyz.unit(1, g.Center[1]-by), xyz.unit(1, g.Center[1]+by)
 
 	bar := newPlot()
 	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})

@@ -293,7 +293,7 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 		return err
 	}
 	if exp.Box > 0 && d == 2 {
-		r.grid = metrics.NewGridRect(exp.Box, cmp.Or(exp.BoxY, exp.Box), cfg.GridSize)
+		r.grid = metrics.NewGridAt(exp.Center, exp.Box, cmp.Or(exp.BoxY, exp.Box), cfg.GridSize)
 	}
 	return nil
 }
@@ -727,7 +727,7 @@ func (r *Run) fillGrid() error {
 	if exp.Kind != experiments.KindDataSet {
 		return r.grid.Fill(r.Trainer.EBM.LogDensity)
 	}
-	g, err := metrics.NewGridRect(exp.Box, cmp.Or(exp.BoxY, exp.Box), r.Config.GridSize).FillCovering(r.Trainer.EBM.LogDensity)
+	g, err := metrics.NewGridAt(exp.Center, exp.Box, cmp.Or(exp.BoxY, exp.Box), r.Config.GridSize).FillCovering(r.Trainer.EBM.LogDensity)
 	if g.Box != r.grid.Box || g.BoxY != r.grid.BoxY {
 		r.gridZones = nil // of the other grid's points
 	}
