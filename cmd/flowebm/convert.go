@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/mat"
 	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
@@ -130,10 +131,50 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed 
 			return fmt.Errorf("%s: %s: %w", in, q.Name, err)
 		}
 	}
+	if err := graphEnergiesKept(net, ebm, &base); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
 	if err := replaceCheckpoint(out, checkpoint.Models{EBM: ebm}, placed); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: EBM %v with %s, %s, tilt N(0, %g² I)\n", out, mlp.Sizes, mlp.Hidden, net.Dtype, sigma)
+	return nil
+}
+
+// graphEnergiesKept checks the EBM read from net as an MLP against net itself,
+// both tilted by base, at 4 points drawn from base (fewer for a graph of
+// a smaller fixed batch): what MLP recognised (the activations, a Reshape
+// before the first Linear) must give the graph's energies, to 1e-9 (1e-4
+// in float32) relative to max(1, |E|).
+func graphEnergiesKept(net *onnx.Net, ebm *graph.EBM, base *layers.Gaussian) error {
+	ref, err := graph.NewEBM(net, base, net.Dtype, rand.New(rand.NewPCG(0, 0)))
+	if err != nil {
+		return err
+	}
+	n, d := max(1, min(4, net.MaxBatch())), net.Dim()
+	rng := rand.New(rand.NewPCG(0x5ae, 0xe7))
+	x := mat.NewDense(n, d, nil)
+	for i := range n {
+		for j := range d {
+			x.Set(i, j, base.Sigma[j%len(base.Sigma)]*rng.NormFloat64())
+		}
+	}
+	want, got := make([]float64, n), make([]float64, n)
+	if err := ref.Energy(x, want); err != nil {
+		return err
+	}
+	if err := ebm.Energy(x, got); err != nil {
+		return err
+	}
+	tol := 1e-9
+	if net.Dtype == tensor.Float32 {
+		tol = 1e-4
+	}
+	for i := range n {
+		if diff := math.Abs(got[i] - want[i]); !(diff <= tol*max(1, math.Abs(want[i]))) {
+			return fmt.Errorf("the MLP read from the graph gives energy %v at a point where the graph gives %v: it does not convert (a node the reading took for another); give the .onnx file itself as --model (flowebm energy and sample read it)", got[i], want[i])
+		}
+	}
 	return nil
 }
 

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/onnx"
 )
 
@@ -266,5 +271,44 @@ func TestForeignConfigAndLockNotARun(t *testing.T) {
 	}
 	if runs := runFolders(dir); len(runs) != 1 || runs[0] != "started" {
 		t.Errorf("runs %v, want [started]", runs)
+	}
+}
+
+// Round 87 A1: convert refused MLP energies whose forward begins with
+// x.view(x.size(0), -1) or nn.Flatten() (PyTorch exports a Reshape or a
+// Flatten before the first Linear), blaming the Linear; it converts them,
+// and the checkpoint's network gives PyTorch's energies.
+func TestConvertViewAndFlattenMLP(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    int
+		tol  float64
+	}{{"viewmlp_dyn", 7, 1e-12}, {"flattenmlp_b4_f32", 4, 1e-5}} {
+		fx := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", c.name)
+		ck := filepath.Join(t.TempDir(), "ck")
+		if _, stderr, code := runCLI("convert", fx+".onnx", ck); code != 0 {
+			t.Errorf("%s: exit %d, %s", c.name, code, stderr)
+			continue
+		}
+		a, err := npz.ReadFile(fx + ".npz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := a.Get(fmt.Sprintf("x%d", c.n))
+		e, _ := a.Get(fmt.Sprintf("energy%d", c.n))
+		m, _, err := checkpoint.Load(ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := x.Shape[1]
+		got := make([]float64, c.n)
+		if err := m.EBM.Energy(mat.NewDense(c.n, d, x.Data), got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got { // the network's energy (graph.EBM.Energy: without the tilt)
+			if want := e.Data[i]; math.Abs(got[i]-want) > c.tol*max(1, math.Abs(want)) {
+				t.Errorf("%s: point %d: energy %v, PyTorch's %v", c.name, i, got[i], want)
+			}
+		}
 	}
 }

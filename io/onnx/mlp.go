@@ -109,8 +109,8 @@ func (n *Net) linearChain() ([]*Node, error) {
 	if len(gemms) == 0 {
 		return nil, fmt.Errorf("no Gemm (nn.Linear) node: not an MLP")
 	}
-	if gemms[0].Inputs[0] != n.input {
-		return nil, fmt.Errorf("node %q: the first Linear does not read the input %q", nodeName(gemms[0]), n.input)
+	if err := n.readsInput(gemms[0]); err != nil {
+		return nil, err
 	}
 	cur := gemms[len(gemms)-1].Outputs[0]
 	for _, node := range n.nodes {
@@ -125,6 +125,28 @@ func (n *Net) linearChain() ([]*Node, error) {
 		return nil, fmt.Errorf("the output %q is not the last Linear's (node %q) output", n.outputName, nodeName(gemms[len(gemms)-1]))
 	}
 	return gemms, nil
+}
+
+// readsInput checks that the first Linear reads the input, (batch, d),
+// directly or through nodes that leave it as it is: Identity, Flatten
+// with axis 1, and Reshape (PyTorch's x.view(x.size(0), -1), nn.Flatten;
+// round 87 A1: refused, the Linear blamed). A Reshape to any other shape
+// is caught by the Linear's weight, of d columns, and by convert's check
+// of the energies.
+func (n *Net) readsInput(first *Node) error {
+	v := first.Inputs[0]
+	for v != n.input {
+		by := n.producer(v)
+		switch {
+		case by == nil:
+			return fmt.Errorf("node %q: the first Linear does not read the input %q", nodeName(first), n.input)
+		case by.OpType == "Identity", by.OpType == "Reshape", by.OpType == "Flatten" && nodeInt(by, "axis", 1) == 1:
+			v = by.Inputs[0]
+		default:
+			return fmt.Errorf("node %q: the first Linear reads the input %q through node %q, %s, which a checkpoint's MLP does not hold; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(first), n.input, nodeName(by), withArticle(by.OpType))
+		}
+	}
+	return nil
 }
 
 // activationOps are the operators that the nodes between two Linears may

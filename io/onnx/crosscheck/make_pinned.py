@@ -2156,3 +2156,23 @@ class CeilAvgPool(nn.Module):
 
 
 torch.onnx.export(CeilAvgPool().double(), torch.randn(4, 36, dtype=torch.float64), f"{out}/avgpool_ceil_o9_dyn.onnx", opset_version=9, **dyn)
+
+
+# Round 87 A1: MLP energies whose forward begins with x.view(x.size(0), -1)
+# or nn.Flatten() (no-ops on (n, d) inputs), refused by convert, which
+# blamed the first Linear; convert takes them now, checked against these
+# energies and gradients.
+class ViewMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2 = nn.Linear(3, 16), nn.Linear(16, 1)
+
+    def forward(self, x):
+        x = x.view(x.size(0), -1)
+        return self.l2(F.silu(self.l1(x)))
+
+
+torch.manual_seed(87)
+save("viewmlp_dyn", ViewMLP(), (3,), torch.float64, 4, [7], dynamic=True)
+torch.manual_seed(88)
+save("flattenmlp_b4_f32", nn.Sequential(nn.Flatten(), nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 1)), (3,), torch.float32, 4, [4])
