@@ -312,3 +312,14 @@ func TestConvertViewAndFlattenMLP(t *testing.T) {
 		}
 	}
 }
+
+// Round 87 A2: sample --sampler neutra on an ONNX energy without a flow
+// named the checkpoint route alone; it names the ONNX graphs' flags too,
+// and the float type the flow must have.
+func TestNeutraWithoutFlowAdvice(t *testing.T) {
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "flattenmlp_b4_f32.onnx")
+	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "neutra", "--chains", "4", "--steps", "10", "--out", filepath.Join(t.TempDir(), "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "--sampler neutra needs a flow, in the model's float type (float32): give --flow CHECKPOINT (a run's), or a flow's ONNX graphs as --flow SAMPLE.onnx --flow-density DENSITY.onnx") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

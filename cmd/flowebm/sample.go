@@ -1553,7 +1553,7 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (algorithms.Kernels, error)
 	case algorithms.KernelFlowMC: // without a flow: sampleAdaptive
 	case algorithms.KernelNeuTra:
 		if m.Flow == nil {
-			return algorithms.Kernels{}, fmt.Errorf("--sampler %s needs a flow: give --flow CHECKPOINT or a checkpoint with one", f.sampler)
+			return algorithms.Kernels{}, fmt.Errorf("--sampler %s needs a flow, in the model's float type (%v): give --flow CHECKPOINT (a run's), or a flow's ONNX graphs as --flow SAMPLE.onnx --flow-density DENSITY.onnx (the density graph with the output z = T⁻¹(x)); or --model a checkpoint with a flow", f.sampler, m.EBM.Params.Dtype())
 		}
 		if fd, ed := m.Flow.Params.Dtype(), m.EBM.Params.Dtype(); fd != ed {
 			return algorithms.Kernels{}, fmt.Errorf("--sampler neutra composes the flow and the model in one graph, which needs one float type: the flow (%s) is %v, the model (%s) %v: use flowmc, or a flow and a model of one type", cmp.Or(f.flow, f.model), fd, f.model, ed)
