@@ -120,7 +120,7 @@ func meanRanks(x [][]float64) []float64 {
 func (s chainSet) traceFigure(name string) Figure {
 	f := Figure{Title: "trace of " + name + s.of(), XLabel: "draw", YLabel: name}
 	for _, c := range s.shown {
-		f.Curves = append(f.Curves, Curve{Name: s.name(c), Points: tracePoints(s.x[c], maxTracePoints)})
+		f.Curves = append(f.Curves, Curve{Name: s.name(c), Points: tracePoints(s.x[c], maxTracePoints), Thin: true})
 	}
 	return f
 }

@@ -71,6 +71,11 @@ type Curve struct {
 	Points plotter.XYs
 	Ref    float64
 	HasRef bool
+	// Thin draws the curve half a point wide and translucent, for curves
+	// that overlap over most of the plot (trace plots of mixing chains;
+	// round 87 B3: the last chain drawn hid the others); its legend entry
+	// keeps the full line.
+	Thin bool
 }
 
 // maxLegendText is the widest a legend line is drawn (its middle is cut).
@@ -163,8 +168,15 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			thumb := *drawn[0].(*plotter.Line)
+			if c.Thin {
+				l := drawn[0].(*plotter.Line)
+				r, g, b, _ := plotColor(k).RGBA()
+				l.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 150}
+				l.Width = vg.Points(0.5)
+			}
 			p.Add(drawn...)
-			entries = append(entries, figureEntry{c.Name, drawn[0].(*plotter.Line)})
+			entries = append(entries, figureEntry{c.Name, &thumb})
 		}
 		if c.HasRef {
 			ref := plotter.NewFunction(func(float64) float64 { return c.Ref })

@@ -356,6 +356,9 @@ func checkFigureFolder(flag, out string, inputs []string) error {
 	if runs := runFolders(dir); len(runs) > 0 && filepath.Clean(dir) == filepath.Clean(out) { // round 86 B6
 		return fmt.Errorf("%s %s holds the runs %s: the figures would mix with them; give a folder of their own, such as %s", flag, out, listRuns(runs), filepath.Join(out, "figures"))
 	}
+	if filepath.Clean(dir) == filepath.Clean(out) && isReproduceFolder(out) { // round 87 B1: mixed with the report's figures
+		return fmt.Errorf("%s %s is a folder that reproduce wrote (runs/, report.md and the report's figures): the figures would mix with the report's; give a folder of their own, such as %s", flag, out, filepath.Join(out, "figures"))
+	}
 	if err := checkHeldFolder(flag, out, "give another folder"); err != nil {
 		return err
 	}

@@ -1280,6 +1280,14 @@ func runsWithin(dir string) string {
 	return fmt.Sprintf("; it holds the runs %s (as %s): give those, e.g. %s", listRuns(runs), by, shellQuote(filepath.Join(dir, runs[0])))
 }
 
+// isReproduceFolder says whether dir is a folder that reproduce wrote or
+// writes: its runs/ folder, with report.md beside it or runs inside it
+// (a reproduce under way has written no report yet).
+func isReproduceFolder(dir string) bool {
+	runs := filepath.Join(dir, "runs")
+	return isDir(runs) && (exists(filepath.Join(dir, "report.md")) || len(runFolders(runs)) > 0)
+}
+
 // runFolders are the names of dir's subfolders that hold training runs.
 func runFolders(dir string) []string {
 	entries, _ := os.ReadDir(dir)
@@ -1591,7 +1599,7 @@ func checkNoRunFiles(flag, dir string, force bool) error {
 	if runs := runFolders(dir); len(runs) > 0 && !isRun(dir) { // round 85 B5: a reproduce folder (or its runs/) taken for a new run's
 		return fmt.Errorf("%s %s holds the runs %s: give a folder of its own to this run (--force would mix it among them)", flag, dir, listRuns(runs))
 	}
-	if exists(filepath.Join(dir, "report.md")) && isDir(filepath.Join(dir, "runs")) && !isRun(dir) {
+	if isReproduceFolder(dir) && !isRun(dir) {
 		return fmt.Errorf("%s %s is a folder that reproduce wrote (report.md, runs/): give a folder of its own to this run", flag, dir)
 	}
 	if force || isRun(dir) {

@@ -323,3 +323,64 @@ func TestNeutraWithoutFlowAdvice(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 87 B1: compare --out and diagnose --plots took a reproduce
+// folder (runs/ and report.md), and mixed their figures with the
+// report's; refused, as they refuse a folder of runs, also while the
+// reproduce is under way (runs/ but no report.md yet).
+func TestFiguresNotInAReproduceFolder(t *testing.T) {
+	dir := t.TempDir()
+	repro := filepath.Join(dir, "repro")
+	run := filepath.Join(repro, "runs", "two-modes-flowmc")
+	os.MkdirAll(filepath.Dir(run), 0o755)
+	if err := os.Rename(trainedRun(t), run); err != nil {
+		t.Fatal(err)
+	}
+	draws := filepath.Join(dir, "d.npy")
+	if _, stderr, code := runCLI("sample", "--model", run, "--chains", "4", "--steps", "20", "--out", draws); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, report := range []bool{false, true} {
+		if report {
+			os.WriteFile(filepath.Join(repro, "report.md"), []byte("# report\n"), 0o644)
+		}
+		for _, args := range [][]string{{"compare", run, "--out", repro, "--force"}, {"diagnose", draws, "--plots", repro}} {
+			_, stderr, code := runCLI(args...)
+			if code != 2 || !strings.Contains(stderr, repro+" is a folder that reproduce wrote (runs/, report.md and the report's figures): the figures would mix with the report's; give a folder of their own, such as "+filepath.Join(repro, "figures")) {
+				t.Errorf("%v (report.md %v): exit %d, %s", args, report, code, stderr)
+			}
+		}
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(repro, "figures")); code != 0 {
+		t.Errorf("the advice: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 87 B2: reproduce --report DIR without --experiments and
+// --algorithms reported the 32 runs of the defaults, 30 "missing", over
+// the report of the 2 runs DIR's reproduce trained; reproduce records its
+// set (reproduce-set.json), which --report reads where its flags do not
+// name the set, and the report says so.
+func TestReportReadsTheRecordedSet(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	if _, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula", "--iterations", "2", "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := runCLI("reproduce", "--report", out)
+	if code != 0 || !strings.Contains(stdout, "(2 of 2 runs have a result)") {
+		t.Fatalf("exit %d, %s%s", code, stdout, stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if !strings.Contains(string(b), "the runs reported are those of the reproduce that made this folder (`reproduce-set.json`): experiments two-modes × algorithms flowmc,ula") || strings.Contains(string(b), "missing") {
+		t.Errorf("report.md:\n%s", b)
+	}
+	// Given, the flags still choose the set.
+	if stdout, _, _ := runCLI("reproduce", "--report", out, "--algorithms", "flowmc,ula,nt"); !strings.Contains(stdout, "2 of 3 runs have a result") {
+		t.Errorf("--algorithms given: %s", stdout)
+	}
+	// A damaged record is named, with the flags that do without it.
+	os.WriteFile(filepath.Join(out, "reproduce-set.json"), []byte(`{"experiments": [`), 0o644)
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, "the set of runs its reproduce recorded cannot be read") || !strings.Contains(stderr, "give --experiments and --algorithms") {
+		t.Errorf("damaged record: exit %d, %s", code, stderr)
+	}
+}

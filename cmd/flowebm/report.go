@@ -154,6 +154,9 @@ func (w *reportWriter) reportHeader(mode string, summed time.Duration) {
 	if f.inferred != "" {
 		how = " (" + f.inferred + " read from the runs' config.json)"
 	}
+	if f.setInferred {
+		how += fmt.Sprintf("; the runs reported are those of the reproduce that made this folder (`%s`): experiments %s × algorithms %s", runSetFile, f.experiments, f.algorithms)
+	}
 	var lacking []*reproRun
 	for _, r := range runs {
 		if !r.hasResult() {

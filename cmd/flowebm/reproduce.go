@@ -47,6 +47,7 @@ type reproduceFlags struct {
 	report                       string          // --report DIR: build DIR/report.md from the run folders there
 	given                        map[string]bool // the flags given on the command line
 	inferred                     string          // --report: what was read from the runs' config.json ("" if all given)
+	setInferred                  bool            // --report: the experiments and algorithms are those runSetFile records
 }
 
 // reproduceExperiments are the paper's experiments, in report order.
@@ -298,6 +299,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	// Its runs write OUT/runs/NAME: its lock is not another process's.
 	defer ownLock(f.out)()
 	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
+		return err
+	}
+	if err := writeRunSet(f); err != nil {
 		return err
 	}
 	stopEarly()

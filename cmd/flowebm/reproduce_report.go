@@ -54,6 +54,9 @@ func runReport(out io.Writer, f reproduceFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
+	if err := inferRunSet(&f, dir); err != nil {
+		return err
+	}
 	runs, err := planRuns(f)
 	if err != nil {
 		return err
@@ -138,6 +141,55 @@ func checkReportDir(dir string) error {
 	if fi, err := os.Stat(filepath.Join(dir, "runs")); err != nil || !fi.IsDir() {
 		return fmt.Errorf("--report %s holds no runs/ folder: give the --out folder of reproduce or of reproduce --plan, whose runs are in OUT/runs/EXPERIMENT-ALGORITHM", dir)
 	}
+	return nil
+}
+
+// runSetFile records, in a reproduce's --out, the experiments and
+// algorithms it was given, which --report reports where its flags do not
+// name them (round 87 B2: the report of the 2 runs a reproduce trained
+// was replaced by one of the default 32, 30 "missing").
+const runSetFile = "reproduce-set.json"
+
+// runSet is runSetFile's content.
+type runSet struct {
+	Experiments []string `json:"experiments"`
+	Algorithms  []string `json:"algorithms"`
+}
+
+// writeRunSet records f's set in f.out.
+func writeRunSet(f reproduceFlags) error {
+	set := runSet{Experiments: strings.Split(f.experiments, ","), Algorithms: strings.Split(f.algorithms, ",")}
+	return safefile.Write(filepath.Join(f.out, runSetFile), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(set)
+	})
+}
+
+// inferRunSet sets what of --experiments and --algorithms is not given to
+// the set that the reproduce which made dir recorded there (runSetFile),
+// if any.
+func inferRunSet(f *reproduceFlags, dir string) error {
+	expsGiven, algsGiven := f.given["experiments"], f.given["algorithms"]
+	path := filepath.Join(dir, runSetFile)
+	if expsGiven && algsGiven || !exists(path) {
+		return nil
+	}
+	var set runSet
+	err := jsonfile.Read(path, &set, jsonfile.Options{MaxBytes: 1 << 16})
+	if err == nil && (len(set.Experiments) == 0 || len(set.Algorithms) == 0) {
+		err = fmt.Errorf("%s: want lists of experiments and algorithms", path)
+	}
+	if err != nil {
+		return fmt.Errorf("--report %s: the set of runs its reproduce recorded cannot be read: %w: give --experiments and --algorithms", dir, err)
+	}
+	if !expsGiven {
+		f.experiments = strings.Join(set.Experiments, ",")
+	}
+	if !algsGiven {
+		f.algorithms = strings.Join(set.Algorithms, ",")
+	}
+	f.setInferred = true
 	return nil
 }
 

@@ -1637,7 +1637,7 @@ func checkInputsOutside(f trainFlags, cfg config.Run, dir string) error {
 // (sSEED), or (without force) other files (round 86 B9: the set landed
 // among reproduce's runs, and a folder of other files took it unasked).
 func checkSeedsFolder(base string, force bool) error {
-	if exists(filepath.Join(base, "report.md")) && isDir(filepath.Join(base, "runs")) {
+	if isReproduceFolder(base) {
 		return fmt.Errorf("--out %s is a folder that reproduce wrote (report.md, runs/): give the set a folder of its own", base)
 	}
 	var others []string
