@@ -13,6 +13,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
@@ -382,5 +383,72 @@ func TestReportReadsTheRecordedSet(t *testing.T) {
 	os.WriteFile(filepath.Join(out, "reproduce-set.json"), []byte(`{"experiments": [`), 0o644)
 	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, "the set of runs its reproduce recorded cannot be read") || !strings.Contains(stderr, "give --experiments and --algorithms") {
 		t.Errorf("damaged record: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 88 B1: a second reproduce of another set into one --out replaced
+// the report, which then did not mention the earlier runs still in runs/;
+// it lists them as not in this report, with how to report them.
+// B3: a recorded set naming an unknown experiment blamed --experiments,
+// which was not given; the record is named. B4: --plan records the set,
+// so that a bare --report covers the planned runs.
+func TestReproduceOtherSetAndRecordedSet(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r")
+	for _, algs := range []string{"flowmc", "ula"} {
+		if _, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", algs, "--iterations", "2", "--out", out); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if !strings.Contains(string(b), "- Not in this report: `runs/two-modes-flowmc` (not among --experiments × --algorithms, this reproduce's; `flowebm reproduce --report` with --experiments and --algorithms naming it reports it beside these).") {
+		t.Errorf("report.md:\n%s", b)
+	}
+	os.WriteFile(filepath.Join(out, "reproduce-set.json"), []byte(`{"experiments": ["nosuch"], "algorithms": ["flowmc"]}`), 0o644)
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, filepath.Join(out, "reproduce-set.json")+` records the experiment "nosuch", which flowebm does not know: give --experiments and --algorithms`) {
+		t.Errorf("unknown recorded experiment: exit %d, %s", code, stderr)
+	}
+	p, plan := filepath.Join(dir, "p"), filepath.Join(dir, "plan.sh")
+	if _, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula", "--iterations", "2", "--out", p, "--plan", plan); code != 0 {
+		t.Fatal(stderr)
+	}
+	var set runSet
+	if err := jsonfile.Read(filepath.Join(p, "reproduce-set.json"), &set, jsonfile.Options{}); err != nil || strings.Join(set.Experiments, ",") != "two-modes" || strings.Join(set.Algorithms, ",") != "flowmc,ula" {
+		t.Errorf("the plan's recorded set %+v, %v", set, err)
+	}
+	os.MkdirAll(filepath.Join(p, "runs"), 0o755) // as the plan's lines make it
+	if stdout, _, _ := runCLI("reproduce", "--report", p); !strings.Contains(stdout, "0 of 2 runs have a result") {
+		t.Errorf("bare --report of the plan's folder: %s", stdout)
+	}
+}
+
+// Round 88 B2: convert refused an MLP whose input has several dimensions
+// per point (n, 1, 2, 2) flattened by nn.Flatten before the first Linear;
+// it converts it to an MLP of the flattened points, whose energies are the
+// graph's (convert checks them; flowebm energy flattens such points).
+func TestConvertFlattenedImageMLP(t *testing.T) {
+	fx := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "flattenimg_dyn")
+	ck := filepath.Join(t.TempDir(), "ck")
+	if _, stderr, code := runCLI("convert", fx+".onnx", ck); code != 0 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	a, err := npz.ReadFile(fx + ".npz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := a.Get("x5")
+	e, _ := a.Get("energy5")
+	m, _, err := checkpoint.Load(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float64, 5)
+	if err := m.EBM.Energy(mat.NewDense(5, x.Shape[1], x.Data), got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if math.Abs(got[i]-e.Data[i]) > 1e-12*max(1, math.Abs(e.Data[i])) {
+			t.Errorf("point %d: energy %v, PyTorch's %v", i, got[i], e.Data[i])
+		}
 	}
 }

@@ -25,9 +25,7 @@ import (
 // report).
 func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) (badSeeds []string, err error) {
 	w := newReportWriter(f, runs)
-	if f.report != "" {
-		w.extra = extraFolders(f.out, runs)
-	}
+	w.extra = extraFolders(f.out, runs) // round 88 B1: a reproduce of another set left the earlier runs unsaid
 	w.header(elapsed)
 	for _, section := range []func() error{w.twoModes, w.fourModes, w.table1, w.table2, w.mnist, w.images, w.overSeeds, w.heldOut} {
 		if err := section(); err != nil {
@@ -92,7 +90,7 @@ type reportWriter struct {
 	runs  []*reproRun
 	ext   string // the plots' file extension
 	byKey map[string]*reproRun
-	extra []extraFolder // --report: folders in runs/ that are none of the runs
+	extra []extraFolder // folders in runs/ that are none of the runs
 	seeds *seedSets     // DIR/seeds, once read
 	b     strings.Builder
 }
@@ -134,6 +132,11 @@ func (w *reportWriter) header(elapsed time.Duration) {
 	} else {
 		p("- Mode: %s; seed %d; %d runs, %d at a time; training time summed over the finished runs %s (this invocation: %s).\n", mode, f.seed, len(runs), f.jobs,
 			summed, elapsed.Round(time.Second))
+		for _, x := range w.extra {
+			if x.why == notInSet {
+				p("- Not in this report: `runs/%s` (%s, this reproduce's; `flowebm reproduce --report` with --experiments and --algorithms naming it reports it beside these).\n", x.name, x.why)
+			}
+		}
 		p("- Machine: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	}
 	if rev := vcsRevision(); rev != "" {

@@ -114,6 +114,12 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 		}
 	}
 	text := strings.Join(append(lines, planNotes(f, len(lines), left, busy)...), "\n") + "\n"
+	if err := mkdirAll(f.out); err != nil { // round 88 B4: the set, for a --report without flags
+		return err
+	}
+	if err := writeRunSet(f); err != nil {
+		return err
+	}
 	defer removeTempsOnSignalNoting(placedNote(f.plan, "the plan is written: ", // probe 40: the bare "interrupted"
 		"no plan written: give the same reproduce --plan command again to write it"))()
 	if err := writeOutput("--plan", f.plan, f.force, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {

@@ -183,6 +183,16 @@ func inferRunSet(f *reproduceFlags, dir string) error {
 	if err != nil {
 		return fmt.Errorf("--report %s: the set of runs its reproduce recorded cannot be read: %w: give --experiments and --algorithms", dir, err)
 	}
+	for _, e := range set.Experiments {
+		if !slices.Contains(experiments.Names(), e) {
+			return fmt.Errorf("--report %s: %s records the experiment %q, which flowebm does not know: give --experiments and --algorithms", dir, path, e)
+		}
+	}
+	for _, a := range set.Algorithms {
+		if !slices.Contains(algorithms.Algorithms, algorithms.Algorithm(a)) {
+			return fmt.Errorf("--report %s: %s records the algorithm %q, which flowebm does not know: give --experiments and --algorithms", dir, path, a)
+		}
+	}
 	if !expsGiven {
 		f.experiments = strings.Join(set.Experiments, ",")
 	}
@@ -508,7 +518,10 @@ func divergedBefore(dir string) string {
 	return loggedDivergence(dir)
 }
 
-// extraFolder is an entry of runs/ that --report does not report.
+// notInSet is why a run of reproduce in runs/ is left out of a report.
+const notInSet = "not among --experiments × --algorithms"
+
+// extraFolder is an entry of runs/ that the report does not report.
 type extraFolder struct{ name, why string }
 
 // extraFolders lists the entries of DIR/runs that are none of runs.
@@ -526,7 +539,7 @@ func extraFolders(dir string, runs []*reproRun) []extraFolder {
 		why := "not a run of reproduce: its runs are named EXPERIMENT-ALGORITHM"
 		for _, a := range algorithms.Algorithms {
 			if exp, ok := strings.CutSuffix(name, "-"+string(a)); ok && slices.Contains(experiments.Names(), exp) {
-				why = "not among --experiments × --algorithms"
+				why = notInSet
 			}
 		}
 		out = append(out, extraFolder{name, why})

@@ -28,11 +28,13 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 		if len(n.inShape) == 0 { // round 72 A5: "input of shape [] per sample"
 			return mlp, nil, fmt.Errorf("%s: input %q of shape (batch), one value per point: an MLP takes vectors, (batch, d); export it with an input of shape (batch, 1) (pass x[:, None] to torch.onnx.export and drop the module's own unsqueeze), or use the file as it is with energy and sample", n.File, n.input)
 		}
-		return mlp, nil, fmt.Errorf("%s: input of shape %v per sample: an MLP takes vectors", n.File, n.inShape)
 	}
 	gemms, err := n.linearChain()
 	if err != nil {
 		return mlp, nil, fmt.Errorf("%s: %w%s", n.File, err, n.notAnMLPExport())
+	}
+	if len(n.inShape) > 1 && !n.flattensInput(gemms[0]) { // round 88 B2: a Flatten on (n, 1, H, W) converts
+		return mlp, nil, fmt.Errorf("%s: input of shape %v per sample, which the first Linear (node %q) reads without a Flatten or Reshape to (batch, %d): an MLP takes vectors; export with a flat input, or use the file as it is with energy and sample", n.File, n.inShape, nodeName(gemms[0]), n.dim)
 	}
 	var vals [][]float64
 	var hidden *layers.Activation
@@ -127,12 +129,12 @@ func (n *Net) linearChain() ([]*Node, error) {
 	return gemms, nil
 }
 
-// readsInput checks that the first Linear reads the input, (batch, d),
-// directly or through nodes that leave it as it is: Identity, Flatten
-// with axis 1, and Reshape (PyTorch's x.view(x.size(0), -1), nn.Flatten;
-// round 87 A1: refused, the Linear blamed). A Reshape to any other shape
-// is caught by the Linear's weight, of d columns, and by convert's check
-// of the energies.
+// readsInput checks that the first Linear reads the input directly or
+// through nodes that leave each point's d values as a row: Identity,
+// Flatten with axis 1, and Reshape (PyTorch's x.view(x.size(0), -1),
+// nn.Flatten; round 87 A1: refused, the Linear blamed). A Reshape to any
+// other shape is caught by the Linear's weight, of d columns, and by
+// convert's check of the energies.
 func (n *Net) readsInput(first *Node) error {
 	v := first.Inputs[0]
 	for v != n.input {
@@ -147,6 +149,21 @@ func (n *Net) readsInput(first *Node) error {
 		}
 	}
 	return nil
+}
+
+// flattensInput says whether a Flatten (axis 1) or a Reshape lies on the
+// path readsInput accepted from the input to the first Linear: an input
+// of several dimensions per point then reaches it as (batch, d), its
+// values in row-major order, as flowebm flattens points.
+func (n *Net) flattensInput(first *Node) bool {
+	for v := first.Inputs[0]; v != n.input; {
+		by := n.producer(v)
+		if by.OpType != "Identity" {
+			return true
+		}
+		v = by.Inputs[0]
+	}
+	return false
 }
 
 // activationOps are the operators that the nodes between two Linears may

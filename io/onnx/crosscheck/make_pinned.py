@@ -2176,3 +2176,7 @@ torch.manual_seed(87)
 save("viewmlp_dyn", ViewMLP(), (3,), torch.float64, 4, [7], dynamic=True)
 torch.manual_seed(88)
 save("flattenmlp_b4_f32", nn.Sequential(nn.Flatten(), nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 1)), (3,), torch.float32, 4, [4])
+# Round 88 B2: an MLP on points of shape (1, 2, 2), flattened by
+# nn.Flatten before its first Linear.
+torch.manual_seed(89)
+save("flattenimg_dyn", nn.Sequential(nn.Flatten(), nn.Linear(4, 16), nn.SiLU(), nn.Linear(16, 1)), (1, 2, 2), torch.float64, 3, [5], dynamic=True)
