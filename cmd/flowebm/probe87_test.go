@@ -452,3 +452,16 @@ func TestConvertFlattenedImageMLP(t *testing.T) {
 		}
 	}
 }
+
+// Round 88 A3: CoopFlow keeps no persistent bank, yet its summary said
+// its evaluation chains started "from the persistent bank" (state); they
+// start from the flow's samples, and it says so.
+func TestCoopFlowChainsFromTheFlow(t *testing.T) {
+	stdout, stderr, code := runCLI("train", "--algorithm", "coopflow", "--iterations", "2", "--out", filepath.Join(t.TempDir(), "cf"))
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if strings.Contains(stdout, "persistent") || !strings.Contains(stdout, "chains of 10 steps of the algorithm's kernel from the flow's samples") || !strings.Contains(stdout, "of 128 chains from the flow's samples: rank-normalised") {
+		t.Errorf("%s", stdout)
+	}
+}

@@ -1368,6 +1368,15 @@ func newProgress(run *training.Run, errOut io.Writer, quiet bool) (*progressbar.
 	return bar, lines
 }
 
+// chainsStart is where the evaluation's chains start: the persistent
+// bank, or the flow for CoopFlow, which keeps none (round 88 A3).
+func chainsStart(run *training.Run) string {
+	if !run.Config.Train.PersistentChains() {
+		return "the flow's samples"
+	}
+	return "the persistent bank"
+}
+
 // printSummary prints what the run reached: the time per iteration, the
 // weights against the truth, the density error, the held-out
 // log-likelihood, R-hat and acceptance.
@@ -1408,7 +1417,7 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 			fmt.Fprintf(out, "  weight MSE of those chains' weights against the truth (metrics.json's ebm_weight_mse): %.2e\n", final.EBMWeightMSE)
 		}
 		if final.ChainWeights != nil {
-			fmt.Fprintf(out, "  sampler: the weights among the draws of %d chains of %d steps of the algorithm's kernel from the persistent bank, ± MCSE [95%% interval]\n", run.Config.RHatChains, run.Config.RHatSteps)
+			fmt.Fprintf(out, "  sampler: the weights among the draws of %d chains of %d steps of the algorithm's kernel from %s, ± MCSE [95%% interval]\n", run.Config.RHatChains, run.Config.RHatSteps, chainsStart(run))
 		}
 	}
 	if !isNaN(final.LogDensityMedSE) {
@@ -1429,8 +1438,8 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 		fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s, ESS %s%s)\n",
 			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), quad)
 	}
-	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from the persistent state: rank-normalised %.3f, classic %.3f\n",
-		run.Config.RHatChains, final.MaxRHat, final.MaxRHatClassic)
+	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from %s: rank-normalised %.3f, classic %.3f\n",
+		run.Config.RHatChains, chainsStart(run), final.MaxRHat, final.MaxRHatClassic)
 	local := fmtAccept(final.Stats.LocalAccept)
 	if !run.Config.Train.Algorithm.AcceptsLocally() { // probe 67 B7: "local 1.00", as the report's "—"
 		local = "n/a (unadjusted Langevin: no accept step)"
