@@ -2180,3 +2180,60 @@ save("flattenmlp_b4_f32", nn.Sequential(nn.Flatten(), nn.Linear(3, 16), nn.Tanh(
 # nn.Flatten before its first Linear.
 torch.manual_seed(89)
 save("flattenimg_dyn", nn.Sequential(nn.Flatten(), nn.Linear(4, 16), nn.SiLU(), nn.Linear(16, 1)), (1, 2, 2), torch.float64, 3, [5], dynamic=True)
+
+
+# Round 88 A4: a float32 flow (ActNorm, an affine coupling, a swap) whose
+# base is a torch.distributions.Normal of float64 tensors, as with
+# torch.set_default_dtype(torch.float64): its log_density output is
+# float64, its map float32. Refused: its Jacobian was checked by float64
+# finite differences of the float32 map.
+class MixedCoupling(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loc, self.logs = nn.Parameter(0.1 * torch.randn(2)), nn.Parameter(0.1 * torch.randn(2))
+        self.net = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 2))
+
+    def forward(self, z):
+        z = z * torch.exp(self.logs) + self.loc
+        a, b = z[:, :1], z[:, 1:]
+        h = self.net(a)
+        ls = torch.tanh(h[:, :1])
+        x = torch.cat([b * torch.exp(ls) + h[:, 1:], a], 1)
+        return x, self.logs.sum() + ls.sum(1)
+
+    def inverse(self, x):
+        b, a = x[:, :1], x[:, 1:]
+        h = self.net(a)
+        ls = torch.tanh(h[:, :1])
+        z = torch.cat([a, (b - h[:, 1:]) * torch.exp(-ls)], 1)
+        return (z - self.loc) * torch.exp(-self.logs), -self.logs.sum() - ls.sum(1)
+
+
+class MixedSample(nn.Module):
+    def __init__(self, f, base):
+        super().__init__()
+        self.f, self.base = f, base
+
+    def forward(self, z):
+        x, ld = self.f(z)
+        return x, self.base.log_prob(z).sum(1) - ld
+
+
+class MixedDensity(nn.Module):
+    def __init__(self, f, base):
+        super().__init__()
+        self.f, self.base = f, base
+
+    def forward(self, x):
+        z, ld = self.f.inverse(x)
+        return self.base.log_prob(z).sum(1) + ld, z
+
+
+torch.manual_seed(90)
+mixed = MixedCoupling().float().eval()
+base64 = torch.distributions.Normal(torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64))
+z32 = torch.randn(5, 2)
+torch.onnx.export(MixedSample(mixed, base64), (z32,), f"{out}/mixedbase_flow_sample.onnx", input_names=["z"], output_names=["x", "log_density"],
+                  dynamic_axes={"z": {0: "n"}, "x": {0: "n"}, "log_density": {0: "n"}}, opset_version=13)
+torch.onnx.export(MixedDensity(mixed, base64), (z32,), f"{out}/mixedbase_flow_density.onnx", input_names=["x"], output_names=["log_density", "z"],
+                  dynamic_axes={"x": {0: "n"}, "z": {0: "n"}, "log_density": {0: "n"}}, opset_version=13)
