@@ -301,14 +301,15 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	if err := removeStaleTemps(f.out, reportNames()...); err != nil { // a killed report.md write
 		return err
 	}
-	if err := writeRunSet(f); err != nil {
-		return err
-	}
 	stopEarly()
 	soft, hard, stop := reproduceSignals()
 	runsDir := filepath.Join(f.out, "runs")
 	madeRuns := !exists(runsDir)
 	if err := mkdirAll(runsDir); err != nil {
+		stop()
+		return err
+	}
+	if err := writeRunSet(f); err != nil { // for a --report without --experiments and --algorithms (round 87 B2)
 		stop()
 		return err
 	}
@@ -681,7 +682,8 @@ func interruptedRuns(runs []*reproRun, madeRuns bool, runsDir string) error {
 		return errors.New("interrupted once every run had " + ended + " (see the lines above): no report written; " + again + note)
 	case !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }): // probe 38: "the runs under way stopped" when none had started
 		if madeRuns {
-			os.Remove(runsDir) // while empty; then --out too, if made (probe 36: left holding an empty runs/)
+			os.Remove(filepath.Join(filepath.Dir(runsDir), runSetFile)) // this reproduce's: runs/ was new
+			os.Remove(runsDir)                                          // while empty; then --out too, if made (probe 36: left holding an empty runs/)
 		}
 		return errors.New("interrupted before any run trained: nothing was trained, no report written; start the same reproduce command again" + note)
 	case !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained && r.unended() }): // probe 45: "the runs under way" where none was
