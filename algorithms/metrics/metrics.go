@@ -96,11 +96,10 @@ func (g *Grid) Fill(logp func(x mat.Matrix, out []float64) error) error {
 }
 
 // Window is the density of the filled grid g on a grid of as many cells
-// over [−bx, bx] × [−by, by] about g's centre (a view of part of it),
-// normalised as g is (not to the window's mass), with the fraction of g's
-// mass it holds.
-func (g *Grid) Window(bx, by float64, logp func(x mat.Matrix, out []float64) error) (*Grid, float64, error) {
-	w := NewGridAt(g.Center, bx, by, g.N)
+// over [−bx, bx] × [−by, by] about c (a view of part of it), normalised as
+// g is (not to the window's mass), with the fraction of g's mass it holds.
+func (g *Grid) Window(c [2]float64, bx, by float64, logp func(x mat.Matrix, out []float64) error) (*Grid, float64, error) {
+	w := NewGridAt(c, bx, by, g.N)
 	n := w.N * w.N
 	for lo := 0; lo < n; lo += 8192 {
 		hi := min(lo+8192, n)
@@ -135,8 +134,10 @@ const (
 // B2); the outermost cells alone stopped the growth with 18% of the mass of
 // a broad tail outside, and the grid of the last doubling was returned
 // unfilled (probe 70 A1, A2); so the mass beyond the box is also measured
-// on a coarse grid of twice its half-widths (round 84 A4). It returns the
-// grid filled, g itself where it did not grow.
+// on a coarse grid of twice its half-widths (round 84 A4). A grid that
+// grew is then refined: more cells over the part that holds the mass
+// (see refined). It returns the grid filled, g itself where it did not
+// grow.
 func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid, error) {
 	if err := g.Fill(logp); err != nil {
 		return g, err
@@ -156,6 +157,7 @@ func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid
 		ox, oy := c.outerHalfMass()
 		growX, growY = growX || ox > CoverMass, growY || oy > CoverMass
 	}
+	grew := growX || growY
 	for k := 0; k < CoverDoublings && (growX || growY); k++ {
 		bx, by := g.HalfWidths()
 		if growX {
@@ -165,16 +167,99 @@ func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid
 			by *= 2
 		}
 		grownX, grownY := growX, growY
+		prev := g
 		g = NewGridAt(g.Center, bx, by, g.N)
 		if err := g.Fill(logp); err != nil {
 			return g, err
+		}
+		if g.LogZ < prev.LogZ-math.Ln2 {
+			// A box twice as wide holds at least the mass of the smaller:
+			// its cells, twice as wide, miss the density's features (the
+			// grid then grew on the tail alone to ±1e12; round 88).
+			g = prev
+			break
 		}
 		ex, ey = g.edgeMass()
 		ox, oy := g.outerHalfMass()
 		growX = grownX && ox > CoverMass || !grownX && ex > CoverMass
 		growY = grownY && oy > CoverMass || !grownY && ey > CoverMass
 	}
+	if r := g.refined(); grew && r != nil { // round 88 A2: the grown grid's coarse cells shifted a zone weight by 0.018
+		if err := r.Fill(logp); err != nil {
+			return g, err
+		}
+		return r, nil
+	}
 	return g, nil
+}
+
+// refined is a grid of twice as many cells per axis over the part of the
+// filled grid g that holds its mass, all but CoverMass/4 beyond each
+// side, with a margin of a tenth, where that is at most 0.8 of g's extent
+// along an axis; nil where it is not along either. A grid grown by
+// doubling its box keeps its cell count, so its cells widen with it.
+func (g *Grid) refined() *Grid {
+	hx, hy := g.Cell()
+	bx, by := g.HalfWidths()
+	cx, nbx, okX := g.trimmedAxis(0, hx, bx)
+	cy, nby, okY := g.trimmedAxis(1, hy, by)
+	if !okX && !okY {
+		return nil
+	}
+	return NewGridAt([2]float64{cx, cy}, nbx, nby, 2*g.N)
+}
+
+// trimmedAxis is the centre and half-width of the part of the grid along
+// axis j (cells of width h, half-width b) that holds all but CoverMass/4
+// of the mass on each side, widened by a tenth, and whether it is at
+// most 0.8 of the grid's extent.
+func (g *Grid) trimmedAxis(j int, h, b float64) (center, half float64, ok bool) {
+	marg := make([]float64, g.N)
+	area := g.CellArea()
+	for i := range g.N {
+		for k := range g.N {
+			idx := i*g.N + k // row i (y), column k (x)
+			if j == 0 {
+				marg[k] += math.Exp(g.LogDensity[idx]) * area
+			} else {
+				marg[i] += math.Exp(g.LogDensity[idx]) * area
+			}
+		}
+	}
+	lo, hi, sum := 0, g.N-1, 0.0
+	for sum += marg[lo]; sum <= CoverMass/4 && lo < g.N-1; sum += marg[lo] {
+		lo++
+	}
+	for sum = marg[hi]; sum <= CoverMass/4 && hi > lo; sum += marg[hi] {
+		hi--
+	}
+	left, right := g.At(j, lo)-h/2, g.At(j, hi)+h/2
+	half = 0.55 * (right - left)
+	if !(half <= 0.8*b) {
+		return g.Center[j], b, false
+	}
+	return (left + right) / 2, half, true
+}
+
+// MassBeyond is the fraction of logp's mass beyond the box of the grid g,
+// measured as FillCovering measures it, on a coarse grid of twice its
+// half-widths: what quadrature over the box leaves out (at least; none
+// beyond twice the box is seen).
+func (g *Grid) MassBeyond(logp func(x mat.Matrix, out []float64) error) (float64, error) {
+	bx, by := g.HalfWidths()
+	c := NewGridAt(g.Center, 2*bx, 2*by, max(g.N/2, 8))
+	if err := c.Fill(logp); err != nil {
+		return 0, err
+	}
+	m, area := 0.0, c.CellArea()
+	for i := range c.N {
+		for j := range c.N {
+			if math.Abs(c.At(0, j)-g.Center[0]) > bx || math.Abs(c.At(1, i)-g.Center[1]) > by {
+				m += math.Exp(c.LogDensity[i*c.N+j]) * area
+			}
+		}
+	}
+	return m, nil
 }
 
 // edgeMass is the fraction of the grid's mass in its outermost columns

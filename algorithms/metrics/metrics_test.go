@@ -238,7 +238,7 @@ func TestGridWindow(t *testing.T) {
 	if err := g.Fill(logp); err != nil {
 		t.Fatal(err)
 	}
-	w, mass, err := g.Window(1, 1, logp)
+	w, mass, err := g.Window([2]float64{}, 1, 1, logp)
 	if err != nil {
 		t.Fatal(err)
 	}

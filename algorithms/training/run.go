@@ -400,6 +400,22 @@ type FlowFilesError struct{ Err error }
 func (e *FlowFilesError) Error() string { return "model.flow_onnx: " + e.Err.Error() }
 func (e *FlowFilesError) Unwrap() error { return e.Err }
 
+// MassBeyondGrid is the fraction of the (averaged) EBM's mass beyond the
+// box of a built-in experiment's quadrature grid (metrics.Grid.MassBeyond;
+// round 88 A1: 6.9% of an early CoopFlow EBM's mass lay beyond the box,
+// and the grid's log Z and weights were printed unqualified); 0 without a
+// grid, and for a data set, whose grid grows to hold the mass.
+func (r *Run) MassBeyondGrid() (m float64, err error) {
+	if r.grid == nil || r.Experiment.Kind == experiments.KindDataSet {
+		return 0, nil
+	}
+	err = r.Trainer.WithAveraged(func() (err error) {
+		m, err = r.grid.MassBeyond(r.Trainer.EBM.LogDensity)
+		return err
+	})
+	return m, err
+}
+
 // Grid returns the last evaluation's normalised EBM density grid (nil in
 // more than 2 dimensions or before the first evaluation).
 func (r *Run) Grid() *metrics.Grid { return r.grid }
@@ -417,12 +433,12 @@ func (r *Run) DisplayGrid() (g *metrics.Grid, inBox float64, err error) {
 		return nil, 0, nil
 	}
 	bx, by := exp.Box, cmp.Or(exp.BoxY, exp.Box)
-	if exp.Kind != experiments.KindDataSet || (g.Box <= bx && g.BoxY <= by) {
+	if gx, gy := g.HalfWidths(); exp.Kind != experiments.KindDataSet || (gx == bx && gy == by && g.Center == exp.Center) {
 		return g, 1, nil
 	}
 	var w *metrics.Grid
 	err = r.Trainer.WithAveraged(func() (err error) {
-		w, inBox, err = g.Window(bx, by, r.Trainer.EBM.LogDensity)
+		w, inBox, err = g.Window(exp.Center, bx, by, r.Trainer.EBM.LogDensity)
 		return err
 	})
 	if err != nil || inBox < 0.5 {
@@ -728,7 +744,7 @@ func (r *Run) fillGrid() error {
 		return r.grid.Fill(r.Trainer.EBM.LogDensity)
 	}
 	g, err := metrics.NewGridAt(exp.Center, exp.Box, cmp.Or(exp.BoxY, exp.Box), r.Config.GridSize).FillCovering(r.Trainer.EBM.LogDensity)
-	if g.Box != r.grid.Box || g.BoxY != r.grid.BoxY {
+	if g.Box != r.grid.Box || g.BoxY != r.grid.BoxY || g.Center != r.grid.Center {
 		r.gridZones = nil // of the other grid's points
 	}
 	r.grid = g

@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -463,5 +465,25 @@ func TestCoopFlowChainsFromTheFlow(t *testing.T) {
 	}
 	if strings.Contains(stdout, "persistent") || !strings.Contains(stdout, "chains of 10 steps of the algorithm's kernel from the flow's samples") || !strings.Contains(stdout, "of 128 chains from the flow's samples: rank-normalised") {
 		t.Errorf("%s", stdout)
+	}
+}
+
+// Round 88 A1: 7% of an early CoopFlow EBM's mass lay beyond two-modes'
+// quadrature box, and its grid log Z and weights were printed as if they
+// covered it all; they say they are over the box, and how much is left
+// out (the EBM's own mass, measured on a grid twice as wide: the prober's
+// 600² quadrature over ±6 found 6.9%).
+func TestGridNumbersSayMassBeyondTheBox(t *testing.T) {
+	stdout, stderr, code := runCLI("train", "--algorithm", "coopflow", "--iterations", "40", "--out", filepath.Join(t.TempDir(), "cf"))
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	note := regexp.MustCompile(`\(over the experiment's box ±3\.5 × ±3\.5: ([0-9.]+)% of the EBM's mass lies beyond it, on a grid twice as wide\)`)
+	m := note.FindAllStringSubmatch(stdout, -1)
+	if len(m) != 2 || !strings.Contains(stdout, "mode weights (EBM by grid quadrature (over the experiment's box") {
+		t.Fatalf("want the note on the weights and on the grid's log Z:\n%s", stdout)
+	}
+	if v, _ := strconv.ParseFloat(m[0][1], 64); v < 6 || v > 8 {
+		t.Errorf("%v%% beyond the box, want about 7", v)
 	}
 }

@@ -1368,6 +1368,18 @@ func newProgress(run *training.Run, errOut io.Writer, quiet bool) (*progressbar.
 	return bar, lines
 }
 
+// boxNote is, where more than metrics.CoverMass of the EBM's mass lies
+// beyond a built-in experiment's quadrature box, a note that the grid's
+// numbers are over the box; "" otherwise.
+func boxNote(run *training.Run) string {
+	m, err := run.MassBeyondGrid()
+	if err != nil || !(m > metrics.CoverMass) {
+		return ""
+	}
+	bx, by := run.Grid().HalfWidths()
+	return fmt.Sprintf(" (over the experiment's box ±%g × ±%g: %.1f%% of the EBM's mass lies beyond it, on a grid twice as wide)", bx, by, 100*m)
+}
+
 // chainsStart is where the evaluation's chains start: the persistent
 // bank, or the flow for CoopFlow, which keeps none (round 88 A3).
 func chainsStart(run *training.Run) string {
@@ -1387,8 +1399,9 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 		fmt.Fprintf(out, "trained %s in %s (%.1f ms/iteration)\n", count(trained, "iteration"), elapsed.Round(time.Second), float64(elapsed.Milliseconds())/float64(trained))
 	}
 	exp := run.Experiment
+	beyond := boxNote(run)
 	if exp.Weights != nil && final.EBMWeights != nil {
-		how, ebm := "EBM by grid quadrature", "EBM"
+		how, ebm := "EBM by grid quadrature"+beyond, "EBM"
 		if run.Grid() == nil {
 			how = fmt.Sprintf("EBM from the final states of %d chains of %d steps", run.Config.RHatChains, run.Config.RHatSteps)
 			if !(final.MaxRHat < 1.01) { // round 85 A1, round 86 A1: the chains' weights, taken for the EBM's with R-hat 2.6, row by row
@@ -1429,7 +1442,7 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	}
 	quad := ""
 	if g := run.Grid(); g != nil {
-		quad = gridLogZNote(final.LogZ, g.LogZ, final.HeldOutLL)
+		quad = gridLogZNote(final.LogZ, g.LogZ, final.HeldOutLL) + beyond
 	}
 	if z := final.LogZ; !z.Reliable() && !isNaN(z.ESS) {
 		fmt.Fprintf(out, "held-out log-likelihood: %s, unreliable (exact density: %s): log Z by importance sampling %s rests on an ESS of %s of the %d draws, below %.0f%%, so log Z may be far too low and the log-likelihood too high%s\n",
