@@ -309,7 +309,8 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		stop()
 		return err
 	}
-	if err := writeRunSet(f); err != nil { // for a --report without --experiments and --algorithms (round 87 B2)
+	wroteSet, err := writeRunSet(f, false) // for a --report without --experiments and --algorithms (round 87 B2)
+	if err != nil {
 		stop()
 		return err
 	}
@@ -319,6 +320,14 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	var sig signalCause
 	interrupted := errors.As(context.Cause(soft), &sig)
 	stop()
+	switch trained := slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }); {
+	case wroteSet && madeRuns && !trained:
+		os.Remove(filepath.Join(f.out, runSetFile)) // with the runs/ it made
+	case !wroteSet && anyKept(runs): // the record of an earlier set, replaced once a run of this one is kept (round 89 B3)
+		if _, err := writeRunSet(f, true); err != nil {
+			return err
+		}
+	}
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
 		return stoppedError{sig: syscall.Signal(sig), err: interruptedRuns(runs, madeRuns, runsDir)}
 	}
@@ -682,8 +691,7 @@ func interruptedRuns(runs []*reproRun, madeRuns bool, runsDir string) error {
 		return errors.New("interrupted once every run had " + ended + " (see the lines above): no report written; " + again + note)
 	case !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }): // probe 38: "the runs under way stopped" when none had started
 		if madeRuns {
-			os.Remove(filepath.Join(filepath.Dir(runsDir), runSetFile)) // this reproduce's: runs/ was new
-			os.Remove(runsDir)                                          // while empty; then --out too, if made (probe 36: left holding an empty runs/)
+			os.Remove(runsDir) // while empty; then --out too, if made (probe 36: left holding an empty runs/)
 		}
 		return errors.New("interrupted before any run trained: nothing was trained, no report written; start the same reproduce command again" + note)
 	case !slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained && r.unended() }): // probe 45: "the runs under way" where none was

@@ -117,7 +117,8 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	if err := mkdirAll(f.out); err != nil { // round 88 B4: the set, for a --report without flags
 		return err
 	}
-	if err := writeRunSet(f); err != nil {
+	wroteSet, err := writeRunSet(f, false) // an earlier set's record is kept: none of the plan's lines has run (round 89 B3)
+	if err != nil {
 		return err
 	}
 	defer removeTempsOnSignalNoting(placedNote(f.plan, "the plan is written: ", // probe 40: the bare "interrupted"
@@ -136,6 +137,9 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 		fmt.Fprintf(out, "run it with, e.g.: parallel --jobs 2 < %s   (Slurm and Kubernetes: see the end of the file, and docs/reproducing.md)\n", shellQuote(f.plan))
 	}
 	fmt.Fprintf(out, "then build the report: %s\n", reportCommand(f))
+	if !wroteSet {
+		fmt.Fprintf(out, "note: %s records the set of an earlier reproduce or plan, which a --report without --experiments and --algorithms reports: the command above names this plan's\n", filepath.Join(f.out, runSetFile))
+	}
 	return nil
 }
 

@@ -139,6 +139,9 @@ func checkReportDir(dir string) error {
 		return fmt.Errorf("--report %s is inside the training run %s: give the folder that holds runs/EXPERIMENT-ALGORITHM (reproduce's --out)", dir, trainingRunAbove(dir))
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "runs")); err != nil || !fi.IsDir() {
+		if exists(filepath.Join(dir, runSetFile)) { // round 89 B6: the advice named the folder given
+			return fmt.Errorf("--report %s holds no runs/ folder yet: no run of its reproduce or plan has started (each makes OUT/runs/EXPERIMENT-ALGORITHM); run the plan's lines, or the reproduce command, first", dir)
+		}
 		return fmt.Errorf("--report %s holds no runs/ folder: give the --out folder of reproduce or of reproduce --plan, whose runs are in OUT/runs/EXPERIMENT-ALGORITHM", dir)
 	}
 	return nil
@@ -156,23 +159,39 @@ type runSet struct {
 	Algorithms  []string `json:"algorithms"`
 }
 
-// writeRunSet records f's set in f.out.
-func writeRunSet(f reproduceFlags) error {
-	set := runSet{Experiments: strings.Split(f.experiments, ","), Algorithms: strings.Split(f.algorithms, ",")}
-	return safefile.Write(filepath.Join(f.out, runSetFile), func(w io.Writer) error {
+// writeRunSet records f's set in f.out, its names as the runs are named
+// (round 89 B2: "two-modes, rings" recorded " rings"). With replace
+// false, a record already there is kept: a plan whose lines have not run,
+// or a reproduce before any of its runs trained, does not replace the set
+// of the runs trained before (round 89 B3); it says whether it wrote.
+func writeRunSet(f reproduceFlags, replace bool) (bool, error) {
+	exps, err := splitList("experiments", f.experiments)
+	if err != nil {
+		return false, err
+	}
+	algs, err := splitList("algorithms", f.algorithms)
+	if err != nil {
+		return false, err
+	}
+	path := filepath.Join(f.out, runSetFile)
+	if !replace && exists(path) {
+		return false, nil
+	}
+	set := runSet{Experiments: exps, Algorithms: algs}
+	return true, safefile.Write(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(set)
 	})
 }
 
-// inferRunSet sets what of --experiments and --algorithms is not given to
-// the set that the reproduce which made dir recorded there (runSetFile),
-// if any.
+// inferRunSet sets, where neither --experiments nor --algorithms is
+// given, the set to the one that the reproduce which made dir recorded
+// there (runSetFile), if any: one flag given is not mixed with the
+// record's other list (round 89 B1: a set no reproduce had asked for).
 func inferRunSet(f *reproduceFlags, dir string) error {
-	expsGiven, algsGiven := f.given["experiments"], f.given["algorithms"]
 	path := filepath.Join(dir, runSetFile)
-	if expsGiven && algsGiven || !exists(path) {
+	if f.given["experiments"] || f.given["algorithms"] || !exists(path) {
 		return nil
 	}
 	var set runSet
@@ -193,12 +212,7 @@ func inferRunSet(f *reproduceFlags, dir string) error {
 			return fmt.Errorf("--report %s: %s records the algorithm %q, which flowebm does not know: give --experiments and --algorithms", dir, path, a)
 		}
 	}
-	if !expsGiven {
-		f.experiments = strings.Join(set.Experiments, ",")
-	}
-	if !algsGiven {
-		f.algorithms = strings.Join(set.Algorithms, ",")
-	}
+	f.experiments, f.algorithms = strings.Join(set.Experiments, ","), strings.Join(set.Algorithms, ",")
 	f.setInferred = true
 	return nil
 }
