@@ -388,7 +388,11 @@ func importedFlow(f config.FlowFiles, d int, float32 bool) (*graph.Flow, error) 
 		return nil, fmt.Errorf("model.flow_onnx: the flow of %s is in dimension %d, the run's models in dimension %d (the data's or the experiment's): give a flow of the data's dimension", f.Sample, flow.Dim(), d)
 	}
 	if flow.Params.Dtype() != want {
-		return nil, fmt.Errorf("model.flow_onnx: the flow of %s is %v, the run's models %v (model.float32 sets the type)", f.Sample, flow.Params.Dtype(), want)
+		promoted, advice := "", " (model.float32 sets the type)"
+		if fn, ok := flow.Net.(*onnx.FlowNet); ok && fn.Promoted() != "" {
+			promoted, advice = fn.Promoted(), " (a float64 run takes it: model.float32 false)"
+		}
+		return nil, fmt.Errorf("model.flow_onnx: the flow of %s is %v%s, the run's models %v%s", f.Sample, flow.Params.Dtype(), promoted, want, advice)
 	}
 	return flow, nil
 }

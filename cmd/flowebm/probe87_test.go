@@ -555,3 +555,20 @@ func TestRecordedSetKeptAndTrimmed(t *testing.T) {
 		t.Errorf("--report before the plan ran: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 89 A2: a float32 flow whose log_density is float64 (a float64
+// base distribution) is computed in float64; neutra with a float32 model
+// called it "float64" alone. The refusal says why it is float64 and how
+// to export a float32 flow.
+func TestPromotedFlowNamed(t *testing.T) {
+	run := trainedRun(t)
+	model := filepath.Join(t.TempDir(), "e32.onnx")
+	if _, stderr, code := runCLI("convert", run, model, "--what", "energy", "--float32"); code != 0 {
+		t.Fatal(stderr)
+	}
+	pinned := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned")
+	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "neutra", "--flow", filepath.Join(pinned, "mixedbase_flow_sample.onnx"), "--flow-density", filepath.Join(pinned, "mixedbase_flow_density.onnx"), "--chains", "4", "--steps", "5", "--out", filepath.Join(t.TempDir(), "a.npy"))
+	if code != 2 || !strings.Contains(stderr, "is float64 (its graphs mix float32 and float64, e.g. float32 weights with a float64 log_density from a float64 base distribution, and are computed in float64: export the log-density in the weights' type for a float32 flow)") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

@@ -1556,7 +1556,11 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (algorithms.Kernels, error)
 			return algorithms.Kernels{}, fmt.Errorf("--sampler %s needs a flow, in the model's float type (%v): give --flow CHECKPOINT (a run's), or a flow's ONNX graphs as --flow SAMPLE.onnx --flow-density DENSITY.onnx (the density graph with the output z = T⁻¹(x)); or --model a checkpoint with a flow", f.sampler, m.EBM.Params.Dtype())
 		}
 		if fd, ed := m.Flow.Params.Dtype(), m.EBM.Params.Dtype(); fd != ed {
-			return algorithms.Kernels{}, fmt.Errorf("--sampler neutra composes the flow and the model in one graph, which needs one float type: the flow (%s) is %v, the model (%s) %v: use flowmc, or a flow and a model of one type", cmp.Or(f.flow, f.model), fd, f.model, ed)
+			promoted := ""
+			if fn, ok := m.Flow.Net.(*onnx.FlowNet); ok {
+				promoted = fn.Promoted()
+			}
+			return algorithms.Kernels{}, fmt.Errorf("--sampler neutra composes the flow and the model in one graph, which needs one float type: the flow (%s) is %v%s, the model (%s) %v: use flowmc, or a flow and a model of one type", cmp.Or(f.flow, f.model), fd, promoted, f.model, ed)
 		}
 		if fn, ok := m.Flow.Net.(*onnx.FlowNet); ok {
 			if err := fn.NeedInverse(); err != nil {

@@ -922,6 +922,16 @@ func (fn *FlowNet) Base() layers.Gaussian { return fn.base }
 // values.
 func (fn *FlowNet) ParamSpecs() ([]layers.ParamSpec, error) { return fn.specs, nil }
 
+// Promoted says why a flow read as float64 computes in float64 though
+// part of it is float32: its graphs mix the two types, and flowebm
+// computes them in the wider ("" where no graph mixes them).
+func (fn *FlowNet) Promoted() string {
+	if fn.Sample.narrow || fn.Density.narrow {
+		return " (its graphs mix float32 and float64, e.g. float32 weights with a float64 log_density from a float64 base distribution, and are computed in float64: export the log-density in the weights' type for a float32 flow)"
+	}
+	return ""
+}
+
 // Invertible says whether the density graph gives z = T⁻¹(x).
 func (fn *FlowNet) Invertible() bool { return fn.latent != "" }
 
