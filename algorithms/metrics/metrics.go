@@ -184,36 +184,34 @@ func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid
 		growX = grownX && ox > CoverMass || !grownX && ex > CoverMass
 		growY = grownY && oy > CoverMass || !grownY && ey > CoverMass
 	}
-	if r := g.refined(); grew && r != nil { // round 88 A2: the grown grid's coarse cells shifted a zone weight by 0.018
-		if err := r.Fill(logp); err != nil {
-			return g, err
-		}
-		return r, nil
+	if !grew {
+		return g, nil
 	}
-	return g, nil
+	r := g.refined() // round 88 A2: the grown grid's coarse cells shifted a zone weight by 0.018
+	if err := r.Fill(logp); err != nil {
+		return g, err
+	}
+	return r, nil
 }
 
-// refined is a grid of twice as many cells per axis over the part of the
-// filled grid g that holds its mass, all but CoverMass/4 beyond each
-// side, with a margin of a tenth, where that is at most 0.8 of g's extent
-// along an axis; nil where it is not along either. A grid grown by
-// doubling its box keeps its cell count, so its cells widen with it.
+// refined is a grid of twice as many cells per axis as the filled grid g,
+// over the part of it that holds its mass, all but CoverMass/4 beyond
+// each side, with a margin of a tenth, along an axis where that is at
+// most 0.8 of g's extent (g's extent otherwise). A grid grown by doubling
+// its box keeps its cell count, so its cells widen with it.
 func (g *Grid) refined() *Grid {
 	hx, hy := g.Cell()
 	bx, by := g.HalfWidths()
-	cx, nbx, okX := g.trimmedAxis(0, hx, bx)
-	cy, nby, okY := g.trimmedAxis(1, hy, by)
-	if !okX && !okY {
-		return nil
-	}
+	cx, nbx := g.trimmedAxis(0, hx, bx)
+	cy, nby := g.trimmedAxis(1, hy, by)
 	return NewGridAt([2]float64{cx, cy}, nbx, nby, 2*g.N)
 }
 
 // trimmedAxis is the centre and half-width of the part of the grid along
 // axis j (cells of width h, half-width b) that holds all but CoverMass/4
-// of the mass on each side, widened by a tenth, and whether it is at
-// most 0.8 of the grid's extent.
-func (g *Grid) trimmedAxis(j int, h, b float64) (center, half float64, ok bool) {
+// of the mass on each side, widened by a tenth, where that is at most 0.8
+// of the grid's extent; the grid's own otherwise.
+func (g *Grid) trimmedAxis(j int, h, b float64) (center, half float64) {
 	marg := make([]float64, g.N)
 	area := g.CellArea()
 	for i := range g.N {
@@ -236,9 +234,9 @@ func (g *Grid) trimmedAxis(j int, h, b float64) (center, half float64, ok bool) 
 	left, right := g.At(j, lo)-h/2, g.At(j, hi)+h/2
 	half = 0.55 * (right - left)
 	if !(half <= 0.8*b) {
-		return g.Center[j], b, false
+		return g.Center[j], b
 	}
-	return (left + right) / 2, half, true
+	return (left + right) / 2, half
 }
 
 // MassBeyond is the fraction of logp's mass beyond the box of the grid g,

@@ -31,6 +31,13 @@ type Metrics struct {
 	// reference for Final.HeldOutLL.
 	TrueHeldOutLL float64 `json:"true_held_out_ll"`
 	Final         Eval    `json:"final"`
+	// GridLogZ is, in 2D, the EBM's log Z by grid quadrature (Run.GridLogZ)
+	// and GridHeldOutLL the held-out log-likelihood it gives, beside
+	// Final's, whose log Z is the importance-sampling estimate (round 90
+	// A2: the run printed the grid's as the right one, 8.8 standard errors
+	// away, and the files kept the other alone). Absent without a grid.
+	GridLogZ      *float64 `json:"grid_log_z,omitempty"`
+	GridHeldOutLL *float64 `json:"grid_held_out_ll,omitempty"`
 	// Build names what decides the results' rounding (the same seed gives
 	// the same numbers only with the same Go, BLAS and vector math).
 	Build config.Build `json:"build"`
@@ -42,9 +49,20 @@ func WriteMetrics(path string, r *Run) error {
 	if len(r.Evals) == 0 {
 		return fmt.Errorf("algorithms: no evaluation to report")
 	}
-	return jsonfile.Write(path, Metrics{Experiment: r.Experiment.Name, Algorithm: r.Config.Train.Algorithm, Seed: r.Config.Seed,
+	m := Metrics{Experiment: r.Experiment.Name, Algorithm: r.Config.Train.Algorithm, Seed: r.Config.Seed,
 		Iterations: r.Trainer.Iter, Seconds: r.TrainingTime().Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1],
-		Build: config.CurrentBuild()})
+		Build: config.CurrentBuild()}
+	z, _, err := r.GridLogZ()
+	if err != nil {
+		return err
+	}
+	if final := m.Final; !math.IsNaN(z) && !math.IsInf(z, 0) {
+		m.GridLogZ = &z
+		if ll := final.HeldOutLL + final.LogZ.LogZ - z; !math.IsNaN(ll) && !math.IsInf(ll, 0) {
+			m.GridHeldOutLL = &ll
+		}
+	}
+	return jsonfile.Write(path, m)
 }
 
 // ReadMetrics reads a metrics.json that WriteMetrics wrote. Values written

@@ -143,6 +143,10 @@ type Run struct {
 	heldOut   *mat.Dense
 	grid      *metrics.Grid
 	gridZones []int // the experiment's zone of each grid point
+	// beyond is the EBM's mass beyond a built-in experiment's grid box at
+	// the evaluation beyondAt (the count of Evals then; GridLogZ).
+	beyond   float64
+	beyondAt int
 	window    modeWindow
 	// checkpointed: dir/checkpoint holds one of this run's checkpoints
 	// (written by Checkpoint or resumed from), of iteration savedIter.
@@ -403,6 +407,27 @@ type FlowFilesError struct{ Err error }
 
 func (e *FlowFilesError) Error() string { return "model.flow_onnx: " + e.Err.Error() }
 func (e *FlowFilesError) Unwrap() error { return e.Err }
+
+// GridLogZ is, for a run with a quadrature grid, the EBM's log Z by the
+// grid, with the mass beyond a built-in experiment's box where that is
+// over metrics.CoverMass (the box's log Z minus log(1 − beyond)), and that
+// mass (0 where left out); NaN without a grid. It is measured once per
+// evaluation.
+func (r *Run) GridLogZ() (logZ, beyond float64, err error) {
+	if r.grid == nil {
+		return math.NaN(), 0, nil
+	}
+	if r.beyondAt != len(r.Evals) {
+		if r.beyond, err = r.MassBeyondGrid(); err != nil {
+			return math.NaN(), 0, err
+		}
+		r.beyondAt = len(r.Evals)
+	}
+	if !(r.beyond > metrics.CoverMass) {
+		return r.grid.LogZ, 0, nil
+	}
+	return r.grid.LogZ - math.Log1p(-r.beyond), r.beyond, nil
+}
 
 // MassBeyondGrid is the fraction of the (averaged) EBM's mass beyond the
 // box of a built-in experiment's quadrature grid (metrics.Grid.MassBeyond;

@@ -397,10 +397,10 @@ func TestPlanLeavesOutEditedRun(t *testing.T) {
 // printed beside it without the held-out log-likelihood the grid gives.
 func TestGridLogZNote(t *testing.T) {
 	z := metrics.LogZEstimate{LogZ: -0.448, SE: 0.066, ESS: 0.05}
-	if got := gridLogZNote(z, -0.017, -3.482); !strings.Contains(got, "by grid quadrature -0.017, 6.5 standard errors away: with it the held-out log-likelihood is -3.913") {
+	if got := gridLogZNote(z, -0.017, 0, -3.482); !strings.Contains(got, "by grid quadrature -0.017, 6.5 standard errors away: with it the held-out log-likelihood is -3.913") {
 		t.Errorf("%q", got)
 	}
-	if got := gridLogZNote(metrics.LogZEstimate{LogZ: -0.5, SE: 0.033, ESS: 0.18}, -0.506, -1.861); got != "; by grid quadrature -0.506" {
+	if got := gridLogZNote(metrics.LogZEstimate{LogZ: -0.5, SE: 0.033, ESS: 0.18}, -0.506, 0, -1.861); got != "; by grid quadrature -0.506" {
 		t.Errorf("agreeing: %q", got)
 	}
 }
