@@ -147,7 +147,7 @@ type Run struct {
 	// the evaluation beyondAt (the count of Evals then; GridLogZ).
 	beyond   float64
 	beyondAt int
-	window    modeWindow
+	window   modeWindow
 	// checkpointed: dir/checkpoint holds one of this run's checkpoints
 	// (written by Checkpoint or resumed from), of iteration savedIter.
 	checkpointed bool
