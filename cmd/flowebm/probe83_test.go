@@ -94,9 +94,9 @@ func TestSampleSaysNotMixed(t *testing.T) {
 		loc  float64
 		want string
 	}{
-		{sampleFlags{sampler: "flowmc"}, false, 0.5, "a longer --warmup"},          // round 84 B1: not "--sampler flowmc"
-		{sampleFlags{sampler: "flowmc"}, true, 0.5, "add --train-flow"},            // round 85 B8
-		{sampleFlags{sampler: "hmc", step: 1e6}, false, 0, "lower --step (1e+06)"}, // round 85 B12
+		{sampleFlags{sampler: "flowmc"}, false, 0.5, "a longer --warmup and --patience 0"}, // round 84 B1: not "--sampler flowmc"; round 90 A1
+		{sampleFlags{sampler: "flowmc"}, true, 0.5, "add --train-flow"},                    // round 85 B8
+		{sampleFlags{sampler: "hmc", step: 1e6}, false, 0, "lower --step (1e+06)"},         // round 85 B12
 		{sampleFlags{sampler: "flowmc", trainFlow: true}, true, 0.5, "a longer --warmup"},
 	} {
 		var m checkpoint.Models

@@ -456,7 +456,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		local = "n/a (unadjusted Langevin: no accept step)"
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc))
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+f.flowBaseNote(m, draws, d))
 	return f.printModeWeights(out, draws, d, centres, worst)
 }
 
@@ -1201,9 +1201,40 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 	case f.sampler == "flowmc" && m.Flow != nil && !f.trainFlow:
 		return "the flow is used frozen: add --train-flow to train it on the chains, or sample longer"
 	case f.sampler == "flowmc":
-		return "sample longer, with a longer --warmup for the flow to learn the modes"
+		// Round 90 A1: a longer --warmup alone was cut short by --patience.
+		return "sample longer, with a longer --warmup and --patience 0 for the flow to learn the modes (the warm-up otherwise stops once the global acceptance stops rising)"
 	}
 	return "sample longer, or with --sampler flowmc for modes apart"
+}
+
+// flowBaseNote is, for flowmc training its own RealNVP at the identity
+// over N(0, σ² I) (no --flow), a note where the chains' draws lie far
+// from that base, farther than its flow learns to reach (round 90 A1: a
+// model in the data's units, its modes near y = −200, was sampled with
+// global acceptance 0 however long the warm-up); "" otherwise.
+func (f sampleFlags) flowBaseNote(m checkpoint.Models, draws []float64, d int) string {
+	if f.sampler != "flowmc" || m.Flow != nil || m.Scaling != nil || len(draws) < d { // draws in the flow's coordinates only
+		return ""
+	}
+	sigma := 1.0
+	if m.EBM.Tilt != nil {
+		sigma = floats.Max(m.EBM.Tilt.Sigma)
+	}
+	n := len(draws) / d
+	far, at := 0.0, 0
+	for j := range d {
+		mean := 0.0
+		for i := range n {
+			mean += draws[i*d+j] / float64(n)
+		}
+		if math.Abs(mean) > far {
+			far, at = math.Abs(mean), j
+		}
+	}
+	if !(far > 5*sigma) {
+		return ""
+	}
+	return fmt.Sprintf("; the draws lie far from the flow's base N(0, %.3g² I) (coordinate %d averages %.3g), farther than its RealNVP learns to reach: sample the model in the coordinates it was trained in (a run's checkpoint as --model, or its network converted with convert --what ebm), or give a flow of your own with --flow", sigma, at+1, far)
 }
 
 // rhatMixed is the R-hat below which chains show no sign of not having
