@@ -23,7 +23,7 @@ type comparison struct {
 }
 
 var comparisons = []comparison{
-	{"ebm-weight-mse", "MSE of the EBM's mode weights against the truth", "MSE", true, nil, func(e training.Eval) float64 { return e.EBMWeightMSE }},
+	{"ebm-weight-mse", "MSE of the mode weights against the truth\n(the EBM's by grid quadrature in 2D; beyond, its chains' final states)", "MSE", true, nil, func(e training.Eval) float64 { return e.EBMWeightMSE }},
 	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e training.Eval) float64 { return e.MaxRHat }},
 	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e training.Eval) float64 { return e.LogDensityMedSE }},
 	{"held-out-ll", "held-out log-likelihood (log Z by importance sampling)", "mean log-likelihood", false, nil, func(e training.Eval) float64 { return e.HeldOutLL }},

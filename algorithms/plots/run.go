@@ -134,8 +134,12 @@ func (p History) figures() (rhat, weights *Figure) {
 				evals = append(evals, e)
 			}
 		}
+		from := "the persistent state"
+		if p.Algorithm == algorithms.CoopFlow { // round 90 B2: it keeps none
+			from = "the flow's samples"
+		}
 		rhat = &Figure{
-			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from the persistent state", exp.Name, p.Algorithm, p.RHatChains),
+			Title:  fmt.Sprintf("%s, %s: max R-hat over dimensions, %d chains from %s", exp.Name, p.Algorithm, p.RHatChains, from),
 			XLabel: "iteration", YLabel: "max R-hat", LogY: true,
 			Curves: []Curve{
 				{Name: "rank-normalised split R-hat", Points: EvalCurve(evals, func(e training.Eval) float64 { return e.MaxRHat })},
@@ -151,8 +155,12 @@ func (p History) figures() (rhat, weights *Figure) {
 	if !hasWeights {
 		return rhat, nil
 	}
+	title := fmt.Sprintf("%s, %s: EBM weights over training", exp.Name, p.Algorithm)
+	if !(exp.Box > 0 && exp.Dim() == 2) { // round 90 B1: beyond 2D, no quadrature: the chains' weights
+		title = fmt.Sprintf("%s, %s: weights of the final states of %d chains over training\n(the EBM's where the chains mix: see rhat.png)", exp.Name, p.Algorithm, p.RHatChains)
+	}
 	weights = &Figure{
-		Title:  fmt.Sprintf("%s, %s: EBM weights over training", exp.Name, p.Algorithm),
+		Title:  title,
 		XLabel: "iteration", YLabel: "weight",
 	}
 	weights.YMin, weights.YMax = weightRange(exp.Weights, p.Evals)

@@ -82,12 +82,12 @@ func writeSummary(dir string, runs []runSummary) (string, error) {
 		return "", err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "| run | experiment | algorithm | flow | iterations | held-out LL (exact) | max R-hat, rank / classic | global acc., last (2nd-half mean) | EBM weight MSE | ms/iteration |")
+	fmt.Fprintln(w, "| run | experiment | algorithm | flow | iterations | held-out LL (exact) | max R-hat, rank / classic | global acc., last (2nd-half mean) | weight MSE | ms/iteration |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		fmt.Fprintln(w, r.row())
 	}
-	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains; \"160 of 400\" for a run not finished); a held-out LL whose log Z rests on an importance-sampling ESS below 1% is marked unreliable; time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
+	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains; \"160 of 400\" for a run not finished); a held-out LL whose log Z rests on an importance-sampling ESS below 1% is marked unreliable; weight MSE: of the EBM's mode weights by grid quadrature in 2D, of its chains' final states beyond (the EBM's where they mix: see max R-hat); time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
 	err = errors.Join(w.Flush(), f.Close())
 	return path, err
 }

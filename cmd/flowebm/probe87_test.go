@@ -542,7 +542,7 @@ func TestRecordedSetKeptAndTrimmed(t *testing.T) {
 	}
 	// B3: a plan of another set keeps the record and says so.
 	stdout, stderr, code := runCLI("reproduce", "--experiments", "four-modes", "--algorithms", "nt", "--iterations", "2", "--out", out, "--plan", filepath.Join(dir, "p.sh"))
-	if code != 0 || !strings.Contains(stdout, "note: "+filepath.Join(out, "reproduce-set.json")+" records the set of an earlier reproduce or plan") {
+	if code != 0 || !strings.Contains(stdout, "note: "+filepath.Join(out, "reproduce-set.json")+" records another set, experiments two-modes,rings × algorithms ula, which a --report without --experiments and --algorithms reports; the report command above names this plan's set") {
 		t.Errorf("plan over a record: exit %d, %s%s", code, stdout, stderr)
 	}
 	if stdout, _, _ := runCLI("reproduce", "--report", out); !strings.Contains(stdout, "2 of 2 runs have a result") {
@@ -646,5 +646,47 @@ func TestFlowMCFarFromTheBaseAdvice(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "--patience 0") || !strings.Contains(stdout, "the draws lie far from the flow's base N(0, 1² I) (coordinate 2 averages") {
 		t.Errorf("%s", stdout)
+	}
+}
+
+// Round 90 B1, B2: beyond 2D the weights over training are those of the
+// evaluation chains' final states, and CoopFlow's chains start from its
+// flow; the figures said "EBM weights" and "from the persistent state",
+// and compare's summary "EBM weight MSE". B3: a recorded set naming a
+// name twice blamed --experiments; a record that is a folder failed after
+// training with a raw rename error.
+func TestFigureTitlesAndRecordChecks(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "g16")
+	if _, stderr, code := runCLI("train", "--experiment", "four-gaussians-16", "--algorithm", "coopflow", "--iterations", "4", "--quiet", "--plot-format", "svg", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	for file, want := range map[string]string{
+		"weights.svg": "weights of the final states of 128 chains over training",
+		"rhat.svg":    "128 chains from the flow&#39;s samples", // SVG escapes the apostrophe
+	} {
+		if b, _ := os.ReadFile(filepath.Join(run, file)); !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q", file, want)
+		}
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "cmp")); code != 0 {
+		t.Fatal(stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "cmp", "summary.md")); strings.Contains(string(b), "EBM weight MSE") || !strings.Contains(string(b), "weight MSE: of the EBM's mode weights by grid quadrature in 2D, of its chains' final states beyond") {
+		t.Errorf("summary.md:\n%s", b)
+	}
+	out := filepath.Join(dir, "r")
+	if _, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "2", "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	record := filepath.Join(out, "reproduce-set.json")
+	os.WriteFile(record, []byte(`{"experiments": ["two-modes", "two-modes"], "algorithms": ["ula"]}`), 0o644)
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, record+` names "two-modes" twice: want distinct names`) {
+		t.Errorf("duplicate: exit %d, %s", code, stderr)
+	}
+	os.Remove(record)
+	os.Mkdir(record, 0o755)
+	if _, stderr, code := runCLI("reproduce", "--experiments", "rings", "--algorithms", "ula", "--iterations", "2", "--out", out); code != 2 || !strings.Contains(stderr, "reproduce records its set of runs there: move it away") || exists(filepath.Join(out, "runs", "rings-ula")) {
+		t.Errorf("a folder as the record: exit %d, %s", code, stderr)
 	}
 }

@@ -229,6 +229,9 @@ func (f *reproduceFlags) check() error {
 	if err := blockedFolder(f.out); err != nil {
 		return fmt.Errorf("--out %s: %v", f.out, err) // before a run's config.json is read (probe 28: that file was named)
 	}
+	if err := replaceable(f.out, []string{runSetFile}, "reproduce records its set of runs there: move it away"); err != nil { // round 90 B3: a raw rename error after training
+		return fmt.Errorf("--out %s: %w", f.out, err)
+	}
 	if f.plan != "" { // --force is the plan file's
 		return checkPlanReportFolder(f.out)
 	}

@@ -137,8 +137,9 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 		fmt.Fprintf(out, "run it with, e.g.: parallel --jobs 2 < %s   (Slurm and Kubernetes: see the end of the file, and docs/reproducing.md)\n", shellQuote(f.plan))
 	}
 	fmt.Fprintf(out, "then build the report: %s\n", reportCommand(f))
-	if !wroteSet {
-		fmt.Fprintf(out, "note: %s records the set of an earlier reproduce or plan, which a --report without --experiments and --algorithms reports: the command above names this plan's\n", filepath.Join(f.out, runSetFile))
+	if rec, err := readRunSet(filepath.Join(f.out, runSetFile)); !wroteSet && err == nil && rec.differs(f) {
+		fmt.Fprintf(out, "note: %s records another set, experiments %s × algorithms %s, which a --report without --experiments and --algorithms reports; the report command above names this plan's set\n",
+			filepath.Join(f.out, runSetFile), strings.Join(rec.Experiments, ","), strings.Join(rec.Algorithms, ","))
 	}
 	return nil
 }

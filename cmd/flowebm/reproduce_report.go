@@ -185,6 +185,21 @@ func writeRunSet(f reproduceFlags, replace bool) (bool, error) {
 	})
 }
 
+// readRunSet reads the record at path.
+func readRunSet(path string) (runSet, error) {
+	var set runSet
+	err := jsonfile.Read(path, &set, jsonfile.Options{MaxBytes: 1 << 16})
+	return set, err
+}
+
+// differs says whether the set of f (its names as splitList reads them)
+// is not the one recorded.
+func (s runSet) differs(f reproduceFlags) bool {
+	exps, err1 := splitList("experiments", f.experiments)
+	algs, err2 := splitList("algorithms", f.algorithms)
+	return err1 != nil || err2 != nil || !slices.Equal(exps, s.Experiments) || !slices.Equal(algs, s.Algorithms)
+}
+
 // inferRunSet sets, where neither --experiments nor --algorithms is
 // given, the set to the one that the reproduce which made dir recorded
 // there (runSetFile), if any: one flag given is not mixed with the
@@ -194,10 +209,16 @@ func inferRunSet(f *reproduceFlags, dir string) error {
 	if f.given["experiments"] || f.given["algorithms"] || !exists(path) {
 		return nil
 	}
-	var set runSet
-	err := jsonfile.Read(path, &set, jsonfile.Options{MaxBytes: 1 << 16})
+	set, err := readRunSet(path)
 	if err == nil && (len(set.Experiments) == 0 || len(set.Algorithms) == 0) {
 		err = fmt.Errorf("%s: want lists of experiments and algorithms", path)
+	}
+	for _, names := range [][]string{set.Experiments, set.Algorithms} {
+		for i, n := range names {
+			if err == nil && slices.Contains(names[:i], n) { // round 90 B3: blamed on --experiments, not given
+				err = fmt.Errorf("%s names %q twice: want distinct names", path, n)
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("--report %s: the set of runs its reproduce recorded cannot be read: %w: give --experiments and --algorithms", dir, err)
