@@ -109,11 +109,11 @@ func TestSampleSaysNotMixed(t *testing.T) {
 	}
 	b.Reset()
 	f := sampleFlags{modes: "m.npy", chains: 2, steps: 4}
-	if err := f.printModeWeights(&b, draws, 1, [][]float64{{0}, {5}}, rhat); err != nil || !strings.Contains(b.String(), "the chains have not mixed, so these are not to be trusted") {
+	if err := f.printModeWeights(&b, draws, 1, [][]float64{{0}, {5}}, rhat, ""); err != nil || !strings.Contains(b.String(), "the chains have not mixed, so these are not to be trusted") {
 		t.Errorf("%v: %s", err, b.String())
 	}
 	b.Reset()
-	if err := f.printModeWeights(&b, draws, 1, [][]float64{{0}, {5}}, 1.001); err != nil || strings.Contains(b.String(), "not mixed") {
+	if err := f.printModeWeights(&b, draws, 1, [][]float64{{0}, {5}}, 1.001, ""); err != nil || strings.Contains(b.String(), "not mixed") {
 		t.Errorf("mixed: %v: %s", err, b.String())
 	}
 }

@@ -456,17 +456,24 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		local = "n/a (unadjusted Langevin: no accept step)"
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+f.flowBaseNote(m, draws, d))
-	return f.printModeWeights(out, draws, d, centres, worst)
+	far := f.flowBaseNote(m, draws, d)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+far)
+	caveat := ""
+	if far != "" && worst < rhatMixed && glob < 0.01 {
+		// Round 91 A1: every chain slid into the mode nearest its start,
+		// the flow never reached one, and R-hat, 1.004, could not see it.
+		caveat = "; the flow's global moves were never accepted and the draws lie far from its base, so the chains may each sit in the mode nearest their start, which R-hat cannot see: these are not to be trusted"
+		fmt.Fprintf(out, "note: no global move was accepted (%.2g)%s\n", glob, far)
+	}
+	return f.printModeWeights(out, draws, d, centres, worst, caveat)
 }
 
 // printModeWeights prints each --modes centre's weight among the draws,
 // with its Monte Carlo standard error and 95% interval.
-func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, centres [][]float64, rhat float64) error {
+func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, centres [][]float64, rhat float64, caveat string) error {
 	if centres == nil {
 		return nil
 	}
-	caveat := ""
 	if !(rhat < rhatMixed) { // round 83 A3: intervals beside R-hat 1.545, unsaid
 		caveat = fmt.Sprintf("; R-hat %.3f: the chains have not mixed, so these are not to be trusted", rhat)
 	}

@@ -1496,6 +1496,16 @@ func fmtCoord(v float64) string {
 }
 
 func fmtPoint(x []float64) string {
+	scale := 1.0
+	for _, v := range x {
+		scale = max(scale, math.Abs(v))
+	}
+	x = slices.Clone(x)
+	for i, v := range x {
+		if math.Abs(v) < 1e-12*scale { // round 91 A2: cos(π/2) printed as 6.1e-17
+			x[i] = 0
+		}
+	}
 	var parts []string
 	for i := 0; i < len(x); {
 		v := fmtCoord(x[i])

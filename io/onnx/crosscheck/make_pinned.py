@@ -2237,3 +2237,22 @@ torch.onnx.export(MixedSample(mixed, base64), (z32,), f"{out}/mixedbase_flow_sam
                   dynamic_axes={"z": {0: "n"}, "x": {0: "n"}, "log_density": {0: "n"}}, opset_version=13)
 torch.onnx.export(MixedDensity(mixed, base64), (z32,), f"{out}/mixedbase_flow_density.onnx", input_names=["x"], output_names=["log_density", "z"],
                   dynamic_axes={"x": {0: "n"}, "z": {0: "n"}, "log_density": {0: "n"}}, opset_version=13)
+
+
+# Round 91 A1: a mixture 1/3 N((12, 12), 0.5² I) + 2/3 N((18, 18), 0.5² I)
+# as an energy without a tilt, far from the N(0, I) base of the flow that
+# sample --sampler flowmc trains: every chain sits in the mode nearest its
+# start, R-hat below 1.01, no global move accepted.
+class FarMixture(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = torch.tensor([[12.0, 12.0], [18.0, 18.0]])
+        self.lw = torch.log(torch.tensor([1 / 3, 2 / 3]))
+
+    def forward(self, x):
+        d = ((x[:, None, :] - self.c[None]) ** 2).sum(-1) / (2 * 0.5**2)
+        return -torch.logsumexp(self.lw[None] - d, 1)
+
+
+torch.onnx.export(FarMixture(), torch.zeros(4, 2), f"{out}/farmix_dyn.onnx", input_names=["x"], output_names=["e"],
+                  dynamic_axes={"x": {0: "n"}, "e": {0: "n"}}, opset_version=13)
