@@ -463,6 +463,11 @@ type Run struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 	// GridSize is the 2D quadrature grid's points per side (default 200).
 	GridSize int `json:"grid_size,omitempty"`
+	// PlotFormat is the figures' file format, svg or pdf ("": png), as
+	// train --plot-format gave it: --resume draws in it (round 91 B1: a
+	// resumed svg run drew its figures in png). Not a setting of the
+	// training: runs that differ in it alone are the same run.
+	PlotFormat string `json:"plot_format,omitempty"`
 	// RHatChains chains (default 128, or the bank's size if smaller; 64
 	// above HighDim dimensions) of
 	// the negative-sample kernel, run for RHatSteps steps (default the

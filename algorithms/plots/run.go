@@ -157,7 +157,7 @@ func (p History) figures() (rhat, weights *Figure) {
 	}
 	title := fmt.Sprintf("%s, %s: EBM weights over training", exp.Name, p.Algorithm)
 	if !(exp.Box > 0 && exp.Dim() == 2) { // round 90 B1: beyond 2D, no quadrature: the chains' weights
-		title = fmt.Sprintf("%s, %s: weights of the final states of %d chains over training\n(the EBM's where the chains mix: see rhat.png)", exp.Name, p.Algorithm, p.RHatChains)
+		title = fmt.Sprintf("%s, %s: weights of the final states of %d chains over training\n(the EBM's where the chains mix: see the R-hat figure)", exp.Name, p.Algorithm, p.RHatChains)
 	}
 	weights = &Figure{
 		Title:  title,

@@ -1246,6 +1246,7 @@ func (e *ConfigEditedError) Error() string {
 func comparableConfig(c config.Run) map[string]any {
 	c.Build, c.DataDir, c.DataDirSHA256 = nil, "", nil // the sums are checked as the data load
 	c.MemoryAccepted = nil                             // the machine's, not the run's
+	c.PlotFormat = ""                                  // how its figures are drawn
 	if c.Data != nil {
 		d := *c.Data
 		d.File, d.Key, d.Modes = "", "", "" // where the files are (round 80 B7: a moved modes file's path could not be written)

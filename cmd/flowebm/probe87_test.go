@@ -17,6 +17,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
@@ -644,7 +645,7 @@ func TestFlowMCFarFromTheBaseAdvice(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	if !strings.Contains(stdout, "--patience 0") || !strings.Contains(stdout, "the draws lie far from the flow's base N(0, 1² I) (coordinate 2 averages") {
+	if !strings.Contains(stdout, "--patience 0") || !strings.Contains(stdout, "the draws lie far from the flow's base N(0, 1² I) (coordinate 2 lies") {
 		t.Errorf("%s", stdout)
 	}
 }
@@ -721,5 +722,44 @@ func TestFlowMCNeverGlobalNoted(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "note: no global move was accepted (0); the draws lie far from the flow's base") || !strings.Contains(stdout, "which R-hat cannot see: these are not to be trusted") {
 		t.Errorf("%s", stdout)
+	}
+}
+
+// Round 91 B1: a run started with --plot-format svg, killed and resumed
+// with train --resume, drew its figures in png: config.json records the
+// format (plot_format) and --resume draws in it; a --config's
+// plot_format is taken too, and a bad one refused before any run.
+// B4: flowmc's far-from-base note looked at the coordinates' means, 0 for
+// modes at ±30; it looks at their root mean square.
+func TestResumeKeepsPlotFormat(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "r")
+	if code, stderr := outputsChild(t, "train-done", "KILL", "train", "--iterations", "6", "--plot-format", "svg", "--quiet", "--out", run); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, f := range []string{"density.svg", "weights.svg", "acceptance.svg"} {
+		if !exists(filepath.Join(run, f)) {
+			t.Errorf("%s missing", f)
+		}
+	}
+	if exists(filepath.Join(run, "density.png")) {
+		t.Error("the resumed run drew png")
+	}
+	cfg := filepath.Join(dir, "c.json")
+	b, _ := os.ReadFile(filepath.Join(run, "config.json"))
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), `"plot_format": "svg"`, `"plot_format": "gif"`, 1)), 0o644)
+	if _, stderr, code := runCLI("train", "--config", cfg, "--quiet", "--out", filepath.Join(dir, "r2")); code != 2 || !strings.Contains(stderr, cfg+`: plot_format: plot format "gif", want png, svg or pdf`) || exists(filepath.Join(dir, "r2")) {
+		t.Errorf("a bad plot_format: exit %d, %s", code, stderr)
+	}
+	draws := make([]float64, 0, 200)
+	for i := range 100 {
+		s := float64(1 - 2*(i%2))
+		draws = append(draws, 30*s+0.1, 30*s-0.1)
+	}
+	if note := (sampleFlags{sampler: "flowmc"}).flowBaseNote(checkpoint.Models{EBM: &graph.EBM{}}, draws, 2); !strings.Contains(note, "the draws lie far from the flow's base N(0, 1² I) (coordinate 1 lies 30 from 0, root mean square)") {
+		t.Errorf("modes at ±30: %q", note)
 	}
 }

@@ -454,6 +454,11 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 		return err
 	}
 	defer release()
+	if pf := run.Config.PlotFormat; !cmd.Flags().Changed("plot-format") && pf != "" { // the run's (--resume) or its --config's
+		if err := f.plotFormat.Set(pf); err != nil {
+			return fmt.Errorf("%s: plot_format: %w", filepath.Join(run.Dir, "config.json"), err)
+		}
+	}
 	if f.resume != "" && finished(run) {
 		return completeImageOutputs(run, out, f.plotFormat, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
 	}
@@ -1032,6 +1037,14 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 	plan, err := f.plan(cmd)
 	if err != nil {
 		return nil, nil, err
+	}
+	if pf := plan.Config.PlotFormat; cmd.Flags().Changed("plot-format") || pf == "" {
+		plan.Config.PlotFormat = "" // recorded for --resume (png: none)
+		if f.plotFormat != plots.PNG {
+			plan.Config.PlotFormat = f.plotFormat.String()
+		}
+	} else if err := new(plots.Format).Set(pf); err != nil { // a --config's
+		return nil, nil, fmt.Errorf("%s: plot_format: %w", f.config, err)
 	}
 	cfg := plan.Config
 	dir := runFolder(f, cfg)
