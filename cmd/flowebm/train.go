@@ -76,7 +76,8 @@ DIR receives config.json, metrics.csv (evaluations over training),
 metrics.json (the final evaluation) and checkpoint/ (spec.json, weights.npz,
 state.json, state.npz), rewritten atomically every checkpoint_every
 iterations. --resume DIR continues an interrupted run from its checkpoint and
-reaches the same result as an uninterrupted run.
+reaches the same result as an uninterrupted run, its figures in the format the
+run was started with (config.json's plot_format) unless --plot-format is given.
 
 --data FILE trains on your own data instead of an experiment: .npy of shape
 (n, d) in float32/float64, .npz (the member --key, default the first), or .csv
