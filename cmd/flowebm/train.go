@@ -1516,7 +1516,7 @@ func fmtPoint(x []float64) string {
 	}
 	x = slices.Clone(x)
 	for i, v := range x {
-		if math.Abs(v) < 1e-12*scale { // round 91 A2: cos(π/2) printed as 6.1e-17
+		if math.Abs(v) < 1e-12*scale && math.Abs(v) < 1e-9 { // round 91 A2: cos(π/2) printed as 6.1e-17; −2.5e7 beside 1e299 kept
 			x[i] = 0
 		}
 	}
