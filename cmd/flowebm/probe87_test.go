@@ -763,3 +763,19 @@ func TestResumeKeepsPlotFormat(t *testing.T) {
 		t.Errorf("modes at ±30: %q", note)
 	}
 }
+
+// Round 92 A1: --print-config left --plot-format out, so a run from the
+// printed file drew png.
+func TestPrintConfigKeepsPlotFormat(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := runCLI("train", "--iterations", "2", "--plot-format", "svg", "--print-config")
+	if code != 0 || !strings.Contains(stdout, `"plot_format": "svg"`) {
+		t.Fatalf("exit %d, %s%s", code, stdout, stderr)
+	}
+	cfg := filepath.Join(dir, "c.json")
+	os.WriteFile(cfg, []byte(stdout), 0o644)
+	run := filepath.Join(dir, "r")
+	if _, stderr, code := runCLI("train", "--config", cfg, "--quiet", "--out", run); code != 0 || !exists(filepath.Join(run, "density.svg")) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

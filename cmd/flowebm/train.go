@@ -218,6 +218,12 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 	if cfg.Epochs > 0 { // the length is the epochs', which a --config may not give twice
 		cfg.Train.Iterations = 0
 	}
+	if cmd.Flags().Changed("plot-format") { // as startRun records it (round 92 A1: left out)
+		cfg.PlotFormat = ""
+		if f.plotFormat != plots.PNG {
+			cfg.PlotFormat = f.plotFormat.String()
+		}
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
