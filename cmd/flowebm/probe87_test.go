@@ -734,8 +734,11 @@ func TestFlowMCNeverGlobalNoted(t *testing.T) {
 func TestResumeKeepsPlotFormat(t *testing.T) {
 	dir := t.TempDir()
 	run := filepath.Join(dir, "r")
-	if code, stderr := outputsChild(t, "train-done", "KILL", "train", "--iterations", "6", "--plot-format", "svg", "--quiet", "--out", run); code != -1 {
+	if code, stderr := outputsChild(t, "train-outputs", "KILL", "train", "--iterations", "6", "--plot-format", "svg", "--quiet", "--out", run); code != -1 {
 		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if exists(filepath.Join(run, "density.svg")) {
+		t.Fatal("killed before its outputs, the run has its figures: the test shows nothing")
 	}
 	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 {
 		t.Fatal(stderr)
@@ -777,5 +780,26 @@ func TestPrintConfigKeepsPlotFormat(t *testing.T) {
 	run := filepath.Join(dir, "r")
 	if _, stderr, code := runCLI("train", "--config", cfg, "--quiet", "--out", run); code != 0 || !exists(filepath.Join(run, "density.svg")) {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Round 92 B3: a run's config.json edited to an unknown plot_format was
+// refused on --resume with no way on; the refusal gives two, and both
+// work.
+func TestBadRecordedPlotFormat(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "r")
+	if code, stderr := outputsChild(t, "train-outputs", "KILL", "train", "--iterations", "4", "--plot-format", "svg", "--quiet", "--out", run); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	cfg := filepath.Join(run, "config.json")
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), `"plot_format": "svg"`, `"plot_format": "jpg"`, 1)), 0o644)
+	_, stderr, code := runCLI("train", "--resume", run, "--quiet")
+	if code != 2 || !strings.Contains(stderr, cfg+`: plot_format: plot format "jpg", want png, svg or pdf: give --plot-format FORMAT, or cp `) {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet", "--plot-format", "pdf"); code != 0 || !exists(filepath.Join(run, "density.pdf")) {
+		t.Errorf("--plot-format pdf: exit %d, %s", code, stderr)
 	}
 }

@@ -462,8 +462,9 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 	}
 	defer release()
 	if pf := run.Config.PlotFormat; !cmd.Flags().Changed("plot-format") && pf != "" { // the run's (--resume) or its --config's
-		if err := f.plotFormat.Set(pf); err != nil {
-			return fmt.Errorf("%s: plot_format: %w", filepath.Join(run.Dir, "config.json"), err)
+		if err := f.plotFormat.Set(pf); err != nil { // round 92 B3: no way on
+			return fmt.Errorf("%s: plot_format: %w: give --plot-format FORMAT, or cp %s %s restores the run's", filepath.Join(run.Dir, "config.json"), err,
+				shellQuote(filepath.Join(run.Dir, "checkpoint", "run-config.json")), shellQuote(filepath.Join(run.Dir, "config.json")))
 		}
 	}
 	if f.resume != "" && finished(run) {
