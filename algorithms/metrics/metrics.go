@@ -44,10 +44,14 @@ func NewGridRect(boxX, boxY float64, n int) *Grid { return NewGridAt([2]float64{
 // [c₀ − boxX, c₀ + boxX] × [c₁ − boxY, c₁ + boxY].
 func NewGridAt(c [2]float64, boxX, boxY float64, n int) *Grid {
 	g := &Grid{Box: boxX, BoxY: boxY, Center: c, N: n, Points: mat.NewDense(n*n, 2, nil), LogDensity: make([]float64, n*n)}
+	xs, ys := make([]float64, n), make([]float64, n)
+	for k := range n {
+		xs[k], ys[k] = g.At(0, k), g.At(1, k)
+	}
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			g.Points.Set(i*n+j, 0, g.At(0, j))
-			g.Points.Set(i*n+j, 1, g.At(1, i))
+			g.Points.Set(i*n+j, 0, xs[j])
+			g.Points.Set(i*n+j, 1, ys[i])
 		}
 	}
 	return g
@@ -149,9 +153,8 @@ func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid
 		// beyond them (round 84 A4: 5.2e-4 in the edge rows, 4.8e-3
 		// beyond, a mode's weight off by 0.004): the mass beyond the box,
 		// on a coarse grid of twice its half-widths, decides too.
-		bx, by := g.HalfWidths()
-		c := NewGridAt(g.Center, 2*bx, 2*by, max(g.N/2, 8))
-		if err := c.Fill(logp); err != nil {
+		c, err := g.coarseCover(logp)
+		if err != nil {
 			return g, err
 		}
 		ox, oy := c.outerHalfMass()
@@ -244,11 +247,11 @@ func (g *Grid) trimmedAxis(j int, h, b float64) (center, half float64) {
 // half-widths: what quadrature over the box leaves out (at least; none
 // beyond twice the box is seen).
 func (g *Grid) MassBeyond(logp func(x mat.Matrix, out []float64) error) (float64, error) {
-	bx, by := g.HalfWidths()
-	c := NewGridAt(g.Center, 2*bx, 2*by, max(g.N/2, 8))
-	if err := c.Fill(logp); err != nil {
+	c, err := g.coarseCover(logp)
+	if err != nil {
 		return 0, err
 	}
+	bx, by := g.HalfWidths()
 	m, area := 0.0, c.CellArea()
 	for i := range c.N {
 		for j := range c.N {
@@ -258,6 +261,15 @@ func (g *Grid) MassBeyond(logp func(x mat.Matrix, out []float64) error) (float64
 		}
 	}
 	return m, nil
+}
+
+// coarseCover is a grid of half g's cells (at least 8) per axis over twice
+// g's half-widths, filled: where FillCovering and MassBeyond measure the
+// mass beyond g's box.
+func (g *Grid) coarseCover(logp func(x mat.Matrix, out []float64) error) (*Grid, error) {
+	bx, by := g.HalfWidths()
+	c := NewGridAt(g.Center, 2*bx, 2*by, max(g.N/2, 8))
+	return c, c.Fill(logp)
 }
 
 // edgeMass is the fraction of the grid's mass in its outermost columns

@@ -502,11 +502,14 @@ func lockHolder(path string) string {
 
 // holderWords is " (flowebm CMD)" for the command that the lock file
 // path names, or "".
-func holderWords(path string) string {
-	if name := lockHolder(path); name != "" {
-		return " (flowebm " + name + ")"
+func holderWords(path string) string { return holderPhrase(lockHolder(path)) }
+
+// holderPhrase is " (flowebm CMD)" for a lock's holder CMD, "" for none.
+func holderPhrase(holder string) string {
+	if holder == "" {
+		return ""
 	}
-	return ""
+	return " (flowebm " + holder + ")"
 }
 
 // mkdirAll is os.MkdirAll saying what stands in the way where there is
@@ -1084,11 +1087,7 @@ func (e folderBusyError) Error() string {
 	if e.holder == "train" {
 		return fmt.Sprintf("%s: another flowebm process is training in this folder (it holds %s)", e.dir, e.lock)
 	}
-	by := ""
-	if e.holder != "" {
-		by = " (flowebm " + e.holder + ")"
-	}
-	return fmt.Sprintf("%s: another flowebm process%s is writing into this folder (it holds %s)", e.dir, by, e.lock)
+	return fmt.Sprintf("%s: another flowebm process%s is writing into this folder (it holds %s)", e.dir, holderPhrase(e.holder), e.lock)
 }
 
 // busyFolder says that another process holds the lock of dir: it writes

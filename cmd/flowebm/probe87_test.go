@@ -14,9 +14,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/flowebm/flowebm/algorithms"
-	"github.com/flowebm/flowebm/algorithms/plots"
-	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
@@ -240,15 +237,13 @@ func TestPlanForceReplacesOnlyAPlan(t *testing.T) {
 
 // Round 85: the report's two-modes figure drew the true weight 2/3 as a
 // dashed line in the first run's colour, absent from the legend; it is
-// named ("truth 2/3").
+// named ("truth 2/3"). Drawn by reproduce itself, in SVG to read it.
 func TestReportTruthLineNamed(t *testing.T) {
-	dir := t.TempDir()
-	runs := []*reproRun{{experiment: "two-modes", algorithm: algorithms.FlowMC, evals: []training.Eval{{Iter: 10, EBMWeights: []float64{0.4, 0.6}}, {Iter: 20, EBMWeights: []float64{0.35, 0.65}}}}}
-	drawn, err := plotAcross(dir, "w.svg", "two-modes", "weight", false, []plots.Threshold{{Value: 2.0 / 3, Label: "truth 2/3"}}, runs, func(e training.Eval) float64 { return e.EBMWeight(1) })
-	if err != nil || !drawn {
-		t.Fatalf("drawn %v, %v", drawn, err)
+	out := filepath.Join(t.TempDir(), "r")
+	if _, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "flowmc", "--iterations", "2", "--plot-format", "svg", "--out", out); code != 0 {
+		t.Fatal(stderr)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "w.svg"))
+	b, _ := os.ReadFile(filepath.Join(out, "two-modes-weights.svg"))
 	if !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "truth 2/3") {
 		t.Error("the truth line is not in the legend")
 	}

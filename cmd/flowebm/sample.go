@@ -1214,6 +1214,15 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 	return "sample longer, or with --sampler flowmc for modes apart"
 }
 
+// adaptiveBaseSigma is the σ of the base N(0, σ² I) of the RealNVP that
+// flowmc trains where no flow is given: the model's tilt's largest, or 1.
+func adaptiveBaseSigma(m checkpoint.Models) float64 {
+	if m.EBM.Tilt != nil {
+		return floats.Max(m.EBM.Tilt.Sigma)
+	}
+	return 1
+}
+
 // flowBaseNote is, for flowmc training its own RealNVP at the identity
 // over N(0, σ² I) (no --flow), a note where the chains' draws lie far
 // from that base, farther than its flow learns to reach (round 90 A1: a
@@ -1223,10 +1232,7 @@ func (f sampleFlags) flowBaseNote(m checkpoint.Models, draws []float64, d int) s
 	if f.sampler != "flowmc" || m.Flow != nil || m.Scaling != nil || len(draws) < d { // draws in the flow's coordinates only
 		return ""
 	}
-	sigma := 1.0
-	if m.EBM.Tilt != nil {
-		sigma = floats.Max(m.EBM.Tilt.Sigma)
-	}
+	sigma := adaptiveBaseSigma(m)
 	n := len(draws) / d
 	far, at := 0.0, 0
 	for j := range d { // root mean square: modes at ±30 average 0 (round 91 B4)
@@ -1524,10 +1530,7 @@ func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Den
 		if d < 2 { // probe 61: "layers: RealNVP needs Dim ≥ 2"
 			return nil, fmt.Errorf("--sampler flowmc without --flow trains a RealNVP, whose couplings split the coordinates: it needs d ≥ 2, and --model %s has d = 1; sample it with --sampler mala, hmc or ula, or give a flow of your own with --flow", f.model)
 		}
-		sigma := 1.0
-		if m.EBM.Tilt != nil {
-			sigma = floats.Max(m.EBM.Tilt.Sigma)
-		}
+		sigma := adaptiveBaseSigma(m)
 		hidden := max(16, 2*d)
 		var err error
 		if flow, err = graph.NewFlow(layers.RealNVP{Dim: d, Blocks: 4, Hidden: []int{hidden}}, layers.NewIsotropic(d, sigma), tensor.Float64, rng); err != nil {

@@ -29,11 +29,11 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 			return mlp, nil, fmt.Errorf("%s: input %q of shape (batch), one value per point: an MLP takes vectors, (batch, d); export it with an input of shape (batch, 1) (pass x[:, None] to torch.onnx.export and drop the module's own unsqueeze), or use the file as it is with energy and sample", n.File, n.input)
 		}
 	}
-	gemms, err := n.linearChain()
+	gemms, flattened, err := n.linearChain()
 	if err != nil {
 		return mlp, nil, fmt.Errorf("%s: %w%s", n.File, err, n.notAnMLPExport())
 	}
-	if len(n.inShape) > 1 && !n.flattensInput(gemms[0]) { // round 88 B2: a Flatten on (n, 1, H, W) converts
+	if len(n.inShape) > 1 && !flattened { // round 88 B2: a Flatten on (n, 1, H, W) converts
 		return mlp, nil, fmt.Errorf("%s: input of shape %v per sample, which the first Linear (node %q) reads without a Flatten or Reshape to (batch, %d): an MLP takes vectors; export with a flat input, or use the file as it is with energy and sample", n.File, n.inShape, nodeName(gemms[0]), n.dim)
 	}
 	var vals [][]float64
@@ -69,8 +69,9 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 
 // linearChain returns the Gemm nodes in order, checking that each is an
 // nn.Linear, that the first reads the input and that the last gives the
-// output (through Identity, Squeeze or Reshape at most).
-func (n *Net) linearChain() ([]*Node, error) {
+// output (through Identity, Squeeze or Reshape at most), and whether a
+// Flatten or Reshape lies between the input and the first (readsInput).
+func (n *Net) linearChain() (gemms []*Node, flattened bool, err error) {
 	fromInput := n.inputDependent()
 	for _, node := range n.nodes {
 		if !fromInput[node.Outputs[0]] {
@@ -78,16 +79,15 @@ func (n *Net) linearChain() ([]*Node, error) {
 		}
 		switch node.OpType {
 		case "Conv", "ConvTranspose":
-			return nil, fmt.Errorf("node %q is %s: a convolutional network is not an MLP, the only energy a checkpoint holds from ONNX; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), withArticle(node.OpType))
+			return nil, false, fmt.Errorf("node %q is %s: a convolutional network is not an MLP, the only energy a checkpoint holds from ONNX; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), withArticle(node.OpType))
 		case "MatMul":
 			if _, w := n.inits[node.Inputs[len(node.Inputs)-1]]; w {
-				return nil, fmt.Errorf("node %q is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias (or one on inputs of more than 2 dimensions): a checkpoint's MLP takes Linears with a bias on (batch, d) inputs (Gemm); export with bias=True on (batch, d), or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
+				return nil, false, fmt.Errorf("node %q is a MatMul by a weight, which PyTorch writes for an nn.Linear without bias (or one on inputs of more than 2 dimensions): a checkpoint's MLP takes Linears with a bias on (batch, d) inputs (Gemm); export with bias=True on (batch, d), or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
 			}
 		case "BatchNormalization":
-			return nil, fmt.Errorf("node %q is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm into the Linear before it (its eval-mode affine map) and export again, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
+			return nil, false, fmt.Errorf("node %q is a BatchNormalization: a checkpoint's MLP holds Linears and activations only; fold the batch norm into the Linear before it (its eval-mode affine map) and export again, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node))
 		}
 	}
-	var gemms []*Node
 	for _, node := range n.nodes {
 		if node.OpType != "Gemm" {
 			continue
@@ -101,18 +101,18 @@ func (n *Net) linearChain() ([]*Node, error) {
 		}
 		w := node.Inputs[min(1, len(node.Inputs)-1)]
 		if by := n.producer(w); !ok && by != nil { // probe 67 A2: blamed on a missing bias
-			return nil, fmt.Errorf("node %q: the Linear's weight %q is computed in the graph (by node %q, %s), as PyTorch exports torch.nn.utils.spectral_norm and weight_norm: a checkpoint's MLP holds plain weights; call torch.nn.utils.remove_spectral_norm (or remove_weight_norm) on each layer before exporting, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), w, nodeName(by), by.OpType)
+			return nil, false, fmt.Errorf("node %q: the Linear's weight %q is computed in the graph (by node %q, %s), as PyTorch exports torch.nn.utils.spectral_norm and weight_norm: a checkpoint's MLP holds plain weights; call torch.nn.utils.remove_spectral_norm (or remove_weight_norm) on each layer before exporting, or give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(node), w, nodeName(by), by.OpType)
 		}
 		if !ok {
-			return nil, fmt.Errorf("node %q: only Gemm(x, W, b) with transB = 1 and initializers W, b (nn.Linear) converts", nodeName(node))
+			return nil, false, fmt.Errorf("node %q: only Gemm(x, W, b) with transB = 1 and initializers W, b (nn.Linear) converts", nodeName(node))
 		}
 		gemms = append(gemms, node)
 	}
 	if len(gemms) == 0 {
-		return nil, fmt.Errorf("no Gemm (nn.Linear) node: not an MLP")
+		return nil, false, fmt.Errorf("no Gemm (nn.Linear) node: not an MLP")
 	}
-	if err := n.readsInput(gemms[0]); err != nil {
-		return nil, err
+	if flattened, err = n.readsInput(gemms[0]); err != nil {
+		return nil, false, err
 	}
 	cur := gemms[len(gemms)-1].Outputs[0]
 	for _, node := range n.nodes {
@@ -124,9 +124,9 @@ func (n *Net) linearChain() ([]*Node, error) {
 		}
 	}
 	if cur != n.outputName {
-		return nil, fmt.Errorf("the output %q is not the last Linear's (node %q) output", n.outputName, nodeName(gemms[len(gemms)-1]))
+		return nil, false, fmt.Errorf("the output %q is not the last Linear's (node %q) output", n.outputName, nodeName(gemms[len(gemms)-1]))
 	}
-	return gemms, nil
+	return gemms, flattened, nil
 }
 
 // readsInput checks that the first Linear reads the input directly or
@@ -134,36 +134,24 @@ func (n *Net) linearChain() ([]*Node, error) {
 // Flatten with axis 1, and Reshape (PyTorch's x.view(x.size(0), -1),
 // nn.Flatten; round 87 A1: refused, the Linear blamed). A Reshape to any
 // other shape is caught by the Linear's weight, of d columns, and by
-// convert's check of the energies.
-func (n *Net) readsInput(first *Node) error {
-	v := first.Inputs[0]
-	for v != n.input {
+// convert's check of the energies. It says whether a Flatten or Reshape
+// is on the way: an input of several dimensions per point then reaches
+// the Linear as (batch, d), in row-major order, as flowebm flattens points.
+func (n *Net) readsInput(first *Node) (flattened bool, err error) {
+	for v := first.Inputs[0]; v != n.input; {
 		by := n.producer(v)
 		switch {
 		case by == nil:
-			return fmt.Errorf("node %q: the first Linear does not read the input %q", nodeName(first), n.input)
-		case by.OpType == "Identity", by.OpType == "Reshape", by.OpType == "Flatten" && nodeInt(by, "axis", 1) == 1:
-			v = by.Inputs[0]
+			return false, fmt.Errorf("node %q: the first Linear does not read the input %q", nodeName(first), n.input)
+		case by.OpType == "Identity":
+		case by.OpType == "Reshape", by.OpType == "Flatten" && nodeInt(by, "axis", 1) == 1:
+			flattened = true
 		default:
-			return fmt.Errorf("node %q: the first Linear reads the input %q through node %q, %s, which a checkpoint's MLP does not hold; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(first), n.input, nodeName(by), withArticle(by.OpType))
-		}
-	}
-	return nil
-}
-
-// flattensInput says whether a Flatten (axis 1) or a Reshape lies on the
-// path readsInput accepted from the input to the first Linear: an input
-// of several dimensions per point then reaches it as (batch, d), its
-// values in row-major order, as flowebm flattens points.
-func (n *Net) flattensInput(first *Node) bool {
-	for v := first.Inputs[0]; v != n.input; {
-		by := n.producer(v)
-		if by.OpType != "Identity" {
-			return true
+			return false, fmt.Errorf("node %q: the first Linear reads the input %q through node %q, %s, which a checkpoint's MLP does not hold; give the .onnx file itself as --model (flowebm energy and sample read it)", nodeName(first), n.input, nodeName(by), withArticle(by.OpType))
 		}
 		v = by.Inputs[0]
 	}
-	return false
+	return flattened, nil
 }
 
 // activationOps are the operators that the nodes between two Linears may
