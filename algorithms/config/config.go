@@ -544,10 +544,31 @@ func (cfg *Run) Resolve(exp *experiments.Experiment) error {
 	if cfg.MemoryAccepted == nil {
 		cfg.MemoryAccepted = sysmem.Accept(limit)
 	}
-	if rows < max(2, batch) {
-		return fmt.Errorf("algorithms: %s gives %d training rows (data_size %d): want at least %d, as each training batch takes train.batch_size = %d rows of them (and at least 2): give more data, or a smaller train.batch_size", cfg.Source(), rows, cfg.DataSize, max(2, batch), batch)
+	return cfg.checkRows(exp, rows, batch)
+}
+
+// TooFewRowsError is Resolve's refusal of data with fewer training rows
+// than a batch takes; the configuration is resolved all the same, so that
+// --print-config can print it to edit (round 89 A4: refused, nothing to
+// edit).
+type TooFewRowsError struct{ msg string }
+
+func (e *TooFewRowsError) Error() string { return e.msg }
+
+// checkRows refuses fewer training rows than a batch of batch takes.
+func (cfg *Run) checkRows(exp *experiments.Experiment, rows, batch int) error {
+	if rows >= max(2, batch) {
+		return nil
 	}
-	return nil
+	if cfg.Data != nil && cfg.DataSize >= exp.TrainSet.RawMatrix().Rows {
+		msg := fmt.Sprintf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
+			cfg.Data.File, rows, exp.HeldOutSet.RawMatrix().Rows, max(2, batch))
+		if n := data.MemberNote(cfg.Data.File, cfg.Data.Key); n != "" { // round 71 B2: which member was read
+			msg += " (" + n + ")"
+		}
+		return &TooFewRowsError{msg}
+	}
+	return &TooFewRowsError{fmt.Sprintf("algorithms: %s gives %d training rows (data_size %d): want at least %d, as each training batch takes train.batch_size = %d rows of them (and at least 2): give more data, or a smaller train.batch_size", cfg.Source(), rows, cfg.DataSize, max(2, batch), batch)}
 }
 
 // ErrOtherData is wrapped by the refusals of data other than a run's
@@ -623,7 +644,7 @@ func (cfg *Run) LoadExperiment(dataRNG *rand.Rand) (*experiments.Experiment, []s
 }
 
 // loadData loads the data section's file as an experiment and checks its
-// rows against data_size and the batch size.
+// rows against data_size.
 func (cfg *Run) loadData(dataRNG *rand.Rand) (*experiments.Experiment, []string, error) {
 	if err := cfg.Data.recordFile(); err != nil {
 		return nil, nil, err
@@ -642,15 +663,7 @@ func (cfg *Run) loadData(dataRNG *rand.Rand) (*experiments.Experiment, []string,
 	if cfg.DataSize < n { // probe 65: the note above said all n were trained on
 		notes = append(notes, fmt.Sprintf("data_size %d: the models train on %d of these %d training rows (the data were standardised on all %d)", cfg.DataSize, cfg.DataSize, n, n))
 	}
-	b := cfg.Train.BatchSize
-	if b == 0 {
-		b = 64 // the trainer's default
-	}
-	if n < b {
-		return nil, nil, fmt.Errorf("%s: %d training rows (after holding out %d), fewer than the batch size %d: give more data or a smaller train.batch_size",
-			cfg.Data.File, n, exp.HeldOutSet.RawMatrix().Rows, b)
-	}
-	return exp, notes, nil
+	return exp, notes, nil // rows against the batch size: checked by Resolve
 }
 
 // HighDim is the most dimensions at which a run's diagnostics default to

@@ -210,7 +210,8 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 	// Resolved: checked as a run's start checks it (the data loaded), its
 	// defaults filled in as config.json holds them.
 	cfg, err := plan.Resolved()
-	if over := (*sysmem.OverError)(nil); errors.As(err, &over) { // printed, to be lowered (probe 54: refused, no file to edit)
+	over, few := (*sysmem.OverError)(nil), (*config.TooFewRowsError)(nil)
+	if errors.As(err, &over) || errors.As(err, &few) { // printed, to be edited (probe 54, round 89 A4: refused, no file to edit)
 		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: as printed, the run would be refused: %s\n", withoutPackagePrefixes(err.Error()))
 	} else if err != nil {
 		return err
