@@ -328,7 +328,7 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		}
 		switch states[i] {
 		case seedFinished:
-			fmt.Fprintf(out, "seed %d: already trained in %s\n", seed, dirs[i])
+			fmt.Fprintf(out, "seed %d: already trained in %s%s\n", seed, dirs[i], otherFormatNote(cmd, f.plotFormat, dirs[i]))
 			continue
 		case seedInterrupted:
 			// Continue it (its outputs too, if a kill stopped their
@@ -608,6 +608,26 @@ func finished(run *training.Run) bool {
 	return true
 }
 
+// otherFormatNote says, of a finished run in dir passed over, that its
+// figures are not in the --plot-format given and how to draw them (round
+// 92 B2: unsaid); "" without the flag or where they are.
+func otherFormatNote(cmd *cobra.Command, format plots.Format, dir string) string {
+	if !cmd.Flags().Changed("plot-format") || hasFigures(dir, format) {
+		return ""
+	}
+	return fmt.Sprintf(" (its figures are not in %s: flowebm plot %s --plot-format %s draws them)", format, shellQuote(dir), format)
+}
+
+// hasFigures reports whether the run in dir holds a figure in format.
+func hasFigures(dir string, format plots.Format) bool {
+	for _, name := range []string{"density", "weights", "rhat"} {
+		if exists(filepath.Join(dir, name+format.Ext())) {
+			return true
+		}
+	}
+	return false
+}
+
 // completeImageOutputs writes again the image figures' data (and their
 // figures) of a finished image run that lost its image-samples.npz, the
 // rest of its outputs (metrics.json and its time) unchanged; otherwise
@@ -619,7 +639,7 @@ func finished(run *training.Run) bool {
 func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format, formatGiven bool) error {
 	path := filepath.Join(run.Dir, training.ImageSamplesFile)
 	if _, err := os.Stat(path); run.Experiment.Kind != experiments.KindImages || err == nil {
-		if formatGiven && !exists(filepath.Join(run.Dir, "density"+format.Ext())) && !exists(filepath.Join(run.Dir, "weights"+format.Ext())) && !exists(filepath.Join(run.Dir, "rhat"+format.Ext())) { // its figures in that format already: nothing to do (round 86 B1: a plan's line run again exited 2)
+		if formatGiven && !hasFigures(run.Dir, format) { // its figures in that format already: nothing to do (round 86 B1: a plan's line run again exited 2)
 			return fmt.Errorf("%s has finished its %d iterations and written its outputs: --resume has nothing to do, and --plot-format would be ignored; to draw its figures in %s: flowebm plot %s --plot-format %s", run.Dir, run.Config.Train.Iterations, format, shellQuote(run.Dir), format)
 		}
 		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
