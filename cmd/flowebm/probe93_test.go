@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Round 89 A4: --print-config on a data set with fewer training rows than
+// the batch size refused to print, leaving no configuration to edit. It
+// prints the configuration with a note that the run would be refused, and
+// the printed file with train.batch_size lowered trains.
+func TestPrintConfigOfSmallData(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.csv")
+	var b strings.Builder
+	for i := range 12 {
+		b.WriteString(ftoa(float64(i%5)) + "," + ftoa(float64(i*i%7)) + "\n")
+	}
+	if err := os.WriteFile(small, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI("train", "--data", small, "--iterations", "3", "--print-config")
+	if code != 0 || !strings.Contains(stderr, "as printed, the run would be refused: "+small+": 11 training rows (after holding out 1), fewer than the batch size 64") || !strings.Contains(stdout, `"batch_size": 64`) {
+		t.Fatalf("exit %d, stdout %.300s, stderr %s", code, stdout, stderr)
+	}
+	cfg := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(cfg, []byte(strings.Replace(stdout, `"batch_size": 64`, `"batch_size": 8`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "r")
+	if _, stderr, code := runCLI("train", "--config", cfg, "--quiet", "--out", run); code != 0 || !exists(filepath.Join(run, "metrics.json")) {
+		t.Errorf("the edited configuration: exit %d, %s", code, stderr)
+	}
+	// The refusal of a run is unchanged.
+	if _, stderr, code := runCLI("train", "--data", small, "--iterations", "3", "--quiet", "--out", filepath.Join(dir, "r2")); code != 2 || !strings.Contains(stderr, "fewer than the batch size 64") {
+		t.Errorf("the run: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 92 B2: a --seeds set run again with another --plot-format passed
+// over its finished seeds, their figures left in the old format unsaid.
+// The line says so with the command that draws them; once drawn, or
+// without the flag, it says nothing more.
+func TestSeedsOtherPlotFormatSaid(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sd")
+	if _, stderr, code := runCLI("train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	s1 := filepath.Join(out, "s1")
+	stdout, stderr, code := runCLI("train", "--seeds", "1,2", "--iterations", "2", "--quiet", "--plot-format", "svg", "--out", out)
+	want := "seed 1: already trained in " + s1 + " (its figures are not in svg: flowebm plot " + s1 + " --plot-format svg draws them)"
+	if code != 0 || !strings.Contains(stdout, want) || !exists(filepath.Join(out, "s2", "density.svg")) {
+		t.Fatalf("exit %d, %s%s; want %q", code, stdout, stderr, want)
+	}
+	if _, stderr, code := runCLI("plot", s1, "--plot-format", "svg"); code != 0 || !exists(filepath.Join(s1, "density.svg")) {
+		t.Fatalf("the advised command: exit %d, %s", code, stderr)
+	}
+	for _, args := range [][]string{{"--plot-format", "svg"}, nil} {
+		stdout, stderr, code := runCLI(append([]string{"train", "--seeds", "1,2", "--iterations", "2", "--quiet", "--out", out}, args...)...)
+		if code != 0 || strings.Count(stdout, "already trained") != 2 || strings.Contains(stdout, "its figures") {
+			t.Errorf("%v: exit %d, %s%s", args, code, stdout, stderr)
+		}
+	}
+}
