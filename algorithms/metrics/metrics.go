@@ -301,20 +301,6 @@ func (g *Grid) outerHalfMass() (x, y float64) {
 	return x, y
 }
 
-// ZoneWeights returns the mass of the normalised grid density in each of k
-// zones, zones[i] being the zone of grid point i (the paper's App. C.3
-// quadrature with nearest-mode zones; see experiments.Experiment.Zones).
-func (g *Grid) ZoneWeights(zones []int, k int) []float64 {
-	w := make([]float64, k)
-	area := g.CellArea()
-	for i := range g.LogDensity {
-		w[zones[i]] += math.Exp(g.LogDensity[i]) * area
-	}
-	s := floats.Sum(w)
-	floats.Scale(1/s, w)
-	return w
-}
-
 // LogDensityAt interpolates nothing: it returns the grid's normalised
 // log-density of the cell holding each point (NaN outside the box).
 func (g *Grid) LogDensityAt(x mat.Matrix) []float64 {

@@ -22,7 +22,7 @@ func TestGridWeightsOfExactTargets(t *testing.T) {
 		if math.Abs(g.LogZ) > 1e-3 {
 			t.Errorf("%s: normalised target has log Z = %v on the grid, want 0 ± 1e-3", exp.Name, g.LogZ)
 		}
-		w := g.ZoneWeights(exp.Zones(g.Points), len(exp.Weights))
+		w := g.ZoneWeights(g.Zones(exp.Zones), len(exp.Weights))
 		for k := range w {
 			if math.Abs(w[k]-exp.Weights[k]) > 1e-3 {
 				t.Errorf("%s: zone %d weight %v, want %v", exp.Name, k, w[k], exp.Weights[k])
@@ -111,7 +111,7 @@ func TestRectangularGridQuadrature(t *testing.T) {
 	if err := g.Fill(logp); err != nil {
 		t.Fatal(err)
 	}
-	got := g.ZoneWeights(zones(g), 2)
+	got := g.ZoneWeights(CellZones{Zone: zones(g)}, 2)
 	if math.Abs(g.LogZ) > 1e-3 || math.Abs(got[0]-0.3) > 1e-3 {
 		t.Errorf("rectangle: log Z %v, weights %v; want 0 and %v", g.LogZ, got, w)
 	}
@@ -119,7 +119,7 @@ func TestRectangularGridQuadrature(t *testing.T) {
 	if err := sq.Fill(logp); err != nil {
 		t.Fatal(err)
 	}
-	if got := sq.ZoneWeights(zones(sq), 2); math.Abs(sq.LogZ) < 1e-2 {
+	if got := sq.ZoneWeights(CellZones{Zone: zones(sq)}, 2); math.Abs(sq.LogZ) < 1e-2 {
 		t.Logf("square grid: log Z %v, weights %v", sq.LogZ, got)
 		t.Errorf("the square grid integrates the narrow mixture as well as the rectangle: the test shows nothing")
 	}
@@ -166,7 +166,7 @@ func TestFillCoveringGrowsTheBox(t *testing.T) {
 			z[i] = 1
 		}
 	}
-	w := g.ZoneWeights(z, 2)
+	w := g.ZoneWeights(CellZones{Zone: z}, 2)
 	if bx, by := g.HalfWidths(); bx != 3.5 || by <= 0.005 || math.Abs(g.LogZ) > 1e-3 || math.Abs(w[0]-0.3) > 1e-3 {
 		t.Errorf("grown to ±%v × ±%v: log Z %v, weights %v", bx, by, g.LogZ, w)
 	}
@@ -208,7 +208,7 @@ func TestFillCoveringReachesTheMass(t *testing.T) {
 				z[i] = 1
 			}
 		}
-		return g.ZoneWeights(z, 2)
+		return g.ZoneWeights(CellZones{Zone: z}, 2)
 	}
 	for _, c := range []struct {
 		name           string

@@ -37,7 +37,7 @@ func TestFillCoveringRefinesAGrownGrid(t *testing.T) {
 				zones[i] = 1
 			}
 		}
-		return g.ZoneWeights(zones, 2)[0]
+		return g.ZoneWeights(CellZones{Zone: zones}, 2)[0]
 	}
 	g, err := NewGrid(1, 200).FillCovering(logp)
 	if err != nil {

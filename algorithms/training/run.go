@@ -142,7 +142,7 @@ type Run struct {
 
 	heldOut   *mat.Dense
 	grid      *metrics.Grid
-	gridZones []int // the experiment's zone of each grid point
+	gridZones *metrics.CellZones // the experiment's zones of the grid's cells
 	// beyond is the EBM's mass beyond a built-in experiment's grid box at
 	// the evaluation beyondAt (the count of Evals then; GridLogZ).
 	beyond   float64
@@ -517,9 +517,10 @@ func (r *Run) evaluate(st algorithms.IterStats) (Eval, error) {
 	if exp.Weights != nil {
 		if r.grid != nil && exp.Modes != nil {
 			if r.gridZones == nil {
-				r.gridZones = exp.Zones(r.grid.Points)
+				cz := r.grid.Zones(exp.Zones)
+				r.gridZones = &cz
 			}
-			ev.EBMWeights = r.grid.ZoneWeights(r.gridZones, len(exp.Weights))
+			ev.EBMWeights = r.grid.ZoneWeights(*r.gridZones, len(exp.Weights))
 			ev.EBMWeightMSE = diagnostics.WeightMSE(ev.EBMWeights, exp.Weights)
 		}
 		ev.NegWeights, ev.StartWeights = weights(r.window.Neg), weights(r.window.Start)
