@@ -104,14 +104,16 @@ func ByNameIn(name, dataDir string) (*Experiment, error) {
 // Reading the images and building the classifier takes about 7 s on 2
 // busy cores: keep the experiment rather than looking it up again.
 func MNIST28(dir string) (*Experiment, error) {
-	hint := ""
+	hint := "want the folder of train-images-idx3-ubyte.gz and its three siblings"
 	if dir == "" {
 		var err error
 		if dir, err = MNISTDir(); err != nil {
 			return nil, err
 		}
 		if os.Getenv("FLOWEBM_MNIST") != "" {
-			hint = "want the folder of train-images-idx3-ubyte.gz and its three siblings (the folder that FLOWEBM_MNIST names)" // probe 45: the variable not named
+			hint += " (the folder that FLOWEBM_MNIST names)" // probe 45: the variable not named
+		} else {
+			hint = "" // GoMNIST's module folder
 		}
 	}
 	return idxExperiment(dir, imageSpec{name: "mnist28", pool: 1, knn: knnMNIST28, side: 28, source: "MNIST",

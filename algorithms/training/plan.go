@@ -45,6 +45,9 @@ type Request struct {
 	// positive, set the run's length, stretching the learning-rate decay,
 	// the averaging window and CoopFlow's frozen start in proportion.
 	Iterations, Epochs int
+	// DataDir, when set, is the folder of an image experiment's files
+	// (the experiment's environment variable otherwise).
+	DataDir string
 	// FlowONNX, when set, starts the flow from one exported as ONNX
 	// (config.Model.FlowONNX), replacing the RealNVP's settings and the
 	// base σ of the defaults or the configuration file.
@@ -126,7 +129,7 @@ func (req Request) base() (*Plan, error) {
 			p.Config, p.Notes, err = settings.DataDefaults(*req.Data, alg)
 			return &p, err
 		}
-		if p.exp, err = experiments.ByName(cmp.Or(req.Experiment, "two-modes")); err != nil {
+		if p.exp, err = experiments.ByNameIn(cmp.Or(req.Experiment, "two-modes"), req.DataDir); err != nil {
 			return nil, err
 		}
 		p.Config, p.Notes, err = settings.DefaultsFor(p.exp, alg)

@@ -160,12 +160,19 @@ func TestExistingCheckpointPointsToResume(t *testing.T) {
 }
 
 // Round 84 B2: an image folder given as --data-dir was blamed on the
-// environment variable it is passed on as.
+// environment variable it was passed on as. It is passed to the
+// experiment's lookup itself now (no variable set): the refusal names the
+// folder and what it should hold, and no variable.
 func TestDataDirNamedAsTheFlag(t *testing.T) {
 	empty := t.TempDir()
-	_, errOut, code := runCLI("train", "--experiment", "fashion-mnist", "--data-dir", empty, "--iterations", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
-	if code != 2 || !strings.Contains(errOut, "(the folder --data-dir names)") || strings.Contains(errOut, "FLOWEBM_FASHION_MNIST") {
-		t.Errorf("exit %d: %s", code, errOut)
+	for _, c := range []struct{ exp, env, want string }{
+		{"fashion-mnist", "FLOWEBM_FASHION_MNIST", ": want the folder of Fashion-MNIST's train-images-idx3-ubyte.gz and its three siblings"},
+		{"mnist28", "FLOWEBM_MNIST", ": want the folder of train-images-idx3-ubyte.gz and its three siblings"},
+	} {
+		_, errOut, code := runCLI("train", "--experiment", c.exp, "--data-dir", empty, "--iterations", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "r"))
+		if code != 2 || !strings.Contains(errOut, "(Kaggle's name) in "+empty+c.want) || strings.Contains(errOut, c.env) {
+			t.Errorf("%s: exit %d: %s", c.exp, code, errOut)
+		}
 	}
 }
 

@@ -160,11 +160,6 @@ func runTrain(cmd *cobra.Command, f trainFlags) (err error) {
 		if f.config != "" && f.data.File == "" {
 			err = configDataError(err, f.config, f.data.Key)
 		}
-		if env, ok := dataDirEnv(f.experiment); ok && err != nil && f.dataDir != "" { // round 84 B2: --data-dir is passed on as the variable, which was then blamed
-			if msg := err.Error(); strings.Contains(msg, "the folder that "+env+" names") {
-				err = &flaggedError{msg: strings.ReplaceAll(msg, "the folder that "+env+" names", "the folder --data-dir names"), err: err}
-			}
-		}
 		if inner := filepath.Join(f.config, "config.json"); err != nil && f.config != "" && isDir(f.config) && exists(inner) { // round 80 B9
 			err = fmt.Errorf("%w; a run's configuration is its config.json: --config %s", err, shellQuote(inner))
 		}
@@ -956,7 +951,7 @@ func movedDataHint(dir string, err error) error {
 // request is what the flags ask of a new run: only the flags given (and
 // --seed under --seeds) override a --config file.
 func (f trainFlags) request(cmd *cobra.Command) training.Request {
-	req := training.Request{ConfigFile: f.config, Iterations: f.iterations, Epochs: f.epochs}
+	req := training.Request{ConfigFile: f.config, Iterations: f.iterations, Epochs: f.epochs, DataDir: f.dataDir}
 	changed := cmd.Flags().Changed
 	for _, flag := range []string{"holdout", "standardize", "modes", "drop-nonfinite"} {
 		if changed(flag) {
@@ -1174,10 +1169,9 @@ func dataDirEnv(name string) (string, bool) {
 }
 
 // useDataDir checks --data-dir and returns its absolute path ("" when not
-// given). The experiment's defaults are looked up by name, so the folder
-// is also given to that lookup through the experiment's environment
-// variable (FLOWEBM_MNIST, FLOWEBM_FASHION_MNIST, FLOWEBM_CIFAR10) for
-// this process; the run's configuration records it as data_dir
+// given). The plan's request passes the folder to the experiment's lookup
+// (which read it from the experiment's environment variable, set for the
+// process, before); the run's configuration records it as data_dir
 // (experiments.ByNameIn reads it when the run starts or resumes).
 func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
 	if f.dataDir == "" {
@@ -1203,12 +1197,8 @@ func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
 	if f.config != "" && !cmd.Flags().Changed("experiment") {
 		return dir, nil // the file names the experiment; checked once planned
 	}
-	env, ok := dataDirEnv(f.experiment)
-	if !ok {
+	if _, ok := dataDirEnv(f.experiment); !ok {
 		return "", fmt.Errorf("--data-dir %s: experiment %s reads no data folder: only mnist, mnist28, fashion-mnist and cifar10 do", f.dataDir, f.experiment)
-	}
-	if err := os.Setenv(env, dir); err != nil {
-		return "", err
 	}
 	return dir, nil
 }
