@@ -217,7 +217,7 @@ func essFigure(x [][]float64, name string) Figure {
 	}
 	for k := 1; k <= essPoints; k++ {
 		n := draws * k / essPoints
-		if n < 4 {
+		if n < 2*diagnostics.MinESSDraws {
 			continue
 		}
 		head := make([][]float64, len(x))
@@ -231,6 +231,9 @@ func essFigure(x [][]float64, name string) Figure {
 	f.Thresholds = []Threshold{{400, "400 (Vehtari et al. 2021)"}}
 	if allNaN(tail) && !allNaN(bulk) { // round 85: the tail curve was missing, unsaid
 		f.Title += "\ntail ESS undefined: the indicator of the 5% or 95% quantile is constant over all draws"
+	}
+	if draws < 2*diagnostics.MinESSDraws { // round 93 A1: called constant
+		f.Empty = fmt.Sprintf("undefined: %d draws per chain, fewer than %d", draws, 2*diagnostics.MinESSDraws)
 	}
 	if allNaN(bulk) && allNaN(tail) {
 		// An empty frame over the draws, 0 to twice the threshold

@@ -80,7 +80,8 @@ column names must be distinct and not empty; numbers are decimal.
 Files with another rank, fewer than 2 chains or 4 draws, a NaN or infinite
 draw, ragged rows, chains of different lengths or a file given twice are
 refused with a one-line error naming the file (and line and column) and
-exit status 2.
+exit status 2. Chains of fewer than 10 draws get no ESS or MCSE (—): too
+short to estimate their autocorrelation.
 The verdict names the dimensions with R-hat above 1.01 or bulk or tail ESS
 below 400, the thresholds Vehtari et al. recommend.
 
@@ -454,8 +455,15 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nestedK int) error
 		}
 		return writeNestedVerdict(w, c, rows, nestedK)
 	}
+	short := c.draws < 2*diagnostics.MinESSDraws
+	if short { // round 93 A1: an ESS of three times the draws was printed
+		dashNotComputed(table, "ess_bulk", "ess_tail", "ess_mean", "mcse_mean")
+	}
 	if err := writeRightAligned(w, table); err != nil {
 		return err
+	}
+	if short {
+		fmt.Fprintf(w, "\ness and mcse not computed: chains of %d draws are too short to estimate their autocorrelation (split halves of at least %d draws: give chains of at least %d)\n", c.draws, diagnostics.MinESSDraws, 2*diagnostics.MinESSDraws)
 	}
 	s := make([]diagnostics.Summary, len(rows))
 	for i := range rows {
@@ -465,6 +473,19 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nestedK int) error
 		return err
 	}
 	return writeThresholds(w, rows)
+}
+
+// dashNotComputed writes "—" for NaN in the table's columns named cols.
+func dashNotComputed(table [][]string, cols ...string) {
+	for j, h := range table[0] {
+		if slices.Contains(cols, h) {
+			for _, row := range table[1:] {
+				if row[j] == "NaN" {
+					row[j] = "—"
+				}
+			}
+		}
+	}
 }
 
 // writeRightAligned writes rows of cells right-aligned in columns two

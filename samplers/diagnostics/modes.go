@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 )
 
 // ModeWeights returns the fraction of rows of x whose nearest mean (Euclidean) is
@@ -108,8 +109,13 @@ func ChainModeWeights(data []float64, chains, draws, d int, means [][]float64) [
 // ZoneWeights returns the weight of each of k zones (modes, classes) among
 // MCMC draws given by their zones, zones[chain][draw], each with the MCSE
 // of a mean: the zone indicator's standard deviation over the square root
-// of its ESS (ESSMean over the chains). A zone no draw visits, or one every
-// draw is in, has MCSE NaN: its indicator does not vary.
+// of its ESS (ESSMean over the chains). Chains too short for an ESS (fewer
+// than 2·MinESSDraws draws) give the MCSE of the mean of independent
+// chains instead, the chains' means' standard deviation over √chains,
+// and the ESS it stands for (sd²/MCSE²): train's 128 chains of 8 draws
+// had an ESS of three times their draws (round 93 A1). A zone no draw
+// visits, or one every draw is in, has MCSE NaN: its indicator does not
+// vary.
 func ZoneWeights(zones [][]int, k int) []Weight {
 	total := 0
 	for _, ch := range zones {
@@ -129,11 +135,33 @@ func ZoneWeights(zones [][]int, k int) []Weight {
 			}
 		}
 		w := sum / float64(total)
-		ess := ESSMean(ind)
 		sd := math.Sqrt(w * (1 - w) * float64(total) / float64(total-1))
+		ess := ESSMean(ind)
+		if len(ind) > 0 && len(ind[0]) < 2*MinESSDraws {
+			ess = chainMeansESS(ind, sd)
+		}
 		out[z] = newWeight(w, sd/math.Sqrt(ess), ess)
 	}
 	return out
+}
+
+// chainMeansESS is the ESS sd²/MCSE² of the mean of chains x taken as
+// independent, MCSE² the variance of their means over their number; NaN
+// for fewer than 2 chains, chains of different lengths, or means that do
+// not vary.
+func chainMeansESS(x [][]float64, sd float64) float64 {
+	if len(x) < 2 || !rectangularFinite(x) {
+		return math.NaN()
+	}
+	means := make([]float64, len(x))
+	for c, ch := range x {
+		means[c] = stat.Mean(ch, nil)
+	}
+	v := stat.Variance(means, nil) / float64(len(x))
+	if !(v > 0) {
+		return math.NaN()
+	}
+	return sd * sd / v
 }
 
 // WeightedModeWeights returns the weight of each zone among importance-
@@ -187,8 +215,9 @@ func WeightedModeWeights(x mat.Matrix, logw []float64, means [][]float64) []Weig
 // correlated batches the MCSE tends to be too small: over 50 batches of
 // 64 draws, the 95% intervals covered the truth in 92% of 200 replications
 // for iid batches, 89% for a correlation time of 3 batches and 76% for 19
-// (TestBatchWeightIntervalsCover). With fewer than 4 batches the MCSE, interval and ESS are
-// NaN.
+// (TestBatchWeightIntervalsCover). With fewer than 2·MinESSDraws batches
+// the MCSE, interval and ESS are NaN (from 4 to 9 the ESS was its cap,
+// S·log10 S, whatever the series).
 func BatchWeights(fracs [][]float64, k int) []Weight {
 	out := make([]Weight, k)
 	t := len(fracs)
@@ -198,7 +227,7 @@ func BatchWeights(fracs [][]float64, k int) []Weight {
 			series[i] = f[z]
 		}
 		w := floats.Sum(series) / float64(t)
-		if t < 4 {
+		if t < 2*MinESSDraws {
 			out[z] = Weight{Weight: w, MCSE: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), ESS: math.NaN()}
 			continue
 		}

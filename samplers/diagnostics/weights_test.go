@@ -125,7 +125,7 @@ func TestBatchWeightIntervalsCover(t *testing.T) {
 	if short[0].Weight != 0.375 || !math.IsNaN(short[0].MCSE) {
 		t.Errorf("2 batches: %+v, want weight 0.375 without an MCSE", short[0])
 	}
-	same := BatchWeights([][]float64{{1, 0}, {1, 0}, {1, 0}, {1, 0}}, 2)
+	same := BatchWeights([][]float64{{1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}}, 2)
 	if same[0].Weight != 1 || same[0].MCSE != 0 || same[1].Hi != 0 {
 		t.Errorf("identical batches: %+v, want weights 1 and 0 with MCSE 0", same)
 	}

@@ -77,7 +77,7 @@ def biased_acov(chain):
 
 # ---------------------------------------------------------------- ESS core
 
-def ess_core(x, bound="arviz"):
+def ess_core(x, bound="flowebm"):
     """Multi-chain ESS of Vehtari et al. (2021), eq. (10)-(11), as computed by
     ArviZ's _ess and posterior's .ess: combined autocorrelations
     rho_t = 1 - (W - mean_m acov_m(t)) / var+, W the mean unbiased chain
@@ -88,10 +88,13 @@ def ess_core(x, bound="arviz"):
     tau = -1 + 2 * (sum of the kept full pairs) + the last even rho read
     (when > 0, or when its pair was kept); tau >= 1/log10(M N).
     NaN when all draws are equal (posterior's NA) and, for posterior only,
-    for chains of fewer than 3 draws (ArviZ goes on: tau = 0, capped)."""
+    for chains of fewer than 3 draws (ArviZ goes on: tau = 0, capped).
+    bound "flowebm" (the default) is ArviZ's, but NaN for chains of fewer
+    than 5 draws, where no lag beyond 1 is read and both codes give the
+    cap M N log10(M N) whatever the draws."""
     x = np.asarray(x, dtype=float)
     m, n = x.shape
-    if constant(x) or (bound == "posterior" and n < 3):
+    if constant(x) or (bound == "posterior" and n < 3) or (bound == "flowebm" and n < 5):
         return float("nan")
     acov = np.array([biased_acov(c) for c in x]).mean(axis=0)
     w = acov[0] * n / (n - 1)
@@ -102,7 +105,7 @@ def ess_core(x, bound="arviz"):
         return float("nan")
     rho = 1 - (w - acov) / var_plus
     rho[0] = 1.0
-    limit = (lambda k: 2 * k + 2 < n) if bound == "arviz" else (lambda k: 2 * k + 3 < n)
+    limit = (lambda k: 2 * k + 3 < n) if bound == "posterior" else (lambda k: 2 * k + 2 < n)
 
     pairs = [(1.0, rho[1])]  # kept pairs, pair 0 always
     last_even, last_kept = 1.0, True
@@ -196,22 +199,22 @@ def rhat_classic(x):
     return float("nan") if nan_unless(x, 2) else rhat_basic(x)
 
 
-def ess_raw(x, bound="arviz"):
+def ess_raw(x, bound="flowebm"):
     x = np.asarray(x, float)
     return float("nan") if nan_unless(x) else ess_core(x, bound)
 
 
-def ess_bulk(x, bound="arviz"):
+def ess_bulk(x, bound="flowebm"):
     x = np.asarray(x, float)
     return float("nan") if nan_unless(x) else ess_core(rank_normalize(split(x)), bound)
 
 
-def ess_mean(x, bound="arviz"):
+def ess_mean(x, bound="flowebm"):
     x = np.asarray(x, float)
     return float("nan") if nan_unless(x) else ess_core(split(x), bound)
 
 
-def ess_sd(x, bound="arviz"):
+def ess_sd(x, bound="flowebm"):
     """posterior >= 1.6.1 / ArviZ >= 0.21: ESS of the split (x - mean)^2."""
     x = np.asarray(x, float)
     if nan_unless(x):
@@ -219,7 +222,7 @@ def ess_sd(x, bound="arviz"):
     return ess_core(split((x - x.mean()) ** 2), bound)
 
 
-def ess_quantile(x, p, bound="arviz"):
+def ess_quantile(x, p, bound="flowebm"):
     """posterior's .ess_quantile: split ESS of I[x <= q_p]; p = 1 -> (S-1/2)/S."""
     x = np.asarray(x, float)
     if nan_unless(x) or not 0 <= p <= 1 or constant(x):
@@ -229,7 +232,7 @@ def ess_quantile(x, p, bound="arviz"):
     return ess_core(split((x <= q7(x, p)).astype(float)), bound)
 
 
-def ess_tail(x, bound="arviz"):
+def ess_tail(x, bound="flowebm"):
     lo, hi = ess_quantile(x, 0.05, bound), ess_quantile(x, 0.95, bound)
     return float("nan") if math.isnan(lo) or math.isnan(hi) else min(lo, hi)
 
@@ -426,7 +429,7 @@ def cases():
     return out
 
 
-def diagnose(x, ks, bound="arviz"):
+def diagnose(x, ks, bound="flowebm"):
     r = {
         "rhat": rhat(x, "posterior"),
         "rhat_classic": rhat_classic(x),
