@@ -64,3 +64,44 @@ func TestSeedsOtherPlotFormatSaid(t *testing.T) {
 		}
 	}
 }
+
+// Round 93 B1: an unknown plot_format in an interrupted run's config.json,
+// the refusal's --plot-format followed: the run drew pdf but config.json
+// kept the unknown format, and every later --resume was refused. It
+// records the format given; a finished run's refusal gives the ways that
+// work for it (restoring the copy, flowebm plot), not --plot-format.
+func TestPlotFormatAdviceRecorded(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "r")
+	if code, stderr := outputsChild(t, "train-outputs", "KILL", "train", "--iterations", "4", "--plot-format", "svg", "--quiet", "--out", run); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	cfg := filepath.Join(run, "config.json")
+	setFormat := func(from, to string) {
+		b, _ := os.ReadFile(cfg)
+		if !strings.Contains(string(b), `"plot_format": "`+from+`"`) {
+			t.Fatalf("config.json: %s", b)
+		}
+		os.WriteFile(cfg, []byte(strings.Replace(string(b), `"plot_format": "`+from+`"`, `"plot_format": "`+to+`"`, 1)), 0o644)
+	}
+	setFormat("svg", "gif")
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet", "--plot-format", "pdf"); code != 0 || !exists(filepath.Join(run, "density.pdf")) {
+		t.Fatalf("--plot-format pdf: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code := runCLI("train", "--resume", run, "--quiet")
+	if code != 0 || !strings.Contains(stdout, "has finished its 4 iterations and written its outputs: nothing to do") {
+		t.Errorf("resumed again: exit %d, %s%s", code, stdout, stderr)
+	}
+	setFormat("pdf", "gif")
+	_, stderr, code = runCLI("train", "--resume", run, "--quiet")
+	if code != 2 || !strings.Contains(stderr, `plot format "gif", want png, svg or pdf: cp `) || !strings.Contains(stderr, "(the run is finished: flowebm plot "+run+" --plot-format FORMAT draws its figures)") {
+		t.Fatalf("finished: exit %d, %s", code, stderr)
+	}
+	saved, err := os.ReadFile(filepath.Join(run, "checkpoint", "run-config.json"))
+	if err != nil || os.WriteFile(cfg, saved, 0o644) != nil {
+		t.Fatal("restoring config.json", err)
+	}
+	if stdout, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !strings.Contains(stdout, "nothing to do") {
+		t.Errorf("restored: exit %d, %s%s", code, stdout, stderr)
+	}
+}

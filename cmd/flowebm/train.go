@@ -215,10 +215,7 @@ func printConfig(cmd *cobra.Command, f trainFlags) error {
 		cfg.Train.Iterations = 0
 	}
 	if cmd.Flags().Changed("plot-format") { // as startRun records it (round 92 A1: left out)
-		cfg.PlotFormat = ""
-		if f.plotFormat != plots.PNG {
-			cfg.PlotFormat = f.plotFormat.String()
-		}
+		cfg.PlotFormat = recordedFormat(f.plotFormat)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -459,8 +456,17 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 	defer release()
 	if pf := run.Config.PlotFormat; !cmd.Flags().Changed("plot-format") && pf != "" { // the run's (--resume) or its --config's
 		if err := f.plotFormat.Set(pf); err != nil { // round 92 B3: no way on
-			return fmt.Errorf("%s: plot_format: %w: give --plot-format FORMAT, or cp %s %s restores the run's", filepath.Join(run.Dir, "config.json"), err,
-				shellQuote(filepath.Join(run.Dir, "checkpoint", "run-config.json")), shellQuote(filepath.Join(run.Dir, "config.json")))
+			return badRecordedFormat(run, err)
+		}
+	} else if pf := recordedFormat(f.plotFormat); f.resume != "" && cmd.Flags().Changed("plot-format") && !finished(run) && pf != run.Config.PlotFormat {
+		// config.json records what the run draws (round 93 B1: an unknown
+		// format kept after --plot-format, every later --resume refused).
+		run.Config.PlotFormat = pf
+		err := training.Through(run.Dir, run.Anchor, func(dir string) error {
+			return jsonfile.Write(filepath.Join(dir, "config.json"), run.Config)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	if f.resume != "" && finished(run) {
@@ -601,6 +607,27 @@ func finished(run *training.Run) bool {
 		}
 	}
 	return true
+}
+
+// badRecordedFormat is the refusal of a run whose config.json names an
+// unknown plot_format, with the ways on: --plot-format for a run still to
+// train (its config.json then records it), restoring the checkpoint's copy
+// of config.json, and for a finished run flowebm plot.
+func badRecordedFormat(run *training.Run, err error) error {
+	cfg := filepath.Join(run.Dir, "config.json")
+	restore := fmt.Sprintf("cp %s %s restores the run's", shellQuote(filepath.Join(run.Dir, "checkpoint", "run-config.json")), shellQuote(cfg))
+	if finished(run) {
+		return fmt.Errorf("%s: plot_format: %w: %s (the run is finished: flowebm plot %s --plot-format FORMAT draws its figures)", cfg, err, restore, shellQuote(run.Dir))
+	}
+	return fmt.Errorf("%s: plot_format: %w: give --plot-format FORMAT, or %s", cfg, err, restore)
+}
+
+// recordedFormat is format as config.json records it ("" for png).
+func recordedFormat(format plots.Format) string {
+	if format == plots.PNG {
+		return ""
+	}
+	return format.String()
 }
 
 // otherFormatNote says, of a finished run in dir passed over, that its
@@ -1063,10 +1090,7 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		return nil, nil, err
 	}
 	if pf := plan.Config.PlotFormat; cmd.Flags().Changed("plot-format") || pf == "" {
-		plan.Config.PlotFormat = "" // recorded for --resume (png: none)
-		if f.plotFormat != plots.PNG {
-			plan.Config.PlotFormat = f.plotFormat.String()
-		}
+		plan.Config.PlotFormat = recordedFormat(f.plotFormat) // recorded for --resume
 	} else if err := new(plots.Format).Set(pf); err != nil { // a --config's
 		return nil, nil, fmt.Errorf("%s: plot_format: %w", f.config, err)
 	}
