@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/flowebm/flowebm/io/data"
-	"gonum.org/v1/gonum/mat"
 )
 
 // DataSetOptions configure an experiment on a user's data set. The zero
@@ -129,6 +132,7 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 		// different ranges fell in one square's single row of cells, and
 		// their quadrature weights were wrong (probe 68 B2).
 		e.Center, e.Box, e.BoxY = dataBox(e.TrainSet)
+		e.View = bulkView(e.TrainSet, e.Center, [2]float64{e.Box, e.BoxY})
 	}
 	if opt.Modes != nil {
 		if err := e.setModes(opt, n); err != nil {
@@ -166,6 +170,38 @@ func dataBox(x *mat.Dense) (center [2]float64, bx, by float64) {
 		b[j] = max(hi[j]-center[j], center[j]-lo[j])
 	}
 	return center, boxHalfWidth(b[0]), boxHalfWidth(b[1])
+}
+
+// bulkView is the view of 2-dimensional points x in the box about center
+// of half-widths box: along an axis where the points but the 0.5% at
+// each end span less than a third of the box, a box about them (as
+// dataBox draws one about all the points), the box's extent along the
+// other; the zero View where neither axis is so.
+func bulkView(x *mat.Dense, center, box [2]float64) View {
+	v := View{Center: center, Box: box[0], BoxY: box[1]}
+	narrower := false
+	col := make([]float64, x.RawMatrix().Rows)
+	for j := range 2 {
+		mat.Col(col, j, x)
+		sort.Float64s(col)
+		lo, hi := stat.Quantile(0.005, stat.Empirical, col, nil), stat.Quantile(0.995, stat.Empirical, col, nil)
+		mid := (lo + hi) / 2
+		half := boxHalfWidth((hi - lo) / 2)
+		if !(half < box[j]/3) || half == 0 {
+			continue
+		}
+		narrower = true
+		v.Center[j] = mid
+		if j == 0 {
+			v.Box = half
+		} else {
+			v.BoxY = half
+		}
+	}
+	if !narrower {
+		return View{}
+	}
+	return v
 }
 
 // boxHalfWidth is the half-width of the plot and quadrature box along an

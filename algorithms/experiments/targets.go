@@ -41,6 +41,12 @@ type Experiment struct {
 	// points lie off it (--standardize none; round 84 A1: a box about the
 	// origin had coarser cells, and weights off in the third decimal).
 	Center [2]float64
+	// View, when its half-widths are not 0, is the part of the box that
+	// figures show: a data set's bulk (all but its 0.5% outermost points
+	// along each axis) where the box is over three times as wide, as a
+	// far outlier makes it (round 89 B4: the bulk filled 1% of the
+	// density figure). Quadrature keeps the box.
+	View View
 
 	// Data-set experiments have no exact density: Target is nil, TrainSet
 	// and HeldOutSet hold the data (HeldOutLabels the held-out classes,
@@ -59,6 +65,12 @@ type Experiment struct {
 	// Columns names the data's coordinates (from a CSV header) for plot
 	// axes; nil: x1, x2, ….
 	Columns []string
+}
+
+// View is a rectangle [c₀ − Box, c₀ + Box] × [c₁ − BoxY, c₁ + BoxY].
+type View struct {
+	Center    [2]float64
+	Box, BoxY float64
 }
 
 // Kind is what an experiment is made of.

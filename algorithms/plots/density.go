@@ -145,6 +145,8 @@ func (d Density) layout() densityFigure {
 		}
 		return d.Scaling.ToData(x)
 	}
+	bx, by := g.HalfWidths()
+	fr := frame{xyz.unit(0, g.Center[0]-bx), xyz.unit(0, g.Center[0]+bx), xyz.unit(1, g.Center[1]-by), xyz.unit(1, g.Center[1]+by)}
 	var legend []legendEntry
 	mark := func(x mat.Matrix, name string, sty draw.GlyphStyle) {
 		if x == nil {
@@ -158,7 +160,11 @@ func (d Density) layout() densityFigure {
 		p.Add(s)
 		n, _ := x.Dims()
 		sty.Radius = vg.Points(3.5) // the legend's glyphs larger than the plot's
-		legend = append(legend, legendEntry{fmt.Sprintf("%s (%d of %d)", name, min(n, densityMarks), n), sty})
+		text := fmt.Sprintf("%s (%d of %d)", name, min(n, densityMarks), n)
+		if out := fr.beyond(unit(x)); out > 0 { // round 89 B4: a figure framed on the data's bulk
+			text += fmt.Sprintf(";\n%d beyond the frame", out)
+		}
+		legend = append(legend, legendEntry{text, sty})
 	}
 	name := d.SamplesName
 	if name == "" {
@@ -167,15 +173,30 @@ func (d Density) layout() densityFigure {
 	// The data over the samples: they are the reference to read against.
 	mark(d.Samples, name, draw.GlyphStyle{Color: color.Black, Shape: draw.CircleGlyph{}, Radius: vg.Points(1.2)})
 	mark(d.Data, "data", draw.GlyphStyle{Color: color.RGBA{0, 200, 0, 255}, Shape: draw.CrossGlyph{}, Radius: vg.Points(2)})
-	bx, by := g.HalfWidths()
-	p.X.Min, p.X.Max = xyz.unit(0, g.Center[0]-bx), xyz.unit(0, g.Center[0]+bx)
-	p.Y.Min, p.Y.Max = xyz.unit(1, g.Center[1]-by), xyz.unit(1, g.Center[1]+by)
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = fr.x0, fr.x1, fr.y0, fr.y1 // last: p.Add widens the axes to every point
 
 	bar := newPlot()
 	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
 	bar.HideX()
 	bar.Y.Label.Text = "EBM density"
 	return densityFigure{main: p, bar: bar, heat: heat, legend: legend}
+}
+
+// frame is the part of the plane a density figure shows, in the data's
+// units: [x0, x1] × [y0, y1].
+type frame struct{ x0, x1, y0, y1 float64 }
+
+// beyond is the number of rows of x (points) outside the frame.
+func (f frame) beyond(x mat.Matrix) int {
+	r, _ := x.Dims()
+	n := 0
+	for i := range r {
+		a, b := x.At(i, 0), x.At(i, 1)
+		if !(a >= f.x0 && a <= f.x1 && b >= f.y0 && b <= f.y1) {
+			n++
+		}
+	}
+	return n
 }
 
 // glyphThumb draws a glyph style as a legend entry's thumbnail.

@@ -36,7 +36,11 @@ func WriteRun(r *training.Run, f Format) error {
 		title := fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
 		switch {
 		case inBox < 0.5:
-			title += fmt.Sprintf("\n(%.1f%% of its mass in the data's box: drawn where it is)", 100*inBox)
+			where := "the data's box"
+			if r.Experiment.View.Box > 0 {
+				where = "the data's bulk"
+			}
+			title += fmt.Sprintf("\n(%.1f%% of its mass in %s: drawn where it is)", 100*inBox, where)
 		case inBox < 0.999:
 			title += fmt.Sprintf("\n(%.1f%% of its mass in view)", 100*inBox)
 		}

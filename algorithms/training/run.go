@@ -455,19 +455,23 @@ func (r *Run) Grid() *metrics.Grid { return r.grid }
 // EBM's mass, that box's view of it (round 81 B8: data within ±3 drawn on
 // a box of ±19, the modes too small to see) while the box holds at least
 // half the mass (round 82 B4: 0% in view drew one flat colour; the grown
-// grid shows where the mass went). Nil without a grid.
+// grid shows where the mass went). The box is the data's bulk where it
+// has a View (far outliers). Nil without a grid.
 func (r *Run) DisplayGrid() (g *metrics.Grid, inBox float64, err error) {
 	g, exp := r.grid, r.Experiment
 	if g == nil {
 		return nil, 0, nil
 	}
-	bx, by := exp.Box, cmp.Or(exp.BoxY, exp.Box)
-	if gx, gy := g.HalfWidths(); exp.Kind != experiments.KindDataSet || (gx == bx && gy == by && g.Center == exp.Center) {
+	c, bx, by := exp.Center, exp.Box, cmp.Or(exp.BoxY, exp.Box)
+	if v := exp.View; v.Box > 0 { // a data set's bulk (round 89 B4)
+		c, bx, by = v.Center, v.Box, v.BoxY
+	}
+	if gx, gy := g.HalfWidths(); exp.Kind != experiments.KindDataSet || (gx == bx && gy == by && g.Center == c) {
 		return g, 1, nil
 	}
 	var w *metrics.Grid
 	err = r.Trainer.WithAveraged(func() (err error) {
-		w, inBox, err = g.Window(exp.Center, bx, by, r.Trainer.EBM.LogDensity)
+		w, inBox, err = g.Window(c, bx, by, r.Trainer.EBM.LogDensity)
 		return err
 	})
 	if err != nil || inBox < 0.5 {

@@ -1,0 +1,56 @@
+package training
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/algorithms/config"
+)
+
+// Round 89 B4: the density figure of a data set with far outliers is
+// drawn on the data's bulk (experiments.View), the grid's window over it,
+// while quadrature keeps the box of all the data.
+func TestDisplayGridOnTheBulk(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	rng := rand.New(rand.NewPCG(89, 5))
+	for range 2000 { // the 4 outliers below 0.5% of the rows
+		b.WriteString(ftoa(rng.NormFloat64()) + "," + ftoa(rng.NormFloat64()) + "\n")
+	}
+	for range 4 {
+		b.WriteString("40,30\n")
+	}
+	path := filepath.Join(dir, "o.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(Request{Data: &config.Data{File: path}, Algorithm: algorithms.ULA, Iterations: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Start(filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Evaluate(algorithms.IterStats{}); err != nil {
+		t.Fatal(err)
+	}
+	v := r.Experiment.View
+	if v.Box == 0 {
+		t.Fatalf("no view of the bulk: box ±%v × ±%v", r.Experiment.Box, r.Experiment.BoxY)
+	}
+	g, inView, err := r.DisplayGrid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gx, gy := g.HalfWidths(); gx != v.Box || gy != v.BoxY || g.Center != v.Center || !(inView > 0.5 && inView <= 1) {
+		t.Errorf("drawn on ±%v × ±%v about %v (%.3f of the mass), want the view %+v", gx, gy, g.Center, inView, v)
+	}
+	if q := r.Grid(); q.Box < r.Experiment.Box {
+		t.Errorf("quadrature on ±%v, want at least the box ±%v", q.Box, r.Experiment.Box)
+	}
+}
