@@ -132,8 +132,8 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		return nil, fmt.Errorf("%s does not end with a line break: it was cut (flowebm ends every row with one), and its last row may be partial%s", path, evalsRestore(path))
 	}
 	rows, err := csv.NewReader(bytes.NewReader(text)).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err != nil { // round 94 B1: a damaged row named no way on
+		return nil, fmt.Errorf("%s: %w%s", path, err, evalsRestore(path))
 	}
 	head := evalsHeader(modes)
 	if len(rows) == 0 {
@@ -151,17 +151,17 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	for i, row := range rows[1:] {
 		line := i + 2
 		if len(row) != len(head) {
-			return nil, fmt.Errorf("%s: line %d has %d fields, want %d", path, line, len(row), len(head))
+			return nil, fmt.Errorf("%s: line %d has %d fields, want %d%s", path, line, len(row), len(head), evalsRestore(path))
 		}
 		iter, err := strconv.Atoi(row[0])
 		if err != nil || iter <= last {
-			return nil, fmt.Errorf("%s: line %d: iter %q, want an integer iteration after %d", path, line, row[0], last)
+			return nil, fmt.Errorf("%s: line %d: iter %q, want an integer iteration after %d%s", path, line, row[0], last, evalsRestore(path))
 		}
 		last = iter
 		v := make([]float64, len(row))
 		for j, s := range row[1:] {
 			if v[j+1], err = strconv.ParseFloat(s, 64); err != nil {
-				return nil, fmt.Errorf("%s: line %d, column %d (%s): %w", path, line, j+2, head[j+1], err)
+				return nil, fmt.Errorf("%s: line %d, column %d (%s): %w%s", path, line, j+2, head[j+1], err, evalsRestore(path))
 			}
 		}
 		e := Eval{Iter: iter, Stats: algorithms.IterStats{Iter: iter}}

@@ -72,7 +72,7 @@ type Eval struct {
 	// ChainWeights are the zone weights among the draws of the R-hat
 	// chains (RHatChains chains from the persistent bank, the algorithm's
 	// own kernel: the model as its sampler sees it), each with its Monte
-	// Carlo standard error (from the ESS of the zone's indicator) and 95%
+	// Carlo standard error (diagnostics.ZoneWeights) and 95%
 	// interval; at evaluations with R-hat, in metrics.json (not
 	// metrics.csv).
 	ChainWeights []diagnostics.Weight `json:"chain_weights,omitempty"`

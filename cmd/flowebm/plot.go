@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,12 +30,20 @@ trained is refused (its folder is locked). To overlay several runs, use
 		Args: positional(1, -1, "one or more run folders that flowebm train wrote", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer removeTempsOnSignal()()
-			for _, dir := range args {
+			var failed []string
+			for _, dir := range args { // every run, whatever an earlier one gave (round 94 B4: those after a failure were not drawn, unsaid)
 				drawn, err := redraw(dir, format)
-				if err != nil {
+				if err != nil && len(args) == 1 {
 					return err
+				} else if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: %s\n", withoutPackagePrefixes(err.Error()))
+					failed = append(failed, dir)
+					continue
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "redrew the %s figures of %s\n", format, drawn)
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("%d of %d runs not drawn (each said why above): %s", len(failed), len(args), strings.Join(failed, ", "))
 			}
 			return nil
 		},

@@ -105,3 +105,83 @@ func TestPlotFormatAdviceRecorded(t *testing.T) {
 		t.Errorf("restored: exit %d, %s%s", code, stdout, stderr)
 	}
 }
+
+// Round 94 B1, B2: a finished run's damaged metrics.csv (a garbage row)
+// stopped reproduce with the csv reader's error alone; a damaged
+// metrics.json was reported unreadable without a way on. The first names
+// the checkpoint's evals.csv to restore it, the second train --resume
+// (which writes it again once moved away); both ways, followed, work.
+func TestDamagedRunOutputsWayOn(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r")
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "nt", "--iterations", "4", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(out, "runs", "two-modes-nt")
+	csvPath, jsonPath := filepath.Join(run, "metrics.csv"), filepath.Join(run, "metrics.json")
+	good, _ := os.ReadFile(csvPath)
+	os.WriteFile(csvPath, append(append([]byte{}, good...), "garbage\n"...), 0o644)
+	want := "cp " + filepath.Join(run, "checkpoint", "evals.csv") + " " + csvPath + " restores them"
+	if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "metrics.csv: record on line") || !strings.Contains(stderr, want) {
+		t.Fatalf("garbage row: exit %d, %s", code, stderr)
+	}
+	restored, _ := os.ReadFile(filepath.Join(run, "checkpoint", "evals.csv"))
+	os.WriteFile(csvPath, restored, 0o644)
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatalf("restored: exit %d, %s", code, stderr)
+	}
+	js, _ := os.ReadFile(jsonPath)
+	os.WriteFile(jsonPath, js[:100], 0o644)
+	want = "moved away (mv " + jsonPath + " " + jsonPath + ".damaged), flowebm train --resume " + run + " writes it again from the run's last checkpoint"
+	if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, want) {
+		t.Fatalf("cut metrics.json: exit %d, %s", code, stderr)
+	}
+	os.Rename(jsonPath, jsonPath+".damaged")
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !exists(jsonPath) {
+		t.Fatalf("train --resume: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Errorf("after: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 94 B3: a reproduce folder holding a stray run beside runs/ was
+// refused with "give a folder of its own", which would train every run
+// again elsewhere; moving the stray run out, as it now says, continues.
+func TestReproduceFolderWithStrayRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "2", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	stray := filepath.Join(out, "x")
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--out", stray); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "is an earlier reproduce's folder, but it also holds the runs x, outside its runs/: move them out of it") {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	os.Rename(stray, filepath.Join(filepath.Dir(out), "x"))
+	if stdout, stderr, code := runCLI(args...); code != 0 || !strings.Contains(stdout, "already done") {
+		t.Errorf("moved out: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// Round 94 B4: plot A MISSING C drew A, failed on MISSING and never drew
+// C, unsaid. Every run is drawn that can be; the failures are named.
+func TestPlotDrawsEveryRun(t *testing.T) {
+	dir := t.TempDir()
+	a, c := filepath.Join(dir, "a"), filepath.Join(dir, "c")
+	for _, r := range []string{a, c} {
+		if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--out", r); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	missing := filepath.Join(dir, "nonexist")
+	stdout, stderr, code := runCLI("plot", a, missing, c, "--plot-format", "svg")
+	if code != 2 || !exists(filepath.Join(a, "density.svg")) || !exists(filepath.Join(c, "density.svg")) ||
+		!strings.Contains(stdout, "redrew the svg figures of "+c) || !strings.Contains(stderr, missing+" does not exist") || !strings.Contains(stderr, "1 of 3 runs not drawn (each said why above): "+missing) {
+		t.Errorf("exit %d, %s%s", code, stdout, stderr)
+	}
+}

@@ -253,6 +253,9 @@ func notFolderOfRuns(out string) error {
 	if filepath.Base(filepath.Clean(out)) == "runs" && exists(filepath.Join(filepath.Dir(filepath.Clean(out)), "report.md")) {
 		return fmt.Errorf("--out %s is the runs/ folder of a reproduce (it holds the runs %s): give the folder above it, %s, to continue that reproduce, or a folder of its own", out, listRuns(runs), filepath.Dir(filepath.Clean(out)))
 	}
+	if isReproduceFolder(out) { // round 94 B3: an earlier reproduce's folder, told to start afresh elsewhere
+		return fmt.Errorf("--out %s is an earlier reproduce's folder, but it also holds the runs %s, outside its runs/: move them out of it, then give the same command again (it keeps the runs in runs/)", out, listRuns(runs))
+	}
 	return fmt.Errorf("--out %s holds the runs %s: reproduce writes OUT/runs and OUT/report.md; give a folder of its own", out, listRuns(runs))
 }
 

@@ -449,10 +449,10 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	m, err := training.ReadMetrics(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		r.state, r.err = runUnreadable, fmt.Sprintf("%s is missing, yet the run finished (it has samples.npy, written last): move the run folder away to train it again", path)
+		r.state, r.err = runUnreadable, fmt.Sprintf("%s is missing, yet the run finished (it has samples.npy, written last): flowebm train --resume %s writes it again from the run's last checkpoint", path, shellQuote(r.dir))
 		return ""
-	case err != nil:
-		r.state, r.err = runUnreadable, err.Error() // it names the file
+	case err != nil: // round 94 B2: no way on was named
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; moved away (mv %s %s), flowebm train --resume %s writes it again from the run's last checkpoint", err, shellQuote(path), shellQuote(path+".damaged"), shellQuote(r.dir))
 		return ""
 	case m.Experiment != r.experiment || m.Algorithm != r.algorithm:
 		r.state, r.err = runMismatched, fmt.Sprintf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away", path, m.Experiment, m.Algorithm, r.experiment, r.algorithm)

@@ -477,7 +477,7 @@ func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, cen
 	if !(rhat < rhatMixed) { // round 83 A3: intervals beside R-hat 1.545, unsaid
 		caveat = fmt.Sprintf("; R-hat %.3f: the chains have not mixed, so these are not to be trusted", rhat)
 	}
-	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator, 95%% interval%s):\n", f.modes, caveat)
+	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator or of the chains' means, whichever is smaller, 95%% interval%s):\n", f.modes, caveat)
 	for k, w := range diagnostics.ChainModeWeights(draws, f.chains, f.steps, d, centres) {
 		fmt.Fprintf(out, "  mode %d at %s: %s\n", k+1, fmtPoint(centres[k]), fmtWeight(w, 4, true))
 	}
