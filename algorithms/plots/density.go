@@ -22,16 +22,41 @@ import (
 type gridXYZ struct {
 	g  *metrics.Grid
 	sc *data.Scaling
+	// shift is subtracted from the log-densities: their largest, where
+	// the density would overflow (relative), 0 otherwise.
+	shift float64
 }
 
 func (p gridXYZ) Dims() (c, r int) { return p.g.N, p.g.N }
 func (p gridXYZ) Z(c, r int) float64 {
-	z := math.Exp(p.g.LogDensity[r*p.g.N+c])
-	if p.sc != nil {
-		z /= math.Abs(p.sc.Scale[0] * p.sc.Scale[1])
-	}
-	return z
+	return math.Exp(p.g.LogDensity[r*p.g.N+c] - p.logJacobian() - p.shift)
 }
+
+// logJacobian is the log of the scaling's area factor (0 without one).
+func (p gridXYZ) logJacobian() float64 {
+	if p.sc == nil {
+		return 0
+	}
+	return math.Log(math.Abs(p.sc.Scale[0] * p.sc.Scale[1]))
+}
+
+// overflowShift is the largest log-density, in the data's units, where
+// the grid's density leaves float64's range (a grid whose quadrature could
+// not normalise the EBM: round 95 A2, a density of 1e443 made the colour
+// bar panic), so that it is drawn relative to its largest; 0 otherwise.
+func (p gridXYZ) overflowShift() float64 {
+	top := math.Inf(-1)
+	for _, v := range p.g.LogDensity {
+		if !math.IsNaN(v) {
+			top = max(top, v)
+		}
+	}
+	if top -= p.logJacobian(); top < 700 || math.IsInf(top, 0) {
+		return 0
+	}
+	return top
+}
+
 func (p gridXYZ) X(c int) float64 { return p.unit(0, p.at(0, c)) }
 func (p gridXYZ) Y(r int) float64 { return p.unit(1, p.at(1, r)) }
 
@@ -129,10 +154,18 @@ func (d Density) layout() densityFigure {
 	if len(d.Axes) == 2 {
 		p.X.Label.Text, p.Y.Label.Text = d.Axes[0], d.Axes[1]
 	}
-	xyz := gridXYZ{g, d.Scaling}
+	xyz := gridXYZ{g: g, sc: d.Scaling}
+	barLabel := "EBM density"
+	if xyz.shift = xyz.overflowShift(); xyz.shift != 0 {
+		barLabel = "EBM density ÷ its largest"
+		p.Title.Text += fmt.Sprintf("\n(its density here reaches e^%.4g, beyond float64: the grid did not normalise it)", xyz.shift)
+	}
 	cm := moreland.SmoothBlueRed()
 	heat := plotter.NewHeatMap(xyz, cm.Palette(255))
 	heat.Rasterized = true // no seams between the cells
+	if math.IsNaN(heat.Min) || math.IsInf(heat.Min, 0) || math.IsNaN(heat.Max) || math.IsInf(heat.Max, 0) {
+		heat.Min, heat.Max = 0, 1 // NaN density (the grid's cells all NaN): one colour, no panic
+	}
 	if !(heat.Max > heat.Min) {
 		heat.Max = heat.Min + math.Max(1e-300, 1e-9*math.Abs(heat.Min))
 	}
@@ -178,7 +211,7 @@ func (d Density) layout() densityFigure {
 	bar := newPlot()
 	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
 	bar.HideX()
-	bar.Y.Label.Text = "EBM density"
+	bar.Y.Label.Text = barLabel
 	return densityFigure{main: p, bar: bar, heat: heat, legend: legend}
 }
 

@@ -1,6 +1,9 @@
 package plots
 
 import (
+	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -23,5 +26,31 @@ func TestDensityCountsPointsBeyondTheFrame(t *testing.T) {
 	}
 	if len(f.legend) != 2 || f.legend[0].text != "samples (1 of 1)" || f.legend[1].text != "data (3 of 3);\n1 beyond the frame" {
 		t.Errorf("legend %+v", f.legend)
+	}
+}
+
+// Round 95 A2: a grid whose quadrature could not normalise the EBM held
+// densities of e^1000 (beyond float64): the colour bar panicked ("ColorMap
+// Max==Min") and the run's outputs were never written. The figure is drawn
+// relative to its largest density, the title saying why; a grid of NaN
+// draws one colour.
+func TestDensityBeyondFloat64Drawn(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		logp float64
+		note string
+	}{{"overflow", 1000, "beyond float64"}, {"nan", math.NaN(), ""}} {
+		g := metrics.NewGrid(1, 10)
+		for i := range g.LogDensity {
+			g.LogDensity[i] = c.logp - float64(i%10)
+		}
+		path := filepath.Join(t.TempDir(), "d.png")
+		if err := (Density{Title: "t", Grid: g}).Save(path); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		f := Density{Title: "t", Grid: g}.layout()
+		if !strings.Contains(f.main.Title.Text, c.note) || (c.note != "") != (f.bar.Y.Label.Text == "EBM density ÷ its largest") {
+			t.Errorf("%s: title %q, colour bar %q", c.name, f.main.Title.Text, f.bar.Y.Label.Text)
+		}
 	}
 }

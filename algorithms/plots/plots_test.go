@@ -93,7 +93,7 @@ func TestDensityPlotParts(t *testing.T) {
 			t.Errorf("legend entry %q: glyph radius %v, want ≥ 3 pt", e.text, e.glyph.Radius)
 		}
 	}
-	want := []string{"persistent chains (64 of 64)", "data (500 of 800)"}
+	want := []string{"persistent chains (64 of 64)", "data (500 of 800);\n4 beyond the frame"} // N(0, I) points in ±3
 	if strings.Join(names, "|") != strings.Join(want, "|") {
 		t.Errorf("legend %q, want %q", names, want)
 	}
@@ -116,7 +116,7 @@ func TestDensityPlotParts(t *testing.T) {
 	// Data units: the colour scale is the density of the data's units, so
 	// it integrates to one over the plotted box whatever the scaling.
 	for _, sc := range []*data.Scaling{nil, {Shift: []float64{10, -3}, Scale: []float64{4, 0.5}}} {
-		xyz := gridXYZ{g, sc}
+		xyz := gridXYZ{g: g, sc: sc}
 		c, r := xyz.Dims()
 		dx, dy := xyz.X(1)-xyz.X(0), xyz.Y(1)-xyz.Y(0)
 		sum := 0.0
