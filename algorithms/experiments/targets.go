@@ -4,6 +4,7 @@
 package experiments
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -71,6 +72,20 @@ type Experiment struct {
 type View struct {
 	Center    [2]float64
 	Box, BoxY float64
+}
+
+// GridBox is where a 2-D experiment's quadrature grid starts (and its
+// density figure is framed): the View where it has one, the box
+// otherwise. A grid of 200 cells over a box that far outliers stretched
+// to ±1e5 gave the bulk one cell, and zone weights, log Z and the
+// density figure's colour bar were all wrong (round 95 A1); from the
+// bulk, the grid grows where the EBM's mass lies beyond it
+// (metrics.Grid.FillCovering).
+func (e *Experiment) GridBox() View {
+	if e.View.Box > 0 {
+		return e.View
+	}
+	return View{Center: e.Center, Box: e.Box, BoxY: cmp.Or(e.BoxY, e.Box)}
 }
 
 // Kind is what an experiment is made of.

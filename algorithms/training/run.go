@@ -8,7 +8,6 @@
 package training
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -297,7 +296,8 @@ func (r *Run) build(dataRNG *rand.Rand, models *checkpoint.Models) error {
 		return err
 	}
 	if exp.Box > 0 && d == 2 {
-		r.grid = metrics.NewGridAt(exp.Center, exp.Box, cmp.Or(exp.BoxY, exp.Box), cfg.GridSize)
+		b := exp.GridBox()
+		r.grid = metrics.NewGridAt(b.Center, b.Box, b.BoxY, cfg.GridSize)
 	}
 	return nil
 }
@@ -462,10 +462,8 @@ func (r *Run) DisplayGrid() (g *metrics.Grid, inBox float64, err error) {
 	if g == nil {
 		return nil, 0, nil
 	}
-	c, bx, by := exp.Center, exp.Box, cmp.Or(exp.BoxY, exp.Box)
-	if v := exp.View; v.Box > 0 { // a data set's bulk (round 89 B4)
-		c, bx, by = v.Center, v.Box, v.BoxY
-	}
+	b := exp.GridBox() // a data set's bulk where far outliers stretch its box (round 89 B4)
+	c, bx, by := b.Center, b.Box, b.BoxY
 	if gx, gy := g.HalfWidths(); exp.Kind != experiments.KindDataSet || (gx == bx && gy == by && g.Center == c) {
 		return g, 1, nil
 	}
@@ -777,7 +775,8 @@ func (r *Run) fillGrid() error {
 	if exp.Kind != experiments.KindDataSet {
 		return r.grid.Fill(r.Trainer.EBM.LogDensity)
 	}
-	g, err := metrics.NewGridAt(exp.Center, exp.Box, cmp.Or(exp.BoxY, exp.Box), r.Config.GridSize).FillCovering(r.Trainer.EBM.LogDensity)
+	b := exp.GridBox()
+	g, err := metrics.NewGridAt(b.Center, b.Box, b.BoxY, r.Config.GridSize).FillCovering(r.Trainer.EBM.LogDensity)
 	if g.Box != r.grid.Box || g.BoxY != r.grid.BoxY || g.Center != r.grid.Center {
 		r.gridZones = nil // of the other grid's points
 	}
