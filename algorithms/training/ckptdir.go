@@ -107,6 +107,23 @@ func LatestCheckpoint(dir string) (string, error) {
 	return "", e
 }
 
+// withConfigRestore adds to a manifest error on a checkpoint's copy of
+// the run's configuration how to restore it where the run's config.json
+// has the bytes the manifest records (round 95 B1: config.json was blamed
+// for the changed copy, and its restore from the copy lost the run's
+// configuration).
+func withConfigRestore(err error) error {
+	var mm *checkpoint.MismatchError
+	if !errors.As(err, &mm) || filepath.Base(mm.Path) != runConfigName {
+		return err
+	}
+	cfg := filepath.Join(filepath.Dir(filepath.Dir(mm.Path)), "config.json")
+	if sum, serr := safefile.SHA256(cfg); serr != nil || sum != mm.Sum {
+		return err
+	}
+	return fmt.Errorf("%w (the run's %s has the bytes it records: cp %s %s restores the copy)", err, cfg, cfg, mm.Path)
+}
+
 // checkComplete returns nil if the checkpoint folder dir holds all the
 // files Resume reads and they parse. strict (for checkpoint.new/, which an
 // interrupted write leaves half written) also wants the marker and
@@ -123,7 +140,7 @@ func checkComplete(dir string, strict bool) error {
 	case errors.Is(err, fs.ErrNotExist) && !strict:
 		// an old-style checkpoint/, written before the marker existed
 	case err != nil:
-		return err
+		return withConfigRestore(err)
 	}
 	if _, _, err := checkpoint.Load(dir); err != nil {
 		return err

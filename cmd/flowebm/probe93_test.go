@@ -185,3 +185,36 @@ func TestPlotDrawsEveryRun(t *testing.T) {
 		t.Errorf("exit %d, %s%s", code, stdout, stderr)
 	}
 }
+
+// Round 95 B1: another run's checkpoint/run-config.json in a run was
+// blamed on its config.json, and the advice (restore config.json from
+// the copy) replaced the run's configuration with the other run's. The
+// copy is checked against the checkpoint's manifest first: it is named,
+// with the restore from config.json, whose bytes the manifest records;
+// followed, the run resumes with its own configuration.
+func TestChangedConfigCopyNamed(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if _, stderr, code := runCLI("train", "--iterations", "3", "--quiet", "--out", a); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := runCLI("train", "--iterations", "3", "--seed", "2", "--algorithm", "ula", "--quiet", "--out", b); code != 0 {
+		t.Fatal(stderr)
+	}
+	cfg, copyPath := filepath.Join(a, "config.json"), filepath.Join(a, "checkpoint", "run-config.json")
+	own, _ := os.ReadFile(cfg)
+	other, _ := os.ReadFile(filepath.Join(b, "checkpoint", "run-config.json"))
+	os.WriteFile(copyPath, other, 0o644)
+	_, stderr, code := runCLI("train", "--resume", a, "--quiet")
+	want := copyPath + " does not match the SHA-256 that " + filepath.Join(a, "checkpoint", "COMPLETE") + " records for it"
+	if code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "cp "+cfg+" "+copyPath+" restores the copy") || strings.Contains(stderr, "cp "+copyPath+" "+cfg) {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	os.WriteFile(copyPath, own, 0o644) // the advice
+	if stdout, stderr, code := runCLI("train", "--resume", a, "--quiet"); code != 0 || !strings.Contains(stdout, "nothing to do") {
+		t.Errorf("restored: exit %d, %s%s", code, stdout, stderr)
+	}
+	if now, _ := os.ReadFile(cfg); string(now) != string(own) {
+		t.Error("config.json changed")
+	}
+}

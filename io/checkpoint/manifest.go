@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flowebm/flowebm/internal/textclip"
@@ -53,42 +54,90 @@ const maxManifestBytes = 1 << 20
 // manifest of an earlier version (its format line only) lists nothing and
 // passes; a missing manifest matches fs.ErrNotExist.
 func CheckManifest(dir string, required ...string) error {
-	marker := filepath.Join(dir, ManifestName)
-	b, err := safefile.ReadFile(marker, maxManifestBytes)
+	sums, err := readManifest(dir)
 	if err != nil {
 		return err
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if lines[0] != Format {
-		return fmt.Errorf("%s: first line %q, want %q", marker, clipLine(lines[0]), Format)
+	for _, e := range sums {
+		if err := checkListed(dir, e.name, e.sum); err != nil {
+			return err
+		}
 	}
-	if len(lines) == 1 {
+	if len(sums) == 0 {
 		return nil // an earlier version's marker
 	}
-	listed := map[string]bool{}
+	for _, name := range required {
+		if !slices.ContainsFunc(sums, func(e listed) bool { return e.name == name }) {
+			return fmt.Errorf("%s does not list %s: the marker was edited after flowebm wrote it; restore it, or start a new run", filepath.Join(dir, ManifestName), name)
+		}
+	}
+	return nil
+}
+
+// CheckListed checks the one file name of checkpoint folder dir against
+// the SHA-256 its manifest lists for it: nil where it matches or is not
+// listed (an earlier version's marker); a missing manifest matches
+// fs.ErrNotExist.
+func CheckListed(dir, name string) error {
+	sums, err := readManifest(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range sums {
+		if e.name == name {
+			return checkListed(dir, e.name, e.sum)
+		}
+	}
+	return nil
+}
+
+// listed is a manifest's line: a file's name and SHA-256.
+type listed struct{ name, sum string }
+
+// readManifest reads dir's manifest: the files it lists, in its order.
+func readManifest(dir string) ([]listed, error) {
+	marker := filepath.Join(dir, ManifestName)
+	b, err := safefile.ReadFile(marker, maxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if lines[0] != Format {
+		return nil, fmt.Errorf("%s: first line %q, want %q", marker, clipLine(lines[0]), Format)
+	}
+	var out []listed
 	for i, l := range lines[1:] {
 		sum, name, ok := strings.Cut(l, "  ")
 		if !ok { // sha256sum -b writes "HEX *NAME"
 			sum, name, ok = strings.Cut(l, " *")
 		}
 		if !ok || len(sum) != 64 || name == "" || strings.ContainsAny(name, "/\\") {
-			return fmt.Errorf("%s: line %d %q, want a SHA-256 and a file name as sha256sum writes them", marker, i+2, clipLine(l))
+			return nil, fmt.Errorf("%s: line %d %q, want a SHA-256 and a file name as sha256sum writes them", marker, i+2, clipLine(l))
 		}
-		listed[name] = true
-		got, err := hashListed(filepath.Join(dir, name))
-		if err != nil {
-			return fmt.Errorf("%s, listed in %s: %v", name, marker, err) // not a missing marker
-		}
-		if !strings.EqualFold(got, sum) {
-			return fmt.Errorf("%s does not match the SHA-256 that %s records for it: one of them was changed after flowebm wrote them; restore it, or start a new run", filepath.Join(dir, name), marker)
-		}
+		out = append(out, listed{name, sum})
 	}
-	for _, name := range required {
-		if !listed[name] {
-			return fmt.Errorf("%s does not list %s: the marker was edited after flowebm wrote it; restore it, or start a new run", marker, name)
-		}
+	return out, nil
+}
+
+// checkListed checks the file name in dir against its listed sum.
+func checkListed(dir, name, sum string) error {
+	marker := filepath.Join(dir, ManifestName)
+	got, err := hashListed(filepath.Join(dir, name))
+	if err != nil {
+		return fmt.Errorf("%s, listed in %s: %v", name, marker, err) // not a missing marker
+	}
+	if !strings.EqualFold(got, sum) {
+		return &MismatchError{Path: filepath.Join(dir, name), Marker: marker, Sum: strings.ToLower(sum)}
 	}
 	return nil
+}
+
+// MismatchError is a checkpoint file whose SHA-256 is not the one its
+// folder's manifest (Marker) records for it (Sum, lower-case hex).
+type MismatchError struct{ Path, Marker, Sum string }
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("%s does not match the SHA-256 that %s records for it: one of them was changed after flowebm wrote them; restore it, or start a new run", e.Path, e.Marker)
 }
 
 // maxListedTextBytes bounds a checkpoint's JSON and CSV files (spec.json,
