@@ -36,6 +36,7 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/onnx"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
@@ -698,9 +699,9 @@ func (r *Run) TrainContext(ctx context.Context, progress func(iter int)) error {
 		if err != nil {
 			if errors.Is(err, algorithms.ErrDiverged) {
 				if !r.checkpointed {
-					return fmt.Errorf("%w; it diverged before its first checkpoint (due after iteration %d): nothing to resume, start it again with other settings", err, min(cfg.CheckpointEvery, total))
+					return fmt.Errorf("%w; it diverged before its first checkpoint (due after iteration %d): nothing to resume, start it again with other settings%s", err, min(cfg.CheckpointEvery, total), uncenteredHint(cfg))
 				}
-				return fmt.Errorf("%w; the last good checkpoint is in %s", err, filepath.Join(r.Dir, checkpointName))
+				return fmt.Errorf("%w; the last good checkpoint is in %s%s", err, filepath.Join(r.Dir, checkpointName), uncenteredHint(cfg))
 			}
 			return err
 		}
@@ -782,6 +783,16 @@ func (r *Run) fillGrid() error {
 	}
 	r.grid = g
 	return err
+}
+
+// uncenteredHint is, for a run on unscaled data (data.standardize
+// "none"), the setting that centres them (round 95 A3: "other settings"
+// named none); "" otherwise.
+func uncenteredHint(cfg config.Run) string {
+	if cfg.Data == nil || cfg.Data.Standardize != data.NoScaling {
+		return ""
+	}
+	return " (the data are unscaled, data.standardize \"none\": --standardize dimension, the default, or global centres them on the origin, where the models' bases are)"
 }
 
 // interrupted checkpoints the run where it stopped, unless its last

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // Round 89 A4: --print-config on a data set with fewer training rows than
@@ -216,5 +219,33 @@ func TestChangedConfigCopyNamed(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(cfg); string(now) != string(own) {
 		t.Error("config.json changed")
+	}
+}
+
+// Round 95 A3: unit-spread data 1.4e4 from the origin, trained with
+// --standardize none, diverged at iteration 16 with "start it again with
+// other settings", naming none. The run says before training how far the
+// data lie from the origin and which setting centres them, and the
+// divergence names it.
+func TestUncenteredDataNamed(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(95, 3))
+	x := make([]float64, 0, 4000)
+	for range 2000 {
+		x = append(x, 1e4+3*float64(rng.IntN(2))+0.5*rng.NormFloat64(), -1e4+0.5*rng.NormFloat64())
+	}
+	path := filepath.Join(dir, "far.npy")
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{2000, 2}, Data: x}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI("train", "--data", path, "--standardize", "none", "--iterations", "60", "--quiet", "--out", filepath.Join(dir, "r"))
+	if !strings.Contains(stdout, "--standardize none leaves the data") || !strings.Contains(stdout, "standard deviations from the origin, where the models' Gaussian bases are centred: training may diverge; --standardize dimension (the default) or global centres them") {
+		t.Errorf("no note: exit %d, %s", code, stderr)
+	}
+	if code != 0 && !strings.Contains(stderr, `(the data are unscaled, data.standardize "none": --standardize dimension, the default, or global centres them on the origin`) {
+		t.Errorf("divergence without the setting: exit %d, %s", code, stderr)
+	}
+	if stdout, stderr, code := runCLI("train", "--data", path, "--iterations", "2", "--quiet", "--out", filepath.Join(dir, "r2")); code != 0 || strings.Contains(stdout+stderr, "from the origin") {
+		t.Errorf("standardised: exit %d, %s", code, stderr)
 	}
 }
