@@ -129,11 +129,11 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(text) > 0 && text[len(text)-1] != '\n' { // probe 60: cut inside its last number, read as 0.54687 for 0.546875
-		return nil, fmt.Errorf("%s does not end with a line break: it was cut (flowebm ends every row with one), and its last row may be partial%s", path, evalsRestore(path))
+		return nil, fmt.Errorf("%s does not end with a line break: it was cut (flowebm ends every row with one), and its last row may be partial%s", path, EvalsRestore(path))
 	}
 	rows, err := csv.NewReader(bytes.NewReader(text)).ReadAll()
 	if err != nil { // round 94 B1: a damaged row named no way on
-		return nil, fmt.Errorf("%s: %w%s", path, err, evalsRestore(path))
+		return nil, fmt.Errorf("%s: %w%s", path, err, EvalsRestore(path))
 	}
 	head := evalsHeader(modes)
 	if len(rows) == 0 {
@@ -151,17 +151,17 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	for i, row := range rows[1:] {
 		line := i + 2
 		if len(row) != len(head) {
-			return nil, fmt.Errorf("%s: line %d has %d fields, want %d%s", path, line, len(row), len(head), evalsRestore(path))
+			return nil, fmt.Errorf("%s: line %d has %d fields, want %d%s", path, line, len(row), len(head), EvalsRestore(path))
 		}
 		iter, err := strconv.Atoi(row[0])
 		if err != nil || iter <= last {
-			return nil, fmt.Errorf("%s: line %d: iter %q, want an integer iteration after %d%s", path, line, row[0], last, evalsRestore(path))
+			return nil, fmt.Errorf("%s: line %d: iter %q, want an integer iteration after %d%s", path, line, row[0], last, EvalsRestore(path))
 		}
 		last = iter
 		v := make([]float64, len(row))
 		for j, s := range row[1:] {
 			if v[j+1], err = strconv.ParseFloat(s, 64); err != nil {
-				return nil, fmt.Errorf("%s: line %d, column %d (%s): %w%s", path, line, j+2, head[j+1], err, evalsRestore(path))
+				return nil, fmt.Errorf("%s: line %d, column %d (%s): %w%s", path, line, j+2, head[j+1], err, EvalsRestore(path))
 			}
 		}
 		e := Eval{Iter: iter, Stats: algorithms.IterStats{Iter: iter}}
@@ -186,10 +186,37 @@ func nanNil(w []float64) []float64 {
 	return nil
 }
 
-// evalsRestore is how to restore a run's cut metrics.csv from its last
+// CheckEvalsOfRun checks the run in dir's metrics.csv against its latest
+// checkpoint's evaluations (evals.csv, which the checkpoint's manifest
+// guards): those are the first rows of metrics.csv, all of them for a
+// finished run (round 95 B3: another run's metrics.csv was reported as
+// this run's). Nil where the run has no metrics.csv or no readable
+// checkpoint (their readers say why).
+func CheckEvalsOfRun(dir string) error {
+	path := filepath.Join(dir, "metrics.csv")
+	got, err := safefile.ReadFile(path, maxEvalsBytes)
+	if err != nil {
+		return nil
+	}
+	var want []byte
+	var ck string
+	if ReadLatest(dir, func(c string) (err error) {
+		ck = c
+		want, err = safefile.ReadFile(filepath.Join(c, "evals.csv"), maxEvalsBytes)
+		return err
+	}) != nil {
+		return nil
+	}
+	if bytes.HasPrefix(got, want) {
+		return nil
+	}
+	return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; cp %s %s restores them", path, filepath.Join(ck, "evals.csv"), filepath.Join(ck, "evals.csv"), path)
+}
+
+// EvalsRestore is how to restore a run's cut metrics.csv from its last
 // checkpoint, which holds its evaluations up to there (probe 61: none was
 // named), or "".
-func evalsRestore(path string) string {
+func EvalsRestore(path string) string {
 	if filepath.Base(path) != "metrics.csv" {
 		return ""
 	}

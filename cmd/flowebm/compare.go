@@ -375,6 +375,9 @@ func runEvals(dir string) ([]training.Eval, error) {
 	}
 	path := filepath.Join(dir, "metrics.csv")
 	evals, err := training.ReadEvalsCSVModes(path)
+	if err == nil {
+		err = training.CheckEvalsOfRun(dir)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		var ckErr error
 		err = training.ReadRun(dir, func() error {

@@ -249,3 +249,54 @@ func TestUncenteredDataNamed(t *testing.T) {
 		t.Errorf("standardised: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 95 B2, B3, B8: another run's metrics.json (seed 2 in a seed 1
+// run) or metrics.csv was reported as the run's by reproduce --report and
+// compare; another run's config.json in an unfinished run of a reproduce
+// was to be "moved away". The seed (and length, algorithm) of
+// metrics.json is checked against config.json, metrics.csv against the
+// checkpoint's evaluations (its first rows), config.json against the
+// checkpoint's copy, each with the way to restore the run's own.
+func TestOtherRunsFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "R")
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	other := filepath.Join(dir, "o")
+	if _, stderr, code := runCLI("train", "--iterations", "3", "--seed", "2", "--algorithm", "ula", "--quiet", "--out", other); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	swap := func(name string) func() {
+		own, _ := os.ReadFile(filepath.Join(run, name))
+		theirs, _ := os.ReadFile(filepath.Join(other, name))
+		os.WriteFile(filepath.Join(run, name), theirs, 0o644)
+		return func() { os.WriteFile(filepath.Join(run, name), own, 0o644) }
+	}
+	undo := swap("metrics.json")
+	if _, stderr, code := runCLI("reproduce", "--report", out); code == 0 || !strings.Contains(stderr, `metrics.json: field "seed" is 2, but the run's config.json has seed 1`) {
+		t.Errorf("metrics.json: exit %d, %s", code, stderr)
+	}
+	if _, stderr, _ := runCLI("compare", run, "--out", filepath.Join(dir, "c1")); !strings.Contains(stderr, "metrics.json is of seed 2, ula, 3 iterations, but the run's config.json has seed 1, ula, 3") {
+		t.Errorf("compare, metrics.json: %s", stderr)
+	}
+	undo()
+	undo = swap("metrics.csv")
+	want := "metrics.csv is not this run's: its rows are not those of the run's last checkpoint"
+	if _, stderr, code := runCLI("reproduce", "--report", out); code == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("metrics.csv: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c2")); code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("compare, metrics.csv: exit %d, %s", code, stderr)
+	}
+	undo()
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 0 {
+		t.Errorf("restored: exit %d, %s", code, stderr)
+	}
+	swap("config.json")
+	if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "cp "+filepath.Join(run, "checkpoint", "run-config.json")+" "+filepath.Join(run, "config.json")+" restores it") {
+		t.Errorf("config.json: exit %d, %s", code, stderr)
+	}
+}

@@ -617,6 +617,9 @@ func checkKept(r *reproRun, f reproduceFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := training.ConfigEdited(r.dir, cfg); err != nil { // round 95 B8: another run's config.json, "move it away" advised
+		return err
+	}
 	if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm {
 		return fmt.Errorf("%s holds a run of experiment %q with algorithm %q (its config.json), not %s with %s: move it away, or give another --out",
 			r.dir, cfg.Experiment, cfg.Train.Algorithm, r.experiment, r.algorithm)
@@ -648,7 +651,10 @@ func (r *reproRun) finishedEvals() ([]training.Eval, error) {
 		evals, err = training.ReadEvalsCSV(path, len(r.exp.Weights))
 	}
 	if err == nil && len(evals) == 0 {
-		err = fmt.Errorf("%s holds no evaluations, yet the run finished (it has metrics.json): the file is damaged; move the run folder away to train it again", path)
+		err = fmt.Errorf("%s holds no evaluations, yet the run finished (it has metrics.json): the file is damaged%s", path, training.EvalsRestore(path))
+	}
+	if err == nil {
+		err = training.CheckEvalsOfRun(r.dir)
 	}
 	return evals, err
 }

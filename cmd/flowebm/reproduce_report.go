@@ -460,6 +460,9 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	case m.Iterations != cfg.Train.Iterations:
 		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"iterations\" is %d, but the run's config.json trains %d: the files disagree", path, m.Iterations, cfg.Train.Iterations)
 		return ""
+	case m.Seed != cfg.Seed: // round 95 B2: another seed's numbers reported as this run's
+		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"seed\" is %d, but the run's config.json has seed %d: the files disagree (moved away, flowebm train --resume %s writes the run's own again from its last checkpoint)", path, m.Seed, cfg.Seed, shellQuote(r.dir))
+		return ""
 	}
 	evals, err := r.finishedEvals()
 	if err != nil {
