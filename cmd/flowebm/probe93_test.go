@@ -300,3 +300,25 @@ func TestOtherRunsFilesRefused(t *testing.T) {
 		t.Errorf("config.json: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 95 B4: train --resume of a finished run whose samples.npy was
+// truncated and metrics.json garbled said "nothing to do" and left them.
+// It says which is damaged and writes the outputs again from the final
+// checkpoint: samples.npy as it was.
+func TestResumeRewritesDamagedOutputs(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "z")
+	if _, stderr, code := runCLI("train", "--iterations", "3", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	samples := filepath.Join(run, "samples.npy")
+	good, _ := os.ReadFile(samples)
+	os.WriteFile(samples, good[:1000], 0o644)
+	os.WriteFile(filepath.Join(run, "metrics.json"), []byte("x"), 0o644)
+	_, stderr, code := runCLI("train", "--resume", run, "--quiet")
+	if now, _ := os.ReadFile(samples); code != 0 || string(now) != string(good) || !strings.Contains(stderr, "the run's outputs are written again from its final checkpoint") {
+		t.Fatalf("exit %d, samples.npy restored %v, %s", code, string(now) == string(good), stderr)
+	}
+	if stdout, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !strings.Contains(stdout, "nothing to do") {
+		t.Errorf("again: exit %d, %s%s", code, stdout, stderr)
+	}
+}

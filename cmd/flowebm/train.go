@@ -33,6 +33,7 @@ import (
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
+	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
@@ -469,6 +470,11 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 			return err
 		}
 	}
+	if f.resume != "" && run.Trainer.Iter >= run.Config.Train.Iterations && !finished(run) {
+		if err := damagedOutput(run); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(errOut, "flowebm: note: %s; the run's outputs are written again from its final checkpoint\n", withoutPackagePrefixes(err.Error()))
+		}
+	}
 	if f.resume != "" && finished(run) {
 		return completeImageOutputs(run, out, f.plotFormat, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
 	}
@@ -606,7 +612,25 @@ func finished(run *training.Run) bool {
 			return false
 		}
 	}
-	return true
+	return damagedOutput(run) == nil
+}
+
+// damagedOutput is why one of a trained run's outputs cannot be read
+// back (metrics.json, metrics.csv, samples.npy), which --resume then
+// writes again from the final checkpoint (round 95 B4: "nothing to do"
+// beside a truncated samples.npy); nil where they read.
+func damagedOutput(run *training.Run) error {
+	if _, err := training.ReadMetrics(filepath.Join(run.Dir, "metrics.json")); err != nil {
+		return err
+	}
+	if _, err := training.ReadEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), len(run.Experiment.Weights)); err != nil {
+		return err
+	}
+	if err := training.CheckEvalsOfRun(run.Dir); err != nil {
+		return err
+	}
+	_, err := npy.ReadFile(filepath.Join(run.Dir, "samples.npy"))
+	return err
 }
 
 // badRecordedFormat is the refusal of a run whose config.json names an
