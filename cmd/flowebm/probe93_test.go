@@ -322,3 +322,25 @@ func TestResumeRewritesDamagedOutputs(t *testing.T) {
 		t.Errorf("again: exit %d, %s%s", code, stdout, stderr)
 	}
 }
+
+// Round 95 B6: a --seeds set whose interrupted seed has a damaged
+// checkpoint named the seed's folder by the process's handle on it,
+// /proc/self/fd/9. It names sdv/s1.
+func TestSeedsDamagedCheckpointNamed(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sd")
+	args := []string{"train", "--seeds", "1,2", "--iterations", "3", "--quiet", "--out", out}
+	if code, stderr := outputsChild(t, "train-outputs", "KILL", args...); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	w := filepath.Join(out, "s1", "checkpoint", "weights.npz")
+	b, err := os.ReadFile(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 4
+	os.WriteFile(w, b, 0o644)
+	_, stderr, code := runCLI(args...)
+	if code != 2 || strings.Contains(stderr, "/proc/self/fd") || !strings.Contains(stderr, w+" does not match the SHA-256") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
