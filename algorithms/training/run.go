@@ -1217,7 +1217,7 @@ const runConfigName = "run-config.json"
 // before it was kept have none), but for where the data file now is and
 // the build.
 func sameConfig(path string, cfg config.Run, ckPath string) error {
-	if err := checkpoint.CheckListed(filepath.Dir(ckPath), runConfigName); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if mm := (*checkpoint.MismatchError)(nil); errors.As(checkpoint.CheckListed(filepath.Dir(ckPath), runConfigName), &mm) {
 		// The copy is what was changed (round 95 B1: config.json was blamed,
 		// and restoring it from the copy replaced the run's configuration
 		// with another run's): the checkpoint's own check names it.

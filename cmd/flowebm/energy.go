@@ -647,6 +647,9 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 				m, err = loadLatestHeld(run, dir, sums)
 				return err
 			}
+			if exists(filepath.Join(dir, "run-config.json")) && !exists(filepath.Join(dir, checkpoint.ManifestName)) { // round 95 B7: loaded unchecked
+				return fmt.Errorf("%s is incomplete: it lacks %s, which a run writes last over its files' SHA-256 (a checkpoint cut while written, or edited): give the run folder %s, which reads its newest complete checkpoint", dir, checkpoint.ManifestName, run)
+			}
 			var spec checkpoint.Spec
 			if m, spec, err = checkpoint.Load(dir); err != nil {
 				return err

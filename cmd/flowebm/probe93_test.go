@@ -344,3 +344,24 @@ func TestSeedsDamagedCheckpointNamed(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 95 B7: convert exported a run's checkpoint folder without its
+// COMPLETE marker (and with another run's model files in it) silently. A
+// run's checkpoint without the marker is refused, the run folder advised.
+func TestConvertRefusesUnmarkedRunCheckpoint(t *testing.T) {
+	run := trainedRun(t)
+	dir := t.TempDir()
+	copyRun := filepath.Join(dir, "z")
+	if err := os.CopyFS(copyRun, os.DirFS(run)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(copyRun, ".lock"))
+	if err := os.Remove(filepath.Join(copyRun, "checkpoint", "COMPLETE")); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(copyRun, "checkpoint")
+	_, stderr, code := runCLI("convert", ck, filepath.Join(dir, "m.onnx"))
+	if code != 2 || !strings.Contains(stderr, ck+" is incomplete: it lacks COMPLETE") || exists(filepath.Join(dir, "m.onnx")) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
