@@ -365,3 +365,34 @@ func TestConvertRefusesUnmarkedRunCheckpoint(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 95 B9, B10: train --seeds again over a seed whose metrics.json was
+// cut said only "unexpected end of JSON input"; a seeds.json that is a
+// folder gave a raw rename error after the runs. The first names train
+// --resume (followed: the set completes), the second is refused up front.
+func TestSeedsDamagedSummaryInputs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sd")
+	args := []string{"train", "--seeds", "1,2", "--iterations", "2", "--quiet", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	s2 := filepath.Join(out, "s2")
+	m := filepath.Join(s2, "metrics.json")
+	b, _ := os.ReadFile(m)
+	os.WriteFile(m, b[:len(b)/2], 0o644)
+	if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, "; flowebm train --resume "+s2+" writes the run's outputs again from its final checkpoint, then give the same --seeds command again") {
+		t.Fatalf("cut metrics.json: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--resume", s2, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatalf("after the advice: exit %d, %s", code, stderr)
+	}
+	summary := filepath.Join(out, "seeds.json")
+	os.Remove(summary)
+	os.Mkdir(summary, 0o755)
+	if _, stderr, code := runCLI(args...); code != 2 || !strings.Contains(stderr, summary+" is a folder, want a regular file: train --seeds writes its summary there: move it away") {
+		t.Errorf("folder: exit %d, %s", code, stderr)
+	}
+}

@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"slices"
@@ -191,6 +193,9 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 	var rs []seedRun
 	for i, d := range runs {
 		r, err := readSeedRun(d, seeds[i])
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // round 95 B9: a damaged one, no way on named
+			return fmt.Errorf("%w; flowebm train --resume %s writes the run's outputs again from its final checkpoint, then give the same --seeds command again", err, shellQuote(d))
+		}
 		if err == nil && len(rs) > 0 {
 			err = sameRuns(rs[0], r)
 		}

@@ -262,6 +262,9 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 	if err := checkSeedsFolder(base, f.force); err != nil {
 		return err
 	}
+	if err := replaceable(base, []string{"seeds.json"}, "train --seeds writes its summary there: move it away"); err != nil { // round 95 B10: a raw rename error after training
+		return err
+	}
 	// One handler for the whole set, from before the lock to the summary
 	// (probe 37: between seeds and before the summary no handler was
 	// installed, and a signal killed the process without a word, leaving
