@@ -396,3 +396,34 @@ func TestSeedsDamagedSummaryInputs(t *testing.T) {
 		t.Errorf("folder: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 95 B5: a reproduce run whose only checkpoint is damaged recorded
+// train's "start the run again (with --force on the command line)",
+// which reproduce --force does not do. It says to move the run away (or
+// train it with --force) and reproduce again; followed, it trains.
+func TestReproduceNothingToResumeAdvice(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "R")
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	for _, f := range []string{"metrics.json", "metrics.csv", "samples.npy"} { // unfinished, as a killed run
+		os.Remove(filepath.Join(run, f))
+	}
+	st := filepath.Join(run, "checkpoint", "state.json")
+	b, _ := os.ReadFile(st)
+	b[len(b)/2] ^= 4
+	os.WriteFile(st, b, 0o644)
+	runCLI(args...)
+	msg, _ := os.ReadFile(filepath.Join(run, "error.txt"))
+	if !strings.Contains(string(msg), "; nothing to resume: move "+run+" away (or give flowebm train --force the run's flags), then give the same reproduce command again") || strings.Contains(string(msg), "--force on the command line") {
+		t.Fatalf("error.txt: %s", msg)
+	}
+	if err := os.Rename(run, run+".damaged"); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Errorf("after the advice: exit %d, %s", code, stderr)
+	}
+}
