@@ -1362,7 +1362,25 @@ func ReadRunConfig(dir string) (config.Run, error) {
 			return cfg, fmt.Errorf("%w: %s", err, restore)
 		}
 	}
+	if statErr == nil && !fi.Mode().IsRegular() { // round 95 B11: a dangling link was "no such file", no way on
+		if restore := ConfigRestore(dir); restore != "" {
+			return cfg, fmt.Errorf("%s: move it away; %s", notAFile(path, fi), restore)
+		}
+	}
 	return cfg, err
+}
+
+// notAFile says what the file at path (fi its Lstat), not a regular
+// file, is: a link (and to what, if it leads nowhere), a folder, ….
+func notAFile(path string, fi fs.FileInfo) string {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(path)
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Sprintf("%s is a link to %s, which does not exist", path, target)
+		}
+		return fmt.Sprintf("%s is a link to %s, which is not the run's configuration", path, target)
+	}
+	return safefile.Regular(path, fi).Error()
 }
 
 // ConfigRestore says how to restore the config.json of the run in dir

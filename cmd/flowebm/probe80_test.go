@@ -51,8 +51,8 @@ func TestDamagedConfigGetsRestore(t *testing.T) {
 	}
 }
 
-// Round 80 B4: a config.json that is a folder gets no cp (it would not
-// replace a folder).
+// Round 80 B4: a config.json that is a folder got a cp alone (which would
+// not replace a folder); round 95 B11: it is told to move it away first.
 func TestConfigFolderGetsNoRestore(t *testing.T) {
 	run := trainedRun(t)
 	cfgPath := filepath.Join(run, "config.json")
@@ -62,7 +62,7 @@ func TestConfigFolderGetsNoRestore(t *testing.T) {
 	if err := os.Mkdir(cfgPath, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := runCLI("train", "--resume", run); code != 2 || strings.Contains(errOut, "restores it") {
+	if _, errOut, code := runCLI("train", "--resume", run); code != 2 || !strings.Contains(errOut, cfgPath+" is a folder, want a regular file: move it away; the run's checkpoint holds a copy of its configuration: cp ") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }

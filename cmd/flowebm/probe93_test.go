@@ -427,3 +427,36 @@ func TestReproduceNothingToResumeAdvice(t *testing.T) {
 		t.Errorf("after the advice: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 95 B11: an unfinished run's config.json replaced by a dangling
+// link (or a folder) was refused with "no such file" alone. It says what
+// the file is and how to restore the run's configuration; followed, the
+// run resumes.
+func TestConfigNotAFileRestorable(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "u")
+	if code, stderr := outputsChild(t, "train-outputs", "KILL", "train", "--iterations", "3", "--quiet", "--out", run); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	cfg := filepath.Join(run, "config.json")
+	for _, c := range []struct {
+		make func()
+		want string
+	}{
+		{func() { os.Symlink("/nonexistent/x", cfg) }, cfg + " is a link to /nonexistent/x, which does not exist: move it away; the run's checkpoint holds a copy of its configuration: cp "},
+		{func() { os.Mkdir(cfg, 0o755) }, cfg + " is a folder, want a regular file: move it away; "},
+	} {
+		saved, _ := os.ReadFile(cfg)
+		os.Remove(cfg)
+		c.make()
+		if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("exit %d, %s; want %q", code, stderr, c.want)
+		}
+		os.Remove(cfg)
+		os.WriteFile(cfg, saved, 0o644)
+	}
+	copied, _ := os.ReadFile(filepath.Join(run, "checkpoint", "run-config.json"))
+	os.WriteFile(cfg, copied, 0o644)
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 {
+		t.Errorf("restored: exit %d, %s", code, stderr)
+	}
+}
