@@ -38,6 +38,9 @@ type Metrics struct {
 	// away, and the files kept the other alone). Absent without a grid.
 	GridLogZ      *float64 `json:"grid_log_z,omitempty"`
 	GridHeldOutLL *float64 `json:"grid_held_out_ll,omitempty"`
+	// GridMissed, where set, is where the grid misses the EBM's mass
+	// (Run.MissedMass): the grid's numbers are those of its part.
+	GridMissed *MissedMass `json:"grid_missed,omitempty"`
 	// Build names what decides the results' rounding (the same seed gives
 	// the same numbers only with the same Go, BLAS and vector math).
 	Build config.Build `json:"build"`
@@ -61,6 +64,9 @@ func WriteMetrics(path string, r *Run) error {
 		if ll := final.HeldOutLL + final.LogZ.LogZ - z; !math.IsNaN(ll) && !math.IsInf(ll, 0) {
 			m.GridHeldOutLL = &ll
 		}
+	}
+	if m.GridMissed, err = r.MissedMass(); err != nil {
+		return err
 	}
 	return jsonfile.Write(path, m)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -458,5 +459,20 @@ func TestConfigNotAFileRestorable(t *testing.T) {
 	os.WriteFile(cfg, copied, 0o644)
 	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 {
 		t.Errorf("restored: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 96 A2: where the importance-sampling log Z was flagged unreliable
+// (ESS below 1%), the held-out log-likelihood printed was its alone
+// (164,098 beside a grid's −3.73); the grid's is printed beside it. A
+// reliable estimate within its errors gets none.
+func TestGridHeldOutLLWhereISUnreliable(t *testing.T) {
+	unreliable := metrics.LogZEstimate{LogZ: 20, SE: 0.1, ESS: 0.001}
+	if got := gridLogZNote(unreliable, 199636.32, 0.01, 164098.3); !strings.Contains(got, "; by grid quadrature 199636.320: with it the held-out log-likelihood is -35518.020") {
+		t.Errorf("unreliable: %q", got)
+	}
+	reliable := metrics.LogZEstimate{LogZ: 2, SE: 0.1, ESS: 0.5}
+	if got := gridLogZNote(reliable, 2.05, 0.01, -1); got != "; by grid quadrature 2.050" {
+		t.Errorf("reliable: %q", got)
 	}
 }

@@ -1542,6 +1542,9 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 		fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s, ESS %s%s)\n",
 			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), quad)
 	}
+	if missed, err := run.MissedMass(); err == nil && missed != nil {
+		fmt.Fprintf(out, "warning: %s\n", missedNote(missed))
+	}
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from %s: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, chainsStart(run), final.MaxRHat, final.MaxRHatClassic)
 	local := fmtAccept(final.Stats.LocalAccept)
@@ -1553,6 +1556,11 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 }
 
 func isNaN(v float64) bool { return v != v }
+
+// missedNote says where the quadrature grid misses the EBM's mass.
+func missedNote(m *training.MissedMass) string {
+	return fmt.Sprintf("beyond the quadrature grid, at %s (a training point or persistent chain), the EBM's density is e^%.4g times its largest on the grid: the grid misses mass there, so the EBM's weights, log Z and held-out log-likelihoods above are those of the grid's part (the EBM has a mode far from the data's bulk: outliers in the data, or training not converged)", fmtPoint(m.At), m.LogExcess)
+}
 
 // fmtAccept writes an acceptance rate, n/a (as sample writes it) for a
 // kernel without such moves.
@@ -1646,7 +1654,10 @@ func gridLogZNote(z metrics.LogZEstimate, grid, gridErr, heldOut float64) string
 		return ""
 	}
 	note := "; by grid quadrature " + sig3(grid)
-	if gap := math.Abs(z.LogZ - grid); gap > 3*z.SE && gap > gridErr && z.Reliable() {
+	switch gap := math.Abs(z.LogZ - grid); {
+	case !z.Reliable() && gap > gridErr: // round 96 A2: the unreliable estimate's log-likelihood alone
+		note += fmt.Sprintf(": with it the held-out log-likelihood is %s", fixed3(heldOut+z.LogZ-grid))
+	case gap > 3*z.SE && gap > gridErr:
 		note += fmt.Sprintf(", %.1f standard errors away: with it the held-out log-likelihood is %s", gap/z.SE, fixed3(heldOut+z.LogZ-grid))
 	}
 	return note
