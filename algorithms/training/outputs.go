@@ -165,6 +165,34 @@ func inDataUnits(exp *experiments.Experiment, x mat.Matrix) mat.Matrix {
 // dir/samples.npy (float64, rows × d), atomically: the persistent chains'
 // current states, or for CoopFlow, whose chains start afresh every
 // iteration, the last iteration's negatives.
+// SamplesOfRun checks the run's samples.npy against what WriteSamples
+// writes from its (final) persistent chains: another run's, or a damaged
+// one, is an error naming it (round 96 B2: another run's samples.npy was
+// kept by every command).
+func SamplesOfRun(r *Run) error {
+	path := filepath.Join(r.Dir, "samples.npy")
+	a, err := npy.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	m := inDataUnits(r.Experiment, r.Trainer.Samples())
+	n, d := m.Dims()
+	if len(a.Shape) != 2 || a.Shape[1] != d || (a.Shape[0] != n && r.Trainer.Config.PersistentChains()) {
+		return fmt.Errorf("%s has shape %v, but the run's final chains are %d × %d: it is not this run's", path, a.Shape, n, d)
+	}
+	if !r.Trainer.Config.PersistentChains() {
+		return nil // CoopFlow's last negatives, which a resumed run no longer holds
+	}
+	for i := range n {
+		for j := range d {
+			if v := m.At(i, j); a.Data[i*d+j] != v && !(math.IsNaN(v) && math.IsNaN(a.Data[i*d+j])) {
+				return fmt.Errorf("%s differs from the run's final chains (row %d): it is not this run's, or was edited", path, i)
+			}
+		}
+	}
+	return nil
+}
+
 func WriteSamples(r *Run) error {
 	m := inDataUnits(r.Experiment, r.Trainer.Samples())
 	n, d := m.Dims()

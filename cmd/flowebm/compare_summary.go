@@ -60,7 +60,7 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 	m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
 	switch {
 	case err == nil && s.cfg != "" && (m.Seed != cfg.Seed || m.Iterations != cfg.Train.Iterations || m.Algorithm != cfg.Train.Algorithm): // round 95 B3: another run's, read as this one's
-		unread = append(unread, fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run's config.json has seed %d, %s, %d: the files disagree (moved away, flowebm train --resume %s writes the run's own again)",
+		unread = append(unread, fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run's config.json has seed %d, %s, %d: the files disagree (flowebm train --resume %s writes the run's own again)",
 			filepath.Join(dir, "metrics.json"), m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations, shellQuote(dir)))
 	case err == nil:
 		s.metrics, s.exactLL = &m, m.TrueHeldOutLL

@@ -114,7 +114,7 @@ func TestPlotFormatAdviceRecorded(t *testing.T) {
 // stopped reproduce with the csv reader's error alone; a damaged
 // metrics.json was reported unreadable without a way on. The first names
 // the checkpoint's evals.csv to restore it, the second train --resume
-// (which writes it again once moved away); both ways, followed, work.
+// (which writes it again); both ways, followed, work.
 func TestDamagedRunOutputsWayOn(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r")
@@ -137,11 +137,10 @@ func TestDamagedRunOutputsWayOn(t *testing.T) {
 	}
 	js, _ := os.ReadFile(jsonPath)
 	os.WriteFile(jsonPath, js[:100], 0o644)
-	want = "moved away (mv " + jsonPath + " " + jsonPath + ".damaged), flowebm train --resume " + run + " writes it again from the run's last checkpoint"
+	want = "; flowebm train --resume " + run + " writes it again from the run's last checkpoint"
 	if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, want) {
 		t.Fatalf("cut metrics.json: exit %d, %s", code, stderr)
 	}
-	os.Rename(jsonPath, jsonPath+".damaged")
 	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !exists(jsonPath) {
 		t.Fatalf("train --resume: exit %d, %s", code, stderr)
 	}
@@ -474,5 +473,34 @@ func TestGridHeldOutLLWhereISUnreliable(t *testing.T) {
 	reliable := metrics.LogZEstimate{LogZ: 2, SE: 0.1, ESS: 0.5}
 	if got := gridLogZNote(reliable, 2.05, 0.01, -1); got != "; by grid quadrature 2.050" {
 		t.Errorf("reliable: %q", got)
+	}
+}
+
+// Round 96 B1, B2: train --resume of a finished run holding another run's
+// metrics.json and samples.npy said "nothing to do" and kept them, and the
+// --seeds advice (train --resume) looped. They are taken for damage and
+// written again from the final checkpoint: the run's own, byte for byte
+// (metrics.json but for its measured seconds).
+func TestResumeReplacesOtherRunsOutputs(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for i, r := range []string{a, b} {
+		if _, stderr, code := runCLI("train", "--iterations", "3", "--seed", ftoa(float64(i+1)), "--quiet", "--out", r); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	own, _ := os.ReadFile(filepath.Join(a, "samples.npy"))
+	for _, f := range []string{"metrics.json", "samples.npy"} {
+		theirs, _ := os.ReadFile(filepath.Join(b, f))
+		os.WriteFile(filepath.Join(a, f), theirs, 0o644)
+	}
+	_, stderr, code := runCLI("train", "--resume", a, "--quiet")
+	if now, _ := os.ReadFile(filepath.Join(a, "samples.npy")); code != 0 || string(now) != string(own) || !strings.Contains(stderr, "metrics.json is of seed 2, flowmc, 3 iterations, but the run is of seed 1") {
+		t.Fatalf("exit %d, samples restored %v, %s", code, string(now) == string(own), stderr)
+	}
+	theirs, _ := os.ReadFile(filepath.Join(b, "samples.npy"))
+	os.WriteFile(filepath.Join(a, "samples.npy"), theirs, 0o644)
+	if _, stderr, code := runCLI("train", "--resume", a, "--quiet"); code != 0 || !strings.Contains(stderr, "samples.npy differs from the run's final chains") {
+		t.Errorf("samples.npy alone: exit %d, %s", code, stderr)
 	}
 }

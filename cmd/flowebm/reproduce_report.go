@@ -452,7 +452,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		r.state, r.err = runUnreadable, fmt.Sprintf("%s is missing, yet the run finished (it has samples.npy, written last): flowebm train --resume %s writes it again from the run's last checkpoint", path, shellQuote(r.dir))
 		return ""
 	case err != nil: // round 94 B2: no way on was named
-		r.state, r.err = runUnreadable, fmt.Sprintf("%v; moved away (mv %s %s), flowebm train --resume %s writes it again from the run's last checkpoint", err, shellQuote(path), shellQuote(path+".damaged"), shellQuote(r.dir))
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again from the run's last checkpoint", err, shellQuote(r.dir))
 		return ""
 	case m.Experiment != r.experiment || m.Algorithm != r.algorithm:
 		r.state, r.err = runMismatched, fmt.Sprintf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away", path, m.Experiment, m.Algorithm, r.experiment, r.algorithm)
@@ -461,7 +461,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"iterations\" is %d, but the run's config.json trains %d: the files disagree", path, m.Iterations, cfg.Train.Iterations)
 		return ""
 	case m.Seed != cfg.Seed: // round 95 B2: another seed's numbers reported as this run's
-		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"seed\" is %d, but the run's config.json has seed %d: the files disagree (moved away, flowebm train --resume %s writes the run's own again from its last checkpoint)", path, m.Seed, cfg.Seed, shellQuote(r.dir))
+		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"seed\" is %d, but the run's config.json has seed %d: the files disagree (flowebm train --resume %s writes the run's own again from its last checkpoint)", path, m.Seed, cfg.Seed, shellQuote(r.dir))
 		return ""
 	}
 	evals, err := r.finishedEvals()

@@ -33,7 +33,6 @@ import (
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
-	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/samplers/diagnostics"
 )
@@ -623,8 +622,13 @@ func finished(run *training.Run) bool {
 // writes again from the final checkpoint (round 95 B4: "nothing to do"
 // beside a truncated samples.npy); nil where they read.
 func damagedOutput(run *training.Run) error {
-	if _, err := training.ReadMetrics(filepath.Join(run.Dir, "metrics.json")); err != nil {
+	path := filepath.Join(run.Dir, "metrics.json")
+	m, err := training.ReadMetrics(path)
+	if err != nil {
 		return err
+	}
+	if cfg := run.Config; m.Seed != cfg.Seed || m.Iterations != cfg.Train.Iterations || m.Algorithm != cfg.Train.Algorithm { // round 96 B1, B2: another run's kept
+		return fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run is of seed %d, %s, %d: it is not this run's", path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations)
 	}
 	if _, err := training.ReadEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), len(run.Experiment.Weights)); err != nil {
 		return err
@@ -632,8 +636,7 @@ func damagedOutput(run *training.Run) error {
 	if err := training.CheckEvalsOfRun(run.Dir); err != nil {
 		return err
 	}
-	_, err := npy.ReadFile(filepath.Join(run.Dir, "samples.npy"))
-	return err
+	return training.SamplesOfRun(run)
 }
 
 // badRecordedFormat is the refusal of a run whose config.json names an
@@ -1580,14 +1583,14 @@ func fmtCoord(v float64) string {
 	switch a := math.Abs(v); {
 	case a >= 1e6:
 		return fmt.Sprintf("%.3g", v)
-	case a < 0.005 && a > 0: // probe 69 B5: 0.002, −0.001 and 0.003 all read 0.00 or -0.00
+	case a < 0.1 && a > 0: // probe 69 B5: 0.002, −0.001 and 0.003 all read 0.00 or -0.00; round 96 A3: 0.012, 0.014 read 0.01
 		return fmt.Sprintf("%.2g", v)
 	}
 	return fmt.Sprintf("%.2f", v+0) // +0: no "-0.00" for −0
 }
 
 func fmtPoint(x []float64) string {
-	scale := 1.0
+	scale := 0.0 // the point's own (round 96 A3: a unit floor zeroed a point at 1e-152)
 	for _, v := range x {
 		scale = max(scale, math.Abs(v))
 	}
