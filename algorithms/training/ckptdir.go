@@ -50,6 +50,8 @@ type noCheckpointError struct {
 	dir string
 	// why each folder that exists is not a complete checkpoint
 	why []string
+	// restorable: one of them a copy restores (restorableError)
+	restorable bool
 }
 
 func (e noCheckpointError) Error() string {
@@ -102,6 +104,7 @@ func LatestCheckpoint(dir string) (string, error) {
 				state = "belongs to another configuration"
 			}
 			e.why = append(e.why, fmt.Sprintf("%s/ %s (%v)", filepath.Base(c.path), state, err))
+			e.restorable = e.restorable || errors.As(err, new(restorableError))
 		}
 	}
 	return "", e
@@ -121,8 +124,14 @@ func withConfigRestore(err error) error {
 	if sum, serr := safefile.SHA256(cfg); serr != nil || sum != mm.Sum {
 		return err
 	}
-	return fmt.Errorf("%w (the run's %s has the bytes it records: cp %s %s restores the copy)", err, cfg, cfg, mm.Path)
+	return restorableError{fmt.Errorf("%w (the run's %s has the bytes it records: cp %s %s restores the copy)", err, cfg, cfg, mm.Path)}
 }
+
+// restorableError is a checkpoint's damage that a copy restores (its
+// words say how): the run is not lost.
+type restorableError struct{ error }
+
+func (e restorableError) Unwrap() error { return e.error }
 
 // checkComplete returns nil if the checkpoint folder dir holds all the
 // files Resume reads and they parse. strict (for checkpoint.new/, which an

@@ -210,7 +210,8 @@ func TestChangedConfigCopyNamed(t *testing.T) {
 	os.WriteFile(copyPath, other, 0o644)
 	_, stderr, code := runCLI("train", "--resume", a, "--quiet")
 	want := copyPath + " does not match the SHA-256 that " + filepath.Join(a, "checkpoint", "COMPLETE") + " records for it"
-	if code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "cp "+cfg+" "+copyPath+" restores the copy") || strings.Contains(stderr, "cp "+copyPath+" "+cfg) {
+	if code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "cp "+cfg+" "+copyPath+" restores the copy") || strings.Contains(stderr, "cp "+copyPath+" "+cfg) ||
+		!strings.Contains(stderr, "restored, the run resumes (started again with --force, it would be lost)") || strings.Contains(stderr, "--force on the command line") { // round 96 B3: --force advised beside it
 		t.Fatalf("exit %d, %s", code, stderr)
 	}
 	os.WriteFile(copyPath, own, 0o644) // the advice
