@@ -129,7 +129,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(text) > 0 && text[len(text)-1] != '\n' { // probe 60: cut inside its last number, read as 0.54687 for 0.546875
-		return nil, fmt.Errorf("%s does not end with a line break: it was cut (flowebm ends every row with one), and its last row may be partial%s", path, EvalsRestore(path))
+		return nil, fmt.Errorf("%s does not end with a line break: it was cut, or had data appended (flowebm ends every row with one), and its last row may be partial%s", path, EvalsRestore(path)) // round 96 B7: "cut" alone
 	}
 	rows, err := csv.NewReader(bytes.NewReader(text)).ReadAll()
 	if err != nil { // round 94 B1: a damaged row named no way on

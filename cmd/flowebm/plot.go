@@ -65,6 +65,11 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		} else if err == nil && !fi.IsDir() {
 			return "", fmt.Errorf("%s is a file, not a run folder: give a folder that flowebm train wrote%s%s", dir, checkpointOfEditedRun(dir), fileOfRun(dir))
 		}
+		if fi, err := os.Lstat(filepath.Join(dir, "config.json")); err == nil && !fi.Mode().IsRegular() && training.ConfigRestore(dir) != "" { // round 96 B4: a dangling link advised a cp that fails, a folder "not a run folder"
+			if _, err := training.ReadRunConfig(dir); err != nil {
+				return "", err
+			}
+		}
 		if fi, err := os.Stat(filepath.Join(dir, "config.json")); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() { // round 79 B3: "no config.json", beside its FIFO
 			return "", fmt.Errorf("%s: want a regular file", irregular(filepath.Join(dir, "config.json"), fi))
 		}

@@ -505,3 +505,29 @@ func TestResumeReplacesOtherRunsOutputs(t *testing.T) {
 		t.Errorf("samples.npy alone: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 96 B4: plot of a run whose config.json is a dangling link advised
+// a cp that fails on it; one whose config.json is a folder was "not a run
+// folder". Both say what the file is, to move it away, and the restore.
+func TestPlotConfigNotAFile(t *testing.T) {
+	run := trainedRun(t)
+	dir := filepath.Join(t.TempDir(), "c")
+	if err := os.CopyFS(dir, os.DirFS(run)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, ".lock"))
+	cfg := filepath.Join(dir, "config.json")
+	for _, c := range []struct {
+		make func()
+		want string
+	}{
+		{func() { os.Symlink("/nonexistent", cfg) }, cfg + " is a link to /nonexistent, which does not exist: move it away; the run's checkpoint holds a copy of its configuration: cp "},
+		{func() { os.Mkdir(cfg, 0o755) }, cfg + " is a folder, want a regular file: move it away; "},
+	} {
+		os.RemoveAll(cfg)
+		c.make()
+		if _, stderr, code := runCLI("plot", dir); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("exit %d, %s; want %q", code, stderr, c.want)
+		}
+	}
+}
