@@ -617,7 +617,7 @@ func checkKept(r *reproRun, f reproduceFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := training.ConfigEdited(r.dir, cfg); err != nil { // round 95 B8: another run's config.json, "move it away" advised
+	if err := training.ConfigEdited(r.dir, cfg); err != nil && f.plan == "" { // round 95 B8: another run's config.json, "move it away" advised (a plan leaves the run out, saying so)
 		return err
 	}
 	if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm {
