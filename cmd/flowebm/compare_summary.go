@@ -90,7 +90,7 @@ func writeSummary(dir string, runs []runSummary) (string, error) {
 	for _, r := range runs {
 		fmt.Fprintln(w, r.row())
 	}
-	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains; \"160 of 400\" for a run not finished); a held-out LL whose log Z rests on an importance-sampling ESS below 1% is marked unreliable; weight MSE: of the EBM's mode weights by grid quadrature in 2D, of its chains' final states beyond (the EBM's where they mix: see max R-hat); time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
+	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains; \"160 of 400\" for a run not finished); a held-out LL whose log Z rests on an importance-sampling ESS below 1% is marked unreliable, and in 2D the LL by grid quadrature follows it where that estimate is unreliable or more than 3 standard errors from the grid's log Z; weight MSE: of the EBM's mode weights by grid quadrature in 2D, of its chains' final states beyond (the EBM's where they mix: see max R-hat); time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
 	err = errors.Join(w.Flush(), f.Close())
 	return path, err
 }
@@ -111,6 +111,9 @@ func (r runSummary) row() string {
 	if z := last.LogZ; !z.Reliable() && !math.IsNaN(z.ESS) && !math.IsNaN(last.HeldOutLL) { // round 82 B3: repeated without its ESS
 		ll += ", unreliable: IS ESS " + essPercent(z.ESS)
 	}
+	if g := r.gridHeldOutLL(last); g != "" { // round 97 A1: train printed the grid's, the table the IS one alone
+		ll += "; by grid quadrature " + g
+	}
 	iters := strconv.Itoa(last.Iter)
 	if r.metrics == nil && r.total > last.Iter { // round 82 B6: a stopped run looked finished
 		iters = fmt.Sprintf("%d of %d", last.Iter, r.total)
@@ -124,6 +127,22 @@ func (r runSummary) row() string {
 	acc := num(last.Stats.GlobalAccept, "%.2f") + " (" + num(secondHalfMean(r.Evals), "%.2f") + ")"
 	mse := num(last.EBMWeightMSE, "%.2e")
 	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", name, cfg, iters, ll, rhat, acc, mse, ms)
+}
+
+// gridHeldOutLL is the held-out log-likelihood by the grid's log Z (of a
+// finished 2-D run's metrics.json) where train prints it beside the
+// importance-sampling one: that estimate unreliable, or more than 3
+// standard errors from the grid's; "" otherwise.
+func (r runSummary) gridHeldOutLL(last training.Eval) string {
+	m := r.metrics
+	if m == nil || m.GridHeldOutLL == nil || m.GridLogZ == nil || m.Final.Iter != last.Iter {
+		return ""
+	}
+	z := last.LogZ
+	if gap := math.Abs(z.LogZ - *m.GridLogZ); z.Reliable() && !(gap > 3*z.SE) {
+		return ""
+	}
+	return fmt.Sprintf("%.3f", *m.GridHeldOutLL)
 }
 
 // cell is s as one Markdown table cell: its pipes escaped, its line

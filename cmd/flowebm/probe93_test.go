@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms/metrics"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -529,5 +531,50 @@ func TestPlotConfigNotAFile(t *testing.T) {
 		if _, stderr, code := runCLI("plot", dir); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("exit %d, %s; want %q", code, stderr, c.want)
 		}
+	}
+}
+
+// Round 97 A1: compare's summary.md and seeds.json gave the held-out
+// log-likelihood by importance sampling alone where train printed the
+// grid's beside it (15 nats apart). summary.md adds the grid's where the
+// IS estimate is unreliable or more than 3 standard errors from the
+// grid's log Z; seeds.json summarises grid_held_out_ll too.
+func TestGridHeldOutLLInSummaries(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.csv")
+	var b strings.Builder
+	rng := rand.New(rand.NewPCG(97, 1))
+	for range 300 {
+		b.WriteString(ftoa(rng.NormFloat64()) + "," + ftoa(rng.NormFloat64()) + "\n")
+	}
+	os.WriteFile(data, []byte(b.String()), 0o644)
+	sd := filepath.Join(dir, "sd")
+	if _, stderr, code := runCLI("train", "--data", data, "--seeds", "1,2", "--iterations", "2", "--quiet", "--out", sd); code != 0 {
+		t.Fatal(stderr)
+	}
+	var sum struct {
+		Summary map[string]struct{ Mean float64 } `json:"summary"`
+	}
+	if b, err := os.ReadFile(filepath.Join(sd, "seeds.json")); err != nil || json.Unmarshal(b, &sum) != nil {
+		t.Fatal("seeds.json", err)
+	}
+	if _, ok := sum.Summary["grid_held_out_ll"]; !ok {
+		t.Errorf("seeds.json summary %v: no grid_held_out_ll", sum.Summary)
+	}
+	run := filepath.Join(sd, "s1")
+	var m map[string]any
+	if b, err := os.ReadFile(filepath.Join(run, "metrics.json")); err != nil || json.Unmarshal(b, &m) != nil {
+		t.Fatal("metrics.json", err)
+	}
+	z := m["final"].(map[string]any)["log_z"].(map[string]any)["log_z"].(float64)
+	m["grid_log_z"], m["grid_held_out_ll"] = z+10, -123.456 // 10 nats from the IS estimate
+	if err := jsonfile.Write(filepath.Join(run, "metrics.json"), m); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c")); code != 0 {
+		t.Fatal(stderr)
+	}
+	if s, _ := os.ReadFile(filepath.Join(dir, "c", "summary.md")); !strings.Contains(string(s), "; by grid quadrature -123.456 |") {
+		t.Errorf("summary.md:\n%s", s)
 	}
 }

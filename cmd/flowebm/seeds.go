@@ -102,6 +102,8 @@ type runFinal struct {
 	Iterations  int             `json:"iterations"`
 	TrueWeights []float64       `json:"true_weights"`
 	Final       json.RawMessage `json:"final"`
+	// GridHeldOutLL is metrics.json's grid_held_out_ll (2D).
+	GridHeldOutLL *float64 `json:"grid_held_out_ll"`
 }
 
 // seedRun is one run's metrics.json, checked: its summary quantities
@@ -115,7 +117,9 @@ type seedRun struct {
 }
 
 // summaryScalars are the final quantities summarised over seeds.
-var summaryScalars = []string{"ebm_weight_mse", "held_out_ll", "max_rhat", "log_density_med_se"}
+// grid_held_out_ll is metrics.json's own (2D: by the grid's log Z; round
+// 97 A1: the spread of the importance-sampling one alone, 15 nats off).
+var summaryScalars = []string{"ebm_weight_mse", "held_out_ll", "grid_held_out_ll", "max_rhat", "log_density_med_se"}
 
 // readSeedRun reads and checks the metrics.json of the run of seed in dir.
 func readSeedRun(dir string, seed uint64) (seedRun, error) {
@@ -142,6 +146,9 @@ func readSeedRun(dir string, seed uint64) (seedRun, error) {
 		if v != nil {
 			r.scalars[name] = *v
 		}
+	}
+	if r.GridHeldOutLL != nil {
+		r.scalars["grid_held_out_ll"] = *r.GridHeldOutLL
 	}
 	return r, r.readWeights(final["ebm_weights"])
 }
