@@ -110,21 +110,26 @@ func LatestCheckpoint(dir string) (string, error) {
 	return "", e
 }
 
-// withConfigRestore adds to a manifest error on a checkpoint's copy of
-// the run's configuration how to restore it where the run's config.json
-// has the bytes the manifest records (round 95 B1: config.json was blamed
-// for the changed copy, and its restore from the copy lost the run's
-// configuration).
+// withConfigRestore adds to a manifest error on a checkpoint's copy of a
+// run file (run-config.json of config.json, evals.csv of metrics.csv) how
+// to restore it where the run's file has the bytes the manifest records
+// (round 95 B1: config.json was blamed for the changed copy, and its
+// restore from the copy lost the run's configuration; round 97 B2: a cut
+// evals.csv advised --force, losing the run).
 func withConfigRestore(err error) error {
 	var mm *checkpoint.MismatchError
-	if !errors.As(err, &mm) || filepath.Base(mm.Path) != runConfigName {
+	if !errors.As(err, &mm) {
 		return err
 	}
-	cfg := filepath.Join(filepath.Dir(filepath.Dir(mm.Path)), "config.json")
-	if sum, serr := safefile.SHA256(cfg); serr != nil || sum != mm.Sum {
+	own, ok := map[string]string{runConfigName: "config.json", "evals.csv": "metrics.csv"}[filepath.Base(mm.Path)]
+	if !ok {
 		return err
 	}
-	return restorableError{fmt.Errorf("%w (the run's %s has the bytes it records: cp %s %s restores the copy)", err, cfg, cfg, mm.Path)}
+	src := filepath.Join(filepath.Dir(filepath.Dir(mm.Path)), own)
+	if sum, serr := safefile.SHA256(src); serr != nil || sum != mm.Sum {
+		return err
+	}
+	return restorableError{fmt.Errorf("%w (the run's %s has the bytes it records: cp %s %s restores the copy)", err, src, src, mm.Path)}
 }
 
 // restorableError is a checkpoint's damage that a copy restores (its

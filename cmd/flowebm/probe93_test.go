@@ -578,3 +578,26 @@ func TestGridHeldOutLLInSummaries(t *testing.T) {
 		t.Errorf("summary.md:\n%s", s)
 	}
 }
+
+// Round 97 B2: a cut checkpoint/evals.csv advised starting the run again
+// with --force, losing it, where the run's metrics.csv holds the same
+// bytes. The restore from metrics.csv is named, --force is not; followed,
+// the run resumes.
+func TestCutEvalsRestoredFromMetrics(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "r")
+	if code, stderr := outputsChild(t, "train-outputs", "KILL", "train", "--iterations", "3", "--quiet", "--out", run); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	evals, metrics := filepath.Join(run, "checkpoint", "evals.csv"), filepath.Join(run, "metrics.csv")
+	b, _ := os.ReadFile(evals)
+	os.WriteFile(evals, b[:50], 0o644)
+	_, stderr, code := runCLI("train", "--resume", run, "--quiet")
+	if code != 2 || !strings.Contains(stderr, "cp "+metrics+" "+evals+" restores the copy") || strings.Contains(stderr, "--force on the command line") {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	m, _ := os.ReadFile(metrics)
+	os.WriteFile(evals, m, 0o644)
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !exists(filepath.Join(run, "samples.npy")) {
+		t.Errorf("restored: exit %d, %s", code, stderr)
+	}
+}
