@@ -89,7 +89,7 @@ func TestInputFlagsNamed(t *testing.T) {
 	if err := syscall.Mkfifo(cfg, 0o644); err != nil {
 		t.Skip(err)
 	}
-	if _, errOut, code := runCLI("plot", run); code != 2 || !strings.Contains(errOut, cfg+" is neither a regular file nor a folder") {
+	if _, errOut, code := runCLI("plot", run); code != 2 || !strings.Contains(errOut, cfg+" is a named pipe (FIFO), want a regular file: move it away; the run's checkpoint holds a copy of its configuration: cp ") { // round 96 B4: and how to restore it
 		t.Errorf("plot with a FIFO config.json: exit %d, %s", code, errOut)
 	}
 }
