@@ -46,7 +46,7 @@ type Experiment struct {
 	// figures show: a data set's bulk (all but its 0.5% outermost points
 	// along each axis) where the box is over three times as wide, as a
 	// far outlier makes it (round 89 B4: the bulk filled 1% of the
-	// density figure). Quadrature keeps the box.
+	// density figure); quadrature starts from it too (GridBox).
 	View View
 
 	// Data-set experiments have no exact density: Target is nil, TrainSet

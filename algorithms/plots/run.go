@@ -45,7 +45,7 @@ func WriteRun(r *training.Run, f Format) error {
 			title += fmt.Sprintf("\n(%.1f%% of its mass in view)", 100*inBox)
 		}
 		if missed, err := r.MissedMass(); err == nil && missed != nil { // round 96 A1
-			title += fmt.Sprintf("\n(beyond this grid the EBM's density reaches e^%.3g times its largest here)", missed.LogExcess)
+			title += fmt.Sprintf("\n(beyond this grid the EBM's density reaches e^%.4g times its largest here)", missed.LogExcess)
 		}
 		dp := Density{
 			Title:   title,

@@ -29,17 +29,7 @@ func TestDisplayGridOnTheBulk(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(Request{Data: &config.Data{File: path}, Algorithm: algorithms.ULA, Iterations: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := p.Start(filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Evaluate(algorithms.IterStats{}); err != nil {
-		t.Fatal(err)
-	}
+	r := evaluatedDataRun(t, path, filepath.Join(dir, "run"))
 	v := r.Experiment.View
 	if v.Box == 0 {
 		t.Fatalf("no view of the bulk: box ±%v × ±%v", r.Experiment.Box, r.Experiment.BoxY)
@@ -80,17 +70,7 @@ func TestDisplayGridOnTheBulk(t *testing.T) {
 func TestMissedMassFound(t *testing.T) {
 	dir := t.TempDir()
 	writeCSV(t, filepath.Join(dir, "d.csv"))
-	p, err := NewPlan(Request{Data: &config.Data{File: filepath.Join(dir, "d.csv")}, Algorithm: algorithms.ULA, Iterations: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := p.Start(filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Evaluate(algorithms.IterStats{}); err != nil {
-		t.Fatal(err)
-	}
+	r := evaluatedDataRun(t, filepath.Join(dir, "d.csv"), filepath.Join(dir, "run"))
 	if m, err := r.MissedMass(); err != nil || m != nil {
 		t.Fatalf("the run's own grid: %+v, %v", m, err)
 	}
@@ -103,4 +83,22 @@ func TestMissedMassFound(t *testing.T) {
 	if err != nil || m == nil || !(m.LogExcess > 1) || len(m.At) != 2 {
 		t.Fatalf("off the data: %+v, %v", m, err)
 	}
+}
+
+// evaluatedDataRun starts a 2-iteration ULA run on the data file path in
+// dir and evaluates it once (its grid filled).
+func evaluatedDataRun(t *testing.T, path, dir string) *Run {
+	t.Helper()
+	p, err := NewPlan(Request{Data: &config.Data{File: path}, Algorithm: algorithms.ULA, Iterations: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Evaluate(algorithms.IterStats{}); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -110,13 +110,13 @@ func LatestCheckpoint(dir string) (string, error) {
 	return "", e
 }
 
-// withConfigRestore adds to a manifest error on a checkpoint's copy of a
+// withCopyRestore adds to a manifest error on a checkpoint's copy of a
 // run file (run-config.json of config.json, evals.csv of metrics.csv) how
 // to restore it where the run's file has the bytes the manifest records
 // (round 95 B1: config.json was blamed for the changed copy, and its
 // restore from the copy lost the run's configuration; round 97 B2: a cut
 // evals.csv advised --force, losing the run).
-func withConfigRestore(err error) error {
+func withCopyRestore(err error) error {
 	var mm *checkpoint.MismatchError
 	if !errors.As(err, &mm) {
 		return err
@@ -154,7 +154,7 @@ func checkComplete(dir string, strict bool) error {
 	case errors.Is(err, fs.ErrNotExist) && !strict:
 		// an old-style checkpoint/, written before the marker existed
 	case err != nil:
-		return withConfigRestore(err)
+		return withCopyRestore(err)
 	}
 	if _, _, err := checkpoint.Load(dir); err != nil {
 		return err

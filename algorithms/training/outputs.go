@@ -71,6 +71,13 @@ func WriteMetrics(path string, r *Run) error {
 	return jsonfile.Write(path, m)
 }
 
+// OfRun reports whether m is of the run configured by cfg: its seed,
+// algorithm and length (another run's metrics.json, copied in, is not:
+// round 95 B3, round 96 B2).
+func (m Metrics) OfRun(cfg config.Run) bool {
+	return m.Seed == cfg.Seed && m.Iterations == cfg.Train.Iterations && m.Algorithm == cfg.Train.Algorithm
+}
+
 // ReadMetrics reads a metrics.json that WriteMetrics wrote. Values written
 // as null (NaN or infinite) read as 0, but for the exact held-out
 // log-likelihood and the final held-out log-likelihood, R-hats and weight
@@ -161,10 +168,6 @@ func inDataUnits(exp *experiments.Experiment, x mat.Matrix) mat.Matrix {
 	return exp.Scaling.ToData(x)
 }
 
-// WriteSamples writes the model's samples in the data's units to
-// dir/samples.npy (float64, rows × d), atomically: the persistent chains'
-// current states, or for CoopFlow, whose chains start afresh every
-// iteration, the last iteration's negatives.
 // SamplesOfRun checks the run's samples.npy against what WriteSamples
 // writes from its (final) persistent chains: another run's, or a damaged
 // one, is an error naming it (round 96 B2: another run's samples.npy was
@@ -193,6 +196,10 @@ func SamplesOfRun(r *Run) error {
 	return nil
 }
 
+// WriteSamples writes the model's samples in the data's units to
+// dir/samples.npy (float64, rows × d), atomically: the persistent chains'
+// current states, or for CoopFlow, whose chains start afresh every
+// iteration, the last iteration's negatives.
 func WriteSamples(r *Run) error {
 	m := inDataUnits(r.Experiment, r.Trainer.Samples())
 	n, d := m.Dims()

@@ -1338,7 +1338,7 @@ func fallbackNote(dir string) string {
 type NothingToResumeError struct{ Err error }
 
 func (e NothingToResumeError) Error() string {
-	if nc := (noCheckpointError{}); errors.As(e.Err, new(restorableError)) || errors.As(e.Err, &nc) && nc.restorable { // round 96 B3: --force advised beside the restore that saves the run
+	if nc := (noCheckpointError{}); errors.As(e.Err, &nc) && nc.restorable { // round 96 B3: --force advised beside the restore that saves the run
 		return e.Err.Error() + "; restored, the run resumes (started again with --force, it would be lost)"
 	}
 	return e.Err.Error() + "; nothing to resume: start the run again (with --force on the command line)"

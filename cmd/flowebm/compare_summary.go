@@ -57,14 +57,15 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 			s.exp = "data " + filepath.Base(cfg.Data.File)
 		}
 	}
-	m, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
+	path := filepath.Join(dir, "metrics.json")
+	m, err := training.ReadMetrics(path)
 	switch {
-	case err == nil && s.cfg != "" && (m.Seed != cfg.Seed || m.Iterations != cfg.Train.Iterations || m.Algorithm != cfg.Train.Algorithm): // round 95 B3: another run's, read as this one's
+	case err == nil && s.cfg != "" && !m.OfRun(cfg): // round 95 B3: another run's, read as this one's
 		unread = append(unread, fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run's config.json has seed %d, %s, %d: the files disagree (flowebm train --resume %s writes the run's own again)",
-			filepath.Join(dir, "metrics.json"), m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations, shellQuote(dir)))
+			path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations, shellQuote(dir)))
 	case err == nil:
 		s.metrics, s.exactLL = &m, m.TrueHeldOutLL
-	case exists(filepath.Join(dir, "metrics.json")):
+	case exists(path):
 		unread = append(unread, err)
 	case cfg.Experiment != "": // still training: drawn again (round 63: left out)
 		if s.exactLL, err = training.ExactHeldOutLL(cfg); err != nil {
@@ -138,8 +139,7 @@ func (r runSummary) gridHeldOutLL(last training.Eval) string {
 	if m == nil || m.GridHeldOutLL == nil || m.GridLogZ == nil || m.Final.Iter != last.Iter {
 		return ""
 	}
-	z := last.LogZ
-	if gap := math.Abs(z.LogZ - *m.GridLogZ); z.Reliable() && !(gap > 3*z.SE) {
+	if !gridLLShown(last.LogZ, *m.GridLogZ, 0) {
 		return ""
 	}
 	return fmt.Sprintf("%.3f", *m.GridHeldOutLL)

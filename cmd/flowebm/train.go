@@ -457,11 +457,17 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 		return err
 	}
 	defer release()
+	var damage error // of a trained run's outputs, read back once
+	done := false
+	if f.resume != "" && run.Trainer.Iter >= run.Config.Train.Iterations {
+		damage = damagedOutput(run)
+		done = damage == nil
+	}
 	if pf := run.Config.PlotFormat; !cmd.Flags().Changed("plot-format") && pf != "" { // the run's (--resume) or its --config's
 		if err := f.plotFormat.Set(pf); err != nil { // round 92 B3: no way on
 			return badRecordedFormat(run, err)
 		}
-	} else if pf := recordedFormat(f.plotFormat); f.resume != "" && cmd.Flags().Changed("plot-format") && !finished(run) && pf != run.Config.PlotFormat {
+	} else if pf := recordedFormat(f.plotFormat); f.resume != "" && cmd.Flags().Changed("plot-format") && !done && pf != run.Config.PlotFormat {
 		// config.json records what the run draws (round 93 B1: an unknown
 		// format kept after --plot-format, every later --resume refused).
 		run.Config.PlotFormat = pf
@@ -472,12 +478,10 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 			return err
 		}
 	}
-	if f.resume != "" && run.Trainer.Iter >= run.Config.Train.Iterations && !finished(run) {
-		if err := damagedOutput(run); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(errOut, "flowebm: note: %s; the run's outputs are written again from its final checkpoint\n", withoutPackagePrefixes(err.Error()))
-		}
+	if damage != nil && !errors.Is(damage, fs.ErrNotExist) {
+		fmt.Fprintf(errOut, "flowebm: note: %s; the run's outputs are written again from its final checkpoint\n", withoutPackagePrefixes(damage.Error()))
 	}
-	if f.resume != "" && finished(run) {
+	if done {
 		return completeImageOutputs(run, out, f.plotFormat, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
 	}
 	sig.enterTraining(run.Dir)
@@ -604,30 +608,24 @@ func seedAdvice(dir string) string {
 }
 
 // finished reports whether run is at its last iteration with the outputs
-// written after it (metrics.json, then the plots, then samples.npy, last).
+// written after it (metrics.json, then the plots, then samples.npy, last),
+// readable and its own.
 func finished(run *training.Run) bool {
-	if run.Trainer.Iter < run.Config.Train.Iterations {
-		return false
-	}
-	for _, f := range []string{"metrics.csv", "metrics.json", "samples.npy"} {
-		if _, err := os.Stat(filepath.Join(run.Dir, f)); err != nil {
-			return false
-		}
-	}
-	return damagedOutput(run) == nil
+	return run.Trainer.Iter >= run.Config.Train.Iterations && damagedOutput(run) == nil
 }
 
-// damagedOutput is why one of a trained run's outputs cannot be read
-// back (metrics.json, metrics.csv, samples.npy), which --resume then
-// writes again from the final checkpoint (round 95 B4: "nothing to do"
-// beside a truncated samples.npy); nil where they read.
+// damagedOutput is why one of a trained run's outputs is missing or
+// cannot be read back as its own (metrics.json, metrics.csv, samples.npy),
+// which --resume then writes again from the final checkpoint (round 95
+// B4: "nothing to do" beside a truncated samples.npy); nil where they
+// read.
 func damagedOutput(run *training.Run) error {
 	path := filepath.Join(run.Dir, "metrics.json")
 	m, err := training.ReadMetrics(path)
 	if err != nil {
 		return err
 	}
-	if cfg := run.Config; m.Seed != cfg.Seed || m.Iterations != cfg.Train.Iterations || m.Algorithm != cfg.Train.Algorithm { // round 96 B1, B2: another run's kept
+	if cfg := run.Config; !m.OfRun(cfg) { // round 96 B1, B2: another run's kept
 		return fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run is of seed %d, %s, %d: it is not this run's", path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations)
 	}
 	if _, err := training.ReadEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), len(run.Experiment.Weights)); err != nil {
@@ -1223,9 +1221,8 @@ func dataDirEnv(name string) (string, bool) {
 }
 
 // useDataDir checks --data-dir and returns its absolute path ("" when not
-// given). The plan's request passes the folder to the experiment's lookup
-// (which read it from the experiment's environment variable, set for the
-// process, before); the run's configuration records it as data_dir
+// given). The plan's request passes the folder to the experiment's
+// lookup; the run's configuration records it as data_dir
 // (experiments.ByNameIn reads it when the run starts or resumes).
 func (f trainFlags) useDataDir(cmd *cobra.Command) (string, error) {
 	if f.dataDir == "" {
@@ -1657,13 +1654,23 @@ func gridLogZNote(z metrics.LogZEstimate, grid, gridErr, heldOut float64) string
 		return ""
 	}
 	note := "; by grid quadrature " + sig3(grid)
-	switch gap := math.Abs(z.LogZ - grid); {
-	case !z.Reliable() && gap > gridErr: // round 96 A2: the unreliable estimate's log-likelihood alone
-		note += fmt.Sprintf(": with it the held-out log-likelihood is %s", fixed3(heldOut+z.LogZ-grid))
-	case gap > 3*z.SE && gap > gridErr:
-		note += fmt.Sprintf(", %.1f standard errors away: with it the held-out log-likelihood is %s", gap/z.SE, fixed3(heldOut+z.LogZ-grid))
+	if !gridLLShown(z, grid, gridErr) {
+		return note
 	}
-	return note
+	if z.Reliable() {
+		note += fmt.Sprintf(", %.1f standard errors away", math.Abs(z.LogZ-grid)/z.SE)
+	}
+	return note + fmt.Sprintf(": with it the held-out log-likelihood is %s", fixed3(heldOut+z.LogZ-grid))
+}
+
+// gridLLShown reports whether the held-out log-likelihood by the grid's
+// log Z is shown beside the importance-sampling one: that estimate
+// unreliable (round 96 A2: its log-likelihood alone), or more than 3
+// standard errors from the grid's; either way farther than the grid's own
+// error gridErr.
+func gridLLShown(z metrics.LogZEstimate, grid, gridErr float64) bool {
+	gap := math.Abs(z.LogZ - grid)
+	return gap > gridErr && (!z.Reliable() || gap > 3*z.SE)
 }
 
 // sig3 is v to 3 decimals, or to 2 significant digits where it is
