@@ -79,7 +79,7 @@ func WriteRun(r *training.Run, f Format) error {
 	if len(r.Evals) == 0 {
 		return nil // no evaluation to draw
 	}
-	return History{Experiment: r.Experiment, Algorithm: r.Config.Train.Algorithm, RHatChains: r.Config.RHatChains, Evals: r.Evals}.Write(r.Dir, f)
+	return runHistory(r).Write(r.Dir, f)
 }
 
 // History is the plots of a run's evaluations over training, drawn from

@@ -47,6 +47,7 @@ type trainFlags struct {
 	plotFormat                      plots.Format
 	seeds                           string
 	forceSeed                       bool             // set by --seeds for each run
+	finishedLine                    string           // what --seeds says of a finished seed it passes over (set with resume)
 	flow                            config.FlowFiles // --flow, --flow-density, --flow-base-sigma
 	dataDir                         string           // --data-dir
 	printConfig                     bool             // --print-config
@@ -322,9 +323,9 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
 		switch states[i] {
-		case seedFinished:
-			fmt.Fprintf(out, "seed %d: already trained in %s%s\n", seed, dirs[i], otherFormatNote(cmd, f.plotFormat, dirs[i]))
-			continue
+		case seedFinished: // its figures drawn again where one is lost (round 97 B1)
+			line := fmt.Sprintf("seed %d: already trained in %s%s", seed, dirs[i], otherFormatNote(cmd, f.plotFormat, dirs[i]))
+			g = trainFlags{resume: dirs[i], quiet: f.quiet, plotFormat: f.plotFormat, data: f.data, forceSeed: true, finishedLine: line}
 		case seedInterrupted:
 			// Continue it (its outputs too, if a kill stopped their
 			// writing): resume it as --resume would.
@@ -482,7 +483,7 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 		fmt.Fprintf(errOut, "flowebm: note: %s; the run's outputs are written again from its final checkpoint\n", withoutPackagePrefixes(damage.Error()))
 	}
 	if done {
-		return completeImageOutputs(run, out, f.plotFormat, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
+		return completeFinished(run, out, f, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
 	}
 	sig.enterTraining(run.Dir)
 	hook("train-started")
@@ -678,36 +679,80 @@ func hasFigures(dir string, format plots.Format) bool {
 	return false
 }
 
-// completeImageOutputs writes again the image figures' data (and their
-// figures) of a finished image run that lost its image-samples.npz, the
-// rest of its outputs (metrics.json and its time) unchanged; otherwise
-// there is nothing to do.
+// completeFinished completes the outputs of a finished run that --resume
+// (or --seeds, passing over it: f.finishedLine) finds: an image run that
+// lost its image-samples.npz gets it written again with its figures; a
+// run with a figure of its format missing, empty or cut short gets its
+// figures drawn again (round 97 B1: "nothing to do" beside a deleted
+// density.png); the rest of its outputs (metrics.json and its time) are
+// unchanged. Otherwise there is nothing to do.
 //
 // A --plot-format given (formatGiven) for a run that has nothing to do is
 // refused, saying how to draw its figures in it (probe 67 B8: ignored, exit
 // 0, no figure drawn).
-func completeImageOutputs(run *training.Run, out io.Writer, format plots.Format, formatGiven bool) error {
-	path := filepath.Join(run.Dir, training.ImageSamplesFile)
-	if _, err := os.Stat(path); run.Experiment.Kind != experiments.KindImages || err == nil {
-		if formatGiven && !hasFigures(run.Dir, format) { // its figures in that format already: nothing to do (round 86 B1: a plan's line run again exited 2)
-			return fmt.Errorf("%s has finished its %d iterations and written its outputs: --resume has nothing to do, and --plot-format would be ignored; to draw its figures in %s: flowebm plot %s --plot-format %s", run.Dir, run.Config.Train.Iterations, format, shellQuote(run.Dir), format)
-		}
-		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
-		return nil
+func completeFinished(run *training.Run, out io.Writer, f trainFlags, formatGiven bool) error {
+	var own plots.Format // the run's format, whatever --seeds' --plot-format
+	if err := own.Set(cmp.Or(run.Config.PlotFormat, "png")); err != nil {
+		return badRecordedFormat(run, err)
 	}
-	err := training.Through(run.Dir, run.Anchor, func(dir string) error { // through the locked folder, as writeOutputs
-		at := *run
-		at.Dir = dir
-		if err := training.WriteImageSamples(&at); err != nil {
+	path := filepath.Join(run.Dir, training.ImageSamplesFile)
+	if _, err := os.Stat(path); run.Experiment.Kind == experiments.KindImages && err != nil {
+		if err := redrawFinished(run, own, true); err != nil {
 			return err
 		}
-		return plots.WriteRun(&at, format)
-	})
-	if err != nil {
+		fmt.Fprintf(out, "%s has finished its %d iterations; wrote its missing %s and redrew its figures\n", run.Dir, run.Config.Train.Iterations, path)
+		return nil
+	}
+	if formatGiven && !hasFigures(run.Dir, f.plotFormat) { // its figures in that format already: nothing to do (round 86 B1: a plan's line run again exited 2)
+		return fmt.Errorf("%s has finished its %d iterations and written its outputs: --resume has nothing to do, and --plot-format would be ignored; to draw its figures in %s: flowebm plot %s --plot-format %s", run.Dir, run.Config.Train.Iterations, f.plotFormat, shellQuote(run.Dir), f.plotFormat)
+	}
+	damaged := damagedFigures(run, own)
+	switch {
+	case len(damaged) > 0:
+		if err := redrawFinished(run, own, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s has finished its %d iterations; redrew its figures (%s)\n", run.Dir, run.Config.Train.Iterations, strings.Join(damaged, "; "))
+	case f.finishedLine != "":
+		fmt.Fprintln(out, f.finishedLine)
+	default:
+		fmt.Fprintf(out, "%s has finished its %d iterations and written its outputs: nothing to do\n", run.Dir, run.Config.Train.Iterations)
+	}
+	return nil
+}
+
+// damagedFigures says which of the figures that a finished run draws are
+// missing, empty or cut short in format f (nil where all are whole).
+func damagedFigures(run *training.Run, f plots.Format) []string {
+	var damaged []string
+	for _, name := range plots.RunFigures(run) {
+		path := filepath.Join(run.Dir, name+f.Ext())
+		if err := plots.FigureDamage(path, f); errors.Is(err, fs.ErrNotExist) {
+			damaged = append(damaged, path+" is missing")
+		} else if err != nil {
+			damaged = append(damaged, err.Error())
+		}
+	}
+	return damaged
+}
+
+// redrawFinished draws a finished run's figures in format f again (with
+// images, its image-samples.npz first) through its locked folder, as
+// writeOutputs does.
+func redrawFinished(run *training.Run, f plots.Format, images bool) error {
+	if err := run.FillGrid(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s has finished its %d iterations; wrote its missing %s and redrew its figures\n", run.Dir, run.Config.Train.Iterations, path)
-	return nil
+	return training.Through(run.Dir, run.Anchor, func(dir string) error {
+		at := *run
+		at.Dir = dir
+		if images {
+			if err := training.WriteImageSamples(&at); err != nil {
+				return err
+			}
+		}
+		return plots.WriteRun(&at, f)
+	})
 }
 
 // checkDataFlags refuses data-set flags without --data, --data with
@@ -937,7 +982,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 		return nil, nil, movedDataHint(f.resume, err)
 	}
 	run.Guard = guard
-	fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
+	if f.finishedLine == "" || run.Trainer.Iter < run.Config.Train.Iterations {
+		fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
+	}
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}

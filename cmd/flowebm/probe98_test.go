@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Round 97 B1: train --resume of a finished run whose density.png was
+// deleted, or whose weights.png was emptied, said "nothing to do", and
+// --seeds passed over such a seed. Both draw the run's figures again,
+// identical to those the run drew (PNG is deterministic), saying which
+// were lost; with all figures whole, nothing changes.
+func TestFinishedRunFiguresRedrawn(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sd")
+	if _, stderr, code := runCLI("train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(out, "s1")
+	density, weights := filepath.Join(run, "density.png"), filepath.Join(run, "weights.png")
+	want := map[string][]byte{}
+	for _, p := range []string{density, weights} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p] = b
+	}
+	damage := func() {
+		t.Helper()
+		if err := os.Remove(density); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(weights, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"train", "--resume", run},
+		{"train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out},
+	} {
+		damage()
+		stdout, stderr, code := runCLI(args...)
+		if code != 0 || !strings.Contains(stdout, "redrew its figures ("+density+" is missing; "+weights+" is empty)") {
+			t.Errorf("%v: exit %d, %s%s", args, code, stdout, stderr)
+		}
+		for p, b := range want {
+			if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, b) {
+				t.Errorf("%v: %s redrawn as %d bytes (%v), the run drew %d", args, p, len(got), err, len(b))
+			}
+		}
+		stdout, stderr, code = runCLI(args...)
+		if code != 0 || strings.Contains(stdout, "redrew") || !strings.Contains(stdout, "nothing to do") && !strings.Contains(stdout, "seed 1: already trained in "+run) {
+			t.Errorf("%v again: exit %d, %s%s", args, code, stdout, stderr)
+		}
+	}
+}
