@@ -1158,11 +1158,22 @@ func lockedByOther(dir string) bool {
 // said "neither a checkpoint nor a training run", plot "not a run folder".
 func notYetARun(dir, command string) string {
 	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 1 || entries[0].Name() != ".lock" {
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	reproduced := slices.Equal(names, []string{".lock", "log.txt"}) // a reproduce run's (round 97 B3: "not a run folder")
+	if !reproduced && !slices.Equal(names, []string{".lock"}) {
 		return ""
 	}
 	if lockedByOther(dir) {
 		return fmt.Sprintf("%s: the run is being set up (another flowebm process holds %s%s): %s it once it has written its first checkpoint", dir, filepath.Join(dir, ".lock"), sharedLockNote(dir), command)
+	}
+	if reproduced {
+		return fmt.Sprintf("%s holds only a run's lock and log.txt: a reproduce run stopped as it started leaves them (log.txt's last lines say why); the same flowebm reproduce command trains it again", dir)
 	}
 	return fmt.Sprintf("%s holds only a run's lock: a run killed as it started leaves only its lock; start it again with flowebm train --out %s and the run's options", dir, shellQuote(dir))
 }

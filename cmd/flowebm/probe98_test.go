@@ -57,3 +57,32 @@ func TestFinishedRunFiguresRedrawn(t *testing.T) {
 		}
 	}
 }
+
+// Round 97 B3: plot of a reproduce run still being set up (its folder
+// holding .lock and reproduce's log.txt) said "not a run folder" where a
+// train run's got "being set up". It says the run is being set up; once
+// its process is gone, what the folder is and that the reproduce command
+// trains it again, which, followed, it does.
+func TestPlotReproduceRunBeingSetUp(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "R")
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	release, err := lockRunAs(run, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "log.txt"), []byte("flowebm train ...\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("plot", run)
+	if code == 0 || !strings.Contains(stderr, run+": the run is being set up (another flowebm process holds "+filepath.Join(run, ".lock")) {
+		t.Errorf("held: exit %d, %s", code, stderr)
+	}
+	release()
+	_, stderr, code = runCLI("plot", run)
+	if code == 0 || !strings.Contains(stderr, run+" holds only a run's lock and log.txt: a reproduce run stopped as it started leaves them") {
+		t.Errorf("left: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "3", "--out", out); code != 0 || !exists(filepath.Join(run, "metrics.json")) {
+		t.Errorf("the advice followed: exit %d, %s", code, stderr)
+	}
+}
