@@ -86,3 +86,27 @@ func TestPlotReproduceRunBeingSetUp(t *testing.T) {
 		t.Errorf("the advice followed: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 96 B5: a damaged seeds.json was written again by --seeds without
+// a word. It is (the summary is the runs'), and a note says the one there
+// could not be read; a whole one is replaced without a note.
+func TestDamagedSeedsSummaryNoted(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sd")
+	args := []string{"train", "--seeds", "1", "--iterations", "2", "--quiet", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	summary := filepath.Join(out, "seeds.json")
+	whole, _ := os.ReadFile(summary)
+	if err := os.WriteFile(summary, whole[:len(whole)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI(args...)
+	got, _ := os.ReadFile(summary)
+	if code != 0 || !strings.Contains(stdout, "note: the "+summary+" there before could not be read (unexpected end of JSON input): written again from the runs") || !bytes.Equal(got, whole) {
+		t.Errorf("exit %d, %s%s; seeds.json %d bytes, was %d", code, stdout, stderr, len(got), len(whole))
+	}
+	if stdout, _, _ := runCLI(args...); strings.Contains(stdout, "could not be read") {
+		t.Errorf("whole seeds.json: %s", stdout)
+	}
+}

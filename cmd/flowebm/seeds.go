@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -214,6 +215,7 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 	sum := summarise(rs, out)
 	sum.Seeds, sum.Runs = seeds, runs
 	path := filepath.Join(dir, "seeds.json")
+	damaged := damagedSummary(path)
 	if err := safefile.Write(path, func(w io.Writer) error {
 		hook("seeds-summary")
 		enc := json.NewEncoder(w)
@@ -224,6 +226,9 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 	}
 	hook("seeds-summary-placed")
 	fmt.Fprintln(out, "summary in", path)
+	if damaged != nil { // round 96 B5: replaced unsaid
+		fmt.Fprintf(out, "note: the %s there before could not be read (%v): written again from the runs\n", path, damaged)
+	}
 	if left := otherSeedRuns(dir, runs); len(left) > 0 { // round 81 B3: an earlier set's runs dropped from the summary, unsaid
 		what := "the runs " + strings.Join(left, ", ") + ", of seeds this command did not give: seeds.json leaves them out"
 		if len(left) == 1 {
@@ -232,6 +237,19 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 		fmt.Fprintf(out, "note: %s also holds %s (give every seed to --seeds to summarise them all)\n", dir, what)
 	}
 	return nil
+}
+
+// damagedSummary is why the seeds.json at path, where there is one,
+// cannot be read as a summary; nil where it reads or is absent.
+func damagedSummary(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var sum seedsSummary
+	return json.Unmarshal(b, &sum)
 }
 
 // otherSeedRuns are the names of dir's seed run folders (sN) that are not
