@@ -60,7 +60,10 @@ image arrays (n, C, H, W), flattened as train --data does; colour images
 stored channels last (n, H, W, C) are refused (transpose them first).
 
 --out and --grad take .npy (float64) or .csv; without --out the energies are
-printed one per line. A positional X is the same as --points X.`,
+printed one per line. A positional X is the same as --points X. Energies
+that are not finite (+Inf where the model's density is 0, as on the edge of
+a support; NaN outside its domain) and gradients that are not finite are
+written as they are, a note naming how many and the first.`,
 		Args: positional(0, 1, "at most one, the points (the same as --points X)", "the model goes in --model"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -158,6 +161,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 			flag = "--checkpoint"
 		}
 		return fmt.Errorf("%s %s at the points of %s: %w", flag, f.model, f.points, err) // probe 36: "no gradient" named no model
+	}
+	for _, note := range nonFiniteNotes(e, g) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", note)
 	}
 	// Both outputs or neither: each is written whole beside its place
 	// first, then both are put in place while a signal's cleanup waits (a
@@ -356,10 +362,51 @@ const energyBatch = 4096
 // energyInBatches writes the energies of the rows of x into e, and their
 // gradients into g unless it is nil, energyRows points at a time.
 func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dense) error {
-	if err := energyInRows(m, x, e, g, energyRows(m, g != nil)); err != nil {
-		return err
+	return energyInRows(m, x, e, g, energyRows(m, g != nil))
+}
+
+// nonFiniteNotes say, one line for each kind, which energies (NaN, +Inf,
+// −Inf) and which gradients where the energy is finite are not finite:
+// the energy command writes them as they are (round 98 A1: one point on
+// the edge of a Gamma's support, energy +Inf, refused the whole file),
+// naming how many, the first and what makes them.
+func nonFiniteNotes(e []float64, g *mat.Dense) []string {
+	var notes []string
+	add := func(what string, bad func(i int) (float64, bool), why func(v float64, i int) string) {
+		n, first, v := 0, -1, 0.0
+		for i := range e {
+			if x, ok := bad(i); ok {
+				if n == 0 {
+					first, v = i, x
+				}
+				n++
+			}
+		}
+		if n > 0 {
+			notes = append(notes, fmt.Sprintf("%s at %d of %d points (the first: point %d, counting from 1) is %v: %s; written as it is", what, n, len(e), first+1, v, why(v, first)))
+		}
 	}
-	return checkFiniteEnergies(e, g)
+	for _, want := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		add("the energy", func(i int) (float64, bool) {
+			v := e[i]
+			return v, math.IsNaN(v) && math.IsNaN(want) || v == want
+		}, func(v float64, _ int) string { return notFiniteWhy(v) })
+	}
+	if g != nil {
+		_, d := g.Dims()
+		add("the gradient, where the energy is finite,", func(i int) (float64, bool) {
+			if math.IsNaN(e[i]) || math.IsInf(e[i], 0) {
+				return 0, false
+			}
+			for _, v := range g.RawRowView(i)[:d] {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return v, true
+				}
+			}
+			return 0, false
+		}, func(v float64, i int) string { return gradNotFiniteWhy(v, e[i]) })
+	}
+	return notes
 }
 
 // energyInRows writes the energies (and gradients into g unless it is

@@ -73,7 +73,10 @@ func TestUndefinedGradientSaid(t *testing.T) {
 	inTempDir(t)
 	npy.WriteFile("p.npy", &npy.Array{Shape: []int{1, 2}, Data: []float64{-1, 0.3}}, npy.Float64)
 	npy.WriteFile("st.npy", &npy.Array{Shape: []int{1, 2}, Data: []float64{1.5, 0}}, npy.Float64)
-	wantErr(t, "the gradient at point 1 (counting from 1) is NaN, where the energy is 0.545: the model's gradient is not defined there though its energy is", "energy", "--model", model, "--points", "p.npy", "--grad", "g.npy")
+	// Written as it is since round 98 A1, the note saying what it is.
+	if _, stderr, code := runCLI("energy", "--model", model, "--points", "p.npy", "--grad", "g.npy"); code != 0 || !strings.Contains(stderr, "the gradient, where the energy is finite, at 1 of 1 points (the first: point 1, counting from 1) is NaN: the model's gradient is not defined there though its energy is") {
+		t.Errorf("energy --grad: exit %d, %s", code, stderr)
+	}
 	for _, s := range []string{"mala", "hmc"} {
 		_, stderr, code := runCLI("sample", "--model", model, "--sampler", s, "--starts", "st.npy", "--chains", "8", "--steps", "100", "--out", s+".npy")
 		if code != 0 || !strings.Contains(stderr, "proposals reached points where the energy of --model "+model+" is finite but its gradient is NaN or infinite, and were rejected") {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // Round 97 B1: train --resume of a finished run whose density.png was
@@ -108,5 +111,48 @@ func TestDamagedSeedsSummaryNoted(t *testing.T) {
 	}
 	if stdout, _, _ := runCLI(args...); strings.Contains(stdout, "could not be read") {
 		t.Errorf("whole seeds.json: %s", stdout)
+	}
+}
+
+// Round 98 A1: energy refused a whole file of points where one lay on the
+// edge of the model's support (a Gamma's energy −2 log x + x, +Inf at
+// x = 0), writing nothing. Energies and gradients that are not finite are
+// written as they are (+Inf, NaN), the finite ones exact, a note naming
+// each kind's count and first point.
+func TestEnergyWritesNonFinite(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "edge", "gamma_energy.onnx")) // io/onnx/crosscheck/make_gamma_energy.py
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	pts := []float64{1, 2, 0, 1, -1, 1, 2, 0}
+	if err = npy.WriteFile("p.npy", &npy.Array{Shape: []int{4, 2}, Data: pts}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("energy", "--model", model, "--points", "p.npy", "--out", "e.npy", "--grad", "g.npy")
+	for _, want := range []string{
+		"note: the energy at 1 of 4 points (the first: point 3, counting from 1) is NaN: the model is not defined there",
+		"note: the energy at 2 of 4 points (the first: point 2, counting from 1) is +Inf: the model is infinite there",
+	} {
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, %s; want %q", code, stderr, want)
+		}
+	}
+	e, err := npy.ReadFile("e.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{-2*math.Log(2) + 3, math.Inf(1), math.NaN(), math.Inf(1)}
+	for i, w := range want {
+		if got := e.Data[i]; !(math.IsNaN(w) && math.IsNaN(got) || math.Abs(got-w) < 1e-6 || got == w) {
+			t.Errorf("energy %d: %v, want %v", i+1, got, w)
+		}
+	}
+	g, err := npy.ReadFile("g.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Data[0] != -1 || g.Data[1] != 0 || !math.IsInf(g.Data[2], -1) || g.Data[3] != -1 { // −2/x + 1, PyTorch's −Inf at 0
+		t.Errorf("gradients %v", g.Data)
 	}
 }
