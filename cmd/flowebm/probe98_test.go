@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +156,47 @@ func TestEnergyWritesNonFinite(t *testing.T) {
 	}
 	if g.Data[0] != -1 || g.Data[1] != 0 || !math.IsInf(g.Data[2], -1) || g.Data[3] != -1 { // −2/x + 1, PyTorch's −Inf at 0
 		t.Errorf("gradients %v", g.Data)
+	}
+}
+
+// Round 98 A2: sample --modes refused centres in an image model's input
+// shape (k, 1, 8, 8), which --starts and energy take. They are read as
+// (k, 64), the same weights printed as for the centres given flat.
+func TestSampleModesInModelShape(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "logit_img_b16_f64.onnx")
+	starts := filepath.Join(dir, "s.npy")
+	rng := rand.New(rand.NewPCG(98, 2))
+	half := make([]float64, 4*64)
+	for i := range half {
+		half[i] = 0.1 + 0.8*rng.Float64()
+	}
+	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{4, 1, 8, 8}, Data: half}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	centres := make([]float64, 2*64)
+	for i := range centres {
+		centres[i] = 0.3 + 0.4*float64(i/64)
+	}
+	var weights []string
+	for _, shape := range [][]int{{2, 1, 8, 8}, {2, 64}} {
+		modes := filepath.Join(dir, fmt.Sprintf("m%d.npy", len(shape)))
+		if err := npy.WriteFile(modes, &npy.Array{Shape: shape, Data: centres}, npy.Float64); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "30", "--starts", starts, "--modes", modes, "--out", filepath.Join(dir, fmt.Sprintf("d%d.npy", len(shape))))
+		i := strings.Index(stdout, "mode weights")
+		if code != 0 || i < 0 {
+			t.Fatalf("--modes %v: exit %d, %s%s", shape, code, stdout, stderr)
+		}
+		weights = append(weights, strings.ReplaceAll(stdout[i:], modes, "M"))
+	}
+	if weights[0] != weights[1] {
+		t.Errorf("weights of (2, 1, 8, 8) centres:\n%s\nof (2, 64):\n%s", weights[0], weights[1])
+	}
+	bad := filepath.Join(dir, "bad.npy")
+	npy.WriteFile(bad, &npy.Array{Shape: []int{2, 8, 8, 1}, Data: centres}, npy.Float64)
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "30", "--starts", starts, "--modes", bad, "--out", filepath.Join(dir, "x.npy")); code != 2 || !strings.Contains(stderr, "--modes "+bad+": ") {
+		t.Errorf("(2, 8, 8, 1): exit %d, %s", code, stderr)
 	}
 }

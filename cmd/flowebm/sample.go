@@ -174,7 +174,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	if f.accepted == nil { // what it needs was checked against this limit, or a higher one just before
 		f.accepted = sysmem.Accept(max(memoryLimit(maxWorkBytes), f.memoryNeed(m)))
 	}
-	centres, err := f.readModes(m.EBM.Dim())
+	centres, err := f.readModes(m)
 	if err != nil {
 		return err
 	}
@@ -487,32 +487,37 @@ func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, cen
 // maxModes bounds --modes' centres.
 const maxModes = 1000
 
-// readModes reads --modes: k ≤ maxModes finite, distinct centres of
-// dimension d, from .npy, .npz or .csv (checked from its header first
-// where the format has one); nil without --modes.
-func (f sampleFlags) readModes(d int) ([][]float64, error) {
+// readModes reads --modes: k ≤ maxModes finite, distinct centres of the
+// model's dimension, from .npy, .npz or .csv (checked from its header
+// first where the format has one), in any shape the model's points take
+// (k, …), as --starts (round 98 A2: (k, C, H, W) refused for an image
+// model); nil without --modes.
+func (f sampleFlags) readModes(m checkpoint.Models) ([][]float64, error) {
 	if f.modes == "" {
 		return nil, nil
 	}
+	d := m.EBM.Dim()
 	if err := oneArray(f.modes); err != nil {
 		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
 	}
 	if shape, err := data.PointsShape(f.modes, ""); err != nil {
 		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
-	} else if shape != nil && (len(shape) != 2 || shape[0] > maxModes) {
-		return nil, fmt.Errorf("--modes %s: shape %v, want (k, %d) with 1 ≤ k ≤ %d centres", f.modes, shape, d, maxModes)
+	} else if shape != nil && (len(shape) < 2 || shape[0] > maxModes) {
+		return nil, fmt.Errorf("--modes %s: shape %v, want (k, %d) with 1 ≤ k ≤ %d centres (or (k, …) in the model's point shape)", f.modes, shape, d, maxModes)
+	} else if err := checkPointShape("", shape[min(1, len(shape)):], f.model, m); len(shape) > 1 && err != nil {
+		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
 	}
-	m, err := data.ReadMatrix(f.modes, "")
+	x, _, err := data.ReadPoints(f.modes, "")
 	if err != nil {
 		return nil, fmt.Errorf("--modes %s: %w", f.modes, err)
 	}
-	if r, c := m.Dims(); c != d || r < 1 || r > maxModes {
+	if r, c := x.Dims(); c != d || r < 1 || r > maxModes {
 		return nil, fmt.Errorf("--modes %s: %d centres of dimension %d, want 1 to %d of dimension %d (the model's)", f.modes, r, c, maxModes, d)
 	}
-	r, _ := m.Dims()
+	r, _ := x.Dims()
 	out := make([][]float64, r)
 	for i := range out {
-		out[i] = mat.Row(nil, i, m)
+		out[i] = mat.Row(nil, i, x)
 		for j, v := range out[i] {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("--modes %s: centre %d holds %v in coordinate %d, want finite values", f.modes, i+1, v, j+1)
