@@ -241,7 +241,7 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 	if o.nested != 0 && (o.nested < 2 || c.chains%o.nested != 0) {
 		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
 	}
-	if i, j := c.twinChains(); i >= 0 && c.draws > 1 { // round 85 B13: a copied file or a seed given twice passed as two chains
+	if i, j := c.twinChains(); i >= 0 && c.draws > 1 && c.dims > 0 { // round 98 A3: empty chains are no twins; round 85 B13: a copied file or a seed given twice passed as two chains
 		errOut := o.stderr
 		if errOut == nil {
 			errOut = w

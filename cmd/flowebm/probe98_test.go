@@ -200,3 +200,17 @@ func TestSampleModesInModelShape(t *testing.T) {
 		t.Errorf("(2, 8, 8, 1): exit %d, %s", code, stderr)
 	}
 }
+
+// Round 98 A3: diagnose of draws with no dimension, shape (4, 300, 0),
+// noted chains 1 and 2 "identical, draw for draw" before refusing them.
+// The refusal stands alone.
+func TestDiagnoseNoDimensionsNoTwins(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zd.npy")
+	if err := npy.WriteFile(path, &npy.Array{Shape: []int{4, 300, 0}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("diagnose", path)
+	if code != 2 || !strings.Contains(stderr, "0 dimensions, need at least 1") || strings.Contains(stderr, "identical") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
