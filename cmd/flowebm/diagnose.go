@@ -65,7 +65,8 @@ chains each constant but differing, +Inf in the table).
 
 Inputs:
   .npy          shape (chains, draws) or (chains, draws, dims), float32/float64
-                (NumPy, PyTorch's tensor.numpy(), JAX, flowebm sample)
+                or integers (a discrete parameter's draws) (NumPy, PyTorch's
+                tensor.numpy(), JAX, flowebm sample)
   .npz          the same, member --key (default the first)
   CmdStan CSV   one output file per chain: comment lines (#) skipped, the
                 sampler's columns (lp__, accept_stat__, …: names ending in __)

@@ -136,10 +136,18 @@ func readNpzMember(path, key string) (a *npy.Array, name string, err error) {
 
 // arrayChains checks a (chains, draws) or (chains, draws, dims) array.
 func arrayChains(a *npy.Array, name string) (*chainsData, error) {
-	if len(a.Dtype) < 3 || (a.Dtype[1:] != "f4" && a.Dtype[1:] != "f8") {
-		// Other readers take integers and bools: say why this one does not
-		// (probe 27: the two refusals contradicted each other).
-		return nil, fmt.Errorf("%s: dtype %q, want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters, not integer or bool arrays (convert with a.astype(np.float64) if they are draws)", name, a.Dtype)
+	if len(a.Dtype) < 3 || a.Dtype[1] == 'b' {
+		// Other readers take bools: say why this one does not (probe 27:
+		// the two refusals contradicted each other).
+		return nil, fmt.Errorf("%s: dtype %q, want float32 ('<f4'), float64 ('<f8') or integers: diagnose reads draws of parameters, not bool arrays (convert with a.astype(np.float64) if they are draws of an indicator)", name, a.Dtype)
+	}
+	if k := a.Dtype[1]; k == 'i' || k == 'u' { // draws of discrete parameters, as ArviZ reads them (round 98 A4: refused)
+		const exact = 1 << 53 // float64 holds every integer up to it
+		for i, v := range a.Data {
+			if math.Abs(v) >= exact {
+				return nil, fmt.Errorf("%s: dtype %q: value %d (counting from 1) is beyond ±2^53, where float64, in which diagnose computes, no longer holds every integer: subtract a common offset first", name, a.Dtype, i+1)
+			}
+		}
 	}
 	c := &chainsData{data: a.Data, source: name, dtype: a.Dtype, shape: shapeString(a.Shape)}
 	switch len(a.Shape) {

@@ -117,7 +117,7 @@ func TestDiagnoseRejectsBadFiles(t *testing.T) {
 		"bad_one_chain.npy":   "1 chain(s), need at least 2",
 		"bad_three_draws.npy": "3 draws per chain, need at least 4",
 		"bad_nan.npy":         "non-finite value NaN at chain 2, draw 7, dim 1",
-		"bad_int.npy":         `dtype "<i8", want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters, not integer or bool arrays`,
+		"bad_bool.npy":        `dtype "|b1", want float32 ('<f4'), float64 ('<f8') or integers: diagnose reads draws of parameters, not bool arrays`,
 		"bad_f16.npy":         "float16 is not supported",
 		// Probe 62 B4: the reader's list of types, which diagnose then refused.
 		"bad_complex.npy":    `dtype "<c16", want float32 ('<f4') or float64 ('<f8'): diagnose reads draws of real parameters`,

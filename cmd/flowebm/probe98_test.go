@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -212,5 +214,72 @@ func TestDiagnoseNoDimensionsNoTwins(t *testing.T) {
 	_, stderr, code := runCLI("diagnose", path)
 	if code != 2 || !strings.Contains(stderr, "0 dimensions, need at least 1") || strings.Contains(stderr, "identical") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Round 98 A4: diagnose refused integer draws (a discrete parameter's,
+// as a Gibbs sampler writes them), which ArviZ and posterior diagnose.
+// They give the diagnostics of the same draws as float64; integers beyond
+// 2^53, which float64 does not hold exactly, are refused by name.
+func TestDiagnoseIntegerDraws(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(98, 4))
+	draws := make([]float64, 4*200*2)
+	for i := range draws {
+		draws[i] = float64(rng.IntN(7) - 3)
+	}
+	var outs []string
+	for _, d := range []string{"<i8", "<i4", "|i1", "<f8"} {
+		path := filepath.Join(dir, fmt.Sprintf("d%s.npy", d[1:]))
+		writeNumericNpy(t, path, d, []int{4, 200, 2}, draws)
+		stdout, stderr, code := runCLI("diagnose", "--json", path)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, %s", d, code, stderr)
+		}
+		outs = append(outs, strings.ReplaceAll(stdout, path, "F"))
+	}
+	for _, o := range outs[:3] {
+		if o != outs[3] {
+			t.Errorf("integer draws:\n%s\nfloat64:\n%s", o, outs[3])
+		}
+	}
+	big := filepath.Join(dir, "big.npy")
+	draws[5] = 1 << 60
+	writeNumericNpy(t, big, "<i8", []int{4, 200, 2}, draws)
+	if _, stderr, code := runCLI("diagnose", big); code != 2 || !strings.Contains(stderr, big+`: dtype "<i8": value 6 (counting from 1) is beyond ±2^53`) {
+		t.Errorf("2^60: exit %d, %s", code, stderr)
+	}
+}
+
+// writeNumericNpy writes data as a version 1.0 .npy file of dtype d
+// ("<f8", "<i8", "<i4" or "|i1"), as numpy.save does.
+func writeNumericNpy(t *testing.T, path, d string, shape []int, data []float64) {
+	t.Helper()
+	dims := make([]string, len(shape))
+	for i, s := range shape {
+		dims[i] = strconv.Itoa(s)
+	}
+	header := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", d, strings.Join(dims, ", "))
+	header += strings.Repeat(" ", 63-(10+len(header))%64) + "\n"
+	var b bytes.Buffer
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(header)))
+	b.WriteString(header)
+	for _, v := range data {
+		switch d {
+		case "<f8":
+			binary.Write(&b, binary.LittleEndian, v)
+		case "<i8":
+			binary.Write(&b, binary.LittleEndian, int64(v))
+		case "<i4":
+			binary.Write(&b, binary.LittleEndian, int32(v))
+		case "|i1":
+			binary.Write(&b, binary.LittleEndian, int8(v))
+		default:
+			t.Fatalf("dtype %s", d)
+		}
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

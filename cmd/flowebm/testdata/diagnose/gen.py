@@ -22,7 +22,7 @@ np.save('bad_three_draws.npy', rng.standard_normal((4, 3)))
 nan = rng.standard_normal((3, 10, 2))
 nan[2, 7, 1] = np.nan
 np.save('bad_nan.npy', nan)
-np.save('bad_int.npy', np.zeros((4, 10), dtype=np.int64))
+np.save('bad_bool.npy', np.zeros((4, 10), dtype=bool))  # integers are read (round 98 A4), bools are not
 np.save('bad_f16.npy', np.zeros((4, 10), dtype=np.float16))
 with open('bad_not_npy.npy', 'w') as f:
     f.write('chain,draw,x\n0,0,1.0\n')
