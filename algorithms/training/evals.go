@@ -94,10 +94,10 @@ func ReadEvalsCSVModes(path string) ([]Eval, error) {
 	head, err := csv.NewReader(f).Read()
 	f.Close()
 	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s is empty: want flowebm's metrics.csv (a header iter, %s, … and a row per evaluation)", path, strings.Join(evalColumns[:3], ", "))
+		return nil, fmt.Errorf("%s is empty: want flowebm's metrics.csv (a header iter, %s, … and a row per evaluation)%s", path, strings.Join(evalColumns[:3], ", "), EvalsRestore(path))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", path, err)
+		return nil, fmt.Errorf("%s: header: %w%s", path, err, EvalsRestore(path))
 	}
 	fixed := evalsHeader(0)
 	extra := len(head) - len(fixed)
@@ -112,7 +112,7 @@ func ReadEvalsCSVModes(path string) ([]Eval, error) {
 		why = headerDiff(head, evalsHeader(modes))
 	}
 	if why != "" {
-		return nil, fmt.Errorf("%s: header: %s; want flowebm's metrics.csv columns (iter, %s, then the modes' weights)", path, why, strings.Join(evalColumns[:3], ", "))
+		return nil, fmt.Errorf("%s: header: %s; want flowebm's metrics.csv columns (iter, %s, then the modes' weights)%s", path, why, strings.Join(evalColumns[:3], ", "), EvalsRestore(path)) // round 98 B1: a garbage header named no way on
 	}
 	return ReadEvalsCSV(path, modes)
 }
@@ -144,7 +144,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 		if modes > 0 {
 			forModes = fmt.Sprintf(" for %d modes", modes)
 		}
-		return nil, fmt.Errorf("%s: header: %s; want flowebm's %d columns (iter, %s, …)%s", path, headerDiff(rows[0], head), len(head), strings.Join(evalColumns[:3], ", "), forModes)
+		return nil, fmt.Errorf("%s: header: %s; want flowebm's %d columns (iter, %s, …)%s%s", path, headerDiff(rows[0], head), len(head), strings.Join(evalColumns[:3], ", "), forModes, EvalsRestore(path))
 	}
 	var evals []Eval
 	last := 0

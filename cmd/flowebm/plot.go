@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ trained is refused (its folder is locked). To overlay several runs, use
 			defer removeTempsOnSignal()()
 			var failed []string
 			for _, dir := range args { // every run, whatever an earlier one gave (round 94 B4: those after a failure were not drawn, unsaid)
-				drawn, err := redraw(dir, format)
+				drawn, err := redraw(dir, format, cmd.ErrOrStderr())
 				if err != nil && len(args) == 1 {
 					return err
 				} else if err != nil {
@@ -53,9 +54,9 @@ trained is refused (its folder is locked). To overlay several runs, use
 }
 
 // redraw draws the figures of the run in dir from its checkpoint, and
-// says where it drew them: dir, or where the run folder is now if it was
+// says where it drew them (notes to errOut): dir, or where the run folder is now if it was
 // moved meanwhile (they are drawn in the folder locked).
-func redraw(dir string, format plots.Format) (drawn string, err error) {
+func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, err error) {
 	if err := unreadableFolder(dir); err != nil {
 		return "", err
 	}
@@ -100,7 +101,7 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 	// Read and drawn through the folder locked (probe 50: a folder
 	// swapped in meanwhile had its figures replaced).
 	check, anchor := folderGuards(dir, held)
-	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(os.Stderr), Anchor: anchor}) // a reader holds the checkpoint a crash left half replaced
+	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(errOut), Anchor: anchor}) // a reader holds the checkpoint a crash left half replaced
 	if moved := (*folderChangedError)(nil); errors.As(err, &moved) {
 		return "", plotMoved(moved)
 	}
@@ -119,10 +120,13 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		return "", plotDataAdvice(dir, movedDataHint(dir, err))
 	}
 	for _, n := range run.Notes { // a checkpoint passed over, another build
-		fmt.Fprintln(os.Stderr, "flowebm: note:", n)
+		fmt.Fprintln(errOut, "flowebm: note:", n)
+	}
+	if err := damagedMetricsCSV(dir); err != nil { // round 98 B1: drawn from the checkpoint's, unsaid
+		fmt.Fprintf(errOut, "flowebm: note: %v; the figures of its evaluations are drawn from its checkpoint's\n", withoutPackagePrefixes(err.Error()))
 	}
 	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; it < n { // round 83 B2: as energy, sample and convert say
-		fmt.Fprintf(os.Stderr, "flowebm: note: the run %s is unfinished: its figures are of its newest checkpoint, at iteration %d of %d\n", dir, it, n)
+		fmt.Fprintf(errOut, "flowebm: note: the run %s is unfinished: its figures are of its newest checkpoint, at iteration %d of %d\n", dir, it, n)
 	}
 	hook("plot-read")
 	if err := run.FillGrid(); err != nil {
@@ -146,6 +150,19 @@ func redraw(dir string, format plots.Format) (drawn string, err error) {
 		return fmt.Sprintf("%s, those of its model from its checkpoint at iteration %d (it has no evaluation yet: the evaluations' figures come with the first, every eval_every iterations)", dir, run.Trainer.Iter), nil
 	}
 	return dir, nil
+}
+
+// damagedMetricsCSV is why the run in dir's metrics.csv cannot be read
+// as its own; nil where it reads or the run has none (unfinished).
+func damagedMetricsCSV(dir string) error {
+	path := filepath.Join(dir, "metrics.csv")
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := training.ReadEvalsCSVModes(path); err != nil {
+		return err
+	}
+	return training.CheckEvalsOfRun(dir)
 }
 
 // plotDataAdvice says, of a refusal of the run's data file as other data

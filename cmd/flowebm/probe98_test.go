@@ -283,3 +283,35 @@ func writeNumericNpy(t *testing.T, path, d string, shape []int, data []float64) 
 		t.Fatal(err)
 	}
 }
+
+// Round 98 B1: a finished run's metrics.csv replaced by a garbage line
+// stopped compare without naming the checkpoint's evals.csv that restores
+// it (a cut one was named), and plot drew from the checkpoint's copy
+// without a word. compare names the restore, plot notes what it drew
+// from; followed, the restore makes compare work and plot quiet.
+func TestGarbledMetricsCSVRestoreNamed(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "r")
+	if _, stderr, code := runCLI("train", "--iterations", "4", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	csv := filepath.Join(run, "metrics.csv")
+	if err := os.WriteFile(csv, []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	restore := "cp " + filepath.Join(run, "checkpoint", "evals.csv") + " " + csv + " restores them"
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c")); code != 2 || !strings.Contains(stderr, `header: column 1 is "garbage", want "iter"`) || !strings.Contains(stderr, restore) {
+		t.Errorf("compare: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("plot", run); code != 0 || !strings.Contains(stderr, restore+"; the figures of its evaluations are drawn from its checkpoint's") {
+		t.Errorf("plot: exit %d, %s", code, stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(run, "checkpoint", "evals.csv"))
+	os.WriteFile(csv, b, 0o644)
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c")); code != 0 {
+		t.Errorf("compare after the restore: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("plot", run); code != 0 || strings.Contains(stderr, "note") {
+		t.Errorf("plot after the restore: exit %d, %s", code, stderr)
+	}
+}

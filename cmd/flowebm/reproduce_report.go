@@ -317,7 +317,7 @@ func (r *reproRun) collect(f reproduceFlags) (warning string) {
 	// Figures drawn from the model (the density), in another format only:
 	// drawn as plot draws them, the run's folder locked again (probe 62:
 	// the report's densities were empty, with no note).
-	if _, err := redraw(r.dir, f.plotFormat); err != nil {
+	if _, err := redraw(r.dir, f.plotFormat, os.Stderr); err != nil {
 		return fmt.Sprintf("%s: its figures were not all redrawn in %s: %v", r.name(), f.plotFormat, err)
 	}
 	return ""
