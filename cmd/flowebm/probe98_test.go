@@ -315,3 +315,20 @@ func TestGarbledMetricsCSVRestoreNamed(t *testing.T) {
 		t.Errorf("plot after the restore: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 98 B2: a run SIGKILLed 60 iterations in, before its first
+// checkpoint, leaves only its lock; --resume said it was "killed as it
+// started" and advised flowebm train --out DIR alone, which trains
+// another run (the default algorithm, seed and length). It says a run
+// killed before its first checkpoint leaves only its lock and to give the
+// command that started it, its flags included.
+func TestResumeBeforeFirstCheckpointAdvice(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if code, stderr := outputsChild(t, "train-started", "KILL", "train", "--algorithm", "ula", "--seed", "5", "--iterations", "700", "--quiet", "--out", dir); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	_, stderr, code := runCLI("train", "--resume", dir)
+	if code != 2 || !strings.Contains(stderr, "a run killed before its first checkpoint, every checkpoint_every iterations, leaves only its lock") || !strings.Contains(stderr, "start it again with the command that started it, its flags included") || strings.Contains(stderr, "as it started") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
