@@ -325,6 +325,10 @@ func trainSeeds(cmd *cobra.Command, f trainFlags) error {
 		switch states[i] {
 		case seedFinished: // its figures drawn again where one is lost (round 97 B1)
 			line := fmt.Sprintf("seed %d: already trained in %s%s", seed, dirs[i], otherFormatNote(cmd, f.plotFormat, dirs[i]))
+			if lockedByOther(dirs[i]) { // a plot or compare reading it: not checked, as before
+				fmt.Fprintln(out, line)
+				continue
+			}
 			g = trainFlags{resume: dirs[i], quiet: f.quiet, plotFormat: f.plotFormat, data: f.data, forceSeed: true, finishedLine: line}
 		case seedInterrupted:
 			// Continue it (its outputs too, if a kill stopped their
