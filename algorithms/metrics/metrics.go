@@ -197,6 +197,66 @@ func (g *Grid) FillCovering(logp func(x mat.Matrix, out []float64) error) (*Grid
 	return r, nil
 }
 
+// MaxResolvedN is the most cells per axis that Resolved gives a grid
+// whose density has features finer than its cells (Grid.UnderResolved),
+// and ResolvedMass the largest error in the grid's mass, as its subgrids
+// estimate it, that it takes for resolved.
+const (
+	MaxResolvedN = 800
+	ResolvedMass = 1e-3
+)
+
+// Resolved is the filled grid g or, where its quadrature depends on its
+// cells (UnderResolved), a grid of twice as many cells per axis over the
+// same box, filled, and so on until it does not or has MaxResolvedN cells
+// per axis (round 99 A1: a mode of σ 0.05 over cells of 0.065 weighed
+// 0.338 where it holds 0.3245). Each doubling evaluates logp at four times
+// as many points: a run does it for its final evaluation.
+func (g *Grid) Resolved(logp func(x mat.Matrix, out []float64) error) (*Grid, error) {
+	for 2*g.N <= MaxResolvedN && g.UnderResolved() {
+		bx, by := g.HalfWidths()
+		f := NewGridAt(g.Center, bx, by, 2*g.N)
+		if err := f.Fill(logp); err != nil {
+			return g, err
+		}
+		g = f
+	}
+	return g, nil
+}
+
+// UnderResolved reports whether the filled grid's quadrature depends on
+// its cells: its mass by one of its four subgrids of every other cell
+// (cells twice as wide) differs from the grid's by more than three times
+// ResolvedMass. Where the rule's error falls as the square of the cell's
+// width (a density with kinks), the grid's own error is a third of that
+// difference; on a smooth density that vanishes at the grid's edges it
+// falls faster than any power, and the subgrids of a grid that resolves
+// it agree with it to far less (a Gaussian of σ twice the cell's width:
+// 1e-8), while a mode narrower than a cell or two sets them apart (one of
+// σ half a cell: by 0.6 of its mass). The masses are the whole grid's:
+// over blocks of cells, a subgrid, offset by half a cell, moves mass
+// across the blocks' edges. A grid of an odd number of cells is not
+// checked (false).
+func (g *Grid) UnderResolved() bool {
+	n := g.N
+	if n%2 != 0 || n < 4 {
+		return false
+	}
+	var sub [4]float64
+	area := g.CellArea()
+	for i := range n {
+		for j := range n {
+			sub[2*(i%2)+j%2] += 4 * math.Exp(g.LogDensity[i*n+j]) * area
+		}
+	}
+	for _, m := range sub {
+		if math.Abs(m-1) > 3*ResolvedMass { // the grid's own mass is 1
+			return true
+		}
+	}
+	return false
+}
+
 // refined is a grid of twice as many cells per axis as the filled grid g,
 // over the part of it that holds its mass, all but CoverMass/4 beyond
 // each side, with a margin of a tenth, along an axis where that is at

@@ -73,3 +73,10 @@ func (r *Run) pointsBeyondGrid() *mat.Dense {
 	}
 	return mat.NewDense(len(rows)/2, 2, rows)
 }
+
+// GridUnresolved reports whether the run's quadrature grid, filled, is
+// too coarse for the EBM's features (metrics.Grid.UnderResolved): a data
+// set's final grid is refined up to metrics.MaxResolvedN cells per axis
+// first, an experiment's is the paper's (round 99 A1). False without a
+// grid.
+func (r *Run) GridUnresolved() bool { return r.grid != nil && r.grid.UnderResolved() }

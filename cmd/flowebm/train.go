@@ -1596,6 +1596,9 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 	if missed, err := run.MissedMass(); err == nil && missed != nil {
 		fmt.Fprintf(out, "warning: %s\n", missedNote(missed))
 	}
+	if run.GridUnresolved() { // round 99 A1
+		fmt.Fprintf(out, "warning: the EBM has features finer than the quadrature grid's cells (%d per axis; its subgrids of every other cell put its error in the mass above %g): the EBM's weights, log Z and held-out log-likelihood by the grid depend on its cells; a --config with a larger grid_size gives finer cells\n", run.Grid().N, metrics.ResolvedMass)
+	}
 	fmt.Fprintf(out, "max R-hat over dimensions of %d chains from %s: rank-normalised %.3f, classic %.3f\n",
 		run.Config.RHatChains, chainsStart(run), final.MaxRHat, final.MaxRHatClassic)
 	local := fmtAccept(final.Stats.LocalAccept)
