@@ -332,3 +332,36 @@ func TestResumeBeforeFirstCheckpointAdvice(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 99 B1, B2: reproduce run again over finished runs whose
+// samples.npy was emptied, or whose density.png was deleted, said
+// "already done", exit 0, and reported them as they were. It checks each
+// finished run through train --resume, which writes the damaged outputs
+// again from the final checkpoint (samples.npy byte for byte), and says
+// so; whole runs stay "already done".
+func TestReproduceRepairsFinishedRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "R")
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "flowmc,ula", "--iterations", "4", "--jobs", "1", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	flowmc, ula := filepath.Join(out, "runs", "two-modes-flowmc"), filepath.Join(out, "runs", "two-modes-ula")
+	samples := filepath.Join(flowmc, "samples.npy")
+	want, err := os.ReadFile(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(samples, nil, 0o644)
+	os.Remove(filepath.Join(ula, "density.png"))
+	stdout, stderr, code := runCLI(args...)
+	if code != 0 || !strings.Contains(stdout, "two-modes-flowmc: already done; its damaged outputs written again from its final checkpoint: "+samples+": ") ||
+		!strings.Contains(stdout, "two-modes-ula: already done; its damaged outputs written again from its final checkpoint: "+ula+" has finished its 4 iterations; redrew its figures ("+filepath.Join(ula, "density.png")+" is missing)") {
+		t.Fatalf("exit %d, %s%s", code, stdout, stderr)
+	}
+	if got, _ := os.ReadFile(samples); !bytes.Equal(got, want) || !exists(filepath.Join(ula, "density.png")) {
+		t.Errorf("samples.npy %d bytes (was %d), density.png there: %v", len(got), len(want), exists(filepath.Join(ula, "density.png")))
+	}
+	if stdout, _, code := runCLI(args...); code != 0 || strings.Count(stdout, ": already done\n") != 2 {
+		t.Errorf("whole: exit %d, %s", code, stdout)
+	}
+}

@@ -759,7 +759,7 @@ func keptNote(runs []*reproRun) string {
 // what became of it.
 func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFlags) outcome {
 	if _, err := os.Stat(filepath.Join(r.dir, "samples.npy")); err == nil { // written last
-		return outcome{outcomeEnded, "already done"}
+		return r.completeFinished(soft, hard, exe, f.out)
 	}
 	errPath := filepath.Join(r.dir, "error.txt")
 	earlier, err := safefile.ReadFile(errPath, maxTextBytes)
@@ -846,6 +846,34 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		return failureStatus(msg)
 	}
 	return outcome{outcomeEnded, "done"}
+}
+
+// completeFinished checks a finished run's outputs by train --resume,
+// which writes again from the final checkpoint those damaged (round 99
+// B1, B2: an emptied samples.npy and figures deleted were "already done"),
+// its output appended to the run's log.txt (out: the reproduce folder,
+// whose lock it holds). A run whose outputs are whole
+// is "already done"; one that train could not check (a damaged
+// checkpoint) too, with why: its outputs stand, as before the check.
+func (r *reproRun) completeFinished(soft, hard context.Context, exe, out string) outcome {
+	logf, err := safefile.OpenAppend(filepath.Join(r.dir, "log.txt"))
+	if err != nil {
+		return outcome{outcomeEnded, fmt.Sprintf("already done (its outputs not checked: %v)", err)}
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "train", "--resume", r.dir, "--quiet")
+	output := &childLog{log: logf}
+	cmd.Stdout, cmd.Stderr = output, output
+	cmd.Env = append(os.Environ(), ownLocksEnv(out)) // its run is this reproduce's
+	if err := runChild(soft, hard, cmd); err != nil {
+		return outcome{outcomeEnded, "already done (its outputs not checked: " + childFailure(err, output.lastLine()) + ")"}
+	}
+	for _, line := range strings.Split(string(output.tail), "\n") { // train's note, or its line for the figures
+		if strings.Contains(line, "written again") || strings.Contains(line, "redrew") {
+			return outcome{outcomeEnded, "already done; its damaged outputs written again from its final checkpoint: " + strings.TrimPrefix(line, "flowebm: note: ")}
+		}
+	}
+	return outcome{outcomeEnded, "already done"}
 }
 
 // childLog is a train process's output: written to its log.txt, the last

@@ -149,10 +149,16 @@ func TestReproduceRobust(t *testing.T) {
 		dir := keptRun(t, src, out, "two-modes-flowmc")
 		b, _ := os.ReadFile(filepath.Join(dir, "metrics.json"))
 		os.WriteFile(filepath.Join(dir, "metrics.json"), bytes.Replace(b, []byte(`"algorithm": "flowmc"`), []byte(`"algorithm": "ula"`), 1), 0o644)
-		// Changed after the check that precedes training: read as --report
-		// reads it (probe 29), the report marking it.
-		if code, _, stderr := reproduceInto(out, "two-modes", "flowmc"); code != 2 || !strings.Contains(stderr, `two-modes-flowmc (mismatched: `+filepath.Join(dir, "metrics.json")+` is of experiment "two-modes" with algorithm "ula"`) {
-			t.Errorf("metrics.json of ula: exit %d, %q", code, stderr)
+		// Since round 99 B1, reproduce checks a finished run through train
+		// --resume, which writes another run's metrics.json again; --report,
+		// which trains nothing, reads it as it is (probe 29), the report
+		// marking it.
+		if code, stdout, stderr := reproduceInto(out, "two-modes", "flowmc"); code != 0 || !strings.Contains(stdout, "two-modes-flowmc: already done; its damaged outputs written again from its final checkpoint: "+filepath.Join(dir, "metrics.json")+" is of seed 1, ula") {
+			t.Errorf("metrics.json of ula: exit %d, %q, %q", code, stdout, stderr)
+		}
+		os.WriteFile(filepath.Join(dir, "metrics.json"), bytes.Replace(b, []byte(`"algorithm": "flowmc"`), []byte(`"algorithm": "ula"`), 1), 0o644)
+		if _, stderr, code := runCLI("reproduce", "--report", out, "--experiments", "two-modes", "--algorithms", "flowmc"); code != 2 || !strings.Contains(stderr, filepath.Join(dir, "metrics.json")+` is of experiment "two-modes" with algorithm "ula", not two-modes with flowmc: move the run folder away`) {
+			t.Errorf("--report, metrics.json of ula: exit %d, %q", code, stderr)
 		}
 		if b, _ := os.ReadFile(filepath.Join(out, "report.md")); !strings.Contains(string(b), "| two-modes-flowmc | mismatched") {
 			t.Errorf("the report does not mark the run:\n%s", b)
