@@ -63,7 +63,8 @@ stored channels last (n, H, W, C) are refused (transpose them first).
 printed one per line. A positional X is the same as --points X. Energies
 that are not finite (+Inf where the model's density is 0, as on the edge of
 a support; NaN outside its domain) and gradients that are not finite are
-written as they are, a note naming how many and the first.`,
+written as they are, a note naming how many and the first; where no
+energy is finite, the points are refused.`,
 		Args: positional(0, 1, "at most one, the points (the same as --points X)", "the model goes in --model"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -152,7 +153,11 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if f.gradOut != "" {
 		g = mat.NewDense(n, d, nil)
 	}
-	if err := energyInBatches(m, x, e, g); err != nil {
+	err = energyInBatches(m, x, e, g)
+	if err == nil && !slices.ContainsFunc(e, isFinite) { // none finite: the model is broken there (an overflow), no file of NaN
+		err = checkFiniteEnergies(e, g)
+	}
+	if err != nil {
 		if strings.HasPrefix(err.Error(), f.model+": ") { // a node of the graph, named with the file (probe 38: a model named "the" was found in "the energy …")
 			return err
 		}
@@ -367,9 +372,10 @@ func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dens
 
 // nonFiniteNotes say, one line for each kind, which energies (NaN, +Inf,
 // −Inf) and which gradients where the energy is finite are not finite:
-// the energy command writes them as they are (round 98 A1: one point on
-// the edge of a Gamma's support, energy +Inf, refused the whole file),
-// naming how many, the first and what makes them.
+// the energy command writes them as they are where some energy is finite
+// (round 98 A1: one point on the edge of a Gamma's support, energy +Inf,
+// refused the whole file), naming how many, the first and what makes
+// them; where none is, it refuses the points (an overflowing model).
 func nonFiniteNotes(e []float64, g *mat.Dense) []string {
 	var notes []string
 	add := func(what string, bad func(i int) (float64, bool), why func(v float64, i int) string) {
@@ -425,6 +431,8 @@ func energyInRows(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dense, 
 	}
 	return nil
 }
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // notFiniteWhy says what makes a model's value v (NaN or ±Inf) there.
 func notFiniteWhy(v float64) string {

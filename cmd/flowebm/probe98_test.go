@@ -122,7 +122,7 @@ func TestDamagedSeedsSummaryNoted(t *testing.T) {
 // edge of the model's support (a Gamma's energy −2 log x + x, +Inf at
 // x = 0), writing nothing. Energies and gradients that are not finite are
 // written as they are (+Inf, NaN), the finite ones exact, a note naming
-// each kind's count and first point.
+// each kind's count and first point; where none is finite, refused.
 func TestEnergyWritesNonFinite(t *testing.T) {
 	model, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "edge", "gamma_energy.onnx")) // io/onnx/crosscheck/make_gamma_energy.py
 	if err != nil {
@@ -158,6 +158,12 @@ func TestEnergyWritesNonFinite(t *testing.T) {
 	}
 	if g.Data[0] != -1 || g.Data[1] != 0 || !math.IsInf(g.Data[2], -1) || g.Data[3] != -1 { // −2/x + 1, PyTorch's −Inf at 0
 		t.Errorf("gradients %v", g.Data)
+	}
+	// Where no energy is finite the model is broken there (an overflow):
+	// refused, nothing written, as before.
+	npy.WriteFile("z.npy", &npy.Array{Shape: []int{2, 2}, Data: []float64{0, 1, -1, 1}}, npy.Float64)
+	if _, stderr, code := runCLI("energy", "--model", model, "--points", "z.npy", "--out", "z-e.npy"); code != 2 || !strings.Contains(stderr, "the energy of point 1 (counting from 1) is +Inf") || exists("z-e.npy") {
+		t.Errorf("no finite energy: exit %d, %s", code, stderr)
 	}
 }
 
