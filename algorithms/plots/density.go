@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"sort"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
@@ -25,11 +26,65 @@ type gridXYZ struct {
 	// shift is subtracted from the log-densities: their largest, where
 	// the density would overflow (relative), 0 otherwise.
 	shift float64
+	// log10 draws log₁₀ of the density, clipped below at floor.
+	log10 bool
+	floor float64
 }
 
 func (p gridXYZ) Dims() (c, r int) { return p.g.N, p.g.N }
 func (p gridXYZ) Z(c, r int) float64 {
-	return math.Exp(p.g.LogDensity[r*p.g.N+c] - p.logJacobian() - p.shift)
+	v := p.g.LogDensity[r*p.g.N+c] - p.logJacobian() - p.shift
+	if p.log10 {
+		return max(v/math.Ln10, p.floor)
+	}
+	return math.Exp(v)
+}
+
+// peakHides reports whether drawn linearly the grid's density would hide
+// most of its mass: more than half of it lies in cells below a twentieth
+// of the largest density (round 99 A2: a sharp mode's peak set the colour
+// bar, and the broad mode holding 68% of the mass was drawn in the
+// colour of nothing). Such a grid is drawn on a log scale, from floor:
+// the level (log₁₀) whose cells above hold 99.9% of the mass, at most
+// two decades under the peak.
+func (p gridXYZ) peakHides() (hides bool, floor float64) {
+	ld := p.g.LogDensity
+	top := math.Inf(-1)
+	for _, v := range ld {
+		if !math.IsNaN(v) {
+			top = max(top, v)
+		}
+	}
+	if math.IsInf(top, 0) {
+		return false, 0
+	}
+	order := make([]float64, 0, len(ld))
+	total, low := 0.0, 0.0
+	for _, v := range ld {
+		if math.IsNaN(v) {
+			continue
+		}
+		m := math.Exp(v - top)
+		order = append(order, v)
+		total += m
+		if v < top-math.Log(20) {
+			low += m
+		}
+	}
+	if !(low > 0.5*total) {
+		return false, 0
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(order)))
+	held, level := 0.0, order[0]
+	for _, v := range order {
+		if held >= 0.999*total {
+			break
+		}
+		held += math.Exp(v - top)
+		level = v
+	}
+	level = min(level, top-2*math.Ln10)
+	return true, (level - p.logJacobian() - p.shift) / math.Ln10
 }
 
 // logJacobian is the log of the scaling's area factor (0 without one).
@@ -159,6 +214,10 @@ func (d Density) layout() densityFigure {
 	if xyz.shift = xyz.overflowShift(); xyz.shift != 0 {
 		barLabel = "EBM density ÷ its largest"
 		p.Title.Text += fmt.Sprintf("\n(its density here reaches e^%.4g, beyond float64: the grid did not normalise it)", xyz.shift)
+	}
+	if xyz.log10, xyz.floor = xyz.peakHides(); xyz.log10 {
+		barLabel = "log10 " + barLabel
+		p.Title.Text += "\n(log colour scale: a linear one would hide most of the mass under a sharp peak)"
 	}
 	cm := moreland.SmoothBlueRed()
 	heat := plotter.NewHeatMap(xyz, cm.Palette(255))
