@@ -11,11 +11,29 @@ var opArity = map[string][]arity{
 	"Abs": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
 	},
+	"Acos": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
+	"Acosh": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
 	"Add": {
 		{since: 9, inMin: 2, inMax: 2, outMin: 1, outMax: 1, in: []string{"T", "T"}, out: []string{"T"}},
 	},
 	"And": {
 		{since: 9, inMin: 2, inMax: 2, outMin: 1, outMax: 1, in: []string{"T", "T"}, out: []string{"T1"}},
+	},
+	"Asin": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
+	"Asinh": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
+	"Atan": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
+	"Atanh": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
 	},
 	"AveragePool": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
@@ -57,6 +75,9 @@ var opArity = map[string][]arity{
 		{since: 9, inMin: 2, inMax: 3, outMin: 1, outMax: 1, in: []string{"T", "T", "T"}, out: []string{"T"}},
 	},
 	"Cos": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
+	"Cosh": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
 	},
 	"CumSum": {
@@ -292,6 +313,9 @@ var opArity = map[string][]arity{
 	"Sin": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
 	},
+	"Sinh": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
 	"Size": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T1"}},
 	},
@@ -327,6 +351,9 @@ var opArity = map[string][]arity{
 	},
 	"Sum": {
 		{since: 9, inMin: 1, inMax: manyOperands, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
+	"Tan": {
+		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
 	},
 	"Tanh": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},

@@ -78,6 +78,8 @@ var unaryOps = map[string]func(node *Node) nd.Unary{
 	"Softsign": fixed(nd.Softsign), "HardSwish": fixed(nd.HardSwish), "Sin": fixed(nd.Sin), "Cos": fixed(nd.Cos),
 	"Floor": fixed(nd.Floor), "Ceil": fixed(nd.Ceil), "Round": fixed(nd.Round), "Sign": fixed(nd.Sign),
 	"Not": fixed(nd.Not), "IsNaN": fixed(nd.IsNaN), "Mish": fixed(nd.Mish),
+	"Tan": fixed(nd.Tan), "Asin": fixed(nd.Asin), "Acos": fixed(nd.Acos), "Atan": fixed(nd.Atan),
+	"Sinh": fixed(nd.Sinh), "Cosh": fixed(nd.Cosh), "Asinh": fixed(nd.Asinh), "Acosh": fixed(nd.Acosh), "Atanh": fixed(nd.Atanh),
 	"LeakyRelu": func(n *Node) nd.Unary { return nd.Unary{Fn: nd.LeakyRelu, A: nodeFloat(n, "alpha", 0.01)} },
 	"Elu":       func(n *Node) nd.Unary { return nd.Unary{Fn: nd.Elu, A: nodeFloat(n, "alpha", 1)} },
 	"Celu":      func(n *Node) nd.Unary { return nd.Unary{Fn: nd.Celu, A: nodeFloat(n, "alpha", 1)} },

@@ -52,6 +52,15 @@ const (
 	ToFloat16                     // x rounded to IEEE half precision (Cast to FLOAT16), ±Inf beyond 65504; gradient 1
 	ToBFloat16                    // x rounded to bfloat16 (Cast to BFLOAT16); gradient 1
 	SqrtFlatAtZero                // √x with derivative 0 at x = 0, where PyTorch's x.std and clamped norms give 0 (io/onnx uses it for their exported square roots)
+	Tan                           // tan x
+	Asin                          // arcsin x (NaN beyond ±1)
+	Acos                          // arccos x (NaN beyond ±1)
+	Atan                          // arctan x
+	Sinh                          // sinh x
+	Cosh                          // cosh x
+	Asinh                         // arsinh x
+	Acosh                         // arcosh x (NaN below 1)
+	Atanh                         // artanh x (NaN beyond ±1)
 )
 
 // unaryDef is a UnaryFn's value f(x) and derivative d(x, y = f(x)); d is
@@ -101,6 +110,17 @@ var unaryDefs = [...]unaryDef{
 		return 0.5 / y
 	}},
 	ToBFloat16: {"ToBFloat16", func(x, _, _ float64) float64 { return RoundBinary(float64(float32(x)), 7, -126, 0x1.fep127) }, unitSlope},
+	// The trigonometric and hyperbolic family (round 100 B3: an energy
+	// with torch.atan was refused).
+	Tan:   {"Tan", func(x, _, _ float64) float64 { return math.Tan(x) }, func(_, y, _, _ float64) float64 { return 1 + y*y }},
+	Asin:  {"Asin", func(x, _, _ float64) float64 { return math.Asin(x) }, func(x, _, _, _ float64) float64 { return 1 / math.Sqrt(1-x*x) }},
+	Acos:  {"Acos", func(x, _, _ float64) float64 { return math.Acos(x) }, func(x, _, _, _ float64) float64 { return -1 / math.Sqrt(1-x*x) }},
+	Atan:  {"Atan", func(x, _, _ float64) float64 { return math.Atan(x) }, func(x, _, _, _ float64) float64 { return 1 / (1 + x*x) }},
+	Sinh:  {"Sinh", func(x, _, _ float64) float64 { return math.Sinh(x) }, func(x, _, _, _ float64) float64 { return math.Cosh(x) }},
+	Cosh:  {"Cosh", func(x, _, _ float64) float64 { return math.Cosh(x) }, func(x, _, _, _ float64) float64 { return math.Sinh(x) }},
+	Asinh: {"Asinh", func(x, _, _ float64) float64 { return math.Asinh(x) }, func(x, _, _, _ float64) float64 { return 1 / math.Sqrt(x*x+1) }},
+	Acosh: {"Acosh", func(x, _, _ float64) float64 { return math.Acosh(x) }, func(x, _, _, _ float64) float64 { return 1 / math.Sqrt(x*x-1) }},
+	Atanh: {"Atanh", func(x, _, _ float64) float64 { return math.Atanh(x) }, func(x, _, _, _ float64) float64 { return 1 / (1 - x*x) }},
 }
 
 // unitSlope is the derivative of a rounding to a narrower float type, as

@@ -22,6 +22,16 @@ func TestUnaryGradients(t *testing.T) {
 		checkOp(t, op, smoothTol, posInput(rng, 3, 5))
 	}
 	checkOp(t, Unary{Fn: Reciprocal}, smoothTol, awayInput(rng, 4, 2))
+	// The trigonometric and hyperbolic family, inside their domains.
+	inside := func(lo, hi float64) input { // values in (lo, hi)
+		return mapInput(randInput(rng, 3, 4), func(x float64) float64 { return lo + (hi-lo)*(0.1+0.8*(math.Tanh(x)+1)/2) })
+	}
+	for _, c := range []struct {
+		fn     UnaryFn
+		lo, hi float64
+	}{{Tan, -1.2, 1.2}, {Asin, -0.9, 0.9}, {Acos, -0.9, 0.9}, {Atan, -4, 4}, {Sinh, -3, 3}, {Cosh, -3, 3}, {Asinh, -4, 4}, {Acosh, 1.1, 5}, {Atanh, -0.9, 0.9}} {
+		checkOp(t, Unary{Fn: c.fn}, smoothTol, inside(c.lo, c.hi))
+	}
 	// HardSwish on all three pieces.
 	checkOp(t, Unary{Fn: HardSwish}, smoothTol, mapInput(randInput(rng, 30), func(x float64) float64 { return 2.5 * x }))
 	// A single element.
