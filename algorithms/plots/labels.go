@@ -38,10 +38,36 @@ func fitText(s string, sty text.Style, width vg.Length) string {
 	return string(runes[0]) + "…" // s is wider than width: not empty
 }
 
-// fitLabels shortens p's title and axis labels to fit a plot area of the
+// wrapText is the title s with each line wider than width in style sty
+// broken at spaces into lines that fit, a word wider than width shortened
+// in its middle (fitText). Round 100 A2: a title's note was cut in its
+// middle beside a wide legend.
+func wrapText(s string, sty text.Style, width vg.Length) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		cur := ""
+		for _, word := range strings.Fields(line) {
+			switch next := strings.TrimSpace(cur + " " + word); {
+			case sty.Width(next) <= width:
+				cur = next
+			case cur == "":
+				out = append(out, fitText(word, sty, width))
+			default:
+				out = append(out, cur)
+				cur = fitText(word, sty, width)
+			}
+		}
+		if cur != "" || line == "" {
+			out = append(out, cur)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// fitLabels wraps p's title and shortens its axis labels to fit a plot area of the
 // given size, each along the side it is drawn on.
 func fitLabels(p *plot.Plot, w, h vg.Length) {
-	p.Title.Text = fitText(p.Title.Text, p.Title.TextStyle, w)
+	p.Title.Text = wrapText(p.Title.Text, p.Title.TextStyle, w)
 	p.X.Label.Text = fitText(p.X.Label.Text, p.X.Label.TextStyle, w)
 	p.Y.Label.Text = fitText(p.Y.Label.Text, p.Y.Label.TextStyle, h)
 }
