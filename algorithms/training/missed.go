@@ -74,9 +74,15 @@ func (r *Run) pointsBeyondGrid() *mat.Dense {
 	return mat.NewDense(len(rows)/2, 2, rows)
 }
 
-// GridUnresolved reports whether the run's quadrature grid, filled, is
-// too coarse for the EBM's features (metrics.Grid.UnderResolved): a data
-// set's final grid is refined up to metrics.MaxResolvedN cells per axis
-// first, an experiment's is the paper's (round 99 A1). False without a
-// grid.
-func (r *Run) GridUnresolved() bool { return r.grid != nil && r.grid.UnderResolved() }
+// GridError is the error in the mass of the run's quadrature grid, as
+// its subgrids estimate it (metrics.Grid.ResolutionError), where that
+// exceeds metrics.ResolvedMass: the grid's cells are too coarse for the
+// EBM's features (a data set's final grid is refined up to
+// metrics.MaxResolvedN cells per axis first, an experiment's is the
+// paper's: round 99 A1); 0 where it does not, or without a grid.
+func (r *Run) GridError() float64 {
+	if r.grid == nil || !r.grid.UnderResolved() {
+		return 0
+	}
+	return r.grid.ResolutionError()
+}

@@ -41,10 +41,11 @@ type Metrics struct {
 	// GridMissed, where set, is where the grid misses the EBM's mass
 	// (Run.MissedMass): the grid's numbers are those of its part.
 	GridMissed *MissedMass `json:"grid_missed,omitempty"`
-	// GridUnresolved is set where the grid's cells are too coarse for the
-	// EBM's features (Run.GridUnresolved): the grid's numbers depend on
-	// its cells.
-	GridUnresolved bool `json:"grid_unresolved,omitempty"`
+	// GridError, where set, is the error in the grid's mass that its
+	// subgrids estimate where its cells are too coarse for the EBM's
+	// features (Run.GridError): the grid's numbers may be off by up to
+	// about that.
+	GridError float64 `json:"grid_error,omitempty"`
 	// Build names what decides the results' rounding (the same seed gives
 	// the same numbers only with the same Go, BLAS and vector math).
 	Build config.Build `json:"build"`
@@ -72,7 +73,7 @@ func WriteMetrics(path string, r *Run) error {
 	if m.GridMissed, err = r.MissedMass(); err != nil {
 		return err
 	}
-	m.GridUnresolved = r.GridUnresolved()
+	m.GridError = r.GridError()
 	return jsonfile.Write(path, m)
 }
 

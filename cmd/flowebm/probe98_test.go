@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -369,5 +370,43 @@ func TestReproduceRepairsFinishedRuns(t *testing.T) {
 	}
 	if stdout, _, code := runCLI(args...); code != 0 || strings.Count(stdout, ": already done\n") != 2 {
 		t.Errorf("whole: exit %d, %s", code, stdout)
+	}
+}
+
+// Round 100 A3: where a data set's final grid stayed coarser than the
+// EBM's features, the warning advised a larger grid_size, which the
+// configuration refuses beyond 1000 and which at 1000 warned again. The
+// warning says the grid is the finest the final evaluation tries and how
+// far off its numbers may be; metrics.json records that as grid_error.
+func TestGridErrorWarningAdvice(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(100, 3))
+	pts := make([]float64, 0, 2*4000)
+	for i := range 4000 {
+		if i%4 == 0 { // a sharp mode beside a broad one, 200 times as wide
+			pts = append(pts, 4+0.05*rng.NormFloat64(), -3+0.05*rng.NormFloat64())
+		} else {
+			pts = append(pts, 10*rng.NormFloat64(), 10*rng.NormFloat64())
+		}
+	}
+	data := filepath.Join(dir, "d.npy")
+	if err := npy.WriteFile(data, &npy.Array{Shape: []int{4000, 2}, Data: pts}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "r")
+	stdout, stderr, code := runCLI("train", "--data", data, "--iterations", "600", "--quiet", "--out", run)
+	var m struct {
+		GridError float64 `json:"grid_error"`
+	}
+	b, _ := os.ReadFile(filepath.Join(run, "metrics.json"))
+	if code != 0 || json.Unmarshal(b, &m) != nil {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if m.GridError == 0 {
+		t.Fatalf("the final grid resolved this EBM (no warning): the case is not the one tested: %s", stdout)
+	}
+	want := fmt.Sprintf("(800 per axis, the finest its final evaluation tries): its subgrids of every other cell, with cells twice as wide, differ from it by %.2g of the mass, so the EBM's weights and log Z by the grid may be off by up to about a third of that, %.1g", 3*m.GridError, m.GridError)
+	if !strings.Contains(stdout, want) || strings.Contains(stdout, "grid_size") {
+		t.Errorf("warning: %s\nwant %q", stdout, want)
 	}
 }
