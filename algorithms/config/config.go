@@ -122,6 +122,38 @@ type FlowFiles struct {
 	// BaseSigma is the flow's base σ, when its files do not declare it
 	// (metadata flowebm.base_sigma); 0: theirs, else 1.
 	BaseSigma float64 `json:"base_sigma,omitempty"`
+	// SampleSHA256 and DensitySHA256 are the files' checksums, recorded
+	// when a run starts from them; a configuration that gives them starts
+	// only from the same files (round 100 B2: a run's config.json trained
+	// from other flow files put in their place, unsaid). A resumed run's
+	// flow is its checkpoint's.
+	SampleSHA256  string `json:"sample_sha256,omitempty"`
+	DensitySHA256 string `json:"density_sha256,omitempty"`
+}
+
+// RecordSums records the SHA-256 of the flow's files, or checks them
+// against those recorded.
+func (f *FlowFiles) RecordSums() error {
+	for _, c := range []struct {
+		field, path string
+		sum         *string
+	}{{"sample", f.Sample, &f.SampleSHA256}, {"density", f.Density, &f.DensitySHA256}} {
+		*c.sum = strings.ToLower(*c.sum)
+		if *c.sum != "" && !sha256Hex.MatchString(*c.sum) {
+			return fmt.Errorf("model.flow_onnx.%s_sha256 %q: want 64 hexadecimal digits (the SHA-256 flowebm recorded), or leave it out", c.field, *c.sum)
+		}
+		sum, err := safefile.SHA256(c.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the flow's load names the file and the flag
+		} else if err != nil {
+			return fmt.Errorf("model.flow_onnx.%s: %w", c.field, err)
+		}
+		if *c.sum != "" && *c.sum != sum {
+			return fmt.Errorf("%s: SHA-256 %s, but model.flow_onnx.%s_sha256 records %s, the flow the run (or configuration) was made with: give that file, or leave model.flow_onnx.%s_sha256 out to start from this one", c.path, sum[:16]+"…", c.field, (*c.sum)[:16]+"…", c.field)
+		}
+		*c.sum = sum
+	}
+	return nil
 }
 
 // WithDefaults is m with its unset fields at their defaults: the toy

@@ -251,6 +251,13 @@ func prepare(cfg config.Run, dir string, given from) (*Run, error) {
 		}
 	}
 	models, notes := given.models, given.notes
+	if f := cfg.Model.FlowONNX; f != nil && models == nil { // started from its files (a resumed run's flow is its checkpoint's)
+		g := *f
+		if err := g.RecordSums(); err != nil {
+			return nil, inFile(err)
+		}
+		cfg.Model.FlowONNX = &g
+	}
 	if models != nil && models.EBM.Dim() != exp.Dim() {
 		return nil, fmt.Errorf("algorithms: %s has %d dimensions, the checkpoint's models %d", cfg.Source(), exp.Dim(), models.EBM.Dim())
 	}
@@ -1275,6 +1282,11 @@ func comparableConfig(c config.Run) map[string]any {
 	c.Build, c.DataDir, c.DataDirSHA256 = nil, "", nil // the sums are checked as the data load
 	c.MemoryAccepted = nil                             // the machine's, not the run's
 	c.PlotFormat = ""                                  // how its figures are drawn
+	if f := c.Model.FlowONNX; f != nil {
+		g := *f
+		g.SampleSHA256, g.DensitySHA256 = "", "" // checked as a run starts from the files; runs made before they were recorded have none
+		c.Model.FlowONNX = &g
+	}
 	if c.Data != nil {
 		d := *c.Data
 		d.File, d.Key, d.Modes = "", "", "" // where the files are (round 80 B7: a moved modes file's path could not be written)

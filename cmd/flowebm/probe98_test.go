@@ -410,3 +410,54 @@ func TestGridErrorWarningAdvice(t *testing.T) {
 		t.Errorf("warning: %s\nwant %q", stdout, want)
 	}
 }
+
+// Round 100 B2: a run's config.json recorded its flow files' paths alone:
+// trained again from it (--config) after other flow files were put at
+// those paths, it started from the other flow, unsaid. config.json records
+// their SHA-256 and a configuration that gives them is refused on other
+// files, naming the file and field; the run itself resumes from its
+// checkpoint's copy of the flow whatever the files.
+func TestFlowFilesChecksummed(t *testing.T) {
+	dir := t.TempDir()
+	pinned := "../../io/onnx/testdata/pinned/"
+	sample, density := filepath.Join(dir, "s.onnx"), filepath.Join(dir, "d.onnx")
+	for _, c := range [][2]string{{pinned + "nflowsstyle_nofold_sample.onnx", sample}, {pinned + "nflowsstyle_nofold_density.onnx", density}} {
+		b, err := os.ReadFile(c[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(c[1], b, 0o644)
+	}
+	rng := rand.New(rand.NewPCG(100, 2))
+	pts := make([]float64, 3*600)
+	for i := range pts {
+		pts[i] = rng.NormFloat64()
+	}
+	data := filepath.Join(dir, "x.npy")
+	npy.WriteFile(data, &npy.Array{Shape: []int{600, 3}, Data: pts}, npy.Float64)
+	run := filepath.Join(dir, "r")
+	if code, stderr := outputsChild(t, "train-outputs", "KILL", "train", "--data", data, "--flow", sample, "--flow-density", density, "--iterations", "3", "--quiet", "--out", run); code != -1 {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	var cfg struct {
+		Model struct {
+			FlowONNX struct {
+				SampleSHA256  string `json:"sample_sha256"`
+				DensitySHA256 string `json:"density_sha256"`
+			} `json:"flow_onnx"`
+		} `json:"model"`
+	}
+	b, _ := os.ReadFile(filepath.Join(run, "config.json"))
+	if json.Unmarshal(b, &cfg) != nil || len(cfg.Model.FlowONNX.SampleSHA256) != 64 || len(cfg.Model.FlowONNX.DensitySHA256) != 64 {
+		t.Fatalf("config.json: %s", b)
+	}
+	other, _ := os.ReadFile(density)
+	os.WriteFile(sample, other, 0o644) // another file at the sampling graph's path
+	_, stderr, code := runCLI("train", "--config", filepath.Join(run, "config.json"), "--quiet", "--out", filepath.Join(dir, "again"))
+	if code != 2 || !strings.Contains(stderr, sample+": SHA-256 ") || !strings.Contains(stderr, "but model.flow_onnx.sample_sha256 records "+cfg.Model.FlowONNX.SampleSHA256[:16]) {
+		t.Errorf("--config with another flow file: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !exists(filepath.Join(run, "metrics.json")) {
+		t.Errorf("--resume with the files replaced: exit %d, %s", code, stderr)
+	}
+}
