@@ -53,6 +53,10 @@ In float64, LeakyRelu, Softplus, Elu and SiLU are written with elementary ops
 x·Sigmoid(x), fuses it into one without at its default optimisation). Every export passes
 onnx.checker.check_model(full_check=True) and runs in ONNX Runtime 1.30 with
 outputs within 1e-10 (float64) and 1e-5 (float32) of flowebm's (tested).
+A flow the run started from an ONNX file (train --flow) is written as it
+was imported, its own graph with the trained weights: it runs where the
+original does (a float64 x·sigmoid(x) in it needs ONNX Runtime's graph
+optimisation lowered, as the original does).
 
 The other direction, IN.onnx → CHECKPOINT (a folder), takes an energy network
 that is a chain of Linears (Gemm with transB = 1) and one hidden activation
