@@ -86,6 +86,9 @@ var opArity = map[string][]arity{
 	"DepthToSpace": {
 		{since: 9, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
 	},
+	"Det": {
+		{since: 11, inMin: 1, inMax: 1, outMin: 1, outMax: 1, in: []string{"T"}, out: []string{"T"}},
+	},
 	"Div": {
 		{since: 9, inMin: 2, inMax: 2, outMin: 1, outMax: 1, in: []string{"T", "T"}, out: []string{"T"}},
 	},

@@ -232,7 +232,7 @@ func trainImported(t *testing.T, name string) (f *graph.Flow, before, after floa
 // other bytes unchanged.
 func TestImportedFlowTrainsAndWritesBack(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"realnvp_f64", "maf_f64", "nvp_f32"} {
+	for _, name := range []string{"realnvp_f64", "maf_f64", "nvp_f32", "glowdet_f64"} { // glowdet: through Det's gradient (round 100 B1)
 		f, before, after := trainImported(t, name)
 		if !(after > before+0.05) {
 			t.Errorf("%s: log-likelihood %.4f → %.4f after 30 steps, want an increase", name, before, after)

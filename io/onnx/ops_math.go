@@ -33,6 +33,7 @@ func init() {
 		"Softmax": softmaxHandler(false), "LogSoftmax": softmaxHandler(true),
 		"CumSum": cumSumHandler, "If": ifHandler, "TopK": topKHandler,
 		"PRelu": preluHandler, "Trilu": triluHandler, "Einsum": einsumHandler,
+		"Det": detHandler,
 	} {
 		handlers[op] = h
 	}
@@ -635,6 +636,22 @@ func softmaxHandler(log bool) handler {
 		y, err = in.reshape(y, x.shape)
 		return []*val{y}, err
 	}
+}
+
+// detHandler is Det: the determinant of each square matrix in the last
+// two axes (torch.det; round 100 B1: a Glow flow's invertible 1×1 layer
+// refused).
+func detHandler(in *instance, node *Node) ([]*val, error) {
+	x, err := in.input(node, 0)
+	if err != nil {
+		return nil, err
+	}
+	r := len(x.shape)
+	if r < 2 || x.shape[r-1] != x.shape[r-2] {
+		return nil, fmt.Errorf("input of shape %v: want square matrices in its last two axes", x.shape)
+	}
+	y, err := in.op(nd.Det{}, append([]int(nil), x.shape[:r-2]...), x.elem, x)
+	return []*val{y}, err
 }
 
 func cumSumHandler(in *instance, node *Node) ([]*val, error) {

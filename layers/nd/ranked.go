@@ -54,6 +54,9 @@ func Ranked(op Op, in ...tensor.Shape) Op {
 	case Reduce:
 		o.Rank = rank(0)
 		return o
+	case Det:
+		o.Rank = rank(0)
+		return o
 	case Expand:
 		o.Rank = rank(0)
 		return o
