@@ -6,8 +6,8 @@ import (
 	"math"
 
 	"github.com/chewxy/hm"
-	G "gorgonia.org/gorgonia"
 	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
