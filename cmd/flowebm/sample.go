@@ -110,7 +110,7 @@ func bindSampleFlags(fl *pflag.FlagSet, f *sampleFlags) {
 	fl.Float64Var(&f.flowBase, "flow-base-sigma", 0, "σ of an ONNX flow's base N(0, σ² I) (0: the files' metadata, else 1)")
 	fl.BoolVar(&f.trainFlow, "train-flow", false, "flowmc: train the flow of --flow on the chains' states during the warm-up, as without one")
 	fl.IntVar(&f.patience, "patience", 5, "flowmc training its flow: stop the warm-up once global acceptance has not risen by 0.01 above its best since its lowest window for this many windows of 10 cycles (0: never stop early)")
-	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx (in the model's float type)")
+	fl.StringVar(&f.flowOut, "flow-out", "", "flowmc trained during the warm-up: folder to write the trained flow to, as flow_sample.onnx and flow_density.onnx (a flow built here in the model's float type; one imported from ONNX in its own)")
 	fl.StringVar(&f.sampler, "sampler", "mala", "mala, ula, hmc, flowmc or neutra")
 	fl.StringVar(&f.out, "out", "", "output .npy (chains, draws, d)")
 	fl.BoolVar(&f.force, "force", false, "replace the files of --out, --checkpoint and --flow-out that exist (a note names those besides --out)")

@@ -557,3 +557,28 @@ func TestFlowFilesSwapped(t *testing.T) {
 		}
 	}
 }
+
+// Round 101 A2: a Glow flow whose invertible 1×1 layer is singular (its
+// torch.det 0) gives log λ = −Inf in both graphs; the refusal said they
+// were not one flow ("the base declared, a weight, or the map differs").
+// It says the map is not invertible: a singular layer.
+func TestSingularFlowSaid(t *testing.T) {
+	f := readFixtureFlow(t, "glowdet_f64", FlowConfig{})
+	var w *graph.Param
+	for _, p := range f.Params.List() {
+		if strings.HasSuffix(p.Name, "layers.0.w") {
+			w = p
+		}
+	}
+	if w == nil {
+		t.Fatalf("no 1×1 layer among %v", f.Params.Names())
+	}
+	if err := w.SetFloat64s([]float64{1, 2, 0, 2, 4, 0, 0, 0, 1}); err != nil { // rank 2
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	err := WriteFlowWeights(f, filepath.Join(dir, "s.onnx"), filepath.Join(dir, "d.onnx")) // checks the flow as ReadFlow does
+	if err == nil || !strings.Contains(err.Error(), "both graphs give log λ(x) = -Inf: the map is not invertible there") || strings.Contains(err.Error(), "are not one flow") {
+		t.Errorf("singular 1×1 layer: %v", err)
+	}
+}
