@@ -147,6 +147,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return err
 	}
 	printUnchecked(cmd.ErrOrStderr(), m)
+	if note := logDensityNote(f.model, m, f.oc); note != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", note)
+	}
 	n, d := x.Dims()
 	e := make([]float64, n)
 	var g *mat.Dense
@@ -398,19 +401,21 @@ func nonFiniteNotes(e []float64, g *mat.Dense) []string {
 			return v, math.IsNaN(v) && math.IsNaN(want) || v == want
 		}, func(v float64, _ int) string { return notFiniteWhy(v) })
 	}
-	if g != nil {
+	if g != nil { // each point by its gradient's first value that is not finite, one note per kind (round 101 A1: +Inf and -Inf counted as one)
 		_, d := g.Dims()
-		add("the gradient, where the energy is finite,", func(i int) (float64, bool) {
-			if math.IsNaN(e[i]) || math.IsInf(e[i], 0) {
-				return 0, false
-			}
-			for _, v := range g.RawRowView(i)[:d] {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return v, true
+		for _, want := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			add("the gradient, where the energy is finite,", func(i int) (float64, bool) {
+				if math.IsNaN(e[i]) || math.IsInf(e[i], 0) {
+					return 0, false
 				}
-			}
-			return 0, false
-		}, func(v float64, i int) string { return gradNotFiniteWhy(v, e[i]) })
+				for _, v := range g.RawRowView(i)[:d] {
+					if math.IsNaN(v) || math.IsInf(v, 0) {
+						return v, math.IsNaN(v) && math.IsNaN(want) || v == want
+					}
+				}
+				return 0, false
+			}, func(v float64, i int) string { return gradNotFiniteWhy(v, e[i]) })
+		}
 	}
 	return notes
 }
@@ -626,6 +631,25 @@ const maxCheckRows = 1000
 
 // printUnchecked writes, as notes, why the load checks could not run on
 // m's imported networks.
+// logDensityNote says, of an ONNX model read as an energy (no
+// --log-density) whose output is named as a log density ("log_density",
+// "log_prob", …), that it is read as an energy, and how to read it as a
+// log density; "" otherwise. Round 101 A4: a flow's density graph taken
+// as an energy, unbounded below, sent MALA's chains to |x| ≈ 150.
+func logDensityNote(model string, m checkpoint.Models, oc onnx.Config) string {
+	net, ok := m.EBM.Net.(*onnx.Net)
+	if !ok || oc.LogDensity {
+		return ""
+	}
+	name := strings.ToLower(net.OutputName())
+	for _, s := range []string{"log_density", "logdensity", "log_prob", "logprob", "log_q", "logq", "log_likelihood", "loglik"} {
+		if strings.Contains(name, s) {
+			return fmt.Sprintf("%s's output %q is named as a log density: it is read as an energy (E = the output); give --log-density to read it as a log density (E = −output)", model, net.OutputName())
+		}
+	}
+	return ""
+}
+
 func printUnchecked(w io.Writer, m checkpoint.Models) {
 	nets := []any{m.EBM.Net}
 	if m.Flow != nil {

@@ -461,3 +461,39 @@ func TestFlowFilesChecksummed(t *testing.T) {
 		t.Errorf("--resume with the files replaced: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 101 A1: energy --grad of asin(x₀) + acos(x₁) at (1, 0) and
+// (0, 1), gradients +Inf and −Inf where the energies are finite: one note
+// called both +Inf. One note per kind. A4: a flow's density graph read
+// as an energy (its output "log_density", no --log-density) said nothing;
+// a note says how it is read and names --log-density (not given where
+// --log-density is).
+func TestNonFiniteGradientKindsAndLogDensityNote(t *testing.T) {
+	edge, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "asin_acos_edge_dyn.onnx")) // io/onnx/crosscheck/make_trig_energies.py
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "flows", "glowdet_f64_density.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	npy.WriteFile("p.npy", &npy.Array{Shape: []int{2, 2}, Data: []float64{1, 0, 0, 1}}, npy.Float64)
+	_, stderr, code := runCLI("energy", "--model", edge, "--points", "p.npy", "--grad", "g.npy", "--out", "e.npy")
+	for _, want := range []string{
+		"the gradient, where the energy is finite, at 1 of 2 points (the first: point 1, counting from 1) is +Inf",
+		"the gradient, where the energy is finite, at 1 of 2 points (the first: point 2, counting from 1) is -Inf",
+	} {
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, %s; want %q", code, stderr, want)
+		}
+	}
+	npy.WriteFile("q.npy", &npy.Array{Shape: []int{2, 3}, Data: []float64{0.1, 0.2, 0.3, -0.5, 0.4, 1}}, npy.Float64)
+	note := flow + `'s output "log_density" is named as a log density: it is read as an energy (E = the output); give --log-density to read it as a log density`
+	if _, stderr, code := runCLI("energy", "--model", flow, "--output", "log_density", "--points", "q.npy"); code != 0 || !strings.Contains(stderr, note) {
+		t.Errorf("as an energy: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("energy", "--model", flow, "--output", "log_density", "--log-density", "--points", "q.npy"); code != 0 || strings.Contains(stderr, "named as a log density") {
+		t.Errorf("--log-density: exit %d, %s", code, stderr)
+	}
+}

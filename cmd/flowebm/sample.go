@@ -212,6 +212,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces, besides --out, %s\n", strings.Join(replaced, " and "))
 	}
 	printUnchecked(cmd.ErrOrStderr(), m)
+	if note := logDensityNote(f.model, m, onnx.Config{Output: f.output, LogDensity: f.logDensity}); note != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", note)
+	}
 	if meta == nil {
 		if err := checkStarts(m, x); err != nil {
 			return fmt.Errorf("--model %s: %w%s", f.model, err, f.startsAdvice(m, err))

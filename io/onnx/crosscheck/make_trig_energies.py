@@ -6,6 +6,7 @@ make_pinned.py's format:
   exported at a batch of 4, default opset): tan, asin, acos and atan as
   PyTorch 1.13 exports them (it exports no sinh, cosh, asinh, acosh or
   atanh), energies and gradients by PyTorch autograd;
+- asin_acos_edge_dyn: asin(x0) + acos(x1), for the gradient at ±1;
 - hyperbolic_dyn (float64, opset 9): Sinh, Cosh, Asinh, Acosh and Atanh in
   a graph written with onnx.helper, energies and gradients by NumPy from
   their closed forms.
@@ -95,3 +96,15 @@ f = np.stack([np.sinh(z[:, 0]), np.cosh(z[:, 1]), np.arcsinh(z[:, 2]), np.arccos
 df = np.stack([np.cosh(z[:, 0]), np.sinh(z[:, 1]), 1 / np.sqrt(z[:, 2] ** 2 + 1),
                2 * z[:, 3] / np.sqrt((1.5 + z[:, 3] ** 2) ** 2 - 1), 0.9 * (1 - th ** 2) / (1 - (0.9 * th) ** 2)], 1)
 np.savez(f"{out}/hyperbolic_dyn.npz", x5=x, energy5=f @ w, grad5=df * w * a)
+
+# asin_acos_edge_dyn: E = asin(x₀) + acos(x₁), finite at x = (1, 0) and
+# (0, 1) where its gradient is +Inf, −Inf (round 101 A1: the note called
+# both +Inf); PyTorch's export, no reference arrays (the test computes
+# the closed form).
+class AsinAcos(nn.Module):
+    def forward(self, x):
+        return torch.asin(x[:, 0]) + torch.acos(x[:, 1])
+
+
+torch.onnx.export(AsinAcos(), torch.zeros(2, 2, dtype=torch.float64), f"{out}/asin_acos_edge_dyn.onnx", opset_version=14,
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "batch"}, "energy": {0: "batch"}})
