@@ -326,6 +326,13 @@ func (p *Plan) Resolved() (config.Run, error) {
 			return cfg, p.fromSource(err)
 		}
 	}
+	if f := cfg.Model.FlowONNX; f != nil { // the flow files' checksums, as the run records them (round 101 B7: --print-config left them out)
+		g := *f
+		if err := g.RecordSums(); err != nil {
+			return cfg, p.fromSource(err)
+		}
+		cfg.Model.FlowONNX = &g
+	}
 	return cfg, p.fromSource(cfg.Resolve(exp))
 }
 

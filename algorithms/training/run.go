@@ -1282,9 +1282,14 @@ func comparableConfig(c config.Run) map[string]any {
 	c.Build, c.DataDir, c.DataDirSHA256 = nil, "", nil // the sums are checked as the data load
 	c.MemoryAccepted = nil                             // the machine's, not the run's
 	c.PlotFormat = ""                                  // how its figures are drawn
-	if f := c.Model.FlowONNX; f != nil {
+	if f := c.Model.FlowONNX; f != nil { // a flow file recorded by its checksum is that, wherever it is (round 101 B1, B2); by its path otherwise (runs made before checksums were recorded)
 		g := *f
-		g.SampleSHA256, g.DensitySHA256 = "", "" // checked as a run starts from the files; runs made before they were recorded have none
+		if g.SampleSHA256 != "" {
+			g.Sample = ""
+		}
+		if g.DensitySHA256 != "" {
+			g.Density = ""
+		}
 		c.Model.FlowONNX = &g
 	}
 	if c.Data != nil {

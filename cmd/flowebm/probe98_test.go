@@ -497,3 +497,57 @@ func TestNonFiniteGradientKindsAndLogDensityNote(t *testing.T) {
 		t.Errorf("--log-density: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 101 B1, B2, B7: --seeds with --flow compared the flow files by
+// path: other bytes at the same paths trained a new seed from another
+// flow beside the old ones, unsaid (B1), and the same bytes at other
+// paths were refused (B2); --print-config left the files' checksums out
+// (B7). Seeds compare the files by their SHA-256, and --print-config
+// records it.
+func TestSeedsFlowFilesByContent(t *testing.T) {
+	dir := t.TempDir()
+	pinned := "../../io/onnx/testdata/pinned/"
+	put := func(dst string, src string) {
+		t.Helper()
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(dst), 0o755)
+		os.WriteFile(dst, b, 0o644)
+	}
+	a, b := filepath.Join(dir, "fl", "s.onnx"), filepath.Join(dir, "fl", "d.onnx")
+	put(a, pinned+"nflowsstyle_nofold_sample.onnx")
+	put(b, pinned+"nflowsstyle_nofold_density.onnx")
+	rng := rand.New(rand.NewPCG(101, 1))
+	pts := make([]float64, 3*600)
+	for i := range pts {
+		pts[i] = rng.NormFloat64()
+	}
+	data := filepath.Join(dir, "x.npy")
+	npy.WriteFile(data, &npy.Array{Shape: []int{600, 3}, Data: pts}, npy.Float64)
+	out := filepath.Join(dir, "sd")
+	seeds := func(sample, density, list string) (string, string, int) {
+		return runCLI("train", "--data", data, "--flow", sample, "--flow-density", density, "--iterations", "2", "--quiet", "--seeds", list, "--out", out)
+	}
+	if _, stderr, code := seeds(a, b, "1"); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, _, code := runCLI("train", "--data", data, "--flow", a, "--flow-density", b, "--iterations", "2", "--print-config")
+	if code != 0 || !strings.Contains(stdout, `"sample_sha256": "`) || !strings.Contains(stdout, `"density_sha256": "`) {
+		t.Errorf("--print-config: exit %d, %s", code, stdout)
+	}
+	a2, b2 := filepath.Join(dir, "elsewhere", "s.onnx"), filepath.Join(dir, "elsewhere", "d.onnx") // the same bytes at other paths
+	put(a2, a)
+	put(b2, b)
+	if stdout, stderr, code := seeds(a2, b2, "1"); code != 0 || !strings.Contains(stdout, "seed 1: already trained in ") {
+		t.Errorf("same files elsewhere: exit %d, %s%s", code, stdout, stderr)
+	}
+	put(a, b) // other bytes at the sampling graph's path
+	if _, stderr, code := seeds(a, b, "1,2"); code != 2 || !strings.Contains(stderr, "holds a run with model.flow_onnx.sample_sha256 = ") {
+		t.Errorf("other flow bytes: exit %d, %s", code, stderr)
+	}
+	if exists(filepath.Join(out, "s2")) {
+		t.Error("seed 2 trained from the other flow")
+	}
+}
