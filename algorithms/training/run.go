@@ -1282,7 +1282,10 @@ func comparableConfig(c config.Run) map[string]any {
 	c.Build, c.DataDir, c.DataDirSHA256 = nil, "", nil // the sums are checked as the data load
 	c.MemoryAccepted = nil                             // the machine's, not the run's
 	c.PlotFormat = ""                                  // how its figures are drawn
-	if f := c.Model.FlowONNX; f != nil {               // a flow file recorded by its checksum is that, wherever it is (round 101 B1, B2); by its path otherwise (runs made before checksums were recorded)
+	// A flow file recorded by its checksum is that, wherever it is (round
+	// 101 B1, B2); by its path otherwise (runs made before checksums were
+	// recorded).
+	if f := c.Model.FlowONNX; f != nil {
 		g := *f
 		if g.SampleSHA256 != "" {
 			g.Sample = ""
