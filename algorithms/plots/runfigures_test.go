@@ -43,6 +43,14 @@ func TestRunFigures(t *testing.T) {
 					t.Errorf("whole %s: %v", name, err)
 				}
 				b, _ := os.ReadFile(path)
+				if f == PNG { // round 101 B3: a byte flipped in the middle
+					flipped := append([]byte(nil), b...)
+					flipped[len(b)/2] ^= 0xff
+					os.WriteFile(path, flipped, 0o644)
+					if err := FigureDamage(path, f); err == nil {
+						t.Errorf("%s with a byte flipped at %d: taken for whole", name, len(b)/2)
+					}
+				}
 				for _, cut := range []int{len(b), 8} { // 8 bytes cut into each format's end marker
 					if err := os.WriteFile(path, b[:len(b)-cut], 0o644); err != nil {
 						t.Fatal(err)

@@ -551,3 +551,52 @@ func TestSeedsFlowFilesByContent(t *testing.T) {
 		t.Error("seed 2 trained from the other flow")
 	}
 }
+
+// Round 101 B4: a finished run's metrics.json deleted was written again
+// by train --resume with only "its outputs are now complete", the file
+// unnamed. A note names it (not for a run killed before its outputs,
+// where samples.npy, written last, is missing too).
+func TestMissingOutputNamed(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "r")
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	m := filepath.Join(run, "metrics.json")
+	os.Remove(m)
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !strings.Contains(stderr, "note: "+m+" is missing; the run's outputs are written again from its final checkpoint") || !exists(m) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	os.Remove(m)
+	os.Remove(filepath.Join(run, "samples.npy"))
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || strings.Contains(stderr, "is missing") {
+		t.Errorf("as killed before its outputs: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 101 B5: --config RUN/config.json after its flow files were moved
+// said "model.flow_onnx: open …: no such file" alone. It names the
+// --config file and both ways: the files back at those paths, or --flow
+// and --flow-density, which followed starts the run.
+func TestConfigFlowFilesMissingAdvice(t *testing.T) {
+	dir := t.TempDir()
+	pinned, err := filepath.Abs("../../io/onnx/testdata/pinned/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(101, 5))
+	pts := make([]float64, 3*600)
+	for i := range pts {
+		pts[i] = rng.NormFloat64()
+	}
+	data := filepath.Join(dir, "x.npy")
+	npy.WriteFile(data, &npy.Array{Shape: []int{600, 3}, Data: pts}, npy.Float64)
+	cfg := filepath.Join(dir, "c.json")
+	os.WriteFile(cfg, []byte(`{"data": {"file": "`+data+`"}, "train": {"algorithm": "flowmc", "iterations": 2}, "model": {"flow_onnx": {"sample": "gone/s.onnx", "density": "gone/d.onnx"}}}`), 0o644)
+	_, stderr, code := runCLI("train", "--config", cfg, "--quiet", "--out", filepath.Join(dir, "r"))
+	if code != 2 || !strings.Contains(stderr, "--config "+cfg+": model.flow_onnx: ") || !strings.Contains(stderr, "no such file") || !strings.Contains(stderr, "or --flow FILE --flow-density FILE to start from others") {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--config", cfg, "--flow", filepath.Join(pinned, "nflowsstyle_nofold_sample.onnx"), "--flow-density", filepath.Join(pinned, "nflowsstyle_nofold_density.onnx"), "--quiet", "--out", filepath.Join(dir, "r2")); code != 0 {
+		t.Errorf("the advice followed: exit %d, %s", code, stderr)
+	}
+}

@@ -180,6 +180,8 @@ func runTrain(cmd *cobra.Command, f trainFlags) (err error) {
 	}
 	if ffe := (*training.FlowFilesError)(nil); f.flow.Sample != "" && errors.As(err, &ffe) { // probe 50: the flags' flow was named by its config field
 		return fmt.Errorf("--flow %s, --flow-density %s: %w", f.flow.Sample, f.flow.Density, ffe.Err)
+	} else if f.config != "" && errors.As(err, &ffe) && errors.Is(err, fs.ErrNotExist) { // round 101 B5: neither the file nor a way named
+		return fmt.Errorf("--config %s: %w: give the flow's files at the paths model.flow_onnx.sample and .density name, or --flow FILE --flow-density FILE to start from others", f.config, err)
 	}
 	return err
 }
@@ -483,8 +485,12 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 			return err
 		}
 	}
-	if damage != nil && !errors.Is(damage, fs.ErrNotExist) {
+	var missing *fs.PathError
+	switch {
+	case damage != nil && !errors.Is(damage, fs.ErrNotExist):
 		fmt.Fprintf(errOut, "flowebm: note: %s; the run's outputs are written again from its final checkpoint\n", withoutPackagePrefixes(damage.Error()))
+	case errors.As(damage, &missing) && exists(filepath.Join(run.Dir, "samples.npy")): // written last: the others were written, then lost (round 101 B4: unsaid)
+		fmt.Fprintf(errOut, "flowebm: note: %s is missing; the run's outputs are written again from its final checkpoint\n", missing.Path)
 	}
 	if done {
 		return completeFinished(run, out, f, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
