@@ -600,3 +600,38 @@ func TestConfigFlowFilesMissingAdvice(t *testing.T) {
 		t.Errorf("the advice followed: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 102 A1: a Gamma's energy with 1e30 outside its support, as the
+// refusal of +Inf energies advises writing it: MALA chains started at
+// x < 0 kept every draw there, written at exit 0 with only R-hat's advice
+// to sample longer. A note names the stranded chains and --starts; with
+// starts inside the support there is none.
+func TestStrandedChainsNamed(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "edge", "gamma_placeholder_energy.onnx")) // io/onnx/crosscheck/make_gamma_energy.py
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	args := []string{"sample", "--model", model, "--sampler", "mala", "--chains", "8", "--steps", "300", "--seed", "2"}
+	_, stderr, code := runCLI(append(args, "--out", "a.npy")...)
+	a, rerr := npy.ReadFile("a.npy")
+	if code != 0 || rerr != nil {
+		t.Fatalf("exit %d, %v, %s", code, rerr, stderr)
+	}
+	var outside []string
+	for c := range 8 {
+		if a.Data[c*300+299] < 0 {
+			outside = append(outside, strconv.Itoa(c+1))
+		}
+	}
+	if len(outside) == 0 {
+		t.Fatalf("no chain ends outside the support: the case is not the one tested (%s)", stderr)
+	}
+	if !strings.Contains(stderr, "chain") || !strings.Contains(stderr, strings.Join(outside, ", ")+" (of 8)") || !strings.Contains(stderr, "give --starts FILE with points inside the support") {
+		t.Errorf("chains %v end outside; stderr %s", outside, stderr)
+	}
+	npy.WriteFile("s.npy", &npy.Array{Shape: []int{1, 1}, Data: []float64{1.5}}, npy.Float64)
+	if _, stderr, code := runCLI(append(args, "--starts", "s.npy", "--out", "b.npy")...); code != 0 || strings.Contains(stderr, "stranded") {
+		t.Errorf("--starts inside: exit %d, %s", code, stderr)
+	}
+}

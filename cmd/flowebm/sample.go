@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -261,6 +262,9 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	draws, loc, glob := run.Result()
 	diverged := f.divergedNote(m, draws)
+	if diverged == "" {
+		diverged = f.strandedNote(m, draws)
+	}
 	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck, err)) // its checkpoint holds the draws, or most of them
 	}
@@ -269,6 +273,69 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), diverged)
 	}
 	return nil
+}
+
+// strandedProbes is how many draws of each chain strandedNote evaluates.
+const strandedProbes = 20
+
+// strandedNote says which chains have draws where the energy is far above
+// the lowest found among every chain's draws (by more than 10⁴ + 10·d, far
+// beyond an equilibrium's fluctuations, about d/2): stranded where the
+// model's density is all but 0, such as outside its support where the
+// energy is a placeholder like 1e30 (round 102 A1: a MALA chain kept its
+// 1000 draws at x < 0, a Gamma's outside, unsaid, and R-hat's advice to
+// sample longer could not move it). It looks at strandedProbes draws of
+// each chain, evenly spread; "" where none is.
+func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
+	d := m.EBM.Dim()
+	if f.steps < 1 || len(draws) != f.chains*f.steps*d {
+		return ""
+	}
+	k := min(strandedProbes, f.steps)
+	pts := mat.NewDense(f.chains*k, d, nil)
+	for c := range f.chains {
+		for j := range k {
+			i := j * (f.steps - 1) / max(k-1, 1)
+			pts.SetRow(c*k+j, draws[(c*f.steps+i)*d:(c*f.steps+i+1)*d])
+		}
+	}
+	logp := make([]float64, f.chains*k)
+	if m.Scaling != nil {
+		pts = m.Scaling.FromData(pts)
+	}
+	if err := m.EBM.LogDensity(pts, logp); err != nil {
+		return ""
+	}
+	best := math.Inf(-1)
+	for _, v := range logp {
+		if !math.IsNaN(v) {
+			best = max(best, v)
+		}
+	}
+	gap := 1e4 + 10*float64(d)
+	var chains []string
+	worst, share := 0.0, 0
+	for c := range f.chains {
+		n := 0
+		for j := range k {
+			if v := logp[c*k+j]; best-v > gap || math.IsNaN(v) {
+				n++
+				worst = max(worst, best-v)
+			}
+		}
+		if n > 0 {
+			chains = append(chains, strconv.Itoa(c+1))
+			share += n
+		}
+	}
+	if chains == nil {
+		return ""
+	}
+	which := "chain " + chains[0]
+	if len(chains) > 1 {
+		which = "chains " + strings.Join(chains, ", ")
+	}
+	return fmt.Sprintf("flowebm: note: %s (of %d) %s draws where the energy exceeds the lowest among the chains' draws by up to %.3g (%d of the %d draws looked at): stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", which, f.chains, map[bool]string{true: "has", false: "have"}[len(chains) == 1], worst, share, f.chains*k)
 }
 
 // divergedNote says that ULA's chains ran off: the energy at a chain's

@@ -17,3 +17,16 @@ class GammaEnergy(torch.nn.Module):
 
 torch.onnx.export(GammaEnergy(), torch.ones(3, 2), "io/onnx/testdata/edge/gamma_energy.onnx",
                   input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
+
+
+# gamma_placeholder_energy.onnx: a Gamma(3, 2) energy in 1 dimension,
+# 1e30 outside its support, as flowebm's refusal of +Inf energies advises
+# writing it (torch.where(inside, e, torch.full_like(e, 1e30))): chains
+# started outside stay there (round 102 A1).
+class GammaPlaceholder(torch.nn.Module):
+    def forward(self, x):
+        return torch.where(x > 0, 2 * x - 2 * torch.log(torch.clamp(x, min=1e-30)), torch.full_like(x, 1e30)).sum(-1)
+
+
+torch.onnx.export(GammaPlaceholder(), torch.rand(5, 1) + 0.1, "io/onnx/testdata/edge/gamma_placeholder_energy.onnx", opset_version=13,
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
