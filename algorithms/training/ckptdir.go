@@ -14,6 +14,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/shellquote"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -129,7 +130,7 @@ func withCopyRestore(err error) error {
 	if sum, serr := safefile.SHA256(src); serr != nil || sum != mm.Sum {
 		return err
 	}
-	return restorableError{fmt.Errorf("%w (the run's %s has the bytes it records: cp %s %s restores the copy)", err, src, src, mm.Path)}
+	return restorableError{fmt.Errorf("%w (the run's %s has the bytes it records: cp %s %s restores the copy)", err, src, shellquote.Quote(src), shellquote.Quote(mm.Path))}
 }
 
 // restorableError is a checkpoint's damage that a copy restores (its

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/internal/shellquote"
 	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -210,7 +211,7 @@ func CheckEvalsOfRun(dir string) error {
 	if bytes.HasPrefix(got, want) {
 		return nil
 	}
-	return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; cp %s %s restores them", path, filepath.Join(ck, "evals.csv"), filepath.Join(ck, "evals.csv"), path)
+	return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; cp %s %s restores them", path, filepath.Join(ck, "evals.csv"), shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
 }
 
 // EvalsRestore is how to restore a run's cut metrics.csv from its last
@@ -224,5 +225,5 @@ func EvalsRestore(path string) string {
 	if err != nil || !exists(filepath.Join(ck, "evals.csv")) {
 		return ""
 	}
-	return fmt.Sprintf("; the run's last checkpoint holds its evaluations up to there: cp %s %s restores them", filepath.Join(ck, "evals.csv"), path)
+	return fmt.Sprintf("; the run's last checkpoint holds its evaluations up to there: cp %s %s restores them", shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/shellquote"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
@@ -1271,7 +1272,7 @@ type ConfigEditedError struct {
 }
 
 func (e *ConfigEditedError) Error() string {
-	return fmt.Sprintf("%s: field %q is %s, but the checkpoint was written with %s (%s): the run cannot continue under another configuration; undo the edit (cp %s %s restores it), or start a new run; a command that only reads the model (sample, energy, convert) takes the checkpoint folder itself, %s", e.Path, e.Field, e.Now, e.Was, e.Checkpoint, e.Checkpoint, e.Path, filepath.Dir(e.Checkpoint))
+	return fmt.Sprintf("%s: field %q is %s, but the checkpoint was written with %s (%s): the run cannot continue under another configuration; undo the edit (cp %s %s restores it), or start a new run; a command that only reads the model (sample, energy, convert) takes the checkpoint folder itself, %s", e.Path, e.Field, e.Now, e.Was, e.Checkpoint, shellquote.Quote(e.Checkpoint), shellquote.Quote(e.Path), filepath.Dir(e.Checkpoint))
 }
 
 // comparableConfig is c as decoded JSON without what may differ between
@@ -1424,7 +1425,7 @@ func ConfigRestore(dir string) string {
 	if !exists(copied) {
 		return ""
 	}
-	return fmt.Sprintf("the run's checkpoint holds a copy of its configuration: cp %s %s restores it", copied, filepath.Join(dir, "config.json"))
+	return fmt.Sprintf("the run's checkpoint holds a copy of its configuration: cp %s %s restores it", shellquote.Quote(copied), shellquote.Quote(filepath.Join(dir, "config.json")))
 }
 
 // dataSource names where the path of the data that the run in dir reads

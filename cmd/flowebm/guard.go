@@ -1340,7 +1340,7 @@ func checkpointOfEditedRun(dir string) string {
 	parent := filepath.Dir(filepath.Clean(dir))
 	var edited *training.ConfigEditedError
 	if cfg, err := training.ReadRunConfig(parent); err == nil && errors.As(training.ConfigEdited(parent, cfg), &edited) {
-		return fmt.Sprintf("; it is the checkpoint folder of the run %s, whose config.json was edited after it was written (field %q is %s, was %s): plot draws a run under the configuration its checkpoint was trained with: cp %s %s restores it", parent, edited.Field, edited.Now, edited.Was, edited.Checkpoint, edited.Path)
+		return fmt.Sprintf("; it is the checkpoint folder of the run %s, whose config.json was edited after it was written (field %q is %s, was %s): plot draws a run under the configuration its checkpoint was trained with: cp %s %s restores it", parent, edited.Field, edited.Now, edited.Was, shellQuote(edited.Checkpoint), shellQuote(edited.Path))
 	}
 	return hint
 }

@@ -110,13 +110,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, syscall.EPIPE) { // what read the output is gone (| head): quiet, as a process that SIGPIPE ends
 			return 128 + int(syscall.SIGPIPE)
 		}
-		fmt.Fprintln(stderr, "flowebm:", withoutPackagePrefixes(err.Error()))
+		fmt.Fprintln(stderr, "flowebm:", withoutPackagePrefixes(err.Error())+dashPathHint(err, args))
 		if stopped := (stoppedError{}); errors.As(err, &stopped) {
 			return stopped.exitStatus()
 		}
 		return 2
 	}
 	return 0
+}
+
+// dashPathHint says, of cobra's refusal of an unknown flag that is a file
+// or folder's name (a path starting with "-"), how to give it as a path
+// (round 102 B4: "unknown shorthand flag: 'd' in -dash.npy" alone); ""
+// otherwise.
+func dashPathHint(err error, args []string) string {
+	if !strings.HasPrefix(err.Error(), "unknown shorthand flag") && !strings.HasPrefix(err.Error(), "unknown flag") {
+		return ""
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && strings.Contains(err.Error(), a) {
+			if _, serr := os.Lstat(a); serr == nil {
+				return fmt.Sprintf(" (%s is also a file here: give it as ./%s, or after --)", a, a)
+			}
+		}
+	}
+	return ""
 }
 
 // emptyArguments is the annotation of a command that refuses its own

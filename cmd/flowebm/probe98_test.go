@@ -635,3 +635,30 @@ func TestStrandedChainsNamed(t *testing.T) {
 		t.Errorf("--starts inside: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 102 B2: the cp that restores a run's metrics.csv named paths with
+// spaces unquoted, and pasted as given it failed. B4: diagnose -dash.npy,
+// a file whose name starts with "-", said only "unknown shorthand flag";
+// the message says how to give it as a path, which followed works.
+func TestAdvicePastesAndDashPaths(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run x3")
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	csv := filepath.Join(run, "metrics.csv")
+	os.WriteFile(csv, []byte("garbage\n"), 0o644)
+	_, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c"))
+	want := "cp '" + filepath.Join(run, "checkpoint", "evals.csv") + "' '" + csv + "' restores them"
+	if code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, %s; want %q", code, stderr, want)
+	}
+	inTempDir(t)
+	npy.WriteFile("-dash.npy", &npy.Array{Shape: []int{4, 100}, Data: make([]float64, 400)}, npy.Float64)
+	if _, stderr, code := runCLI("diagnose", "-dash.npy"); code != 2 || !strings.Contains(stderr, "(-dash.npy is also a file here: give it as ./-dash.npy, or after --)") {
+		t.Errorf("-dash.npy: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("diagnose", "./-dash.npy"); code != 0 {
+		t.Errorf("./-dash.npy: exit %d, %s", code, stderr)
+	}
+}

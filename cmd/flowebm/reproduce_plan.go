@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/internal/shellquote"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -101,7 +102,7 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 		case editedRun(r.dir) != nil: // round 85 B6: its --resume line would fail
 			var edited *training.ConfigEditedError
 			errors.As(editedRun(r.dir), &edited)
-			left = append(left, fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), edited.Field, edited.Checkpoint, edited.Path))
+			left = append(left, fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), edited.Field, shellQuote(edited.Checkpoint), shellQuote(edited.Path)))
 		default:
 			line, err := planLine(r, f)
 			if err != nil {
@@ -358,17 +359,7 @@ func shellJoin(args []string) string {
 // quotes (a single quote in it is ended, escaped and begun again as
 // quote, backslash, quote, quote). '=' is quoted too: a first word
 // NAME=VALUE would be a variable assignment.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	if strings.IndexFunc(s, func(c rune) bool {
-		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+:,./-", c))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return shellquote.Quote(s) }
 
 // editedRun is the *training.ConfigEditedError of the run in dir whose
 // config.json differs from its checkpoint's copy, or nil.

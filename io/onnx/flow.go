@@ -1204,8 +1204,8 @@ func (fn *FlowNet) logDensitiesAgree(f *graph.Flow) (z, x *mat.Dense, err error)
 			if fn.densityOut == "energy" { // round 81 B2: an energy network given as the density graph
 				hint = fmt.Sprintf("; %s's output is named \"energy\", as an energy network's (flowebm convert --what ebm or energy): a flow's density graph is what convert --what flow-density writes", fn.Density.File)
 			}
-			if math.IsInf(ls[i], -1) && math.IsInf(ld[i], -1) { // round 101 A2: a singular map, both graphs agreeing, was said to be two flows
-				return z, x, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s: at x = T(z) (z drawn from the base N(0, σ²), σ = %s) both graphs give log λ(x) = -Inf: the map is not invertible there (a log-determinant of -Inf: a singular layer, such as an invertible 1×1 map whose matrix has determinant 0), so it is not a flow; give a flow whose layers are invertible", fn.Sample.File, fn.Density.File, sigmaText(fn.base.Sigma))}
+			if math.IsInf(ls[i], 0) && ls[i] == ld[i] { // round 101 A2, round 102 B1: a singular map, both graphs agreeing (−Inf one way, +Inf the other), was said to be two flows
+				return z, x, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s: at x = T(z) (z drawn from the base N(0, σ²), σ = %s) both graphs give log λ(x) = %v: the map is not invertible there (a log-determinant of ±Inf: a singular layer, such as an invertible 1×1 map whose matrix has determinant 0, or a scale of 0), so it is not a flow; give a flow whose layers are invertible", fn.Sample.File, fn.Density.File, sigmaText(fn.base.Sigma), ls[i])}
 			}
 			return z, x, &flowCheckError{stage: checkAgree, gap: gap, err: fmt.Errorf("%s and %s are not one flow: at x = T(z) (z drawn from the base N(0, σ²), σ = %s), the sampling graph gives log λ(x) = %.9g and the density graph %.9g (the base declared, a weight, or the map differs)%s", fn.Sample.File, fn.Density.File, sigmaText(fn.base.Sigma), ls[i], ld[i], hint)}
 		}

@@ -581,4 +581,10 @@ func TestSingularFlowSaid(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "both graphs give log λ(x) = -Inf: the map is not invertible there") || strings.Contains(err.Error(), "are not one flow") {
 		t.Errorf("singular 1×1 layer: %v", err)
 	}
+	// Round 102 B1: a scale of 0 in the sampling direction (+Inf both ways;
+	// crosscheck/make_glow_det.py's scale0).
+	_, err = ReadFlow("testdata/flows/scale0_sample.onnx", "testdata/flows/scale0_density.onnx", FlowConfig{Frozen: true}) // its w of 0s and 1s reads as a mask otherwise
+	if err == nil || !strings.Contains(err.Error(), "both graphs give log λ(x) = +Inf: the map is not invertible there") || strings.Contains(err.Error(), "are not one flow") {
+		t.Errorf("a scale of 0: %v", err)
+	}
 }

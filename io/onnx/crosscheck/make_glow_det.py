@@ -130,3 +130,27 @@ for dtype, tag in ((torch.float64, "f64"), (torch.float32, "f32")):
                      "params": sum(p.numel() for p in f.parameters()), "final_loss": float(loss)})
 json.dump(manifest, open(f"{out}/manifest.json", "w"), indent=1)
 print("glowdet: loss", float(loss))
+
+# scale0: a diagonal flow x = z·w, w = (1, 0), whose sampling direction is
+# singular: both graphs give log λ(x) = +Inf (round 102 B1: called two
+# flows that differ). Its own wrapper, not export_flow's: the refusal is
+# what is tested.
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor([1.0, 0.0]))
+
+    def forward(self, z):
+        return z * self.w, -(z ** 2).sum(1) / 2 - np.log(2 * np.pi) - torch.log(self.w.abs()).sum()
+
+
+class ScaleDensity(Scale):
+    def forward(self, x):
+        z = x * self.w
+        return -(z ** 2).sum(1) / 2 - np.log(2 * np.pi) - torch.log(self.w.abs()).sum(), z
+
+
+for m, f, i, o in [(Scale(), "scale0_sample.onnx", "z", ["x", "log_density"]), (ScaleDensity(), "scale0_density.onnx", "x", ["log_density", "z"])]:
+    torch.onnx.export(m, torch.randn(3, 2), f"{out}/{f}", input_names=[i], output_names=o, dynamic_axes={i: {0: "n"}}, opset_version=13)
