@@ -16,7 +16,8 @@ import (
 // flow's invertible 1×1 layer exports its log-determinant: round 100 B1).
 // The result has the leading axes (shape [1] for a single matrix). Its
 // gradient is the cofactor matrix, det(A)·A⁻ᵀ, times the incoming
-// gradient; at a singular matrix it is computed from the minors.
+// gradient; at a singular matrix it is computed from the singular value
+// decomposition.
 type Det struct {
 	pure
 	Rank int
@@ -153,7 +154,9 @@ func (op detGrad) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, error
 }
 
 // cofactors is the cofactor matrix of a (row-major), ∂det(a)/∂a:
-// det(a)·a⁻ᵀ where a is invertible, else each entry's signed minor.
+// det(a)·a⁻ᵀ where a is invertible, else from a's singular value
+// decomposition a = U·S·Vᵀ, det(U)·det(V)·U·diag(Π_{j≠i} s_j)·Vᵀ, which
+// holds at every matrix in O(m³) (the minors would take O(m⁵)).
 func cofactors(a *mat.Dense) []float64 {
 	m, _ := a.Dims()
 	c := make([]float64, m*m)
@@ -166,27 +169,34 @@ func cofactors(a *mat.Dense) []float64 {
 		}
 		return c
 	}
-	if m == 1 {
-		c[0] = 1
+	var svd mat.SVD
+	if !svd.Factorize(a, mat.SVDFull) {
+		for i := range c {
+			c[i] = math.NaN()
+		}
 		return c
 	}
-	minor := mat.NewDense(m-1, m-1, nil)
+	var u, v mat.Dense
+	svd.UTo(&u)
+	svd.VTo(&v)
+	s := svd.Values(nil)
+	sign := mat.Det(&u) * mat.Det(&v) // ±1
+	others := make([]float64, m)      // Π_{j≠i} s_j
+	for i := range m {
+		others[i] = sign
+		for j, sj := range s {
+			if j != i {
+				others[i] *= sj
+			}
+		}
+	}
 	for i := range m {
 		for j := range m {
-			for r, rr := 0, 0; r < m; r++ {
-				if r == i {
-					continue
-				}
-				for q, qq := 0, 0; q < m; q++ {
-					if q == j {
-						continue
-					}
-					minor.Set(rr, qq, a.At(r, q))
-					qq++
-				}
-				rr++
+			sum := 0.0
+			for k := range m {
+				sum += u.At(i, k) * others[k] * v.At(j, k)
 			}
-			c[i*m+j] = math.Pow(-1, float64(i+j)) * mat.Det(minor)
+			c[i*m+j] = sum
 		}
 	}
 	return c

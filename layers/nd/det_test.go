@@ -9,7 +9,7 @@ import (
 // Det (round 100 B1: a Glow flow's torch.det refused): its gradient, the
 // cofactors times the incoming one, against finite differences for one
 // matrix and a batch of them; at a singular matrix (rank 2 of 3) the
-// cofactors from the minors are finite and checked the same way; values
+// cofactors from the singular value decomposition are finite and checked the same way; values
 // against closed forms.
 func TestDet(t *testing.T) {
 	rng := rand.New(rand.NewPCG(100, 1))
