@@ -131,6 +131,12 @@ type FlowFiles struct {
 	DensitySHA256 string `json:"density_sha256,omitempty"`
 }
 
+// WithSums is a copy of f with its files' SHA-256 recorded, or checked
+// against those f records (RecordSums).
+func (f FlowFiles) WithSums() (*FlowFiles, error) {
+	return &f, f.RecordSums()
+}
+
 // RecordSums records the SHA-256 of the flow's files, or checks them
 // against those recorded.
 func (f *FlowFiles) RecordSums() error {
@@ -144,7 +150,7 @@ func (f *FlowFiles) RecordSums() error {
 		}
 		sum, err := safefile.SHA256(c.path)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil // the flow's load names the file and the flag
+			continue // the flow's load names the file and the flag
 		} else if err != nil {
 			return fmt.Errorf("model.flow_onnx.%s: %w", c.field, err)
 		}

@@ -63,23 +63,7 @@ func (p gridXYZ) Dims() (c, r int) {
 }
 
 func (p gridXYZ) Z(c, r int) float64 {
-	n, k := p.g.N, p.k()
-	top, sum, cells := math.Inf(-1), 0.0, 0
-	for i := r * k; i < min(r*k+k, n); i++ {
-		for j := c * k; j < min(c*k+k, n); j++ {
-			top = max(top, p.g.LogDensity[i*n+j])
-		}
-	}
-	for i := r * k; i < min(r*k+k, n); i++ {
-		for j := c * k; j < min(c*k+k, n); j++ {
-			sum += math.Exp(p.g.LogDensity[i*n+j] - top)
-			cells++
-		}
-	}
-	v := top + math.Log(sum/float64(cells)) - p.logJacobian() - p.shift // the block's mean density, in logs
-	if k == 1 {
-		v = p.g.LogDensity[r*n+c] - p.logJacobian() - p.shift
-	}
+	v := p.logBlock(c, r) - p.logJacobian() - p.shift
 	if p.log10 {
 		return max(v/math.Ln10, p.floor)
 	}
@@ -92,13 +76,35 @@ func (p gridXYZ) Z(c, r int) float64 {
 // mass 36% (round 100 A1, drawn in the colour of nothing).
 const hiddenMass = 0.2
 
+// logBlock is the log of the mean density of block (c, r): its cell's
+// log-density where blocks are single cells.
+func (p gridXYZ) logBlock(c, r int) float64 {
+	n, k := p.g.N, p.k()
+	if k == 1 {
+		return p.g.LogDensity[r*n+c]
+	}
+	top, sum, cells := math.Inf(-1), 0.0, 0
+	for i := r * k; i < min(r*k+k, n); i++ {
+		for j := c * k; j < min(c*k+k, n); j++ {
+			top = max(top, p.g.LogDensity[i*n+j])
+		}
+	}
+	for i := r * k; i < min(r*k+k, n); i++ {
+		for j := c * k; j < min(c*k+k, n); j++ {
+			sum += math.Exp(p.g.LogDensity[i*n+j] - top)
+			cells++
+		}
+	}
+	return top + math.Log(sum/float64(cells))
+}
+
 // peakHides reports whether drawn linearly the grid's density would hide
 // much of its mass: more than hiddenMass of it lies in cells below a
 // twentieth of the largest density (round 99 A2: a sharp mode's peak set
 // the colour bar, and the broad mode holding 68% of the mass was drawn in
 // the colour of nothing). Such a grid is drawn on a log scale, from
 // floor: the level (log₁₀) whose cells above hold 99.9% of the mass, at
-// most two decades under the peak.
+// least two decades under the peak.
 func (p gridXYZ) peakHides() (hides bool, floor float64) {
 	ld := p.g.LogDensity
 	top := math.Inf(-1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/safefile"
 )
 
 // RunFigures are the names (without extension) of the figures that
@@ -69,7 +70,7 @@ var figureEnds = map[Format][]byte{
 // format's end, or for PNG not decoding (a chunk's checksum, its image
 // data); nil where it is whole.
 func FigureDamage(path string, f Format) error {
-	file, err := os.Open(path)
+	file, err := safefile.Open(path) // refuses a FIFO or folder there without waiting on it
 	if err != nil {
 		return err
 	}
@@ -77,9 +78,6 @@ func FigureDamage(path string, f Format) error {
 	fi, err := file.Stat()
 	if err != nil {
 		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", path)
 	}
 	if fi.Size() == 0 {
 		return fmt.Errorf("%s is empty", path)

@@ -5,6 +5,8 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/algorithms/metrics"
 )
 
 // MissedMass is where a 2-D run's quadrature grid misses the EBM's mass:
@@ -81,8 +83,11 @@ func (r *Run) pointsBeyondGrid() *mat.Dense {
 // metrics.MaxResolvedN cells per axis first, an experiment's is the
 // paper's: round 99 A1); 0 where it does not, or without a grid.
 func (r *Run) GridError() float64 {
-	if r.grid == nil || !r.grid.UnderResolved() {
+	if r.grid == nil {
 		return 0
 	}
-	return r.grid.ResolutionError()
+	if e := r.grid.ResolutionError(); e > metrics.ResolvedMass {
+		return e
+	}
+	return 0
 }

@@ -327,11 +327,10 @@ func (p *Plan) Resolved() (config.Run, error) {
 		}
 	}
 	if f := cfg.Model.FlowONNX; f != nil { // the flow files' checksums, as the run records them (round 101 B7: --print-config left them out)
-		g := *f
-		if err := g.RecordSums(); err != nil {
+		var err error
+		if cfg.Model.FlowONNX, err = f.WithSums(); err != nil {
 			return cfg, p.fromSource(err)
 		}
-		cfg.Model.FlowONNX = &g
 	}
 	return cfg, p.fromSource(cfg.Resolve(exp))
 }

@@ -253,11 +253,10 @@ func prepare(cfg config.Run, dir string, given from) (*Run, error) {
 	}
 	models, notes := given.models, given.notes
 	if f := cfg.Model.FlowONNX; f != nil && models == nil { // started from its files (a resumed run's flow is its checkpoint's)
-		g := *f
-		if err := g.RecordSums(); err != nil {
+		var err error
+		if cfg.Model.FlowONNX, err = f.WithSums(); err != nil {
 			return nil, inFile(err)
 		}
-		cfg.Model.FlowONNX = &g
 	}
 	if models != nil && models.EBM.Dim() != exp.Dim() {
 		return nil, fmt.Errorf("algorithms: %s has %d dimensions, the checkpoint's models %d", cfg.Source(), exp.Dim(), models.EBM.Dim())
@@ -1365,11 +1364,16 @@ func fallbackNote(dir string) string {
 // checkpoint folder there is not one.
 type NothingToResumeError struct{ Err error }
 
+// NothingToResumeAdvice ends a NothingToResumeError's message where no
+// copy restores the checkpoint (reproduce recognises it in its train
+// child's last line, to give its own advice).
+const NothingToResumeAdvice = "; nothing to resume: start the run again (with --force on the command line)"
+
 func (e NothingToResumeError) Error() string {
 	if nc := (noCheckpointError{}); errors.As(e.Err, &nc) && nc.restorable { // round 96 B3: --force advised beside the restore that saves the run
 		return e.Err.Error() + "; restored, the run resumes (started again with --force, it would be lost)"
 	}
-	return e.Err.Error() + "; nothing to resume: start the run again (with --force on the command line)"
+	return e.Err.Error() + NothingToResumeAdvice
 }
 
 func (e NothingToResumeError) Unwrap() error { return e.Err }

@@ -629,8 +629,6 @@ func checkAtPoints(m checkpoint.Models, x *mat.Dense, where string) error {
 // maxCheckRows is how many of the user's points checkAtPoints draws from.
 const maxCheckRows = 1000
 
-// printUnchecked writes, as notes, why the load checks could not run on
-// m's imported networks.
 // logDensityNote says, of an ONNX model read as an energy (no
 // --log-density) whose output is named as a log density ("log_density",
 // "log_prob", …), that it is read as an energy, and how to read it as a
@@ -650,6 +648,8 @@ func logDensityNote(model string, m checkpoint.Models, oc onnx.Config) string {
 	return ""
 }
 
+// printUnchecked writes, as notes, why the load checks could not run on
+// m's imported networks.
 func printUnchecked(w io.Writer, m checkpoint.Models) {
 	nets := []any{m.EBM.Net}
 	if m.Flow != nil {

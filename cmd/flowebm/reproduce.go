@@ -659,10 +659,6 @@ func (r *reproRun) finishedEvals() ([]training.Eval, error) {
 	return evals, err
 }
 
-// nothingToResume ends a train child's training.NothingToResumeError,
-// whose --force is train's, not reproduce's.
-const nothingToResume = "; nothing to resume: start the run again (with --force on the command line)"
-
 // lockOut takes lockRun's lock on the output folder out, so that two
 // reproduce processes never train, log and report into one folder, with a
 // message that names --out.
@@ -839,7 +835,7 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		case strings.HasPrefix(msg, "flowebm: ") && strings.Contains(msg, "the run stopped without writing there"): // its folderChangedError: the folder at r.dir is not the run's (probe 51: its error.txt was replaced)
 			return failureStatus(msg)
 		}
-		if m, ok := strings.CutSuffix(msg, nothingToResume); ok { // round 95 B5: reproduce --force restarted nothing
+		if m, ok := strings.CutSuffix(msg, training.NothingToResumeAdvice); ok { // round 95 B5: reproduce --force restarted nothing (the advice is train's --force, not reproduce's)
 			msg = m + fmt.Sprintf("; nothing to resume: move %s away (or give flowebm train --force the run's flags), then give the same reproduce command again", r.dir)
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })

@@ -299,17 +299,14 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 			pts.SetRow(c*k+j, draws[(c*f.steps+i)*d:(c*f.steps+i+1)*d])
 		}
 	}
-	logp := make([]float64, f.chains*k)
-	if m.Scaling != nil {
-		pts = m.Scaling.FromData(pts)
-	}
-	if err := m.EBM.LogDensity(pts, logp); err != nil {
+	e := make([]float64, f.chains*k)
+	if energyInBatches(m, pts, e, nil) != nil { // the model's whole energy in the draws' units, in batches it takes
 		return ""
 	}
-	best := math.Inf(-1)
-	for _, v := range logp {
+	lowest := math.Inf(1)
+	for _, v := range e {
 		if !math.IsNaN(v) {
-			best = max(best, v)
+			lowest = min(lowest, v)
 		}
 	}
 	gap := 1e4 + 10*float64(d)
@@ -318,9 +315,9 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	for c := range f.chains {
 		n := 0
 		for j := range k {
-			if v := logp[c*k+j]; best-v > gap || math.IsNaN(v) {
+			if v := e[c*k+j]; v-lowest > gap || math.IsNaN(v) {
 				n++
-				worst = max(worst, best-v)
+				worst = max(worst, v-lowest)
 			}
 		}
 		if n > 0 {

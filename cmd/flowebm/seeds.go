@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -242,7 +241,7 @@ func writeSeedsSummary(dir string, seeds []uint64, runs []string, out io.Writer)
 // damagedSummary is why the seeds.json at path, where there is one,
 // cannot be read as a summary; nil where it reads or is absent.
 func damagedSummary(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, 64<<20) // a regular file of a summary's size (a FIFO there would hang a plain read)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {

@@ -30,6 +30,9 @@ func TestDet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got := y.Data().([]float64); len(got) != len(c.want) {
+			t.Fatalf("det of %v: %d values, want %d", c.in.vals, len(got), len(c.want))
+		}
 		for i, v := range y.Data().([]float64) {
 			if math.Abs(v-c.want[i]) > 1e-12 {
 				t.Errorf("det of %v: %v, want %v", c.in.vals, y.Data(), c.want)
