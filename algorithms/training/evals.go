@@ -1,6 +1,7 @@
 package training
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -92,7 +93,11 @@ func ReadEvalsCSVModes(path string) ([]Eval, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := csv.NewReader(f).Read()
+	br := bufio.NewReader(f)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
+	head, err := csv.NewReader(br).Read()
 	f.Close()
 	if errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s is empty: want flowebm's metrics.csv (a header iter, %s, … and a row per evaluation)%s", path, strings.Join(evalColumns[:3], ", "), EvalsRestore(path))
@@ -129,6 +134,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	text = bytes.TrimPrefix(text, utf8BOM) // a spreadsheet's re-save (round 102 B3)
 	if len(text) > 0 && text[len(text)-1] != '\n' { // probe 60: cut inside its last number, read as 0.54687 for 0.546875
 		return nil, fmt.Errorf("%s does not end with a line break: it was cut, or had data appended (flowebm ends every row with one), and its last row may be partial%s", path, EvalsRestore(path)) // round 96 B7: "cut" alone
 	}
@@ -208,10 +214,49 @@ func CheckEvalsOfRun(dir string) error {
 	}) != nil {
 		return nil
 	}
-	if bytes.HasPrefix(got, want) {
+	if bytes.HasPrefix(got, want) || sameLeadingRows(got, want) {
 		return nil
 	}
 	return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; cp %s %s restores them", path, filepath.Join(ck, "evals.csv"), shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
+}
+
+// utf8BOM is the byte order mark a spreadsheet may put before a CSV it
+// saves.
+var utf8BOM = []byte("\ufeff")
+
+// sameLeadingRows reports whether the CSV got begins with want's rows,
+// field by field, the numbers compared by value: the same evaluations
+// re-saved with CRLF line ends, quoted fields, a byte order mark or
+// numbers written another way (1e-05 for 0.00001) are the run's (round
+// 102 B3: refused as another run's).
+func sameLeadingRows(got, want []byte) bool {
+	g, err1 := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(got, utf8BOM))).ReadAll()
+	w, err2 := csv.NewReader(bytes.NewReader(want)).ReadAll()
+	if err1 != nil || err2 != nil || len(g) < len(w) {
+		return false
+	}
+	for i, row := range w {
+		if len(g[i]) != len(row) {
+			return false
+		}
+		for j, f := range row {
+			if !sameField(g[i][j], f) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameField reports whether two CSV fields are equal as text or hold the
+// same number (NaN equal to NaN).
+func sameField(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, err1 := strconv.ParseFloat(a, 64)
+	y, err2 := strconv.ParseFloat(b, 64)
+	return err1 == nil && err2 == nil && (x == y || math.IsNaN(x) && math.IsNaN(y))
 }
 
 // EvalsRestore is how to restore a run's cut metrics.csv from its last

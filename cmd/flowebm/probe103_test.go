@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Round 102 B3: a finished run's metrics.csv re-saved by a spreadsheet
+// (a byte order mark, CRLF line ends, every field quoted, numbers
+// written another way) holds the same evaluations, but was refused as
+// "not this run's". It is read as the run's: --resume has nothing to do,
+// plot and compare draw from it.
+func TestResavedMetricsCSVIsTheRuns(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "r")
+	if _, stderr, code := runCLI("train", "--iterations", "3", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	path := filepath.Join(run, "metrics.csv")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resaved bytes.Buffer
+	resaved.WriteString("\ufeff")
+	for i, row := range rows {
+		for j, f := range row {
+			if v, err := strconv.ParseFloat(f, 64); err == nil && i > 0 && j > 0 {
+				f = strconv.FormatFloat(v, 'E', -1, 64)
+			}
+			if j > 0 {
+				resaved.WriteString(",")
+			}
+			resaved.WriteString(`"` + f + `"`)
+		}
+		resaved.WriteString("\r\n")
+	}
+	if bytes.Equal(resaved.Bytes(), b) {
+		t.Fatal("the re-save changed nothing")
+	}
+	if err := os.WriteFile(path, resaved.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI("train", "--resume", run)
+	if code != 0 || !strings.Contains(stdout, "nothing to do") {
+		t.Errorf("--resume: exit %d, %s%s", code, stdout, stderr)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, resaved.Bytes()) {
+		t.Errorf("--resume changed the re-saved metrics.csv")
+	}
+	if _, stderr, code := runCLI("plot", run); code != 0 || strings.Contains(stderr, "metrics.csv") {
+		t.Errorf("plot: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c")); code != 0 || strings.Contains(stderr, "metrics.csv") {
+		t.Errorf("compare: exit %d, %s", code, stderr)
+	}
+	edited := bytes.Replace(resaved.Bytes(), []byte(`"1","`), []byte(`"1","7`), 1)
+	if bytes.Equal(edited, resaved.Bytes()) {
+		t.Fatal("no row of iteration 1 to edit")
+	}
+	os.WriteFile(path, edited, 0o644)
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c2")); code == 0 || !strings.Contains(stderr, "metrics.csv is not this run's") {
+		t.Errorf("compare of an edited value: exit %d, %s", code, stderr)
+	}
+}
