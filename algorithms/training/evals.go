@@ -134,7 +134,7 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	text = bytes.TrimPrefix(text, utf8BOM) // a spreadsheet's re-save (round 102 B3)
+	text = bytes.TrimPrefix(text, utf8BOM)          // a spreadsheet's re-save (round 102 B3)
 	if len(text) > 0 && text[len(text)-1] != '\n' { // probe 60: cut inside its last number, read as 0.54687 for 0.546875
 		return nil, fmt.Errorf("%s does not end with a line break: it was cut, or had data appended (flowebm ends every row with one), and its last row may be partial%s", path, EvalsRestore(path)) // round 96 B7: "cut" alone
 	}
