@@ -1194,7 +1194,7 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 	}
 	flow, err := onnx.ReadFlow(f.flow, f.flowDensity, onnx.FlowConfig{BaseSigma: sigma, Frozen: !f.trainFlow})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, flagOfFile(err, "--flow", f.flow, "--flow-density", f.flowDensity)
 	}
 	fn, ok := flow.Net.(*onnx.FlowNet)
 	if !ok {
@@ -1202,6 +1202,18 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 	}
 	scaling, err := fn.Standardization() // flowebm's exports record their units (round 78 B3)
 	return flow, scaling, err
+}
+
+// flagOfFile names the flag that gave the file an error is about, where
+// the error starts with that file's path (round 100 B1: an unsupported
+// operator in a flow's graph named the file alone).
+func flagOfFile(err error, flagPath ...string) error {
+	for i := 0; i+1 < len(flagPath); i += 2 {
+		if strings.HasPrefix(err.Error(), flagPath[i+1]+": ") {
+			return fmt.Errorf("%s %w", flagPath[i], err)
+		}
+	}
+	return err
 }
 
 // flowUnitsNote says when the flow of --flow (a run's) lives in other
