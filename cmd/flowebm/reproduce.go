@@ -865,7 +865,7 @@ func (r *reproRun) completeFinished(soft, hard context.Context, exe, out string)
 		return outcome{outcomeEnded, "already done (its outputs not checked: " + childFailure(err, output.lastLine()) + ")"}
 	}
 	for _, line := range strings.Split(string(output.tail), "\n") { // train's note, or its line for the figures
-		if strings.Contains(line, "written again") || strings.Contains(line, "redrew") {
+		if strings.Contains(line, rewritingOutputs) || strings.Contains(line, redrewFigures) {
 			return outcome{outcomeEnded, "already done; its damaged outputs written again from its final checkpoint: " + strings.TrimPrefix(line, "flowebm: note: ")}
 		}
 	}

@@ -488,9 +488,9 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 	var missing *fs.PathError
 	switch {
 	case damage != nil && !errors.Is(damage, fs.ErrNotExist):
-		fmt.Fprintf(errOut, "flowebm: note: %s; the run's outputs are written again from its final checkpoint\n", withoutPackagePrefixes(damage.Error()))
+		fmt.Fprintf(errOut, "flowebm: note: %s; %s\n", withoutPackagePrefixes(damage.Error()), rewritingOutputs)
 	case errors.As(damage, &missing) && exists(filepath.Join(run.Dir, "samples.npy")): // written last: the others were written, then lost (round 101 B4: unsaid)
-		fmt.Fprintf(errOut, "flowebm: note: %s is missing; the run's outputs are written again from its final checkpoint\n", missing.Path)
+		fmt.Fprintf(errOut, "flowebm: note: %s is missing; %s\n", missing.Path, rewritingOutputs)
 	}
 	if done {
 		return completeFinished(run, out, f, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
@@ -625,6 +625,13 @@ func finished(run *training.Run) bool {
 	return run.Trainer.Iter >= run.Config.Train.Iterations && damagedOutput(run) == nil
 }
 
+// What train --resume says of a finished run whose outputs it writes
+// again, which reproduce looks for in its output (completeFinished).
+const (
+	rewritingOutputs = "the run's outputs are written again from its final checkpoint"
+	redrewFigures    = "redrew its figures"
+)
+
 // damagedOutput is why one of a trained run's outputs is missing or
 // cannot be read back as its own (metrics.json, metrics.csv, samples.npy),
 // which --resume then writes again from the final checkpoint (round 95
@@ -710,7 +717,7 @@ func completeFinished(run *training.Run, out io.Writer, f trainFlags, formatGive
 		if err := redrawFinished(run, own, true); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s has finished its %d iterations; wrote its missing %s and redrew its figures\n", run.Dir, run.Config.Train.Iterations, path)
+		fmt.Fprintf(out, "%s has finished its %d iterations; wrote its missing %s and "+redrewFigures+"\n", run.Dir, run.Config.Train.Iterations, path)
 		return nil
 	}
 	if formatGiven && !hasFigures(run.Dir, f.plotFormat) { // its figures in that format already: nothing to do (round 86 B1: a plan's line run again exited 2)
@@ -722,7 +729,7 @@ func completeFinished(run *training.Run, out io.Writer, f trainFlags, formatGive
 		if err := redrawFinished(run, own, false); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s has finished its %d iterations; redrew its figures (%s)\n", run.Dir, run.Config.Train.Iterations, strings.Join(damaged, "; "))
+		fmt.Fprintf(out, "%s has finished its %d iterations; "+redrewFigures+" (%s)\n", run.Dir, run.Config.Train.Iterations, strings.Join(damaged, "; "))
 	case f.finishedLine != "":
 		fmt.Fprintln(out, f.finishedLine)
 	default:
