@@ -594,8 +594,7 @@ func (f reproduceFlags) iterations(r *reproRun) (int, error) {
 // checkKeptRuns refuses an output folder holding runs of another
 // experiment, algorithm, seed or length than this invocation trains: they
 // would be kept and reported as its own (a run copied there, a full
-// reproduce into a --quick folder, or --seed 2 over seed 1); and finished
-// runs whose evaluations cannot be read.
+// reproduce into a --quick folder, or --seed 2 over seed 1).
 func checkKeptRuns(runs []*reproRun, f reproduceFlags) error {
 	for _, r := range runs {
 		if err := checkKept(r, f); err != nil {
@@ -632,11 +631,7 @@ func checkKept(r *reproRun, f reproduceFlags) error {
 		return fmt.Errorf("%s holds a run with seed %d and %d iterations; this reproduce trains seed %d for %d: give another --out (or the flags that run was made with)",
 			r.dir, cfg.Seed, cfg.Train.Iterations, f.seed, want)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, "metrics.json")); err != nil {
-		return nil // not finished: trained or resumed
-	}
-	_, err = r.finishedEvals()
-	return err
+	return nil // a finished run's damaged outputs, metrics.csv among them, are written again by completeFinished (round 102: refused, naming a cp)
 }
 
 // finishedEvals reads a finished run's evaluations (metrics.csv), refusing
