@@ -158,7 +158,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	}
 	err = energyInBatches(m, x, e, g)
 	if err == nil && !slices.ContainsFunc(e, isFinite) { // none finite: the model is broken there (an overflow), no file of NaN
-		err = checkFiniteEnergies(e, g)
+		err = checkFiniteEnergies(e, g, nodeAt(m, x))
 	}
 	if err != nil {
 		if strings.HasPrefix(err.Error(), f.model+": ") { // a node of the graph, named with the file (probe 38: a model named "the" was found in "the energy …")
@@ -170,7 +170,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		}
 		return fmt.Errorf("%s %s at the points of %s: %w", flag, f.model, f.points, err) // probe 36: "no gradient" named no model
 	}
-	for _, note := range nonFiniteNotes(e, g) {
+	for _, note := range nonFiniteNotes(e, g, nodeAt(m, x)) {
 		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", note)
 	}
 	// Both outputs or neither: each is written whole beside its place
@@ -378,8 +378,9 @@ func energyInBatches(m checkpoint.Models, x *mat.Dense, e []float64, g *mat.Dens
 // the energy command writes them as they are where some energy is finite
 // (round 98 A1: one point on the edge of a Gamma's support, energy +Inf,
 // refused the whole file), naming how many, the first and what makes
-// them; where none is, it refuses the points (an overflowing model).
-func nonFiniteNotes(e []float64, g *mat.Dense) []string {
+// them (node: the node behind a gradient, nodeAt); where none is, it
+// refuses the points (an overflowing model).
+func nonFiniteNotes(e []float64, g *mat.Dense, node func(i int) string) []string {
 	var notes []string
 	add := func(what string, bad func(i int) (float64, bool), why func(v float64, i int) string) {
 		n, first, v := 0, -1, 0.0
@@ -414,7 +415,7 @@ func nonFiniteNotes(e []float64, g *mat.Dense) []string {
 					}
 				}
 				return 0, false
-			}, func(v float64, i int) string { return gradNotFiniteWhy(v, e[i]) })
+			}, func(v float64, i int) string { return gradNotFiniteWhy(v, e[i], node(i)) })
 		}
 	}
 	return notes
@@ -457,16 +458,39 @@ func (e *gradUndefinedError) Unwrap() error { return e.error }
 // energy is e: at a finite energy, an operation whose derivative is
 // infinite there (probe 57: the gradient of √s at s = 0 times that of a
 // sum of squares, 0, is NaN, in PyTorch too, where x.norm() has 0).
-func gradNotFiniteWhy(v, e float64) string {
+func gradNotFiniteWhy(v, e float64, node string) string {
 	if math.IsNaN(e) || math.IsInf(e, 0) {
 		return notFiniteWhy(v)
+	}
+	if node != "" {
+		return "the model's gradient is not defined there though its energy is: its " + node
 	}
 	return "the model's gradient is not defined there though its energy is: an operation whose derivative is infinite there, such as a square root at 0 (torch.sqrt((h ** 2).sum(1)) where h = 0, whose PyTorch gradient is NaN too; h.norm(dim=1) has the gradient 0 there), an overflow in the backward pass, or an operation outside its domain: check its weights and activations"
 }
 
+// nodeAt names, for an ONNX model evaluated with its file's parameters in
+// its own units, the node computing a NaN or an infinity at row i of x
+// (onnx.Net.NonFiniteNodeAt), which mostly makes a gradient NaN where the
+// energy is finite; "" otherwise (round 103 A2: a NaN in the branch
+// torch.where discards named no node).
+func nodeAt(m checkpoint.Models, x *mat.Dense) func(i int) string {
+	net, ok := m.EBM.Net.(*onnx.Net)
+	if !ok || m.Scaling != nil || !fileParameters(net, m.EBM.Params) {
+		return func(int) string { return "" }
+	}
+	return func(i int) string { return net.NonFiniteNodeAt(x.RawRowView(i)) }
+}
+
+// fileParameters reports whether p holds net's file's parameter values
+// (not a model trained since).
+func fileParameters(net *onnx.Net, p *graph.Params) bool {
+	file, err := graph.NewParams(net.ParamSpecs(), p.Dtype(), rand.New(rand.NewPCG(0, 0)))
+	return err == nil && slices.Equal(file.Flatten(nil), p.Flatten(nil))
+}
+
 // checkFiniteEnergies refuses non-finite energies or gradients, naming the
-// first point.
-func checkFiniteEnergies(e []float64, g *mat.Dense) error {
+// first point; node names the node behind a point's gradient (nodeAt).
+func checkFiniteEnergies(e []float64, g *mat.Dense, node func(i int) string) error {
 	for i, v := range e {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("the energy of point %d (counting from 1) is %v: %s; nothing was written", i+1, v, notFiniteWhy(v))
@@ -476,7 +500,7 @@ func checkFiniteEnergies(e []float64, g *mat.Dense) error {
 		_, d := g.Dims()
 		for k, v := range g.RawMatrix().Data {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				err := fmt.Errorf("the gradient at point %d (counting from 1) is %v, where the energy is %v: %s; nothing was written", k/d+1, v, e[k/d], gradNotFiniteWhy(v, e[k/d]))
+				err := fmt.Errorf("the gradient at point %d (counting from 1) is %v, where the energy is %v: %s; nothing was written", k/d+1, v, e[k/d], gradNotFiniteWhy(v, e[k/d], node(k/d)))
 				if !math.IsNaN(e[k/d]) && !math.IsInf(e[k/d], 0) {
 					return &gradUndefinedError{err}
 				}

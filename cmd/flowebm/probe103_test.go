@@ -100,3 +100,21 @@ func TestSampleFlowRefusalNamesFlag(t *testing.T) {
 		}
 	}
 }
+
+// Round 103 A2: energy --grad's note of a gradient NaN where the energy
+// is finite (a square root of a negative number in the branch
+// torch.where discards) named no node and gave generic advice. It names
+// the node and says to keep the branch finite where it is not taken.
+func TestGradientNoteNamesNode(t *testing.T) {
+	dir := t.TempDir()
+	points := filepath.Join(dir, "p.csv")
+	if err := os.WriteFile(points, []byte("3,-2\n-3,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "edge", "where_sqrt_energy.onnx")
+	_, stderr, code := runCLI("energy", "--model", model, "--points", points, "--out", filepath.Join(dir, "e.npy"), "--grad", filepath.Join(dir, "g.npy"))
+	want := `is NaN: the model's gradient is not defined there though its energy is: its node "/Sqrt" (Sqrt) computes NaN there, which the energy does not use`
+	if code != 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "torch.sqrt(x.clamp(min=1e-12))") {
+		t.Errorf("exit %d, %s; want %q", code, stderr, want)
+	}
+}

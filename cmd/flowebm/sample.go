@@ -1274,7 +1274,7 @@ func checkStarts(m checkpoint.Models, x *mat.Dense) error {
 	if err := energyInRows(m, x, e, g, energyRows(m, true)); err != nil {
 		return fmt.Errorf("evaluating it at the chains' starting points: %w", err)
 	}
-	if err := checkFiniteEnergies(e, g); err != nil {
+	if err := checkFiniteEnergies(e, g, nodeAt(m, x)); err != nil {
 		return fmt.Errorf("the chains' starting points: %w", err)
 	}
 	return nil
