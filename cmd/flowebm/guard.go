@@ -1175,7 +1175,26 @@ func notYetARun(dir, command string) string {
 	if reproduced {
 		return fmt.Sprintf("%s holds only a run's lock and log.txt: a reproduce run stopped as it started leaves them (log.txt's last lines say why); the same flowebm reproduce command trains it again", dir)
 	}
+	if note := otherCommandsLock(dir); note != "" {
+		return note
+	}
 	return fmt.Sprintf("%s holds only a run's lock: a run killed before its first checkpoint leaves only its lock; start it again with the command that started it, its flags included (flowebm train … --out %s)", dir, shellQuote(dir))
+}
+
+// otherCommandsLock says, of a folder holding only its lock, left by a
+// command other than train and reproduce (a convert killed before it wrote
+// its checkpoint), which command left it and the ways on; "" for any
+// other folder (round 103 B1: called a run, train advised).
+func otherCommandsLock(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != ".lock" {
+		return ""
+	}
+	holder := lockHolder(filepath.Join(dir, ".lock"))
+	if holder == "" || holder == "train" || holder == "reproduce" {
+		return ""
+	}
+	return fmt.Sprintf("%s holds only the lock of a flowebm %s killed before it wrote there: nothing in it is a run's; give that command again (flowebm %s … %s), or remove the folder", dir, holder, holder, shellQuote(dir))
 }
 
 // shortPath is the absolute path p or, where p is too long for the
@@ -1746,6 +1765,9 @@ func checkResumable(dir string) error {
 	}
 	if filepath.Base(filepath.Dir(filepath.Clean(dir))) == "runs" { // round 86 B3: a reproduce run folder killed as it started was advised train --out with train's defaults, which reproduce then refused
 		return fmt.Errorf("--resume %s holds no run (a run killed as it started leaves only its lock and log): nothing to resume; if reproduce made it, give the same reproduce command again (or write its --plan again), which starts it with reproduce's settings", dir)
+	}
+	if note := otherCommandsLock(dir); note != "" { // round 103 B1
+		return fmt.Errorf("--resume %s", note)
 	}
 	return fmt.Errorf("--resume %s holds no run (no config.json or checkpoint: a run killed before its first checkpoint, every checkpoint_every iterations, leaves only its lock, and nothing of it to resume): start it again with the command that started it, its flags included (flowebm train … --out %s; --force if the folder is not empty)", dir, shellQuote(dir)) // round 98 B2: "killed as it started", and train --out alone ran other settings
 }

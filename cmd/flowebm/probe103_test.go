@@ -118,3 +118,87 @@ func TestGradientNoteNamesNode(t *testing.T) {
 		t.Errorf("exit %d, %s; want %q", code, stderr, want)
 	}
 }
+
+// Round 103 B2: sample --base on flowebm's export of a whole energy
+// (convert --what energy, whose tilt is in its graph) added a second tilt,
+// unsaid, and the draws changed. It is refused, saying to drop --base;
+// the network alone (convert's default) still takes it.
+func TestBaseRefusedOnWholeEnergy(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "r")
+	if _, stderr, code := runCLI("train", "--iterations", "2", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	whole, network := filepath.Join(dir, "whole.onnx"), filepath.Join(dir, "net.onnx")
+	for _, args := range [][]string{{"convert", run, whole, "--what", "energy"}, {"convert", run, network}} {
+		if _, stderr, code := runCLI(args...); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	sample := func(model string) (string, int) {
+		_, stderr, code := runCLI("sample", "--model", model, "--base", "1.5", "--chains", "4", "--steps", "10", "--out", filepath.Join(dir, filepath.Base(model)+".npy"))
+		return stderr, code
+	}
+	want := "--base 1.5: " + whole + " is flowebm's export of a whole energy (convert --what energy), whose tilt is in its graph already: drop --base"
+	if stderr, code := sample(whole); code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("whole energy: exit %d, %s", code, stderr)
+	}
+	if stderr, code := sample(network); code != 0 {
+		t.Errorf("the network alone: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 103 B1: a convert (ONNX → checkpoint) killed before it wrote
+// leaves its folder holding only its lock, which names convert; plot,
+// energy, sample, convert and train --resume called it a run killed
+// before its first checkpoint and advised flowebm train. They name the
+// convert, whose command given again (the advice followed) converts.
+func TestKilledConvertsLockNamed(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kc")
+	if err := os.Mkdir(kc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(kc, ".lock"), []byte("convert\n"), 0o644); err != nil { // as takeLock writes it
+		t.Fatal(err)
+	}
+	points := filepath.Join(dir, "p.csv")
+	os.WriteFile(points, []byte("0,0\n"), 0o644)
+	want := kc + " holds only the lock of a flowebm convert killed before it wrote there: nothing in it is a run's; give that command again (flowebm convert … " + kc + "), or remove the folder"
+	for _, args := range [][]string{
+		{"plot", kc},
+		{"energy", "--model", kc, "--points", points},
+		{"sample", "--model", kc, "--out", filepath.Join(dir, "s.npy")},
+		{"convert", kc, filepath.Join(dir, "z.onnx")},
+		{"train", "--resume", kc},
+	} {
+		if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, want) {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(kc, ".lock")); string(b) != "convert\n" {
+		t.Errorf("the lock holds %q after train --resume, was convert's", b)
+	}
+	if _, stderr, code := runCLI("convert", toyONNX, kc); code != 0 || !exists(filepath.Join(kc, "spec.json")) {
+		t.Errorf("the convert given again: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 103 B4: sample --resume of a checkpoint that a run killed before
+// its first checkpoint never wrote (its lock alone left) said "no such
+// file" alone. It says so and advises the command that started it, which,
+// given again, samples.
+func TestSampleKilledBeforeCheckpoint(t *testing.T) {
+	model, _ := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "flows", "bimodal_energy.onnx"))
+	inTempDir(t)
+	if err := os.WriteFile(".s4.npz.lock", []byte("sample\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "--resume s4.npz does not exist, but its lock .s4.npz.lock does: a sampling run killed before its first checkpoint leaves only its lock"
+	if _, stderr, code := runCLI("sample", "--resume", "s4.npz"); code == 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "(flowebm sample … --checkpoint s4.npz)") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "10", "--checkpoint", "s4.npz", "--out", "s4.npy"); code != 0 || !exists("s4.npz") {
+		t.Errorf("started again: exit %d, %s", code, stderr)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -279,12 +280,13 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 const strandedProbes = 20
 
 // strandedNote says which chains have draws where the energy is far above
-// the lowest found among every chain's draws (by more than 10⁴ + 10·d, far
-// beyond an equilibrium's fluctuations, about d/2): stranded where the
-// model's density is all but 0, such as outside its support where the
-// energy is a placeholder like 1e30 (round 102 A1: a MALA chain kept its
-// 1000 draws at x < 0, a Gamma's outside, unsaid, and R-hat's advice to
-// sample longer could not move it). It looks at strandedProbes draws of
+// the lowest found among every chain's draws: any draw by more than
+// 10⁴ + 10·d (round 102 A1: a MALA chain kept its 1000 draws at x < 0, a
+// Gamma's outside where its energy is 1e30, unsaid, and R-hat's advice to
+// sample longer could not move it), or every draw looked at by more than
+// strandedStay(d) (round 103 A1: a placeholder of 1000 was not noted).
+// Both are far beyond an equilibrium's fluctuations, about d/2: the
+// model's density there is all but 0. It looks at strandedProbes draws of
 // each chain, evenly spread; "" where none is.
 func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	d := m.EBM.Dim()
@@ -309,20 +311,31 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 			lowest = min(lowest, v)
 		}
 	}
-	gap := 1e4 + 10*float64(d)
+	far, stay := 1e4+10*float64(d), strandedStay(d)
 	var chains []string
-	worst, share := 0.0, 0
+	worst, least, share, flat := 0.0, math.Inf(1), 0, true
 	for c := range f.chains {
-		n := 0
+		gaps := make([]float64, k)
 		for j := range k {
-			if v := e[c*k+j]; v-lowest > gap || math.IsNaN(v) {
-				n++
-				worst = max(worst, v-lowest)
+			gaps[j] = e[c*k+j] - lowest
+			if math.IsNaN(gaps[j]) {
+				gaps[j] = math.Inf(1)
 			}
+		}
+		n := 0
+		for _, g := range gaps {
+			if g > far {
+				n++
+			}
+		}
+		if n == 0 && floats.Min(gaps) > stay {
+			n = k
 		}
 		if n > 0 {
 			chains = append(chains, strconv.Itoa(c+1))
 			share += n
+			worst, least = max(worst, floats.Max(gaps)), min(least, floats.Min(gaps))
+			flat = flat && floats.Max(gaps)-floats.Min(gaps) <= 1e-9*(1+math.Abs(e[c*k]))
 		}
 	}
 	if chains == nil {
@@ -332,8 +345,23 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	if len(chains) > 1 {
 		which = "chains " + strings.Join(chains, ", ")
 	}
-	return fmt.Sprintf("flowebm: note: %s (of %d) %s draws where the energy exceeds the lowest among the chains' draws by up to %.3g (%d of the %d draws looked at): stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", which, f.chains, map[bool]string{true: "has", false: "have"}[len(chains) == 1], worst, share, f.chains*k)
+	has := map[bool]string{true: "has", false: "have"}[len(chains) == 1]
+	where := fmt.Sprintf("draws where the energy exceeds the lowest among the chains' draws by up to %.3g (%d of the %d draws looked at)", worst, share, f.chains*k)
+	if share == len(chains)*k {
+		where = fmt.Sprintf("every draw looked at (%d a chain) where the energy exceeds the lowest among the chains' draws by %.3g or more", k, least)
+		if flat {
+			where += " and does not change: a plateau, where the gradient is 0 and no move is preferred"
+		}
+	}
+	return fmt.Sprintf("flowebm: note: %s (of %d) %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", which, f.chains, has, where)
 }
+
+// strandedStay is how far above the lowest energy found every draw of a
+// chain must lie for strandedNote: 50 + 5·d, where a chain at equilibrium
+// (energy about d/2 above its minimum, give or take √(d/2)) all but never
+// goes, and a mode of other width than the lowest one's (a log volume up
+// to 5 per dimension) is not taken for one.
+func strandedStay(d int) float64 { return 50 + 5*float64(d) }
 
 // divergedNote says that ULA's chains ran off: the energy at a chain's
 // last draw passes its first draw's by more than 10⁴ + 10·d, far beyond
@@ -783,6 +811,9 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 		return given, nil, nil, fmt.Errorf("--resume continues the run as its checkpoint records it: drop %s (only --force and --out may be added)", strings.Join(other, ", "))
 	}
 	meta, arch, err := readSampleCheckpoint(given.resume)
+	if lock := filepath.Join(filepath.Dir(given.resume), "."+filepath.Base(given.resume)+".lock"); errors.Is(err, fs.ErrNotExist) && exists(lock) { // round 103 B4: "no such file" alone
+		return given, nil, nil, fmt.Errorf("--resume %s does not exist, but its lock %s does: a sampling run killed before its first checkpoint leaves only its lock, and nothing of it to resume (or one under way has not written it yet); start it again with the command that started it, its flags included (flowebm sample … --checkpoint %s)", given.resume, lock, shellQuote(given.resume))
+	}
 	if err != nil {
 		return given, nil, nil, err
 	}
@@ -1111,6 +1142,9 @@ func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) 
 	if f.base > 0 {
 		if m.EBM.Tilt != nil {
 			return m, fmt.Errorf("--base: the checkpoint %s has its own base", f.model)
+		}
+		if net, ok := m.EBM.Net.(*onnx.Net); ok && net.WholeEnergy() {
+			return m, fmt.Errorf("--base %v: %s is flowebm's export of a whole energy (convert --what energy), whose tilt is in its graph already: drop --base (a second tilt would change the model)", f.base, f.model)
 		}
 		g := layers.NewIsotropic(m.EBM.Dim(), f.base)
 		m.EBM.Tilt = &g

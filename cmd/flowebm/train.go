@@ -953,6 +953,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	// no run is removed again.
 	lock := filepath.Join(f.resume, ".lock")
 	_, statErr := os.Stat(lock)
+	holder := lockHolder(lock) // the command that left it, which taking it overwrites
 	release, held, err := lockRunHeld(f.resume, commandName())
 	if err != nil {
 		return nil, nil, err
@@ -965,6 +966,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	if err := checkResumable(f.resume); err != nil {
 		if errors.Is(statErr, os.ErrNotExist) {
 			os.Remove(lock)
+		} else if holder != "" && holder != commandName() { // another command's lock: said as its own (round 103 B1: a killed convert's became train's)
+			os.WriteFile(lock, []byte(holder+"\n"), 0o644)
+			err = checkResumable(f.resume)
 		}
 		release()
 		return nil, nil, err

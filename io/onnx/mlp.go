@@ -339,6 +339,14 @@ func (n *Net) notAnMLPExport() string {
 	return "; it is flowebm's export of a whole energy (--what energy: the network with its tilt and the data's scaling), which converts to no MLP: convert back the network alone (convert RUN OUT.onnx --what ebm) with --base σ, or give this file as --model (flowebm energy and sample read it)"
 }
 
+// WholeEnergy reports whether the file is flowebm's export of a model's
+// whole energy (convert --what energy, its doc string says so): its tilt
+// and the data's scaling are in its graph, and a tilt given again counts
+// twice (round 103 B2: sample --base on it, unsaid).
+func (n *Net) WholeEnergy() bool {
+	return n.model.ProducerName == "flowebm" && strings.Contains(n.model.DocString, ": whole energy")
+}
+
 // inputDependent is the set of the values that the graph computes from
 // its input (the nodes are in topological order).
 func (n *Net) inputDependent() map[string]bool {

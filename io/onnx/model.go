@@ -26,6 +26,7 @@ type Model struct {
 	Opsets          map[string]int64 // domain ("" = ai.onnx, also for "ai.onnx") -> version
 	ProducerName    string
 	ProducerVersion string
+	DocString       string
 	Graph           *Graph
 	// Metadata is metadata_props (key → value; a repeated key keeps its
 	// last value).
@@ -218,6 +219,8 @@ func DecodeModel(b []byte) (*Model, error) {
 			m.ProducerName = string(f.b)
 		case fModelProducerVersion:
 			m.ProducerVersion = string(f.b)
+		case fModelDocString:
+			m.DocString = string(f.b)
 		case fModelGraph:
 			m.Graph, err = decodeGraph(f.b, 0)
 		case fModelOpsetImport:
@@ -967,6 +970,7 @@ const (
 	fModelIRVersion       = 1
 	fModelProducerName    = 2
 	fModelProducerVersion = 3
+	fModelDocString       = 6
 	fModelGraph           = 7
 	fModelOpsetImport     = 8
 	fModelMetadataProps   = 14
@@ -1039,7 +1043,7 @@ const (
 var (
 	modelSpec = msgSpec{"ModelProto", map[protowire.Number]fieldSpec{
 		fModelIRVersion: {"ir_version", wireVarint}, fModelProducerName: {"producer_name", wireBytes},
-		fModelProducerVersion: {"producer_version", wireBytes}, fModelGraph: {"graph", wireBytes},
+		fModelProducerVersion: {"producer_version", wireBytes}, fModelDocString: {"doc_string", wireBytes}, fModelGraph: {"graph", wireBytes},
 		fModelOpsetImport: {"opset_import", wireBytes}, fModelMetadataProps: {"metadata_props", wireBytes}}}
 	entrySpec = msgSpec{"StringStringEntryProto", map[protowire.Number]fieldSpec{
 		fEntryKey: {"key", wireBytes}, fEntryValue: {"value", wireBytes}}}

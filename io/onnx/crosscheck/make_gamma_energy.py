@@ -30,3 +30,16 @@ class GammaPlaceholder(torch.nn.Module):
 
 torch.onnx.export(GammaPlaceholder(), torch.rand(5, 1) + 0.1, "io/onnx/testdata/edge/gamma_placeholder_energy.onnx", opset_version=13,
                   input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
+
+
+# gamma_plateau_energy.onnx: the same Gamma(3, 2) with 1000 outside its
+# support, a placeholder researchers write as often as 1e30: chains
+# started outside stay on that plateau (round 103 A1: not noted below a
+# gap of 10⁴).
+class GammaPlateau(torch.nn.Module):
+    def forward(self, x):
+        return torch.where(x > 0, 2 * x - 2 * torch.log(torch.clamp(x, min=1e-30)), torch.full_like(x, 1000.0)).sum(-1)
+
+
+torch.onnx.export(GammaPlateau(), torch.rand(5, 1) + 0.1, "io/onnx/testdata/edge/gamma_plateau_energy.onnx", opset_version=13,
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
