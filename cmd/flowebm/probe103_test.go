@@ -202,3 +202,34 @@ func TestSampleKilledBeforeCheckpoint(t *testing.T) {
 		t.Errorf("started again: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 103 B3: a run trained in SVG, drawn in PNG by plot before it
+// finished, kept those PNGs (of an earlier iteration) beside its final
+// SVGs once train --resume finished it, unsaid. The run's end draws its
+// figures again in every format its folder holds.
+func TestRunEndRedrawsOtherFormats(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	code, stderr := outputsChild(t, "train-outputs", "KILL", "train", "--iterations", "3", "--quiet", "--plot-format", "svg", "--out", dir)
+	if code == 0 {
+		t.Fatalf("not killed: %s", stderr)
+	}
+	stale := filepath.Join(dir, "density.png") // as a plot of the unfinished run left it
+	if err := os.WriteFile(stale, []byte("an earlier iteration's figure"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--resume", dir, "--quiet"); code != 0 {
+		t.Fatalf("resume: exit %d, %s", code, stderr)
+	}
+	got, _ := os.ReadFile(stale)
+	for _, name := range []string{"density", "weights"} {
+		if !exists(filepath.Join(dir, name+".svg")) {
+			t.Errorf("%s.svg not drawn", name)
+		}
+	}
+	if _, stderr, code := runCLI("plot", dir); code != 0 { // the final PNGs, drawn again (PNG is deterministic)
+		t.Fatalf("plot: exit %d, %s", code, stderr)
+	}
+	if want, _ := os.ReadFile(stale); !bytes.Equal(got, want) {
+		t.Errorf("density.png after the run's end: %d bytes, not the final figure (%d bytes)", len(got), len(want))
+	}
+}

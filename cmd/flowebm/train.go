@@ -1470,6 +1470,7 @@ func writeOutputs(run *training.Run, format plots.Format) error {
 			func() error { return training.WriteMetrics(filepath.Join(at.Dir, "metrics.json"), &at) },
 			func() error { return training.WriteImageSamples(&at) },
 			func() error { return plots.WriteRun(&at, format) },
+			func() error { return redrawOtherFormats(&at, format) },
 			func() error { return training.WriteSamples(&at) },
 		} {
 			if err := write(); err != nil {
@@ -1478,6 +1479,22 @@ func writeOutputs(run *training.Run, format plots.Format) error {
 		}
 		return nil
 	})
+}
+
+// redrawOtherFormats draws again, at the run's end, its figures in the
+// formats other than its own that its folder holds: a plot of the run
+// before it finished drew them (round 103 B3: PNGs of iteration 280 left
+// beside the SVGs of iteration 400, unsaid).
+func redrawOtherFormats(run *training.Run, own plots.Format) error {
+	for _, f := range []plots.Format{plots.PNG, plots.SVG, plots.PDF} {
+		if f == own || !slices.ContainsFunc(plots.RunFigures(run), func(name string) bool { return exists(filepath.Join(run.Dir, name+f.Ext())) }) {
+			continue
+		}
+		if err := plots.WriteRun(run, f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trainingFailed adds to a training error other than an interruption
