@@ -175,11 +175,20 @@ func TestReproduceRobust(t *testing.T) {
 		} {
 			out := t.TempDir()
 			dir := keptRun(t, src, out, "two-modes-flowmc")
-			os.WriteFile(filepath.Join(dir, "metrics.csv"), []byte(c.csv), 0o644)
-			if code, _, stderr := reproduceInto(out, "two-modes", "flowmc"); code != 2 || !strings.Contains(stderr, c.want) {
-				t.Errorf("metrics.csv %q: exit %d, %q", c.csv, code, stderr)
+			path := filepath.Join(dir, "metrics.csv")
+			os.WriteFile(path, []byte(c.csv), 0o644)
+			// --report, which trains nothing, refuses it; reproduce writes
+			// it again through train --resume (session 44, as it does a
+			// damaged metrics.json since round 99 B1).
+			if _, stderr, code := runCLI("reproduce", "--report", out, "--experiments", "two-modes", "--algorithms", "flowmc"); code != 2 || !strings.Contains(stderr, c.want) {
+				t.Errorf("--report, metrics.csv %q: exit %d, %q", c.csv, code, stderr)
 			}
-			noReport(out)
+			if code, stdout, stderr := reproduceInto(out, "two-modes", "flowmc"); code != 0 || !strings.Contains(stdout, "two-modes-flowmc: already done; its damaged outputs written again from its final checkpoint: "+path) {
+				t.Errorf("metrics.csv %q: exit %d, %q, %q", c.csv, code, stdout, stderr)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
+				t.Errorf("metrics.csv %q written again as %q", c.csv, got)
+			}
 		}
 	})
 	t.Run("config.json deleted", func(t *testing.T) { // probe 61: no way out named
