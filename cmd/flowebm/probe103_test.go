@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // Round 102 B3: a finished run's metrics.csv re-saved by a spreadsheet
@@ -231,5 +233,35 @@ func TestRunEndRedrawsOtherFormats(t *testing.T) {
 	}
 	if want, _ := os.ReadFile(stale); !bytes.Equal(got, want) {
 		t.Errorf("density.png after the run's end: %d bytes, not the final figure (%d bytes)", len(got), len(want))
+	}
+}
+
+// Round 104 A1: a MALA chain started far out on a smooth quartic energy
+// (gradient 6912 per coordinate) had every proposal rejected and never
+// moved; the note called it a plateau, where the gradient is 0, outside
+// the support. It says the chain never moved, every proposal rejected,
+// and advises starts nearer the mass; the other chains are not named.
+func TestStuckChainNotAPlateau(t *testing.T) {
+	model, err := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "edge", "quartic_energy.onnx")) // io/onnx/crosscheck/make_quartic_energy.py
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTempDir(t)
+	starts := make([]float64, 16*2)
+	starts[6], starts[7] = 12, 12 // chain 4
+	npy.WriteFile("s.npy", &npy.Array{Shape: []int{16, 2}, Data: starts}, npy.Float64)
+	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "mala", "--chains", "16", "--steps", "300", "--starts", "s.npy", "--out", "q.npy")
+	a, rerr := npy.ReadFile("q.npy")
+	if code != 0 || rerr != nil {
+		t.Fatalf("exit %d, %v, %s", code, rerr, stderr)
+	}
+	for i := range 300 { // the case tested: chain 4 never moved
+		if a.Data[(3*300+i)*2] != 12 {
+			t.Fatalf("chain 4 moved (draw %d at %v): not the case tested", i+1, a.Data[(3*300+i)*2])
+		}
+	}
+	want := "flowebm: note: chain 4 (of 16) never moved from its start, where the energy exceeds the lowest among the chains' draws by 4.15e+04 or more: every proposal was rejected there"
+	if !strings.Contains(stderr, want) || strings.Contains(stderr, "plateau") || strings.Contains(stderr, "outside its support, where") {
+		t.Errorf("stderr %s; want %q", stderr, want)
 	}
 }

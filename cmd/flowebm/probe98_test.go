@@ -611,7 +611,7 @@ func TestStrandedChainsNamed(t *testing.T) {
 		{"gamma_placeholder_energy.onnx", "give --starts FILE with points inside the support"},
 		// Round 103 A1: 1000 outside the support, far below the 10⁴ of
 		// any draw's test: every draw of those chains stays on it.
-		{"gamma_plateau_energy.onnx", "every draw looked at (20 a chain) where the energy exceeds the lowest among the chains' draws by 998 or more and does not change: a plateau"},
+		{"gamma_plateau_energy.onnx", "every draw looked at (20 a chain) where the energy exceeds the lowest among the chains' draws by 998 or more and does not change as the chain moves: a plateau"},
 	} {
 		t.Run(c.fixture, func(t *testing.T) { strandedChainsNamed(t, c.fixture, c.want) })
 	}

@@ -311,9 +311,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 			lowest = min(lowest, v)
 		}
 	}
-	far, stay := 1e4+10*float64(d), strandedStay(d)
-	var chains []string
-	worst, least, share, flat := 0.0, math.Inf(1), 0, true
+	var still, moving strandedChains
 	for c := range f.chains {
 		gaps := make([]float64, k)
 		for j := range k {
@@ -322,38 +320,94 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 				gaps[j] = math.Inf(1)
 			}
 		}
-		n := 0
-		for _, g := range gaps {
-			if g > far {
-				n++
-			}
-		}
-		if n == 0 && floats.Min(gaps) > stay {
-			n = k
-		}
-		if n > 0 {
-			chains = append(chains, strconv.Itoa(c+1))
-			share += n
-			worst, least = max(worst, floats.Max(gaps)), min(least, floats.Min(gaps))
-			flat = flat && floats.Max(gaps)-floats.Min(gaps) <= 1e-9*(1+math.Abs(e[c*k]))
+		rows := pts.Slice(c*k, (c+1)*k, 0, d).(*mat.Dense)
+		if stuck(rows) { // round 104 A1: a chain whose every proposal was rejected was "a plateau"
+			still.add(c, gaps, 1e4+10*float64(d), strandedStay(d), false)
+		} else {
+			moving.add(c, gaps, 1e4+10*float64(d), strandedStay(d), constant(e[c*k:(c+1)*k]))
 		}
 	}
-	if chains == nil {
-		return ""
+	var notes []string
+	if len(still.names) > 0 {
+		notes = append(notes, fmt.Sprintf("flowebm: note: %s (of %d) never moved from %s start, where the energy exceeds the lowest among the chains' draws by %.3g or more: every proposal was rejected there (the step, tuned on all the chains, is too large where the energy is that steep, or the start lies outside the support), so those draws are not from the model; give --starts FILE with points nearer the mass (one per chain, or one for all)", still.which(), f.chains, map[bool]string{true: "its", false: "their"}[len(still.names) == 1], still.least))
 	}
-	which := "chain " + chains[0]
-	if len(chains) > 1 {
-		which = "chains " + strings.Join(chains, ", ")
+	if len(moving.names) > 0 {
+		notes = append(notes, moving.note(f.chains, k))
 	}
-	has := map[bool]string{true: "has", false: "have"}[len(chains) == 1]
-	where := fmt.Sprintf("draws where the energy exceeds the lowest among the chains' draws by up to %.3g (%d of the %d draws looked at)", worst, share, f.chains*k)
-	if share == len(chains)*k {
-		where = fmt.Sprintf("every draw looked at (%d a chain) where the energy exceeds the lowest among the chains' draws by %.3g or more", k, least)
-		if flat {
-			where += " and does not change: a plateau, where the gradient is 0 and no move is preferred"
+	return strings.Join(notes, "\n")
+}
+
+// strandedChains are the chains strandedNote names, with how far above
+// the lowest energy their draws looked at lie.
+type strandedChains struct {
+	names        []string
+	share        int // draws beyond the threshold
+	all          bool
+	worst, least float64
+	flat         bool // every such chain's energy constant
+}
+
+// add counts chain c (from 0) whose draws looked at lie gaps above the
+// lowest energy, where any draw lies over far or every draw over stay.
+func (s *strandedChains) add(c int, gaps []float64, far, stay float64, flat bool) {
+	n := 0
+	for _, g := range gaps {
+		if g > far {
+			n++
 		}
 	}
-	return fmt.Sprintf("flowebm: note: %s (of %d) %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", which, f.chains, has, where)
+	if n == 0 && floats.Min(gaps) > stay {
+		n = len(gaps)
+	}
+	if n == 0 {
+		return
+	}
+	if s.names == nil {
+		s.least, s.all, s.flat = math.Inf(1), true, true
+	}
+	s.names = append(s.names, strconv.Itoa(c+1))
+	s.share += n
+	s.all = s.all && n == len(gaps)
+	s.worst, s.least = max(s.worst, floats.Max(gaps)), min(s.least, floats.Min(gaps))
+	s.flat = s.flat && flat
+}
+
+// which is "chain 3" or "chains 1, 2, 3".
+func (s *strandedChains) which() string {
+	if len(s.names) == 1 {
+		return "chain " + s.names[0]
+	}
+	return "chains " + strings.Join(s.names, ", ")
+}
+
+// note is strandedNote's line for chains that moved (of chains, k draws
+// looked at in each).
+func (s *strandedChains) note(chains, k int) string {
+	where := fmt.Sprintf("draws where the energy exceeds the lowest among the chains' draws by up to %.3g (%d of the %d draws looked at)", s.worst, s.share, chains*k)
+	if s.all {
+		where = fmt.Sprintf("every draw looked at (%d a chain) where the energy exceeds the lowest among the chains' draws by %.3g or more", k, s.least)
+		if s.flat {
+			where += " and does not change as the chain moves: a plateau, where the gradient is 0 and no move is preferred"
+		}
+	}
+	has := map[bool]string{true: "has", false: "have"}[len(s.names) == 1]
+	return fmt.Sprintf("flowebm: note: %s (of %d) %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", s.which(), chains, has, where)
+}
+
+// stuck reports whether the rows of x are all the same point.
+func stuck(x *mat.Dense) bool {
+	r, _ := x.Dims()
+	for i := 1; i < r; i++ {
+		if !floats.Equal(x.RawRowView(i), x.RawRowView(0)) {
+			return false
+		}
+	}
+	return r > 1
+}
+
+// constant reports whether the energies e are equal to round-off.
+func constant(e []float64) bool {
+	return floats.Max(e)-floats.Min(e) <= 1e-9*(1+math.Abs(e[0]))
 }
 
 // strandedStay is how far above the lowest energy found every draw of a
