@@ -1754,8 +1754,8 @@ func gridLogZNote(z metrics.LogZEstimate, grid, gridErr, heldOut float64) string
 	if !gridLLShown(z, grid, gridErr) {
 		return note
 	}
-	if z.Reliable() {
-		note += fmt.Sprintf(", %.1f standard errors away", math.Abs(z.LogZ-grid)/z.SE)
+	if z.Reliable() { // round 104 A2: which to trust was unsaid
+		note += fmt.Sprintf(", %.1f standard errors away: importance sampling is off by more than its standard error says (its draws miss mass the grid counts); in 2D the grid's is the better estimate", math.Abs(z.LogZ-grid)/z.SE)
 	}
 	return note + fmt.Sprintf(": with it the held-out log-likelihood is %s", fixed3(heldOut+z.LogZ-grid))
 }
