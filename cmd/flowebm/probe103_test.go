@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -263,5 +264,26 @@ func TestStuckChainNotAPlateau(t *testing.T) {
 	want := "flowebm: note: chain 4 (of 16) never moved from its start, where the energy exceeds the lowest among the chains' draws by 4.15e+04 or more: every proposal was rejected there"
 	if !strings.Contains(stderr, want) || strings.Contains(stderr, "plateau") || strings.Contains(stderr, "outside its support, where") {
 		t.Errorf("stderr %s; want %q", stderr, want)
+	}
+}
+
+// Round 104 A3: --holdout 0, to train on all of a small data set, was
+// refused without a way to train on (nearly) every row. The refusal
+// names one, which, followed, holds out a single row.
+func TestHoldoutZeroAdvice(t *testing.T) {
+	inTempDir(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float64, 200*2)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	npy.WriteFile("m.npy", &npy.Array{Shape: []int{200, 2}, Data: x}, npy.Float64)
+	_, stderr, code := runCLI("train", "--data", "m.npy", "--holdout", "0", "--iterations", "2", "--out", "r0")
+	if code != 2 || !strings.Contains(stderr, "to train on all rows but one, give a fraction below 1/(2n), e.g. --holdout 1e-9") {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code := runCLI("train", "--data", "m.npy", "--holdout", "1e-9", "--iterations", "2", "--out", "r1")
+	if code != 0 || !strings.Contains(stdout+stderr, "199 training and 1 held-out rows") {
+		t.Errorf("advice followed: exit %d, %s%s", code, stdout, stderr)
 	}
 }

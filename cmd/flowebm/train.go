@@ -1354,7 +1354,7 @@ func (f trainFlags) validate(cmd *cobra.Command) error {
 	case f.iterations > 0 && f.epochs > 0:
 		return fmt.Errorf("give --iterations or --epochs, not both")
 	case !(f.data.HoldOut > 0 && f.data.HoldOut < 1):
-		return fmt.Errorf("--holdout %v: want a fraction strictly between 0 and 1", f.data.HoldOut)
+		return fmt.Errorf("--holdout %v: want a fraction strictly between 0 and 1: the rows held out give the run's held-out log-likelihood; to train on all rows but one, give a fraction below 1/(2n), e.g. --holdout 1e-9 (at least one row is held out)", f.data.HoldOut) // round 104 A3: no way named to train on (nearly) all rows
 	case !slices.Contains([]string{"dimension", "global", "none"}, f.data.Standardize):
 		return fmt.Errorf("--standardize %q: want dimension, global or none", f.data.Standardize)
 	case (f.flow.Sample == "") != (f.flow.Density == ""):
