@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -285,5 +286,88 @@ func TestHoldoutZeroAdvice(t *testing.T) {
 	stdout, stderr, code := runCLI("train", "--data", "m.npy", "--holdout", "1e-9", "--iterations", "2", "--out", "r1")
 	if code != 0 || !strings.Contains(stdout+stderr, "199 training and 1 held-out rows") {
 		t.Errorf("advice followed: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// Round 104 B1: one digit of a mode weight changed in a finished seed's
+// metrics.json (valid JSON) passed: train --seeds said "already trained"
+// and averaged it into seeds.json. It is checked against the run's last
+// evaluation and written again from the final checkpoint, as samples.npy
+// is; seeds.json then holds the run's own weights.
+func TestEditedMetricsJSONWrittenAgain(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sd")
+	args := []string{"train", "--algorithm", "ula", "--iterations", "3", "--seeds", "1-2", "--quiet", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	path := filepath.Join(out, "s2", "metrics.json")
+	good, _ := os.ReadFile(path)
+	summary, _ := os.ReadFile(filepath.Join(out, "seeds.json"))
+	var m struct {
+		Final struct {
+			EBMWeights []float64 `json:"ebm_weights"`
+		} `json:"final"`
+	}
+	if err := json.Unmarshal(good, &m); err != nil || len(m.Final.EBMWeights) != 2 {
+		t.Fatalf("%v, %s", err, good)
+	}
+	w := strconv.FormatFloat(m.Final.EBMWeights[0], 'g', -1, 64)
+	edited := strings.Replace(string(good), w, strconv.FormatFloat(m.Final.EBMWeights[0]+0.1, 'g', -1, 64), 1)
+	if edited == string(good) {
+		t.Fatal("nothing edited")
+	}
+	os.WriteFile(path, []byte(edited), 0o644)
+	stdout, stderr, code := runCLI(args...)
+	want := path + `: field "final.ebm_weights" is not the run's last evaluation (iteration 3, as its checkpoint holds it): edited, or another run's`
+	if code != 0 || !strings.Contains(stdout+stderr, want) {
+		t.Errorf("exit %d, %s%s; want %q", code, stdout, stderr, want)
+	}
+	if err := json.Unmarshal(mustRead(t, path), &m); err != nil || strconv.FormatFloat(m.Final.EBMWeights[0], 'g', -1, 64) != w {
+		t.Errorf("metrics.json's weight after: %v (%v), want %s", m.Final.EBMWeights, err, w)
+	}
+	if got := mustRead(t, filepath.Join(out, "seeds.json")); !bytes.Equal(got, summary) {
+		t.Errorf("seeds.json changed:\n%s\nwas\n%s", got, summary)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Round 104 B2: a finished reproduce run whose checkpoint was damaged
+// (a bit of weights.npz) and whose metrics.csv was edited was reported
+// as good (the edited held-out log-likelihood), and reproduce's check
+// advised train's --force. The report marks it unreadable, saying its
+// outputs cannot be checked, and reproduce names the way that works
+// (move it away, then reproduce again), which, followed, trains it anew.
+func TestReproduceUncheckableRunNotReported(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "R")
+	args := []string{"reproduce", "--experiments", "two-modes", "--algorithms", "ula", "--iterations", "4", "--out", out}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	weights := filepath.Join(run, "checkpoint", "weights.npz")
+	b := mustRead(t, weights)
+	b[len(b)/2] ^= 1
+	os.WriteFile(weights, b, 0o644)
+	want := "the run's outputs cannot be checked against it, so they are not reported; move " + run + " away (or remove it), then give the same reproduce command again, which trains it anew"
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("--report: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code := runCLI(args...)
+	if code != 2 || !strings.Contains(stdout, "two-modes-ula: already done, but its outputs could not be checked (") || !strings.Contains(stdout, "); move "+run+" away (or remove it)") || strings.Contains(stdout, "--force on the command line") {
+		t.Errorf("reproduce: exit %d, %s%s", code, stdout, stderr)
+	}
+	if err := os.Rename(run, run+".damaged"); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Errorf("the advice followed: exit %d, %s", code, stderr)
 	}
 }

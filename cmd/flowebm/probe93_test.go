@@ -433,7 +433,10 @@ func TestReproduceNothingToResumeAdvice(t *testing.T) {
 	b, _ := os.ReadFile(st)
 	b[len(b)/2] ^= 4
 	os.WriteFile(st, b, 0o644)
-	runCLI(args...)
+	stdout, _, _ := runCLI(args...)
+	if !strings.Contains(stdout, "two-modes-ula: FAILED (the next reproduce retries it once its folder is moved away)") { // round 104 B3: "retried by the next reproduce", which failed alike
+		t.Errorf("status: %s", stdout)
+	}
 	msg, _ := os.ReadFile(filepath.Join(run, "error.txt"))
 	if !strings.Contains(string(msg), "; nothing to resume: move "+run+" away (or give flowebm train --force the run's flags), then give the same reproduce command again") || strings.Contains(string(msg), "--force on the command line") {
 		t.Fatalf("error.txt: %s", msg)

@@ -830,10 +830,14 @@ func trainOne(soft, hard context.Context, exe string, r *reproRun, f reproduceFl
 		case strings.HasPrefix(msg, "flowebm: ") && strings.Contains(msg, "the run stopped without writing there"): // its folderChangedError: the folder at r.dir is not the run's (probe 51: its error.txt was replaced)
 			return failureStatus(msg)
 		}
-		if m, ok := strings.CutSuffix(msg, training.NothingToResumeAdvice); ok { // round 95 B5: reproduce --force restarted nothing (the advice is train's --force, not reproduce's)
+		m, stuck := strings.CutSuffix(msg, training.NothingToResumeAdvice)
+		if stuck { // round 95 B5: reproduce --force restarted nothing (the advice is train's --force, not reproduce's)
 			msg = m + fmt.Sprintf("; nothing to resume: move %s away (or give flowebm train --force the run's flags), then give the same reproduce command again", r.dir)
 		}
 		safefile.Write(filepath.Join(r.dir, "error.txt"), func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
+		if stuck { // round 104 B3: "retried by the next reproduce", which failed alike
+			return outcome{outcomeFailed, "FAILED (the next reproduce retries it once its folder is moved away): " + msg}
+		}
 		return failureStatus(msg)
 	}
 	return outcome{outcomeEnded, "done"}
@@ -856,8 +860,9 @@ func (r *reproRun) completeFinished(soft, hard context.Context, exe, out string)
 	output := &childLog{log: logf}
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.Env = append(os.Environ(), ownLocksEnv(out)) // its run is this reproduce's
-	if err := runChild(soft, hard, cmd); err != nil {
-		return outcome{outcomeEnded, "already done (its outputs not checked: " + childFailure(err, output.lastLine()) + ")"}
+	if err := runChild(soft, hard, cmd); err != nil { // round 104 B2: train's advice (--force) does not fit reproduce
+		why := strings.TrimPrefix(strings.TrimSuffix(childFailure(err, output.lastLine()), training.NothingToResumeAdvice), "flowebm: ")
+		return outcome{outcomeEnded, "already done, but its outputs could not be checked (" + why + "); " + retrainAdvice(r.dir)}
 	}
 	for _, line := range strings.Split(string(output.tail), "\n") { // train's note, or its line for the figures
 		if strings.Contains(line, rewritingOutputs) || strings.Contains(line, redrewFigures) {

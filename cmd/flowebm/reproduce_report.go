@@ -441,6 +441,12 @@ func (r *reproRun) collectHeld(f reproduceFlags) (warning string) {
 	return set(runIncomplete, "%s, %s: continue it (%s, or flowebm train --resume %s)", how, progress, f.again(), shellQuote(r.dir))
 }
 
+// retrainAdvice is how reproduce trains the run in dir anew: moved
+// away, the same reproduce command starts it again.
+func retrainAdvice(dir string) string {
+	return fmt.Sprintf("move %s away (or remove it), then give the same reproduce command again, which trains it anew", dir)
+}
+
 // collectFinished reads a finished run (see collect) and redraws its
 // evaluation plots in --plot-format, as reproduce does, unless another
 // process holds its folder.
@@ -467,6 +473,14 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	evals, err := r.finishedEvals()
 	if err != nil {
 		r.state, r.err = runUnreadable, err.Error()
+		return ""
+	}
+	if _, err := training.LatestCheckpoint(r.dir); err != nil { // round 104 B2: its outputs, edited, were reported unchecked
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's outputs cannot be checked against it, so they are not reported; %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
+		return ""
+	}
+	if err := training.CheckFinal(path, evals[len(evals)-1]); err != nil { // round 104 B1
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again from the run's last checkpoint", err, shellQuote(r.dir))
 		return ""
 	}
 	r.metrics, r.evals = m, evals

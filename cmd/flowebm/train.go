@@ -646,6 +646,11 @@ func damagedOutput(run *training.Run) error {
 	if cfg := run.Config; !m.OfRun(cfg) { // round 96 B1, B2: another run's kept
 		return fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run is of seed %d, %s, %d: it is not this run's", path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations)
 	}
+	if n := len(run.Evals); n > 0 {
+		if err := training.CheckFinal(path, run.Evals[n-1]); err != nil { // round 104 B1: an edited weight averaged by --seeds
+			return err
+		}
+	}
 	if _, err := training.ReadEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), len(run.Experiment.Weights)); err != nil {
 		return err
 	}

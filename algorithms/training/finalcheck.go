@@ -1,0 +1,81 @@
+package training
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/flowebm/flowebm/internal/jsonfile"
+)
+
+// CheckFinal checks the metrics.json at path against the run's last
+// evaluation last (its checkpoint's, or that of a metrics.csv checked
+// against the checkpoint): every field last holds, compared as the JSON
+// WriteMetrics writes, and grid_held_out_ll against what grid_log_z
+// gives. A one-digit edit of a mode weight passed the checks of its
+// shape and seed, and train --seeds averaged it into seeds.json (round
+// 104 B1). Nil where they agree.
+func CheckFinal(path string, last Eval) error {
+	var raw map[string]json.RawMessage
+	if err := jsonfile.Read(path, &raw, jsonfile.Options{AllowUnknown: true}); err != nil {
+		return err
+	}
+	var got, want any
+	if err := json.Unmarshal(raw["final"], &got); err != nil {
+		return fmt.Errorf("%s: field \"final\": %w", path, err)
+	}
+	b, err := json.Marshal(jsonfile.Safe(last))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &want); err != nil {
+		return err
+	}
+	if name := firstDiffering("final", got, want); name != "" {
+		return fmt.Errorf("%s: field %q is not the run's last evaluation (iteration %d, as its checkpoint holds it): edited, or another run's", path, name, last.Iter)
+	}
+	return checkGridHeldOut(path, raw, last)
+}
+
+// firstDiffering names the first field (dotted, from name) of want, a
+// decoded JSON value, whose value in got differs; "" where none does.
+// Fields got has and want lacks are not compared.
+func firstDiffering(name string, got, want any) string {
+	w, ok := want.(map[string]any)
+	if !ok {
+		if reflect.DeepEqual(got, want) {
+			return ""
+		}
+		return name
+	}
+	g, ok := got.(map[string]any)
+	if !ok {
+		return name
+	}
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if d := firstDiffering(name+"."+k, g[k], w[k]); d != "" {
+			return d
+		}
+	}
+	return ""
+}
+
+// checkGridHeldOut checks that grid_held_out_ll is the held-out
+// log-likelihood that grid_log_z gives with last's (as WriteMetrics
+// computes it).
+func checkGridHeldOut(path string, raw map[string]json.RawMessage, last Eval) error {
+	var z, ll *float64
+	if json.Unmarshal(raw["grid_log_z"], &z) != nil || json.Unmarshal(raw["grid_held_out_ll"], &ll) != nil || z == nil || ll == nil {
+		return nil // absent (no grid) or refused by ReadMetrics
+	}
+	if want := last.HeldOutLL + last.LogZ.LogZ - *z; *ll != want {
+		return fmt.Errorf("%s: field \"grid_held_out_ll\" is %v, but the run's last evaluation and field \"grid_log_z\" give %v: edited", path, *ll, want)
+	}
+	return nil
+}
