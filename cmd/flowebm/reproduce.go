@@ -859,7 +859,7 @@ func (r *reproRun) completeFinished(soft, hard context.Context, exe, out string)
 	cmd := exec.Command(exe, "train", "--resume", r.dir, "--quiet")
 	output := &childLog{log: logf}
 	cmd.Stdout, cmd.Stderr = output, output
-	cmd.Env = append(os.Environ(), ownLocksEnv(out)) // its run is this reproduce's
+	cmd.Env = append(os.Environ(), ownLocksEnv(out))  // its run is this reproduce's
 	if err := runChild(soft, hard, cmd); err != nil { // round 104 B2: train's advice (--force) does not fit reproduce
 		why := strings.TrimPrefix(strings.TrimSuffix(childFailure(err, output.lastLine()), training.NothingToResumeAdvice), "flowebm: ")
 		return outcome{outcomeEnded, "already done, but its outputs could not be checked (" + why + "); " + retrainAdvice(r.dir)}
