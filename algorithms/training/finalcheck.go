@@ -10,13 +10,13 @@ import (
 )
 
 // CheckFinal checks the metrics.json at path against the run's last
-// evaluation last (its checkpoint's, or that of a metrics.csv checked
-// against the checkpoint): every field last holds, compared as the JSON
+// evaluation last, which source names ("as its checkpoint holds it",
+// "metrics.csv's last row"): every field last holds, compared as the JSON
 // WriteMetrics writes, and grid_held_out_ll against what grid_log_z
 // gives. A one-digit edit of a mode weight passed the checks of its
 // shape and seed, and train --seeds averaged it into seeds.json (round
 // 104 B1). Nil where they agree.
-func CheckFinal(path string, last Eval) error {
+func CheckFinal(path string, last Eval, source string) error {
 	var raw map[string]json.RawMessage
 	if err := jsonfile.Read(path, &raw, jsonfile.Options{AllowUnknown: true}); err != nil {
 		return err
@@ -33,7 +33,7 @@ func CheckFinal(path string, last Eval) error {
 		return err
 	}
 	if name := firstDiffering("final", got, want); name != "" {
-		return fmt.Errorf("%s: field %q is not the run's last evaluation (iteration %d, as its checkpoint holds it): edited, or another run's", path, name, last.Iter)
+		return fmt.Errorf("%s: field %q is not the run's last evaluation (iteration %d, %s): edited, or another run's", path, name, last.Iter, source)
 	}
 	return checkGridHeldOut(path, raw, last)
 }

@@ -27,25 +27,25 @@ func TestCheckFinal(t *testing.T) {
 		}
 		return path
 	}
-	if err := CheckFinal(write(last, ll), last); err != nil {
+	if err := CheckFinal(write(last, ll), last, "as its checkpoint holds it"); err != nil {
 		t.Errorf("the run's own: %v", err)
 	}
 	edited := last
 	edited.EBMWeights = []float64{0.26, 0.74}
-	if err := CheckFinal(write(edited, ll), last); err == nil || !strings.Contains(err.Error(), `field "final.ebm_weights" is not the run's last evaluation (iteration 7`) {
+	if err := CheckFinal(write(edited, ll), last, "as its checkpoint holds it"); err == nil || !strings.Contains(err.Error(), `field "final.ebm_weights" is not the run's last evaluation (iteration 7`) {
 		t.Errorf("edited weight: %v", err)
 	}
 	edited = last
 	edited.Stats.Loss = 0.2
-	if err := CheckFinal(write(edited, ll), last); err == nil || !strings.Contains(err.Error(), `"final.stats.loss"`) {
+	if err := CheckFinal(write(edited, ll), last, "as its checkpoint holds it"); err == nil || !strings.Contains(err.Error(), `"final.stats.loss"`) {
 		t.Errorf("edited loss: %v", err)
 	}
-	if err := CheckFinal(write(last, ll+0.1), last); err == nil || !strings.Contains(err.Error(), `field "grid_held_out_ll" is`) {
+	if err := CheckFinal(write(last, ll+0.1), last, "as its checkpoint holds it"); err == nil || !strings.Contains(err.Error(), `field "grid_held_out_ll" is`) {
 		t.Errorf("edited grid_held_out_ll: %v", err)
 	}
 	fewer := last
 	fewer.EBMWeights = nil
-	if err := CheckFinal(write(last, ll), fewer); err != nil {
+	if err := CheckFinal(write(last, ll), fewer, "as its checkpoint holds it"); err != nil {
 		t.Errorf("a field the evaluation lacks: %v", err)
 	}
 }

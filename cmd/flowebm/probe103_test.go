@@ -370,4 +370,22 @@ func TestReproduceUncheckableRunNotReported(t *testing.T) {
 	if _, stderr, code := runCLI(args...); code != 0 {
 		t.Errorf("the advice followed: exit %d, %s", code, stderr)
 	}
+	// Checkpoints removed to save room: the outputs are reported as
+	// before, and checked against one another.
+	if err := os.RemoveAll(filepath.Join(run, "checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 0 {
+		t.Errorf("--report without checkpoints: exit %d, %s", code, stderr)
+	}
+	csv := filepath.Join(run, "metrics.csv")
+	rows := strings.Split(strings.TrimSuffix(string(mustRead(t, csv)), "\n"), "\n")
+	last := strings.Split(rows[len(rows)-1], ",")
+	last[12] = "-0.5" // held_out_ll
+	rows[len(rows)-1] = strings.Join(last, ",")
+	os.WriteFile(csv, []byte(strings.Join(rows, "\n")+"\n"), 0o644)
+	want = `metrics.json: field "final.held_out_ll" is not the run's last evaluation (iteration 4, metrics.csv's last row): edited, or another run's; the run has no checkpoint to write them again from: move ` + run + " away"
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("--report, metrics.csv edited without checkpoints: exit %d, %s", code, stderr)
+	}
 }

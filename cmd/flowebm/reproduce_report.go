@@ -441,6 +441,17 @@ func (r *reproRun) collectHeld(f reproduceFlags) (warning string) {
 	return set(runIncomplete, "%s, %s: continue it (%s, or flowebm train --resume %s)", how, progress, f.again(), shellQuote(r.dir))
 }
 
+// hasCheckpointFolder reports whether the run in dir holds a checkpoint
+// folder, complete or not.
+func hasCheckpointFolder(dir string) bool {
+	for _, name := range []string{"checkpoint", "checkpoint.new", "checkpoint.old"} {
+		if exists(filepath.Join(dir, name)) {
+			return true
+		}
+	}
+	return false
+}
+
 // retrainAdvice is how reproduce trains the run in dir anew: moved
 // away, the same reproduce command starts it again.
 func retrainAdvice(dir string) string {
@@ -475,12 +486,16 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		r.state, r.err = runUnreadable, err.Error()
 		return ""
 	}
-	if _, err := training.LatestCheckpoint(r.dir); err != nil { // round 104 B2: its outputs, edited, were reported unchecked
+	if _, err := training.LatestCheckpoint(r.dir); err != nil && hasCheckpointFolder(r.dir) { // round 104 B2: its outputs, edited, were reported unchecked (checkpoints removed to save room: reported as before)
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's outputs cannot be checked against it, so they are not reported; %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
 		return ""
 	}
-	if err := training.CheckFinal(path, evals[len(evals)-1]); err != nil { // round 104 B1
-		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again from the run's last checkpoint", err, shellQuote(r.dir))
+	if err := training.CheckFinal(path, evals[len(evals)-1], "metrics.csv's last row"); err != nil { // round 104 B1
+		way := fmt.Sprintf("flowebm train --resume %s writes both again from the run's last checkpoint", shellQuote(r.dir))
+		if !hasCheckpointFolder(r.dir) {
+			way = "the run has no checkpoint to write them again from: " + retrainAdvice(r.dir)
+		}
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; %s", err, way)
 		return ""
 	}
 	r.metrics, r.evals = m, evals

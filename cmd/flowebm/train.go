@@ -647,7 +647,7 @@ func damagedOutput(run *training.Run) error {
 		return fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run is of seed %d, %s, %d: it is not this run's", path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations)
 	}
 	if n := len(run.Evals); n > 0 {
-		if err := training.CheckFinal(path, run.Evals[n-1]); err != nil { // round 104 B1: an edited weight averaged by --seeds
+		if err := training.CheckFinal(path, run.Evals[n-1], "as its checkpoint holds it"); err != nil { // round 104 B1: an edited weight averaged by --seeds
 			return err
 		}
 	}
