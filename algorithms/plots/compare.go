@@ -20,14 +20,18 @@ type comparison struct {
 	logY                bool
 	thresholds          []Threshold
 	value               func(training.Eval) float64
+	// reliable, if not nil, says which evaluations' values the figure
+	// shows; the others are left out, the title saying how many.
+	reliable func(training.Eval) bool
 }
 
 var comparisons = []comparison{
-	{"ebm-weight-mse", "MSE of the mode weights against the truth\n(the EBM's by grid quadrature in 2D; beyond, its chains' final states)", "MSE", true, nil, func(e training.Eval) float64 { return e.EBMWeightMSE }},
-	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e training.Eval) float64 { return e.MaxRHat }},
-	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e training.Eval) float64 { return e.LogDensityMedSE }},
-	{"held-out-ll", "held-out log-likelihood (log Z by importance sampling)", "mean log-likelihood", false, nil, func(e training.Eval) float64 { return e.HeldOutLL }},
-	{"global-accept", "global (flow) acceptance of the negatives' chains", "acceptance", false, nil, func(e training.Eval) float64 { return e.Stats.GlobalAccept }},
+	{"ebm-weight-mse", "MSE of the mode weights against the truth\n(the EBM's by grid quadrature in 2D; beyond, its chains' final states)", "MSE", true, nil, func(e training.Eval) float64 { return e.EBMWeightMSE }, nil},
+	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e training.Eval) float64 { return e.MaxRHat }, nil},
+	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e training.Eval) float64 { return e.LogDensityMedSE }, nil},
+	{"held-out-ll", "held-out log-likelihood (log Z by importance sampling)", "mean log-likelihood", false, nil, func(e training.Eval) float64 { return e.HeldOutLL },
+		func(e training.Eval) bool { return e.LogZ.Reliable() || math.IsNaN(e.LogZ.ESS) }}, // round 105 A1: spikes at an ESS of 0.03% drawn as real
+	{"global-accept", "global (flow) acceptance of the negatives' chains", "acceptance", false, nil, func(e training.Eval) float64 { return e.Stats.GlobalAccept }, nil},
 }
 
 // Compare draws, for each quantity some run has, one figure with a curve
@@ -37,11 +41,16 @@ func Compare(runs []Named, dir string, f Format) ([]string, error) {
 	var paths []string
 	for _, c := range comparisons {
 		fig := Figure{Title: c.title, XLabel: "iteration", YLabel: c.yLabel, LogY: c.logY, Thresholds: c.thresholds}
-		any := false
+		any, unreliable := false, 0
 		for _, r := range runs {
 			var pts []training.Eval
 			for _, e := range r.Evals {
-				if v := c.value(e); !math.IsNaN(v) && !math.IsInf(v, 0) && (!c.logY || v > 0) {
+				v := c.value(e)
+				switch {
+				case math.IsNaN(v) || math.IsInf(v, 0) || c.logY && v <= 0:
+				case c.reliable != nil && !c.reliable(e):
+					unreliable++
+				default:
 					pts = append(pts, e)
 				}
 			}
@@ -50,6 +59,9 @@ func Compare(runs []Named, dir string, f Format) ([]string, error) {
 		}
 		if !any {
 			continue
+		}
+		if unreliable > 0 {
+			fig.Title += fmt.Sprintf("\n%d %s left out: %s log Z rests on an importance-sampling ESS below 1%% (unreliable)", unreliable, map[bool]string{true: "evaluation", false: "evaluations"}[unreliable == 1], map[bool]string{true: "its", false: "their"}[unreliable == 1])
 		}
 		// Every figure is laid out before any is written, so that data
 		// no plot can show leave no partial set of figures.

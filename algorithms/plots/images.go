@@ -14,6 +14,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/internal/shellquote"
 )
 
 // Names of the image experiments' final figures in a run folder (with the
@@ -41,8 +42,8 @@ func WriteImageFigures(dir string, cfg config.Run, exp *experiments.Experiment, 
 		return nil
 	}
 	s, err := training.ReadImageSamplesOf(dir, *exp.Image)
-	if err != nil {
-		return err
+	if err != nil { // round 105 B4: no way on named
+		return fmt.Errorf("%w; flowebm train --resume %s writes it again from the run's final checkpoint", err, shellquote.Quote(dir))
 	}
 	title := chainsTitle(cfg, exp.Name, s.Chains.RawMatrix().Rows)
 	if err := writeImageGrid(filepath.Join(dir, ChainsFigure+f.Ext()), title, s.Chains, *exp.Image, 8, gridScale(*exp.Image)); err != nil {

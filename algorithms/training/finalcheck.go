@@ -2,7 +2,11 @@ package training
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
 	"reflect"
 	"slices"
 
@@ -75,7 +79,48 @@ func checkGridHeldOut(path string, raw map[string]json.RawMessage, last Eval) er
 		return nil // absent (no grid) or refused by ReadMetrics
 	}
 	if want := last.HeldOutLL + last.LogZ.LogZ - *z; *ll != want {
-		return fmt.Errorf("%s: field \"grid_held_out_ll\" is %v, but the run's last evaluation and field \"grid_log_z\" give %v: edited", path, *ll, want)
+		return fmt.Errorf("%s: fields \"grid_log_z\" (%v) and \"grid_held_out_ll\" (%v) disagree with the run's last evaluation (held_out_ll + log_z − grid_log_z gives %v): one of them was edited", path, *z, *ll, want) // round 105 A3: the field left as it was blamed
 	}
 	return nil
+}
+
+// CheckpointLastEval is the last evaluation of the run in dir as its
+// newest complete checkpoint holds it: evals.csv's last row with
+// window.json's chain weights and negatives' intervals, all that
+// metrics.json's final holds (round 105 B2: an edited chain weight was
+// reported, metrics.csv holding none); ok is false where the checkpoint
+// holds no evaluation. modes < 0 takes the modes from evals.csv's header.
+func CheckpointLastEval(dir string, modes int) (last Eval, ok bool, err error) {
+	err = ReadLatest(dir, func(ck string) error {
+		path := filepath.Join(ck, "evals.csv")
+		var evals []Eval
+		var err error
+		if modes < 0 {
+			evals, err = ReadEvalsCSVModes(path)
+		} else {
+			evals, err = ReadEvalsCSV(path, modes)
+		}
+		if err != nil || len(evals) == 0 {
+			return err
+		}
+		var w modeWindow
+		if err := jsonfile.Read(filepath.Join(ck, "window.json"), &w, jsonfile.Options{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		last, ok = evals[len(evals)-1], true
+		last.ChainWeights, last.NegIntervals = w.ChainWeights, w.NegIntervals
+		return nil
+	})
+	return last, ok, err
+}
+
+// CheckExactLL checks metrics.json's true_held_out_ll (m's, read from
+// path) against want, the run's exact held-out log-likelihood
+// (Run.TrueHeldOutLL, or ExactHeldOutLL of its configuration), NaN
+// equal to NaN (round 105 B3: an edit was printed as the run's).
+func CheckExactLL(path string, m Metrics, want float64) error {
+	if got := m.TrueHeldOutLL; got == want || math.IsNaN(got) && math.IsNaN(want) {
+		return nil
+	}
+	return fmt.Errorf("%s: field \"true_held_out_ll\" is %v, but the run's held-out data, drawn again from its seed, give %v: edited, or another run's", path, m.TrueHeldOutLL, want)
 }

@@ -40,7 +40,7 @@ func TestCheckFinal(t *testing.T) {
 	if err := CheckFinal(write(edited, ll), last, "as its checkpoint holds it"); err == nil || !strings.Contains(err.Error(), `"final.stats.loss"`) {
 		t.Errorf("edited loss: %v", err)
 	}
-	if err := CheckFinal(write(last, ll+0.1), last, "as its checkpoint holds it"); err == nil || !strings.Contains(err.Error(), `field "grid_held_out_ll" is`) {
+	if err := CheckFinal(write(last, ll+0.1), last, "as its checkpoint holds it"); err == nil || !strings.Contains(err.Error(), `fields "grid_log_z" (-2.5) and "grid_held_out_ll" (`) {
 		t.Errorf("edited grid_held_out_ll: %v", err)
 	}
 	fewer := last

@@ -94,6 +94,9 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		for _, err := range unread {
 			fmt.Fprintf(stderr, "flowebm: note: %v; its columns show — in the table\n", err)
 		}
+		if _, err := training.LatestCheckpoint(dir); err != nil && len(unread) == 0 && s.metrics != nil && hasCheckpointFolder(dir) { // round 105 B8
+			fmt.Fprintf(stderr, "flowebm: note: %s: %v: the run's outputs, shown, cannot be checked against it\n", dir, withoutPackagePrefixes(err.Error()))
+		}
 		runs = append(runs, s)
 	}
 	if err := checkCompareOut(out, dirs); err != nil {

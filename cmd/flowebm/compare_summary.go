@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
 )
@@ -43,6 +44,11 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 		unread = append(unread, err)
 	}
 	if err == nil {
+		if edited := training.ConfigEdited(dir, cfg); edited != nil { // round 105 B7: another run's config.json, metrics.json blamed
+			return s, append(unread, edited)
+		}
+	}
+	if err == nil {
 		m := cfg.Model.WithDefaults()
 		flow := string(m.Flow)
 		switch {
@@ -59,6 +65,9 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 	}
 	path := filepath.Join(dir, "metrics.json")
 	m, err := training.ReadMetrics(path)
+	if err == nil && s.cfg != "" && m.OfRun(cfg) {
+		err = checkMetricsOfRun(dir, path, m, cfg, r.Evals) // round 105 B2, B3: edited fields shown as the run's
+	}
 	switch {
 	case err == nil && s.cfg != "" && !m.OfRun(cfg): // round 95 B3: another run's, read as this one's
 		unread = append(unread, fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run's config.json has seed %d, %s, %d: the files disagree (flowebm train --resume %s writes the run's own again)",
@@ -73,6 +82,32 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 		}
 	}
 	return s, unread
+}
+
+// checkMetricsOfRun checks a finished run's metrics.json m (at path)
+// against its last evaluation (its checkpoint's where it reads, else
+// evals' last, from metrics.csv) and its exact held-out log-likelihood
+// drawn again from cfg; nil where they agree.
+func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, evals []training.Eval) error {
+	if exact, err := training.ExactHeldOutLL(cfg); err == nil {
+		if err := training.CheckExactLL(path, m, exact); err != nil {
+			return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
+		}
+	}
+	last, source := training.Eval{}, ""
+	if len(evals) > 0 {
+		last, source = evals[len(evals)-1], "metrics.csv's last row"
+	}
+	if ck, ok, err := training.CheckpointLastEval(dir, -1); err == nil && ok {
+		last, source = ck, "as its checkpoint holds it"
+	}
+	if source == "" {
+		return nil
+	}
+	if err := training.CheckFinal(path, last, source); err != nil {
+		return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
+	}
+	return nil
 }
 
 // writeSummary writes the table of the runs' final evaluations into
@@ -133,16 +168,18 @@ func (r runSummary) row() string {
 // gridHeldOutLL is the held-out log-likelihood by the grid's log Z (of a
 // finished 2-D run's metrics.json) where train prints it beside the
 // importance-sampling one: that estimate unreliable, or more than 3
-// standard errors from the grid's; "" otherwise.
+// standard errors from the grid's and farther than the grid's own error;
+// "" otherwise, or where the two read alike to the 3 decimals shown.
 func (r runSummary) gridHeldOutLL(last training.Eval) string {
 	m := r.metrics
 	if m == nil || m.GridHeldOutLL == nil || m.GridLogZ == nil || m.Final.Iter != last.Iter {
 		return ""
 	}
-	if !gridLLShown(last.LogZ, *m.GridLogZ, 0) {
+	g := fmt.Sprintf("%.3f", *m.GridHeldOutLL)
+	if !gridLLShown(last.LogZ, *m.GridLogZ, m.GridError) || g == fmt.Sprintf("%.3f", last.HeldOutLL) { // round 105 A4: the same number again, where train, weighing the grid's own error, printed none
 		return ""
 	}
-	return fmt.Sprintf("%.3f", *m.GridHeldOutLL)
+	return g
 }
 
 // cell is s as one Markdown table cell: its pipes escaped, its line

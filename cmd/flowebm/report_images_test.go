@@ -81,6 +81,17 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 		if m, _ := os.ReadFile(filepath.Join(out, "metrics.json")); !bytes.Equal(first, again) || !bytes.Equal(m, metrics) {
 			t.Errorf("%s: after --resume of a run that lost its image samples: samples equal %v, metrics.json unchanged %v", a, bytes.Equal(first, again), bytes.Equal(m, metrics))
 		}
+		// Round 105 B4: emptied, it was "nothing to do"; plot named no way on.
+		os.WriteFile(filepath.Join(out, training.ImageSamplesFile), nil, 0o644)
+		if _, stderr, status := runCLI("plot", out); status == 0 || !strings.Contains(stderr, "flowebm train --resume "+out+" writes it again") {
+			t.Errorf("plot of %s with its image samples emptied: status %d, %s", a, status, stderr)
+		}
+		if stdout, stderr, status := runCLI("train", "--resume", out, "--quiet"); status != 0 || !strings.Contains(stdout, "wrote again its "+filepath.Join(out, training.ImageSamplesFile)+", damaged: ") {
+			t.Fatalf("train --resume %s (image samples emptied): status %d, %s%s", a, status, stdout, stderr)
+		}
+		if again, _ := os.ReadFile(filepath.Join(out, training.ImageSamplesFile)); !bytes.Equal(first, again) {
+			t.Errorf("%s: %s differs when written again after it was emptied", a, training.ImageSamplesFile)
+		}
 		if a == algorithms.FlowMC {
 			imageOutputsThroughTheAnchor(t, out)
 		}

@@ -388,6 +388,9 @@ func (r *reproRun) collectHeld(f reproduceFlags) (warning string) {
 	if err != nil {
 		return set(runUnreadable, "%v", err)
 	}
+	if err := training.ConfigEdited(r.dir, cfg); err != nil { // round 105 B1: another run's config.json in this run's folder, the run "mismatched", moved away
+		return set(runUnreadable, "%v", err)
+	}
 	if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm || cfg.Seed != f.seed || cfg.Train.Iterations != want {
 		advice := "move it away (or give the --seed, --quick or --iterations it was trained with)"
 		if cfg.Experiment != r.experiment || cfg.Train.Algorithm != r.algorithm { // round 85 B9: no flag makes another algorithm's run this one
@@ -441,6 +444,15 @@ func (r *reproRun) collectHeld(f reproduceFlags) (warning string) {
 	return set(runIncomplete, "%s, %s: continue it (%s, or flowebm train --resume %s)", how, progress, f.again(), shellQuote(r.dir))
 }
 
+// modes is the number of the run's modes, or -1 where reproduce does not
+// know them (a --plan's image runs: read from the files' headers).
+func (r *reproRun) modes() int {
+	if r.exp == nil {
+		return -1
+	}
+	return len(r.exp.Weights)
+}
+
 // hasCheckpointFolder reports whether the run in dir holds a checkpoint
 // folder, complete or not.
 func hasCheckpointFolder(dir string) bool {
@@ -471,8 +483,8 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	case err != nil: // round 94 B2: no way on was named
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again from the run's last checkpoint", err, shellQuote(r.dir))
 		return ""
-	case m.Experiment != r.experiment || m.Algorithm != r.algorithm:
-		r.state, r.err = runMismatched, fmt.Sprintf("%s is of experiment %q with algorithm %q, not %s with %s: move the run folder away", path, m.Experiment, m.Algorithm, r.experiment, r.algorithm)
+	case m.Experiment != r.experiment || m.Algorithm != r.algorithm: // config.json is this run's (round 105 B1: the run moved away for a copied file)
+		r.state, r.err = runUnreadable, fmt.Sprintf("%s is of experiment %q with algorithm %q, not %s with %s as the run's config.json: another run's file; flowebm train --resume %s writes the run's own again from its last checkpoint", path, m.Experiment, m.Algorithm, r.experiment, r.algorithm, shellQuote(r.dir))
 		return ""
 	case m.Iterations != cfg.Train.Iterations:
 		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"iterations\" is %d, but the run's config.json trains %d: the files disagree", path, m.Iterations, cfg.Train.Iterations)
@@ -490,7 +502,17 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's outputs cannot be checked against it, so they are not reported; %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
 		return ""
 	}
-	if err := training.CheckFinal(path, evals[len(evals)-1], "metrics.csv's last row"); err != nil { // round 104 B1
+	last, source := evals[len(evals)-1], "metrics.csv's last row"
+	if ck, ok, err := training.CheckpointLastEval(r.dir, r.modes()); err == nil && ok { // its chain weights too (round 105 B2)
+		last, source = ck, "as its checkpoint holds it"
+	}
+	if exact, err := training.ExactHeldOutLL(cfg); err == nil {
+		if err := training.CheckExactLL(path, m, exact); err != nil { // round 105 B3
+			r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again", err, shellQuote(r.dir))
+			return ""
+		}
+	}
+	if err := training.CheckFinal(path, last, source); err != nil { // round 104 B1
 		way := fmt.Sprintf("flowebm train --resume %s writes both again from the run's last checkpoint", shellQuote(r.dir))
 		if !hasCheckpointFolder(r.dir) {
 			way = "the run has no checkpoint to write them again from: " + retrainAdvice(r.dir)

@@ -157,10 +157,10 @@ func TestReproduceRobust(t *testing.T) {
 			t.Errorf("metrics.json of ula: exit %d, %q, %q", code, stdout, stderr)
 		}
 		os.WriteFile(filepath.Join(dir, "metrics.json"), bytes.Replace(b, []byte(`"algorithm": "flowmc"`), []byte(`"algorithm": "ula"`), 1), 0o644)
-		if _, stderr, code := runCLI("reproduce", "--report", out, "--experiments", "two-modes", "--algorithms", "flowmc"); code != 2 || !strings.Contains(stderr, filepath.Join(dir, "metrics.json")+` is of experiment "two-modes" with algorithm "ula", not two-modes with flowmc: move the run folder away`) {
+		if _, stderr, code := runCLI("reproduce", "--report", out, "--experiments", "two-modes", "--algorithms", "flowmc"); code != 2 || !strings.Contains(stderr, filepath.Join(dir, "metrics.json")+` is of experiment "two-modes" with algorithm "ula", not two-modes with flowmc as the run's config.json: another run's file; flowebm train --resume `+dir+" writes the run's own again") { // round 105 B1: "move the run folder away"
 			t.Errorf("--report, metrics.json of ula: exit %d, %q", code, stderr)
 		}
-		if b, _ := os.ReadFile(filepath.Join(out, "report.md")); !strings.Contains(string(b), "| two-modes-flowmc | mismatched") {
+		if b, _ := os.ReadFile(filepath.Join(out, "report.md")); !strings.Contains(string(b), "| two-modes-flowmc | unreadable") {
 			t.Errorf("the report does not mark the run:\n%s", b)
 		}
 	})

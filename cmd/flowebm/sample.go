@@ -321,20 +321,36 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 			}
 		}
 		rows := pts.Slice(c*k, (c+1)*k, 0, d).(*mat.Dense)
-		if stuck(rows) { // round 104 A1: a chain whose every proposal was rejected was "a plateau"
-			still.add(c, gaps, 1e4+10*float64(d), strandedStay(d), false)
+		if stuck(rows) { // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
+			still.add(c, gaps, math.Inf(-1), math.Inf(-1), false)
 		} else {
 			moving.add(c, gaps, 1e4+10*float64(d), strandedStay(d), constant(e[c*k:(c+1)*k]))
 		}
 	}
 	var notes []string
 	if len(still.names) > 0 {
-		notes = append(notes, fmt.Sprintf("flowebm: note: %s (of %d) never moved from %s start, where the energy exceeds the lowest among the chains' draws by %.3g or more: every proposal was rejected there (the step, tuned on all the chains, is too large where the energy is that steep, or the start lies outside the support), so those draws are not from the model; give --starts FILE with points nearer the mass (one per chain, or one for all)", still.which(), f.chains, map[bool]string{true: "its", false: "their"}[len(still.names) == 1], still.least))
+		notes = append(notes, f.stillNote(still, strandedStay(d)))
 	}
 	if len(moving.names) > 0 {
 		notes = append(notes, moving.note(f.chains, k))
 	}
 	return strings.Join(notes, "\n")
+}
+
+// stillNote is strandedNote's line for the chains that never moved from
+// their start: every proposal rejected, for a step too large there (the
+// one given, or the one MALA's warm-up tuned on all the chains), at a
+// start far out (more than stay above the lowest energy found) or not.
+func (f sampleFlags) stillNote(still strandedChains, stay float64) string {
+	step := fmt.Sprintf("the step, --step %v,", f.step)
+	if (f.sampler == "mala" || f.sampler == "flowmc") && f.warmup > 0 {
+		step = "the step, tuned on all the chains during the warm-up,"
+	}
+	their := map[bool]string{true: "its", false: "their"}[len(still.names) == 1]
+	if still.least > stay {
+		return fmt.Sprintf("flowebm: note: %s (of %d) never moved from %s start, where the energy exceeds the lowest among the chains' draws by %.3g or more: every proposal was rejected there (%s is too large where the energy is that steep, or the start lies outside the support), so those draws are not from the model; give --starts FILE with points nearer the mass (one per chain, or one for all)", still.which(), f.chains, their, still.least, step)
+	}
+	return fmt.Sprintf("flowebm: note: %s (of %d) never moved from %s start: every proposal was rejected (%s is too large for the model there), so those draws are not from the model; give a smaller --step", still.which(), f.chains, their, step)
 }
 
 // strandedChains are the chains strandedNote names, with how far above

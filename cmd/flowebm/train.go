@@ -495,6 +495,11 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 	if done {
 		return completeFinished(run, out, f, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
 	}
+	if f.resume != "" && damage == nil { // unfinished: its metrics.csv is written again from the checkpoint's at the next one (round 105 B5: unsaid)
+		if err := unfinishedEvalsDamage(run); err != nil {
+			fmt.Fprintf(errOut, "flowebm: note: %s; the run's own is written again from its checkpoint's evaluations at its next checkpoint\n", withoutPackagePrefixes(err.Error()))
+		}
+	}
 	sig.enterTraining(run.Dir)
 	hook("train-started")
 	if ctx.Err() != nil {
@@ -651,6 +656,12 @@ func damagedOutput(run *training.Run) error {
 			return err
 		}
 	}
+	if err := training.CheckExactLL(path, m, run.TrueHeldOutLL); err != nil { // round 105 B3
+		return err
+	}
+	if !slices.Equal(m.TrueWeights, run.Experiment.Weights) {
+		return fmt.Errorf("%s: field \"true_weights\" is %v, but the experiment's are %v: edited, or another run's", path, m.TrueWeights, run.Experiment.Weights)
+	}
 	if _, err := training.ReadEvalsCSV(filepath.Join(run.Dir, "metrics.csv"), len(run.Experiment.Weights)); err != nil {
 		return err
 	}
@@ -701,6 +712,37 @@ func hasFigures(dir string, format plots.Format) bool {
 	return false
 }
 
+// unfinishedEvalsDamage is why an unfinished run's metrics.csv, where it
+// has one, is not the run's: unreadable, or not its checkpoint's
+// evaluations; nil otherwise.
+func unfinishedEvalsDamage(run *training.Run) error {
+	path := filepath.Join(run.Dir, "metrics.csv")
+	if _, err := os.Lstat(path); err != nil {
+		return nil
+	}
+	if _, err := training.ReadEvalsCSV(path, len(run.Experiment.Weights)); err != nil {
+		return err
+	}
+	return training.CheckEvalsOfRun(run.Dir)
+}
+
+// imageSamplesDamage is, for a finished image run, "missing" or "damaged:
+// why" where its ImageSamplesFile does not read as the run's images
+// (round 105 B4: an emptied one, "nothing to do"); "" otherwise.
+func imageSamplesDamage(run *training.Run) string {
+	if run.Experiment.Kind != experiments.KindImages || run.Experiment.Image == nil {
+		return ""
+	}
+	_, err := training.ReadImageSamplesOf(run.Dir, *run.Experiment.Image)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, fs.ErrNotExist):
+		return "missing"
+	}
+	return "damaged: " + withoutPackagePrefixes(err.Error())
+}
+
 // completeFinished completes the outputs of a finished run that --resume
 // (or --seeds, passing over it: f.finishedLine) finds: an image run that
 // lost its image-samples.npz gets it written again with its figures; a
@@ -718,11 +760,15 @@ func completeFinished(run *training.Run, out io.Writer, f trainFlags, formatGive
 		return badRecordedFormat(run, err)
 	}
 	path := filepath.Join(run.Dir, training.ImageSamplesFile)
-	if _, err := os.Stat(path); run.Experiment.Kind == experiments.KindImages && err != nil {
+	if damage := imageSamplesDamage(run); damage != "" {
 		if err := redrawFinished(run, own, true); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s has finished its %d iterations; wrote its missing %s and "+redrewFigures+"\n", run.Dir, run.Config.Train.Iterations, path)
+		what := "its missing " + path
+		if damage != "missing" {
+			what = fmt.Sprintf("again its %s, %s,", path, damage)
+		}
+		fmt.Fprintf(out, "%s has finished its %d iterations; wrote %s and "+redrewFigures+"\n", run.Dir, run.Config.Train.Iterations, what)
 		return nil
 	}
 	if formatGiven && !hasFigures(run.Dir, f.plotFormat) { // its figures in that format already: nothing to do (round 86 B1: a plan's line run again exited 2)
