@@ -97,7 +97,7 @@ func TestWriteImageFigures(t *testing.T) {
 	}
 	writeSamplesFile(t, dir, 10)
 	err := WriteImageFigures(dir, cfg, tinyImageExperiment, PNG)
-	if want := filepath.Join(dir, training.ImageSamplesFile) + `: member "chains" has 10 columns, want 16 (1×4×4)`; err == nil || err.Error() != want {
+	if want := filepath.Join(dir, training.ImageSamplesFile) + `: member "chains" has 10 columns, want 16 (1×4×4); flowebm train --resume ` + dir + " writes it again from the run's final checkpoint"; err == nil || err.Error() != want {
 		t.Errorf("10 columns: %v, want %s", err, want)
 	}
 }
