@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
+	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 )
 
@@ -36,16 +38,16 @@ func CheckFinal(path string, last Eval, source string) error {
 	if err := json.Unmarshal(b, &want); err != nil {
 		return err
 	}
-	if name := firstDiffering("final", got, want); name != "" {
+	if name := FirstDiffering("final", got, want); name != "" {
 		return fmt.Errorf("%s: field %q is not the run's last evaluation (iteration %d, %s): edited, or another run's", path, name, last.Iter, source)
 	}
 	return checkGridHeldOut(path, raw, last)
 }
 
-// firstDiffering names the first field (dotted, from name) of want, a
+// FirstDiffering names the first field (dotted, from name) of want, a
 // decoded JSON value, whose value in got differs; "" where none does.
 // Fields got has and want lacks are not compared.
-func firstDiffering(name string, got, want any) string {
+func FirstDiffering(name string, got, want any) string {
 	w, ok := want.(map[string]any)
 	if !ok {
 		if reflect.DeepEqual(got, want) {
@@ -63,7 +65,7 @@ func firstDiffering(name string, got, want any) string {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if d := firstDiffering(name+"."+k, g[k], w[k]); d != "" {
+		if d := FirstDiffering(name+"."+k, g[k], w[k]); d != "" {
 			return d
 		}
 	}
@@ -89,8 +91,9 @@ func checkGridHeldOut(path string, raw map[string]json.RawMessage, last Eval) er
 // window.json's chain weights and negatives' intervals, all that
 // metrics.json's final holds (round 105 B2: an edited chain weight was
 // reported, metrics.csv holding none); ok is false where the checkpoint
-// holds no evaluation. modes < 0 takes the modes from evals.csv's header.
-func CheckpointLastEval(dir string, modes int) (last Eval, ok bool, err error) {
+// holds no evaluation; seconds is the training time it records (0 where
+// it records none). modes < 0 takes the modes from evals.csv's header.
+func CheckpointLastEval(dir string, modes int) (last Eval, seconds float64, ok bool, err error) {
 	err = ReadLatest(dir, func(ck string) error {
 		path := filepath.Join(ck, "evals.csv")
 		var evals []Eval
@@ -107,11 +110,11 @@ func CheckpointLastEval(dir string, modes int) (last Eval, ok bool, err error) {
 		if err := jsonfile.Read(filepath.Join(ck, "window.json"), &w, jsonfile.Options{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		last, ok = evals[len(evals)-1], true
+		last, seconds, ok = evals[len(evals)-1], w.Seconds, true
 		last.ChainWeights, last.NegIntervals = w.ChainWeights, w.NegIntervals
 		return nil
 	})
-	return last, ok, err
+	return last, seconds, ok, err
 }
 
 // CheckExactLL checks metrics.json's true_held_out_ll (m's, read from
@@ -123,4 +126,97 @@ func CheckExactLL(path string, m Metrics, want float64) error {
 		return nil
 	}
 	return fmt.Errorf("%s: field \"true_held_out_ll\" is %v, but the run's held-out data, drawn again from its seed, give %v: edited, or another run's", path, m.TrueHeldOutLL, want)
+}
+
+// CheckTruth checks metrics.json's true_held_out_ll and true_weights (m's,
+// read from path) against the run configured by cfg: its held-out data
+// drawn again from its seed (CheckExactLL) and its experiment's weights
+// (round 106 A1: an edit found by train --resume alone). A data set's
+// are not checked (its data are not loaded), nor a configuration that
+// cannot load its experiment (its readers say why).
+func CheckTruth(path string, m Metrics, cfg config.Run) error {
+	exp, ll, err := experimentTruth(cfg)
+	if err != nil || exp == nil {
+		return nil
+	}
+	if !slices.Equal(m.TrueWeights, exp.Weights) {
+		return fmt.Errorf("%s: field \"true_weights\" is %v, but the experiment's are %v: edited, or another run's", path, m.TrueWeights, exp.Weights)
+	}
+	return CheckExactLL(path, m, ll)
+}
+
+// CheckMetrics checks the metrics.json at path, read as m, against what
+// the finished run writes (its grid filled from the final model, as its
+// last evaluation filled it): its final evaluation (CheckFinal), truth,
+// every other field WriteMetrics writes but the build (the binary's that
+// wrote it), and its seconds against the training time its final
+// checkpoint records. A grid field added or changed, another
+// experiment's name or a time of ten hours passed (round 106 B1, B2,
+// B4). Nil where they agree.
+func (r *Run) CheckMetrics(path string, m Metrics) error {
+	if n := len(r.Evals); n > 0 {
+		if err := CheckFinal(path, r.Evals[n-1], "as its checkpoint holds it"); err != nil { // round 104 B1
+			return err
+		}
+	}
+	if err := CheckExactLL(path, m, r.TrueHeldOutLL); err != nil { // round 105 B3
+		return err
+	}
+	if !slices.Equal(m.TrueWeights, r.Experiment.Weights) {
+		return fmt.Errorf("%s: field \"true_weights\" is %v, but the experiment's are %v: edited, or another run's", path, m.TrueWeights, r.Experiment.Weights)
+	}
+	if err := CheckSeconds(path, m, r.priorSeconds); err != nil {
+		return err
+	}
+	if err := r.FillGrid(); err != nil {
+		return err
+	}
+	want, err := r.finalMetrics()
+	if err != nil {
+		return err
+	}
+	return sameFields(path, want)
+}
+
+// sameFields checks the fields of the metrics.json at path against
+// want's, but for seconds and build (checked apart, or not the run's); a
+// field want leaves out that the file holds differs too.
+func sameFields(path string, want Metrics) error {
+	var got map[string]any
+	if err := jsonfile.Read(path, &got, jsonfile.Options{AllowUnknown: true}); err != nil {
+		return err
+	}
+	b, err := json.Marshal(jsonfile.Safe(want))
+	if err != nil {
+		return err
+	}
+	var w map[string]any
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	for _, k := range []string{"grid_log_z", "grid_held_out_ll", "grid_missed", "grid_error", "true_weights"} { // left out where absent (omitempty)
+		if _, ok := w[k]; !ok {
+			if _, ok := got[k]; ok {
+				w[k] = nil
+			}
+		}
+	}
+	delete(w, "seconds")
+	delete(w, "build")
+	if name := FirstDiffering("", got, w); name != "" {
+		return fmt.Errorf("%s: field %q is not the run's (as its final checkpoint gives it): edited, or another run's", path, strings.TrimPrefix(name, "."))
+	}
+	return nil
+}
+
+// CheckSeconds checks metrics.json's seconds (m's, read from path)
+// against checkpointed, the training time the run's final checkpoint
+// records (0: not recorded, not checked): at least that, and not more
+// than the outputs' writing after it can add (5 s, or half as much
+// again).
+func CheckSeconds(path string, m Metrics, checkpointed float64) error {
+	if checkpointed <= 0 || m.Seconds >= checkpointed-1e-6 && m.Seconds <= checkpointed+max(5, checkpointed/2) {
+		return nil
+	}
+	return fmt.Errorf("%s: field \"seconds\" is %v, but the run's final checkpoint records %.4g s of training: edited, or another run's", path, m.Seconds, checkpointed)
 }

@@ -54,15 +54,25 @@ type Metrics struct {
 // WriteMetrics writes dir/metrics.json for the run's last evaluation; its
 // time is the run's TrainingTime (summed over resumed invocations).
 func WriteMetrics(path string, r *Run) error {
+	m, err := r.finalMetrics()
+	if err != nil {
+		return err
+	}
+	return jsonfile.Write(path, m)
+}
+
+// finalMetrics is the metrics.json of the run's last evaluation, its time
+// the run's TrainingTime.
+func (r *Run) finalMetrics() (Metrics, error) {
 	if len(r.Evals) == 0 {
-		return fmt.Errorf("algorithms: no evaluation to report")
+		return Metrics{}, fmt.Errorf("algorithms: no evaluation to report")
 	}
 	m := Metrics{Experiment: r.Experiment.Name, Algorithm: r.Config.Train.Algorithm, Seed: r.Config.Seed,
 		Iterations: r.Trainer.Iter, Seconds: r.TrainingTime().Seconds(), TrueWeights: r.Experiment.Weights, TrueHeldOutLL: r.TrueHeldOutLL, Final: r.Evals[len(r.Evals)-1],
 		Build: config.CurrentBuild()}
 	z, _, err := r.GridLogZ()
 	if err != nil {
-		return err
+		return m, err
 	}
 	if final := m.Final; !math.IsNaN(z) && !math.IsInf(z, 0) {
 		m.GridLogZ = &z
@@ -71,10 +81,10 @@ func WriteMetrics(path string, r *Run) error {
 		}
 	}
 	if m.GridMissed, err = r.MissedMass(); err != nil {
-		return err
+		return m, err
 	}
 	m.GridError = r.GridError()
-	return jsonfile.Write(path, m)
+	return m, nil
 }
 
 // OfRun reports whether m is of the run configured by cfg: its seed,

@@ -1023,16 +1023,25 @@ func exactMeanLogDensity(exp *experiments.Experiment, x *mat.Dense) (float64, er
 // its seed as the run drew them, without the run's checkpoint or
 // metrics: NaN for a data set or images, whose density is unknown.
 func ExactHeldOutLL(cfg config.Run) (float64, error) {
+	_, ll, err := experimentTruth(cfg)
+	return ll, err
+}
+
+// experimentTruth is the experiment of the run configured by cfg, drawn
+// as the run drew it, and ExactHeldOutLL; a nil experiment and NaN for a
+// data set (not loaded).
+func experimentTruth(cfg config.Run) (*experiments.Experiment, float64, error) {
 	if cfg.Data != nil || cfg.DataDir != "" {
-		return math.NaN(), nil // not loaded: no exact density
+		return nil, math.NaN(), nil // not loaded: no exact density
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, dataStream))
 	exp, _, err := cfg.LoadExperiment(rng)
 	if err != nil || exp.Kind != experiments.KindDensity {
-		return math.NaN(), err
+		return exp, math.NaN(), err
 	}
 	_, held := exp.Split(rng, cfg.DataSize, 4096)
-	return exactMeanLogDensity(exp, held)
+	ll, err := exactMeanLogDensity(exp, held)
+	return exp, ll, err
 }
 
 // Resume reopens the run in dir from its last checkpoint.

@@ -86,20 +86,24 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 
 // checkMetricsOfRun checks a finished run's metrics.json m (at path)
 // against its last evaluation (its checkpoint's where it reads, else
-// evals' last, from metrics.csv) and its exact held-out log-likelihood
-// drawn again from cfg; nil where they agree.
+// evals' last, from metrics.csv) and its truth drawn again from cfg
+// (training.CheckTruth); nil where they agree.
 func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, evals []training.Eval) error {
-	if exact, err := training.ExactHeldOutLL(cfg); err == nil {
-		if err := training.CheckExactLL(path, m, exact); err != nil {
-			return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
-		}
+	if err := training.CheckTruth(path, m, cfg); err != nil {
+		return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
 	}
-	last, source := training.Eval{}, ""
+	if cfg.Experiment != "" && m.Experiment != cfg.Experiment { // round 106 B4
+		return fmt.Errorf("%s: field \"experiment\" is %q, but the run's config.json trains %q: edited, or another run's (flowebm train --resume %s writes it again)", path, m.Experiment, cfg.Experiment, shellQuote(dir))
+	}
+	last, source, seconds := training.Eval{}, "", 0.0
 	if len(evals) > 0 {
 		last, source = evals[len(evals)-1], "metrics.csv's last row"
 	}
-	if ck, ok, err := training.CheckpointLastEval(dir, -1); err == nil && ok {
-		last, source = ck, "as its checkpoint holds it"
+	if ck, s, ok, err := training.CheckpointLastEval(dir, -1); err == nil && ok {
+		last, source, seconds = ck, "as its checkpoint holds it", s
+	}
+	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
+		return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
 	}
 	if source == "" {
 		return nil

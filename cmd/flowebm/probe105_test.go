@@ -57,7 +57,14 @@ func TestEditedTruthFound(t *testing.T) {
 		t.Errorf("true_held_out_ll written again as %v, was %v", m["true_held_out_ll"], g["true_held_out_ll"])
 	}
 	editJSON(t, path, func(m map[string]any) { m["true_weights"] = []float64{0.5, 0.5} })
-	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !strings.Contains(stderr, `field "true_weights" is [0.5 0.5], but the experiment's are`) {
+	want = `field "true_weights" is [0.5 0.5], but the experiment's are`
+	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, want) { // round 106 A1: found by --resume alone
+		t.Errorf("--report, true_weights: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(out, "c2")); code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("compare, true_weights: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !strings.Contains(stderr, want) {
 		t.Errorf("--resume, true_weights: exit %d, %s", code, stderr)
 	}
 }

@@ -27,7 +27,8 @@ const reportSeedsFolder = "seeds"
 type seedRow struct {
 	seed uint64
 	ev   training.Eval
-	from string // the folder, relative to the report
+	raw  json.RawMessage // the evaluation as seeds.json holds it (nil: a run of runs/)
+	from string          // the folder, relative to the report
 	// settings says how the run's configuration compares with the set's
 	// first run's, seed aside: "" where they are the same.
 	settings string
@@ -110,6 +111,30 @@ func (s seedSet) checkRuns(path, base string) error {
 		if n := c.Train.Iterations; n > 0 && r.ev.Iter > n {
 			return fmt.Errorf("%s: seed %d's final evaluation is at iteration %d, but its run %s/config.json trains %d: not shown", path, r.seed, r.ev.Iter, r.from, n)
 		}
+		if err := r.sameAsRun(path, base); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameAsRun checks the row's evaluation, as the seeds.json at path holds
+// it, against its run's metrics.json (under base), where that reads:
+// rows swapped or edited were shown as the runs' (round 106 B3).
+func (r seedRow) sameAsRun(path, base string) error {
+	var m struct {
+		Final json.RawMessage `json:"final"`
+	}
+	metrics := filepath.Join(base, filepath.FromSlash(r.from), "metrics.json")
+	if r.raw == nil || jsonfile.Read(metrics, &m, jsonfile.Options{AllowUnknown: true}) != nil || m.Final == nil {
+		return nil
+	}
+	var got, want any
+	if json.Unmarshal(r.raw, &got) != nil || json.Unmarshal(m.Final, &want) != nil {
+		return nil
+	}
+	if name := training.FirstDiffering("final", got, want); name != "" {
+		return fmt.Errorf("%s: seed %d's evaluation, field %q, is not its run's (%s): edited, or rows swapped: not shown; the train --seeds command that made the set, given again, writes seeds.json from its runs", path, r.seed, strings.TrimPrefix(name, "final."), metrics)
 	}
 	return nil
 }
@@ -219,7 +244,7 @@ func readSeedSet(path, base string) (seedSet, error) {
 		if err != nil {
 			return s, fmt.Errorf("%s: per_seed[%d]: %w", path, i, err)
 		}
-		s.rows = append(s.rows, seedRow{seed: seed, ev: ev, from: seedFolder(path, base, raw.Runs[i])})
+		s.rows = append(s.rows, seedRow{seed: seed, ev: ev, raw: raw.PerSeed[i], from: seedFolder(path, base, raw.Runs[i])})
 	}
 	return s, nil
 }

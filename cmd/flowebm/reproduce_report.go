@@ -487,7 +487,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		r.state, r.err = runUnreadable, fmt.Sprintf("%s is of experiment %q with algorithm %q, not %s with %s as the run's config.json: another run's file; flowebm train --resume %s writes the run's own again from its last checkpoint", path, m.Experiment, m.Algorithm, r.experiment, r.algorithm, shellQuote(r.dir))
 		return ""
 	case m.Iterations != cfg.Train.Iterations:
-		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"iterations\" is %d, but the run's config.json trains %d: the files disagree", path, m.Iterations, cfg.Train.Iterations)
+		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"iterations\" is %d, but the run's config.json trains %d: the files disagree (flowebm train --resume %s writes the run's own again from its last checkpoint)", path, m.Iterations, cfg.Train.Iterations, shellQuote(r.dir)) // round 106 B6: no way on
 		return ""
 	case m.Seed != cfg.Seed: // round 95 B2: another seed's numbers reported as this run's
 		r.state, r.err = runUnreadable, fmt.Sprintf("%s: field \"seed\" is %d, but the run's config.json has seed %d: the files disagree (flowebm train --resume %s writes the run's own again from its last checkpoint)", path, m.Seed, cfg.Seed, shellQuote(r.dir))
@@ -502,15 +502,17 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's outputs cannot be checked against it, so they are not reported; %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
 		return ""
 	}
-	last, source := evals[len(evals)-1], "metrics.csv's last row"
-	if ck, ok, err := training.CheckpointLastEval(r.dir, r.modes()); err == nil && ok { // its chain weights too (round 105 B2)
-		last, source = ck, "as its checkpoint holds it"
+	last, source, seconds := evals[len(evals)-1], "metrics.csv's last row", 0.0
+	if ck, s, ok, err := training.CheckpointLastEval(r.dir, r.modes()); err == nil && ok { // its chain weights too (round 105 B2)
+		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
-	if exact, err := training.ExactHeldOutLL(cfg); err == nil {
-		if err := training.CheckExactLL(path, m, exact); err != nil { // round 105 B3
-			r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again", err, shellQuote(r.dir))
-			return ""
-		}
+	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again", err, shellQuote(r.dir))
+		return ""
+	}
+	if err := training.CheckTruth(path, m, cfg); err != nil { // round 105 B3, round 106 A1
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again", err, shellQuote(r.dir))
+		return ""
 	}
 	if err := training.CheckFinal(path, last, source); err != nil { // round 104 B1
 		way := fmt.Sprintf("flowebm train --resume %s writes both again from the run's last checkpoint", shellQuote(r.dir))

@@ -97,7 +97,7 @@ func TestSeedsSummaryRobust(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "seeds.json"))
-	if !strings.Contains(out.String(), "mode 2: EBM weight over 2 seeds 0.600") || !strings.Contains(string(b), `"max_rhat"`) || strings.Contains(string(b), `"held_out_ll": {`) {
+	if !strings.Contains(out.String(), "mode 2: EBM weight over 2 seeds: mean 0.600, sd ") || !strings.Contains(string(b), `"max_rhat"`) || strings.Contains(string(b), `"held_out_ll": {`) {
 		t.Errorf("summary %s\n%s", out.String(), b)
 	}
 	if err := writeSeedsSummary(dir, []uint64{1, 3}, runs, &out); err == nil || !strings.Contains(err.Error(), `s2/metrics.json: field "seed" is 2, want 3`) {

@@ -300,7 +300,7 @@ func summarise(rs []seedRun, out io.Writer) seedsSummary {
 			fmt.Fprintf(out, "mode %d: EBM weight %.3f (1 seed: no spread)\n", k+1, s.Mean)
 			continue
 		}
-		fmt.Fprintf(out, "mode %d: EBM weight over %d seeds %.3f ± %.3f (min %.3f, max %.3f)\n", k+1, len(w), s.Mean, *s.SD, s.Min, s.Max)
+		fmt.Fprintf(out, "mode %d: EBM weight over %d seeds: mean %.3f, sd %.3f (min %.3f, max %.3f)\n", k+1, len(w), s.Mean, *s.SD, s.Min, s.Max) // round 106 A2: "±" read as an MCSE
 	}
 	return sum
 }
