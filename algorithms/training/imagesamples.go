@@ -2,8 +2,10 @@ package training
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -184,4 +186,35 @@ func ReadImageSamplesOf(dir string, shape experiments.ImageShape) (*ImageSamples
 		return nil, fmt.Errorf("%s: member \"chains\" has %d columns, want %d (%d×%d×%d)", filepath.Join(dir, ImageSamplesFile), c, d, shape.Channels, shape.Height, shape.Width)
 	}
 	return s, nil
+}
+
+// CheckImageSamples checks a finished image run's ImageSamplesFile
+// against what the run computes again from its final checkpoint
+// (NewImageSamples, from its own seeded stream): another seed's file, or
+// one with edited energies, was drawn as the run's (round 106 B5). Nil
+// where they are equal.
+func (r *Run) CheckImageSamples() error {
+	got, err := ReadImageSamplesOf(r.Dir, *r.Experiment.Image)
+	if err != nil {
+		return err
+	}
+	want, err := r.NewImageSamples()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(r.Dir, ImageSamplesFile)
+	for _, c := range []struct {
+		member    string
+		got, want []float64
+	}{
+		{"chains", got.Chains.RawMatrix().Data, want.Chains.RawMatrix().Data},
+		{"energy_data", got.DataEnergy, want.DataEnergy},
+		{"energy_bank", got.BankEnergy, want.BankEnergy},
+		{"energy_chains", got.ChainEnergy, want.ChainEnergy},
+	} {
+		if !slices.EqualFunc(c.got, c.want, func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }) {
+			return fmt.Errorf("%s: member %q is not the run's (as its final checkpoint gives it): another run's, or edited", path, c.member)
+		}
+	}
+	return nil
 }

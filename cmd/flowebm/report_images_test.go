@@ -13,6 +13,8 @@ import (
 	"github.com/flowebm/flowebm/algorithms/experiments"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // tinyImageConfigs are --config files of image runs small enough for a
@@ -91,6 +93,25 @@ func TestImageRunFiguresAndReport(t *testing.T) {
 		}
 		if again, _ := os.ReadFile(filepath.Join(out, training.ImageSamplesFile)); !bytes.Equal(first, again) {
 			t.Errorf("%s: %s differs when written again after it was emptied", a, training.ImageSamplesFile)
+		}
+		// Round 106 B5: another seed's, or one with edited values (a whole
+		// file, its CRCs right), was kept and drawn.
+		s, err := training.ReadImageSamples(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.DataEnergy[0] += 5
+		n, d := s.Chains.Dims()
+		vec := func(v []float64) *npy.Array { return &npy.Array{Shape: []int{len(v)}, Data: v} }
+		if err := npz.WriteFile(filepath.Join(out, training.ImageSamplesFile), map[string]*npy.Array{"chains": {Shape: []int{n, d}, Data: s.Chains.RawMatrix().Data},
+			"energy_data": vec(s.DataEnergy), "energy_bank": vec(s.BankEnergy), "energy_chains": vec(s.ChainEnergy)}, npy.Float64); err != nil {
+			t.Fatal(err)
+		}
+		if stdout, stderr, status := runCLI("train", "--resume", out, "--quiet"); status != 0 || !strings.Contains(stdout, "wrote again its "+filepath.Join(out, training.ImageSamplesFile)+`, not its own: `) || !strings.Contains(stdout, `member "energy_data" is not the run's`) {
+			t.Errorf("train --resume %s (image samples edited): status %d, %s%s", a, status, stdout, stderr)
+		}
+		if again, _ := os.ReadFile(filepath.Join(out, training.ImageSamplesFile)); !bytes.Equal(first, again) {
+			t.Errorf("%s: %s differs when written again after an edit", a, training.ImageSamplesFile)
 		}
 		if a == algorithms.FlowMC {
 			imageOutputsThroughTheAnchor(t, out)

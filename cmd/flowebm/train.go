@@ -720,17 +720,21 @@ func unfinishedEvalsDamage(run *training.Run) error {
 
 // imageSamplesDamage is, for a finished image run, "missing" or "damaged:
 // why" where its ImageSamplesFile does not read as the run's images
-// (round 105 B4: an emptied one, "nothing to do"); "" otherwise.
+// (round 105 B4: an emptied one, "nothing to do") or is not what the run
+// computes again; "" otherwise.
 func imageSamplesDamage(run *training.Run) string {
 	if run.Experiment.Kind != experiments.KindImages || run.Experiment.Image == nil {
 		return ""
 	}
-	_, err := training.ReadImageSamplesOf(run.Dir, *run.Experiment.Image)
+	err := run.CheckImageSamples() // its content too (round 106 B5: another seed's kept)
 	switch {
 	case err == nil:
 		return ""
 	case errors.Is(err, fs.ErrNotExist):
 		return "missing"
+	}
+	if strings.Contains(err.Error(), "is not the run's") {
+		return "not its own: " + withoutPackagePrefixes(err.Error())
 	}
 	return "damaged: " + withoutPackagePrefixes(err.Error())
 }
