@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/mat"
 	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/internal/jsonfile"
@@ -85,6 +86,10 @@ func (t *Trainer) SaveState(dir string) error {
 		order[i] = float64(v)
 	}
 	arrays["data_order"] = &npy.Array{Shape: []int{len(order)}, Data: order}
+	if !t.Config.PersistentChains() && t.neg != nil { // CoopFlow's samples: a resumed run wrote others (round 107 A1, A2)
+		n, d := t.neg.Dims()
+		arrays["negatives"] = &npy.Array{Shape: []int{n, d}, Data: mat.DenseCopyOf(t.neg).RawMatrix().Data}
+	}
 	for name, v := range t.masters() {
 		// The checkpoint's EBM is the averaged one, and float32 models
 		// hold their parameters rounded: the float64 values training
@@ -144,6 +149,9 @@ func (t *Trainer) Restore(dir string) error {
 		return err
 	}
 	if err := t.restoreOrder(ck, path, st.DataPos); err != nil {
+		return err
+	}
+	if err := t.restoreNegatives(ck); err != nil {
 		return err
 	}
 	if err := ck.optimiser("ebm_optim.", t.optEBM); err != nil {
@@ -268,7 +276,7 @@ func (t *Trainer) masters() map[string][]float64 {
 // checkStateMembers refuses members state.npz should not hold (they are
 // never decoded: one could be large).
 func (t *Trainer) checkStateMembers(s stateArchive) error {
-	want := map[string]bool{"bank": true, "data_order": true}
+	want := map[string]bool{"bank": true, "data_order": true, "negatives": !t.Config.PersistentChains()}
 	for name := range t.masters() {
 		want[name] = true
 	}
@@ -323,6 +331,34 @@ func (t *Trainer) restoreBank(s stateArchive) error {
 	if i := firstBad(raw.Data[:r*d], false); i >= 0 {
 		return fmt.Errorf("%s: state.npz member \"bank\" holds %v at index %d, want finite values (persistent × dim)", s.dir, raw.Data[i], i)
 	}
+	return nil
+}
+
+// restoreNegatives restores the last negatives of a run whose chains
+// start afresh (CoopFlow: its samples), where the checkpoint holds them
+// (those written before did not: the run then has none until its next
+// iteration).
+func (t *Trainer) restoreNegatives(s stateArchive) error {
+	if !slices.Contains(s.arc.Names, "negatives") {
+		return nil
+	}
+	_, d := t.Bank.Dims()
+	most := t.Config.Chains() * max(1, t.Config.Sampler.Steps) // every state of every chain ("all"), at most
+	h, err := s.arc.Header("negatives")
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.dir, err)
+	}
+	if len(h.Shape) != 2 || h.Shape[0] < 1 || h.Shape[0] > most || h.Shape[1] != d {
+		return fmt.Errorf("%s: state.npz member \"negatives\" has shape %v, want [n %d] (the last negatives, n from 1 to %d)", s.dir, h.Shape, d, most)
+	}
+	a, err := s.arc.Get("negatives")
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.dir, err)
+	}
+	if i := firstBad(a.Data, false); i >= 0 {
+		return fmt.Errorf("%s: state.npz member \"negatives\" holds %v at index %d, want finite values", s.dir, a.Data[i], i)
+	}
+	t.neg = mat.NewDense(h.Shape[0], d, a.Data)
 	return nil
 }
 

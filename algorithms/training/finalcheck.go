@@ -125,6 +125,9 @@ func CheckExactLL(path string, m Metrics, want float64) error {
 	if got := m.TrueHeldOutLL; got == want || math.IsNaN(got) && math.IsNaN(want) {
 		return nil
 	}
+	if math.IsNaN(want) { // round 107 A3: "give NaN"
+		return fmt.Errorf("%s: field \"true_held_out_ll\" is %v, but the run has no exact density (a data set, or images): want null; edited, or another run's", path, m.TrueHeldOutLL)
+	}
 	return fmt.Errorf("%s: field \"true_held_out_ll\" is %v, but the run's held-out data, drawn again from its seed, give %v: edited, or another run's", path, m.TrueHeldOutLL, want)
 }
 

@@ -142,7 +142,7 @@ func (m Metrics) check() error {
 		return fmt.Errorf("field \"iterations\" is %d, want 1 to %d", m.Iterations, algorithms.MaxIterations)
 	}
 	if m.Final.Iter < 1 || m.Final.Iter > m.Iterations {
-		return fmt.Errorf("field \"final.iter\" is %d, want 1 to the run's %d iterations", m.Final.Iter, m.Iterations)
+		return fmt.Errorf("field \"final.iter\" is %d, outside 1 to field \"iterations\", %d: one of them was edited", m.Final.Iter, m.Iterations) // round 107 B4: "iterations" edited, "final.iter" blamed
 	}
 	if !(m.Seconds >= 0 && m.Seconds <= math.MaxFloat64) {
 		return fmt.Errorf("field \"seconds\" is %v, want a duration ≥ 0", m.Seconds)
@@ -196,11 +196,12 @@ func SamplesOfRun(r *Run) error {
 	}
 	m := inDataUnits(r.Experiment, r.Trainer.Samples())
 	n, d := m.Dims()
-	if len(a.Shape) != 2 || a.Shape[1] != d || (a.Shape[0] != n && r.Trainer.Config.PersistentChains()) {
+	unknown := !r.Trainer.Config.PersistentChains() && r.Trainer.Negatives() == nil // CoopFlow's last negatives, which a checkpoint written before they were kept lacks
+	if len(a.Shape) != 2 || a.Shape[1] != d || (a.Shape[0] != n && !unknown) {
 		return fmt.Errorf("%s has shape %v, but the run's final chains are %d × %d: it is not this run's", path, a.Shape, n, d)
 	}
-	if !r.Trainer.Config.PersistentChains() {
-		return nil // CoopFlow's last negatives, which a resumed run no longer holds
+	if unknown {
+		return nil
 	}
 	for i := range n {
 		for j := range d {

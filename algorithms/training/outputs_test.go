@@ -126,7 +126,7 @@ func TestReadMetricsRefusesImpossibleValues(t *testing.T) {
 		{func(m map[string]any) { delete(m, "final") }, `field "final" is missing or null`},
 		{func(m map[string]any) { m["iterations"] = 1e18 }, `field "iterations" is 1000000000000000000, want 1 to 1000000000`},
 		{func(m map[string]any) { m["seconds"] = -1e300 }, `field "seconds" is -1e+300, want a duration ≥ 0`},
-		{func(m map[string]any) { m["final"].(map[string]any)["iter"] = -5 }, `field "final.iter" is -5, want 1 to the run's 4 iterations`},
+		{func(m map[string]any) { m["final"].(map[string]any)["iter"] = -5 }, `field "final.iter" is -5, outside 1 to field "iterations", 4: one of them was edited`},
 		{func(m map[string]any) { m["final"].(map[string]any)["neg_weights"] = []any{0.2} }, `field "final.neg_weights" has 1 weights, want 2`},
 		{func(m map[string]any) {
 			m["final"].(map[string]any)["neg_weight_intervals"] = []any{map[string]any{"weight": 1e308, "mcse": -1}, map[string]any{"weight": 0.5}}

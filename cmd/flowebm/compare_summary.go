@@ -74,6 +74,8 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 			path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations, shellQuote(dir)))
 	case err == nil:
 		s.metrics, s.exactLL = &m, m.TrueHeldOutLL
+	case exists(path) && hasCheckpointFolder(dir): // round 107 B4: no way on named
+		unread = append(unread, fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir)))
 	case exists(path):
 		unread = append(unread, err)
 	case cfg.Experiment != "": // still training: drawn again (round 63: left out)

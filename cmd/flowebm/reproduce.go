@@ -859,8 +859,12 @@ func (r *reproRun) completeFinished(soft, hard context.Context, exe, out string)
 	cmd := exec.Command(exe, "train", "--resume", r.dir, "--quiet")
 	output := &childLog{log: logf}
 	cmd.Stdout, cmd.Stderr = output, output
-	cmd.Env = append(os.Environ(), ownLocksEnv(out))  // its run is this reproduce's
+	cmd.Env = append(os.Environ(), ownLocksEnv(out)) // its run is this reproduce's
+	hook("reproduce-check")
 	if err := runChild(soft, hard, cmd); err != nil { // round 104 B2: train's advice (--force) does not fit reproduce
+		if soft.Err() != nil { // reproduce interrupted during the check (round 107 B1: "move it away" for a finished run)
+			return outcome{outcomeEnded, "already done (the check of its outputs was interrupted: the same reproduce command, given again, checks them)"}
+		}
 		why := strings.TrimPrefix(strings.TrimSuffix(childFailure(err, output.lastLine()), training.NothingToResumeAdvice), "flowebm: ")
 		return outcome{outcomeEnded, "already done, but its outputs could not be checked (" + why + "); " + retrainAdvice(r.dir)}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -78,6 +79,41 @@ type sampleMeta struct {
 	// state) are valid.
 	Has       [3]bool  `json:"has"`
 	LatentHas *[3]bool `json:"latent_has,omitempty"`
+	// Sums are the SHA-256 of each array member (memberSum) and MetaSum
+	// that of meta itself without MetaSum: an edited step size, generator
+	// state or kept draw resumed silently into other draws (round 107
+	// B2). Absent from checkpoints written before: not checked.
+	Sums    map[string]string `json:"sums,omitempty"`
+	MetaSum string            `json:"meta_sha256,omitempty"`
+}
+
+// memberSum is the SHA-256 of an array member as the checkpoint holds
+// it: its shape and its values' bits.
+func memberSum(shape []int, data []float64) string {
+	h := sha256.New()
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(shape)))
+	for _, n := range shape {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
+	h.Write(b)
+	buf := make([]byte, 8)
+	for _, v := range data {
+		binary.LittleEndian.PutUint64(buf, math.Float64bits(v))
+		h.Write(buf)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// metaSum is the SHA-256 of meta's JSON without its MetaSum.
+func metaSum(meta sampleMeta) (string, error) {
+	meta.MetaSum = ""
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
 }
 
 // ckptReader reads a checkpoint's members lazily, each after its header
@@ -86,6 +122,7 @@ type sampleMeta struct {
 type ckptReader struct {
 	path string
 	r    *npz.Reader
+	sums map[string]string // meta's Sums (nil: not recorded)
 }
 
 // known reports whether a member name is one a checkpoint holds.
@@ -109,6 +146,9 @@ func (c *ckptReader) get(name string, shape ...int) ([]float64, error) {
 	a, err := c.r.Get(name)
 	if err != nil {
 		return nil, err
+	}
+	if want, ok := c.sums[name]; c.sums != nil && (!ok || memberSum(a.Shape, a.Data) != want) {
+		return nil, fmt.Errorf("%s: member %q is not what the run wrote (its SHA-256 is not the one meta records): edited or damaged, it cannot continue the run bit for bit%s", c.path, name, editedCheckpointAdvice)
 	}
 	for i, v := range a.Data {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -429,6 +469,13 @@ func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[
 	r.save(&meta, arrays)
 	meta.LocalSum = strconv.FormatFloat(meta.Local, 'g', -1, 64)
 	meta.GlobalSum = strconv.FormatFloat(meta.Global, 'g', -1, 64)
+	meta.Sums = map[string]string{}
+	for name, a := range arrays {
+		meta.Sums[name] = memberSum(a.Shape, a.Data)
+	}
+	if meta.MetaSum, err = metaSum(meta); err != nil {
+		return err
+	}
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return err
@@ -440,6 +487,9 @@ func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[
 	arrays["meta"] = &npy.Array{Shape: []int{len(raw)}, Data: raw}
 	return writeOutput("--checkpoint", path, replace, func(w io.Writer) error { return npz.Write(w, arrays, npy.Float64) })
 }
+
+// editedCheckpointAdvice is the way on from an edited sample checkpoint.
+const editedCheckpointAdvice = "; start the run again: the command that started it, without --resume (with --force to replace its outputs)"
 
 // maxMetaBytes bounds a checkpoint's meta member (its JSON text).
 const maxMetaBytes = 1 << 20
@@ -465,7 +515,7 @@ func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
 		r.Close()
 		return nil, nil, err
 	}
-	return meta, &ckptReader{path: path, r: r}, nil
+	return meta, &ckptReader{path: path, r: r, sums: meta.Sums}, nil
 }
 
 func readMeta(r *npz.Reader, path string) (*sampleMeta, error) {
@@ -501,6 +551,11 @@ func decodeMeta(r *npz.Reader, path string) (*sampleMeta, error) {
 	}
 	if meta.Format != sampleCkptFormat {
 		return nil, fmt.Errorf("%s: format %q, want %q", path, meta.Format, sampleCkptFormat)
+	}
+	if meta.MetaSum != "" {
+		if sum, err := metaSum(meta); err != nil || sum != meta.MetaSum {
+			return nil, fmt.Errorf("%s: member meta is not what the run wrote (its SHA-256 is not the one it records): a field was edited, and the run cannot continue bit for bit%s", path, editedCheckpointAdvice)
+		}
 	}
 	if meta.Local, err = strconv.ParseFloat(meta.LocalSum, 64); err != nil {
 		return nil, fmt.Errorf("%s: meta local_sum %q: %w", path, meta.LocalSum, err)

@@ -97,8 +97,15 @@ func TestSampleResumeRefusals(t *testing.T) {
 }
 
 // editCheckpoint copies the checkpoint src to dst with edit applied to its
-// arrays and its meta (as a JSON map).
+// arrays and its meta (as a JSON map), its SHA-256 sums recomputed (as one
+// who forged them would): the checks beyond the sums are tested.
 func editCheckpoint(t *testing.T, src, dst string, edit func(a map[string]*npy.Array, meta map[string]any)) {
+	t.Helper()
+	editCheckpointSums(t, src, dst, edit, true)
+}
+
+// editCheckpointSums is editCheckpoint, its sums recomputed or not.
+func editCheckpointSums(t *testing.T, src, dst string, edit func(a map[string]*npy.Array, meta map[string]any), resum bool) {
 	t.Helper()
 	arch, err := npz.ReadFile(src)
 	if err != nil {
@@ -114,6 +121,23 @@ func editCheckpoint(t *testing.T, src, dst string, edit func(a map[string]*npy.A
 		t.Fatal(err)
 	}
 	edit(arch.Arrays, meta)
+	if _, had := meta["sums"]; had && resum {
+		sums := map[string]any{}
+		for name, a := range arch.Arrays {
+			if name != "meta" {
+				sums[name] = memberSum(a.Shape, a.Data)
+			}
+		}
+		meta["sums"] = sums
+		delete(meta, "meta_sha256")
+		b, _ := json.Marshal(meta)
+		var sm sampleMeta
+		if json.Unmarshal(b, &sm) == nil {
+			if sum, err := metaSum(sm); err == nil {
+				meta["meta_sha256"] = sum
+			}
+		}
+	}
 	if b, err = json.Marshal(meta); err != nil {
 		t.Fatal(err)
 	}
