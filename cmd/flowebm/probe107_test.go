@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,6 +29,17 @@ func TestSampleCheckpointEditsRefused(t *testing.T) {
 	}{
 		{"step size", func(_ map[string]*npy.Array, meta map[string]any) { meta["step_size"] = 0.2 }, "member meta is not what the run wrote (its SHA-256 is not the one it records): a field was edited"},
 		{"a chain's state", func(a map[string]*npy.Array, _ map[string]any) { a["x"].Data[3] += 0.5 }, `member "x" is not what the run wrote`},
+		// Round 108 B2: meta's own sum removed, a field edited.
+		{"meta's sum removed", func(_ map[string]*npy.Array, meta map[string]any) {
+			delete(meta, "meta_sha256")
+			meta["step_size"] = 0.05
+		}, "member meta is not what the run wrote"},
+		// Round 108 B4: a member the format knows, added.
+		{"a member added", func(a map[string]*npy.Array, _ map[string]any) {
+			a["logq"] = &npy.Array{Shape: []int{4}, Data: make([]float64, 4)}
+		}, `member "logq" is not one the run wrote`},
+		// Round 108 B1: a member removed: the way on too.
+		{"a member removed", func(a map[string]*npy.Array, _ map[string]any) { delete(a, "grad") }, `"grad"`},
 	} {
 		bad := filepath.Join(dir, "bad.npz")
 		editCheckpointSums(t, ck, bad, c.edit, false)
@@ -67,5 +79,29 @@ func TestReproduceInterruptedCheckKeepsRun(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(samples); string(after) != string(before) {
 		t.Error("the finished run's samples.npy changed")
+	}
+}
+
+// Round 108 B3: compare showed an edited true_held_out_ll of a data run
+// (which has no exact density) as its exact held-out log-likelihood.
+func TestCompareDataRunExactLLEdit(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.csv")
+	var b strings.Builder
+	for i := range 200 {
+		b.WriteString(strconv.Itoa(i%7-3) + "," + strconv.Itoa(i%5-2) + "\n")
+	}
+	os.WriteFile(data, []byte(b.String()), 0o644)
+	run := filepath.Join(dir, "r")
+	if _, stderr, code := runCLI("train", "--data", data, "--iterations", "2", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, _ := runCLI("compare", run, "--out", filepath.Join(dir, "c0")); strings.Contains(stderr, "true_held_out_ll") {
+		t.Errorf("untouched: %s", stderr)
+	}
+	editJSON(t, filepath.Join(run, "metrics.json"), func(m map[string]any) { m["true_held_out_ll"] = -1.0 })
+	_, stderr, _ := runCLI("compare", run, "--out", filepath.Join(dir, "c1"))
+	if !strings.Contains(stderr, `field "true_held_out_ll" is -1, but the run has no exact density`) {
+		t.Errorf("edited: %s", stderr)
 	}
 }

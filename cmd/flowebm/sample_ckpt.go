@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -137,15 +139,15 @@ func knownMember(name string) bool {
 // get reads member name, whose shape must be shape.
 func (c *ckptReader) get(name string, shape ...int) ([]float64, error) {
 	h, err := c.r.Header(name)
-	if err != nil {
-		return nil, err
+	if err != nil { // a member missing or damaged: the way on too (round 108 B1)
+		return nil, fmt.Errorf("%w%s", err, editedCheckpointAdvice)
 	}
 	if !slices.Equal(h.Shape, shape) {
 		return nil, fmt.Errorf("%s: member %q has shape %v, want %v (for the run's flags)", c.path, name, h.Shape, shape)
 	}
 	a, err := c.r.Get(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, editedCheckpointAdvice)
 	}
 	if want, ok := c.sums[name]; c.sums != nil && (!ok || memberSum(a.Shape, a.Data) != want) {
 		return nil, fmt.Errorf("%s: member %q is not what the run wrote (its SHA-256 is not the one meta records): edited or damaged, it cannot continue the run bit for bit%s", c.path, name, editedCheckpointAdvice)
@@ -488,7 +490,8 @@ func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[
 	return writeOutput("--checkpoint", path, replace, func(w io.Writer) error { return npz.Write(w, arrays, npy.Float64) })
 }
 
-// editedCheckpointAdvice is the way on from an edited sample checkpoint.
+// editedCheckpointAdvice is the way on from an edited or damaged sample
+// checkpoint.
 const editedCheckpointAdvice = "; start the run again: the command that started it, without --resume (with --force to replace its outputs)"
 
 // maxMetaBytes bounds a checkpoint's meta member (its JSON text).
@@ -498,6 +501,9 @@ const maxMetaBytes = 1 << 20
 // and reads its meta; the arrays are read later, each checked.
 func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
 	r, err := npz.OpenReader(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // cut short or damaged: the way on (round 108 B1)
+		return nil, nil, fmt.Errorf("--resume %s: %w%s", path, err, editedCheckpointAdvice)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("--resume %s: %w", path, err)
 	}
@@ -514,6 +520,12 @@ func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
 	if err != nil {
 		r.Close()
 		return nil, nil, err
+	}
+	for _, name := range r.Names {
+		if _, ok := meta.Sums[name]; meta.Sums != nil && name != "meta" && !ok { // a member added (round 108 B4)
+			r.Close()
+			return nil, nil, fmt.Errorf("%s: member %q is not one the run wrote (meta records no SHA-256 for it)%s", path, name, editedCheckpointAdvice)
+		}
 	}
 	return meta, &ckptReader{path: path, r: r, sums: meta.Sums}, nil
 }
@@ -552,7 +564,7 @@ func decodeMeta(r *npz.Reader, path string) (*sampleMeta, error) {
 	if meta.Format != sampleCkptFormat {
 		return nil, fmt.Errorf("%s: format %q, want %q", path, meta.Format, sampleCkptFormat)
 	}
-	if meta.MetaSum != "" {
+	if meta.MetaSum != "" || meta.Sums != nil { // sums without meta's own: meta edited (round 108 B2)
 		if sum, err := metaSum(meta); err != nil || sum != meta.MetaSum {
 			return nil, fmt.Errorf("%s: member meta is not what the run wrote (its SHA-256 is not the one it records): a field was edited, and the run cannot continue bit for bit%s", path, editedCheckpointAdvice)
 		}
