@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -388,6 +389,17 @@ func TestRound40(t *testing.T) {
 	if edited == string(meta) {
 		t.Fatalf("no --model in the recorded flags: %s", meta)
 	}
+	var sm sampleMeta // its own SHA-256 recomputed (since round 107), as one who edits it with care would: the check of the flags is tested
+	if err := json.Unmarshal([]byte(edited), &sm); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := metaSum(sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm.MetaSum = sum
+	b, _ := json.Marshal(sm)
+	edited = string(b)
 	raw := make([]float64, len(edited))
 	for i := range len(edited) {
 		raw[i] = float64(edited[i])
