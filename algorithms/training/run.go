@@ -1228,7 +1228,21 @@ func (r *Run) readWindow(path string) error {
 			return fmt.Errorf("%s: field \"neg_series\" row %d is %v, want %d fractions in [0, 1]", path, i+1, f, k)
 		}
 	}
+	for name, ws := range map[string][]diagnostics.Weight{"chain_weights": r.window.ChainWeights, "neg_weight_intervals": r.window.NegIntervals} {
+		if i := slices.IndexFunc(ws, badWeight); i >= 0 { // round 109 B1: a weight outside its own interval written as the run's
+			return fmt.Errorf("%s: field %q, mode %d: weight %v with interval [%v, %v]: want a weight in [0, 1] within its interval", path, name, i+1, ws[i].Weight, ws[i].Lo, ws[i].Hi)
+		}
+	}
 	return nil
+}
+
+// badWeight reports whether w is no zone weight an evaluation computes:
+// outside [0, 1], or outside its own interval (where it has one).
+func badWeight(w diagnostics.Weight) bool {
+	if !(w.Weight >= 0 && w.Weight <= 1) {
+		return true
+	}
+	return !math.IsNaN(w.Lo) && !math.IsNaN(w.Hi) && !(w.Lo <= w.Weight && w.Weight <= w.Hi)
 }
 
 // runConfigName is the copy of the run's configuration in each checkpoint

@@ -33,7 +33,7 @@ func TestSampleCheckpointEditsRefused(t *testing.T) {
 		{"meta's sum removed", func(_ map[string]*npy.Array, meta map[string]any) {
 			delete(meta, "meta_sha256")
 			meta["step_size"] = 0.05
-		}, "member meta is not what the run wrote"},
+		}, "member meta records its members' SHA-256 (sums) but not its own (meta_sha256), which the run writes: it was edited"}, // round 109 B4: said to differ
 		// Round 108 B4: a member the format knows, added.
 		{"a member added", func(a map[string]*npy.Array, _ map[string]any) {
 			a["logq"] = &npy.Array{Shape: []int{4}, Data: make([]float64, 4)}

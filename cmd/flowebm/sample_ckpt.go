@@ -564,7 +564,10 @@ func decodeMeta(r *npz.Reader, path string) (*sampleMeta, error) {
 	if meta.Format != sampleCkptFormat {
 		return nil, fmt.Errorf("%s: format %q, want %q", path, meta.Format, sampleCkptFormat)
 	}
-	if meta.MetaSum != "" || meta.Sums != nil { // sums without meta's own: meta edited (round 108 B2)
+	if meta.MetaSum == "" && meta.Sums != nil { // sums without meta's own: meta edited (round 108 B2; round 109 B4: said to differ)
+		return nil, fmt.Errorf("%s: member meta records its members' SHA-256 (sums) but not its own (meta_sha256), which the run writes: it was edited, and the run cannot continue bit for bit%s", path, editedCheckpointAdvice)
+	}
+	if meta.MetaSum != "" {
 		if sum, err := metaSum(meta); err != nil || sum != meta.MetaSum {
 			return nil, fmt.Errorf("%s: member meta is not what the run wrote (its SHA-256 is not the one it records): a field was edited, and the run cannot continue bit for bit%s", path, editedCheckpointAdvice)
 		}

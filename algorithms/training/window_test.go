@@ -1,0 +1,47 @@
+package training
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/io/checkpoint"
+)
+
+// Round 109 B1: a window.json edited with its checkpoint's manifest
+// written again (chain weights of 0.5 beside intervals [0.306, 0.371])
+// was resumed, and a finished run's outputs written again from it, each
+// weight outside its own interval. Such a window is refused.
+func TestWindowWeightOutsideItsInterval(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 3, dir)
+	if err := r.Train(nil); err != nil { // its last evaluation has R-hat and chain weights
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "checkpoint")
+	path := filepath.Join(ck, "window.json")
+	var w map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &w) != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	cw, ok := w["chain_weights"].([]any)
+	if !ok || len(cw) == 0 {
+		t.Fatalf("no chain weights in %s", b)
+	}
+	first := cw[0].(map[string]any)
+	hi, _ := first["hi"].(float64)
+	first["weight"] = hi + 0.1
+	b, _ = json.Marshal(w)
+	os.WriteFile(path, b, 0o644)
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resume(dir)
+	if err == nil || !strings.Contains(err.Error(), `field "chain_weights", mode 1: weight `) || !strings.Contains(err.Error(), "want a weight in [0, 1] within its interval") {
+		t.Errorf("resume: %v", err)
+	}
+}
