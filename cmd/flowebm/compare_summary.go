@@ -91,11 +91,11 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 // evals' last, from metrics.csv) and its truth drawn again from cfg
 // (training.CheckTruth); nil where they agree.
 func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, evals []training.Eval) error {
-	if err := training.CheckTruth(path, m, cfg); err != nil {
-		return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
+	if err := training.CheckTruth(path, m, cfg); err != nil { // the way on added by the caller (round 109 A1: given twice)
+		return err
 	}
 	if cfg.Experiment != "" && m.Experiment != cfg.Experiment { // round 106 B4
-		return fmt.Errorf("%s: field \"experiment\" is %q, but the run's config.json trains %q: edited, or another run's (flowebm train --resume %s writes it again)", path, m.Experiment, cfg.Experiment, shellQuote(dir))
+		return fmt.Errorf("%s: field \"experiment\" is %q, but the run's config.json trains %q: edited, or another run's", path, m.Experiment, cfg.Experiment)
 	}
 	last, source, seconds := training.Eval{}, "", 0.0
 	if len(evals) > 0 {
@@ -105,13 +105,13 @@ func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, eva
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
 	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
-		return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
+		return err
 	}
 	if source == "" {
 		return nil
 	}
 	if err := training.CheckFinal(path, last, source); err != nil {
-		return fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir))
+		return err
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestEditedTruthFound(t *testing.T) {
 	if _, stderr, code := runCLI("reproduce", "--report", out); code != 2 || !strings.Contains(stderr, want) {
 		t.Errorf("--report: exit %d, %s", code, stderr)
 	}
-	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(out, "c")); code != 0 || !strings.Contains(stderr, want) {
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(out, "c")); code != 0 || !strings.Contains(stderr, want) || strings.Count(stderr, "writes it again") != 1 { // round 109 A1: the way on given twice
 		t.Errorf("compare: exit %d, %s", code, stderr)
 	}
 	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !strings.Contains(stderr, want) {

@@ -54,7 +54,7 @@ func (n *Net) MLP() (layers.MLP, [][]float64, error) {
 			return mlp, nil, fmt.Errorf("%s: %w", n.File, err)
 		}
 		if hidden != nil && *hidden != a {
-			return mlp, nil, fmt.Errorf("%s: node %q: activation %v differs from the first hidden one, %v", n.File, nodeName(gemms[k+1]), a, *hidden)
+			return mlp, nil, fmt.Errorf("%s: node %q: activation %v differs from the first hidden one, %v: a checkpoint's MLP has one activation throughout; give the .onnx file itself as --model (flowebm energy and sample read it)", n.File, nodeName(gemms[k+1]), a, *hidden) // round 109 A2: no way on
 		}
 		hidden = &a
 	}

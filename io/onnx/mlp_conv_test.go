@@ -49,6 +49,8 @@ func TestMLPRefusals(t *testing.T) {
 		"weight_norm_unfolded": "is computed in the graph",
 		// Probe 68 A2: float64 CELU blamed on a Cast with no way on.
 		"celu_f64": "the activation is computed in another float type than the Linears (PyTorch 1.13 exports a float64 nn.CELU as Cast to float32, Celu, Cast back), which a checkpoint's MLP does not hold; for CELU(1) export nn.ELU()",
+		// Probe 109 A2: no way on.
+		"mixed_act": "activation tanh differs from the first hidden one, relu: a checkpoint's MLP has one activation throughout; give the .onnx file itself as --model",
 	} {
 		n, err := ReadFile("testdata/refused/" + name + ".onnx")
 		if err != nil {

@@ -13,7 +13,8 @@ than write another model (flowebm's test needs no PyTorch):
 - spectral_norm, weight_norm_unfolded: Linears whose weight the graph
   computes (torch.nn.utils.spectral_norm; weight_norm exported without
   constant folding);
-- celu_f64: a float64 CELU, computed in float32 by the export.
+- celu_f64: a float64 CELU, computed in float32 by the export;
+- mixed_act: ReLU after the first Linear, Tanh after the second.
 
 Run with Debian's python3-torch (1.13):  /usr/bin/python3 make_refused_mlps.py OUTDIR
 """
@@ -51,6 +52,8 @@ nets = {
     "weight_norm_unfolded": nn.Sequential(nn.utils.weight_norm(nn.Linear(3, 8)), nn.SiLU(), nn.Linear(8, 1)),
     # Probe 68 A2: float64 CELU, exported as Cast(float) -> Celu -> Cast(double).
     "celu_f64": nn.Sequential(nn.Linear(3, 8), nn.CELU(), nn.Linear(8, 1)),
+    # Probe 109 A2: two activations, refused without a way on.
+    "mixed_act": nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1)),
 }
 for name, m in nets.items():
     m = m.double().eval()
