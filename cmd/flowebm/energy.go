@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
@@ -472,13 +473,20 @@ func gradNotFiniteWhy(v, e float64, node string) string {
 // its own units, the node computing a NaN or an infinity at row i of x
 // (onnx.Net.NonFiniteNodeAt), which mostly makes a gradient NaN where the
 // energy is finite; "" otherwise (round 103 A2: a NaN in the branch
-// torch.where discards named no node).
+// torch.where discards named no node). The parameters are compared only
+// once a node is asked for: a run whose gradients are finite copies none.
 func nodeAt(m checkpoint.Models, x *mat.Dense) func(i int) string {
 	net, ok := m.EBM.Net.(*onnx.Net)
-	if !ok || m.Scaling != nil || !fileParameters(net, m.EBM.Params) {
+	if !ok || m.Scaling != nil {
 		return func(int) string { return "" }
 	}
-	return func(i int) string { return net.NonFiniteNodeAt(x.RawRowView(i)) }
+	fromFile := sync.OnceValue(func() bool { return fileParameters(net, m.EBM.Params) })
+	return func(i int) string {
+		if !fromFile() {
+			return ""
+		}
+		return net.NonFiniteNodeAt(x.RawRowView(i))
+	}
 }
 
 // fileParameters reports whether p holds net's file's parameter values
