@@ -272,3 +272,11 @@ func EvalsRestore(path string) string {
 	}
 	return fmt.Sprintf("; the run's last checkpoint holds its evaluations up to there: cp %s %s restores them", shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
 }
+
+// IsEvalsHeader reports whether header is that of an evaluations table
+// (metrics.csv, evals.csv) of any number of modes: it begins with the
+// fixed columns. diagnose names such a file for what it is.
+func IsEvalsHeader(header []string) bool {
+	fixed := evalsHeader(0)
+	return len(header) >= len(fixed) && slices.Equal(header[:len(fixed)], fixed)
+}

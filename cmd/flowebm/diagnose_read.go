@@ -19,6 +19,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/flowebm/flowebm/algorithms/training"
+
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/internal/textclip"
 	"github.com/flowebm/flowebm/io/data"
@@ -42,6 +44,11 @@ type chainsData struct {
 func readChains(paths []string, key string) (_ *chainsData, err error) {
 	key = strings.TrimSuffix(key, ".npy") // NumPy names a member either way
 	ext := strings.ToLower(filepath.Ext(paths[0]))
+	for _, p := range paths {
+		if err := runRecordRefusal(p); err != nil {
+			return nil, err
+		}
+	}
 	if len(paths) > 1 {
 		for _, p := range paths { // the first too (probe 47: c0.txt c1.csv blamed c1.csv)
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() { // probe 48: a folder was "several files are CmdStan …"
@@ -970,4 +977,32 @@ func allNumbers(rec []string) bool {
 		}
 	}
 	return true
+}
+
+// runRecordRefusal refuses a flowebm run's own record given as draws
+// (round 109 B2, B3: metrics.csv was refused for its first NaN, with
+// CmdStan's advice; metrics.json, config.json and seeds.json were "not a
+// .npy file … rename it .csv"): it says what the file is, and how to get
+// chains of the run's model.
+func runRecordRefusal(path string) error {
+	what := ""
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".json":
+		what = "a JSON record (flowebm writes a run's settings and results so: config.json, metrics.json, seeds.json), not draws"
+	case ".csv":
+		if _, header, err := csvShape(path); err == nil && training.IsEvalsHeader(header) {
+			what = "a training run's evaluations table (iter, loss, flow_ll, …: one row per evaluation), not draws of chains"
+		}
+	}
+	if what == "" {
+		return nil
+	}
+	run, dir := "RUN", filepath.Dir(path)
+	if filepath.Base(dir) == "checkpoint" {
+		dir = filepath.Dir(dir)
+	}
+	if exists(filepath.Join(dir, "checkpoint")) {
+		run = dir
+	}
+	return fmt.Errorf("%s is %s: diagnose reads MCMC chains (.npy, .npz, CSV); a run's model gives them with flowebm sample --model %s --out chains.npy, then flowebm diagnose chains.npy (flowebm plot draws a run's evaluations)", path, what, run)
 }
