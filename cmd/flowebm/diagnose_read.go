@@ -66,6 +66,11 @@ func readChains(paths []string, key string) (_ *chainsData, err error) {
 	if ext == ".csv" {
 		return readCSVChains(paths)
 	}
+	if ext == ".npz" && key == "" {
+		if err := checkpointRefusal(paths[0]); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkDiagnoseMemory(paths[0], key); err != nil {
 		return nil, err
 	}
@@ -1005,4 +1010,53 @@ func runRecordRefusal(path string) error {
 		run = dir
 	}
 	return fmt.Errorf("%s is %s: diagnose reads MCMC chains (.npy, .npz, CSV); a run's model gives them with flowebm sample --model %s --out chains.npy, then flowebm diagnose chains.npy (flowebm plot draws a run's evaluations)", path, what, run)
+}
+
+// checkpointRefusal refuses an .npz checkpoint given as draws without
+// --key (left from round 109: a sample checkpoint's first member, the
+// chains' gradients, was read as draws): a sample checkpoint names the
+// draws it keeps so far or the file its draws went to; a training run's
+// state.npz names the command that draws chains of its model.
+func checkpointRefusal(path string) error {
+	zr, err := npz.OpenReader(path)
+	if err != nil {
+		return nil // its reader names what is wrong
+	}
+	defer zr.Close()
+	names := zr.Names
+	if slices.Contains(names, "bank") && slices.Contains(names, "data_order") {
+		return fmt.Errorf("%s is a training run's state (state.npz of its checkpoint), not draws: diagnose reads MCMC chains; flowebm sample --model %s --out chains.npy draws them from the run's model, then flowebm diagnose chains.npy", path, shellQuote(trainRunOf(path)))
+	}
+	if !slices.Contains(names, "meta") || !slices.ContainsFunc(names, func(n string) bool { return n == "x" || n == "latent_x" }) || slices.ContainsFunc(names, func(n string) bool { return !knownMember(n) }) {
+		return nil
+	}
+	kept := "it keeps no draw yet (written during the warm-up)"
+	if h, err := zr.Header("draws"); err == nil && len(h.Shape) == 3 {
+		kept = fmt.Sprintf("the %d draws per chain kept so far are member \"draws\" (flowebm diagnose --key draws %s reads them)", h.Shape[1], shellQuote(path))
+	}
+	out, way := "", "its --out file"
+	if meta, err := decodeMeta(zr, path); err == nil {
+		out = flagValue(meta.Args, "out")
+		way = cmp.Or(shellQuote(out), way)
+	}
+	if out != "" && exists(out) {
+		way = fmt.Sprintf("the run went on to write every draw to %s: diagnose that file", way)
+	} else {
+		way = fmt.Sprintf("flowebm sample --resume %s finishes the run and writes every draw to %s", shellQuote(path), way)
+	}
+	return fmt.Errorf("%s is a flowebm sample checkpoint (the chains' state part way through a run, to continue from), not the run's draws: %s; %s", path, kept, way)
+}
+
+// flagValue is the value of flag --name in args (--name v or --name=v;
+// the last one given), or "".
+func flagValue(args []string, name string) string {
+	v := ""
+	for i, a := range args {
+		if a == "--"+name && i+1 < len(args) {
+			v = args[i+1]
+		} else if s, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			v = s
+		}
+	}
+	return v
 }

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // Round 109 B2, B3: a run's own records given to diagnose were refused for
@@ -56,5 +59,45 @@ func TestDiagnoseNamesRunRecords(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("diagnose", p); code != 0 {
 		t.Errorf("diagnose of draws with an iter column: %s", stderr)
+	}
+}
+
+// Left from round 109: diagnose given a sample checkpoint read its first
+// member (the chains' gradients) as draws. A finished run's checkpoint
+// names the file its draws went to, an unfinished one the member of its
+// draws so far; a training run's state.npz names sample --model RUN.
+func TestDiagnoseNamesCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	model := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	done, out := filepath.Join(dir, "done.npz"), filepath.Join(dir, "s.npy")
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "8", "--checkpoint", done, "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := runCLI("diagnose", done); code == 0 || !strings.Contains(stderr, "sample checkpoint") || !strings.Contains(stderr, "the run went on to write every draw to "+out+": diagnose that file") {
+		t.Errorf("diagnose of a finished run's checkpoint: status %d, %q; want a refusal naming %s", code, stderr, out)
+	}
+	part := filepath.Join(dir, "part.npz")
+	if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", "sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "5", "--checkpoint", part, "--checkpoint-every", "15", "--out", filepath.Join(dir, "p.npy")); code != -1 {
+		t.Fatalf("sample not killed at its checkpoint: %d %s", code, stderr)
+	}
+	_, stderr, code := runCLI("diagnose", part)
+	if want := `the 10 draws per chain kept so far are member "draws"`; code == 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "flowebm sample --resume "+part+" finishes the run") {
+		t.Errorf("diagnose of an unfinished run's checkpoint: status %d, %q; want %q", code, stderr, want)
+	}
+	if _, stderr, code := runCLI("diagnose", "--key", "draws", part); code != 0 {
+		t.Errorf("diagnose --key draws, as the refusal says: %s", stderr)
+	}
+	state := filepath.Join(dir, "run", "checkpoint", "state.npz")
+	if err := os.MkdirAll(filepath.Dir(state), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := npz.WriteFile(state, map[string]*npy.Array{
+		"bank":       {Shape: []int{6, 2}, Data: make([]float64, 12)},
+		"data_order": {Shape: []int{6}, Data: make([]float64, 6)},
+	}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("diagnose", state); code == 0 || !strings.Contains(stderr, "a training run's state") || !strings.Contains(stderr, "flowebm sample --model "+filepath.Join(dir, "run")) {
+		t.Errorf("diagnose of a training run's state.npz: status %d, %q", code, stderr)
 	}
 }
