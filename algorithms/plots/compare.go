@@ -5,6 +5,8 @@ import (
 	"math"
 	"path/filepath"
 
+	"gonum.org/v1/plot/plotter"
+
 	"github.com/flowebm/flowebm/algorithms/training"
 )
 
@@ -37,25 +39,43 @@ var comparisons = []comparison{
 // Compare draws, for each quantity some run has, one figure with a curve
 // per run into dir in format f, and returns the files written.
 func Compare(runs []Named, dir string, f Format) ([]string, error) {
-	var figs []Figure
+	figs, files, err := compareFigures(runs)
+	if err != nil {
+		return nil, err
+	}
 	var paths []string
+	for i, fig := range figs {
+		p := filepath.Join(dir, files[i]+f.Ext())
+		if err := fig.Save(p); err != nil {
+			return paths, fmt.Errorf("%s: %w", p, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// compareFigures lays out the figures of Compare, and names their files
+// (without extension). Every figure is laid out before any is written, so
+// that data no plot can show leave no partial set of figures.
+func compareFigures(runs []Named) (figs []Figure, files []string, err error) {
 	for _, c := range comparisons {
 		fig := Figure{Title: c.title, XLabel: "iteration", YLabel: c.yLabel, LogY: c.logY, Thresholds: c.thresholds}
 		any, unreliable := false, 0
 		for _, r := range runs {
-			var pts []training.Eval
+			var pts plotter.XYs
 			for _, e := range r.Evals {
 				v := c.value(e)
 				switch {
 				case math.IsNaN(v) || math.IsInf(v, 0) || c.logY && v <= 0:
 				case c.reliable != nil && !c.reliable(e):
 					unreliable++
+					pts = append(pts, plotter.XY{X: float64(e.Iter), Y: math.NaN()}) // a gap
 				default:
-					pts = append(pts, e)
+					pts = append(pts, plotter.XY{X: float64(e.Iter), Y: v})
+					any = true
 				}
 			}
-			any = any || len(pts) > 0
-			fig.Curves = append(fig.Curves, Curve{Name: r.Name, Points: EvalCurve(pts, c.value)})
+			fig.Curves = append(fig.Curves, Curve{Name: r.Name, Points: pts, Gaps: true})
 		}
 		if !any {
 			continue
@@ -63,18 +83,11 @@ func Compare(runs []Named, dir string, f Format) ([]string, error) {
 		if unreliable > 0 {
 			fig.Title += fmt.Sprintf("\n%d %s left out: %s log Z rests on an importance-sampling ESS below 1%% (unreliable)", unreliable, map[bool]string{true: "evaluation", false: "evaluations"}[unreliable == 1], map[bool]string{true: "its", false: "their"}[unreliable == 1])
 		}
-		// Every figure is laid out before any is written, so that data
-		// no plot can show leave no partial set of figures.
 		if _, _, err := fig.layout(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		figs = append(figs, fig)
-		paths = append(paths, filepath.Join(dir, c.file+f.Ext()))
+		files = append(files, c.file)
 	}
-	for i, fig := range figs {
-		if err := fig.Save(paths[i]); err != nil {
-			return paths[:i], fmt.Errorf("%s: %w", paths[i], err)
-		}
-	}
-	return paths, nil
+	return figs, files, nil
 }

@@ -1,7 +1,9 @@
 package plots
 
 import (
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,5 +41,36 @@ func TestCompareLeavesOutUnreliableLL(t *testing.T) {
 	}
 	if strings.Contains(string(b), ">-4</text>") {
 		t.Error("the y axis reaches the unreliable evaluation's −4.49")
+	}
+}
+
+// Left from round 105: the held-out LL curve joined its neighbours
+// across the evaluations it left out, as if measured there. It breaks
+// there; a value not measured (NaN in another figure, such as R-hat
+// between its evaluations) is still joined across.
+func TestCompareBreaksAtLeftOutLL(t *testing.T) {
+	evals := []training.Eval{
+		{Iter: 10, HeldOutLL: -1.0, LogZ: metrics.LogZEstimate{ESS: 0.3}, MaxRHat: 1.2},
+		{Iter: 20, HeldOutLL: -0.9, LogZ: metrics.LogZEstimate{ESS: 0.3}, MaxRHat: math.NaN()},
+		{Iter: 30, HeldOutLL: -4.49, LogZ: metrics.LogZEstimate{ESS: 0.0003}, MaxRHat: math.NaN()},
+		{Iter: 40, HeldOutLL: -0.95, LogZ: metrics.LogZEstimate{ESS: 0.4}, MaxRHat: 1.05},
+	}
+	figs, files, err := compareFigures([]Named{{Name: "run", Evals: evals}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int{"held-out-ll": {2, 1}, "max-rhat": {2}}
+	for i, fig := range figs {
+		w, ok := want[files[i]]
+		if !ok {
+			continue
+		}
+		var got []int
+		for _, s := range fig.segments(fig.Curves[0]) {
+			got = append(got, len(s))
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: segments of %v points, want %v", files[i], got, w)
+		}
 	}
 }

@@ -76,6 +76,9 @@ type Curve struct {
 	// round 87 B3: the last chain drawn hid the others); its legend entry
 	// keeps the full line.
 	Thin bool
+	// Gaps breaks the line at a NaN point (a value left out), rather
+	// than joining its neighbours across it as at a value not measured.
+	Gaps bool
 }
 
 // maxLegendText is the widest a legend line is drawn (its middle is cut).
@@ -157,18 +160,16 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 	}
 	var entries []figureEntry
 	for k, c := range f.Curves {
-		pts := make(plotter.XYs, 0, len(c.Points))
-		for _, q := range c.Points {
-			if !math.IsNaN(q.Y) && !math.IsInf(q.Y, 0) && (!f.LogY || q.Y > 0) {
-				pts = append(pts, q)
-			}
-		}
-		if len(pts) > 0 {
+		var thumb *plotter.Line
+		for _, pts := range f.segments(c) {
 			drawn, err := curvePlotters(pts, plotColor(k), curveDashes(k))
 			if err != nil {
 				return nil, nil, err
 			}
-			thumb := *drawn[0].(*plotter.Line)
+			if thumb == nil {
+				t := *drawn[0].(*plotter.Line)
+				thumb = &t
+			}
 			if c.Thin {
 				l := drawn[0].(*plotter.Line)
 				r, g, b, _ := plotColor(k).RGBA()
@@ -176,7 +177,9 @@ func (f Figure) layout() (*plot.Plot, []figureEntry, error) {
 				l.Width = vg.Points(0.5)
 			}
 			p.Add(drawn...)
-			entries = append(entries, figureEntry{c.Name, &thumb})
+		}
+		if thumb != nil {
+			entries = append(entries, figureEntry{c.Name, thumb})
 		}
 		if c.HasRef {
 			ref := plotter.NewFunction(func(float64) float64 { return c.Ref })
@@ -294,6 +297,29 @@ func (f Figure) fitY(p *plot.Plot) error {
 		p.Y.Min, p.Y.Max = lo-pad, hi+pad
 	}
 	return nil
+}
+
+// segments splits curve c into the runs of points it draws: a value no
+// plot can draw (NaN, infinite, not positive on a logarithmic axis) is
+// skipped, the line joining its neighbours (a value not measured at that
+// evaluation), except a NaN in a curve with Gaps, which breaks the line
+// (the comparison's held-out LL curve joined across the evaluations it
+// left out as unreliable).
+func (f Figure) segments(c Curve) []plotter.XYs {
+	var segs []plotter.XYs
+	var cur plotter.XYs
+	for _, q := range c.Points {
+		switch {
+		case !math.IsNaN(q.Y) && !math.IsInf(q.Y, 0) && (!f.LogY || q.Y > 0):
+			cur = append(cur, q)
+		case c.Gaps && math.IsNaN(q.Y) && len(cur) > 0:
+			segs, cur = append(segs, cur), nil
+		}
+	}
+	if len(cur) > 0 {
+		segs = append(segs, cur)
+	}
+	return segs
 }
 
 // curvePlotters draws the points pts as a line in colour c, and a single
