@@ -27,6 +27,25 @@ type MissedMass struct {
 // sampling went, and log Z, weights and held-out log-likelihoods were
 // printed unqualified (round 96 A1).
 func (r *Run) MissedMass() (*MissedMass, error) {
+	if a := r.missed; a.grid != nil && a.grid == r.grid && a.fills == r.fills && a.iter == r.Trainer.Iter {
+		return a.m, nil
+	}
+	m, err := r.missedMass()
+	if err == nil {
+		r.missed = missedAt{grid: r.grid, fills: r.fills, iter: r.Trainer.Iter, m: m}
+	}
+	return m, err
+}
+
+// missedAt is MissedMass's answer for grid at its fill fills and the
+// trainer's iteration iter.
+type missedAt struct {
+	grid        *metrics.Grid
+	fills, iter int
+	m           *MissedMass
+}
+
+func (r *Run) missedMass() (*MissedMass, error) {
 	g := r.grid
 	if g == nil {
 		return nil, nil

@@ -148,6 +148,11 @@ type Run struct {
 	// the evaluation beyondAt (the count of Evals then; GridLogZ).
 	beyond   float64
 	beyondAt int
+	// fills counts the grid's fills; missed is MissedMass's answer at a
+	// fill and iteration (asked by the summary, the figures and
+	// metrics.json alike).
+	fills  int
+	missed missedAt
 	window   modeWindow
 	// checkpointed: dir/checkpoint holds one of this run's checkpoints
 	// (written by Checkpoint or resumed from), of iteration savedIter.
@@ -771,6 +776,7 @@ func (r *Run) FillGrid() error {
 	if r.grid == nil {
 		return nil
 	}
+	r.fills++
 	return r.Trainer.WithAveraged(r.fillGrid)
 }
 
