@@ -153,7 +153,7 @@ type Run struct {
 	// metrics.json alike).
 	fills  int
 	missed missedAt
-	window   modeWindow
+	window modeWindow
 	// checkpointed: dir/checkpoint holds one of this run's checkpoints
 	// (written by Checkpoint or resumed from), of iteration savedIter.
 	checkpointed bool
