@@ -160,11 +160,13 @@ func (op detGrad) UsePreallocDo(prealloc G.Value, in ...G.Value) (G.Value, error
 func cofactors(a *mat.Dense) []float64 {
 	m, _ := a.Dims()
 	c := make([]float64, m*m)
-	var inv mat.Dense
-	if det := mat.Det(a); det != 0 && !math.IsNaN(det) && !math.IsInf(det, 0) && inv.Inverse(a) == nil {
+	var lu mat.LU // one factorisation for the determinant and a⁻ᵀ
+	lu.Factorize(a)
+	var invT mat.Dense
+	if det := lu.Det(); det != 0 && !math.IsNaN(det) && !math.IsInf(det, 0) && lu.SolveTo(&invT, true, eye(m)) == nil {
 		for i := range m {
 			for j := range m {
-				c[i*m+j] = det * inv.At(j, i)
+				c[i*m+j] = det * invT.At(i, j)
 			}
 		}
 		return c
@@ -212,4 +214,13 @@ func (op detGrad) DiffWRT(int) []bool { return []bool{false, false} }
 // SymDiff is not defined.
 func (op detGrad) SymDiff(G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
 	return nil, fmt.Errorf("nd: %v has no derivative", op)
+}
+
+// eye is the m × m identity.
+func eye(m int) *mat.DiagDense {
+	d := make([]float64, m)
+	for i := range d {
+		d[i] = 1
+	}
+	return mat.NewDiagDense(m, d)
 }
