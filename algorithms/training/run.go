@@ -776,7 +776,6 @@ func (r *Run) FillGrid() error {
 	if r.grid == nil {
 		return nil
 	}
-	r.fills++
 	return r.Trainer.WithAveraged(r.fillGrid)
 }
 
@@ -789,6 +788,7 @@ func (r *Run) FillGrid() error {
 // iterations on a sharp mode took 37 s for 6); an experiment's box is its
 // target's, with the paper's cells.
 func (r *Run) fillGrid() error {
+	r.fills++
 	exp := r.Experiment
 	if exp.Kind != experiments.KindDataSet {
 		return r.grid.Fill(r.Trainer.EBM.LogDensity)
