@@ -101,3 +101,32 @@ func TestDiagnoseNamesCheckpoints(t *testing.T) {
 		t.Errorf("diagnose of a training run's state.npz: status %d, %q", code, stderr)
 	}
 }
+
+// Round 110 A1: reproduce --report said of the runs a reproduce had
+// trained in its own folder that they were trained outside reproduce. The
+// folder records how its runs were trained (reproduce --jobs N, a plan's
+// lines), and the report says so.
+func TestReportSaysHowRunsShared(t *testing.T) {
+	out := t.TempDir()
+	args := []string{"reproduce", "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula", "--jobs", "1"}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	want := "Time per iteration includes the evaluations, trained one run at a time (reproduce --jobs 1 trained them)."
+	if b := mustRead(t, filepath.Join(out, "report.md")); !strings.Contains(string(b), want) {
+		t.Errorf("reproduce's report lacks %q", want)
+	}
+	if code, _, stderr, report := reportOf(t, out, "--algorithms", "ula"); code != 0 || !strings.Contains(report, want) || strings.Contains(report, "outside reproduce") {
+		t.Errorf("--report: exit %d, %s; report lacks %q", code, stderr, want)
+	}
+	// A plan written there too: the runs may have shared the machine
+	// otherwise.
+	plan := filepath.Join(t.TempDir(), "plan.txt")
+	if _, stderr, code := runCLI("reproduce", "--plan", plan, "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula,nt"); code != 0 {
+		t.Fatal(stderr)
+	}
+	want = "but the runs were trained by reproduce --jobs 1 and by a plan's lines, which may differ in how many runs shared a machine"
+	if code, _, stderr, report := reportOf(t, out, "--algorithms", "ula"); code != 0 || !strings.Contains(report, want) {
+		t.Errorf("--report after a plan: exit %d, %s; report lacks %q", code, stderr, want)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -414,11 +415,7 @@ func (w *reportWriter) mnist() error {
 func (w *reportWriter) heldOut() error {
 	p, runs, f := w.p, w.runs, w.f
 	p("## Held-out log-likelihood, acceptance and time (all runs)\n\n")
-	if f.report != "" {
-		p("Time per iteration includes the evaluations; the runs were trained outside reproduce, which does not know how many shared a machine: compare it only between runs trained alike.\n\n")
-	} else {
-		p("Time per iteration includes the evaluations, with %s sharing the machine.\n\n", count(f.jobs, "run"))
-	}
+	p("Time per iteration includes the evaluations, %s.\n\n", sharingNote(cmp.Or(f.report, f.out)))
 	p("Mean log-likelihood of 4,096 held-out points under the normalised EBM, log Z estimated by importance sampling with 4,096 draws of the companion flow (of the tilt ρ for ULA-EBM), beside the same mean under the exact density; not in the paper. IS ESS is the importance weights' effective sample size as a fraction: below a few per cent, log Z (and so the log-likelihood) is unreliable.\n\n")
 	w.partial(runs)
 	p("| run | held-out LL | exact | log Z ± s.e. | IS ESS | local acc. | global acc. | iterations | ms/iteration |\n|---|---|---|---|---|---|---|---|---|\n")

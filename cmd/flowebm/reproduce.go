@@ -334,6 +334,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			return err
 		}
 	}
+	if slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) {
+		if err := noteTrainedBy(f.out, fmt.Sprintf("reproduce --jobs %d", f.jobs)); err != nil {
+			return err
+		}
+	}
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
 		return stoppedError{sig: syscall.Signal(sig), err: interruptedRuns(runs, madeRuns, runsDir)}
 	}

@@ -157,6 +157,11 @@ const runSetFile = "reproduce-set.json"
 type runSet struct {
 	Experiments []string `json:"experiments"`
 	Algorithms  []string `json:"algorithms"`
+	// TrainedBy names how the folder's runs were trained, each once:
+	// "reproduce --jobs N" for a reproduce that trained some, "plan" for
+	// the lines of a plan written here (round 110 A1: the report said
+	// that a reproduce's own runs were trained outside it).
+	TrainedBy []string `json:"trained_by,omitempty"`
 }
 
 // writeRunSet records f's set in f.out, its names as the runs are named
@@ -178,12 +183,49 @@ func writeRunSet(f reproduceFlags, replace bool) (bool, error) {
 		return false, nil
 	}
 	set := runSet{Experiments: exps, Algorithms: algs}
-	return true, safefile.Write(path, func(w io.Writer) error {
+	if old, err := readRunSet(path); err == nil { // the runs trained before stay in the folder
+		set.TrainedBy = old.TrainedBy
+	}
+	return true, set.write(path)
+}
+
+func (s runSet) write(path string) error {
+	return safefile.Write(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(set)
+		return enc.Encode(s)
 	})
 }
+
+// noteTrainedBy adds how (reproduce --jobs N, or plan) to the record of
+// the runs in dir, where it is not there yet.
+func noteTrainedBy(dir, how string) error {
+	path := filepath.Join(dir, runSetFile)
+	set, err := readRunSet(path)
+	if err != nil || slices.Contains(set.TrainedBy, how) {
+		return nil // no record to add to (inferRunSet names a damaged one)
+	}
+	set.TrainedBy = append(set.TrainedBy, how)
+	return set.write(path)
+}
+
+// sharingNote says, for the report of the runs in dir, how many runs
+// shared the machine as they trained, from the record of how they were.
+func sharingNote(dir string) string {
+	set, err := readRunSet(filepath.Join(dir, runSetFile))
+	switch {
+	case err == nil && len(set.TrainedBy) == 1 && set.TrainedBy[0] == "reproduce --jobs 1":
+		return "trained one run at a time (reproduce --jobs 1 trained them)"
+	case err == nil && len(set.TrainedBy) == 1 && set.TrainedBy[0] != trainedByPlan:
+		return fmt.Sprintf("with up to %s runs sharing the machine (%s trained them)", strings.TrimPrefix(set.TrainedBy[0], "reproduce --jobs "), set.TrainedBy[0])
+	case err == nil && len(set.TrainedBy) > 0:
+		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(set.TrainedBy, " and by "))
+	}
+	return "but how many runs shared a machine is not recorded here (the runs were trained by a plan's lines, outside reproduce, or by an older flowebm): compare it only between runs trained alike"
+}
+
+// trainedByPlan is noteTrainedBy's entry for a plan's lines.
+const trainedByPlan = "a plan's lines"
 
 // readRunSet reads the record at path.
 func readRunSet(path string) (runSet, error) {
