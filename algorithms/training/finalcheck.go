@@ -107,7 +107,11 @@ func CheckpointLastEval(dir string, modes int) (last Eval, seconds float64, ok b
 			return err
 		}
 		var w modeWindow
-		if err := jsonfile.Read(filepath.Join(ck, "window.json"), &w, jsonfile.Options{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		wpath := filepath.Join(ck, "window.json")
+		if err := jsonfile.Read(wpath, &w, jsonfile.Options{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := w.check(wpath, modes); err != nil { // round 110 B1: metrics.json blamed for the window's forged weight
 			return err
 		}
 		last, seconds, ok = evals[len(evals)-1], w.Seconds, true

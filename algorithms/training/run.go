@@ -1210,31 +1210,40 @@ func (r *Run) readWindow(path string) error {
 	case err != nil:
 		return err
 	}
-	k := len(r.Experiment.Weights)
+	if err := r.window.check(path, len(r.Experiment.Weights)); err != nil { // round 110 B1: no way on
+		return fmt.Errorf("%w: the checkpoint holds what no run writes (edited): restore it from a copy, or train the run anew in another folder", err)
+	}
+	r.priorSeconds = r.window.Seconds
+	return nil
+}
+
+// check refuses a window read from path that no run writes: counts of
+// other than k modes (k < 0: any), negative or not finite, fractions
+// outside [0, 1], a weight outside [0, 1] or its own interval.
+func (w *modeWindow) check(path string, k int) error {
 	for _, c := range []struct {
 		name   string
 		counts []float64
-	}{{"neg", r.window.Neg}, {"start", r.window.Start}} {
-		if c.counts != nil && len(c.counts) != k {
+	}{{"neg", w.Neg}, {"start", w.Start}} {
+		if c.counts != nil && k >= 0 && len(c.counts) != k {
 			return fmt.Errorf("%s: field %q has %d counts, want %d (the experiment's modes)", path, c.name, len(c.counts), k)
 		}
 		if i := slices.IndexFunc(c.counts, func(v float64) bool { return !(v >= 0 && v <= math.MaxFloat64) }); i >= 0 {
 			return fmt.Errorf("%s: field %q holds %v at mode %d, want finite counts ≥ 0", path, c.name, c.counts[i], i+1)
 		}
 	}
-	if n := r.window.Evals; n != nil && *n < 0 {
+	if n := w.Evals; n != nil && *n < 0 {
 		return fmt.Errorf("%s: field \"evals\" is %d, want ≥ 0", path, *n)
 	}
-	if s := r.window.Seconds; !(s >= 0 && s <= math.MaxFloat64) {
+	if s := w.Seconds; !(s >= 0 && s <= math.MaxFloat64) {
 		return fmt.Errorf("%s: field \"seconds\" is %v, want a duration ≥ 0", path, s)
 	}
-	r.priorSeconds = r.window.Seconds
-	for i, f := range r.window.NegSeries {
-		if len(f) != k || slices.ContainsFunc(f, func(v float64) bool { return !(v >= 0 && v <= 1) }) {
+	for i, f := range w.NegSeries {
+		if (k >= 0 && len(f) != k) || slices.ContainsFunc(f, func(v float64) bool { return !(v >= 0 && v <= 1) }) {
 			return fmt.Errorf("%s: field \"neg_series\" row %d is %v, want %d fractions in [0, 1]", path, i+1, f, k)
 		}
 	}
-	for name, ws := range map[string][]diagnostics.Weight{"chain_weights": r.window.ChainWeights, "neg_weight_intervals": r.window.NegIntervals} {
+	for name, ws := range map[string][]diagnostics.Weight{"chain_weights": w.ChainWeights, "neg_weight_intervals": w.NegIntervals} {
 		if i := slices.IndexFunc(ws, badWeight); i >= 0 { // round 109 B1: a weight outside its own interval written as the run's
 			return fmt.Errorf("%s: field %q, mode %d: weight %v with interval [%v, %v]: want a weight in [0, 1] within its interval", path, name, i+1, ws[i].Weight, ws[i].Lo, ws[i].Hi)
 		}

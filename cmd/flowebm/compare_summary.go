@@ -74,6 +74,8 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 			path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations, shellQuote(dir)))
 	case err == nil:
 		s.metrics, s.exactLL = &m, m.TrueHeldOutLL
+	case errors.As(err, new(uncheckedError)): // its own way on
+		unread = append(unread, err)
 	case exists(path) && hasCheckpointFolder(dir): // round 107 B4: no way on named
 		unread = append(unread, fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir)))
 	case exists(path):
@@ -101,7 +103,10 @@ func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, eva
 	if len(evals) > 0 {
 		last, source = evals[len(evals)-1], "metrics.csv's last row"
 	}
-	if ck, s, ok, err := training.CheckpointLastEval(dir, -1); err == nil && ok {
+	switch ck, s, ok, err := training.CheckpointLastEval(dir, -1); {
+	case err != nil: // round 110 B1: metrics.json blamed, train --resume advised, which refuses the checkpoint
+		return uncheckedError{fmt.Errorf("%w: the run's checkpoint holds what no run writes (edited), so its outputs cannot be checked against it: restore the checkpoint from a copy, or train the run anew", err)}
+	case ok:
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
 	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
@@ -218,3 +223,11 @@ func num(v float64, format string) string {
 	}
 	return fmt.Sprintf(format, v)
 }
+
+// uncheckedError is why a run's outputs cannot be checked against its
+// checkpoint: the checkpoint's, with its own way on (train --resume,
+// which reads the checkpoint too, would refuse it).
+type uncheckedError struct{ err error }
+
+func (e uncheckedError) Error() string { return e.err.Error() }
+func (e uncheckedError) Unwrap() error { return e.err }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 )
@@ -128,5 +129,40 @@ func TestReportSaysHowRunsShared(t *testing.T) {
 	want = "but the runs were trained by reproduce --jobs 1 and by a plan's lines, which may differ in how many runs shared a machine"
 	if code, _, stderr, report := reportOf(t, out, "--algorithms", "ula"); code != 0 || !strings.Contains(report, want) {
 		t.Errorf("--report after a plan: exit %d, %s; report lacks %q", code, stderr, want)
+	}
+}
+
+// Round 110 B1: a checkpoint's window.json forged (a chain weight
+// outside its interval, COMPLETE written again) made compare blame
+// metrics.json and advise train --resume, which refuses the window. compare
+// and reproduce --report name window.json and a way on that works; train
+// --resume names it too, with the way on.
+func TestForgedWindowNamed(t *testing.T) {
+	out := t.TempDir()
+	if _, stderr, code := runCLI("reproduce", "--out", out, "--iterations", "3", "--experiments", "two-modes", "--algorithms", "flowmc", "--jobs", "1"); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(out, "runs", "two-modes-flowmc")
+	ck := filepath.Join(run, "checkpoint")
+	path := filepath.Join(ck, "window.json")
+	editJSON(t, path, func(m map[string]any) {
+		cw, ok := m["chain_weights"].([]any)
+		if !ok || len(cw) == 0 {
+			t.Fatalf("no chain weights in %v", m)
+		}
+		cw[0].(map[string]any)["weight"] = -0.1
+	})
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("compare", run, "--out", filepath.Join(t.TempDir(), "c"))
+	if code != 0 || !strings.Contains(stderr, path+`: field "chain_weights", mode 1`) || !strings.Contains(stderr, "restore the checkpoint from a copy, or train the run anew") || strings.Contains(stderr, "train --resume") {
+		t.Errorf("compare: exit %d, %s", code, stderr)
+	}
+	if _, _, stderr, report := reportOf(t, out, "--algorithms", "flowmc"); !strings.Contains(stderr, path) || !strings.Contains(report, "so its outputs cannot be checked against it, and are not reported") {
+		t.Errorf("--report: %s\n%s", stderr, report)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, "restore it from a copy, or train the run anew") {
+		t.Errorf("train --resume: exit %d, %s", code, stderr)
 	}
 }
