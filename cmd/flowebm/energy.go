@@ -765,6 +765,7 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 			if m, spec, err = checkpoint.Load(dir); err != nil {
 				return err
 			}
+			damagedStateNote(dir)
 			return sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
 		})
 		return m, err
@@ -772,6 +773,7 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
 		m, spec, err := checkpoint.Load(dir)
 		if err == nil {
+			damagedStateNote(dir)
 			err = sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
 		}
 		return m, err
@@ -842,7 +844,16 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 		if !isTrainingRun(dir) {
 			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)%s", dir, runsWithin(dir)) // round 80 B5: a train --seeds folder, without its runs named
 		}
-		return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
+		final := filepath.Join(dir, "checkpoint")
+		if checkpoint.OtherFilesDamage(final) == nil {
+			return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
+		}
+		m, spec, lerr := checkpoint.Load(final) // its training state damaged, its models whole (round 110 B2)
+		if lerr != nil {
+			return checkpoint.Models{}, err
+		}
+		damagedStateNote(final)
+		return m, sums.record(given, func() (string, error) { return folderSum(final, spec) })
 	}
 	switch final := filepath.Join(dir, "checkpoint"); {
 	case latest == final+".new" && exists(final) && lockedByOther(dir): // probe 33: said to be a crash's
@@ -915,3 +926,13 @@ func writeVector(put outputWriter, cmd *cobra.Command, path string, force bool, 
 // outputWriter writes the output file path of flag (writeOutput, or a
 // stagedOutputs' stage).
 type outputWriter func(flag, path string, force bool, write func(io.Writer) error) error
+
+// damagedStateNote notes damage in the files of checkpoint folder dir
+// that its models are not loaded from (a training run's state), where its
+// models loaded: they are used (round 110 B2: a finished run whose
+// state.npz was cut could no longer be sampled or exported).
+func damagedStateNote(dir string) {
+	if err := checkpoint.OtherFilesDamage(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "flowebm: note: %v; the models' own files (spec.json, weights.npz) match the sums it records and are used: only train --resume, which needs the rest, cannot continue from this checkpoint\n", err)
+	}
+}

@@ -166,3 +166,52 @@ func TestForgedWindowNamed(t *testing.T) {
 		t.Errorf("train --resume: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 110 B2: a finished run whose training state (state.npz) was cut
+// could no longer be sampled, though its models' files were whole. sample
+// (of the run or its checkpoint folder) and energy use the models, with a
+// note naming the damage; train --resume still refuses.
+func TestDamagedStateKeepsModels(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "3", "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	state := filepath.Join(run, "checkpoint", "state.npz")
+	if err := os.Truncate(state, 100); err != nil {
+		t.Fatal(err)
+	}
+	note := "the models' own files (spec.json, weights.npz) match the sums it records and are used"
+	for _, model := range []string{run, filepath.Join(run, "checkpoint")} {
+		_, stderr, code := runCLIWithNotes(t, "sample", "--model", model, "--chains", "4", "--steps", "8", "--out", filepath.Join(t.TempDir(), "s.npy"))
+		if code != 0 || !strings.Contains(stderr, state+" does not match") || !strings.Contains(stderr, note) {
+			t.Errorf("sample --model %s: exit %d, %s", model, code, stderr)
+		}
+	}
+	x := filepath.Join(dir, "x.npy")
+	if err := npy.WriteFile(x, &npy.Array{Shape: []int{2, 2}, Data: []float64{0, 0, 1, 1}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLIWithNotes(t, "energy", "--model", run, "--points", x, "--out", filepath.Join(dir, "e.npy")); code != 0 || !strings.Contains(stderr, note) {
+		t.Errorf("energy: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, state) {
+		t.Errorf("train --resume of a damaged state: exit %d, %s", code, stderr)
+	}
+}
+
+// runCLIWithNotes is runCLI with what the command writes to os.Stderr
+// directly (notes of the model loaders) added to its stderr.
+func runCLIWithNotes(t *testing.T, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = f
+	stdout, stderr, status = runCLI(args...)
+	os.Stderr = saved
+	f.Close()
+	return stdout, string(mustRead(t, f.Name())) + stderr, status
+}

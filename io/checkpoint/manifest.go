@@ -54,24 +54,10 @@ const maxManifestBytes = 1 << 20
 // manifest of an earlier version (its format line only) lists nothing and
 // passes; a missing manifest matches fs.ErrNotExist.
 func CheckManifest(dir string, required ...string) error {
-	sums, err := readManifest(dir)
-	if err != nil {
-		return err
+	if _, err := readManifest(dir); err != nil {
+		return err // a missing manifest too
 	}
-	for _, e := range sums {
-		if err := checkListed(dir, e.name, e.sum); err != nil {
-			return err
-		}
-	}
-	if len(sums) == 0 {
-		return nil // an earlier version's marker
-	}
-	for _, name := range required {
-		if !slices.ContainsFunc(sums, func(e listed) bool { return e.name == name }) {
-			return fmt.Errorf("%s does not list %s: the marker was edited after flowebm wrote it; restore it, or start a new run", filepath.Join(dir, ManifestName), name)
-		}
-	}
-	return nil
+	return checkListedFiles(dir, func(string) bool { return true }, required...)
 }
 
 // CheckListed checks the one file name of checkpoint folder dir against
@@ -160,11 +146,50 @@ func hashListed(path string) (string, error) {
 	return safefile.SHA256(path)
 }
 
-// checkModelFiles checks spec.json and weights.npz against dir's
-// manifest, where it has one.
+// modelFiles are the files of a checkpoint its models are loaded from;
+// the others (a training run's state: state.json, state.npz, evals.csv,
+// window.json, run-config.json) are not read by Load.
+var modelFiles = []string{"spec.json", "weights.npz", FlowSampleFile, FlowDensityFile}
+
+// checkModelFiles checks the files the models are loaded from against
+// dir's manifest, where it has one, and that it lists spec.json and
+// weights.npz: a training state damaged leaves the models intact (round
+// 110 B2: a finished run could no longer be sampled). OtherFilesDamage
+// checks the rest.
 func checkModelFiles(dir string) error {
-	if err := CheckManifest(dir, "spec.json", "weights.npz"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	return checkListedFiles(dir, func(name string) bool { return slices.Contains(modelFiles, name) }, "spec.json", "weights.npz")
+}
+
+// OtherFilesDamage checks the files of checkpoint folder dir that Load
+// does not read (a training run's state) against its manifest: nil where
+// they match, or where dir has no manifest.
+func OtherFilesDamage(dir string) error {
+	return checkListedFiles(dir, func(name string) bool { return !slices.Contains(modelFiles, name) })
+}
+
+// checkListedFiles is CheckManifest over the listed files that keep
+// selects, a missing manifest passing.
+func checkListedFiles(dir string, keep func(string) bool, required ...string) error {
+	sums, err := readManifest(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
 		return err
+	case len(sums) == 0:
+		return nil // an earlier version's marker
+	}
+	for _, e := range sums {
+		if keep(e.name) {
+			if err := checkListed(dir, e.name, e.sum); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range required {
+		if !slices.ContainsFunc(sums, func(e listed) bool { return e.name == name }) {
+			return fmt.Errorf("%s does not list %s: the marker was edited after flowebm wrote it; restore it, or start a new run", filepath.Join(dir, ManifestName), name)
+		}
 	}
 	return nil
 }
