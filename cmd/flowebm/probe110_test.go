@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,4 +216,45 @@ func runCLIWithNotes(t *testing.T, args ...string) (stdout, stderr string, statu
 	os.Stderr = saved
 	f.Close()
 	return stdout, string(mustRead(t, f.Name())) + stderr, status
+}
+
+// Round 110 B3, B4: a sample checkpoint whose model changed, or whose
+// member was edited, was refused with "the command that started it" (B4)
+// or no way on (B3). Both print the command, from the flags the
+// checkpoint records, which starts the run again; B3 also says to put the
+// model back, naming its SHA-256.
+func TestSampleCheckpointWayOnPrinted(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.onnx")
+	orig := mustRead(t, "../../io/onnx/testdata/flows/bimodal_energy.onnx")
+	if err := os.WriteFile(model, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck, out := filepath.Join(dir, "k.npz"), filepath.Join(dir, "s.npy")
+	if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", "sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "5", "--checkpoint", ck, "--checkpoint-every", "10", "--out", out); code != -1 {
+		t.Fatalf("sample not killed at its checkpoint: %d %s", code, stderr)
+	}
+	again := "flowebm sample --chains 4 --checkpoint " + ck + " --checkpoint-every 10 --model " + model + " --out " + out + " --steps 20 --warmup 5 --force"
+	edited := filepath.Join(dir, "e.npz")
+	editCheckpointSums(t, ck, edited, func(a map[string]*npy.Array, _ map[string]any) { a["x"].Data[0] += 1e-9 }, false)
+	if _, stderr, code := runCLI("sample", "--resume", edited); code == 0 || !strings.Contains(stderr, again) {
+		t.Errorf("an edited member: exit %d, %s; want the way on %q", code, stderr, again)
+	}
+	other := mustRead(t, "../../io/onnx/testdata/edge/quartic_energy.onnx")
+	if err := os.WriteFile(model, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("sample", "--resume", ck)
+	sum := sha256.Sum256(orig)
+	if code == 0 || !strings.Contains(stderr, "put the one it started with back there to continue it (its SHA-256 was "+hex.EncodeToString(sum[:])+")") || !strings.Contains(stderr, again) {
+		t.Errorf("a changed model: exit %d, %s", code, stderr)
+	}
+	// Followed, the way on starts the run again.
+	if err := os.WriteFile(model, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Fields(strings.TrimPrefix(again, "flowebm "))
+	if _, stderr, code := runCLI(args...); code != 0 || !exists(out) {
+		t.Errorf("the way on, followed: exit %d, %s", code, stderr)
+	}
 }

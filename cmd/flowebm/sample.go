@@ -927,7 +927,7 @@ func restoreRun(f sampleFlags, meta *sampleMeta, arch *ckptReader, inputs map[st
 		case !ok:
 			return fmt.Errorf("--resume %s: the checkpoint records no SHA-256 of %s, so it cannot check that file", f.resume, p)
 		case rec != h:
-			return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on other inputs (its model, flow or --starts file)", f.resume, p)
+			return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on other inputs (its model, flow or --starts file); put the one it started with back there to continue it%s, or%s", f.resume, p, fileSumNote(p, rec), strings.TrimPrefix(startAgain(meta.Args), ";"))
 		}
 	}
 	if err := run.restore(meta, arch); err != nil {
@@ -1808,4 +1808,14 @@ func buildKernel(f sampleFlags, m checkpoint.Models) (algorithms.Kernels, error)
 	k, err := algorithms.NewKernels(algorithms.KernelConfig{Kind: kind, StepSize: f.step, Leapfrog: f.leapfrog,
 		Particles: f.particles, GlobalSteps: 1, LocalSteps: f.local, Stacked: true}, m.EBM, m.Flow)
 	return k, err
+}
+
+// fileSumNote is " (its SHA-256 was SUM)" where p is a regular file
+// (sha256sum checks a copy found), "" for a folder (its sum is flowebm's,
+// over its model's files).
+func fileSumNote(p, sum string) string {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return ""
+	}
+	return " (its SHA-256 was " + sum + ")"
 }

@@ -125,6 +125,9 @@ type ckptReader struct {
 	path string
 	r    *npz.Reader
 	sums map[string]string // meta's Sums (nil: not recorded)
+	// again is the way on from a damaged member: the command that
+	// started the run, as meta records it (startAgain).
+	again string
 }
 
 // known reports whether a member name is one a checkpoint holds.
@@ -140,17 +143,17 @@ func knownMember(name string) bool {
 func (c *ckptReader) get(name string, shape ...int) ([]float64, error) {
 	h, err := c.r.Header(name)
 	if err != nil { // a member missing or damaged: the way on too (round 108 B1)
-		return nil, fmt.Errorf("%w%s", err, editedCheckpointAdvice)
+		return nil, fmt.Errorf("%w%s", err, c.again)
 	}
 	if !slices.Equal(h.Shape, shape) {
 		return nil, fmt.Errorf("%s: member %q has shape %v, want %v (for the run's flags)", c.path, name, h.Shape, shape)
 	}
 	a, err := c.r.Get(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w%s", err, editedCheckpointAdvice)
+		return nil, fmt.Errorf("%w%s", err, c.again)
 	}
 	if want, ok := c.sums[name]; c.sums != nil && (!ok || memberSum(a.Shape, a.Data) != want) {
-		return nil, fmt.Errorf("%s: member %q is not what the run wrote (its SHA-256 is not the one meta records): edited or damaged, it cannot continue the run bit for bit%s", c.path, name, editedCheckpointAdvice)
+		return nil, fmt.Errorf("%s: member %q is not what the run wrote (its SHA-256 is not the one meta records): edited or damaged, it cannot continue the run bit for bit%s", c.path, name, c.again)
 	}
 	for i, v := range a.Data {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -494,6 +497,24 @@ func writeSampleCheckpoint(path string, replace bool, args []string, inputs map[
 // checkpoint.
 const editedCheckpointAdvice = "; start the run again: the command that started it, without --resume (with --force to replace its outputs)"
 
+// startAgain is the way on from a sample checkpoint that cannot continue
+// its run, meta intact: the command that started it, from the flags meta
+// records, with --force to replace the checkpoint and outputs (round 110
+// B4: "the command that started it", unsaid).
+func startAgain(args []string) string {
+	if len(args) == 0 {
+		return editedCheckpointAdvice
+	}
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "--") { // recorded --name=value
+			q[i] = name + " " + shellQuote(v)
+		}
+	}
+	return "; start the run again (--force replaces its checkpoint and outputs): flowebm sample " + strings.Join(q, " ") + " --force"
+}
+
 // maxMetaBytes bounds a checkpoint's meta member (its JSON text).
 const maxMetaBytes = 1 << 20
 
@@ -524,10 +545,10 @@ func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
 	for _, name := range r.Names {
 		if _, ok := meta.Sums[name]; meta.Sums != nil && name != "meta" && !ok { // a member added (round 108 B4)
 			r.Close()
-			return nil, nil, fmt.Errorf("%s: member %q is not one the run wrote (meta records no SHA-256 for it)%s", path, name, editedCheckpointAdvice)
+			return nil, nil, fmt.Errorf("%s: member %q is not one the run wrote (meta records no SHA-256 for it)%s", path, name, startAgain(meta.Args))
 		}
 	}
-	return meta, &ckptReader{path: path, r: r, sums: meta.Sums}, nil
+	return meta, &ckptReader{path: path, r: r, sums: meta.Sums, again: startAgain(meta.Args)}, nil
 }
 
 func readMeta(r *npz.Reader, path string) (*sampleMeta, error) {
