@@ -14,6 +14,10 @@ import (
 type Named struct {
 	Name  string
 	Evals []training.Eval
+	// GridMissedAt, where not 0, is the iteration of an evaluation whose
+	// quadrature grid misses the EBM's mass (metrics.json's grid_missed,
+	// of the final one): its values that rest on the grid are left out.
+	GridMissedAt int
 }
 
 // comparison is one quantity plotted for several runs.
@@ -25,21 +29,24 @@ type comparison struct {
 	// reliable, if not nil, says which evaluations' values the figure
 	// shows; the others are left out, the title saying how many.
 	reliable func(training.Eval) bool
+	// grid: the values rest on the EBM's normalisation over the grid (or
+	// its part of the mass), left out where the grid misses mass.
+	grid bool
 }
 
 var comparisons = []comparison{
-	{"ebm-weight-mse", "MSE of the mode weights against the truth\n(the EBM's by grid quadrature in 2D; beyond, its chains' final states)", "MSE", true, nil, func(e training.Eval) float64 { return e.EBMWeightMSE }, nil},
-	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e training.Eval) float64 { return e.MaxRHat }, nil},
-	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e training.Eval) float64 { return e.LogDensityMedSE }, nil},
+	{"ebm-weight-mse", "MSE of the mode weights against the truth\n(the EBM's by grid quadrature in 2D; beyond, its chains' final states)", "MSE", true, nil, func(e training.Eval) float64 { return e.EBMWeightMSE }, nil, true},
+	{"max-rhat", "max rank-normalised R-hat over dimensions", "max R-hat", true, RHatThresholds, func(e training.Eval) float64 { return e.MaxRHat }, nil, false},
+	{"log-density-error", "median squared log-density error over held-out data", "median squared error", true, nil, func(e training.Eval) float64 { return e.LogDensityMedSE }, nil, true},
 	{"held-out-ll", "held-out log-likelihood (log Z by importance sampling)", "mean log-likelihood", false, nil, func(e training.Eval) float64 { return e.HeldOutLL },
-		func(e training.Eval) bool { return e.LogZ.Reliable() || math.IsNaN(e.LogZ.ESS) }}, // round 105 A1: spikes at an ESS of 0.03% drawn as real
-	{"global-accept", "global (flow) acceptance of the negatives' chains", "acceptance", false, nil, func(e training.Eval) float64 { return e.Stats.GlobalAccept }, nil},
+		func(e training.Eval) bool { return e.LogZ.Reliable() || math.IsNaN(e.LogZ.ESS) }, true}, // round 105 A1: spikes at an ESS of 0.03% drawn as real
+	{"global-accept", "global (flow) acceptance of the negatives' chains", "acceptance", false, nil, func(e training.Eval) float64 { return e.Stats.GlobalAccept }, nil, false},
 }
 
 // Compare draws, for each quantity some run has, one figure with a curve
 // per run into dir in format f, and returns the files written.
 func Compare(runs []Named, dir string, f Format) ([]string, error) {
-	figs, files, err := compareFigures(runs)
+	figs, files, err := CompareFigures(runs)
 	if err != nil {
 		return nil, err
 	}
@@ -54,19 +61,22 @@ func Compare(runs []Named, dir string, f Format) ([]string, error) {
 	return paths, nil
 }
 
-// compareFigures lays out the figures of Compare, and names their files
+// CompareFigures lays out the figures of Compare, and names their files
 // (without extension). Every figure is laid out before any is written, so
 // that data no plot can show leave no partial set of figures.
-func compareFigures(runs []Named) (figs []Figure, files []string, err error) {
+func CompareFigures(runs []Named) (figs []Figure, files []string, err error) {
 	for _, c := range comparisons {
 		fig := Figure{Title: c.title, XLabel: "iteration", YLabel: c.yLabel, LogY: c.logY, Thresholds: c.thresholds}
-		any, unreliable := false, 0
+		any, unreliable, missed := false, 0, 0
 		for _, r := range runs {
 			var pts plotter.XYs
 			for _, e := range r.Evals {
 				v := c.value(e)
 				switch {
 				case math.IsNaN(v) || math.IsInf(v, 0) || c.logY && v <= 0:
+				case c.grid && r.GridMissedAt != 0 && e.Iter == r.GridMissedAt: // round 111 A1: drawn as the run's
+					missed++
+					pts = append(pts, plotter.XY{X: float64(e.Iter), Y: math.NaN()})
 				case c.reliable != nil && !c.reliable(e):
 					unreliable++
 					pts = append(pts, plotter.XY{X: float64(e.Iter), Y: math.NaN()}) // a gap
@@ -82,6 +92,9 @@ func compareFigures(runs []Named) (figs []Figure, files []string, err error) {
 		}
 		if unreliable > 0 {
 			fig.Title += fmt.Sprintf("\n%d %s left out: %s log Z rests on an importance-sampling ESS below 1%% (unreliable)", unreliable, map[bool]string{true: "evaluation", false: "evaluations"}[unreliable == 1], map[bool]string{true: "its", false: "their"}[unreliable == 1])
+		}
+		if missed > 0 {
+			fig.Title += fmt.Sprintf("\n%d final %s left out: the quadrature grid misses the EBM's mass there (grid_missed)", missed, map[bool]string{true: "evaluation", false: "evaluations"}[missed == 1])
 		}
 		if _, _, err := fig.layout(); err != nil {
 			return nil, nil, err

@@ -55,7 +55,7 @@ func TestCompareBreaksAtLeftOutLL(t *testing.T) {
 		{Iter: 30, HeldOutLL: -4.49, LogZ: metrics.LogZEstimate{ESS: 0.0003}, MaxRHat: math.NaN()},
 		{Iter: 40, HeldOutLL: -0.95, LogZ: metrics.LogZEstimate{ESS: 0.4}, MaxRHat: 1.05},
 	}
-	figs, files, err := compareFigures([]Named{{Name: "run", Evals: evals}})
+	figs, files, err := CompareFigures([]Named{{Name: "run", Evals: evals}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,6 +91,9 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 			return err
 		}
 		s, unread := readSummary(plots.Named{Name: names[i], Evals: evals}, dir)
+		if m := s.metrics; m != nil && m.GridMissed != nil {
+			s.GridMissedAt = m.Final.Iter
+		}
 		for _, err := range unread {
 			fmt.Fprintf(stderr, "flowebm: note: %v; its columns show — in the table\n", err)
 		}

@@ -137,7 +137,7 @@ func writeSummary(dir string, runs []runSummary) (string, error) {
 	for _, r := range runs {
 		fmt.Fprintln(w, r.row())
 	}
-	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains; \"160 of 400\" for a run not finished); a held-out LL whose log Z rests on an importance-sampling ESS below 1% is marked unreliable, and in 2D the LL by grid quadrature follows it where that estimate is unreliable or more than 3 standard errors from the grid's log Z; weight MSE: of the EBM's mode weights by grid quadrature in 2D, of its chains' final states beyond (the EBM's where they mix: see max R-hat); time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
+	fmt.Fprintln(w, "\nLast evaluation of each run (its metrics.csv, or its checkpoint's while it trains; \"160 of 400\" for a run not finished); a held-out LL whose log Z rests on an importance-sampling ESS below 1% is marked unreliable, and in 2D the LL by grid quadrature follows it where that estimate is unreliable or more than 3 standard errors from the grid's log Z; weight MSE: of the EBM's mode weights by grid quadrature in 2D, of its chains' final states beyond (the EBM's where they mix: see max R-hat); \"mass beyond the grid\" marks a 2-D run whose final quadrature grid misses the EBM's mass (train's warning, metrics.json's grid_missed): its weights, log Z and held-out LL are those of the grid's part, and the figures leave that evaluation out; time per iteration from metrics.json (training time summed over resumed invocations, divided by the iterations) for finished runs only; — where a run has no value.")
 	err = errors.Join(w.Flush(), f.Close())
 	return path, err
 }
@@ -158,9 +158,11 @@ func (r runSummary) row() string {
 	if z := last.LogZ; !z.Reliable() && !math.IsNaN(z.ESS) && !math.IsNaN(last.HeldOutLL) { // round 82 B3: repeated without its ESS
 		ll += ", unreliable: IS ESS " + essPercent(z.ESS)
 	}
-	if g := r.gridHeldOutLL(last); g != "" { // round 97 A1: train printed the grid's, the table the IS one alone
+	missed := r.missedAt(last)
+	if g := r.gridHeldOutLL(last); g != "" && missed == "" { // round 97 A1: train printed the grid's, the table the IS one alone
 		ll += "; by grid quadrature " + g
 	}
+	ll += missed
 	iters := strconv.Itoa(last.Iter)
 	if r.metrics == nil && r.total > last.Iter { // round 82 B6: a stopped run looked finished
 		iters = fmt.Sprintf("%d of %d", last.Iter, r.total)
@@ -173,7 +175,21 @@ func (r runSummary) row() string {
 	rhat := num(last.MaxRHat, "%.3f") + " / " + num(last.MaxRHatClassic, "%.3f")
 	acc := num(last.Stats.GlobalAccept, "%.2f") + " (" + num(secondHalfMean(r.Evals), "%.2f") + ")"
 	mse := num(last.EBMWeightMSE, "%.2e")
+	if missed != "" && mse != "—" {
+		mse += ", unreliable: mass beyond the grid"
+	}
 	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", name, cfg, iters, ll, rhat, acc, mse, ms)
+}
+
+// missedAt is, where the run's final grid misses the EBM's mass
+// (metrics.json's grid_missed, as train warns) and last is that final
+// evaluation, the mark of its held-out LL: it and the weights cover the
+// grid's part only (round 111 A1: shown unmarked); "" otherwise.
+func (r runSummary) missedAt(last training.Eval) string {
+	if m := r.metrics; m != nil && m.GridMissed != nil && m.Final.Iter == last.Iter {
+		return fmt.Sprintf(", unreliable: the EBM's density beyond the grid reaches e^%.4g times its largest on it (mass the grid and log Z miss)", m.GridMissed.LogExcess)
+	}
+	return ""
 }
 
 // gridHeldOutLL is the held-out log-likelihood by the grid's log Z (of a

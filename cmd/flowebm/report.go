@@ -434,7 +434,7 @@ func (w *reportWriter) heldOut() error {
 		if !r.algorithm.AcceptsLocally() {
 			local = math.NaN() // unadjusted Langevin: no accept step
 		}
-		p("| %s | %s | %s | %s | %.1f%% | %s | %s | %d | %.0f |\n", r.name(), fixed3(ev.HeldOutLL), exact,
+		p("| %s | %s%s | %s | %s | %.1f%% | %s | %s | %d | %.0f |\n", r.name(), fixed3(ev.HeldOutLL), r.missedMark(), exact,
 			withError(ev.LogZ.LogZ, ev.LogZ.SE), 100*ev.LogZ.ESS, fmtRate(local), fmtRate(ev.Stats.GlobalAccept), r.metrics.Iterations, ms)
 	}
 	p("\n")

@@ -1358,6 +1358,17 @@ func (r *reproRun) mark() string {
 	if r.err != "" {
 		return " (" + r.status() + "; last checkpoint)"
 	}
+	return r.missedMark()
+}
+
+// missedMark marks a finished run whose final quadrature grid misses the
+// EBM's mass (metrics.json's grid_missed, as train warns): its weights,
+// log Z and held-out LL are those of the grid's part (round 111 A1: shown
+// unmarked by compare); "" otherwise.
+func (r *reproRun) missedMark() string {
+	if m := r.metrics.GridMissed; m != nil && r.metrics.Final.Iter == r.metrics.Iterations {
+		return fmt.Sprintf(" (unreliable: the EBM's density beyond the grid reaches e^%.4g times its largest on it)", m.LogExcess)
+	}
 	return ""
 }
 

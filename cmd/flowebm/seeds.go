@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -104,6 +105,9 @@ type runFinal struct {
 	Final       json.RawMessage `json:"final"`
 	// GridHeldOutLL is metrics.json's grid_held_out_ll (2D).
 	GridHeldOutLL *float64 `json:"grid_held_out_ll"`
+	// GridMissed is metrics.json's grid_missed: the final grid misses
+	// the EBM's mass.
+	GridMissed *training.MissedMass `json:"grid_missed"`
 }
 
 // seedRun is one run's metrics.json, checked: its summary quantities
@@ -301,6 +305,15 @@ func summarise(rs []seedRun, out io.Writer) seedsSummary {
 			continue
 		}
 		fmt.Fprintf(out, "mode %d: EBM weight over %d seeds: mean %.3f, sd %.3f (min %.3f, max %.3f)\n", k+1, len(w), s.Mean, *s.SD, s.Min, s.Max) // round 106 A2: "±" read as an MCSE
+	}
+	var missed []string
+	for _, r := range rs {
+		if r.GridMissed != nil {
+			missed = append(missed, strconv.FormatUint(r.Seed, 10))
+		}
+	}
+	if len(missed) > 0 { // round 111 A1: summarised unsaid
+		fmt.Fprintf(out, "note: the quadrature grid of seed %s misses the EBM's mass (as its run warned, metrics.json's grid_missed): its weights, log Z and held-out log-likelihood, in the spreads of seeds.json, are those of the grid's part\n", strings.Join(missed, ", "))
 	}
 	return sum
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/metrics"
+	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
+)
+
+// Round 111 A1: a 2-D data run whose final grid missed the EBM's mass
+// (train warned: e^551.5 beyond it; metrics.json's grid_missed) was shown
+// by compare with its held-out LL and weight MSE unmarked, though they
+// cover the grid's part only. compare's table marks both, reproduce's
+// report marks the run's rows, and train --seeds notes the seed.
+func TestMissedMassMarked(t *testing.T) {
+	last := training.Eval{Iter: 200, HeldOutLL: -24.028, EBMWeightMSE: 1.64e-3, MaxRHat: 1.08, MaxRHatClassic: 1.05,
+		LogZ: metrics.LogZEstimate{LogZ: 58.67, SE: 0.02, ESS: 0.11}}
+	missed := &training.MissedMass{At: []float64{300, 0}, LogExcess: 551.5}
+	m := &training.Metrics{Iterations: 200, Seconds: 28, Final: last, GridMissed: missed}
+	s := runSummary{Named: plots.Named{Name: "r3", Evals: []training.Eval{last}}, cfg: "data | flowmc | realnvp", metrics: m, exactLL: math.NaN()}
+	row := s.row()
+	for _, want := range []string{"-24.028, unreliable: the EBM's density beyond the grid reaches e^551.5 times its largest on it", "1.64e-03, unreliable: mass beyond the grid"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("compare's row %q lacks %q", row, want)
+		}
+	}
+	r := &reproRun{metrics: *m}
+	if got := r.mark(); !strings.Contains(got, "unreliable: the EBM's density beyond the grid reaches e^551.5") {
+		t.Errorf("reproduce's mark %q", got)
+	}
+	var out bytes.Buffer
+	summarise([]seedRun{{runFinal: runFinal{Seed: 1}}, {runFinal: runFinal{Seed: 2, GridMissed: missed}}}, &out)
+	if !strings.Contains(out.String(), "the quadrature grid of seed 2 misses the EBM's mass") {
+		t.Errorf("train --seeds says %q", out.String())
+	}
+}
+
+// Round 111 A1, its figures: compare's held-out LL and weight MSE figures
+// leave the evaluation whose grid misses mass out, and say so.
+func TestCompareLeavesOutMissedMass(t *testing.T) {
+	evals := []training.Eval{
+		{Iter: 100, HeldOutLL: -2, EBMWeightMSE: 0.1, LogZ: metrics.LogZEstimate{ESS: 0.3}},
+		{Iter: 200, HeldOutLL: -24, EBMWeightMSE: 0.002, LogZ: metrics.LogZEstimate{ESS: 0.3}},
+	}
+	figs, files, err := plots.CompareFigures([]plots.Named{{Name: "r3", Evals: evals, GridMissedAt: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for i, f := range figs {
+		if files[i] != "held-out-ll" && files[i] != "ebm-weight-mse" {
+			continue
+		}
+		seen++
+		if !strings.Contains(f.Title, "1 final evaluation left out: the quadrature grid misses the EBM's mass there") {
+			t.Errorf("%s: title %q", files[i], f.Title)
+		}
+		if n := len(f.Curves[0].Points); n != 2 || !math.IsNaN(f.Curves[0].Points[1].Y) {
+			t.Errorf("%s: points %v, want the last left out (NaN)", files[i], f.Curves[0].Points)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d of the two figures drawn", seen)
+	}
+}
