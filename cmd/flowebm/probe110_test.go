@@ -122,15 +122,38 @@ func TestReportSaysHowRunsShared(t *testing.T) {
 	if code, _, stderr, report := reportOf(t, out, "--algorithms", "ula"); code != 0 || !strings.Contains(report, want) || strings.Contains(report, "outside reproduce") {
 		t.Errorf("--report: exit %d, %s; report lacks %q", code, stderr, want)
 	}
-	// A plan written there too: the runs may have shared the machine
-	// otherwise.
+	// A plan written there, none of its lines run, changes nothing
+	// (round 111 B3: counted); its nt line run by hand makes that run's
+	// training other than the reproduce's.
 	plan := filepath.Join(t.TempDir(), "plan.txt")
 	if _, stderr, code := runCLI("reproduce", "--plan", plan, "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula,nt"); code != 0 {
 		t.Fatal(stderr)
 	}
-	want = "but the runs were trained by reproduce --jobs 1 and by a plan's lines, which may differ in how many runs shared a machine"
 	if code, _, stderr, report := reportOf(t, out, "--algorithms", "ula"); code != 0 || !strings.Contains(report, want) {
-		t.Errorf("--report after a plan: exit %d, %s; report lacks %q", code, stderr, want)
+		t.Errorf("--report after a plan none of whose lines ran: exit %d, %s; report lacks %q", code, stderr, want)
+	}
+	line := strings.Split(string(mustRead(t, plan)), "\n")[0]
+	cmdline, _, _ := strings.Cut(line, " >> ")
+	_, cmdline, _ = strings.Cut(cmdline, " && flowebm ")
+	if !strings.Contains(cmdline, "--algorithm nt") {
+		t.Fatalf("the plan's first line %q", line)
+	}
+	os.MkdirAll(filepath.Join(out, "runs", "two-modes-nt"), 0o755)
+	if _, stderr, code := runCLI(strings.Fields(cmdline)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	want = "but the runs were trained by reproduce --jobs 1; by a plan's lines or by hand, which may differ in how many runs shared a machine"
+	if code, _, stderr, report := reportOf(t, out, "--algorithms", "ula,nt"); code != 0 || !strings.Contains(report, want) {
+		t.Errorf("--report after a plan's line: exit %d, %s; report lacks %q", code, stderr, want)
+	}
+	// reproduce again with --jobs 2, training nothing: the Mode line
+	// says this invocation's, the time note stays the runs' (round 111 B2).
+	if _, stderr, code := runCLI("reproduce", "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula", "--jobs", "2"); code != 0 {
+		t.Fatal(stderr)
+	}
+	b := string(mustRead(t, filepath.Join(out, "report.md")))
+	if !strings.Contains(b, "up to 2 runs at a time; how each run was trained: the time note below") || !strings.Contains(b, "trained one run at a time (reproduce --jobs 1 trained them)") {
+		t.Errorf("reproduce --jobs 2 over runs --jobs 1 trained:\n%s", b)
 	}
 }
 

@@ -67,3 +67,13 @@ func TestCompareLeavesOutMissedMass(t *testing.T) {
 		t.Errorf("%d of the two figures drawn", seen)
 	}
 }
+
+// Round 111 B1: the command that starts a sample run again printed a
+// bool flag as "--train-flow true", which cobra reads as an argument.
+func TestStartAgainKeepsBoolFlags(t *testing.T) {
+	got := startAgain([]string{"--log-density=true", "--model=m.onnx", "--out=a b.npy", "--train-flow=false"})
+	want := "flowebm sample --log-density=true --model m.onnx --out 'a b.npy' --train-flow=false --force"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("startAgain: %q, want it to end %q", got, want)
+	}
+}

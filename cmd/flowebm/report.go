@@ -135,8 +135,8 @@ func (w *reportWriter) header(elapsed time.Duration) {
 	if f.report != "" {
 		w.reportHeader(mode, summed)
 	} else {
-		p("- Mode: %s; seed %d; %d runs, %d at a time; training time summed over the finished runs %s (this invocation: %s).\n", mode, f.seed, len(runs), f.jobs,
-			summed, elapsed.Round(time.Second))
+		p("- Mode: %s; seed %d; %d runs; training time summed over the finished runs %s (this invocation: %s, up to %s at a time; how each run was trained: the time note below).\n", mode, f.seed, len(runs), // round 111 B2: "1 at a time" of runs an earlier invocation trained 2 at a time
+			summed, elapsed.Round(time.Second), count(f.jobs, "run"))
 		for _, x := range w.extra {
 			if x.why == notInSet {
 				p("- Not in this report: `runs/%s` (%s, this reproduce's; `flowebm reproduce --report` with --experiments and --algorithms naming it reports it beside these).\n", x.name, x.why)
@@ -415,7 +415,7 @@ func (w *reportWriter) mnist() error {
 func (w *reportWriter) heldOut() error {
 	p, runs, f := w.p, w.runs, w.f
 	p("## Held-out log-likelihood, acceptance and time (all runs)\n\n")
-	p("Time per iteration includes the evaluations, %s.\n\n", sharingNote(cmp.Or(f.report, f.out)))
+	p("Time per iteration includes the evaluations, %s.\n\n", sharingNote(cmp.Or(f.report, f.out), runs))
 	p("Mean log-likelihood of 4,096 held-out points under the normalised EBM, log Z estimated by importance sampling with 4,096 draws of the companion flow (of the tilt ρ for ULA-EBM), beside the same mean under the exact density; not in the paper. IS ESS is the importance weights' effective sample size as a fraction: below a few per cent, log Z (and so the log-likelihood) is unreliable.\n\n")
 	w.partial(runs)
 	p("| run | held-out LL | exact | log Z ± s.e. | IS ESS | local acc. | global acc. | iterations | ms/iteration |\n|---|---|---|---|---|---|---|---|---|\n")

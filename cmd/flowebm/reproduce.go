@@ -334,10 +334,14 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			return err
 		}
 	}
-	if slices.ContainsFunc(runs, func(r *reproRun) bool { return r.trained }) {
-		if err := noteTrainedBy(f.out, fmt.Sprintf("reproduce --jobs %d", f.jobs)); err != nil {
-			return err
+	var trained []string
+	for _, r := range runs {
+		if r.trained {
+			trained = append(trained, r.name())
 		}
+	}
+	if err := noteTrainedBy(f.out, trained, fmt.Sprintf("reproduce --jobs %d", f.jobs)); err != nil {
+		return err
 	}
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)
 		return stoppedError{sig: syscall.Signal(sig), err: interruptedRuns(runs, madeRuns, runsDir)}

@@ -122,11 +122,6 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	if err != nil {
 		return err
 	}
-	if len(lines) > 0 {
-		if err := noteTrainedBy(f.out, trainedByPlan); err != nil {
-			return err
-		}
-	}
 	defer removeTempsOnSignalNoting(placedNote(f.plan, "the plan is written: ", // probe 40: the bare "interrupted"
 		"no plan written: give the same reproduce --plan command again to write it"))()
 	if err := writeOutput("--plan", f.plan, f.force, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {

@@ -157,11 +157,12 @@ const runSetFile = "reproduce-set.json"
 type runSet struct {
 	Experiments []string `json:"experiments"`
 	Algorithms  []string `json:"algorithms"`
-	// TrainedBy names how the folder's runs were trained, each once:
-	// "reproduce --jobs N" for a reproduce that trained some, "plan" for
-	// the lines of a plan written here (round 110 A1: the report said
-	// that a reproduce's own runs were trained outside it).
-	TrainedBy []string `json:"trained_by,omitempty"`
+	// TrainedBy records, for each run a reproduce trained here (by its
+	// name), how: "reproduce --jobs N", each invocation that trained it
+	// in turn (round 110 A1: the report said that a reproduce's own runs
+	// were trained outside it). A run it does not list was trained
+	// otherwise (a plan's line, or by hand).
+	TrainedBy map[string][]string `json:"trained_by,omitempty"`
 }
 
 // writeRunSet records f's set in f.out, its names as the runs are named
@@ -197,35 +198,56 @@ func (s runSet) write(path string) error {
 	})
 }
 
-// noteTrainedBy adds how (reproduce --jobs N, or plan) to the record of
-// the runs in dir, where it is not there yet.
-func noteTrainedBy(dir, how string) error {
+// noteTrainedBy records in dir's record that how trained the runs named
+// (where it did not already train them last).
+func noteTrainedBy(dir string, names []string, how string) error {
 	path := filepath.Join(dir, runSetFile)
 	set, err := readRunSet(path)
-	if err != nil || slices.Contains(set.TrainedBy, how) {
+	if err != nil || len(names) == 0 {
 		return nil // no record to add to (inferRunSet names a damaged one)
 	}
-	set.TrainedBy = append(set.TrainedBy, how)
+	if set.TrainedBy == nil {
+		set.TrainedBy = map[string][]string{}
+	}
+	for _, n := range names {
+		if h := set.TrainedBy[n]; len(h) == 0 || h[len(h)-1] != how {
+			set.TrainedBy[n] = append(h, how)
+		}
+	}
 	return set.write(path)
 }
 
-// sharingNote says, for the report of the runs in dir, how many runs
-// shared the machine as they trained, from the record of how they were.
-func sharingNote(dir string) string {
-	set, err := readRunSet(filepath.Join(dir, runSetFile))
-	switch {
-	case err == nil && len(set.TrainedBy) == 1 && set.TrainedBy[0] == "reproduce --jobs 1":
-		return "trained one run at a time (reproduce --jobs 1 trained them)"
-	case err == nil && len(set.TrainedBy) == 1 && set.TrainedBy[0] != trainedByPlan:
-		return fmt.Sprintf("with up to %s runs sharing the machine (%s trained them)", strings.TrimPrefix(set.TrainedBy[0], "reproduce --jobs "), set.TrainedBy[0])
-	case err == nil && len(set.TrainedBy) > 0:
-		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(set.TrainedBy, " and by "))
+// sharingNote says, for the report of runs in dir, how many runs shared
+// the machine as they trained, from the record of how each was (a run it
+// does not list: otherwise, by a plan's line or by hand; round 111 B3: a
+// plan written, none of its lines run, was counted).
+func sharingNote(dir string, runs []*reproRun) string {
+	set, _ := readRunSet(filepath.Join(dir, runSetFile))
+	var hows []string
+	for _, r := range runs {
+		if !r.hasResult() {
+			continue
+		}
+		how := "a plan's lines or by hand"
+		if h := set.TrainedBy[r.name()]; len(h) > 0 {
+			how = strings.Join(h, ", then ")
+		}
+		if !slices.Contains(hows, how) {
+			hows = append(hows, how)
+		}
 	}
-	return "but how many runs shared a machine is not recorded here (the runs were trained by a plan's lines, outside reproduce, or by an older flowebm): compare it only between runs trained alike"
+	switch {
+	case len(hows) == 1 && hows[0] == "reproduce --jobs 1":
+		return "trained one run at a time (reproduce --jobs 1 trained them)"
+	case len(hows) == 1 && strings.HasPrefix(hows[0], "reproduce --jobs ") && !strings.Contains(hows[0], ","):
+		return fmt.Sprintf("with up to %s runs sharing the machine (%s trained them)", strings.TrimPrefix(hows[0], "reproduce --jobs "), hows[0])
+	case len(hows) == 1 && !strings.HasPrefix(hows[0], "reproduce"):
+		return "but the runs were trained by a plan's lines or by hand, and how many shared a machine is not recorded: compare it only between runs trained alike"
+	case len(hows) > 1:
+		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(hows, "; by "))
+	}
+	return "but how many runs shared a machine is not recorded here: compare it only between runs trained alike"
 }
-
-// trainedByPlan is noteTrainedBy's entry for a plan's lines.
-const trainedByPlan = "a plan's lines"
 
 // readRunSet reads the record at path.
 func readRunSet(path string) (runSet, error) {

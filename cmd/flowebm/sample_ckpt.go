@@ -508,8 +508,12 @@ func startAgain(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
 		q[i] = shellQuote(a)
-		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "--") { // recorded --name=value
-			q[i] = name + " " + shellQuote(v)
+		switch name, v, ok := strings.Cut(a, "="); {
+		case !ok || !strings.HasPrefix(name, "--"):
+		case v == "true" || v == "false": // a bool flag's stays one word (round 111 B1: --train-flow true)
+			q[i] = shellQuote(name) + "=" + v
+		default: // recorded --name=value
+			q[i] = shellQuote(name) + " " + shellQuote(v)
 		}
 	}
 	return "; start the run again (--force replaces its checkpoint and outputs): flowebm sample " + strings.Join(q, " ") + " --force"
