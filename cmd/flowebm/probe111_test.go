@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,5 +77,34 @@ func TestStartAgainKeepsBoolFlags(t *testing.T) {
 	want := "flowebm sample --log-density=true --model m.onnx --out 'a b.npy' --train-flow=false --force"
 	if !strings.HasSuffix(got, want) {
 		t.Errorf("startAgain: %q, want it to end %q", got, want)
+	}
+}
+
+// Round 111 B4: reproduce --plan wrote a train --resume line, unsaid, for
+// a run whose checkpoint cannot be read (its state.npz cut), which failed
+// when run; reproduce marks such a run failed with the move-away advice.
+// The plan leaves it out, saying why and that advice.
+func TestPlanLeavesOutDamagedCheckpoint(t *testing.T) {
+	out := t.TempDir()
+	dir := filepath.Join(out, "runs", "two-modes-ula")
+	if code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--experiment", "two-modes", "--algorithm", "ula", "--seed", "1", "--iterations", "400", "--quiet", "--out", dir); code != 130 {
+		t.Fatalf("train not interrupted: %d %s", code, stderr)
+	}
+	if err := os.Truncate(filepath.Join(dir, "checkpoint", "state.npz"), 100); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(t.TempDir(), "plan.txt")
+	stdout, stderr, code := runCLI("reproduce", "--plan", plan, "--out", out, "--iterations", "400", "--experiments", "two-modes", "--algorithms", "ula,nt")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	b := string(mustRead(t, plan))
+	for _, l := range strings.Split(b, "\n") {
+		if !strings.HasPrefix(l, "#") && strings.Contains(l, dir) {
+			t.Errorf("the plan trains the damaged run: %s", l)
+		}
+	}
+	if !strings.Contains(b+stdout, "Left out: two-modes-ula (") || !strings.Contains(b+stdout, "its --resume line would fail; move "+dir+" away, or remove it, then write the plan again") {
+		t.Errorf("the plan's note:\n%s\n%s", b, stdout)
 	}
 }

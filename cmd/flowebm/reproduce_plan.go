@@ -103,6 +103,8 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 			var edited *training.ConfigEditedError
 			errors.As(editedRun(r.dir), &edited)
 			left = append(left, fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), edited.Field, shellQuote(edited.Checkpoint), shellQuote(edited.Path)))
+		case damagedCheckpointOf(r.dir) != nil: // round 111 B4: its --resume line failed, unsaid
+			left = append(left, fmt.Sprintf("%s (%v: its --resume line would fail; move %s away, or remove it, then write the plan again, which trains it anew)", r.name(), withoutPackagePrefixes(damagedCheckpointOf(r.dir).Error()), shellQuote(r.dir)))
 		default:
 			line, err := planLine(r, f)
 			if err != nil {
@@ -363,6 +365,17 @@ func shellQuote(s string) string { return shellquote.Quote(s) }
 
 // editedRun is the *training.ConfigEditedError of the run in dir whose
 // config.json differs from its checkpoint's copy, or nil.
+// damagedCheckpointOf is why the run in dir, which has a checkpoint
+// folder and no other process holds, cannot be resumed from any: nil
+// where one is complete, or it has none.
+func damagedCheckpointOf(dir string) error {
+	if !hasCheckpoint(dir) || lockedByOther(dir) {
+		return nil
+	}
+	_, err := training.LatestCheckpoint(dir)
+	return err
+}
+
 func editedRun(dir string) error {
 	cfg, err := training.ReadRunConfig(dir)
 	if err != nil {
