@@ -1408,10 +1408,17 @@ type NothingToResumeError struct{ Err error }
 const NothingToResumeAdvice = "; nothing to resume: start the run again (with --force on the command line)"
 
 func (e NothingToResumeError) Error() string {
-	if nc := (noCheckpointError{}); errors.As(e.Err, &nc) && nc.restorable { // round 96 B3: --force advised beside the restore that saves the run
+	if e.Restorable() { // round 96 B3: --force advised beside the restore that saves the run
 		return e.Err.Error() + "; restored, the run resumes (started again with --force, it would be lost)"
 	}
 	return e.Err.Error() + NothingToResumeAdvice
+}
+
+// Restorable reports whether a copy restores a checkpoint there (the
+// error says which).
+func (e NothingToResumeError) Restorable() bool {
+	nc := noCheckpointError{}
+	return errors.As(e.Err, &nc) && nc.restorable
 }
 
 func (e NothingToResumeError) Unwrap() error { return e.Err }

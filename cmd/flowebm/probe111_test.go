@@ -108,3 +108,21 @@ func TestPlanLeavesOutDamagedCheckpoint(t *testing.T) {
 		t.Errorf("the plan's note:\n%s\n%s", b, stdout)
 	}
 }
+
+// Round 111 B5: train --resume of a finished run whose checkpoint's
+// state.npz was cut advised "start the run again (with --force)", which
+// loses the finished run. It says the run finished, that its model still
+// serves sample, energy and convert, and what --force would lose.
+func TestResumeFinishedDamagedSaysFinished(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "3", "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.Truncate(filepath.Join(run, "checkpoint", "state.npz"), 100); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("train", "--resume", run)
+	if code == 0 || !strings.Contains(stderr, "the run finished (its metrics.json and samples.npy stand)") || !strings.Contains(stderr, "--force on the command line would train a new run in its place, and this one would be lost") || strings.Contains(stderr, "start the run again") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

@@ -1047,6 +1047,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 		if f.data.File != "" || f.dataDir != "" {
 			return nil, nil, err // the path given is wrong: no advice to give one
 		}
+		if none := (training.NothingToResumeError{}); errors.As(err, &none) && !none.Restorable() && finishedOutputs(f.resume) { // round 111 B5: "start the run again with --force", losing a finished run
+			return nil, nil, fmt.Errorf("%w: the run finished (its metrics.json and samples.npy stand), but no checkpoint of it can be read, so train --resume can neither check nor write its outputs again; flowebm sample, energy and convert still use its model where the model's own files are whole (a note says so); --force on the command line would train a new run in its place, and this one would be lost", none.Err)
+		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
 	run.Guard = guard
@@ -1956,4 +1959,14 @@ func checkSeedsFolder(base string, force bool) error {
 		return fmt.Errorf("--out %s holds other files (%s): --seeds writes sSEED folders and seeds.json there; give a new or empty folder, or --force to write among them", base, listNames(others, 3))
 	}
 	return nil
+}
+
+// finishedOutputs reports whether the run folder dir holds a finished
+// run's outputs: samples.npy (written last) and a metrics.json that reads.
+func finishedOutputs(dir string) bool {
+	if !exists(filepath.Join(dir, "samples.npy")) {
+		return false
+	}
+	_, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
+	return err == nil
 }
