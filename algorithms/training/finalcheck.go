@@ -112,7 +112,7 @@ func CheckpointLastEval(dir string, modes int) (last Eval, seconds float64, ok b
 			return err
 		}
 		if err := w.check(wpath, modes); err != nil { // round 110 B1: metrics.json blamed for the window's forged weight
-			return err
+			return EditedCheckpointError{err}
 		}
 		last, seconds, ok = evals[len(evals)-1], w.Seconds, true
 		last.ChainWeights, last.NegIntervals = w.ChainWeights, w.NegIntervals
@@ -120,6 +120,14 @@ func CheckpointLastEval(dir string, modes int) (last Eval, seconds float64, ok b
 	})
 	return last, seconds, ok, err
 }
+
+// EditedCheckpointError is CheckpointLastEval's error for a checkpoint
+// that reads but holds what no run writes (edited, its manifest written
+// again): the run's outputs cannot be checked against it.
+type EditedCheckpointError struct{ Err error }
+
+func (e EditedCheckpointError) Error() string { return e.Err.Error() }
+func (e EditedCheckpointError) Unwrap() error { return e.Err }
 
 // CheckExactLL checks metrics.json's true_held_out_ll (m's, read from
 // path) against want, the run's exact held-out log-likelihood

@@ -104,9 +104,9 @@ func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, eva
 		last, source = evals[len(evals)-1], "metrics.csv's last row"
 	}
 	switch ck, s, ok, err := training.CheckpointLastEval(dir, -1); {
-	case err != nil: // round 110 B1: metrics.json blamed, train --resume advised, which refuses the checkpoint
+	case errors.As(err, new(training.EditedCheckpointError)): // round 110 B1: metrics.json blamed, train --resume advised, which refuses the checkpoint
 		return uncheckedError{fmt.Errorf("%w: the run's checkpoint holds what no run writes (edited), so its outputs cannot be checked against it: restore the checkpoint from a copy, or train the run anew", err)}
-	case ok:
+	case err == nil && ok:
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
 	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2

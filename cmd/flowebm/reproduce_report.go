@@ -568,10 +568,10 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	}
 	last, source, seconds := evals[len(evals)-1], "metrics.csv's last row", 0.0
 	switch ck, s, ok, err := training.CheckpointLastEval(r.dir, r.modes()); {
-	case err != nil: // round 110 B1: metrics.json blamed, train --resume advised, which refuses the checkpoint
+	case errors.As(err, new(training.EditedCheckpointError)): // round 110 B1: metrics.json blamed, train --resume advised, which refuses the checkpoint
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's checkpoint holds what no run writes (edited), so its outputs cannot be checked against it, and are not reported; restore the checkpoint from a copy, or %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
 		return ""
-	case ok: // its chain weights too (round 105 B2)
+	case err == nil && ok: // its chain weights too (round 105 B2)
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
 	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
