@@ -93,7 +93,7 @@ func readChains(paths []string, key string) (_ *chainsData, err error) {
 		if strings.Contains(fe.Got, `\t`) { // probe 64: renamed, a tab-separated file was refused for its tabs
 			advice = "this one holds tabs: write the draws with commas, under a header, as a .csv (pandas' to_csv, numpy.savetxt(..., delimiter=\",\"), or tr '\\t' ',')"
 		}
-		return nil, fmt.Errorf("%s: not a .npy file (it begins %s): diagnose reads .npy, .npz and .csv files, by their extension; %s", paths[0], cmp.Or(fe.Got, "with fewer than 8 bytes"), advice)
+		return nil, fmt.Errorf("%s: not a .npy file (it begins %s): diagnose reads .npz and .csv files by their extension and any other file as .npy; %s", paths[0], cmp.Or(fe.Got, "with fewer than 8 bytes"), advice)
 	}
 	if fe := (*npy.FormatError)(nil); errors.As(err, &fe) && fe.Field == npy.DtypeField { // probe 62: the reader's list of types, which diagnose then refused
 		advice := "convert with a.astype(np.float64) if they are draws"
@@ -990,10 +990,21 @@ func allNumbers(rec []string) bool {
 // .npy file … rename it .csv"): it says what the file is, and how to get
 // chains of the run's model.
 func runRecordRefusal(path string) error {
+	if startsLikeNpy(path) { // NumPy's draws, whatever the name
+		return nil
+	}
 	what := ""
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".json":
 		what = "a JSON record (flowebm writes a run's settings and results so: config.json, metrics.json, seeds.json), not draws"
+	case ".onnx": // round 111 B6: "not a .npy file"
+		return fmt.Errorf("%s is an ONNX model, not draws: diagnose reads MCMC chains (.npy, .npz, CSV); flowebm sample --model %s --out chains.npy draws them from an energy network, then flowebm diagnose chains.npy", path, shellQuote(path))
+	case ".png", ".svg", ".pdf", ".jpg", ".jpeg":
+		what = "a figure, not draws"
+	case ".md":
+		if exists(path) {
+			what = "a Markdown text (a report or summary), not draws"
+		}
 	case ".csv":
 		if _, header, err := csvShape(path); err == nil && training.IsEvalsHeader(header) {
 			what = "a training run's evaluations table (iter, loss, flow_ll, …: one row per evaluation), not draws of chains"
@@ -1024,6 +1035,9 @@ func checkpointRefusal(path string) error {
 	}
 	defer zr.Close()
 	names := zr.Names
+	if filepath.Base(path) == "weights.npz" && exists(filepath.Join(filepath.Dir(path), "spec.json")) { // round 111 B6
+		return fmt.Errorf("%s is a checkpoint's model weights (its parameters, beside spec.json), not draws: diagnose reads MCMC chains; flowebm sample --model %s --out chains.npy draws them from the model, then flowebm diagnose chains.npy", path, shellQuote(trainRunOf(path)))
+	}
 	if slices.Contains(names, "bank") && slices.Contains(names, "data_order") {
 		return fmt.Errorf("%s is a training run's state (state.npz of its checkpoint), not draws: diagnose reads MCMC chains; flowebm sample --model %s --out chains.npy draws them from the run's model, then flowebm diagnose chains.npy", path, shellQuote(trainRunOf(path)))
 	}
@@ -1060,3 +1074,17 @@ func flagValue(args []string, name string) string {
 	}
 	return v
 }
+
+// startsLikeNpy reports whether the file at path begins with NumPy's
+// magic string (a .npy file under another name).
+func startsLikeNpy(path string) bool {
+	f, err := safefile.Open(path) // a FIFO is not waited on
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 6)
+	n, _ := io.ReadFull(f, b)
+	return string(b[:n]) == "\x93NUMPY"
+}
+

@@ -11,6 +11,8 @@ import (
 	"github.com/flowebm/flowebm/algorithms/metrics"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // Round 111 A1: a 2-D data run whose final grid missed the EBM's mass
@@ -124,5 +126,50 @@ func TestResumeFinishedDamagedSaysFinished(t *testing.T) {
 	_, stderr, code := runCLI("train", "--resume", run)
 	if code == 0 || !strings.Contains(stderr, "the run finished (its metrics.json and samples.npy stand)") || !strings.Contains(stderr, "--force on the command line would train a new run in its place, and this one would be lost") || strings.Contains(stderr, "start the run again") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Round 111 B6: diagnose given an .onnx model or a figure said "not a
+// .npy file … by their extension", which contradicted itself, and a
+// checkpoint's weights.npz was refused over its first member's shape. Each
+// is named for what it is, with the command that makes chains; a .npy
+// under a .txt name is still read.
+func TestDiagnoseNamesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	onnxModel := "../../io/onnx/testdata/flows/bimodal_energy.onnx"
+	if _, stderr, code := runCLI("diagnose", onnxModel); code == 0 || !strings.Contains(stderr, "is an ONNX model, not draws") || !strings.Contains(stderr, "flowebm sample --model "+onnxModel) {
+		t.Errorf("an .onnx: exit %d, %s", code, stderr)
+	}
+	png := filepath.Join(dir, "density.png")
+	os.WriteFile(png, []byte("\x89PNG\r\n\x1a\n...."), 0o644)
+	if _, stderr, code := runCLI("diagnose", png); code == 0 || !strings.Contains(stderr, "is a figure, not draws") {
+		t.Errorf("a .png: exit %d, %s", code, stderr)
+	}
+	md := filepath.Join(dir, "report.md")
+	os.WriteFile(md, []byte("# flowebm reproduce\n"), 0o644)
+	if _, stderr, code := runCLI("diagnose", md); code == 0 || !strings.Contains(stderr, "is a Markdown text (a report or summary), not draws") {
+		t.Errorf("a .md: exit %d, %s", code, stderr)
+	}
+	ck := filepath.Join(dir, "run", "checkpoint")
+	os.MkdirAll(ck, 0o755)
+	os.WriteFile(filepath.Join(ck, "spec.json"), []byte("{}"), 0o644)
+	if err := npz.WriteFile(filepath.Join(ck, "weights.npz"), map[string]*npy.Array{"ebm.net.0.bias": {Shape: []int{32}, Data: make([]float64, 32)}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("diagnose", filepath.Join(ck, "weights.npz")); code == 0 || !strings.Contains(stderr, "is a checkpoint's model weights") || !strings.Contains(stderr, "flowebm sample --model "+filepath.Join(dir, "run")) {
+		t.Errorf("weights.npz: exit %d, %s", code, stderr)
+	}
+	txt := filepath.Join(dir, "chains.txt")
+	data := make([]float64, 4*10)
+	for i := range data {
+		data[i] = float64(i%7) / 7
+	}
+	var b bytes.Buffer
+	if err := npy.Write(&b, &npy.Array{Shape: []int{4, 10}, Data: data}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(txt, b.Bytes(), 0o644)
+	if _, stderr, code := runCLI("diagnose", txt); code != 0 {
+		t.Errorf("a .npy named .txt: exit %d, %s", code, stderr)
 	}
 }
