@@ -1087,4 +1087,3 @@ func startsLikeNpy(path string) bool {
 	n, _ := io.ReadFull(f, b)
 	return string(b[:n]) == "\x93NUMPY"
 }
-
