@@ -173,3 +173,37 @@ func TestDiagnoseNamesOtherFiles(t *testing.T) {
 		t.Errorf("a .npy named .txt: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 111 B7: a sample run's model changed into a file that cannot be
+// read (a line appended to the .onnx) was refused for its parse error on
+// --resume, unsaid that it is not the file the run started on. The change
+// is found before the file is read, with the way on.
+func TestResumeUnreadableChangedModel(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.onnx")
+	orig := mustRead(t, "../../io/onnx/testdata/flows/bimodal_energy.onnx")
+	os.WriteFile(model, orig, 0o644)
+	ck := filepath.Join(dir, "k.npz")
+	if code, stderr := outputsChild(t, "sample-checkpoint", "KILL", "sample", "--model", model, "--chains", "4", "--steps", "20", "--warmup", "5", "--checkpoint", ck, "--checkpoint-every", "10", "--out", filepath.Join(dir, "s.npy")); code != -1 {
+		t.Fatalf("sample not killed at its checkpoint: %d %s", code, stderr)
+	}
+	os.WriteFile(model, append(orig, '\n'), 0o644)
+	_, stderr, code := runCLI("sample", "--resume", ck)
+	if code == 0 || !strings.Contains(stderr, model+" has changed since the checkpoint was written") || !strings.Contains(stderr, "put the one it started with back there") || strings.Contains(stderr, "wire type") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Round 111 B8: sample --resume of a training run's folder said "start
+// the run again: the command that started it", of a run no sample
+// started. It names the folder for what it is and both ways on.
+func TestSampleResumeOfTrainingRun(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "2", "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	_, stderr, code := runCLI("sample", "--resume", run)
+	if code == 0 || !strings.Contains(stderr, "is a training run's folder, not a sample checkpoint") || !strings.Contains(stderr, "flowebm train --resume "+run) || !strings.Contains(stderr, "flowebm sample --model "+run) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

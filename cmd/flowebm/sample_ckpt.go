@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -525,6 +526,12 @@ const maxMetaBytes = 1 << 20
 // readSampleCheckpoint opens a checkpoint written by writeSampleCheckpoint
 // and reads its meta; the arrays are read later, each checked.
 func readSampleCheckpoint(path string) (*sampleMeta, *ckptReader, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() { // round 111 B8: "start the run again", of a run no sample started
+		if isTrainingRun(path) {
+			return nil, nil, fmt.Errorf("--resume %s is a training run's folder, not a sample checkpoint (the .npz that sample --checkpoint writes): continue its training with flowebm train --resume %s, or sample its model with flowebm sample --model %s --out chains.npy", path, shellQuote(path), shellQuote(path))
+		}
+		return nil, nil, fmt.Errorf("--resume %s is a folder: give the .npz that sample --checkpoint wrote", path)
+	}
 	r, err := npz.OpenReader(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // cut short or damaged: the way on (round 108 B1)
 		return nil, nil, fmt.Errorf("--resume %s: %w%s", path, err, editedCheckpointAdvice)
