@@ -314,8 +314,12 @@ func (d Density) layout() densityFigure {
 		n, _ := x.Dims()
 		sty.Radius = vg.Points(3.5) // the legend's glyphs larger than the plot's
 		text := fmt.Sprintf("%s (%d of %d)", name, min(n, densityMarks), n)
-		if out := fr.beyond(unit(x)); out > 0 { // round 89 B4: a figure framed on the data's bulk
-			text += fmt.Sprintf(";\n%d beyond the frame", out)
+		if out := fr.beyond(unit(x), densityMarks); out > 0 { // round 89 B4: a figure framed on the data's bulk
+			of := ""
+			if n > densityMarks { // round 112 A2: counted over all, read as of those drawn
+				of = " of those drawn"
+			}
+			text += fmt.Sprintf(";\n%d%s beyond the frame", out, of)
 		}
 		legend = append(legend, legendEntry{text, sty})
 	}
@@ -339,11 +343,12 @@ func (d Density) layout() densityFigure {
 // units: [x0, x1] × [y0, y1].
 type frame struct{ x0, x1, y0, y1 float64 }
 
-// beyond is the number of rows of x (points) outside the frame.
-func (f frame) beyond(x mat.Matrix) int {
+// beyond is the number of the first k rows of x (points, those drawn)
+// outside the frame.
+func (f frame) beyond(x mat.Matrix, k int) int {
 	r, _ := x.Dims()
 	n := 0
-	for i := range r {
+	for i := range min(r, k) {
 		a, b := x.At(i, 0), x.At(i, 1)
 		if !(a >= f.x0 && a <= f.x1 && b >= f.y0 && b <= f.y1) {
 			n++

@@ -207,3 +207,18 @@ func TestSampleResumeOfTrainingRun(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 112 A1: the report pointed every run to "the scaling notes at
+// the top of its log.txt", which a run trained by hand has not. It says
+// where log.txt holds them.
+func TestReportSettingsLineTrue(t *testing.T) {
+	out := t.TempDir()
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--seed", "1", "--iterations", "2", "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	_, _, stderr, report := reportOf(t, out, "--algorithms", "ula", "--iterations", "2")
+	if !strings.Contains(report, "each run's `config.json` says exactly how, as do the scaling notes train prints, kept at the top of its `log.txt` where reproduce or a plan's line trained it") || exists(filepath.Join(run, "log.txt")) {
+		t.Errorf("%s\n%s", stderr, report)
+	}
+}

@@ -150,7 +150,7 @@ func (w *reportWriter) header(elapsed time.Duration) {
 	if f.report != "" {
 		p(" (each run's `metrics.json` records the build that trained it)")
 	}
-	p(".\n- Settings: `flowebm train`'s defaults, the paper's App. C scaled to 2 CPU cores (each run's `config.json` and the scaling notes at the top of its `log.txt` say exactly how); the paper's own settings are in `algorithms/configs/`.\n")
+	p(".\n- Settings: `flowebm train`'s defaults, the paper's App. C scaled to 2 CPU cores (each run's `config.json` says exactly how, as do the scaling notes train prints, kept at the top of its `log.txt` where reproduce or a plan's line trained it); the paper's own settings are in `algorithms/configs/`.\n")
 	p("- Every run folder `runs/EXPERIMENT-ALGORITHM/` holds its metrics over training (`metrics.csv`), final metrics (`metrics.json`), checkpoint and plots.\n\n")
 }
 
