@@ -222,3 +222,20 @@ func TestReportSettingsLineTrue(t *testing.T) {
 		t.Errorf("%s\n%s", stderr, report)
 	}
 }
+
+// Round 112 B1: train --seeds over a finished seed whose checkpoint
+// cannot be read relayed train --resume's "--force on the command line
+// would train a new run", which for --seeds trains every seed again. It
+// gives the set's advice: move that seed's folder away.
+func TestSeedsFinishedUnreadableAdvice(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "W")
+	args := []string{"train", "--algorithm", "ula", "--iterations", "2", "--seeds", "1-2", "--out", out, "--quiet"}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	os.Truncate(filepath.Join(out, "s2", "checkpoint", "state.npz"), 100)
+	_, stderr, code := runCLI(args...)
+	if code == 0 || !strings.Contains(stderr, "move "+filepath.Join(out, "s2")+" away and give the same --seeds command again (--force would train every seed again)") || strings.Contains(stderr, "--force on the command line") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

@@ -92,11 +92,14 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	// The high-dimensional runs are the longest: first.
 	for _, r := range slices.Backward(runs) {
 		switch {
-		case exists(filepath.Join(r.dir, "samples.npy")): // written last
-			if _, err := training.ReadMetrics(filepath.Join(r.dir, "metrics.json")); err != nil {
-				return fmt.Errorf("%w: the run %s finished (it has samples.npy, written last), but its metrics cannot be read: move its folder away to train it again", err, r.dir)
-			}
+		case exists(filepath.Join(r.dir, "samples.npy")) && finishedMetricsErr(r.dir) == nil: // written last
 			left = append(left, r.name()+" (finished)")
+		case exists(filepath.Join(r.dir, "samples.npy")) && (!hasCheckpoint(r.dir) || damagedCheckpointOf(r.dir) != nil):
+			why := "it has no checkpoint to write them again from"
+			if err := damagedCheckpointOf(r.dir); err != nil {
+				why = "nor can its checkpoint (" + withoutPackagePrefixes(err.Error()) + ")"
+			}
+			return fmt.Errorf("%w: the run %s finished (it has samples.npy, written last), but its metrics cannot be read, and %s: move its folder away to train it again", finishedMetricsErr(r.dir), r.dir, why)
 		case divergedBefore(r.dir) != "":
 			left = append(left, r.name()+" (diverged: a result, not retried)")
 		case editedRun(r.dir) != nil: // round 85 B6: its --resume line would fail
@@ -365,6 +368,15 @@ func shellQuote(s string) string { return shellquote.Quote(s) }
 
 // editedRun is the *training.ConfigEditedError of the run in dir whose
 // config.json differs from its checkpoint's copy, or nil.
+// finishedMetricsErr is why the metrics.json of the finished run in dir
+// cannot be read; nil where it reads. A run whose checkpoint reads gets a
+// train --resume line, which writes it again (round 112 B2: "move its
+// folder away", losing a finished run).
+func finishedMetricsErr(dir string) error {
+	_, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
+	return err
+}
+
 // damagedCheckpointOf is why the run in dir, which has a checkpoint
 // folder and no other process holds, cannot be resumed from any: nil
 // where one is complete, or it has none.

@@ -135,12 +135,21 @@ func TestReproduceReportPartial(t *testing.T) {
 		t.Errorf("--seed 2: exit %d, %q\n%s", code, stderr, report)
 	}
 
-	// --plan names the damaged run and writes nothing; without it, it
-	// plans the runs left and leaves out the diverged one.
+	// --plan resumes the finished run whose metrics.json is damaged (its
+	// line writes it again from its checkpoint; round 112 B2: "move its
+	// folder away", losing it); with its checkpoint damaged too, it names
+	// the run and writes nothing; without it, it plans the runs left and
+	// leaves out the diverged one.
 	plan := filepath.Join(t.TempDir(), "plan.txt")
 	var o, e bytes.Buffer
 	args := []string{"reproduce", "--plan", plan, "--out", out, "--experiments", "two-modes", "--iterations", "2"}
-	if code := run(args, &o, &e); code != 2 || !strings.Contains(e.String(), m+": ") || !strings.Contains(e.String(), "its metrics cannot be read: move its folder away to train it again") {
+	if code := run(args, &o, &e); code != 0 || !strings.Contains(string(mustRead(t, plan)), "--resume "+runDir("ula")+" ") {
+		t.Errorf("--plan over a finished run's damaged metrics.json: exit %d, %q\n%s", code, e.String(), mustRead(t, plan))
+	}
+	os.Remove(plan)
+	os.Truncate(filepath.Join(runDir("ula"), "checkpoint", "state.npz"), 100)
+	e.Reset()
+	if code := run(args, &o, &e); code != 2 || !strings.Contains(e.String(), m+": ") || !strings.Contains(e.String(), "its metrics cannot be read, and nor can its checkpoint (") || !strings.Contains(e.String(), "move its folder away to train it again") {
 		t.Errorf("--plan over a damaged run: exit %d, %q", code, e.String())
 	}
 	if _, err := os.Stat(plan); err == nil {

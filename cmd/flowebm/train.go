@@ -1048,7 +1048,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 			return nil, nil, err // the path given is wrong: no advice to give one
 		}
 		if none := (training.NothingToResumeError{}); errors.As(err, &none) && !none.Restorable() && finishedOutputs(f.resume) { // round 111 B5: "start the run again with --force", losing a finished run
-			return nil, nil, fmt.Errorf("%w%s", none.Err, finishedUnreadableAdvice)
+			return nil, nil, finishedUnreadableError{none}
 		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
@@ -1965,6 +1965,15 @@ func checkSeedsFolder(base string, force bool) error {
 // run none of whose checkpoints reads (reproduce, which gives its own
 // advice, recognises it in its child's last line).
 const finishedUnreadableAdvice = ": the run finished (its metrics.json and samples.npy stand), but no checkpoint of it can be read, so train --resume can neither check nor write its outputs again; flowebm sample, energy and convert still use its model where the model's own files are whole (a note says so); --force on the command line would train a new run in its place, and this one would be lost"
+
+// finishedUnreadableError is train --resume's refusal of a finished run
+// none of whose checkpoints reads; it unwraps to the NothingToResumeError,
+// whose callers (train --seeds) give their own advice (round 112 B1:
+// --seeds relayed the --force of one run, which trains every seed again).
+type finishedUnreadableError struct{ none training.NothingToResumeError }
+
+func (e finishedUnreadableError) Error() string { return e.none.Err.Error() + finishedUnreadableAdvice }
+func (e finishedUnreadableError) Unwrap() error { return e.none }
 
 // finishedOutputs reports whether the run folder dir holds a finished
 // run's outputs: samples.npy (written last) and a metrics.json that reads.
