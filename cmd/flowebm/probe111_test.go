@@ -239,3 +239,25 @@ func TestSeedsFinishedUnreadableAdvice(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 112 B3: a run moved away and trained again by a plan's line kept
+// the record of the reproduce that trained it first ("reproduce --jobs 2
+// trained them"). The record holds the checkpoint it trained up to; a run
+// whose checkpoint is another since is said to be trained otherwise too.
+func TestTrainedByFollowsTheRun(t *testing.T) {
+	out := t.TempDir()
+	if _, stderr, code := runCLI("reproduce", "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula", "--jobs", "2"); code != 0 {
+		t.Fatal(stderr)
+	}
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	if err := os.RemoveAll(run); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--seed", "1", "--iterations", "2", "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	_, _, stderr, report := reportOf(t, out, "--algorithms", "ula")
+	if want := "but the runs were trained by reproduce --jobs 2, then a plan's lines or by hand"; !strings.Contains(report, want) || strings.Contains(report, "(reproduce --jobs 2 trained them)") {
+		t.Errorf("%s\nreport lacks %q:\n%s", stderr, want, report)
+	}
+}

@@ -334,10 +334,10 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			return err
 		}
 	}
-	var trained []string
+	var trained []*reproRun
 	for _, r := range runs {
 		if r.trained {
-			trained = append(trained, r.name())
+			trained = append(trained, r)
 		}
 	}
 	if err := noteTrainedBy(f.out, trained, fmt.Sprintf("reproduce --jobs %d", f.jobs)); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -158,11 +159,34 @@ type runSet struct {
 	Experiments []string `json:"experiments"`
 	Algorithms  []string `json:"algorithms"`
 	// TrainedBy records, for each run a reproduce trained here (by its
-	// name), how: "reproduce --jobs N", each invocation that trained it
-	// in turn (round 110 A1: the report said that a reproduce's own runs
-	// were trained outside it). A run it does not list was trained
+	// name), how (round 110 A1: the report said that a reproduce's own
+	// runs were trained outside it). A run it does not list was trained
 	// otherwise (a plan's line, or by hand).
-	TrainedBy map[string][]string `json:"trained_by,omitempty"`
+	TrainedBy map[string]runTraining `json:"trained_by,omitempty"`
+}
+
+// runTraining is how a run was trained: By, "reproduce --jobs N", each
+// invocation that trained it in turn, up to its checkpoint whose COMPLETE
+// has the SHA-256 Checkpoint; a run whose checkpoint is another since was
+// trained on otherwise, or anew (round 112 B3: a run trained again by a
+// plan's line kept the record of the reproduce that trained it first).
+type runTraining struct {
+	By         []string `json:"by"`
+	Checkpoint string   `json:"checkpoint_sha256,omitempty"`
+}
+
+// checkpointSum is the SHA-256 of the COMPLETE of the run in dir's newest
+// checkpoint; "" where it has none that reads.
+func checkpointSum(dir string) string {
+	latest, err := training.LatestCheckpoint(dir)
+	if err != nil {
+		return ""
+	}
+	sum, err := safefile.SHA256(filepath.Join(latest, checkpoint.ManifestName))
+	if err != nil {
+		return ""
+	}
+	return sum
 }
 
 // writeRunSet records f's set in f.out, its names as the runs are named
@@ -198,23 +222,39 @@ func (s runSet) write(path string) error {
 	})
 }
 
-// noteTrainedBy records in dir's record that how trained the runs named
-// (where it did not already train them last).
-func noteTrainedBy(dir string, names []string, how string) error {
+// noteTrainedBy records in dir's record that how trained runs, up to
+// their checkpoint now.
+func noteTrainedBy(dir string, runs []*reproRun, how string) error {
 	path := filepath.Join(dir, runSetFile)
 	set, err := readRunSet(path)
-	if err != nil || len(names) == 0 {
+	if err != nil || len(runs) == 0 {
 		return nil // no record to add to (inferRunSet names a damaged one)
 	}
 	if set.TrainedBy == nil {
-		set.TrainedBy = map[string][]string{}
+		set.TrainedBy = map[string]runTraining{}
 	}
-	for _, n := range names {
-		if h := set.TrainedBy[n]; len(h) == 0 || h[len(h)-1] != how {
-			set.TrainedBy[n] = append(h, how)
+	for _, r := range runs {
+		rec := set.TrainedBy[r.name()]
+		if len(rec.By) == 0 || rec.By[len(rec.By)-1] != how {
+			rec.By = append(rec.By, how)
 		}
+		rec.Checkpoint = checkpointSum(r.dir)
+		set.TrainedBy[r.name()] = rec
 	}
 	return set.write(path)
+}
+
+// trainedHow says how the run r was trained, from the record rec.
+func trainedHow(r *reproRun, rec runTraining) string {
+	const other = "a plan's lines or by hand"
+	if len(rec.By) == 0 {
+		return other
+	}
+	how := strings.Join(rec.By, ", then ")
+	if now := checkpointSum(r.dir); now != "" && now != rec.Checkpoint { // trained on since, or anew
+		how += ", then " + other
+	}
+	return how
 }
 
 // sharingNote says, for the report of runs in dir, how many runs shared
@@ -228,10 +268,7 @@ func sharingNote(dir string, runs []*reproRun) string {
 		if !r.hasResult() {
 			continue
 		}
-		how := "a plan's lines or by hand"
-		if h := set.TrainedBy[r.name()]; len(h) > 0 {
-			how = strings.Join(h, ", then ")
-		}
+		how := trainedHow(r, set.TrainedBy[r.name()])
 		if !slices.Contains(hows, how) {
 			hows = append(hows, how)
 		}
@@ -243,7 +280,7 @@ func sharingNote(dir string, runs []*reproRun) string {
 		return fmt.Sprintf("with up to %s runs sharing the machine (%s trained them)", strings.TrimPrefix(hows[0], "reproduce --jobs "), hows[0])
 	case len(hows) == 1 && !strings.HasPrefix(hows[0], "reproduce"):
 		return "but the runs were trained by a plan's lines or by hand, and how many shared a machine is not recorded: compare it only between runs trained alike"
-	case len(hows) > 1:
+	case len(hows) > 0:
 		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(hows, "; by "))
 	}
 	return "but how many runs shared a machine is not recorded here: compare it only between runs trained alike"
