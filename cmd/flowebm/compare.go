@@ -377,7 +377,11 @@ func runEvals(dir string) ([]training.Eval, error) {
 	if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s does not exist: give a run folder that flowebm train wrote", dir)
 	} else if err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a run folder", dir)
+		where := fileOfRun(dir) // round 112 B6: no folder named, as plot names it
+		if parent := filepath.Dir(filepath.Clean(dir)); where == "" {
+			where = strings.NewReplacer("; it holds", "; the folder "+parent+" holds", "; it is a folder that", "; the folder "+parent+" is one that").Replace(runsWithin(parent))
+		}
+		return nil, fmt.Errorf("%s: not a run folder (a file)%s", dir, where)
 	}
 	path := filepath.Join(dir, "metrics.csv")
 	evals, err := training.ReadEvalsCSVModes(path)

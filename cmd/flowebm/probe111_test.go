@@ -261,3 +261,22 @@ func TestTrainedByFollowsTheRun(t *testing.T) {
 		t.Errorf("%s\nreport lacks %q:\n%s", stderr, want, report)
 	}
 }
+
+// Round 112 B6: compare given a run's file or a seeds folder's
+// seeds.json said only "not a run folder"; it names the folder to give,
+// as plot does.
+func TestCompareOfAFileNamesTheRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "W")
+	if _, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "2", "--seeds", "1-2", "--out", out, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	s1 := filepath.Join(out, "s1")
+	for file, want := range map[string]string{
+		filepath.Join(s1, "metrics.csv"):  "it is the metrics.csv of the run " + s1 + ": give the run folder, " + s1,
+		filepath.Join(out, "seeds.json"): "the folder " + out + " holds the runs s1, s2 (as train --seeds writes them): give those, e.g. " + s1,
+	} {
+		if _, stderr, code := runCLI("compare", file, "--out", filepath.Join(t.TempDir(), "c")); code == 0 || !strings.Contains(stderr, want) {
+			t.Errorf("compare %s: exit %d, %s; want %q", file, code, stderr, want)
+		}
+	}
+}
