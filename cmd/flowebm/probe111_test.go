@@ -272,7 +272,7 @@ func TestCompareOfAFileNamesTheRun(t *testing.T) {
 	}
 	s1 := filepath.Join(out, "s1")
 	for file, want := range map[string]string{
-		filepath.Join(s1, "metrics.csv"):  "it is the metrics.csv of the run " + s1 + ": give the run folder, " + s1,
+		filepath.Join(s1, "metrics.csv"): "it is the metrics.csv of the run " + s1 + ": give the run folder, " + s1,
 		filepath.Join(out, "seeds.json"): "the folder " + out + " holds the runs s1, s2 (as train --seeds writes them): give those, e.g. " + s1,
 	} {
 		if _, stderr, code := runCLI("compare", file, "--out", filepath.Join(t.TempDir(), "c")); code == 0 || !strings.Contains(stderr, want) {
