@@ -280,3 +280,42 @@ func TestCompareOfAFileNamesTheRun(t *testing.T) {
 		}
 	}
 }
+
+// Round 112 B5: train --seeds given its data file moved (same bytes, a
+// new path) advised moving the seeds away, losing them. It says the file
+// was moved and gives train --resume SEED --data NEW, which, followed,
+// lets the same --seeds command go on.
+func TestSeedsMovedDataAdvice(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.npy")
+	rows := make([]float64, 2*200)
+	for i := range rows {
+		rows[i] = math.Sin(float64(i) * 1.7)
+	}
+	if err := npy.WriteFile(data, &npy.Array{Shape: []int{200, 2}, Data: rows}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "W")
+	if _, stderr, code := runCLI("train", "--data", data, "--algorithm", "ula", "--iterations", "2", "--seeds", "1-2", "--out", out, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	moved := filepath.Join(dir, "m", "d.npy")
+	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.Rename(data, moved); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"train", "--data", moved, "--algorithm", "ula", "--iterations", "2", "--seeds", "1-2", "--out", out, "--quiet"}
+	_, stderr, code := runCLI(args...)
+	for _, s := range []string{"s1", "s2"} {
+		want := "so the file was moved: record its new place with flowebm train --resume " + filepath.Join(out, s) + " --data " + moved
+		if code == 0 || !strings.Contains(stderr, want) {
+			t.Fatalf("exit %d, %s; want %q", code, stderr, want)
+		}
+		if _, stderr, code := runCLI("train", "--resume", filepath.Join(out, s), "--data", moved); code != 0 {
+			t.Fatalf("the advice followed: %s", stderr)
+		}
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Errorf("the same --seeds command after: exit %d, %s", code, stderr)
+	}
+}

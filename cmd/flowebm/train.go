@@ -578,6 +578,9 @@ func seedRunState(cmd *cobra.Command, g trainFlags, dir string) (int, error) {
 			continue
 		}
 		advice := seedAdvice(dir)
+		if c.field == "data.file" && sameDataFile(have.Data, c.want) { // round 112 B5: a moved file; the advice lost the seeds
+			advice = fmt.Sprintf("it has the SHA-256 the run recorded (data.sha256), so the file was moved: record its new place with flowebm train --resume %s --data %s, then give the same --seeds command again", shellQuote(dir), shellQuote(c.want))
+		}
 		if c.field == "data.key" {
 			advice = fmt.Sprintf("give --key %s to continue the set on its member, or %s", shellQuote(c.have), advice)
 		}
@@ -1983,4 +1986,14 @@ func finishedOutputs(dir string) bool {
 	}
 	_, err := training.ReadMetrics(filepath.Join(dir, "metrics.json"))
 	return err == nil
+}
+
+// sameDataFile reports whether the file at path has the SHA-256 that the
+// run's data d records (the run's data file, moved there).
+func sameDataFile(d *config.Data, path string) bool {
+	if d == nil || d.SHA256 == "" || path == "" {
+		return false
+	}
+	sum, err := safefile.SHA256(path)
+	return err == nil && strings.EqualFold(sum, d.SHA256)
 }
