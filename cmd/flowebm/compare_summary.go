@@ -30,6 +30,9 @@ type runSummary struct {
 	total   int    // the run's iterations (0 where unreadable)
 	metrics *training.Metrics
 	exactLL float64 // the exact held-out LL (NaN: unknown), from metrics.json or drawn again from config.json
+	// diverged: the run's error.txt records a divergence (round 112 B4:
+	// shown as "2 of 20", an interrupted run's)
+	diverged bool
 }
 
 // readSummary reads what the table shows of the run in dir, and returns
@@ -37,7 +40,7 @@ type runSummary struct {
 // but cannot be read (probe 59: a damaged one showed — without a word).
 // A run still training has no metrics.json.
 func readSummary(r plots.Named, dir string) (runSummary, []error) {
-	s := runSummary{Named: r, dir: dir, exactLL: math.NaN()}
+	s := runSummary{Named: r, dir: dir, exactLL: math.NaN(), diverged: divergedBefore(dir) != ""}
 	var unread []error
 	cfg, err := training.ReadRunConfig(dir)
 	if err != nil && (exists(filepath.Join(dir, "config.json")) || training.ConfigRestore(dir) != "") { // probe 61: a deleted one, silent
@@ -166,6 +169,9 @@ func (r runSummary) row() string {
 	iters := strconv.Itoa(last.Iter)
 	if r.metrics == nil && r.total > last.Iter { // round 82 B6: a stopped run looked finished
 		iters = fmt.Sprintf("%d of %d", last.Iter, r.total)
+		if r.diverged {
+			iters += ", diverged (error.txt)"
+		}
 	}
 	if m := r.metrics; m != nil {
 		if m.Iterations > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -317,5 +318,43 @@ func TestSeedsMovedDataAdvice(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(args...); code != 0 {
 		t.Errorf("the same --seeds command after: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 112 B4: a run that diverged recorded it nowhere in its folder:
+// plot called it unfinished, compare showed "2 of 20" as of an interrupted
+// run, and train --resume diverged again. train writes error.txt, as
+// reproduce does; plot and compare say the run diverged; train --resume
+// refuses with the way on.
+func TestDivergenceRecorded(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "20", "--print-config")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["train"].(map[string]any)["ebm_optim"].(map[string]any)["lr"] = 0.5
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(dir, "c.json")
+	os.WriteFile(path, b, 0o644)
+	run := filepath.Join(dir, "G")
+	if _, stderr, code := runCLI("train", "--config", path, "--out", run, "--quiet"); code == 0 || !strings.Contains(stderr, "training diverged") {
+		t.Fatalf("train did not diverge: %d %s", code, stderr)
+	}
+	if !strings.Contains(string(mustRead(t, filepath.Join(run, "error.txt"))), "training diverged") {
+		t.Error("error.txt does not record the divergence")
+	}
+	if _, stderr, _ := runCLI("plot", run); !strings.Contains(stderr, "the run "+run+" diverged (its error.txt: ") || strings.Contains(stderr, "unfinished") {
+		t.Errorf("plot: %s", stderr)
+	}
+	c := filepath.Join(dir, "c")
+	if _, stderr, code := runCLI("compare", run, "--out", c); code != 0 || !strings.Contains(string(mustRead(t, filepath.Join(c, "summary.md"))), " of 20, diverged (error.txt) |") {
+		t.Errorf("compare: %d %s\n%s", code, stderr, mustRead(t, filepath.Join(c, "summary.md")))
+	}
+	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, "the run diverged (its error.txt: ") || !strings.Contains(stderr, "train a new run with other settings") {
+		t.Errorf("train --resume: %d %s", code, stderr)
 	}
 }

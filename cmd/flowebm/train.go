@@ -998,6 +998,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	if fi, err := os.Stat(f.resume); err != nil || !fi.IsDir() {
 		return nil, nil, checkResumable(f.resume)
 	}
+	if msg := divergedBefore(f.resume); msg != "" { // round 112 B4: resumed, it diverged again
+		return nil, nil, fmt.Errorf("--resume %s: the run diverged (its error.txt: %s): resumed from its last checkpoint it diverges again, training being deterministic; train a new run with other settings (a smaller learning rate, a larger max_energy), or remove error.txt to try anyway", f.resume, strings.TrimPrefix(msg, "flowebm: "))
+	}
 	// The lock first: a run still training before its first checkpoint
 	// is busy, not missing. A lock file made here for a folder that holds
 	// no run is removed again.
@@ -1554,6 +1557,14 @@ func redrawOtherFormats(run *training.Run, own plots.Format) error {
 // what is left and how to go on (a divergence's error says so already).
 func trainingFailed(run *training.Run, err error) error {
 	if errors.Is(err, algorithms.ErrDiverged) {
+		// Recorded in the run's folder as reproduce records it (round 112
+		// B4: plot and compare called the run unfinished, inviting a
+		// resume that diverges again); a failure to write it leaves the
+		// error as it is.
+		msg := "flowebm: " + err.Error()
+		_ = training.Through(run.Dir, run.Anchor, func(dir string) error {
+			return safefile.Write(filepath.Join(dir, "error.txt"), func(w io.Writer) error { _, werr := fmt.Fprintln(w, msg); return werr })
+		})
 		return err
 	}
 	ck, ckErr := training.LatestCheckpoint(run.Dir)
