@@ -92,6 +92,8 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	// The high-dimensional runs are the longest: first.
 	for _, r := range slices.Backward(runs) {
 		switch {
+		case mismatchOf(r, f) != "": // round 113 B1: left out as done (or resumed), then refused by --report
+			left = append(left, fmt.Sprintf("%s (mismatched: %s)", r.name(), mismatchOf(r, f)))
 		case exists(filepath.Join(r.dir, "samples.npy")) && finishedMetricsErr(r.dir) == nil: // written last
 			left = append(left, r.name()+" (finished)")
 		case exists(filepath.Join(r.dir, "samples.npy")) && (!hasCheckpoint(r.dir) || damagedCheckpointOf(r.dir) != nil):
@@ -368,6 +370,21 @@ func shellQuote(s string) string { return shellquote.Quote(s) }
 
 // editedRun is the *training.ConfigEditedError of the run in dir whose
 // config.json differs from its checkpoint's copy, or nil.
+// mismatchOf says, of a run in r.dir trained with other settings than
+// this reproduce's (train's defaults), which field differs and the way
+// on, as --report marks it mismatched; "" otherwise, or where its
+// config.json cannot be read (the plan's other checks name that).
+func mismatchOf(r *reproRun, f reproduceFlags) string {
+	cfg, err := training.ReadRunConfig(r.dir)
+	if err != nil || r.exp == nil { // an image run of a plan: its experiment is not read here
+		return ""
+	}
+	if field, have, want := f.configDiff(r, cfg); field != "" {
+		return fmt.Sprintf("%s: field %s is %s, but reproduce trains this run with %s (flowebm train's defaults): move it away, or train it again with the defaults", filepath.Join(r.dir, "config.json"), field, have, want)
+	}
+	return ""
+}
+
 // finishedMetricsErr is why the metrics.json of the finished run in dir
 // cannot be read; nil where it reads. A run whose checkpoint reads gets a
 // train --resume line, which writes it again (round 112 B2: "move its
