@@ -92,6 +92,10 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	// The high-dimensional runs are the longest: first.
 	for _, r := range slices.Backward(runs) {
 		switch {
+		case editedRun(r.dir) != nil: // round 85 B6: its --resume line would fail
+			var edited *training.ConfigEditedError
+			errors.As(editedRun(r.dir), &edited)
+			left = append(left, fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), edited.Field, shellQuote(edited.Checkpoint), shellQuote(edited.Path)))
 		case mismatchOf(r, f) != "": // round 113 B1: left out as done (or resumed), then refused by --report
 			left = append(left, fmt.Sprintf("%s (mismatched: %s)", r.name(), mismatchOf(r, f)))
 		case exists(filepath.Join(r.dir, "samples.npy")) && finishedMetricsErr(r.dir) == nil: // written last
@@ -104,10 +108,6 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 			return fmt.Errorf("%w: the run %s finished (it has samples.npy, written last), but its metrics cannot be read, and %s: move its folder away to train it again", finishedMetricsErr(r.dir), r.dir, why)
 		case divergedBefore(r.dir) != "":
 			left = append(left, r.name()+" (diverged: a result, not retried)")
-		case editedRun(r.dir) != nil: // round 85 B6: its --resume line would fail
-			var edited *training.ConfigEditedError
-			errors.As(editedRun(r.dir), &edited)
-			left = append(left, fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), edited.Field, shellQuote(edited.Checkpoint), shellQuote(edited.Path)))
 		case damagedCheckpointOf(r.dir) != nil: // round 111 B4: its --resume line failed, unsaid
 			left = append(left, fmt.Sprintf("%s (%v: its --resume line would fail; move %s away, or remove it, then write the plan again, which trains it anew)", r.name(), withoutPackagePrefixes(damagedCheckpointOf(r.dir).Error()), shellQuote(r.dir)))
 		default:
@@ -375,6 +375,10 @@ func shellQuote(s string) string { return shellquote.Quote(s) }
 // on, as --report marks it mismatched; "" otherwise, or where its
 // config.json cannot be read (the plan's other checks name that).
 func mismatchOf(r *reproRun, f reproduceFlags) string {
+	trained := hasCheckpoint(r.dir) || exists(filepath.Join(r.dir, "samples.npy")) || divergedBefore(r.dir) != ""
+	if !trained || lockedByOther(r.dir) { // a run stopped before its first checkpoint starts again with reproduce's settings; one in progress is its trainer's
+		return ""
+	}
 	cfg, err := training.ReadRunConfig(r.dir)
 	if err != nil || r.exp == nil { // an image run of a plan: its experiment is not read here
 		return ""
