@@ -18,6 +18,12 @@ type Named struct {
 	// quadrature grid misses the EBM's mass (metrics.json's grid_missed,
 	// of the final one): its values that rest on the grid are left out.
 	GridMissedAt int
+	// ISRejectedAt, where not 0, is the iteration of an evaluation whose
+	// importance-sampling log Z is more than 3 standard errors from the
+	// grid's (metrics.json's grid_log_z, of the final one), where train and
+	// the summary give the held-out LL by the grid: its IS one is left out
+	// of the held-out LL figure.
+	ISRejectedAt int
 }
 
 // comparison is one quantity plotted for several runs.
@@ -67,7 +73,7 @@ func Compare(runs []Named, dir string, f Format) ([]string, error) {
 func CompareFigures(runs []Named) (figs []Figure, files []string, err error) {
 	for _, c := range comparisons {
 		fig := Figure{Title: c.title, XLabel: "iteration", YLabel: c.yLabel, LogY: c.logY, Thresholds: c.thresholds}
-		any, unreliable, missed := false, 0, 0
+		any, unreliable, missed, rejected := false, 0, 0, 0
 		for _, r := range runs {
 			var pts plotter.XYs
 			for _, e := range r.Evals {
@@ -80,6 +86,9 @@ func CompareFigures(runs []Named) (figs []Figure, files []string, err error) {
 				case c.reliable != nil && !c.reliable(e):
 					unreliable++
 					pts = append(pts, plotter.XY{X: float64(e.Iter), Y: math.NaN()}) // a gap
+				case c.reliable != nil && r.ISRejectedAt != 0 && e.Iter == r.ISRejectedAt: // round 113 A1: drawn unmarked, the summary giving the grid's
+					rejected++
+					pts = append(pts, plotter.XY{X: float64(e.Iter), Y: math.NaN()})
 				default:
 					pts = append(pts, plotter.XY{X: float64(e.Iter), Y: v})
 					any = true
@@ -92,6 +101,9 @@ func CompareFigures(runs []Named) (figs []Figure, files []string, err error) {
 		}
 		if unreliable > 0 {
 			fig.Title += fmt.Sprintf("\n%d %s left out: %s log Z rests on an importance-sampling ESS below 1%% (unreliable)", unreliable, map[bool]string{true: "evaluation", false: "evaluations"}[unreliable == 1], map[bool]string{true: "its", false: "their"}[unreliable == 1])
+		}
+		if rejected > 0 {
+			fig.Title += fmt.Sprintf("\n%d final %s left out: %s log Z is more than 3 standard errors from the grid's (the summary gives the LL by grid quadrature)", rejected, map[bool]string{true: "evaluation", false: "evaluations"}[rejected == 1], map[bool]string{true: "its", false: "their"}[rejected == 1])
 		}
 		if missed > 0 {
 			fig.Title += fmt.Sprintf("\n%d final %s left out: the quadrature grid misses the EBM's mass there (grid_missed)", missed, map[bool]string{true: "evaluation", false: "evaluations"}[missed == 1])

@@ -94,6 +94,7 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		if m := s.metrics; m != nil && m.GridMissed != nil {
 			s.GridMissedAt = m.Final.Iter
 		}
+		s.ISRejectedAt = isRejectedAt(s.metrics)
 		for _, err := range unread {
 			fmt.Fprintf(stderr, "flowebm: note: %v; its columns show — in the table\n", err)
 		}
@@ -441,4 +442,15 @@ func noEvalsError(dir string, err error) error {
 	}
 	why, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), dir+": "), "; nothing to resume")
 	return fmt.Errorf("the run %s has no evaluations yet (no metrics.csv and no complete checkpoint): %s", dir, why)
+}
+
+// isRejectedAt is the iteration of a finished run's final evaluation
+// where its importance-sampling log Z, reliable by its ESS, is rejected
+// for the grid's (train and the summary give the LL by the grid:
+// gridLLShown); 0 otherwise.
+func isRejectedAt(m *training.Metrics) int {
+	if m != nil && m.GridLogZ != nil && m.Final.LogZ.Reliable() && gridLLShown(m.Final.LogZ, *m.GridLogZ, m.GridError) {
+		return m.Final.Iter
+	}
+	return 0
 }

@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/algorithms/metrics"
+	"github.com/flowebm/flowebm/algorithms/plots"
+	"github.com/flowebm/flowebm/algorithms/training"
 )
 
 // Round 113 B1: reproduce --plan left a run trained with other settings
@@ -33,5 +38,36 @@ func TestPlanMarksMismatchedRuns(t *testing.T) {
 	stdout, stderr, code = runCLI("reproduce", "--plan", plan, "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula")
 	if want := "left out: two-modes-ula (mismatched: " + filepath.Join(run, "config.json") + ": field checkpoint_every is 2, but reproduce trains this run with"; code != 0 || !strings.Contains(stdout, want) || strings.Contains(stdout, "(finished)") {
 		t.Errorf("exit %d, %s%s; want %q", code, stdout, stderr, want)
+	}
+}
+
+// Round 113 A1: where train and compare's summary reject a final IS log
+// Z for the grid's (1428.8 standard errors apart, ESS 23%), compare's
+// held-out LL figure drew its IS held-out LL unmarked. It leaves that
+// evaluation out and says so.
+func TestCompareLeavesOutRejectedISLL(t *testing.T) {
+	grid := 62.313
+	final := training.Eval{Iter: 200, HeldOutLL: -7.714, LogZ: metrics.LogZEstimate{LogZ: 21.569, SE: 0.029, ESS: 0.23}}
+	m := &training.Metrics{Iterations: 200, Final: final, GridLogZ: &grid}
+	at := isRejectedAt(m)
+	if at != 200 {
+		t.Fatalf("isRejectedAt: %d, want 200", at)
+	}
+	evals := []training.Eval{{Iter: 100, HeldOutLL: -9, LogZ: metrics.LogZEstimate{LogZ: 20, SE: 0.03, ESS: 0.3}}, final}
+	figs, files, err := plots.CompareFigures([]plots.Named{{Name: "heavy", Evals: evals, ISRejectedAt: at}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range figs {
+		if files[i] != "held-out-ll" {
+			continue
+		}
+		if !strings.Contains(f.Title, "1 final evaluation left out: its log Z is more than 3 standard errors from the grid's") || !math.IsNaN(f.Curves[0].Points[1].Y) {
+			t.Errorf("title %q, points %v", f.Title, f.Curves[0].Points)
+		}
+	}
+	close := 21.6 // within 3 SE of the IS estimate: kept
+	if isRejectedAt(&training.Metrics{Final: final, GridLogZ: &close}) != 0 {
+		t.Error("an IS log Z within 3 SE of the grid's rejected")
 	}
 }
