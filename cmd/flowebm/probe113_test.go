@@ -71,3 +71,36 @@ func TestCompareLeavesOutRejectedISLL(t *testing.T) {
 		t.Error("an IS log Z within 3 SE of the grid's rejected")
 	}
 }
+
+// Round 113 B2: a seed that diverged before its first checkpoint left its
+// folder holding error.txt alone (round 112 B4's record), so the same
+// --seeds command, its settings fixed as the message says, was refused
+// ("not a run but holds error.txt"). Nothing of such a run is kept: the
+// same command starts it again.
+func TestSeedDivergedBeforeCheckpointRestarts(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "10", "--print-config")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["checkpoint_every"] = 50
+	cfg["train"].(map[string]any)["ebm_optim"].(map[string]any)["lr"] = 1.0
+	path := filepath.Join(dir, "c.json")
+	b, _ := json.Marshal(cfg)
+	os.WriteFile(path, b, 0o644)
+	out := filepath.Join(dir, "T")
+	args := []string{"train", "--seeds", "1-2", "--config", path, "--out", out, "--quiet"}
+	if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, "diverged before its first checkpoint") {
+		t.Fatalf("did not diverge before its first checkpoint: %d %s", code, stderr)
+	}
+	cfg["train"].(map[string]any)["ebm_optim"].(map[string]any)["lr"] = 0.01
+	b, _ = json.Marshal(cfg)
+	os.WriteFile(path, b, 0o644)
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Errorf("the same --seeds command, the cause fixed: exit %d, %s", code, stderr)
+	}
+}

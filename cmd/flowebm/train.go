@@ -1561,6 +1561,9 @@ func trainingFailed(run *training.Run, err error) error {
 		// B4: plot and compare called the run unfinished, inviting a
 		// resume that diverges again); a failure to write it leaves the
 		// error as it is.
+		if _, ckErr := training.LatestCheckpoint(run.Dir); ckErr != nil {
+			return err // diverged before its first checkpoint: nothing of the run is left, the same command starts it again (round 113 B2: the error.txt alone made its folder "not a run")
+		}
 		msg := "flowebm: " + err.Error()
 		_ = training.Through(run.Dir, run.Anchor, func(dir string) error {
 			return safefile.Write(filepath.Join(dir, "error.txt"), func(w io.Writer) error { _, werr := fmt.Fprintln(w, msg); return werr })
