@@ -104,3 +104,22 @@ func TestSeedDivergedBeforeCheckpointRestarts(t *testing.T) {
 		t.Errorf("the same --seeds command, the cause fixed: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 113 B3: a run started by hand (or resumed by hand) before a
+// reproduce finished it was recorded as trained by that reproduce alone
+// ("reproduce --jobs 1 trained them"). The checkpoint it found is
+// compared with the record: the training before is named.
+func TestTrainedByNamesEarlierTraining(t *testing.T) {
+	out := t.TempDir()
+	run := filepath.Join(out, "runs", "two-modes-ula")
+	if code, stderr := interruptAtFirstCheckpoint(t, run, "train", "--experiment", "two-modes", "--algorithm", "ula", "--seed", "1", "--iterations", "60", "--quiet", "--out", run); code != 130 {
+		t.Fatalf("train not interrupted: %d %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("reproduce", "--out", out, "--iterations", "60", "--experiments", "two-modes", "--algorithms", "ula", "--jobs", "1"); code != 0 {
+		t.Fatal(stderr)
+	}
+	b := string(mustRead(t, filepath.Join(out, "report.md")))
+	if want := "but the runs were trained by a plan's lines or by hand, then reproduce --jobs 1"; !strings.Contains(b, want) {
+		t.Errorf("report lacks %q:\n%s", want, b)
+	}
+}

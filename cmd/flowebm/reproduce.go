@@ -159,6 +159,10 @@ type reproRun struct {
 	// trained: reproduce started the run's train process and it trained
 	// (not stopped at its start by a signal).
 	trained bool
+	// ckBefore is the SHA-256 of its newest checkpoint's COMPLETE as
+	// this reproduce began ("" where none reads): trained on since the
+	// record of how it was trained (noteTrainedBy) where that differs.
+	ckBefore string
 	// outcome is how trainOne left the run (zero if not reached).
 	outcome outcome
 }
@@ -321,6 +325,9 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 		return err
 	}
 	t0 := time.Now()
+	for _, r := range runs {
+		r.ckBefore = checkpointSum(r.dir)
+	}
 	trainAll(soft, hard, out, exe, runs, f)
 	hook("reproduce-runs-ended")
 	var sig signalCause

@@ -235,6 +235,9 @@ func noteTrainedBy(dir string, runs []*reproRun, how string) error {
 	}
 	for _, r := range runs {
 		rec := set.TrainedBy[r.name()]
+		if r.ckBefore != "" && r.ckBefore != rec.Checkpoint { // trained otherwise since the record, or before any (round 113 B3: overwritten unnoticed)
+			rec.By = append(rec.By, otherTraining)
+		}
 		if len(rec.By) == 0 || rec.By[len(rec.By)-1] != how {
 			rec.By = append(rec.By, how)
 		}
@@ -246,16 +249,18 @@ func noteTrainedBy(dir string, runs []*reproRun, how string) error {
 
 // trainedHow says how the run r was trained, from the record rec.
 func trainedHow(r *reproRun, rec runTraining) string {
-	const other = "a plan's lines or by hand"
 	if len(rec.By) == 0 {
-		return other
+		return otherTraining
 	}
 	how := strings.Join(rec.By, ", then ")
 	if now := checkpointSum(r.dir); now != "" && now != rec.Checkpoint { // trained on since, or anew
-		how += ", then " + other
+		how += ", then " + otherTraining
 	}
 	return how
 }
+
+// otherTraining is how a run was trained where no reproduce records it.
+const otherTraining = "a plan's lines or by hand"
 
 // sharingNote says, for the report of runs in dir, how many runs shared
 // the machine as they trained, from the record of how each was (a run it
@@ -278,7 +283,7 @@ func sharingNote(dir string, runs []*reproRun) string {
 		return "trained one run at a time (reproduce --jobs 1 trained them)"
 	case len(hows) == 1 && strings.HasPrefix(hows[0], "reproduce --jobs ") && !strings.Contains(hows[0], ","):
 		return fmt.Sprintf("with up to %s runs sharing the machine (%s trained them)", strings.TrimPrefix(hows[0], "reproduce --jobs "), hows[0])
-	case len(hows) == 1 && !strings.HasPrefix(hows[0], "reproduce"):
+	case len(hows) == 1 && hows[0] == otherTraining:
 		return "but the runs were trained by a plan's lines or by hand, and how many shared a machine is not recorded: compare it only between runs trained alike"
 	case len(hows) > 0:
 		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(hows, "; by "))
