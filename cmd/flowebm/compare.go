@@ -95,6 +95,10 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 			s.GridMissedAt = m.Final.Iter
 		}
 		s.ISRejectedAt = isRejectedAt(s.metrics)
+		if s.diverged && s.metrics == nil { // round 113 A4: unsaid but in summary.md
+			s.Name += " (diverged)"
+			fmt.Fprintf(stderr, "flowebm: note: the run %s diverged (its error.txt): its curves end at its last checkpoint\n", dir)
+		}
 		for _, err := range unread {
 			fmt.Fprintf(stderr, "flowebm: note: %v; its columns show — in the table\n", err)
 		}
@@ -378,7 +382,10 @@ func runEvals(dir string) ([]training.Eval, error) {
 	if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s does not exist: give a run folder that flowebm train wrote", dir)
 	} else if err != nil || !fi.IsDir() {
-		where := fileOfRun(dir) // round 112 B6: no folder named, as plot names it
+		where := fileOfRun(dir)                                                                                    // round 112 B6: no folder named, as plot names it
+		if run := trainRunOf(dir); where == "" && run != filepath.Dir(filepath.Clean(dir)) && isTrainingRun(run) { // round 113 B6: a file of its checkpoint
+			where = fmt.Sprintf("; it is a file of the run %s's checkpoint: give the run folder, %s", run, shellQuote(run))
+		}
 		if parent := filepath.Dir(filepath.Clean(dir)); where == "" {
 			where = strings.NewReplacer("; it holds", "; the folder "+parent+" holds", "; it is a folder that", "; the folder "+parent+" is one that").Replace(runsWithin(parent))
 		}

@@ -888,6 +888,9 @@ func unfinishedNote(dir, latest string) string {
 	if n := cfg.Train.Iterations; err != nil || *st.Iter >= n {
 		return ""
 	}
+	if msg := divergedBefore(dir); msg != "" { // round 113 A3: "unfinished", which train --resume refuses
+		return fmt.Sprintf("flowebm: note: the run %s diverged (its error.txt: %s): its last checkpoint, used here, is of iteration %d of %d", dir, strings.TrimPrefix(msg, "flowebm: "), *st.Iter, cfg.Train.Iterations)
+	}
 	return fmt.Sprintf("flowebm: note: the run %s is unfinished: its newest checkpoint, used here, is of iteration %d of %d", dir, *st.Iter, cfg.Train.Iterations)
 }
 

@@ -328,6 +328,26 @@ func TestSeedsMovedDataAdvice(t *testing.T) {
 // refuses with the way on.
 func TestDivergenceRecorded(t *testing.T) {
 	dir := t.TempDir()
+	run := divergedRun(t, dir)
+	if !strings.Contains(string(mustRead(t, filepath.Join(run, "error.txt"))), "training diverged") {
+		t.Error("error.txt does not record the divergence")
+	}
+	if _, stderr, _ := runCLI("plot", run); !strings.Contains(stderr, "the run "+run+" diverged (its error.txt: ") || strings.Contains(stderr, "unfinished") {
+		t.Errorf("plot: %s", stderr)
+	}
+	c := filepath.Join(dir, "c")
+	if _, stderr, code := runCLI("compare", run, "--out", c); code != 0 || !strings.Contains(string(mustRead(t, filepath.Join(c, "summary.md"))), " of 20, diverged (error.txt) |") {
+		t.Errorf("compare: %d %s\n%s", code, stderr, mustRead(t, filepath.Join(c, "summary.md")))
+	}
+	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, "the run diverged (its error.txt: ") || !strings.Contains(stderr, "train a new run with other settings") {
+		t.Errorf("train --resume: %d %s", code, stderr)
+	}
+}
+
+// divergedRun trains in dir/G a two-modes ULA run whose learning rate of
+// 0.5 makes it diverge at iteration 3, after its checkpoint of iteration 2.
+func divergedRun(t *testing.T, dir string) string {
+	t.Helper()
 	stdout, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "20", "--print-config")
 	if code != 0 {
 		t.Fatal(stderr)
@@ -344,17 +364,5 @@ func TestDivergenceRecorded(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--config", path, "--out", run, "--quiet"); code == 0 || !strings.Contains(stderr, "training diverged") {
 		t.Fatalf("train did not diverge: %d %s", code, stderr)
 	}
-	if !strings.Contains(string(mustRead(t, filepath.Join(run, "error.txt"))), "training diverged") {
-		t.Error("error.txt does not record the divergence")
-	}
-	if _, stderr, _ := runCLI("plot", run); !strings.Contains(stderr, "the run "+run+" diverged (its error.txt: ") || strings.Contains(stderr, "unfinished") {
-		t.Errorf("plot: %s", stderr)
-	}
-	c := filepath.Join(dir, "c")
-	if _, stderr, code := runCLI("compare", run, "--out", c); code != 0 || !strings.Contains(string(mustRead(t, filepath.Join(c, "summary.md"))), " of 20, diverged (error.txt) |") {
-		t.Errorf("compare: %d %s\n%s", code, stderr, mustRead(t, filepath.Join(c, "summary.md")))
-	}
-	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, "the run diverged (its error.txt: ") || !strings.Contains(stderr, "train a new run with other settings") {
-		t.Errorf("train --resume: %d %s", code, stderr)
-	}
+	return run
 }

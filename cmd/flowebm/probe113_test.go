@@ -123,3 +123,42 @@ func TestTrainedByNamesEarlierTraining(t *testing.T) {
 		t.Errorf("report lacks %q:\n%s", want, b)
 	}
 }
+
+// Round 113 A2: train said an unreliable IS log Z "may be far too low and
+// the log-likelihood too high" where the grid's log Z (-1.924) was below
+// it (-1.604): the direction follows the grid where there is one.
+func TestUnreliableISDirection(t *testing.T) {
+	if got := unreliableISNote(-1.604, -1.924, true); !strings.Contains(got, "here it is above the grid's, and the log-likelihood it gives below") {
+		t.Errorf("IS above the grid: %q", got)
+	}
+	for _, c := range []struct {
+		grid    float64
+		hasGrid bool
+	}{{-1.0, true}, {math.NaN(), false}} {
+		if got := unreliableISNote(-1.604, c.grid, c.hasGrid); !strings.Contains(got, "far too low and the log-likelihood too high") {
+			t.Errorf("grid %v (%v): %q", c.grid, c.hasGrid, got)
+		}
+	}
+}
+
+// Round 113 A3, A4, B6: a diverged run was called "unfinished" by sample
+// and energy, and compare said nothing of it on the terminal or in its
+// figures; compare given a file of a run's checkpoint named no run. Each
+// says it now.
+func TestDivergedRunSaidEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	run := divergedRun(t, dir)
+	_, stderr, code := runCLIWithNotes(t, "sample", "--model", run, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"))
+	if code != 0 || !strings.Contains(stderr, "the run "+run+" diverged (its error.txt: ") || strings.Contains(stderr, "unfinished") {
+		t.Errorf("sample: exit %d, %s", code, stderr)
+	}
+	c := filepath.Join(dir, "c")
+	_, stderr, code = runCLI("compare", run, "--out", c, "--plot-format", "svg")
+	if code != 0 || !strings.Contains(stderr, "the run "+run+" diverged (its error.txt)") || !strings.Contains(string(mustRead(t, filepath.Join(c, "held-out-ll.svg"))), "G (diverged)") {
+		t.Errorf("compare: exit %d, %s", code, stderr)
+	}
+	weights := filepath.Join(run, "checkpoint", "weights.npz")
+	if _, stderr, code := runCLI("compare", weights, "--out", filepath.Join(dir, "c2")); code == 0 || !strings.Contains(stderr, "it is a file of the run "+run+"'s checkpoint: give the run folder, "+run) {
+		t.Errorf("compare of a checkpoint's file: exit %d, %s", code, stderr)
+	}
+}

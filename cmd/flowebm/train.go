@@ -1692,8 +1692,9 @@ func printSummary(out io.Writer, run *training.Run, final training.Eval, trained
 		}
 	}
 	if z := final.LogZ; !z.Reliable() && !isNaN(z.ESS) {
-		fmt.Fprintf(out, "held-out log-likelihood: %s, unreliable (exact density: %s): log Z by importance sampling %s rests on an ESS of %s of the %d draws, below %.0f%%, so log Z may be far too low and the log-likelihood too high%s\n",
-			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), run.Config.LogZSamples, 100*metrics.ReliableESS, quad)
+		off := unreliableISNote(z.LogZ, gridZ, run.Grid() != nil)
+		fmt.Fprintf(out, "held-out log-likelihood: %s, unreliable (exact density: %s): log Z by importance sampling %s rests on an ESS of %s of the %d draws, below %.0f%%, %s%s\n",
+			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), run.Config.LogZSamples, 100*metrics.ReliableESS, off, quad)
 	} else {
 		fmt.Fprintf(out, "held-out log-likelihood: %s (exact density: %s; log Z by importance sampling %s, ESS %s%s)\n",
 			fixed3(final.HeldOutLL), exact, withError(z.LogZ, z.SE), essPercent(z.ESS), quad)
@@ -2010,4 +2011,15 @@ func sameDataFile(d *config.Data, path string) bool {
 	}
 	sum, err := safefile.SHA256(path)
 	return err == nil && strings.EqualFold(sum, d.SHA256)
+}
+
+// unreliableISNote says which way an unreliable importance-sampling log Z
+// (logZ) may be off: too low (mass its draws missed), or, where the grid's
+// (gridZ, hasGrid) is lower, above it (round 113 A2: said too low where
+// the grid's was lower).
+func unreliableISNote(logZ, gridZ float64, hasGrid bool) string {
+	if hasGrid && gridZ < logZ {
+		return "so log Z may be far off: here it is above the grid's, and the log-likelihood it gives below"
+	}
+	return "so log Z may be far too low and the log-likelihood too high"
 }
