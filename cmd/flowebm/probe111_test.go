@@ -348,7 +348,21 @@ func TestDivergenceRecorded(t *testing.T) {
 // 0.5 makes it diverge at iteration 3, after its checkpoint of iteration 2.
 func divergedRun(t *testing.T, dir string) string {
 	t.Helper()
-	stdout, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "20", "--print-config")
+	cfg := printedConfig(t, "--algorithm", "ula", "--iterations", "20")
+	cfg["train"].(map[string]any)["ebm_optim"].(map[string]any)["lr"] = 0.5
+	path := writeConfig(t, filepath.Join(dir, "c.json"), cfg)
+	run := filepath.Join(dir, "G")
+	if _, stderr, code := runCLI("train", "--config", path, "--out", run, "--quiet"); code == 0 || !strings.Contains(stderr, "training diverged") {
+		t.Fatalf("train did not diverge: %d %s", code, stderr)
+	}
+	return run
+}
+
+// printedConfig is the configuration train --print-config gives for
+// args, decoded, for a test to edit.
+func printedConfig(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	stdout, stderr, code := runCLI(append([]string{"train", "--print-config"}, args...)...)
 	if code != 0 {
 		t.Fatal(stderr)
 	}
@@ -356,13 +370,18 @@ func divergedRun(t *testing.T, dir string) string {
 	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["train"].(map[string]any)["ebm_optim"].(map[string]any)["lr"] = 0.5
-	b, _ := json.Marshal(cfg)
-	path := filepath.Join(dir, "c.json")
-	os.WriteFile(path, b, 0o644)
-	run := filepath.Join(dir, "G")
-	if _, stderr, code := runCLI("train", "--config", path, "--out", run, "--quiet"); code == 0 || !strings.Contains(stderr, "training diverged") {
-		t.Fatalf("train did not diverge: %d %s", code, stderr)
+	return cfg
+}
+
+// writeConfig writes cfg to path as JSON and returns path.
+func writeConfig(t *testing.T, path string, cfg map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
 	}
-	return run
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,23 +17,14 @@ import (
 func TestPlanMarksMismatchedRuns(t *testing.T) {
 	out := t.TempDir()
 	run := filepath.Join(out, "runs", "two-modes-ula")
-	stdout, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "2", "--print-config")
-	if code != 0 {
-		t.Fatal(stderr)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg := printedConfig(t, "--algorithm", "ula", "--iterations", "2")
 	cfg["checkpoint_every"] = 2
-	b, _ := json.Marshal(cfg)
-	path := filepath.Join(t.TempDir(), "c.json")
-	os.WriteFile(path, b, 0o644)
+	path := writeConfig(t, filepath.Join(t.TempDir(), "c.json"), cfg)
 	if _, stderr, code := runCLI("train", "--config", path, "--out", run, "--quiet"); code != 0 {
 		t.Fatal(stderr)
 	}
 	plan := filepath.Join(t.TempDir(), "plan.txt")
-	stdout, stderr, code = runCLI("reproduce", "--plan", plan, "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula")
+	stdout, stderr, code := runCLI("reproduce", "--plan", plan, "--out", out, "--iterations", "2", "--experiments", "two-modes", "--algorithms", "ula")
 	if want := "left out: two-modes-ula (mismatched: " + filepath.Join(run, "config.json") + ": field checkpoint_every is 2, but reproduce trains this run with"; code != 0 || !strings.Contains(stdout, want) || strings.Contains(stdout, "(finished)") {
 		t.Errorf("exit %d, %s%s; want %q", code, stdout, stderr, want)
 	}
@@ -79,27 +68,17 @@ func TestCompareLeavesOutRejectedISLL(t *testing.T) {
 // same command starts it again.
 func TestSeedDivergedBeforeCheckpointRestarts(t *testing.T) {
 	dir := t.TempDir()
-	stdout, stderr, code := runCLI("train", "--algorithm", "ula", "--iterations", "10", "--print-config")
-	if code != 0 {
-		t.Fatal(stderr)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal([]byte(stdout), &cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg := printedConfig(t, "--algorithm", "ula", "--iterations", "10")
 	cfg["checkpoint_every"] = 50
 	cfg["train"].(map[string]any)["ebm_optim"].(map[string]any)["lr"] = 1.0
-	path := filepath.Join(dir, "c.json")
-	b, _ := json.Marshal(cfg)
-	os.WriteFile(path, b, 0o644)
+	path := writeConfig(t, filepath.Join(dir, "c.json"), cfg)
 	out := filepath.Join(dir, "T")
 	args := []string{"train", "--seeds", "1-2", "--config", path, "--out", out, "--quiet"}
 	if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, "diverged before its first checkpoint") {
 		t.Fatalf("did not diverge before its first checkpoint: %d %s", code, stderr)
 	}
 	cfg["train"].(map[string]any)["ebm_optim"].(map[string]any)["lr"] = 0.01
-	b, _ = json.Marshal(cfg)
-	os.WriteFile(path, b, 0o644)
+	writeConfig(t, path, cfg)
 	if _, stderr, code := runCLI(args...); code != 0 {
 		t.Errorf("the same --seeds command, the cause fixed: exit %d, %s", code, stderr)
 	}
