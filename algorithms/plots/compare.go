@@ -100,13 +100,13 @@ func CompareFigures(runs []Named) (figs []Figure, files []string, err error) {
 			continue
 		}
 		if unreliable > 0 {
-			fig.Title += fmt.Sprintf("\n%d %s left out: %s log Z rests on an importance-sampling ESS below 1%% (unreliable)", unreliable, map[bool]string{true: "evaluation", false: "evaluations"}[unreliable == 1], map[bool]string{true: "its", false: "their"}[unreliable == 1])
+			fig.Title += fmt.Sprintf("\n%s left out: %s log Z rests on an importance-sampling ESS below 1%% (unreliable)", evaluations(unreliable, ""), its(unreliable))
 		}
 		if rejected > 0 {
-			fig.Title += fmt.Sprintf("\n%d final %s left out: %s log Z is more than 3 standard errors from the grid's (the summary gives the LL by grid quadrature)", rejected, map[bool]string{true: "evaluation", false: "evaluations"}[rejected == 1], map[bool]string{true: "its", false: "their"}[rejected == 1])
+			fig.Title += fmt.Sprintf("\n%s left out: %s log Z is more than 3 standard errors from the grid's (the summary gives the LL by grid quadrature)", evaluations(rejected, "final "), its(rejected))
 		}
 		if missed > 0 {
-			fig.Title += fmt.Sprintf("\n%d final %s left out: the quadrature grid misses the EBM's mass there (grid_missed)", missed, map[bool]string{true: "evaluation", false: "evaluations"}[missed == 1])
+			fig.Title += fmt.Sprintf("\n%s left out: the quadrature grid misses the EBM's mass there (grid_missed)", evaluations(missed, "final "))
 		}
 		if _, _, err := fig.layout(); err != nil {
 			return nil, nil, err
@@ -115,4 +115,20 @@ func CompareFigures(runs []Named) (figs []Figure, files []string, err error) {
 		files = append(files, c.file)
 	}
 	return figs, files, nil
+}
+
+// evaluations is "n evaluation(s)", kind ("final ") before the noun.
+func evaluations(n int, kind string) string {
+	if n == 1 {
+		return "1 " + kind + "evaluation"
+	}
+	return fmt.Sprintf("%d %sevaluations", n, kind)
+}
+
+// its is the possessive of n evaluations.
+func its(n int) string {
+	if n == 1 {
+		return "its"
+	}
+	return "their"
 }

@@ -1006,7 +1006,7 @@ func runRecordRefusal(path string) error {
 			what = "a Markdown text (a report or summary), not draws"
 		}
 	case ".csv":
-		if _, header, err := csvShape(path); err == nil && training.IsEvalsHeader(header) {
+		if header := firstCSVLine(path); training.IsEvalsHeader(header) { // its first line only: csvShape reads the whole file, which csvNeed reads again
 			what = "a training run's evaluations table (iter, loss, flow_ll, …: one row per evaluation), not draws of chains"
 		}
 	}
@@ -1085,5 +1085,22 @@ func startsLikeNpy(path string) bool {
 	defer f.Close()
 	b := make([]byte, 6)
 	n, _ := io.ReadFull(f, b)
-	return string(b[:n]) == "\x93NUMPY"
+	return string(b[:n]) == npy.Magic
+}
+
+// firstCSVLine is the fields of the first line of the CSV file at path
+// (up to 64 KiB; flowebm's tables have no comment line above their
+// header), nil where it cannot be read.
+func firstCSVLine(path string) []string {
+	f, err := safefile.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
+	if err != nil && err != io.EOF {
+		return nil
+	}
+	h, _ := csvHeader(line)
+	return h
 }

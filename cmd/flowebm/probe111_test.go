@@ -89,10 +89,7 @@ func TestStartAgainKeepsBoolFlags(t *testing.T) {
 // The plan leaves it out, saying why and that advice.
 func TestPlanLeavesOutDamagedCheckpoint(t *testing.T) {
 	out := t.TempDir()
-	dir := filepath.Join(out, "runs", "two-modes-ula")
-	if code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--experiment", "two-modes", "--algorithm", "ula", "--seed", "1", "--iterations", "400", "--quiet", "--out", dir); code != 130 {
-		t.Fatalf("train not interrupted: %d %s", code, stderr)
-	}
+	dir := interruptedULARun(t, out, "400")
 	if err := os.Truncate(filepath.Join(dir, "checkpoint", "state.npz"), 100); err != nil {
 		t.Fatal(err)
 	}
@@ -384,4 +381,16 @@ func writeConfig(t *testing.T, path string, cfg map[string]any) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// interruptedULARun trains reproduce's two-modes ULA run of iterations
+// in out/runs by hand and interrupts it at its first checkpoint; it
+// returns the run's folder.
+func interruptedULARun(t *testing.T, out, iterations string) string {
+	t.Helper()
+	dir := filepath.Join(out, "runs", "two-modes-ula")
+	if code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--experiment", "two-modes", "--algorithm", "ula", "--seed", "1", "--iterations", iterations, "--quiet", "--out", dir); code != 130 {
+		t.Fatalf("train not interrupted: %d %s", code, stderr)
+	}
+	return dir
 }

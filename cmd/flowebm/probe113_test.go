@@ -90,10 +90,7 @@ func TestSeedDivergedBeforeCheckpointRestarts(t *testing.T) {
 // compared with the record: the training before is named.
 func TestTrainedByNamesEarlierTraining(t *testing.T) {
 	out := t.TempDir()
-	run := filepath.Join(out, "runs", "two-modes-ula")
-	if code, stderr := interruptAtFirstCheckpoint(t, run, "train", "--experiment", "two-modes", "--algorithm", "ula", "--seed", "1", "--iterations", "60", "--quiet", "--out", run); code != 130 {
-		t.Fatalf("train not interrupted: %d %s", code, stderr)
-	}
+	interruptedULARun(t, out, "60")
 	if _, stderr, code := runCLI("reproduce", "--out", out, "--iterations", "60", "--experiments", "two-modes", "--algorithms", "ula", "--jobs", "1"); code != 0 {
 		t.Fatal(stderr)
 	}

@@ -91,30 +91,13 @@ func writePlan(out io.Writer, f reproduceFlags) error {
 	var lines, left, busy []string
 	// The high-dimensional runs are the longest: first.
 	for _, r := range slices.Backward(runs) {
+		line, leftOut, err := planEntry(r, f)
 		switch {
-		case editedRun(r.dir) != nil: // round 85 B6: its --resume line would fail
-			var edited *training.ConfigEditedError
-			errors.As(editedRun(r.dir), &edited)
-			left = append(left, fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), edited.Field, shellQuote(edited.Checkpoint), shellQuote(edited.Path)))
-		case mismatchOf(r, f) != "": // round 113 B1: left out as done (or resumed), then refused by --report
-			left = append(left, fmt.Sprintf("%s (mismatched: %s)", r.name(), mismatchOf(r, f)))
-		case exists(filepath.Join(r.dir, "samples.npy")) && finishedMetricsErr(r.dir) == nil: // written last
-			left = append(left, r.name()+" (finished)")
-		case exists(filepath.Join(r.dir, "samples.npy")) && (!hasCheckpoint(r.dir) || damagedCheckpointOf(r.dir) != nil):
-			why := "it has no checkpoint to write them again from"
-			if err := damagedCheckpointOf(r.dir); err != nil {
-				why = "nor can its checkpoint (" + withoutPackagePrefixes(err.Error()) + ")"
-			}
-			return fmt.Errorf("%w: the run %s finished (it has samples.npy, written last), but its metrics cannot be read, and %s: move its folder away to train it again", finishedMetricsErr(r.dir), r.dir, why)
-		case divergedBefore(r.dir) != "":
-			left = append(left, r.name()+" (diverged: a result, not retried)")
-		case damagedCheckpointOf(r.dir) != nil: // round 111 B4: its --resume line failed, unsaid
-			left = append(left, fmt.Sprintf("%s (%v: its --resume line would fail; move %s away, or remove it, then write the plan again, which trains it anew)", r.name(), withoutPackagePrefixes(damagedCheckpointOf(r.dir).Error()), shellQuote(r.dir)))
+		case err != nil:
+			return err
+		case leftOut != "":
+			left = append(left, leftOut)
 		default:
-			line, err := planLine(r, f)
-			if err != nil {
-				return err
-			}
 			lines = append(lines, line)
 			if lockedByOther(r.dir) {
 				busy = append(busy, r.name()+sharedLockRun(r.dir))
@@ -370,6 +353,42 @@ func shellQuote(s string) string { return shellquote.Quote(s) }
 
 // editedRun is the *training.ConfigEditedError of the run in dir whose
 // config.json differs from its checkpoint's copy, or nil.
+// planEntry is the plan's line for run r, or why it is left out
+// (leftOut), or why no plan can be written; each check of the run's
+// folder (its checkpoint's SHA-256 sums among them) is made once.
+func planEntry(r *reproRun, f reproduceFlags) (line, leftOut string, err error) {
+	if edited := editedRun(r.dir); edited != nil { // round 85 B6: its --resume line would fail
+		var e *training.ConfigEditedError
+		errors.As(edited, &e)
+		return "", fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), e.Field, shellQuote(e.Checkpoint), shellQuote(e.Path)), nil
+	}
+	if m := mismatchOf(r, f); m != "" { // round 113 B1: left out as done (or resumed), then refused by --report
+		return "", fmt.Sprintf("%s (mismatched: %s)", r.name(), m), nil
+	}
+	damaged := damagedCheckpointOf(r.dir)
+	if exists(filepath.Join(r.dir, "samples.npy")) { // written last
+		metricsErr := finishedMetricsErr(r.dir)
+		switch {
+		case metricsErr == nil:
+			return "", r.name() + " (finished)", nil
+		case !hasCheckpoint(r.dir) || damaged != nil:
+			why := "it has no checkpoint to write them again from"
+			if damaged != nil {
+				why = "nor can its checkpoint (" + withoutPackagePrefixes(damaged.Error()) + ")"
+			}
+			return "", "", fmt.Errorf("%w: the run %s finished (it has samples.npy, written last), but its metrics cannot be read, and %s: move its folder away to train it again", metricsErr, r.dir, why)
+		}
+	}
+	switch {
+	case divergedBefore(r.dir) != "":
+		return "", r.name() + " (diverged: a result, not retried)", nil
+	case damaged != nil: // round 111 B4: its --resume line failed, unsaid
+		return "", fmt.Sprintf("%s (%v: its --resume line would fail; move %s away, or remove it, then write the plan again, which trains it anew)", r.name(), withoutPackagePrefixes(damaged.Error()), shellQuote(r.dir)), nil
+	}
+	line, err = planLine(r, f)
+	return line, "", err
+}
+
 // mismatchOf says, of a run in r.dir trained with other settings than
 // this reproduce's (train's defaults), which field differs and the way
 // on, as --report marks it mismatched; "" otherwise, or where its

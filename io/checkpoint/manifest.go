@@ -54,10 +54,11 @@ const maxManifestBytes = 1 << 20
 // manifest of an earlier version (its format line only) lists nothing and
 // passes; a missing manifest matches fs.ErrNotExist.
 func CheckManifest(dir string, required ...string) error {
-	if _, err := readManifest(dir); err != nil {
+	sums, err := readManifest(dir)
+	if err != nil {
 		return err // a missing manifest too
 	}
-	return checkListedFiles(dir, func(string) bool { return true }, required...)
+	return checkSums(dir, sums, func(string) bool { return true }, required)
 }
 
 // CheckListed checks the one file name of checkpoint folder dir against
@@ -171,12 +172,19 @@ func OtherFilesDamage(dir string) error {
 // selects, a missing manifest passing.
 func checkListedFiles(dir string, keep func(string) bool, required ...string) error {
 	sums, err := readManifest(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
-	case err != nil:
+	} else if err != nil {
 		return err
-	case len(sums) == 0:
+	}
+	return checkSums(dir, sums, keep, required)
+}
+
+// checkSums checks the files of sums (dir's manifest) that keep selects,
+// and that it lists each of required; a manifest of an earlier version
+// (no sums) passes.
+func checkSums(dir string, sums []listed, keep func(string) bool, required []string) error {
+	if len(sums) == 0 {
 		return nil // an earlier version's marker
 	}
 	for _, e := range sums {
