@@ -1423,6 +1423,11 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 	switch {
 	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
 		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
+	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" && f.warmup == 0):
+		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
+		// 1.54 on one mode, was told "sample longer" (16 times longer
+		// still gave 1.05) "or --sampler flowmc for modes apart".
+		return fmt.Sprintf("nearly every local move was accepted (%.2f): the steps are small for this model and the chains move slowly; raise --step (%v, not adapted by %s), or sample longer", loc, f.step, f.sampler)
 	case f.sampler == "flowmc" && m.Flow != nil && !f.trainFlow:
 		return "the flow is used frozen: add --train-flow to train it on the chains, or sample longer"
 	case f.sampler == "flowmc":
