@@ -230,22 +230,47 @@ var utf8BOM = []byte("\ufeff")
 // numbers written another way (1e-05 for 0.00001) are the run's (round
 // 102 B3: refused as another run's).
 func sameLeadingRows(got, want []byte) bool {
+	g, w, ok := csvRows(got, want)
+	return ok && len(g) >= len(w) && !rowsDiffer(g, w, len(w))
+}
+
+// csvRows parses two CSV files' bytes (got's byte order mark dropped);
+// ok is false where either does not parse.
+func csvRows(got, want []byte) (g, w [][]string, ok bool) {
 	g, err1 := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(got, utf8BOM))).ReadAll()
 	w, err2 := csv.NewReader(bytes.NewReader(want)).ReadAll()
-	if err1 != nil || err2 != nil || len(g) < len(w) {
-		return false
-	}
-	for i, row := range w {
-		if len(g[i]) != len(row) {
-			return false
+	return g, w, err1 == nil && err2 == nil
+}
+
+// rowsDiffer reports whether the first n rows of g and w differ, field
+// by field (sameField).
+func rowsDiffer(g, w [][]string, n int) bool {
+	for i := range n {
+		if len(g[i]) != len(w[i]) {
+			return true
 		}
-		for j, f := range row {
-			if !sameField(g[i][j], f) {
-				return false
+		for j := range w[i] {
+			if !sameField(g[i][j], w[i][j]) {
+				return true
 			}
 		}
 	}
-	return true
+	return false
+}
+
+// otherRunsEvals reports whether the run's metrics.csv and its
+// checkpoint's evals.csv, both readable, differ in a row they both hold:
+// the checkpoint did not write those evaluations (round 114 B3: a
+// checkpoint swapped in from another run blamed config.json, and the
+// cp advised made the folder that run's, its own outputs replaced).
+func otherRunsEvals(metrics, evals string) bool {
+	got, err1 := safefile.ReadFile(metrics, maxEvalsBytes)
+	want, err2 := safefile.ReadFile(evals, maxEvalsBytes)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	g, w, ok := csvRows(got, want)
+	return ok && rowsDiffer(g, w, min(len(g), len(w)))
 }
 
 // sameField reports whether two CSV fields are equal as text or hold the

@@ -1284,7 +1284,8 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 	}
 	then.ResolvePaths(filepath.Dir(path)) // as config.Read does for cfg
 	if field, now, was := firstDiff(comparableConfig(cfg), comparableConfig(then), ""); field != "" {
-		return &ConfigEditedError{Path: path, Field: field, Now: now, Was: was, Checkpoint: ckPath}
+		foreign := otherRunsEvals(filepath.Join(filepath.Dir(path), "metrics.csv"), filepath.Join(filepath.Dir(ckPath), "evals.csv"))
+		return &ConfigEditedError{Path: path, Field: field, Now: now, Was: was, Checkpoint: ckPath, Foreign: foreign}
 	}
 	return nil
 }
@@ -1306,10 +1307,30 @@ func ConfigEdited(dir string, cfg config.Run) error {
 // folder).
 type ConfigEditedError struct {
 	Path, Field, Now, Was, Checkpoint string
+	// Foreign: the checkpoint's evaluations are not those of the run's
+	// metrics.csv, so the checkpoint is another run's (or config.json and
+	// metrics.csv both are): restoring config.json from it would make the
+	// folder that other run's.
+	Foreign bool
 }
 
 func (e *ConfigEditedError) Error() string {
-	return fmt.Sprintf("%s: field %q is %s, but the checkpoint was written with %s (%s): the run cannot continue under another configuration; undo the edit (cp %s %s restores it), or start a new run; a command that only reads the model (sample, energy, convert) takes the checkpoint folder itself, %s", e.Path, e.Field, e.Now, e.Was, e.Checkpoint, shellquote.Quote(e.Checkpoint), shellquote.Quote(e.Path), filepath.Dir(e.Checkpoint))
+	what := ": the run cannot continue under another configuration"
+	if e.Foreign {
+		what = ", and its evaluations (evals.csv) are not those of the run's metrics.csv: the checkpoint is another run's, or config.json and metrics.csv both are"
+	}
+	return fmt.Sprintf("%s: field %q is %s, but the checkpoint was written with %s (%s)%s; %s; a command that only reads the model (sample, energy, convert) takes the checkpoint folder itself, %s", e.Path, e.Field, e.Now, e.Was, e.Checkpoint, what, e.Remedy(), filepath.Dir(e.Checkpoint))
+}
+
+// Remedy is what makes the run whole again: config.json restored from
+// the checkpoint's copy where it was edited; where the checkpoint is
+// another run's (Foreign), that run's configuration would replace this
+// run's, so the run's own checkpoint put back instead.
+func (e *ConfigEditedError) Remedy() string {
+	if e.Foreign {
+		return "put the run's own checkpoint back if you keep it, or move this folder away and start a new run (copying the checkpoint's run-config.json over config.json would make this folder that other run's)"
+	}
+	return fmt.Sprintf("undo the edit (cp %s %s restores it), or start a new run", shellquote.Quote(e.Checkpoint), shellquote.Quote(e.Path))
 }
 
 // comparableConfig is c as decoded JSON without what may differ between

@@ -102,6 +102,9 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		for _, err := range unread {
 			fmt.Fprintf(stderr, "flowebm: note: %v; its columns show — in the table\n", err)
 		}
+		if note := unwrittenOutputsNote(dir, !s.diverged && !lockedByOther(dir) && (s.metrics != nil || s.total > 0 && len(evals) > 0 && evals[len(evals)-1].Iter >= s.total)); note != "" {
+			fmt.Fprintln(stderr, note)
+		}
 		if _, err := training.LatestCheckpoint(dir); err != nil && len(unread) == 0 && s.metrics != nil && hasCheckpointFolder(dir) { // round 105 B8
 			fmt.Fprintf(stderr, "flowebm: note: %s: %v: the run's outputs, shown, cannot be checked against it\n", dir, withoutPackagePrefixes(err.Error()))
 		}

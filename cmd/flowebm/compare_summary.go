@@ -253,3 +253,26 @@ type uncheckedError struct{ err error }
 
 func (e uncheckedError) Error() string { return e.err.Error() }
 func (e uncheckedError) Unwrap() error { return e.err }
+
+// unwrittenOutputsNote says, for the run in dir that reached its last
+// iteration (reached) yet lacks metrics.json or samples.npy, the outputs
+// it writes at its end, that it was stopped as it wrote them and that
+// train --resume writes them again (round 114 B1: compare showed such a
+// run finished and plot drew its figures, unsaid; reproduce --report
+// called it incomplete); "" otherwise. The caller checks that no other
+// process holds the run (writing them now).
+func unwrittenOutputsNote(dir string, reached bool) string {
+	if !reached {
+		return ""
+	}
+	var missing []string
+	for _, name := range []string{"metrics.json", "samples.npy"} {
+		if !exists(filepath.Join(dir, name)) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("flowebm: note: the run %s reached its last iteration but lacks %s, written at its end (it was stopped as it wrote its outputs): flowebm train --resume %s writes them again", dir, strings.Join(missing, " and "), shellQuote(dir))
+}

@@ -759,7 +759,11 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 				return err
 			}
 			if exists(filepath.Join(dir, "run-config.json")) && !exists(filepath.Join(dir, checkpoint.ManifestName)) { // round 95 B7: loaded unchecked
-				return fmt.Errorf("%s is incomplete: it lacks %s, which a run writes last over its files' SHA-256 (a checkpoint cut while written, or edited): give the run folder %s, which reads its newest complete checkpoint", dir, checkpoint.ManifestName, run)
+				err := fmt.Errorf("%s is incomplete: it lacks %s, which a run writes last over its files' SHA-256 (a checkpoint cut while written, or edited)", dir, checkpoint.ManifestName)
+				if _, lerr := training.LatestCheckpoint(run); lerr != nil { // round 114 B2: sent to the run folder, which refused it
+					return fmt.Errorf("%w, and its run %s has no other complete checkpoint: %s", err, run, noModelAdvice)
+				}
+				return fmt.Errorf("%w: give the run folder %s, which reads its newest complete checkpoint", err, run)
 			}
 			var spec checkpoint.Spec
 			if m, spec, err = checkpoint.Load(dir); err != nil {
@@ -845,8 +849,8 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)%s", dir, runsWithin(dir)) // round 80 B5: a train --seeds folder, without its runs named
 		}
 		final := filepath.Join(dir, "checkpoint")
-		if checkpoint.OtherFilesDamage(final) == nil {
-			return checkpoint.Models{}, err // says why each checkpoint folder is incomplete
+		if !wholeModel(final) {
+			return checkpoint.Models{}, fmt.Errorf("%w: %s", err, noModelAdvice) // says why each checkpoint folder is incomplete
 		}
 		m, spec, lerr := checkpoint.Load(final) // its training state damaged, its models whole (round 110 B2)
 		if lerr != nil {
@@ -872,6 +876,21 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 	}
 	return m, sums.record(given, func() (string, error) { return folderSum(latest, spec) })
 }
+
+// wholeModel reports whether the checkpoint folder final, not complete,
+// still holds its model whole: its COMPLETE vouches for the model's own
+// files, only its other files (the training state) damaged (round 110 B2).
+func wholeModel(final string) bool {
+	if checkpoint.OtherFilesDamage(final) == nil {
+		return false
+	}
+	_, _, err := checkpoint.Load(final)
+	return err == nil
+}
+
+// noModelAdvice is the way on where no checkpoint of a run vouches for
+// its model's files.
+const noModelAdvice = "no command uses a model whose files no checkpoint vouches for; put back a whole copy of the run's checkpoint/ if you keep one, else train the run again"
 
 // unfinishedNote says that the checkpoint latest of the run in dir is of
 // an iteration before the run's last (round 82 B5: a run still training,

@@ -1359,6 +1359,9 @@ func checkpointOfEditedRun(dir string) string {
 	parent := filepath.Dir(filepath.Clean(dir))
 	var edited *training.ConfigEditedError
 	if cfg, err := training.ReadRunConfig(parent); err == nil && errors.As(training.ConfigEdited(parent, cfg), &edited) {
+		if edited.Foreign { // round 114 B3: the cp would make it another run
+			return fmt.Sprintf("; it is the checkpoint folder of the run %s, whose checkpoint is another run's (field %q is %s in its config.json, %s in the checkpoint, whose evaluations are not those of its metrics.csv): %s", parent, edited.Field, edited.Now, edited.Was, edited.Remedy())
+		}
 		return fmt.Sprintf("; it is the checkpoint folder of the run %s, whose config.json was edited after it was written (field %q is %s, was %s): plot draws a run under the configuration its checkpoint was trained with: cp %s %s restores it", parent, edited.Field, edited.Now, edited.Was, shellQuote(edited.Checkpoint), shellQuote(edited.Path))
 	}
 	return hint

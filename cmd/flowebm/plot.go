@@ -130,6 +130,9 @@ func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, er
 	} else if it < n { // round 83 B2: as energy, sample and convert say
 		fmt.Fprintf(errOut, "flowebm: note: the run %s is unfinished: its figures are of its newest checkpoint, at iteration %d of %d\n", dir, it, n)
 	}
+	if note := unwrittenOutputsNote(dir, run.Trainer.Iter >= run.Config.Train.Iterations); note != "" { // plot holds the run: no train writes them now
+		fmt.Fprintln(errOut, note)
+	}
 	hook("plot-read")
 	if err := run.FillGrid(); err != nil {
 		return "", err

@@ -881,7 +881,8 @@ func (r *reproRun) completeFinished(soft, hard context.Context, exe, out string)
 		if soft.Err() != nil { // reproduce interrupted during the check (round 107 B1: "move it away" for a finished run)
 			return outcome{outcomeEnded, "already done (the check of its outputs was interrupted: the same reproduce command, given again, checks them)"}
 		}
-		why := strings.TrimPrefix(strings.TrimSuffix(strings.TrimSuffix(childFailure(err, output.lastLine()), training.NothingToResumeAdvice), finishedUnreadableAdvice), "flowebm: ")
+		why, _, _ := strings.Cut(strings.TrimSuffix(childFailure(err, output.lastLine()), training.NothingToResumeAdvice), finishedUnreadableHead)
+		why = strings.TrimPrefix(why, "flowebm: ")
 		return outcome{outcomeEnded, "already done, but its outputs could not be checked (" + why + "); " + retrainAdvice(r.dir)}
 	}
 	for _, line := range strings.Split(string(output.tail), "\n") { // train's note, or its line for the figures

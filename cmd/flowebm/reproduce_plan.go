@@ -351,8 +351,6 @@ func shellJoin(args []string) string {
 // NAME=VALUE would be a variable assignment.
 func shellQuote(s string) string { return shellquote.Quote(s) }
 
-// editedRun is the *training.ConfigEditedError of the run in dir whose
-// config.json differs from its checkpoint's copy, or nil.
 // planEntry is the plan's line for run r, or why it is left out
 // (leftOut), or why no plan can be written; each check of the run's
 // folder (its checkpoint's SHA-256 sums among them) is made once.
@@ -360,6 +358,9 @@ func planEntry(r *reproRun, f reproduceFlags) (line, leftOut string, err error) 
 	if edited := editedRun(r.dir); edited != nil { // round 85 B6: its --resume line would fail
 		var e *training.ConfigEditedError
 		errors.As(edited, &e)
+		if e.Foreign { // round 114 B3: the cp would make it another run
+			return "", fmt.Sprintf("%s (its checkpoint is another run's: field %q differs from its config.json, its evaluations from its metrics.csv; its line would fail; %s)", r.name(), e.Field, e.Remedy()), nil
+		}
 		return "", fmt.Sprintf("%s (its config.json was edited since its checkpoint, field %q: its line would fail; cp %s %s restores it)", r.name(), e.Field, shellQuote(e.Checkpoint), shellQuote(e.Path)), nil
 	}
 	if m := mismatchOf(r, f); m != "" { // round 113 B1: left out as done (or resumed), then refused by --report
@@ -428,6 +429,8 @@ func damagedCheckpointOf(dir string) error {
 	return err
 }
 
+// editedRun is the *training.ConfigEditedError of the run in dir whose
+// config.json differs from its checkpoint's copy, or nil.
 func editedRun(dir string) error {
 	cfg, err := training.ReadRunConfig(dir)
 	if err != nil {

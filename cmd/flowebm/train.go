@@ -1054,7 +1054,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 			return nil, nil, err // the path given is wrong: no advice to give one
 		}
 		if none := (training.NothingToResumeError{}); errors.As(err, &none) && !none.Restorable() && finishedOutputs(f.resume) { // round 111 B5: "start the run again with --force", losing a finished run
-			return nil, nil, finishedUnreadableError{none}
+			return nil, nil, finishedUnreadableError{none, wholeModel(filepath.Join(f.resume, "checkpoint"))}
 		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
@@ -1979,18 +1979,31 @@ func checkSeedsFolder(base string, force bool) error {
 	return nil
 }
 
-// finishedUnreadableAdvice ends train --resume's refusal of a finished
+// finishedUnreadableHead begins train --resume's advice for a finished
 // run none of whose checkpoints reads (reproduce, which gives its own
-// advice, recognises it in its child's last line).
-const finishedUnreadableAdvice = ": the run finished (its metrics.json and samples.npy stand), but no checkpoint of it can be read, so train --resume can neither check nor write its outputs again; flowebm sample, energy and convert still use its model where the model's own files are whole (a note says so); --force on the command line would train a new run in its place, and this one would be lost"
+// advice, cuts its child's last line there).
+const finishedUnreadableHead = ": the run finished (its metrics.json and samples.npy stand), but no checkpoint of it can be read, so train --resume can neither check nor write its outputs again; "
 
 // finishedUnreadableError is train --resume's refusal of a finished run
 // none of whose checkpoints reads; it unwraps to the NothingToResumeError,
 // whose callers (train --seeds) give their own advice (round 112 B1:
 // --seeds relayed the --force of one run, which trains every seed again).
-type finishedUnreadableError struct{ none training.NothingToResumeError }
+type finishedUnreadableError struct {
+	none training.NothingToResumeError
+	// model: its checkpoint's model files are whole (wholeModel), so
+	// sample, energy and convert still use them (round 114 B2: said where
+	// its COMPLETE was gone, and they refused it).
+	model bool
+}
 
-func (e finishedUnreadableError) Error() string { return e.none.Err.Error() + finishedUnreadableAdvice }
+func (e finishedUnreadableError) Error() string {
+	use := "flowebm sample, energy and convert still use its model, whose own files are whole (a note says so); "
+	if !e.model {
+		use = "nor can flowebm sample, energy or convert use its model, whose files its checkpoint no longer vouches for: put back a whole copy of its checkpoint/ if you keep one; "
+	}
+	return e.none.Err.Error() + finishedUnreadableHead + use + "--force on the command line would train a new run in its place, and this one would be lost"
+}
+
 func (e finishedUnreadableError) Unwrap() error { return e.none }
 
 // finishedOutputs reports whether the run folder dir holds a finished
