@@ -34,6 +34,7 @@ func WriteRun(r *training.Run, f Format) error {
 	}
 	if g != nil { // from the checkpoint, evaluated or not (round 78 B5)
 		title := fmt.Sprintf("%s, %s: EBM density after %d iterations", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
+		title += divergedNote(r)
 		switch {
 		case inBox < 0.5:
 			where := "the data's box"
@@ -68,7 +69,7 @@ func WriteRun(r *training.Run, f Format) error {
 		}
 	}
 	if e := r.Experiment; e.Kind == experiments.KindImages {
-		title := fmt.Sprintf("%s, %s: the first 64 persistent chains at iteration %d", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter)
+		title := fmt.Sprintf("%s, %s: the first 64 persistent chains at iteration %d", r.Experiment.Name, r.Config.Train.Algorithm, r.Trainer.Iter) + divergedNote(r)
 		if err := writeImageGrid(filepath.Join(r.Dir, "samples"+f.Ext()), title, r.Trainer.Bank, *e.Image, 8, gridScale(*e.Image)); err != nil {
 			return err
 		}
@@ -248,6 +249,16 @@ func imageGrid(x *mat.Dense, shape experiments.ImageShape, side, scale int) (*im
 		}
 	}
 	return img, nil
+}
+
+// divergedNote ends the title of a figure drawn from the last checkpoint
+// of a run that diverged after it (round 113: read as any other run's);
+// "" otherwise.
+func divergedNote(r *training.Run) string {
+	if !r.Diverged {
+		return ""
+	}
+	return fmt.Sprintf(" of %d (the run diverged after this, its last checkpoint)", r.Config.Train.Iterations)
 }
 
 // pixel is the colour of pixel p (row-major) of the CHW image row: its red,

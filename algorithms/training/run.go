@@ -123,6 +123,9 @@ type Run struct {
 	// Notes say what was done to a user's data set (rows dropped,
 	// standardisation).
 	Notes []string
+	// Diverged: the run diverged after its checkpoint read (its folder's
+	// error.txt), so its figures, drawn from that checkpoint, say so.
+	Diverged bool
 	// Guard, if not nil, is called before each checkpoint (a caller
 	// writing the outputs calls it first too); its error stops the run
 	// before anything is written. flowebm train checks that Dir is still

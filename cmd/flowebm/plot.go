@@ -125,7 +125,8 @@ func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, er
 	if err := damagedMetricsCSV(dir); err != nil { // round 98 B1: drawn from the checkpoint's, unsaid
 		fmt.Fprintf(errOut, "flowebm: note: %v; the figures of its evaluations are drawn from its checkpoint's\n", withoutPackagePrefixes(err.Error()))
 	}
-	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; it < n && divergedBefore(dir) != "" { // round 112 B4: called unfinished
+	run.Diverged = run.Trainer.Iter < run.Config.Train.Iterations && divergedBefore(dir) != ""
+	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; run.Diverged { // round 112 B4: called unfinished
 		fmt.Fprintf(errOut, "flowebm: note: the run %s diverged (its error.txt: %s): its figures are of its last checkpoint, at iteration %d of %d\n", dir, strings.TrimPrefix(divergedBefore(dir), "flowebm: "), it, n)
 	} else if it < n { // round 83 B2: as energy, sample and convert say
 		fmt.Fprintf(errOut, "flowebm: note: the run %s is unfinished: its figures are of its newest checkpoint, at iteration %d of %d\n", dir, it, n)

@@ -133,6 +133,9 @@ func TestDivergedRunSaidEverywhere(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "the run "+run+" diverged (its error.txt)") || !strings.Contains(string(mustRead(t, filepath.Join(c, "held-out-ll.svg"))), "G (diverged)") {
 		t.Errorf("compare: exit %d, %s", code, stderr)
 	}
+	if _, stderr, code := runCLI("plot", run, "--plot-format", "svg"); code != 0 || !strings.Contains(string(mustRead(t, filepath.Join(run, "density.svg"))), "EBM density after 2 iterations of 20 (the run diverged after") { // the title wraps there
+		t.Errorf("plot: exit %d, %s", code, stderr)
+	}
 	weights := filepath.Join(run, "checkpoint", "weights.npz")
 	if _, stderr, code := runCLI("compare", weights, "--out", filepath.Join(dir, "c2")); code == 0 || !strings.Contains(stderr, "it is a file of the run "+run+"'s checkpoint: give the run folder, "+run) {
 		t.Errorf("compare of a checkpoint's file: exit %d, %s", code, stderr)
