@@ -118,3 +118,39 @@ func TestUnwrittenOutputsNoted(t *testing.T) {
 		t.Errorf("compare after train --resume: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 113 B5: a reproduce killed (SIGKILL) after training a run but
+// before recording how far left the record without it, so the next
+// reproduce and --report said the run was trained "by a plan's lines or
+// by hand". The record says which reproduce set out to train it. The
+// state a SIGKILL leaves is made by restoring the record as it was when
+// the runs ended, before reproduce recorded them.
+func TestKilledReproduceRecorded(t *testing.T) {
+	out := t.TempDir()
+	record := filepath.Join(out, runSetFile)
+	var atKill []byte
+	defer func() { testHook = nil }()
+	testHook = func(point string) {
+		if point == "reproduce-runs-ended" {
+			atKill = mustRead(t, record)
+		}
+	}
+	args := []string{"reproduce", "--out", out, "--iterations", "6", "--experiments", "two-modes", "--algorithms", "ula", "--jobs", "1"}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	testHook = nil
+	if err := os.WriteFile(record, atKill, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(out, "report.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI(args...); code != 0 {
+		t.Fatal(stderr)
+	}
+	b := string(mustRead(t, filepath.Join(out, "report.md")))
+	if want := "trained by reproduce --jobs 1 (killed before it recorded how far; or by hand after it)"; !strings.Contains(b, want) {
+		t.Errorf("report lacks %q:\n%s", want, b)
+	}
+}

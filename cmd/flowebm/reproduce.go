@@ -328,6 +328,11 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 	for _, r := range runs {
 		r.ckBefore = checkpointSum(r.dir)
 	}
+	how := fmt.Sprintf("reproduce --jobs %d", f.jobs)
+	if err := markPending(f.out, runs, how); err != nil {
+		stop()
+		return err
+	}
 	trainAll(soft, hard, out, exe, runs, f)
 	hook("reproduce-runs-ended")
 	var sig signalCause
@@ -341,13 +346,7 @@ func runReproduce(out io.Writer, f reproduceFlags) error {
 			return err
 		}
 	}
-	var trained []*reproRun
-	for _, r := range runs {
-		if r.trained {
-			trained = append(trained, r)
-		}
-	}
-	if err := noteTrainedBy(f.out, trained, fmt.Sprintf("reproduce --jobs %d", f.jobs)); err != nil {
+	if err := noteTrainedBy(f.out, runs, how); err != nil {
 		return err
 	}
 	if interrupted { // exits 128 + the signal's number (probe 34: 2, as a failure)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -173,6 +174,22 @@ type runSet struct {
 type runTraining struct {
 	By         []string `json:"by"`
 	Checkpoint string   `json:"checkpoint_sha256,omitempty"`
+	// Pending is the reproduce ("reproduce --jobs N") that set out to
+	// train the run, recorded before it starts (markPending) and cleared
+	// as it records how far it trained it: left set, that reproduce was
+	// killed before it recorded, so a checkpoint other than Checkpoint is
+	// its work, or by hand after it (round 113 B5: said "by hand").
+	Pending string `json:"pending,omitempty"`
+}
+
+// unrecorded is how the run was trained up to a checkpoint that rec does
+// not record: by the reproduce that set out to and was killed, or by hand
+// after it, or otherwise.
+func (rec runTraining) unrecorded() string {
+	if rec.Pending != "" {
+		return rec.Pending + " (killed before it recorded how far; or by hand after it)"
+	}
+	return otherTraining
 }
 
 // checkpointSum is the SHA-256 of the COMPLETE of the run in dir's newest
@@ -222,39 +239,80 @@ func (s runSet) write(path string) error {
 	})
 }
 
-// noteTrainedBy records in dir's record that how trained runs, up to
-// their checkpoint now.
+// markPending records in dir's record that how sets out to train runs
+// (runTraining.Pending), before it starts them, and first how each was
+// trained since the record: a checkpoint (r.ckBefore) other than the one
+// recorded was trained otherwise (round 113 B3: overwritten unnoticed),
+// or by a reproduce killed before it recorded (B5).
+func markPending(dir string, runs []*reproRun, how string) error {
+	return updateTrainedBy(dir, func(set runSet) {
+		for _, r := range runs {
+			rec := set.TrainedBy[r.name()]
+			if r.ckBefore != "" && r.ckBefore != rec.Checkpoint {
+				rec.By, rec.Checkpoint = append(rec.By, rec.unrecorded()), r.ckBefore
+			}
+			rec.Pending = how
+			set.TrainedBy[r.name()] = rec
+		}
+	})
+}
+
+// noteTrainedBy records in dir's record that how trained the runs marked
+// trained, up to their checkpoint now, and clears the others' Pending
+// (markPending recorded how each was trained before).
 func noteTrainedBy(dir string, runs []*reproRun, how string) error {
+	return updateTrainedBy(dir, func(set runSet) {
+		for _, r := range runs {
+			rec := set.TrainedBy[r.name()]
+			if !r.trained {
+				rec.Pending = ""
+				if len(rec.By) == 0 && rec.Checkpoint == "" {
+					delete(set.TrainedBy, r.name())
+				} else {
+					set.TrainedBy[r.name()] = rec
+				}
+				continue
+			}
+			if len(rec.By) == 0 || rec.By[len(rec.By)-1] != how {
+				rec.By = append(rec.By, how)
+			}
+			rec.Checkpoint, rec.Pending = checkpointSum(r.dir), ""
+			set.TrainedBy[r.name()] = rec
+		}
+	})
+}
+
+// updateTrainedBy applies change to the trained_by of dir's record and
+// writes it again; nothing where there is no readable record
+// (inferRunSet names a damaged one).
+func updateTrainedBy(dir string, change func(runSet)) error {
 	path := filepath.Join(dir, runSetFile)
 	set, err := readRunSet(path)
-	if err != nil || len(runs) == 0 {
-		return nil // no record to add to (inferRunSet names a damaged one)
+	if err != nil {
+		return nil
 	}
 	if set.TrainedBy == nil {
 		set.TrainedBy = map[string]runTraining{}
 	}
-	for _, r := range runs {
-		rec := set.TrainedBy[r.name()]
-		if r.ckBefore != "" && r.ckBefore != rec.Checkpoint { // trained otherwise since the record, or before any (round 113 B3: overwritten unnoticed)
-			rec.By = append(rec.By, otherTraining)
-		}
-		if len(rec.By) == 0 || rec.By[len(rec.By)-1] != how {
-			rec.By = append(rec.By, how)
-		}
-		rec.Checkpoint = checkpointSum(r.dir)
-		set.TrainedBy[r.name()] = rec
+	change(set)
+	if len(set.TrainedBy) == 0 {
+		set.TrainedBy = nil
 	}
 	return set.write(path)
 }
 
 // trainedHow says how the run r was trained, from the record rec.
 func trainedHow(r *reproRun, rec runTraining) string {
+	now := checkpointSum(r.dir)
 	if len(rec.By) == 0 {
+		if now != "" && rec.Pending != "" {
+			return rec.unrecorded()
+		}
 		return otherTraining
 	}
 	how := strings.Join(rec.By, ", then ")
-	if now := checkpointSum(r.dir); now != "" && now != rec.Checkpoint { // trained on since, or anew
-		how += ", then " + otherTraining
+	if now != "" && now != rec.Checkpoint { // trained on since, or anew
+		how += ", then " + rec.unrecorded()
 	}
 	return how
 }
@@ -281,14 +339,24 @@ func sharingNote(dir string, runs []*reproRun) string {
 	switch {
 	case len(hows) == 1 && hows[0] == "reproduce --jobs 1":
 		return "trained one run at a time (reproduce --jobs 1 trained them)"
-	case len(hows) == 1 && strings.HasPrefix(hows[0], "reproduce --jobs ") && !strings.Contains(hows[0], ","):
-		return fmt.Sprintf("with up to %s runs sharing the machine (%s trained them)", strings.TrimPrefix(hows[0], "reproduce --jobs "), hows[0])
+	case len(hows) == 1 && reproduceJobs(hows[0]) > 0:
+		return fmt.Sprintf("with up to %d runs sharing the machine (%s trained them)", reproduceJobs(hows[0]), hows[0])
 	case len(hows) == 1 && hows[0] == otherTraining:
 		return "but the runs were trained by a plan's lines or by hand, and how many shared a machine is not recorded: compare it only between runs trained alike"
 	case len(hows) > 0:
 		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(hows, "; by "))
 	}
 	return "but how many runs shared a machine is not recorded here: compare it only between runs trained alike"
+}
+
+// reproduceJobs is N where how is "reproduce --jobs N" alone, else 0.
+func reproduceJobs(how string) int {
+	n, ok := strings.CutPrefix(how, "reproduce --jobs ")
+	jobs, err := strconv.Atoi(n)
+	if !ok || err != nil {
+		return 0
+	}
+	return jobs
 }
 
 // readRunSet reads the record at path.
