@@ -39,6 +39,15 @@ type diagnoseOptions struct {
 	stderr    io.Writer              // where --plots reports under --json
 }
 
+// notes is where diagnose's notes go: stderr where the command has one,
+// else the report's writer w.
+func (o diagnoseOptions) notes(w io.Writer) io.Writer {
+	if o.stderr == nil {
+		return w
+	}
+	return o.stderr
+}
+
 func diagnoseCmd() *cobra.Command {
 	var o diagnoseOptions
 	cmd := &cobra.Command{
@@ -137,11 +146,7 @@ func (o diagnoseOptions) run(paths []string, w io.Writer) (err error) {
 		return err // several files: the message names the one without the member
 	}
 	if note := data.MemberNote(paths[0], o.key); note != "" { // round 76 B2: an ArviZ/NumPy export of several variables was diagnosed on its first, unsaid
-		errOut := o.stderr
-		if errOut == nil {
-			errOut = w
-		}
-		fmt.Fprintf(errOut, "flowebm: note: %s; the others are not diagnosed\n", note)
+		fmt.Fprintf(o.notes(w), "flowebm: note: %s; the others are not diagnosed\n", note)
 	}
 	hook("diagnose-read")
 	files, err := o.plotFiles(c, paths)
@@ -243,20 +248,12 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
 	}
 	if i, j := c.twinChains(); i >= 0 && c.draws > 1 && c.dims > 0 { // round 98 A3: empty chains are no twins; round 85 B13: a copied file or a seed given twice passed as two chains
-		errOut := o.stderr
-		if errOut == nil {
-			errOut = w
-		}
-		fmt.Fprintf(errOut, "flowebm: note: chains %s and %s are identical, draw for draw (the same seed twice, or a file copied?): R-hat and ESS count them as two, and so look better than they are\n", c.chainName(i), c.chainName(j))
+		fmt.Fprintf(o.notes(w), "flowebm: note: chains %s and %s are identical, draw for draw (the same seed twice, or a file copied?): R-hat and ESS count them as two, and so look better than they are\n", c.chainName(i), c.chainName(j))
 	}
 	summarize := diagnostics.Summarize
 	if o.nested > 0 && c.draws < 4 { // round 83 A1: nested R-hat's many short chains were refused
 		summarize = diagnostics.SummarizeShort
-		errOut := o.stderr
-		if errOut == nil {
-			errOut = w
-		}
-		fmt.Fprintf(errOut, "flowebm: note: chains of %s: only rhat_nested, the mean and the sd are computed (the other diagnostics need at least 4 draws per chain)\n", count(c.draws, "draw"))
+		fmt.Fprintf(o.notes(w), "flowebm: note: chains of %s: only rhat_nested, the mean and the sd are computed (the other diagnostics need at least 4 draws per chain)\n", count(c.draws, "draw"))
 	}
 	s, err := summarize(c.data, c.chains, c.draws, c.dims)
 	if err != nil {
@@ -268,6 +265,9 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 			hint += "; nested R-hat (--nested K superchains) takes chains of 1 to 3 draws"
 		}
 		return fmt.Errorf("%s: shape %s: %s%s", c.source, c.shape, strings.TrimPrefix(err.Error(), "diagnostics: "), hint)
+	}
+	if c.names == nil && o.nested == 0 && c.chains > c.draws && c.draws > 1 { // round 115 A1: a (draws, chains) array read as 1000 chains of 4 draws, unsaid
+		fmt.Fprintf(o.notes(w), "flowebm: note: %s holds more chains (%d) than draws per chain (%d): an array is read as (chains, draws[, dims]); if it is (draws, chains[, dims]), as posterior's extract_variable_matrix and some samplers write it, save it transposed first: np.save(OUT, np.swapaxes(a, 0, 1))\n", c.source, c.chains, c.draws)
 	}
 	rows := make([]dimReport, len(s))
 	for d := range s {

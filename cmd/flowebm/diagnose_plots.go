@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -262,12 +264,24 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 		}
 		return nil
 	}
-	placed, err := drawStaged(o.plots, "--plots", "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error { keep(); return nil })
+	var others []string
+	placed, err := drawStaged(o.plots, "--plots", "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error {
+		keep()
+		var err error
+		others, err = o.otherFigures(files)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("--plots: %w", err)
 	}
 	if o.asJSON && o.stderr != nil { // stdout holds the JSON alone
 		out = o.stderr
+	}
+	switch { // round 115 A2: an earlier input's figures stood beside these, unsaid
+	case len(others) > 0 && o.force:
+		fmt.Fprintf(o.notes(out), "flowebm: note: --force removed from %s the %s of an earlier diagnose that this one does not draw (%s)\n", o.plots, count(len(others), "figure"), listNames(others, 4))
+	case len(others) > 0:
+		fmt.Fprintf(o.notes(out), "flowebm: note: %s also holds %s that this diagnose did not draw (%s: an earlier one's, of other draws?); --force replaces the whole set, or give another --plots folder\n", o.plots, count(len(others), "figure"), listNames(others, 4))
 	}
 	var titles []string
 	for _, f := range files {
@@ -284,6 +298,33 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 	}
 	_, err = fmt.Fprintf(out, "%d plots written to %s\n", len(placed), o.plots)
 	return err
+}
+
+// diagnoseFigure matches the names of diagnose's figures: DIM-KIND.EXT.
+var diagnoseFigure = regexp.MustCompile(`^.+-(trace|rank|autocorrelation|ess)\.(png|svg|pdf)$`)
+
+// otherFigures lists the figures of diagnose in the --plots folder other
+// than files (an earlier diagnose's); with --force it removes them, as
+// compare --force does its own.
+func (o diagnoseOptions) otherFigures(files []plotFile) ([]string, error) {
+	entries, err := os.ReadDir(o.plots)
+	if err != nil {
+		return nil, err
+	}
+	var others []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !diagnoseFigure.MatchString(name) || slices.ContainsFunc(files, func(f plotFile) bool { return filepath.Base(f.path) == name }) {
+			continue
+		}
+		if o.force {
+			if err := os.Remove(filepath.Join(o.plots, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return others, err
+			}
+		}
+		others = append(others, name)
+	}
+	return others, nil
 }
 
 // blankGlyphsNote is a note naming the characters of names that figures in

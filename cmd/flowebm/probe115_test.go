@@ -1,0 +1,89 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+)
+
+// normalDraws writes a .npy of shape with standard normal values.
+func normalDraws(t *testing.T, path string, shape ...int) string {
+	t.Helper()
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := make([]float64, n)
+	for i := range data {
+		data[i] = rng.NormFloat64()
+	}
+	if err := npy.WriteFile(path, &npy.Array{Shape: shape, Data: data}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Round 115 A1: a (draws, chains) array, as posterior's
+// extract_variable_matrix gives it, was read as 1000 chains of 4 draws
+// without a word (R-hat "not mixed", ESS not computed, "give chains of at
+// least 10"). A note says how it was read and how to transpose it.
+func TestDiagnoseNotesDrawsChainsLayout(t *testing.T) {
+	dir := t.TempDir()
+	const note = "holds more chains (1000) than draws per chain (4): an array is read as (chains, draws[, dims]); if it is (draws, chains[, dims])"
+	transposed := normalDraws(t, filepath.Join(dir, "dc.npy"), 1000, 4)
+	if _, stderr, code := runCLI("diagnose", transposed); code != 0 || !strings.Contains(stderr, note) {
+		t.Errorf("(draws, chains): exit %d, %s", code, stderr)
+	}
+	right := normalDraws(t, filepath.Join(dir, "cd.npy"), 4, 1000)
+	if _, stderr, code := runCLI("diagnose", right); code != 0 || strings.Contains(stderr, "more chains") {
+		t.Errorf("(chains, draws): exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("diagnose", "--nested", "10", transposed); code != 0 || strings.Contains(stderr, "more chains") {
+		t.Errorf("--nested, many short chains on purpose: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 115 A2: diagnose --plots P --force of other draws left the earlier
+// input's figures of dimensions it does not draw beside the new ones,
+// unsaid. --force removes them (as compare --force does its own), naming
+// them; without --force a note names them.
+func TestDiagnoseForceReplacesFigureSet(t *testing.T) {
+	dir := t.TempDir()
+	p1 := normalDraws(t, filepath.Join(dir, "p1.npy"), 4, 200, 6)
+	p2 := normalDraws(t, filepath.Join(dir, "p2.npy"), 4, 200, 2)
+	plots := filepath.Join(dir, "P")
+	keep := filepath.Join(plots, "notes.txt")
+	if _, stderr, code := runCLI("diagnose", p1, "--plots", plots, "--plot-format", "svg"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("diagnose", p2, "--plots", plots, "--plot-format", "svg", "--force")
+	if code != 0 || !strings.Contains(stderr, "--force removed from "+plots+" the 12 figures of an earlier diagnose") {
+		t.Errorf("--force: exit %d, %s", code, stderr)
+	}
+	entries, err := os.ReadDir(plots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") { // its lock
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) != 9 || !slices.Contains(names, "notes.txt") || slices.Contains(names, "dim3-trace.svg") {
+		t.Errorf("left after --force: %v (want dim0 and dim1's 8 figures and notes.txt)", names)
+	}
+	_, stderr, code = runCLI("diagnose", p1, "--plots", plots, "--plot-format", "svg", "--plot-dims", "4")
+	if code != 0 || !strings.Contains(stderr, plots+" also holds 8 figures that this diagnose did not draw") {
+		t.Errorf("without --force: exit %d, %s", code, stderr)
+	}
+}
