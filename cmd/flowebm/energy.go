@@ -758,12 +758,8 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 				m, err = loadLatestHeld(run, dir, sums)
 				return err
 			}
-			if exists(filepath.Join(dir, "run-config.json")) && !exists(filepath.Join(dir, checkpoint.ManifestName)) { // round 95 B7: loaded unchecked
-				err := fmt.Errorf("%s is incomplete: it lacks %s, which a run writes last over its files' SHA-256 (a checkpoint cut while written, or edited)", dir, checkpoint.ManifestName)
-				if _, lerr := training.LatestCheckpoint(run); lerr != nil { // round 114 B2: sent to the run folder, which refused it
-					return fmt.Errorf("%w, and its run %s has no other complete checkpoint: %s", err, run, noModelAdvice)
-				}
-				return fmt.Errorf("%w: give the run folder %s, which reads its newest complete checkpoint", err, run)
+			if err := unvouchedCheckpoint(dir, run); err != nil { // round 95 B7: loaded unchecked
+				return err
 			}
 			var spec checkpoint.Spec
 			if m, spec, err = checkpoint.Load(dir); err != nil {
@@ -775,6 +771,9 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 		return m, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "spec.json")); err == nil {
+		if err := unvouchedCheckpoint(dir, filepath.Dir(filepath.Clean(dir))); err != nil { // round 115 B2: a run's checkpoint.old/ given itself, edited, used unsaid
+			return checkpoint.Models{}, err
+		}
 		m, spec, err := checkpoint.Load(dir)
 		if err == nil {
 			damagedStateNote(dir)
@@ -875,6 +874,25 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 		fmt.Fprintln(os.Stderr, note)
 	}
 	return m, sums.record(given, func() (string, error) { return folderSum(latest, spec) })
+}
+
+// unvouchedCheckpoint refuses a checkpoint folder dir that a run wrote
+// (it holds run-config.json; convert's checkpoints do not) without its
+// COMPLETE, which vouches for its files: a checkpoint cut while written,
+// or edited. The way on is the run folder run where it has a complete
+// checkpoint; nil for a folder with COMPLETE or not a run's.
+func unvouchedCheckpoint(dir, run string) error {
+	if !exists(filepath.Join(dir, "run-config.json")) || exists(filepath.Join(dir, checkpoint.ManifestName)) {
+		return nil
+	}
+	err := fmt.Errorf("%s is incomplete: it lacks %s, which a run writes last over its files' SHA-256 (a checkpoint cut while written, or edited)", dir, checkpoint.ManifestName)
+	if !isTrainingRun(run) { // a copy made without it
+		return fmt.Errorf("%w: copy a run's checkpoint folder whole (its COMPLETE with it), or give the run folder it came from", err)
+	}
+	if _, lerr := training.LatestCheckpoint(run); lerr != nil { // round 114 B2: sent to the run folder, which refused it
+		return fmt.Errorf("%w, and its run %s has no other complete checkpoint: %s", err, run, noModelAdvice)
+	}
+	return fmt.Errorf("%w: give the run folder %s, which reads its newest complete checkpoint", err, run)
 }
 
 // wholeModel reports whether the checkpoint folder final, not complete,

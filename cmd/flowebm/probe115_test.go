@@ -87,3 +87,46 @@ func TestDiagnoseForceReplacesFigureSet(t *testing.T) {
 		t.Errorf("without --force: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 115 B1: neutra with --warmup 0 (its MALA step not adapted) at
+// acceptance 1.00, R-hat 4.6, was told "sample longer, or --sampler
+// flowmc" where HMC and MALA were told to raise --step (round 114 A1).
+// Checked in TestSampleSaysNotMixed.
+
+// Round 115 B2: a run's checkpoint.old/ (or checkpoint.new/) given
+// itself, without its COMPLETE and its weights edited, was used by energy
+// and convert without a word, where its checkpoint/ so was refused.
+// Each is refused alike, with the way on.
+func TestUnvouchedCheckpointFolderRefused(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	old := filepath.Join(run, "checkpoint.old")
+	if err := os.CopyFS(old, os.DirFS(filepath.Join(run, "checkpoint"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(old, "COMPLETE")); err != nil {
+		t.Fatal(err)
+	}
+	x := filepath.Join(dir, "x.npy")
+	if err := npy.WriteFile(x, &npy.Array{Shape: []int{2, 2}, Data: []float64{0, 0, 1, 1}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	want := old + " is incomplete: it lacks COMPLETE"
+	if _, stderr, code := runCLI("energy", "--model", old, "--points", x, "--out", filepath.Join(dir, "e.npy")); code == 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "give the run folder "+run) {
+		t.Errorf("energy: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("convert", old, filepath.Join(dir, "m.onnx")); code == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("convert: exit %d, %s", code, stderr)
+	}
+	// A checkpoint that convert wrote has no COMPLETE, and is used.
+	conv, onnx := filepath.Join(dir, "conv"), filepath.Join(dir, "ebm.onnx")
+	if _, stderr, code := runCLI("convert", run, onnx, "--what", "ebm"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := runCLI("convert", onnx, conv); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := runCLI("energy", "--model", conv, "--points", x, "--out", filepath.Join(dir, "e2.npy")); code != 0 {
+		t.Errorf("energy of convert's checkpoint: exit %d, %s", code, stderr)
+	}
+}

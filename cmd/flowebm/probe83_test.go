@@ -101,6 +101,7 @@ func TestSampleSaysNotMixed(t *testing.T) {
 		{sampleFlags{sampler: "hmc", step: 0.01}, false, 1, "raise --step (0.01, not adapted by hmc)"},                  // round 114 A1
 		{sampleFlags{sampler: "mala", step: 0.01}, false, 0.99, "raise --step (0.01, not adapted by mala)"},             // no warm-up: not adapted
 		{sampleFlags{sampler: "mala", step: 0.01, warmup: 200}, false, 0.99, "sample longer, or with --sampler flowmc"}, // adapted in its warm-up
+		{sampleFlags{sampler: "neutra", step: 0.0005}, true, 1, "raise --step (0.0005, not adapted by neutra)"},         // round 115 B1
 	} {
 		var m checkpoint.Models
 		if c.flow {

@@ -349,7 +349,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 // start far out (more than stay above the lowest energy found) or not.
 func (f sampleFlags) stillNote(still strandedChains, stay float64) string {
 	step := fmt.Sprintf("the step, --step %v,", f.step)
-	if (f.sampler == "mala" || f.sampler == "flowmc") && f.warmup > 0 {
+	if f.stepAdapted() {
 		step = "the step, tuned on all the chains during the warm-up,"
 	}
 	their := map[bool]string{true: "its", false: "their"}[len(still.names) == 1]
@@ -1414,6 +1414,13 @@ func checkStarts(m checkpoint.Models, x *mat.Dense) error {
 	return nil
 }
 
+// stepAdapted reports whether the sampler's MALA step is adapted during
+// the warm-up: mala's, neutra's (MALA in the flow's latent space) and
+// flowmc's local moves, where there is a warm-up.
+func (f sampleFlags) stepAdapted() bool {
+	return (f.sampler == "mala" || f.sampler == "neutra" || f.sampler == "flowmc") && f.warmup > 0
+}
+
 // notMixedAdvice is what to do where the chains have not mixed, for the
 // sampler that ran and its local acceptance loc: a step that no proposal
 // passes is lowered (round 85 B12: "sample longer" at acceptance 0), a
@@ -1423,7 +1430,7 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 	switch {
 	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
 		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
-	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" && f.warmup == 0):
+	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" || f.sampler == "neutra") && !f.stepAdapted(): // round 115 B1: neutra
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
 		// still gave 1.05) "or --sampler flowmc for modes apart".
