@@ -248,7 +248,11 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
 	}
 	if i, j := c.twinChains(); i >= 0 && c.draws > 1 && c.dims > 0 { // round 98 A3: empty chains are no twins; round 85 B13: a copied file or a seed given twice passed as two chains
-		fmt.Fprintf(o.notes(w), "flowebm: note: chains %s and %s are identical, draw for draw (the same seed twice, or a file copied?): R-hat and ESS count them as two, and so look better than they are\n", c.chainName(i), c.chainName(j))
+		from := ""
+		if c.names == nil && c.chainLabels == nil {
+			from = " (numbered from 0, as the array's first axis)"
+		}
+		fmt.Fprintf(o.notes(w), "flowebm: note: chains %s and %s%s are identical, draw for draw (the same seed twice, or a file copied?): R-hat and ESS count them as two, and so look better than they are\n", c.chainName(i), c.chainName(j), from)
 	}
 	summarize := diagnostics.Summarize
 	if o.nested > 0 && c.draws < 4 { // round 83 A1: nested R-hat's many short chains were refused

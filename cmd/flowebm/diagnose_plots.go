@@ -362,7 +362,7 @@ func drawInto(c *chainsData, files []plotFile, tmp string) ([]string, error) {
 	var drawn []string
 	for _, f := range files {
 		if _, ok := figs[f.dim]; !ok {
-			figs[f.dim] = plots.ChainFigures(c.dimChains(f.dim), c.title(f.dim), c.chainLabels)
+			figs[f.dim] = plots.ChainFigures(c.dimChains(f.dim), c.title(f.dim), c.chainNames())
 		}
 		for _, cf := range figs[f.dim] {
 			if cf.Kind != f.kind {

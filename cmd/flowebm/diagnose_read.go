@@ -35,7 +35,7 @@ type chainsData struct {
 	data                 []float64
 	chains, draws, dims  int
 	names                []string // nil: dimensions are numbered
-	chainLabels          []string // nil: chains are numbered from 1; a CSV's chain numbers otherwise
+	chainLabels          []string // nil: chains are numbered (chainName); a CSV's chain numbers otherwise
 	source, dtype, shape string
 }
 
@@ -942,10 +942,22 @@ func (c *chainsData) twinChains() (int, int) {
 // chainName names chain i as the input numbers it: its CSV chain label,
 // or its index from 1.
 func (c *chainsData) chainName(i int) string {
-	if c.chainLabels != nil && i < len(c.chainLabels) {
+	switch {
+	case c.chainLabels != nil && i < len(c.chainLabels):
 		return c.chainLabels[i]
+	case c.names == nil: // an array's index, as NumPy's (round 116 A2: sample's notes numbered from 1, a user looked at the wrong chains)
+		return strconv.Itoa(i)
 	}
-	return strconv.Itoa(i + 1)
+	return strconv.Itoa(i + 1) // CmdStan's files, in order
+}
+
+// chainNames are the chains' names (chainName), for the figures' legends.
+func (c *chainsData) chainNames() []string {
+	names := make([]string, c.chains)
+	for i := range names {
+		names[i] = c.chainName(i)
+	}
+	return names
 }
 
 func (c *chainsData) dimChains(d int) [][]float64 {

@@ -148,7 +148,7 @@ func TestStillChainsNamedWithFixedStep(t *testing.T) {
 	inTempDir(t)
 	npy.WriteFile("s.npy", &npy.Array{Shape: []int{4, 2}, Data: []float64{0.5, 0.5, -0.5, -0.5, 0.4, 0.5, 1, 0}}, npy.Float64)
 	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "hmc", "--step", "50", "--leapfrog", "3", "--chains", "4", "--steps", "50", "--warmup", "0", "--starts", "s.npy", "--out", "a.npy")
-	want := "flowebm: note: chains 1, 2, 3, 4 (of 4) never moved from their start: every proposal was rejected (the step, --step 50, is too large for the model there), so those draws are not from the model; give a smaller --step"
+	want := "flowebm: note: chains 0, 1, 2, 3 (of 4, numbered from 0 as the draws' first axis) never moved from their start: every proposal was rejected (the step, --step 50, is too large for the model there), so those draws are not from the model; give a smaller --step"
 	if code != 0 || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}

@@ -142,7 +142,7 @@ func TestReportSaysHowRunsShared(t *testing.T) {
 	if _, stderr, code := runCLI(strings.Fields(cmdline)...); code != 0 {
 		t.Fatal(stderr)
 	}
-	want = "but the runs were trained by reproduce --jobs 1; by a plan's lines or by hand, which may differ in how many runs shared a machine"
+	want = "but the runs were trained by reproduce --jobs 1 (two-modes-ula); by a plan's lines or by hand (two-modes-nt), which may differ in how many runs shared a machine" // round 116 B1: each way names its runs
 	if code, _, stderr, report := reportOf(t, out, "--algorithms", "ula,nt"); code != 0 || !strings.Contains(report, want) {
 		t.Errorf("--report after a plan's line: exit %d, %s; report lacks %q", code, stderr, want)
 	}

@@ -130,3 +130,49 @@ func TestUnvouchedCheckpointFolderRefused(t *testing.T) {
 		t.Errorf("energy of convert's checkpoint: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 116 A1: neutra chains stuck between modes were told to "give a
+// smaller --step", which the warm-up tuned back up (0.001 to 0.185), the
+// same chains stuck. Where the warm-up tunes the step, the note names ways
+// that change the outcome; with a fixed step, a smaller one still.
+func TestStillNoteWhereStepTuned(t *testing.T) {
+	still := strandedChains{names: []string{"15", "18", "30"}}
+	for _, c := range []struct {
+		f         sampleFlags
+		want, not string
+	}{
+		{sampleFlags{sampler: "neutra", warmup: 200, chains: 32}, "--step only sets where the warm-up's tuning starts: give --starts FILE", "give a smaller --step"},
+		{sampleFlags{sampler: "neutra", warmup: 200, chains: 32}, "or --sampler flowmc, whose moves from a flow jump between modes", ""},
+		{sampleFlags{sampler: "flowmc", warmup: 200, chains: 32}, "--warmup 0 with a smaller --step", "--sampler flowmc"},
+		{sampleFlags{sampler: "hmc", step: 50, chains: 32}, "give a smaller --step", "tuning starts"},
+	} {
+		got := c.f.stillNote(still, 1)
+		if !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
+			t.Errorf("%s, warm-up %d: %q; want %q, not %q", c.f.sampler, c.f.warmup, got, c.want, c.not)
+		}
+	}
+	if got := still.which(32); got != "chains 15, 18, 30 (of 32, numbered from 0 as the draws' first axis)" {
+		t.Errorf("which: %q", got)
+	}
+}
+
+// Round 116 B1: after reproduce --jobs 2 killed and given again, the time
+// note said the runs were trained by several ways that "may differ" in
+// sharing, naming no run, though every way was --jobs 2. Ways made of one
+// --jobs N alone say up to N; others name their runs (TestReportSaysHowRunsShared).
+func TestSameJobsAcrossInvocations(t *testing.T) {
+	for _, c := range []struct {
+		hows []string
+		want int
+	}{
+		{[]string{"reproduce --jobs 2", "reproduce --jobs 2, then reproduce --jobs 2"}, 2},
+		{[]string{"reproduce --jobs 1"}, 1},
+		{[]string{"reproduce --jobs 2", "reproduce --jobs 1"}, 0},
+		{[]string{"reproduce --jobs 2, then " + otherTraining}, 0},
+		{[]string{"reproduce --jobs 2 (killed before it recorded how far; or by hand after it), then reproduce --jobs 2"}, 0},
+	} {
+		if got := sameJobs(c.hows); got != c.want {
+			t.Errorf("%q: %d, want %d", c.hows, got, c.want)
+		}
+	}
+}

@@ -327,6 +327,7 @@ const otherTraining = "a plan's lines or by hand"
 func sharingNote(dir string, runs []*reproRun) string {
 	set, _ := readRunSet(filepath.Join(dir, runSetFile))
 	var hows []string
+	named := map[string][]string{} // the runs trained each way
 	for _, r := range runs {
 		if !r.hasResult() {
 			continue
@@ -335,18 +336,39 @@ func sharingNote(dir string, runs []*reproRun) string {
 		if !slices.Contains(hows, how) {
 			hows = append(hows, how)
 		}
+		named[how] = append(named[how], r.name())
 	}
-	switch {
-	case len(hows) == 1 && hows[0] == "reproduce --jobs 1":
+	switch jobs := sameJobs(hows); {
+	case jobs == 1:
 		return "trained one run at a time (reproduce --jobs 1 trained them)"
-	case len(hows) == 1 && reproduceJobs(hows[0]) > 0:
-		return fmt.Sprintf("with up to %d runs sharing the machine (%s trained them)", reproduceJobs(hows[0]), hows[0])
+	case jobs > 0:
+		return fmt.Sprintf("with up to %d runs sharing the machine (reproduce --jobs %d trained them)", jobs, jobs)
 	case len(hows) == 1 && hows[0] == otherTraining:
 		return "but the runs were trained by a plan's lines or by hand, and how many shared a machine is not recorded: compare it only between runs trained alike"
-	case len(hows) > 0:
-		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(hows, "; by "))
+	case len(hows) > 0: // round 116 B1: which runs were trained alike was not said
+		ways := make([]string, len(hows))
+		for i, how := range hows {
+			ways[i] = fmt.Sprintf("%s (%s)", how, strings.Join(named[how], ", "))
+		}
+		return fmt.Sprintf("but the runs were trained by %s, which may differ in how many runs shared a machine: compare it only between runs trained alike", strings.Join(ways, "; by "))
 	}
 	return "but how many runs shared a machine is not recorded here: compare it only between runs trained alike"
+}
+
+// sameJobs is N where every way in hows is "reproduce --jobs N", or
+// several in turn, with one N; 0 otherwise.
+func sameJobs(hows []string) int {
+	jobs := 0
+	for _, how := range hows {
+		for _, step := range strings.Split(how, ", then ") {
+			n := reproduceJobs(step)
+			if n == 0 || jobs != 0 && n != jobs {
+				return 0
+			}
+			jobs = n
+		}
+	}
+	return jobs
 }
 
 // reproduceJobs is N where how is "reproduce --jobs N" alone, else 0.

@@ -354,9 +354,16 @@ func (f sampleFlags) stillNote(still strandedChains, stay float64) string {
 	}
 	their := map[bool]string{true: "its", false: "their"}[len(still.names) == 1]
 	if still.least > stay {
-		return fmt.Sprintf("flowebm: note: %s (of %d) never moved from %s start, where the energy exceeds the lowest among the chains' draws by %.3g or more: every proposal was rejected there (%s is too large where the energy is that steep, or the start lies outside the support), so those draws are not from the model; give --starts FILE with points nearer the mass (one per chain, or one for all)", still.which(), f.chains, their, still.least, step)
+		return fmt.Sprintf("flowebm: note: %s never moved from %s start, where the energy exceeds the lowest among the chains' draws by %.3g or more: every proposal was rejected there (%s is too large where the energy is that steep, or the start lies outside the support), so those draws are not from the model; give --starts FILE with points nearer the mass (one per chain, or one for all)", still.which(f.chains), their, still.least, step)
 	}
-	return fmt.Sprintf("flowebm: note: %s (of %d) never moved from %s start: every proposal was rejected (%s is too large for the model there), so those draws are not from the model; give a smaller --step", still.which(), f.chains, their, step)
+	way := "give a smaller --step"
+	if f.stepAdapted() { // round 116 A1: a smaller --step was tuned back up in the warm-up, the same chains stuck
+		way = "--step only sets where the warm-up's tuning starts: give --starts FILE with points where the model has its mass (one per chain, or one for all), or --warmup 0 with a smaller --step (not tuned then: every chain takes it)"
+		if f.sampler != "flowmc" {
+			way += ", or --sampler flowmc, whose moves from a flow jump between modes"
+		}
+	}
+	return fmt.Sprintf("flowebm: note: %s never moved from %s start: every proposal was rejected (%s is too large for the model there), so those draws are not from the model; %s", still.which(f.chains), their, step, way)
 }
 
 // strandedChains are the chains strandedNote names, with how far above
@@ -387,19 +394,22 @@ func (s *strandedChains) add(c int, gaps []float64, far, stay float64, flat bool
 	if s.names == nil {
 		s.least, s.all, s.flat = math.Inf(1), true, true
 	}
-	s.names = append(s.names, strconv.Itoa(c+1))
+	s.names = append(s.names, strconv.Itoa(c))
 	s.share += n
 	s.all = s.all && n == len(gaps)
 	s.worst, s.least = max(s.worst, floats.Max(gaps)), min(s.least, floats.Min(gaps))
 	s.flat = s.flat && flat
 }
 
-// which is "chain 3" or "chains 1, 2, 3".
-func (s *strandedChains) which() string {
+// which is "chain 3 (of 16, …)" or "chains 0, 1, 2 (of 16, …)", of
+// chains: indices along the draws' first axis, from 0 (round 116 A2:
+// numbered from 1, a NumPy user looked at the wrong chains).
+func (s *strandedChains) which(chains int) string {
+	of := fmt.Sprintf(" (of %d, numbered from 0 as the draws' first axis)", chains)
 	if len(s.names) == 1 {
-		return "chain " + s.names[0]
+		return "chain " + s.names[0] + of
 	}
-	return "chains " + strings.Join(s.names, ", ")
+	return "chains " + strings.Join(s.names, ", ") + of
 }
 
 // note is strandedNote's line for chains that moved (of chains, k draws
@@ -413,7 +423,7 @@ func (s *strandedChains) note(chains, k int) string {
 		}
 	}
 	has := map[bool]string{true: "has", false: "have"}[len(s.names) == 1]
-	return fmt.Sprintf("flowebm: note: %s (of %d) %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", s.which(), chains, has, where)
+	return fmt.Sprintf("flowebm: note: %s %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", s.which(chains), has, where)
 }
 
 // stuck reports whether the rows of x are all the same point.

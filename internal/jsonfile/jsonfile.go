@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,7 +102,7 @@ func Decode(b []byte, v any, opt Options) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		return unknownAt(b, at(b, err))
+		return unknownAt(b, reflect.TypeOf(v), at(b, err))
 	}
 	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
 		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
@@ -117,8 +118,9 @@ func Decode(b []byte, v any, opt Options) error {
 }
 
 // at adds to a syntax or type error of encoding/json the line and column
-// where it occurred in b (encoding/json's offset is at or just after the
-// character at fault).
+// of the character at fault in b (encoding/json's offset is just after it:
+// round 116 B3, every column was one too far), and says the common slips
+// in plain terms (plainSyntax).
 func at(b []byte, err error) error {
 	var off int64
 	var syn *json.SyntaxError
@@ -133,20 +135,49 @@ func at(b []byte, err error) error {
 	default:
 		return err
 	}
-	off = min(max(off, 0), int64(len(b)))
+	off = min(max(off, 1), int64(len(b))) - 1 // the character at fault
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
 	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
 	if typ != nil && typ.Field != "" { // say it in the file's terms, not Go's
 		return fmt.Errorf("near line %d, column %d: field %s: %s", line, col, typ.Field, mismatch(typ))
 	}
+	if syn != nil {
+		if why := plainSyntax(b, int(off)); why != "" {
+			return fmt.Errorf("near line %d, column %d: %w (%s)", line, col, err, why)
+		}
+	}
 	return fmt.Errorf("near line %d, column %d: %w", line, col, err)
+}
+
+// plainSyntax says in plain terms the slip that puts the character at
+// b[off] where JSON does not take it, for the slips people make writing
+// JSON by hand or with another language's writer (round 116 B3: Go's
+// "looking for beginning of object key string"); "" for another.
+func plainSyntax(b []byte, off int) string {
+	if off < 0 || off >= len(b) {
+		return ""
+	}
+	before := bytes.TrimRight(b[:off], " \t\r\n")
+	switch c := b[off]; {
+	case (c == '}' || c == ']') && bytes.HasSuffix(before, []byte(",")):
+		return fmt.Sprintf("a comma before this %c: JSON takes none after the last element", c)
+	case c == 'N' || c == 'I' || c == 'i' || c == 'n' && !bytes.HasPrefix(b[off:], []byte("null")):
+		return "NaN and Infinity are not JSON numbers: write a finite number"
+	case c == '/' || c == '#':
+		return "JSON has no comments: remove them"
+	case c == '\'':
+		return "JSON strings take double quotes"
+	case c == ',' && bytes.HasSuffix(before, []byte(",")):
+		return "two commas in a row"
+	}
+	return ""
 }
 
 // unknownAt adds to encoding/json's "unknown field" error, which names
 // the key only, where the key stands (train.epochs). It walks the tokens:
 // a file of hundreds of megabytes decoded into a map to find the key took
 // gigabytes (probe 29).
-func unknownAt(b []byte, err error) error {
+func unknownAt(b []byte, t reflect.Type, err error) error {
 	name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`)
 	if !ok {
 		return err
@@ -156,7 +187,35 @@ func unknownAt(b []byte, err error) error {
 	if w.walk(0) != nil || len(w.found) == 0 {
 		return err
 	}
-	return fmt.Errorf("unknown field %q (at %s)", name, strings.Join(w.found, ", "))
+	msg := fmt.Sprintf("unknown field %q (at %s)", name, strings.Join(w.found, ", "))
+	if parent := typeAt(t, w.foundIn); parent != nil && parent.Kind() == reflect.Struct { // round 116 B2: no expected value named
+		msg += "; want one of " + strings.Join(jsonFieldNames(parent), ", ")
+	}
+	return errors.New(msg)
+}
+
+// jsonFieldNames are the keys that encoding/json fills in a value of the
+// struct type t (embedded structs' too), in order.
+func jsonFieldNames(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case tag == "-" || !f.IsExported() && !f.Anonymous:
+		case f.Anonymous && tag == "" && ft.Kind() == reflect.Struct:
+			names = append(names, jsonFieldNames(ft)...)
+		case tag == "":
+			names = append(names, f.Name)
+		default:
+			names = append(names, tag)
+		}
+	}
+	return names
 }
 
 // noDuplicateKeys refuses an object that gives a key twice, at any depth,
@@ -192,6 +251,7 @@ type walker struct {
 	values     int
 	find       string // a key whose paths found collects (unknownAt)
 	found      []string
+	foundIn    []step // where the first of found stands (the object holding the key)
 }
 
 // step is one key, or one index of an array, on the way to a value.
@@ -281,6 +341,9 @@ func (w *walker) inside(s step, depth int) error {
 	}
 	w.at = append(w.at, s)
 	if s.index < 0 && s.key == w.find && w.find != "" && len(w.found) < 10 {
+		if w.found == nil {
+			w.foundIn = slices.Clone(w.at[:len(w.at)-1])
+		}
 		w.found = append(w.found, w.path())
 	}
 	if err := w.walk(depth + 1); err != nil {

@@ -55,9 +55,19 @@ func TestDecode(t *testing.T) {
 		{`{"seed": 1, "SEED": 7}`, `field "SEED" given twice (as "seed" and "SEED")`},
 		{`{"seed": 1, "ſeed": 7}`, `given twice (as "seed" and "ſeed")`},
 		{`{"a": [x]}`, "invalid character 'x'"},
-		{`{"train": {"steps": [1, oops]}}`, "near line 1, column 26: invalid character 'o'"},
-		{"{\n  \"seed\": 1,\n  \"data_size\": NaN\n}", "near line 3, column 17: invalid character 'N'"},
-		{"{\n  \"seed\": \"x\"\n}", "near line 2, column 14: field seed: string, want an integer"},
+		// Round 116 B3: each column was one past the character at fault,
+		// and the slips were said in Go's terms only.
+		{`{"train": {"steps": [1, oops]}}`, "near line 1, column 25: invalid character 'o'"},
+		{"{\n  \"seed\": 1,\n  \"data_size\": NaN\n}", "near line 3, column 16: invalid character 'N' looking for beginning of value (NaN and Infinity are not JSON numbers"},
+		{"{\n  \"seed\": \"x\"\n}", "near line 2, column 13: field seed: string, want an integer"},
+		{"{\n  \"seed\": 1,,\n}", "near line 2, column 13: invalid character ',' looking for beginning of object key string (two commas in a row)"},
+		{"{\n  \"seed\": 1,\n}", "near line 3, column 1: invalid character '}' looking for beginning of object key string (a comma before this }: JSON takes none after the last element)"},
+		{`{"train": {"steps": [1, 2,]}}`, "column 27: invalid character ']' looking for beginning of value (a comma before this ]"},
+		{`{"seed": 'x'}`, "(JSON strings take double quotes)"},
+		{`{"seed": null}`, ""},
+		// Round 116 B2: an unknown field named no expected value.
+		{`{"train": {"epochs": 1}}`, `unknown field "epochs" (at train.epochs); want one of steps`},
+		{`{"seeds": 1}`, `unknown field "seeds" (at seeds); want one of seed, `},
 		{`{"a": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, "nested more than"},
 	} {
 		var v cfg
