@@ -300,31 +300,45 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 	return err
 }
 
-// diagnoseFigure matches the names of diagnose's figures: DIM-KIND.EXT.
-var diagnoseFigure = regexp.MustCompile(`^.+-(trace|rank|autocorrelation|ess)\.(png|svg|pdf)$`)
+// figureRecord is the file in a --plots folder that lists the figures
+// diagnose last drew there, one name a line: only those are an earlier
+// diagnose's (a user's own x-trace.png is not).
+const figureRecord = ".diagnose-figures"
 
-// otherFigures lists the figures of diagnose in the --plots folder other
-// than files (an earlier diagnose's); with --force it removes them, as
-// compare --force does its own.
+// otherFigures lists the figures that an earlier diagnose drew into the
+// --plots folder (its figureRecord) and this one, drawing files, does
+// not; with --force it removes them, as compare --force does its own.
+// It then records files as the folder's figures (with those it keeps).
 func (o diagnoseOptions) otherFigures(files []plotFile) ([]string, error) {
-	entries, err := os.ReadDir(o.plots)
-	if err != nil {
+	record := filepath.Join(o.plots, figureRecord)
+	b, err := safefile.ReadFile(record, 1<<20)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	var others []string
-	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || !diagnoseFigure.MatchString(name) || slices.ContainsFunc(files, func(f plotFile) bool { return filepath.Base(f.path) == name }) {
+	drawn := func(name string) bool {
+		return slices.ContainsFunc(files, func(f plotFile) bool { return filepath.Base(f.path) == name })
+	}
+	var others, kept []string
+	for _, name := range strings.Split(string(b), "\n") {
+		if name == "" || name != filepath.Base(name) || drawn(name) || !exists(filepath.Join(o.plots, name)) {
 			continue
 		}
 		if o.force {
 			if err := os.Remove(filepath.Join(o.plots, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return others, err
 			}
+		} else {
+			kept = append(kept, name)
 		}
 		others = append(others, name)
 	}
-	return others, nil
+	for _, f := range files {
+		kept = append(kept, filepath.Base(f.path))
+	}
+	return others, safefile.Write(record, func(w io.Writer) error {
+		_, err := io.WriteString(w, strings.Join(kept, "\n")+"\n")
+		return err
+	})
 }
 
 // blankGlyphsNote is a note naming the characters of names that figures in

@@ -62,8 +62,10 @@ func TestDiagnoseForceReplacesFigureSet(t *testing.T) {
 	if _, stderr, code := runCLI("diagnose", p1, "--plots", plots, "--plot-format", "svg"); code != 0 {
 		t.Fatal(stderr)
 	}
-	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, own := range []string{keep, filepath.Join(plots, "mine-trace.svg")} { // a user's own, one named like a figure
+		if err := os.WriteFile(own, []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, stderr, code := runCLI("diagnose", p2, "--plots", plots, "--plot-format", "svg", "--force")
 	if code != 0 || !strings.Contains(stderr, "--force removed from "+plots+" the 12 figures of an earlier diagnose") {
@@ -79,8 +81,8 @@ func TestDiagnoseForceReplacesFigureSet(t *testing.T) {
 			names = append(names, e.Name())
 		}
 	}
-	if len(names) != 9 || !slices.Contains(names, "notes.txt") || slices.Contains(names, "dim3-trace.svg") {
-		t.Errorf("left after --force: %v (want dim0 and dim1's 8 figures and notes.txt)", names)
+	if len(names) != 10 || !slices.Contains(names, "notes.txt") || !slices.Contains(names, "mine-trace.svg") || slices.Contains(names, "dim3-trace.svg") {
+		t.Errorf("left after --force: %v (want dim0 and dim1's 8 figures, notes.txt and mine-trace.svg)", names)
 	}
 	_, stderr, code = runCLI("diagnose", p1, "--plots", plots, "--plot-format", "svg", "--plot-dims", "4")
 	if code != 0 || !strings.Contains(stderr, plots+" also holds 8 figures that this diagnose did not draw") {
