@@ -35,7 +35,7 @@ type chainsData struct {
 	data                 []float64
 	chains, draws, dims  int
 	names                []string // nil: dimensions are numbered
-	chainLabels          []string // nil: chains are numbered (chainName); a CSV's chain numbers otherwise
+	chainLabels          []string // nil: chains are numbered (chainName); a CSV's chain numbers, or CmdStan's files, otherwise
 	source, dtype, shape string
 }
 
@@ -372,6 +372,9 @@ func readCSVTable(path string) (*csvTable, error) {
 	br := bufio.NewReaderSize(f, 64<<10)
 	if b, _ := br.Peek(64 << 10); bytes.IndexByte(b, '\r') >= 0 && bytes.IndexByte(b, '\n') < 0 {
 		return nil, fmt.Errorf("%s: its lines end in CR only (classic Mac OS): convert them to LF or CRLF", path)
+	}
+	if b, _ := br.Peek(2); string(b) == "\xff\xfe" || string(b) == "\xfe\xff" { // round 117 B4: "control characters" in its names
+		return nil, fmt.Errorf("%s: UTF-16 (byte-order mark FF FE or FE FF), want UTF-8: convert it, with iconv -f UTF-16 -t UTF-8 say", path)
 	}
 	skipBOM(br)
 	r := csv.NewReader(&indentedComments{r: br, start: true})
@@ -832,10 +835,28 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 	}
 	c.shape = fmt.Sprintf("%d files", len(tables))
 	c.source = fmt.Sprintf("%s and %d more", first.path, len(tables)-1)
+	c.chainLabels = fileLabels(tables) // round 117 B3: named by their place among the files given, not the files
 	if w := warmupNote(tables); w != "" {
 		c.dtype = "CmdStan CSV, " + w
 	}
 	return c, nil
+}
+
+// fileLabels names each chain of a CmdStan set by its file: its base
+// name, or the path as given where two files share one.
+func fileLabels(tables []*csvTable) []string {
+	labels := make([]string, len(tables))
+	seen := map[string]int{}
+	for i, t := range tables {
+		labels[i] = filepath.Base(t.path)
+		seen[labels[i]]++
+	}
+	for i, t := range tables {
+		if seen[labels[i]] > 1 {
+			labels[i] = t.path
+		}
+	}
+	return labels
 }
 
 // warmupNote says how many warm-up draws were dropped from each chain's

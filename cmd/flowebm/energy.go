@@ -754,6 +754,9 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 	if run := runOfCheckpoint(dir); run != "" {
 		var m checkpoint.Models
 		err := training.ReadRun(run, func() (err error) {
+			if !exists(filepath.Join(dir, "spec.json")) && filepath.Base(resolvedPath(dir)) != checkpointPrefix { // round 117 B5: said to be neither a checkpoint nor a run
+				return fmt.Errorf("%s does not exist (now): a run keeps %s only while it replaces its checkpoint: give the run folder %s, which reads its newest checkpoint", dir, filepath.Base(resolvedPath(dir)), run)
+			}
 			if !exists(filepath.Join(dir, "spec.json")) {
 				m, err = loadLatestHeld(run, dir, sums)
 				return err
@@ -802,7 +805,8 @@ var checkpointFiles = []string{"spec.json", "weights.npz"}
 // (RUN/checkpoint) is, or "".
 func runOfCheckpoint(dir string) string {
 	dir = resolvedPath(dir) // a link to RUN/checkpoint is read under RUN's lock too (probe 19), however long its target (probe 46)
-	if parent := filepath.Dir(dir); filepath.Base(dir) == checkpointPrefix && isTrainingRunAt(parent) {
+	base := filepath.Base(dir)
+	if parent := filepath.Dir(dir); (base == checkpointPrefix || base == checkpointPrefix+".old" || base == checkpointPrefix+".new") && isTrainingRunAt(parent) { // .old and .new read under the run's lock too (round 117 B5: removed while read)
 		return parent
 	}
 	return ""

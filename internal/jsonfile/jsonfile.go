@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/internal/textclip"
@@ -73,6 +74,8 @@ func Read(path string, v any, opt Options) error {
 func Decode(b []byte, v any, opt Options) error {
 	b = bytes.TrimPrefix(b, []byte("\uFEFF"))
 	switch t := bytes.TrimSpace(b); {
+	case bytes.HasPrefix(b, []byte("\xff\xfe")) || bytes.HasPrefix(b, []byte("\xfe\xff")): // round 117 B4: Notepad's "Unicode"
+		return errors.New("UTF-16 (byte-order mark FF FE or FE FF), want UTF-8: convert it, with iconv -f UTF-16 -t UTF-8 say")
 	case len(t) == 0:
 		return errors.New("empty, want a JSON object")
 	case t[0] != '{':
@@ -137,8 +140,8 @@ func at(b []byte, err error) error {
 	}
 	off = min(max(off, 1), int64(len(b))) - 1 // the character at fault
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
-	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
-	if typ != nil && typ.Field != "" { // say it in the file's terms, not Go's
+	col := 1 + utf8.RuneCount(b[bytes.LastIndexByte(b[:off], '\n')+1:off]) // in characters, as editors count (round 117 B2: bytes)
+	if typ != nil && typ.Field != "" {                                     // say it in the file's terms, not Go's
 		return fmt.Errorf("near line %d, column %d: field %s: %s", line, col, typ.Field, mismatch(typ))
 	}
 	if syn != nil {

@@ -64,7 +64,9 @@ func TestDecode(t *testing.T) {
 		{"{\n  \"seed\": 1,\n}", "near line 3, column 1: invalid character '}' looking for beginning of object key string (a comma before this }: JSON takes none after the last element)"},
 		{`{"train": {"steps": [1, 2,]}}`, "column 27: invalid character ']' looking for beginning of value (a comma before this ]"},
 		{`{"seed": 'x'}`, "(JSON strings take double quotes)"},
+		{`{"x": "日本語", 'bad': 1}`, "near line 1, column 14: invalid character '\\''"}, // round 117 B2: characters, not bytes (20)
 		{`{"seed": null}`, ""},
+		{"\xff\xfe{\x00}\x00", "UTF-16 (byte-order mark FF FE or FE FF), want UTF-8: convert it, with iconv -f UTF-16 -t UTF-8"}, // round 117 B4
 		// Round 116 B2: an unknown field named no expected value.
 		{`{"train": {"epochs": 1}}`, `unknown field "epochs" (at train.epochs); want one of steps`},
 		{`{"seeds": 1}`, `unknown field "seeds" (at seeds); want one of seed, `},

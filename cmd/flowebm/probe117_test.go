@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Round 117 B3: CmdStan chains were named by their place among the files
+// given ("chains 2 and 3 are identical"), which is not their files' order
+// nor ids. They are named by their files.
+func TestCmdStanChainsNamedByFile(t *testing.T) {
+	dir := t.TempDir()
+	stan := func(name string, shift float64) string {
+		var b strings.Builder
+		b.WriteString("lp__,accept_stat__,mu\n")
+		for i := range 40 {
+			fmt.Fprintf(&b, "0,0.9,%g\n", shift+float64((i*7)%11))
+		}
+		return writeFile(t, dir, name, b.String())
+	}
+	a, b, c := stan("output_4.csv", 0), stan("output_1.csv", 0.5), stan("output_2.csv", 0.5)
+	if _, stderr, code := runCLI("diagnose", a, b, c); code != 0 || !strings.Contains(stderr, "chains output_1.csv and output_2.csv are identical") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Round 117 B4: a UTF-16 file (Notepad's "Unicode") given as --config or
+// to diagnose was refused as not starting with a JSON object, or as a
+// header of control characters; train --data named it. Each names it.
+func TestUTF16Named(t *testing.T) {
+	dir := t.TempDir()
+	utf16 := func(name, text string) string {
+		b := []byte{0xff, 0xfe}
+		for _, r := range text {
+			b = append(b, byte(r), 0)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	want := "UTF-16 (byte-order mark FF FE or FE FF), want UTF-8: convert it, with iconv -f UTF-16 -t UTF-8"
+	if _, stderr, code := runCLI("train", "--config", utf16("c.json", `{"seed": 1}`), "--out", filepath.Join(dir, "r")); code == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("--config: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("diagnose", utf16("d.csv", ".chain,.iteration,mu\n1,1,0.1\n")); code == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("diagnose: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 117 B5: a run's checkpoint.old/, which a run keeps only while it
+// replaces its checkpoint, was read without the run's lock: removed
+// meanwhile, it was "neither a checkpoint nor a training run". It is read
+// under the lock, and where it is gone the run folder is named.
+func TestCheckpointOldGoneNamesRun(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	old := filepath.Join(run, "checkpoint.old")
+	_, stderr, code := runCLI("convert", old, filepath.Join(dir, "m.onnx"))
+	if code == 0 || !strings.Contains(stderr, old+" does not exist (now): a run keeps checkpoint.old only while it replaces its checkpoint: give the run folder "+run) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if err := os.CopyFS(old, os.DirFS(filepath.Join(run, "checkpoint"))); err != nil { // whole, with its COMPLETE
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("convert", old, filepath.Join(dir, "m.onnx")); code != 0 {
+		t.Errorf("a whole checkpoint.old: exit %d, %s", code, stderr)
+	}
+}
