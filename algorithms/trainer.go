@@ -890,6 +890,9 @@ func (t *Trainer) runChains(st *IterStats, idx []int) (*mat.Dense, error) {
 		col.observe(k, state.X)
 	}
 	st.LocalAccept, st.GlobalAccept = loc.mean(), glob.mean()
+	if !t.Config.Algorithm.AcceptsLocally() { // its kernel reports 1 by construction (round 117 A3: recorded as an acceptance rate)
+		st.LocalAccept = math.NaN()
+	}
 	if t.kernels.Local != nil {
 		st.StepSize = t.kernels.Local.StepSize
 	}

@@ -52,7 +52,9 @@ In float64, LeakyRelu, Softplus, Elu and SiLU are written with elementary ops
 (ONNX Runtime's CPU provider has no double kernels for them, or, for SiLU's
 x·Sigmoid(x), fuses it into one without at its default optimisation). Every export passes
 onnx.checker.check_model(full_check=True) and runs in ONNX Runtime 1.30 with
-outputs within 1e-10 (float64) and 1e-5 (float32) of flowebm's (tested).
+outputs within 1e-10 (float64) and 1e-5 (float32) of flowebm's (tested),
+but for a convolutional network's float64 graph: ONNX Runtime has no float64
+Conv or average pooling (a note says so; --float32 runs there).
 A flow the run started from an ONNX file (train --flow) is written as it
 was imported, its own graph with the trained weights: it runs where the
 original does (a float64 x·sigmoid(x) in it needs ONNX Runtime's graph
@@ -375,7 +377,11 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d bytes)\n", out, len(b))
-	if note := tiltNote(m.EBM.Tilt); what == "ebm" && note != "" { // round 86 A3: converted back with the default --base 1, the energies moved by up to 9 nats
+	ops, double := exportOps(b)
+	if note := tiltNote(m.EBM.Tilt, ops["Conv"]); what == "ebm" && note != "" { // round 86 A3: converted back with the default --base 1, the energies moved by up to 9 nats
+		fmt.Fprintln(cmd.OutOrStdout(), note)
+	}
+	if note := ortDoubleNote(ops, double); note != "" {
 		fmt.Fprintln(cmd.OutOrStdout(), note)
 	}
 	if identityOrNil(m.Scaling) != nil && what != "energy" { // probe 69 B3: unsaid, energies 100 and 434 for the run's 3.95 and 4.18
@@ -388,16 +394,55 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 	return nil
 }
 
+// exportOps are the operators of the ONNX graph b that convert wrote, and
+// whether its input is float64.
+func exportOps(b []byte) (ops map[string]bool, double bool) {
+	m, err := onnx.DecodeModel(b)
+	if err != nil || m.Graph == nil {
+		return nil, false
+	}
+	ops = map[string]bool{}
+	for _, n := range m.Graph.Nodes {
+		ops[n.OpType] = true
+	}
+	return ops, len(m.Graph.Inputs) > 0 && m.Graph.Inputs[0].ElemType == onnx.TypeDouble
+}
+
+// ortNoDouble are the operators of convert's graphs for which ONNX
+// Runtime's CPU provider has no float64 kernel (checked with 1.30).
+var ortNoDouble = []string{"Conv", "ConvTranspose", "AveragePool", "GlobalAveragePool"}
+
+// ortDoubleNote says where a float64 graph holds an operator that ONNX
+// Runtime runs in float32 only (round 117 A1: a convolutional EBM's
+// default export failed to load there, unsaid); "" otherwise.
+func ortDoubleNote(ops map[string]bool, double bool) string {
+	var lacking []string
+	for _, op := range ortNoDouble {
+		if double && ops[op] {
+			lacking = append(lacking, op)
+		}
+	}
+	if len(lacking) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: ONNX Runtime's CPU provider has no float64 kernel for %s, which this float64 graph holds: flowebm reads it; for ONNX Runtime write it with --float32 (within 1e-5 of flowebm's)", strings.Join(lacking, ", "))
+}
+
 // tiltNote says that --what ebm writes the network without the
-// checkpoint's tilt, and how to convert it back ("" for none, or σ = 1,
-// convert's default --base).
-func tiltNote(t *layers.Gaussian) string {
+// checkpoint's tilt, and how to convert it back, or, for a convolutional
+// network, which converts back to no checkpoint, how to use it (round 117
+// A2: "convert it back", which then failed); "" for none, or σ = 1,
+// convert's default --base.
+func tiltNote(t *layers.Gaussian, conv bool) string {
 	if t == nil || len(t.Sigma) == 0 || !slices.ContainsFunc(t.Sigma, func(s float64) bool { return s != 1 }) {
 		return ""
 	}
 	s := strconv.FormatFloat(t.Sigma[0], 'g', -1, 64)
 	if slices.ContainsFunc(t.Sigma, func(v float64) bool { return v != t.Sigma[0] }) {
 		return "note: the network alone, without the checkpoint's tilt ρ = N(0, diag σ²) (spec.json's base_sigma, per dimension): an energy of it needs that tilt"
+	}
+	if conv {
+		return "note: the network alone, without the checkpoint's tilt ρ = N(0, σ² I), σ = " + s + ": flowebm energy and sample take it with --base " + s + " (a convolutional network converts back to no checkpoint)"
 	}
 	return "note: the network alone, without the checkpoint's tilt ρ = N(0, σ² I), σ = " + s + ": convert it back with --base " + s
 }

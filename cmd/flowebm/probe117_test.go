@@ -71,3 +71,41 @@ func TestCheckpointOldGoneNamesRun(t *testing.T) {
 		t.Errorf("a whole checkpoint.old: exit %d, %s", code, stderr)
 	}
 }
+
+// tinyImageRun trains a one-iteration mnist28 ULA-EBM on 200 images (a
+// convolutional EBM) into dir/name.
+func tinyImageRun(t *testing.T, dir string) string {
+	t.Helper()
+	cfg := printedConfig(t, "--experiment", "mnist28", "--algorithm", "ula", "--iterations", "1")
+	delete(cfg, "memory_accepted")
+	cfg["data_size"], cfg["log_z_samples"], cfg["rhat_chains"] = 200, 16, 4
+	train := cfg["train"].(map[string]any)
+	train["persistent"], train["batch_size"] = 16, 16
+	run := filepath.Join(dir, "img")
+	if _, stderr, code := runCLI("train", "--config", writeConfig(t, filepath.Join(dir, "c.json"), cfg), "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	return run
+}
+
+// Round 117 A1, A2: a convolutional EBM's float64 export did not load in
+// ONNX Runtime (no float64 Conv kernel), unsaid though convert's help said
+// every export runs there; its --what ebm export said "convert it back
+// with --base σ", which was refused, the refusal calling the file a whole
+// energy. convert notes the missing kernels and --float32, says how the
+// network is used, and the refusal no longer misnames it.
+func TestConvExportNotes(t *testing.T) {
+	dir := t.TempDir()
+	run := tinyImageRun(t, dir)
+	ebm := filepath.Join(dir, "ebm.onnx")
+	stdout, stderr, code := runCLI("convert", run, ebm, "--what", "ebm")
+	if code != 0 || !strings.Contains(stdout, "note: ONNX Runtime's CPU provider has no float64 kernel for Conv") || strings.Contains(stdout, "convert it back") || !strings.Contains(stdout, "flowebm energy and sample take it with --base ") {
+		t.Errorf("--what ebm: exit %d, %s%s", code, stdout, stderr)
+	}
+	if _, stderr, code := runCLI("convert", ebm, filepath.Join(dir, "back")); code == 0 || strings.Contains(stderr, "whole energy") || !strings.Contains(stderr, "a convolutional network is not an MLP") {
+		t.Errorf("converted back: exit %d, %s", code, stderr)
+	}
+	if stdout, stderr, code := runCLI("convert", run, filepath.Join(dir, "e32.onnx"), "--what", "energy", "--float32"); code != 0 || strings.Contains(stdout, "no float64 kernel") {
+		t.Errorf("--float32: exit %d, %s%s", code, stdout, stderr)
+	}
+}

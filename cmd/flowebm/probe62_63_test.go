@@ -422,9 +422,18 @@ func TestRunFolderHintsForReproduceAndCheckpoints(t *testing.T) {
 // Probe 67 B7: train printed "acceptance: local 1.00" for ULA-EBM, whose
 // Langevin steps have no accept step (the report shows —).
 func TestULALocalAcceptanceNotApplicable(t *testing.T) {
-	so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "3", "--out", filepath.Join(t.TempDir(), "r"), "--quiet")
+	run := filepath.Join(t.TempDir(), "r")
+	so, se, code := runCLI("train", "--experiment", "two-modes", "--algorithm", "ula", "--iterations", "3", "--out", run, "--quiet")
 	if code != 0 || !strings.Contains(so+se, "acceptance: local n/a (unadjusted Langevin: no accept step), global n/a") {
 		t.Errorf("%d %s %s", code, so, se)
+	}
+	// Round 117 A3: metrics.json and metrics.csv recorded it as 1.
+	if m := string(mustRead(t, filepath.Join(run, "metrics.json"))); !strings.Contains(m, `"local_accept": null`) {
+		t.Errorf("metrics.json's local_accept is not null:\n%s", m)
+	}
+	rows := strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(run, "metrics.csv")))), "\n")
+	if !strings.HasPrefix(rows[0], "iter,loss,flow_ll,local_accept,") || strings.Split(rows[len(rows)-1], ",")[3] != "NaN" {
+		t.Errorf("metrics.csv's local_accept: %s / %s", rows[0], rows[len(rows)-1])
 	}
 }
 

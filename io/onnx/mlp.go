@@ -335,6 +335,10 @@ func (n *Net) notAnMLPExport() string {
 		return ""
 	case n.outputName == "log_density" || n.outputName == "x":
 		return "; it is a flow's graph (flowebm convert --what flow-sample or flow-density): give it to sample --flow and --flow-density, it is no energy"
+	case !n.WholeEnergy(): // round 117 A2: a --what ebm export of a convolutional network was called a whole energy
+		return ""
+	case slices.ContainsFunc(n.nodes, func(node *Node) bool { return node.OpType == "Conv" || node.OpType == "ConvTranspose" }):
+		return "; it is flowebm's export of a whole energy (--what energy: the network with its tilt and the data's scaling)"
 	}
 	return "; it is flowebm's export of a whole energy (--what energy: the network with its tilt and the data's scaling), which converts to no MLP: convert back the network alone (convert RUN OUT.onnx --what ebm) with --base σ, or give this file as --model (flowebm energy and sample read it)"
 }
