@@ -117,7 +117,7 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		return err
 	}
 	defer removeTempsOnSignal()()
-	files, err := drawFigures(runs, out, format, force)
+	files, err := drawFigures(runs, out, format, force, stderr)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func checkFiguresNew(out string, format plots.Format, force bool) error {
 // drawFigures writes the runs' figures into out (creating it, locked
 // against another compare) and returns their files: all of them, or on an
 // error none (drawStaged).
-func drawFigures(runs []runSummary, out string, format plots.Format, force bool) ([]string, error) {
+func drawFigures(runs []runSummary, out string, format plots.Format, force bool, notes io.Writer) ([]string, error) {
 	named := make([]plots.Named, len(runs))
 	for i, r := range runs {
 		named[i] = r.Named
@@ -184,12 +184,32 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool)
 			return append(drawn, table), err
 		},
 		func(drawn []string) error {
-			if force && earlier { // round 82 B7: a user's file of a figure's name, with no comparison there, was deleted
+			var names []string
+			for _, d := range drawn {
+				if filepath.Base(d) != summaryName {
+					names = append(names, filepath.Base(d))
+				}
+			}
+			recorded := exists(filepath.Join(out, compareRecord))
+			others, err := figureSet(out, compareRecord, names, force)
+			switch {
+			case err != nil:
+				return err
+			case force && earlier && !recorded: // an earlier compare's, before it recorded its figures (round 82 B7: a user's file of a figure's name, with no comparison there, was deleted)
 				return removeOldFigures(out, drawn)
+			case len(others) > 0 && force:
+				fmt.Fprintf(notes, "flowebm: note: --force removed from %s the %s of an earlier compare that this one does not draw (%s)\n", out, count(len(others), "figure"), listNames(others, 4))
+			case len(others) > 0:
+				fmt.Fprintf(notes, "flowebm: note: %s also holds %s of an earlier compare that this one does not draw (%s); --force replaces the whole set, or give another --out\n", out, count(len(others), "figure"), listNames(others, 4))
 			}
 			return nil
 		})
 }
+
+// compareRecord is the file in compare's --out that lists the figures it
+// drew there (figureSet): --force removes those alone (round 118 B2: a
+// user's held-out-ll.pdf beside a comparison in PNG was deleted unsaid).
+const compareRecord = ".compare-figures"
 
 // drawStaged draws a set of figures into out (creating it) as one piece:
 // locked against another command drawing there (lockName), checking again

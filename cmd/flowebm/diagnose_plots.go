@@ -301,30 +301,38 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 }
 
 // figureRecord is the file in a --plots folder that lists the figures
-// diagnose last drew there, one name a line: only those are an earlier
-// diagnose's (a user's own x-trace.png is not).
+// diagnose last drew there (figureSet).
 const figureRecord = ".diagnose-figures"
 
-// otherFigures lists the figures that an earlier diagnose drew into the
-// --plots folder (its figureRecord) and this one, drawing files, does
-// not; with --force it removes them, as compare --force does its own.
-// It then records files as the folder's figures (with those it keeps).
+// otherFigures is figureSet for diagnose's --plots folder and the files
+// it draws.
 func (o diagnoseOptions) otherFigures(files []plotFile) ([]string, error) {
-	record := filepath.Join(o.plots, figureRecord)
-	b, err := safefile.ReadFile(record, 1<<20)
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f.path)
+	}
+	return figureSet(o.plots, figureRecord, names, o.force)
+}
+
+// figureSet lists the figures that an earlier command drew into dir (its
+// record, a file there listing them one name a line) and this one,
+// drawing drawn, does not; with force it removes them. It then records
+// drawn as dir's figures, with those it keeps. Only recorded files count:
+// a user's own file named like a figure is never removed (round 117 B1,
+// round 118 B2).
+func figureSet(dir, record string, drawn []string, force bool) ([]string, error) {
+	path := filepath.Join(dir, record)
+	b, err := safefile.ReadFile(path, 1<<20)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	drawn := func(name string) bool {
-		return slices.ContainsFunc(files, func(f plotFile) bool { return filepath.Base(f.path) == name })
-	}
 	var others, kept []string
 	for _, name := range strings.Split(string(b), "\n") {
-		if name == "" || name != filepath.Base(name) || drawn(name) || !exists(filepath.Join(o.plots, name)) {
+		if name == "" || name != filepath.Base(name) || slices.Contains(drawn, name) || !exists(filepath.Join(dir, name)) {
 			continue
 		}
-		if o.force {
-			if err := os.Remove(filepath.Join(o.plots, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if force {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return others, err
 			}
 		} else {
@@ -332,10 +340,8 @@ func (o diagnoseOptions) otherFigures(files []plotFile) ([]string, error) {
 		}
 		others = append(others, name)
 	}
-	for _, f := range files {
-		kept = append(kept, filepath.Base(f.path))
-	}
-	return others, safefile.Write(record, func(w io.Writer) error {
+	kept = append(kept, drawn...)
+	return others, safefile.Write(path, func(w io.Writer) error {
 		_, err := io.WriteString(w, strings.Join(kept, "\n")+"\n")
 		return err
 	})

@@ -88,6 +88,7 @@ energy is finite, the points are refused.`,
 	fl.BoolVar(&f.force, "force", false, "replace the files --out and --grad if they exist")
 	fl.StringVar(&f.oc.Output, "output", "", "ONNX: the graph output holding the energy (needed when there are several)")
 	fl.BoolVar(&f.oc.LogDensity, "log-density", false, "ONNX: the output is a log density; the energy is its negative")
+	fl.Float64Var(&f.base, "base", 0, "ONNX: σ of a Gaussian tilt N(0, σ² I), as sample --base (0: no tilt)") // round 118 B1: convert's note sent here, refused
 	return cmd
 }
 
@@ -96,6 +97,7 @@ type energyFlags struct {
 	model, points, key, out, gradOut string
 	force                            bool
 	oc                               onnx.Config
+	base                             float64 // σ of an ONNX model's tilt (0: none)
 }
 
 // runEnergy evaluates the model's energy (and gradient) at the points.
@@ -117,6 +119,9 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	m, err := loadModel(f.model, f.oc)
 	if err != nil {
 		return namedInput(err, "--model", f.model, true)
+	}
+	if err := withBase(&m, f.base, f.model); err != nil {
+		return err
 	}
 	if err := checkEnergyMemory(f, m); err != nil {
 		return err
@@ -231,8 +236,11 @@ func checkEnergyFlags(cmd *cobra.Command, model, points, key string) error {
 	if key != "" && strings.ToLower(filepath.Ext(points)) != ".npz" {
 		return fmt.Errorf("--key %q selects a member of an .npz file; %s is not one", key, points)
 	}
+	if b, _ := fl.GetFloat64("base"); b != 0 && !(b >= 1e-150 && b <= 1e150) {
+		return fmt.Errorf("--base %v: want σ in [1e-150, 1e150], or 0 for no tilt", b)
+	}
 	if !isONNXFile(model) {
-		for _, name := range []string{"output", "log-density"} {
+		for _, name := range []string{"output", "log-density", "base"} {
 			if fl.Changed(name) {
 				return fmt.Errorf("--%s applies to an ONNX model; %s is a checkpoint", name, model)
 			}
@@ -556,6 +564,10 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 	case !isONNX:
 		return fmt.Errorf("%spoints of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", filePrefix(file), shape, d, model, dim, dim, dim)
 	case slices.Equal(shape, net.InputShape()) || (len(shape) == 1 && d == dim):
+		return nil
+	case len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[0] > 4 && d == dim: // (H, W, C): flattened, its values in another order than (C, H, W)
+		return fmt.Errorf("%spoints of shape %v each look like images stored channels last (n, H, W, C); the model %s takes rows of %d values: give them channels first, flattened (NumPy: x.transpose(0, 3, 1, 2).reshape(len(x), -1)), as the network was trained on", filePrefix(file), shape, model, dim)
+	case len(net.InputShape()) == 1 && d == dim: // round 118 B4: an (n, 1, 28, 28) batch for a model of rows of 784, as a checkpoint takes it
 		return nil
 	}
 	return fmt.Errorf("%spoints of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", filePrefix(file), shape, model, net.InputShape(), dim, dim)

@@ -1239,6 +1239,24 @@ func (f sampleFlags) recordedInputsExist() error {
 	return nil
 }
 
+// withBase tilts the ONNX energy m of the file model by N(0, σ² I),
+// σ = base (0: none), as --base asks; a checkpoint has its own tilt, and
+// flowebm's export of a whole energy has it in its graph.
+func withBase(m *checkpoint.Models, base float64, model string) error {
+	if base == 0 {
+		return nil
+	}
+	if m.EBM.Tilt != nil {
+		return fmt.Errorf("--base: the checkpoint %s has its own base", model)
+	}
+	if net, ok := m.EBM.Net.(*onnx.Net); ok && net.WholeEnergy() {
+		return fmt.Errorf("--base %v: %s is flowebm's export of a whole energy (convert --what energy), whose tilt is in its graph already: drop --base (a second tilt would change the model)", base, model)
+	}
+	g := layers.NewIsotropic(m.EBM.Dim(), base)
+	m.EBM.Tilt = &g
+	return nil
+}
+
 // models loads the energy (with the --base tilt for an ONNX model) and the
 // flow of --flow, checking the memory the chains need with them.
 func (f sampleFlags) models() (checkpoint.Models, error) { return f.modelsRecording(nil) }
@@ -1249,15 +1267,8 @@ func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) 
 	if err != nil {
 		return m, namedInput(err, "--model", f.model, true)
 	}
-	if f.base > 0 {
-		if m.EBM.Tilt != nil {
-			return m, fmt.Errorf("--base: the checkpoint %s has its own base", f.model)
-		}
-		if net, ok := m.EBM.Net.(*onnx.Net); ok && net.WholeEnergy() {
-			return m, fmt.Errorf("--base %v: %s is flowebm's export of a whole energy (convert --what energy), whose tilt is in its graph already: drop --base (a second tilt would change the model)", f.base, f.model)
-		}
-		g := layers.NewIsotropic(m.EBM.Dim(), f.base)
-		m.EBM.Tilt = &g
+	if err := withBase(&m, f.base, f.model); err != nil {
+		return m, err
 	}
 	if f.flow != "" {
 		flow, flowScaling, err := f.readFlow(sums)
