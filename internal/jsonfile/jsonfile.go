@@ -145,6 +145,9 @@ func at(b []byte, err error) error {
 		return fmt.Errorf("near line %d, column %d: field %s: %s", line, col, typ.Field, mismatch(typ))
 	}
 	if syn != nil {
+		if r, size := utf8.DecodeRune(b[off:]); size > 1 && r != utf8.RuneError { // round 118 B6: encoding/json names a byte of ü as 'Ã'
+			err = errors.New(strings.Replace(err.Error(), "'"+string(rune(b[off]))+"'", "'"+string(r)+"'", 1))
+		}
 		if why := plainSyntax(b, int(off)); why != "" {
 			return fmt.Errorf("near line %d, column %d: %w (%s)", line, col, err, why)
 		}
@@ -187,6 +190,7 @@ func unknownAt(b []byte, t reflect.Type, err error) error {
 	}
 	name = strings.TrimSuffix(name, `"`)
 	w := walker{dec: json.NewDecoder(bytes.NewReader(b)), find: name}
+	w.dec.UseNumber() // round 118 B7: a value beyond float64 (1e999) stopped the walk, the key's place unsaid
 	if w.walk(0) != nil || len(w.found) == 0 {
 		return err
 	}

@@ -66,6 +66,8 @@ func TestDecode(t *testing.T) {
 		{`{"seed": 'x'}`, "(JSON strings take double quotes)"},
 		{`{"x": "日本語", 'bad': 1}`, "near line 1, column 14: invalid character '\\''"}, // round 117 B2: characters, not bytes (20)
 		{`{"seed": null}`, ""},
+		{"{\n\t\"train\": {\"steps\": -ü}\n}", "near line 2, column 22: invalid character 'ü' in numeric literal"},               // round 118 B6: 'Ã'
+		{`{"train": {"lr": 1e999}}`, `unknown field "lr" (at train.lr); want one of steps`},                                      // round 118 B7: no place
 		{"\xff\xfe{\x00}\x00", "UTF-16 (byte-order mark FF FE or FE FF), want UTF-8: convert it, with iconv -f UTF-16 -t UTF-8"}, // round 117 B4
 		// Round 116 B2: an unknown field named no expected value.
 		{`{"train": {"epochs": 1}}`, `unknown field "epochs" (at train.epochs); want one of steps`},
