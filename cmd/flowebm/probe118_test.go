@@ -1,11 +1,14 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -67,3 +70,45 @@ func TestCompareForceKeepsUsersFiles(t *testing.T) {
 		t.Error("the earlier PNG set not replaced by the SVG one")
 	}
 }
+
+// Round 118 A2, A3: MALA unmixed on a 1-D bimodal energy was told to use
+// --sampler flowmc, which refuses d = 1; on a Gaussian of scales 0.01 to
+// 100 it was told to sample longer (10 times longer: R-hat 5.2 to 3.0).
+// The advice names a flow of one's own for d = 1, and the scales apart.
+func TestNotMixedAdviceForShapes(t *testing.T) {
+	one := checkpoint.Models{EBM: &graph.EBM{Net: dimNet{d: 1}}}
+	if got := flowmcAdvice(one); !strings.Contains(got, "a flow of your own (--flow; flowmc's own RealNVP needs d ≥ 2)") {
+		t.Errorf("d = 1: %q", got)
+	}
+	draws := make([]float64, 2*400)
+	for i := range 400 {
+		draws[2*i], draws[2*i+1] = 0.01*math.Sin(float64(i)), 5*math.Cos(float64(i)*0.37)
+	}
+	if got := scalesNote(draws, 2); !strings.Contains(got, "the draws' scales differ by ×") || !strings.Contains(got, "helps more than sampling longer") {
+		t.Errorf("scales apart: %q", got)
+	}
+	for i := range draws {
+		draws[i] = math.Sin(float64(i) * 0.7)
+	}
+	if got := scalesNote(draws, 2); got != "" {
+		t.Errorf("scales alike: %q", got)
+	}
+}
+
+// Round 118 A1: ULA's draws are biased by its step (sd 1.08 for 1.00 at
+// --step 0.2, R-hat 1.006), and nothing said so. sample notes it.
+func TestULABiasNoted(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "u.npy")
+	stdout, stderr, code := runCLI("sample", "--model", "../../io/onnx/testdata/torch/toy_f64.onnx", "--base", "0.5", "--sampler", "ula", "--step", "0.01", "--chains", "4", "--steps", "50", "--out", out)
+	if code != 0 || !strings.Contains(stdout, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it") {
+		t.Errorf("exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// dimNet is an energy network of which only the dimension is asked.
+type dimNet struct {
+	graph.EnergyNet
+	d int
+}
+
+func (n dimNet) Dim() int { return n.d }

@@ -85,7 +85,7 @@ func TestSampleSaysNotMixed(t *testing.T) {
 	var b strings.Builder
 	draws := []float64{0, 0, 0, 0, 5, 5, 5, 5} // 2 chains × 4 draws × 1 dim, each constant, apart
 	rhat := printRHat(&b, draws, 2, 4, 1, sampleFlags{sampler: "mala"}.notMixedAdvice(checkpoint.Models{}, 0.5))
-	if !strings.Contains(b.String(), "not below 1.01: the chains have not mixed; sample longer, or with --sampler flowmc") {
+	if !strings.Contains(b.String(), "not below 1.01: the chains have not mixed; sample longer, or, for modes apart, --sampler flowmc") {
 		t.Errorf("R-hat %v: %s", rhat, b.String())
 	}
 	for _, c := range []struct {
@@ -100,7 +100,7 @@ func TestSampleSaysNotMixed(t *testing.T) {
 		{sampleFlags{sampler: "flowmc", trainFlow: true}, true, 0.5, "a longer --warmup"},
 		{sampleFlags{sampler: "hmc", step: 0.01}, false, 1, "raise --step (0.01, not adapted by hmc)"},                  // round 114 A1
 		{sampleFlags{sampler: "mala", step: 0.01}, false, 0.99, "raise --step (0.01, not adapted by mala)"},             // no warm-up: not adapted
-		{sampleFlags{sampler: "mala", step: 0.01, warmup: 200}, false, 0.99, "sample longer, or with --sampler flowmc"}, // adapted in its warm-up
+		{sampleFlags{sampler: "mala", step: 0.01, warmup: 200}, false, 0.99, "sample longer, or, for modes apart, --sampler flowmc"}, // adapted in its warm-up
 		{sampleFlags{sampler: "neutra", step: 0.0005}, true, 1, "raise --step (0.0005, not adapted by neutra)"},         // round 115 B1
 	} {
 		var m checkpoint.Models

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
 	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/algorithms"
@@ -79,7 +80,8 @@ MODEL is an .onnx energy network (π ∝ exp(−E(x)), tilted by N(0, σ² I) wi
 written in the data's units when it was trained on standardised data).
 
 Samplers: mala (step adapted towards acceptance 0.75 during --warmup, then
-frozen), ula, hmc (--leapfrog steps), flowmc (one draw = one cycle of an
+frozen), ula (no accept step: its draws are biased by --step, however long
+it runs), hmc (--leapfrog steps), flowmc (one draw = one cycle of an
 i-SIR move with --particles proposals from the flow, then --local MALA
 moves) and neutra (MALA in the flow's latent space). neutra needs a flow:
 the checkpoint's own, or --flow CHECKPOINT. flowmc without one is adaptive
@@ -478,7 +480,7 @@ func (f sampleFlags) divergedNote(m checkpoint.Models, draws []float64) string {
 	if worst < 0 {
 		return ""
 	}
-	return fmt.Sprintf("flowebm: note: --sampler ula: the energy of chain %d rose by %.3g from its first draw to its last (%.4g): the chains ran off (ULA never rejects a step), and the draws are not from the model; lower --step (%v), or use an adjusted sampler (mala, hmc)", worst+1, rise, -logp[2*worst+1], f.step)
+	return fmt.Sprintf("flowebm: note: --sampler ula: the energy of chain %s rose by %.3g from its first draw to its last (%.4g): the chains ran off (ULA never rejects a step), and the draws are not from the model; lower --step (%v), or use an adjusted sampler (mala, hmc)", chainIndex(worst), rise, -logp[2*worst+1], f.step)
 }
 
 // noteUndefinedGradients says that n proposals were rejected because the
@@ -637,8 +639,11 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		local = "n/a (unadjusted Langevin: no accept step)"
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
+	if f.sampler == "ula" { // round 118 A1: sd 1.08 for 1.00 at --step 0.2, R-hat 1.006, unsaid
+		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s² is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", f.step)
+	}
 	far := f.flowBaseNote(m, draws, d)
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+far)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+scalesNote(draws, d)+far)
 	caveat := ""
 	if far != "" && worst < rhatMixed && glob < 0.01 {
 		// Round 91 A1: every chain slid into the mode nearest its start,
@@ -813,16 +818,16 @@ func (f sampleFlags) undefinedError(u *samplers.UndefinedError) error {
 		if len(u.Point) > 10 { // probe 58: 784 coordinates
 			at = fmtPoint(u.Point[:10]) + fmt.Sprintf(" (its first 10 of %d coordinates)", len(u.Point))
 		}
-		return fmt.Errorf("--sampler %s: chain %d reached the point %s, where the energy is %v but its gradient is NaN or infinite; no draws were written: an adjusted sampler (mala, hmc) rejects steps to such points, and says how many it rejected", f.sampler, u.Chain+1, at, -u.LogP)
+		return fmt.Errorf("--sampler %s: chain %s reached the point %s, where the energy is %v but its gradient is NaN or infinite; no draws were written: an adjusted sampler (mala, hmc) rejects steps to such points, and says how many it rejected", f.sampler, chainIndex(u.Chain), at, -u.LogP)
 	}
 	far := math.IsInf(u.LogP, -1)
 	for _, v := range u.Point {
 		far = far || !(math.Abs(v) < 1e100)
 	}
 	if far {
-		return fmt.Errorf("--sampler %s: chain %d reached a point where the energy is %v: the chains diverged, no draws were written; lower --step (%v) or use an adjusted sampler (mala, hmc)", f.sampler, u.Chain+1, -u.LogP, f.step)
+		return fmt.Errorf("--sampler %s: chain %s reached a point where the energy is %v: the chains diverged, no draws were written; lower --step (%v) or use an adjusted sampler (mala, hmc)", f.sampler, chainIndex(u.Chain), -u.LogP, f.step)
 	}
-	return fmt.Errorf("--sampler %s: chain %d stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); no draws were written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, u.Chain+1, -u.LogP, f.step)
+	return fmt.Errorf("--sampler %s: chain %s stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); no draws were written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, chainIndex(u.Chain), -u.LogP, f.step)
 }
 
 // checkLastDraws returns an UndefinedError where the log density of a
@@ -1455,14 +1460,53 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
 		// still gave 1.05) "or --sampler flowmc for modes apart".
-		return fmt.Sprintf("nearly every local move was accepted (%.2f): the steps are small for this model and the chains move slowly; raise --step (%v, not adapted by %s), or sample longer", loc, f.step, f.sampler)
+		return fmt.Sprintf("nearly every local move was accepted (%.2f): the steps are small for this model and the chains move slowly; raise --step (%v, not adapted by %s), or sample longer; for modes apart, %s", loc, f.step, f.sampler, flowmcAdvice(m))
 	case f.sampler == "flowmc" && m.Flow != nil && !f.trainFlow:
 		return "the flow is used frozen: add --train-flow to train it on the chains, or sample longer"
 	case f.sampler == "flowmc":
 		// Round 90 A1: a longer --warmup alone was cut short by --patience.
 		return "sample longer, with a longer --warmup and --patience 0 for the flow to learn the modes (the warm-up otherwise stops once the global acceptance stops rising)"
 	}
-	return "sample longer, or with --sampler flowmc for modes apart"
+	return "sample longer, or, for modes apart, " + flowmcAdvice(m)
+}
+
+// flowmcAdvice is how to sample modes apart with flowmc: its own RealNVP
+// needs d ≥ 2, so for d = 1 a flow of the user's (round 118 A2: the
+// advice was refused for d = 1, the refusal sending the user back).
+func flowmcAdvice(m checkpoint.Models) string {
+	if m.Flow == nil && m.EBM != nil && m.EBM.Net != nil && m.EBM.Dim() == 1 {
+		return "--sampler flowmc with a flow of your own (--flow; flowmc's own RealNVP needs d ≥ 2)"
+	}
+	return "--sampler flowmc"
+}
+
+// scalesNote says, where the chains' draws spread over dimensions of
+// scales far apart (sd ratio over 100), that a local step fits the
+// smallest and that a flow that whitens them helps more than sampling
+// longer (round 118 A3: scales 0.01 to 100, MALA's step 1.2e-4, R-hat 5.2,
+// told to sample longer; 10 times longer gave 3.0); "" otherwise.
+func scalesNote(draws []float64, d int) string {
+	if d < 2 || len(draws) < 2*d {
+		return ""
+	}
+	lo, hi, loDim, hiDim := math.Inf(1), 0.0, 0, 0
+	col := make([]float64, len(draws)/d)
+	for j := range d {
+		for i := range col {
+			col[i] = draws[i*d+j]
+		}
+		sd := stat.StdDev(col, nil)
+		if sd < lo {
+			lo, loDim = sd, j
+		}
+		if sd > hi {
+			hi, hiDim = sd, j
+		}
+	}
+	if !(lo > 0) || hi/lo < 100 {
+		return ""
+	}
+	return fmt.Sprintf("; the draws' scales differ by ×%.3g (sd %.3g in dimension %d, %.3g in dimension %d): a local step fits the smallest, so the largest moves slowly; a flow that rescales them (--flow with --sampler neutra or flowmc), or the model's inputs standardised, helps more than sampling longer", hi/lo, lo, loDim, hi, hiDim)
 }
 
 // adaptiveBaseSigma is the σ of the base N(0, σ² I) of the RealNVP that
@@ -1518,6 +1562,12 @@ func printRHat(out io.Writer, draws []float64, chains, steps, d int, advice stri
 	return worst
 }
 
+// chainIndex names chain c as the draws' first axis indexes it (round 118
+// A5: ULA's notes counted from 1, the never-moved note from 0).
+func chainIndex(c int) string {
+	return fmt.Sprintf("%d (numbered from 0 as the draws' first axis)", c)
+}
+
 // checkFinite refuses draws holding NaN or Inf (an unadjusted step too
 // large for the energy makes chains diverge), naming the first chain and
 // draw, so that nothing is written.
@@ -1525,8 +1575,8 @@ func checkFinite(draws []float64, f sampleFlags, d int) error {
 	for i, v := range draws {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			c, t := i/(f.steps*d), (i/d)%f.steps
-			return fmt.Errorf("chain %d reached %v at draw %d of %d (after %d warm-up steps): the chains diverged, nothing was written; lower --step (%v)%s",
-				c, v, t, f.steps, f.warmup, f.step, map[bool]string{true: " or use an adjusted sampler (mala, hmc)", false: ""}[f.sampler == "ula"])
+			return fmt.Errorf("chain %s reached %v at draw %d of %d (after %d warm-up steps): the chains diverged, nothing was written; lower --step (%v)%s",
+				chainIndex(c), v, t+1, f.steps, f.warmup, f.step, map[bool]string{true: " or use an adjusted sampler (mala, hmc)", false: ""}[f.sampler == "ula"])
 		}
 	}
 	return nil
