@@ -98,10 +98,10 @@ func TestSampleSaysNotMixed(t *testing.T) {
 		{sampleFlags{sampler: "flowmc"}, true, 0.5, "add --train-flow"},                    // round 85 B8
 		{sampleFlags{sampler: "hmc", step: 1e6}, false, 0, "lower --step (1e+06)"},         // round 85 B12
 		{sampleFlags{sampler: "flowmc", trainFlow: true}, true, 0.5, "a longer --warmup"},
-		{sampleFlags{sampler: "hmc", step: 0.01}, false, 1, "raise --step (0.01, not adapted by hmc)"},                  // round 114 A1
-		{sampleFlags{sampler: "mala", step: 0.01}, false, 0.99, "raise --step (0.01, not adapted by mala)"},             // no warm-up: not adapted
+		{sampleFlags{sampler: "hmc", step: 0.01}, false, 1, "raise --step (0.01, not adapted by hmc)"},                               // round 114 A1
+		{sampleFlags{sampler: "mala", step: 0.01}, false, 0.99, "raise --step (0.01, not adapted by mala)"},                          // no warm-up: not adapted
 		{sampleFlags{sampler: "mala", step: 0.01, warmup: 200}, false, 0.99, "sample longer, or, for modes apart, --sampler flowmc"}, // adapted in its warm-up
-		{sampleFlags{sampler: "neutra", step: 0.0005}, true, 1, "raise --step (0.0005, not adapted by neutra)"},         // round 115 B1
+		{sampleFlags{sampler: "neutra", step: 0.0005}, true, 1, "raise --step (0.0005, not adapted by neutra)"},                      // round 115 B1
 	} {
 		var m checkpoint.Models
 		if c.flow {
