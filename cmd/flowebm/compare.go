@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -395,6 +396,9 @@ func checkFigureFolder(flag, out string, inputs []string) error {
 	}
 	if err := checkHeldFolder(flag, out, "give another folder"); err != nil {
 		return err
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() && errors.Is(syscall.Access(dir, 2|1), fs.ErrPermission) { // W_OK|X_OK; round 118 B5: found after the work, at the lock
+		return fmt.Errorf("%s %s: this user may not write into %s (permission denied): give a folder of your own, or make it writable (chmod u+w)", flag, out, dir)
 	}
 	return nil
 }

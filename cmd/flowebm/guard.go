@@ -752,6 +752,9 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 		what, next := "open its lock", "give a folder of your own"
 		if created {
 			what = "make its lock"
+			if fi, e := os.Stat(dir); e == nil && ownedByMe(fi) { // round 118 B3: a cp -r of a read-only run, "give a folder of your own", copied again the same
+				next = fmt.Sprintf("the folder is this user's but not writable (mode %#o): make it writable with chmod -R u+w %s", fi.Mode().Perm(), shellQuote(dir))
+			}
 		} else if fi, e := os.Lstat(path); e == nil && ownedByMe(fi) { // probe 49: said of the user's own folder
 			next = fmt.Sprintf("the lock is this user's (mode %v): if no flowebm process works in the folder, remove it or make it readable and writable with chmod u+rw", fi.Mode().Perm())
 		} else if why := foreignLock(dir, path); why != "" { // probe 50: another user's stale lock in this user's own folder

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -112,3 +113,47 @@ type dimNet struct {
 }
 
 func (n dimNet) Dim() int { return n.d }
+
+// Round 118 B3: a user's own copy of a run, left read-only by cp -r, was
+// refused by plot with "give a folder of your own"; copying it again gave
+// the same. The refusal says the folder is the user's and how to make it
+// writable.
+func TestReadOnlyOwnFolderSaysChmod(t *testing.T) {
+	dir := openTempDir(t)
+	run := finishedULARun(t, dir, "run", "1")
+	if err := filepath.WalkDir(run, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if os.Geteuid() == 0 { // the copy is nobody's, the user the child runs as
+			if err := os.Lchown(p, 65534, 65534); err != nil {
+				return err
+			}
+		}
+		return os.Chmod(p, 0o555)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer filepath.WalkDir(run, func(p string, _ fs.DirEntry, _ error) error { return os.Chmod(p, 0o755) })
+	os.Remove(filepath.Join(run, ".lock"))
+	stderr, err := otherUser(t, dir, "plot", run)
+	if want := "the folder is this user's but not writable (mode 0555): make it writable with chmod -R u+w " + run; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("%v, %q; want %q", err, stderr, want)
+	}
+}
+
+// Round 118 B5: diagnose --plots into a folder this user may not write
+// computed and printed the whole table, then failed at the folder's lock.
+// It is refused before the work, as compare's --out is.
+func TestPlotsFolderNotWritableRefusedFirst(t *testing.T) {
+	dir := openTempDir(t)
+	draws := normalDraws(t, filepath.Join(dir, "d.npy"), 4, 50, 2)
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := otherUser(t, dir, "diagnose", draws, "--plots", ro)
+	if want := "--plots " + ro + ": this user may not write into " + ro; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("%v, %q; want %q", err, stderr, want)
+	}
+}
