@@ -35,7 +35,8 @@ experiment, algorithm and flow, and the time per iteration of finished runs.
 Nothing is trained; runs of any experiment, algorithm or seed can be
 overlaid. Existing figures in DIR are replaced only with --force,
 which also removes the figures of an earlier comparison that this one does
-not draw.`,
+not draw (those DIR/.compare-figures lists: a file of yours named like a
+figure is kept), naming them.`,
 		Args: positional(1, -1, "one or more run folders that flowebm train wrote", ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCompare(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, out, format, force)

@@ -322,6 +322,9 @@ func (o diagnoseOptions) otherFigures(files []plotFile) ([]string, error) {
 // round 118 B2).
 func figureSet(dir, record string, drawn []string, force bool) ([]string, error) {
 	path := filepath.Join(dir, record)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, nil // not a record of ours (a folder, a link): left as it is, nothing taken from it
+	}
 	b, err := safefile.ReadFile(path, 1<<20)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
