@@ -85,13 +85,13 @@ func TestNotMixedAdviceForShapes(t *testing.T) {
 	for i := range 400 {
 		draws[2*i], draws[2*i+1] = 0.01*math.Sin(float64(i)), 5*math.Cos(float64(i)*0.37)
 	}
-	if got := scalesNote(draws, 2); !strings.Contains(got, "the draws' scales differ by ×") || !strings.Contains(got, "helps more than sampling longer") {
+	if got := scalesNote(draws, 2, false); !strings.Contains(got, "the draws' scales differ by ×") || !strings.Contains(got, "helps more than sampling longer") {
 		t.Errorf("scales apart: %q", got)
 	}
 	for i := range draws {
 		draws[i] = math.Sin(float64(i) * 0.7)
 	}
-	if got := scalesNote(draws, 2); got != "" {
+	if got := scalesNote(draws, 2, false); got != "" {
 		t.Errorf("scales alike: %q", got)
 	}
 }

@@ -310,7 +310,9 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 		}
 	}
 	e := make([]float64, f.chains*k)
-	if energyInBatches(m, pts, e, nil) != nil { // the model's whole energy in the draws' units, in batches it takes
+	inModel := m
+	inModel.Scaling = nil // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
+	if energyInBatches(inModel, pts, e, nil) != nil { // the model's whole energy, in batches it takes
 		return ""
 	}
 	lowest := math.Inf(1)
@@ -616,6 +618,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
 	}
+	scales := scalesNote(draws, d, m.Scaling != nil) // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
 	if m.Scaling != nil {
 		m.Scaling.ToDataInPlace(draws)
 	}
@@ -640,10 +643,14 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	}
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
 	if f.sampler == "ula" { // round 118 A1: sd 1.08 for 1.00 at --step 0.2, R-hat 1.006, unsaid
-		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s² is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", f.step)
+		in := ""
+		if m.Scaling != nil { // round 119 A3: the step acts in the standardised coordinates
+			in = " in the model's standardised coordinates, where the chains move"
+		}
+		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s²%s is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", in, f.step)
 	}
 	far := f.flowBaseNote(m, draws, d)
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+scalesNote(draws, d)+far)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+scales+far)
 	caveat := ""
 	if far != "" && worst < rhatMixed && glob < 0.01 {
 		// Round 91 A1: every chain slid into the mode nearest its start,
@@ -1485,7 +1492,7 @@ func flowmcAdvice(m checkpoint.Models) string {
 // smallest and that a flow that whitens them helps more than sampling
 // longer (round 118 A3: scales 0.01 to 100, MALA's step 1.2e-4, R-hat 5.2,
 // told to sample longer; 10 times longer gave 3.0); "" otherwise.
-func scalesNote(draws []float64, d int) string {
+func scalesNote(draws []float64, d int, standardised bool) string {
 	if d < 2 || len(draws) < 2*d {
 		return ""
 	}
@@ -1506,7 +1513,12 @@ func scalesNote(draws []float64, d int) string {
 	if !(lo > 0) || hi/lo < 100 {
 		return ""
 	}
-	return fmt.Sprintf("; the draws' scales differ by ×%.3g (sd %.3g in dimension %d, %.3g in dimension %d): a local step fits the smallest, so the largest moves slowly; a flow that rescales them (--flow with --sampler neutra or flowmc), or the model's inputs standardised, helps more than sampling longer", hi/lo, lo, loDim, hi, hiDim)
+	how := "a flow that rescales them (--flow with --sampler neutra or flowmc), or the model's inputs standardised,"
+	where := ""
+	if standardised {
+		how, where = "a flow that rescales them (--flow with --sampler neutra or flowmc)", " in the model's standardised coordinates, where the chains move"
+	}
+	return fmt.Sprintf("; the draws' scales%s differ by ×%.3g (sd %.3g in dimension %d, %.3g in dimension %d): a local step fits the smallest, so the largest moves slowly; %s helps more than sampling longer", where, hi/lo, lo, loDim, hi, hiDim, how)
 }
 
 // adaptiveBaseSigma is the σ of the base N(0, σ² I) of the RealNVP that
