@@ -311,7 +311,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	}
 	e := make([]float64, f.chains*k)
 	inModel := m
-	inModel.Scaling = nil // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
+	inModel.Scaling = nil                             // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
 	if energyInBatches(inModel, pts, e, nil) != nil { // the model's whole energy, in batches it takes
 		return ""
 	}
