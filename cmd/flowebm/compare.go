@@ -193,12 +193,14 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool,
 				}
 			}
 			recorded := exists(filepath.Join(out, compareRecord))
-			others, err := figureSet(out, compareRecord, names, force)
+			others, err := figureSet(out, compareRecord, names, isCompareFigure, force)
 			switch {
 			case err != nil:
 				return err
-			case force && earlier && !recorded: // an earlier compare's, before it recorded its figures (round 82 B7: a user's file of a figure's name, with no comparison there, was deleted)
-				return removeOldFigures(out, drawn)
+			case earlier && !recorded: // an earlier compare's, before it recorded its figures, or a user's: left (round 119 B1: deleted unsaid)
+				if old := unrecordedFigures(out, names); len(old) > 0 {
+					fmt.Fprintf(notes, "flowebm: note: %s also holds %s named like compare's that no compare recorded drawing there (%s): left as they are; remove them if they are an earlier comparison's\n", out, count(len(old), "file"), listNames(old, 4))
+				}
 			case len(others) > 0 && force:
 				fmt.Fprintf(notes, "flowebm: note: --force removed from %s the %s of an earlier compare that this one does not draw (%s)\n", out, count(len(others), "figure"), listNames(others, 4))
 			case len(others) > 0:
@@ -297,19 +299,20 @@ func removeStaleStaging(out string) error {
 // per quantity.
 var compareFigures = []string{"ebm-weight-mse", "max-rhat", "log-density-error", "held-out-ll", "global-accept"}
 
-// removeOldFigures removes from out the figures of compare, in any plot
-// format, other than those drawn: with --force, what an earlier
-// comparison drew and this one does not would stand beside the new set.
-func removeOldFigures(out string, drawn []string) error {
+// isCompareFigure reports whether name is one of compare's figures, in
+// any plot format.
+func isCompareFigure(name string) bool { return slices.Contains(figureNames(compareFigures...), name) }
+
+// unrecordedFigures are the files in out named like compare's figures,
+// other than drawn.
+func unrecordedFigures(out string, drawn []string) []string {
+	var old []string
 	for _, n := range figureNames(compareFigures...) {
-		if slices.ContainsFunc(drawn, func(d string) bool { return filepath.Base(d) == n }) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(out, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		if !slices.Contains(drawn, n) && exists(filepath.Join(out, n)) {
+			old = append(old, n)
 		}
 	}
-	return nil
+	return old
 }
 
 // moveFigures moves the drawn figures into out, all of them before a

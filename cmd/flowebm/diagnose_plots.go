@@ -311,27 +311,36 @@ func (o diagnoseOptions) otherFigures(files []plotFile) ([]string, error) {
 	for i, f := range files {
 		names[i] = filepath.Base(f.path)
 	}
-	return figureSet(o.plots, figureRecord, names, o.force)
+	return figureSet(o.plots, figureRecord, names, diagnoseFigure.MatchString, o.force)
 }
+
+// diagnoseFigure matches the names of diagnose's figures: DIM-KIND.EXT.
+var diagnoseFigure = regexp.MustCompile(`^.+-(trace|rank|autocorrelation|ess)\.(png|svg|pdf)$`)
 
 // figureSet lists the figures that an earlier command drew into dir (its
 // record, a file there listing them one name a line) and this one,
 // drawing drawn, does not; with force it removes them. It then records
-// drawn as dir's figures, with those it keeps. Only recorded files count:
-// a user's own file named like a figure is never removed (round 117 B1,
-// round 118 B2).
-func figureSet(dir, record string, drawn []string, force bool) ([]string, error) {
+// drawn as dir's figures, with those it keeps. Only a recorded name that
+// is one of the command's figures (isFigure) and a regular file counts: a
+// user's own file, even named like a figure, is never removed (round 117
+// B1, round 118 B2), nor what a damaged record lists (round 119 B2:
+// summary.md, the lock, a folder). A record that cannot be read (not a
+// regular file, too large) is taken as none and, where it is a file,
+// written again: nothing fails once the figures are in place (B3).
+func figureSet(dir, record string, drawn []string, isFigure func(string) bool, force bool) ([]string, error) {
 	path := filepath.Join(dir, record)
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, nil // not a record of ours (a folder, a link): left as it is, nothing taken from it
-	}
-	b, err := safefile.ReadFile(path, 1<<20)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	fi, err := os.Lstat(path)
+	regular := err == nil && fi.Mode().IsRegular()
+	var b []byte
+	if regular {
+		b, _ = safefile.ReadFile(path, 1<<20)
 	}
 	var others, kept []string
 	for _, name := range strings.Split(string(b), "\n") {
-		if name == "" || name != filepath.Base(name) || slices.Contains(drawn, name) || !exists(filepath.Join(dir, name)) {
+		if !isFigure(name) || name != filepath.Base(name) || slices.Contains(drawn, name) || slices.Contains(others, name) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		if force {
@@ -342,6 +351,9 @@ func figureSet(dir, record string, drawn []string, force bool) ([]string, error)
 			kept = append(kept, name)
 		}
 		others = append(others, name)
+	}
+	if err == nil && !regular { // a folder or a link in its place: left as it is
+		return others, nil
 	}
 	kept = append(kept, drawn...)
 	return others, safefile.Write(path, func(w io.Writer) error {

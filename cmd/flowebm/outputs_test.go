@@ -117,7 +117,7 @@ func hidden(dir string) []string {
 	entries, _ := os.ReadDir(dir)
 	var h []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") && e.Name() != ".lock" && e.Name() != compareRecord && e.Name() != figureRecord { // locks and figure records are kept
+		if strings.HasPrefix(e.Name(), ".") && e.Name() != ".lock" && e.Name() != compareRecord && e.Name() != figureRecord && e.Name() != reportRecord { // locks and figure records are kept
 			h = append(h, e.Name())
 		}
 	}

@@ -141,16 +141,20 @@ func TestReportRemovesUnlinkedFigures(t *testing.T) {
 	stale := filepath.Join(dir, "two-modes-weights.png")
 	kept := filepath.Join(dir, "four-modes-mse.svg")
 	other := filepath.Join(dir, "notes.png")
-	for _, p := range []string{stale, kept, other} {
+	mine := filepath.Join(dir, "four-modes-mse.pdf") // the user's, named like a figure (round 119 B7: deleted)
+	for _, p := range []string{stale, kept, other, mine} {
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(dir, reportRecord), []byte("two-modes-weights.png\nfour-modes-mse.svg\n"), 0o644); err != nil { // an earlier report's
+		t.Fatal(err)
+	}
 	if err := removeUnlinkedFigures(dir, "![four-modes MSE](four-modes-mse.svg)\n"); err != nil {
 		t.Fatal(err)
 	}
-	if exists(stale) || !exists(kept) || !exists(other) {
-		t.Errorf("stale %v, kept %v, another file %v", exists(stale), exists(kept), exists(other))
+	if exists(stale) || !exists(kept) || !exists(other) || !exists(mine) {
+		t.Errorf("stale %v, kept %v, another file %v, the user's %v", exists(stale), exists(kept), exists(other), exists(mine))
 	}
 }
 

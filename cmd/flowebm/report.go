@@ -2,14 +2,13 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,20 +48,26 @@ func writeReport(f reproduceFlags, runs []*reproRun, elapsed time.Duration) (bad
 	return badSeeds, removeUnlinkedFigures(f.out, text)
 }
 
-// removeUnlinkedFigures removes from dir the report figures, in any plot
-// format, that the report text does not show: an earlier report's in
-// another format, or of runs no longer reported (round 83 B5: a partial
-// PNG report's figure stood beside the SVG report's).
+// reportRecord is the file beside report.md that lists the figures the
+// report drew there (figureSet).
+const reportRecord = ".report-figures"
+
+// removeUnlinkedFigures removes from dir the report figures that an
+// earlier report drew (its record) and this report's text does not show:
+// an earlier report's in another format, or of runs no longer reported
+// (round 83 B5: a partial PNG report's figure stood beside the SVG
+// report's). A file of the user's named like one is kept (round 119 B7:
+// any file of a figure's name, in any format, was deleted unsaid).
 func removeUnlinkedFigures(dir, text string) error {
+	var linked []string
 	for _, name := range reportNames() {
-		if name == "report.md" || strings.Contains(text, "]("+name+")") {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		if name != "report.md" && strings.Contains(text, "]("+name+")") {
+			linked = append(linked, name)
 		}
 	}
-	return nil
+	isFigure := func(name string) bool { return name != "report.md" && slices.Contains(reportNames(), name) }
+	_, err := figureSet(dir, reportRecord, linked, isFigure, true)
+	return err
 }
 
 // The report's figures, beside report.md (in the plot format's
