@@ -401,8 +401,8 @@ func checkFigureFolder(flag, out string, inputs []string) error {
 	if err := checkHeldFolder(flag, out, "give another folder"); err != nil {
 		return err
 	}
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() && errors.Is(syscall.Access(dir, 2|1), fs.ErrPermission) { // W_OK|X_OK; round 118 B5: found after the work, at the lock
-		return fmt.Errorf("%s %s: this user may not write into %s (permission denied): give a folder of your own, or make it writable (chmod u+w)", flag, out, dir)
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() && errors.Is(syscall.Access(dir, 4|2|1), fs.ErrPermission) { // R_OK|W_OK|X_OK (round 119 B5: listable too) // W_OK|X_OK; round 118 B5: found after the work, at the lock
+		return fmt.Errorf("%s %s: this user may not read, write or enter %s (permission denied): give a folder of your own, or, yours, chmod u+rwx %s", flag, out, dir, shellQuote(dir)) // round 119 B6: u+w alone left a folder without x refused
 	}
 	return nil
 }

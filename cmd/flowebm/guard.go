@@ -757,6 +757,9 @@ func lockOnce(dir, path string) (f *os.File, created bool, err error) {
 			}
 		} else if fi, e := os.Lstat(path); e == nil && ownedByMe(fi) { // probe 49: said of the user's own folder
 			next = fmt.Sprintf("the lock is this user's (mode %v): if no flowebm process works in the folder, remove it or make it readable and writable with chmod u+rw", fi.Mode().Perm())
+			if errors.Is(syscall.Access(dir, 2), fs.ErrPermission) { // round 119 B4: the folder read-only too, its files next refused unexplained
+				next = fmt.Sprintf("the lock and the folder are this user's but not writable: make them writable with chmod -R u+w %s", shellQuote(dir))
+			}
 		} else if why := foreignLock(dir, path); why != "" { // probe 50: another user's stale lock in this user's own folder
 			next = why
 		}

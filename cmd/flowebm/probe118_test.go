@@ -135,8 +135,14 @@ func TestReadOnlyOwnFolderSaysChmod(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer filepath.WalkDir(run, func(p string, _ fs.DirEntry, _ error) error { return os.Chmod(p, 0o755) })
-	os.Remove(filepath.Join(run, ".lock"))
+	// Its lock kept, read-only too (round 119 B4: chmod u+rw of the lock
+	// alone was advised, then its figures were refused unexplained).
 	stderr, err := otherUser(t, dir, "plot", run)
+	if want := "the lock and the folder are this user's but not writable: make them writable with chmod -R u+w " + run; err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("lock kept: %v, %q; want %q", err, stderr, want)
+	}
+	os.Remove(filepath.Join(run, ".lock"))
+	stderr, err = otherUser(t, dir, "plot", run)
 	if want := "the folder is this user's but not writable (mode 0555): make it writable with chmod -R u+w " + run; err == nil || !strings.Contains(stderr, want) {
 		t.Errorf("%v, %q; want %q", err, stderr, want)
 	}
@@ -153,7 +159,7 @@ func TestPlotsFolderNotWritableRefusedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	stderr, err := otherUser(t, dir, "diagnose", draws, "--plots", ro)
-	if want := "--plots " + ro + ": this user may not write into " + ro; err == nil || !strings.Contains(stderr, want) {
+	if want := "--plots " + ro + ": this user may not read, write or enter " + ro; err == nil || !strings.Contains(stderr, want) {
 		t.Errorf("%v, %q; want %q", err, stderr, want)
 	}
 }

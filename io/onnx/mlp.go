@@ -124,7 +124,14 @@ func (n *Net) linearChain() (gemms []*Node, flattened bool, err error) {
 		}
 	}
 	if cur != n.outputName {
-		return nil, false, fmt.Errorf("the output %q is not the last Linear's (node %q) output", n.outputName, nodeName(gemms[len(gemms)-1]))
+		after := "" // round 119 A5: the node past the last Linear, as net(x) + 0.5*(x**2).sum(1) writes it, went unnamed
+		for _, node := range n.nodes {
+			if slices.Contains(node.Inputs, cur) {
+				after = fmt.Sprintf(": node %q (%s) computes on from it", nodeName(node), withArticle(node.OpType))
+				break
+			}
+		}
+		return nil, false, fmt.Errorf("the output %q is not the last Linear's (node %q) output%s; a checkpoint's MLP ends at its last Linear: give the .onnx file itself as --model (flowebm energy and sample read it)", n.outputName, nodeName(gemms[len(gemms)-1]), after)
 	}
 	return gemms, flattened, nil
 }

@@ -51,6 +51,8 @@ func TestMLPRefusals(t *testing.T) {
 		"celu_f64": "the activation is computed in another float type than the Linears (PyTorch 1.13 exports a float64 nn.CELU as Cast to float32, Celu, Cast back), which a checkpoint's MLP does not hold; for CELU(1) export nn.ELU()",
 		// Probe 109 A2: no way on.
 		"mixed_act": "activation tanh differs from the first hidden one, relu: a checkpoint's MLP has one activation throughout; give the .onnx file itself as --model",
+		// Round 119 A5: the Gemm named, not the Add after it; no way on.
+		"quadratic_tail": `not the last Linear's (node "/net/net.2/Gemm") output: node "/Add" (an Add) computes on from it; a checkpoint's MLP ends at its last Linear: give the .onnx file itself as --model`,
 	} {
 		n, err := ReadFile("testdata/refused/" + name + ".onnx")
 		if err != nil {

@@ -14,7 +14,9 @@ than write another model (flowebm's test needs no PyTorch):
   computes (torch.nn.utils.spectral_norm; weight_norm exported without
   constant folding);
 - celu_f64: a float64 CELU, computed in float32 by the export;
-- mixed_act: ReLU after the first Linear, Tanh after the second.
+- mixed_act: ReLU after the first Linear, Tanh after the second;
+- quadratic_tail: net(x) + 0.5 * (x**2).sum(1, keepdim=True), the EBM with
+  a Gaussian term that papers write.
 
 Run with Debian's python3-torch (1.13):  /usr/bin/python3 make_refused_mlps.py OUTDIR
 """
@@ -39,6 +41,15 @@ class PerUnit(nn.Module):
         return torch.relu(x) * self.scale
 
 
+class QuadraticTail(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(3, 8), nn.SiLU(), nn.Linear(8, 1))
+
+    def forward(self, x):
+        return self.net(x) + 0.5 * (x ** 2).sum(1, keepdim=True)
+
+
 nets = {
     "relu6": nn.Sequential(nn.Linear(3, 8), nn.ReLU6(), nn.Linear(8, 1)),
     "hardtanh5": nn.Sequential(nn.Linear(3, 8), nn.Hardtanh(-5, 5), nn.Linear(8, 1)),
@@ -54,6 +65,8 @@ nets = {
     "celu_f64": nn.Sequential(nn.Linear(3, 8), nn.CELU(), nn.Linear(8, 1)),
     # Probe 109 A2: two activations, refused without a way on.
     "mixed_act": nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1)),
+    # Round 119 A5: the Gemm named, not the Add after it, and no way on.
+    "quadratic_tail": QuadraticTail(),
 }
 for name, m in nets.items():
     m = m.double().eval()
