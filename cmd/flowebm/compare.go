@@ -192,12 +192,11 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool,
 					names = append(names, filepath.Base(d))
 				}
 			}
-			recorded := exists(filepath.Join(out, compareRecord))
-			others, err := figureSet(out, compareRecord, names, isCompareFigure, force)
+			others, recorded, err := figureSet(out, compareRecord, names, isCompareFigure, force)
 			switch {
 			case err != nil:
 				return err
-			case earlier && !recorded: // an earlier compare's, before it recorded its figures, or a user's: left (round 119 B1: deleted unsaid)
+			case earlier && !recorded: // round 120 A1: a record that cannot be read (a folder) too // an earlier compare's, before it recorded its figures, or a user's: left (round 119 B1: deleted unsaid)
 				if old := unrecordedFigures(out, names); len(old) > 0 {
 					fmt.Fprintf(notes, "flowebm: note: %s also holds %s named like compare's that no compare recorded drawing there (%s): left as they are; remove them if they are an earlier comparison's\n", out, count(len(old), "file"), listNames(old, 4))
 				}

@@ -264,11 +264,11 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 		}
 		return nil
 	}
-	var others []string
+	var setNote string
 	placed, err := drawStaged(o.plots, "--plots", "diagnose", checkNew, func(tmp string) ([]string, error) { return drawInto(c, files, tmp) }, func([]string) error {
 		keep()
 		var err error
-		others, err = o.otherFigures(files)
+		setNote, err = o.otherFigures(files)
 		return err
 	})
 	if err != nil {
@@ -277,11 +277,8 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 	if o.asJSON && o.stderr != nil { // stdout holds the JSON alone
 		out = o.stderr
 	}
-	switch { // round 115 A2: an earlier input's figures stood beside these, unsaid
-	case len(others) > 0 && o.force:
-		fmt.Fprintf(o.notes(out), "flowebm: note: --force removed from %s the %s of an earlier diagnose that this one does not draw (%s)\n", o.plots, count(len(others), "figure"), listNames(others, 4))
-	case len(others) > 0:
-		fmt.Fprintf(o.notes(out), "flowebm: note: %s also holds %s that this diagnose did not draw (%s: an earlier one's, of other draws?); --force replaces the whole set, or give another --plots folder\n", o.plots, count(len(others), "figure"), listNames(others, 4))
+	if setNote != "" { // round 115 A2: an earlier input's figures stood beside these, unsaid
+		fmt.Fprintln(o.notes(out), setNote)
 	}
 	var titles []string
 	for _, f := range files {
@@ -305,13 +302,37 @@ func (o diagnoseOptions) drawPlots(c *chainsData, files []plotFile, out io.Write
 const figureRecord = ".diagnose-figures"
 
 // otherFigures is figureSet for diagnose's --plots folder and the files
-// it draws.
-func (o diagnoseOptions) otherFigures(files []plotFile) ([]string, error) {
+// it draws, and the note that says what it found: the figures it removed
+// (--force) or kept of an earlier diagnose's record, or, where there is no
+// record, the files named like diagnose's figures it leaves (round 120 A2:
+// left unsaid); "" for none.
+func (o diagnoseOptions) otherFigures(files []plotFile) (string, error) {
 	names := make([]string, len(files))
 	for i, f := range files {
 		names[i] = filepath.Base(f.path)
 	}
-	return figureSet(o.plots, figureRecord, names, diagnoseFigure.MatchString, o.force)
+	others, recorded, err := figureSet(o.plots, figureRecord, names, diagnoseFigure.MatchString, o.force)
+	switch {
+	case err != nil:
+		return "", err
+	case recorded && len(others) > 0 && o.force:
+		return fmt.Sprintf("flowebm: note: --force removed from %s the %s of an earlier diagnose that this one does not draw (%s)", o.plots, count(len(others), "figure"), listNames(others, 4)), nil
+	case recorded && len(others) > 0:
+		return fmt.Sprintf("flowebm: note: %s also holds %s that this diagnose did not draw (%s: an earlier one's, of other draws?); --force replaces the whole set, or give another --plots folder", o.plots, count(len(others), "figure"), listNames(others, 4)), nil
+	case recorded:
+		return "", nil
+	}
+	var left []string
+	entries, _ := os.ReadDir(o.plots)
+	for _, e := range entries {
+		if n := e.Name(); diagnoseFigure.MatchString(n) && !slices.Contains(names, n) {
+			left = append(left, n)
+		}
+	}
+	if len(left) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("flowebm: note: %s also holds %s named like diagnose's figures that no diagnose recorded drawing there (%s): left as they are; remove them if they are an earlier diagnose's", o.plots, count(len(left), "file"), listNames(left, 4)), nil
 }
 
 // diagnoseFigure matches the names of diagnose's figures: DIM-KIND.EXT.
@@ -327,15 +348,17 @@ var diagnoseFigure = regexp.MustCompile(`^.+-(trace|rank|autocorrelation|ess)\.(
 // summary.md, the lock, a folder). A record that cannot be read (not a
 // regular file, too large) is taken as none and, where it is a file,
 // written again: nothing fails once the figures are in place (B3).
-func figureSet(dir, record string, drawn []string, isFigure func(string) bool, force bool) ([]string, error) {
+func figureSet(dir, record string, drawn []string, isFigure func(string) bool, force bool) (others []string, recorded bool, err error) {
 	path := filepath.Join(dir, record)
-	fi, err := os.Lstat(path)
-	regular := err == nil && fi.Mode().IsRegular()
+	fi, statErr := os.Lstat(path)
+	regular := statErr == nil && fi.Mode().IsRegular()
 	var b []byte
 	if regular {
-		b, _ = safefile.ReadFile(path, 1<<20)
+		var readErr error
+		b, readErr = safefile.ReadFile(path, 1<<20)
+		recorded = readErr == nil
 	}
-	var others, kept []string
+	var kept []string
 	for _, name := range strings.Split(string(b), "\n") {
 		if !isFigure(name) || name != filepath.Base(name) || slices.Contains(drawn, name) || slices.Contains(others, name) {
 			continue
@@ -345,18 +368,18 @@ func figureSet(dir, record string, drawn []string, isFigure func(string) bool, f
 		}
 		if force {
 			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return others, err
+				return others, recorded, err
 			}
 		} else {
 			kept = append(kept, name)
 		}
 		others = append(others, name)
 	}
-	if err == nil && !regular { // a folder or a link in its place: left as it is
-		return others, nil
+	if statErr == nil && !regular { // a folder or a link in its place: left as it is
+		return others, recorded, nil
 	}
 	kept = append(kept, drawn...)
-	return others, safefile.Write(path, func(w io.Writer) error {
+	return others, recorded, safefile.Write(path, func(w io.Writer) error {
 		_, err := io.WriteString(w, strings.Join(kept, "\n")+"\n")
 		return err
 	})

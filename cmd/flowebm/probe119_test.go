@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 )
 
@@ -76,5 +77,59 @@ func TestCompareRecordDamageSafe(t *testing.T) {
 		if !exists(filepath.Join(out, "summary.md")) || !exists(filepath.Join(out, "held-out-ll.svg")) {
 			t.Errorf("%s: the new set is not whole", c.name)
 		}
+	}
+}
+
+// Round 120 A1-A3: a record replaced by a folder left compare's earlier
+// figures unsaid (only a missing record was noted), and diagnose noted
+// none without a record; a run with --standardize none was said to be in
+// "standardised coordinates". Each says what is so.
+func TestUnrecordedFiguresNoted(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	out := filepath.Join(dir, "c")
+	if _, stderr, code := runCLI("compare", run, "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.Remove(filepath.Join(out, compareRecord)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(out, compareRecord), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", out, "--force", "--plot-format", "svg"); code != 0 || !strings.Contains(stderr, "also holds 4 files named like compare's that no compare recorded drawing there") {
+		t.Errorf("compare, record a folder: exit %d, %s", code, stderr)
+	}
+	draws := normalDraws(t, filepath.Join(dir, "d.npy"), 4, 100, 2)
+	plots := filepath.Join(dir, "p")
+	if _, stderr, code := runCLI("diagnose", draws, "--plots", plots); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.Remove(filepath.Join(plots, figureRecord)); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("diagnose", draws, "--plots", plots, "--force", "--plot-format", "svg"); code != 0 || !strings.Contains(stderr, "also holds 8 files named like diagnose's figures that no diagnose recorded drawing there") || !exists(filepath.Join(plots, "dim0-trace.png")) {
+		t.Errorf("diagnose, no record: exit %d, %s", code, stderr)
+	}
+	data := normalDraws(t, filepath.Join(dir, "n.npy"), 200, 2)
+	none := filepath.Join(dir, "none")
+	if _, stderr, code := runCLI("train", "--data", data, "--standardize", "none", "--algorithm", "ula", "--iterations", "3", "--out", none, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if stdout, stderr, code := runCLI("sample", "--model", none, "--sampler", "ula", "--chains", "4", "--steps", "20", "--out", filepath.Join(dir, "u.npy")); code != 0 || !strings.Contains(stdout, "ULA's draws are biased") || strings.Contains(stdout, "standardised coordinates") {
+		t.Errorf("ula, --standardize none: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// Round 120 A4: a flow of other units than the model's chains was said to
+// make the draws "mix slowly", stated as a fact, where they mixed as well
+// as with the model's own flow (global acceptance 0.95, R-hat 1.001). It
+// is said as a risk to check.
+func TestFlowUnitsNoteIsARisk(t *testing.T) {
+	model := &data.Scaling{Shift: []float64{0, 0}, Scale: []float64{1, 1000}}
+	flow := &data.Scaling{Shift: []float64{0, 0}, Scale: []float64{1, 1}}
+	got := flowUnitsNote("f", model, flow)
+	if !strings.Contains(got, "may mix slowly (check the global acceptance and R-hat below)") || strings.Contains(got, "but mix slowly") {
+		t.Errorf("%q", got)
 	}
 }

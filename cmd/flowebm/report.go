@@ -66,7 +66,7 @@ func removeUnlinkedFigures(dir, text string) error {
 		}
 	}
 	isFigure := func(name string) bool { return name != "report.md" && slices.Contains(reportNames(), name) }
-	_, err := figureSet(dir, reportRecord, linked, isFigure, true)
+	_, _, err := figureSet(dir, reportRecord, linked, isFigure, true)
 	return err
 }
 

@@ -618,7 +618,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
 	}
-	scales := scalesNote(draws, d, m.Scaling != nil) // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
+	scales := scalesNote(draws, d, identityOrNil(m.Scaling) != nil) // round 120 A3: --standardize none is no standardisation // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
 	if m.Scaling != nil {
 		m.Scaling.ToDataInPlace(draws)
 	}
@@ -644,7 +644,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	fmt.Fprintf(out, "acceptance: local %s, global %s\n", local, pct(glob))
 	if f.sampler == "ula" { // round 118 A1: sd 1.08 for 1.00 at --step 0.2, R-hat 1.006, unsaid
 		in := ""
-		if m.Scaling != nil { // round 119 A3: the step acts in the standardised coordinates
+		if identityOrNil(m.Scaling) != nil { // round 119 A3: the step acts in the standardised coordinates (round 120 A3: not for --standardize none)
 			in = " in the model's standardised coordinates, where the chains move"
 		}
 		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s²%s is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", in, f.step)
@@ -1395,7 +1395,7 @@ func flowUnitsNote(flow string, model, flowScaling *data.Scaling) string {
 	if model == nil { // round 86 A4: a network exported with --what ebm and converted back records no units, and is in the flow's
 		return fmt.Sprintf("the flow of --flow %s records that it was trained in a run's standardised units, and --model records none: if the model's chains are in the data's units, the flow proposes (flowmc) or reparametrises (neutra) at the wrong place and scale, and the draws mix slowly; a network exported with convert --what ebm is in the flow's units, and then nothing is wrong", flow)
 	}
-	return fmt.Sprintf("the flow of --flow %s was trained in other units than --model's chains (a run on standardised data keeps its flow in those units): it proposes (flowmc) or reparametrises (neutra) at the wrong place and scale, so the draws stay exact but mix slowly; sample a run with its own flow (--model RUN, whose draws are written in the data's units)", flow)
+	return fmt.Sprintf("the flow of --flow %s was trained in other units than --model's chains (a run on standardised data keeps its flow in those units): it proposes (flowmc) or reparametrises (neutra) at another place and scale than the model's chains, so the draws stay exact but may mix slowly (check the global acceptance and R-hat below); sample a run with its own flow (--model RUN, whose draws are written in the data's units)", flow)
 }
 
 // identityOrNil is s, or nil where s maps no coordinate (shift 0, scale 1:
