@@ -335,6 +335,22 @@ func (o diagnoseOptions) otherFigures(files []plotFile) (string, error) {
 	return fmt.Sprintf("flowebm: note: %s also holds %s named like diagnose's figures that no diagnose recorded drawing there (%s): left as they are; remove them if they are an earlier diagnose's", o.plots, count(len(left), "file"), listNames(left, 4)), nil
 }
 
+// validRecord reports whether b, a figure record's bytes, lists figure
+// names (isFigure) one a line, and at least one.
+func validRecord(b []byte, isFigure func(string) bool) bool {
+	n := 0
+	for _, name := range strings.Split(string(b), "\n") {
+		if name == "" {
+			continue
+		}
+		if !isFigure(name) || name != filepath.Base(name) {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
 // diagnoseFigure matches the names of diagnose's figures: DIM-KIND.EXT.
 var diagnoseFigure = regexp.MustCompile(`^.+-(trace|rank|autocorrelation|ess)\.(png|svg|pdf)$`)
 
@@ -356,7 +372,10 @@ func figureSet(dir, record string, drawn []string, isFigure func(string) bool, f
 	if regular {
 		var readErr error
 		b, readErr = safefile.ReadFile(path, 1<<20)
-		recorded = readErr == nil
+		recorded = readErr == nil && validRecord(b, isFigure)
+		if !recorded {
+			b = nil // round 121 A1: garbage taken for a record of no figures, the earlier set left unsaid
+		}
 	}
 	var kept []string
 	for _, name := range strings.Split(string(b), "\n") {

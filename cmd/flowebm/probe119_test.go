@@ -100,6 +100,17 @@ func TestUnrecordedFiguresNoted(t *testing.T) {
 	if _, stderr, code := runCLI("compare", run, "--out", out, "--force", "--plot-format", "svg"); code != 0 || !strings.Contains(stderr, "also holds 4 files named like compare's that no compare recorded drawing there") {
 		t.Errorf("compare, record a folder: exit %d, %s", code, stderr)
 	}
+	// Round 121 A1: a record of garbage was taken for one of no figures.
+	garbled := filepath.Join(dir, "g")
+	if _, stderr, code := runCLI("compare", run, "--out", garbled); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.WriteFile(filepath.Join(garbled, compareRecord), []byte("\xff\xfe\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", garbled, "--force", "--plot-format", "svg"); code != 0 || !strings.Contains(stderr, "also holds 4 files named like compare's that no compare recorded drawing there") {
+		t.Errorf("compare, record garbled: exit %d, %s", code, stderr)
+	}
 	draws := normalDraws(t, filepath.Join(dir, "d.npy"), 4, 100, 2)
 	plots := filepath.Join(dir, "p")
 	if _, stderr, code := runCLI("diagnose", draws, "--plots", plots); code != 0 {
