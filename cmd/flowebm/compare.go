@@ -196,9 +196,9 @@ func drawFigures(runs []runSummary, out string, format plots.Format, force bool,
 			switch {
 			case err != nil:
 				return err
-			case earlier && !recorded: // round 120 A1: a record that cannot be read (a folder) too // an earlier compare's, before it recorded its figures, or a user's: left (round 119 B1: deleted unsaid)
-				if old := unrecordedFigures(out, names); len(old) > 0 {
-					fmt.Fprintf(notes, "flowebm: note: %s also holds %s named like compare's that no compare recorded drawing there (%s): left as they are; remove them if they are an earlier comparison's\n", out, count(len(old), "file"), listNames(old, 4))
+			case !recorded: // none, or one that cannot be read (round 120 A1): an earlier compare's figures, before it recorded them, or a user's files, left (round 119 B1: deleted unsaid)
+				if earlier && len(others) > 0 {
+					fmt.Fprintf(notes, "flowebm: note: %s also holds %s named like compare's that no compare recorded drawing there (%s): left as they are; remove them if they are an earlier comparison's\n", out, count(len(others), "file"), listNames(others, 4))
 				}
 			case len(others) > 0 && force:
 				fmt.Fprintf(notes, "flowebm: note: --force removed from %s the %s of an earlier compare that this one does not draw (%s)\n", out, count(len(others), "figure"), listNames(others, 4))
@@ -301,18 +301,6 @@ var compareFigures = []string{"ebm-weight-mse", "max-rhat", "log-density-error",
 // isCompareFigure reports whether name is one of compare's figures, in
 // any plot format.
 func isCompareFigure(name string) bool { return slices.Contains(figureNames(compareFigures...), name) }
-
-// unrecordedFigures are the files in out named like compare's figures,
-// other than drawn.
-func unrecordedFigures(out string, drawn []string) []string {
-	var old []string
-	for _, n := range figureNames(compareFigures...) {
-		if !slices.Contains(drawn, n) && exists(filepath.Join(out, n)) {
-			old = append(old, n)
-		}
-	}
-	return old
-}
 
 // moveFigures moves the drawn figures into out, all of them before a
 // signal's cleanup runs, then calls placed, and returns their paths.

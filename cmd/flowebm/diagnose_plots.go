@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -319,90 +317,14 @@ func (o diagnoseOptions) otherFigures(files []plotFile) (string, error) {
 		return fmt.Sprintf("flowebm: note: --force removed from %s the %s of an earlier diagnose that this one does not draw (%s)", o.plots, count(len(others), "figure"), listNames(others, 4)), nil
 	case recorded && len(others) > 0:
 		return fmt.Sprintf("flowebm: note: %s also holds %s that this diagnose did not draw (%s: an earlier one's, of other draws?); --force replaces the whole set, or give another --plots folder", o.plots, count(len(others), "figure"), listNames(others, 4)), nil
-	case recorded:
+	case recorded || len(others) == 0:
 		return "", nil
 	}
-	var left []string
-	entries, _ := os.ReadDir(o.plots)
-	for _, e := range entries {
-		if n := e.Name(); diagnoseFigure.MatchString(n) && !slices.Contains(names, n) {
-			left = append(left, n)
-		}
-	}
-	if len(left) == 0 {
-		return "", nil
-	}
-	return fmt.Sprintf("flowebm: note: %s also holds %s named like diagnose's figures that no diagnose recorded drawing there (%s): left as they are; remove them if they are an earlier diagnose's", o.plots, count(len(left), "file"), listNames(left, 4)), nil
-}
-
-// validRecord reports whether b, a figure record's bytes, lists figure
-// names (isFigure) one a line, and at least one.
-func validRecord(b []byte, isFigure func(string) bool) bool {
-	n := 0
-	for _, name := range strings.Split(string(b), "\n") {
-		if name == "" {
-			continue
-		}
-		if !isFigure(name) || name != filepath.Base(name) {
-			return false
-		}
-		n++
-	}
-	return n > 0
+	return fmt.Sprintf("flowebm: note: %s also holds %s named like diagnose's figures that no diagnose recorded drawing there (%s): left as they are; remove them if they are an earlier diagnose's", o.plots, count(len(others), "file"), listNames(others, 4)), nil
 }
 
 // diagnoseFigure matches the names of diagnose's figures: DIM-KIND.EXT.
 var diagnoseFigure = regexp.MustCompile(`^.+-(trace|rank|autocorrelation|ess)\.(png|svg|pdf)$`)
-
-// figureSet lists the figures that an earlier command drew into dir (its
-// record, a file there listing them one name a line) and this one,
-// drawing drawn, does not; with force it removes them. It then records
-// drawn as dir's figures, with those it keeps. Only a recorded name that
-// is one of the command's figures (isFigure) and a regular file counts: a
-// user's own file, even named like a figure, is never removed (round 117
-// B1, round 118 B2), nor what a damaged record lists (round 119 B2:
-// summary.md, the lock, a folder). A record that cannot be read (not a
-// regular file, too large) is taken as none and, where it is a file,
-// written again: nothing fails once the figures are in place (B3).
-func figureSet(dir, record string, drawn []string, isFigure func(string) bool, force bool) (others []string, recorded bool, err error) {
-	path := filepath.Join(dir, record)
-	fi, statErr := os.Lstat(path)
-	regular := statErr == nil && fi.Mode().IsRegular()
-	var b []byte
-	if regular {
-		var readErr error
-		b, readErr = safefile.ReadFile(path, 1<<20)
-		recorded = readErr == nil && validRecord(b, isFigure)
-		if !recorded {
-			b = nil // round 121 A1: garbage taken for a record of no figures, the earlier set left unsaid
-		}
-	}
-	var kept []string
-	for _, name := range strings.Split(string(b), "\n") {
-		if !isFigure(name) || name != filepath.Base(name) || slices.Contains(drawn, name) || slices.Contains(others, name) {
-			continue
-		}
-		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if force {
-			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return others, recorded, err
-			}
-		} else {
-			kept = append(kept, name)
-		}
-		others = append(others, name)
-	}
-	if statErr == nil && !regular { // a folder or a link in its place: left as it is
-		return others, recorded, nil
-	}
-	kept = append(kept, drawn...)
-	return others, recorded, safefile.Write(path, func(w io.Writer) error {
-		_, err := io.WriteString(w, strings.Join(kept, "\n")+"\n")
-		return err
-	})
-}
 
 // blankGlyphsNote is a note naming the characters of names that figures in
 // format draw blank (plots.Undrawable), "" where there are none.
