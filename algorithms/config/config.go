@@ -378,11 +378,11 @@ func (c Data) load(rng *rand.Rand, flowGiven bool) (*experiments.Experiment, []s
 	if err := c.checkModes(); err != nil {
 		return nil, nil, err
 	}
-	x, _, err := data.ReadPoints(c.File, c.Key)
+	x, shape, err := data.ReadPoints(c.File, c.Key)
 	if err != nil {
 		return nil, nil, err
 	}
-	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite, ModesName: c.Modes, FlowGiven: flowGiven}
+	opt := experiments.DataSetOptions{HoldOut: c.HoldOut, Standardize: c.Standardize, DropNonFinite: c.DropNonFinite, ModesName: c.Modes, FlowGiven: flowGiven, PointShape: shape}
 	if opt.Columns, err = data.FileColumns(c.File); err != nil {
 		return nil, nil, err
 	}

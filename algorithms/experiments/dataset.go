@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
@@ -38,6 +39,10 @@ type DataSetOptions struct {
 	// Columns names the data's d columns (a CSV header), for plots; other
 	// lengths are ignored.
 	Columns []string
+	// PointShape is the shape of one point in the data file where it has
+	// two axes or more ((n, C, H, W) images: [C, H, W]), recorded in the
+	// run's checkpoints; others are ignored.
+	PointShape []int
 }
 
 // DataSet builds an experiment on the rows of x (n points × d), a user's
@@ -127,6 +132,9 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 	}
 	if len(opt.Columns) == d {
 		e.Columns = opt.Columns
+	}
+	if prod := product(opt.PointShape); len(opt.PointShape) >= 2 && prod == d {
+		e.PointShape = slices.Clone(opt.PointShape)
 	}
 	if d == 2 {
 		// The plot and quadrature box holds every training point with a
@@ -278,4 +286,13 @@ func firstNonFinite(x *mat.Dense) int {
 		}
 	}
 	return -1
+}
+
+// product is the product of sizes (1 for none).
+func product(sizes []int) int {
+	p := 1
+	for _, s := range sizes {
+		p *= s
+	}
+	return p
 }

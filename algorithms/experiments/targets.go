@@ -66,6 +66,9 @@ type Experiment struct {
 	// Columns names the data's coordinates (from a CSV header) for plot
 	// axes; nil: x1, x2, ….
 	Columns []string
+	// PointShape, for a user's data set of points with two axes or more
+	// ((n, C, H, W) images), is one point's shape; nil: rows.
+	PointShape []int
 }
 
 // View is a rectangle [c₀ − Box, c₀ + Box] × [c₁ − BoxY, c₁ + BoxY].

@@ -966,7 +966,7 @@ func (r *Run) replaceCheckpoint(tmp, final string) error {
 // last, the marker.
 func (r *Run) writeCheckpoint(tmp string) error {
 	err := r.Trainer.WithAveraged(func() error {
-		return checkpoint.Save(tmp, checkpoint.Models{EBM: r.Trainer.EBM, Flow: r.Trainer.Flow, Scaling: r.Experiment.Scaling})
+		return checkpoint.Save(tmp, checkpoint.Models{EBM: r.Trainer.EBM, Flow: r.Trainer.Flow, Scaling: r.Experiment.Scaling, PointShape: r.Experiment.PointShape})
 	})
 	if err != nil {
 		return err

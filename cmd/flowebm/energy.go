@@ -558,6 +558,9 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 			return err
 		}
 	}
+	if err := trainedShape(file, shape, model, m.PointShape); err != nil {
+		return err
+	}
 	switch {
 	case !isONNX && d == dim:
 		return nil
@@ -565,12 +568,42 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 		return fmt.Errorf("%spoints of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", filePrefix(file), shape, d, model, dim, dim, dim)
 	case slices.Equal(shape, net.InputShape()) || (len(shape) == 1 && d == dim):
 		return nil
+	case len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[0] > 4 && d == dim && len(net.InputShape()) == 3: // round 119 A6: its shape, not "rows of N"
+		in := net.InputShape()
+		return fmt.Errorf("%spoints of shape %v each look like images stored channels last (n, H, W, C); the model %s takes images (n, %d, %d, %d): transpose them first (NumPy: x.transpose(0, 3, 1, 2))", filePrefix(file), shape, model, in[0], in[1], in[2])
 	case len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[0] > 4 && d == dim: // (H, W, C): flattened, its values in another order than (C, H, W)
 		return fmt.Errorf("%spoints of shape %v each look like images stored channels last (n, H, W, C); the model %s takes rows of %d values: give them channels first, flattened (NumPy: x.transpose(0, 3, 1, 2).reshape(len(x), -1)), as the network was trained on", filePrefix(file), shape, model, dim)
 	case len(net.InputShape()) == 1 && d == dim: // round 118 B4: an (n, 1, 28, 28) batch for a model of rows of 784, as a checkpoint takes it
 		return nil
 	}
 	return fmt.Errorf("%spoints of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", filePrefix(file), shape, model, net.InputShape(), dim, dim)
+}
+
+// trainedShape refuses points of two axes or more arranged otherwise than
+// the points a run was trained on (its checkpoint's point_shape): the same
+// values in another order would be read silently (round 119 A1: a run
+// trained on (n, 3, 8, 8) images took (n, 8, 8, 3) ones). Flat rows of as
+// many values, and any shape for a checkpoint that records none, pass.
+func trainedShape(file string, shape []int, model string, trained []int) error {
+	if len(trained) < 2 || len(shape) < 2 || slices.Equal(shape, trained) {
+		return nil
+	}
+	msg := fmt.Sprintf("%spoints of shape %v each, but the model %s was trained on points of shape %v: give them in that shape, or flattened in its order (rows of %d values)", filePrefix(file), shape, model, trained, product(trained))
+	if len(shape) == 3 && len(trained) == 3 && slices.Equal(shape, []int{trained[1], trained[2], trained[0]}) {
+		msg += "; these look like its images stored channels last: transpose them first (NumPy: x.transpose(0, 3, 1, 2))"
+	} else if len(shape) == 3 && len(trained) == 3 && slices.Equal(shape, []int{trained[2], trained[0], trained[1]}) {
+		msg += "; these look like its images stored channels first: transpose them first (NumPy: x.transpose(0, 2, 3, 1))"
+	}
+	return errors.New(msg)
+}
+
+// product is the product of sizes (1 for none).
+func product(sizes []int) int {
+	p := 1
+	for _, s := range sizes {
+		p *= s
+	}
+	return p
 }
 
 // filePrefix is "FILE: ", or "" for a file the message's caller names.

@@ -99,7 +99,9 @@ x → z, log|det ∂z/∂x|: a flow library's transform as it is); its base N(0,
 the files' metadata, or --flow-base-sigma σ. Chains start from the
 flow's samples when there is a flow (with mala, ula and hmc too, so --flow
 sets their starts), otherwise from N(0, σ² I) (σ the base's, or 1); --starts
-FILE gives them instead (an energy defined on part of the space only).`,
+FILE gives them instead (an energy defined on part of the space only): an
+array (chains, …) of one point per chain, or (1, …) or a 1-D array of d
+values of one point for all.`,
 		Args: positional(0, 0, "no arguments", "the model goes in --model, a checkpoint to continue in --resume"), // round 85 B11: "unknown command"
 		RunE: func(cmd *cobra.Command, args []string) error { f.notes = cmd.ErrOrStderr(); return runSample(cmd, f) },
 	}
@@ -751,7 +753,7 @@ func readStarts(path string, chains int, model string, m checkpoint.Models) (*ma
 	if shape, err := data.PointsShape(path, ""); err != nil {
 		return nil, err
 	} else if len(shape) == 1 {
-		return nil, fmt.Errorf("shape %v: want points, (chains, d) or (1, d)", shape)
+		return readStartVector(path, shape[0], chains, m)
 	} else if err := checkPointShape("", shape[min(1, len(shape)):], model, m); len(shape) > 1 && err != nil { // probe 55: (n, H, W, C) taken for (n, C, H, W); round 86 A6: before the count
 		if len(shape) == 3 && shape[2] == d {
 			return nil, fmt.Errorf("shape %v is that of draws (chains, draws, d), as sample writes them, not of points: give one point per chain, such as the last draws (NumPy: numpy.save(FILE, x[:, -1]))", shape)
@@ -768,6 +770,35 @@ func readStarts(path string, chains int, model string, m checkpoint.Models) (*ma
 	if c != d || (r != 1 && r != chains) {
 		return nil, fmt.Errorf("%d points of dimension %d, want one per chain (%d) or one for all, of dimension %d (the model's)", r, c, chains, d)
 	}
+	return startsOf(p, chains, m)
+}
+
+// readStartVector reads a 1-D array of n values as starts (round 121 A2:
+// numpy.save(FILE, x0) of one point was refused): d values are one point
+// for every chain; for d = 1, n values are one per chain (n = chains) or
+// one for all (n = 1).
+func readStartVector(path string, n, chains int, m checkpoint.Models) (*mat.Dense, error) {
+	d := m.EBM.Dim()
+	rows := 0
+	switch {
+	case d > 1 && n == d:
+		rows = 1
+	case d == 1 && (n == 1 || n == chains):
+		rows = n
+	default:
+		return nil, fmt.Errorf("shape (%d,): a 1-D array of %d values, want %d (one point of the model's dimension, for every chain), or an array of shape (chains, %d) = (%d, %d) or (1, %d)", n, n, d, d, chains, d, d)
+	}
+	a, err := data.ReadArray(path, "")
+	if err != nil {
+		return nil, err
+	}
+	return startsOf(mat.NewDense(rows, d, a.Data), chains, m)
+}
+
+// startsOf repeats p's single row for every chain, or takes its rows one
+// per chain, checked finite, in the model's units.
+func startsOf(p *mat.Dense, chains int, m checkpoint.Models) (*mat.Dense, error) {
+	r, d := p.Dims()
 	x := mat.NewDense(chains, d, nil)
 	for i := range chains {
 		row := p.RawRowView(min(i, r-1))

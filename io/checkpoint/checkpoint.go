@@ -195,6 +195,10 @@ type Spec struct {
 	// Standardization maps the models' coordinates to the data's units
 	// (absent: they are the data's units).
 	Standardization *data.Scaling `json:"standardization,omitempty"`
+	// PointShape is the shape of one point of the data the models were
+	// trained on, where the data file held points of two axes or more
+	// ((n, C, H, W) images: [C, H, W]); absent: rows of d values.
+	PointShape []int `json:"point_shape,omitempty"`
 }
 
 // Models are the models a checkpoint holds.
@@ -204,6 +208,10 @@ type Models struct {
 	// Scaling maps the models' coordinates to the data's units (nil: the
 	// identity).
 	Scaling *data.Scaling
+	// PointShape is the shape of one point of the training data where it
+	// had two axes or more (nil: rows); points of another arrangement of
+	// the same sizes are refused by the commands that read points.
+	PointShape []int
 }
 
 // Energy writes, for every row of x (in the data's units), minus the log of
@@ -277,6 +285,12 @@ func SpecOf(m Models) (Spec, error) {
 			return Spec{}, fmt.Errorf("checkpoint: standardization has %d coordinates, the EBM %d", m.Scaling.Dim(), m.EBM.Dim())
 		}
 		s.Standardization = m.Scaling
+	}
+	if m.PointShape != nil {
+		if err := checkPointShape(m.PointShape, m.EBM.Dim()); err != nil {
+			return Spec{}, fmt.Errorf("checkpoint: %w", err)
+		}
+		s.PointShape = m.PointShape
 	}
 	if m.Flow != nil && s.BaseSigma == nil {
 		s.BaseSigma = m.Flow.Base.Sigma
@@ -417,6 +431,11 @@ func (s Spec) validate() error {
 			return fmt.Errorf("spec.json: field \"base_sigma\" has %g at index %d, want σ in %s", v, i, BaseSigmaRange)
 		}
 	}
+	if s.PointShape != nil {
+		if err := checkPointShape(s.PointShape, d); err != nil {
+			return fmt.Errorf("spec.json: field %w", err)
+		}
+	}
 	if err := s.validateFlowONNX(); err != nil {
 		return err
 	}
@@ -427,6 +446,32 @@ func (s Spec) validate() error {
 		return fmt.Errorf("spec.json: field \"flow.image\" is %v, \"ebm.image\" %v: want the same images", clipInts(s.Flow.Image), clipInts(s.EBM.Image))
 	}
 	return s.Flow.validate(d, total, arrays)
+}
+
+// maxPointAxes bounds the axes of point_shape (NumPy's arrays have at most
+// 64, one of them the points').
+const maxPointAxes = 63
+
+// checkPointShape checks a point_shape: two axes or more, each at least 1,
+// their product the dimension d.
+func checkPointShape(shape []int, d int) error {
+	if len(shape) < 2 || len(shape) > maxPointAxes {
+		return fmt.Errorf("\"point_shape\" has %d sizes, want 2 to %d (absent for rows of d values)", len(shape), maxPointAxes)
+	}
+	n := 1
+	for _, s := range shape {
+		if s < 1 || s > d {
+			return fmt.Errorf("\"point_shape\" is %s, want sizes in 1..%d whose product is %d (the dimension)", clipInts(shape), d, d)
+		}
+		n *= s
+		if n > d {
+			break
+		}
+	}
+	if n != d {
+		return fmt.Errorf("\"point_shape\" is %s, want sizes whose product is %d (the dimension)", clipInts(shape), d)
+	}
+	return nil
 }
 
 // validateMLP checks the fields of an MLP EBM's spec, and returns its
@@ -798,7 +843,7 @@ func (s Spec) Build(rng *rand.Rand) (Models, error) {
 	if err != nil {
 		return Models{}, fmt.Errorf("spec.json: ebm: %w", err)
 	}
-	m := Models{EBM: ebm, Scaling: s.Standardization}
+	m := Models{EBM: ebm, Scaling: s.Standardization, PointShape: s.PointShape}
 	if s.Flow != nil {
 		if m.Flow, err = graph.NewFlow(flowNet, base, dt, rng); err != nil {
 			return Models{}, fmt.Errorf("spec.json: flow: %w", err)

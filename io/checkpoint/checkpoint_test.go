@@ -5,17 +5,19 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"gonum.org/v1/gonum/diff/fd"
+	"gonum.org/v1/gonum/mat"
+	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/layers"
-	"gonum.org/v1/gonum/diff/fd"
-	"gonum.org/v1/gonum/mat"
-	"gorgonia.org/tensor"
 )
 
 func models(t *testing.T, dt tensor.Dtype) Models {
@@ -148,6 +150,16 @@ func TestStandardizationAndEnergy(t *testing.T) {
 			t.Errorf("row %d: energy %v, want %v", i, e[i], want)
 		}
 	}
+
+	m.PointShape = []int{1, 2}
+	if got, spec := saveLoad(t, m); !slices.Equal(got.PointShape, []int{1, 2}) || !slices.Equal(spec.PointShape, []int{1, 2}) {
+		t.Errorf("point_shape [1 2] saved, loaded %v (spec %v)", got.PointShape, spec.PointShape)
+	}
+	m.PointShape = []int{3, 2}
+	if err := Save(t.TempDir(), m); err == nil || !strings.Contains(err.Error(), "point_shape") {
+		t.Errorf("a point shape of 6 values saved for d = 2: %v", err)
+	}
+	m.PointShape = nil
 
 	spec.Standardization.Scale = []float64{1}
 	bad := Models{EBM: m.EBM, Scaling: spec.Standardization}

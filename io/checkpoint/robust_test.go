@@ -223,6 +223,10 @@ func TestLoadRefusesAbsurdSpecs(t *testing.T) {
 		{"standardization short", func(m map[string]any) {
 			m["standardization"] = map[string]any{"shift": []float64{0}, "scale": []float64{1}}
 		}, []string{`"standardization"`, "want 2"}},
+		{"point_shape one axis", func(m map[string]any) { m["point_shape"] = []int{2} }, []string{`"point_shape" has 1 sizes`, "want 2 to 63"}},
+		{"point_shape product", func(m map[string]any) { m["point_shape"] = []int{2, 2} }, []string{`"point_shape" is [2 2]`, "product is 2"}},
+		{"point_shape zero", func(m map[string]any) { m["point_shape"] = []int{0, 2} }, []string{`"point_shape" is [0 2]`, "sizes in 1..2"}},
+		{"point_shape huge", func(m map[string]any) { m["point_shape"] = []float64{1e9, 1e9, 1e9} }, []string{`"point_shape" is [1000000000`}},
 		{"flow dim disagrees", flow("dim", 3), []string{`"flow.dim"`, "want 2"}},
 		{"flow blocks 0", flow("blocks", 0), []string{`"flow.blocks"`, "is 0"}},
 		{"flow blocks 2^31", flow("blocks", 1<<31), []string{`"flow.blocks"`, "2147483648"}},

@@ -107,6 +107,20 @@ func ReadPoints(path, key string) (x *mat.Dense, shape []int, err error) {
 	return mat.NewDense(a.Shape[0], d, a.Data), append([]int(nil), a.Shape[1:]...), nil
 }
 
+// ReadArray reads the .npy array at path, or the .npz member key (default
+// the first), whatever its shape; callers check its shape (PointsShape)
+// before reading it.
+func ReadArray(path, key string) (*npy.Array, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		return npy.ReadFile(path)
+	case ".npz":
+		a, _, err := npzMember(path, key)
+		return a, err
+	}
+	return nil, fmt.Errorf("%s: unknown array format %q, want .npy or .npz", path, filepath.Ext(path))
+}
+
 // PointsShape returns the shape of the array ReadPoints would read from an
 // .npy or .npz file, from its header alone (nothing is decoded), so that
 // callers can check the memory a data set needs first; nil for a .csv,
