@@ -750,6 +750,10 @@ func (cfg *Run) fillDefaults(dim int) error {
 	return cfg.checkDiagnostics()
 }
 
+// minRHatSteps is the fewest draws per chain rhat_steps takes (split
+// R-hat halves them).
+const minRHatSteps = 4
+
 // checkDiagnostics refuses R-hat and log Z sizes too small to estimate
 // anything, naming only the fields at fault.
 func (cfg Run) checkDiagnostics() error {
@@ -757,7 +761,7 @@ func (cfg Run) checkDiagnostics() error {
 	for _, f := range []struct {
 		name     string
 		v, least int
-	}{{"rhat_chains", cfg.RHatChains, 2}, {"rhat_steps", cfg.RHatSteps, 4}, {"log_z_samples", cfg.LogZSamples, 2}} {
+	}{{"rhat_chains", cfg.RHatChains, 2}, {"rhat_steps", cfg.RHatSteps, minRHatSteps}, {"log_z_samples", cfg.LogZSamples, 2}} {
 		if f.v < f.least {
 			bad = append(bad, fmt.Sprintf("%s %d (want ≥ %d)", f.name, f.v, f.least))
 		}
@@ -792,13 +796,27 @@ func (cfg Run) checkRunMemory(exp *experiments.Experiment, limit float64) error 
 // checked (a checkpoint's copy of its run's configuration).
 func ReadAsWritten(path string) (Run, error) {
 	var cfg Run
-	if err := jsonfile.Read(path, &cfg, jsonfile.Options{MaxBytes: MaxFileBytes}); err != nil {
+	if err := jsonfile.Read(path, &cfg, jsonfile.Options{MaxBytes: MaxFileBytes, IntRanges: intRanges()}); err != nil {
 		if e := (*algorithms.OptionError)(nil); errors.As(err, &e) { // the options are the trainer's: named as the file nests them
 			return cfg, fmt.Errorf("%s: %w", path, &algorithms.OptionError{Field: "train." + e.Field, Value: e.Value, Want: e.Want})
 		}
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// intRanges are the fixed ranges of a configuration's integer fields,
+// for the decoder's refusal of numbers beyond Go's int (Validate and the
+// trainer's checks refuse the rest, with the same ranges).
+func intRanges() map[string]jsonfile.IntRange {
+	return map[string]jsonfile.IntRange{
+		"grid_size":        {Min: 2, Max: MaxGridSize, Unset: "the default 200"},
+		"rhat_steps":       {Min: minRHatSteps, Max: MaxRHatSteps, Unset: "the default"},
+		"train.iterations": {Min: 1, Max: algorithms.MaxIterations},
+		"train.flow_steps": {Min: 1, Max: algorithms.MaxFlowSteps, Unset: "the default 1"},
+		"model.shards":     {Min: 1, Max: MaxShards, Unset: fmt.Sprintf("%d", DefaultShards)},
+		"model.flow_bins":  {Min: 2, Max: int64(MaxFlowBins), Unset: fmt.Sprintf("the default %d", layers.DefaultSplineBins)},
+	}
 }
 
 // MaxFileBytes bounds a configuration file: kilobytes are written (a

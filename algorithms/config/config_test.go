@@ -2,6 +2,8 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -240,5 +242,57 @@ func TestReadBoundsConfigFiles(t *testing.T) {
 	}
 	if _, err := Read(path); err == nil || !strings.Contains(err.Error(), "want at most 16777216") {
 		t.Errorf("%d bytes: %v", len(b), err)
+	}
+}
+
+// Round 119 B8: grid_size 1e20 was refused as beyond Go's int
+// (9223372036854775807), then 1e18 as beyond 2..1000. A number beyond an
+// integer field's fixed range is refused at decoding with the range that
+// the later checks hold it to: for each, Max and Min are taken and Max+1
+// (and Min−1 where it is not 0, the default) refused by Read and Resolve.
+func TestIntRangesAsValidated(t *testing.T) {
+	dir := t.TempDir()
+	exp, err := experiments.ByName("two-modes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(path string, v any) error {
+		obj := map[string]any{"train": map[string]any{"iterations": 5}, "model": map[string]any{"flow": "spline"}}
+		parts := strings.Split(path, ".")
+		m := obj
+		for _, p := range parts[:len(parts)-1] {
+			m = m[p].(map[string]any)
+		}
+		m[parts[len(parts)-1]] = v
+		b, _ := json.Marshal(obj)
+		file := filepath.Join(dir, "c.json")
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Read(file)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil {
+			err = cfg.Resolve(exp)
+		}
+		return err
+	}
+	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
+	memoryLimit = func() float64 { return math.Inf(1) } // the ranges, not the memory, are checked here
+	for path, r := range intRanges() {
+		for _, v := range []int64{r.Min, r.Max} {
+			if err := check(path, v); err != nil {
+				t.Errorf("%s %d (in %v) refused: %v", path, v, r, err)
+			}
+		}
+		for _, v := range []int64{r.Min - 1, r.Max + 1} {
+			if err := check(path, v); v != 0 && err == nil {
+				t.Errorf("%s %d (beyond %v) accepted", path, v, r)
+			}
+		}
+		if err := check(path, json.Number("1e20")); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want an integer in %d..%d", r.Min, r.Max)) {
+			t.Errorf("%s 1e20: %v, want the range %v", path, err, r)
+		}
 	}
 }

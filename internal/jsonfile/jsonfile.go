@@ -26,6 +26,11 @@ import (
 type Options struct {
 	// AllowUnknown accepts fields that v has no place for.
 	AllowUnknown bool
+	// IntRanges are the values integer fields take, by the field's path in
+	// the file (train.iterations): a number beyond one is refused naming
+	// it, not the range of Go's int (round 119 B8: grid_size 1e20 was
+	// refused as beyond 9223372036854775807, then 1e18 as beyond 1000).
+	IntRanges map[string]IntRange
 	// MaxBytes refuses larger files before reading them (0:
 	// DefaultMaxBytes).
 	MaxBytes int64
@@ -33,6 +38,21 @@ type Options struct {
 	// decode (0: sysmem.Limit(sysmem.DefaultLimit), what the machine and
 	// ulimit -v leave).
 	MaxMemory float64
+}
+
+// IntRange is the range of an integer field's values, Min..Max; Unset,
+// if not empty, says what leaving the field out means ("the default 200").
+type IntRange struct {
+	Min, Max int64
+	Unset    string
+}
+
+// String is "Min..Max", with what unset means.
+func (r IntRange) String() string {
+	if r.Unset == "" {
+		return fmt.Sprintf("%d..%d", r.Min, r.Max)
+	}
+	return fmt.Sprintf("%d..%d (unset: %s)", r.Min, r.Max, r.Unset)
 }
 
 // DefaultMaxBytes bounds the JSON files flowebm reads (metrics,
@@ -105,7 +125,7 @@ func Decode(b []byte, v any, opt Options) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		return unknownAt(b, reflect.TypeOf(v), at(b, err))
+		return unknownAt(b, reflect.TypeOf(v), at(b, err, opt.IntRanges))
 	}
 	if off := dec.InputOffset(); len(bytes.TrimSpace(b[off:])) != 0 {
 		return fmt.Errorf("unexpected %q after the JSON object (at byte %d), want nothing after it", clip(bytes.TrimSpace(b[off:])), off)
@@ -124,7 +144,7 @@ func Decode(b []byte, v any, opt Options) error {
 // of the character at fault in b (encoding/json's offset is just after it:
 // round 116 B3, every column was one too far), and says the common slips
 // in plain terms (plainSyntax).
-func at(b []byte, err error) error {
+func at(b []byte, err error, ranges map[string]IntRange) error {
 	var off int64
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -142,7 +162,7 @@ func at(b []byte, err error) error {
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
 	col := 1 + utf8.RuneCount(b[bytes.LastIndexByte(b[:off], '\n')+1:off]) // in characters, as editors count (round 117 B2: bytes)
 	if typ != nil && typ.Field != "" {                                     // say it in the file's terms, not Go's
-		return fmt.Errorf("near line %d, column %d: field %s: %s", line, col, typ.Field, mismatch(typ))
+		return fmt.Errorf("near line %d, column %d: field %s: %s", line, col, typ.Field, mismatch(typ, ranges))
 	}
 	if syn != nil {
 		if r, size := utf8.DecodeRune(b[off:]); size > 1 && r != utf8.RuneError { // round 118 B6: encoding/json names a byte of ü as 'Ã'
@@ -437,7 +457,7 @@ func clip(b []byte) string { return textclip.Cut(string(b), 40) }
 // mismatch says why a JSON value does not fit its field: a number outside
 // the range of the field's type is named as such (encoding/json reports
 // 1e400 as "number 1e400" for a float64), others by the kind wanted.
-func mismatch(typ *json.UnmarshalTypeError) string {
+func mismatch(typ *json.UnmarshalTypeError, ranges map[string]IntRange) string {
 	want := kindOf(typ.Type)
 	num, ok := strings.CutPrefix(typ.Value, "number ")
 	if !ok {
@@ -451,6 +471,8 @@ func mismatch(typ *json.UnmarshalTypeError) string {
 	switch k := t.Kind(); {
 	case (k == reflect.Float64 || k == reflect.Float32) && errors.Is(err, strconv.ErrRange):
 		return fmt.Sprintf("%s is outside %s's range, want %s of magnitude at most %.4g", typ.Value, k, want, maxFloat(k))
+	case isInt(k) && err == nil && f == math.Trunc(f) && beyond(f, ranges, typ.Field):
+		return fmt.Sprintf("%s is outside the field's range, want an integer in %v", typ.Value, ranges[typ.Field])
 	case isInt(k) && num == "-0": // an unsigned field's (probe 31: "outside the field's range")
 		return fmt.Sprintf("%s, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", typ.Value)
 	case isInt(k) && err == nil && f == math.Trunc(f) && strings.ContainsAny(num, ".eE") && inIntRange(f, t):
@@ -460,6 +482,12 @@ func mismatch(typ *json.UnmarshalTypeError) string {
 		return fmt.Sprintf("%s is outside the field's range, want %s, at most %d", typ.Value, want, maxInt(t))
 	}
 	return fmt.Sprintf("%s, want %s", typ.Value, want)
+}
+
+// beyond says whether f lies outside the range given for the field.
+func beyond(f float64, ranges map[string]IntRange, field string) bool {
+	r, ok := ranges[field]
+	return ok && (f < float64(r.Min) || f > float64(r.Max))
 }
 
 // maxFloat is the largest finite value of a float kind.

@@ -85,6 +85,30 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// Round 119 B8: a number beyond an integer field's given range is refused
+// naming that range, whether or not it fits Go's int; numbers in it, and
+// fields without a range, are as before.
+func TestDecodeIntRanges(t *testing.T) {
+	opt := Options{IntRanges: map[string]IntRange{"train.steps": {Min: 2, Max: 1000, Unset: "the default 200"}}}
+	for _, c := range []struct{ in, want string }{
+		{`{"train": {"steps": 1e20}}`, "field train.steps: number 1e20 is outside the field's range, want an integer in 2..1000 (unset: the default 200)"},
+		{`{"train": {"steps": 1e18}}`, "want an integer in 2..1000"},
+		{`{"train": {"steps": -1e30}}`, "want an integer in 2..1000"},
+		{`{"train": {"steps": 1e3}}`, "is not written as an integer: want 1000"},
+		{`{"train": {"steps": 1000}}`, ""},
+		{`{"seed": 1e20}`, "at most 9223372036854775807"},
+	} {
+		var v cfg
+		err := Decode([]byte(c.in), &v, opt)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.in, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"seed": 1, "train": {"steps": 2}}`))
 	f.Add([]byte(`{"seed": 1, "seed": 2}`))
