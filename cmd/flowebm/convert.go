@@ -347,7 +347,7 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		return err
 	}
 	defer removeTempsOnSignal()()
-	m, err := loadCheckpoint(in)
+	m, err := modelLoader{notes: cmd.ErrOrStderr()}.loadCheckpoint(in)
 	if err != nil {
 		return err
 	}

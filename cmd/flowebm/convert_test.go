@@ -306,7 +306,7 @@ func TestSampleCommand(t *testing.T) {
 // (1e-12 relative: the matrix products' blocking differs with the batch).
 func TestEnergyInBatches(t *testing.T) {
 	dir := trainedRun(t)
-	m, err := loadCheckpoint(dir)
+	m, err := modelLoader{}.loadCheckpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func TestNewerCheckpointNoted(t *testing.T) {
 	}
 	pts := filepath.Join(t.TempDir(), "p.csv")
 	os.WriteFile(pts, []byte("x,y\n0,0\n"), 0o644)
-	code, note := energyNotes(t, run, pts) // the note goes to the process's stderr
+	code, note := energyNotes(t, run, pts) // the note goes to the command's stderr
 	if code != 0 || !strings.Contains(note, "a checkpoint replacement was interrupted") || strings.Contains(note, "damaged") {
 		t.Errorf("exit %d, %q", code, note)
 	}

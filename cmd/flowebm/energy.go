@@ -116,7 +116,7 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return err
 	}
 	defer removeTempsOnSignal()()
-	m, err := loadModel(f.model, f.oc)
+	m, err := modelLoader{notes: cmd.ErrOrStderr()}.load(f.model, f.oc)
 	if err != nil {
 		return namedInput(err, "--model", f.model, true)
 	}
@@ -637,10 +637,21 @@ func checkFinitePoints(file string, x *mat.Dense, shape []int) error {
 	return nil
 }
 
-// loadModel loads an .onnx energy network (as an EBM without tilt) or a
-// flowebm checkpoint.
-func loadModel(path string, oc onnx.Config) (checkpoint.Models, error) {
-	return loadModelSums(path, oc, nil)
+// modelLoader loads the models a command reads: an .onnx energy network,
+// a checkpoint, a run's newest checkpoint. It records the sums of what it
+// loaded in sums (unless nil) and writes its notes (a checkpoint's damaged
+// training state, an interrupted replacement) to notes, the command's
+// stderr (nil: discarded).
+type modelLoader struct {
+	sums  modelSums
+	notes io.Writer
+}
+
+// note writes a note line, if the loader has somewhere to write it.
+func (l modelLoader) note(format string, a ...any) {
+	if l.notes != nil {
+		fmt.Fprintf(l.notes, format+"\n", a...)
+	}
 }
 
 // modelSums records the SHA-256 of the model files a command loaded, by
@@ -664,14 +675,15 @@ func (sums modelSums) record(path string, sum func() (string, error)) error {
 	return nil
 }
 
-// loadModelSums is loadModel recording the sum of what it loaded in sums.
-func loadModelSums(path string, oc onnx.Config, sums modelSums) (checkpoint.Models, error) {
+// load loads an .onnx energy network (as an EBM without tilt) or a
+// flowebm checkpoint.
+func (l modelLoader) load(path string, oc onnx.Config) (checkpoint.Models, error) {
 	if isONNXFile(path) {
 		net, err := onnx.ReadFileConfig(path, oc)
 		if err != nil {
 			return checkpoint.Models{}, err
 		}
-		if err := sums.record(path, func() (string, error) { return hashFiles(path) }); err != nil {
+		if err := l.sums.record(path, func() (string, error) { return hashFiles(path) }); err != nil {
 			return checkpoint.Models{}, err
 		}
 		ebm, err := graph.NewEBM(net, nil, net.Dtype, rand.New(rand.NewPCG(0, 0)))
@@ -680,7 +692,7 @@ func loadModelSums(path string, oc onnx.Config, sums modelSums) (checkpoint.Mode
 		}
 		return checkpoint.Models{EBM: ebm}, nil
 	}
-	return loadCheckpointSums(path, sums)
+	return l.loadCheckpoint(path)
 }
 
 // unchecked is an imported network that the load checks could not run
@@ -790,12 +802,10 @@ func denseData(x *mat.Dense) []float64 {
 // checkpoint by renames: its folders are read holding them still
 // (training.ReadRun), and RUN/checkpoint missing for that instant is
 // loaded as RUN.
-func loadCheckpoint(dir string) (checkpoint.Models, error) { return loadCheckpointSums(dir, nil) }
-
-// loadCheckpointSums is loadCheckpoint recording in sums the SHA-256 of the
-// files it loaded, read while the run's checkpoint is held still: those of
-// the models loaded, even while the run checkpoints at every iteration.
-func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
+// The sums recorded are of the files loaded, read while the run's
+// checkpoint is held still: those of the models loaded, even while the run
+// checkpoints at every iteration.
+func (l modelLoader) loadCheckpoint(dir string) (checkpoint.Models, error) {
 	if run := runOfCheckpoint(dir); run != "" {
 		var m checkpoint.Models
 		err := training.ReadRun(run, func() (err error) {
@@ -803,7 +813,7 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 				return fmt.Errorf("%s does not exist (now): a run keeps %s only while it replaces its checkpoint: give the run folder %s, which reads its newest checkpoint", dir, filepath.Base(resolvedPath(dir)), run)
 			}
 			if !exists(filepath.Join(dir, "spec.json")) {
-				m, err = loadLatestHeld(run, dir, sums)
+				m, err = l.latestHeld(run, dir)
 				return err
 			}
 			if err := unvouchedCheckpoint(dir, run); err != nil { // round 95 B7: loaded unchecked
@@ -813,8 +823,8 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 			if m, spec, err = checkpoint.Load(dir); err != nil {
 				return err
 			}
-			damagedStateNote(dir)
-			return sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
+			l.damagedStateNote(dir)
+			return l.sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
 		})
 		return m, err
 	}
@@ -824,8 +834,8 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 		}
 		m, spec, err := checkpoint.Load(dir)
 		if err == nil {
-			damagedStateNote(dir)
-			err = sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
+			l.damagedStateNote(dir)
+			err = l.sums.record(dir, func() (string, error) { return folderSum(dir, spec) })
 		}
 		return m, err
 	}
@@ -840,7 +850,7 @@ func loadCheckpointSums(dir string, sums modelSums) (checkpoint.Models, error) {
 	case !fi.IsDir():
 		return checkpoint.Models{}, fmt.Errorf("%s is a file: want a checkpoint or run folder here (--model also takes an .onnx energy, --flow does not)%s", dir, fileOfRun(dir))
 	}
-	return loadRunSums(dir, dir, sums)
+	return l.loadRun(dir, dir)
 }
 
 // checkpointFiles are the files of a checkpoint folder.
@@ -857,16 +867,12 @@ func runOfCheckpoint(dir string) string {
 	return ""
 }
 
-// loadRun loads the newest complete checkpoint of the run folder dir,
-// holding its checkpoint folders still meanwhile (a run being trained
-// replaces them only once it is read).
-func loadRun(dir string) (checkpoint.Models, error) { return loadRunSums(dir, dir, nil) }
-
-// loadRunSums is loadRun recording in sums, as given, the sum of the
-// checkpoint it loaded.
-func loadRunSums(dir, given string, sums modelSums) (m checkpoint.Models, err error) {
+// loadRun loads the newest complete checkpoint of the run folder dir, holding
+// its checkpoint folders still meanwhile (a run being trained replaces
+// them only once it is read), recording its sum as given's.
+func (l modelLoader) loadRun(dir, given string) (m checkpoint.Models, err error) {
 	err = training.ReadRun(dir, func() error {
-		m, err = loadLatestHeld(dir, given, sums)
+		m, err = l.latestHeld(dir, given)
 		return err
 	})
 	return m, err
@@ -881,10 +887,10 @@ func unreadableFolder(dir string) error {
 	return nil
 }
 
-// loadLatestHeld is loadRunSums for a caller that holds the run (a nested
-// ReadRun would wait at the gate behind a writer that waits for the
-// caller's hold: probe 21's deadlock).
-func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error) {
+// latestHeld is loadRun for a caller that holds the run (a nested ReadRun
+// would wait at the gate behind a writer that waits for the caller's hold:
+// probe 21's deadlock).
+func (l modelLoader) latestHeld(dir, given string) (checkpoint.Models, error) {
 	latest, err := training.LatestCheckpoint(dir)
 	if err != nil {
 		if err := unreadableFolder(dir); err != nil {
@@ -904,25 +910,25 @@ func loadLatestHeld(dir, given string, sums modelSums) (checkpoint.Models, error
 		if lerr != nil {
 			return checkpoint.Models{}, err
 		}
-		damagedStateNote(final)
-		return m, sums.record(given, func() (string, error) { return folderSum(final, spec) })
+		l.damagedStateNote(final)
+		return m, l.sums.record(given, func() (string, error) { return folderSum(final, spec) })
 	}
 	switch final := filepath.Join(dir, "checkpoint"); {
 	case latest == final+".new" && exists(final) && lockedByOther(dir): // probe 33: said to be a crash's
-		fmt.Fprintf(os.Stderr, "flowebm: note: the run is replacing its checkpoint (another process holds %s%s): %s, the newer, is complete; using it\n", filepath.Join(dir, ".lock"), sharedLockNote(dir), latest)
+		l.note("flowebm: note: the run is replacing its checkpoint (another process holds %s%s): %s, the newer, is complete; using it", filepath.Join(dir, ".lock"), sharedLockNote(dir), latest)
 	case latest == final+".new" && exists(final): // probe 22: called "incomplete or damaged"
-		fmt.Fprintf(os.Stderr, "flowebm: note: a checkpoint replacement was interrupted: %s is newer than %s and complete; using it\n", latest, final)
+		l.note("flowebm: note: a checkpoint replacement was interrupted: %s is newer than %s and complete; using it", latest, final)
 	case latest != final && exists(final):
-		fmt.Fprintf(os.Stderr, "flowebm: note: %s is incomplete or damaged; using %s\n", final, latest)
+		l.note("flowebm: note: %s is incomplete or damaged; using %s", final, latest)
 	}
 	m, spec, err := checkpoint.Load(latest)
 	if err != nil {
 		return m, err
 	}
 	if note := unfinishedNote(dir, latest); note != "" {
-		fmt.Fprintln(os.Stderr, note)
+		l.note("%s", note)
 	}
-	return m, sums.record(given, func() (string, error) { return folderSum(latest, spec) })
+	return m, l.sums.record(given, func() (string, error) { return folderSum(latest, spec) })
 }
 
 // unvouchedCheckpoint refuses a checkpoint folder dir that a run wrote
@@ -1020,8 +1026,8 @@ type outputWriter func(flag, path string, force bool, write func(io.Writer) erro
 // that its models are not loaded from (a training run's state), where its
 // models loaded: they are used (round 110 B2: a finished run whose
 // state.npz was cut could no longer be sampled or exported).
-func damagedStateNote(dir string) {
+func (l modelLoader) damagedStateNote(dir string) {
 	if err := checkpoint.OtherFilesDamage(dir); err != nil {
-		fmt.Fprintf(os.Stderr, "flowebm: note: %v; the models' own files (spec.json, weights.npz) match the sums it records and are used: only train --resume, which needs the rest, cannot continue from this checkpoint\n", err)
+		l.note("flowebm: note: %v; the models' own files (spec.json, weights.npz) match the sums it records and are used: only train --resume, which needs the rest, cannot continue from this checkpoint", err)
 	}
 }

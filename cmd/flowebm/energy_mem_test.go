@@ -48,7 +48,7 @@ func TestEnergyRowsFromGraph(t *testing.T) {
 // Finding 13.4: energies and gradients of a conv checkpoint over several
 // batches are those of one batch, bit for bit (they are row-wise).
 func TestEnergyBatchesBitIdentical(t *testing.T) {
-	m, err := loadCheckpoint(writeConvCheckpoint(t, t.TempDir()))
+	m, err := modelLoader{}.loadCheckpoint(writeConvCheckpoint(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

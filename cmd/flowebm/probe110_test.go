@@ -208,7 +208,7 @@ func TestDamagedStateKeepsModels(t *testing.T) {
 	}
 	note := "the models' own files (spec.json, weights.npz) match the sums it records and are used"
 	for _, model := range []string{run, filepath.Join(run, "checkpoint")} {
-		_, stderr, code := runCLIWithNotes(t, "sample", "--model", model, "--chains", "4", "--steps", "8", "--out", filepath.Join(t.TempDir(), "s.npy"))
+		_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "8", "--out", filepath.Join(t.TempDir(), "s.npy"))
 		if code != 0 || !strings.Contains(stderr, state+" does not match") || !strings.Contains(stderr, note) {
 			t.Errorf("sample --model %s: exit %d, %s", model, code, stderr)
 		}
@@ -217,28 +217,12 @@ func TestDamagedStateKeepsModels(t *testing.T) {
 	if err := npy.WriteFile(x, &npy.Array{Shape: []int{2, 2}, Data: []float64{0, 0, 1, 1}}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runCLIWithNotes(t, "energy", "--model", run, "--points", x, "--out", filepath.Join(dir, "e.npy")); code != 0 || !strings.Contains(stderr, note) {
+	if _, stderr, code := runCLI("energy", "--model", run, "--points", x, "--out", filepath.Join(dir, "e.npy")); code != 0 || !strings.Contains(stderr, note) {
 		t.Errorf("energy: exit %d, %s", code, stderr)
 	}
 	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, state) {
 		t.Errorf("train --resume of a damaged state: exit %d, %s", code, stderr)
 	}
-}
-
-// runCLIWithNotes is runCLI with what the command writes to os.Stderr
-// directly (notes of the model loaders) added to its stderr.
-func runCLIWithNotes(t *testing.T, args ...string) (stdout, stderr string, status int) {
-	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "stderr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stderr
-	os.Stderr = f
-	stdout, stderr, status = runCLI(args...)
-	os.Stderr = saved
-	f.Close()
-	return stdout, string(mustRead(t, f.Name())) + stderr, status
 }
 
 // Round 110 B3, B4: a sample checkpoint whose model changed, or whose

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -89,27 +88,12 @@ func TestUnfinishedRunNoted(t *testing.T) {
 }
 
 // energyNotes runs energy on the model and points, and returns its exit
-// status and what it wrote to the process's stderr (where the notes of a
+// status and what it wrote to its stderr (where the notes of a
 // run's checkpoint go).
 func energyNotes(t *testing.T, model, points string) (int, string) {
-	return processStderr(t, "energy", "--model", model, "--points", points)
-}
-
-// processStderr runs the command and returns its exit status and what it
-// wrote to the process's stderr (os.Stderr, not the command's writer).
-func processStderr(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stderr
-	os.Stderr = w
-	_, _, code := runCLI(args...)
-	os.Stderr = saved
-	w.Close()
-	note, _ := io.ReadAll(r)
-	return code, string(note)
+	_, stderr, code := runCLI("energy", "--model", model, "--points", points)
+	return code, stderr
 }
 
 // Round 82 B7: compare --force into a folder without an earlier

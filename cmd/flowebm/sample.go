@@ -1304,9 +1304,15 @@ func withBase(m *checkpoint.Models, base float64, model string) error {
 // flow of --flow, checking the memory the chains need with them.
 func (f sampleFlags) models() (checkpoint.Models, error) { return f.modelsRecording(nil) }
 
+// loader is the model loader of sample, recording sums in sums, its notes
+// to the command's stderr.
+func (f sampleFlags) loader(sums modelSums) modelLoader {
+	return modelLoader{sums: sums, notes: cmp.Or[io.Writer](f.notes, os.Stderr)}
+}
+
 // modelsRecording is models recording the sums of the files read in sums.
 func (f sampleFlags) modelsRecording(sums modelSums) (checkpoint.Models, error) {
-	m, err := loadModelSums(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity}, sums)
+	m, err := f.loader(sums).load(f.model, onnx.Config{Output: f.output, LogDensity: f.logDensity})
 	if err != nil {
 		return m, namedInput(err, "--model", f.model, true)
 	}
@@ -1369,7 +1375,7 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 		if s, d := filepath.Join(f.flow, "flow_sample.onnx"), filepath.Join(f.flow, "flow_density.onnx"); exists(s) && exists(d) && !exists(filepath.Join(f.flow, "spec.json")) { // probe 58: the folder --flow-out wrote
 			return nil, nil, fmt.Errorf("--flow %s is a folder of a flow's two graphs (as sample --flow-out writes): give them as --flow %s --flow-density %s", f.flow, s, d)
 		}
-		fm, err := loadCheckpointSums(f.flow, sums)
+		fm, err := f.loader(sums).loadCheckpoint(f.flow)
 		if err != nil {
 			return nil, nil, err
 		}

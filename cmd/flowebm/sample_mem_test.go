@@ -212,7 +212,7 @@ func TestLargeONNXUnderUlimit(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(as), Max: ^uint64(0)}); err != nil {
 		t.Skipf("setrlimit: %v", err)
 	}
-	_, err = loadModel(big, onnx.Config{})
+	_, err = modelLoader{}.load(big, onnx.Config{})
 	if err == nil || !strings.Contains(err.Error(), big+": 1 GiB; reading it as an ONNX model may take about 4 GiB of memory, over the limit") {
 		t.Errorf("a 1 GiB ONNX file under a low ulimit -v: %v", err)
 	}
