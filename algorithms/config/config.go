@@ -387,8 +387,12 @@ func (c Data) load(rng *rand.Rand, flowGiven bool) (*experiments.Experiment, []s
 		return nil, nil, err
 	}
 	if c.Modes != "" {
-		if opt.Modes, err = data.ReadMatrix(c.Modes, ""); err != nil {
+		var modeShape []int
+		if opt.Modes, modeShape, err = data.ReadPoints(c.Modes, ""); err != nil {
 			return nil, nil, cmp.Or(modesMissing(err), err)
+		}
+		if err := sameArrangement(modeShape, shape); err != nil { // round 122 A5: (k, C, H, W) centres were refused for (n, C, H, W) data
+			return nil, nil, fmt.Errorf("%s: data.modes: %w", c.Modes, err)
 		}
 	}
 	e, notes, err := experiments.DataSet(c.File, x, opt, rng)
@@ -396,6 +400,18 @@ func (c Data) load(rng *rand.Rand, flowGiven bool) (*experiments.Experiment, []s
 		notes = append([]string{n}, notes...)
 	}
 	return e, notes, err
+}
+
+// sameArrangement refuses mode centres of shape modes (each) for data
+// points of shape points where both have two axes or more and differ but
+// for axes of size 1: their values would be compared in another order.
+// Flat centres, or flat data, are taken as they are.
+func sameArrangement(modes, points []int) error {
+	squeeze := func(s []int) []int { return slices.DeleteFunc(slices.Clone(s), func(v int) bool { return v == 1 }) }
+	if len(modes) < 2 || len(points) < 2 || slices.Equal(squeeze(modes), squeeze(points)) {
+		return nil
+	}
+	return fmt.Errorf("centres of shape %v each, the data's points are of shape %v: give the centres in that shape, or flattened in its order", modes, points)
 }
 
 // dataCopies is about how many float64 copies of a data set a run holds

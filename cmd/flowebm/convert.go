@@ -140,7 +140,11 @@ func onnxToCheckpoint(cmd *cobra.Command, in, out string, sigma float64, placed 
 	if err := graphEnergiesKept(net, ebm, &base); err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	if err := replaceCheckpoint(out, checkpoint.Models{EBM: ebm}, placed); err != nil {
+	models := checkpoint.Models{EBM: ebm}
+	if in := net.InputShape(); len(in) >= 2 { // the graph's point shape, refused in other arrangements as the graph refuses them (round 122 A1)
+		models.PointShape = in
+	}
+	if err := replaceCheckpoint(out, models, placed); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: EBM %v with %s, %s, tilt N(0, %g² I)\n", out, mlp.Sizes, mlp.Hidden, net.Dtype, sigma)
@@ -352,6 +356,9 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		return err
 	}
 	var b []byte
+	if what == "ebm" || what == "energy" {
+		o.PointShape = m.PointShape // the points' shape, as the run took them (round 122 A1)
+	}
 	switch what {
 	case "ebm":
 		b, err = onnx.EBM(m.EBM, o)

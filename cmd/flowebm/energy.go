@@ -58,7 +58,10 @@ summed over a grid times the cell volume it is the model's mass there times
 the EBM's normaliser Z (1 at initialisation). A checkpoint takes points of
 any shape (n, …) whose trailing sizes multiply to its dimension, such as
 image arrays (n, C, H, W), flattened as train --data does; colour images
-stored channels last (n, H, W, C) are refused (transpose them first).
+stored channels last (n, H, W, C) are refused (transpose them first), and
+a run trained on points of two axes or more (spec.json's point_shape) takes
+them in that arrangement (axes of size 1 aside) or flat. A 1-D array of d
+values is one point (for d = 1: n points).
 
 --out and --grad take .npy (float64) or .csv; without --out the energies are
 printed one per line. A positional X is the same as --points X. Energies
@@ -131,8 +134,8 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return fmt.Errorf("--points %s: no such file: give the file of the points whose energies to compute", f.points)
 	}
 	var fe *data.FormatError
-	if errors.As(err, &fe) && m.EBM.Dim() == 1 && strings.HasSuffix(fe.Field, "shape") && !strings.Contains(fe.Got, " ") { // round 71: a vector of n values for a model of d = 1
-		return fmt.Errorf("%w; the model %s has d = 1: store its n points as an array of shape (n, 1) (numpy: x[:, None])", err, f.model)
+	if errors.As(err, &fe) && strings.HasSuffix(fe.Field, "shape") && !strings.Contains(fe.Got, " ") && fe.Got != "[]" { // a vector: n points of d = 1 (round 71), or one point (round 122 B3)
+		x, shape, err = pointsVector(f.points, f.key, f.model, m.EBM.Dim())
 	}
 	if err != nil {
 		return missingKey(flaggedPath(err, "--points", f.points), f.key, "--points "+f.points)
@@ -546,55 +549,99 @@ func checkFloat32Points(file string, x *mat.Dense, m checkpoint.Models) error {
 // checkPointShape checks that points of per-point shape fit the model:
 // an ONNX model's input shape, or flat with as many values; a checkpoint
 // takes any shape with its dimension's values (image arrays (n, C, H, W)
-// are flattened, as train --data does).
+// are flattened, as train --data does), but for one that records the
+// shape its run was trained on (point_shape): that arrangement, or rows.
 func checkPointShape(file string, shape []int, model string, m checkpoint.Models) error {
-	dim, d := m.EBM.Dim(), 1
-	for _, s := range shape {
-		d *= s
-	}
+	dim, d := m.EBM.Dim(), product(shape)
 	net, isONNX := m.EBM.Net.(*onnx.Net)
 	if img, ok := m.EBM.Net.(layers.ImageEnergy); ok {
 		if err := notChannelsLast(file, shape, model, img.WithDefaults().Image); err != nil {
 			return err
 		}
 	}
-	if err := trainedShape(file, shape, model, m.PointShape); err != nil {
-		return err
+	trained, takes := m.PointShape, "was trained on"
+	if isONNX && len(net.InputShape()) >= 2 {
+		trained, takes = net.InputShape(), "takes"
+	}
+	if d == dim {
+		if err := trainedShape(file, shape, model, takes, trained); err != nil {
+			return err
+		}
 	}
 	switch {
 	case !isONNX && d == dim:
 		return nil
 	case !isONNX:
 		return fmt.Errorf("%spoints of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", filePrefix(file), shape, d, model, dim, dim, dim)
-	case slices.Equal(shape, net.InputShape()) || (len(shape) == 1 && d == dim):
+	case d == dim && (len(shape) == 1 || len(trained) >= 2): // its input's arrangement (trainedShape), or rows
 		return nil
-	case len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[0] > 4 && d == dim && len(net.InputShape()) == 3: // round 119 A6: its shape, not "rows of N"
-		in := net.InputShape()
-		return fmt.Errorf("%spoints of shape %v each look like images stored channels last (n, H, W, C); the model %s takes images (n, %d, %d, %d): transpose them first (NumPy: x.transpose(0, 3, 1, 2))", filePrefix(file), shape, model, in[0], in[1], in[2])
-	case len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[0] > 4 && d == dim: // (H, W, C): flattened, its values in another order than (C, H, W)
-		return fmt.Errorf("%spoints of shape %v each look like images stored channels last (n, H, W, C); the model %s takes rows of %d values: give them channels first, flattened (NumPy: x.transpose(0, 3, 1, 2).reshape(len(x), -1)), as the network was trained on", filePrefix(file), shape, model, dim)
+	case len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[0] > 4 && d == dim: // (H, W, C) for a model of rows: in which order was it trained?
+		return fmt.Errorf("%spoints of shape %v each look like images stored channels last (n, H, W, C); the model %s takes rows of %d values: give them flattened in the order the network was trained on: channels first (NumPy: x.transpose(0, 3, 1, 2).reshape(len(x), -1)) for a network trained on (n, C, H, W) images flattened (PyTorch's x.view(len(x), -1)), or as they are (x.reshape(len(x), -1)) for one trained on these arrays flattened", filePrefix(file), shape, model, dim)
 	case len(net.InputShape()) == 1 && d == dim: // round 118 B4: an (n, 1, 28, 28) batch for a model of rows of 784, as a checkpoint takes it
 		return nil
 	}
 	return fmt.Errorf("%spoints of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", filePrefix(file), shape, model, net.InputShape(), dim, dim)
 }
 
+// pointsVector reads the 1-D array of path (the .npz member key) as points
+// of a model of dimension d: n points for d = 1, one point of d values
+// otherwise (as sample --starts takes one: round 122 B3, refused here).
+func pointsVector(path, key, model string, d int) (*mat.Dense, []int, error) {
+	a, err := data.ReadArray(path, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch n := len(a.Data); {
+	case n == 0:
+		return nil, nil, fmt.Errorf("%s: an empty array: want points, an array of shape (n, %d)", path, d)
+	case d == 1:
+		return mat.NewDense(n, 1, a.Data), []int{1}, nil
+	case n == d:
+		return mat.NewDense(1, d, a.Data), []int{d}, nil
+	default:
+		return nil, nil, fmt.Errorf("%s: a 1-D array of %d values, the model %s takes points of %d values: an array of shape (n, %d), or %d values for one point", path, n, model, d, d, d)
+	}
+}
+
 // trainedShape refuses points of two axes or more arranged otherwise than
-// the points a run was trained on (its checkpoint's point_shape): the same
-// values in another order would be read silently (round 119 A1: a run
-// trained on (n, 3, 8, 8) images took (n, 8, 8, 3) ones). Flat rows of as
-// many values, and any shape for a checkpoint that records none, pass.
-func trainedShape(file string, shape []int, model string, trained []int) error {
-	if len(trained) < 2 || len(shape) < 2 || slices.Equal(shape, trained) {
+// the points a model takes (a checkpoint's point_shape, as its run was
+// trained; an ONNX model's input): the same values in another order would
+// be read silently (round 119 A1: a run trained on (n, 3, 8, 8) images
+// took (n, 8, 8, 3) ones). Flat rows, and shapes equal but for axes of
+// size 1 ((n, 28, 28) for (n, 1, 28, 28): round 122 A4), pass, as does
+// any shape where trained has fewer than two axes.
+func trainedShape(file string, shape []int, model, takes string, trained []int) error {
+	if len(trained) < 2 || len(shape) < 2 || slices.Equal(squeezed(shape), squeezed(trained)) {
 		return nil
 	}
-	msg := fmt.Sprintf("%spoints of shape %v each, but the model %s was trained on points of shape %v: give them in that shape, or flattened in its order (rows of %d values)", filePrefix(file), shape, model, trained, product(trained))
-	if len(shape) == 3 && len(trained) == 3 && slices.Equal(shape, []int{trained[1], trained[2], trained[0]}) {
-		msg += "; these look like its images stored channels last: transpose them first (NumPy: x.transpose(0, 3, 1, 2))"
-	} else if len(shape) == 3 && len(trained) == 3 && slices.Equal(shape, []int{trained[2], trained[0], trained[1]}) {
-		msg += "; these look like its images stored channels first: transpose them first (NumPy: x.transpose(0, 2, 3, 1))"
+	msg := fmt.Sprintf("%spoints of shape %v each, but the model %s %s points of shape %v: give them in that shape, or flattened in its order (rows of %d values)", filePrefix(file), shape, model, takes, trained, product(trained))
+	if hint := transposeHint(shape, trained); hint != "" {
+		msg += "; " + hint
 	}
 	return errors.New(msg)
+}
+
+// transposeHint names the transpose that puts images of shape into the
+// arrangement trained, where trained is plainly channels first (C, H, W)
+// and shape its channels-last (H, W, C), or the converse (C smaller than
+// H and W: round 122 A3, a hint by sizes alone swapped H and W); "" for
+// others.
+func transposeHint(shape, trained []int) string {
+	if len(shape) != 3 || len(trained) != 3 {
+		return ""
+	}
+	if c, h, w := trained[0], trained[1], trained[2]; c < min(h, w) && slices.Equal(shape, []int{h, w, c}) {
+		return "these look like its images stored channels last: transpose them first (NumPy: x.transpose(0, 3, 1, 2))"
+	}
+	if h, w, c := trained[0], trained[1], trained[2]; c < min(h, w) && slices.Equal(shape, []int{c, h, w}) {
+		return "these look like its images stored channels first: transpose them first (NumPy: x.transpose(0, 2, 3, 1))"
+	}
+	return ""
+}
+
+// squeezed is shape without its axes of size 1.
+func squeezed(shape []int) []int {
+	return slices.DeleteFunc(slices.Clone(shape), func(s int) bool { return s == 1 })
 }
 
 // product is the product of sizes (1 for none).

@@ -340,9 +340,10 @@ func TestAdaptiveFlowMCRefusesNoLocalSteps(t *testing.T) {
 	}
 }
 
-// Probe 55 A5: sample --starts took an image array channels-last,
-// (n, 8, 8, 1) for a model of (n, 1, 8, 8), flattened in the wrong order;
-// energy --points refused it. So does sample.
+// Probe 55 A5: sample --starts took an image array of another arrangement
+// for a model of (n, 1, 8, 8), flattened in the wrong order; energy
+// --points refused it. So does sample. (n, 8, 8, 1) holds its values in
+// the model's order (one channel) and is taken (round 122 A4).
 func TestSampleStartsOfAnotherShape(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join("..", "..", "io", "onnx", "testdata", "pinned", "logit_img_b16_f64.onnx")
@@ -351,10 +352,14 @@ func TestSampleStartsOfAnotherShape(t *testing.T) {
 		x[i] = 0.1 + 0.8*float64(i%7)/7
 	}
 	starts := filepath.Join(dir, "s.npy")
-	npy.WriteFile(starts, &npy.Array{Shape: []int{4, 8, 8, 1}, Data: x}, npy.Float64)
+	npy.WriteFile(starts, &npy.Array{Shape: []int{4, 4, 16}, Data: x}, npy.Float64)
 	_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "10", "--starts", starts, "--out", filepath.Join(dir, "a.npy"))
-	if code != 2 || !strings.Contains(stderr, "--starts "+starts) || !strings.Contains(stderr, "[8 8 1]") {
+	if code != 2 || !strings.Contains(stderr, "--starts "+starts) || !strings.Contains(stderr, "[4 16]") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+	npy.WriteFile(starts, &npy.Array{Shape: []int{4, 8, 8, 1}, Data: x}, npy.Float64)
+	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "10", "--starts", starts, "--out", filepath.Join(dir, "b.npy")); code != 0 {
+		t.Errorf("(4, 8, 8, 1): exit %d, %s", code, stderr)
 	}
 }
 

@@ -204,9 +204,9 @@ func TestSampleModesInModelShape(t *testing.T) {
 		t.Errorf("weights of (2, 1, 8, 8) centres:\n%s\nof (2, 64):\n%s", weights[0], weights[1])
 	}
 	bad := filepath.Join(dir, "bad.npy")
-	npy.WriteFile(bad, &npy.Array{Shape: []int{2, 8, 8, 1}, Data: centres}, npy.Float64)
+	npy.WriteFile(bad, &npy.Array{Shape: []int{2, 4, 16}, Data: centres}, npy.Float64)
 	if _, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "30", "--starts", starts, "--modes", bad, "--out", filepath.Join(dir, "x.npy")); code != 2 || !strings.Contains(stderr, "--modes "+bad+": ") {
-		t.Errorf("(2, 8, 8, 1): exit %d, %s", code, stderr)
+		t.Errorf("(2, 4, 16): exit %d, %s", code, stderr)
 	}
 }
 

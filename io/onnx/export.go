@@ -33,6 +33,13 @@ type Options struct {
 	// needs it (probe 57: the pair sample --flow-out wrote could not
 	// drive it).
 	Latent bool
+	// PointShape, for an MLP EBM trained on points of two axes or more
+	// (checkpoint.Models.PointShape: [C, H, W] of images), makes the
+	// input "x" (batch, PointShape…), flattened by the graph's first node,
+	// so that ONNX Runtime and flowebm take the points as the run did
+	// (round 122 A1: a channels-last array was taken by the export of a
+	// run that refuses it). Nil or one axis: (batch, d).
+	PointShape []int
 }
 
 func (o Options) dtype(p *graph.Params) (int, error) {
@@ -357,7 +364,18 @@ func ebmModel(e *graph.EBM, o Options, doc, fullDoc string, energy func(b *build
 	}
 	d := e.Dim()
 	b := newBuilder(dt, e.Params)
-	x, logdet, err := b.standardized("x", o, d)
+	in, x := []any{"batch", d}, "x"
+	if len(o.PointShape) >= 2 {
+		if n := product(o.PointShape); n != d {
+			return nil, fmt.Errorf("onnx: point shape %v has %d values, the EBM %d", o.PointShape, n, d)
+		}
+		in = []any{"batch"}
+		for _, s := range o.PointShape {
+			in = append(in, s)
+		}
+		x = b.node("Flatten", []string{x}, intAttr("axis", 1))
+	}
+	x, logdet, err := b.standardized(x, o, d)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +394,7 @@ func ebmModel(e *graph.EBM, o Options, doc, fullDoc string, energy func(b *build
 		doc = fullDoc
 	}
 	b.rename(en, "energy")
-	g := b.graph("ebm", []msg{valueInfo("x", dt, "batch", d)}, []msg{valueInfo("energy", dt, "batch", 1)})
+	g := b.graph("ebm", []msg{valueInfo("x", dt, in...)}, []msg{valueInfo("energy", dt, "batch", 1)})
 	return model(g, doc, parametersEntry(e.Params)), nil
 }
 
@@ -561,4 +579,13 @@ func WriteFile(path string, model []byte) error {
 		_, err := w.Write(model)
 		return err
 	})
+}
+
+// product is the product of sizes (1 for none).
+func product(sizes []int) int {
+	p := 1
+	for _, s := range sizes {
+		p *= s
+	}
+	return p
 }
