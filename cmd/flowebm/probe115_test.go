@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,19 +13,7 @@ import (
 // normalDraws writes a .npy of shape with standard normal values.
 func normalDraws(t *testing.T, path string, shape ...int) string {
 	t.Helper()
-	n := 1
-	for _, s := range shape {
-		n *= s
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	data := make([]float64, n)
-	for i := range data {
-		data[i] = rng.NormFloat64()
-	}
-	if err := npy.WriteFile(path, &npy.Array{Shape: shape, Data: data}, npy.Float64); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return normalArray(t, path, 1, shape...)
 }
 
 // Round 115 A1: a (draws, chains) array, as posterior's
