@@ -72,8 +72,10 @@ func sampleCmd() *cobra.Command {
 		Use:   "sample --model FILE --sampler mala|ula|hmc|flowmc|neutra --chains M --steps T --out CHAINS.npy",
 		Short: "Sample an energy model with flowebm's MCMC kernels; chains ready for diagnose",
 		Long: `sample runs M parallel chains on π ∝ exp(−E) and writes their T draws as a
-(chains, draws, d) float64 .npy, ready for "flowebm diagnose". It prints the
-acceptance and the largest rank-normalised R-hat over dimensions.
+(chains, draws, d) float64 .npy, ready for "flowebm diagnose" (a model of
+images: each draw flattened in its (C, H, W) order; d.reshape(M, T, C, H, W)
+restores them). It prints the acceptance and the largest rank-normalised
+R-hat over dimensions.
 
 MODEL is an .onnx energy network (π ∝ exp(−E(x)), tilted by N(0, σ² I) with
 --base σ) or a flowebm checkpoint/run folder (π is its tilted EBM; draws are
