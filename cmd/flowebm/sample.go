@@ -73,7 +73,7 @@ func sampleCmd() *cobra.Command {
 		Short: "Sample an energy model with flowebm's MCMC kernels; chains ready for diagnose",
 		Long: `sample runs M parallel chains on π ∝ exp(−E) and writes their T draws as a
 (chains, draws, d) float64 .npy, ready for "flowebm diagnose" (a model of
-images: each draw flattened in its (C, H, W) order; d.reshape(M, T, C, H, W)
+images: each draw flattened in its (C, H, W) order; a.reshape(M, T, C, H, W)
 restores them). It prints the acceptance and the largest rank-normalised
 R-hat over dimensions.
 
