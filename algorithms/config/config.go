@@ -777,9 +777,10 @@ func (cfg Run) checkDiagnostics() error {
 	for _, f := range []struct {
 		name     string
 		v, least int
-	}{{"rhat_chains", cfg.RHatChains, 2}, {"rhat_steps", cfg.RHatSteps, minRHatSteps}, {"log_z_samples", cfg.LogZSamples, 2}} {
+		want     string
+	}{{"rhat_chains", cfg.RHatChains, 2, "≥ 2"}, {"rhat_steps", cfg.RHatSteps, minRHatSteps, fmt.Sprintf("%d..%d", minRHatSteps, MaxRHatSteps)}, {"log_z_samples", cfg.LogZSamples, 2, "≥ 2"}} {
 		if f.v < f.least {
-			bad = append(bad, fmt.Sprintf("%s %d (want ≥ %d)", f.name, f.v, f.least))
+			bad = append(bad, fmt.Sprintf("%s %d (want %s)", f.name, f.v, f.want))
 		}
 	}
 	if len(bad) > 0 {
@@ -826,12 +827,20 @@ func ReadAsWritten(path string) (Run, error) {
 // trainer's checks refuse the rest, with the same ranges).
 func intRanges() map[string]jsonfile.IntRange {
 	return map[string]jsonfile.IntRange{
-		"grid_size":        {Min: 2, Max: MaxGridSize, Unset: "the default 200"},
-		"rhat_steps":       {Min: minRHatSteps, Max: MaxRHatSteps, Unset: "the default"},
-		"train.iterations": {Min: 1, Max: algorithms.MaxIterations},
-		"train.flow_steps": {Min: 1, Max: algorithms.MaxFlowSteps, Unset: "the default 1"},
-		"model.shards":     {Min: 1, Max: MaxShards, Unset: fmt.Sprintf("%d", DefaultShards)},
-		"model.flow_bins":  {Min: 2, Max: int64(MaxFlowBins), Unset: fmt.Sprintf("the default %d", layers.DefaultSplineBins)},
+		"grid_size":                    {Min: 2, Max: MaxGridSize, Unset: "the default 200"},
+		"rhat_steps":                   {Min: minRHatSteps, Max: MaxRHatSteps, Unset: "the default"},
+		"train.iterations":             {Min: 1, Max: algorithms.MaxIterations},
+		"train.flow_steps":             {Min: 1, Max: algorithms.MaxFlowSteps, Unset: "the default 1"},
+		"train.sampler.steps":          {Min: 1, Max: algorithms.MaxChainSteps, Unset: "the algorithm's default"},
+		"train.sampler.global_steps":   {Min: 1, Max: algorithms.MaxChainSteps, Unset: "the default 1, with local_steps"},
+		"train.sampler.local_steps":    {Min: 1, Max: algorithms.MaxChainSteps, Unset: "the default 4, with global_steps"},
+		"train.pretrain.steps":         {Min: 0, Max: algorithms.MaxIterations, Unset: "0, no pretraining"},
+		"train.average_window":         {Min: 0, Max: algorithms.MaxIterations, Unset: "the experiment's"},
+		"train.freeze_flow":            {Min: 0, Max: algorithms.MaxIterations, Unset: "0"},
+		"train.ebm_optim.decay_every":  {Min: 1, Max: algorithms.MaxIterations, Unset: "the experiment's"},
+		"train.flow_optim.decay_every": {Min: 1, Max: algorithms.MaxIterations, Unset: "the experiment's"},
+		"model.shards":                 {Min: 1, Max: MaxShards, Unset: fmt.Sprintf("%d", DefaultShards)},
+		"model.flow_bins":              {Min: 2, Max: int64(MaxFlowBins), Unset: fmt.Sprintf("the default %d", layers.DefaultSplineBins)},
 	}
 }
 

@@ -257,10 +257,17 @@ func TestIntRangesAsValidated(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(path string, v any) error {
-		obj := map[string]any{"train": map[string]any{"iterations": 5}, "model": map[string]any{"flow": "spline"}}
+		train := map[string]any{"iterations": 5, "sampler": map[string]any{"global_steps": 1, "local_steps": 1}}
+		if path == "train.freeze_flow" { // below the iterations, for an algorithm with a flow
+			train["algorithm"] = "ula"
+		}
+		obj := map[string]any{"train": train, "model": map[string]any{"flow": "spline"}}
 		parts := strings.Split(path, ".")
 		m := obj
 		for _, p := range parts[:len(parts)-1] {
+			if m[p] == nil {
+				m[p] = map[string]any{}
+			}
 			m = m[p].(map[string]any)
 		}
 		m[parts[len(parts)-1]] = v
@@ -293,6 +300,40 @@ func TestIntRangesAsValidated(t *testing.T) {
 		}
 		if err := check(path, json.Number("1e20")); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want an integer in %d..%d", r.Min, r.Max)) {
 			t.Errorf("%s 1e20: %v, want the range %v", path, err, r)
+		}
+	}
+}
+
+// Round 123 B2, B3: rhat_steps -1 was told "want > 0", 1 "want ≥ 4", 1e20
+// "4..100000"; train.iterations 0 was "not given". One range throughout,
+// and a 0 given is named as such.
+func TestRangeMessagesAgree(t *testing.T) {
+	dir := t.TempDir()
+	exp, err := experiments.ByName("two-modes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ json, want string }{
+		{`{"rhat_steps": -1, "train": {"iterations": 5}}`, "rhat_steps -1, want 4..100000"},
+		{`{"rhat_steps": 1, "train": {"iterations": 5}}`, "rhat_steps 1 (want 4..100000)"},
+		{`{"rhat_steps": 100001, "train": {"iterations": 5}}`, "rhat_steps 100001, want 4..100000"},
+		{`{"rhat_steps": 1e20, "train": {"iterations": 5}}`, "want an integer in 4..100000"},
+		{`{"train": {"iterations": 0}}`, "train.iterations is 0 or not given: give it, 1..1000000000, or epochs"},
+		{`{"train": {"iterations": 5, "sampler": {"steps": -1e20}}}`, "want an integer in 1..1000000"},
+	} {
+		path := filepath.Join(dir, "c.json")
+		if err := os.WriteFile(path, []byte(c.json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Read(path)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil {
+			err = cfg.Resolve(exp)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.json, err, c.want)
 		}
 	}
 }

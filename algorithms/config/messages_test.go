@@ -12,10 +12,10 @@ import (
 func TestDiagnosticSizesNameTheFieldAtFault(t *testing.T) {
 	const train = `"train": {"algorithm": "ula", "iterations": 2, "batch_size": 16, "persistent": 32}`
 	for _, c := range []struct{ json, want, not string }{
-		{`{"rhat_chains": 8, "rhat_steps": 1, "log_z_samples": 64, ` + train + `}`, "algorithms: rhat_steps 1 (want ≥ 4)", "rhat_chains"},
+		{`{"rhat_chains": 8, "rhat_steps": 1, "log_z_samples": 64, ` + train + `}`, "algorithms: rhat_steps 1 (want 4..100000)", "rhat_chains"},
 		{`{"rhat_chains": 1, "rhat_steps": 8, "log_z_samples": 64, ` + train + `}`, "algorithms: rhat_chains 1 (want ≥ 2)", "rhat_steps"},
 		{`{"rhat_chains": 8, "rhat_steps": 8, "log_z_samples": 1, ` + train + `}`, "algorithms: log_z_samples 1 (want ≥ 2)", "rhat_chains"},
-		{`{"rhat_chains": 1, "rhat_steps": 2, "log_z_samples": 64, ` + train + `}`, "algorithms: rhat_chains 1 (want ≥ 2), rhat_steps 2 (want ≥ 4)", "log_z_samples"},
+		{`{"rhat_chains": 1, "rhat_steps": 2, "log_z_samples": 64, ` + train + `}`, "algorithms: rhat_chains 1 (want ≥ 2), rhat_steps 2 (want 4..100000)", "log_z_samples"},
 	} {
 		err := resolveJSON(t, c.json)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.not) {

@@ -34,8 +34,8 @@ func (c Run) Validate() error {
 	if c.DataSize < 0 {
 		return fmt.Errorf("algorithms: data_size %d, want > 0 (unset: the default)", c.DataSize)
 	}
-	if c.RHatSteps > MaxRHatSteps {
-		return fmt.Errorf("algorithms: rhat_steps %d, want at most %d (unset: the default)", c.RHatSteps, MaxRHatSteps)
+	if c.RHatSteps < 0 || c.RHatSteps > MaxRHatSteps { // one range in every refusal (round 123 B2: "> 0", "≥ 4", "at most 100000"; checkDiagnostics refuses 1..3)
+		return fmt.Errorf("algorithms: rhat_steps %d, want %d..%d (unset: the default)", c.RHatSteps, minRHatSteps, MaxRHatSteps)
 	}
 	if c.GridSize != 0 && (c.GridSize < 2 || c.GridSize > MaxGridSize) {
 		return fmt.Errorf("algorithms: grid_size %d, want 2..%d (unset: the default 200)", c.GridSize, MaxGridSize)
@@ -44,7 +44,7 @@ func (c Run) Validate() error {
 		return fmt.Errorf("algorithms: epochs %d, want ≥ 0 (0: train.iterations gives the length)", c.Epochs)
 	}
 	if c.Train.Iterations == 0 && c.Epochs == 0 {
-		return fmt.Errorf("algorithms: train.iterations is not given: give it, or epochs (--iterations or --epochs on the command line)")
+		return fmt.Errorf("algorithms: train.iterations is 0 or not given: give it, 1..%d, or epochs (--iterations or --epochs on the command line)", algorithms.MaxIterations)
 	}
 	if c.Train.Iterations < 0 || c.Train.Iterations > algorithms.MaxIterations {
 		return fmt.Errorf("algorithms: train.iterations %d, want 1..%d", c.Train.Iterations, algorithms.MaxIterations)
@@ -53,7 +53,7 @@ func (c Run) Validate() error {
 		name string
 		v    int
 	}{{"eval_every", c.EvalEvery}, {"checkpoint_every", c.CheckpointEvery}, {"rhat_every", c.RHatEvery},
-		{"rhat_chains", c.RHatChains}, {"rhat_steps", c.RHatSteps}, {"log_z_samples", c.LogZSamples}} {
+		{"rhat_chains", c.RHatChains}, {"log_z_samples", c.LogZSamples}} {
 		if f.v < 0 {
 			return fmt.Errorf("algorithms: %s %d, want > 0 (unset: the default)", f.name, f.v)
 		}

@@ -45,7 +45,10 @@ dynamic batch dimension, in the checkpoint's dtype unless --float32 or
   --what flow-density  input x (batch, d), outputs log_density (batch) = log λ(x)
                        and z (batch, d) = T⁻¹(x), which NeuTra needs
 
-The network (--what ebm) and the flow graphs work in the models' coordinates
+A run trained on points of two axes or more (spec.json's point_shape, such
+as [C, H, W] for images) gets --what ebm and energy graphs of input x
+(batch, C, H, W), flattened by a first Flatten node, so that they take its
+points as it does. The network (--what ebm) and the flow graphs work in the models' coordinates
 (standardised, for a run on your own data; spec.json's "standardization" maps
 them to your units); --what energy takes the data's units.
 In float64, LeakyRelu, Softplus, Elu and SiLU are written with elementary ops
@@ -64,8 +67,9 @@ The other direction, IN.onnx → CHECKPOINT (a folder), takes an energy network
 that is a chain of Linears (Gemm with transB = 1) and one hidden activation
 (relu, leaky_relu, tanh, softplus, elu, silu, recognised by its values
 however the file writes it), as torch.onnx.export writes an nn.Sequential
-MLP, and writes it as the EBM of a checkpoint with the tilt
-N(0, σ² I), σ = --base (default 1). Other architectures are refused with the
+MLP (a Flatten or Reshape first, for an input of images, whose shape the
+checkpoint records as its point_shape), and writes it as the EBM of a
+checkpoint with the tilt N(0, σ² I), σ = --base (default 1). Other architectures are refused with the
 node that does not fit: use them directly with "flowebm energy" and
 "flowebm sample", which run any supported ONNX graph.`,
 		Args: positional(2, 2, "two paths, the input and the output: CHECKPOINT OUT.onnx, or IN.onnx CHECKPOINT", ""),

@@ -134,7 +134,8 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 		return fmt.Errorf("--points %s: no such file: give the file of the points whose energies to compute", f.points)
 	}
 	var fe *data.FormatError
-	if errors.As(err, &fe) && strings.HasSuffix(fe.Field, "shape") && !strings.Contains(fe.Got, " ") && fe.Got != "[]" { // a vector: n points of d = 1 (round 71), or one point (round 122 B3)
+	vector := errors.As(err, &fe) && strings.HasSuffix(fe.Field, "shape") && !strings.Contains(fe.Got, " ") && fe.Got != "[]"
+	if vector { // n points of d = 1 (round 71), or one point (round 122 B3)
 		x, shape, err = pointsVector(f.points, f.key, f.model, m.EBM.Dim())
 	}
 	if err != nil {
@@ -189,7 +190,11 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	var pair stagedOutputs
 	defer pair.discard()
 	if g != nil {
-		if err := writeArray(pair.stage, f.gradOut, f.force, g, shape, gradColumns(f.points)); err != nil {
+		gradShape := append([]int{n}, shape...)
+		if vector { // in the points' shape (round 123 A3: (1, d) for (d,))
+			gradShape = []int{n * d}
+		}
+		if err := writeArray(pair.stage, f.gradOut, f.force, g, gradShape, gradColumns(f.points)); err != nil {
 			return err
 		}
 	}
@@ -563,24 +568,38 @@ func checkPointShape(file string, shape []int, model string, m checkpoint.Models
 	if isONNX && len(net.InputShape()) >= 2 {
 		trained, takes = net.InputShape(), "takes"
 	}
-	if d == dim {
-		if err := trainedShape(file, shape, model, takes, trained); err != nil {
-			return err
-		}
-	}
+	_, isImage := m.EBM.Net.(layers.ImageEnergy)
 	switch {
-	case !isONNX && d == dim:
-		return nil
-	case !isONNX:
-		return fmt.Errorf("%spoints of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", filePrefix(file), shape, d, model, dim, dim, dim)
-	case d == dim && (len(shape) == 1 || len(trained) >= 2): // its input's arrangement (trainedShape), or rows
-		return nil
-	case len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[0] > 4 && d == dim: // (H, W, C) for a model of rows: in which order was it trained?
+	case d != dim:
+		return wrongSize(file, shape, model, dim, trained)
+	case len(trained) >= 2:
+		return trainedShape(file, shape, model, takes, trained)
+	case looksChannelsLast(shape) && !isImage: // a model of rows: in which order was it trained? (round 123 A4: a checkpoint took them unsaid)
 		return fmt.Errorf("%spoints of shape %v each look like images stored channels last (n, H, W, C); the model %s takes rows of %d values: give them flattened in the order the network was trained on: channels first (NumPy: x.transpose(0, 3, 1, 2).reshape(len(x), -1)) for a network trained on (n, C, H, W) images flattened (PyTorch's x.view(len(x), -1)), or as they are (x.reshape(len(x), -1)) for one trained on these arrays flattened", filePrefix(file), shape, model, dim)
-	case len(net.InputShape()) == 1 && d == dim: // round 118 B4: an (n, 1, 28, 28) batch for a model of rows of 784, as a checkpoint takes it
-		return nil
 	}
-	return fmt.Errorf("%spoints of shape %v each, the model %s takes %v, or rows of %d values (an array of shape (n, %d))", filePrefix(file), shape, model, net.InputShape(), dim, dim)
+	return nil // rows, or any arrangement of a checkpoint's values (round 118 B4: an (n, 1, 28, 28) batch for a model of rows of 784)
+}
+
+// looksChannelsLast says whether a point's shape is that of an image
+// stored channels last, (H, W, C) with 2 to 4 channels, fewer than H or W.
+func looksChannelsLast(shape []int) bool {
+	return len(shape) == 3 && shape[2] > 1 && shape[2] <= 4 && shape[2] < min(shape[0], shape[1])
+}
+
+// wrongSize refuses points of shape whose values are not the model's dim,
+// naming what it takes: the arrangement it was trained on or takes (with
+// x[None] where the file looks like a single such point), or any shape of
+// dim values.
+func wrongSize(file string, shape []int, model string, dim int, trained []int) error {
+	d := product(shape)
+	if len(trained) < 2 {
+		return fmt.Errorf("%spoints of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", filePrefix(file), shape, d, model, dim, dim, dim)
+	}
+	msg := fmt.Sprintf("%spoints of shape %v each (%d values), the model %s takes points of shape %v: an array of shape (n, %s), or rows (n, %d)", filePrefix(file), shape, d, model, trained, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(trained)), ", "), "[]"), dim)
+	if slices.Equal(shape, trained[1:]) {
+		msg += fmt.Sprintf("; a single point of shape %v needs its leading axis (NumPy: x[None])", trained)
+	}
+	return errors.New(msg)
 }
 
 // pointsVector reads the 1-D array of path (the .npz member key) as points
@@ -611,7 +630,7 @@ func pointsVector(path, key, model string, d int) (*mat.Dense, []int, error) {
 // size 1 ((n, 28, 28) for (n, 1, 28, 28): round 122 A4), pass, as does
 // any shape where trained has fewer than two axes.
 func trainedShape(file string, shape []int, model, takes string, trained []int) error {
-	if len(trained) < 2 || len(shape) < 2 || slices.Equal(squeezed(shape), squeezed(trained)) {
+	if len(trained) < 2 || len(shape) < 2 || len(squeezed(shape)) <= 1 || slices.Equal(squeezed(shape), squeezed(trained)) { // flat, with axes of size 1 or not (round 123 A6)
 		return nil
 	}
 	msg := fmt.Sprintf("%spoints of shape %v each, but the model %s %s points of shape %v: give them in that shape, or flattened in its order (rows of %d values)", filePrefix(file), shape, model, takes, trained, product(trained))
@@ -817,15 +836,14 @@ func gradColumns(path string) []string {
 	return names
 }
 
-// writeArray writes the rows of x, each of the given shape, to the --grad
-// file path (.npy float64 of shape (rows, shape…), or .csv of the flat
-// rows under the columns' names, those of the points' CSV header where it
-// has one), replacing a file only with force.
+// writeArray writes the rows of x to the --grad file path (.npy float64
+// of the given shape, the points' file's, or .csv of the flat rows under
+// the columns' names, those of the points' CSV header where it has one),
+// replacing a file only with force.
 func writeArray(put outputWriter, path string, force bool, x *mat.Dense, shape []int, names []string) error {
-	r, _ := x.Dims()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
-		a := &npy.Array{Shape: append([]int{r}, shape...), Data: denseData(x)}
+		a := &npy.Array{Shape: shape, Data: denseData(x)}
 		return put("--grad", path, force, func(w io.Writer) error { return npy.Write(w, a, npy.Float64) })
 	case ".csv":
 		return put("--grad", path, force, func(w io.Writer) error { return data.WriteCSVNamed(w, x, names) })

@@ -478,6 +478,8 @@ func mismatch(typ *json.UnmarshalTypeError, ranges map[string]IntRange) string {
 	case isInt(k) && err == nil && f == math.Trunc(f) && strings.ContainsAny(num, ".eE") && inIntRange(f, t):
 		// 10.0 or 1e3: a whole number in range, written as a float.
 		return fmt.Sprintf("%s is not written as an integer: want %s", typ.Value, strconv.FormatFloat(f+0, 'f', -1, 64)) // f+0: -0.0 wants 0
+	case isInt(k) && err == nil && f == math.Trunc(f) && f < 0 && k < reflect.Uint: // round 123 B1: -1e20 was told "at most …"
+		return fmt.Sprintf("%s is outside the field's range, want %s, at least %d", typ.Value, want, -int64(maxInt(t))-1)
 	case isInt(k) && err == nil && f == math.Trunc(f):
 		return fmt.Sprintf("%s is outside the field's range, want %s, at most %d", typ.Value, want, maxInt(t))
 	}

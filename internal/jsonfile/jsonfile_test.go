@@ -97,6 +97,7 @@ func TestDecodeIntRanges(t *testing.T) {
 		{`{"train": {"steps": 1e3}}`, "is not written as an integer: want 1000"},
 		{`{"train": {"steps": 1000}}`, ""},
 		{`{"seed": 1e20}`, "at most 9223372036854775807"},
+		{`{"seed": -1e20}`, "want an integer, at least -9223372036854775808"}, // round 123 B1: "at most …"
 	} {
 		var v cfg
 		err := Decode([]byte(c.in), &v, opt)

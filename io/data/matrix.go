@@ -115,7 +115,7 @@ func ReadArray(path, key string) (*npy.Array, error) {
 	case ".npy":
 		return npy.ReadFile(path)
 	case ".npz":
-		a, _, err := npzMember(path, key)
+		a, _, err := npzMemberOf(path, key, 0)
 		return a, err
 	}
 	return nil, fmt.Errorf("%s: unknown array format %q, want .npy or .npz", path, filepath.Ext(path))
@@ -177,6 +177,11 @@ const FirstMemberRead = "the archive's first member, read by default"
 // npzMember reads the member key of an .npz archive (the first if key is
 // empty) and names it for errors.
 func npzMember(path, key string) (*npy.Array, string, error) {
+	return npzMemberOf(path, key, 2)
+}
+
+// npzMemberOf is npzMember for a member of at least dims dimensions.
+func npzMemberOf(path, key string, dims int) (*npy.Array, string, error) {
 	// Only the member asked for is decoded: the others may be large.
 	zr, err := npz.OpenReader(path)
 	if err != nil {
@@ -192,7 +197,7 @@ func npzMember(path, key string) (*npy.Array, string, error) {
 	}
 	// Points and matrices have 2 dimensions or more: a member with fewer
 	// is refused from its header, undecoded (it may be large).
-	if h, err := zr.Header(key); err == nil && len(h.Shape) < 2 {
+	if h, err := zr.Header(key); err == nil && len(h.Shape) < dims {
 		want := "(points, dimensions…): at least 2 dimensions"
 		if first && len(zr.Names) > 1 { // probe 59: labels stored first
 			want += fmt.Sprintf("; it is %s (members: %s): choose the points' member with --key (train, energy; data.key in a --config), or store the points first", FirstMemberRead, quoteNames(zr.Names))
