@@ -109,7 +109,7 @@ func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, eva
 	switch ck, s, ok, err := training.CheckpointLastEval(dir, -1); {
 	case errors.As(err, new(training.EditedCheckpointError)): // round 110 B1: metrics.json blamed, train --resume advised, which refuses the checkpoint
 		return uncheckedError{fmt.Errorf("%w: the run's checkpoint holds what no run writes (edited), so its outputs cannot be checked against it: restore the checkpoint from a copy, or train the run anew", err)}
-	case err == nil && ok:
+	case err == nil && ok && (len(evals) == 0 || ck.Iter >= last.Iter): // an older checkpoint than the run's result (its final one lost: round 123 B4) is not the final
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
 	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2

@@ -1048,7 +1048,17 @@ func unfinishedNote(dir, latest string) string {
 	if msg := divergedBefore(dir); msg != "" { // round 113 A3: "unfinished", which train --resume refuses
 		return fmt.Sprintf("flowebm: note: the run %s diverged (its error.txt: %s): its last checkpoint, used here, is of iteration %d of %d", dir, strings.TrimPrefix(msg, "flowebm: "), *st.Iter, cfg.Train.Iterations)
 	}
+	if exists(filepath.Join(dir, "metrics.json")) { // round 123 B4: a finished run whose final checkpoint was lost was called unfinished
+		return "flowebm: note: " + finalCheckpointLost(dir, *st.Iter, cfg.Train.Iterations, "used here")
+	}
 	return fmt.Sprintf("flowebm: note: the run %s is unfinished: its newest checkpoint, used here, is of iteration %d of %d", dir, *st.Iter, cfg.Train.Iterations)
+}
+
+// finalCheckpointLost says that the run in dir finished (it has its
+// results) but its newest checkpoint, used as how says, is of iteration
+// it of n: its final one is missing, and how to write it again.
+func finalCheckpointLost(dir string, it, n int, how string) string {
+	return fmt.Sprintf("the run %s finished (its metrics.json), but its final checkpoint is missing: its newest is of iteration %d of %d, a model from before the end its results are of (%s); flowebm train --resume %s continues from it and writes the final checkpoint again", dir, it, n, how, shellQuote(dir))
 }
 
 // writeVector writes v to the --out file path (.npy or .csv), replacing a

@@ -128,6 +128,12 @@ func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, er
 	run.Diverged = run.Trainer.Iter < run.Config.Train.Iterations && divergedBefore(dir) != ""
 	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; run.Diverged { // round 112 B4: called unfinished
 		fmt.Fprintf(errOut, "flowebm: note: the run %s diverged (its error.txt: %s): its figures are of its last checkpoint, at iteration %d of %d\n", dir, strings.TrimPrefix(divergedBefore(dir), "flowebm: "), it, n)
+	} else if it < n && exists(filepath.Join(dir, "metrics.json")) { // round 123 B4: a finished run's figures were replaced by those of an older checkpoint
+		if err := redrawHistory(dir, format); err != nil {
+			return "", fmt.Errorf("%s; its evaluations' figures cannot be drawn from metrics.csv either: %w", finalCheckpointLost(dir, it, n, "its model's figures are not drawn from it"), err)
+		}
+		fmt.Fprintln(errOut, "flowebm: note:", finalCheckpointLost(dir, it, n, "its model's figures are not drawn from it"))
+		return fmt.Sprintf("%s, those of its evaluations only, from metrics.csv (those of its model, density and samples, need its final checkpoint)", dir), nil
 	} else if it < n { // round 83 B2: as energy, sample and convert say
 		fmt.Fprintf(errOut, "flowebm: note: the run %s is unfinished: its figures are of its newest checkpoint, at iteration %d of %d\n", dir, it, n)
 	}

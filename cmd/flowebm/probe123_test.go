@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -85,5 +88,50 @@ func TestRowsCheckpointRefusesChannelsLast(t *testing.T) {
 	_, stderr, code := runCLI("energy", "--model", run, "--points", hwc)
 	if code == 0 || !strings.Contains(stderr, "as they are (x.reshape(len(x), -1))") || !strings.Contains(stderr, "x.transpose(0, 3, 1, 2).reshape(len(x), -1)") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Round 123 B4: a finished run whose final checkpoint was lost, an older
+// checkpoint of it left (checkpoint.old/), was called unfinished by
+// energy, sample, convert and plot; plot replaced its figures with those
+// of the older checkpoint (cut at its iteration), and compare blamed
+// metrics.json ("edited, or another run's"). The run is said to have
+// finished with its final checkpoint missing, plot redraws its
+// evaluations' figures from metrics.csv only, compare checks metrics.json
+// against metrics.csv, and train --resume writes the final checkpoint
+// again.
+func TestFinalCheckpointLostSaid(t *testing.T) {
+	dir := t.TempDir()
+	early := filepath.Join(dir, "early")
+	if code, stderr := interruptAtFirstCheckpoint(t, early, "train", "--iterations", "200", "--quiet", "--out", early); code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	run := filepath.Join(dir, "run")
+	if out, err := exec.Command("cp", "-a", early, run).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	figure := mustRead(t, filepath.Join(run, "acceptance.png"))
+	os.RemoveAll(filepath.Join(run, "checkpoint"))
+	if out, err := exec.Command("cp", "-a", filepath.Join(early, "checkpoint"), filepath.Join(run, "checkpoint.old")).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	const said = "finished (its metrics.json), but its final checkpoint is missing"
+	if code, note := energyNotes(t, run, normalArray(t, filepath.Join(dir, "p.npy"), 1, 3, 2)); code != 0 || !strings.Contains(note, said) || strings.Contains(note, "unfinished") {
+		t.Errorf("energy: exit %d, %s", code, note)
+	}
+	if _, stderr, code := runCLI("plot", run); code != 0 || !strings.Contains(stderr, said) {
+		t.Errorf("plot: exit %d, %s", code, stderr)
+	}
+	if again := mustRead(t, filepath.Join(run, "acceptance.png")); !bytes.Equal(again, figure) {
+		t.Errorf("plot replaced the finished run's acceptance.png (%d bytes, was %d)", len(again), len(figure))
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "cmp")); code != 0 || strings.Contains(stderr, "edited, or another run's") {
+		t.Errorf("compare: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !exists(filepath.Join(run, "checkpoint", "COMPLETE")) {
+		t.Errorf("train --resume: exit %d, %s", code, stderr)
 	}
 }

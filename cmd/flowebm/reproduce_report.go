@@ -703,7 +703,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	case errors.As(err, new(training.EditedCheckpointError)): // round 110 B1: metrics.json blamed, train --resume advised, which refuses the checkpoint
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's checkpoint holds what no run writes (edited), so its outputs cannot be checked against it, and are not reported; restore the checkpoint from a copy, or %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
 		return ""
-	case err == nil && ok: // its chain weights too (round 105 B2)
+	case err == nil && ok && ck.Iter >= last.Iter: // its chain weights too (round 105 B2); not an older checkpoint than the result (round 123 B4)
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
 	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
