@@ -31,6 +31,7 @@ import (
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/pathcheck"
+	"github.com/flowebm/flowebm/internal/shapes"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
@@ -407,8 +408,7 @@ func (c Data) load(rng *rand.Rand, flowGiven bool) (*experiments.Experiment, []s
 // for axes of size 1: their values would be compared in another order.
 // Flat centres, or flat data, are taken as they are.
 func sameArrangement(modes, points []int) error {
-	squeeze := func(s []int) []int { return slices.DeleteFunc(slices.Clone(s), func(v int) bool { return v == 1 }) }
-	if len(modes) < 2 || len(points) < 2 || slices.Equal(squeeze(modes), squeeze(points)) {
+	if len(modes) < 2 || len(points) < 2 || slices.Equal(shapes.Squeezed(modes), shapes.Squeezed(points)) {
 		return nil
 	}
 	return fmt.Errorf("centres of shape %v each, the data's points are of shape %v: give the centres in that shape, or flattened in its order", modes, points)

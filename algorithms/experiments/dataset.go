@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/flowebm/flowebm/internal/shapes"
 	"github.com/flowebm/flowebm/io/data"
 )
 
@@ -133,7 +134,7 @@ func DataSet(name string, x *mat.Dense, opt DataSetOptions, rng *rand.Rand) (*Ex
 	if len(opt.Columns) == d {
 		e.Columns = opt.Columns
 	}
-	if prod := product(opt.PointShape); len(opt.PointShape) >= 2 && prod == d {
+	if prod := shapes.Product(opt.PointShape); len(opt.PointShape) >= 2 && prod == d {
 		e.PointShape = slices.Clone(opt.PointShape)
 	}
 	if d == 2 {
@@ -286,13 +287,4 @@ func firstNonFinite(x *mat.Dense) int {
 		}
 	}
 	return -1
-}
-
-// product is the product of sizes (1 for none).
-func product(sizes []int) int {
-	p := 1
-	for _, s := range sizes {
-		p *= s
-	}
-	return p
 }

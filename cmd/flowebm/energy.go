@@ -23,6 +23,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/shapes"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
@@ -557,7 +558,7 @@ func checkFloat32Points(file string, x *mat.Dense, m checkpoint.Models) error {
 // are flattened, as train --data does), but for one that records the
 // shape its run was trained on (point_shape): that arrangement, or rows.
 func checkPointShape(file string, shape []int, model string, m checkpoint.Models) error {
-	dim, d := m.EBM.Dim(), product(shape)
+	dim, d := m.EBM.Dim(), shapes.Product(shape)
 	net, isONNX := m.EBM.Net.(*onnx.Net)
 	if img, ok := m.EBM.Net.(layers.ImageEnergy); ok {
 		if err := notChannelsLast(file, shape, model, img.WithDefaults().Image); err != nil {
@@ -591,7 +592,7 @@ func looksChannelsLast(shape []int) bool {
 // x[None] where the file looks like a single such point), or any shape of
 // dim values.
 func wrongSize(file string, shape []int, model string, dim int, trained []int) error {
-	d := product(shape)
+	d := shapes.Product(shape)
 	if len(trained) < 2 {
 		return fmt.Errorf("%spoints of shape %v each (%d values), the model %s takes %d values a point: an array of shape (n, %d), or (n, C, H, W) or any (n, …) whose trailing sizes multiply to %d (flattened)", filePrefix(file), shape, d, model, dim, dim, dim)
 	}
@@ -630,10 +631,10 @@ func pointsVector(path, key, model string, d int) (*mat.Dense, []int, error) {
 // size 1 ((n, 28, 28) for (n, 1, 28, 28): round 122 A4), pass, as does
 // any shape where trained has fewer than two axes.
 func trainedShape(file string, shape []int, model, takes string, trained []int) error {
-	if len(trained) < 2 || len(shape) < 2 || len(squeezed(shape)) <= 1 || slices.Equal(squeezed(shape), squeezed(trained)) { // flat, with axes of size 1 or not (round 123 A6)
+	if len(trained) < 2 || len(shape) < 2 || len(shapes.Squeezed(shape)) <= 1 || slices.Equal(shapes.Squeezed(shape), shapes.Squeezed(trained)) { // flat, with axes of size 1 or not (round 123 A6)
 		return nil
 	}
-	msg := fmt.Sprintf("%spoints of shape %v each, but the model %s %s points of shape %v: give them in that shape, or flattened in its order (rows of %d values)", filePrefix(file), shape, model, takes, trained, product(trained))
+	msg := fmt.Sprintf("%spoints of shape %v each, but the model %s %s points of shape %v: give them in that shape, or flattened in its order (rows of %d values)", filePrefix(file), shape, model, takes, trained, shapes.Product(trained))
 	if hint := transposeHint(shape, trained); hint != "" {
 		msg += "; " + hint
 	}
@@ -656,20 +657,6 @@ func transposeHint(shape, trained []int) string {
 		return "these look like its images stored channels first: transpose them first (NumPy: x.transpose(0, 2, 3, 1))"
 	}
 	return ""
-}
-
-// squeezed is shape without its axes of size 1.
-func squeezed(shape []int) []int {
-	return slices.DeleteFunc(slices.Clone(shape), func(s int) bool { return s == 1 })
-}
-
-// product is the product of sizes (1 for none).
-func product(sizes []int) int {
-	p := 1
-	for _, s := range sizes {
-		p *= s
-	}
-	return p
 }
 
 // filePrefix is "FILE: ", or "" for a file the message's caller names.

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/flowebm/flowebm/graph"
+	"github.com/flowebm/flowebm/internal/shapes"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 	"github.com/flowebm/flowebm/layers"
@@ -366,7 +367,7 @@ func ebmModel(e *graph.EBM, o Options, doc, fullDoc string, energy func(b *build
 	b := newBuilder(dt, e.Params)
 	in, x := []any{"batch", d}, "x"
 	if len(o.PointShape) >= 2 {
-		if n := product(o.PointShape); n != d {
+		if n := shapes.Product(o.PointShape); n != d {
 			return nil, fmt.Errorf("onnx: point shape %v has %d values, the EBM %d", o.PointShape, n, d)
 		}
 		in = []any{"batch"}
@@ -579,13 +580,4 @@ func WriteFile(path string, model []byte) error {
 		_, err := w.Write(model)
 		return err
 	})
-}
-
-// product is the product of sizes (1 for none).
-func product(sizes []int) int {
-	p := 1
-	for _, s := range sizes {
-		p *= s
-	}
-	return p
 }
