@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -217,6 +219,9 @@ func CheckEvalsOfRun(dir string) error {
 	if bytes.HasPrefix(got, want) || sameLeadingRows(got, want) {
 		return nil
 	}
+	if _, err := os.Lstat(filepath.Join(dir, "metrics.json")); errors.Is(err, fs.ErrNotExist) && behindRows(got, want) { // metrics.json comes after metrics.csv: without it, a kill between the checkpoint and metrics.csv
+		return nil
+	}
 	return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; cp %s %s restores them", path, filepath.Join(ck, "evals.csv"), shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
 }
 
@@ -232,6 +237,16 @@ var utf8BOM = []byte("\ufeff")
 func sameLeadingRows(got, want []byte) bool {
 	g, w, ok := csvRows(got, want)
 	return ok && len(g) >= len(w) && !rowsDiffer(g, w, len(w))
+}
+
+// behindRows reports whether got holds the header and first rows of want
+// and no other: a metrics.csv that a kill left behind its checkpoint's
+// evaluations (the checkpoint is written first, then metrics.csv, and
+// metrics.json at the end: round 124 B3, such a run was called "another
+// run's, or edited"). Resuming writes it again.
+func behindRows(got, want []byte) bool {
+	g, w, ok := csvRows(got, want)
+	return ok && len(g) >= 1 && len(g) < len(w) && !rowsDiffer(g, w, len(g))
 }
 
 // csvRows parses two CSV files' bytes (got's byte order mark dropped);

@@ -326,6 +326,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 		}
 	}
 	var still, moving strandedChains
+	var coming transientChains
 	for c := range f.chains {
 		gaps := make([]float64, k)
 		for j := range k {
@@ -335,13 +336,18 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 			}
 		}
 		rows := pts.Slice(c*k, (c+1)*k, 0, d).(*mat.Dense)
-		if stuck(rows) { // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
+		switch far := 1e4 + 10*float64(d); {
+		case stuck(rows): // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
 			still.add(c, gaps, math.Inf(-1), math.Inf(-1), false)
-		} else {
-			moving.add(c, gaps, 1e4+10*float64(d), strandedStay(d), constant(e[c*k:(c+1)*k]))
+		case coming.add(c, gaps, far, strandedStay(d), f.steps): // round 124 A1: a chain started far out and coming in was "stranded … sampling longer does not move them"
+		default:
+			moving.add(c, gaps, far, strandedStay(d), constant(e[c*k:(c+1)*k]))
 		}
 	}
 	var notes []string
+	if len(coming.names) > 0 {
+		notes = append(notes, coming.note(f.chains, f.steps))
+	}
 	if len(still.names) > 0 {
 		notes = append(notes, f.stillNote(still, strandedStay(d)))
 	}
@@ -432,6 +438,50 @@ func (s *strandedChains) note(chains, k int) string {
 	}
 	has := map[bool]string{true: "has", false: "have"}[len(s.names) == 1]
 	return fmt.Sprintf("flowebm: note: %s %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", s.which(chains), has, where)
+}
+
+// transientChains are chains that started far above the lowest energy
+// and came down: their early draws are a transient (a start far from the
+// mass), not a region they are stranded in.
+type transientChains struct {
+	strandedChains
+	in      int  // the latest draw by which every such chain that arrived lay in the mass
+	arrived bool // every such chain's last draw looked at lies in the mass
+	first   float64
+}
+
+// add takes chain c (from 0), whose draws looked at (of steps, evenly
+// spaced) lie gaps above the lowest energy, if it started over far and
+// either ends within stay or ended ten times lower than it started, its
+// energy falling; it reports whether it took it.
+func (s *transientChains) add(c int, gaps []float64, far, stay float64, steps int) bool {
+	k := len(gaps)
+	if k < 3 || !(gaps[0] > far) || !(gaps[k-1] < gaps[0]/10) {
+		return false
+	}
+	arrived := gaps[k-1] <= stay
+	if s.names == nil {
+		s.arrived = true
+	}
+	s.names = append(s.names, strconv.Itoa(c))
+	s.first = max(s.first, gaps[0])
+	s.arrived = s.arrived && arrived
+	for j, g := range gaps {
+		if arrived && g <= stay {
+			s.in = max(s.in, j*(steps-1)/max(k-1, 1))
+			break
+		}
+	}
+	return true
+}
+
+// note is strandedNote's line for chains coming in from far starts (of
+// chains, steps draws each).
+func (s *transientChains) note(chains, steps int) string {
+	if !s.arrived {
+		return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and are still coming down at their last draw: a start far from the model's mass, whose draws are a transient, not from the model; sample longer (then drop the early draws), or give --starts FILE with points nearer the mass (one per chain, or one for all)", s.which(chains), s.first)
+	}
+	return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came into the model's mass by draw %d of %d: the draws before are a transient (a start far from the mass), not from the model; drop them (NumPy: x[:, %d:]), or start nearer the mass (--starts FILE)", s.which(chains), s.first, s.in, steps, s.in)
 }
 
 // stuck reports whether the rows of x are all the same point.
