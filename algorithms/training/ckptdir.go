@@ -88,12 +88,18 @@ func crashPoint(point string) error {
 func LatestCheckpoint(dir string) (string, error) {
 	final := filepath.Join(dir, checkpointName)
 	e := noCheckpointError{dir: dir}
-	for _, c := range []struct {
+	candidates := []struct {
 		path   string
 		strict bool
-	}{{final + newSuffix, true}, {final, false}, {final + oldSuffix, false}} {
+	}{{final + newSuffix, true}, {final, false}, {final + oldSuffix, false}}
+	for i, c := range candidates {
 		err := checkComplete(c.path, c.strict)
 		if err == nil {
+			for _, later := range candidates[i+1:] {
+				if err := outOfOrder(c.path, later.path, later.strict); err != nil {
+					return "", err
+				}
+			}
 			return c.path, nil
 		}
 		if _, statErr := os.Stat(c.path); statErr == nil {
@@ -109,6 +115,45 @@ func LatestCheckpoint(dir string) (string, error) {
 		}
 	}
 	return "", e
+}
+
+// outOfOrder refuses a complete checkpoint folder later of a later
+// iteration than best, which the replacement rule prefers: no interrupted
+// replacement leaves that (each folder it leaves is older than the one
+// before it in the rule's order), so the folders were copied or moved by
+// hand, and which is the run's is for the user to say (round 124 B4: an
+// older checkpoint copied in as checkpoint.new/ was used, "newer", and
+// train --resume removed the final one in checkpoint.old/). Nil otherwise.
+func outOfOrder(best, later string, strict bool) error {
+	if _, err := os.Stat(later); err != nil || checkComplete(later, strict) != nil {
+		return nil
+	}
+	bi, bok := checkpointIter(best)
+	li, lok := checkpointIter(later)
+	if !bok || !lok || li <= bi {
+		return nil
+	}
+	return &OutOfOrderError{fmt.Errorf("%s: its checkpoint folders are out of order: %s/ is of iteration %d, %s/ of iteration %d, which no interrupted replacement leaves (of %s/, %s/ and %s/, each is older than the one before, and the first complete one is read): they were copied or moved by hand; keep the one the run is to continue from as %s/ and move the other out of the run folder",
+		filepath.Dir(best), filepath.Base(later), li, filepath.Base(best), bi, checkpointName+newSuffix, checkpointName, checkpointName+oldSuffix, checkpointName)}
+}
+
+// OutOfOrderError is LatestCheckpoint's refusal of checkpoint folders that
+// no interrupted replacement leaves (outOfOrder): its words say what to do.
+type OutOfOrderError struct{ Err error }
+
+func (e *OutOfOrderError) Error() string { return e.Err.Error() }
+func (e *OutOfOrderError) Unwrap() error { return e.Err }
+
+// checkpointIter is the iteration of the checkpoint folder dir (its
+// state.json's iter), and whether it reads.
+func checkpointIter(dir string) (int, bool) {
+	var st struct {
+		Iter *int `json:"iter"`
+	}
+	if jsonfile.Read(filepath.Join(dir, "state.json"), &st, jsonfile.Options{AllowUnknown: true}) != nil || st.Iter == nil {
+		return 0, false
+	}
+	return *st.Iter, true
 }
 
 // withCopyRestore adds to a manifest error on a checkpoint's copy of a

@@ -108,7 +108,7 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 			fmt.Fprintln(stderr, note)
 		}
 		if _, err := training.LatestCheckpoint(dir); err != nil && len(unread) == 0 && s.metrics != nil && hasCheckpointFolder(dir) { // round 105 B8
-			fmt.Fprintf(stderr, "flowebm: note: %s: %v: the run's outputs, shown, cannot be checked against it\n", dir, withoutPackagePrefixes(err.Error()))
+			fmt.Fprintf(stderr, "flowebm: note: %s: the run's outputs, shown, cannot be checked against it\n", withoutPackagePrefixes(err.Error())) // the error names the run (round 124 B4: "s8: s8: …")
 		}
 		runs = append(runs, s)
 	}

@@ -944,6 +944,9 @@ func unreadableFolder(dir string) error {
 // probe 21's deadlock).
 func (l modelLoader) latestHeld(dir, given string) (checkpoint.Models, error) {
 	latest, err := training.LatestCheckpoint(dir)
+	if errors.As(err, new(*training.OutOfOrderError)) { // its own way on (round 124 B4)
+		return checkpoint.Models{}, err
+	}
 	if err != nil {
 		if err := unreadableFolder(dir); err != nil {
 			return checkpoint.Models{}, err

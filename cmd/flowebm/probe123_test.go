@@ -134,4 +134,19 @@ func TestFinalCheckpointLostSaid(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 || !exists(filepath.Join(run, "checkpoint", "COMPLETE")) {
 		t.Errorf("train --resume: exit %d, %s", code, stderr)
 	}
+
+	// Round 124 B4: the older checkpoint copied in as checkpoint.new/ was
+	// used as "newer"; beside the final one as checkpoint.old/, train
+	// --resume removed the final one. Folders out of order are refused,
+	// both kept.
+	if out, err := exec.Command("cp", "-a", filepath.Join(early, "checkpoint"), filepath.Join(run, "checkpoint.new")).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	const order = "its checkpoint folders are out of order: checkpoint/ is of iteration 200, checkpoint.new/ of iteration"
+	if code, note := energyNotes(t, run, filepath.Join(dir, "p.npy")); code == 0 || !strings.Contains(note, order) {
+		t.Errorf("energy, an older checkpoint.new/: exit %d, %s", code, note)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code == 0 || !strings.Contains(stderr, order) || !exists(filepath.Join(run, "checkpoint", "COMPLETE")) || !exists(filepath.Join(run, "checkpoint.new", "COMPLETE")) {
+		t.Errorf("train --resume, an older checkpoint.new/: exit %d, %s", code, stderr)
+	}
 }
