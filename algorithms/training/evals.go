@@ -222,6 +222,9 @@ func CheckEvalsOfRun(dir string) error {
 	if _, err := os.Lstat(filepath.Join(dir, "metrics.json")); errors.Is(err, fs.ErrNotExist) && behindRows(got, want) { // metrics.json comes after metrics.csv: without it, a kill between the checkpoint and metrics.csv
 		return nil
 	}
+	if lost := finalLost(dir, ck); lost != "" {
+		return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; %s", path, filepath.Join(ck, "evals.csv"), lost)
+	}
 	return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; cp %s %s restores them", path, filepath.Join(ck, "evals.csv"), shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
 }
 
@@ -306,11 +309,32 @@ func EvalsRestore(path string) string {
 	if filepath.Base(path) != "metrics.csv" {
 		return ""
 	}
-	ck, err := LatestCheckpoint(filepath.Dir(path))
+	dir := filepath.Dir(path)
+	ck, err := LatestCheckpoint(dir)
 	if err != nil || !exists(filepath.Join(ck, "evals.csv")) {
 		return ""
 	}
+	if lost := finalLost(dir, ck); lost != "" {
+		return "; " + lost
+	}
 	return fmt.Sprintf("; the run's last checkpoint holds its evaluations up to there: cp %s %s restores them", shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
+}
+
+// finalLost says, of a finished run in dir (it has its metrics.json) whose
+// newest checkpoint ck is of an iteration before its last, that its final
+// checkpoint is missing and how to write its evaluations again (round 124
+// B1: the cp of ck's evals.csv advised lost the rows after it); "" for
+// others.
+func finalLost(dir, ck string) string {
+	it, ok := checkpointIter(ck)
+	if !ok || !exists(filepath.Join(dir, "metrics.json")) {
+		return ""
+	}
+	cfg, err := ReadRunConfig(dir)
+	if err != nil || it >= cfg.Train.Iterations {
+		return ""
+	}
+	return fmt.Sprintf("the run finished (its metrics.json) but its final checkpoint is missing, and the newest, of iteration %d of %d, holds only the evaluations before: flowebm train --resume %s writes them all again", it, cfg.Train.Iterations, shellquote.Quote(dir))
 }
 
 // IsEvalsHeader reports whether header is that of an evaluations table

@@ -38,10 +38,24 @@ func CheckFinal(path string, last Eval, source string) error {
 	if err := json.Unmarshal(b, &want); err != nil {
 		return err
 	}
+	if it, ok := finalIter(got); ok && it > last.Iter { // round 124 B2: a finished run resumed from an older checkpoint, interrupted, was "edited"
+		return fmt.Errorf("%s is of iteration %d, the run's last evaluation (%s) of iteration %d: the run finished, but its final checkpoint is missing (a train --resume from an older one, interrupted?)", path, it, source, last.Iter)
+	}
 	if name := FirstDiffering("final", got, want); name != "" {
 		return fmt.Errorf("%s: field %q is not the run's last evaluation (iteration %d, %s): edited, or another run's", path, name, last.Iter, source)
 	}
 	return checkGridHeldOut(path, raw, last)
+}
+
+// finalIter is the iteration of metrics.json's decoded "final", and
+// whether it has one.
+func finalIter(final any) (int, bool) {
+	m, ok := final.(map[string]any)
+	if !ok {
+		return 0, false
+	}
+	v, ok := m["iter"].(float64)
+	return int(v), ok && v == math.Trunc(v)
 }
 
 // FirstDiffering names the first field (dotted, from name) of want, a

@@ -112,16 +112,12 @@ func checkMetricsOfRun(dir, path string, m training.Metrics, cfg config.Run, eva
 	case err == nil && ok && (len(evals) == 0 || ck.Iter >= last.Iter): // an older checkpoint than the run's result (its final one lost: round 123 B4) is not the final
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
-	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
-		return err
+	if source != "" {
+		if err := training.CheckFinal(path, last, source); err != nil { // first: a checkpoint before the run's end is not its final (round 124 B2)
+			return err
+		}
 	}
-	if source == "" {
-		return nil
-	}
-	if err := training.CheckFinal(path, last, source); err != nil {
-		return err
-	}
-	return nil
+	return training.CheckSeconds(path, m, seconds) // round 106 B2
 }
 
 // writeSummary writes the table of the runs' final evaluations into

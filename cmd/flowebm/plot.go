@@ -122,18 +122,15 @@ func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, er
 	for _, n := range run.Notes { // a checkpoint passed over, another build
 		fmt.Fprintln(errOut, "flowebm: note:", n)
 	}
+	run.Diverged = run.Trainer.Iter < run.Config.Train.Iterations && divergedBefore(dir) != ""
+	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; it < n && !run.Diverged && exists(filepath.Join(dir, "metrics.json")) {
+		return plotFinalLost(dir, format, errOut, it, n) // round 123 B4: a finished run's figures were replaced by those of an older checkpoint
+	}
 	if err := damagedMetricsCSV(dir); err != nil { // round 98 B1: drawn from the checkpoint's, unsaid
 		fmt.Fprintf(errOut, "flowebm: note: %v; the figures of its evaluations are drawn from its checkpoint's\n", withoutPackagePrefixes(err.Error()))
 	}
-	run.Diverged = run.Trainer.Iter < run.Config.Train.Iterations && divergedBefore(dir) != ""
 	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; run.Diverged { // round 112 B4: called unfinished
 		fmt.Fprintf(errOut, "flowebm: note: the run %s diverged (its error.txt: %s): its figures are of its last checkpoint, at iteration %d of %d\n", dir, strings.TrimPrefix(divergedBefore(dir), "flowebm: "), it, n)
-	} else if it < n && exists(filepath.Join(dir, "metrics.json")) { // round 123 B4: a finished run's figures were replaced by those of an older checkpoint
-		if err := redrawHistory(dir, format); err != nil {
-			return "", fmt.Errorf("%s; its evaluations' figures cannot be drawn from metrics.csv either: %w", finalCheckpointLost(dir, it, n, "its model's figures are not drawn from it"), err)
-		}
-		fmt.Fprintln(errOut, "flowebm: note:", finalCheckpointLost(dir, it, n, "its model's figures are not drawn from it"))
-		return fmt.Sprintf("%s, those of its evaluations only, from metrics.csv (those of its model, density and samples, need its final checkpoint)", dir), nil
 	} else if it < n { // round 83 B2: as energy, sample and convert say
 		fmt.Fprintf(errOut, "flowebm: note: the run %s is unfinished: its figures are of its newest checkpoint, at iteration %d of %d\n", dir, it, n)
 	}
@@ -162,6 +159,23 @@ func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, er
 		return fmt.Sprintf("%s, those of its model from its checkpoint at iteration %d (it has no evaluation yet: the evaluations' figures come with the first, every eval_every iterations)", dir, run.Trainer.Iter), nil
 	}
 	return dir, nil
+}
+
+// plotFinalLost draws the figures of a finished run in dir whose final
+// checkpoint is missing, its newest of iteration it of n: those of its
+// evaluations, from metrics.csv, and not its model's, which would be an
+// older model than its results'.
+func plotFinalLost(dir string, format plots.Format, errOut io.Writer, it, n int) (string, error) {
+	const how = "its model's figures are not drawn from it"
+	if err := redrawHistory(dir, format); err != nil {
+		msg := fmt.Sprintf("the run %s: its evaluations' figures cannot be drawn from metrics.csv: %v", dir, err)
+		if !strings.Contains(msg, "final checkpoint is missing") { // metrics.csv's reader says it where it applies
+			msg += "; " + finalCheckpointLost(dir, it, n, how)
+		}
+		return "", errors.New(msg)
+	}
+	fmt.Fprintln(errOut, "flowebm: note:", finalCheckpointLost(dir, it, n, how))
+	return fmt.Sprintf("%s, those of its evaluations only, from metrics.csv (those of its model, density and samples, need its final checkpoint)", dir), nil
 }
 
 // damagedMetricsCSV is why the run in dir's metrics.csv cannot be read

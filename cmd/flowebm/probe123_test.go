@@ -91,6 +91,30 @@ func TestRowsCheckpointRefusesChannelsLast(t *testing.T) {
 	}
 }
 
+// lostFinalRun makes, in dir, a run interrupted at its first
+// checkpoint (early) and a copy of it trained to its end (run, 200
+// iterations) whose final checkpoint is then replaced by early's, as
+// checkpoint.old/.
+func lostFinalRun(t *testing.T, dir string) (run, early string) {
+	t.Helper()
+	early = filepath.Join(dir, "early")
+	if code, stderr := interruptAtFirstCheckpoint(t, early, "train", "--iterations", "200", "--quiet", "--out", early); code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	run = filepath.Join(dir, "run")
+	if out, err := exec.Command("cp", "-a", early, run).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	os.RemoveAll(filepath.Join(run, "checkpoint"))
+	if out, err := exec.Command("cp", "-a", filepath.Join(early, "checkpoint"), filepath.Join(run, "checkpoint.old")).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	return run, early
+}
+
 // Round 123 B4: a finished run whose final checkpoint was lost, an older
 // checkpoint of it left (checkpoint.old/), was called unfinished by
 // energy, sample, convert and plot; plot replaced its figures with those
@@ -102,22 +126,8 @@ func TestRowsCheckpointRefusesChannelsLast(t *testing.T) {
 // again.
 func TestFinalCheckpointLostSaid(t *testing.T) {
 	dir := t.TempDir()
-	early := filepath.Join(dir, "early")
-	if code, stderr := interruptAtFirstCheckpoint(t, early, "train", "--iterations", "200", "--quiet", "--out", early); code != 130 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	run := filepath.Join(dir, "run")
-	if out, err := exec.Command("cp", "-a", early, run).CombinedOutput(); err != nil {
-		t.Fatal(string(out))
-	}
-	if _, stderr, code := runCLI("train", "--resume", run, "--quiet"); code != 0 {
-		t.Fatal(stderr)
-	}
+	run, early := lostFinalRun(t, dir)
 	figure := mustRead(t, filepath.Join(run, "acceptance.png"))
-	os.RemoveAll(filepath.Join(run, "checkpoint"))
-	if out, err := exec.Command("cp", "-a", filepath.Join(early, "checkpoint"), filepath.Join(run, "checkpoint.old")).CombinedOutput(); err != nil {
-		t.Fatal(string(out))
-	}
 	const said = "finished (its metrics.json), but its final checkpoint is missing"
 	if code, note := energyNotes(t, run, normalArray(t, filepath.Join(dir, "p.npy"), 1, 3, 2)); code != 0 || !strings.Contains(note, said) || strings.Contains(note, "unfinished") {
 		t.Errorf("energy: exit %d, %s", code, note)

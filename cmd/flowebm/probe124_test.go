@@ -61,3 +61,38 @@ func TestFarStartsAreATransient(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 124 B1, B2: a finished run whose final checkpoint is lost and
+// whose metrics.csv was cut was told "cp checkpoint/evals.csv metrics.csv
+// restores them", which kept the older checkpoint's rows only; its
+// metrics.csv cut to the older checkpoint's rows (a resume from it,
+// interrupted) had compare call metrics.json "edited, or another run's".
+// Both say the final checkpoint is missing and train --resume, which
+// writes every row again.
+func TestFinalLostAdviceResumes(t *testing.T) {
+	dir := t.TempDir()
+	run, early := lostFinalRun(t, dir)
+	path := filepath.Join(run, "metrics.csv")
+	whole := mustRead(t, path)
+	if err := os.WriteFile(path, whole[:len(whole)-40], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("plot", run)
+	if code == 0 || !strings.Contains(stderr, "train --resume "+run+" writes them all again") || strings.Contains(stderr, "cp ") || strings.Contains(stderr, "drawn from its checkpoint's") {
+		t.Errorf("plot: exit %d, %s", code, stderr)
+	}
+	if err := os.WriteFile(path, mustRead(t, filepath.Join(early, "metrics.csv")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runCLI("compare", run, "--out", filepath.Join(dir, "cmp"))
+	if code != 0 || strings.Contains(stderr, "edited, or another run's") || !strings.Contains(stderr, "its final checkpoint is missing") {
+		t.Errorf("compare: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code := runCLI("train", "--resume", run)
+	if code != 0 || !strings.Contains(stdout, "note: the run finished (its metrics.json) but its final checkpoint is missing") {
+		t.Errorf("train --resume: exit %d, %s%s", code, stdout, stderr)
+	}
+	if got := mustRead(t, path); !bytes.Equal(got, whole) {
+		t.Errorf("metrics.csv after --resume differs from the finished run's")
+	}
+}

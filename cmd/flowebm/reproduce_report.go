@@ -706,10 +706,6 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 	case err == nil && ok && ck.Iter >= last.Iter: // its chain weights too (round 105 B2); not an older checkpoint than the result (round 123 B4)
 		last, source, seconds = ck, "as its checkpoint holds it", s
 	}
-	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
-		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again", err, shellQuote(r.dir))
-		return ""
-	}
 	if err := training.CheckTruth(path, m, cfg); err != nil { // round 105 B3, round 106 A1
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again", err, shellQuote(r.dir))
 		return ""
@@ -720,6 +716,10 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 			way = "the run has no checkpoint to write them again from: " + retrainAdvice(r.dir)
 		}
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v; %s", err, way)
+		return ""
+	}
+	if err := training.CheckSeconds(path, m, seconds); err != nil { // round 106 B2
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again", err, shellQuote(r.dir))
 		return ""
 	}
 	r.metrics, r.evals = m, evals

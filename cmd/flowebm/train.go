@@ -1062,6 +1062,9 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 	if f.finishedLine == "" || run.Trainer.Iter < run.Config.Train.Iterations {
 		fmt.Fprintf(out, "resuming %s at iteration %d of %d\n", f.resume, run.Trainer.Iter, run.Config.Train.Iterations)
 	}
+	if it, n := run.Trainer.Iter, run.Config.Train.Iterations; it < n && exists(filepath.Join(f.resume, "metrics.json")) { // round 124 B2: metrics.csv cut as it went, unsaid
+		fmt.Fprintf(out, "note: the run finished (its metrics.json) but its final checkpoint is missing: training again from iteration %d to %d writes it, and metrics.csv is rewritten as the run goes (the same rows again); if this is interrupted, give the same command again\n", it, n)
+	}
 	for _, n := range run.Notes {
 		fmt.Fprintln(out, "note:", n)
 	}
