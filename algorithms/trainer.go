@@ -357,7 +357,7 @@ func (c *TrainConfig) pretrainDefaults(fp fieldPrefix) error {
 		p.BatchSize = c.BatchSize
 	}
 	if p.BatchSize < 1 {
-		return fmt.Errorf("algorithms: %s %d, want > 0 (0: the same as %s)", fp.f("pretrain.batch_size"), p.BatchSize, fp.f("batch_size"))
+		return fmt.Errorf("algorithms: %s %d, want > 0 (unset: the same as %s)", fp.f("pretrain.batch_size"), p.BatchSize, fp.f("batch_size"))
 	}
 	return nil
 }

@@ -839,8 +839,19 @@ func intRanges() map[string]jsonfile.IntRange {
 		"train.freeze_flow":            {Min: 0, Max: algorithms.MaxIterations, Unset: "0"},
 		"train.ebm_optim.decay_every":  {Min: 1, Max: algorithms.MaxIterations, Unset: "the experiment's"},
 		"train.flow_optim.decay_every": {Min: 1, Max: algorithms.MaxIterations, Unset: "the experiment's"},
-		"model.shards":                 {Min: 1, Max: MaxShards, Unset: fmt.Sprintf("%d", DefaultShards)},
-		"model.flow_bins":              {Min: 2, Max: int64(MaxFlowBins), Unset: fmt.Sprintf("the default %d", layers.DefaultSplineBins)},
+		// Bounded below only here: the memory a run needs bounds them.
+		"checkpoint_every":          {Min: 1, Max: math.MaxInt64, Unset: "the default"},
+		"eval_every":                {Min: 1, Max: math.MaxInt64, Unset: "the default"},
+		"rhat_every":                {Min: 1, Max: math.MaxInt64, Unset: "the default"},
+		"rhat_chains":               {Min: 2, Max: math.MaxInt64, Unset: "the default"},
+		"log_z_samples":             {Min: 2, Max: math.MaxInt64, Unset: "the default"},
+		"data_size":                 {Min: 1, Max: math.MaxInt64, Unset: "the default"},
+		"train.batch_size":          {Min: 1, Max: math.MaxInt64, Unset: "the experiment's"},
+		"train.persistent":          {Min: 1, Max: math.MaxInt64, Unset: "the experiment's"},
+		"train.pretrain.batch_size": {Min: 1, Max: math.MaxInt64, Unset: "train.batch_size"},
+		"train.sampler.particles":   {Min: 2, Max: math.MaxInt64, Unset: "the experiment's"},
+		"model.shards":              {Min: 1, Max: MaxShards, Unset: fmt.Sprintf("%d", DefaultShards)},
+		"model.flow_bins":           {Min: 2, Max: int64(MaxFlowBins), Unset: fmt.Sprintf("the default %d", layers.DefaultSplineBins)},
 	}
 }
 

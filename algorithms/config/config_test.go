@@ -288,6 +288,19 @@ func TestIntRangesAsValidated(t *testing.T) {
 	defer func(f func() float64) { memoryLimit = f }(memoryLimit)
 	memoryLimit = func() float64 { return math.Inf(1) } // the ranges, not the memory, are checked here
 	for path, r := range intRanges() {
+		if r.Max == math.MaxInt64 { // bounded below only: the memory checks bound them above
+			dynamic := path == "train.persistent" || path == "data_size" // at least the chains, the batch: Min is what every run needs
+			if err := check(path, r.Min); err != nil && !dynamic {
+				t.Errorf("%s %d (in %v) refused: %v", path, r.Min, r, err)
+			}
+			if err := check(path, r.Min-1); r.Min-1 != 0 && err == nil {
+				t.Errorf("%s %d (beyond %v) accepted", path, r.Min-1, r)
+			}
+			if err := check(path, json.Number("-1e20")); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want an integer ≥ %d", r.Min)) {
+				t.Errorf("%s -1e20: %v, want the range %v", path, err, r)
+			}
+			continue
+		}
 		for _, v := range []int64{r.Min, r.Max} {
 			if err := check(path, v); err != nil {
 				t.Errorf("%s %d (in %v) refused: %v", path, v, r, err)
@@ -320,6 +333,8 @@ func TestRangeMessagesAgree(t *testing.T) {
 		{`{"rhat_steps": 1e20, "train": {"iterations": 5}}`, "want an integer in 4..100000"},
 		{`{"train": {"iterations": 0}}`, "train.iterations is 0 or not given: give it, 1..1000000000, or epochs"},
 		{`{"train": {"iterations": 5, "sampler": {"steps": -1e20}}}`, "want an integer in 1..1000000"},
+		{`{"checkpoint_every": -1e20, "train": {"iterations": 5}}`, "want an integer ≥ 1 (unset: the default)"}, // round 124 B5: "at least -9223372036854775808"
+		{`{"train": {"iterations": 5, "pretrain": {"steps": 2, "batch_size": -1}}}`, "train.pretrain.batch_size -1, want > 0 (unset: the same as train.batch_size)"},
 	} {
 		path := filepath.Join(dir, "c.json")
 		if err := os.WriteFile(path, []byte(c.json), 0o644); err != nil {

@@ -40,19 +40,25 @@ type Options struct {
 	MaxMemory float64
 }
 
-// IntRange is the range of an integer field's values, Min..Max; Unset,
-// if not empty, says what leaving the field out means ("the default 200").
+// IntRange is the range of an integer field's values, Min..Max (Max
+// math.MaxInt64: bounded below only, other checks bounding it above, such
+// as the memory a run needs); Unset, if not empty, says what leaving the
+// field out means ("the default 200").
 type IntRange struct {
 	Min, Max int64
 	Unset    string
 }
 
-// String is "Min..Max", with what unset means.
+// String is "Min..Max" (or "≥ Min"), with what unset means.
 func (r IntRange) String() string {
-	if r.Unset == "" {
-		return fmt.Sprintf("%d..%d", r.Min, r.Max)
+	s := fmt.Sprintf("%d..%d", r.Min, r.Max)
+	if r.Max == math.MaxInt64 {
+		s = fmt.Sprintf("≥ %d", r.Min)
 	}
-	return fmt.Sprintf("%d..%d (unset: %s)", r.Min, r.Max, r.Unset)
+	if r.Unset == "" {
+		return s
+	}
+	return fmt.Sprintf("%s (unset: %s)", s, r.Unset)
 }
 
 // DefaultMaxBytes bounds the JSON files flowebm reads (metrics,
@@ -472,7 +478,7 @@ func mismatch(typ *json.UnmarshalTypeError, ranges map[string]IntRange) string {
 	case (k == reflect.Float64 || k == reflect.Float32) && errors.Is(err, strconv.ErrRange):
 		return fmt.Sprintf("%s is outside %s's range, want %s of magnitude at most %.4g", typ.Value, k, want, maxFloat(k))
 	case isInt(k) && err == nil && f == math.Trunc(f) && beyond(f, ranges, typ.Field):
-		return fmt.Sprintf("%s is outside the field's range, want an integer in %v", typ.Value, ranges[typ.Field])
+		return fmt.Sprintf("%s is outside the field's range, want an integer %s%v", typ.Value, map[bool]string{true: "", false: "in "}[ranges[typ.Field].Max == math.MaxInt64], ranges[typ.Field])
 	case isInt(k) && num == "-0": // an unsigned field's (probe 31: "outside the field's range")
 		return fmt.Sprintf("%s, a negative zero: want an integer without a sign, e.g. 0 (or leave the field out for its default)", typ.Value)
 	case isInt(k) && err == nil && f == math.Trunc(f) && strings.ContainsAny(num, ".eE") && inIntRange(f, t):
