@@ -247,12 +247,8 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 	if o.nested != 0 && (o.nested < 2 || c.chains%o.nested != 0) {
 		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
 	}
-	if i, j := c.twinChains(); i >= 0 && c.draws > 1 && c.dims > 0 { // round 98 A3: empty chains are no twins; round 85 B13: a copied file or a seed given twice passed as two chains
-		from := ""
-		if c.names == nil && c.chainLabels == nil {
-			from = " (numbered from 0, as the array's first axis)"
-		}
-		fmt.Fprintf(o.notes(w), "flowebm: note: chains %s and %s%s are identical, draw for draw (the same seed twice, or a file copied?): R-hat and ESS count them as two, and so look better than they are\n", c.chainName(i), c.chainName(j), from)
+	if twins := c.twinGroups(); len(twins) > 0 && c.draws > 1 && c.dims > 0 { // round 98 A3: empty chains are no twins; round 85 B13: a copied file or a seed given twice passed as two chains
+		fmt.Fprintln(o.notes(w), twinsNote(c, twins))
 	}
 	summarize := diagnostics.Summarize
 	if o.nested > 0 && c.draws < 4 { // round 83 A1: nested R-hat's many short chains were refused
@@ -652,4 +648,29 @@ func shapeString(shape []int) string {
 		return "(" + parts[0] + ",)"
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// twinsNote says which chains are identical, draw for draw, each group
+// named, and why that may be: the same seed twice or a file copied, or,
+// where they never moved, chains stuck at one start.
+func twinsNote(c *chainsData, twins [][]int) string {
+	var parts []string
+	still := true
+	for _, group := range twins {
+		names := make([]string, len(group))
+		for k, i := range group {
+			names[k] = c.chainName(i)
+			still = still && c.stillChain(i)
+		}
+		parts = append(parts, strings.Join(names[:len(names)-1], ", ")+" and "+names[len(names)-1])
+	}
+	from := ""
+	if c.names == nil && c.chainLabels == nil {
+		from = " (numbered from 0, as the array's first axis)"
+	}
+	why := "the same seed twice, or a file copied?"
+	if still {
+		why = "they never moved, every draw the same point: chains stuck where they started, every proposal rejected?"
+	}
+	return fmt.Sprintf("flowebm: note: chains %s%s are identical, draw for draw (%s): R-hat and ESS count each as a chain of its own, and so look better than they are", strings.Join(parts, "; chains "), from, why)
 }

@@ -939,12 +939,13 @@ func groupByChain(t *csvTable, chainCol int) (*chainsData, error) {
 	return c, nil
 }
 
-// dimChains is dimension d of c as x[chain][draw].
-// twinChains returns the first two chains whose draws are identical in
-// every dim, or -1, -1.
-func (c *chainsData) twinChains() (int, int) {
+// twinGroups returns the groups of two chains or more whose draws are
+// identical in every dim, each in order, the groups by their first chain
+// (round 125 A6: only the first pair was named).
+func (c *chainsData) twinGroups() [][]int {
 	n := c.draws * c.dims
-	seen := make(map[uint64]int, c.chains)
+	groups := make(map[uint64][][]int, c.chains) // by hash: chains of equal draws
+	var order []uint64
 	for i := range c.chains {
 		h := fnv.New64a()
 		var b [8]byte
@@ -952,12 +953,42 @@ func (c *chainsData) twinChains() (int, int) {
 			binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
 			h.Write(b[:])
 		}
-		if j, ok := seen[h.Sum64()]; ok && slices.Equal(c.data[j*n:(j+1)*n], c.data[i*n:(i+1)*n]) {
-			return j, i
+		key, placed := h.Sum64(), false
+		for g, group := range groups[key] {
+			if j := group[0]; slices.Equal(c.data[j*n:(j+1)*n], c.data[i*n:(i+1)*n]) {
+				groups[key][g], placed = append(group, i), true
+				break
+			}
 		}
-		seen[h.Sum64()] = i
+		if !placed {
+			if len(groups[key]) == 0 {
+				order = append(order, key)
+			}
+			groups[key] = append(groups[key], []int{i})
+		}
 	}
-	return -1, -1
+	var twins [][]int
+	for _, key := range order {
+		for _, group := range groups[key] {
+			if len(group) > 1 {
+				twins = append(twins, group)
+			}
+		}
+	}
+	slices.SortFunc(twins, func(a, b []int) int { return a[0] - b[0] })
+	return twins
+}
+
+// stillChain reports whether chain i's draws are all one point.
+func (c *chainsData) stillChain(i int) bool {
+	n := c.draws * c.dims
+	x := c.data[i*n : (i+1)*n]
+	for k := c.dims; k < n; k++ {
+		if x[k] != x[k%c.dims] {
+			return false
+		}
+	}
+	return true
 }
 
 // chainName names chain i as the input numbers it: its CSV chain label,

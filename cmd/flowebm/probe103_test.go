@@ -262,7 +262,7 @@ func TestStuckChainNotAPlateau(t *testing.T) {
 			t.Fatalf("chain 4 moved (draw %d at %v): not the case tested", i+1, a.Data[(3*300+i)*2])
 		}
 	}
-	want := "flowebm: note: chain 3 (of 16, numbered from 0 as the draws' first axis) never moved from its start, where the energy exceeds the lowest among the chains' draws by 4.15e+04 or more: every proposal was rejected there"
+	want := "flowebm: note: chain 3 (of 16, numbered from 0 as the draws' first axis) never moved from where the 200 warm-up steps left it, where the energy exceeds the lowest among the chains' draws by 4.15e+04 or more: every proposal was rejected there"
 	if !strings.Contains(stderr, want) || strings.Contains(stderr, "plateau") || strings.Contains(stderr, "outside its support, where") {
 		t.Errorf("stderr %s; want %q", stderr, want)
 	}

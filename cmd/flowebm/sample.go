@@ -339,12 +339,15 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 		switch far := 1e4 + 10*float64(d); {
 		case stuck(rows): // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
 			still.add(c, gaps, math.Inf(-1), math.Inf(-1), false)
-		case coming.add(c, gaps, far, strandedStay(d), f.steps): // round 124 A1: a chain started far out and coming in was "stranded … sampling longer does not move them"
+		case coming.add(c, gaps, far, typicalGap(d), f.steps): // round 124 A1: a chain started far out and coming in was "stranded … sampling longer does not move them"
 		default:
 			moving.add(c, gaps, far, strandedStay(d), constant(e[c*k:(c+1)*k]))
 		}
 	}
 	var notes []string
+	if len(still.names) == 0 && constant(e) && !math.IsNaN(e[0]) { // round 125 A2: every chain on one plateau, nothing said
+		notes = append(notes, fmt.Sprintf("flowebm: note: the energy is %.6g at every draw looked at of every chain, while they move: a plateau, where the gradient is 0 and no move is preferred; if it is a constant standing in for +Inf outside a support, the draws are not from the model: give --starts FILE with points inside the support (one per chain, or one for all), or %s, whose flow's moves jump; if the target is uniform there, the draws are", e[0], flowmcAdvice(m)))
+	}
 	if len(coming.names) > 0 {
 		notes = append(notes, coming.note(f.chains, f.steps))
 	}
@@ -352,7 +355,11 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 		notes = append(notes, f.stillNote(still, strandedStay(d)))
 	}
 	if len(moving.names) > 0 {
-		notes = append(notes, moving.note(f.chains, k))
+		note := moving.note(f.chains, k)
+		if f.sampler == "ula" { // round 125 A4: chains stepping out of a support and back
+			note += "; ULA has no accept step, so its chains near a support's edge step out of it: --sampler mala or hmc reject such steps"
+		}
+		notes = append(notes, note)
 	}
 	return strings.Join(notes, "\n")
 }
@@ -367,8 +374,12 @@ func (f sampleFlags) stillNote(still strandedChains, stay float64) string {
 		step = "the step, tuned on all the chains during the warm-up,"
 	}
 	their := map[bool]string{true: "its", false: "their"}[len(still.names) == 1]
+	from := their + " start"
+	if f.warmup > 0 { // round 125 A5: a chain that moved in the warm-up, then stuck, "never moved from its start"
+		from = fmt.Sprintf("where the %d warm-up steps left %s", f.warmup, map[bool]string{true: "it", false: "them"}[len(still.names) == 1])
+	}
 	if still.least > stay {
-		return fmt.Sprintf("flowebm: note: %s never moved from %s start, where the energy exceeds the lowest among the chains' draws by %.3g or more: every proposal was rejected there (%s is too large where the energy is that steep, or the start lies outside the support), so those draws are not from the model; give --starts FILE with points nearer the mass (one per chain, or one for all)", still.which(f.chains), their, still.least, step)
+		return fmt.Sprintf("flowebm: note: %s never moved from %s, where the energy exceeds the lowest among the chains' draws by %.3g or more: every proposal was rejected there (%s is too large where the energy is that steep, or the start lies outside the support), so those draws are not from the model; give --starts FILE with points nearer the mass (one per chain, or one for all)", still.which(f.chains), from, still.least, step)
 	}
 	way := "give a smaller --step"
 	if f.stepAdapted() { // round 116 A1: a smaller --step was tuned back up in the warm-up, the same chains stuck
@@ -377,7 +388,7 @@ func (f sampleFlags) stillNote(still strandedChains, stay float64) string {
 			way += ", or --sampler flowmc, whose moves from a flow jump between modes"
 		}
 	}
-	return fmt.Sprintf("flowebm: note: %s never moved from %s start: every proposal was rejected (%s is too large for the model there), so those draws are not from the model; %s", still.which(f.chains), their, step, way)
+	return fmt.Sprintf("flowebm: note: %s never moved from %s: every proposal was rejected (%s is too large for the model there), so those draws are not from the model; %s", still.which(f.chains), from, step, way)
 }
 
 // strandedChains are the chains strandedNote names, with how far above
@@ -440,48 +451,73 @@ func (s *strandedChains) note(chains, k int) string {
 	return fmt.Sprintf("flowebm: note: %s %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", s.which(chains), has, where)
 }
 
-// transientChains are chains that started far above the lowest energy
-// and came down: their early draws are a transient (a start far from the
-// mass), not a region they are stranded in.
+// transientChains are chains whose energy comes down along their draws
+// from far above the lowest found: a start far from the mass, whose early
+// draws are a transient, not a region they are stranded in.
 type transientChains struct {
 	strandedChains
-	in      int  // the latest draw by which every such chain that arrived lay in the mass
-	arrived bool // every such chain's last draw looked at lies in the mass
+	in      int  // the draw from which every such chain that arrived stays in the typical band
+	arrived bool // every such chain arrived and stayed
 	first   float64
 }
 
 // add takes chain c (from 0), whose draws looked at (of steps, evenly
-// spaced) lie gaps above the lowest energy, if it started over far and
-// either ends within stay or ended ten times lower than it started, its
-// energy falling; it reports whether it took it.
-func (s *transientChains) add(c int, gaps []float64, far, stay float64, steps int) bool {
+// spaced) lie gaps above the lowest energy, if its energy came down: from
+// over far to under half that, or along its draws (falling) by over typ. It arrived if its draws looked at stay within typ of the
+// lowest from one on, with the last three among them and no fall of typ
+// over its second half (round 125 A1: chains 10 to 39 above the lowest,
+// or still coming down, were said to have arrived; A3: a chain falling
+// from 1054 to 360 was "stranded"). It reports whether it took the chain.
+func (s *transientChains) add(c int, gaps []float64, far, typ float64, steps int) bool {
 	k := len(gaps)
-	if k < 3 || !(gaps[0] > far) || !(gaps[k-1] < gaps[0]/10) {
+	if k < 4 || !(gaps[0] > far && gaps[k-1] < gaps[0]/2 || falling(gaps) && gaps[0]-gaps[k-1] > typ) {
 		return false
 	}
-	arrived := gaps[k-1] <= stay
+	from := k
+	for from > 0 && gaps[from-1] <= typ {
+		from--
+	}
+	arrived := from <= k-3 && gaps[k/2]-gaps[k-1] < typ
 	if s.names == nil {
 		s.arrived = true
 	}
 	s.names = append(s.names, strconv.Itoa(c))
 	s.first = max(s.first, gaps[0])
 	s.arrived = s.arrived && arrived
-	for j, g := range gaps {
-		if arrived && g <= stay {
-			s.in = max(s.in, j*(steps-1)/max(k-1, 1))
-			break
-		}
+	if arrived {
+		s.in = max(s.in, from*(steps-1)/max(k-1, 1))
 	}
 	return true
 }
 
-// note is strandedNote's line for chains coming in from far starts (of
+// falling reports whether gaps fall along a chain: at least three in four
+// of the steps between draws looked at go down.
+func falling(gaps []float64) bool {
+	down := 0
+	for i := 1; i < len(gaps); i++ {
+		if gaps[i] < gaps[i-1] {
+			down++
+		}
+	}
+	return 4*down >= 3*(len(gaps)-1)
+}
+
+// typicalGap bounds how far above the lowest energy found the draws of a
+// chain at equilibrium lie, all but surely: d/2 + 4·√(d/2) + 4 (the
+// energy of a d-dimensional Gaussian's draws is d/2 ± √(d/2) above its
+// minimum).
+func typicalGap(d int) float64 {
+	h := float64(d) / 2
+	return h + 4*math.Sqrt(h) + 4
+}
+
+// note is strandedNote's line for chains coming down from far starts (of
 // chains, steps draws each).
 func (s *transientChains) note(chains, steps int) string {
 	if !s.arrived {
-		return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and are still coming down at their last draw: a start far from the model's mass, whose draws are a transient, not from the model; sample longer (then drop the early draws), or give --starts FILE with points nearer the mass (one per chain, or one for all)", s.which(chains), s.first)
+		return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down along their draws, not yet settled: a start far from the model's mass, whose draws are a transient, not from the model; sample longer (then drop the early draws), or give --starts FILE with points nearer the mass (one per chain, or one for all)", s.which(chains), s.first)
 	}
-	return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came into the model's mass by draw %d of %d: the draws before are a transient (a start far from the mass), not from the model; drop them (NumPy: x[:, %d:]), or start nearer the mass (--starts FILE)", s.which(chains), s.first, s.in, steps, s.in)
+	return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down, their energies settled from draw %d of %d on: the draws before are a transient (a start far from the mass), not from the model; drop them (NumPy: x[:, %d:]), and check what is left with flowebm diagnose (the energies settle where the chains' lowest lies, which all of them may not have reached yet), or start nearer the mass (--starts FILE)", s.which(chains), s.first, s.in, steps, s.in)
 }
 
 // stuck reports whether the rows of x are all the same point.
