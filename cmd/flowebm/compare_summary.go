@@ -14,6 +14,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/algorithms/plots"
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/npy"
 )
 
 // summaryName is the table that compare writes beside its figures.
@@ -268,7 +269,26 @@ func unwrittenOutputsNote(dir string, reached bool) string {
 		}
 	}
 	if len(missing) == 0 {
+		if err := damagedSamples(dir); err != nil { // round 125 B1: a cut samples.npy, unsaid
+			return fmt.Sprintf("flowebm: note: %v: flowebm train --resume %s writes it again", err, shellQuote(dir))
+		}
 		return ""
 	}
 	return fmt.Sprintf("flowebm: note: the run %s reached its last iteration but lacks %s, written at its end (it was stopped as it wrote its outputs): flowebm train --resume %s writes them again", dir, strings.Join(missing, " and "), shellQuote(dir))
+}
+
+// damagedSamples is why the samples.npy of the finished run in dir does
+// not read as a (rows, d) array of d columns as its config.json's data
+// has; nil where it does (its values are checked against the final
+// chains by train --resume and plot, which load the checkpoint).
+func damagedSamples(dir string) error {
+	path := filepath.Join(dir, "samples.npy")
+	a, err := npy.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("the run's %w", err)
+	}
+	if len(a.Shape) != 2 || a.Shape[0] < 1 {
+		return fmt.Errorf("the run's %s has shape %v, want (chains, d)", path, a.Shape)
+	}
+	return nil
 }

@@ -172,3 +172,34 @@ func TestDiagnoseNamesEveryTwin(t *testing.T) {
 		t.Errorf("four still chains: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 125 B1: a finished run's samples.npy cut (or zeroed) was said
+// nothing of by plot and compare (reproduce --report reported the run as
+// a result); only train --resume found it. They name it, and the resume.
+func TestDamagedSamplesNamed(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	path := filepath.Join(run, "samples.npy")
+	whole := mustRead(t, path)
+	if err := os.WriteFile(path, whole[:1000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const way = "writes it again"
+	if _, stderr, code := runCLI("plot", run); code != 0 || !strings.Contains(stderr, "file truncated") || !strings.Contains(stderr, way) {
+		t.Errorf("plot, cut: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c")); code != 0 || !strings.Contains(stderr, "file truncated") {
+		t.Errorf("compare, cut: exit %d, %s", code, stderr)
+	}
+	if err := os.WriteFile(path, whole, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	z, _ := npy.ReadFile(path)
+	clear(z.Data)
+	if err := npy.WriteFile(path, z, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("plot", run); code != 0 || !strings.Contains(stderr, "differs from the run's final chains") {
+		t.Errorf("plot, zeroed: exit %d, %s", code, stderr)
+	}
+}

@@ -694,6 +694,10 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		r.state, r.err = runUnreadable, err.Error()
 		return ""
 	}
+	if err := damagedSamples(r.dir); err != nil { // round 125 B1: a cut samples.npy reported as a result
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v; flowebm train --resume %s writes it again from the run's last checkpoint", err, shellQuote(r.dir))
+		return ""
+	}
 	if _, err := training.LatestCheckpoint(r.dir); err != nil && hasCheckpointFolder(r.dir) { // round 104 B2: its outputs, edited, were reported unchecked (checkpoints removed to save room: reported as before)
 		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's outputs cannot be checked against it, so they are not reported; %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
 		return ""
