@@ -256,7 +256,13 @@ func recoverCheckpoint(dir string) (bool, error) {
 	best, err := LatestCheckpoint(dir)
 	if errors.Is(err, ErrNoCheckpoint) {
 		// Nothing to recover; keep a damaged checkpoint/ or
-		// checkpoint.old/ for inspection.
+		// checkpoint.old/ for inspection, and a checkpoint.new/ that was
+		// completed (its marker written) and damaged since: only a write
+		// cut short is removed (round 125 B3: one was removed, and the
+		// refusal then named checkpoint/ alone).
+		if exists(filepath.Join(tmp, completeMarker)) {
+			return false, nil
+		}
 		return false, removeIfExists(tmp)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +202,33 @@ func TestDamagedSamplesNamed(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("plot", run); code != 0 || !strings.Contains(stderr, "differs from the run's final chains") {
 		t.Errorf("plot, zeroed: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 125 B2, B3: a new start on a run whose checkpoint lost its
+// state.npz said "continue it with --resume", which then found nothing to
+// resume; a completed checkpoint.new/ damaged since (its COMPLETE there,
+// a file gone) was removed by train --resume, and its refusal named
+// checkpoint/ alone.
+func TestDamagedCheckpointsNamedNotRemoved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--iterations", "200", "--quiet", "--out", dir); code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if err := os.Remove(filepath.Join(dir, "checkpoint", "state.npz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--iterations", "200", "--quiet", "--out", dir); code == 0 || !strings.Contains(stderr, "no checkpoint of it can be resumed from") || strings.Contains(stderr, "continue it with --resume") {
+		t.Errorf("a new start: exit %d, %s", code, stderr)
+	}
+
+	run := finishedULARun(t, t.TempDir(), "run", "1")
+	if out, err := exec.Command("cp", "-a", filepath.Join(run, "checkpoint"), filepath.Join(run, "checkpoint.new")).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	os.Remove(filepath.Join(run, "checkpoint.new", "state.npz"))
+	os.Remove(filepath.Join(run, "checkpoint", "COMPLETE"))
+	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, "checkpoint.new/ is incomplete (state.npz") || !exists(filepath.Join(run, "checkpoint.new", "COMPLETE")) {
+		t.Errorf("--resume: exit %d, %s", code, stderr)
 	}
 }

@@ -1300,6 +1300,9 @@ func startRun(ctx context.Context, cmd *cobra.Command, f trainFlags, out io.Writ
 		if exists(filepath.Join(dir, "samples.npy")) && exists(filepath.Join(dir, "metrics.json")) { // round 83 B3: told to continue a finished run
 			return nil, nil, fmt.Errorf("%s already holds a finished run (its outputs written): give another --out, or replace it with --force", dir)
 		}
+		if _, err := training.LatestCheckpoint(dir); err != nil { // round 125 B2: --resume, advised, then said there was nothing to resume
+			return nil, nil, fmt.Errorf("%s already holds a run, but no checkpoint of it can be resumed from (%v): put back a whole copy of its checkpoint if you keep one, or replace the run with --force", dir, withoutPackagePrefixes(err.Error()))
+		}
 		return nil, nil, fmt.Errorf("%s already holds a run: continue it with --resume %s, or replace it with --force", dir, shellQuote(dir))
 	}
 	t0 := time.Now()
