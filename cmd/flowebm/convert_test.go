@@ -222,7 +222,7 @@ func TestEnergyOnONNXModel(t *testing.T) {
 	errb.Reset()
 	three := filepath.Join(dir, "three.csv")
 	os.WriteFile(three, []byte("1,2,3\n"), 0o644)
-	if code := run([]string{"energy", "--model", fx + ".onnx", "--points", three}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "points of shape [3] each, the model "+fx+".onnx takes [2]") {
+	if code := run([]string{"energy", "--model", fx + ".onnx", "--points", three}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "points of shape [3] each (3 values), the model "+fx+".onnx takes 2 values a point") {
 		t.Errorf("wrong dimension: exit %d, %q", code, errb.String())
 	}
 }
