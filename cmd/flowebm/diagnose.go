@@ -247,8 +247,13 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 	if o.nested != 0 && (o.nested < 2 || c.chains%o.nested != 0) {
 		return fmt.Errorf("--nested %d: want a number of superchains ≥ 2 that divides the %d chains", o.nested, c.chains)
 	}
-	if twins := c.twinGroups(); len(twins) > 0 && c.draws > 1 && c.dims > 0 { // round 98 A3: empty chains are no twins; round 85 B13: a copied file or a seed given twice passed as two chains
-		fmt.Fprintln(o.notes(w), twinsNote(c, twins))
+	if twins := c.twinGroups(); c.draws > 1 && c.dims > 0 { // round 98 A3: empty chains are no twins; round 85 B13: a copied file or a seed given twice passed as two chains
+		if len(twins) > 0 {
+			fmt.Fprintln(o.notes(w), twinsNote(c, twins))
+		}
+		if note := stillNote(c, twins); note != "" {
+			fmt.Fprintln(o.notes(w), note)
+		}
 	}
 	summarize := diagnostics.Summarize
 	if o.nested > 0 && c.draws < 4 { // round 83 A1: nested R-hat's many short chains were refused
@@ -651,26 +656,52 @@ func shapeString(shape []int) string {
 }
 
 // twinsNote says which chains are identical, draw for draw, each group
-// named, and why that may be: the same seed twice or a file copied, or,
-// where they never moved, chains stuck at one start.
+// named with why that may be: chains that never moved (every draw one
+// point: stuck where they started), or the same seed twice or a file
+// copied (round 126 A6: one reason for every group).
 func twinsNote(c *chainsData, twins [][]int) string {
 	var parts []string
-	still := true
 	for _, group := range twins {
 		names := make([]string, len(group))
+		still := true
 		for k, i := range group {
 			names[k] = c.chainName(i)
 			still = still && c.stillChain(i)
 		}
-		parts = append(parts, strings.Join(names[:len(names)-1], ", ")+" and "+names[len(names)-1])
+		why := "the same seed twice, or a file copied?"
+		if still {
+			why = "they never moved, every draw the same point: stuck where they started, every proposal rejected?"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", strings.Join(names[:len(names)-1], ", ")+" and "+names[len(names)-1], why))
 	}
-	from := ""
+	return fmt.Sprintf("flowebm: note: chains %s%s are identical, draw for draw: R-hat and ESS count each as a chain of its own, and so look better than they are", strings.Join(parts, "; chains "), numberedFrom(c))
+}
+
+// numberedFrom says how an array's chains are numbered ("" for files
+// whose chains are named).
+func numberedFrom(c *chainsData) string {
 	if c.names == nil && c.chainLabels == nil {
-		from = " (numbered from 0, as the array's first axis)"
+		return " (numbered from 0, as the array's first axis)"
 	}
-	why := "the same seed twice, or a file copied?"
-	if still {
-		why = "they never moved, every draw the same point: chains stuck where they started, every proposal rejected?"
+	return ""
+}
+
+// stillNote names the chains, in no twin group, that never moved: every
+// draw one point (round 126 A6: a lone constant chain was said nothing
+// of); "" where there are none.
+func stillNote(c *chainsData, twins [][]int) string {
+	var names []string
+	for i := range c.chains {
+		if c.stillChain(i) && !slices.ContainsFunc(twins, func(g []int) bool { return slices.Contains(g, i) }) {
+			names = append(names, c.chainName(i))
+		}
 	}
-	return fmt.Sprintf("flowebm: note: chains %s%s are identical, draw for draw (%s): R-hat and ESS count each as a chain of its own, and so look better than they are", strings.Join(parts, "; chains "), from, why)
+	if len(names) == 0 {
+		return ""
+	}
+	which := "chain " + names[0]
+	if len(names) > 1 {
+		which = "chains " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("flowebm: note: %s%s never moved: every draw is the same point (stuck where it started, every proposal rejected?), so R-hat and ESS are not those of a chain exploring the target", which, numberedFrom(c))
 }

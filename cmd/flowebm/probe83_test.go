@@ -374,7 +374,7 @@ func TestRound85Messages(t *testing.T) {
 	if err := npy.WriteFile(a, &npy.Array{Shape: []int{2, 50}, Data: twins}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := runCLI("diagnose", a); code != 0 || !strings.Contains(errOut, "chains 0 and 1 (numbered from 0, as the array's first axis) are identical, draw for draw") {
+	if _, errOut, code := runCLI("diagnose", a); code != 0 || !strings.Contains(errOut, "chains 0 and 1 (the same seed twice, or a file copied?) (numbered from 0, as the array's first axis) are identical, draw for draw") {
 		t.Errorf("identical chains: exit %d: %s", code, errOut)
 	}
 	b := filepath.Join(dir, "b.npy")

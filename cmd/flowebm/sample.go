@@ -338,15 +338,18 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 		rows := pts.Slice(c*k, (c+1)*k, 0, d).(*mat.Dense)
 		switch far := 1e4 + 10*float64(d); {
 		case stuck(rows): // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
-			still.add(c, gaps, math.Inf(-1), math.Inf(-1), false)
-		case coming.add(c, gaps, far, typicalGap(d), f.steps): // round 124 A1: a chain started far out and coming in was "stranded … sampling longer does not move them"
+			still.add(c, gaps, math.Inf(-1), math.Inf(-1), math.Inf(-1), false)
+		case coming.add(c, gaps, strandedStay(d), typicalGap(d), f.steps): // round 124 A1: a chain started far out and coming in was "stranded … sampling longer does not move them"
 		default:
-			moving.add(c, gaps, far, strandedStay(d), constant(e[c*k:(c+1)*k]))
+			moving.add(c, gaps, far, strandedStay(d), typicalGap(d), constant(e[c*k:(c+1)*k]))
 		}
 	}
 	var notes []string
 	if len(still.names) == 0 && constant(e) && !math.IsNaN(e[0]) { // round 125 A2: every chain on one plateau, nothing said
 		notes = append(notes, fmt.Sprintf("flowebm: note: the energy is %.6g at every draw looked at of every chain, while they move: a plateau, where the gradient is 0 and no move is preferred; if it is a constant standing in for +Inf outside a support, the draws are not from the model: give --starts FILE with points inside the support (one per chain, or one for all), or %s, whose flow's moves jump; if the target is uniform there, the draws are", e[0], flowmcAdvice(m)))
+		if f.sampler == "ula" { // round 126 A3: chains started inside a support and stepped out in the warm-up were told to start inside
+			notes[len(notes)-1] += "; ULA has no accept step, so its chains step out of a support as readily as into it (chains started inside leave it): --sampler mala or hmc reject such steps"
+		}
 	}
 	if len(coming.names) > 0 {
 		notes = append(notes, coming.note(f.chains, f.steps))
@@ -403,14 +406,14 @@ type strandedChains struct {
 
 // add counts chain c (from 0) whose draws looked at lie gaps above the
 // lowest energy, where any draw lies over far or every draw over stay.
-func (s *strandedChains) add(c int, gaps []float64, far, stay float64, flat bool) {
+func (s *strandedChains) add(c int, gaps []float64, far, stay, typ float64, flat bool) {
 	n := 0
 	for _, g := range gaps {
 		if g > far {
 			n++
 		}
 	}
-	if n == 0 && floats.Min(gaps) > stay {
+	if n == 0 && (floats.Min(gaps) > stay || flat && floats.Min(gaps) > typ) { // a plateau above the typical band is no mode (round 126 A5: 60 outside a box in d = 10, unsaid)
 		n = len(gaps)
 	}
 	if n == 0 {
@@ -463,21 +466,27 @@ type transientChains struct {
 
 // add takes chain c (from 0), whose draws looked at (of steps, evenly
 // spaced) lie gaps above the lowest energy, if its energy came down: from
-// over far to under half that, or along its draws (falling) by over typ. It arrived if its draws looked at stay within typ of the
-// lowest from one on, with the last three among them and no fall of typ
-// over its second half (round 125 A1: chains 10 to 39 above the lowest,
-// or still coming down, were said to have arrived; A3: a chain falling
-// from 1054 to 360 was "stranded"). It reports whether it took the chain.
+// over far (strandedStay: round 126 A1, a fall from 2170 in d = 10 over
+// the first of 3000 draws was said nothing of) into the band within typ
+// of the lowest, its draws looked at staying there from one on, the last
+// three among them and no fall of typ over its second half (it arrived;
+// round 125 A1: chains 10 to 39 above the lowest, or still coming down,
+// were said to have), or along its draws (falling) by over typ (it is
+// still coming down; round 125 A3: a chain falling from 1054 to 360 was
+// "stranded"). It reports whether it took the chain.
 func (s *transientChains) add(c int, gaps []float64, far, typ float64, steps int) bool {
 	k := len(gaps)
-	if k < 4 || !(gaps[0] > far && gaps[k-1] < gaps[0]/2 || falling(gaps) && gaps[0]-gaps[k-1] > typ) {
+	if k < 4 {
 		return false
 	}
 	from := k
 	for from > 0 && gaps[from-1] <= typ {
 		from--
 	}
-	arrived := from <= k-3 && gaps[k/2]-gaps[k-1] < typ
+	arrived := gaps[0] > far && from <= k-3 && gaps[k/2]-gaps[k-1] < typ // came down from far and stayed in the band
+	if !arrived && !(falling(gaps) && gaps[0]-gaps[k-1] > typ) {         // nor still coming down (round 126: a ULA chain stepping out of a support and back is neither)
+		return false
+	}
 	if s.names == nil {
 		s.arrived = true
 	}
@@ -517,7 +526,7 @@ func (s *transientChains) note(chains, steps int) string {
 	if !s.arrived {
 		return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down along their draws, not yet settled: a start far from the model's mass, whose draws are a transient, not from the model; sample longer (then drop the early draws), or give --starts FILE with points nearer the mass (one per chain, or one for all)", s.which(chains), s.first)
 	}
-	return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down, their energies settled from draw %d of %d on: the draws before are a transient (a start far from the mass), not from the model; drop them (NumPy: x[:, %d:]), and check what is left with flowebm diagnose (the energies settle where the chains' lowest lies, which all of them may not have reached yet), or start nearer the mass (--starts FILE)", s.which(chains), s.first, s.in, steps, s.in)
+	return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down, into the band where draws at equilibrium lie by draw %d of %d (of the draws looked at): the draws before are a transient (a start far from the mass), not from the model; drop at least those (NumPy: x[:, %d:]) and check what is left with flowebm diagnose (chains in the band may not have settled yet), or start nearer the mass (--starts FILE)", s.which(chains), s.first, s.in, steps, s.in)
 }
 
 // stuck reports whether the rows of x are all the same point.

@@ -43,3 +43,16 @@ class GammaPlateau(torch.nn.Module):
 
 torch.onnx.export(GammaPlateau(), torch.rand(5, 1) + 0.1, "io/onnx/testdata/edge/gamma_plateau_energy.onnx", opset_version=13,
                   input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
+
+
+# gamma_low_plateau_energy.onnx: the same Gamma(3, 2) with 30 outside its
+# support: a plateau above the band where draws at equilibrium lie but
+# below 50 + 5·d above them (round 126 A5: chains on it were said nothing
+# of).
+class GammaLowPlateau(torch.nn.Module):
+    def forward(self, x):
+        return torch.where(x > 0, 2 * x - 2 * torch.log(torch.clamp(x, min=1e-30)), torch.full_like(x, 30.0)).sum(-1)
+
+
+torch.onnx.export(GammaLowPlateau(), torch.rand(5, 1) + 0.1, "io/onnx/testdata/edge/gamma_low_plateau_energy.onnx", opset_version=13,
+                  input_names=["x"], output_names=["energy"], dynamic_axes={"x": {0: "N"}, "energy": {0: "N"}})
