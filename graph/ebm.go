@@ -1,14 +1,21 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/flowebm/flowebm/layers"
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/flowebm/flowebm/layers"
 )
+
+// ErrNoInputGradient is the error (wrapped) of an energy network whose
+// output has no gradient with respect to its input: samplers that move by
+// the gradient cannot run on it, wherever they start.
+var ErrNoInputGradient = errors.New("the energy has no gradient with respect to its input")
 
 // EnergyNet is an energy architecture: it maps a batch x (B, Dim) to
 // energies (B) inside a graph, with parameters bound through a Binder.
@@ -157,8 +164,8 @@ func (e *EBM) EnergyGrad(x mat.Matrix, energy []float64, grad *mat.Dense) error 
 			return nil, err
 		}
 		dx, err := G.Grad(cost, in[0])
-		if err != nil { // probe 35: Gorgonia's "Non Differentiable WRTs: map[…]" alone
-			return nil, fmt.Errorf("the energy has no gradient with respect to its input: it does not depend on the input's values (only, say, on its shape), or every path from the input passes an operation without one (a test such as Not, IsNaN, IsInf, a comparison, or a Cast to bool) (%v)", err)
+		if err != nil { // probe 35: Gorgonia's "Non Differentiable WRTs: map[…]" alone; round 126 B3: that map kept in the message
+			return nil, fmt.Errorf("%w: it does not depend on the input's values (only, say, on its shape), or every path from the input passes an operation without one (a test such as Not, IsNaN, IsInf, a comparison, or a Cast to bool, as torch.where(inside, 0, 1000) of constants is): write it so that its value depends on x where it is finite (torch.where(inside, 0 * x.sum(1), 1000.0), say)", ErrNoInputGradient)
 		}
 		return []*G.Node{en, dx[0]}, nil
 	}

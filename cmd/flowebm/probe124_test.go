@@ -242,6 +242,14 @@ func TestDamagedCheckpointsNamedNotRemoved(t *testing.T) {
 	if _, stderr, code := runCLI("train", "--iterations", "200", "--quiet", "--out", dir); code == 0 || !strings.Contains(stderr, "no checkpoint of it can be resumed from") || strings.Contains(stderr, "continue it with --resume") {
 		t.Errorf("a new start: exit %d, %s", code, stderr)
 	}
+	// Round 126 B1: the damaged checkpoint as checkpoint.new/ (its COMPLETE
+	// there) was "a run that stopped before its first checkpoint".
+	if err := os.Rename(filepath.Join(dir, "checkpoint"), filepath.Join(dir, "checkpoint.new")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--iterations", "200", "--quiet", "--out", dir); code == 0 || !strings.Contains(stderr, "no checkpoint of it can be resumed from") || strings.Contains(stderr, "before its first checkpoint") {
+		t.Errorf("a new start, checkpoint.new/ damaged: exit %d, %s", code, stderr)
+	}
 
 	run := finishedULARun(t, t.TempDir(), "run", "1")
 	if out, err := exec.Command("cp", "-a", filepath.Join(run, "checkpoint"), filepath.Join(run, "checkpoint.new")).CombinedOutput(); err != nil {
@@ -291,5 +299,24 @@ func TestShortTransientsAndLowPlateaus(t *testing.T) {
 	_, stderr, code = runCLI("sample", "--model", model, "--sampler", "ula", "--starts", outside, "--steps", "200", "--warmup", "0", "--chains", "4", "--out", filepath.Join(dir, "u.npy"))
 	if code != 0 || !strings.Contains(stderr, "at every draw looked at of every chain") || !strings.Contains(stderr, "ULA has no accept step, so its chains step out of a support as readily as into it") {
 		t.Errorf("ula on a plateau: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 126 B3: an energy without a gradient with respect to its input
+// was refused with Gorgonia's "Non Differentiable WRTs: map[…]" and the
+// advice to give --starts (or, given, to move that point), which no start
+// helps; the way on is to write the energy so that it depends on x.
+func TestNoGradientNoStartsAdvice(t *testing.T) {
+	model := filepath.Join("..", "..", "io", "onnx", "testdata", "edge", "isnan_energy.onnx")
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "s.npy")
+	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{1, 2}, Data: []float64{0.5, 0.5}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--starts", starts}} {
+		_, stderr, code := runCLI(append([]string{"sample", "--model", model, "--chains", "4", "--steps", "10", "--out", filepath.Join(dir, "a.npy")}, args...)...)
+		if code == 0 || !strings.Contains(stderr, "no gradient with respect to its input") || strings.Contains(stderr, "move that point") || strings.Contains(stderr, "give --starts FILE") || strings.Contains(stderr, "Non Differentiable") || !strings.Contains(stderr, "0 * x.sum(1)") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms/settings"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/internal/pathcheck"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/safefile"
 )
@@ -1124,9 +1125,12 @@ func imageDataDir(e string) (string, error) {
 
 // hasCheckpoint reports whether the run folder dir holds a checkpoint
 // folder, complete or not, other than a first one being written
-// (checkpoint.new alone).
+// (checkpoint.new alone, without its COMPLETE: round 126 B1, one completed
+// and damaged since was "a run that stopped before its first checkpoint
+// was complete").
 func hasCheckpoint(dir string) bool {
-	return exists(filepath.Join(dir, checkpointPrefix)) || exists(filepath.Join(dir, checkpointPrefix+".old"))
+	return exists(filepath.Join(dir, checkpointPrefix)) || exists(filepath.Join(dir, checkpointPrefix+".old")) ||
+		exists(filepath.Join(dir, checkpointPrefix+".new", checkpoint.ManifestName))
 }
 
 func lastLine(path string) string {

@@ -931,6 +931,9 @@ func oneArray(path string) error {
 // inside it (probe 54: a logit-of-pixels energy, NaN at normal draws,
 // could not be sampled, and the message blamed its weights).
 func (f sampleFlags) startsAdvice(m checkpoint.Models, err error) string {
+	if errors.Is(err, graph.ErrNoInputGradient) { // round 126 B3: no start helps an energy without a gradient
+		return ""
+	}
 	if f.starts != "" { // probe 58: blamed on the model alone
 		return fmt.Sprintf(". The chains start at the points of --starts %s: move that point", f.starts)
 	}

@@ -979,7 +979,7 @@ func (rs *runSignals) standing() string {
 	}
 	// Folders, not their checksums: quitting at once must not read a
 	// model's weights.
-	complete := hasCheckpoint(*dir) || exists(filepath.Join(*dir, "checkpoint.new", checkpoint.ManifestName))
+	complete := hasCheckpoint(*dir)
 	switch {
 	case rs.inSeeds && complete:
 		return fmt.Sprintf("the run's last complete checkpoint stands: give the same --seeds command again to continue it (or flowebm train --resume %s)", shellQuote(*dir))
