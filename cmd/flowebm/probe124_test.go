@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"os"
 	"os/exec"
@@ -318,5 +319,35 @@ func TestNoGradientNoStartsAdvice(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, "no gradient with respect to its input") || strings.Contains(stderr, "move that point") || strings.Contains(stderr, "give --starts FILE") || strings.Contains(stderr, "Non Differentiable") || !strings.Contains(stderr, "0 * x.sum(1)") {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)
 		}
+	}
+}
+
+// Round 126 B5: the same sample command run again beside a damaged
+// checkpoint was told to continue it with --resume, which then refused it
+// (CRC): the damage and the way on (--force) are said at once.
+func TestDamagedSampleCheckpointNotResumable(t *testing.T) {
+	dir, ck, args := sampledWithCheckpoint(t)
+	b, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := zr.File[0]
+	off, err := f.DataOffset()
+	if err != nil || f.UncompressedSize64 < 160 {
+		t.Fatalf("member %s: %v, %d bytes", f.Name, err, f.UncompressedSize64)
+	}
+	for k := off + 130; k < off+150; k++ { // its values, past the .npy header
+		b[k] ^= 0xff
+	}
+	if err := os.WriteFile(ck, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"))...)
+	if code != 2 || !strings.Contains(stderr, "damaged, which cannot be continued") || strings.Contains(stderr, "continue it with flowebm sample --resume") || !strings.Contains(stderr, "--force") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

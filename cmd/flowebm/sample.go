@@ -1275,7 +1275,11 @@ func (f sampleFlags) checkCheckpoint() error {
 	err := checkNew("--checkpoint", f.checkpoint, f.force)
 	if err != nil && !f.force && f.resume == "" {
 		if _, r, rerr := readSampleCheckpoint(f.checkpoint); rerr == nil { // round 83 B9: the same command run again after Ctrl-C
+			damage := r.damaged()
 			r.r.Close()
+			if damage != nil {
+				return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v", err, damage)
+			}
 			err = fmt.Errorf("%w; it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume %s", err, shellQuote(f.checkpoint))
 		}
 	}

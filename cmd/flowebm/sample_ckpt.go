@@ -164,6 +164,26 @@ func (c *ckptReader) get(name string, shape ...int) ([]float64, error) {
 	return a.Data, nil
 }
 
+// damaged is why a member of the checkpoint does not read whole (its CRC,
+// or the SHA-256 meta records), with the way on; nil where every member
+// does. sample's new start checks it before it advises --resume (round
+// 126 B5: --resume, advised, then refused a damaged checkpoint).
+func (c *ckptReader) damaged() error {
+	for _, name := range c.r.Names {
+		if !knownMember(name) || name == "meta" {
+			continue
+		}
+		a, err := c.r.Get(name)
+		if err != nil {
+			return fmt.Errorf("%w%s", err, c.again)
+		}
+		if want, ok := c.sums[name]; c.sums != nil && ok && memberSum(a.Shape, a.Data) != want {
+			return fmt.Errorf("%s: member %q is not what the run wrote (its SHA-256 is not the one meta records)%s", c.path, name, c.again)
+		}
+	}
+	return nil
+}
+
 // has reports whether the checkpoint has member name.
 func (c *ckptReader) has(name string) bool { return slices.Contains(c.r.Names, name) }
 
