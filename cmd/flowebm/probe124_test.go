@@ -140,11 +140,16 @@ func TestPlateauOfEveryChainAndULA(t *testing.T) {
 		return path
 	}
 	_, stderr, code := runCLI("sample", "--model", model, "--sampler", "mala", "--chains", "4", "--steps", "300", "--warmup", "0", "--starts", starts("out.npy", -5), "--out", filepath.Join(dir, "a.npy"))
-	if code != 0 || !strings.Contains(stderr, "the energy is 1000 at every draw looked at of every chain, while they move: a plateau") || !strings.Contains(stderr, "--sampler flowmc with a flow of your own") {
+	if code != 0 || !strings.Contains(stderr, "the energy is 1000 at every draw looked at of every chain, while they move: a plateau") || !strings.Contains(stderr, "--sampler flowmc with a flow of your own") || !strings.Contains(stderr, "if the target is uniform there, the draws are from the model") { // round 127 A1: the sentence ended at "are"
 		t.Errorf("every chain outside: exit %d, %s", code, stderr)
 	}
+	// Round 127 A5: flowmc on d = 1 with --warmup 0 asked for a warm-up,
+	// which, given, led to the refusal of d = 1.
+	if _, stderr, code := runCLI("sample", "--model", model, "--sampler", "flowmc", "--chains", "4", "--steps", "10", "--warmup", "0", "--out", filepath.Join(dir, "f.npy")); code == 0 || !strings.Contains(stderr, "it needs d ≥ 2") || strings.Contains(stderr, "--warmup 0") {
+		t.Errorf("flowmc, d = 1, --warmup 0: exit %d, %s", code, stderr)
+	}
 	_, stderr, code = runCLI("sample", "--model", model, "--sampler", "ula", "--chains", "4", "--steps", "300", "--warmup", "0", "--starts", starts("half.npy", 2, 2, -5, -5), "--out", filepath.Join(dir, "b.npy"))
-	if code != 0 || !strings.Contains(stderr, "chains 2, 3 (of 4") || !strings.Contains(stderr, "ULA has no accept step") {
+	if code != 0 || !strings.Contains(stderr, "chains 2, 3 (of 4") || !strings.Contains(stderr, "ULA has no accept step") || strings.Contains(stderr, "give --starts FILE with points inside the support") { // round 127 A3: told to start inside
 		t.Errorf("ula, two chains outside: exit %d, %s", code, stderr)
 	}
 }
@@ -290,7 +295,7 @@ func TestShortTransientsAndLowPlateaus(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code = runCLI("sample", "--model", low, "--sampler", "mala", "--starts", half, "--steps", "300", "--warmup", "0", "--chains", "4", "--out", filepath.Join(dir, "lp.npy"))
-	if code != 0 || !strings.Contains(stderr, "chains 2, 3 (of 4") || !strings.Contains(stderr, "a plateau") {
+	if code != 0 || !strings.Contains(stderr, "chains 2, 3 (of 4") || !strings.Contains(stderr, "a plateau") || !strings.Contains(stderr, "only by a random walk's chance") { // round 127 A2: "does not move them", and they came back
 		t.Errorf("a low plateau: exit %d, %s", code, stderr)
 	}
 	outside := filepath.Join(dir, "out.npy")

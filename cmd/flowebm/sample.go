@@ -346,7 +346,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	}
 	var notes []string
 	if len(still.names) == 0 && constant(e) && !math.IsNaN(e[0]) { // round 125 A2: every chain on one plateau, nothing said
-		notes = append(notes, fmt.Sprintf("flowebm: note: the energy is %.6g at every draw looked at of every chain, while they move: a plateau, where the gradient is 0 and no move is preferred; if it is a constant standing in for +Inf outside a support, the draws are not from the model: give --starts FILE with points inside the support (one per chain, or one for all), or %s, whose flow's moves jump; if the target is uniform there, the draws are", e[0], flowmcAdvice(m)))
+		notes = append(notes, fmt.Sprintf("flowebm: note: the energy is %.6g at every draw looked at of every chain, while they move: a plateau, where the gradient is 0 and no move is preferred; if it is a constant standing in for +Inf outside a support, the draws are not from the model: give --starts FILE with points inside the support (one per chain, or one for all), or %s, whose flow's moves jump; if the target is uniform there, the draws are from the model", e[0], flowmcAdvice(m)))
 		if f.sampler == "ula" { // round 126 A3: chains started inside a support and stepped out in the warm-up were told to start inside
 			notes[len(notes)-1] += "; ULA has no accept step, so its chains step out of a support as readily as into it (chains started inside leave it): --sampler mala or hmc reject such steps"
 		}
@@ -358,11 +358,11 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 		notes = append(notes, f.stillNote(still, strandedStay(d)))
 	}
 	if len(moving.names) > 0 {
-		note := moving.note(f.chains, k)
-		if f.sampler == "ula" { // round 125 A4: chains stepping out of a support and back
-			note += "; ULA has no accept step, so its chains near a support's edge step out of it: --sampler mala or hmc reject such steps"
+		way := "give --starts FILE with points inside the support (one per chain, or one for all)"
+		if f.sampler == "ula" { // round 125 A4: chains stepping out of a support and back; round 127 A3: told to start inside, where they started
+			way = "ULA has no accept step, so its chains step out of a support as readily as into it (chains started inside leave it): --sampler mala or hmc reject such steps"
 		}
-		notes = append(notes, note)
+		notes = append(notes, moving.note(f.chains, k, way))
 	}
 	return strings.Join(notes, "\n")
 }
@@ -442,7 +442,7 @@ func (s *strandedChains) which(chains int) string {
 
 // note is strandedNote's line for chains that moved (of chains, k draws
 // looked at in each).
-func (s *strandedChains) note(chains, k int) string {
+func (s *strandedChains) note(chains, k int, way string) string {
 	where := fmt.Sprintf("draws where the energy exceeds the lowest among the chains' draws by up to %.3g (%d of the %d draws looked at)", s.worst, s.share, chains*k)
 	if s.all {
 		where = fmt.Sprintf("every draw looked at (%d a chain) where the energy exceeds the lowest among the chains' draws by %.3g or more", k, s.least)
@@ -451,7 +451,11 @@ func (s *strandedChains) note(chains, k int) string {
 		}
 	}
 	has := map[bool]string{true: "has", false: "have"}[len(s.names) == 1]
-	return fmt.Sprintf("flowebm: note: %s %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and sampling longer does not move them; give --starts FILE with points inside the support (one per chain, or one for all)", s.which(chains), has, where)
+	longer := "sampling longer does not move them"
+	if s.flat { // round 127 A2: on a plateau a chain walks at random, and may come back
+		longer = "sampling longer brings them back only by a random walk's chance, which may take very long"
+	}
+	return fmt.Sprintf("flowebm: note: %s %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and %s; %s", s.which(chains), has, where, longer, way)
 }
 
 // transientChains are chains whose energy comes down along their draws
@@ -1971,6 +1975,9 @@ func pct(v float64) string {
 // chains' starting Gaussian, is trained on the chains' states during the
 // warm-up cycles, then frozen for the draws kept (algorithms.AdaptiveFlowMC).
 func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Dense, out io.Writer) (*adaptiveRun, error) {
+	if m.Flow == nil && m.EBM.Dim() < 2 { // probe 61: "layers: RealNVP needs Dim ≥ 2"; round 127 A5: before --warmup's refusal, which, followed, led here
+		return nil, fmt.Errorf("--sampler flowmc without --flow trains a RealNVP, whose couplings split the coordinates: it needs d ≥ 2, and --model %s has d = 1; sample it with --sampler mala, hmc or ula, or give a flow of your own with --flow", f.model)
+	}
 	if f.warmup < 1 { // AdaptiveFlowMC would take 0 for its default length
 		what := "flowmc without a flow trains one during the warm-up"
 		if m.Flow != nil { // probe 68 A3: "without a flow" beside --flow
@@ -1981,9 +1988,6 @@ func (f sampleFlags) adaptiveRun(rng *rand.Rand, m checkpoint.Models, x *mat.Den
 	flow := m.Flow
 	if flow == nil {
 		d := m.EBM.Dim()
-		if d < 2 { // probe 61: "layers: RealNVP needs Dim ≥ 2"
-			return nil, fmt.Errorf("--sampler flowmc without --flow trains a RealNVP, whose couplings split the coordinates: it needs d ≥ 2, and --model %s has d = 1; sample it with --sampler mala, hmc or ula, or give a flow of your own with --flow", f.model)
-		}
 		sigma := adaptiveBaseSigma(m)
 		hidden := max(16, 2*d)
 		var err error

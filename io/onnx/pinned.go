@@ -146,7 +146,7 @@ func (n *Net) markUnchecked(failed error) {
 	}
 	why := "its outputs are not finite (NaN or ±Inf) at the points flowebm runs a graph on at load to check that it gives one energy per point (%s)"
 	if errors.Is(failed, errAlike) {
-		why = "its outputs are the same at every point flowebm runs a graph on at load to check that it gives one energy per point (%s), as where a guard (torch.where(inside, E, 1e6), nan_to_num) replaces them"
+		why = "its outputs are the same at all the points drawn from each of the distributions flowebm runs a graph on at load to check that it gives one energy per point (%s), as where a guard (torch.where(inside, E, 1e6), nan_to_num) replaces them"
 	} else if big := new(tensorTooLarge); errors.As(failed, &big) { // round 75 A2: "could not compute it" of a model that computes at smaller batches
 		why = "the check that it gives one energy per point runs it at a batch of %d points, where one of its values is larger than one tensor may hold (" + byteSize(big.bytes/float64(big.batch)) + " a point; energy and sample run it in smaller chunks)"
 		n.unchecked = fmt.Sprintf("%s: "+why+", so it was not checked: were it to mix the points of a batch (batch statistics), its outputs (energies, log-densities) would be wrong", n.File, big.batch)

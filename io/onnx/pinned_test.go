@@ -592,7 +592,7 @@ func TestGuardedEnergiesCheckedAtThePointsGiven(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if guard != "rowguard" && !strings.Contains(net.Unchecked(), "its outputs are the same at every point") {
+			if guard != "rowguard" && !strings.Contains(net.Unchecked(), "its outputs are the same at all the points drawn from each of the distributions") {
 				t.Errorf("%s: note %q", name, net.Unchecked())
 			}
 			err = net.CheckAt(x, "the points given")
