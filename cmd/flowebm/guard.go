@@ -76,6 +76,9 @@ func checkOutput(flag, out string, inputs ...string) error {
 		if in != "" && sameFile(out, in) {
 			return fmt.Errorf("%s %s is also an input (%s): write the output elsewhere", flag, out, in)
 		}
+		if run, file := runDataFile(in, out); file != "" { // round 127 B3: a model run's data replaced with --force, the run then refused by plot and --resume
+			return fmt.Errorf("%s %s is %s of the run %s, the model: its plot and --resume read it (and check its SHA-256); write the output elsewhere", flag, out, file, run)
+		}
 		if fi, err := os.Stat(in); err == nil && fi.IsDir() && within(dir, in) {
 			return fmt.Errorf("%s %s is inside the input folder %s (a model or run): write the output elsewhere", flag, out, in)
 		}
@@ -84,6 +87,33 @@ func checkOutput(flag, out string, inputs ...string) error {
 		return fmt.Errorf("%s %s is inside the checkpoint folders of the run %s, whose next checkpoint deletes it: write the output elsewhere", flag, out, run)
 	}
 	return checkNotInRun(flag, out, dir)
+}
+
+// runDataFile returns, where in is a training run (or its checkpoint
+// folder) whose configuration names out as its data file or its mode
+// centres, the run and which of them out is; "" otherwise.
+func runDataFile(in, out string) (run, which string) {
+	if in == "" {
+		return "", ""
+	}
+	run = runOfCheckpoint(in)
+	if run == "" && isTrainingRun(in) {
+		run = in
+	}
+	if run == "" {
+		return "", ""
+	}
+	cfg, err := training.ReadRunConfig(run)
+	if err != nil || cfg.Data == nil {
+		return "", ""
+	}
+	switch {
+	case cfg.Data.File != "" && sameFile(out, cfg.Data.File):
+		return run, "the data file (its config.json's data.file)"
+	case cfg.Data.Modes != "" && sameFile(out, cfg.Data.Modes):
+		return run, "the mode centres (its config.json's data.modes)"
+	}
+	return "", ""
 }
 
 // checkNotInRun refuses an output out (in the existing folder dir) inside

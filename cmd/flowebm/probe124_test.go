@@ -352,7 +352,29 @@ func TestDamagedSampleCheckpointNotResumable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"))...)
-	if code != 2 || !strings.Contains(stderr, "damaged, which cannot be continued") || strings.Contains(stderr, "continue it with flowebm sample --resume") || !strings.Contains(stderr, "--force") {
+	if code != 2 || !strings.Contains(stderr, "damaged, which cannot be continued") || strings.Contains(stderr, "continue it with flowebm sample --resume") || !strings.Contains(stderr, "this command with --force starts the run afresh") { // round 127 B2: the recorded command named another run's files
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	// Round 127 B1: --resume of it, its --out written, said "--out exists
+	// … add --force", which then met the damage.
+	_, stderr, code = runCLI("sample", "--resume", ck)
+	if code != 2 || !strings.Contains(stderr, "CRC-32") || strings.Contains(stderr, "exists") {
+		t.Errorf("--resume: exit %d: %s", code, stderr)
+	}
+}
+
+// Round 127 B3: sample --out onto the data file of the --model run, with
+// --force, replaced it: the run's plot and --resume then refused it.
+func TestOutNotTheModelRunsData(t *testing.T) {
+	dir := t.TempDir()
+	data := normalArray(t, filepath.Join(dir, "d.npy"), 1, 400, 2)
+	run := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI("train", "--data", data, "--algorithm", "ula", "--iterations", "2", "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	before := mustRead(t, data)
+	_, stderr, code := runCLI("sample", "--model", run, "--chains", "4", "--steps", "10", "--out", data, "--force")
+	if code != 2 || !strings.Contains(stderr, "is the data file (its config.json's data.file) of the run") || !bytes.Equal(mustRead(t, data), before) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

@@ -1050,6 +1050,10 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 	if err != nil {
 		return given, nil, nil, err
 	}
+	if err := arch.damaged(); err != nil { // before --out's checks, whose --force, followed, led to this (round 127 B1)
+		arch.r.Close()
+		return given, nil, nil, fmt.Errorf("%w%s", err, arch.again)
+	}
 	var f sampleFlags
 	fs := pflag.NewFlagSet("sample", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -1281,8 +1285,8 @@ func (f sampleFlags) checkCheckpoint() error {
 		if _, r, rerr := readSampleCheckpoint(f.checkpoint); rerr == nil { // round 83 B9: the same command run again after Ctrl-C
 			damage := r.damaged()
 			r.r.Close()
-			if damage != nil {
-				return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v", err, damage)
+			if damage != nil { // this command with --force, not the recorded one (round 127 B2: that named another run's files)
+				return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v; this command with --force starts the run afresh in its place", err, damage)
 			}
 			err = fmt.Errorf("%w; it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume %s", err, shellQuote(f.checkpoint))
 		}

@@ -165,9 +165,10 @@ func (c *ckptReader) get(name string, shape ...int) ([]float64, error) {
 }
 
 // damaged is why a member of the checkpoint does not read whole (its CRC,
-// or the SHA-256 meta records), with the way on; nil where every member
-// does. sample's new start checks it before it advises --resume (round
-// 126 B5: --resume, advised, then refused a damaged checkpoint).
+// or the SHA-256 meta records), without the way on (the callers' to say);
+// nil where every member does. sample's new start checks it before it
+// advises --resume (round 126 B5: --resume, advised, then refused a
+// damaged checkpoint), and --resume before it checks --out (round 127 B1).
 func (c *ckptReader) damaged() error {
 	for _, name := range c.r.Names {
 		if !knownMember(name) || name == "meta" {
@@ -175,10 +176,10 @@ func (c *ckptReader) damaged() error {
 		}
 		a, err := c.r.Get(name)
 		if err != nil {
-			return fmt.Errorf("%w%s", err, c.again)
+			return err
 		}
 		if want, ok := c.sums[name]; c.sums != nil && ok && memberSum(a.Shape, a.Data) != want {
-			return fmt.Errorf("%s: member %q is not what the run wrote (its SHA-256 is not the one meta records)%s", c.path, name, c.again)
+			return fmt.Errorf("%s: member %q is not what the run wrote (its SHA-256 is not the one meta records)", c.path, name)
 		}
 	}
 	return nil
