@@ -529,9 +529,10 @@ func TestRunWithoutCheckpointIsStartedAgain(t *testing.T) {
 	}
 	os.Remove(filepath.Join(out, "samples.npy"))
 	// Probe 28: a damaged checkpoint is not "stopped before its first
-	// checkpoint": --resume names the damage.
+	// checkpoint": the refusal names the damage (round 125 B2: it sent the
+	// user to --resume, which then found nothing to resume), as --resume does.
 	os.WriteFile(filepath.Join(out, "checkpoint", "state.json"), []byte("{}"), 0o644)
-	wantErr(t, out+" already holds a run: continue it with --resume "+out, args...)
+	wantErr(t, out+" already holds a run, but no checkpoint of it can be resumed from", args...)
 	wantErr(t, "does not match the SHA-256 that", "train", "--resume", out)
 	os.RemoveAll(filepath.Join(out, "checkpoint")) // as a kill during the first checkpoint leaves it
 	wantErr(t, out+" holds a run that stopped before its first checkpoint was complete, so there is nothing to resume: start it again with --force", args...)

@@ -22,7 +22,7 @@ func TestCmdStanChainsNamedByFile(t *testing.T) {
 		return writeFile(t, dir, name, b.String())
 	}
 	a, b, c := stan("output_4.csv", 0), stan("output_1.csv", 0.5), stan("output_2.csv", 0.5)
-	if _, stderr, code := runCLI("diagnose", a, b, c); code != 0 || !strings.Contains(stderr, "chains output_1.csv and output_2.csv are identical") {
+	if _, stderr, code := runCLI("diagnose", a, b, c); code != 0 || !strings.Contains(stderr, "chains output_1.csv and output_2.csv (the same seed twice, or a file copied?) are identical") {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
