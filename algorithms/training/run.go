@@ -1359,8 +1359,12 @@ func comparableConfig(c config.Run) map[string]any {
 	}
 	if c.Data != nil {
 		d := *c.Data
+		hasModes := d.Modes != ""
 		d.File, d.Key, d.Modes = "", "", "" // where the files are (round 80 B7: a moved modes file's path could not be written)
-		d.ModesSHA256 = ""                  // checked as the data load; runs made before it was recorded have none
+		if hasModes {
+			d.Modes = "(a file of mode centres)" // whether there are centres is the run's (round 128 A6: removed, the checkpoint's evals.csv was blamed)
+		}
+		d.ModesSHA256 = "" // checked as the data load; runs made before it was recorded have none
 		c.Data = &d
 	}
 	b, _ := json.Marshal(c)

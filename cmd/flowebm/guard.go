@@ -77,7 +77,7 @@ func checkOutput(flag, out string, inputs ...string) error {
 			return fmt.Errorf("%s %s is also an input (%s): write the output elsewhere", flag, out, in)
 		}
 		if run, file := runDataFile(in, out); file != "" { // round 127 B3: a model run's data replaced with --force, the run then refused by plot and --resume
-			return fmt.Errorf("%s %s is %s of the run %s, the model: its plot and --resume read it (and check its SHA-256); write the output elsewhere", flag, out, file, run)
+			return fmt.Errorf("%s %s is %s of %s, an input of this command: the run's plot and --resume read it (and check its SHA-256); write the output elsewhere", flag, out, file, run)
 		}
 		if fi, err := os.Stat(in); err == nil && fi.IsDir() && within(dir, in) {
 			return fmt.Errorf("%s %s is inside the input folder %s (a model or run): write the output elsewhere", flag, out, in)
@@ -89,29 +89,37 @@ func checkOutput(flag, out string, inputs ...string) error {
 	return checkNotInRun(flag, out, dir)
 }
 
-// runDataFile returns, where in is a training run (or its checkpoint
-// folder) whose configuration names out as its data file or its mode
-// centres, the run and which of them out is; "" otherwise.
-func runDataFile(in, out string) (run, which string) {
+// runDataFile returns, where in is a training run, or a checkpoint
+// folder (of a run, or a copy of one: round 128 A1), whose configuration
+// names out as its data file or its mode centres, what in is and which of
+// them out is; "" otherwise.
+func runDataFile(in, out string) (what, which string) {
 	if in == "" {
 		return "", ""
 	}
-	run = runOfCheckpoint(in)
-	if run == "" && isTrainingRun(in) {
-		run = in
-	}
-	if run == "" {
+	var cfg config.Run
+	var err error
+	switch run := runOfCheckpoint(in); {
+	case run != "":
+		what = "the run " + run
+		cfg, err = training.ReadRunConfig(run)
+	case isTrainingRun(in):
+		what = "the run " + in
+		cfg, err = training.ReadRunConfig(in)
+	case exists(filepath.Join(in, "run-config.json")):
+		what = "the checkpoint " + in + " (its run-config.json)"
+		cfg, err = config.ReadAsWritten(filepath.Join(in, "run-config.json"))
+	default:
 		return "", ""
 	}
-	cfg, err := training.ReadRunConfig(run)
 	if err != nil || cfg.Data == nil {
 		return "", ""
 	}
 	switch {
 	case cfg.Data.File != "" && sameFile(out, cfg.Data.File):
-		return run, "the data file (its config.json's data.file)"
+		return what, "the data file (data.file)"
 	case cfg.Data.Modes != "" && sameFile(out, cfg.Data.Modes):
-		return run, "the mode centres (its config.json's data.modes)"
+		return what, "the mode centres (data.modes)"
 	}
 	return "", ""
 }

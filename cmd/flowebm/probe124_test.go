@@ -3,6 +3,7 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,7 +150,7 @@ func TestPlateauOfEveryChainAndULA(t *testing.T) {
 		t.Errorf("flowmc, d = 1, --warmup 0: exit %d, %s", code, stderr)
 	}
 	_, stderr, code = runCLI("sample", "--model", model, "--sampler", "ula", "--chains", "4", "--steps", "300", "--warmup", "0", "--starts", starts("half.npy", 2, 2, -5, -5), "--out", filepath.Join(dir, "b.npy"))
-	if code != 0 || !strings.Contains(stderr, "chains 2, 3 (of 4") || !strings.Contains(stderr, "ULA has no accept step") || strings.Contains(stderr, "give --starts FILE with points inside the support") { // round 127 A3: told to start inside
+	if code != 0 || !strings.Contains(stderr, "chains 2, 3 (of 4") || !strings.Contains(stderr, "ULA has no accept step") || strings.Contains(stderr, "give --starts FILE with points inside the support") || !strings.Contains(stderr, "where they started outside, --starts FILE with points inside the support too") { // round 127 A3: told to start inside; round 128 A3: chains started outside, told mala alone
 		t.Errorf("ula, two chains outside: exit %d, %s", code, stderr)
 	}
 }
@@ -374,7 +375,80 @@ func TestOutNotTheModelRunsData(t *testing.T) {
 	}
 	before := mustRead(t, data)
 	_, stderr, code := runCLI("sample", "--model", run, "--chains", "4", "--steps", "10", "--out", data, "--force")
-	if code != 2 || !strings.Contains(stderr, "is the data file (its config.json's data.file) of the run") || !bytes.Equal(mustRead(t, data), before) {
+	if code != 2 || !strings.Contains(stderr, "is the data file (data.file) of the run") || !bytes.Equal(mustRead(t, data), before) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	// Round 128 A1: a copy of the run's checkpoint as --model let it through.
+	ck := filepath.Join(dir, "ck")
+	if out, err := exec.Command("cp", "-a", filepath.Join(run, "checkpoint"), ck).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	_, stderr, code = runCLI("energy", "--model", ck, "--points", normalArray(t, filepath.Join(dir, "p.npy"), 2, 3, 2), "--out", data, "--force")
+	if code != 2 || !strings.Contains(stderr, "is the data file (data.file) of the checkpoint") || !bytes.Equal(mustRead(t, data), before) {
+		t.Errorf("a copy of the checkpoint: exit %d: %s", code, stderr)
+	}
+}
+
+// Round 128 A5: a sample checkpoint whose meta.npy is damaged: --resume
+// gave the CRC error alone, a new start beside it "exists … --force"
+// without the damage.
+func TestSampleCheckpointMetaDamaged(t *testing.T) {
+	dir, ck, args := sampledWithCheckpoint(t)
+	b, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		if f.Name == "meta.npy" {
+			off, err := f.DataOffset()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[off+200] ^= 0x55
+		}
+	}
+	if err := os.WriteFile(ck, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck); code != 2 || !strings.Contains(stderr, "the checkpoint is damaged, and the run cannot be continued from it") {
+		t.Errorf("--resume: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"))...); code != 2 || !strings.Contains(stderr, "damaged, which cannot be continued") {
+		t.Errorf("a new start: exit %d: %s", code, stderr)
+	}
+}
+
+// Round 128 A6: data.modes removed from config.json between resumes:
+// "checkpoint/evals.csv: header: 22 columns, want 16", the checkpoint
+// blamed. It is named as the edit it is.
+func TestModesRemovedIsAnEdit(t *testing.T) {
+	dir := t.TempDir()
+	data := normalArray(t, filepath.Join(dir, "d.npy"), 1, 400, 2)
+	modes := filepath.Join(dir, "m.npy")
+	if err := npy.WriteFile(modes, &npy.Array{Shape: []int{2, 2}, Data: []float64{-1, 0, 1, 0}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI("train", "--data", data, "--modes", modes, "--algorithm", "ula", "--iterations", "3", "--out", run, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	path := filepath.Join(run, "config.json")
+	var cfg map[string]any
+	if err := json.Unmarshal(mustRead(t, path), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	d := cfg["data"].(map[string]any)
+	delete(d, "modes")
+	delete(d, "modes_sha256")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, `field "data.modes" is absent`) || strings.Contains(stderr, "columns") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"cmp"
 	"errors"
 	"fmt"
@@ -359,8 +360,8 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	}
 	if len(moving.names) > 0 {
 		way := "give --starts FILE with points inside the support (one per chain, or one for all)"
-		if f.sampler == "ula" { // round 125 A4: chains stepping out of a support and back; round 127 A3: told to start inside, where they started
-			way = "ULA has no accept step, so its chains step out of a support as readily as into it (chains started inside leave it): --sampler mala or hmc reject such steps"
+		if f.sampler == "ula" { // round 125 A4: chains stepping out of a support and back; round 127 A3, 128 A3: either way alone failed one case
+			way = "ULA has no accept step, so its chains step out of a support as readily as into it: where they started inside, --sampler mala or hmc, which reject such steps; where they started outside, --starts FILE with points inside the support too"
 		}
 		notes = append(notes, moving.note(f.chains, k, way))
 	}
@@ -1044,6 +1045,9 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 		return given, nil, nil, fmt.Errorf("--resume continues the run as its checkpoint records it: drop %s (only --force and --out may be added)", strings.Join(other, ", "))
 	}
 	meta, arch, err := readSampleCheckpoint(given.resume)
+	if errors.Is(err, zip.ErrChecksum) { // round 128 A5: a damaged meta.npy, no way on
+		err = fmt.Errorf("%w: the checkpoint is damaged, and the run cannot be continued from it; start it again with the command that started it and --force", err)
+	}
 	if lock := filepath.Join(filepath.Dir(given.resume), "."+filepath.Base(given.resume)+".lock"); errors.Is(err, fs.ErrNotExist) && exists(lock) { // round 103 B4: "no such file" alone
 		return given, nil, nil, fmt.Errorf("--resume %s does not exist, but its lock %s does: a sampling run killed before its first checkpoint leaves only its lock, and nothing of it to resume (or one under way has not written it yet); start it again with the command that started it, its flags included (flowebm sample … --checkpoint %s)", given.resume, lock, shellQuote(given.resume))
 	}
@@ -1282,6 +1286,9 @@ func (f sampleFlags) checkCheckpoint() error {
 	}
 	err := checkNew("--checkpoint", f.checkpoint, f.force)
 	if err != nil && !f.force && f.resume == "" {
+		if _, _, rerr := readSampleCheckpoint(f.checkpoint); errors.Is(rerr, zip.ErrChecksum) { // round 128 A5: its meta.npy damaged, unsaid
+			return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v; this command with --force starts the run afresh in its place", err, rerr)
+		}
 		if _, r, rerr := readSampleCheckpoint(f.checkpoint); rerr == nil { // round 83 B9: the same command run again after Ctrl-C
 			damage := r.damaged()
 			r.r.Close()
