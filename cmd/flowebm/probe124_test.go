@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -450,5 +451,57 @@ func TestModesRemovedIsAnEdit(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("train", "--resume", run); code == 0 || !strings.Contains(stderr, `field "data.modes" is absent`) || strings.Contains(stderr, "columns") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// Round 129 A1, A3: a sample checkpoint whose meta.npy was cut with its
+// CRC whole got the low-level cause alone (--resume) or "exists … --force"
+// (a new start); chains that started 9 to 60 above the lowest energy and
+// were in the typical band from their second draw on were "not yet
+// settled".
+func TestCutMetaAndQuickArrival(t *testing.T) {
+	dir, ck, args := sampledWithCheckpoint(t)
+	zr, err := zip.OpenReader(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.npz")
+	out, err := os.Create(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(out)
+	for _, f := range zr.File {
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if f.Name == "meta.npy" {
+			b = b[:len(b)/2]
+		}
+		w, _ := zw.Create(f.Name)
+		w.Write(b)
+	}
+	zr.Close()
+	zw.Close()
+	out.Close()
+	if _, stderr, code := runCLI("sample", "--resume", cut, "--out", filepath.Join(dir, "r.npy")); code != 2 || !strings.Contains(stderr, "the checkpoint is damaged") {
+		t.Errorf("--resume: exit %d: %s", code, stderr)
+	}
+	args[len(args)-1] = cut // --checkpoint's value
+	if _, stderr, code := runCLI(append(args, "--out", filepath.Join(dir, "n.npy"))...); code != 2 || !strings.Contains(stderr, "damaged, which cannot be continued") {
+		t.Errorf("a new start: exit %d: %s", code, stderr)
+	}
+
+	run := finishedULARun(t, dir, "run", "1")
+	starts := filepath.Join(dir, "s.npy")
+	if err := npy.WriteFile(starts, &npy.Array{Shape: []int{1, 2}, Data: []float64{6, 6}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("sample", "--model", run, "--sampler", "mala", "--step", "0.8", "--starts", starts, "--steps", "8", "--warmup", "0", "--chains", "4", "--seed", "2", "--out", filepath.Join(dir, "q.npy"))
+	if code != 0 || strings.Contains(stderr, "not yet settled") {
+		t.Errorf("a quick arrival: exit %d: %s", code, stderr)
 	}
 }

@@ -488,7 +488,7 @@ func (s *transientChains) add(c int, gaps []float64, far, typ float64, steps int
 	for from > 0 && gaps[from-1] <= typ {
 		from--
 	}
-	arrived := gaps[0] > far && from <= k-3 && gaps[k/2]-gaps[k-1] < typ // came down from far and stayed in the band
+	arrived := gaps[0] > typ && from <= k-3 && gaps[k/2]-gaps[k-1] < typ // came down into the band and stayed (round 129 A3: from under far, it was "not yet settled")
 	if !arrived && !(falling(gaps) && gaps[0]-gaps[k-1] > typ) {         // nor still coming down (round 126: a ULA chain stepping out of a support and back is neither)
 		return false
 	}
@@ -1045,7 +1045,7 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 		return given, nil, nil, fmt.Errorf("--resume continues the run as its checkpoint records it: drop %s (only --force and --out may be added)", strings.Join(other, ", "))
 	}
 	meta, arch, err := readSampleCheckpoint(given.resume)
-	if errors.Is(err, zip.ErrChecksum) { // round 128 A5: a damaged meta.npy, no way on
+	if errors.Is(err, zip.ErrChecksum) || err != nil && hasMeta(given.resume) { // round 128 A5: a damaged meta.npy, no way on; round 129 A1: cut or garbled with its CRC whole
 		err = fmt.Errorf("%w: the checkpoint is damaged, and the run cannot be continued from it; start it again with the command that started it and --force", err)
 	}
 	if lock := filepath.Join(filepath.Dir(given.resume), "."+filepath.Base(given.resume)+".lock"); errors.Is(err, fs.ErrNotExist) && exists(lock) { // round 103 B4: "no such file" alone
@@ -1286,7 +1286,7 @@ func (f sampleFlags) checkCheckpoint() error {
 	}
 	err := checkNew("--checkpoint", f.checkpoint, f.force)
 	if err != nil && !f.force && f.resume == "" {
-		if _, _, rerr := readSampleCheckpoint(f.checkpoint); errors.Is(rerr, zip.ErrChecksum) { // round 128 A5: its meta.npy damaged, unsaid
+		if _, _, rerr := readSampleCheckpoint(f.checkpoint); errors.Is(rerr, zip.ErrChecksum) || rerr != nil && hasMeta(f.checkpoint) { // round 128 A5, 129 A1: its meta.npy damaged, unsaid
 			return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v; this command with --force starts the run afresh in its place", err, rerr)
 		}
 		if _, r, rerr := readSampleCheckpoint(f.checkpoint); rerr == nil { // round 83 B9: the same command run again after Ctrl-C

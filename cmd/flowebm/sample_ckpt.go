@@ -25,6 +25,7 @@ import (
 	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
+	"github.com/flowebm/flowebm/io/data"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 	"github.com/flowebm/flowebm/io/onnx"
@@ -687,4 +688,12 @@ func trainRunOf(path string) string {
 		return filepath.Dir(dir)
 	}
 	return dir
+}
+
+// hasMeta reports whether path is an .npz archive holding a member meta,
+// as every sample checkpoint does: one that does not read as a checkpoint
+// is then a damaged one (round 129 A1), not another kind of file.
+func hasMeta(path string) bool {
+	names, err := data.NPZNames(path)
+	return err == nil && slices.Contains(names, "meta")
 }
