@@ -128,8 +128,8 @@ func outOfOrder(best, later string, strict bool) error {
 	if _, err := os.Stat(later); err != nil || checkComplete(later, strict) != nil {
 		return nil
 	}
-	bi, bok := checkpointIter(best)
-	li, lok := checkpointIter(later)
+	bi, bok := CheckpointIter(best)
+	li, lok := CheckpointIter(later)
 	if !bok || !lok || li <= bi {
 		return nil
 	}
@@ -144,9 +144,9 @@ type OutOfOrderError struct{ Err error }
 func (e *OutOfOrderError) Error() string { return e.Err.Error() }
 func (e *OutOfOrderError) Unwrap() error { return e.Err }
 
-// checkpointIter is the iteration of the checkpoint folder dir (its
+// CheckpointIter is the iteration of the checkpoint folder dir (its
 // state.json's iter), and whether it reads.
-func checkpointIter(dir string) (int, bool) {
+func CheckpointIter(dir string) (int, bool) {
 	var st struct {
 		Iter *int `json:"iter"`
 	}

@@ -326,7 +326,7 @@ func EvalsRestore(path string) string {
 // B1: the cp of ck's evals.csv advised lost the rows after it); "" for
 // others.
 func finalLost(dir, ck string) string {
-	it, ok := checkpointIter(ck)
+	it, ok := CheckpointIter(ck)
 	if !ok || !exists(filepath.Join(dir, "metrics.json")) {
 		return ""
 	}

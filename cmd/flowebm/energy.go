@@ -22,7 +22,6 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/graph"
-	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/internal/shapes"
 	"github.com/flowebm/flowebm/internal/sysmem"
 	"github.com/flowebm/flowebm/io/checkpoint"
@@ -1025,23 +1024,21 @@ const noModelAdvice = "no command uses a model whose files no checkpoint vouches
 // or interrupted, was exported without a word); "" for a finished run or
 // where either count cannot be read.
 func unfinishedNote(dir, latest string) string {
-	var st struct {
-		Iter *int `json:"iter"`
-	}
-	if jsonfile.Read(filepath.Join(latest, "state.json"), &st, jsonfile.Options{AllowUnknown: true}) != nil || st.Iter == nil {
+	it, ok := training.CheckpointIter(latest)
+	if !ok {
 		return ""
 	}
 	cfg, err := training.ReadRunConfig(dir)
-	if n := cfg.Train.Iterations; err != nil || *st.Iter >= n {
+	if n := cfg.Train.Iterations; err != nil || it >= n {
 		return ""
 	}
 	if msg := divergedBefore(dir); msg != "" { // round 113 A3: "unfinished", which train --resume refuses
-		return fmt.Sprintf("flowebm: note: the run %s diverged (its error.txt: %s): its last checkpoint, used here, is of iteration %d of %d", dir, strings.TrimPrefix(msg, "flowebm: "), *st.Iter, cfg.Train.Iterations)
+		return fmt.Sprintf("flowebm: note: the run %s diverged (its error.txt: %s): its last checkpoint, used here, is of iteration %d of %d", dir, strings.TrimPrefix(msg, "flowebm: "), it, cfg.Train.Iterations)
 	}
 	if exists(filepath.Join(dir, "metrics.json")) { // round 123 B4: a finished run whose final checkpoint was lost was called unfinished
-		return "flowebm: note: " + finalCheckpointLost(dir, *st.Iter, cfg.Train.Iterations, "used here")
+		return "flowebm: note: " + finalCheckpointLost(dir, it, cfg.Train.Iterations, "used here")
 	}
-	return fmt.Sprintf("flowebm: note: the run %s is unfinished: its newest checkpoint, used here, is of iteration %d of %d", dir, *st.Iter, cfg.Train.Iterations)
+	return fmt.Sprintf("flowebm: note: the run %s is unfinished: its newest checkpoint, used here, is of iteration %d of %d", dir, it, cfg.Train.Iterations)
 }
 
 // finalCheckpointLost says that the run in dir finished (it has its

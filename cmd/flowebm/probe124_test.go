@@ -334,25 +334,7 @@ func TestNoGradientNoStartsAdvice(t *testing.T) {
 // (CRC): the damage and the way on (--force) are said at once.
 func TestDamagedSampleCheckpointNotResumable(t *testing.T) {
 	dir, ck, args := sampledWithCheckpoint(t)
-	b, err := os.ReadFile(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := zr.File[0]
-	off, err := f.DataOffset()
-	if err != nil || f.UncompressedSize64 < 160 {
-		t.Fatalf("member %s: %v, %d bytes", f.Name, err, f.UncompressedSize64)
-	}
-	for k := off + 130; k < off+150; k++ { // its values, past the .npy header
-		b[k] ^= 0xff
-	}
-	if err := os.WriteFile(ck, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipMemberBytes(t, ck, "", 130, 150) // its first member's values, past the .npy header
 	_, stderr, code := runCLI(append(args, "--out", filepath.Join(dir, "b.npy"))...)
 	if code != 2 || !strings.Contains(stderr, "damaged, which cannot be continued") || strings.Contains(stderr, "continue it with flowebm sample --resume") || !strings.Contains(stderr, "this command with --force starts the run afresh") { // round 127 B2: the recorded command named another run's files
 		t.Errorf("exit %d: %s", code, stderr)
@@ -395,26 +377,7 @@ func TestOutNotTheModelRunsData(t *testing.T) {
 // without the damage.
 func TestSampleCheckpointMetaDamaged(t *testing.T) {
 	dir, ck, args := sampledWithCheckpoint(t)
-	b, err := os.ReadFile(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range zr.File {
-		if f.Name == "meta.npy" {
-			off, err := f.DataOffset()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b[off+200] ^= 0x55
-		}
-	}
-	if err := os.WriteFile(ck, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipMemberBytes(t, ck, "meta.npy", 200, 201)
 	if _, stderr, code := runCLI("sample", "--resume", ck); code != 2 || !strings.Contains(stderr, "the checkpoint is damaged, and the run cannot be continued from it") {
 		t.Errorf("--resume: exit %d: %s", code, stderr)
 	}
@@ -504,4 +467,36 @@ func TestCutMetaAndQuickArrival(t *testing.T) {
 	if code != 0 || strings.Contains(stderr, "not yet settled") {
 		t.Errorf("a quick arrival: exit %d: %s", code, stderr)
 	}
+}
+
+// flipMemberBytes inverts bytes from..to (offsets into its stored data) of
+// the member name ("": the first) of the zip archive at path, in place,
+// leaving its CRC as it was: a member damaged after it was written.
+func flipMemberBytes(t *testing.T, path, name string, from, to int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range zr.File {
+		if f.Name != name && (name != "" || i > 0) {
+			continue
+		}
+		off, err := f.DataOffset()
+		if err != nil || uint64(to) > f.CompressedSize64 {
+			t.Fatalf("member %s: %v, %d bytes", f.Name, err, f.CompressedSize64)
+		}
+		for k := off + from; k < off+to; k++ {
+			b[k] ^= 0xff
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("%s has no member %q", path, name)
 }

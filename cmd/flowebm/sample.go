@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/zip"
 	"cmp"
 	"errors"
 	"fmt"
@@ -1045,7 +1044,7 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 		return given, nil, nil, fmt.Errorf("--resume continues the run as its checkpoint records it: drop %s (only --force and --out may be added)", strings.Join(other, ", "))
 	}
 	meta, arch, err := readSampleCheckpoint(given.resume)
-	if errors.Is(err, zip.ErrChecksum) || err != nil && hasMeta(given.resume) { // round 128 A5: a damaged meta.npy, no way on; round 129 A1: cut or garbled with its CRC whole
+	if err != nil && hasMeta(given.resume) { // round 128 A5: a damaged meta.npy, no way on; round 129 A1: cut or garbled with its CRC whole
 		err = fmt.Errorf("%w: the checkpoint is damaged, and the run cannot be continued from it; start it again with the command that started it and --force", err)
 	}
 	if lock := filepath.Join(filepath.Dir(given.resume), "."+filepath.Base(given.resume)+".lock"); errors.Is(err, fs.ErrNotExist) && exists(lock) { // round 103 B4: "no such file" alone
@@ -1286,15 +1285,10 @@ func (f sampleFlags) checkCheckpoint() error {
 	}
 	err := checkNew("--checkpoint", f.checkpoint, f.force)
 	if err != nil && !f.force && f.resume == "" {
-		if _, _, rerr := readSampleCheckpoint(f.checkpoint); errors.Is(rerr, zip.ErrChecksum) || rerr != nil && hasMeta(f.checkpoint) { // round 128 A5, 129 A1: its meta.npy damaged, unsaid
-			return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v; this command with --force starts the run afresh in its place", err, rerr)
-		}
-		if _, r, rerr := readSampleCheckpoint(f.checkpoint); rerr == nil { // round 83 B9: the same command run again after Ctrl-C
-			damage := r.damaged()
-			r.r.Close()
-			if damage != nil { // this command with --force, not the recorded one (round 127 B2: that named another run's files)
-				return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v; this command with --force starts the run afresh in its place", err, damage)
-			}
+		switch ok, damage := checkpointDamage(f.checkpoint); {
+		case ok && damage != nil: // this command with --force, not the recorded one (round 127 B2: that named another run's files; 128 A5, 129 A1: its meta.npy)
+			return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v; this command with --force starts the run afresh in its place", err, damage)
+		case ok: // round 83 B9: the same command run again after Ctrl-C
 			err = fmt.Errorf("%w; it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume %s", err, shellQuote(f.checkpoint))
 		}
 	}

@@ -690,6 +690,18 @@ func trainRunOf(path string) string {
 	return dir
 }
 
+// checkpointDamage reads the file at path as a sample checkpoint: ok
+// where it is one (an .npz holding meta), with damage nil where every
+// member reads whole, else why not (round 126 B5, 128 A5, 129 A1).
+func checkpointDamage(path string) (ok bool, damage error) {
+	_, r, err := readSampleCheckpoint(path)
+	if err != nil {
+		return hasMeta(path), err
+	}
+	defer r.r.Close()
+	return true, r.damaged()
+}
+
 // hasMeta reports whether path is an .npz archive holding a member meta,
 // as every sample checkpoint does: one that does not read as a checkpoint
 // is then a damaged one (round 129 A1), not another kind of file.
