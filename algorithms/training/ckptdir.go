@@ -92,7 +92,12 @@ func LatestCheckpoint(dir string) (string, error) {
 		path   string
 		strict bool
 	}{{final + newSuffix, true}, {final, false}, {final + oldSuffix, false}}
+	// checkpoint.new/'s error where it held its marker before its check
+	// (one being written gets its marker last, and is renamed only
+	// under the lock a reader holds: it is then still)
+	var newErr error
 	for i, c := range candidates {
+		marked := exists(filepath.Join(c.path, completeMarker))
 		err := checkComplete(c.path, c.strict)
 		if err == nil {
 			for _, later := range candidates[i+1:] {
@@ -100,7 +105,15 @@ func LatestCheckpoint(dir string) (string, error) {
 					return "", err
 				}
 			}
+			if i > 0 {
+				if err := damagedNewer(candidates[0].path, c.path, newErr); err != nil {
+					return "", err
+				}
+			}
 			return c.path, nil
+		}
+		if i == 0 && marked {
+			newErr = err
 		}
 		if _, statErr := os.Stat(c.path); statErr == nil {
 			state := "is incomplete"
@@ -137,8 +150,43 @@ func outOfOrder(best, later string, strict bool) error {
 		filepath.Dir(best), filepath.Base(later), li, filepath.Base(best), bi, checkpointName+newSuffix, checkpointName, checkpointName+oldSuffix, checkpointName)}
 }
 
+// damagedNewer refuses to pass over checkpoint.new/ (tmp), which failed
+// its check with err while it held its marker, for the complete folder
+// best: it was finished after best and damaged since, so best is older
+// and the run would lose the iterations between them (a run's own files
+// may restore it: err says how where they do). A checkpoint.new/ of
+// another configuration, or of an iteration not after best's (a copy), is
+// passed over as before. Nil otherwise.
+func damagedNewer(tmp, best string, err error) error {
+	if err == nil || errors.As(err, new(*ConfigEditedError)) {
+		return nil
+	}
+	bi, bok := CheckpointIter(best)
+	ti, tok := CheckpointIter(tmp)
+	at := "of an iteration its state.json no longer tells"
+	switch {
+	case tok && bok && ti <= bi:
+		return nil
+	case tok:
+		at = fmt.Sprintf("of iteration %d", ti)
+	}
+	why := strings.TrimSuffix(err.Error(), "; restore it, or start a new run") // its way on is said here
+	return &OutOfOrderError{&causeError{fmt.Sprintf("%s: %s/ is complete (its %s was written) and %s, newer than %s/ (iteration %d), but it no longer passes its check: restore it, or, to go on from %s/ and lose the iterations after %d, move %s/ out of the run folder (%s)",
+		filepath.Dir(best), filepath.Base(tmp), completeMarker, at, filepath.Base(best), bi, filepath.Base(best), bi, filepath.Base(tmp), why), err}}
+}
+
+// causeError is an error said in its own words, err its cause.
+type causeError struct {
+	msg string
+	err error
+}
+
+func (e *causeError) Error() string { return e.msg }
+func (e *causeError) Unwrap() error { return e.err }
+
 // OutOfOrderError is LatestCheckpoint's refusal of checkpoint folders that
-// no interrupted replacement leaves (outOfOrder): its words say what to do.
+// no interrupted replacement leaves (outOfOrder), or whose newest was
+// damaged after it was finished (damagedNewer): its words say what to do.
 type OutOfOrderError struct{ Err error }
 
 func (e *OutOfOrderError) Error() string { return e.Err.Error() }

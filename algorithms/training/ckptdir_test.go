@@ -251,6 +251,25 @@ func TestCheckpointFolderStates(t *testing.T) {
 		dir := crashThenRemove(t, build, "complete", "checkpoint.new/"+completeMarker)
 		resumeAt(t, dir, 2)
 	})
+	t.Run("marked new damaged since", func(t *testing.T) {
+		// Completed after checkpoint/ and damaged since: passing over it
+		// (and recovery removing it) lost its iterations unsaid.
+		dir := crashThenRemove(t, build, "complete", "checkpoint.new/weights.npz")
+		_, err := Resume(dir)
+		if !errors.As(err, new(*OutOfOrderError)) || !strings.Contains(err.Error(), "checkpoint.new/ is complete") ||
+			!strings.Contains(err.Error(), "of iteration 3, newer than checkpoint/ (iteration 2)") || !strings.Contains(err.Error(), "weights.npz") {
+			t.Fatalf("Resume: %v, want checkpoint.new/ named as newer and damaged", err)
+		}
+		if _, err := LatestCheckpoint(dir); !errors.As(err, new(*OutOfOrderError)) {
+			t.Errorf("LatestCheckpoint: %v, want the same refusal", err)
+		}
+		wantOnly(t, dir, "checkpoint", "checkpoint.new")
+		// The way on it gives: moved out, the run goes on from checkpoint/.
+		if err := os.Rename(ck(dir, "checkpoint.new"), ck(t.TempDir(), "kept")); err != nil {
+			t.Fatal(err)
+		}
+		resumeAt(t, dir, 2)
+	})
 	t.Run("legacy checkpoint without marker", func(t *testing.T) {
 		dir, _ := build(t)
 		if err := os.Remove(ck(dir, "checkpoint/"+completeMarker)); err != nil {
