@@ -461,12 +461,18 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nestedK int) error
 		}
 		return writeNestedVerdict(w, c, rows, nestedK)
 	}
+	if c.chains == 1 { // round 130 A5: refused, where posterior and ArviZ compare its halves
+		dashNotComputed(table, "rhat_classic")
+	}
 	short := c.draws < 2*diagnostics.MinESSDraws
 	if short { // round 93 A1: an ESS of three times the draws was printed
 		dashNotComputed(table, "ess_bulk", "ess_tail", "ess_mean", "mcse_mean")
 	}
 	if err := writeRightAligned(w, table); err != nil {
 		return err
+	}
+	if c.chains == 1 {
+		fmt.Fprintf(w, "\none chain: rhat compares its two halves only (rhat_classic, between whole chains, needs two); chains started apart show what one chain cannot, a mode it never left: run several\n")
 	}
 	if short {
 		fmt.Fprintf(w, "\ness and mcse not computed: chains of %d draws are too short to estimate their autocorrelation (split halves of at least %d draws: give chains of at least %d)\n", c.draws, diagnostics.MinESSDraws, 2*diagnostics.MinESSDraws)
@@ -475,7 +481,7 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nestedK int) error
 	for i := range rows {
 		s[i] = rows[i].Summary
 	}
-	if err := writeVerdict(w, s); err != nil {
+	if err := writeVerdict(w, s, c.chains); err != nil {
 		return err
 	}
 	return writeThresholds(w, rows)
@@ -588,8 +594,9 @@ func listOf(names []string) string {
 
 // writeVerdict writes what the table's R-hats say: the dimensions whose
 // chains are each constant but apart (not mixed at all: R-hat infinite),
-// those without R-hat (the draws do not vary), and the largest R-hat.
-func writeVerdict(w io.Writer, s []diagnostics.Summary) error {
+// those without R-hat (the draws do not vary), and the largest R-hat (of
+// chains chains).
+func writeVerdict(w io.Writer, s []diagnostics.Summary, chains int) error {
 	worst, undefined, apart := math.Inf(-1), 0, 0
 	for _, d := range s {
 		switch {
@@ -614,6 +621,9 @@ func writeVerdict(w io.Writer, s []diagnostics.Summary) error {
 	verdict := "below 1.01: no sign of non-convergence"
 	if worst >= 1.01 {
 		verdict = "not below 1.01: the chains have not mixed"
+		if chains == 1 {
+			verdict = "not below 1.01: the chain's halves disagree, it has not mixed"
+		}
 	}
 	_, err := fmt.Fprintf(w, "\nmax rhat %.4f, %s (Vehtari et al. 2021)\n", worst, verdict)
 	return err

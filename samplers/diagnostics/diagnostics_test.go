@@ -165,8 +165,8 @@ func TestUndefinedCasesAreNaN(t *testing.T) {
 	for name, x := range cases {
 		fns := map[string]func([][]float64) float64{"RHat": RHat, "ClassicRHat": ClassicRHat, "ESS": ESS, "BulkESS": BulkESS, "TailESS": TailESS}
 		for fname, f := range fns {
-			if name == "one chain*" && fname != "RHat" && fname != "ClassicRHat" {
-				continue // ESS is defined for one chain
+			if name == "one chain*" && fname != "ClassicRHat" {
+				continue // ESS and split R-hat (its halves) are defined for one chain
 			}
 			if v := f(x); !math.IsNaN(v) {
 				t.Errorf("%s of %s = %v, want NaN", fname, name, v)
@@ -175,6 +175,19 @@ func TestUndefinedCasesAreNaN(t *testing.T) {
 	}
 	if v := RHat(good); math.IsNaN(v) {
 		t.Error("R-hat of valid chains is NaN")
+	}
+	// Round 130 A5: one chain's split R-hat compares its halves, as
+	// posterior's and ArviZ's do (it was NaN, and diagnose refused one
+	// chain); a chain whose halves differ gets a large one.
+	if v := RHat(good[:1]); math.IsNaN(v) || v > 1.5 {
+		t.Errorf("R-hat of one well-mixed chain = %v, want its halves' (≈ 1)", v)
+	}
+	trend := make([]float64, 40)
+	for i := range trend {
+		trend[i] = float64(i) + good[0][i%10]
+	}
+	if v := RHat([][]float64{trend}); !(v > 2) {
+		t.Errorf("R-hat of one trending chain = %v, want > 2 (its halves differ)", v)
 	}
 }
 

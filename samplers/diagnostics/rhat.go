@@ -144,9 +144,10 @@ func ClassicRHat(x [][]float64) float64 {
 // rank-normalised absolute deviations from the median of all draws (as
 // posterior's fold_draws; ArviZ takes the median of the split chains,
 // which for chains of an odd length leave out each chain's middle draw:
-// probe 63, 1.0115 for posterior's 1.0085 at 4 × 101 draws).
+// probe 63, 1.0115 for posterior's 1.0085 at 4 × 101 draws). Of one
+// chain it compares the chain's two halves; ClassicRHat needs two.
 func RHat(x [][]float64) float64 {
-	if !valid(x, 2) {
+	if !valid(x, 1) { // one chain: its halves, as ArviZ and posterior compare them
 		return math.NaN()
 	}
 	bulk := rhat(RankNormalize(Split(x)))

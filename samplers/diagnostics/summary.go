@@ -42,11 +42,11 @@ type Summary struct {
 // Summarize computes the Summary of each of dims quantities from draws laid
 // out chains × draws × dims in row-major order (the layout of a NumPy array
 // of that shape, and of samplers.Store.Draws). It returns an error, rather
-// than NaN diagnostics, for fewer than 2 chains or 4 draws, a data length
+// than NaN diagnostics, for no chain or fewer than 4 draws, a data length
 // that does not match the shape, or a NaN or infinite draw (reporting the
 // first one's position).
 func Summarize(data []float64, chains, draws, dims int) ([]Summary, error) {
-	if draws < 4 && chains >= 2 {
+	if draws < 4 && chains >= 1 {
 		return nil, fmt.Errorf("diagnostics: %d draw%s per chain, need at least 4", draws, plural(draws))
 	}
 	if err := checkDraws(data, chains, draws, dims); err != nil {
@@ -91,12 +91,12 @@ func SummarizeShort(data []float64, chains, draws, dims int) ([]Summary, error) 
 	return out, nil
 }
 
-// checkDraws refuses fewer than 2 chains or 1 draw, a data length that
+// checkDraws refuses no chain or no draw, a data length that
 // does not match the shape, or a NaN or infinite draw (naming the first).
 func checkDraws(data []float64, chains, draws, dims int) error {
 	switch {
-	case chains < 2:
-		return fmt.Errorf("diagnostics: %d chain(s), need at least 2", chains)
+	case chains < 1:
+		return fmt.Errorf("diagnostics: no chains, need at least 1")
 	case draws < 1:
 		return fmt.Errorf("diagnostics: no draws per chain, need at least 1")
 	case dims < 1:

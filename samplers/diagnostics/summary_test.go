@@ -71,7 +71,8 @@ func TestSummarizeErrors(t *testing.T) {
 		chains, draws, dims int
 		msg                 string
 	}{
-		{ok[:4], 1, 4, 1, "1 chain(s), need at least 2"},
+		{nil, 0, 4, 1, "no chains, need at least 1"},
+		{ok[:3], 1, 3, 1, "3 draws per chain, need at least 4"},
 		{ok[:6], 2, 3, 1, "3 draws per chain, need at least 4"},
 		{ok[:7], 2, 4, 1, "7 values for 2 chains × 4 draws × 1 dims"},
 		{nan, 2, 4, 1, "non-finite value NaN at chain 1, draw 1, dim 0"},

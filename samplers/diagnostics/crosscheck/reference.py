@@ -180,7 +180,7 @@ def rhat(x, variant="posterior"):
     ArviZ folds the split chains about their median; posterior folds all
     draws about theirs and then splits (they differ for odd N)."""
     x = np.asarray(x, float)
-    if nan_unless(x, 2):
+    if nan_unless(x):  # one chain: its halves (posterior's rhat, ArviZ's _rhat_rank)
         return float("nan")
     s = split(x)
     bulk = rhat_basic(rank_normalize(s))

@@ -17,7 +17,7 @@ np.save('mixed_4x500x4_f8.npy', x)
 
 np.save('bad_rank1.npy', np.zeros(10))
 np.save('bad_rank4.npy', np.zeros((2, 4, 1, 1)))
-np.save('bad_one_chain.npy', rng.standard_normal((1, 100)))
+np.save('one_chain.npy', rng.standard_normal((1, 100)))
 np.save('bad_three_draws.npy', rng.standard_normal((4, 3)))
 nan = rng.standard_normal((3, 10, 2))
 nan[2, 7, 1] = np.nan
