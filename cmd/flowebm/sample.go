@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/mathext"
 	"gonum.org/v1/gonum/stat"
 	"gorgonia.org/tensor"
 
@@ -319,31 +320,8 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	if energyInBatches(inModel, pts, e, nil) != nil { // the model's whole energy, in batches it takes
 		return ""
 	}
-	lowest := math.Inf(1)
-	for _, v := range e {
-		if !math.IsNaN(v) {
-			lowest = min(lowest, v)
-		}
-	}
-	var still, moving strandedChains
-	var coming transientChains
-	for c := range f.chains {
-		gaps := make([]float64, k)
-		for j := range k {
-			gaps[j] = e[c*k+j] - lowest
-			if math.IsNaN(gaps[j]) {
-				gaps[j] = math.Inf(1)
-			}
-		}
-		rows := pts.Slice(c*k, (c+1)*k, 0, d).(*mat.Dense)
-		switch far := 1e4 + 10*float64(d); {
-		case stuck(rows): // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
-			still.add(c, gaps, math.Inf(-1), math.Inf(-1), math.Inf(-1), false)
-		case coming.add(c, gaps, strandedStay(d), typicalGap(d), f.steps): // round 124 A1: a chain started far out and coming in was "stranded … sampling longer does not move them"
-		default:
-			moving.add(c, gaps, far, strandedStay(d), typicalGap(d), constant(e[c*k:(c+1)*k]))
-		}
-	}
+	g := classifyChains(e, pts, f.chains, k, d, f.steps)
+	still, moving := g.still, g.moving
 	var notes []string
 	if len(still.names) == 0 && constant(e) && !math.IsNaN(e[0]) { // round 125 A2: every chain on one plateau, nothing said
 		notes = append(notes, fmt.Sprintf("flowebm: note: the energy is %.6g at every draw looked at of every chain, while they move: a plateau, where the gradient is 0 and no move is preferred; if it is a constant standing in for +Inf outside a support, the draws are not from the model: give --starts FILE with points inside the support (one per chain, or one for all), or %s, whose flow's moves jump; if the target is uniform there, the draws are from the model", e[0], flowmcAdvice(m)))
@@ -351,8 +329,10 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 			notes[len(notes)-1] += "; ULA has no accept step, so its chains step out of a support as readily as into it (chains started inside leave it): --sampler mala or hmc reject such steps"
 		}
 	}
-	if len(coming.names) > 0 {
-		notes = append(notes, coming.note(f.chains, f.steps))
+	for _, t := range []*transientChains{&g.came, &g.cameAbove, &g.coming} {
+		if len(t.names) > 0 { // round 130 A2: one note for chains that arrived and one still coming, "not yet settled" for both
+			notes = append(notes, t.note(f.chains, f.steps, g.typ))
+		}
 	}
 	if len(still.names) > 0 {
 		notes = append(notes, f.stillNote(still, strandedStay(d)))
@@ -451,11 +431,107 @@ func (s *strandedChains) note(chains, k int, way string) string {
 		}
 	}
 	has := map[bool]string{true: "has", false: "have"}[len(s.names) == 1]
-	longer := "sampling longer does not move them"
-	if s.flat { // round 127 A2: on a plateau a chain walks at random, and may come back
+	longer := "sampling longer need not bring them back: the energy there need not pull them toward the mass (along a direction where it is flat, they walk at random)" // round 130 A4: "does not move them", of a chain walking on a face flat along one axis
+	if s.flat {                                                                                                                                                         // round 127 A2: on a plateau a chain walks at random, and may come back
 		longer = "sampling longer brings them back only by a random walk's chance, which may take very long"
 	}
 	return fmt.Sprintf("flowebm: note: %s %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and %s; %s", s.which(chains), has, where, longer, way)
+}
+
+// chainGroups are the chains strandedNote names, by what their draws
+// looked at do, and the typical band it judged them by.
+type chainGroups struct {
+	still, moving           strandedChains
+	came, cameAbove, coming transientChains
+	typ                     float64
+}
+
+// classifyChains sorts chains (k draws looked at in each, of steps, at
+// points pts in d dimensions, energies e) into chainGroups by their gaps
+// above the lowest energy among all of them.
+func classifyChains(e []float64, pts *mat.Dense, chains, k, d, steps int) chainGroups {
+	lowest := math.Inf(1)
+	for _, v := range e {
+		if !math.IsNaN(v) {
+			lowest = min(lowest, v)
+		}
+	}
+	g := chainGroups{typ: typicalGap(d, chains*k), came: transientChains{kind: arrivedInBand},
+		cameAbove: transientChains{kind: arrivedAbove}, coming: transientChains{kind: stillComing}}
+	stay, far := strandedStay(d), 1e4+10*float64(d)
+	for c := range chains {
+		gaps := make([]float64, k)
+		for j := range k {
+			gaps[j] = e[c*k+j] - lowest
+			if math.IsNaN(gaps[j]) {
+				gaps[j] = math.Inf(1)
+			}
+		}
+		if stuck(pts.Slice(c*k, (c+1)*k, 0, d).(*mat.Dense)) { // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
+			g.still.add(c, gaps, math.Inf(-1), math.Inf(-1), math.Inf(-1), false)
+			continue
+		}
+		switch kind, from := transientOf(gaps, stay, g.typ); kind { // round 124 A1: a chain started far out and coming in was "stranded … sampling longer does not move them"
+		case arrivedInBand:
+			g.came.add(c, gaps, from, steps)
+		case arrivedAbove:
+			g.cameAbove.add(c, gaps, from, steps)
+		case stillComing:
+			g.coming.add(c, gaps, from, steps)
+		default:
+			g.moving.add(c, gaps, far, stay, g.typ, constant(e[c*k:(c+1)*k]))
+		}
+	}
+	return g
+}
+
+// transient is what transientOf finds a chain's energy does.
+type transient int
+
+const (
+	notTransient  transient = iota
+	arrivedInBand           // came down into the typical band and stayed
+	arrivedAbove            // came down from over strandedStay to a steady level above the band
+	stillComing             // still coming down
+)
+
+// transientOf tells from a chain's draws looked at, gaps above the lowest
+// energy found, whether its energy came down: from above the band within
+// typ of the lowest into it, its draws looked at staying there from one
+// on, the last three among them and no fall of typ over its second half
+// (round 125 A1: chains 10 to 39 above the lowest, or still coming down,
+// were said to have arrived); from over stay (strandedStay, all but no
+// density there) to a steady level between the band and stay, another,
+// shallower mode (round 130 A3: a fall from 320 to 20 in d = 2 was said
+// nothing of); or along its draws (falling) by over typ (it is still
+// coming down; round 125 A3: a chain falling from 1054 to 360 was
+// "stranded"). from is the first draw looked at from which it stayed.
+func transientOf(gaps []float64, stay, typ float64) (kind transient, from int) {
+	k := len(gaps)
+	if k < 4 {
+		return notTransient, 0
+	}
+	if from = stayedUnder(gaps, typ); gaps[0] > typ && from <= k-3 && gaps[k/2]-gaps[k-1] < typ { // round 129 A3: from under far, it was "not yet settled"
+		return arrivedInBand, from
+	}
+	level := floats.Max(gaps[k/2:])
+	if from = stayedUnder(gaps, min(level+typ, stay)); gaps[0] > stay && level <= stay && level-floats.Min(gaps[k/2:]) < typ && from <= k-3 {
+		return arrivedAbove, from
+	}
+	if falling(gaps) && gaps[0]-gaps[k-1] > typ { // round 126: a ULA chain stepping out of a support and back is neither
+		return stillComing, 0
+	}
+	return notTransient, 0
+}
+
+// stayedUnder is the first index from which every gap is at most bar
+// (len(gaps) where the last is over it).
+func stayedUnder(gaps []float64, bar float64) int {
+	from := len(gaps)
+	for from > 0 && gaps[from-1] <= bar {
+		from--
+	}
+	return from
 }
 
 // transientChains are chains whose energy comes down along their draws
@@ -463,44 +539,21 @@ func (s *strandedChains) note(chains, k int, way string) string {
 // draws are a transient, not a region they are stranded in.
 type transientChains struct {
 	strandedChains
-	in      int  // the draw from which every such chain that arrived stays in the typical band
-	arrived bool // every such chain arrived and stayed
-	first   float64
+	kind  transient
+	in    int     // the draw from which every chain arrived stays
+	first float64 // the highest start above the lowest energy
+	level float64 // the highest level an arrivedAbove chain stays under
 }
 
-// add takes chain c (from 0), whose draws looked at (of steps, evenly
-// spaced) lie gaps above the lowest energy, if its energy came down: from
-// over far (strandedStay: round 126 A1, a fall from 2170 in d = 10 over
-// the first of 3000 draws was said nothing of) into the band within typ
-// of the lowest, its draws looked at staying there from one on, the last
-// three among them and no fall of typ over its second half (it arrived;
-// round 125 A1: chains 10 to 39 above the lowest, or still coming down,
-// were said to have), or along its draws (falling) by over typ (it is
-// still coming down; round 125 A3: a chain falling from 1054 to 360 was
-// "stranded"). It reports whether it took the chain.
-func (s *transientChains) add(c int, gaps []float64, far, typ float64, steps int) bool {
+// add takes chain c (from 0), whose k draws looked at (of steps, evenly
+// spaced) lie gaps above the lowest energy, arrived from draw looked at
+// from on.
+func (s *transientChains) add(c int, gaps []float64, from, steps int) {
 	k := len(gaps)
-	if k < 4 {
-		return false
-	}
-	from := k
-	for from > 0 && gaps[from-1] <= typ {
-		from--
-	}
-	arrived := gaps[0] > typ && from <= k-3 && gaps[k/2]-gaps[k-1] < typ // came down into the band and stayed (round 129 A3: from under far, it was "not yet settled")
-	if !arrived && !(falling(gaps) && gaps[0]-gaps[k-1] > typ) {         // nor still coming down (round 126: a ULA chain stepping out of a support and back is neither)
-		return false
-	}
-	if s.names == nil {
-		s.arrived = true
-	}
 	s.names = append(s.names, strconv.Itoa(c))
 	s.first = max(s.first, gaps[0])
-	s.arrived = s.arrived && arrived
-	if arrived {
-		s.in = max(s.in, from*(steps-1)/max(k-1, 1))
-	}
-	return true
+	s.in = max(s.in, from*(steps-1)/max(k-1, 1))
+	s.level = max(s.level, floats.Max(gaps[k/2:]))
 }
 
 // falling reports whether gaps fall along a chain: at least three in four
@@ -515,22 +568,29 @@ func falling(gaps []float64) bool {
 	return 4*down >= 3*(len(gaps)-1)
 }
 
-// typicalGap bounds how far above the lowest energy found the draws of a
-// chain at equilibrium lie, all but surely: d/2 + 4·√(d/2) + 4 (the
-// energy of a d-dimensional Gaussian's draws is d/2 ± √(d/2) above its
-// minimum).
-func typicalGap(d int) float64 {
-	h := float64(d) / 2
-	return h + 4*math.Sqrt(h) + 4
+// typicalGap bounds how far above the lowest energy found the n draws
+// looked at of chains at equilibrium lie, all but surely: the energy of a
+// d-dimensional Gaussian's draw above its minimum is Gamma(d/2, 1)
+// (χ²_d/2), and the band is its upper 1/(100·n) quantile, which all n lie
+// under with probability 99% (round 130 A1: d/2 + 4·√(d/2) + 4, that
+// quantile for n = 80, was crossed by some of 8192 chains at equilibrium,
+// which were then called a transient).
+func typicalGap(d, n int) float64 {
+	return mathext.GammaIncRegCompInv(float64(d)/2, 0.01/float64(max(n, 1)))
 }
 
-// note is strandedNote's line for chains coming down from far starts (of
-// chains, steps draws each).
-func (s *transientChains) note(chains, steps int) string {
-	if !s.arrived {
-		return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down along their draws, not yet settled: a start far from the model's mass, whose draws are a transient, not from the model; sample longer (then drop the early draws), or give --starts FILE with points nearer the mass (one per chain, or one for all)", s.which(chains), s.first)
+// note is strandedNote's line for these chains (of chains, steps draws
+// each; the band typ above the lowest energy).
+func (s *transientChains) note(chains, steps int, typ float64) string {
+	start := fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down", s.which(chains), s.first)
+	drop := fmt.Sprintf("the draws before are a transient (a start far from the mass), not from the model; drop at least those (NumPy: x[:, %d:]) and check what is left with flowebm diagnose", s.in)
+	switch s.kind {
+	case stillComing:
+		return start + " along their draws, not yet settled: a start far from the model's mass, whose draws are a transient, not from the model; sample longer (then drop the early draws), or give --starts FILE with points nearer the mass (one per chain, or one for all)"
+	case arrivedAbove:
+		return fmt.Sprintf("%s by draw %d of %d (of the draws looked at) to where it exceeds that lowest by up to %.3g, above the band where draws at equilibrium in the lowest mode lie (within %.3g of it): another, shallower mode, or a slow approach; %s (R-hat tells chains in other modes apart), or start nearer the mass (--starts FILE)", start, s.in, steps, s.level, typ, drop)
 	}
-	return fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down, into the band where draws at equilibrium lie by draw %d of %d (of the draws looked at): the draws before are a transient (a start far from the mass), not from the model; drop at least those (NumPy: x[:, %d:]) and check what is left with flowebm diagnose (chains in the band may not have settled yet), or start nearer the mass (--starts FILE)", s.which(chains), s.first, s.in, steps, s.in)
+	return fmt.Sprintf("%s, into the band where draws at equilibrium lie by draw %d of %d (of the draws looked at): %s (chains in the band may not have settled yet), or start nearer the mass (--starts FILE)", start, s.in, steps, drop)
 }
 
 // stuck reports whether the rows of x are all the same point.
