@@ -475,6 +475,9 @@ func (c Data) checkModes() error {
 	if err != nil || len(shape) == 0 {
 		return err
 	}
+	if names, _ := data.NPZNames(c.Modes); len(names) > 1 && strings.EqualFold(filepath.Ext(c.Modes), ".npz") { // round 130 B1: the first read as the centres, unsaid (a weights array, or the data's rows)
+		return fmt.Errorf("%s: data.modes holds %d arrays (%s): give a file of the centres alone (numpy.save, or numpy.savez with one array)", c.Modes, len(names), strings.Join(names, ", "))
+	}
 	need, limit := arrayMemory(shape), memoryLimit()
 	if shape[0] > MaxModes || need > limit {
 		return fmt.Errorf("%s: data.modes of shape %v (%d centres, about %s of memory): want at most %d centres and %s (%s)",

@@ -3,10 +3,14 @@ package main
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 // chainsOf builds classifyChains' input from each chain's energies at its
@@ -103,5 +107,48 @@ func TestStrandedMovingNotSaidStill(t *testing.T) {
 	note := s.note(4, strandedProbes, "give --starts FILE")
 	if strings.Contains(note, "does not move") || !strings.Contains(note, "need not bring them back") {
 		t.Errorf("%s", note)
+	}
+}
+
+// Round 130 B1: train --modes of an .npz holding several arrays read the
+// first (a weights array: one "mode") and measured mode weights against
+// it, unsaid; the same file of the data and the modes read the data's
+// rows as 500 centres. It is refused, as sample --modes refuses it.
+func TestTrainModesOfSeveralArraysRefused(t *testing.T) {
+	dir := t.TempDir()
+	rows := normalArray(t, filepath.Join(dir, "tr.npy"), 1, 500, 2)
+	modes := filepath.Join(dir, "md.npz")
+	if err := npz.WriteFile(modes, map[string]*npy.Array{
+		"w":       {Shape: []int{1, 2}, Data: []float64{0.5, 0.5}},
+		"centres": {Shape: []int{2, 2}, Data: []float64{1, 1, -1, -1}},
+	}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	_, stderr, code := runCLI("train", "--algorithm", "ula", "--data", rows, "--modes", modes, "--iterations", "4", "--out", out, "--quiet")
+	if code == 0 || !strings.Contains(stderr, "holds 2 arrays (centres, w)") || !strings.Contains(stderr, "numpy.save") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if exists(out) {
+		t.Errorf("%s written", out)
+	}
+}
+
+// Round 130 B2: sample --checkpoint onto an .npz of the user's own draws
+// said, with --force, that "the run it holds can no longer be resumed",
+// and without it only "exists": it says what the file is.
+func TestCheckpointOntoOtherArraysSaid(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	draws := filepath.Join(dir, "draws.npz")
+	if err := npz.WriteFile(draws, map[string]*npy.Array{"a": {Shape: []int{4, 10, 2}, Data: make([]float64, 80)}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"sample", "--model", run, "--steps", "20", "--out", filepath.Join(dir, "q.npy"), "--checkpoint", draws}
+	if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, "it is not a sample checkpoint but an .npz of other arrays: a") {
+		t.Errorf("without --force: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(append(args, "--force")...); code != 0 || strings.Contains(stderr, "the run it holds") || !strings.Contains(stderr, "--checkpoint "+draws+" (not a sample checkpoint but an .npz of other arrays: a; it is lost)") {
+		t.Errorf("with --force: exit %d, %s", code, stderr)
 	}
 }

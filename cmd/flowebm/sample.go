@@ -1263,7 +1263,11 @@ func (f sampleFlags) forceReplaces() []string {
 	}
 	var replaced []string
 	if f.checkpoint != "" && exists(f.checkpoint) && !(f.resume != "" && sameFile(f.checkpoint, f.resume)) {
-		replaced = append(replaced, fmt.Sprintf("--checkpoint %s (the run it holds can no longer be resumed)", f.checkpoint))
+		what := "the run it holds can no longer be resumed"
+		if !hasMeta(f.checkpoint) { // round 130 B2: the user's draws were called a run
+			what = notACheckpoint(f.checkpoint) + "; it is lost"
+		}
+		replaced = append(replaced, fmt.Sprintf("--checkpoint %s (%s)", f.checkpoint, what))
 	}
 	if f.flowOut != "" && isDir(f.flowOut) {
 		for _, p := range f.flowOutputs() {
@@ -1350,6 +1354,8 @@ func (f sampleFlags) checkCheckpoint() error {
 			return fmt.Errorf("%w; it holds the checkpoint of a sampling run, damaged, which cannot be continued: %v; this command with --force starts the run afresh in its place", err, damage)
 		case ok: // round 83 B9: the same command run again after Ctrl-C
 			err = fmt.Errorf("%w; it holds the checkpoint of a sampling run: if that run was interrupted, continue it with flowebm sample --resume %s", err, shellQuote(f.checkpoint))
+		default: // round 130 B2: what it holds was unsaid
+			err = fmt.Errorf("%w; it is %s: give --checkpoint a name of its own (--force would replace that file with this run's checkpoint)", err, notACheckpoint(f.checkpoint))
 		}
 	}
 	return err

@@ -702,6 +702,15 @@ func checkpointDamage(path string) (ok bool, damage error) {
 	return true, r.damaged()
 }
 
+// notACheckpoint says what the file at path, which is no sample
+// checkpoint (hasMeta false), is: its arrays where it is an .npz archive.
+func notACheckpoint(path string) string {
+	if names, err := data.NPZNames(path); err == nil && len(names) > 0 {
+		return fmt.Sprintf("not a sample checkpoint but an .npz of other arrays: %s", strings.Join(names[:min(len(names), 10)], ", "))
+	}
+	return "not a sample checkpoint"
+}
+
 // hasMeta reports whether path is an .npz archive holding a member meta,
 // as every sample checkpoint does: one that does not read as a checkpoint
 // is then a damaged one (round 129 A1), not another kind of file.
