@@ -92,10 +92,10 @@ func LatestCheckpoint(dir string) (string, error) {
 		path   string
 		strict bool
 	}{{final + newSuffix, true}, {final, false}, {final + oldSuffix, false}}
-	// checkpoint.new/'s error where it held its marker before its check
-	// (one being written gets its marker last, and is renamed only
-	// under the lock a reader holds: it is then still)
-	var newErr error
+	// the errors of the folders passed over that held their marker
+	// before their check (one being written gets its marker last, and
+	// is renamed only under the lock a reader holds: it is then still)
+	markedErrs := make([]error, len(candidates))
 	for i, c := range candidates {
 		marked := exists(filepath.Join(c.path, completeMarker))
 		err := checkComplete(c.path, c.strict)
@@ -105,15 +105,15 @@ func LatestCheckpoint(dir string) (string, error) {
 					return "", err
 				}
 			}
-			if i > 0 {
-				if err := damagedNewer(candidates[0].path, c.path, newErr); err != nil {
+			for j, earlier := range candidates[:i] {
+				if err := damagedNewer(earlier.path, c.path, markedErrs[j]); err != nil {
 					return "", err
 				}
 			}
 			return c.path, nil
 		}
-		if i == 0 && marked {
-			newErr = err
+		if marked {
+			markedErrs[i] = err
 		}
 		if _, statErr := os.Stat(c.path); statErr == nil {
 			state := "is incomplete"
@@ -150,13 +150,16 @@ func outOfOrder(best, later string, strict bool) error {
 		filepath.Dir(best), filepath.Base(later), li, filepath.Base(best), bi, checkpointName+newSuffix, checkpointName, checkpointName+oldSuffix, checkpointName)}
 }
 
-// damagedNewer refuses to pass over checkpoint.new/ (tmp), which failed
-// its check with err while it held its marker, for the complete folder
-// best: it was finished after best and damaged since, so best is older
-// and the run would lose the iterations between them (a run's own files
-// may restore it: err says how where they do). A checkpoint.new/ of
-// another configuration, or of an iteration not after best's (a copy), is
-// passed over as before. Nil otherwise.
+// damagedNewer refuses to pass over the checkpoint folder tmp, which
+// failed its check with err while it held its marker, for the complete
+// folder best, which the rule prefers it to: it was finished after best
+// and damaged since, so best is older and the run would lose the
+// iterations between them, and the recovery would remove tmp (a run's own
+// files may restore it: err says how where they do; round 131 B1-B3: a
+// damaged checkpoint/ beside checkpoint.old/ was removed by plot and
+// train --resume, and energy called checkpoint.old/ the newest). A folder
+// of another configuration, or of an iteration not after best's (a copy),
+// is passed over as before. Nil otherwise.
 func damagedNewer(tmp, best string, err error) error {
 	if err == nil || errors.As(err, new(*ConfigEditedError)) {
 		return nil
@@ -171,18 +174,22 @@ func damagedNewer(tmp, best string, err error) error {
 		at = fmt.Sprintf("of iteration %d", ti)
 	}
 	why := strings.TrimSuffix(err.Error(), "; restore it, or start a new run") // its way on is said here
-	return &OutOfOrderError{&causeError{fmt.Sprintf("%s: %s/ is complete (its %s was written) and %s, newer than %s/ (iteration %d), but it no longer passes its check: restore it, or, to go on from %s/ and lose the iterations after %d, move %s/ out of the run folder (%s)",
-		filepath.Dir(best), filepath.Base(tmp), completeMarker, at, filepath.Base(best), bi, filepath.Base(best), bi, filepath.Base(tmp), why), err}}
+	return &OutOfOrderError{&DamagedNewerError{Folder: tmp, msg: fmt.Sprintf("%s: %s/ is complete (its %s was written) and %s, newer than %s/ (iteration %d), but it no longer passes its check: restore it, or, to go on from %s/ and lose the iterations after %d, move %s/ out of the run folder (%s)",
+		filepath.Dir(best), filepath.Base(tmp), completeMarker, at, filepath.Base(best), bi, filepath.Base(best), bi, filepath.Base(tmp), why), err: err}}
 }
 
-// causeError is an error said in its own words, err its cause.
-type causeError struct {
-	msg string
-	err error
+// DamagedNewerError is damagedNewer's refusal: the checkpoint Folder was
+// finished after the complete one LatestCheckpoint would read, and fails
+// its check since (the cause it unwraps to). A reader of the models alone
+// may use Folder's where its damage lies in other files.
+type DamagedNewerError struct {
+	Folder string
+	msg    string
+	err    error
 }
 
-func (e *causeError) Error() string { return e.msg }
-func (e *causeError) Unwrap() error { return e.err }
+func (e *DamagedNewerError) Error() string { return e.msg }
+func (e *DamagedNewerError) Unwrap() error { return e.err }
 
 // OutOfOrderError is LatestCheckpoint's refusal of checkpoint folders that
 // no interrupted replacement leaves (outOfOrder), or whose newest was

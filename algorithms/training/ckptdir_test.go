@@ -245,6 +245,16 @@ func TestCheckpointFolderStates(t *testing.T) {
 
 	t.Run("damaged checkpoint, complete old", func(t *testing.T) {
 		dir := crashThenRemove(t, build, "moved-new", "checkpoint/weights.npz") // checkpoint/ at 3, checkpoint.old/ at 2
+		// Round 131 B1-B3: checkpoint/ was finished (its marker) and
+		// damaged since: it was removed, and its iteration lost, unsaid.
+		_, err := Resume(dir)
+		if !errors.As(err, new(*OutOfOrderError)) || !strings.Contains(err.Error(), "checkpoint/ is complete") || !strings.Contains(err.Error(), "of iteration 3, newer than checkpoint.old/ (iteration 2)") {
+			t.Fatalf("Resume: %v, want checkpoint/ named as newer and damaged", err)
+		}
+		wantOnly(t, dir, "checkpoint", "checkpoint.old")
+		if err := os.Rename(ck(dir, "checkpoint"), ck(t.TempDir(), "kept")); err != nil { // the way on
+			t.Fatal(err)
+		}
 		resumeAt(t, dir, 2)
 	})
 	t.Run("unmarked new", func(t *testing.T) {
@@ -269,6 +279,25 @@ func TestCheckpointFolderStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		resumeAt(t, dir, 2)
+	})
+	t.Run("read only", func(t *testing.T) {
+		// Round 131 B1: plot, a reader, recovered the folders as a
+		// resume does, and removed a damaged checkpoint/.
+		readAt := func(t *testing.T, dir string, want int, only ...string) {
+			t.Helper()
+			r, err := ResumeWith(dir, ResumeOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Trainer.Iter != want {
+				t.Errorf("read at iteration %d, want %d", r.Trainer.Iter, want)
+			}
+			wantOnly(t, dir, only...)
+		}
+		dir := crashThenRemove(t, build, "complete", "checkpoint/"+completeMarker) // checkpoint.new/ at 3 complete; checkpoint/ at 2, unmarked
+		readAt(t, dir, 3, "checkpoint", "checkpoint.new")
+		dir = crashThenRemove(t, build, "moved-new", "checkpoint/"+completeMarker) // checkpoint/ at 3 unmarked, checkpoint.old/ at 2
+		readAt(t, dir, 2, "checkpoint", "checkpoint.old")
 	})
 	t.Run("legacy checkpoint without marker", func(t *testing.T) {
 		dir, _ := build(t)
@@ -653,6 +682,15 @@ func TestShortEvalsFallBackToOldCheckpoint(t *testing.T) {
 	b, _ := os.ReadFile(evals)
 	lines := strings.SplitAfter(string(b), "\n")
 	os.WriteFile(evals, []byte(strings.Join(lines[:2], "")), 0o644) // one of two evaluations
+	// Finished and damaged since, checkpoint/ is named and kept (round
+	// 131 B2); moved out, as the refusal says, the run goes on from
+	// checkpoint.old/.
+	if _, err := Resume(dir); !errors.As(err, new(*OutOfOrderError)) || !strings.Contains(err.Error(), "evals.csv") {
+		t.Fatalf("Resume: %v, want checkpoint/'s evals.csv named", err)
+	}
+	if err := os.Rename(filepath.Join(dir, "checkpoint"), filepath.Join(t.TempDir(), "kept")); err != nil {
+		t.Fatal(err)
+	}
 	resumed, err := Resume(dir)
 	if err != nil {
 		t.Fatalf("Resume: %v, want checkpoint.old/", err)

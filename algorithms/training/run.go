@@ -1095,6 +1095,11 @@ type ResumeOptions struct {
 	// Anchor, if not nil, is the path through which the run's folder is
 	// read and recovered (Through); it becomes the run's Anchor.
 	Anchor Anchor
+	// ReadOnly reads the run from its newest complete checkpoint where it
+	// lies, changing nothing: an interrupted replacement is not recovered
+	// (nor a damaged checkpoint/ removed: round 131 B1, by plot), and the
+	// run is for reading (plot), not for training on.
+	ReadOnly bool
 }
 
 // ResumeWith reopens the run in dir from its last checkpoint, as opt says.
@@ -1414,15 +1419,26 @@ func firstDiff(a, b any, path string) (field, va, vb string) {
 }
 
 // fallbackNote says, when the run in dir will resume from
-// checkpoint.old/ because checkpoint/ is incomplete or damaged, so ("" when
-// it will not).
-func fallbackNote(dir string) string {
+// checkpoint.old/ because checkpoint/ is incomplete or damaged, so, and
+// that checkpoint/ is removed where removing ("" when it will not).
+func fallbackNote(dir string, removing bool) string {
 	best, err := LatestCheckpoint(dir)
 	final := filepath.Join(dir, checkpointName)
 	if err != nil || !strings.HasSuffix(best, oldSuffix) || !exists(final) || checkComplete(final, false) == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s is incomplete or damaged; using the previous checkpoint, %s", final, filepath.Base(best))
+	note := fmt.Sprintf("%s is incomplete or damaged; using the previous checkpoint, %s", final, filepath.Base(best))
+	if it, ok := CheckpointIter(best); ok {
+		note += fmt.Sprintf(" (iteration %d)", it)
+	}
+	if !removing {
+		return note
+	}
+	lost := ", and removing it"
+	if it, ok := CheckpointIter(final); ok { // round 131 B2: its iteration, lost, unsaid
+		lost = fmt.Sprintf(", and removing it (its state.json says iteration %d)", it)
+	}
+	return note + lost
 }
 
 // NothingToResumeError is Resume's error for a run folder without a
@@ -1564,10 +1580,13 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 	if err := dataPresent(cfg, dir, opt); err != nil {
 		return nil, err // before any wait for the run's readers (probe 24: 20 s, then the refusal)
 	}
+	if opt.ReadOnly {
+		return resumeFrom(dir, cfg, opt)
+	}
 	// Finish or undo a replacement that a crash interrupted, so that
 	// dir/checkpoint is the newest complete checkpoint; say so where
 	// checkpoint/ itself is passed over for the previous one.
-	fallback := fallbackNote(dir)
+	fallback := fallbackNote(dir, true)
 	var ok bool
 	recoverFolders := func() (err error) {
 		ok, err = recoverCheckpoint(dir)
@@ -1600,7 +1619,43 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 	}
 	// The checkpoint recovered belongs to config.json (LatestCheckpoint
 	// passes over those that do not).
-	ck := filepath.Join(dir, checkpointName)
+	r, err := restoreRun(dir, filepath.Join(dir, checkpointName), cfg, fallback)
+	if err != nil {
+		return nil, err
+	}
+	r.readerStuck, r.Waiting = readerStuck, opt.Waiting
+	if amend != nil {
+		// The record says where the data now come from, even if nothing
+		// is left to train.
+		if err := jsonfile.Write(filepath.Join(dir, "config.json"), r.Config); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// resumeFrom is resume for ResumeOptions.ReadOnly: the run in dir as its
+// newest complete checkpoint holds it, read where it lies (an interrupted
+// replacement is left for the next resume or checkpoint to recover).
+func resumeFrom(dir string, cfg config.Run, opt ResumeOptions) (*Run, error) {
+	ck, err := LatestCheckpoint(dir)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return nil, NothingToResumeError{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := restoreRun(dir, ck, cfg, fallbackNote(dir, false))
+	if err != nil {
+		return nil, err
+	}
+	r.Waiting = opt.Waiting
+	return r, nil
+}
+
+// restoreRun is the run in dir (configuration cfg) restored from its
+// checkpoint folder ck, with the note fallback if not "".
+func restoreRun(dir, ck string, cfg config.Run, fallback string) (*Run, error) {
 	models, _, err := checkpoint.Load(ck)
 	if err != nil {
 		return nil, err
@@ -1613,7 +1668,6 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 		return nil, err
 	}
 	r.checkpointed, r.savedIter = true, r.Trainer.Iter
-	r.readerStuck, r.Waiting = readerStuck, opt.Waiting
 	if err := r.Trainer.Restore(ck); err != nil {
 		return nil, err
 	}
@@ -1626,13 +1680,6 @@ func resume(dir string, amend func(*config.Run) error, opt ResumeOptions) (*Run,
 	}
 	if b := config.CurrentBuild(); cfg.Build != nil && *cfg.Build != b {
 		r.Notes = append(r.Notes, fmt.Sprintf("the run was started with %s; resumed with %s: it will differ from an uninterrupted run at round-off", cfg.Build, b))
-	}
-	if amend != nil {
-		// The record says where the data now come from, even if nothing
-		// is left to train.
-		if err := jsonfile.Write(filepath.Join(dir, "config.json"), r.Config); err != nil {
-			return nil, err
-		}
 	}
 	return r, nil
 }

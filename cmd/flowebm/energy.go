@@ -943,6 +943,9 @@ func unreadableFolder(dir string) error {
 // probe 21's deadlock).
 func (l modelLoader) latestHeld(dir, given string) (checkpoint.Models, error) {
 	latest, err := training.LatestCheckpoint(dir)
+	if newer := (*training.DamagedNewerError)(nil); errors.As(err, &newer) && wholeModel(newer.Folder) { // round 131 B3: its models whole, as without an older folder beside it
+		return l.damagedStateModel(dir, newer.Folder, given)
+	}
 	if errors.As(err, new(*training.OutOfOrderError)) { // its own way on (round 124 B4)
 		return checkpoint.Models{}, err
 	}
@@ -960,12 +963,7 @@ func (l modelLoader) latestHeld(dir, given string) (checkpoint.Models, error) {
 		if !wholeModel(final) {
 			return checkpoint.Models{}, fmt.Errorf("%w: %s", err, noModelAdvice) // says why each checkpoint folder is incomplete
 		}
-		m, spec, lerr := checkpoint.Load(final) // its training state damaged, its models whole (round 110 B2)
-		if lerr != nil {
-			return checkpoint.Models{}, err
-		}
-		l.damagedStateNote(final)
-		return m, l.sums.record(given, func() (string, error) { return folderSum(final, spec) })
+		return l.damagedStateModel(dir, final, given) // its training state damaged, its models whole (round 110 B2)
 	}
 	switch final := filepath.Join(dir, "checkpoint"); {
 	case latest == final+".new" && exists(final) && lockedByOther(dir): // probe 33: said to be a crash's
@@ -1088,6 +1086,20 @@ type outputWriter func(flag, path string, force bool, write func(io.Writer) erro
 // that its models are not loaded from (a training run's state), where its
 // models loaded: they are used (round 110 B2: a finished run whose
 // state.npz was cut could no longer be sampled or exported).
+// damagedStateModel loads the models of the checkpoint folder ck of the
+// run in dir, whose other files are damaged (wholeModel), saying so.
+func (l modelLoader) damagedStateModel(dir, ck, given string) (checkpoint.Models, error) {
+	m, spec, err := checkpoint.Load(ck)
+	if err != nil {
+		return checkpoint.Models{}, err
+	}
+	l.damagedStateNote(ck)
+	if note := unfinishedNote(dir, ck); note != "" {
+		l.note("%s", note)
+	}
+	return m, l.sums.record(given, func() (string, error) { return folderSum(ck, spec) })
+}
+
 func (l modelLoader) damagedStateNote(dir string) {
 	if err := checkpoint.OtherFilesDamage(dir); err != nil {
 		l.note("flowebm: note: %v; the models' own files (spec.json, weights.npz) match the sums it records and are used: only train --resume, which needs the rest, cannot continue from this checkpoint", err)

@@ -101,7 +101,7 @@ func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, er
 	// Read and drawn through the folder locked (probe 50: a folder
 	// swapped in meanwhile had its figures replaced).
 	check, anchor := folderGuards(dir, held)
-	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(errOut), Anchor: anchor}) // a reader holds the checkpoint a crash left half replaced
+	run, err := training.ResumeWith(dir, training.ResumeOptions{Waiting: waitingNote(errOut), Anchor: anchor, ReadOnly: true}) // read where it lies (round 131 B1: a damaged checkpoint/ was removed)
 	if moved := (*folderChangedError)(nil); errors.As(err, &moved) {
 		return "", plotMoved(moved)
 	}

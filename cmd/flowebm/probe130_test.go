@@ -1,14 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/flowebm/flowebm/algorithms/training"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 )
@@ -136,7 +139,8 @@ func TestTrainModesOfSeveralArraysRefused(t *testing.T) {
 
 // Round 130 B2: sample --checkpoint onto an .npz of the user's own draws
 // said, with --force, that "the run it holds can no longer be resumed",
-// and without it only "exists": it says what the file is.
+// and without it only "exists": it says what the file is (round 131 B5:
+// and "besides --out" of an --out not there).
 func TestCheckpointOntoOtherArraysSaid(t *testing.T) {
 	dir := t.TempDir()
 	run := finishedULARun(t, dir, "run", "1")
@@ -148,7 +152,46 @@ func TestCheckpointOntoOtherArraysSaid(t *testing.T) {
 	if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, "it is not a sample checkpoint but an .npz of other arrays: a") {
 		t.Errorf("without --force: exit %d, %s", code, stderr)
 	}
-	if _, stderr, code := runCLI(append(args, "--force")...); code != 0 || strings.Contains(stderr, "the run it holds") || !strings.Contains(stderr, "--checkpoint "+draws+" (not a sample checkpoint but an .npz of other arrays: a; it is lost)") {
+	if _, stderr, code := runCLI(append(args, "--force")...); code != 0 || strings.Contains(stderr, "the run it holds") || strings.Contains(stderr, "besides --out") || !strings.Contains(stderr, "--checkpoint "+draws+" (not a sample checkpoint but an .npz of other arrays: a; it is lost)") {
 		t.Errorf("with --force: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 131 B1-B3: a finished run whose checkpoint/ (its COMPLETE
+// written) was damaged since, beside an older checkpoint.old/: plot and
+// train --resume removed checkpoint/ and went on from checkpoint.old/,
+// and energy called checkpoint.old/ "the newest". Each names both
+// iterations and changes nothing; energy uses checkpoint/'s models, whole.
+func TestDamagedNewestBesideOlder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--iterations", "200", "--quiet", "--out", dir); code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	older := filepath.Join(t.TempDir(), "older")
+	if err := os.CopyFS(older, os.DirFS(filepath.Join(dir, "checkpoint"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("train", "--resume", dir, "--quiet"); code != 0 {
+		t.Fatalf("train --resume: exit %d, %s", code, stderr)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "checkpoint.old"), os.DirFS(older)); err != nil {
+		t.Fatal(err)
+	}
+	oldIter, _ := training.CheckpointIter(older)
+	flipMemberBytes(t, filepath.Join(dir, "checkpoint", "state.npz"), "", 0, 8)
+	want := fmt.Sprintf("checkpoint/ is complete (its COMPLETE was written) and of iteration 200, newer than checkpoint.old/ (iteration %d)", oldIter)
+	for _, args := range [][]string{{"plot", dir}, {"train", "--resume", dir, "--quiet"}} {
+		if _, stderr, code := runCLI(args...); code == 0 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "move checkpoint/ out of the run folder") {
+			t.Errorf("%s: exit %d, %s", args[0], code, stderr)
+		}
+		for _, name := range []string{"checkpoint", "checkpoint.old"} {
+			if !exists(filepath.Join(dir, name, "state.json")) {
+				t.Errorf("%s: %s removed", args[0], name)
+			}
+		}
+	}
+	points := normalArray(t, filepath.Join(t.TempDir(), "x.npy"), 1, 3, 2)
+	if _, stderr, code := runCLI("energy", "--model", dir, "--points", points); code != 0 || !strings.Contains(stderr, "the models' own files (spec.json, weights.npz) match") || strings.Contains(stderr, "newest checkpoint, used here") {
+		t.Errorf("energy: exit %d, %s", code, stderr)
 	}
 }

@@ -224,7 +224,11 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return err
 	}
 	if len(replaced) > 0 { // round 82 B1: an interrupted run's checkpoint and a trained flow replaced unsaid
-		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces, besides --out, %s\n", strings.Join(replaced, " and "))
+		besides := " besides --out,"
+		if !exists(f.out) { // round 131 B5: said of an --out not there
+			besides = ""
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces,%s %s\n", besides, strings.Join(replaced, " and "))
 	}
 	printUnchecked(cmd.ErrOrStderr(), m)
 	if note := logDensityNote(f.model, m, onnx.Config{Output: f.output, LogDensity: f.logDensity}); note != "" {
