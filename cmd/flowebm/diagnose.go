@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -473,6 +474,9 @@ func writeTable(w io.Writer, c *chainsData, rows []dimReport, nestedK int) error
 	}
 	if c.chains == 1 {
 		fmt.Fprintf(w, "\none chain: rhat compares its two halves only (rhat_classic, between whole chains, needs two); chains started apart show what one chain cannot, a mode it never left: run several\n")
+		if strings.EqualFold(filepath.Ext(c.source), ".csv") {
+			fmt.Fprintf(w, "(a CSV file without a chain column is one chain; for several, give a column naming each row's chain (%s), or CmdStan's output files, one per chain)\n", strings.Join(chainColumns, ", "))
+		}
 	}
 	if short {
 		fmt.Fprintf(w, "\ness and mcse not computed: chains of %d draws are too short to estimate their autocorrelation (split halves of at least %d draws: give chains of at least %d)\n", c.draws, diagnostics.MinESSDraws, 2*diagnostics.MinESSDraws)

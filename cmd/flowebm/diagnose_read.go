@@ -321,10 +321,7 @@ func readCSVChains(paths []string) (*chainsData, error) {
 	if chainCol := indexOfAny(tables[0].header, tables[0].chainNames()); chainCol >= 0 {
 		return groupByChain(tables[0], chainCol)
 	}
-	if len(tables) == 1 {
-		return nil, fmt.Errorf("%s: one CSV file without a chain column (%s): give CmdStan's output files, one per chain, or a column naming each row's chain", paths[0], strings.Join(chainColumns, ", "))
-	}
-	for _, p := range paths {
+	for _, p := range paths { // one file without a chain column: one chain (round 131 A1: refused, CmdStan's output of a one-chain run)
 		if err := endsWithLineBreak(p); err != nil {
 			return nil, err
 		}
@@ -835,6 +832,9 @@ func stackChains(tables []*csvTable) (*chainsData, error) {
 	}
 	c.shape = fmt.Sprintf("%d files", len(tables))
 	c.source = fmt.Sprintf("%s and %d more", first.path, len(tables)-1)
+	if len(tables) == 1 {
+		c.shape, c.source = "1 file", first.path
+	}
 	c.chainLabels = fileLabels(tables) // round 117 B3: named by their place among the files given, not the files
 	if w := warmupNote(tables); w != "" {
 		c.dtype = "CmdStan CSV, " + w

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/flowebm/flowebm/io/npy"
-	"github.com/flowebm/flowebm/io/npz"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/flowebm/flowebm/io/npy"
+	"github.com/flowebm/flowebm/io/npz"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -132,6 +134,25 @@ func TestDiagnoseOneChain(t *testing.T) {
 	// 100 iid N(0, 1) draws (gen.py): halves agree, ESS near 100.
 	if r := rows[0]; r.RHat == nil || math.Abs(*r.RHat-1) > 0.05 || r.RHatClassic != nil || r.ESSBulk == nil || *r.ESSBulk < 50 {
 		t.Errorf("rhat %v, rhat_classic %v, ess_bulk %v: want ≈ 1, null, ≈ 100", r.RHat, r.RHatClassic, r.ESSBulk)
+	}
+	// Round 131 A1: CmdStan's output file of a one-chain run, the same
+	// draws, was refused ("one CSV file without a chain column"); it is
+	// that chain, its R-hat the .npy's.
+	a, err := npy.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "# stan_version_major = 2\nlp__,accept_stat__,theta\n"
+	for _, v := range a.Data {
+		text += "-1,0.9," + strconv.FormatFloat(v, 'g', -1, 64) + "\n"
+	}
+	csvPath := filepath.Join(t.TempDir(), "output_1.csv")
+	if err := os.WriteFile(csvPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, status = runCLI("diagnose", csvPath)
+	if status != 0 || !strings.HasPrefix(out, csvPath+": 1 chain × 100 draws × 1 dim") || !strings.Contains(out, fmt.Sprintf("%.4f", *rows[0].RHat)) || !strings.Contains(out, "a CSV file without a chain column is one chain") {
+		t.Errorf("CmdStan CSV of one chain: status %d, stdout %q, stderr %q", status, out, errOut)
 	}
 }
 
@@ -273,7 +294,6 @@ func TestDiagnoseRefusesBadCSV(t *testing.T) {
 		{[]string{w("nan.csv", "lp__,a,b\n1,2,3\n1,x,3\n"), g1}, "nan.csv: line 3, column 2 (a): \"x\" is not a number"},
 		{[]string{g1, w("short.csv", "lp__,a,b\n1,2,3\n1,2,4\n1,3,3\n")}, "short.csv: 3 draws, "},
 		{[]string{g1, w("other.csv", "lp__,a,c\n1,2,3\n1,2,4\n1,3,3\n1,5,3\n")}, "other.csv: its columns differ"},
-		{[]string{g1}, "one CSV file without a chain column"},
 		// Probe 18: a file cut inside its last number was read with that
 		// number shortened.
 		{[]string{g1, w("cut.csv", "# c\nlp__,a,b\n1,2,3\n1,2,4\n1,3,3\n1,5,3")}, "cut.csv does not end with a line break: CmdStan ends every line with one"},
