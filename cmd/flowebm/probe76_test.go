@@ -180,6 +180,11 @@ func TestULARunOffNoted(t *testing.T) {
 		if !strings.Contains(out.String(), "acceptance: local n/a (unadjusted Langevin: no accept step)") {
 			t.Errorf("step %s: %s", c.step, out.String())
 		}
+		// Round 131 A3: R-hat's advice was "sample longer" for chains
+		// that run off further the longer they go.
+		if c.note && (strings.Contains(out.String(), "sample longer") || !strings.Contains(out.String(), "the chains ran off (said below): lower --step (10)")) {
+			t.Errorf("step %s: R-hat's advice: %s", c.step, out.String())
+		}
 	}
 }
 

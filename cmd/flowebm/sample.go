@@ -44,6 +44,7 @@ import (
 
 type sampleFlags struct {
 	notes                      io.Writer // where notes go (the command's stderr; nil: os.Stderr)
+	ranOff                     bool      // ULA's chains ran off (divergedNote)
 	model, flow, sampler, out  string
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
@@ -280,6 +281,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	}
 	draws, loc, glob := run.Result()
 	diverged := f.divergedNote(m, draws)
+	f.ranOff = diverged != ""
 	if diverged == "" {
 		diverged = f.strandedNote(m, draws)
 	}
@@ -1678,9 +1680,12 @@ func (f sampleFlags) stepAdapted() bool {
 // sampler that ran and its local acceptance loc: a step that no proposal
 // passes is lowered (round 85 B12: "sample longer" at acceptance 0), a
 // frozen flow trained (B8), an adaptive flow's warm-up lengthened (round
-// 84 B1: flowmc was told to use flowmc).
+// 84 B1: flowmc was told to use flowmc), ULA's step lowered where its
+// chains ran off.
 func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 	switch {
+	case f.ranOff: // round 131 A3: "sample longer" of chains growing by 5% a step
+		return fmt.Sprintf("the chains ran off (said below): lower --step (%v), or use an adjusted sampler (mala, hmc)", f.step)
 	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
 		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
 	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" || f.sampler == "neutra") && !f.stepAdapted(): // round 115 B1: neutra
