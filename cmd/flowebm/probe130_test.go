@@ -95,6 +95,14 @@ func TestTransientsTold(t *testing.T) {
 	if note := g.cameAbove.note(5, 191, g.typ); !strings.Contains(note, "came down by draw 30 of 191") || !strings.Contains(note, "exceeds that lowest by up to 20") || !strings.Contains(note, "shallower mode") {
 		t.Errorf("came above: %s", note)
 	}
+	// Round 131 A2: the band overlaps such a mode (chains of one mode
+	// were split between both notes): the arrived chains' note says so.
+	if note := g.overlapNote(&g.came); !strings.Contains(note, "the band may hold a shallower mode too (chain 4 came down to one up to 20 above the lowest)") {
+		t.Errorf("overlap: %q", note)
+	}
+	if note := g.overlapNote(&g.coming); note != "" {
+		t.Errorf("overlap said of chains still coming: %q", note)
+	}
 }
 
 // Round 130 A4: a chain on a face where the energy is 1000 along one axis

@@ -337,7 +337,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	}
 	for _, t := range []*transientChains{&g.came, &g.cameAbove, &g.coming} {
 		if len(t.names) > 0 { // round 130 A2: one note for chains that arrived and one still coming, "not yet settled" for both
-			notes = append(notes, t.note(f.chains, f.steps, g.typ))
+			notes = append(notes, t.note(f.chains, f.steps, g.typ)+g.overlapNote(t))
 		}
 	}
 	if len(still.names) > 0 {
@@ -416,10 +416,14 @@ func (s *strandedChains) add(c int, gaps []float64, far, stay, typ float64, flat
 }
 
 // which is "chain 3 (of 16, …)" or "chains 0, 1, 2 (of 16, …)", of
-// chains: indices along the draws' first axis, from 0 (round 116 A2:
-// numbered from 1, a NumPy user looked at the wrong chains).
+// chains (0 or less: "chain 3", said before): indices along the draws'
+// first axis, from 0 (round 116 A2: numbered from 1, a NumPy user looked
+// at the wrong chains).
 func (s *strandedChains) which(chains int) string {
-	of := fmt.Sprintf(" (of %d, numbered from 0 as the draws' first axis)", chains)
+	of := ""
+	if chains > 0 { // else said before
+		of = fmt.Sprintf(" (of %d, numbered from 0 as the draws' first axis)", chains)
+	}
 	if len(s.names) == 1 {
 		return "chain " + s.names[0] + of
 	}
@@ -450,6 +454,17 @@ type chainGroups struct {
 	still, moving           strandedChains
 	came, cameAbove, coming transientChains
 	typ                     float64
+}
+
+// overlapNote follows the note of chains that came into the band where
+// others came down to a shallower mode above it: the band may hold such a
+// mode too (round 131 A2: chains of one mode 15 above the lowest in
+// d = 10, the band 19 wide, were split between both notes); "" otherwise.
+func (g chainGroups) overlapNote(t *transientChains) string {
+	if t.kind != arrivedInBand || len(g.cameAbove.names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the band may hold a shallower mode too (%s came down to one up to %.3g above the lowest), and these chains may sit in it: R-hat and flowebm diagnose tell chains in other modes apart", g.cameAbove.which(-1), g.cameAbove.level)
 }
 
 // classifyChains sorts chains (k draws looked at in each, of steps, at
