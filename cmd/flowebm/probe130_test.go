@@ -203,3 +203,32 @@ func TestDamagedNewestBesideOlder(t *testing.T) {
 		t.Errorf("energy: exit %d, %s", code, stderr)
 	}
 }
+
+// Round 131 A4: a ULA chain that stepped out of a Gamma's support (energy
+// 1000 there) for 14% of its draws, and back, was said nothing of (no
+// draw over 10⁴ + 10·d, not every draw over 50 + 5·d); a chain at
+// equilibrium, or one far out inside a support that never reached the
+// band (round 129: a count rule took it), is not named.
+func TestSteppedOutOfTheMassNamed(t *testing.T) {
+	stay, typ := strandedStay(2), typicalGap(2, 160)
+	out, in, far := make([]float64, strandedProbes), make([]float64, strandedProbes), make([]float64, strandedProbes)
+	for j := range out {
+		in[j] = 1 + 0.5*float64(j%4)
+		out[j] = in[j]
+		far[j] = 52 + float64(j%5) // over typ, under stay but for one draw
+		if j%6 == 5 {
+			out[j] = 999
+		}
+	}
+	far[7] = stay + 3
+	var s strandedChains
+	s.add(0, in, 1e4+20, stay, typ, false)
+	s.add(1, out, 1e4+20, stay, typ, false)
+	s.add(2, far, 1e4+20, stay, typ, false)
+	if strings.Join(s.names, ",") != "1" || s.share != 3 {
+		t.Fatalf("named %v (%d draws), want chain 1 (3 draws)", s.names, s.share)
+	}
+	if note := s.note(3, strandedProbes, "way"); !strings.Contains(note, "chain 1 (of 3") || !strings.Contains(note, "(3 of the 60 draws looked at): out where the model's density is all but 0") {
+		t.Errorf("%s", note)
+	}
+}

@@ -391,16 +391,26 @@ type strandedChains struct {
 }
 
 // add counts chain c (from 0) whose draws looked at lie gaps above the
-// lowest energy, where any draw lies over far or every draw over stay.
+// lowest energy, where any draw lies over far, every draw over stay, or,
+// with others in the band within typ of the lowest, any over stay (a
+// chain that was in the mass and stepped out of it; transients are taken
+// before: transientOf).
 func (s *strandedChains) add(c int, gaps []float64, far, stay, typ float64, flat bool) {
-	n := 0
+	n, over := 0, 0
 	for _, g := range gaps {
 		if g > far {
 			n++
 		}
+		if g > stay {
+			over++
+		}
 	}
-	if n == 0 && (floats.Min(gaps) > stay || flat && floats.Min(gaps) > typ) { // a plateau above the typical band is no mode (round 126 A5: 60 outside a box in d = 10, unsaid)
+	switch {
+	case n > 0:
+	case floats.Min(gaps) > stay || flat && floats.Min(gaps) > typ: // a plateau above the typical band is no mode (round 126 A5: 60 outside a box in d = 10, unsaid)
 		n = len(gaps)
+	case floats.Min(gaps) <= typ: // round 131 A4: a ULA chain 14% of its draws outside a support whose placeholder is 1000, unsaid
+		n = over
 	}
 	if n == 0 {
 		return
@@ -441,11 +451,17 @@ func (s *strandedChains) note(chains, k int, way string) string {
 		}
 	}
 	has := map[bool]string{true: "has", false: "have"}[len(s.names) == 1]
-	longer := "sampling longer need not bring them back: the energy there need not pull them toward the mass (along a direction where it is flat, they walk at random)" // round 130 A4: "does not move them", of a chain walking on a face flat along one axis
-	if s.flat {                                                                                                                                                         // round 127 A2: on a plateau a chain walks at random, and may come back
+	// Round 130 A4: "does not move them", of a chain walking on a face
+	// flat along one axis.
+	longer := "sampling longer need not bring them back: the energy there need not pull them toward the mass (along a direction where it is flat, they walk at random)"
+	if s.flat { // round 127 A2: on a plateau a chain walks at random, and may come back
 		longer = "sampling longer brings them back only by a random walk's chance, which may take very long"
 	}
-	return fmt.Sprintf("flowebm: note: %s %s %s: stranded where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and %s; %s", s.which(chains), has, where, longer, way)
+	stranded := "stranded"
+	if !s.all { // round 131 A4: chains stepping out and back
+		stranded = "out"
+	}
+	return fmt.Sprintf("flowebm: note: %s %s %s: %s where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and %s; %s", s.which(chains), has, where, stranded, longer, way)
 }
 
 // chainGroups are the chains strandedNote names, by what their draws
