@@ -107,8 +107,12 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		if note := unwrittenOutputsNote(dir, !s.diverged && !lockedByOther(dir) && (s.metrics != nil || s.total > 0 && len(evals) > 0 && evals[len(evals)-1].Iter >= s.total)); note != "" {
 			fmt.Fprintln(stderr, note)
 		}
-		if _, err := training.LatestCheckpoint(dir); err != nil && len(unread) == 0 && s.metrics != nil && hasCheckpointFolder(dir) { // round 105 B8
+		switch _, err := training.LatestCheckpoint(dir); {
+		case err == nil || len(unread) > 0:
+		case s.metrics != nil && hasCheckpointFolder(dir): // round 105 B8
 			fmt.Fprintf(stderr, "flowebm: note: %s: the run's outputs, shown, cannot be checked against it\n", withoutPackagePrefixes(err.Error())) // the error names the run (round 124 B4: "s8: s8: …")
+		case s.metrics == nil && !s.diverged && !lockedByOther(dir): // round 131 B4: shown as any unfinished run, unsaid
+			fmt.Fprintf(stderr, "flowebm: note: %s: the run, unfinished, cannot be resumed (train --resume has no checkpoint to continue from); its curves, shown, are those its metrics.csv holds\n", withoutPackagePrefixes(err.Error()))
 		}
 		runs = append(runs, s)
 	}

@@ -232,3 +232,23 @@ func TestSteppedOutOfTheMassNamed(t *testing.T) {
 		t.Errorf("%s", note)
 	}
 }
+
+// Round 131 B4: compare showed an unfinished run whose checkpoint lost a
+// file ("720 of 1200") as any interrupted one, where every other command
+// refuses it and train --resume has nothing to resume: it says so; a
+// whole interrupted run gets no such note.
+func TestCompareSaysUnresumable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if code, stderr := interruptAtFirstCheckpoint(t, dir, "train", "--iterations", "200", "--quiet", "--out", dir); code != 130 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("compare", dir, "--out", filepath.Join(t.TempDir(), "c")); code != 0 || strings.Contains(stderr, "cannot be resumed") {
+		t.Errorf("whole run: exit %d, %s", code, stderr)
+	}
+	if err := os.Remove(filepath.Join(dir, "checkpoint", "weights.npz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("compare", dir, "--out", filepath.Join(t.TempDir(), "c")); code != 0 || !strings.Contains(stderr, "weights.npz") || !strings.Contains(stderr, "the run, unfinished, cannot be resumed") {
+		t.Errorf("damaged run: exit %d, %s", code, stderr)
+	}
+}
