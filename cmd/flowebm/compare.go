@@ -104,13 +104,16 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		for _, err := range unread {
 			fmt.Fprintf(stderr, "flowebm: note: %v; its columns show — in the table\n", err)
 		}
-		if note := unwrittenOutputsNote(dir, !s.diverged && !lockedByOther(dir) && (s.metrics != nil || s.total > 0 && len(evals) > 0 && evals[len(evals)-1].Iter >= s.total)); note != "" {
+		_, latestErr := training.LatestCheckpoint(dir)
+		if note := unwrittenOutputsNote(dir, latestErr == nil && !s.diverged && !lockedByOther(dir) && (s.metrics != nil || s.total > 0 && len(evals) > 0 && evals[len(evals)-1].Iter >= s.total)); note != "" { // round 132 B1: "train --resume writes them again" of a run it refuses
 			fmt.Fprintln(stderr, note)
 		}
-		switch _, err := training.LatestCheckpoint(dir); {
+		switch err := latestErr; {
 		case err == nil || len(unread) > 0:
 		case s.metrics != nil && hasCheckpointFolder(dir): // round 105 B8
 			fmt.Fprintf(stderr, "flowebm: note: %s: the run's outputs, shown, cannot be checked against it\n", withoutPackagePrefixes(err.Error())) // the error names the run (round 124 B4: "s8: s8: …")
+		case errors.As(err, new(*training.OutOfOrderError)): // its own way on (round 132 B1: "cannot be resumed" of a run resumable once a folder is moved out)
+			fmt.Fprintf(stderr, "flowebm: note: %s; its curves, shown, are those its metrics.csv holds\n", withoutPackagePrefixes(err.Error()))
 		case s.metrics == nil && !s.diverged && !lockedByOther(dir): // round 131 B4: shown as any unfinished run, unsaid
 			fmt.Fprintf(stderr, "flowebm: note: %s: the run, unfinished, cannot be resumed (train --resume has no checkpoint to continue from); its curves, shown, are those its metrics.csv holds\n", withoutPackagePrefixes(err.Error()))
 		}

@@ -267,10 +267,14 @@ func report(c *chainsData, w io.Writer, o diagnoseOptions) error {
 		if c.dims == 1 && c.draws < 4 && c.chains > 100 { // probe 70: a (1024, 2) samples.npy of points
 			hint = fmt.Sprintf("; a 2-D array is read as (chains, draws) of one dimension, and %d rows of %d values look like points (flowebm sample writes chains × draws × dims; train's samples.npy holds the persistent chains' last states, a point each)", c.chains, c.draws)
 		}
-		if c.draws < 4 && o.nested == 0 {
+		if c.draws < 4 && o.nested == 0 && c.chains >= 2 { // round 132 A3: advised for one chain, which it refuses
 			hint += "; nested R-hat (--nested K superchains) takes chains of 1 to 3 draws"
 		}
-		return fmt.Errorf("%s: shape %s: %s%s", c.source, c.shape, strings.TrimPrefix(err.Error(), "diagnostics: "), hint)
+		shape := "shape " + c.shape + ": "
+		if !strings.HasPrefix(c.shape, "(") { // CSV files (round 132 A3: "shape 1 file")
+			shape = ""
+		}
+		return fmt.Errorf("%s: %s%s%s", c.source, shape, strings.TrimPrefix(err.Error(), "diagnostics: "), hint)
 	}
 	if c.names == nil && o.nested == 0 && c.chains > c.draws && c.draws > 1 { // round 115 A1: a (draws, chains) array read as 1000 chains of 4 draws, unsaid
 		fmt.Fprintf(o.notes(w), "flowebm: note: %s holds more chains (%d) than draws per chain (%d): an array is read as (chains, draws[, dims]); if it is (draws, chains[, dims]), as posterior's extract_variable_matrix and some samplers write it, save it transposed first: np.save(OUT, np.swapaxes(a, 0, 1))\n", c.source, c.chains, c.draws)

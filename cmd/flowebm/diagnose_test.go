@@ -154,6 +154,15 @@ func TestDiagnoseOneChain(t *testing.T) {
 	if status != 0 || !strings.HasPrefix(out, csvPath+": 1 chain × 100 draws × 1 dim") || !strings.Contains(out, fmt.Sprintf("%.4f", *rows[0].RHat)) || !strings.Contains(out, "a CSV file without a chain column is one chain") {
 		t.Errorf("CmdStan CSV of one chain: status %d, stdout %q, stderr %q", status, out, errOut)
 	}
+	// Round 132 A3: one chain of 3 draws was told of --nested, which
+	// refuses one chain, and its shape was "1 file".
+	short := filepath.Join(t.TempDir(), "three.csv")
+	if err := os.WriteFile(short, []byte("a,b\n1,2\n2,3\n3,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, status := runCLI("diagnose", short); status == 0 || !strings.Contains(errOut, short+": 3 draws per chain, need at least 4") || strings.Contains(errOut, "--nested") {
+		t.Errorf("one chain of 3 draws: status %d, %s", status, errOut)
+	}
 }
 
 func TestDiagnoseRejectsBadFiles(t *testing.T) {

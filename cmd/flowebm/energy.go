@@ -944,7 +944,9 @@ func unreadableFolder(dir string) error {
 func (l modelLoader) latestHeld(dir, given string) (checkpoint.Models, error) {
 	latest, err := training.LatestCheckpoint(dir)
 	if newer := (*training.DamagedNewerError)(nil); errors.As(err, &newer) && wholeModel(newer.Folder) { // round 131 B3: its models whole, as without an older folder beside it
-		return l.damagedStateModel(dir, newer.Folder, given)
+		// Round 132 B2: the way on of train --resume, not "start a new run".
+		l.note("flowebm: note: %v; its models' own files (spec.json, weights.npz) match the sums its %s records and are used here", err, checkpoint.ManifestName)
+		return l.loadModels(dir, newer.Folder, given)
 	}
 	if errors.As(err, new(*training.OutOfOrderError)) { // its own way on (round 124 B4)
 		return checkpoint.Models{}, err
@@ -1089,11 +1091,17 @@ type outputWriter func(flag, path string, force bool, write func(io.Writer) erro
 // damagedStateModel loads the models of the checkpoint folder ck of the
 // run in dir, whose other files are damaged (wholeModel), saying so.
 func (l modelLoader) damagedStateModel(dir, ck, given string) (checkpoint.Models, error) {
+	l.damagedStateNote(ck)
+	return l.loadModels(dir, ck, given)
+}
+
+// loadModels loads the models of the checkpoint folder ck of the run in
+// dir, saying where it is not the run's last.
+func (l modelLoader) loadModels(dir, ck, given string) (checkpoint.Models, error) {
 	m, spec, err := checkpoint.Load(ck)
 	if err != nil {
 		return checkpoint.Models{}, err
 	}
-	l.damagedStateNote(ck)
 	if note := unfinishedNote(dir, ck); note != "" {
 		l.note("%s", note)
 	}

@@ -119,6 +119,11 @@ func TestStrandedMovingNotSaidStill(t *testing.T) {
 	if strings.Contains(note, "does not move") || !strings.Contains(note, "need not bring them back") {
 		t.Errorf("%s", note)
 	}
+	// Round 132 A4: chains in a smooth mode 80 above the lowest were
+	// told only of a support's placeholder.
+	if !strings.Contains(note, "or in a mode far shallower than the lowest found") {
+		t.Errorf("%s", note)
+	}
 }
 
 // Round 130 B1: train --modes of an .npz holding several arrays read the
@@ -198,9 +203,22 @@ func TestDamagedNewestBesideOlder(t *testing.T) {
 			}
 		}
 	}
+	// Round 132 B2: energy's note said "start a new run", not the way on.
 	points := normalArray(t, filepath.Join(t.TempDir(), "x.npy"), 1, 3, 2)
-	if _, stderr, code := runCLI("energy", "--model", dir, "--points", points); code != 0 || !strings.Contains(stderr, "the models' own files (spec.json, weights.npz) match") || strings.Contains(stderr, "newest checkpoint, used here") {
+	if _, stderr, code := runCLI("energy", "--model", dir, "--points", points); code != 0 || !strings.Contains(stderr, "models' own files (spec.json, weights.npz) match") || strings.Contains(stderr, "newest checkpoint, used here") ||
+		!strings.Contains(stderr, "move checkpoint/ out of the run folder") || strings.Contains(stderr, "start a new run") {
 		t.Errorf("energy: exit %d, %s", code, stderr)
+	}
+	// Round 132 B1: killed as it wrote its outputs, compare called it
+	// "cannot be resumed", and its outputs "written again by train
+	// --resume", which refuses it: it gives the refusal's way on.
+	for _, name := range []string{"metrics.json", "samples.npy"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stderr, code := runCLI("compare", dir, "--out", filepath.Join(t.TempDir(), "c")); code != 0 || !strings.Contains(stderr, "move checkpoint/ out of the run folder") || strings.Contains(stderr, "cannot be resumed") || strings.Contains(stderr, "writes them again") {
+		t.Errorf("compare: exit %d, %s", code, stderr)
 	}
 }
 
@@ -250,5 +268,26 @@ func TestCompareSaysUnresumable(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("compare", dir, "--out", filepath.Join(t.TempDir(), "c")); code != 0 || !strings.Contains(stderr, "weights.npz") || !strings.Contains(stderr, "the run, unfinished, cannot be resumed") {
 		t.Errorf("damaged run: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 132 A1, A2: ULA chains started inside a Gamma's support that
+// stepped out onto its placeholder (1e30, where the gradient is 0) were
+// "ran off: lower --step", which left them stepping out; R-hat's advice
+// beside a note of chains held out of the mass was "sample longer". The
+// note names them out of the support (ULA's way on), and R-hat's advice
+// defers to it.
+func TestPlaceholderStepOutNotRanOff(t *testing.T) {
+	model, _ := filepath.Abs(filepath.Join("..", "..", "io", "onnx", "testdata", "edge", "gamma_placeholder_energy.onnx"))
+	inTempDir(t)
+	if err := npy.WriteFile("s.npy", &npy.Array{Shape: []int{1}, Data: []float64{1.5}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI("sample", "--model", model, "--sampler", "ula", "--step", "0.3", "--chains", "8", "--steps", "200", "--starts", "s.npy", "--out", "a.npy")
+	if code != 0 || strings.Contains(stderr, "ran off") || !strings.Contains(stderr, "out where the model's density is all but 0") || !strings.Contains(stderr, "--sampler mala or hmc, which reject such steps") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	if strings.Contains(stdout, "sample longer") || !strings.Contains(stdout, "not set right by sampling longer: follow the note's advice") {
+		t.Errorf("R-hat's advice: %s", stdout)
 	}
 }

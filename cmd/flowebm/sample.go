@@ -45,6 +45,7 @@ import (
 type sampleFlags struct {
 	notes                      io.Writer // where notes go (the command's stderr; nil: os.Stderr)
 	ranOff                     bool      // ULA's chains ran off (divergedNote)
+	held                       bool      // chains stranded, on a plateau or never moving (strandedNote)
 	model, flow, sampler, out  string
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
@@ -283,7 +284,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	diverged := f.divergedNote(m, draws)
 	f.ranOff = diverged != ""
 	if diverged == "" {
-		diverged = f.strandedNote(m, draws)
+		diverged, f.held = f.strandedNote(m, draws)
 	}
 	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck, err)) // its checkpoint holds the draws, or most of them
@@ -307,10 +308,10 @@ const strandedProbes = 20
 // Both are far beyond an equilibrium's fluctuations, about d/2: the
 // model's density there is all but 0. It looks at strandedProbes draws of
 // each chain, evenly spread; "" where none is.
-func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
+func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note string, held bool) {
 	d := m.EBM.Dim()
 	if f.steps < 1 || len(draws) != f.chains*f.steps*d {
-		return ""
+		return "", false
 	}
 	k := min(strandedProbes, f.steps)
 	pts := mat.NewDense(f.chains*k, d, nil)
@@ -324,12 +325,13 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 	inModel := m
 	inModel.Scaling = nil                             // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
 	if energyInBatches(inModel, pts, e, nil) != nil { // the model's whole energy, in batches it takes
-		return ""
+		return "", false
 	}
 	g := classifyChains(e, pts, f.chains, k, d, f.steps)
 	still, moving := g.still, g.moving
 	var notes []string
-	if len(still.names) == 0 && constant(e) && !math.IsNaN(e[0]) { // round 125 A2: every chain on one plateau, nothing said
+	plateau := len(still.names) == 0 && constant(e) && !math.IsNaN(e[0])
+	if plateau { // round 125 A2: every chain on one plateau, nothing said
 		notes = append(notes, fmt.Sprintf("flowebm: note: the energy is %.6g at every draw looked at of every chain, while they move: a plateau, where the gradient is 0 and no move is preferred; if it is a constant standing in for +Inf outside a support, the draws are not from the model: give --starts FILE with points inside the support (one per chain, or one for all), or %s, whose flow's moves jump; if the target is uniform there, the draws are from the model", e[0], flowmcAdvice(m)))
 		if f.sampler == "ula" { // round 126 A3: chains started inside a support and stepped out in the warm-up were told to start inside
 			notes[len(notes)-1] += "; ULA has no accept step, so its chains step out of a support as readily as into it (chains started inside leave it): --sampler mala or hmc reject such steps"
@@ -344,13 +346,13 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) string {
 		notes = append(notes, f.stillNote(still, strandedStay(d)))
 	}
 	if len(moving.names) > 0 {
-		way := "give --starts FILE with points inside the support (one per chain, or one for all)"
+		way := fmt.Sprintf("give --starts FILE with points inside the support, near the mass (one per chain, or one for all); for a shallower mode, %s, whose flow's moves jump between modes", flowmcAdvice(m))
 		if f.sampler == "ula" { // round 125 A4: chains stepping out of a support and back; round 127 A3, 128 A3: either way alone failed one case
 			way = "ULA has no accept step, so its chains step out of a support as readily as into it: where they started inside, --sampler mala or hmc, which reject such steps; where they started outside, --starts FILE with points inside the support too"
 		}
 		notes = append(notes, moving.note(f.chains, k, way))
 	}
-	return strings.Join(notes, "\n")
+	return strings.Join(notes, "\n"), len(still.names) > 0 || len(moving.names) > 0 || plateau
 }
 
 // stillNote is strandedNote's line for the chains that never moved from
@@ -461,7 +463,9 @@ func (s *strandedChains) note(chains, k int, way string) string {
 	if !s.all { // round 131 A4: chains stepping out and back
 		stranded = "out"
 	}
-	return fmt.Sprintf("flowebm: note: %s %s %s: %s where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf), those draws are not from the model, and %s; %s", s.which(chains), has, where, stranded, longer, way)
+	// Round 132 A4: chains in a smooth mode 80 above the lowest were said
+	// to be outside a support, on a placeholder.
+	return fmt.Sprintf("flowebm: note: %s %s %s: %s where the model's density is all but 0 (outside its support, where an energy such as 1e30 or 1000 stands in for +Inf, or in a mode far shallower than the lowest found), those draws are not from the model's mass, and %s; %s", s.which(chains), has, where, stranded, longer, way)
 }
 
 // chainGroups are the chains strandedNote names, by what their draws
@@ -669,20 +673,27 @@ func (f sampleFlags) divergedNote(m checkpoint.Models, draws []float64) string {
 		ends.SetRow(2*c, chain[:d])
 		ends.SetRow(2*c+1, chain[len(chain)-d:])
 	}
-	logp := make([]float64, 2*f.chains)
-	if err := m.EBM.LogDensity(ends, logp); err != nil {
+	e, g := make([]float64, 2*f.chains), mat.NewDense(2*f.chains, d, nil)
+	inModel := m
+	inModel.Scaling = nil // the draws are in the model's coordinates
+	if err := energyInRows(inModel, ends, e, g, energyRows(inModel, true)); err != nil {
 		return ""
 	}
 	worst, rise := -1, 1e4+10*float64(d)
 	for c := range f.chains {
-		if r := logp[2*c] - logp[2*c+1]; r > rise {
+		// A last draw where the gradient is 0 stepped out of a support
+		// onto a placeholder (strandedNote says so), not off to where
+		// the energy keeps rising (round 132 A2: 1e30 outside a
+		// half-space was "ran off: lower --step", which left 19% of the
+		// draws outside).
+		if r := e[2*c+1] - e[2*c]; r > rise && floats.Norm(g.RawRowView(2*c+1), 2) > 0 {
 			worst, rise = c, r
 		}
 	}
 	if worst < 0 {
 		return ""
 	}
-	return fmt.Sprintf("flowebm: note: --sampler ula: the energy of chain %s rose by %.3g from its first draw to its last (%.4g): the chains ran off (ULA never rejects a step), and the draws are not from the model; lower --step (%v), or use an adjusted sampler (mala, hmc)", chainIndex(worst), rise, -logp[2*worst+1], f.step)
+	return fmt.Sprintf("flowebm: note: --sampler ula: the energy of chain %s rose by %.3g from its first draw to its last (%.4g): the chains ran off (ULA never rejects a step), and the draws are not from the model; lower --step (%v), or use an adjusted sampler (mala, hmc)", chainIndex(worst), rise, e[2*worst+1], f.step)
 }
 
 // noteUndefinedGradients says that n proposals were rejected because the
@@ -1719,6 +1730,8 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 		return fmt.Sprintf("the chains ran off (said below): lower --step (%v), or use an adjusted sampler (mala, hmc)", f.step)
 	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
 		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
+	case f.held: // round 132 A1: "sample longer" beside a chain that never moved in 4000 draws
+		return "the chains named below (never moving, or with draws where the model's density is all but 0) are not set right by sampling longer: follow the note's advice"
 	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" || f.sampler == "neutra") && !f.stepAdapted(): // round 115 B1: neutra
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
