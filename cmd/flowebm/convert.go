@@ -371,7 +371,7 @@ func checkpointToONNX(cmd *cobra.Command, in, out, what string, o onnx.Options, 
 		b, err = onnx.EBM(m.EBM, o)
 	case "flow-sample", "flow-density":
 		if m.Flow == nil {
-			return fmt.Errorf("%s: the checkpoint has no flow", in)
+			return fmt.Errorf("%s: the checkpoint has no flow (a run trained without one, or a checkpoint converted from an ONNX energy): --what ebm or energy exports its energy network", in) // round 133 A3: no way on
 		}
 		o.Scaling = m.Scaling // recorded in the graphs' metadata: sample reads their units (round 78 B3)
 		b, err = flowGraph(m.Flow, what == "flow-sample", o)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -287,7 +288,98 @@ func TestPlaceholderStepOutNotRanOff(t *testing.T) {
 	if code != 0 || strings.Contains(stderr, "ran off") || !strings.Contains(stderr, "out where the model's density is all but 0") || !strings.Contains(stderr, "--sampler mala or hmc, which reject such steps") {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
-	if strings.Contains(stdout, "sample longer") || !strings.Contains(stdout, "not set right by sampling longer: follow the note's advice") {
+	if strings.Contains(stdout, "sample longer") || !strings.Contains(stdout, "not set right by sampling longer: follow their note's advice") {
 		t.Errorf("R-hat's advice: %s", stdout)
+	}
+}
+
+// Round 133 A2: ULA chains started in a Gamma's support, thrown out of it
+// in the warm-up: one back in the support at two draws looked at and out
+// again (later in for good) was "a start far from the mass … start nearer
+// the mass", and one thrown far inside it, "a start far from the mass"
+// where the user's starts were in the mass. The first is out of the
+// support; the second's note says the warm-up may have left it far, and
+// ULA's way on.
+func TestSteppingChainNotATransient(t *testing.T) {
+	stay, typ := strandedStay(2), typicalGap(2, 320)
+	gaps := make([]float64, strandedProbes)
+	for j := range gaps {
+		gaps[j] = 1e30
+		if j == 9 || j == 10 || j >= 18 {
+			gaps[j] = 1
+		}
+	}
+	if kind, _ := transientOf(gaps, stay, typ); kind != notTransient {
+		t.Errorf("a chain in, out and in again: %v, want no transient", kind)
+	}
+	thrown := transientChains{kind: stillComing, warmup: 200, ula: true}
+	thrown.add(7, []float64{14100, 14090, 14080, 14070}, 0, 500)
+	note := thrown.note(16, 500, typ)
+	if !strings.Contains(note, "chain 7 (of 16, numbered from 0 as the draws' first axis) was, after the 200 warm-up steps, where") || !strings.Contains(note, "or one the warm-up left far") || !strings.Contains(note, "--sampler mala or hmc, or a smaller --step") {
+		t.Errorf("%s", note)
+	}
+}
+
+// Round 133 A1: HMC draws flipping across the mode each step (step ×
+// leapfrog near half a period) were "slow: raise --step", which made
+// them worse; lag1 tells them apart from slow ones.
+func TestLag1TellsFlippingFromSlow(t *testing.T) {
+	const chains, steps = 2, 200
+	flip, slow := make([]float64, chains*steps), make([]float64, chains*steps)
+	rng := rand.New(rand.NewPCG(133, 1))
+	for c := range chains {
+		v := 0.0
+		for i := range steps {
+			flip[c*steps+i] = float64(1-2*(i%2)) * (1 + 0.1*rng.NormFloat64())
+			v = 0.95*v + rng.NormFloat64()
+			slow[c*steps+i] = v
+		}
+	}
+	if r := lag1(flip, chains, steps, 1); r > -0.9 {
+		t.Errorf("flipping draws: lag-1 autocorrelation %.3f, want ≈ -1", r)
+	}
+	if r := lag1(slow, chains, steps, 1); r < 0.8 {
+		t.Errorf("AR(1) 0.95 draws: lag-1 autocorrelation %.3f, want ≈ 0.95", r)
+	}
+}
+
+// Round 133 A3: convert --what flow-sample of a checkpoint without a flow
+// said only "the checkpoint has no flow"; it names what can be exported,
+// and sample --flow what to give instead.
+func TestNoFlowSaysWhatInstead(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	if _, stderr, code := runCLI("convert", run, filepath.Join(dir, "f.onnx"), "--what", "flow-sample"); code == 0 || !strings.Contains(stderr, "--what ebm or energy exports its energy network") {
+		t.Errorf("convert: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI("sample", "--model", run, "--sampler", "flowmc", "--flow", run, "--steps", "10", "--out", filepath.Join(dir, "s.npy")); code == 0 || !strings.Contains(stderr, "or leave --flow out") {
+		t.Errorf("sample: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 133 B1: the network convert exports, sampled without the --base
+// its note names, has an energy unbounded below: the chains drifted
+// outward, were said to have "came down, into the band … by draw 357",
+// and R-hat's advice, "sample longer", took them further. The drift is
+// said, with --base as the way on; with --base it is not.
+func TestImproperDensitySaid(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if _, stderr, code := runCLI("train", "--iterations", "30", "--quiet", "--out", run); code != 0 {
+		t.Fatal(stderr)
+	}
+	net := filepath.Join(dir, "ebm.onnx")
+	stdout, stderr, code := runCLI("convert", run, net)
+	base := regexp.MustCompile(`--base ([0-9.]+)`).FindStringSubmatch(stdout + stderr)
+	if code != 0 || base == nil {
+		t.Fatalf("convert: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, code = runCLI("sample", "--model", net, "--steps", "400", "--out", filepath.Join(dir, "a.npy"))
+	if code != 0 || !strings.Contains(stderr, "the model's density may be improper") || !strings.Contains(stderr, "give --base SIGMA") || strings.Contains(stderr, "into the band") || strings.Contains(stdout, "sample longer") {
+		t.Errorf("without --base: exit %d, %s%s", code, stdout, stderr)
+	}
+	_, stderr, code = runCLI("sample", "--model", net, "--base", base[1], "--steps", "400", "--out", filepath.Join(dir, "b.npy"))
+	if code != 0 || strings.Contains(stderr, "improper") {
+		t.Errorf("with --base: exit %d, %s", code, stderr)
 	}
 }

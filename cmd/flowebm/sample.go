@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -45,7 +46,7 @@ import (
 type sampleFlags struct {
 	notes                      io.Writer // where notes go (the command's stderr; nil: os.Stderr)
 	ranOff                     bool      // ULA's chains ran off (divergedNote)
-	held                       bool      // chains stranded, on a plateau or never moving (strandedNote)
+	noted                      string    // R-hat's advice where strandedNote's notes say sampling longer does not help
 	model, flow, sampler, out  string
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
@@ -226,11 +227,11 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		return err
 	}
 	if len(replaced) > 0 { // round 82 B1: an interrupted run's checkpoint and a trained flow replaced unsaid
-		besides := " besides --out,"
+		besides := ", besides --out,"
 		if !exists(f.out) { // round 131 B5: said of an --out not there
 			besides = ""
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces,%s %s\n", besides, strings.Join(replaced, " and "))
+		fmt.Fprintf(cmd.ErrOrStderr(), "flowebm: note: --force replaces%s %s\n", besides, strings.Join(replaced, " and "))
 	}
 	printUnchecked(cmd.ErrOrStderr(), m)
 	if note := logDensityNote(f.model, m, onnx.Config{Output: f.output, LogDensity: f.logDensity}); note != "" {
@@ -284,7 +285,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	diverged := f.divergedNote(m, draws)
 	f.ranOff = diverged != ""
 	if diverged == "" {
-		diverged, f.held = f.strandedNote(m, draws)
+		diverged, f.noted = f.strandedNote(m, draws)
 	}
 	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck, err)) // its checkpoint holds the draws, or most of them
@@ -308,10 +309,10 @@ const strandedProbes = 20
 // Both are far beyond an equilibrium's fluctuations, about d/2: the
 // model's density there is all but 0. It looks at strandedProbes draws of
 // each chain, evenly spread; "" where none is.
-func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note string, held bool) {
+func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, advice string) {
 	d := m.EBM.Dim()
 	if f.steps < 1 || len(draws) != f.chains*f.steps*d {
-		return "", false
+		return "", ""
 	}
 	k := min(strandedProbes, f.steps)
 	pts := mat.NewDense(f.chains*k, d, nil)
@@ -325,7 +326,10 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note st
 	inModel := m
 	inModel.Scaling = nil                             // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
 	if energyInBatches(inModel, pts, e, nil) != nil { // the model's whole energy, in batches it takes
-		return "", false
+		return "", ""
+	}
+	if note := improperNote(e, pts, f.chains, k, m.EBM.Tilt == nil); note != "" { // round 133 B1: chains drifting outward, energy falling, said to have arrived, told to sample longer
+		return note, "the chains are still moving outward, their energy falling (said below): the density may be improper, where sampling longer takes them further"
 	}
 	g := classifyChains(e, pts, f.chains, k, d, f.steps)
 	still, moving := g.still, g.moving
@@ -339,6 +343,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note st
 	}
 	for _, t := range []*transientChains{&g.came, &g.cameAbove, &g.coming} {
 		if len(t.names) > 0 { // round 130 A2: one note for chains that arrived and one still coming, "not yet settled" for both
+			t.warmup, t.ula = f.warmup, f.sampler == "ula"
 			notes = append(notes, t.note(f.chains, f.steps, g.typ)+g.overlapNote(t))
 		}
 	}
@@ -352,7 +357,10 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note st
 		}
 		notes = append(notes, moving.note(f.chains, k, way))
 	}
-	return strings.Join(notes, "\n"), len(still.names) > 0 || len(moving.names) > 0 || plateau
+	if len(still.names) > 0 || len(moving.names) > 0 || plateau {
+		advice = "the chains named below as never moving, stranded or out where the model's density is all but 0 are not set right by sampling longer: follow their note's advice" // round 133 A2: beside a transient's "sample longer"
+	}
+	return strings.Join(notes, "\n"), advice
 }
 
 // stillNote is strandedNote's line for the chains that never moved from
@@ -476,6 +484,57 @@ type chainGroups struct {
 	typ                     float64
 }
 
+// improperNote says that the chains' energies keep falling as they move
+// outward: two in three chains' last draw looked at lower than their
+// first, the median over chains of their mean energy over the second,
+// third and last quarters of their draws looked at falling by over 1 from
+// each to the next, and their median distance from the origin at their
+// last draws over half as large again as at their first: a density without a finite
+// normaliser (an energy unbounded below), which no chain can sample, or a
+// mass far out that the chains are still coming to (round 133 B1: an ONNX
+// network exported without its base, sampled without --base: "came down,
+// into the band … by draw 357", and "sample longer" took the chains
+// further out). untilted: the model has no base of its own, which --base
+// adds. "" otherwise.
+func improperNote(e []float64, pts *mat.Dense, chains, k int, untilted bool) string {
+	if k < 8 || chains < 1 {
+		return ""
+	}
+	first, last := make([]float64, chains), make([]float64, chains)
+	quarters := [4][]float64{} // each chain's mean energy over each quarter of its draws looked at
+	fell := 0
+	for c := range chains {
+		ce := e[c*k : (c+1)*k]
+		if ce[k-1] < ce[0] {
+			fell++
+		}
+		for q := range quarters {
+			quarters[q] = append(quarters[q], stat.Mean(ce[q*k/4:(q+1)*k/4], nil))
+		}
+		first[c], last[c] = floats.Norm(pts.RawRowView(c*k), 2), floats.Norm(pts.RawRowView(c*k+k-1), 2)
+	}
+	q2, q3, q4 := median(quarters[1]), median(quarters[2]), median(quarters[3])
+	from, to := median(first), median(last)
+	if 3*fell < 2*chains || !(q3-q4 > 1 && q2-q3 > 1) || !(to > 1.5*from) {
+		return ""
+	}
+	way := "check the energy further out along their way (flowebm energy): one that keeps falling is unbounded below, and needs bounding (an added ‖x‖²/(2σ²) makes it proper)"
+	if untilted {
+		way = "if the model is a network exported without its base (flowebm convert's note names --base SIGMA), give --base SIGMA; else " + way
+	}
+	return fmt.Sprintf("flowebm: note: the chains' energy keeps falling, to their last draws, as they move outward (their median distance from the origin %.3g at the first draw looked at, %.3g at the last): the model's density may be improper, its energy unbounded below far out, where no draw is at equilibrium and sampling longer takes the chains further; or its mass lies far out and they are still coming to it; %s", from, to, way)
+}
+
+// median is the median of x (which it sorts).
+func median(x []float64) float64 {
+	sort.Float64s(x)
+	n := len(x)
+	if n%2 == 1 {
+		return x[n/2]
+	}
+	return (x[n/2-1] + x[n/2]) / 2
+}
+
 // overlapNote follows the note of chains that came into the band where
 // others came down to a shallower mode above it: the band may hold such a
 // mode too (round 131 A2: chains of one mode 15 above the lowest in
@@ -549,7 +608,7 @@ const (
 // "stranded"). from is the first draw looked at from which it stayed.
 func transientOf(gaps []float64, stay, typ float64) (kind transient, from int) {
 	k := len(gaps)
-	if k < 4 {
+	if k < 4 || steppedOut(gaps, stay, typ) {
 		return notTransient, 0
 	}
 	if from = stayedUnder(gaps, typ); gaps[0] > typ && from <= k-3 && gaps[k/2]-gaps[k-1] < typ { // round 129 A3: from under far, it was "not yet settled"
@@ -563,6 +622,21 @@ func transientOf(gaps []float64, stay, typ float64) (kind transient, from int) {
 		return stillComing, 0
 	}
 	return notTransient, 0
+}
+
+// steppedOut reports whether a chain's gaps go over stay after one within
+// typ: it was in the mass and left it, no transient (round 133 A2: a ULA
+// chain back in a support for two draws looked at and out again was "a
+// start far from the mass", told to start nearer it).
+func steppedOut(gaps []float64, stay, typ float64) bool {
+	in := false
+	for _, g := range gaps {
+		if in && g > stay {
+			return true
+		}
+		in = in || g <= typ
+	}
+	return false
 }
 
 // stayedUnder is the first index from which every gap is at most bar
@@ -580,10 +654,12 @@ func stayedUnder(gaps []float64, bar float64) int {
 // draws are a transient, not a region they are stranded in.
 type transientChains struct {
 	strandedChains
-	kind  transient
-	in    int     // the draw from which every chain arrived stays
-	first float64 // the highest start above the lowest energy
-	level float64 // the highest level an arrivedAbove chain stays under
+	kind   transient
+	warmup int     // the warm-up steps before the draws
+	ula    bool    // ULA's chains (no accept step)
+	in     int     // the draw from which every chain arrived stays
+	first  float64 // the highest start above the lowest energy
+	level  float64 // the highest level an arrivedAbove chain stays under
 }
 
 // add takes chain c (from 0), whose k draws looked at (of steps, evenly
@@ -623,15 +699,29 @@ func typicalGap(d, n int) float64 {
 // note is strandedNote's line for these chains (of chains, steps draws
 // each; the band typ above the lowest energy).
 func (s *transientChains) note(chains, steps int, typ float64) string {
-	start := fmt.Sprintf("flowebm: note: %s started where the energy exceeds the lowest among the chains' draws by up to %.3g and came down", s.which(chains), s.first)
-	drop := fmt.Sprintf("the draws before are a transient (a start far from the mass), not from the model; drop at least those (NumPy: x[:, %d:]) and check what is left with flowebm diagnose", s.in)
+	// Round 133 A2: chains started in the mass and thrown out of it in
+	// ULA's warm-up were told of "a start far from the mass".
+	started, far := "started", "a start far from the mass"
+	if s.warmup > 0 {
+		started = fmt.Sprintf("were, after the %d warm-up steps,", s.warmup)
+		far = "a start far from the mass, or one the warm-up left far"
+	}
+	nearer := "start nearer the mass (--starts FILE)"
+	if s.ula {
+		nearer += "; chains started in the mass are thrown far by ULA's steps where the energy is steep (it has no accept step): --sampler mala or hmc, or a smaller --step"
+	}
+	if len(s.names) == 1 {
+		started = strings.Replace(started, "were", "was", 1)
+	}
+	start := fmt.Sprintf("flowebm: note: %s %s where the energy exceeds the lowest among the chains' draws by up to %.3g and came down", s.which(chains), started, s.first)
+	drop := fmt.Sprintf("the draws before are a transient (%s), not from the model; drop at least those (NumPy: x[:, %d:]) and check what is left with flowebm diagnose", far, s.in)
 	switch s.kind {
 	case stillComing:
-		return start + " along their draws, not yet settled: a start far from the model's mass, whose draws are a transient, not from the model; sample longer (then drop the early draws), or give --starts FILE with points nearer the mass (one per chain, or one for all)"
+		return fmt.Sprintf("%s along their draws, not yet settled: %s, whose draws are a transient, not from the model; sample longer (then drop the early draws), or %s", start, far, nearer)
 	case arrivedAbove:
-		return fmt.Sprintf("%s by draw %d of %d (of the draws looked at) to where it exceeds that lowest by up to %.3g, above the band where draws at equilibrium in the lowest mode lie (within %.3g of it): another, shallower mode, or a slow approach; %s (R-hat tells chains in other modes apart), or start nearer the mass (--starts FILE)", start, s.in, steps, s.level, typ, drop)
+		return fmt.Sprintf("%s by draw %d of %d (of the draws looked at) to where it exceeds that lowest by up to %.3g, above the band where draws at equilibrium in the lowest mode lie (within %.3g of it): another, shallower mode, or a slow approach; %s (R-hat tells chains in other modes apart), or %s", start, s.in, steps, s.level, typ, drop, nearer)
 	}
-	return fmt.Sprintf("%s, into the band where draws at equilibrium lie by draw %d of %d (of the draws looked at): %s (chains in the band may not have settled yet), or start nearer the mass (--starts FILE)", start, s.in, steps, drop)
+	return fmt.Sprintf("%s, into the band where draws at equilibrium lie by draw %d of %d (of the draws looked at): %s (chains in the band may not have settled yet), or %s", start, s.in, steps, drop, nearer)
 }
 
 // stuck reports whether the rows of x are all the same point.
@@ -861,7 +951,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s²%s is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", in, f.step)
 	}
 	far := f.flowBaseNote(m, draws, d)
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc)+scales+far)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc, lag1(draws, f.chains, f.steps, d))+scales+far)
 	caveat := ""
 	if far != "" && worst < rhatMixed && glob < 0.01 {
 		// Round 91 A1: every chain slid into the mode nearest its start,
@@ -1607,7 +1697,7 @@ func (f sampleFlags) readFlow(sums modelSums) (*graph.Flow, *data.Scaling, error
 			return nil, nil, err
 		}
 		if fm.Flow == nil {
-			return nil, nil, fmt.Errorf("--flow %s: the checkpoint has no flow", f.flow)
+			return nil, nil, fmt.Errorf("--flow %s: the checkpoint has no flow: give a checkpoint with one (a flowmc run's), or an ONNX flow with --flow-density; or leave --flow out (--sampler flowmc trains its own)", f.flow)
 		}
 		return fm.Flow, fm.Scaling, nil
 	}
@@ -1724,14 +1814,16 @@ func (f sampleFlags) stepAdapted() bool {
 // frozen flow trained (B8), an adaptive flow's warm-up lengthened (round
 // 84 B1: flowmc was told to use flowmc), ULA's step lowered where its
 // chains ran off.
-func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
+func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc, rho1 float64) string {
 	switch {
+	case f.sampler == "hmc" && rho1 < -0.5: // round 133 A1: "the chains move slowly; raise --step", of draws flipping back and forth, which a larger step made worse
+		return fmt.Sprintf("the draws flip back and forth (lag-1 autocorrelation %.2f): the trajectory, --step %v × --leapfrog %d, is near half a period of the model's oscillation, so each draw lands across from the last; change --leapfrog (or --step) so that their product moves off it, by a third say, and check that this autocorrelation leaves -1", rho1, f.step, f.leapfrog)
 	case f.ranOff: // round 131 A3: "sample longer" of chains growing by 5% a step
 		return fmt.Sprintf("the chains ran off (said below): lower --step (%v), or use an adjusted sampler (mala, hmc)", f.step)
 	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
 		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
-	case f.held: // round 132 A1: "sample longer" beside a chain that never moved in 4000 draws
-		return "the chains named below (never moving, or with draws where the model's density is all but 0) are not set right by sampling longer: follow the note's advice"
+	case f.noted != "": // round 132 A1: "sample longer" beside a chain that never moved in 4000 draws
+		return f.noted
 	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" || f.sampler == "neutra") && !f.stepAdapted(): // round 115 B1: neutra
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
@@ -1744,6 +1836,37 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64) string {
 		return "sample longer, with a longer --warmup and --patience 0 for the flow to learn the modes (the warm-up otherwise stops once the global acceptance stops rising)"
 	}
 	return "sample longer, or, for modes apart, " + flowmcAdvice(m)
+}
+
+// lag1 is the lag-1 autocorrelation of the draws (chains × steps × d),
+// averaged over chains and dimensions that vary; NaN where none does.
+func lag1(draws []float64, chains, steps, d int) float64 {
+	var sum float64
+	n := 0
+	x := make([]float64, steps)
+	for c := range chains {
+		for j := range d {
+			for i := range steps {
+				x[i] = draws[(c*steps+i)*d+j]
+			}
+			mean := floats.Sum(x) / float64(steps)
+			var num, den float64
+			for i, v := range x {
+				den += (v - mean) * (v - mean)
+				if i > 0 {
+					num += (v - mean) * (x[i-1] - mean)
+				}
+			}
+			if den > 0 {
+				sum += num / den
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
 }
 
 // flowmcAdvice is how to sample modes apart with flowmc: its own RealNVP
