@@ -335,11 +335,32 @@ func TestLag1TellsFlippingFromSlow(t *testing.T) {
 			slow[c*steps+i] = v
 		}
 	}
-	if r := lag1(flip, chains, steps, 1); r > -0.9 {
+	if r := mixingOf(flip, chains, steps, 1).rho1[0]; r > -0.9 {
 		t.Errorf("flipping draws: lag-1 autocorrelation %.3f, want ≈ -1", r)
 	}
-	if r := lag1(slow, chains, steps, 1); r < 0.8 {
+	if r := mixingOf(slow, chains, steps, 1).rho1[0]; r < 0.8 {
 		t.Errorf("AR(1) 0.95 draws: lag-1 autocorrelation %.3f, want ≈ 0.95", r)
+	}
+}
+
+// Round 134 A1, A4: HMC's trajectory near a whole number of periods
+// (draws coming back near the last, at a step near its stability limit)
+// was told "the steps are small … raise --step", which then rejected
+// every proposal; a dimension flipping each draw beside a slow one was
+// hidden by averaging them. Each dimension is read; small steps still
+// get their advice.
+func TestHMCResonancePerDimension(t *testing.T) {
+	f := sampleFlags{sampler: "hmc", step: 1.9021, leapfrog: 5}
+	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99, 0.996}, sd: []float64{1, 1.06}}); !strings.Contains(got, "each draw comes back near the last (lag-1 autocorrelation 1.00 in dimension 1") || !strings.Contains(got, "= 9.51, is near a whole number of periods") {
+		t.Errorf("whole periods: %q", got)
+	}
+	f = sampleFlags{sampler: "hmc", step: 0.3141593, leapfrog: 10}
+	if got := f.hmcResonance(1, mixing{rho1: []float64{-0.999, 0.948}, sd: []float64{0.754, 10}}); !strings.Contains(got, "flip back and forth (lag-1 autocorrelation -1.00 in dimension 0)") {
+		t.Errorf("one dimension flipping: %q", got)
+	}
+	f = sampleFlags{sampler: "hmc", step: 0.01, leapfrog: 10}
+	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99}, sd: []float64{1}}); got != "" {
+		t.Errorf("small steps: %q, want none (raise --step)", got)
 	}
 }
 
@@ -381,5 +402,42 @@ func TestImproperDensitySaid(t *testing.T) {
 	_, stderr, code = runCLI("sample", "--model", net, "--base", base[1], "--steps", "400", "--out", filepath.Join(dir, "b.npy"))
 	if code != 0 || strings.Contains(stderr, "improper") {
 		t.Errorf("with --base: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 134 A2, A3: chains walking outward over a flat energy (a bounded
+// network without its base) got no note and "sample longer"; chains that
+// came from the origin to a far mass at (30, 30), there for the last
+// third of their draws, were called "possibly improper … still coming".
+func TestImproperNoteFlatAndArrived(t *testing.T) {
+	const chains, k = 8, strandedProbes
+	rng := rand.New(rand.NewPCG(134, 1))
+	build := func(at func(c, j int) (x, y, e float64)) ([]float64, *mat.Dense) {
+		e, pts := make([]float64, chains*k), mat.NewDense(chains*k, 2, nil)
+		for c := range chains {
+			for j := range k {
+				x, y, v := at(c, j)
+				pts.Set(c*k+j, 0, x)
+				pts.Set(c*k+j, 1, y)
+				e[c*k+j] = v
+			}
+		}
+		return e, pts
+	}
+	e, pts := build(func(c, j int) (float64, float64, float64) { // arrived by draw 12 of 20
+		r := min(1, float64(j)/12) * 30
+		x, y := r+rng.NormFloat64(), r+rng.NormFloat64()
+		return x, y, ((x-30)*(x-30) + (y-30)*(y-30)) / 2
+	})
+	if note := improperNote(e, pts, chains, k, true); note != "" {
+		t.Errorf("arrived at a far mass: %s", note)
+	}
+	e, pts = build(func(c, j int) (float64, float64, float64) { // a random walk outward, energy within 1
+		r := 30 * math.Sqrt(float64(j+1)) * (1 + 0.3*rng.NormFloat64())
+		a := rng.Float64() * 2 * math.Pi
+		return r * math.Cos(a), r * math.Sin(a), 0.4 * math.Tanh(rng.NormFloat64())
+	})
+	if note := improperNote(e, pts, chains, k, true); !strings.Contains(note, "their energy falling or flat") || !strings.Contains(note, "give --base SIGMA") {
+		t.Errorf("flat and outward: %q", note)
 	}
 }

@@ -84,7 +84,7 @@ func TestFlowOutInModelsFloatType(t *testing.T) {
 func TestSampleSaysNotMixed(t *testing.T) {
 	var b strings.Builder
 	draws := []float64{0, 0, 0, 0, 5, 5, 5, 5} // 2 chains × 4 draws × 1 dim, each constant, apart
-	rhat := printRHat(&b, draws, 2, 4, 1, sampleFlags{sampler: "mala"}.notMixedAdvice(checkpoint.Models{}, 0.5, 0))
+	rhat := printRHat(&b, draws, 2, 4, 1, sampleFlags{sampler: "mala"}.notMixedAdvice(checkpoint.Models{}, 0.5, mixing{}))
 	if !strings.Contains(b.String(), "not below 1.01: the chains have not mixed; sample longer, or, for modes apart, --sampler flowmc") {
 		t.Errorf("R-hat %v: %s", rhat, b.String())
 	}
@@ -98,21 +98,21 @@ func TestSampleSaysNotMixed(t *testing.T) {
 		{sampleFlags{sampler: "flowmc"}, true, 0.5, "add --train-flow"},                    // round 85 B8
 		{sampleFlags{sampler: "hmc", step: 1e6}, false, 0, "lower --step (1e+06)"},         // round 85 B12
 		{sampleFlags{sampler: "flowmc", trainFlow: true}, true, 0.5, "a longer --warmup"},
-		{sampleFlags{sampler: "hmc", step: 0.01}, false, 1, "raise --step (0.01, not adapted by hmc)"},                                                                              // round 114 A1
-		{sampleFlags{sampler: "mala", step: 0.01}, false, 0.99, "raise --step (0.01, not adapted by mala)"},                                                                         // no warm-up: not adapted
-		{sampleFlags{sampler: "mala", step: 0.01, warmup: 200}, false, 0.99, "sample longer, or, for modes apart, --sampler flowmc"},                                                // adapted in its warm-up
-		{sampleFlags{sampler: "neutra", step: 0.0005}, true, 1, "raise --step (0.0005, not adapted by neutra)"},                                                                     // round 115 B1
-		{sampleFlags{sampler: "hmc", step: 0.3, leapfrog: 10}, false, 1, "the draws flip back and forth (lag-1 autocorrelation -0.97): the trajectory, --step 0.3 × --leapfrog 10"}, // round 133 A1
+		{sampleFlags{sampler: "hmc", step: 0.01}, false, 1, "raise --step (0.01, not adapted by hmc)"},                                                                                             // round 114 A1
+		{sampleFlags{sampler: "mala", step: 0.01}, false, 0.99, "raise --step (0.01, not adapted by mala)"},                                                                                        // no warm-up: not adapted
+		{sampleFlags{sampler: "mala", step: 0.01, warmup: 200}, false, 0.99, "sample longer, or, for modes apart, --sampler flowmc"},                                                               // adapted in its warm-up
+		{sampleFlags{sampler: "neutra", step: 0.0005}, true, 1, "raise --step (0.0005, not adapted by neutra)"},                                                                                    // round 115 B1
+		{sampleFlags{sampler: "hmc", step: 0.3, leapfrog: 10}, false, 1, "the draws flip back and forth (lag-1 autocorrelation -0.97 in dimension 0): the trajectory, --step 0.3 × --leapfrog 10"}, // round 133 A1
 	} {
 		var m checkpoint.Models
 		if c.flow {
 			m.Flow = new(graph.Flow)
 		}
-		rho1 := 0.0
+		mx := mixing{rho1: []float64{0}, sd: []float64{1}}
 		if strings.Contains(c.want, "flip back and forth") {
-			rho1 = -0.97
+			mx.rho1[0] = -0.97
 		}
-		if got := c.f.notMixedAdvice(m, c.loc, rho1); !strings.Contains(got, c.want) {
+		if got := c.f.notMixedAdvice(m, c.loc, mx); !strings.Contains(got, c.want) {
 			t.Errorf("%+v, flow %v, acceptance %v: %q, want %q", c.f, c.flow, c.loc, got, c.want)
 		}
 	}

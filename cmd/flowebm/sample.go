@@ -329,7 +329,7 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, a
 		return "", ""
 	}
 	if note := improperNote(e, pts, f.chains, k, m.EBM.Tilt == nil); note != "" { // round 133 B1: chains drifting outward, energy falling, said to have arrived, told to sample longer
-		return note, "the chains are still moving outward, their energy falling (said below): the density may be improper, where sampling longer takes them further"
+		return note, "the chains are still moving outward, their energy falling or flat (said below): the density may be improper, where sampling longer takes them further"
 	}
 	g := classifyChains(e, pts, f.chains, k, d, f.steps)
 	still, moving := g.still, g.moving
@@ -484,45 +484,51 @@ type chainGroups struct {
 	typ                     float64
 }
 
-// improperNote says that the chains' energies keep falling as they move
-// outward: two in three chains' last draw looked at lower than their
-// first, the median over chains of their mean energy over the second,
-// third and last quarters of their draws looked at falling by over 1 from
-// each to the next, and their median distance from the origin at their
-// last draws over half as large again as at their first: a density without a finite
-// normaliser (an energy unbounded below), which no chain can sample, or a
-// mass far out that the chains are still coming to (round 133 B1: an ONNX
-// network exported without its base, sampled without --base: "came down,
-// into the band … by draw 357", and "sample longer" took the chains
-// further out). untilted: the model has no base of its own, which --base
-// adds. "" otherwise.
+// improperNote says that the chains keep moving outward while their
+// energy falls or stays flat: the median over chains of their mean
+// distance from the origin over the second, third and last quarters of
+// their draws looked at growing by a tenth from each to the next, and
+// their mean energy over the last quarter not above that over the second
+// (by 1), or their energy within 1.5 over all their draws looked at while
+// they walk outward (flat): a density without a finite normaliser (an energy unbounded
+// below, or flat far out), which no chain can sample, or a mass far out
+// that the chains are still coming to (round 133 B1: an ONNX network
+// exported without its base, sampled without --base: "came down, into
+// the band … by draw 357", and "sample longer" took the chains further
+// out; round 134 A2: a flat one, unsaid; A3: chains arrived at a far mass
+// by the last quarter were called improper). untilted: the model has no
+// base of its own, which --base adds. "" otherwise.
 func improperNote(e []float64, pts *mat.Dense, chains, k int, untilted bool) string {
 	if k < 8 || chains < 1 {
 		return ""
 	}
-	first, last := make([]float64, chains), make([]float64, chains)
-	quarters := [4][]float64{} // each chain's mean energy over each quarter of its draws looked at
-	fell := 0
+	var energy, dist [4][]float64 // each chain's mean energy, and distance from the origin, over each quarter of its draws looked at
 	for c := range chains {
-		ce := e[c*k : (c+1)*k]
-		if ce[k-1] < ce[0] {
-			fell++
+		for q := range 4 {
+			var sum float64
+			for j := q * k / 4; j < (q+1)*k/4; j++ {
+				sum += floats.Norm(pts.RawRowView(c*k+j), 2)
+			}
+			energy[q] = append(energy[q], stat.Mean(e[c*k+q*k/4:c*k+(q+1)*k/4], nil))
+			dist[q] = append(dist[q], sum/float64((q+1)*k/4-q*k/4))
 		}
-		for q := range quarters {
-			quarters[q] = append(quarters[q], stat.Mean(ce[q*k/4:(q+1)*k/4], nil))
-		}
-		first[c], last[c] = floats.Norm(pts.RawRowView(c*k), 2), floats.Norm(pts.RawRowView(c*k+k-1), 2)
 	}
-	q2, q3, q4 := median(quarters[1]), median(quarters[2]), median(quarters[3])
-	from, to := median(first), median(last)
-	if 3*fell < 2*chains || !(q3-q4 > 1 && q2-q3 > 1) || !(to > 1.5*from) {
+	d2, d3, d4 := median(dist[1]), median(dist[2]), median(dist[3])
+	outward := d3 > 1.1*d2 && d4 > 1.1*d3 && median(energy[3]) <= median(energy[1])+1
+	// Over a flat energy the chains walk at random, outward on the whole
+	// but not from quarter to quarter (round 134 A2): their energy varies
+	// by under 1.5 over all their draws looked at, where draws at
+	// equilibrium vary by several (a Gamma(d/2, 1)'s spread), while their
+	// distance from the origin grows by half from first quarter to last.
+	flat := floats.Max(e)-floats.Min(e) < 1.5 && !constant(e) && d4 > 1.5*median(dist[0])
+	if !outward && !flat {
 		return ""
 	}
-	way := "check the energy further out along their way (flowebm energy): one that keeps falling is unbounded below, and needs bounding (an added ‖x‖²/(2σ²) makes it proper)"
+	way := "check the energy further out along their way (flowebm energy): one that keeps falling, or stays flat, has no finite normaliser, and needs bounding (an added ‖x‖²/(2σ²) makes it proper)"
 	if untilted {
 		way = "if the model is a network exported without its base (flowebm convert's note names --base SIGMA), give --base SIGMA; else " + way
 	}
-	return fmt.Sprintf("flowebm: note: the chains' energy keeps falling, to their last draws, as they move outward (their median distance from the origin %.3g at the first draw looked at, %.3g at the last): the model's density may be improper, its energy unbounded below far out, where no draw is at equilibrium and sampling longer takes the chains further; or its mass lies far out and they are still coming to it; %s", from, to, way)
+	return fmt.Sprintf("flowebm: note: the chains keep moving outward, their energy falling or flat (their median distance from the origin %.3g over the first quarter of the draws looked at, %.3g over the last): the model's density may be improper, its energy unbounded below or flat far out, where no draw is at equilibrium and sampling longer takes the chains further; or its mass lies far out and they are still coming to it; %s", median(dist[0]), d4, way)
 }
 
 // median is the median of x (which it sorts).
@@ -920,6 +926,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		return err
 	}
 	scales := scalesNote(draws, d, identityOrNil(m.Scaling) != nil) // round 120 A3: --standardize none is no standardisation // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
+	mx := mixingOf(draws, f.chains, f.steps, d)                     // in the coordinates the steps are taken in
 	if m.Scaling != nil {
 		m.Scaling.ToDataInPlace(draws)
 	}
@@ -951,7 +958,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s²%s is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", in, f.step)
 	}
 	far := f.flowBaseNote(m, draws, d)
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc, lag1(draws, f.chains, f.steps, d))+scales+far)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc, mx)+scales+far)
 	caveat := ""
 	if far != "" && worst < rhatMixed && glob < 0.01 {
 		// Round 91 A1: every chain slid into the mode nearest its start,
@@ -1814,10 +1821,10 @@ func (f sampleFlags) stepAdapted() bool {
 // frozen flow trained (B8), an adaptive flow's warm-up lengthened (round
 // 84 B1: flowmc was told to use flowmc), ULA's step lowered where its
 // chains ran off.
-func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc, rho1 float64) string {
+func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing) string {
 	switch {
-	case f.sampler == "hmc" && rho1 < -0.5: // round 133 A1: "the chains move slowly; raise --step", of draws flipping back and forth, which a larger step made worse
-		return fmt.Sprintf("the draws flip back and forth (lag-1 autocorrelation %.2f): the trajectory, --step %v × --leapfrog %d, is near half a period of the model's oscillation, so each draw lands across from the last; change --leapfrog (or --step) so that their product moves off it, by a third say, and check that this autocorrelation leaves -1", rho1, f.step, f.leapfrog)
+	case f.hmcResonance(loc, mx) != "":
+		return f.hmcResonance(loc, mx)
 	case f.ranOff: // round 131 A3: "sample longer" of chains growing by 5% a step
 		return fmt.Sprintf("the chains ran off (said below): lower --step (%v), or use an adjusted sampler (mala, hmc)", f.step)
 	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
@@ -1838,18 +1845,26 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc, rho1 float64) stri
 	return "sample longer, or, for modes apart, " + flowmcAdvice(m)
 }
 
-// lag1 is the lag-1 autocorrelation of the draws (chains × steps × d),
-// averaged over chains and dimensions that vary; NaN where none does.
-func lag1(draws []float64, chains, steps, d int) float64 {
-	var sum float64
-	n := 0
+// mixing is what notMixedAdvice reads of the draws: each dimension's
+// lag-1 autocorrelation, averaged over the chains (NaN where no chain
+// varies), and its standard deviation over all draws.
+type mixing struct{ rho1, sd []float64 }
+
+// mixingOf measures the draws (chains × steps × d).
+func mixingOf(draws []float64, chains, steps, d int) mixing {
+	mx := mixing{rho1: make([]float64, d), sd: make([]float64, d)}
 	x := make([]float64, steps)
-	for c := range chains {
-		for j := range d {
+	all := make([]float64, 0, chains*steps)
+	for j := range d {
+		var sum float64
+		n := 0
+		all = all[:0]
+		for c := range chains {
 			for i := range steps {
 				x[i] = draws[(c*steps+i)*d+j]
 			}
-			mean := floats.Sum(x) / float64(steps)
+			all = append(all, x...)
+			mean := stat.Mean(x, nil)
 			var num, den float64
 			for i, v := range x {
 				den += (v - mean) * (v - mean)
@@ -1862,11 +1877,44 @@ func lag1(draws []float64, chains, steps, d int) float64 {
 				n++
 			}
 		}
+		mx.rho1[j], mx.sd[j] = math.NaN(), stat.StdDev(all, nil)
+		if n > 0 {
+			mx.rho1[j] = sum / float64(n)
+		}
 	}
-	if n == 0 {
-		return math.NaN()
+	return mx
+}
+
+// hmcResonance is HMC's advice where a dimension's draws flip across
+// its mode each draw (lag-1 autocorrelation under -0.5: the trajectory,
+// step × leapfrog, near half a period; round 133 A1) or come back to
+// where they were (over 0.9 at acceptance over 0.9, with a trajectory at
+// least that dimension's sd: near a whole number of periods; round 134
+// A1: "the steps are small … raise --step" at a step near its stability
+// limit, which then rejected everything), in any dimension (A4: averaged
+// over dimensions, a flipping one was hidden); "" otherwise.
+func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
+	if f.sampler != "hmc" {
+		return ""
 	}
-	return sum / float64(n)
+	traj := f.step * float64(f.leapfrog)
+	flip, back := -1, -1
+	for j, r := range mx.rho1 {
+		if r < -0.5 && (flip < 0 || r < mx.rho1[flip]) {
+			flip = j
+		}
+		if r > 0.9 && loc > 0.9 && traj >= mx.sd[j] && (back < 0 || r > mx.rho1[back]) {
+			back = j
+		}
+	}
+	const change = "change --leapfrog (or --step) so that their product moves off it, by a third say, and check that the lag-1 autocorrelation moves toward 0 (flowebm diagnose's ess_bulk rises)"
+	switch {
+	case flip >= 0:
+		return fmt.Sprintf("the draws flip back and forth (lag-1 autocorrelation %.2f in dimension %d): the trajectory, --step %v × --leapfrog %d, is near half a period of the model's oscillation there, so each draw lands across from the last; %s", mx.rho1[flip], flip, f.step, f.leapfrog, change)
+	case back >= 0:
+		return fmt.Sprintf("each draw comes back near the last (lag-1 autocorrelation %.2f in dimension %d, whose draws' sd is %.3g, at acceptance %.2f): the trajectory, --step %v × --leapfrog %d = %.3g, is near a whole number of periods of the model's oscillation there, not short; %s", mx.rho1[back], back, mx.sd[back], loc, f.step, f.leapfrog, traj, change)
+	}
+	return ""
 }
 
 // flowmcAdvice is how to sample modes apart with flowmc: its own RealNVP
