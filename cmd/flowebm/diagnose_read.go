@@ -1060,7 +1060,9 @@ func runRecordRefusal(path string) error {
 	what := ""
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".json":
-		what = "a JSON record (flowebm writes a run's settings and results so: config.json, metrics.json, seeds.json), not draws"
+		if exists(path) { // round 134 B1: a missing file was called a record
+			what = "a JSON record (flowebm writes a run's settings and results so: config.json, metrics.json, seeds.json), not draws"
+		}
 	case ".onnx": // round 111 B6: "not a .npy file"
 		return fmt.Errorf("%s is an ONNX model, not draws: diagnose reads MCMC chains (.npy, .npz, CSV); flowebm sample --model %s --out chains.npy draws them from an energy network, then flowebm diagnose chains.npy", path, shellQuote(path))
 	case ".png", ".svg", ".pdf", ".jpg", ".jpeg":

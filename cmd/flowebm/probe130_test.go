@@ -441,3 +441,46 @@ func TestImproperNoteFlatAndArrived(t *testing.T) {
 		t.Errorf("flat and outward: %q", note)
 	}
 }
+
+// Round 134 B2: a sample run stopped and its --modes file moved: --resume
+// said "no such file" without a way on; edited in place, the other
+// centres were taken unsaid. The way on is named, and an edit refused.
+func TestResumeChecksModesFile(t *testing.T) {
+	dir := t.TempDir()
+	ck, modes := filepath.Join(dir, "k.npz"), filepath.Join(dir, "m.npy")
+	if err := npy.WriteFile(modes, &npy.Array{Shape: []int{2, 2}, Data: []float64{-1, 0, 1, 0}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	sample := []string{"sample", "--model", toyONNX, "--chains", "4", "--steps", "400", "--modes", modes, "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy")}
+	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "KILL", sample...); code == 0 || !exists(ck) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	moved := filepath.Join(dir, "moved.npy")
+	if err := os.Rename(modes, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck); code == 0 || !strings.Contains(stderr, "--modes "+modes) || !strings.Contains(stderr, "put it back there to continue") {
+		t.Errorf("moved: exit %d, %s", code, stderr)
+	}
+	if err := npy.WriteFile(modes, &npy.Array{Shape: []int{2, 2}, Data: []float64{-2, 0, 2, 0}}, npy.Float64); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck); code == 0 || !strings.Contains(stderr, modes) {
+		t.Errorf("edited: exit %d, %s", code, stderr)
+	}
+	if err := os.Rename(moved, modes); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck); code != 0 {
+		t.Errorf("put back: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 134 B1: diagnose of a .json file that does not exist called it
+// "a JSON record …, not draws" (by its name alone).
+func TestDiagnoseMissingJSONNotARecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nothere.json")
+	if _, stderr, code := runCLI("diagnose", path); code == 0 || strings.Contains(stderr, "JSON record") || !strings.Contains(stderr, "no such file") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

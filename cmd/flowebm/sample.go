@@ -193,7 +193,13 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 		f.accepted = sysmem.Accept(max(memoryLimit(maxWorkBytes), f.memoryNeed(m)))
 	}
 	centres, err := f.readModes(m)
+	if err != nil && f.resume != "" { // round 134 B2: moved, no way on
+		return fmt.Errorf("--resume %s: the run's %w (the run was started with that file: put it back there to continue)", f.resume, err)
+	}
 	if err != nil {
+		return err
+	}
+	if err := f.recordModes(meta, inputs); err != nil {
 		return err
 	}
 	if f.flowOut != "" {
@@ -1031,6 +1037,26 @@ func (f sampleFlags) readModes(m checkpoint.Models) ([][]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// recordModes records the SHA-256 of --modes among the run's inputs, so
+// that --resume checks it (round 134 B2: centres edited in place were
+// taken), but for a checkpoint written before it was recorded (meta, of
+// --resume, without it).
+func (f sampleFlags) recordModes(meta *sampleMeta, inputs map[string]string) error {
+	if f.modes == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(f.modes)
+	if err != nil {
+		return err
+	}
+	if meta != nil {
+		if _, ok := meta.Inputs[abs]; !ok {
+			return nil
+		}
+	}
+	return modelSums(inputs).record(f.modes, func() (string, error) { return hashFiles(f.modes) })
 }
 
 // startPoints are the chains' starting points: those of --starts (its

@@ -48,7 +48,8 @@ type sampleMeta struct {
 	Format string `json:"format"`
 	// Args are the flags that defined the run, as given.
 	Args []string `json:"args"`
-	// Inputs are the SHA-256 of the model and flow files read.
+	// Inputs are the SHA-256 of the model and flow files read, and of
+	// --starts and --modes.
 	Inputs map[string]string `json:"inputs"`
 	// RNG is the PCG generator's state.
 	RNG []byte `json:"rng"`
