@@ -1324,7 +1324,7 @@ func resumeFlags(cmd *cobra.Command, given sampleFlags) (sampleFlags, *sampleMet
 // p, changed since: the way on is p put back (its recorded sum rec) or
 // the run started again.
 func changedInputError(ck string, meta *sampleMeta, p, rec string) error {
-	return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on other inputs (its model, flow or --starts file); put the one it started with back there to continue it%s, or%s", ck, p, fileSumNote(p, rec), strings.TrimPrefix(startAgain(meta.Args), ";"))
+	return fmt.Errorf("--resume %s: %s has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on other inputs (its model, flow, --starts or --modes file); put the one it started with back there to continue it%s, or%s", ck, p, fileSumNote(p, rec), strings.TrimPrefix(startAgain(meta.Args), ";"))
 }
 
 // changedInputFiles refuses, before they are read, the input files of a
