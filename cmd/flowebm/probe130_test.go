@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/flowebm/flowebm/algorithms/training"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/npy"
 	"github.com/flowebm/flowebm/io/npz"
 )
@@ -351,16 +352,65 @@ func TestLag1TellsFlippingFromSlow(t *testing.T) {
 // get their advice.
 func TestHMCResonancePerDimension(t *testing.T) {
 	f := sampleFlags{sampler: "hmc", step: 1.9021, leapfrog: 5}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99, 0.996}, sd: []float64{1, 1.06}}); !strings.Contains(got, "each draw comes back near the last (lag-1 autocorrelation 1.00 in dimension 1") || !strings.Contains(got, "= 9.51, is near a whole number of periods") {
+	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99, 0.996}, sd: []float64{1, 1.06}, rhat: []float64{6.1, 6.3}, bulk: []float64{6.1, 6.3}}); !strings.Contains(got, "each draw comes back near the last (lag-1 autocorrelation 1.00 in dimension 1") || !strings.Contains(got, "= 9.51, is near a whole number of periods") {
 		t.Errorf("whole periods: %q", got)
 	}
 	f = sampleFlags{sampler: "hmc", step: 0.3141593, leapfrog: 10}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{-0.999, 0.948}, sd: []float64{0.754, 10}}); !strings.Contains(got, "flip back and forth (lag-1 autocorrelation -1.00 in dimension 0)") {
+	flipping := mixing{rho1: []float64{-0.999, 0.948}, sd: []float64{0.754, 10}, rhat: []float64{2.465, 1.2}, bulk: []float64{1.001, 1.2}}
+	if got := f.hmcResonance(1, flipping); !strings.Contains(got, "flip back and forth (lag-1 autocorrelation -1.00 in dimension 0)") {
 		t.Errorf("one dimension flipping: %q", got)
 	}
 	f = sampleFlags{sampler: "hmc", step: 0.01, leapfrog: 10}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99}, sd: []float64{1}}); got != "" {
+	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99}, sd: []float64{1}, rhat: []float64{1.5}, bulk: []float64{1.5}}); got != "" {
 		t.Errorf("small steps: %q, want none (raise --step)", got)
+	}
+	// Round 135 A1: a flipping dimension that had mixed (R-hat 1.0007),
+	// or whose chains sit in modes apart (bulk R-hat 1.62), was blamed.
+	f = sampleFlags{sampler: "hmc", step: 0.157, leapfrog: 7}
+	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.57, 0.85}, sd: []float64{0.5, 2}, rhat: []float64{1.0007, math.NaN()}, bulk: []float64{1.0007, math.NaN()}}); got != "" {
+		t.Errorf("a mixed dimension flipping: %q, want none", got)
+	}
+	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.6}, sd: []float64{2}, rhat: []float64{1.62}, bulk: []float64{1.62}}); got != "" {
+		t.Errorf("chains in modes apart: %q, want none", got)
+	}
+	// Round 135 A2: beside an improper density's note, its advice.
+	f = sampleFlags{sampler: "hmc", step: 0.3141593, leapfrog: 10, noted: "the density may be improper"}
+	if got := f.notMixedAdvice(checkpoint.Models{}, 1, flipping); got != "the density may be improper" {
+		t.Errorf("improper and flipping: %q", got)
+	}
+}
+
+// Round 135 A3: chains that came down from 45 into the band only by
+// their last draws looked at (or falling within it over their second
+// half) were named nowhere, beside others cut at draw 788.
+func TestLateArrivalNamed(t *testing.T) {
+	stay, typ := strandedStay(2), typicalGap(2, 320)
+	gaps := make([]float64, strandedProbes)
+	for j := range gaps {
+		gaps[j] = 45 - 2*float64(j) + 3*float64(j%2) // down, not three steps in four
+	}
+	gaps[strandedProbes-1] = 1
+	if kind, _ := transientOf(gaps, stay, typ); kind != stillComing {
+		t.Errorf("late arrival: %v, want still coming", kind)
+	}
+}
+
+// Round 135 A4: ten of sixteen chains arrived at a proper mass at x = 200
+// by their last draws were called "improper … sampling longer takes them
+// further".
+func TestArrivedHalfNotImproper(t *testing.T) {
+	const chains, k = 16, strandedProbes
+	e, pts := make([]float64, chains*k), mat.NewDense(chains*k, 2, nil)
+	for c := range chains {
+		arrive := 12 + c%8 // half the chains by draw 15, the rest later
+		for j := range k {
+			x := 200 * min(1, float64(j)/float64(arrive))
+			pts.Set(c*k+j, 0, x)
+			e[c*k+j] = 0.2*(200-x) + 0.5*float64(j%3)
+		}
+	}
+	if note := improperNote(e, pts, chains, k, true); note != "" {
+		t.Errorf("%s", note)
 	}
 }
 

@@ -108,9 +108,9 @@ func TestSampleSaysNotMixed(t *testing.T) {
 		if c.flow {
 			m.Flow = new(graph.Flow)
 		}
-		mx := mixing{rho1: []float64{0}, sd: []float64{1}}
+		mx := mixing{rho1: []float64{0}, sd: []float64{1}, rhat: []float64{math.NaN()}, bulk: []float64{math.NaN()}}
 		if strings.Contains(c.want, "flip back and forth") {
-			mx.rho1[0] = -0.97
+			mx = mixing{rho1: []float64{-0.97}, sd: []float64{1}, rhat: []float64{1.2}, bulk: []float64{1}}
 		}
 		if got := c.f.notMixedAdvice(m, c.loc, mx); !strings.Contains(got, c.want) {
 			t.Errorf("%+v, flow %v, acceptance %v: %q, want %q", c.f, c.flow, c.loc, got, c.want)

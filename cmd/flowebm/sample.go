@@ -519,8 +519,18 @@ func improperNote(e []float64, pts *mat.Dense, chains, k int, untilted bool) str
 			dist[q] = append(dist[q], sum/float64((q+1)*k/4-q*k/4))
 		}
 	}
+	// Chains whose last draw looked at lies in the band above the lowest
+	// energy found have arrived at a mass far out, if half of them have (round 135 A4: 10 of 16 at x = 200 by the
+	// last quarter were "improper … sampling longer takes them further").
+	_, d := pts.Dims()
+	lowest, typ, arrived := floats.Min(e), typicalGap(d, chains*k), 0
+	for c := range chains {
+		if e[c*k+k-1]-lowest <= typ {
+			arrived++
+		}
+	}
 	d2, d3, d4 := median(dist[1]), median(dist[2]), median(dist[3])
-	outward := d3 > 1.1*d2 && d4 > 1.1*d3 && median(energy[3]) <= median(energy[1])+1
+	outward := d3 > 1.1*d2 && d4 > 1.1*d3 && median(energy[3]) <= median(energy[1])+1 && 2*arrived < chains
 	// Over a flat energy the chains walk at random, outward on the whole
 	// but not from quarter to quarter (round 134 A2): their energy varies
 	// by under 1.5 over all their draws looked at, where draws at
@@ -631,6 +641,9 @@ func transientOf(gaps []float64, stay, typ float64) (kind transient, from int) {
 		return arrivedAbove, from
 	}
 	if falling(gaps) && gaps[0]-gaps[k-1] > typ { // round 126: a ULA chain stepping out of a support and back is neither
+		return stillComing, 0
+	}
+	if gaps[0] > typ && gaps[k-1] <= typ && gaps[0]-gaps[k-1] > typ { // round 135 A3: in the band by its last draws only, or still falling in it: named nowhere, beside others cut at draw 788
 		return stillComing, 0
 	}
 	return notTransient, 0
@@ -1849,14 +1862,14 @@ func (f sampleFlags) stepAdapted() bool {
 // chains ran off.
 func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing) string {
 	switch {
-	case f.hmcResonance(loc, mx) != "":
-		return f.hmcResonance(loc, mx)
 	case f.ranOff: // round 131 A3: "sample longer" of chains growing by 5% a step
 		return fmt.Sprintf("the chains ran off (said below): lower --step (%v), or use an adjusted sampler (mala, hmc)", f.step)
 	case loc < 0.01 && f.sampler != "ula" && f.sampler != "flowmc":
 		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
-	case f.noted != "": // round 132 A1: "sample longer" beside a chain that never moved in 4000 draws
+	case f.noted != "": // round 132 A1: "sample longer" beside a chain that never moved in 4000 draws; round 135 A2: before HMC's resonance, beside an improper density
 		return f.noted
+	case f.hmcResonance(loc, mx) != "":
+		return f.hmcResonance(loc, mx)
 	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" || f.sampler == "neutra") && !f.stepAdapted(): // round 115 B1: neutra
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
@@ -1873,15 +1886,18 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 
 // mixing is what notMixedAdvice reads of the draws: each dimension's
 // lag-1 autocorrelation, averaged over the chains (NaN where no chain
-// varies), and its standard deviation over all draws.
-type mixing struct{ rho1, sd []float64 }
+// varies), and its standard deviation over all draws; where that
+// autocorrelation is under -0.5 or over 0.9 (hmcResonance's candidates),
+// its R-hat and bulk R-hat (NaN elsewhere).
+type mixing struct{ rho1, sd, rhat, bulk []float64 }
 
 // mixingOf measures the draws (chains × steps × d).
 func mixingOf(draws []float64, chains, steps, d int) mixing {
-	mx := mixing{rho1: make([]float64, d), sd: make([]float64, d)}
+	mx := mixing{rho1: make([]float64, d), sd: make([]float64, d), rhat: make([]float64, d), bulk: make([]float64, d)}
 	x := make([]float64, steps)
 	all := make([]float64, 0, chains*steps)
 	for j := range d {
+		mx.rhat[j], mx.bulk[j] = math.NaN(), math.NaN()
 		var sum float64
 		n := 0
 		all = all[:0]
@@ -1907,18 +1923,29 @@ func mixingOf(draws []float64, chains, steps, d int) mixing {
 		if n > 0 {
 			mx.rho1[j] = sum / float64(n)
 		}
+		if r := mx.rho1[j]; r < -0.5 || r > 0.9 {
+			byChain := make([][]float64, chains)
+			for c := range byChain {
+				byChain[c] = all[c*steps : (c+1)*steps]
+			}
+			mx.rhat[j], mx.bulk[j] = diagnostics.RHat(byChain), diagnostics.BulkRHat(byChain)
+		}
 	}
 	return mx
 }
 
-// hmcResonance is HMC's advice where a dimension's draws flip across
-// its mode each draw (lag-1 autocorrelation under -0.5: the trajectory,
-// step × leapfrog, near half a period; round 133 A1) or come back to
-// where they were (over 0.9 at acceptance over 0.9, with a trajectory at
-// least that dimension's sd: near a whole number of periods; round 134
-// A1: "the steps are small … raise --step" at a step near its stability
-// limit, which then rejected everything), in any dimension (A4: averaged
-// over dimensions, a flipping one was hidden); "" otherwise.
+// hmcResonance is HMC's advice where a dimension that has not mixed
+// (R-hat 1.01 or more) has draws that flip across its mode each draw
+// (lag-1 autocorrelation under -0.5: the trajectory, step × leapfrog,
+// near half a period; round 133 A1), its chains agreeing on its location
+// (bulk R-hat under 1.01: round 135 A1, chains in modes apart were told
+// to change --leapfrog), or that come back to where they were (over 0.9
+// at acceptance over 0.9, with a trajectory at least that dimension's sd:
+// near a whole number of periods; round 134 A1: "the steps are small …
+// raise --step" at a step near its stability limit, which then rejected
+// everything), in any dimension (A4: averaged over dimensions, a flipping
+// one was hidden; round 135 A1: one that had mixed was blamed); ""
+// otherwise.
 func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
 	if f.sampler != "hmc" {
 		return ""
@@ -1926,7 +1953,10 @@ func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
 	traj := f.step * float64(f.leapfrog)
 	flip, back := -1, -1
 	for j, r := range mx.rho1 {
-		if r < -0.5 && (flip < 0 || r < mx.rho1[flip]) {
+		if !(mx.rhat[j] >= rhatMixed) {
+			continue
+		}
+		if r < -0.5 && mx.bulk[j] < rhatMixed && (flip < 0 || r < mx.rho1[flip]) {
 			flip = j
 		}
 		if r > 0.9 && loc > 0.9 && traj >= mx.sd[j] && (back < 0 || r > mx.rho1[back]) {

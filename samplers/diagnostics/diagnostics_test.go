@@ -202,3 +202,25 @@ func TestModeWeights(t *testing.T) {
 		t.Errorf("MSE %v, want (1/15)²", e)
 	}
 }
+
+// BulkRHat sees chains apart in location (as RHat does) but not chains
+// that agree on it and differ in spread, which RHat's folded part sees
+// (chains of ±r each, r differing by chain: HMC's draws flipping across
+// a mode at half a period).
+func TestBulkRHatSeesLocationNotSpread(t *testing.T) {
+	rng := rand.New(rand.NewPCG(135, 1))
+	apart := normalChains(rng, 4, 200, func(c int) float64 { return 3 * float64(c) })
+	if b := BulkRHat(apart); !(b > 1.5) {
+		t.Errorf("chains apart: bulk R-hat %v, want > 1.5", b)
+	}
+	flip := make([][]float64, 4)
+	for c := range flip {
+		flip[c] = make([]float64, 200)
+		for i := range flip[c] {
+			flip[c][i] = float64(1-2*(i%2)) * (0.5 + float64(c)) * (1 + 0.01*rng.NormFloat64())
+		}
+	}
+	if b, r := BulkRHat(flip), RHat(flip); b > 1.05 || !(r > 1.5) {
+		t.Errorf("chains flipping at their own radius: bulk R-hat %v (want ≈ 1), R-hat %v (want > 1.5)", b, r)
+	}
+}

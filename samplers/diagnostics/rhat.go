@@ -158,6 +158,17 @@ func RHat(x [][]float64) float64 {
 	return math.Max(bulk, tail)
 }
 
+// BulkRHat is RHat's bulk part alone: the R-hat of the rank-normalised
+// split chains, which sees chains that disagree on their location, not
+// those that agree on it but not on their spread (which RHat's folded
+// part sees). NaN where RHat is.
+func BulkRHat(x [][]float64) float64 {
+	if !valid(x, 1) {
+		return math.NaN()
+	}
+	return rhat(RankNormalize(Split(x)))
+}
+
 // Fold is x's absolute deviations from the median of all its draws
 // (posterior's fold_draws), the draws whose rank-normalised R-hat is RHat's
 // tail part.
