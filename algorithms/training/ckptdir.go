@@ -268,7 +268,9 @@ func checkComplete(dir string, strict bool) error {
 	if err != nil {
 		return err
 	}
-	rows, err := csv.NewReader(f).ReadAll()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1 // rows counted here; their fields, by ReadEvalsCSV
+	rows, err := r.ReadAll()
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w", evals, err)

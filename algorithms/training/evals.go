@@ -140,7 +140,9 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	if len(text) > 0 && text[len(text)-1] != '\n' { // probe 60: cut inside its last number, read as 0.54687 for 0.546875
 		return nil, fmt.Errorf("%s does not end with a line break: it was cut, or had data appended (flowebm ends every row with one), and its last row may be partial%s", path, EvalsRestore(path)) // round 96 B7: "cut" alone
 	}
-	rows, err := csv.NewReader(bytes.NewReader(text)).ReadAll()
+	r := csv.NewReader(bytes.NewReader(text))
+	r.FieldsPerRecord = -1 // counted below, against the header (round 135 B4: "record on line 3: wrong number of fields")
+	rows, err := r.ReadAll()
 	if err != nil { // round 94 B1: a damaged row named no way on
 		return nil, fmt.Errorf("%s: %w%s", path, err, EvalsRestore(path))
 	}

@@ -300,3 +300,27 @@ func TestEvalsHeaderWithoutModes(t *testing.T) {
 		}
 	}
 }
+
+// Round 135 B4: a row of evals.csv with a field too many was refused with
+// encoding/csv's "record on line 3: wrong number of fields", without the
+// count wanted; it is counted against the header.
+func TestEvalsRowFieldsCounted(t *testing.T) {
+	head := evalsHeader(0)
+	row := make([]string, len(head))
+	for i := range row {
+		row[i] = "1"
+	}
+	long := append(slices.Clone(row), "NaN")
+	row2 := slices.Clone(row)
+	row2[0] = "2"
+	long[0] = "3"
+	text := strings.Join(head, ",") + "\n" + strings.Join(row, ",") + "\n" + strings.Join(row2, ",") + "\n" + strings.Join(long, ",") + "\n"
+	path := filepath.Join(t.TempDir(), "evals.csv")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("line 4 has %d fields, want %d", len(head)+1, len(head))
+	if _, err := ReadEvalsCSV(path, 0); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want %q", err, want)
+	}
+}

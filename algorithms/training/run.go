@@ -1253,17 +1253,24 @@ func (w *modeWindow) check(path string, k int) error {
 	}
 	for name, ws := range map[string][]diagnostics.Weight{"chain_weights": w.ChainWeights, "neg_weight_intervals": w.NegIntervals} {
 		if i := slices.IndexFunc(ws, badWeight); i >= 0 { // round 109 B1: a weight outside its own interval written as the run's
-			return fmt.Errorf("%s: field %q, mode %d: weight %v with interval [%v, %v]: want a weight in [0, 1] within its interval", path, name, i+1, ws[i].Weight, ws[i].Lo, ws[i].Hi)
+			return fmt.Errorf("%s: field %q, mode %d: weight %v with interval [%v, %v], MCSE %v and ESS %v: want a weight in [0, 1] within its interval, an MCSE ≥ 0 and an ESS ≥ 0", path, name, i+1, ws[i].Weight, ws[i].Lo, ws[i].Hi, ws[i].MCSE, ws[i].ESS)
 		}
 	}
 	return nil
 }
 
 // badWeight reports whether w is no zone weight an evaluation computes:
-// outside [0, 1], or outside its own interval (where it has one).
+// outside [0, 1], outside its own interval (where it has one), or with a
+// negative or infinite MCSE or ESS (round 135 B2: an ESS of -3 was taken
+// and written into metrics.json; undefined ones are NaN).
 func badWeight(w diagnostics.Weight) bool {
 	if !(w.Weight >= 0 && w.Weight <= 1) {
 		return true
+	}
+	for _, v := range []float64{w.MCSE, w.ESS} {
+		if !math.IsNaN(v) && !(v >= 0 && v <= math.MaxFloat64) {
+			return true
+		}
 	}
 	return !math.IsNaN(w.Lo) && !math.IsNaN(w.Hi) && !(w.Lo <= w.Weight && w.Weight <= w.Hi)
 }

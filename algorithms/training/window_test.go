@@ -45,3 +45,34 @@ func TestWindowWeightOutsideItsInterval(t *testing.T) {
 		t.Errorf("resume: %v", err)
 	}
 }
+
+// Round 135 B2: a window.json whose chain weight's ESS was edited to -3
+// (its manifest written again) was resumed, and metrics.json written with
+// it. Refused, the field named.
+func TestWindowNegativeESSRefused(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 3, dir)
+	if err := r.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "checkpoint")
+	path := filepath.Join(ck, "window.json")
+	var w map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &w) != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	cw, ok := w["chain_weights"].([]any)
+	if !ok || len(cw) == 0 {
+		t.Fatalf("no chain weights in %s", b)
+	}
+	cw[0].(map[string]any)["ess"] = -3.0
+	b, _ = json.Marshal(w)
+	os.WriteFile(path, b, 0o644)
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(dir); err == nil || !strings.Contains(err.Error(), `field "chain_weights", mode 1`) || !strings.Contains(err.Error(), "ESS -3") {
+		t.Errorf("resume: %v", err)
+	}
+}

@@ -170,7 +170,7 @@ func TestDiagnoseRejectsBadFiles(t *testing.T) {
 		"bad_rank1.npy":       "shape (10,) has rank 1, want (chains, draws) or (chains, draws, dims)",
 		"bad_rank4.npy":       "shape (2, 4, 1, 1) has rank 4",
 		"bad_three_draws.npy": "3 draws per chain, need at least 4",
-		"bad_nan.npy":         "non-finite value NaN at chain 2, draw 7, dim 1",
+		"bad_nan.npy":         "non-finite value NaN at chain 2, draw 7, dim 1 (numbered from 0, as the array's axes)",
 		"bad_bool.npy":        `dtype "|b1", want float32 ('<f4'), float64 ('<f8') or integers: diagnose reads draws of parameters, not bool arrays`,
 		"bad_f16.npy":         "float16 is not supported",
 		// Probe 62 B4: the reader's list of types, which diagnose then refused.

@@ -534,3 +534,32 @@ func TestDiagnoseMissingJSONNotARecord(t *testing.T) {
 		t.Errorf("exit %d, %s", code, stderr)
 	}
 }
+
+// Round 135 B1: a sample run's ONNX --model replaced by a folder between
+// a kill and --resume was "neither a checkpoint … nor a training run",
+// without the resume or the way on.
+func TestResumeModelReplacedByFolder(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.onnx")
+	b, err := os.ReadFile(toyONNX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(model, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "k.npz")
+	sample := []string{"sample", "--model", model, "--chains", "4", "--steps", "400", "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy")}
+	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "KILL", sample...); code == 0 || !exists(ck) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if err := os.Rename(model, model+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(model, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("sample", "--resume", ck); code == 0 || !strings.Contains(stderr, "--model "+model+" is a folder, want the ONNX file the run was started on (put it back there to continue)") {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+}

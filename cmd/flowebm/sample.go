@@ -1638,8 +1638,12 @@ func (f sampleFlags) recordedInputsExist() error {
 		if in.path == "" {
 			continue
 		}
-		if _, err := os.Stat(in.path); errors.Is(err, os.ErrNotExist) {
+		fi, err := os.Stat(in.path)
+		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("--resume %s: the run's %s %s no longer exists (the run was started on it, and checks its SHA-256: put it back there to continue)", f.resume, in.flag, in.path)
+		}
+		if err == nil && fi.IsDir() && strings.EqualFold(filepath.Ext(in.path), ".onnx") { // round 135 B1: "neither a checkpoint nor a training run", or the flag unnamed
+			return fmt.Errorf("--resume %s: the run's %s %s is a folder, want the ONNX file the run was started on (put it back there to continue)", f.resume, in.flag, in.path)
 		}
 	}
 	return nil

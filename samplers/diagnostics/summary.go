@@ -107,7 +107,7 @@ func checkDraws(data []float64, chains, draws, dims int) error {
 	for i, v := range data {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			c, rest := i/(draws*dims), i%(draws*dims)
-			return fmt.Errorf("diagnostics: non-finite value %v at chain %d, draw %d, dim %d", v, c, rest/dims, rest%dims)
+			return fmt.Errorf("diagnostics: non-finite value %v at chain %d, draw %d, dim %d (numbered from 0, as the array's axes)", v, c, rest/dims, rest%dims) // round 135 B3: the base unsaid, where other messages count rows from 1
 		}
 	}
 	return nil
