@@ -373,6 +373,15 @@ func TestHMCResonancePerDimension(t *testing.T) {
 	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.6}, sd: []float64{2}, rhat: []float64{1.62}, bulk: []float64{1.62}}); got != "" {
 		t.Errorf("chains in modes apart: %q, want none", got)
 	}
+	// Round 136 A2: a dimension other than the worst was named (R-hat
+	// 1.087 beside 1.636 of chains in modes apart), and flowmc dropped.
+	f = sampleFlags{sampler: "hmc", step: 0.3, leapfrog: 10}
+	if got := f.hmcResonance(1, mixing{rho1: []float64{-0.9}, sd: []float64{1}, rhat: []float64{1.087}, bulk: []float64{1.0}, worst: 1.636}); got != "" {
+		t.Errorf("not the worst dimension: %q, want none", got)
+	}
+	if got := f.hmcResonance(1, mixing{rho1: []float64{-0.9}, sd: []float64{1}, rhat: []float64{1.5}, bulk: []float64{1.0}, worst: 1.5}); !strings.Contains(got, "if the chains sit in modes apart instead, --sampler flowmc") {
+		t.Errorf("flowmc clause: %q", got)
+	}
 	// Round 135 A2: beside an improper density's note, its advice.
 	f = sampleFlags{sampler: "hmc", step: 0.3141593, leapfrog: 10, noted: "the density may be improper"}
 	if got := f.notMixedAdvice(checkpoint.Models{}, 1, flipping); got != "the density may be improper" {
@@ -561,5 +570,30 @@ func TestResumeModelReplacedByFolder(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("sample", "--resume", ck); code == 0 || !strings.Contains(stderr, "--model "+model+" is a folder, want the ONNX file the run was started on (put it back there to continue)") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// Round 136 A1: unmixed draws of a model whose scales differ ×100 showed
+// ×31 (the wide one's draws too narrow), under the scales note's ×100,
+// and "sample longer" (10 times longer: R-hat 2.27) was the only advice.
+func TestScalesNoteOfUnmixedDraws(t *testing.T) {
+	rng := rand.New(rand.NewPCG(136, 1))
+	const n = 2000
+	draws := make([]float64, 2*n)
+	for i := range n {
+		draws[2*i], draws[2*i+1] = 0.1*rng.NormFloat64(), 3.6*rng.NormFloat64()
+	}
+	if note := scalesNote(draws, 2, false); !strings.Contains(note, "the draws' scales differ by") {
+		t.Errorf("×36: %q", note)
+	}
+}
+
+// Round 136 A7: ULA's "thrown far by its steps" clause was said of chains
+// started far with no warm-up.
+func TestULAClauseOnlyAfterWarmup(t *testing.T) {
+	far := transientChains{kind: arrivedInBand, ula: true}
+	far.add(0, []float64{500, 100, 3, 2, 1}, 2, 100)
+	if note := far.note(4, 100, 9); strings.Contains(note, "thrown far by ULA") {
+		t.Errorf("no warm-up: %s", note)
 	}
 }

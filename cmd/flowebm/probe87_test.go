@@ -640,7 +640,7 @@ func TestFlowMCFarFromTheBaseAdvice(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	if !strings.Contains(stdout, "--patience 0") || !strings.Contains(stdout, "the draws lie far from the flow's base N(0, 1² I) (coordinate 2 lies") {
+	if !strings.Contains(stdout, "--patience 0") || !strings.Contains(stdout, "the draws lie far from the flow's base N(0, 1² I) (dimension 1 lies") {
 		t.Errorf("%s", stdout)
 	}
 }
@@ -757,7 +757,7 @@ func TestResumeKeepsPlotFormat(t *testing.T) {
 		s := float64(1 - 2*(i%2))
 		draws = append(draws, 30*s+0.1, 30*s-0.1)
 	}
-	if note := (sampleFlags{sampler: "flowmc"}).flowBaseNote(checkpoint.Models{EBM: &graph.EBM{}}, draws, 2); !strings.Contains(note, "the draws lie far from the flow's base N(0, 1² I) (coordinate 1 lies 30 from 0, root mean square)") {
+	if note := (sampleFlags{sampler: "flowmc"}).flowBaseNote(checkpoint.Models{EBM: &graph.EBM{}}, draws, 2); !strings.Contains(note, "the draws lie far from the flow's base N(0, 1² I) (dimension 0 lies 30 from 0, root mean square)") {
 		t.Errorf("modes at ±30: %q", note)
 	}
 }

@@ -578,17 +578,20 @@ func classifyChains(e []float64, pts *mat.Dense, chains, k, d, steps int) chainG
 			lowest = min(lowest, v)
 		}
 	}
+	all := make([][]float64, chains)
+	for c := range chains {
+		all[c] = make([]float64, k)
+		for j := range k {
+			all[c][j] = e[c*k+j] - lowest
+			if math.IsNaN(all[c][j]) {
+				all[c][j] = math.Inf(1)
+			}
+		}
+	}
 	g := chainGroups{typ: typicalGap(d, chains*k), came: transientChains{kind: arrivedInBand},
 		cameAbove: transientChains{kind: arrivedAbove}, coming: transientChains{kind: stillComing}}
 	stay, far := strandedStay(d), 1e4+10*float64(d)
-	for c := range chains {
-		gaps := make([]float64, k)
-		for j := range k {
-			gaps[j] = e[c*k+j] - lowest
-			if math.IsNaN(gaps[j]) {
-				gaps[j] = math.Inf(1)
-			}
-		}
+	for c, gaps := range all {
 		if stuck(pts.Slice(c*k, (c+1)*k, 0, d).(*mat.Dense)) { // round 104 A1: a chain whose every proposal was rejected was "a plateau"; round 105 B6: named whatever its energy
 			g.still.add(c, gaps, math.Inf(-1), math.Inf(-1), math.Inf(-1), false)
 			continue
@@ -732,7 +735,7 @@ func (s *transientChains) note(chains, steps int, typ float64) string {
 		far = "a start far from the mass, or one the warm-up left far"
 	}
 	nearer := "start nearer the mass (--starts FILE)"
-	if s.ula {
+	if s.ula && s.warmup > 0 { // round 136 A7: said of chains started far with no warm-up
 		nearer += "; chains started in the mass are thrown far by ULA's steps where the energy is steep (it has no accept step): --sampler mala or hmc, or a smaller --step"
 	}
 	if len(s.names) == 1 {
@@ -1892,8 +1895,12 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 // lag-1 autocorrelation, averaged over the chains (NaN where no chain
 // varies), and its standard deviation over all draws; where that
 // autocorrelation is under -0.5 or over 0.9 (hmcResonance's candidates),
-// its R-hat and bulk R-hat (NaN elsewhere).
-type mixing struct{ rho1, sd, rhat, bulk []float64 }
+// its R-hat and bulk R-hat (NaN elsewhere), and then the largest R-hat
+// over all dimensions (worst).
+type mixing struct {
+	rho1, sd, rhat, bulk []float64
+	worst                float64
+}
 
 // mixingOf measures the draws (chains × steps × d).
 func mixingOf(draws []float64, chains, steps, d int) mixing {
@@ -1935,6 +1942,9 @@ func mixingOf(draws []float64, chains, steps, d int) mixing {
 			mx.rhat[j], mx.bulk[j] = diagnostics.RHat(byChain), diagnostics.BulkRHat(byChain)
 		}
 	}
+	if slices.ContainsFunc(mx.rhat, func(v float64) bool { return !math.IsNaN(v) }) {
+		mx.worst = diagnostics.MaxRHat(draws, chains, steps, d)
+	}
 	return mx
 }
 
@@ -1957,7 +1967,7 @@ func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
 	traj := f.step * float64(f.leapfrog)
 	flip, back := -1, -1
 	for j, r := range mx.rho1 {
-		if !(mx.rhat[j] >= rhatMixed) {
+		if !(mx.rhat[j] >= rhatMixed && mx.rhat[j] >= mx.worst-0.005) { // round 136 A2: a dimension other than the one behind the R-hat printed was named
 			continue
 		}
 		if r < -0.5 && mx.bulk[j] < rhatMixed && (flip < 0 || r < mx.rho1[flip]) {
@@ -1967,7 +1977,7 @@ func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
 			back = j
 		}
 	}
-	const change = "change --leapfrog (or --step) so that their product moves off it, by a third say, and check that the lag-1 autocorrelation moves toward 0 (flowebm diagnose's ess_bulk rises)"
+	change := "change --leapfrog (or --step) so that their product moves off it, by a third say, and check that the lag-1 autocorrelation moves toward 0 (flowebm diagnose's ess_bulk rises); if the chains sit in modes apart instead, --sampler flowmc" // round 136 A2: dropped for chains in modes apart
 	switch {
 	case flip >= 0:
 		return fmt.Sprintf("the draws flip back and forth (lag-1 autocorrelation %.2f in dimension %d): the trajectory, --step %v × --leapfrog %d, is near half a period of the model's oscillation there, so each draw lands across from the last; %s", mx.rho1[flip], flip, f.step, f.leapfrog, change)
@@ -2010,7 +2020,7 @@ func scalesNote(draws []float64, d int, standardised bool) string {
 			hi, hiDim = sd, j
 		}
 	}
-	if !(lo > 0) || hi/lo < 100 {
+	if !(lo > 0) || hi/lo < 20 { // round 136 A1: unmixed draws understate the wide scale (×31 for the model's ×100, and 10 times longer still R-hat 2.27)
 		return ""
 	}
 	how := "a flow that rescales them (--flow with --sampler neutra or flowmc), or the model's inputs standardised,"
@@ -2054,7 +2064,7 @@ func (f sampleFlags) flowBaseNote(m checkpoint.Models, draws []float64, d int) s
 	if !(far > 5*sigma) {
 		return ""
 	}
-	return fmt.Sprintf("; the draws lie far from the flow's base N(0, %.3g² I) (coordinate %d lies %.3g from 0, root mean square), farther than its RealNVP learns to reach: sample the model in the coordinates it was trained in (a run's checkpoint as --model, or its network converted with convert --what ebm), or give a flow of your own with --flow", sigma, at+1, far)
+	return fmt.Sprintf("; the draws lie far from the flow's base N(0, %.3g² I) (dimension %d lies %.3g from 0, root mean square), farther than its RealNVP learns to reach: sample the model in the coordinates it was trained in (a run's checkpoint as --model, or its network converted with convert --what ebm), or give a flow of your own with --flow", sigma, at, far) // round 136 A6: counted from 1, where the other notes count dimensions from 0
 }
 
 // rhatMixed is the R-hat below which chains show no sign of not having
