@@ -219,7 +219,7 @@ func CheckEvalsOfRun(dir string) error {
 		return nil
 	}
 	if bytes.HasPrefix(got, want) || sameLeadingRows(got, want) {
-		return nil
+		return rowsAfterFinal(dir, ck, path, got, want)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "metrics.json")); errors.Is(err, fs.ErrNotExist) && behindRows(got, want) { // metrics.json comes after metrics.csv: without it, a kill between the checkpoint and metrics.csv
 		return nil
@@ -228,6 +228,21 @@ func CheckEvalsOfRun(dir string) error {
 		return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; %s", path, filepath.Join(ck, "evals.csv"), lost)
 	}
 	return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; cp %s %s restores them", path, filepath.Join(ck, "evals.csv"), shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
+}
+
+// rowsAfterFinal refuses a metrics.csv (got, at path) that holds rows
+// after those of the run's checkpoint ck (want) where that checkpoint is
+// the run's final one: no run evaluates after its last iteration (round
+// 136 B4: a row of iteration 400 in a run of 40 was blamed on
+// metrics.json, and train --resume, advised, had nothing to do). Nil
+// otherwise (an unfinished run evaluates before its next checkpoint).
+func rowsAfterFinal(dir, ck, path string, got, want []byte) error {
+	it, ok := CheckpointIter(ck)
+	cfg, err := ReadRunConfig(dir)
+	if !ok || err != nil || it < cfg.Train.Iterations || bytes.Count(got, []byte("\n")) <= bytes.Count(want, []byte("\n")) {
+		return nil
+	}
+	return fmt.Errorf("%s holds rows after the run's final evaluation (iteration %d of %d, its last checkpoint's): edited; cp %s %s restores it", path, it, cfg.Train.Iterations, shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path))
 }
 
 // utf8BOM is the byte order mark a spreadsheet may put before a CSV it

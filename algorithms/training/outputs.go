@@ -206,7 +206,7 @@ func SamplesOfRun(r *Run) error {
 	for i := range n {
 		for j := range d {
 			if v := m.At(i, j); a.Data[i*d+j] != v && !(math.IsNaN(v) && math.IsNaN(a.Data[i*d+j])) {
-				return fmt.Errorf("%s differs from the run's final chains (row %d): it is not this run's, or was edited", path, i)
+				return fmt.Errorf("%s differs from the run's final chains (row %d, numbered from 0 as the array's first axis): it is not this run's, or one of the two was edited", path, i) // round 136 B5, B6: the checkpoint's chains may be the edited ones; the row's base unsaid
 			}
 		}
 	}

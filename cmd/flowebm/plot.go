@@ -137,7 +137,7 @@ func redraw(dir string, format plots.Format, errOut io.Writer) (drawn string, er
 	if note := unwrittenOutputsNote(dir, run.Trainer.Iter >= run.Config.Train.Iterations); note != "" { // plot holds the run: no train writes them now
 		fmt.Fprintln(errOut, note)
 	} else if err := training.SamplesOfRun(run); run.Trainer.Iter >= run.Config.Train.Iterations && err != nil { // round 125 B1: edited, unsaid
-		fmt.Fprintf(errOut, "flowebm: note: %v: flowebm train --resume %s writes it again\n", err, shellQuote(dir))
+		fmt.Fprintf(errOut, "flowebm: note: %v: flowebm train --resume %s writes it again from the checkpoint's chains (keep a copy of it first if the checkpoint may be the edited one)\n", err, shellQuote(dir))
 	}
 	hook("plot-read")
 	if err := run.FillGrid(); err != nil {

@@ -229,7 +229,8 @@ func TestDamagedSamplesNamed(t *testing.T) {
 	if err := npy.WriteFile(path, z, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runCLI("plot", run); code != 0 || !strings.Contains(stderr, "differs from the run's final chains") {
+	if _, stderr, code := runCLI("plot", run); code != 0 || !strings.Contains(stderr, "differs from the run's final chains") ||
+		!strings.Contains(stderr, "numbered from 0 as the array's first axis") || !strings.Contains(stderr, "keep a copy of it first") { // round 136 B5, B6
 		t.Errorf("plot, zeroed: exit %d, %s", code, stderr)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -595,5 +597,30 @@ func TestULAClauseOnlyAfterWarmup(t *testing.T) {
 	far.add(0, []float64{500, 100, 3, 2, 1}, 2, 100)
 	if note := far.note(4, 100, 9); strings.Contains(note, "thrown far by ULA") {
 		t.Errorf("no warm-up: %s", note)
+	}
+}
+
+// Round 136 B4: a row of iteration 400 appended to a finished 40-iteration
+// run's metrics.csv was blamed on metrics.json, and train --resume,
+// advised, had nothing to do. metrics.csv is named, and its advice works.
+func TestMetricsRowAfterFinalNamed(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	path := filepath.Join(run, "metrics.csv")
+	good := mustRead(t, path)
+	lines := strings.Split(strings.TrimSuffix(string(good), "\n"), "\n")
+	last := lines[len(lines)-1]
+	if err := os.WriteFile(path, append(slices.Clone(good), "400"+last[strings.Index(last, ","):]+"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c"))
+	if code == 0 || !strings.Contains(stderr, path+" holds rows after the run's final evaluation") || strings.Contains(stderr, "metrics.json") {
+		t.Fatalf("exit %d, %s", code, stderr)
+	}
+	if out, err := exec.Command("cp", filepath.Join(run, "checkpoint", "evals.csv"), path).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c2")); code != 0 {
+		t.Errorf("after the advice: exit %d, %s", code, stderr)
 	}
 }
