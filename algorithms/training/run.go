@@ -1297,6 +1297,9 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 	case err != nil:
 		return err
 	}
+	if err := then.Validate(); err != nil { // round 136 B2: an impossible copy (its COMPLETE written again) blamed config.json, and the advised cp made the run unresumable
+		return fmt.Errorf("%s: %w: the checkpoint's copy of the configuration holds what no run writes (edited, its %s written again); the run's own is %s: restore the copy from a backup, or train the run anew in another folder", ckPath, err, checkpoint.ManifestName, path)
+	}
 	then.ResolvePaths(filepath.Dir(path)) // as config.Read does for cfg
 	if field, now, was := firstDiff(comparableConfig(cfg), comparableConfig(then), ""); field != "" {
 		foreign := otherRunsEvals(filepath.Join(filepath.Dir(path), "metrics.csv"), filepath.Join(filepath.Dir(ckPath), "evals.csv"))

@@ -76,3 +76,28 @@ func TestWindowNegativeESSRefused(t *testing.T) {
 		t.Errorf("resume: %v", err)
 	}
 }
+
+// Round 136 B2: the checkpoint's run-config.json edited to iterations -40
+// (its manifest written again) had config.json blamed ("is 40, but the
+// checkpoint was written with -40") and its copy advised over it, which
+// made the run unresumable. The copy is named, with its field's range.
+func TestInvalidRunConfigCopyNamed(t *testing.T) {
+	dir, _ := checkpointedRun(t, 12, 2)
+	ck := filepath.Join(dir, "checkpoint")
+	path := filepath.Join(ck, runConfigName)
+	var c map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	c["train"].(map[string]any)["iterations"] = -40
+	b, _ = json.Marshal(c)
+	os.WriteFile(path, b, 0o644)
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resume(dir)
+	if err == nil || !strings.Contains(err.Error(), path+": ") || !strings.Contains(err.Error(), "train.iterations -40, want 1..") || strings.Contains(err.Error(), "undo the edit") {
+		t.Errorf("resume: %v", err)
+	}
+}
