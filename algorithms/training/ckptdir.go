@@ -263,6 +263,9 @@ func checkComplete(dir string, strict bool) error {
 	if err := algorithms.CheckStateFiles(dir); err != nil {
 		return err
 	}
+	if err := iterOfRun(dir); err != nil {
+		return err
+	}
 	evals := filepath.Join(dir, "evals.csv")
 	f, err := safefile.OpenLimited(evals, maxEvalsBytes, "flowebm's evaluations are kilobytes to megabytes")
 	if err != nil {
@@ -285,6 +288,22 @@ func checkComplete(dir string, strict bool) error {
 		return fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s)", evals, max(0, len(rows)-1), *w.Evals, path)
 	}
 	return nil
+}
+
+// iterOfRun refuses a checkpoint folder dir whose state.json's iteration
+// lies outside 0..the run's train.iterations (its config.json), as Resume
+// does, so that every reader passes it over (round 136 B1: one of
+// iteration 400 in a run of 40, its COMPLETE written again, was reported
+// by reproduce --report and compare as the run's, while plot and train
+// --resume refused it). Nil where either file cannot be read (their
+// readers report on them).
+func iterOfRun(dir string) error {
+	cfg, err := config.Read(filepath.Join(filepath.Dir(dir), "config.json"))
+	it, ok := CheckpointIter(dir)
+	if err != nil || !ok || (it >= 0 && it <= cfg.Train.Iterations) {
+		return nil
+	}
+	return fmt.Errorf("%s: field \"iter\" is %d, want 0..%d (the run's train.iterations)", filepath.Join(dir, "state.json"), it, cfg.Train.Iterations)
 }
 
 // belongsToRun refuses a checkpoint folder written under a configuration

@@ -101,3 +101,27 @@ func TestInvalidRunConfigCopyNamed(t *testing.T) {
 		t.Errorf("resume: %v", err)
 	}
 }
+
+// Round 136 B1: a checkpoint whose state.json says iteration 400 in a run
+// of 12 (its manifest written again) was reported as the run's by
+// reproduce --report and compare, while resume refused it: every reader
+// passes it over now (LatestCheckpoint), naming the field.
+func TestCheckpointIterBeyondRunRefused(t *testing.T) {
+	dir, _ := checkpointedRun(t, 12, 2)
+	ck := filepath.Join(dir, "checkpoint")
+	path := filepath.Join(ck, "state.json")
+	var st map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	st["iter"] = 400
+	b, _ = json.Marshal(st)
+	os.WriteFile(path, b, 0o644)
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LatestCheckpoint(dir); err == nil || !strings.Contains(err.Error(), `state.json: field "iter" is 400, want 0..12`) {
+		t.Errorf("LatestCheckpoint: %v", err)
+	}
+}
