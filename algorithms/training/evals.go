@@ -162,7 +162,11 @@ func ReadEvalsCSV(path string, modes int) ([]Eval, error) {
 	for i, row := range rows[1:] {
 		line := i + 2
 		if len(row) != len(head) {
-			return nil, fmt.Errorf("%s: line %d has %d fields, want %d%s", path, line, len(row), len(head), EvalsRestore(path))
+			fields := "fields"
+			if len(row) == 1 {
+				fields = "field"
+			}
+			return nil, fmt.Errorf("%s: line %d has %d %s, want %d%s", path, line, len(row), fields, len(head), EvalsRestore(path))
 		}
 		iter, err := strconv.Atoi(row[0])
 		if err != nil || iter <= last {

@@ -128,7 +128,7 @@ func TestSampleStartsGiven(t *testing.T) {
 	keep := half[0]
 	half[0] = 0.25
 	npy.WriteFile(starts, &npy.Array{Shape: []int{4, 1, 8, 8}, Data: half}, npy.Float64)
-	if _, stderr, code := runCLI("sample", "--resume", ck); code != 2 || !strings.Contains(stderr, "s.npy has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on other inputs (its model, flow or --starts file)") {
+	if _, stderr, code := runCLI("sample", "--resume", ck); code != 2 || !strings.Contains(stderr, "s.npy has changed since the checkpoint was written (its SHA-256 differs): the run cannot continue on other inputs (its model, flow, --starts or --modes file)") {
 		t.Errorf("resumed with the starts changed: exit %d, %s", code, stderr)
 	}
 	half[0] = keep

@@ -138,10 +138,10 @@ func TestDamagedRunOutputsWayOn(t *testing.T) {
 	// Since session 44, reproduce writes it again itself (through train
 	// --resume), as it does a cut metrics.json; --report names the cp.
 	want := "cp " + filepath.Join(run, "checkpoint", "evals.csv") + " " + csvPath + " restores them"
-	if _, stderr, code := runCLI("reproduce", "--report", out); code == 0 || !strings.Contains(stderr, "metrics.csv: record on line") || !strings.Contains(stderr, want) {
+	if _, stderr, code := runCLI("reproduce", "--report", out); code == 0 || !strings.Contains(stderr, "metrics.csv: line 6 has 1 field, want 22") || !strings.Contains(stderr, want) {
 		t.Fatalf("--report, garbage row: exit %d, %s", code, stderr)
 	}
-	if stdout, stderr, code := runCLI(args...); code != 0 || !strings.Contains(stdout, "two-modes-nt: already done; its damaged outputs written again from its final checkpoint: "+csvPath+": record on line") {
+	if stdout, stderr, code := runCLI(args...); code != 0 || !strings.Contains(stdout, "two-modes-nt: already done; its damaged outputs written again from its final checkpoint: "+csvPath+": line 6 has 1 field, want 22") {
 		t.Fatalf("garbage row: exit %d, %s%s", code, stdout, stderr)
 	}
 	if got, _ := os.ReadFile(csvPath); !bytes.Equal(got, good) {
