@@ -21,26 +21,12 @@ func TestWindowWeightOutsideItsInterval(t *testing.T) {
 	if err := r.Train(nil); err != nil { // its last evaluation has R-hat and chain weights
 		t.Fatal(err)
 	}
-	ck := filepath.Join(dir, "checkpoint")
-	path := filepath.Join(ck, "window.json")
-	var w map[string]any
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &w) != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	cw, ok := w["chain_weights"].([]any)
-	if !ok || len(cw) == 0 {
-		t.Fatalf("no chain weights in %s", b)
-	}
-	first := cw[0].(map[string]any)
-	hi, _ := first["hi"].(float64)
-	first["weight"] = hi + 0.1
-	b, _ = json.Marshal(w)
-	os.WriteFile(path, b, 0o644)
-	if err := checkpoint.WriteManifest(ck); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Resume(dir)
+	editCheckpointJSON(t, filepath.Join(dir, "checkpoint"), "window.json", func(w map[string]any) {
+		first := firstChainWeight(t, w)
+		hi, _ := first["hi"].(float64)
+		first["weight"] = hi + 0.1
+	})
+	_, err := Resume(dir)
 	if err == nil || !strings.Contains(err.Error(), `field "chain_weights", mode 1: weight `) || !strings.Contains(err.Error(), "want a weight in [0, 1] within its interval") {
 		t.Errorf("resume: %v", err)
 	}
@@ -55,23 +41,7 @@ func TestWindowNegativeESSRefused(t *testing.T) {
 	if err := r.Train(nil); err != nil {
 		t.Fatal(err)
 	}
-	ck := filepath.Join(dir, "checkpoint")
-	path := filepath.Join(ck, "window.json")
-	var w map[string]any
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &w) != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	cw, ok := w["chain_weights"].([]any)
-	if !ok || len(cw) == 0 {
-		t.Fatalf("no chain weights in %s", b)
-	}
-	cw[0].(map[string]any)["ess"] = -3.0
-	b, _ = json.Marshal(w)
-	os.WriteFile(path, b, 0o644)
-	if err := checkpoint.WriteManifest(ck); err != nil {
-		t.Fatal(err)
-	}
+	editCheckpointJSON(t, filepath.Join(dir, "checkpoint"), "window.json", func(w map[string]any) { firstChainWeight(t, w)["ess"] = -3.0 })
 	if _, err := Resume(dir); err == nil || !strings.Contains(err.Error(), `field "chain_weights", mode 1`) || !strings.Contains(err.Error(), "ESS -3") {
 		t.Errorf("resume: %v", err)
 	}
@@ -83,20 +53,9 @@ func TestWindowNegativeESSRefused(t *testing.T) {
 // made the run unresumable. The copy is named, with its field's range.
 func TestInvalidRunConfigCopyNamed(t *testing.T) {
 	dir, _ := checkpointedRun(t, 12, 2)
-	ck := filepath.Join(dir, "checkpoint")
-	path := filepath.Join(ck, runConfigName)
-	var c map[string]any
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &c) != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	c["train"].(map[string]any)["iterations"] = -40
-	b, _ = json.Marshal(c)
-	os.WriteFile(path, b, 0o644)
-	if err := checkpoint.WriteManifest(ck); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Resume(dir)
+	path := filepath.Join(dir, "checkpoint", runConfigName)
+	editCheckpointJSON(t, filepath.Dir(path), runConfigName, func(c map[string]any) { c["train"].(map[string]any)["iterations"] = -40 })
+	_, err := Resume(dir)
 	if err == nil || !strings.Contains(err.Error(), path+": ") || !strings.Contains(err.Error(), "train.iterations -40, want 1..") || strings.Contains(err.Error(), "undo the edit") {
 		t.Errorf("resume: %v", err)
 	}
@@ -108,20 +67,41 @@ func TestInvalidRunConfigCopyNamed(t *testing.T) {
 // passes it over now (LatestCheckpoint), naming the field.
 func TestCheckpointIterBeyondRunRefused(t *testing.T) {
 	dir, _ := checkpointedRun(t, 12, 2)
-	ck := filepath.Join(dir, "checkpoint")
-	path := filepath.Join(ck, "state.json")
-	var st map[string]any
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &st) != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	st["iter"] = 400
-	b, _ = json.Marshal(st)
-	os.WriteFile(path, b, 0o644)
-	if err := checkpoint.WriteManifest(ck); err != nil {
-		t.Fatal(err)
-	}
+	editCheckpointJSON(t, filepath.Join(dir, "checkpoint"), "state.json", func(st map[string]any) { st["iter"] = 400 })
 	if _, err := LatestCheckpoint(dir); err == nil || !strings.Contains(err.Error(), `state.json: field "iter" is 400, want 0..12`) {
 		t.Errorf("LatestCheckpoint: %v", err)
 	}
+}
+
+// editCheckpointJSON applies edit to the JSON file name of the checkpoint
+// folder ck and writes its manifest again, as a user who edits a
+// checkpoint and rehashes it does.
+func editCheckpointJSON(t *testing.T, ck, name string, edit func(map[string]any)) {
+	t.Helper()
+	path := filepath.Join(ck, name)
+	var v map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &v) != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	edit(v)
+	if b, err = json.Marshal(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// firstChainWeight is the first of window.json's chain weights (w).
+func firstChainWeight(t *testing.T, w map[string]any) map[string]any {
+	t.Helper()
+	cw, ok := w["chain_weights"].([]any)
+	if !ok || len(cw) == 0 {
+		t.Fatalf("no chain weights in %v", w)
+	}
+	return cw[0].(map[string]any)
 }
