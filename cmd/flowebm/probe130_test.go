@@ -338,10 +338,10 @@ func TestLag1TellsFlippingFromSlow(t *testing.T) {
 			slow[c*steps+i] = v
 		}
 	}
-	if r := mixingOf(flip, chains, steps, 1).rho1[0]; r > -0.9 {
+	if r := mixingOf(flip, chains, steps, 1, false).rho1[0]; r > -0.9 {
 		t.Errorf("flipping draws: lag-1 autocorrelation %.3f, want ≈ -1", r)
 	}
-	if r := mixingOf(slow, chains, steps, 1).rho1[0]; r < 0.8 {
+	if r := mixingOf(slow, chains, steps, 1, false).rho1[0]; r < 0.8 {
 		t.Errorf("AR(1) 0.95 draws: lag-1 autocorrelation %.3f, want ≈ 0.95", r)
 	}
 }
@@ -353,9 +353,16 @@ func TestLag1TellsFlippingFromSlow(t *testing.T) {
 // hidden by averaging them. Each dimension is read; small steps still
 // get their advice.
 func TestHMCResonancePerDimension(t *testing.T) {
-	f := sampleFlags{sampler: "hmc", step: 1.9021, leapfrog: 5}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99, 0.996}, sd: []float64{1, 1.06}, rhat: []float64{6.1, 6.3}, bulk: []float64{6.1, 6.3}}); !strings.Contains(got, "each draw comes back near the last (lag-1 autocorrelation 1.00 in dimension 1") || !strings.Contains(got, "= 9.51, is near a whole number of periods") {
+	f := sampleFlags{sampler: "hmc", step: 0.6283185, leapfrog: 10}
+	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99, 0.98}, sd: []float64{0.885, 0.9}, rhat: []float64{1.27, 1.2}, bulk: []float64{1.27, 1.2}}); !strings.Contains(got, "each draw comes back near the last (lag-1 autocorrelation 0.99 in dimension 0") || !strings.Contains(got, "= 6.28, is near a whole number of periods") {
 		t.Errorf("whole periods: %q", got)
+	}
+	// Round 137 A5: a step over the dimension's scale (near the leapfrog's
+	// stability limit), at acceptance 0.76, got "sample longer" only;
+	// --leapfrog changed there rejected everything, a lower step mixed.
+	f = sampleFlags{sampler: "hmc", step: 1.9021, leapfrog: 5}
+	if got := f.hmcResonance(0.76, mixing{rho1: []float64{0.99, 0.996}, sd: []float64{1, 1.06}, rhat: []float64{6.1, 6.3}, bulk: []float64{6.1, 6.3}}); !strings.Contains(got, "in dimension 1") || !strings.Contains(got, "--step 1.9021 is near the leapfrog's stability limit") || !strings.Contains(got, "lower --step") {
+		t.Errorf("step near its limit: %q", got)
 	}
 	f = sampleFlags{sampler: "hmc", step: 0.3141593, leapfrog: 10}
 	flipping := mixing{rho1: []float64{-0.999, 0.948}, sd: []float64{0.754, 10}, rhat: []float64{2.465, 1.2}, bulk: []float64{1.001, 1.2}}
@@ -372,8 +379,8 @@ func TestHMCResonancePerDimension(t *testing.T) {
 	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.57, 0.85}, sd: []float64{0.5, 2}, rhat: []float64{1.0007, math.NaN()}, bulk: []float64{1.0007, math.NaN()}}); got != "" {
 		t.Errorf("a mixed dimension flipping: %q, want none", got)
 	}
-	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.6}, sd: []float64{2}, rhat: []float64{1.62}, bulk: []float64{1.62}}); got != "" {
-		t.Errorf("chains in modes apart: %q, want none", got)
+	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.6}, sd: []float64{2}, rhat: []float64{1.62}, bulk: []float64{1.62}}); strings.Contains(got, "--leapfrog") || !strings.Contains(got, "--sampler flowmc") {
+		t.Errorf("chains in modes apart: %q, want flowmc, not --leapfrog", got)
 	}
 	// Round 136 A2: a dimension other than the worst was named (R-hat
 	// 1.087 beside 1.636 of chains in modes apart), and flowmc dropped.
@@ -383,6 +390,13 @@ func TestHMCResonancePerDimension(t *testing.T) {
 	}
 	if got := f.hmcResonance(1, mixing{rho1: []float64{-0.9}, sd: []float64{1}, rhat: []float64{1.5}, bulk: []float64{1.0}, worst: 1.5}); !strings.Contains(got, "if the chains sit in modes apart instead, --sampler flowmc") {
 		t.Errorf("flowmc clause: %q", got)
+	}
+	// Round 137 A1: chains each in its own mode, moving freely there
+	// (lag-1 -0.78, bulk R-hat 1.68), were told "small steps: raise
+	// --step" (worse when followed); flowmc joined them.
+	f = sampleFlags{sampler: "hmc", step: 0.5, leapfrog: 5}
+	if got := f.hmcResonance(0.98, mixing{rho1: []float64{-0.78, 0.1}, sd: []float64{20, 1}, rhat: []float64{1.675, 1.001}, bulk: []float64{1.68, 1.001}, worst: 1.675}); !strings.Contains(got, "the chains sit apart in dimension 0") || !strings.Contains(got, "--sampler flowmc") {
+		t.Errorf("modes apart: %q", got)
 	}
 	// Round 135 A2: beside an improper density's note, its advice.
 	f = sampleFlags{sampler: "hmc", step: 0.3141593, leapfrog: 10, noted: "the density may be improper"}

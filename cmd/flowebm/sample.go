@@ -948,7 +948,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		return err
 	}
 	scales := scalesNote(draws, d, identityOrNil(m.Scaling) != nil) // round 120 A3: --standardize none is no standardisation // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
-	mx := mixingOf(draws, f.chains, f.steps, d)                     // in the coordinates the steps are taken in
+	mx := mixingOf(draws, f.chains, f.steps, d, f.sampler == "hmc") // in the coordinates the steps are taken in
 	if m.Scaling != nil {
 		m.Scaling.ToDataInPlace(draws)
 	}
@@ -1895,15 +1895,16 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 // lag-1 autocorrelation, averaged over the chains (NaN where no chain
 // varies), and its standard deviation over all draws; where that
 // autocorrelation is under -0.5 or over 0.9 (hmcResonance's candidates),
-// its R-hat and bulk R-hat (NaN elsewhere), and then the largest R-hat
-// over all dimensions (worst).
+// its R-hat and bulk R-hat (NaN elsewhere; every: in every dimension,
+// for HMC's modes-apart check), and then the largest R-hat over all
+// dimensions (worst).
 type mixing struct {
 	rho1, sd, rhat, bulk []float64
 	worst                float64
 }
 
 // mixingOf measures the draws (chains × steps × d).
-func mixingOf(draws []float64, chains, steps, d int) mixing {
+func mixingOf(draws []float64, chains, steps, d int, every bool) mixing {
 	mx := mixing{rho1: make([]float64, d), sd: make([]float64, d), rhat: make([]float64, d), bulk: make([]float64, d)}
 	x := make([]float64, steps)
 	all := make([]float64, 0, chains*steps)
@@ -1934,7 +1935,7 @@ func mixingOf(draws []float64, chains, steps, d int) mixing {
 		if n > 0 {
 			mx.rho1[j] = sum / float64(n)
 		}
-		if r := mx.rho1[j]; r < -0.5 || r > 0.9 {
+		if r := mx.rho1[j]; every || r < -0.5 || r > 0.9 {
 			byChain := make([][]float64, chains)
 			for c := range byChain {
 				byChain[c] = all[c*steps : (c+1)*steps]
@@ -1973,18 +1974,36 @@ func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
 		if r < -0.5 && mx.bulk[j] < rhatMixed && (flip < 0 || r < mx.rho1[flip]) {
 			flip = j
 		}
-		if r > 0.9 && loc > 0.9 && traj >= mx.sd[j] && (back < 0 || r > mx.rho1[back]) {
+		if r > 0.9 && loc > 0.5 && traj >= mx.sd[j] && (back < 0 || r > mx.rho1[back]) { // round 137 A5: at acceptance 0.76, a step near its limit, "sample longer" only
 			back = j
 		}
 	}
 	change := "change --leapfrog (or --step) so that their product moves off it, by a third say, and check that the lag-1 autocorrelation moves toward 0 (flowebm diagnose's ess_bulk rises); if the chains sit in modes apart instead, --sampler flowmc" // round 136 A2: dropped for chains in modes apart
+	if apart := modesApart(mx); apart >= 0 {                                                                                                                                                                                                              // round 137 A1: chains each in its own mode, moving freely there, told "small steps: raise --step" (worse when followed)
+		return fmt.Sprintf("the chains sit apart in dimension %d, each moving freely there (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g), as chains in modes apart do: longer or larger steps do not join them; %s, whose flow's moves jump between modes", apart, mx.rho1[apart], mx.bulk[apart], "--sampler flowmc")
+	}
 	switch {
 	case flip >= 0:
 		return fmt.Sprintf("the draws flip back and forth (lag-1 autocorrelation %.2f in dimension %d): the trajectory, --step %v × --leapfrog %d, is near half a period of the model's oscillation there, so each draw lands across from the last; %s", mx.rho1[flip], flip, f.step, f.leapfrog, change)
+	case back >= 0 && f.step > mx.sd[back]: // a leapfrog step over the dimension's scale: near HMC's stability limit (2 σ for a Gaussian), where a changed --leapfrog rejected everything
+		return fmt.Sprintf("each draw comes back near the last (lag-1 autocorrelation %.2f in dimension %d, whose draws' sd is %.3g, at acceptance %.2f): --step %v is near the leapfrog's stability limit for that scale (twice it, for a Gaussian), where the trajectory, × --leapfrog %d, returns near its start; lower --step, to half that sd say, and check that the lag-1 autocorrelation moves toward 0 (flowebm diagnose's ess_bulk rises)", mx.rho1[back], back, mx.sd[back], loc, f.step, f.leapfrog)
 	case back >= 0:
 		return fmt.Sprintf("each draw comes back near the last (lag-1 autocorrelation %.2f in dimension %d, whose draws' sd is %.3g, at acceptance %.2f): the trajectory, --step %v × --leapfrog %d = %.3g, is near a whole number of periods of the model's oscillation there, not short; %s", mx.rho1[back], back, mx.sd[back], loc, f.step, f.leapfrog, traj, change)
 	}
 	return ""
+}
+
+// modesApart is the dimension with the largest R-hat where that R-hat
+// comes from the chains' locations (bulk R-hat 1.01 or more) while each
+// chain moves freely (lag-1 autocorrelation under 0.5): chains in modes
+// apart; -1 where there is none (or no R-hat was computed).
+func modesApart(mx mixing) int {
+	for j, r := range mx.rho1 {
+		if mx.rhat[j] >= rhatMixed && mx.rhat[j] >= mx.worst-0.005 && mx.bulk[j] >= rhatMixed && r < 0.5 {
+			return j
+		}
+	}
+	return -1
 }
 
 // flowmcAdvice is how to sample modes apart with flowmc: its own RealNVP
