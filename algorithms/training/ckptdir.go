@@ -244,7 +244,8 @@ func (e restorableError) Unwrap() error { return e.error }
 // interrupted write leaves half written) also wants the marker and
 // window.json, which checkpoints written by earlier versions lack.
 func checkComplete(dir string, strict bool) error {
-	if err := belongsToRun(dir); err != nil {
+	cfg, cfgErr := runConfigOf(dir) // read once, for belongsToRun and iterOfRun
+	if err := belongsToRun(dir, cfg, cfgErr); err != nil {
 		return err
 	}
 	// A checkpoint with the copy of its configuration was written after
@@ -263,7 +264,7 @@ func checkComplete(dir string, strict bool) error {
 	if err := algorithms.CheckStateFiles(dir); err != nil {
 		return err
 	}
-	if err := iterOfRun(dir); err != nil {
+	if err := iterOfRun(dir, cfg, cfgErr); err != nil {
 		return err
 	}
 	evals := filepath.Join(dir, "evals.csv")
@@ -295,28 +296,33 @@ func checkComplete(dir string, strict bool) error {
 // does, so that every reader passes it over (round 136 B1: one of
 // iteration 400 in a run of 40, its COMPLETE written again, was reported
 // by reproduce --report and compare as the run's, while plot and train
-// --resume refused it). Nil where either file cannot be read (their
-// readers report on them).
-func iterOfRun(dir string) error {
-	cfg, err := config.Read(filepath.Join(filepath.Dir(dir), "config.json"))
+// --resume refused it). cfg is the run's (runConfigOf); nil where either
+// file cannot be read (cfgErr, or state.json: their readers report on
+// them).
+func iterOfRun(dir string, cfg config.Run, cfgErr error) error {
 	it, ok := CheckpointIter(dir)
-	if err != nil || !ok || (it >= 0 && it <= cfg.Train.Iterations) {
+	if cfgErr != nil || !ok || (it >= 0 && it <= cfg.Train.Iterations) {
 		return nil
 	}
 	return fmt.Errorf("%s: field \"iter\" is %d, want 0..%d (the run's train.iterations)", filepath.Join(dir, "state.json"), it, cfg.Train.Iterations)
 }
 
+// runConfigOf reads the config.json of the run whose checkpoint folder is
+// dir.
+func runConfigOf(dir string) (config.Run, error) {
+	return config.Read(filepath.Join(filepath.Dir(dir), "config.json"))
+}
+
 // belongsToRun refuses a checkpoint folder written under a configuration
-// other than its run's config.json (a checkpoint.new/ copied in from
+// other than its run's config.json, cfg (a checkpoint.new/ copied in from
 // another run would otherwise replace the run's own checkpoint). Folders
-// or runs without the records pass.
-func belongsToRun(dir string) error {
-	path := filepath.Join(filepath.Dir(dir), "config.json")
-	cfg, err := config.Read(path)
-	if err != nil {
-		return nil // a first checkpoint, or a config.json resume reports on
+// or runs without the records pass, as do runs whose config.json does
+// not read (cfgErr: a first checkpoint, or one resume reports on).
+func belongsToRun(dir string, cfg config.Run, cfgErr error) error {
+	if cfgErr != nil {
+		return nil
 	}
-	return sameConfig(path, cfg, filepath.Join(dir, runConfigName))
+	return sameConfig(filepath.Join(filepath.Dir(dir), "config.json"), cfg, filepath.Join(dir, runConfigName))
 }
 
 // recoverCheckpoint finishes or undoes an interrupted checkpoint

@@ -526,10 +526,7 @@ func TestResumeChecksModesFile(t *testing.T) {
 	if err := npy.WriteFile(modes, &npy.Array{Shape: []int{2, 2}, Data: []float64{-1, 0, 1, 0}}, npy.Float64); err != nil {
 		t.Fatal(err)
 	}
-	sample := []string{"sample", "--model", toyONNX, "--chains", "4", "--steps", "400", "--modes", modes, "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy")}
-	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "KILL", sample...); code == 0 || !exists(ck) {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	killedAtFirstCheckpoint(t, ck, "sample", "--model", toyONNX, "--chains", "4", "--steps", "400", "--modes", modes, "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy"))
 	moved := filepath.Join(dir, "moved.npy")
 	if err := os.Rename(modes, moved); err != nil {
 		t.Fatal(err)
@@ -574,10 +571,7 @@ func TestResumeModelReplacedByFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck := filepath.Join(dir, "k.npz")
-	sample := []string{"sample", "--model", model, "--chains", "4", "--steps", "400", "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy")}
-	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "KILL", sample...); code == 0 || !exists(ck) {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	killedAtFirstCheckpoint(t, ck, "sample", "--model", model, "--chains", "4", "--steps", "400", "--checkpoint", ck, "--checkpoint-every", "50", "--out", filepath.Join(dir, "s.npy"))
 	if err := os.Rename(model, model+".bak"); err != nil {
 		t.Fatal(err)
 	}
@@ -636,5 +630,14 @@ func TestMetricsRowAfterFinalNamed(t *testing.T) {
 	}
 	if _, stderr, code := runCLI("compare", run, "--out", filepath.Join(dir, "c2")); code != 0 {
 		t.Errorf("after the advice: exit %d, %s", code, stderr)
+	}
+}
+
+// killedAtFirstCheckpoint runs the sample command args in a child killed
+// (SIGKILL) as it places its first checkpoint, ck.
+func killedAtFirstCheckpoint(t *testing.T, ck string, args ...string) {
+	t.Helper()
+	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "KILL", args...); code == 0 || !exists(ck) {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }

@@ -520,10 +520,11 @@ func improperNote(e []float64, pts *mat.Dense, chains, k int, untilted bool) str
 		}
 	}
 	// Chains whose last draw looked at lies in the band above the lowest
-	// energy found have arrived at a mass far out, if half of them have (round 135 A4: 10 of 16 at x = 200 by the
-	// last quarter were "improper … sampling longer takes them further").
+	// energy found have arrived at a mass far out, if half of them have
+	// (round 135 A4: 10 of 16 at x = 200 by the last quarter were
+	// "improper … sampling longer takes them further").
 	_, d := pts.Dims()
-	lowest, typ, arrived := floats.Min(e), typicalGap(d, chains*k), 0
+	lowest, typ, arrived := lowestEnergy(e), typicalGap(d, chains*k), 0
 	for c := range chains {
 		if e[c*k+k-1]-lowest <= typ {
 			arrived++
@@ -545,6 +546,18 @@ func improperNote(e []float64, pts *mat.Dense, chains, k int, untilted bool) str
 		way = "if the model is a network exported without its base (flowebm convert's note names --base SIGMA), give --base SIGMA; else " + way
 	}
 	return fmt.Sprintf("flowebm: note: the chains keep moving outward, their energy falling or flat (their median distance from the origin %.3g over the first quarter of the draws looked at, %.3g over the last): the model's density may be improper, its energy unbounded below or flat far out, where no draw is at equilibrium and sampling longer takes the chains further; or its mass lies far out and they are still coming to it; %s", median(dist[0]), d4, way)
+}
+
+// lowestEnergy is the lowest of the energies e that are not NaN (+Inf
+// where all are).
+func lowestEnergy(e []float64) float64 {
+	lowest := math.Inf(1)
+	for _, v := range e {
+		if !math.IsNaN(v) {
+			lowest = min(lowest, v)
+		}
+	}
+	return lowest
 }
 
 // median is the median of x (which it sorts).
@@ -572,12 +585,7 @@ func (g chainGroups) overlapNote(t *transientChains) string {
 // points pts in d dimensions, energies e) into chainGroups by their gaps
 // above the lowest energy among all of them.
 func classifyChains(e []float64, pts *mat.Dense, chains, k, d, steps int) chainGroups {
-	lowest := math.Inf(1)
-	for _, v := range e {
-		if !math.IsNaN(v) {
-			lowest = min(lowest, v)
-		}
-	}
+	lowest := lowestEnergy(e)
 	all := make([][]float64, chains)
 	for c := range chains {
 		all[c] = make([]float64, k)
@@ -1868,6 +1876,7 @@ func (f sampleFlags) stepAdapted() bool {
 // 84 B1: flowmc was told to use flowmc), ULA's step lowered where its
 // chains ran off.
 func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing) string {
+	resonance := f.hmcResonance(loc, mx)
 	switch {
 	case f.ranOff: // round 131 A3: "sample longer" of chains growing by 5% a step
 		return fmt.Sprintf("the chains ran off (said below): lower --step (%v), or use an adjusted sampler (mala, hmc)", f.step)
@@ -1875,8 +1884,8 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 		return fmt.Sprintf("almost no local move was accepted (%.2g): lower --step (%v)", loc, f.step)
 	case f.noted != "": // round 132 A1: "sample longer" beside a chain that never moved in 4000 draws; round 135 A2: before HMC's resonance, beside an improper density
 		return f.noted
-	case f.hmcResonance(loc, mx) != "":
-		return f.hmcResonance(loc, mx)
+	case resonance != "":
+		return resonance
 	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" || f.sampler == "neutra") && !f.stepAdapted(): // round 115 B1: neutra
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
@@ -1943,7 +1952,13 @@ func mixingOf(draws []float64, chains, steps, d int, every bool) mixing {
 			mx.rhat[j], mx.bulk[j] = diagnostics.RHat(byChain), diagnostics.BulkRHat(byChain)
 		}
 	}
-	if slices.ContainsFunc(mx.rhat, func(v float64) bool { return !math.IsNaN(v) }) {
+	switch {
+	case every: // every dimension's R-hat is at hand
+		mx.worst = math.Inf(-1)
+		for _, r := range mx.rhat {
+			mx.worst = max(mx.worst, r)
+		}
+	case slices.ContainsFunc(mx.rhat, func(v float64) bool { return !math.IsNaN(v) }):
 		mx.worst = diagnostics.MaxRHat(draws, chains, steps, d)
 	}
 	return mx
