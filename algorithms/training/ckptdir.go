@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -279,6 +280,9 @@ func checkComplete(dir string, strict bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", evals, err)
 	}
+	if err := evalsWithinIter(dir, evals, rows); err != nil {
+		return err
+	}
 	path := filepath.Join(dir, "window.json")
 	var w modeWindow
 	switch err := jsonfile.Read(path, &w, jsonfile.Options{AllowUnknown: true}); {
@@ -289,6 +293,25 @@ func checkComplete(dir string, strict bool) error {
 		return fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s)", evals, max(0, len(rows)-1), *w.Evals, path)
 	}
 	return nil
+}
+
+// evalsWithinIter refuses a checkpoint folder dir whose evaluations
+// (rows of evals.csv, its header first) go past the iteration its
+// state.json holds, as Resume does, so that every reader gives its verdict
+// (round 137 A3: state.json's iteration edited to 120 of 200, its
+// COMPLETE written again: sample called the model iteration 120's and
+// advised a resume that refused). Rows whose iteration does not read are
+// left to ReadEvalsCSV.
+func evalsWithinIter(dir, evals string, rows [][]string) error {
+	it, ok := CheckpointIter(dir)
+	if !ok || len(rows) < 2 || len(rows[0]) == 0 || rows[0][0] != "iter" || len(rows[len(rows)-1]) == 0 {
+		return nil
+	}
+	last, err := strconv.Atoi(rows[len(rows)-1][0])
+	if err != nil || last <= it {
+		return nil
+	}
+	return fmt.Errorf("%s: field \"iter\" is %d, but %s holds an evaluation at iteration %d: the checkpoint is inconsistent (one of them was edited, its %s written again); restore it from a backup, or start a new run", filepath.Join(dir, "state.json"), it, evals, last, checkpoint.ManifestName)
 }
 
 // iterOfRun refuses a checkpoint folder dir whose state.json's iteration

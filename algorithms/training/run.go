@@ -1302,10 +1302,24 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 	}
 	then.ResolvePaths(filepath.Dir(path)) // as config.Read does for cfg
 	if field, now, was := firstDiff(comparableConfig(cfg), comparableConfig(then), ""); field != "" {
+		if copyEdited(path, cfg, then) {
+			return fmt.Errorf("%s: field %q is %s, but the run's config.json and metrics.json hold %s: the checkpoint's copy of the configuration was edited (its %s written again), not the run's %s; restore the copy from a backup, or train the run anew in another folder", ckPath, field, was, now, checkpoint.ManifestName, path)
+		}
 		foreign := otherRunsEvals(filepath.Join(filepath.Dir(path), "metrics.csv"), filepath.Join(filepath.Dir(ckPath), "evals.csv"))
 		return &ConfigEditedError{Path: path, Field: field, Now: now, Was: was, Checkpoint: ckPath, Foreign: foreign}
 	}
 	return nil
+}
+
+// copyEdited reports whether the run's finished record (metrics.json
+// beside its config.json at path) agrees with the run's configuration cfg
+// on its seed, algorithm and length where the checkpoint's copy, then,
+// does not: the copy is what was edited (round 137 A2: config.json was
+// blamed, and the advised cp of the copy over it spread the edit into the
+// resumed run's metrics.json).
+func copyEdited(path string, cfg, then config.Run) bool {
+	m, err := ReadMetrics(filepath.Join(filepath.Dir(path), "metrics.json"))
+	return err == nil && m.OfRun(cfg) && !m.OfRun(then)
 }
 
 // ConfigEdited returns a *ConfigEditedError where cfg, read from the

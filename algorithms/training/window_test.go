@@ -105,3 +105,48 @@ func firstChainWeight(t *testing.T, w map[string]any) map[string]any {
 	}
 	return cw[0].(map[string]any)
 }
+
+// Round 137 A2: a finished run's checkpoint/run-config.json edited (seed
+// 1 → 2, its manifest written again) had config.json blamed, though
+// config.json and metrics.json agree, and the advised cp of the copy over
+// it spread the edit into the resumed run's metrics.json. The copy is
+// named, with both records that agree, and no cp is advised.
+func TestEditedRunConfigCopyOfFinishedRun(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 3, dir)
+	if err := r.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMetrics(filepath.Join(dir, "metrics.json"), r); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "checkpoint")
+	editCheckpointJSON(t, ck, runConfigName, func(c map[string]any) { c["seed"] = c["seed"].(float64) + 1 })
+	for name, f := range map[string]func() error{
+		"resume":           func() error { _, err := Resume(dir); return err },
+		"LatestCheckpoint": func() error { _, err := LatestCheckpoint(dir); return err },
+	} {
+		err := f()
+		if err == nil || !strings.Contains(err.Error(), filepath.Join(ck, runConfigName)+`: field "seed"`) || !strings.Contains(err.Error(), "config.json and metrics.json hold") || strings.Contains(err.Error(), "cp ") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Round 137 A3: state.json's iteration edited to 2 of 3 (its manifest
+// written again) while evals.csv holds iteration 3: sample called the
+// model iteration 2's and advised a resume that refused the checkpoint as
+// inconsistent. Every reader refuses it as resume does.
+func TestEvalsPastStateIterRefused(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 3, dir)
+	if err := r.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "checkpoint")
+	editCheckpointJSON(t, ck, "state.json", func(st map[string]any) { st["iter"] = 2 })
+	want := filepath.Join(ck, "state.json") + `: field "iter" is 2, but ` + filepath.Join(ck, "evals.csv") + " holds an evaluation at iteration 3"
+	if _, err := LatestCheckpoint(dir); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("LatestCheckpoint: %v", err)
+	}
+}
