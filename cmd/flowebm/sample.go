@@ -47,6 +47,7 @@ type sampleFlags struct {
 	notes                      io.Writer // where notes go (the command's stderr; nil: os.Stderr)
 	ranOff                     bool      // ULA's chains ran off (divergedNote)
 	noted                      string    // R-hat's advice where strandedNote's notes say sampling longer does not help
+	farFromBase                bool      // flowmc's own flow cannot reach the draws (flowBaseNote)
 	model, flow, sampler, out  string
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
@@ -988,6 +989,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s²%s is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", in, f.step)
 	}
 	far := f.flowBaseNote(m, draws, d)
+	f.farFromBase = far != ""
 	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc, mx)+scales+far)
 	caveat := ""
 	if far != "" && worst < rhatMixed && glob < 0.01 {
@@ -1893,6 +1895,8 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 		return fmt.Sprintf("nearly every local move was accepted (%.2f): the steps are small for this model and the chains move slowly; raise --step (%v, not adapted by %s), or sample longer; for modes apart, %s", loc, f.step, f.sampler, flowmcAdvice(m))
 	case f.sampler == "flowmc" && m.Flow != nil && !f.trainFlow:
 		return "the flow is used frozen: add --train-flow to train it on the chains, or sample longer"
+	case f.sampler == "flowmc" && f.farFromBase: // round 137 A4: a longer warm-up advised again after it was followed, beside the note that the flow cannot reach the draws
+		return "the flow does not reach the draws, and a longer --warmup does not bring it there"
 	case f.sampler == "flowmc":
 		// Round 90 A1: a longer --warmup alone was cut short by --patience.
 		return "sample longer, with a longer --warmup and --patience 0 for the flow to learn the modes (the warm-up otherwise stops once the global acceptance stops rising)"
