@@ -228,6 +228,9 @@ func CheckEvalsOfRun(dir string) error {
 	if _, err := os.Lstat(filepath.Join(dir, "metrics.json")); errors.Is(err, fs.ErrNotExist) && behindRows(got, want) { // metrics.json comes after metrics.csv: without it, a kill between the checkpoint and metrics.csv
 		return nil
 	}
+	if err := CheckpointEvalsEdited(dir); err != nil { // round 136 B3: the edited checkpoint's rows advised over metrics.csv
+		return err
+	}
 	if lost := finalLost(dir, ck); lost != "" {
 		return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; %s", path, filepath.Join(ck, "evals.csv"), lost)
 	}

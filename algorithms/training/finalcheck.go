@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/io/checkpoint"
 )
 
 // CheckFinal checks the metrics.json at path against the run's last
@@ -130,9 +131,41 @@ func CheckpointLastEval(dir string, modes int) (last Eval, seconds float64, ok b
 		}
 		last, seconds, ok = evals[len(evals)-1], w.Seconds, true
 		last.ChainWeights, last.NegIntervals = w.ChainWeights, w.NegIntervals
-		return nil
+		return outvoted(dir, ck, last)
 	})
 	return last, seconds, ok, err
+}
+
+// CheckpointEvalsEdited refuses the run in dir where its newest
+// checkpoint's last evaluation is outvoted by the run's outputs
+// (outvoted); nil otherwise, or where the checkpoint does not read (its
+// readers report on it).
+func CheckpointEvalsEdited(dir string) error {
+	_, _, _, err := CheckpointLastEval(dir, -1)
+	if errors.As(err, new(EditedCheckpointError)) {
+		return err
+	}
+	return nil
+}
+
+// outvoted refuses a finished run's checkpoint ck whose last evaluation,
+// last, differs from metrics.json's final where metrics.json's final is
+// metrics.csv's last row, of the same iteration: the run's two outputs
+// agree, so the checkpoint's evaluations (evals.csv, window.json) are what
+// was edited, its COMPLETE written again (round 136 B3: train --resume
+// wrote the edit into metrics.json and metrics.csv, and compare advised
+// copying it over metrics.csv). Nil otherwise: without both outputs there
+// is no majority, and an edited output is named by its own check.
+func outvoted(dir, ck string, last Eval) error {
+	mpath := filepath.Join(dir, "metrics.json")
+	if !exists(mpath) || CheckFinal(mpath, last, "") == nil {
+		return nil
+	}
+	rows, err := ReadEvalsCSVModes(filepath.Join(dir, "metrics.csv"))
+	if err != nil || len(rows) == 0 || rows[len(rows)-1].Iter != last.Iter || CheckFinal(mpath, rows[len(rows)-1], "") != nil {
+		return nil
+	}
+	return EditedCheckpointError{fmt.Errorf("%s: its last evaluation (iteration %d, evals.csv and window.json) differs from the one the run's metrics.json and metrics.csv both hold: the checkpoint was edited (its %s written again), not those outputs; restore the checkpoint from a backup (train --resume writes the outputs from it, and every reader checks them against it), or train the run anew in another folder", ck, last.Iter, checkpoint.ManifestName)}
 }
 
 // EditedCheckpointError is CheckpointLastEval's error for a checkpoint

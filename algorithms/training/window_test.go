@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,5 +149,48 @@ func TestEvalsPastStateIterRefused(t *testing.T) {
 	want := filepath.Join(ck, "state.json") + `: field "iter" is 2, but ` + filepath.Join(ck, "evals.csv") + " holds an evaluation at iteration 3"
 	if _, err := LatestCheckpoint(dir); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("LatestCheckpoint: %v", err)
+	}
+}
+
+// Round 136 B3: a finished run's checkpoint evals.csv edited in its last
+// row (its manifest written again) was carried by train --resume into
+// metrics.json and metrics.csv, and compare advised copying it over
+// metrics.csv. Where metrics.json and metrics.csv agree with each other,
+// the checkpoint is named as the edited one.
+func TestCheckpointEvalsOutvotedByOutputs(t *testing.T) {
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 3, dir)
+	if err := r.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMetrics(filepath.Join(dir, "metrics.json"), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckpointEvalsEdited(dir); err != nil {
+		t.Fatalf("unedited: %v", err)
+	}
+	ck := filepath.Join(dir, "checkpoint")
+	path := filepath.Join(ck, "evals.csv")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	last := strings.Split(rows[len(rows)-1], ",")
+	col := slices.Index(strings.Split(rows[0], ","), "held_out_ll")
+	last[col] = "-0.5"
+	rows[len(rows)-1] = strings.Join(last, ",")
+	if err := os.WriteFile(path, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	want := ck + ": its last evaluation (iteration 3, evals.csv and window.json) differs from the one the run's metrics.json and metrics.csv both hold"
+	if err := CheckpointEvalsEdited(dir); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckpointEvalsEdited: %v", err)
+	}
+	if err := CheckEvalsOfRun(dir); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "cp ") {
+		t.Errorf("CheckEvalsOfRun: %v", err)
 	}
 }

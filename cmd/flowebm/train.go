@@ -467,6 +467,9 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 	var damage error // of a trained run's outputs, read back once
 	done := false
 	if f.resume != "" && run.Trainer.Iter >= run.Config.Train.Iterations {
+		if err := training.CheckpointEvalsEdited(run.Dir); err != nil { // round 136 B3: the edit was written into metrics.json and metrics.csv
+			return err
+		}
 		damage = damagedOutput(run)
 		done = damage == nil
 	}
