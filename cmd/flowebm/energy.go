@@ -138,11 +138,11 @@ func runEnergy(cmd *cobra.Command, f energyFlags) error {
 	if vector { // n points of d = 1 (round 71), or one point (round 122 B3)
 		x, shape, err = pointsVector(f.points, f.key, f.model, m.EBM.Dim())
 	}
+	if n := data.MemberNote(f.points, f.key); n != "" { // before a refusal of the member read (round 138 A4: a 1-D first member refused, unnamed)
+		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", n)
+	}
 	if err != nil {
 		return missingKey(flaggedPath(err, "--points", f.points), f.key, "--points "+f.points)
-	}
-	if n := data.MemberNote(f.points, f.key); n != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), "flowebm: note:", n)
 	}
 	if err := checkPointShape(f.points, shape, f.model, m); err != nil {
 		return err

@@ -354,48 +354,48 @@ func TestLag1TellsFlippingFromSlow(t *testing.T) {
 // get their advice.
 func TestHMCResonancePerDimension(t *testing.T) {
 	f := sampleFlags{sampler: "hmc", step: 0.6283185, leapfrog: 10}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99, 0.98}, sd: []float64{0.885, 0.9}, rhat: []float64{1.27, 1.2}, bulk: []float64{1.27, 1.2}}); !strings.Contains(got, "each draw comes back near the last (lag-1 autocorrelation 0.99 in dimension 0") || !strings.Contains(got, "= 6.28, is near a whole number of periods") {
+	if got := f.hmcResonance(checkpoint.Models{}, 1, mixing{rho1: []float64{0.99, 0.98}, sd: []float64{0.885, 0.9}, rhat: []float64{1.27, 1.2}, bulk: []float64{1.27, 1.2}}); !strings.Contains(got, "each draw comes back near the last (lag-1 autocorrelation 0.99 in dimension 0") || !strings.Contains(got, "= 6.28, is near a whole number of periods") {
 		t.Errorf("whole periods: %q", got)
 	}
 	// Round 137 A5: a step over the dimension's scale (near the leapfrog's
 	// stability limit), at acceptance 0.76, got "sample longer" only;
 	// --leapfrog changed there rejected everything, a lower step mixed.
 	f = sampleFlags{sampler: "hmc", step: 1.9021, leapfrog: 5}
-	if got := f.hmcResonance(0.76, mixing{rho1: []float64{0.99, 0.996}, sd: []float64{1, 1.06}, rhat: []float64{6.1, 6.3}, bulk: []float64{6.1, 6.3}}); !strings.Contains(got, "in dimension 1") || !strings.Contains(got, "--step 1.9021 is near the leapfrog's stability limit") || !strings.Contains(got, "lower --step") {
+	if got := f.hmcResonance(checkpoint.Models{}, 0.76, mixing{rho1: []float64{0.99, 0.996}, sd: []float64{1, 1.06}, rhat: []float64{6.1, 6.3}, bulk: []float64{6.1, 6.3}}); !strings.Contains(got, "in dimension 1") || !strings.Contains(got, "--step 1.9021 is near the leapfrog's stability limit") || !strings.Contains(got, "lower --step") {
 		t.Errorf("step near its limit: %q", got)
 	}
 	f = sampleFlags{sampler: "hmc", step: 0.3141593, leapfrog: 10}
 	flipping := mixing{rho1: []float64{-0.999, 0.948}, sd: []float64{0.754, 10}, rhat: []float64{2.465, 1.2}, bulk: []float64{1.001, 1.2}}
-	if got := f.hmcResonance(1, flipping); !strings.Contains(got, "flip back and forth (lag-1 autocorrelation -1.00 in dimension 0)") {
+	if got := f.hmcResonance(checkpoint.Models{}, 1, flipping); !strings.Contains(got, "flip back and forth (lag-1 autocorrelation -1.00 in dimension 0)") {
 		t.Errorf("one dimension flipping: %q", got)
 	}
 	f = sampleFlags{sampler: "hmc", step: 0.01, leapfrog: 10}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{0.99}, sd: []float64{1}, rhat: []float64{1.5}, bulk: []float64{1.5}}); got != "" {
+	if got := f.hmcResonance(checkpoint.Models{}, 1, mixing{rho1: []float64{0.99}, sd: []float64{1}, rhat: []float64{1.5}, bulk: []float64{1.5}}); got != "" {
 		t.Errorf("small steps: %q, want none (raise --step)", got)
 	}
 	// Round 135 A1: a flipping dimension that had mixed (R-hat 1.0007),
 	// or whose chains sit in modes apart (bulk R-hat 1.62), was blamed.
 	f = sampleFlags{sampler: "hmc", step: 0.157, leapfrog: 7}
-	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.57, 0.85}, sd: []float64{0.5, 2}, rhat: []float64{1.0007, math.NaN()}, bulk: []float64{1.0007, math.NaN()}}); got != "" {
+	if got := f.hmcResonance(checkpoint.Models{}, 0.99, mixing{rho1: []float64{-0.57, 0.85}, sd: []float64{0.5, 2}, rhat: []float64{1.0007, math.NaN()}, bulk: []float64{1.0007, math.NaN()}}); got != "" {
 		t.Errorf("a mixed dimension flipping: %q, want none", got)
 	}
-	if got := f.hmcResonance(0.99, mixing{rho1: []float64{-0.6}, sd: []float64{2}, rhat: []float64{1.62}, bulk: []float64{1.62}}); strings.Contains(got, "--leapfrog") || !strings.Contains(got, "--sampler flowmc") {
+	if got := f.hmcResonance(checkpoint.Models{}, 0.99, mixing{rho1: []float64{-0.6}, sd: []float64{2}, rhat: []float64{1.62}, bulk: []float64{1.62}}); strings.Contains(got, "--leapfrog") || !strings.Contains(got, "--sampler flowmc") {
 		t.Errorf("chains in modes apart: %q, want flowmc, not --leapfrog", got)
 	}
 	// Round 136 A2: a dimension other than the worst was named (R-hat
 	// 1.087 beside 1.636 of chains in modes apart), and flowmc dropped.
 	f = sampleFlags{sampler: "hmc", step: 0.3, leapfrog: 10}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{-0.9}, sd: []float64{1}, rhat: []float64{1.087}, bulk: []float64{1.0}, worst: 1.636}); got != "" {
+	if got := f.hmcResonance(checkpoint.Models{}, 1, mixing{rho1: []float64{-0.9}, sd: []float64{1}, rhat: []float64{1.087}, bulk: []float64{1.0}, worst: 1.636}); got != "" {
 		t.Errorf("not the worst dimension: %q, want none", got)
 	}
-	if got := f.hmcResonance(1, mixing{rho1: []float64{-0.9}, sd: []float64{1}, rhat: []float64{1.5}, bulk: []float64{1.0}, worst: 1.5}); !strings.Contains(got, "if the chains sit in modes apart instead, --sampler flowmc") {
+	if got := f.hmcResonance(checkpoint.Models{}, 1, mixing{rho1: []float64{-0.9}, sd: []float64{1}, rhat: []float64{1.5}, bulk: []float64{1.0}, worst: 1.5}); !strings.Contains(got, "if the chains sit in modes apart instead, --sampler flowmc") {
 		t.Errorf("flowmc clause: %q", got)
 	}
 	// Round 137 A1: chains each in its own mode, moving freely there
 	// (lag-1 -0.78, bulk R-hat 1.68), were told "small steps: raise
 	// --step" (worse when followed); flowmc joined them.
 	f = sampleFlags{sampler: "hmc", step: 0.5, leapfrog: 5}
-	if got := f.hmcResonance(0.98, mixing{rho1: []float64{-0.78, 0.1}, sd: []float64{20, 1}, rhat: []float64{1.675, 1.001}, bulk: []float64{1.68, 1.001}, worst: 1.675}); !strings.Contains(got, "the chains sit apart in dimension 0") || !strings.Contains(got, "--sampler flowmc") {
+	if got := f.hmcResonance(checkpoint.Models{}, 0.98, mixing{rho1: []float64{-0.78, 0.1}, sd: []float64{20, 1}, rhat: []float64{1.675, 1.001}, bulk: []float64{1.68, 1.001}, worst: 1.675}); !strings.Contains(got, "the chains sit apart in dimension 0") || !strings.Contains(got, "--sampler flowmc") {
 		t.Errorf("modes apart: %q", got)
 	}
 	// Round 135 A2: beside an improper density's note, its advice.
@@ -639,5 +639,35 @@ func killedAtFirstCheckpoint(t *testing.T, ck string, args ...string) {
 	t.Helper()
 	if code, stderr := outputsChild(t, "sample-checkpoint-placed", "KILL", args...); code == 0 || !exists(ck) {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// Round 136 A4: an energy that ignores one dimension beside a bound one
+// (improper: flat without end along it) was told "sample longer", the
+// chains wandering ever further along it. freeDimNote names the
+// dimension; chains equilibrated in a box where the gradient is also 0
+// (a proper uniform density) are not named.
+func TestFreeDimensionNoted(t *testing.T) {
+	const chains, k = 8, 20
+	rng := rand.New(rand.NewPCG(1, 2))
+	walk, box := mat.NewDense(chains*k, 2, nil), mat.NewDense(chains*k, 2, nil)
+	grad := mat.NewDense(chains*k, 2, nil)
+	for c := range chains {
+		x := 0.0
+		for i := range k {
+			x += 3 * rng.NormFloat64()
+			r := c*k + i
+			walk.Set(r, 0, rng.NormFloat64())
+			walk.Set(r, 1, x)
+			box.Set(r, 0, walk.At(r, 0))
+			box.Set(r, 1, rng.Float64())
+			grad.Set(r, 0, walk.At(r, 0))
+		}
+	}
+	if note := freeDimNote(grad, walk, chains, k, true); !strings.Contains(note, "the energy does not change along dimension 1 (numbered from 0") || !strings.Contains(note, "give --base SIGMA") {
+		t.Errorf("random walk along a free dimension: %q", note)
+	}
+	if note := freeDimNote(grad, box, chains, k, true); note != "" {
+		t.Errorf("uniform in a box: %q", note)
 	}
 }

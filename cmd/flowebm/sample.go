@@ -329,14 +329,17 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, a
 			pts.SetRow(c*k+j, draws[(c*f.steps+i)*d:(c*f.steps+i+1)*d])
 		}
 	}
-	e := make([]float64, f.chains*k)
+	e, grad := make([]float64, f.chains*k), mat.NewDense(f.chains*k, d, nil)
 	inModel := m
-	inModel.Scaling = nil                             // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
-	if energyInBatches(inModel, pts, e, nil) != nil { // the model's whole energy, in batches it takes
+	inModel.Scaling = nil                              // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
+	if energyInBatches(inModel, pts, e, grad) != nil { // the model's whole energy, in batches it takes
 		return "", ""
 	}
 	if note := improperNote(e, pts, f.chains, k, m.EBM.Tilt == nil); note != "" { // round 133 B1: chains drifting outward, energy falling, said to have arrived, told to sample longer
 		return note, "the chains are still moving outward, their energy falling or flat (said below): the density may be improper, where sampling longer takes them further"
+	}
+	if note := freeDimNote(grad, pts, f.chains, k, m.EBM.Tilt == nil); note != "" { // round 136 A4: a free dimension beside a bound one, "sample longer"
+		return note, "the chains wander along a dimension the energy does not depend on (said below): the density may be improper, where sampling longer takes them further"
 	}
 	g := classifyChains(e, pts, f.chains, k, d, f.steps)
 	still, moving := g.still, g.moving
@@ -547,6 +550,57 @@ func improperNote(e []float64, pts *mat.Dense, chains, k int, untilted bool) str
 		way = "if the model is a network exported without its base (flowebm convert's note names --base SIGMA), give --base SIGMA; else " + way
 	}
 	return fmt.Sprintf("flowebm: note: the chains keep moving outward, their energy falling or flat (their median distance from the origin %.3g over the first quarter of the draws looked at, %.3g over the last): the model's density may be improper, its energy unbounded below or flat far out, where no draw is at equilibrium and sampling longer takes the chains further; or its mass lies far out and they are still coming to it; %s", median(dist[0]), d4, way)
+}
+
+// freeDimNote says that the energy does not change along a dimension
+// (its gradient there exactly 0 at every draw looked at, grad's rows)
+// while the chains wander along it: the median over chains of their mean
+// distance from their first draw looked at, in that dimension, growing by
+// half from the first quarter of the draws looked at to the last, as a
+// random walk's does (round 136 A4: a dimension left free beside a bound
+// one, the density improper, was told to sample longer). The first such
+// dimension is named; "" where none is.
+func freeDimNote(grad, pts *mat.Dense, chains, k int, untilted bool) string {
+	if k < 8 || chains < 1 {
+		return ""
+	}
+	_, d := pts.Dims()
+	for j := range d {
+		if !zeroColumn(grad, j) {
+			continue
+		}
+		var first, last []float64
+		for c := range chains {
+			start := pts.At(c*k, j)
+			var q1, q4 float64
+			for i := range k / 4 {
+				q1 += math.Abs(pts.At(c*k+i, j) - start)
+				q4 += math.Abs(pts.At(c*k+k-1-i, j) - start)
+			}
+			first, last = append(first, q1), append(last, q4)
+		}
+		d1, d4 := median(first)/float64(k/4), median(last)/float64(k/4)
+		if !(d4 > 1.5*d1 && d4 > 0) {
+			continue
+		}
+		way := "check the energy further out along it (flowebm energy): one that stays flat without end has no finite normaliser, and needs bounding (an added ‖x‖²/(2σ²) makes it proper)"
+		if untilted {
+			way = "if the model is a network exported without its base (flowebm convert's note names --base SIGMA), give --base SIGMA; else " + way
+		}
+		return fmt.Sprintf("flowebm: note: the energy does not change along dimension %d (numbered from 0; its gradient is 0 at every draw looked at) and the chains wander along it (their median distance from their first draw looked at, in it, %.3g over the first quarter of the draws looked at, %.3g over the last): the model's density may be improper in it, flat without end, where no draw is at equilibrium and sampling longer takes the chains further; or it is bounded farther out and they have not found the bounds yet; %s", j, d1, d4, way)
+	}
+	return ""
+}
+
+// zeroColumn reports whether column j of g is exactly 0 in every row.
+func zeroColumn(g *mat.Dense, j int) bool {
+	n, _ := g.Dims()
+	for i := range n {
+		if g.At(i, j) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // lowestEnergy is the lowest of the energies e that are not NaN (+Inf
@@ -957,7 +1011,10 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		return err
 	}
 	scales := scalesNote(draws, d, identityOrNil(m.Scaling) != nil) // round 120 A3: --standardize none is no standardisation // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
-	mx := mixingOf(draws, f.chains, f.steps, d, f.sampler == "hmc") // in the coordinates the steps are taken in
+	if strings.Contains(f.noted, "improper") {
+		scales = "" // a scale the chains grow without end is no scale to fit (round 136 A4)
+	}
+	mx := mixingOf(draws, f.chains, f.steps, d, f.sampler == "hmc" || !f.stepAdapted()) // in the coordinates the steps are taken in; every dimension's R-hat for HMC's modes-apart check, and for a step not adapted (notMixedAdvice)
 	if m.Scaling != nil {
 		m.Scaling.ToDataInPlace(draws)
 	}
@@ -1878,7 +1935,7 @@ func (f sampleFlags) stepAdapted() bool {
 // 84 B1: flowmc was told to use flowmc), ULA's step lowered where its
 // chains ran off.
 func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing) string {
-	resonance := f.hmcResonance(loc, mx)
+	resonance := f.hmcResonance(m, loc, mx)
 	switch {
 	case f.ranOff: // round 131 A3: "sample longer" of chains growing by 5% a step
 		return fmt.Sprintf("the chains ran off (said below): lower --step (%v), or use an adjusted sampler (mala, hmc)", f.step)
@@ -1892,6 +1949,9 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
 		// still gave 1.05) "or --sampler flowmc for modes apart".
+		if j := mx.worstDim(); j >= 0 && mx.rho1[j] < 0.9 && mx.bulk[j] >= rhatMixed { // round 138 A1: chains crossing rarely between modes apart, "raise --step" (no better when followed)
+			return fmt.Sprintf("nearly every local move was accepted (%.2f), yet in dimension %d, where R-hat is largest, the chains are not slow (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g), as chains that cross rarely between modes apart do, which larger steps do not join; %s, or sample longer", loc, j, mx.rho1[j], mx.bulk[j], flowmcAdvice(m))
+		}
 		return fmt.Sprintf("nearly every local move was accepted (%.2f): the steps are small for this model and the chains move slowly; raise --step (%v, not adapted by %s), or sample longer; for modes apart, %s", loc, f.step, f.sampler, flowmcAdvice(m))
 	case f.sampler == "flowmc" && m.Flow != nil && !f.trainFlow:
 		return "the flow is used frozen: add --train-flow to train it on the chains, or sample longer"
@@ -1980,7 +2040,7 @@ func mixingOf(draws []float64, chains, steps, d int, every bool) mixing {
 // everything), in any dimension (A4: averaged over dimensions, a flipping
 // one was hidden; round 135 A1: one that had mixed was blamed); ""
 // otherwise.
-func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
+func (f sampleFlags) hmcResonance(m checkpoint.Models, loc float64, mx mixing) string {
 	if f.sampler != "hmc" {
 		return ""
 	}
@@ -1997,19 +2057,33 @@ func (f sampleFlags) hmcResonance(loc float64, mx mixing) string {
 			back = j
 		}
 	}
-	change := "change --leapfrog (or --step) so that their product moves off it, by a third say, and check that the lag-1 autocorrelation moves toward 0 (flowebm diagnose's ess_bulk rises); if the chains sit in modes apart instead, --sampler flowmc" // round 136 A2: dropped for chains in modes apart
-	if apart := modesApart(mx); apart >= 0 {                                                                                                                                                                                                              // round 137 A1: chains each in its own mode, moving freely there, told "small steps: raise --step" (worse when followed)
-		return fmt.Sprintf("the chains sit apart in dimension %d, each moving freely there (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g), as chains in modes apart do: longer or larger steps do not join them; %s, whose flow's moves jump between modes", apart, mx.rho1[apart], mx.bulk[apart], "--sampler flowmc")
+	change := func(check string) string {
+		return "change --leapfrog (or --step) so that their product moves off it, by a third say, and check that the lag-1 autocorrelation moves toward 0 (" + check + "); if the chains sit in modes apart instead, " + flowmcAdvice(m) // round 136 A2: dropped for chains in modes apart
+	}
+	if apart := modesApart(mx); apart >= 0 { // round 137 A1: chains each in its own mode, moving freely there, told "small steps: raise --step" (worse when followed)
+		return fmt.Sprintf("the chains sit apart in dimension %d, each moving freely there (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g), as chains in modes apart do: longer or larger steps do not join them; %s, whose flow's moves jump between modes", apart, mx.rho1[apart], mx.bulk[apart], flowmcAdvice(m)) // round 138 A2: flowmc's own flow refuses d = 1
 	}
 	switch {
 	case flip >= 0:
-		return fmt.Sprintf("the draws flip back and forth (lag-1 autocorrelation %.2f in dimension %d): the trajectory, --step %v × --leapfrog %d, is near half a period of the model's oscillation there, so each draw lands across from the last; %s", mx.rho1[flip], flip, f.step, f.leapfrog, change)
+		return fmt.Sprintf("the draws flip back and forth (lag-1 autocorrelation %.2f in dimension %d): the trajectory, --step %v × --leapfrog %d, is near half a period of the model's oscillation there, so each draw lands across from the last; %s", mx.rho1[flip], flip, f.step, f.leapfrog, change("flowebm diagnose's R-hat falls and its ess_tail rises; its ess_bulk, at its cap for draws that flip, need not")) // round 138 A3: ess_bulk at its cap could not rise
 	case back >= 0 && f.step > mx.sd[back]: // a leapfrog step over the dimension's scale: near HMC's stability limit (2 σ for a Gaussian), where a changed --leapfrog rejected everything
 		return fmt.Sprintf("each draw comes back near the last (lag-1 autocorrelation %.2f in dimension %d, whose draws' sd is %.3g, at acceptance %.2f): --step %v is near the leapfrog's stability limit for that scale (twice it, for a Gaussian), where the trajectory, × --leapfrog %d, returns near its start; lower --step, to half that sd say, and check that the lag-1 autocorrelation moves toward 0 (flowebm diagnose's ess_bulk rises)", mx.rho1[back], back, mx.sd[back], loc, f.step, f.leapfrog)
 	case back >= 0:
-		return fmt.Sprintf("each draw comes back near the last (lag-1 autocorrelation %.2f in dimension %d, whose draws' sd is %.3g, at acceptance %.2f): the trajectory, --step %v × --leapfrog %d = %.3g, is near a whole number of periods of the model's oscillation there, not short; %s", mx.rho1[back], back, mx.sd[back], loc, f.step, f.leapfrog, traj, change)
+		return fmt.Sprintf("each draw comes back near the last (lag-1 autocorrelation %.2f in dimension %d, whose draws' sd is %.3g, at acceptance %.2f): the trajectory, --step %v × --leapfrog %d = %.3g, is near a whole number of periods of the model's oscillation there, not short; %s", mx.rho1[back], back, mx.sd[back], loc, f.step, f.leapfrog, traj, change("flowebm diagnose's ess_bulk rises"))
 	}
 	return ""
+}
+
+// worstDim is the dimension of the largest R-hat computed, -1 where none
+// was.
+func (mx mixing) worstDim() int {
+	j := -1
+	for i, r := range mx.rhat {
+		if !math.IsNaN(r) && (j < 0 || r > mx.rhat[j]) {
+			j = i
+		}
+	}
+	return j
 }
 
 // modesApart is the dimension with the largest R-hat where that R-hat
