@@ -295,6 +295,31 @@ func checkComplete(dir string, strict bool) error {
 	return nil
 }
 
+// RecordEdited is, for a run's checkpoint folder ck whose files all match
+// the sums its COMPLETE records and whose models load, why its records
+// contradict each other or the run (its copy of the configuration shown
+// edited or impossible, its state.json's iteration beyond the run or
+// before its evaluations): edited, the manifest written again. Its
+// models' own files are what the run wrote, so a reader may use them
+// saying so, where train --resume cannot continue from it (round 138 B3:
+// the run folder refused while the folder itself was used unsaid). Nil
+// where there is no such contradiction, or other damage (the manifest's
+// own check reports it), or config.json alone differs
+// (ConfigEditedError: its ways on are the run's).
+func RecordEdited(ck string) error {
+	if !exists(filepath.Join(ck, runConfigName)) || checkpoint.CheckManifest(ck, checkpointFiles...) != nil {
+		return nil
+	}
+	if _, _, err := checkpoint.Load(ck); err != nil {
+		return nil
+	}
+	err := checkComplete(ck, true)
+	if err == nil || errors.As(err, new(*ConfigEditedError)) {
+		return nil
+	}
+	return err
+}
+
 // evalsWithinIter refuses a checkpoint folder dir whose evaluations
 // (rows of evals.csv, its header first) go past the iteration its
 // state.json holds, as Resume does, so that every reader gives its verdict

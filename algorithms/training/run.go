@@ -1306,7 +1306,7 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 			return fmt.Errorf("%s: field %q is %s, but the run's config.json and metrics.json hold %s: the checkpoint's copy of the configuration was edited (its %s written again), not the run's %s; restore the copy from a backup, or train the run anew in another folder", ckPath, field, was, now, checkpoint.ManifestName, path)
 		}
 		foreign := otherRunsEvals(filepath.Join(filepath.Dir(path), "metrics.csv"), filepath.Join(filepath.Dir(ckPath), "evals.csv"))
-		return &ConfigEditedError{Path: path, Field: field, Now: now, Was: was, Checkpoint: ckPath, Foreign: foreign}
+		return &ConfigEditedError{Path: path, Field: field, Now: now, Was: was, Checkpoint: ckPath, Foreign: foreign, Unwitnessed: !configEdited(path, cfg, then)}
 	}
 	return nil
 }
@@ -1320,6 +1320,14 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 func copyEdited(path string, cfg, then config.Run) bool {
 	m, err := ReadMetrics(filepath.Join(filepath.Dir(path), "metrics.json"))
 	return err == nil && m.OfRun(cfg) && !m.OfRun(then)
+}
+
+// configEdited reports whether the run's finished record (metrics.json
+// beside its config.json at path) agrees with the checkpoint's copy of the
+// configuration, then, on its seed, algorithm and length where config.json,
+// cfg, does not: config.json is what was edited.
+func configEdited(path string, cfg, then config.Run) bool {
+	return copyEdited(path, then, cfg)
 }
 
 // ConfigEdited returns a *ConfigEditedError where cfg, read from the
@@ -1344,12 +1352,20 @@ type ConfigEditedError struct {
 	// metrics.csv both are): restoring config.json from it would make the
 	// folder that other run's.
 	Foreign bool
+	// Unwitnessed: no third record (metrics.json) says which of the two
+	// was edited: config.json, or the checkpoint's copy with its COMPLETE
+	// written again (round 138 B1: config.json was blamed, and the copy
+	// advised over it shortened the run from 60 iterations to 30).
+	Unwitnessed bool
 }
 
 func (e *ConfigEditedError) Error() string {
 	what := ": the run cannot continue under another configuration"
 	if e.Foreign {
 		what = ", and its evaluations (evals.csv) are not those of the run's metrics.csv: the checkpoint is another run's, or config.json and metrics.csv both are"
+	}
+	if e.Unwitnessed && !e.Foreign {
+		return fmt.Sprintf("%s: field %q is %s, but the checkpoint's copy of the configuration (%s) holds %s: one of the two was edited%s; %s; a command that only reads the model (sample, energy, convert) takes the checkpoint folder itself, %s", e.Path, e.Field, e.Now, e.Checkpoint, e.Was, what, e.Remedy(), filepath.Dir(e.Checkpoint))
 	}
 	return fmt.Sprintf("%s: field %q is %s, but the checkpoint was written with %s (%s)%s; %s; a command that only reads the model (sample, energy, convert) takes the checkpoint folder itself, %s", e.Path, e.Field, e.Now, e.Was, e.Checkpoint, what, e.Remedy(), filepath.Dir(e.Checkpoint))
 }
@@ -1361,6 +1377,9 @@ func (e *ConfigEditedError) Error() string {
 func (e *ConfigEditedError) Remedy() string {
 	if e.Foreign {
 		return "put the run's own checkpoint back if you keep it, or move this folder away and start a new run (copying the checkpoint's run-config.json over config.json would make this folder that other run's)"
+	}
+	if e.Unwitnessed {
+		return fmt.Sprintf("undo the edit: if config.json was edited, cp %s %s restores it; if the checkpoint's copy was (its %s written again), restore the copy from a backup, or train the run anew in another folder", shellquote.Quote(e.Checkpoint), shellquote.Quote(e.Path), checkpoint.ManifestName)
 	}
 	return fmt.Sprintf("undo the edit (cp %s %s restores it), or start a new run", shellquote.Quote(e.Checkpoint), shellquote.Quote(e.Path))
 }

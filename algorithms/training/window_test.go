@@ -194,3 +194,17 @@ func TestCheckpointEvalsOutvotedByOutputs(t *testing.T) {
 		t.Errorf("CheckEvalsOfRun: %v", err)
 	}
 }
+
+// Round 138 B1: an unfinished run's checkpoint/run-config.json edited
+// (train.iterations 12 → 6, its manifest written again) had config.json
+// blamed and the copy advised over it, which shortened the run. Without
+// metrics.json to say which was edited, both are named.
+func TestRunConfigEditedEitherWay(t *testing.T) {
+	dir, _ := checkpointedRun(t, 12, 2)
+	ck := filepath.Join(dir, "checkpoint")
+	editCheckpointJSON(t, ck, runConfigName, func(c map[string]any) { c["train"].(map[string]any)["iterations"] = 6 })
+	_, err := Resume(dir)
+	if err == nil || !strings.Contains(err.Error(), "one of the two was edited") || !strings.Contains(err.Error(), "if config.json was edited, cp ") || !strings.Contains(err.Error(), "if the checkpoint's copy was (its COMPLETE written again), restore the copy from a backup") || strings.Contains(err.Error(), "the checkpoint was written with") {
+		t.Errorf("resume: %v", err)
+	}
+}

@@ -870,6 +870,9 @@ func (l modelLoader) loadCheckpoint(dir string) (checkpoint.Models, error) {
 			if err := unvouchedCheckpoint(dir, run); err != nil { // round 95 B7: loaded unchecked
 				return err
 			}
+			if edited := training.RecordEdited(dir); edited != nil { // round 138 B3: used unsaid, where the run folder refused it
+				l.editedRecordNote(edited)
+			}
 			var spec checkpoint.Spec
 			if m, spec, err = checkpoint.Load(dir); err != nil {
 				return err
@@ -962,6 +965,13 @@ func (l modelLoader) latestHeld(dir, given string) (checkpoint.Models, error) {
 			return checkpoint.Models{}, fmt.Errorf("%s: neither a checkpoint (no spec.json) nor a training run (no config.json or checkpoint/)%s", dir, runsWithin(dir)) // round 80 B5: a train --seeds folder, without its runs named
 		}
 		final := filepath.Join(dir, "checkpoint")
+		if edited := training.RecordEdited(final); edited != nil { // round 138 B3: its models whole, as the folder given itself
+			l.editedRecordNote(edited)
+			return l.loadUnnoted(final, given) // its iteration is what the note doubts
+		}
+		if cfg, cerr := training.ReadRunConfig(dir); cerr == nil && training.ConfigEdited(dir, cfg) != nil {
+			return checkpoint.Models{}, err // its way on names the checkpoint folder itself (round 138 B2: "else train the run again" after it)
+		}
 		if !wholeModel(final) {
 			return checkpoint.Models{}, fmt.Errorf("%w: %s", err, noModelAdvice) // says why each checkpoint folder is incomplete
 		}
@@ -1098,14 +1108,27 @@ func (l modelLoader) damagedStateModel(dir, ck, given string) (checkpoint.Models
 // loadModels loads the models of the checkpoint folder ck of the run in
 // dir, saying where it is not the run's last.
 func (l modelLoader) loadModels(dir, ck, given string) (checkpoint.Models, error) {
+	m, err := l.loadUnnoted(ck, given)
+	if note := unfinishedNote(dir, ck); err == nil && note != "" {
+		l.note("%s", note)
+	}
+	return m, err
+}
+
+// loadUnnoted loads the models of the checkpoint folder ck, recording
+// their sums as given's.
+func (l modelLoader) loadUnnoted(ck, given string) (checkpoint.Models, error) {
 	m, spec, err := checkpoint.Load(ck)
 	if err != nil {
 		return checkpoint.Models{}, err
 	}
-	if note := unfinishedNote(dir, ck); note != "" {
-		l.note("%s", note)
-	}
 	return m, l.sums.record(given, func() (string, error) { return folderSum(ck, spec) })
+}
+
+// editedRecordNote says that a checkpoint's records were edited (err,
+// training.RecordEdited) and that its models are used all the same.
+func (l modelLoader) editedRecordNote(err error) {
+	l.note("flowebm: note: %v; the models' own files (spec.json, weights.npz) are those the run wrote (they match the sums its %s records) and are used here: only train --resume, which needs the rest, cannot continue from this checkpoint", err, checkpoint.ManifestName)
 }
 
 func (l modelLoader) damagedStateNote(dir string) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,5 +67,57 @@ func TestHMCAdviceForOneDimensionAndFlips(t *testing.T) {
 	got := f.hmcResonance(checkpoint.Models{}, 1, flipping)
 	if !strings.Contains(got, "flip back and forth") || !strings.Contains(got, "R-hat falls and its ess_tail rises") || strings.Contains(got, "(flowebm diagnose's ess_bulk rises)") {
 		t.Errorf("flipping: %q", got)
+	}
+}
+
+// editRunJSON applies edit to the JSON file path, as a user's edit does.
+func editRunJSON(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	var v map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &v) != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	edit(v)
+	if b, err = json.Marshal(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Round 138 B2: a finished run whose config.json alone was edited had
+// every model reader add "no command uses a model whose files no
+// checkpoint vouches for … else train the run again" after the way on
+// that works (the checkpoint folder itself, whose files are whole).
+func TestConfigEditedNoFalseTail(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	editRunJSON(t, filepath.Join(run, "config.json"), func(c map[string]any) { c["train"].(map[string]any)["iterations"] = 200 })
+	_, stderr, code := runCLI("sample", "--model", run, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"))
+	if code == 0 || !strings.Contains(stderr, "takes the checkpoint folder itself") || strings.Contains(stderr, "train the run again") {
+		t.Errorf("sample: exit %d, %s", code, stderr)
+	}
+}
+
+// Round 138 B3: a finished run's checkpoint/run-config.json edited (its
+// COMPLETE written again): sample refused the run folder ("no command uses
+// a model whose files no checkpoint vouches for") and used the checkpoint
+// folder itself unsaid. Both use the models, whose files are the run's,
+// with a note naming the edit.
+func TestEditedRecordSameVerdict(t *testing.T) {
+	dir := t.TempDir()
+	run := finishedULARun(t, dir, "run", "1")
+	ck := filepath.Join(run, "checkpoint")
+	editRunJSON(t, filepath.Join(ck, "run-config.json"), func(c map[string]any) { c["seed"] = 2 })
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{run, ck} {
+		_, stderr, code := runCLI("sample", "--model", model, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"), "--force")
+		if code != 0 || !strings.Contains(stderr, `run-config.json: field "seed" is 2, but the run's config.json and metrics.json hold 1`) || !strings.Contains(stderr, "are used here: only train --resume") {
+			t.Errorf("sample --model %s: exit %d, %s", model, code, stderr)
+		}
 	}
 }
