@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,30 @@ func TestEditedRecordSameVerdict(t *testing.T) {
 		if code != 0 || !strings.Contains(stderr, `run-config.json: field "seed" is 2, but the run's config.json and metrics.json hold 1`) || !strings.Contains(stderr, "are used here: only train --resume") {
 			t.Errorf("sample --model %s: exit %d, %s", model, code, stderr)
 		}
+	}
+}
+
+// Round 136 A5: every chain started in one mode's zone, a mode far away
+// got no draw, and its weight 0 was printed beside R-hat 1.004 without a
+// caveat (R-hat cannot see a mode no chain reached).
+func TestUnreachedModeCaveat(t *testing.T) {
+	const chains, steps = 4, 10
+	draws := make([]float64, chains*steps*2)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < len(draws); i += 2 {
+		draws[i], draws[i+1] = -8+rng.NormFloat64(), rng.NormFloat64()
+	}
+	centres := [][]float64{{-8, 0}, {8, 0}}
+	var b strings.Builder
+	f := sampleFlags{modes: "m.npy", chains: chains, steps: steps}
+	if err := f.printModeWeights(&b, draws, 2, centres, 1.004, ""); err != nil || !strings.Contains(b.String(), "mode 2 got no draw, and every chain's first draw lay in mode 1's zone") {
+		t.Errorf("%v: %s", err, b.String())
+	}
+	for i := range steps { // the last chain in the other mode: both reached
+		draws[(3*steps+i)*2] += 16
+	}
+	b.Reset()
+	if err := f.printModeWeights(&b, draws, 2, centres, 1.004, ""); err != nil || strings.Contains(b.String(), "got no draw") {
+		t.Errorf("%v: %s", err, b.String())
 	}
 }

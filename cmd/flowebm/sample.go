@@ -1067,11 +1067,43 @@ func (f sampleFlags) printModeWeights(out io.Writer, draws []float64, d int, cen
 	if !(rhat < rhatMixed) { // round 83 A3: intervals beside R-hat 1.545, unsaid
 		caveat = fmt.Sprintf("; R-hat %.3f: the chains have not mixed, so these are not to be trusted", rhat)
 	}
+	weights := diagnostics.ChainModeWeights(draws, f.chains, f.steps, d, centres)
+	if caveat == "" {
+		caveat = f.unreachedModes(draws, d, centres, weights)
+	}
 	fmt.Fprintf(out, "mode weights (nearest centre of %s; ± MCSE from the ESS of each zone's indicator or of the chains' means, whichever is smaller, 95%% interval%s):\n", f.modes, caveat)
-	for k, w := range diagnostics.ChainModeWeights(draws, f.chains, f.steps, d, centres) {
+	for k, w := range weights {
 		fmt.Fprintf(out, "  mode %d at %s: %s\n", k+1, fmtPoint(centres[k]), fmtWeight(w, 4, true))
 	}
 	return nil
+}
+
+// unreachedModes is the caveat of mode weights where some centre's zone
+// got no draw while every chain's first draw lay in one zone: R-hat, which
+// compares the chains, cannot see a mode none of them reached, so a
+// weight of 0 may be a mode never found rather than one without mass
+// (round 136 A5: every chain started at one point, a mode at 0 unsaid);
+// "" otherwise.
+func (f sampleFlags) unreachedModes(draws []float64, d int, centres [][]float64, weights []diagnostics.Weight) string {
+	if f.chains < 1 || f.steps < 1 || len(draws) < f.chains*f.steps*d {
+		return ""
+	}
+	var empty []string
+	for k, w := range weights {
+		if w.Weight == 0 {
+			empty = append(empty, strconv.Itoa(k+1))
+		}
+	}
+	if len(empty) == 0 {
+		return ""
+	}
+	first := diagnostics.NearestMode(draws[:d], centres)
+	for c := 1; c < f.chains; c++ {
+		if diagnostics.NearestMode(draws[c*f.steps*d:c*f.steps*d+d], centres) != first {
+			return ""
+		}
+	}
+	return fmt.Sprintf("; mode %s got no draw, and every chain's first draw lay in mode %d's zone: R-hat, which compares the chains, cannot see a mode none of them reached, so a weight of 0 may be a mode the chains never found rather than one without mass; start the chains spread over the modes (--starts, one point per chain) to tell", strings.Join(empty, ", "), first+1)
 }
 
 // maxModes bounds --modes' centres.
