@@ -314,10 +314,16 @@ func RecordEdited(ck string) error {
 		return nil
 	}
 	err := checkComplete(ck, true)
-	if err == nil || errors.As(err, new(*ConfigEditedError)) {
+	if errors.As(err, new(*ConfigEditedError)) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if _, _, _, err := lastEvalOf(filepath.Dir(ck), ck, -1); errors.As(err, new(EditedCheckpointError)) { // round 139 B2: an impossible window weight, or a last evaluation the outputs outvote, used unsaid
+		return err
+	}
+	return nil
 }
 
 // evalsWithinIter refuses a checkpoint folder dir whose evaluations

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowebm/flowebm/algorithms/config"
 	"github.com/flowebm/flowebm/internal/jsonfile"
+	"github.com/flowebm/flowebm/internal/shellquote"
 	"github.com/flowebm/flowebm/io/checkpoint"
 )
 
@@ -109,31 +110,37 @@ func checkGridHeldOut(path string, raw map[string]json.RawMessage, last Eval) er
 // holds no evaluation; seconds is the training time it records (0 where
 // it records none). modes < 0 takes the modes from evals.csv's header.
 func CheckpointLastEval(dir string, modes int) (last Eval, seconds float64, ok bool, err error) {
-	err = ReadLatest(dir, func(ck string) error {
-		path := filepath.Join(ck, "evals.csv")
-		var evals []Eval
-		var err error
-		if modes < 0 {
-			evals, err = ReadEvalsCSVModes(path)
-		} else {
-			evals, err = ReadEvalsCSV(path, modes)
-		}
-		if err != nil || len(evals) == 0 {
-			return err
-		}
-		var w modeWindow
-		wpath := filepath.Join(ck, "window.json")
-		if err := jsonfile.Read(wpath, &w, jsonfile.Options{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := w.check(wpath, modes); err != nil { // round 110 B1: metrics.json blamed for the window's forged weight
-			return EditedCheckpointError{err}
-		}
-		last, seconds, ok = evals[len(evals)-1], w.Seconds, true
-		last.ChainWeights, last.NegIntervals = w.ChainWeights, w.NegIntervals
-		return outvoted(dir, ck, last)
+	err = ReadLatest(dir, func(ck string) (err error) {
+		last, seconds, ok, err = lastEvalOf(dir, ck, modes)
+		return err
 	})
 	return last, seconds, ok, err
+}
+
+// lastEvalOf is CheckpointLastEval of the checkpoint folder ck of the run
+// in dir.
+func lastEvalOf(dir, ck string, modes int) (last Eval, seconds float64, ok bool, err error) {
+	path := filepath.Join(ck, "evals.csv")
+	var evals []Eval
+	if modes < 0 {
+		evals, err = ReadEvalsCSVModes(path)
+	} else {
+		evals, err = ReadEvalsCSV(path, modes)
+	}
+	if err != nil || len(evals) == 0 {
+		return last, 0, false, err
+	}
+	var w modeWindow
+	wpath := filepath.Join(ck, "window.json")
+	if err := jsonfile.Read(wpath, &w, jsonfile.Options{}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return last, 0, false, err
+	}
+	if err := w.check(wpath, modes); err != nil { // round 110 B1: metrics.json blamed for the window's forged weight
+		return last, 0, false, EditedCheckpointError{err}
+	}
+	last = evals[len(evals)-1]
+	last.ChainWeights, last.NegIntervals = w.ChainWeights, w.NegIntervals
+	return last, w.Seconds, true, outvoted(dir, ck, last)
 }
 
 // CheckpointEvalsEdited refuses the run in dir where its newest
@@ -151,21 +158,23 @@ func CheckpointEvalsEdited(dir string) error {
 // outvoted refuses a finished run's checkpoint ck whose last evaluation,
 // last, differs from metrics.json's final where metrics.json's final is
 // metrics.csv's last row, of the same iteration: the run's two outputs
-// agree, so the checkpoint's evaluations (evals.csv, window.json) are what
+// agree, so the checkpoint's evaluations (evals.csv) are what
 // was edited, its COMPLETE written again (round 136 B3: train --resume
 // wrote the edit into metrics.json and metrics.csv, and compare advised
 // copying it over metrics.csv). Nil otherwise: without both outputs there
 // is no majority, and an edited output is named by its own check.
 func outvoted(dir, ck string, last Eval) error {
 	mpath := filepath.Join(dir, "metrics.json")
-	if !exists(mpath) || CheckFinal(mpath, last, "") == nil {
+	bare := last // what metrics.csv holds too: window.json's weights have no third record (round 105 B2: an edited chain weight in metrics.json was blamed on the checkpoint)
+	bare.ChainWeights, bare.NegIntervals = nil, nil
+	if !exists(mpath) || CheckFinal(mpath, bare, "") == nil {
 		return nil
 	}
 	rows, err := ReadEvalsCSVModes(filepath.Join(dir, "metrics.csv"))
 	if err != nil || len(rows) == 0 || rows[len(rows)-1].Iter != last.Iter || CheckFinal(mpath, rows[len(rows)-1], "") != nil {
 		return nil
 	}
-	return EditedCheckpointError{fmt.Errorf("%s: its last evaluation (iteration %d, evals.csv and window.json) differs from the one the run's metrics.json and metrics.csv both hold: the checkpoint was edited (its %s written again), not those outputs; restore the checkpoint from a backup (train --resume writes the outputs from it, and every reader checks them against it), or train the run anew in another folder", ck, last.Iter, checkpoint.ManifestName)}
+	return EditedCheckpointError{fmt.Errorf("%s: its last evaluation (iteration %d, evals.csv) differs from the one the run's metrics.json and metrics.csv both hold: the checkpoint was edited (its %s written again), not those outputs; restore the checkpoint from a backup (train --resume writes the outputs from it, and every reader checks them against it), or train the run anew in another folder", ck, last.Iter, checkpoint.ManifestName)}
 }
 
 // EditedCheckpointError is CheckpointLastEval's error for a checkpoint
@@ -284,5 +293,21 @@ func CheckSeconds(path string, m Metrics, checkpointed float64) error {
 	if checkpointed <= 0 || m.Seconds >= checkpointed-1e-6 && m.Seconds <= checkpointed+max(5, checkpointed/2) {
 		return nil
 	}
-	return fmt.Errorf("%s: field \"seconds\" is %v, but the run's final checkpoint records %.4g s of training: edited, or another run's", path, m.Seconds, checkpointed)
+	return &SecondsError{Path: path, Seconds: m.Seconds, Checkpointed: checkpointed}
+}
+
+// SecondsError is a metrics.json whose training time disagrees with the
+// one its run's final checkpoint records (window.json). No other record
+// holds it, so either may be the edited one (round 139 B1: metrics.json
+// was blamed for an edit of window.json, its COMPLETE written again, and
+// train --resume, advised, wrote the edit over the true time): both ways
+// on are named, and train --resume writes neither over the other.
+type SecondsError struct {
+	Path                  string
+	Seconds, Checkpointed float64
+}
+
+func (e *SecondsError) Error() string {
+	dir := filepath.Dir(e.Path)
+	return fmt.Sprintf("%s: field \"seconds\" is %v, but the run's final checkpoint records %.4g s of training (its window.json): one of the two was edited, or metrics.json is another run's; if metrics.json was, remove it and flowebm train --resume %s writes it again from the checkpoint; if window.json was (the checkpoint's %s written again), restore the checkpoint from a backup", e.Path, e.Seconds, e.Checkpointed, shellquote.Quote(dir), checkpoint.ManifestName)
 }

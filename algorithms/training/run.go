@@ -1302,10 +1302,10 @@ func sameConfig(path string, cfg config.Run, ckPath string) error {
 	}
 	then.ResolvePaths(filepath.Dir(path)) // as config.Read does for cfg
 	if field, now, was := firstDiff(comparableConfig(cfg), comparableConfig(then), ""); field != "" {
-		if copyEdited(path, cfg, then) {
+		foreign := otherRunsEvals(filepath.Join(filepath.Dir(path), "metrics.csv"), filepath.Join(filepath.Dir(ckPath), "evals.csv"))
+		if copyEdited(path, cfg, then) && !foreign { // another run's checkpoint, whole, is named as such below (round 114 B3)
 			return fmt.Errorf("%s: field %q is %s, but the run's config.json and metrics.json hold %s: the checkpoint's copy of the configuration was edited (its %s written again), not the run's %s; restore the copy from a backup, or train the run anew in another folder", ckPath, field, was, now, checkpoint.ManifestName, path)
 		}
-		foreign := otherRunsEvals(filepath.Join(filepath.Dir(path), "metrics.csv"), filepath.Join(filepath.Dir(ckPath), "evals.csv"))
 		return &ConfigEditedError{Path: path, Field: field, Now: now, Was: was, Checkpoint: ckPath, Foreign: foreign, Unwitnessed: !configEdited(path, cfg, then)}
 	}
 	return nil

@@ -186,7 +186,7 @@ func TestCheckpointEvalsOutvotedByOutputs(t *testing.T) {
 	if err := checkpoint.WriteManifest(ck); err != nil {
 		t.Fatal(err)
 	}
-	want := ck + ": its last evaluation (iteration 3, evals.csv and window.json) differs from the one the run's metrics.json and metrics.csv both hold"
+	want := ck + ": its last evaluation (iteration 3, evals.csv) differs from the one the run's metrics.json and metrics.csv both hold"
 	if err := CheckpointEvalsEdited(dir); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("CheckpointEvalsEdited: %v", err)
 	}

@@ -78,7 +78,7 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 			path, m.Seed, m.Algorithm, m.Iterations, cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations, shellQuote(dir)))
 	case err == nil:
 		s.metrics, s.exactLL = &m, m.TrueHeldOutLL
-	case errors.As(err, new(uncheckedError)): // its own way on
+	case errors.As(err, new(uncheckedError)), errors.As(err, new(*training.SecondsError)): // its own way on (round 139 B1: "train --resume writes it again" of a time that may be the checkpoint's edit)
 		unread = append(unread, err)
 	case exists(path) && hasCheckpointFolder(dir): // round 107 B4: no way on named
 		unread = append(unread, fmt.Errorf("%w (flowebm train --resume %s writes it again)", err, shellQuote(dir)))

@@ -211,7 +211,7 @@ func TestTrainOnDataRefusesBadData(t *testing.T) {
 	// Deleting the recorded checksum is an edit of config.json that the
 	// checkpoint's own copy of the configuration shows.
 	if code := run([]string{"train", "--quiet", "--resume", filepath.Join(dir, "dropped"), "--data", three}, &out, &errb); code != 2 ||
-		!strings.Contains(errb.String(), `field "data.sha256" is absent, but the checkpoint was written with`) {
+		!strings.Contains(errb.String(), `field "data.sha256" is absent, but the checkpoint's copy of the configuration`) {
 		t.Errorf("resume with the checksum deleted: exit %d, %q", code, errb.String())
 	}
 }

@@ -664,10 +664,10 @@ func TestFreeDimensionNoted(t *testing.T) {
 			grad.Set(r, 0, walk.At(r, 0))
 		}
 	}
-	if note := freeDimNote(grad, walk, chains, k, true); !strings.Contains(note, "the energy does not change along dimension 1 (numbered from 0") || !strings.Contains(note, "give --base SIGMA") {
+	if note := freeDimNote(grad, walk, chains, k, true, func(int) bool { return false }); !strings.Contains(note, "the energy does not change along dimension 1 (numbered from 0") || !strings.Contains(note, "give --base SIGMA") {
 		t.Errorf("random walk along a free dimension: %q", note)
 	}
-	if note := freeDimNote(grad, box, chains, k, true); note != "" {
+	if note := freeDimNote(grad, box, chains, k, true, func(int) bool { return false }); note != "" {
 		t.Errorf("uniform in a box: %q", note)
 	}
 }

@@ -47,7 +47,7 @@ type sampleFlags struct {
 	notes                      io.Writer // where notes go (the command's stderr; nil: os.Stderr)
 	ranOff                     bool      // ULA's chains ran off (divergedNote)
 	noted                      string    // R-hat's advice where strandedNote's notes say sampling longer does not help
-	farFromBase                bool      // flowmc's own flow cannot reach the draws (flowBaseNote)
+	farFromBase                bool      // flowmc's own flow has not reached the draws, far from its base (flowBaseNote), in any global move
 	model, flow, sampler, out  string
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
@@ -338,8 +338,9 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, a
 	if note := improperNote(e, pts, f.chains, k, m.EBM.Tilt == nil); note != "" { // round 133 B1: chains drifting outward, energy falling, said to have arrived, told to sample longer
 		return note, "the chains are still moving outward, their energy falling or flat (said below): the density may be improper, where sampling longer takes them further"
 	}
-	if note := freeDimNote(grad, pts, f.chains, k, m.EBM.Tilt == nil); note != "" { // round 136 A4: a free dimension beside a bound one, "sample longer"
-		return note, "the chains wander along a dimension the energy does not depend on (said below): the density may be improper, where sampling longer takes them further"
+	mixedIn := func(j int) bool { return dimensionRHat(draws, f.chains, f.steps, d, j) < rhatMixed }
+	if note := freeDimNote(grad, pts, f.chains, k, m.EBM.Tilt == nil, mixedIn); note != "" && !constant(e) { // an energy the same everywhere is a plateau, said below // round 136 A4: a free dimension beside a bound one, "sample longer"
+		return note, "the chains wander along a dimension the energy does not depend on (said below): if the density is improper there, sampling longer takes them further; if it is bounded farther out than they have gone, larger steps (--step, where the warm-up does not adapt it) or sampling longer reach the bounds"
 	}
 	g := classifyChains(e, pts, f.chains, k, d, f.steps)
 	still, moving := g.still, g.moving
@@ -556,11 +557,13 @@ func improperNote(e []float64, pts *mat.Dense, chains, k int, untilted bool) str
 // (its gradient there exactly 0 at every draw looked at, grad's rows)
 // while the chains wander along it: the median over chains of their mean
 // distance from their first draw looked at, in that dimension, growing by
-// half from the first quarter of the draws looked at to the last, as a
-// random walk's does (round 136 A4: a dimension left free beside a bound
-// one, the density improper, was told to sample longer). The first such
-// dimension is named; "" where none is.
-func freeDimNote(grad, pts *mat.Dense, chains, k int, untilted bool) string {
+// half from the first quarter of the draws looked at (the first itself
+// left out) to the last, as a random walk's does, and the chains not
+// mixed there (mixed: round 139 A2, chains spread over a box at R-hat
+// 1.004 were called improper) (round 136 A4: a dimension left free beside
+// a bound one, the density improper, was told to sample longer). The
+// first such dimension is named; "" where none is.
+func freeDimNote(grad, pts *mat.Dense, chains, k int, untilted bool, mixed func(j int) bool) string {
 	if k < 8 || chains < 1 {
 		return ""
 	}
@@ -574,13 +577,13 @@ func freeDimNote(grad, pts *mat.Dense, chains, k int, untilted bool) string {
 			start := pts.At(c*k, j)
 			var q1, q4 float64
 			for i := range k / 4 {
-				q1 += math.Abs(pts.At(c*k+i, j) - start)
+				q1 += math.Abs(pts.At(c*k+i+1, j) - start)
 				q4 += math.Abs(pts.At(c*k+k-1-i, j) - start)
 			}
 			first, last = append(first, q1), append(last, q4)
 		}
 		d1, d4 := median(first)/float64(k/4), median(last)/float64(k/4)
-		if !(d4 > 1.5*d1 && d4 > 0) {
+		if !(d4 > 1.5*d1 && d4 > 0) || mixed(j) {
 			continue
 		}
 		way := "check the energy further out along it (flowebm energy): one that stays flat without end has no finite normaliser, and needs bounding (an added ‖x‖²/(2σ²) makes it proper)"
@@ -590,6 +593,19 @@ func freeDimNote(grad, pts *mat.Dense, chains, k int, untilted bool) string {
 		return fmt.Sprintf("flowebm: note: the energy does not change along dimension %d (numbered from 0; its gradient is 0 at every draw looked at) and the chains wander along it (their median distance from their first draw looked at, in it, %.3g over the first quarter of the draws looked at, %.3g over the last): the model's density may be improper in it, flat without end, where no draw is at equilibrium and sampling longer takes the chains further; or it is bounded farther out and they have not found the bounds yet; %s", j, d1, d4, way)
 	}
 	return ""
+}
+
+// dimensionRHat is the rank-normalised split R-hat of dimension j of the
+// draws (chains × steps × d).
+func dimensionRHat(draws []float64, chains, steps, d, j int) float64 {
+	byChain := make([][]float64, chains)
+	for c := range byChain {
+		byChain[c] = make([]float64, steps)
+		for i := range steps {
+			byChain[c][i] = draws[(c*steps+i)*d+j]
+		}
+	}
+	return diagnostics.RHat(byChain)
 }
 
 // zeroColumn reports whether column j of g is exactly 0 in every row.
@@ -1046,7 +1062,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 		fmt.Fprintf(out, "note: ULA's draws are biased by its step however long it runs, and R-hat cannot show it (a Gaussian of variance s²%s is sampled with variance s²/(1 − η/(2s²)), η = --step %v): for draws of the model itself use mala or hmc, or check that a smaller --step leaves the moments you need unchanged\n", in, f.step)
 	}
 	far := f.flowBaseNote(m, draws, d)
-	f.farFromBase = far != ""
+	f.farFromBase = far != "" && glob < 0.01 // round 139 A1: at global acceptance 0.12 a longer warm-up with --patience 0 did bring it there (R-hat 1.976 → 1.020)
 	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc, mx)+scales+far)
 	caveat := ""
 	if far != "" && worst < rhatMixed && glob < 0.01 {
@@ -1315,7 +1331,7 @@ func (f sampleFlags) undefinedError(u *samplers.UndefinedError) error {
 	if far {
 		return fmt.Errorf("--sampler %s: chain %s reached a point where the energy is %v: the chains diverged, no draws were written; lower --step (%v) or use an adjusted sampler (mala, hmc)", f.sampler, chainIndex(u.Chain), -u.LogP, f.step)
 	}
-	return fmt.Errorf("--sampler %s: chain %s stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); no draws were written: use an adjusted sampler (mala, hmc), which rejects such steps, or a smaller --step (%v)", f.sampler, chainIndex(u.Chain), -u.LogP, f.step)
+	return fmt.Errorf("--sampler %s: chain %s stepped to a point where the energy is %v, outside the model's domain (ULA never rejects a step, and the gradient can be finite there); no draws were written: use an adjusted sampler (mala, hmc), which rejects such steps (a smaller --step, %v here, only makes such a step rarer: over enough steps a chain near the domain's edge takes one all the same)", f.sampler, chainIndex(u.Chain), -u.LogP, f.step) // round 139 A3: --step 0.001 failed the same way at 3000 steps
 }
 
 // checkLastDraws returns an UndefinedError where the log density of a
@@ -1988,7 +2004,7 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 	case f.sampler == "flowmc" && m.Flow != nil && !f.trainFlow:
 		return "the flow is used frozen: add --train-flow to train it on the chains, or sample longer"
 	case f.sampler == "flowmc" && f.farFromBase: // round 137 A4: a longer warm-up advised again after it was followed, beside the note that the flow cannot reach the draws
-		return "the flow does not reach the draws, and a longer --warmup does not bring it there"
+		return "no global move was accepted: the flow has not reached the draws, and may never reach them however long the warm-up"
 	case f.sampler == "flowmc":
 		// Round 90 A1: a longer --warmup alone was cut short by --patience.
 		return "sample longer, with a longer --warmup and --patience 0 for the flow to learn the modes (the warm-up otherwise stops once the global acceptance stops rising)"
@@ -2208,7 +2224,7 @@ func (f sampleFlags) flowBaseNote(m checkpoint.Models, draws []float64, d int) s
 	if !(far > 5*sigma) {
 		return ""
 	}
-	return fmt.Sprintf("; the draws lie far from the flow's base N(0, %.3g² I) (dimension %d lies %.3g from 0, root mean square), farther than its RealNVP learns to reach: sample the model in the coordinates it was trained in (a run's checkpoint as --model, or its network converted with convert --what ebm), or give a flow of your own with --flow", sigma, at, far) // round 136 A6: counted from 1, where the other notes count dimensions from 0
+	return fmt.Sprintf("; the draws lie far from the flow's base N(0, %.3g² I) (dimension %d lies %.3g from 0, root mean square), far for its RealNVP, which starts at the identity over that base: it may take a long warm-up (with --patience 0) to reach them, or never reach them; a flow of your own (--flow), or the model sampled in standardised coordinates (for a flowebm run's network, the run's checkpoint as --model, or the network converted with convert --what ebm), helps more", sigma, at, far) // round 136 A6: counted from 1, where the other notes count dimensions from 0
 }
 
 // rhatMixed is the R-hat below which chains show no sign of not having

@@ -471,6 +471,9 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 			return err
 		}
 		damage = damagedOutput(run)
+		if errors.As(damage, new(*training.SecondsError)) { // round 139 B1: either may be the edit; neither written over the other
+			return damage
+		}
 		done = damage == nil
 	}
 	if pf := run.Config.PlotFormat; !cmd.Flags().Changed("plot-format") && pf != "" { // the run's (--resume) or its --config's
