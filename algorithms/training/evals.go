@@ -18,6 +18,7 @@ import (
 	"github.com/flowebm/flowebm/algorithms"
 	"github.com/flowebm/flowebm/internal/shellquote"
 	"github.com/flowebm/flowebm/internal/textclip"
+	"github.com/flowebm/flowebm/io/checkpoint"
 	"github.com/flowebm/flowebm/io/safefile"
 )
 
@@ -231,6 +232,9 @@ func CheckEvalsOfRun(dir string) error {
 	if err := CheckpointEvalsEdited(dir); err != nil { // round 136 B3: the edited checkpoint's rows advised over metrics.csv
 		return err
 	}
+	if it, ok := valuesDiffer(got, want); ok { // round 140 B2: the checkpoint's edit advised over metrics.csv, the true values lost
+		return &EvalsDisagreeError{fmt.Errorf("%s and the run's last checkpoint's %s hold the same iterations but differ in their values from iteration %s: one of the two was edited; if metrics.csv was, cp %s %s restores it; if the checkpoint's evals.csv was (its %s written again), restore the checkpoint from a backup (train --resume would carry its values on)", path, filepath.Join(ck, "evals.csv"), it, shellquote.Quote(filepath.Join(ck, "evals.csv")), shellquote.Quote(path), checkpoint.ManifestName)}
+	}
 	if lost := finalLost(dir, ck); lost != "" {
 		return fmt.Errorf("%s is not this run's: its rows are not those of the run's last checkpoint (%s) and after: another run's, or edited; %s", path, filepath.Join(ck, "evals.csv"), lost)
 	}
@@ -274,6 +278,36 @@ func sameLeadingRows(got, want []byte) bool {
 func behindRows(got, want []byte) bool {
 	g, w, ok := csvRows(got, want)
 	return ok && len(g) >= 1 && len(g) < len(w) && !rowsDiffer(g, w, len(g))
+}
+
+// EvalsDisagreeError is a run's metrics.csv that holds the iterations of
+// its last checkpoint's evaluations with other values: either may be the
+// edited one, and train --resume, which writes metrics.csv from the
+// checkpoint, refuses it rather than choose.
+type EvalsDisagreeError struct{ error }
+
+func (e *EvalsDisagreeError) Unwrap() error { return e.error }
+
+// valuesDiffer reports whether got and want hold the same header and the
+// same iterations, row for row, but differ in some value, and the
+// iteration of the first row where they do: no third record says which
+// was edited.
+func valuesDiffer(got, want []byte) (iter string, ok bool) {
+	g, w, parsed := csvRows(got, want)
+	if !parsed || len(g) != len(w) || len(w) < 2 || !slices.Equal(g[0], w[0]) {
+		return "", false
+	}
+	for i := 1; i < len(w); i++ {
+		if len(g[i]) == 0 || len(w[i]) == 0 || g[i][0] != w[i][0] {
+			return "", false
+		}
+	}
+	for i := 1; i < len(w); i++ {
+		if rowsDiffer(g[i:i+1], w[i:i+1], 1) {
+			return w[i][0], true
+		}
+	}
+	return "", false
 }
 
 // csvRows parses two CSV files' bytes (got's byte order mark dropped);

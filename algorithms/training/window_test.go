@@ -2,6 +2,7 @@ package training
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,5 +207,48 @@ func TestRunConfigEditedEitherWay(t *testing.T) {
 	_, err := Resume(dir)
 	if err == nil || !strings.Contains(err.Error(), "one of the two was edited") || !strings.Contains(err.Error(), "if config.json was edited, cp ") || !strings.Contains(err.Error(), "if the checkpoint's copy was (its COMPLETE written again), restore the copy from a backup") || strings.Contains(err.Error(), "the checkpoint was written with") {
 		t.Errorf("resume: %v", err)
+	}
+}
+
+// Round 140 B1: an unfinished run's window.json holding what no run
+// writes (its COMPLETE written again) was shown by compare and called
+// "incomplete: continue it" by reproduce --report, while plot and train
+// --resume refused it. Every reader passes it over now.
+func TestImpossibleWindowPassedOver(t *testing.T) {
+	dir, _ := checkpointedRun(t, 12, 2)
+	editCheckpointJSON(t, filepath.Join(dir, "checkpoint"), "window.json", func(w map[string]any) { w["seconds"] = -1.0 })
+	if _, err := LatestCheckpoint(dir); err == nil || !strings.Contains(err.Error(), `window.json: field "seconds" is -1`) {
+		t.Errorf("LatestCheckpoint: %v", err)
+	}
+}
+
+// Round 140 B2: an unfinished run's checkpoint evals.csv edited in a
+// value (its COMPLETE written again) had metrics.csv blamed and the
+// checkpoint's rows advised over it, losing the true values; train
+// --resume carried them on. Both ways are named (EvalsDisagreeError).
+func TestEvalsValuesDisagree(t *testing.T) {
+	dir, _ := checkpointedRun(t, 12, 2)
+	ck := filepath.Join(dir, "checkpoint")
+	path := filepath.Join(ck, "evals.csv")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metrics.csv"), b, 0o644); err != nil { // as train writes it after each checkpoint
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	last := strings.Split(rows[len(rows)-1], ",")
+	last[slices.Index(strings.Split(rows[0], ","), "loss")] = "12345"
+	rows[len(rows)-1] = strings.Join(last, ",")
+	if err := os.WriteFile(path, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
+	}
+	err = CheckEvalsOfRun(dir)
+	if !errors.As(err, new(*EvalsDisagreeError)) || !strings.Contains(err.Error(), "one of the two was edited; if metrics.csv was, cp ") || !strings.Contains(err.Error(), "if the checkpoint's evals.csv was") {
+		t.Errorf("CheckEvalsOfRun: %v", err)
 	}
 }

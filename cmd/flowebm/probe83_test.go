@@ -94,10 +94,10 @@ func TestSampleSaysNotMixed(t *testing.T) {
 		loc  float64
 		want string
 	}{
-		{sampleFlags{sampler: "flowmc"}, false, 0.5, "a longer --warmup and --patience 0"},                                                                  // round 84 B1: not "--sampler flowmc"; round 90 A1
+		{sampleFlags{sampler: "flowmc"}, false, 0.5, "a longer --warmup and --patience 0"},                                                                           // round 84 B1: not "--sampler flowmc"; round 90 A1
 		{sampleFlags{sampler: "flowmc", farFromBase: true}, false, 0.5, "no global move was accepted: the flow has not reached the draws, and may never reach them"}, // round 137 A4: not the warm-up again
-		{sampleFlags{sampler: "flowmc"}, true, 0.5, "add --train-flow"},                                                                                     // round 85 B8
-		{sampleFlags{sampler: "hmc", step: 1e6}, false, 0, "lower --step (1e+06)"},                                                                          // round 85 B12
+		{sampleFlags{sampler: "flowmc"}, true, 0.5, "add --train-flow"},                                                                                              // round 85 B8
+		{sampleFlags{sampler: "hmc", step: 1e6}, false, 0, "lower --step (1e+06)"},                                                                                   // round 85 B12
 		{sampleFlags{sampler: "flowmc", trainFlow: true}, true, 0.5, "a longer --warmup"},
 		{sampleFlags{sampler: "hmc", step: 0.01}, false, 1, "raise --step (0.01, not adapted by hmc)"},                                                                                             // round 114 A1
 		{sampleFlags{sampler: "mala", step: 0.01}, false, 0.99, "raise --step (0.01, not adapted by mala)"},                                                                                        // no warm-up: not adapted

@@ -48,6 +48,7 @@ type sampleFlags struct {
 	ranOff                     bool      // ULA's chains ran off (divergedNote)
 	noted                      string    // R-hat's advice where strandedNote's notes say sampling longer does not help
 	farFromBase                bool      // flowmc's own flow has not reached the draws, far from its base (flowBaseNote), in any global move
+	cutAt                      int       // the draw from which a transient chain (strandedNote) is in the mass: R-hat's advice reads the draws from there
 	model, flow, sampler, out  string
 	flowDensity, flowOut       string  // ONNX flow: the density graph; where a trained flow goes
 	flowBase                   float64 // ONNX flow: the base's σ (0: the files' metadata, else 1)
@@ -292,7 +293,7 @@ func runSample(cmd *cobra.Command, f sampleFlags) error {
 	diverged := f.divergedNote(m, draws)
 	f.ranOff = diverged != ""
 	if diverged == "" {
-		diverged, f.noted = f.strandedNote(m, draws)
+		diverged, f.noted, f.cutAt = f.strandedNote(m, draws)
 	}
 	if err := f.finish(out, m, draws, loc, glob, mala, centres, graphs, ck); err != nil {
 		return fmt.Errorf("%w%s", err, f.resumeNote(ck, err)) // its checkpoint holds the draws, or most of them
@@ -316,10 +317,10 @@ const strandedProbes = 20
 // Both are far beyond an equilibrium's fluctuations, about d/2: the
 // model's density there is all but 0. It looks at strandedProbes draws of
 // each chain, evenly spread; "" where none is.
-func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, advice string) {
+func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, advice string, cut int) {
 	d := m.EBM.Dim()
 	if f.steps < 1 || len(draws) != f.chains*f.steps*d {
-		return "", ""
+		return "", "", 0
 	}
 	k := min(strandedProbes, f.steps)
 	pts := mat.NewDense(f.chains*k, d, nil)
@@ -333,14 +334,14 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, a
 	inModel := m
 	inModel.Scaling = nil                              // the draws are still in the model's coordinates (round 119 A2: taken for the data's, a standardised run's well-mixed chains were all "stranded")
 	if energyInBatches(inModel, pts, e, grad) != nil { // the model's whole energy, in batches it takes
-		return "", ""
+		return "", "", 0
 	}
 	if note := improperNote(e, pts, f.chains, k, m.EBM.Tilt == nil); note != "" { // round 133 B1: chains drifting outward, energy falling, said to have arrived, told to sample longer
-		return note, "the chains are still moving outward, their energy falling or flat (said below): the density may be improper, where sampling longer takes them further"
+		return note, "the chains are still moving outward, their energy falling or flat (said below): the density may be improper, where sampling longer takes them further", 0
 	}
 	mixedIn := func(j int) bool { return dimensionRHat(draws, f.chains, f.steps, d, j) < rhatMixed }
 	if note := freeDimNote(grad, pts, f.chains, k, m.EBM.Tilt == nil, mixedIn); note != "" && !constant(e) { // an energy the same everywhere is a plateau, said below // round 136 A4: a free dimension beside a bound one, "sample longer"
-		return note, "the chains wander along a dimension the energy does not depend on (said below): if the density is improper there, sampling longer takes them further; if it is bounded farther out than they have gone, larger steps (--step, where the warm-up does not adapt it) or sampling longer reach the bounds"
+		return note, "the chains wander along a dimension the energy does not depend on (said below): if the density is improper there, sampling longer takes them further; if it is bounded farther out than they have gone, larger steps (--step, where the warm-up does not adapt it) or sampling longer reach the bounds", 0
 	}
 	g := classifyChains(e, pts, f.chains, k, d, f.steps)
 	still, moving := g.still, g.moving
@@ -368,10 +369,18 @@ func (f sampleFlags) strandedNote(m checkpoint.Models, draws []float64) (note, a
 		}
 		notes = append(notes, moving.note(f.chains, k, way))
 	}
-	if len(still.names) > 0 || len(moving.names) > 0 || plateau {
-		advice = "the chains named below as never moving, stranded or out where the model's density is all but 0 are not set right by sampling longer: follow their note's advice" // round 133 A2: beside a transient's "sample longer"
+	switch { // round 140 A1: HMC's "modes apart: larger steps do not join them" of a transient on one mode
+	case len(g.came.names) > 0: // R-hat of the draws after it, and its advice, in finish
+		advice, cut = "a chain came in from far only after the first draws (said below), which raises R-hat: drop the draws before it came, as its note says", g.came.in
+	case len(g.cameAbove.names) > 0:
+		advice = "a chain came down from far only after the first draws (said below), which raises R-hat: drop the draws before it came, as its note says, and read R-hat of the rest (flowebm diagnose)"
+	case len(g.coming.names) > 0:
+		advice = "a chain is still coming in from far (said below), which raises R-hat: sample longer"
 	}
-	return strings.Join(notes, "\n"), advice
+	if len(still.names) > 0 || len(moving.names) > 0 || plateau {
+		advice, cut = "the chains named below as never moving, stranded or out where the model's density is all but 0 are not set right by sampling longer: follow their note's advice", 0 // round 133 A2: beside a transient's "sample longer"
+	}
+	return strings.Join(notes, "\n"), advice, cut
 }
 
 // stillNote is strandedNote's line for the chains that never moved from
@@ -1063,7 +1072,7 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	}
 	far := f.flowBaseNote(m, draws, d)
 	f.farFromBase = far != "" && glob < 0.01 // round 139 A1: at global acceptance 0.12 a longer warm-up with --patience 0 did bring it there (R-hat 1.976 → 1.020)
-	worst := printRHat(out, draws, f.chains, f.steps, d, f.notMixedAdvice(m, loc, mx)+scales+far)
+	worst := printRHat(out, draws, f.chains, f.steps, d, f.afterTransient(m, loc, draws, d, f.notMixedAdvice(m, loc, mx))+scales+far)
 	caveat := ""
 	if far != "" && worst < rhatMixed && glob < 0.01 {
 		// Round 91 A1: every chain slid into the mode nearest its start,
@@ -1997,7 +2006,11 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
 		// still gave 1.05) "or --sampler flowmc for modes apart".
-		if j := mx.worstDim(); j >= 0 && mx.rho1[j] < 0.9 && mx.bulk[j] >= rhatMixed { // round 138 A1: chains crossing rarely between modes apart, "raise --step" (no better when followed)
+		j := mx.worstDim()
+		if j >= 0 && mx.rho1[j] < 0.9 && mx.rho1[j] >= 0.7 && mx.bulk[j] >= rhatMixed { // round 140 A1: lag-1 0.89 on one mode, called "modes apart, larger steps do not join them" (--step 0.3 gave R-hat 1.009)
+			return fmt.Sprintf("nearly every local move was accepted (%.2f) and in dimension %d, where R-hat is largest, the chains move slowly (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g): raise --step (%v, not adapted by %s), or sample longer; if they sit in modes apart that they rarely cross, which larger steps do not join, %s", loc, j, mx.rho1[j], mx.bulk[j], f.step, f.sampler, flowmcAdvice(m))
+		}
+		if j >= 0 && mx.rho1[j] < 0.7 && mx.bulk[j] >= rhatMixed { // round 138 A1: chains crossing rarely between modes apart (lag-1 0.65), "raise --step" (no better when followed)
 			return fmt.Sprintf("nearly every local move was accepted (%.2f), yet in dimension %d, where R-hat is largest, the chains are not slow (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g), as chains that cross rarely between modes apart do, which larger steps do not join; %s, or sample longer", loc, j, mx.rho1[j], mx.bulk[j], flowmcAdvice(m))
 		}
 		return fmt.Sprintf("nearly every local move was accepted (%.2f): the steps are small for this model and the chains move slowly; raise --step (%v, not adapted by %s), or sample longer; for modes apart, %s", loc, f.step, f.sampler, flowmcAdvice(m))
@@ -2010,6 +2023,32 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 		return "sample longer, with a longer --warmup and --patience 0 for the flow to learn the modes (the warm-up otherwise stops once the global acceptance stops rising)"
 	}
 	return "sample longer, or, for modes apart, " + flowmcAdvice(m)
+}
+
+// afterTransient is R-hat's advice where a chain came in from far only
+// after the first draws (f.cutAt, strandedNote): the R-hat of the draws
+// from there, and, where they have not mixed either, the advice for them
+// (round 140 A1: HMC's chains on one mode beside a transient were told of
+// modes apart, "larger steps do not join them", where the draws after it
+// had R-hat 1.11 from small steps, and --step 0.3 gave 1.009); advice
+// otherwise.
+func (f sampleFlags) afterTransient(m checkpoint.Models, loc float64, draws []float64, d int, advice string) string {
+	n := f.steps - f.cutAt
+	if f.cutAt <= 0 || n < 4 {
+		return advice
+	}
+	rest := make([]float64, 0, f.chains*n*d)
+	for c := range f.chains {
+		rest = append(rest, draws[(c*f.steps+f.cutAt)*d:(c+1)*f.steps*d]...)
+	}
+	r := diagnostics.MaxRHat(rest, f.chains, n, d)
+	if r < rhatMixed {
+		return fmt.Sprintf("a chain came in from far only after the first draws (said below); without the draws before draw %d, R-hat is %.3f: drop them (NumPy: x[:, %d:])", f.cutAt, r, f.cutAt)
+	}
+	g := f
+	g.noted, g.cutAt = "", 0
+	mx := mixingOf(rest, f.chains, n, d, f.sampler == "hmc" || !f.stepAdapted())
+	return fmt.Sprintf("a chain came in from far only after the first draws (said below), and without the draws before draw %d R-hat is still %.3f: ", f.cutAt, r) + g.notMixedAdvice(m, loc, mx)
 }
 
 // mixing is what notMixedAdvice reads of the draws: each dimension's

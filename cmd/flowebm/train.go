@@ -502,7 +502,9 @@ func trainWatched(cmd *cobra.Command, f trainFlags, sig *runSignals) error {
 		return completeFinished(run, out, f, cmd.Flags().Changed("plot-format") && !f.forceSeed) // --seeds passes over a finished seed
 	}
 	if f.resume != "" && damage == nil { // unfinished: its metrics.csv is written again from the checkpoint's at the next one (round 105 B5: unsaid)
-		if err := unfinishedEvalsDamage(run); err != nil {
+		if err := unfinishedEvalsDamage(run); errors.As(err, new(*training.EvalsDisagreeError)) { // round 140 B2: the checkpoint's edit carried into metrics.csv, the true values lost
+			return err
+		} else if err != nil {
 			fmt.Fprintf(errOut, "flowebm: note: %s; the run's own is written again from its checkpoint's evaluations at its next checkpoint\n", withoutPackagePrefixes(err.Error()))
 		}
 	}
