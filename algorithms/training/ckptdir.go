@@ -54,6 +54,9 @@ type noCheckpointError struct {
 	why []string
 	// restorable: one of them a copy restores (restorableError)
 	restorable bool
+	// edited: one of them holds its marker and files matching its sums,
+	// its records edited (a backup of it restores the run)
+	edited bool
 }
 
 func (e noCheckpointError) Error() string {
@@ -123,6 +126,9 @@ func LatestCheckpoint(dir string) (string, error) {
 				state = "cannot be read"
 			case errors.As(err, new(*ConfigEditedError)): // round 79 B2: complete, and called incomplete
 				state = "belongs to another configuration"
+			case marked && checkpoint.CheckManifest(c.path, checkpointFiles...) == nil: // round 141 A2: complete, its records edited, called incomplete
+				state = "was edited (its files match the sums its " + checkpoint.ManifestName + " records, but what they hold contradicts itself or the run)"
+				e.edited = true
 			}
 			e.why = append(e.why, fmt.Sprintf("%s/ %s (%v)", filepath.Base(c.path), state, err))
 			e.restorable = e.restorable || errors.As(err, new(restorableError))
@@ -265,6 +271,9 @@ func checkComplete(dir string, strict bool) error {
 	if err := algorithms.CheckStateFiles(dir); err != nil {
 		return err
 	}
+	if err := configOutvoted(dir, cfg, cfgErr); err != nil { // before iterOfRun, which would blame state.json (round 141 B2)
+		return err
+	}
 	if err := iterOfRun(dir, cfg, cfgErr); err != nil {
 		return err
 	}
@@ -289,8 +298,8 @@ func checkComplete(dir string, strict bool) error {
 	case errors.Is(err, fs.ErrNotExist) && !strict:
 	case err != nil:
 		return err
-	case w.Evals != nil && *w.Evals != max(0, len(rows)-1):
-		return fmt.Errorf("%s: %d evaluations, want %d (field \"evals\" of %s)", evals, max(0, len(rows)-1), *w.Evals, path)
+	case w.Evals != nil && *w.Evals != max(0, len(rows)-1): // round 141 B3: worded as evals.csv's fault, where window.json was the edited one
+		return fmt.Errorf("%s holds %d evaluations, but field \"evals\" of %s says %d: they disagree (one of them was edited or cut)", evals, max(0, len(rows)-1), path, *w.Evals)
 	default:
 		return w.check(path, -1) // round 140 B1: an impossible chain weight (its COMPLETE written again) passed compare and reproduce --report, while plot and resume refused it
 	}
@@ -345,6 +354,40 @@ func evalsWithinIter(dir, evals string, rows [][]string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: field \"iter\" is %d, but %s holds an evaluation at iteration %d: the checkpoint is inconsistent (one of them was edited, its %s written again); restore it from a backup, or start a new run", filepath.Join(dir, "state.json"), it, evals, last, checkpoint.ManifestName)
+}
+
+// configOutvoted refuses the checkpoint folder ck of a finished run whose
+// metrics.json is of another seed, algorithm or length than its
+// config.json, cfg (and so than the checkpoint's copy, which belongsToRun
+// found the same), while metrics.json's final evaluation is ck's last, of
+// the iteration metrics.json ends at: the run's results and its checkpoint
+// agree, so the configuration was edited in both copies, the checkpoint's
+// COMPLETE written again (round 141 B1, B2: 60 iterations edited to 100
+// were "a final checkpoint missing", and train --resume trained 40 more
+// over the run's results; edited to 40, state.json was blamed). Nil
+// otherwise (another run's metrics.json is its own check's).
+func configOutvoted(ck string, cfg config.Run, cfgErr error) error {
+	if cfgErr != nil {
+		return nil
+	}
+	dir := filepath.Dir(ck)
+	mpath := filepath.Join(dir, "metrics.json")
+	m, err := ReadMetrics(mpath)
+	if err != nil || m.OfRun(cfg) {
+		return nil
+	}
+	last, _, ok, err := lastEvalOf(dir, ck, -1)
+	if (err != nil && !errors.As(err, new(EditedCheckpointError))) || !ok || last.Iter != m.Iterations || CheckFinal(mpath, last, "") != nil {
+		return nil
+	}
+	return fmt.Errorf("%s and the checkpoint's copy (%s) configure seed %d, %s, %d iterations, but the run's %s, whose final evaluation is the checkpoint's last, is of seed %d, %s, %d: the configuration was edited in both (the copy's %s written again), not the run; restore both from a backup, or train the run anew in another folder",
+		filepath.Join(dir, "config.json"), filepath.Join(ck, runConfigName), cfg.Seed, cfg.Train.Algorithm, cfg.Train.Iterations, mpath, m.Seed, m.Algorithm, m.Iterations, checkpoint.ManifestName)
+}
+
+// ConfigOutvoted is configOutvoted of the run in dir and its checkpoint/.
+func ConfigOutvoted(dir string) error {
+	cfg, err := ReadRunConfig(dir)
+	return configOutvoted(filepath.Join(dir, checkpointName), cfg, err)
 }
 
 // iterOfRun refuses a checkpoint folder dir whose state.json's iteration

@@ -1498,6 +1498,9 @@ func (e NothingToResumeError) Error() string {
 	if e.Restorable() { // round 96 B3: --force advised beside the restore that saves the run
 		return e.Err.Error() + "; restored, the run resumes (started again with --force, it would be lost)"
 	}
+	if nc := (noCheckpointError{}); errors.As(e.Err, &nc) && nc.edited { // round 141 B3: --force advised, losing the iterations of a run a backup of its checkpoint restores
+		return e.Err.Error() + "; restored from a backup, the run resumes (started again with --force, its iterations would be lost)"
+	}
 	return e.Err.Error() + NothingToResumeAdvice
 }
 

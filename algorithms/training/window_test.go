@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/flowebm/flowebm/algorithms"
+	"github.com/flowebm/flowebm/internal/jsonfile"
 	"github.com/flowebm/flowebm/io/checkpoint"
 )
 
@@ -250,5 +251,46 @@ func TestEvalsValuesDisagree(t *testing.T) {
 	err = CheckEvalsOfRun(dir)
 	if !errors.As(err, new(*EvalsDisagreeError)) || !strings.Contains(err.Error(), "one of the two was edited; if metrics.csv was, cp ") || !strings.Contains(err.Error(), "if the checkpoint's evals.csv was") {
 		t.Errorf("CheckEvalsOfRun: %v", err)
+	}
+}
+
+// Round 141 B1, B2: a finished run of 3 iterations whose config.json and
+// checkpoint copy were both edited to 6 (or 2; the copy's COMPLETE written
+// again) was taken for a run whose final checkpoint is missing (train
+// --resume trained on over its results) or had state.json blamed. The
+// run's metrics.json, whose final is the checkpoint's last evaluation,
+// outvotes both copies.
+func TestConfigOutvotedByResults(t *testing.T) {
+	for _, n := range []float64{6, 2} {
+		dir := t.TempDir()
+		r := smallRun(t, algorithms.FlowMC, 3, dir)
+		if err := r.Train(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteMetrics(filepath.Join(dir, "metrics.json"), r); err != nil {
+			t.Fatal(err)
+		}
+		edited := r.Config
+		edited.Train.Iterations = int(n)
+		if err := jsonfile.Write(filepath.Join(dir, "config.json"), edited); err != nil {
+			t.Fatal(err)
+		}
+		editCheckpointJSON(t, filepath.Join(dir, "checkpoint"), runConfigName, func(c map[string]any) { c["train"].(map[string]any)["iterations"] = n })
+		if _, err := LatestCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "the configuration was edited in both") || strings.Contains(err.Error(), `state.json: field "iter"`) {
+			t.Errorf("edited to %v: %v", n, err)
+		}
+	}
+}
+
+// Round 141 B3: window.json's "evals" edited to 99 (its COMPLETE written
+// again) was worded as evals.csv's fault, and train --resume advised
+// --force, losing the run's iterations. Both files are named, and the
+// way on is the checkpoint's backup.
+func TestWindowEvalsDisagreeWording(t *testing.T) {
+	dir, _ := checkpointedRun(t, 12, 2)
+	editCheckpointJSON(t, filepath.Join(dir, "checkpoint"), "window.json", func(w map[string]any) { w["evals"] = 99 })
+	_, err := Resume(dir)
+	if err == nil || !strings.Contains(err.Error(), `field "evals" of `) || !strings.Contains(err.Error(), "says 99: they disagree") || !strings.Contains(err.Error(), "restored from a backup, the run resumes") || strings.Contains(err.Error(), "with --force on the command line") {
+		t.Errorf("resume: %v", err)
 	}
 }

@@ -72,6 +72,9 @@ func readSummary(r plots.Named, dir string) (runSummary, []error) {
 	if err == nil && s.cfg != "" && m.OfRun(cfg) {
 		err = checkMetricsOfRun(dir, path, m, cfg, r.Evals) // round 105 B2, B3: edited fields shown as the run's
 	}
+	if outvoted := training.ConfigOutvoted(dir); err == nil && s.cfg != "" && outvoted != nil { // round 141 B1: "train --resume writes the run's own again", which trained it on over its results
+		return s, append(unread, outvoted)
+	}
 	switch {
 	case err == nil && s.cfg != "" && !m.OfRun(cfg): // round 95 B3: another run's, read as this one's
 		unread = append(unread, fmt.Errorf("%s is of seed %d, %s, %d iterations, but the run's config.json has seed %d, %s, %d: the files disagree (flowebm train --resume %s writes the run's own again)",

@@ -872,6 +872,8 @@ func (l modelLoader) loadCheckpoint(dir string) (checkpoint.Models, error) {
 			}
 			if edited := training.RecordEdited(dir); edited != nil { // round 138 B3: used unsaid, where the run folder refused it
 				l.editedRecordNote(edited)
+			} else if note := givenFolderNote(run, dir); note != "" { // round 141 B4: an older folder, or an unfinished run's, used unsaid
+				l.note("%s", note)
 			}
 			var spec checkpoint.Spec
 			if m, spec, err = checkpoint.Load(dir); err != nil {
@@ -1028,9 +1030,37 @@ func wholeModel(final string) bool {
 	return err == nil
 }
 
+// modelUsable reports whether sample, energy and convert use the models
+// of the run's checkpoint folder final although no reader takes it as the
+// run's checkpoint: its training state alone damaged (wholeModel), or its
+// records edited, its files matching their sums (training.RecordEdited;
+// round 141 A2: train --resume said they could not).
+func modelUsable(final string) bool {
+	return wholeModel(final) || training.RecordEdited(final) != nil
+}
+
 // noModelAdvice is the way on where no checkpoint of a run vouches for
 // its model's files.
 const noModelAdvice = "no command uses a model whose files no checkpoint vouches for; put back a whole copy of the run's checkpoint/ if you keep one, else train the run again"
+
+// givenFolderNote says, of the checkpoint folder dir of the run in run
+// given itself, that the run's newest complete checkpoint is another
+// folder, or that the run is unfinished (unfinishedNote); "" otherwise.
+func givenFolderNote(run, dir string) string {
+	latest, err := training.LatestCheckpoint(run)
+	if err != nil {
+		return ""
+	}
+	if filepath.Clean(resolvedPath(latest)) == filepath.Clean(resolvedPath(dir)) {
+		return unfinishedNote(run, dir)
+	}
+	it, ok := training.CheckpointIter(latest)
+	given, gok := training.CheckpointIter(dir)
+	if !ok || !gok || it <= given {
+		return ""
+	}
+	return fmt.Sprintf("flowebm: note: %s, used here as given, is of iteration %d; the run's newest complete checkpoint is %s, of iteration %d (the run folder %s reads it)", dir, given, latest, it, run)
+}
 
 // unfinishedNote says that the checkpoint latest of the run in dir is of
 // an iteration before the run's last (round 82 B5: a run still training,

@@ -1035,11 +1035,8 @@ func (f sampleFlags) finish(out io.Writer, m checkpoint.Models, draws []float64,
 	if err := checkFinite(draws, f, d); err != nil {
 		return err
 	}
-	scales := scalesNote(draws, d, identityOrNil(m.Scaling) != nil) // round 120 A3: --standardize none is no standardisation // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
-	if strings.Contains(f.noted, "improper") {
-		scales = "" // a scale the chains grow without end is no scale to fit (round 136 A4)
-	}
-	mx := mixingOf(draws, f.chains, f.steps, d, f.sampler == "hmc" || !f.stepAdapted()) // in the coordinates the steps are taken in; every dimension's R-hat for HMC's modes-apart check, and for a step not adapted (notMixedAdvice)
+	scales := f.scales(m, draws, d)
+	mx := mixingOf(draws, f.chains, f.steps, d, true) // in the coordinates the steps are taken in; every dimension's R-hat, for the modes-apart check (round 141 A1: MALA's too)
 	if m.Scaling != nil {
 		m.Scaling.ToDataInPlace(draws)
 	}
@@ -2002,6 +1999,8 @@ func (f sampleFlags) notMixedAdvice(m checkpoint.Models, loc float64, mx mixing)
 		return f.noted
 	case resonance != "":
 		return resonance
+	case f.sampler != "hmc" && f.sampler != "flowmc" && modesApart(mx) >= 0: // round 141 A1: MALA's and ULA's chains in modes apart told "sample longer" first (10 times longer: R-hat 1.528 again)
+		return apartAdvice(m, mx, modesApart(mx))
 	case loc > 0.95 && (f.sampler == "hmc" || f.sampler == "mala" || f.sampler == "neutra") && !f.stepAdapted(): // round 115 B1: neutra
 		// Round 114 A1: HMC at its default step, acceptance 1.00, R-hat
 		// 1.54 on one mode, was told "sample longer" (16 times longer
@@ -2047,7 +2046,7 @@ func (f sampleFlags) afterTransient(m checkpoint.Models, loc float64, draws []fl
 	}
 	g := f
 	g.noted, g.cutAt = "", 0
-	mx := mixingOf(rest, f.chains, n, d, f.sampler == "hmc" || !f.stepAdapted())
+	mx := mixingOf(rest, f.chains, n, d, true)
 	return fmt.Sprintf("a chain came in from far only after the first draws (said below), and without the draws before draw %d R-hat is still %.3f: ", f.cutAt, r) + g.notMixedAdvice(m, loc, mx)
 }
 
@@ -2148,7 +2147,7 @@ func (f sampleFlags) hmcResonance(m checkpoint.Models, loc float64, mx mixing) s
 		return "change --leapfrog (or --step) so that their product moves off it, by a third say, and check that the lag-1 autocorrelation moves toward 0 (" + check + "); if the chains sit in modes apart instead, " + flowmcAdvice(m) // round 136 A2: dropped for chains in modes apart
 	}
 	if apart := modesApart(mx); apart >= 0 { // round 137 A1: chains each in its own mode, moving freely there, told "small steps: raise --step" (worse when followed)
-		return fmt.Sprintf("the chains sit apart in dimension %d, each moving freely there (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g), as chains in modes apart do: longer or larger steps do not join them; %s, whose flow's moves jump between modes", apart, mx.rho1[apart], mx.bulk[apart], flowmcAdvice(m)) // round 138 A2: flowmc's own flow refuses d = 1
+		return apartAdvice(m, mx, apart)
 	}
 	switch {
 	case flip >= 0:
@@ -2173,6 +2172,12 @@ func (mx mixing) worstDim() int {
 	return j
 }
 
+// apartAdvice is R-hat's advice where the chains sit apart in dimension j
+// while each moves freely there (modesApart).
+func apartAdvice(m checkpoint.Models, mx mixing, j int) string {
+	return fmt.Sprintf("the chains sit apart in dimension %d, each moving freely there (lag-1 autocorrelation %.2f) while their locations differ (bulk R-hat %.3g), as chains in modes apart do: longer or larger steps do not join them; %s, whose flow's moves jump between modes", j, mx.rho1[j], mx.bulk[j], flowmcAdvice(m)) // round 138 A2: flowmc's own flow refuses d = 1
+}
+
 // modesApart is the dimension with the largest R-hat where that R-hat
 // comes from the chains' locations (bulk R-hat 1.01 or more) while each
 // chain moves freely (lag-1 autocorrelation under 0.5): chains in modes
@@ -2194,6 +2199,19 @@ func flowmcAdvice(m checkpoint.Models) string {
 		return "--sampler flowmc with a flow of your own (--flow; flowmc's own RealNVP needs d ≥ 2)"
 	}
 	return "--sampler flowmc"
+}
+
+// scales is scalesNote of the draws, but where the notes' chains
+// (stranded, transient, improper: f.noted) set their spread, not the
+// model (round 136 A4: a scale the chains grow without end; round 141 A3:
+// two chains stuck at x = 30 made sd 15.3 of a mode's 3), or where a flow
+// given is the advice's rescaling already (neutra with --flow was told
+// "--flow with --sampler neutra").
+func (f sampleFlags) scales(m checkpoint.Models, draws []float64, d int) string {
+	if f.noted != "" || (f.sampler == "neutra" || f.sampler == "flowmc") && m.Flow != nil {
+		return ""
+	}
+	return scalesNote(draws, d, identityOrNil(m.Scaling) != nil) // round 120 A3: --standardize none is no standardisation // in the coordinates the chains move in (round 119 A4: measured in the data's, of a run standardised per dimension)
 }
 
 // scalesNote says, where the chains' draws spread over dimensions of

@@ -1062,7 +1062,7 @@ func resumeRun(ctx context.Context, f trainFlags, out, errOut io.Writer) (*train
 			return nil, nil, err // the path given is wrong: no advice to give one
 		}
 		if none := (training.NothingToResumeError{}); errors.As(err, &none) && !none.Restorable() && finishedOutputs(f.resume) { // round 111 B5: "start the run again with --force", losing a finished run
-			return nil, nil, finishedUnreadableError{none, wholeModel(filepath.Join(f.resume, "checkpoint"))}
+			return nil, nil, finishedUnreadableError{none, modelUsable(filepath.Join(f.resume, "checkpoint"))}
 		}
 		return nil, nil, movedDataHint(f.resume, err)
 	}
