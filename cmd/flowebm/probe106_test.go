@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,8 +43,19 @@ func TestEveryMetricsFieldChecked(t *testing.T) {
 			}
 		}
 		_, stderr, code := runCLI("train", "--resume", run, "--quiet")
-		if code != 0 || !strings.Contains(stderr, c.want) {
-			t.Errorf("--resume: exit %d, %s; want %q", code, stderr, c.want)
+		if c.readers { // round 139 B1: the seconds have no third record: --resume writes neither over the other, and names both ways
+			if code == 0 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "if metrics.json was, remove it and flowebm train --resume") {
+				t.Errorf("--resume: exit %d, %s; want %q", code, stderr, c.want)
+			}
+			if err := os.Remove(path); err != nil { // the way on for an edited metrics.json
+				t.Fatal(err)
+			}
+			_, stderr, code = runCLI("train", "--resume", run, "--quiet")
+		} else if !strings.Contains(stderr, c.want) {
+			t.Errorf("--resume: %s; want %q", stderr, c.want)
+		}
+		if code != 0 {
+			t.Errorf("--resume: exit %d, %s", code, stderr)
 		}
 		var got, was map[string]any
 		json.Unmarshal(mustRead(t, path), &got)
