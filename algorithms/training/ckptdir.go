@@ -48,6 +48,14 @@ const (
 // folder holds no complete checkpoint.
 var ErrNoCheckpoint = errors.New("no complete checkpoint")
 
+// EditedCheckpoint reports whether err, LatestCheckpoint's, passed over a
+// checkpoint folder whose files match their sums but whose records were
+// edited: a backup of it restores the run.
+func EditedCheckpoint(err error) bool {
+	nc := noCheckpointError{}
+	return errors.As(err, &nc) && nc.edited
+}
+
 type noCheckpointError struct {
 	dir string
 	// why each folder that exists is not a complete checkpoint
@@ -357,11 +365,11 @@ func evalsWithinIter(dir, evals string, rows [][]string) error {
 }
 
 // configOutvoted refuses the checkpoint folder ck of a finished run whose
-// metrics.json is of another seed, algorithm or length than its
-// config.json, cfg (and so than the checkpoint's copy, which belongsToRun
-// found the same), while metrics.json's final evaluation is ck's last, of
-// the iteration metrics.json ends at: the run's results and its checkpoint
-// agree, so the configuration was edited in both copies, the checkpoint's
+// metrics.json is of another length than its config.json, cfg (and so
+// than the checkpoint's copy, which belongsToRun found the same), while
+// ck's iteration and last evaluation are metrics.json's last (its final):
+// the run's results and its checkpoint agree, so the configuration was
+// edited in both copies, the checkpoint's
 // COMPLETE written again (round 141 B1, B2: 60 iterations edited to 100
 // were "a final checkpoint missing", and train --resume trained 40 more
 // over the run's results; edited to 40, state.json was blamed). Nil
@@ -373,11 +381,12 @@ func configOutvoted(ck string, cfg config.Run, cfgErr error) error {
 	dir := filepath.Dir(ck)
 	mpath := filepath.Join(dir, "metrics.json")
 	m, err := ReadMetrics(mpath)
-	if err != nil || m.OfRun(cfg) {
-		return nil
+	if err != nil || m.Seed != cfg.Seed || m.Algorithm != cfg.Train.Algorithm || m.Iterations == cfg.Train.Iterations {
+		return nil // only the length has a third witness, the checkpoint's own iteration (an edited algorithm in metrics.json is metrics.json's: runs_robust_test)
 	}
+	it, itOK := CheckpointIter(ck)
 	last, _, ok, err := lastEvalOf(dir, ck, -1)
-	if (err != nil && !errors.As(err, new(EditedCheckpointError))) || !ok || last.Iter != m.Iterations || CheckFinal(mpath, last, "") != nil {
+	if (err != nil && !errors.As(err, new(EditedCheckpointError))) || !ok || !itOK || it != m.Iterations || last.Iter != m.Iterations || CheckFinal(mpath, last, "") != nil {
 		return nil
 	}
 	return fmt.Errorf("%s and the checkpoint's copy (%s) configure seed %d, %s, %d iterations, but the run's %s, whose final evaluation is the checkpoint's last, is of seed %d, %s, %d: the configuration was edited in both (the copy's %s written again), not the run; restore both from a backup, or train the run anew in another folder",

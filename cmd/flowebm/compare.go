@@ -111,7 +111,7 @@ func runCompare(stdout, stderr io.Writer, dirs []string, out string, format plot
 		switch err := latestErr; {
 		case err == nil || len(unread) > 0:
 		case s.metrics != nil && hasCheckpointFolder(dir): // round 105 B8
-			fmt.Fprintf(stderr, "flowebm: note: %s: the run's outputs, shown, cannot be checked against it\n", withoutPackagePrefixes(err.Error())) // the error names the run (round 124 B4: "s8: s8: …")
+			fmt.Fprintf(stderr, "flowebm: note: %s: the run's outputs, shown, cannot be checked against it%s\n", withoutPackagePrefixes(err.Error()), editedWay(err)) // the error names the run (round 124 B4: "s8: s8: …")
 		case errors.As(err, new(*training.OutOfOrderError)): // its own way on (round 132 B1: "cannot be resumed" of a run resumable once a folder is moved out)
 			fmt.Fprintf(stderr, "flowebm: note: %s; its curves, shown, are those its metrics.csv holds\n", withoutPackagePrefixes(err.Error()))
 		case s.metrics == nil && !s.diverged && !lockedByOther(dir): // round 131 B4: shown as any unfinished run, unsaid
@@ -485,4 +485,15 @@ func isRejectedAt(m *training.Metrics) int {
 		return m.Final.Iter
 	}
 	return 0
+}
+
+// editedWay is "; restore the checkpoint from a copy, or train the run
+// anew" where err (LatestCheckpoint's) passed over a checkpoint whose
+// records alone were edited (round 110 B1's way on, kept since round 140
+// B1 passes such a folder over in every reader); "" otherwise.
+func editedWay(err error) string {
+	if !training.EditedCheckpoint(err) {
+		return ""
+	}
+	return "; restore the checkpoint from a copy, or train the run anew"
 }

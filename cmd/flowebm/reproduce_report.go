@@ -699,7 +699,7 @@ func (r *reproRun) collectFinished(f reproduceFlags, cfg config.Run, busy bool) 
 		return ""
 	}
 	if _, err := training.LatestCheckpoint(r.dir); err != nil && hasCheckpointFolder(r.dir) { // round 104 B2: its outputs, edited, were reported unchecked (checkpoints removed to save room: reported as before)
-		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's outputs cannot be checked against it, so they are not reported; %s", withoutPackagePrefixes(err.Error()), retrainAdvice(r.dir))
+		r.state, r.err = runUnreadable, fmt.Sprintf("%v: the run's outputs cannot be checked against it, so they are not reported%s; %s", withoutPackagePrefixes(err.Error()), editedWay(err), retrainAdvice(r.dir))
 		return ""
 	}
 	last, source, seconds := evals[len(evals)-1], "metrics.csv's last row", 0.0

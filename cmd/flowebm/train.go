@@ -2015,7 +2015,7 @@ func (e finishedUnreadableError) Error() string {
 	if !e.model {
 		use = "nor can flowebm sample, energy or convert use its model, whose files its checkpoint no longer vouches for: put back a whole copy of its checkpoint/ if you keep one; "
 	}
-	return e.none.Err.Error() + finishedUnreadableHead + use + "--force on the command line would train a new run in its place, and this one would be lost"
+	return e.none.Err.Error() + finishedUnreadableHead + use + strings.TrimPrefix(editedWay(e.none.Err), "; ") + map[bool]string{true: "; ", false: ""}[editedWay(e.none.Err) != ""] + "--force on the command line would train a new run in its place, and this one would be lost"
 }
 
 func (e finishedUnreadableError) Unwrap() error { return e.none }
