@@ -40,6 +40,9 @@ func newSplineFlow(t *testing.T, net layers.SplineFlow, dtype tensor.Dtype, pert
 	return f
 }
 
+// specialRows is how many of testPoints' first rows hold a special value.
+const specialRows = 6
+
 // testPoints returns n points in dimension d: Gaussian draws of scale
 // sigma, with a few coordinates placed in both tails and on the tail
 // bounds ±b (every spline's outer knots).
@@ -50,7 +53,7 @@ func testPoints(rng *rand.Rand, n, d int, sigma, b float64) *mat.Dense {
 			x.Set(i, j, sigma*rng.NormFloat64())
 		}
 	}
-	special := []float64{b, -b, 1.7 * b, -2.2 * b, 0, b * (1 - 1e-13)}
+	special := []float64{b, -b, 1.7 * b, -2.2 * b, 0, b * (1 - 1e-13)} // specialRows of them
 	for k, v := range special {
 		if k < n {
 			x.Set(k, k%d, v)
@@ -710,7 +713,15 @@ func TestSplineFlowMatchesPyTorch(t *testing.T) {
 		{"log|det J_T(z)|", ld, ref.Logdet, 1e-12},
 		{"z = T⁻¹(x)", zs.RawMatrix().Data, ref.Z, 1e-12},
 		{"log λ(x)", lq, ref.LogDensity, 1e-12},
-		{"∇ₓ log λ(x)", gx.RawMatrix().Data, ref.GradX, 1e-10},
+		// ∇ₓ log λ jumps where a coupling's input lies on the tail bound
+		// (the spline's log-derivative has a slope there, the identity
+		// tail none): testPoints' first rows put x on ±b, whose image
+		// through the first coupling lands within an ULP of ±b, on either
+		// side by the rounding of the machine's vector math (3.2e-2 apart
+		// from PyTorch's with glibc's libmvec on an AMD EPYC, 1e-13 with
+		// pure Go). The gradient is compared at the other, random points;
+		// its finite-difference checks cover the rest.
+		{"∇ₓ log λ(x)", gx.RawMatrix().Data[specialRows*net.Dim:], ref.GradX[specialRows*net.Dim:], 1e-10},
 		{"∇α mean log λ(x)", grad, refGrad, 1e-10},
 	} {
 		if len(c.got) != len(c.want) {
