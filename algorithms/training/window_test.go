@@ -115,14 +115,7 @@ func firstChainWeight(t *testing.T, w map[string]any) map[string]any {
 // it spread the edit into the resumed run's metrics.json. The copy is
 // named, with both records that agree, and no cp is advised.
 func TestEditedRunConfigCopyOfFinishedRun(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 3, dir)
-	if err := r.Train(nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteMetrics(filepath.Join(dir, "metrics.json"), r); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := finishedRun(t)
 	ck := filepath.Join(dir, "checkpoint")
 	editCheckpointJSON(t, ck, runConfigName, func(c map[string]any) { c["seed"] = c["seed"].(float64) + 1 })
 	for name, f := range map[string]func() error{
@@ -160,34 +153,12 @@ func TestEvalsPastStateIterRefused(t *testing.T) {
 // metrics.csv. Where metrics.json and metrics.csv agree with each other,
 // the checkpoint is named as the edited one.
 func TestCheckpointEvalsOutvotedByOutputs(t *testing.T) {
-	dir := t.TempDir()
-	r := smallRun(t, algorithms.FlowMC, 3, dir)
-	if err := r.Train(nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteMetrics(filepath.Join(dir, "metrics.json"), r); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := finishedRun(t)
 	if err := CheckpointEvalsEdited(dir); err != nil {
 		t.Fatalf("unedited: %v", err)
 	}
 	ck := filepath.Join(dir, "checkpoint")
-	path := filepath.Join(ck, "evals.csv")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	last := strings.Split(rows[len(rows)-1], ",")
-	col := slices.Index(strings.Split(rows[0], ","), "held_out_ll")
-	last[col] = "-0.5"
-	rows[len(rows)-1] = strings.Join(last, ",")
-	if err := os.WriteFile(path, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkpoint.WriteManifest(ck); err != nil {
-		t.Fatal(err)
-	}
+	editLastEvalsRow(t, ck, "held_out_ll", "-0.5")
 	want := ck + ": its last evaluation (iteration 3, evals.csv) differs from the one the run's metrics.json and metrics.csv both hold"
 	if err := CheckpointEvalsEdited(dir); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("CheckpointEvalsEdited: %v", err)
@@ -238,16 +209,7 @@ func TestEvalsValuesDisagree(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "metrics.csv"), b, 0o644); err != nil { // as train writes it after each checkpoint
 		t.Fatal(err)
 	}
-	rows := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	last := strings.Split(rows[len(rows)-1], ",")
-	last[slices.Index(strings.Split(rows[0], ","), "loss")] = "12345"
-	rows[len(rows)-1] = strings.Join(last, ",")
-	if err := os.WriteFile(path, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkpoint.WriteManifest(ck); err != nil {
-		t.Fatal(err)
-	}
+	editLastEvalsRow(t, ck, "loss", "12345")
 	err = CheckEvalsOfRun(dir)
 	if !errors.As(err, new(*EvalsDisagreeError)) || !strings.Contains(err.Error(), "one of the two was edited; if metrics.csv was, cp ") || !strings.Contains(err.Error(), "if the checkpoint's evals.csv was") {
 		t.Errorf("CheckEvalsOfRun: %v", err)
@@ -292,5 +254,42 @@ func TestWindowEvalsDisagreeWording(t *testing.T) {
 	_, err := Resume(dir)
 	if err == nil || !strings.Contains(err.Error(), `field "evals" of `) || !strings.Contains(err.Error(), "says 99: they disagree") || !strings.Contains(err.Error(), "restored from a backup, the run resumes") || strings.Contains(err.Error(), "with --force on the command line") {
 		t.Errorf("resume: %v", err)
+	}
+}
+
+// finishedRun is a flowMC-EBM run of 3 iterations trained to its end in a
+// new folder, with its metrics.json.
+func finishedRun(t *testing.T) (string, *Run) {
+	t.Helper()
+	dir := t.TempDir()
+	r := smallRun(t, algorithms.FlowMC, 3, dir)
+	if err := r.Train(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMetrics(filepath.Join(dir, "metrics.json"), r); err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+// editLastEvalsRow sets the column col of the last row of the checkpoint
+// folder ck's evals.csv to value and writes its manifest again, as a user
+// who edits a checkpoint and rehashes it does.
+func editLastEvalsRow(t *testing.T, ck, col, value string) {
+	t.Helper()
+	path := filepath.Join(ck, "evals.csv")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	last := strings.Split(rows[len(rows)-1], ",")
+	last[slices.Index(strings.Split(rows[0], ","), col)] = value
+	rows[len(rows)-1] = strings.Join(last, ",")
+	if err := os.WriteFile(path, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteManifest(ck); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,23 +69,6 @@ func TestHMCAdviceForOneDimensionAndFlips(t *testing.T) {
 	}
 }
 
-// editRunJSON applies edit to the JSON file path, as a user's edit does.
-func editRunJSON(t *testing.T, path string, edit func(map[string]any)) {
-	t.Helper()
-	var v map[string]any
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &v) != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	edit(v)
-	if b, err = json.Marshal(v); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Round 138 B2: a finished run whose config.json alone was edited had
 // every model reader add "no command uses a model whose files no
 // checkpoint vouches for … else train the run again" after the way on
@@ -95,7 +76,7 @@ func editRunJSON(t *testing.T, path string, edit func(map[string]any)) {
 func TestConfigEditedNoFalseTail(t *testing.T) {
 	dir := t.TempDir()
 	run := finishedULARun(t, dir, "run", "1")
-	editRunJSON(t, filepath.Join(run, "config.json"), func(c map[string]any) { c["train"].(map[string]any)["iterations"] = 200 })
+	editJSON(t, filepath.Join(run, "config.json"), func(c map[string]any) { c["train"].(map[string]any)["iterations"] = 200 })
 	_, stderr, code := runCLI("sample", "--model", run, "--chains", "4", "--steps", "8", "--out", filepath.Join(dir, "s.npy"))
 	if code == 0 || !strings.Contains(stderr, "takes the checkpoint folder itself") || strings.Contains(stderr, "train the run again") {
 		t.Errorf("sample: exit %d, %s", code, stderr)
@@ -111,7 +92,7 @@ func TestEditedRecordSameVerdict(t *testing.T) {
 	dir := t.TempDir()
 	run := finishedULARun(t, dir, "run", "1")
 	ck := filepath.Join(run, "checkpoint")
-	editRunJSON(t, filepath.Join(ck, "run-config.json"), func(c map[string]any) { c["seed"] = 2 })
+	editJSON(t, filepath.Join(ck, "run-config.json"), func(c map[string]any) { c["seed"] = 2 })
 	if err := checkpoint.WriteManifest(ck); err != nil {
 		t.Fatal(err)
 	}

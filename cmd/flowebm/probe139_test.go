@@ -79,7 +79,7 @@ func TestSecondsDisagreementNotOverwritten(t *testing.T) {
 	dir := t.TempDir()
 	run := finishedULARun(t, dir, "run", "1")
 	ck := filepath.Join(run, "checkpoint")
-	editRunJSON(t, filepath.Join(ck, "window.json"), func(w map[string]any) { w["seconds"] = 99.0 })
+	editJSON(t, filepath.Join(ck, "window.json"), func(w map[string]any) { w["seconds"] = 99.0 })
 	if err := checkpoint.WriteManifest(ck); err != nil {
 		t.Fatal(err)
 	}

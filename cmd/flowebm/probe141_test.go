@@ -52,7 +52,7 @@ func TestResumeSaysModelUsed(t *testing.T) {
 	dir := t.TempDir()
 	run := finishedULARun(t, dir, "run", "1")
 	ck := filepath.Join(run, "checkpoint")
-	editRunJSON(t, filepath.Join(ck, "state.json"), func(st map[string]any) { st["iter"] = 2 })
+	editJSON(t, filepath.Join(ck, "state.json"), func(st map[string]any) { st["iter"] = 2 })
 	if err := checkpoint.WriteManifest(ck); err != nil {
 		t.Fatal(err)
 	}
