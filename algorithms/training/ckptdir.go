@@ -339,7 +339,16 @@ func RecordEdited(ck string) error {
 	if err != nil {
 		return err
 	}
-	if _, _, _, err := lastEvalOf(filepath.Dir(ck), ck, -1); errors.As(err, new(EditedCheckpointError)) { // round 139 B2: an impossible window weight, or a last evaluation the outputs outvote, used unsaid
+	return LastEvalEdited(ck)
+}
+
+// LastEvalEdited is, for a run's checkpoint folder ck that passed its
+// check (LatestCheckpoint's choice), why its last evaluation is shown
+// edited: one the run's outputs outvote (round 139 B2: used unsaid); nil
+// otherwise. It reads what RecordEdited reads after the check, without
+// hashing the folder's files again.
+func LastEvalEdited(ck string) error {
+	if _, _, _, err := lastEvalOf(filepath.Dir(ck), ck, -1); errors.As(err, new(EditedCheckpointError)) {
 		return err
 	}
 	return nil

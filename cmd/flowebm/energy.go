@@ -987,7 +987,7 @@ func (l modelLoader) latestHeld(dir, given string) (checkpoint.Models, error) {
 	case latest != final && exists(final):
 		l.note("flowebm: note: %s is incomplete or damaged; using %s", final, latest)
 	}
-	if edited := training.RecordEdited(latest); edited != nil { // round 139 B2: an edited last evaluation, used unsaid
+	if edited := training.LastEvalEdited(latest); edited != nil { // round 139 B2: an edited last evaluation, used unsaid (the folder passed its check: not hashed again)
 		l.editedRecordNote(edited)
 	}
 	m, spec, err := checkpoint.Load(latest)
